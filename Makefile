@@ -1,0 +1,24 @@
+# `make test` is the one command that installs everything the suite needs and
+# runs it (README Quick start; .ci/run runs exactly this).
+PYTHON ?= python3
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: test deps build bench clean
+
+test: deps
+	$(PYTHON) -m pytest
+
+# Debian packages the e2e tests drive (kcat), then kfast with its test extras.
+deps:
+	@command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat; }
+	$(PYTHON) -m pip install -q -e '.[test]'
+
+# Rebuild the Cython kernels in place after editing a .pyx/.pxd.
+build:
+	$(PYTHON) setup.py -q build_ext --inplace
+
+bench: deps
+	$(PYTHON) -m pytest bench --benchmark-only
+
+clean:
+	rm -rf build dist *.egg-info kfast/_ext/*.c kfast/_ext/*.so kfast/_ext/*.html
