@@ -1,0 +1,1 @@
+"""The broker: network, request dispatch, replica manager, partitions, purgatories and timers."""
