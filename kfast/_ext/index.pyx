@@ -1,0 +1,142 @@
+# cython: freethreading_compatible = True
+"""Binary search over memory-mapped index files (grammar in index.pxd).
+
+The Python wrappers take any buffer (an ``mmap`` of the index file) and hold
+it only for the duration of the call, so the index may be resized or closed
+between calls.
+"""
+from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+
+
+cdef inline int64_t _be32(const uint8_t* p) noexcept nogil:
+    return <int64_t><int>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16)
+                          | (<uint32_t>p[2] << 8) | <uint32_t>p[3])
+
+
+cdef inline int64_t _be64(const uint8_t* p) noexcept nogil:
+    return <int64_t>((<uint64_t>p[0] << 56) | (<uint64_t>p[1] << 48)
+                     | (<uint64_t>p[2] << 40) | (<uint64_t>p[3] << 32)
+                     | (<uint64_t>p[4] << 24) | (<uint64_t>p[5] << 16)
+                     | (<uint64_t>p[6] << 8) | <uint64_t>p[7])
+
+
+cdef int64_t index_key(const uint8_t* base, Py_ssize_t slot, int entry_size,
+                       int key_pos, int key_width) noexcept nogil:
+    cdef const uint8_t* p = base + slot * entry_size + key_pos
+    if key_width == 8:
+        return _be64(p)
+    return _be32(p)
+
+
+cdef inline Py_ssize_t _bisect_lower(const uint8_t* base, Py_ssize_t lo, Py_ssize_t hi,
+                                     int entry_size, int key_pos, int key_width,
+                                     int64_t target) noexcept nogil:
+    # Precondition: key(lo) <= target. Returns the last slot in [lo, hi] with
+    # key <= target.
+    cdef Py_ssize_t mid
+    while lo < hi:
+        mid = lo + (hi - lo + 1) // 2
+        if index_key(base, mid, entry_size, key_pos, key_width) <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+cdef Py_ssize_t largest_lower_bound(const uint8_t* base, Py_ssize_t entries,
+                                    int entry_size, int key_pos, int key_width,
+                                    int64_t target) noexcept nogil:
+    cdef Py_ssize_t warm_entries, first_hot
+    if entries <= 0:
+        return -1
+    warm_entries = WARM_SECTION_BYTES // entry_size
+    first_hot = entries - 1 - warm_entries
+    if first_hot < 0:
+        first_hot = 0
+    if index_key(base, first_hot, entry_size, key_pos, key_width) <= target:
+        return _bisect_lower(base, first_hot, entries - 1, entry_size, key_pos,
+                             key_width, target)
+    if index_key(base, 0, entry_size, key_pos, key_width) > target:
+        return -1
+    return _bisect_lower(base, 0, first_hot, entry_size, key_pos, key_width, target)
+
+
+cdef Py_ssize_t smallest_upper_bound(const uint8_t* base, Py_ssize_t entries,
+                                     int entry_size, int key_pos, int key_width,
+                                     int64_t target) noexcept nogil:
+    cdef Py_ssize_t slot
+    if entries <= 0:
+        return -1
+    slot = largest_lower_bound(base, entries, entry_size, key_pos, key_width, target)
+    if slot == -1:
+        return 0
+    if index_key(base, slot, entry_size, key_pos, key_width) == target:
+        # With duplicate keys (never in a valid index) take the first one.
+        while slot > 0 and index_key(base, slot - 1, entry_size, key_pos, key_width) == target:
+            slot -= 1
+        return slot
+    if slot + 1 < entries:
+        return slot + 1
+    return -1
+
+
+cdef const uint8_t* _acquire(object buf, Py_buffer* view, Py_ssize_t entries,
+                             int entry_size, int key_pos, int key_width) except NULL:
+    if key_width != 4 and key_width != 8:
+        raise ValueError("key_width must be 4 or 8")
+    if entry_size <= 0 or key_pos < 0 or key_pos + key_width > entry_size:
+        raise ValueError("key does not fit in the entry")
+    PyObject_GetBuffer(buf, view, PyBUF_SIMPLE)
+    if entries < 0 or entries > view.len // entry_size:
+        PyBuffer_Release(view)
+        raise ValueError(f"{entries} entries of {entry_size} bytes do not fit in "
+                         f"a buffer of {view.len} bytes")
+    return <const uint8_t*>view.buf
+
+
+def largest_lower_bound_slot(buf, Py_ssize_t entries, int entry_size, int key_pos,
+                             int key_width, int64_t target):
+    """Slot of the largest key <= ``target`` among the first ``entries``
+    entries of ``buf``, or -1 if there is none."""
+    cdef Py_buffer view
+    cdef const uint8_t* base = _acquire(buf, &view, entries, entry_size, key_pos, key_width)
+    cdef Py_ssize_t slot
+    with nogil:
+        slot = largest_lower_bound(base, entries, entry_size, key_pos, key_width, target)
+    PyBuffer_Release(&view)
+    return slot
+
+
+def smallest_upper_bound_slot(buf, Py_ssize_t entries, int entry_size, int key_pos,
+                              int key_width, int64_t target):
+    """Slot of the smallest key >= ``target``, or -1 if there is none."""
+    cdef Py_buffer view
+    cdef const uint8_t* base = _acquire(buf, &view, entries, entry_size, key_pos, key_width)
+    cdef Py_ssize_t slot
+    with nogil:
+        slot = smallest_upper_bound(base, entries, entry_size, key_pos, key_width, target)
+    PyBuffer_Release(&view)
+    return slot
+
+
+def first_unordered_slot(buf, Py_ssize_t entries, int entry_size, int key_pos,
+                         int key_width, bint strict):
+    """First slot whose key is smaller than (or, if ``strict``, equal to) the
+    previous slot's key, or -1 if the keys are sorted. Used to detect a
+    corrupt or zero-filled index file in one pass."""
+    cdef Py_buffer view
+    cdef const uint8_t* base = _acquire(buf, &view, entries, entry_size, key_pos, key_width)
+    cdef Py_ssize_t slot, bad = -1
+    cdef int64_t previous, key
+    with nogil:
+        if entries > 0:
+            previous = index_key(base, 0, entry_size, key_pos, key_width)
+            for slot in range(1, entries):
+                key = index_key(base, slot, entry_size, key_pos, key_width)
+                if key < previous or (strict and key == previous):
+                    bad = slot
+                    break
+                previous = key
+    PyBuffer_Release(&view)
+    return bad

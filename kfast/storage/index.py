@@ -1,0 +1,406 @@
+"""Sparse, memory-mapped indexes of a log segment: OffsetIndex and TimeIndex.
+
+Both files are arrays of fixed-size big-endian entries (grammar below and in
+``kfast/_ext/index.pxd``). While a segment is active its index files are
+preallocated to ``segment.index.bytes`` (rounded down to a whole entry) and
+memory-mapped; everything past ``entries`` is zero. A file opened from disk
+counts *all* its bytes as entries, which is why indexes are trimmed to their
+valid size on roll and on close, exactly as Kafka does: a kfast index file
+and a Kafka index file are interchangeable.
+
+    .index      entry := relativeOffset int32, position int32        (8 bytes)
+    .timeindex  entry := timestamp int64, relativeOffset int32        (12 bytes)
+
+relativeOffset is the offset minus the segment's base offset; position is a
+byte position in the segment's .log file.
+"""
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from typing import NamedTuple
+
+from kfast._ext.index import (
+    first_unordered_slot,
+    largest_lower_bound_slot,
+)
+
+NO_TIMESTAMP = -1
+
+
+class CorruptIndexException(Exception):
+    """An index file failed its sanity check (Kafka's CorruptIndexException);
+    the log loader rebuilds the index from the segment's .log."""
+
+
+class IndexOffsetOverflowException(Exception):
+    """An offset does not fit the index's int32 relative-offset field."""
+
+
+class InvalidOffsetException(Exception):
+    """An index append would break the index's ordering (a bug, as in Kafka)."""
+
+
+class OffsetPosition(NamedTuple):
+    offset: int
+    position: int
+
+
+class TimestampOffset(NamedTuple):
+    timestamp: int
+    offset: int
+
+
+def _round_down(value: int, factor: int) -> int:
+    return factor * (value // factor)
+
+
+class AbstractIndex:
+    """A memory-mapped array of fixed-size entries; subclasses define the entry.
+
+    Entries are sorted by the key at ``KEY_POS`` (``KEY_WIDTH`` bytes). The
+    search itself is the Cython kernel in ``kfast._ext.index``.
+    """
+
+    ENTRY_SIZE: int
+    KEY_POS: int
+    KEY_WIDTH: int
+    # Whether the key must strictly increase (used by the sanity check).
+    STRICT: bool = True
+
+    __slots__ = ("path", "base_offset", "max_index_size", "_file", "_mmap",
+                 "_length", "_entries", "_max_entries")
+
+    def __init__(self, path: str, base_offset: int, max_index_size: int = -1,
+                 writable: bool = True):
+        self.path = path
+        self.base_offset = base_offset
+        self.max_index_size = max_index_size
+        newly_created = not os.path.exists(path)
+        mode = "r+b" if writable or newly_created else "rb"
+        if newly_created:
+            open(path, "xb").close()
+        self._file = open(path, mode, buffering=0)
+        if newly_created:
+            if max_index_size < self.ENTRY_SIZE:
+                raise ValueError(f"Invalid max index size: {max_index_size}")
+            os.ftruncate(self._file.fileno(), _round_down(max_index_size, self.ENTRY_SIZE))
+        self._mmap = None
+        self._map(os.fstat(self._file.fileno()).st_size)
+        # A new file has no entries; an existing file is all entries.
+        self._entries = 0 if newly_created else self._length // self.ENTRY_SIZE
+
+    # -- mapping -----------------------------------------------------------
+    def _map(self, length: int) -> None:
+        self._length = length
+        self._max_entries = length // self.ENTRY_SIZE
+        if length == 0:
+            self._mmap = None  # mmap cannot map an empty file
+        else:
+            writable = self._file.mode != "rb"
+            self._mmap = mmap.mmap(self._file.fileno(), length,
+                                   access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
+
+    def _unmap(self) -> None:
+        if self._mmap is not None:
+            self._mmap.close()
+            self._mmap = None
+
+    # -- size --------------------------------------------------------------
+    @property
+    def entries(self) -> int:
+        return self._entries
+
+    @property
+    def max_entries(self) -> int:
+        return self._max_entries
+
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries
+
+    @property
+    def size_in_bytes(self) -> int:
+        return self._entries * self.ENTRY_SIZE
+
+    @property
+    def length(self) -> int:
+        """Bytes the file currently occupies (preallocated size while active)."""
+        return self._length
+
+    def resize(self, new_size: int) -> bool:
+        """Grow or shrink the file to ``new_size`` rounded down to whole
+        entries, keeping the entries; returns whether the size changed."""
+        rounded = _round_down(new_size, self.ENTRY_SIZE)
+        rounded = max(rounded, self._entries * self.ENTRY_SIZE)
+        if rounded == self._length:
+            return False
+        self._unmap()
+        os.ftruncate(self._file.fileno(), rounded)
+        self._map(rounded)
+        return True
+
+    def trim_to_valid_size(self) -> None:
+        self.resize(self._entries * self.ENTRY_SIZE)
+
+    # -- search ------------------------------------------------------------
+    def _largest_lower_bound_slot(self, target: int, key_pos: int | None = None,
+                                  key_width: int | None = None) -> int:
+        if self._entries == 0:
+            return -1
+        return largest_lower_bound_slot(
+            self._mmap, self._entries, self.ENTRY_SIZE,
+            self.KEY_POS if key_pos is None else key_pos,
+            self.KEY_WIDTH if key_width is None else key_width, target)
+
+    def _relative_offset(self, offset: int) -> int:
+        relative = offset - self.base_offset
+        if relative < 0 or relative > 0x7FFFFFFF:
+            raise IndexOffsetOverflowException(
+                f"Integer overflow for offset: {offset} ({self.path})")
+        return relative
+
+    def can_append_offset(self, offset: int) -> bool:
+        return 0 <= offset - self.base_offset <= 0x7FFFFFFF
+
+    # -- truncation ----------------------------------------------------------
+    def truncate(self) -> None:
+        """Remove every entry (the file keeps its size, zero-filled)."""
+        self._truncate_to_entries(0)
+
+    def _truncate_to_entries(self, entries: int) -> None:
+        if self._mmap is not None and entries < self._entries:
+            start = entries * self.ENTRY_SIZE
+            end = self._entries * self.ENTRY_SIZE
+            self._mmap[start:end] = bytes(end - start)
+        self._entries = entries
+
+    # -- life cycle ----------------------------------------------------------
+    def flush(self) -> None:
+        if self._mmap is not None:
+            self._mmap.flush()
+
+    def close(self) -> None:
+        if self._file.closed:
+            return
+        if self._file.mode != "rb":
+            self.trim_to_valid_size()
+        self._unmap()
+        self._file.close()
+
+    def close_handler(self) -> None:
+        """Release the mapping without trimming (before a rename or delete)."""
+        self._unmap()
+        self._file.close()
+
+    def rename_to(self, path: str) -> None:
+        os.replace(self.path, path)
+        self.path = path
+
+    def delete(self) -> None:
+        self.close_handler()
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def raw_entry(self, slot: int) -> tuple:
+        raise NotImplementedError  # defined by each entry format
+
+    def sanity_check(self, log_size: int | None = None) -> None:
+        """Raise CorruptIndexException unless the file is a whole number of
+        entries with sorted keys (a zero-filled or torn index fails here)."""
+        if self._length % self.ENTRY_SIZE != 0:
+            raise CorruptIndexException(
+                f"Index file {self.path} is corrupt: its size {self._length} is not "
+                f"a multiple of {self.ENTRY_SIZE}")
+        if self._entries > 1:
+            bad = first_unordered_slot(self._mmap, self._entries, self.ENTRY_SIZE,
+                                       self.KEY_POS, self.KEY_WIDTH, self.STRICT)
+            if bad >= 0:
+                raise CorruptIndexException(
+                    f"Index file {self.path} is corrupt: entry {bad} is out of order")
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}({self.path!r}, base_offset={self.base_offset}, "
+                f"entries={self._entries}/{self._max_entries})")
+
+
+class OffsetIndex(AbstractIndex):
+    """Maps offsets to positions in the .log: entry (relativeOffset, position).
+
+    ``lookup(offset)`` gives the largest indexed offset <= offset and the
+    position of the batch it was indexed at; the caller scans batch headers
+    forward from there.
+    """
+
+    ENTRY_SIZE = 8
+    KEY_POS = 0
+    KEY_WIDTH = 4
+    _ENTRY = struct.Struct(">ii")
+
+    __slots__ = ()
+
+    def entry(self, slot: int) -> OffsetPosition:
+        if slot < 0 or slot >= self._entries:
+            raise IndexError(f"slot {slot} outside 0..{self._entries - 1} of {self.path}")
+        relative, position = self._ENTRY.unpack_from(self._mmap, slot * 8)
+        return OffsetPosition(self.base_offset + relative, position)
+
+    raw_entry = entry
+
+    @property
+    def last_offset(self) -> int:
+        return self.last_entry().offset
+
+    def last_entry(self) -> OffsetPosition:
+        if self._entries == 0:
+            return OffsetPosition(self.base_offset, 0)
+        return self.entry(self._entries - 1)
+
+    def lookup(self, target_offset: int) -> OffsetPosition:
+        """Largest entry with offset <= target_offset, else (base_offset, 0)."""
+        relative = target_offset - self.base_offset
+        if relative < 0 or self._entries == 0:
+            return OffsetPosition(self.base_offset, 0)
+        if relative > 0x7FFFFFFF:
+            relative = 0x7FFFFFFF
+        slot = largest_lower_bound_slot(self._mmap, self._entries, 8, 0, 4, relative)
+        if slot < 0:
+            return OffsetPosition(self.base_offset, 0)
+        relative, position = self._ENTRY.unpack_from(self._mmap, slot * 8)
+        return OffsetPosition(self.base_offset + relative, position)
+
+    def append(self, offset: int, position: int) -> None:
+        if self._entries >= self._max_entries:
+            raise IndexError(f"Attempt to append to a full index (size = {self._entries}) {self.path}")
+        relative = self._relative_offset(offset)
+        if self._entries > 0:
+            last_relative = self._ENTRY.unpack_from(self._mmap, (self._entries - 1) * 8)[0]
+            if relative <= last_relative:
+                raise InvalidOffsetException(
+                    f"Attempt to append an offset ({offset}) to position {self._entries} no "
+                    f"larger than the last offset appended ({self.base_offset + last_relative}) "
+                    f"to {self.path}")
+        self._ENTRY.pack_into(self._mmap, self._entries * 8, relative, position)
+        self._entries += 1
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries with offset >= ``offset``."""
+        relative = offset - self.base_offset
+        if relative < 0:
+            self._truncate_to_entries(0)
+            return
+        slot = self._largest_lower_bound_slot(min(relative, 0x7FFFFFFF))
+        if slot < 0:
+            new_entries = 0
+        elif self.entry(slot).offset == offset:
+            new_entries = slot
+        else:
+            new_entries = slot + 1
+        self._truncate_to_entries(new_entries)
+
+    def sanity_check(self, log_size: int | None = None) -> None:
+        super().sanity_check(log_size)
+        if self._entries:
+            last = self.last_entry()
+            if last.offset < self.base_offset:
+                raise CorruptIndexException(
+                    f"Corrupt index found, index file ({self.path}) has non-zero size but the "
+                    f"last offset is {last.offset} which is less than the base offset "
+                    f"{self.base_offset}.")
+            if log_size is not None and last.position >= max(log_size, 1):
+                raise CorruptIndexException(
+                    f"Index file {self.path} is corrupt: position {last.position} is past the "
+                    f"end of the log ({log_size} bytes)")
+
+
+class TimeIndex(AbstractIndex):
+    """Maps timestamps to offsets: entry (timestamp, relativeOffset).
+
+    An entry is appended only when its timestamp is larger than the last
+    one's, so a lookup finds the first offset whose batch may hold a record
+    at or after a timestamp. One slot is kept free for the entry written when
+    the segment rolls, so the index is "full" one entry early.
+    """
+
+    ENTRY_SIZE = 12
+    KEY_POS = 0
+    KEY_WIDTH = 8
+    _ENTRY = struct.Struct(">qi")
+
+    __slots__ = ()
+
+    def is_full(self) -> bool:
+        return self._entries >= self._max_entries - 1
+
+    def entry(self, slot: int) -> TimestampOffset:
+        if slot < 0 or slot >= self._entries:
+            raise IndexError(f"slot {slot} outside 0..{self._entries - 1} of {self.path}")
+        timestamp, relative = self._ENTRY.unpack_from(self._mmap, slot * 12)
+        return TimestampOffset(timestamp, self.base_offset + relative)
+
+    raw_entry = entry
+
+    def last_entry(self) -> TimestampOffset:
+        if self._entries == 0:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return self.entry(self._entries - 1)
+
+    def lookup(self, target_timestamp: int) -> TimestampOffset:
+        """Largest entry with timestamp <= target, else (NO_TIMESTAMP, base_offset)."""
+        slot = self._largest_lower_bound_slot(target_timestamp)
+        if slot < 0:
+            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
+        return self.entry(slot)
+
+    def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
+        """Append (timestamp, offset) if the timestamp is larger than the last
+        entry's. ``skip_full_check`` uses the slot reserved for the roll."""
+        if not skip_full_check and self.is_full():
+            raise IndexError(f"Attempt to append to a full time index (size = {self._entries}) {self.path}")
+        if self._entries >= self._max_entries:
+            raise IndexError(f"Attempt to append to a full time index {self.path}")
+        last = self.last_entry()
+        if self._entries and offset < last.offset:
+            raise InvalidOffsetException(
+                f"Attempt to append an offset ({offset}) to slot {self._entries} no larger than "
+                f"the last offset appended ({last.offset}) to {self.path}")
+        if self._entries and timestamp < last.timestamp:
+            raise InvalidOffsetException(
+                f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no larger "
+                f"than the last timestamp appended ({last.timestamp}) to {self.path}")
+        if self._entries == 0 or timestamp > last.timestamp:
+            self._ENTRY.pack_into(self._mmap, self._entries * 12, timestamp,
+                                  self._relative_offset(offset))
+            self._entries += 1
+
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries whose offset is >= ``offset``."""
+        relative = offset - self.base_offset
+        if relative < 0:
+            self._truncate_to_entries(0)
+            return
+        # Search by the offset (the value at byte 8), which is non-decreasing.
+        slot = self._largest_lower_bound_slot(min(relative, 0x7FFFFFFF), 8, 4)
+        if slot < 0:
+            new_entries = 0
+        elif self.entry(slot).offset == offset:
+            new_entries = slot
+        else:
+            new_entries = slot + 1
+        self._truncate_to_entries(new_entries)
+
+    def sanity_check(self, log_size: int | None = None) -> None:
+        super().sanity_check(log_size)
+        if self._entries:
+            last = self.last_entry()
+            if last.offset < self.base_offset:
+                raise CorruptIndexException(
+                    f"Corrupt time index found, time index file ({self.path}) has non-zero size "
+                    f"but the last offset is {last.offset} which is less than the first offset "
+                    f"{self.base_offset}")
+            if self._entries > 1 and first_unordered_slot(
+                    self._mmap, self._entries, 12, 8, 4, False) >= 0:
+                raise CorruptIndexException(
+                    f"Time index file {self.path} is corrupt: offsets are out of order")
