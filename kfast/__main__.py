@@ -1,0 +1,4 @@
+"""`python -m kfast ...` is the `kfast` command."""
+from kfast.cli import main
+
+main()
