@@ -1,0 +1,682 @@
+"""Kafka's configuration properties, defined once.
+
+Each property is one ``define(...)`` row: Kafka's name, type, default, an
+optional validator, a short doc and, for server properties that set a topic's
+default, the topic-level synonym (``log.segment.bytes`` -> ``segment.bytes``).
+``KafkaConfig`` parses ``server.properties`` text (Java properties syntax) and
+rejects an unknown or invalid property with a ``ConfigException`` that names
+it. ``LogConfig`` is a topic's effective configuration: the topic's overrides
+over the broker's synonyms, validated by the same rows.
+
+Later issues add server properties as more ``define`` rows in this table.
+"""
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Mapping
+
+LONG_MAX = 2**63 - 1
+INT_MAX = 2**31 - 1
+INT_MIN = -(2**31)
+LONG_MIN = -(2**63)
+
+
+class ConfigException(Exception):
+    """A property is unknown, missing or has an invalid value (Kafka's
+    ``org.apache.kafka.common.config.ConfigException``)."""
+
+    def __init__(self, name: str, value: Any = None, message: str | None = None):
+        self.name = name
+        self.value = value
+        text = f"Invalid value {value} for configuration {name}"
+        super().__init__(f"{text}: {message}" if message else text)
+
+
+class Type(enum.Enum):
+    BOOLEAN = "boolean"
+    STRING = "string"
+    INT = "int"
+    SHORT = "short"
+    LONG = "long"
+    DOUBLE = "double"
+    LIST = "list"
+    CLASS = "class"
+    PASSWORD = "password"
+
+
+_INT_RANGES = {Type.INT: (INT_MIN, INT_MAX), Type.SHORT: (-32768, 32767),
+               Type.LONG: (LONG_MIN, LONG_MAX)}
+
+
+def coerce(name: str, type_: Type, value: Any) -> Any:
+    """Turn a properties-file string (or a Python value) into the property's type."""
+    if value is None:
+        return None
+    try:
+        if type_ is Type.BOOLEAN:
+            if isinstance(value, bool):
+                return value
+            text = str(value).strip().lower()
+            if text not in ("true", "false"):
+                raise ValueError("Expected value to be either true or false")
+            return text == "true"
+        if type_ in _INT_RANGES:
+            if isinstance(value, bool):
+                raise ValueError("Expected an integer")
+            number = value if isinstance(value, int) else int(str(value).strip())
+            low, high = _INT_RANGES[type_]
+            if not low <= number <= high:
+                raise ValueError(f"Not a number of type {type_.value.upper()}")
+            return number
+        if type_ is Type.DOUBLE:
+            return float(value) if not isinstance(value, str) else float(value.strip())
+        if type_ is Type.LIST:
+            if isinstance(value, (list, tuple)):
+                return [str(v).strip() for v in value]
+            text = str(value).strip()
+            return [item.strip() for item in text.split(",")] if text else []
+        return str(value).strip() if type_ is not Type.PASSWORD else str(value)
+    except ValueError as exc:
+        raise ConfigException(name, value, str(exc)) from None
+
+
+# -- validators ----------------------------------------------------------
+@dataclass(frozen=True)
+class Range:
+    min: float | None = None
+    max: float | None = None
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        if self.min is not None and value < self.min:
+            raise ConfigException(name, value, f"Value must be at least {self.min}")
+        if self.max is not None and value > self.max:
+            raise ConfigException(name, value, f"Value must be no more than {self.max}")
+
+
+def at_least(minimum: float) -> Range:
+    return Range(minimum, None)
+
+
+def between(minimum: float, maximum: float) -> Range:
+    return Range(minimum, maximum)
+
+
+@dataclass(frozen=True)
+class ValidString:
+    choices: tuple[str, ...]
+    case_sensitive: bool = True
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        pool = self.choices if self.case_sensitive else [c.lower() for c in self.choices]
+        probe = value if self.case_sensitive else value.lower()
+        if probe not in pool:
+            raise ConfigException(name, value, f"String must be one of: {', '.join(self.choices)}")
+
+
+@dataclass(frozen=True)
+class ValidList:
+    choices: tuple[str, ...]
+    allow_empty: bool = False
+
+    def __call__(self, name: str, value: Any) -> None:
+        if value is None:
+            return
+        if not value and not self.allow_empty:
+            raise ConfigException(name, value, "Empty list is not allowed")
+        for item in value:
+            if item not in self.choices:
+                raise ConfigException(name, value,
+                                      f"Invalid value {item}; valid values are {', '.join(self.choices)}")
+
+
+def non_empty_string(name: str, value: Any) -> None:
+    if value is not None and not value:
+        raise ConfigException(name, value, "String may not be empty")
+
+
+# -- the table ---------------------------------------------------------------
+NO_DEFAULT = object()  # the property must be set
+
+
+@dataclass(frozen=True)
+class ConfigKey:
+    name: str
+    type: Type
+    default: Any
+    doc: str
+    validator: Callable[[str, Any], None] | None = None
+    topic_synonym: str | None = None  # for server properties: the topic config
+
+    @property
+    def has_default(self) -> bool:
+        return self.default is not NO_DEFAULT
+
+
+SERVER_CONFIGS: dict[str, ConfigKey] = {}
+TOPIC_CONFIGS: dict[str, ConfigKey] = {}
+# Topic property -> server property that provides its default.
+TOPIC_TO_SERVER: dict[str, str] = {}
+
+
+def define(name: str, type_: Type, default: Any, doc: str,
+           validator: Callable[[str, Any], None] | None = None,
+           topic_synonym: str | None = None) -> ConfigKey:
+    """Define a server property (one row per property)."""
+    if name in SERVER_CONFIGS:
+        raise ValueError(f"{name} is defined twice")
+    key = ConfigKey(name, type_, default, doc, validator, topic_synonym)
+    SERVER_CONFIGS[name] = key
+    if topic_synonym is not None:
+        TOPIC_TO_SERVER.setdefault(topic_synonym, name)
+    return key
+
+
+def define_topic(name: str, type_: Type, default: Any, doc: str,
+                 validator: Callable[[str, Any], None] | None = None) -> ConfigKey:
+    """Define a topic-level property. Its default is the server synonym's
+    value when one exists; ``default`` applies otherwise."""
+    key = ConfigKey(name, type_, default, doc, validator)
+    TOPIC_CONFIGS[name] = key
+    return key
+
+
+B, S, I, SH, L, D, LI, C, P = (Type.BOOLEAN, Type.STRING, Type.INT, Type.SHORT, Type.LONG,
+                               Type.DOUBLE, Type.LIST, Type.CLASS, Type.PASSWORD)
+HOUR_MS = 3600 * 1000
+CLEANUP_POLICIES = ("compact", "delete")
+TIMESTAMP_TYPES = ("CreateTime", "LogAppendTime")
+COMPRESSION_TYPES = ("uncompressed", "zstd", "lz4", "snappy", "gzip", "producer")
+
+# Identity and roles (KRaft).
+define("node.id", I, -1, "The node ID of this server (KRaft).", at_least(-1))
+define("broker.id", I, -1, "The broker id of this server (ZooKeeper-era synonym of node.id).",
+       at_least(-1))
+define("process.roles", LI, [], "The roles this process plays: broker, controller or both.",
+       ValidList(("broker", "controller"), allow_empty=True))
+define("controller.quorum.voters", LI, [], "Map of id/endpoint of the voter set, id@host:port.")
+define("controller.quorum.bootstrap.servers", LI, [], "host:port of the controllers to bootstrap from.")
+define("controller.listener.names", LI, [], "Names of the listeners used by the controller.")
+define("reserved.broker.max.id", I, 1000, "Max number for a generated broker id.", at_least(0))
+define("cluster.id", S, None, "kfast only: the cluster id to format empty log dirs with.")
+
+# Listeners and sockets.
+define("listeners", LI, ["PLAINTEXT://:9092"], "Listener URIs, comma separated.")
+define("advertised.listeners", LI, None, "Listeners to publish for clients to use.")
+define("listener.security.protocol.map", LI,
+       ["PLAINTEXT:PLAINTEXT", "SSL:SSL", "SASL_PLAINTEXT:SASL_PLAINTEXT", "SASL_SSL:SASL_SSL"],
+       "Map between listener names and security protocols.")
+define("inter.broker.listener.name", S, None, "Listener used between brokers.")
+define("num.network.threads", I, 3, "Threads receiving requests and sending responses.", at_least(1))
+define("num.io.threads", I, 8, "Threads processing requests.", at_least(1))
+define("socket.send.buffer.bytes", I, 100 * 1024, "SO_SNDBUF of server sockets (-1: OS default).")
+define("socket.receive.buffer.bytes", I, 100 * 1024, "SO_RCVBUF of server sockets (-1: OS default).")
+define("socket.request.max.bytes", I, 100 * 1024 * 1024, "Max bytes in a socket request.", at_least(1))
+define("socket.listen.backlog.size", I, 50, "Max pending connections on the socket.", at_least(1))
+define("connections.max.idle.ms", L, 10 * 60 * 1000, "Idle connections timeout.")
+define("max.connections", I, INT_MAX, "Max connections allowed in the broker.", at_least(0))
+define("max.connections.per.ip", I, INT_MAX, "Max connections from each ip address.", at_least(0))
+define("queued.max.requests", I, 500, "Queued requests before blocking the network threads.",
+       at_least(1))
+define("request.timeout.ms", I, 30000, "Default request timeout.", at_least(0))
+
+# Topics.
+define("num.partitions", I, 1, "Default number of log partitions per topic.", at_least(1))
+define("default.replication.factor", I, 1, "Default replication factor of auto-created topics.")
+define("auto.create.topics.enable", B, True, "Enable auto creation of topics on the server.")
+define("delete.topic.enable", B, True, "Enables delete topic.")
+define("auto.leader.rebalance.enable", B, True, "Periodic preferred leader rebalancing.")
+define("unclean.leader.election.enable", B, False,
+       "Allow replicas not in the ISR to be elected leader as a last resort.",
+       topic_synonym="unclean.leader.election.enable")
+define("compression.type", S, "producer", "The final compression type for a topic.",
+       ValidString(COMPRESSION_TYPES), topic_synonym="compression.type")
+define("compression.gzip.level", I, -1, "Gzip compression level.", between(-1, 9),
+       topic_synonym="compression.gzip.level")
+define("compression.lz4.level", I, 9, "LZ4 compression level.", between(1, 17),
+       topic_synonym="compression.lz4.level")
+define("compression.zstd.level", I, 3, "Zstd compression level.", between(-131072, 22),
+       topic_synonym="compression.zstd.level")
+
+# Log storage.
+define("log.dirs", LI, None, "Directories where the log data is stored (falls back to log.dir).")
+define("log.dir", S, "/tmp/kafka-logs", "The directory where the log data is kept (see log.dirs).")
+define("log.segment.bytes", I, 1024 * 1024 * 1024, "The maximum size of a single log file.",
+       at_least(1024 * 1024), topic_synonym="segment.bytes")
+define("log.roll.ms", L, None, "Max time before a new segment is rolled (overrides log.roll.hours).",
+       topic_synonym="segment.ms")
+define("log.roll.hours", I, 24 * 7, "Max time in hours before a new segment is rolled.",
+       at_least(1), topic_synonym="segment.ms")
+define("log.roll.jitter.ms", L, None, "Max jitter subtracted from the roll time (ms).",
+       topic_synonym="segment.jitter.ms")
+define("log.roll.jitter.hours", I, 0, "Max jitter subtracted from the roll time (hours).",
+       at_least(0), topic_synonym="segment.jitter.ms")
+define("log.index.size.max.bytes", I, 10 * 1024 * 1024, "Max size in bytes of the offset index.",
+       at_least(4), topic_synonym="segment.index.bytes")
+define("log.index.interval.bytes", I, 4096, "Bytes of log between offset index entries.",
+       at_least(0), topic_synonym="index.interval.bytes")
+define("log.retention.ms", L, None, "Time to keep a log file (ms); -1 keeps forever.",
+       topic_synonym="retention.ms")
+define("log.retention.minutes", I, None, "Time to keep a log file (minutes).",
+       topic_synonym="retention.ms")
+define("log.retention.hours", I, 24 * 7, "Time to keep a log file (hours).",
+       topic_synonym="retention.ms")
+define("log.retention.bytes", L, -1, "Max size of a partition's log before deleting it.",
+       topic_synonym="retention.bytes")
+define("log.retention.check.interval.ms", L, 5 * 60 * 1000,
+       "How often the log cleaner checks whether a log is eligible for deletion.", at_least(1))
+define("log.cleanup.policy", LI, ["delete"], "Default cleanup policy for segments beyond retention.",
+       ValidList(CLEANUP_POLICIES, allow_empty=True), topic_synonym="cleanup.policy")
+define("log.segment.delete.delay.ms", L, 60000, "Time to wait before deleting a file.",
+       at_least(0), topic_synonym="file.delete.delay.ms")
+define("log.flush.interval.messages", L, LONG_MAX, "Messages accumulated before a flush.",
+       at_least(1), topic_synonym="flush.messages")
+define("log.flush.interval.ms", L, None,
+       "Max time a message stays in memory before a flush (unset: log.flush.scheduler.interval.ms).",
+       topic_synonym="flush.ms")
+define("log.flush.scheduler.interval.ms", L, LONG_MAX,
+       "How often the flusher checks whether any log needs a flush.")
+define("log.flush.offset.checkpoint.interval.ms", I, 60000,
+       "How often the recovery point is checkpointed.", at_least(0))
+define("log.flush.start.offset.checkpoint.interval.ms", I, 60000,
+       "How often the log start offset is checkpointed.", at_least(0))
+define("log.preallocate", B, False, "Preallocate the file when creating a segment.",
+       topic_synonym="preallocate")
+define("log.message.timestamp.type", S, "CreateTime", "CreateTime or LogAppendTime.",
+       ValidString(TIMESTAMP_TYPES), topic_synonym="message.timestamp.type")
+define("log.message.timestamp.before.max.ms", L, LONG_MAX,
+       "Max allowed age of a record timestamp relative to the broker's time.", at_least(0),
+       topic_synonym="message.timestamp.before.max.ms")
+define("log.message.timestamp.after.max.ms", L, HOUR_MS,
+       "Max allowed distance of a record timestamp into the future.", at_least(0),
+       topic_synonym="message.timestamp.after.max.ms")
+define("log.local.retention.ms", L, -2, "Local retention time with tiered storage (-2: retention.ms).",
+       at_least(-2), topic_synonym="local.retention.ms")
+define("log.local.retention.bytes", L, -2, "Local retention size with tiered storage.",
+       at_least(-2), topic_synonym="local.retention.bytes")
+define("message.max.bytes", I, 1024 * 1024 + 12, "Largest record batch size allowed.",
+       at_least(0), topic_synonym="max.message.bytes")
+define("min.insync.replicas", I, 1, "Min replicas that must acknowledge a write with acks=all.",
+       at_least(1), topic_synonym="min.insync.replicas")
+define("num.recovery.threads.per.data.dir", I, 2,
+       "Threads per data directory for log recovery at startup and flushing at shutdown.",
+       at_least(1))
+define("log.cleaner.enable", B, True, "Enable the log cleaner process.")
+define("log.cleaner.threads", I, 1, "Background threads for log cleaning.", at_least(0))
+define("log.cleaner.dedupe.buffer.size", L, 128 * 1024 * 1024, "Memory for log deduplication.")
+define("log.cleaner.io.buffer.size", I, 512 * 1024, "Memory for log cleaner I/O buffers.",
+       at_least(0))
+define("log.cleaner.io.max.bytes.per.second", D, float(2**1024 - 2**971),
+       "I/O throttle of the log cleaner.")
+define("log.cleaner.backoff.ms", L, 15000, "Sleep when there are no logs to clean.", at_least(0))
+define("log.cleaner.min.cleanable.ratio", D, 0.5, "Min dirty ratio for a log to be cleaned.",
+       between(0, 1), topic_synonym="min.cleanable.dirty.ratio")
+define("log.cleaner.delete.retention.ms", L, 24 * HOUR_MS, "How long tombstones are kept.",
+       at_least(0), topic_synonym="delete.retention.ms")
+define("log.cleaner.min.compaction.lag.ms", L, 0, "Min time a message stays uncompacted.",
+       at_least(0), topic_synonym="min.compaction.lag.ms")
+define("log.cleaner.max.compaction.lag.ms", L, LONG_MAX, "Max time a message stays uncompacted.",
+       at_least(1), topic_synonym="max.compaction.lag.ms")
+
+# Replication.
+define("replica.lag.time.max.ms", L, 30000, "Time before a lagging follower leaves the ISR.")
+define("replica.fetch.max.bytes", I, 1024 * 1024, "Bytes a follower fetches per partition.",
+       at_least(0))
+define("replica.fetch.wait.max.ms", I, 500, "Max wait of a follower fetch.")
+define("replica.high.watermark.checkpoint.interval.ms", L, 5000,
+       "How often the high watermark is saved to disk.")
+define("num.replica.fetchers", I, 1, "Fetcher threads per source broker.")
+
+# Group coordinator and offsets.
+define("offsets.topic.num.partitions", I, 50, "Partitions of the offset commit topic.", at_least(1))
+define("offsets.topic.replication.factor", SH, 3, "Replication factor of the offsets topic.",
+       at_least(1))
+define("offsets.topic.segment.bytes", I, 100 * 1024 * 1024, "Segment bytes of the offsets topic.",
+       at_least(1))
+define("offsets.retention.minutes", I, 7 * 24 * 60,
+       "How long committed offsets of an empty group are kept.", at_least(1))
+define("offsets.retention.check.interval.ms", L, 600000, "How often stale offsets are checked.",
+       at_least(1))
+define("offsets.commit.timeout.ms", I, 5000, "Offset commit wait for replication.", at_least(1))
+define("offsets.load.buffer.size", I, 5 * 1024 * 1024, "Batch size when loading offsets.",
+       at_least(1))
+define("group.initial.rebalance.delay.ms", I, 3000, "Delay of the first rebalance of a new group.")
+define("group.min.session.timeout.ms", I, 6000, "Minimum allowed session timeout.")
+define("group.max.session.timeout.ms", I, 1800000, "Maximum allowed session timeout.")
+define("group.max.size", I, INT_MAX, "Maximum number of consumers in a group.", at_least(1))
+define("group.coordinator.rebalance.protocols", LI, ["classic", "consumer"],
+       "Enabled rebalance protocols.", ValidList(("classic", "consumer", "share", "streams")))
+
+# Transactions.
+define("transactional.id.expiration.ms", I, 7 * 24 * HOUR_MS,
+       "Time before an idle transactional id expires.", at_least(1))
+define("transaction.max.timeout.ms", I, 15 * 60 * 1000, "Maximum allowed transaction timeout.",
+       at_least(1))
+define("transaction.state.log.num.partitions", I, 50, "Partitions of the transaction topic.",
+       at_least(1))
+define("transaction.state.log.replication.factor", SH, 3,
+       "Replication factor of the transaction topic.", at_least(1))
+define("transaction.state.log.min.isr", I, 2, "min.insync.replicas of the transaction topic.",
+       at_least(1))
+define("transaction.state.log.segment.bytes", I, 100 * 1024 * 1024,
+       "Segment bytes of the transaction topic.", at_least(1))
+define("transaction.abort.timed.out.transaction.cleanup.interval.ms", I, 10000,
+       "Interval at which timed-out transactions are rolled back.", at_least(1))
+define("producer.id.expiration.ms", I, 86400000,
+       "Time a producer id is kept after its last write.", at_least(1))
+define("producer.id.expiration.check.interval.ms", I, 600000,
+       "How often expired producer ids are removed.", at_least(1))
+define("max.incremental.fetch.session.cache.slots", I, 1000, "Max incremental fetch sessions.",
+       at_least(0))
+
+# -- topic-level properties (Kafka's TopicConfig) ------------------------------
+define_topic("cleanup.policy", LI, ["delete"], "delete and/or compact.",
+             ValidList(CLEANUP_POLICIES, allow_empty=True))
+define_topic("compression.type", S, "producer", "Final compression type of the topic.",
+             ValidString(COMPRESSION_TYPES))
+define_topic("compression.gzip.level", I, -1, "Gzip level.", between(-1, 9))
+define_topic("compression.lz4.level", I, 9, "LZ4 level.", between(1, 17))
+define_topic("compression.zstd.level", I, 3, "Zstd level.", between(-131072, 22))
+define_topic("delete.retention.ms", L, 24 * HOUR_MS, "How long tombstones are kept.", at_least(0))
+define_topic("file.delete.delay.ms", L, 60000, "Time to wait before deleting a file.", at_least(0))
+define_topic("flush.messages", L, LONG_MAX, "Messages between forced fsyncs.", at_least(1))
+define_topic("flush.ms", L, LONG_MAX, "Time between forced fsyncs.", at_least(0))
+define_topic("follower.replication.throttled.replicas", LI, [], "Throttled follower replicas.")
+define_topic("leader.replication.throttled.replicas", LI, [], "Throttled leader replicas.")
+define_topic("index.interval.bytes", I, 4096, "Bytes between offset index entries.", at_least(0))
+define_topic("local.retention.bytes", L, -2, "Local retention size (tiered storage).", at_least(-2))
+define_topic("local.retention.ms", L, -2, "Local retention time (tiered storage).", at_least(-2))
+define_topic("max.compaction.lag.ms", L, LONG_MAX, "Max time a message stays uncompacted.",
+             at_least(1))
+define_topic("max.message.bytes", I, 1024 * 1024 + 12, "Largest record batch size allowed.",
+             at_least(0))
+define_topic("message.timestamp.type", S, "CreateTime", "CreateTime or LogAppendTime.",
+             ValidString(TIMESTAMP_TYPES))
+define_topic("message.timestamp.before.max.ms", L, LONG_MAX,
+             "Max age of a record timestamp.", at_least(0))
+define_topic("message.timestamp.after.max.ms", L, HOUR_MS,
+             "Max distance of a record timestamp into the future.", at_least(0))
+define_topic("min.cleanable.dirty.ratio", D, 0.5, "Min dirty ratio for cleaning.", between(0, 1))
+define_topic("min.compaction.lag.ms", L, 0, "Min time a message stays uncompacted.", at_least(0))
+define_topic("min.insync.replicas", I, 1, "Min in-sync replicas for acks=all.", at_least(1))
+define_topic("preallocate", B, False, "Preallocate segment files.")
+define_topic("remote.storage.enable", B, False, "Tiered storage for the topic.")
+define_topic("remote.log.copy.disable", B, False, "Stop copying to remote storage.")
+define_topic("remote.log.delete.on.disable", B, False, "Delete remote data when disabled.")
+define_topic("retention.bytes", L, -1, "Max partition size before old segments go.")
+define_topic("retention.ms", L, 7 * 24 * HOUR_MS, "Max time a segment is kept; -1 forever.",
+             at_least(-1))
+define_topic("segment.bytes", I, 1024 * 1024 * 1024, "Segment file size.", at_least(1024 * 1024))
+define_topic("segment.index.bytes", I, 10 * 1024 * 1024, "Offset index size.", at_least(4))
+define_topic("segment.jitter.ms", L, 0, "Max random jitter subtracted from segment.ms.",
+             at_least(0))
+define_topic("segment.ms", L, 7 * 24 * HOUR_MS, "Time after which a segment rolls.", at_least(1))
+define_topic("unclean.leader.election.enable", B, False,
+             "Allow out-of-sync replicas to become leader.")
+
+
+# -- properties text -------------------------------------------------------------
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch == "\\" and i + 1 < len(text):
+            nxt = text[i + 1]
+            if nxt == "u" and i + 6 <= len(text):
+                out.append(chr(int(text[i + 2:i + 6], 16)))
+                i += 6
+                continue
+            out.append(_ESCAPES.get(nxt, nxt))
+            i += 2
+            continue
+        out.append(ch)
+        i += 1
+    return "".join(out)
+
+
+_SEPARATOR = re.compile(r"(?<!\\)(?:\s*[=:]\s*|\s+)")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text: ``key=value``, ``key: value`` or
+    ``key value``; ``#``/``!`` comments; a trailing backslash continues a line."""
+    props: dict[str, str] = {}
+    logical = ""
+    for raw in text.splitlines():
+        line = raw.lstrip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            logical += line[:-1]
+            continue
+        logical += line
+        match = _SEPARATOR.search(logical)
+        if match:
+            key, value = logical[:match.start()], logical[match.end():]
+        else:
+            key, value = logical, ""
+        props[_unescape(key)] = _unescape(value)
+        logical = ""
+    if logical:
+        key, _, value = logical.partition("=")
+        props[_unescape(key.strip())] = _unescape(value.strip())
+    return props
+
+
+def format_properties(props: Mapping[str, Any], header: Iterable[str] = ()) -> str:
+    """Java-properties text for simple values (meta.properties and the like)."""
+    lines = [f"#{line}" for line in header]
+    lines += [f"{key}={value}" for key, value in props.items()]
+    return "\n".join(lines) + "\n"
+
+
+def _validate(defs: Mapping[str, ConfigKey], name: str, value: Any) -> Any:
+    key = defs[name]
+    value = coerce(name, key.type, value)
+    if value is None and not key.has_default:
+        raise ConfigException(name, value, "Missing required configuration with no default value")
+    if key.validator is not None and value is not None:
+        key.validator(name, value)
+    return value
+
+
+# Property families Kafka accepts by prefix (per-listener and client-side settings).
+ALLOWED_PREFIXES = ("listener.name.", "ssl.", "sasl.", "kfast.")
+
+
+class KafkaConfig:
+    """The broker's configuration: every defined property with its value.
+
+    ``config["log.segment.bytes"]`` gives the coerced value; the properties
+    with a precedence rule in Kafka have their own accessors below.
+    """
+
+    def __init__(self, props: Mapping[str, Any] | None = None, *, strict: bool = True):
+        props = dict(props or {})
+        values: dict[str, Any] = {}
+        self.extra: dict[str, str] = {}
+        for name, raw in props.items():
+            if name not in SERVER_CONFIGS:
+                if not strict or name.startswith(ALLOWED_PREFIXES):
+                    self.extra[name] = raw
+                    continue
+                raise ConfigException(name, raw, "Unknown configuration")
+            values[name] = _validate(SERVER_CONFIGS, name, raw)
+        for name, key in SERVER_CONFIGS.items():
+            if name not in values:
+                if not key.has_default:
+                    raise ConfigException(name, None,
+                                          "Missing required configuration with no default value")
+                values[name] = key.default
+        self.originals = props
+        self._values = values
+        self._check_relations()
+
+    @classmethod
+    def from_properties_text(cls, text: str, **kwargs) -> "KafkaConfig":
+        return cls(parse_properties(text), **kwargs)
+
+    @classmethod
+    def from_file(cls, path: str, **kwargs) -> "KafkaConfig":
+        with open(path, encoding="utf-8") as f:
+            return cls.from_properties_text(f.read(), **kwargs)
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            raise ConfigException(name, None, "Unknown configuration") from None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self._values.get(name, default)
+
+    def is_set(self, name: str) -> bool:
+        return name in self.originals
+
+    def _check_relations(self) -> None:
+        if not self.log_dirs:
+            raise ConfigException("log.dirs", self["log.dirs"], "At least one log dir is required")
+        node, broker = self["node.id"], self["broker.id"]
+        if node >= 0 and broker >= 0 and node != broker:
+            raise ConfigException("broker.id", broker,
+                                  f"broker.id must equal node.id ({node}) when both are set")
+
+    # -- Kafka's precedence rules ----------------------------------------
+    @property
+    def node_id(self) -> int:
+        """node.id, falling back to broker.id; -1 if neither is set."""
+        node = self["node.id"]
+        return node if node >= 0 else self["broker.id"]
+
+    @property
+    def log_dirs(self) -> list[str]:
+        dirs = self["log.dirs"]
+        return list(dirs) if dirs else [self["log.dir"]]
+
+    @property
+    def log_retention_ms(self) -> int:
+        """log.retention.ms > log.retention.minutes > log.retention.hours;
+        any negative value means unlimited (-1)."""
+        if self["log.retention.ms"] is not None:
+            millis = self["log.retention.ms"]
+        elif self["log.retention.minutes"] is not None:
+            millis = self["log.retention.minutes"] * 60 * 1000
+        else:
+            millis = self["log.retention.hours"] * HOUR_MS
+        return -1 if millis < 0 else millis
+
+    @property
+    def log_roll_ms(self) -> int:
+        millis = self["log.roll.ms"]
+        return millis if millis is not None else self["log.roll.hours"] * HOUR_MS
+
+    @property
+    def log_roll_jitter_ms(self) -> int:
+        millis = self["log.roll.jitter.ms"]
+        return millis if millis is not None else self["log.roll.jitter.hours"] * HOUR_MS
+
+    @property
+    def log_flush_interval_ms(self) -> int:
+        millis = self["log.flush.interval.ms"]
+        return millis if millis is not None else self["log.flush.scheduler.interval.ms"]
+
+    _DERIVED = {"log.retention.ms": "log_retention_ms", "log.roll.ms": "log_roll_ms",
+                "log.roll.jitter.ms": "log_roll_jitter_ms",
+                "log.flush.interval.ms": "log_flush_interval_ms"}
+
+    def topic_defaults(self) -> dict[str, Any]:
+        """Topic-level properties with this broker's values for their synonyms."""
+        defaults = {}
+        for topic_name, key in TOPIC_CONFIGS.items():
+            server_name = TOPIC_TO_SERVER.get(topic_name)
+            if server_name is None:
+                defaults[topic_name] = key.default
+            elif server_name in self._DERIVED:
+                defaults[topic_name] = getattr(self, self._DERIVED[server_name])
+            else:
+                defaults[topic_name] = self[server_name]
+        return defaults
+
+
+class LogConfig:
+    """A topic's effective configuration: overrides over the broker defaults.
+
+    Attribute access maps underscores to dots (``config.segment_bytes`` is
+    ``segment.bytes``), so every topic property is readable without a second
+    list of names.
+    """
+
+    __slots__ = ("_values", "_defaults", "overrides")
+
+    def __init__(self, overrides: Mapping[str, Any] | None = None,
+                 defaults: Mapping[str, Any] | None = None):
+        if defaults is None:
+            defaults = {name: key.default for name, key in TOPIC_CONFIGS.items()}
+        self._defaults = dict(defaults)
+        self.overrides = dict(LogConfig.validate(overrides or {}))
+        values = dict(defaults)
+        values.update(self.overrides)
+        self._values = values
+        if values["retention.ms"] is not None and values["retention.ms"] < 0:
+            values["retention.ms"] = -1
+
+    @staticmethod
+    def validate(props: Mapping[str, Any]) -> dict[str, Any]:
+        """Coerce and check topic properties; ConfigException names a bad one."""
+        out = {}
+        for name, raw in props.items():
+            if name not in TOPIC_CONFIGS:
+                raise ConfigException(name, raw, "Unknown topic config name")
+            out[name] = _validate(TOPIC_CONFIGS, name, raw)
+        return out
+
+    @classmethod
+    def from_broker(cls, broker: KafkaConfig, overrides: Mapping[str, Any] | None = None) -> "LogConfig":
+        return cls(overrides, broker.topic_defaults())
+
+    def with_overrides(self, overrides: Mapping[str, Any]) -> "LogConfig":
+        """A new LogConfig with ``overrides`` replacing this one's overrides
+        (same broker defaults): how a topic config change is applied live."""
+        return LogConfig(overrides, self._defaults)
+
+    def __getitem__(self, name: str) -> Any:
+        return self._values[name]
+
+    def __getattr__(self, attr: str) -> Any:
+        name = attr.replace("_", ".")
+        try:
+            return self._values[name]
+        except KeyError:
+            raise AttributeError(attr) from None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self._values)
+
+    @property
+    def compact(self) -> bool:
+        return "compact" in self._values["cleanup.policy"]
+
+    @property
+    def delete(self) -> bool:
+        return "delete" in self._values["cleanup.policy"]
+
+    @property
+    def log_append_time(self) -> bool:
+        return self._values["message.timestamp.type"] == "LogAppendTime"
+
+    @property
+    def max_index_size(self) -> int:
+        return self._values["segment.index.bytes"]
+
+    def __repr__(self) -> str:
+        return f"LogConfig(overrides={self.overrides})"
