@@ -1,0 +1,93 @@
+# Plaintext socket I/O for the broker: framed receives and zero-copy sends.
+#
+# Wire framing (Kafka's, requests and responses alike):
+#
+#   frame := size:int32 (big-endian, bytes that follow) payload:byte[size]
+#
+# Receive side: recv(2) into a chunked receive buffer, frames cut in C. A
+# frame is handed out as a writable memoryview into the chunk (the broker
+# patches produce batches in place). A chunk counts its live buffer exports;
+# its bytes are moved or reused only while none is alive, otherwise the
+# unread tail moves to a fresh chunk and the old one lives until the last
+# view of it is released. So a frame stays valid for as long as anyone holds
+# it, and the synchronous common case never copies.
+#
+# Send side: a FIFO of parts; runs of in-memory parts go out with one
+# sendmsg(2) (a writev with MSG_NOSIGNAL), file regions with sendfile(2).
+# Partial sends resume where they stopped; EAGAIN returns control to the
+# caller, which waits for writability (the kernel knows nothing of the
+# event loop).
+
+from cpython.buffer cimport Py_buffer
+from libc.stdint cimport int64_t, uint64_t
+
+cdef extern from "netio_sys.h":
+    int KFAST_HAVE_SENDFILE
+    ssize_t kfast_sendfile(int sock_fd, int file_fd, int64_t offset,
+                           size_t count) nogil
+    int kfast_sendmsg_flags(int more) nogil
+
+
+cdef enum:
+    # Kafka's socket.request.max.bytes default.
+    DEFAULT_MAX_RECEIVE_SIZE = 104857600
+    # First chunk size, and the size chunks shrink back to.
+    DEFAULT_RECEIVE_CHUNK = 65536
+    # iovecs per sendmsg(2); well under IOV_MAX (1024 on Linux and macOS).
+    IOV_BATCH = 64
+    # sendfile(2) count per call: Linux caps one call at 0x7ffff000 anyway.
+    SENDFILE_MAX_CHUNK = 1073741824
+    # The int32 size prefix of every frame.
+    FRAME_HEADER = 4
+    # An empty chunk that is still exported keeps being appended to until
+    # its free tail is smaller than this; then receives move to a new chunk.
+    MIN_TAIL_ROOM = 4096
+
+
+cdef class ReceiveChunk:
+    cdef char* data
+    cdef Py_ssize_t capacity
+    cdef Py_ssize_t exports
+    # Range the next __getbuffer__ exports (set by PlaintextTransport just
+    # before it builds a frame's memoryview).
+    cdef Py_ssize_t export_offset
+    cdef Py_ssize_t export_length
+
+
+cdef class SendPart:
+    cdef Py_buffer view
+    cdef bint has_view
+    cdef bint is_file
+    cdef const char* base
+    cdef unsigned char inline_data[4]
+    cdef object region
+    cdef int file_fd
+    cdef int64_t position
+    cdef int64_t remaining
+    cdef void release(self)
+
+
+cdef class PlaintextTransport:
+    cdef int fd
+    cdef bint closed
+    cdef Py_ssize_t max_receive_size
+    # Receive buffer: [start, end) of `chunk` holds received, unconsumed bytes.
+    cdef ReceiveChunk chunk
+    cdef Py_ssize_t start
+    cdef Py_ssize_t end
+    # Send queue: parts[head:] are unsent.
+    cdef list parts
+    cdef Py_ssize_t head
+    cdef readonly int64_t unsent_bytes
+    # Counters (per connection; the server sums them for its metrics).
+    cdef readonly uint64_t bytes_received
+    cdef readonly uint64_t frames_received
+    cdef readonly uint64_t responses_queued
+    cdef readonly uint64_t sendfile_bytes
+    cdef readonly uint64_t copied_bytes
+
+    cdef int _make_room(self) except -1
+    cdef Py_ssize_t _frame_size(self) except -2
+    cdef int _send_memory(self) except -2
+    cdef int _send_file(self, SendPart part) except -2
+    cdef void _pop_part(self)

@@ -1,0 +1,507 @@
+"""Plaintext socket I/O for the broker: framed receives, zero-copy sends.
+
+See netio.pxd for the framing grammar and the buffer ownership rules. This
+module does syscalls on a non-blocking socket fd and manages buffers; it has
+no event loop, no config and no logging: kfast.server.network decides when to
+call receive()/flush() (add_reader/add_writer) and what to do on errors.
+"""
+cimport cython
+from cpython.buffer cimport (PyBUF_FORMAT, PyBUF_ND, PyBUF_SIMPLE,
+                             PyBUF_STRIDES, PyBuffer_Release,
+                             PyObject_CheckBuffer, PyObject_GetBuffer)
+from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from cpython.object cimport PyObject_AsFileDescriptor
+from libc.errno cimport EAGAIN, EINTR, errno
+from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.string cimport memcpy, memmove, memset
+from posix.uio cimport iovec
+
+import os as _os
+
+cdef extern from "<sys/socket.h>" nogil:
+    struct msghdr:
+        void* msg_name
+        unsigned int msg_namelen
+        iovec* msg_iov
+        size_t msg_iovlen
+        void* msg_control
+        size_t msg_controllen
+        int msg_flags
+    ssize_t recv(int fd, void* buf, size_t n, int flags)
+    ssize_t sendmsg(int fd, const msghdr* msg, int flags)
+
+cdef extern from "<errno.h>" nogil:
+    int EWOULDBLOCK
+
+cdef extern from "Python.h":
+    object PyMemoryView_FromObject(object obj)
+
+
+HAVE_SENDFILE = bool(KFAST_HAVE_SENDFILE)
+MAX_RECEIVE_SIZE_DEFAULT = DEFAULT_MAX_RECEIVE_SIZE
+RECEIVE_CHUNK_SIZE = DEFAULT_RECEIVE_CHUNK
+# The size prefix is an int32, so a frame body can be at most this long.
+MAX_FRAME_SIZE = 0x7FFFFFFF
+
+class InvalidReceiveException(Exception):
+    """A frame's size prefix is negative or above the receive limit.
+
+    Kafka's name (org.apache.kafka.common.network.InvalidReceiveException):
+    the broker closes the connection, it does not answer.
+    """
+
+
+cdef inline int _raise_errno(int err) except -1:
+    raise OSError(err, _os.strerror(err))
+
+
+@cython.final
+cdef class ReceiveChunk:
+    """One allocation of the receive buffer; exports writable slices of itself.
+
+    Only PlaintextTransport creates chunks. `exports` counts live buffer
+    exports (memoryviews handed out as frames and anything derived from
+    them); while it is non-zero the transport never moves or reuses bytes
+    before its read position.
+    """
+
+    def __cinit__(self, Py_ssize_t capacity):
+        if capacity < 1:
+            capacity = 1
+        self.data = <char*>PyMem_RawMalloc(<size_t>capacity)
+        if self.data == NULL:
+            raise MemoryError()
+        self.capacity = capacity
+        self.exports = 0
+        self.export_offset = 0
+        self.export_length = 0
+
+    def __dealloc__(self):
+        PyMem_RawFree(self.data)
+        self.data = NULL
+
+    def __getbuffer__(self, Py_buffer* buffer, int flags):
+        if self.export_offset < 0 or self.export_length < 0 or \
+                self.export_offset + self.export_length > self.capacity:
+            raise BufferError("ReceiveChunk export range out of bounds")
+        buffer.buf = self.data + self.export_offset
+        buffer.obj = self
+        buffer.len = self.export_length
+        buffer.readonly = 0
+        buffer.itemsize = 1
+        buffer.format = NULL
+        if (flags & PyBUF_FORMAT) == PyBUF_FORMAT:
+            buffer.format = <char*>"B"
+        buffer.ndim = 1
+        buffer.shape = NULL
+        if (flags & PyBUF_ND) == PyBUF_ND:
+            buffer.shape = &buffer.len
+        buffer.strides = NULL
+        if (flags & PyBUF_STRIDES) == PyBUF_STRIDES:
+            buffer.strides = &buffer.itemsize
+        buffer.suboffsets = NULL
+        buffer.internal = NULL
+        self.exports += 1
+
+    def __releasebuffer__(self, Py_buffer* buffer):
+        self.exports -= 1
+
+    @property
+    def live_exports(self):
+        return self.exports
+
+
+@cython.final
+@cython.freelist(64)
+cdef class SendPart:
+    """One queued piece of a response: memory (a held buffer export, or the
+    inline 4-byte size prefix) or a file region (position/remaining in the
+    file). `position`/`remaining` advance as bytes leave."""
+
+    def __dealloc__(self):
+        if self.has_view:
+            PyBuffer_Release(&self.view)
+            self.has_view = False
+
+    cdef void release(self):
+        if self.has_view:
+            PyBuffer_Release(&self.view)
+            self.has_view = False
+        self.base = NULL
+        self.region = None
+
+
+cdef SendPart _size_prefix_part():
+    cdef SendPart part = SendPart.__new__(SendPart)
+    part.base = <const char*>part.inline_data
+    part.position = 0
+    part.remaining = FRAME_HEADER
+    return part
+
+
+cdef SendPart _make_part(object obj):
+    cdef SendPart part = SendPart.__new__(SendPart)
+    cdef int64_t position, length
+    if PyObject_CheckBuffer(obj):
+        PyObject_GetBuffer(obj, &part.view, PyBUF_SIMPLE)
+        part.has_view = True
+        part.base = <const char*>part.view.buf
+        part.position = 0
+        part.remaining = part.view.len
+        return part
+    # A FileRegion (kfast.protocol.file_region), recognised by shape: this
+    # kernel sits below the protocol layer and must not import it.
+    try:
+        file = obj.file
+        position = obj.position
+        length = obj.length
+    except AttributeError:
+        raise TypeError(
+            f"a response part must be bytes-like or a FileRegion, not {type(obj).__name__}"
+        ) from None
+    if position < 0 or length < 0:
+        raise ValueError(f"invalid file region {obj!r}")
+    part.is_file = True
+    part.region = obj
+    part.file_fd = PyObject_AsFileDescriptor(file)
+    part.position = position
+    part.remaining = length
+    return part
+
+
+@cython.final
+cdef class PlaintextTransport:
+    """Framed, non-blocking I/O on one connected TCP socket.
+
+    Receive: call receive() when the socket is readable, then next_frame()
+    until it returns None. Send: send(parts) queues a response (this layer
+    writes its 4-byte size prefix from the parts' total length), flush()
+    pushes as much as the socket takes; when it returns False, call flush()
+    again once the socket is writable.
+
+    The fd stays owned by the caller (a socket object); close() only drops
+    the queued parts (releasing buffers and file regions) and the buffer.
+    """
+
+    def __cinit__(self, int fd, Py_ssize_t max_receive_size=DEFAULT_MAX_RECEIVE_SIZE):
+        if fd < 0:
+            raise ValueError("fd must be >= 0")
+        if max_receive_size < 0 or max_receive_size > MAX_FRAME_SIZE:
+            raise ValueError("max_receive_size must be in [0, 2**31 - 1]")
+        self.fd = fd
+        self.closed = False
+        self.max_receive_size = max_receive_size
+        self.chunk = ReceiveChunk(DEFAULT_RECEIVE_CHUNK)
+        self.start = 0
+        self.end = 0
+        self.parts = []
+        self.head = 0
+        self.unsent_bytes = 0
+
+    # ------------------------------------------------------------------ receive
+
+    cdef Py_ssize_t _frame_size(self) except -2:
+        """Body size of the frame at the read position, -1 if its size prefix
+        is not complete yet. Raises InvalidReceiveException as Kafka's
+        NetworkReceive does, before any of the body is accounted for."""
+        cdef const unsigned char* p
+        cdef int32_t size
+        if self.end - self.start < FRAME_HEADER:
+            return -1
+        p = <const unsigned char*>self.chunk.data + self.start
+        size = <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) |
+                         (<uint32_t>p[2] << 8) | <uint32_t>p[3])
+        if size < 0:
+            raise InvalidReceiveException(f"Invalid receive (size = {size})")
+        if size > self.max_receive_size:
+            raise InvalidReceiveException(
+                f"Invalid receive (size = {size} larger than {self.max_receive_size})")
+        return size
+
+    cdef int _make_room(self) except -1:
+        """Ensure free space after `end` for the next recv.
+
+        Growth is bounded by what has arrived: a chunk grows to at most
+        twice the bytes already received for the pending frame (never to
+        the size its prefix merely claims), so a client announcing 100 MB
+        and sending 10 bytes costs one default chunk.
+        """
+        cdef ReceiveChunk chunk = self.chunk
+        cdef ReceiveChunk fresh
+        cdef Py_ssize_t avail = self.end - self.start
+        cdef Py_ssize_t size, want, need, target
+        if avail == 0:
+            if chunk.exports == 0:
+                self.start = self.end = 0
+                if chunk.capacity > DEFAULT_RECEIVE_CHUNK:
+                    # Shrink back after a large frame.
+                    self.chunk = ReceiveChunk(DEFAULT_RECEIVE_CHUNK)
+                return 0
+            if chunk.capacity - self.end >= MIN_TAIL_ROOM:
+                return 0
+            self.chunk = ReceiveChunk(DEFAULT_RECEIVE_CHUNK)
+            self.start = self.end = 0
+            return 0
+        if self.end < chunk.capacity:
+            return 0
+        # Full: compact, or move the unread bytes to a new (larger) chunk.
+        size = self._frame_size()
+        want = FRAME_HEADER if size < 0 else FRAME_HEADER + size
+        need = avail + 1
+        target = want if want < 2 * avail else 2 * avail
+        if target < DEFAULT_RECEIVE_CHUNK:
+            target = DEFAULT_RECEIVE_CHUNK
+        if target < need:
+            target = need
+        if chunk.exports == 0 and target <= chunk.capacity:
+            memmove(chunk.data, chunk.data + self.start, <size_t>avail)
+        else:
+            fresh = ReceiveChunk(target)
+            memcpy(fresh.data, chunk.data + self.start, <size_t>avail)
+            self.chunk = fresh
+        self.start = 0
+        self.end = avail
+        return 0
+
+    def receive(self):
+        """One recv(2) into the receive buffer.
+
+        Returns the number of bytes read (> 0), 0 when the peer closed its
+        side, -1 when nothing is available (EAGAIN). Raises OSError for
+        socket errors (ECONNRESET...) and InvalidReceiveException when a
+        buffered size prefix is invalid.
+        """
+        cdef ssize_t n
+        cdef int err
+        if self.closed:
+            raise ValueError("transport is closed")
+        self._make_room()
+        while True:
+            n = recv(self.fd, self.chunk.data + self.end,
+                     <size_t>(self.chunk.capacity - self.end), 0)
+            if n >= 0:
+                break
+            err = errno
+            if err == EINTR:
+                continue
+            if err == EAGAIN or err == EWOULDBLOCK:
+                return -1
+            _raise_errno(err)
+        self.end += n
+        self.bytes_received += <uint64_t>n
+        return n
+
+    def next_frame(self):
+        """The next complete frame's body as a writable memoryview, or None.
+
+        The view stays valid for as long as it (or anything derived from it)
+        is alive; release it (or drop it) to let the buffer be reused.
+        Raises InvalidReceiveException for a negative or oversized size.
+        """
+        cdef Py_ssize_t size
+        cdef ReceiveChunk chunk = self.chunk
+        if self.closed:
+            return None
+        size = self._frame_size()
+        if size < 0 or self.end - self.start - FRAME_HEADER < size:
+            return None
+        chunk.export_offset = self.start + FRAME_HEADER
+        chunk.export_length = size
+        frame = PyMemoryView_FromObject(chunk)
+        self.start += FRAME_HEADER + size
+        self.frames_received += 1
+        return frame
+
+    @property
+    def buffered_receive_bytes(self):
+        """Bytes received but not yet returned by next_frame()."""
+        return self.end - self.start
+
+    @property
+    def receive_capacity(self):
+        """Capacity of the current receive chunk (for tests and metrics)."""
+        return self.chunk.capacity if self.chunk is not None else 0
+
+    # --------------------------------------------------------------------- send
+
+    def send(self, parts):
+        """Queue one response: a 4-byte big-endian size prefix (the total
+        length of `parts`) followed by `parts`.
+
+        Each part is bytes-like (its buffer is held, not copied, until sent)
+        or a FileRegion (sent with sendfile; the region object is held so its
+        file stays open). Nothing is queued if any part is invalid. Does not
+        send anything: call flush().
+        """
+        cdef SendPart prefix, part
+        cdef int64_t total = 0
+        cdef list staged
+        cdef uint32_t size
+        if self.closed:
+            raise ValueError("transport is closed")
+        prefix = _size_prefix_part()
+        staged = [prefix]
+        for obj in parts:
+            part = _make_part(obj)
+            if part.remaining == 0:
+                part.release()
+                continue
+            total += part.remaining
+            if total > MAX_FRAME_SIZE:
+                raise ValueError("response larger than 2**31 - 1 bytes")
+            staged.append(part)
+        size = <uint32_t>total
+        prefix.inline_data[0] = <unsigned char>(size >> 24)
+        prefix.inline_data[1] = <unsigned char>(size >> 16)
+        prefix.inline_data[2] = <unsigned char>(size >> 8)
+        prefix.inline_data[3] = <unsigned char>size
+        self.parts.extend(staged)
+        self.unsent_bytes += total + FRAME_HEADER
+        self.responses_queued += 1
+
+    cdef void _pop_part(self):
+        cdef SendPart part = <SendPart>self.parts[self.head]
+        part.release()
+        self.parts[self.head] = None
+        self.head += 1
+        if self.head == len(self.parts):
+            del self.parts[:]
+            self.head = 0
+        elif self.head >= 256 and 2 * self.head >= len(self.parts):
+            del self.parts[:self.head]
+            self.head = 0
+
+    cdef int _send_memory(self) except -2:
+        """One sendmsg(2) of the run of memory parts at the head of the
+        queue. Returns 1 on progress, 0 if the socket would block."""
+        cdef iovec iov[IOV_BATCH]
+        cdef msghdr msg
+        cdef Py_ssize_t count = 0
+        cdef Py_ssize_t i = self.head
+        cdef Py_ssize_t n_parts = len(self.parts)
+        cdef bint more = False
+        cdef SendPart part
+        cdef ssize_t sent
+        cdef int err
+        while i < n_parts and count < IOV_BATCH:
+            part = <SendPart>self.parts[i]
+            if part.is_file:
+                more = True
+                break
+            iov[count].iov_base = <void*>(part.base + part.position)
+            iov[count].iov_len = <size_t>part.remaining
+            count += 1
+            i += 1
+        memset(&msg, 0, sizeof(msg))
+        msg.msg_iov = iov
+        msg.msg_iovlen = <size_t>count
+        while True:
+            sent = sendmsg(self.fd, &msg, kfast_sendmsg_flags(more))
+            if sent >= 0:
+                break
+            err = errno
+            if err == EINTR:
+                continue
+            if err == EAGAIN or err == EWOULDBLOCK:
+                return 0
+            _raise_errno(err)
+        self.copied_bytes += <uint64_t>sent
+        self.unsent_bytes -= sent
+        while sent > 0:
+            part = <SendPart>self.parts[self.head]
+            if sent >= part.remaining:
+                sent -= part.remaining
+                part.remaining = 0
+                self._pop_part()
+            else:
+                part.position += sent
+                part.remaining -= sent
+                sent = 0
+        return 1
+
+    cdef int _send_file(self, SendPart part) except -2:
+        """One sendfile(2) from the file region at the head of the queue.
+        Returns 1 on progress, 0 if the socket would block."""
+        cdef size_t count = <size_t>part.remaining
+        cdef ssize_t sent
+        cdef int err
+        cdef int file_fd
+        # Resolve the descriptor again: a file closed since send() must fail
+        # here, not send whatever file now has its old number.
+        file_fd = PyObject_AsFileDescriptor(part.region.file)
+        if count > SENDFILE_MAX_CHUNK:
+            count = SENDFILE_MAX_CHUNK
+        while True:
+            sent = kfast_sendfile(self.fd, file_fd, part.position, count)
+            if sent >= 0:
+                break
+            err = errno
+            if err == EINTR:
+                continue
+            if err == EAGAIN or err == EWOULDBLOCK:
+                return 0
+            _raise_errno(err)
+        if sent == 0:
+            # The frame's size prefix already promised these bytes; the
+            # connection cannot be kept in sync, so the caller closes it.
+            raise EOFError(
+                f"{part.region!r}: file ends at {part.position} with "
+                f"{part.remaining} bytes of the region unsent (truncated?)")
+        if KFAST_HAVE_SENDFILE:
+            self.sendfile_bytes += <uint64_t>sent
+        else:
+            self.copied_bytes += <uint64_t>sent
+        self.unsent_bytes -= sent
+        part.position += sent
+        part.remaining -= sent
+        if part.remaining == 0:
+            self._pop_part()
+        return 1
+
+    def flush(self):
+        """Send queued bytes until the queue is empty (returns True) or the
+        socket would block (returns False: call again when writable).
+
+        Raises OSError when the peer is gone (EPIPE, ECONNRESET) and
+        EOFError when a file region's file is shorter than the region.
+        """
+        cdef SendPart part
+        if self.closed:
+            raise ValueError("transport is closed")
+        while self.head < len(self.parts):
+            part = <SendPart>self.parts[self.head]
+            if part.is_file:
+                if self._send_file(part) == 0:
+                    return False
+            elif self._send_memory() == 0:
+                return False
+        return True
+
+    @property
+    def has_unsent(self):
+        return self.head < len(self.parts)
+
+    # ------------------------------------------------------------------ closing
+
+    def close(self):
+        """Drop everything queued (releasing buffers and file regions) and the
+        receive buffer. Idempotent. Frames already handed out stay valid."""
+        cdef SendPart part
+        if self.closed:
+            return
+        self.closed = True
+        for i in range(self.head, len(self.parts)):
+            part = <SendPart>self.parts[i]
+            part.release()
+        self.parts = []
+        self.head = 0
+        self.unsent_bytes = 0
+        self.chunk = None
+        self.start = self.end = 0
+
+    @property
+    def is_closed(self):
+        return self.closed
+
+    def fileno(self):
+        return self.fd

@@ -1,0 +1,87 @@
+/* Platform layer of the netio kernel: the three syscalls whose spelling
+ * differs between Linux and the BSDs/macOS.
+ *
+ * kfast_sendfile(sock, file, offset, count)
+ *     Send up to `count` bytes of `file` starting at `offset` to the socket.
+ *     Returns the number of bytes sent (> 0), 0 if the file ends at `offset`
+ *     (it was truncated under us), or -1 with errno set (EAGAIN when the
+ *     socket buffer is full).
+ *     Linux: sendfile(2), the bytes go page cache -> socket without a copy
+ *     through user space. Elsewhere (macOS/BSD have a different sendfile
+ *     signature and semantics for partial sends on non-blocking sockets) the
+ *     documented fallback is pread(2) into a stack buffer + send(2); it is
+ *     correct on any POSIX system, just not zero-copy.
+ *     KFAST_HAVE_SENDFILE says which one was compiled, so byte counters can
+ *     attribute the fallback's bytes to "copied", not "sendfile".
+ *
+ * kfast_sendmsg_flags(more)
+ *     Flags for sendmsg(2) of in-memory parts: never raise SIGPIPE (a client
+ *     that vanished must surface as EPIPE, not kill the process), and on
+ *     Linux MSG_MORE when a file region follows so a response header and the
+ *     first records leave in one TCP segment despite TCP_NODELAY.
+ */
+#ifndef KFAST_NETIO_SYS_H
+#define KFAST_NETIO_SYS_H
+
+#include <errno.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#if defined(__linux__)
+#include <sys/sendfile.h>
+#define KFAST_HAVE_SENDFILE 1
+
+static ssize_t kfast_sendfile(int sock_fd, int file_fd, int64_t offset, size_t count)
+{
+    off_t off = (off_t)offset;
+    return sendfile(sock_fd, file_fd, &off, count);
+}
+
+#else
+#define KFAST_HAVE_SENDFILE 0
+#define KFAST_SENDFILE_FALLBACK_CHUNK 65536
+
+static ssize_t kfast_sendfile(int sock_fd, int file_fd, int64_t offset, size_t count)
+{
+    char chunk[KFAST_SENDFILE_FALLBACK_CHUNK];
+    ssize_t got, sent;
+    if (count > sizeof(chunk))
+        count = sizeof(chunk);
+    do {
+        got = pread(file_fd, chunk, count, (off_t)offset);
+    } while (got < 0 && errno == EINTR);
+    if (got <= 0)
+        return got;
+    /* A short send is fine: the caller resumes at offset + sent and reads
+     * the rest again, so nothing read but unsent is lost. */
+#if defined(MSG_NOSIGNAL)
+    sent = send(sock_fd, chunk, (size_t)got, MSG_NOSIGNAL);
+#else
+    sent = send(sock_fd, chunk, (size_t)got, 0);
+#endif
+    return sent;
+}
+#endif
+
+#if defined(MSG_NOSIGNAL)
+#define KFAST_MSG_NOSIGNAL MSG_NOSIGNAL
+#else
+/* macOS: no MSG_NOSIGNAL; the network layer sets SO_NOSIGPIPE on each
+ * accepted socket instead (and CPython ignores SIGPIPE anyway). */
+#define KFAST_MSG_NOSIGNAL 0
+#endif
+
+#if defined(MSG_MORE)
+#define KFAST_MSG_MORE MSG_MORE
+#else
+#define KFAST_MSG_MORE 0
+#endif
+
+static int kfast_sendmsg_flags(int more)
+{
+    return KFAST_MSG_NOSIGNAL | (more ? KFAST_MSG_MORE : 0);
+}
+
+#endif /* KFAST_NETIO_SYS_H */
