@@ -1,0 +1,697 @@
+"""The broker's network layer: accept TCP connections, cut requests, write
+responses in request order, with record bytes going file -> socket by
+sendfile(2).
+
+Kafka's SocketServer runs an Acceptor and Processor threads around a
+Selector of KafkaChannels; kfast runs the same roles on one event loop:
+``SocketServer`` accepts, each ``Connection`` (Kafka's KafkaChannel) owns a
+transport (``kfast._ext.netio.PlaintextTransport``: recv/sendmsg/sendfile in
+C) and is driven by ``loop.add_reader``/``add_writer``. uvloop in production;
+the plain asyncio loop works too.
+
+Handler contract
+----------------
+``handler(connection, frame) -> response``, called once per request, in
+arrival order, on the loop:
+
+* ``frame`` is the request body as a writable memoryview (the 4-byte size
+  prefix already stripped). It is a view into the receive buffer, not a copy,
+  and it stays valid for as long as the handler (or anything it passes it to)
+  holds it: the buffer is chunked and a chunk is reused only once no view of
+  it is alive (see ``netio.pxd``). Handlers that finish synchronously and
+  drop the view therefore cost no copy; async handlers may keep it without
+  copying either.
+* ``response`` is ``None`` (no response, e.g. Produce with acks=0), a list
+  (or tuple) of parts, or an awaitable resolving to one of those. A part is
+  bytes-like (bytes, bytearray, memoryview; held, not copied, until sent) or
+  a ``kfast.protocol.file_region.FileRegion`` (sent with sendfile). The
+  network layer writes the 4-byte size prefix (the sum of the parts'
+  lengths), so encoders produce the header + body only.
+* Responses are written in request order per connection even when a later
+  awaitable finishes first; a ``None`` response holds nothing up.
+* An exception from the handler (raised or carried by the awaitable) is
+  logged and closes that connection; turning errors into Kafka error
+  responses is the handler's job.
+
+Backpressure: a connection stops reading (and stops cutting already
+buffered frames) while its unsent response bytes exceed
+``max_queued_send_bytes`` or its unanswered requests reach
+``max_in_flight_requests``, and resumes when it drains below both.
+
+Idle connections (no bytes in either direction for
+``connections_max_idle_ms`` and no request in flight) are closed by one
+periodic sweep, not a timer per connection.
+
+TLS: not implemented. The extension point is ``transport_factory``: a TLS
+transport implements the ``Transport`` protocol below (framing over
+ssl.MemoryBIO, FileRegion parts sent with ``FileRegion.read()`` + write,
+since encrypted bytes cannot come from the page cache).
+"""
+from __future__ import annotations
+
+import asyncio
+import collections
+import errno
+import inspect
+import itertools
+import logging
+import socket
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable, Iterable, Protocol, Sequence, Union
+
+from kfast._ext.netio import (
+    MAX_RECEIVE_SIZE_DEFAULT,
+    InvalidReceiveException,
+    PlaintextTransport,
+)
+from kfast.protocol.file_region import FileRegion
+
+__all__ = [
+    "Connection",
+    "Handler",
+    "InvalidReceiveException",
+    "NetworkMetrics",
+    "Response",
+    "SocketServer",
+    "Transport",
+]
+
+logger = logging.getLogger(__name__)
+
+# Kafka broker defaults for the settings this layer implements.
+SOCKET_REQUEST_MAX_BYTES = MAX_RECEIVE_SIZE_DEFAULT  # socket.request.max.bytes
+CONNECTIONS_MAX_IDLE_MS = 600000                     # connections.max.idle.ms
+SOCKET_SEND_BUFFER_BYTES = 102400                    # socket.send.buffer.bytes (-1: OS default)
+SOCKET_RECEIVE_BUFFER_BYTES = 102400                 # socket.receive.buffer.bytes (-1: OS default)
+SOCKET_LISTEN_BACKLOG_SIZE = 50                      # socket.listen.backlog.size
+# kfast's own bounds (Kafka answers one request per connection at a time, by
+# muting the channel; kfast pipelines and bounds the pipeline instead).
+MAX_QUEUED_SEND_BYTES = 4 * 1024 * 1024
+MAX_IN_FLIGHT_REQUESTS = 100
+# Connections accepted per readable event of the listening socket, so a
+# connection storm cannot starve the established connections.
+_ACCEPTS_PER_EVENT = 64
+
+Part = Union[bytes, bytearray, memoryview, FileRegion]
+Response = Union[None, Sequence[Part]]
+Handler = Callable[["Connection", memoryview], Union[Response, Awaitable[Response]]]
+
+
+class Transport(Protocol):
+    """What a Connection needs from its transport (PlaintextTransport; a TLS
+    transport would be a second implementation)."""
+
+    unsent_bytes: int
+    bytes_received: int
+    frames_received: int
+    responses_queued: int
+    sendfile_bytes: int
+    copied_bytes: int
+
+    def receive(self) -> int: ...
+    def next_frame(self) -> memoryview | None: ...
+    def send(self, parts: Iterable[Part]) -> None: ...
+    def flush(self) -> bool: ...
+    @property
+    def has_unsent(self) -> bool: ...
+    def close(self) -> None: ...
+
+
+TransportFactory = Callable[[socket.socket, int], Transport]
+
+
+def _plaintext_transport(sock: socket.socket, max_receive_size: int) -> Transport:
+    return PlaintextTransport(sock.fileno(), max_receive_size)
+
+
+@dataclass(frozen=True)
+class NetworkMetrics:
+    """Counters of a SocketServer since start (closed connections included)."""
+
+    connections_accepted: int
+    connections_closed: int
+    active_connections: int
+    requests: int          # frames handed to the handler
+    responses: int         # responses queued for sending
+    bytes_received: int
+    bytes_sent: int        # sendfile_bytes + copied_bytes
+    sendfile_bytes: int    # file -> socket without passing through user space
+    copied_bytes: int      # written from memory (size prefixes, headers, bytes parts)
+
+
+class _Totals:
+    """Counters of closed connections, so metrics survive their connections."""
+
+    __slots__ = ("requests", "responses", "bytes_received", "sendfile_bytes", "copied_bytes")
+
+    def __init__(self):
+        self.requests = self.responses = self.bytes_received = 0
+        self.sendfile_bytes = self.copied_bytes = 0
+
+    def add(self, transport: Transport) -> None:
+        self.requests += transport.frames_received
+        self.responses += transport.responses_queued
+        self.bytes_received += transport.bytes_received
+        self.sendfile_bytes += transport.sendfile_bytes
+        self.copied_bytes += transport.copied_bytes
+
+
+def _consume_outcome(future: asyncio.Future) -> None:
+    """Retrieve the outcome of a response nobody will send, so asyncio does
+    not report its exception as never retrieved."""
+    if not future.cancelled():
+        future.exception()
+
+
+class _Ready:
+    """A synchronous response waiting behind an earlier, unfinished one."""
+
+    __slots__ = ("parts",)
+
+    def __init__(self, parts):
+        self.parts = parts
+
+
+class Connection:
+    """One client connection (Kafka's KafkaChannel).
+
+    ``connection_id`` follows Kafka's form ``local-peer-index``; ``peer`` is
+    the client's (host, port). ``transport`` exposes the per-connection byte
+    counters.
+    """
+
+    def __init__(self, server: "SocketServer", sock: socket.socket, peer, index: int,
+                 transport: Transport):
+        self.server = server
+        self.peer = peer
+        local = sock.getsockname()
+        self.connection_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{index}"
+        self.transport = transport
+        self._sock = sock
+        self._fd = sock.fileno()
+        self._loop = server._loop
+        self._handler = server._handler
+        # Unanswered requests in request order: futures of async handlers and
+        # _Ready sync responses that finished behind them.
+        self._pending: collections.deque = collections.deque()
+        self._reading = False
+        self._writing = False
+        self._draining = False
+        self._closed = False
+        self._closed_future: asyncio.Future | None = None
+        self.last_activity = self._loop.time()
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def in_flight_requests(self) -> int:
+        """Requests handed to the handler and not yet answered."""
+        return len(self._pending)
+
+    @property
+    def reading_paused(self) -> bool:
+        """True while backpressure (or shutdown) keeps this connection from
+        reading requests."""
+        return not self._closed and not self._reading
+
+    async def wait_closed(self) -> None:
+        if self._closed:
+            return
+        if self._closed_future is None:
+            self._closed_future = self._loop.create_future()
+        await asyncio.shield(self._closed_future)
+
+    def __repr__(self) -> str:
+        return f"<Connection {self.connection_id}{' closed' if self._closed else ''}>"
+
+    def _over_limits(self) -> bool:
+        server = self.server
+        return (self.transport.unsent_bytes > server.max_queued_send_bytes
+                or len(self._pending) >= server.max_in_flight_requests)
+
+    def _set_reading(self, on: bool) -> None:
+        if on and not self._reading:
+            self._loop.add_reader(self._fd, self._on_readable)
+            self._reading = True
+        elif not on and self._reading:
+            self._loop.remove_reader(self._fd)
+            self._reading = False
+
+    # --------------------------------------------------------------- receiving
+
+    def _start(self) -> None:
+        self._set_reading(True)
+
+    def _on_readable(self) -> None:
+        try:
+            n = self.transport.receive()
+            if n == 0:
+                logger.debug("%s: peer closed the connection", self.connection_id)
+                self.close()
+                return
+            if n < 0:
+                return
+            self.last_activity = self._loop.time()
+            self._process_frames()
+        except Exception as exc:
+            self._fail(exc)
+
+    def _process_frames(self) -> None:
+        """Hand buffered frames to the handler until none is complete or the
+        connection is over its limits; flush; resume or pause reading."""
+        transport = self.transport
+        while True:
+            limited = False
+            while not self._closed and not self._draining:
+                if self._over_limits():
+                    limited = True
+                    break
+                frame = transport.next_frame()
+                if frame is None:
+                    break
+                self._dispatch(frame)
+            if self._closed:
+                return
+            if transport.has_unsent and not self._writing:
+                self._flush()
+                if self._closed:
+                    return
+            if self._draining:
+                self._set_reading(False)
+                self._maybe_finish_drain()
+                return
+            if limited and not self._over_limits():
+                continue  # flushing made room for more buffered frames
+            self._set_reading(not limited)
+            return
+
+    def _dispatch(self, frame: memoryview) -> None:
+        try:
+            response = self._handler(self, frame)
+        except Exception:
+            logger.exception("%s: request handler failed; closing the connection",
+                             self.connection_id)
+            self._close_when_drained()
+            return
+        del frame
+        if response is None:
+            return
+        if isinstance(response, (list, tuple)):
+            if self._pending:
+                self._pending.append(_Ready(response))
+            elif not self._queue(response):
+                self._close_when_drained()
+            return
+        if inspect.isawaitable(response):
+            future = asyncio.ensure_future(response, loop=self._loop)
+            self._pending.append(future)
+            future.add_done_callback(self._on_response_done)
+            return
+        logger.error("%s: request handler returned %s (expected None, a list of parts "
+                     "or an awaitable); closing the connection", self.connection_id,
+                     type(response).__name__)
+        self._close_when_drained()
+
+    # ----------------------------------------------------------------- sending
+
+    def _queue(self, parts) -> bool:
+        try:
+            self.transport.send(parts)
+        except (TypeError, ValueError, BufferError, OSError):
+            logger.exception("%s: invalid response; closing the connection",
+                             self.connection_id)
+            return False
+        return True
+
+    def _on_response_done(self, future: asyncio.Future) -> None:
+        if self._closed:
+            _consume_outcome(future)
+            return
+        try:
+            self._complete_pending()
+        except Exception as exc:
+            self._fail(exc)
+
+    def _complete_pending(self) -> None:
+        """Queue the responses at the head of the FIFO that are ready."""
+        pending = self._pending
+        while pending:
+            head = pending[0]
+            if type(head) is _Ready:
+                parts = head.parts
+            else:
+                if not head.done():
+                    break
+                if head.cancelled():
+                    logger.error("%s: request handler was cancelled; closing the connection",
+                                 self.connection_id)
+                    return self._request_failed()
+                exc = head.exception()
+                if exc is not None:
+                    logger.error("%s: request handler failed; closing the connection",
+                                 self.connection_id, exc_info=exc)
+                    return self._request_failed()
+                parts = head.result()
+            if parts is None:
+                pending.popleft()
+                continue
+            if not isinstance(parts, (list, tuple)):
+                logger.error("%s: request handler resolved to %s (expected None or a list "
+                             "of parts); closing the connection", self.connection_id,
+                             type(parts).__name__)
+                return self._request_failed()
+            if not self._queue(parts):
+                return self._request_failed()
+            pending.popleft()
+        # Flushes, and resumes reading if this made room.
+        self._process_frames()
+
+    def _request_failed(self) -> None:
+        """The request at the head of the FIFO failed: the responses queued
+        before it still go out, nothing after it is answered, then close."""
+        self._discard_pending(cancel=False)
+        self._close_when_drained()
+
+    def _discard_pending(self, cancel: bool) -> None:
+        pending, self._pending = self._pending, collections.deque()
+        for item in pending:
+            if type(item) is not _Ready:
+                item.remove_done_callback(self._on_response_done)
+                if cancel:
+                    item.cancel()
+                item.add_done_callback(_consume_outcome)
+
+    def _flush(self) -> None:
+        transport = self.transport
+        before = transport.unsent_bytes
+        try:
+            done = transport.flush()
+        except OSError as exc:
+            if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT):
+                logger.debug("%s: peer went away while sending (%s)", self.connection_id, exc)
+            else:
+                logger.warning("%s: send failed: %s", self.connection_id, exc)
+            self.close()
+            return
+        except Exception:
+            logger.exception("%s: send failed; closing the connection", self.connection_id)
+            self.close()
+            return
+        if transport.unsent_bytes != before:
+            self.last_activity = self._loop.time()
+        if done:
+            if self._writing:
+                self._loop.remove_writer(self._fd)
+                self._writing = False
+        elif not self._writing:
+            self._loop.add_writer(self._fd, self._on_writable)
+            self._writing = True
+
+    def _on_writable(self) -> None:
+        try:
+            self._flush()
+            if self._closed:
+                return
+            if not self._writing:
+                # Drained: cut frames held back by backpressure, resume reading.
+                self._process_frames()
+        except Exception as exc:
+            self._fail(exc)
+
+    # ----------------------------------------------------------------- closing
+
+    def _fail(self, exc: BaseException) -> None:
+        if isinstance(exc, InvalidReceiveException):
+            # Kafka logs this at WARN and closes the channel without answering.
+            logger.warning("%s: %s; closing the connection", self.connection_id, exc)
+        elif isinstance(exc, OSError):
+            logger.debug("%s: connection error: %s", self.connection_id, exc)
+        else:
+            logger.error("%s: unexpected error; closing the connection",
+                         self.connection_id, exc_info=exc)
+        self.close()
+
+    def _close_when_drained(self) -> None:
+        """Take no new requests; close once the requests in flight are
+        answered and every queued byte is sent (shutdown, failed requests)."""
+        self._draining = True
+        self._set_reading(False)
+        if self._closed:
+            return
+        if self.transport.has_unsent and not self._writing:
+            self._flush()
+        self._maybe_finish_drain()
+
+    def _maybe_finish_drain(self) -> None:
+        if self._draining and not self._closed and not self._pending \
+                and not self.transport.has_unsent:
+            self.close()
+
+    def close(self, cancel_pending: bool = False) -> None:
+        """Close now: unsent responses are dropped (their buffers and file
+        regions released). Requests still being handled finish unobserved,
+        or are cancelled if ``cancel_pending``."""
+        if self._closed:
+            return
+        self._closed = True
+        if self._reading:
+            self._loop.remove_reader(self._fd)
+            self._reading = False
+        if self._writing:
+            self._loop.remove_writer(self._fd)
+            self._writing = False
+        self._discard_pending(cancel_pending)
+        self.transport.close()
+        try:
+            self._sock.close()
+        except OSError:
+            pass
+        self.server._connection_closed(self)
+        if self._closed_future is not None and not self._closed_future.done():
+            self._closed_future.set_result(None)
+
+
+class SocketServer:
+    """Listens on (host, port) and runs one Connection per client.
+
+        server = SocketServer(handler, "127.0.0.1", 9092)
+        await server.start()
+        ...
+        await server.shutdown(timeout=30.0)
+
+    ``port=0`` binds an ephemeral port; ``server.port`` is the bound one.
+    """
+
+    def __init__(
+        self,
+        handler: Handler,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        *,
+        socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES,
+        connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS,
+        socket_send_buffer_bytes: int = SOCKET_SEND_BUFFER_BYTES,
+        socket_receive_buffer_bytes: int = SOCKET_RECEIVE_BUFFER_BYTES,
+        socket_listen_backlog_size: int = SOCKET_LISTEN_BACKLOG_SIZE,
+        max_queued_send_bytes: int = MAX_QUEUED_SEND_BYTES,
+        max_in_flight_requests: int = MAX_IN_FLIGHT_REQUESTS,
+        transport_factory: TransportFactory = _plaintext_transport,
+    ):
+        if not 0 <= socket_request_max_bytes <= 0x7FFFFFFF:
+            raise ValueError("socket.request.max.bytes must be in [0, 2147483647]")
+        if connections_max_idle_ms <= 0:
+            raise ValueError("connections.max.idle.ms must be > 0")
+        if max_in_flight_requests < 1:
+            raise ValueError("max_in_flight_requests must be >= 1")
+        self._handler = handler
+        self.host = host
+        self._requested_port = port
+        self.socket_request_max_bytes = socket_request_max_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
+        self.socket_send_buffer_bytes = socket_send_buffer_bytes
+        self.socket_receive_buffer_bytes = socket_receive_buffer_bytes
+        self.socket_listen_backlog_size = socket_listen_backlog_size
+        self.max_queued_send_bytes = max_queued_send_bytes
+        self.max_in_flight_requests = max_in_flight_requests
+        self._transport_factory = transport_factory
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._listener: socket.socket | None = None
+        self._connections: dict[Connection, None] = {}  # insertion-ordered set
+        self._index = itertools.count()
+        self._accepted = 0
+        self._closed_count = 0
+        self._totals = _Totals()
+        self._sweep_handle: asyncio.TimerHandle | None = None
+        self._shutting_down = False
+        self._all_closed: asyncio.Future | None = None
+
+    # ------------------------------------------------------------------- start
+
+    async def start(self) -> None:
+        if self._loop is not None:
+            raise RuntimeError("SocketServer already started")
+        self._loop = asyncio.get_running_loop()
+        family, _, _, _, address = socket.getaddrinfo(
+            self.host, self._requested_port, type=socket.SOCK_STREAM,
+            flags=socket.AI_PASSIVE)[0]
+        listener = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            if self.socket_receive_buffer_bytes != -1:
+                # Set before listen so accepted sockets get it from the start
+                # (it bounds the TCP window negotiated in the handshake).
+                listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                                    self.socket_receive_buffer_bytes)
+            listener.bind(address)
+            listener.listen(self.socket_listen_backlog_size)
+            listener.setblocking(False)
+        except BaseException:
+            listener.close()
+            raise
+        self._listener = listener
+        self._loop.add_reader(listener.fileno(), self._on_acceptable)
+        self._schedule_sweep()
+
+    async def __aenter__(self) -> "SocketServer":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.shutdown()
+
+    @property
+    def port(self) -> int:
+        if self._listener is None:
+            raise RuntimeError("SocketServer is not listening")
+        return self._listener.getsockname()[1]
+
+    @property
+    def connections(self) -> list[Connection]:
+        return list(self._connections)
+
+    # ------------------------------------------------------------------ accept
+
+    def _on_acceptable(self) -> None:
+        for _ in range(_ACCEPTS_PER_EVENT):
+            if self._listener is None:
+                return
+            try:
+                sock, peer = self._listener.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                # EMFILE/ENFILE/ECONNABORTED...: the listener stays usable.
+                logger.warning("accept failed: %s", exc)
+                return
+            try:
+                self._configure(sock)
+                transport = self._transport_factory(sock, self.socket_request_max_bytes)
+                connection = Connection(self, sock, peer, next(self._index), transport)
+            except Exception:
+                logger.exception("could not set up the connection from %s", peer)
+                sock.close()
+                continue
+            self._connections[connection] = None
+            self._accepted += 1
+            connection._start()
+
+    def _configure(self, sock: socket.socket) -> None:
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        if self.socket_send_buffer_bytes != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.socket_send_buffer_bytes)
+        if self.socket_receive_buffer_bytes != -1:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
+                            self.socket_receive_buffer_bytes)
+        no_sigpipe = getattr(socket, "SO_NOSIGPIPE", None)
+        if no_sigpipe is not None:  # macOS/BSD: no MSG_NOSIGNAL there
+            sock.setsockopt(socket.SOL_SOCKET, no_sigpipe, 1)
+
+    # ------------------------------------------------------------- idle sweep
+
+    def _schedule_sweep(self) -> None:
+        # A tenth of the idle timeout (between 10 ms and 10 s): a connection
+        # is closed at most ~10% late, for one timer in the whole server.
+        interval = min(max(self.connections_max_idle_ms / 10000.0, 0.01), 10.0)
+        self._sweep_handle = self._loop.call_later(interval, self._sweep_idle)
+
+    def _sweep_idle(self) -> None:
+        deadline = self._loop.time() - self.connections_max_idle_ms / 1000.0
+        for connection in list(self._connections):
+            if connection.last_activity < deadline and not connection._pending:
+                logger.debug("%s: idle for more than %d ms; closing",
+                             connection.connection_id, self.connections_max_idle_ms)
+                connection.close()
+        if not self._shutting_down:
+            self._schedule_sweep()
+
+    # ---------------------------------------------------------------- metrics
+
+    def metrics(self) -> NetworkMetrics:
+        totals = _Totals()
+        totals.requests = self._totals.requests
+        totals.responses = self._totals.responses
+        totals.bytes_received = self._totals.bytes_received
+        totals.sendfile_bytes = self._totals.sendfile_bytes
+        totals.copied_bytes = self._totals.copied_bytes
+        for connection in self._connections:
+            totals.add(connection.transport)
+        return NetworkMetrics(
+            connections_accepted=self._accepted,
+            connections_closed=self._closed_count,
+            active_connections=len(self._connections),
+            requests=totals.requests,
+            responses=totals.responses,
+            bytes_received=totals.bytes_received,
+            bytes_sent=totals.sendfile_bytes + totals.copied_bytes,
+            sendfile_bytes=totals.sendfile_bytes,
+            copied_bytes=totals.copied_bytes,
+        )
+
+    def _connection_closed(self, connection: Connection) -> None:
+        if connection in self._connections:
+            del self._connections[connection]
+            self._closed_count += 1
+            self._totals.add(connection.transport)
+        if self._all_closed is not None and not self._connections \
+                and not self._all_closed.done():
+            self._all_closed.set_result(None)
+
+    # --------------------------------------------------------------- shutdown
+
+    def stop_accepting(self) -> None:
+        """Close the listening socket; established connections carry on."""
+        if self._listener is not None:
+            self._loop.remove_reader(self._listener.fileno())
+            self._listener.close()
+            self._listener = None
+
+    async def shutdown(self, timeout: float = 30.0) -> None:
+        """Stop accepting, stop reading new requests, let requests in flight
+        finish and their responses flush for up to ``timeout`` seconds, then
+        close every connection (cancelling handlers still running)."""
+        if self._loop is None:
+            return
+        self._shutting_down = True
+        self.stop_accepting()
+        if self._sweep_handle is not None:
+            self._sweep_handle.cancel()
+            self._sweep_handle = None
+        if self._all_closed is None:
+            self._all_closed = self._loop.create_future()
+            if not self._connections:
+                self._all_closed.set_result(None)
+        for connection in list(self._connections):
+            connection._close_when_drained()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._all_closed), timeout)
+        except asyncio.TimeoutError:
+            logger.warning("shutdown: %d connection(s) still busy after %.1f s; closing them",
+                           len(self._connections), timeout)
+        for connection in list(self._connections):
+            connection.close(cancel_pending=True)

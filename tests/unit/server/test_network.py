@@ -1,0 +1,533 @@
+"""SocketServer over real 127.0.0.1 sockets, each test on asyncio and uvloop."""
+import asyncio
+import gc
+import logging
+import os
+import socket
+import struct
+import tempfile
+import weakref
+
+import pytest
+
+from kfast._ext import netio
+from kfast.protocol.file_region import FileRegion
+from kfast.server.network import SocketServer
+
+uvloop = pytest.importorskip("uvloop")
+
+LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
+
+
+@pytest.fixture(params=sorted(LOOPS))
+def run(request):
+    """run(async_fn) runs it on a fresh loop of the parametrized kind and
+    fails the test if anything reached the loop's exception handler."""
+    def runner(fn, timeout=60.0):
+        errors = []
+
+        async def main():
+            asyncio.get_running_loop().set_exception_handler(
+                lambda loop, context: errors.append(context))
+            return await asyncio.wait_for(fn(), timeout)
+
+        with asyncio.Runner(loop_factory=LOOPS[request.param]) as r:
+            result = r.run(main())
+        assert errors == []
+        return result
+    return runner
+
+
+def frame(body: bytes) -> bytes:
+    return struct.pack(">i", len(body)) + body
+
+
+async def read_frame(reader) -> bytes:
+    (size,) = struct.unpack(">i", await reader.readexactly(4))
+    return await reader.readexactly(size)
+
+
+async def until(predicate, timeout=10.0):
+    """Wait for a state change the test cannot get an event for."""
+    async with asyncio.timeout(timeout):
+        while not predicate():
+            await asyncio.sleep(0.002)
+
+
+async def one_connection(server):
+    await until(lambda: len(server.connections) == 1)
+    return server.connections[0]
+
+
+def echo(connection, frame):
+    return [b"echo:", bytes(frame)]
+
+
+@pytest.fixture
+def data_file():
+    with tempfile.TemporaryFile() as f:
+        content = os.urandom(6 * 1024 * 1024 + 321)
+        f.write(content)
+        f.flush()
+        yield f, content
+
+
+# ------------------------------------------------------------------- framing
+
+def test_many_frames_in_one_segment(run):
+    async def body():
+        async with SocketServer(echo, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            bodies = [str(i).encode() * (i % 7) for i in range(200)]
+            writer.write(b"".join(frame(b) for b in bodies))
+            for b in bodies:
+                assert await read_frame(reader) == b"echo:" + b
+            m = server.metrics()
+            assert m.requests == 200 and m.responses == 200
+            assert m.bytes_received == sum(4 + len(b) for b in bodies)
+            assert m.bytes_sent == sum(4 + 5 + len(b) for b in bodies) == m.copied_bytes
+            writer.close()
+    run(body)
+
+
+def test_frame_split_byte_by_byte(run):
+    async def body():
+        seen = []
+
+        def handler(connection, frame):
+            seen.append(bytes(frame))
+            return [bytes(frame)[::-1]]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.transport.get_extra_info("socket").setsockopt(
+                socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            data = frame(b"one byte at a time") + frame(b"")
+            for i in range(len(data)):
+                writer.write(data[i:i + 1])
+                await writer.drain()
+            assert await read_frame(reader) == b"emit a ta etyb eno"
+            assert await read_frame(reader) == b""
+            assert seen == [b"one byte at a time", b""]
+            writer.close()
+    run(body)
+
+
+@pytest.mark.parametrize("prefix", [
+    struct.pack(">I", 0x80000000),   # 2 GiB: a negative int32
+    struct.pack(">i", -1),
+    struct.pack(">i", 0x7FFFFFFF),   # above socket.request.max.bytes
+])
+def test_invalid_size_prefix_closes_only_that_connection(run, prefix, caplog):
+    async def body():
+        calls = []
+
+        def handler(connection, frame):
+            calls.append(bytes(frame))
+            return [b"ok"]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            good_r, good_w = await asyncio.open_connection("127.0.0.1", server.port)
+            bad_r, bad_w = await asyncio.open_connection("127.0.0.1", server.port)
+            bad_w.write(prefix + b"\x00" * 64)
+            assert await bad_r.read() == b""          # closed, nothing answered
+            good_w.write(frame(b"still fine"))
+            assert await read_frame(good_r) == b"ok"
+            assert calls == [b"still fine"]
+            assert server.metrics().connections_closed == 1
+            good_w.close()
+            bad_w.close()
+    with caplog.at_level(logging.WARNING, logger="kfast.server.network"):
+        run(body)
+    assert "Invalid receive" in caplog.text
+
+
+def test_oversized_request_limit_is_configurable(run):
+    async def body():
+        async with SocketServer(echo, "127.0.0.1", 0, socket_request_max_bytes=8) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"12345678"))
+            assert await read_frame(reader) == b"echo:12345678"
+            writer.write(frame(b"123456789"))
+            assert await reader.read() == b""
+            writer.close()
+    run(body)
+
+
+# ---------------------------------------------------------------- pipelining
+
+def test_out_of_order_completion_keeps_request_order(run):
+    async def body():
+        loop = asyncio.get_running_loop()
+        futures = []
+        all_received = asyncio.Event()
+        n = 30
+
+        def handler(connection, frame):
+            i = int(bytes(frame))
+            if i % 5 == 0:
+                return None                       # e.g. acks=0: no response
+            if i % 3 == 0:
+                return [b"sync-%d" % i]           # finishes at once
+            fut = loop.create_future()
+            futures.append((i, fut))
+            if i == n - 1:
+                all_received.set()
+            return fut
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"".join(frame(b"%d" % i) for i in range(n)))
+            await all_received.wait()
+            # Resolve in reverse; one async handler answers None too.
+            for i, fut in reversed(futures):
+                fut.set_result(None if i == 7 else [b"async-", b"%d" % i])
+            expected = []
+            for i in range(n):
+                if i % 5 == 0 or i == 7:
+                    continue
+                expected.append(b"sync-%d" % i if i % 3 == 0 else b"async-%d" % i)
+            got = [await read_frame(reader) for _ in expected]
+            assert got == expected
+            writer.close()
+    run(body)
+
+
+def test_async_handler_may_hold_frames_without_copying(run):
+    """Frames kept by coroutines stay intact while later requests arrive."""
+    async def body():
+        release = asyncio.Event()
+        n = 400
+
+        async def handler(connection, frame):
+            await release.wait()
+            return [bytes(frame)]
+
+        async with SocketServer(handler, "127.0.0.1", 0, max_in_flight_requests=1000) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            bodies = [os.urandom(1 + (i * 997) % 5000) for i in range(n)]
+            writer.write(b"".join(frame(b) for b in bodies))
+            await writer.drain()
+            await until(lambda: server.metrics().requests == n)
+            release.set()
+            for b in bodies:
+                assert await read_frame(reader) == b
+            writer.close()
+    run(body)
+
+
+# ----------------------------------------------------------------- zero-copy
+
+def test_file_regions_travel_by_sendfile(run, data_file):
+    f, content = data_file
+    regions = [(0, 1024 * 1024), (1024 * 1024, 2 * 1024 * 1024), (5000, 3 * 1024 * 1024 + 321)]
+
+    async def body():
+        def handler(connection, frame):
+            i = int(bytes(frame))
+            position, length = regions[i]
+            return [b"hdr%d" % i, FileRegion(f, position, length)]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"".join(frame(b"%d" % i) for i in range(len(regions))))
+            for i, (position, length) in enumerate(regions):
+                assert await read_frame(reader) == b"hdr%d" % i + content[position:position + length]
+            m = server.metrics()
+            file_bytes = sum(length for _, length in regions)
+            headers = sum(4 + 4 for _ in regions)
+            if netio.HAVE_SENDFILE:
+                assert m.sendfile_bytes == file_bytes
+                assert m.copied_bytes == headers
+            else:
+                assert m.sendfile_bytes == 0
+                assert m.copied_bytes == file_bytes + headers
+            conn = server.connections[0]
+            assert conn.transport.sendfile_bytes == m.sendfile_bytes
+            writer.close()
+    run(body)
+
+
+def test_slow_reader_forces_partial_sendfile(run, data_file):
+    f, content = data_file
+
+    async def body():
+        loop = asyncio.get_running_loop()
+        handled = asyncio.Event()
+
+        def handler(connection, frame):
+            handled.set()
+            return [b"H", FileRegion(f, 0, len(content)), b"T"]
+
+        async with SocketServer(handler, "127.0.0.1", 0, socket_send_buffer_bytes=8192) as server:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            sock.setblocking(False)
+            await loop.sock_connect(sock, ("127.0.0.1", server.port))
+            await loop.sock_sendall(sock, frame(b"fetch"))
+            await handled.wait()
+            conn = server.connections[0]
+            # The first flush ran right after the handler: the socket is full.
+            assert conn.transport.has_unsent
+            assert 0 < conn.transport.unsent_bytes < len(content) + 6
+            expected = frame(b"H" + content + b"T")
+            received = bytearray()
+            while len(received) < len(expected):
+                chunk = await loop.sock_recv(sock, 3000)   # read late, in small steps
+                assert chunk
+                received += chunk
+            assert bytes(received) == expected
+            assert not conn.transport.has_unsent
+            if netio.HAVE_SENDFILE:
+                assert conn.transport.sendfile_bytes == len(content)
+                assert conn.transport.copied_bytes == 6
+            sock.close()
+    run(body)
+
+
+# -------------------------------------------------------------- backpressure
+
+def test_in_flight_bound_pauses_reading(run):
+    async def body():
+        loop = asyncio.get_running_loop()
+        futures = []
+
+        def handler(connection, frame):
+            fut = loop.create_future()
+            futures.append(fut)
+            return fut
+
+        async with SocketServer(handler, "127.0.0.1", 0, max_in_flight_requests=5) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(b"".join(frame(b"%d" % i) for i in range(20)))
+            await writer.drain()
+            await until(lambda: len(futures) == 5)
+            conn = server.connections[0]
+            for _ in range(50):          # let any readable event fire
+                await asyncio.sleep(0)
+            assert len(futures) == 5 and conn.reading_paused
+            futures[0].set_result([b"0"])
+            assert await read_frame(reader) == b"0"
+            await until(lambda: len(futures) == 6)     # one slot freed, one more read
+            for i in range(1, 20):
+                await until(lambda: len(futures) > i)
+                futures[i].set_result([b"%d" % i])
+                assert await read_frame(reader) == b"%d" % i
+            writer.close()
+    run(body)
+
+
+def test_client_that_never_reads_is_paused_then_resumed(run):
+    async def body():
+        loop = asyncio.get_running_loop()
+        handled = []
+        response = os.urandom(256 * 1024)
+        n = 60
+
+        def handler(connection, frame):
+            handled.append(int(bytes(frame)))
+            return [response]
+
+        async with SocketServer(handler, "127.0.0.1", 0, max_queued_send_bytes=512 * 1024,
+                                socket_send_buffer_bytes=16384) as server:
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
+            sock.setblocking(False)
+            await loop.sock_connect(sock, ("127.0.0.1", server.port))
+            await loop.sock_sendall(sock, b"".join(frame(b"%d" % i) for i in range(n)))
+            conn = await one_connection(server)
+            await until(lambda: conn.reading_paused)
+            stalled_at = len(handled)
+            for _ in range(50):
+                await asyncio.sleep(0)
+            assert len(handled) == stalled_at < n
+            # Unsent bytes exceed the bound (the handler ran past it by at most
+            # one response) and the queue holds no more than that.
+            assert 512 * 1024 < conn.transport.unsent_bytes <= 512 * 1024 + len(frame(response))
+            expected = frame(response) * n
+            received = bytearray()
+            while len(received) < len(expected):
+                chunk = await loop.sock_recv(sock, 1 << 20)
+                assert chunk
+                received += chunk
+            assert received == expected
+            assert handled == list(range(n))
+            assert not conn.reading_paused
+            sock.close()
+    run(body)
+
+
+# --------------------------------------------------------- closing paths
+
+def test_idle_connection_is_closed(run):
+    async def body():
+        async with SocketServer(echo, "127.0.0.1", 0, connections_max_idle_ms=100) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"x"))
+            assert await read_frame(reader) == b"echo:x"
+            assert await reader.read() == b""        # the sweep closed it
+            assert server.metrics().connections_closed == 1
+            assert server.connections == []
+            writer.close()
+    run(body)
+
+
+def test_connection_with_request_in_flight_is_not_idle(run):
+    async def body():
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        async with SocketServer(lambda c, f: fut, "127.0.0.1", 0,
+                                connections_max_idle_ms=50) as server:
+            r1, w1 = await asyncio.open_connection("127.0.0.1", server.port)
+            w1.write(frame(b"long poll"))
+            conn = await one_connection(server)
+            await until(lambda: conn.in_flight_requests == 1)
+            r2, w2 = await asyncio.open_connection("127.0.0.1", server.port)
+            # The idle one goes after >= 50 ms; the busy one survives the sweeps.
+            assert await r2.read() == b""
+            assert not conn.closed
+            fut.set_result([b"done"])
+            assert await read_frame(r1) == b"done"
+            w1.close()
+            w2.close()
+    run(body)
+
+
+class TrackedRegion(FileRegion):
+    """A FileRegion that can be weakly referenced (FileRegion has slots)."""
+
+
+def test_client_vanishing_mid_response_leaves_others_alone(run, data_file):
+    f, content = data_file
+
+    async def body():
+        loop = asyncio.get_running_loop()
+        regions = []
+
+        def handler(connection, frame):
+            if bytes(frame) == b"big":
+                region = TrackedRegion(f, 0, len(content))
+                regions.append(weakref.ref(region))
+                return [region]
+            return [b"pong"]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            vanishing = socket.socket()
+            vanishing.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+            vanishing.setblocking(False)
+            await loop.sock_connect(vanishing, ("127.0.0.1", server.port))
+            await loop.sock_sendall(vanishing, frame(b"big"))
+            await until(lambda: len(regions) == 1)
+            await loop.sock_recv(vanishing, 1000)       # read a little, then RST
+            vanishing.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            doomed = server.connections[0]
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            vanishing.close()
+            await doomed.wait_closed()
+            for _ in range(3):
+                writer.write(frame(b"ping"))
+                assert await read_frame(reader) == b"pong"
+            gc.collect()
+            assert regions[0]() is None                 # the region was released
+            assert len(server.connections) == 1
+            writer.close()
+    run(body)
+
+
+def test_handler_exception_closes_the_connection_and_is_logged(run, caplog):
+    async def body():
+        async def failing_later(connection, frame):
+            raise RuntimeError("async boom")
+
+        def handler(connection, frame):
+            if bytes(frame) == b"sync":
+                raise RuntimeError("sync boom")
+            if bytes(frame) == b"async":
+                return failing_later(connection, frame)
+            return [b"fine"]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            for kind in (b"sync", b"async"):
+                reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+                writer.write(frame(b"ok") + frame(kind) + frame(b"ok"))
+                assert await read_frame(reader) == b"fine"
+                assert await reader.read() == b""
+                writer.close()
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"ok"))
+            assert await read_frame(reader) == b"fine"
+            writer.close()
+    with caplog.at_level(logging.ERROR, logger="kfast.server.network"):
+        run(body)
+    assert "sync boom" in caplog.text and "async boom" in caplog.text
+
+
+def test_graceful_shutdown_flushes_in_flight_responses(run, data_file):
+    f, content = data_file
+
+    async def body():
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        handled = asyncio.Event()
+
+        def handler(connection, frame):
+            handled.set()
+            return fut
+
+        server = SocketServer(handler, "127.0.0.1", 0)
+        await server.start()
+        port = server.port
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(frame(b"req"))
+        await handled.wait()
+        shutdown = asyncio.ensure_future(server.shutdown(timeout=30))
+        await until(lambda: server._listener is None)
+        with pytest.raises(OSError):
+            await asyncio.open_connection("127.0.0.1", port)
+        assert not shutdown.done()
+        fut.set_result([b"last words ", FileRegion(f, 0, len(content))])
+        assert await read_frame(reader) == b"last words " + content
+        await shutdown
+        assert await reader.read() == b""
+        assert server.connections == []
+        writer.close()
+    run(body)
+
+
+def test_shutdown_deadline_cancels_stuck_handlers(run):
+    async def body():
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        server = SocketServer(lambda c, f: fut, "127.0.0.1", 0)
+        await server.start()
+        reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+        writer.write(frame(b"never answered"))
+        conn = await one_connection(server)
+        await until(lambda: conn.in_flight_requests == 1)
+        await server.shutdown(timeout=0.1)
+        assert fut.cancelled()
+        assert conn.closed
+        assert await reader.read() == b""
+        writer.close()
+    run(body)
+
+
+def test_connection_identity_and_metrics(run):
+    async def body():
+        async with SocketServer(echo, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"abc"))
+            assert await read_frame(reader) == b"echo:abc"
+            conn = server.connections[0]
+            local = writer.get_extra_info("sockname")
+            assert conn.peer[:2] == local[:2]
+            assert conn.connection_id == f"127.0.0.1:{server.port}-127.0.0.1:{local[1]}-0"
+            m = server.metrics()
+            assert (m.connections_accepted, m.active_connections, m.connections_closed) == (1, 1, 0)
+            assert (m.requests, m.responses, m.bytes_received) == (1, 1, 7)
+            assert m.bytes_sent == m.copied_bytes == 4 + 8
+            writer.close()
+            await conn.wait_closed()
+            m = server.metrics()
+            assert (m.active_connections, m.connections_closed, m.requests) == (0, 1, 1)
+    run(body)
