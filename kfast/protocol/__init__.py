@@ -1,0 +1,186 @@
+"""The Kafka wire protocol: every API kfast serves, every version, one codec.
+
+The broker, kfast's own client and the Spark reader all use this API.
+
+Framing: on the wire every request and response is ``int32 size`` followed by
+``size`` bytes. The ``encode_*`` functions return whole frames (size prefix
+included, ready to write); the ``decode_*`` functions take the bytes *after*
+the size prefix (what a reader has once it has read ``size`` bytes).
+
+Requests (broker side)::
+
+    header = decode_request_header(buf)      # RequestHeader(api_key, api_version,
+                                             #   correlation_id, client_id, header_length)
+    body = decode_request_body(header, buf)  # or: header, body = decode_request(buf)
+
+``decode_request_header`` works for any version of a known API key (so an
+unsupported version can still be answered); ``decode_request_body`` raises
+UnsupportedVersionException for a version outside the API's range, with the
+header attached as ``exc.header``. Malformed bytes (truncation, negative or
+oversized lengths, array counts beyond the remaining bytes, tagged fields
+whose size does not match their value) raise
+``errors.MalformedRequestException`` (INVALID_REQUEST, 42) before anything
+the input claims is allocated. `records` fields of a decoded Produce request
+are memoryview slices of ``buf`` (zero-copy): keep ``buf`` alive and
+unmodified while they are in use.
+
+Responses (broker side)::
+
+    frame = encode_response(api_key, version, correlation_id, body)        # bytes
+    parts = encode_response_parts(api_key, version, correlation_id, body)  # list
+
+A `records` value may be bytes-like, a ``FileRegion`` or a list of those;
+``encode_response_parts`` returns a list whose first item is the 4-byte size
+prefix, followed by bytes chunks, buffers of at least 32 KiB and FileRegions
+in wire order (send bytes-like parts with write/writev and FileRegions with
+sendfile); the plain form reads regions into the frame. ApiVersions responses
+always use header v0; to answer an ApiVersions request of an unsupported
+version, encode an ``ApiVersionsResponse`` with error_code
+UNSUPPORTED_VERSION (35) and ``api_keys`` from ``supported_versions()`` at
+version 0 (KIP-511).
+
+Requests and responses (client side)::
+
+    frame = encode_request(api_key, version, correlation_id, client_id, body)
+    correlation_id, body = decode_response(api_key, version, buf)
+
+Message bodies are instances of per-API classes with attribute access by
+snake_case field name, constructible by keyword with every field defaulted
+(Kafka's defaults)::
+
+    from kfast.protocol import ProduceRequest, MetadataResponse
+    MetadataResponse(brokers=[MetadataResponse.MetadataResponseBroker(
+        node_id=1, host="localhost", port=9092)])
+
+Any ``<Api>Request`` / ``<Api>Response`` name can be imported from this
+package (or use ``request_class(key)`` / ``response_class(key)``); a body may
+also be given to the encoders as a plain dict of fields. The grammar and
+default rules are in ``kfast.protocol.schema``; the API table (names, version
+ranges, flexible versions, listeners, header versions) in
+``kfast.protocol.api_keys``; error codes and exceptions in
+``kfast.protocol.errors``.
+"""
+from __future__ import annotations
+
+import struct
+from typing import NamedTuple
+
+from kfast.protocol import api_keys, errors
+from kfast.protocol.api_keys import API_KEYS, ApiKey, api_key, supported_versions
+from kfast.protocol.file_region import FileRegion
+
+__all__ = [
+    "API_KEYS", "ApiKey", "FileRegion", "RequestHeader", "api_key", "api_keys", "decode_request",
+    "decode_request_body", "decode_request_header", "decode_response", "encode_request",
+    "encode_response", "encode_response_parts", "errors", "request_class", "response_class",
+    "supported_versions",
+]
+
+
+class RequestHeader(NamedTuple):
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    header_length: int
+
+
+_REQUEST_HEADER = struct.Struct(">hhih")    # key, version, correlation id, client id length
+_RESPONSE_HEADER = struct.Struct(">i")
+
+
+def _schema(key):
+    from kfast.protocol.schema import schema
+
+    return schema(key)
+
+
+def request_class(key: int | str) -> type:
+    """The request message class of an API (by key or name)."""
+    return _schema(key).request.cls
+
+
+def response_class(key: int | str) -> type:
+    """The response message class of an API (by key or name)."""
+    return _schema(key).response.cls
+
+
+def decode_request_header(buf) -> RequestHeader:
+    from kfast._ext.protocol_codec import decode_request_header as decode
+
+    return RequestHeader(*decode(buf, api_keys.FLEXIBLE_FROM))
+
+
+def decode_request_body(header: RequestHeader, buf):
+    from kfast._ext.protocol_codec import decode
+
+    try:
+        program = _schema(header.api_key).request.program(header.api_version)
+    except errors.UnsupportedVersionException as exc:
+        exc.header = header
+        raise
+    body, _ = decode(program, buf, header.header_length)
+    return body
+
+
+def decode_request(buf) -> tuple[RequestHeader, object]:
+    header = decode_request_header(buf)
+    return header, decode_request_body(header, buf)
+
+
+def encode_request(key: int, version: int, correlation_id: int, client_id: str | None, body) -> bytes:
+    from kfast._ext.protocol_codec import encode_frame
+
+    api = api_key(key)
+    program = _schema(key).request.program(version)
+    if client_id is None:
+        header = _REQUEST_HEADER.pack(key, version, correlation_id, -1)
+    else:
+        raw = client_id.encode()
+        header = _REQUEST_HEADER.pack(key, version, correlation_id, len(raw)) + raw
+    if api.request_header_version(version) == 2:
+        header += b"\x00"               # no tagged fields
+    return encode_frame(header, program, body)
+
+
+def _response_header(api: ApiKey, version: int, correlation_id: int) -> bytes:
+    header = _RESPONSE_HEADER.pack(correlation_id)
+    if api.response_header_version(version) == 1:
+        header += b"\x00"
+    return header
+
+
+def encode_response(key: int, version: int, correlation_id: int, body) -> bytes:
+    from kfast._ext.protocol_codec import encode_frame
+
+    api = api_key(key)
+    program = _schema(key).response.program(version)
+    return encode_frame(_response_header(api, version, correlation_id), program, body)
+
+
+def encode_response_parts(key: int, version: int, correlation_id: int, body) -> list:
+    from kfast._ext.protocol_codec import encode_frame
+
+    api = api_key(key)
+    program = _schema(key).response.program(version)
+    return encode_frame(_response_header(api, version, correlation_id), program, body, True)
+
+
+def decode_response(key: int, version: int, buf) -> tuple[int, object]:
+    from kfast._ext.protocol_codec import decode, decode_response_header
+
+    api = api_key(key)
+    program = _schema(key).response.program(version)
+    correlation_id, offset = decode_response_header(buf, api.response_header_version(version) == 1)
+    body, _ = decode(program, buf, offset)
+    return correlation_id, body
+
+
+def __getattr__(name: str):
+    # ProduceRequest, MetadataResponse, ...: built on first access.
+    for suffix, attr in (("Request", "request"), ("Response", "response")):
+        if name.endswith(suffix) and name[: -len(suffix)] in api_keys.BY_NAME:
+            cls = getattr(_schema(name[: -len(suffix)]), attr).cls
+            globals()[name] = cls
+            return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
