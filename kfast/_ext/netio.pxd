@@ -29,8 +29,6 @@ cdef extern from "netio_sys.h":
 
 
 cdef enum:
-    # Kafka's socket.request.max.bytes default.
-    DEFAULT_MAX_RECEIVE_SIZE = 104857600
     # First chunk size, and the size chunks shrink back to.
     DEFAULT_RECEIVE_CHUNK = 65536
     # iovecs per sendmsg(2); well under IOV_MAX (1024 on Linux and macOS).

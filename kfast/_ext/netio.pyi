@@ -2,7 +2,6 @@
 from typing import Iterable, Protocol, Union
 
 HAVE_SENDFILE: bool
-MAX_RECEIVE_SIZE_DEFAULT: int
 RECEIVE_CHUNK_SIZE: int
 MAX_FRAME_SIZE: int
 
@@ -31,7 +30,7 @@ class PlaintextTransport:
     responses_queued: int
     sendfile_bytes: int
     copied_bytes: int
-    def __init__(self, fd: int, max_receive_size: int = ...) -> None: ...
+    def __init__(self, fd: int, max_receive_size: int) -> None: ...
     def receive(self) -> int: ...
     def next_frame(self) -> memoryview | None: ...
     @property

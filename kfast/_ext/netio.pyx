@@ -38,7 +38,6 @@ cdef extern from "Python.h":
 
 
 HAVE_SENDFILE = bool(KFAST_HAVE_SENDFILE)
-MAX_RECEIVE_SIZE_DEFAULT = DEFAULT_MAX_RECEIVE_SIZE
 RECEIVE_CHUNK_SIZE = DEFAULT_RECEIVE_CHUNK
 # The size prefix is an int32, so a frame body can be at most this long.
 MAX_FRAME_SIZE = 0x7FFFFFFF
@@ -179,11 +178,12 @@ cdef class PlaintextTransport:
     pushes as much as the socket takes; when it returns False, call flush()
     again once the socket is writable.
 
-    The fd stays owned by the caller (a socket object); close() only drops
+    ``max_receive_size`` is the largest frame body accepted (the broker
+    passes socket.request.max.bytes). The fd stays owned by the caller (a socket object); close() only drops
     the queued parts (releasing buffers and file regions) and the buffer.
     """
 
-    def __cinit__(self, int fd, Py_ssize_t max_receive_size=DEFAULT_MAX_RECEIVE_SIZE):
+    def __cinit__(self, int fd, Py_ssize_t max_receive_size):
         if fd < 0:
             raise ValueError("fd must be >= 0")
         if max_receive_size < 0 or max_receive_size > MAX_FRAME_SIZE:

@@ -59,11 +59,8 @@ import socket
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Protocol, Sequence, Union
 
-from kfast._ext.netio import (
-    MAX_RECEIVE_SIZE_DEFAULT,
-    InvalidReceiveException,
-    PlaintextTransport,
-)
+from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
+from kfast.config import SERVER_CONFIGS, KafkaConfig
 from kfast.protocol.file_region import FileRegion
 
 __all__ = [
@@ -78,12 +75,20 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-# Kafka broker defaults for the settings this layer implements.
-SOCKET_REQUEST_MAX_BYTES = MAX_RECEIVE_SIZE_DEFAULT  # socket.request.max.bytes
-CONNECTIONS_MAX_IDLE_MS = 600000                     # connections.max.idle.ms
-SOCKET_SEND_BUFFER_BYTES = 102400                    # socket.send.buffer.bytes (-1: OS default)
-SOCKET_RECEIVE_BUFFER_BYTES = 102400                 # socket.receive.buffer.bytes (-1: OS default)
-SOCKET_LISTEN_BACKLOG_SIZE = 50                      # socket.listen.backlog.size
+# The broker properties this layer implements; their defaults live in the
+# config table.
+_PROPERTIES = {
+    "socket_request_max_bytes": "socket.request.max.bytes",
+    "connections_max_idle_ms": "connections.max.idle.ms",
+    "socket_send_buffer_bytes": "socket.send.buffer.bytes",        # -1: OS default
+    "socket_receive_buffer_bytes": "socket.receive.buffer.bytes",  # -1: OS default
+    "socket_listen_backlog_size": "socket.listen.backlog.size",
+}
+SOCKET_REQUEST_MAX_BYTES = SERVER_CONFIGS["socket.request.max.bytes"].default
+CONNECTIONS_MAX_IDLE_MS = SERVER_CONFIGS["connections.max.idle.ms"].default
+SOCKET_SEND_BUFFER_BYTES = SERVER_CONFIGS["socket.send.buffer.bytes"].default
+SOCKET_RECEIVE_BUFFER_BYTES = SERVER_CONFIGS["socket.receive.buffer.bytes"].default
+SOCKET_LISTEN_BACKLOG_SIZE = SERVER_CONFIGS["socket.listen.backlog.size"].default
 # kfast's own bounds (Kafka answers one request per connection at a time, by
 # muting the channel; kfast pipelines and bounds the pipeline instead).
 MAX_QUEUED_SEND_BYTES = 4 * 1024 * 1024
@@ -528,6 +533,15 @@ class SocketServer:
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._shutting_down = False
         self._all_closed: asyncio.Future | None = None
+
+    @classmethod
+    def from_config(cls, handler: Handler, config: KafkaConfig, host: str, port: int,
+                    **overrides: Any) -> "SocketServer":
+        """A server for one listener, with the socket.* and
+        connections.max.idle.ms properties of ``config``."""
+        settings = {arg: config[name] for arg, name in _PROPERTIES.items()}
+        settings.update(overrides)
+        return cls(handler, host, port, **settings)
 
     # ------------------------------------------------------------------- start
 

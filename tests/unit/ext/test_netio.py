@@ -10,10 +10,13 @@ from hypothesis import given, settings, strategies as st
 
 from kfast._ext import netio
 from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
+from kfast.config import SERVER_CONFIGS
 from kfast.protocol.file_region import FileRegion
 
 
 DEVNULL = open(os.devnull, "rb")
+# Kafka's socket.request.max.bytes default, the limit the broker passes.
+MAX = SERVER_CONFIGS["socket.request.max.bytes"].default
 
 
 def frame(body: bytes) -> bytes:
@@ -46,7 +49,7 @@ def receive_all(transport):
 
 def test_many_frames_in_one_segment(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     bodies = [b"", b"a", b"hello", bytes(range(256)) * 3]
     client.sendall(b"".join(frame(b) for b in bodies))
     receive_all(t)
@@ -58,7 +61,7 @@ def test_many_frames_in_one_segment(pair):
 
 def test_frame_split_byte_by_byte(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     data = frame(b"split across segments") + frame(b"second")
     got = []
     for i in range(len(data)):
@@ -72,7 +75,7 @@ def test_frame_split_byte_by_byte(pair):
 
 def test_receive_reports_eof_and_would_block(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     assert t.receive() == -1
     client.shutdown(socket.SHUT_WR)
     assert t.receive() == 0
@@ -86,7 +89,7 @@ def test_receive_reports_eof_and_would_block(pair):
 ])
 def test_invalid_size_prefix_raises_before_buffering(pair, prefix, message):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     client.sendall(prefix + b"x" * 10)
     receive_all(t)
     with pytest.raises(InvalidReceiveException, match=message):
@@ -107,7 +110,7 @@ def test_max_receive_size_is_inclusive(pair):
 
 def test_large_frame_grows_with_received_bytes_only(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     body = os.urandom(3 * 1024 * 1024 + 17)
     data = frame(body)
     sent = 0
@@ -127,7 +130,7 @@ def test_large_frame_grows_with_received_bytes_only(pair):
 
 def test_claimed_size_not_allocated_for_a_trickle(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     client.sendall(struct.pack(">i", 100_000_000) + b"x" * 100)
     receive_all(t)
     assert t.next_frame() is None
@@ -143,7 +146,7 @@ def test_held_frames_survive_buffer_reuse(sizes, data):
     server.setblocking(False)
     client.setblocking(False)
     try:
-        t = PlaintextTransport(server.fileno())
+        t = PlaintextTransport(server.fileno(), MAX)
         bodies = [os.urandom(n) for n in sizes]
         wire = b"".join(frame(b) for b in bodies)
         held = []
@@ -174,7 +177,7 @@ def test_held_frames_survive_buffer_reuse(sizes, data):
 
 def test_frames_are_writable(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     client.sendall(frame(b"abcd"))
     receive_all(t)
     f = t.next_frame()
@@ -205,7 +208,7 @@ def read_exact(sock, n):
 def test_send_writes_size_prefix_and_parts_in_order(pair, data_file):
     server, client = pair
     f, content = data_file
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     header = b"header"
     region = FileRegion(f, 1000, 300)
     t.send([header, region, bytearray(b"mid"), memoryview(b"--tail--")[2:6], b""])
@@ -231,7 +234,7 @@ def test_partial_sends_resume_byte_exact(data_file):
     client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
     server.setblocking(False)
     try:
-        t = PlaintextTransport(server.fileno())
+        t = PlaintextTransport(server.fileno(), MAX)
         blob = os.urandom(300_000)
         t.send([b"h" * 10, FileRegion(f, 0, len(content)), blob])
         t.send([FileRegion(f, 7, 1000)])
@@ -260,7 +263,7 @@ def test_partial_sends_resume_byte_exact(data_file):
 
 def test_invalid_part_queues_nothing(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     with pytest.raises(TypeError):
         t.send([b"ok", 42])
     with pytest.raises(ValueError):
@@ -279,7 +282,7 @@ class FileRegionLike:
 def test_truncated_file_region_raises(pair, data_file):
     server, client = pair
     f, content = data_file
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     t.send([FileRegion(f, len(content) - 10, 20)])
     with pytest.raises(EOFError, match="truncated"):
         while not t.flush():
@@ -290,7 +293,7 @@ def test_queued_buffers_are_held_until_sent_or_closed(pair, data_file):
     server, client = pair
     f, _ = data_file
     server.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 4096)
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     payload = bytearray(2_000_000)
     region = FileRegion(f, 0, 10)
     refs = sys.getrefcount(region)
@@ -309,7 +312,7 @@ def test_queued_buffers_are_held_until_sent_or_closed(pair, data_file):
 
 def test_peer_gone_raises_oserror(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
     client.close()
     t.send([b"x" * 100000])
     with pytest.raises(OSError) as info:
@@ -321,7 +324,7 @@ def test_peer_gone_raises_oserror(pair):
 
 def test_response_size_limit(pair):
     server, client = pair
-    t = PlaintextTransport(server.fileno())
+    t = PlaintextTransport(server.fileno(), MAX)
 
     class Huge:
         file = DEVNULL

@@ -531,3 +531,23 @@ def test_connection_identity_and_metrics(run):
             m = server.metrics()
             assert (m.active_connections, m.connections_closed, m.requests) == (0, 1, 1)
     run(body)
+
+
+def test_from_config_reads_the_kafka_properties(run):
+    from kfast.config import KafkaConfig
+
+    config = KafkaConfig({"socket.request.max.bytes": 16, "connections.max.idle.ms": 60000,
+                          "socket.send.buffer.bytes": -1})
+    server = SocketServer.from_config(echo, config, "127.0.0.1", 0)
+    assert (server.socket_request_max_bytes, server.connections_max_idle_ms,
+            server.socket_send_buffer_bytes, server.socket_listen_backlog_size) == (16, 60000, -1, 50)
+
+    async def body():
+        async with server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"x" * 16))
+            assert await read_frame(reader) == b"echo:" + b"x" * 16
+            writer.write(frame(b"x" * 17))
+            assert await reader.read() == b""
+            writer.close()
+    run(body)
