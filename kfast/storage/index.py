@@ -357,11 +357,13 @@ class TimeIndex(AbstractIndex):
     def maybe_append(self, timestamp: int, offset: int, skip_full_check: bool = False) -> None:
         """Append (timestamp, offset) if the timestamp is larger than the last
         entry's. ``skip_full_check`` uses the slot reserved for the roll."""
+        last = self.last_entry()
+        if self._entries and timestamp == last.timestamp and offset >= last.offset:
+            return  # nothing new: not an append, so fullness does not matter
         if not skip_full_check and self.is_full():
             raise IndexError(f"Attempt to append to a full time index (size = {self._entries}) {self.path}")
         if self._entries >= self._max_entries:
             raise IndexError(f"Attempt to append to a full time index {self.path}")
-        last = self.last_entry()
         if self._entries and offset < last.offset:
             raise InvalidOffsetException(
                 f"Attempt to append an offset ({offset}) to slot {self._entries} no larger than "

@@ -1,0 +1,247 @@
+"""Checkpoint files, written atomically (tmp file + fsync + rename).
+
+    checkpoint := version line, count line, entry line*      (text, '\\n')
+
+Kafka's CheckpointFile format. Offset checkpoints in a log dir
+(recovery-point-offset-checkpoint, log-start-offset-checkpoint,
+replication-offset-checkpoint, cleaner-offset-checkpoint) are version 0 with
+entries ``<topic> <partition> <offset>``. A partition's
+leader-epoch-checkpoint is version 0 with entries ``<epoch> <startOffset>``.
+partition.metadata is ``version: 0`` / ``topic_id: <base64 uuid>``.
+"""
+from __future__ import annotations
+
+import os
+from typing import Callable, Iterable, NamedTuple
+
+RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
+CLEANER_OFFSET_CHECKPOINT = "cleaner-offset-checkpoint"
+LEADER_EPOCH_CHECKPOINT = "leader-epoch-checkpoint"
+PARTITION_METADATA_FILE = "partition.metadata"
+
+
+class CheckpointCorruptException(Exception):
+    """A checkpoint file could not be parsed (Kafka: IOException naming the file)."""
+
+
+def write_atomically(path: str, data: bytes, sync: bool = True) -> None:
+    """Write ``path`` so a crash leaves either the old or the new contents."""
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(data)
+        if sync:
+            f.flush()
+            os.fsync(f.fileno())
+    os.replace(tmp, path)
+    if sync:
+        fsync_dir(os.path.dirname(path) or ".")
+
+
+def fsync_dir(directory: str) -> None:
+    """Make a rename or create in ``directory`` durable."""
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+class CheckpointFile:
+    """A versioned list of entries; ``formatter``/``parser`` map entries to lines."""
+
+    def __init__(self, path: str, version: int, formatter: Callable[[object], str],
+                 parser: Callable[[str], object]):
+        self.path = path
+        self.version = version
+        self.formatter = formatter
+        self.parser = parser
+
+    def write(self, entries: Iterable, sync: bool = True) -> None:
+        entries = list(entries)
+        lines = [str(self.version), str(len(entries))]
+        lines += [self.formatter(e) for e in entries]
+        write_atomically(self.path, ("\n".join(lines) + "\n").encode(), sync)
+
+    def read(self) -> list:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return []
+        try:
+            if not lines:
+                raise ValueError("empty file")
+            version = int(lines[0])
+            if version != self.version:
+                raise ValueError(f"unrecognised version {version}")
+            count = int(lines[1])
+            body = [line for line in lines[2:] if line.strip()]
+            if count != len(body):
+                raise ValueError(f"expected {count} entries but found {len(body)}")
+            return [self.parser(line) for line in body]
+        except (ValueError, IndexError) as exc:
+            raise CheckpointCorruptException(
+                f"Malformed line in checkpoint file {self.path}: {exc}") from None
+
+
+class TopicPartitionOffset(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+
+
+def _format_tp_offset(entry) -> str:
+    (topic, partition), offset = entry
+    return f"{topic} {partition} {offset}"
+
+
+def _parse_tp_offset(line: str):
+    topic, partition, offset = line.split(" ")
+    return (topic, int(partition)), int(offset)
+
+
+class OffsetCheckpointFile:
+    """``{(topic, partition): offset}`` in a log dir's offset checkpoint."""
+
+    def __init__(self, path: str):
+        self._file = CheckpointFile(path, 0, _format_tp_offset, _parse_tp_offset)
+
+    @property
+    def path(self) -> str:
+        return self._file.path
+
+    def write(self, offsets: dict, sync: bool = True) -> None:
+        self._file.write(sorted(offsets.items()), sync)
+
+    def read(self) -> dict:
+        return dict(self._file.read())
+
+
+class EpochEntry(NamedTuple):
+    epoch: int
+    start_offset: int
+
+
+def _parse_epoch(line: str) -> EpochEntry:
+    epoch, start = line.split(" ")
+    return EpochEntry(int(epoch), int(start))
+
+
+class LeaderEpochFileCache:
+    """Which leader epoch started at which offset (for OffsetsForLeaderEpoch
+    and replica truncation). Entries have increasing epochs and offsets."""
+
+    def __init__(self, path: str):
+        self._file = CheckpointFile(path, 0, lambda e: f"{e.epoch} {e.start_offset}", _parse_epoch)
+        try:
+            self._entries: list[EpochEntry] = self._file.read()
+        except CheckpointCorruptException:
+            self._entries = []
+
+    @property
+    def path(self) -> str:
+        return self._file.path
+
+    @property
+    def entries(self) -> list[EpochEntry]:
+        return list(self._entries)
+
+    def latest_epoch(self) -> int | None:
+        return self._entries[-1].epoch if self._entries else None
+
+    def assign(self, epoch: int, start_offset: int, flush: bool = True) -> bool:
+        """Record that ``epoch`` starts at ``start_offset`` if it is newer than
+        the latest epoch; returns whether the cache changed."""
+        if epoch < 0:
+            return False
+        if self._entries:
+            last = self._entries[-1]
+            if epoch <= last.epoch:
+                return False
+            # A new epoch cannot start before the previous one: drop stale ones.
+            while self._entries and self._entries[-1].start_offset >= start_offset:
+                self._entries.pop()
+        self._entries.append(EpochEntry(epoch, start_offset))
+        if flush:
+            self.flush()
+        return True
+
+    def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
+        """(epoch, end offset) as OffsetsForLeaderEpoch answers: the start of
+        the first epoch above ``requested_epoch`` (log end for the latest);
+        (-1, -1) if the epoch precedes everything known."""
+        if not self._entries:
+            return -1, -1
+        if requested_epoch == self._entries[-1].epoch:
+            return requested_epoch, log_end_offset
+        for i, entry in enumerate(self._entries):
+            if entry.epoch > requested_epoch:
+                if i == 0:
+                    return -1, -1
+                return self._entries[i - 1].epoch, entry.start_offset
+        return -1, -1
+
+    def truncate_from_end(self, end_offset: int, flush: bool = True) -> None:
+        """Drop epochs that start at or after ``end_offset`` (log truncated there)."""
+        kept = [e for e in self._entries if e.start_offset < end_offset]
+        if len(kept) != len(self._entries):
+            self._entries = kept
+            if flush:
+                self.flush()
+
+    def truncate_from_start(self, start_offset: int, flush: bool = True) -> None:
+        """The log now starts at ``start_offset``: the epoch covering it starts there."""
+        covering = None
+        rest = []
+        for entry in self._entries:
+            if entry.start_offset <= start_offset:
+                covering = entry
+            else:
+                rest.append(entry)
+        entries = ([EpochEntry(covering.epoch, start_offset)] if covering else []) + rest
+        if entries != self._entries:
+            self._entries = entries
+            if flush:
+                self.flush()
+
+    def clear(self) -> None:
+        self._entries = []
+        self.flush()
+
+    def flush(self) -> None:
+        self._file.write(self._entries)
+
+    def rename_dir(self, directory: str) -> None:
+        self._file.path = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
+
+
+class PartitionMetadataFile:
+    """partition.metadata: the topic id the partition belongs to."""
+
+    def __init__(self, directory: str):
+        self.path = os.path.join(directory, PARTITION_METADATA_FILE)
+
+    def write(self, topic_id: str) -> None:
+        write_atomically(self.path, f"version: 0\ntopic_id: {topic_id}\n".encode())
+
+    def read(self) -> str | None:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        except FileNotFoundError:
+            return None
+        fields = {}
+        for line in lines:
+            key, sep, value = line.partition(":")
+            if sep:
+                fields[key.strip()] = value.strip()
+        if fields.get("version") != "0" or "topic_id" not in fields:
+            raise CheckpointCorruptException(f"Malformed partition metadata file {self.path}")
+        return fields["topic_id"]

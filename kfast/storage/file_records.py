@@ -1,0 +1,278 @@
+"""FileRecords: a segment's .log file, and the batch-header scan over it.
+
+A .log file is record batches back to back (FORMATS.md):
+
+    log      := batch*
+    batch    := baseOffset int64, batchLength int32, <batchLength bytes>
+    header   := baseOffset int64, batchLength int32, partitionLeaderEpoch int32,
+                magic int8 (= 2), crc uint32, attributes int16,
+                lastOffsetDelta int32, baseTimestamp int64, maxTimestamp int64,
+                producerId int64, producerEpoch int16, baseSequence int32,
+                recordsCount int32                                   (61 bytes)
+
+Storage only ever needs a batch's header (offsets, timestamps, producer
+fields) and its CRC; record contents are the codec's business
+(``kfast.records``). Writes go through one ``os.pwrite``/``os.pwritev`` per
+append at the tracked end of the file, so a failed write can be rolled back by
+truncating to the old size.
+"""
+from __future__ import annotations
+
+import os
+import struct
+from typing import Iterator, NamedTuple
+
+from kfast._ext.crc32c import crc32c
+from kfast.protocol.errors import CorruptRecordException
+
+LOG_OVERHEAD = 12            # baseOffset + batchLength
+RECORD_BATCH_OVERHEAD = 61   # a v2 batch with no records
+CURRENT_MAGIC = 2
+MAGIC_OFFSET = 16
+CRC_OFFSET = 17
+ATTRIBUTES_OFFSET = 21       # the CRC covers bytes 21..end
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+
+_HEADER = struct.Struct(">qiibIhiqqqhii")
+_SCAN_CHUNK = 64 * 1024
+
+_TIMESTAMP_TYPE_BIT = 0x08
+_TRANSACTIONAL_BIT = 0x10
+_CONTROL_BIT = 0x20
+
+
+class BatchHeader(NamedTuple):
+    """The fixed 61-byte header of a v2 record batch at ``position`` of a file."""
+    base_offset: int
+    batch_length: int
+    partition_leader_epoch: int
+    magic: int
+    crc: int
+    attributes: int
+    last_offset_delta: int
+    base_timestamp: int
+    max_timestamp: int
+    producer_id: int
+    producer_epoch: int
+    base_sequence: int
+    records_count: int
+
+    @property
+    def size_in_bytes(self) -> int:
+        return LOG_OVERHEAD + self.batch_length
+
+    @property
+    def last_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + self.last_offset_delta + 1
+
+    @property
+    def compression(self) -> int:
+        return self.attributes & 0x07
+
+    @property
+    def is_log_append_time(self) -> bool:
+        return bool(self.attributes & _TIMESTAMP_TYPE_BIT)
+
+    @property
+    def is_transactional(self) -> bool:
+        return bool(self.attributes & _TRANSACTIONAL_BIT)
+
+    @property
+    def is_control(self) -> bool:
+        return bool(self.attributes & _CONTROL_BIT)
+
+    @property
+    def has_producer_id(self) -> bool:
+        return self.producer_id >= 0
+
+    @property
+    def last_sequence(self) -> int:
+        """Sequence of the last record (wraps at int32 max, as Kafka's)."""
+        if self.base_sequence == NO_SEQUENCE:
+            return NO_SEQUENCE
+        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF \
+            if self.base_sequence + self.last_offset_delta > 0x7FFFFFFF \
+            else self.base_sequence + self.last_offset_delta
+
+
+def read_header(buf, offset: int = 0) -> BatchHeader:
+    """Parse the header at ``offset`` of ``buf`` (which must hold 61 bytes there)."""
+    return BatchHeader._make(_HEADER.unpack_from(buf, offset))
+
+
+def check_batch(buf, offset: int, size: int) -> None:
+    """Raise CorruptRecordException unless the batch of ``size`` bytes at
+    ``offset`` has a v2 header and a matching CRC-32C."""
+    if size < RECORD_BATCH_OVERHEAD:
+        raise CorruptRecordException(f"Record batch size {size} is smaller than the minimum "
+                                     f"{RECORD_BATCH_OVERHEAD}")
+    magic = buf[offset + MAGIC_OFFSET]
+    if magic != CURRENT_MAGIC:
+        raise CorruptRecordException(f"Invalid magic {magic} in record batch at offset "
+                                     f"{struct.unpack_from('>q', buf, offset)[0]}")
+    stored = struct.unpack_from(">I", buf, offset + CRC_OFFSET)[0]
+    view = memoryview(buf)[offset + ATTRIBUTES_OFFSET: offset + size]
+    computed = crc32c(view)
+    if stored != computed:
+        raise CorruptRecordException(
+            f"Record batch is corrupt (stored crc = {stored}, computed crc = {computed})")
+
+
+class FileRecords:
+    """An append-only .log file. ``fileno()`` makes it a FileRegion source."""
+
+    __slots__ = ("path", "_fd", "_size", "__weakref__")
+
+    def __init__(self, path: str, *, create: bool = True):
+        self.path = path
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
+        if hasattr(os, "O_CLOEXEC"):
+            flags |= os.O_CLOEXEC
+        self._fd = os.open(path, flags, 0o644)
+        self._size = os.fstat(self._fd).st_size
+
+    def fileno(self) -> int:
+        return self._fd
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @property
+    def closed(self) -> bool:
+        return self._fd < 0
+
+    # -- writes ---------------------------------------------------------------
+    def append(self, data) -> int:
+        """Write ``data`` at the end; returns bytes written. On an OSError the
+        file is truncated back to its previous size before re-raising."""
+        position = self._size
+        view = memoryview(data)
+        total = len(view)
+        written = 0
+        try:
+            while written < total:
+                written += self._pwrite(view[written:], position + written)
+        except OSError:
+            self._rollback(position)
+            raise
+        self._size = position + total
+        return total
+
+    def append_many(self, buffers: list) -> int:
+        """Write several buffers with one pwritev (falls back to a loop for the
+        remainder after a short write)."""
+        position = self._size
+        total = sum(len(b) for b in buffers)
+        try:
+            written = self._pwritev(buffers, position)
+            if written < total:
+                rest = b"".join(bytes(b) for b in buffers)[written:]
+                view = memoryview(rest)
+                done = 0
+                while done < len(view):
+                    done += self._pwrite(view[done:], position + written + done)
+        except OSError:
+            self._rollback(position)
+            raise
+        self._size = position + total
+        return total
+
+    # The two system calls, separate so a test can wrap them to inject faults.
+    def _pwrite(self, data, position: int) -> int:
+        return os.pwrite(self._fd, data, position)
+
+    def _pwritev(self, buffers: list, position: int) -> int:
+        return os.pwritev(self._fd, buffers, position)
+
+    def _rollback(self, size: int) -> None:
+        try:
+            os.ftruncate(self._fd, size)
+        except OSError:
+            pass
+
+    def truncate_to(self, size: int) -> int:
+        """Cut the file to ``size`` bytes; returns the bytes removed."""
+        if size < 0 or size > self._size:
+            raise ValueError(f"Attempt to truncate log segment {self.path} to {size} bytes "
+                             f"failed, size of this log segment is {self._size} bytes.")
+        removed = self._size - size
+        if removed:
+            os.ftruncate(self._fd, size)
+            self._size = size
+        return removed
+
+    def flush(self) -> None:
+        os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def rename_to(self, path: str) -> None:
+        os.replace(self.path, path)
+        self.path = path
+
+    # -- reads ----------------------------------------------------------------
+    def read(self, position: int, size: int) -> bytes:
+        return os.pread(self._fd, size, position)
+
+    def batches_from(self, start: int = 0, end: int | None = None, *,
+                     full: bool = False) -> Iterator[tuple[int, BatchHeader, object]]:
+        """Yield ``(position, header, buffer_view)`` for each batch starting at
+        ``start`` (a batch boundary) before ``end``.
+
+        ``buffer_view`` is a memoryview of the whole batch when ``full`` (for
+        CRC checks and record decoding), else None. Iteration stops quietly at
+        a torn tail (fewer bytes left than the batch claims: the last write did
+        not finish); a batch that cannot be a v2 batch raises
+        CorruptRecordException. Nothing is allocated for what a length field
+        merely claims: a length is checked against the file size first.
+        """
+        end = self._size if end is None else min(end, self._size)
+        position = start
+        buf = b""
+        buf_start = start
+        fd = self._fd
+        while position + LOG_OVERHEAD <= end:
+            rel = position - buf_start
+            if rel + RECORD_BATCH_OVERHEAD > len(buf):
+                buf = os.pread(fd, min(_SCAN_CHUNK, end - position), position)
+                buf_start, rel = position, 0
+                if len(buf) < LOG_OVERHEAD:
+                    return
+            batch_length = struct.unpack_from(">i", buf, rel + 8)[0]
+            size = LOG_OVERHEAD + batch_length
+            if batch_length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
+                if position + size > end or rel + RECORD_BATCH_OVERHEAD > len(buf):
+                    return  # a torn header at the tail
+                raise CorruptRecordException(
+                    f"Found record size {size} smaller than minimum record overhead "
+                    f"({RECORD_BATCH_OVERHEAD}) in file {self.path} at position {position}.")
+            if position + size > end or rel + RECORD_BATCH_OVERHEAD > len(buf):
+                return  # torn: the batch runs past the end of the file
+            header = read_header(buf, rel)
+            if header.magic != CURRENT_MAGIC:
+                raise CorruptRecordException(
+                    f"Invalid magic {header.magic} in batch at position {position} of {self.path}")
+            view = None
+            if full:
+                if rel + size > len(buf):
+                    buf = os.pread(fd, max(size, min(_SCAN_CHUNK, end - position)), position)
+                    buf_start, rel = position, 0
+                    if len(buf) < size:
+                        return
+                view = memoryview(buf)[rel:rel + size]
+            yield position, header, view
+            position += size
+
+    def __repr__(self) -> str:
+        return f"FileRecords({self.path!r}, size={self._size})"

@@ -1,0 +1,705 @@
+"""Log: one partition's segments, offsets and append/read paths (Kafka's UnifiedLog).
+
+State a Kafka engineer expects, as attributes:
+  log_start_offset   first offset a consumer may read (DeleteRecords/retention
+                     move it forward; segments below it are deleted whole)
+  log_end_offset     offset the next appended record gets (LEO)
+  high_watermark     offsets below it are committed; set by the replica manager
+  last_stable_offset min(first offset of an undecided transaction, HW)
+  recovery_point     everything below it has been fsynced
+
+Storage is synchronous: the broker calls ``append_*``/``read`` on its event
+loop (they do one write / no data reads) and runs ``flush`` and the periodic
+jobs in an executor. A per-log lock orders structural changes against those
+background jobs.
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import random
+import shutil
+import struct
+import threading
+import time
+from typing import NamedTuple
+
+from kfast.config import LogConfig
+from kfast.protocol.errors import (
+    CorruptRecordException,
+    InvalidRecordException,
+    InvalidTimestampException,
+    KafkaStorageException,
+    OffsetOutOfRangeException,
+    RecordTooLargeException,
+)
+from kfast._ext.crc32c import crc32c
+from kfast.storage.checkpoint import (
+    LEADER_EPOCH_CHECKPOINT,
+    LeaderEpochFileCache,
+    PartitionMetadataFile,
+)
+from kfast.storage.file_records import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    BatchHeader,
+    check_batch,
+    read_header,
+)
+from kfast.storage.producer_state import (
+    ORIGIN_CLIENT,
+    ORIGIN_COORDINATOR,
+    ORIGIN_REPLICATION,
+    CompletedTxn,
+    ProducerStateManager,
+)
+from kfast.storage.segment import (
+    DELETED_FILE_SUFFIX,
+    BatchInfo,
+    FetchDataInfo,
+    LogOffsetMetadata,
+    LogSegment,
+)
+from kfast.storage.txn_index import AbortedTxn
+
+# ListOffsets special timestamps.
+LATEST_TIMESTAMP = -1
+EARLIEST_TIMESTAMP = -2
+MAX_TIMESTAMP = -3
+
+_LOG_APPEND_TIME_BIT = 0x08
+_PATCH_OFFSET = struct.Struct(">q")
+_PATCH_EPOCH = struct.Struct(">i")
+_MAX_TS = struct.Struct(">q")
+_ATTRIBUTES = struct.Struct(">h")
+_CRC = struct.Struct(">I")
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def parse_topic_partition(directory: str) -> tuple[str, int]:
+    """``<topic>-<partition>`` (the partition after the last dash)."""
+    name = os.path.basename(os.path.normpath(directory))
+    topic, sep, partition = name.rpartition("-")
+    if not sep or not topic or not partition.isdigit():
+        raise ValueError(f"Found directory {directory}, '{name}' is not in the form of "
+                         f"topic-partition")
+    return topic, int(partition)
+
+
+class LogAppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    log_append_time: int          # -1 unless message.timestamp.type=LogAppendTime
+    log_start_offset: int
+    records_count: int
+    valid_bytes: int
+    # True when the batch was a retry of one already in the log (idempotence):
+    # the offsets are the original ones and nothing was written.
+    duplicate: bool = False
+
+
+class Log:
+    def __init__(self, directory: str, config: LogConfig, *, recovery_point: int = 0,
+                 log_start_offset: int = 0, had_clean_shutdown: bool = False,
+                 topic_id: str | None = None, producer_id_expiration_ms: int = 86400000,
+                 time_ms=now_ms):
+        from kfast.storage.loader import load_log  # loader builds on this module's types
+
+        self.dir = directory
+        self.topic, self.partition = parse_topic_partition(directory)
+        self.config = config
+        self.time_ms = time_ms
+        self._lock = threading.RLock()
+        self._segments: dict[int, LogSegment] = {}
+        self._base_offsets: list[int] = []
+        self._pending_deletes: list[tuple[int, LogSegment]] = []
+        self.offline = False
+        self.leader_epoch_cache = LeaderEpochFileCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
+        self.producer_state = ProducerStateManager(directory, f"{self.topic}-{self.partition}",
+                                                   producer_id_expiration_ms)
+        self.partition_metadata = PartitionMetadataFile(directory)
+        self.topic_id = topic_id
+        os.makedirs(directory, exist_ok=True)
+        if topic_id is not None:
+            self.partition_metadata.write(topic_id)
+        else:
+            self.topic_id = self.partition_metadata.read()
+        self.log_start_offset = log_start_offset
+        self.log_end_offset = 0
+        self.recovery_point = recovery_point
+        self.high_watermark = 0
+        self._unflushed_messages = 0
+        self.last_flush_ms = time_ms()
+        self._hw_metadata: LogOffsetMetadata | None = None
+        load_log(self, had_clean_shutdown)
+        self.high_watermark = self.log_start_offset
+
+    # -- segments ---------------------------------------------------------------
+    def _add_segment(self, segment: LogSegment) -> None:
+        if segment.base_offset not in self._segments:
+            bisect.insort(self._base_offsets, segment.base_offset)
+        self._segments[segment.base_offset] = segment
+
+    def _remove_segment(self, base_offset: int) -> LogSegment:
+        segment = self._segments.pop(base_offset)
+        del self._base_offsets[bisect.bisect_left(self._base_offsets, base_offset)]
+        return segment
+
+    @property
+    def segments(self) -> list[LogSegment]:
+        return [self._segments[b] for b in self._base_offsets]
+
+    @property
+    def active_segment(self) -> LogSegment:
+        return self._segments[self._base_offsets[-1]]
+
+    @property
+    def num_segments(self) -> int:
+        return len(self._base_offsets)
+
+    def floor_segment(self, offset: int) -> LogSegment | None:
+        i = bisect.bisect_right(self._base_offsets, offset)
+        return self._segments[self._base_offsets[i - 1]] if i else None
+
+    def _segments_from(self, offset: int) -> list[LogSegment]:
+        i = max(bisect.bisect_right(self._base_offsets, offset) - 1, 0)
+        return [self._segments[b] for b in self._base_offsets[i:]]
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._segments.values())
+
+    @property
+    def last_stable_offset(self) -> int:
+        first_unstable = self.producer_state.first_unstable_offset()
+        if first_unstable is not None and first_unstable < self.high_watermark:
+            return max(first_unstable, self.log_start_offset)
+        return self.high_watermark
+
+    @property
+    def latest_epoch(self) -> int | None:
+        return self.leader_epoch_cache.latest_epoch()
+
+    def _check_online(self) -> None:
+        if self.offline:
+            raise KafkaStorageException(
+                f"The log for partition {self.topic}-{self.partition} is offline after a disk error")
+
+    def _storage_error(self, exc: OSError, what: str) -> KafkaStorageException:
+        return KafkaStorageException(
+            f"Error while {what} for {self.topic}-{self.partition} in dir {self.dir}: {exc}")
+
+    # -- validation -------------------------------------------------------------
+    def analyze(self, records, origin: str = ORIGIN_CLIENT, now: int | None = None) -> list:
+        """Split ``records`` into batches and validate each by its header and
+        CRC (no per-record work): [(position, header), ...]. Raises
+        CorruptRecordException, InvalidRecordException, RecordTooLargeException
+        or InvalidTimestampException."""
+        view = memoryview(records)
+        total = len(view)
+        batches = []
+        position = 0
+        max_message_bytes = self.config.max_message_bytes
+        check_time = origin == ORIGIN_CLIENT and not self.config.log_append_time
+        if check_time:
+            now = self.time_ms() if now is None else now
+            before_max = self.config.message_timestamp_before_max_ms
+            after_max = self.config.message_timestamp_after_max_ms
+        while position < total:
+            if total - position < RECORD_BATCH_OVERHEAD:
+                raise CorruptRecordException(
+                    f"Record batch at position {position} is truncated ({total - position} bytes)")
+            header = read_header(view, position)
+            size = header.size_in_bytes
+            if size < RECORD_BATCH_OVERHEAD or position + size > total:
+                raise CorruptRecordException(
+                    f"Record batch at position {position} claims {size} bytes; "
+                    f"{total - position} remain")
+            if size > max_message_bytes:
+                raise RecordTooLargeException(
+                    f"The record batch size in the append to {self.topic}-{self.partition} is "
+                    f"{size} bytes which exceeds the maximum configured value of "
+                    f"{max_message_bytes}.")
+            check_batch(view, position, size)
+            if origin == ORIGIN_CLIENT:
+                if header.is_control:
+                    raise InvalidRecordException("Clients are not allowed to write control records")
+                if header.records_count <= 0 or header.records_count != header.last_offset_delta + 1:
+                    raise InvalidRecordException(
+                        f"Record batch has {header.records_count} records but a last offset "
+                        f"delta of {header.last_offset_delta}")
+            if header.is_transactional and not header.has_producer_id:
+                raise InvalidRecordException("Transactional records must have a producer id")
+            if check_time:
+                for ts in (header.base_timestamp, header.max_timestamp):
+                    if ts < now - before_max or ts > now + after_max:
+                        raise InvalidTimestampException(
+                            f"Timestamp {ts} of a record in {self.topic}-{self.partition} is out "
+                            f"of range. The timestamp should be within [{now - before_max}, "
+                            f"{now + after_max}]")
+            batches.append((position, header))
+            position += size
+        return batches
+
+    # -- append -----------------------------------------------------------------
+    def append_as_leader(self, records, leader_epoch: int = 0, origin: str = ORIGIN_CLIENT,
+                         now: int | None = None) -> LogAppendInfo:
+        """Validate, assign offsets (patching baseOffset and partitionLeaderEpoch
+        in place, and maxTimestamp + CRC for LogAppendTime), check producer
+        state and append with one write. ``records`` may be a writable buffer
+        (patched in place) or bytes (copied once)."""
+        now = self.time_ms() if now is None else now
+        batches = self.analyze(records, origin, now)
+        return self._append(records, batches, origin, leader_epoch, now, assign_offsets=True)
+
+    def append_as_follower(self, records, now: int | None = None) -> LogAppendInfo:
+        """Append batches that already carry offsets (replication)."""
+        now = self.time_ms() if now is None else now
+        batches = self.analyze(records, ORIGIN_REPLICATION, now)
+        return self._append(records, batches, ORIGIN_REPLICATION, None, now, assign_offsets=False)
+
+    def _append(self, records, batches, origin, leader_epoch, now, assign_offsets) -> LogAppendInfo:
+        with self._lock:
+            self._check_online()
+            if not batches:
+                return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0)
+            view = memoryview(records)
+            if assign_offsets and view.readonly:
+                view = memoryview(bytearray(view))
+            offset = self.log_end_offset
+            log_append_time = now if self.config.log_append_time else -1
+            producer_infos = {}
+            infos = []
+            completed: list[tuple[CompletedTxn, BatchHeader]] = []
+            max_ts, offset_of_max_ts = -1, -1
+            records_count = 0
+            for position, header in batches:
+                if header.has_producer_id and origin == ORIGIN_CLIENT and not header.is_control:
+                    duplicate = self.producer_state.find_duplicate(header)
+                    if duplicate is not None:
+                        return LogAppendInfo(duplicate.first_offset, duplicate.last_offset,
+                                             duplicate.timestamp, duplicate.last_offset, -1,
+                                             self.log_start_offset, header.records_count, 0, True)
+                if assign_offsets:
+                    header = self._assign(view, position, header, offset, leader_epoch,
+                                          log_append_time)
+                elif header.base_offset < offset:
+                    raise InvalidRecordException(
+                        f"Out of order offsets in replicated batch: {header.base_offset} is below "
+                        f"the log end offset {offset} of {self.topic}-{self.partition}")
+                if header.has_producer_id:
+                    info = producer_infos.get(header.producer_id)
+                    if info is None:
+                        info = self.producer_state.prepare_update(header.producer_id, origin)
+                        producer_infos[header.producer_id] = info
+                    size = header.size_in_bytes
+                    done = info.append(header, view[position:position + size]
+                                       if header.is_control else None)
+                    if done is not None:
+                        completed.append((done, header))
+                offset = header.next_offset
+                if header.max_timestamp > max_ts:
+                    max_ts, offset_of_max_ts = header.max_timestamp, header.last_offset
+                records_count += header.records_count
+                infos.append(BatchInfo(header.size_in_bytes, header.last_offset,
+                                       header.max_timestamp))
+            first_offset = batches[0][1].base_offset if not assign_offsets else self.log_end_offset
+            last_offset = offset - 1
+            valid_bytes = batches[-1][0] + batches[-1][1].size_in_bytes
+            data = view[:valid_bytes]
+            segment = self._maybe_roll(valid_bytes, max_ts, last_offset, first_offset, now)
+            try:
+                segment.append(data, infos)
+            except OSError as exc:
+                # The file was rolled back to its previous size: nothing changed.
+                if segment.log.size != self._expected_size(segment):
+                    self.offline = True
+                raise self._storage_error(exc, "appending records") from exc
+            if leader_epoch is not None and leader_epoch >= 0:
+                self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            elif not assign_offsets:
+                for _, header in batches:
+                    self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
+            for info in producer_infos.values():
+                self.producer_state.update(info)
+            for txn, header in completed:
+                if txn.is_aborted:
+                    segment.txn_index.append(AbortedTxn(
+                        txn.producer_id, txn.first_offset, txn.last_offset,
+                        self.producer_state.last_stable_offset(txn)))
+                self.producer_state.complete_txn(txn)
+            self.log_end_offset = offset
+            self.producer_state.update_map_end_offset(offset)
+            self._unflushed_messages += records_count
+            if self._unflushed_messages >= self.config.flush_messages:
+                self.flush()
+            return LogAppendInfo(first_offset, last_offset, max_ts, offset_of_max_ts,
+                                 log_append_time, self.log_start_offset, records_count, valid_bytes)
+
+    def _expected_size(self, segment: LogSegment) -> int:
+        return os.fstat(segment.log.fileno()).st_size
+
+    @staticmethod
+    def _assign(view, position: int, header: BatchHeader, base_offset: int, leader_epoch: int,
+                log_append_time: int) -> BatchHeader:
+        _PATCH_OFFSET.pack_into(view, position, base_offset)
+        _PATCH_EPOCH.pack_into(view, position + 12, leader_epoch)
+        changes = {"base_offset": base_offset, "partition_leader_epoch": leader_epoch}
+        if log_append_time >= 0:
+            attributes = header.attributes | _LOG_APPEND_TIME_BIT
+            _ATTRIBUTES.pack_into(view, position + ATTRIBUTES_OFFSET, attributes)
+            _MAX_TS.pack_into(view, position + 35, log_append_time)
+            end = position + header.size_in_bytes
+            _CRC.pack_into(view, position + CRC_OFFSET,
+                           crc32c(view[position + ATTRIBUTES_OFFSET:end]))
+            changes.update(attributes=attributes, max_timestamp=log_append_time)
+        return header._replace(**changes)
+
+    def _maybe_roll(self, messages_size: int, max_timestamp: int, max_offset: int,
+                    first_offset: int, now: int) -> LogSegment:
+        segment = self.active_segment
+        if segment.should_roll(segment_bytes=self.config.segment_bytes,
+                               segment_ms=self.config.segment_ms,
+                               max_timestamp_in_messages=max_timestamp,
+                               max_offset_in_messages=max_offset,
+                               messages_size=messages_size, now_ms=now):
+            return self.roll(first_offset)
+        return segment
+
+    def roll(self, expected_next_offset: int | None = None) -> LogSegment:
+        """Close the active segment for appends and start a new one at the log
+        end offset (or ``expected_next_offset`` if later)."""
+        with self._lock:
+            new_offset = max(expected_next_offset or 0, self.log_end_offset)
+            active = self.active_segment
+            if active.base_offset == new_offset:
+                if active.size == 0:
+                    return active  # an empty active segment at that offset already
+                raise KafkaStorageException(
+                    f"Trying to roll a new log segment for {self.topic}-{self.partition} with "
+                    f"start offset {new_offset} which already exists")
+            try:
+                active.on_become_inactive()
+                self.producer_state.update_map_end_offset(new_offset)
+                self.producer_state.take_snapshot(sync=False)
+                segment = self._new_segment(new_offset)
+            except OSError as exc:
+                raise self._storage_error(exc, "rolling a segment") from exc
+            self._add_segment(segment)
+            return segment
+
+    def _new_segment(self, base_offset: int) -> LogSegment:
+        for stale in (".log", ".index", ".timeindex", ".txnindex"):
+            path = os.path.join(self.dir, f"{base_offset:020d}{stale}")
+            if os.path.exists(path):
+                os.unlink(path)  # left behind by a truncation, as Kafka deletes them too
+        jitter = self.config.segment_jitter_ms
+        return LogSegment.open(
+            self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+            max_index_size=self.config.max_index_size,
+            roll_jitter_ms=random.randrange(jitter) if jitter > 0 else 0,
+            created_ms=self.time_ms())
+
+    # -- read -------------------------------------------------------------------
+    def _offset_metadata(self, offset: int) -> LogOffsetMetadata:
+        """Where ``offset`` is: segment and position of the batch holding it."""
+        if offset == self.log_end_offset:
+            active = self.active_segment
+            return LogOffsetMetadata(offset, active.base_offset, active.size)
+        for segment in self._segments_from(offset):
+            found = segment.translate_offset(offset)
+            if found is not None:
+                return LogOffsetMetadata(offset, segment.base_offset, found.position)
+        active = self.active_segment
+        return LogOffsetMetadata(offset, active.base_offset, active.size)
+
+    def read(self, start_offset: int, max_bytes: int, upper_bound: int | None = None,
+             min_one_message: bool = True) -> FetchDataInfo:
+        """Batches from ``start_offset`` as a FileRegion of one segment, at
+        most ``max_bytes`` (the first batch whole when ``min_one_message``),
+        stopping before the batch holding ``upper_bound`` (the high watermark
+        or last stable offset; None = log end). Raises
+        OffsetOutOfRangeException outside [log_start_offset, log_end_offset]."""
+        with self._lock:
+            self._check_online()
+            end = self.log_end_offset
+            if start_offset < self.log_start_offset or start_offset > end:
+                raise OffsetOutOfRangeException(
+                    f"Received request for offset {start_offset} for partition "
+                    f"{self.topic}-{self.partition}, but we only have log segments from offset "
+                    f"{self.log_start_offset} up to {end}.")
+            bound = end if upper_bound is None else min(upper_bound, end)
+            if start_offset >= bound:
+                return FetchDataInfo(LogOffsetMetadata(start_offset), None)
+            if bound == end:
+                bound_meta = LogOffsetMetadata(end, self.active_segment.base_offset,
+                                               self.active_segment.size)
+            elif self._hw_metadata is not None and self._hw_metadata.message_offset == bound:
+                bound_meta = self._hw_metadata
+            else:
+                bound_meta = self._offset_metadata(bound)
+                if bound == self.high_watermark:
+                    self._hw_metadata = bound_meta
+            for segment in self._segments_from(start_offset):
+                if segment.base_offset > bound_meta.segment_base_offset:
+                    break
+                max_position = (bound_meta.relative_position_in_segment
+                                if segment.base_offset == bound_meta.segment_base_offset
+                                else segment.size)
+                info = segment.read(start_offset, max_bytes, max_position, min_one_message)
+                if info is not None:
+                    return info
+            return FetchDataInfo(LogOffsetMetadata(start_offset), None)
+
+    def collect_aborted_transactions(self, start_offset: int, upper_bound: int) -> list[AbortedTxn]:
+        """Aborted transactions overlapping [start_offset, upper_bound) (read_committed)."""
+        found = []
+        for segment in self._segments_from(start_offset):
+            result = segment.txn_index.collect_aborted_txns(start_offset, upper_bound)
+            found.extend(result.aborted_transactions)
+            if result.is_complete:
+                break
+        return found
+
+    def fetch_offset_by_timestamp(self, timestamp: int):
+        """ListOffsets: (timestamp, offset) of the first record at or after
+        ``timestamp``; -1 latest, -2 earliest, -3 the max timestamp. None if
+        no record is that late."""
+        with self._lock:
+            if timestamp == EARLIEST_TIMESTAMP:
+                return (-1, self.log_start_offset)
+            if timestamp == LATEST_TIMESTAMP:
+                return (-1, self.log_end_offset)
+            if timestamp == MAX_TIMESTAMP:
+                best = None
+                for segment in self.segments:
+                    if segment.max_timestamp_so_far >= 0 and (
+                            best is None or segment.max_timestamp_so_far > best[0]):
+                        best = (segment.max_timestamp_so_far, segment.offset_of_max_timestamp_so_far)
+                return best
+            for segment in self.segments:
+                if segment.largest_timestamp() >= timestamp or segment is self.active_segment:
+                    found = segment.find_offset_by_timestamp(
+                        timestamp, max(self.log_start_offset, segment.base_offset))
+                    if found is not None:
+                        return tuple(found)
+            return None
+
+    # -- offsets ------------------------------------------------------------------
+    def update_high_watermark(self, high_watermark: int) -> int:
+        """Set the HW, clamped to [log_start_offset, log_end_offset]."""
+        with self._lock:
+            hw = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
+            if hw != self.high_watermark:
+                self.high_watermark = hw
+                self._hw_metadata = None
+                self.producer_state.on_high_watermark_updated(hw)
+            return hw
+
+    def maybe_increment_log_start_offset(self, new_start: int) -> bool:
+        with self._lock:
+            if new_start > self.high_watermark:
+                raise OffsetOutOfRangeException(
+                    f"Cannot increment the log start offset to {new_start} of partition "
+                    f"{self.topic}-{self.partition} since it is larger than the high watermark "
+                    f"{self.high_watermark}")
+            if new_start <= self.log_start_offset:
+                return False
+            self.log_start_offset = new_start
+            self.leader_epoch_cache.truncate_from_start(new_start)
+            self.producer_state.on_log_start_offset_incremented(new_start)
+            return True
+
+    def delete_records_before(self, offset: int) -> int:
+        """DeleteRecords: move the log start offset to ``offset`` and delete
+        the segments wholly below it; returns the new log start offset."""
+        with self._lock:
+            self.maybe_increment_log_start_offset(offset)
+            self.delete_segments_below_log_start()
+            return self.log_start_offset
+
+    def delete_segments_below_log_start(self) -> int:
+        """Delete segments whose successor starts at or below the log start offset."""
+        with self._lock:
+            doomed = []
+            bases = self._base_offsets
+            for i, base in enumerate(bases[:-1]):
+                if bases[i + 1] <= self.log_start_offset:
+                    doomed.append(self._segments[base])
+            self.delete_segments(doomed)
+            return len(doomed)
+
+    def delete_segments(self, segments: list[LogSegment]) -> None:
+        """Remove segments from the log (never the active one while it has
+        data): rename their files to ``.deleted`` now, remove them after
+        file.delete.delay.ms (a reader may still hold them)."""
+        if not segments:
+            return
+        with self._lock:
+            if len(segments) == len(self._base_offsets):
+                self.roll()
+            for segment in segments:
+                self._remove_segment(segment.base_offset)
+            first_base = self._base_offsets[0]
+            if self.log_start_offset < first_base:
+                self.log_start_offset = first_base
+                self.leader_epoch_cache.truncate_from_start(first_base)
+                self.producer_state.on_log_start_offset_incremented(first_base)
+            self.producer_state.delete_snapshots_before(first_base)
+            due = self.time_ms() + self.config.file_delete_delay_ms
+            for segment in segments:
+                try:
+                    segment.change_file_suffixes("", DELETED_FILE_SUFFIX)
+                except OSError as exc:
+                    raise self._storage_error(exc, "deleting segments") from exc
+                self._pending_deletes.append((due, segment))
+            self.delete_pending_files(None if self.config.file_delete_delay_ms > 0 else due)
+
+    def delete_pending_files(self, now: int | None = None) -> int:
+        """Remove ``.deleted`` segments whose delay has passed; returns the count."""
+        now = self.time_ms() if now is None else now
+        with self._lock:
+            ready = [s for due, s in self._pending_deletes if due <= now]
+            self._pending_deletes = [(d, s) for d, s in self._pending_deletes if d > now]
+        for segment in ready:
+            segment.delete_files()
+        return len(ready)
+
+    # -- truncation -----------------------------------------------------------------
+    def truncate_to(self, target_offset: int) -> bool:
+        """Remove everything at and above ``target_offset`` (replica
+        truncation); returns whether anything was removed."""
+        if target_offset < 0:
+            raise ValueError(f"Cannot truncate partition {self.topic}-{self.partition} to a "
+                             f"negative offset ({target_offset}).")
+        with self._lock:
+            if target_offset >= self.log_end_offset:
+                return False
+            if target_offset <= self._base_offsets[0]:
+                self.truncate_fully_and_start_at(target_offset)
+                return True
+            for base in list(self._base_offsets):
+                if base >= target_offset:
+                    self._remove_segment(base).delete_files()
+            try:
+                self.active_segment.truncate_to(target_offset, self.config.max_index_size)
+            except OSError as exc:
+                raise self._storage_error(exc, "truncating") from exc
+            # The batch holding the target goes whole, so the end may be below
+            # the target (replicas truncate at batch boundaries, where both agree).
+            self._after_truncation(min(target_offset, self.active_segment.read_next_offset()))
+            return True
+
+    def truncate_fully_and_start_at(self, new_offset: int) -> None:
+        """Delete every segment and restart the log empty at ``new_offset``."""
+        with self._lock:
+            for base in list(self._base_offsets):
+                self._remove_segment(base).delete_files()
+            self._add_segment(self._new_segment(new_offset))
+            self.log_start_offset = new_offset
+            self.leader_epoch_cache.clear()
+            self.producer_state.truncate_fully_and_start_at(new_offset)
+            self._after_truncation(new_offset)
+
+    def _after_truncation(self, offset: int) -> None:
+        self.log_end_offset = offset
+        self.leader_epoch_cache.truncate_from_end(offset)
+        self.recovery_point = min(self.recovery_point, offset)
+        self.high_watermark = min(self.high_watermark, offset)
+        self._hw_metadata = None
+        if self.producer_state.map_end_offset > offset:
+            from kfast.storage.loader import rebuild_producer_state
+            rebuild_producer_state(self, offset)
+
+    # -- flush ----------------------------------------------------------------------
+    def flush(self, offset: int | None = None) -> None:
+        """fsync every segment with data below ``offset`` (default: the log
+        end) not yet flushed, and advance the recovery point. Blocking: the
+        broker runs it in an executor."""
+        with self._lock:
+            target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
+            if target <= self.recovery_point:
+                return
+            segments = [s for s in self._segments_from(self.recovery_point)
+                        if s.base_offset < target]
+            self._unflushed_messages = 0
+        try:
+            for segment in segments:
+                segment.flush()
+        except OSError as exc:
+            raise self._storage_error(exc, "flushing") from exc
+        with self._lock:
+            self.recovery_point = max(self.recovery_point, target)
+            self.last_flush_ms = self.time_ms()
+
+    def flush_if_due(self, now: int) -> bool:
+        """flush.ms policy: flush if the oldest unflushed write is that old."""
+        if self.log_end_offset > self.recovery_point and \
+                now - self.last_flush_ms >= self.config.flush_ms:
+            self.flush()
+            return True
+        return False
+
+    # -- config and life cycle -------------------------------------------------------
+    def update_config(self, config: LogConfig) -> None:
+        """Apply changed topic configs live (retention, segment size/time, ...)."""
+        with self._lock:
+            self.config = config
+            if self.active_segment.offset_index.max_entries * 8 != \
+                    (config.max_index_size // 8) * 8 and self.active_segment.size == 0:
+                self.active_segment.resize_indexes(config.max_index_size)
+
+    def close(self) -> None:
+        """Flush nothing (the caller decides); snapshot producer state, close files."""
+        with self._lock:
+            try:
+                self.producer_state.update_map_end_offset(self.log_end_offset)
+                self.producer_state.take_snapshot()
+                for segment in self.segments:
+                    segment.close()
+            except OSError as exc:
+                raise self._storage_error(exc, "closing") from exc
+
+    def close_handlers(self) -> None:
+        """Release file handles without writing anything (offline dir)."""
+        for segment in self.segments:
+            try:
+                segment.offset_index.close_handler()
+                segment.time_index.close_handler()
+                segment.log.close()
+            except OSError:
+                pass
+
+    def rename_dir(self, new_dir: str) -> None:
+        with self._lock:
+            os.rename(self.dir, new_dir)
+            self.dir = new_dir
+            for segment in self.segments:
+                for obj in (segment.log, segment.offset_index, segment.time_index,
+                            segment.txn_index):
+                    obj.path = os.path.join(new_dir, os.path.basename(obj.path))
+            self.leader_epoch_cache.rename_dir(new_dir)
+            self.producer_state.log_dir = new_dir
+            self.partition_metadata.path = os.path.join(new_dir, os.path.basename(
+                self.partition_metadata.path))
+
+    def delete(self) -> None:
+        """Close and remove the partition's directory."""
+        with self._lock:
+            for segment in self.segments:
+                segment.close()
+            self._segments.clear()
+            self._base_offsets.clear()
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __repr__(self) -> str:
+        return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
+                f"end={self.log_end_offset}, hw={self.high_watermark}, "
+                f"segments={self.num_segments})")

@@ -1,0 +1,397 @@
+"""LogSegment: one .log file with its .index, .timeindex and .txnindex.
+
+File names are the segment's base offset as 20 zero-padded digits plus a
+suffix (FORMATS.md). Index entries follow Kafka's rule (LogSegment.append):
+while appending batch after batch, once more than index.interval.bytes have
+been written since the last entry, add (last offset of the batch, position
+where the batch starts) to the offset index and (max timestamp so far, its
+offset) to the time index. The first batch of a segment is therefore never
+indexed. When the segment stops being active, a final time-index entry is
+added and both indexes are trimmed to their valid size.
+"""
+from __future__ import annotations
+
+import os
+import time
+from typing import NamedTuple
+
+from kfast.protocol.errors import CorruptRecordException
+from kfast.protocol.file_region import FileRegion
+from kfast.storage.file_records import BatchHeader, FileRecords, check_batch
+from kfast.storage.index import (
+    NO_TIMESTAMP,
+    OffsetIndex,
+    TimeIndex,
+    TimestampOffset,
+)
+from kfast.storage.txn_index import TransactionIndex
+
+LOG_FILE_SUFFIX = ".log"
+INDEX_FILE_SUFFIX = ".index"
+TIME_INDEX_FILE_SUFFIX = ".timeindex"
+TXN_INDEX_FILE_SUFFIX = ".txnindex"
+PRODUCER_SNAPSHOT_FILE_SUFFIX = ".snapshot"
+DELETED_FILE_SUFFIX = ".deleted"
+CLEANED_FILE_SUFFIX = ".cleaned"
+SWAP_FILE_SUFFIX = ".swap"
+
+
+def filename_prefix_from_offset(offset: int) -> str:
+    return f"{offset:020d}"
+
+
+def offset_from_filename(name: str) -> int:
+    return int(os.path.basename(name).split(".", 1)[0])
+
+
+def segment_file(directory: str, base_offset: int, suffix: str) -> str:
+    return os.path.join(directory, filename_prefix_from_offset(base_offset) + suffix)
+
+
+class BatchInfo(NamedTuple):
+    """What the segment needs to know about one batch it appends."""
+    size: int
+    last_offset: int
+    max_timestamp: int
+
+
+class LogOffsetPosition(NamedTuple):
+    """The batch holding an offset: its last offset, position and size."""
+    offset: int
+    position: int
+    size: int
+
+
+class LogOffsetMetadata(NamedTuple):
+    """An offset with where it lives (Kafka's LogOffsetMetadata)."""
+    message_offset: int
+    segment_base_offset: int = -1
+    relative_position_in_segment: int = -1
+
+
+class FetchDataInfo(NamedTuple):
+    fetch_offset_metadata: LogOffsetMetadata
+    records: FileRegion | None
+    first_entry_incomplete: bool = False
+    aborted_transactions: list | None = None
+
+    @property
+    def size(self) -> int:
+        return 0 if self.records is None else self.records.length
+
+
+class LogSegment:
+    __slots__ = ("log", "offset_index", "time_index", "txn_index", "base_offset",
+                 "index_interval_bytes", "roll_jitter_ms", "created_ms",
+                 "_max_timestamp_so_far", "_offset_of_max_timestamp_so_far",
+                 "_bytes_since_last_index_entry", "_rolling_based_timestamp")
+
+    def __init__(self, log: FileRecords, offset_index: OffsetIndex, time_index: TimeIndex,
+                 txn_index: TransactionIndex, base_offset: int, index_interval_bytes: int,
+                 roll_jitter_ms: int = 0, created_ms: int | None = None):
+        self.log = log
+        self.offset_index = offset_index
+        self.time_index = time_index
+        self.txn_index = txn_index
+        self.base_offset = base_offset
+        self.index_interval_bytes = index_interval_bytes
+        self.roll_jitter_ms = roll_jitter_ms
+        self.created_ms = int(time.time() * 1000) if created_ms is None else created_ms
+        self._max_timestamp_so_far: int | None = None  # None: not loaded yet
+        self._offset_of_max_timestamp_so_far = base_offset
+        self._bytes_since_last_index_entry = 0
+        self._rolling_based_timestamp: int | None = None
+
+    @classmethod
+    def open(cls, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
+             max_index_size: int = 10 * 1024 * 1024, roll_jitter_ms: int = 0,
+             file_suffix: str = "", created_ms: int | None = None) -> "LogSegment":
+        """Open (or create) the segment at ``base_offset`` in ``directory``."""
+        def path(suffix):
+            return segment_file(directory, base_offset, suffix + file_suffix)
+        log = FileRecords(path(LOG_FILE_SUFFIX))
+        offset_index = OffsetIndex(path(INDEX_FILE_SUFFIX), base_offset, max_index_size)
+        time_index = TimeIndex(path(TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size)
+        txn_index = TransactionIndex(base_offset, path(TXN_INDEX_FILE_SUFFIX))
+        return cls(log, offset_index, time_index, txn_index, base_offset,
+                   index_interval_bytes, roll_jitter_ms, created_ms)
+
+    # -- state ----------------------------------------------------------------
+    @property
+    def size(self) -> int:
+        return self.log.size
+
+    def _load_max_timestamp(self) -> None:
+        if self._max_timestamp_so_far is None:
+            last = self.time_index.last_entry()
+            self._max_timestamp_so_far = last.timestamp
+            self._offset_of_max_timestamp_so_far = last.offset
+
+    @property
+    def max_timestamp_so_far(self) -> int:
+        self._load_max_timestamp()
+        return self._max_timestamp_so_far
+
+    @property
+    def offset_of_max_timestamp_so_far(self) -> int:
+        self._load_max_timestamp()
+        return self._offset_of_max_timestamp_so_far
+
+    def largest_timestamp(self) -> int:
+        """The largest timestamp in the segment (for time-based retention);
+        the file's modification time if no batch has a timestamp."""
+        ts = self.max_timestamp_so_far
+        if ts >= 0:
+            return ts
+        return int(os.stat(self.log.path).st_mtime * 1000)
+
+    def can_convert_to_relative_offset(self, offset: int) -> bool:
+        return self.offset_index.can_append_offset(offset)
+
+    # -- append -------------------------------------------------------------
+    def append(self, data, batches: list[BatchInfo]) -> None:
+        """Write ``data`` (the batches, offsets already assigned) with one
+        write, then index them. OSError propagates with the file unchanged."""
+        if not batches:
+            return
+        position = self.log.size
+        if position == 0:
+            self._rolling_based_timestamp = batches[0].max_timestamp
+        self.log.append(data)
+        self._index_batches(position, batches)
+
+    def append_many(self, buffers: list, batches: list[BatchInfo]) -> None:
+        """Like ``append`` for several buffers written with one writev."""
+        if not batches:
+            return
+        position = self.log.size
+        if position == 0:
+            self._rolling_based_timestamp = batches[0].max_timestamp
+        self.log.append_many(buffers)
+        self._index_batches(position, batches)
+
+    def _index_batches(self, position: int, batches: list[BatchInfo]) -> None:
+        self._load_max_timestamp()
+        interval = self.index_interval_bytes
+        since = self._bytes_since_last_index_entry
+        for size, last_offset, max_timestamp in batches:
+            if max_timestamp > self._max_timestamp_so_far:
+                self._max_timestamp_so_far = max_timestamp
+                self._offset_of_max_timestamp_so_far = last_offset
+            if since > interval:
+                self.offset_index.append(last_offset, position)
+                self.time_index.maybe_append(self._max_timestamp_so_far,
+                                             self._offset_of_max_timestamp_so_far)
+                since = 0
+            position += size
+            since += size
+        self._bytes_since_last_index_entry = since
+
+    # -- lookups ------------------------------------------------------------
+    def translate_offset(self, offset: int, starting_position: int = 0) -> LogOffsetPosition | None:
+        """The first batch whose last offset is >= ``offset``, found from the
+        index entry below it by scanning batch headers; None if past the end."""
+        mapping = self.offset_index.lookup(offset)
+        start = max(mapping.position, starting_position)
+        for position, header, _ in self.log.batches_from(start):
+            if header.last_offset >= offset:
+                return LogOffsetPosition(header.last_offset, position, header.size_in_bytes)
+        return None
+
+    def read(self, start_offset: int, max_size: int, max_position: int | None = None,
+             min_one_message: bool = False) -> FetchDataInfo | None:
+        """Batches from the one holding ``start_offset``, at most ``max_size``
+        bytes and not past ``max_position`` (the tail may be a partial batch,
+        as in Kafka); with ``min_one_message`` the first batch is returned
+        whole even if larger than ``max_size``. None if the offset is beyond
+        this segment."""
+        if max_size < 0:
+            raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log.path}")
+        if max_position is None:
+            max_position = self.log.size
+        start = self.translate_offset(start_offset)
+        if start is None:
+            return None
+        metadata = LogOffsetMetadata(start_offset, self.base_offset, start.position)
+        adjusted = max(max_size, start.size) if min_one_message else max_size
+        if adjusted == 0 or max_position <= start.position:
+            return FetchDataInfo(metadata, None)
+        fetch_size = min(max_position - start.position, adjusted)
+        return FetchDataInfo(metadata, FileRegion(self.log, start.position, fetch_size),
+                             adjusted < start.size)
+
+    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None):
+        """(timestamp, offset) of the first record with timestamp >= ``timestamp``
+        at or after ``starting_offset``, or None."""
+        from kfast.storage.records_access import first_record_at_or_after
+
+        starting_offset = self.base_offset if starting_offset is None else starting_offset
+        ts_offset = self.time_index.lookup(timestamp)
+        position = self.offset_index.lookup(max(ts_offset.offset, starting_offset)).position
+        for _, header, view in self.log.batches_from(position, full=True):
+            if header.max_timestamp >= timestamp and header.last_offset >= starting_offset:
+                found = first_record_at_or_after(view, timestamp, starting_offset)
+                if found is not None:
+                    return TimestampOffset(*found)
+        return None
+
+    def read_next_offset(self) -> int:
+        """The offset after the segment's last batch (scans from the last
+        index entry only)."""
+        position = self.offset_index.last_entry().position
+        next_offset = self.base_offset
+        for _, header, _ in self.log.batches_from(position):
+            next_offset = header.next_offset
+        return next_offset
+
+    def first_batch(self) -> BatchHeader | None:
+        for _, header, _ in self.log.batches_from(0):
+            return header
+        return None
+
+    # -- recovery and truncation --------------------------------------------
+    def recover(self, on_batch=None) -> int:
+        """Rebuild the indexes by reading every batch; truncate the .log at
+        the first invalid batch (bad CRC, bad magic, impossible length) or
+        torn tail. ``on_batch(header, view)`` sees each valid batch (producer
+        state, leader epochs). Returns the number of bytes truncated."""
+        self.offset_index.truncate()
+        self.time_index.truncate()
+        self.txn_index.reset()
+        valid_bytes = 0
+        last_index_entry = 0
+        max_ts, offset_of_max_ts = NO_TIMESTAMP, self.base_offset
+        try:
+            for position, header, view in self.log.batches_from(0, full=True):
+                check_batch(view, 0, header.size_in_bytes)
+                if header.max_timestamp > max_ts:
+                    max_ts, offset_of_max_ts = header.max_timestamp, header.last_offset
+                if valid_bytes - last_index_entry > self.index_interval_bytes:
+                    self.offset_index.append(header.last_offset, valid_bytes)
+                    self.time_index.maybe_append(max_ts, offset_of_max_ts)
+                    last_index_entry = valid_bytes
+                valid_bytes += header.size_in_bytes
+                if on_batch is not None:
+                    on_batch(header, view)
+        except CorruptRecordException:
+            pass
+        truncated = self.log.size - valid_bytes
+        self.log.truncate_to(valid_bytes)
+        self._max_timestamp_so_far = max_ts
+        self._offset_of_max_timestamp_so_far = offset_of_max_ts
+        self._bytes_since_last_index_entry = valid_bytes - last_index_entry
+        self._rolling_based_timestamp = None
+        self.offset_index.trim_to_valid_size()
+        if max_ts >= 0:
+            self.time_index.maybe_append(max_ts, offset_of_max_ts, skip_full_check=True)
+        self.time_index.trim_to_valid_size()
+        return truncated
+
+    def truncate_to(self, offset: int, max_index_size: int | None = None) -> int:
+        """Remove every batch whose last offset is >= ``offset`` (the batch
+        holding ``offset`` goes entirely); returns the bytes removed."""
+        mapping = self.translate_offset(offset)
+        self.offset_index.truncate_to(offset)
+        self.time_index.truncate_to(offset)
+        self.txn_index.truncate_to(offset)
+        if max_index_size is not None:
+            self.resize_indexes(max_index_size)
+        if mapping is None:
+            return 0
+        removed = self.log.truncate_to(mapping.position)
+        if self.log.size == 0:
+            self.created_ms = int(time.time() * 1000)
+            self._rolling_based_timestamp = None
+        self._bytes_since_last_index_entry = 0
+        last = self.time_index.last_entry()
+        self._max_timestamp_so_far = last.timestamp
+        self._offset_of_max_timestamp_so_far = last.offset
+        return removed
+
+    def resize_indexes(self, size: int) -> None:
+        self.offset_index.resize(size)
+        self.time_index.resize(size)
+
+    def sanity_check_indexes(self) -> None:
+        self.offset_index.sanity_check(self.log.size)
+        self.time_index.sanity_check(self.log.size)
+
+    # -- rolling ------------------------------------------------------------
+    def should_roll(self, *, segment_bytes: int, segment_ms: int, max_timestamp_in_messages: int,
+                    max_offset_in_messages: int, messages_size: int, now_ms: int) -> bool:
+        reached_roll_ms = (self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+                           > segment_ms - self.roll_jitter_ms)
+        return (self.size > segment_bytes - messages_size
+                or (self.size > 0 and reached_roll_ms)
+                or self.offset_index.is_full()
+                or self.time_index.is_full()
+                or not self.can_convert_to_relative_offset(max_offset_in_messages))
+
+    def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
+        """Kafka's rule: measured by record timestamps (the first batch's max
+        timestamp vs the new batch's) when available, else by wall clock since
+        the segment was created."""
+        if self._rolling_based_timestamp is None and self.size > 0:
+            first = self.first_batch()
+            if first is not None:
+                self._rolling_based_timestamp = first.max_timestamp
+        ts = self._rolling_based_timestamp
+        if ts is not None and ts >= 0:
+            return message_timestamp - ts
+        return now_ms - self.created_ms
+
+    def on_become_inactive(self) -> None:
+        """At roll: add the final time-index entry, trim the indexes."""
+        self._load_max_timestamp()
+        if self._max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self._max_timestamp_so_far,
+                                         self._offset_of_max_timestamp_so_far,
+                                         skip_full_check=True)
+        self.offset_index.trim_to_valid_size()
+        self.time_index.trim_to_valid_size()
+
+    # -- files --------------------------------------------------------------
+    def flush(self) -> None:
+        self.log.flush()
+        self.offset_index.flush()
+        self.time_index.flush()
+        self.txn_index.flush()
+
+    def close(self) -> None:
+        if self.log.closed:
+            return
+        if self._max_timestamp_so_far is not None and self._max_timestamp_so_far >= 0:
+            self.time_index.maybe_append(self._max_timestamp_so_far,
+                                         self._offset_of_max_timestamp_so_far,
+                                         skip_full_check=True)
+        self.offset_index.close()
+        self.time_index.close()
+        self.txn_index.close()
+        self.log.close()
+
+    def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
+        def rename(obj, path):
+            if path.endswith(old_suffix):
+                obj.rename_to(path[:len(path) - len(old_suffix)] + new_suffix if old_suffix
+                              else path + new_suffix)
+        for obj in (self.log, self.offset_index, self.time_index, self.txn_index):
+            if os.path.exists(obj.path) or obj is self.txn_index:
+                rename(obj, obj.path)
+
+    def delete_files(self) -> None:
+        """Close and remove every file of the segment."""
+        self.offset_index.delete()
+        self.time_index.delete()
+        self.txn_index.delete()
+        self.log.close()
+        try:
+            os.unlink(self.log.path)
+        except FileNotFoundError:
+            pass
+
+    @property
+    def last_modified_ms(self) -> int:
+        return int(os.stat(self.log.path).st_mtime * 1000)
+
+    def __repr__(self) -> str:
+        return f"LogSegment(base_offset={self.base_offset}, size={self.size})"
