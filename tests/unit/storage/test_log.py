@@ -287,9 +287,9 @@ def test_append_read_truncate_against_model(tmp_path_factory, ops):
             if log.active_segment.size:
                 log.roll()
         else:
-            log.close()
             if not op[1]:
                 log.flush()
+            log.close()
             log = Log(path, config, had_clean_shutdown=op[1])
         assert log.log_end_offset == len(model)
     got = read_all(log)
