@@ -148,14 +148,19 @@ def rebuild_producer_state(log, end_offset: int, rebuild_txn_index_from: int | N
         for offset in state.snapshot_offsets():
             if offset > replay_from:
                 os.unlink(state.snapshot_path(offset))
-    infos = {}
+    if replay_from >= end_offset:
+        state.update_map_end_offset(end_offset)
+        return
     for segment in log._segments_from(replay_from):
-        if segment.base_offset >= end_offset and segment.size == 0:
+        if segment.base_offset >= end_offset:
             break
-        for _, header, view in segment.log.batches_from(
-                segment.translate_offset(replay_from).position
-                if segment.base_offset <= replay_from and segment.translate_offset(replay_from)
-                else 0, full=True):
+        start = 0
+        if segment.base_offset <= replay_from:
+            found = segment.translate_offset(replay_from)
+            if found is None:
+                continue
+            start = found.position
+        for _, header, view in segment.log.batches_from(start, full=True):
             if header.base_offset >= end_offset:
                 break
             if header.last_offset < replay_from or not header.has_producer_id:
@@ -173,5 +178,4 @@ def rebuild_producer_state(log, end_offset: int, rebuild_txn_index_from: int | N
                                                         done.last_offset,
                                                         state.last_stable_offset(done)))
                 state.complete_txn(done)
-            infos[header.producer_id] = True
     state.update_map_end_offset(end_offset)

@@ -82,14 +82,16 @@ class FetchDataInfo(NamedTuple):
 
 class LogSegment:
     __slots__ = ("log", "offset_index", "time_index", "txn_index", "base_offset",
-                 "index_interval_bytes", "roll_jitter_ms", "created_ms",
+                 "index_interval_bytes", "roll_jitter_ms", "created_ms", "max_index_size",
                  "_max_timestamp_so_far", "_offset_of_max_timestamp_so_far",
                  "_bytes_since_last_index_entry", "_rolling_based_timestamp")
 
     def __init__(self, log: FileRecords, offset_index: OffsetIndex, time_index: TimeIndex,
                  txn_index: TransactionIndex, base_offset: int, index_interval_bytes: int,
-                 roll_jitter_ms: int = 0, created_ms: int | None = None):
+                 roll_jitter_ms: int = 0, created_ms: int | None = None,
+                 max_index_size: int = 10 * 1024 * 1024):
         self.log = log
+        self.max_index_size = max_index_size
         self.offset_index = offset_index
         self.time_index = time_index
         self.txn_index = txn_index
@@ -114,7 +116,7 @@ class LogSegment:
         time_index = TimeIndex(path(TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size)
         txn_index = TransactionIndex(base_offset, path(TXN_INDEX_FILE_SUFFIX))
         return cls(log, offset_index, time_index, txn_index, base_offset,
-                   index_interval_bytes, roll_jitter_ms, created_ms)
+                   index_interval_bytes, roll_jitter_ms, created_ms, max_index_size)
 
     # -- state ----------------------------------------------------------------
     @property
@@ -255,8 +257,11 @@ class LogSegment:
         the first invalid batch (bad CRC, bad magic, impossible length) or
         torn tail. ``on_batch(header, view)`` sees each valid batch (producer
         state, leader epochs). Returns the number of bytes truncated."""
+        # Reset = empty and back to full preallocated size (a rolled segment's
+        # indexes were trimmed, and the rebuilt ones may need more entries).
         self.offset_index.truncate()
         self.time_index.truncate()
+        self.resize_indexes(self.max_index_size)
         self.txn_index.reset()
         valid_bytes = 0
         last_index_entry = 0
