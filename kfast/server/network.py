@@ -421,9 +421,12 @@ class Connection:
             self._flush()
             if self._closed:
                 return
-            if not self._writing:
-                # Drained: cut frames held back by backpressure, resume reading.
+            if not self._reading and not self._over_limits():
+                # Below the bounds again: cut the frames backpressure held
+                # back and resume reading, while the rest still drains.
                 self._process_frames()
+            elif self._draining:
+                self._maybe_finish_drain()
         except Exception as exc:
             self._fail(exc)
 
