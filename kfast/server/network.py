@@ -300,7 +300,7 @@ class Connection:
         except Exception:
             logger.exception("%s: request handler failed; closing the connection",
                              self.connection_id)
-            self._close_when_drained()
+            self.close_when_drained()
             return
         del frame
         if response is None:
@@ -309,7 +309,7 @@ class Connection:
             if self._pending:
                 self._pending.append(_Ready(response))
             elif not self._queue(response):
-                self._close_when_drained()
+                self.close_when_drained()
             return
         if inspect.isawaitable(response):
             future = asyncio.ensure_future(response, loop=self._loop)
@@ -319,7 +319,7 @@ class Connection:
         logger.error("%s: request handler returned %s (expected None, a list of parts "
                      "or an awaitable); closing the connection", self.connection_id,
                      type(response).__name__)
-        self._close_when_drained()
+        self.close_when_drained()
 
     # ----------------------------------------------------------------- sending
 
@@ -379,7 +379,7 @@ class Connection:
         """The request at the head of the FIFO failed: the responses queued
         before it still go out, nothing after it is answered, then close."""
         self._discard_pending(cancel=False)
-        self._close_when_drained()
+        self.close_when_drained()
 
     def _discard_pending(self, cancel: bool) -> None:
         pending, self._pending = self._pending, collections.deque()
@@ -443,11 +443,20 @@ class Connection:
                          self.connection_id, exc_info=exc)
         self.close()
 
-    def _close_when_drained(self) -> None:
+    def close_when_drained(self) -> None:
         """Take no new requests; close once the requests in flight are
-        answered and every queued byte is sent (shutdown, failed requests)."""
+        answered and every queued byte is sent (shutdown, failed requests).
+
+        A handler may call it and still return a response: Kafka's "send
+        this error, then close" (e.g. a failed SASL authentication)."""
+        if self._closed:
+            return
         self._draining = True
         self._set_reading(False)
+        # Not now: a handler calling this has not returned its response yet.
+        self._loop.call_soon(self._finish_drain)
+
+    def _finish_drain(self) -> None:
         if self._closed:
             return
         if self.transport.has_unsent and not self._writing:
@@ -704,7 +713,7 @@ class SocketServer:
             if not self._connections:
                 self._all_closed.set_result(None)
         for connection in list(self._connections):
-            connection._close_when_drained()
+            connection.close_when_drained()
         try:
             await asyncio.wait_for(asyncio.shield(self._all_closed), timeout)
         except asyncio.TimeoutError:

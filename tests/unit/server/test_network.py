@@ -551,3 +551,22 @@ def test_from_config_reads_the_kafka_properties(run):
             assert await reader.read() == b""
             writer.close()
     run(body)
+
+
+def test_handler_can_answer_then_close(run):
+    async def body():
+        calls = []
+
+        def handler(connection, frame):
+            calls.append(bytes(frame))
+            connection.close_when_drained()
+            return [b"goodbye"]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"auth") + frame(b"ignored"))
+            assert await read_frame(reader) == b"goodbye"
+            assert await reader.read() == b""
+            assert calls == [b"auth"]
+            writer.close()
+    run(body)
