@@ -1,0 +1,304 @@
+"""LogManager: every partition log of a node, across its log.dirs.
+
+Per log dir (Kafka's layout):
+    meta.properties                      cluster and node identity
+    .kafka_cleanshutdown                 present only after a clean shutdown
+    recovery-point-offset-checkpoint     flushed offset per partition
+    log-start-offset-checkpoint          log start offset per partition
+    replication-offset-checkpoint        high watermark per partition
+    cleaner-offset-checkpoint            compaction progress per partition
+    <topic>-<partition>/                 one Log
+    <topic>-<partition>.<uuid>-delete/   a deleted partition awaiting removal
+
+Nothing here runs by itself: the broker's scheduler calls ``cleanup_logs``
+(every log.retention.check.interval.ms), ``flush_dirty_logs`` (every
+log.flush.scheduler.interval.ms), ``checkpoint_recovery_offsets`` and
+``checkpoint_log_start_offsets`` (every log.flush.*.checkpoint.interval.ms),
+in an executor, since they block on the disk.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shutil
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Mapping
+
+from kfast.config import KafkaConfig, LogConfig
+from kfast.protocol.errors import KafkaStorageException, LogDirNotFoundException
+from kfast.storage.checkpoint import (
+    CLEANER_OFFSET_CHECKPOINT,
+    LOG_START_OFFSET_CHECKPOINT,
+    RECOVERY_POINT_CHECKPOINT,
+    REPLICATION_OFFSET_CHECKPOINT,
+    CheckpointCorruptException,
+    OffsetCheckpointFile,
+    write_atomically,
+)
+from kfast.storage.log import Log, now_ms, parse_topic_partition
+from kfast.storage.meta_properties import ensure_meta_properties
+from kfast.storage.retention import delete_old_segments
+
+logger = logging.getLogger(__name__)
+
+CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+DELETE_DIR_SUFFIX = "-delete"
+FUTURE_DIR_SUFFIX = "-future"
+STRAY_DIR_SUFFIX = "-stray"
+
+TopicPartition = tuple  # (topic, partition)
+
+
+def _read_checkpoint(path: str) -> dict:
+    try:
+        return OffsetCheckpointFile(path).read()
+    except CheckpointCorruptException as exc:
+        logger.warning("ignoring %s", exc)
+        return {}
+
+
+class LogManager:
+    def __init__(self, config: KafkaConfig, *, cluster_id: str | None = None,
+                 topic_configs: Callable[[str], Mapping] | None = None, time_ms=now_ms):
+        self.config = config
+        self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
+        self.cluster_id = cluster_id if cluster_id is not None else config["cluster.id"]
+        self.node_id = config.node_id
+        self.time_ms = time_ms
+        self._topic_configs = topic_configs or (lambda topic: {})
+        self._overrides: dict[str, dict] = {}
+        self._logs: dict[TopicPartition, Log] = {}
+        self._log_dir_of: dict[TopicPartition, str] = {}
+        self._pending_dir_deletes: list[tuple[int, str]] = []
+        self.offline_dirs: set[str] = set()
+        self._lock = threading.RLock()
+        self.had_clean_shutdown: dict[str, bool] = {}
+        self.started = False
+
+    # -- start and stop ------------------------------------------------------------
+    def startup(self) -> None:
+        """Check identity, load every partition (recovering after an unclean
+        shutdown) and remove the clean-shutdown markers."""
+        for d in self.log_dirs:
+            os.makedirs(d, exist_ok=True)
+        self.cluster_id, self.node_id = ensure_meta_properties(
+            self.log_dirs, self.node_id, self.cluster_id, self.config["reserved.broker.max.id"])
+        threads = self.config["num.recovery.threads.per.data.dir"]
+        for d in self.log_dirs:
+            marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+            clean = os.path.exists(marker)
+            self.had_clean_shutdown[d] = clean
+            recovery_points = _read_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
+            start_offsets = _read_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
+            high_watermarks = _read_checkpoint(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
+            jobs = []
+            for name in sorted(os.listdir(d)):
+                path = os.path.join(d, name)
+                if not os.path.isdir(path):
+                    continue
+                if name.endswith(DELETE_DIR_SUFFIX):
+                    self._pending_dir_deletes.append((0, path))
+                    continue
+                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+                    continue
+                try:
+                    tp = parse_topic_partition(path)
+                except ValueError:
+                    logger.warning("skipping %s: not a topic-partition directory", path)
+                    continue
+                jobs.append((tp, path))
+
+            def load(job, clean=clean, recovery_points=recovery_points,
+                     start_offsets=start_offsets, high_watermarks=high_watermarks):
+                tp, path = job
+                log = Log(path, self.log_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
+                          log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
+                          time_ms=self.time_ms)
+                log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
+                return tp, path, log
+
+            with ThreadPoolExecutor(max_workers=threads) as pool:
+                for tp, path, log in pool.map(load, jobs):
+                    if tp in self._logs:
+                        raise KafkaStorageException(
+                            f"Duplicate log directories for {tp[0]}-{tp[1]} are found in both "
+                            f"{self._logs[tp].dir} and {path}")
+                    self._logs[tp] = log
+                    self._log_dir_of[tp] = d
+            if clean:
+                os.unlink(marker)
+        self.started = True
+
+    def shutdown(self, broker_epoch: int = -1) -> None:
+        """Flush, snapshot producer state, write checkpoints, close every log
+        and mark each dir cleanly shut down."""
+        with self._lock:
+            for log in list(self._logs.values()):
+                if log.offline:
+                    continue
+                log.flush()
+                log.close()
+            self.checkpoint_recovery_offsets()
+            self.checkpoint_log_start_offsets()
+            self.checkpoint_high_watermarks()
+            for d in self.log_dirs:
+                if d in self.offline_dirs:
+                    continue
+                marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}).encode()
+                write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), marker)
+            self._logs.clear()
+            self.started = False
+
+    # -- topic configuration ---------------------------------------------------------
+    def log_config(self, topic: str, overrides: Mapping | None = None) -> LogConfig:
+        if overrides is None:
+            overrides = self._overrides.get(topic)
+        if overrides is None:
+            overrides = self._topic_configs(topic) or {}
+        return LogConfig.from_broker(self.config, overrides)
+
+    def update_topic_config(self, topic: str, overrides: Mapping) -> LogConfig:
+        """Apply a topic's new overrides to its live logs (AlterConfigs)."""
+        config = self.log_config(topic, overrides)
+        with self._lock:
+            self._overrides[topic] = dict(config.overrides)
+            for (t, _), log in self._logs.items():
+                if t == topic:
+                    log.update_config(config)
+        return config
+
+    # -- partitions --------------------------------------------------------------------
+    def get_log(self, topic: str, partition: int) -> Log | None:
+        return self._logs.get((topic, partition))
+
+    def all_logs(self) -> list[Log]:
+        return list(self._logs.values())
+
+    def log_dir_of(self, topic: str, partition: int) -> str | None:
+        return self._log_dir_of.get((topic, partition))
+
+    def _next_log_dir(self) -> str:
+        """The online dir holding the fewest partitions (first listed wins ties)."""
+        counts = {d: 0 for d in self.log_dirs if d not in self.offline_dirs}
+        if not counts:
+            raise KafkaStorageException("No log directories are online")
+        for tp, d in self._log_dir_of.items():
+            if d in counts:
+                counts[d] += 1
+        return min(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))
+
+    def get_or_create_log(self, topic: str, partition: int, topic_id: str | None = None,
+                          overrides: Mapping | None = None, log_dir: str | None = None) -> Log:
+        with self._lock:
+            tp = (topic, partition)
+            log = self._logs.get(tp)
+            if log is not None:
+                return log
+            if log_dir is not None and os.path.abspath(log_dir) not in self.log_dirs:
+                raise LogDirNotFoundException(f"Log dir {log_dir} is not configured")
+            d = os.path.abspath(log_dir) if log_dir else self._next_log_dir()
+            if overrides is not None:
+                self._overrides[topic] = dict(LogConfig.validate(overrides))
+            try:
+                log = Log(os.path.join(d, f"{topic}-{partition}"), self.log_config(topic),
+                          had_clean_shutdown=True, topic_id=topic_id, time_ms=self.time_ms)
+            except OSError as exc:
+                raise KafkaStorageException(
+                    f"Error while creating log for {topic}-{partition} in dir {d}: {exc}") from exc
+            self._logs[tp] = log
+            self._log_dir_of[tp] = d
+            return log
+
+    def delete_log(self, topic: str, partition: int) -> str | None:
+        """Take a partition away now (rename to ``<tp>.<uuid>-delete``) and
+        remove its files later (``delete_pending_dirs``); returns the new path."""
+        with self._lock:
+            tp = (topic, partition)
+            log = self._logs.pop(tp, None)
+            d = self._log_dir_of.pop(tp, None)
+            if log is None:
+                return None
+            log.close()
+            renamed = os.path.join(d, f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
+            log.rename_dir(renamed)
+            due = self.time_ms() + self.config["log.segment.delete.delay.ms"]
+            self._pending_dir_deletes.append((due, renamed))
+            self.checkpoint_recovery_offsets(d)
+            self.checkpoint_log_start_offsets(d)
+            self.checkpoint_high_watermarks(d)
+            return renamed
+
+    def delete_pending_dirs(self, now: int | None = None) -> int:
+        now = self.time_ms() if now is None else now
+        with self._lock:
+            ready = [p for due, p in self._pending_dir_deletes if due <= now]
+            self._pending_dir_deletes = [(d, p) for d, p in self._pending_dir_deletes if d > now]
+        for path in ready:
+            shutil.rmtree(path, ignore_errors=True)
+        return len(ready)
+
+    def mark_dir_offline(self, log_dir: str) -> list[tuple]:
+        """After a disk failure: stop using the dir; returns its partitions."""
+        with self._lock:
+            self.offline_dirs.add(log_dir)
+            gone = [tp for tp, d in self._log_dir_of.items() if d == log_dir]
+            for tp in gone:
+                log = self._logs.pop(tp)
+                log.offline = True
+                log.close_handlers()
+                del self._log_dir_of[tp]
+            return gone
+
+    # -- periodic jobs ---------------------------------------------------------------
+    def cleanup_logs(self, now: int | None = None) -> int:
+        """Retention for every log; removes expired ``.deleted`` files and
+        ``-delete`` dirs. Returns the number of segments deleted."""
+        now = self.time_ms() if now is None else now
+        deleted = 0
+        for log in self.all_logs():
+            try:
+                deleted += delete_old_segments(log, now)
+                log.delete_pending_files(now)
+                log.producer_state.remove_expired_producers(now)
+            except KafkaStorageException:
+                logger.exception("retention failed for %s", log)
+        self.delete_pending_dirs(now)
+        return deleted
+
+    def flush_dirty_logs(self, now: int | None = None) -> int:
+        """flush.ms policy for every log; returns how many were flushed."""
+        now = self.time_ms() if now is None else now
+        flushed = 0
+        for log in self.all_logs():
+            try:
+                flushed += log.flush_if_due(now)
+            except KafkaStorageException:
+                logger.exception("flush failed for %s", log)
+        return flushed
+
+    def _checkpoint(self, file_name: str, value: Callable[[Log], int],
+                    only_dir: str | None = None) -> None:
+        for d in self.log_dirs:
+            if d in self.offline_dirs or (only_dir is not None and d != only_dir):
+                continue
+            offsets = {tp: value(log) for tp, log in self._logs.items()
+                       if self._log_dir_of.get(tp) == d}
+            try:
+                OffsetCheckpointFile(os.path.join(d, file_name)).write(offsets)
+            except OSError as exc:
+                logger.error("cannot write %s in %s: %s", file_name, d, exc)
+
+    def checkpoint_recovery_offsets(self, only_dir: str | None = None) -> None:
+        self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point, only_dir)
+
+    def checkpoint_log_start_offsets(self, only_dir: str | None = None) -> None:
+        self._checkpoint(LOG_START_OFFSET_CHECKPOINT, lambda log: log.log_start_offset, only_dir)
+
+    def checkpoint_high_watermarks(self, only_dir: str | None = None) -> None:
+        self._checkpoint(REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark, only_dir)
+
+    def checkpoint_cleaner_offsets(self, offsets: Mapping[tuple, int], log_dir: str) -> None:
+        OffsetCheckpointFile(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT)).write(dict(offsets))
