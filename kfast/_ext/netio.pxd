@@ -59,7 +59,6 @@ cdef class SendPart:
     cdef const char* base
     cdef unsigned char inline_data[4]
     cdef object region
-    cdef int file_fd
     cdef int64_t position
     cdef int64_t remaining
     cdef void release(self)

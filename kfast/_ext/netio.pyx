@@ -160,9 +160,9 @@ cdef SendPart _make_part(object obj):
         ) from None
     if position < 0 or length < 0:
         raise ValueError(f"invalid file region {obj!r}")
+    PyObject_AsFileDescriptor(file)  # fail now, not mid-response, if it is closed
     part.is_file = True
     part.region = obj
-    part.file_fd = PyObject_AsFileDescriptor(file)
     part.position = position
     part.remaining = length
     return part
