@@ -29,6 +29,11 @@ arrival order, on the loop:
   lengths), so encoders produce the header + body only.
 * Responses are written in request order per connection even when a later
   awaitable finishes first; a ``None`` response holds nothing up.
+* Handlers are called in request order, but an async one may still be
+  running when the next request's handler is called. Work that must happen
+  in request order (appending a producer's batches) belongs before the
+  handler's first await; ``max_in_flight_requests=1`` gives Kafka's model
+  exactly (the channel is muted until the response is queued).
 * An exception from the handler (raised or carried by the awaitable) is
   logged and closes that connection; turning errors into Kafka error
   responses is the handler's job.
