@@ -1,0 +1,1 @@
+"""Cluster metadata: the image brokers serve from, and the records that build it."""
