@@ -409,15 +409,9 @@ cdef object _decode_struct(StructProgram prog, _Reader r):
     for i in range(PyTuple_GET_SIZE(ops)):
         op = <FieldOp>PyTuple_GET_ITEM(ops, i)
         PyDict_SetItem(d, op.key, _decode_value(op.kind, op, r))
-    ops = prog.absent
-    for i in range(PyTuple_GET_SIZE(ops)):
-        op = <FieldOp>PyTuple_GET_ITEM(ops, i)
-        PyDict_SetItem(d, op.key, _make_default(op))
+    # Fields this version lacks, and tagged fields not sent, stay out of the
+    # dict: the message class supplies their defaults on access.
     if prog.flexible:
-        ops = prog.tagged_ops
-        for i in range(PyTuple_GET_SIZE(ops)):
-            op = <FieldOp>PyTuple_GET_ITEM(ops, i)
-            PyDict_SetItem(d, op.key, _make_default(op))
         count = r.uvarint()
         if count > r.end - r.p:
             raise _Malformed(f"{count} tagged fields but only {r.end - r.p} bytes remain")
@@ -822,7 +816,7 @@ cdef bint _is_default(FieldOp op, object v) except -1:
     if op.default_kind == DEFAULT_LIST:
         return v is not None and len(v) == 0
     if op.default_kind == DEFAULT_STRUCT:
-        return v is not None and v == op.default_factory()
+        return v is not None and v._is_default()
     if v is op.default:
         return True
     if op.kind == KIND_RECORDS:
@@ -841,11 +835,12 @@ cdef int _encode_struct(StructProgram prog, object obj, _Writer w) except -1:
     for i in range(PyTuple_GET_SIZE(ops)):
         op = <FieldOp>PyTuple_GET_ITEM(ops, i)
         found = PyDict_GetItemWithError(d, op.key)
-        if found == NULL:
-            v = _make_default(op)
+        if found != NULL:
+            _encode_value(op.kind, op, <object>found, w)
+        elif op.default_kind == DEFAULT_LIST:
+            w.length_prefix(0, op.compact, True)
         else:
-            v = <object>found
-        _encode_value(op.kind, op, v, w)
+            _encode_value(op.kind, op, _make_default(op), w)
     ops = prog.absent
     for i in range(PyTuple_GET_SIZE(ops)):
         op = <FieldOp>PyTuple_GET_ITEM(ops, i)
@@ -913,31 +908,12 @@ def encode(StructProgram prog, body):
     return PyBytes_FromStringAndSize(<const char*>w.buf, w.length)
 
 
-def init_message(self, tuple fields, dict kwargs):
-    """Message.__init__: each (key, default, default_kind, factory) in
-    ``fields`` takes kwargs[key] or its default. Unknown keywords raise
-    TypeError."""
-    cdef dict d = {}
-    cdef Py_ssize_t i, used = 0
-    cdef tuple f
-    cdef PyObject* found
-    cdef int kind
-    for i in range(PyTuple_GET_SIZE(fields)):
-        f = <tuple>PyTuple_GET_ITEM(fields, i)
-        key = <object>PyTuple_GET_ITEM(f, 0)
-        found = PyDict_GetItemWithError(kwargs, key)
-        if found != NULL:
-            PyDict_SetItem(d, key, <object>found)
-            used += 1
-            continue
-        kind = <int>(<object>PyTuple_GET_ITEM(f, 2))
-        if kind == DEFAULT_LIST:
-            PyDict_SetItem(d, key, [])
-        elif kind == DEFAULT_STRUCT:
-            PyDict_SetItem(d, key, (<object>PyTuple_GET_ITEM(f, 3))())
-        else:
-            PyDict_SetItem(d, key, <object>PyTuple_GET_ITEM(f, 1))
-    if used != len(kwargs):
-        unknown = sorted(set(kwargs) - set(d))
-        raise TypeError(f"{type(self).__name__} has no field(s) {', '.join(unknown)}")
-    PyObject_GenericSetDict(self, d, NULL)
+def init_message(self, dict fields):
+    """Message.__init__: adopt the keyword dict as the instance's attribute
+    dict after checking every name is a field (TypeError otherwise). Fields
+    not given are not stored: the class supplies their defaults."""
+    cdef frozenset names = type(self)._field_set
+    for key in fields:
+        if key not in names:
+            raise TypeError(f"{type(self).__name__} has no field {key!r}")
+    PyObject_GenericSetDict(self, fields, NULL)

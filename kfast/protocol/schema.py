@@ -187,15 +187,35 @@ def parse(grammar: str) -> list[FieldSpec]:
 
 class Message:
     """Base of every message and struct class: keyword construction with
-    Kafka's defaults, equality by value, a readable repr."""
+    Kafka's defaults, equality by value, a readable repr.
 
-    _fields: tuple = ()         # (name, default, default_kind, factory) per field
+    Only fields that were given (or decoded) live in the instance dict.
+    Immutable defaults are class attributes; a list or struct default is
+    created on first access and then stored, so ``msg.topics.append(...)``
+    works on a fresh message and building or decoding a message never pays
+    for fields it does not use.
+    """
+
+    _field_names: tuple = ()
+    _field_set: frozenset = frozenset()
+    _mutable: dict = {}         # name -> struct class, or None for a list
 
     def __init__(self, **fields):
-        _codec.init_message(self, type(self)._fields, fields)
+        _codec.init_message(self, fields)
+
+    def __getattr__(self, name):
+        mutable = type(self)._mutable
+        if name not in mutable:
+            raise AttributeError(f"{type(self).__qualname__} has no field {name!r}")
+        factory = mutable[name]
+        value = [] if factory is None else factory()
+        self.__dict__[name] = value
+        return value
 
     def __eq__(self, other):
-        return type(other) is type(self) and other.__dict__ == self.__dict__
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, n) == getattr(other, n) for n in self._field_names)
 
     __hash__ = None
 
@@ -203,9 +223,23 @@ class Message:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
         return f"{type(self).__qualname__}({inner})"
 
+    def _is_default(self) -> bool:
+        """True when every field holds its default (tagged struct fields in
+        that state are not written)."""
+        cls = type(self)
+        for name, value in self.__dict__.items():
+            if name in cls._mutable:
+                factory = cls._mutable[name]
+                if value is None or (len(value) if factory is None else not value._is_default()):
+                    return False
+            elif value != getattr(cls, name):
+                return False
+        return True
+
     def to_dict(self) -> dict:
-        """Plain nested dicts/lists (records and bytes as bytes), for tests and logs."""
-        return {k: _plain(v) for k, v in self.__dict__.items()}
+        """Every field as plain nested dicts/lists (records and bytes as
+        bytes), for tests and logs."""
+        return {name: _plain(getattr(self, name)) for name in self._field_names}
 
 
 def _plain(value):
@@ -273,8 +307,15 @@ class MessageSchema:
             if cls in done:
                 return
             done.add(cls)
-            cls._fields = tuple((s.name, *_default_kind(s, self.classes)) for s in specs)
             cls._field_names = tuple(s.name for s in specs)
+            cls._field_set = frozenset(cls._field_names)
+            cls._mutable = {}
+            for s in specs:
+                default, kind, factory = _default_kind(s, self.classes)
+                if kind == _codec.DEFAULT_VALUE:
+                    setattr(cls, s.name, default)
+                else:
+                    cls._mutable[s.name] = factory
             for s in specs:
                 if s.fields is not None:
                     define(self.classes[s.struct_name], s.fields)
