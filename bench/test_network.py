@@ -12,7 +12,8 @@ server runs on uvloop in its own thread:
 
     pytest bench/test_network.py --benchmark-only -k network
 
-extra_info carries MiB/s of response bytes (mean of the rounds).
+extra_info carries MiB/s of response bytes (mean of the rounds) and the
+server thread's CPU seconds per GiB sent (utime + stime from /proc).
 """
 from __future__ import annotations
 
@@ -35,6 +36,7 @@ HEADER = b"h" * 64
 REQUESTS = 64
 RESPONSE = 4 + len(HEADER) + REGION
 REQUEST = struct.pack(">i", 8) + b"fetch..."
+ROUNDS = 20
 
 
 class _ServerThread:
@@ -51,12 +53,22 @@ class _ServerThread:
             raise RuntimeError("server thread did not start")
 
     def _run(self):
+        self.native_id = threading.get_native_id()
         asyncio.set_event_loop(self.loop)
         self.port, self._stop = self.loop.run_until_complete(self._start())
         self._ready.set()
         self.loop.run_forever()
         self.loop.run_until_complete(self._stop())
         self.loop.close()
+
+    def cpu_seconds(self):
+        """utime + stime of the server thread (Linux /proc), or None."""
+        try:
+            with open(f"/proc/self/task/{self.native_id}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
     def close(self):
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -133,9 +145,14 @@ def _bench(benchmark, start):
         buf = bytearray(4 * 1024 * 1024)
         _round(sock, buf)  # warm up: connection, page cache, socket buffers
         benchmark.group = "network"
-        benchmark.pedantic(_round, args=(sock, buf), rounds=20, iterations=1)
+        cpu_before = server.cpu_seconds()
+        benchmark.pedantic(_round, args=(sock, buf), rounds=ROUNDS, iterations=1)
+        cpu_after = server.cpu_seconds()
         mean = benchmark.stats.stats.mean
         benchmark.extra_info["MiB_per_s"] = round(RESPONSE * REQUESTS / mean / 2**20, 1)
+        if cpu_before is not None:
+            gib = RESPONSE * REQUESTS * ROUNDS / 2**30
+            benchmark.extra_info["server_cpu_s_per_GiB"] = round((cpu_after - cpu_before) / gib, 3)
         sock.close()
     finally:
         server.close()
