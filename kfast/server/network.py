@@ -310,6 +310,12 @@ class Connection:
         del frame
         if response is None:
             return
+        if self._closed:
+            # The handler closed its own connection; its work still runs.
+            if inspect.isawaitable(response):
+                asyncio.ensure_future(response, loop=self._loop).add_done_callback(
+                    _consume_outcome)
+            return
         if isinstance(response, (list, tuple)):
             if self._pending:
                 self._pending.append(_Ready(response))

@@ -570,3 +570,78 @@ def test_handler_can_answer_then_close(run):
             assert calls == [b"auth"]
             writer.close()
     run(body)
+
+
+def test_handler_closing_its_connection_is_not_an_error(run, caplog):
+    async def body():
+        ran = asyncio.Event()
+
+        async def later():
+            ran.set()
+            return [b"unsent"]
+
+        def handler(connection, frame):
+            connection.close()
+            return later() if bytes(frame) == b"async" else [b"unsent"]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            for kind in (b"sync", b"async"):
+                reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+                writer.write(frame(kind))
+                assert await reader.read() == b""
+                writer.close()
+            await ran.wait()           # the coroutine's work still ran
+    with caplog.at_level(logging.WARNING, logger="kfast.server.network"):
+        run(body)
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_random_pipelines_answer_in_order(run, seed):
+    """Random request sizes, random client write boundaries, random mix of
+    sync / async / no responses completing in random order."""
+    import random
+
+    async def body():
+        rng = random.Random(seed)
+        loop = asyncio.get_running_loop()
+        n = 300
+        bodies = [rng.randbytes(rng.choice([0, 1, 10, 1000, 70000])) for _ in range(n)]
+        kinds = [rng.choice(["sync", "async", "none", "async-none"]) for _ in range(n)]
+
+        async def answer(i, frame, delay_turns):
+            for _ in range(delay_turns):
+                await asyncio.sleep(0)
+            if kinds[i] == "async-none":
+                return None
+            return [b"%d:" % i, frame]        # the held frame goes out as is
+
+        count = 0
+
+        def handler(connection, frame):
+            nonlocal count
+            i = count
+            count += 1
+            assert bytes(frame) == bodies[i]
+            if kinds[i] == "none":
+                return None
+            if kinds[i] == "sync":
+                return [b"%d:" % i, bytes(frame)]
+            return answer(i, frame, rng.randrange(0, 30))
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            wire = b"".join(frame(b) for b in bodies)
+            pos = 0
+            while pos < len(wire):
+                step = rng.choice([1, 7, 500, 65536, 300000])
+                writer.write(wire[pos:pos + step])
+                pos += step
+                if rng.random() < 0.3:
+                    await writer.drain()
+            for i in range(n):
+                if kinds[i] in ("none", "async-none"):
+                    continue
+                assert await read_frame(reader) == b"%d:" % i + bodies[i]
+            writer.close()
+    run(body)
