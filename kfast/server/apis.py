@@ -1,0 +1,283 @@
+"""KafkaApis: turn request frames into handler calls and handler results into
+response frames (Kafka's KafkaApis + the request-parsing half of its
+SocketServer Processor).
+
+Handler contract (what every ``*_apis.py`` module and other helpers' modules
+such as ``admin_apis.py`` code against)
+-------------------------------------------------------------------------
+
+Registration::
+
+    def register(apis: KafkaApis) -> None:
+        apis.register(api_keys.BY_NAME["CreateTopics"].key, handle_create_topics)
+
+    def handle_create_topics(ctx: RequestContext, request) -> CreateTopicsResponse: ...
+    async def handle_create_topics(ctx, request) -> CreateTopicsResponse: ...   # also fine
+
+* ``request`` is the decoded body (``kfast.protocol`` message object) of any
+  version in the API's range; ``ctx.api_version`` says which. Record fields
+  of Produce requests are memoryviews into the receive buffer.
+* The handler returns the response body (a message object or dict of
+  fields), an awaitable of one, or ``None`` for "no response" (Produce with
+  acks=0). KafkaApis encodes it at the request's version with the right
+  response header; record fields may hold ``FileRegion``s (sent with
+  sendfile).
+* A handler that raises a ``kfast.protocol.errors.KafkaError`` gets Kafka's
+  generic error response: the builder given as ``register(...,
+  error_response=fn)`` (``fn(ctx, request, error) -> body``), else the
+  response class with its top-level ``error_code`` set, for APIs that have
+  one. Without either the connection is closed (logged). Any other exception
+  is logged and answered the same way with UNKNOWN_SERVER_ERROR.
+* ``ctx.close_connection()`` closes the connection once earlier responses
+  are sent (Kafka's closeConnection, e.g. a failed acks=0 produce).
+* Handlers run on the broker's event loop. Work that must happen in request
+  order (appending a producer's batches) belongs before the first await.
+
+``RequestContext`` attributes: ``header`` (``kfast.protocol.RequestHeader``),
+``api_key``, ``api_version``, ``correlation_id``, ``client_id``,
+``client_address`` (host, port), ``listener_name``, ``connection``,
+``broker`` (the KafkaBroker: ``.config``, ``.controller``, ``.log_manager``,
+``.replica_manager``, ``.metadata_image`` (current MetadataImage), ``.timer``,
+``.node_id``, ``.cluster_id``).
+
+Dispatch rules, as Kafka's broker applies them
+----------------------------------------------
+* An unknown API key, an API this broker does not serve (no handler), or a
+  version outside the API's range: Kafka's Processor fails to parse the
+  header ("... which is not enabled") and closes the connection without a
+  response. ApiVersions is the exception: any version is accepted, and an
+  unsupported one is answered in v0 with UNSUPPORTED_VERSION and the
+  supported ranges (KIP-511).
+* A body that does not parse: Kafka throws InvalidRequestException while
+  building the request and closes the connection; so does kfast.
+* ApiVersions advertises exactly the APIs with a registered handler.
+"""
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from typing import Any, Awaitable, Callable
+
+from kfast.protocol import (
+    RequestHeader,
+    api_keys,
+    decode_request_body,
+    decode_request_header,
+    encode_response_parts,
+    errors,
+    response_class,
+)
+
+__all__ = ["KafkaApis", "RequestContext", "Handler", "ErrorResponseBuilder"]
+
+logger = logging.getLogger(__name__)
+
+Handler = Callable[["RequestContext", Any], Any]
+ErrorResponseBuilder = Callable[["RequestContext", Any, errors.KafkaError], Any]
+
+# KIP-511: ApiVersions v3+ names the client software; Kafka rejects names and
+# versions outside this pattern with INVALID_REQUEST.
+_SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+class RequestContext:
+    """One request as a handler sees it."""
+
+    __slots__ = ("header", "connection", "listener_name", "broker", "request_size")
+
+    def __init__(self, header: RequestHeader, connection, listener_name: str, broker,
+                 request_size: int = 0):
+        self.header = header
+        self.connection = connection
+        self.listener_name = listener_name
+        self.broker = broker
+        self.request_size = request_size
+
+    @property
+    def api_key(self) -> int:
+        return self.header.api_key
+
+    @property
+    def api_version(self) -> int:
+        return self.header.api_version
+
+    @property
+    def correlation_id(self) -> int:
+        return self.header.correlation_id
+
+    @property
+    def client_id(self) -> str | None:
+        return self.header.client_id
+
+    @property
+    def client_address(self):
+        return None if self.connection is None else self.connection.peer
+
+    def close_connection(self) -> None:
+        if self.connection is not None:
+            self.connection.close_when_drained()
+
+    def __repr__(self) -> str:
+        name = api_keys.BY_KEY[self.api_key].name
+        return (f"RequestContext({name} v{self.api_version}, correlation_id="
+                f"{self.correlation_id}, client_id={self.client_id!r})")
+
+
+class _Registration:
+    __slots__ = ("handler", "error_response")
+
+    def __init__(self, handler: Handler, error_response: ErrorResponseBuilder | None):
+        self.handler = handler
+        self.error_response = error_response
+
+
+class KafkaApis:
+    """Request dispatch for one broker. ``network_handler(listener)`` gives
+    the callable a ``SocketServer`` takes."""
+
+    def __init__(self, broker, listener_type: str = "broker"):
+        self.broker = broker
+        self.listener_type = listener_type
+        self._handlers: dict[int, _Registration] = {}
+        self.register(api_keys.API_VERSIONS, self._handle_api_versions)
+
+    # -- registration ---------------------------------------------------------------
+    def register(self, api_key: int, handler: Handler,
+                 error_response: ErrorResponseBuilder | None = None) -> None:
+        api = api_keys.BY_KEY.get(api_key)
+        if api is None:
+            raise ValueError(f"unknown API key {api_key}")
+        if self.listener_type not in api.listeners:
+            raise ValueError(f"{api.name} is not served on {self.listener_type} listeners")
+        self._handlers[api_key] = _Registration(handler, error_response)
+
+    def registered(self) -> list[int]:
+        return sorted(self._handlers)
+
+    def supported_versions(self) -> list[tuple[int, int, int]]:
+        """(key, min, max) of every API this broker answers (ApiVersions)."""
+        return [row for row in api_keys.supported_versions(self.listener_type)
+                if row[0] in self._handlers]
+
+    # -- dispatch ---------------------------------------------------------------------
+    def network_handler(self, listener_name: str) -> Callable:
+        def handle(connection, frame):
+            return self.handle(connection, frame, listener_name)
+        return handle
+
+    def handle(self, connection, frame, listener_name: str = "PLAINTEXT"):
+        """Parse one frame, run its handler; returns response parts, an
+        awaitable of them, or None (no response / connection closing)."""
+        try:
+            header = decode_request_header(frame)
+        except Exception as exc:  # unknown key, truncated header
+            return self._close(connection, f"cannot parse the request header: {exc}")
+        registration = self._handlers.get(header.api_key)
+        api = api_keys.BY_KEY.get(header.api_key)
+        if registration is None or api is None:
+            return self._close(connection, f"received request api key {header.api_key} "
+                                           f"which is not enabled")
+        ctx = RequestContext(header, connection, listener_name, self.broker, len(frame))
+        if header.api_key == api_keys.API_VERSIONS and not \
+                api.min_version <= header.api_version <= api.max_stable_version:
+            return self._unsupported_api_versions(header)
+        # Produce is advertised from v0 (KAFKA-18659) and accepted from v0 here.
+        low = 0 if header.api_key == api_keys.PRODUCE else api.min_version
+        if not low <= header.api_version <= api.max_stable_version:
+            return self._close(connection, f"received request api key {api.name} with version "
+                                           f"{header.api_version} which is not enabled")
+        try:
+            request = decode_request_body(header, frame)
+        except Exception as exc:
+            return self._close(connection, f"error getting request for apiKey {api.name}, "
+                                           f"apiVersion {header.api_version}: {exc}")
+        try:
+            result = registration.handler(ctx, request)
+        except Exception as exc:
+            return self._error(ctx, registration, request, exc)
+        if inspect.isawaitable(result):
+            return self._finish(ctx, registration, request, result)
+        return self._encode(ctx, result)
+
+    async def _finish(self, ctx: RequestContext, registration: _Registration, request,
+                      result: Awaitable):
+        try:
+            body = await result
+        except Exception as exc:
+            return self._error(ctx, registration, request, exc)
+        return self._encode(ctx, body)
+
+    def _encode(self, ctx: RequestContext, body):
+        if body is None:
+            return None
+        parts = encode_response_parts(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+        # The network layer writes the size prefix itself.
+        return parts[1:]
+
+    def _error(self, ctx: RequestContext, registration: _Registration, request,
+               exc: Exception):
+        if isinstance(exc, errors.KafkaError):
+            error = exc
+            logger.debug("%r failed: %s", ctx, exc)
+        else:
+            logger.exception("%r: unexpected error in the handler", ctx)
+            error = errors.UnknownServerException(str(exc) or None)
+        try:
+            if registration.error_response is not None:
+                body = registration.error_response(ctx, request, error)
+            else:
+                cls = response_class(ctx.api_key)
+                if "error_code" not in cls._field_names:
+                    return self._close(ctx.connection, f"{ctx!r}: no error response for "
+                                                       f"{error.name}")
+                body = cls(error_code=error.code)
+            return self._encode(ctx, body)
+        except Exception:
+            logger.exception("%r: cannot build the error response", ctx)
+            return self._close(ctx.connection, "error response failed")
+
+    def _close(self, connection, reason: str):
+        # Kafka's Processor closes the channel on an unparseable request
+        # instead of answering; log as it does and answer nothing.
+        logger.warning("%s: %s; closing the connection",
+                       getattr(connection, "connection_id", connection), reason)
+        if connection is not None:
+            connection.close_when_drained()
+        return None
+
+    # -- ApiVersions ------------------------------------------------------------------
+    def _api_versions_body(self, error_code: int = 0):
+        from kfast.protocol import ApiVersionsResponse
+
+        image = getattr(self.broker, "metadata_image", None)
+        features = dict(getattr(image, "features", None) or {})
+        return ApiVersionsResponse(
+            error_code=error_code,
+            api_keys=[ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                      for k, lo, hi in self.supported_versions()],
+            supported_features=[
+                ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=0,
+                                                        max_version=level)
+                for name, level in features.items()],
+            finalized_features_epoch=image.offset if image is not None and features else -1,
+            finalized_features=[
+                ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level,
+                                                        min_version_level=level)
+                for name, level in features.items()],
+        )
+
+    def _unsupported_api_versions(self, header: RequestHeader):
+        body = self._api_versions_body(errors.UnsupportedVersionException.code)
+        return encode_response_parts(api_keys.API_VERSIONS, 0, header.correlation_id, body)[1:]
+
+    def _handle_api_versions(self, ctx: RequestContext, request):
+        if ctx.api_version >= 3:
+            name = request.client_software_name
+            version = request.client_software_version
+            if not (_SOFTWARE_PATTERN.fullmatch(name or "")
+                    and _SOFTWARE_PATTERN.fullmatch(version or "")):
+                body = self._api_versions_body(errors.InvalidRequestException.code)
+                body.api_keys = []
+                return body
+        return self._api_versions_body()
