@@ -1,0 +1,1 @@
+"""Command-line tools (each registered as a ``kfast`` subcommand in kfast.cli)."""

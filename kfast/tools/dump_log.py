@@ -1,0 +1,294 @@
+"""``kfast dump-log``: print segment files as kafka-dump-log.sh does.
+
+Per file a ``Dumping <file>`` line, then by suffix:
+  .log        ``Log starting offset: N`` and one line per batch:
+              baseOffset lastOffset count baseSequence lastSequence producerId
+              producerEpoch partitionLeaderEpoch isTransactional isControl
+              deleteHorizonMs position CreateTime|LogAppendTime size magic
+              compresscodec crc isvalid
+              With --deep-iteration or --print-data-log, a ``| offset: ...``
+              line per record (keySize, valueSize, sequence, headerKeys; the
+              end-transaction marker of control records; with
+              --print-data-log also key and payload).
+              Bytes after the last whole batch: ``Found N invalid bytes at the
+              end of <name>``.
+  .index      ``offset: O position: P`` per entry; mismatches against the
+              .log are reported on stderr (--verify-index-only prints only those).
+  .timeindex  ``timestamp: T offset: O`` per entry.
+  .snapshot   one line per producer.
+  .txnindex   one line per aborted transaction.
+The line formats are Kafka's, so scripts written for kafka-dump-log.sh work.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import sys
+
+from kfast._ext.crc32c import crc32c
+from kfast.protocol.errors import CorruptRecordException
+from kfast.storage.file_records import (
+    ATTRIBUTES_OFFSET,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    read_header,
+)
+from kfast.storage.index import CorruptIndexException, OffsetIndex, TimeIndex
+from kfast.storage.producer_state import read_snapshot
+from kfast.storage.records_access import iter_records
+from kfast.storage.segment import (
+    INDEX_FILE_SUFFIX,
+    LOG_FILE_SUFFIX,
+    PRODUCER_SNAPSHOT_FILE_SUFFIX,
+    TIME_INDEX_FILE_SUFFIX,
+    TXN_INDEX_FILE_SUFFIX,
+    offset_from_filename,
+)
+from kfast.storage.txn_index import TransactionIndex
+from kfast.tools.offsets_decoder import format_offsets_record
+
+CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
+_DELETE_HORIZON_BIT = 0x40
+INT_MAX = 2**31 - 1
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "dump-log", help="print the contents of log segment, index and snapshot files",
+        description="Parse log, index, time index, producer snapshot and transaction index "
+                    "files and print their contents, like kafka-dump-log.sh.")
+    p.add_argument("paths", nargs="*", metavar="FILE", help="files to dump")
+    p.add_argument("--files", default="", help="comma-separated files (kafka-dump-log.sh style)")
+    p.add_argument("--print-data-log", action="store_true",
+                   help="print the records' keys and values (implies --deep-iteration)")
+    p.add_argument("--deep-iteration", action="store_true", help="print every record")
+    p.add_argument("--skip-record-metadata", action="store_true",
+                   help="with --print-data-log, omit the record metadata")
+    p.add_argument("--verify-index-only", action="store_true",
+                   help="only report index entries that do not match the log")
+    p.add_argument("--index-sanity-check", action="store_true",
+                   help="only run the index sanity check used at startup")
+    p.add_argument("--offsets-decoder", action="store_true",
+                   help="decode records as __consumer_offsets keys and values")
+    p.add_argument("--max-bytes", type=int, default=INT_MAX,
+                   help="read at most this many bytes of each .log file")
+    p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024,
+                   help="size of the largest batch (index verification)")
+    p.set_defaults(handler=run)
+
+
+def run(args, out=None, err=None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    files = list(args.paths) + [f for f in args.files.split(",") if f]
+    if not files:
+        err.write("Missing required argument: FILE (or --files)\n")
+        return 1
+    deep = args.deep_iteration or args.print_data_log or args.offsets_decoder
+    mismatches: dict[str, list[tuple[int, int]]] = {}
+    status = 0
+    for path in files:
+        out.write(f"Dumping {path}\n")
+        name = os.path.basename(path)
+        suffix = name[name.rfind("."):] if "." in name else ""
+        try:
+            if suffix == LOG_FILE_SUFFIX:
+                dump_log_file(path, out, deep=deep, print_data=args.print_data_log
+                              or args.offsets_decoder, offsets_decoder=args.offsets_decoder,
+                              skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes)
+            elif suffix == INDEX_FILE_SUFFIX:
+                dump_index(path, out, sanity_only=args.index_sanity_check,
+                           verify_only=args.verify_index_only, mismatches=mismatches)
+            elif suffix == TIME_INDEX_FILE_SUFFIX:
+                dump_time_index(path, out, sanity_only=args.index_sanity_check,
+                                verify_only=args.verify_index_only, err=err)
+            elif suffix == PRODUCER_SNAPSHOT_FILE_SUFFIX:
+                dump_snapshot(path, out, err)
+            elif suffix == TXN_INDEX_FILE_SUFFIX:
+                dump_txn_index(path, out)
+            else:
+                err.write(f"Ignoring unknown file {path}\n")
+        except (OSError, ValueError, CorruptIndexException, CorruptRecordException) as exc:
+            err.write(f"{exc}\n")
+            status = 1
+    for path, pairs in mismatches.items():
+        err.write(f"Mismatches in :{os.path.abspath(path)}\n")
+        for index_offset, log_offset in sorted(pairs, reverse=True):
+            err.write(f"  Index offset: {index_offset}, log offset: {log_offset}\n")
+    return status
+
+
+def _optional_long(value: int | None) -> str:
+    return "OptionalLong.empty" if value is None else f"OptionalLong[{value}]"
+
+
+def _bool(value: bool) -> str:
+    return "true" if value else "false"
+
+
+def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decoder: bool,
+                  skip_metadata: bool, max_bytes: int = INT_MAX) -> None:
+    out.write(f"Log starting offset: {offset_from_filename(path)}\n")
+    with open(path, "rb") as f:
+        data = f.read(max_bytes if max_bytes < INT_MAX else -1)
+    view = memoryview(data)
+    position = 0
+    last_offset = -1
+    while position + RECORD_BATCH_OVERHEAD <= len(data):
+        batch_length = struct.unpack_from(">i", data, position + 8)[0]
+        size = LOG_OVERHEAD + batch_length
+        if batch_length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or position + size > len(data):
+            break
+        header = read_header(data, position)
+        batch = view[position:position + size]
+        valid = header.magic == 2 and crc32c(batch[ATTRIBUTES_OFFSET:]) == header.crc
+        delete_horizon = (header.base_timestamp if header.attributes & _DELETE_HORIZON_BIT
+                          else None)
+        ts_type = "LogAppendTime" if header.is_log_append_time else "CreateTime"
+        out.write(
+            f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
+            f"count: {header.records_count} baseSequence: {header.base_sequence} "
+            f"lastSequence: {header.last_sequence} producerId: {header.producer_id} "
+            f"producerEpoch: {header.producer_epoch} "
+            f"partitionLeaderEpoch: {header.partition_leader_epoch} "
+            f"isTransactional: {_bool(header.is_transactional)} "
+            f"isControl: {_bool(header.is_control)} "
+            f"deleteHorizonMs: {_optional_long(delete_horizon)} position: {position} "
+            f"{ts_type}: {header.max_timestamp} size: {size} magic: {header.magic} "
+            f"compresscodec: {CODEC_NAMES.get(header.compression, header.compression)} "
+            f"crc: {header.crc} isvalid: {_bool(valid)}\n")
+        if deep and valid:
+            for record in iter_records(batch):
+                last_offset = record.offset
+                line = []
+                if not skip_metadata:
+                    sequence = (-1 if header.base_sequence < 0
+                                else header.base_sequence + record.offset - header.base_offset)
+                    line.append(
+                        f"| offset: {record.offset} {ts_type}: {record.timestamp} "
+                        f"keySize: {-1 if record.key is None else len(record.key)} "
+                        f"valueSize: {-1 if record.value is None else len(record.value)} "
+                        f"sequence: {sequence} "
+                        f"headerKeys: [{','.join(k for k, _ in record.headers)}]")
+                    if header.is_control and record.key is not None and len(record.key) >= 4:
+                        control_type = struct.unpack_from(">h", record.key, 2)[0]
+                        if control_type in (0, 1) and record.value is not None \
+                                and len(record.value) >= 6:
+                            epoch = struct.unpack_from(">i", record.value, 2)[0]
+                            line.append(f" endTxnMarker: {'COMMIT' if control_type else 'ABORT'}"
+                                        f" coordinatorEpoch: {epoch}")
+                        else:
+                            line.append(f" controlType: UNKNOWN({control_type})")
+                if print_data and not header.is_control:
+                    prefix = "| " if skip_metadata else " "
+                    if offsets_decoder:
+                        key_text, payload = format_offsets_record(record.offset, record.key,
+                                                                  record.value)
+                    else:
+                        key_text = None if record.key is None else \
+                            record.key.decode("utf-8", "replace")
+                        payload = None if record.value is None else \
+                            record.value.decode("utf-8", "replace")
+                    if key_text is not None:
+                        line.append(f"{prefix}key: {key_text}")
+                        prefix = " "
+                    if payload is not None:
+                        line.append(f"{prefix}payload: {payload}")
+                out.write("".join(line) + "\n")
+        position += size
+    trailing = len(data) - position
+    if trailing > 0 and max_bytes == INT_MAX:
+        out.write(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}\n")
+
+
+def _sibling(path: str, suffix: str) -> str:
+    return os.path.join(os.path.dirname(path), f"{offset_from_filename(path):020d}{suffix}")
+
+
+def _batch_last_offset_at(log_path: str, position: int) -> int | None:
+    try:
+        with open(log_path, "rb") as f:
+            f.seek(position)
+            head = f.read(RECORD_BATCH_OVERHEAD)
+    except FileNotFoundError:
+        return None
+    if len(head) < RECORD_BATCH_OVERHEAD:
+        return None
+    return read_header(head).last_offset
+
+
+def dump_index(path: str, out, *, sanity_only: bool, verify_only: bool,
+               mismatches: dict) -> None:
+    base = offset_from_filename(path)
+    index = OffsetIndex(path, base, writable=False)
+    try:
+        if index.entries == 0:
+            out.write(f"{path} is empty.\n")
+            return
+        if sanity_only:
+            index.sanity_check()
+            out.write(f"{path} passed sanity check.\n")
+            return
+        log_path = _sibling(path, LOG_FILE_SUFFIX)
+        for i in range(index.entries):
+            entry = index.entry(i)
+            # A crash leaves zero entries after the real ones: stop at the first.
+            if i > 0 and entry.offset == base:
+                return
+            found = _batch_last_offset_at(log_path, entry.position)
+            if found != entry.offset:
+                mismatches.setdefault(path, []).append((entry.offset, -1 if found is None
+                                                        else found))
+            if not verify_only:
+                out.write(f"offset: {entry.offset} position: {entry.position}\n")
+    finally:
+        index.close_handler()
+
+
+def dump_time_index(path: str, out, *, sanity_only: bool, verify_only: bool, err) -> None:
+    base = offset_from_filename(path)
+    index = TimeIndex(path, base, writable=False)
+    try:
+        if sanity_only:
+            index.sanity_check()
+            out.write(f"{path} passed sanity check.\n")
+            return
+        previous = -1
+        for i in range(index.entries):
+            entry = index.entry(i)
+            if i > 0 and entry.offset == base:
+                return
+            if previous >= entry.timestamp:
+                err.write(f"Found out of order timestamp in :{os.path.abspath(path)}\n"
+                          f"  Index timestamp: {entry.timestamp}, Previously indexed "
+                          f"timestamp: {previous}\n")
+            if not verify_only:
+                out.write(f"timestamp: {entry.timestamp} offset: {entry.offset}\n")
+            previous = entry.timestamp
+    finally:
+        index.close_handler()
+
+
+def dump_snapshot(path: str, out, err) -> None:
+    try:
+        entries = read_snapshot(path)
+    except CorruptRecordException as exc:
+        err.write(f"{exc}\n")
+        return
+    for entry in entries:
+        line = (f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+                f"coordinatorEpoch: {entry.coordinator_epoch} "
+                f"currentTxnFirstOffset: {_optional_long(entry.current_txn_first_offset)} "
+                f"lastTimestamp: {entry.last_timestamp}")
+        if entry.batch_metadata:
+            meta = entry.batch_metadata[0]
+            line += (f" firstSequence: {meta.first_seq} lastSequence: {meta.last_seq} "
+                     f"lastOffset: {meta.last_offset} offsetDelta: {meta.offset_delta} "
+                     f"timestamp: {meta.timestamp}")
+        out.write(line + "\n")
+
+
+def dump_txn_index(path: str, out) -> None:
+    for txn in TransactionIndex(offset_from_filename(path), path).entries:
+        out.write(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+                  f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}\n")
