@@ -1,0 +1,61 @@
+"""Record batches (Kafka's v2 on-disk and on-wire bytes) to Arrow rows of
+Spark's Kafka schema.
+
+Both sources end here: the offline reader with bytes read from segment
+files, the broker reader with the records of a Fetch response. Decoding is
+kfast's columnar decoder (the broker's own codec, in Cython); this module only
+adds what a Kafka *consumer* adds on top of the log:
+
+- control batches (transaction markers) are not records: the decoder leaves
+  them out;
+- batches straddle the requested range, so rows outside ``[start, end)`` are
+  cut off (a zero-copy slice: offsets grow within a partition);
+- a record without headers has ``headers = null`` in Spark, not ``[]``;
+- ``topic`` and ``partition`` are constant columns.
+"""
+from __future__ import annotations
+
+from typing import Optional
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from kfast._ext.columnar import decode_columnar
+from kfast_spark.schema import arrow_schema
+
+
+def records_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
+                     include_headers: bool) -> Optional[pa.RecordBatch]:
+    """Rows of the records in ``buffer`` (concatenated v2 batches of one
+    partition) whose offsets are in ``[start, end)``, or None if there are
+    none. A trailing partial batch is ignored, as a consumer ignores one at the
+    end of a fetch; corrupt batches raise CorruptRecordException."""
+    decoded = decode_columnar(buffer, arrow=True, include_headers=include_headers)
+    offsets = decoded.column("offset")
+    first = pc.sum(pc.less(offsets, start)).as_py() or 0
+    last = pc.sum(pc.less(offsets, end)).as_py() or 0
+    if last <= first:
+        return None
+    decoded = decoded.slice(first, last - first)
+    count = decoded.num_rows
+    columns = [
+        decoded.column("key"),
+        decoded.column("value"),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        decoded.column("offset"),
+        decoded.column("timestamp"),
+        decoded.column("timestampType"),
+    ]
+    if include_headers:
+        columns.append(_null_when_empty(decoded.column("headers")))
+    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
+
+
+def _null_when_empty(headers: pa.ListArray) -> pa.ListArray:
+    # Spark's Kafka source gives a record without headers a null array.
+    lengths = pc.list_value_length(headers)
+    empty = pc.equal(lengths, 0)
+    if not pc.any(empty).as_py():
+        return headers
+    return pc.if_else(empty, pa.scalar(None, headers.type), headers)

@@ -1,0 +1,305 @@
+"""Reading partitions straight from a broker's log directory (no broker).
+
+Layout (Kafka's, which kfast writes too; see FORMATS.md "Log directory")::
+
+    <log dir>/<topic>-<partition>/<base offset %020d>.log    record batches
+                                  <base offset %020d>.index  sparse offset index
+    <log dir>/log-start-offset-checkpoint                    after DeleteRecords
+
+Partition directories renamed for deletion (``...-delete``) or being moved
+between log dirs (``...-future``) are not partitions of the log; neither are
+segment files with a temporary suffix (``.deleted``, ``.cleaned``, ``.swap``):
+only names that are exactly 20 digits + ``.log`` are segments.
+
+A partition's offsets here are its log start offset (the first segment's base
+offset, or the checkpointed log start offset if higher) up to its log end
+offset (one past the last complete batch). That is everything on disk,
+including records beyond the high watermark a live broker would not yet
+serve, and records of aborted transactions (as a ``read_uncommitted``
+consumer sees them).
+
+The last batch of the last segment may be torn by an unclean shutdown: it is
+ignored, as Kafka's log recovery truncates it. A bad batch anywhere else is
+corruption and raises.
+"""
+from __future__ import annotations
+
+import os
+import re
+import struct
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Tuple
+
+import pyarrow as pa
+
+from kfast.protocol.errors import CorruptRecordException
+from kfast_spark.decoding import records_to_arrow
+from kfast_spark.options import TopicPartition
+from kfast_spark.planning import report_data_loss
+
+LOG_SUFFIX = ".log"
+INDEX_SUFFIX = ".index"
+LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
+# The KRaft metadata log lives in a log dir too but is no topic a consumer sees.
+METADATA_TOPIC = "__cluster_metadata"
+
+_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
+_SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
+
+# Record batch v2 header: what is needed to walk batches without decoding.
+#   baseOffset int64 @0, batchLength int32 @8, magic int8 @16,
+#   lastOffsetDelta int32 @23; a whole batch is 12 + batchLength bytes.
+_LOG_OVERHEAD = 12
+_MAGIC_AT = 16
+_LAST_OFFSET_DELTA_AT = 23
+_BATCH_HEADER_SIZE = 61
+_OFFSET_AND_LENGTH = struct.Struct(">qi")
+_INT32 = struct.Struct(">i")
+# Offset index entry: relative offset int32, position int32.
+_INDEX_ENTRY = struct.Struct(">ii")
+
+#: Bytes read from a segment per decoded chunk: bounds executor memory while
+#: keeping Arrow batches large.
+DEFAULT_CHUNK_BYTES = 8 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class LogSegmentFile:
+    base_offset: int
+    log_path: str
+
+    @property
+    def index_path(self) -> str:
+        return self.log_path[:-len(LOG_SUFFIX)] + INDEX_SUFFIX
+
+
+def list_partition_dirs(log_dir: str) -> Dict[TopicPartition, str]:
+    """The partitions stored in ``log_dir``, with their directories."""
+    if not os.path.isdir(log_dir):
+        raise ValueError(f"Log directory '{log_dir}' (option 'path') does not exist "
+                         "or is not a directory")
+    partitions = {}
+    for entry in os.scandir(log_dir):
+        if not entry.is_dir() or entry.name.endswith(("-delete", "-future")):
+            continue
+        match = _PARTITION_DIR.match(entry.name)
+        if match and match.group(1) != METADATA_TOPIC:
+            partitions[TopicPartition(match.group(1), int(match.group(2)))] = entry.path
+    return partitions
+
+
+def list_segments(partition_dir: str) -> List[LogSegmentFile]:
+    """The segments of a partition, by base offset."""
+    segments = []
+    for entry in os.scandir(partition_dir):
+        match = _SEGMENT_FILE.match(entry.name)
+        if match and entry.is_file():
+            segments.append(LogSegmentFile(int(match.group(1)), entry.path))
+    return sorted(segments, key=lambda s: s.base_offset)
+
+
+def read_log_start_offsets(log_dir: str) -> Dict[TopicPartition, int]:
+    """Entries of ``log-start-offset-checkpoint`` (version 0: a version line,
+    a count line, then ``topic partition offset`` lines); empty if absent."""
+    path = os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return {}
+    try:
+        if lines[0].strip() != "0":
+            raise ValueError
+        count = int(lines[1])
+        entries = {}
+        for line in lines[2:2 + count]:
+            topic, partition, offset = line.split()
+            entries[TopicPartition(topic, int(partition))] = int(offset)
+        return entries
+    except (ValueError, IndexError):
+        raise CorruptRecordException(f"Malformed checkpoint file {path}") from None
+
+
+def log_offsets(partition_dir: str, checkpointed_log_start: Optional[int] = None
+                ) -> Tuple[int, int]:
+    """(log start offset, log end offset) of a partition."""
+    segments = list_segments(partition_dir)
+    if not segments:
+        start = checkpointed_log_start or 0
+        return start, start
+    log_start = segments[0].base_offset
+    if checkpointed_log_start is not None:
+        log_start = max(log_start, checkpointed_log_start)
+    # The end: one past the last complete batch of the last non-empty segment.
+    for position, segment in enumerate(reversed(segments)):
+        end = _segment_end_offset(segment, is_last=position == 0)
+        if end is not None:
+            return log_start, max(end, log_start)
+    return log_start, max(segments[-1].base_offset, log_start)
+
+
+def read_range(partition_dir: str, topic_partition: TopicPartition, start: int, end: int,
+               include_headers: bool, *, fail_on_data_loss: bool = True,
+               chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[pa.RecordBatch]:
+    """Rows of the records with offsets in ``[start, end)``, as Arrow batches
+    of Spark's Kafka schema, read from the partition's segment files."""
+    if start >= end:
+        return
+    segments = list_segments(partition_dir)
+    if not segments or segments[0].base_offset > start:
+        # Retention removed segments after the read was planned.
+        report_data_loss(
+            fail_on_data_loss, "COULD_NOT_READ_OFFSET_RANGE",
+            f"Could not read records in offset [{start}, {end}) for topic partition "
+            f"{topic_partition}: the first segment of {partition_dir} starts at "
+            f"{segments[0].base_offset if segments else 'no segment'}.")
+    first = max((i for i, s in enumerate(segments) if s.base_offset <= start), default=0)
+    for i in range(first, len(segments)):
+        segment = segments[i]
+        if segment.base_offset >= end:
+            break
+        is_last = i == len(segments) - 1
+        for chunk in _read_chunks(segment, start, end, is_last, chunk_bytes):
+            batch = records_to_arrow(chunk, topic_partition.topic, topic_partition.partition,
+                                     start, end, include_headers)
+            if batch is not None:
+                yield batch
+
+
+def _read_chunks(segment: LogSegmentFile, start: int, end: int, is_last: bool,
+                 chunk_bytes: int) -> Iterator[bytes]:
+    """Runs of whole batches of ``segment`` that hold offsets in
+    ``[start, end)``, each about ``chunk_bytes`` long (or one batch if larger)."""
+    with open(segment.log_path, "rb") as f:
+        fd = f.fileno()
+        file_size = os.fstat(fd).st_size
+        position = _start_position(segment, fd, file_size, start)
+        while position < file_size:
+            block = os.pread(fd, min(chunk_bytes, file_size - position), position)
+            walked, needed, done = _walk_batches(
+                block, segment, position, file_size, start, end, is_last)
+            included = [(begin, stop) for begin, stop, wanted in walked if wanted]
+            if included:
+                # Offsets grow through the log, so wanted batches are contiguous.
+                yield block[included[0][0]:included[-1][1]]
+            if walked:
+                position += walked[-1][1]
+            elif needed:
+                # One batch larger than a block (its bytes are all in the file).
+                yield os.pread(fd, needed, position)
+                position += needed
+            if done or not (walked or needed):
+                return
+
+
+def _walk_batches(block: bytes, segment: LogSegmentFile, block_position: int, file_size: int,
+                  start: int, end: int, is_last: bool):
+    """Walk the whole batches at the start of ``block``.
+
+    Returns ``(batches, needed, done)``: ``batches`` lists ``(begin, end,
+    included)`` byte ranges in ``block``; ``needed`` is the size of a batch
+    that starts in the block but does not fit it; ``done`` says the segment
+    has nothing more for this range (past ``end``, or its torn tail)."""
+    batches = []
+    i = 0
+    size = len(block)
+    while True:
+        if size - i < _LOG_OVERHEAD:
+            if block_position + i + (size - i) >= file_size and size - i > 0:
+                return batches, 0, _torn_tail(segment, block_position + i, is_last)
+            return batches, 0, block_position + i >= file_size
+        base_offset, batch_length = _OFFSET_AND_LENGTH.unpack_from(block, i)
+        total = _LOG_OVERHEAD + batch_length
+        if batch_length < _BATCH_HEADER_SIZE - _LOG_OVERHEAD:
+            return batches, 0, _torn_tail(segment, block_position + i, is_last)
+        if block_position + i + total > file_size:
+            return batches, 0, _torn_tail(segment, block_position + i, is_last)
+        if base_offset >= end:
+            return batches, 0, True
+        if i + total > size:
+            return batches, total, False
+        magic = block[i + _MAGIC_AT]
+        if magic != 2:
+            raise CorruptRecordException(
+                f"Batch at position {block_position + i} of {segment.log_path} has magic "
+                f"{magic}; kfast-segments reads record batch v2 (Kafka 0.11+) only")
+        last_offset = base_offset + _INT32.unpack_from(block, i + _LAST_OFFSET_DELTA_AT)[0]
+        batches.append((i, i + total, last_offset >= start))
+        i += total
+
+
+def _torn_tail(segment: LogSegmentFile, position: int, is_last: bool) -> bool:
+    if is_last:
+        return True  # an unclean shutdown's partial write: recovery would truncate it
+    raise CorruptRecordException(
+        f"Incomplete or invalid batch at position {position} of {segment.log_path}, "
+        "which is not the last segment of its partition")
+
+
+def _segment_end_offset(segment: LogSegmentFile, is_last: bool) -> Optional[int]:
+    """One past the last offset of the segment's last complete batch, or
+    None for an empty segment."""
+    with open(segment.log_path, "rb") as f:
+        fd = f.fileno()
+        file_size = os.fstat(fd).st_size
+        position = _last_indexed_position(segment, file_size)
+        last_offset = None
+        while position + _BATCH_HEADER_SIZE <= file_size:
+            header = os.pread(fd, _BATCH_HEADER_SIZE, position)
+            base_offset, batch_length = _OFFSET_AND_LENGTH.unpack_from(header)
+            total = _LOG_OVERHEAD + batch_length
+            if batch_length < _BATCH_HEADER_SIZE - _LOG_OVERHEAD or position + total > file_size:
+                _torn_tail(segment, position, is_last)
+                break
+            last_offset = base_offset + _INT32.unpack_from(header, _LAST_OFFSET_DELTA_AT)[0]
+            position += total
+        else:
+            if position < file_size:
+                _torn_tail(segment, position, is_last)
+    return None if last_offset is None else last_offset + 1
+
+
+# --- the sparse offset index ----------------------------------------------------
+
+def _index_entries(segment: LogSegmentFile, file_size: int) -> List[Tuple[int, int]]:
+    """Valid ``(offset, position)`` entries of the segment's offset index.
+
+    An index still open by a broker (or left by a crash) is preallocated and
+    ends in zeros; entries are valid while offsets and positions grow and
+    positions fall inside the log. The index only speeds reading up: a
+    missing or damaged one just means reading from the segment's start."""
+    try:
+        with open(segment.index_path, "rb") as f:
+            data = f.read()
+    except OSError:
+        return []
+    entries = []
+    last_offset = last_position = -1
+    for relative_offset, position in _INDEX_ENTRY.iter_unpack(data[:len(data) // 8 * 8]):
+        if relative_offset <= last_offset or position <= last_position or position >= file_size:
+            break
+        entries.append((segment.base_offset + relative_offset, position))
+        last_offset, last_position = relative_offset, position
+    return entries
+
+
+def _start_position(segment: LogSegmentFile, fd: int, file_size: int, start: int) -> int:
+    """Where to begin reading for ``start``: the batch of the last index entry
+    at or below it (an entry names a batch's last offset and its position), if
+    that batch checks out; else the segment's start."""
+    position = 0
+    for offset, entry_position in _index_entries(segment, file_size):
+        if offset > start:
+            break
+        position = entry_position
+    if position:
+        header = os.pread(fd, _BATCH_HEADER_SIZE, position)
+        if len(header) < _BATCH_HEADER_SIZE or header[_MAGIC_AT] != 2 \
+                or _OFFSET_AND_LENGTH.unpack_from(header)[0] > start:
+            return 0
+    return position
+
+
+def _last_indexed_position(segment: LogSegmentFile, file_size: int) -> int:
+    entries = _index_entries(segment, file_size)
+    return entries[-1][1] if entries else 0

@@ -1,0 +1,244 @@
+"""The offline log-directory reader: the files, then the kfast-segments source in Spark."""
+import json
+import os
+
+import pytest
+
+from kfast.compression import (
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+)
+from kfast.protocol.errors import CorruptRecordException
+from kfast_spark.options import TopicPartition
+from kfast_spark.planning import KafkaDataLossError
+from kfast_spark.schema import KAFKA_SCHEMA, KAFKA_SCHEMA_WITH_HEADERS, arrow_schema
+from kfast_spark.segments import list_partition_dirs, log_offsets, read_range
+
+from kafka_log_writer import PartitionLogWriter, records
+
+ORDERS = "orders"
+EVENTS = "events.v1"
+CODECS = (COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4,
+          COMPRESSION_ZSTD)
+
+
+def write_log_dir(log_dir):
+    """orders-0: three segments, every codec, headers, null keys, a control
+    batch, a LogAppendTime batch, an offset gap, a torn tail. orders-1: one
+    segment with a preallocated (zero-padded) index. orders-2: empty.
+    events.v1-0: a few records. Plus what must be ignored."""
+    p0 = PartitionLogWriter(str(log_dir), ORDERS, 0)
+    for codec in CODECS:
+        p0.append(records(4, start=p0.next_offset,
+                          headers=lambda i: [("h", b"%d" % i), ("empty", None)] if i % 2 else []),
+                  codec=codec)
+    p0.append(records(3, start=100, key=lambda i: None), transactional=True)
+    p0.append_control(commit=True)
+    p0.roll()
+    p0.append(records(5, start=200), codec=COMPRESSION_ZSTD, log_append_time=1_800_000_000_123)
+    p0.append(records(2, start=300), offset_gap=3)
+    p0.roll()
+    p0.append(records(6, start=400, headers=lambda i: [("trace", b"t%d" % i)]),
+              codec=COMPRESSION_LZ4)
+    p0.append(records(1, start=500))
+    p0.append_torn_tail(records(3, start=600))
+    p0.close()
+
+    p1 = PartitionLogWriter(str(log_dir), ORDERS, 1)
+    for n in range(6):
+        p1.append(records(5, start=1000 + 5 * n), codec=CODECS[n % len(CODECS)])
+    p1.roll(preallocated_index_tail=32)
+    p1.append(records(2, start=2000))
+    p1.close()
+
+    p2 = PartitionLogWriter(str(log_dir), ORDERS, 2)
+    p2.close()
+
+    events = PartitionLogWriter(str(log_dir), EVENTS, 0)
+    events.append(records(3, start=0, headers=lambda i: [("a", b"b")]))
+    events.close()
+
+    # Not part of the log: a partition dir pending deletion, a deleted segment,
+    # the metadata log.
+    deleted_dir = log_dir / "orders-3.0123456789abcdef-delete"
+    deleted_dir.mkdir()
+    (deleted_dir / f"{0:020d}.log").write_bytes(b"garbage")
+    (log_dir / f"{ORDERS}-0" / f"{0:020d}.log.deleted").write_bytes(b"garbage")
+    (log_dir / "__cluster_metadata-0").mkdir()
+    return {TopicPartition(ORDERS, 0): p0, TopicPartition(ORDERS, 1): p1,
+            TopicPartition(ORDERS, 2): p2, TopicPartition(EVENTS, 0): events}
+
+
+@pytest.fixture(scope="module")
+def log_dir(tmp_path_factory):
+    path = tmp_path_factory.mktemp("log-dir")
+    writers = write_log_dir(path)
+    return path, writers
+
+
+def expected_rows(writers, include_headers=True, select=lambda row: True):
+    rows = [row for w in writers.values() for row in w.rows if select(row)]
+    if not include_headers:
+        rows = [{k: v for k, v in row.items() if k != "headers"} for row in rows]
+    return sorted(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
+
+
+def rows_from_arrow(batches):
+    rows = []
+    for batch in batches:
+        for row in batch.to_pylist():
+            row["timestamp_ms"] = int(row.pop("timestamp").timestamp() * 1000)
+            if row.get("headers") is not None:
+                row["headers"] = [(h["key"], h["value"]) for h in row["headers"]]
+            rows.append(row)
+    return rows
+
+
+# --- the files, without Spark -------------------------------------------------------
+
+def test_partitions_in_the_log_dir(log_dir):
+    path, _ = log_dir
+    assert sorted(list_partition_dirs(str(path))) == [
+        TopicPartition(EVENTS, 0), TopicPartition(ORDERS, 0), TopicPartition(ORDERS, 1),
+        TopicPartition(ORDERS, 2)]
+
+
+def test_log_offsets_ignore_the_torn_tail(log_dir):
+    path, writers = log_dir
+    for tp, writer in writers.items():
+        start, end = log_offsets(os.path.join(path, f"{tp.topic}-{tp.partition}"))
+        assert (start, end) == (0, writer.next_offset), tp
+
+
+def test_log_start_offset_from_checkpoint_wins_when_higher(log_dir):
+    path, _ = log_dir
+    assert log_offsets(str(path / "orders-1"), 12) == (12, 32)
+
+
+@pytest.mark.parametrize("include_headers", [False, True])
+def test_read_range_returns_every_record_with_the_arrow_types(log_dir, include_headers):
+    path, writers = log_dir
+    tp = TopicPartition(ORDERS, 0)
+    batches = list(read_range(str(path / "orders-0"), tp, 0, writers[tp].next_offset,
+                              include_headers))
+    assert all(b.schema.equals(arrow_schema(include_headers)) for b in batches)
+    expected = expected_rows({tp: writers[tp]}, include_headers)
+    assert rows_from_arrow(batches) == expected
+
+
+@pytest.mark.parametrize("start, end", [(0, 1), (3, 9), (21, 31), (22, 27), (24, 34),
+                                        (35, 41), (10, 10)])
+def test_read_range_cuts_batches_at_the_range(log_dir, start, end):
+    path, writers = log_dir
+    tp = TopicPartition(ORDERS, 0)
+    got = rows_from_arrow(read_range(str(path / "orders-0"), tp, start, end, True))
+    assert got == expected_rows({tp: writers[tp]}, True,
+                                lambda row: start <= row["offset"] < end)
+
+
+@pytest.mark.parametrize("chunk_bytes", [64, 300, 1 << 20])
+def test_read_range_chunking_does_not_change_rows(log_dir, chunk_bytes):
+    path, writers = log_dir
+    tp = TopicPartition(ORDERS, 1)
+    got = rows_from_arrow(read_range(str(path / "orders-1"), tp, 7, 31, False,
+                                     chunk_bytes=chunk_bytes))
+    assert got == expected_rows({tp: writers[tp]}, False, lambda row: 7 <= row["offset"] < 31)
+
+
+def test_range_below_the_first_segment_is_data_loss(tmp_path):
+    writer = PartitionLogWriter(str(tmp_path), "t", 0, next_offset=50)
+    writer.append(records(2))
+    writer.close()
+    with pytest.raises(KafkaDataLossError, match="COULD_NOT_READ_OFFSET_RANGE"):
+        list(read_range(str(tmp_path / "t-0"), TopicPartition("t", 0), 10, 52, False))
+    got = rows_from_arrow(read_range(str(tmp_path / "t-0"), TopicPartition("t", 0), 10, 52,
+                                     False, fail_on_data_loss=False))
+    assert [row["offset"] for row in got] == [50, 51]
+
+
+def test_bad_batch_in_a_middle_segment_is_corruption(tmp_path):
+    writer = PartitionLogWriter(str(tmp_path), "t", 0)
+    writer.append(records(2))
+    writer.append_torn_tail(records(2))
+    writer.roll()
+    writer.append(records(2))
+    writer.close()
+    with pytest.raises(CorruptRecordException, match="not the last segment"):
+        list(read_range(str(tmp_path / "t-0"), TopicPartition("t", 0), 0, 4, False))
+
+
+# --- the data source in Spark --------------------------------------------------------
+
+def read(spark, path, **options):
+    reader = spark.read.format("kfast-segments").option("path", str(path))
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def collect_rows(df):
+    rows = []
+    # Sorted here, not by Spark: a sort is a shuffle, seconds on a small machine.
+    for row in df.selectExpr("*", "unix_millis(timestamp) AS timestamp_ms") \
+            .drop("timestamp").collect():
+        row = row.asDict()
+        row["key"] = None if row["key"] is None else bytes(row["key"])
+        row["value"] = None if row["value"] is None else bytes(row["value"])
+        if row.get("headers") is not None:
+            row["headers"] = [(h["key"], None if h["value"] is None else bytes(h["value"]))
+                              for h in row["headers"]]
+        rows.append(row)
+    return sorted(rows, key=lambda r: (r["topic"], r["partition"], r["offset"]))
+
+
+def test_schema_is_sparks_kafka_schema(spark, log_dir):
+    path, _ = log_dir
+    assert read(spark, path, subscribe=ORDERS).schema == KAFKA_SCHEMA
+    assert read(spark, path, subscribe=ORDERS, includeHeaders="true").schema \
+        == KAFKA_SCHEMA_WITH_HEADERS
+
+
+def test_reads_exactly_the_written_records(spark, log_dir):
+    path, writers = log_dir
+    df = read(spark, path, subscribePattern="orders|events\\..*", includeHeaders="true")
+    assert collect_rows(df) == expected_rows(writers)
+    # One input partition per non-empty Kafka partition.
+    assert df.rdd.getNumPartitions() == 3
+
+
+def test_offset_ranges_and_min_partitions(spark, log_dir):
+    path, writers = log_dir
+    df = read(spark, path, assign=json.dumps({ORDERS: [0, 1]}),
+              startingOffsets=json.dumps({ORDERS: {"0": 3, "1": -2}}),
+              endingOffsets=json.dumps({ORDERS: {"0": 30, "1": -1}}), minPartitions="6")
+
+    def wanted(row):
+        return row["topic"] == ORDERS and (
+            (row["partition"] == 0 and 3 <= row["offset"] < 30) or row["partition"] == 1)
+    assert collect_rows(df) == expected_rows(writers, False, wanted)
+    # 27 + 32 offsets cut into round(27/59*6) = 3 and round(32/59*6) = 3 pieces.
+    assert df.rdd.getNumPartitions() == 6
+
+
+def test_count_and_filters(spark, log_dir):
+    path, writers = log_dir
+    df = read(spark, path, subscribe=ORDERS)
+    assert df.count() == len(writers[TopicPartition(ORDERS, 0)].rows) \
+        + len(writers[TopicPartition(ORDERS, 1)].rows)
+    assert df.filter("partition = 0 AND key IS NULL").count() == 3
+    assert df.filter("timestampType = 1").count() == 5
+    assert df.filter("partition = 1 AND offset >= 30").count() == 2
+
+
+def test_planning_errors_name_the_option(spark, log_dir):
+    path, _ = log_dir
+    with pytest.raises(Exception, match="Unknown option for the kfast-segments source: "
+                                        "'startingoffset'"):
+        read(spark, path, subscribe=ORDERS, startingOffset="earliest")
+    with pytest.raises(Exception, match="starting offset can't be latest for batch queries"):
+        read(spark, path, subscribe=ORDERS, startingOffsets="latest").collect()
+    with pytest.raises(Exception, match="Partitions \\[orders-9\\] have been deleted"):
+        read(spark, path, assign=json.dumps({ORDERS: [9]})).collect()
