@@ -1,0 +1,226 @@
+# Record batch v2 (magic 2), shared declarations. Layout (big-endian), from
+# Kafka's DefaultRecordBatch:
+#
+#   RecordBatch :=
+#     0  baseOffset            int64    not covered by the CRC
+#     8  batchLength           int32    bytes after this field (total = 12 + batchLength)
+#    12  partitionLeaderEpoch  int32    not covered by the CRC
+#    16  magic                 int8     = 2
+#    17  crc                   uint32   CRC-32C of bytes 21 .. end
+#    21  attributes            int16    bits 0-2 codec, 3 timestampType (1 = LogAppendTime),
+#                                       4 isTransactional, 5 isControl, 6 hasDeleteHorizon
+#    23  lastOffsetDelta       int32
+#    27  baseTimestamp         int64
+#    35  maxTimestamp          int64
+#    43  producerId            int64
+#    51  producerEpoch         int16
+#    53  baseSequence          int32
+#    57  recordsCount          int32
+#    61  records               Record * recordsCount (the only part that is compressed)
+#
+#   Record :=                                   (DefaultRecord; all varints zigzag)
+#     length          varint   bytes after this field
+#     attributes      int8     unused, 0
+#     timestampDelta  varlong  timestamp - baseTimestamp
+#     offsetDelta     varint   offset - baseOffset
+#     keyLength       varint   -1 = null key
+#     key             byte * keyLength
+#     valueLength     varint   -1 = null value
+#     value           byte * valueLength
+#     headerCount     varint
+#     Header * headerCount
+#
+#   Header :=
+#     headerKeyLength    varint   >= 0 (a null header key is invalid)
+#     headerKey          UTF-8 * headerKeyLength
+#     headerValueLength  varint   -1 = null value
+#     headerValue        byte * headerValueLength
+#
+# Legacy message sets (magic 0 and 1) put their magic byte at offset 16 too,
+# which is how a reader tells the formats apart (see peek_magic).
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+
+from kfast._ext.varint cimport read_varint, read_varlong, VARINT_OK
+
+cdef enum:
+    BASE_OFFSET_OFFSET = 0
+    LENGTH_OFFSET = 8
+    PARTITION_LEADER_EPOCH_OFFSET = 12
+    MAGIC_OFFSET = 16
+    CRC_OFFSET = 17
+    ATTRIBUTES_OFFSET = 21
+    LAST_OFFSET_DELTA_OFFSET = 23
+    BASE_TIMESTAMP_OFFSET = 27
+    MAX_TIMESTAMP_OFFSET = 35
+    PRODUCER_ID_OFFSET = 43
+    PRODUCER_EPOCH_OFFSET = 51
+    BASE_SEQUENCE_OFFSET = 53
+    RECORDS_COUNT_OFFSET = 57
+    RECORDS_OFFSET = 61
+    # = RECORDS_OFFSET: the header of a batch; also the smallest valid batch.
+    RECORD_BATCH_OVERHEAD = 61
+    # baseOffset + batchLength: the part outside batchLength.
+    LOG_OVERHEAD = 12
+    # batchLength of a batch with no records.
+    MIN_BATCH_LENGTH = 49
+    CURRENT_MAGIC = 2
+
+    COMPRESSION_CODEC_MASK = 0x07
+    TIMESTAMP_TYPE_MASK = 0x08
+    TRANSACTIONAL_FLAG_MASK = 0x10
+    CONTROL_FLAG_MASK = 0x20
+    DELETE_HORIZON_FLAG_MASK = 0x40
+
+    # Outcome of parse_record.
+    RECORD_OK = 0
+    RECORD_BAD_LENGTH = 1          # length varint malformed, <= 0 or past the section
+    RECORD_MALFORMED = 2           # a field runs past the record's declared length
+    RECORD_BAD_KEY_LENGTH = 3
+    RECORD_BAD_VALUE_LENGTH = 4
+    RECORD_BAD_HEADER_COUNT = 5
+    RECORD_BAD_HEADER_KEY = 6
+    RECORD_BAD_HEADER_VALUE = 7
+    RECORD_SIZE_MISMATCH = 8       # fields end before the declared length
+
+
+# ------------------------------------------------------------- byte order
+cdef inline uint16_t load_be16(const uint8_t* p) noexcept nogil:
+    return <uint16_t>((<uint16_t>p[0] << 8) | p[1])
+
+cdef inline uint32_t load_be32(const uint8_t* p) noexcept nogil:
+    return ((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16)
+            | (<uint32_t>p[2] << 8) | <uint32_t>p[3])
+
+cdef inline uint64_t load_be64(const uint8_t* p) noexcept nogil:
+    return (<uint64_t>load_be32(p) << 32) | load_be32(p + 4)
+
+cdef inline void store_be16(uint8_t* p, uint16_t v) noexcept nogil:
+    p[0] = <uint8_t>(v >> 8)
+    p[1] = <uint8_t>v
+
+cdef inline void store_be32(uint8_t* p, uint32_t v) noexcept nogil:
+    p[0] = <uint8_t>(v >> 24)
+    p[1] = <uint8_t>(v >> 16)
+    p[2] = <uint8_t>(v >> 8)
+    p[3] = <uint8_t>v
+
+cdef inline void store_be64(uint8_t* p, uint64_t v) noexcept nogil:
+    store_be32(p, <uint32_t>(v >> 32))
+    store_be32(p + 4, <uint32_t>v)
+
+
+# ------------------------------------------------------------- records
+# One record's fields, as pointers into the records section (no copies).
+cdef struct RecordView:
+    int8_t attributes
+    int64_t timestamp_delta
+    int32_t offset_delta
+    const uint8_t* key             # NULL for a null key
+    int32_t key_length             # -1 for a null key
+    const uint8_t* value
+    int32_t value_length
+    const uint8_t* headers         # first Header
+    int32_t header_count
+    const uint8_t* end             # one past the record
+
+
+cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
+                             RecordView* r) noexcept nogil:
+    """Parse the Record at pos[0] (records section ends at `end`).
+
+    Checks every length against the record's own declared length, which is
+    checked against `end`, so nothing is read outside [pos[0], end). On
+    RECORD_OK, pos[0] moves past the record.
+    """
+    cdef const uint8_t* p = pos[0]
+    cdef const uint8_t* rend
+    cdef int32_t length, n, i
+    if read_varint(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
+        return RECORD_BAD_LENGTH
+    rend = p + length
+    r.attributes = <int8_t>p[0]
+    p += 1
+    if read_varlong(&p, rend, &r.timestamp_delta) != VARINT_OK:
+        return RECORD_MALFORMED
+    if read_varint(&p, rend, &r.offset_delta) != VARINT_OK:
+        return RECORD_MALFORMED
+    if read_varint(&p, rend, &n) != VARINT_OK:
+        return RECORD_MALFORMED
+    if n < -1 or n > rend - p:
+        return RECORD_BAD_KEY_LENGTH
+    r.key_length = n
+    if n >= 0:
+        r.key = p
+        p += n
+    else:
+        r.key = NULL
+    if read_varint(&p, rend, &n) != VARINT_OK:
+        return RECORD_MALFORMED
+    if n < -1 or n > rend - p:
+        return RECORD_BAD_VALUE_LENGTH
+    r.value_length = n
+    if n >= 0:
+        r.value = p
+        p += n
+    else:
+        r.value = NULL
+    if read_varint(&p, rend, &r.header_count) != VARINT_OK:
+        return RECORD_MALFORMED
+    # Each header takes at least two bytes: a count above that is a lie.
+    if r.header_count < 0 or r.header_count > (rend - p) // 2:
+        return RECORD_BAD_HEADER_COUNT
+    r.headers = p
+    for i in range(r.header_count):
+        if read_varint(&p, rend, &n) != VARINT_OK:
+            return RECORD_MALFORMED
+        if n < 0 or n > rend - p:
+            return RECORD_BAD_HEADER_KEY
+        p += n
+        if read_varint(&p, rend, &n) != VARINT_OK:
+            return RECORD_MALFORMED
+        if n < -1 or n > rend - p:
+            return RECORD_BAD_HEADER_VALUE
+        if n > 0:
+            p += n
+    if p != rend:
+        return RECORD_SIZE_MISMATCH
+    r.end = rend
+    pos[0] = rend
+    return RECORD_OK
+
+
+# ------------------------------------------------------------- classes
+cdef class RecordBatch:
+    cdef Py_buffer _view
+    cdef bint _has_view
+    cdef object _decompressed          # cached decompressed records section
+    cdef const uint8_t* _base          # first byte of the batch
+    cdef Py_ssize_t _size              # 12 + batchLength
+    cdef Py_ssize_t _offset            # of the batch inside the buffer
+    cdef object _decompress(self, Py_ssize_t max_output)
+    cdef object _records_section(self)
+    cdef uint8_t* _writable(self) except NULL
+
+
+cdef class BufferSlice:
+    cdef object _owner
+    cdef const uint8_t* _ptr
+    cdef Py_ssize_t _length
+
+
+cdef class Record:
+    # Python-visible fields are exposed as member descriptors (see batch.pyx,
+    # _install_record_members) under the names without the underscore.
+    cdef object _offset             # int
+    cdef object _timestamp          # int
+    cdef object _attributes         # int
+    cdef object _key                # BufferSlice or None
+    cdef object _value              # BufferSlice or None
+    cdef object _owner              # keeps the records section alive
+    cdef const uint8_t* _headers
+    cdef int32_t _header_count
+
+
+cdef Py_ssize_t patch_batch_header(uint8_t* p, Py_ssize_t available, int64_t base_offset,
+                                   int32_t partition_leader_epoch, bint set_log_append_time,
+                                   int64_t log_append_time) except -1

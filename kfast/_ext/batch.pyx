@@ -1,0 +1,1075 @@
+"""Record batch v2: header view, validation, in-place patching, iteration, builder.
+
+The layout (with every offset named) is the grammar comment in batch.pxd.
+Python callers use this through ``kfast.records``.
+
+Ownership: a RecordBatch holds a buffer export of the object it was made
+from (bytes, bytearray, memoryview, mmap, ...), so the memory stays valid and
+a bytearray cannot be resized under it. Records and BufferSlices hold a
+reference to the RecordBatch (uncompressed) or to the decompressed section
+(compressed), so they keep what they point into alive.
+"""
+cimport cython
+from cpython.object cimport PyObject
+from cpython.dict cimport PyDict_SetItem
+from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBuffer_FillInfo,
+                             PyBUF_SIMPLE, PyBUF_WRITABLE)
+from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.memoryview cimport PyMemoryView_FromMemory
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
+from libc.string cimport memcpy, memcmp
+from libc.stdint cimport INT32_MAX
+
+from kfast._ext.crc32c cimport crc32c_update
+from kfast._ext.varint cimport (read_varint, write_varint, write_varlong, varint_size,
+                                varlong_size, VARINT_OK)
+
+from kfast.protocol.errors import (CorruptRecordException, InvalidRecordException,
+                                   UnsupportedCompressionTypeException)
+from kfast import compression as _compression
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
+
+# Public constants (one definition: kfast.records re-exports these).
+from kfast.compression import COMPRESSION_NONE
+TIMESTAMP_CREATE_TIME = 0
+TIMESTAMP_LOG_APPEND_TIME = 1
+CONTROL_TYPE_ABORT = 0
+CONTROL_TYPE_COMMIT = 1
+NO_TIMESTAMP = -1
+NO_PRODUCER_ID = -1
+NO_PRODUCER_EPOCH = -1
+NO_SEQUENCE = -1
+NO_PARTITION_LEADER_EPOCH = -1
+MAGIC_VALUE_V2 = CURRENT_MAGIC
+RECORD_BATCH_OVERHEAD_BYTES = RECORD_BATCH_OVERHEAD
+LOG_OVERHEAD_BYTES = LOG_OVERHEAD
+
+cdef int MAX_CODEC = 4
+
+
+class LegacyRecordFormatError(CorruptRecordException):
+    """The bytes are a magic 0 or 1 message set, not a v2 record batch.
+
+    A subclass of CorruptRecordException, so code that only handles v2 treats
+    it as corrupt; code that converts old formats catches it first (or calls
+    ``peek_magic``) and hands the bytes to the legacy converter. ``magic`` says
+    which format it is.
+    """
+
+    def __init__(self, magic, message=None):
+        super().__init__(message or f"Message set has magic {magic}, not a v2 record batch")
+        self.magic = magic
+
+
+_RECORD_ERRORS = {
+    RECORD_BAD_LENGTH: "record length is malformed, not positive, or runs past the records section",
+    RECORD_MALFORMED: "a field runs past the record's declared length",
+    RECORD_BAD_KEY_LENGTH: "invalid key length",
+    RECORD_BAD_VALUE_LENGTH: "invalid value length",
+    RECORD_BAD_HEADER_COUNT: "invalid number of record headers",
+    RECORD_BAD_HEADER_KEY: "invalid header key length (null or past the record)",
+    RECORD_BAD_HEADER_VALUE: "invalid header value length",
+    RECORD_SIZE_MISMATCH: "record fields end before the record's declared length",
+}
+
+
+cdef object _record_error(int status, Py_ssize_t index):
+    return CorruptRecordException(f"Record {index} of the batch is corrupt: {_RECORD_ERRORS[status]}")
+
+
+# ------------------------------------------------------------- header checks
+cdef Py_ssize_t _check_header(const uint8_t* p, Py_ssize_t available) except -1:
+    """Size of the batch at p if its header and declared size fit and magic is 2."""
+    cdef int8_t magic
+    cdef int32_t batch_length
+    if available < MAGIC_OFFSET + 1:
+        raise CorruptRecordException(
+            f"Record batch is truncated: {available} bytes, the header alone needs {RECORD_BATCH_OVERHEAD}")
+    magic = <int8_t>p[MAGIC_OFFSET]
+    if magic == 0 or magic == 1:
+        raise LegacyRecordFormatError(magic)
+    if magic != CURRENT_MAGIC:
+        raise CorruptRecordException(f"Record batch has unknown magic {magic}")
+    if available < RECORD_BATCH_OVERHEAD:
+        raise CorruptRecordException(
+            f"Record batch is truncated: {available} bytes, the header alone needs {RECORD_BATCH_OVERHEAD}")
+    batch_length = <int32_t>load_be32(p + LENGTH_OFFSET)
+    if batch_length < MIN_BATCH_LENGTH:
+        raise CorruptRecordException(
+            f"Record batch is corrupt (the size {LOG_OVERHEAD + <int64_t>batch_length} is smaller than "
+            f"the minimum allowed overhead {RECORD_BATCH_OVERHEAD})")
+    if batch_length > available - LOG_OVERHEAD:
+        raise CorruptRecordException(
+            f"Record batch is truncated: declares {LOG_OVERHEAD + <int64_t>batch_length} bytes, "
+            f"{available} available")
+    return LOG_OVERHEAD + batch_length
+
+
+cdef inline uint32_t _compute_crc(const uint8_t* p, Py_ssize_t size) noexcept nogil:
+    return crc32c_update(0, p + ATTRIBUTES_OFFSET, <size_t>(size - ATTRIBUTES_OFFSET))
+
+
+cdef inline int32_t _last_sequence(int32_t base_sequence, int32_t last_offset_delta) noexcept nogil:
+    # DefaultRecordBatch.incrementSequence: sequences wrap from INT32_MAX to 0.
+    if base_sequence == -1:
+        return -1
+    if base_sequence > INT32_MAX - last_offset_delta:
+        return last_offset_delta - (INT32_MAX - base_sequence) - 1
+    return base_sequence + last_offset_delta
+
+
+def peek_magic(buffer, Py_ssize_t offset=0):
+    """The magic byte (0, 1 or 2) of the batch or legacy message at ``offset``.
+
+    Raises CorruptRecordException if fewer than 17 bytes are there.
+    """
+    cdef Py_buffer view
+    cdef int magic
+    PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE)
+    try:
+        if offset < 0 or view.len - offset < MAGIC_OFFSET + 1:
+            raise CorruptRecordException("Too few bytes to read a magic byte")
+        magic = <int8_t>(<const uint8_t*>view.buf)[offset + MAGIC_OFFSET]
+    finally:
+        PyBuffer_Release(&view)
+    return magic
+
+
+# ------------------------------------------------------------- RecordBatch
+@cython.final
+@cython.freelist(16)
+cdef class RecordBatch:
+    """A v2 record batch at ``offset`` in ``buffer``: header fields, checks, records.
+
+    Construction checks only that the 61-byte header and the declared size fit
+    in the buffer and that magic is 2 (magic 0/1: LegacyRecordFormatError,
+    anything else wrong: CorruptRecordException). ``is_valid()`` checks the
+    CRC; ``validate()`` checks everything the broker checks on produce.
+    Iterating yields Record objects.
+    """
+
+    def __cinit__(self, buffer, Py_ssize_t offset=0):
+        PyObject_GetBuffer(buffer, &self._view, PyBUF_SIMPLE)
+        self._has_view = True
+        if offset < 0 or offset > self._view.len:
+            raise CorruptRecordException(f"Batch offset {offset} outside a buffer of {self._view.len} bytes")
+        self._offset = offset
+        self._base = <const uint8_t*>self._view.buf + offset
+        self._size = _check_header(self._base, self._view.len - offset)
+
+    def __dealloc__(self):
+        if self._has_view:
+            PyBuffer_Release(&self._view)
+            self._has_view = False
+
+    def __repr__(self):
+        return (f"RecordBatch(base_offset={self.base_offset}, last_offset={self.last_offset}, "
+                f"records_count={self.records_count}, compression={self.compression}, "
+                f"size_in_bytes={self._size})")
+
+    # --- header fields
+    @property
+    def base_offset(self):
+        return <int64_t>load_be64(self._base + BASE_OFFSET_OFFSET)
+
+    @property
+    def batch_length(self):
+        return <int32_t>load_be32(self._base + LENGTH_OFFSET)
+
+    @property
+    def size_in_bytes(self):
+        return self._size
+
+    @property
+    def partition_leader_epoch(self):
+        return <int32_t>load_be32(self._base + PARTITION_LEADER_EPOCH_OFFSET)
+
+    @property
+    def magic(self):
+        return <int8_t>self._base[MAGIC_OFFSET]
+
+    @property
+    def crc(self):
+        return load_be32(self._base + CRC_OFFSET)
+
+    @property
+    def attributes(self):
+        return <int16_t>load_be16(self._base + ATTRIBUTES_OFFSET)
+
+    @property
+    def compression(self):
+        return self._base[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
+
+    @property
+    def timestamp_type(self):
+        return 1 if self._base[ATTRIBUTES_OFFSET + 1] & TIMESTAMP_TYPE_MASK else 0
+
+    @property
+    def is_transactional(self):
+        return bool(self._base[ATTRIBUTES_OFFSET + 1] & TRANSACTIONAL_FLAG_MASK)
+
+    @property
+    def is_control(self):
+        return bool(self._base[ATTRIBUTES_OFFSET + 1] & CONTROL_FLAG_MASK)
+
+    @property
+    def has_delete_horizon(self):
+        return bool(self._base[ATTRIBUTES_OFFSET + 1] & DELETE_HORIZON_FLAG_MASK)
+
+    @property
+    def last_offset_delta(self):
+        return <int32_t>load_be32(self._base + LAST_OFFSET_DELTA_OFFSET)
+
+    @property
+    def last_offset(self):
+        return (<int64_t>load_be64(self._base + BASE_OFFSET_OFFSET)
+                + <int32_t>load_be32(self._base + LAST_OFFSET_DELTA_OFFSET))
+
+    @property
+    def next_offset(self):
+        return self.last_offset + 1
+
+    @property
+    def base_timestamp(self):
+        return <int64_t>load_be64(self._base + BASE_TIMESTAMP_OFFSET)
+
+    @property
+    def max_timestamp(self):
+        return <int64_t>load_be64(self._base + MAX_TIMESTAMP_OFFSET)
+
+    @property
+    def delete_horizon_ms(self):
+        """baseTimestamp when the delete-horizon flag is set (KIP-534), else None."""
+        if self._base[ATTRIBUTES_OFFSET + 1] & DELETE_HORIZON_FLAG_MASK:
+            return <int64_t>load_be64(self._base + BASE_TIMESTAMP_OFFSET)
+        return None
+
+    @property
+    def producer_id(self):
+        return <int64_t>load_be64(self._base + PRODUCER_ID_OFFSET)
+
+    @property
+    def producer_epoch(self):
+        return <int16_t>load_be16(self._base + PRODUCER_EPOCH_OFFSET)
+
+    @property
+    def base_sequence(self):
+        return <int32_t>load_be32(self._base + BASE_SEQUENCE_OFFSET)
+
+    @property
+    def last_sequence(self):
+        return _last_sequence(<int32_t>load_be32(self._base + BASE_SEQUENCE_OFFSET),
+                              <int32_t>load_be32(self._base + LAST_OFFSET_DELTA_OFFSET))
+
+    @property
+    def has_producer_id(self):
+        return <int64_t>load_be64(self._base + PRODUCER_ID_OFFSET) >= 0
+
+    @property
+    def records_count(self):
+        return <int32_t>load_be32(self._base + RECORDS_COUNT_OFFSET)
+
+    @property
+    def offset(self):
+        """Position of this batch in the buffer it was made from."""
+        return self._offset
+
+    def memoryview(self):
+        """The batch's bytes, as a memoryview slice of the underlying buffer (no copy)."""
+        return memoryview(self._view.obj)[self._offset:self._offset + self._size]
+
+    def tobytes(self):
+        return PyBytes_FromStringAndSize(<const char*>self._base, self._size)
+
+    # --- checks
+    def compute_crc(self):
+        """CRC-32C of bytes 21..end, as it should be stored."""
+        return _compute_crc(self._base, self._size)
+
+    def is_valid(self):
+        """True if the stored CRC matches the bytes (the header was checked at construction)."""
+        return load_be32(self._base + CRC_OFFSET) == _compute_crc(self._base, self._size)
+
+    def validate(self, *, bint from_client=True, Py_ssize_t max_output=_compression.DEFAULT_MAX_OUTPUT):
+        """Everything Kafka checks before appending a produced batch.
+
+        Always (DefaultRecordBatch.ensureValid and its record iterator):
+        size >= 61, CRC-32C, a known codec, records_count >= 0, and the records
+        section -- decompressed first if the batch is compressed, at most
+        ``max_output`` bytes -- holds exactly records_count well-formed records
+        with nothing left over (CorruptRecordException otherwise).
+
+        ``from_client`` adds LogValidator's rules for batches from producers
+        (AppendOrigin.CLIENT), raising InvalidRecordException: records_count > 0,
+        lastOffsetDelta + 1 == records_count, no control batches, and a
+        batch with a producer id must have baseSequence >= 0. Log recovery and
+        replication pass ``from_client=False`` (compacted batches have offset
+        gaps; control batches are legitimate there).
+
+        Per-record offset deltas are not checked, as in Kafka (a compressed
+        batch whose inner offsets are not 0..n-1 is rewritten, not refused).
+        """
+        cdef const uint8_t* p = self._base
+        cdef uint32_t stored = load_be32(p + CRC_OFFSET)
+        cdef uint32_t computed
+        cdef int codec = p[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
+        cdef int32_t count = <int32_t>load_be32(p + RECORDS_COUNT_OFFSET)
+        cdef int32_t last_offset_delta = <int32_t>load_be32(p + LAST_OFFSET_DELTA_OFFSET)
+        cdef Py_ssize_t size = self._size
+        if size >= 65536:
+            with nogil:
+                computed = _compute_crc(p, size)
+        else:
+            computed = _compute_crc(p, size)
+        if stored != computed:
+            raise CorruptRecordException(
+                f"Record is corrupt (stored crc = {stored}, computed crc = {computed})")
+        if codec > MAX_CODEC:
+            raise UnsupportedCompressionTypeException(f"Unknown compression type id: {codec}")
+        if count < 0:
+            raise CorruptRecordException(f"Found invalid record count {count} in record batch")
+        if from_client:
+            if last_offset_delta < 0:
+                raise InvalidRecordException(
+                    f"Batch has an invalid offset range: lastOffsetDelta {last_offset_delta}")
+            if count <= 0:
+                raise InvalidRecordException(f"Invalid reported count for record batch: {count}")
+            if <int64_t>last_offset_delta + 1 != count:
+                raise InvalidRecordException(
+                    f"Inconsistent batch offset range (lastOffsetDelta {last_offset_delta}) "
+                    f"and count of records {count}")
+            if p[ATTRIBUTES_OFFSET + 1] & CONTROL_FLAG_MASK:
+                raise InvalidRecordException("Clients are not allowed to write control records")
+            if (<int64_t>load_be64(p + PRODUCER_ID_OFFSET) >= 0
+                    and <int32_t>load_be32(p + BASE_SEQUENCE_OFFSET) < 0):
+                raise InvalidRecordException(
+                    f"Invalid sequence number {<int32_t>load_be32(p + BASE_SEQUENCE_OFFSET)} in record "
+                    f"batch with producerId {<int64_t>load_be64(p + PRODUCER_ID_OFFSET)}")
+        if codec == 0:
+            _walk_records(p + RECORDS_OFFSET, p + size, count)
+        else:
+            section = self._decompress(max_output)
+            _walk_records(<const uint8_t*>PyBytes_AS_STRING(section),
+                          <const uint8_t*>PyBytes_AS_STRING(section) + PyBytes_GET_SIZE(section),
+                          count)
+
+    cdef object _decompress(self, Py_ssize_t max_output):
+        cdef int codec = self._base[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK
+        if self._decompressed is None:
+            payload = PyMemoryView_FromMemory(<char*>(self._base + RECORDS_OFFSET),
+                                              self._size - RECORDS_OFFSET, 0x100)   # PyBUF_READ
+            self._decompressed = _compression.decompress(codec, payload, max_output=max_output)
+        return self._decompressed
+
+    cdef object _records_section(self):
+        """Owner object of the (decompressed) records section; see RecordIterator."""
+        if self._base[ATTRIBUTES_OFFSET + 1] & COMPRESSION_CODEC_MASK:
+            return self._decompress(_compression.DEFAULT_MAX_OUTPUT)
+        return self
+
+    # --- in-place patching (not the records)
+    cdef uint8_t* _writable(self) except NULL:
+        if self._view.readonly:
+            raise TypeError("record batch buffer is read-only; patching needs a writable buffer "
+                            "(bytearray, writable mmap, ...)")
+        return <uint8_t*>self._base
+
+    def set_base_offset(self, int64_t base_offset):
+        """Write baseOffset (outside the CRC)."""
+        store_be64(self._writable() + BASE_OFFSET_OFFSET, <uint64_t>base_offset)
+
+    def set_last_offset(self, int64_t last_offset):
+        """Write baseOffset = last_offset - lastOffsetDelta (Kafka's setLastOffset)."""
+        store_be64(self._writable() + BASE_OFFSET_OFFSET,
+                   <uint64_t>(last_offset - <int32_t>load_be32(self._base + LAST_OFFSET_DELTA_OFFSET)))
+
+    def set_partition_leader_epoch(self, int32_t epoch):
+        """Write partitionLeaderEpoch (outside the CRC)."""
+        store_be32(self._writable() + PARTITION_LEADER_EPOCH_OFFSET, <uint32_t>epoch)
+
+    def set_max_timestamp(self, int timestamp_type, int64_t max_timestamp):
+        """Set the timestamp type bit and maxTimestamp; recompute the CRC (setMaxTimestamp)."""
+        cdef uint8_t* p = self._writable()
+        if timestamp_type not in (0, 1):
+            raise ValueError(f"timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime), not {timestamp_type}")
+        _set_max_timestamp(p, self._size, timestamp_type, max_timestamp)
+
+    def set_log_append_time(self, int64_t log_append_time):
+        """Mark the batch LogAppendTime with this time; recompute the CRC."""
+        _set_max_timestamp(self._writable(), self._size, 1, log_append_time)
+
+    # --- records
+    def __iter__(self):
+        return _make_iterator(self)
+
+    def records(self):
+        """The records as a list."""
+        return list(_make_iterator(self))
+
+
+cdef void _set_max_timestamp(uint8_t* p, Py_ssize_t size, int timestamp_type,
+                             int64_t max_timestamp) noexcept nogil:
+    cdef uint16_t attributes = load_be16(p + ATTRIBUTES_OFFSET)
+    if timestamp_type == 1:
+        attributes |= TIMESTAMP_TYPE_MASK
+    else:
+        attributes &= ~(<uint16_t>TIMESTAMP_TYPE_MASK)
+    if (load_be16(p + ATTRIBUTES_OFFSET) == attributes
+            and <int64_t>load_be64(p + MAX_TIMESTAMP_OFFSET) == max_timestamp):
+        return
+    store_be16(p + ATTRIBUTES_OFFSET, attributes)
+    store_be64(p + MAX_TIMESTAMP_OFFSET, <uint64_t>max_timestamp)
+    store_be32(p + CRC_OFFSET, _compute_crc(p, size))
+
+
+cdef Py_ssize_t patch_batch_header(uint8_t* p, Py_ssize_t available, int64_t base_offset,
+                                   int32_t partition_leader_epoch, bint set_log_append_time,
+                                   int64_t log_append_time) except -1:
+    """C entry of patch_batch: check the header, patch, return the batch size."""
+    cdef Py_ssize_t size = _check_header(p, available)
+    store_be64(p + BASE_OFFSET_OFFSET, <uint64_t>base_offset)
+    store_be32(p + PARTITION_LEADER_EPOCH_OFFSET, <uint32_t>partition_leader_epoch)
+    if set_log_append_time:
+        _set_max_timestamp(p, size, 1, log_append_time)
+    return size
+
+
+def patch_batch(buffer, Py_ssize_t offset, int64_t base_offset, int32_t partition_leader_epoch,
+                log_append_time=None):
+    """Patch the batch at ``offset`` in a writable buffer, as the log's append does.
+
+    Writes baseOffset and partitionLeaderEpoch (neither covered by the CRC);
+    with ``log_append_time`` (ms), also sets the LogAppendTime bit and
+    maxTimestamp and recomputes the CRC. Returns the batch's size in bytes.
+    """
+    cdef Py_buffer view
+    cdef Py_ssize_t size
+    cdef bint set_lat = log_append_time is not None
+    cdef int64_t lat = log_append_time if set_lat else 0
+    try:
+        PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE)
+    except BufferError:
+        raise TypeError("record batch buffer is read-only; patching needs a writable buffer "
+                        "(bytearray, writable mmap, ...)") from None
+    try:
+        if offset < 0 or offset > view.len:
+            raise CorruptRecordException(f"Batch offset {offset} outside a buffer of {view.len} bytes")
+        size = patch_batch_header(<uint8_t*>view.buf + offset, view.len - offset, base_offset,
+                                  partition_leader_epoch, set_lat, lat)
+    finally:
+        PyBuffer_Release(&view)
+    return size
+
+
+cdef int _walk_records(const uint8_t* p, const uint8_t* end, int32_t count) except -1:
+    """Check that [p, end) holds exactly `count` well-formed records."""
+    cdef RecordView r
+    cdef int32_t i = 0
+    cdef int status = RECORD_OK
+    with nogil:
+        while i < count and p < end:
+            status = parse_record(&p, end, &r)
+            if status != RECORD_OK:
+                break
+            i += 1
+    if status != RECORD_OK:
+        raise _record_error(status, i)
+    if i < count:
+        raise CorruptRecordException(
+            f"Record batch declares {count} records but its records section holds only {i}")
+    if p != end:
+        raise CorruptRecordException(
+            f"Record batch has {end - p} bytes left after its {count} records")
+    return 0
+
+
+# ------------------------------------------------------------- iteration
+cdef RecordIterator _make_iterator(RecordBatch batch):
+    cdef RecordIterator it = RecordIterator.__new__(RecordIterator)
+    cdef const uint8_t* p = batch._base
+    owner = batch._records_section()
+    it._owner = owner
+    if owner is batch:
+        it._pos = p + RECORDS_OFFSET
+        it._end = p + batch._size
+    else:
+        it._pos = <const uint8_t*>PyBytes_AS_STRING(owner)
+        it._end = it._pos + PyBytes_GET_SIZE(owner)
+    it._base_offset = <int64_t>load_be64(p + BASE_OFFSET_OFFSET)
+    it._base_timestamp = <int64_t>load_be64(p + BASE_TIMESTAMP_OFFSET)
+    it._log_append_time = (p[ATTRIBUTES_OFFSET + 1] & TIMESTAMP_TYPE_MASK) != 0
+    it._max_timestamp = <int64_t>load_be64(p + MAX_TIMESTAMP_OFFSET)
+    it._remaining = <int32_t>load_be32(p + RECORDS_COUNT_OFFSET)
+    if it._remaining < 0:
+        raise CorruptRecordException(f"Found invalid record count {it._remaining} in record batch")
+    it._index = 0
+    return it
+
+
+@cython.final
+@cython.freelist(8)
+cdef class RecordIterator:
+    """Yields the records of one batch; the section is checked as it is read."""
+    cdef object _owner
+    cdef const uint8_t* _pos
+    cdef const uint8_t* _end
+    cdef int64_t _base_offset
+    cdef int64_t _base_timestamp
+    cdef int64_t _max_timestamp
+    cdef bint _log_append_time
+    cdef int32_t _remaining
+    cdef Py_ssize_t _index
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        cdef RecordView r
+        cdef Record rec
+        cdef int status
+        if self._remaining <= 0:
+            if self._remaining == 0 and self._pos != self._end:
+                self._remaining = -1
+                raise CorruptRecordException(
+                    f"Record batch has {self._end - self._pos} bytes left after its {self._index} records")
+            raise StopIteration
+        if self._pos >= self._end:
+            self._remaining = -1
+            raise CorruptRecordException(
+                f"Record batch declares more records than its records section holds ({self._index})")
+        status = parse_record(&self._pos, self._end, &r)
+        if status != RECORD_OK:
+            self._remaining = -1
+            raise _record_error(status, self._index)
+        self._remaining -= 1
+        self._index += 1
+        rec = Record.__new__(Record)
+        rec._offset = self._base_offset + r.offset_delta
+        rec._timestamp = (self._max_timestamp if self._log_append_time
+                          else self._base_timestamp + r.timestamp_delta)
+        rec._attributes = r.attributes
+        rec._key = _slice(self._owner, r.key, r.key_length)
+        rec._value = _slice(self._owner, r.value, r.value_length)
+        rec._owner = self._owner
+        rec._headers = r.headers
+        rec._header_count = r.header_count
+        return rec
+
+
+cdef inline object _slice(object owner, const uint8_t* ptr, Py_ssize_t length):
+    cdef BufferSlice s
+    if ptr == NULL:
+        return None
+    s = BufferSlice.__new__(BufferSlice)
+    s._owner = owner
+    s._ptr = ptr
+    s._length = length
+    return s
+
+
+# Record and BufferSlice only reference the batch or the decompressed bytes,
+# which never reference them back: no cycles, so they skip the cyclic GC
+# (tracking them cost ~10% of iteration time).
+@cython.final
+@cython.no_gc
+@cython.freelist(64)
+cdef class Record:
+    """One record of a batch.
+
+    ``offset`` and ``timestamp`` are absolute (for a LogAppendTime batch the
+    timestamp is the batch's maxTimestamp, as Kafka reports it). ``key`` and
+    ``value`` are BufferSlice views into the batch (or its decompressed
+    records), or None for null; ``headers`` is a list of (str, BufferSlice or
+    None); ``attributes`` is the record's (unused) attribute byte.
+    """
+
+    @property
+    def headers(self):
+        cdef list out = []
+        cdef const uint8_t* p = self._headers
+        cdef const uint8_t* end = self._headers + 0x7FFFFFFF  # already bounds-checked by parse_record
+        cdef int32_t i, n
+        for i in range(self._header_count):
+            read_varint(&p, end, &n)
+            key = PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
+            p += n
+            read_varint(&p, end, &n)
+            if n < 0:
+                out.append((key, None))
+            else:
+                out.append((key, _slice(self._owner, p, n)))
+                p += n
+        return out
+
+    @property
+    def has_key(self):
+        return self._key is not None
+
+    @property
+    def has_value(self):
+        return self._value is not None
+
+    def __repr__(self):
+        return (f"Record(offset={self._offset}, timestamp={self._timestamp}, key={self._key!r}, "
+                f"value={self._value!r}, headers={self.headers!r})")
+
+
+# offset, timestamp, key, value and attributes are read once or more per
+# record by every consumer loop. Cython exposes attributes as getset
+# properties, which CPython's LOAD_ATTR cannot specialise; a T_OBJECT_EX
+# member descriptor (what __slots__ creates) gets LOAD_ATTR_SLOT, a direct
+# load at a fixed offset. So those five are installed as member descriptors.
+cdef extern from *:
+    """
+    #include <stddef.h>
+    #include "structmember.h"
+    #define KFAST_RECORD_FIELD(field) \
+        ((Py_ssize_t)offsetof(struct __pyx_obj_5kfast_4_ext_5batch_Record, field))
+    """
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char* doc
+    int T_OBJECT_EX
+    int READONLY
+    Py_ssize_t RECORD_OFFSET_FIELD "KFAST_RECORD_FIELD(_offset)"
+    Py_ssize_t RECORD_TIMESTAMP_FIELD "KFAST_RECORD_FIELD(_timestamp)"
+    Py_ssize_t RECORD_ATTRIBUTES_FIELD "KFAST_RECORD_FIELD(_attributes)"
+    Py_ssize_t RECORD_KEY_FIELD "KFAST_RECORD_FIELD(_key)"
+    Py_ssize_t RECORD_VALUE_FIELD "KFAST_RECORD_FIELD(_value)"
+    object PyDescr_NewMember(object, PyMemberDef*)
+    ctypedef struct _TypeWithDict "PyTypeObject":
+        PyObject* tp_dict
+    void PyType_Modified(object)
+
+cdef PyMemberDef _record_members[5]
+
+
+cdef _install_record_members():
+    cdef int i
+    cdef Py_ssize_t offsets[5]
+    offsets[0] = RECORD_OFFSET_FIELD
+    offsets[1] = RECORD_TIMESTAMP_FIELD
+    offsets[2] = RECORD_ATTRIBUTES_FIELD
+    offsets[3] = RECORD_KEY_FIELD
+    offsets[4] = RECORD_VALUE_FIELD
+    names = (b"offset", b"timestamp", b"attributes", b"key", b"value")
+    docs = (b"absolute offset (int)", b"timestamp in ms (int)", b"record attributes byte (int)",
+            b"key (BufferSlice) or None", b"value (BufferSlice) or None")
+    for i in range(5):
+        _record_members[i].name = names[i]        # bytes literals: static storage
+        _record_members[i].type = T_OBJECT_EX
+        _record_members[i].offset = offsets[i]
+        _record_members[i].flags = READONLY
+        _record_members[i].doc = docs[i]
+        descr = PyDescr_NewMember(Record, &_record_members[i])
+        PyDict_SetItem(<object>(<_TypeWithDict*>Record).tp_dict, names[i].decode(), descr)
+    PyType_Modified(Record)
+
+
+_install_record_members()
+
+
+@cython.final
+@cython.no_gc
+@cython.freelist(128)
+cdef class BufferSlice:
+    """Read-only bytes inside a record batch, without a copy.
+
+    Behaves like the bytes it holds where it matters: ``bytes(s)``, ``len``,
+    ``==``/``hash`` consistent with ``bytes``, indexing and slicing (which
+    return int and bytes), ``decode()``, and the buffer protocol (so
+    ``memoryview(s)``, ``b"".join``, ``struct.unpack``, ``f.write`` take it
+    directly). It keeps the batch alive.
+    """
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        PyBuffer_FillInfo(view, self, <void*>self._ptr, self._length, 1, flags)
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+    def __len__(self):
+        return self._length
+
+    def __bytes__(self):
+        return PyBytes_FromStringAndSize(<const char*>self._ptr, self._length)
+
+    def tobytes(self):
+        return PyBytes_FromStringAndSize(<const char*>self._ptr, self._length)
+
+    def decode(self, encoding="utf-8", errors="strict"):
+        return PyBytes_FromStringAndSize(<const char*>self._ptr, self._length).decode(encoding, errors)
+
+    def __hash__(self):
+        return hash(PyBytes_FromStringAndSize(<const char*>self._ptr, self._length))
+
+    def __getitem__(self, index):
+        return PyBytes_FromStringAndSize(<const char*>self._ptr, self._length)[index]
+
+    def __iter__(self):
+        return iter(PyBytes_FromStringAndSize(<const char*>self._ptr, self._length))
+
+    def __richcmp__(self, other, int op):
+        cdef Py_buffer view
+        cdef int c
+        if op == 2 or op == 3:   # == and != without a copy
+            if isinstance(other, BufferSlice):
+                equal = ((<BufferSlice>other)._length == self._length
+                         and memcmp(self._ptr, (<BufferSlice>other)._ptr, self._length) == 0)
+            elif isinstance(other, (bytes, bytearray, memoryview)):
+                try:
+                    PyObject_GetBuffer(other, &view, PyBUF_SIMPLE)
+                except (TypeError, BufferError):
+                    return NotImplemented
+                equal = view.len == self._length and memcmp(self._ptr, view.buf, self._length) == 0
+                PyBuffer_Release(&view)
+            else:
+                return NotImplemented
+            return equal if op == 2 else not equal
+        mine = PyBytes_FromStringAndSize(<const char*>self._ptr, self._length)
+        if isinstance(other, BufferSlice):
+            other = bytes(other)
+        elif not isinstance(other, (bytes, bytearray)):
+            return NotImplemented
+        if op == 0:
+            return mine < other
+        if op == 1:
+            return mine <= other
+        if op == 4:
+            return mine > other
+        return mine >= other
+
+    def __repr__(self):
+        return f"BufferSlice({PyBytes_FromStringAndSize(<const char*>self._ptr, self._length)!r})"
+
+
+# ------------------------------------------------------------- many batches
+def complete_batches_size(buffer, Py_ssize_t offset=0):
+    """Bytes from ``offset`` that are whole batches (a trailing partial one excluded).
+
+    Fetch responses may end in a partial batch (the broker cuts at max_bytes);
+    consumers drop it and fetch again. Only lengths are read: no magic, CRC
+    or record checks (a legacy message's size field sits where a batch's
+    batchLength does, so this walks v0/v1 message sets too).
+    """
+    cdef Py_buffer view
+    cdef Py_ssize_t pos, n
+    cdef int32_t length
+    cdef const uint8_t* p
+    PyObject_GetBuffer(buffer, &view, PyBUF_SIMPLE)
+    try:
+        if offset < 0 or offset > view.len:
+            raise ValueError(f"offset {offset} outside a buffer of {view.len} bytes")
+        p = <const uint8_t*>view.buf
+        n = view.len
+        pos = offset
+        while n - pos >= LOG_OVERHEAD:
+            length = <int32_t>load_be32(p + pos + LENGTH_OFFSET)
+            if length < 0 or length > n - pos - LOG_OVERHEAD:
+                break
+            pos += LOG_OVERHEAD + length
+    finally:
+        PyBuffer_Release(&view)
+    return pos - offset
+
+
+def iter_batches(buffer, Py_ssize_t offset=0, *, bint allow_partial=False):
+    """Yield the RecordBatch objects concatenated in ``buffer`` from ``offset``.
+
+    A trailing partial batch (fewer bytes left than its header or declared
+    size) raises CorruptRecordException, or ends the iteration silently with
+    ``allow_partial=True`` (what a consumer of a fetch response wants; see
+    complete_batches_size). Only headers are checked; call validate() or
+    is_valid() on each batch as needed. A magic 0/1 message set raises
+    LegacyRecordFormatError.
+    """
+    cdef Py_ssize_t total = len(memoryview(buffer).cast("B"))
+    cdef Py_ssize_t end = offset + complete_batches_size(buffer, offset) if allow_partial else total
+    cdef RecordBatch batch
+    while offset < end:
+        batch = RecordBatch(buffer, offset)
+        offset += batch._size
+        yield batch
+
+
+# ------------------------------------------------------------- builder
+@cython.final
+cdef class RecordBatchBuilder:
+    """Builds one v2 record batch, as Kafka's MemoryRecordsBuilder does.
+
+    ``append`` encodes each record straight into a growing buffer; ``build``
+    writes the header (lastOffsetDelta, base/max timestamp, count, CRC),
+    compressing the records section with ``compression``. With
+    ``max_batch_bytes``, ``append`` returns False instead of adding a record
+    that would take the (uncompressed) batch past it; the first record is
+    always accepted, like the Java producer's.
+    """
+    cdef uint8_t* _buf
+    cdef Py_ssize_t _len
+    cdef Py_ssize_t _cap
+    cdef readonly int compression
+    cdef readonly int64_t base_offset
+    cdef readonly int32_t partition_leader_epoch
+    cdef readonly int64_t producer_id
+    cdef readonly int16_t producer_epoch
+    cdef readonly int32_t base_sequence
+    cdef readonly bint is_transactional
+    cdef readonly bint is_control
+    cdef readonly int timestamp_type
+    cdef Py_ssize_t _max_batch_bytes
+    cdef int64_t _first_timestamp
+    cdef int64_t _max_timestamp
+    cdef int64_t _last_offset
+    cdef int32_t _count
+
+    def __cinit__(self, int compression=0, *, int64_t base_offset=0, int32_t partition_leader_epoch=-1,
+                  int64_t producer_id=-1, int16_t producer_epoch=-1, int32_t base_sequence=-1,
+                  bint is_transactional=False, bint is_control=False, int timestamp_type=0,
+                  max_batch_bytes=None):
+        if compression < 0 or compression > MAX_CODEC:
+            raise UnsupportedCompressionTypeException(f"Unknown compression type id: {compression}")
+        if timestamp_type not in (0, 1):
+            raise ValueError(f"timestamp_type must be 0 (CreateTime) or 1 (LogAppendTime), not {timestamp_type}")
+        self.compression = compression
+        self.base_offset = base_offset
+        self.partition_leader_epoch = partition_leader_epoch
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.base_sequence = base_sequence
+        self.is_transactional = is_transactional
+        self.is_control = is_control
+        self.timestamp_type = timestamp_type
+        self._max_batch_bytes = -1 if max_batch_bytes is None else max_batch_bytes
+        self._cap = 4096
+        self._buf = <uint8_t*>PyMem_Malloc(self._cap)
+        if self._buf == NULL:
+            raise MemoryError()
+        self._len = 0
+        self._count = 0
+        self._first_timestamp = -1
+        self._max_timestamp = -1
+        self._last_offset = base_offset - 1
+
+    def __dealloc__(self):
+        PyMem_Free(self._buf)
+
+    @property
+    def records_count(self):
+        return self._count
+
+    @property
+    def size_in_bytes(self):
+        """Size of the batch so far, uncompressed."""
+        return RECORD_BATCH_OVERHEAD + self._len
+
+    @property
+    def last_offset(self):
+        return self._last_offset
+
+    cdef int _reserve(self, Py_ssize_t extra) except -1:
+        cdef Py_ssize_t cap = self._cap
+        cdef uint8_t* grown
+        if self._len + extra <= cap:
+            return 0
+        while cap < self._len + extra:
+            cap *= 2
+        grown = <uint8_t*>PyMem_Realloc(self._buf, cap)
+        if grown == NULL:
+            raise MemoryError()
+        self._buf = grown
+        self._cap = cap
+        return 0
+
+    def append(self, int64_t timestamp, key, value, headers=None, offset=None):
+        """Add a record; returns False (and adds nothing) if the batch is full.
+
+        key, value: bytes-like or None. headers: sequence of (str, bytes-like
+        or None). offset: absolute offset, default the previous one + 1;
+        must grow.
+        """
+        cdef Py_buffer kview, vview, hview
+        cdef bint has_kview = False, has_vview = False
+        cdef const uint8_t* kptr = NULL
+        cdef const uint8_t* vptr = NULL
+        cdef Py_ssize_t klen = -1, vlen = -1, body, hlen, hsize = 0
+        cdef int64_t record_offset, offset_delta, timestamp_delta
+        cdef int32_t header_count = 0
+        cdef uint8_t* w
+        cdef const char* hk
+        cdef Py_ssize_t hklen
+        if offset is None:
+            record_offset = self._last_offset + 1
+        else:
+            record_offset = offset
+            if record_offset <= self._last_offset:
+                raise ValueError(f"Illegal offset {record_offset} following previous offset {self._last_offset}")
+        offset_delta = record_offset - self.base_offset
+        if offset_delta < 0 or offset_delta > INT32_MAX:
+            raise ValueError(f"Offset {record_offset} out of range for base offset {self.base_offset}")
+        timestamp_delta = timestamp - (timestamp if self._count == 0 else self._first_timestamp)
+        try:
+            if key is not None:
+                if PyBytes_CheckExact(key):
+                    kptr = <const uint8_t*>PyBytes_AS_STRING(key)
+                    klen = PyBytes_GET_SIZE(key)
+                else:
+                    PyObject_GetBuffer(key, &kview, PyBUF_SIMPLE)
+                    has_kview = True
+                    kptr = <const uint8_t*>kview.buf
+                    klen = kview.len
+            if value is not None:
+                if PyBytes_CheckExact(value):
+                    vptr = <const uint8_t*>PyBytes_AS_STRING(value)
+                    vlen = PyBytes_GET_SIZE(value)
+                else:
+                    PyObject_GetBuffer(value, &vview, PyBUF_SIMPLE)
+                    has_vview = True
+                    vptr = <const uint8_t*>vview.buf
+                    vlen = vview.len
+            if klen > INT32_MAX or vlen > INT32_MAX:
+                raise ValueError("key or value larger than 2 GiB")
+            if headers:
+                headers = [(_header_key(hkey), hvalue) for hkey, hvalue in headers]
+                header_count = len(headers)
+                for hkey, hvalue in headers:
+                    hsize += varint_size(<int32_t>len(<bytes>hkey)) + len(<bytes>hkey)
+                    if hvalue is None:
+                        hsize += 1
+                    else:
+                        hlen = len(memoryview(hvalue).cast("B"))
+                        hsize += varint_size(<int32_t>hlen) + hlen
+            body = (1 + varlong_size(timestamp_delta) + varint_size(<int32_t>offset_delta)
+                    + varint_size(<int32_t>klen) + (klen if klen > 0 else 0)
+                    + varint_size(<int32_t>vlen) + (vlen if vlen > 0 else 0)
+                    + varint_size(header_count) + hsize)
+            if body > INT32_MAX - 16:
+                raise ValueError("record larger than 2 GiB")
+            if (self._max_batch_bytes >= 0 and self._count > 0
+                    and RECORD_BATCH_OVERHEAD + self._len + body + 5 > self._max_batch_bytes):
+                return False
+            self._reserve(body + 5)
+            w = self._buf + self._len
+            w = write_varint(w, <int32_t>body)
+            w[0] = 0
+            w += 1
+            w = write_varlong(w, timestamp_delta)
+            w = write_varint(w, <int32_t>offset_delta)
+            w = write_varint(w, <int32_t>klen)
+            if klen > 0:
+                memcpy(w, kptr, klen)
+                w += klen
+            w = write_varint(w, <int32_t>vlen)
+            if vlen > 0:
+                memcpy(w, vptr, vlen)
+                w += vlen
+            w = write_varint(w, header_count)
+            if header_count:
+                for hkey, hvalue in headers:
+                    hk = PyBytes_AS_STRING(hkey)
+                    hklen = PyBytes_GET_SIZE(hkey)
+                    w = write_varint(w, <int32_t>hklen)
+                    memcpy(w, hk, hklen)
+                    w += hklen
+                    if hvalue is None:
+                        w = write_varint(w, -1)
+                    else:
+                        PyObject_GetBuffer(hvalue, &hview, PyBUF_SIMPLE)
+                        w = write_varint(w, <int32_t>hview.len)
+                        memcpy(w, hview.buf, hview.len)
+                        w += hview.len
+                        PyBuffer_Release(&hview)
+            self._len = w - self._buf
+        finally:
+            if has_kview:
+                PyBuffer_Release(&kview)
+            if has_vview:
+                PyBuffer_Release(&vview)
+        if self._count == 0:
+            self._first_timestamp = timestamp
+            self._max_timestamp = timestamp
+        elif timestamp > self._max_timestamp:
+            self._max_timestamp = timestamp
+        self._last_offset = record_offset
+        self._count += 1
+        return True
+
+    def build(self):
+        """The batch as bytes (the builder may keep appending and build again)."""
+        cdef bytes out
+        cdef uint8_t* p
+        cdef Py_ssize_t payload_len
+        cdef const uint8_t* payload_ptr
+        cdef int16_t attributes
+        if self.compression:
+            section = PyMemoryView_FromMemory(<char*>self._buf, self._len, 0x100)   # PyBUF_READ
+            payload = _compression.compress(self.compression, section)
+            payload_ptr = <const uint8_t*>PyBytes_AS_STRING(payload)
+            payload_len = PyBytes_GET_SIZE(payload)
+        else:
+            payload_ptr = self._buf
+            payload_len = self._len
+        if payload_len > INT32_MAX - MIN_BATCH_LENGTH:
+            raise ValueError("record batch larger than 2 GiB")
+        out = PyBytes_FromStringAndSize(NULL, RECORD_BATCH_OVERHEAD + payload_len)
+        p = <uint8_t*>PyBytes_AS_STRING(out)
+        attributes = <int16_t>(self.compression | (TIMESTAMP_TYPE_MASK if self.timestamp_type else 0)
+                               | (TRANSACTIONAL_FLAG_MASK if self.is_transactional else 0)
+                               | (CONTROL_FLAG_MASK if self.is_control else 0))
+        store_be64(p + BASE_OFFSET_OFFSET, <uint64_t>self.base_offset)
+        store_be32(p + LENGTH_OFFSET, <uint32_t>(RECORD_BATCH_OVERHEAD - LOG_OVERHEAD + payload_len))
+        store_be32(p + PARTITION_LEADER_EPOCH_OFFSET, <uint32_t>self.partition_leader_epoch)
+        p[MAGIC_OFFSET] = CURRENT_MAGIC
+        store_be16(p + ATTRIBUTES_OFFSET, <uint16_t>attributes)
+        store_be32(p + LAST_OFFSET_DELTA_OFFSET,
+                   <uint32_t>(self._last_offset - self.base_offset if self._count else 0))
+        store_be64(p + BASE_TIMESTAMP_OFFSET, <uint64_t>self._first_timestamp)
+        store_be64(p + MAX_TIMESTAMP_OFFSET, <uint64_t>self._max_timestamp)
+        store_be64(p + PRODUCER_ID_OFFSET, <uint64_t>self.producer_id)
+        store_be16(p + PRODUCER_EPOCH_OFFSET, <uint16_t>self.producer_epoch)
+        store_be32(p + BASE_SEQUENCE_OFFSET, <uint32_t>self.base_sequence)
+        store_be32(p + RECORDS_COUNT_OFFSET, <uint32_t>self._count)
+        memcpy(p + RECORDS_OFFSET, payload_ptr, payload_len)
+        store_be32(p + CRC_OFFSET, _compute_crc(p, RECORD_BATCH_OVERHEAD + payload_len))
+        return out
+
+
+cdef bytes _header_key(key):
+    if isinstance(key, str):
+        return (<str>key).encode("utf-8")
+    if isinstance(key, bytes):
+        return key
+    if key is None:
+        raise ValueError("record header keys cannot be null")
+    return bytes(key)
+
+
+def build_control_batch(int control_type, int64_t producer_id, int16_t producer_epoch,
+                        int32_t coordinator_epoch, int64_t timestamp, int64_t base_offset=0,
+                        int32_t partition_leader_epoch=-1):
+    """A transaction marker batch (EndTransactionMarker): one control record.
+
+    control_type 0 ABORT, 1 COMMIT. Key: int16 version 0, int16 type.
+    Value: int16 version 0, int32 coordinatorEpoch. Uncompressed,
+    transactional + control, baseSequence -1.
+    """
+    cdef uint8_t key[4]
+    cdef uint8_t value[6]
+    if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
+        raise ValueError(f"control_type must be 0 (ABORT) or 1 (COMMIT), not {control_type}")
+    store_be16(key, 0)
+    store_be16(key + 2, <uint16_t>control_type)
+    store_be16(value, 0)
+    store_be32(value + 2, <uint32_t>coordinator_epoch)
+    builder = RecordBatchBuilder(
+        COMPRESSION_NONE, base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
+        producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE,
+        is_transactional=True, is_control=True)
+    builder.append(timestamp, PyBytes_FromStringAndSize(<char*>key, 4),
+                   PyBytes_FromStringAndSize(<char*>value, 6))
+    return builder.build()

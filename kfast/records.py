@@ -1,0 +1,87 @@
+"""kfast.records: Kafka record batches, the public Python API.
+
+Everything the log, the broker and clients need to read, check, patch and
+write record batches, backed by the Cython kernel ``kfast._ext.batch`` (byte
+layout and grammar: ``kfast/_ext/batch.pxd``) and ``kfast.compression``.
+
+Reading::
+
+    batch = RecordBatch(buffer, offset)     # header view; no copy, no CRC check
+    batch.base_offset, batch.last_offset, batch.records_count, batch.compression ...
+    batch.validate()                        # what the broker checks on produce
+    for record in batch:                    # decompresses once if needed
+        record.offset, record.timestamp, record.key, record.value, record.headers
+
+``record.key`` / ``record.value`` are ``BufferSlice`` objects (or None for
+null): zero-copy views of the batch that compare and hash equal to the bytes
+they hold and export the buffer protocol; ``bytes(record.value)`` copies.
+They keep the underlying buffer alive (and a bytearray under a live
+RecordBatch cannot be resized).
+
+Several batches (a log segment slice, a fetch response)::
+
+    for batch in iter_batches(buffer, allow_partial=True): ...
+    complete_batches_size(buffer)           # bytes of whole batches at the start
+
+Patching in place (writable buffers), as the log's append path does::
+
+    patch_batch(buffer, offset, base_offset, partition_leader_epoch, log_append_time=None)
+
+Writing::
+
+    builder = RecordBatchBuilder(COMPRESSION_LZ4, producer_id=..., base_sequence=...)
+    builder.append(timestamp, key, value, headers=[("h", b"v")])
+    data = builder.build()
+    build_control_batch(CONTROL_TYPE_COMMIT, producer_id, producer_epoch, coordinator_epoch, ts)
+
+Errors (all from ``kfast.protocol.errors``): CorruptRecordException for
+malformed or truncated bytes and CRC mismatches; InvalidRecordException for
+batches that break the broker's produce rules; UnsupportedCompressionTypeException
+for unknown codecs. Bytes in the magic 0/1 message-set format raise
+``LegacyRecordFormatError`` (a CorruptRecordException subclass carrying
+``.magic``); ``peek_magic(buffer, offset)`` tells the formats apart up front.
+"""
+from kfast._ext.batch import (
+    BufferSlice,
+    CONTROL_TYPE_ABORT,
+    CONTROL_TYPE_COMMIT,
+    LegacyRecordFormatError,
+    LOG_OVERHEAD_BYTES as LOG_OVERHEAD,
+    MAGIC_VALUE_V2,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    NO_TIMESTAMP,
+    Record,
+    RecordBatch,
+    RecordBatchBuilder,
+    RECORD_BATCH_OVERHEAD_BYTES as RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    build_control_batch,
+    complete_batches_size,
+    iter_batches,
+    patch_batch,
+    peek_magic,
+)
+from kfast.compression import (
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+    compress,
+    decompress,
+)
+
+__all__ = [
+    "BufferSlice", "Record", "RecordBatch", "RecordBatchBuilder", "LegacyRecordFormatError",
+    "build_control_batch", "complete_batches_size", "iter_batches", "patch_batch", "peek_magic",
+    "compress", "decompress",
+    "COMPRESSION_NONE", "COMPRESSION_GZIP", "COMPRESSION_SNAPPY", "COMPRESSION_LZ4",
+    "COMPRESSION_ZSTD", "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME",
+    "CONTROL_TYPE_ABORT", "CONTROL_TYPE_COMMIT", "RECORD_BATCH_OVERHEAD", "LOG_OVERHEAD",
+    "MAGIC_VALUE_V2", "NO_TIMESTAMP", "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE",
+    "NO_PARTITION_LEADER_EPOCH",
+]
