@@ -23,6 +23,7 @@ from libc.stdint cimport int64_t, uint64_t
 
 cdef extern from "netio_sys.h":
     int KFAST_HAVE_SENDFILE
+    int KFAST_IOV_MAX
     ssize_t kfast_sendfile(int sock_fd, int file_fd, int64_t offset,
                            size_t count) nogil
     int kfast_sendmsg_flags(int more) nogil
@@ -31,8 +32,8 @@ cdef extern from "netio_sys.h":
 cdef enum:
     # First chunk size, and the size chunks shrink back to.
     DEFAULT_RECEIVE_CHUNK = 65536
-    # iovecs per sendmsg(2); well under IOV_MAX (1024 on Linux and macOS).
-    IOV_BATCH = 64
+    # Size of the iovec array of one sendmsg(2) (KFAST_IOV_MAX caps its use).
+    IOV_BATCH = 1024
     # sendfile(2) count per call: Linux caps one call at 0x7ffff000 anyway.
     SENDFILE_MAX_CHUNK = 1073741824
     # The int32 size prefix of every frame.

@@ -383,7 +383,7 @@ cdef class PlaintextTransport:
         cdef SendPart part
         cdef ssize_t sent
         cdef int err
-        while i < n_parts and count < IOV_BATCH:
+        while i < n_parts and count < KFAST_IOV_MAX:
             part = <SendPart>self.parts[i]
             if part.is_file:
                 more = True

@@ -67,6 +67,15 @@ static ssize_t kfast_sendfile(int sock_fd, int file_fd, int64_t offset, size_t c
 }
 #endif
 
+/* iovecs per sendmsg(2): the platform's IOV_MAX (1024 on Linux and macOS),
+ * at most 1024 (the size of the caller's stack array). */
+#include <limits.h>
+#if defined(IOV_MAX) && IOV_MAX < 1024
+#define KFAST_IOV_MAX IOV_MAX
+#else
+#define KFAST_IOV_MAX 1024
+#endif
+
 #if defined(MSG_NOSIGNAL)
 #define KFAST_MSG_NOSIGNAL MSG_NOSIGNAL
 #else

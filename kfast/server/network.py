@@ -47,6 +47,10 @@ Idle connections (no bytes in either direction for
 ``connections_max_idle_ms`` and no request in flight) are closed by one
 periodic sweep, not a timer per connection.
 
+Connection limits follow Kafka: at ``max.connections`` the server stops
+accepting (clients wait in the listen backlog) until a connection closes; a
+connection beyond ``max.connections.per.ip`` is closed as soon as accepted.
+
 TLS: not implemented. The extension point is ``transport_factory``: a TLS
 transport implements the ``Transport`` protocol below (framing over
 ssl.MemoryBIO, FileRegion parts sent with ``FileRegion.read()`` + write,
@@ -88,12 +92,16 @@ _PROPERTIES = {
     "socket_send_buffer_bytes": "socket.send.buffer.bytes",        # -1: OS default
     "socket_receive_buffer_bytes": "socket.receive.buffer.bytes",  # -1: OS default
     "socket_listen_backlog_size": "socket.listen.backlog.size",
+    "max_connections": "max.connections",
+    "max_connections_per_ip": "max.connections.per.ip",
 }
 SOCKET_REQUEST_MAX_BYTES = SERVER_CONFIGS["socket.request.max.bytes"].default
 CONNECTIONS_MAX_IDLE_MS = SERVER_CONFIGS["connections.max.idle.ms"].default
 SOCKET_SEND_BUFFER_BYTES = SERVER_CONFIGS["socket.send.buffer.bytes"].default
 SOCKET_RECEIVE_BUFFER_BYTES = SERVER_CONFIGS["socket.receive.buffer.bytes"].default
 SOCKET_LISTEN_BACKLOG_SIZE = SERVER_CONFIGS["socket.listen.backlog.size"].default
+MAX_CONNECTIONS = SERVER_CONFIGS["max.connections"].default
+MAX_CONNECTIONS_PER_IP = SERVER_CONFIGS["max.connections.per.ip"].default
 # kfast's own bounds (Kafka answers one request per connection at a time, by
 # muting the channel; kfast pipelines and bounds the pipeline instead).
 MAX_QUEUED_SEND_BYTES = 4 * 1024 * 1024
@@ -274,16 +282,36 @@ class Connection:
         """Hand buffered frames to the handler until none is complete or the
         connection is over its limits; flush; resume or pause reading."""
         transport = self.transport
+        next_frame = transport.next_frame
+        handler = self._handler
+        pending = self._pending
+        max_unsent = self.server.max_queued_send_bytes
+        max_in_flight = self.server.max_in_flight_requests
         while True:
             limited = False
             while not self._closed and not self._draining:
-                if self._over_limits():
+                if transport.unsent_bytes > max_unsent or len(pending) >= max_in_flight:
                     limited = True
                     break
-                frame = transport.next_frame()
+                frame = next_frame()
                 if frame is None:
                     break
-                self._dispatch(frame)
+                try:
+                    response = handler(self, frame)
+                except Exception:
+                    logger.exception("%s: request handler failed; closing the connection",
+                                     self.connection_id)
+                    self.close_when_drained()
+                    break
+                del frame  # a handler that dropped it lets the buffer be reused
+                if response is None:
+                    continue
+                # The common case inline: a synchronous response, nothing ahead.
+                if type(response) is list and not pending and not self._closed:
+                    if not self._queue(response):
+                        self.close_when_drained()
+                    continue
+                self._handle_response(response)
             if self._closed:
                 return
             if transport.has_unsent and not self._writing:
@@ -299,17 +327,9 @@ class Connection:
             self._set_reading(not limited)
             return
 
-    def _dispatch(self, frame: memoryview) -> None:
-        try:
-            response = self._handler(self, frame)
-        except Exception:
-            logger.exception("%s: request handler failed; closing the connection",
-                             self.connection_id)
-            self.close_when_drained()
-            return
-        del frame
-        if response is None:
-            return
+    def _handle_response(self, response) -> None:
+        """What the handler returned (not None): queue it, wait behind the
+        requests ahead of it, or wait for it."""
         if self._closed:
             # The handler closed its own connection; its work still runs.
             if inspect.isawaitable(response):
@@ -393,7 +413,9 @@ class Connection:
         self.close_when_drained()
 
     def _discard_pending(self, cancel: bool) -> None:
-        pending, self._pending = self._pending, collections.deque()
+        # Emptied in place: _process_frames holds the deque in a local.
+        pending = list(self._pending)
+        self._pending.clear()
         for item in pending:
             if type(item) is not _Ready:
                 item.remove_done_callback(self._on_response_done)
@@ -525,6 +547,8 @@ class SocketServer:
         socket_send_buffer_bytes: int = SOCKET_SEND_BUFFER_BYTES,
         socket_receive_buffer_bytes: int = SOCKET_RECEIVE_BUFFER_BYTES,
         socket_listen_backlog_size: int = SOCKET_LISTEN_BACKLOG_SIZE,
+        max_connections: int = MAX_CONNECTIONS,
+        max_connections_per_ip: int = MAX_CONNECTIONS_PER_IP,
         max_queued_send_bytes: int = MAX_QUEUED_SEND_BYTES,
         max_in_flight_requests: int = MAX_IN_FLIGHT_REQUESTS,
         transport_factory: TransportFactory = _plaintext_transport,
@@ -543,12 +567,16 @@ class SocketServer:
         self.socket_send_buffer_bytes = socket_send_buffer_bytes
         self.socket_receive_buffer_bytes = socket_receive_buffer_bytes
         self.socket_listen_backlog_size = socket_listen_backlog_size
+        self.max_connections = max_connections
+        self.max_connections_per_ip = max_connections_per_ip
         self.max_queued_send_bytes = max_queued_send_bytes
         self.max_in_flight_requests = max_in_flight_requests
         self._transport_factory = transport_factory
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listener: socket.socket | None = None
         self._connections: dict[Connection, None] = {}  # insertion-ordered set
+        self._connections_per_ip: collections.Counter = collections.Counter()
+        self._accepting = False
         self._index = itertools.count()
         self._accepted = 0
         self._closed_count = 0
@@ -590,7 +618,7 @@ class SocketServer:
             listener.close()
             raise
         self._listener = listener
-        self._loop.add_reader(listener.fileno(), self._on_acceptable)
+        self._set_accepting(True)
         self._schedule_sweep()
 
     async def __aenter__(self) -> "SocketServer":
@@ -612,9 +640,22 @@ class SocketServer:
 
     # ------------------------------------------------------------------ accept
 
+    def _set_accepting(self, on: bool) -> None:
+        if on and not self._accepting and self._listener is not None:
+            self._loop.add_reader(self._listener.fileno(), self._on_acceptable)
+            self._accepting = True
+        elif not on and self._accepting:
+            self._loop.remove_reader(self._listener.fileno())
+            self._accepting = False
+
     def _on_acceptable(self) -> None:
         for _ in range(_ACCEPTS_PER_EVENT):
             if self._listener is None:
+                return
+            if len(self._connections) >= self.max_connections:
+                # Like Kafka's acceptor waiting for a connection slot: leave
+                # new clients in the listen backlog until one closes.
+                self._set_accepting(False)
                 return
             try:
                 sock, peer = self._listener.accept()
@@ -624,6 +665,12 @@ class SocketServer:
                 # EMFILE/ENFILE/ECONNABORTED...: the listener stays usable.
                 logger.warning("accept failed: %s", exc)
                 return
+            host = peer[0]
+            if self._connections_per_ip[host] >= self.max_connections_per_ip:
+                logger.info("Rejected connection from %s, address already has the configured "
+                            "maximum of %d connections.", host, self.max_connections_per_ip)
+                sock.close()
+                continue
             try:
                 self._configure(sock)
                 transport = self._transport_factory(sock, self.socket_request_max_bytes)
@@ -633,6 +680,7 @@ class SocketServer:
                 sock.close()
                 continue
             self._connections[connection] = None
+            self._connections_per_ip[host] += 1
             self._accepted += 1
             connection._start()
 
@@ -693,8 +741,14 @@ class SocketServer:
     def _connection_closed(self, connection: Connection) -> None:
         if connection in self._connections:
             del self._connections[connection]
+            host = connection.peer[0]
+            self._connections_per_ip[host] -= 1
+            if not self._connections_per_ip[host]:
+                del self._connections_per_ip[host]
             self._closed_count += 1
             self._totals.add(connection.transport)
+            if not self._shutting_down:
+                self._set_accepting(True)
         if self._all_closed is not None and not self._connections \
                 and not self._all_closed.done():
             self._all_closed.set_result(None)
@@ -704,7 +758,7 @@ class SocketServer:
     def stop_accepting(self) -> None:
         """Close the listening socket; established connections carry on."""
         if self._listener is not None:
-            self._loop.remove_reader(self._listener.fileno())
+            self._set_accepting(False)
             self._listener.close()
             self._listener = None
 

@@ -645,3 +645,48 @@ def test_random_pipelines_answer_in_order(run, seed):
                 assert await read_frame(reader) == b"%d:" % i + bodies[i]
             writer.close()
     run(body)
+
+
+def test_max_connections_waits_for_a_free_slot(run):
+    async def body():
+        async with SocketServer(echo, "127.0.0.1", 0, max_connections=2) as server:
+            clients = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(2)]
+            for reader, writer in clients:
+                writer.write(frame(b"in"))
+                assert await read_frame(reader) == b"echo:in"
+            # The third handshake completes in the backlog, but it is not
+            # accepted (nor answered) while both slots are taken.
+            r3, w3 = await asyncio.open_connection("127.0.0.1", server.port)
+            w3.write(frame(b"third"))
+            answer = asyncio.ensure_future(read_frame(r3))
+            for _ in range(50):
+                await asyncio.sleep(0)
+            assert len(server.connections) == 2 and not answer.done()
+            clients[0][1].close()
+            assert await answer == b"echo:third"
+            assert server.metrics().connections_accepted == 3
+            for _, writer in clients[1:]:
+                writer.close()
+            w3.close()
+    run(body)
+
+
+def test_max_connections_per_ip_rejects_the_extra_connection(run, caplog):
+    async def body():
+        async with SocketServer(echo, "127.0.0.1", 0, max_connections_per_ip=1) as server:
+            r1, w1 = await asyncio.open_connection("127.0.0.1", server.port)
+            r2, w2 = await asyncio.open_connection("127.0.0.1", server.port)
+            assert await r2.read() == b""               # rejected: closed at once
+            w1.write(frame(b"first"))
+            assert await read_frame(r1) == b"echo:first"
+            w1.close()
+            conn = server.connections[0]
+            await conn.wait_closed()
+            r3, w3 = await asyncio.open_connection("127.0.0.1", server.port)
+            w3.write(frame(b"again"))
+            assert await read_frame(r3) == b"echo:again"
+            w2.close()
+            w3.close()
+    with caplog.at_level(logging.INFO, logger="kfast.server.network"):
+        run(body)
+    assert "Rejected connection from 127.0.0.1" in caplog.text
