@@ -70,7 +70,7 @@ class AbstractIndex:
     STRICT: bool = True
 
     __slots__ = ("path", "base_offset", "max_index_size", "_file", "_mmap",
-                 "_length", "_entries", "_max_entries")
+                 "_length", "_entries", "_max_entries", "_last")
 
     def __init__(self, path: str, base_offset: int, max_index_size: int = -1,
                  writable: bool = True):
@@ -90,6 +90,7 @@ class AbstractIndex:
         self._map(os.fstat(self._file.fileno()).st_size)
         # A new file has no entries; an existing file is all entries.
         self._entries = 0 if newly_created else self._length // self.ENTRY_SIZE
+        self._refresh_last()
 
     # -- mapping -----------------------------------------------------------
     def _map(self, length: int) -> None:
@@ -174,6 +175,11 @@ class AbstractIndex:
             end = self._entries * self.ENTRY_SIZE
             self._mmap[start:end] = bytes(end - start)
         self._entries = entries
+        self._refresh_last()
+
+    def _refresh_last(self) -> None:
+        """Cache the last entry so appends need not read the mapping back."""
+        self._last = self.raw_entry(self._entries - 1) if self._entries else None
 
     # -- life cycle ----------------------------------------------------------
     def flush(self) -> None:
@@ -254,9 +260,7 @@ class OffsetIndex(AbstractIndex):
         return self.last_entry().offset
 
     def last_entry(self) -> OffsetPosition:
-        if self._entries == 0:
-            return OffsetPosition(self.base_offset, 0)
-        return self.entry(self._entries - 1)
+        return self._last if self._last is not None else OffsetPosition(self.base_offset, 0)
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """Largest entry with offset <= target_offset, else (base_offset, 0)."""
@@ -274,16 +278,17 @@ class OffsetIndex(AbstractIndex):
     def append(self, offset: int, position: int) -> None:
         if self._entries >= self._max_entries:
             raise IndexError(f"Attempt to append to a full index (size = {self._entries}) {self.path}")
-        relative = self._relative_offset(offset)
-        if self._entries > 0:
-            last_relative = self._ENTRY.unpack_from(self._mmap, (self._entries - 1) * 8)[0]
-            if relative <= last_relative:
-                raise InvalidOffsetException(
-                    f"Attempt to append an offset ({offset}) to position {self._entries} no "
-                    f"larger than the last offset appended ({self.base_offset + last_relative}) "
-                    f"to {self.path}")
+        relative = offset - self.base_offset
+        if relative < 0 or relative > 0x7FFFFFFF:
+            self._relative_offset(offset)  # raises IndexOffsetOverflowException
+        last = self._last
+        if last is not None and offset <= last[0]:
+            raise InvalidOffsetException(
+                f"Attempt to append an offset ({offset}) to position {self._entries} no "
+                f"larger than the last offset appended ({last[0]}) to {self.path}")
         self._ENTRY.pack_into(self._mmap, self._entries * 8, relative, position)
         self._entries += 1
+        self._last = OffsetPosition(offset, position)
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries with offset >= ``offset``."""
@@ -343,9 +348,8 @@ class TimeIndex(AbstractIndex):
     raw_entry = entry
 
     def last_entry(self) -> TimestampOffset:
-        if self._entries == 0:
-            return TimestampOffset(NO_TIMESTAMP, self.base_offset)
-        return self.entry(self._entries - 1)
+        return self._last if self._last is not None else TimestampOffset(NO_TIMESTAMP,
+                                                                          self.base_offset)
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """Largest entry with timestamp <= target, else (NO_TIMESTAMP, base_offset)."""
@@ -376,6 +380,7 @@ class TimeIndex(AbstractIndex):
             self._ENTRY.pack_into(self._mmap, self._entries * 12, timestamp,
                                   self._relative_offset(offset))
             self._entries += 1
+            self._last = TimestampOffset(timestamp, offset)
 
     def truncate_to(self, offset: int) -> None:
         """Remove entries whose offset is >= ``offset``."""

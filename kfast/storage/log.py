@@ -114,7 +114,7 @@ class Log:
 
         self.dir = directory
         self.topic, self.partition = parse_topic_partition(directory)
-        self.config = config
+        self._apply_config(config)
         self.time_ms = time_ms
         self._lock = threading.RLock()
         self._segments: dict[int, LogSegment] = {}
@@ -140,6 +140,17 @@ class Log:
         self._hw_metadata: LogOffsetMetadata | None = None
         load_log(self, had_clean_shutdown)
         self.high_watermark = self.log_start_offset
+
+    def _apply_config(self, config: LogConfig) -> None:
+        # The append path reads these per batch: plain attributes, not lookups.
+        self.config = config
+        self._max_message_bytes = config.max_message_bytes
+        self._log_append_time = config.log_append_time
+        self._timestamp_before_max_ms = config.message_timestamp_before_max_ms
+        self._timestamp_after_max_ms = config.message_timestamp_after_max_ms
+        self._segment_bytes = config.segment_bytes
+        self._segment_ms = config.segment_ms
+        self._flush_messages = config.flush_messages
 
     # -- segments ---------------------------------------------------------------
     def _add_segment(self, segment: LogSegment) -> None:
@@ -206,12 +217,12 @@ class Log:
         total = len(view)
         batches = []
         position = 0
-        max_message_bytes = self.config.max_message_bytes
-        check_time = origin == ORIGIN_CLIENT and not self.config.log_append_time
+        max_message_bytes = self._max_message_bytes
+        check_time = origin == ORIGIN_CLIENT and not self._log_append_time
         if check_time:
             now = self.time_ms() if now is None else now
-            before_max = self.config.message_timestamp_before_max_ms
-            after_max = self.config.message_timestamp_after_max_ms
+            before_max = self._timestamp_before_max_ms
+            after_max = self._timestamp_after_max_ms
         while position < total:
             if total - position < RECORD_BATCH_OVERHEAD:
                 raise CorruptRecordException(
@@ -274,7 +285,7 @@ class Log:
             if assign_offsets and view.readonly:
                 view = memoryview(bytearray(view))
             offset = self.log_end_offset
-            log_append_time = now if self.config.log_append_time else -1
+            log_append_time = now if self._log_append_time else -1
             producer_infos = {}
             infos = []
             completed: list[tuple[CompletedTxn, BatchHeader]] = []
@@ -338,7 +349,7 @@ class Log:
             self.log_end_offset = offset
             self.producer_state.update_map_end_offset(offset)
             self._unflushed_messages += records_count
-            if self._unflushed_messages >= self.config.flush_messages:
+            if self._unflushed_messages >= self._flush_messages:
                 self.flush()
             return LogAppendInfo(first_offset, last_offset, max_ts, offset_of_max_ts,
                                  log_append_time, self.log_start_offset, records_count, valid_bytes)
@@ -351,22 +362,23 @@ class Log:
                 log_append_time: int) -> BatchHeader:
         _PATCH_OFFSET.pack_into(view, position, base_offset)
         _PATCH_EPOCH.pack_into(view, position + 12, leader_epoch)
-        changes = {"base_offset": base_offset, "partition_leader_epoch": leader_epoch}
+        (_, length, _, magic, crc, attributes, delta, base_ts, max_ts, producer_id,
+         producer_epoch, base_sequence, count) = header
         if log_append_time >= 0:
-            attributes = header.attributes | _LOG_APPEND_TIME_BIT
+            attributes |= _LOG_APPEND_TIME_BIT
+            max_ts = log_append_time
             _ATTRIBUTES.pack_into(view, position + ATTRIBUTES_OFFSET, attributes)
             _MAX_TS.pack_into(view, position + 35, log_append_time)
-            end = position + header.size_in_bytes
-            _CRC.pack_into(view, position + CRC_OFFSET,
-                           crc32c(view[position + ATTRIBUTES_OFFSET:end]))
-            changes.update(attributes=attributes, max_timestamp=log_append_time)
-        return header._replace(**changes)
+            crc = crc32c(view[position + ATTRIBUTES_OFFSET:position + LOG_OVERHEAD + length])
+            _CRC.pack_into(view, position + CRC_OFFSET, crc)
+        return BatchHeader(base_offset, length, leader_epoch, magic, crc, attributes, delta,
+                           base_ts, max_ts, producer_id, producer_epoch, base_sequence, count)
 
     def _maybe_roll(self, messages_size: int, max_timestamp: int, max_offset: int,
                     first_offset: int, now: int) -> LogSegment:
         segment = self.active_segment
-        if segment.should_roll(segment_bytes=self.config.segment_bytes,
-                               segment_ms=self.config.segment_ms,
+        if segment.should_roll(segment_bytes=self._segment_bytes,
+                               segment_ms=self._segment_ms,
                                max_timestamp_in_messages=max_timestamp,
                                max_offset_in_messages=max_offset,
                                messages_size=messages_size, now_ms=now):
@@ -651,10 +663,10 @@ class Log:
     def update_config(self, config: LogConfig) -> None:
         """Apply changed topic configs live (retention, segment size/time, ...)."""
         with self._lock:
-            self.config = config
-            if self.active_segment.offset_index.max_entries * 8 != \
-                    (config.max_index_size // 8) * 8 and self.active_segment.size == 0:
-                self.active_segment.resize_indexes(config.max_index_size)
+            self._apply_config(config)
+            active = self.active_segment
+            active.index_interval_bytes = config.index_interval_bytes
+            active.max_index_size = config.max_index_size
 
     def close(self) -> None:
         """Flush nothing (the caller decides); snapshot producer state, close files."""

@@ -1,0 +1,174 @@
+"""Storage kernels: log append vs raw writes, index lookup vs pure-Python bisect.
+
+    pytest bench/test_storage.py --benchmark-only -k log_append
+    pytest bench/test_storage.py --benchmark-only -k index_lookup
+
+log_append_*: each round appends BATCHES record batches (1 MiB or 16 KiB,
+valid v2 batches built by kafka-python) to a fresh partition:
+  log_append_kfast_<size>   Log.append_as_leader on a writable buffer (header
+                            and CRC check, offset/epoch patch, one pwrite,
+                            index update), as the produce path calls it
+  log_append_raw_<size>     os.write of the same bytes to a file on the same
+                            filesystem (the ceiling)
+index_lookup_*: LOOKUPS random lookups per round in an offset index of
+1,000,000 entries (8 MB, memory-mapped):
+  index_lookup_kfast        OffsetIndex.lookup (Cython binary search, warm tail first)
+  index_lookup_python       bisect in Python over the same mmap (struct.unpack_from)
+"""
+from __future__ import annotations
+
+import os
+import random
+import shutil
+import struct
+import tempfile
+
+import pytest
+from kafka.record.default_records import DefaultRecordBatchBuilder
+
+from kfast.config import LogConfig
+from kfast.storage.index import OffsetIndex
+from kfast.storage.log import Log
+
+BATCH_BYTES = {"1mib": 1024 * 1024, "16kib": 16 * 1024}
+BATCHES = {"1mib": 64, "16kib": 2048}          # 64 MiB / 32 MiB per round
+ROUNDS = 8
+INDEX_ENTRIES = 1_000_000
+LOOKUPS = 10_000
+
+
+def _batch(total: int) -> bytearray:
+    value = os.urandom(1000)
+    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
+                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
+                                        batch_size=1 << 30)
+    count = max(total // 1030, 1)
+    for i in range(count):
+        builder.append(i, timestamp=1_700_000_000_000, key=None, value=value, headers=[])
+    return bytearray(builder.build())
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    path = tempfile.mkdtemp(prefix="kfast-bench-storage-", dir=os.environ.get("KFAST_BENCH_DIR"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def _fresh(path: str) -> None:
+    shutil.rmtree(path, ignore_errors=True)
+    os.makedirs(path)
+
+
+def _run_kfast(benchmark, workdir, size):
+    data = _batch(BATCH_BYTES[size])
+    config = LogConfig({"segment.bytes": 1 << 30, "max.message.bytes": 2 * 1024 * 1024,
+                        "message.timestamp.after.max.ms": str(2**62),
+                        "message.timestamp.before.max.ms": str(2**62)})
+    state = {}
+
+    def setup():
+        _fresh(os.path.join(workdir, "kfast"))
+        state["log"] = Log(os.path.join(workdir, "kfast", "bench-0"), config)
+
+    def run():
+        log = state["log"]
+        for _ in range(BATCHES[size]):
+            log.append_as_leader(data, leader_epoch=1)
+        log.close()
+
+    benchmark.pedantic(run, setup=setup, rounds=ROUNDS, iterations=1)
+    benchmark.extra_info["MiB_per_round"] = len(data) * BATCHES[size] / 2**20
+
+
+def _run_raw(benchmark, workdir, size):
+    data = _batch(BATCH_BYTES[size])
+    state = {}
+
+    def setup():
+        _fresh(os.path.join(workdir, "raw"))
+        state["fd"] = os.open(os.path.join(workdir, "raw", "00000000000000000000.log"),
+                              os.O_RDWR | os.O_CREAT, 0o644)
+
+    def run():
+        fd = state["fd"]
+        for _ in range(BATCHES[size]):
+            os.write(fd, data)
+        os.close(fd)
+
+    benchmark.pedantic(run, setup=setup, rounds=ROUNDS, iterations=1)
+    benchmark.extra_info["MiB_per_round"] = len(data) * BATCHES[size] / 2**20
+
+
+@pytest.mark.benchmark(group="log_append_1mib")
+def test_log_append_kfast_1mib(benchmark, workdir):
+    _run_kfast(benchmark, workdir, "1mib")
+
+
+@pytest.mark.benchmark(group="log_append_1mib")
+def test_log_append_raw_1mib(benchmark, workdir):
+    _run_raw(benchmark, workdir, "1mib")
+
+
+@pytest.mark.benchmark(group="log_append_16kib")
+def test_log_append_kfast_16kib(benchmark, workdir):
+    _run_kfast(benchmark, workdir, "16kib")
+
+
+@pytest.mark.benchmark(group="log_append_16kib")
+def test_log_append_raw_16kib(benchmark, workdir):
+    _run_raw(benchmark, workdir, "16kib")
+
+
+@pytest.fixture(scope="module")
+def big_index(workdir):
+    path = os.path.join(workdir, "00000000000000000000.index")
+    index = OffsetIndex(path, 0, max_index_size=INDEX_ENTRIES * 8)
+    packed = b"".join(struct.pack(">ii", 1 + i * 3, i * 1024) for i in range(INDEX_ENTRIES))
+    index._mmap[:len(packed)] = packed
+    index._entries = INDEX_ENTRIES
+    rng = random.Random(7)
+    targets = [rng.randrange(0, 3 * INDEX_ENTRIES + 10) for _ in range(LOOKUPS)]
+    yield index, targets
+    index.close()
+
+
+def _python_lookup(mm, entries, target):
+    """Largest entry with offset <= target: plain bisect over the mmap."""
+    unpack = struct.unpack_from
+    if entries == 0 or unpack(">i", mm, 0)[0] > target:
+        return 0, 0
+    lo, hi = 0, entries - 1
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if unpack(">i", mm, mid * 8)[0] <= target:
+            lo = mid
+        else:
+            hi = mid - 1
+    return unpack(">ii", mm, lo * 8)
+
+
+@pytest.mark.benchmark(group="index_lookup")
+def test_index_lookup_kfast(benchmark, big_index):
+    index, targets = big_index
+
+    def run():
+        lookup = index.lookup
+        for t in targets:
+            lookup(t)
+    benchmark(run)
+    for t in targets[:200]:
+        got = index.lookup(t)
+        assert (got.offset, got.position) == tuple(_python_lookup(index._mmap, INDEX_ENTRIES, t)) \
+            or t < 1
+
+
+@pytest.mark.benchmark(group="index_lookup")
+def test_index_lookup_python(benchmark, big_index):
+    index, targets = big_index
+    mm = index._mmap
+
+    def run():
+        for t in targets:
+            _python_lookup(mm, INDEX_ENTRIES, t)
+    benchmark(run)
