@@ -194,13 +194,16 @@ class Connection:
     """One client connection (Kafka's KafkaChannel).
 
     ``connection_id`` follows Kafka's form ``local-peer-index``; ``peer`` is
-    the client's (host, port). ``transport`` exposes the per-connection byte
-    counters.
+    the client's (host, port); ``listener_name`` is its server's listener.
+    ``transport`` exposes the per-connection byte counters. The handler may
+    keep its own per-connection state in attributes of its choosing (SASL
+    state, client software name from ApiVersions).
     """
 
     def __init__(self, server: "SocketServer", sock: socket.socket, peer, index: int,
                  transport: Transport):
         self.server = server
+        self.listener_name = server.listener_name
         self.peer = peer
         local = sock.getsockname()
         self.connection_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{index}"
@@ -215,6 +218,7 @@ class Connection:
         self._reading = False
         self._writing = False
         self._draining = False
+        self._throttle_handle: asyncio.TimerHandle | None = None
         self._closed = False
         self._closed_future: asyncio.Future | None = None
         self.last_activity = self._loop.time()
@@ -232,9 +236,37 @@ class Connection:
 
     @property
     def reading_paused(self) -> bool:
-        """True while backpressure (or shutdown) keeps this connection from
-        reading requests."""
+        """True while backpressure, a throttle or shutdown keeps this
+        connection from reading requests."""
         return not self._closed and not self._reading
+
+    @property
+    def throttled(self) -> bool:
+        return self._throttle_handle is not None
+
+    def throttle(self, throttle_time_ms: float) -> None:
+        """Read no requests for ``throttle_time_ms`` from now; responses keep
+        flowing. Kafka mutes the channel of a client that exceeded a quota
+        for the throttle time it reports in the response. A longer throttle
+        extends a running one; a shorter one does not cut it."""
+        if self._closed or throttle_time_ms <= 0:
+            return
+        until = self._loop.time() + throttle_time_ms / 1000.0
+        if self._throttle_handle is not None:
+            if self._throttle_handle.when() >= until:
+                return
+            self._throttle_handle.cancel()
+        self._throttle_handle = self._loop.call_at(until, self._end_throttle)
+        self._set_reading(False)
+
+    def _end_throttle(self) -> None:
+        self._throttle_handle = None
+        if self._closed:
+            return
+        try:
+            self._process_frames()
+        except Exception as exc:
+            self._fail(exc)
 
     async def wait_closed(self) -> None:
         if self._closed:
@@ -289,7 +321,7 @@ class Connection:
         max_in_flight = self.server.max_in_flight_requests
         while True:
             limited = False
-            while not self._closed and not self._draining:
+            while not self._closed and not self._draining and self._throttle_handle is None:
                 if transport.unsent_bytes > max_unsent or len(pending) >= max_in_flight:
                     limited = True
                     break
@@ -321,6 +353,9 @@ class Connection:
             if self._draining:
                 self._set_reading(False)
                 self._maybe_finish_drain()
+                return
+            if self._throttle_handle is not None:
+                self._set_reading(False)
                 return
             if limited and not self._over_limits():
                 continue  # flushing made room for more buffered frames
@@ -508,6 +543,9 @@ class Connection:
         if self._closed:
             return
         self._closed = True
+        if self._throttle_handle is not None:
+            self._throttle_handle.cancel()
+            self._throttle_handle = None
         if self._reading:
             self._loop.remove_reader(self._fd)
             self._reading = False
@@ -542,6 +580,7 @@ class SocketServer:
         host: str = "0.0.0.0",
         port: int = 0,
         *,
+        listener_name: str = "PLAINTEXT",
         socket_request_max_bytes: int = SOCKET_REQUEST_MAX_BYTES,
         connections_max_idle_ms: int = CONNECTIONS_MAX_IDLE_MS,
         socket_send_buffer_bytes: int = SOCKET_SEND_BUFFER_BYTES,
@@ -561,6 +600,7 @@ class SocketServer:
             raise ValueError("max_in_flight_requests must be >= 1")
         self._handler = handler
         self.host = host
+        self.listener_name = listener_name
         self._requested_port = port
         self.socket_request_max_bytes = socket_request_max_bytes
         self.connections_max_idle_ms = connections_max_idle_ms
@@ -588,8 +628,9 @@ class SocketServer:
     @classmethod
     def from_config(cls, handler: Handler, config: KafkaConfig, host: str, port: int,
                     **overrides: Any) -> "SocketServer":
-        """A server for one listener, with the socket.* and
-        connections.max.idle.ms properties of ``config``."""
+        """A server for one listener (pass ``listener_name=``), with the
+        socket.*, max.connections* and connections.max.idle.ms properties of
+        ``config``."""
         settings = {arg: config[name] for arg, name in _PROPERTIES.items()}
         settings.update(overrides)
         return cls(handler, host, port, **settings)

@@ -522,6 +522,7 @@ def test_connection_identity_and_metrics(run):
             local = writer.get_extra_info("sockname")
             assert conn.peer[:2] == local[:2]
             assert conn.connection_id == f"127.0.0.1:{server.port}-127.0.0.1:{local[1]}-0"
+            assert conn.listener_name == "PLAINTEXT"
             m = server.metrics()
             assert (m.connections_accepted, m.active_connections, m.connections_closed) == (1, 1, 0)
             assert (m.requests, m.responses, m.bytes_received) == (1, 1, 7)
@@ -690,3 +691,26 @@ def test_max_connections_per_ip_rejects_the_extra_connection(run, caplog):
     with caplog.at_level(logging.INFO, logger="kfast.server.network"):
         run(body)
     assert "Rejected connection from 127.0.0.1" in caplog.text
+
+
+def test_throttle_mutes_reading_but_not_responses(run):
+    async def body():
+        loop = asyncio.get_running_loop()
+        handled_at = []
+
+        def handler(connection, frame):
+            handled_at.append(loop.time())
+            if bytes(frame) == b"over quota":
+                connection.throttle(150)
+                assert connection.throttled and connection.reading_paused
+            return [bytes(frame)]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"over quota") + frame(b"next"))
+            assert await read_frame(reader) == b"over quota"    # answered at once
+            assert await read_frame(reader) == b"next"          # read after the throttle
+            assert handled_at[1] - handled_at[0] >= 0.15 - 0.005
+            assert not server.connections[0].throttled
+            writer.close()
+    run(body)
