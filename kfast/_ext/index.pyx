@@ -140,3 +140,24 @@ def first_unordered_slot(buf, Py_ssize_t entries, int entry_size, int key_pos,
                 previous = key
     PyBuffer_Release(&view)
     return bad
+
+
+def offset_index_lookup(buf, Py_ssize_t entries, int64_t base_offset, int64_t target_offset):
+    """OffsetIndex.lookup in one call: (offset, position) of the largest entry
+    with offset <= ``target_offset``, or (base_offset, 0) if there is none."""
+    cdef Py_buffer view
+    cdef const uint8_t* base
+    cdef Py_ssize_t slot
+    cdef int64_t relative = target_offset - base_offset
+    cdef int64_t found_relative = 0, position = 0
+    if entries <= 0 or relative < 0:
+        return base_offset, 0
+    if relative > 0x7FFFFFFF:
+        relative = 0x7FFFFFFF
+    base = _acquire(buf, &view, entries, 8, 0, 4)
+    slot = largest_lower_bound(base, entries, 8, 0, 4, relative)
+    if slot >= 0:
+        found_relative = _be32(base + slot * 8)
+        position = _be32(base + slot * 8 + 4)
+    PyBuffer_Release(&view)
+    return base_offset + found_relative, position

@@ -24,6 +24,7 @@ from typing import NamedTuple
 from kfast._ext.index import (
     first_unordered_slot,
     largest_lower_bound_slot,
+    offset_index_lookup,
 )
 
 NO_TIMESTAMP = -1
@@ -50,6 +51,9 @@ class OffsetPosition(NamedTuple):
 class TimestampOffset(NamedTuple):
     timestamp: int
     offset: int
+
+
+_make_offset_position = OffsetPosition._make
 
 
 def _round_down(value: int, factor: int) -> int:
@@ -264,16 +268,10 @@ class OffsetIndex(AbstractIndex):
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """Largest entry with offset <= target_offset, else (base_offset, 0)."""
-        relative = target_offset - self.base_offset
-        if relative < 0 or self._entries == 0:
+        if self._entries == 0:
             return OffsetPosition(self.base_offset, 0)
-        if relative > 0x7FFFFFFF:
-            relative = 0x7FFFFFFF
-        slot = largest_lower_bound_slot(self._mmap, self._entries, 8, 0, 4, relative)
-        if slot < 0:
-            return OffsetPosition(self.base_offset, 0)
-        relative, position = self._ENTRY.unpack_from(self._mmap, slot * 8)
-        return OffsetPosition(self.base_offset + relative, position)
+        return _make_offset_position(offset_index_lookup(self._mmap, self._entries,
+                                                         self.base_offset, target_offset))
 
     def append(self, offset: int, position: int) -> None:
         if self._entries >= self._max_entries:

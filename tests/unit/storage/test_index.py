@@ -164,3 +164,14 @@ def test_resize_keeps_entries(tmp_path):
     index.append(6, 60)
     assert index.lookup(6) == OffsetPosition(6, 60)
     index.close()
+
+
+@given(st.lists(st.integers(1, 2**31 - 1), unique=True, max_size=3000).map(sorted),
+       st.integers(0, 2**40), st.integers(-10, 2**31 + 10))
+def test_offset_index_lookup_kernel_matches_bisect(relatives, base_offset, target_delta):
+    from kfast._ext.index import offset_index_lookup
+    buf = b"".join(struct.pack(">ii", r, i * 7) for i, r in enumerate(relatives))
+    target = base_offset + target_delta
+    slot = bisect.bisect_right(relatives, target - base_offset) - 1
+    expected = (base_offset, 0) if slot < 0 else (base_offset + relatives[slot], slot * 7)
+    assert offset_index_lookup(buf, len(relatives), base_offset, target) == expected
