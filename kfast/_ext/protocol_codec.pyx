@@ -14,6 +14,7 @@
 #   bool        : int8, 0 = false, anything else = true
 #   uuid        : 16 bytes, most significant half first
 #   string      : int16 length (-1 = null) + UTF-8       [non-flexible]
+#                 (invalid UTF-8 decodes with U+FFFD, as Java's String does)
 #                 uvarint (length + 1, 0 = null) + UTF-8  [flexible, "compact"]
 #   bytes,
 #   records     : int32 length (-1 = null) + bytes       [non-flexible]
@@ -65,6 +66,7 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
     PyObject* PyDict_GetItemWithError(object d, object key) except? NULL
     object PyMemoryView_FromObject(object o)
+    Py_buffer* PyMemoryView_GET_BUFFER(object mv)
 
 import uuid as _uuid_module
 
@@ -220,6 +222,20 @@ cdef inline object _new_message(object cls, dict d):
 
 # ---------------------------------------------------------------- decoding
 
+cdef inline object _view_slice(object view, Py_ssize_t offset, Py_ssize_t n):
+    # view[offset:offset + n] without building a slice object: a new view
+    # registered on the same managed buffer (so it keeps the exporter alive
+    # exactly as a slice would), then narrowed. `view` is always the 1-D,
+    # unsigned-byte, C-contiguous memoryview decode() made, for which
+    # buf/len/shape[0] are the whole description of the window.
+    out = PyMemoryView_FromObject(view)
+    cdef Py_buffer* b = PyMemoryView_GET_BUFFER(out)
+    b.buf = <char*>b.buf + offset
+    b.len = n
+    b.shape[0] = n
+    return out
+
+
 cdef class _Reader:
     cdef const uint8_t* start
     cdef const uint8_t* p
@@ -311,7 +327,7 @@ cdef object _decode_value(int kind, FieldOp op, _Reader r):
             return None
         s = <const char*>r.p
         r.p += n
-        return PyUnicode_DecodeUTF8(s, n, NULL)
+        return PyUnicode_DecodeUTF8(s, n, "replace")
     if kind == KIND_UUID:
         hi = r.u64()
         lo = r.u64()
@@ -327,7 +343,7 @@ cdef object _decode_value(int kind, FieldOp op, _Reader r):
         i = r.p - r.start
         r.p += n
         if kind == KIND_RECORDS:
-            return r.view[i:i + n]
+            return _view_slice(r.view, i, n)
         return PyBytes_FromStringAndSize(<const char*>(r.start + i), n)
     if kind == KIND_UINT16:
         return PyLong_FromLong(<uint16_t>r.i16())
@@ -394,7 +410,7 @@ cdef object _decode_element(int kind, FieldOp op, _Reader r):
             raise _Malformed(f"null element in string array {op.key}")
         s = <const char*>r.p
         r.p += n
-        return PyUnicode_DecodeUTF8(s, n, NULL)
+        return PyUnicode_DecodeUTF8(s, n, "replace")
     return _decode_value(kind, op, r)
 
 
@@ -455,6 +471,8 @@ def decode(StructProgram prog, buf, Py_ssize_t offset=0):
         r.p = r.start + offset
         r.end = r.start + pb.len
         r.view = PyMemoryView_FromObject(buf)
+        if r.view.ndim != 1 or r.view.itemsize != 1:
+            r.view = r.view.cast("B")
         msg = _decode_struct(prog, r)
         return msg, r.p - r.start
     finally:

@@ -65,9 +65,11 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
+from kfast._ext import protocol_codec as _codec
 from kfast.protocol import api_keys, errors
 from kfast.protocol.api_keys import API_KEYS, ApiKey, api_key, supported_versions
 from kfast.protocol.file_region import FileRegion
+from kfast.protocol.schema import schema as _schema
 
 __all__ = [
     "API_KEYS", "ApiKey", "FileRegion", "RequestHeader", "api_key", "api_keys", "decode_request",
@@ -85,14 +87,14 @@ class RequestHeader(NamedTuple):
     header_length: int
 
 
+# Compiled request programs by (api_key, version): the broker's per-request
+# lookup, one dict probe.
+_REQUEST_PROGRAMS: dict = {}
+
 _REQUEST_HEADER = struct.Struct(">hhih")    # key, version, correlation id, client id length
 _RESPONSE_HEADER = struct.Struct(">i")
 
 
-def _schema(key):
-    from kfast.protocol.schema import schema
-
-    return schema(key)
 
 
 def request_class(key: int | str) -> type:
@@ -106,21 +108,19 @@ def response_class(key: int | str) -> type:
 
 
 def decode_request_header(buf) -> RequestHeader:
-    from kfast._ext.protocol_codec import decode_request_header as decode
-
-    return RequestHeader(*decode(buf, api_keys.FLEXIBLE_FROM))
+    return RequestHeader(*_codec.decode_request_header(buf, api_keys.FLEXIBLE_FROM))
 
 
 def decode_request_body(header: RequestHeader, buf):
-    from kfast._ext.protocol_codec import decode
-
-    try:
-        program = _schema(header.api_key).request.program(header.api_version)
-    except errors.UnsupportedVersionException as exc:
-        exc.header = header
-        raise
-    body, _ = decode(program, buf, header.header_length)
-    return body
+    program = _REQUEST_PROGRAMS.get((header.api_key, header.api_version))
+    if program is None:
+        try:
+            program = _schema(header.api_key).request.program(header.api_version)
+        except errors.UnsupportedVersionException as exc:
+            exc.header = header
+            raise
+        _REQUEST_PROGRAMS[header.api_key, header.api_version] = program
+    return _codec.decode(program, buf, header.header_length)[0]
 
 
 def decode_request(buf) -> tuple[RequestHeader, object]:
@@ -129,8 +129,6 @@ def decode_request(buf) -> tuple[RequestHeader, object]:
 
 
 def encode_request(key: int, version: int, correlation_id: int, client_id: str | None, body) -> bytes:
-    from kfast._ext.protocol_codec import encode_frame
-
     api = api_key(key)
     program = _schema(key).request.program(version)
     if client_id is None:
@@ -140,7 +138,7 @@ def encode_request(key: int, version: int, correlation_id: int, client_id: str |
         header = _REQUEST_HEADER.pack(key, version, correlation_id, len(raw)) + raw
     if api.request_header_version(version) == 2:
         header += b"\x00"               # no tagged fields
-    return encode_frame(header, program, body)
+    return _codec.encode_frame(header, program, body)
 
 
 def _response_header(api: ApiKey, version: int, correlation_id: int) -> bytes:
@@ -151,28 +149,22 @@ def _response_header(api: ApiKey, version: int, correlation_id: int) -> bytes:
 
 
 def encode_response(key: int, version: int, correlation_id: int, body) -> bytes:
-    from kfast._ext.protocol_codec import encode_frame
-
     api = api_key(key)
     program = _schema(key).response.program(version)
-    return encode_frame(_response_header(api, version, correlation_id), program, body)
+    return _codec.encode_frame(_response_header(api, version, correlation_id), program, body)
 
 
 def encode_response_parts(key: int, version: int, correlation_id: int, body) -> list:
-    from kfast._ext.protocol_codec import encode_frame
-
     api = api_key(key)
     program = _schema(key).response.program(version)
-    return encode_frame(_response_header(api, version, correlation_id), program, body, True)
+    return _codec.encode_frame(_response_header(api, version, correlation_id), program, body, True)
 
 
 def decode_response(key: int, version: int, buf) -> tuple[int, object]:
-    from kfast._ext.protocol_codec import decode, decode_response_header
-
     api = api_key(key)
     program = _schema(key).response.program(version)
-    correlation_id, offset = decode_response_header(buf, api.response_header_version(version) == 1)
-    body, _ = decode(program, buf, offset)
+    correlation_id, offset = _codec.decode_response_header(buf, api.response_header_version(version) == 1)
+    body, _ = _codec.decode(program, buf, offset)
     return correlation_id, body
 
 

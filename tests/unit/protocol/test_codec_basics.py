@@ -88,3 +88,17 @@ def test_defaults_follow_kafka():
     assert (p.current_leader_epoch, p.log_start_offset, p.last_fetched_epoch) == (-1, -1, -1)
     assert protocol.FetchRequest().max_bytes == 0x7FFFFFFF
     assert protocol.MetadataResponse.MetadataResponseTopic().topic_authorized_operations == -2147483648
+
+
+def test_record_views_keep_the_buffer_exported():
+    req = protocol.ProduceRequest(topic_data=[protocol.ProduceRequest.TopicProduceData(
+        name="t", partition_data=[protocol.ProduceRequest.PartitionProduceData(index=0, records=b"xyz")])])
+    buf = bytearray(protocol.encode_request(0, 3, 1, None, req)[4:])
+    _, body = protocol.decode_request(buf)
+    records = body.topic_data[0].partition_data[0].records
+    del body
+    assert records.tobytes() == b"xyz" and records.nbytes == 3 and len(records) == 3
+    with pytest.raises(BufferError):
+        buf.extend(b"more")          # still exported: the view pins the buffer
+    records.release()
+    buf.extend(b"more")
