@@ -1,0 +1,292 @@
+"""KafkaBroker: one kfast node in the combined broker + controller role
+(Kafka's KafkaRaftServer with BrokerServer and ControllerServer).
+
+Start order: timer -> LogManager (loads and recovers the partition logs, in
+an executor) -> QuorumController (replays __cluster_metadata) -> metadata
+publisher (creates the Partitions of the replayed image) -> listeners ->
+broker registration (publishes this broker's endpoints) -> periodic jobs.
+
+Shutdown (SIGTERM/SIGINT in ``kfast serve``): stop accepting, answer the
+requests in flight, stop the periodic jobs, then the controller, then flush
+every log, write the checkpoints and the clean-shutdown marker.
+
+Periodic jobs run on the loop's timer with Kafka's intervals; the ones that
+touch the disk run in the default executor, and a job is rescheduled only
+after its previous run finished.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from typing import Callable
+
+from kfast.config import ConfigException, KafkaConfig
+from kfast.controller.metadata.image import Endpoint, MetadataImage
+from kfast.server.apis import KafkaApis
+from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
+from kfast.server.metadata_publisher import BrokerMetadataPublisher
+from kfast.server.network import SocketServer
+from kfast.server.producer_id_apis import ProducerIdManager
+from kfast.server.replica_manager import ReplicaManager
+from kfast.server.timer import SystemTimer
+from kfast.storage.manager import LogManager
+
+logger = logging.getLogger("kfast.server")
+
+_API_MODULES = (
+    "kfast.server.produce_apis",
+    "kfast.server.fetch_apis",
+    "kfast.server.metadata_apis",
+    "kfast.server.log_apis",
+    "kfast.server.producer_id_apis",
+    # Other helpers' handler modules; each is optional until it lands.
+    "kfast.server.admin_apis",
+)
+# Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
+_NEVER_MS = 2**31
+
+
+def parse_listener(uri: str) -> tuple[str, str, int]:
+    """``NAME://host:port`` -> (NAME, host, port); an empty host binds all
+    interfaces."""
+    name, sep, rest = uri.partition("://")
+    host, colon, port = rest.rpartition(":")
+    if not sep or not colon or not port.isdigit() or not name:
+        raise ConfigException("listeners", uri, "Unable to parse the listener; expected "
+                                                "NAME://host:port")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+    return name.upper(), host, int(port)
+
+
+class _PeriodicJob:
+    def __init__(self, broker: "KafkaBroker", name: str, interval_ms: int, job: Callable,
+                 in_executor: bool = True):
+        self.broker = broker
+        self.name = name
+        self.interval_ms = interval_ms
+        self.job = job
+        self.in_executor = in_executor
+        self.handle: asyncio.TimerHandle | None = None
+        self.running: asyncio.Future | None = None
+
+    def schedule(self) -> None:
+        if self.interval_ms < _NEVER_MS and not self.broker._stopping:
+            self.handle = asyncio.get_running_loop().call_later(self.interval_ms / 1000.0,
+                                                                self._run)
+
+    def _run(self) -> None:
+        self.handle = None
+        loop = asyncio.get_running_loop()
+        if not self.in_executor:
+            try:
+                self.job()
+            except Exception:
+                logger.exception("periodic job %s failed", self.name)
+            self.schedule()
+            return
+        self.running = loop.run_in_executor(None, self.job)
+        self.running.add_done_callback(self._done)
+
+    def _done(self, future: asyncio.Future) -> None:
+        self.running = None
+        if not future.cancelled() and future.exception() is not None:
+            logger.error("periodic job %s failed", self.name, exc_info=future.exception())
+        self.schedule()
+
+    async def stop(self) -> None:
+        if self.handle is not None:
+            self.handle.cancel()
+            self.handle = None
+        if self.running is not None:
+            try:
+                await asyncio.shield(self.running)
+            except Exception:
+                pass
+
+
+class KafkaBroker:
+    """``await broker.start()`` ... ``await broker.shutdown()`` on one loop.
+
+    Attributes handlers use (see kfast.server.apis): ``config``,
+    ``controller``, ``log_manager``, ``replica_manager``, ``metadata_image``,
+    ``timer``, ``node_id``, ``cluster_id``, ``fetch_session_cache``,
+    ``producer_id_manager``; after start ``bound_ports`` maps listener name ->
+    the bound port (useful with port 0).
+    """
+
+    def __init__(self, config: KafkaConfig, *, controller_factory: Callable | None = None):
+        self.config = config
+        self.node_id = config.node_id
+        self.cluster_id: str | None = config["cluster.id"]
+        self.listeners = [parse_listener(uri) for uri in config["listeners"]]
+        controller_listeners = {n.upper() for n in config["controller.listener.names"]}
+        # The controller runs in-process; only broker listeners are served.
+        self.listeners = [l for l in self.listeners if l[0] not in controller_listeners]
+        if not self.listeners:
+            raise ConfigException("listeners", config["listeners"], "No broker listener")
+        protocols = dict(entry.split(":", 1) for entry in config["listener.security.protocol.map"])
+        for name, _, _ in self.listeners:
+            protocol = protocols.get(name)
+            if protocol is None:
+                raise ConfigException("listener.security.protocol.map",
+                                      config["listener.security.protocol.map"],
+                                      f"No security protocol defined for listener {name}")
+            if protocol != "PLAINTEXT":
+                raise ConfigException("listeners", config["listeners"],
+                                      f"Security protocol {protocol} of listener {name} is not "
+                                      f"supported by kfast (PLAINTEXT only)")
+        self._protocols = protocols
+        self._controller_factory = controller_factory
+        self.controller = None
+        self.log_manager: LogManager | None = None
+        self.replica_manager: ReplicaManager | None = None
+        self.metadata_image: MetadataImage | None = None
+        self.timer: SystemTimer | None = None
+        self.fetch_session_cache = FetchSessionCache(
+            config["max.incremental.fetch.session.cache.slots"])
+        self.producer_id_manager: ProducerIdManager | None = None
+        self.apis = KafkaApis(self)
+        self.socket_servers: dict[str, SocketServer] = {}
+        self.bound_ports: dict[str, int] = {}
+        self.broker_epoch = -1
+        self.incarnation_id = uuid.uuid4()
+        self._jobs: list[_PeriodicJob] = []
+        self._stopping = False
+        self.started = False
+        self.startup_ms: float | None = None
+        self._register_apis()
+
+    def _register_apis(self) -> None:
+        import importlib
+
+        for module_name in _API_MODULES:
+            try:
+                module = importlib.import_module(module_name)
+            except ModuleNotFoundError as exc:
+                if exc.name != module_name:
+                    raise
+                continue
+            module.register(self.apis)
+
+    # -- start ---------------------------------------------------------------------------
+    def _new_controller(self, loop):
+        if self._controller_factory is not None:
+            return self._controller_factory(self, loop)
+        from kfast.controller.quorum_controller import QuorumController
+
+        metadata_dir = self.config.get("metadata.log.dir") or self.log_manager.log_dirs[0]
+        return QuorumController(self.config, self.node_id, self.cluster_id, metadata_dir,
+                                loop=loop)
+
+    async def start(self) -> None:
+        began = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        self.timer = SystemTimer(loop)
+        self.log_manager = LogManager(self.config, cluster_id=self.cluster_id,
+                                      topic_configs=self._topic_configs)
+        await loop.run_in_executor(None, self.log_manager.startup)
+        self.cluster_id = self.log_manager.cluster_id
+        self.node_id = self.log_manager.node_id
+        self.replica_manager = ReplicaManager(self.node_id, self.log_manager, self.timer,
+                                              self.config)
+        self.controller = self._new_controller(loop)
+        self.producer_id_manager = ProducerIdManager(self.controller, self.node_id)
+        await self.controller.start()
+        self.metadata_image = self.controller.image
+        self.controller.subscribe(BrokerMetadataPublisher(self).on_metadata_update)
+        try:
+            await self._start_listeners()
+            advertised = self._advertised_endpoints()
+            self.broker_epoch = await self.controller.register_broker(
+                self.node_id, self.incarnation_id, advertised, self.config.get("broker.rack"))
+        except BaseException:
+            await self.shutdown()
+            raise
+        self._start_jobs()
+        self.started = True
+        self.startup_ms = (time.perf_counter() - began) * 1000
+        logger.info("kfast broker %d ready in %.1f ms, listening on %s (cluster %s)",
+                    self.node_id, self.startup_ms,
+                    ", ".join(f"{e.name}://{e.host}:{e.port}" for e in advertised),
+                    self.cluster_id)
+
+    def _topic_configs(self, topic: str):
+        image = self.metadata_image
+        return {} if image is None else dict(image.topic_configs.get(topic, {}))
+
+    async def _start_listeners(self) -> None:
+        for name, host, port in self.listeners:
+            server = SocketServer.from_config(self.apis.network_handler(name), self.config,
+                                              host or "0.0.0.0", port)
+            await server.start()
+            self.socket_servers[name] = server
+            self.bound_ports[name] = server.port
+
+    def _advertised_endpoints(self) -> list[Endpoint]:
+        """advertised.listeners where given (port 0 -> the bound port), else
+        the listener itself; a wildcard host advertises this host's name."""
+        import socket
+
+        advertised = self.config["advertised.listeners"] or []
+        by_name = {name: (host, port) for name, host, port in map(parse_listener, advertised)}
+        endpoints = []
+        for name, bind_host, _ in self.listeners:
+            host, port = by_name.get(name, (bind_host, 0))
+            if port == 0:
+                port = self.bound_ports[name]
+            if not host or host in ("0.0.0.0", "::"):
+                host = socket.getfqdn()
+            endpoints.append(Endpoint(name, host, port, self._protocols.get(name, "PLAINTEXT")))
+        return endpoints
+
+    def _start_jobs(self) -> None:
+        config, log_manager = self.config, self.log_manager
+        self._jobs = [
+            _PeriodicJob(self, "kafka-log-retention", config["log.retention.check.interval.ms"],
+                         log_manager.cleanup_logs),
+            _PeriodicJob(self, "kafka-log-flusher", config["log.flush.scheduler.interval.ms"],
+                         log_manager.flush_dirty_logs),
+            _PeriodicJob(self, "kafka-recovery-point-checkpoint",
+                         config["log.flush.offset.checkpoint.interval.ms"],
+                         log_manager.checkpoint_recovery_offsets),
+            _PeriodicJob(self, "kafka-log-start-offset-checkpoint",
+                         config["log.flush.start.offset.checkpoint.interval.ms"],
+                         log_manager.checkpoint_log_start_offsets),
+            _PeriodicJob(self, "highwatermark-checkpoint",
+                         config["replica.high.watermark.checkpoint.interval.ms"],
+                         log_manager.checkpoint_high_watermarks),
+            _PeriodicJob(self, "fetch-session-eviction", MIN_EVICTION_MS // 2,
+                         self.fetch_session_cache.evict_stale, in_executor=False),
+        ]
+        for job in self._jobs:
+            job.schedule()
+
+    # -- shutdown ----------------------------------------------------------------------------
+    async def shutdown(self, timeout: float = 30.0) -> None:
+        if self._stopping:
+            return
+        self._stopping = True
+        began = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        for server in self.socket_servers.values():
+            server.stop_accepting()
+        await asyncio.gather(*(server.shutdown(timeout) for server in self.socket_servers.values()))
+        for job in self._jobs:
+            await job.stop()
+        if self.replica_manager is not None:
+            self.replica_manager.shutdown()
+        if self.controller is not None:
+            try:
+                await self.controller.shutdown()
+            except Exception:
+                logger.exception("controller shutdown failed")
+        if self.log_manager is not None and self.log_manager.started:
+            await loop.run_in_executor(None, self.log_manager.shutdown, self.broker_epoch)
+        if self.timer is not None:
+            self.timer.shutdown()
+        self.started = False
+        logger.info("kfast broker %d shut down in %.1f ms", self.node_id,
+                    (time.perf_counter() - began) * 1000)

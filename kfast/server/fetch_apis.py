@@ -1,0 +1,107 @@
+"""Fetch (API key 1): KafkaApis.handleFetchRequest for consumers.
+
+The request goes through the fetch session cache (KIP-227) to get the
+partitions to read, the ReplicaManager reads them (waiting in the fetch
+purgatory for min_bytes / max_wait_ms), and the session picks which
+partitions the response carries. Record bytes stay FileRegions all the way
+to the socket, except for Fetch v0-v3, whose clients only read magic 0/1
+message sets: those responses are down-converted (which means reading the
+bytes, as Kafka does).
+"""
+from __future__ import annotations
+
+import logging
+
+from kfast.protocol import FetchResponse, api_keys, errors
+from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.fetch_session import CachedPartition
+from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
+
+logger = logging.getLogger(__name__)
+
+_TopicResponse = FetchResponse.FetchableTopicResponse
+_PartitionData = FetchResponse.PartitionData
+_AbortedTransaction = FetchResponse.AbortedTransaction
+_INT32_MAX = 0x7FFFFFFF
+_MAX_DECOMPRESSED = 64 * 1024 * 1024
+
+
+def _down_convert(region, version: int):
+    """Fetch v0-v1 read magic 0, v2-v3 magic 1 (KIP-31/32)."""
+    from kfast._ext.legacy import convert_v2_to_message_set
+    from kfast.records import complete_batches_size
+
+    data = region.read() if hasattr(region, "read") else bytes(region)
+    # A trailing partial batch cannot be converted; old clients skip it anyway.
+    whole = complete_batches_size(data)
+    if whole == 0:
+        return b""
+    return convert_v2_to_message_set(memoryview(data)[:whole], 0 if version <= 1 else 1,
+                                     max_decompressed_bytes=_MAX_DECOMPRESSED)
+
+
+async def handle_fetch(ctx: RequestContext, request):
+    broker = ctx.broker
+    replica_manager = broker.replica_manager
+    version = ctx.api_version
+    by_id = version >= 13
+    partitions: list[CachedPartition] = []
+    unknown_ids: list[tuple] = []           # (topic_id, partition) answered UNKNOWN_TOPIC_ID
+    for topic in request.topics:
+        name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
+        for p in topic.partitions:
+            if name is None:
+                unknown_ids.append((topic.topic_id, p.partition))
+                continue
+            partitions.append(CachedPartition(
+                name, topic.topic_id if by_id else None, p.partition, p.fetch_offset,
+                p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset))
+    forgotten = []
+    for topic in request.forgotten_topics_data:
+        name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
+        if name is not None:
+            forgotten.extend((name, p) for p in topic.partitions)
+    context = broker.fetch_session_cache.new_context(
+        request.session_id, request.session_epoch, partitions, forgotten,
+        sessionless=version < 7)
+    if context.error_code:
+        return FetchResponse(error_code=context.error_code, session_id=0, responses=[])
+    params = FetchParams(
+        max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
+        max_bytes=request.max_bytes if version >= 3 else _INT32_MAX,
+        isolation_level=request.isolation_level if version >= 4 else 0,
+        hard_max_bytes_limit=version <= 2)
+    cached = list(context.partitions)
+    requests = [PartitionFetchRequest(c.key, c.fetch_offset, c.max_bytes, c.current_leader_epoch)
+                for c in cached]
+    if unknown_ids:
+        params = params._replace(max_wait_ms=0)  # an error to report: answer now
+    results = await replica_manager.fetch_messages(params, requests)
+    selected = context.select([(c, data) for c, (_, data) in zip(cached, results)])
+
+    responses: list = []
+    current = None
+    for c, data in selected:
+        if current is None or current.topic != c.topic:
+            current = _TopicResponse(topic=c.topic, topic_id=c.topic_id, partitions=[])
+            responses.append(current)
+        records = data.records
+        if records is not None and version <= 3:
+            records = _down_convert(records, version)
+        current.partitions.append(_PartitionData(
+            partition_index=c.partition, error_code=data.error_code,
+            high_watermark=data.high_watermark, last_stable_offset=data.last_stable_offset,
+            log_start_offset=data.log_start_offset,
+            aborted_transactions=None if data.aborted_transactions is None else [
+                _AbortedTransaction(producer_id=pid, first_offset=first)
+                for pid, first in data.aborted_transactions],
+            records=records if records is not None else b""))
+    for topic_id, index in unknown_ids:
+        responses.append(_TopicResponse(topic_id=topic_id, partitions=[_PartitionData(
+            partition_index=index, error_code=errors.UnknownTopicIdException.code,
+            high_watermark=-1, records=b"")]))
+    return FetchResponse(error_code=0, session_id=context.session_id, responses=responses)
+
+
+def register(apis: KafkaApis) -> None:
+    apis.register(api_keys.FETCH, handle_fetch)

@@ -1,0 +1,271 @@
+"""Incremental fetch sessions (KIP-227; Kafka's kafka.server.FetchSession).
+
+A consumer that fetches the same partitions over and over opens a session
+with a full fetch (session_id 0, epoch 0); the broker caches the partition
+set and answers with a session id. Later fetches send (session_id, epoch
+1, 2, ...) and list only partitions whose fetch position changed, plus
+forgotten topics; the response lists only partitions with something new
+(records, an error, a moved high watermark / last stable offset / log start
+offset). Epoch -1 (FINAL) closes a session; session_id 0 with epoch -1 is a
+plain sessionless full fetch, as all Fetch v0-v6 are.
+
+``FetchSessionCache.new_context(...)`` turns one request into a context:
+
+* ``FullFetchContext``      full partition list; may have created a session
+* ``IncrementalFetchContext`` the session's partitions after this request's changes
+* ``SessionErrorContext``   FETCH_SESSION_ID_NOT_FOUND / INVALID_FETCH_SESSION_EPOCH
+
+``context.partitions`` is the ordered list of CachedPartitions to read;
+``context.select(results)`` picks what the response carries and records the
+state the next incremental response is compared with.
+
+Eviction follows Kafka's FetchSessionCache: with all
+max.incremental.fetch.session.cache.slots in use, a new session may replace
+the least recently used one if that has been idle for
+min.incremental.fetch.session.eviction.ms, or else the smallest one if the
+new session has more partitions; otherwise the broker declines (answers
+session_id 0 and the client goes on with full fetches).
+"""
+from __future__ import annotations
+
+import random
+import time
+from collections import OrderedDict
+from typing import Iterable
+
+from kfast.protocol.errors import FetchSessionIdNotFoundException, InvalidFetchSessionEpochException
+
+INVALID_SESSION_ID = 0
+INITIAL_EPOCH = 0
+FINAL_EPOCH = -1
+# Kafka's min.incremental.fetch.session.eviction.ms (an internal default).
+MIN_EVICTION_MS = 120_000
+
+
+def next_epoch(epoch: int) -> int:
+    # Epochs wrap from int32 max to 1, never to 0 (initial) or -1 (final).
+    return 1 if epoch >= 0x7FFFFFFF else epoch + 1
+
+
+class CachedPartition:
+    """A partition of a session: what the client asked for and what it was
+    last told."""
+
+    __slots__ = ("topic", "topic_id", "partition", "fetch_offset", "max_bytes",
+                 "current_leader_epoch", "log_start_offset", "high_watermark",
+                 "last_stable_offset", "sent_log_start_offset")
+
+    def __init__(self, topic: str, topic_id, partition: int, fetch_offset: int, max_bytes: int,
+                 current_leader_epoch: int = -1, log_start_offset: int = -1):
+        self.topic = topic
+        self.topic_id = topic_id
+        self.partition = partition
+        self.fetch_offset = fetch_offset
+        self.max_bytes = max_bytes
+        self.current_leader_epoch = current_leader_epoch
+        self.log_start_offset = log_start_offset
+        self.high_watermark = -1
+        self.last_stable_offset = -1
+        self.sent_log_start_offset = -1
+
+    @property
+    def key(self) -> tuple:
+        return (self.topic, self.partition)
+
+    def update_request(self, other: "CachedPartition") -> None:
+        self.fetch_offset = other.fetch_offset
+        self.max_bytes = other.max_bytes
+        self.current_leader_epoch = other.current_leader_epoch
+        self.log_start_offset = other.log_start_offset
+
+    def must_respond(self, data) -> bool:
+        """Whether an incremental response must carry this partition; records
+        the values sent."""
+        changed = data.size > 0 or data.error_code != 0
+        if data.high_watermark != self.high_watermark:
+            self.high_watermark = data.high_watermark
+            changed = True
+        if data.last_stable_offset != self.last_stable_offset:
+            self.last_stable_offset = data.last_stable_offset
+            changed = True
+        if data.log_start_offset != self.sent_log_start_offset:
+            self.sent_log_start_offset = data.log_start_offset
+            changed = True
+        return changed
+
+    def __repr__(self) -> str:
+        return f"CachedPartition({self.topic}-{self.partition}@{self.fetch_offset})"
+
+
+class FetchSession:
+    __slots__ = ("session_id", "privileged", "partitions", "epoch", "created_ms",
+                 "last_used_ms")
+
+    def __init__(self, session_id: int, privileged: bool, partitions: OrderedDict, now_ms: int):
+        self.session_id = session_id
+        self.privileged = privileged
+        self.partitions = partitions       # key -> CachedPartition, in fetch order
+        self.epoch = next_epoch(INITIAL_EPOCH)
+        self.created_ms = now_ms
+        self.last_used_ms = now_ms
+
+    @property
+    def size(self) -> int:
+        return len(self.partitions)
+
+
+class FetchContext:
+    session_id = INVALID_SESSION_ID
+    error_code = 0
+
+    def __init__(self, partitions: list[CachedPartition]):
+        self.partitions = partitions
+
+    def select(self, results: list) -> list:
+        """``results``: [(CachedPartition, data)] in ``partitions`` order;
+        returns the entries the response carries."""
+        return results
+
+
+class SessionErrorContext(FetchContext):
+    def __init__(self, error_code: int):
+        super().__init__([])
+        self.error_code = error_code
+
+
+class FullFetchContext(FetchContext):
+    def __init__(self, partitions: list[CachedPartition], session: FetchSession | None):
+        super().__init__(partitions)
+        self.session = session
+        if session is not None:
+            self.session_id = session.session_id
+
+    def select(self, results: list) -> list:
+        if self.session is not None:
+            for cached, data in results:
+                cached.must_respond(data)
+        return results
+
+
+class IncrementalFetchContext(FetchContext):
+    def __init__(self, session: FetchSession):
+        super().__init__(list(session.partitions.values()))
+        self.session = session
+        self.session_id = session.session_id
+
+    def select(self, results: list) -> list:
+        chosen = []
+        for cached, data in results:
+            if cached.must_respond(data):
+                chosen.append((cached, data))
+                if data.size:
+                    # Partitions that returned data go to the back, so the
+                    # response byte budget is shared fairly across fetches.
+                    self.session.partitions.move_to_end(cached.key)
+        return chosen
+
+
+class FetchSessionCache:
+    def __init__(self, max_entries: int = 1000, eviction_ms: int = MIN_EVICTION_MS,
+                 time_ms=lambda: int(time.monotonic() * 1000)):
+        self.max_entries = max_entries
+        self.eviction_ms = eviction_ms
+        self.time_ms = time_ms
+        self._sessions: OrderedDict[int, FetchSession] = OrderedDict()  # LRU order
+        self.evictions = 0
+
+    def __len__(self) -> int:
+        return len(self._sessions)
+
+    def get(self, session_id: int) -> FetchSession | None:
+        return self._sessions.get(session_id)
+
+    @property
+    def total_partitions(self) -> int:
+        return sum(s.size for s in self._sessions.values())
+
+    def new_context(self, session_id: int, epoch: int, partitions: list[CachedPartition],
+                    forgotten: Iterable[tuple], privileged: bool = False,
+                    sessionless: bool = False) -> FetchContext:
+        """The fetch context for one request. ``sessionless``: a version
+        without sessions (Fetch v0-v6)."""
+        if sessionless:
+            return FullFetchContext(partitions, None)
+        if epoch == FINAL_EPOCH or epoch == INITIAL_EPOCH:
+            if session_id != INVALID_SESSION_ID:
+                self.remove(session_id)
+            if epoch == FINAL_EPOCH:
+                return FullFetchContext(partitions, None)
+            ordered = OrderedDict((p.key, p) for p in partitions)
+            session = self._create(privileged, ordered)
+            return FullFetchContext(list(ordered.values()), session)
+        session = self._sessions.get(session_id)
+        if session is None:
+            return SessionErrorContext(FetchSessionIdNotFoundException.code)
+        if session.epoch != epoch:
+            return SessionErrorContext(InvalidFetchSessionEpochException.code)
+        for key in forgotten:
+            session.partitions.pop(key, None)
+        for partition in partitions:
+            cached = session.partitions.get(partition.key)
+            if cached is None:
+                session.partitions[partition.key] = partition
+            else:
+                cached.update_request(partition)
+        session.epoch = next_epoch(session.epoch)
+        self._touch(session)
+        return IncrementalFetchContext(session)
+
+    def _touch(self, session: FetchSession) -> None:
+        session.last_used_ms = self.time_ms()
+        self._sessions.move_to_end(session.session_id)
+
+    def _new_session_id(self) -> int:
+        while True:
+            candidate = random.randint(1, 0x7FFFFFFF)
+            if candidate not in self._sessions:
+                return candidate
+
+    def _create(self, privileged: bool, partitions: OrderedDict) -> FetchSession | None:
+        if self.max_entries <= 0:
+            return None
+        now = self.time_ms()
+        if len(self._sessions) >= self.max_entries and not self._evict_one(now, privileged,
+                                                                           len(partitions)):
+            return None
+        session = FetchSession(self._new_session_id(), privileged, partitions, now)
+        self._sessions[session.session_id] = session
+        return session
+
+    def _evict_one(self, now: int, privileged: bool, size: int) -> bool:
+        lru_id, lru = next(iter(self._sessions.items()))
+        if now - lru.last_used_ms >= self.eviction_ms:
+            self._evict(lru_id)
+            return True
+        # Otherwise a bigger (or privileged) newcomer may take the slot of the
+        # smallest unprivileged session.
+        candidates = [s for s in self._sessions.values() if not s.privileged]
+        if not candidates:
+            return False
+        smallest = min(candidates, key=lambda s: (s.size, s.last_used_ms))
+        if privileged or size > smallest.size:
+            self._evict(smallest.session_id)
+            return True
+        return False
+
+    def _evict(self, session_id: int) -> None:
+        self._sessions.pop(session_id, None)
+        self.evictions += 1
+
+    def remove(self, session_id: int) -> FetchSession | None:
+        return self._sessions.pop(session_id, None)
+
+    def evict_stale(self) -> int:
+        """Drop sessions idle for longer than the eviction time (the broker
+        runs this periodically so idle sessions do not pin memory)."""
+        now = self.time_ms()
+        stale = [sid for sid, s in self._sessions.items()
+                 if now - s.last_used_ms >= self.eviction_ms]
+        for sid in stale:
+            self._evict(sid)
+        return len(stale)

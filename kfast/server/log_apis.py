@@ -1,0 +1,172 @@
+"""APIs that read or move a partition log's offsets: ListOffsets (2),
+OffsetForLeaderEpoch (23), DeleteRecords (21) and DescribeLogDirs (35).
+"""
+from __future__ import annotations
+
+import bisect
+import os
+import shutil
+
+from kfast.protocol import (
+    DeleteRecordsResponse,
+    DescribeLogDirsResponse,
+    ListOffsetsResponse,
+    OffsetForLeaderEpochResponse,
+    api_keys,
+    errors,
+)
+from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.partition import READ_COMMITTED
+from kfast.server.replica_manager import error_of
+from kfast.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+
+# ListOffsets special timestamps beyond the storage ones (KIP-405, KIP-1005).
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+LIST_OFFSETS = api_keys.BY_NAME["ListOffsets"].key
+OFFSET_FOR_LEADER_EPOCH = api_keys.BY_NAME["OffsetForLeaderEpoch"].key
+DELETE_RECORDS = api_keys.BY_NAME["DeleteRecords"].key
+DESCRIBE_LOG_DIRS = api_keys.BY_NAME["DescribeLogDirs"].key
+
+
+def _epoch_for_offset(log, offset: int) -> int:
+    """The leader epoch that wrote ``offset`` (-1 if unknown)."""
+    entries = log.leader_epoch_cache.entries
+    starts = [e.start_offset for e in entries]
+    i = bisect.bisect_right(starts, offset)
+    return entries[i - 1].epoch if i else -1
+
+
+def _list_offset(ctx: RequestContext, request, topic: str, p):
+    partition = ctx.broker.replica_manager.leader_partition_or_raise(topic, p.partition_index)
+    log = partition.leader_log_or_raise(p.current_leader_epoch if ctx.api_version >= 4 else -1)
+    isolation = request.isolation_level if ctx.api_version >= 2 else 0
+    # Consumers may only see committed offsets.
+    bound = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+    timestamp = p.timestamp
+    if timestamp == LATEST_TIMESTAMP:
+        return -1, bound, partition.leader_epoch
+    if timestamp in (EARLIEST_TIMESTAMP, EARLIEST_LOCAL_TIMESTAMP):
+        start = log.log_start_offset
+        return -1, start, _epoch_for_offset(log, start)
+    if timestamp == LATEST_TIERED_TIMESTAMP:
+        return -1, -1, -1        # no tiered storage: nothing is remote
+    found = log.fetch_offset_by_timestamp(timestamp)
+    if found is None:
+        return -1, -1, -1
+    ts, offset = found
+    if offset >= bound and timestamp != MAX_TIMESTAMP:
+        return -1, -1, -1
+    return ts, offset, _epoch_for_offset(log, offset)
+
+
+def handle_list_offsets(ctx: RequestContext, request):
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for p in topic.partitions:
+            out = ListOffsetsResponse.ListOffsetsPartitionResponse(
+                partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
+                leader_epoch=-1, old_style_offsets=[])
+            try:
+                if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7 or \
+                        p.timestamp == EARLIEST_LOCAL_TIMESTAMP and ctx.api_version < 8 or \
+                        p.timestamp == LATEST_TIERED_TIMESTAMP and ctx.api_version < 9:
+                    raise errors.UnsupportedVersionException(
+                        f"Timestamp {p.timestamp} needs a newer ListOffsets version")
+                ts, offset, epoch = _list_offset(ctx, request, topic.name, p)
+                if ctx.api_version == 0:
+                    out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
+                out.timestamp, out.offset, out.leader_epoch = ts, offset, epoch
+            except Exception as exc:
+                out.error_code = error_of(exc).code
+            partitions.append(out)
+        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name,
+                                                                   partitions=partitions))
+    return ListOffsetsResponse(topics=topics)
+
+
+def handle_offset_for_leader_epoch(ctx: RequestContext, request):
+    replica_manager = ctx.broker.replica_manager
+    topics = []
+    for topic in request.topics:
+        results = []
+        for p in topic.partitions:
+            out = OffsetForLeaderEpochResponse.EpochEndOffset(
+                error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
+            try:
+                partition = replica_manager.leader_partition_or_raise(topic.topic, p.partition)
+                epoch, end = partition.last_offset_for_leader_epoch(
+                    p.current_leader_epoch if ctx.api_version >= 2 else -1, p.leader_epoch)
+                out.leader_epoch, out.end_offset = epoch, end
+            except Exception as exc:
+                out.error_code = error_of(exc).code
+            results.append(out)
+        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
+            topic=topic.topic, partitions=results))
+    return OffsetForLeaderEpochResponse(topics=topics)
+
+
+def handle_delete_records(ctx: RequestContext, request):
+    topics = []
+    entries = []
+    for topic in request.topics:
+        results = []
+        for p in topic.partitions:
+            result = DeleteRecordsResponse.DeleteRecordsPartitionResult(
+                partition_index=p.partition_index, low_watermark=-1, error_code=0)
+            results.append(result)
+            entries.append((topic.name, p.partition_index, p.offset, result))
+        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name,
+                                                                     partitions=results))
+    body = DeleteRecordsResponse(topics=topics)
+    waiting = ctx.broker.replica_manager.delete_records(request.timeout_ms, entries)
+    if waiting is None:
+        return body
+
+    async def answer():
+        await waiting
+        return body
+    return answer()
+
+
+def handle_describe_log_dirs(ctx: RequestContext, request):
+    log_manager = ctx.broker.log_manager
+    wanted = None
+    if request.topics is not None:
+        wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
+    results = []
+    for log_dir in log_manager.log_dirs:
+        if log_dir in log_manager.offline_dirs:
+            results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
+                error_code=errors.KafkaStorageException.code, log_dir=log_dir, topics=[]))
+            continue
+        by_topic: dict[str, list] = {}
+        for log in log_manager.all_logs():
+            tp = (log.topic, log.partition)
+            if log_manager.log_dir_of(*tp) != log_dir or (wanted is not None and tp not in wanted):
+                continue
+            by_topic.setdefault(log.topic, []).append(
+                DescribeLogDirsResponse.DescribeLogDirsPartition(
+                    partition_index=log.partition, partition_size=log.size, offset_lag=0,
+                    is_future_key=False))
+        try:
+            usage = shutil.disk_usage(log_dir)
+            total, usable = usage.total, usage.free
+        except OSError:
+            total = usable = -1
+        results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
+            error_code=0, log_dir=os.path.abspath(log_dir),
+            topics=[DescribeLogDirsResponse.DescribeLogDirsTopic(
+                name=name, partitions=sorted(parts, key=lambda x: x.partition_index))
+                for name, parts in sorted(by_topic.items())],
+            total_bytes=total, usable_bytes=usable))
+    return DescribeLogDirsResponse(error_code=0, results=results)
+
+
+def register(apis: KafkaApis) -> None:
+    apis.register(LIST_OFFSETS, handle_list_offsets)
+    apis.register(OFFSET_FOR_LEADER_EPOCH, handle_offset_for_leader_epoch)
+    apis.register(DELETE_RECORDS, handle_delete_records)
+    apis.register(DESCRIBE_LOG_DIRS, handle_describe_log_dirs)

@@ -1,0 +1,165 @@
+"""Metadata (API key 3): KafkaApis.handleTopicMetadataRequest, answered from
+the current MetadataImage.
+
+Requested topics that do not exist are auto-created through the controller
+when the request allows it (v4+ ``allow_auto_topic_creation``; always for
+v0-v3) and auto.create.topics.enable is on; such a topic is reported with
+LEADER_NOT_AVAILABLE until its partitions are live on this broker, so the
+client retries. Names that are not legal topic names get
+INVALID_TOPIC_EXCEPTION (Kafka's Topic.validate).
+"""
+from __future__ import annotations
+
+import logging
+import re
+import uuid
+
+from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID, MetadataImage
+from kfast.protocol import MetadataResponse, api_keys, errors
+from kfast.server.apis import KafkaApis, RequestContext
+
+logger = logging.getLogger(__name__)
+
+_Broker = MetadataResponse.MetadataResponseBroker
+_Topic = MetadataResponse.MetadataResponseTopic
+_Partition = MetadataResponse.MetadataResponsePartition
+
+METADATA = api_keys.BY_NAME["Metadata"].key
+TOPIC_MAX_NAME_LENGTH = 249
+_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# Authorized-operation bits of a topic without an authorizer (Kafka's
+# AclOperation codes READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
+# DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11).
+_ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+_NOT_REQUESTED = -2147483648
+
+
+def validate_topic_name(name: str) -> None:
+    """Kafka's Topic.validate: raise InvalidTopicException for an illegal name."""
+    if not name:
+        raise errors.InvalidTopicException("Topic name is illegal, it can't be empty")
+    if name in (".", ".."):
+        raise errors.InvalidTopicException("Topic name cannot be \".\" or \"..\"")
+    if len(name) > TOPIC_MAX_NAME_LENGTH:
+        raise errors.InvalidTopicException(
+            f"Topic name is illegal, it can't be longer than {TOPIC_MAX_NAME_LENGTH} characters, "
+            f"topic name: {name}")
+    if not _LEGAL_TOPIC_NAME.fullmatch(name):
+        raise errors.InvalidTopicException(
+            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
+            f"alphanumerics, '.', '_' and '-'")
+
+
+def _brokers(image: MetadataImage, listener_name: str) -> list:
+    out = []
+    for broker_id in sorted(image.brokers):
+        registration = image.brokers[broker_id]
+        endpoint = registration.listeners.get(listener_name)
+        if registration.fenced or endpoint is None:
+            continue
+        out.append(_Broker(node_id=broker_id, host=endpoint.host, port=endpoint.port,
+                           rack=registration.rack))
+    return out
+
+
+def _topic_response(ctx: RequestContext, image: MetadataImage, name: str, include_ops: bool):
+    topic = image.topics_by_name[name]
+    replica_manager = ctx.broker.replica_manager
+    alive = {b for b, r in image.brokers.items() if not r.fenced}
+    partitions = []
+    for index in sorted(topic.partitions):
+        registration = topic.partitions[index]
+        error = 0
+        if registration.leader == NO_LEADER:
+            error = errors.LeaderNotAvailableException.code
+        elif registration.leader == ctx.broker.node_id and \
+                replica_manager.get_partition(name, index) is None:
+            # Committed in the image but not yet applied to this broker.
+            error = errors.LeaderNotAvailableException.code
+        partitions.append(_Partition(
+            error_code=error, partition_index=index, leader_id=registration.leader,
+            leader_epoch=registration.leader_epoch, replica_nodes=list(registration.replicas),
+            isr_nodes=list(registration.isr),
+            offline_replicas=[r for r in registration.replicas if r not in alive]))
+    return _Topic(error_code=0, name=name, topic_id=topic.topic_id,
+                  is_internal=name in INTERNAL_TOPICS, partitions=partitions,
+                  topic_authorized_operations=_ALL_TOPIC_OPERATIONS if include_ops
+                  else _NOT_REQUESTED)
+
+
+def _error_topic(name, code: int, topic_id: uuid.UUID = ZERO_UUID):
+    return _Topic(error_code=code, name=name, topic_id=topic_id,
+                  is_internal=name in INTERNAL_TOPICS if name else False, partitions=[])
+
+
+async def handle_metadata(ctx: RequestContext, request):
+    broker = ctx.broker
+    version = ctx.api_version
+    image: MetadataImage = broker.metadata_image
+    include_ops = version >= 8 and request.include_topic_authorized_operations
+    requested = request.topics
+    # v0: an empty list means all topics; v1+: null means all, [] none.
+    all_topics = requested is None or (version == 0 and not requested)
+    topics = []
+    if all_topics:
+        for name in sorted(image.topics_by_name):
+            topics.append(_topic_response(ctx, image, name, include_ops))
+    else:
+        allow_auto = (request.allow_auto_topic_creation if version >= 4 else True) and \
+            broker.config["auto.create.topics.enable"]
+        names: list = []
+        for entry in requested:
+            name = entry.name
+            if name is None and version >= 10:
+                found = image.topics_by_id.get(entry.topic_id)
+                if found is None:
+                    topics.append(_error_topic(None, errors.UnknownTopicIdException.code,
+                                               entry.topic_id))
+                    continue
+                name = found.name
+            if name not in names:
+                names.append(name)
+        to_create = []
+        errors_by_name: dict[str, int] = {}
+        for name in names:
+            if name in image.topics_by_name:
+                continue
+            try:
+                validate_topic_name(name)
+            except errors.InvalidTopicException as exc:
+                errors_by_name[name] = exc.code
+                continue
+            if allow_auto:
+                to_create.append(name)
+            else:
+                errors_by_name[name] = errors.UnknownTopicOrPartitionException.code
+        if to_create:
+            created = await broker.controller.auto_create_topics(to_create)
+            for name, code in created.items():
+                if code in (0, errors.TopicExistsException.code):
+                    code = errors.LeaderNotAvailableException.code
+                errors_by_name[name] = code
+            image = broker.metadata_image
+        for name in names:
+            if name in image.topics_by_name:
+                response = _topic_response(ctx, image, name, include_ops)
+                if name in to_create and any(p.error_code for p in response.partitions):
+                    response = _error_topic(name, errors.LeaderNotAvailableException.code,
+                                            image.topics_by_name[name].topic_id)
+                topics.append(response)
+            else:
+                topics.append(_error_topic(name, errors_by_name.get(
+                    name, errors.UnknownTopicOrPartitionException.code)))
+    return MetadataResponse(
+        brokers=_brokers(image, ctx.listener_name),
+        cluster_id=image.cluster_id,
+        # KRaft brokers name a live broker as "controller": clients cannot
+        # reach the quorum controllers and only use it for admin requests.
+        controller_id=broker.node_id,
+        topics=topics,
+    )
+
+
+def register(apis: KafkaApis) -> None:
+    apis.register(METADATA, handle_metadata)

@@ -1,0 +1,112 @@
+"""Produce (API key 0): KafkaApis.handleProduceRequest.
+
+Per partition: resolve the topic (by name, or by topic id from v13), check
+the request's record format, convert magic 0/1 message sets (Produce v0-v2
+clients) to v2 batches, then append through the ReplicaManager, which
+validates each batch (CRC, record count, size against max.message.bytes,
+timestamps) and applies the producer-state rules of idempotence.
+
+acks=0: nothing is sent back; if any partition failed, the connection is
+closed instead, as Kafka does, so the producer notices and refreshes its
+metadata.
+"""
+from __future__ import annotations
+
+import logging
+
+from kfast.protocol import ProduceResponse, api_keys, errors
+from kfast.records import peek_magic
+from kfast.server.apis import KafkaApis, RequestContext
+
+logger = logging.getLogger(__name__)
+
+_PartitionResponse = ProduceResponse.PartitionProduceResponse
+_TopicResponse = ProduceResponse.TopicProduceResponse
+_MAX_DECOMPRESSED_BYTES_FACTOR = 64
+
+
+def _check_records(version: int, records):
+    """Kafka's ProduceRequest.validateRecords plus the legacy conversion;
+    returns the v2 bytes to append."""
+    if records is None or len(records) == 0:
+        raise errors.InvalidRecordException(
+            f"Produce requests with version {version} must have at least one record batch "
+            f"per partition")
+    if len(records) < 17:
+        raise errors.CorruptRecordException(
+            f"Record set of {len(records)} bytes is too short for a batch header")
+    magic = peek_magic(records, 0)
+    if magic >= 2:
+        if version >= 3:
+            size = 12 + int.from_bytes(records[8:12], "big", signed=True)
+            if size != len(records):
+                raise errors.InvalidRecordException(
+                    f"Produce requests with version {version} must have exactly one record "
+                    f"batch per partition")
+        return records
+    if version >= 3:
+        raise errors.InvalidRecordException(
+            f"Produce requests with version {version} are only allowed to contain record "
+            f"batches with magic version 2")
+    if magic < 0:
+        raise errors.CorruptRecordException(f"Invalid magic {magic}")
+    from kfast._ext.legacy import convert_message_set_to_v2
+
+    try:
+        return convert_message_set_to_v2(
+            records, max_decompressed_bytes=len(records) * _MAX_DECOMPRESSED_BYTES_FACTOR + 65536)
+    except errors.KafkaError:
+        raise
+    except Exception as exc:
+        raise errors.CorruptRecordException(f"Invalid legacy message set: {exc}") from exc
+
+
+def handle_produce(ctx: RequestContext, request):
+    broker = ctx.broker
+    replica_manager = broker.replica_manager
+    version = ctx.api_version
+    by_id = version >= 13
+    responses = []
+    entries = []
+    failed = False
+    for topic_data in request.topic_data:
+        topic_response = _TopicResponse(name=topic_data.name, topic_id=topic_data.topic_id,
+                                        partition_responses=[])
+        responses.append(topic_response)
+        name = replica_manager.topic_name(topic_data.topic_id) if by_id else topic_data.name
+        for data in topic_data.partition_data:
+            response = _PartitionResponse(index=data.index, error_code=0, base_offset=-1,
+                                          log_append_time_ms=-1, log_start_offset=-1)
+            topic_response.partition_responses.append(response)
+            try:
+                if name is None:
+                    raise errors.UnknownTopicIdException()
+                if replica_manager.get_partition(name, data.index) is None:
+                    raise errors.UnknownTopicOrPartitionException()
+                records = _check_records(version, data.records)
+            except errors.KafkaError as exc:
+                response.error_code = exc.code
+                response.error_message = str(exc) or None
+                failed = True
+                continue
+            entries.append((name, data.index, records, response))
+    # Appends happen now, before any await: a producer's pipelined requests
+    # reach the log in request order.
+    waiting = replica_manager.append_records(request.timeout_ms, request.acks, entries)
+    if request.acks == 0:
+        if failed or any(response.error_code for _, _, _, response in entries):
+            ctx.close_connection()
+        return None
+    body = ProduceResponse(responses=responses)
+    if waiting is None:
+        return body
+    return _await_acks(waiting, body)
+
+
+async def _await_acks(waiting, body):
+    await waiting
+    return body
+
+
+def register(apis: KafkaApis) -> None:
+    apis.register(api_keys.PRODUCE, handle_produce)

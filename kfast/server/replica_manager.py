@@ -1,0 +1,298 @@
+"""ReplicaManager: the partitions this broker hosts and the produce, fetch and
+delete-records paths through them (Kafka's kafka.server.ReplicaManager).
+
+It owns the three data-plane purgatories. Every event that can complete a
+delayed operation goes through here: an append that moves a high watermark
+checks the produce, fetch and delete-records purgatories under that
+partition's key; a leadership change or partition removal does too, so
+waiting requests learn about it instead of timing out.
+
+Partitions appear and disappear through the metadata publisher
+(``apply_partition`` / ``remove_partition``); request handlers find them by
+name or topic id.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import NamedTuple
+
+from kfast.controller.metadata.image import PartitionRegistration
+from kfast.protocol.errors import (
+    InvalidRequiredAcksException,
+    KafkaError,
+    KafkaStorageException,
+    NotLeaderOrFollowerException,
+    OffsetOutOfRangeException,
+    UnknownServerException,
+    UnknownTopicOrPartitionException,
+)
+from kfast.server.delayed_fetch import DelayedFetch
+from kfast.server.delayed_produce import (
+    DelayedDeleteRecords,
+    DelayedProduce,
+    ProducePartitionStatus,
+)
+from kfast.server.partition import READ_COMMITTED, Partition
+from kfast.server.purgatory import DelayedOperationPurgatory
+from kfast.storage.log import Log
+from kfast.storage.producer_state import ORIGIN_CLIENT
+
+logger = logging.getLogger(__name__)
+
+VALID_ACKS = (-1, 0, 1)
+
+
+def error_of(exc: BaseException) -> KafkaError:
+    """The Kafka error a failed partition operation reports."""
+    if isinstance(exc, KafkaError):
+        return exc
+    logger.error("unexpected error in a partition operation", exc_info=exc)
+    return UnknownServerException(str(exc) or None)
+
+
+class FetchParams(NamedTuple):
+    max_wait_ms: int
+    min_bytes: int
+    max_bytes: int
+    isolation_level: int
+    # Fetch v0-v2 have no response-level max_bytes and never return a batch
+    # larger than the partition's max_bytes whole (Kafka's hardMaxBytesLimit).
+    hard_max_bytes_limit: bool = False
+
+
+class PartitionFetchRequest(NamedTuple):
+    key: tuple                  # (topic, partition)
+    fetch_offset: int
+    max_bytes: int
+    current_leader_epoch: int = -1
+
+
+class FetchPartitionData:
+    """What one partition contributes to a fetch response."""
+
+    __slots__ = ("error_code", "high_watermark", "last_stable_offset", "log_start_offset",
+                 "records", "aborted_transactions", "size")
+
+    def __init__(self, error_code: int = 0, high_watermark: int = -1,
+                 last_stable_offset: int = -1, log_start_offset: int = -1,
+                 records=None, aborted_transactions=None):
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.records = records
+        self.aborted_transactions = aborted_transactions
+        self.size = 0 if records is None else len(records)
+
+
+class ReplicaManager:
+    def __init__(self, node_id: int, log_manager, timer, config):
+        self.node_id = node_id
+        self.log_manager = log_manager
+        self.config = config
+        self._partitions: dict[tuple, Partition] = {}
+        self._topic_names: dict[uuid.UUID, str] = {}
+        self.produce_purgatory = DelayedOperationPurgatory("Produce", timer)
+        self.fetch_purgatory = DelayedOperationPurgatory("Fetch", timer)
+        self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", timer)
+
+    # -- partitions -----------------------------------------------------------------
+    def get_partition(self, topic: str, partition: int) -> Partition | None:
+        return self._partitions.get((topic, partition))
+
+    def partitions(self) -> list[Partition]:
+        return list(self._partitions.values())
+
+    def topic_name(self, topic_id: uuid.UUID) -> str | None:
+        return self._topic_names.get(topic_id)
+
+    def leader_partition_or_raise(self, topic: str, partition: int) -> Partition:
+        found = self._partitions.get((topic, partition))
+        if found is None:
+            raise UnknownTopicOrPartitionException(
+                f"This server does not host this topic-partition: {topic}-{partition}")
+        if not found.is_leader:
+            raise NotLeaderOrFollowerException(
+                f"Leader not local for partition {topic}-{partition} on broker {self.node_id}")
+        return found
+
+    def apply_partition(self, topic: str, topic_id: uuid.UUID, index: int,
+                        registration: PartitionRegistration, log: Log) -> Partition:
+        key = (topic, index)
+        partition = self._partitions.get(key)
+        if partition is None or partition.log is not log:
+            partition = Partition(topic, index, topic_id, log, self.node_id)
+            self._partitions[key] = partition
+            self._topic_names[topic_id] = topic
+        partition.apply_registration(registration)
+        self._complete_delayed(key)
+        return partition
+
+    def remove_partition(self, topic: str, index: int) -> Partition | None:
+        key = (topic, index)
+        partition = self._partitions.pop(key, None)
+        if partition is not None:
+            partition.leader_id = -1
+            self._complete_delayed(key)
+            if not any(t == topic for t, _ in self._partitions):
+                self._topic_names.pop(partition.topic_id, None)
+        return partition
+
+    def _complete_delayed(self, key) -> None:
+        self.produce_purgatory.check_and_complete(key)
+        self.fetch_purgatory.check_and_complete(key)
+        self.delete_records_purgatory.check_and_complete(key)
+
+    # -- produce --------------------------------------------------------------------
+    def append_records(self, timeout_ms: int, required_acks: int, entries: list,
+                       origin: str = ORIGIN_CLIENT):
+        """Append each ``(topic, partition, records, response)``; ``response``
+        (a PartitionProduceResponse) gets error_code, base_offset,
+        log_append_time_ms and log_start_offset. Returns None when the
+        responses are final, or a future that resolves once acks=-1 is
+        satisfied (or the timeout expires)."""
+        if required_acks not in VALID_ACKS:
+            for _, _, _, response in entries:
+                response.error_code = InvalidRequiredAcksException.code
+            return None
+        statuses = []
+        for topic, index, records, response in entries:
+            try:
+                partition = self._partitions.get((topic, index))
+                if partition is None:
+                    raise UnknownTopicOrPartitionException(
+                        f"This server does not host this topic-partition: {topic}-{index}")
+                info, hw_moved = partition.append_records_to_leader(records, origin,
+                                                                    required_acks)
+            except Exception as exc:
+                error = error_of(exc)
+                if isinstance(error, KafkaStorageException):
+                    logger.error("append to %s-%d failed: %s", topic, index, error)
+                response.error_code = error.code
+                response.error_message = str(error) or None
+                response.base_offset = -1
+                continue
+            response.error_code = 0
+            response.base_offset = info.first_offset
+            response.log_append_time_ms = info.log_append_time
+            response.log_start_offset = info.log_start_offset
+            if hw_moved:
+                self._complete_delayed(partition.key)
+            if required_acks == -1:
+                statuses.append(ProducePartitionStatus(partition, info.last_offset + 1, response))
+        if not statuses:
+            return None
+        future = asyncio.get_running_loop().create_future()
+        operation = DelayedProduce(timeout_ms, statuses, future)
+        if self.produce_purgatory.try_complete_else_watch(
+                operation, [status.partition.key for status in statuses]):
+            return None
+        return future
+
+    # -- fetch ----------------------------------------------------------------------
+    def read_from_local_log(self, params: FetchParams, requests: list[PartitionFetchRequest]):
+        """Read each partition in request order within the response byte
+        budget: (results, total bytes, has_error). The first partition with
+        data may exceed the budget by one batch (KIP-74) unless the hard
+        limit applies; later ones stop at it."""
+        limit = params.max_bytes
+        min_one_message = not params.hard_max_bytes_limit
+        results = []
+        total = 0
+        has_error = False
+        for request in requests:
+            data = self._read_partition(params, request, max(0, min(request.max_bytes, limit)),
+                                        min_one_message)
+            if data.error_code:
+                has_error = True
+            elif data.size:
+                min_one_message = False
+                limit = max(0, limit - data.size)
+                total += data.size
+            results.append((request, data))
+        return results, total, has_error
+
+    def _read_partition(self, params: FetchParams, request: PartitionFetchRequest,
+                        max_bytes: int, min_one_message: bool) -> FetchPartitionData:
+        partition = self._partitions.get(request.key)
+        try:
+            if partition is None:
+                raise UnknownTopicOrPartitionException()
+            log = partition.log
+            high_watermark = log.high_watermark
+            last_stable = log.last_stable_offset
+            info = partition.read_records(request.fetch_offset, max_bytes,
+                                          params.isolation_level, min_one_message,
+                                          request.current_leader_epoch)
+            aborted = info.aborted_transactions
+            if params.isolation_level == READ_COMMITTED and aborted is None:
+                aborted = []
+            return FetchPartitionData(
+                0, high_watermark, last_stable, log.log_start_offset, info.records,
+                [(txn.producer_id, txn.first_offset) for txn in aborted]
+                if aborted is not None else None)
+        except Exception as exc:
+            error = error_of(exc)
+            data = FetchPartitionData(error.code)
+            if partition is not None and isinstance(error, OffsetOutOfRangeException):
+                data.high_watermark = partition.log.high_watermark
+                data.last_stable_offset = partition.log.last_stable_offset
+                data.log_start_offset = partition.log.log_start_offset
+            return data
+
+    async def fetch_messages(self, params: FetchParams, requests: list[PartitionFetchRequest]):
+        """Read now; if that is not enough (min_bytes) and the client will
+        wait, park a DelayedFetch until appends make it enough or max_wait_ms
+        passes. Returns [(request, FetchPartitionData)]."""
+        results, total, has_error = self.read_from_local_log(params, requests)
+        if params.max_wait_ms <= 0 or not requests or total >= params.min_bytes or has_error:
+            return results
+        future = asyncio.get_running_loop().create_future()
+        operation = DelayedFetch(params.max_wait_ms, params.min_bytes,
+                                 lambda: self.read_from_local_log(params, requests), future)
+        self.fetch_purgatory.try_complete_else_watch(operation, [r.key for r in requests])
+        return await future
+
+    # -- delete records ----------------------------------------------------------------
+    def delete_records(self, timeout_ms: int, entries: list):
+        """``entries``: (topic, partition, offset, result) with result a
+        DeleteRecordsPartitionResult (low_watermark, error_code filled in).
+        Offset -1 means the high watermark. Returns None or a future."""
+        statuses = []
+        for topic, index, offset, result in entries:
+            try:
+                partition = self.leader_partition_or_raise(topic, index)
+                log = partition.log
+                target = log.high_watermark if offset == -1 else offset
+                if target < 0 or target > log.high_watermark:
+                    raise OffsetOutOfRangeException(
+                        f"Cannot increment the log start offset to {target} of partition "
+                        f"{topic}-{index} since it is larger than the high watermark "
+                        f"{log.high_watermark}")
+                log.delete_records_before(target)
+            except Exception as exc:
+                error = error_of(exc)
+                result.error_code = error.code
+                result.low_watermark = -1
+                continue
+            result.error_code = 0
+            result.low_watermark = log.log_start_offset
+            self.fetch_purgatory.check_and_complete(partition.key)
+            statuses.append((partition, target, result))
+        if not statuses:
+            return None
+        future = asyncio.get_running_loop().create_future()
+        operation = DelayedDeleteRecords(timeout_ms, statuses, future)
+        if self.delete_records_purgatory.try_complete_else_watch(
+                operation, [p.key for p, _, _ in statuses]):
+            return None
+        return future
+
+    # -- life cycle --------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Answer every waiting request with what it has now."""
+        for purgatory in (self.produce_purgatory, self.fetch_purgatory,
+                          self.delete_records_purgatory):
+            purgatory.shutdown()
