@@ -14,6 +14,7 @@ import sys
 
 SUBCOMMANDS = [
     "kfast.tools.dump_log",
+    "kfast.tools.serve",
 ]
 
 
