@@ -37,7 +37,10 @@ NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+# Header scans (offset lookups) read a little; full scans (recovery, CRC
+# checks) read big chunks to keep the syscall count low.
 _SCAN_CHUNK = 64 * 1024
+_FULL_SCAN_CHUNK = 1024 * 1024
 
 _TIMESTAMP_TYPE_BIT = 0x08
 _TRANSACTIONAL_BIT = 0x10
@@ -238,6 +241,7 @@ class FileRecords:
         merely claims: a length is checked against the file size first.
         """
         end = self._size if end is None else min(end, self._size)
+        chunk = _FULL_SCAN_CHUNK if full else _SCAN_CHUNK
         position = start
         buf = b""
         buf_start = start
@@ -245,7 +249,7 @@ class FileRecords:
         while position + LOG_OVERHEAD <= end:
             rel = position - buf_start
             if rel + RECORD_BATCH_OVERHEAD > len(buf):
-                buf = os.pread(fd, min(_SCAN_CHUNK, end - position), position)
+                buf = os.pread(fd, min(chunk, end - position), position)
                 buf_start, rel = position, 0
                 if len(buf) < LOG_OVERHEAD:
                     return
@@ -266,7 +270,7 @@ class FileRecords:
             view = None
             if full:
                 if rel + size > len(buf):
-                    buf = os.pread(fd, max(size, min(_SCAN_CHUNK, end - position)), position)
+                    buf = os.pread(fd, max(size, min(chunk, end - position)), position)
                     buf_start, rel = position, 0
                     if len(buf) < size:
                         return
