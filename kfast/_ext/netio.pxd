@@ -12,7 +12,8 @@
 # view of it is released. So a frame stays valid for as long as anyone holds
 # it, and the synchronous common case never copies.
 #
-# Send side: a FIFO of parts; runs of in-memory parts go out with one
+# Send side: a FIFO of parts (small memory parts coalesced into one owned
+# copy, larger ones held by buffer export); runs of in-memory parts go out with one
 # sendmsg(2) (a writev with MSG_NOSIGNAL), file regions with sendfile(2).
 # Partial sends resume where they stopped; EAGAIN returns control to the
 # caller, which waits for writability (the kernel knows nothing of the
@@ -38,6 +39,10 @@ cdef enum:
     SENDFILE_MAX_CHUNK = 1073741824
     # The int32 size prefix of every frame.
     FRAME_HEADER = 4
+    # Memory parts up to this size are copied, with the size prefix and
+    # their small neighbours, into one buffer: a byte copy is cheaper than
+    # an iovec and a held export per tiny header. Larger parts are held.
+    COALESCE_MAX = 512
     # An empty chunk that is still exported keeps being appended to until
     # its free tail is smaller than this; then receives move to a new chunk.
     MIN_TAIL_ROOM = 4096
@@ -58,11 +63,16 @@ cdef class SendPart:
     cdef bint has_view
     cdef bint is_file
     cdef const char* base
-    cdef unsigned char inline_data[4]
+    # Coalesced small parts (and the size prefix) copied into memory this
+    # part owns; built by append() while the response is staged.
+    cdef char* owned
+    cdef Py_ssize_t owned_length
+    cdef Py_ssize_t owned_capacity
     cdef object region
     cdef int64_t position
     cdef int64_t remaining
     cdef void release(self)
+    cdef int append(self, const char* data, Py_ssize_t length) except -1
 
 
 cdef class PlaintextTransport:

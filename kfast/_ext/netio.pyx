@@ -9,7 +9,7 @@ cimport cython
 from cpython.buffer cimport (PyBUF_FORMAT, PyBUF_ND, PyBUF_SIMPLE,
                              PyBUF_STRIDES, PyBuffer_Release,
                              PyObject_CheckBuffer, PyObject_GetBuffer)
-from cpython.mem cimport PyMem_RawFree, PyMem_RawMalloc
+from cpython.mem cimport PyMem_Free, PyMem_RawFree, PyMem_RawMalloc, PyMem_Realloc
 from cpython.object cimport PyObject_AsFileDescriptor
 from libc.errno cimport EAGAIN, EINTR, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t
@@ -113,41 +113,60 @@ cdef class ReceiveChunk:
 @cython.final
 @cython.freelist(64)
 cdef class SendPart:
-    """One queued piece of a response: memory (a held buffer export, or the
-    inline 4-byte size prefix) or a file region (position/remaining in the
-    file). `position`/`remaining` advance as bytes leave."""
+    """One queued piece of a response: memory (a held buffer export, or
+    owned copies of small parts) or a file region (position/remaining in
+    the file). `position`/`remaining` advance as bytes leave."""
 
     def __dealloc__(self):
         if self.has_view:
             PyBuffer_Release(&self.view)
             self.has_view = False
+        PyMem_Free(self.owned)
+        self.owned = NULL
 
     cdef void release(self):
         if self.has_view:
             PyBuffer_Release(&self.view)
             self.has_view = False
+        PyMem_Free(self.owned)
+        self.owned = NULL
         self.base = NULL
         self.region = None
 
+    cdef int append(self, const char* data, Py_ssize_t length) except -1:
+        cdef Py_ssize_t capacity
+        cdef char* grown
+        if self.owned_length + length > self.owned_capacity:
+            capacity = 2 * self.owned_capacity
+            if capacity < self.owned_length + length:
+                capacity = self.owned_length + length
+            if capacity < 256:
+                capacity = 256
+            grown = <char*>PyMem_Realloc(self.owned, <size_t>capacity)
+            if grown == NULL:
+                raise MemoryError()
+            self.owned = grown
+            self.owned_capacity = capacity
+        memcpy(self.owned + self.owned_length, data, <size_t>length)
+        self.owned_length += length
+        self.base = self.owned
+        self.remaining = self.owned_length
+        return 0
 
-cdef SendPart _size_prefix_part():
+
+cdef SendPart _held_part(object obj):
     cdef SendPart part = SendPart.__new__(SendPart)
-    part.base = <const char*>part.inline_data
+    PyObject_GetBuffer(obj, &part.view, PyBUF_SIMPLE)
+    part.has_view = True
+    part.base = <const char*>part.view.buf
     part.position = 0
-    part.remaining = FRAME_HEADER
+    part.remaining = part.view.len
     return part
 
 
-cdef SendPart _make_part(object obj):
+cdef SendPart _file_part(object obj):
     cdef SendPart part = SendPart.__new__(SendPart)
     cdef int64_t position, length
-    if PyObject_CheckBuffer(obj):
-        PyObject_GetBuffer(obj, &part.view, PyBUF_SIMPLE)
-        part.has_view = True
-        part.base = <const char*>part.view.buf
-        part.position = 0
-        part.remaining = part.view.len
-        return part
     # A FileRegion (kfast.protocol.file_region), recognised by shape: this
     # kernel sits below the protocol layer and must not import it.
     try:
@@ -179,8 +198,9 @@ cdef class PlaintextTransport:
     again once the socket is writable.
 
     ``max_receive_size`` is the largest frame body accepted (the broker
-    passes socket.request.max.bytes). The fd stays owned by the caller (a socket object); close() only drops
-    the queued parts (releasing buffers and file regions) and the buffer.
+    passes socket.request.max.bytes). The fd stays owned by the caller (a
+    socket object); close() only drops the queued parts (releasing buffers
+    and file regions) and the buffer.
     """
 
     def __cinit__(self, int fd, Py_ssize_t max_receive_size):
@@ -328,33 +348,61 @@ cdef class PlaintextTransport:
         """Queue one response: a 4-byte big-endian size prefix (the total
         length of `parts`) followed by `parts`.
 
-        Each part is bytes-like (its buffer is held, not copied, until sent)
-        or a FileRegion (sent with sendfile; the region object is held so its
-        file stays open). Nothing is queued if any part is invalid. Does not
+        Each part is bytes-like or a FileRegion (sent with sendfile; the
+        region object is held so its file stays open). A bytes-like part
+        larger than COALESCE_MAX (512) bytes is held, not copied, until sent
+        (so it must not change meanwhile); smaller ones are copied together
+        with the size prefix and each other into one buffer. Nothing is queued if any part is invalid. Does not
         send anything: call flush().
         """
-        cdef SendPart prefix, part
+        cdef SendPart first, part
+        cdef SendPart small  # the owned-copy part small parts go into now
+        cdef Py_buffer view
+        cdef Py_ssize_t length
         cdef int64_t total = 0
         cdef list staged
         cdef uint32_t size
+        cdef char placeholder[4]
         if self.closed:
             raise ValueError("transport is closed")
-        prefix = _size_prefix_part()
-        staged = [prefix]
+        first = SendPart.__new__(SendPart)
+        memset(placeholder, 0, 4)
+        first.append(placeholder, FRAME_HEADER)
+        small = first
+        staged = [first]
         for obj in parts:
-            part = _make_part(obj)
-            if part.remaining == 0:
-                part.release()
-                continue
-            total += part.remaining
+            if PyObject_CheckBuffer(obj):
+                PyObject_GetBuffer(obj, &view, PyBUF_SIMPLE)
+                length = view.len
+                if length <= COALESCE_MAX:
+                    try:
+                        if length and small is None:
+                            small = SendPart.__new__(SendPart)
+                            staged.append(small)
+                        if length:
+                            small.append(<const char*>view.buf, length)
+                    finally:
+                        PyBuffer_Release(&view)
+                else:
+                    PyBuffer_Release(&view)
+                    part = _held_part(obj)
+                    length = part.remaining
+                    staged.append(part)
+                    small = None
+            else:
+                part = _file_part(obj)
+                length = part.remaining
+                if length:
+                    staged.append(part)
+                    small = None
+            total += length
             if total > MAX_FRAME_SIZE:
                 raise ValueError("response larger than 2**31 - 1 bytes")
-            staged.append(part)
         size = <uint32_t>total
-        prefix.inline_data[0] = <unsigned char>(size >> 24)
-        prefix.inline_data[1] = <unsigned char>(size >> 16)
-        prefix.inline_data[2] = <unsigned char>(size >> 8)
-        prefix.inline_data[3] = <unsigned char>size
+        first.owned[0] = <char>(size >> 24)
+        first.owned[1] = <char>(size >> 16)
+        first.owned[2] = <char>(size >> 8)
+        first.owned[3] = <char>size
         self.parts.extend(staged)
         self.unsent_bytes += total + FRAME_HEADER
         self.responses_queued += 1
