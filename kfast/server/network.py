@@ -23,10 +23,12 @@ arrival order, on the loop:
   copying either.
 * ``response`` is ``None`` (no response, e.g. Produce with acks=0), a list
   (or tuple) of parts, or an awaitable resolving to one of those. A part is
-  bytes-like (bytes, bytearray, memoryview; held, not copied, until sent) or
-  a ``kfast.protocol.file_region.FileRegion`` (sent with sendfile). The
-  network layer writes the 4-byte size prefix (the sum of the parts'
-  lengths), so encoders produce the header + body only.
+  bytes-like (bytes, bytearray, memoryview) or a
+  ``kfast.protocol.file_region.FileRegion`` (sent with sendfile). Parts over
+  512 bytes are held, not copied, until sent, so a mutable one must not
+  change until then; smaller ones are copied at once. The network layer
+  writes the 4-byte size prefix (the sum of the parts' lengths), so encoders
+  produce the header + body only.
 * Responses are written in request order per connection even when a later
   awaitable finishes first; a ``None`` response holds nothing up.
 * Handlers are called in request order, but an async one may still be
