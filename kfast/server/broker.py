@@ -273,6 +273,9 @@ class KafkaBroker:
         loop = asyncio.get_running_loop()
         for server in self.socket_servers.values():
             server.stop_accepting()
+        if self.replica_manager is not None:
+            # Waiting fetches answer now instead of holding the drain up.
+            self.replica_manager.complete_delayed_operations()
         await asyncio.gather(*(server.shutdown(timeout) for server in self.socket_servers.values()))
         for job in self._jobs:
             await job.stop()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+import weakref
 from typing import NamedTuple
 
 from kfast.controller.metadata.image import PartitionRegistration
@@ -97,6 +98,8 @@ class ReplicaManager:
         self.produce_purgatory = DelayedOperationPurgatory("Produce", timer)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", timer)
         self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", timer)
+        # Operations still waiting, so shutdown can answer them.
+        self._delayed: weakref.WeakSet = weakref.WeakSet()
 
     # -- partitions -----------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
@@ -189,6 +192,7 @@ class ReplicaManager:
         if self.produce_purgatory.try_complete_else_watch(
                 operation, [status.partition.key for status in statuses]):
             return None
+        self._delayed.add(operation)
         return future
 
     # -- fetch ----------------------------------------------------------------------
@@ -252,7 +256,9 @@ class ReplicaManager:
         future = asyncio.get_running_loop().create_future()
         operation = DelayedFetch(params.max_wait_ms, params.min_bytes,
                                  lambda: self.read_from_local_log(params, requests), future)
-        self.fetch_purgatory.try_complete_else_watch(operation, [r.key for r in requests])
+        if not self.fetch_purgatory.try_complete_else_watch(operation,
+                                                            [r.key for r in requests]):
+            self._delayed.add(operation)
         return await future
 
     # -- delete records ----------------------------------------------------------------
@@ -288,11 +294,17 @@ class ReplicaManager:
         if self.delete_records_purgatory.try_complete_else_watch(
                 operation, [p.key for p, _, _ in statuses]):
             return None
+        self._delayed.add(operation)
         return future
 
     # -- life cycle --------------------------------------------------------------------
+    def complete_delayed_operations(self) -> None:
+        """Answer every waiting request now with what it has (shutdown)."""
+        for operation in list(self._delayed):
+            operation.force_complete()
+
     def shutdown(self) -> None:
-        """Answer every waiting request with what it has now."""
+        self.complete_delayed_operations()
         for purgatory in (self.produce_purgatory, self.fetch_purgatory,
                           self.delete_records_purgatory):
             purgatory.shutdown()

@@ -109,6 +109,20 @@ class KfastBroker:
         self.loop = self._thread = None
         if loop is None:
             return
+
+        async def cancel_leftovers():
+            # Handlers of connections closed mid-request: nothing awaits them.
+            current = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not current]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        if loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(cancel_leftovers(), loop).result(_STOP_TIMEOUT_S)
+            except Exception:
+                pass
         loop.call_soon_threadsafe(loop.stop)
         if thread is not None:
             thread.join(_STOP_TIMEOUT_S)
