@@ -1,0 +1,184 @@
+"""ReplicaManager and Partition on a real LogManager and SystemTimer: the
+high watermark rule, DelayedProduce completed by a high watermark advance,
+DelayedFetch completed by appends or by its timeout, read_committed bounds."""
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from kfast.config import KafkaConfig
+from kfast.controller.metadata.image import PartitionRegistration
+from kfast.protocol import ProduceResponse, errors
+from kfast.records import RecordBatchBuilder
+from kfast.server.partition import READ_COMMITTED
+from kfast.server.replica_manager import FetchParams, PartitionFetchRequest, ReplicaManager
+from kfast.server.timer import SystemTimer
+from kfast.storage.manager import LogManager
+
+NODE = 1
+FOLLOWER = 2
+
+
+def batch(*values, **kwargs) -> bytes:
+    builder = RecordBatchBuilder(0, **kwargs)
+    for value in values:
+        builder.append(1_700_000_000_000, None, value)
+    return builder.build()
+
+
+@pytest.fixture
+def setup(tmp_path):
+    config = KafkaConfig({"node.id": "1", "log.dirs": str(tmp_path)})
+    log_manager = LogManager(config, cluster_id="c1")
+    log_manager.startup()
+
+    def make(loop, isr=(NODE,)):
+        manager = ReplicaManager(NODE, log_manager, SystemTimer(loop), config)
+        log = log_manager.get_or_create_log("t", 0)
+        registration = PartitionRegistration(replicas=tuple(sorted(set(isr))), isr=isr,
+                                             leader=NODE, leader_epoch=3, partition_epoch=0)
+        manager.apply_partition("t", uuid.uuid4(), 0, registration, log)
+        return manager
+
+    yield make
+    log_manager.shutdown()
+
+
+def response():
+    return ProduceResponse.PartitionProduceResponse(index=0, error_code=0, base_offset=-1)
+
+
+def run(coroutine):
+    return asyncio.run(asyncio.wait_for(coroutine, 10))
+
+
+def test_single_replica_acks_all_completes_at_once(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        out = response()
+        waiting = manager.append_records(1000, -1, [("t", 0, batch(b"a", b"b"), out)])
+        assert waiting is None        # the HW covered the append on the first try
+        assert (out.error_code, out.base_offset) == (0, 0)
+        partition = manager.get_partition("t", 0)
+        assert partition.log.high_watermark == 2
+        assert partition.log.leader_epoch_cache.latest_epoch() == 3
+    run(main())
+
+
+def test_delayed_produce_waits_for_the_high_watermark(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop(), isr=(NODE, FOLLOWER))
+        partition = manager.get_partition("t", 0)
+        out = response()
+        waiting = manager.append_records(5000, -1, [("t", 0, batch(b"a", b"b"), out)])
+        assert waiting is not None and not waiting.done()
+        assert partition.log.high_watermark == 0
+        assert manager.produce_purgatory.delayed() == 1
+        # The follower catches up: the HW moves, the purgatory completes the produce.
+        partition.follower_end_offsets[FOLLOWER] = 2
+        assert partition.maybe_increment_high_watermark()
+        manager.produce_purgatory.check_and_complete(partition.key)
+        await waiting
+        assert out.error_code == 0 and partition.log.high_watermark == 2
+        # acks=1 does not wait.
+        assert manager.append_records(5000, 1, [("t", 0, batch(b"c"), response())]) is None
+    run(main())
+
+
+def test_delayed_produce_times_out(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop(), isr=(NODE, FOLLOWER))
+        out = response()
+        waiting = manager.append_records(20, -1, [("t", 0, batch(b"a"), out)])
+        await waiting
+        assert out.error_code == errors.TimeoutException.code
+    run(main())
+
+
+def test_min_insync_replicas_and_unknown_partition(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        partition = manager.get_partition("t", 0)
+        partition.log.update_config(partition.log.config.with_overrides(
+            {"min.insync.replicas": 2}))
+        out = response()
+        assert manager.append_records(100, -1, [("t", 0, batch(b"a"), out)]) is None
+        assert out.error_code == errors.NotEnoughReplicasException.code
+        out = response()
+        manager.append_records(100, 1, [("t", 0, batch(b"a"), out)])
+        assert out.error_code == 0      # acks=1 ignores min.insync.replicas
+        out = response()
+        manager.append_records(100, 1, [("t", 5, batch(b"a"), out)])
+        assert out.error_code == errors.UnknownTopicOrPartitionException.code
+    run(main())
+
+
+def test_delayed_fetch_completes_on_append_and_on_timeout(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        params = FetchParams(max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20, isolation_level=0)
+        request = PartitionFetchRequest(("t", 0), 0, 1 << 20)
+        fetch = asyncio.ensure_future(manager.fetch_messages(params, [request]))
+        await asyncio.sleep(0)   # one loop turn: the task runs up to its await (not a timing wait)
+        assert manager.fetch_purgatory.delayed() == 1 and not fetch.done()
+        manager.append_records(1000, 1, [("t", 0, batch(b"x"), response())])
+        ((_, data),) = await fetch
+        assert data.error_code == 0 and data.size > 0 and data.high_watermark == 1
+        # min_bytes never reached: the timeout answers with what there is.
+        params = params._replace(max_wait_ms=30, min_bytes=1 << 20)
+        ((_, data),) = await manager.fetch_messages(params, [request])
+        assert data.size > 0
+    run(main())
+
+
+def test_fetch_byte_budget_first_batch_rule(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        big = batch(b"x" * 1000)
+        manager.append_records(1000, 1, [("t", 0, big, response())])
+        manager.append_records(1000, 1, [("t", 0, batch(b"y"), response())])
+        request = PartitionFetchRequest(("t", 0), 0, 10)
+        # KIP-74: the first batch comes back whole even over the limits.
+        params = FetchParams(0, 1, 10, 0)
+        ((_, data),), total, _ = manager.read_from_local_log(params, [request])
+        assert data.size == len(big) == total
+        # Fetch v0-v2 (hard limit): never more than max_bytes.
+        params = params._replace(hard_max_bytes_limit=True)
+        ((_, data),), total, _ = manager.read_from_local_log(params, [request])
+        assert data.size <= 10
+    run(main())
+
+
+def test_read_committed_stops_at_the_last_stable_offset(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        manager.append_records(1000, 1, [("t", 0, batch(b"plain"), response())])
+        txn = batch(b"open", producer_id=7, producer_epoch=0, base_sequence=0,
+                    is_transactional=True)
+        out = response()
+        manager.append_records(1000, 1, [("t", 0, txn, out)])
+        assert out.error_code == 0
+        log = manager.get_partition("t", 0).log
+        assert (log.high_watermark, log.last_stable_offset) == (2, 1)
+        request = PartitionFetchRequest(("t", 0), 1, 1 << 20)
+        committed = FetchParams(0, 1, 1 << 20, READ_COMMITTED)
+        ((_, data),), _, _ = manager.read_from_local_log(committed, [request])
+        assert data.size == 0 and data.last_stable_offset == 1
+        uncommitted = committed._replace(isolation_level=0)
+        ((_, data),), _, _ = manager.read_from_local_log(uncommitted, [request])
+        assert data.size > 0
+    run(main())
+
+
+def test_fenced_and_unknown_leader_epochs(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        params = FetchParams(0, 1, 1 << 20, 0)
+        for epoch, code in ((2, errors.FencedLeaderEpochException.code),
+                            (4, errors.UnknownLeaderEpochException.code), (3, 0), (-1, 0)):
+            request = PartitionFetchRequest(("t", 0), 0, 1 << 20, epoch)
+            ((_, data),), _, _ = manager.read_from_local_log(params, [request])
+            assert data.error_code == code
+    run(main())
