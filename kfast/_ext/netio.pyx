@@ -352,8 +352,8 @@ cdef class PlaintextTransport:
         region object is held so its file stays open). A bytes-like part
         larger than COALESCE_MAX (512) bytes is held, not copied, until sent
         (so it must not change meanwhile); smaller ones are copied together
-        with the size prefix and each other into one buffer. Nothing is queued if any part is invalid. Does not
-        send anything: call flush().
+        with the size prefix and each other into one buffer. Nothing is
+        queued if any part is invalid. Does not send anything: call flush().
         """
         cdef SendPart first, part
         cdef SendPart small  # the owned-copy part small parts go into now
