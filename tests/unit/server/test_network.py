@@ -714,3 +714,34 @@ def test_throttle_mutes_reading_but_not_responses(run):
             assert not server.connections[0].throttled
             writer.close()
     run(body)
+
+
+def test_many_clients_at_once(run, data_file):
+    f, content = data_file
+
+    async def body():
+        async def handler(connection, frame):
+            i = int(bytes(frame))
+            await asyncio.sleep(0)
+            return [b"%d|" % i, FileRegion(f, i * 1000, 5000)]
+
+        def dispatch(connection, frame):
+            i = int(bytes(frame))
+            if i % 2:
+                return handler(connection, frame)
+            return [b"%d|" % i, content[i * 1000:i * 1000 + 5000]]
+
+        async def client(port):
+            reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"".join(frame(b"%d" % i) for i in range(50)))
+            for i in range(50):
+                assert await read_frame(reader) == b"%d|" % i + content[i * 1000:i * 1000 + 5000]
+            writer.close()
+
+        async with SocketServer(dispatch, "127.0.0.1", 0) as server:
+            await asyncio.gather(*(client(server.port) for _ in range(30)))
+            m = server.metrics()
+            assert m.connections_accepted == 30 and m.requests == 1500
+            if netio.HAVE_SENDFILE:
+                assert m.sendfile_bytes == 30 * 25 * 5000
+    run(body)
