@@ -44,6 +44,7 @@ from kfast.protocol.errors import (
     TransactionCoordinatorFencedException,
 )
 from kfast.storage.file_records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
+from kfast.storage.records_access import first_record_key_value
 from kfast.storage.segment import PRODUCER_SNAPSHOT_FILE_SUFFIX, filename_prefix_from_offset
 
 NUM_BATCHES_TO_RETAIN = 5
@@ -158,50 +159,19 @@ class EndTransactionMarker(NamedTuple):
     COMMIT = 1
 
 
-def _read_uvarint(buf, pos: int, end: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if pos >= end or shift > 63:
-            raise CorruptRecordException("truncated varint in control record")
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, pos
-        shift += 7
-
-
-def _read_varint(buf, pos: int, end: int) -> tuple[int, int]:
-    raw, pos = _read_uvarint(buf, pos, end)
-    return (raw >> 1) ^ -(raw & 1), pos
-
-
 def parse_end_txn_marker(batch_view) -> EndTransactionMarker:
-    """Read the control record of an (uncompressed) control batch.
+    """The COMMIT/ABORT marker of a control batch (its one record):
 
-    record := length varint, attributes int8, timestampDelta varlong,
-              offsetDelta varint, key (varint length + bytes),
-              value (varint length + bytes), headerCount varint
-    key    := version int16, type int16;   value := version int16, coordinatorEpoch int32
+        key   := version int16, type int16
+        value := version int16, coordinatorEpoch int32
     """
-    end = len(batch_view)
-    pos = 61
-    length, pos = _read_varint(batch_view, pos, end)
-    if length < 0 or pos + length > end:
-        raise CorruptRecordException("control record length exceeds the batch")
-    end = pos + length
-    pos += 1  # attributes
-    _, pos = _read_varint(batch_view, pos, end)  # timestampDelta
-    _, pos = _read_varint(batch_view, pos, end)  # offsetDelta
-    key_length, pos = _read_varint(batch_view, pos, end)
-    if key_length < 4 or pos + key_length > end:
+    key, value = first_record_key_value(batch_view)
+    if key is None or len(key) < 4:
         raise CorruptRecordException("invalid control record key")
-    _, control_type = struct.unpack_from(">hh", batch_view, pos)
-    pos += key_length
-    value_length, pos = _read_varint(batch_view, pos, end)
-    if value_length < 6 or pos + value_length > end:
+    if value is None or len(value) < 6:
         raise CorruptRecordException("invalid end transaction marker value")
-    _, coordinator_epoch = struct.unpack_from(">hi", batch_view, pos)
+    _, control_type = struct.unpack_from(">hh", key, 0)
+    _, coordinator_epoch = struct.unpack_from(">hi", value, 0)
     return EndTransactionMarker(control_type, coordinator_epoch)
 
 
