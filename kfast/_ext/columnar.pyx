@@ -1,7 +1,7 @@
 # cython: freethreading_compatible = True
 """Decode v2 record batches straight into columns.
 
-Grammar (Kafka's DefaultRecordBatch / DefaultRecord; big-endian header)::
+Grammar (Kafka's DefaultRecordBatch / DefaultRecord; byte positions in batch.pxd)::
 
     batches      := batch* [partial batch]      a fetch may end mid-batch
     batch        := baseOffset int64, batchLength int32 (bytes after it),
@@ -44,36 +44,25 @@ from kfast._ext.crc32c cimport crc32c_update
 
 from collections import namedtuple
 
+from kfast._ext.batch import LegacyRecordFormatError
 from kfast.compression import DEFAULT_MAX_OUTPUT, decompress
 from kfast.protocol.errors import CorruptRecordException
 
 
-# Byte positions of v2 batch header fields (see grammar above).
+# Batch layout: kfast/_ext/batch.pxd (the one definition of the v2 format).
+from kfast._ext.batch cimport (
+    ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET,
+    COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, CRC_OFFSET, CURRENT_MAGIC,
+    LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET,
+    MIN_BATCH_LENGTH, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
+    RECORDS_COUNT_OFFSET, RECORDS_OFFSET, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK,
+    load_be16, load_be32, load_be64,
+)
+
 cdef enum:
-    BASE_OFFSET_AT = 0
-    BATCH_LENGTH_AT = 8
-    PARTITION_LEADER_EPOCH_AT = 12
-    MAGIC_AT = 16
-    CRC_AT = 17
-    ATTRIBUTES_AT = 21
-    LAST_OFFSET_DELTA_AT = 23
-    BASE_TIMESTAMP_AT = 27
-    MAX_TIMESTAMP_AT = 35
-    PRODUCER_ID_AT = 43
-    PRODUCER_EPOCH_AT = 51
-    BASE_SEQUENCE_AT = 53
-    RECORDS_COUNT_AT = 57
-    RECORDS_AT = 61             # RECORD_BATCH_OVERHEAD
-    LOG_OVERHEAD = 12           # baseOffset + batchLength
     MIN_RECORD_SIZE = 7         # seven one-byte varints/fields, empty key and value
     MIN_RECORD_BODY = 6         # a record after its length varint
     MIN_HEADER_SIZE = 2         # key length 0 + value length
-
-cdef enum:
-    COMPRESSION_MASK = 0x07
-    TIMESTAMP_TYPE_BIT = 0x08
-    TRANSACTIONAL_BIT = 0x10
-    CONTROL_BIT = 0x20
 
 # Errors the nogil record pass reports (turned into CorruptRecordException).
 cdef enum:
@@ -100,22 +89,6 @@ _ERROR_TEXT = {
     ERR_RECORD_SIZE: "record fields do not add up to its length",
     ERR_TRAILING: "bytes remain after recordsCount records",
 }
-
-
-cdef inline int16_t _be16(const uint8_t* p) noexcept nogil:
-    return <int16_t>((<uint16_t>p[0] << 8) | <uint16_t>p[1])
-
-
-cdef inline uint32_t _be32u(const uint8_t* p) noexcept nogil:
-    return ((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16)
-            | (<uint32_t>p[2] << 8) | <uint32_t>p[3])
-
-
-cdef inline int64_t _be64(const uint8_t* p) noexcept nogil:
-    return <int64_t>((<uint64_t>p[0] << 56) | (<uint64_t>p[1] << 48)
-                     | (<uint64_t>p[2] << 40) | (<uint64_t>p[3] << 32)
-                     | (<uint64_t>p[4] << 24) | (<uint64_t>p[5] << 16)
-                     | (<uint64_t>p[6] << 8) | <uint64_t>p[7])
 
 
 # Record lengths, value lengths and deltas of a typical batch take one or two
@@ -310,7 +283,7 @@ cdef int _decode_batch_records(const uint8_t* data, const BatchEntry* batch,
     cdef int32_t records_count = batch.records_count
     cdef int32_t length, offset_delta, key_length, value_length, header_count
     cdef int64_t timestamp_delta
-    cdef int32_t timestamp_type = 1 if batch.attributes & TIMESTAMP_TYPE_BIT else 0
+    cdef int32_t timestamp_type = 1 if batch.attributes & TIMESTAMP_TYPE_MASK else 0
     cdef bint log_append_time = timestamp_type == 1
     cdef Py_ssize_t i = 0
     cdef int rc = DECODE_OK
@@ -477,9 +450,9 @@ cdef class ColumnarRecords:
             b = &self.batch_entries[i]
             out.append(BatchInfo(
                 b.base_offset, b.last_offset_delta, b.partition_leader_epoch,
-                b.attributes, b.attributes & COMPRESSION_MASK,
-                1 if b.attributes & TIMESTAMP_TYPE_BIT else 0,
-                bool(b.attributes & TRANSACTIONAL_BIT), bool(b.attributes & CONTROL_BIT),
+                b.attributes, b.attributes & COMPRESSION_CODEC_MASK,
+                1 if b.attributes & TIMESTAMP_TYPE_MASK else 0,
+                bool(b.attributes & TRANSACTIONAL_FLAG_MASK), bool(b.attributes & CONTROL_FLAG_MASK),
                 b.base_timestamp, b.max_timestamp, b.producer_id, b.producer_epoch,
                 b.base_sequence, b.records_count, b.first_record, b.position,
                 b.size_in_bytes))
@@ -598,52 +571,54 @@ cdef ColumnarRecords _decode(object buffer, bint include_headers,
             if remaining < LOG_OVERHEAD:
                 break
             batch = base + pos
-            batch_length = <int32_t>_be32u(batch + BATCH_LENGTH_AT)
-            if remaining > MAGIC_AT:
-                magic = <int8_t>batch[MAGIC_AT]
-                if magic != 2:
-                    raise CorruptRecordException(
-                        f"Batch at byte {pos} has magic {magic}; the columnar decoder reads "
-                        f"magic 2 only (legacy message sets: kfast.records.decode_message_set)")
-            if batch_length < RECORDS_AT - LOG_OVERHEAD:
+            batch_length = <int32_t>load_be32(batch + LENGTH_OFFSET)
+            if remaining > MAGIC_OFFSET:
+                magic = <int8_t>batch[MAGIC_OFFSET]
+                if magic == 0 or magic == 1:
+                    raise LegacyRecordFormatError(magic, (
+                        f"Batch at byte {pos} is a magic {magic} message set; the columnar "
+                        f"decoder reads magic 2 (legacy: kfast.records.decode_message_set)"))
+                if magic != CURRENT_MAGIC:
+                    raise CorruptRecordException(f"Batch at byte {pos} has unknown magic {magic}")
+            if batch_length < MIN_BATCH_LENGTH:
                 raise CorruptRecordException(
                     f"Batch at byte {pos} has batchLength {batch_length}, below the "
-                    f"{RECORDS_AT - LOG_OVERHEAD} bytes of a v2 header")
+                    f"{MIN_BATCH_LENGTH} bytes of a v2 header")
             if batch_length > remaining - LOG_OVERHEAD:
                 break                                    # partial batch: fetch ended inside it
             if check_crc:
-                stored_crc = _be32u(batch + CRC_AT)
-                if crc32c_update(0, batch + ATTRIBUTES_AT,
-                                 batch_length + LOG_OVERHEAD - ATTRIBUTES_AT) != stored_crc:
+                stored_crc = load_be32(batch + CRC_OFFSET)
+                if crc32c_update(0, batch + ATTRIBUTES_OFFSET,
+                                 batch_length + LOG_OVERHEAD - ATTRIBUTES_OFFSET) != stored_crc:
                     raise CorruptRecordException(
-                        f"Batch at byte {pos} (baseOffset {_be64(batch)}) fails its CRC-32C check")
-            records_count = <int32_t>_be32u(batch + RECORDS_COUNT_AT)
-            attributes = _be16(batch + ATTRIBUTES_AT)
+                        f"Batch at byte {pos} (baseOffset {<int64_t>load_be64(batch)}) fails its CRC-32C check")
+            records_count = <int32_t>load_be32(batch + RECORDS_COUNT_OFFSET)
+            attributes = <int16_t>load_be16(batch + ATTRIBUTES_OFFSET)
             if records_count < 0:
                 raise CorruptRecordException(
                     f"Batch at byte {pos} has negative recordsCount {records_count}")
             entry = _append_batch(result)
-            entry.base_offset = _be64(batch + BASE_OFFSET_AT)
-            entry.partition_leader_epoch = <int32_t>_be32u(batch + PARTITION_LEADER_EPOCH_AT)
+            entry.base_offset = <int64_t>load_be64(batch + BASE_OFFSET_OFFSET)
+            entry.partition_leader_epoch = <int32_t>load_be32(batch + PARTITION_LEADER_EPOCH_OFFSET)
             entry.attributes = attributes
-            entry.last_offset_delta = <int32_t>_be32u(batch + LAST_OFFSET_DELTA_AT)
-            entry.base_timestamp = _be64(batch + BASE_TIMESTAMP_AT)
-            entry.max_timestamp = _be64(batch + MAX_TIMESTAMP_AT)
-            entry.producer_id = _be64(batch + PRODUCER_ID_AT)
-            entry.producer_epoch = _be16(batch + PRODUCER_EPOCH_AT)
-            entry.base_sequence = <int32_t>_be32u(batch + BASE_SEQUENCE_AT)
+            entry.last_offset_delta = <int32_t>load_be32(batch + LAST_OFFSET_DELTA_OFFSET)
+            entry.base_timestamp = <int64_t>load_be64(batch + BASE_TIMESTAMP_OFFSET)
+            entry.max_timestamp = <int64_t>load_be64(batch + MAX_TIMESTAMP_OFFSET)
+            entry.producer_id = <int64_t>load_be64(batch + PRODUCER_ID_OFFSET)
+            entry.producer_epoch = <int16_t>load_be16(batch + PRODUCER_EPOCH_OFFSET)
+            entry.base_sequence = <int32_t>load_be32(batch + BASE_SEQUENCE_OFFSET)
             entry.records_count = records_count
             entry.position = pos
             entry.size_in_bytes = batch_length + LOG_OVERHEAD
-            entry.records_start = pos + RECORDS_AT
+            entry.records_start = pos + RECORDS_OFFSET
             entry.records_end = pos + LOG_OVERHEAD + batch_length
             entry.first_record = -1
             pos += LOG_OVERHEAD + batch_length
 
-            if (attributes & CONTROL_BIT) and not include_control_batches:
+            if (attributes & CONTROL_FLAG_MASK) and not include_control_batches:
                 payloads.append(None)
                 continue
-            codec = attributes & COMPRESSION_MASK
+            codec = attributes & COMPRESSION_CODEC_MASK
             if codec != 0:
                 payload = decompress(
                     codec, memoryview(buffer)[entry.records_start:entry.records_end],

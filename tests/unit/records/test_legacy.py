@@ -4,7 +4,7 @@ import struct
 import zlib
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from kfast._ext.batch import RecordBatchBuilder, build_control_batch
@@ -30,6 +30,9 @@ from test_legacy_oracle import (
 )
 
 MAGICS = [0, 1]
+# Property tests below run once per (magic, codec): fewer examples each keeps
+# the total near a single test's default.
+per_combination = settings(max_examples=25)
 LEGACY_CODECS = [0, 1, 2, 3]
 blobs = st.one_of(st.none(), st.binary(max_size=30))
 
@@ -63,6 +66,7 @@ def _seal(message_set: bytearray, entry_at=0):
 # ---------------------------------------------------------------- kafka-python -> kfast
 @pytest.mark.parametrize("magic", MAGICS)
 @pytest.mark.parametrize("codec", LEGACY_CODECS)
+@per_combination
 @given(records=message_specs())
 def test_decodes_what_kafka_python_builds(magic, codec, records):
     with kafka_python_codecs_installed():
@@ -78,6 +82,7 @@ def test_decodes_what_kafka_python_builds(magic, codec, records):
 # ---------------------------------------------------------------- kfast -> kafka-python
 @pytest.mark.parametrize("magic", MAGICS)
 @pytest.mark.parametrize("codec", LEGACY_CODECS)
+@per_combination
 @given(records=message_specs(), base_offset=st.integers(0, 2**40))
 def test_kafka_python_reads_what_kfast_builds(magic, codec, records, base_offset):
     records = [(base_offset + i, t, k, v) for i, t, k, v in records]
@@ -125,6 +130,7 @@ def test_log_append_time_wrapper_timestamp_overrides_inner_ones():
 # ---------------------------------------------------------------- up-conversion
 @pytest.mark.parametrize("magic", MAGICS)
 @pytest.mark.parametrize("codec", LEGACY_CODECS)
+@per_combination
 @given(records=message_specs())
 def test_up_converted_batch_is_read_by_kafka_python(magic, codec, records):
     with kafka_python_codecs_installed():
@@ -153,6 +159,7 @@ def test_up_conversion_can_change_codec():
 # ---------------------------------------------------------------- down-conversion
 @pytest.mark.parametrize("magic", MAGICS)
 @pytest.mark.parametrize("codec", LEGACY_CODECS)
+@per_combination
 @given(records=message_specs(), base_offset=st.integers(0, 2**40))
 def test_down_converted_message_set_is_read_by_kafka_python(magic, codec, records, base_offset):
     with kafka_python_codecs_installed():
@@ -262,6 +269,7 @@ def test_invalid_wrappers_raise():
 
 
 @pytest.mark.parametrize("codec", LEGACY_CODECS)
+@per_combination
 @given(records=message_specs(), data=st.data())
 def test_bit_flips_raise_kafka_errors_or_decode(codec, records, data):
     message_set = bytearray(build_message_set(1, records, codec))
