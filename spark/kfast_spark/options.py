@@ -267,7 +267,7 @@ class KafkaSourceOptions:
 def parse_kafka_source_options(options: Mapping[str, str]) -> KafkaSourceOptions:
     """Parse the options of the ``kfast`` source (Spark's Kafka source)."""
     opts = _lower_keys(options)
-    _refuse_unknown(opts, KAFKA_SOURCE_OPTIONS, "kfast", allow_kafka_params=True)
+    _refuse_unknown(opts, KAFKA_SOURCE_OPTIONS, "the kfast source", allow_kafka_params=True)
     kafka_params = {k[len(KAFKA_PREFIX):]: v for k, v in opts.items()
                     if k.startswith(KAFKA_PREFIX)}
     for prop, message in _REFUSED_KAFKA_PROPERTIES.items():
@@ -317,7 +317,8 @@ def parse_kafka_source_options(options: Mapping[str, str]) -> KafkaSourceOptions
 def parse_segments_source_options(options: Mapping[str, str]) -> KafkaSourceOptions:
     """Parse the options of the ``kfast-segments`` source (offline, batch)."""
     opts = _lower_keys(options)
-    _refuse_unknown(opts, SEGMENTS_SOURCE_OPTIONS, "kfast-segments", allow_kafka_params=False)
+    _refuse_unknown(opts, SEGMENTS_SOURCE_OPTIONS, "the kfast-segments source",
+                    allow_kafka_params=False)
     path = opts.get(PATH)
     if not path or not path.strip():
         raise ValueError("Option 'path' must be specified for the kfast-segments source: "
@@ -331,6 +332,51 @@ def parse_segments_source_options(options: Mapping[str, str]) -> KafkaSourceOpti
         ending_offsets=_offset_range_limit(opts, None, None, ENDING_OFFSETS, None),
         path=path.strip(),
         given=frozenset(opts),
+    )
+
+
+# ---------------------------------------------------------------------------
+# Writing (Spark's Kafka sink).
+
+TOPIC = "topic"
+
+#: Options of Spark's Kafka sink (batch and streaming writes); ``kafka.*`` on top.
+KAFKA_SINK_OPTIONS = (TOPIC, INCLUDE_HEADERS)
+
+_REFUSED_PRODUCER_PROPERTIES = {
+    "key.serializer": ("Kafka option 'key.serializer' is not supported as keys are "
+                       "serialized with ByteArraySerializer."),
+    "value.serializer": ("Kafka option 'value.serializer' is not supported as value are "
+                         "serialized with ByteArraySerializer."),
+}
+
+
+@dataclass(frozen=True)
+class KafkaSinkOptions:
+    #: The ``topic`` option: every row goes there, whatever its topic column says.
+    topic: Optional[str]
+    include_headers: bool
+    #: ``kafka.*`` options without the prefix: the producer's properties.
+    kafka_params: Mapping[str, str]
+
+
+def parse_kafka_sink_options(options: Mapping[str, str]) -> KafkaSinkOptions:
+    """Parse the options of a write to the ``kfast`` sink (Spark's Kafka sink)."""
+    opts = _lower_keys(options)
+    _refuse_unknown(opts, KAFKA_SINK_OPTIONS, "the kfast sink", allow_kafka_params=True)
+    kafka_params = {k[len(KAFKA_PREFIX):]: v for k, v in opts.items()
+                    if k.startswith(KAFKA_PREFIX)}
+    for prop, message in _REFUSED_PRODUCER_PROPERTIES.items():
+        if prop in kafka_params:
+            raise ValueError(message)
+    if BOOTSTRAP_SERVERS not in opts:
+        raise ValueError(f"Option '{BOOTSTRAP_SERVERS}' must be specified for "
+                         "configuring Kafka producer")
+    topic = opts.get(TOPIC)
+    return KafkaSinkOptions(
+        topic=None if topic is None else topic.strip(),
+        include_headers=_boolean_option(opts, INCLUDE_HEADERS, False),
+        kafka_params=kafka_params,
     )
 
 
@@ -379,6 +425,14 @@ def partition_offsets_json(partition_offsets: Mapping[TopicPartition, int]) -> d
     return result
 
 
+def parse_partition_offsets_json(offsets: Mapping[str, Mapping[str, int]]) -> dict:
+    """The inverse of :func:`partition_offsets_json`: ``{"topic": {"0": 5}}``
+    (a streaming offset as Spark hands it back) -> {partition: offset}."""
+    return {TopicPartition(topic, int(partition)): int(offset)
+            for topic, per_partition in offsets.items()
+            for partition, offset in per_partition.items()}
+
+
 def parse_time_as_ms(value: str, option: str) -> int:
     """A duration such as ``15m`` or ``500ms`` (Spark's timeStringAsMs; a bare
     number is milliseconds)."""
@@ -397,7 +451,7 @@ def _lower_keys(options: Mapping[str, str]) -> dict:
     return {k.lower(): v for k, v in options.items()}
 
 
-def _refuse_unknown(opts: Mapping[str, str], accepted: Sequence[str], source: str,
+def _refuse_unknown(opts: Mapping[str, str], accepted: Sequence[str], where: str,
                     *, allow_kafka_params: bool) -> None:
     known = {name.lower() for name in accepted}
     unknown = sorted(k for k in opts if k not in known
@@ -406,7 +460,7 @@ def _refuse_unknown(opts: Mapping[str, str], accepted: Sequence[str], source: st
         kafka_note = (" and Kafka client properties prefixed with 'kafka.'"
                       if allow_kafka_params else "")
         raise ValueError(
-            f"Unknown option{'s' if len(unknown) > 1 else ''} for the {source} source: "
+            f"Unknown option{'s' if len(unknown) > 1 else ''} for {where}: "
             f"{', '.join(repr(k) for k in unknown)}. Accepted options: "
             f"{', '.join(accepted)}{kafka_note}.")
 

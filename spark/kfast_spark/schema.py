@@ -79,3 +79,32 @@ def kafka_schema(include_headers: bool) -> StructType:
 def arrow_schema(include_headers: bool) -> pa.Schema:
     """The Arrow schema of the batches a reader yields for ``kafka_schema``."""
     return ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
+
+
+def validate_sink_schema(schema: StructType, topic_option: "str | None") -> None:
+    """Check the columns of rows written to Kafka as Spark's Kafka sink does
+    (KafkaWriter.validateQuery): ``value`` string or binary (required),
+    ``key`` string or binary, ``topic`` string (required unless the ``topic``
+    option is set, which then wins), ``partition`` int, ``headers``
+    array<struct<key:string,value:binary>>. Names are case-sensitive."""
+    columns = {f.name: f.dataType for f in schema.fields}
+    if topic_option is None and "topic" not in columns:
+        raise ValueError("topic option required when no 'topic' attribute is present. "
+                         "Use the topic option for setting a topic.")
+    if "value" not in columns:
+        raise ValueError("Required attribute 'value' not found")
+    allowed = {
+        "topic": () if topic_option is not None else (StringType(),),
+        "key": (StringType(), BinaryType()),
+        "value": (StringType(), BinaryType()),
+        "headers": (HEADERS_SPARK_TYPE,),
+        "partition": (IntegerType(),),
+    }
+    for name, types in allowed.items():
+        if name not in columns or not types:
+            continue
+        # Nullability does not matter (Spark's DataTypeUtils.sameType).
+        if columns[name].simpleString() not in {t.simpleString() for t in types}:
+            raise ValueError(
+                f"{name} attribute unsupported type {columns[name].simpleString()}. {name} "
+                f"must be a(n) {' or '.join(t.simpleString() for t in types)}")

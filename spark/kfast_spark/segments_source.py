@@ -80,7 +80,11 @@ class KafkaSegmentsReader(DataSourceReader):
                                       r.until_offset)
                 for r in ranges]
 
-    def read(self, partition: SegmentRangePartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        if not isinstance(partition, SegmentRangePartition):
+            # PySpark plans one placeholder InputPartition(None) when
+            # partitions() is empty: nothing to read.
+            return
         yield from read_range(
             partition.partition_dir, TopicPartition(partition.topic, partition.partition),
             partition.from_offset, partition.until_offset, self.options.include_headers,

@@ -1,4 +1,5 @@
 """Option parsing of the kfast data sources against Spark's Kafka source rules."""
+import json
 import logging
 
 import pytest
@@ -15,7 +16,9 @@ from kfast_spark.options import (
     SubscribePatternStrategy,
     SubscribeStrategy,
     TopicPartition,
+    parse_kafka_sink_options,
     parse_kafka_source_options,
+    parse_partition_offsets_json,
     parse_segments_source_options,
     parse_time_as_ms,
     partition_offsets_json,
@@ -298,6 +301,33 @@ def test_segments_refuses_broker_only_options(name):
         parse_segments_source_options({"path": "/d", "subscribe": "a", name: "1"})
 
 
-def test_offsets_json_round_trip_shape():
-    assert partition_offsets_json({tp("b", 1): 7, tp("a", 10): 1, tp("a", 2): 3}) == \
-        {"a": {"2": 3, "10": 1}, "b": {"1": 7}}
+def test_offsets_json_round_trip():
+    offsets = {tp("b", 1): 7, tp("a", 10): 1, tp("a", 2): 3}
+    as_json = partition_offsets_json(offsets)
+    assert as_json == {"a": {"2": 3, "10": 1}, "b": {"1": 7}}
+    assert parse_partition_offsets_json(json.loads(json.dumps(as_json))) == offsets
+
+
+# --- writing -------------------------------------------------------------------
+
+def test_sink_options():
+    opts = parse_kafka_sink_options({**BOOTSTRAP, "Topic": " out ", "kafka.acks": "all"})
+    assert opts.topic == "out"
+    assert opts.include_headers is False
+    assert opts.kafka_params == {"bootstrap.servers": "localhost:9092", "acks": "all"}
+    assert parse_kafka_sink_options(BOOTSTRAP).topic is None
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"subscribe": "a"}, "Unknown option for the kfast sink: 'subscribe'"),
+    ({"kafka.key.serializer": "x"}, "Kafka option 'key.serializer' is not supported as keys"),
+    ({"kafka.value.serializer": "x"}, "Kafka option 'value.serializer' is not supported"),
+])
+def test_sink_refuses(options, message):
+    with pytest.raises(ValueError, match=message):
+        parse_kafka_sink_options({**BOOTSTRAP, **options})
+
+
+def test_sink_requires_bootstrap_servers():
+    with pytest.raises(ValueError, match="'kafka.bootstrap.servers' must be specified"):
+        parse_kafka_sink_options({"topic": "t"})

@@ -1,8 +1,17 @@
 """The kfast sources' schema is Spark's Kafka source schema, in Spark and in Arrow."""
 import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+)
 
-from kfast_spark.schema import arrow_schema, kafka_schema
+from kfast_spark.schema import HEADERS_SPARK_TYPE, arrow_schema, kafka_schema, validate_sink_schema
 
 SPARK_KAFKA_COLUMNS = ("struct<key:binary,value:binary,topic:string,partition:int,"
                        "offset:bigint,timestamp:timestamp,timestampType:int")
@@ -23,3 +32,34 @@ def test_arrow_schema_is_what_pyspark_checks_batches_against(include_headers):
     expected = to_arrow_schema(kafka_schema(include_headers), timezone="UTC")
     assert arrow_schema(include_headers).equals(expected)
     assert str(arrow_schema(include_headers).field("timestamp").type) == "timestamp[us, tz=UTC]"
+
+
+def sink_schema(ddl_fields):
+    return StructType([StructField(name, data_type) for name, data_type in ddl_fields])
+
+
+def test_sink_schema_accepts_what_sparks_kafka_sink_accepts():
+    validate_sink_schema(sink_schema([("value", StringType())]), "t")
+    validate_sink_schema(sink_schema([
+        ("topic", StringType()), ("key", BinaryType()), ("value", BinaryType()),
+        ("partition", IntegerType()), ("headers", HEADERS_SPARK_TYPE), ("extra", IntegerType())]),
+        None)
+
+
+@pytest.mark.parametrize("fields, topic, message", [
+    ([("value", "binary")], None, "topic option required when no 'topic' attribute is present"),
+    ([("key", "binary")], "t", "Required attribute 'value' not found"),
+    ([("value", "int")], "t", "value attribute unsupported type int. value must be a\\(n\\) "
+                              "string or binary"),
+    ([("value", "binary"), ("key", "bigint")], "t", "key attribute unsupported type bigint"),
+    ([("value", "binary"), ("topic", "binary")], None, "topic attribute unsupported type binary"),
+    ([("value", "binary"), ("partition", "bigint")], "t",
+     "partition must be a\\(n\\) int"),
+    ([("value", "binary"), ("headers", "array<string>")], "t",
+     "headers must be a\\(n\\) array<struct<key:string,value:binary>>"),
+])
+def test_sink_schema_refusals(fields, topic, message):
+    types = {"binary": BinaryType(), "int": IntegerType(), "bigint": LongType(),
+             "array<string>": ArrayType(StringType())}
+    with pytest.raises(ValueError, match=message):
+        validate_sink_schema(sink_schema([(n, types[t]) for n, t in fields]), topic)
