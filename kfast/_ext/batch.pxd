@@ -189,6 +189,87 @@ cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
     return RECORD_OK
 
 
+# Validation walk: the checks of parse_record without keeping the fields.
+# Lengths and deltas are one or two bytes in almost every record, so those
+# encodings are decoded inline; anything longer goes through varint.pxd.
+cdef inline int _varint_fast(const uint8_t** pos, const uint8_t* end, int32_t* out) noexcept nogil:
+    cdef const uint8_t* p = pos[0]
+    cdef uint32_t raw
+    if end - p >= 2:
+        if p[0] < 0x80:
+            raw = p[0]
+            pos[0] = p + 1
+            out[0] = <int32_t>((raw >> 1) ^ (~(raw & 1) + 1))
+            return VARINT_OK
+        if p[1] < 0x80:
+            raw = (p[0] & 0x7F) | (<uint32_t>p[1] << 7)
+            pos[0] = p + 2
+            out[0] = <int32_t>((raw >> 1) ^ (~(raw & 1) + 1))
+            return VARINT_OK
+    return read_varint(pos, end, out)
+
+
+cdef inline int _skip_varlong(const uint8_t** pos, const uint8_t* end) noexcept nogil:
+    cdef const uint8_t* p = pos[0]
+    cdef int64_t ignored
+    if end - p >= 2:
+        if p[0] < 0x80:
+            pos[0] = p + 1
+            return VARINT_OK
+        if p[1] < 0x80:
+            pos[0] = p + 2
+            return VARINT_OK
+    return read_varlong(pos, end, &ignored)
+
+
+cdef inline int check_record(const uint8_t** pos, const uint8_t* end) noexcept nogil:
+    """Validate the Record at pos[0] exactly as parse_record does; same outcomes."""
+    cdef const uint8_t* p = pos[0]
+    cdef const uint8_t* rend
+    cdef int32_t length, n, count, i
+    if _varint_fast(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
+        return RECORD_BAD_LENGTH
+    rend = p + length
+    p += 1                                     # attributes
+    if _skip_varlong(&p, rend) != VARINT_OK:   # timestampDelta
+        return RECORD_MALFORMED
+    if _varint_fast(&p, rend, &n) != VARINT_OK:   # offsetDelta
+        return RECORD_MALFORMED
+    if _varint_fast(&p, rend, &n) != VARINT_OK:
+        return RECORD_MALFORMED
+    if n < -1 or n > rend - p:
+        return RECORD_BAD_KEY_LENGTH
+    if n > 0:
+        p += n
+    if _varint_fast(&p, rend, &n) != VARINT_OK:
+        return RECORD_MALFORMED
+    if n < -1 or n > rend - p:
+        return RECORD_BAD_VALUE_LENGTH
+    if n > 0:
+        p += n
+    if _varint_fast(&p, rend, &count) != VARINT_OK:
+        return RECORD_MALFORMED
+    if count != 0:
+        if count < 0 or count > (rend - p) // 2:
+            return RECORD_BAD_HEADER_COUNT
+        for i in range(count):
+            if _varint_fast(&p, rend, &n) != VARINT_OK:
+                return RECORD_MALFORMED
+            if n < 0 or n > rend - p:
+                return RECORD_BAD_HEADER_KEY
+            p += n
+            if _varint_fast(&p, rend, &n) != VARINT_OK:
+                return RECORD_MALFORMED
+            if n < -1 or n > rend - p:
+                return RECORD_BAD_HEADER_VALUE
+            if n > 0:
+                p += n
+    if p != rend:
+        return RECORD_SIZE_MISMATCH
+    pos[0] = rend
+    return RECORD_OK
+
+
 # ------------------------------------------------------------- classes
 cdef class RecordBatch:
     cdef Py_buffer _view
