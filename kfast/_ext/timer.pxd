@@ -73,6 +73,7 @@ cdef class TimingWheel:
     cdef bint _advancing
     cdef bint _closed
     cdef object _clock
+    cdef bint _clock_is_monotonic
     cdef public object on_earlier_expiration
 
     # The C API another kernel may call: add_entry is add(); clock_ms reads
