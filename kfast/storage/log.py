@@ -19,7 +19,6 @@ import bisect
 import os
 import random
 import shutil
-import struct
 import threading
 import time
 from typing import NamedTuple
@@ -33,26 +32,16 @@ from kfast.protocol.errors import (
     OffsetOutOfRangeException,
     RecordTooLargeException,
 )
-from kfast._ext.crc32c import crc32c
+from kfast.records import RecordBatch, patch_batch
 from kfast.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     LeaderEpochFileCache,
     PartitionMetadataFile,
 )
-from kfast.storage.file_records import (
-    ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
-    LOG_OVERHEAD,
-    RECORD_BATCH_OVERHEAD,
-    BatchHeader,
-    check_batch,
-    read_header,
-)
+from kfast.storage.file_records import RECORD_BATCH_OVERHEAD
 from kfast.storage.producer_state import (
     ORIGIN_CLIENT,
-    ORIGIN_COORDINATOR,
     ORIGIN_REPLICATION,
-    CompletedTxn,
     ProducerStateManager,
 )
 from kfast.storage.segment import (
@@ -69,12 +58,6 @@ LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
 
-_LOG_APPEND_TIME_BIT = 0x08
-_PATCH_OFFSET = struct.Struct(">q")
-_PATCH_EPOCH = struct.Struct(">i")
-_MAX_TS = struct.Struct(">q")
-_ATTRIBUTES = struct.Struct(">h")
-_CRC = struct.Struct(">I")
 
 
 def now_ms() -> int:
@@ -210,9 +193,9 @@ class Log:
     # -- validation -------------------------------------------------------------
     def analyze(self, records, origin: str = ORIGIN_CLIENT, now: int | None = None) -> list:
         """Split ``records`` into batches and validate each by its header and
-        CRC (no per-record work): [(position, header), ...]. Raises
-        CorruptRecordException, InvalidRecordException, RecordTooLargeException
-        or InvalidTimestampException."""
+        CRC (no per-record work): a list of ``kfast.records.RecordBatch``
+        views. Raises CorruptRecordException, InvalidRecordException,
+        RecordTooLargeException or InvalidTimestampException."""
         view = memoryview(records)
         total = len(view)
         batches = []
@@ -221,41 +204,45 @@ class Log:
         check_time = origin == ORIGIN_CLIENT and not self._log_append_time
         if check_time:
             now = self.time_ms() if now is None else now
-            before_max = self._timestamp_before_max_ms
-            after_max = self._timestamp_after_max_ms
+            earliest = now - self._timestamp_before_max_ms
+            latest = now + self._timestamp_after_max_ms
         while position < total:
             if total - position < RECORD_BATCH_OVERHEAD:
                 raise CorruptRecordException(
                     f"Record batch at position {position} is truncated ({total - position} bytes)")
-            header = read_header(view, position)
-            size = header.size_in_bytes
-            if size < RECORD_BATCH_OVERHEAD or position + size > total:
-                raise CorruptRecordException(
-                    f"Record batch at position {position} claims {size} bytes; "
-                    f"{total - position} remain")
+            # The view checks magic and that the batch fits in the buffer.
+            batch = RecordBatch(view, position)
+            size = batch.size_in_bytes
             if size > max_message_bytes:
                 raise RecordTooLargeException(
                     f"The record batch size in the append to {self.topic}-{self.partition} is "
                     f"{size} bytes which exceeds the maximum configured value of "
                     f"{max_message_bytes}.")
-            check_batch(view, position, size)
+            if size < RECORD_BATCH_OVERHEAD:
+                raise CorruptRecordException(f"Record batch size {size} is below the minimum")
+            if not batch.is_valid():
+                raise CorruptRecordException(
+                    f"Record batch at offset {batch.base_offset} in the append to "
+                    f"{self.topic}-{self.partition} is corrupt (stored crc = {batch.crc}, "
+                    f"computed crc = {batch.compute_crc()})")
             if origin == ORIGIN_CLIENT:
-                if header.is_control:
+                if batch.is_control:
                     raise InvalidRecordException("Clients are not allowed to write control records")
-                if header.records_count <= 0 or header.records_count != header.last_offset_delta + 1:
+                count = batch.records_count
+                if count <= 0 or count != batch.last_offset_delta + 1:
                     raise InvalidRecordException(
-                        f"Record batch has {header.records_count} records but a last offset "
-                        f"delta of {header.last_offset_delta}")
-            if header.is_transactional and not header.has_producer_id:
+                        f"Record batch has {count} records but a last offset delta of "
+                        f"{batch.last_offset_delta}")
+            if batch.is_transactional and not batch.has_producer_id:
                 raise InvalidRecordException("Transactional records must have a producer id")
             if check_time:
-                for ts in (header.base_timestamp, header.max_timestamp):
-                    if ts < now - before_max or ts > now + after_max:
+                # Judged on the batch's first and largest timestamps (no per-record pass).
+                for ts in (batch.base_timestamp, batch.max_timestamp):
+                    if ts < earliest or ts > latest:
                         raise InvalidTimestampException(
                             f"Timestamp {ts} of a record in {self.topic}-{self.partition} is out "
-                            f"of range. The timestamp should be within [{now - before_max}, "
-                            f"{now + after_max}]")
-            batches.append((position, header))
+                            f"of range. The timestamp should be within [{earliest}, {latest}]")
+            batches.append(batch)
             position += size
         return batches
 
@@ -267,112 +254,101 @@ class Log:
         state and append with one write. ``records`` may be a writable buffer
         (patched in place) or bytes (copied once)."""
         now = self.time_ms() if now is None else now
-        batches = self.analyze(records, origin, now)
-        return self._append(records, batches, origin, leader_epoch, now, assign_offsets=True)
+        view = memoryview(records)
+        if view.readonly:
+            view = memoryview(bytearray(view))
+        batches = self.analyze(view, origin, now)
+        return self._append(view, batches, origin, leader_epoch, now, assign_offsets=True)
 
     def append_as_follower(self, records, now: int | None = None) -> LogAppendInfo:
         """Append batches that already carry offsets (replication)."""
         now = self.time_ms() if now is None else now
-        batches = self.analyze(records, ORIGIN_REPLICATION, now)
-        return self._append(records, batches, ORIGIN_REPLICATION, None, now, assign_offsets=False)
+        view = memoryview(records)
+        batches = self.analyze(view, ORIGIN_REPLICATION, now)
+        return self._append(view, batches, ORIGIN_REPLICATION, None, now, assign_offsets=False)
 
-    def _append(self, records, batches, origin, leader_epoch, now, assign_offsets) -> LogAppendInfo:
+    def _append(self, view, batches, origin, leader_epoch, now, assign_offsets) -> LogAppendInfo:
         with self._lock:
             self._check_online()
             if not batches:
                 return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0)
-            view = memoryview(records)
-            if assign_offsets and view.readonly:
-                view = memoryview(bytearray(view))
             offset = self.log_end_offset
+            first_offset = offset if assign_offsets else batches[0].base_offset
             log_append_time = now if self._log_append_time else -1
-            producer_infos = {}
+            producer_infos = None
+            completed = None
             infos = []
-            completed: list[tuple[CompletedTxn, BatchHeader]] = []
             max_ts, offset_of_max_ts = -1, -1
             records_count = 0
-            for position, header in batches:
-                if header.has_producer_id and origin == ORIGIN_CLIENT and not header.is_control:
-                    duplicate = self.producer_state.find_duplicate(header)
+            position = 0
+            for batch in batches:
+                size = batch.size_in_bytes
+                if batch.has_producer_id and origin == ORIGIN_CLIENT and not batch.is_control:
+                    duplicate = self.producer_state.find_duplicate(batch)
                     if duplicate is not None:
                         return LogAppendInfo(duplicate.first_offset, duplicate.last_offset,
                                              duplicate.timestamp, duplicate.last_offset, -1,
-                                             self.log_start_offset, header.records_count, 0, True)
+                                             self.log_start_offset, batch.records_count, 0, True)
                 if assign_offsets:
-                    header = self._assign(view, position, header, offset, leader_epoch,
-                                          log_append_time)
-                elif header.base_offset < offset:
+                    patch_batch(view, position, offset, leader_epoch,
+                                log_append_time if log_append_time >= 0 else None)
+                elif batch.base_offset < offset:
                     raise InvalidRecordException(
-                        f"Out of order offsets in replicated batch: {header.base_offset} is below "
+                        f"Out of order offsets in replicated batch: {batch.base_offset} is below "
                         f"the log end offset {offset} of {self.topic}-{self.partition}")
-                if header.has_producer_id:
-                    info = producer_infos.get(header.producer_id)
+                if batch.has_producer_id:
+                    if producer_infos is None:
+                        producer_infos = {}
+                    info = producer_infos.get(batch.producer_id)
                     if info is None:
-                        info = self.producer_state.prepare_update(header.producer_id, origin)
-                        producer_infos[header.producer_id] = info
-                    size = header.size_in_bytes
-                    done = info.append(header, view[position:position + size]
-                                       if header.is_control else None)
+                        info = self.producer_state.prepare_update(batch.producer_id, origin)
+                        producer_infos[batch.producer_id] = info
+                    done = info.append(batch, view[position:position + size]
+                                       if batch.is_control else None)
                     if done is not None:
-                        completed.append((done, header))
-                offset = header.next_offset
-                if header.max_timestamp > max_ts:
-                    max_ts, offset_of_max_ts = header.max_timestamp, header.last_offset
-                records_count += header.records_count
-                infos.append(BatchInfo(header.size_in_bytes, header.last_offset,
-                                       header.max_timestamp))
-            first_offset = batches[0][1].base_offset if not assign_offsets else self.log_end_offset
+                        completed = (completed or []) + [done]
+                offset = batch.next_offset
+                batch_max_ts = batch.max_timestamp
+                if batch_max_ts > max_ts:
+                    max_ts, offset_of_max_ts = batch_max_ts, offset - 1
+                records_count += batch.records_count
+                infos.append(BatchInfo(size, offset - 1, batch_max_ts))
+                position += size
             last_offset = offset - 1
-            valid_bytes = batches[-1][0] + batches[-1][1].size_in_bytes
-            data = view[:valid_bytes]
-            segment = self._maybe_roll(valid_bytes, max_ts, last_offset, first_offset, now)
+            segment = self._maybe_roll(position, max_ts, last_offset, first_offset, now)
             try:
-                segment.append(data, infos)
+                segment.append(view[:position], infos)
             except OSError as exc:
                 # The file was rolled back to its previous size: nothing changed.
                 if segment.log.size != self._expected_size(segment):
                     self.offline = True
                 raise self._storage_error(exc, "appending records") from exc
-            if leader_epoch is not None and leader_epoch >= 0:
-                self.leader_epoch_cache.assign(leader_epoch, first_offset)
-            elif not assign_offsets:
-                for _, header in batches:
-                    self.leader_epoch_cache.assign(header.partition_leader_epoch, header.base_offset)
-            for info in producer_infos.values():
-                self.producer_state.update(info)
-            for txn, header in completed:
-                if txn.is_aborted:
-                    segment.txn_index.append(AbortedTxn(
-                        txn.producer_id, txn.first_offset, txn.last_offset,
-                        self.producer_state.last_stable_offset(txn)))
-                self.producer_state.complete_txn(txn)
+            if leader_epoch is not None:
+                if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch():
+                    self.leader_epoch_cache.assign(leader_epoch, first_offset)
+            else:
+                for batch in batches:
+                    self.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+            if producer_infos is not None:
+                for info in producer_infos.values():
+                    self.producer_state.update(info)
+            if completed is not None:
+                for txn in completed:
+                    if txn.is_aborted:
+                        segment.txn_index.append(AbortedTxn(
+                            txn.producer_id, txn.first_offset, txn.last_offset,
+                            self.producer_state.last_stable_offset(txn)))
+                    self.producer_state.complete_txn(txn)
             self.log_end_offset = offset
-            self.producer_state.update_map_end_offset(offset)
+            self.producer_state.map_end_offset = offset
             self._unflushed_messages += records_count
             if self._unflushed_messages >= self._flush_messages:
                 self.flush()
             return LogAppendInfo(first_offset, last_offset, max_ts, offset_of_max_ts,
-                                 log_append_time, self.log_start_offset, records_count, valid_bytes)
+                                 log_append_time, self.log_start_offset, records_count, position)
 
     def _expected_size(self, segment: LogSegment) -> int:
         return os.fstat(segment.log.fileno()).st_size
-
-    @staticmethod
-    def _assign(view, position: int, header: BatchHeader, base_offset: int, leader_epoch: int,
-                log_append_time: int) -> BatchHeader:
-        _PATCH_OFFSET.pack_into(view, position, base_offset)
-        _PATCH_EPOCH.pack_into(view, position + 12, leader_epoch)
-        (_, length, _, magic, crc, attributes, delta, base_ts, max_ts, producer_id,
-         producer_epoch, base_sequence, count) = header
-        if log_append_time >= 0:
-            attributes |= _LOG_APPEND_TIME_BIT
-            max_ts = log_append_time
-            _ATTRIBUTES.pack_into(view, position + ATTRIBUTES_OFFSET, attributes)
-            _MAX_TS.pack_into(view, position + 35, log_append_time)
-            crc = crc32c(view[position + ATTRIBUTES_OFFSET:position + LOG_OVERHEAD + length])
-            _CRC.pack_into(view, position + CRC_OFFSET, crc)
-        return BatchHeader(base_offset, length, leader_epoch, magic, crc, attributes, delta,
-                           base_ts, max_ts, producer_id, producer_epoch, base_sequence, count)
 
     def _maybe_roll(self, messages_size: int, max_timestamp: int, max_offset: int,
                     first_offset: int, now: int) -> LogSegment:
