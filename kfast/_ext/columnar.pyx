@@ -474,7 +474,9 @@ cdef class ColumnarRecords:
             raise IndexError("record index out of range")
         start = (<int32_t*>self.header_offsets.ptr)[i]
         stop = (<int32_t*>self.header_offsets.ptr)[i + 1]
-        return [(_slice(self.data, self.header_key_offsets, self.header_key_lengths, h).decode("utf-8"),
+        # Invalid UTF-8 in a key becomes U+FFFD, as Java's String decoding does.
+        return [(_slice(self.data, self.header_key_offsets, self.header_key_lengths, h).decode(
+                    "utf-8", "replace"),
                  _slice(self.data, self.header_value_offsets, self.header_value_lengths, h))
                 for h in range(start, stop)]
 
@@ -839,6 +841,13 @@ cdef object _to_arrow(ColumnarRecords result, bint include_headers):
             header_keys = _binary_array(
                 pa, pa.string(), data, result.header_key_offsets, result.header_key_lengths,
                 result.header_key_bytes, 0)
+            try:
+                header_keys.validate(full=True)          # Arrow strings must be UTF-8
+            except pa.ArrowInvalid:
+                header_keys = pa.array(
+                    [_slice(result.data, result.header_key_offsets, result.header_key_lengths,
+                            h).decode("utf-8", "replace") for h in range(result.num_headers)],
+                    pa.string())
             header_values = _binary_array(
                 pa, pa.binary(), data, result.header_value_offsets, result.header_value_lengths,
                 result.header_value_bytes, result.header_value_nulls)

@@ -269,3 +269,40 @@ def test_to_arrow_requires_decoded_headers():
     with pytest.raises(ValueError):
         result.to_arrow(include_headers=True)
     assert result.to_arrow().num_rows == 1
+
+
+# ---------------------------------------------------------------- kfast's own builder and reader
+@given(st.lists(batch_specs(), min_size=1, max_size=3), st.booleans())
+def test_columns_equal_kfast_record_batch_iteration(specs, log_append_time):
+    from kfast.records import RecordBatchBuilder, iter_batches
+    buffer = b""
+    for codec, base, records in specs:
+        builder = RecordBatchBuilder(codec, base_offset=base, timestamp_type=int(log_append_time))
+        for delta, timestamp, key, value, record_headers in records:
+            builder.append(timestamp, key, value, headers=record_headers, offset=base + delta)
+        buffer += builder.build()
+    expected = [
+        (r.offset, r.timestamp, batch.timestamp_type, _bytes(r.key), _bytes(r.value),
+         [(k, _bytes(v)) for k, v in r.headers])
+        for batch in iter_batches(buffer) for r in batch]
+    assert _columns(decode_columnar(buffer, include_headers=True)) == expected
+    with kafka_python_codecs_installed():
+        assert _columns(decode_columnar(buffer, include_headers=True)) == kafka_python_v2_records(buffer)
+
+
+def _bytes(value):
+    return None if value is None else bytes(value)
+
+
+def test_invalid_utf8_header_keys_are_replaced_like_java_does():
+    batch = kafka_python_v2_batch([(0, 1, b"k", b"v", [("ok", b"1")])])
+    # Overwrite the header key "ok" with two bytes that are not UTF-8.
+    batch = bytearray(batch)
+    at = batch.rindex(b"ok")
+    batch[at:at + 2] = b"\xff\xfe"
+    batch[17:21] = struct.pack(">I", crc32c.crc32c(bytes(batch[21:])))
+    result = decode_columnar(bytes(batch), include_headers=True)
+    assert result.headers(0) == [("\ufffd\ufffd", b"1")]
+    table = result.to_arrow()
+    table.validate(full=True)
+    assert table.column("headers").to_pylist() == [[{"key": "\ufffd\ufffd", "value": b"1"}]]
