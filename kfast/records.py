@@ -85,3 +85,33 @@ __all__ = [
     "MAGIC_VALUE_V2", "NO_TIMESTAMP", "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE",
     "NO_PARTITION_LEADER_EPOCH",
 ]
+
+
+# ---- legacy message sets and the columnar decoder (kfast._ext.legacy, kfast._ext.columnar) ----
+# Columns::
+#
+#     columns = decode_columnar(buffer, include_headers=True)   # many v2 batches, no object per record
+#     columns.offsets, columns.timestamps, columns.key_offsets, columns.key_lengths, columns.data ...
+#     decode_columnar(buffer, arrow=True)    # pyarrow.RecordBatch with Spark's Kafka column types
+#
+# Magic 0/1 message sets (Produce v0-v2, Fetch v0-v3)::
+#
+#     decode_message_set(buffer) -> [LegacyRecord(offset, timestamp, timestamp_type, key, value, magic)]
+#     convert_message_set_to_v2(buffer, compression=None) -> one v2 batch (offsets from 0)
+#     convert_v2_to_message_set(buffer, magic, first_offset=-1) -> message set
+#     build_message_set(magic, [(offset, timestamp, key, value)], compression)
+from kfast._ext.columnar import BatchInfo, Column, ColumnarRecords, decode_columnar  # noqa: E402
+from kfast._ext.legacy import (  # noqa: E402
+    NO_TIMESTAMP_TYPE,
+    LegacyRecord,
+    build_message_set,
+    convert_message_set_to_v2,
+    convert_v2_to_message_set,
+    decode_message_set,
+)
+
+__all__ += [
+    "BatchInfo", "Column", "ColumnarRecords", "decode_columnar",
+    "NO_TIMESTAMP_TYPE", "LegacyRecord", "build_message_set", "convert_message_set_to_v2",
+    "convert_v2_to_message_set", "decode_message_set",
+]
