@@ -157,12 +157,13 @@ class FileRecords:
         """Write ``data`` at the end; returns bytes written. On an OSError the
         file is truncated back to its previous size before re-raising."""
         position = self._size
-        view = memoryview(data)
-        total = len(view)
-        written = 0
+        total = len(data)
         try:
-            while written < total:
-                written += self._pwrite(view[written:], position + written)
+            written = self._pwrite(data, position)
+            if written < total:  # short write (rare): continue from where it stopped
+                view = memoryview(data)
+                while written < total:
+                    written += self._pwrite(view[written:], position + written)
         except OSError:
             self._rollback(position)
             raise

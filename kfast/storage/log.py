@@ -269,7 +269,8 @@ class Log:
 
     def _append(self, view, batches, origin, leader_epoch, now, assign_offsets) -> LogAppendInfo:
         with self._lock:
-            self._check_online()
+            if self.offline:
+                self._check_online()
             if not batches:
                 return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0)
             offset = self.log_end_offset
@@ -312,7 +313,7 @@ class Log:
                 if batch_max_ts > max_ts:
                     max_ts, offset_of_max_ts = batch_max_ts, offset - 1
                 records_count += batch.records_count
-                infos.append(BatchInfo(size, offset - 1, batch_max_ts))
+                infos.append((size, offset - 1, batch_max_ts))  # a BatchInfo
                 position += size
             last_offset = offset - 1
             segment = self._maybe_roll(position, max_ts, last_offset, first_offset, now)

@@ -49,7 +49,8 @@ def segment_file(directory: str, base_offset: int, suffix: str) -> str:
 
 
 class BatchInfo(NamedTuple):
-    """What the segment needs to know about one batch it appends."""
+    """What the segment needs to know about one batch it appends (plain
+    ``(size, last_offset, max_timestamp)`` tuples are accepted too)."""
     size: int
     last_offset: int
     max_timestamp: int
@@ -151,24 +152,24 @@ class LogSegment:
         return self.offset_index.can_append_offset(offset)
 
     # -- append -------------------------------------------------------------
-    def append(self, data, batches: list[BatchInfo]) -> None:
+    def append(self, data, batches: list) -> None:
         """Write ``data`` (the batches, offsets already assigned) with one
         write, then index them. OSError propagates with the file unchanged."""
         if not batches:
             return
         position = self.log.size
         if position == 0:
-            self._rolling_based_timestamp = batches[0].max_timestamp
+            self._rolling_based_timestamp = batches[0][2]  # BatchInfo.max_timestamp
         self.log.append(data)
         self._index_batches(position, batches)
 
-    def append_many(self, buffers: list, batches: list[BatchInfo]) -> None:
+    def append_many(self, buffers: list, batches: list) -> None:
         """Like ``append`` for several buffers written with one writev."""
         if not batches:
             return
         position = self.log.size
         if position == 0:
-            self._rolling_based_timestamp = batches[0].max_timestamp
+            self._rolling_based_timestamp = batches[0][2]  # BatchInfo.max_timestamp
         self.log.append_many(buffers)
         self._index_batches(position, batches)
 
@@ -324,13 +325,15 @@ class LogSegment:
     # -- rolling ------------------------------------------------------------
     def should_roll(self, *, segment_bytes: int, segment_ms: int, max_timestamp_in_messages: int,
                     max_offset_in_messages: int, messages_size: int, now_ms: int) -> bool:
-        reached_roll_ms = (self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
-                           > segment_ms - self.roll_jitter_ms)
-        return (self.size > segment_bytes - messages_size
-                or (self.size > 0 and reached_roll_ms)
-                or self.offset_index.is_full()
+        size = self.log.size
+        if size > segment_bytes - messages_size:
+            return True
+        if size > 0 and (self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+                         > segment_ms - self.roll_jitter_ms):
+            return True
+        return (self.offset_index.is_full()
                 or self.time_index.is_full()
-                or not self.can_convert_to_relative_offset(max_offset_in_messages))
+                or not 0 <= max_offset_in_messages - self.base_offset <= 0x7FFFFFFF)
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """Kafka's rule: measured by record timestamps (the first batch's max
