@@ -26,7 +26,7 @@ cdef extern from "netio_sys.h":
     int KFAST_HAVE_SENDFILE
     int KFAST_IOV_MAX
     ssize_t kfast_sendfile(int sock_fd, int file_fd, int64_t offset,
-                           size_t count) nogil
+                           size_t count, int* copied) nogil
     int kfast_sendmsg_flags(int more) nogil
 
 

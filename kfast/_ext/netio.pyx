@@ -474,13 +474,14 @@ cdef class PlaintextTransport:
         cdef ssize_t sent
         cdef int err
         cdef int file_fd
+        cdef int copied = 0
         # Resolve the descriptor again: a file closed since send() must fail
         # here, not send whatever file now has its old number.
         file_fd = PyObject_AsFileDescriptor(part.region.file)
         if count > SENDFILE_MAX_CHUNK:
             count = SENDFILE_MAX_CHUNK
         while True:
-            sent = kfast_sendfile(self.fd, file_fd, part.position, count)
+            sent = kfast_sendfile(self.fd, file_fd, part.position, count, &copied)
             if sent >= 0:
                 break
             err = errno
@@ -495,10 +496,10 @@ cdef class PlaintextTransport:
             raise EOFError(
                 f"{part.region!r}: file ends at {part.position} with "
                 f"{part.remaining} bytes of the region unsent (truncated?)")
-        if KFAST_HAVE_SENDFILE:
-            self.sendfile_bytes += <uint64_t>sent
-        else:
+        if copied:
             self.copied_bytes += <uint64_t>sent
+        else:
+            self.sendfile_bytes += <uint64_t>sent
         self.unsent_bytes -= sent
         part.position += sent
         part.remaining -= sent

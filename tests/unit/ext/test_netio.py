@@ -1,4 +1,5 @@
 """netio kernel on a real socketpair: framing, buffer ownership, sends."""
+import errno
 import os
 import socket
 import struct
@@ -385,3 +386,36 @@ def test_any_mix_of_parts_arrives_exactly(responses):
         finally:
             server.close()
             client.close()
+
+
+def _sendfile_refuses(path):
+    """True if sendfile(2) fails with EINVAL for this file (procfs seq files
+    on recent Linux kernels cannot splice) while pread works."""
+    if not netio.HAVE_SENDFILE or not os.path.exists(path):
+        return False
+    a, b = socket.socketpair()
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.pread(fd, 16, 0)
+        os.sendfile(a.fileno(), fd, 0, 16)
+    except OSError as exc:
+        return exc.errno == errno.EINVAL
+    finally:
+        os.close(fd)
+        a.close()
+        b.close()
+    return False
+
+
+@pytest.mark.skipif(not _sendfile_refuses("/proc/self/status"),
+                    reason="needs a file sendfile(2) refuses with EINVAL")
+def test_file_that_cannot_splice_falls_back_to_copy(pair):
+    server, client = pair
+    with open("/proc/self/status", "rb") as f:
+        head = os.pread(f.fileno(), 5, 0)          # "Name:", stable
+        t = PlaintextTransport(server.fileno(), MAX)
+        t.send([FileRegion(f, 0, 5)])
+        assert t.flush() is True
+    assert read_exact(client, 9) == frame(head)
+    assert t.sendfile_bytes == 0
+    assert t.copied_bytes == 9

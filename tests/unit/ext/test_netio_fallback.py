@@ -36,7 +36,9 @@ int main(int argc, char **argv)
     fcntl(sv[1], F_SETFL, O_NONBLOCK);
     while (offset < size || received < size) {
         if (offset < size) {
-            ssize_t n = kfast_sendfile(sv[0], file, offset, (size_t)(size - offset));
+            int copied = 0;
+            ssize_t n = kfast_sendfile(sv[0], file, offset, (size_t)(size - offset), &copied);
+            if (!copied) return 8;
             if (n > 0) offset += n;
             else if (n < 0 && errno == EAGAIN) blocked++;
             else return 4;
@@ -45,7 +47,8 @@ int main(int argc, char **argv)
         if (r > 0) received += r;
         else if (!(r < 0 && errno == EAGAIN)) return 5;
     }
-    if (kfast_sendfile(sv[0], file, size, 10) != 0) return 6;  /* end of file */
+    int copied = 0;
+    if (kfast_sendfile(sv[0], file, size, 10, &copied) != 0) return 6;  /* end of file */
     if (memcmp(expect, got, size) != 0) return 7;
     printf("%ld\n", blocked);
     return 0;
