@@ -12,6 +12,9 @@ server runs on uvloop in its own thread:
 
     pytest bench/test_network.py --benchmark-only -k network
 
+A second pair (group network_small, at the end of this file) measures the
+per-request overhead with small pipelined requests.
+
 extra_info carries MiB/s of response bytes (mean of the rounds) and the
 server thread's CPU seconds per GiB sent (utime + stime from /proc).
 """
@@ -164,3 +167,91 @@ def test_network_kfast_sendfile(benchmark, data_file):
 
 def test_network_uvloop_transport(benchmark, data_file):
     _bench(benchmark, _uvloop_transport_server(data_file))
+
+
+# --- small requests: per-request overhead of the network layer -----------------
+#
+#   network_small_kfast            SocketServer, a sync handler returning one
+#                                  60-byte part per 100-byte request
+#   network_small_uvloop_protocol  asyncio.Protocol on uvloop cutting frames in
+#                                  Python and answering with transport.writelines
+
+SMALL_REQUESTS = 20000
+SMALL_REQUEST = struct.pack(">i", 96) + b"r" * 96
+SMALL_RESPONSE = b"x" * 60
+
+
+def _kfast_small_server():
+    async def start():
+        server = SocketServer(lambda connection, frame: [SMALL_RESPONSE], "127.0.0.1", 0)
+        await server.start()
+        return server.port, server.shutdown
+    return start
+
+
+class _SmallProtocol(asyncio.Protocol):
+    def connection_made(self, transport):
+        self.transport = transport
+        self.buffer = bytearray()
+
+    def data_received(self, data):
+        buffer = self.buffer
+        buffer += data
+        position, out = 0, []
+        while len(buffer) - position >= 4:
+            (size,) = struct.unpack_from(">i", buffer, position)
+            if len(buffer) - position - 4 < size:
+                break
+            position += 4 + size
+            out.append(struct.pack(">i", len(SMALL_RESPONSE)) + SMALL_RESPONSE)
+        del buffer[:position]
+        if out:
+            self.transport.writelines(out)
+
+
+def _uvloop_small_server():
+    async def start():
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(_SmallProtocol, "127.0.0.1", 0)
+
+        async def stop():
+            server.close()
+            await server.wait_closed()
+        return server.sockets[0].getsockname()[1], stop
+    return start
+
+
+def _small_round(sock, buf):
+    wire = SMALL_REQUEST * 1000
+    expected = (4 + len(SMALL_RESPONSE)) * SMALL_REQUESTS
+    sender = threading.Thread(target=lambda: [sock.sendall(wire) for _ in range(SMALL_REQUESTS // 1000)])
+    sender.start()
+    view = memoryview(buf)
+    while expected:
+        n = sock.recv_into(view[:min(expected, len(view))])
+        if not n:
+            raise RuntimeError("server closed the connection")
+        expected -= n
+    sender.join()
+
+
+def _bench_small(benchmark, start):
+    server = _ServerThread(start)
+    try:
+        sock = socket.create_connection(("127.0.0.1", server.port))
+        buf = bytearray(1 << 20)
+        _small_round(sock, buf)
+        benchmark.group = "network_small"
+        benchmark.pedantic(_small_round, args=(sock, buf), rounds=ROUNDS, iterations=1)
+        benchmark.extra_info["requests_per_s"] = round(SMALL_REQUESTS / benchmark.stats.stats.mean)
+        sock.close()
+    finally:
+        server.close()
+
+
+def test_network_small_kfast(benchmark):
+    _bench_small(benchmark, _kfast_small_server())
+
+
+def test_network_small_uvloop_protocol(benchmark):
+    _bench_small(benchmark, _uvloop_small_server())
