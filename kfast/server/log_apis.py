@@ -62,23 +62,28 @@ def _list_offset(ctx: RequestContext, request, topic: str, p):
 
 
 def handle_list_offsets(ctx: RequestContext, request):
+    version = ctx.api_version
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             out = ListOffsetsResponse.ListOffsetsPartitionResponse(
-                partition_index=p.partition_index, error_code=0, timestamp=-1, offset=-1,
-                leader_epoch=-1, old_style_offsets=[])
+                partition_index=p.partition_index, error_code=0)
             try:
-                if p.timestamp == MAX_TIMESTAMP and ctx.api_version < 7 or \
-                        p.timestamp == EARLIEST_LOCAL_TIMESTAMP and ctx.api_version < 8 or \
-                        p.timestamp == LATEST_TIERED_TIMESTAMP and ctx.api_version < 9:
+                if p.timestamp == MAX_TIMESTAMP and version < 7 or \
+                        p.timestamp == EARLIEST_LOCAL_TIMESTAMP and version < 8 or \
+                        p.timestamp == LATEST_TIERED_TIMESTAMP and version < 9:
                     raise errors.UnsupportedVersionException(
                         f"Timestamp {p.timestamp} needs a newer ListOffsets version")
                 ts, offset, epoch = _list_offset(ctx, request, topic.name, p)
-                if ctx.api_version == 0:
-                    out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 else []
-                out.timestamp, out.offset, out.leader_epoch = ts, offset, epoch
+                # Fields a version does not have must keep their defaults.
+                if version == 0:
+                    out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 \
+                        else []
+                else:
+                    out.timestamp, out.offset = ts, offset
+                if version >= 4:
+                    out.leader_epoch = epoch
             except Exception as exc:
                 out.error_code = error_of(exc).code
             partitions.append(out)

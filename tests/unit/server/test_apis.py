@@ -402,6 +402,10 @@ def test_list_offsets(client):
     assert (by_time.offset, by_time.timestamp) == (1, 1_700_000_000_001)
     assert list_offset(1_800_000_000_000).offset == -1
     assert list_offset(-3).offset == 2
+    # Older versions: only the fields they have.
+    assert list_offset(-1, version=1).offset == 3
+    assert list_offset(1_700_000_000_002, version=3).offset == 2
+    assert list_offset(-2, version=0).old_style_offsets == [0]
     assert list_offset(-3, version=6).error_code == errors.UnsupportedVersionException.code
 
 
