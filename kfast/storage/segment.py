@@ -181,7 +181,11 @@ class LogSegment:
             if max_timestamp > self._max_timestamp_so_far:
                 self._max_timestamp_so_far = max_timestamp
                 self._offset_of_max_timestamp_so_far = last_offset
-            if since > interval:
+            # A request with many batches can fill the index mid-append (the
+            # roll check runs once per append); the index is sparse, so an
+            # entry is simply skipped then.
+            if since > interval and not self.offset_index.is_full() \
+                    and not self.time_index.is_full():
                 self.offset_index.append(last_offset, position)
                 self.time_index.maybe_append(self._max_timestamp_so_far,
                                              self._offset_of_max_timestamp_so_far)

@@ -299,3 +299,29 @@ def test_append_read_truncate_against_model(tmp_path_factory, ops):
         first = record_values(log.read(probe, 1).records.read())
         assert first[0][0] <= probe <= first[-1][0]
     log.close()
+
+
+def test_roll_when_index_full_and_many_batches_in_one_append(tmp_path):
+    # 3 offset-index entries (24 bytes); every batch after the first is indexed.
+    log = open_log(tmp_path, **{"index.interval.bytes": 1, "segment.index.bytes": 36})
+    request = b"".join(make_batch(1) for _ in range(10))  # one append, ten batches
+    info = log.append_as_leader(request)
+    assert (info.first_offset, info.last_offset) == (0, 9)
+    assert log.num_segments == 1 and log.active_segment.offset_index.is_full()
+    log.append_as_leader(make_batch(1))
+    assert log.num_segments == 2 and log.active_segment.base_offset == 10
+    assert batch_offsets(log.read(7, 1).records.read()) == [(7, 7)]
+    log.close()
+
+
+def test_roll_on_relative_offset_overflow(tmp_path):
+    log = open_log(tmp_path)
+    first = bytearray(make_batch(2))
+    log.append_as_follower(first)
+    far = bytearray(make_batch(2))
+    struct.pack_into(">q", far, 0, 2**31 + 5)  # not covered by the CRC
+    log.append_as_follower(far)
+    assert [s.base_offset for s in log.segments] == [0, 2**31 + 5]
+    assert log.log_end_offset == 2**31 + 7
+    assert batch_offsets(log.read(2**31 + 6, 1).records.read()) == [(2**31 + 5, 2**31 + 6)]
+    log.close()
