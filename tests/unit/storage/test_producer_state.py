@@ -204,3 +204,29 @@ def test_sequence_state_machine_against_model(tmp_path_factory, steps):
             sequences = known[1] if known is not None and known[0] == epoch else []
             model[pid] = (epoch, sequences + [seq])
     log.close()
+
+
+def test_unclean_recovery_rebuilds_txn_index_and_open_transactions(tmp_path):
+    log = open_log(tmp_path)
+    produce(log, 5, 0, 0, transactional=True)              # 0-1
+    log.append_as_leader(make_control_batch(5, 0, commit=False, coordinator_epoch=1),
+                         origin=ORIGIN_COORDINATOR)        # 2: abort
+    log.roll()                                             # snapshot at 3
+    produce(log, 6, 0, 0, transactional=True)              # 3-4
+    log.append_as_leader(make_control_batch(6, 0, commit=False, coordinator_epoch=1),
+                         origin=ORIGIN_COORDINATOR)        # 5: abort
+    produce(log, 7, 0, 0, transactional=True)              # 6-7, still open
+    expected = log.collect_aborted_transactions(0, 100)
+    assert [t.producer_id for t in expected] == [5, 6]
+    log.flush()
+    log.close_handlers()  # crash: no snapshot at the end
+    for name in os.listdir(tmp_path / "p-0"):
+        if name.endswith(".txnindex"):
+            os.unlink(tmp_path / "p-0" / name)
+    recovered = Log(str(tmp_path / "p-0"), CONFIG, recovery_point=0, had_clean_shutdown=False)
+    assert recovered.collect_aborted_transactions(0, 100) == expected
+    assert recovered.producer_state.first_undecided_offset() == 6
+    recovered.update_high_watermark(recovered.log_end_offset)
+    assert recovered.last_stable_offset == 6
+    assert produce(recovered, 7, 0, 0, transactional=True).duplicate
+    recovered.close()
