@@ -21,8 +21,7 @@ from cpython.mem cimport PyMem_Malloc, PyMem_Realloc, PyMem_Free
 from libc.string cimport memcpy, memcmp
 from libc.stdint cimport INT32_MAX
 
-from kfast._ext.crc32c cimport (crc32c_update, crc32c_hardware_in_use, crc32c_shift_long_block,
-                                CRC32C_LONG_BLOCK)
+from kfast._ext.crc32c cimport crc32c_update
 from kfast._ext.varint cimport (read_varint, write_varint, write_varlong, varint_size,
                                 varlong_size, VARINT_OK)
 
@@ -49,7 +48,6 @@ RECORD_BATCH_OVERHEAD_BYTES = RECORD_BATCH_OVERHEAD
 LOG_OVERHEAD_BYTES = LOG_OVERHEAD
 
 cdef int MAX_CODEC = 4
-cdef bint _FUSED_VALIDATION = False
 
 
 class LegacyRecordFormatError(CorruptRecordException):
@@ -321,17 +319,7 @@ cdef class RecordBatch:
         cdef int32_t count = <int32_t>load_be32(p + RECORDS_COUNT_OFFSET)
         cdef int32_t last_offset_delta = <int32_t>load_be32(p + LAST_OFFSET_DELTA_OFFSET)
         cdef Py_ssize_t size = self._size
-        cdef int32_t walked = 0
-        cdef int walk_status = RECORD_OK
-        # Uncompressed, with at least a CRC block triple to hide the walk in:
-        # CRC and record walk in one pass (errors reported in Kafka's order,
-        # CRC first). Otherwise CRC, then the header rules, then the walk.
-        cdef bint fused = (_FUSED_VALIDATION and codec == 0 and KFAST_CRC32C_HAVE_STEP and crc32c_hardware_in_use()
-                           and size - ATTRIBUTES_OFFSET >= 3 * CRC32C_LONG_BLOCK)
-        if fused:
-            with nogil:
-                computed = _crc_and_walk(p, size, count, &walked, &walk_status)
-        elif size >= 65536:
+        if size >= 65536:
             with nogil:
                 computed = _compute_crc(p, size)
         else:
@@ -360,10 +348,7 @@ cdef class RecordBatch:
                 raise InvalidRecordException(
                     f"Invalid sequence number {<int32_t>load_be32(p + BASE_SEQUENCE_OFFSET)} in record "
                     f"batch with producerId {<int64_t>load_be64(p + PRODUCER_ID_OFFSET)}")
-        if fused:
-            if walk_status != RECORD_OK or walked != count:
-                _raise_walk_error(walk_status, walked, count, 0)
-        elif codec == 0:
+        if codec == 0:
             _walk_records(p + RECORDS_OFFSET, p + size, count)
         else:
             section = self._decompress(max_output)
@@ -477,75 +462,6 @@ def patch_batch(buffer, Py_ssize_t offset, int64_t base_offset, int32_t partitio
     finally:
         PyBuffer_Release(&view)
     return size
-
-
-cdef extern from "crc32c_step.h" nogil:
-    int KFAST_CRC32C_HAVE_STEP
-    uint64_t kfast_crc32c_step_u64(uint64_t reg, const uint8_t* p)
-
-
-cdef uint32_t _crc_and_walk(const uint8_t* batch, Py_ssize_t size, int32_t count,
-                            int32_t* walked, int* status) noexcept nogil:
-    """CRC-32C of bytes 21..size, walking the uncompressed records meanwhile.
-
-    The CRC runs as three independent streams (crc32c_impl.h explains why);
-    the crc32 unit then has spare issue slots that the record walk, a chain
-    of loads and well-predicted branches, fills: one record is checked per
-    four CRC steps, which is about the rate at which records go by. The walk
-    is check_record; *walked and *status report how far it got, the
-    finalised CRC is returned. Used only when the hardware CRC is in use.
-    """
-    cdef const uint8_t* q = batch + ATTRIBUTES_OFFSET
-    cdef Py_ssize_t n = size - ATTRIBUTES_OFFSET
-    cdef const uint8_t* rp = batch + RECORDS_OFFSET
-    cdef const uint8_t* rend = batch + size
-    cdef const uint8_t* stop
-    cdef uint64_t r0, r1, r2
-    cdef uint32_t reg = 0xFFFFFFFF
-    cdef int32_t i = 0
-    cdef int st = RECORD_OK
-    cdef int tick
-    while n >= 3 * CRC32C_LONG_BLOCK:
-        r0 = reg
-        r1 = 0
-        r2 = 0
-        stop = q + CRC32C_LONG_BLOCK
-        tick = 0
-        while q < stop:
-            r0 = kfast_crc32c_step_u64(r0, q)
-            r1 = kfast_crc32c_step_u64(r1, q + CRC32C_LONG_BLOCK)
-            r2 = kfast_crc32c_step_u64(r2, q + 2 * CRC32C_LONG_BLOCK)
-            q += 8
-            tick += 1
-            if tick == 4:
-                tick = 0
-                if i < count and rp < rend and st == RECORD_OK:
-                    st = check_record(&rp, rend)
-                    if st == RECORD_OK:
-                        i += 1
-        reg = crc32c_shift_long_block(<uint32_t>r0) ^ <uint32_t>r1
-        reg = crc32c_shift_long_block(reg) ^ <uint32_t>r2
-        q += 2 * CRC32C_LONG_BLOCK
-        n -= 3 * CRC32C_LONG_BLOCK
-    reg = crc32c_update(~reg, q, <size_t>n)
-    while i < count and rp < rend and st == RECORD_OK:
-        st = check_record(&rp, rend)
-        if st == RECORD_OK:
-            i += 1
-    if st == RECORD_OK and i == count and rp != rend:
-        st = -1
-    walked[0] = i
-    status[0] = st
-    return reg
-
-
-cdef int _raise_walk_error(int status, int32_t walked, int32_t count, Py_ssize_t left) except -1:
-    if status > 0:
-        raise _record_error(status, walked)
-    if walked < count:
-        raise CorruptRecordException(
-            f"Record batch declares {count} records but its records section holds only {walked}")
-    raise CorruptRecordException(f"Record batch has {left} bytes left after its {count} records")
 
 
 cdef int _walk_records(const uint8_t* p, const uint8_t* end, int32_t count) except -1:
@@ -1156,3 +1072,4 @@ def build_control_batch(int control_type, int64_t producer_id, int16_t producer_
     builder.append(timestamp, PyBytes_FromStringAndSize(<char*>key, 4),
                    PyBytes_FromStringAndSize(<char*>value, 6))
     return builder.build()
+

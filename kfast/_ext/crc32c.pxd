@@ -12,12 +12,3 @@ from libc.stdint cimport uint32_t
 cdef uint32_t crc32c_update(uint32_t crc, const unsigned char* data,
                             size_t length) noexcept nogil
 
-
-# For kernels that interleave CRC work with their own loop (see crc32c_step.h):
-# the three-stream block size, whether the hardware path is in use, and the
-# "feed CRC32C_LONG_BLOCK zero bytes" operator on a raw register.
-cdef enum:
-    CRC32C_LONG_BLOCK = 8192
-
-cdef bint crc32c_hardware_in_use() noexcept nogil
-cdef uint32_t crc32c_shift_long_block(uint32_t reg) noexcept nogil

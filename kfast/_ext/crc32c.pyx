@@ -19,9 +19,6 @@ cdef extern from "crc32c_impl.h" nogil:
     void kfast_crc32c_init()
     int kfast_crc32c_select(int which)
     uint32_t kfast_crc32c(uint32_t crc, const unsigned char* p, size_t n)
-    uint32_t kfast_crc32c_long_shift[4][256]
-    uint32_t kfast_crc32c_shift(uint32_t table[4][256], uint32_t reg)
-    int KFAST_CRC32C_LONG
 
 kfast_crc32c_init()
 
@@ -29,17 +26,6 @@ kfast_crc32c_init()
 cdef uint32_t crc32c_update(uint32_t crc, const unsigned char* data,
                             size_t length) noexcept nogil:
     return kfast_crc32c(crc, data, length)
-
-
-cdef bint crc32c_hardware_in_use() noexcept nogil:
-    return kfast_crc32c_use_hardware != 0
-
-
-cdef uint32_t crc32c_shift_long_block(uint32_t reg) noexcept nogil:
-    return kfast_crc32c_shift(kfast_crc32c_long_shift, reg)
-
-
-assert KFAST_CRC32C_LONG == CRC32C_LONG_BLOCK
 
 
 def crc32c(data, unsigned int crc=0):
