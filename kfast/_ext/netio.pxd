@@ -94,6 +94,7 @@ cdef class PlaintextTransport:
     cdef readonly uint64_t sendfile_bytes
     cdef readonly uint64_t copied_bytes
 
+    cdef int _check_invariants(self) except -1
     cdef int _make_room(self) except -1
     cdef Py_ssize_t _frame_size(self) except -2
     cdef int _send_memory(self) except -2

@@ -36,6 +36,11 @@ cdef extern from "<errno.h>" nogil:
 cdef extern from "Python.h":
     object PyMemoryView_FromObject(object obj)
 
+cdef extern from *:
+    # Set by setup.py (KFAST_DEBUG=1 builds): the invariant checks below
+    # compile to nothing in release builds.
+    int KFAST_DEBUG
+
 
 HAVE_SENDFILE = bool(KFAST_HAVE_SENDFILE)
 RECEIVE_CHUNK_SIZE = DEFAULT_RECEIVE_CHUNK
@@ -218,6 +223,20 @@ cdef class PlaintextTransport:
         self.head = 0
         self.unsent_bytes = 0
 
+    cdef int _check_invariants(self) except -1:
+        cdef int64_t queued = 0
+        cdef SendPart part
+        if self.closed:
+            return 0
+        assert 0 <= self.start <= self.end <= self.chunk.capacity, "receive buffer bounds"
+        assert self.chunk.exports >= 0, "negative export count"
+        for i in range(self.head, len(self.parts)):
+            part = <SendPart>self.parts[i]
+            assert part.remaining > 0, "empty part queued"
+            queued += part.remaining
+        assert queued == self.unsent_bytes, "unsent_bytes out of step with the queue"
+        return 0
+
     # ------------------------------------------------------------------ receive
 
     cdef Py_ssize_t _frame_size(self) except -2:
@@ -309,6 +328,8 @@ cdef class PlaintextTransport:
             _raise_errno(err)
         self.end += n
         self.bytes_received += <uint64_t>n
+        if KFAST_DEBUG:
+            self._check_invariants()
         return n
 
     def next_frame(self):
@@ -406,6 +427,8 @@ cdef class PlaintextTransport:
         self.parts.extend(staged)
         self.unsent_bytes += total + FRAME_HEADER
         self.responses_queued += 1
+        if KFAST_DEBUG:
+            self._check_invariants()
 
     cdef void _pop_part(self):
         cdef SendPart part = <SendPart>self.parts[self.head]
@@ -521,10 +544,12 @@ cdef class PlaintextTransport:
             part = <SendPart>self.parts[self.head]
             if part.is_file:
                 if self._send_file(part) == 0:
-                    return False
+                    break
             elif self._send_memory() == 0:
-                return False
-        return True
+                break
+        if KFAST_DEBUG:
+            self._check_invariants()
+        return self.head == len(self.parts)
 
     @property
     def has_unsent(self):
