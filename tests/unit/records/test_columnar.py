@@ -306,3 +306,15 @@ def test_invalid_utf8_header_keys_are_replaced_like_java_does():
     table = result.to_arrow()
     table.validate(full=True)
     assert table.column("headers").to_pylist() == [[{"key": "\ufffd\ufffd", "value": b"1"}]]
+
+
+def test_column_indexing_and_slicing():
+    result = decode_columnar(b"".join(
+        kafka_python_v2_batch([(0, 10 + i, b"k", b"v", [])], base_offset=5 + i) for i in range(3)))
+    offsets = result.offsets
+    assert (len(offsets), offsets[0], offsets[-1], offsets.tolist()) == (3, 5, 7, [5, 6, 7])
+    assert offsets[1:].tolist() == [6, 7]
+    assert offsets.format == "q" and offsets.itemsize == 8
+    with pytest.raises(IndexError):
+        offsets[3]
+    assert memoryview(offsets).cast("B").nbytes == 24

@@ -281,3 +281,22 @@ def test_bit_flips_raise_kafka_errors_or_decode(codec, records, data):
         decode_message_set(bytes(message_set))
     except KafkaError:
         pass
+
+
+@given(specs=st.lists(st.tuples(st.sampled_from(MAGICS), st.sampled_from(LEGACY_CODECS),
+                                message_specs()), min_size=1, max_size=3), data=st.data())
+def test_any_truncation_decodes_exactly_the_whole_entries(specs, data):
+    # A fetch may end anywhere: what remains decodes to the entries that are
+    # whole, compressed wrappers included, and never raises.
+    message_set = b"".join(build_message_set(magic, records, codec)
+                           for magic, codec, records in specs)
+    cut = data.draw(st.integers(0, len(message_set)))
+    whole = 0                                   # bytes of the entries that end before the cut
+    while whole + 12 <= cut:
+        size = 12 + struct.unpack_from(">i", message_set, whole + 8)[0]
+        if whole + size > cut:
+            break
+        whole += size
+    assert _fields(decode_message_set(message_set[:cut])) == _fields(
+        decode_message_set(message_set[:whole]))
+    assert whole == 0 or decode_message_set(message_set[:whole])
