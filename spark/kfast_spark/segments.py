@@ -73,11 +73,15 @@ class LogSegmentFile:
         return self.log_path[:-len(LOG_SUFFIX)] + INDEX_SUFFIX
 
 
-def list_partition_dirs(log_dir: str) -> Dict[TopicPartition, str]:
-    """The partitions stored in ``log_dir``, with their directories."""
+def check_log_dir(log_dir: str) -> None:
     if not os.path.isdir(log_dir):
         raise ValueError(f"Log directory '{log_dir}' (option 'path') does not exist "
                          "or is not a directory")
+
+
+def list_partition_dirs(log_dir: str) -> Dict[TopicPartition, str]:
+    """The partitions stored in ``log_dir``, with their directories."""
+    check_log_dir(log_dir)
     partitions = {}
     for entry in os.scandir(log_dir):
         if not entry.is_dir() or entry.name.endswith(("-delete", "-future")):
@@ -181,7 +185,7 @@ def _read_chunks(segment: LogSegmentFile, start: int, end: int, is_last: bool,
             included = [(begin, stop) for begin, stop, wanted in walked if wanted]
             if included:
                 # Offsets grow through the log, so wanted batches are contiguous.
-                yield block[included[0][0]:included[-1][1]]
+                yield memoryview(block)[included[0][0]:included[-1][1]]
             if walked:
                 position += walked[-1][1]
             elif needed:

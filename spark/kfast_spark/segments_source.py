@@ -16,7 +16,6 @@ partition from its segment files and decodes it with kfast's codec into Arrow.
 """
 from __future__ import annotations
 
-import os
 from typing import Iterator, List
 
 import pyarrow as pa
@@ -31,6 +30,7 @@ from kfast_spark.options import (
 from kfast_spark.planning import OffsetRangeCalculator, resolve_offset_ranges
 from kfast_spark.schema import kafka_schema
 from kfast_spark.segments import (
+    check_log_dir,
     list_partition_dirs,
     log_offsets,
     read_log_start_offsets,
@@ -98,9 +98,7 @@ class KafkaSegmentsDataSource(DataSource):
         super().__init__(options)
         # Unknown or malformed options fail at load(), as Spark's Kafka source's do.
         self.source_options = parse_segments_source_options(options)
-        if not os.path.isdir(self.source_options.path):
-            raise ValueError(f"Log directory '{self.source_options.path}' (option 'path') "
-                             "does not exist or is not a directory")
+        check_log_dir(self.source_options.path)
 
     @classmethod
     def name(cls) -> str:

@@ -250,3 +250,37 @@ def test_planning_errors_name_the_option(spark, log_dir):
         read(spark, path, subscribe=ORDERS, startingOffsets="latest").collect()
     with pytest.raises(Exception, match="Partitions \\[orders-9\\] have been deleted"):
         read(spark, path, assign=json.dumps({ORDERS: [9]})).collect()
+
+
+def test_reads_seek_through_the_offset_index(tmp_path):
+    writer = PartitionLogWriter(str(tmp_path), "t", 0)
+    writer.append(records(3))
+    writer.append(records(3, start=3))
+    writer.append(records(3, start=6))
+    writer.close()
+    log = tmp_path / "t-0" / f"{0:020d}.log"
+    # Wreck the first batch's length: only a read that seeks past it (the
+    # index names the second and third batches) can still find offsets 6..8.
+    data = bytearray(log.read_bytes())
+    data[8:12] = b"\x00\x00\x00\x01"
+    log.write_bytes(bytes(data))
+    got = rows_from_arrow(read_range(str(tmp_path / "t-0"), TopicPartition("t", 0), 6, 9, False))
+    assert [row["offset"] for row in got] == [6, 7, 8]
+    # Without the index the same read starts at the wrecked batch, which in
+    # the last segment reads as a torn tail: nothing.
+    (tmp_path / "t-0" / f"{0:020d}.index").unlink()
+    assert list(read_range(str(tmp_path / "t-0"), TopicPartition("t", 0), 6, 9, False)) == []
+
+
+def test_index_entries_that_do_not_check_out_are_not_used(tmp_path):
+    writer = PartitionLogWriter(str(tmp_path), "t", 0)
+    writer.append(records(3))
+    writer.append(records(3, start=3))
+    writer.close()
+    index = tmp_path / "t-0" / f"{0:020d}.index"
+    # An entry claiming offset 1 sits at the second batch (base offset 3):
+    # seeking there for offset 1 would lose offsets 1 and 2.
+    index.write_bytes(index.read_bytes()[:4].replace(b"\x00\x00\x00\x05", b"\x00\x00\x00\x01")
+                      + index.read_bytes()[4:8])
+    got = rows_from_arrow(read_range(str(tmp_path / "t-0"), TopicPartition("t", 0), 1, 6, False))
+    assert [row["offset"] for row in got] == [1, 2, 3, 4, 5]

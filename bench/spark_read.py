@@ -1,0 +1,194 @@
+"""Reading a log directory with kfast-segments vs a naive Python decoder.
+
+Workload: a Kafka-layout log directory written here with kfast's batch
+builder: ``--partitions`` partitions of ``--records`` records each (10-byte
+keys, 100-byte values), 500 records per batch, ``--codec`` compression,
+segments of about 64 MiB.
+
+Peer: the same files decoded by kafka-python's DefaultRecordBatch (pure
+Python, record by record), what a Python data source without kfast's codec
+would do.
+
+  decode   (no Spark) rows per second turning one partition's segment bytes
+           into Arrow batches of Spark's Kafka schema: kfast-segments'
+           read_range vs kafka-python + pyarrow.array
+  spark    (--spark) wall time of ``count(*), sum(length(value))`` over the
+           whole directory on local[2]: format("kfast-segments") vs a Python
+           data source yielding kafka-python-decoded tuples
+
+    python3 bench/spark_read.py --records 200000 --codec gzip [--spark]
+
+Prints rows/s and the ratio kfast / peer. Figures depend on the machine's
+load; run both sides in the same run, as this script does.
+"""
+import argparse
+import os
+import pathlib
+import struct
+import sys
+import tempfile
+import time
+
+import pyarrow as pa
+
+REPO = pathlib.Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(REPO / "spark"), str(REPO)]
+
+from kafka.record.default_records import DefaultRecordBatch  # noqa: E402
+
+from kfast.compression import CODEC_NAMES  # noqa: E402
+from kfast.records import RecordBatchBuilder, patch_batch  # noqa: E402
+from kfast_spark.options import TopicPartition  # noqa: E402
+from kfast_spark.schema import arrow_schema  # noqa: E402
+from kfast_spark.segments import list_segments, read_range  # noqa: E402
+
+RECORDS_PER_BATCH = 500
+SEGMENT_BYTES = 64 * 1024 * 1024
+TOPIC = "bench"
+
+
+def write_log_dir(log_dir, partitions, records, codec):
+    for partition in range(partitions):
+        directory = os.path.join(log_dir, f"{TOPIC}-{partition}")
+        os.makedirs(directory)
+        segment, size = None, 0
+        for base in range(0, records, RECORDS_PER_BATCH):
+            builder = RecordBatchBuilder(codec)
+            for i in range(base, min(base + RECORDS_PER_BATCH, records)):
+                builder.append(1_700_000_000_000 + i, b"key-%06d" % (i % 1_000_000),
+                               (b"%08d" % i) * 12 + b"....")
+            batch = bytearray(builder.build())
+            patch_batch(batch, 0, base, 0)
+            if segment is None or size + len(batch) > SEGMENT_BYTES:
+                if segment:
+                    segment.close()
+                segment = open(os.path.join(directory, f"{base:020d}.log"), "wb")
+                size = 0
+            segment.write(batch)
+            size += len(batch)
+        segment.close()
+
+
+def naive_rows(partition_dir, topic_partition):
+    """Arrow batches of one partition, decoded record by record by kafka-python."""
+    for segment in list_segments(partition_dir):
+        data = pathlib.Path(segment.log_path).read_bytes()
+        position = 0
+        while position + 12 <= len(data):
+            length = struct.unpack_from(">i", data, position + 8)[0]
+            batch = DefaultRecordBatch(data[position:position + 12 + length])
+            position += 12 + length
+            if batch.is_control_batch:
+                continue
+            keys, values, offsets, timestamps, types = [], [], [], [], []
+            for record in batch:
+                keys.append(record.key)
+                values.append(record.value)
+                offsets.append(record.offset)
+                timestamps.append(record.timestamp * 1000)
+                types.append(record.timestamp_type)
+            n = len(offsets)
+            yield pa.RecordBatch.from_arrays([
+                pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
+                pa.array([topic_partition.topic] * n, pa.string()),
+                pa.array([topic_partition.partition] * n, pa.int32()),
+                pa.array(offsets, pa.int64()),
+                pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+                pa.array(types, pa.int32()),
+            ], schema=arrow_schema(False))
+
+
+def time_rows(batches):
+    started = time.perf_counter()
+    rows = sum(batch.num_rows for batch in batches)
+    return rows, time.perf_counter() - started
+
+
+def bench_decode(log_dir, records):
+    tp = TopicPartition(TOPIC, 0)
+    directory = os.path.join(log_dir, f"{TOPIC}-0")
+    kfast_rows, kfast_s = time_rows(read_range(directory, tp, 0, records, False))
+    peer_rows, peer_s = time_rows(naive_rows(directory, tp))
+    assert kfast_rows == peer_rows == records, (kfast_rows, peer_rows)
+    print(f"decode  kfast-segments {kfast_rows / kfast_s:>12,.0f} rows/s   "
+          f"kafka-python {peer_rows / peer_s:>10,.0f} rows/s   "
+          f"ratio {peer_s / kfast_s:.1f}x")
+
+
+def bench_spark(log_dir, partitions, records):
+    from pyspark.sql import SparkSession
+    from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
+
+    from kfast_spark import register
+    from kfast_spark.schema import KAFKA_SCHEMA
+    from kfast_spark.segments import list_partition_dirs
+
+    class NaiveReader(DataSourceReader):
+        def __init__(self, path):
+            self.path = path
+
+        def partitions(self):
+            return [InputPartition((tp.topic, tp.partition, d))
+                    for tp, d in sorted(list_partition_dirs(self.path).items())]
+
+        def read(self, partition):
+            topic, number, directory = partition.value
+            for batch in naive_rows(directory, TopicPartition(topic, number)):
+                yield from zip(*(column.to_pylist() for column in batch.columns))
+
+    class NaiveSegments(DataSource):
+        @classmethod
+        def name(cls):
+            return "naive-segments"
+
+        def schema(self):
+            return KAFKA_SCHEMA
+
+        def reader(self, schema):
+            return NaiveReader(self.options["path"])
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO / "spark"), str(REPO), str(REPO / "bench"),
+                    os.environ.get("PYTHONPATH")) if p)
+    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+             .getOrCreate())
+    spark.sparkContext.setLogLevel("ERROR")
+    register(spark)
+    spark.dataSource.register(NaiveSegments)
+    query = ["count(*)", "sum(length(value))"]
+    timings = {}
+    for name, extra in (("kfast-segments", {"subscribe": TOPIC}), ("naive-segments", {})):
+        reader = spark.read.format(name).option("path", log_dir)
+        for key, value in extra.items():
+            reader = reader.option(key, value)
+        started = time.perf_counter()
+        row = reader.load().selectExpr(*query).first()
+        timings[name] = time.perf_counter() - started
+        assert row[0] == partitions * records, row
+    spark.stop()
+    total = partitions * records
+    print(f"spark   kfast-segments {total / timings['kfast-segments']:>12,.0f} rows/s   "
+          f"naive-segments {total / timings['naive-segments']:>8,.0f} rows/s   "
+          f"ratio {timings['naive-segments'] / timings['kfast-segments']:.1f}x")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--partitions", type=int, default=2)
+    parser.add_argument("--records", type=int, default=200_000, help="per partition")
+    # kafka-python decodes snappy, lz4 and zstd only with extra packages; the
+    # peer must read the same files, so the codecs are those it always has.
+    parser.add_argument("--codec", choices=("none", "gzip"), default="none")
+    parser.add_argument("--spark", action="store_true", help="also time reads in Spark")
+    args = parser.parse_args()
+    codec = {name: codec_id for codec_id, name in CODEC_NAMES.items()}[args.codec]
+    with tempfile.TemporaryDirectory() as log_dir:
+        write_log_dir(log_dir, args.partitions, args.records, codec)
+        print(f"{args.partitions} partitions x {args.records:,} records, codec {args.codec}")
+        bench_decode(log_dir, args.records)
+        if args.spark:
+            bench_spark(log_dir, args.partitions, args.records)
+
+
+if __name__ == "__main__":
+    main()
