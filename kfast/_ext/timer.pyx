@@ -1,4 +1,6 @@
 # cython: binding=False
+# binding=False makes methods plain C method descriptors, which CPython calls
+# without building a bound method: add()+cancel() went from 207 to 133 ns.
 """Hierarchical timing wheel: O(1) add and cancel for millions of timeouts.
 
 Kafka keeps every delayed operation's timeout (DelayedProduce,
@@ -62,7 +64,7 @@ import time as _time
 
 # time.monotonic() is clock_gettime(CLOCK_MONOTONIC) on Linux: when a wheel
 # is given that clock, clock_ms() reads it directly, without a Python call
-# and a float (a third of the cost of schedule()). Elsewhere Python's
+# and a float (about 50 ns of a ~200 ns schedule()+cancel()). Elsewhere Python's
 # monotonic clock may be a different source, so it is called as given.
 cdef object _MONOTONIC = _time.monotonic if sys.platform.startswith("linux") else None
 
@@ -509,3 +511,42 @@ cdef class TimingWheel:
         if level < 1 or level > self._levels:
             raise IndexError("no such level")
         return self._tick[level - 1]
+
+    def _check_invariants(self):
+        """Walk every structure and raise AssertionError on any
+        inconsistency. O(size); for tests."""
+        cdef TimerTaskList bucket
+        cdef TimerTaskEntry entry
+        cdef Py_ssize_t i, walked, total = 0
+        cdef int level
+        cdef int64_t tick
+        queued = {}
+        for i in range(self._queued):
+            bucket = <TimerTaskList>self._queue[i].bucket
+            assert id(bucket) not in queued, "bucket queued twice"
+            queued[id(bucket)] = self._queue[i].expiration_ms
+            assert bucket.expiration_ms == self._queue[i].expiration_ms
+            if i:
+                assert self._queue[(i - 1) >> 1].expiration_ms <= self._queue[i].expiration_ms
+        for bucket in self._buckets + [self._due]:
+            walked = 0
+            entry = bucket.root.next
+            while entry is not bucket.root:
+                assert entry.bucket is bucket and entry.state == ENTRY_PENDING
+                assert entry.next.prev is entry
+                if bucket.level:
+                    level = bucket.level - 1
+                    tick = self._tick[level]
+                    assert entry.expiration_ms // tick * tick == bucket.expiration_ms
+                    assert bucket.expiration_ms > self._current[level]
+                else:
+                    assert _before(entry.expiration_ms, self._current[0], self._tick[0])
+                walked += 1
+                entry = entry.next
+            assert walked == bucket.count
+            total += walked
+            if bucket.level and bucket.count:
+                assert queued.get(id(bucket)) == bucket.expiration_ms, "non-empty bucket not queued"
+            if bucket.level and id(bucket) not in queued:
+                assert bucket.expiration_ms == -1
+        assert total == self._size

@@ -312,6 +312,12 @@ class WheelVersusModel(RuleBasedStateMachine):
         assert self.wheel.size == len(self.pending)
 
     @invariant()
+    def structure_is_consistent(self):
+        # Linked lists, bucket expirations, the expiry heap and the
+        # one-queue-slot-per-bucket rule (see TimingWheel._check_invariants).
+        self.wheel._check_invariants()
+
+    @invariant()
     def next_expiration_bounds_the_earliest_task(self):
         nxt = self.wheel.next_expiration()
         if not self.pending:
