@@ -47,16 +47,34 @@ async def read_frame(reader) -> bytes:
     return await reader.readexactly(size)
 
 
+class Arrivals:
+    """Counts handler calls; a test awaits the n-th one without polling."""
+
+    def __init__(self):
+        self.count = 0
+        self.connections = []
+        self._waiters = []
+
+    def add(self, connection=None):
+        self.count += 1
+        self.connections.append(connection)
+        for n, future in self._waiters:
+            if self.count >= n and not future.done():
+                future.set_result(None)
+
+    async def reach(self, n, timeout=10.0):
+        if self.count < n:
+            future = asyncio.get_running_loop().create_future()
+            self._waiters.append((n, future))
+            await asyncio.wait_for(future, timeout)
+
+
 async def until(predicate, timeout=10.0):
-    """Wait for a state change the test cannot get an event for."""
+    """Wait for a state that has no event to await (backpressure pausing a
+    connection, which depends on how much the kernel's socket buffers took)."""
     async with asyncio.timeout(timeout):
         while not predicate():
             await asyncio.sleep(0.002)
-
-
-async def one_connection(server):
-    await until(lambda: len(server.connections) == 1)
-    return server.connections[0]
 
 
 def echo(connection, frame):
@@ -197,9 +215,11 @@ def test_async_handler_may_hold_frames_without_copying(run):
     """Frames kept by coroutines stay intact while later requests arrive."""
     async def body():
         release = asyncio.Event()
+        started = Arrivals()
         n = 400
 
         async def handler(connection, frame):
+            started.add()
             await release.wait()
             return [bytes(frame)]
 
@@ -208,7 +228,7 @@ def test_async_handler_may_hold_frames_without_copying(run):
             bodies = [os.urandom(1 + (i * 997) % 5000) for i in range(n)]
             writer.write(b"".join(frame(b) for b in bodies))
             await writer.drain()
-            await until(lambda: server.metrics().requests == n)
+            await started.reach(n)
             release.set()
             for b in bodies:
                 assert await read_frame(reader) == b
@@ -291,26 +311,29 @@ def test_in_flight_bound_pauses_reading(run):
     async def body():
         loop = asyncio.get_running_loop()
         futures = []
+        arrivals = Arrivals()
 
         def handler(connection, frame):
             fut = loop.create_future()
             futures.append(fut)
+            arrivals.add(connection)
             return fut
 
         async with SocketServer(handler, "127.0.0.1", 0, max_in_flight_requests=5) as server:
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(b"".join(frame(b"%d" % i) for i in range(20)))
             await writer.drain()
-            await until(lambda: len(futures) == 5)
-            conn = server.connections[0]
+            await arrivals.reach(5)
+            conn = arrivals.connections[0]
             for _ in range(50):          # let any readable event fire
                 await asyncio.sleep(0)
             assert len(futures) == 5 and conn.reading_paused
             futures[0].set_result([b"0"])
             assert await read_frame(reader) == b"0"
-            await until(lambda: len(futures) == 6)     # one slot freed, one more read
+            await arrivals.reach(6)     # one slot freed, one more request read
+            assert len(futures) == 6
             for i in range(1, 20):
-                await until(lambda: len(futures) > i)
+                await arrivals.reach(i + 1)
                 futures[i].set_result([b"%d" % i])
                 assert await read_frame(reader) == b"%d" % i
             writer.close()
@@ -321,11 +344,13 @@ def test_client_that_never_reads_is_paused_then_resumed(run):
     async def body():
         loop = asyncio.get_running_loop()
         handled = []
+        arrivals = Arrivals()
         response = os.urandom(256 * 1024)
         n = 60
 
         def handler(connection, frame):
             handled.append(int(bytes(frame)))
+            arrivals.add(connection)
             return [response]
 
         async with SocketServer(handler, "127.0.0.1", 0, max_queued_send_bytes=512 * 1024,
@@ -335,7 +360,8 @@ def test_client_that_never_reads_is_paused_then_resumed(run):
             sock.setblocking(False)
             await loop.sock_connect(sock, ("127.0.0.1", server.port))
             await loop.sock_sendall(sock, b"".join(frame(b"%d" % i) for i in range(n)))
-            conn = await one_connection(server)
+            await arrivals.reach(1)
+            conn = arrivals.connections[0]
             await until(lambda: conn.reading_paused)
             stalled_at = len(handled)
             for _ in range(50):
@@ -376,12 +402,19 @@ def test_connection_with_request_in_flight_is_not_idle(run):
     async def body():
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        async with SocketServer(lambda c, f: fut, "127.0.0.1", 0,
+        arrivals = Arrivals()
+
+        def handler(connection, frame):
+            arrivals.add(connection)
+            return fut
+
+        async with SocketServer(handler, "127.0.0.1", 0,
                                 connections_max_idle_ms=50) as server:
             r1, w1 = await asyncio.open_connection("127.0.0.1", server.port)
             w1.write(frame(b"long poll"))
-            conn = await one_connection(server)
-            await until(lambda: conn.in_flight_requests == 1)
+            await arrivals.reach(1)
+            conn = arrivals.connections[0]
+            assert conn.in_flight_requests == 1
             r2, w2 = await asyncio.open_connection("127.0.0.1", server.port)
             # The idle one goes after >= 50 ms; the busy one survives the sweeps.
             assert await r2.read() == b""
@@ -403,11 +436,13 @@ def test_client_vanishing_mid_response_leaves_others_alone(run, data_file):
     async def body():
         loop = asyncio.get_running_loop()
         regions = []
+        big_requests = Arrivals()
 
         def handler(connection, frame):
             if bytes(frame) == b"big":
                 region = TrackedRegion(f, 0, len(content))
                 regions.append(weakref.ref(region))
+                big_requests.add(connection)
                 return [region]
             return [b"pong"]
 
@@ -417,10 +452,10 @@ def test_client_vanishing_mid_response_leaves_others_alone(run, data_file):
             vanishing.setblocking(False)
             await loop.sock_connect(vanishing, ("127.0.0.1", server.port))
             await loop.sock_sendall(vanishing, frame(b"big"))
-            await until(lambda: len(regions) == 1)
+            await big_requests.reach(1)
             await loop.sock_recv(vanishing, 1000)       # read a little, then RST
             vanishing.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            doomed = server.connections[0]
+            doomed = big_requests.connections[0]
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             vanishing.close()
             await doomed.wait_closed()
@@ -481,7 +516,7 @@ def test_graceful_shutdown_flushes_in_flight_responses(run, data_file):
         writer.write(frame(b"req"))
         await handled.wait()
         shutdown = asyncio.ensure_future(server.shutdown(timeout=30))
-        await until(lambda: server._listener is None)
+        await asyncio.sleep(0)   # one turn: shutdown runs up to its wait
         with pytest.raises(OSError):
             await asyncio.open_connection("127.0.0.1", port)
         assert not shutdown.done()
@@ -498,12 +533,19 @@ def test_shutdown_deadline_cancels_stuck_handlers(run):
     async def body():
         loop = asyncio.get_running_loop()
         fut = loop.create_future()
-        server = SocketServer(lambda c, f: fut, "127.0.0.1", 0)
+        arrivals = Arrivals()
+
+        def handler(connection, frame):
+            arrivals.add(connection)
+            return fut
+
+        server = SocketServer(handler, "127.0.0.1", 0)
         await server.start()
         reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
         writer.write(frame(b"never answered"))
-        conn = await one_connection(server)
-        await until(lambda: conn.in_flight_requests == 1)
+        await arrivals.reach(1)
+        conn = arrivals.connections[0]
+        assert conn.in_flight_requests == 1
         await server.shutdown(timeout=0.1)
         assert fut.cancelled()
         assert conn.closed
