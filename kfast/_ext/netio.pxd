@@ -13,8 +13,9 @@
 # it, and the synchronous common case never copies.
 #
 # Send side: a FIFO of parts (small memory parts coalesced into one owned
-# copy, larger ones held by buffer export); runs of in-memory parts go out with one
-# sendmsg(2) (a writev with MSG_NOSIGNAL), file regions with sendfile(2).
+# copy, larger ones held by buffer export); runs of in-memory parts go out
+# with one sendmsg(2) (a writev with MSG_NOSIGNAL), file regions with
+# sendfile(2).
 # Partial sends resume where they stopped; EAGAIN returns control to the
 # caller, which waits for writability (the kernel knows nothing of the
 # event loop).
