@@ -787,3 +787,24 @@ def test_many_clients_at_once(run, data_file):
             if netio.HAVE_SENDFILE:
                 assert m.sendfile_bytes == 30 * 25 * 5000
     run(body)
+
+
+def test_large_request_then_buffer_shrinks_back(run):
+    async def body():
+        arrivals = Arrivals()
+
+        def handler(connection, frame):
+            arrivals.add(connection)
+            return [bytes(frame[:16]), struct.pack(">i", len(frame))]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            big = os.urandom(5 * 1024 * 1024)
+            writer.write(frame(big))
+            assert await read_frame(reader) == big[:16] + struct.pack(">i", len(big))
+            writer.write(frame(b"small request"))
+            assert await read_frame(reader) == b"small request" + struct.pack(">i", 13)
+            transport = arrivals.connections[0].transport
+            assert transport.receive_capacity == netio.RECEIVE_CHUNK_SIZE
+            writer.close()
+    run(body)
