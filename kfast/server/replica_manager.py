@@ -46,8 +46,13 @@ VALID_ACKS = (-1, 0, 1)
 
 
 def error_of(exc: BaseException) -> KafkaError:
-    """The Kafka error a failed partition operation reports."""
+    """The Kafka error a failed partition operation reports. The traceback is
+    dropped: callers keep the error while record buffers from the request are
+    still exported, and a traceback -> frame -> error cycle would make the
+    garbage collector try to release those buffers."""
     if isinstance(exc, KafkaError):
+        exc.__traceback__ = None
+        exc.__context__ = None
         return exc
     logger.error("unexpected error in a partition operation", exc_info=exc)
     return UnknownServerException(str(exc) or None)

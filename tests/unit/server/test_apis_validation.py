@@ -1,0 +1,118 @@
+"""Produce validation driven by broker/topic configuration, topic ids, and
+OffsetForLeaderEpoch; each test runs its own broker with the properties it
+needs (ControllerDouble from test_apis)."""
+from __future__ import annotations
+
+import time
+import uuid
+
+import pytest
+
+import kfast.protocol as p
+from kfast.protocol import errors
+from kfast.records import RecordBatchBuilder, TIMESTAMP_LOG_APPEND_TIME, iter_batches
+from kfast.testing import KfastBroker
+
+from test_apis import Client, ControllerDouble, _fetch, _metadata, _produce
+
+
+def batch(values, timestamp=None):
+    builder = RecordBatchBuilder(0)
+    for value in values:
+        builder.append(int(time.time() * 1000) if timestamp is None else timestamp, None, value)
+    return builder.build()
+
+
+@pytest.fixture
+def make_client(tmp_path):
+    started = []
+
+    def make(**properties):
+        broker = KfastBroker(properties, data_dir=str(tmp_path / f"d{len(started)}"),
+                             controller_factory=ControllerDouble).start()
+        client = Client(broker)
+        started.append((broker, client))
+        return client
+    yield make
+    for broker, client in started:
+        client.close()
+        broker.close()
+
+
+def first_partition(response):
+    return response.responses[0].partition_responses[0]
+
+
+def test_log_append_time_patches_batches(make_client):
+    client = make_client(**{"log.message.timestamp.type": "LogAppendTime"})
+    _metadata(client, ["lat"])
+    before = int(time.time() * 1000)
+    part = first_partition(_produce(client, "lat", 0, batch([b"x"], timestamp=5)))
+    assert part.error_code == 0 and part.log_append_time_ms >= before
+    fetched = _fetch(client, "lat", 0, 0).responses[0].partitions[0]
+    (stored,) = list(iter_batches(fetched.records))
+    assert stored.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
+    assert stored.max_timestamp == part.log_append_time_ms
+
+
+def test_timestamp_bounds_and_message_size(make_client):
+    client = make_client(**{"log.message.timestamp.before.max.ms": 60000,
+                            "message.max.bytes": 1000})
+    _metadata(client, ["bounds"])
+    old = first_partition(_produce(client, "bounds", 0, batch([b"x"], timestamp=1000)))
+    assert old.error_code == errors.InvalidTimestampException.code
+    future = first_partition(_produce(client, "bounds", 0,
+                                      batch([b"x"], timestamp=int(time.time() * 1000) + 7200_000)))
+    assert future.error_code == errors.InvalidTimestampException.code
+    large = first_partition(_produce(client, "bounds", 0, batch([b"y" * 2000])))
+    assert large.error_code == errors.RecordTooLargeException.code
+    assert first_partition(_produce(client, "bounds", 0, batch([b"ok"]))).error_code == 0
+
+
+def test_auto_create_disabled(make_client):
+    client = make_client(**{"auto.create.topics.enable": "false"})
+    (topic,) = _metadata(client, ["nope"]).topics
+    assert topic.error_code == errors.UnknownTopicOrPartitionException.code
+
+
+def test_topic_ids_in_produce_fetch_and_metadata(make_client):
+    client = make_client()
+    _metadata(client, ["ids"])
+    (topic,) = _metadata(client, ["ids"]).topics
+    topic_id = topic.topic_id
+    body = p.ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
+        p.ProduceRequest.TopicProduceData(topic_id=topic_id, partition_data=[
+            p.ProduceRequest.PartitionProduceData(index=0, records=batch([b"by-id"]))])])
+    assert first_partition(client.request(0, 13, body)).error_code == 0
+    body.topic_data[0].topic_id = uuid.uuid4()
+    assert first_partition(client.request(0, 13, body)).error_code == \
+        errors.UnknownTopicIdException.code
+    fetch = p.FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20, topics=[
+        p.FetchRequest.FetchTopic(topic_id=topic_id, partitions=[
+            p.FetchRequest.FetchPartition(partition=0, fetch_offset=0,
+                                          partition_max_bytes=1 << 20)])])
+    response = client.request(1, 16, fetch)
+    assert response.responses[0].topic_id == topic_id
+    assert [bytes(r.value) for b in iter_batches(response.responses[0].partitions[0].records)
+            for r in b] == [b"by-id"]
+    fetch.topics[0].topic_id = uuid.uuid4()
+    unknown = client.request(1, 16, fetch).responses[0].partitions[0]
+    assert unknown.error_code == errors.UnknownTopicIdException.code
+    by_id = client.request(3, 12, p.MetadataRequest(topics=[
+        p.MetadataRequest.MetadataRequestTopic(topic_id=topic_id, name=None)]))
+    assert by_id.topics[0].name == "ids"
+
+
+def test_offset_for_leader_epoch(make_client):
+    client = make_client()
+    _metadata(client, ["epochs"])
+    _produce(client, "epochs", 0, batch([b"a", b"b"]))
+    body = p.OffsetForLeaderEpochRequest(replica_id=-1, topics=[
+        p.OffsetForLeaderEpochRequest.OffsetForLeaderTopic(topic="epochs", partitions=[
+            p.OffsetForLeaderEpochRequest.OffsetForLeaderPartition(
+                partition=0, current_leader_epoch=0, leader_epoch=0)])])
+    result = client.request(23, 4, body).topics[0].partitions[0]
+    assert (result.error_code, result.leader_epoch, result.end_offset) == (0, 0, 2)
+    body.topics[0].partitions[0].current_leader_epoch = 5
+    result = client.request(23, 4, body).topics[0].partitions[0]
+    assert result.error_code == errors.UnknownLeaderEpochException.code
