@@ -497,6 +497,15 @@ cdef class ColumnarRecords:
                 f"{self.truncated_bytes} trailing bytes ignored>")
 
 
+cdef object _byte_view(object buffer):
+    # Positions are byte offsets: view any buffer (an array('q'), a 2-D
+    # memoryview) as flat bytes so that slicing `data` means bytes.
+    view = memoryview(buffer)
+    if view.ndim != 1 or view.itemsize != 1:
+        view = view.cast("B")
+    return view
+
+
 cdef object _slice(object data, Column offsets, Column lengths, Py_ssize_t i):
     if i < 0 or i >= offsets.length:
         raise IndexError("index out of range")
@@ -623,7 +632,7 @@ cdef ColumnarRecords _decode(object buffer, bint include_headers,
             codec = attributes & COMPRESSION_CODEC_MASK
             if codec != 0:
                 payload = decompress(
-                    codec, memoryview(buffer)[entry.records_start:entry.records_end],
+                    codec, _byte_view(buffer)[entry.records_start:entry.records_end],
                     max_output=max_decompressed_bytes)
                 payloads.append(payload)
                 any_compressed = True
@@ -665,7 +674,7 @@ cdef ColumnarRecords _decode(object buffer, bint include_headers,
             result.data = data
             data_ptr = <const uint8_t*>owned
         else:
-            result.data = memoryview(buffer)
+            result.data = _byte_view(buffer)
             data_ptr = base
 
         # ---- pass 2: records, in C

@@ -318,3 +318,19 @@ def test_column_indexing_and_slicing():
     with pytest.raises(IndexError):
         offsets[3]
     assert memoryview(offsets).cast("B").nbytes == 24
+
+
+def test_any_contiguous_buffer_is_read_as_bytes():
+    import array
+    batch = kafka_python_v2_batch([(0, 1, b"key", b"value", [])])
+    padded = batch + b"\x00" * (-len(batch) % 8)
+    result = decode_columnar(array.array("q", padded))
+    assert (result.key(0), result.value(0), result.truncated_bytes) == (b"key", b"value", len(padded) - len(batch))
+
+
+def test_decompression_is_bounded():
+    with kafka_python_codecs_installed():
+        batch = kafka_python_v2_batch([(0, 1, b"k", b"v" * 10_000, [])], compression=1)
+    assert decode_columnar(batch).value(0) == b"v" * 10_000
+    with pytest.raises(CorruptRecordException):
+        decode_columnar(batch, max_decompressed_bytes=1000)
