@@ -23,7 +23,7 @@ import uuid
 from typing import Callable
 
 from kfast.config import ConfigException, KafkaConfig
-from kfast.controller.metadata.image import Endpoint, MetadataImage
+from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataImage
 from kfast.server.apis import KafkaApis
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
@@ -196,7 +196,11 @@ class KafkaBroker:
         self.producer_id_manager = ProducerIdManager(self.controller, self.node_id)
         await self.controller.start()
         self.metadata_image = self.controller.image
-        self.controller.subscribe(BrokerMetadataPublisher(self).on_metadata_update)
+        publisher = BrokerMetadataPublisher(self)
+        self.controller.subscribe(publisher.on_metadata_update)
+        if not publisher.published:
+            # The replayed image was delivered before we subscribed.
+            publisher.on_metadata_update(MetadataDelta(), self.controller.image)
         try:
             await self._start_listeners()
             advertised = self._advertised_endpoints()

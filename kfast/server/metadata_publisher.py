@@ -24,6 +24,10 @@ class BrokerMetadataPublisher:
         self.broker = broker
         self._first = True
 
+    @property
+    def published(self) -> bool:
+        return not self._first
+
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         broker = self.broker
         broker.metadata_image = image

@@ -17,6 +17,10 @@ import logging
 from kfast.protocol import ProduceResponse, api_keys, errors
 from kfast.records import peek_magic
 from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.metadata_apis import INTERNAL_TOPICS
+
+# Kafka lets only its admin tooling write to internal topics directly.
+ADMIN_CLIENT_ID = "__admin_client"
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +85,9 @@ def handle_produce(ctx: RequestContext, request):
             try:
                 if name is None:
                     raise errors.UnknownTopicIdException()
+                if name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+                    raise errors.InvalidTopicException(
+                        f"Cannot append to internal topic {name}")
                 if replica_manager.get_partition(name, data.index) is None:
                     raise errors.UnknownTopicOrPartitionException()
                 records = _check_records(version, data.records)
