@@ -8,7 +8,10 @@ Reading::
 
     batch = RecordBatch(buffer, offset)     # header view; no copy, no CRC check
     batch.base_offset, batch.last_offset, batch.records_count, batch.compression ...
-    batch.validate()                        # what the broker checks on produce
+    batch.is_valid()                        # CRC only
+    batch.validate()                        # what the broker checks on produce (CRC,
+                                            # codec, every record walked, client rules;
+                                            # from_client=False for recovery/replication)
     for record in batch:                    # decompresses once if needed
         record.offset, record.timestamp, record.key, record.value, record.headers
 

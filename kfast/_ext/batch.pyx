@@ -582,7 +582,9 @@ cdef class Record:
     timestamp is the batch's maxTimestamp, as Kafka reports it). ``key`` and
     ``value`` are BufferSlice views into the batch (or its decompressed
     records), or None for null; ``headers`` is a list of (str, BufferSlice or
-    None); ``attributes`` is the record's (unused) attribute byte.
+    None), keys decoded as UTF-8 with invalid bytes replaced by U+FFFD (what
+    Java's String decoding does); ``attributes`` is the record's (unused)
+    attribute byte.
     """
 
     @property

@@ -264,3 +264,24 @@ def test_record_repr_and_flags():
     assert not record.has_key and not record.has_value
     assert "offset=0" in repr(record)
     assert RECORD_BATCH_OVERHEAD == 61
+
+
+def test_validation_on_the_software_crc_path():
+    from kfast._ext import crc32c as kcrc
+    data = bytearray(_batch(40))
+    kcrc._force_implementation("software")
+    try:
+        batch = RecordBatch(data)
+        batch.validate()
+        data[-1] ^= 1
+        with pytest.raises(CorruptRecordException, match="crc"):
+            batch.validate()
+    finally:
+        kcrc._force_implementation("auto")
+
+
+def test_header_keys_with_invalid_utf8_are_replaced_like_java():
+    builder = RecordBatchBuilder()
+    builder.append(1, None, b"v", headers=[(b"\xff-key", b"x")])
+    (record,) = RecordBatch(builder.build())
+    assert record.headers[0][0] == "\ufffd-key"
