@@ -1,0 +1,73 @@
+"""The pytest plugin's ``kfast_broker`` fixture and ``KfastBroker`` itself,
+from sync and async code."""
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+pytest.importorskip("kfast.controller.quorum_controller")
+
+from aiokafka import AIOKafkaProducer  # noqa: E402
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
+
+from kfast.testing import KfastBroker  # noqa: E402
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def test_fixture_from_sync_code(kfast_broker):
+    assert kfast_broker.running and kfast_broker.port > 0
+    producer = KafkaProducer(bootstrap_servers=kfast_broker.bootstrap_servers)
+    assert producer.send("sync", b"hello").get(timeout=10).offset == 0
+    producer.close()
+
+
+@pytest.mark.kfast_broker_config({"num.partitions": 3})
+def test_fixture_config_marker(kfast_broker):
+    producer = KafkaProducer(bootstrap_servers=kfast_broker.bootstrap_servers)
+    try:
+        assert producer.partitions_for("three") == {0, 1, 2}
+    finally:
+        producer.close()
+
+
+def test_fixture_from_async_code(kfast_broker):
+    async def main():
+        producer = AIOKafkaProducer(bootstrap_servers=kfast_broker.bootstrap_servers)
+        await producer.start()
+        try:
+            return (await producer.send_and_wait("async", b"x")).offset
+        finally:
+            await producer.stop()
+    assert asyncio.run(main()) == 0
+
+
+def test_context_manager_restart_keeps_data(tmp_path):
+    with KfastBroker(data_dir=str(tmp_path / "d")) as broker:
+        producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all")
+        for i in range(10):
+            producer.send("kept", b"%d" % i)
+        producer.flush(10)
+        producer.close()
+        port = broker.port
+        broker.restart()
+        assert broker.port == port
+        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None,
+                                 auto_offset_reset="earliest", consumer_timeout_ms=10000)
+        consumer.assign([TopicPartition("kept", 0)])
+        values = [m.value for _, m in zip(range(10), consumer)]
+        consumer.close()
+    assert values == [b"%d" % i for i in range(10)]
+
+
+def test_async_context_manager(tmp_path):
+    async def main():
+        async with KfastBroker(data_dir=str(tmp_path / "a")) as broker:
+            producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+            await producer.start()
+            try:
+                return (await producer.send_and_wait("ctx", b"x")).offset
+            finally:
+                await producer.stop()
+    assert asyncio.run(main()) == 0
