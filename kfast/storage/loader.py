@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 
 from kfast.protocol.errors import CorruptRecordException
+from kfast.storage.file_records import FileRecords
 from kfast.storage.index import CorruptIndexException
 from kfast.storage.producer_state import ORIGIN_REPLICATION
 from kfast.storage.segment import (
@@ -40,12 +41,30 @@ def _offset_prefix(name: str) -> int | None:
 
 
 def remove_temp_files(directory: str) -> None:
+    """Finish or undo what a crash interrupted (see the module docstring)."""
+    swaps = []
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
         if name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, ".tmp")):
             os.unlink(path)
         elif name.endswith(SWAP_FILE_SUFFIX):
-            os.replace(path, path[:-len(SWAP_FILE_SUFFIX)])
+            swaps.append(path)
+    for path in swaps:
+        if path.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX):
+            # A cleaned segment replaces every old segment its offsets cover.
+            base = _offset_prefix(os.path.basename(path))
+            records = FileRecords(path, create=False)
+            try:
+                end = max((h.next_offset for _, h, _ in records.batches_from(0)), default=base)
+            finally:
+                records.close()
+            for name in os.listdir(directory):
+                other = _offset_prefix(name)
+                if other is not None and base < other < end and name.endswith(
+                        (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX,
+                         TXN_INDEX_FILE_SUFFIX)):
+                    os.unlink(os.path.join(directory, name))
+        os.replace(path, path[:-len(SWAP_FILE_SUFFIX)])
 
 
 def load_log(log, had_clean_shutdown: bool) -> None:

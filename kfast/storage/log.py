@@ -525,10 +525,11 @@ class Log:
             self.delete_segments(doomed)
             return len(doomed)
 
-    def delete_segments(self, segments: list[LogSegment]) -> None:
+    def delete_segments(self, segments: list[LogSegment], keep_log_start: bool = False) -> None:
         """Remove segments from the log (never the active one while it has
         data): rename their files to ``.deleted`` now, remove them after
-        file.delete.delay.ms (a reader may still hold them)."""
+        file.delete.delay.ms (a reader may still hold them). The cleaner
+        passes ``keep_log_start`` as it puts a replacement in right away."""
         if not segments:
             return
         with self._lock:
@@ -537,11 +538,14 @@ class Log:
             for segment in segments:
                 self._remove_segment(segment.base_offset)
             first_base = self._base_offsets[0]
-            if self.log_start_offset < first_base:
+            if keep_log_start:
+                pass
+            elif self.log_start_offset < first_base:
                 self.log_start_offset = first_base
                 self.leader_epoch_cache.truncate_from_start(first_base)
                 self.producer_state.on_log_start_offset_incremented(first_base)
-            self.producer_state.delete_snapshots_before(first_base)
+            if not keep_log_start:
+                self.producer_state.delete_snapshots_before(first_base)
             due = self.time_ms() + self.config.file_delete_delay_ms
             for segment in segments:
                 try:

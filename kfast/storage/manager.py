@@ -11,7 +11,8 @@ Per log dir (Kafka's layout):
     <topic>-<partition>.<uuid>-delete/   a deleted partition awaiting removal
 
 Nothing here runs by itself: the broker's scheduler calls ``cleanup_logs``
-(every log.retention.check.interval.ms), ``flush_dirty_logs`` (every
+(every log.retention.check.interval.ms), ``clean_logs`` (compaction, every
+log.cleaner.backoff.ms when log.cleaner.enable), ``flush_dirty_logs`` (every
 log.flush.scheduler.interval.ms), ``checkpoint_recovery_offsets`` and
 ``checkpoint_log_start_offsets`` (every log.flush.*.checkpoint.interval.ms),
 in an executor, since they block on the disk.
@@ -38,6 +39,7 @@ from kfast.storage.checkpoint import (
     OffsetCheckpointFile,
     write_atomically,
 )
+from kfast.storage.cleaner import clean_log, dirty_ratio
 from kfast.storage.log import Log, now_ms, parse_topic_partition
 from kfast.storage.meta_properties import ensure_meta_properties
 from kfast.storage.retention import delete_old_segments
@@ -76,6 +78,7 @@ class LogManager:
         self.offline_dirs: set[str] = set()
         self._lock = threading.RLock()
         self.had_clean_shutdown: dict[str, bool] = {}
+        self._cleaner_offsets: dict[TopicPartition, int] = {}
         self.started = False
 
     # -- start and stop ------------------------------------------------------------
@@ -94,6 +97,7 @@ class LogManager:
             recovery_points = _read_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
             start_offsets = _read_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
             high_watermarks = _read_checkpoint(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
+            self._cleaner_offsets.update(_read_checkpoint(os.path.join(d, CLEANER_OFFSET_CHECKPOINT)))
             jobs = []
             for name in sorted(os.listdir(d)):
                 path = os.path.join(d, name)
@@ -144,6 +148,7 @@ class LogManager:
             self.checkpoint_recovery_offsets()
             self.checkpoint_log_start_offsets()
             self.checkpoint_high_watermarks()
+            self.checkpoint_cleaner_offsets()
             for d in self.log_dirs:
                 if d in self.offline_dirs:
                     continue
@@ -300,5 +305,39 @@ class LogManager:
     def checkpoint_high_watermarks(self, only_dir: str | None = None) -> None:
         self._checkpoint(REPLICATION_OFFSET_CHECKPOINT, lambda log: log.high_watermark, only_dir)
 
-    def checkpoint_cleaner_offsets(self, offsets: Mapping[tuple, int], log_dir: str) -> None:
-        OffsetCheckpointFile(os.path.join(log_dir, CLEANER_OFFSET_CHECKPOINT)).write(dict(offsets))
+    def checkpoint_cleaner_offsets(self) -> None:
+        """cleaner-offset-checkpoint: where each compacted log's dirty part starts."""
+        for d in self.log_dirs:
+            if d in self.offline_dirs:
+                continue
+            offsets = {tp: offset for tp, offset in self._cleaner_offsets.items()
+                       if self._log_dir_of.get(tp) == d}
+            try:
+                OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT)).write(offsets)
+            except OSError as exc:
+                logger.error("cannot write %s in %s: %s", CLEANER_OFFSET_CHECKPOINT, d, exc)
+
+    def clean_logs(self, now: int | None = None) -> int:
+        """One compaction pass over each compacted log whose dirty ratio is at
+        least min.cleanable.dirty.ratio; returns the number of logs cleaned.
+        Blocking (reads and rewrites segments): run it in an executor."""
+        now = self.time_ms() if now is None else now
+        cleaned = 0
+        for log in self.all_logs():
+            if not log.config.compact or log.offline:
+                continue
+            tp = (log.topic, log.partition)
+            first_dirty = max(self._cleaner_offsets.get(tp, 0), log.log_start_offset)
+            if dirty_ratio(log, first_dirty, now) < log.config.min_cleanable_dirty_ratio:
+                continue
+            try:
+                result = clean_log(log, first_dirty, now)
+            except (OSError, KafkaStorageException):
+                logger.exception("compaction failed for %s", log)
+                continue
+            if result is not None:
+                self._cleaner_offsets[tp] = result.end_offset
+                cleaned += 1
+        if cleaned:
+            self.checkpoint_cleaner_offsets()
+        return cleaned

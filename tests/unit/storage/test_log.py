@@ -304,11 +304,12 @@ def test_append_read_truncate_against_model(tmp_path_factory, ops):
 def test_roll_when_index_full_and_many_batches_in_one_append(tmp_path):
     # 3 offset-index entries (24 bytes); every batch after the first is indexed.
     log = open_log(tmp_path, **{"index.interval.bytes": 1, "segment.index.bytes": 36})
-    request = b"".join(make_batch(1) for _ in range(10))  # one append, ten batches
+    t0 = now_ms()  # one timestamp: the time index keeps a single entry
+    request = b"".join(make_batch(1, timestamp=t0) for _ in range(10))  # one append, ten batches
     info = log.append_as_leader(request)
     assert (info.first_offset, info.last_offset) == (0, 9)
     assert log.num_segments == 1 and log.active_segment.offset_index.is_full()
-    log.append_as_leader(make_batch(1))
+    log.append_as_leader(make_batch(1, timestamp=t0))
     assert log.num_segments == 2 and log.active_segment.base_offset == 10
     assert batch_offsets(log.read(7, 1).records.read()) == [(7, 7)]
     log.close()
