@@ -116,3 +116,31 @@ def test_offset_for_leader_epoch(make_client):
     body.topics[0].partitions[0].current_leader_epoch = 5
     result = client.request(23, 4, body).topics[0].partitions[0]
     assert result.error_code == errors.UnknownLeaderEpochException.code
+
+
+def test_producer_state_survives_restart(tmp_path):
+    broker = KfastBroker(data_dir=str(tmp_path / "restart"),
+                         controller_factory=ControllerDouble).start()
+    try:
+        client = Client(broker)
+        _metadata(client, ["pstate"])
+
+        def send(sequence, values):
+            builder = RecordBatchBuilder(0, producer_id=4242, producer_epoch=0,
+                                         base_sequence=sequence)
+            for value in values:
+                builder.append(int(time.time() * 1000), None, value)
+            return first_partition(_produce(client, "pstate", 0, builder.build()))
+
+        assert send(0, [b"a", b"b"]).base_offset == 0
+        client.close()
+        broker.restart()
+        client = Client(broker)
+        _metadata(client, ["pstate"])    # the test controller forgets topics, the log stays
+        retry = send(0, [b"a", b"b"])
+        assert (retry.error_code, retry.base_offset) == (0, 0)
+        assert send(3, [b"gap"]).error_code == errors.OutOfOrderSequenceException.code
+        assert send(2, [b"c"]).base_offset == 2
+        client.close()
+    finally:
+        broker.close()
