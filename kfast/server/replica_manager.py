@@ -135,7 +135,7 @@ class ReplicaManager:
             self._partitions[key] = partition
             self._topic_names[topic_id] = topic
         partition.apply_registration(registration)
-        self._complete_delayed(key)
+        self.complete_delayed_requests(key)
         return partition
 
     def remove_partition(self, topic: str, index: int) -> Partition | None:
@@ -143,12 +143,15 @@ class ReplicaManager:
         partition = self._partitions.pop(key, None)
         if partition is not None:
             partition.leader_id = -1
-            self._complete_delayed(key)
+            self.complete_delayed_requests(key)
             if not any(t == topic for t, _ in self._partitions):
                 self._topic_names.pop(partition.topic_id, None)
         return partition
 
-    def _complete_delayed(self, key) -> None:
+    def complete_delayed_requests(self, key) -> None:
+        """Something changed for partition ``key`` (high watermark, log start
+        offset, leadership): let the requests waiting on it re-check. Whoever
+        moves a high watermark outside append_records calls this."""
         self.produce_purgatory.check_and_complete(key)
         self.fetch_purgatory.check_and_complete(key)
         self.delete_records_purgatory.check_and_complete(key)
@@ -187,7 +190,7 @@ class ReplicaManager:
             response.log_append_time_ms = info.log_append_time
             response.log_start_offset = info.log_start_offset
             if hw_moved:
-                self._complete_delayed(partition.key)
+                self.complete_delayed_requests(partition.key)
             if required_acks == -1:
                 statuses.append(ProducePartitionStatus(partition, info.last_offset + 1, response))
         if not statuses:
