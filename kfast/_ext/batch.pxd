@@ -299,6 +299,7 @@ cdef class Record:
     cdef object _value              # BufferSlice or None
     cdef object _owner              # keeps the records section alive
     cdef const uint8_t* _headers
+    cdef const uint8_t* _end         # of the record: bounds the headers
     cdef int32_t _header_count
 
 

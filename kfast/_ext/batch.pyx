@@ -29,9 +29,6 @@ from kfast.protocol.errors import (CorruptRecordException, InvalidRecordExceptio
                                    UnsupportedCompressionTypeException)
 from kfast import compression as _compression
 
-cdef extern from "Python.h":
-    const char* PyUnicode_AsUTF8AndSize(object, Py_ssize_t*) except NULL
-
 # Public constants (one definition: kfast.records re-exports these).
 from kfast.compression import COMPRESSION_NONE
 TIMESTAMP_CREATE_TIME = 0
@@ -114,11 +111,13 @@ cdef inline uint32_t _compute_crc(const uint8_t* p, Py_ssize_t size) noexcept no
 
 cdef inline int32_t _last_sequence(int32_t base_sequence, int32_t last_offset_delta) noexcept nogil:
     # DefaultRecordBatch.incrementSequence: sequences wrap from INT32_MAX to 0.
+    # (64-bit sum: a corrupt negative delta must not overflow.)
+    cdef int64_t last = <int64_t>base_sequence + last_offset_delta
     if base_sequence == -1:
         return -1
-    if base_sequence > INT32_MAX - last_offset_delta:
-        return last_offset_delta - (INT32_MAX - base_sequence) - 1
-    return base_sequence + last_offset_delta
+    if last > INT32_MAX:
+        return <int32_t>(last - INT32_MAX - 1)
+    return <int32_t>last
 
 
 def peek_magic(buffer, Py_ssize_t offset=0):
@@ -554,6 +553,7 @@ cdef class RecordIterator:
         rec._value = _slice(self._owner, r.value, r.value_length)
         rec._owner = self._owner
         rec._headers = r.headers
+        rec._end = r.end
         rec._header_count = r.header_count
         return rec
 
@@ -591,7 +591,7 @@ cdef class Record:
     def headers(self):
         cdef list out = []
         cdef const uint8_t* p = self._headers
-        cdef const uint8_t* end = self._headers + 0x7FFFFFFF  # already bounds-checked by parse_record
+        cdef const uint8_t* end = self._end   # parse_record checked every header fits
         cdef int32_t i, n
         for i in range(self._header_count):
             read_varint(&p, end, &n)
