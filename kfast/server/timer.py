@@ -30,6 +30,26 @@ from kfast._ext.timer import TimerTaskEntry, TimingWheel
 __all__ = ["SystemTimer", "TimerTaskEntry"]
 
 
+def _clock_for(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """The clock the wheel reads on every schedule(): time.monotonic when
+    the loop's own clock is that clock, else loop.time.
+
+    asyncio's loop.time() is time.monotonic() behind a Python method;
+    uvloop's is libuv's CLOCK_MONOTONIC truncated to whole ms. Either way
+    time.monotonic (which the kernel reads with one clock_gettime on Linux)
+    is the same clock, never behind loop.time(), so a call_at armed for an
+    expiration cannot wake the loop before the wheel sees it due. The probe
+    checks exactly that -- same epoch, loop.time() not ahead, lagging by
+    less than 2 ms -- instead of trusting the loop's type.
+    """
+    before = time.monotonic()
+    loop_now = loop.time()
+    after = time.monotonic()
+    if before - 0.002 <= loop_now <= after:
+        return time.monotonic
+    return loop.time
+
+
 class SystemTimer:
     """Millisecond timeouts on one event loop, O(1) to schedule and cancel.
 
@@ -47,12 +67,7 @@ class SystemTimer:
         if loop is None:
             loop = asyncio.get_running_loop()
         self._loop = loop
-        # asyncio's loops read time.monotonic() through a Python method;
-        # calling the builtin directly is the same clock at half the cost,
-        # and schedule() reads it on every call.
-        clock = (time.monotonic if type(loop).time is asyncio.BaseEventLoop.time
-                 else loop.time)
-        self._wheel = wheel = TimingWheel(tick_ms, wheel_size, clock=clock)
+        self._wheel = wheel = TimingWheel(tick_ms, wheel_size, clock=_clock_for(loop))
         wheel.advance_clock(wheel.now_ms())
         wheel.on_earlier_expiration = self._arm
         self._handle: asyncio.TimerHandle | None = None

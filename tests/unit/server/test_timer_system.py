@@ -1,11 +1,12 @@
 """SystemTimer on real event loops (uvloop and asyncio): callbacks fire on
 time, cancelled ones never do, and the loop timer is armed sparingly."""
 import asyncio
+import time
 
 import pytest
 import uvloop
 
-from kfast.server.timer import SystemTimer
+from kfast.server.timer import SystemTimer, _clock_for
 
 WAIT_S = 10.0   # generous: a slow CI machine must not fail these
 
@@ -26,10 +27,13 @@ def test_callback_fires_no_earlier_than_its_delay(loop):
         timer = SystemTimer()
         fired = loop.create_future()
         start = timer.now_ms()
-        timer.schedule(30, lambda: fired.set_result(timer.now_ms()))
+        loop_start = loop.time()
+        timer.schedule(30, lambda: fired.set_result((timer.now_ms(), loop.time())))
         assert timer.size == 1
-        fired_at = await fired
+        fired_at, loop_fired_at = await fired
         assert fired_at >= start + 30
+        # Not early by the loop's own clock either.
+        assert loop_fired_at >= loop_start + 0.030 - 1e-9
         assert timer.size == 0
     run(loop, main)
 
@@ -177,3 +181,18 @@ def test_explicit_loop_outside_a_coroutine(loop):
     fired = loop.create_future()
     timer.schedule(1, lambda: fired.set_result(True))
     assert loop.run_until_complete(asyncio.wait_for(fired, WAIT_S))
+
+
+def test_wheel_reads_monotonic_only_when_it_is_the_loops_clock(loop):
+    assert _clock_for(loop) is time.monotonic
+
+    class SkewedLoop:
+        def __init__(self, skew_s):
+            self.skew_s = skew_s
+
+        def time(self):
+            return time.monotonic() + self.skew_s
+
+    ahead, far_behind = SkewedLoop(0.5), SkewedLoop(-0.5)
+    assert _clock_for(ahead) == ahead.time
+    assert _clock_for(far_behind) == far_behind.time
