@@ -5,8 +5,9 @@ Workload (bench/conftest.py): one uncompressed batch of 1000 records,
 
   batch_decode    decode and iterate, touching offset, timestamp, key, value
   batch_build     append 1000 records and build the batch
-  batch_validate  kfast's full validate() (CRC + every record walked) vs the
-                  crc32c package's CRC alone over the same bytes 21..end
+  batch_validate  kfast's full validate() (CRC + every record walked), and
+                  validate(check_records=False) (header + CRC), vs the crc32c
+                  package's CRC alone over the same bytes 21..end
 
 Run: python3 -m pytest bench/test_codec_batch.py --benchmark-only
 """
@@ -134,6 +135,17 @@ def _validate_kfast(data):
 @pytest.mark.benchmark(group="batch_validate")
 def test_batch_validate_kfast(benchmark, batch_bytes):
     benchmark(_validate_kfast, batch_bytes)
+    byte_rate(benchmark, len(batch_bytes) - 21)
+
+
+def _validate_kfast_header_crc(data):
+    RecordBatch(data).validate(check_records=False)
+
+
+@pytest.mark.benchmark(group="batch_validate")
+def test_batch_validate_kfast_header_crc(benchmark, batch_bytes):
+    """validate(check_records=False): header rules + CRC (DESIGN.md's produce fast path)."""
+    benchmark(_validate_kfast_header_crc, batch_bytes)
     byte_rate(benchmark, len(batch_bytes) - 21)
 
 

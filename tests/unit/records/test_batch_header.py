@@ -285,3 +285,20 @@ def test_header_keys_with_invalid_utf8_are_replaced_like_java():
     builder.append(1, None, b"v", headers=[(b"\xff-key", b"x")])
     (record,) = RecordBatch(builder.build())
     assert record.headers[0][0] == "\ufffd-key"
+
+
+def test_check_records_false_skips_only_the_uncompressed_walk():
+    data = bytearray(_batch(3))
+    struct.pack_into(">i", data, 57, 4)          # count no longer matches the records
+    _recrc(data)
+    RecordBatch(data).validate(from_client=False, check_records=False)
+    with pytest.raises(CorruptRecordException):
+        RecordBatch(data).validate(from_client=False)
+    data[-1] ^= 1                                # the CRC is still checked
+    with pytest.raises(CorruptRecordException, match="crc"):
+        RecordBatch(data).validate(from_client=False, check_records=False)
+    compressed = bytearray(_batch(3, codec=1))
+    struct.pack_into(">i", compressed, 57, 4)
+    _recrc(compressed)
+    with pytest.raises(CorruptRecordException):  # compressed batches are always walked
+        RecordBatch(compressed).validate(from_client=False, check_records=False)
