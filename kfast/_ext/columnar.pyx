@@ -634,6 +634,8 @@ cdef ColumnarRecords _decode(object buffer, bint include_headers,
                 payload = decompress(
                     codec, _byte_view(buffer)[entry.records_start:entry.records_end],
                     max_output=max_decompressed_bytes)
+                if type(payload) is not bytes:           # copied below with PyBytes_AS_STRING
+                    payload = bytes(payload)
                 payloads.append(payload)
                 any_compressed = True
                 remaining = len(payload)
