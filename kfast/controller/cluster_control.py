@@ -1,0 +1,118 @@
+"""ClusterControlManager: broker registrations, epochs and fencing.
+
+A broker registers with its incarnation id (new for every process start),
+listeners and rack; the controller answers with a broker epoch, the metadata
+offset of its RegisterBrokerRecord (as Kafka does), so an epoch identifies
+one registration and a restarted broker gets a larger one. A registration is
+fenced until the broker has caught up with the metadata log; the in-process
+broker of a single-node kfast registers after the replay, so its
+registration is followed at once by an UnfenceBrokerRecord.
+"""
+from __future__ import annotations
+
+import uuid
+
+from kfast.controller.controller_result import ControllerResult
+from kfast.controller.metadata.image import BrokerRegistration, Endpoint
+from kfast.controller.metadata.records import (
+    BrokerRegistrationChangeRecord,
+    FenceBrokerRecord,
+    RegisterBrokerRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from kfast.protocol import errors
+
+# Kafka's SecurityProtocol ids.
+SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
+_PROTOCOL_NAMES = {v: k for k, v in SECURITY_PROTOCOLS.items()}
+
+
+class ClusterControlManager:
+    def __init__(self):
+        self.brokers: dict[int, BrokerRegistration] = {}
+
+    # -- queries -------------------------------------------------------------------
+    def active_brokers(self) -> list[int]:
+        """Registered, unfenced brokers sorted by id (placement candidates)."""
+        return sorted(b for b, r in self.brokers.items() if not r.fenced)
+
+    def racks(self) -> dict[int, str | None]:
+        return {b: r.rack for b, r in self.brokers.items()}
+
+    def is_active(self, broker_id: int) -> bool:
+        registration = self.brokers.get(broker_id)
+        return registration is not None and not registration.fenced
+
+    def broker_epoch(self, broker_id: int) -> int:
+        registration = self.brokers.get(broker_id)
+        if registration is None:
+            raise errors.BrokerIdNotRegisteredException(f"Broker {broker_id} is not registered.")
+        return registration.epoch
+
+    # -- operations ----------------------------------------------------------------
+    def register_broker(self, broker_id: int, incarnation_id: uuid.UUID, listeners,
+                        rack: str | None, next_offset: int, features=()) -> ControllerResult:
+        """Response: the new broker epoch. ``next_offset`` is the metadata
+        offset the RegisterBrokerRecord will get."""
+        if broker_id < 0:
+            raise errors.InvalidRegistrationException(f"Invalid broker id {broker_id}")
+        existing = self.brokers.get(broker_id)
+        if existing is not None and existing.incarnation_id == incarnation_id \
+                and not existing.fenced:
+            return ControllerResult(existing.epoch, [])   # a retried registration
+        endpoints = []
+        for endpoint in listeners:
+            protocol = SECURITY_PROTOCOLS.get(endpoint.security_protocol)
+            if protocol is None:
+                raise errors.InvalidRegistrationException(
+                    f"Unknown security protocol {endpoint.security_protocol}")
+            endpoints.append(RegisterBrokerRecord.BrokerEndpoint(
+                name=endpoint.name, host=endpoint.host, port=endpoint.port,
+                security_protocol=protocol))
+        epoch = next_offset
+        register = RegisterBrokerRecord(
+            broker_id=broker_id, incarnation_id=incarnation_id, broker_epoch=epoch,
+            end_points=endpoints, rack=rack, fenced=True,
+            features=[RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=lo,
+                                                         max_supported_version=hi)
+                      for name, lo, hi in features])
+        return ControllerResult(epoch, [register, UnfenceBrokerRecord(id=broker_id, epoch=epoch)])
+
+    # -- replay --------------------------------------------------------------------
+    def replay(self, record) -> int | None:
+        """Apply one record; returns the id of the broker it changed."""
+        if isinstance(record, RegisterBrokerRecord):
+            listeners = {e.name: Endpoint(e.name, e.host, e.port,
+                                          _PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT"))
+                         for e in record.end_points}
+            self.brokers[record.broker_id] = BrokerRegistration(
+                record.broker_id, record.incarnation_id, record.broker_epoch, listeners,
+                record.rack, record.fenced, record.in_controlled_shutdown)
+            return record.broker_id
+        if isinstance(record, UnregisterBrokerRecord):
+            self.brokers.pop(record.broker_id, None)
+            return record.broker_id
+        if isinstance(record, (FenceBrokerRecord, UnfenceBrokerRecord)):
+            return self._change(record.id, record.epoch,
+                                fenced=isinstance(record, FenceBrokerRecord))
+        if isinstance(record, BrokerRegistrationChangeRecord):
+            # Tagged int8 fields, 0 = unchanged (Kafka's
+            # BrokerRegistrationFencingChange: 1 fence, -1 unfence;
+            # BrokerRegistrationInControlledShutdownChange: 1 = entered).
+            changes = {}
+            if record.fenced:
+                changes["fenced"] = record.fenced == 1
+            if record.in_controlled_shutdown == 1:
+                changes["in_controlled_shutdown"] = True
+            return self._change(record.broker_id, record.broker_epoch, **changes)
+        raise TypeError(f"not a cluster record: {type(record).__name__}")
+
+    def _change(self, broker_id: int, epoch: int, **changes) -> int | None:
+        current = self.brokers.get(broker_id)
+        if current is None or current.epoch != epoch:
+            return None     # a record of an older registration
+        fields = {name: getattr(current, name) for name in BrokerRegistration.__slots__}
+        fields.update(changes)
+        self.brokers[broker_id] = BrokerRegistration(**fields)
+        return broker_id

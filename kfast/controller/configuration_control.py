@@ -1,0 +1,228 @@
+"""ConfigurationControlManager: dynamic config overrides of topics and brokers.
+
+State: (resource type, resource name) -> {key: value}, built from
+ConfigRecords (a null value deletes the key). Topic resources are named by
+the topic; broker resources by the broker id, or "" for the cluster-wide
+default of every broker.
+
+IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per key
+(APPEND and SUBTRACT only for LIST-typed configs); the legacy AlterConfigs
+replaces a resource's whole set. Either way the resulting set is validated
+before any record is written: topic configs through kfast.config's
+LogConfig (unknown key or bad value -> INVALID_CONFIG); broker configs must
+be known and dynamically updatable (DYNAMIC_BROKER_CONFIGS) -- Kafka answers
+"Cannot update these configs dynamically" with INVALID_REQUEST.
+"""
+from __future__ import annotations
+
+from typing import Callable, Mapping
+
+from kfast.config import (
+    SERVER_CONFIGS,
+    TOPIC_CONFIGS,
+    TOPIC_TO_SERVER,
+    ConfigException,
+    LogConfig,
+    Type,
+    coerce,
+)
+from kfast.controller.controller_result import ControllerResult
+from kfast.controller.metadata.records import (
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    ConfigRecord,
+)
+from kfast.protocol import errors
+
+# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType).
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+
+# Broker configs kfast accepts as dynamic overrides: the broker-level
+# defaults of topic configs (Kafka's DynamicLogConfig.ReconfigurableConfigs,
+# the server side of ServerTopicConfigSynonyms).
+DYNAMIC_BROKER_CONFIGS = frozenset(
+    name for name, key in SERVER_CONFIGS.items() if key.topic_synonym is not None)
+
+
+def config_type(resource_type: int, key: str):
+    """The ConfigKey defining ``key`` for a resource type, or None."""
+    table = TOPIC_CONFIGS if resource_type == CONFIG_RESOURCE_TOPIC else SERVER_CONFIGS
+    return table.get(key)
+
+
+def format_value(value) -> str | None:
+    """A config value as Kafka prints it (lists comma-separated, booleans
+    lower case)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    return str(value)
+
+
+class ConfigurationControlManager:
+    """``topic_exists(name)`` and ``broker_exists(id)`` come from the other
+    managers (a resource must exist before it is configured)."""
+
+    def __init__(self, topic_exists: Callable[[str], bool], broker_exists: Callable[[int], bool]):
+        self.topic_exists = topic_exists
+        self.broker_exists = broker_exists
+        self.configs: dict[tuple[int, str], dict[str, str]] = {}
+
+    def get(self, resource_type: int, name: str) -> dict[str, str]:
+        return self.configs.get((resource_type, name), {})
+
+    # -- operations ----------------------------------------------------------------
+    def incremental_alter_configs(self, changes: list[tuple[int, str, list[tuple[str, int, str | None]]]]
+                                  ) -> ControllerResult:
+        """``changes``: (resource type, name, [(key, op, value)]) per resource.
+        Response: one KafkaError or None per resource."""
+        results, records = [], []
+        counts = _resource_counts(changes)
+        for resource_type, name, ops in changes:
+            try:
+                if counts[resource_type, name] > 1:
+                    raise errors.InvalidRequestException("Duplicate resource.")
+                self._check_resource(resource_type, name)
+                current = self.get(resource_type, name)
+                updated = dict(current)
+                for key, op, value in ops:
+                    self._apply_op(resource_type, updated, key, op, value)
+                records += self._validated_records(resource_type, name, current, updated)
+                results.append(None)
+            except errors.KafkaError as exc:
+                results.append(exc)
+        return ControllerResult(results, records)
+
+    def legacy_alter_configs(self, changes: list[tuple[int, str, Mapping[str, str | None]]]
+                             ) -> ControllerResult:
+        """AlterConfigs: each resource's set becomes exactly the given one."""
+        results, records = [], []
+        counts = _resource_counts(changes)
+        for resource_type, name, new_set in changes:
+            try:
+                if counts[resource_type, name] > 1:
+                    raise errors.InvalidRequestException("Duplicate resource.")
+                self._check_resource(resource_type, name)
+                for key, value in new_set.items():
+                    if value is None:
+                        raise errors.InvalidRequestException(
+                            f"Null value not supported for : {key}")
+                records += self._validated_records(resource_type, name,
+                                                   self.get(resource_type, name), dict(new_set))
+                results.append(None)
+            except errors.KafkaError as exc:
+                results.append(exc)
+        return ControllerResult(results, records)
+
+    def _check_resource(self, resource_type: int, name: str) -> None:
+        if resource_type == CONFIG_RESOURCE_TOPIC:
+            if not self.topic_exists(name):
+                raise errors.UnknownTopicOrPartitionException(
+                    f"The topic '{name}' does not exist.")
+        elif resource_type == CONFIG_RESOURCE_BROKER:
+            if name == "":
+                return
+            try:
+                broker_id = int(name)
+            except ValueError:
+                raise errors.InvalidRequestException(f"Invalid broker name {name}") from None
+            if broker_id < 0 or not self.broker_exists(broker_id):
+                raise errors.BrokerIdNotRegisteredException(
+                    f"Broker {name} is not registered.")
+        else:
+            raise errors.InvalidRequestException(
+                f"Unsupported resource type {resource_type} for altering configs")
+
+    def _apply_op(self, resource_type: int, updated: dict, key: str, op: int,
+                  value: str | None) -> None:
+        if op == OP_SET:
+            updated[key] = value
+        elif op == OP_DELETE:
+            updated.pop(key, None)
+        elif op in (OP_APPEND, OP_SUBTRACT):
+            key_type = config_type(resource_type, key)
+            if key_type is None or key_type.type is not Type.LIST:
+                verb = "APPEND to" if op == OP_APPEND else "SUBTRACT from"
+                raise errors.InvalidConfigurationException(
+                    f"Can't {verb} key {key} because its type is not LIST.")
+            if key in updated:
+                items = [v.strip() for v in updated[key].split(",") if v.strip()]
+            else:
+                items = list(_default_value(resource_type, key) or [])
+            given = [v.strip() for v in (value or "").split(",") if v.strip()]
+            if op == OP_APPEND:
+                items += [v for v in given if v not in items]
+            else:
+                items = [v for v in items if v not in given]
+            updated[key] = ",".join(items)
+        else:
+            raise errors.InvalidRequestException(f"Unknown alter configs op type {op}")
+
+    def _validated_records(self, resource_type: int, name: str, current: Mapping[str, str],
+                           updated: Mapping[str, str | None]) -> list:
+        updated = {k: v for k, v in updated.items() if v is not None}
+        if resource_type == CONFIG_RESOURCE_TOPIC:
+            try:
+                LogConfig.validate(updated)
+            except ConfigException as exc:
+                raise errors.InvalidConfigurationException(str(exc)) from None
+        else:
+            changed = {k for k in set(updated) | set(current) if updated.get(k) != current.get(k)}
+            unknown = sorted(k for k in changed if k not in SERVER_CONFIGS)
+            if unknown:
+                raise errors.InvalidConfigurationException(
+                    f"Unknown broker config(s): {', '.join(unknown)}")
+            static = sorted(k for k in changed if k not in DYNAMIC_BROKER_CONFIGS)
+            if static:
+                raise errors.InvalidRequestException(
+                    f"Cannot update these configs dynamically: {', '.join(static)}")
+            for key, value in updated.items():
+                try:
+                    definition = SERVER_CONFIGS[key]
+                    coerced = coerce(key, definition.type, value)
+                    if definition.validator is not None:
+                        definition.validator(key, coerced)
+                except ConfigException as exc:
+                    raise errors.InvalidConfigurationException(str(exc)) from None
+        records = []
+        for key in sorted(set(current) | set(updated)):
+            if current.get(key) != updated.get(key):
+                records.append(ConfigRecord(resource_type=resource_type, resource_name=name,
+                                            name=key, value=updated.get(key)))
+        return records
+
+    # -- replay --------------------------------------------------------------------
+    def replay(self, record: ConfigRecord) -> tuple[int, str]:
+        resource = (record.resource_type, record.resource_name)
+        if record.value is None:
+            configs = self.configs.get(resource)
+            if configs is not None:
+                configs.pop(record.name, None)
+                if not configs:
+                    del self.configs[resource]
+        else:
+            self.configs.setdefault(resource, {})[record.name] = record.value
+        return resource
+
+    def delete_topic_configs(self, name: str) -> bool:
+        """A removed topic loses its overrides (replay of RemoveTopicRecord)."""
+        return self.configs.pop((CONFIG_RESOURCE_TOPIC, name), None) is not None
+
+
+def _resource_counts(changes) -> dict:
+    counts: dict = {}
+    for resource_type, name, _ in changes:
+        counts[resource_type, name] = counts.get((resource_type, name), 0) + 1
+    return counts
+
+
+def _default_value(resource_type: int, key: str):
+    if resource_type == CONFIG_RESOURCE_TOPIC:
+        server = TOPIC_TO_SERVER.get(key)
+        if server is not None and SERVER_CONFIGS[server].default is not None:
+            return SERVER_CONFIGS[server].default
+        return TOPIC_CONFIGS[key].default
+    return SERVER_CONFIGS[key].default

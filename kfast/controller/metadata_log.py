@@ -1,0 +1,90 @@
+"""MetadataLog: the ``__cluster_metadata-0`` partition on disk.
+
+KRaft keeps cluster metadata in a log partition like any other: v2 record
+batches in ``%020d.log`` segments with their indexes, so kfast uses
+kfast.storage's Log for it. Each committed change is one batch (written by
+the single voter, partition leader epoch = the quorum epoch) whose records
+have a null key and a framed metadata record as value
+(kfast.controller.metadata.records). Retention never deletes from it: the
+metadata log is the cluster's source of truth.
+
+All methods block on the disk; the QuorumController calls them in an
+executor.
+"""
+from __future__ import annotations
+
+import base64
+import os
+import time
+from typing import Iterator
+
+from kfast.config import LogConfig
+from kfast.controller.metadata.image import METADATA_TOPIC_ID
+from kfast.controller.metadata.records import decode_record, encode_record
+from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
+from kfast.records import RecordBatchBuilder, iter_batches
+from kfast.storage.log import Log
+from kfast.storage.producer_state import ORIGIN_COORDINATOR
+
+METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC_NAME}-0"
+_READ_CHUNK_BYTES = 1 << 20
+_MAX_BATCH_BYTES = 1 << 30
+
+
+def _kafka_uuid(value) -> str:
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+class MetadataLog:
+    def __init__(self, metadata_log_dir: str):
+        self.dir = os.path.join(metadata_log_dir, METADATA_PARTITION_DIR)
+        self.log: Log | None = None
+
+    def open(self) -> None:
+        # Recovery re-reads every batch (CRC-checked) and drops a torn tail:
+        # the log is small, and the broker's clean-shutdown marker is not
+        # this log's to trust.
+        # One batch holds one whole change (a topic with all its partitions).
+        config = LogConfig({"retention.ms": -1, "retention.bytes": -1,
+                            "max.message.bytes": _MAX_BATCH_BYTES})
+        self.log = Log(self.dir, config, topic_id=_kafka_uuid(METADATA_TOPIC_ID))
+
+    @property
+    def end_offset(self) -> int:
+        return self.log.log_end_offset
+
+    def read_all(self) -> Iterator[tuple[int, object]]:
+        """(offset, record) of every record, in order."""
+        offset = self.log.log_start_offset
+        end = self.log.log_end_offset
+        while offset < end:
+            info = self.log.read(offset, _READ_CHUNK_BYTES)
+            if info.records is None or not len(info.records):
+                raise RuntimeError(f"cannot read the metadata log at offset {offset}")
+            data = info.records.read()
+            for batch in iter_batches(data):
+                if batch.is_control:
+                    offset = batch.last_offset + 1
+                    continue
+                for record in batch:
+                    if record.offset >= offset:
+                        yield record.offset, decode_record(bytes(record.value))[0]
+                offset = batch.last_offset + 1
+
+    def append(self, records: list, epoch: int) -> int:
+        """Append one batch holding ``records`` and fsync it; returns the
+        offset of its first record."""
+        builder = RecordBatchBuilder(partition_leader_epoch=epoch)
+        now = int(time.time() * 1000)
+        for record in records:
+            builder.append(now, None, encode_record(record))
+        info = self.log.append_as_leader(bytearray(builder.build()), leader_epoch=epoch,
+                                         origin=ORIGIN_COORDINATOR)
+        self.log.flush()
+        return info.first_offset
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.flush()
+            self.log.close()
+            self.log = None

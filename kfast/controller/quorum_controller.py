@@ -1,0 +1,339 @@
+"""QuorumController: the single-node KRaft controller.
+
+This process is the only voter of the metadata quorum, so it is always the
+active controller (epoch 1). Every operation runs one at a time (an asyncio
+lock plays the role of Kafka's single-threaded controller event queue):
+
+    1. a control manager reads the current state and returns a
+       ControllerResult (response + records); nothing has changed yet;
+    2. the records are appended to ``__cluster_metadata-0`` as one batch and
+       fsynced, in an executor (the loop never waits on the disk);
+    3. only then each record is replayed into the managers, a new immutable
+       MetadataImage is built, and every subscriber gets
+       ``callback(delta, image)`` on the event loop;
+    4. the response is returned.
+
+A failed append leaves the state untouched. ``start()`` replays the whole
+log, so a restart rebuilds the same image (topic ids, configs, partition
+epochs); an empty log is first formatted with the bootstrap records
+(metadata.version).
+
+    controller = QuorumController(config, node_id=1, cluster_id=None,
+                                  metadata_log_dir="/var/lib/kfast")
+    await controller.start()
+    controller.subscribe(lambda delta, image: ...)
+    epoch = await controller.register_broker(1, uuid.uuid4(), endpoints, None)
+    await controller.auto_create_topics(["orders"])   # {"orders": 0}
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import Callable, Iterable, Mapping
+
+from kfast.config import KafkaConfig
+from kfast.controller.cluster_control import ClusterControlManager
+from kfast.controller.configuration_control import ConfigurationControlManager
+from kfast.controller.controller_result import ControllerResult
+from kfast.controller.feature_control import (
+    METADATA_VERSION,
+    METADATA_VERSION_LEVEL,
+    FeatureControlManager,
+)
+from kfast.controller.metadata.image import (
+    Endpoint,
+    MetadataDelta,
+    MetadataImage,
+    TopicImage,
+)
+from kfast.controller.metadata.records import (
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    BrokerRegistrationChangeRecord,
+    ConfigRecord,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
+    RegisterBrokerRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
+)
+from kfast.controller.metadata_log import MetadataLog
+from kfast.controller.producer_id_control import ProducerIdControlManager
+from kfast.controller.replication_control import (
+    CreatedTopic,
+    ReplicationControlManager,
+    TopicSpec,
+)
+from kfast.protocol import errors
+
+logger = logging.getLogger(__name__)
+
+# The single voter's quorum epoch (Raft term); the partition leader epoch of
+# every metadata batch.
+QUORUM_EPOCH = 1
+
+_TOPIC_RECORDS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
+_CLUSTER_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord,
+                    UnfenceBrokerRecord, BrokerRegistrationChangeRecord)
+
+MetadataCallback = Callable[[MetadataDelta, MetadataImage], None]
+
+
+class _DeltaBuilder:
+    """What one commit changed, collected while its records are replayed."""
+
+    def __init__(self):
+        self.changed_topics: set[str] = set()
+        self.deleted_topics: dict[str, TopicImage] = {}
+        self.changed_topic_configs: set[str] = set()
+        self.changed_broker_configs: set[str] = set()
+        self.changed_brokers: set[int] = set()
+
+
+def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
+    if cluster_id:
+        return cluster_id
+    from kfast.storage.meta_properties import random_uuid_base64, read_meta_properties
+
+    meta = read_meta_properties(metadata_log_dir)
+    if meta is not None and meta.cluster_id:
+        return meta.cluster_id
+    return random_uuid_base64()
+
+
+class QuorumController:
+    def __init__(self, config: KafkaConfig, node_id: int, cluster_id: str | None,
+                 metadata_log_dir: str, loop: asyncio.AbstractEventLoop | None = None):
+        self.config = config
+        self.node_id = node_id
+        self.cluster_id = _resolve_cluster_id(cluster_id, metadata_log_dir)
+        self.epoch = QUORUM_EPOCH
+        self._loop = loop
+        self.metadata_log = MetadataLog(metadata_log_dir)
+        self.cluster_control = ClusterControlManager()
+        self.feature_control = FeatureControlManager()
+        self.producer_id_control = ProducerIdControlManager()
+        self.replication_control = ReplicationControlManager(self.cluster_control,
+                                                             self._topic_defaults)
+        self.configuration_control = ConfigurationControlManager(
+            lambda name: name in self.replication_control.topics_by_name,
+            lambda broker_id: broker_id in self.cluster_control.brokers)
+        self.image = MetadataImage(cluster_id=self.cluster_id, controller_id=node_id)
+        self._last_offset = -1
+        self._subscribers: list[MetadataCallback] = []
+        self._lock = asyncio.Lock()
+        self.started = False
+
+    def _topic_defaults(self) -> tuple[int, int]:
+        return self.config["num.partitions"], self.config["default.replication.factor"]
+
+    # -- life cycle --------------------------------------------------------------------
+    async def start(self) -> None:
+        loop = self._loop or asyncio.get_running_loop()
+        self._loop = loop
+        records = await loop.run_in_executor(None, self._open_and_read)
+        delta = _DeltaBuilder()
+        for offset, record in records:
+            self._replay(record, offset, delta)
+        self._publish(delta, notify=False)
+        if self._last_offset < 0:
+            await self._commit(self.feature_control.bootstrap_records(), notify=False)
+        self.started = True
+        logger.info("metadata log replayed: %d records, %d topics, last offset %d",
+                    len(records), len(self.image.topics_by_name), self._last_offset)
+        for callback in list(self._subscribers):
+            callback(MetadataDelta(), self.image)
+
+    def _open_and_read(self) -> list:
+        self.metadata_log.open()
+        return list(self.metadata_log.read_all())
+
+    async def shutdown(self) -> None:
+        if self.metadata_log.log is None:
+            return
+        async with self._lock:
+            self.started = False
+            await self._loop.run_in_executor(None, self.metadata_log.close)
+
+    def subscribe(self, callback: MetadataCallback) -> None:
+        """``callback(delta, image)`` after every committed change; called at
+        once with the current image if the controller has started."""
+        self._subscribers.append(callback)
+        if self.started:
+            callback(MetadataDelta(), self.image)
+
+    # -- commit and replay -----------------------------------------------------------------
+    async def _run(self, operation: Callable[[], ControllerResult],
+                   validate_only: bool = False):
+        """Run one operation against the current state; commit its records
+        unless ``validate_only``. Returns the operation's response."""
+        async with self._lock:
+            if not self.started:
+                raise errors.NotControllerException("The controller is not running.")
+            result = operation()
+            if result.records and not validate_only:
+                await self._commit(result.records)
+            return result.response
+
+    async def _commit(self, records: list, notify: bool = True) -> None:
+        try:
+            first = await self._loop.run_in_executor(None, self.metadata_log.append, records,
+                                                     self.epoch)
+        except OSError as exc:
+            raise errors.KafkaStorageException(f"Cannot append to the metadata log: {exc}") \
+                from exc
+        delta = _DeltaBuilder()
+        for index, record in enumerate(records):
+            self._replay(record, first + index, delta)
+        self._publish(delta, notify)
+
+    def _replay(self, record, offset: int, delta: _DeltaBuilder) -> None:
+        if isinstance(record, _TOPIC_RECORDS):
+            if isinstance(record, RemoveTopicRecord):
+                topic = self.replication_control.topics.get(record.topic_id)
+                if topic is not None:
+                    delta.deleted_topics[topic.name] = topic.image()
+            action, name = self.replication_control.replay(record)
+            if action == "deleted":
+                delta.changed_topics.discard(name)
+                self.configuration_control.delete_topic_configs(name)
+                delta.changed_topic_configs.discard(name)
+            else:
+                delta.changed_topics.add(name)
+        elif isinstance(record, ConfigRecord):
+            resource_type, name = self.configuration_control.replay(record)
+            if resource_type == CONFIG_RESOURCE_TOPIC:
+                delta.changed_topic_configs.add(name)
+            elif resource_type == CONFIG_RESOURCE_BROKER:
+                delta.changed_broker_configs.add(name)
+        elif isinstance(record, _CLUSTER_RECORDS):
+            broker_id = self.cluster_control.replay(record)
+            if broker_id is not None:
+                delta.changed_brokers.add(broker_id)
+        elif isinstance(record, FeatureLevelRecord):
+            self.feature_control.replay(record)
+        elif isinstance(record, ProducerIdsRecord):
+            self.producer_id_control.replay(record)
+        elif not isinstance(record, NoOpRecord):
+            raise TypeError(f"cannot replay {type(record).__name__}")
+        self._last_offset = offset
+
+    def _publish(self, delta: _DeltaBuilder, notify: bool = True) -> None:
+        previous = self.image
+        topics_by_name = dict(previous.topics_by_name)
+        topics_by_id = dict(previous.topics_by_id)
+        for name, old in delta.deleted_topics.items():
+            if topics_by_name.get(name) is not None and topics_by_name[name].topic_id == old.topic_id:
+                del topics_by_name[name]
+            topics_by_id.pop(old.topic_id, None)
+        changed = {}
+        for name in delta.changed_topics:
+            topic = self.replication_control.topic(name)
+            if topic is None:
+                continue
+            image = topic.image()
+            topics_by_name[name] = topics_by_id[topic.topic_id] = changed[name] = image
+        topic_configs, broker_configs = {}, {}
+        for (resource_type, name), values in self.configuration_control.configs.items():
+            if resource_type == CONFIG_RESOURCE_TOPIC:
+                topic_configs[name] = dict(values)
+            elif resource_type == CONFIG_RESOURCE_BROKER:
+                broker_configs[name] = dict(values)
+        self.image = MetadataImage(
+            cluster_id=self.cluster_id, offset=self._last_offset, controller_id=self.node_id,
+            topics_by_name=topics_by_name, topics_by_id=topics_by_id,
+            brokers=dict(self.cluster_control.brokers), topic_configs=topic_configs,
+            broker_configs=broker_configs, features=dict(self.feature_control.finalized))
+        if not notify:
+            return
+        metadata_delta = MetadataDelta(
+            changed_topics=changed, deleted_topics=dict(delta.deleted_topics),
+            changed_topic_configs=frozenset(delta.changed_topic_configs),
+            changed_broker_configs=frozenset(delta.changed_broker_configs),
+            changed_brokers=frozenset(delta.changed_brokers))
+        for callback in list(self._subscribers):
+            try:
+                callback(metadata_delta, self.image)
+            except Exception:
+                logger.exception("metadata subscriber %r failed", callback)
+
+    # -- brokers and producer ids ---------------------------------------------------------
+    async def register_broker(self, broker_id: int, incarnation_id: uuid.UUID,
+                              listeners: list[Endpoint], rack: str | None) -> int:
+        """Register (or re-register) a broker; returns its new broker epoch."""
+        features = [(METADATA_VERSION, 1, METADATA_VERSION_LEVEL)]
+        return await self._run(lambda: self.cluster_control.register_broker(
+            broker_id, incarnation_id, listeners, rack, self.metadata_log.end_offset, features))
+
+    async def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
+        """A block of producer ids for ``broker_id``: (first id, count)."""
+        def operation():
+            registration = self.cluster_control.brokers.get(broker_id)
+            epoch = registration.epoch if registration is not None else -1
+            return self.producer_id_control.generate_next_producer_id(broker_id, epoch)
+        return await self._run(operation)
+
+    # -- topics ------------------------------------------------------------------------------
+    async def create_topics(self, specs: list[TopicSpec], validate_only: bool = False
+                            ) -> list[CreatedTopic]:
+        return await self._run(lambda: self.replication_control.create_topics(specs),
+                               validate_only)
+
+    async def auto_create_topics(self, names: Iterable[str], num_partitions: int | None = None,
+                                 replication_factor: int | None = None,
+                                 configs: Mapping[str, str] | None = None) -> dict[str, int]:
+        """Create topics with the broker defaults (num.partitions,
+        default.replication.factor) unless given; {name: error code}."""
+        specs = [TopicSpec(name, num_partitions if num_partitions is not None else -1,
+                           replication_factor if replication_factor is not None else -1,
+                           None, dict(configs or {}))
+                 for name in dict.fromkeys(names)]
+        results = await self.create_topics(specs)
+        return {r.name: (r.error.code if r.error is not None else 0) for r in results}
+
+    async def delete_topics(self, names: list[str | None], topic_ids: list[uuid.UUID]) -> list:
+        """(name, topic_id, KafkaError | None) per entry."""
+        return await self._run(lambda: self.replication_control.delete_topics(names, topic_ids))
+
+    async def create_partitions(self, topics: list[tuple[str, int, list[list[int]] | None]],
+                                validate_only: bool = False) -> list:
+        """topics: (name, new total count, assignments); KafkaError | None per topic."""
+        def operation():
+            counts: dict[str, int] = {}
+            for name, _, _ in topics:
+                counts[name] = counts.get(name, 0) + 1
+            results, records = [], []
+            for name, count, assignments in topics:
+                try:
+                    if counts[name] > 1:
+                        raise errors.InvalidRequestException("Duplicate topic name.")
+                    records += self.replication_control.create_partitions(
+                        name, count, assignments).records
+                    results.append(None)
+                except errors.KafkaError as exc:
+                    results.append(exc)
+            return ControllerResult(results, records)
+        return await self._run(operation, validate_only)
+
+    async def elect_leaders(self, election_type: int, partitions) -> dict:
+        """{(topic, partition): KafkaError | None}; ``partitions`` None = all."""
+        return await self._run(lambda: self.replication_control.elect_leaders(
+            election_type, partitions))
+
+    # -- configs -------------------------------------------------------------------------------
+    async def incremental_alter_configs(self, changes: list, validate_only: bool = False) -> list:
+        """changes: (resource type, name, [(key, op, value)]); KafkaError | None each."""
+        return await self._run(
+            lambda: self.configuration_control.incremental_alter_configs(changes), validate_only)
+
+    async def legacy_alter_configs(self, changes: list, validate_only: bool = False) -> list:
+        """changes: (resource type, name, {key: value}); KafkaError | None each."""
+        return await self._run(
+            lambda: self.configuration_control.legacy_alter_configs(changes), validate_only)

@@ -1,0 +1,379 @@
+"""ReplicationControlManager: topics, partitions, replicas, leaders and ISRs.
+
+Operations (CreateTopics, DeleteTopics, CreatePartitions, auto-creation)
+read the current state and return a ControllerResult: per-topic results in
+the request's response type, and the records that make the change
+(TopicRecord + PartitionRecords + ConfigRecords, RemoveTopicRecord,
+PartitionRecords for new partitions). Validation follows Kafka's controller
+(ReplicationControlManager.createTopics and friends): the first failing rule
+gives the topic's error code and message, other topics of the request go on.
+
+A new partition's ISR is its replicas on unfenced brokers and its leader the
+first of them; leader epoch and partition epoch start at 0.
+"""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Callable, Mapping
+
+from kfast.config import ConfigException, LogConfig
+from kfast.controller.controller_result import ControllerResult
+from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID, PartitionRegistration, TopicImage
+from kfast.controller.metadata.records import (
+    CONFIG_RESOURCE_TOPIC,
+    ConfigRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    RemoveTopicRecord,
+    TopicRecord,
+)
+from kfast.controller.placement import place_replicas
+from kfast.controller.topics import unify_collision_chars, validate_topic_name
+from kfast.protocol import errors
+
+# PartitionChangeRecord.leader: -2 means "leader unchanged".
+NO_LEADER_CHANGE = -2
+# ElectLeaders election types (Kafka's ElectionType).
+ELECTION_PREFERRED, ELECTION_UNCLEAN = 0, 1
+
+
+@dataclass
+class TopicControlInfo:
+    name: str
+    topic_id: uuid.UUID
+    partitions: dict[int, PartitionRegistration] = field(default_factory=dict)
+
+    def image(self) -> TopicImage:
+        return TopicImage(self.name, self.topic_id, dict(self.partitions))
+
+
+@dataclass
+class TopicSpec:
+    """What one topic creation asks for, after defaults are resolved."""
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: Mapping[int, list[int]] | None = None
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+
+
+@dataclass
+class CreatedTopic:
+    name: str
+    error: errors.KafkaError | None
+    topic_id: uuid.UUID = ZERO_UUID
+    num_partitions: int = -1
+    replication_factor: int = -1
+
+
+class ReplicationControlManager:
+    """``cluster``: the ClusterControlManager (live brokers and racks);
+    ``defaults()``: (num.partitions, default.replication.factor)."""
+
+    def __init__(self, cluster, defaults: Callable[[], tuple[int, int]],
+                 placement: Callable = place_replicas):
+        self.cluster = cluster
+        self.defaults = defaults
+        self.placement = placement
+        self.topics: dict[uuid.UUID, TopicControlInfo] = {}
+        self.topics_by_name: dict[str, uuid.UUID] = {}
+        # unify_collision_chars(name) -> names that map to it
+        self._collision_names: dict[str, set[str]] = {}
+
+    # -- queries -----------------------------------------------------------------
+    def topic(self, name: str) -> TopicControlInfo | None:
+        topic_id = self.topics_by_name.get(name)
+        return None if topic_id is None else self.topics[topic_id]
+
+    # -- CreateTopics --------------------------------------------------------------
+    def create_topics(self, specs: list[TopicSpec], new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4
+                      ) -> ControllerResult:
+        """Response: one CreatedTopic per spec, in order. Names repeated in
+        one request fail with INVALID_REQUEST (all their occurrences)."""
+        seen: dict[str, int] = {}
+        for spec in specs:
+            seen[spec.name] = seen.get(spec.name, 0) + 1
+        results, records = [], []
+        planned: set[str] = set()
+        for spec in specs:
+            if seen[spec.name] > 1:
+                results.append(CreatedTopic(spec.name, errors.InvalidRequestException(
+                    "Duplicate topic name.")))
+                continue
+            try:
+                created, topic_records = self._create_topic(spec, planned, new_topic_id)
+            except errors.KafkaError as exc:
+                results.append(CreatedTopic(spec.name, exc))
+                continue
+            planned.add(spec.name)
+            results.append(created)
+            records += topic_records
+        return ControllerResult(results, records)
+
+    def _create_topic(self, spec: TopicSpec, planned: set[str], new_topic_id):
+        name = spec.name
+        validate_topic_name(name)
+        if name in self.topics_by_name or name in planned:
+            raise errors.TopicExistsException(f"Topic '{name}' already exists.")
+        unified = unify_collision_chars(name)
+        colliding = self._collision_names.get(unified, set()) | {
+            p for p in planned if unify_collision_chars(p) == unified}
+        if colliding:
+            raise errors.InvalidTopicException(
+                f"Topic '{name}' collides with existing topic: {sorted(colliding)[0]}")
+        default_partitions, default_rf = self.defaults()
+        if spec.assignments:
+            if spec.num_partitions != -1:
+                raise errors.InvalidRequestException(
+                    "A manual partition assignment was specified, but numPartitions was not "
+                    "set to -1.")
+            if spec.replication_factor != -1:
+                raise errors.InvalidRequestException(
+                    "A manual partition assignment was specified, but replicationFactor was "
+                    "not set to -1.")
+            indices = sorted(spec.assignments)
+            if indices != list(range(len(indices))):
+                raise errors.InvalidReplicaAssignmentException(
+                    "partitions should be a consecutive 0-based integer sequence")
+            assignment = [self._check_assignment(list(spec.assignments[i])) for i in indices]
+            sizes = {len(replicas) for replicas in assignment}
+            if len(sizes) > 1:
+                raise errors.InvalidReplicaAssignmentException(
+                    "All partitions in the manual partition assignment must have the same number "
+                    "of replicas.")
+        else:
+            partitions = default_partitions if spec.num_partitions == -1 else spec.num_partitions
+            rf = default_rf if spec.replication_factor == -1 else spec.replication_factor
+            if partitions <= 0:
+                raise errors.InvalidPartitionsException(
+                    "Number of partitions was set to an invalid non-positive value.")
+            if rf <= 0:
+                raise errors.InvalidReplicationFactorException(
+                    "Replication factor must be larger than 0, or -1 to use the default value.")
+            assignment = self.placement(self.cluster.active_brokers(), partitions, rf,
+                                        self.cluster.racks())
+        configs = dict(spec.configs or {})
+        for key, value in configs.items():
+            if value is None:
+                raise errors.InvalidRequestException(
+                    f"Null value not supported for topic configs: {key}")
+        try:
+            LogConfig.validate(configs)
+        except ConfigException as exc:
+            raise errors.InvalidConfigurationException(str(exc)) from None
+        topic_id = new_topic_id()
+        records = [ConfigRecord(resource_type=CONFIG_RESOURCE_TOPIC, resource_name=name,
+                                name=key, value=value) for key, value in configs.items()]
+        records.append(TopicRecord(name=name, topic_id=topic_id))
+        for index, replicas in enumerate(assignment):
+            records.append(self._new_partition_record(topic_id, index, replicas))
+        return CreatedTopic(name, None, topic_id, len(assignment), len(assignment[0])), records
+
+    def _check_assignment(self, replicas: list[int]) -> list[int]:
+        if not replicas:
+            raise errors.InvalidReplicaAssignmentException(
+                "The manual partition assignment includes an empty replica list.")
+        if len(set(replicas)) != len(replicas):
+            raise errors.InvalidReplicaAssignmentException(
+                f"The manual partition assignment includes the broker "
+                f"{next(r for r in replicas if replicas.count(r) > 1)} more than once.")
+        for broker in replicas:
+            if broker not in self.cluster.brokers:
+                raise errors.InvalidReplicaAssignmentException(
+                    f"The manual partition assignment includes broker {broker}, but no such "
+                    f"broker is registered.")
+        return replicas
+
+    def _new_partition_record(self, topic_id: uuid.UUID, index: int, replicas: list[int]):
+        isr = [r for r in replicas if self.cluster.is_active(r)]
+        if not isr:
+            raise errors.InvalidReplicationFactorException(
+                "All brokers specified in the partition assignment are currently fenced.")
+        return PartitionRecord(partition_id=index, topic_id=topic_id, replicas=list(replicas),
+                               isr=isr, leader=isr[0], leader_epoch=0, partition_epoch=0)
+
+    # -- DeleteTopics --------------------------------------------------------------
+    def delete_topics(self, names: list[str | None], topic_ids: list[uuid.UUID]) -> ControllerResult:
+        """``names[i]`` or ``topic_ids[i]`` (the other None / ZERO_UUID)
+        names the i-th topic. Response: (name, topic_id, error) per entry."""
+        results, records = [], []
+        name_counts: dict[str, int] = {}
+        id_counts: dict[uuid.UUID, int] = {}
+        for name, topic_id in zip(names, topic_ids):
+            if name is not None:
+                name_counts[name] = name_counts.get(name, 0) + 1
+            if topic_id != ZERO_UUID:
+                id_counts[topic_id] = id_counts.get(topic_id, 0) + 1
+        removed: set[uuid.UUID] = set()
+        for name, topic_id in zip(names, topic_ids):
+            error = None
+            if name is not None and topic_id != ZERO_UUID:
+                error = errors.InvalidRequestException(
+                    "You may not specify both topic name and topic id.")
+            elif name is None and topic_id == ZERO_UUID:
+                error = errors.InvalidRequestException("Neither topic name nor id were specified.")
+            elif name is not None and name_counts[name] > 1:
+                error = errors.InvalidRequestException("Duplicate topic name.")
+            elif topic_id != ZERO_UUID and id_counts[topic_id] > 1:
+                error = errors.InvalidRequestException("Duplicate topic id.")
+            elif name is not None:
+                found = self.topics_by_name.get(name)
+                if found is None:
+                    error = errors.UnknownTopicOrPartitionException(
+                        "This server does not host this topic-partition.")
+                else:
+                    topic_id = found
+            else:
+                topic = self.topics.get(topic_id)
+                if topic is None:
+                    error = errors.UnknownTopicIdException("This server does not host this topic ID.")
+                else:
+                    name = topic.name
+            if error is None and topic_id not in removed:
+                removed.add(topic_id)
+                records.append(RemoveTopicRecord(topic_id=topic_id))
+            results.append((name, topic_id, error))
+        return ControllerResult(results, records)
+
+    # -- CreatePartitions ----------------------------------------------------------
+    def create_partitions(self, name: str, count: int,
+                          assignments: list[list[int]] | None) -> ControllerResult:
+        """Response: None on success (raises the topic's KafkaError)."""
+        topic = self.topic(name)
+        if topic is None:
+            raise errors.UnknownTopicOrPartitionException(
+                "This server does not host this topic-partition.")
+        current = len(topic.partitions)
+        if count < current:
+            raise errors.InvalidPartitionsException(
+                f"The topic {name} currently has {current} partition(s); {count} would not be an "
+                f"increase.")
+        if count == current:
+            raise errors.InvalidPartitionsException(f"Topic already has {current} partition(s).")
+        additional = count - current
+        rf = len(topic.partitions[0].replicas) if topic.partitions else 1
+        if assignments:
+            if len(assignments) != additional:
+                raise errors.InvalidReplicaAssignmentException(
+                    f"Attempted to add {additional} additional partition(s), but only "
+                    f"{len(assignments)} assignment(s) were specified.")
+            placed = []
+            for replicas in assignments:
+                replicas = self._check_assignment(list(replicas))
+                if len(replicas) != rf:
+                    raise errors.InvalidReplicaAssignmentException(
+                        f"The manual partition assignment includes a partition with "
+                        f"{len(replicas)} replica(s), but this is not consistent with previous "
+                        f"partitions, which have {rf} replica(s).")
+                placed.append(replicas)
+        else:
+            placed = self.placement(self.cluster.active_brokers(), additional, rf,
+                                    self.cluster.racks(), start_partition=current)
+        records = [self._new_partition_record(topic.topic_id, current + i, replicas)
+                   for i, replicas in enumerate(placed)]
+        return ControllerResult(None, records)
+
+    # -- ElectLeaders --------------------------------------------------------------
+    def elect_leaders(self, election_type: int, partitions) -> ControllerResult:
+        """Preferred (0) or unclean (1) election for ``partitions``
+        ((topic, index) pairs; None = every partition). Response:
+        {(topic, index): KafkaError | None}."""
+        if partitions is None:
+            partitions = [(t.name, i) for t in self.topics.values() for i in sorted(t.partitions)]
+        results, records = {}, []
+        for name, index in partitions:
+            topic = self.topic(name)
+            if topic is None or index not in topic.partitions:
+                results[name, index] = errors.UnknownTopicOrPartitionException(
+                    f"The partition {name}-{index} does not exist.")
+                continue
+            registration = topic.partitions[index]
+            alive = self.cluster.is_active
+            change = None
+            if election_type == ELECTION_PREFERRED:
+                preferred = registration.replicas[0]
+                if registration.leader == preferred:
+                    results[name, index] = errors.ElectionNotNeededException(
+                        "Leader election not needed for topic partition.")
+                elif preferred in registration.isr and alive(preferred):
+                    change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id,
+                                                   leader=preferred)
+                else:
+                    results[name, index] = errors.PreferredLeaderNotAvailableException(
+                        f"Failed to elect leader for partition {name}-{index} under strategy "
+                        f"PreferredReplicaPartitionLeaderElectionStrategy")
+            elif election_type == ELECTION_UNCLEAN:
+                if registration.leader != NO_LEADER and alive(registration.leader):
+                    results[name, index] = errors.ElectionNotNeededException(
+                        "Leader election not needed for topic partition.")
+                else:
+                    in_sync = [r for r in registration.isr if alive(r)]
+                    candidates = in_sync or [r for r in registration.replicas if alive(r)]
+                    if not candidates:
+                        results[name, index] = errors.EligibleLeadersNotAvailableException(
+                            f"Failed to elect leader for partition {name}-{index} under strategy "
+                            f"UncleanLeaderElectionStrategy")
+                    else:
+                        leader = candidates[0]
+                        change = PartitionChangeRecord(
+                            partition_id=index, topic_id=topic.topic_id, leader=leader,
+                            isr=None if in_sync else [leader])
+            else:
+                results[name, index] = errors.InvalidRequestException(
+                    f"Unknown election type {election_type}")
+            if change is not None:
+                records.append(change)
+                results[name, index] = None
+        return ControllerResult(results, records)
+
+    # -- replay --------------------------------------------------------------------
+    def replay(self, record) -> tuple[str, str] | None:
+        """Apply one record; returns ("changed" | "deleted", topic name)."""
+        if isinstance(record, TopicRecord):
+            self.topics[record.topic_id] = TopicControlInfo(record.name, record.topic_id)
+            self.topics_by_name[record.name] = record.topic_id
+            self._collision_names.setdefault(unify_collision_chars(record.name),
+                                             set()).add(record.name)
+            return "changed", record.name
+        if isinstance(record, PartitionRecord):
+            topic = self.topics[record.topic_id]
+            topic.partitions[record.partition_id] = PartitionRegistration(
+                tuple(record.replicas), tuple(record.isr), record.leader, record.leader_epoch,
+                record.partition_epoch, tuple(record.removing_replicas or ()),
+                tuple(record.adding_replicas or ()))
+            return "changed", topic.name
+        if isinstance(record, PartitionChangeRecord):
+            topic = self.topics[record.topic_id]
+            topic.partitions[record.partition_id] = apply_partition_change(
+                topic.partitions[record.partition_id], record)
+            return "changed", topic.name
+        if isinstance(record, RemoveTopicRecord):
+            topic = self.topics.pop(record.topic_id)
+            del self.topics_by_name[topic.name]
+            unified = unify_collision_chars(topic.name)
+            names = self._collision_names.get(unified, set())
+            names.discard(topic.name)
+            if not names:
+                self._collision_names.pop(unified, None)
+            return "deleted", topic.name
+        raise TypeError(f"not a replication record: {type(record).__name__}")
+
+
+def apply_partition_change(current: PartitionRegistration, change) -> PartitionRegistration:
+    """PartitionRegistration.merge: fields the change carries replace the
+    current ones; a new leader bumps the leader epoch; every change bumps
+    the partition epoch."""
+    replicas = tuple(change.replicas) if change.replicas is not None else current.replicas
+    isr = tuple(change.isr) if change.isr is not None else current.isr
+    leader, leader_epoch = current.leader, current.leader_epoch
+    if change.leader != NO_LEADER_CHANGE:
+        leader, leader_epoch = change.leader, current.leader_epoch + 1
+    removing = tuple(change.removing_replicas) if change.removing_replicas is not None \
+        else current.removing_replicas
+    adding = tuple(change.adding_replicas) if change.adding_replicas is not None \
+        else current.adding_replicas
+    return PartitionRegistration(replicas, isr, leader if leader != NO_LEADER else NO_LEADER,
+                                 leader_epoch, current.partition_epoch + 1, removing, adding,
+                                 current.eligible_leader_replicas, current.last_known_elr,
+                                 current.directories)
