@@ -116,7 +116,7 @@ API_KEYS: tuple[ApiKey, ...] = (
     ApiKey(65, "DescribeTransactions", 0, 0, 0, False, ("broker",)),
     ApiKey(66, "ListTransactions", 0, 2, 0, False, ("broker",)),
     ApiKey(67, "AllocateProducerIds", 0, 0, 0, False, ("controller",)),
-    ApiKey(68, "ConsumerGroupHeartbeat", 0, 1, 0, True, ("broker",)),
+    ApiKey(68, "ConsumerGroupHeartbeat", 0, 1, 0, False, ("broker",)),
     ApiKey(69, "ConsumerGroupDescribe", 0, 0, 0, False, ("broker",)),
     ApiKey(70, "ControllerRegistration", 0, 0, 0, False, ("controller",)),
     ApiKey(71, "GetTelemetrySubscriptions", 0, 0, 0, False, ("broker",)),
