@@ -470,16 +470,28 @@ def patch_batch(buffer, Py_ssize_t offset, int64_t base_offset, int32_t partitio
     return size
 
 
+cdef inline int _check_records(const uint8_t** pos, const uint8_t* end, int32_t count,
+                               int32_t* checked) noexcept nogil:
+    cdef int32_t i = 0
+    cdef int status = RECORD_OK
+    while i < count and pos[0] < end:
+        status = check_record(pos, end)
+        if status != RECORD_OK:
+            break
+        i += 1
+    checked[0] = i
+    return status
+
+
 cdef int _walk_records(const uint8_t* p, const uint8_t* end, int32_t count) except -1:
     """Check that [p, end) holds exactly `count` well-formed records."""
     cdef int32_t i = 0
     cdef int status = RECORD_OK
-    with nogil:
-        while i < count and p < end:
-            status = check_record(&p, end)
-            if status != RECORD_OK:
-                break
-            i += 1
+    if end - p >= 65536:     # long enough to be worth releasing the GIL
+        with nogil:
+            status = _check_records(&p, end, count, &i)
+    else:
+        status = _check_records(&p, end, count, &i)
     if status != RECORD_OK:
         raise _record_error(status, i)
     if i < count:
