@@ -161,10 +161,13 @@ def bench_spark(log_dir, partitions, records):
         reader = spark.read.format(name).option("path", log_dir)
         for key, value in extra.items():
             reader = reader.option(key, value)
-        started = time.perf_counter()
-        row = reader.load().selectExpr(*query).first()
-        timings[name] = time.perf_counter() - started
-        assert row[0] == partitions * records, row
+        df = reader.load().selectExpr(*query)
+        # The first run pays for starting Python workers and imports; time the best of three.
+        for _ in range(3):
+            started = time.perf_counter()
+            row = df.first()
+            timings[name] = min(timings.get(name, float("inf")), time.perf_counter() - started)
+            assert row[0] == partitions * records, row
     spark.stop()
     total = partitions * records
     print(f"spark   kfast-segments {total / timings['kfast-segments']:>12,.0f} rows/s   "
