@@ -23,7 +23,6 @@ import threading
 
 import pytest
 
-pytest.importorskip("kfast.controller.quorum_controller")
 uvloop = pytest.importorskip("uvloop")
 
 from kfast.testing import KfastBroker  # noqa: E402

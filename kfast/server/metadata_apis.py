@@ -11,10 +11,10 @@ INVALID_TOPIC_EXCEPTION (Kafka's Topic.validate).
 from __future__ import annotations
 
 import logging
-import re
 import uuid
 
 from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID, MetadataImage
+from kfast.controller.topics import INTERNAL_TOPICS, validate_topic_name
 from kfast.protocol import MetadataResponse, api_keys, errors
 from kfast.server.apis import KafkaApis, RequestContext
 
@@ -25,30 +25,11 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = MetadataResponse.MetadataResponsePartition
 
 METADATA = api_keys.BY_NAME["Metadata"].key
-TOPIC_MAX_NAME_LENGTH = 249
-_LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
-INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # Authorized-operation bits of a topic without an authorizer (Kafka's
 # AclOperation codes READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
 # DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11).
 _ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 _NOT_REQUESTED = -2147483648
-
-
-def validate_topic_name(name: str) -> None:
-    """Kafka's Topic.validate: raise InvalidTopicException for an illegal name."""
-    if not name:
-        raise errors.InvalidTopicException("Topic name is illegal, it can't be empty")
-    if name in (".", ".."):
-        raise errors.InvalidTopicException("Topic name cannot be \".\" or \"..\"")
-    if len(name) > TOPIC_MAX_NAME_LENGTH:
-        raise errors.InvalidTopicException(
-            f"Topic name is illegal, it can't be longer than {TOPIC_MAX_NAME_LENGTH} characters, "
-            f"topic name: {name}")
-    if not _LEGAL_TOPIC_NAME.fullmatch(name):
-        raise errors.InvalidTopicException(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-            f"alphanumerics, '.', '_' and '-'")
 
 
 def _brokers(image: MetadataImage, listener_name: str) -> list:

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import logging
 
+from kfast.controller.topics import INTERNAL_TOPICS
 from kfast.protocol import ProduceResponse, api_keys, errors
 from kfast.records import peek_magic
 from kfast.server.apis import KafkaApis, RequestContext
-from kfast.server.metadata_apis import INTERNAL_TOPICS
 
 # Kafka lets only its admin tooling write to internal topics directly.
 ADMIN_CLIENT_ID = "__admin_client"

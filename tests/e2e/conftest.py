@@ -2,9 +2,7 @@
 
 ``broker``: one in-process broker per test module (kfast.testing), with
 num.partitions=1 so auto-created topics are predictable. ``serve``: starts
-``kfast serve`` subprocesses (restart and kill -9 tests). kafka-python gets
-cramjam-backed stand-ins for its codec libraries (see
-tests/unit/records/test_legacy_oracle.py), so it can produce every codec.
+``kfast serve`` subprocesses (restart and kill -9 tests).
 """
 from __future__ import annotations
 
@@ -24,22 +22,11 @@ from kfast.testing import KfastBroker
 
 pytest_plugins = ["kfast.testing.plugin"]
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "unit" / "records"))
-from test_legacy_oracle import install_kafka_python_codecs  # noqa: E402
-
-install_kafka_python_codecs(setattr)
-
 REPO = Path(__file__).resolve().parents[2]
-
-
-def _require_controller():
-    # The broker runs with the real QuorumController; skip until it exists.
-    pytest.importorskip("kfast.controller.quorum_controller")
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    _require_controller()
     instance = KfastBroker({"num.partitions": 1},
                            data_dir=str(tmp_path_factory.mktemp("kfast-e2e")))
     instance.start()
@@ -113,7 +100,6 @@ class ServeProcess:
 @pytest.fixture
 def serve(tmp_path):
     """Factory of ServeProcess instances sharing one data dir and port."""
-    _require_controller()
     started = []
     port = free_port()
 

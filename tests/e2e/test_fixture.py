@@ -6,8 +6,6 @@ import asyncio
 
 import pytest
 
-pytest.importorskip("kfast.controller.quorum_controller")
-
 from aiokafka import AIOKafkaProducer  # noqa: E402
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 
