@@ -11,7 +11,7 @@ valid v2 batches built by kafka-python) to a fresh partition:
   log_append_raw_<size>     os.write of the same bytes to a file on the same
                             filesystem (the ceiling)
 index_lookup_*: LOOKUPS random lookups per round in an offset index of
-1,000,000 entries (8 MB, memory-mapped):
+1,000,000 entries (8 MB, memory-mapped as a rolled segment's index is):
   index_lookup_kfast        OffsetIndex.lookup (Cython binary search, warm tail first)
   index_lookup_python       bisect in Python over the same mmap (struct.unpack_from)
 """
@@ -128,10 +128,11 @@ def test_log_append_raw_16kib(benchmark, workdir):
 @pytest.fixture(scope="module")
 def big_index(workdir):
     path = os.path.join(workdir, "00000000000000000000.index")
-    index = OffsetIndex(path, 0, max_index_size=INDEX_ENTRIES * 8)
     packed = b"".join(struct.pack(">ii", 1 + i * 3, i * 1024) for i in range(INDEX_ENTRIES))
-    index._mmap[:len(packed)] = packed
-    index._entries = INDEX_ENTRIES
+    with open(path, "wb") as f:
+        f.write(packed)
+    index = OffsetIndex(path, 0, writable=False)  # a rolled segment's index, memory-mapped
+    assert index.entries == INDEX_ENTRIES
     rng = random.Random(7)
     targets = [rng.randrange(0, 3 * INDEX_ENTRIES + 10) for _ in range(LOOKUPS)]
     yield index, targets
@@ -164,14 +165,14 @@ def test_index_lookup_kfast(benchmark, big_index):
     benchmark(run)
     for t in targets[:200]:
         got = index.lookup(t)
-        assert (got.offset, got.position) == tuple(_python_lookup(index._mmap, INDEX_ENTRIES, t)) \
+        assert (got.offset, got.position) == tuple(_python_lookup(index._view, INDEX_ENTRIES, t)) \
             or t < 1
 
 
 @pytest.mark.benchmark(group="index_lookup")
 def test_index_lookup_python(benchmark, big_index):
     index, targets = big_index
-    mm = index._mmap
+    mm = index._view
 
     def run():
         for t in targets:

@@ -1,4 +1,4 @@
-"""Sparse, memory-mapped indexes of a log segment: OffsetIndex and TimeIndex.
+"""Sparse indexes of a log segment: OffsetIndex and TimeIndex.
 
 Both files are arrays of fixed-size big-endian entries (grammar below and in
 ``kfast/_ext/index.pxd``). While a segment is active its index files are
@@ -61,10 +61,21 @@ def _round_down(value: int, factor: int) -> int:
 
 
 class AbstractIndex:
-    """A memory-mapped array of fixed-size entries; subclasses define the entry.
+    """A sorted array of fixed-size entries; subclasses define the entry.
 
     Entries are sorted by the key at ``KEY_POS`` (``KEY_WIDTH`` bytes). The
     search itself is the Cython kernel in ``kfast._ext.index``.
+
+    Two ways to hold the entries, one file format:
+    - *mapped* (indexes opened from disk, rolled segments): the file is
+      memory-mapped, nothing is copied and untouched pages cost nothing;
+    - *buffered* (the active segment): entries live in a growing bytearray
+      and reach the (preallocated) file on ``flush``, on roll and on close.
+      Writing into a shared mapping while the kernel writes the file's dirty
+      pages back costs a page fault per append (the page is write-protected
+      for writeback), which showed up as a third of the append time for
+      1 MiB batches. An unflushed active index is never trusted after a
+      crash anyway: recovery rebuilds it from the .log.
     """
 
     ENTRY_SIZE: int
@@ -73,8 +84,8 @@ class AbstractIndex:
     # Whether the key must strictly increase (used by the sanity check).
     STRICT: bool = True
 
-    __slots__ = ("path", "base_offset", "max_index_size", "_file", "_mmap",
-                 "_length", "_entries", "_max_entries", "_last")
+    __slots__ = ("path", "base_offset", "max_index_size", "_file", "_view", "_buffered",
+                 "_flushed", "_length", "_entries", "_max_entries", "_last")
 
     def __init__(self, path: str, base_offset: int, max_index_size: int = -1,
                  writable: bool = True):
@@ -90,27 +101,71 @@ class AbstractIndex:
             if max_index_size < self.ENTRY_SIZE:
                 raise ValueError(f"Invalid max index size: {max_index_size}")
             os.ftruncate(self._file.fileno(), _round_down(max_index_size, self.ENTRY_SIZE))
-        self._mmap = None
+        self._view = None
+        self._buffered = False
+        self._flushed = 0
         self._map(os.fstat(self._file.fileno()).st_size)
         # A new file has no entries; an existing file is all entries.
         self._entries = 0 if newly_created else self._length // self.ENTRY_SIZE
         self._refresh_last()
+        if newly_created:
+            self._buffer()
 
-    # -- mapping -----------------------------------------------------------
+    # -- mapping and buffering ---------------------------------------------
     def _map(self, length: int) -> None:
         self._length = length
         self._max_entries = length // self.ENTRY_SIZE
+        if self._buffered:
+            return
         if length == 0:
-            self._mmap = None  # mmap cannot map an empty file
+            self._view = None  # mmap cannot map an empty file
         else:
             writable = self._file.mode != "rb"
-            self._mmap = mmap.mmap(self._file.fileno(), length,
+            self._view = mmap.mmap(self._file.fileno(), length,
                                    access=mmap.ACCESS_WRITE if writable else mmap.ACCESS_READ)
 
     def _unmap(self) -> None:
-        if self._mmap is not None:
-            self._mmap.close()
-            self._mmap = None
+        if not self._buffered and self._view is not None:
+            self._view.close()
+        self._view = None
+
+    def _buffer(self) -> None:
+        """Switch to buffered mode (the segment is becoming active)."""
+        if self._buffered or self._file.mode == "rb":
+            return
+        used = self._entries * self.ENTRY_SIZE
+        data = bytearray(self._view[:used]) if self._view is not None else bytearray()
+        self._unmap()
+        self._view = data
+        self._buffered = True
+        self._flushed = self._entries
+
+    def _unbuffer(self) -> None:
+        """Write pending entries and go back to a mapping of the file."""
+        if not self._buffered:
+            return
+        self._write_pending()
+        self._buffered = False
+        self._view = None
+        self._map(self._length)
+
+    def _write_pending(self) -> None:
+        size = self.ENTRY_SIZE
+        fd = self._file.fileno()
+        if self._entries > self._flushed:
+            start = self._flushed * size
+            os.pwrite(fd, memoryview(self._view)[start:self._entries * size], start)
+        elif self._entries < self._flushed:
+            start = self._entries * size
+            end = min(self._flushed * size, self._length)
+            if end > start:
+                os.pwrite(fd, bytes(end - start), start)  # entries removed by truncation
+        self._flushed = self._entries
+
+    def _ensure_capacity(self, end: int) -> None:
+        view = self._view
+        if len(view) < end:
+            view.extend(bytes(max(end - len(view), min(len(view), 1 << 20), 4096)))
 
     # -- size --------------------------------------------------------------
     @property
@@ -135,18 +190,30 @@ class AbstractIndex:
 
     def resize(self, new_size: int) -> bool:
         """Grow or shrink the file to ``new_size`` rounded down to whole
-        entries, keeping the entries; returns whether the size changed."""
+        entries, keeping the entries; returns whether the size changed.
+        Growing means the segment is (again) active: writes are buffered."""
         rounded = _round_down(new_size, self.ENTRY_SIZE)
         rounded = max(rounded, self._entries * self.ENTRY_SIZE)
         if rounded == self._length:
+            if rounded > self._entries * self.ENTRY_SIZE:
+                self._buffer()
             return False
-        self._unmap()
-        os.ftruncate(self._file.fileno(), rounded)
-        self._map(rounded)
+        if self._buffered:
+            self._write_pending()
+            os.ftruncate(self._file.fileno(), rounded)
+            self._map(rounded)
+        else:
+            self._unmap()
+            os.ftruncate(self._file.fileno(), rounded)
+            self._map(rounded)
+        if rounded > self._entries * self.ENTRY_SIZE:
+            self._buffer()
         return True
 
     def trim_to_valid_size(self) -> None:
+        """Cut the file to its entries (roll and close) and map it."""
         self.resize(self._entries * self.ENTRY_SIZE)
+        self._unbuffer()
 
     # -- search ------------------------------------------------------------
     def _largest_lower_bound_slot(self, target: int, key_pos: int | None = None,
@@ -154,7 +221,7 @@ class AbstractIndex:
         if self._entries == 0:
             return -1
         return largest_lower_bound_slot(
-            self._mmap, self._entries, self.ENTRY_SIZE,
+            self._view, self._entries, self.ENTRY_SIZE,
             self.KEY_POS if key_pos is None else key_pos,
             self.KEY_WIDTH if key_width is None else key_width, target)
 
@@ -168,27 +235,42 @@ class AbstractIndex:
     def can_append_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
 
+    def _slot_for_append(self) -> int:
+        """Byte position of the next entry, with room for it in the buffer."""
+        start = self._entries * self.ENTRY_SIZE
+        if self._buffered:
+            self._ensure_capacity(start + self.ENTRY_SIZE)
+        return start
+
     # -- truncation ----------------------------------------------------------
     def truncate(self) -> None:
         """Remove every entry (the file keeps its size, zero-filled)."""
         self._truncate_to_entries(0)
 
     def _truncate_to_entries(self, entries: int) -> None:
-        if self._mmap is not None and entries < self._entries:
+        if entries < self._entries:
             start = entries * self.ENTRY_SIZE
             end = self._entries * self.ENTRY_SIZE
-            self._mmap[start:end] = bytes(end - start)
+            if self._buffered:
+                del self._view[start:]
+            elif self._view is not None:
+                if self._file.mode == "rb":
+                    raise PermissionError(f"{self.path} is open read-only")
+                self._view[start:end] = bytes(end - start)
         self._entries = entries
         self._refresh_last()
 
     def _refresh_last(self) -> None:
-        """Cache the last entry so appends need not read the mapping back."""
+        """Cache the last entry so appends need not read the entries back."""
         self._last = self.raw_entry(self._entries - 1) if self._entries else None
 
     # -- life cycle ----------------------------------------------------------
     def flush(self) -> None:
-        if self._mmap is not None:
-            self._mmap.flush()
+        if self._buffered:
+            self._write_pending()
+            os.fsync(self._file.fileno())
+        elif self._view is not None:
+            self._view.flush()
 
     def close(self) -> None:
         if self._file.closed:
@@ -199,8 +281,10 @@ class AbstractIndex:
         self._file.close()
 
     def close_handler(self) -> None:
-        """Release the mapping without trimming (before a rename or delete)."""
+        """Release the file without writing anything (before a rename or
+        delete, or as a crash leaves it)."""
         self._unmap()
+        self._buffered = False
         self._file.close()
 
     def rename_to(self, path: str) -> None:
@@ -225,7 +309,7 @@ class AbstractIndex:
                 f"Index file {self.path} is corrupt: its size {self._length} is not "
                 f"a multiple of {self.ENTRY_SIZE}")
         if self._entries > 1:
-            bad = first_unordered_slot(self._mmap, self._entries, self.ENTRY_SIZE,
+            bad = first_unordered_slot(self._view, self._entries, self.ENTRY_SIZE,
                                        self.KEY_POS, self.KEY_WIDTH, self.STRICT)
             if bad >= 0:
                 raise CorruptIndexException(
@@ -254,7 +338,7 @@ class OffsetIndex(AbstractIndex):
     def entry(self, slot: int) -> OffsetPosition:
         if slot < 0 or slot >= self._entries:
             raise IndexError(f"slot {slot} outside 0..{self._entries - 1} of {self.path}")
-        relative, position = self._ENTRY.unpack_from(self._mmap, slot * 8)
+        relative, position = self._ENTRY.unpack_from(self._view, slot * 8)
         return OffsetPosition(self.base_offset + relative, position)
 
     raw_entry = entry
@@ -270,7 +354,7 @@ class OffsetIndex(AbstractIndex):
         """Largest entry with offset <= target_offset, else (base_offset, 0)."""
         if self._entries == 0:
             return OffsetPosition(self.base_offset, 0)
-        return _make_offset_position(offset_index_lookup(self._mmap, self._entries,
+        return _make_offset_position(offset_index_lookup(self._view, self._entries,
                                                          self.base_offset, target_offset))
 
     def append(self, offset: int, position: int) -> None:
@@ -284,7 +368,7 @@ class OffsetIndex(AbstractIndex):
             raise InvalidOffsetException(
                 f"Attempt to append an offset ({offset}) to position {self._entries} no "
                 f"larger than the last offset appended ({last[0]}) to {self.path}")
-        self._ENTRY.pack_into(self._mmap, self._entries * 8, relative, position)
+        self._ENTRY.pack_into(self._view, self._slot_for_append(), relative, position)
         self._entries += 1
         self._last = OffsetPosition(offset, position)
 
@@ -340,7 +424,7 @@ class TimeIndex(AbstractIndex):
     def entry(self, slot: int) -> TimestampOffset:
         if slot < 0 or slot >= self._entries:
             raise IndexError(f"slot {slot} outside 0..{self._entries - 1} of {self.path}")
-        timestamp, relative = self._ENTRY.unpack_from(self._mmap, slot * 12)
+        timestamp, relative = self._ENTRY.unpack_from(self._view, slot * 12)
         return TimestampOffset(timestamp, self.base_offset + relative)
 
     raw_entry = entry
@@ -375,7 +459,7 @@ class TimeIndex(AbstractIndex):
                 f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no larger "
                 f"than the last timestamp appended ({last.timestamp}) to {self.path}")
         if self._entries == 0 or timestamp > last.timestamp:
-            self._ENTRY.pack_into(self._mmap, self._entries * 12, timestamp,
+            self._ENTRY.pack_into(self._view, self._slot_for_append(), timestamp,
                                   self._relative_offset(offset))
             self._entries += 1
             self._last = TimestampOffset(timestamp, offset)
@@ -406,6 +490,6 @@ class TimeIndex(AbstractIndex):
                     f"but the last offset is {last.offset} which is less than the first offset "
                     f"{self.base_offset}")
             if self._entries > 1 and first_unordered_slot(
-                    self._mmap, self._entries, 12, 8, 4, False) >= 0:
+                    self._view, self._entries, 12, 8, 4, False) >= 0:
                 raise CorruptIndexException(
                     f"Time index file {self.path} is corrupt: offsets are out of order")

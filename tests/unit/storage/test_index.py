@@ -175,3 +175,31 @@ def test_offset_index_lookup_kernel_matches_bisect(relatives, base_offset, targe
     slot = bisect.bisect_right(relatives, target - base_offset) - 1
     expected = (base_offset, 0) if slot < 0 else (base_offset + relatives[slot], slot * 7)
     assert offset_index_lookup(buf, len(relatives), base_offset, target) == expected
+
+
+def test_active_index_is_buffered_and_written_on_flush(tmp_path):
+    path = str(tmp_path / "00000000000000000000.index")
+    index = OffsetIndex(path, 0, max_index_size=800)
+    index.append(3, 100)
+    index.append(7, 200)
+    assert index.lookup(8) == OffsetPosition(7, 200)
+    with open(path, "rb") as f:
+        assert f.read(16) == bytes(16)  # not written yet (a crash loses nothing real)
+    index.flush()
+    with open(path, "rb") as f:
+        data = f.read()
+    assert len(data) == 800 and data[:16] == struct.pack(">iiii", 3, 100, 7, 200)
+    index.truncate_to(7)
+    index.flush()
+    with open(path, "rb") as f:
+        assert f.read(16) == struct.pack(">ii", 3, 100) + bytes(8)
+    index.append(9, 300)
+    index.trim_to_valid_size()  # roll: trimmed and memory-mapped from here on
+    with open(path, "rb") as f:
+        assert f.read() == struct.pack(">iiii", 3, 100, 9, 300)
+    assert index.lookup(100) == OffsetPosition(9, 300)
+    index.resize(800)  # active again (truncation into this segment)
+    index.append(12, 400)
+    index.close()
+    with open(path, "rb") as f:
+        assert f.read() == struct.pack(">iiiiii", 3, 100, 9, 300, 12, 400)
