@@ -1,0 +1,189 @@
+"""Effective configs of topics and brokers as DescribeConfigs reports them
+(Kafka's ConfigHelper + DynamicBrokerConfig synonyms).
+
+A config's value comes from the first level that sets it, in precedence
+order; each level is a config source:
+
+    DYNAMIC_TOPIC_CONFIG (1)           topic override (ConfigRecord)
+    DYNAMIC_BROKER_CONFIG (2)          broker override for this broker id
+    DYNAMIC_DEFAULT_BROKER_CONFIG (3)  broker override for every broker ("")
+    STATIC_BROKER_CONFIG (4)           server.properties
+    DEFAULT_CONFIG (5)                 the definition's default
+
+A topic config falls back to its broker synonyms (``retention.ms`` ->
+``log.retention.ms``, ``log.retention.minutes``, ``log.retention.hours``),
+converted to the topic config's unit. Synonyms, when asked for, list every
+level that sets the config or one of its synonyms, highest precedence
+first. Password values are never returned (is_sensitive).
+"""
+from __future__ import annotations
+
+import logging
+from typing import Mapping, NamedTuple
+
+from kfast.config import SERVER_CONFIGS, TOPIC_CONFIGS, KafkaConfig, Type
+from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS, format_value
+
+SOURCE_DYNAMIC_TOPIC_CONFIG = 1
+SOURCE_DYNAMIC_BROKER_CONFIG = 2
+SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3
+SOURCE_STATIC_BROKER_CONFIG = 4
+SOURCE_DEFAULT_CONFIG = 5
+SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG = 6
+
+# DescribeConfigsResponse ConfigType (v3+).
+CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5,
+                Type.DOUBLE: 6, Type.LIST: 7, Type.CLASS: 8, Type.PASSWORD: 9}
+
+# Broker property name suffix -> factor to the topic config's milliseconds.
+_UNIT_FACTORS = ((".hours", 3600 * 1000), (".minutes", 60 * 1000))
+
+
+class DescribedConfig(NamedTuple):
+    name: str
+    value: str | None
+    read_only: bool
+    source: int
+    is_sensitive: bool
+    synonyms: list          # [(name, value, source)]
+    config_type: int
+    documentation: str | None
+
+
+def _server_synonyms(topic_name: str) -> list[str]:
+    """Broker properties that default a topic config, highest precedence
+    first (definition order in kfast.config: log.retention.ms before
+    log.retention.minutes before log.retention.hours)."""
+    return [name for name, key in SERVER_CONFIGS.items() if key.topic_synonym == topic_name]
+
+
+def _in_topic_units(server_name: str, value):
+    for suffix, factor in _UNIT_FACTORS:
+        if server_name.endswith(suffix) and value is not None:
+            return int(value) * factor
+    return value
+
+
+class ConfigDescriber:
+    """Describes configs for one broker: its static ``config`` and the
+    dynamic overrides of a MetadataImage."""
+
+    def __init__(self, config: KafkaConfig, broker_id: int):
+        self.config = config
+        self.broker_id = broker_id
+
+    def _broker_levels(self, image, name: str) -> list[tuple[str | None, int]]:
+        """(value, source) of broker property ``name`` at every level that sets it."""
+        levels = []
+        per_broker = image.broker_configs.get(str(self.broker_id), {}) if image else {}
+        cluster = image.broker_configs.get("", {}) if image else {}
+        if name in per_broker:
+            levels.append((per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG))
+        if name in cluster:
+            levels.append((cluster[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG))
+        if self.config.is_set(name):
+            levels.append((format_value(self.config[name]), SOURCE_STATIC_BROKER_CONFIG))
+        default = SERVER_CONFIGS[name].default
+        if default is not None:
+            levels.append((format_value(default), SOURCE_DEFAULT_CONFIG))
+        return levels
+
+    # -- topics ----------------------------------------------------------------------
+    def describe_topic(self, image, overrides: Mapping[str, str], keys=None,
+                       include_synonyms: bool = False,
+                       include_documentation: bool = False) -> list[DescribedConfig]:
+        out = []
+        for name in sorted(TOPIC_CONFIGS):
+            if keys is not None and name not in keys:
+                continue
+            key = TOPIC_CONFIGS[name]
+            synonyms = []
+            if name in overrides:
+                synonyms.append((name, overrides[name], SOURCE_DYNAMIC_TOPIC_CONFIG))
+            broker_entries = []
+            for server_name in _server_synonyms(name):
+                for value, source in self._broker_levels(image, server_name):
+                    broker_entries.append((server_name, value, source))
+            # Highest precedence first: by source level, then synonym order.
+            broker_entries.sort(key=lambda entry: entry[2])
+            synonyms += broker_entries
+            if synonyms and synonyms[0][2] != SOURCE_DEFAULT_CONFIG:
+                first_name, first_value, source = synonyms[0]
+                value = format_value(_in_topic_units(first_name, first_value)) \
+                    if source != SOURCE_DYNAMIC_TOPIC_CONFIG else first_value
+            else:
+                value, source = format_value(key.default), SOURCE_DEFAULT_CONFIG
+            sensitive = key.type is Type.PASSWORD
+            out.append(DescribedConfig(
+                name, None if sensitive else value, False, source, sensitive,
+                synonyms if include_synonyms else [], CONFIG_TYPES[key.type],
+                key.doc if include_documentation else None))
+        return out
+
+    # -- brokers ---------------------------------------------------------------------
+    def describe_broker(self, image, resource_name: str, keys=None,
+                        include_synonyms: bool = False,
+                        include_documentation: bool = False) -> list[DescribedConfig]:
+        """Every property of this broker; for ``resource_name`` "" only the
+        cluster-wide dynamic defaults (as Kafka describes the default
+        broker resource)."""
+        out = []
+        cluster_defaults = image.broker_configs.get("", {}) if image else {}
+        for name in sorted(SERVER_CONFIGS):
+            if keys is not None and name not in keys:
+                continue
+            key = SERVER_CONFIGS[name]
+            if resource_name == "":
+                if name not in cluster_defaults:
+                    continue
+                levels = [(cluster_defaults[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)]
+            else:
+                levels = self._broker_levels(image, name)
+            if levels:
+                value, source = levels[0]
+            else:
+                value, source = None, SOURCE_DEFAULT_CONFIG
+            synonyms = []
+            if include_synonyms:
+                topic_name = key.topic_synonym
+                names = _server_synonyms(topic_name) if topic_name else [name]
+                for synonym in names:
+                    levels_of = [(v, s) for v, s in self._broker_levels(image, synonym)
+                                 if resource_name != "" or s == SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG]
+                    synonyms += [(synonym, v, s) for v, s in levels_of]
+                synonyms.sort(key=lambda entry: entry[2])
+            sensitive = key.type is Type.PASSWORD
+            out.append(DescribedConfig(
+                name, None if sensitive else value, name not in DYNAMIC_BROKER_CONFIGS, source,
+                sensitive, synonyms, CONFIG_TYPES[key.type],
+                key.doc if include_documentation else None))
+        return out
+
+    # -- broker loggers ------------------------------------------------------------------
+    def describe_loggers(self, keys=None) -> list[DescribedConfig]:
+        """Python loggers with Kafka's level names (the root logger is
+        "root", as log4j's)."""
+        names = ["root"] + sorted(logging.Logger.manager.loggerDict)
+        out = []
+        for name in names:
+            if keys is not None and name not in keys:
+                continue
+            logger = logging.getLogger() if name == "root" else logging.getLogger(name)
+            out.append(DescribedConfig(name, kafka_level_name(logger.getEffectiveLevel()), False,
+                                       SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG, False, [],
+                                       CONFIG_TYPES[Type.STRING], None))
+        return out
+
+
+# log4j level names <-> Python logging levels.
+LOG4J_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
+                "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL,
+                "OFF": logging.CRITICAL + 10}
+
+
+def kafka_level_name(level: int) -> str:
+    best = "TRACE"
+    for name, value in sorted(LOG4J_LEVELS.items(), key=lambda item: item[1]):
+        if level >= value:
+            best = name
+    return best

@@ -1,0 +1,477 @@
+"""Admin APIs: topics, configs and cluster description (Kafka's
+ControllerApis / KafkaApis admin handlers, ConfigHelper, ConfigAdminManager).
+
+Writes (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
+IncrementalAlterConfigs, ElectLeaders) go to the QuorumController, which
+commits them to the metadata log before answering; the broker's metadata
+publisher applies them to the logs (created, deleted, reconfigured).
+Reads (DescribeConfigs, DescribeCluster, DescribeTopicPartitions,
+ListPartitionReassignments) are answered from the broker's current
+MetadataImage and its static configuration.
+
+Errors are per resource, with Kafka's codes and messages; a request only
+fails as a whole for what Kafka fails as a whole (DescribeCluster with a
+controller endpoint type).
+"""
+from __future__ import annotations
+
+import logging
+
+from kfast.controller.config_describer import (
+    LOG4J_LEVELS,
+    SOURCE_DEFAULT_CONFIG,
+    ConfigDescriber,
+)
+from kfast.controller.configuration_control import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT
+from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID
+from kfast.controller.metadata.records import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
+from kfast.controller.replication_control import ELECTION_PREFERRED, TopicSpec
+from kfast.controller.topics import is_internal, validate_topic_name
+from kfast.protocol import (
+    AlterConfigsResponse,
+    CreatePartitionsResponse,
+    CreateTopicsResponse,
+    DeleteTopicsResponse,
+    DescribeClusterResponse,
+    DescribeConfigsResponse,
+    DescribeTopicPartitionsResponse,
+    ElectLeadersResponse,
+    IncrementalAlterConfigsResponse,
+    ListPartitionReassignmentsResponse,
+    api_keys,
+    errors,
+)
+from kfast.server.apis import KafkaApis, RequestContext
+
+logger = logging.getLogger(__name__)
+
+CONFIG_RESOURCE_BROKER_LOGGER = 8
+# DescribeCluster endpoint types.
+ENDPOINT_TYPE_BROKER = 1
+_NOT_REQUESTED = -2147483648
+# Kafka's AclOperation codes allowed on a cluster / a topic without an
+# authorizer: ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
+# ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE 5; topics: READ 3, WRITE 4,
+# CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
+_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+
+
+def _message(error: errors.KafkaError | None) -> str | None:
+    if error is None:
+        return None
+    return str(error) or None
+
+
+def _describer(ctx: RequestContext) -> ConfigDescriber:
+    return ConfigDescriber(ctx.broker.config, ctx.broker.node_id)
+
+
+# -- CreateTopics -------------------------------------------------------------------------
+async def handle_create_topics(ctx: RequestContext, request):
+    version = ctx.api_version
+    validate_only = request.validate_only if version >= 1 else False
+    specs = []
+    for topic in request.topics:
+        assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
+        specs.append(TopicSpec(topic.name, topic.num_partitions, topic.replication_factor,
+                               assignments or None, {c.name: c.value for c in topic.configs}))
+    results = await ctx.broker.controller.create_topics(specs, validate_only)
+    image = ctx.broker.metadata_image
+    describer = _describer(ctx)
+    out = []
+    for spec, result in zip(specs, results):
+        entry = CreateTopicsResponse.CreatableTopicResult(
+            name=result.name, error_code=result.error.code if result.error else 0,
+            error_message=_message(result.error))
+        if result.error is None:
+            entry.topic_id = ZERO_UUID if validate_only else result.topic_id
+            entry.num_partitions = result.num_partitions
+            entry.replication_factor = result.replication_factor
+            if version >= 5:
+                entry.configs = [
+                    CreateTopicsResponse.CreatableTopicConfigs(
+                        name=c.name, value=c.value, read_only=c.read_only,
+                        config_source=c.source, is_sensitive=c.is_sensitive)
+                    for c in describer.describe_topic(image, dict(spec.configs))]
+        out.append(entry)
+    return CreateTopicsResponse(topics=out)
+
+
+# -- DeleteTopics ---------------------------------------------------------------------------
+async def handle_delete_topics(ctx: RequestContext, request):
+    version = ctx.api_version
+    if version >= 6:
+        names = [t.name for t in request.topics]
+        ids = [t.topic_id for t in request.topics]
+    else:
+        names = list(request.topic_names)
+        ids = [ZERO_UUID] * len(names)
+    Result = DeleteTopicsResponse.DeletableTopicResult
+    if not ctx.broker.config["delete.topic.enable"]:
+        code = errors.TopicDeletionDisabledException.code if version >= 3 \
+            else errors.InvalidRequestException.code
+        return DeleteTopicsResponse(responses=[
+            Result(name=name, topic_id=topic_id, error_code=code,
+                   error_message="Topic deletion is disabled.")
+            for name, topic_id in zip(names, ids)])
+    results = await ctx.broker.controller.delete_topics(names, ids)
+    return DeleteTopicsResponse(responses=[
+        Result(name=name if name is not None or version >= 6 else "", topic_id=topic_id,
+               error_code=error.code if error else 0, error_message=_message(error))
+        for name, topic_id, error in results])
+
+
+# -- CreatePartitions ---------------------------------------------------------------------
+async def handle_create_partitions(ctx: RequestContext, request):
+    topics = [(t.name, t.count,
+               [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None)
+              for t in request.topics]
+    results = await ctx.broker.controller.create_partitions(topics, request.validate_only)
+    Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+    return CreatePartitionsResponse(results=[
+        Result(name=name, error_code=error.code if error else 0, error_message=_message(error))
+        for (name, _, _), error in zip(topics, results)])
+
+
+# -- DescribeConfigs ------------------------------------------------------------------------
+def _check_broker_name(ctx: RequestContext, name: str, allow_default: bool) -> None:
+    if name == "" and allow_default:
+        return
+    try:
+        broker_id = int(name)
+    except ValueError:
+        raise errors.InvalidRequestException(
+            f"Broker id must be an integer, but it is: {name}") from None
+    if broker_id != ctx.broker.node_id:
+        raise errors.InvalidRequestException(
+            f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but received "
+            f"{name}")
+
+
+def handle_describe_configs(ctx: RequestContext, request):
+    version = ctx.api_version
+    include_synonyms = version >= 1 and request.include_synonyms
+    include_docs = version >= 3 and request.include_documentation
+    image = ctx.broker.metadata_image
+    describer = _describer(ctx)
+    Result = DescribeConfigsResponse.DescribeConfigsResult
+    Entry = DescribeConfigsResponse.DescribeConfigsResourceResult
+    Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
+    results = []
+    for resource in request.resources:
+        keys = set(resource.configuration_keys) if resource.configuration_keys is not None \
+            else None
+        name = resource.resource_name
+        try:
+            if resource.resource_type == CONFIG_RESOURCE_TOPIC:
+                validate_topic_name(name)
+                if name not in image.topics_by_name:
+                    raise errors.UnknownTopicOrPartitionException(
+                        f"The topic '{name}' does not exist.")
+                described = describer.describe_topic(image, image.topic_configs.get(name, {}),
+                                                     keys, include_synonyms, include_docs)
+            elif resource.resource_type == CONFIG_RESOURCE_BROKER:
+                _check_broker_name(ctx, name, allow_default=True)
+                described = describer.describe_broker(image, name, keys, include_synonyms,
+                                                      include_docs)
+            elif resource.resource_type == CONFIG_RESOURCE_BROKER_LOGGER:
+                _check_broker_name(ctx, name, allow_default=False)
+                described = describer.describe_loggers(keys)
+            else:
+                raise errors.InvalidRequestException(
+                    f"Unsupported resource type: {resource.resource_type}")
+        except errors.KafkaError as exc:
+            results.append(Result(error_code=exc.code, error_message=_message(exc),
+                                  resource_type=resource.resource_type, resource_name=name,
+                                  configs=[]))
+            continue
+        configs = []
+        for c in described:
+            entry = Entry(name=c.name, value=c.value, read_only=c.read_only,
+                          is_sensitive=c.is_sensitive,
+                          synonyms=[Synonym(name=n, value=v, source=s) for n, v, s in c.synonyms])
+            if version == 0:
+                entry.is_default = c.source == SOURCE_DEFAULT_CONFIG
+            else:
+                entry.config_source = c.source
+            if version >= 3:
+                entry.config_type = c.config_type
+                entry.documentation = c.documentation
+            configs.append(entry)
+        results.append(Result(error_code=0, error_message=None,
+                              resource_type=resource.resource_type, resource_name=name,
+                              configs=configs))
+    return DescribeConfigsResponse(results=results)
+
+
+# -- AlterConfigs / IncrementalAlterConfigs ---------------------------------------------------
+def _check_alter_resource(ctx: RequestContext, resource_type: int, name: str) -> None:
+    if resource_type == CONFIG_RESOURCE_TOPIC:
+        validate_topic_name(name)
+    elif resource_type == CONFIG_RESOURCE_BROKER:
+        if name != "":
+            try:
+                int(name)
+            except ValueError:
+                raise errors.InvalidRequestException(
+                    f"Broker id must be an integer, but it is: {name}") from None
+    else:
+        raise errors.InvalidRequestException(f"Unsupported resource type: {resource_type}")
+
+
+async def _alter(ctx: RequestContext, request, incremental: bool, response_cls):
+    controller = ctx.broker.controller
+    responses: list = [None] * len(request.resources)
+    pending, positions = [], []
+    for i, resource in enumerate(request.resources):
+        resource_type, name = resource.resource_type, resource.resource_name
+        try:
+            if incremental and resource_type == CONFIG_RESOURCE_BROKER_LOGGER:
+                _check_broker_name(ctx, name, allow_default=False)
+                _alter_loggers(resource.configs, request.validate_only)
+                responses[i] = None
+                continue
+            _check_alter_resource(ctx, resource_type, name)
+        except errors.KafkaError as exc:
+            responses[i] = exc
+            continue
+        if incremental:
+            pending.append((resource_type, name, [(c.name, c.config_operation, c.value)
+                                                  for c in resource.configs]))
+        else:
+            pending.append((resource_type, name, {c.name: c.value for c in resource.configs}))
+        positions.append(i)
+    if pending:
+        alter = controller.incremental_alter_configs if incremental \
+            else controller.legacy_alter_configs
+        for i, error in zip(positions, await alter(pending, request.validate_only)):
+            responses[i] = error
+    Result = response_cls.AlterConfigsResourceResponse
+    return response_cls(responses=[
+        Result(error_code=error.code if error else 0, error_message=_message(error),
+               resource_type=resource.resource_type, resource_name=resource.resource_name)
+        for resource, error in zip(request.resources, responses)])
+
+
+def _alter_loggers(configs, validate_only: bool) -> None:
+    """BROKER_LOGGER changes act on this process's Python loggers at once;
+    like Kafka's log4j changes they are not persisted."""
+    changes = []
+    for c in configs:
+        if c.config_operation in (OP_APPEND, OP_SUBTRACT):
+            raise errors.InvalidRequestException(
+                f"{'APPEND' if c.config_operation == OP_APPEND else 'SUBTRACT'} operation is not "
+                f"allowed for the BROKER_LOGGER resource")
+        if c.config_operation == OP_SET:
+            level = LOG4J_LEVELS.get((c.value or "").upper())
+            if level is None:
+                raise errors.InvalidConfigurationException(
+                    f"Cannot set the log level of {c.name} to {c.value} as it is not a supported "
+                    f"log level. Valid log levels are {', '.join(LOG4J_LEVELS)}")
+        elif c.config_operation == OP_DELETE:
+            if c.name == "root":
+                raise errors.InvalidRequestException("Removing the log level of the root logger "
+                                                     "is not allowed")
+            level = logging.NOTSET
+        else:
+            raise errors.InvalidRequestException(
+                f"Unknown alter configs op type {c.config_operation}")
+        changes.append((c.name, level))
+    if validate_only:
+        return
+    for name, level in changes:
+        (logging.getLogger() if name == "root" else logging.getLogger(name)).setLevel(level)
+
+
+def handle_alter_configs(ctx: RequestContext, request):
+    return _alter(ctx, request, False, AlterConfigsResponse)
+
+
+def handle_incremental_alter_configs(ctx: RequestContext, request):
+    return _alter(ctx, request, True, IncrementalAlterConfigsResponse)
+
+
+# -- DescribeCluster -----------------------------------------------------------------------
+def handle_describe_cluster(ctx: RequestContext, request):
+    version = ctx.api_version
+    image = ctx.broker.metadata_image
+    if version >= 1 and request.endpoint_type != ENDPOINT_TYPE_BROKER:
+        return DescribeClusterResponse(
+            error_code=errors.UnsupportedEndpointTypeException.code,
+            error_message="The broker does not serve the controller endpoint type.",
+            endpoint_type=request.endpoint_type, cluster_id=image.cluster_id)
+    include_fenced = version >= 2 and request.include_fenced_brokers
+    brokers = []
+    for broker_id in sorted(image.brokers):
+        registration = image.brokers[broker_id]
+        endpoint = registration.listeners.get(ctx.listener_name)
+        if endpoint is None or (registration.fenced and not include_fenced):
+            continue
+        brokers.append(DescribeClusterResponse.DescribeClusterBroker(
+            broker_id=broker_id, host=endpoint.host, port=endpoint.port, rack=registration.rack,
+            is_fenced=registration.fenced))
+    return DescribeClusterResponse(
+        error_code=0, endpoint_type=ENDPOINT_TYPE_BROKER, cluster_id=image.cluster_id,
+        # As for Metadata: KRaft brokers name a live broker as the controller.
+        controller_id=ctx.broker.node_id, brokers=brokers,
+        cluster_authorized_operations=_CLUSTER_OPERATIONS
+        if request.include_cluster_authorized_operations else _NOT_REQUESTED)
+
+
+# -- ElectLeaders --------------------------------------------------------------------------
+async def handle_elect_leaders(ctx: RequestContext, request):
+    election_type = request.election_type if ctx.api_version >= 1 else ELECTION_PREFERRED
+    requested = None
+    if request.topic_partitions is not None:
+        requested = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+    results = await ctx.broker.controller.elect_leaders(election_type, requested)
+    by_topic: dict[str, list] = {}
+    for (topic, partition), error in results.items():
+        if requested is None and isinstance(error, errors.ElectionNotNeededException):
+            continue    # an election over all partitions lists only those elected
+        by_topic.setdefault(topic, []).append(ElectLeadersResponse.PartitionResult(
+            partition_id=partition, error_code=error.code if error else 0,
+            error_message=_message(error)))
+    return ElectLeadersResponse(error_code=0, replica_election_results=[
+        ElectLeadersResponse.ReplicaElectionResult(topic=topic, partition_result=partitions)
+        for topic, partitions in by_topic.items()])
+
+
+def _elect_leaders_error(ctx, request, error):
+    return ElectLeadersResponse(error_code=error.code, replica_election_results=[])
+
+
+# -- DescribeTopicPartitions (KIP-966) -------------------------------------------------------
+def handle_describe_topic_partitions(ctx: RequestContext, request):
+    image = ctx.broker.metadata_image
+    Topic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
+    Partition = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
+    names = sorted({t.name for t in request.topics}) if request.topics \
+        else sorted(image.topics_by_name)
+    cursor = request.cursor
+    if cursor is not None:
+        names = [n for n in names if n >= cursor.topic_name]
+    budget = max(1, request.response_partition_limit)
+    alive = {b for b, r in image.brokers.items() if not r.fenced}
+    topics, next_cursor = [], None
+    for name in names:
+        topic = image.topics_by_name.get(name)
+        if topic is None:
+            topics.append(Topic(error_code=errors.UnknownTopicOrPartitionException.code,
+                                name=name, topic_id=ZERO_UUID, is_internal=is_internal(name),
+                                partitions=[]))
+            continue
+        if budget <= 0:
+            next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name,
+                                                                 partition_index=0)
+            break
+        first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
+        partitions = []
+        for index in sorted(topic.partitions):
+            if index < first:
+                continue
+            if budget <= 0:
+                next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name,
+                                                                     partition_index=index)
+                break
+            registration = topic.partitions[index]
+            partitions.append(Partition(
+                error_code=errors.LeaderNotAvailableException.code
+                if registration.leader == NO_LEADER else 0,
+                partition_index=index, leader_id=registration.leader,
+                leader_epoch=registration.leader_epoch,
+                replica_nodes=list(registration.replicas), isr_nodes=list(registration.isr),
+                eligible_leader_replicas=list(registration.eligible_leader_replicas),
+                last_known_elr=list(registration.last_known_elr),
+                offline_replicas=[r for r in registration.replicas if r not in alive]))
+            budget -= 1
+        topics.append(Topic(error_code=0, name=name, topic_id=topic.topic_id,
+                            is_internal=is_internal(name), partitions=partitions,
+                            topic_authorized_operations=_TOPIC_OPERATIONS))
+        if next_cursor is not None:
+            break
+    return DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)
+
+
+# -- ListPartitionReassignments -------------------------------------------------------------
+def handle_list_partition_reassignments(ctx: RequestContext, request):
+    """Ongoing reassignments are partitions with adding or removing
+    replicas; kfast starts none, so the list is empty unless the metadata
+    log holds one."""
+    image = ctx.broker.metadata_image
+    if request.topics is None:
+        wanted = {name: None for name in image.topics_by_name}
+    else:
+        wanted = {t.name: set(t.partition_indexes) for t in request.topics}
+    out = []
+    for name, indexes in wanted.items():
+        topic = image.topics_by_name.get(name)
+        if topic is None:
+            continue
+        partitions = [
+            ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
+                partition_index=index, replicas=list(r.replicas),
+                adding_replicas=list(r.adding_replicas),
+                removing_replicas=list(r.removing_replicas))
+            for index, r in sorted(topic.partitions.items())
+            if (indexes is None or index in indexes) and (r.adding_replicas or r.removing_replicas)]
+        if partitions:
+            out.append(ListPartitionReassignmentsResponse.OngoingTopicReassignment(
+                name=name, partitions=partitions))
+    return ListPartitionReassignmentsResponse(error_code=0, error_message=None, topics=out)
+
+
+# -- whole-request failures (controller not running, metadata log I/O error) ---------------
+def _create_topics_error(ctx, request, error):
+    return CreateTopicsResponse(topics=[CreateTopicsResponse.CreatableTopicResult(
+        name=t.name, error_code=error.code, error_message=_message(error))
+        for t in request.topics])
+
+
+def _delete_topics_error(ctx, request, error):
+    Result = DeleteTopicsResponse.DeletableTopicResult
+    if ctx.api_version >= 6:
+        entries = [(t.name, t.topic_id) for t in request.topics]
+    else:
+        entries = [(name, ZERO_UUID) for name in request.topic_names]
+    return DeleteTopicsResponse(responses=[
+        Result(name=name, topic_id=topic_id, error_code=error.code, error_message=_message(error))
+        for name, topic_id in entries])
+
+
+def _create_partitions_error(ctx, request, error):
+    Result = CreatePartitionsResponse.CreatePartitionsTopicResult
+    return CreatePartitionsResponse(results=[
+        Result(name=t.name, error_code=error.code, error_message=_message(error))
+        for t in request.topics])
+
+
+def _alter_configs_error(response_cls):
+    def build(ctx, request, error):
+        Result = response_cls.AlterConfigsResourceResponse
+        return response_cls(responses=[
+            Result(error_code=error.code, error_message=_message(error),
+                   resource_type=r.resource_type, resource_name=r.resource_name)
+            for r in request.resources])
+    return build
+
+
+def register(apis: KafkaApis) -> None:
+    key = api_keys.BY_NAME
+    apis.register(key["CreateTopics"].key, handle_create_topics,
+                  error_response=_create_topics_error)
+    apis.register(key["DeleteTopics"].key, handle_delete_topics,
+                  error_response=_delete_topics_error)
+    apis.register(key["CreatePartitions"].key, handle_create_partitions,
+                  error_response=_create_partitions_error)
+    apis.register(key["DescribeConfigs"].key, handle_describe_configs)
+    apis.register(key["AlterConfigs"].key, handle_alter_configs,
+                  error_response=_alter_configs_error(AlterConfigsResponse))
+    apis.register(key["IncrementalAlterConfigs"].key, handle_incremental_alter_configs,
+                  error_response=_alter_configs_error(IncrementalAlterConfigsResponse))
+    apis.register(key["DescribeCluster"].key, handle_describe_cluster)
+    apis.register(key["ElectLeaders"].key, handle_elect_leaders,
+                  error_response=_elect_leaders_error)
+    apis.register(key["DescribeTopicPartitions"].key, handle_describe_topic_partitions)
+    apis.register(key["ListPartitionReassignments"].key, handle_list_partition_reassignments)
