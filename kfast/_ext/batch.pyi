@@ -1,5 +1,7 @@
 """Record batch v2 kernel (see kfast.records for the overview)."""
-from collections.abc import Buffer, Iterator, Sequence
+from collections.abc import Iterator, Sequence
+
+from typing_extensions import Buffer
 
 from kfast.protocol.errors import CorruptRecordException
 

@@ -1,4 +1,4 @@
-from collections.abc import Buffer
+from typing_extensions import Buffer
 
 def crc32c(data: Buffer, crc: int = 0) -> int:
     """CRC-32C of data continuing crc (0 to start); equals the crc32c package."""
