@@ -20,7 +20,7 @@ from typing import Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kfast._ext.columnar import decode_columnar
+from kfast.records import decode_columnar
 from kfast_spark.schema import arrow_schema
 
 
