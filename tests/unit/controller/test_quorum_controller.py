@@ -1,0 +1,187 @@
+"""QuorumController end to end without sockets: commit, publish, restart = replay."""
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+
+import pytest
+
+from kfast.config import KafkaConfig
+from kfast.controller.metadata.image import Endpoint, MetadataImage
+from kfast.controller.metadata_log import METADATA_PARTITION_DIR
+from kfast.controller.quorum_controller import QuorumController
+from kfast.controller.replication_control import TopicSpec
+from kfast.protocol import errors
+
+ENDPOINTS = [Endpoint("PLAINTEXT", "localhost", 9092, "PLAINTEXT")]
+
+
+def make_controller(path, **props) -> QuorumController:
+    config = KafkaConfig({"node.id": 1, "log.dirs": str(path), **props})
+    return QuorumController(config, 1, "test-cluster-id-000000", str(path))
+
+
+async def started(path, **props) -> QuorumController:
+    controller = make_controller(path, **props)
+    await controller.start()
+    return controller
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+def test_bootstrap_formats_the_log(tmp_path):
+    async def main():
+        controller = await started(tmp_path)
+        image = controller.image
+        await controller.shutdown()
+        return image
+
+    image = run(main())
+    assert image.features == {"metadata.version": 21}
+    assert image.cluster_id == "test-cluster-id-000000" and image.controller_id == 1
+    assert image.offset == 0
+    assert os.path.exists(tmp_path / METADATA_PARTITION_DIR / "00000000000000000000.log")
+
+
+def test_restart_replays_to_an_identical_image(tmp_path):
+    async def first():
+        controller = await started(tmp_path, **{"num.partitions": 3})
+        epoch = await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, "rack-a")
+        await controller.auto_create_topics(["orders", "payments"])
+        await controller.create_topics([TopicSpec("compacted", 2, 1, None,
+                                                  {"cleanup.policy": "compact"})])
+        await controller.delete_topics(["payments"], [uuid.UUID(int=0)])
+        await controller.incremental_alter_configs([(2, "orders", [("retention.ms", 0, "1000")])])
+        await controller.create_partitions([("orders", 5, None)])
+        ids = await controller.allocate_producer_ids(1)
+        image = controller.image
+        await controller.shutdown()
+        return epoch, ids, image
+
+    async def second():
+        controller = await started(tmp_path)
+        image = controller.image
+        ids = await controller.allocate_producer_ids(1)
+        await controller.shutdown()
+        return image, ids
+
+    epoch, ids, before = run(first())
+    after, next_ids = run(second())
+    assert after == before
+    assert set(after.topics_by_name) == {"orders", "compacted"}
+    assert len(after.topics_by_name["orders"].partitions) == 5
+    assert after.topic_configs == {"orders": {"retention.ms": "1000"},
+                                   "compacted": {"cleanup.policy": "compact"}}
+    assert after.brokers[1].epoch == epoch and after.brokers[1].rack == "rack-a"
+    assert not after.brokers[1].fenced
+    assert ids == (0, 1000) and next_ids == (1000, 1000)
+
+
+def test_subscribers_see_each_commit_with_its_delta(tmp_path):
+    seen = []
+
+    async def main():
+        controller = make_controller(tmp_path)
+        controller.subscribe(lambda delta, image: seen.append((delta, image)))
+        await controller.start()
+        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
+        await controller.auto_create_topics(["t"], configs={"retention.ms": "5"})
+        topic_id = controller.image.topics_by_name["t"].topic_id
+        await controller.delete_topics([None], [topic_id])
+        await controller.shutdown()
+
+    run(main())
+    start, registered, created, deleted = seen
+    assert start[0].changed_topics == {} and isinstance(start[1], MetadataImage)
+    assert registered[0].changed_brokers == {1}
+    assert set(created[0].changed_topics) == {"t"}
+    assert created[0].changed_topic_configs == {"t"}
+    assert created[1].topic_configs["t"] == {"retention.ms": "5"}
+    assert set(deleted[0].deleted_topics) == {"t"} and "t" not in deleted[1].topics_by_name
+    assert deleted[1].topic_configs == {}
+    assert [image.offset for _, image in seen] == sorted(image.offset for _, image in seen)
+
+
+def test_validate_only_writes_nothing(tmp_path):
+    async def main():
+        controller = await started(tmp_path)
+        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
+        offset = controller.image.offset
+        [result] = await controller.create_topics([TopicSpec("t", 2)], validate_only=True)
+        assert result.error is None and result.num_partitions == 2
+        [error] = await controller.create_partitions([("nope", 2, None)], validate_only=True)
+        assert isinstance(error, errors.UnknownTopicOrPartitionException)
+        end = controller.metadata_log.end_offset
+        await controller.shutdown()
+        return offset, controller.image, end
+
+    offset, image, end = run(main())
+    assert image.offset == offset and image.topics_by_name == {}
+    assert end == offset + 1
+
+
+def test_auto_create_reports_error_codes(tmp_path):
+    async def main():
+        controller = await started(tmp_path)
+        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
+        first = await controller.auto_create_topics(["a", "bad name"])
+        second = await controller.auto_create_topics(["a", "b"], replication_factor=3)
+        await controller.shutdown()
+        return first, second
+
+    first, second = run(main())
+    assert first == {"a": 0, "bad name": errors.InvalidTopicException.code}
+    assert second == {"a": errors.TopicExistsException.code,
+                      "b": errors.InvalidReplicationFactorException.code}
+
+
+def test_reregistration_gets_a_new_epoch_and_listeners(tmp_path):
+    async def main():
+        controller = await started(tmp_path)
+        first = await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
+        moved = [Endpoint("PLAINTEXT", "localhost", 9999, "PLAINTEXT")]
+        second = await controller.register_broker(1, uuid.uuid4(), moved, None)
+        image = controller.image
+        await controller.shutdown()
+        return first, second, image
+
+    first, second, image = run(main())
+    assert second > first
+    assert image.brokers[1].epoch == second
+    assert image.brokers[1].listeners["PLAINTEXT"].port == 9999
+
+
+def test_operations_before_start_are_refused(tmp_path):
+    async def main():
+        controller = make_controller(tmp_path)
+        with pytest.raises(errors.NotControllerException):
+            await controller.auto_create_topics(["t"])
+
+    run(main())
+
+
+def test_torn_tail_of_the_metadata_log_is_dropped(tmp_path):
+    async def first():
+        controller = await started(tmp_path)
+        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
+        await controller.auto_create_topics(["kept"])
+        image = controller.image
+        await controller.shutdown()
+        return image
+
+    before = run(first())
+    segment = tmp_path / METADATA_PARTITION_DIR / "00000000000000000000.log"
+    with open(segment, "ab") as f:
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x01")   # a torn batch header
+
+    async def second():
+        controller = await started(tmp_path)
+        image = controller.image
+        await controller.auto_create_topics(["after"])
+        await controller.shutdown()
+        return image
+
+    assert run(second()) == before
