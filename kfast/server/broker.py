@@ -113,7 +113,7 @@ class KafkaBroker:
     Attributes handlers use (see kfast.server.apis): ``config``,
     ``controller``, ``log_manager``, ``replica_manager``, ``metadata_image``,
     ``timer``, ``node_id``, ``cluster_id``, ``fetch_session_cache``,
-    ``producer_id_manager``; after start ``bound_ports`` maps listener name ->
+    ``producer_id_manager``, ``metadata_publisher``; after start ``bound_ports`` maps listener name ->
     the bound port (useful with port 0).
     """
 
@@ -144,6 +144,7 @@ class KafkaBroker:
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.metadata_image: MetadataImage | None = None
+        self.metadata_publisher: BrokerMetadataPublisher | None = None
         self.timer: SystemTimer | None = None
         self.fetch_session_cache = FetchSessionCache(
             config["max.incremental.fetch.session.cache.slots"])
@@ -196,11 +197,12 @@ class KafkaBroker:
         self.producer_id_manager = ProducerIdManager(self.controller, self.node_id)
         await self.controller.start()
         self.metadata_image = self.controller.image
-        publisher = BrokerMetadataPublisher(self)
+        publisher = self.metadata_publisher = BrokerMetadataPublisher(self)
         self.controller.subscribe(publisher.on_metadata_update)
         if not publisher.published:
             # The replayed image was delivered before we subscribed.
             publisher.on_metadata_update(MetadataDelta(), self.controller.image)
+        await publisher.wait_idle()
         try:
             await self._start_listeners()
             advertised = self._advertised_endpoints()
@@ -285,6 +287,8 @@ class KafkaBroker:
             await job.stop()
         if self.replica_manager is not None:
             self.replica_manager.shutdown()
+        if self.metadata_publisher is not None:
+            await self.metadata_publisher.wait_idle()
         if self.controller is not None:
             try:
                 await self.controller.shutdown()

@@ -117,6 +117,9 @@ async def handle_metadata(ctx: RequestContext, request):
                 errors_by_name[name] = errors.UnknownTopicOrPartitionException.code
         if to_create:
             created = await broker.controller.auto_create_topics(to_create)
+            # Answer with the new partitions when their logs are ready (a
+            # few ms); clients would otherwise just retry.
+            await broker.metadata_publisher.wait_idle()
             for name, code in created.items():
                 if code in (0, errors.TopicExistsException.code):
                     code = errors.LeaderNotAvailableException.code

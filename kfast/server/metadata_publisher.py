@@ -4,13 +4,23 @@ ReplicaManager.applyDelta).
 
 The controller calls ``on_metadata_update(delta, image)`` on the event loop
 after every committed change, and once at start with the replayed image.
-Created or changed topics get a Log (created on first sight, in the log dir
-with the fewest partitions) and a Partition with the registration's leader
-epoch and ISR; deleted topics lose their partitions and their logs are
-renamed for deletion; changed topic configs are applied to the live logs.
+
+What can be done in memory happens in the callback: the broker's image is
+replaced, partitions of deleted topics (or moved off this broker) leave the
+ReplicaManager, and leadership/ISR changes of partitions that already have
+their log are applied. What touches the disk -- creating a partition's log
+(directories, preallocated indexes, an fsynced partition.metadata),
+renaming deleted logs away, applying topic configs -- runs in the executor,
+one change after the other in commit order, so a topic deleted and created
+again under the same name never sees its old directory. Until a new
+partition's log exists, Metadata reports it LEADER_NOT_AVAILABLE and
+produce/fetch get UNKNOWN_TOPIC_OR_PARTITION, both retriable, as with
+Kafka while a new topic propagates. ``await wait_idle()`` waits for the
+disk work of every change published so far.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from kfast.controller.metadata.image import MetadataDelta, MetadataImage
@@ -23,6 +33,7 @@ class BrokerMetadataPublisher:
     def __init__(self, broker):
         self.broker = broker
         self._first = True
+        self._tail: asyncio.Future | None = None
 
     @property
     def published(self) -> bool:
@@ -32,7 +43,6 @@ class BrokerMetadataPublisher:
         broker = self.broker
         broker.metadata_image = image
         replica_manager = broker.replica_manager
-        log_manager = broker.log_manager
         if self._first:
             # The first call carries the replayed image: every topic in it is
             # new to this process.
@@ -41,28 +51,73 @@ class BrokerMetadataPublisher:
             self._first = False
         else:
             changed = delta.changed_topics
+        doomed: list[tuple[str, int]] = []
         for name, topic in delta.deleted_topics.items():
             for index in topic.partitions:
                 replica_manager.remove_partition(name, index)
+                doomed.append((name, index))
+        to_create = []
+        for name, topic in changed.items():
+            for index, registration in topic.partitions.items():
+                if broker.node_id not in registration.replicas:
+                    if replica_manager.remove_partition(name, index) is not None:
+                        doomed.append((name, index))
+                    continue
+                existing = replica_manager.get_partition(name, index)
+                if existing is not None and existing.topic_id == topic.topic_id:
+                    replica_manager.apply_partition(name, topic.topic_id, index, registration,
+                                                    existing.log)
+                else:
+                    to_create.append((name, topic.topic_id, index, registration,
+                                      image.topic_configs.get(name)))
+        configs = [(name, dict(image.topic_configs.get(name, {})))
+                   for name in delta.changed_topic_configs if name in image.topics_by_name]
+        if doomed or to_create or configs:
+            self._tail = asyncio.ensure_future(
+                self._apply_on_disk(self._tail, doomed, to_create, configs))
+
+    async def _apply_on_disk(self, previous, doomed, to_create, configs) -> None:
+        if previous is not None:
+            await asyncio.gather(previous, return_exceptions=True)
+        loop = asyncio.get_running_loop()
+        log_manager = self.broker.log_manager
+        replica_manager = self.broker.replica_manager
+
+        def delete_and_create():
+            for name, index in doomed:
                 try:
                     log_manager.delete_log(name, index)
                 except Exception:
                     logger.exception("could not delete the log of %s-%d", name, index)
-        for name, topic in changed.items():
-            overrides = image.topic_configs.get(name)
-            for index, registration in topic.partitions.items():
-                if broker.node_id not in registration.replicas:
-                    if replica_manager.remove_partition(name, index) is not None:
-                        log_manager.delete_log(name, index)
-                    continue
+            created = []
+            for name, topic_id, index, registration, overrides in to_create:
                 try:
                     log = log_manager.get_or_create_log(
-                        name, index, topic_id=kafka_uuid_string(topic.topic_id),
+                        name, index, topic_id=kafka_uuid_string(topic_id),
                         overrides=dict(overrides) if overrides else None)
                 except Exception:
                     logger.exception("could not create the log of %s-%d", name, index)
                     continue
-                replica_manager.apply_partition(name, topic.topic_id, index, registration, log)
-        for name in delta.changed_topic_configs:
-            if name in image.topics_by_name:
-                log_manager.update_topic_config(name, dict(image.topic_configs.get(name, {})))
+                created.append((name, topic_id, index, registration, log))
+            for name, overrides in configs:
+                try:
+                    log_manager.update_topic_config(name, overrides)
+                except Exception:
+                    logger.exception("could not apply the configs of %s", name)
+            return created
+
+        created = await loop.run_in_executor(None, delete_and_create)
+        image = self.broker.metadata_image
+        for name, topic_id, index, registration, log in created:
+            # A later change may have deleted the topic meanwhile.
+            current = image.topics_by_name.get(name)
+            if current is None or current.topic_id != topic_id:
+                continue
+            registration = current.partitions.get(index, registration)
+            replica_manager.apply_partition(name, topic_id, index, registration, log)
+
+    async def wait_idle(self) -> None:
+        """Wait until the disk work of every published change is done."""
+        while self._tail is not None and not self._tail.done():
+            tail = self._tail
+            await asyncio.gather(asyncio.shield(tail), return_exceptions=True)
