@@ -214,7 +214,8 @@ class FileRecords:
         return removed
 
     def flush(self) -> None:
-        os.fsync(self._fd)
+        if self._fd >= 0:  # a segment deleted while a background flush ran
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:

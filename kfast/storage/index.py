@@ -19,6 +19,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import threading
 from typing import NamedTuple
 
 from kfast._ext.index import (
@@ -85,7 +86,7 @@ class AbstractIndex:
     STRICT: bool = True
 
     __slots__ = ("path", "base_offset", "max_index_size", "_file", "_view", "_buffered",
-                 "_flushed", "_length", "_entries", "_max_entries", "_last")
+                 "_flushed", "_length", "_entries", "_max_entries", "_last", "_io_lock")
 
     def __init__(self, path: str, base_offset: int, max_index_size: int = -1,
                  writable: bool = True):
@@ -104,6 +105,10 @@ class AbstractIndex:
         self._view = None
         self._buffered = False
         self._flushed = 0
+        # flush() runs on an executor thread while the event loop appends:
+        # writing pending entries, resizing and truncating take this lock
+        # (appends do not: they only add past what a flush reads).
+        self._io_lock = threading.RLock()
         self._map(os.fstat(self._file.fileno()).st_size)
         # A new file has no entries; an existing file is all entries.
         self._entries = 0 if newly_created else self._length // self.ENTRY_SIZE
@@ -150,17 +155,21 @@ class AbstractIndex:
         self._map(self._length)
 
     def _write_pending(self) -> None:
-        size = self.ENTRY_SIZE
-        fd = self._file.fileno()
-        if self._entries > self._flushed:
-            start = self._flushed * size
-            os.pwrite(fd, memoryview(self._view)[start:self._entries * size], start)
-        elif self._entries < self._flushed:
-            start = self._entries * size
-            end = min(self._flushed * size, self._length)
-            if end > start:
-                os.pwrite(fd, bytes(end - start), start)  # entries removed by truncation
-        self._flushed = self._entries
+        with self._io_lock:
+            size = self.ENTRY_SIZE
+            fd = self._file.fileno()
+            entries = self._entries
+            if entries > self._flushed:
+                start = self._flushed * size
+                # A bytearray slice is a copy: no buffer export that would stop
+                # the appending thread from growing the bytearray.
+                os.pwrite(fd, self._view[start:entries * size], start)
+            elif entries < self._flushed:
+                start = entries * size
+                end = min(self._flushed * size, self._length)
+                if end > start:
+                    os.pwrite(fd, bytes(end - start), start)  # entries removed by truncation
+            self._flushed = entries
 
     def _ensure_capacity(self, end: int) -> None:
         view = self._view
@@ -192,6 +201,10 @@ class AbstractIndex:
         """Grow or shrink the file to ``new_size`` rounded down to whole
         entries, keeping the entries; returns whether the size changed.
         Growing means the segment is (again) active: writes are buffered."""
+        with self._io_lock:
+            return self._resize(new_size)
+
+    def _resize(self, new_size: int) -> bool:
         rounded = _round_down(new_size, self.ENTRY_SIZE)
         rounded = max(rounded, self._entries * self.ENTRY_SIZE)
         if rounded == self._length:
@@ -212,8 +225,9 @@ class AbstractIndex:
 
     def trim_to_valid_size(self) -> None:
         """Cut the file to its entries (roll and close) and map it."""
-        self.resize(self._entries * self.ENTRY_SIZE)
-        self._unbuffer()
+        with self._io_lock:
+            self._resize(self._entries * self.ENTRY_SIZE)
+            self._unbuffer()
 
     # -- search ------------------------------------------------------------
     def _largest_lower_bound_slot(self, target: int, key_pos: int | None = None,
@@ -248,6 +262,10 @@ class AbstractIndex:
         self._truncate_to_entries(0)
 
     def _truncate_to_entries(self, entries: int) -> None:
+        with self._io_lock:
+            self._truncate_locked(entries)
+
+    def _truncate_locked(self, entries: int) -> None:
         if entries < self._entries:
             start = entries * self.ENTRY_SIZE
             end = self._entries * self.ENTRY_SIZE
@@ -266,11 +284,14 @@ class AbstractIndex:
 
     # -- life cycle ----------------------------------------------------------
     def flush(self) -> None:
-        if self._buffered:
-            self._write_pending()
-            os.fsync(self._file.fileno())
-        elif self._view is not None:
-            self._view.flush()
+        with self._io_lock:
+            if self._file.closed:
+                return
+            if self._buffered:
+                self._write_pending()
+                os.fsync(self._file.fileno())
+            elif self._view is not None:
+                self._view.flush()
 
     def close(self) -> None:
         if self._file.closed:

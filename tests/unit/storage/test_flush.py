@@ -78,3 +78,40 @@ def test_flush_covers_rolled_segments(tmp_path, monkeypatch):
     log.flush()
     assert flushed == [log.active_segment.base_offset]
     log.close()
+
+
+def test_flush_on_another_thread_while_appending(tmp_path):
+    """The broker's executor flushes while the event loop appends and rolls."""
+    import threading
+
+    log = Log(str(tmp_path / "f-0"), LogConfig({"segment.bytes": "1048576",
+                                                "index.interval.bytes": "100"}))
+    stop = threading.Event()
+    errors = []
+
+    def flusher():
+        while not stop.is_set():
+            try:
+                log.flush()
+            except Exception as exc:  # noqa: BLE001 - the test reports any failure
+                errors.append(exc)
+                return
+
+    thread = threading.Thread(target=flusher)
+    thread.start()
+    try:
+        for _ in range(1500):
+            log.append_as_leader(make_batch(2, 1000))
+    finally:
+        stop.set()
+        thread.join()
+    assert errors == []
+    assert log.num_segments >= 3
+    log.flush()
+    log.close()
+    reopened = Log(str(tmp_path / "f-0"), LogConfig({"segment.bytes": "1048576"}),
+                   had_clean_shutdown=True)
+    for segment in reopened.segments:
+        segment.sanity_check_indexes()
+    assert reopened.log_end_offset == 3000
+    reopened.close()
