@@ -299,8 +299,8 @@ def _lz4_decompress(data, max_output: int, broken_header_checksum: bool) -> byte
     return bytes(cramjam.lz4.decompress(view))
 
 
-def _lz4_frame_header(view, pos: int) -> tuple[int, int, int, int]:
-    """(FLG, block max size, content size or -1, position of the HC byte)."""
+def _lz4_frame_header(view, pos: int) -> tuple[int, int, int]:
+    """(FLG, block max size, position of the HC byte) of the frame at ``pos``."""
     n = len(view)
     if pos + 7 > n:
         raise CorruptRecordException("Corrupt lz4 payload: truncated frame header")
@@ -312,17 +312,13 @@ def _lz4_frame_header(view, pos: int) -> tuple[int, int, int, int]:
     if block_max is None:
         raise CorruptRecordException(f"Corrupt lz4 payload: block size code {(bd >> 4) & 7}")
     hc = pos + 6
-    content_size = -1
-    if flg & 0x08:
-        if hc + 8 > n:
-            raise CorruptRecordException("Corrupt lz4 payload: truncated content size")
-        content_size = struct.unpack_from("<Q", view, hc)[0]
+    if flg & 0x08:       # content size: 8 bytes, not trusted (see _lz4_output_bound)
         hc += 8
     if flg & 0x01:
         hc += 4
     if hc >= n:
         raise CorruptRecordException("Corrupt lz4 payload: truncated frame header")
-    return flg, block_max, content_size, hc
+    return flg, block_max, hc
 
 
 def _lz4_output_bound(view) -> int:
@@ -343,7 +339,7 @@ def _lz4_output_bound(view) -> int:
             continue
         if magic != LZ4_FRAME_MAGIC:
             raise CorruptRecordException(f"Corrupt lz4 payload: bad frame magic {magic:#x}")
-        flg, block_max, content_size, hc = _lz4_frame_header(view, pos)
+        flg, block_max, hc = _lz4_frame_header(view, pos)
         pos = hc + 1
         frame_bound = 0
         while True:
@@ -362,8 +358,8 @@ def _lz4_output_bound(view) -> int:
             pos += size + (4 if flg & 0x10 else 0)
         if flg & 0x04:
             pos += 4
-        if content_size >= 0:
-            frame_bound = min(frame_bound, content_size)
+        # A declared content size is not used to tighten the bound: it is a
+        # claim the decoder may only check after producing the output.
         total += frame_bound
     if pos > n:
         raise CorruptRecordException("Corrupt lz4 payload: truncated frame")
@@ -376,7 +372,7 @@ def _lz4_fix_header_checksums(view) -> bytearray:
     pos = 0
     n = len(fixed)
     while pos + 4 <= n and _u32le.unpack_from(fixed, pos)[0] == LZ4_FRAME_MAGIC:
-        flg, block_max, content_size, hc = _lz4_frame_header(fixed, pos)
+        flg, block_max, hc = _lz4_frame_header(fixed, pos)
         fixed[hc] = (xxh32(bytes(fixed[pos + 4:hc])) >> 8) & 0xFF
         pos = hc + 1
         while pos + 4 <= n:
@@ -422,11 +418,11 @@ _ZSTD_DICT_WIDTH = (0, 1, 2, 4)
 
 
 def _zstd_output_bound(view) -> int:
-    """An upper bound of the output of every frame in ``view`` (RFC 8878 sections 3.1.1).
+    """An upper bound of the output of every frame in ``view`` (RFC 8878 section 3.1.1).
 
-    A frame's output is its Frame_Content_Size when present (the decoder
-    enforces it); otherwise the sum over blocks: raw and RLE blocks state
-    their size, a compressed block regenerates at most 128 KiB.
+    The sum over blocks: raw and RLE blocks state their size, a compressed
+    block regenerates at most 128 KiB. Frame_Content_Size is skipped, not
+    trusted: it is a claim, the block headers are what the decoder follows.
     """
     n = len(view)
     pos = 0
@@ -454,10 +450,6 @@ def _zstd_output_bound(view) -> int:
         header_rest = (0 if single_segment else 1) + _ZSTD_DICT_WIDTH[fhd & 3] + fcs_width
         if pos + header_rest > n:
             raise CorruptRecordException("Corrupt zstd payload: truncated frame header")
-        content_size = -1
-        if fcs_width:
-            raw = bytes(view[pos + header_rest - fcs_width:pos + header_rest])
-            content_size = int.from_bytes(raw, "little") + (256 if fcs_width == 2 else 0)
         pos += header_rest
         frame_bound = 0
         while True:
@@ -485,8 +477,6 @@ def _zstd_output_bound(view) -> int:
                 break
         if fhd & 0x04:
             pos += 4                 # content checksum
-        if content_size >= 0:
-            frame_bound = min(frame_bound, content_size)
         total += frame_bound
     if pos > n:
         raise CorruptRecordException("Corrupt zstd payload: truncated frame")
