@@ -63,6 +63,15 @@ def _message(error: errors.KafkaError | None) -> str | None:
     return str(error) or None
 
 
+async def _applied(ctx: RequestContext) -> None:
+    """Wait until this broker has applied what was committed (logs created,
+    deleted, reconfigured), so a client that acts on the response right away
+    finds the change in place on this broker."""
+    publisher = getattr(ctx.broker, "metadata_publisher", None)
+    if publisher is not None:
+        await publisher.wait_idle()
+
+
 def _describer(ctx: RequestContext) -> ConfigDescriber:
     return ConfigDescriber(ctx.broker.config, ctx.broker.node_id)
 
@@ -77,6 +86,7 @@ async def handle_create_topics(ctx: RequestContext, request):
         specs.append(TopicSpec(topic.name, topic.num_partitions, topic.replication_factor,
                                assignments or None, {c.name: c.value for c in topic.configs}))
     results = await ctx.broker.controller.create_topics(specs, validate_only)
+    await _applied(ctx)
     image = ctx.broker.metadata_image
     describer = _describer(ctx)
     out = []
@@ -116,6 +126,7 @@ async def handle_delete_topics(ctx: RequestContext, request):
                    error_message="Topic deletion is disabled.")
             for name, topic_id in zip(names, ids)])
     results = await ctx.broker.controller.delete_topics(names, ids)
+    await _applied(ctx)
     return DeleteTopicsResponse(responses=[
         Result(name=name if name is not None or version >= 6 else "", topic_id=topic_id,
                error_code=error.code if error else 0, error_message=_message(error))
@@ -128,6 +139,7 @@ async def handle_create_partitions(ctx: RequestContext, request):
                [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None)
               for t in request.topics]
     results = await ctx.broker.controller.create_partitions(topics, request.validate_only)
+    await _applied(ctx)
     Result = CreatePartitionsResponse.CreatePartitionsTopicResult
     return CreatePartitionsResponse(results=[
         Result(name=name, error_code=error.code if error else 0, error_message=_message(error))
@@ -247,6 +259,7 @@ async def _alter(ctx: RequestContext, request, incremental: bool, response_cls):
             else controller.legacy_alter_configs
         for i, error in zip(positions, await alter(pending, request.validate_only)):
             responses[i] = error
+        await _applied(ctx)
     Result = response_cls.AlterConfigsResourceResponse
     return response_cls(responses=[
         Result(error_code=error.code if error else 0, error_message=_message(error),
