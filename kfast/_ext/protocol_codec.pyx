@@ -62,6 +62,7 @@ from kfast._ext.varint cimport (read_uvarint32, write_uvarint32, uvarint64_size,
 
 cdef extern from "Python.h":
     int PyObject_GenericSetDict(object o, object d, void* ctx) except -1
+    dict PyObject_GenericGetDict(object o, void* ctx)
     object PyType_GenericAlloc(PyTypeObject* t, Py_ssize_t n)
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
     PyObject* PyDict_GetItemWithError(object d, object key) except? NULL
@@ -827,7 +828,7 @@ cdef int _encode_array(FieldOp op, object v, _Writer w) except -1:
 cdef inline dict _fields_of(object obj):
     if isinstance(obj, dict):
         return <dict>obj
-    return obj.__dict__
+    return PyObject_GenericGetDict(obj, NULL)
 
 
 cdef bint _is_default(FieldOp op, object v) except -1:
@@ -870,18 +871,26 @@ cdef int _encode_struct(StructProgram prog, object obj, _Writer w) except -1:
                                f"cannot be written in this version")
     if not prog.flexible:
         return 0
+    # Tagged fields holding their default are not written (Kafka's rule), so
+    # count first; most structs write a single 0.
     ops = prog.tagged_ops
-    present = []
+    ntagged = 0
     for i in range(PyTuple_GET_SIZE(ops)):
         op = <FieldOp>PyTuple_GET_ITEM(ops, i)
         found = PyDict_GetItemWithError(d, op.key)
         if found != NULL and not _is_default(op, <object>found):
-            present.append(op)
-    w.uvarint(<uint32_t>len(present))
-    for op in present:
+            ntagged += 1
+    w.uvarint(<uint32_t>ntagged)
+    if ntagged == 0:
+        return 0
+    for i in range(PyTuple_GET_SIZE(ops)):
+        op = <FieldOp>PyTuple_GET_ITEM(ops, i)
+        found = PyDict_GetItemWithError(d, op.key)
+        if found == NULL or _is_default(op, <object>found):
+            continue
         # The size precedes the value, so the value is encoded aside first.
         tw = _Writer.__new__(_Writer)
-        _encode_value(op.kind, op, d[op.key], tw)
+        _encode_value(op.kind, op, <object>found, tw)
         w.uvarint(<uint32_t>op.tag)
         w.uvarint(<uint32_t>tw.length)
         w.raw(tw.buf, tw.length)

@@ -159,7 +159,7 @@ def test_bytes_agree_with_kafka_python(key, kind, version):
     ms = getattr(schema(key), kind)
     program = ms.program(version)
 
-    @settings(max_examples=4, deadline=None, database=None, suppress_health_check=list(HealthCheck),
+    @settings(max_examples=3, deadline=None, database=None, suppress_health_check=list(HealthCheck),
               phases=(Phase.explicit, Phase.generate))
     @given(message(ms, version))
     def check(value):

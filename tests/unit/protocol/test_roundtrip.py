@@ -22,7 +22,7 @@ def test_roundtrip(name, version, direction):
     ms = getattr(schema(name), direction)
     program = ms.program(version)
 
-    @settings(max_examples=5, deadline=None, database=None,
+    @settings(max_examples=4, deadline=None, database=None,
               suppress_health_check=list(HealthCheck))
     @given(message(ms, version))
     def check(value):
