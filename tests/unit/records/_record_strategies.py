@@ -33,6 +33,7 @@ producer_fields = st.fixed_dictionaries({
     "producer_epoch": st.integers(-1, 2**15 - 1),
     "base_sequence": st.integers(-1, 2**31 - 1),
     "is_transactional": st.booleans(),
+    "is_control": st.booleans(),
     "base_offset": st.integers(0, 2**50),
     "partition_leader_epoch": st.integers(-1, 2**31 - 1),
 })

@@ -39,7 +39,7 @@ def test_round_trip(records, codec, fields):
     assert batch.base_sequence == fields["base_sequence"]
     assert batch.last_sequence == _expected_last_sequence(fields["base_sequence"], len(records) - 1)
     assert batch.is_transactional == fields["is_transactional"]
-    assert not batch.is_control
+    assert batch.is_control == fields["is_control"]
     assert batch.timestamp_type == TIMESTAMP_CREATE_TIME
     assert batch.base_timestamp == records[0][0]
     assert batch.max_timestamp == max(r[0] for r in records)
