@@ -116,8 +116,8 @@ def load_log(log, had_clean_shutdown: bool) -> None:
                 (first_recovered is None or segment.base_offset < first_recovered):
             _recover_segment(log, segment)
 
-    # Drop empty segments that ended up in the middle (e.g. an unrolled
-    # segment after truncation) except the active one.
+    # The active segment gets its preallocated index size back (they were
+    # trimmed at close) and buffers its index writes.
     active = log.active_segment
     active.resize_indexes(config.max_index_size)
     log.log_end_offset = active.read_next_offset()

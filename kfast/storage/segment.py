@@ -382,13 +382,17 @@ class LogSegment:
         self.log.close()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:
-        def rename(obj, path):
-            if path.endswith(old_suffix):
-                obj.rename_to(path[:len(path) - len(old_suffix)] + new_suffix if old_suffix
-                              else path + new_suffix)
+        """Rename every file of the segment, e.g. ``.log`` -> ``.log.deleted``
+        (old "" , new ".deleted") or ``.log.swap`` -> ``.log``."""
         for obj in (self.log, self.offset_index, self.time_index, self.txn_index):
-            if os.path.exists(obj.path) or obj is self.txn_index:
-                rename(obj, obj.path)
+            path = obj.path
+            if not path.endswith(old_suffix):
+                continue
+            stem = path[:len(path) - len(old_suffix)] if old_suffix else path
+            # The .txnindex exists only once an aborted transaction was written;
+            # its rename_to handles a missing file.
+            if os.path.exists(path) or obj is self.txn_index:
+                obj.rename_to(stem + new_suffix)
 
     def delete_files(self) -> None:
         """Close and remove every file of the segment."""
