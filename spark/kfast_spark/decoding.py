@@ -20,8 +20,8 @@ from typing import Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from kfast.records import decode_columnar
-from kfast_spark.schema import arrow_schema
+from kfast.records import decode_columnar, decode_message_set
+from kfast_spark.schema import HEADERS_ARROW_TYPE, arrow_schema
 
 
 def records_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
@@ -49,6 +49,30 @@ def records_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
     ]
     if include_headers:
         columns.append(_null_when_empty(decoded.column("headers")))
+    return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
+
+
+def message_set_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
+                         include_headers: bool) -> Optional[pa.RecordBatch]:
+    """The same for a legacy message set (magic 0/1, logs written before Kafka
+    0.11), record by record: such logs are old and rare, not a hot path.
+    Magic 0 messages have no timestamp: -1 and timestampType -1, as a Kafka
+    consumer reports them."""
+    wanted = [r for r in decode_message_set(buffer) if start <= r.offset < end]
+    if not wanted:
+        return None
+    count = len(wanted)
+    columns = [
+        pa.array([None if r.key is None else bytes(r.key) for r in wanted], pa.binary()),
+        pa.array([None if r.value is None else bytes(r.value) for r in wanted], pa.binary()),
+        pa.repeat(pa.scalar(topic, pa.string()), count),
+        pa.repeat(pa.scalar(partition, pa.int32()), count),
+        pa.array([r.offset for r in wanted], pa.int64()),
+        pa.array([r.timestamp * 1000 for r in wanted], pa.timestamp("us", tz="UTC")),
+        pa.array([r.timestamp_type for r in wanted], pa.int32()),
+    ]
+    if include_headers:
+        columns.append(pa.nulls(count, HEADERS_ARROW_TYPE))  # legacy messages have none
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
 
 

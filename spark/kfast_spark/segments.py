@@ -18,6 +18,9 @@ including records beyond the high watermark a live broker would not yet
 serve, and records of aborted transactions (as a ``read_uncommitted``
 consumer sees them).
 
+Segments hold record batches v2 and, in logs older than Kafka 0.11's message
+format (or upgraded in place), legacy magic 0/1 messages: both are read.
+
 The last batch of the last segment may be torn by an unclean shutdown: it is
 ignored, as Kafka's log recovery truncates it. A bad batch anywhere else is
 corruption and raises.
@@ -33,7 +36,7 @@ from typing import Dict, Iterator, List, Optional, Tuple
 import pyarrow as pa
 
 from kfast.protocol.errors import CorruptRecordException
-from kfast_spark.decoding import records_to_arrow
+from kfast_spark.decoding import message_set_to_arrow, records_to_arrow
 from kfast_spark.options import TopicPartition
 from kfast_spark.planning import report_data_loss
 
@@ -46,13 +49,21 @@ METADATA_TOPIC = "__cluster_metadata"
 _PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
 _SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
 
-# Record batch v2 header: what is needed to walk batches without decoding.
-#   baseOffset int64 @0, batchLength int32 @8, magic int8 @16,
-#   lastOffsetDelta int32 @23; a whole batch is 12 + batchLength bytes.
+# Log entry headers, as far as needed to walk a segment without decoding:
+#   record batch v2 (Kafka 0.11+): baseOffset int64 @0, batchLength int32 @8,
+#       magic int8 = 2 @16, lastOffsetDelta int32 @23
+#   legacy message (magic 0/1, older logs): offset int64 @0 (for a compressed
+#       wrapper, the offset of its LAST inner message), messageSize int32 @8,
+#       crc uint32 @12, magic int8 @16
+# Either way an entry takes 12 + length bytes.
 _LOG_OVERHEAD = 12
 _MAGIC_AT = 16
 _LAST_OFFSET_DELTA_AT = 23
-_BATCH_HEADER_SIZE = 61
+_HEADER_READ_SIZE = 27          # through lastOffsetDelta
+_MAGIC_READ_SIZE = _MAGIC_AT + 1
+#: Smallest length of an entry by magic: v0 crc+magic+attributes+key and
+#: value lengths; v1 adds a timestamp; v2 is its fixed batch header.
+_MIN_LENGTH_BY_MAGIC = {0: 14, 1: 22, 2: 49}
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 # Offset index entry: relative offset int32, position int32.
@@ -163,73 +174,90 @@ def read_range(partition_dir: str, topic_partition: TopicPartition, start: int, 
         if segment.base_offset >= end:
             break
         is_last = i == len(segments) - 1
-        for chunk in _read_chunks(segment, start, end, is_last, chunk_bytes):
-            batch = records_to_arrow(chunk, topic_partition.topic, topic_partition.partition,
-                                     start, end, include_headers)
+        for chunk, legacy in _read_chunks(segment, start, end, is_last, chunk_bytes):
+            decode = message_set_to_arrow if legacy else records_to_arrow
+            batch = decode(chunk, topic_partition.topic, topic_partition.partition,
+                           start, end, include_headers)
             if batch is not None:
                 yield batch
 
 
 def _read_chunks(segment: LogSegmentFile, start: int, end: int, is_last: bool,
-                 chunk_bytes: int) -> Iterator[bytes]:
-    """Runs of whole batches of ``segment`` that hold offsets in
-    ``[start, end)``, each about ``chunk_bytes`` long (or one batch if larger)."""
+                 chunk_bytes: int) -> Iterator[Tuple[memoryview, bool]]:
+    """Runs of whole entries of ``segment`` that hold offsets in ``[start,
+    end)``, each about ``chunk_bytes`` long (or one entry if larger), and
+    whether the run is legacy messages (else v2 batches)."""
+    chunk_bytes = max(chunk_bytes, 4 * _HEADER_READ_SIZE)
     with open(segment.log_path, "rb") as f:
         fd = f.fileno()
         file_size = os.fstat(fd).st_size
         position = _start_position(segment, fd, file_size, start)
         while position < file_size:
             block = os.pread(fd, min(chunk_bytes, file_size - position), position)
-            walked, needed, done = _walk_batches(
+            walked, needed, done = _walk_entries(
                 block, segment, position, file_size, start, end, is_last)
-            included = [(begin, stop) for begin, stop, wanted in walked if wanted]
-            if included:
-                # Offsets grow through the log, so wanted batches are contiguous.
-                yield memoryview(block)[included[0][0]:included[-1][1]]
+            view = memoryview(block)
+            # Offsets grow through the log, so wanted entries are contiguous;
+            # a run ends where the format changes (a log upgraded in place).
+            run = None
+            for begin, stop, wanted, legacy in walked:
+                if not wanted:
+                    continue
+                if run and run[2] == legacy:
+                    run[1] = stop
+                    continue
+                if run:
+                    yield view[run[0]:run[1]], run[2]
+                run = [begin, stop, legacy]
+            if run:
+                yield view[run[0]:run[1]], run[2]
             if walked:
                 position += walked[-1][1]
             elif needed:
-                # One batch larger than a block (its bytes are all in the file).
-                yield os.pread(fd, needed, position)
-                position += needed
+                # One entry larger than a block (its bytes are all in the file).
+                size, legacy = needed
+                yield memoryview(os.pread(fd, size, position)), legacy
+                position += size
             if done or not (walked or needed):
                 return
 
 
-def _walk_batches(block: bytes, segment: LogSegmentFile, block_position: int, file_size: int,
+def _walk_entries(block: bytes, segment: LogSegmentFile, block_position: int, file_size: int,
                   start: int, end: int, is_last: bool):
-    """Walk the whole batches at the start of ``block``.
+    """Walk the whole entries at the start of ``block``.
 
-    Returns ``(batches, needed, done)``: ``batches`` lists ``(begin, end,
-    included)`` byte ranges in ``block``; ``needed`` is the size of a batch
-    that starts in the block but does not fit it; ``done`` says the segment
-    has nothing more for this range (past ``end``, or its torn tail)."""
-    batches = []
+    Returns ``(entries, needed, done)``: ``entries`` lists ``(begin, end,
+    wanted, legacy)`` byte ranges in ``block``; ``needed`` is ``(size,
+    legacy)`` of an entry that starts in the block but does not fit it;
+    ``done`` says the segment has nothing more for this range (past ``end``,
+    or its torn tail)."""
+    entries = []
     i = 0
     size = len(block)
+    reaches_file_end = block_position + size >= file_size
     while True:
-        if size - i < _LOG_OVERHEAD:
-            if block_position + i + (size - i) >= file_size and size - i > 0:
-                return batches, 0, _torn_tail(segment, block_position + i, is_last)
-            return batches, 0, block_position + i >= file_size
-        base_offset, batch_length = _OFFSET_AND_LENGTH.unpack_from(block, i)
-        total = _LOG_OVERHEAD + batch_length
-        if batch_length < _BATCH_HEADER_SIZE - _LOG_OVERHEAD:
-            return batches, 0, _torn_tail(segment, block_position + i, is_last)
-        if block_position + i + total > file_size:
-            return batches, 0, _torn_tail(segment, block_position + i, is_last)
-        if base_offset >= end:
-            return batches, 0, True
-        if i + total > size:
-            return batches, total, False
+        if size - i < _MAGIC_READ_SIZE:
+            if size - i and reaches_file_end:
+                return entries, None, _torn_tail(segment, block_position + i, is_last)
+            return entries, None, reaches_file_end and i == size
+        offset, length = _OFFSET_AND_LENGTH.unpack_from(block, i)
         magic = block[i + _MAGIC_AT]
-        if magic != 2:
-            raise CorruptRecordException(
-                f"Batch at position {block_position + i} of {segment.log_path} has magic "
-                f"{magic}; kfast-segments reads record batch v2 (Kafka 0.11+) only")
-        last_offset = base_offset + _INT32.unpack_from(block, i + _LAST_OFFSET_DELTA_AT)[0]
-        batches.append((i, i + total, last_offset >= start))
+        if magic not in _MIN_LENGTH_BY_MAGIC or length < _MIN_LENGTH_BY_MAGIC[magic]:
+            return entries, None, _torn_tail(segment, block_position + i, is_last)
+        total = _LOG_OVERHEAD + length
+        if block_position + i + total > file_size:
+            return entries, None, _torn_tail(segment, block_position + i, is_last)
+        legacy = magic < 2
+        if not legacy and offset >= end:
+            return entries, None, True
+        if i + total > size:
+            return entries, (total, legacy), False
+        last_offset = offset if legacy else \
+            offset + _INT32.unpack_from(block, i + _LAST_OFFSET_DELTA_AT)[0]
+        entries.append((i, i + total, last_offset >= start, legacy))
         i += total
+        if last_offset >= end - 1:
+            return entries, None, True
 
 
 def _torn_tail(segment: LogSegmentFile, position: int, is_last: bool) -> bool:
@@ -241,25 +269,28 @@ def _torn_tail(segment: LogSegmentFile, position: int, is_last: bool) -> bool:
 
 
 def _segment_end_offset(segment: LogSegmentFile, is_last: bool) -> Optional[int]:
-    """One past the last offset of the segment's last complete batch, or
+    """One past the last offset of the segment's last complete entry, or
     None for an empty segment."""
     with open(segment.log_path, "rb") as f:
         fd = f.fileno()
         file_size = os.fstat(fd).st_size
         position = _last_indexed_position(segment, file_size)
         last_offset = None
-        while position + _BATCH_HEADER_SIZE <= file_size:
-            header = os.pread(fd, _BATCH_HEADER_SIZE, position)
-            base_offset, batch_length = _OFFSET_AND_LENGTH.unpack_from(header)
-            total = _LOG_OVERHEAD + batch_length
-            if batch_length < _BATCH_HEADER_SIZE - _LOG_OVERHEAD or position + total > file_size:
+        while position < file_size:
+            header = os.pread(fd, _HEADER_READ_SIZE, position)
+            if len(header) < _MAGIC_READ_SIZE:
                 _torn_tail(segment, position, is_last)
                 break
-            last_offset = base_offset + _INT32.unpack_from(header, _LAST_OFFSET_DELTA_AT)[0]
-            position += total
-        else:
-            if position < file_size:
+            offset, length = _OFFSET_AND_LENGTH.unpack_from(header)
+            magic = header[_MAGIC_AT]
+            total = _LOG_OVERHEAD + length
+            if (magic not in _MIN_LENGTH_BY_MAGIC or length < _MIN_LENGTH_BY_MAGIC[magic]
+                    or position + total > file_size):
                 _torn_tail(segment, position, is_last)
+                break
+            last_offset = offset if magic < 2 else \
+                offset + _INT32.unpack_from(header, _LAST_OFFSET_DELTA_AT)[0]
+            position += total
     return None if last_offset is None else last_offset + 1
 
 
@@ -297,9 +328,12 @@ def _start_position(segment: LogSegmentFile, fd: int, file_size: int, start: int
             break
         position = entry_position
     if position:
-        header = os.pread(fd, _BATCH_HEADER_SIZE, position)
-        if len(header) < _BATCH_HEADER_SIZE or header[_MAGIC_AT] != 2 \
-                or _OFFSET_AND_LENGTH.unpack_from(header)[0] > start:
+        # A v2 batch states its first offset; a legacy entry only its last,
+        # which must then be at or below the start (else, being unsure, read
+        # the whole segment).
+        header = os.pread(fd, _MAGIC_READ_SIZE, position)
+        if (len(header) < _MAGIC_READ_SIZE or header[_MAGIC_AT] not in _MIN_LENGTH_BY_MAGIC
+                or _OFFSET_AND_LENGTH.unpack_from(header)[0] > start):
             return 0
     return position
 

@@ -13,6 +13,7 @@ from typing import List, Optional
 
 import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
+from kafka.record.legacy_records import LegacyRecordBatchBuilder
 
 from kfast.compression import compress
 
@@ -106,6 +107,27 @@ class PartitionLogWriter:
             "timestampType": 1 if log_append_time is not None else 0,
             "headers": [(k, v) for k, v in headers] or None,
         } for i, (timestamp, key, value, headers) in enumerate(records)]
+        self.rows.extend(rows)
+        self.next_offset = base + len(records)
+        return rows
+
+    def append_legacy(self, magic, records, *, codec=0) -> List[dict]:
+        """Append legacy messages (magic 0/1, Kafka before 0.11): one message
+        per record, or with ``codec`` one compressed wrapper message whose
+        offset is its last inner message's (inner offsets relative in v1)."""
+        base = self.next_offset
+        builder = LegacyRecordBatchBuilder(magic, codec, 1 << 30)
+        for i, (timestamp, key, value, _) in enumerate(records):
+            builder.append(i if codec else base + i, timestamp if magic else None, key, value)
+        entry = bytearray(builder.build())
+        if codec:
+            struct.pack_into(">q", entry, 0, base + len(records) - 1)  # not CRC-covered
+        self._write(bytes(entry), base + len(records) - 1)
+        rows = [{
+            "key": key, "value": value, "topic": self.topic, "partition": self.partition,
+            "offset": base + i, "timestamp_ms": timestamp if magic else -1,
+            "timestampType": 0 if magic else -1, "headers": None,
+        } for i, (timestamp, key, value, _) in enumerate(records)]
         self.rows.extend(rows)
         self.next_offset = base + len(records)
         return rows
