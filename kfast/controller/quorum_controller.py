@@ -149,7 +149,17 @@ class QuorumController:
         logger.info("metadata log replayed: %d records, %d topics, last offset %d",
                     len(records), len(self.image.topics_by_name), self._last_offset)
         for callback in list(self._subscribers):
-            callback(MetadataDelta(), self.image)
+            callback(self.full_delta(), self.image)
+
+    def full_delta(self) -> MetadataDelta:
+        """The current image as a delta from an empty one: what a
+        subscriber that has seen nothing yet must apply (every topic, every
+        topic's configs, every broker)."""
+        image = self.image
+        return MetadataDelta(changed_topics=dict(image.topics_by_name),
+                             changed_topic_configs=frozenset(image.topic_configs),
+                             changed_broker_configs=frozenset(image.broker_configs),
+                             changed_brokers=frozenset(image.brokers))
 
     def _open_and_read(self) -> list:
         self.metadata_log.open()
@@ -164,10 +174,11 @@ class QuorumController:
 
     def subscribe(self, callback: MetadataCallback) -> None:
         """``callback(delta, image)`` after every committed change; called at
-        once with the current image if the controller has started."""
+        once with the current image (as a full delta) if the controller has
+        started."""
         self._subscribers.append(callback)
         if self.started:
-            callback(MetadataDelta(), self.image)
+            callback(self.full_delta(), self.image)
 
     # -- commit and replay -----------------------------------------------------------------
     async def _run(self, operation: Callable[[], ControllerResult],

@@ -1,0 +1,75 @@
+"""Cluster metadata survives a restart: a new broker over the same data dir
+replays __cluster_metadata and serves the same topics, ids and configs
+(checked with kafka-python and kcat -L)."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+
+import pytest
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+
+from kfast.testing import KfastBroker
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _kcat_metadata(broker) -> dict:
+    out = subprocess.run(["kcat", "-b", broker.bootstrap_servers, "-L", "-J"],
+                         capture_output=True, text=True, timeout=30, check=True).stdout
+    return json.loads(out)
+
+
+def _snapshot(broker) -> dict:
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        topics = {t["name"]: (t["topic_id"], len(t["partitions"]))
+                  for t in admin.describe_topics(["kept", "compacted"])}
+        configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, name)
+                                          for name in ("kept", "compacted")])["topic"]
+        return {"topics": topics,
+                "configs": {name: {k: v["value"] for k, v in entries.items()}
+                            for name, entries in configs.items()},
+                "all": sorted(admin.list_topics())}
+    finally:
+        admin.close()
+
+
+def test_topics_ids_and_configs_survive_restart(tmp_path):
+    instance = KfastBroker({"num.partitions": 2}, data_dir=str(tmp_path))
+    instance.start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=instance.bootstrap_servers)
+        admin.create_topics([NewTopic("kept", 3, 1, topic_configs={"retention.ms": "3600000"}),
+                             NewTopic("compacted", 1, 1,
+                                      topic_configs={"cleanup.policy": "compact"}),
+                             NewTopic("dropped", 1, 1)])
+        admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, "kept",
+                                            configs={"retention.ms": "7200000",
+                                                     "segment.bytes": "2000000"})])
+        admin.delete_topics(["dropped"])
+        admin.close()
+        before = _snapshot(instance)
+        image_before = instance.broker.metadata_image
+        port = instance.port
+
+        instance.restart()
+        assert instance.port == port
+        after = _snapshot(instance)
+        assert after == before
+        assert after["all"] == ["compacted", "kept"]
+        assert after["configs"]["kept"] == {"retention.ms": "7200000", "segment.bytes": "2000000"}
+        image_after = instance.broker.metadata_image
+        assert image_after.topics_by_name == image_before.topics_by_name
+        assert image_after.topic_configs == image_before.topic_configs
+        log = instance.call_soon(instance.broker.log_manager.get_log, "kept", 0)
+        assert log.config.retention_ms == 7200000 and log.config.segment_bytes == 2000000
+
+        if shutil.which("kcat"):
+            metadata = _kcat_metadata(instance)
+            topics = {t["topic"]: len(t["partitions"]) for t in metadata["topics"]}
+            assert topics == {"kept": 3, "compacted": 1}
+            assert [b["id"] for b in metadata["brokers"]] == [1]
+    finally:
+        instance.close()
