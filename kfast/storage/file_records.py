@@ -133,13 +133,29 @@ class FileRecords:
 
     __slots__ = ("path", "_fd", "_size", "__weakref__")
 
-    def __init__(self, path: str, *, create: bool = True):
+    def __init__(self, path: str, *, create: bool = True, preallocate_bytes: int = 0):
+        """Open ``path``; a new file is preallocated to ``preallocate_bytes``
+        when asked (log.preallocate) and trimmed by ``trim()`` at roll/close.
+        The size of an existing file is its length: a preallocated file is
+        only ever reopened trimmed (clean shutdown) or recovered (crash)."""
         self.path = path
         flags = os.O_RDWR | (os.O_CREAT if create else 0)
         if hasattr(os, "O_CLOEXEC"):
             flags |= os.O_CLOEXEC
+        existed = os.path.exists(path)
         self._fd = os.open(path, flags, 0o644)
         self._size = os.fstat(self._fd).st_size
+        if not existed and preallocate_bytes > 0:
+            try:
+                os.posix_fallocate(self._fd, 0, preallocate_bytes)
+            except (AttributeError, OSError):
+                os.ftruncate(self._fd, preallocate_bytes)  # sparse, but the same layout
+            self._size = 0
+
+    def trim(self) -> None:
+        """Cut a preallocated file down to the bytes written."""
+        if self._fd >= 0 and os.fstat(self._fd).st_size != self._size:
+            os.ftruncate(self._fd, self._size)
 
     def fileno(self) -> int:
         return self._fd

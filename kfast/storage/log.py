@@ -394,7 +394,8 @@ class Log:
             self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
             max_index_size=self.config.max_index_size,
             roll_jitter_ms=random.randrange(jitter) if jitter > 0 else 0,
-            created_ms=self.time_ms())
+            created_ms=self.time_ms(),
+            preallocate_bytes=self.config.segment_bytes if self.config.preallocate else 0)
 
     # -- read -------------------------------------------------------------------
     def _offset_metadata(self, offset: int) -> LogOffsetMetadata:

@@ -108,11 +108,12 @@ class LogSegment:
     @classmethod
     def open(cls, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
              max_index_size: int = 10 * 1024 * 1024, roll_jitter_ms: int = 0,
-             file_suffix: str = "", created_ms: int | None = None) -> "LogSegment":
+             file_suffix: str = "", created_ms: int | None = None,
+             preallocate_bytes: int = 0) -> "LogSegment":
         """Open (or create) the segment at ``base_offset`` in ``directory``."""
         def path(suffix):
             return segment_file(directory, base_offset, suffix + file_suffix)
-        log = FileRecords(path(LOG_FILE_SUFFIX))
+        log = FileRecords(path(LOG_FILE_SUFFIX), preallocate_bytes=preallocate_bytes)
         offset_index = OffsetIndex(path(INDEX_FILE_SUFFIX), base_offset, max_index_size)
         time_index = TimeIndex(path(TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size)
         txn_index = TransactionIndex(base_offset, path(TXN_INDEX_FILE_SUFFIX))
@@ -361,6 +362,7 @@ class LogSegment:
                                          skip_full_check=True)
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
+        self.log.trim()
 
     # -- files --------------------------------------------------------------
     def flush(self) -> None:
@@ -379,6 +381,7 @@ class LogSegment:
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
+        self.log.trim()
         self.log.close()
 
     def change_file_suffixes(self, old_suffix: str, new_suffix: str) -> None:

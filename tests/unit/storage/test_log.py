@@ -326,3 +326,27 @@ def test_roll_on_relative_offset_overflow(tmp_path):
     assert log.log_end_offset == 2**31 + 7
     assert batch_offsets(log.read(2**31 + 6, 1).records.read()) == [(2**31 + 5, 2**31 + 6)]
     log.close()
+
+
+def test_preallocate(tmp_path):
+    log = open_log(tmp_path, preallocate="true")
+    path = log.active_segment.log.path
+    assert os.path.getsize(path) == MiB  # preallocated to segment.bytes
+    for _ in range(5):
+        log.append_as_leader(make_batch(2))
+    size = log.active_segment.size
+    assert size < MiB and os.path.getsize(path) == MiB
+    log.roll()
+    assert os.path.getsize(path) == size  # trimmed at roll
+    new_path = log.active_segment.log.path
+    log.append_as_leader(make_batch(2))
+    end = log.log_end_offset
+    log.flush()
+    log.close_handlers()  # crash: the new segment is still preallocated
+    assert os.path.getsize(new_path) == MiB
+    recovered = Log(str(tmp_path / "topic-0"), LogConfig({"segment.bytes": MiB,
+                                                          "preallocate": "true"}),
+                    recovery_point=0, had_clean_shutdown=False)
+    assert recovered.log_end_offset == end
+    assert os.path.getsize(new_path) == recovered.active_segment.size
+    recovered.close()
