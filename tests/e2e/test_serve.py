@@ -122,3 +122,51 @@ def test_kill_9_keeps_every_acknowledged_record(serve):
     offsets = [offset for offset, _ in records]
     assert offsets == sorted(offsets)
     assert node.terminate() == 0
+
+
+def test_kafka_stock_kraft_server_properties(tmp_path):
+    """Kafka's config/kraft/server.properties (ports and dirs changed) works
+    as is: the CONTROLLER listener is the in-process controller's, PLAINTEXT
+    is served and advertised as configured."""
+    from conftest import ServeProcess, free_port
+
+    port, controller_port = free_port(), free_port()
+    properties = tmp_path / "server.properties"
+    properties.write_text(f"""
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@localhost:{controller_port}
+listeners=PLAINTEXT://:{port},CONTROLLER://:{controller_port}
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:{port}
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,SSL:SSL
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs={tmp_path / "kraft-combined-logs"}
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+""")
+
+    class StockServe(ServeProcess):
+        def command(self):
+            return [sys.executable, "-m", "kfast", "serve", "--config", str(properties)]
+
+    node = StockServe(str(tmp_path), port).start()
+    try:
+        producer = Producer({"bootstrap.servers": f"localhost:{port}", "acks": "all"})
+        producer.produce("stock", value=b"hello")
+        assert producer.flush(15) == 0
+        assert consume_all(f"localhost:{port}", "stock", 1) == [(0, b"hello")]
+        assert node.terminate() == 0
+    finally:
+        node.kill()
