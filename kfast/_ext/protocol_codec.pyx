@@ -39,7 +39,7 @@
 # Record bytes never get copied on the way in: a `records` field decodes to
 # a memoryview slice of the input buffer. On the way out a `records` value
 # may be bytes-like, a FileRegion-like object (anything that is not a buffer
-# but has len() and .read()), or a list of those; in "parts" mode regions and
+# but has .length and .read()), or a list of those; in "parts" mode regions and
 # large buffers are emitted as separate parts so the network layer can
 # sendfile/writev them.
 
@@ -756,6 +756,20 @@ cdef int _encode_buffer(FieldOp op, object v, _Writer w, bint wide) except -1:
     return 0
 
 
+cdef Py_ssize_t _piece_length(object piece) except -1:
+    # Bytes of one records piece: a buffer's byte length, or a region's
+    # declared `length` (read as an attribute: FileRegion's __len__ would
+    # cost a Python frame per partition).
+    cdef Py_buffer pb
+    cdef Py_ssize_t n
+    if PyObject_CheckBuffer(piece):
+        PyObject_GetBuffer(piece, &pb, PyBUF_SIMPLE)
+        n = pb.len
+        PyBuffer_Release(&pb)
+        return n
+    return piece.length
+
+
 cdef int _encode_record_piece(object piece, _Writer w) except -1:
     cdef Py_buffer pb
     if PyObject_CheckBuffer(piece):
@@ -768,10 +782,10 @@ cdef int _encode_record_piece(object piece, _Writer w) except -1:
         finally:
             PyBuffer_Release(&pb)
     elif w.parts is not None:
-        w.append_part(piece, len(piece))
+        w.append_part(piece, piece.length)
     else:
         data = piece.read()
-        if len(data) != len(piece):
+        if len(data) != piece.length:
             raise ValueError(f"{piece!r} yielded {len(data)} bytes")
         _encode_raw_buffer(data, w)
     return 0
@@ -787,12 +801,12 @@ cdef int _encode_records(FieldOp op, object v, _Writer w) except -1:
         return w.length_prefix(-1, op.compact, True)
     if isinstance(v, list):
         for piece in <list>v:
-            total += len(piece)
+            total += _piece_length(piece)
         w.length_prefix(total, op.compact, True)
         for piece in <list>v:
             _encode_record_piece(piece, w)
         return 0
-    w.length_prefix(len(v), op.compact, True)
+    w.length_prefix(_piece_length(v), op.compact, True)
     return _encode_record_piece(v, w)
 
 

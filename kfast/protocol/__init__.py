@@ -87,14 +87,31 @@ class RequestHeader(NamedTuple):
     header_length: int
 
 
-# Compiled request programs by (api_key, version): the broker's per-request
-# lookup, one dict probe.
-_REQUEST_PROGRAMS: dict = {}
-
 _REQUEST_HEADER = struct.Struct(">hhih")    # key, version, correlation id, client id length
 _RESPONSE_HEADER = struct.Struct(">i")
 
+# Compiled programs by (api_key, version): one dict probe per message on the
+# hot path. Responses also cache whether their header carries tagged fields
+# (header v1).
+_REQUEST_PROGRAMS: dict = {}
+_RESPONSE_PROGRAMS: dict = {}
 
+
+def _request_program(key: int, version: int):
+    program = _REQUEST_PROGRAMS.get((key, version))
+    if program is None:
+        program = _schema(key).request.program(version)
+        _REQUEST_PROGRAMS[key, version] = program
+    return program
+
+
+def _response_program(key: int, version: int):
+    found = _RESPONSE_PROGRAMS.get((key, version))
+    if found is None:
+        program = _schema(key).response.program(version)
+        found = (program, api_key(key).response_header_version(version) == 1)
+        _RESPONSE_PROGRAMS[key, version] = found
+    return found
 
 
 def request_class(key: int | str) -> type:
@@ -112,14 +129,11 @@ def decode_request_header(buf) -> RequestHeader:
 
 
 def decode_request_body(header: RequestHeader, buf):
-    program = _REQUEST_PROGRAMS.get((header.api_key, header.api_version))
-    if program is None:
-        try:
-            program = _schema(header.api_key).request.program(header.api_version)
-        except errors.UnsupportedVersionException as exc:
-            exc.header = header
-            raise
-        _REQUEST_PROGRAMS[header.api_key, header.api_version] = program
+    try:
+        program = _request_program(header.api_key, header.api_version)
+    except errors.UnsupportedVersionException as exc:
+        exc.header = header
+        raise
     return _codec.decode(program, buf, header.header_length)[0]
 
 
@@ -129,41 +143,35 @@ def decode_request(buf) -> tuple[RequestHeader, object]:
 
 
 def encode_request(key: int, version: int, correlation_id: int, client_id: str | None, body) -> bytes:
-    api = api_key(key)
-    program = _schema(key).request.program(version)
+    program = _request_program(key, version)
     if client_id is None:
         header = _REQUEST_HEADER.pack(key, version, correlation_id, -1)
     else:
         raw = client_id.encode()
         header = _REQUEST_HEADER.pack(key, version, correlation_id, len(raw)) + raw
-    if api.request_header_version(version) == 2:
+    if api_key(key).request_header_version(version) == 2:
         header += b"\x00"               # no tagged fields
     return _codec.encode_frame(header, program, body)
 
 
-def _response_header(api: ApiKey, version: int, correlation_id: int) -> bytes:
+def _response_header(correlation_id: int, tagged: bool) -> bytes:
     header = _RESPONSE_HEADER.pack(correlation_id)
-    if api.response_header_version(version) == 1:
-        header += b"\x00"
-    return header
+    return header + b"\x00" if tagged else header
 
 
 def encode_response(key: int, version: int, correlation_id: int, body) -> bytes:
-    api = api_key(key)
-    program = _schema(key).response.program(version)
-    return _codec.encode_frame(_response_header(api, version, correlation_id), program, body)
+    program, tagged = _response_program(key, version)
+    return _codec.encode_frame(_response_header(correlation_id, tagged), program, body)
 
 
 def encode_response_parts(key: int, version: int, correlation_id: int, body) -> list:
-    api = api_key(key)
-    program = _schema(key).response.program(version)
-    return _codec.encode_frame(_response_header(api, version, correlation_id), program, body, True)
+    program, tagged = _response_program(key, version)
+    return _codec.encode_frame(_response_header(correlation_id, tagged), program, body, True)
 
 
 def decode_response(key: int, version: int, buf) -> tuple[int, object]:
-    api = api_key(key)
-    program = _schema(key).response.program(version)
-    correlation_id, offset = _codec.decode_response_header(buf, api.response_header_version(version) == 1)
+    program, tagged = _response_program(key, version)
+    correlation_id, offset = _codec.decode_response_header(buf, tagged)
     body, _ = _codec.decode(program, buf, offset)
     return correlation_id, body
 
