@@ -193,3 +193,49 @@ def test_disk_error_on_append(tmp_path, code):
     assert sick.append_as_leader(make_batch(1)).first_offset == 20
     sick.close()
     healthy.close()
+
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=30)
+@given(st.lists(st.integers(1, 4), min_size=1, max_size=25), st.floats(0, 1),
+       st.sampled_from(["cut", "flip"]))
+def test_recovery_keeps_exactly_the_intact_prefix(tmp_path_factory, counts, where, damage):
+    """Cut the active segment anywhere (or flip any byte): recovery keeps
+    every batch before the damaged one and nothing after it."""
+    path = str(tmp_path_factory.mktemp("rec") / "r-0")
+    log = Log(path, LogConfig({"segment.bytes": MiB, "index.interval.bytes": 64}))
+    bounds = []  # (start position, end position, last offset + 1) per batch
+    for count in counts:
+        start = log.active_segment.size
+        info = log.append_as_leader(make_batch(count, 40))
+        bounds.append((start, log.active_segment.size, info.last_offset + 1))
+    seg_path = log.active_segment.log.path
+    size = log.active_segment.size
+    log.close_handlers()
+    point = min(int(where * size), size - 1)
+    if damage == "flip":
+        # baseOffset and partitionLeaderEpoch are outside the CRC (as in Kafka):
+        # flip the magic byte of that batch instead.
+        start = max(b[0] for b in bounds if b[0] <= point)
+        if point - start < 8 or 12 <= point - start < 16:
+            point = start + 16
+    with open(seg_path, "r+b") as f:
+        if damage == "cut":
+            f.truncate(point)
+        else:
+            f.seek(point)
+            byte = f.read(1)
+            f.seek(point)
+            f.write(bytes([byte[0] ^ 0x01]))
+    # The first damaged batch is the one holding the byte at `point`.
+    intact = [b for b in bounds if b[1] <= point]
+    expected_end = intact[-1][2] if intact else 0
+    expected_size = intact[-1][1] if intact else 0
+    recovered = Log(path, LogConfig({"segment.bytes": MiB}), recovery_point=0,
+                    had_clean_shutdown=False)
+    assert recovered.log_end_offset == expected_end
+    assert os.path.getsize(seg_path) == expected_size
+    assert [o for o, _ in all_records(recovered)] == list(range(expected_end))
+    recovered.close()
