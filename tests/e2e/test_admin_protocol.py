@@ -1,0 +1,262 @@
+"""Admin APIs on the wire, version by version, for what the client libraries
+do not expose: per-version response fields, error codes of malformed
+resources, DescribeTopicPartitions paging, ElectLeaders, broker loggers."""
+from __future__ import annotations
+
+import logging
+import socket
+import struct
+import uuid
+
+import pytest
+
+import kfast.protocol as p
+from kfast.protocol import api_keys, errors
+from kfast.testing import KfastBroker
+
+pytestmark = pytest.mark.timeout(60)
+KEY = {name: api.key for name, api in api_keys.BY_NAME.items()}
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+
+
+class Client:
+    def __init__(self, broker):
+        self.sock = socket.create_connection(("127.0.0.1", broker.port), timeout=10)
+        self.correlation_id = 0
+
+    def _read(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            assert chunk, "connection closed"
+            data += chunk
+        return data
+
+    def request(self, name: str, version: int, **fields):
+        self.correlation_id += 1
+        body = p.request_class(name)(**fields)
+        self.sock.sendall(p.encode_request(KEY[name], version, self.correlation_id, "t", body))
+        (size,) = struct.unpack(">i", self._read(4))
+        correlation_id, response = p.decode_response(KEY[name], version, self._read(size))
+        assert correlation_id == self.correlation_id
+        return response
+
+    def close(self):
+        self.sock.close()
+
+
+@pytest.fixture(scope="module")
+def client(broker):
+    c = Client(broker)
+    yield c
+    c.close()
+
+
+def create(client, name, partitions=1, version=7, **fields):
+    Topic = p.CreateTopicsRequest.CreatableTopic
+    return client.request("CreateTopics", version, topics=[
+        Topic(name=name, num_partitions=partitions, replication_factor=-1, **fields)])
+
+
+@pytest.mark.parametrize("version", [0, 1, 4, 5, 7])
+def test_create_topics_fields_per_version(client, topic, version):
+    [result] = create(client, topic, 2, version).topics
+    assert (result.name, result.error_code) == (topic, 0)
+    if version >= 5:
+        assert (result.num_partitions, result.replication_factor) == (2, 1)
+        assert {c.name for c in result.configs} >= {"retention.ms", "cleanup.policy"}
+    if version >= 7:
+        assert result.topic_id != uuid.UUID(int=0)
+    [again] = create(client, topic, 2, version).topics
+    assert again.error_code == errors.TopicExistsException.code
+    if version >= 1:
+        assert again.error_message == f"Topic '{topic}' already exists."
+
+
+def test_create_topics_duplicates_in_one_request(client, topic):
+    Topic = p.CreateTopicsRequest.CreatableTopic
+    response = client.request("CreateTopics", 7, topics=[
+        Topic(name=topic, num_partitions=1, replication_factor=1),
+        Topic(name=topic, num_partitions=1, replication_factor=1)])
+    assert [t.error_code for t in response.topics] == [errors.InvalidRequestException.code] * 2
+
+
+def test_delete_topics_by_id_v6(client, topic):
+    [created] = create(client, topic).topics
+    Topic = p.DeleteTopicsRequest.DeleteTopicState
+    response = client.request("DeleteTopics", 6, timeout_ms=1000, topics=[
+        Topic(name=None, topic_id=created.topic_id), Topic(name=None, topic_id=uuid.uuid4())])
+    ok, missing = response.responses
+    assert (ok.name, ok.topic_id, ok.error_code) == (topic, created.topic_id, 0)
+    assert missing.error_code == errors.UnknownTopicIdException.code and missing.name is None
+
+
+def test_delete_topics_by_name_v1(client, topic):
+    create(client, topic)
+    response = client.request("DeleteTopics", 1, timeout_ms=1000,
+                              topic_names=[topic, topic + "-missing"])
+    assert [(r.name, r.error_code) for r in response.responses] == [
+        (topic, 0), (topic + "-missing", errors.UnknownTopicOrPartitionException.code)]
+
+
+def describe(client, resource_type, name, version=4, keys=None, **fields):
+    Resource = p.DescribeConfigsRequest.DescribeConfigsResource
+    [result] = client.request("DescribeConfigs", version, resources=[
+        Resource(resource_type=resource_type, resource_name=name, configuration_keys=keys)],
+        **fields).results
+    return result
+
+
+def test_describe_configs_synonyms_types_and_documentation(client, topic):
+    create(client, topic, configs=[
+        p.CreateTopicsRequest.CreatableTopicConfig(name="retention.ms", value="1234")])
+    result = describe(client, TOPIC, topic, keys=["retention.ms", "segment.bytes"],
+                      include_synonyms=True, include_documentation=True)
+    assert result.error_code == 0
+    by_name = {c.name: c for c in result.configs}
+    assert set(by_name) == {"retention.ms", "segment.bytes"}
+    retention = by_name["retention.ms"]
+    assert (retention.value, retention.config_source, retention.config_type) == ("1234", 1, 5)
+    assert [(s.name, s.value, s.source) for s in retention.synonyms] == [
+        ("retention.ms", "1234", 1), ("log.retention.hours", "168", 5)]
+    assert retention.documentation
+    segment = by_name["segment.bytes"]
+    assert (segment.value, segment.config_source, segment.config_type) == ("1073741824", 5, 3)
+
+
+def test_describe_configs_v0_reports_is_default(client, topic):
+    create(client, topic)
+    result = describe(client, TOPIC, topic, version=0, keys=["retention.ms"])
+    [entry] = result.configs
+    assert entry.is_default is True
+
+
+@pytest.mark.parametrize("resource_type, name, code", [
+    (TOPIC, "does-not-exist", errors.UnknownTopicOrPartitionException.code),
+    (TOPIC, "bad name", errors.InvalidTopicException.code),
+    (BROKER, "7", errors.InvalidRequestException.code),
+    (BROKER, "x", errors.InvalidRequestException.code),
+    (99, "x", errors.InvalidRequestException.code),
+])
+def test_describe_configs_errors(client, resource_type, name, code):
+    assert describe(client, resource_type, name).error_code == code
+
+
+def test_broker_default_resource_lists_cluster_wide_overrides(client):
+    Resource = p.IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = p.IncrementalAlterConfigsRequest.AlterableConfig
+    response = client.request("IncrementalAlterConfigs", 1, resources=[Resource(
+        resource_type=BROKER, resource_name="", configs=[
+            Config(name="log.cleaner.min.compaction.lag.ms", config_operation=0, value="5")])])
+    assert response.responses[0].error_code == 0
+    result = describe(client, BROKER, "")
+    assert [(c.name, c.value, c.config_source) for c in result.configs] == [
+        ("log.cleaner.min.compaction.lag.ms", "5", 3)]
+    entry = {c.name: c for c in describe(client, BROKER, "1").configs}[
+        "log.cleaner.min.compaction.lag.ms"]
+    assert (entry.value, entry.config_source) == ("5", 3)
+
+
+def test_broker_loggers(client):
+    name = "kfast.test.admin"
+    logging.getLogger(name).setLevel(logging.INFO)
+    result = describe(client, BROKER_LOGGER, "1", keys=[name])
+    assert [(c.name, c.value) for c in result.configs] == [(name, "INFO")]
+    Resource = p.IncrementalAlterConfigsRequest.AlterConfigsResource
+    Config = p.IncrementalAlterConfigsRequest.AlterableConfig
+
+    def alter(operation, value):
+        return client.request("IncrementalAlterConfigs", 1, resources=[Resource(
+            resource_type=BROKER_LOGGER, resource_name="1",
+            configs=[Config(name=name, config_operation=operation, value=value)])]
+        ).responses[0].error_code
+
+    assert alter(0, "DEBUG") == 0
+    assert logging.getLogger(name).level == logging.DEBUG
+    assert alter(0, "LOUD") == errors.InvalidConfigurationException.code
+    assert alter(2, "DEBUG") == errors.InvalidRequestException.code
+    assert logging.getLogger(name).level == logging.DEBUG
+    assert alter(1, None) == 0                   # DELETE: back to the parent's level
+    assert logging.getLogger(name).level == logging.NOTSET
+
+
+def test_legacy_alter_configs_errors(client, topic):
+    create(client, topic)
+    Resource = p.AlterConfigsRequest.AlterConfigsResource
+    Config = p.AlterConfigsRequest.AlterableConfig
+    response = client.request("AlterConfigs", 1, resources=[
+        Resource(resource_type=TOPIC, resource_name=topic,
+                 configs=[Config(name="retention.ms", value="nope")]),
+        Resource(resource_type=TOPIC, resource_name=topic + "-x",
+                 configs=[Config(name="retention.ms", value="1")]),
+        Resource(resource_type=BROKER, resource_name="1",
+                 configs=[Config(name="node.id", value="2")])], validate_only=False)
+    assert [r.error_code for r in response.responses] == [
+        errors.InvalidConfigurationException.code, errors.UnknownTopicOrPartitionException.code,
+        errors.InvalidRequestException.code]
+
+
+def test_describe_cluster(client, broker):
+    response = client.request("DescribeCluster", 1, include_cluster_authorized_operations=False)
+    assert response.error_code == 0 and response.controller_id == 1
+    assert response.cluster_authorized_operations == -2147483648
+    assert [(b.broker_id, b.port) for b in response.brokers] == [(1, broker.port)]
+    controller = client.request("DescribeCluster", 1, endpoint_type=2)
+    assert controller.error_code == errors.UnsupportedEndpointTypeException.code
+
+
+def test_describe_topic_partitions_pages_with_a_cursor(client, topic):
+    create(client, topic, 5)
+    Topic = p.DescribeTopicPartitionsRequest.TopicRequest
+    response = client.request("DescribeTopicPartitions", 0, topics=[Topic(name=topic)],
+                              response_partition_limit=3)
+    [first] = response.topics
+    assert [pt.partition_index for pt in first.partitions] == [0, 1, 2]
+    assert (response.next_cursor.topic_name, response.next_cursor.partition_index) == (topic, 3)
+    rest = client.request("DescribeTopicPartitions", 0, topics=[Topic(name=topic)],
+                          response_partition_limit=3, cursor=response.next_cursor)
+    assert [pt.partition_index for pt in rest.topics[0].partitions] == [3, 4]
+    assert rest.next_cursor is None
+    assert all(pt.leader_id == 1 and pt.isr_nodes == [1] for pt in first.partitions)
+
+
+def test_elect_leaders_is_not_needed_on_one_node(client, topic):
+    create(client, topic, 2)
+    Partitions = p.ElectLeadersRequest.TopicPartitions
+    response = client.request("ElectLeaders", 2, election_type=0, topic_partitions=[
+        Partitions(topic=topic, partitions=[0, 1, 7])])
+    [result] = response.replica_election_results
+    assert [(r.partition_id, r.error_code) for r in result.partition_result] == [
+        (0, errors.ElectionNotNeededException.code), (1, errors.ElectionNotNeededException.code),
+        (7, errors.UnknownTopicOrPartitionException.code)]
+    everything = client.request("ElectLeaders", 2, election_type=0, topic_partitions=None)
+    assert everything.replica_election_results == []
+
+
+def test_list_partition_reassignments_is_empty(client, topic):
+    create(client, topic)
+    response = client.request("ListPartitionReassignments", 0, topics=None)
+    assert response.error_code == 0 and response.topics == []
+
+
+def test_create_partitions_validate_only(client, topic):
+    create(client, topic)
+    Topic = p.CreatePartitionsRequest.CreatePartitionsTopic
+    response = client.request("CreatePartitions", 3, topics=[Topic(name=topic, count=4)],
+                              validate_only=True, timeout_ms=1000)
+    assert response.results[0].error_code == 0
+    [described] = client.request("DescribeTopicPartitions", 0, topics=[
+        p.DescribeTopicPartitionsRequest.TopicRequest(name=topic)]).topics
+    assert len(described.partitions) == 1
+
+
+def test_topic_deletion_disabled(tmp_path):
+    with KfastBroker({"delete.topic.enable": "false"}, data_dir=str(tmp_path)) as broker:
+        c = Client(broker)
+        create(c, "kept")
+        response = c.request("DeleteTopics", 4, timeout_ms=1000, topic_names=["kept"])
+        assert response.responses[0].error_code == errors.TopicDeletionDisabledException.code
+        old = c.request("DeleteTopics", 2, timeout_ms=1000, topic_names=["kept"])
+        assert old.responses[0].error_code == errors.InvalidRequestException.code
+        assert "kept" in broker.broker.metadata_image.topics_by_name
+        c.close()
