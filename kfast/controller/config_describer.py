@@ -64,6 +64,28 @@ def _in_topic_units(server_name: str, value):
     return value
 
 
+def dynamic_topic_defaults(image, broker_id: int) -> dict:
+    """Topic-config defaults that dynamic broker overrides set for this
+    broker ({topic config: coerced value}): per-broker overrides win over
+    the cluster-wide ones, and within a level the synonym of highest
+    precedence (log.retention.ms over .minutes over .hours) wins. A broker
+    merges this over KafkaConfig.topic_defaults() to give its logs the
+    dynamic defaults."""
+    from kfast.config import coerce
+
+    out = {}
+    levels = [image.broker_configs.get(str(broker_id), {}), image.broker_configs.get("", {})] \
+        if image is not None else []
+    for topic_name, key in TOPIC_CONFIGS.items():
+        for level in levels:
+            found = next((s for s in _server_synonyms(topic_name) if s in level), None)
+            if found is not None:
+                value = coerce(found, SERVER_CONFIGS[found].type, level[found])
+                out[topic_name] = _in_topic_units(found, value)
+                break
+    return out
+
+
 class ConfigDescriber:
     """Describes configs for one broker: its static ``config`` and the
     dynamic overrides of a MetadataImage."""
