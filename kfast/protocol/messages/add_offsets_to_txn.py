@@ -5,13 +5,13 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    transactional_id                   string                         0+
-    producer_id                        int64                          0+
-    producer_epoch                     int16                          0+
-    group_id                           string                         0+
+    transactional_id  string  0+
+    producer_id       int64   0+
+    producer_epoch    int16   0+
+    group_id          string  0+
 """
 
 RESPONSE = """
-    throttle_time_ms                   int32                          0+
-    error_code                         int16                          0+
+    throttle_time_ms  int32  0+
+    error_code        int16  0+
 """

@@ -5,12 +5,12 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    groups_names                       []string                       0+
+    groups_names  []string  0+
 """
 
 RESPONSE = """
-    throttle_time_ms                   int32                          0+
-    results                            []DeletableGroupResult         0+
-      group_id                         string                         0+
-      error_code                       int16                          0+
+    throttle_time_ms  int32                   0+
+    results           []DeletableGroupResult  0+
+      group_id        string                  0+
+      error_code      int16                   0+
 """

@@ -5,20 +5,20 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    topics                             []DeleteRecordsTopic           0+
-      name                             string                         0+
-      partitions                       []DeleteRecordsPartition       0+
-        partition_index                int32                          0+
-        offset                         int64                          0+
-    timeout_ms                         int32                          0+
+    topics               []DeleteRecordsTopic      0+
+      name               string                    0+
+      partitions         []DeleteRecordsPartition  0+
+        partition_index  int32                     0+
+        offset           int64                     0+
+    timeout_ms           int32                     0+
 """
 
 RESPONSE = """
-    throttle_time_ms                   int32                          0+
-    topics                             []DeleteRecordsTopicResult     0+
-      name                             string                         0+
-      partitions                       []DeleteRecordsPartitionResult 0+
-        partition_index                int32                          0+
-        low_watermark                  int64                          0+
-        error_code                     int16                          0+
+    throttle_time_ms     int32                           0+
+    topics               []DeleteRecordsTopicResult      0+
+      name               string                          0+
+      partitions         []DeleteRecordsPartitionResult  0+
+        partition_index  int32                           0+
+        low_watermark    int64                           0+
+        error_code       int16                           0+
 """

@@ -5,18 +5,18 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    group_id                           string                         0+
-    topics                             []DeleteStateData              0+
-      topic_id                         uuid                           0+
-      partitions                       []PartitionData                0+
-        partition                      int32                          0+
+    group_id       string             0+
+    topics         []DeleteStateData  0+
+      topic_id     uuid               0+
+      partitions   []PartitionData    0+
+        partition  int32              0+
 """
 
 RESPONSE = """
-    results                            []DeleteStateResult            0+
-      topic_id                         uuid                           0+
-      partitions                       []PartitionResult              0+
-        partition                      int32                          0+
-        error_code                     int16                          0+
-        error_message                  string                         0+     nullable=0+ default=null
+    results            []DeleteStateResult  0+
+      topic_id         uuid                 0+
+      partitions       []PartitionResult    0+
+        partition      int32                0+
+        error_code     int16                0+
+        error_message  string               0+  nullable=0+ default=null
 """

@@ -5,26 +5,26 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    resource_type_filter               int8                           0+
-    resource_name_filter               string                         0+     nullable=0+
-    pattern_type_filter                int8                           1+     default=3
-    principal_filter                   string                         0+     nullable=0+
-    host_filter                        string                         0+     nullable=0+
-    operation                          int8                           0+
-    permission_type                    int8                           0+
+    resource_type_filter  int8    0+
+    resource_name_filter  string  0+  nullable=0+
+    pattern_type_filter   int8    1+  default=3
+    principal_filter      string  0+  nullable=0+
+    host_filter           string  0+  nullable=0+
+    operation             int8    0+
+    permission_type       int8    0+
 """
 
 RESPONSE = """
-    throttle_time_ms                   int32                          0+
-    error_code                         int16                          0+
-    error_message                      string                         0+     nullable=0+
-    resources                          []DescribeAclsResource         0+
-      resource_type                    int8                           0+
-      resource_name                    string                         0+
-      pattern_type                     int8                           1+     default=3
-      acls                             []AclDescription               0+
-        principal                      string                         0+
-        host                           string                         0+
-        operation                      int8                           0+
-        permission_type                int8                           0+
+    throttle_time_ms     int32                   0+
+    error_code           int16                   0+
+    error_message        string                  0+  nullable=0+
+    resources            []DescribeAclsResource  0+
+      resource_type      int8                    0+
+      resource_name      string                  0+
+      pattern_type       int8                    1+  default=3
+      acls               []AclDescription        0+
+        principal        string                  0+
+        host             string                  0+
+        operation        int8                    0+
+        permission_type  int8                    0+
 """

@@ -5,12 +5,12 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    hmac                               bytes                          0+
-    expiry_time_period_ms              int64                          0+
+    hmac                   bytes  0+
+    expiry_time_period_ms  int64  0+
 """
 
 RESPONSE = """
-    error_code                         int16                          0+
-    expiry_timestamp_ms                int64                          0+
-    throttle_time_ms                   int32                          0+
+    error_code           int16  0+
+    expiry_timestamp_ms  int64  0+
+    throttle_time_ms     int32  0+
 """

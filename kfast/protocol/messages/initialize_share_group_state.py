@@ -5,20 +5,20 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    group_id                           string                         0+
-    topics                             []InitializeStateData          0+
-      topic_id                         uuid                           0+
-      partitions                       []PartitionData                0+
-        partition                      int32                          0+
-        state_epoch                    int32                          0+
-        start_offset                   int64                          0+
+    group_id          string                 0+
+    topics            []InitializeStateData  0+
+      topic_id        uuid                   0+
+      partitions      []PartitionData        0+
+        partition     int32                  0+
+        state_epoch   int32                  0+
+        start_offset  int64                  0+
 """
 
 RESPONSE = """
-    results                            []InitializeStateResult        0+
-      topic_id                         uuid                           0+
-      partitions                       []PartitionResult              0+
-        partition                      int32                          0+
-        error_code                     int16                          0+
-        error_message                  string                         0+     nullable=0+ default=null
+    results            []InitializeStateResult  0+
+      topic_id         uuid                     0+
+      partitions       []PartitionResult        0+
+        partition      int32                    0+
+        error_code     int16                    0+
+        error_message  string                   0+  nullable=0+ default=null
 """

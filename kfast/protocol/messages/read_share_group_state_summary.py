@@ -5,21 +5,21 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    group_id                           string                         0+
-    topics                             []ReadStateSummaryData         0+
-      topic_id                         uuid                           0+
-      partitions                       []PartitionData                0+
-        partition                      int32                          0+
-        leader_epoch                   int32                          0+
+    group_id          string                  0+
+    topics            []ReadStateSummaryData  0+
+      topic_id        uuid                    0+
+      partitions      []PartitionData         0+
+        partition     int32                   0+
+        leader_epoch  int32                   0+
 """
 
 RESPONSE = """
-    results                            []ReadStateSummaryResult       0+
-      topic_id                         uuid                           0+
-      partitions                       []PartitionResult              0+
-        partition                      int32                          0+
-        error_code                     int16                          0+
-        error_message                  string                         0+     nullable=0+ default=null
-        state_epoch                    int32                          0+
-        start_offset                   int64                          0+
+    results            []ReadStateSummaryResult  0+
+      topic_id         uuid                      0+
+      partitions       []PartitionResult         0+
+        partition      int32                     0+
+        error_code     int16                     0+
+        error_message  string                    0+  nullable=0+ default=null
+        state_epoch    int32                     0+
+        start_offset   int64                     0+
 """

@@ -5,13 +5,13 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    cluster_id                         string                         0+     nullable=0+
-    voter_id                           int32                          0+
-    voter_directory_id                 uuid                           0+
+    cluster_id          string  0+  nullable=0+
+    voter_id            int32   0+
+    voter_directory_id  uuid    0+
 """
 
 RESPONSE = """
-    throttle_time_ms                   int32                          0+
-    error_code                         int16                          0+
-    error_message                      string                         0+     nullable=0+ ignorable
+    throttle_time_ms  int32   0+
+    error_code        int16   0+
+    error_message     string  0+  nullable=0+ ignorable
 """

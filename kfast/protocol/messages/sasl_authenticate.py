@@ -5,12 +5,12 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    auth_bytes                         bytes                          0+
+    auth_bytes  bytes  0+
 """
 
 RESPONSE = """
-    error_code                         int16                          0+
-    error_message                      string                         0+     nullable=0+
-    auth_bytes                         bytes                          0+
-    session_lifetime_ms                int64                          1+     default=0 ignorable
+    error_code           int16   0+
+    error_message        string  0+  nullable=0+
+    auth_bytes           bytes   0+
+    session_lifetime_ms  int64   1+  default=0 ignorable
 """

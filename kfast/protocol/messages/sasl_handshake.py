@@ -5,10 +5,10 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    mechanism                          string                         0+
+    mechanism  string  0+
 """
 
 RESPONSE = """
-    error_code                         int16                          0+
-    mechanisms                         []string                       0+
+    error_code  int16     0+
+    mechanisms  []string  0+
 """

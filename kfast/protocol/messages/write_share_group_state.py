@@ -5,26 +5,26 @@ listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    group_id                           string                         0+
-    topics                             []WriteStateData               0+
-      topic_id                         uuid                           0+
-      partitions                       []PartitionData                0+
-        partition                      int32                          0+
-        state_epoch                    int32                          0+
-        leader_epoch                   int32                          0+
-        start_offset                   int64                          0+
-        state_batches                  []StateBatch                   0+
-          first_offset                 int64                          0+
-          last_offset                  int64                          0+
-          delivery_state               int8                           0+
-          delivery_count               int16                          0+
+    group_id              string            0+
+    topics                []WriteStateData  0+
+      topic_id            uuid              0+
+      partitions          []PartitionData   0+
+        partition         int32             0+
+        state_epoch       int32             0+
+        leader_epoch      int32             0+
+        start_offset      int64             0+
+        state_batches     []StateBatch      0+
+          first_offset    int64             0+
+          last_offset     int64             0+
+          delivery_state  int8              0+
+          delivery_count  int16             0+
 """
 
 RESPONSE = """
-    results                            []WriteStateResult             0+
-      topic_id                         uuid                           0+
-      partitions                       []PartitionResult              0+
-        partition                      int32                          0+
-        error_code                     int16                          0+
-        error_message                  string                         0+     nullable=0+ default=null
+    results            []WriteStateResult  0+
+      topic_id         uuid                0+
+      partitions       []PartitionResult   0+
+        partition      int32               0+
+        error_code     int16               0+
+        error_message  string              0+  nullable=0+ default=null
 """
