@@ -272,9 +272,18 @@ class LogSegment:
         valid_bytes = 0
         last_index_entry = 0
         max_ts, offset_of_max_ts = NO_TIMESTAMP, self.base_offset
+        next_offset = self.base_offset
         try:
             for position, header, view in self.log.batches_from(0, full=True):
                 check_batch(view, 0, header.size_in_bytes)
+                # baseOffset is outside the CRC: offsets must still move forward
+                # and fit this segment's relative-offset range.
+                if header.base_offset < next_offset or \
+                        header.last_offset - self.base_offset > 0x7FFFFFFF:
+                    raise CorruptRecordException(
+                        f"Batch at position {position} of {self.log.path} has base offset "
+                        f"{header.base_offset}, expected at least {next_offset}")
+                next_offset = header.next_offset
                 if header.max_timestamp > max_ts:
                     max_ts, offset_of_max_ts = header.max_timestamp, header.last_offset
                 if valid_bytes - last_index_entry > self.index_interval_bytes:

@@ -239,3 +239,21 @@ def test_recovery_keeps_exactly_the_intact_prefix(tmp_path_factory, counts, wher
     assert os.path.getsize(seg_path) == expected_size
     assert [o for o, _ in all_records(recovered)] == list(range(expected_end))
     recovered.close()
+
+
+def test_recovery_stops_at_offsets_going_backwards(tmp_path):
+    import struct
+    path = str(tmp_path / "t-0")
+    log = Log(path, CONFIG)
+    for _ in range(5):
+        log.append_as_leader(make_batch(2))
+    seg_path = log.active_segment.log.path
+    positions = [pos for pos, _ in last_segment_batches(log)]
+    log.close_handlers()
+    with open(seg_path, "r+b") as f:
+        f.seek(positions[3])
+        f.write(struct.pack(">q", 1))  # baseOffset is not covered by the CRC
+    recovered = Log(path, CONFIG, recovery_point=0, had_clean_shutdown=False)
+    assert recovered.log_end_offset == 6
+    assert os.path.getsize(seg_path) == positions[3]
+    recovered.close()
