@@ -29,7 +29,11 @@ from kfast.controller.metadata.records import (
     TopicRecord,
 )
 from kfast.controller.placement import place_replicas
-from kfast.controller.topics import unify_collision_chars, validate_topic_name
+from kfast.controller.topics import (
+    CLUSTER_METADATA_TOPIC_NAME,
+    unify_collision_chars,
+    validate_topic_name,
+)
 from kfast.protocol import errors
 
 # PartitionChangeRecord.leader: -2 means "leader unchanged".
@@ -114,6 +118,10 @@ class ReplicationControlManager:
     def _create_topic(self, spec: TopicSpec, planned: set[str], new_topic_id):
         name = spec.name
         validate_topic_name(name)
+        if name == CLUSTER_METADATA_TOPIC_NAME:
+            # Its directory is the metadata log's.
+            raise errors.InvalidRequestException(
+                f"Creation of internal topic {CLUSTER_METADATA_TOPIC_NAME} is prohibited.")
         if name in self.topics_by_name or name in planned:
             raise errors.TopicExistsException(f"Topic '{name}' already exists.")
         unified = unify_collision_chars(name)

@@ -84,6 +84,7 @@ def test_replay_of_the_records_rebuilds_the_same_state():
     (TopicSpec(".."), errors.InvalidTopicException),
     (TopicSpec("a" * 250), errors.InvalidTopicException),
     (TopicSpec("bad name"), errors.InvalidTopicException),
+    (TopicSpec("__cluster_metadata"), errors.InvalidRequestException),
     (TopicSpec("t", num_partitions=0), errors.InvalidPartitionsException),
     (TopicSpec("t", num_partitions=-2), errors.InvalidPartitionsException),
     (TopicSpec("t", replication_factor=0), errors.InvalidReplicationFactorException),
