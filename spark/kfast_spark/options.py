@@ -91,10 +91,13 @@ KAFKA_SOURCE_OPTIONS = STRATEGY_OPTIONS + (
     CONSUMER_POLL_TIMEOUT, FETCH_OFFSET_NUM_RETRIES, FETCH_OFFSET_RETRY_INTERVAL_MS,
 )
 
-#: The offline log-directory source: no broker, so no client properties, no
-#: timestamps (no ListOffsets to ask) and no triggers (batch only).
+#: The offline log-directory source: no broker, so no client properties, and
+#: batch only, so no triggers.
 SEGMENTS_SOURCE_OPTIONS = (PATH,) + STRATEGY_OPTIONS + (
-    STARTING_OFFSETS, ENDING_OFFSETS, FAIL_ON_DATA_LOSS, MIN_PARTITIONS, INCLUDE_HEADERS,
+    STARTING_OFFSETS, ENDING_OFFSETS,
+    STARTING_OFFSETS_BY_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP,
+    STARTING_TIMESTAMP, ENDING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
+    FAIL_ON_DATA_LOSS, MIN_PARTITIONS, INCLUDE_HEADERS,
 )
 
 # Spark's stream-only options, which a batch query ignores with a warning.
@@ -323,13 +326,20 @@ def parse_segments_source_options(options: Mapping[str, str]) -> KafkaSourceOpti
     if not path or not path.strip():
         raise ValueError("Option 'path' must be specified for the kfast-segments source: "
                          "a broker log directory (one of log.dirs)")
+    strategy_on_no_match = _enum_option(opts, STARTING_OFFSETS_BY_TIMESTAMP_STRATEGY,
+                                        StrategyOnNoMatchStartingOffset,
+                                        StrategyOnNoMatchStartingOffset.ERROR)
     return KafkaSourceOptions(
         strategy=_strategy(opts),
         include_headers=_boolean_option(opts, INCLUDE_HEADERS, False),
         fail_on_data_loss=_boolean_option(opts, FAIL_ON_DATA_LOSS, True),
         min_partitions=_min_partitions(opts),
-        starting_offsets=_offset_range_limit(opts, None, None, STARTING_OFFSETS, None),
-        ending_offsets=_offset_range_limit(opts, None, None, ENDING_OFFSETS, None),
+        starting_offsets=_offset_range_limit(
+            opts, STARTING_TIMESTAMP, STARTING_OFFSETS_BY_TIMESTAMP, STARTING_OFFSETS,
+            strategy_on_no_match),
+        ending_offsets=_offset_range_limit(
+            opts, ENDING_TIMESTAMP, ENDING_OFFSETS_BY_TIMESTAMP, ENDING_OFFSETS,
+            strategy_on_no_match),
         path=path.strip(),
         given=frozenset(opts),
     )

@@ -31,11 +31,12 @@ import os
 import re
 import struct
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, Tuple
+from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import pyarrow as pa
 
 from kfast.protocol.errors import CorruptRecordException
+from kfast.records import decode_columnar, decode_message_set
 from kfast_spark.decoding import message_set_to_arrow, records_to_arrow
 from kfast_spark.options import TopicPartition
 from kfast_spark.planning import report_data_loss
@@ -51,7 +52,7 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
 
 # Log entry headers, as far as needed to walk a segment without decoding:
 #   record batch v2 (Kafka 0.11+): baseOffset int64 @0, batchLength int32 @8,
-#       magic int8 = 2 @16, lastOffsetDelta int32 @23
+#       magic int8 = 2 @16, lastOffsetDelta int32 @23, maxTimestamp int64 @35
 #   legacy message (magic 0/1, older logs): offset int64 @0 (for a compressed
 #       wrapper, the offset of its LAST inner message), messageSize int32 @8,
 #       crc uint32 @12, magic int8 @16
@@ -59,13 +60,16 @@ _SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
 _LOG_OVERHEAD = 12
 _MAGIC_AT = 16
 _LAST_OFFSET_DELTA_AT = 23
+_MAX_TIMESTAMP_AT = 35
 _HEADER_READ_SIZE = 27          # through lastOffsetDelta
+_HEADER_READ_SIZE_WITH_TIMESTAMP = 43   # through maxTimestamp
 _MAGIC_READ_SIZE = _MAGIC_AT + 1
 #: Smallest length of an entry by magic: v0 crc+magic+attributes+key and
 #: value lengths; v1 adds a timestamp; v2 is its fixed batch header.
 _MIN_LENGTH_BY_MAGIC = {0: 14, 1: 22, 2: 49}
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
+_INT64 = struct.Struct(">q")
 # Offset index entry: relative offset int32, position int32.
 _INDEX_ENTRY = struct.Struct(">ii")
 
@@ -268,30 +272,81 @@ def _torn_tail(segment: LogSegmentFile, position: int, is_last: bool) -> bool:
         "which is not the last segment of its partition")
 
 
+class _EntryHeader(NamedTuple):
+    position: int
+    size: int
+    magic: int
+    offset: int            # v2: base offset; legacy: the entry's (last) offset
+    last_offset: int
+    max_timestamp: int     # v2 only (legacy: -1; decode to learn it)
+
+
+def _entry_headers(segment: LogSegmentFile, fd: int, file_size: int, position: int,
+                   is_last: bool) -> Iterator[_EntryHeader]:
+    """The headers of the complete entries from ``position`` on, one small
+    read each: how a segment is walked without decoding it."""
+    while position < file_size:
+        header = os.pread(fd, _HEADER_READ_SIZE_WITH_TIMESTAMP, position)
+        if len(header) < _MAGIC_READ_SIZE:
+            _torn_tail(segment, position, is_last)
+            return
+        offset, length = _OFFSET_AND_LENGTH.unpack_from(header)
+        magic = header[_MAGIC_AT]
+        total = _LOG_OVERHEAD + length
+        if (magic not in _MIN_LENGTH_BY_MAGIC or length < _MIN_LENGTH_BY_MAGIC[magic]
+                or position + total > file_size):
+            _torn_tail(segment, position, is_last)
+            return
+        if magic < 2:
+            yield _EntryHeader(position, total, magic, offset, offset, -1)
+        else:
+            delta = _INT32.unpack_from(header, _LAST_OFFSET_DELTA_AT)[0]
+            max_timestamp = _INT64.unpack_from(header, _MAX_TIMESTAMP_AT)[0]
+            yield _EntryHeader(position, total, magic, offset, offset + delta, max_timestamp)
+        position += total
+
+
 def _segment_end_offset(segment: LogSegmentFile, is_last: bool) -> Optional[int]:
     """One past the last offset of the segment's last complete entry, or
     None for an empty segment."""
     with open(segment.log_path, "rb") as f:
         fd = f.fileno()
         file_size = os.fstat(fd).st_size
-        position = _last_indexed_position(segment, file_size)
         last_offset = None
-        while position < file_size:
-            header = os.pread(fd, _HEADER_READ_SIZE, position)
-            if len(header) < _MAGIC_READ_SIZE:
-                _torn_tail(segment, position, is_last)
-                break
-            offset, length = _OFFSET_AND_LENGTH.unpack_from(header)
-            magic = header[_MAGIC_AT]
-            total = _LOG_OVERHEAD + length
-            if (magic not in _MIN_LENGTH_BY_MAGIC or length < _MIN_LENGTH_BY_MAGIC[magic]
-                    or position + total > file_size):
-                _torn_tail(segment, position, is_last)
-                break
-            last_offset = offset if magic < 2 else \
-                offset + _INT32.unpack_from(header, _LAST_OFFSET_DELTA_AT)[0]
-            position += total
+        for header in _entry_headers(segment, fd, file_size,
+                                     _last_indexed_position(segment, file_size), is_last):
+            last_offset = header.last_offset
     return None if last_offset is None else last_offset + 1
+
+
+def offset_for_timestamp(partition_dir: str, timestamp: int) -> Optional[int]:
+    """The offset of the first record, in log order, whose timestamp is at or
+    after ``timestamp`` (ms), or None if there is none: what Kafka's
+    ListOffsets answers for a timestamp. Batches whose maxTimestamp is below
+    it are skipped by their header; only the batch holding the answer is
+    decoded. Control records count, as they do for Kafka (a consumer seeking
+    there skips the marker)."""
+    segments = list_segments(partition_dir)
+    for i, segment in enumerate(segments):
+        with open(segment.log_path, "rb") as f:
+            fd = f.fileno()
+            file_size = os.fstat(fd).st_size
+            for header in _entry_headers(segment, fd, file_size, 0, i == len(segments) - 1):
+                if header.magic == 2 and header.max_timestamp < timestamp:
+                    continue
+                data = os.pread(fd, header.size, header.position)
+                if header.magic < 2:
+                    found = [(r.offset, r.timestamp) for r in decode_message_set(data)]
+                else:
+                    batch = decode_columnar(data, arrow=True, include_control_batches=True)
+                    # Arrow holds microseconds; Kafka's timestamps are milliseconds.
+                    found = zip(batch.column("offset").to_pylist(),
+                                (t // 1000 for t in
+                                 batch.column("timestamp").cast(pa.int64()).to_pylist()))
+                for offset, record_timestamp in found:
+                    if record_timestamp >= timestamp:
+                        return offset
+    return None
 
 
 # --- the sparse offset index ----------------------------------------------------

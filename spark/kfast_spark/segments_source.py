@@ -9,8 +9,10 @@ directory, with no broker running (backfills, forensics).
 
 Rows have Spark's Kafka source schema; the options are the Kafka source's
 ``subscribe`` / ``subscribePattern`` / ``assign``, ``startingOffsets`` /
-``endingOffsets``, ``includeHeaders``, ``failOnDataLoss`` and
-``minPartitions``, plus ``path``. The driver lists partitions and resolves
+``endingOffsets``, the timestamp variants (``startingTimestamp``,
+``startingOffsetsByTimestamp``, ``endingTimestamp``,
+``endingOffsetsByTimestamp``, ``startingOffsetsByTimestampStrategy``),
+``includeHeaders``, ``failOnDataLoss`` and ``minPartitions``, plus ``path``. The driver lists partitions and resolves
 offsets from the files; each Spark task reads one offset range of one
 partition from its segment files and decodes it with kfast's codec into Arrow.
 """
@@ -33,6 +35,7 @@ from kfast_spark.segments import (
     check_log_dir,
     list_partition_dirs,
     log_offsets,
+    offset_for_timestamp,
     read_log_start_offsets,
     read_range,
 )
@@ -73,7 +76,10 @@ class KafkaSegmentsReader(DataSourceReader):
                 earliest[tp], latest[tp] = log_offsets(partition_dirs[tp], checkpointed.get(tp))
         ranges = resolve_offset_ranges(
             assigned, self.starting, self.ending, earliest, latest,
-            fail_on_data_loss=self.options.fail_on_data_loss)
+            fail_on_data_loss=self.options.fail_on_data_loss,
+            offsets_for_times=lambda timestamps: {
+                tp: offset_for_timestamp(partition_dirs[tp], timestamp)
+                for tp, timestamp in timestamps.items()})
         ranges = OffsetRangeCalculator(self.options.min_partitions).get_ranges(ranges)
         return [SegmentRangePartition(r.topic_partition.topic, r.topic_partition.partition,
                                       partition_dirs[r.topic_partition], r.from_offset,

@@ -288,12 +288,22 @@ def test_segments_options():
                                     LatestOffsetRangeLimit())
 
 
+def test_segments_accepts_timestamps():
+    opts = parse_segments_source_options({
+        "path": "/d", "subscribe": "a", "startingTimestamp": "1000",
+        "endingOffsetsByTimestamp": '{"a":{"0":2000}}',
+        "startingOffsetsByTimestampStrategy": "latest"})
+    assert opts.batch_offsets() == (
+        GlobalTimestampRangeLimit(1000, StrategyOnNoMatchStartingOffset.LATEST),
+        SpecificTimestampRangeLimit({tp("a", 0): 2000}, StrategyOnNoMatchStartingOffset.LATEST))
+
+
 def test_segments_requires_path():
     with pytest.raises(ValueError, match="Option 'path' must be specified for the kfast-segments"):
         parse_segments_source_options({"subscribe": "a"})
 
 
-@pytest.mark.parametrize("name", ["kafka.bootstrap.servers", "startingTimestamp",
+@pytest.mark.parametrize("name", ["kafka.bootstrap.servers", "groupIdPrefix",
                                   "maxOffsetsPerTrigger"])
 def test_segments_refuses_broker_only_options(name):
     with pytest.raises(ValueError, match=f"Unknown option for the kfast-segments source: "

@@ -15,7 +15,12 @@ from kfast.protocol.errors import CorruptRecordException
 from kfast_spark.options import TopicPartition
 from kfast_spark.planning import KafkaDataLossError
 from kfast_spark.schema import KAFKA_SCHEMA, KAFKA_SCHEMA_WITH_HEADERS, arrow_schema
-from kfast_spark.segments import list_partition_dirs, log_offsets, read_range
+from kfast_spark.segments import (
+    list_partition_dirs,
+    log_offsets,
+    offset_for_timestamp,
+    read_range,
+)
 
 from kafka_log_writer import PartitionLogWriter, records
 
@@ -170,6 +175,28 @@ def test_bad_batch_in_a_middle_segment_is_corruption(tmp_path):
         list(read_range(str(tmp_path / "t-0"), TopicPartition("t", 0), 0, 4, False))
 
 
+T0 = 1_700_000_000_000  # kafka_log_writer.records' first timestamp
+LOG_APPEND_TIME = 1_800_000_000_123
+
+
+@pytest.mark.parametrize("timestamp, offset", [
+    (0, 0), (T0 + 2, 2), (T0 + 19, 19), (T0 + 101, 21),
+    # The LogAppendTime batch (offsets 24-28) is the first whose records are
+    # this recent, though later batches hold smaller CreateTimes: Kafka answers
+    # with the first such record in log order.
+    (T0 + 150, 24), (T0 + 450, 24), (LOG_APPEND_TIME, 24), (LOG_APPEND_TIME + 1, None),
+])
+def test_offset_for_timestamp_is_kafkas_list_offsets_answer(log_dir, timestamp, offset):
+    path, _ = log_dir
+    assert offset_for_timestamp(str(path / "orders-0"), timestamp) == offset
+
+
+def test_offset_for_timestamp_in_legacy_messages(legacy_log):
+    directory, _ = legacy_log
+    assert offset_for_timestamp(str(directory), T0 + 4) == 4   # inside the gzip wrapper
+    assert offset_for_timestamp(str(directory), T0 + 13) == 13
+
+
 # --- the data source in Spark --------------------------------------------------------
 
 def read(spark, path, **options):
@@ -225,6 +252,19 @@ def test_offset_ranges_and_min_partitions(spark, log_dir):
     assert rows == expected_rows(writers, False, wanted)
     # 27 + 32 offsets cut into round(27/59*6) = 3 and round(32/59*6) = 3 pieces.
     assert tasks == 6
+
+
+def test_timestamp_options(spark, log_dir):
+    path, writers = log_dir
+    # orders-1's records carry timestamps T0 + 1000 + offset.
+    df = read(spark, path, assign=json.dumps({ORDERS: [0, 1]}), startingTimestamp=str(T0 + 2),
+              endingOffsetsByTimestamp=json.dumps({ORDERS: {"0": T0 + 101, "1": T0 + 1020}}))
+    rows, _ = collect_rows(df)
+
+    def wanted(row):
+        return (2 <= row["offset"] < 21) if row["partition"] == 0 else row["offset"] < 20
+    assert rows == expected_rows(writers, False, lambda row: row["topic"] == ORDERS
+                                 and wanted(row))
 
 
 def test_count_and_filters(spark, log_dir):
