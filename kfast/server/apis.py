@@ -54,9 +54,11 @@ Dispatch rules, as Kafka's broker applies them
 """
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import re
+import types
 from typing import Any, Awaitable, Callable
 
 from kfast.protocol import (
@@ -78,7 +80,18 @@ ErrorResponseBuilder = Callable[["RequestContext", Any, errors.KafkaError], Any]
 
 # KIP-511: ApiVersions v3+ names the client software; Kafka rejects names and
 # versions outside this pattern with INVALID_REQUEST.
+_CoroutineType = types.CoroutineType
 _SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _is_awaitable(result) -> bool:
+    # Coroutines and futures first: inspect.isawaitable is slow on the
+    # common case, a plain message body.
+    if type(result) is _CoroutineType or isinstance(result, asyncio.Future):
+        return True
+    if result is None or hasattr(type(result), "_field_names") or isinstance(result, dict):
+        return False
+    return inspect.isawaitable(result)
 
 
 class RequestContext:
@@ -196,7 +209,7 @@ class KafkaApis:
             result = registration.handler(ctx, request)
         except Exception as exc:
             return self._error(ctx, registration, request, exc)
-        if inspect.isawaitable(result):
+        if _is_awaitable(result):
             return self._finish(ctx, registration, request, result)
         return self._encode(ctx, result)
 

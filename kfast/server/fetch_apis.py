@@ -40,7 +40,7 @@ def _down_convert(region, version: int):
                                      max_decompressed_bytes=_MAX_DECOMPRESSED)
 
 
-async def handle_fetch(ctx: RequestContext, request):
+def handle_fetch(ctx: RequestContext, request):
     broker = ctx.broker
     replica_manager = broker.replica_manager
     version = ctx.api_version
@@ -76,7 +76,17 @@ async def handle_fetch(ctx: RequestContext, request):
                 for c in cached]
     if unknown_ids:
         params = params._replace(max_wait_ms=0)  # an error to report: answer now
-    results = await replica_manager.fetch_messages(params, requests)
+    results = replica_manager.fetch_messages(params, requests)
+    if isinstance(results, list):
+        return _response(version, context, cached, results, unknown_ids)
+    return _await_response(results, version, context, cached, unknown_ids)
+
+
+async def _await_response(waiting, version, context, cached, unknown_ids):
+    return _response(version, context, cached, await waiting, unknown_ids)
+
+
+def _response(version: int, context, cached: list, results: list, unknown_ids: list):
     selected = context.select([(c, data) for c, (_, data) in zip(cached, results)])
 
     responses: list = []

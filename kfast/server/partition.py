@@ -129,8 +129,8 @@ class Partition:
     def append_records_to_leader(self, records, origin: str, required_acks: int):
         """Append as leader; returns (LogAppendInfo, high_watermark_moved)."""
         log = self.leader_log_or_raise()
-        min_isr = log.config.min_insync_replicas
-        if required_acks == -1 and len(self.isr) < min_isr:
+        if required_acks == -1 and len(self.isr) < log.config.min_insync_replicas:
+            min_isr = log.config.min_insync_replicas
             raise NotEnoughReplicasException(
                 f"The size of the current ISR {set(self.isr)} is insufficient to satisfy the "
                 f"min.isr requirement of {min_isr} for partition {self.topic}-{self.partition}")

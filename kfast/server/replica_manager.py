@@ -254,20 +254,21 @@ class ReplicaManager:
                 data.log_start_offset = partition.log.log_start_offset
             return data
 
-    async def fetch_messages(self, params: FetchParams, requests: list[PartitionFetchRequest]):
+    def fetch_messages(self, params: FetchParams, requests: list[PartitionFetchRequest]):
         """Read now; if that is not enough (min_bytes) and the client will
         wait, park a DelayedFetch until appends make it enough or max_wait_ms
-        passes. Returns [(request, FetchPartitionData)]."""
+        passes. Returns [(request, FetchPartitionData)], or a future of it
+        when the fetch waits (no task or coroutine on the common path)."""
         results, total, has_error = self.read_from_local_log(params, requests)
         if params.max_wait_ms <= 0 or not requests or total >= params.min_bytes or has_error:
             return results
         future = asyncio.get_running_loop().create_future()
         operation = DelayedFetch(params.max_wait_ms, params.min_bytes,
                                  lambda: self.read_from_local_log(params, requests), future)
-        if not self.fetch_purgatory.try_complete_else_watch(operation,
-                                                            [r.key for r in requests]):
-            self._delayed.add(operation)
-        return await future
+        if self.fetch_purgatory.try_complete_else_watch(operation, [r.key for r in requests]):
+            return future.result()
+        self._delayed.add(operation)
+        return future
 
     # -- delete records ----------------------------------------------------------------
     def delete_records(self, timeout_ms: int, entries: list):

@@ -120,8 +120,8 @@ def test_delayed_fetch_completes_on_append_and_on_timeout(setup):
         manager = setup(asyncio.get_running_loop())
         params = FetchParams(max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20, isolation_level=0)
         request = PartitionFetchRequest(("t", 0), 0, 1 << 20)
-        fetch = asyncio.ensure_future(manager.fetch_messages(params, [request]))
-        await asyncio.sleep(0)   # one loop turn: the task runs up to its await (not a timing wait)
+        fetch = manager.fetch_messages(params, [request])
+        assert isinstance(fetch, asyncio.Future)     # nothing to read yet: it waits
         assert manager.fetch_purgatory.delayed() == 1 and not fetch.done()
         manager.append_records(1000, 1, [("t", 0, batch(b"x"), response())])
         ((_, data),) = await fetch
