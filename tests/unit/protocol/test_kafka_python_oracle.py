@@ -25,7 +25,7 @@ from kfast._ext import protocol_codec as codec
 from kfast.protocol import api_keys
 from kfast.protocol.schema import schema
 
-from protocol_strategies import message
+from .protocol_strategies import message
 
 RESOURCES = os.path.join(os.path.dirname(kafka.__file__), "protocol", "schemas", "resources")
 

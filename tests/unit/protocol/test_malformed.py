@@ -10,7 +10,7 @@ from kfast._ext import protocol_codec as codec
 from kfast.protocol import api_keys, errors
 from kfast.protocol.schema import schema
 
-from protocol_strategies import sample
+from .protocol_strategies import sample
 
 Malformed = errors.MalformedRequestException
 

@@ -7,7 +7,7 @@ from kfast._ext import protocol_codec as codec
 from kfast.protocol import api_keys
 from kfast.protocol.schema import schema
 
-from protocol_strategies import message
+from .protocol_strategies import message
 
 CASES = [
     (api.name, version, direction)
