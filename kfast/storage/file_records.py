@@ -10,6 +10,14 @@ A .log file is record batches back to back (FORMATS.md):
                 producerId int64, producerEpoch int16, baseSequence int32,
                 recordsCount int32                                   (61 bytes)
 
+Logs written before Kafka 0.11 (and never rewritten) hold legacy messages
+instead, which are read (never written) as one-message "batches":
+
+    message  := offset int64 (a compressed wrapper: its last inner offset),
+                messageSize int32, crc uint32 (CRC-32 of the rest),
+                magic int8 (0 or 1), attributes int8, [timestamp int64 if magic 1],
+                key bytes (int32 length), value bytes (int32 length)
+
 Storage only ever needs a batch's header (offsets, timestamps, producer
 fields) and its CRC; record contents are the codec's business
 (``kfast.records``). Writes go through one ``os.pwrite``/``os.pwritev`` per
@@ -20,6 +28,7 @@ from __future__ import annotations
 
 import os
 import struct
+import zlib
 from typing import Iterator, NamedTuple
 
 from kfast._ext.crc32c import crc32c
@@ -37,6 +46,11 @@ NO_SEQUENCE = -1
 NO_PARTITION_LEADER_EPOCH = -1
 
 _HEADER = struct.Struct(">qiibIhiqqqhii")
+_LEGACY_HEADER_V0 = struct.Struct(">qiIbb")
+_LEGACY_HEADER_V1 = struct.Struct(">qiIbbq")
+# Smallest legacy message (key and value null), with the 12-byte log overhead.
+LEGACY_MIN_SIZE = {0: LOG_OVERHEAD + 14, 1: LOG_OVERHEAD + 22}
+_LEGACY_HEADER_SIZE = {0: _LEGACY_HEADER_V0.size, 1: _LEGACY_HEADER_V1.size}
 # Header scans (offset lookups) read a little; full scans (recovery, CRC
 # checks) read big chunks to keep the syscall count low.
 _SCAN_CHUNK = 64 * 1024
@@ -110,9 +124,33 @@ def read_header(buf, offset: int = 0) -> BatchHeader:
     return BatchHeader._make(_HEADER.unpack_from(buf, offset))
 
 
+def read_legacy_header(buf, offset: int, magic: int) -> BatchHeader:
+    """A legacy message's header in BatchHeader's shape (one record, no
+    producer, offset = last offset; v0 has no timestamp)."""
+    if magic == 0:
+        position, size, crc, magic, attributes = _LEGACY_HEADER_V0.unpack_from(buf, offset)
+        timestamp = -1
+    else:
+        position, size, crc, magic, attributes, timestamp = \
+            _LEGACY_HEADER_V1.unpack_from(buf, offset)
+    return BatchHeader(position, size, NO_PARTITION_LEADER_EPOCH, magic, crc, attributes & 0x0F,
+                       0, timestamp, timestamp, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 1)
+
+
 def check_batch(buf, offset: int, size: int) -> None:
     """Raise CorruptRecordException unless the batch of ``size`` bytes at
-    ``offset`` has a v2 header and a matching CRC-32C."""
+    ``offset`` has a v2 header and a matching CRC-32C (or is a legacy
+    message with a matching CRC-32)."""
+    magic = buf[offset + MAGIC_OFFSET] if size > MAGIC_OFFSET else -1
+    if magic in LEGACY_MIN_SIZE:
+        if size < LEGACY_MIN_SIZE[magic]:
+            raise CorruptRecordException(f"Legacy message size {size} is below the minimum")
+        stored = struct.unpack_from(">I", buf, offset + 12)[0]
+        computed = zlib.crc32(memoryview(buf)[offset + MAGIC_OFFSET:offset + size])
+        if stored != computed:
+            raise CorruptRecordException(
+                f"Message is corrupt (stored crc = {stored}, computed crc = {computed})")
+        return
     if size < RECORD_BATCH_OVERHEAD:
         raise CorruptRecordException(f"Record batch size {size} is smaller than the minimum "
                                      f"{RECORD_BATCH_OVERHEAD}")
@@ -269,22 +307,26 @@ class FileRecords:
             if rel + RECORD_BATCH_OVERHEAD > len(buf):
                 buf = os.pread(fd, min(chunk, end - position), position)
                 buf_start, rel = position, 0
-                if len(buf) < LOG_OVERHEAD:
-                    return
+            if len(buf) - rel <= MAGIC_OFFSET:
+                return  # torn before the magic byte
             batch_length = struct.unpack_from(">i", buf, rel + 8)[0]
             size = LOG_OVERHEAD + batch_length
-            if batch_length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
-                if position + size > end or rel + RECORD_BATCH_OVERHEAD > len(buf):
-                    return  # a torn header at the tail
+            magic = buf[rel + MAGIC_OFFSET]
+            min_size = RECORD_BATCH_OVERHEAD if magic == CURRENT_MAGIC \
+                else LEGACY_MIN_SIZE.get(magic, RECORD_BATCH_OVERHEAD)
+            if position + size > end:
+                return  # torn: the batch runs past the end of the file
+            if size < min_size:
                 raise CorruptRecordException(
                     f"Found record size {size} smaller than minimum record overhead "
-                    f"({RECORD_BATCH_OVERHEAD}) in file {self.path} at position {position}.")
-            if position + size > end or rel + RECORD_BATCH_OVERHEAD > len(buf):
-                return  # torn: the batch runs past the end of the file
-            header = read_header(buf, rel)
-            if header.magic != CURRENT_MAGIC:
+                    f"({min_size}) in file {self.path} at position {position}.")
+            if magic == CURRENT_MAGIC:
+                header = read_header(buf, rel)
+            elif magic in LEGACY_MIN_SIZE:
+                header = read_legacy_header(buf, rel, magic)
+            else:
                 raise CorruptRecordException(
-                    f"Invalid magic {header.magic} in batch at position {position} of {self.path}")
+                    f"Invalid magic {magic} in batch at position {position} of {self.path}")
             view = None
             if full:
                 if rel + size > len(buf):

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import Iterator, NamedTuple
 
-from kfast.records import RecordBatch
+from kfast.records import RecordBatch, decode_message_set
+from kfast.storage.file_records import MAGIC_OFFSET
 
 
 class Record(NamedTuple):
@@ -24,8 +25,14 @@ def _bytes(value) -> bytes | None:
 
 
 def iter_records(batch_view) -> Iterator[Record]:
-    """Records of one whole v2 batch (``batch_view`` starts at its baseOffset),
-    decompressed if needed; the codec raises CorruptRecordException on bad bytes."""
+    """Records of one whole batch (``batch_view`` starts at its baseOffset),
+    decompressed if needed; a legacy (magic 0/1) message is unwrapped. The
+    codec raises CorruptRecordException on bad bytes."""
+    if batch_view[MAGIC_OFFSET] < 2:
+        for message in decode_message_set(batch_view):
+            yield Record(message.offset, message.timestamp, _bytes(message.key),
+                         _bytes(message.value), [])
+        return
     for record in RecordBatch(batch_view, 0):
         yield Record(record.offset, record.timestamp, _bytes(record.key), _bytes(record.value),
                      [(k, _bytes(v)) for k, v in record.headers])
@@ -34,7 +41,9 @@ def iter_records(batch_view) -> Iterator[Record]:
 def first_record_at_or_after(batch_view, timestamp: int, starting_offset: int):
     """(timestamp, offset) of the first record of the batch with
     timestamp >= ``timestamp`` and offset >= ``starting_offset``, or None."""
-    for record in RecordBatch(batch_view, 0):
+    records = (iter_records(batch_view) if batch_view[MAGIC_OFFSET] < 2
+               else RecordBatch(batch_view, 0))
+    for record in records:
         if record.timestamp >= timestamp and record.offset >= starting_offset:
             return record.timestamp, record.offset
     return None

@@ -29,9 +29,13 @@ from kfast._ext.crc32c import crc32c
 from kfast.protocol.errors import CorruptRecordException
 from kfast.storage.file_records import (
     ATTRIBUTES_OFFSET,
+    LEGACY_MIN_SIZE,
     LOG_OVERHEAD,
+    MAGIC_OFFSET,
     RECORD_BATCH_OVERHEAD,
+    check_batch,
     read_header,
+    read_legacy_header,
 )
 from kfast.storage.index import CorruptIndexException, OffsetIndex, TimeIndex
 from kfast.storage.producer_state import read_snapshot
@@ -134,10 +138,18 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
     view = memoryview(data)
     position = 0
     last_offset = -1
-    while position + RECORD_BATCH_OVERHEAD <= len(data):
+    while position + MAGIC_OFFSET < len(data):
         batch_length = struct.unpack_from(">i", data, position + 8)[0]
         size = LOG_OVERHEAD + batch_length
-        if batch_length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD or position + size > len(data):
+        magic = data[position + MAGIC_OFFSET]
+        if position + size > len(data):
+            break
+        if magic in LEGACY_MIN_SIZE and size >= LEGACY_MIN_SIZE[magic]:
+            last_offset = _dump_legacy_message(out, view[position:position + size], position,
+                                               deep=deep, print_data=print_data)
+            position += size
+            continue
+        if batch_length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
             break
         header = read_header(data, position)
         batch = view[position:position + size]
@@ -201,6 +213,34 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
         out.write(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}\n")
 
 
+def _dump_legacy_message(out, message, position: int, *, deep: bool, print_data: bool) -> int:
+    """A magic 0/1 entry, in kafka-dump-log.sh's legacy format; returns its offset."""
+    header = read_legacy_header(message, 0, message[MAGIC_OFFSET])
+    try:
+        check_batch(message, 0, len(message))
+        valid = True
+    except CorruptRecordException:
+        valid = False
+    ts_type = ("NoTimestampType" if header.magic == 0
+               else "LogAppendTime" if header.is_log_append_time else "CreateTime")
+    out.write(f"offset: {header.last_offset} position: {position} {ts_type}: "
+              f"{header.max_timestamp} size: {len(message)} magic: {header.magic} "
+              f"compresscodec: {CODEC_NAMES.get(header.compression, header.compression)} "
+              f"crc: {header.crc} isvalid: {_bool(valid)}\n")
+    if deep and valid:
+        for record in iter_records(message):
+            line = (f"| offset: {record.offset} {ts_type}: {record.timestamp} "
+                    f"keySize: {-1 if record.key is None else len(record.key)} "
+                    f"valueSize: {-1 if record.value is None else len(record.value)}")
+            if print_data:
+                if record.key is not None:
+                    line += f" key: {record.key.decode('utf-8', 'replace')}"
+                if record.value is not None:
+                    line += f" payload: {record.value.decode('utf-8', 'replace')}"
+            out.write(line + "\n")
+    return header.last_offset
+
+
 def _sibling(path: str, suffix: str) -> str:
     return os.path.join(os.path.dirname(path), f"{offset_from_filename(path):020d}{suffix}")
 
@@ -212,6 +252,8 @@ def _batch_last_offset_at(log_path: str, position: int) -> int | None:
             head = f.read(RECORD_BATCH_OVERHEAD)
     except FileNotFoundError:
         return None
+    if len(head) > MAGIC_OFFSET and head[MAGIC_OFFSET] in LEGACY_MIN_SIZE:
+        return read_legacy_header(head, 0, head[MAGIC_OFFSET]).last_offset
     if len(head) < RECORD_BATCH_OVERHEAD:
         return None
     return read_header(head).last_offset
