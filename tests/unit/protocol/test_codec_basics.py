@@ -102,3 +102,26 @@ def test_record_views_keep_the_buffer_exported():
         buf.extend(b"more")          # still exported: the view pins the buffer
     records.release()
     buf.extend(b"more")
+
+
+def test_parts_keep_large_buffers_and_region_lists_uncopied(tmp_path):
+    path = tmp_path / "seg.log"
+    path.write_bytes(bytes(range(256)) * 4)
+    big = memoryview(bytes(40000))          # >= 32 KiB: its own part
+    with open(path, "rb") as f:
+        regions = [protocol.FileRegion(f, 0, 100), protocol.FileRegion(f, 500, 24)]
+        R = protocol.FetchResponse
+        body = R(responses=[R.FetchableTopicResponse(partitions=[
+            R.PartitionData(partition_index=0, records=regions),
+            R.PartitionData(partition_index=1, records=big),
+            R.PartitionData(partition_index=2, records=None)])])
+        parts = protocol.encode_response_parts(1, 16, 3, body)
+        assert parts[parts.index(regions[0]) + 1] is regions[1]
+        assert any(p is big for p in parts)
+        plain = protocol.encode_response(1, 16, 3, body)
+        assert sum(len(p) if not isinstance(p, memoryview) else p.nbytes for p in parts) == len(plain)
+    _, decoded = protocol.decode_response(1, 16, plain[4:])
+    got = decoded.responses[0].partitions
+    assert bytes(got[0].records) == (bytes(range(256)) * 4)[:100] + (bytes(range(256)) * 4)[500:524]
+    assert bytes(got[1].records) == bytes(big)
+    assert got[2].records is None
