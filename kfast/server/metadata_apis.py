@@ -14,7 +14,11 @@ import logging
 import uuid
 
 from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID, MetadataImage
-from kfast.controller.topics import INTERNAL_TOPICS, validate_topic_name
+from kfast.controller.topics import (
+    GROUP_METADATA_TOPIC_NAME,
+    INTERNAL_TOPICS,
+    validate_topic_name,
+)
 from kfast.protocol import MetadataResponse, api_keys, errors
 from kfast.server.apis import KafkaApis, RequestContext
 
@@ -30,6 +34,22 @@ METADATA = api_keys.BY_NAME["Metadata"].key
 # DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11).
 _ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 _NOT_REQUESTED = -2147483648
+
+
+def internal_topic_settings(config, name: str) -> tuple[int, int, dict]:
+    """Partitions, replication factor and configs Kafka gives an internal
+    topic it creates on demand (AutoTopicCreationManager): the offsets and
+    transaction topics are compacted and sized by their own properties."""
+    if name == GROUP_METADATA_TOPIC_NAME:
+        return (config["offsets.topic.num.partitions"],
+                config["offsets.topic.replication.factor"],
+                {"cleanup.policy": "compact", "compression.type": "producer",
+                 "segment.bytes": str(config["offsets.topic.segment.bytes"])})
+    return (config["transaction.state.log.num.partitions"],
+            config["transaction.state.log.replication.factor"],
+            {"cleanup.policy": "compact", "compression.type": "uncompressed",
+             "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+             "min.insync.replicas": str(config["transaction.state.log.min.isr"])})
 
 
 def _brokers(image: MetadataImage, listener_name: str) -> list:
@@ -116,7 +136,15 @@ async def handle_metadata(ctx: RequestContext, request):
             else:
                 errors_by_name[name] = errors.UnknownTopicOrPartitionException.code
         if to_create:
-            created = await broker.controller.auto_create_topics(to_create)
+            created = {}
+            internal = [name for name in to_create if name in INTERNAL_TOPICS]
+            plain = [name for name in to_create if name not in INTERNAL_TOPICS]
+            if plain:
+                created.update(await broker.controller.auto_create_topics(plain))
+            for name in internal:
+                partitions, replication, configs = internal_topic_settings(broker.config, name)
+                created.update(await broker.controller.auto_create_topics(
+                    [name], partitions, replication, configs))
             # Answer with the new partitions when their logs are ready (a
             # few ms); clients would otherwise just retry.
             await broker.metadata_publisher.wait_idle()

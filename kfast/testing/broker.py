@@ -25,9 +25,10 @@ def _new_loop() -> asyncio.AbstractEventLoop:
 class KfastBroker:
     """A single-node kfast broker for tests.
 
-    ``overrides``: broker properties (Kafka names) over the test defaults
-    (node.id 1, PLAINTEXT on 127.0.0.1 with a free port, log.dirs in a
-    temporary directory removed at stop unless ``data_dir`` was given).
+    ``overrides``: broker properties (Kafka names) over the defaults of
+    ``kfast serve`` (node.id 1, single-replica internal topics) with PLAINTEXT
+    on 127.0.0.1 and a free port, and log.dirs in a temporary directory
+    (removed by close() unless ``data_dir`` was given).
     ``restart()`` stops and starts again on the same data dir and port.
     ``controller_factory(broker, loop)`` replaces the QuorumController
     (unit tests of the broker alone).
@@ -55,12 +56,13 @@ class KfastBroker:
         return self.broker is not None and self.broker.started
 
     def config(self) -> KafkaConfig:
-        props = {
-            "node.id": "1",
-            "process.roles": "broker,controller",
+        from kfast.tools.serve import SERVE_DEFAULTS
+
+        props = dict(SERVE_DEFAULTS)
+        props.update({
             "listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "log.dirs": self.data_dir,
-        }
+        })
         props.update({k: str(v) if not isinstance(v, str) else v
                       for k, v in self.overrides.items()})
         return KafkaConfig(props)

@@ -19,12 +19,17 @@ import sys
 from kfast.config import ConfigException, KafkaConfig, parse_properties
 
 # What `kfast serve` uses where Kafka's own default does not fit a
-# single-node developer broker (Kafka has no default node.id or log dir).
+# single-node broker: Kafka has no default node.id or log dir, and its
+# internal topics default to 3 replicas, which one node cannot host (Kafka's
+# shipped config/kraft/server.properties sets the same three to 1).
 SERVE_DEFAULTS = {
     "process.roles": "broker,controller",
     "node.id": "1",
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "log.dirs": "./kfast-data",
+    "offsets.topic.replication.factor": "1",
+    "transaction.state.log.replication.factor": "1",
+    "transaction.state.log.min.isr": "1",
 }
 
 EXIT_CONFIG_ERROR = 2

@@ -144,3 +144,12 @@ def test_producer_state_survives_restart(tmp_path):
         client.close()
     finally:
         broker.close()
+
+
+def test_internal_topics_auto_created_with_their_own_settings(make_client):
+    client = make_client(**{"offsets.topic.num.partitions": 3,
+                            "offsets.topic.replication.factor": 1})
+    _metadata(client, ["__consumer_offsets"])
+    (topic,) = _metadata(client, ["__consumer_offsets"]).topics
+    assert topic.error_code == 0 and topic.is_internal
+    assert len(topic.partitions) == 3
