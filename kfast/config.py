@@ -374,6 +374,12 @@ define("producer.id.expiration.check.interval.ms", I, 600000,
 define("max.incremental.fetch.session.cache.slots", I, 1000, "Max incremental fetch sessions.",
        at_least(0))
 
+# Share groups (Kafka 4's stock server.properties sets these).
+define("share.coordinator.state.topic.replication.factor", SH, 3,
+       "Replication factor of the share-group state topic.", at_least(1))
+define("share.coordinator.state.topic.min.isr", SH, 2,
+       "min.insync.replicas of the share-group state topic.", at_least(1))
+
 # -- topic-level properties (Kafka's TopicConfig) ------------------------------
 define_topic("cleanup.policy", LI, ["delete"], "delete and/or compact.",
              ValidList(CLEANUP_POLICIES, allow_empty=True))

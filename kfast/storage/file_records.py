@@ -20,7 +20,10 @@ instead, which are read (never written) as one-message "batches":
 
 Storage only ever needs a batch's header (offsets, timestamps, producer
 fields) and its CRC; record contents are the codec's business
-(``kfast.records``). Writes go through one ``os.pwrite``/``os.pwritev`` per
+(``kfast.records``). The append path uses the codec's RecordBatch view; scans
+of the file parse the fixed header here because they read headers only (a
+RecordBatch view needs the whole batch in memory) and must also walk legacy
+messages. Writes go through one ``os.pwrite``/``os.pwritev`` per
 append at the tracked end of the file, so a failed write can be rolled back by
 truncating to the old size.
 """

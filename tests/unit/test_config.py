@@ -135,3 +135,38 @@ def test_every_synonym_names_a_topic_config():
 def test_properties_round_trip(props):
     text = "\n".join(f"{k}={v}" for k, v in props.items())
     assert parse_properties(text) == props
+
+
+KAFKA_4_SERVER_PROPERTIES = """
+process.roles=broker,controller
+node.id=1
+controller.quorum.bootstrap.servers=localhost:9093
+listeners=PLAINTEXT://:9092,CONTROLLER://:9093
+inter.broker.listener.name=PLAINTEXT
+advertised.listeners=PLAINTEXT://localhost:9092,CONTROLLER://localhost:9093
+controller.listener.names=CONTROLLER
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+num.network.threads=3
+num.io.threads=8
+socket.send.buffer.bytes=102400
+socket.receive.buffer.bytes=102400
+socket.request.max.bytes=104857600
+log.dirs=/tmp/kraft-combined-logs
+num.partitions=1
+num.recovery.threads.per.data.dir=1
+offsets.topic.replication.factor=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+log.retention.hours=168
+log.segment.bytes=1073741824
+log.retention.check.interval.ms=300000
+"""
+
+
+def test_stock_kafka_server_properties_are_accepted():
+    config = KafkaConfig.from_properties_text(KAFKA_4_SERVER_PROPERTIES)
+    assert config.node_id == 1 and config["process.roles"] == ["broker", "controller"]
+    assert config.log_dirs == ["/tmp/kraft-combined-logs"]
+    assert config["offsets.topic.replication.factor"] == 1
