@@ -811,13 +811,28 @@ cdef object _binary_array(object pa, object arrow_type, const uint8_t* data,
 
 
 cdef object _pyarrow = None
+# Arrow types and schemas of Spark's Kafka source, built once on first use.
+cdef object _timestamp_type = None
+cdef object _headers_type = None
+cdef object _header_fields = None
+cdef object _schema = None
+cdef object _schema_with_headers = None
 
 
 cdef object _import_pyarrow():
-    global _pyarrow
+    global _pyarrow, _timestamp_type, _headers_type, _header_fields, _schema, _schema_with_headers
     if _pyarrow is None:
-        import pyarrow
-        _pyarrow = pyarrow
+        import pyarrow as pa
+        _timestamp_type = pa.timestamp("us", tz="UTC")
+        _header_fields = [pa.field("key", pa.string()), pa.field("value", pa.binary())]
+        # "element": the item name pyspark gives ArrayType in Arrow.
+        _headers_type = pa.list_(pa.field("element", pa.struct(_header_fields)))
+        fields = [pa.field("key", pa.binary()), pa.field("value", pa.binary()),
+                  pa.field("offset", pa.int64()), pa.field("timestamp", _timestamp_type),
+                  pa.field("timestampType", pa.int32())]
+        _schema = pa.schema(fields)
+        _schema_with_headers = pa.schema(fields + [pa.field("headers", _headers_type)])
+        _pyarrow = pa
     return _pyarrow
 
 
@@ -843,11 +858,10 @@ cdef object _to_arrow(ColumnarRecords result, bint include_headers):
             keys,
             values,
             pa.Array.from_buffers(pa.int64(), count, [None, pa.py_buffer(result.offsets)]),
-            pa.Array.from_buffers(pa.timestamp("us", tz="UTC"), count,
+            pa.Array.from_buffers(_timestamp_type, count,
                                   [None, pa.py_buffer(timestamps_us)]),
             pa.Array.from_buffers(pa.int32(), count, [None, pa.py_buffer(result.timestamp_types)]),
         ]
-        names = ["key", "value", "offset", "timestamp", "timestampType"]
         if include_headers:
             header_keys = _binary_array(
                 pa, pa.string(), data, result.header_key_offsets, result.header_key_lengths,
@@ -863,14 +877,12 @@ cdef object _to_arrow(ColumnarRecords result, bint include_headers):
                 pa, pa.binary(), data, result.header_value_offsets, result.header_value_lengths,
                 result.header_value_bytes, result.header_value_nulls)
             header_struct = pa.StructArray.from_arrays(
-                [header_keys, header_values],
-                fields=[pa.field("key", pa.string()), pa.field("value", pa.binary())])
-            # "element": the item name pyspark gives ArrayType in Arrow.
+                [header_keys, header_values], fields=_header_fields)
             columns.append(pa.Array.from_buffers(
-                pa.list_(pa.field("element", header_struct.type)), count,
+                _headers_type, count,
                 [None, pa.py_buffer(result.header_offsets)], children=[header_struct]))
-            names.append("headers")
     finally:
         PyBuffer_Release(&view)
-    return pa.RecordBatch.from_arrays(columns, names=names)
+    return pa.RecordBatch.from_arrays(
+        columns, schema=_schema_with_headers if include_headers else _schema)
 
