@@ -227,7 +227,11 @@ class KafkaBroker:
         for name, host, port in self.listeners:
             server = SocketServer.from_config(self.apis.network_handler(name), self.config,
                                               host or "0.0.0.0", port)
-            await server.start()
+            try:
+                await server.start()
+            except OSError as exc:
+                raise OSError(exc.errno, f"Cannot listen on {name}://{host}:{port}: "
+                                         f"{exc.strerror}") from exc
             self.socket_servers[name] = server
             self.bound_ports[name] = server.port
 

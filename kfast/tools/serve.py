@@ -74,8 +74,11 @@ async def serve(config: KafkaConfig) -> int:
     try:
         await broker.start()
     except Exception as exc:
+        from kfast.protocol.errors import KafkaError
+
+        expected = isinstance(exc, (ConfigException, OSError, KafkaError))
         logging.getLogger("kfast.server").error("kfast failed to start: %s", exc,
-                                                exc_info=not isinstance(exc, ConfigException))
+                                                exc_info=not expected)
         return EXIT_START_FAILED
     await stop.wait()
     logging.getLogger("kfast.server").info("shutting down")

@@ -170,3 +170,17 @@ log.retention.check.interval.ms=300000
         assert node.terminate() == 0
     finally:
         node.kill()
+
+
+def test_port_in_use_fails_the_start(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = run_serve("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                           "--override", f"log.dirs={tmp_path}")
+    assert result.returncode == 1
+    assert f"Cannot listen on PLAINTEXT://127.0.0.1:{port}" in result.stderr
+    assert "Traceback" not in result.stderr
