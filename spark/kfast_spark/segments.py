@@ -1,13 +1,18 @@
 """Reading partitions straight from a broker's log directory (no broker).
 
+Read-only by design: kfast.storage's Log would recover (truncate, rebuild
+indexes) a directory it opens, which a forensic read must never do; the file
+names and formats come from kfast.storage all the same.
+
 Layout (Kafka's, which kfast writes too; see FORMATS.md "Log directory")::
 
     <log dir>/<topic>-<partition>/<base offset %020d>.log    record batches
                                   <base offset %020d>.index  sparse offset index
     <log dir>/log-start-offset-checkpoint                    after DeleteRecords
 
-Partition directories renamed for deletion (``...-delete``) or being moved
-between log dirs (``...-future``) are not partitions of the log; neither are
+Partition directories renamed for deletion (``...-delete``), being moved
+between log dirs (``...-future``) or left behind (``...-stray``) are not
+partitions of the log; neither are
 segment files with a temporary suffix (``.deleted``, ``.cleaned``, ``.swap``):
 only names that are exactly 20 digits + ``.log`` are segments.
 
@@ -35,20 +40,20 @@ from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
 
 import pyarrow as pa
 
+from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
 from kfast.protocol.errors import CorruptRecordException
 from kfast.records import decode_columnar, decode_message_set
+from kfast.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile
+from kfast.storage.log import parse_topic_partition
+from kfast.storage.manager import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX
+from kfast.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX
 from kfast_spark.decoding import message_set_to_arrow, records_to_arrow
 from kfast_spark.options import TopicPartition
 from kfast_spark.planning import report_data_loss
 
-LOG_SUFFIX = ".log"
-INDEX_SUFFIX = ".index"
-LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
-# The KRaft metadata log lives in a log dir too but is no topic a consumer sees.
-METADATA_TOPIC = "__cluster_metadata"
-
-_PARTITION_DIR = re.compile(r"^(.+)-(\d+)$")
-_SEGMENT_FILE = re.compile(r"^(\d{20})\.log$")
+# Segment names: the base offset in exactly 20 digits, then ".log" (a name
+# with a temporary suffix after it, e.g. ".log.deleted", is not a segment).
+_SEGMENT_FILE = re.compile(r"^(\d{20})" + re.escape(LOG_FILE_SUFFIX) + "$")
 
 # Log entry headers, as far as needed to walk a segment without decoding:
 #   record batch v2 (Kafka 0.11+): baseOffset int64 @0, batchLength int32 @8,
@@ -85,7 +90,7 @@ class LogSegmentFile:
 
     @property
     def index_path(self) -> str:
-        return self.log_path[:-len(LOG_SUFFIX)] + INDEX_SUFFIX
+        return self.log_path[:-len(LOG_FILE_SUFFIX)] + INDEX_FILE_SUFFIX
 
 
 def check_log_dir(log_dir: str) -> None:
@@ -99,11 +104,16 @@ def list_partition_dirs(log_dir: str) -> Dict[TopicPartition, str]:
     check_log_dir(log_dir)
     partitions = {}
     for entry in os.scandir(log_dir):
-        if not entry.is_dir() or entry.name.endswith(("-delete", "-future")):
+        if not entry.is_dir() or entry.name.endswith(
+                (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
             continue
-        match = _PARTITION_DIR.match(entry.name)
-        if match and match.group(1) != METADATA_TOPIC:
-            partitions[TopicPartition(match.group(1), int(match.group(2)))] = entry.path
+        try:
+            topic, partition = parse_topic_partition(entry.path)
+        except ValueError:
+            continue  # not a partition directory
+        # The KRaft metadata log lives in a log dir but is no topic consumers see.
+        if topic != CLUSTER_METADATA_TOPIC_NAME:
+            partitions[TopicPartition(topic, partition)] = entry.path
     return partitions
 
 
@@ -118,25 +128,10 @@ def list_segments(partition_dir: str) -> List[LogSegmentFile]:
 
 
 def read_log_start_offsets(log_dir: str) -> Dict[TopicPartition, int]:
-    """Entries of ``log-start-offset-checkpoint`` (version 0: a version line,
-    a count line, then ``topic partition offset`` lines); empty if absent."""
-    path = os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()
-    except FileNotFoundError:
-        return {}
-    try:
-        if lines[0].strip() != "0":
-            raise ValueError
-        count = int(lines[1])
-        entries = {}
-        for line in lines[2:2 + count]:
-            topic, partition, offset = line.split()
-            entries[TopicPartition(topic, int(partition))] = int(offset)
-        return entries
-    except (ValueError, IndexError):
-        raise CorruptRecordException(f"Malformed checkpoint file {path}") from None
+    """The log dir's ``log-start-offset-checkpoint`` (empty if absent)."""
+    entries = OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)).read()
+    return {TopicPartition(topic, partition): offset
+            for (topic, partition), offset in entries.items()}
 
 
 def log_offsets(partition_dir: str, checkpointed_log_start: Optional[int] = None

@@ -12,7 +12,7 @@ from kfast.compression import (
     COMPRESSION_ZSTD,
 )
 from kfast.protocol.errors import CorruptRecordException
-from kfast_spark.options import TopicPartition
+from kfast_spark.options import TopicPartition, parse_segments_source_options
 from kfast_spark.planning import KafkaDataLossError
 from kfast_spark.schema import KAFKA_SCHEMA, KAFKA_SCHEMA_WITH_HEADERS, arrow_schema
 from kfast_spark.segments import (
@@ -21,6 +21,7 @@ from kfast_spark.segments import (
     offset_for_timestamp,
     read_range,
 )
+from kfast_spark.segments_source import KafkaSegmentsReader
 
 from kafka_log_writer import PartitionLogWriter, records
 
@@ -66,11 +67,12 @@ def write_log_dir(log_dir):
     events.append(records(3, start=0, headers=lambda i: [("a", b"b")]))
     events.close()
 
-    # Not part of the log: a partition dir pending deletion, a deleted segment,
-    # the metadata log.
-    deleted_dir = log_dir / "orders-3.0123456789abcdef-delete"
-    deleted_dir.mkdir()
-    (deleted_dir / f"{0:020d}.log").write_bytes(b"garbage")
+    # Not part of the log: partition dirs pending deletion, being moved or
+    # stray, a deleted segment, the metadata log.
+    for suffix in ("delete", "future", "stray"):
+        moved_dir = log_dir / f"orders-3.0123456789abcdef-{suffix}"
+        moved_dir.mkdir()
+        (moved_dir / f"{0:020d}.log").write_bytes(b"garbage")
     (log_dir / f"{ORDERS}-0" / f"{0:020d}.log.deleted").write_bytes(b"garbage")
     (log_dir / "__cluster_metadata-0").mkdir()
     return {TopicPartition(ORDERS, 0): p0, TopicPartition(ORDERS, 1): p1,
@@ -195,6 +197,22 @@ def test_offset_for_timestamp_in_legacy_messages(legacy_log):
     directory, _ = legacy_log
     assert offset_for_timestamp(str(directory), T0 + 4) == 4   # inside the gzip wrapper
     assert offset_for_timestamp(str(directory), T0 + 13) == 13
+
+
+def test_planning_honours_the_log_start_offset_checkpoint(tmp_path):
+    # Planning runs on the driver; called here directly, without Spark.
+    writer = PartitionLogWriter(str(tmp_path), "t", 0)
+    writer.append(records(10))
+    writer.close()
+    (tmp_path / "log-start-offset-checkpoint").write_text("0\n1\nt 0 4\n")
+    reader = KafkaSegmentsReader(parse_segments_source_options(
+        {"path": str(tmp_path), "subscribe": "t", "minPartitions": "2"}))
+    assert [(p.topic, p.partition, p.from_offset, p.until_offset)
+            for p in reader.partitions()] == [("t", 0, 4, 7), ("t", 0, 7, 10)]
+    reader = KafkaSegmentsReader(parse_segments_source_options(
+        {"path": str(tmp_path), "subscribe": "t", "startingOffsets": '{"t":{"0":2}}'}))
+    with pytest.raises(KafkaDataLossError, match="\\[2, 10\\) for topic partition t-0"):
+        reader.partitions()
 
 
 # --- the data source in Spark --------------------------------------------------------
