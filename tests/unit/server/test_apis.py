@@ -453,3 +453,16 @@ def test_describe_log_dirs(client, broker):
     sizes = {(t.name, q.partition_index): q.partition_size for t in result.topics
              for q in t.partitions}
     assert sizes[("dld", 0)] > 0
+
+
+def test_fetched_records_go_out_by_sendfile(client, broker):
+    _metadata(client, ["zerocopy"])
+    payload = [bytes([i]) * 50_000 for i in range(4)]
+    _produce(client, "zerocopy", 0, _batch(payload))
+    server = broker.broker.socket_servers["PLAINTEXT"]
+    before = broker.call_soon(lambda: server.metrics().sendfile_bytes)
+    fetched = _fetch(client, "zerocopy", 0, 0).responses[0].partitions[0]
+    assert _values(fetched.records) == payload
+    after = broker.call_soon(lambda: server.metrics().sendfile_bytes)
+    # The record bytes went file -> socket, not through Python.
+    assert after - before >= len(fetched.records) >= 200_000
