@@ -153,3 +153,34 @@ def test_internal_topics_auto_created_with_their_own_settings(make_client):
     (topic,) = _metadata(client, ["__consumer_offsets"]).topics
     assert topic.error_code == 0 and topic.is_internal
     assert len(topic.partitions) == 3
+
+
+def test_shutdown_answers_a_waiting_fetch(tmp_path):
+    import threading
+
+    broker = KfastBroker(data_dir=str(tmp_path / "stop"),
+                         controller_factory=ControllerDouble).start()
+    client = Client(broker)
+    try:
+        _metadata(client, ["parked"])
+        body = p.FetchRequest(max_wait_ms=30000, min_bytes=1, max_bytes=1 << 20, topics=[
+            p.FetchRequest.FetchTopic(topic="parked", partitions=[
+                p.FetchRequest.FetchPartition(partition=0, fetch_offset=0,
+                                              partition_max_bytes=1 << 20)])])
+        client.send_frame(p.encode_request(1, 12, 321, "test", body))
+        purgatory = broker.broker.replica_manager.fetch_purgatory
+        from test_apis import _wait_for
+        assert _wait_for(broker, lambda: purgatory.delayed() == 1)
+        stopper = threading.Thread(target=broker.stop)
+        stopper.start()
+        # Answered (empty) well before max_wait_ms, then the connection closes.
+        frame = client.read_frame()
+        assert frame is not None
+        correlation_id, response = p.decode_response(1, 12, frame)
+        assert correlation_id == 321 and response.error_code == 0
+        assert client.closed_by_peer()
+        stopper.join(30)
+        assert not stopper.is_alive()
+    finally:
+        client.close()
+        broker.close()
