@@ -54,8 +54,10 @@ _LEGACY_HEADER_V1 = struct.Struct(">qiIbbq")
 # Smallest legacy message (key and value null), with the 12-byte log overhead.
 LEGACY_MIN_SIZE = {0: LOG_OVERHEAD + 14, 1: LOG_OVERHEAD + 22}
 _LEGACY_HEADER_SIZE = {0: _LEGACY_HEADER_V0.size, 1: _LEGACY_HEADER_V1.size}
-# Header scans (offset lookups) read a little; full scans (recovery, CRC
-# checks) read big chunks to keep the syscall count low.
+# Header scans (offset lookups from an index entry, which is at most about
+# index.interval.bytes before the target) start with a small read and grow;
+# full scans (recovery, CRC checks) read big chunks to keep syscalls few.
+_FIRST_SCAN_CHUNK = 8 * 1024
 _SCAN_CHUNK = 64 * 1024
 _FULL_SCAN_CHUNK = 1024 * 1024
 
@@ -300,7 +302,7 @@ class FileRecords:
         merely claims: a length is checked against the file size first.
         """
         end = self._size if end is None else min(end, self._size)
-        chunk = _FULL_SCAN_CHUNK if full else _SCAN_CHUNK
+        chunk = _FULL_SCAN_CHUNK if full else _FIRST_SCAN_CHUNK
         position = start
         buf = b""
         buf_start = start
@@ -308,6 +310,8 @@ class FileRecords:
         while position + LOG_OVERHEAD <= end:
             rel = position - buf_start
             if rel + RECORD_BATCH_OVERHEAD > len(buf):
+                if buf and chunk < _SCAN_CHUNK:
+                    chunk *= 2
                 buf = os.pread(fd, min(chunk, end - position), position)
                 buf_start, rel = position, 0
             if len(buf) - rel <= MAGIC_OFFSET:
