@@ -334,3 +334,18 @@ def test_decompression_is_bounded():
     assert decode_columnar(batch).value(0) == b"v" * 10_000
     with pytest.raises(CorruptRecordException):
         decode_columnar(batch, max_decompressed_bytes=1000)
+
+
+def test_reads_a_memory_mapped_segment_in_place(tmp_path):
+    import mmap
+    batches = b"".join(kafka_python_v2_batch([(0, 1, b"k%d" % i, b"v" * i, [])], base_offset=i)
+                       for i in range(3))
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(batches + batches[:30])          # a segment being written: partial tail
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as segment:
+        result = decode_columnar(segment)
+        assert (result.offsets.tolist(), result.truncated_bytes) == ([0, 1, 2], 30)
+        assert [result.value(i) for i in range(3)] == [b"", b"v", b"vv"]
+        table = decode_columnar(segment, arrow=True)
+        del result                                    # releases the export of the mmap
+    assert table.column("key").to_pylist() == [b"k0", b"k1", b"k2"]   # Arrow owns its bytes
