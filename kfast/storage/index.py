@@ -249,13 +249,6 @@ class AbstractIndex:
     def can_append_offset(self, offset: int) -> bool:
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
 
-    def _slot_for_append(self) -> int:
-        """Byte position of the next entry, with room for it in the buffer."""
-        start = self._entries * self.ENTRY_SIZE
-        if self._buffered:
-            self._ensure_capacity(start + self.ENTRY_SIZE)
-        return start
-
     # -- truncation ----------------------------------------------------------
     def truncate(self) -> None:
         """Remove every entry (the file keeps its size, zero-filled)."""
@@ -389,7 +382,10 @@ class OffsetIndex(AbstractIndex):
             raise InvalidOffsetException(
                 f"Attempt to append an offset ({offset}) to position {self._entries} no "
                 f"larger than the last offset appended ({last[0]}) to {self.path}")
-        self._ENTRY.pack_into(self._view, self._slot_for_append(), relative, position)
+        start = self._entries * 8
+        if self._buffered and len(self._view) < start + 8:
+            self._ensure_capacity(start + 8)
+        self._ENTRY.pack_into(self._view, start, relative, position)
         self._entries += 1
         self._last = OffsetPosition(offset, position)
 
@@ -480,7 +476,10 @@ class TimeIndex(AbstractIndex):
                 f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no larger "
                 f"than the last timestamp appended ({last.timestamp}) to {self.path}")
         if self._entries == 0 or timestamp > last.timestamp:
-            self._ENTRY.pack_into(self._view, self._slot_for_append(), timestamp,
+            start = self._entries * 12
+            if self._buffered and len(self._view) < start + 12:
+                self._ensure_capacity(start + 12)
+            self._ENTRY.pack_into(self._view, start, timestamp,
                                   self._relative_offset(offset))
             self._entries += 1
             self._last = TimestampOffset(timestamp, offset)

@@ -175,25 +175,28 @@ class LogSegment:
         self._index_batches(position, batches)
 
     def _index_batches(self, position: int, batches: list[BatchInfo]) -> None:
-        self._load_max_timestamp()
+        if self._max_timestamp_so_far is None:
+            self._load_max_timestamp()
         interval = self.index_interval_bytes
         since = self._bytes_since_last_index_entry
+        max_ts = self._max_timestamp_so_far
+        offset_of_max_ts = self._offset_of_max_timestamp_so_far
         for size, last_offset, max_timestamp in batches:
-            if max_timestamp > self._max_timestamp_so_far:
-                self._max_timestamp_so_far = max_timestamp
-                self._offset_of_max_timestamp_so_far = last_offset
+            if max_timestamp > max_ts:
+                max_ts, offset_of_max_ts = max_timestamp, last_offset
             # A request with many batches can fill the index mid-append (the
             # roll check runs once per append); the index is sparse, so an
             # entry is simply skipped then.
             if since > interval and not self.offset_index.is_full() \
                     and not self.time_index.is_full():
                 self.offset_index.append(last_offset, position)
-                self.time_index.maybe_append(self._max_timestamp_so_far,
-                                             self._offset_of_max_timestamp_so_far)
+                self.time_index.maybe_append(max_ts, offset_of_max_ts)
                 since = 0
             position += size
             since += size
         self._bytes_since_last_index_entry = since
+        self._max_timestamp_so_far = max_ts
+        self._offset_of_max_timestamp_so_far = offset_of_max_ts
 
     # -- lookups ------------------------------------------------------------
     def translate_offset(self, offset: int, starting_position: int = 0) -> LogOffsetPosition | None:
