@@ -839,9 +839,12 @@ cdef int _encode_array(FieldOp op, object v, _Writer w) except -1:
     return 0
 
 
-cdef inline dict _fields_of(object obj):
+cdef inline dict _fields_of(StructProgram prog, object obj):
+    # A body is a message instance (its attribute dict) or a plain dict.
     if isinstance(obj, dict):
         return <dict>obj
+    if obj is None:
+        raise ValueError(f"null {prog.cls.__name__} where the schema has no null")
     return PyObject_GenericGetDict(obj, NULL)
 
 
@@ -858,7 +861,7 @@ cdef bint _is_default(FieldOp op, object v) except -1:
 
 
 cdef int _encode_struct(StructProgram prog, object obj, _Writer w) except -1:
-    cdef dict d = _fields_of(obj)
+    cdef dict d = _fields_of(prog, obj)
     cdef tuple ops = prog.ops
     cdef FieldOp op
     cdef PyObject* found
