@@ -92,13 +92,14 @@ class Log:
     def __init__(self, directory: str, config: LogConfig, *, recovery_point: int = 0,
                  log_start_offset: int = 0, had_clean_shutdown: bool = False,
                  topic_id: str | None = None, producer_id_expiration_ms: int = 86400000,
-                 time_ms=now_ms):
+                 time_ms=now_ms, flush_requester=None):
         from kfast.storage.loader import load_log  # loader builds on this module's types
 
         self.dir = directory
         self.topic, self.partition = parse_topic_partition(directory)
         self._apply_config(config)
         self.time_ms = time_ms
+        self.flush_requester = flush_requester
         self._lock = threading.RLock()
         self._segments: dict[int, LogSegment] = {}
         self._base_offsets: list[int] = []
@@ -344,7 +345,7 @@ class Log:
             self.producer_state.map_end_offset = offset
             self._unflushed_messages += records_count
             if self._unflushed_messages >= self._flush_messages:
-                self.flush()
+                self._request_flush()
             return LogAppendInfo(first_offset, last_offset, max_ts, offset_of_max_ts,
                                  log_append_time, self.log_start_offset, records_count, position)
 
@@ -632,6 +633,16 @@ class Log:
         with self._lock:
             self.recovery_point = max(self.recovery_point, target)
             self.last_flush_ms = self.time_ms()
+
+    def _request_flush(self) -> None:
+        """flush.messages reached: fsync now, or hand the flush to
+        ``flush_requester`` (the broker passes one that runs ``log.flush``
+        in an executor, so the event loop never waits for the disk)."""
+        if self.flush_requester is None:
+            self.flush()
+        else:
+            self._unflushed_messages = 0
+            self.flush_requester(self)
 
     def flush_if_due(self, now: int) -> bool:
         """flush.ms policy: flush if the oldest unflushed write is that old."""

@@ -64,12 +64,16 @@ def _read_checkpoint(path: str) -> dict:
 
 class LogManager:
     def __init__(self, config: KafkaConfig, *, cluster_id: str | None = None,
-                 topic_configs: Callable[[str], Mapping] | None = None, time_ms=now_ms):
+                 topic_configs: Callable[[str], Mapping] | None = None, time_ms=now_ms,
+                 flush_requester: Callable[[Log], None] | None = None):
         self.config = config
         self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
         self.cluster_id = cluster_id if cluster_id is not None else config["cluster.id"]
         self.node_id = config.node_id
         self.time_ms = time_ms
+        # Called with a log whose flush.messages was reached (see Log); None
+        # flushes inline on the appending thread.
+        self.flush_requester = flush_requester
         self._topic_configs = topic_configs or (lambda topic: {})
         self._overrides: dict[str, dict] = {}
         self._logs: dict[TopicPartition, Log] = {}
@@ -120,7 +124,7 @@ class LogManager:
                 tp, path = job
                 log = Log(path, self.log_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
                           log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
-                          time_ms=self.time_ms)
+                          time_ms=self.time_ms, flush_requester=self.flush_requester)
                 log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
                 return tp, path, log
 
@@ -209,7 +213,8 @@ class LogManager:
                 self._overrides[topic] = dict(LogConfig.validate(overrides))
             try:
                 log = Log(os.path.join(d, f"{topic}-{partition}"), self.log_config(topic),
-                          had_clean_shutdown=True, topic_id=topic_id, time_ms=self.time_ms)
+                          had_clean_shutdown=True, topic_id=topic_id, time_ms=self.time_ms,
+                          flush_requester=self.flush_requester)
             except OSError as exc:
                 raise KafkaStorageException(
                     f"Error while creating log for {topic}-{partition} in dir {d}: {exc}") from exc

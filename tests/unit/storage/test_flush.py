@@ -115,3 +115,19 @@ def test_flush_on_another_thread_while_appending(tmp_path):
         segment.sanity_check_indexes()
     assert reopened.log_end_offset == 3000
     reopened.close()
+
+
+def test_flush_messages_can_be_handed_to_the_broker(tmp_path, monkeypatch):
+    requested = []
+    log = Log(str(tmp_path / "f-0"), LogConfig({"flush.messages": "4"}),
+              flush_requester=requested.append)
+    calls = count_fsyncs(monkeypatch)
+    for _ in range(5):
+        log.append_as_leader(make_batch(2))
+    # Every 4 messages the log asks; it never fsyncs on the appending thread.
+    assert requested == [log, log]
+    assert log.active_segment.log.fileno() not in calls
+    assert log.recovery_point == 0
+    requested[0].flush()  # what the broker's executor does
+    assert log.recovery_point == 10
+    log.close()
