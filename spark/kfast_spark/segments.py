@@ -77,6 +77,7 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 # Offset index entry: relative offset int32, position int32.
 _INDEX_ENTRY = struct.Struct(">ii")
+_INDEX_READ_SIZE = 64 * 1024   # a multiple of the entry size
 
 #: Bytes read from a segment per decoded chunk: bounds executor memory while
 #: keeping Arrow batches large.
@@ -349,23 +350,30 @@ def offset_for_timestamp(partition_dir: str, timestamp: int) -> Optional[int]:
 def _index_entries(segment: LogSegmentFile, file_size: int) -> List[Tuple[int, int]]:
     """Valid ``(offset, position)`` entries of the segment's offset index.
 
-    An index still open by a broker (or left by a crash) is preallocated and
-    ends in zeros; entries are valid while offsets and positions grow and
-    positions fall inside the log. The index only speeds reading up: a
-    missing or damaged one just means reading from the segment's start."""
+    An index still open by a broker (or left by a crash) is preallocated
+    (10 MiB by default) and ends in zeros; entries are valid while offsets and
+    positions grow and positions fall inside the log, so reading stops at the
+    first that does not. The index only speeds reading up: a missing or
+    damaged one just means reading from the segment's start."""
+    entries = []
+    # The first batch of a segment is never indexed: a valid entry's
+    # position is above 0, which also stops at an all-zero index.
+    last_offset, last_position = -1, 0
     try:
         with open(segment.index_path, "rb") as f:
-            data = f.read()
+            while True:
+                data = f.read(_INDEX_READ_SIZE)
+                for relative_offset, position in _INDEX_ENTRY.iter_unpack(
+                        data[:len(data) // _INDEX_ENTRY.size * _INDEX_ENTRY.size]):
+                    if (relative_offset <= last_offset or position <= last_position
+                            or position >= file_size):
+                        return entries
+                    entries.append((segment.base_offset + relative_offset, position))
+                    last_offset, last_position = relative_offset, position
+                if len(data) < _INDEX_READ_SIZE:
+                    return entries
     except OSError:
-        return []
-    entries = []
-    last_offset = last_position = -1
-    for relative_offset, position in _INDEX_ENTRY.iter_unpack(data[:len(data) // 8 * 8]):
-        if relative_offset <= last_offset or position <= last_position or position >= file_size:
-            break
-        entries.append((segment.base_offset + relative_offset, position))
-        last_offset, last_position = relative_offset, position
-    return entries
+        return entries
 
 
 def _start_position(segment: LogSegmentFile, fd: int, file_size: int, start: int) -> int:

@@ -377,3 +377,39 @@ def test_legacy_ranges_cut_inside_wrappers_and_across_formats(legacy_log, start,
     tp = TopicPartition("old", 0)
     got = rows_from_arrow(read_range(str(directory), tp, start, end, False, chunk_bytes=64))
     assert got == expected_rows({tp: writer}, False, lambda row: start <= row["offset"] < end)
+
+
+def test_reads_a_log_written_by_kfast_storage_while_open_and_after_close(tmp_path):
+    """kfast's own Log writes the directory: its segments, rolls, preallocated
+    indexes (zero tail while the segment is active) and LogAppendTime."""
+    from kfast.config import LogConfig
+    from kfast.records import RecordBatchBuilder
+    from kfast.storage.log import Log
+
+    log = Log(str(tmp_path / "live-0"), LogConfig({
+        "index.interval.bytes": "512", "message.timestamp.type": "LogAppendTime"}))
+    for n in range(40):
+        builder = RecordBatchBuilder(CODECS[n % len(CODECS)])
+        for i in range(7):
+            builder.append(T0 + i, b"k%d" % (n * 7 + i), b"v" * 200,
+                           headers=[("n", b"%d" % n)] if i % 3 else [])
+        log.append_as_leader(builder.build(), leader_epoch=0, now=LOG_APPEND_TIME)
+        if n % 10 == 9 and n < 39:
+            log.roll()
+    appended = 40 * 7
+    tp = TopicPartition("live", 0)
+    directory = str(tmp_path / "live-0")
+    assert len([f for f in os.listdir(directory) if f.endswith(".log")]) == 4
+
+    def check():
+        assert log_offsets(directory) == (0, appended)
+        got = rows_from_arrow(read_range(directory, tp, 10, appended - 5, True))
+        assert [row["offset"] for row in got] == list(range(10, appended - 5))
+        for row in got:
+            n, i = divmod(row["offset"], 7)
+            assert row["key"] == b"k%d" % row["offset"]
+            assert row["headers"] == ([("n", b"%d" % n)] if i % 3 else None)
+            assert (row["timestampType"], row["timestamp_ms"]) == (1, LOG_APPEND_TIME)
+    check()   # while open: the active segment's index is preallocated
+    log.close()
+    check()
