@@ -167,6 +167,9 @@ class DelayedOperationPurgatory:
         keys = list(watch_keys)
         if not keys:
             raise ValueError("an operation needs at least one watch key")
+        if operation._purgatory is not None or operation._completed:
+            # Its timeout would be scheduled twice, or after completion.
+            raise ValueError("operation was already handed to a purgatory")
         if operation.try_complete():
             return True
         for key in keys:

@@ -219,6 +219,18 @@ def test_nested_check_sees_operations_the_outer_check_passed(timer, purgatory):
     assert purgatory.watched("k") == 0
 
 
+def test_an_operation_is_watched_once(timer, purgatory):
+    op = Recorder(100)
+    purgatory.try_complete_else_watch(op, ["a"])
+    with pytest.raises(ValueError):
+        purgatory.try_complete_else_watch(op, ["b"])
+    done = Recorder(100, ready=True)
+    assert purgatory.try_complete_else_watch(done, ["a"])
+    with pytest.raises(ValueError):
+        purgatory.try_complete_else_watch(done, ["a"])
+    assert purgatory.delayed() == 1 and timer.size == 1
+
+
 def test_empty_watch_keys_are_rejected(purgatory):
     with pytest.raises(ValueError):
         purgatory.try_complete_else_watch(Recorder(10), [])
