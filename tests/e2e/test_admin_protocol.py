@@ -260,3 +260,25 @@ def test_topic_deletion_disabled(tmp_path):
         assert old.responses[0].error_code == errors.InvalidRequestException.code
         assert "kept" in broker.broker.metadata_image.topics_by_name
         c.close()
+
+
+def test_deleted_topic_is_gone_without_auto_creation(tmp_path):
+    with KfastBroker({"auto.create.topics.enable": "false"}, data_dir=str(tmp_path)) as broker:
+        c = Client(broker)
+        create(c, "gone", 2)
+        response = c.request("DeleteTopics", 4, timeout_ms=1000, topic_names=["gone"])
+        assert response.responses[0].error_code == 0
+        Topic = p.MetadataRequest.MetadataRequestTopic
+        metadata = c.request("Metadata", 12, topics=[Topic(name="gone")],
+                             allow_auto_topic_creation=True)
+        assert metadata.topics[0].error_code == errors.UnknownTopicOrPartitionException.code
+        Data = p.ProduceRequest.TopicProduceData
+        Partition = p.ProduceRequest.PartitionProduceData
+        from kfast.records import RecordBatchBuilder
+        builder = RecordBatchBuilder()
+        builder.append(0, None, b"v")
+        produced = c.request("Produce", 9, acks=1, timeout_ms=1000, topic_data=[Data(
+            name="gone", partition_data=[Partition(index=0, records=builder.build())])])
+        [result] = produced.responses[0].partition_responses
+        assert result.error_code == errors.UnknownTopicOrPartitionException.code
+        c.close()
