@@ -69,3 +69,16 @@ def test_async_context_manager(tmp_path):
             finally:
                 await producer.stop()
     assert asyncio.run(main()) == 0
+
+
+def test_topics_of_every_session_survive_restarts(tmp_path):
+    """Metadata committed in the second and later runs is kept (the metadata
+    log belongs to the controller alone, not also to the LogManager)."""
+    data_dir = str(tmp_path / "sessions")
+    for session in range(3):
+        with KfastBroker(data_dir=data_dir) as broker:
+            topics = broker.call_soon(lambda: sorted(broker.broker.metadata_image.topics_by_name))
+            assert topics == [f"s{i}" for i in range(session)]
+            producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
+            producer.send(f"s{session}", b"x").get(timeout=10)
+            producer.close()
