@@ -44,3 +44,11 @@ def test_offsets_metadata_and_tail(broker, topic):
     # List offsets: kcat -Q by timestamp (-1 = end).
     out = kcat(broker, "-Q", "-t", f"{topic}:0:-1")
     assert f"{topic} [0] offset 3" in out
+
+
+def test_idempotent_produce(broker, topic):
+    lines = "".join(f"m{i}\n" for i in range(50))
+    kcat(broker, "-P", "-t", topic, "-X", "enable.idempotence=true", "-z", "zstd",
+         input_text=lines)
+    out = kcat(broker, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-f", "%o %s\n")
+    assert out.splitlines() == [f"{i} m{i}" for i in range(50)]
