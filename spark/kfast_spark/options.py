@@ -34,6 +34,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+from kfast.controller.topics import INTERNAL_TOPICS
+
 logger = logging.getLogger(__name__)
 
 #: Kafka's ListOffsets sentinels, also used in the offsets JSON options.
@@ -190,13 +192,16 @@ class SubscribeStrategy:
 @dataclass(frozen=True)
 class SubscribePatternStrategy:
     """``subscribePattern``: every partition of the topics whose whole name
-    matches the regex (Java's ``Matcher.matches``, hence ``fullmatch``)."""
+    matches the regex (Java's ``Matcher.matches``, hence ``fullmatch``).
+    Internal topics (``__consumer_offsets``, ``__transaction_state``) never
+    match a pattern, as Kafka's topic listing leaves them out; ``subscribe``
+    or ``assign`` can still name them."""
     pattern: str
 
     def assigned(self, available: Mapping[str, Sequence[int]]) -> list:
         regex = re.compile(self.pattern)
         return sorted(TopicPartition(t, p) for t, parts in available.items()
-                      if regex.fullmatch(t) for p in parts)
+                      if t not in INTERNAL_TOPICS and regex.fullmatch(t) for p in parts)
 
 
 ConsumerStrategy = Union[AssignStrategy, SubscribeStrategy, SubscribePatternStrategy]

@@ -54,6 +54,13 @@ def test_subscribe_pattern_matches_whole_topic_names():
     assert strategy.assigned(available) == [tp("topic1", 0), tp("topic1", 1), tp("topicX", 0)]
 
 
+def test_patterns_leave_internal_topics_out_but_subscribe_can_name_them():
+    available = {"__consumer_offsets": [0], "__transaction_state": [0], "__mine": [0]}
+    assert kafka(subscribePattern="__.*").strategy.assigned(available) == [tp("__mine", 0)]
+    assert kafka(subscribe="__consumer_offsets").strategy.assigned(available) == [
+        tp("__consumer_offsets", 0)]
+
+
 def test_subscribe_assigns_only_existing_topics():
     strategy = kafka(subscribe="a,missing").strategy
     assert strategy.assigned({"a": [1, 0], "b": [0]}) == [tp("a", 0), tp("a", 1)]
