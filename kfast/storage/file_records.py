@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import os
 import struct
+import weakref
 import zlib
 from typing import Iterator, NamedTuple
 
@@ -171,10 +172,30 @@ def check_batch(buf, offset: int, size: int) -> None:
             f"Record batch is corrupt (stored crc = {stored}, computed crc = {computed})")
 
 
-class FileRecords:
-    """An append-only .log file. ``fileno()`` makes it a FileRegion source."""
+class FileHandle:
+    """Owns a file descriptor; it is closed when the last holder lets go.
 
-    __slots__ = ("path", "_fd", "_size", "__weakref__")
+    The segment's FileRecords and every FileRegion a read handed out hold
+    the handle, so deleting or closing a segment while a fetch response is
+    still being sent never closes the descriptor under sendfile (or lets the
+    number be reused for another file): POSIX keeps the unlinked file
+    readable until the region is sent and dropped.
+    """
+
+    __slots__ = ("fd", "__weakref__")
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        weakref.finalize(self, os.close, fd)
+
+    def fileno(self) -> int:
+        return self.fd
+
+
+class FileRecords:
+    """An append-only .log file. ``handle`` is what FileRegions carry."""
+
+    __slots__ = ("path", "_fd", "_size", "handle", "__weakref__")
 
     def __init__(self, path: str, *, create: bool = True, preallocate_bytes: int = 0):
         """Open ``path``; a new file is preallocated to ``preallocate_bytes``
@@ -187,6 +208,7 @@ class FileRecords:
             flags |= os.O_CLOEXEC
         existed = os.path.exists(path)
         self._fd = os.open(path, flags, 0o644)
+        self.handle = FileHandle(self._fd)
         self._size = os.fstat(self._fd).st_size
         if not existed and preallocate_bytes > 0:
             try:
@@ -278,8 +300,9 @@ class FileRecords:
 
     def close(self) -> None:
         if self._fd >= 0:
-            os.close(self._fd)
+            # The descriptor closes now, or when the last FileRegion of it is dropped.
             self._fd = -1
+            self.handle = None
 
     def rename_to(self, path: str) -> None:
         os.replace(self.path, path)

@@ -228,7 +228,7 @@ class LogSegment:
         if adjusted == 0 or max_position <= start.position:
             return FetchDataInfo(metadata, None)
         fetch_size = min(max_position - start.position, adjusted)
-        return FetchDataInfo(metadata, FileRegion(self.log, start.position, fetch_size),
+        return FetchDataInfo(metadata, FileRegion(self.log.handle, start.position, fetch_size),
                              adjusted < start.size)
 
     def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None):

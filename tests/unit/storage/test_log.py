@@ -350,3 +350,29 @@ def test_preallocate(tmp_path):
     assert recovered.log_end_offset == end
     assert os.path.getsize(new_path) == recovered.active_segment.size
     recovered.close()
+
+
+def test_file_region_outlives_segment_deletion(tmp_path):
+    """A fetch response in flight keeps reading the right bytes after its
+    segment is deleted (no closed or reused descriptor)."""
+    log = open_log(tmp_path, **{"file.delete.delay.ms": 0})
+    while log.num_segments < 2:
+        log.append_as_leader(make_batch(5, 2000))
+    region = log.read(0, 1 << 20).records
+    expected = region.read()
+    fd = region.file.fileno()
+    log.update_high_watermark(log.log_end_offset)
+    log.delete_records_before(log.segments[1].base_offset)
+    assert not os.path.exists(os.path.join(log.dir, "00000000000000000000.log"))
+    other = open(os.path.join(tmp_path, "other"), "wb")  # would reuse a freed descriptor
+    assert region.read() == expected
+    os.fstat(fd)  # still open
+    other.close()
+    del region
+    try:
+        target = os.readlink(f"/proc/self/fd/{fd}")
+    except OSError:
+        target = ""
+    # Closed once the last region was dropped (the number may be reused since).
+    assert "00000000000000000000.log" not in target
+    log.close()
