@@ -53,9 +53,9 @@ class MetadataLog:
     def end_offset(self) -> int:
         return self.log.log_end_offset
 
-    def read_all(self) -> Iterator[tuple[int, object]]:
-        """(offset, record) of every record, in order."""
-        offset = self.log.log_start_offset
+    def read_all(self, start_offset: int = 0) -> Iterator[tuple[int, object]]:
+        """(offset, record) of every record from ``start_offset`` on, in order."""
+        offset = max(start_offset, self.log.log_start_offset)
         end = self.log.log_end_offset
         while offset < end:
             info = self.log.read(offset, _READ_CHUNK_BYTES)
@@ -71,17 +71,17 @@ class MetadataLog:
                         yield record.offset, decode_record(bytes(record.value))[0]
                 offset = batch.last_offset + 1
 
-    def append(self, records: list, epoch: int) -> int:
+    def append(self, records: list, epoch: int) -> tuple[int, int]:
         """Append one batch holding ``records`` and fsync it; returns the
-        offset of its first record."""
+        offset of its first record and the batch's size in bytes."""
         builder = RecordBatchBuilder(partition_leader_epoch=epoch)
         now = int(time.time() * 1000)
         for record in records:
             builder.append(now, None, encode_record(record))
-        info = self.log.append_as_leader(bytearray(builder.build()), leader_epoch=epoch,
-                                         origin=ORIGIN_COORDINATOR)
+        batch = bytearray(builder.build())
+        info = self.log.append_as_leader(batch, leader_epoch=epoch, origin=ORIGIN_COORDINATOR)
         self.log.flush()
-        return info.first_offset
+        return info.first_offset, len(batch)
 
     def close(self) -> None:
         if self.log is not None:

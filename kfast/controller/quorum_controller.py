@@ -71,6 +71,13 @@ from kfast.controller.replication_control import (
     ReplicationControlManager,
     TopicSpec,
 )
+from kfast.controller.snapshot import (
+    delete_snapshots_before,
+    image_records,
+    list_snapshots,
+    read_snapshot,
+    write_snapshot,
+)
 from kfast.protocol import errors
 
 logger = logging.getLogger(__name__)
@@ -78,6 +85,9 @@ logger = logging.getLogger(__name__)
 # The single voter's quorum epoch (Raft term); the partition leader epoch of
 # every metadata batch.
 QUORUM_EPOCH = 1
+# Kafka's metadata.log.max.record.bytes.between.snapshots default: a new
+# snapshot after this many bytes of metadata records.
+SNAPSHOT_MAX_BYTES = 20 * 1024 * 1024
 
 _TOPIC_RECORDS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
 _CLUSTER_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord,
@@ -110,7 +120,8 @@ def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
 
 class QuorumController:
     def __init__(self, config: KafkaConfig, node_id: int, cluster_id: str | None,
-                 metadata_log_dir: str, loop: asyncio.AbstractEventLoop | None = None):
+                 metadata_log_dir: str, loop: asyncio.AbstractEventLoop | None = None, *,
+                 snapshot_max_bytes: int = SNAPSHOT_MAX_BYTES):
         self.config = config
         self.node_id = node_id
         self.cluster_id = _resolve_cluster_id(cluster_id, metadata_log_dir)
@@ -130,6 +141,10 @@ class QuorumController:
         self._subscribers: list[MetadataCallback] = []
         self._lock = asyncio.Lock()
         self.started = False
+        self.snapshot_max_bytes = snapshot_max_bytes
+        self._bytes_since_snapshot = 0
+        self._snapshot_task: asyncio.Future | None = None
+        self.snapshot_end_offset = 0        # end offset of the snapshot loaded or written last
 
     def _topic_defaults(self) -> tuple[int, int]:
         return self.config["num.partitions"], self.config["default.replication.factor"]
@@ -138,15 +153,18 @@ class QuorumController:
     async def start(self) -> None:
         loop = self._loop or asyncio.get_running_loop()
         self._loop = loop
-        records = await loop.run_in_executor(None, self._open_and_read)
+        snapshot_end, snapshot, records = await loop.run_in_executor(None, self._open_and_read)
         delta = _DeltaBuilder()
+        for record in snapshot:
+            self._replay(record, snapshot_end - 1, delta)
         for offset, record in records:
             self._replay(record, offset, delta)
         self._publish(delta, notify=False)
         if self._last_offset < 0:
             await self._commit(self.feature_control.bootstrap_records(), notify=False)
         self.started = True
-        logger.info("metadata log replayed: %d records, %d topics, last offset %d",
+        logger.info("metadata replayed: snapshot up to offset %d (%d records), then %d log "
+                    "records; %d topics, last offset %d", snapshot_end, len(snapshot),
                     len(records), len(self.image.topics_by_name), self._last_offset)
         for callback in list(self._subscribers):
             callback(self.full_delta(), self.image)
@@ -161,15 +179,28 @@ class QuorumController:
                              changed_broker_configs=frozenset(image.broker_configs),
                              changed_brokers=frozenset(image.brokers))
 
-    def _open_and_read(self) -> list:
-        self.metadata_log.open()
-        return list(self.metadata_log.read_all())
+    def _open_and_read(self) -> tuple[int, list, list]:
+        """(snapshot end offset, snapshot records, log records after it):
+        the newest whole snapshot the log reaches, else none."""
+        log = self.metadata_log
+        log.open()
+        for end_offset, _, path in reversed(list_snapshots(log.dir)):
+            if end_offset > log.end_offset:
+                continue    # beyond the log (its tail was lost): not usable
+            snapshot = read_snapshot(path)
+            if snapshot is not None:
+                self.snapshot_end_offset = end_offset
+                return end_offset, snapshot, list(log.read_all(end_offset))
+            logger.warning("ignoring the incomplete metadata snapshot %s", path)
+        return 0, [], list(log.read_all())
 
     async def shutdown(self) -> None:
         if self.metadata_log.log is None:
             return
         async with self._lock:
             self.started = False
+            if self._snapshot_task is not None:
+                await asyncio.gather(self._snapshot_task, return_exceptions=True)
             await self._loop.run_in_executor(None, self.metadata_log.close)
 
     def subscribe(self, callback: MetadataCallback) -> None:
@@ -195,8 +226,8 @@ class QuorumController:
 
     async def _commit(self, records: list, notify: bool = True) -> None:
         try:
-            first = await self._loop.run_in_executor(None, self.metadata_log.append, records,
-                                                     self.epoch)
+            first, size = await self._loop.run_in_executor(None, self.metadata_log.append,
+                                                           records, self.epoch)
         except OSError as exc:
             raise errors.KafkaStorageException(f"Cannot append to the metadata log: {exc}") \
                 from exc
@@ -204,6 +235,38 @@ class QuorumController:
         for index, record in enumerate(records):
             self._replay(record, first + index, delta)
         self._publish(delta, notify)
+        self._bytes_since_snapshot += size
+        if self._bytes_since_snapshot >= self.snapshot_max_bytes:
+            self._start_snapshot()
+
+    def _start_snapshot(self) -> None:
+        """Write a snapshot of the current state in the background (at most
+        one at a time); the records are taken now, so later commits do not
+        leak into it."""
+        if self._snapshot_task is not None and not self._snapshot_task.done():
+            return
+        self._bytes_since_snapshot = 0
+        end_offset = self._last_offset + 1
+        records = image_records(self.image, self.producer_id_control.next_producer_id)
+        directory = self.metadata_log.dir
+
+        def write():
+            write_snapshot(directory, end_offset, self.epoch, records)
+            delete_snapshots_before(directory, end_offset)
+            return end_offset
+
+        def done(future: asyncio.Future) -> None:
+            if future.cancelled():
+                return
+            if future.exception() is not None:
+                logger.error("metadata snapshot at offset %d failed", end_offset,
+                             exc_info=future.exception())
+            else:
+                self.snapshot_end_offset = future.result()
+                logger.info("metadata snapshot written up to offset %d", end_offset)
+
+        self._snapshot_task = self._loop.run_in_executor(None, write)
+        self._snapshot_task.add_done_callback(done)
 
     def _replay(self, record, offset: int, delta: _DeltaBuilder) -> None:
         if isinstance(record, _TOPIC_RECORDS):
