@@ -45,7 +45,7 @@
 
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_AS_STRING
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyObject_CheckBuffer
-from cpython.dict cimport PyDict_SetItem, PyDict_GetItem, PyDict_Contains, PyDict_Copy
+from cpython.dict cimport PyDict_SetItem
 from cpython.list cimport PyList_New, PyList_SET_ITEM, PyList_GET_SIZE, PyList_GET_ITEM
 from cpython.tuple cimport PyTuple_GET_SIZE, PyTuple_GET_ITEM
 from cpython.unicode cimport PyUnicode_DecodeUTF8, PyUnicode_Check
@@ -57,8 +57,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.string cimport memcpy
 from libc.stdlib cimport malloc, realloc, free
 
-from kfast._ext.varint cimport (read_uvarint32, write_uvarint32, uvarint64_size,
-                                VARINT_OK)
+from kfast._ext.varint cimport read_uvarint32, write_uvarint32, VARINT_OK
 
 cdef extern from "Python.h":
     int PyObject_GenericSetDict(object o, object d, void* ctx) except -1
