@@ -19,7 +19,6 @@ wire protocol writes the metadata log.
 """
 from __future__ import annotations
 
-import uuid  # noqa: F401  (doctest above)
 from typing import NamedTuple
 
 from kfast._ext import protocol_codec as _codec
