@@ -228,7 +228,14 @@ class QuorumController:
         try:
             first, size = await self._loop.run_in_executor(None, self.metadata_log.append,
                                                            records, self.epoch)
-        except OSError as exc:
+        except Exception as exc:
+            # Whether the batch reached the disk is unknown: the in-memory
+            # state may no longer match the log, so this controller stops
+            # (Kafka's fatal fault handler); a restart replays the log.
+            self.started = False
+            logger.critical("cannot append to the metadata log; the controller stops: %s", exc)
+            if isinstance(exc, errors.KafkaError):
+                raise
             raise errors.KafkaStorageException(f"Cannot append to the metadata log: {exc}") \
                 from exc
         delta = _DeltaBuilder()

@@ -185,3 +185,28 @@ def test_torn_tail_of_the_metadata_log_is_dropped(tmp_path):
         return image
 
     assert run(second()) == before
+
+
+def test_a_failed_append_stops_the_controller(tmp_path):
+    async def main():
+        controller = await started(tmp_path)
+        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
+        image = controller.image
+
+        def failing_append(records, epoch):
+            raise OSError(28, "No space left on device")
+
+        controller.metadata_log.append = failing_append
+        with pytest.raises(errors.KafkaStorageException):
+            await controller.auto_create_topics(["t"])
+        assert controller.image is image                  # nothing applied
+        with pytest.raises(errors.NotControllerException):
+            await controller.auto_create_topics(["u"])
+        del controller.metadata_log.append
+        await controller.shutdown()
+        restarted = await started(tmp_path)
+        names = set(restarted.image.topics_by_name)
+        await restarted.shutdown()
+        return names
+
+    assert run(main()) == set()
