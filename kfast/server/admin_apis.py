@@ -172,8 +172,8 @@ def handle_describe_configs(ctx: RequestContext, request):
     Synonym = DescribeConfigsResponse.DescribeConfigsSynonym
     results = []
     for resource in request.resources:
-        keys = set(resource.configuration_keys) if resource.configuration_keys is not None \
-            else None
+        # Null or empty: every config (Kafka's ConfigHelper).
+        keys = set(resource.configuration_keys) if resource.configuration_keys else None
         name = resource.resource_name
         try:
             if resource.resource_type == CONFIG_RESOURCE_TOPIC:

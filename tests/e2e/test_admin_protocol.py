@@ -124,6 +124,12 @@ def test_describe_configs_synonyms_types_and_documentation(client, topic):
     assert (segment.value, segment.config_source, segment.config_type) == ("1073741824", 5, 3)
 
 
+def test_describe_configs_empty_key_list_means_all(client, topic):
+    create(client, topic)
+    assert len(describe(client, TOPIC, topic, keys=[]).configs) == \
+        len(describe(client, TOPIC, topic, keys=None).configs) > 20
+
+
 def test_describe_configs_v0_reports_is_default(client, topic):
     create(client, topic)
     result = describe(client, TOPIC, topic, version=0, keys=["retention.ms"])
