@@ -1,0 +1,293 @@
+"""Admin operations: topics, partitions, configs, offsets, records, cluster.
+
+    async with KafkaAdmin("127.0.0.1:9092") as admin:
+        await admin.create_topics([NewTopic("t", 3, 1, {"cleanup.policy": "compact"})])
+        await admin.describe_topics(["t"])      # [TopicMetadata]
+        await admin.list_offsets({("t", 0): EARLIEST})
+
+Errors come back as ``kfast.protocol.errors`` exceptions: a request about
+several topics raises the first failure, with the topic (or resource) named
+in the message and set on the exception as ``.resource``. Requests that any
+broker can answer go to any broker (a KRaft broker forwards them to the
+controller); ListOffsets and DeleteRecords go to each partition's leader.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+from kfast.client.cluster import STALE_METADATA_CODES, Cluster, TopicMetadata
+from kfast.protocol import (
+    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    IncrementalAlterConfigsRequest, ListOffsetsRequest, api_key, errors,
+)
+
+__all__ = [
+    "KafkaAdmin", "NewTopic", "CreatedTopic", "ConfigEntry", "ListedOffset", "ClusterDescription",
+    "EARLIEST", "LATEST", "MAX_TIMESTAMP", "RESOURCE_TOPIC", "RESOURCE_BROKER",
+    "OP_SET", "OP_DELETE", "OP_APPEND", "OP_SUBTRACT", "SOURCE_DYNAMIC_TOPIC_CONFIG",
+    "SOURCE_DEFAULT_CONFIG",
+]
+
+# Wire constants of ListOffsets, DescribeConfigs and IncrementalAlterConfigs
+# (Kafka's ListOffsetsRequest, ConfigResource.Type, AlterConfigOp.OpType,
+# ConfigEntry.ConfigSource).
+EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
+RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
+OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_DEFAULT_CONFIG = 1, 5
+CONSUMER_REPLICA_ID = -1
+DELETE_TOPICS = api_key("DeleteTopics").key
+
+
+def _raise_for(code: int, message: str | None, resource: str) -> None:
+    if code:
+        exc = errors.for_code(code)(f"{resource}: {message or errors.for_code(code).default_message}")
+        exc.resource = resource
+        raise exc
+
+
+@dataclass
+class NewTopic:
+    name: str
+    num_partitions: int = -1            # -1: the broker's num.partitions
+    replication_factor: int = -1        # -1: the broker's default.replication.factor
+    configs: Mapping[str, str | None] = field(default_factory=dict)
+    assignments: Mapping[int, list[int]] | None = None   # partition -> broker ids
+
+
+@dataclass
+class CreatedTopic:
+    name: str
+    topic_id: object
+    num_partitions: int
+    replication_factor: int
+    configs: dict[str, str | None]
+
+
+@dataclass
+class ConfigEntry:
+    name: str
+    value: str | None
+    source: int
+    read_only: bool
+    is_sensitive: bool
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == SOURCE_DEFAULT_CONFIG
+
+
+@dataclass
+class ListedOffset:
+    offset: int
+    timestamp: int
+    leader_epoch: int
+
+
+@dataclass
+class ClusterDescription:
+    cluster_id: str
+    controller_id: int
+    brokers: list[tuple[int, str, int, str | None]]
+
+
+class KafkaAdmin:
+    def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None, **cluster_options):
+        self._own_cluster = cluster is None
+        self.cluster = cluster or Cluster(bootstrap_servers, **cluster_options)
+
+    async def start(self) -> "KafkaAdmin":
+        if self._own_cluster:
+            await self.cluster.start()
+        return self
+
+    async def close(self) -> None:
+        if self._own_cluster:
+            await self.cluster.close()
+
+    async def __aenter__(self) -> "KafkaAdmin":
+        return await self.start()
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.close()
+
+    # ---- topics ----------------------------------------------------------------------
+
+    async def create_topics(self, topics: Iterable[NewTopic], validate_only: bool = False,
+                            timeout_ms: int = 60000) -> dict[str, CreatedTopic]:
+        request = CreateTopicsRequest(timeout_ms=timeout_ms, validate_only=validate_only)
+        for topic in topics:
+            entry = CreateTopicsRequest.CreatableTopic(
+                name=topic.name, num_partitions=topic.num_partitions,
+                replication_factor=topic.replication_factor,
+                configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                         for k, v in topic.configs.items()])
+            if topic.assignments:
+                entry.num_partitions, entry.replication_factor = -1, -1
+                entry.assignments = [CreateTopicsRequest.CreatableReplicaAssignment(
+                    partition_index=p, broker_ids=list(ids)) for p, ids in topic.assignments.items()]
+            request.topics.append(entry)
+        response = await self.cluster.send(None, request)
+        created = {}
+        for result in response.topics:
+            _raise_for(result.error_code, result.error_message, result.name)
+            created[result.name] = CreatedTopic(
+                result.name, result.topic_id, result.num_partitions, result.replication_factor,
+                {c.name: c.value for c in (result.configs or ())})
+            self.cluster.invalidate(result.name)
+        return created
+
+    async def delete_topics(self, names: Iterable[str], timeout_ms: int = 30000) -> None:
+        names = list(names)
+        version = await self.cluster.version_for(None, DELETE_TOPICS)
+        request = DeleteTopicsRequest(timeout_ms=timeout_ms)
+        if version >= 6:
+            request.topics = [DeleteTopicsRequest.DeleteTopicState(name=n) for n in names]
+        else:
+            request.topic_names = names
+        response = await self.cluster.send(None, request, version=version)
+        for result in response.responses:
+            _raise_for(result.error_code, result.error_message, result.name)
+        for name in names:
+            self.cluster.topics.pop(name, None)
+
+    async def create_partitions(self, new_counts: Mapping[str, int], validate_only: bool = False,
+                                timeout_ms: int = 30000) -> None:
+        """Grow topics to the given total partition counts."""
+        request = CreatePartitionsRequest(timeout_ms=timeout_ms, validate_only=validate_only, topics=[
+            CreatePartitionsRequest.CreatePartitionsTopic(name=name, count=count, assignments=None)
+            for name, count in new_counts.items()])
+        response = await self.cluster.send(None, request)
+        for result in response.results:
+            _raise_for(result.error_code, result.error_message, result.name)
+            self.cluster.invalidate(result.name)
+
+    async def list_topics(self, include_internal: bool = False) -> list[str]:
+        topics = await self.cluster.refresh_metadata(None)
+        return sorted(name for name, t in topics.items()
+                      if t.error_code == 0 and (include_internal or not t.is_internal))
+
+    async def describe_topics(self, names: Iterable[str] | None = None,
+                              include_internal: bool = False) -> list[TopicMetadata]:
+        """Metadata of the named topics (None: every topic), sorted by name."""
+        answered = await self.cluster.refresh_metadata(None if names is None else list(names))
+        out = []
+        for name in sorted(answered):
+            topic = answered[name]
+            if names is None and topic.is_internal and not include_internal:
+                continue
+            _raise_for(topic.error_code, None, name)
+            out.append(topic)
+        return out
+
+    # ---- configs ---------------------------------------------------------------------
+
+    async def describe_configs(self, resource_type: int, names: Iterable[str],
+                               keys: Iterable[str] | None = None) -> dict[str, list[ConfigEntry]]:
+        keys = None if keys is None else list(keys)
+        request = DescribeConfigsRequest(resources=[
+            DescribeConfigsRequest.DescribeConfigsResource(
+                resource_type=resource_type, resource_name=name, configuration_keys=keys)
+            for name in names])
+        response = await self.cluster.send(None, request)
+        out = {}
+        for result in response.results:
+            _raise_for(result.error_code, result.error_message, result.resource_name)
+            out[result.resource_name] = [
+                ConfigEntry(c.name, c.value, c.config_source, c.read_only, c.is_sensitive)
+                for c in result.configs]
+        return out
+
+    async def alter_configs(self, resource_type: int, name: str, configs: Mapping[str, str],
+                            validate_only: bool = False) -> None:
+        """Legacy AlterConfigs: replaces the resource's whole set of overrides."""
+        request = AlterConfigsRequest(validate_only=validate_only, resources=[
+            AlterConfigsRequest.AlterConfigsResource(
+                resource_type=resource_type, resource_name=name,
+                configs=[AlterConfigsRequest.AlterableConfig(name=k, value=v) for k, v in configs.items()])])
+        response = await self.cluster.send(None, request)
+        for result in response.responses:
+            _raise_for(result.error_code, result.error_message, result.resource_name)
+
+    async def incremental_alter_configs(self, resource_type: int, name: str,
+                                        operations: Mapping[str, tuple[int, str | None]],
+                                        validate_only: bool = False) -> None:
+        """``operations``: config name -> (OP_SET|OP_DELETE|OP_APPEND|OP_SUBTRACT, value)."""
+        request = IncrementalAlterConfigsRequest(validate_only=validate_only, resources=[
+            IncrementalAlterConfigsRequest.AlterConfigsResource(
+                resource_type=resource_type, resource_name=name, configs=[
+                    IncrementalAlterConfigsRequest.AlterableConfig(
+                        name=k, config_operation=op, value=v) for k, (op, v) in operations.items()])])
+        response = await self.cluster.send(None, request)
+        for result in response.responses:
+            _raise_for(result.error_code, result.error_message, result.resource_name)
+
+    # ---- offsets and records ---------------------------------------------------------
+
+    async def _by_leader(self, partitions: Iterable[tuple[str, int]]) -> dict[int, list[tuple[str, int]]]:
+        grouped: dict[int, list[tuple[str, int]]] = {}
+        for topic, partition in partitions:
+            grouped.setdefault(await self.cluster.leader_for(topic, partition), []).append((topic, partition))
+        return grouped
+
+    async def list_offsets(self, specs: Mapping[tuple[str, int], int],
+                           isolation_level: int = 0) -> dict[tuple[str, int], ListedOffset]:
+        """``specs``: (topic, partition) -> EARLIEST, LATEST, MAX_TIMESTAMP or a
+        timestamp in ms (the first offset whose timestamp is at or after it;
+        offset -1 if there is none)."""
+        out: dict[tuple[str, int], ListedOffset] = {}
+        pending = dict(specs)
+        for attempt in range(5):
+            retry: dict[tuple[str, int], int] = {}
+            for leader, partitions in (await self._by_leader(pending)).items():
+                topics: dict[str, list] = {}
+                for topic, partition in partitions:
+                    topics.setdefault(topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
+                        partition_index=partition, timestamp=pending[topic, partition]))
+                response = await self.cluster.send(leader, ListOffsetsRequest(
+                    replica_id=CONSUMER_REPLICA_ID, isolation_level=isolation_level,
+                    topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
+                            for t, p in topics.items()]))
+                for topic in response.topics:
+                    for p in topic.partitions:
+                        key = (topic.name, p.partition_index)
+                        if p.error_code in STALE_METADATA_CODES and attempt < 4:
+                            self.cluster.invalidate(topic.name)
+                            retry[key] = pending[key]
+                            continue
+                        _raise_for(p.error_code, None, f"{topic.name}-{p.partition_index}")
+                        out[key] = ListedOffset(p.offset, p.timestamp, p.leader_epoch)
+            if not retry:
+                break
+            pending = retry
+            await self.cluster._backoff(attempt)
+        return out
+
+    async def delete_records(self, before: Mapping[tuple[str, int], int],
+                             timeout_ms: int = 30000) -> dict[tuple[str, int], int]:
+        """Delete records before the given offsets (-1: the high watermark);
+        returns each partition's new low watermark (log start offset)."""
+        out = {}
+        for leader, partitions in (await self._by_leader(before)).items():
+            topics: dict[str, list] = {}
+            for topic, partition in partitions:
+                topics.setdefault(topic, []).append(DeleteRecordsRequest.DeleteRecordsPartition(
+                    partition_index=partition, offset=before[topic, partition]))
+            response = await self.cluster.send(leader, DeleteRecordsRequest(
+                timeout_ms=timeout_ms, topics=[DeleteRecordsRequest.DeleteRecordsTopic(name=t, partitions=p)
+                                               for t, p in topics.items()]))
+            for topic in response.topics:
+                for p in topic.partitions:
+                    _raise_for(p.error_code, None, f"{topic.name}-{p.partition_index}")
+                    out[topic.name, p.partition_index] = p.low_watermark
+        return out
+
+    # ---- cluster ---------------------------------------------------------------------
+
+    async def describe_cluster(self) -> ClusterDescription:
+        response = await self.cluster.send(None, DescribeClusterRequest())
+        _raise_for(response.error_code, response.error_message, "cluster")
+        return ClusterDescription(response.cluster_id, response.controller_id,
+                                  [(b.broker_id, b.host, b.port, b.rack) for b in response.brokers])
