@@ -11,6 +11,7 @@ test: deps
 # Debian packages the e2e tests drive (kcat), then kfast with its test extras.
 deps:
 	@command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat; }
+	$(PYTHON) -m pip install -q 'setuptools>=77' wheel 'Cython>=3.0.10'
 	$(PYTHON) -m pip install -q -e '.[test]'
 
 # Rebuild the Cython kernels in place after editing a .pyx/.pxd.
