@@ -1,0 +1,253 @@
+"""Fetch records from explicit (topic, partition, offset) positions (no groups).
+
+    async with Fetcher("127.0.0.1:9092") as fetcher:
+        part = await fetcher.fetch_raw("t", 0, offset=0, max_bytes=1 << 20)
+        columns = decode_columnar(part.records)     # part.records: whole v2 batches
+        offset = part.next_offset
+        records = await fetcher.fetch_records("t", 0, offset)   # [ConsumerRecord]
+
+``fetch_raw`` returns the record bytes the broker sent, cut after the last
+complete batch (a fetch response may end in a partial batch, which is
+dropped: ``next_offset`` is where that batch starts, so the next fetch gets
+it whole). The first batch may begin before the requested offset (a
+compressed batch is returned whole); decoded reads skip those records, raw
+readers must too. ``fetch_many`` does the same for many partitions, one Fetch
+request per leader.
+
+Errors: OFFSET_OUT_OF_RANGE raises ``errors.OffsetOutOfRangeException``
+(the caller decides where to reset; ``Fetcher.list_offsets`` helps); a leader
+change or a topic not yet known refreshes metadata and retries, up to
+``retries`` times; other errors raise their ``kfast.protocol.errors``
+exception. ``isolation_level=READ_COMMITTED`` reads up to the last stable
+offset, and the decoded reads drop records of aborted transactions.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from kfast.client.admin import EARLIEST, LATEST, KafkaAdmin
+from kfast.client.cluster import STALE_METADATA_CODES, Cluster
+from kfast.protocol import FetchRequest, api_keys, errors
+from kfast.records import (
+    CONTROL_TYPE_ABORT, TIMESTAMP_LOG_APPEND_TIME, complete_batches_size, iter_batches,
+)
+
+__all__ = ["Fetcher", "FetchedPartition", "ConsumerRecord", "READ_UNCOMMITTED", "READ_COMMITTED",
+           "EARLIEST", "LATEST"]
+
+READ_UNCOMMITTED, READ_COMMITTED = 0, 1
+_FETCH = api_keys.FETCH
+_CONSUMER_REPLICA_ID = -1
+_EMPTY = memoryview(b"")
+
+
+@dataclass
+class FetchedPartition:
+    topic: str
+    partition: int
+    fetch_offset: int
+    records: memoryview                 # complete record batches only
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    next_offset: int                    # where the next fetch of this partition starts
+    aborted_transactions: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
+
+
+@dataclass
+class ConsumerRecord:
+    topic: str
+    partition: int
+    offset: int
+    timestamp: int
+    timestamp_type: int
+    key: bytes | None
+    value: bytes | None
+    headers: list[tuple[str, bytes | None]]
+    leader_epoch: int
+
+
+def _next_offset(records, fetch_offset: int) -> int:
+    next_offset = fetch_offset
+    for batch in iter_batches(records):
+        next_offset = max(next_offset, batch.last_offset + 1)
+    return next_offset
+
+
+def decode_records(part: FetchedPartition, isolation_level: int = READ_UNCOMMITTED) -> list[ConsumerRecord]:
+    """The data records of a fetched partition at or after its fetch offset
+    (control batches skipped; with READ_COMMITTED, aborted ones too)."""
+    aborted_starts = sorted(part.aborted_transactions, key=lambda entry: entry[1])
+    aborting: set[int] = set()
+    out = []
+    for batch in iter_batches(part.records):
+        if isolation_level == READ_COMMITTED:
+            # Kafka's consumer rule: a producer's transactional batches are
+            # aborted from the first offset the broker listed until its abort marker.
+            while aborted_starts and aborted_starts[0][1] <= batch.last_offset:
+                aborting.add(aborted_starts.pop(0)[0])
+            if batch.is_control:
+                if batch.producer_id in aborting:
+                    first = next(iter(batch), None)
+                    if first is not None and first.key is not None and \
+                            int.from_bytes(bytes(first.key)[2:4], "big") == CONTROL_TYPE_ABORT:
+                        aborting.discard(batch.producer_id)
+                continue
+            if batch.is_transactional and batch.producer_id in aborting:
+                continue
+        if batch.is_control:
+            continue
+        log_append = batch.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
+        for record in batch:
+            if record.offset < part.fetch_offset:
+                continue
+            out.append(ConsumerRecord(
+                part.topic, part.partition, record.offset,
+                batch.max_timestamp if log_append else record.timestamp, batch.timestamp_type,
+                None if record.key is None else bytes(record.key),
+                None if record.value is None else bytes(record.value),
+                [(k, None if v is None else bytes(v)) for k, v in record.headers],
+                batch.partition_leader_epoch))
+    return out
+
+
+class Fetcher:
+    def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None,
+                 isolation_level: int = READ_UNCOMMITTED, max_wait_ms: int = 500, min_bytes: int = 1,
+                 max_bytes: int = 50 * 1024 * 1024, retries: int = 10, **cluster_options):
+        self._own_cluster = cluster is None
+        self.cluster = cluster or Cluster(bootstrap_servers, **cluster_options)
+        self.isolation_level = isolation_level
+        self.max_wait_ms = max_wait_ms
+        self.min_bytes = min_bytes
+        self.max_bytes = max_bytes
+        self.retries = retries
+        self.admin = KafkaAdmin(cluster=self.cluster)
+
+    async def start(self) -> "Fetcher":
+        if self._own_cluster:
+            await self.cluster.start()
+        return self
+
+    async def close(self) -> None:
+        if self._own_cluster:
+            await self.cluster.close()
+
+    async def __aenter__(self) -> "Fetcher":
+        return await self.start()
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.close()
+
+    # ---- offsets ---------------------------------------------------------------------
+
+    async def list_offsets(self, specs: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+        """(topic, partition) -> EARLIEST/LATEST/timestamp  =>  offsets."""
+        listed = await self.admin.list_offsets(specs, self.isolation_level)
+        return {key: value.offset for key, value in listed.items()}
+
+    # ---- fetching --------------------------------------------------------------------
+
+    async def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
+                        max_wait_ms: int | None = None) -> FetchedPartition:
+        fetched = await self.fetch_many({(topic, partition): offset}, max_bytes, max_wait_ms)
+        return fetched[topic, partition]
+
+    async def fetch_records(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
+                            max_wait_ms: int | None = None) -> list[ConsumerRecord]:
+        return decode_records(await self.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms),
+                              self.isolation_level)
+
+    async def fetch_many(self, positions: Mapping[tuple[str, int], int],
+                         partition_max_bytes: int = 1 << 20,
+                         max_wait_ms: int | None = None) -> dict[tuple[str, int], FetchedPartition]:
+        """Fetch every (topic, partition) from its offset; one request per leader, concurrently."""
+        out: dict[tuple[str, int], FetchedPartition] = {}
+        pending = dict(positions)
+        attempt = 0
+        while pending:
+            by_leader: dict[int, dict[tuple[str, int], int]] = {}
+            for (topic, partition), offset in pending.items():
+                leader = await self.cluster.leader_for(topic, partition)
+                by_leader.setdefault(leader, {})[topic, partition] = offset
+            results = await asyncio.gather(*(
+                self._fetch_from(node, group, partition_max_bytes, max_wait_ms)
+                for node, group in by_leader.items()), return_exceptions=True)
+            retry: dict[tuple[str, int], int] = {}
+            for (node, group), result in zip(by_leader.items(), results):
+                if isinstance(result, errors.KafkaError) and result.retriable:
+                    retry.update(group)
+                    for topic, _ in group:
+                        self.cluster.invalidate(topic)
+                    last_error = result
+                    continue
+                if isinstance(result, BaseException):
+                    raise result
+                fetched, stale, error = result
+                out.update(fetched)
+                if stale:
+                    retry.update({key: group[key] for key in stale})
+                    last_error = error
+            if retry:
+                attempt += 1
+                if attempt > self.retries:
+                    raise last_error
+                await self.cluster._backoff(attempt - 1)
+            pending = retry
+        return out
+
+    async def _fetch_from(self, node: int, positions: dict[tuple[str, int], int],
+                          partition_max_bytes: int, max_wait_ms: int | None):
+        version = await self.cluster.version_for(node, _FETCH)
+        topics: dict[str, list] = {}
+        for (topic, partition), offset in positions.items():
+            topics.setdefault(topic, []).append(FetchRequest.FetchPartition(
+                partition=partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes))
+        request = FetchRequest(
+            replica_id=_CONSUMER_REPLICA_ID,
+            max_wait_ms=self.max_wait_ms if max_wait_ms is None else max_wait_ms,
+            min_bytes=self.min_bytes, max_bytes=self.max_bytes,
+            isolation_level=self.isolation_level, session_id=0, session_epoch=-1)
+        for name, partitions in topics.items():
+            entry = FetchRequest.FetchTopic(partitions=partitions)
+            if version >= 13:
+                entry.topic_id = (await self.cluster.topic(name)).topic_id
+            else:
+                entry.topic = name
+            request.topics.append(entry)
+        # The broker may hold the request up to max_wait_ms before answering.
+        timeout = self.cluster.request_timeout + request.max_wait_ms / 1000.0
+        response = await self.cluster.send(node, request, version=version, timeout=timeout)
+        if response.error_code:
+            raise errors.for_code(response.error_code)(f"Fetch from broker {node}")
+        fetched: dict[tuple[str, int], FetchedPartition] = {}
+        stale: list[tuple[str, int]] = []
+        error = None
+        for topic in response.responses:
+            name = topic.topic if version < 13 else self.cluster.topic_name(topic.topic_id)
+            for p in topic.partitions:
+                key = (name, p.partition_index)
+                if key not in positions:
+                    continue
+                if p.error_code in STALE_METADATA_CODES:
+                    self.cluster.invalidate(name)
+                    stale.append(key)
+                    error = errors.for_code(p.error_code)(f"{name}-{p.partition_index}")
+                    continue
+                if p.error_code:
+                    exc = errors.for_code(p.error_code)(
+                        f"{name}-{p.partition_index} at offset {positions[key]} "
+                        f"(log start {p.log_start_offset}, high watermark {p.high_watermark})")
+                    exc.topic_partition, exc.log_start_offset, exc.high_watermark = \
+                        key, p.log_start_offset, p.high_watermark
+                    raise exc
+                records = _EMPTY if p.records is None else memoryview(p.records)
+                records = records[:complete_batches_size(records)]
+                fetched[key] = FetchedPartition(
+                    name, p.partition_index, positions[key], records, p.high_watermark,
+                    p.last_stable_offset, p.log_start_offset,
+                    _next_offset(records, positions[key]),
+                    [(a.producer_id, a.first_offset) for a in (p.aborted_transactions or ())])
+        return fetched, stale, error
