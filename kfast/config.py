@@ -343,6 +343,7 @@ define("offsets.retention.minutes", I, 7 * 24 * 60,
 define("offsets.retention.check.interval.ms", L, 600000, "How often stale offsets are checked.",
        at_least(1))
 define("offsets.commit.timeout.ms", I, 5000, "Offset commit wait for replication.", at_least(1))
+define("offset.metadata.max.bytes", I, 4096, "Maximum size of the metadata of an offset commit.")
 define("offsets.load.buffer.size", I, 5 * 1024 * 1024, "Batch size when loading offsets.",
        at_least(1))
 define("group.initial.rebalance.delay.ms", I, 3000, "Delay of the first rebalance of a new group.")

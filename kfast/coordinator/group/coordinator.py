@@ -1,0 +1,495 @@
+"""GroupCoordinator: classic consumer groups and committed offsets of the
+__consumer_offsets partitions this broker leads (Kafka's GroupCoordinator
+with its GroupMetadataManager / OffsetMetadataManager state).
+
+A deterministic state machine: no sockets, no clock of its own (``time_ms``
+is injected), timeouts through purgatories on the timer it is given.
+Handlers report through callbacks (a JoinGroup waits for the other
+members); whatever must be durable is handed to ``writer(group_id,
+[(key, value)], done)`` as __consumer_offsets records, and the effect the
+client sees (a commit acknowledged, a generation made Stable) happens in
+``done(error_code)``, after the append. ``replay(key, value)`` rebuilds the
+same state from those records, so loading a partition's log = restart.
+"""
+from __future__ import annotations
+
+import uuid
+from typing import Callable
+
+from kfast.coordinator.group.classic_group import (
+    COMPLETING_REBALANCE,
+    DEAD,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+    ClassicGroup,
+    ClassicGroupMember,
+)
+from kfast.coordinator.group.delayed import (
+    DelayedHeartbeat,
+    DelayedJoin,
+    InitialDelayedJoin,
+    heartbeat_key,
+)
+from kfast.coordinator.group.records import (
+    NO_EXPIRE_TIMESTAMP,
+    GroupMetadataKey,
+    OffsetCommitKey,
+    OffsetCommitValue,
+    decode_key,
+    decode_value,
+    encode_key,
+    encode_value,
+)
+from kfast.coordinator.group.offsets import OffsetMetadataManager
+from kfast.protocol import errors as E
+from kfast.server.purgatory import DelayedOperationPurgatory
+
+NONE = 0
+UNKNOWN_MEMBER_ID = ""
+Writer = Callable[[str, list, Callable[[int], None]], None]
+
+
+class JoinResult(dict):
+    """Fields of a JoinGroupResponse."""
+
+
+def join_error(member_id: str, code: int) -> JoinResult:
+    return JoinResult(error_code=code, generation_id=-1, protocol_type=None, protocol_name=None,
+                      leader="", skip_assignment=False, member_id=member_id, members=[])
+
+
+class GroupCoordinator(OffsetMetadataManager):
+    def __init__(self, config, timer, writer: Writer, time_ms: Callable[[], int]):
+        self.config = config
+        self.writer = writer
+        self.time_ms = time_ms
+        self.groups: dict[str, ClassicGroup] = {}
+        # group_id -> {(topic, partition): OffsetCommitValue}
+        self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
+        self.join_purgatory = DelayedOperationPurgatory("Rebalance", timer)
+        self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
+        self.min_session_timeout_ms = config["group.min.session.timeout.ms"]
+        self.max_session_timeout_ms = config["group.max.session.timeout.ms"]
+        self.initial_rebalance_delay_ms = config["group.initial.rebalance.delay.ms"]
+        self.max_group_size = config["group.max.size"]
+        self.max_metadata_size = config["offset.metadata.max.bytes"]
+        self.offsets_retention_ms = config["offsets.retention.minutes"] * 60_000
+
+    # -- JoinGroup ---------------------------------------------------------------------
+    def join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
+                   client_id: str, client_host: str, session_timeout_ms: int,
+                   rebalance_timeout_ms: int, protocol_type: str,
+                   protocols: list[tuple[str, bytes]], require_known_member_id: bool,
+                   callback: Callable[[JoinResult], None]) -> None:
+        if not group_id:
+            return callback(join_error(member_id, E.InvalidGroupIdException.code))
+        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
+            return callback(join_error(member_id, E.InvalidSessionTimeoutException.code))
+        if rebalance_timeout_ms < 0:
+            rebalance_timeout_ms = session_timeout_ms   # JoinGroup v0
+        group = self.groups.get(group_id)
+        if group is None:
+            if member_id != UNKNOWN_MEMBER_ID:
+                return callback(join_error(member_id, E.UnknownMemberIdException.code))
+            group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
+        if group.is_(DEAD):
+            return callback(join_error(member_id, E.CoordinatorNotAvailableException.code))
+        is_new = member_id == UNKNOWN_MEMBER_ID and group.static_member_id(group_instance_id) is None
+        if is_new and len(group.members) + len(group.pending_members) >= self.max_group_size:
+            return callback(join_error(member_id, E.GroupMaxSizeReachedException.code))
+        if not group.is_protocol_consistent(protocol_type, protocols):
+            return callback(join_error(member_id, E.InconsistentGroupProtocolException.code))
+        args = (client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type,
+                protocols)
+        if member_id == UNKNOWN_MEMBER_ID:
+            self._join_unknown_member(group, group_instance_id, require_known_member_id,
+                                      args, callback)
+        else:
+            self._join_known_member(group, member_id, group_instance_id, args, callback)
+
+    def _join_unknown_member(self, group, instance_id, require_known_member_id, args, callback):
+        client_id = args[0]
+        new_member_id = f"{instance_id or client_id}-{uuid.uuid4()}"
+        if instance_id is not None:
+            old_member_id = group.static_member_id(instance_id)
+            if old_member_id is not None:
+                return self._update_static_member(group, old_member_id, new_member_id, args,
+                                                   callback)
+        elif require_known_member_id:
+            # KIP-394: hand out the id first, so a client that gives up does
+            # not leave a member behind.
+            group.pending_members.add(new_member_id)
+            self._schedule_heartbeat(group, new_member_id, args[2])
+            return callback(join_error(new_member_id, E.MemberIdRequiredException.code))
+        self._add_member_and_rebalance(group, new_member_id, instance_id, args, callback)
+
+    def _join_known_member(self, group, member_id, instance_id, args, callback):
+        if member_id in group.pending_members:
+            if instance_id is not None:
+                return callback(join_error(member_id, E.FencedInstanceIdException.code))
+            return self._add_member_and_rebalance(group, member_id, None, args, callback)
+        if group.is_static_member_fenced(member_id, instance_id):
+            return callback(join_error(member_id, E.FencedInstanceIdException.code))
+        member = group.members.get(member_id)
+        if member is None:
+            return callback(join_error(member_id, E.UnknownMemberIdException.code))
+        protocols = args[5]
+        if group.is_(PREPARING_REBALANCE):
+            self._update_member_and_rebalance(group, member, args, callback)
+        elif group.is_(COMPLETING_REBALANCE):
+            if member.matches(protocols):
+                # A retried JoinGroup: answer with the generation it missed.
+                callback(self._join_result(group, member))
+            else:
+                self._update_member_and_rebalance(group, member, args, callback)
+        elif group.is_(STABLE):
+            if group.is_leader(member_id) or not member.matches(protocols):
+                self._update_member_and_rebalance(group, member, args, callback)
+            else:
+                callback(self._join_result(group, member))
+        else:
+            callback(join_error(member_id, E.UnknownMemberIdException.code))
+
+    def _join_result(self, group: ClassicGroup, member: ClassicGroupMember,
+                     skip_assignment: bool = False) -> JoinResult:
+        members = []
+        if group.is_leader(member.member_id):
+            members = [(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+                       for m in group.members.values()]
+        return JoinResult(error_code=NONE, generation_id=group.generation_id,
+                          protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                          leader=group.leader_id or "", skip_assignment=skip_assignment,
+                          member_id=member.member_id, members=members)
+
+    def _add_member_and_rebalance(self, group, member_id, instance_id, args, callback):
+        client_id, client_host, session_timeout, rebalance_timeout, protocol_type, protocols = args
+        member = ClassicGroupMember(member_id, instance_id, client_id, client_host,
+                                    rebalance_timeout, session_timeout, protocol_type,
+                                    [(n, bytes(m)) for n, m in protocols])
+        member.join_callback = callback
+        group.add(member)
+        group.new_member_added = True
+        self.complete_and_schedule_next_heartbeat(group, member)
+        self._maybe_prepare_rebalance(group)
+
+    def _update_member_and_rebalance(self, group, member, args, callback):
+        member.rebalance_timeout_ms = args[3]
+        member.session_timeout_ms = args[2]
+        group.update_protocols(member, [(n, bytes(m)) for n, m in args[5]])
+        member.join_callback = callback
+        self._maybe_prepare_rebalance(group)
+
+    def _update_static_member(self, group, old_member_id, new_member_id, args, callback):
+        """KIP-345: a static member restarted. It takes over its old identity
+        and assignment; in a Stable group with unchanged protocols there is no
+        rebalance."""
+        self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, old_member_id))
+        old_member = group.members[old_member_id]
+        unchanged = old_member.matches(args[5])
+        old_callback, old_member.join_callback = old_member.join_callback, None
+        if old_member.sync_callback is not None:
+            sync, old_member.sync_callback = old_member.sync_callback, None
+            sync((E.FencedInstanceIdException.code, None, None, b""))
+        member = group.replace_static_member(old_member.group_instance_id, old_member_id,
+                                             new_member_id)
+        if old_callback is not None:
+            old_callback(join_error(old_member_id, E.FencedInstanceIdException.code))
+        member.client_id, member.client_host = args[0], args[1]
+        member.session_timeout_ms, member.rebalance_timeout_ms = args[2], args[3]
+        self.complete_and_schedule_next_heartbeat(group, member)
+        if group.is_(STABLE) and unchanged:
+            def done(error: int) -> None:
+                if error:
+                    callback(join_error(new_member_id, error))
+                else:
+                    callback(self._join_result(group, member,
+                                               skip_assignment=group.is_leader(new_member_id)))
+            self._store_group(group, None, done)
+            return
+        self._update_member_and_rebalance(group, member, args, callback)
+
+    def _maybe_prepare_rebalance(self, group: ClassicGroup) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group)
+        elif group.is_(PREPARING_REBALANCE):
+            self.join_purgatory.check_and_complete(group.group_id)
+
+    def _prepare_rebalance(self, group: ClassicGroup) -> None:
+        if group.is_(COMPLETING_REBALANCE):
+            self._reset_and_propagate_assignment_error(group,
+                                                       E.RebalanceInProgressException.code)
+        rebalance_timeout = group.rebalance_timeout_ms()
+        if group.is_(EMPTY) and self.initial_rebalance_delay_ms > 0:
+            delay = min(self.initial_rebalance_delay_ms, rebalance_timeout)
+            operation = InitialDelayedJoin(self, group, delay, self.initial_rebalance_delay_ms,
+                                           max(rebalance_timeout - delay, 0))
+        else:
+            operation = DelayedJoin(self, group, rebalance_timeout)
+        group.new_member_added = False
+        group.transition_to(PREPARING_REBALANCE, self.time_ms())
+        self.join_purgatory.try_complete_else_watch(operation, [group.group_id])
+
+    def on_complete_join(self, group: ClassicGroup) -> None:
+        """The join phase ends: drop dynamic members that did not rejoin,
+        start the next generation and answer every waiting JoinGroup."""
+        if group.is_(DEAD) or not group.is_(PREPARING_REBALANCE):
+            return
+        for member in group.not_yet_rejoined():
+            if not member.is_static:
+                self._remove_member(group, member.member_id)
+        group.pending_members.clear()
+        if group.leader_id is not None and group.leader_id in group.members and \
+                not group.members[group.leader_id].is_awaiting_join:
+            joined = [m.member_id for m in group.members.values() if m.is_awaiting_join]
+            if joined:
+                group.leader_id = joined[0]
+        group.init_next_generation(self.time_ms())
+        if group.is_(EMPTY):
+            self._store_group(group, None, lambda error: None)
+            return
+        for member in group.members.values():
+            callback, member.join_callback = member.join_callback, None
+            if callback is not None:
+                callback(self._join_result(group, member))
+            self.complete_and_schedule_next_heartbeat(group, member)
+
+    # -- SyncGroup ---------------------------------------------------------------------
+    def sync_group(self, group_id: str, generation_id: int, member_id: str,
+                   group_instance_id: str | None, protocol_type: str | None,
+                   protocol_name: str | None, assignments: dict[str, bytes],
+                   callback: Callable[[tuple], None]) -> None:
+        """callback((error_code, protocol_type, protocol_name, assignment))."""
+        def error(code: int):
+            callback((code, None, None, b""))
+
+        group = self.groups.get(group_id)
+        if group is None:
+            return error(E.UnknownMemberIdException.code)
+        if group.is_(DEAD):
+            return error(E.CoordinatorNotAvailableException.code)
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return error(E.FencedInstanceIdException.code)
+        member = group.members.get(member_id)
+        if member is None:
+            return error(E.UnknownMemberIdException.code)
+        if generation_id != group.generation_id:
+            return error(E.IllegalGenerationException.code)
+        if (protocol_type is not None and protocol_type != group.protocol_type) or \
+                (protocol_name is not None and protocol_name != group.protocol_name):
+            return error(E.InconsistentGroupProtocolException.code)
+        if group.is_(EMPTY):
+            return error(E.UnknownMemberIdException.code)
+        if group.is_(PREPARING_REBALANCE):
+            return error(E.RebalanceInProgressException.code)
+        self.complete_and_schedule_next_heartbeat(group, member)
+        if group.is_(STABLE):
+            return callback((NONE, group.protocol_type, group.protocol_name, member.assignment))
+        member.sync_callback = callback
+        if not group.is_leader(member_id):
+            return
+        full = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
+        generation = group.generation_id
+
+        def stored(code: int) -> None:
+            if not group.is_(COMPLETING_REBALANCE) or group.generation_id != generation:
+                return
+            if code:
+                self._reset_and_propagate_assignment_error(group, code)
+                self._maybe_prepare_rebalance(group)
+                return
+            for mid, assignment in full.items():
+                if mid in group.members:
+                    group.members[mid].assignment = assignment
+            self._propagate_assignment(group)
+            group.transition_to(STABLE, self.time_ms())
+
+        self._store_group(group, full, stored)
+
+    def _propagate_assignment(self, group: ClassicGroup) -> None:
+        for member in group.members.values():
+            callback, member.sync_callback = member.sync_callback, None
+            if callback is not None:
+                callback((NONE, group.protocol_type, group.protocol_name, member.assignment))
+                self.complete_and_schedule_next_heartbeat(group, member)
+
+    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, code: int) -> None:
+        for member in group.members.values():
+            member.assignment = b""
+            callback, member.sync_callback = member.sync_callback, None
+            if callback is not None:
+                callback((code, None, None, b""))
+
+    # -- Heartbeat / LeaveGroup --------------------------------------------------------
+    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
+                  generation_id: int) -> int:
+        group = self.groups.get(group_id)
+        if group is None:
+            return E.UnknownMemberIdException.code
+        if group.is_(DEAD):
+            return E.CoordinatorNotAvailableException.code
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return E.FencedInstanceIdException.code
+        member = group.members.get(member_id)
+        if member is None or group.is_(EMPTY):
+            return E.UnknownMemberIdException.code
+        if generation_id != group.generation_id:
+            return E.IllegalGenerationException.code
+        self.complete_and_schedule_next_heartbeat(group, member)
+        if group.is_(PREPARING_REBALANCE):
+            return E.RebalanceInProgressException.code
+        return NONE
+
+    def leave_group(self, group_id: str, members: list[tuple[str, str | None]]
+                    ) -> tuple[int, list[int]]:
+        """(top-level error, error per (member_id, group_instance_id))."""
+        group = self.groups.get(group_id)
+        if group is None:
+            return NONE, [E.UnknownMemberIdException.code] * len(members)
+        if group.is_(DEAD):
+            return E.CoordinatorNotAvailableException.code, []
+        results = []
+        for member_id, instance_id in members:
+            if instance_id is not None:
+                current = group.static_member_id(instance_id)
+                if current is None:
+                    results.append(E.UnknownMemberIdException.code)
+                    continue
+                if member_id != UNKNOWN_MEMBER_ID and current != member_id:
+                    results.append(E.FencedInstanceIdException.code)
+                    continue
+                member_id = current
+            elif member_id in group.pending_members:
+                group.pending_members.discard(member_id)
+                self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group_id, member_id))
+                self.join_purgatory.check_and_complete(group_id)
+                results.append(NONE)
+                continue
+            if member_id not in group.members:
+                results.append(E.UnknownMemberIdException.code)
+                continue
+            group.members[member_id].is_leaving = True
+            self._remove_member_and_update_group(group, member_id)
+            results.append(NONE)
+        return NONE, results
+
+    def on_heartbeat_expired(self, group: ClassicGroup, member_id: str) -> None:
+        if member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self.join_purgatory.check_and_complete(group.group_id)
+            return
+        member = group.members.get(member_id)
+        if member is None or group.is_(DEAD) or member.is_awaiting_join or \
+                member.is_awaiting_sync:
+            return
+        self._remove_member_and_update_group(group, member_id)
+
+    def _remove_member(self, group: ClassicGroup, member_id: str,
+                       code: int = E.UnknownMemberIdException.code) -> None:
+        member = group.remove(member_id)
+        self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, member_id))
+        if member is not None:
+            callback, member.join_callback = member.join_callback, None
+            if callback is not None:
+                callback(join_error(member_id, code))
+            sync, member.sync_callback = member.sync_callback, None
+            if sync is not None:
+                sync((code, None, None, b""))
+
+    def _remove_member_and_update_group(self, group: ClassicGroup, member_id: str) -> None:
+        self._remove_member(group, member_id)
+        if group.is_(STABLE) or group.is_(COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group)
+        elif group.is_(PREPARING_REBALANCE):
+            self.join_purgatory.check_and_complete(group.group_id)
+
+    def complete_and_schedule_next_heartbeat(self, group: ClassicGroup,
+                                             member: ClassicGroupMember) -> None:
+        key = heartbeat_key(group.group_id, member.member_id)
+        member.heartbeat_satisfied = True
+        self.heartbeat_purgatory.check_and_complete(key)
+        member.heartbeat_satisfied = False
+        self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
+
+    def _schedule_heartbeat(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
+        self.heartbeat_purgatory.try_complete_else_watch(
+            DelayedHeartbeat(self, group, member_id, timeout_ms),
+            [heartbeat_key(group.group_id, member_id)])
+
+    # -- persistence -------------------------------------------------------------------
+    def _store_group(self, group: ClassicGroup, assignments: dict[str, bytes] | None,
+                     done: Callable[[int], None]) -> None:
+        value = group.to_record_value(self.time_ms())
+        if assignments is not None:
+            value = value._replace(members=tuple(
+                m._replace(assignment=assignments.get(m.member_id, b"")) for m in value.members))
+        self.writer(group.group_id, [(encode_key(GroupMetadataKey(group.group_id)),
+                                      encode_value(value))], done)
+
+    def replay(self, key_bytes, value_bytes) -> None:
+        """Apply one __consumer_offsets record (latest per key wins;
+        tombstones delete)."""
+        key = decode_key(key_bytes)
+        value = decode_value(key, value_bytes)
+        now = self.time_ms()
+        if isinstance(key, OffsetCommitKey):
+            offsets = self.offsets.setdefault(key.group, {})
+            if value is None:
+                offsets.pop((key.topic, key.partition), None)
+                if not offsets:
+                    del self.offsets[key.group]
+            else:
+                offsets[(key.topic, key.partition)] = value
+                if key.group not in self.groups:
+                    self.groups[key.group] = ClassicGroup(key.group, now)
+            return
+        if value is None:
+            group = self.groups.pop(key.group, None)
+            if group is not None:
+                group.state = DEAD
+            return
+        self.groups[key.group] = ClassicGroup.from_record_value(key.group, value, now)
+
+    def on_loaded(self, group_ids) -> None:
+        """After replaying a partition: loaded members must heartbeat within
+        their session timeout, as after a rebalance."""
+        for group_id in group_ids:
+            group = self.groups.get(group_id)
+            if group is not None:
+                for member in group.members.values():
+                    self.complete_and_schedule_next_heartbeat(group, member)
+
+    def unload(self, group_ids) -> None:
+        for group_id in list(group_ids):
+            group = self.groups.pop(group_id, None)
+            self.offsets.pop(group_id, None)
+            if group is None:
+                continue
+            # Waiting members look the coordinator up again.
+            for member_id in list(group.members):
+                self._remove_member(group, member_id, E.NotCoordinatorException.code)
+            group.state = DEAD
+            self.join_purgatory.check_and_complete(group_id)
+
+    def shutdown(self) -> None:
+        self.join_purgatory.shutdown()
+        self.heartbeat_purgatory.shutdown()
+
+    # -- introspection -----------------------------------------------------------------
+    def snapshot(self) -> dict:
+        """What replay must reproduce: offsets, and each group's generation,
+        protocol, leader and members with their assignments."""
+        groups = {}
+        for group_id, group in self.groups.items():
+            if group.is_(DEAD):
+                continue
+            groups[group_id] = (group.generation_id, group.protocol_type, group.protocol_name,
+                                group.leader_id if group.members else None,
+                                sorted((m.member_id, m.group_instance_id, bytes(m.assignment))
+                                       for m in group.members.values()))
+        return {"groups": groups,
+                "offsets": {g: dict(o) for g, o in self.offsets.items() if o}}
+
+    def group_or_none(self, group_id: str) -> ClassicGroup | None:
+        group = self.groups.get(group_id)
+        return None if group is None or group.is_(DEAD) else group

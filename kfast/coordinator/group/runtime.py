@@ -1,0 +1,214 @@
+"""GroupCoordinatorRuntime: runs the GroupCoordinator inside a broker (the
+part of Kafka's CoordinatorRuntime kfast needs).
+
+* Ownership: a group belongs to partition ``partition_for(group_id)`` of
+  __consumer_offsets; this broker coordinates it while it leads that
+  partition. Otherwise requests get NOT_COORDINATOR (the client looks the
+  coordinator up again), or COORDINATOR_NOT_AVAILABLE while the partition
+  does not exist or has no leader.
+* Loading: the first request for a partition this broker leads replays the
+  partition's log up to its high watermark (latest record per key wins,
+  tombstones delete, so an uncompacted log gives the same state), then
+  gives the loaded members a session timeout to heartbeat in. Loading is
+  synchronous and happens on the loop, bounded by the partition's size.
+* Writing: the coordinator's records go out as one record batch per call,
+  appended as leader with acks=-1; the coordinator hears back only when the
+  high watermark covers the batch, with append errors mapped to what Kafka's
+  coordinator answers (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...).
+* Retention: every offsets.retention.check.interval.ms the coordinator
+  expires the offsets of empty groups (on the broker's timing wheel).
+"""
+from __future__ import annotations
+
+import logging
+import time
+
+from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
+from kfast.coordinator.group.coordinator import GroupCoordinator
+from kfast.coordinator.group.records import partition_for
+from kfast.protocol import errors as E
+from kfast.records import RecordBatchBuilder, iter_batches
+from kfast.storage.producer_state import ORIGIN_COORDINATOR
+
+logger = logging.getLogger(__name__)
+
+# Append errors -> what the coordinator answers (Kafka's
+# CoordinatorRuntime / GroupMetadataManager mapping).
+_APPEND_ERRORS = {
+    E.UnknownTopicOrPartitionException.code: E.CoordinatorNotAvailableException.code,
+    E.NotEnoughReplicasException.code: E.CoordinatorNotAvailableException.code,
+    E.NotEnoughReplicasAfterAppendException.code: E.CoordinatorNotAvailableException.code,
+    E.TimeoutException.code: E.CoordinatorNotAvailableException.code,
+    E.NotLeaderOrFollowerException.code: E.NotCoordinatorException.code,
+    E.KafkaStorageException.code: E.NotCoordinatorException.code,
+    E.RecordTooLargeException.code: E.InvalidCommitOffsetSizeException.code,
+    E.RecordBatchTooLargeException.code: E.InvalidCommitOffsetSizeException.code,
+    E.InvalidFetchSizeException.code: E.InvalidCommitOffsetSizeException.code,
+}
+
+
+class _AppendResult:
+    """The per-partition produce result ReplicaManager.append_records fills in."""
+
+    __slots__ = ("error_code", "error_message", "base_offset", "log_append_time_ms",
+                 "log_start_offset")
+
+    def __init__(self):
+        self.error_code = 0
+        self.error_message = None
+        self.base_offset = -1
+        self.log_append_time_ms = -1
+        self.log_start_offset = -1
+
+
+def _wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class GroupCoordinatorRuntime:
+    def __init__(self, broker):
+        self.broker = broker
+        config = broker.config
+        self.num_partitions = config["offsets.topic.num.partitions"]
+        self.commit_timeout_ms = config["offsets.commit.timeout.ms"]
+        self.load_buffer_size = config["offsets.load.buffer.size"]
+        self.coordinator = GroupCoordinator(config, broker.timer, self._write, _wall_clock_ms)
+        self.loaded: set[int] = set()
+        self._retention_interval_ms = config["offsets.retention.check.interval.ms"]
+        self._retention_entry = None
+        self._stopped = False
+        self._schedule_retention()
+
+    # -- ownership ---------------------------------------------------------------------
+    def partition_for(self, group_id: str) -> int:
+        return partition_for(group_id, self.num_partitions)
+
+    def check_coordinator(self, group_id: str) -> int:
+        """0 when this broker coordinates ``group_id`` (its partition loaded),
+        else the error code for the request."""
+        return self.check_coordinator_partition(self.partition_for(group_id))
+
+    def check_coordinator_partition(self, index: int) -> int:
+        if self._stopped:
+            return E.CoordinatorNotAvailableException.code
+        partition = self.broker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index)
+        if partition is None:
+            image = self.broker.metadata_image
+            topic = image.topics_by_name.get(GROUP_METADATA_TOPIC_NAME) if image else None
+            if topic is not None and index in topic.partitions and \
+                    topic.partitions[index].leader != self.broker.node_id:
+                return E.NotCoordinatorException.code
+            return E.CoordinatorNotAvailableException.code
+        if not partition.is_leader:
+            if index in self.loaded:
+                self._unload(index)
+            return E.NotCoordinatorException.code
+        if index not in self.loaded:
+            try:
+                self._load(index, partition)
+            except Exception:
+                logger.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, index)
+                return E.CoordinatorLoadInProgressException.code
+        return 0
+
+    def load_all(self) -> None:
+        """Load every partition this broker leads (ListGroups lists them all)."""
+        for index in range(self.num_partitions):
+            if index not in self.loaded and self.broker.replica_manager.get_partition(
+                    GROUP_METADATA_TOPIC_NAME, index) is not None:
+                self.check_coordinator_partition(index)
+
+    def _load(self, index: int, partition) -> None:
+        log = partition.log
+        offset = log.log_start_offset
+        high_watermark = log.high_watermark
+        began = time.perf_counter()
+        records = 0
+        while offset < high_watermark:
+            info = log.read(offset, self.load_buffer_size, high_watermark, True)
+            if info.records is None:
+                break
+            data = info.records.read()
+            next_offset = offset
+            for batch in iter_batches(data, allow_partial=True):
+                next_offset = batch.last_offset + 1
+                if batch.is_control:
+                    continue
+                for record in batch:
+                    if record.key is None:
+                        continue
+                    self.coordinator.replay(bytes(record.key),
+                                            None if record.value is None else bytes(record.value))
+                    records += 1
+            if next_offset <= offset:
+                break
+            offset = next_offset
+        self.loaded.add(index)
+        self.coordinator.on_loaded(g for g in self.coordinator.groups
+                                   if self.partition_for(g) == index)
+        logger.info("loaded %d records of %s-%d in %.1f ms", records,
+                    GROUP_METADATA_TOPIC_NAME, index, (time.perf_counter() - began) * 1000)
+
+    def _unload(self, index: int) -> None:
+        self.loaded.discard(index)
+        self.coordinator.unload([g for g in self.coordinator.groups
+                                 if self.partition_for(g) == index])
+
+    # -- writing -----------------------------------------------------------------------
+    def _write(self, group_id: str, records: list, done) -> None:
+        index = self.partition_for(group_id)
+        now = _wall_clock_ms()
+        builder = RecordBatchBuilder(0)
+        for key, value in records:
+            builder.append(now, key, value)
+        result = _AppendResult()
+        waiting = self.broker.replica_manager.append_records(
+            self.commit_timeout_ms, -1,
+            [(GROUP_METADATA_TOPIC_NAME, index, builder.build(), result)], ORIGIN_COORDINATOR)
+
+        def finish(_=None) -> None:
+            code = result.error_code
+            if code:
+                code = _APPEND_ERRORS.get(code, E.UnknownServerException.code)
+                logger.warning("appending to %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, index,
+                               E.for_code(result.error_code).__name__)
+            done(code)
+
+        if waiting is None:
+            finish()
+        else:
+            waiting.add_done_callback(finish)
+
+    # -- retention ---------------------------------------------------------------------
+    def _schedule_retention(self) -> None:
+        if not self._stopped and self._retention_interval_ms < 2**31:
+            self._retention_entry = self.broker.timer.schedule(self._retention_interval_ms,
+                                                               self._expire_offsets)
+
+    def _expire_offsets(self) -> None:
+        try:
+            expired = self.coordinator.cleanup_expired_offsets()
+            if expired:
+                logger.info("expired %d offsets", expired)
+        except Exception:
+            logger.exception("offset expiration failed")
+        self._schedule_retention()
+
+    # -- life cycle --------------------------------------------------------------------
+    def shutdown(self) -> None:
+        """Answer every waiting JoinGroup/SyncGroup (members find the next
+        coordinator) and stop the timers."""
+        self._stopped = True
+        if self._retention_entry is not None:
+            self._retention_entry.cancel()
+        self.coordinator.unload(list(self.coordinator.groups))
+        self.coordinator.shutdown()
+
+
+def runtime_of(broker) -> GroupCoordinatorRuntime:
+    """The broker's group coordinator, created on first use."""
+    runtime = getattr(broker, "group_coordinator", None)
+    if runtime is None:
+        runtime = broker.group_coordinator = GroupCoordinatorRuntime(broker)
+    return runtime
+

@@ -1,0 +1,399 @@
+"""KafkaApis handlers of the group coordinator: FindCoordinator, JoinGroup,
+SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete,
+ListGroups, DescribeGroups, DeleteGroups.
+
+They translate between the wire (every version) and the GroupCoordinator
+(kfast.coordinator.group), which the broker creates on first use
+(``runtime_of``). A request for a group this broker does not coordinate is
+answered with the runtime's NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
+COORDINATOR_LOAD_IN_PROGRESS, as Kafka does.
+
+The KIP-848 APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe) are not
+registered: ApiVersions does not advertise them, so clients configured with
+group.protocol=consumer fail fast instead of half-working.
+"""
+from __future__ import annotations
+
+import asyncio
+import time
+
+from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
+from kfast.coordinator.group.classic_group import DEAD
+from kfast.coordinator.group.records import NO_EXPIRE_TIMESTAMP
+from kfast.coordinator.group.runtime import runtime_of
+from kfast.protocol import api_keys
+from kfast.protocol import errors as E
+from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.metadata_apis import internal_topic_settings
+
+GROUP_KEY_TYPE = 0
+TRANSACTION_KEY_TYPE = 1
+_CLASSIC = "classic"
+
+
+def _callback_future():
+    future = asyncio.get_running_loop().create_future()
+
+    def callback(result):
+        if not future.done():
+            future.set_result(result)
+    return future, callback
+
+
+async def _await_if_pending(future):
+    return future.result() if future.done() else await future
+
+
+def _client_host(ctx: RequestContext) -> str:
+    address = ctx.client_address
+    return f"/{address[0]}" if address else ""
+
+
+# -- FindCoordinator -------------------------------------------------------------------
+async def _ensure_offsets_topic(ctx: RequestContext) -> int:
+    broker = ctx.broker
+    if GROUP_METADATA_TOPIC_NAME in broker.metadata_image.topics_by_name:
+        return 0
+    partitions, replication, configs = internal_topic_settings(broker.config,
+                                                               GROUP_METADATA_TOPIC_NAME)
+    result = await broker.controller.auto_create_topics([GROUP_METADATA_TOPIC_NAME], partitions,
+                                                        replication, configs)
+    await broker.metadata_publisher.wait_idle()
+    code = result.get(GROUP_METADATA_TOPIC_NAME, 0)
+    return 0 if code in (0, E.TopicExistsException.code) else code
+
+
+async def _find_group_coordinator(ctx: RequestContext, group_id: str):
+    """(error, node_id, host, port)."""
+    if await _ensure_offsets_topic(ctx):
+        return E.CoordinatorNotAvailableException.code, -1, "", -1
+    image = ctx.broker.metadata_image
+    topic = image.topics_by_name.get(GROUP_METADATA_TOPIC_NAME)
+    index = runtime_of(ctx.broker).partition_for(group_id)
+    registration = topic.partitions.get(index) if topic is not None else None
+    broker = image.brokers.get(registration.leader) if registration is not None else None
+    endpoint = broker.listeners.get(ctx.listener_name) if broker is not None else None
+    if endpoint is None or broker.fenced:
+        return E.CoordinatorNotAvailableException.code, -1, "", -1
+    return 0, broker.broker_id, endpoint.host, endpoint.port
+
+
+async def handle_find_coordinator(ctx: RequestContext, request):
+    keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
+    results = []
+    for key in keys:
+        if request.key_type == GROUP_KEY_TYPE:
+            results.append((key,) + await _find_group_coordinator(ctx, key))
+        elif request.key_type == TRANSACTION_KEY_TYPE:
+            # No transaction coordinator yet: clients retry, as while loading.
+            results.append((key, E.CoordinatorNotAvailableException.code, -1, "", -1))
+        else:
+            raise E.InvalidRequestException(f"Unknown coordinator type {request.key_type}")
+    if ctx.api_version >= 4:
+        return {"coordinators": [
+            {"key": key, "node_id": node, "host": host, "port": port, "error_code": code,
+             "error_message": E.for_code(code)().message if code else None}
+            for key, code, node, host, port in results]}
+    _, code, node, host, port = results[0]
+    return {"error_code": code, "error_message": E.for_code(code)().message if code else None,
+            "node_id": node, "host": host, "port": port}
+
+
+def _find_coordinator_error(ctx, request, error):
+    if ctx.api_version >= 4:
+        return {"coordinators": [{"key": key, "node_id": -1, "host": "", "port": -1,
+                                  "error_code": error.code, "error_message": error.message}
+                                 for key in request.coordinator_keys]}
+    return {"error_code": error.code, "node_id": -1, "host": "", "port": -1}
+
+
+# -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ------------------------------------
+async def handle_join_group(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    version = ctx.api_version
+    code = runtime.check_coordinator(request.group_id) if request.group_id else 0
+    if code:
+        return {"error_code": code, "member_id": request.member_id, "leader": "",
+                "protocol_name": None if version >= 7 else ""}
+    future, callback = _callback_future()
+    runtime.coordinator.join_group(
+        request.group_id, request.member_id,
+        request.group_instance_id if version >= 5 else None,
+        ctx.client_id or "", _client_host(ctx), request.session_timeout_ms,
+        request.rebalance_timeout_ms if version >= 1 else -1, request.protocol_type,
+        [(p.name, bytes(p.metadata)) for p in request.protocols],
+        version >= 4, callback)
+    result = await _await_if_pending(future)
+    protocol_name = result["protocol_name"]
+    if protocol_name is None and version < 7:
+        protocol_name = ""
+    return {
+        "error_code": result["error_code"], "generation_id": result["generation_id"],
+        "protocol_type": result["protocol_type"], "protocol_name": protocol_name,
+        "leader": result["leader"], "skip_assignment": result["skip_assignment"],
+        "member_id": result["member_id"],
+        "members": [{"member_id": m, "group_instance_id": i, "metadata": meta}
+                    for m, i, meta in result["members"]],
+    }
+
+
+async def handle_sync_group(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    version = ctx.api_version
+    code = runtime.check_coordinator(request.group_id)
+    if code:
+        return {"error_code": code, "assignment": b""}
+    future, callback = _callback_future()
+    runtime.coordinator.sync_group(
+        request.group_id, request.generation_id, request.member_id,
+        request.group_instance_id if version >= 3 else None,
+        request.protocol_type if version >= 5 else None,
+        request.protocol_name if version >= 5 else None,
+        {a.member_id: bytes(a.assignment) for a in request.assignments}, callback)
+    code, protocol_type, protocol_name, assignment = await _await_if_pending(future)
+    return {"error_code": code, "protocol_type": protocol_type, "protocol_name": protocol_name,
+            "assignment": assignment}
+
+
+def handle_heartbeat(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    code = runtime.check_coordinator(request.group_id)
+    if not code:
+        code = runtime.coordinator.heartbeat(
+            request.group_id, request.member_id,
+            request.group_instance_id if ctx.api_version >= 3 else None, request.generation_id)
+    return {"error_code": code}
+
+
+def handle_leave_group(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    if ctx.api_version >= 3:
+        members = [(m.member_id, m.group_instance_id) for m in request.members]
+    else:
+        members = [(request.member_id, None)]
+    code = runtime.check_coordinator(request.group_id)
+    results = []
+    if not code:
+        code, results = runtime.coordinator.leave_group(request.group_id, members)
+    if ctx.api_version < 3:
+        return {"error_code": code or (results[0] if results else 0)}
+    return {"error_code": code, "members": [
+        {"member_id": m, "group_instance_id": i, "error_code": e}
+        for (m, i), e in zip(members, results)]}
+
+
+# -- offsets ---------------------------------------------------------------------------
+def _topic_name(ctx: RequestContext, topic, by_id: bool):
+    if not by_id:
+        return topic.name
+    found = ctx.broker.metadata_image.topics_by_id.get(topic.topic_id)
+    return None if found is None else found.name
+
+
+async def handle_offset_commit(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    version = ctx.api_version
+    by_id = version >= 10
+    image = ctx.broker.metadata_image
+    code = runtime.check_coordinator(request.group_id) if request.group_id else 0
+    expire = NO_EXPIRE_TIMESTAMP
+    if 2 <= version <= 4 and request.retention_time_ms != -1:
+        expire = int(time.time() * 1000) + request.retention_time_ms
+    results: dict[tuple, int] = {}
+    offsets = {}
+    layout = []
+    for topic in request.topics:
+        name = _topic_name(ctx, topic, by_id)
+        rows = []
+        for p in topic.partitions:
+            tp = (name, p.partition_index)
+            rows.append(tp)
+            known = name is not None and name in image.topics_by_name and \
+                p.partition_index in image.topics_by_name[name].partitions
+            if code:
+                results[tp] = code
+            elif not known:
+                results[tp] = (E.UnknownTopicIdException.code if by_id and name is None
+                               else E.UnknownTopicOrPartitionException.code)
+            else:
+                offsets[tp] = (p.committed_offset,
+                               p.committed_leader_epoch if version >= 6 else -1,
+                               p.committed_metadata)
+        layout.append((topic, rows))
+    if offsets:
+        future, callback = _callback_future()
+        runtime.coordinator.commit_offsets(
+            request.group_id, request.member_id if version >= 1 else "",
+            request.group_instance_id if version >= 7 else None,
+            request.generation_id_or_member_epoch if version >= 1 else -1,
+            offsets, expire, callback)
+        results.update(await _await_if_pending(future))
+    return {"topics": [
+        {"name": topic.name if not by_id else "", "topic_id": topic.topic_id if by_id else None,
+         "partitions": [{"partition_index": tp[1], "error_code": results[tp]} for tp in rows]}
+        for topic, rows in layout]}
+
+
+def _fetch_group_offsets(ctx: RequestContext, runtime, group_id: str, topics, by_id: bool):
+    """(group error, [(topic entry, name, [(partition, value)])]); ``topics``
+    None = every committed partition."""
+    code = runtime.check_coordinator(group_id)
+    if code:
+        return code, []
+    coordinator = runtime.coordinator
+    if topics is None:
+        grouped: dict[str, list] = {}
+        for name, partition, value in coordinator.fetch_offsets(group_id, None):
+            grouped.setdefault(name, []).append((partition, value))
+        image = ctx.broker.metadata_image
+        out = []
+        for name, rows in grouped.items():
+            found = image.topics_by_name.get(name)
+            out.append((found.topic_id if found is not None else None, name, rows))
+        return 0, out
+    out = []
+    for topic in topics:
+        name = _topic_name(ctx, topic, by_id)
+        rows = [(p, v) for _, p, v in coordinator.fetch_offsets(
+            group_id, [(name, p) for p in topic.partition_indexes])]
+        out.append((getattr(topic, "topic_id", None), name, rows))
+    return 0, out
+
+
+def _partition_rows(rows, code: int = 0):
+    return [{"partition_index": p, "committed_offset": v.offset if v else -1,
+             "committed_leader_epoch": v.leader_epoch if v else -1,
+             "metadata": v.metadata if v else "", "error_code": code}
+            for p, v in rows]
+
+
+def handle_offset_fetch(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    version = ctx.api_version
+    if version >= 8:
+        by_id = version >= 10
+        groups = []
+        for group in request.groups:
+            code, topics = _fetch_group_offsets(ctx, runtime, group.group_id, group.topics, by_id)
+            groups.append({"group_id": group.group_id, "error_code": code, "topics": [
+                {"name": name or "", "topic_id": topic_id,
+                 "partitions": _partition_rows(rows)} for topic_id, name, rows in topics]})
+        return {"groups": groups}
+    code, topics = _fetch_group_offsets(ctx, runtime, request.group_id, request.topics, False)
+    if code and version < 2:
+        # v0-1 have no top-level error: every requested partition carries it.
+        return {"topics": [{"name": t.name, "partitions": _partition_rows(
+            [(p, None) for p in t.partition_indexes], code)} for t in request.topics or ()]}
+    return {"error_code": code, "topics": [
+        {"name": name, "partitions": _partition_rows(rows)} for _, name, rows in topics]}
+
+
+async def handle_offset_delete(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    code = runtime.check_coordinator(request.group_id)
+    if code:
+        return {"error_code": code, "topics": []}
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    future, callback = _callback_future()
+    runtime.coordinator.delete_offsets(request.group_id, partitions,
+                                       lambda top, results: callback((top, results)))
+    code, results = await _await_if_pending(future)
+    if code:
+        return {"error_code": code, "topics": []}
+    return {"error_code": 0, "topics": [
+        {"name": t.name, "partitions": [
+            {"partition_index": p.partition_index,
+             "error_code": results.get((t.name, p.partition_index), 0)} for p in t.partitions]}
+        for t in request.topics]}
+
+
+# -- ListGroups / DescribeGroups / DeleteGroups ----------------------------------------
+def handle_list_groups(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    states = {s.lower() for s in request.states_filter} if ctx.api_version >= 4 else set()
+    types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
+    if types and _CLASSIC not in types:
+        return {"error_code": 0, "groups": []}
+    runtime.load_all()
+    listed = []
+    for group_id, group in sorted(runtime.coordinator.groups.items()):
+        if group.is_(DEAD) or runtime.partition_for(group_id) not in runtime.loaded:
+            continue
+        if states and group.state.lower() not in states:
+            continue
+        listed.append({"group_id": group_id, "protocol_type": group.protocol_type or "",
+                       "group_state": group.state, "group_type": _CLASSIC})
+    return {"error_code": 0, "groups": listed}
+
+
+def _describe(runtime, group_id: str, version: int) -> dict:
+    code = runtime.check_coordinator(group_id)
+    if code:
+        return {"error_code": code, "group_id": group_id, "group_state": "",
+                "protocol_type": "", "protocol_data": "", "members": []}
+    group = runtime.coordinator.group_or_none(group_id)
+    if group is None:
+        if version >= 6:
+            return {"error_code": E.GroupIdNotFoundException.code,
+                    "error_message": f"Group {group_id} not found.", "group_id": group_id,
+                    "group_state": DEAD, "protocol_type": "", "protocol_data": "",
+                    "members": []}
+        return {"error_code": 0, "group_id": group_id, "group_state": DEAD,
+                "protocol_type": "", "protocol_data": "", "members": []}
+    stable = group.is_("Stable")
+    members = []
+    for member in group.members.values():
+        metadata = b""
+        if stable:
+            try:
+                metadata = member.metadata(group.protocol_name)
+            except KeyError:
+                pass
+        members.append({"member_id": member.member_id,
+                        "group_instance_id": member.group_instance_id,
+                        "client_id": member.client_id, "client_host": member.client_host,
+                        "member_metadata": metadata,
+                        "member_assignment": member.assignment if stable else b""})
+    return {"error_code": 0, "group_id": group_id, "group_state": group.state,
+            "protocol_type": group.protocol_type or "",
+            "protocol_data": (group.protocol_name or "") if stable else "", "members": members}
+
+
+def handle_describe_groups(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    return {"groups": [_describe(runtime, group_id, ctx.api_version)
+                       for group_id in request.groups]}
+
+
+async def handle_delete_groups(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    results: dict[str, int] = {}
+    owned = []
+    for group_id in request.groups_names:
+        code = runtime.check_coordinator(group_id)
+        if code:
+            results[group_id] = code
+        else:
+            owned.append(group_id)
+    if owned:
+        future, callback = _callback_future()
+        runtime.coordinator.delete_groups(owned, callback)
+        results.update(await _await_if_pending(future))
+    return {"results": [{"group_id": g, "error_code": results[g]}
+                        for g in dict.fromkeys(request.groups_names)]}
+
+
+def register(apis: KafkaApis) -> None:
+    by_name = api_keys.BY_NAME
+    apis.register(by_name["FindCoordinator"].key, handle_find_coordinator,
+                  error_response=_find_coordinator_error)
+    apis.register(by_name["JoinGroup"].key, handle_join_group)
+    apis.register(by_name["SyncGroup"].key, handle_sync_group)
+    apis.register(by_name["Heartbeat"].key, handle_heartbeat)
+    apis.register(by_name["LeaveGroup"].key, handle_leave_group)
+    apis.register(by_name["OffsetCommit"].key, handle_offset_commit)
+    apis.register(by_name["OffsetFetch"].key, handle_offset_fetch)
+    apis.register(by_name["OffsetDelete"].key, handle_offset_delete)
+    apis.register(by_name["ListGroups"].key, handle_list_groups)
+    apis.register(by_name["DescribeGroups"].key, handle_describe_groups)
+    apis.register(by_name["DeleteGroups"].key, handle_delete_groups)
