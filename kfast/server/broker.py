@@ -43,6 +43,7 @@ _API_MODULES = (
     "kfast.server.producer_id_apis",
     # Other helpers' handler modules; each is optional until it lands.
     "kfast.server.admin_apis",
+    "kfast.server.group_apis",
 )
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 2**31
@@ -306,6 +307,9 @@ class KafkaBroker:
         if self.replica_manager is not None:
             # Waiting fetches answer now instead of holding the drain up.
             self.replica_manager.complete_delayed_operations()
+        if getattr(self, "group_coordinator", None) is not None:
+            # JoinGroup/SyncGroup waiting for a rebalance answer now too.
+            self.group_coordinator.shutdown()
         await asyncio.gather(*(server.shutdown(timeout) for server in self.socket_servers.values()))
         for job in self._jobs:
             await job.stop()
