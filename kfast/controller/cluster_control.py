@@ -79,6 +79,17 @@ class ClusterControlManager:
                       for name, lo, hi in features])
         return ControllerResult(epoch, [register, UnfenceBrokerRecord(id=broker_id, epoch=epoch)])
 
+    def fence_broker(self, broker_id: int) -> ControllerResult:
+        """Take a registered broker out of service (its session expired or
+        it shut down); response: its epoch."""
+        registration = self.brokers.get(broker_id)
+        if registration is None:
+            raise errors.BrokerIdNotRegisteredException(f"Broker {broker_id} is not registered.")
+        if registration.fenced:
+            return ControllerResult(registration.epoch, [])
+        return ControllerResult(registration.epoch,
+                                [FenceBrokerRecord(id=broker_id, epoch=registration.epoch)])
+
     # -- replay --------------------------------------------------------------------
     def replay(self, record) -> int | None:
         """Apply one record; returns the id of the broker it changed."""

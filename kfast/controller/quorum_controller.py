@@ -131,8 +131,9 @@ class QuorumController:
         self.cluster_control = ClusterControlManager()
         self.feature_control = FeatureControlManager()
         self.producer_id_control = ProducerIdControlManager()
-        self.replication_control = ReplicationControlManager(self.cluster_control,
-                                                             self._topic_defaults)
+        self.replication_control = ReplicationControlManager(
+            self.cluster_control, self._topic_defaults,
+            unclean_election_enabled=self._unclean_election_enabled)
         self.configuration_control = ConfigurationControlManager(
             lambda name: name in self.replication_control.topics_by_name,
             lambda broker_id: broker_id in self.cluster_control.brokers)
@@ -148,6 +149,17 @@ class QuorumController:
 
     def _topic_defaults(self) -> tuple[int, int]:
         return self.config["num.partitions"], self.config["default.replication.factor"]
+
+    def _unclean_election_enabled(self, topic: str) -> bool:
+        """unclean.leader.election.enable: topic override, then the dynamic
+        cluster-wide broker default, then server.properties."""
+        key = "unclean.leader.election.enable"
+        value = self.configuration_control.get(CONFIG_RESOURCE_TOPIC, topic).get(key)
+        if value is None:
+            value = self.configuration_control.get(CONFIG_RESOURCE_BROKER, "").get(key)
+        if value is None:
+            return bool(self.config[key])
+        return value.strip().lower() == "true"
 
     # -- life cycle --------------------------------------------------------------------
     async def start(self) -> None:
@@ -350,8 +362,28 @@ class QuorumController:
                               listeners: list[Endpoint], rack: str | None) -> int:
         """Register (or re-register) a broker; returns its new broker epoch."""
         features = [(METADATA_VERSION, 1, METADATA_VERSION_LEVEL)]
-        return await self._run(lambda: self.cluster_control.register_broker(
-            broker_id, incarnation_id, listeners, rack, self.metadata_log.end_offset, features))
+
+        def operation():
+            result = self.cluster_control.register_broker(
+                broker_id, incarnation_id, listeners, rack, self.metadata_log.end_offset,
+                features)
+            if not result.records:
+                return result
+            # Partitions left without a leader while it was away get it back.
+            return ControllerResult(result.response, result.records +
+                                    self.replication_control.broker_unfenced(broker_id))
+        return await self._run(operation)
+
+    async def fence_broker(self, broker_id: int) -> None:
+        """Take a broker out of service: FenceBrokerRecord plus the
+        leadership and ISR changes of its partitions."""
+        def operation():
+            result = self.cluster_control.fence_broker(broker_id)
+            if not result.records:
+                return result
+            return ControllerResult(None, result.records +
+                                    self.replication_control.broker_fenced(broker_id))
+        await self._run(operation)
 
     async def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
         """A block of producer ids for ``broker_id``: (first id, count)."""

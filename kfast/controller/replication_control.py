@@ -76,10 +76,12 @@ class ReplicationControlManager:
     ``defaults()``: (num.partitions, default.replication.factor)."""
 
     def __init__(self, cluster, defaults: Callable[[], tuple[int, int]],
-                 placement: Callable = place_replicas):
+                 placement: Callable = place_replicas,
+                 unclean_election_enabled: Callable[[str], bool] = lambda topic: False):
         self.cluster = cluster
         self.defaults = defaults
         self.placement = placement
+        self.unclean_election_enabled = unclean_election_enabled
         self.topics: dict[uuid.UUID, TopicControlInfo] = {}
         self.topics_by_name: dict[str, uuid.UUID] = {}
         # unify_collision_chars(name) -> names that map to it
@@ -334,6 +336,64 @@ class ReplicationControlManager:
                 records.append(change)
                 results[name, index] = None
         return ControllerResult(results, records)
+
+    # -- broker fencing ------------------------------------------------------------
+    def _elect(self, topic_name: str, registration: PartitionRegistration, isr,
+               excluded: int | None = None, also_active: int | None = None) -> int:
+        """OfflinePartitionLeaderElectionStrategy: the first replica (in
+        assignment order) that is alive and in the ISR; with unclean leader
+        election enabled, else the first alive replica."""
+        def alive(broker: int) -> bool:
+            return broker != excluded and (broker == also_active or self.cluster.is_active(broker))
+        for replica in registration.replicas:
+            if replica in isr and alive(replica):
+                return replica
+        if self.unclean_election_enabled(topic_name):
+            for replica in registration.replicas:
+                if alive(replica):
+                    return replica
+        return NO_LEADER
+
+    def broker_fenced(self, broker_id: int) -> list:
+        """PartitionChangeRecords for a broker leaving service: it leaves
+        every ISR (except as the last member: without eligible leader
+        replicas the ISR never becomes empty) and its leaderships move to
+        another in-sync replica, or to no leader."""
+        records = []
+        for topic in self.topics.values():
+            for index, registration in sorted(topic.partitions.items()):
+                if broker_id not in registration.isr and registration.leader != broker_id:
+                    continue
+                isr = [r for r in registration.isr if r != broker_id] or list(registration.isr)
+                leader = registration.leader
+                if leader == broker_id or leader not in isr:
+                    leader = self._elect(topic.name, registration, isr, excluded=broker_id)
+                unclean = leader != NO_LEADER and leader not in isr
+                if unclean:
+                    isr = [leader]
+                change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
+                if tuple(isr) != registration.isr:
+                    change.isr = isr
+                if leader != registration.leader:
+                    change.leader = leader
+                if change.isr is not None or change.leader != NO_LEADER_CHANGE:
+                    records.append(change)
+        return records
+
+    def broker_unfenced(self, broker_id: int) -> list:
+        """PartitionChangeRecords electing a returning broker where a
+        partition it is in sync for has no leader."""
+        records = []
+        for topic in self.topics.values():
+            for index, registration in sorted(topic.partitions.items()):
+                if registration.leader != NO_LEADER or broker_id not in registration.isr:
+                    continue
+                leader = self._elect(topic.name, registration, registration.isr,
+                                     also_active=broker_id)
+                if leader != NO_LEADER:
+                    records.append(PartitionChangeRecord(partition_id=index,
+                                                         topic_id=topic.topic_id, leader=leader))
+        return records
 
     # -- replay --------------------------------------------------------------------
     def replay(self, record) -> tuple[str, str] | None:

@@ -210,3 +210,27 @@ def test_a_failed_append_stops_the_controller(tmp_path):
         return names
 
     assert run(main()) == set()
+
+
+def test_fence_and_reregister_a_broker(tmp_path):
+    async def main():
+        controller = await started(tmp_path)
+        for broker_id in (1, 2):
+            await controller.register_broker(broker_id, uuid.uuid4(), ENDPOINTS, None)
+        await controller.create_topics([TopicSpec("t", -1, -1, {0: [2, 1]})])
+        await controller.fence_broker(2)
+        fenced = controller.image
+        await controller.fence_broker(2)                      # already fenced: no change
+        assert controller.image is fenced
+        await controller.register_broker(2, uuid.uuid4(), ENDPOINTS, None)
+        back = controller.image
+        await controller.shutdown()
+        return fenced, back
+
+    fenced, back = run(main())
+    assert fenced.brokers[2].fenced
+    partition = fenced.topics_by_name["t"].partitions[0]
+    assert (partition.leader, partition.isr) == (1, (1,))
+    # Broker 2 is back but out of sync: broker 1 keeps leading.
+    assert not back.brokers[2].fenced
+    assert back.topics_by_name["t"].partitions[0].leader == 1

@@ -206,3 +206,47 @@ def test_unclean_election_needs_no_leader():
     h.create(TopicSpec("t"))
     results = h.manager.elect_leaders(ELECTION_UNCLEAN, [("t", 0)]).response
     assert isinstance(results["t", 0], errors.ElectionNotNeededException)
+
+
+def _fence(h, broker_id):
+    """Fence through the managers as the controller does: records first, then replay."""
+    fence = h.cluster.fence_broker(broker_id).records
+    changes = h.manager.broker_fenced(broker_id)
+    for record in fence:
+        h.cluster.replay(record)
+    for record in changes:
+        h.manager.replay(record)
+    return fence + changes
+
+
+def test_fencing_moves_leadership_and_shrinks_the_isr():
+    h = Harness(broker_ids=(1, 2, 3))
+    h.create(TopicSpec("t", assignments={0: [1, 2, 3], 1: [2, 3, 1]}))
+    topic = h.manager.topic("t")
+    _fence(h, 1)
+    p0, p1 = topic.partitions[0], topic.partitions[1]
+    assert (p0.leader, p0.isr, p0.leader_epoch) == (2, (2, 3), 1)
+    assert (p1.leader, p1.isr, p1.leader_epoch) == (2, (2, 3), 0)   # only the ISR changed
+    assert p1.partition_epoch == 1
+    _fence(h, 2)
+    _fence(h, 3)
+    # The last in-sync replica stays in the ISR; nobody leads.
+    assert (topic.partitions[0].leader, topic.partitions[0].isr) == (-1, (3,))
+    # Broker 3 returns: it leads again, from the ISR it never left.
+    records = h.manager.broker_unfenced(3)
+    for record in records:
+        h.manager.replay(record)
+    assert topic.partitions[0].leader == 3 and topic.partitions[1].leader == 3
+    # Broker 1 is not in sync: nothing to elect for it.
+    assert h.manager.broker_unfenced(1) == []
+
+
+def test_unclean_election_picks_an_out_of_sync_replica():
+    h = Harness(broker_ids=(1, 2))
+    h.manager.unclean_election_enabled = lambda topic: True
+    h.create(TopicSpec("t", assignments={0: [1, 2]}))
+    topic = h.manager.topic("t")
+    from kfast.controller.metadata.records import PartitionChangeRecord
+    h.manager.replay(PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, isr=[1]))
+    _fence(h, 1)
+    assert (topic.partitions[0].leader, topic.partitions[0].isr) == (2, (2,))
