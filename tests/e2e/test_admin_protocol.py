@@ -288,3 +288,27 @@ def test_deleted_topic_is_gone_without_auto_creation(tmp_path):
         [result] = produced.responses[0].partition_responses
         assert result.error_code == errors.UnknownTopicOrPartitionException.code
         c.close()
+
+
+def test_whole_request_failures_answer_every_resource(tmp_path):
+    with KfastBroker({}, data_dir=str(tmp_path)) as broker:
+        c = Client(broker)
+        create(c, "present")
+        controller = broker.broker.controller
+        broker.call_soon(setattr, controller, "started", False)   # as after a fatal fault
+        try:
+            [created] = create(c, "new").topics
+            assert created.error_code == errors.NotControllerException.code
+            deleted = c.request("DeleteTopics", 4, timeout_ms=1000, topic_names=["present"])
+            assert deleted.responses[0].error_code == errors.NotControllerException.code
+            Resource = p.IncrementalAlterConfigsRequest.AlterConfigsResource
+            altered = c.request("IncrementalAlterConfigs", 1, resources=[
+                Resource(resource_type=TOPIC, resource_name="present", configs=[])])
+            assert altered.responses[0].error_code == errors.NotControllerException.code
+            Topic = p.CreatePartitionsRequest.CreatePartitionsTopic
+            grown = c.request("CreatePartitions", 3, topics=[Topic(name="present", count=2)],
+                              timeout_ms=1000)
+            assert grown.results[0].error_code == errors.NotControllerException.code
+        finally:
+            broker.call_soon(setattr, controller, "started", True)
+        c.close()
