@@ -312,3 +312,15 @@ def test_whole_request_failures_answer_every_resource(tmp_path):
         finally:
             broker.call_soon(setattr, controller, "started", True)
         c.close()
+
+
+def test_api_versions_advertise_the_finalized_metadata_version(client):
+    response = client.request("ApiVersions", 3, client_software_name="kfast-test",
+                              client_software_version="1.0")
+    assert [(f.name, f.max_version_level) for f in response.finalized_features] == [
+        ("metadata.version", 21)]
+    assert response.finalized_features_epoch >= 0
+    advertised = {k.api_key for k in response.api_keys}
+    assert {KEY[name] for name in ("CreateTopics", "DeleteTopics", "CreatePartitions",
+                                   "DescribeConfigs", "AlterConfigs", "IncrementalAlterConfigs",
+                                   "DescribeCluster", "ElectLeaders")} <= advertised
