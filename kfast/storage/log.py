@@ -588,8 +588,10 @@ class Log:
             except OSError as exc:
                 raise self._storage_error(exc, "truncating") from exc
             # The batch holding the target goes whole, so the end may be below
-            # the target (replicas truncate at batch boundaries, where both agree).
-            self._after_truncation(min(target_offset, self.active_segment.read_next_offset()))
+            # the target (replicas truncate at batch boundaries, where both
+            # agree) - but never below the log start offset.
+            end = min(target_offset, self.active_segment.read_next_offset())
+            self._after_truncation(max(end, self.log_start_offset))
             return True
 
     def truncate_fully_and_start_at(self, new_offset: int) -> None:

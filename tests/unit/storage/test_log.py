@@ -264,40 +264,65 @@ def test_reads_a_kafka_layout_directory(tmp_path):
 @given(st.lists(st.one_of(
     st.tuples(st.just("append"), st.integers(1, 5), st.integers(1, 400)),
     st.tuples(st.just("truncate"), st.integers(0, 200)),
+    st.tuples(st.just("delete_records"), st.integers(0, 200)),
     st.tuples(st.just("roll")),
-    st.tuples(st.just("reopen"), st.booleans())), max_size=40))
+    st.tuples(st.just("reopen"), st.sampled_from(["clean", "flushed", "crash"]))),
+    max_size=40))
 def test_append_read_truncate_against_model(tmp_path_factory, ops):
+    """Random appends, truncations, DeleteRecords, rolls, clean reopens and
+    crashes against a model: a list of batches (first offset, values) and a
+    log start offset."""
     base = tmp_path_factory.mktemp("model")
-    config = LogConfig({"segment.bytes": MiB, "index.interval.bytes": 200})
+    config = LogConfig({"segment.bytes": MiB, "index.interval.bytes": 200,
+                        "file.delete.delay.ms": 0})
     path = str(base / "m-0")
     log = Log(path, config)
-    model: list[bytes] = []  # value per offset
+    batches: list[tuple[int, list[bytes]]] = []
+    start = 0
+
+    def model_end():
+        return max(batches[-1][0] + len(batches[-1][1]), start) if batches else start
+
     for op in ops:
         if op[0] == "append":
             values = [os.urandom(op[2] // 4 + 1) for _ in range(op[1])]
             info = log.append_as_leader(make_batch(op[1], values=values))
-            assert info.first_offset == len(model)
-            model.extend(values)
+            assert info.first_offset == model_end()
+            batches.append((info.first_offset, values))
         elif op[0] == "truncate":
-            if log.truncate_to(op[1]):
-                # Truncation removes the whole batch holding the target.
-                model = model[:log.log_end_offset]
-            assert log.log_end_offset <= max(op[1], 0) or log.log_end_offset == len(model)
+            target = max(op[1], start)
+            changed = log.truncate_to(target)
+            assert changed == (target < model_end())
+            # The whole batch holding the target goes; the start stays.
+            batches = [b for b in batches if b[0] + len(b[1]) - 1 < target]
+        elif op[0] == "delete_records":
+            log.update_high_watermark(log.log_end_offset)
+            target = min(max(op[1], start), model_end())
+            log.delete_records_before(target)
+            start = target
         elif op[0] == "roll":
             if log.active_segment.size:
                 log.roll()
         else:
-            if not op[1]:
-                log.flush()
-            log.close()
-            log = Log(path, config, had_clean_shutdown=op[1])
-        assert log.log_end_offset == len(model)
-    got = read_all(log)
-    assert [o for o, _ in got] == list(range(len(model)))
-    assert [v for _, v in got] == model
-    for probe in range(0, len(model), 7):
+            if op[1] == "crash":
+                log.close_handlers()  # as kill -9 leaves it (the page cache keeps the data)
+            else:
+                if op[1] == "flushed":
+                    log.flush()
+                log.close()
+            log = Log(path, config, recovery_point=log.recovery_point, log_start_offset=start,
+                      had_clean_shutdown=op[1] == "clean")
+        assert (log.log_start_offset, log.log_end_offset) == (start, model_end())
+    expected = [(first + i, v) for first, values in batches for i, v in enumerate(values)
+                if first + i >= start]
+    got = [r for r in read_all(log, start) if r[0] >= start]
+    assert got == expected
+    for probe in range(start, model_end(), 7):
         first = record_values(log.read(probe, 1).records.read())
         assert first[0][0] <= probe <= first[-1][0]
+    if start > 0:
+        with pytest.raises(OffsetOutOfRangeException):
+            log.read(start - 1, 1)
     log.close()
 
 
