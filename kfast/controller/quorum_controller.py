@@ -79,6 +79,7 @@ from kfast.controller.snapshot import (
     write_snapshot,
 )
 from kfast.protocol import errors
+from kfast.storage.meta_properties import random_uuid_base64, read_meta_properties
 
 logger = logging.getLogger(__name__)
 
@@ -110,8 +111,6 @@ class _DeltaBuilder:
 def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
     if cluster_id:
         return cluster_id
-    from kfast.storage.meta_properties import random_uuid_base64, read_meta_properties
-
     meta = read_meta_properties(metadata_log_dir)
     if meta is not None and meta.cluster_id:
         return meta.cluster_id

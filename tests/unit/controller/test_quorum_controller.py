@@ -234,3 +234,14 @@ def test_fence_and_reregister_a_broker(tmp_path):
     # Broker 2 is back but out of sync: broker 1 keeps leading.
     assert not back.brokers[2].fenced
     assert back.topics_by_name["t"].partitions[0].leader == 1
+
+
+def test_cluster_id_from_meta_properties_or_generated(tmp_path):
+    from kfast.storage.meta_properties import MetaProperties, write_meta_properties
+
+    config = KafkaConfig({"node.id": 1, "log.dirs": str(tmp_path)})
+    generated = QuorumController(config, 1, None, str(tmp_path)).cluster_id
+    assert len(generated) == 22 and "=" not in generated
+    write_meta_properties(str(tmp_path), MetaProperties(1, "fromMetaPropertiesAAAAA", 1))
+    assert QuorumController(config, 1, None, str(tmp_path)).cluster_id == \
+        "fromMetaPropertiesAAAAA"
