@@ -15,6 +15,8 @@ import sys
 SUBCOMMANDS = [
     "kfast.tools.dump_log",
     "kfast.tools.serve",
+    "kfast.tools.topics",
+    "kfast.tools.console",
 ]
 
 
