@@ -439,6 +439,12 @@ class QuorumController:
         return await self._run(lambda: self.replication_control.elect_leaders(
             election_type, partitions))
 
+    async def alter_partition_reassignments(self, requests, allow_replication_factor_change=True
+                                            ) -> dict:
+        """requests: (topic, index, target replicas | None); {(topic, index): KafkaError | None}."""
+        return await self._run(lambda: self.replication_control.alter_partition_reassignments(
+            requests, allow_replication_factor_change))
+
     # -- configs -------------------------------------------------------------------------------
     async def incremental_alter_configs(self, changes: list, validate_only: bool = False) -> list:
         """changes: (resource type, name, [(key, op, value)]); KafkaError | None each."""

@@ -337,6 +337,79 @@ class ReplicationControlManager:
                 results[name, index] = None
         return ControllerResult(results, records)
 
+    # -- partition reassignments -----------------------------------------------------
+    def alter_partition_reassignments(self, requests, allow_replication_factor_change=True
+                                      ) -> ControllerResult:
+        """requests: (topic, index, target replicas or None to cancel).
+        Response: {(topic, index): KafkaError | None}.
+
+        A target that only drops replicas which are in sync completes at
+        once; one that adds replicas stays pending (replicas = target + the
+        ones being removed, with adding/removing recorded) until the new
+        replicas join the ISR -- follower replication finishes it."""
+        results, records = {}, []
+        for name, index, target in requests:
+            try:
+                topic = self.topic(name)
+                if topic is None or index not in topic.partitions:
+                    raise errors.UnknownTopicOrPartitionException(
+                        f"Unable to find partition {name}-{index}.")
+                registration = topic.partitions[index]
+                if target is None:
+                    change = self._cancel_reassignment(topic, index, registration)
+                else:
+                    change = self._reassign(topic, index, registration, list(target),
+                                            allow_replication_factor_change)
+                if change is not None:
+                    records.append(change)
+                results[name, index] = None
+            except errors.KafkaError as exc:
+                results[name, index] = exc
+        return ControllerResult(results, records)
+
+    def _reassign(self, topic: TopicControlInfo, index: int, registration, target: list[int],
+                  allow_replication_factor_change: bool):
+        self._check_assignment(target)
+        original = [r for r in registration.replicas if r not in registration.adding_replicas]
+        if not allow_replication_factor_change and len(target) != len(original):
+            raise errors.InvalidReplicationFactorException(
+                f"The replication factor is changed from {len(original)} to {len(target)}")
+        adding = [r for r in target if r not in original]
+        removing = [r for r in original if r not in target]
+        in_progress = bool(registration.adding_replicas or registration.removing_replicas)
+        if target == list(registration.replicas) and not in_progress:
+            return None                              # already there
+        change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
+        isr = [r for r in registration.isr if r in target]
+        if not adding and isr:
+            # Complete now: every target replica is a current one.
+            change.replicas = target
+            change.removing_replicas, change.adding_replicas = [], []
+            if tuple(isr) != registration.isr:
+                change.isr = isr
+            if registration.leader not in target:
+                change.leader = self._elect(topic.name, registration, isr)
+            return change
+        change.replicas = target + removing
+        change.adding_replicas = adding
+        change.removing_replicas = removing
+        return change
+
+    def _cancel_reassignment(self, topic: TopicControlInfo, index: int, registration):
+        if not registration.adding_replicas and not registration.removing_replicas:
+            raise errors.NoReassignmentInProgressException(
+                f"Unable to find an ongoing reassignment for {topic.name}-{index}.")
+        original = [r for r in registration.replicas if r not in registration.adding_replicas]
+        isr = [r for r in registration.isr if r in original] or list(registration.isr)
+        change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id,
+                                       replicas=original, adding_replicas=[],
+                                       removing_replicas=[])
+        if tuple(isr) != registration.isr:
+            change.isr = isr
+        if registration.leader not in original:
+            change.leader = self._elect(topic.name, registration, isr)
+        return change
+
     # -- broker fencing ------------------------------------------------------------
     def _elect(self, topic_name: str, registration: PartitionRegistration, isr,
                excluded: int | None = None, also_active: int | None = None) -> int:

@@ -2,7 +2,7 @@
 ControllerApis / KafkaApis admin handlers, ConfigHelper, ConfigAdminManager).
 
 Writes (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-IncrementalAlterConfigs, ElectLeaders) go to the QuorumController, which
+IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments) go to the QuorumController, which
 commits them to the metadata log before answering; the broker's metadata
 publisher applies them to the logs (created, deleted, reconfigured).
 Reads (DescribeConfigs, DescribeCluster, DescribeTopicPartitions,
@@ -29,6 +29,7 @@ from kfast.controller.replication_control import ELECTION_PREFERRED, TopicSpec
 from kfast.controller.topics import is_internal, validate_topic_name
 from kfast.protocol import (
     AlterConfigsResponse,
+    AlterPartitionReassignmentsResponse,
     CreatePartitionsResponse,
     CreateTopicsResponse,
     DeleteTopicsResponse,
@@ -470,6 +471,30 @@ def _alter_configs_error(response_cls):
     return build
 
 
+# -- AlterPartitionReassignments -------------------------------------------------------------
+async def handle_alter_partition_reassignments(ctx: RequestContext, request):
+    allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
+    requests = [(t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
+                for t in request.topics for p in t.partitions]
+    results = await ctx.broker.controller.alter_partition_reassignments(requests, allow_rf_change)
+    await _applied(ctx)
+    Response = AlterPartitionReassignmentsResponse
+    return Response(error_code=0, error_message=None, responses=[
+        Response.ReassignableTopicResponse(name=t.name, partitions=[
+            Response.ReassignablePartitionResponse(
+                partition_index=p.partition_index,
+                error_code=results[t.name, p.partition_index].code
+                if results[t.name, p.partition_index] else 0,
+                error_message=_message(results[t.name, p.partition_index]))
+            for p in t.partitions])
+        for t in request.topics])
+
+
+def _alter_partition_reassignments_error(ctx, request, error):
+    return AlterPartitionReassignmentsResponse(error_code=error.code,
+                                               error_message=_message(error), responses=[])
+
+
 def register(apis: KafkaApis) -> None:
     key = api_keys.BY_NAME
     apis.register(key["CreateTopics"].key, handle_create_topics,
@@ -488,3 +513,5 @@ def register(apis: KafkaApis) -> None:
                   error_response=_elect_leaders_error)
     apis.register(key["DescribeTopicPartitions"].key, handle_describe_topic_partitions)
     apis.register(key["ListPartitionReassignments"].key, handle_list_partition_reassignments)
+    apis.register(key["AlterPartitionReassignments"].key, handle_alter_partition_reassignments,
+                  error_response=_alter_partition_reassignments_error)

@@ -324,3 +324,25 @@ def test_api_versions_advertise_the_finalized_metadata_version(client):
     assert {KEY[name] for name in ("CreateTopics", "DeleteTopics", "CreatePartitions",
                                    "DescribeConfigs", "AlterConfigs", "IncrementalAlterConfigs",
                                    "DescribeCluster", "ElectLeaders")} <= advertised
+
+
+def test_alter_partition_reassignments_on_one_node(client, topic):
+    create(client, topic, 2)
+    Topic = p.AlterPartitionReassignmentsRequest.ReassignableTopic
+    Partition = p.AlterPartitionReassignmentsRequest.ReassignablePartition
+    response = client.request("AlterPartitionReassignments", 0, timeout_ms=1000, topics=[
+        Topic(name=topic, partitions=[Partition(partition_index=0, replicas=[1]),
+                                      Partition(partition_index=1, replicas=None),
+                                      Partition(partition_index=5, replicas=[1])]),
+        Topic(name=topic + "-x", partitions=[Partition(partition_index=0, replicas=[2])])])
+    assert response.error_code == 0
+    codes = [[pt.error_code for pt in t.partitions] for t in response.responses]
+    assert codes == [[0, errors.NoReassignmentInProgressException.code,
+                      errors.UnknownTopicOrPartitionException.code],
+                     [errors.UnknownTopicOrPartitionException.code]]
+    moved = client.request("AlterPartitionReassignments", 0, timeout_ms=1000, topics=[
+        Topic(name=topic, partitions=[Partition(partition_index=0, replicas=[2])])])
+    assert moved.responses[0].partitions[0].error_code == \
+        errors.InvalidReplicaAssignmentException.code
+    listed = client.request("ListPartitionReassignments", 0, topics=None)
+    assert listed.topics == []

@@ -250,3 +250,49 @@ def test_unclean_election_picks_an_out_of_sync_replica():
     h.manager.replay(PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, isr=[1]))
     _fence(h, 1)
     assert (topic.partitions[0].leader, topic.partitions[0].isr) == (2, (2,))
+
+
+def test_reassignment_that_adds_a_replica_stays_pending_and_can_be_cancelled():
+    h = Harness(broker_ids=(1, 2, 3))
+    h.create(TopicSpec("t", assignments={0: [1, 2]}))
+    topic = h.manager.topic("t")
+    results = h.apply(h.manager.alter_partition_reassignments([("t", 0, [3, 2])]))
+    assert results == {("t", 0): None}
+    p = topic.partitions[0]
+    assert (p.replicas, p.adding_replicas, p.removing_replicas) == ((3, 2, 1), (3,), (1,))
+    assert p.isr == (1, 2) and p.leader == 1
+    # Cancelling drops the replicas being added (the others keep the
+    # pending order, as Kafka's PartitionReassignmentRevert).
+    h.apply(h.manager.alter_partition_reassignments([("t", 0, None)]))
+    p = topic.partitions[0]
+    assert (p.replicas, p.adding_replicas, p.removing_replicas) == ((2, 1), (), ())
+    assert p.leader == 1 and p.isr == (1, 2)
+    [error] = h.manager.alter_partition_reassignments([("t", 0, None)]).response.values()
+    assert isinstance(error, errors.NoReassignmentInProgressException)
+
+
+def test_reassignment_that_only_drops_in_sync_replicas_completes():
+    h = Harness(broker_ids=(1, 2, 3))
+    h.create(TopicSpec("t", assignments={0: [1, 2, 3]}))
+    h.apply(h.manager.alter_partition_reassignments([("t", 0, [3, 2])]))
+    p = h.manager.topic("t").partitions[0]
+    assert (p.replicas, p.isr, p.leader) == ((3, 2), (2, 3), 2)
+    assert p.adding_replicas == () and p.removing_replicas == ()
+    # The same target again changes nothing.
+    assert h.manager.alter_partition_reassignments([("t", 0, [3, 2])]).records == []
+
+
+@pytest.mark.parametrize("target, allow_rf_change, error", [
+    ([], True, errors.InvalidReplicaAssignmentException),
+    ([1, 1], True, errors.InvalidReplicaAssignmentException),
+    ([9], True, errors.InvalidReplicaAssignmentException),
+    ([1, 2], False, errors.InvalidReplicationFactorException),
+])
+def test_reassignment_errors(target, allow_rf_change, error):
+    h = Harness(broker_ids=(1, 2))
+    h.create(TopicSpec("t", assignments={0: [1]}))
+    result = h.manager.alter_partition_reassignments([("t", 0, target), ("u", 0, [1])],
+                                                     allow_rf_change)
+    assert isinstance(result.response["t", 0], error)
+    assert isinstance(result.response["u", 0], errors.UnknownTopicOrPartitionException)
+    assert result.records == []
