@@ -126,3 +126,14 @@ def test_produce_after_delete_auto_creates(broker, admin, topic):
     assert delivered == [None]
     # Re-created by auto-creation with the broker's num.partitions (1).
     assert sorted(admin.list_topics(timeout=TIMEOUT).topics[topic].partitions) == [0]
+
+
+def test_elect_leaders_not_needed(admin, topic):
+    from confluent_kafka import ElectionType, TopicPartition
+
+    _result(admin.create_topics([NewTopic(topic, 1, 1)]))
+    future = admin.elect_leaders(ElectionType.PREFERRED, [TopicPartition(topic, 0)])
+    results = future.result(TIMEOUT)
+    [(partition, error)] = results.items()
+    assert (partition.topic, partition.partition) == (topic, 0)
+    assert error.code() == KafkaError.ELECTION_NOT_NEEDED
