@@ -18,6 +18,7 @@ first. Password values are never returned (is_sensitive).
 """
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Mapping, NamedTuple
 
@@ -50,11 +51,12 @@ class DescribedConfig(NamedTuple):
     documentation: str | None
 
 
-def _server_synonyms(topic_name: str) -> list[str]:
+@functools.lru_cache(maxsize=None)
+def _server_synonyms(topic_name: str) -> tuple[str, ...]:
     """Broker properties that default a topic config, highest precedence
     first (definition order in kfast.config: log.retention.ms before
     log.retention.minutes before log.retention.hours)."""
-    return [name for name, key in SERVER_CONFIGS.items() if key.topic_synonym == topic_name]
+    return tuple(name for name, key in SERVER_CONFIGS.items() if key.topic_synonym == topic_name)
 
 
 def _in_topic_units(server_name: str, value):
