@@ -199,11 +199,17 @@ class KafkaProducer:
             for batch in list(self._open.values()):
                 if now - batch.created >= self.linger:
                     self._close_batch(batch)
-            sendable = [b for b in self._ready if (b.topic, b.partition) not in self._in_flight]
+            # The oldest ready batch of each partition with nothing in flight:
+            # one batch per partition per request keeps a partition's order.
+            sendable = []
+            for batch in self._ready:
+                key = (batch.topic, batch.partition)
+                if key not in self._in_flight:
+                    self._in_flight.add(key)
+                    sendable.append(batch)
             if sendable:
                 for batch in sendable:
                     self._ready.remove(batch)
-                    self._in_flight.add((batch.topic, batch.partition))
                 task = asyncio.get_running_loop().create_task(self._send_batches(sendable))
                 requests.add(task)
                 task.add_done_callback(requests.discard)
