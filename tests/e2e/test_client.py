@@ -201,3 +201,11 @@ def test_admin_topics_configs_and_cluster(broker, topic, run):
     assert overrides == {"segment.ms": "100000"}
     assert cluster.controller_id == 1 and [b[0] for b in cluster.brokers] == [1]
     assert topic in listed and topic + "-v" not in listed and topic not in after
+
+
+def test_fetch_from_an_unknown_topic_fails(broker, topic, run):
+    async def scenario():
+        async with Fetcher(broker.bootstrap_servers, metadata_timeout=0.3, retry_backoff=0.01) as fetcher:
+            with pytest.raises(errors.UnknownTopicOrPartitionException):
+                await fetcher.fetch_raw(topic, 0, 0)
+    run(scenario())
