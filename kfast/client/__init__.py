@@ -3,10 +3,29 @@
 Used by the command-line tools, the Spark data source and, later, by
 replication. Layers, each importing only the ones before it:
 
-- ``connection``: one TCP connection, correlation ids, ApiVersions.
-- ``cluster``: bootstrap, Metadata, leaders, one connection per broker.
-- ``admin``, ``producer``, ``fetcher``: what users call.
-"""
-from kfast.client.connection import BlockingConnection, BrokerConnection
+- ``connection``: one TCP connection, correlation ids, ApiVersions
+  (``BrokerConnection``; ``BlockingConnection`` for synchronous tools).
+- ``cluster``: bootstrap, Metadata (with topic ids), leaders, one connection
+  per broker, refresh with backoff on stale-metadata errors.
+- ``admin`` (``KafkaAdmin``), ``producer`` (``KafkaProducer``, with
+  ``partitioner``), ``fetcher`` (``Fetcher``): what users call.
 
-__all__ = ["BlockingConnection", "BrokerConnection"]
+    async with Fetcher("127.0.0.1:9092") as fetcher:
+        part = await fetcher.fetch_raw("t", 0, offset, max_bytes=1 << 20)
+        part.records, part.high_watermark, part.log_start_offset, part.next_offset
+
+Every broker error surfaces as the ``kfast.protocol.errors`` exception of its code.
+"""
+from kfast.client.admin import EARLIEST, LATEST, MAX_TIMESTAMP, KafkaAdmin, NewTopic
+from kfast.client.cluster import Cluster
+from kfast.client.connection import BlockingConnection, BrokerConnection
+from kfast.client.fetcher import (
+    READ_COMMITTED, READ_UNCOMMITTED, ConsumerRecord, FetchedPartition, Fetcher, decode_records,
+)
+from kfast.client.producer import KafkaProducer, RecordMetadata
+
+__all__ = [
+    "BlockingConnection", "BrokerConnection", "Cluster", "ConsumerRecord", "EARLIEST",
+    "FetchedPartition", "Fetcher", "KafkaAdmin", "KafkaProducer", "LATEST", "MAX_TIMESTAMP",
+    "NewTopic", "READ_COMMITTED", "READ_UNCOMMITTED", "RecordMetadata", "decode_records",
+]

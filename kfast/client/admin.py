@@ -262,7 +262,7 @@ class KafkaAdmin:
             if not retry:
                 break
             pending = retry
-            await self.cluster._backoff(attempt)
+            await self.cluster.backoff(attempt)
         return out
 
     async def delete_records(self, before: Mapping[tuple[str, int], int],

@@ -260,7 +260,8 @@ class Cluster:
         """Forget what we know about ``topic``'s leaders (after a stale-metadata error)."""
         self._stale.add(topic)
 
-    async def _backoff(self, attempt: int) -> None:
+    async def backoff(self, attempt: int) -> None:
+        """Sleep before retry number ``attempt`` (0-based): exponential, capped, jittered."""
         delay = min(self.retry_backoff * (2 ** attempt), self.retry_backoff_max)
         await asyncio.sleep(delay * random.uniform(0.8, 1.2))
 
@@ -284,7 +285,7 @@ class Cluster:
                 if code == 0:       # a topic without leaders past the deadline: say so but return it
                     return topic
                 raise error(f"topic {name!r}")
-            await self._backoff(attempt)
+            await self.backoff(attempt)
             attempt += 1
 
     @staticmethod

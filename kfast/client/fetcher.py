@@ -34,7 +34,7 @@ from kfast.records import (
     CONTROL_TYPE_ABORT, TIMESTAMP_LOG_APPEND_TIME, complete_batches_size, iter_batches,
 )
 
-__all__ = ["Fetcher", "FetchedPartition", "ConsumerRecord", "READ_UNCOMMITTED", "READ_COMMITTED",
+__all__ = ["Fetcher", "FetchedPartition", "ConsumerRecord", "decode_records", "READ_UNCOMMITTED", "READ_COMMITTED",
            "EARLIEST", "LATEST"]
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
@@ -194,7 +194,7 @@ class Fetcher:
                 attempt += 1
                 if attempt > self.retries:
                     raise last_error
-                await self.cluster._backoff(attempt - 1)
+                await self.cluster.backoff(attempt - 1)
             pending = retry
         return out
 
@@ -244,7 +244,15 @@ class Fetcher:
                         key, p.log_start_offset, p.high_watermark
                     raise exc
                 records = _EMPTY if p.records is None else memoryview(p.records)
-                records = records[:complete_batches_size(records)]
+                complete = complete_batches_size(records)
+                if complete == 0 and len(records) > 0 and p.high_watermark > positions[key]:
+                    # Only part of one batch: a broker without KIP-74 (which
+                    # sends the first batch whole) and a batch larger than
+                    # partition_max_bytes. Asking again would loop forever.
+                    raise errors.RecordTooLargeException(
+                        f"{name}-{p.partition_index} at offset {positions[key]}: a record batch "
+                        f"larger than the fetch size {partition_max_bytes}")
+                records = records[:complete]
                 fetched[key] = FetchedPartition(
                     name, p.partition_index, positions[key], records, p.high_watermark,
                     p.last_stable_offset, p.log_start_offset,

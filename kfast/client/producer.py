@@ -245,7 +245,7 @@ class KafkaProducer:
             for failed in results:
                 retry.extend(failed)
             if retry:
-                await self.cluster._backoff(max(b.attempts for b in retry) - 1)
+                await self.cluster.backoff(max(b.attempts for b in retry) - 1)
             batches = retry
         self._wakeup.set()
 
