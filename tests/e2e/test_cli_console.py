@@ -4,6 +4,8 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import shutil
+import subprocess
 import time
 
 import pytest
@@ -187,3 +189,15 @@ def test_consume_usage_errors(broker, topic):
     status, _, err = kfast_consume(broker, "--topic", topic, "--offset", "3", "--partition", "0",
                                    "--from-beginning")
     assert status == 1 and "cannot be used together" in err
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")
+def test_json_format_is_kcat_json(broker, written_by_kafka_python):
+    topic, _ = written_by_kafka_python
+    kcat = subprocess.run(["kcat", "-C", "-b", broker.bootstrap_servers, "-t", topic, "-p", "0",
+                           "-o", "beginning", "-e", "-J", "-q"],
+                          capture_output=True, timeout=30, check=True)
+    status, out, _ = kfast_consume(broker, "--topic", topic, "--partition", "0", "--from-beginning",
+                                   "--max-messages", "3", "--format", "json")
+    assert status == 0
+    assert out.splitlines() == kcat.stdout.splitlines()
