@@ -38,6 +38,8 @@ DEFAULT_CLIENT_ID = "kfast"
 DEFAULT_REQUEST_TIMEOUT = 30.0
 _SIZE = struct.Struct(">i")
 _CORRELATION = struct.Struct(">i")
+_ERROR_CODE = struct.Struct(">h")
+_UNSUPPORTED_VERSION = errors.UnsupportedVersionException.code
 # The largest frame a broker may send us; fetch responses are bounded by the
 # fetch max bytes the client asked for, so this only guards against garbage.
 MAX_RESPONSE_SIZE = 1 << 30
@@ -89,7 +91,11 @@ class BrokerConnection:
         self._closed_error = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_responses())
         if negotiate:
-            await self.negotiate_versions()
+            try:
+                await self.negotiate_versions()
+            except BaseException:
+                await self.close()
+                raise
 
     @property
     def connected(self) -> bool:
@@ -218,6 +224,11 @@ class BrokerConnection:
                 future, key, version = entry
                 if future.done():       # the caller gave up (cancelled) meanwhile
                     continue
+                if key == API_VERSIONS and len(frame) >= 6 and \
+                        _ERROR_CODE.unpack_from(frame, 4)[0] == _UNSUPPORTED_VERSION:
+                    # KIP-511: a broker that does not know our ApiVersions
+                    # version answers in v0's layout, whatever we asked for.
+                    version = 0
                 try:
                     _, body = decode_response(key, version, frame)
                 except Exception as exc:            # a malformed answer fails only its caller
@@ -232,6 +243,8 @@ class BrokerConnection:
             self._shut(errors.NetworkException(f"connection to {self.host}:{self.port} lost: {exc}"))
         except errors.KafkaError as exc:
             self._shut(exc)
+        except Exception as exc:     # never leave callers waiting on a dead reader
+            self._shut(errors.NetworkException(f"reading from {self.host}:{self.port} failed: {exc!r}"))
 
     def _shut(self, error: Exception) -> None:
         """Mark the connection dead with ``error`` and fail everything in flight."""

@@ -116,3 +116,49 @@ def test_blocking_connection(broker):
         assert [b.port for b in response.brokers] == [address(broker)[1]]
         assert connection.version_for(3) == min(connection.broker_versions[3][1],
                                                 api_key(3).max_stable_version)
+
+
+def test_negotiation_falls_back_to_the_brokers_api_versions_version(run):
+    """A broker that knows ApiVersions only up to v2 answers our newer request
+    with UNSUPPORTED_VERSION at v0 (KIP-511); we ask again at v2."""
+    from kfast.protocol import ApiVersionsResponse, decode_request, encode_response
+
+    seen_versions = []
+
+    async def old_broker(reader, writer):
+        while True:
+            try:
+                size = int.from_bytes(await reader.readexactly(4), "big")
+            except asyncio.IncompleteReadError:
+                break
+            frame = await reader.readexactly(size)
+            version = int.from_bytes(frame[2:4], "big")
+            correlation_id = int.from_bytes(frame[4:8], "big")
+            seen_versions.append(version)
+            ranges = [ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2),
+                      ApiVersionsResponse.ApiVersion(api_key=3, min_version=0, max_version=8)]
+            if version > 2:
+                body = ApiVersionsResponse(error_code=errors.UnsupportedVersionException.code,
+                                           api_keys=ranges)
+                writer.write(encode_response(18, 0, correlation_id, body))
+            else:
+                decode_request(frame)
+                writer.write(encode_response(18, version, correlation_id,
+                                             ApiVersionsResponse(api_keys=ranges)))
+        writer.close()
+
+    async def scenario():
+        server = await asyncio.start_server(old_broker, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            async with await BrokerConnection.open("127.0.0.1", port) as connection:
+                assert connection.broker_versions == {18: (0, 2), 3: (0, 8)}
+                assert connection.version_for(3) == 8
+                with pytest.raises(errors.UnsupportedVersionException):
+                    connection.version_for(0)      # Produce not offered
+        finally:
+            server.close()
+            await server.wait_closed()
+
+    run(scenario())
+    assert seen_versions == [api_key(API_VERSIONS).max_stable_version, 2]
