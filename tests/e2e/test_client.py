@@ -209,3 +209,32 @@ def test_fetch_from_an_unknown_topic_fails(broker, topic, run):
             with pytest.raises(errors.UnknownTopicOrPartitionException):
                 await fetcher.fetch_raw(topic, 0, 0)
     run(scenario())
+
+
+def test_a_recreated_topic_is_found_again_by_its_new_id(broker, topic, run):
+    """Stale metadata (the old topic id) makes Produce and Fetch fail with a
+    retriable error; the client refreshes and retries on the new topic."""
+    from kafka.admin import KafkaAdminClient, NewTopic as KafkaPythonNewTopic
+
+    async def scenario():
+        async with KafkaProducer(broker.bootstrap_servers, allow_auto_topic_creation=True) as producer, \
+                Fetcher(broker.bootstrap_servers) as fetcher:
+            await producer.send_and_wait(topic, b"old-1", partition=0)
+            await producer.send_and_wait(topic, b"old-2", partition=0)
+            assert [r.value for r in await fetcher.fetch_records(topic, 0, 0)] == [b"old-1", b"old-2"]
+            old_id = (await fetcher.cluster.topic(topic)).topic_id
+
+            admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+            try:
+                admin.delete_topics([topic])
+                admin.create_topics([KafkaPythonNewTopic(topic, 1, 1)])
+            finally:
+                admin.close()
+
+            sent = await producer.send_and_wait(topic, b"new", partition=0)
+            records = await fetcher.fetch_records(topic, 0, 0)
+            return old_id, (await fetcher.cluster.topic(topic)).topic_id, sent, records
+    old_id, new_id, sent, records = run(scenario())
+    assert new_id != old_id
+    assert sent.offset == 0
+    assert [(r.offset, r.value) for r in records] == [(0, b"new")]
