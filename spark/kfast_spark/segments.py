@@ -315,20 +315,22 @@ def _segment_end_offset(segment: LogSegmentFile, is_last: bool) -> Optional[int]
     return None if last_offset is None else last_offset + 1
 
 
-def offset_for_timestamp(partition_dir: str, timestamp: int) -> Optional[int]:
-    """The offset of the first record, in log order, whose timestamp is at or
-    after ``timestamp`` (ms), or None if there is none: what Kafka's
-    ListOffsets answers for a timestamp. Batches whose maxTimestamp is below
-    it are skipped by their header; only the batch holding the answer is
-    decoded. Control records count, as they do for Kafka (a consumer seeking
-    there skips the marker)."""
+def offset_for_timestamp(partition_dir: str, timestamp: int, log_start_offset: int = 0
+                         ) -> Optional[int]:
+    """The offset of the first record at or after ``log_start_offset``, in
+    log order, whose timestamp is at or after ``timestamp`` (ms), or None if
+    there is none: what Kafka's ListOffsets answers for a timestamp. Batches
+    whose maxTimestamp is below it are skipped by their header; only the
+    batch holding the answer is decoded. Control records count, as they do
+    for Kafka (a consumer seeking there skips the marker)."""
     segments = list_segments(partition_dir)
     for i, segment in enumerate(segments):
         with open(segment.log_path, "rb") as f:
             fd = f.fileno()
             file_size = os.fstat(fd).st_size
             for header in _entry_headers(segment, fd, file_size, 0, i == len(segments) - 1):
-                if header.magic == 2 and header.max_timestamp < timestamp:
+                if header.last_offset < log_start_offset or (
+                        header.magic == 2 and header.max_timestamp < timestamp):
                     continue
                 data = os.pread(fd, header.size, header.position)
                 if header.magic < 2:
@@ -340,7 +342,7 @@ def offset_for_timestamp(partition_dir: str, timestamp: int) -> Optional[int]:
                                 (t // 1000 for t in
                                  batch.column("timestamp").cast(pa.int64()).to_pylist()))
                 for offset, record_timestamp in found:
-                    if record_timestamp >= timestamp:
+                    if record_timestamp >= timestamp and offset >= log_start_offset:
                         return offset
     return None
 

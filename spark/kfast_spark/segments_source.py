@@ -78,7 +78,7 @@ class KafkaSegmentsReader(DataSourceReader):
             assigned, self.starting, self.ending, earliest, latest,
             fail_on_data_loss=self.options.fail_on_data_loss,
             offsets_for_times=lambda timestamps: {
-                tp: offset_for_timestamp(partition_dirs[tp], timestamp)
+                tp: offset_for_timestamp(partition_dirs[tp], timestamp, earliest[tp])
                 for tp, timestamp in timestamps.items()})
         ranges = OffsetRangeCalculator(self.options.min_partitions).get_ranges(ranges)
         return [SegmentRangePartition(r.topic_partition.topic, r.topic_partition.partition,

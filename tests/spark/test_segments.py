@@ -193,6 +193,12 @@ def test_offset_for_timestamp_is_kafkas_list_offsets_answer(log_dir, timestamp, 
     assert offset_for_timestamp(str(path / "orders-0"), timestamp) == offset
 
 
+def test_offset_for_timestamp_ignores_records_below_the_log_start(log_dir):
+    path, _ = log_dir
+    assert offset_for_timestamp(str(path / "orders-0"), T0 + 2, log_start_offset=5) == 5
+    assert offset_for_timestamp(str(path / "orders-0"), T0 + 101, log_start_offset=22) == 22
+
+
 def test_offset_for_timestamp_in_legacy_messages(legacy_log):
     directory, _ = legacy_log
     assert offset_for_timestamp(str(directory), T0 + 4) == 4   # inside the gzip wrapper
