@@ -1,7 +1,9 @@
 """The API key table: every API kfast serves, its version range and listeners.
 
 One row per API: wire key, Kafka's name, the oldest version Kafka 3.9
-accepts, the newest version Kafka 4.2 defines, the first flexible version
+accepts (for an API 3.9 did not serve, the oldest 4.2 accepts: the share-group
+APIs 76-79 start at v1, their v0 having been KIP-932's early access in 4.0 and
+removed in 4.1), the newest version Kafka 4.2 defines, the first flexible version
 (None = never flexible), whether the newest version is still unstable in Kafka
 (defined but not advertised by default), and the listeners that serve it
 ("broker" = client-facing broker listener, "controller" = KRaft controller
@@ -100,7 +102,7 @@ API_KEYS: tuple[ApiKey, ...] = (
     ApiKey(49, "AlterClientQuotas", 0, 1, 1, False, ("broker", "controller")),
     ApiKey(50, "DescribeUserScramCredentials", 0, 0, 0, False, ("broker", "controller")),
     ApiKey(51, "AlterUserScramCredentials", 0, 0, 0, False, ("broker", "controller")),
-    ApiKey(52, "Vote", 0, 1, 0, False, ("controller",)),
+    ApiKey(52, "Vote", 0, 2, 0, False, ("controller",)),
     ApiKey(53, "BeginQuorumEpoch", 0, 1, 1, False, ("controller",)),
     ApiKey(54, "EndQuorumEpoch", 0, 1, 1, False, ("controller",)),
     ApiKey(55, "DescribeQuorum", 0, 2, 0, False, ("broker", "controller")),
@@ -111,31 +113,36 @@ API_KEYS: tuple[ApiKey, ...] = (
     ApiKey(60, "DescribeCluster", 0, 2, 0, False, ("broker", "controller")),
     ApiKey(61, "DescribeProducers", 0, 0, 0, False, ("broker",)),
     ApiKey(62, "BrokerRegistration", 0, 4, 0, False, ("controller",)),
-    ApiKey(63, "BrokerHeartbeat", 0, 1, 0, False, ("controller",)),
+    ApiKey(63, "BrokerHeartbeat", 0, 2, 0, False, ("controller",)),
     ApiKey(64, "UnregisterBroker", 0, 0, 0, False, ("broker", "controller")),
     ApiKey(65, "DescribeTransactions", 0, 0, 0, False, ("broker",)),
     ApiKey(66, "ListTransactions", 0, 2, 0, False, ("broker",)),
     ApiKey(67, "AllocateProducerIds", 0, 0, 0, False, ("controller",)),
     ApiKey(68, "ConsumerGroupHeartbeat", 0, 1, 0, False, ("broker",)),
-    ApiKey(69, "ConsumerGroupDescribe", 0, 0, 0, False, ("broker",)),
+    ApiKey(69, "ConsumerGroupDescribe", 0, 1, 0, False, ("broker",)),
     ApiKey(70, "ControllerRegistration", 0, 0, 0, False, ("controller",)),
     ApiKey(71, "GetTelemetrySubscriptions", 0, 0, 0, False, ("broker",)),
     ApiKey(72, "PushTelemetry", 0, 0, 0, False, ("broker",)),
     ApiKey(73, "AssignReplicasToDirs", 0, 0, 0, False, ("controller",)),
     ApiKey(74, "ListConfigResources", 0, 1, 0, False, ("broker",)),
     ApiKey(75, "DescribeTopicPartitions", 0, 0, 0, False, ("broker",)),
-    ApiKey(76, "ShareGroupHeartbeat", 0, 0, 0, True, ("broker",)),
-    ApiKey(77, "ShareGroupDescribe", 0, 0, 0, True, ("broker",)),
-    ApiKey(78, "ShareFetch", 0, 0, 0, True, ("broker",)),
-    ApiKey(79, "ShareAcknowledge", 0, 0, 0, True, ("broker",)),
-    ApiKey(80, "AddRaftVoter", 0, 0, 0, False, ("controller", "broker")),
+    ApiKey(76, "ShareGroupHeartbeat", 1, 1, 0, False, ("broker",)),
+    ApiKey(77, "ShareGroupDescribe", 1, 1, 0, False, ("broker",)),
+    ApiKey(78, "ShareFetch", 1, 2, 0, False, ("broker",)),
+    ApiKey(79, "ShareAcknowledge", 1, 2, 0, False, ("broker",)),
+    ApiKey(80, "AddRaftVoter", 0, 1, 0, False, ("controller", "broker")),
     ApiKey(81, "RemoveRaftVoter", 0, 0, 0, False, ("controller", "broker")),
     ApiKey(82, "UpdateRaftVoter", 0, 0, 0, False, ("controller",)),
-    ApiKey(83, "InitializeShareGroupState", 0, 0, 0, True, ("broker",)),
-    ApiKey(84, "ReadShareGroupState", 0, 0, 0, True, ("broker",)),
-    ApiKey(85, "WriteShareGroupState", 0, 0, 0, True, ("broker",)),
-    ApiKey(86, "DeleteShareGroupState", 0, 0, 0, True, ("broker",)),
-    ApiKey(87, "ReadShareGroupStateSummary", 0, 0, 0, True, ("broker",)),
+    ApiKey(83, "InitializeShareGroupState", 0, 0, 0, False, ("broker",)),
+    ApiKey(84, "ReadShareGroupState", 0, 0, 0, False, ("broker",)),
+    ApiKey(85, "WriteShareGroupState", 0, 1, 0, False, ("broker",)),
+    ApiKey(86, "DeleteShareGroupState", 0, 0, 0, False, ("broker",)),
+    ApiKey(87, "ReadShareGroupStateSummary", 0, 1, 0, False, ("broker",)),
+    ApiKey(88, "StreamsGroupHeartbeat", 0, 0, 0, False, ("broker",)),
+    ApiKey(89, "StreamsGroupDescribe", 0, 0, 0, False, ("broker",)),
+    ApiKey(90, "DescribeShareGroupOffsets", 0, 1, 0, False, ("broker",)),
+    ApiKey(91, "AlterShareGroupOffsets", 0, 0, 0, False, ("broker",)),
+    ApiKey(92, "DeleteShareGroupOffsets", 0, 0, 0, False, ("broker",)),
 )
 
 BY_KEY: dict[int, ApiKey] = {api.key: api for api in API_KEYS}

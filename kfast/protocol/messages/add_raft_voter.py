@@ -13,6 +13,7 @@ REQUEST = """
       name              string      0+
       host              string      0+
       port              uint16      0+
+    ack_when_committed  bool        1+  default=true
 """
 
 RESPONSE = """

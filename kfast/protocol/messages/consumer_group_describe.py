@@ -38,5 +38,6 @@ RESPONSE = """
             topic_id            uuid               0+
             topic_name          string             0+
             partitions          []int32            0+
+        member_type             int8               1+  default=-1 ignorable
       authorized_operations     int32              0+  default=-2147483648
 """

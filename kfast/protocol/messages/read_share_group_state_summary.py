@@ -21,5 +21,7 @@ RESPONSE = """
         error_code     int16                     0+
         error_message  string                    0+  nullable=0+ default=null
         state_epoch    int32                     0+
+        leader_epoch   int32                     0+
         start_offset   int64                     0+
+        delivery_complete_count  int32           1+  default=-1 ignorable
 """

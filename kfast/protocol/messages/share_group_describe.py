@@ -1,35 +1,38 @@
 """ShareGroupDescribe (API key 77).
 
+Version 0 was the early-access version of KIP-932 (Kafka 4.0), removed in 4.1;
+version 1 is the first stable one.
+
 Field grammar: kfast.protocol.schema; versions, flexible versions and
 listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    group_ids                      []string  0+
-    include_authorized_operations  bool      0+
+    group_ids                      []string                     1+
+    include_authorized_operations  bool                         1+
 """
 
 RESPONSE = """
-    throttle_time_ms            int32              0+
-    groups                      []DescribedGroup   0+
-      error_code                int16              0+
-      error_message             string             0+  nullable=0+ default=null
-      group_id                  string             0+
-      group_state               string             0+
-      group_epoch               int32              0+
-      assignment_epoch          int32              0+
-      assignor_name             string             0+
-      members                   []Member           0+
-        member_id               string             0+
-        rack_id                 string             0+  nullable=0+ default=null
-        member_epoch            int32              0+
-        client_id               string             0+
-        client_host             string             0+
-        subscribed_topic_names  []string           0+
-        assignment              Assignment         0+
-          topic_partitions      []TopicPartitions  0+
-            topic_id            uuid               0+
-            topic_name          string             0+
-            partitions          []int32            0+
-      authorized_operations     int32              0+  default=-2147483648
+    throttle_time_ms               int32                        1+
+    groups                         []DescribedGroup             1+
+      error_code                   int16                        1+
+      error_message                string                       1+    nullable=1+ default=null
+      group_id                     string                       1+
+      group_state                  string                       1+
+      group_epoch                  int32                        1+
+      assignment_epoch             int32                        1+
+      assignor_name                string                       1+
+      members                      []Member                     1+
+        member_id                  string                       1+
+        rack_id                    string                       1+    nullable=1+ default=null
+        member_epoch               int32                        1+
+        client_id                  string                       1+
+        client_host                string                       1+
+        subscribed_topic_names     []string                     1+
+        assignment                 Assignment                   1+
+          topic_partitions         []TopicPartitions            1+
+            topic_id               uuid                         1+
+            topic_name             string                       1+
+            partitions             []int32                      1+
+      authorized_operations        int32                        1+    default=-2147483648
 """

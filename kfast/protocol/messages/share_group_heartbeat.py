@@ -1,26 +1,29 @@
 """ShareGroupHeartbeat (API key 76).
 
+Version 0 was the early-access version of KIP-932 (Kafka 4.0), removed in 4.1;
+version 1 is the first stable one.
+
 Field grammar: kfast.protocol.schema; versions, flexible versions and
 listeners: kfast.protocol.api_keys.
 """
 
 REQUEST = """
-    group_id                string    0+
-    member_id               string    0+
-    member_epoch            int32     0+
-    rack_id                 string    0+  nullable=0+ default=null
-    subscribed_topic_names  []string  0+  nullable=0+ default=null
+    group_id                       string                       1+
+    member_id                      string                       1+
+    member_epoch                   int32                        1+
+    rack_id                        string                       1+    nullable=1+ default=null
+    subscribed_topic_names         []string                     1+    nullable=1+ default=null
 """
 
 RESPONSE = """
-    throttle_time_ms       int32              0+
-    error_code             int16              0+
-    error_message          string             0+  nullable=0+ default=null
-    member_id              string             0+  nullable=0+ default=null
-    member_epoch           int32              0+
-    heartbeat_interval_ms  int32              0+
-    assignment             Assignment         0+  nullable=0+ default=null
-      topic_partitions     []TopicPartitions  0+
-        topic_id           uuid               0+
-        partitions         []int32            0+
+    throttle_time_ms               int32                        1+
+    error_code                     int16                        1+
+    error_message                  string                       1+    nullable=1+ default=null
+    member_id                      string                       1+    nullable=1+ default=null
+    member_epoch                   int32                        1+
+    heartbeat_interval_ms          int32                        1+
+    assignment                     Assignment                   1+    nullable=1+ default=null
+      topic_partitions             []TopicPartitions            1+
+        topic_id                   uuid                         1+
+        partitions                 []int32                      1+
 """

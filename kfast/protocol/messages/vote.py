@@ -1,5 +1,9 @@
 """Vote (API key 52).
 
+Version 2 adds pre_vote (KIP-996); Kafka 4.x calls the sender "replica"
+(replica_epoch, replica_id, replica_directory_id) because a pre-vote is sent by a
+prospective candidate, not a candidate.
+
 Field grammar: kfast.protocol.schema; versions, flexible versions and
 listeners: kfast.protocol.api_keys.
 """
@@ -11,12 +15,13 @@ REQUEST = """
       topic_name                string           0+
       partitions                []PartitionData  0+
         partition_index         int32            0+
-        candidate_epoch         int32            0+
-        candidate_id            int32            0+
-        candidate_directory_id  uuid             1+  ignorable
+        replica_epoch           int32            0+
+        replica_id              int32            0+
+        replica_directory_id    uuid             1+  ignorable
         voter_directory_id      uuid             1+  ignorable
         last_offset_epoch       int32            0+
         last_offset             int64            0+
+        pre_vote                bool             2+
 """
 
 RESPONSE = """

@@ -13,6 +13,7 @@ REQUEST = """
         state_epoch       int32             0+
         leader_epoch      int32             0+
         start_offset      int64             0+
+        delivery_complete_count  int32      1+  default=-1 ignorable
         state_batches     []StateBatch      0+
           first_offset    int64             0+
           last_offset     int64             0+

@@ -1,0 +1,99 @@
+"""StreamsGroupHeartbeat (API key 88).
+
+Field grammar: kfast.protocol.schema; versions, flexible versions and
+listeners: kfast.protocol.api_keys.
+"""
+
+REQUEST = """
+    group_id                       string                       0+
+    member_id                      string                       0+
+    member_epoch                   int32                        0+
+    endpoint_information_epoch     int32                        0+
+    instance_id                    string                       0+    nullable=0+ default=null
+    rack_id                        string                       0+    nullable=0+ default=null
+    rebalance_timeout_ms           int32                        0+    default=-1
+    topology                       Topology                     0+    nullable=0+ default=null
+      epoch                        int32                        0+
+      subtopologies                []Subtopology                0+
+        subtopology_id             string                       0+
+        source_topics              []string                     0+
+        source_topic_regex         []string                     0+
+        state_changelog_topics     []TopicInfo                  0+
+          name                     string                       0+
+          partitions               int32                        0+
+          replication_factor       int16                        0+
+          topic_configs            []KeyValue                   0+
+            key                    string                       0+
+            value                  string                       0+
+        repartition_sink_topics    []string                     0+
+        repartition_source_topics  []TopicInfo                  0+
+          name                     string                       0+
+          partitions               int32                        0+
+          replication_factor       int16                        0+
+          topic_configs            []KeyValue                   0+
+            key                    string                       0+
+            value                  string                       0+
+        copartition_groups         []CopartitionGroup           0+
+          source_topics            []int16                      0+
+          source_topic_regex       []int16                      0+
+          repartition_source_topics []int16                      0+
+    active_tasks                   []TaskIds                    0+    nullable=0+ default=null
+      subtopology_id               string                       0+
+      partitions                   []int32                      0+
+    standby_tasks                  []TaskIds                    0+    nullable=0+ default=null
+      subtopology_id               string                       0+
+      partitions                   []int32                      0+
+    warmup_tasks                   []TaskIds                    0+    nullable=0+ default=null
+      subtopology_id               string                       0+
+      partitions                   []int32                      0+
+    process_id                     string                       0+    nullable=0+ default=null
+    user_endpoint                  Endpoint                     0+    nullable=0+ default=null
+      host                         string                       0+
+      port                         uint16                       0+
+    client_tags                    []KeyValue                   0+    nullable=0+ default=null
+      key                          string                       0+
+      value                        string                       0+
+    task_offsets                   []TaskOffset                 0+    nullable=0+ default=null
+      subtopology_id               string                       0+
+      partition                    int32                        0+
+      offset                       int64                        0+
+    task_end_offsets               []TaskOffset                 0+    nullable=0+ default=null
+      subtopology_id               string                       0+
+      partition                    int32                        0+
+      offset                       int64                        0+
+    shutdown_application           bool                         0+    default=false
+"""
+
+RESPONSE = """
+    throttle_time_ms               int32                        0+
+    error_code                     int16                        0+
+    error_message                  string                       0+    nullable=0+ default=null
+    member_id                      string                       0+
+    member_epoch                   int32                        0+
+    heartbeat_interval_ms          int32                        0+
+    acceptable_recovery_lag        int32                        0+
+    task_offset_interval_ms        int32                        0+
+    status                         []Status                     0+    nullable=0+ default=null
+      status_code                  int8                         0+
+      status_detail                string                       0+
+    active_tasks                   []TaskIds                    0+    nullable=0+ default=null
+      subtopology_id               string                       0+
+      partitions                   []int32                      0+
+    standby_tasks                  []TaskIds                    0+    nullable=0+ default=null
+      subtopology_id               string                       0+
+      partitions                   []int32                      0+
+    warmup_tasks                   []TaskIds                    0+    nullable=0+ default=null
+      subtopology_id               string                       0+
+      partitions                   []int32                      0+
+    endpoint_information_epoch     int32                        0+
+    partitions_by_user_endpoint    []EndpointToPartitions       0+    nullable=0+ default=null
+      user_endpoint                Endpoint                     0+
+        host                       string                       0+
+        port                       uint16                       0+
+      active_partitions            []TopicPartition             0+
+        topic                      string                       0+
+        partitions                 []int32                      0+
+      standby_partitions           []TopicPartition             0+
+        topic                      string                       0+
+        partitions                 []int32                      0+
+"""
