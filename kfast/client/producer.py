@@ -72,7 +72,7 @@ class KafkaProducer:
     def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None, acks: int = -1,
                  linger_ms: float = 5, batch_size: int = 16384, compression: int = COMPRESSION_NONE,
                  retries: int = 5, request_timeout_ms: int = 30000, enable_idempotence: bool = False,
-                 **cluster_options):
+                 buffer_memory: int = 32 * 1024 * 1024, **cluster_options):
         if acks not in (0, 1, -1):
             raise ValueError(f"acks must be 0, 1 or -1, not {acks}")
         if enable_idempotence and acks != -1:
@@ -86,6 +86,13 @@ class KafkaProducer:
         self.retries = retries
         self.request_timeout_ms = request_timeout_ms
         self.enable_idempotence = enable_idempotence
+        self.buffer_memory = buffer_memory
+        # Bytes of closed batches not yet answered; ``send`` waits while it is
+        # above buffer_memory (Kafka's buffer.memory), so a fast source cannot
+        # queue without bound in front of a slower broker.
+        self._buffered = 0
+        self._space = asyncio.Event()
+        self._space.set()
         self.producer_id = -1
         self.producer_epoch = -1
         self._sequences: dict[tuple[str, int], int] = {}
@@ -142,6 +149,9 @@ class KafkaProducer:
         """Queue one record; returns a future of its RecordMetadata."""
         if self._sender is None:
             raise RuntimeError("producer not started")
+        while self._buffered >= self.buffer_memory:
+            self._space.clear()
+            await self._space.wait()
         partition = await self.partition_for(topic, key, partition)
         timestamp = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
         future = asyncio.get_running_loop().create_future()
@@ -184,6 +194,7 @@ class KafkaProducer:
             key = (batch.topic, batch.partition)
             self._sequences[key] = (batch.builder.base_sequence + batch.builder.records_count) & _MAX_SEQUENCE
         batch.data = batch.builder.build()
+        self._buffered += len(batch.data)
         self._ready.append(batch)
         count = self.cluster.topics.get(batch.topic)
         if count is not None:
@@ -311,6 +322,9 @@ class KafkaProducer:
                 error: BaseException | None = None) -> None:
         self._in_flight.discard((batch.topic, batch.partition))
         self._wakeup.set()
+        self._buffered -= len(batch.data)
+        if self._buffered < self.buffer_memory:
+            self._space.set()
         if error is not None:
             batch.fail(error)
             return

@@ -95,3 +95,19 @@ def test_send_before_start_is_an_error(run):
 def test_idempotence_needs_acks_all():
     with pytest.raises(ValueError):
         KafkaProducer("127.0.0.1:1", acks=1, enable_idempotence=True)
+
+
+def test_send_waits_while_the_buffer_is_full(broker, run, request):
+    name = f"buffer-memory-{request.node.callspec.id}"
+
+    async def scenario():
+        await create(broker, name)
+        async with KafkaProducer(broker.bootstrap_servers, batch_size=500, buffer_memory=2000,
+                                 linger_ms=0) as producer:
+            futures = []
+            for i in range(200):
+                futures.append(await producer.send(name, b"x" * 100, partition=0))
+                assert producer._buffered < 2000 + 600     # at most one batch past the limit
+            await producer.flush()
+            return [f.result().offset for f in futures]
+    assert run(scenario()) == list(range(200))
