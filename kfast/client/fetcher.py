@@ -34,8 +34,8 @@ from kfast.records import (
     CONTROL_TYPE_ABORT, TIMESTAMP_LOG_APPEND_TIME, complete_batches_size, iter_batches,
 )
 
-__all__ = ["Fetcher", "FetchedPartition", "ConsumerRecord", "decode_records", "READ_UNCOMMITTED", "READ_COMMITTED",
-           "EARLIEST", "LATEST"]
+__all__ = ["Fetcher", "FetchedPartition", "ConsumerRecord", "decode_records", "READ_UNCOMMITTED",
+           "READ_COMMITTED", "EARLIEST", "LATEST"]
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 _FETCH = api_keys.FETCH

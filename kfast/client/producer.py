@@ -301,8 +301,9 @@ class KafkaProducer:
                 self._finish(batch, base_offset=answer.base_offset,
                              log_append_time=answer.log_append_time_ms)
             else:
-                error = errors.for_code(answer.error_code)(
-                    f"{batch.topic}-{batch.partition}: {answer.error_message or errors.for_code(answer.error_code).default_message}")
+                error_class = errors.for_code(answer.error_code)
+                error = error_class(f"{batch.topic}-{batch.partition}: "
+                                    f"{answer.error_message or error_class.default_message}")
                 if answer.error_code in STALE_METADATA_CODES:
                     self.cluster.invalidate(batch.topic)
                 retry.extend(self._retry_or_fail([batch], error))

@@ -107,7 +107,8 @@ def test_describe_prints_kafka_topics_format(broker, admin, topic):
 
 def test_describe_missing_topic(broker, topic):
     status, out = kfast_topics(broker, "describe", "--topic", topic)
-    assert (status, out) == (1, f"Error while executing topic command : Topic '{topic}' does not exist as expected\n")
+    assert status == 1
+    assert out == f"Error while executing topic command : Topic '{topic}' does not exist as expected\n"
     assert kfast_topics(broker, "describe", "--topic", topic, "--if-exists") == (0, "")
 
 
