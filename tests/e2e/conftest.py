@@ -20,7 +20,6 @@ import pytest
 
 from kfast.testing import KfastBroker
 
-pytest_plugins = ["kfast.testing.plugin"]
 
 REPO = Path(__file__).resolve().parents[2]
 
