@@ -201,3 +201,10 @@ def test_json_format_is_kcat_json(broker, written_by_kafka_python):
                                    "--max-messages", "3", "--format", "json")
     assert status == 0
     assert out.splitlines() == kcat.stdout.splitlines()
+
+
+def test_consume_from_past_the_end_is_not_an_error(broker, written_by_kafka_python):
+    topic, _ = written_by_kafka_python
+    status, out, err = kfast_consume(broker, "--topic", topic, "--partition", "0", "--offset", "100",
+                                     "--timeout-ms", "300")
+    assert (status, out, err) == (0, b"", "Processed a total of 0 messages\n")
