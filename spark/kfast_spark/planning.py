@@ -124,7 +124,8 @@ def resolve_offset_ranges(
     return ranges
 
 
-def _resolve(partitions, limit, earliest, latest, offsets_for_times, position) -> dict:
+def _resolve(partitions, limit, earliest, latest, offsets_for_times, side) -> dict:
+    # side: "starting" or "ending", for messages and the no-match rule.
     if isinstance(limit, EarliestOffsetRangeLimit):
         return {tp: earliest[tp] for tp in partitions}
     if isinstance(limit, LatestOffsetRangeLimit):
@@ -134,7 +135,7 @@ def _resolve(partitions, limit, earliest, latest, offsets_for_times, position) -
         if set(specified) != set(partitions):
             raise ValueError(
                 "[KAFKA_START_OFFSET_DOES_NOT_MATCH_ASSIGNED] Partitions specified for Kafka "
-                f"{position} offsets don't match what are assigned. Maybe topic partitions "
+                f"{side} offsets don't match what are assigned. Maybe topic partitions "
                 "are created or deleted while the query is running. Use -1 for latest, -2 "
                 f"for earliest. Specified: {_tp_list(specified)} "
                 f"Assigned: {_tp_list(partitions)}")
@@ -151,7 +152,7 @@ def _resolve(partitions, limit, earliest, latest, offsets_for_times, position) -
             if set(timestamps) != set(partitions):
                 raise ValueError(
                     "[KAFKA_TIMESTAMP_OFFSET_DOES_NOT_MATCH_ASSIGNED] Partitions specified for "
-                    f"Kafka timestamp based {position} offsets don't match what are assigned. "
+                    f"Kafka timestamp based {side} offsets don't match what are assigned. "
                     "Maybe topic partitions are created or deleted while the query is running, "
                     "or you didn't specify all the partitions. Specified: "
                     f"{_tp_list(timestamps)} Assigned: {_tp_list(partitions)}")
@@ -162,7 +163,7 @@ def _resolve(partitions, limit, earliest, latest, offsets_for_times, position) -
             if offset is None:
                 # No record that recent. An end then means "everything"; a
                 # start follows startingOffsetsByTimestampStrategy.
-                if (position == "starting" and limit.strategy_on_no_match
+                if (side == "starting" and limit.strategy_on_no_match
                         is StrategyOnNoMatchStartingOffset.ERROR):
                     raise ValueError(
                         f"No offset matched from request of topic-partition {tp} and timestamp "
