@@ -113,7 +113,7 @@ API_KEYS: tuple[ApiKey, ...] = (
     ApiKey(60, "DescribeCluster", 0, 2, 0, False, ("broker", "controller")),
     ApiKey(61, "DescribeProducers", 0, 0, 0, False, ("broker",)),
     ApiKey(62, "BrokerRegistration", 0, 4, 0, False, ("controller",)),
-    ApiKey(63, "BrokerHeartbeat", 0, 2, 0, False, ("controller",)),
+    ApiKey(63, "BrokerHeartbeat", 0, 1, 0, False, ("controller",)),
     ApiKey(64, "UnregisterBroker", 0, 0, 0, False, ("broker", "controller")),
     ApiKey(65, "DescribeTransactions", 0, 0, 0, False, ("broker",)),
     ApiKey(66, "ListTransactions", 0, 2, 0, False, ("broker",)),

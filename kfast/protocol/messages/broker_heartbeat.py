@@ -11,7 +11,6 @@ REQUEST = """
     want_fence               bool    0+
     want_shut_down           bool    0+
     offline_log_dirs         []uuid  1+  tag=0 tagged=1+
-    cordoned_log_dirs        []uuid  2+  tag=1 tagged=2+
 """
 
 RESPONSE = """

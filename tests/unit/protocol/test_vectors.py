@@ -109,16 +109,6 @@ def test_vote_v2_request_pre_vote():
         raise AssertionError("pre_vote must not be dropped silently in v1")
 
 
-def test_broker_heartbeat_v2_tagged_cordoned_log_dirs():
-    d = uuid.UUID(int=2)
-    value = protocol.BrokerHeartbeatRequest(broker_id=1, broker_epoch=5, current_metadata_offset=100,
-                                            cordoned_log_dirs=[d])
-    # tagged section: 1 field, tag 1, 17 bytes; the empty offline_log_dirs (tag 0) is omitted
-    _roundtrip(63, "request", 2, value,
-               "00000001" "0000000000000005" "0000000000000064" "00" "00"
-               "01" "01" "11" "02" + d.hex)
-
-
 def test_streams_group_heartbeat_v0_request_joining_member():
     S = protocol.StreamsGroupHeartbeatRequest
     value = S(group_id="app", member_id="m", member_epoch=0, endpoint_information_epoch=0,
