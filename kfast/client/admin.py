@@ -16,9 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from kfast.client.cluster import STALE_METADATA_CODES, Cluster, TopicMetadata
+from kfast.client.cluster import STALE_METADATA_CODES, Cluster, PartitionMetadata, TopicMetadata
 from kfast.protocol import (
-    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+    AlterConfigsRequest, CreatePartitionsRequest, DescribeTopicPartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
     DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
     IncrementalAlterConfigsRequest, ListOffsetsRequest, api_key, errors,
 )
@@ -39,6 +39,7 @@ OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_DEFAULT_CONFIG = 1, 5
 CONSUMER_REPLICA_ID = -1
 DELETE_TOPICS = api_key("DeleteTopics").key
+DESCRIBE_TOPIC_PARTITIONS = api_key("DescribeTopicPartitions").key
 
 
 def _raise_for(code: int, message: str | None, resource: str) -> None:
@@ -169,18 +170,55 @@ class KafkaAdmin:
         return sorted(name for name, t in topics.items()
                       if t.error_code == 0 and (include_internal or not t.is_internal))
 
-    async def describe_topics(self, names: Iterable[str] | None = None,
-                              include_internal: bool = False) -> list[TopicMetadata]:
-        """Metadata of the named topics (None: every topic), sorted by name."""
-        answered = await self.cluster.refresh_metadata(None if names is None else list(names))
+    async def describe_topics(self, names: Iterable[str] | None = None, include_internal: bool = False,
+                              partition_limit: int = 2000) -> list[TopicMetadata]:
+        """The named topics (None: every topic), sorted by name, with
+        eligible leader replicas when the broker serves DescribeTopicPartitions
+        (as Kafka's admin client does since 3.8), else from Metadata."""
+        if names is None:
+            names = await self.list_topics(include_internal)
+        names = sorted(set(names))
+        if not names:
+            return []
+        try:
+            await self.cluster.version_for(None, DESCRIBE_TOPIC_PARTITIONS)
+        except errors.UnsupportedVersionException:
+            answered = await self.cluster.refresh_metadata(names)
+        else:
+            answered = await self._describe_topic_partitions(names, partition_limit)
         out = []
-        for name in sorted(answered):
-            topic = answered[name]
-            if names is None and topic.is_internal and not include_internal:
-                continue
-            _raise_for(topic.error_code, None, name)
+        for name in names:
+            topic = answered.get(name)
+            _raise_for(errors.UnknownTopicOrPartitionException.code if topic is None else topic.error_code,
+                       None, name)
             out.append(topic)
         return out
+
+    async def _describe_topic_partitions(self, names: list[str], limit: int) -> dict[str, TopicMetadata]:
+        """DescribeTopicPartitions, following its cursor: each answer holds at
+        most ``limit`` partitions and names where the next one starts."""
+        answered: dict[str, TopicMetadata] = {}
+        cursor = None
+        while True:
+            remaining = names if cursor is None else [n for n in names if n >= cursor.topic_name]
+            request = DescribeTopicPartitionsRequest(
+                response_partition_limit=limit, topics=[DescribeTopicPartitionsRequest.TopicRequest(name=n) for n in remaining],
+                cursor=None if cursor is None else DescribeTopicPartitionsRequest.Cursor(
+                    topic_name=cursor.topic_name, partition_index=cursor.partition_index))
+            response = await self.cluster.send(None, request)
+            for entry in response.topics:
+                topic = answered.setdefault(entry.name, TopicMetadata(
+                    name=entry.name, topic_id=entry.topic_id, is_internal=entry.is_internal,
+                    error_code=entry.error_code))
+                for p in entry.partitions:
+                    topic.partitions[p.partition_index] = PartitionMetadata(
+                        p.partition_index, p.leader_id, p.leader_epoch, list(p.replica_nodes),
+                        list(p.isr_nodes), list(p.offline_replicas), p.error_code,
+                        None if p.eligible_leader_replicas is None else list(p.eligible_leader_replicas),
+                        None if p.last_known_elr is None else list(p.last_known_elr))
+            cursor = response.next_cursor
+            if cursor is None:
+                return answered
 
     # ---- configs ---------------------------------------------------------------------
 

@@ -93,6 +93,10 @@ class PartitionMetadata:
     isr: list[int]
     offline_replicas: list[int]
     error_code: int = 0
+    # Eligible leader replicas (KIP-966): only DescribeTopicPartitions
+    # reports them; None when the answer came from Metadata.
+    eligible_leader_replicas: list[int] | None = None
+    last_known_elr: list[int] | None = None
 
 
 @dataclass

@@ -162,6 +162,11 @@ async def _list(admin: KafkaAdmin, args, out) -> int:
     return 0
 
 
+def _nodes(nodes: list[int] | None) -> str:
+    # Unknown eligible leader replicas (a broker without DescribeTopicPartitions) print as N/A.
+    return "N/A" if nodes is None else ",".join(map(str, nodes))
+
+
 def describe_lines(topic: TopicMetadata, configs) -> list[str]:
     """kafka-topics.sh --describe lines of one topic."""
     overrides = ",".join(f"{c.name}={c.value}" for c in configs if not c.is_default)
@@ -172,11 +177,10 @@ def describe_lines(topic: TopicMetadata, configs) -> list[str]:
              f"Configs: {overrides}"]
     for p in partitions:
         leader = p.leader if p.leader >= 0 else "none"
-        # Metadata carries no eligible-leader replicas (KIP-966); Kafka prints
-        # N/A when its admin client did not learn them either.
         lines.append(f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"
-                     f"Replicas: {','.join(map(str, p.replicas))}\t"
-                     f"Isr: {','.join(map(str, p.isr))}\tElr: N/A\tLastKnownElr: N/A")
+                     f"Replicas: {_nodes(p.replicas)}\tIsr: {_nodes(p.isr)}\t"
+                     f"Elr: {_nodes(p.eligible_leader_replicas)}\t"
+                     f"LastKnownElr: {_nodes(p.last_known_elr)}")
     return lines
 
 

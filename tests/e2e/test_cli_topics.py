@@ -11,7 +11,7 @@ import pytest
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
 from kfast.cli import build_parser
-from kfast.client.cluster import topic_id_string
+from kfast.client.cluster import PartitionMetadata, TopicMetadata, topic_id_string
 from kfast.tools import topics as topics_tool
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,9 +100,17 @@ def test_describe_prints_kafka_topics_format(broker, admin, topic):
     assert out.splitlines() == [
         f"Topic: {topic}\tTopicId: {expected_id}\tPartitionCount: 2\tReplicationFactor: 1\t"
         f"Configs: retention.ms=5000",
-        f"\tTopic: {topic}\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: N/A\tLastKnownElr: N/A",
-        f"\tTopic: {topic}\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: N/A\tLastKnownElr: N/A",
+        f"\tTopic: {topic}\tPartition: 0\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: ",
+        f"\tTopic: {topic}\tPartition: 1\tLeader: 1\tReplicas: 1\tIsr: 1\tElr: \tLastKnownElr: ",
     ]
+
+
+def test_describe_lines_without_eligible_leader_replicas_say_n_a():
+    # What Metadata-only brokers give (no DescribeTopicPartitions): kafka-topics.sh prints N/A.
+    topic = TopicMetadata("t", uuid.UUID(int=1), {0: PartitionMetadata(0, -1, 0, [1, 2], [2], [])})
+    assert topics_tool.describe_lines(topic, []) == [
+        "Topic: t\tTopicId: AAAAAAAAAAAAAAAAAAAAAQ\tPartitionCount: 1\tReplicationFactor: 2\tConfigs: ",
+        "\tTopic: t\tPartition: 0\tLeader: none\tReplicas: 1,2\tIsr: 2\tElr: N/A\tLastKnownElr: N/A"]
 
 
 def test_describe_missing_topic(broker, topic):

@@ -238,3 +238,14 @@ def test_a_recreated_topic_is_found_again_by_its_new_id(broker, topic, run):
     assert new_id != old_id
     assert sent.offset == 0
     assert [(r.offset, r.value) for r in records] == [(0, b"new")]
+
+
+def test_describe_topics_follows_the_partition_cursor(broker, topic, run):
+    async def scenario():
+        async with KafkaAdmin(broker.bootstrap_servers) as admin:
+            await admin.create_topics([NewTopic(topic + "-a", 5, 1), NewTopic(topic + "-b", 3, 1)])
+            return await admin.describe_topics([topic + "-b", topic + "-a"], partition_limit=2)
+    described = run(scenario())
+    assert [(t.name, sorted(t.partitions)) for t in described] == [
+        (topic + "-a", [0, 1, 2, 3, 4]), (topic + "-b", [0, 1, 2])]
+    assert all(p.eligible_leader_replicas == [] for t in described for p in t.partitions.values())
