@@ -152,7 +152,7 @@ class KafkaAdmin:
         for result in response.responses:
             _raise_for(result.error_code, result.error_message, result.name)
         for name in names:
-            self.cluster.topics.pop(name, None)
+            self.cluster.forget(name)
 
     async def create_partitions(self, new_counts: Mapping[str, int], validate_only: bool = False,
                                 timeout_ms: int = 30000) -> None:

@@ -128,7 +128,9 @@ class Cluster:
         self.controller_id: int = -1
         self.brokers: dict[int, BrokerMetadata] = {}
         self.topics: dict[str, TopicMetadata] = {}
-        self._stale: set[str] = set()
+        # Topics whose cached metadata is fresh and names every leader: the
+        # fast path of ``topic`` (called once per produced record).
+        self._usable: set[str] = set()
         self._connections: dict[int, BrokerConnection] = {}
         self._connecting: dict[int, asyncio.Future] = {}
         # Until the first Metadata answer names the brokers, requests go
@@ -254,15 +256,24 @@ class Cluster:
                 self.topics[entry.name] = topic
             else:
                 self.topics.pop(entry.name, None)
-            self._stale.discard(entry.name)
+            if entry.error_code == 0 and self._leaders_known(topic):
+                self._usable.add(entry.name)
+            else:
+                self._usable.discard(entry.name)
         if topics is None:
             for name in set(self.topics) - set(answered):
                 del self.topics[name]
+                self._usable.discard(name)
         return answered
+
+    def forget(self, topic: str) -> None:
+        """Drop ``topic`` from the cache (it was deleted)."""
+        self.topics.pop(topic, None)
+        self._usable.discard(topic)
 
     def invalidate(self, topic: str) -> None:
         """Forget what we know about ``topic``'s leaders (after a stale-metadata error)."""
-        self._stale.add(topic)
+        self._usable.discard(topic)
 
     async def backoff(self, attempt: int) -> None:
         """Sleep before retry number ``attempt`` (0-based): exponential, capped, jittered."""
@@ -273,9 +284,8 @@ class Cluster:
         """Metadata of ``name``, refreshed if missing or stale; retries
         retriable errors (e.g. UNKNOWN_TOPIC_OR_PARTITION right after
         creation, LEADER_NOT_AVAILABLE) until ``metadata_timeout``."""
-        known = self.topics.get(name)
-        if known is not None and name not in self._stale and self._leaders_known(known):
-            return known
+        if name in self._usable:
+            return self.topics[name]
         deadline = time.monotonic() + self.metadata_timeout
         attempt = 0
         while True:
