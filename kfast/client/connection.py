@@ -204,9 +204,10 @@ class BrokerConnection:
             self._shut(errors.NetworkException(f"connection to {self.host}:{self.port} lost: {exc}"))
             raise self._closed_error from exc
         finally:
+            # A caller that gives up (cancellation) leaves its entry: the
+            # reader drops the answer when it comes, and the connection lives on.
             if not future.done():
                 future.cancel()
-            self._in_flight.pop(correlation_id, None)
 
     async def _read_responses(self) -> None:
         reader = self._reader

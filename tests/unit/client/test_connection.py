@@ -162,3 +162,25 @@ def test_negotiation_falls_back_to_the_brokers_api_versions_version(run):
 
     run(scenario())
     assert seen_versions == [api_key(API_VERSIONS).max_stable_version, 2]
+
+
+def test_a_cancelled_request_leaves_the_connection_usable(broker, run, request):
+    from kfast.client.admin import KafkaAdmin, NewTopic
+    from kfast.protocol import FetchRequest
+
+    name = f"cancelled-{request.node.callspec.id}"
+
+    async def scenario():
+        async with KafkaAdmin(broker.bootstrap_servers) as admin:
+            await admin.create_topics([NewTopic(name, 1, 1)])
+            topic_id = (await admin.describe_topics([name]))[0].topic_id
+        async with await BrokerConnection.open(*address(broker)) as connection:
+            # An empty partition: the broker holds this fetch for max_wait_ms.
+            fetch = FetchRequest(max_wait_ms=1000, min_bytes=1, topics=[FetchRequest.FetchTopic(
+                topic=name, topic_id=topic_id, partitions=[FetchRequest.FetchPartition(
+                    partition=0, fetch_offset=0, partition_max_bytes=1024)])])
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(connection.send(fetch), 0.1)
+            response = await connection.send(MetadataRequest(topics=None))
+            assert connection.connected and any(t.name == name for t in response.topics)
+    run(scenario())
