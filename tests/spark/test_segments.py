@@ -3,6 +3,16 @@ import json
 import os
 
 import pytest
+from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
+    IntegerType,
+    LongType,
+    StringType,
+    StructField,
+    StructType,
+    TimestampType,
+)
 
 from kfast.compression import (
     COMPRESSION_GZIP,
@@ -249,10 +259,19 @@ def collect_rows(df):
 
 
 def test_schema_is_sparks_kafka_schema(spark, log_dir):
+    # Written out here as Spark's KafkaRecordToRowConverter declares it, not
+    # taken from kfast_spark.schema.
+    spark_kafka_schema = StructType([
+        StructField("key", BinaryType()), StructField("value", BinaryType()),
+        StructField("topic", StringType()), StructField("partition", IntegerType()),
+        StructField("offset", LongType()), StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType())])
+    with_headers = StructType(spark_kafka_schema.fields + [StructField("headers", ArrayType(
+        StructType([StructField("key", StringType()), StructField("value", BinaryType())])))])
     path, _ = log_dir
-    assert read(spark, path, subscribe=ORDERS).schema == KAFKA_SCHEMA
+    assert read(spark, path, subscribe=ORDERS).schema == spark_kafka_schema == KAFKA_SCHEMA
     assert read(spark, path, subscribe=ORDERS, includeHeaders="true").schema \
-        == KAFKA_SCHEMA_WITH_HEADERS
+        == with_headers == KAFKA_SCHEMA_WITH_HEADERS
 
 
 def test_reads_exactly_the_written_records(spark, log_dir):
