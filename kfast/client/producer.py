@@ -50,7 +50,7 @@ class _Batch:
     """One open or in-flight batch of one partition, and its callers' futures."""
 
     __slots__ = ("topic", "partition", "builder", "futures", "timestamps", "created",
-                 "data", "attempts")
+                 "data", "attempts", "finished")
 
     def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder):
         self.topic = topic
@@ -61,6 +61,7 @@ class _Batch:
         self.created = time.monotonic()
         self.data: bytes | None = None
         self.attempts = 0
+        self.finished = False
 
     def fail(self, error: BaseException) -> None:
         for future in self.futures:
@@ -242,6 +243,18 @@ class KafkaProducer:
 
     async def _send_batches(self, batches: list[_Batch]) -> None:
         """Send batches (grouped by leader); retry the retriable failures."""
+        try:
+            await self._send_with_retries(batches)
+        except BaseException as exc:
+            # Whatever went wrong, no caller (nor flush) may wait forever.
+            for batch in batches:
+                self._finish(batch, error=exc if isinstance(exc, Exception)
+                             else errors.NetworkException("producer stopped"))
+            if not isinstance(exc, Exception):
+                raise
+        self._wakeup.set()
+
+    async def _send_with_retries(self, batches: list[_Batch]) -> None:
         while batches:
             by_leader: dict[int, list[_Batch]] = {}
             retry: list[_Batch] = []
@@ -258,26 +271,25 @@ class KafkaProducer:
             if retry:
                 await self.cluster.backoff(max(b.attempts for b in retry) - 1)
             batches = retry
-        self._wakeup.set()
 
     async def _produce(self, node: int, batches: list[_Batch]) -> list[_Batch]:
         """One Produce request; returns the batches to retry."""
-        version = await self.cluster.version_for(node, _PRODUCE)
-        topics: dict[str, list[_Batch]] = {}
-        for batch in batches:
-            topics.setdefault(batch.topic, []).append(batch)
-        request = ProduceRequest(acks=self.acks, timeout_ms=self.request_timeout_ms)
-        for name, group in topics.items():
-            entry = ProduceRequest.TopicProduceData(partition_data=[
-                ProduceRequest.PartitionProduceData(index=b.partition, records=b.data) for b in group])
-            if version >= 13:
-                entry.topic_id = (await self.cluster.topic(name)).topic_id
-            else:
-                entry.name = name
-            request.topic_data.append(entry)
         for batch in batches:
             batch.attempts += 1
         try:
+            version = await self.cluster.version_for(node, _PRODUCE)
+            topics: dict[str, list[_Batch]] = {}
+            for batch in batches:
+                topics.setdefault(batch.topic, []).append(batch)
+            request = ProduceRequest(acks=self.acks, timeout_ms=self.request_timeout_ms)
+            for name, group in topics.items():
+                entry = ProduceRequest.TopicProduceData(partition_data=[
+                    ProduceRequest.PartitionProduceData(index=b.partition, records=b.data) for b in group])
+                if version >= 13:
+                    entry.topic_id = (await self.cluster.topic(name)).topic_id
+                else:
+                    entry.name = name
+                request.topic_data.append(entry)
             response = await self.cluster.send(node, request, version=version,
                                                expect_response=self.acks != 0)
         except errors.KafkaError as exc:
@@ -321,6 +333,9 @@ class KafkaProducer:
 
     def _finish(self, batch: _Batch, base_offset: int = -1, log_append_time: int = -1,
                 error: BaseException | None = None) -> None:
+        if batch.finished:
+            return
+        batch.finished = True
         self._in_flight.discard((batch.topic, batch.partition))
         self._wakeup.set()
         self._buffered -= len(batch.data)

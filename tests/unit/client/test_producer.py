@@ -111,3 +111,22 @@ def test_send_waits_while_the_buffer_is_full(broker, run, request):
             await producer.flush()
             return [f.result().offset for f in futures]
     assert run(scenario()) == list(range(200))
+
+
+def test_records_fail_instead_of_hanging_when_the_broker_goes_away(run, tmp_path):
+    from kfast.testing import KfastBroker
+
+    gone = KfastBroker(data_dir=str(tmp_path)).start()
+
+    async def scenario():
+        async with KafkaProducer(gone.bootstrap_servers, retries=2, retry_backoff=0.01,
+                                 allow_auto_topic_creation=True) as producer:
+            first = await producer.send_and_wait("t", b"v", partition=0)
+            gone.close()
+            with pytest.raises(errors.NetworkException):
+                await producer.send_and_wait("t", b"lost", partition=0)
+            return first
+    try:
+        assert run(scenario()).offset == 0
+    finally:
+        gone.close()
