@@ -356,6 +356,15 @@ class QuorumController:
             except Exception:
                 logger.exception("metadata subscriber %r failed", callback)
 
+    # -- the quorum ----------------------------------------------------------------------------
+    def quorum_state(self) -> dict:
+        """DescribeQuorum's view: this node is the only voter and the leader;
+        every committed record is fsynced before it is applied, so the high
+        watermark is the log end offset."""
+        end = self.metadata_log.end_offset if self.metadata_log.log is not None else 0
+        return {"leader_id": self.node_id, "leader_epoch": self.epoch, "high_watermark": end,
+                "voters": [(self.node_id, end)], "observers": []}
+
     # -- brokers and producer ids ---------------------------------------------------------
     async def register_broker(self, broker_id: int, incarnation_id: uuid.UUID,
                               listeners: list[Endpoint], rack: str | None) -> int:

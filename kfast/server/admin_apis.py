@@ -7,7 +7,8 @@ commits them to the metadata log before answering; the broker's metadata
 publisher applies them to the logs (created, deleted, reconfigured).
 Reads (DescribeConfigs, DescribeCluster, DescribeTopicPartitions,
 ListPartitionReassignments) are answered from the broker's current
-MetadataImage and its static configuration.
+MetadataImage and its static configuration; DescribeQuorum from the
+controller's metadata log.
 
 Errors are per resource, with Kafka's codes and messages; a request only
 fails as a whole for what Kafka fails as a whole (DescribeCluster with a
@@ -16,6 +17,7 @@ controller endpoint type).
 from __future__ import annotations
 
 import logging
+import time
 
 from kfast.controller.config_describer import (
     LOG4J_LEVELS,
@@ -26,7 +28,7 @@ from kfast.controller.configuration_control import OP_APPEND, OP_DELETE, OP_SET,
 from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID
 from kfast.controller.metadata.records import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
 from kfast.controller.replication_control import ELECTION_PREFERRED, TopicSpec
-from kfast.controller.topics import is_internal, validate_topic_name
+from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME, is_internal, validate_topic_name
 from kfast.protocol import (
     AlterConfigsResponse,
     AlterPartitionReassignmentsResponse,
@@ -35,6 +37,7 @@ from kfast.protocol import (
     DeleteTopicsResponse,
     DescribeClusterResponse,
     DescribeConfigsResponse,
+    DescribeQuorumResponse,
     DescribeTopicPartitionsResponse,
     ElectLeadersResponse,
     IncrementalAlterConfigsResponse,
@@ -495,6 +498,37 @@ def _alter_partition_reassignments_error(ctx, request, error):
                                                error_message=_message(error), responses=[])
 
 
+# -- DescribeQuorum ---------------------------------------------------------------------------
+def handle_describe_quorum(ctx: RequestContext, request):
+    """The metadata quorum (__cluster_metadata-0): this node is its only
+    voter. It has no controller listener of its own, so ``nodes`` (v2)
+    lists the voter without endpoints."""
+    Response = DescribeQuorumResponse
+    state = ctx.broker.controller.quorum_state()
+    now = int(time.time() * 1000)
+    topics = []
+    for topic in request.topics:
+        partitions = []
+        for partition in topic.partitions:
+            index = partition.partition_index
+            if topic.topic_name != CLUSTER_METADATA_TOPIC_NAME or index != 0:
+                partitions.append(Response.PartitionData(
+                    partition_index=index, error_code=errors.UnknownTopicOrPartitionException.code,
+                    error_message=f"Unknown topic partition {topic.topic_name}-{index}",
+                    leader_id=-1, leader_epoch=-1, high_watermark=-1))
+                continue
+            partitions.append(Response.PartitionData(
+                partition_index=0, error_code=0, leader_id=state["leader_id"],
+                leader_epoch=state["leader_epoch"], high_watermark=state["high_watermark"],
+                current_voters=[Response.ReplicaState(
+                    replica_id=voter, log_end_offset=end, last_fetch_timestamp=now,
+                    last_caught_up_timestamp=now) for voter, end in state["voters"]],
+                observers=[]))
+        topics.append(Response.TopicData(topic_name=topic.topic_name, partitions=partitions))
+    return Response(error_code=0, topics=topics, nodes=[
+        Response.Node(node_id=voter, listeners=[]) for voter, _ in state["voters"]])
+
+
 def register(apis: KafkaApis) -> None:
     key = api_keys.BY_NAME
     apis.register(key["CreateTopics"].key, handle_create_topics,
@@ -515,3 +549,4 @@ def register(apis: KafkaApis) -> None:
     apis.register(key["ListPartitionReassignments"].key, handle_list_partition_reassignments)
     apis.register(key["AlterPartitionReassignments"].key, handle_alter_partition_reassignments,
                   error_response=_alter_partition_reassignments_error)
+    apis.register(key["DescribeQuorum"].key, handle_describe_quorum)

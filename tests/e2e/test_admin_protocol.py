@@ -346,3 +346,19 @@ def test_alter_partition_reassignments_on_one_node(client, topic):
         errors.InvalidReplicaAssignmentException.code
     listed = client.request("ListPartitionReassignments", 0, topics=None)
     assert listed.topics == []
+
+
+def test_describe_quorum(client, broker):
+    Topic = p.DescribeQuorumRequest.TopicData
+    Partition = p.DescribeQuorumRequest.PartitionData
+    response = client.request("DescribeQuorum", 2, topics=[
+        Topic(topic_name="__cluster_metadata", partitions=[Partition(partition_index=0),
+                                                           Partition(partition_index=1)])])
+    assert response.error_code == 0
+    ok, unknown = response.topics[0].partitions
+    end = broker.call_soon(lambda: broker.broker.controller.metadata_log.end_offset)
+    assert (ok.error_code, ok.leader_id, ok.leader_epoch) == (0, 1, 1)
+    assert ok.high_watermark == end > 0
+    assert [(v.replica_id, v.log_end_offset) for v in ok.current_voters] == [(1, end)]
+    assert unknown.error_code == errors.UnknownTopicOrPartitionException.code
+    assert [n.node_id for n in response.nodes] == [1]
