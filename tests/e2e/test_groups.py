@@ -1,0 +1,416 @@
+"""Consumer groups with real clients: kafka-python, confluent-kafka (classic
+protocol), aiokafka and kcat -G against one kfast broker.
+
+Consumers that must be killed run as subprocesses of the script below,
+which prints one JSON line per event: {"assigned": [partitions]} after each
+rebalance and {"value": ...} per record (committed synchronously before it
+is printed, so a printed record is a committed one).
+"""
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+
+import pytest
+
+from kfast.testing import KfastBroker
+
+from conftest import REPO, wait_until
+
+SESSION_MS = 6000
+PARTITIONS = 6
+
+CONSUMER_SCRIPT = r'''
+import json, signal, sys
+client, bootstrap, topic, group, instance, session = sys.argv[1:7]
+session = int(session)
+instance = instance or None
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+
+def emit(**event):
+    print(json.dumps(event), flush=True)
+
+if client == "confluent":
+    from confluent_kafka import Consumer
+    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
+            "enable.auto.commit": False, "session.timeout.ms": session,
+            "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000}
+    if instance:
+        conf["group.instance.id"] = instance
+    c = Consumer(conf)
+    c.subscribe([topic], on_assign=lambda c, ps: emit(assigned=sorted(p.partition for p in ps)),
+                on_revoke=lambda c, ps: emit(revoked=sorted(p.partition for p in ps)))
+    while not stop:
+        m = c.poll(0.2)
+        if m is None or m.error():
+            continue
+        c.commit(message=m, asynchronous=False)
+        emit(value=m.value().decode(), partition=m.partition())
+    c.close()
+elif client == "kafka-python":
+    from kafka import KafkaConsumer, ConsumerRebalanceListener
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            emit(revoked=sorted(p.partition for p in revoked))
+        def on_partitions_assigned(self, assigned):
+            emit(assigned=sorted(p.partition for p in assigned))
+    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
+                      enable_auto_commit=False, session_timeout_ms=session,
+                      heartbeat_interval_ms=500, group_instance_id=instance,
+                      metadata_max_age_ms=1000)
+    c.subscribe([topic], listener=Listener())
+    while not stop:
+        for tp, records in c.poll(200).items():
+            for r in records:
+                c.commit()
+                emit(value=r.value.decode(), partition=tp.partition)
+    c.close()
+elif client == "aiokafka":
+    import asyncio
+    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            emit(revoked=sorted(p.partition for p in revoked))
+        def on_partitions_assigned(self, assigned):
+            emit(assigned=sorted(p.partition for p in assigned))
+    async def main():
+        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             session_timeout_ms=session, heartbeat_interval_ms=500,
+                             metadata_max_age_ms=1000)
+        c.subscribe([topic], listener=Listener())
+        await c.start()
+        try:
+            while not stop:
+                batch = await c.getmany(timeout_ms=200)
+                for tp, records in batch.items():
+                    for r in records:
+                        await c.commit()
+                        emit(value=r.value.decode(), partition=tp.partition)
+        finally:
+            await c.stop()
+    asyncio.run(main())
+emit(closed=True)
+'''
+
+
+class ConsumerProcess:
+    def __init__(self, client: str, bootstrap: str, topic: str, group: str,
+                 instance: str | None = None, session_ms: int = SESSION_MS):
+        env = dict(os.environ, PYTHONPATH=str(REPO))
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CONSUMER_SCRIPT, client, bootstrap, topic, group,
+             instance or "", str(session_ms)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        self.assigned: list[int] | None = None
+        self.assignments: list[list[int]] = []
+        self.values: set[str] = set()
+        self.closed = False
+        self.events: queue.Queue = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self):
+        for line in self.proc.stdout:
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if "assigned" in event:
+                self.assigned = event["assigned"]
+                self.assignments.append(event["assigned"])
+            elif "revoked" in event:
+                self.assigned = [p for p in self.assigned or [] if p not in event["revoked"]]
+            elif "value" in event:
+                self.values.add(event["value"])
+            elif "closed" in event:
+                self.closed = True
+
+    def kill(self):
+        self.proc.kill()
+        self.proc.wait(10)
+
+    def terminate(self):
+        self.proc.send_signal(signal.SIGTERM)
+
+    def stop(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def group_broker(tmp_path_factory):
+    instance = KfastBroker({"num.partitions": 1, "group.initial.rebalance.delay.ms": 0,
+                            "group.min.session.timeout.ms": 1000},
+                           data_dir=str(tmp_path_factory.mktemp("kfast-groups")))
+    instance.start()
+    yield instance
+    instance.close()
+
+
+def create_topic(bootstrap: str, name: str, partitions: int) -> None:
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+
+
+def produce(bootstrap: str, topic: str, values, partitions: int = PARTITIONS) -> None:
+    from confluent_kafka import Producer
+
+    producer = Producer({"bootstrap.servers": bootstrap})
+    for i, value in enumerate(values):
+        producer.produce(topic, value.encode(), partition=i % partitions)
+    assert producer.flush(15) == 0
+
+
+def owned(consumers) -> list[int]:
+    """Partitions owned by the live consumers, with repetitions."""
+    return sorted(p for c in consumers for p in (c.assigned or []))
+
+
+@pytest.fixture
+def names():
+    suffix = uuid.uuid4().hex[:8]
+    return f"topic-{suffix}", f"group-{suffix}"
+
+
+@pytest.mark.parametrize("client", ["kafka-python", "confluent", "aiokafka"])
+def test_three_consumers_split_rebalance_on_kill_and_close(group_broker, names, client):
+    bootstrap = group_broker.bootstrap_servers
+    topic, group = names
+    create_topic(bootstrap, topic, PARTITIONS)
+    first = [f"a{i}" for i in range(60)]
+    produce(bootstrap, topic, first)
+    consumers = [ConsumerProcess(client, bootstrap, topic, group) for _ in range(3)]
+    try:
+        wait_until(lambda: owned(consumers) == list(range(PARTITIONS))
+                   and all(len(c.assigned or []) == 2 for c in consumers),
+                   30, "three consumers sharing six partitions")
+        wait_until(lambda: set().union(*(c.values for c in consumers)) >= set(first), 30,
+                   "every record consumed")
+        # kill -9: the session timeout moves the partitions to the others.
+        killed_at = time.monotonic()
+        consumers[0].kill()
+        survivors = consumers[1:]
+        wait_until(lambda: owned(survivors) == list(range(PARTITIONS)),
+                   SESSION_MS / 1000 + 15, "partitions of the killed consumer reassigned")
+        assert time.monotonic() - killed_at >= SESSION_MS / 1000 * 0.5
+        second = [f"b{i}" for i in range(30)]
+        produce(bootstrap, topic, second)
+        wait_until(lambda: set().union(*(c.values for c in survivors)) >= set(second), 30,
+                   "records after the kill consumed")
+        # A graceful close leaves the group at once: no session timeout wait.
+        closed_at = time.monotonic()
+        survivors[0].terminate()
+        wait_until(lambda: owned(survivors[1:]) == list(range(PARTITIONS)),
+                   SESSION_MS / 1000, "partitions of the closed consumer reassigned")
+        assert time.monotonic() - closed_at < SESSION_MS / 1000
+        third = [f"c{i}" for i in range(12)]
+        produce(bootstrap, topic, third)
+        wait_until(lambda: survivors[1].values >= set(third), 30, "records after the close")
+    finally:
+        for consumer in consumers:
+            consumer.stop()
+
+
+def test_static_member_restart_gets_its_partitions_back_without_rebalance(group_broker, names):
+    bootstrap = group_broker.bootstrap_servers
+    topic, group = names
+    create_topic(bootstrap, topic, PARTITIONS)
+    session = 10000
+    a = ConsumerProcess("confluent", bootstrap, topic, group, "static-a", session)
+    b = ConsumerProcess("confluent", bootstrap, topic, group, "static-b", session)
+    restarted = None
+    try:
+        wait_until(lambda: owned([a, b]) == list(range(PARTITIONS))
+                   and a.assigned and b.assigned, 30, "two static members share the topic")
+        mine, b_assignments = list(a.assigned), len(b.assignments)
+        a.kill()
+        restarted = ConsumerProcess("confluent", bootstrap, topic, group, "static-a", session)
+        wait_until(lambda: restarted.assigned is not None, 20, "restarted member assigned")
+        assert restarted.assigned == mine
+        produce(bootstrap, topic, [f"s{i}" for i in range(12)])
+        wait_until(lambda: len(restarted.values | b.values) == 12, 20, "records consumed")
+        assert len(b.assignments) == b_assignments   # b saw no rebalance
+    finally:
+        for consumer in (a, b, restarted):
+            if consumer is not None:
+                consumer.stop()
+
+
+def test_kcat_balanced_consumers(group_broker, names):
+    bootstrap = group_broker.bootstrap_servers
+    topic, group = names
+    create_topic(bootstrap, topic, PARTITIONS)
+    values = [f"k{i}" for i in range(30)]
+    produce(bootstrap, topic, values)
+    procs, outputs = [], [set(), set()]
+
+    def pump(proc, out):
+        for line in proc.stdout:
+            out.add(line.strip())
+
+    try:
+        for out in outputs:
+            proc = subprocess.Popen(
+                ["kcat", "-b", bootstrap, "-G", group, "-o", "beginning", "-u",
+                 "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500", topic],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+            procs.append(proc)
+            threading.Thread(target=pump, args=(proc, out), daemon=True).start()
+        wait_until(lambda: outputs[0] | outputs[1] >= set(values), 30, "kcat consumed all")
+        from kafka import KafkaAdminClient
+        admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+        try:
+            def split():
+                desc = admin.describe_groups([group])[group]
+                parts = [p for m in desc["members"]
+                         for a in m["member_assignment"]["assigned_partitions"]
+                         for p in a["partitions"]]
+                return desc["group_state"] == "Stable" and len(desc["members"]) == 2 and \
+                    sorted(parts) == list(range(PARTITIONS))
+            wait_until(split, 30, "two kcat members splitting the partitions")
+        finally:
+            admin.close()
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait(10)
+
+
+def test_commit_and_fetch_offsets_with_metadata(group_broker, names):
+    from confluent_kafka import Consumer, TopicPartition
+    from kafka import KafkaConsumer
+    from kafka.structs import OffsetAndMetadata, TopicPartition as KTopicPartition
+
+    bootstrap = group_broker.bootstrap_servers
+    topic, group = names
+    create_topic(bootstrap, topic, 2)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
+    try:
+        consumer.commit(offsets=[TopicPartition(topic, 0, 5, metadata="hello"),
+                                 TopicPartition(topic, 1, 7)], asynchronous=False)
+        got = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 10)
+        assert [(p.partition, p.offset) for p in got] == [(0, 5), (1, 7)]
+        assert got[0].metadata == "hello"
+    finally:
+        consumer.close()
+    kp = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, enable_auto_commit=False)
+    try:
+        tp = KTopicPartition(topic, 1)
+        kp.commit({tp: OffsetAndMetadata(9, "meta-1", -1)})
+        assert kp.committed(tp, metadata=True).offset == 9
+        assert kp.committed(tp, metadata=True).metadata == "meta-1"
+        assert kp.committed(KTopicPartition(topic, 0)) == 5
+        too_big = OffsetAndMetadata(1, "x" * 5000, -1)
+        with pytest.raises(Exception) as info:
+            kp.commit({tp: too_big})
+        assert "OffsetMetadataTooLarge" in repr(info.value) or \
+            "METADATA_TOO_LARGE" in repr(info.value).upper()
+        assert kp.committed(tp) == 9
+    finally:
+        kp.close()
+
+
+def test_twenty_consumers_converge_to_one_generation(group_broker, names):
+    from confluent_kafka import Consumer
+    from kafka import KafkaAdminClient
+
+    bootstrap = group_broker.bootstrap_servers
+    topic, group = names
+    partitions = 40
+    create_topic(bootstrap, topic, partitions)
+    consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                           "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
+                 for _ in range(20)]
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    stop = threading.Event()
+
+    def poll(consumer):
+        while not stop.is_set():
+            consumer.poll(0.1)
+
+    threads = [threading.Thread(target=poll, args=(c,), daemon=True) for c in consumers]
+    # assignment() from another thread than poll() blocks in librdkafka:
+    # the poll threads record what on_assign hands them.
+    assigned: dict[int, list[int]] = {}
+
+    def subscribe(i, consumer):
+        consumer.subscribe(
+            [topic], on_assign=lambda c, ps: assigned.__setitem__(i, [p.partition for p in ps]),
+            on_revoke=lambda c, ps: assigned.__setitem__(i, []))
+
+    try:
+        for i, consumer in enumerate(consumers):
+            subscribe(i, consumer)
+        for thread in threads:
+            thread.start()
+
+        def converged():
+            desc = admin.describe_groups([group])[group]
+            if desc["group_state"] != "Stable" or len(desc["members"]) != 20:
+                return None
+            parts = [p for m in desc["members"]
+                     for a in m["member_assignment"]["assigned_partitions"]
+                     for p in a["partitions"]]
+            return sorted(parts) == list(range(partitions)) and all(
+                len([p for a in m["member_assignment"]["assigned_partitions"]
+                     for p in a["partitions"]]) == 2 for m in desc["members"])
+        wait_until(converged, 60, "20 members in one Stable generation")
+        wait_until(lambda: sorted(p for ps in list(assigned.values()) for p in ps)
+                   == list(range(partitions)) and len(assigned) == 20, 20,
+                   "every consumer holding its two partitions")
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(10)
+        for consumer in consumers:
+            consumer.close()
+        admin.close()
+
+
+def test_broker_restart_keeps_groups_and_offsets(group_broker, names):
+    from confluent_kafka import Consumer, TopicPartition
+
+    bootstrap = group_broker.bootstrap_servers
+    topic, group = names
+    create_topic(bootstrap, topic, 2)
+    produce(bootstrap, topic, [f"r{i}" for i in range(10)], 2)
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.commit(offsets=[TopicPartition(topic, 0, 3, metadata="before"),
+                             TopicPartition(topic, 1, 4)], asynchronous=False)
+    consumer.close()
+    group_broker.restart()
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    try:
+        got = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 20)
+        assert [p.offset for p in got] == [3, 4]
+        assert got[0].metadata == "before"
+        consumer.subscribe([topic])
+        seen = []
+        deadline = time.monotonic() + 30
+        while len(seen) < 3 and time.monotonic() < deadline:
+            m = consumer.poll(0.5)
+            if m is not None and not m.error():
+                seen.append((m.partition(), m.offset()))
+        # resumes from the committed positions, not from the beginning
+        assert len(seen) == 3 and all(offset >= {0: 3, 1: 4}[p] for p, offset in seen)
+    finally:
+        consumer.close()
+    from kafka import KafkaAdminClient
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        assert group in [g["group_id"] for g in admin.list_groups()]
+    finally:
+        admin.close()
