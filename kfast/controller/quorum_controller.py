@@ -454,6 +454,11 @@ class QuorumController:
         return await self._run(lambda: self.replication_control.alter_partition_reassignments(
             requests, allow_replication_factor_change))
 
+    async def update_features(self, updates: list[tuple[str, int]]) -> dict:
+        """(feature, max level) pairs; {feature: KafkaError | None}."""
+        return await self._run(lambda: self.feature_control.update_features(updates,
+                                                                            self.node_id))
+
     # -- configs -------------------------------------------------------------------------------
     async def incremental_alter_configs(self, changes: list, validate_only: bool = False) -> list:
         """changes: (resource type, name, [(key, op, value)]); KafkaError | None each."""

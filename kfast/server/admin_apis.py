@@ -2,7 +2,8 @@
 ControllerApis / KafkaApis admin handlers, ConfigHelper, ConfigAdminManager).
 
 Writes (CreateTopics, DeleteTopics, CreatePartitions, AlterConfigs,
-IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments) go to the QuorumController, which
+IncrementalAlterConfigs, ElectLeaders, AlterPartitionReassignments,
+UpdateFeatures) go to the QuorumController, which
 commits them to the metadata log before answering; the broker's metadata
 publisher applies them to the logs (created, deleted, reconfigured).
 Reads (DescribeConfigs, DescribeCluster, DescribeTopicPartitions,
@@ -42,6 +43,7 @@ from kfast.protocol import (
     ElectLeadersResponse,
     IncrementalAlterConfigsResponse,
     ListPartitionReassignmentsResponse,
+    UpdateFeaturesResponse,
     api_keys,
     errors,
 )
@@ -498,6 +500,29 @@ def _alter_partition_reassignments_error(ctx, request, error):
                                                error_message=_message(error), responses=[])
 
 
+# -- UpdateFeatures ---------------------------------------------------------------------------
+async def handle_update_features(ctx: RequestContext, request):
+    names = [u.feature for u in request.feature_updates]
+    if len(set(names)) != len(names):
+        return UpdateFeaturesResponse(error_code=errors.InvalidRequestException.code,
+                                      error_message="Duplicate feature in the request.")
+    results = await ctx.broker.controller.update_features(
+        [(u.feature, u.max_version_level) for u in request.feature_updates])
+    if ctx.api_version >= 2:
+        # v2 has no per-feature results: the first failure answers for all.
+        failed = next((e for e in results.values() if e is not None), None)
+        return UpdateFeaturesResponse(error_code=failed.code if failed else 0,
+                                      error_message=_message(failed))
+    return UpdateFeaturesResponse(error_code=0, error_message=None, results=[
+        UpdateFeaturesResponse.UpdatableFeatureResult(
+            feature=name, error_code=error.code if error else 0, error_message=_message(error))
+        for name, error in results.items()])
+
+
+def _update_features_error(ctx, request, error):
+    return UpdateFeaturesResponse(error_code=error.code, error_message=_message(error))
+
+
 # -- DescribeQuorum ---------------------------------------------------------------------------
 def handle_describe_quorum(ctx: RequestContext, request):
     """The metadata quorum (__cluster_metadata-0): this node is its only
@@ -550,3 +575,5 @@ def register(apis: KafkaApis) -> None:
     apis.register(key["AlterPartitionReassignments"].key, handle_alter_partition_reassignments,
                   error_response=_alter_partition_reassignments_error)
     apis.register(key["DescribeQuorum"].key, handle_describe_quorum)
+    apis.register(key["UpdateFeatures"].key, handle_update_features,
+                  error_response=_update_features_error)

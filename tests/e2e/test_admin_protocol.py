@@ -362,3 +362,23 @@ def test_describe_quorum(client, broker):
     assert [(v.replica_id, v.log_end_offset) for v in ok.current_voters] == [(1, end)]
     assert unknown.error_code == errors.UnknownTopicOrPartitionException.code
     assert [n.node_id for n in response.nodes] == [1]
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_update_features_accepts_only_the_running_levels(client, version):
+    Update = p.UpdateFeaturesRequest.FeatureUpdateKey
+
+    def update(*pairs):
+        return client.request("UpdateFeatures", version, timeout_ms=1000, feature_updates=[
+            Update(feature=name, max_version_level=level) for name, level in pairs])
+
+    ok = update(("metadata.version", 21), ("group.version", 0))
+    assert ok.error_code == 0
+    bad = update(("metadata.version", 22))
+    code = errors.InvalidUpdateVersionException.code
+    if version >= 2:
+        assert bad.error_code == code
+    else:
+        assert [(r.feature, r.error_code) for r in bad.results] == [("metadata.version", code)]
+    assert update(("kraft.version", 1), ("kraft.version", 0)).error_code == \
+        errors.InvalidRequestException.code

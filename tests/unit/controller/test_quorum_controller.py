@@ -245,3 +245,20 @@ def test_cluster_id_from_meta_properties_or_generated(tmp_path):
     write_meta_properties(str(tmp_path), MetaProperties(1, "fromMetaPropertiesAAAAA", 1))
     assert QuorumController(config, 1, None, str(tmp_path)).cluster_id == \
         "fromMetaPropertiesAAAAA"
+
+
+def test_update_features(tmp_path):
+    async def main():
+        controller = await started(tmp_path)
+        results = await controller.update_features([("metadata.version", 21),
+                                                    ("transaction.version", 2)])
+        disable = await controller.update_features([("metadata.version", 0)])
+        image = controller.image
+        await controller.shutdown()
+        return results, disable, image
+
+    results, disable, image = run(main())
+    assert results["metadata.version"] is None
+    assert isinstance(results["transaction.version"], errors.InvalidUpdateVersionException)
+    assert isinstance(disable["metadata.version"], errors.InvalidUpdateVersionException)
+    assert image.features == {"metadata.version": 21}
