@@ -37,7 +37,7 @@ from kfast.client.producer import KafkaProducer
 from kfast.protocol import errors
 from kfast.records import (
     COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_SNAPPY, COMPRESSION_ZSTD,
-    NO_TIMESTAMP, TIMESTAMP_LOG_APPEND_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
 )
 
 CODECS = {"none": COMPRESSION_NONE, "gzip": COMPRESSION_GZIP, "snappy": COMPRESSION_SNAPPY,
@@ -263,11 +263,10 @@ class MessageFormatter:
     def format(self, record: ConsumerRecord) -> bytes:
         fields: list[bytes] = []
         if self.print_timestamp:
-            if record.timestamp == NO_TIMESTAMP:
-                fields.append(b"NO_TIMESTAMP")
-            else:
-                kind = "LogAppendTime" if record.timestamp_type == TIMESTAMP_LOG_APPEND_TIME else "CreateTime"
-                fields.append(f"{kind}:{record.timestamp}".encode())
+            # Kafka prints NO_TIMESTAMP only for magic-0 records, which have no
+            # timestamp type; a v2 record without a timestamp is CreateTime:-1.
+            kind = "LogAppendTime" if record.timestamp_type == TIMESTAMP_LOG_APPEND_TIME else "CreateTime"
+            fields.append(f"{kind}:{record.timestamp}".encode())
         if self.print_partition:
             fields.append(b"Partition:%d" % record.partition)
         if self.print_offset:

@@ -208,3 +208,20 @@ def test_consume_from_past_the_end_is_not_an_error(broker, written_by_kafka_pyth
     status, out, err = kfast_consume(broker, "--topic", topic, "--partition", "0", "--offset", "100",
                                      "--timeout-ms", "300")
     assert (status, out, err) == (0, b"", "Processed a total of 0 messages\n")
+
+
+@pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat not installed")
+def test_log_append_time_records_print_the_brokers_time(broker, admin, topic):
+    admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"message.timestamp.type": "LogAppendTime"})])
+    assert kfast_produce(broker, "a\nb\n", "--topic", topic) == (0, "")
+    kcat = subprocess.run(["kcat", "-C", "-b", broker.bootstrap_servers, "-t", topic, "-o", "beginning",
+                           "-e", "-J", "-q"], capture_output=True, timeout=30, check=True)
+    status, out, _ = kfast_consume(broker, "--topic", topic, "--from-beginning", "--max-messages", "2",
+                                   "--format", "json")
+    assert status == 0 and out.splitlines() == kcat.stdout.splitlines()
+    broker_times = [json.loads(line)["ts"] for line in out.splitlines()]
+    assert all(json.loads(line)["tstype"] == "logappend" for line in out.splitlines())
+    status, out, _ = kfast_consume(broker, "--topic", topic, "--from-beginning", "--max-messages", "2",
+                                   "--property", "print.timestamp=true")
+    assert out.decode().splitlines() == [f"LogAppendTime:{broker_times[0]}\ta",
+                                         f"LogAppendTime:{broker_times[1]}\tb"]
