@@ -9,6 +9,7 @@ replication. Layers, each importing only the ones before it:
   per broker, refresh with backoff on stale-metadata errors.
 - ``admin`` (``KafkaAdmin``), ``producer`` (``KafkaProducer``, with
   ``partitioner``), ``fetcher`` (``Fetcher``): what users call.
+- ``blocking``: ``BlockingFetcher``, the fetcher for synchronous callers.
 
     async with Fetcher("127.0.0.1:9092") as fetcher:
         part = await fetcher.fetch_raw("t", 0, offset, max_bytes=1 << 20)
@@ -17,6 +18,7 @@ replication. Layers, each importing only the ones before it:
 Every broker error surfaces as the ``kfast.protocol.errors`` exception of its code.
 """
 from kfast.client.admin import EARLIEST, LATEST, MAX_TIMESTAMP, KafkaAdmin, NewTopic
+from kfast.client.blocking import BlockingFetcher
 from kfast.client.cluster import Cluster
 from kfast.client.connection import BlockingConnection, BrokerConnection
 from kfast.client.fetcher import (
@@ -25,7 +27,7 @@ from kfast.client.fetcher import (
 from kfast.client.producer import KafkaProducer, RecordMetadata
 
 __all__ = [
-    "BlockingConnection", "BrokerConnection", "Cluster", "ConsumerRecord", "EARLIEST",
+    "BlockingConnection", "BlockingFetcher", "BrokerConnection", "Cluster", "ConsumerRecord", "EARLIEST",
     "FetchedPartition", "Fetcher", "KafkaAdmin", "KafkaProducer", "LATEST", "MAX_TIMESTAMP",
     "NewTopic", "READ_COMMITTED", "READ_UNCOMMITTED", "RecordMetadata", "decode_records",
 ]

@@ -249,3 +249,25 @@ def test_describe_topics_follows_the_partition_cursor(broker, topic, run):
     assert [(t.name, sorted(t.partitions)) for t in described] == [
         (topic + "-a", [0, 1, 2, 3, 4]), (topic + "-b", [0, 1, 2])]
     assert all(p.eligible_leader_replicas == [] for t in described for p in t.partitions.values())
+
+
+def test_blocking_fetcher_for_synchronous_readers(broker, topic):
+    from kfast.client import BlockingFetcher
+
+    producer = KafkaPythonProducer(bootstrap_servers=broker.bootstrap_servers)
+    for i in range(5):
+        producer.send(topic, key=b"k%d" % i, value=b"v%d" % i, partition=0)
+    producer.flush()
+    producer.close()
+    expected = kafka_python_consume(broker, topic, [0], 5)
+    with BlockingFetcher(broker.bootstrap_servers) as fetcher:
+        assert fetcher.partitions_for(topic) == [0]
+        assert fetcher.list_offsets({(topic, 0): EARLIEST}) == {(topic, 0): 0}
+        assert fetcher.list_offsets({(topic, 0): LATEST}) == {(topic, 0): 5}
+        part = fetcher.fetch_raw(topic, 0, 0)
+        records = fetcher.fetch_records(topic, 0, 2)
+    columns = decode_columnar(part.records)       # still valid after the fetcher closed
+    assert [(columns.offsets[i], columns.key(i), columns.value(i)) for i in range(columns.num_records)] == \
+        [(m.offset, m.key, m.value) for m in expected]
+    assert (part.high_watermark, part.next_offset) == (5, 5)
+    assert [r.value for r in records] == [b"v2", b"v3", b"v4"]
