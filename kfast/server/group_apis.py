@@ -53,6 +53,9 @@ def _client_host(ctx: RequestContext) -> str:
 async def _ensure_offsets_topic(ctx: RequestContext) -> int:
     broker = ctx.broker
     if GROUP_METADATA_TOPIC_NAME in broker.metadata_image.topics_by_name:
+        # Created by a concurrent request: answer once its logs exist.
+        if not broker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, 0):
+            await broker.metadata_publisher.wait_idle()
         return 0
     partitions, replication, configs = internal_topic_settings(broker.config,
                                                                GROUP_METADATA_TOPIC_NAME)

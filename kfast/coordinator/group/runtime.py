@@ -95,9 +95,12 @@ class GroupCoordinatorRuntime:
         if partition is None:
             image = self.broker.metadata_image
             topic = image.topics_by_name.get(GROUP_METADATA_TOPIC_NAME) if image else None
-            if topic is not None and index in topic.partitions and \
-                    topic.partitions[index].leader != self.broker.node_id:
-                return E.NotCoordinatorException.code
+            if topic is not None and index in topic.partitions:
+                if topic.partitions[index].leader != self.broker.node_id:
+                    return E.NotCoordinatorException.code
+                # Ours in the metadata, its log not created yet: Kafka's
+                # "loading" answer, which clients retry.
+                return E.CoordinatorLoadInProgressException.code
             return E.CoordinatorNotAvailableException.code
         if not partition.is_leader:
             if index in self.loaded:
