@@ -17,6 +17,7 @@ SUBCOMMANDS = [
     "kfast.tools.serve",
     "kfast.tools.topics",
     "kfast.tools.console",
+    "kfast.tools.groups",
 ]
 
 
