@@ -11,7 +11,7 @@ import time
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
 
-from conftest import REPO
+from e2e_support import REPO
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -128,7 +128,7 @@ def test_kafka_stock_kraft_server_properties(tmp_path):
     """Kafka's config/kraft/server.properties (ports and dirs changed) works
     as is: the CONTROLLER listener is the in-process controller's, PLAINTEXT
     is served and advertised as configured."""
-    from conftest import ServeProcess, free_port
+    from e2e_support import ServeProcess, free_port
 
     port, controller_port = free_port(), free_port()
     properties = tmp_path / "server.properties"

@@ -194,7 +194,7 @@ def _values(records) -> list[bytes]:
 
 
 # -- ApiVersions -----------------------------------------------------------------------------
-def test_api_versions_lists_registered_apis(client):
+def test_api_versions_lists_registered_apis(broker, client):
     response = client.request(18, 3, p.ApiVersionsRequest(client_software_name="kfast-test",
                                                           client_software_version="1.0"))
     assert response.error_code == 0
@@ -203,7 +203,10 @@ def test_api_versions_lists_registered_apis(client):
     assert keys[0] == (0, table[0].max_stable_version)   # Produce from v0 (KAFKA-18659)
     for key in (1, 2, 3, 18, 21, 22, 23, 35):
         assert keys[key] == (table[key].min_version, table[key].max_stable_version)
-    assert 11 not in keys              # no group coordinator registered here
+    # Exactly the APIs with a handler are advertised: nothing a client would
+    # call only to be disconnected for an unknown key.
+    assert sorted(keys) == broker.broker.apis.registered()
+    assert 24 not in keys          # AddPartitionsToTxn: no transaction coordinator yet
 
 
 def test_api_versions_unsupported_version_answers_v0(client):
