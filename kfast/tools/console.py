@@ -7,8 +7,15 @@ LineMessageReader's, set with ``--property``:
     parse.key=true        key.separator=<TAB>        (KEY<sep>VALUE)
     parse.headers=true    headers.delimiter=<TAB>    (HEADERS<delim>[KEY<sep>]VALUE)
                           headers.separator=,  headers.key.separator=:   (h1:v1,h2:v2)
-    null.marker=X         a key, value or header value equal to X is null
-    ignore.error=true     a line without a separator is a value (null key), not an error
+    null.marker=X         a key, value or header value equal to X is null (a header
+                          section equal to X: no headers)
+    ignore.error=true     a missing separator is not an error: a line without a key
+                          separator is a value (null key), a header without a key
+                          separator has a null value
+
+Ambiguous settings (two of the header separators, or the null marker and
+one of them, equal) are refused as Kafka refuses them. An empty header
+section means no headers.
 
 ``--headers`` is short for ``--property parse.headers=true``.
 
@@ -124,15 +131,38 @@ class LineReader:
         self.null_marker = properties.get("null.marker")
         if self.null_marker is not None:
             self.null_marker = _unescape(self.null_marker)
-        if self.parse_key and self.parse_headers and self.key_separator == self.headers_key_separator:
-            raise UsageError("headers.key.separator and key.separator may not be equal")
-        if self.parse_headers and self.headers_separator == self.headers_key_separator:
-            raise UsageError("headers.separator and headers.key.separator may not be equal")
+        if self.parse_headers:
+            self._check_distinct({"headers.delimiter": self.headers_delimiter,
+                                  "headers.separator": self.headers_separator,
+                                  "headers.key.separator": self.headers_key_separator})
+
+    def _check_distinct(self, separators: dict[str, str]) -> None:
+        # Kafka's LineMessageReader refuses settings that make a line ambiguous.
+        names = list(separators)
+        for i, first in enumerate(names):
+            for second in names[i + 1:]:
+                if separators[first] == separators[second]:
+                    raise UsageError(f"{first} and {second} may not be equal")
+        if self.null_marker is not None:
+            for name in names:
+                if self.null_marker == separators[name]:
+                    raise UsageError(f"null.marker and {name} may not be equal")
 
     def _field(self, text: str) -> bytes | None:
         if self.null_marker is not None and text == self.null_marker:
             return None
         return text.encode()
+
+    def _header(self, pair: str, line_number: int) -> tuple[str, bytes | None]:
+        name, sep, value = pair.partition(self.headers_key_separator)
+        if not sep:
+            if self.ignore_error:
+                return pair, None
+            raise UsageError(f"No header key separator found in pair '{pair}' on line number {line_number}")
+        if self.null_marker is not None and name == self.null_marker:
+            raise UsageError(f"Header keys should not be equal to the null marker "
+                             f"'{self.null_marker}' as they can't be null")
+        return name, self._field(value)
 
     def read(self, line: str, line_number: int):
         rest = line
@@ -144,13 +174,11 @@ class LineReader:
                     raise UsageError(f"No headers delimiter found on line number {line_number}: '{line}'")
             else:
                 rest = tail
-                if head:
-                    for header in head.split(self.headers_separator):
-                        name, sep, value = header.partition(self.headers_key_separator)
-                        if self.null_marker is not None and name == self.null_marker:
-                            raise UsageError(f"Header keys should not be equal to the null marker "
-                                             f"'{self.null_marker}' as they can't be null")
-                        headers.append((name, self._field(value) if sep else None))
+                # A header section equal to the null marker means no headers;
+                # so does an empty one (kfast's leniency: Kafka reads a pair '').
+                if head and head != self.null_marker:
+                    for pair in head.split(self.headers_separator):
+                        headers.append(self._header(pair, line_number))
         key = None
         if self.parse_key:
             key_text, sep, value_text = rest.partition(self.key_separator)
