@@ -133,7 +133,10 @@ async def handle_join_group(ctx: RequestContext, request):
     return {
         "error_code": result["error_code"], "generation_id": result["generation_id"],
         "protocol_type": result["protocol_type"], "protocol_name": protocol_name,
-        "leader": result["leader"], "skip_assignment": result["skip_assignment"],
+        "leader": result["leader"],
+        # v0-8 have no skip_assignment: the static leader assigns again and
+        # its SyncGroup in Stable just returns the current assignment.
+        "skip_assignment": result["skip_assignment"] and version >= 9,
         "member_id": result["member_id"],
         "members": [{"member_id": m, "group_instance_id": i, "metadata": meta}
                     for m, i, meta in result["members"]],
