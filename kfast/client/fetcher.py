@@ -258,4 +258,9 @@ class Fetcher:
                     p.last_stable_offset, p.log_start_offset,
                     _next_offset(records, positions[key]),
                     [(a.producer_id, a.first_offset) for a in (p.aborted_transactions or ())])
+        missing = [key for key in positions if key not in fetched and key not in stale]
+        if missing:
+            # Not answered at all (a broker must answer every partition): ask again.
+            stale.extend(missing)
+            error = errors.UnknownServerException(f"Fetch from broker {node} left out {missing}")
         return fetched, stale, error
