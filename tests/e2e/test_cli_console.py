@@ -225,3 +225,10 @@ def test_log_append_time_records_print_the_brokers_time(broker, admin, topic):
                                    "--property", "print.timestamp=true")
     assert out.decode().splitlines() == [f"LogAppendTime:{broker_times[0]}\ta",
                                          f"LogAppendTime:{broker_times[1]}\tb"]
+
+
+@pytest.mark.parametrize("flags", [["--acks", "0"], ["--acks", "1", "--sync"], ["--request-required-acks", "all"]])
+def test_produce_acks_options(broker, admin, topic, flags):
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    assert kfast_produce(broker, "one\ntwo\n", "--topic", topic, *flags) == (0, "")
+    assert [m.value() for m in confluent_read(broker, topic, [0], 2)] == [b"one", b"two"]
