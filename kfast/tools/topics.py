@@ -21,7 +21,7 @@ import re
 import sys
 
 from kfast.client.admin import OP_DELETE, OP_SET, RESOURCE_TOPIC, KafkaAdmin, NewTopic
-from kfast.client.cluster import TopicMetadata, topic_id_string
+from kfast.client.cluster import PartitionMetadata, TopicMetadata, topic_id_string
 from kfast.protocol import errors
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
@@ -50,6 +50,12 @@ def register(subparsers) -> None:
     p.add_argument("--if-exists", action="store_true",
                    help="alter, describe, delete: no error if no topic matches")
     p.add_argument("--exclude-internal", action="store_true", help="leave internal topics out")
+    p.add_argument("--topics-with-overrides", action="store_true",
+                   help="describe: only topics with config overrides, without partitions")
+    for option in ("under-replicated-partitions", "unavailable-partitions",
+                   "under-min-isr-partitions", "at-min-isr-partitions"):
+        p.add_argument(f"--{option}", action="store_true",
+                       help=f"describe: only the {option.replace('-', ' ')}")
     p.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS",
                    help="give up on the cluster after this long")
     p.set_defaults(handler=run)
@@ -169,19 +175,35 @@ def _nodes(nodes: list[int] | None) -> str:
 
 def describe_lines(topic: TopicMetadata, configs) -> list[str]:
     """kafka-topics.sh --describe lines of one topic."""
+    return [topic_line(topic, configs)] + [partition_line(topic, topic.partitions[i])
+                                           for i in sorted(topic.partitions)]
+
+
+def topic_line(topic: TopicMetadata, configs) -> str:
     overrides = ",".join(f"{c.name}={c.value}" for c in configs if not c.is_default)
-    partitions = [topic.partitions[i] for i in sorted(topic.partitions)]
-    replication_factor = len(partitions[0].replicas) if partitions else 0
-    lines = [f"Topic: {topic.name}\tTopicId: {topic_id_string(topic.topic_id)}\t"
-             f"PartitionCount: {len(partitions)}\tReplicationFactor: {replication_factor}\t"
-             f"Configs: {overrides}"]
-    for p in partitions:
-        leader = p.leader if p.leader >= 0 else "none"
-        lines.append(f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"
-                     f"Replicas: {_nodes(p.replicas)}\tIsr: {_nodes(p.isr)}\t"
-                     f"Elr: {_nodes(p.eligible_leader_replicas)}\t"
-                     f"LastKnownElr: {_nodes(p.last_known_elr)}")
-    return lines
+    first = topic.partitions.get(min(topic.partitions)) if topic.partitions else None
+    replication_factor = len(first.replicas) if first is not None else 0
+    return (f"Topic: {topic.name}\tTopicId: {topic_id_string(topic.topic_id)}\t"
+            f"PartitionCount: {len(topic.partitions)}\tReplicationFactor: {replication_factor}\t"
+            f"Configs: {overrides}")
+
+
+def partition_line(topic: TopicMetadata, p: PartitionMetadata) -> str:
+    leader = p.leader if p.leader >= 0 else "none"
+    return (f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"
+            f"Replicas: {_nodes(p.replicas)}\tIsr: {_nodes(p.isr)}\t"
+            f"Elr: {_nodes(p.eligible_leader_replicas)}\t"
+            f"LastKnownElr: {_nodes(p.last_known_elr)}")
+
+
+# kafka-topics.sh's partition reports: (option, test of a partition given
+# the live brokers and the topic's min.insync.replicas).
+PARTITION_REPORTS = {
+    "under_replicated_partitions": lambda p, live, min_isr: len(p.isr) < len(p.replicas),
+    "unavailable_partitions": lambda p, live, min_isr: p.leader < 0 or p.leader not in live,
+    "under_min_isr_partitions": lambda p, live, min_isr: p.leader < 0 or len(p.isr) < min_isr,
+    "at_min_isr_partitions": lambda p, live, min_isr: len(p.isr) == min_isr,
+}
 
 
 async def _describe(admin: KafkaAdmin, args, out) -> int:
@@ -191,8 +213,21 @@ async def _describe(admin: KafkaAdmin, args, out) -> int:
         return 0
     topics = await admin.describe_topics(names)
     configs = await admin.describe_configs(RESOURCE_TOPIC, [t.name for t in topics])
+    reports = [test for option, test in PARTITION_REPORTS.items() if getattr(args, option)]
+    live = set(admin.cluster.brokers)
     for topic in topics:
-        out.write("\n".join(describe_lines(topic, configs.get(topic.name, []))) + "\n")
+        entries = configs.get(topic.name, [])
+        # As kafka-topics.sh: a partition report prints partitions only;
+        # --topics-with-overrides prints topic lines only, of topics with overrides.
+        if not reports and (not args.topics_with_overrides or any(not c.is_default for c in entries)):
+            out.write(topic_line(topic, entries) + "\n")
+        if args.topics_with_overrides:
+            continue
+        min_isr = next((int(c.value) for c in entries if c.name == "min.insync.replicas"), 1)
+        for index in sorted(topic.partitions):
+            partition = topic.partitions[index]
+            if not reports or any(test(partition, live, min_isr) for test in reports):
+                out.write(partition_line(topic, partition) + "\n")
     return 0
 
 

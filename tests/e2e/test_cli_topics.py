@@ -154,3 +154,23 @@ def test_the_kfast_command_runs_topics(broker, topic):
          "--bootstrap-server", broker.bootstrap_servers],
         capture_output=True, text=True, cwd=str(REPO), timeout=60)
     assert (result.returncode, result.stdout) == (0, f"Created topic {topic}.\n")
+
+
+def test_describe_reports(broker, admin, topic):
+    admin.create_topics([NewTopic(topic + "-plain", 2, 1),
+                         NewTopic(topic + "-strict", 1, 1, topic_configs={"min.insync.replicas": "2"})])
+    pattern = topic + "-.*"
+
+    def lines(*flags):
+        status, out = kfast_topics(broker, "describe", "--topic", pattern, *flags)
+        assert status == 0
+        return [line.split("\tLeader:")[0] for line in out.splitlines()]
+
+    assert lines("--under-replicated-partitions") == []
+    assert lines("--unavailable-partitions") == []
+    # One broker: every ISR is one replica, below the strict topic's minimum.
+    assert lines("--under-min-isr-partitions") == [f"\tTopic: {topic}-strict\tPartition: 0"]
+    assert lines("--at-min-isr-partitions") == [f"\tTopic: {topic}-plain\tPartition: 0",
+                                                f"\tTopic: {topic}-plain\tPartition: 1"]
+    [only] = lines("--topics-with-overrides")
+    assert only.startswith(f"Topic: {topic}-strict\t") and only.endswith("Configs: min.insync.replicas=2")
