@@ -18,7 +18,8 @@ from typing import Iterable, Mapping
 
 from kfast.client.cluster import STALE_METADATA_CODES, Cluster, PartitionMetadata, TopicMetadata
 from kfast.protocol import (
-    AlterConfigsRequest, CreatePartitionsRequest, DescribeTopicPartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+    DescribeTopicPartitionsRequest,
     DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
     IncrementalAlterConfigsRequest, ListOffsetsRequest, api_key, errors,
 )
@@ -202,7 +203,8 @@ class KafkaAdmin:
         while True:
             remaining = names if cursor is None else [n for n in names if n >= cursor.topic_name]
             request = DescribeTopicPartitionsRequest(
-                response_partition_limit=limit, topics=[DescribeTopicPartitionsRequest.TopicRequest(name=n) for n in remaining],
+                response_partition_limit=limit,
+                topics=[DescribeTopicPartitionsRequest.TopicRequest(name=n) for n in remaining],
                 cursor=None if cursor is None else DescribeTopicPartitionsRequest.Cursor(
                     topic_name=cursor.topic_name, partition_index=cursor.partition_index))
             response = await self.cluster.send(None, request)

@@ -227,7 +227,8 @@ def test_log_append_time_records_print_the_brokers_time(broker, admin, topic):
                                          f"LogAppendTime:{broker_times[1]}\tb"]
 
 
-@pytest.mark.parametrize("flags", [["--acks", "0"], ["--acks", "1", "--sync"], ["--request-required-acks", "all"]])
+@pytest.mark.parametrize("flags", [["--acks", "0"], ["--acks", "1", "--sync"],
+                                   ["--request-required-acks", "all"]])
 def test_produce_acks_options(broker, admin, topic, flags):
     admin.create_topics([NewTopic(topic, 1, 1)])
     assert kfast_produce(broker, "one\ntwo\n", "--topic", topic, *flags) == (0, "")

@@ -48,7 +48,8 @@ def test_missing_separators_are_errors():
 
 def test_ignore_error_keeps_what_it_can():
     properties = dict(BOTH, **{"ignore.error": "true"})
-    assert read_all(properties, "h0:v0,h1:v1-key1\tvalue1\nh2:v2\tkey2-value2\nnothing-at-all\nkey-val\tk\tv") == [
+    lines = "h0:v0,h1:v1-key1\tvalue1\nh2:v2\tkey2-value2\nnothing-at-all\nkey-val\tk\tv"
+    assert read_all(properties, lines) == [
         (None, b"value1", [("h0", b"v0"), ("h1", b"v1-key1")]),
         (None, b"key2-value2", [("h2", b"v2")]),
         (None, b"nothing-at-all", []),
@@ -62,7 +63,8 @@ def test_null_marker():
         (b"key", b"", []), (b"key", None, []), (b"key", b"<NULL>value", []), (None, b"value", []),
         (None, None, [])]
     with_headers = dict(BOTH, **{"null.marker": "<NULL>"})
-    assert read_all(with_headers, "h0:v0,h1:v1\t<NULL>\tvalue\n<NULL>\tkey\t<NULL>\nh0:<NULL>,h1:v1\tkey\t<NULL>") == [
+    lines = "h0:v0,h1:v1\t<NULL>\tvalue\n<NULL>\tkey\t<NULL>\nh0:<NULL>,h1:v1\tkey\t<NULL>"
+    assert read_all(with_headers, lines) == [
         (None, b"value", [("h0", b"v0"), ("h1", b"v1")]),
         (b"key", None, []),
         (b"key", None, [("h0", None), ("h1", b"v1")]),
