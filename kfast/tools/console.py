@@ -282,7 +282,7 @@ class MessageFormatter:
         self.print_offset = _true(properties.get("print.offset"))
         self.print_headers = _true(properties.get("print.headers"))
         self.print_key = _true(properties.get("print.key"))
-        self.print_value = properties.get("print.value", "true").strip().lower() != "false"
+        self.print_value = _true(properties.get("print.value", "true"))
         self.key_separator = _unescape(properties.get("key.separator", "\t")).encode()
         self.line_separator = _unescape(properties.get("line.separator", "\n")).encode()
         self.headers_separator = _unescape(properties.get("headers.separator", ",")).encode()

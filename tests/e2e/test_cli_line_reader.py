@@ -86,3 +86,18 @@ def test_null_marker():
 def test_ambiguous_separators_are_refused(overrides, message):
     with pytest.raises(UsageError, match=message):
         LineReader(dict(BOTH, **overrides))
+
+
+def test_message_formatter_fields_and_separators():
+    from kfast.client.fetcher import ConsumerRecord
+    from kfast.tools.console import MessageFormatter
+
+    record = ConsumerRecord("t", 3, 42, 1000, 0, None, b"value", [("a", b"1"), ("b", None)], 0)
+    everything = {f"print.{name}": "true" for name in ("timestamp", "partition", "offset", "headers", "key")}
+    assert MessageFormatter(everything).format(record) == \
+        b"CreateTime:1000\tPartition:3\tOffset:42\ta:1,b:null\tnull\tvalue\n"
+    custom = dict(everything, **{"print.value": "false", "key.separator": "|", "line.separator": ";",
+                                 "headers.separator": "&", "null.literal": "NIL"})
+    assert MessageFormatter(custom).format(record) == b"CreateTime:1000|Partition:3|Offset:42|a:1&b:NIL|NIL;"
+    assert MessageFormatter({"print.value": "yes"}).format(record) == b""     # only "true" is true
+    assert MessageFormatter({}).format(record) == b"value\n"
