@@ -1,5 +1,6 @@
-"""`kfast produce` line parsing follows Kafka's LineMessageReader (parse.key,
-parse.headers, separators, null.marker, ignore.error); no broker needed."""
+"""The text formats of `kfast produce` and `kfast consume`, no broker needed:
+line parsing as Kafka's LineMessageReader (parse.key, parse.headers,
+separators, null.marker, ignore.error), printing as its DefaultMessageFormatter."""
 from __future__ import annotations
 
 import pytest
