@@ -11,12 +11,14 @@ records fill batches instead of spraying one-record batches everywhere.
 from __future__ import annotations
 
 import random
+import struct
 
 __all__ = ["murmur2", "partition_for_key", "StickyPartitioner"]
 
 _SEED = 0x9747B28C
 _M = 0x5BD1E995
 _MASK = 0xFFFFFFFF
+_WORDS = struct.Struct("<I")
 
 
 def murmur2(data: bytes) -> int:
@@ -24,8 +26,7 @@ def murmur2(data: bytes) -> int:
     length = len(data)
     h = (_SEED ^ length) & _MASK
     whole = length & ~3
-    for i in range(0, whole, 4):
-        k = data[i] | (data[i + 1] << 8) | (data[i + 2] << 16) | (data[i + 3] << 24)
+    for (k,) in _WORDS.iter_unpack(data[:whole]):     # little-endian 32-bit words
         k = (k * _M) & _MASK
         k ^= k >> 24
         k = (k * _M) & _MASK
