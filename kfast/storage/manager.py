@@ -1,6 +1,7 @@
 """LogManager: every partition log of a node, across its log.dirs.
 
 Per log dir (Kafka's layout):
+    .lock                                flock'ed while a node uses the dir
     meta.properties                      cluster and node identity
     .kafka_cleanshutdown                 present only after a clean shutdown
     recovery-point-offset-checkpoint     flushed offset per partition
@@ -19,6 +20,7 @@ in an executor, since they block on the disk.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -47,6 +49,7 @@ from kfast.storage.retention import delete_old_segments
 logger = logging.getLogger(__name__)
 
 CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
+LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
@@ -83,6 +86,7 @@ class LogManager:
         self._lock = threading.RLock()
         self.had_clean_shutdown: dict[str, bool] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
+        self._dir_locks: list[int] = []
         self.started = False
 
     # -- start and stop ------------------------------------------------------------
@@ -91,6 +95,15 @@ class LogManager:
         shutdown) and remove the clean-shutdown markers."""
         for d in self.log_dirs:
             os.makedirs(d, exist_ok=True)
+        self._lock_dirs()
+        try:
+            self._load_dirs()
+        except BaseException:
+            self.abandon()
+            raise
+        self.started = True
+
+    def _load_dirs(self) -> None:
         self.cluster_id, self.node_id = ensure_meta_properties(
             self.log_dirs, self.node_id, self.cluster_id, self.config["reserved.broker.max.id"])
         threads = self.config["num.recovery.threads.per.data.dir"]
@@ -138,7 +151,37 @@ class LogManager:
                     self._log_dir_of[tp] = d
             if clean:
                 os.unlink(marker)
-        self.started = True
+
+    def abandon(self) -> None:
+        """Let go of every file without writing anything (no flush, no
+        checkpoint, no marker): what a crash leaves behind. For a failed
+        start, and for tests that simulate kill -9 in-process."""
+        with self._lock:
+            for log in self._logs.values():
+                log.close_handlers()
+            self._logs.clear()
+            self._log_dir_of.clear()
+            self._unlock_dirs()
+            self.started = False
+
+    def _lock_dirs(self) -> None:
+        """Take Kafka's ``.lock`` file of every dir, so two nodes never share one."""
+        for d in self.log_dirs:
+            fd = os.open(os.path.join(d, LOCK_FILE), os.O_RDWR | os.O_CREAT, 0o644)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                self._unlock_dirs()
+                raise KafkaStorageException(
+                    f"Failed to acquire lock on file {LOCK_FILE} in {d}. A Kafka instance in "
+                    f"another process or thread is using this directory.") from None
+            self._dir_locks.append(fd)
+
+    def _unlock_dirs(self) -> None:
+        for fd in self._dir_locks:
+            os.close(fd)  # closing releases the flock
+        self._dir_locks.clear()
 
     def shutdown(self, broker_epoch: int = -1) -> None:
         """Flush, snapshot producer state, write checkpoints, close every log
@@ -159,6 +202,7 @@ class LogManager:
                 marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}).encode()
                 write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), marker)
             self._logs.clear()
+            self._unlock_dirs()
             self.started = False
 
     # -- topic configuration ---------------------------------------------------------

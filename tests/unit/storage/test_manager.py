@@ -88,7 +88,7 @@ def test_unclean_start_recovers(tmp_path):
     # Crash: no shutdown, no marker. Tail garbage from a torn write.
     with open(log.active_segment.log.path, "ab") as f:
         f.write(b"\x00" * 7)
-    log.close_handlers()
+    m.abandon()
     again = manager(tmp_path)
     d = str(tmp_path / "d1")
     assert again.had_clean_shutdown[d] is False
@@ -203,3 +203,13 @@ def test_offset_checkpoint_round_trip(tmp_path):
     assert f.read() == {("a-b", 3): 17, ("x", 0): 0}
     meta = PartitionMetadataFile(str(tmp_path))
     assert meta.read() is None
+
+
+def test_a_log_dir_is_used_by_one_node_at_a_time(tmp_path):
+    from kfast.protocol.errors import KafkaStorageException
+    first = manager(tmp_path, dirs=("d1", "d2"))
+    with pytest.raises(KafkaStorageException, match="lock"):
+        manager(tmp_path, dirs=("d3", "d2"))
+    first.shutdown()
+    second = manager(tmp_path, dirs=("d1", "d2"))  # free again after shutdown
+    second.shutdown()
