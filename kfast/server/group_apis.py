@@ -1,6 +1,7 @@
 """KafkaApis handlers of the group coordinator: FindCoordinator, JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete,
-ListGroups, DescribeGroups, DeleteGroups.
+ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat,
+ConsumerGroupDescribe.
 
 They translate between the wire (every version) and the GroupCoordinator
 (kfast.coordinator.group), which the broker creates on first use
@@ -8,9 +9,8 @@ They translate between the wire (every version) and the GroupCoordinator
 answered with the runtime's NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
 COORDINATOR_LOAD_IN_PROGRESS, as Kafka does.
 
-The KIP-848 APIs (ConsumerGroupHeartbeat, ConsumerGroupDescribe) are not
-registered: ApiVersions does not advertise them, so clients configured with
-group.protocol=consumer fail fast instead of half-working.
+ConsumerGroupHeartbeat and ConsumerGroupDescribe serve KIP-848 groups
+(server-side assignment; kfast.coordinator.group.consumer_group_manager).
 """
 from __future__ import annotations
 
@@ -29,6 +29,7 @@ from kfast.server.metadata_apis import internal_topic_settings
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 _CLASSIC = "classic"
+_CONSUMER = "consumer"
 
 
 def _callback_future():
@@ -318,10 +319,16 @@ def handle_list_groups(ctx: RequestContext, request):
     runtime = runtime_of(ctx.broker)
     states = {s.lower() for s in request.states_filter} if ctx.api_version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
-    if types and _CLASSIC not in types:
-        return {"error_code": 0, "groups": []}
     runtime.load_all()
     listed = []
+    if not types or _CONSUMER in types:
+        for group_id, group in sorted(runtime.coordinator.consumer_groups.items()):
+            if states and group.state.lower() not in states:
+                continue
+            listed.append({"group_id": group_id, "protocol_type": "consumer",
+                           "group_state": group.state, "group_type": _CONSUMER})
+    if types and _CLASSIC not in types:
+        return {"error_code": 0, "groups": listed}
     for group_id, group in sorted(runtime.coordinator.groups.items()):
         if group.is_(DEAD) or runtime.partition_for(group_id) not in runtime.loaded:
             continue
@@ -389,6 +396,46 @@ async def handle_delete_groups(ctx: RequestContext, request):
                         for g in dict.fromkeys(request.groups_names)]}
 
 
+# -- KIP-848 ---------------------------------------------------------------------------
+def _topics_view(ctx: RequestContext) -> dict:
+    """{name: (topic_id, partition count)} of the cluster's topics."""
+    return {name: (topic.topic_id, len(topic.partitions))
+            for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
+
+
+def handle_consumer_group_heartbeat(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    code = runtime.check_coordinator(request.group_id) if request.group_id else 0
+    if code:
+        return {"error_code": code, "member_id": request.member_id or None, "member_epoch": -1}
+    owned = None
+    if request.topic_partitions is not None:
+        owned = {}
+        for topic in request.topic_partitions:
+            owned.setdefault(topic.topic_id, set()).update(topic.partitions)
+    return runtime.coordinator.consumer_group_heartbeat(
+        request.group_id, request.member_id, request.member_epoch, request.instance_id,
+        request.rack_id, request.rebalance_timeout_ms, request.subscribed_topic_names,
+        request.server_assignor, owned, ctx.client_id or "", _client_host(ctx),
+        _topics_view(ctx))
+
+
+def handle_consumer_group_describe(ctx: RequestContext, request):
+    runtime = runtime_of(ctx.broker)
+    names = {topic.topic_id: name
+             for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
+    groups = []
+    for group_id in request.group_ids:
+        code = runtime.check_coordinator(group_id)
+        if code:
+            groups.append({"error_code": code, "group_id": group_id, "group_state": "",
+                           "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
+                           "members": []})
+        else:
+            groups.append(runtime.coordinator.consumer_group_describe(group_id, names))
+    return {"groups": groups}
+
+
 def register(apis: KafkaApis) -> None:
     by_name = api_keys.BY_NAME
     apis.register(by_name["FindCoordinator"].key, handle_find_coordinator,
@@ -403,3 +450,5 @@ def register(apis: KafkaApis) -> None:
     apis.register(by_name["ListGroups"].key, handle_list_groups)
     apis.register(by_name["DescribeGroups"].key, handle_describe_groups)
     apis.register(by_name["DeleteGroups"].key, handle_delete_groups)
+    apis.register(by_name["ConsumerGroupHeartbeat"].key, handle_consumer_group_heartbeat)
+    apis.register(by_name["ConsumerGroupDescribe"].key, handle_consumer_group_describe)

@@ -1,5 +1,6 @@
 """Consumer groups with real clients: kafka-python, confluent-kafka (classic
-protocol), aiokafka and kcat -G against one kfast broker.
+protocol and group.protocol=consumer, KIP-848), aiokafka and kcat -G
+against one kfast broker.
 
 Consumers that must be killed run as subprocesses of the script below,
 which prints one JSON line per event: {"assigned": [partitions]} after each
@@ -38,7 +39,28 @@ signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 def emit(**event):
     print(json.dumps(event), flush=True)
 
-if client == "confluent":
+if client == "confluent-consumer":
+    # KIP-848: the broker assigns; callbacks are incremental.
+    from confluent_kafka import Consumer
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
+                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
+                  "topic.metadata.refresh.interval.ms": 1000})
+    owned = set()
+    def on_assign(c, ps):
+        owned.update(p.partition for p in ps)
+        emit(assigned=sorted(owned))
+    def on_revoke(c, ps):
+        owned.difference_update(p.partition for p in ps)
+        emit(assigned=sorted(owned))
+    c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
+    while not stop:
+        m = c.poll(0.2)
+        if m is None or m.error():
+            continue
+        c.commit(message=m, asynchronous=False)
+        emit(value=m.value().decode(), partition=m.partition())
+    c.close()
+elif client == "confluent":
     from confluent_kafka import Consumer
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
             "enable.auto.commit": False, "session.timeout.ms": session,
@@ -149,7 +171,10 @@ class ConsumerProcess:
 @pytest.fixture(scope="module")
 def group_broker(tmp_path_factory):
     instance = KfastBroker({"num.partitions": 1, "group.initial.rebalance.delay.ms": 0,
-                            "group.min.session.timeout.ms": 1000},
+                            "group.min.session.timeout.ms": 1000,
+                            # KIP-848 members take their timings from the broker.
+                            "group.consumer.session.timeout.ms": SESSION_MS,
+                            "group.consumer.heartbeat.interval.ms": 500},
                            data_dir=str(tmp_path_factory.mktemp("kfast-groups")))
     instance.start()
     yield instance
@@ -183,7 +208,8 @@ def names():
     return f"topic-{suffix}", f"group-{suffix}"
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "confluent", "aiokafka"])
+@pytest.mark.parametrize("client", ["kafka-python", "confluent", "confluent-consumer",
+                                    "aiokafka"])
 def test_three_consumers_split_rebalance_on_kill_and_close(group_broker, names, client):
     bootstrap = group_broker.bootstrap_servers
     topic, group = names

@@ -41,6 +41,8 @@ from kfast.coordinator.group.records import (
     encode_key,
     encode_value,
 )
+from kfast.coordinator.group.consumer_group import ConsumerGroup
+from kfast.coordinator.group.consumer_group_manager import ConsumerGroupManager
 from kfast.coordinator.group.offsets import OffsetMetadataManager
 from kfast.protocol import errors as E
 from kfast.server.purgatory import DelayedOperationPurgatory
@@ -59,12 +61,14 @@ def join_error(member_id: str, code: int) -> JoinResult:
                       leader="", skip_assignment=False, member_id=member_id, members=[])
 
 
-class GroupCoordinator(OffsetMetadataManager):
+class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
     def __init__(self, config, timer, writer: Writer, time_ms: Callable[[], int]):
         self.config = config
         self.writer = writer
         self.time_ms = time_ms
         self.groups: dict[str, ClassicGroup] = {}
+        # KIP-848 groups (ConsumerGroupHeartbeat), in memory only.
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         # group_id -> {(topic, partition): OffsetCommitValue}
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
         self.join_purgatory = DelayedOperationPurgatory("Rebalance", timer)
@@ -75,6 +79,7 @@ class GroupCoordinator(OffsetMetadataManager):
         self.max_group_size = config["group.max.size"]
         self.max_metadata_size = config["offset.metadata.max.bytes"]
         self.offsets_retention_ms = config["offsets.retention.minutes"] * 60_000
+        self._consumer_config()
 
     # -- JoinGroup ---------------------------------------------------------------------
     def join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
@@ -374,6 +379,8 @@ class GroupCoordinator(OffsetMetadataManager):
         return NONE, results
 
     def on_heartbeat_expired(self, group: ClassicGroup, member_id: str) -> None:
+        if isinstance(group, ConsumerGroup):
+            return self.on_consumer_session_expired(group, member_id)
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)
             self.join_purgatory.check_and_complete(group.group_id)
@@ -463,6 +470,11 @@ class GroupCoordinator(OffsetMetadataManager):
         for group_id in list(group_ids):
             group = self.groups.pop(group_id, None)
             self.offsets.pop(group_id, None)
+            consumer_group = self.consumer_groups.pop(group_id, None)
+            if consumer_group is not None:
+                for member_id in list(consumer_group.members):
+                    self._remove_consumer_member(consumer_group, member_id)
+                consumer_group.dead = True
             if group is None:
                 continue
             # Waiting members look the coordinator up again.

@@ -47,15 +47,25 @@ class OffsetMetadataManager:
 
         if not group_id:
             return fail(E.InvalidGroupIdException.code)
+        consumer_group = self.consumer_groups.get(group_id)
         group = self.groups.get(group_id)
-        if group is None:
+        if consumer_group is not None:
+            code = self.validate_consumer_commit(consumer_group, member_id, generation_id)
+            if code:
+                return fail(code)
+            member = consumer_group.members.get(member_id)
+            if member is not None:
+                self._consumer_heartbeat_received(consumer_group, member)
+        elif group is None:
             if generation_id >= 0:
                 return fail(E.IllegalGenerationException.code)
             # A consumer committing without a group (assign(), kcat -o).
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
-        if group.is_(DEAD):
+        if consumer_group is not None:
+            pass
+        elif group.is_(DEAD):
             return fail(E.CoordinatorNotAvailableException.code)
-        if not (generation_id < 0 and group.is_(EMPTY)):
+        elif not (generation_id < 0 and group.is_(EMPTY)):
             if group.is_(COMPLETING_REBALANCE):
                 return fail(E.RebalanceInProgressException.code)
             if group.is_static_member_fenced(member_id, group_instance_id):
@@ -71,7 +81,7 @@ class OffsetMetadataManager:
         for tp, (offset, leader_epoch, metadata) in offsets.items():
             metadata = metadata or ""
             if len(metadata.encode("utf-8")) > self.max_metadata_size:
-                results[tp] = E.OffsetMetadataTooLargeException.code
+                results[tp] = E.OffsetMetadataTooLarge.code
                 continue
             value = OffsetCommitValue(offset, leader_epoch, metadata, now, expire_timestamp)
             values[tp] = value
@@ -104,10 +114,13 @@ class OffsetMetadataManager:
                        callback: Callable[[int, dict], None]) -> None:
         """callback(top-level error, {(topic, partition): error})."""
         group = self.groups.get(group_id)
-        if group is None or group.is_(DEAD):
-            return callback(E.GroupIdNotFoundException.code, {})
+        consumer_group = self.consumer_groups.get(group_id)
         subscribed: set[str] = set()
-        if not group.is_(EMPTY):
+        if consumer_group is not None:
+            subscribed = consumer_group.subscribed_topics()
+        elif group is None or group.is_(DEAD):
+            return callback(E.GroupIdNotFoundException.code, {})
+        elif not group.is_(EMPTY):
             found = group.subscribed_topics()
             if found is None:
                 return callback(E.GroupNotEmptyException.code, {})
@@ -139,7 +152,13 @@ class OffsetMetadataManager:
         waiting = []
         for group_id in group_ids:
             group = self.groups.get(group_id)
-            if group is None or group.is_(DEAD):
+            consumer_group = self.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    results[group_id] = E.GroupNotEmptyException.code
+                else:
+                    waiting.append(group_id)
+            elif group is None or group.is_(DEAD):
                 results[group_id] = E.GroupIdNotFoundException.code
             elif not group.is_(EMPTY):
                 results[group_id] = E.GroupNotEmptyException.code
@@ -173,6 +192,9 @@ class OffsetMetadataManager:
         group = self.groups.pop(group_id, None)
         if group is not None:
             group.state = DEAD
+        consumer_group = self.consumer_groups.pop(group_id, None)
+        if consumer_group is not None:
+            consumer_group.dead = True
 
     # -- retention ---------------------------------------------------------------------
     def cleanup_expired_offsets(self, now: int | None = None) -> int:

@@ -154,7 +154,8 @@ class GroupCoordinatorRuntime:
 
     def _unload(self, index: int) -> None:
         self.loaded.discard(index)
-        self.coordinator.unload([g for g in self.coordinator.groups
+        self.coordinator.unload([g for g in (*self.coordinator.groups,
+                                             *self.coordinator.consumer_groups)
                                  if self.partition_for(g) == index])
 
     # -- writing -----------------------------------------------------------------------
@@ -204,7 +205,7 @@ class GroupCoordinatorRuntime:
         self._stopped = True
         if self._retention_entry is not None:
             self._retention_entry.cancel()
-        self.coordinator.unload(list(self.coordinator.groups))
+        self.coordinator.unload([*self.coordinator.groups, *self.coordinator.consumer_groups])
         self.coordinator.shutdown()
 
 

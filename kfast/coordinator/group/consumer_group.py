@@ -1,0 +1,151 @@
+"""ConsumerGroup: a KIP-848 group, driven by ConsumerGroupHeartbeat (Kafka's
+ConsumerGroup, ConsumerGroupMember and CurrentAssignmentBuilder).
+
+The coordinator owns the assignment. Any change a member or the cluster
+brings (a join, a leave, a new subscription, a partition count) bumps the
+group epoch; the target assignment is then recomputed by the server-side
+assignor and stamped with that epoch. Each member converges to its target
+through its heartbeats, one step per heartbeat:
+
+1. partitions it owns but is no longer targeted are revoked first: the
+   response drops them and the member keeps its epoch
+   (UNREVOKED_PARTITIONS) until a heartbeat shows it released them;
+2. then it moves to the target epoch and gets the targeted partitions no
+   other member still holds; those still held wait
+   (UNRELEASED_PARTITIONS) until their previous owner releases them.
+
+So no partition is ever owned by two members at once.
+
+States: Empty (no members), Assigning (target behind the group epoch),
+Reconciling (some member not at the target epoch), Stable.
+"""
+from __future__ import annotations
+
+import uuid
+
+EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
+MEMBER_STABLE = "STABLE"
+UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
+UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
+
+Partitions = dict  # {topic_id: set(partitions)}
+
+
+def _copy(assignment: Partitions) -> Partitions:
+    return {t: set(ps) for t, ps in assignment.items() if ps}
+
+
+def _minus(a: Partitions, b: Partitions) -> Partitions:
+    return {t: ps - b.get(t, set()) for t, ps in a.items() if ps - b.get(t, set())}
+
+
+def _intersect(a: Partitions, b: Partitions) -> Partitions:
+    return {t: ps & b.get(t, set()) for t, ps in a.items() if ps & b.get(t, set())}
+
+
+class ConsumerGroupMember:
+    __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host",
+                 "member_epoch", "previous_member_epoch", "state", "rebalance_timeout_ms",
+                 "subscribed_topic_names", "server_assignor", "assigned", "pending_revocation",
+                 "sent_assignment", "heartbeat_satisfied", "is_leaving")
+
+    def __init__(self, member_id: str):
+        self.member_id = member_id
+        self.instance_id = None
+        self.rack_id = None
+        self.client_id = ""
+        self.client_host = ""
+        self.member_epoch = 0
+        self.previous_member_epoch = -1
+        self.state = MEMBER_STABLE
+        self.rebalance_timeout_ms = -1
+        self.subscribed_topic_names: list[str] = []
+        self.server_assignor = None
+        self.assigned: Partitions = {}
+        self.pending_revocation: Partitions = {}
+        # The assignment last returned, so unchanged ones are not resent.
+        self.sent_assignment: Partitions | None = None
+        self.heartbeat_satisfied = False
+        self.is_leaving = False
+
+
+class ConsumerGroup:
+    def __init__(self, group_id: str):
+        self.group_id = group_id
+        self.group_epoch = 0
+        self.assignment_epoch = 0
+        self.members: dict[str, ConsumerGroupMember] = {}
+        self.target: dict[str, Partitions] = {}
+        self.subscription_metadata: dict = {}   # {topic name: (topic_id, partitions)}
+        self.assignor_name: str | None = None
+        self.dead = False
+        # Only classic groups hand out pending member ids (DelayedHeartbeat reads this).
+        self.pending_members: frozenset = frozenset()
+
+    @property
+    def state(self) -> str:
+        if self.dead:
+            return DEAD
+        if not self.members:
+            return EMPTY
+        if self.assignment_epoch < self.group_epoch:
+            return ASSIGNING
+        if any(m.member_epoch != self.assignment_epoch or m.state != MEMBER_STABLE
+               for m in self.members.values()):
+            return RECONCILING
+        return STABLE
+
+    def is_(self, state: str) -> bool:
+        return self.state == state
+
+    def subscribed_topics(self) -> set[str]:
+        return {t for m in self.members.values() for t in m.subscribed_topic_names}
+
+    def owner_elsewhere(self, member_id: str) -> set:
+        """(topic_id, partition) owned or being revoked by other members."""
+        held = set()
+        for other in self.members.values():
+            if other.member_id == member_id:
+                continue
+            for source in (other.assigned, other.pending_revocation):
+                for topic_id, partitions in source.items():
+                    held.update((topic_id, p) for p in partitions)
+        return held
+
+    def reconcile(self, member: ConsumerGroupMember, owned: Partitions | None) -> None:
+        """One step of the member toward its target (see the module doc).
+        ``owned``: the partitions the heartbeat says the member holds (None
+        when the request did not say)."""
+        target = self.target.get(member.member_id, {})
+        if member.state == UNREVOKED_PARTITIONS:
+            still_owned = _intersect(member.pending_revocation, owned) if owned is not None \
+                else member.pending_revocation
+            if still_owned:
+                return
+            member.pending_revocation = {}
+            member.state = MEMBER_STABLE
+        if member.member_epoch == self.assignment_epoch and member.state == MEMBER_STABLE:
+            return
+        if member.member_epoch != self.assignment_epoch:
+            to_revoke = _minus(member.assigned, target)
+            if to_revoke:
+                member.assigned = _intersect(member.assigned, target)
+                member.pending_revocation = to_revoke
+                member.state = UNREVOKED_PARTITIONS
+                return
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = self.assignment_epoch
+        held = self.owner_elsewhere(member.member_id)
+        wanted = _minus(target, member.assigned)
+        unreleased = False
+        for topic_id, partitions in wanted.items():
+            free = {p for p in partitions if (topic_id, p) not in held}
+            if free:
+                member.assigned.setdefault(topic_id, set()).update(free)
+            if free != partitions:
+                unreleased = True
+        member.state = UNRELEASED_PARTITIONS if unreleased else MEMBER_STABLE
+
+
+def new_member_id() -> str:
+    return str(uuid.uuid4())

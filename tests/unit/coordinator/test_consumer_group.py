@@ -1,0 +1,115 @@
+"""KIP-848 groups: epochs, server-side assignment, revoke before assign."""
+import uuid
+
+from kfast.protocol import errors as E
+
+from .harness import Harness
+
+T = uuid.UUID(int=7)
+TOPICS = {"t": (T, 4)}
+G = "cg"
+
+
+def beat(h, member_id="", epoch=0, owned=None, topics=("t",), cluster=TOPICS, **kw):
+    return h.coordinator.consumer_group_heartbeat(
+        G, member_id, epoch, None, None, kw.get("rebalance", 5000),
+        list(topics) if topics is not None else None, kw.get("assignor"),
+        owned, "client", "/h", cluster)
+
+
+def partitions(response):
+    a = response["assignment"]
+    return None if a is None else {p for tp in a["topic_partitions"] for p in tp["partitions"]}
+
+
+def test_first_member_gets_everything():
+    h = Harness()
+    r = beat(h)
+    assert r["error_code"] == 0 and r["member_epoch"] == 1
+    assert partitions(r) == {0, 1, 2, 3}
+    assert h.coordinator.consumer_groups[G].state == "Stable"
+
+
+def test_second_member_waits_for_revocation_before_getting_partitions():
+    h = Harness()
+    a = beat(h)
+    b = beat(h)
+    group = h.coordinator.consumer_groups[G]
+    assert b["member_epoch"] == 2 and partitions(b) == set()    # still owned by a
+    assert group.state == "Reconciling"
+    # a is told to drop two partitions, keeping its epoch until it does
+    a2 = beat(h, a["member_id"], 1, owned={T: {0, 1, 2, 3}})
+    assert a2["member_epoch"] == 1 and len(partitions(a2)) == 2
+    kept = partitions(a2)
+    # b still cannot have them: a has not confirmed the revocation
+    assert partitions(beat(h, b["member_id"], 2, owned={})) == set()
+    a3 = beat(h, a["member_id"], 1, owned={T: kept})
+    assert a3["member_epoch"] == 2 and partitions(a3) == kept
+    b3 = beat(h, b["member_id"], 2, owned={})
+    assert partitions(b3) == {0, 1, 2, 3} - kept
+    assert group.state == "Stable"
+
+
+def test_fencing_and_unknown_member():
+    h = Harness()
+    a = beat(h)
+    assert beat(h, a["member_id"], 5)["error_code"] == E.FencedMemberEpochException.code
+    assert beat(h, "ghost", 1)["error_code"] == E.UnknownMemberIdException.code
+    assert beat(h, topics=None)["error_code"] == E.InvalidRequestException.code
+    assert beat(h, assignor="nope")["error_code"] == E.UnsupportedAssignorException.code
+
+
+def test_leave_and_session_expiry_free_partitions():
+    h = Harness(**{"group.consumer.session.timeout.ms": 1000})
+    a = beat(h)
+    b = beat(h)
+    beat(h, a["member_id"], 1, owned={T: {0, 1, 2, 3}})
+    left = beat(h, b["member_id"], -1)
+    assert left["member_epoch"] == -1
+    # a still owes its revocation (as in Kafka, a new target waits for it)
+    r = beat(h, a["member_id"], 1, owned={T: {0, 1, 2, 3}})
+    assert partitions(r) == {0, 1} and r["member_epoch"] == 1
+    r = beat(h, a["member_id"], 1, owned={T: {0, 1}})
+    assert partitions(r) == {0, 1, 2, 3} and r["member_epoch"] == 3
+    c = beat(h)
+    h.timer.advance(1001)       # neither a nor c heartbeats: both expire
+    assert h.coordinator.consumer_groups[G].members == {}
+    assert beat(h, c["member_id"], c["member_epoch"])["error_code"] == \
+        E.UnknownMemberIdException.code
+
+
+def test_new_partitions_bump_the_epoch():
+    h = Harness()
+    a = beat(h)
+    grown = {"t": (T, 6)}
+    r = beat(h, a["member_id"], 1, owned={T: {0, 1, 2, 3}}, cluster=grown)
+    assert r["member_epoch"] == 2 and partitions(r) == set(range(6))
+
+
+def test_offset_commit_checks_member_epoch():
+    h = Harness()
+    a = beat(h)
+    commit = {("t", 0): (3, -1, "")}
+    out = []
+    h.coordinator.commit_offsets(G, a["member_id"], None, 1, commit, -1, out.append)
+    h.coordinator.commit_offsets(G, a["member_id"], None, 0, commit, -1, out.append)
+    h.coordinator.commit_offsets(G, a["member_id"], None, 9, commit, -1, out.append)
+    h.coordinator.commit_offsets(G, "x", None, 1, commit, -1, out.append)
+    assert [o[("t", 0)] for o in out] == [0, E.StaleMemberEpochException.code,
+                                          E.FencedMemberEpochException.code,
+                                          E.UnknownMemberIdException.code]
+
+
+def test_describe_and_delete():
+    h = Harness()
+    a = beat(h)
+    described = h.coordinator.consumer_group_describe(G, {T: "t"})
+    assert described["group_state"] == "Stable" and described["assignor_name"] == "uniform"
+    [member] = described["members"]
+    assert member["assignment"]["topic_partitions"][0]["topic_name"] == "t"
+    results = []
+    h.coordinator.delete_groups([G], results.append)
+    assert results == [{G: E.GroupNotEmptyException.code}]
+    beat(h, a["member_id"], -1)
+    h.coordinator.delete_groups([G], results.append)
+    assert results[-1] == {G: 0} and G not in h.coordinator.consumer_groups
