@@ -331,6 +331,17 @@ define("replica.fetch.wait.max.ms", I, 500, "Max wait of a follower fetch.")
 define("replica.high.watermark.checkpoint.interval.ms", L, 5000,
        "How often the high watermark is saved to disk.")
 define("num.replica.fetchers", I, 1, "Fetcher threads per source broker.")
+define("background.threads", I, 10, "Threads for background processing tasks.", at_least(1))
+
+# KRaft metadata log (__cluster_metadata-0).
+define("metadata.log.dir", S, None,
+       "Directory of the cluster metadata log (unset: the first of log.dirs).")
+define("metadata.log.max.record.bytes.between.snapshots", L, 20 * 1024 * 1024,
+       "Bytes of metadata records appended before a new snapshot is written.", at_least(1))
+define("metadata.log.segment.bytes", I, 1024 * 1024 * 1024,
+       "Maximum size of a single metadata log segment.", at_least(8 * 1024 * 1024))
+define("metadata.log.segment.ms", L, 7 * 24 * HOUR_MS,
+       "Max time before a new metadata log segment is rolled.", at_least(1))
 
 # Group coordinator and offsets.
 define("offsets.topic.num.partitions", I, 50, "Partitions of the offset commit topic.", at_least(1))
@@ -350,14 +361,6 @@ define("group.initial.rebalance.delay.ms", I, 3000, "Delay of the first rebalanc
 define("group.min.session.timeout.ms", I, 6000, "Minimum allowed session timeout.")
 define("group.max.session.timeout.ms", I, 1800000, "Maximum allowed session timeout.")
 define("group.max.size", I, INT_MAX, "Maximum number of consumers in a group.", at_least(1))
-define("group.consumer.heartbeat.interval.ms", I, 5000,
-       "Heartbeat interval given to members of consumer (KIP-848) groups.", at_least(1))
-define("group.consumer.session.timeout.ms", I, 45000,
-       "Session timeout of members of consumer (KIP-848) groups.", at_least(1))
-define("group.consumer.assignors", LI, ["uniform", "range"],
-       "Server-side assignors of consumer groups; the first is the default.")
-define("group.consumer.max.size", I, INT_MAX, "Maximum members of a consumer group.",
-       at_least(1))
 define("group.coordinator.rebalance.protocols", LI, ["classic", "consumer"],
        "Enabled rebalance protocols.", ValidList(("classic", "consumer", "share", "streams")))
 
@@ -557,6 +560,19 @@ class KafkaConfig:
 
     def is_set(self, name: str) -> bool:
         return name in self.originals
+
+    def with_dynamic(self, dynamic: Mapping[str, Any]) -> "KafkaConfig":
+        """The broker's current configuration: dynamic overrides (already
+        merged cluster default < per-broker, and validated by the
+        controller) over these static properties, as Kafka's
+        DynamicBrokerConfig builds its current KafkaConfig. Synonyms keep
+        their own precedence across levels: a static log.retention.ms still
+        wins over a dynamic log.retention.hours, as in Kafka."""
+        if not dynamic:
+            return self
+        merged = dict(self.originals)
+        merged.update(dynamic)
+        return KafkaConfig(merged, strict=False)
 
     def _check_relations(self) -> None:
         if not self.log_dirs:

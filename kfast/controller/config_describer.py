@@ -66,26 +66,16 @@ def _in_topic_units(server_name: str, value):
     return value
 
 
-def dynamic_topic_defaults(image, broker_id: int) -> dict:
-    """Topic-config defaults that dynamic broker overrides set for this
-    broker ({topic config: coerced value}): per-broker overrides win over
-    the cluster-wide ones, and within a level the synonym of highest
-    precedence (log.retention.ms over .minutes over .hours) wins. A broker
-    merges this over KafkaConfig.topic_defaults() to give its logs the
-    dynamic defaults."""
-    from kfast.config import coerce
-
-    out = {}
-    levels = [image.broker_configs.get(str(broker_id), {}), image.broker_configs.get("", {})] \
-        if image is not None else []
-    for topic_name, key in TOPIC_CONFIGS.items():
-        for level in levels:
-            found = next((s for s in _server_synonyms(topic_name) if s in level), None)
-            if found is not None:
-                value = coerce(found, SERVER_CONFIGS[found].type, level[found])
-                out[topic_name] = _in_topic_units(found, value)
-                break
-    return out
+def dynamic_broker_overrides(image, broker_id: int) -> dict[str, str]:
+    """The dynamic broker configs in force on ``broker_id``: the cluster-wide
+    defaults ("") with this broker's own overrides over them, key by key
+    (Kafka's DynamicBrokerConfig). ``KafkaConfig.with_dynamic`` lays them
+    over server.properties to give the broker's current configuration."""
+    if image is None:
+        return {}
+    merged = dict(image.broker_configs.get("", {}))
+    merged.update(image.broker_configs.get(str(broker_id), {}))
+    return merged
 
 
 class ConfigDescriber:

@@ -37,11 +37,26 @@ from kfast.protocol import errors
 # IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType).
 OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 
-# Broker configs kfast accepts as dynamic overrides: the broker-level
-# defaults of topic configs (Kafka's DynamicLogConfig.ReconfigurableConfigs,
-# the server side of ServerTopicConfigSynonyms).
+# Broker configs kfast accepts as dynamic overrides (the rest are read-only,
+# as in Kafka):
+# - the broker-level defaults of topic configs (Kafka's
+#   DynamicLogConfig.ReconfigurableConfigs, the server side of
+#   ServerTopicConfigSynonyms): applied live to every log without a topic
+#   override;
+# - connection limits (SocketServer.ReconfigurableConfigs): applied live;
+# - thread-pool and cleaner sizing (DynamicThreadPool, LogCleaner
+#   .ReconfigurableConfigs). Kafka treats these as per-broker tunables with
+#   no client-visible effect; kfast runs one event loop plus an executor, so
+#   it stores and describes them and otherwise ignores them.
+CONNECTION_QUOTA_CONFIGS = frozenset({"max.connections", "max.connections.per.ip"})
+THREAD_POOL_CONFIGS = frozenset({
+    "num.io.threads", "num.network.threads", "num.replica.fetchers",
+    "num.recovery.threads.per.data.dir", "background.threads", "log.cleaner.threads",
+    "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size",
+    "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"})
 DYNAMIC_BROKER_CONFIGS = frozenset(
-    name for name, key in SERVER_CONFIGS.items() if key.topic_synonym is not None)
+    name for name, key in SERVER_CONFIGS.items() if key.topic_synonym is not None
+) | CONNECTION_QUOTA_CONFIGS | (THREAD_POOL_CONFIGS & SERVER_CONFIGS.keys())
 
 
 def config_type(resource_type: int, key: str):

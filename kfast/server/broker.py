@@ -111,7 +111,8 @@ class _PeriodicJob:
 class KafkaBroker:
     """``await broker.start()`` ... ``await broker.shutdown()`` on one loop.
 
-    Attributes handlers use (see kfast.server.apis): ``config``,
+    Attributes handlers use (see kfast.server.apis): ``config`` (static),
+    ``current_config`` (with the dynamic broker configs),
     ``controller``, ``log_manager``, ``replica_manager``, ``metadata_image``,
     ``timer``, ``node_id``, ``cluster_id``, ``fetch_session_cache``,
     ``producer_id_manager``, ``metadata_publisher``; after start ``bound_ports`` maps listener name ->
@@ -120,6 +121,9 @@ class KafkaBroker:
 
     def __init__(self, config: KafkaConfig, *, controller_factory: Callable | None = None):
         self.config = config
+        # server.properties with the dynamic broker configs over it (see
+        # reconfigure); ``config`` stays the static configuration.
+        self.current_config = config
         self.node_id = config.node_id
         self.cluster_id: str | None = config["cluster.id"]
         self.listeners = [parse_listener(uri) for uri in config["listeners"]]
@@ -240,14 +244,24 @@ class KafkaBroker:
             manager._log_dir_of.pop(tp, None)
         log.close_handlers()
 
+    def reconfigure(self, current: KafkaConfig) -> None:
+        """Apply the dynamic broker configs that live outside the logs
+        (the publisher gives the logs theirs): ``current`` is
+        server.properties with the dynamic overrides in force on this
+        broker. Thread-pool sizes are accepted and ignored (one event loop)."""
+        self.current_config = current
+        for server in self.socket_servers.values():
+            server.max_connections = current["max.connections"]
+            server.max_connections_per_ip = current["max.connections.per.ip"]
+
     def _topic_configs(self, topic: str):
         image = self.metadata_image
         return {} if image is None else dict(image.topic_configs.get(topic, {}))
 
     async def _start_listeners(self) -> None:
         for name, host, port in self.listeners:
-            server = SocketServer.from_config(self.apis.network_handler(name), self.config,
-                                              host or "0.0.0.0", port)
+            server = SocketServer.from_config(self.apis.network_handler(name),
+                                              self.current_config, host or "0.0.0.0", port)
             try:
                 await server.start()
             except OSError as exc:

@@ -10,23 +10,42 @@ replaced, partitions of deleted topics (or moved off this broker) leave the
 ReplicaManager, and leadership/ISR changes of partitions that already have
 their log are applied. What touches the disk -- creating a partition's log
 (directories, preallocated indexes, an fsynced partition.metadata),
-renaming deleted logs away, applying topic configs -- runs in the executor,
+renaming deleted logs away, applying topic configs and the broker's dynamic
+log defaults -- runs in the executor,
 one change after the other in commit order, so a topic deleted and created
 again under the same name never sees its old directory. Until a new
 partition's log exists, Metadata reports it LEADER_NOT_AVAILABLE and
 produce/fetch get UNKNOWN_TOPIC_OR_PARTITION, both retriable, as with
 Kafka while a new topic propagates. ``await wait_idle()`` waits for the
 disk work of every change published so far.
+
+Dynamic broker configs (``delta.changed_broker_configs``, and the replayed
+image at start) give the broker a new current configuration (Kafka's
+DynamicBrokerConfig): per-broker overrides over the cluster-wide defaults
+over server.properties. Its topic-config synonyms (log.retention.ms,
+log.segment.bytes, ...) become the defaults of every live log and of logs
+created later; a topic's own override still wins (Kafka's
+DynamicLogConfig.reconfigure).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
 
+from kfast.controller.config_describer import dynamic_broker_overrides
 from kfast.controller.metadata.image import MetadataDelta, MetadataImage
 from kfast.server.partition import kafka_uuid_string
 
 logger = logging.getLogger(__name__)
+
+
+def _reconfigure_default_log_config(log_manager, config, image: MetadataImage) -> None:
+    """New broker defaults for every log (Kafka's
+    LogManager.reconfigureDefaultLogConfig): each live log's config is
+    rebuilt from ``config`` with its topic's overrides on top."""
+    log_manager.config = config
+    for topic in sorted({log.topic for log in log_manager.all_logs()}):
+        log_manager.update_topic_config(topic, image.topic_configs.get(topic, {}))
 
 
 class BrokerMetadataPublisher:
@@ -43,6 +62,14 @@ class BrokerMetadataPublisher:
         broker = self.broker
         broker.metadata_image = image
         replica_manager = broker.replica_manager
+        current_config = None
+        if self._first or delta.changed_broker_configs:
+            current_config = broker.config.with_dynamic(
+                dynamic_broker_overrides(image, broker.node_id))
+            if current_config is broker.log_manager.config:
+                current_config = None   # still server.properties alone
+            else:
+                broker.reconfigure(current_config)
         if self._first:
             # The first call carries the replayed image: every topic in it is
             # new to this process.
@@ -72,11 +99,13 @@ class BrokerMetadataPublisher:
                                       image.topic_configs.get(name)))
         configs = [(name, dict(image.topic_configs.get(name, {})))
                    for name in delta.changed_topic_configs if name in image.topics_by_name]
-        if doomed or to_create or configs:
+        if doomed or to_create or configs or current_config is not None:
             self._tail = asyncio.ensure_future(
-                self._apply_on_disk(self._tail, doomed, to_create, configs))
+                self._apply_on_disk(self._tail, doomed, to_create, configs, current_config,
+                                    image))
 
-    async def _apply_on_disk(self, previous, doomed, to_create, configs) -> None:
+    async def _apply_on_disk(self, previous, doomed, to_create, configs, current_config,
+                             image) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         loop = asyncio.get_running_loop()
@@ -89,6 +118,12 @@ class BrokerMetadataPublisher:
                     log_manager.delete_log(name, index)
                 except Exception:
                     logger.exception("could not delete the log of %s-%d", name, index)
+            if current_config is not None:
+                # Before creating logs, so that new logs get the new defaults.
+                try:
+                    _reconfigure_default_log_config(log_manager, current_config, image)
+                except Exception:
+                    logger.exception("could not apply the dynamic broker configs")
             created = []
             for name, topic_id, index, registration, overrides in to_create:
                 try:

@@ -11,7 +11,7 @@ from kfast.controller.config_describer import (
     SOURCE_DYNAMIC_TOPIC_CONFIG,
     SOURCE_STATIC_BROKER_CONFIG,
     ConfigDescriber,
-    dynamic_topic_defaults,
+    dynamic_broker_overrides,
     kafka_level_name,
 )
 from kfast.controller.metadata.image import MetadataImage
@@ -74,13 +74,26 @@ def test_dynamic_broker_levels_order():
     assert set(defaults) == {"log.retention.ms", "log.segment.bytes"}
 
 
-def test_dynamic_topic_defaults_for_the_broker():
-    overrides = {"1": {"log.retention.minutes": "2"},
-                 "": {"log.retention.ms": "9", "log.cleanup.policy": "compact"}}
-    assert dynamic_topic_defaults(image(overrides), 1) == {
-        "retention.ms": 120000, "cleanup.policy": ["compact"]}
-    assert dynamic_topic_defaults(image(overrides), 2) == {
-        "retention.ms": 9, "cleanup.policy": ["compact"]}
+def test_dynamic_overrides_make_the_current_config():
+    overrides = {"1": {"log.retention.minutes": "2", "log.segment.bytes": "2000000"},
+                 "": {"log.segment.bytes": "3000000", "log.cleanup.policy": "compact"}}
+    assert dynamic_broker_overrides(image(overrides), 1) == {
+        "log.retention.minutes": "2", "log.segment.bytes": "2000000",
+        "log.cleanup.policy": "compact"}
+    assert dynamic_broker_overrides(image(overrides), 2) == {
+        "log.segment.bytes": "3000000", "log.cleanup.policy": "compact"}
+    static = KafkaConfig({"node.id": 1, "log.dirs": "/tmp/x", "log.retention.hours": "5"})
+    current = static.with_dynamic(dynamic_broker_overrides(image(overrides), 1))
+    defaults = current.topic_defaults()
+    assert defaults["retention.ms"] == 120000
+    assert defaults["segment.bytes"] == 2000000
+    assert defaults["cleanup.policy"] == ["compact"]
+    assert static.topic_defaults()["retention.ms"] == 5 * 3600 * 1000
+    # Across levels a synonym keeps its own precedence (Kafka merges the
+    # properties, then log.retention.ms beats .minutes beats .hours).
+    ms_static = KafkaConfig({"node.id": 1, "log.dirs": "/tmp/x", "log.retention.ms": "7"})
+    assert ms_static.with_dynamic({"log.retention.hours": "1"}).log_retention_ms == 7
+    assert static.with_dynamic({}) is static
 
 
 def test_documentation_and_types_only_when_asked():
