@@ -361,6 +361,14 @@ define("group.initial.rebalance.delay.ms", I, 3000, "Delay of the first rebalanc
 define("group.min.session.timeout.ms", I, 6000, "Minimum allowed session timeout.")
 define("group.max.session.timeout.ms", I, 1800000, "Maximum allowed session timeout.")
 define("group.max.size", I, INT_MAX, "Maximum number of consumers in a group.", at_least(1))
+define("group.consumer.heartbeat.interval.ms", I, 5000,
+       "Heartbeat interval given to members of consumer (KIP-848) groups.", at_least(1))
+define("group.consumer.session.timeout.ms", I, 45000,
+       "Session timeout of members of consumer (KIP-848) groups.", at_least(1))
+define("group.consumer.assignors", LI, ["uniform", "range"],
+       "Server-side assignors of consumer groups; the first is the default.")
+define("group.consumer.max.size", I, INT_MAX, "Maximum members of a consumer group.",
+       at_least(1))
 define("group.coordinator.rebalance.protocols", LI, ["classic", "consumer"],
        "Enabled rebalance protocols.", ValidList(("classic", "consumer", "share", "streams")))
 
