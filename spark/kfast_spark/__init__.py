@@ -5,17 +5,16 @@ kfast topics, decoded with kfast's own record codec.
     register(spark)
     spark.read.format("kfast-segments").option("path", log_dir).option("subscribe", "t").load()
 
-``kfast-segments`` reads a broker's log directory offline. The broker-backed
-``kfast`` source (Spark's Kafka source over kfast's client) is not registered
-yet: its reader needs kfast's Kafka client; its options, schema and planning
-are in :mod:`kfast_spark.options`, :mod:`kfast_spark.schema` and
-:mod:`kfast_spark.planning`.
+``kfast`` is Spark's Kafka source and sink (batch and streaming) over a
+broker, through kfast's client (:mod:`kfast_spark.source`);
+``kfast-segments`` reads a broker's log directory offline.
 """
 from kfast_spark.schema import arrow_schema, kafka_schema
 from kfast_spark.segments_source import KafkaSegmentsDataSource
+from kfast_spark.source import KafkaDataSource
 
 #: Every data source this package registers.
-DATA_SOURCES = (KafkaSegmentsDataSource,)
+DATA_SOURCES = (KafkaDataSource, KafkaSegmentsDataSource)
 
 
 def register(spark) -> None:
@@ -24,4 +23,4 @@ def register(spark) -> None:
         spark.dataSource.register(source)
 
 
-__all__ = ["DATA_SOURCES", "KafkaSegmentsDataSource", "arrow_schema", "kafka_schema", "register"]
+__all__ = ["DATA_SOURCES", "KafkaDataSource", "KafkaSegmentsDataSource", "arrow_schema", "kafka_schema", "register"]

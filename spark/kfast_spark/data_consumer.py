@@ -1,0 +1,77 @@
+"""One Spark task's read of one offset range of one partition from the
+broker (Spark's KafkaDataConsumer), as Arrow batches of the Kafka schema.
+
+The task fetches raw record batches with kfast's client (``fetch_raw``: the
+bytes the broker sent, complete batches only) and hands them to the columnar
+decoder (:func:`kfast_spark.decoding.records_to_arrow`), so no Python object
+is made per record. A fetch returns whole batches, which may begin before the
+range (a compressed batch is sent whole) or run past its end: the decoder's
+cut keeps ``[start, end)`` only.
+
+Data loss, as Spark's consumer sees it:
+
+- the range starts below the log start offset (retention or DeleteRecords
+  since planning): OFFSET_OUT_OF_RANGE; with ``failOnDataLoss`` it raises,
+  otherwise the read goes on from the log start offset;
+- the log ends before the range does (the partition was recreated or
+  truncated): the same rule, and the read stops there.
+"""
+from __future__ import annotations
+
+from typing import Iterator
+
+import pyarrow as pa
+
+from kfast.client import EARLIEST, BlockingFetcher
+from kfast.protocol import errors
+from kfast_spark.decoding import records_to_arrow
+from kfast_spark.options import TopicPartition
+from kfast_spark.planning import report_data_loss
+
+#: Bytes asked of the broker per fetch: large enough that per-request costs
+#: vanish next to decoding, small enough to bound a task's memory.
+FETCH_MAX_BYTES = 8 * 1024 * 1024
+
+
+def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, start: int,
+                      end: int, include_headers: bool, *, fail_on_data_loss: bool = True,
+                      fetch_max_bytes: int = FETCH_MAX_BYTES) -> Iterator[pa.RecordBatch]:
+    """Rows of the records with offsets in ``[start, end)``."""
+    if start >= end:
+        return
+    topic, partition = topic_partition
+    with BlockingFetcher(bootstrap_servers) as fetcher:
+        offset = start
+        while offset < end:
+            try:
+                fetched = fetcher.fetch_raw(topic, partition, offset, fetch_max_bytes,
+                                            max_wait_ms=0)
+            except errors.OffsetOutOfRangeException:
+                log_start = fetcher.list_offsets({(topic, partition): EARLIEST})[topic, partition]
+                if offset >= log_start:
+                    # Past the end of the log: nothing more of this range exists.
+                    _lost(fail_on_data_loss, topic_partition, offset, end,
+                          f"the log now ends before {offset}")
+                    return
+                _lost(fail_on_data_loss, topic_partition, offset, min(log_start, end),
+                      f"the log now starts at {log_start}")
+                offset = log_start
+                continue
+            if fetched.next_offset <= offset:
+                # Nothing at or after ``offset``: the log ends below the range's end.
+                _lost(fail_on_data_loss, topic_partition, offset, end,
+                      f"the high watermark is {fetched.high_watermark}")
+                return
+            batch = records_to_arrow(fetched.records, topic, partition, offset, end,
+                                     include_headers)
+            if batch is not None:
+                yield batch
+            offset = fetched.next_offset
+
+
+def _lost(fail_on_data_loss: bool, topic_partition: TopicPartition, start: int, end: int,
+          why: str) -> None:
+    report_data_loss(
+        fail_on_data_loss, "COULD_NOT_READ_OFFSET_RANGE",
+        f"Could not read records in offset [{start}, {end}) for topic partition "
+        f"{topic_partition}: {why}.")

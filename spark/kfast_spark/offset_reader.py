@@ -1,0 +1,111 @@
+"""The driver's view of the topics: which partitions a query reads and where
+their logs start and end (Spark's KafkaOffsetReader), asked of the broker
+through kfast's client.
+
+- partitions: one Metadata request (every topic for ``subscribePattern``,
+  the named topics otherwise); a topic that does not exist has no
+  partitions, as a Kafka consumer subscribed to it sees none;
+- earliest/latest offsets: ListOffsets -2/-1 (read_uncommitted, so latest is
+  the high watermark);
+- offsets for timestamps: ListOffsets with the timestamp (-1 in the answer:
+  no record that recent).
+
+The driver calls this from synchronous code (Spark's planner), so it owns a
+private event loop, as kfast's BlockingFetcher does; one reader serves a
+whole query (a streaming query asks for latest offsets every trigger).
+"""
+from __future__ import annotations
+
+import asyncio
+from typing import Dict, List, Mapping, Optional, Sequence
+
+from kfast.client import EARLIEST, LATEST, Fetcher
+from kfast_spark.options import KafkaSourceOptions, TopicPartition
+from kfast_spark.planning import KafkaOffsetRange, OffsetRangeCalculator, resolve_offset_ranges
+
+
+class KafkaOffsetReader:
+    def __init__(self, bootstrap_servers: str):
+        self._loop = asyncio.new_event_loop()
+        try:
+            self._fetcher = self._loop.run_until_complete(self._open(bootstrap_servers))
+        except BaseException:
+            self._loop.close()
+            raise
+
+    @staticmethod
+    async def _open(bootstrap_servers) -> Fetcher:
+        # The client must be built on the loop it runs on.
+        return await Fetcher(bootstrap_servers).start()
+
+    def _run(self, coroutine):
+        return self._loop.run_until_complete(coroutine)
+
+    def close(self) -> None:
+        if not self._loop.is_closed():
+            self._run(self._fetcher.close())
+            self._loop.close()
+
+    def __enter__(self) -> "KafkaOffsetReader":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    # ---- partitions and offsets ----------------------------------------------------
+
+    def assigned_partitions(self, options: KafkaSourceOptions) -> List[TopicPartition]:
+        """The partitions the query's consumer strategy names. For ``assign``
+        these may include partitions that do not exist (data loss later)."""
+        return options.strategy.assigned(self.available_partitions(options))
+
+    def available_partitions(self, options: KafkaSourceOptions) -> Dict[str, List[int]]:
+        """Topic -> partitions, of the topics the strategy may read."""
+        strategy = options.strategy
+        topics = getattr(strategy, "topics", None)
+        if topics is None and hasattr(strategy, "partitions"):
+            topics = sorted({tp.topic for tp in strategy.partitions})
+        answered = self._run(self._fetcher.cluster.refresh_metadata(
+            None if topics is None else list(topics)))
+        return {name: sorted(metadata.partitions) for name, metadata in answered.items()
+                if metadata.error_code == 0}
+
+    def earliest_and_latest(self, partitions: Sequence[TopicPartition],
+                            available: Mapping[str, Sequence[int]]):
+        """({partition: log start offset}, {partition: high watermark}) of the
+        partitions that exist; the others are left out (deleted)."""
+        present = [tp for tp in partitions if tp.partition in available.get(tp.topic, ())]
+        earliest = self._list_offsets({tp: EARLIEST for tp in present})
+        latest = self._list_offsets({tp: LATEST for tp in present})
+        return earliest, latest
+
+    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
+                          ) -> Dict[TopicPartition, Optional[int]]:
+        found = self._list_offsets(timestamps)
+        return {tp: None if offset < 0 else offset for tp, offset in found.items()}
+
+    def _list_offsets(self, specs: Mapping[TopicPartition, int]) -> Dict[TopicPartition, int]:
+        if not specs:
+            return {}
+        listed = self._run(self._fetcher.list_offsets(
+            {(tp.topic, tp.partition): spec for tp, spec in specs.items()}))
+        return {TopicPartition(topic, partition): offset
+                for (topic, partition), offset in listed.items()}
+
+    # ---- planning ------------------------------------------------------------------
+
+    def batch_offset_ranges(self, options: KafkaSourceOptions) -> List[KafkaOffsetRange]:
+        """The input partitions of a batch read: starting/ending options
+        resolved against the broker, split as ``minPartitions`` asks."""
+        starting, ending = options.batch_offsets()
+        return OffsetRangeCalculator(options.min_partitions).get_ranges(
+            self.resolve(options, starting, ending))
+
+    def resolve(self, options: KafkaSourceOptions, starting, ending) -> List[KafkaOffsetRange]:
+        available = self.available_partitions(options)
+        assigned = options.strategy.assigned(available)
+        earliest, latest = self.earliest_and_latest(assigned, available)
+        return resolve_offset_ranges(
+            assigned, starting, ending, earliest, latest,
+            fail_on_data_loss=options.fail_on_data_loss,
+            offsets_for_times=self.offsets_for_times)

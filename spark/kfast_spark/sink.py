@@ -1,0 +1,159 @@
+"""Writing rows to Kafka topics, as Spark's Kafka sink (KafkaWriteTask).
+
+Each row becomes one record: ``value`` (string or binary, may be null: a
+tombstone), ``key``, ``headers`` and ``partition`` when those columns exist,
+into the ``topic`` option's topic, else the row's ``topic`` column (a null
+topic then fails the task with Spark's message). Strings are written as
+UTF-8. Without a ``partition``, keyed records go to murmur2(key) mod
+partitions and unkeyed ones to a sticky partition, as Kafka's producer
+partitions them.
+
+Each task sends its rows through one kfast KafkaProducer (records collect
+into per-partition batches; one Produce request per leader) and waits for
+every acknowledgement before it reports success, so a committed Spark job
+has all its records in the log. Like Spark's sink this is at-least-once: a
+retried task writes its rows again.
+
+Producer properties (``kafka.*`` options): ``acks``, ``linger.ms``,
+``batch.size``, ``compression.type``, ``enable.idempotence``; others are
+refused with their names, rather than ignored.
+"""
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Iterator, List, Optional
+
+from pyspark.sql import Row
+from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
+from pyspark.sql.types import StructType
+
+from kfast.client import KafkaProducer
+from kfast.compression import CODEC_NAMES
+from kfast_spark.options import KafkaSinkOptions
+
+_CODECS_BY_NAME = {name: codec for codec, name in CODEC_NAMES.items()}
+
+
+def _acks(value: str) -> int:
+    return -1 if value.strip().lower() == "all" else int(value)
+
+
+def _boolean(value: str) -> bool:
+    return value.strip().lower() == "true"
+
+
+def _compression(value: str) -> int:
+    try:
+        return _CODECS_BY_NAME[value.strip().lower()]
+    except KeyError:
+        raise ValueError(f"Invalid value '{value}' for option 'kafka.compression.type': "
+                         f"expected one of {', '.join(_CODECS_BY_NAME)}") from None
+
+
+#: Kafka producer property -> (KafkaProducer argument, parser).
+_PRODUCER_PROPERTIES = {
+    "acks": ("acks", _acks),
+    "linger.ms": ("linger_ms", float),
+    "batch.size": ("batch_size", int),
+    "compression.type": ("compression", _compression),
+    "enable.idempotence": ("enable_idempotence", _boolean),
+}
+
+
+def producer_arguments(options: KafkaSinkOptions) -> dict:
+    """KafkaProducer keyword arguments from the ``kafka.*`` options."""
+    arguments = {"acks": -1}   # Kafka's producer default since 3.0
+    for prop, value in options.kafka_params.items():
+        if prop == "bootstrap.servers":
+            continue
+        if prop not in _PRODUCER_PROPERTIES:
+            raise ValueError(f"Kafka producer property 'kafka.{prop}' is not supported by the "
+                             f"kfast sink; supported: "
+                             f"{', '.join('kafka.' + p for p in _PRODUCER_PROPERTIES)}")
+        name, parse = _PRODUCER_PROPERTIES[prop]
+        arguments[name] = parse(value)
+    return arguments
+
+
+@dataclass
+class KafkaWriterCommitMessage(WriterCommitMessage):
+    records: int
+
+
+def _bytes(value) -> Optional[bytes]:
+    if value is None or isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    return bytes(value)        # bytearray
+
+
+def write_rows(options: KafkaSinkOptions, columns: List[str], rows: Iterator[Row]) -> int:
+    """Send every row as a record and wait until all are acknowledged;
+    returns how many were written."""
+    loop = asyncio.new_event_loop()
+    try:
+        return loop.run_until_complete(_write_rows(options, set(columns), rows))
+    finally:
+        loop.close()
+
+
+async def _write_rows(options: KafkaSinkOptions, columns: set, rows: Iterator[Row]) -> int:
+    has_key, has_headers = "key" in columns, "headers" in columns
+    has_partition = "partition" in columns
+    topic_column = options.topic is None
+    futures = []
+    async with KafkaProducer(options.kafka_params["bootstrap.servers"],
+                             **producer_arguments(options)) as producer:
+        for row in rows:
+            topic = row["topic"] if topic_column else options.topic
+            if topic is None:
+                raise ValueError("Null topic present in the data. Use the topic option for "
+                                 "setting a topic.")
+            headers = None
+            if has_headers and row["headers"] is not None:
+                headers = [(header["key"], _bytes(header["value"])) for header in row["headers"]]
+            futures.append(await producer.send(
+                topic, _bytes(row["value"]),
+                key=_bytes(row["key"]) if has_key else None,
+                partition=row["partition"] if has_partition else None,
+                headers=headers))
+        await producer.flush()
+    # Surface the first failed record, as Spark's task fails on a send error.
+    for future in futures:
+        future.result()
+    return len(futures)
+
+
+class KafkaBatchWriter(DataSourceWriter):
+    def __init__(self, options: KafkaSinkOptions, schema: StructType):
+        self.options = options
+        self.columns = schema.names
+
+    def write(self, iterator: Iterator[Row]) -> KafkaWriterCommitMessage:
+        return KafkaWriterCommitMessage(write_rows(self.options, self.columns, iterator))
+
+    def commit(self, messages) -> None:
+        # Every task waited for its acknowledgements; nothing is left to publish.
+        pass
+
+    def abort(self, messages) -> None:
+        # Records of the tasks that succeeded stay in the log (Kafka has no
+        # rollback outside transactions): Spark's sink is at-least-once too.
+        pass
+
+
+class KafkaStreamWriter(DataSourceStreamWriter):
+    def __init__(self, options: KafkaSinkOptions, schema: StructType):
+        self.options = options
+        self.columns = schema.names
+
+    def write(self, iterator: Iterator[Row]) -> KafkaWriterCommitMessage:
+        return KafkaWriterCommitMessage(write_rows(self.options, self.columns, iterator))
+
+    def commit(self, messages, batchId: int) -> None:
+        pass
+
+    def abort(self, messages, batchId: int) -> None:
+        pass
