@@ -14,6 +14,7 @@ replication. Layers, each importing only the ones before it:
     async with Fetcher("127.0.0.1:9092") as fetcher:
         part = await fetcher.fetch_raw("t", 0, offset, max_bytes=1 << 20)
         part.records, part.high_watermark, part.log_start_offset, part.next_offset
+        async for part in fetcher.iter_raw("t", 0, start_offset, end_offset): ...
 
 Every broker error surfaces as the ``kfast.protocol.errors`` exception of its code.
 """

@@ -57,6 +57,19 @@ class BlockingFetcher:
                   max_wait_ms: int | None = None) -> FetchedPartition:
         return self._run(self._fetcher.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms))
 
+    def iter_raw(self, topic: str, partition: int, start_offset: int, end_offset: int,
+                 max_bytes: int = 1 << 20, max_wait_ms: int = 0):
+        """Fetcher.iter_raw as a plain iterator."""
+        chunks = self._fetcher.iter_raw(topic, partition, start_offset, end_offset, max_bytes, max_wait_ms)
+        try:
+            while True:
+                try:
+                    yield self._run(chunks.__anext__())
+                except StopAsyncIteration:
+                    return
+        finally:
+            self._run(chunks.aclose())
+
     def fetch_many(self, positions: Mapping[tuple[str, int], int], partition_max_bytes: int = 1 << 20,
                    max_wait_ms: int | None = None) -> dict[tuple[str, int], FetchedPartition]:
         return self._run(self._fetcher.fetch_many(positions, partition_max_bytes, max_wait_ms))

@@ -160,6 +160,35 @@ class Fetcher:
         return decode_records(await self.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms),
                               self.isolation_level)
 
+    async def iter_raw(self, topic: str, partition: int, start_offset: int, end_offset: int,
+                       max_bytes: int = 1 << 20, max_wait_ms: int = 0):
+        """Fetch [start_offset, end_offset) of one partition, chunk by chunk
+        (an async iterator of FetchedPartition). Chunks hold whole batches,
+        so the first may begin before ``start_offset`` and the last may run
+        past ``end_offset``: readers keep the offsets inside the range. Stops
+        early at the end of what can be read (high watermark, or the last
+        stable offset with READ_COMMITTED), so an end beyond it does not wait."""
+        position = start_offset
+        empty_answers = 0
+        while position < end_offset:
+            part = await self.fetch_raw(topic, partition, position, max_bytes, max_wait_ms)
+            if part.next_offset > position:
+                empty_answers = 0
+                yield part
+                position = part.next_offset
+                continue
+            readable = (part.last_stable_offset if self.isolation_level == READ_COMMITTED
+                        and part.last_stable_offset >= 0 else part.high_watermark)
+            if position >= readable:
+                return
+            # Nothing below the readable end came back (a throttled answer is
+            # empty): back off and ask again, a bounded number of times.
+            if empty_answers >= self.retries:
+                raise errors.UnknownServerException(
+                    f"{topic}-{partition}: no records at offset {position} below {readable}")
+            await self.cluster.backoff(empty_answers)
+            empty_answers += 1
+
     async def fetch_many(self, positions: Mapping[tuple[str, int], int],
                          partition_max_bytes: int = 1 << 20,
                          max_wait_ms: int | None = None) -> dict[tuple[str, int], FetchedPartition]:

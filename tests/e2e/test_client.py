@@ -271,3 +271,32 @@ def test_blocking_fetcher_for_synchronous_readers(broker, topic):
         [(m.offset, m.key, m.value) for m in expected]
     assert (part.high_watermark, part.next_offset) == (5, 5)
     assert [r.value for r in records] == [b"v2", b"v3", b"v4"]
+
+
+def test_iter_raw_reads_exactly_a_range(broker, topic, run):
+    producer = KafkaPythonProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5, batch_size=500)
+    for i in range(100):
+        producer.send(topic, value=b"value-%03d" % i, partition=0)
+    producer.flush()
+    producer.close()
+
+    def offsets_in(parts, start, end):
+        out = []
+        for part in parts:
+            columns = decode_columnar(part.records)
+            out += [o for o in columns.offsets.tolist() if start <= o < end]
+        return out
+
+    async def scenario():
+        async with Fetcher(broker.bootstrap_servers) as fetcher:
+            middle = [p async for p in fetcher.iter_raw(topic, 0, 10, 55, max_bytes=300)]
+            past_end = [p async for p in fetcher.iter_raw(topic, 0, 90, 1000)]   # stops at the high watermark
+            return middle, past_end
+    middle, past_end = run(scenario())
+    assert len(middle) > 1
+    assert offsets_in(middle, 10, 55) == list(range(10, 55))
+    assert offsets_in(past_end, 90, 1000) == list(range(90, 100))
+
+    from kfast.client import BlockingFetcher
+    with BlockingFetcher(broker.bootstrap_servers) as fetcher:
+        assert offsets_in(fetcher.iter_raw(topic, 0, 0, 100, max_bytes=1000), 0, 100) == list(range(100))
