@@ -163,8 +163,8 @@ async def _create(admin: KafkaAdmin, args, out) -> int:
 
 
 async def _list(admin: KafkaAdmin, args, out) -> int:
-    for name in await _matching_topics(admin, args):
-        out.write(name + "\n")
+    # kafka-topics.sh prints the names joined by newlines, so no match is one empty line.
+    out.write("\n".join(await _matching_topics(admin, args)) + "\n")
     return 0
 
 

@@ -89,6 +89,7 @@ def test_list_matches_kafka_python(broker, admin, topic):
     assert listed == sorted(listed)
     assert set(listed) == set(admin.list_topics())
     assert kfast_topics(broker, "--list", "--topic", topic + ".*") == (0, f"{topic}\n{topic}-b\n")
+    assert kfast_topics(broker, "--list", "--topic", topic + "-nothing") == (0, "\n")
 
 
 def test_describe_prints_kafka_topics_format(broker, admin, topic):
