@@ -8,22 +8,32 @@ have a null key and a framed metadata record as value
 (kfast.controller.metadata.records). Retention never deletes from it: the
 metadata log is the cluster's source of truth.
 
+Every append is fsynced before the change is applied, so only a torn tail
+(a batch being written when the process died) can need recovery. A clean
+``close()`` leaves Kafka's clean-shutdown marker (``.kafka_cleanshutdown``)
+in the partition directory; ``open()`` trusts the whole log when it finds
+it (no batch-by-batch recovery) and removes it durably before anything is
+appended, so a crash after that leaves no marker.
+
 All methods block on the disk; the QuorumController calls them in an
 executor.
 """
 from __future__ import annotations
 
 import base64
+import json
 import os
 import time
 from typing import Iterator
 
-from kfast.config import LogConfig
+from kfast.config import LONG_MAX, SERVER_CONFIGS, LogConfig
 from kfast.controller.metadata.image import METADATA_TOPIC_ID
 from kfast.controller.metadata.records import decode_record, encode_record
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
 from kfast.records import RecordBatchBuilder, iter_batches
+from kfast.storage.checkpoint import PARTITION_METADATA_FILE, fsync_dir, write_atomically
 from kfast.storage.log import Log
+from kfast.storage.manager import CLEAN_SHUTDOWN_FILE
 from kfast.storage.producer_state import ORIGIN_COORDINATOR
 
 METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC_NAME}-0"
@@ -36,18 +46,33 @@ def _kafka_uuid(value) -> str:
 
 
 class MetadataLog:
-    def __init__(self, metadata_log_dir: str):
+    def __init__(self, metadata_log_dir: str, *,
+                 segment_bytes: int = SERVER_CONFIGS["metadata.log.segment.bytes"].default,
+                 segment_ms: int = SERVER_CONFIGS["metadata.log.segment.ms"].default):
         self.dir = os.path.join(metadata_log_dir, METADATA_PARTITION_DIR)
+        self.segment_bytes = segment_bytes
+        self.segment_ms = segment_ms
         self.log: Log | None = None
+        self.had_clean_shutdown = False
 
     def open(self) -> None:
-        # Recovery re-reads every batch (CRC-checked) and drops a torn tail:
-        # the log is small, and the broker's clean-shutdown marker is not
-        # this log's to trust.
         # One batch holds one whole change (a topic with all its partitions).
         config = LogConfig({"retention.ms": -1, "retention.bytes": -1,
-                            "max.message.bytes": _MAX_BATCH_BYTES})
-        self.log = Log(self.dir, config, topic_id=_kafka_uuid(METADATA_TOPIC_ID))
+                            "max.message.bytes": _MAX_BATCH_BYTES,
+                            "segment.bytes": self.segment_bytes, "segment.ms": self.segment_ms})
+        marker = os.path.join(self.dir, CLEAN_SHUTDOWN_FILE)
+        clean = self.had_clean_shutdown = os.path.exists(marker)
+        # Without the marker, recovery re-reads every batch (CRC-checked) and
+        # drops a torn tail; with it, everything up to the end was fsynced.
+        # The fixed topic id is written once (the Log fsyncs it on every
+        # open it is given).
+        known = os.path.exists(os.path.join(self.dir, PARTITION_METADATA_FILE))
+        self.log = Log(self.dir, config, recovery_point=LONG_MAX if clean else 0,
+                       had_clean_shutdown=clean,
+                       topic_id=None if known else _kafka_uuid(METADATA_TOPIC_ID))
+        if clean:
+            os.unlink(marker)
+            fsync_dir(self.dir)
 
     @property
     def end_offset(self) -> int:
@@ -88,3 +113,5 @@ class MetadataLog:
             self.log.flush()
             self.log.close()
             self.log = None
+            write_atomically(os.path.join(self.dir, CLEAN_SHUTDOWN_FILE),
+                             json.dumps({"version": 0, "brokerEpoch": -1}).encode())

@@ -86,9 +86,6 @@ logger = logging.getLogger(__name__)
 # The single voter's quorum epoch (Raft term); the partition leader epoch of
 # every metadata batch.
 QUORUM_EPOCH = 1
-# Kafka's metadata.log.max.record.bytes.between.snapshots default: a new
-# snapshot after this many bytes of metadata records.
-SNAPSHOT_MAX_BYTES = 20 * 1024 * 1024
 
 _TOPIC_RECORDS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
 _CLUSTER_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord,
@@ -119,14 +116,15 @@ def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
 
 class QuorumController:
     def __init__(self, config: KafkaConfig, node_id: int, cluster_id: str | None,
-                 metadata_log_dir: str, loop: asyncio.AbstractEventLoop | None = None, *,
-                 snapshot_max_bytes: int = SNAPSHOT_MAX_BYTES):
+                 metadata_log_dir: str, loop: asyncio.AbstractEventLoop | None = None):
         self.config = config
         self.node_id = node_id
         self.cluster_id = _resolve_cluster_id(cluster_id, metadata_log_dir)
         self.epoch = QUORUM_EPOCH
         self._loop = loop
-        self.metadata_log = MetadataLog(metadata_log_dir)
+        self.metadata_log = MetadataLog(metadata_log_dir,
+                                        segment_bytes=config["metadata.log.segment.bytes"],
+                                        segment_ms=config["metadata.log.segment.ms"])
         self.cluster_control = ClusterControlManager()
         self.feature_control = FeatureControlManager()
         self.producer_id_control = ProducerIdControlManager()
@@ -141,7 +139,8 @@ class QuorumController:
         self._subscribers: list[MetadataCallback] = []
         self._lock = asyncio.Lock()
         self.started = False
-        self.snapshot_max_bytes = snapshot_max_bytes
+        # A new snapshot after this many bytes of metadata records.
+        self.snapshot_max_bytes = config["metadata.log.max.record.bytes.between.snapshots"]
         self._bytes_since_snapshot = 0
         self._snapshot_task: asyncio.Future | None = None
         self.snapshot_end_offset = 0        # end offset of the snapshot loaded or written last

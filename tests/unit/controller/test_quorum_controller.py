@@ -13,6 +13,7 @@ from kfast.controller.metadata_log import METADATA_PARTITION_DIR
 from kfast.controller.quorum_controller import QuorumController
 from kfast.controller.replication_control import TopicSpec
 from kfast.protocol import errors
+from kfast.storage.manager import CLEAN_SHUTDOWN_FILE
 
 ENDPOINTS = [Endpoint("PLAINTEXT", "localhost", 9092, "PLAINTEXT")]
 
@@ -173,6 +174,8 @@ def test_torn_tail_of_the_metadata_log_is_dropped(tmp_path):
         return image
 
     before = run(first())
+    # A crash while appending: a torn batch and no clean-shutdown marker.
+    os.unlink(tmp_path / METADATA_PARTITION_DIR / CLEAN_SHUTDOWN_FILE)
     segment = tmp_path / METADATA_PARTITION_DIR / "00000000000000000000.log"
     with open(segment, "ab") as f:
         f.write(b"\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x01")   # a torn batch header
@@ -185,6 +188,40 @@ def test_torn_tail_of_the_metadata_log_is_dropped(tmp_path):
         return image
 
     assert run(second()) == before
+
+
+def test_clean_shutdown_marker_skips_recovery_once(tmp_path, monkeypatch):
+    from kfast.storage import loader
+
+    recovered = []
+    real_recover = loader._recover_segment
+    monkeypatch.setattr(loader, "_recover_segment",
+                        lambda log, segment: recovered.append(segment) or
+                        real_recover(log, segment))
+    marker = tmp_path / METADATA_PARTITION_DIR / CLEAN_SHUTDOWN_FILE
+
+    async def cycle(clean: bool):
+        controller = await started(tmp_path)
+        opened_clean = controller.metadata_log.had_clean_shutdown
+        assert not marker.exists()          # gone before anything is appended
+        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
+        if clean:
+            await controller.shutdown()
+        else:
+            controller.metadata_log.log.close_handlers()   # kill -9: nothing written
+        return opened_clean, controller.image
+
+    assert run(cycle(True))[0] is False     # a new log: nothing to trust
+    assert marker.exists()
+    recovered.clear()
+    opened_clean, image = run(cycle(False))
+    assert opened_clean is True and recovered == []
+    assert not marker.exists()
+    opened_clean, after_crash = run(cycle(True))
+    assert opened_clean is False and recovered
+    # The crashed run's commit was fsynced: recovery keeps it.
+    assert after_crash.offset > image.offset
+    assert after_crash.brokers[1].epoch > image.brokers[1].epoch
 
 
 def test_a_failed_append_stops_the_controller(tmp_path):

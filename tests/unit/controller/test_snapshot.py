@@ -22,9 +22,9 @@ ENDPOINTS = [Endpoint("PLAINTEXT", "localhost", 9092, "PLAINTEXT")]
 
 
 def controller(path, snapshot_max_bytes=1) -> QuorumController:
-    config = KafkaConfig({"node.id": 1, "log.dirs": str(path), "num.partitions": 2})
-    return QuorumController(config, 1, "cluster-id-for-tests00", str(path),
-                            snapshot_max_bytes=snapshot_max_bytes)
+    config = KafkaConfig({"node.id": 1, "log.dirs": str(path), "num.partitions": 2,
+                          "metadata.log.max.record.bytes.between.snapshots": snapshot_max_bytes})
+    return QuorumController(config, 1, "cluster-id-for-tests00", str(path))
 
 
 def test_snapshot_file_layout(tmp_path):
