@@ -33,6 +33,12 @@ class FeatureControlManager:
             return METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL
         return 0, 0
 
+    def supported_features(self) -> dict[str, tuple[int, int]]:
+        """{feature: (min level, max level)} this node supports, for
+        ApiVersions' SupportedFeatures: only the features kfast can run at a
+        level above 0 (a client reading ApiVersions v3 rejects min 0)."""
+        return {name: self.supported_range(name) for name in (METADATA_VERSION,)}
+
     def update_features(self, updates: list[tuple[str, int]], node_id: int) -> ControllerResult:
         """UpdateFeatures: (feature, level) pairs; response {feature:
         KafkaError | None}. Only the current levels are accepted, so a valid

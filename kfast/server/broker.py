@@ -244,6 +244,13 @@ class KafkaBroker:
             manager._log_dir_of.pop(tp, None)
         log.close_handlers()
 
+    def supported_features(self) -> dict[str, tuple[int, int]]:
+        """{feature: (min level, max level)} for ApiVersions'
+        SupportedFeatures (metadata.version: kfast's one level, 21-21)."""
+        if self.controller is None:
+            return {}
+        return self.controller.feature_control.supported_features()
+
     def reconfigure(self, current: KafkaConfig) -> None:
         """Apply the dynamic broker configs that live outside the logs
         (the publisher gives the logs theirs): ``current`` is

@@ -299,3 +299,14 @@ def test_update_features(tmp_path):
     assert isinstance(results["transaction.version"], errors.InvalidUpdateVersionException)
     assert isinstance(disable["metadata.version"], errors.InvalidUpdateVersionException)
     assert image.features == {"metadata.version": 21}
+
+
+def test_supported_features_are_the_levels_update_features_accepts(tmp_path):
+    controller = make_controller(tmp_path)
+    supported = controller.feature_control.supported_features()
+    assert supported == {"metadata.version": (21, 21)}
+    for name, (low, high) in supported.items():
+        assert controller.feature_control.update_features([(name, high)], 1).response == \
+            {name: None}
+        assert controller.feature_control.update_features([(name, low - 1)], 1) \
+            .response[name] is not None
