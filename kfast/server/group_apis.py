@@ -19,6 +19,11 @@ import time
 
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.coordinator.group.classic_group import DEAD
+from kfast.coordinator.group.consumer_protocol import (
+    CONSUMER_PROTOCOL_TYPE,
+    encode_assignment,
+    encode_subscription,
+)
 from kfast.coordinator.group.records import NO_EXPIRE_TIMESTAMP
 from kfast.coordinator.group.runtime import runtime_of
 from kfast.protocol import api_keys
@@ -339,11 +344,30 @@ def handle_list_groups(ctx: RequestContext, request):
     return {"error_code": 0, "groups": listed}
 
 
-def _describe(runtime, group_id: str, version: int) -> dict:
+def _describe_consumer_group(runtime, group, names: dict) -> dict:
+    """A KIP-848 group through the classic DescribeGroups, as Kafka shows
+    it: subscriptions and assignments in the consumer protocol's format."""
+    members = [{
+        "member_id": m.member_id, "group_instance_id": m.instance_id,
+        "client_id": m.client_id, "client_host": m.client_host,
+        "member_metadata": encode_subscription(list(m.subscribed_topic_names)),
+        "member_assignment": encode_assignment(
+            {names.get(t, str(t)): sorted(ps) for t, ps in m.assigned.items()})}
+        for m in group.members.values()]
+    return {"error_code": 0, "group_id": group.group_id, "group_state": group.state,
+            "protocol_type": CONSUMER_PROTOCOL_TYPE,
+            "protocol_data": group.assignor_name or runtime.coordinator.consumer_assignors[0],
+            "members": members}
+
+
+def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
     code = runtime.check_coordinator(group_id)
     if code:
         return {"error_code": code, "group_id": group_id, "group_state": "",
                 "protocol_type": "", "protocol_data": "", "members": []}
+    consumer_group = runtime.coordinator.consumer_groups.get(group_id)
+    if consumer_group is not None:
+        return _describe_consumer_group(runtime, consumer_group, names)
     group = runtime.coordinator.group_or_none(group_id)
     if group is None:
         if version >= 6:
@@ -374,7 +398,9 @@ def _describe(runtime, group_id: str, version: int) -> dict:
 
 def handle_describe_groups(ctx: RequestContext, request):
     runtime = runtime_of(ctx.broker)
-    return {"groups": [_describe(runtime, group_id, ctx.api_version)
+    names = {topic.topic_id: name
+             for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
+    return {"groups": [_describe(runtime, group_id, ctx.api_version, names)
                        for group_id in request.groups]}
 
 
@@ -417,7 +443,7 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, request):
         request.group_id, request.member_id, request.member_epoch, request.instance_id,
         request.rack_id, request.rebalance_timeout_ms, request.subscribed_topic_names,
         request.server_assignor, owned, ctx.client_id or "", _client_host(ctx),
-        _topics_view(ctx))
+        _topics_view(ctx), request.subscribed_topic_regex if ctx.api_version >= 1 else None)
 
 
 def handle_consumer_group_describe(ctx: RequestContext, request):

@@ -11,7 +11,8 @@ from kfast.testing import KfastBroker
 
 @pytest.fixture(scope="module")
 def cli_broker(tmp_path_factory):
-    instance = KfastBroker({"group.initial.rebalance.delay.ms": 0},
+    instance = KfastBroker({"group.initial.rebalance.delay.ms": 0,
+                            "group.consumer.heartbeat.interval.ms": 500},
                            data_dir=str(tmp_path_factory.mktemp("kfast-groups-cli")))
     instance.start()
     yield instance
@@ -99,3 +100,30 @@ def test_reset_offsets_then_delete(capsys, cli_broker, loaded):
     assert status == 1 and "does not exist" in err
     status, out, _ = kfast_groups(capsys, cli_broker, "delete", "--group", group)
     assert status == 1 and "GroupIdNotFoundException" in out
+
+
+def test_describe_a_kip848_group(capsys, cli_broker, loaded):
+    from confluent_kafka import Consumer
+
+    topic, group = loaded
+    consumer = Consumer({"bootstrap.servers": cli_broker.bootstrap_servers, "group.id": group,
+                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
+                         "client.id": "kip848-client"})
+    owned: set[int] = set()
+    try:
+        consumer.subscribe([topic], on_assign=lambda c, ps: owned.update(
+            p.partition for p in ps))
+        for _ in range(100):
+            consumer.poll(0.1)
+            if len(owned) == 3:
+                break
+        assert owned == {0, 1, 2}
+        status, out, _ = kfast_groups(capsys, cli_broker, "describe", "--group", group)
+        assert status == 0
+        table = rows(out)
+        assert sorted(int(r[2]) for r in table) == [0, 1, 2]
+        assert {r[8] for r in table} == {"kip848-client"}
+        status, out, _ = kfast_groups(capsys, cli_broker, "list", "--state")
+        assert [group, "Stable"] in [line.split() for line in out.splitlines()]
+    finally:
+        consumer.close()

@@ -47,7 +47,8 @@ class ConsumerGroupMember:
     __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host",
                  "member_epoch", "previous_member_epoch", "state", "rebalance_timeout_ms",
                  "subscribed_topic_names", "server_assignor", "assigned", "pending_revocation",
-                 "sent_assignment", "heartbeat_satisfied", "is_leaving")
+                 "sent_assignment", "heartbeat_satisfied", "is_leaving",
+                 "explicit_topic_names", "subscribed_topic_regex", "revocation_timeout")
 
     def __init__(self, member_id: str):
         self.member_id = member_id
@@ -59,7 +60,11 @@ class ConsumerGroupMember:
         self.previous_member_epoch = -1
         self.state = MEMBER_STABLE
         self.rebalance_timeout_ms = -1
+        # Explicit names plus the topics the regex matched at the last heartbeat.
         self.subscribed_topic_names: list[str] = []
+        self.explicit_topic_names: set[str] = set()
+        self.subscribed_topic_regex = None
+        self.revocation_timeout = None
         self.server_assignor = None
         self.assigned: Partitions = {}
         self.pending_revocation: Partitions = {}

@@ -13,8 +13,11 @@ classic groups and survive.
 """
 from __future__ import annotations
 
+import re
+
 from kfast.coordinator.group.assignors import ASSIGNORS
 from kfast.coordinator.group.consumer_group import (
+    UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerGroupMember,
     new_member_id,
@@ -40,7 +43,8 @@ class ConsumerGroupManager:
     def consumer_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
                                  instance_id, rack_id, rebalance_timeout_ms: int,
                                  subscribed_topic_names, server_assignor, owned,
-                                 client_id: str, client_host: str, topics: dict) -> dict:
+                                 client_id: str, client_host: str, topics: dict,
+                                 subscribed_topic_regex: str | None = None) -> dict:
         """The ConsumerGroupHeartbeatResponse fields. ``owned``: {topic_id:
         set(partitions)} the member reports holding, or None."""
         def error(code: int, message: str | None = None) -> dict:
@@ -60,10 +64,11 @@ class ConsumerGroupManager:
         # Whatever changes in one heartbeat bumps the group epoch once.
         bump = False
         if member_epoch == JOIN_EPOCH:
-            if rebalance_timeout_ms < 0 or subscribed_topic_names is None:
+            if rebalance_timeout_ms < 0 or (subscribed_topic_names is None
+                                            and not subscribed_topic_regex):
                 return error(E.InvalidRequestException.code,
-                             "RebalanceTimeoutMs and SubscribedTopicNames must be set "
-                             "when joining.")
+                             "RebalanceTimeoutMs and SubscribedTopicNames or "
+                             "SubscribedTopicRegex must be set when joining.")
             if group is None:
                 if classic is not None:
                     self.groups.pop(group_id)   # an empty classic group is taken over
@@ -99,9 +104,22 @@ class ConsumerGroupManager:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         if server_assignor is not None:
             member.server_assignor = server_assignor
-        if subscribed_topic_names is not None and \
-                sorted(subscribed_topic_names) != sorted(member.subscribed_topic_names):
-            member.subscribed_topic_names = sorted(set(subscribed_topic_names))
+        if subscribed_topic_names is not None:
+            member.explicit_topic_names = set(subscribed_topic_names)
+        if subscribed_topic_regex is not None:
+            try:
+                member.subscribed_topic_regex = (re.compile(subscribed_topic_regex)
+                                                 if subscribed_topic_regex else None)
+            except re.error as exc:
+                return error(E.InvalidRegularExpression.code, str(exc))
+        # A regex is resolved against the topics of each heartbeat; internal
+        # topics never match (as in Kafka).
+        resolved = set(member.explicit_topic_names)
+        if member.subscribed_topic_regex is not None:
+            resolved |= {t for t in topics if not t.startswith("__")
+                         and member.subscribed_topic_regex.fullmatch(t)}
+        if sorted(resolved) != member.subscribed_topic_names:
+            member.subscribed_topic_names = sorted(resolved)
             bump = True
         metadata = {name: topics[name] for name in group.subscribed_topics() if name in topics}
         if metadata != group.subscription_metadata:
@@ -111,8 +129,11 @@ class ConsumerGroupManager:
             group.group_epoch += 1
         if group.assignment_epoch < group.group_epoch:
             self._compute_target(group, topics)
+        was_revoking = member.state == UNREVOKED_PARTITIONS
         group.reconcile(member, owned)
         self._consumer_heartbeat_received(group, member)
+        if member.state == UNREVOKED_PARTITIONS and not was_revoking:
+            self._schedule_revocation_timeout(group, member)
         assignment = None
         if member_epoch == JOIN_EPOCH or owned is not None or \
                 member.sent_assignment != member.assigned:
@@ -137,9 +158,28 @@ class ConsumerGroupManager:
         group.assignment_epoch = group.group_epoch
 
     def _remove_consumer_member(self, group: ConsumerGroup, member_id: str) -> None:
-        group.members.pop(member_id, None)
+        member = group.members.pop(member_id, None)
         group.target.pop(member_id, None)
         self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, member_id))
+        if member is not None and member.revocation_timeout is not None:
+            member.revocation_timeout.cancel()
+
+    def _schedule_revocation_timeout(self, group: ConsumerGroup,
+                                     member: ConsumerGroupMember) -> None:
+        """A member must release revoked partitions within its rebalance
+        timeout, or it is fenced (removed) so others can have them."""
+        if member.revocation_timeout is not None:
+            member.revocation_timeout.cancel()
+        epoch = member.member_epoch
+
+        def expired() -> None:
+            member.revocation_timeout = None
+            if group.members.get(member.member_id) is member and \
+                    member.state == UNREVOKED_PARTITIONS and member.member_epoch == epoch:
+                self.on_consumer_session_expired(group, member.member_id)
+
+        member.revocation_timeout = self.timer.schedule(max(member.rebalance_timeout_ms, 0),
+                                                        expired)
 
     def _consumer_heartbeat_received(self, group: ConsumerGroup,
                                      member: ConsumerGroupMember) -> None:
@@ -183,7 +223,8 @@ class ConsumerGroupManager:
                     "rack_id": m.rack_id, "member_epoch": m.member_epoch,
                     "client_id": m.client_id, "client_host": m.client_host,
                     "subscribed_topic_names": list(m.subscribed_topic_names),
-                    "subscribed_topic_regex": None,
+                    "subscribed_topic_regex": m.subscribed_topic_regex.pattern
+                    if m.subscribed_topic_regex is not None else None,
                     "assignment": assignment(m.assigned),
                     "target_assignment": assignment(group.target.get(m.member_id, {})),
                     "member_type": 1}

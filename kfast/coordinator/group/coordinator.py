@@ -64,6 +64,7 @@ def join_error(member_id: str, code: int) -> JoinResult:
 class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
     def __init__(self, config, timer, writer: Writer, time_ms: Callable[[], int]):
         self.config = config
+        self.timer = timer
         self.writer = writer
         self.time_ms = time_ms
         self.groups: dict[str, ClassicGroup] = {}

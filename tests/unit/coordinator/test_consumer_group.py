@@ -113,3 +113,36 @@ def test_describe_and_delete():
     beat(h, a["member_id"], -1)
     h.coordinator.delete_groups([G], results.append)
     assert results[-1] == {G: 0} and G not in h.coordinator.consumer_groups
+
+
+def test_regex_subscription_follows_new_topics():
+    h = Harness()
+    other = uuid.UUID(int=8)
+    r = h.coordinator.consumer_group_heartbeat(
+        G, "", 0, None, None, 5000, None, None, None, "c", "/h",
+        {"t": (T, 2), "__consumer_offsets": (uuid.UUID(int=9), 50)}, "t.*")
+    assert r["error_code"] == 0 and partitions(r) == {0, 1}
+    grown = {"t": (T, 2), "t2": (other, 3), "__consumer_offsets": (uuid.UUID(int=9), 50)}
+    r2 = h.coordinator.consumer_group_heartbeat(
+        G, r["member_id"], r["member_epoch"], None, None, -1, None, None, None, "c", "/h",
+        grown)
+    assigned = {t: set(tp["partitions"]) for tp in r2["assignment"]["topic_partitions"]
+                for t in [tp["topic_id"]]}
+    assert assigned == {T: {0, 1}, other: {0, 1, 2}}
+    bad = h.coordinator.consumer_group_heartbeat(
+        G, "", 0, None, None, 5000, None, None, None, "c", "/h", grown, "(")
+    assert bad["error_code"] == E.InvalidRegularExpression.code
+
+
+def test_member_that_does_not_revoke_in_time_is_fenced():
+    h = Harness()
+    a = beat(h, rebalance=300)
+    b = beat(h, rebalance=300)
+    r = beat(h, a["member_id"], 1, owned={T: {0, 1, 2, 3}}, rebalance=300)
+    assert len(partitions(r)) == 2            # told to revoke two
+    beat(h, b["member_id"], b["member_epoch"], owned={})
+    h.timer.advance(301)                       # a never confirms
+    group = h.coordinator.consumer_groups[G]
+    assert a["member_id"] not in group.members
+    r = beat(h, b["member_id"], group.members[b["member_id"]].member_epoch, owned={})
+    assert partitions(r) == {0, 1, 2, 3}
