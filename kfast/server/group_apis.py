@@ -476,5 +476,8 @@ def register(apis: KafkaApis) -> None:
     apis.register(by_name["ListGroups"].key, handle_list_groups)
     apis.register(by_name["DescribeGroups"].key, handle_describe_groups)
     apis.register(by_name["DeleteGroups"].key, handle_delete_groups)
-    apis.register(by_name["ConsumerGroupHeartbeat"].key, handle_consumer_group_heartbeat)
-    apis.register(by_name["ConsumerGroupDescribe"].key, handle_consumer_group_describe)
+    # Kafka advertises the KIP-848 APIs only with the consumer protocol enabled.
+    config = getattr(apis.broker, "config", None)
+    if config is None or "consumer" in config["group.coordinator.rebalance.protocols"]:
+        apis.register(by_name["ConsumerGroupHeartbeat"].key, handle_consumer_group_heartbeat)
+        apis.register(by_name["ConsumerGroupDescribe"].key, handle_consumer_group_describe)

@@ -199,36 +199,44 @@ class OffsetMetadataManager:
     # -- retention ---------------------------------------------------------------------
     def cleanup_expired_offsets(self, now: int | None = None) -> int:
         """Expire offsets of groups without members (offsets.retention.minutes
-        after the group became empty, or after the commit for groups that never
-        had members; an explicit expire timestamp wins); a group left with
-        neither members nor offsets is deleted. Returns how many offsets
-        were expired."""
+        after a classic group became empty, or after the commit for groups
+        that never had members and for KIP-848 groups; an explicit expire
+        timestamp wins); a classic group left with neither members nor
+        offsets is deleted. Returns how many offsets were expired."""
         now = self.time_ms() if now is None else now
         expired_total = 0
-        for group_id, group in list(self.groups.items()):
-            if not group.is_(EMPTY):
-                continue
+        for group_id in list(dict.fromkeys([*self.groups, *self.offsets])):
+            group = self.groups.get(group_id)
+            consumer_group = self.consumer_groups.get(group_id)
+            if consumer_group is not None:
+                if consumer_group.members:
+                    continue
+                empty_since = None
+            elif group is not None:
+                if not group.is_(EMPTY):
+                    continue
+                empty_since = group.state_timestamp if group.protocol_type else None
+            else:
+                empty_since = None
             committed = self.offsets.get(group_id, {})
             expired = []
             for tp, value in committed.items():
                 if value.expire_timestamp != NO_EXPIRE_TIMESTAMP:
                     due = value.expire_timestamp <= now
                 else:
-                    base = group.state_timestamp if group.protocol_type else \
-                        value.commit_timestamp
+                    base = value.commit_timestamp if empty_since is None else empty_since
                     due = base + self.offsets_retention_ms <= now
                 if due:
                     expired.append(tp)
-            if len(expired) == len(committed):
+            if not expired and committed:
+                continue
+            whole = len(expired) == len(committed) and consumer_group is None
+            if whole:
                 records = self._group_tombstones(group_id)
             else:
                 records = [(encode_key(OffsetCommitKey(group_id, t, p)), None)
                            for t, p in expired]
-            if not expired and committed:
-                continue
             expired_total += len(expired)
-
-            whole = len(expired) == len(committed)
 
             def done(code: int, group_id=group_id, records=records, whole=whole) -> None:
                 if code:

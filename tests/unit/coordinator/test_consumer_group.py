@@ -146,3 +146,17 @@ def test_member_that_does_not_revoke_in_time_is_fenced():
     assert a["member_id"] not in group.members
     r = beat(h, b["member_id"], group.members[b["member_id"]].member_epoch, owned={})
     assert partitions(r) == {0, 1, 2, 3}
+
+
+def test_offsets_of_an_empty_consumer_group_expire():
+    h = Harness(**{"offsets.retention.minutes": 1,
+                   "group.consumer.session.timeout.ms": 120_000})
+    a = beat(h)
+    out = []
+    h.coordinator.commit_offsets(G, a["member_id"], None, 1, {("t", 0): (3, -1, "")}, -1,
+                                 out.append)
+    h.timer.advance(61_000)
+    assert h.coordinator.cleanup_expired_offsets() == 0    # a member: kept
+    beat(h, a["member_id"], -1)
+    assert h.coordinator.cleanup_expired_offsets() == 1
+    assert h.coordinator.fetch_offsets(G, None) == []
