@@ -7,7 +7,7 @@ UpdateFeatures) go to the QuorumController, which
 commits them to the metadata log before answering; the broker's metadata
 publisher applies them to the logs (created, deleted, reconfigured).
 Reads (DescribeConfigs, DescribeCluster, DescribeTopicPartitions,
-ListPartitionReassignments) are answered from the broker's current
+ListPartitionReassignments, ListConfigResources) are answered from the broker's current
 MetadataImage and its static configuration; DescribeQuorum from the
 controller's metadata log.
 
@@ -42,6 +42,7 @@ from kfast.protocol import (
     DescribeTopicPartitionsResponse,
     ElectLeadersResponse,
     IncrementalAlterConfigsResponse,
+    ListConfigResourcesResponse,
     ListPartitionReassignmentsResponse,
     UpdateFeaturesResponse,
     api_keys,
@@ -52,6 +53,8 @@ from kfast.server.apis import KafkaApis, RequestContext
 logger = logging.getLogger(__name__)
 
 CONFIG_RESOURCE_BROKER_LOGGER = 8
+CONFIG_RESOURCE_CLIENT_METRICS = 16
+CONFIG_RESOURCE_GROUP = 32
 # DescribeCluster endpoint types.
 ENDPOINT_TYPE_BROKER = 1
 _NOT_REQUESTED = -2147483648
@@ -554,6 +557,46 @@ def handle_describe_quorum(ctx: RequestContext, request):
         Response.Node(node_id=voter, listeners=[]) for voter, _ in state["voters"]])
 
 
+# -- ListConfigResources (KIP-1142; v0 was KIP-714's ListClientMetricsResources) ---------
+def _list_config_resource_types(version: int) -> frozenset[int]:
+    """ListConfigResourcesRequest.supportedResourceTypes(): v0 knows only
+    client-metrics resources."""
+    if version == 0:
+        return frozenset({CONFIG_RESOURCE_CLIENT_METRICS})
+    return frozenset({CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_BROKER_LOGGER,
+                      CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP})
+
+
+def handle_list_config_resources(ctx: RequestContext, request):
+    """Names of the resources of the requested types (none: every type the
+    version supports), in Kafka's order: groups, client-metrics
+    subscriptions, broker loggers, brokers, topics. A type the version does
+    not support fails the whole request with UNSUPPORTED_VERSION. kfast has
+    no group configs (GROUP resources) and no client-metrics subscriptions,
+    so those types list nothing."""
+    version = ctx.api_version
+    supported = _list_config_resource_types(version)
+    requested = set(request.resource_types or ()) if version >= 1 else set()
+    if not requested:
+        requested = set(supported)
+    if not requested <= supported:
+        return ListConfigResourcesResponse(
+            error_code=errors.UnsupportedVersionException.code, config_resources=[])
+    image = ctx.broker.metadata_image
+    # getBrokerNodes(listener): live brokers with an endpoint on this listener.
+    brokers = [str(broker_id) for broker_id, registration in sorted(image.brokers.items())
+               if ctx.listener_name in registration.listeners and not registration.fenced]
+    Resource = ListConfigResourcesResponse.ConfigResource
+    resources = []
+    for resource_type, names in ((CONFIG_RESOURCE_BROKER_LOGGER, brokers),
+                                 (CONFIG_RESOURCE_BROKER, brokers),
+                                 (CONFIG_RESOURCE_TOPIC, sorted(image.topics_by_name))):
+        if resource_type in requested:
+            resources += [Resource(resource_name=name, resource_type=resource_type)
+                          for name in names]
+    return ListConfigResourcesResponse(error_code=0, config_resources=resources)
+
+
 def register(apis: KafkaApis) -> None:
     key = api_keys.BY_NAME
     apis.register(key["CreateTopics"].key, handle_create_topics,
@@ -577,3 +620,4 @@ def register(apis: KafkaApis) -> None:
     apis.register(key["DescribeQuorum"].key, handle_describe_quorum)
     apis.register(key["UpdateFeatures"].key, handle_update_features,
                   error_response=_update_features_error)
+    apis.register(key["ListConfigResources"].key, handle_list_config_resources)

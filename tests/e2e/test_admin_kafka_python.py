@@ -115,3 +115,14 @@ def test_describe_cluster(broker, admin):
     assert cluster["controller_id"] == 1
     assert cluster["cluster_id"] == broker.broker.cluster_id
     assert [(b["broker_id"], b["port"]) for b in cluster["brokers"]] == [(1, broker.port)]
+
+
+def test_list_config_resources(admin, topic):
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    everything = admin.list_config_resources()
+    assert topic in everything["topic"]
+    assert everything["broker"] == ["1"] and everything["broker_logger"] == ["1"]
+    assert "group" not in everything and "client_metrics" not in everything
+    assert admin.list_config_resources(["BROKER"]) == {"broker": ["1"]}
+    topics = admin.list_config_resources(["TOPIC"])
+    assert set(topics) == {"topic"} and topic in topics["topic"]

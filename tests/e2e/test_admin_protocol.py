@@ -382,3 +382,18 @@ def test_update_features_accepts_only_the_running_levels(client, version):
         assert [(r.feature, r.error_code) for r in bad.results] == [("metadata.version", code)]
     assert update(("kraft.version", 1), ("kraft.version", 0)).error_code == \
         errors.InvalidRequestException.code
+
+
+def test_list_config_resources_versions(client, topic):
+    create(client, topic)
+    v0 = client.request("ListConfigResources", 0)     # ListClientMetricsResources
+    assert (v0.error_code, v0.config_resources) == (0, [])
+    v1 = client.request("ListConfigResources", 1, resource_types=[TOPIC, BROKER, TOPIC])
+    assert v1.error_code == 0
+    listed = [(r.resource_type, r.resource_name) for r in v1.config_resources]
+    assert listed[0] == (BROKER, "1")          # Kafka's order: brokers before topics
+    assert (TOPIC, topic) in listed and len(listed) == len(set(listed))
+    for types in ([64], [TOPIC, 64]):
+        bad = client.request("ListConfigResources", 1, resource_types=types)
+        assert bad.error_code == errors.UnsupportedVersionException.code
+        assert bad.config_resources == []
