@@ -23,7 +23,7 @@ import pytest
 
 from kfast.testing import KfastBroker
 
-from conftest import REPO, wait_until
+from e2e_support import REPO, wait_until
 
 SESSION_MS = 6000
 PARTITIONS = 6
