@@ -77,14 +77,31 @@ class ConsumerGroupManager:
             member = group.members.get(member_id)
             if member is not None:
                 self._remove_consumer_member(group, member_id)
-            if len(group.members) >= self.consumer_max_size:
-                return error(E.GroupMaxSizeReachedException.code)
-            member = group.members[member_id] = ConsumerGroupMember(member_id)
-            bump = True
+            static = self._static_member(group, instance_id)
+            if static is not None and static.member_id != member_id:
+                if static.member_epoch != STATIC_LEAVE_EPOCH:
+                    return error(E.UnreleasedInstanceIdException.code,
+                                 f"Static member {instance_id} is still in the group.")
+                # KIP-345 in KIP-848: the restarted instance takes over the
+                # member it was, assignment and epoch included; no rebalance.
+                member = self._replace_static_member(group, static, member_id)
+            else:
+                if len(group.members) >= self.consumer_max_size:
+                    return error(E.GroupMaxSizeReachedException.code)
+                member = group.members[member_id] = ConsumerGroupMember(member_id)
+                bump = True
         else:
             member = group.members.get(member_id) if group is not None else None
             if member is None:
                 return error(E.UnknownMemberIdException.code)
+            if member_epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
+                # A static member leaving for a while keeps its partitions
+                # until its session expires or its instance rejoins.
+                member.previous_member_epoch = member.member_epoch
+                member.member_epoch = STATIC_LEAVE_EPOCH
+                return {"error_code": 0, "error_message": None, "member_id": member_id,
+                        "member_epoch": STATIC_LEAVE_EPOCH, "heartbeat_interval_ms": 0,
+                        "assignment": None}
             if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 self._remove_consumer_member(group, member_id)
                 group.group_epoch += 1
@@ -156,6 +173,24 @@ class ConsumerGroupManager:
                   (topics[t] for t in group.subscribed_topics() if t in topics)}
         group.target = ASSIGNORS[name](members, counts, group.target)
         group.assignment_epoch = group.group_epoch
+
+    @staticmethod
+    def _static_member(group: ConsumerGroup, instance_id):
+        if instance_id is None:
+            return None
+        return next((m for m in group.members.values() if m.instance_id == instance_id), None)
+
+    def _replace_static_member(self, group: ConsumerGroup, old: ConsumerGroupMember,
+                               member_id: str) -> ConsumerGroupMember:
+        self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, old.member_id))
+        del group.members[old.member_id]
+        if old.member_id in group.target:
+            group.target[member_id] = group.target.pop(old.member_id)
+        old.member_id = member_id
+        old.member_epoch = old.previous_member_epoch
+        old.sent_assignment = None
+        group.members[member_id] = old
+        return old
 
     def _remove_consumer_member(self, group: ConsumerGroup, member_id: str) -> None:
         member = group.members.pop(member_id, None)

@@ -160,3 +160,26 @@ def test_offsets_of_an_empty_consumer_group_expire():
     beat(h, a["member_id"], -1)
     assert h.coordinator.cleanup_expired_offsets() == 1
     assert h.coordinator.fetch_offsets(G, None) == []
+
+
+def static_beat(h, instance, member_id="", epoch=0, owned=None):
+    return h.coordinator.consumer_group_heartbeat(
+        G, member_id, epoch, instance, None, 5000, ["t"], None, owned, "c", "/h", TOPICS)
+
+
+def test_static_member_rejoins_with_its_assignment_and_epoch():
+    h = Harness()
+    a = static_beat(h, "ia")
+    b = static_beat(h, "ib")
+    a = static_beat(h, "ia", a["member_id"], 1, owned={T: {0, 1, 2, 3}})
+    a = static_beat(h, "ia", a["member_id"], 1, owned={T: partitions(a)})
+    b = static_beat(h, "ib", b["member_id"], 2, owned={})
+    group = h.coordinator.consumer_groups[G]
+    assert group.state == "Stable"
+    epoch, mine = group.group_epoch, partitions(b)
+    assert static_beat(h, "ib")["error_code"] == E.UnreleasedInstanceIdException.code
+    assert static_beat(h, "ib", b["member_id"], -2)["member_epoch"] == -2
+    again = static_beat(h, "ib")               # restarted: new member id
+    assert again["error_code"] == 0 and again["member_id"] != b["member_id"]
+    assert partitions(again) == mine and again["member_epoch"] == 2
+    assert group.group_epoch == epoch          # no rebalance
