@@ -94,10 +94,16 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             return callback(join_error(member_id, E.InvalidSessionTimeoutException.code))
         if rebalance_timeout_ms < 0:
             rebalance_timeout_ms = session_timeout_ms   # JoinGroup v0
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            # A KIP-848 group in use: classic members cannot join it.
+            return callback(join_error(member_id, E.InconsistentGroupProtocolException.code))
         group = self.groups.get(group_id)
         if group is None:
             if member_id != UNKNOWN_MEMBER_ID:
                 return callback(join_error(member_id, E.UnknownMemberIdException.code))
+            if consumer_group is not None:
+                self.consumer_groups.pop(group_id).dead = True   # empty: taken over
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
         if group.is_(DEAD):
             return callback(join_error(member_id, E.CoordinatorNotAvailableException.code))

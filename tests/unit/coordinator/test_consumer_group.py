@@ -183,3 +183,12 @@ def test_static_member_rejoins_with_its_assignment_and_epoch():
     assert again["error_code"] == 0 and again["member_id"] != b["member_id"]
     assert partitions(again) == mine and again["member_epoch"] == 2
     assert group.group_epoch == epoch          # no rebalance
+
+
+def test_classic_join_to_a_live_consumer_group_is_inconsistent():
+    h = Harness()
+    a = beat(h)
+    assert h.join(G)[0]["error_code"] == E.InconsistentGroupProtocolException.code
+    beat(h, a["member_id"], -1)
+    assert h.join(G)[0]["error_code"] == 0      # empty: the classic group takes over
+    assert G not in h.coordinator.consumer_groups
