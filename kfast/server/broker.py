@@ -218,12 +218,21 @@ class KafkaBroker:
             await self.shutdown()
             raise
         self._start_jobs()
+        self._load_group_coordinator()
         self.started = True
         self.startup_ms = (time.perf_counter() - began) * 1000
         logger.info("kfast broker %d ready in %.1f ms, listening on %s (cluster %s)",
                     self.node_id, self.startup_ms,
                     ", ".join(f"{e.name}://{e.host}:{e.port}" for e in advertised),
                     self.cluster_id)
+
+    def _load_group_coordinator(self) -> None:
+        """Replay the __consumer_offsets partitions this broker leads, as
+        Kafka does on becoming their leader: groups, offsets and member
+        sessions are back before the first client asks."""
+        from kfast.coordinator.group.runtime import runtime_of
+
+        runtime_of(self).load_all()
 
     def _detach_metadata_log(self) -> None:
         """The controller owns __cluster_metadata-0 (its MetadataLog opens it).
