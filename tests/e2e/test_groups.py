@@ -417,6 +417,8 @@ def test_broker_restart_keeps_groups_and_offsets(group_broker, names):
                              TopicPartition(topic, 1, 4)], asynchronous=False)
     consumer.close()
     group_broker.restart()
+    # Loaded at start, before any client asks (read from the test thread).
+    assert group in group_broker.broker.group_coordinator.coordinator.offsets
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                          "auto.offset.reset": "earliest", "enable.auto.commit": False})
     try:
