@@ -59,7 +59,8 @@ def _check(code: int, what: str) -> None:
 class GroupsTool:
     def __init__(self, bootstrap: str):
         host, _, port = bootstrap.split(",")[0].rpartition(":")
-        self.bootstrap = BlockingConnection(host or "localhost", int(port), client_id="kfast-groups")
+        self.bootstrap = BlockingConnection(host or "localhost", int(port),
+                                            client_id="kfast-groups")
         self._connections = {}
 
     def close(self) -> None:

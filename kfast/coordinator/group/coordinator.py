@@ -32,7 +32,6 @@ from kfast.coordinator.group.delayed import (
     heartbeat_key,
 )
 from kfast.coordinator.group.records import (
-    NO_EXPIRE_TIMESTAMP,
     GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
@@ -107,7 +106,8 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
         if group.is_(DEAD):
             return callback(join_error(member_id, E.CoordinatorNotAvailableException.code))
-        is_new = member_id == UNKNOWN_MEMBER_ID and group.static_member_id(group_instance_id) is None
+        is_new = (member_id == UNKNOWN_MEMBER_ID
+                  and group.static_member_id(group_instance_id) is None)
         if is_new and len(group.members) + len(group.pending_members) >= self.max_group_size:
             return callback(join_error(member_id, E.GroupMaxSizeReachedException.code))
         if not group.is_protocol_consistent(protocol_type, protocols):
