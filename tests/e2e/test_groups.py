@@ -442,3 +442,37 @@ def test_broker_restart_keeps_groups_and_offsets(group_broker, names):
         assert group in [g["group_id"] for g in admin.list_groups()]
     finally:
         admin.close()
+
+
+def test_confluent_admin_lists_and_describes_classic_and_kip848_groups(group_broker, names):
+    from confluent_kafka import Consumer, ConsumerGroupType
+    from confluent_kafka.admin import AdminClient
+
+    bootstrap = group_broker.bootstrap_servers
+    topic, group = names
+    create_topic(bootstrap, topic, 2)
+    consumers = {}
+    try:
+        for protocol in ("classic", "consumer"):
+            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-{protocol}",
+                                 "group.protocol": protocol})
+            consumer.subscribe([topic])
+            consumers[protocol] = consumer
+            deadline = time.monotonic() + 20
+            while not consumer.assignment() and time.monotonic() < deadline:
+                consumer.poll(0.1)
+            assert len(consumer.assignment()) == 2
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        listed = {g.group_id: g.type for g in admin.list_consumer_groups().result(10).valid}
+        assert listed[f"{group}-classic"] == ConsumerGroupType.CLASSIC
+        assert listed[f"{group}-consumer"] == ConsumerGroupType.CONSUMER
+        described = admin.describe_consumer_groups([f"{group}-classic", f"{group}-consumer"])
+        classic = described[f"{group}-classic"].result(10)
+        kip848 = described[f"{group}-consumer"].result(10)
+        assert (classic.partition_assignor, kip848.partition_assignor) == ("range", "uniform")
+        for description in (classic, kip848):
+            [member] = description.members
+            assert sorted(tp.partition for tp in member.assignment.topic_partitions) == [0, 1]
+    finally:
+        for consumer in consumers.values():
+            consumer.close()
