@@ -3,6 +3,7 @@
 
     python bench/broker_load.py                    # both brokers, default sizes
     python bench/broker_load.py --brokers tansu --records 200000
+    python bench/broker_load.py --repeat 3 --json out.json   # medians, kfast/Tansu
 
 For each broker (started here as a subprocess on a free 127.0.0.1 port, and
 stopped here by PID) and each partition count (1 and 8), with confluent-kafka
@@ -13,6 +14,17 @@ stopped here by PID) and each partition count (1 and 8), with confluent-kafka
   broker CPU-seconds per GB produced and per GB fetched (utime + stime of the
   broker process from /proc/<pid>/stat, before and after each phase),
   produce-to-consume latency p50/p99 at a fixed 10,000 records/s.
+
+The client side is kept out of the way the same for both brokers: produce
+runs in ``--clients`` processes (the Python produce() loop costs 1-3 us per
+record, as much as a broker's work, so one process measured the client),
+without a delivery callback per record; the consumer may queue 1M records
+per partition; the offsets topic is created before the phases; the latency
+reader polls record by record. On a two-core machine brokers and clients
+share the CPU, so throughput also reflects how much CPU a broker leaves to
+the clients: compare CPU-seconds per GB alongside it, and use --repeat
+(the order of the brokers alternates; medians and kfast/Tansu ratios against
+issue 5's targets are printed).
 
 Everything is bounded: a record count per phase and a wall-clock limit per
 phase; a phase that hits its limit is reported as such. Traffic goes to
@@ -65,7 +77,7 @@ def tansu_binary() -> str:
 
 
 @contextmanager
-def run_broker(kind: str):
+def run_broker(kind: str, kfast_overrides: tuple = ()):
     port = free_port()
     tmp = tempfile.mkdtemp(prefix=f"bench-{kind}-")
     if kind == "tansu":
@@ -76,6 +88,8 @@ def run_broker(kind: str):
         cmd = [sys.executable, "-m", "kfast", "serve",
                "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
                "--override", f"log.dirs={tmp}/data"]
+        for override in kfast_overrides:
+            cmd += ["--override", override]
     else:
         raise ValueError(kind)
     log = open(os.path.join(tmp, "broker.log"), "wb")
@@ -101,47 +115,105 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int) -> None:
+def create_topic(bootstrap: str, topic: str, partitions: int, attempts: int = 3) -> None:
+    """Create ``topic``; a timed-out attempt (seen with a broker that has just
+    started listening) is retried, and a topic that exists counts as made."""
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    futures = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=10)
-    for f in futures.values():
-        f.result(timeout=30)
+    for attempt in range(attempts):
+        admin = AdminClient({"bootstrap.servers": bootstrap})
+        future = admin.create_topics([NewTopic(topic, partitions, 1)],
+                                     operation_timeout=10)[topic]
+        try:
+            future.result(timeout=30)
+            return
+        except KafkaException as exc:
+            if exc.args[0].code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                return
+            if attempt == attempts - 1:
+                raise
+        except TimeoutError:
+            if attempt == attempts - 1:
+                raise
 
 
-def produce(bootstrap: str, topic: str, records: int, acks: str, limit_s: float) -> dict:
+def _produce_worker(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
+                     start_at: float, conn) -> None:
+    """One producer process: ``records`` records from time ``start_at`` on."""
     from confluent_kafka import Producer
+
+    payload = b"x" * RECORD_SIZE
+    # A delivery callback per record costs the client as much as producing
+    # it: librdkafka reports failures only, and whatever flush() did not
+    # leave in the queue and did not fail was delivered.
+    errors = 0
+
+    def on_error(err, _msg):
+        nonlocal errors
+        errors += 1
 
     producer = Producer({
         "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
         "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
-        "enable.idempotence": False,
+        "enable.idempotence": False, "delivery.report.only.error": True,
+        "on_delivery": on_error,
     })
-    payload = b"x" * RECORD_SIZE
-    delivered = 0
-    errors = 0
-
-    def on_delivery(err, _msg):
-        nonlocal delivered, errors
-        if err is None:
-            delivered += 1
-        else:
-            errors += 1
-
+    produce_one = producer.produce
+    delay = start_at - time.time()
+    if delay > 0:
+        time.sleep(delay)  # all workers start together, not synchronisation
     start = time.monotonic()
     deadline = start + limit_s
     sent = 0
     while sent < records and time.monotonic() < deadline:
         try:
-            producer.produce(topic, payload, on_delivery=on_delivery)
+            produce_one(topic, payload)
             sent += 1
         except BufferError:
             producer.poll(0.01)
+    loop_end = time.time()
     remaining = producer.flush(max(0.0, deadline - time.monotonic()))
-    elapsed = time.monotonic() - start
-    return {"records": delivered, "errors": errors, "undelivered": remaining,
-            "seconds": elapsed, "records_per_s": delivered / elapsed if elapsed else 0.0,
+    conn.send({"sent": sent, "undelivered": remaining, "errors": errors,
+               "loop_end": loop_end, "end": time.time()})
+
+
+def produce(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
+            clients: int = 2) -> dict:
+    """``clients`` producer processes (librdkafka's produce() plus the Python
+    loop around it cost ~1-2 us per record, so one process would limit both
+    brokers), started together; records/s = all delivered records over the
+    time from the common start to the last flush."""
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    start_at = time.time() + 2.0  # time for the workers to import and connect
+    pipes, workers = [], []
+    share, extra = divmod(records, clients)
+    for i in range(clients):
+        parent, child = ctx.Pipe(duplex=False)
+        worker = ctx.Process(target=_produce_worker, args=(
+            bootstrap, topic, share + (1 if i < extra else 0), acks, limit_s, start_at, child))
+        worker.start()
+        pipes.append(parent)
+        workers.append(worker)
+    reports = []
+    for parent, worker in zip(pipes, workers):
+        if parent.poll(limit_s + 60):
+            reports.append(parent.recv())
+        worker.join(10)
+        if worker.is_alive():
+            worker.kill()
+    sent = sum(r["sent"] for r in reports)
+    undelivered = sum(r["undelivered"] for r in reports)
+    errors = sum(r["errors"] for r in reports)
+    delivered = sent - undelivered - errors
+    elapsed = (max(r["end"] for r in reports) - start_at) if reports else 0.0
+    # How long the produce() calls took; the rest is waiting for the broker.
+    loop_s = (max(r["loop_end"] for r in reports) - start_at) if reports else 0.0
+    return {"records": delivered, "errors": errors, "undelivered": undelivered,
+            "clients": clients, "seconds": elapsed, "produce_calls_seconds": loop_s,
+            "records_per_s": delivered / elapsed if elapsed else 0.0,
             "hit_limit": delivered < records}
 
 
@@ -151,6 +223,10 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int, limit_s: 
     consumer = Consumer({
         "bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
         "fetch.max.bytes": 52428800, "max.partition.fetch.bytes": 10485760,
+        # librdkafka stops fetching a partition once this many records wait
+        # in its queue (default 100,000): with one partition the consumer
+        # would idle between fetches whatever the broker does.
+        "queued.min.messages": 1_000_000,
     })
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = 0
@@ -179,9 +255,11 @@ def _latency_reader(bootstrap: str, topic: str, total: int, limit_s: float, read
     samples = []
     deadline = time.monotonic() + limit_s
     while len(samples) < total and time.monotonic() < deadline:
-        for msg in consumer.consume(1000, 0.1):
-            if msg.error() is None:
-                samples.append(time.time() - float(msg.value()[:20].decode()))
+        # poll(), not consume(n, timeout): consume waits for n records or the
+        # timeout, which at 10,000 records/s adds up to 100 ms to each one.
+        msg = consumer.poll(0.1)
+        if msg is not None and msg.error() is None:
+            samples.append(time.time() - float(msg.value()[:20].decode()))
     consumer.close()
     conn.send(samples)
 
@@ -224,17 +302,42 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> dict:
             "mean_ms": 1000 * statistics.fmean(samples)}
 
 
-def run(kind: str, records: int, limit_s: float, latency_s: float) -> dict:
+def warm_up(bootstrap: str) -> None:
+    """Commit one offset for the consumer groups the phases use, so the
+    broker creates its offsets topic (__consumer_offsets, 50 partitions on
+    kfast) now and not inside the first consume phase's time and CPU
+    window: a one-off cost, not a cost per GB fetched."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    create_topic(bootstrap, "warm-up", 1)
+    for group in ("bench", "bench-lat"):
+        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
+                             "enable.auto.commit": False})
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition("warm-up", 0, 0)], asynchronous=False)
+                break
+            except Exception:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)  # the coordinator is still loading; retry
+        consumer.close()
+
+
+def run(kind: str, records: int, limit_s: float, latency_s: float, clients: int,
+        kfast_overrides: tuple = ()) -> dict:
     out: dict = {"broker": kind}
-    with run_broker(kind) as (proc, bootstrap, ready):
+    with run_broker(kind, kfast_overrides) as (proc, bootstrap, ready):
         out["ready_s"] = ready
+        warm_up(bootstrap)
         for partitions in (1, 8):
             key = f"p{partitions}"
             for acks in ("1", "all"):
                 topic = f"load-{partitions}-{acks}"
                 create_topic(bootstrap, topic, partitions)
                 cpu0 = cpu_seconds(proc.pid)
-                result = produce(bootstrap, topic, records, acks, limit_s)
+                result = produce(bootstrap, topic, records, acks, limit_s, clients)
                 cpu1 = cpu_seconds(proc.pid)
                 gb = result["records"] * RECORD_SIZE / 1e9
                 result["cpu_s_per_gb"] = (cpu1 - cpu0) / gb if gb else None
@@ -251,20 +354,94 @@ def run(kind: str, records: int, limit_s: float, latency_s: float) -> dict:
     return out
 
 
+def target_ratio(metric: str) -> tuple[str, float] | None:
+    """Issue 5's target for a metric, as (direction, bound on kfast/peer)."""
+    if metric.endswith("records_per_s"):
+        return ">=", 1.0
+    if "produce" in metric and metric.endswith("cpu_s_per_gb"):
+        return "<=", 1.5
+    if "consume" in metric and metric.endswith("cpu_s_per_gb"):
+        return "<=", 1.0  # zero-copy fetch should win outright
+    if metric.endswith("p99_ms"):
+        return "<=", 1.0
+    return None
+
+
+def _metrics(result: dict) -> dict:
+    """Flat name -> value of one broker's run."""
+    flat = {"ready_s": result["ready_s"]}
+    for key, value in result.items():
+        if not isinstance(value, dict):
+            continue
+        for name in ("records_per_s", "cpu_s_per_gb", "p50_ms", "p99_ms"):
+            if value.get(name) is not None:
+                flat[f"{key}.{name}"] = value[name]
+    return flat
+
+
+def summary(rounds: list[list[dict]]) -> dict:
+    """Median of each metric over the rounds, per broker, and kfast/peer."""
+    medians: dict = {}
+    for kind in {r["broker"] for runs in rounds for r in runs}:
+        values: dict = {}
+        for runs in rounds:
+            for r in runs:
+                if r["broker"] == kind:
+                    for name, value in _metrics(r).items():
+                        values.setdefault(name, []).append(value)
+        medians[kind] = {name: statistics.median(v) for name, v in sorted(values.items())}
+    out = {"rounds": len(rounds), "median": medians}
+    if "kfast" in medians and "tansu" in medians:
+        ratios, missed = {}, []
+        for name, value in medians["kfast"].items():
+            peer = medians["tansu"].get(name)
+            if not peer:
+                continue
+            ratios[name] = value / peer
+            target = target_ratio(name)
+            if target is not None:
+                direction, bound = target
+                if (ratios[name] < bound) if direction == ">=" else (ratios[name] > bound):
+                    missed.append(f"{name}: {ratios[name]:.2f} (target {direction} {bound})")
+        out["kfast_over_tansu"] = ratios
+        out["targets_missed"] = missed
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--brokers", default="kfast,tansu")
     parser.add_argument("--records", type=int, default=1_000_000)
     parser.add_argument("--phase-limit", type=float, default=60.0, help="seconds per phase")
     parser.add_argument("--latency-seconds", type=float, default=5.0)
+    parser.add_argument("--clients", type=int, default=2, help="producer processes per phase")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds; the broker order alternates and medians are reported")
+    parser.add_argument("--kfast-override", action="append", default=[], metavar="NAME=VALUE",
+                        help="a broker property for kfast (repeatable)")
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args()
-    results = [run(kind, args.records, args.phase_limit, args.latency_seconds)
-               for kind in args.brokers.split(",")]
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(results, f, indent=2)
-    print(json.dumps(results, indent=2))
+    kinds = args.brokers.split(",")
+    rounds = []
+    for i in range(args.repeat):
+        # Alternate the order so neither broker always runs on a machine
+        # the other has just warmed (page cache, CPU frequency).
+        order = kinds if i % 2 == 0 else kinds[::-1]
+        runs = []
+        for kind in order:
+            try:
+                runs.append(run(kind, args.records, args.phase_limit, args.latency_seconds,
+                                args.clients, tuple(args.kfast_override)))
+            except Exception as exc:  # one failed run must not lose the others
+                print(f"{kind} round {i + 1} failed: {exc!r}", file=sys.stderr)
+        rounds.append(runs)
+        results = {"rounds": rounds, "summary": summary(rounds),
+                   "settings": {"records": args.records, "clients": args.clients,
+                                "kfast_overrides": args.kfast_override}}
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(results, f, indent=2)
+    print(json.dumps(results["summary"], indent=2))
 
 
 if __name__ == "__main__":
