@@ -354,9 +354,11 @@ def parse_segments_source_options(options: Mapping[str, str]) -> KafkaSourceOpti
 # Writing (Spark's Kafka sink).
 
 TOPIC = "topic"
+#: A streaming query's own option, which Spark also hands to its sink.
+CHECKPOINT_LOCATION = "checkpointLocation"
 
 #: Options of Spark's Kafka sink (batch and streaming writes); ``kafka.*`` on top.
-KAFKA_SINK_OPTIONS = (TOPIC, INCLUDE_HEADERS)
+KAFKA_SINK_OPTIONS = (TOPIC, INCLUDE_HEADERS, CHECKPOINT_LOCATION)
 
 _REFUSED_PRODUCER_PROPERTIES = {
     "key.serializer": ("Kafka option 'key.serializer' is not supported as keys are "

@@ -274,18 +274,24 @@ class KafkaDataSource(DataSource):
     def streamReader(self, schema: StructType) -> KafkaMicroBatchStreamReader:
         return KafkaMicroBatchStreamReader(self.source_options)
 
-    def _sink_options(self, schema: StructType):
+    def _sink_options(self, schema: StructType, overwrite: bool):
         # Checked when the write is planned, before any task runs.
+        if overwrite:
+            # Spark's Kafka sink: a topic cannot be emptied by a write. (Spark
+            # lets Python data sources be written in append and overwrite
+            # modes only, so ``mode("append")`` is the way to write.)
+            raise ValueError("Save mode Overwrite not allowed for Kafka. Allowed save modes "
+                             "are Append and ErrorIfExists (default).")
         options = parse_kafka_sink_options(self.options)
         validate_sink_schema(schema, options.topic)
         producer_arguments(options)
         return options
 
     def writer(self, schema: StructType, overwrite: bool) -> KafkaBatchWriter:
-        return KafkaBatchWriter(self._sink_options(schema), schema)
+        return KafkaBatchWriter(self._sink_options(schema, overwrite), schema)
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> KafkaStreamWriter:
-        return KafkaStreamWriter(self._sink_options(schema), schema)
+        return KafkaStreamWriter(self._sink_options(schema, overwrite), schema)
 
 
 __all__ = ["KafkaBatchReader", "KafkaDataSource",

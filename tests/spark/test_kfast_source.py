@@ -6,7 +6,7 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from kfast.testing import KfastBroker
 from kfast_spark.options import parse_kafka_source_options
-from kfast_spark.source import KafkaBatchReader
+from kfast_spark.source import KafkaBatchReader, KafkaMicroBatchStreamReader
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -199,3 +199,181 @@ def test_bad_options_fail_with_sparks_messages(spark, broker, options, message):
 def test_missing_bootstrap_servers(spark):
     with pytest.raises(Exception, match="kafka.bootstrap.servers' must be specified"):
         spark.read.format("kfast").option("subscribe", TOPIC).load().collect()
+
+
+# ---- streaming reads ------------------------------------------------------------------
+
+def stream(spark, broker, **options):
+    reader = spark.readStream.format("kfast").option("kafka.bootstrap.servers",
+                                                      broker.bootstrap_servers)
+    for name, value in options.items():
+        reader = reader.option(name, value)
+    return reader.load()
+
+
+def run_until_caught_up(df, checkpoint):
+    """Run a query with a checkpoint until it has read everything available;
+    returns the rows of each micro-batch, in order. Spark's memory sink
+    cannot restart from a checkpoint (append mode), so the batches are
+    collected with foreachBatch, which sees a batch again if it is re-run."""
+    batches = []
+
+    def collect_batch(batch_df, batch_id):
+        batches.append(collect(batch_df))
+
+    query = (df.writeStream.foreachBatch(collect_batch)
+             .option("checkpointLocation", checkpoint).start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    return [rows for rows in batches if rows]
+
+
+def test_stream_restarts_from_its_checkpoint_without_loss_or_duplicates(
+        spark, broker, tmp_path):
+    topic = "events"
+    create_topic(broker, topic, 2)
+    first = produce(broker, topic, list(range(30)), partitions=2)
+    df = stream(spark, broker, subscribe=topic, startingOffsets="earliest",
+                includeHeaders="true", maxOffsetsPerTrigger="10")
+    checkpoint = str(tmp_path / "checkpoint")
+    batches = run_until_caught_up(df, checkpoint)
+    assert len(batches) >= 3 and max(len(rows) for rows in batches) <= 10
+    assert sorted(sum(batches, []), key=lambda r: (r["partition"], r["offset"])) == \
+        expected_rows(topic, first)
+
+    second = produce(broker, topic, list(range(30, 55)), partitions=2)
+    batches = run_until_caught_up(df, checkpoint)
+    assert max(len(rows) for rows in batches) <= 10
+    assert sorted(sum(batches, []), key=lambda r: (r["partition"], r["offset"])) == \
+        expected_rows(topic, second)
+
+
+def test_stream_starts_at_latest_by_default(spark, broker, tmp_path):
+    topic = "late"
+    create_topic(broker, topic, 1)
+    produce(broker, topic, list(range(5)), partitions=1)
+    df = stream(spark, broker, subscribe=topic)
+    query = (df.writeStream.format("memory").queryName("late_rows")
+             .option("checkpointLocation", str(tmp_path / "cp")).start())
+    try:
+        query.processAllAvailable()
+        later = produce(broker, topic, list(range(5, 9)), partitions=1)
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    offsets = sorted(row.offset for row in spark.table("late_rows").collect())
+    assert offsets == sorted(o for (_, o) in later)
+
+
+def test_latest_offset_without_start_applies_max_offsets_per_trigger(broker, orders):
+    # PySpark 4.0/4.1 call latestOffset() with no arguments: the reader
+    # limits each batch from the last end it knows, also after a restart.
+    options = parse_kafka_source_options({
+        "kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": TOPIC,
+        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "30"})
+    reader = KafkaMicroBatchStreamReader(options)
+    try:
+        start = reader.initialOffset()
+        assert start == {TOPIC: {"0": 0, "1": 0, "2": 0}}
+        end = reader.latestOffset()
+        assert end == {TOPIC: {"0": 10, "1": 10, "2": 10}}
+        assert sum(p.until_offset - p.from_offset for p in reader.partitions(start, end)) == 30
+        reader.commit(end)
+        assert reader.latestOffset() == {TOPIC: {"0": 20, "1": 20, "2": 20}}
+    finally:
+        reader.stop()
+    restarted = KafkaMicroBatchStreamReader(options)
+    try:
+        # Spark re-plans the batch that was not committed, then goes on from its end.
+        restarted.partitions({TOPIC: {"0": 10, "1": 10, "2": 10}},
+                             {TOPIC: {"0": 20, "1": 20, "2": 20}})
+        assert restarted.latestOffset() == {TOPIC: {"0": 25, "1": 25, "2": 25}}
+        # PySpark 4.2+ passes the start and a ReadMaxRows limit.
+        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+        assert restarted.getDefaultReadLimit() == ReadMaxRows(30)
+        assert restarted.latestOffset({TOPIC: {"0": 0, "1": 5, "2": 25}}, ReadMaxRows(6)) == \
+            {TOPIC: {"0": 3, "1": 7, "2": 25}}
+        assert restarted.latestOffset({TOPIC: {"0": 0, "1": 0, "2": 0}}, ReadAllAvailable()) == \
+            {TOPIC: {"0": 25, "1": 25, "2": 25}}
+    finally:
+        restarted.stop()
+
+
+def test_stream_refuses_ending_offsets(spark, broker):
+    with pytest.raises(Exception, match="ending offset not valid in streaming queries"):
+        (stream(spark, broker, subscribe=TOPIC, endingOffsets="latest")
+         .writeStream.format("memory").queryName("never").start().processAllAvailable())
+
+
+# ---- writes ---------------------------------------------------------------------------
+
+def consume_all(broker, topic, partitions):
+    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+                             auto_offset_reset="earliest", enable_auto_commit=False,
+                             consumer_timeout_ms=3000)
+    consumer.assign([KafkaTopicPartition(topic, p) for p in range(partitions)])
+    records = sorted(consumer, key=lambda r: (r.partition, r.offset))
+    consumer.close()
+    return [(r.partition, r.key, r.value, [(k, v) for k, v in r.headers]) for r in records]
+
+
+def test_batch_write_then_read_back(spark, broker):
+    topic = "written"
+    create_topic(broker, topic, 2)
+    data = [(None if i % 3 == 0 else "k%d" % i, b"v%d" % i, i % 2,
+             [("n", b"%d" % i)] if i % 2 else [])
+            for i in range(40)]
+    df = spark.createDataFrame(
+        data, "key string, value binary, partition int, headers array<struct<key:string,value:binary>>")
+    # Spark writes Python data sources in append (or overwrite) mode only.
+    (df.write.format("kfast").mode("append").option("kafka.bootstrap.servers", broker.bootstrap_servers)
+     .option("topic", topic).option("kafka.compression.type", "lz4").save())
+    expected = sorted(((p, None if k is None else k.encode(), v, h) for k, v, p, h in data),
+                      key=lambda r: (r[0], int(r[2][1:])))
+    # Two Spark tasks write to the same Kafka partitions at once: compare
+    # records, not their interleaving.
+    assert sorted(consume_all(broker, topic, 2), key=lambda r: (r[0], int(r[2][1:]))) == expected
+
+    back = read(spark, broker, subscribe=topic, includeHeaders="true").collect()
+    got = sorted(((r.partition, None if r.key is None else bytes(r.key), bytes(r.value),
+                   [(h.key, bytes(h.value)) for h in r.headers or []]) for r in back),
+                 key=lambda r: (r[0], int(r[2][1:])))
+    assert got == expected
+
+
+def test_write_uses_the_topic_column_and_refuses_bad_schemas(spark, broker):
+    create_topic(broker, "by_column", 1)
+    df = spark.createDataFrame([("by_column", "a"), ("by_column", "b")], "topic string, value string")
+    df.write.format("kfast").mode("append").option(
+        "kafka.bootstrap.servers", broker.bootstrap_servers).save()
+    assert [r[2] for r in consume_all(broker, "by_column", 1)] == [b"a", b"b"]
+    with pytest.raises(Exception, match="topic option required"):
+        (spark.createDataFrame([("a",)], "value string").write.format("kfast").mode("append")
+         .option("kafka.bootstrap.servers", broker.bootstrap_servers).save())
+    with pytest.raises(Exception, match="value attribute unsupported type int"):
+        (spark.createDataFrame([(1,)], "value int").write.format("kfast").mode("append")
+         .option("kafka.bootstrap.servers", broker.bootstrap_servers).option("topic", "x").save())
+    with pytest.raises(Exception, match="Save mode Overwrite not allowed for Kafka"):
+        (df.write.format("kfast").mode("overwrite")
+         .option("kafka.bootstrap.servers", broker.bootstrap_servers).save())
+
+
+def test_stream_write_copies_a_topic(spark, broker, orders, tmp_path):
+    create_topic(broker, "copied", PARTITIONS)
+    query = (stream(spark, broker, subscribe=TOPIC, startingOffsets="earliest")
+             .selectExpr("key", "value", "partition")
+             .writeStream.format("kfast")
+             .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+             .option("topic", "copied").option("checkpointLocation", str(tmp_path / "cp"))
+             .start())
+    try:
+        query.processAllAvailable()
+    finally:
+        query.stop()
+    copied = consume_all(broker, "copied", PARTITIONS)
+    by_value = lambda r: (r[0], r[2])  # noqa: E731  (keys may be null)
+    assert sorted(((p, k, v) for p, k, v, _ in copied), key=by_value) == sorted(
+        ((r["partition"], r["key"], r["value"]) for r in expected_rows(TOPIC, orders)),
+        key=by_value)
