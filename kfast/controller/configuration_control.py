@@ -43,20 +43,22 @@ OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
 #   DynamicLogConfig.ReconfigurableConfigs, the server side of
 #   ServerTopicConfigSynonyms): applied live to every log without a topic
 #   override;
-# - connection limits (SocketServer.ReconfigurableConfigs): applied live;
+# - connection limits (SocketServer.ReconfigurableConfigs) and the log
+#   cleaner's pass interval (log.cleaner.backoff.ms): applied live;
 # - thread-pool and cleaner sizing (DynamicThreadPool, LogCleaner
 #   .ReconfigurableConfigs). Kafka treats these as per-broker tunables with
 #   no client-visible effect; kfast runs one event loop plus an executor, so
 #   it stores and describes them and otherwise ignores them.
-CONNECTION_QUOTA_CONFIGS = frozenset({"max.connections", "max.connections.per.ip"})
+APPLIED_BROKER_CONFIGS = frozenset({"max.connections", "max.connections.per.ip",
+                                    "log.cleaner.backoff.ms"})
 THREAD_POOL_CONFIGS = frozenset({
     "num.io.threads", "num.network.threads", "num.replica.fetchers",
     "num.recovery.threads.per.data.dir", "background.threads", "log.cleaner.threads",
     "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size",
-    "log.cleaner.io.max.bytes.per.second", "log.cleaner.backoff.ms"})
+    "log.cleaner.io.max.bytes.per.second"})
 DYNAMIC_BROKER_CONFIGS = frozenset(
     name for name, key in SERVER_CONFIGS.items() if key.topic_synonym is not None
-) | CONNECTION_QUOTA_CONFIGS | (THREAD_POOL_CONFIGS & SERVER_CONFIGS.keys())
+) | APPLIED_BROKER_CONFIGS | (THREAD_POOL_CONFIGS & SERVER_CONFIGS.keys())
 
 
 def config_type(resource_type: int, key: str):

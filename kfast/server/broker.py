@@ -63,8 +63,11 @@ def parse_listener(uri: str) -> tuple[str, str, int]:
 
 
 class _PeriodicJob:
-    def __init__(self, broker: "KafkaBroker", name: str, interval_ms: int, job: Callable,
-                 in_executor: bool = True):
+    """``interval_ms``: a number, or a callable read at each scheduling (an
+    interval that is a dynamic broker config)."""
+
+    def __init__(self, broker: "KafkaBroker", name: str, interval_ms: int | Callable[[], int],
+                 job: Callable, in_executor: bool = True):
         self.broker = broker
         self.name = name
         self.interval_ms = interval_ms
@@ -74,9 +77,9 @@ class _PeriodicJob:
         self.running: asyncio.Future | None = None
 
     def schedule(self) -> None:
-        if self.interval_ms < _NEVER_MS and not self.broker._stopping:
-            self.handle = asyncio.get_running_loop().call_later(self.interval_ms / 1000.0,
-                                                                self._run)
+        interval_ms = self.interval_ms() if callable(self.interval_ms) else self.interval_ms
+        if interval_ms < _NEVER_MS and not self.broker._stopping:
+            self.handle = asyncio.get_running_loop().call_later(interval_ms / 1000.0, self._run)
 
     def _run(self) -> None:
         self.handle = None
@@ -322,6 +325,12 @@ class KafkaBroker:
             _PeriodicJob(self, "fetch-session-eviction", MIN_EVICTION_MS // 2,
                          self.fetch_session_cache.evict_stale, in_executor=False),
         ]
+        if config["log.cleaner.enable"]:
+            # Kafka's cleaner threads sleep log.cleaner.backoff.ms when no log
+            # is dirty enough; kfast runs one pass per interval.
+            self._jobs.append(_PeriodicJob(
+                self, "kafka-log-cleaner",
+                lambda: self.current_config["log.cleaner.backoff.ms"], log_manager.clean_logs))
         for job in self._jobs:
             job.schedule()
 

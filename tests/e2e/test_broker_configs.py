@@ -22,6 +22,7 @@ from kfast.client.admin import KafkaAdmin
 from kfast.controller.configuration_control import OP_DELETE, OP_SET
 from kfast.controller.metadata.records import CONFIG_RESOURCE_BROKER
 from kfast.testing import KfastBroker
+from e2e_support import wait_until
 
 pytestmark = pytest.mark.timeout(90)
 TIMEOUT = 15
@@ -169,3 +170,47 @@ def test_thread_pools_are_dynamic_and_static_configs_are_not(broker, admin):
     with pytest.raises(KafkaException) as info:
         _result(futures)
     assert info.value.args[0].code() == KafkaError.INVALID_REQUEST
+
+
+def test_the_log_cleaner_compacts_every_backoff_interval(tmp_path, topic):
+    """log.cleaner.enable (default true) runs compaction passes every
+    log.cleaner.backoff.ms: older values of a key disappear from a compacted
+    topic's rolled segments."""
+    instance = KfastBroker({"log.cleaner.backoff.ms": 100}, data_dir=str(tmp_path / "data"))
+    instance.start()
+    try:
+        admin = AdminClient({"bootstrap.servers": instance.bootstrap_servers})
+        _result(admin.create_topics([NewTopic(topic, 1, 1, config={
+            "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
+            "segment.ms": "1"})]))
+        producer = Producer({"bootstrap.servers": instance.bootstrap_servers, "linger.ms": 0})
+        for round_ in range(5):
+            for key in (b"a", b"b"):
+                producer.produce(topic, key=key, value=b"%d" % round_)
+            assert producer.flush(TIMEOUT) == 0     # one batch per round: segment.ms rolls
+        log = _log(instance, topic)
+
+        def records_left():
+            return sum(1 for _ in _read_all(instance, log))
+        wait_until(lambda: records_left() <= 4, message="compaction")
+        values = {}
+        for key, value in _read_all(instance, log):
+            values[key] = value
+        assert values == {b"a": b"4", b"b": b"4"}
+    finally:
+        instance.close()
+
+
+def _read_all(instance, log):
+    from kfast.records import iter_batches
+
+    def read():
+        out, offset = [], log.log_start_offset
+        while offset < log.log_end_offset:
+            info = log.read(offset, 1 << 20)
+            data = info.records.read()
+            for batch in iter_batches(data):
+                out += [(bytes(r.key), bytes(r.value)) for r in batch]
+                offset = batch.last_offset + 1
+        return out
+    return instance.call_soon(read)
