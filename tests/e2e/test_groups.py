@@ -300,7 +300,9 @@ def test_kcat_balanced_consumers(group_broker, names):
             def split():
                 desc = admin.describe_groups([group])[group]
                 # Assignments are only described in Stable (else empty bytes).
-                if desc["group_state"] != "Stable" or len(desc["members"]) != 2:
+                if desc["group_state"] != "Stable" or len(desc["members"]) != 2 or \
+                        not all(isinstance(m["member_assignment"], dict)
+                                for m in desc["members"]):
                     return False
                 parts = [p for m in desc["members"]
                          for a in m["member_assignment"]["assigned_partitions"]
