@@ -387,7 +387,8 @@ def test_twenty_consumers_converge_to_one_generation(group_broker, names):
 
         def converged():
             desc = admin.describe_groups([group])[group]
-            if desc["group_state"] != "Stable" or len(desc["members"]) != 20:
+            if desc["group_state"] != "Stable" or len(desc["members"]) != 20 or \
+                    not all(isinstance(m["member_assignment"], dict) for m in desc["members"]):
                 return None
             parts = [p for m in desc["members"]
                      for a in m["member_assignment"]["assigned_partitions"]
