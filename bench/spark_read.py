@@ -1,4 +1,16 @@
-"""Reading a log directory with kfast-segments vs a naive Python decoder.
+"""Reading Kafka records into Spark: kfast's sources vs Python peers.
+
+``--broker N``: a Spark batch read of N records (100-byte values, no keys)
+from one kfast broker (in this process, 2 partitions), ``count(*),
+sum(length(value))`` on local[2]: ``format("kfast")`` (kfast's client fetches
+raw batches, the columnar decoder builds Arrow) vs the baseline a Python
+user writes without kfast: kafka-python consumers fetch the same offset
+ranges and decode them in ``mapInPandas``. Both sides read exactly the same
+ranges, warm (best of 3).
+
+    python3 bench/spark_read.py --broker 2000000
+
+The rest reads a log directory with kfast-segments vs a naive Python decoder.
 
 Workload: a Kafka-layout log directory written here with kfast's batch
 builder: ``--partitions`` partitions of ``--records`` records each (10-byte
@@ -175,8 +187,116 @@ def bench_spark(log_dir, partitions, records):
           f"ratio {timings['naive-segments'] / timings['kfast-segments']:.1f}x")
 
 
+BROKER_TOPIC = "bench-read"
+BROKER_PARTITIONS = 2
+
+
+def load_broker(bootstrap_servers, records):
+    """Produce ``records`` 100-byte values with kfast's producer (large lz4-free
+    batches: loading is not what is measured)."""
+    import asyncio
+
+    from kfast.client import KafkaAdmin, KafkaProducer, NewTopic
+
+    async def load():
+        async with KafkaAdmin(bootstrap_servers) as admin:
+            await admin.create_topics([NewTopic(BROKER_TOPIC, BROKER_PARTITIONS, 1)])
+        async with KafkaProducer(bootstrap_servers, acks=1, linger_ms=50,
+                                 batch_size=1024 * 1024) as producer:
+            value = b"x" * 100
+            for i in range(records):
+                await producer.send(BROKER_TOPIC, value, partition=i % BROKER_PARTITIONS,
+                                    timestamp_ms=1_700_000_000_000 + i)
+            await producer.flush()
+
+    asyncio.run(load())
+
+
+def kafka_python_read(rows):
+    """mapInPandas body of the baseline: each row names a (topic, partition,
+    from, until) range; kafka-python fetches and decodes it, one pandas frame
+    of Spark's Kafka columns per poll."""
+    import pandas as pd
+    from kafka import KafkaConsumer, TopicPartition as KafkaTopicPartition
+
+    for spec in rows:
+        for topic, partition, start, end, servers in spec.itertuples(index=False):
+            consumer = KafkaConsumer(bootstrap_servers=servers, enable_auto_commit=False,
+                                     max_partition_fetch_bytes=8 * 1024 * 1024,
+                                     fetch_max_bytes=50 * 1024 * 1024)
+            tp = KafkaTopicPartition(topic, partition)
+            consumer.assign([tp])
+            consumer.seek(tp, start)
+            position = start
+            while position < end:
+                for records in consumer.poll(timeout_ms=1000, max_records=100_000).values():
+                    records = [r for r in records if r.offset < end]
+                    if not records:
+                        continue
+                    position = records[-1].offset + 1
+                    yield pd.DataFrame({
+                        "key": [r.key for r in records],
+                        "value": [r.value for r in records],
+                        "topic": topic,
+                        "partition": partition,
+                        "offset": [r.offset for r in records],
+                        "timestamp": pd.to_datetime([r.timestamp for r in records], unit="ms",
+                                                    utc=True),
+                        "timestampType": [r.timestamp_type for r in records],
+                    })
+            consumer.close()
+
+
+def bench_broker(records):
+    from pyspark.sql import SparkSession
+
+    from kfast.testing import KfastBroker
+    from kfast_spark import register
+    from kfast_spark.schema import KAFKA_SCHEMA
+
+    os.environ["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(REPO / "spark"), str(REPO), str(REPO / "bench"),
+                    os.environ.get("PYTHONPATH")) if p)
+    with KfastBroker({"num.partitions": BROKER_PARTITIONS}) as broker:
+        started = time.perf_counter()
+        load_broker(broker.bootstrap_servers, records)
+        print(f"loaded {records:,} records in {time.perf_counter() - started:.1f}s")
+        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
+                 .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+                 .getOrCreate())
+        spark.sparkContext.setLogLevel("ERROR")
+        register(spark)
+        query = ["count(*)", "sum(length(value))"]
+        kfast_df = (spark.read.format("kfast")
+                    .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+                    .option("subscribe", BROKER_TOPIC).load().selectExpr(*query))
+        per_partition = [(BROKER_TOPIC, p, 0, len(range(p, records, BROKER_PARTITIONS)),
+                          broker.bootstrap_servers) for p in range(BROKER_PARTITIONS)]
+        baseline_df = (spark.createDataFrame(
+            per_partition, "topic string, partition int, start long, end long, servers string")
+            .repartition(BROKER_PARTITIONS)
+            .mapInPandas(kafka_python_read, KAFKA_SCHEMA).selectExpr(*query))
+        timings = {}
+        for name, df in (("kfast", kfast_df), ("kafka-python + mapInPandas", baseline_df)):
+            for _ in range(3):
+                started = time.perf_counter()
+                row = df.first()
+                timings[name] = min(timings.get(name, float("inf")),
+                                    time.perf_counter() - started)
+                assert row[0] == records and row[1] == 100 * records, row
+        spark.stop()
+    kfast_rate = records / timings["kfast"]
+    baseline_rate = records / timings["kafka-python + mapInPandas"]
+    print(f"broker  format(kfast) {kfast_rate:>12,.0f} records/s ({timings['kfast']:.2f}s)   "
+          f"kafka-python + mapInPandas {baseline_rate:>10,.0f} records/s "
+          f"({timings['kafka-python + mapInPandas']:.2f}s)   ratio {kfast_rate / baseline_rate:.1f}x")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--broker", type=int, metavar="N",
+                        help="read N records from a kfast broker in Spark (kfast vs "
+                             "kafka-python + mapInPandas) and nothing else")
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--records", type=int, default=200_000, help="per partition")
     # kafka-python decodes snappy, lz4 and zstd only with extra packages; the
@@ -184,6 +304,9 @@ def main():
     parser.add_argument("--codec", choices=("none", "gzip"), default="none")
     parser.add_argument("--spark", action="store_true", help="also time reads in Spark")
     args = parser.parse_args()
+    if args.broker:
+        bench_broker(args.broker)
+        return
     codec = {name: codec_id for codec_id, name in CODEC_NAMES.items()}[args.codec]
     with tempfile.TemporaryDirectory() as log_dir:
         write_log_dir(log_dir, args.partitions, args.records, codec)
