@@ -9,11 +9,12 @@ from __future__ import annotations
 import re
 
 from kfast.protocol import errors
+# Defined by the storage layer, which must know it without importing up.
+from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME  # noqa: F401
 
 TOPIC_MAX_NAME_LENGTH = 249
 GROUP_METADATA_TOPIC_NAME = "__consumer_offsets"
 TRANSACTION_STATE_TOPIC_NAME = "__transaction_state"
-CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
 INTERNAL_TOPICS = frozenset({GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME})
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]+")
 

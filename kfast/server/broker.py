@@ -197,7 +197,6 @@ class KafkaBroker:
         self.log_manager = LogManager(self.config, cluster_id=self.cluster_id,
                                       topic_configs=self._topic_configs)
         await loop.run_in_executor(None, self.log_manager.startup)
-        self._detach_metadata_log()
         self.cluster_id = self.log_manager.cluster_id
         self.node_id = self.log_manager.node_id
         self.replica_manager = ReplicaManager(self.node_id, self.log_manager, self.timer,
@@ -236,25 +235,6 @@ class KafkaBroker:
         from kfast.coordinator.group.runtime import runtime_of
 
         runtime_of(self).load_all()
-
-    def _detach_metadata_log(self) -> None:
-        """The controller owns __cluster_metadata-0 (its MetadataLog opens it).
-        Kafka's LogManager never loads that directory; kfast's LogManager
-        still does, and a second Log over the same files would trim them to
-        its stale size at shutdown and apply retention to them. Until the
-        LogManager skips it, take it out of the LogManager's hands right after
-        loading, releasing its file handles without writing anything."""
-        from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
-
-        manager = self.log_manager
-        tp = (CLUSTER_METADATA_TOPIC_NAME, 0)
-        log = manager.get_log(*tp)
-        if log is None:
-            return
-        with manager._lock:
-            manager._logs.pop(tp, None)
-            manager._log_dir_of.pop(tp, None)
-        log.close_handlers()
 
     def supported_features(self) -> dict[str, tuple[int, int]]:
         """{feature: (min level, max level)} for ApiVersions'

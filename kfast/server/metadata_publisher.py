@@ -39,15 +39,6 @@ from kfast.server.partition import kafka_uuid_string
 logger = logging.getLogger(__name__)
 
 
-def _reconfigure_default_log_config(log_manager, config, image: MetadataImage) -> None:
-    """New broker defaults for every log (Kafka's
-    LogManager.reconfigureDefaultLogConfig): each live log's config is
-    rebuilt from ``config`` with its topic's overrides on top."""
-    log_manager.config = config
-    for topic in sorted({log.topic for log in log_manager.all_logs()}):
-        log_manager.update_topic_config(topic, image.topic_configs.get(topic, {}))
-
-
 class BrokerMetadataPublisher:
     def __init__(self, broker):
         self.broker = broker
@@ -101,11 +92,10 @@ class BrokerMetadataPublisher:
                    for name in delta.changed_topic_configs if name in image.topics_by_name]
         if doomed or to_create or configs or current_config is not None:
             self._tail = asyncio.ensure_future(
-                self._apply_on_disk(self._tail, doomed, to_create, configs, current_config,
-                                    image))
+                self._apply_on_disk(self._tail, doomed, to_create, configs, current_config))
 
-    async def _apply_on_disk(self, previous, doomed, to_create, configs, current_config,
-                             image) -> None:
+    async def _apply_on_disk(self, previous, doomed, to_create, configs,
+                             current_config) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         loop = asyncio.get_running_loop()
@@ -121,7 +111,7 @@ class BrokerMetadataPublisher:
             if current_config is not None:
                 # Before creating logs, so that new logs get the new defaults.
                 try:
-                    _reconfigure_default_log_config(log_manager, current_config, image)
+                    log_manager.reconfigure_default_log_config(current_config)
                 except Exception:
                     logger.exception("could not apply the dynamic broker configs")
             created = []

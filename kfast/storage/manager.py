@@ -10,6 +10,9 @@ Per log dir (Kafka's layout):
     cleaner-offset-checkpoint            compaction progress per partition
     <topic>-<partition>/                 one Log
     <topic>-<partition>.<uuid>-delete/   a deleted partition awaiting removal
+    __cluster_metadata-0/                KRaft's metadata log: the controller's,
+                                         never loaded here (so never subject to
+                                         retention or the checkpoints above)
 
 Nothing here runs by itself: the broker's scheduler calls ``cleanup_logs``
 (every log.retention.check.interval.ms), ``clean_logs`` (compaction, every
@@ -53,6 +56,12 @@ LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
+# KRaft's metadata topic (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME). Its
+# partition belongs to the controller's MetadataLog; Kafka's LogManager skips
+# it when loading (KafkaRaftServer.MetadataTopic), and so does this one: a
+# second Log over the same files would apply retention to them and trim them
+# to its stale size at shutdown.
+CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
 
 TopicPartition = tuple  # (topic, partition)
 
@@ -129,6 +138,8 @@ class LogManager:
                     tp = parse_topic_partition(path)
                 except ValueError:
                     logger.warning("skipping %s: not a topic-partition directory", path)
+                    continue
+                if tp[0] == CLUSTER_METADATA_TOPIC_NAME:
                     continue
                 jobs.append((tp, path))
 
@@ -212,6 +223,19 @@ class LogManager:
         if overrides is None:
             overrides = self._topic_configs(topic) or {}
         return LogConfig.from_broker(self.config, overrides)
+
+    def reconfigure_default_log_config(self, config: KafkaConfig) -> None:
+        """New broker defaults (the broker's current configuration, with its
+        dynamic broker configs) for every live log and every log created
+        later; each topic's own overrides stay on top (Kafka's
+        LogManager.reconfigureDefaultLogConfig)."""
+        with self._lock:
+            self.config = config
+            by_topic: dict[str, LogConfig] = {}
+            for (topic, _), log in self._logs.items():
+                if topic not in by_topic:
+                    by_topic[topic] = self.log_config(topic)
+                log.update_config(by_topic[topic])
 
     def update_topic_config(self, topic: str, overrides: Mapping) -> LogConfig:
         """Apply a topic's new overrides to its live logs (AlterConfigs)."""

@@ -4,12 +4,14 @@ replays __cluster_metadata and serves the same topics, ids and configs
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
+from kfast.storage import loader
 from kfast.testing import KfastBroker
 
 pytestmark = pytest.mark.timeout(90)
@@ -71,5 +73,34 @@ def test_topics_ids_and_configs_survive_restart(tmp_path):
             topics = {t["topic"]: len(t["partitions"]) for t in metadata["topics"]}
             assert topics == {"kept": 3, "compacted": 1}
             assert [b["id"] for b in metadata["brokers"]] == [1]
+    finally:
+        instance.close()
+
+
+def test_the_metadata_log_is_the_controllers_alone(tmp_path, monkeypatch):
+    """The LogManager never loads __cluster_metadata-0 (as Kafka's skips
+    KafkaRaftServer.MetadataTopic): no second Log over the controller's
+    files, no retention on them; and after a clean shutdown the controller
+    reopens its log without recovering a single segment."""
+    recovered = []
+    real_recover = loader._recover_segment
+    monkeypatch.setattr(loader, "_recover_segment", lambda log, segment: (
+        recovered.append(os.path.basename(log.dir)), real_recover(log, segment))[1])
+    instance = KfastBroker(data_dir=str(tmp_path))
+    instance.start()
+    try:
+        admin = KafkaAdminClient(bootstrap_servers=instance.bootstrap_servers)
+        admin.create_topics([NewTopic("kept", 1, 1)])
+        admin.close()
+        for _ in range(2):
+            recovered.clear()
+            instance.restart()
+            assert "__cluster_metadata-0" not in recovered
+            broker = instance.broker
+            logs = instance.call_soon(lambda: [(log.topic, log.partition)
+                                               for log in broker.log_manager.all_logs()])
+            assert ("kept", 0) in logs and all(t != "__cluster_metadata" for t, _ in logs)
+            assert broker.controller.metadata_log.had_clean_shutdown
+            assert "kept" in broker.metadata_image.topics_by_name
     finally:
         instance.close()
