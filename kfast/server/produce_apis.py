@@ -13,6 +13,7 @@ metadata.
 from __future__ import annotations
 
 import logging
+import struct
 
 from kfast.controller.topics import INTERNAL_TOPICS
 from kfast.protocol import ProduceResponse, api_keys, errors
@@ -27,6 +28,10 @@ logger = logging.getLogger(__name__)
 _PartitionResponse = ProduceResponse.PartitionProduceResponse
 _TopicResponse = ProduceResponse.TopicProduceResponse
 _MAX_DECOMPRESSED_BYTES_FACTOR = 64
+# A v2 batch's batchLength (int32 at byte 8) counts the bytes after it.
+_BATCH_LENGTH = struct.Struct(">i")
+_BATCH_LENGTH_OFFSET = 8
+_BATCH_LENGTH_END = 12
 
 
 def _check_records(version: int, records):
@@ -42,7 +47,7 @@ def _check_records(version: int, records):
     magic = peek_magic(records, 0)
     if magic >= 2:
         if version >= 3:
-            size = 12 + int.from_bytes(records[8:12], "big", signed=True)
+            size = _BATCH_LENGTH_END + _BATCH_LENGTH.unpack_from(records, _BATCH_LENGTH_OFFSET)[0]
             if size != len(records):
                 raise errors.InvalidRecordException(
                     f"Produce requests with version {version} must have exactly one record "

@@ -191,8 +191,14 @@ class ReplicaManager:
             response.log_start_offset = info.log_start_offset
             if hw_moved:
                 self.complete_delayed_requests(partition.key)
-            if required_acks == -1:
-                statuses.append(ProducePartitionStatus(partition, info.last_offset + 1, response))
+            # acks=-1 waits only for partitions whose high watermark has not
+            # reached the end of this append yet. A partition already there
+            # is what DelayedProduce's first try_complete would mark done; on
+            # one node (ISR = this leader) that is every partition, so the
+            # common request builds no DelayedProduce and no future.
+            required_offset = info.last_offset + 1
+            if required_acks == -1 and partition.log.high_watermark < required_offset:
+                statuses.append(ProducePartitionStatus(partition, required_offset, response))
         if not statuses:
             return None
         future = asyncio.get_running_loop().create_future()
