@@ -14,7 +14,8 @@
                          clientHost, rebalanceTimeout i32 (v1+), sessionTimeout i32,
                          subscription bytes (int32 length), assignment bytes
 
-Output follows kafka-dump-log.sh: the key as
+The layouts are decoded by kfast.coordinator.group.records (their single
+definition); this module only formats them. Output follows kafka-dump-log.sh: the key as
 ``{"type":"1","data":{...}}`` and the value as ``{"version":"3","data":{...}}``
 (compact JSON, bytes fields base64 as Jackson writes them).
 """
@@ -24,95 +25,50 @@ import base64
 import json
 import struct
 
-OFFSET_COMMIT_KEY_TYPES = (0, 1)
-GROUP_METADATA_KEY_TYPE = 2
+from kfast.coordinator.group import records
+from kfast.coordinator.group.records import GROUP_METADATA_KEY_TYPE, OFFSET_COMMIT_KEY_TYPES
 
-
-class _Reader:
-    def __init__(self, data: bytes):
-        self.data = data
-        self.pos = 0
-
-    def _take(self, n: int) -> bytes:
-        if n < 0 or self.pos + n > len(self.data):
-            raise ValueError(f"field of {n} bytes runs past the end at {self.pos}")
-        chunk = self.data[self.pos:self.pos + n]
-        self.pos += n
-        return chunk
-
-    def int16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
-
-    def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
-
-    def int64(self) -> int:
-        return struct.unpack(">q", self._take(8))[0]
-
-    def string(self) -> str:
-        n = self.int16()
-        if n < 0:
-            raise ValueError("non-nullable string is null")
-        return self._take(n).decode("utf-8")
-
-    def nullable_string(self) -> str | None:
-        n = self.int16()
-        return None if n < 0 else self._take(n).decode("utf-8")
-
-    def bytes_(self) -> bytes:
-        n = self.int32()
-        return b"" if n < 0 else self._take(n)
+_KNOWN_KEY_TYPES = (*OFFSET_COMMIT_KEY_TYPES, GROUP_METADATA_KEY_TYPE)
+_DECODE_ERRORS = (ValueError, struct.error, UnicodeDecodeError)
 
 
 def _json(obj) -> str:
     return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
 
 
-def decode_key(key: bytes) -> tuple[int, dict]:
-    r = _Reader(key)
-    key_type = r.int16()
-    if key_type in OFFSET_COMMIT_KEY_TYPES:
-        return key_type, {"group": r.string(), "topic": r.string(), "partition": r.int32()}
-    if key_type == GROUP_METADATA_KEY_TYPE:
-        return key_type, {"group": r.string()}
-    raise LookupError(key_type)
-
-
-def decode_offset_commit_value(value: bytes) -> tuple[int, dict]:
-    r = _Reader(value)
-    version = r.int16()
-    data = {"offset": r.int64()}
+def _offset_commit_json(version: int, value: records.OffsetCommitValue) -> dict:
+    # Only the fields the value's version has, in Kafka's order and names.
+    data = {"offset": value.offset}
     if version >= 3:
-        data["leaderEpoch"] = r.int32()
-    data["metadata"] = r.string()
-    data["commitTimestamp"] = r.int64()
+        data["leaderEpoch"] = value.leader_epoch
+    data["metadata"] = value.metadata
+    data["commitTimestamp"] = value.commit_timestamp
     if version == 1:
-        data["expireTimestamp"] = r.int64()
-    return version, data
+        data["expireTimestamp"] = value.expire_timestamp
+    return data
 
 
-def decode_group_metadata_value(value: bytes) -> tuple[int, dict]:
-    r = _Reader(value)
-    version = r.int16()
-    data = {"protocolType": r.string(), "generation": r.int32(),
-            "protocol": r.nullable_string(), "leader": r.nullable_string()}
+def _group_metadata_json(version: int, value: records.GroupMetadataValue) -> dict:
+    data = {"protocolType": value.protocol_type, "generation": value.generation,
+            "protocol": value.protocol, "leader": value.leader}
     if version >= 2:
-        data["currentStateTimestamp"] = r.int64()
+        data["currentStateTimestamp"] = value.current_state_timestamp
     members = []
-    for _ in range(r.int32()):
-        member = {"memberId": r.string()}
+    for m in value.members:
+        member = {"memberId": m.member_id}
         if version >= 3:
-            member["groupInstanceId"] = r.nullable_string()
-        member["clientId"] = r.string()
-        member["clientHost"] = r.string()
+            member["groupInstanceId"] = m.group_instance_id
+        member["clientId"] = m.client_id
+        member["clientHost"] = m.client_host
         if version >= 1:
-            member["rebalanceTimeout"] = r.int32()
-        member["sessionTimeout"] = r.int32()
-        member["subscription"] = base64.b64encode(r.bytes_()).decode()
-        member["assignment"] = base64.b64encode(r.bytes_()).decode()
+            member["rebalanceTimeout"] = m.rebalance_timeout_ms
+        member["sessionTimeout"] = m.session_timeout_ms
+        # Jackson writes byte arrays as base64.
+        member["subscription"] = base64.b64encode(m.subscription).decode()
+        member["assignment"] = base64.b64encode(m.assignment).decode()
         members.append(member)
     data["members"] = members
-    return version, data
+    return data
 
 
 def format_offsets_record(offset: int, key: bytes | None, value: bytes | None) -> tuple[str, str | None]:
@@ -121,20 +77,23 @@ def format_offsets_record(offset: int, key: bytes | None, value: bytes | None) -
         raise ValueError(f"Failed to decode message at offset {offset} using the specified "
                          f"decoder (message had a missing key)")
     try:
-        key_type, key_data = decode_key(key)
-    except LookupError as exc:
-        return f"Unknown record type {exc.args[0]} at offset {offset}, skipping.", None
-    except (ValueError, struct.error, UnicodeDecodeError) as exc:
+        (key_type,) = struct.unpack_from(">h", key)
+        if key_type not in _KNOWN_KEY_TYPES:
+            return f"Unknown record type {key_type} at offset {offset}, skipping.", None
+        decoded_key = records.decode_key(key)
+    except _DECODE_ERRORS as exc:
         return f"Error at offset {offset}, skipping. {exc}", None
     key_text = _json({"type": str(1 if key_type in OFFSET_COMMIT_KEY_TYPES else key_type),
-                      "data": key_data})
+                      "data": decoded_key._asdict()})
     if value is None:
         return key_text, "<DELETE>"
     try:
-        if key_type in OFFSET_COMMIT_KEY_TYPES:
-            version, data = decode_offset_commit_value(value)
-        else:
-            version, data = decode_group_metadata_value(value)
-    except (ValueError, struct.error, UnicodeDecodeError) as exc:
+        (version,) = struct.unpack_from(">h", value)
+        decoded = records.decode_value(decoded_key, value)
+    except _DECODE_ERRORS as exc:
         return f"Error at offset {offset}, skipping. {exc}", None
+    if isinstance(decoded, records.OffsetCommitValue):
+        data = _offset_commit_json(version, decoded)
+    else:
+        data = _group_metadata_json(version, decoded)
     return key_text, _json({"version": str(version), "data": data})
