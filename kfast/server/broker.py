@@ -47,6 +47,7 @@ _API_MODULES = (
 )
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 2**31
+_LOG_CLEANER_JOB = "kafka-log-cleaner"
 
 
 def parse_listener(uri: str) -> tuple[str, str, int]:
@@ -99,6 +100,13 @@ class _PeriodicJob:
         if not future.cancelled() and future.exception() is not None:
             logger.error("periodic job %s failed", self.name, exc_info=future.exception())
         self.schedule()
+
+    def reschedule(self) -> None:
+        """Wait the (changed) interval from now instead of the rest of the
+        old one; a run in progress schedules itself when it ends."""
+        if self.handle is not None:
+            self.handle.cancel()
+            self.schedule()
 
     async def stop(self) -> None:
         if self.handle is not None:
@@ -248,10 +256,15 @@ class KafkaBroker:
         (the publisher gives the logs theirs): ``current`` is
         server.properties with the dynamic overrides in force on this
         broker. Thread-pool sizes are accepted and ignored (one event loop)."""
-        self.current_config = current
+        previous, self.current_config = self.current_config, current
         for server in self.socket_servers.values():
             server.max_connections = current["max.connections"]
             server.max_connections_per_ip = current["max.connections.per.ip"]
+        if current["log.cleaner.backoff.ms"] != previous["log.cleaner.backoff.ms"]:
+            # As Kafka restarts its cleaner threads on this change.
+            for job in self._jobs:
+                if job.name == _LOG_CLEANER_JOB:
+                    job.reschedule()
 
     def _topic_configs(self, topic: str):
         image = self.metadata_image
@@ -309,7 +322,7 @@ class KafkaBroker:
             # Kafka's cleaner threads sleep log.cleaner.backoff.ms when no log
             # is dirty enough; kfast runs one pass per interval.
             self._jobs.append(_PeriodicJob(
-                self, "kafka-log-cleaner",
+                self, _LOG_CLEANER_JOB,
                 lambda: self.current_config["log.cleaner.backoff.ms"], log_manager.clean_logs))
         for job in self._jobs:
             job.schedule()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
 
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
@@ -174,25 +175,32 @@ def test_thread_pools_are_dynamic_and_static_configs_are_not(broker, admin):
 
 def test_the_log_cleaner_compacts_every_backoff_interval(tmp_path, topic):
     """log.cleaner.enable (default true) runs compaction passes every
-    log.cleaner.backoff.ms: older values of a key disappear from a compacted
-    topic's rolled segments."""
-    instance = KfastBroker({"log.cleaner.backoff.ms": 100}, data_dir=str(tmp_path / "data"))
+    log.cleaner.backoff.ms, a dynamic config that takes effect at once
+    (the default, 15 s, would outlast the wait below): older values of a
+    key disappear from a compacted topic's rolled segments."""
+    instance = KfastBroker(data_dir=str(tmp_path / "data"))
     instance.start()
     try:
         admin = AdminClient({"bootstrap.servers": instance.bootstrap_servers})
+        _alter(admin, "broker", "1", log_cleaner_backoff_ms="100")
         _result(admin.create_topics([NewTopic(topic, 1, 1, config={
             "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
             "segment.ms": "1"})]))
         producer = Producer({"bootstrap.servers": instance.bootstrap_servers, "linger.ms": 0})
+        first_timestamp = int(time.time() * 1000)
         for round_ in range(5):
+            # One batch per round, 10 ms after the previous one: segment.ms=1
+            # rolls a segment per round (rolls go by record timestamps), so
+            # only the last round stays in the active, uncleanable segment.
             for key in (b"a", b"b"):
-                producer.produce(topic, key=key, value=b"%d" % round_)
-            assert producer.flush(TIMEOUT) == 0     # one batch per round: segment.ms rolls
+                producer.produce(topic, key=key, value=b"%d" % round_,
+                                 timestamp=first_timestamp + 10 * round_)
+            assert producer.flush(TIMEOUT) == 0
         log = _log(instance, topic)
 
         def records_left():
             return sum(1 for _ in _read_all(instance, log))
-        wait_until(lambda: records_left() <= 4, message="compaction")
+        wait_until(lambda: records_left() <= 4, timeout=10, message="compaction")
         values = {}
         for key, value in _read_all(instance, log):
             values[key] = value
