@@ -269,10 +269,12 @@ class KafkaApis:
             error_code=error_code,
             api_keys=[ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                       for k, lo, hi in self.supported_versions()],
+            # Supported ranges come from the controller's feature control (what
+            # UpdateFeatures would accept), not from the finalized levels.
             supported_features=[
-                ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=0,
-                                                        max_version=level)
-                for name, level in features.items()],
+                ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low,
+                                                        max_version=high)
+                for name, (low, high) in self.broker.supported_features().items()],
             finalized_features_epoch=image.offset if image is not None and features else -1,
             finalized_features=[
                 ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level,

@@ -247,9 +247,8 @@ class KafkaBroker:
     def supported_features(self) -> dict[str, tuple[int, int]]:
         """{feature: (min level, max level)} for ApiVersions'
         SupportedFeatures (metadata.version: kfast's one level, 21-21)."""
-        if self.controller is None:
-            return {}
-        return self.controller.feature_control.supported_features()
+        feature_control = getattr(self.controller, "feature_control", None)
+        return {} if feature_control is None else feature_control.supported_features()
 
     def reconfigure(self, current: KafkaConfig) -> None:
         """Apply the dynamic broker configs that live outside the logs
