@@ -54,10 +54,17 @@ from kfast_spark.planning import (
 from kfast_spark.schema import kafka_schema, validate_sink_schema
 from kfast_spark.sink import KafkaBatchWriter, KafkaStreamWriter, producer_arguments
 
-try:  # PySpark 4.2+: admission control (ReadLimit); 4.0/4.1 have none.
-    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+try:  # PySpark 4.2+: admission control (ReadLimit) and Trigger.AvailableNow.
+    from pyspark.sql.streaming.datasource import (
+        ReadAllAvailable,
+        ReadMaxRows,
+        SupportsTriggerAvailableNow,
+    )
 except ImportError:  # pragma: no cover - older PySpark
     ReadAllAvailable = ReadMaxRows = None
+
+    class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
+        """PySpark before 4.2 has no Trigger.AvailableNow for Python sources."""
 
 logger = logging.getLogger(__name__)
 
@@ -110,7 +117,7 @@ class KafkaBatchReader(DataSourceReader):
         return _read(self.options, partition)
 
 
-class KafkaMicroBatchStreamReader(DataSourceStreamReader):
+class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """A streaming read (``spark.readStream``), offsets as Spark's Kafka
     offset JSON.
 
@@ -133,6 +140,11 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader):
 
     PySpark checks the signature (no parameters = the old API), so the one
     method with optional parameters serves both.
+
+    Trigger.AvailableNow: :meth:`prepareForTriggerAvailableNow` notes the
+    latest offsets when the query starts; no batch ends beyond them (still
+    split by ``maxOffsetsPerTrigger``), and partitions that appear later are
+    not read, as in Spark's Kafka source.
     """
 
     def __init__(self, options: KafkaSourceOptions):
@@ -146,6 +158,8 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader):
         self._offset_reader: Optional[KafkaOffsetReader] = None
         # Where the next micro-batch starts, for PySpark without admission control.
         self._known_end: Optional[Dict[TopicPartition, int]] = None
+        # Trigger.AvailableNow: the latest offsets when the query started.
+        self._available_now_end: Optional[Dict[TopicPartition, int]] = None
 
     @property
     def offset_reader(self) -> KafkaOffsetReader:
@@ -164,6 +178,12 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader):
         start = {r.topic_partition: r.from_offset for r in ranges}
         self._known_end = start
         return partition_offsets_json(start)
+
+    def prepareForTriggerAvailableNow(self) -> None:
+        reader = self.offset_reader
+        available = reader.available_partitions(self.options)
+        _, self._available_now_end = reader.earliest_and_latest(
+            self.options.strategy.assigned(available), available)
 
     def getDefaultReadLimit(self):
         if self.options.max_offsets_per_trigger is not None:
@@ -186,6 +206,11 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader):
         else:
             max_offsets = None
         end = dict(latest)
+        if self._available_now_end is not None:
+            cap = self._available_now_end
+            end = {tp: min(offset, cap[tp]) if tp in cap
+                   else (start_offsets or {}).get(tp, earliest[tp])
+                   for tp, offset in end.items()}
         if max_offsets is not None:
             if start_offsets is None:
                 logger.warning("maxOffsetsPerTrigger not applied to this micro-batch: its "

@@ -377,3 +377,17 @@ def test_stream_write_copies_a_topic(spark, broker, orders, tmp_path):
     assert sorted(((p, k, v) for p, k, v, _ in copied), key=by_value) == sorted(
         ((r["partition"], r["key"], r["value"]) for r in expected_rows(TOPIC, orders)),
         key=by_value)
+
+
+def test_available_now_reads_what_was_there_at_start_in_limited_batches(spark, broker, tmp_path):
+    topic = "available_now"
+    create_topic(broker, topic, 2)
+    sent = produce(broker, topic, list(range(24)), partitions=2)
+    batches = []
+    query = (stream(spark, broker, subscribe=topic, startingOffsets="earliest",
+                    maxOffsetsPerTrigger="10")
+             .writeStream.foreachBatch(lambda df, batch_id: batches.append(df.count()))
+             .option("checkpointLocation", str(tmp_path / "cp"))
+             .trigger(availableNow=True).start())
+    assert query.awaitTermination(120)
+    assert sum(batches) == len(sent) and max(batches) <= 10 and len(batches) >= 3
