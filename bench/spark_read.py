@@ -289,7 +289,8 @@ def bench_broker(records):
     baseline_rate = records / timings["kafka-python + mapInPandas"]
     print(f"broker  format(kfast) {kfast_rate:>12,.0f} records/s ({timings['kfast']:.2f}s)   "
           f"kafka-python + mapInPandas {baseline_rate:>10,.0f} records/s "
-          f"({timings['kafka-python + mapInPandas']:.2f}s)   ratio {kfast_rate / baseline_rate:.1f}x")
+          f"({timings['kafka-python + mapInPandas']:.2f}s)   "
+          f"ratio {kfast_rate / baseline_rate:.1f}x")
 
 
 def main():
