@@ -393,3 +393,20 @@ def test_available_now_reads_what_was_there_at_start_in_limited_batches(spark, b
              .trigger(availableNow=True).start())
     assert query.awaitTermination(120)
     assert sum(batches) == len(sent) and max(batches) <= 10 and len(batches) >= 3
+
+
+def test_stream_skips_deleted_records_without_fail_on_data_loss(spark, broker, tmp_path):
+    topic = "pruned_stream"
+    create_topic(broker, topic, 1)
+    produce(broker, topic, list(range(10)), partitions=1)
+    df = stream(spark, broker, subscribe=topic, startingOffsets="earliest",
+                failOnDataLoss="false")
+    checkpoint = str(tmp_path / "cp")
+    assert [r["offset"] for rows in run_until_caught_up(df, checkpoint) for r in rows] == \
+        list(range(10))
+    produce(broker, topic, list(range(10, 20)), partitions=1)
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    admin.delete_records({KafkaTopicPartition(topic, 0): 15})
+    admin.close()
+    offsets = sorted(r["offset"] for rows in run_until_caught_up(df, checkpoint) for r in rows)
+    assert offsets == list(range(15, 20))
