@@ -40,7 +40,7 @@
 # which is how a reader tells the formats apart (see peek_magic).
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-from kfast._ext.varint cimport read_varint, read_varlong, VARINT_OK
+from kfast._ext.varint cimport read_varint, read_varint_fast, read_varlong, VARINT_OK
 
 cdef enum:
     BASE_OFFSET_OFFSET = 0
@@ -189,24 +189,8 @@ cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
     return RECORD_OK
 
 
-# Validation walk: the checks of parse_record without keeping the fields.
-# Lengths and deltas are one or two bytes in almost every record, so those
-# encodings are decoded inline; anything longer goes through varint.pxd.
-cdef inline int _varint_fast(const uint8_t** pos, const uint8_t* end, int32_t* out) noexcept nogil:
-    cdef const uint8_t* p = pos[0]
-    cdef uint32_t raw
-    if end - p >= 2:
-        if p[0] < 0x80:
-            raw = p[0]
-            pos[0] = p + 1
-            out[0] = <int32_t>((raw >> 1) ^ (~(raw & 1) + 1))
-            return VARINT_OK
-        if p[1] < 0x80:
-            raw = (p[0] & 0x7F) | (<uint32_t>p[1] << 7)
-            pos[0] = p + 2
-            out[0] = <int32_t>((raw >> 1) ^ (~(raw & 1) + 1))
-            return VARINT_OK
-    return read_varint(pos, end, out)
+# Validation walk: the checks of parse_record without keeping the fields
+# (field varints through varint.pxd's read_varint_fast).
 
 
 cdef inline int _skip_varlong(const uint8_t** pos, const uint8_t* end) noexcept nogil:
@@ -227,38 +211,38 @@ cdef inline int check_record(const uint8_t** pos, const uint8_t* end) noexcept n
     cdef const uint8_t* p = pos[0]
     cdef const uint8_t* rend
     cdef int32_t length, n, count, i
-    if _varint_fast(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
+    if read_varint_fast(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
         return RECORD_BAD_LENGTH
     rend = p + length
     p += 1                                     # attributes
     if _skip_varlong(&p, rend) != VARINT_OK:   # timestampDelta
         return RECORD_MALFORMED
-    if _varint_fast(&p, rend, &n) != VARINT_OK:   # offsetDelta
+    if read_varint_fast(&p, rend, &n) != VARINT_OK:   # offsetDelta
         return RECORD_MALFORMED
-    if _varint_fast(&p, rend, &n) != VARINT_OK:
+    if read_varint_fast(&p, rend, &n) != VARINT_OK:
         return RECORD_MALFORMED
     if n < -1 or n > rend - p:
         return RECORD_BAD_KEY_LENGTH
     if n > 0:
         p += n
-    if _varint_fast(&p, rend, &n) != VARINT_OK:
+    if read_varint_fast(&p, rend, &n) != VARINT_OK:
         return RECORD_MALFORMED
     if n < -1 or n > rend - p:
         return RECORD_BAD_VALUE_LENGTH
     if n > 0:
         p += n
-    if _varint_fast(&p, rend, &count) != VARINT_OK:
+    if read_varint_fast(&p, rend, &count) != VARINT_OK:
         return RECORD_MALFORMED
     if count != 0:
         if count < 0 or count > (rend - p) // 2:
             return RECORD_BAD_HEADER_COUNT
         for i in range(count):
-            if _varint_fast(&p, rend, &n) != VARINT_OK:
+            if read_varint_fast(&p, rend, &n) != VARINT_OK:
                 return RECORD_MALFORMED
             if n < 0 or n > rend - p:
                 return RECORD_BAD_HEADER_KEY
             p += n
-            if _varint_fast(&p, rend, &n) != VARINT_OK:
+            if read_varint_fast(&p, rend, &n) != VARINT_OK:
                 return RECORD_MALFORMED
             if n < -1 or n > rend - p:
                 return RECORD_BAD_HEADER_VALUE

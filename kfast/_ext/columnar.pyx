@@ -39,7 +39,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 
-from kfast._ext.varint cimport read_varint, read_varlong, VARINT_OK
+from kfast._ext.varint cimport read_varint, read_varint_fast, read_varlong, VARINT_OK
 from kfast._ext.crc32c cimport crc32c_update
 
 from collections import namedtuple
@@ -91,24 +91,6 @@ _ERROR_TEXT = {
 }
 
 
-# Record lengths, value lengths and deltas of a typical batch take one or two
-# varint bytes; decode those inline and leave longer ones to varint.pxd.
-cdef inline int _read_varint(const uint8_t** pos, const uint8_t* end,
-                             int32_t* out) noexcept nogil:
-    cdef const uint8_t* p = pos[0]
-    cdef uint32_t raw
-    if end - p >= 2:
-        if p[0] < 0x80:
-            raw = p[0]
-            pos[0] = p + 1
-            out[0] = <int32_t>((raw >> 1) ^ (~(raw & 1) + 1))
-            return VARINT_OK
-        if p[1] < 0x80:
-            raw = (p[0] & 0x7F) | (<uint32_t>p[1] << 7)
-            pos[0] = p + 2
-            out[0] = <int32_t>((raw >> 1) ^ (~(raw & 1) + 1))
-            return VARINT_OK
-    return read_varint(pos, end, out)
 
 
 cdef inline int _read_varlong(const uint8_t** pos, const uint8_t* end,
@@ -288,7 +270,7 @@ cdef int _decode_batch_records(const uint8_t* data, const BatchEntry* batch,
     cdef Py_ssize_t i = 0
     cdef int rc = DECODE_OK
     while i < records_count:
-        if _read_varint(&p, end, &length) != VARINT_OK:
+        if read_varint_fast(&p, end, &length) != VARINT_OK:
             rc = ERR_LENGTH
             break
         if length < MIN_RECORD_BODY or length > end - p:
@@ -297,11 +279,11 @@ cdef int _decode_batch_records(const uint8_t* data, const BatchEntry* batch,
         record_end = p + length
         p += 1                                   # record attributes: unused
         if (_read_varlong(&p, record_end, &timestamp_delta) != VARINT_OK
-                or _read_varint(&p, record_end, &offset_delta) != VARINT_OK):
+                or read_varint_fast(&p, record_end, &offset_delta) != VARINT_OK):
             rc = ERR_FIELD
             break
 
-        if _read_varint(&p, record_end, &key_length) != VARINT_OK:
+        if read_varint_fast(&p, record_end, &key_length) != VARINT_OK:
             rc = ERR_KEY
             break
         if key_length < -1 or key_length > record_end - p:
@@ -315,7 +297,7 @@ cdef int _decode_batch_records(const uint8_t* data, const BatchEntry* batch,
         else:
             key_nulls += 1
 
-        if _read_varint(&p, record_end, &value_length) != VARINT_OK:
+        if read_varint_fast(&p, record_end, &value_length) != VARINT_OK:
             rc = ERR_VALUE
             break
         if value_length < -1 or value_length > record_end - p:
@@ -329,7 +311,7 @@ cdef int _decode_batch_records(const uint8_t* data, const BatchEntry* batch,
         else:
             value_nulls += 1
 
-        if _read_varint(&p, record_end, &header_count) != VARINT_OK:
+        if read_varint_fast(&p, record_end, &header_count) != VARINT_OK:
             rc = ERR_HEADER_COUNT
             break
         if header_count != 0:
@@ -368,7 +350,7 @@ cdef int _decode_headers(const uint8_t* data, const uint8_t** pos, const uint8_t
     cdef Py_ssize_t h
     cdef int rc
     for h in range(header_count):
-        if _read_varint(&p, record_end, &header_key_length) != VARINT_OK:
+        if read_varint_fast(&p, record_end, &header_key_length) != VARINT_OK:
             return ERR_HEADER_KEY
         # Header keys are strings and never null (DefaultRecord.readHeaders).
         if header_key_length < 0 or header_key_length > record_end - p:
@@ -382,7 +364,7 @@ cdef int _decode_headers(const uint8_t* data, const uint8_t** pos, const uint8_t
             out.header_key_lengths[out.header_count] = header_key_length
             out.header_key_bytes += header_key_length
         p += header_key_length
-        if _read_varint(&p, record_end, &header_value_length) != VARINT_OK:
+        if read_varint_fast(&p, record_end, &header_value_length) != VARINT_OK:
             return ERR_HEADER_VALUE
         if header_value_length < -1 or header_value_length > record_end - p:
             return ERR_HEADER_VALUE

@@ -92,6 +92,28 @@ cdef inline int read_varint(const uint8_t** pos, const uint8_t* end,
     return rc
 
 
+# read_varint with the one- and two-byte encodings decoded inline: record
+# lengths, key/value lengths and offset deltas of a typical batch take one or
+# two bytes, so the record walkers (batch validation, columnar decode) call
+# this per field; anything longer goes through read_varint.
+cdef inline int read_varint_fast(const uint8_t** pos, const uint8_t* end,
+                                 int32_t* out) noexcept nogil:
+    cdef const uint8_t* p = pos[0]
+    cdef uint32_t raw
+    if end - p >= 2:
+        if p[0] < 0x80:
+            raw = p[0]
+            pos[0] = p + 1
+            out[0] = <int32_t>((raw >> 1) ^ (~(raw & 1) + 1))
+            return VARINT_OK
+        if p[1] < 0x80:
+            raw = (p[0] & 0x7F) | (<uint32_t>p[1] << 7)
+            pos[0] = p + 2
+            out[0] = <int32_t>((raw >> 1) ^ (~(raw & 1) + 1))
+            return VARINT_OK
+    return read_varint(pos, end, out)
+
+
 cdef inline int read_varlong(const uint8_t** pos, const uint8_t* end,
                              int64_t* out) noexcept nogil:
     cdef uint64_t raw
