@@ -5,6 +5,12 @@ the cost every test using the ``kfast_broker`` fixture pays.
                           bootstrap the metadata log, bind, register)
   fixture_start_restart   start() on a data dir with 20 partitions after a
                           clean shutdown (load logs, replay metadata)
+  fixture_first_start_*   the first start() in a fresh Python process, as
+                          a pytest session's first kfast_broker sees it:
+                          ``_preloaded`` after the plugin's post-collection
+                          preload (what the fixture does), ``_cold`` without
+                          it (imports paid inside start()); the preload's
+                          own time is in extra_info
 
 Time is the wall time of ``KfastBroker.start()`` as the test thread sees it
 (thread + loop creation included); extra_info carries the broker's own
@@ -103,3 +109,48 @@ def test_fixture_thread_loop_only(benchmark):
         thread.join()
         loop.close()
     benchmark.pedantic(start_stop, rounds=20)
+
+
+_FIRST_START_SCRIPT = r"""
+import json, sys, tempfile, time
+from kfast.testing import KfastBroker        # what the plugin imports at load
+began = time.perf_counter()
+if sys.argv[1] == "preload":
+    from kfast.server.broker import preload
+    preload()
+preloaded = time.perf_counter()
+broker = KfastBroker(data_dir=tempfile.mkdtemp(prefix="kfast-bench-"))
+broker.start()
+ready = time.perf_counter()
+broker.close()
+print(json.dumps({"preload_ms": (preloaded - began) * 1000, "start_ms": (ready - preloaded) * 1000}))
+"""
+
+
+def _first_starts(mode: str, rounds: int = 7) -> list:
+    """Fresh interpreters with bytecode cached, as an installed package has."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, PYTHONPYCACHEPREFIX=tempfile.mkdtemp(prefix="kfast-pyc-"))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    command = [sys.executable, "-c", _FIRST_START_SCRIPT, mode]
+    subprocess.run(command, env=env, check=True, capture_output=True)   # writes the .pyc files
+    return [json.loads(subprocess.run(command, env=env, check=True, capture_output=True,
+                                      text=True).stdout) for _ in range(rounds)]
+
+
+def _median(values):
+    return sorted(values)[len(values) // 2]
+
+
+@pytest.mark.parametrize("mode", ["preload", "cold"])
+def test_fixture_first_start(benchmark, mode):
+    runs = benchmark.pedantic(_first_starts, args=(mode,), rounds=1)
+    benchmark.extra_info["first_start_ms_median"] = _median([r["start_ms"] for r in runs])
+    benchmark.extra_info["preload_ms_median"] = _median([r["preload_ms"] for r in runs])
+    print(f"\nfirst start in a fresh process ({mode}): start {[round(r['start_ms'], 1) for r in runs]} ms,"
+          f" preload {[round(r['preload_ms'], 1) for r in runs]} ms")
+    assert all(r["start_ms"] > 0 for r in runs)

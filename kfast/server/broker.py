@@ -41,13 +41,28 @@ _API_MODULES = (
     "kfast.server.metadata_apis",
     "kfast.server.log_apis",
     "kfast.server.producer_id_apis",
-    # Other helpers' handler modules; each is optional until it lands.
     "kfast.server.admin_apis",
     "kfast.server.group_apis",
 )
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 2**31
 _LOG_CLEANER_JOB = "kafka-log-cleaner"
+
+
+def handler_modules() -> list:
+    """The request handler modules, imported (each has ``register(apis)``)."""
+    import importlib
+
+    return [importlib.import_module(name) for name in _API_MODULES]
+
+
+def preload() -> None:
+    """Import everything a broker's start imports (handler modules, the
+    controller, the group coordinator), so that a process which knows it
+    will start brokers pays for its imports once, up front."""
+    handler_modules()
+    import kfast.controller.quorum_controller  # noqa: F401
+    import kfast.coordinator.group.runtime  # noqa: F401
 
 
 def parse_listener(uri: str) -> tuple[str, str, int]:
@@ -177,15 +192,7 @@ class KafkaBroker:
         self._register_apis()
 
     def _register_apis(self) -> None:
-        import importlib
-
-        for module_name in _API_MODULES:
-            try:
-                module = importlib.import_module(module_name)
-            except ModuleNotFoundError as exc:
-                if exc.name != module_name:
-                    raise
-                continue
+        for module in handler_modules():
             module.register(self.apis)
 
     # -- start ---------------------------------------------------------------------------

@@ -4,7 +4,9 @@
         producer = KafkaProducer(bootstrap_servers=kfast_broker.bootstrap_servers)
 
 A fresh single-node broker per test (start-to-ready is tens of
-milliseconds) with a temporary data dir, usable from sync and async tests.
+milliseconds; the broker's modules are imported once, after collection, when
+a collected test uses the fixture) with a temporary data dir, usable from
+sync and async tests.
 Broker properties can be set per test with
 ``@pytest.mark.kfast_broker_config({"num.partitions": 3})``.
 """
@@ -18,6 +20,17 @@ from kfast.testing.broker import KfastBroker
 def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "kfast_broker_config(properties): broker properties for kfast_broker")
+
+
+def pytest_collection_finish(session) -> None:
+    # The first broker of a process would also pay ~100 ms of module imports
+    # (server, controller, coordinator, message classes). Pay them once, after
+    # collection, and only in sessions that use the fixture, so every
+    # kfast_broker start is the broker's own start-up.
+    if any("kfast_broker" in getattr(item, "fixturenames", ()) for item in session.items):
+        from kfast.server.broker import preload
+
+        preload()
 
 
 @pytest.fixture

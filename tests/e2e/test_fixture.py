@@ -82,3 +82,35 @@ def test_topics_of_every_session_survive_restarts(tmp_path):
             producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers)
             producer.send(f"s{session}", b"x").get(timeout=10)
             producer.close()
+
+
+_PRELOAD_PROBE = """
+import sys
+
+def test_runs_first():
+    assert ("kfast.controller.quorum_controller" in sys.modules) is {expected}
+"""
+_FIXTURE_USER = """
+
+def test_uses_the_fixture(kfast_broker):
+    assert kfast_broker.running
+"""
+
+
+@pytest.mark.parametrize("uses_fixture", [True, False])
+def test_plugin_preloads_the_broker_only_for_sessions_using_the_fixture(tmp_path, uses_fixture):
+    """The plugin imports the broker's modules after collection when a test
+    uses kfast_broker (so its first start is the broker's own start-up), and
+    leaves sessions that do not use it alone. The probe runs before any
+    broker starts."""
+    import subprocess
+    import sys
+
+    probe = _PRELOAD_PROBE.format(expected=uses_fixture)
+    (tmp_path / "test_probe.py").write_text(probe + (_FIXTURE_USER if uses_fixture else ""))
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+         str(tmp_path / "test_probe.py")],
+        cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert ("2 passed" if uses_fixture else "1 passed") in result.stdout
