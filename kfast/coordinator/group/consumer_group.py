@@ -86,6 +86,12 @@ class ConsumerGroup:
         self.dead = False
         # Only classic groups hand out pending member ids (DelayedHeartbeat reads this).
         self.pending_members: frozenset = frozenset()
+        # What the log holds for this group: {record key: value} as last
+        # written or replayed (consumer_group_manager's persistence).
+        self.persisted: dict = {}
+        # A write failed: the next one compares every record, not just the
+        # heartbeating member's.
+        self.unwritten = False
 
     @property
     def state(self) -> str:

@@ -5,18 +5,27 @@ KIP-848 groups, mixed into GroupCoordinator (which owns
 The handler passes the cluster's topics in ({name: (topic_id, partition
 count)}), so the state machine stays free of metadata lookups.
 
-Not persisted: a KIP-848 group lives in memory only (Kafka writes
-ConsumerGroupMetadata/TargetAssignment/CurrentMemberAssignment records).
-After a coordinator restart its members get UNKNOWN_MEMBER_ID and rejoin
-with epoch 0; their committed offsets are on __consumer_offsets as for
-classic groups and survive.
+Persistence (Kafka's GroupMetadataManager for consumer groups): a group is
+the set of __consumer_offsets records ``_consumer_group_records`` maps it
+to (group epoch, subscribed topics' metadata, target assignment epoch,
+and per member its metadata, target and current assignment; records.py
+has the layouts). After each change the coordinator writes the records
+whose value differs from what it last wrote (``group.persisted``, key ->
+value), tombstones for keys that no longer exist, and answers the
+heartbeat in ``done`` once they are appended. ``replay_consumer_group`` is
+the inverse and fills ``group.persisted`` too, so a loaded partition rebuilds
+the same groups and the next change writes only what changed; a member that
+comes back after a restart continues with its member epoch. A failed write
+marks its keys unknown, so the next change writes them again.
 """
 from __future__ import annotations
 
 import re
 
+from kfast.coordinator.group import records as R
 from kfast.coordinator.group.assignors import ASSIGNORS
 from kfast.coordinator.group.consumer_group import (
+    MEMBER_STABLE,
     UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerGroupMember,
@@ -24,6 +33,43 @@ from kfast.coordinator.group.consumer_group import (
 )
 from kfast.coordinator.group.delayed import heartbeat_key
 from kfast.protocol import errors as E
+
+# The order Kafka writes a change in (a member's metadata before the group
+# epoch it bumps, the target before its epoch, the current assignment
+# last); tombstones go in the reverse order.
+_WRITE_ORDER = {R.ConsumerGroupMemberMetadataKey: 0, R.ConsumerGroupPartitionMetadataKey: 1,
+                R.ConsumerGroupMetadataKey: 2, R.ConsumerGroupTargetAssignmentMemberKey: 3,
+                R.ConsumerGroupTargetAssignmentMetadataKey: 4,
+                R.ConsumerGroupCurrentMemberAssignmentKey: 5}
+_MEMBER_KEYS = (R.ConsumerGroupMemberMetadataKey, R.ConsumerGroupTargetAssignmentMemberKey,
+                R.ConsumerGroupCurrentMemberAssignmentKey)
+_STATE_BY_CODE = {code: name for name, code in R.MEMBER_STATE_CODES.items()}
+
+
+class _Unknown:
+    """What ``group.persisted`` holds for a key whose write failed: equal to
+    no value, so the key is written again."""
+
+    def __eq__(self, other):
+        return False
+
+    __hash__ = None
+
+
+_UNKNOWN = _Unknown()
+
+
+def _topic_partitions(cls, assignment) -> list:
+    return [cls(topic_id=t, partitions=sorted(ps))
+            for t, ps in sorted(assignment.items(), key=lambda i: str(i[0])) if ps]
+
+
+def _assignment(topic_partitions) -> dict:
+    out = {}
+    for tp in topic_partitions:
+        if tp.partitions:
+            out.setdefault(tp.topic_id, set()).update(tp.partitions)
+    return out
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
@@ -44,12 +90,24 @@ class ConsumerGroupManager:
                                  instance_id, rack_id, rebalance_timeout_ms: int,
                                  subscribed_topic_names, server_assignor, owned,
                                  client_id: str, client_host: str, topics: dict,
-                                 subscribed_topic_regex: str | None = None) -> dict:
+                                 subscribed_topic_regex: str | None = None,
+                                 callback=None) -> dict | None:
         """The ConsumerGroupHeartbeatResponse fields. ``owned``: {topic_id:
-        set(partitions)} the member reports holding, or None."""
-        def error(code: int, message: str | None = None) -> dict:
-            return {"error_code": code, "error_message": message, "member_id": member_id or None,
-                    "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+        set(partitions)} the member reports holding, or None.
+
+        The response is final once the change's records are appended: with
+        ``callback`` it is passed there then; without, it is returned (the
+        append's error if the write completed at once and failed)."""
+        def reply(response: dict) -> dict | None:
+            if callback is None:
+                return response
+            callback(response)
+            return None
+
+        def error(code: int, message: str | None = None) -> dict | None:
+            return reply({"error_code": code, "error_message": message,
+                          "member_id": member_id or None, "member_epoch": -1,
+                          "heartbeat_interval_ms": 0, "assignment": None})
 
         if not group_id:
             return error(E.InvalidRequestException.code, "GroupId can't be empty.")
@@ -63,6 +121,9 @@ class ConsumerGroupManager:
         group = self.consumer_groups.get(group_id)
         # Whatever changes in one heartbeat bumps the group epoch once.
         bump = False
+        extra = []      # records of a classic group this one replaces
+        before = None if group is None else (group.group_epoch, group.assignment_epoch,
+                                             tuple(group.members))
         if member_epoch == JOIN_EPOCH:
             if rebalance_timeout_ms < 0 or (subscribed_topic_names is None
                                             and not subscribed_topic_regex):
@@ -71,7 +132,9 @@ class ConsumerGroupManager:
                              "SubscribedTopicRegex must be set when joining.")
             if group is None:
                 if classic is not None:
-                    self.groups.pop(group_id)   # an empty classic group is taken over
+                    # An empty classic group is taken over (its record deleted).
+                    self.groups.pop(group_id)
+                    extra.append((R.encode_key(R.GroupMetadataKey(group_id)), None))
                 group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
             member_id = member_id or new_member_id()
             member = group.members.get(member_id)
@@ -99,16 +162,18 @@ class ConsumerGroupManager:
                 # until its session expires or its instance rejoins.
                 member.previous_member_epoch = member.member_epoch
                 member.member_epoch = STATIC_LEAVE_EPOCH
-                return {"error_code": 0, "error_message": None, "member_id": member_id,
-                        "member_epoch": STATIC_LEAVE_EPOCH, "heartbeat_interval_ms": 0,
-                        "assignment": None}
+                return self._persist_and_reply(group, [member_id], {
+                    "error_code": 0, "error_message": None, "member_id": member_id,
+                    "member_epoch": STATIC_LEAVE_EPOCH, "heartbeat_interval_ms": 0,
+                    "assignment": None}, callback)
             if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 self._remove_consumer_member(group, member_id)
                 group.group_epoch += 1
                 self._compute_target(group, topics)
-                return {"error_code": 0, "error_message": None, "member_id": member_id,
-                        "member_epoch": member_epoch, "heartbeat_interval_ms": 0,
-                        "assignment": None}
+                return self._persist_and_reply(group, None, {
+                    "error_code": 0, "error_message": None, "member_id": member_id,
+                    "member_epoch": member_epoch, "heartbeat_interval_ms": 0,
+                    "assignment": None}, callback)
             if member_epoch > member.member_epoch:
                 return error(E.FencedMemberEpochException.code)
             if member_epoch < member.member_epoch and not (
@@ -158,15 +223,23 @@ class ConsumerGroupManager:
             assignment = {"topic_partitions": [
                 {"topic_id": t, "partitions": sorted(ps)}
                 for t, ps in sorted(member.assigned.items(), key=lambda i: str(i[0]))]}
-        return {"error_code": 0, "error_message": None, "member_id": member_id,
-                "member_epoch": member.member_epoch,
-                "heartbeat_interval_ms": self.consumer_heartbeat_interval_ms,
-                "assignment": assignment}
+        response = {"error_code": 0, "error_message": None, "member_id": member_id,
+                    "member_epoch": member.member_epoch,
+                    "heartbeat_interval_ms": self.consumer_heartbeat_interval_ms,
+                    "assignment": assignment}
+        # Only this member's records can have changed unless an epoch moved
+        # or the membership did.
+        after = (group.group_epoch, group.assignment_epoch, tuple(group.members))
+        scope = [member_id] if after == before else None
+        return self._persist_and_reply(group, scope, response, callback, extra)
+
+    def _preferred_assignor(self, group: ConsumerGroup) -> str:
+        """The assignor most members ask for, else the first configured."""
+        names = [m.server_assignor for m in group.members.values() if m.server_assignor]
+        return max(sorted(set(names)), key=names.count) if names else self.consumer_assignors[0]
 
     def _compute_target(self, group: ConsumerGroup, topics: dict) -> None:
-        names = [m.server_assignor for m in group.members.values() if m.server_assignor]
-        name = max(set(names), key=names.count) if names else self.consumer_assignors[0]
-        group.assignor_name = name
+        name = group.assignor_name = self._preferred_assignor(group)
         members = {m.member_id: {topics[t][0] for t in m.subscribed_topic_names if t in topics}
                    for m in group.members.values()}
         counts = {topics_id: count for topics_id, count in
@@ -232,6 +305,7 @@ class ConsumerGroupManager:
         if member_id in group.members:
             self._remove_consumer_member(group, member_id)
             group.group_epoch += 1
+            self._persist_consumer_group(group, None, lambda code: None)
             # The target is recomputed on the next heartbeat of any member,
             # with the topics that heartbeat brings.
 
@@ -252,7 +326,7 @@ class ConsumerGroupManager:
         return {"error_code": 0, "error_message": None, "group_id": group_id,
                 "group_state": group.state, "group_epoch": group.group_epoch,
                 "assignment_epoch": group.assignment_epoch,
-                "assignor_name": group.assignor_name or self.consumer_assignors[0],
+                "assignor_name": self._preferred_assignor(group),
                 "members": [{
                     "member_id": m.member_id, "instance_id": m.instance_id,
                     "rack_id": m.rack_id, "member_epoch": m.member_epoch,
@@ -278,3 +352,224 @@ class ConsumerGroupManager:
         if member_epoch < member.member_epoch:
             return E.StaleMemberEpochException.code
         return 0
+
+    # -- persistence -------------------------------------------------------------------
+    def _persist_and_reply(self, group: ConsumerGroup, member_ids, response: dict, callback,
+                           extra=()) -> dict | None:
+        """Write the group's changed records, then answer: ``response``, or
+        the append's error."""
+        result = []
+
+        def done(code: int) -> None:
+            answer = response if not code else {
+                "error_code": code, "error_message": None, "member_id": response["member_id"],
+                "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+            if callback is not None:
+                callback(answer)
+            else:
+                result.append(answer)
+
+        self._persist_consumer_group(group, member_ids, done, extra)
+        if callback is None:
+            # A write still in flight when we return: its outcome reaches
+            # nobody, and a failure marked its keys for rewriting.
+            return result[0] if result else response
+        return None
+
+    def _persist_consumer_group(self, group: ConsumerGroup, member_ids, done,
+                                extra=()) -> None:
+        """Append the records of ``group`` that differ from ``group.persisted``
+        (all of them, or only the group's and ``member_ids``' records), plus
+        ``extra``; ``done(error_code)`` after the append, at once if there
+        is nothing to write."""
+        if group.unwritten:
+            member_ids, group.unwritten = None, False
+        wanted = self._consumer_group_records(group, member_ids)
+        if member_ids is None:
+            stale = [k for k in group.persisted if k not in wanted]
+        else:
+            ids = set(member_ids)
+            stale = [k for k in group.persisted if type(k) in _MEMBER_KEYS
+                     and k.member_id in ids and k not in wanted]
+        changes = [(k, v) for k, v in wanted.items() if group.persisted.get(k) != v]
+        changes.sort(key=lambda kv: _WRITE_ORDER[type(kv[0])])
+        stale.sort(key=lambda k: -_WRITE_ORDER[type(k)])
+        changes += [(k, None) for k in stale]
+        if not changes and not extra:
+            return done(0)
+        for key, value in changes:
+            if value is None:
+                group.persisted.pop(key, None)
+            else:
+                group.persisted[key] = value
+        records = list(extra) + [(R.encode_key(k), R.encode_value(v)) for k, v in changes]
+
+        def written(code: int) -> None:
+            if code:
+                for key, _ in changes:
+                    group.persisted[key] = _UNKNOWN
+                group.unwritten = True
+            done(code)
+
+        self.writer(group.group_id, records, written)
+
+    def _consumer_group_records(self, group: ConsumerGroup, member_ids=None) -> dict:
+        """{key: value} that describe ``group`` (only the group-level records
+        and those of ``member_ids`` when given)."""
+        gid = group.group_id
+        out = {
+            R.ConsumerGroupMetadataKey(gid): R.ConsumerGroupMetadataValue(
+                epoch=group.group_epoch),
+            R.ConsumerGroupPartitionMetadataKey(gid): R.ConsumerGroupPartitionMetadataValue(
+                topics=[R.ConsumerGroupPartitionMetadataValue.TopicMetadata(
+                    topic_id=topic_id, topic_name=name, num_partitions=count)
+                    for name, (topic_id, count) in sorted(group.subscription_metadata.items())]),
+            R.ConsumerGroupTargetAssignmentMetadataKey(gid):
+                R.ConsumerGroupTargetAssignmentMetadataValue(
+                    assignment_epoch=group.assignment_epoch),
+        }
+        members = group.members if member_ids is None else \
+            {m: group.members[m] for m in member_ids if m in group.members}
+        for member in members.values():
+            mid = member.member_id
+            out[R.ConsumerGroupMemberMetadataKey(gid, mid)] = R.ConsumerGroupMemberMetadataValue(
+                instance_id=member.instance_id, rack_id=member.rack_id,
+                client_id=member.client_id, client_host=member.client_host,
+                subscribed_topic_names=sorted(member.explicit_topic_names),
+                subscribed_topic_regex=member.subscribed_topic_regex.pattern
+                if member.subscribed_topic_regex is not None else None,
+                rebalance_timeout_ms=member.rebalance_timeout_ms,
+                server_assignor=member.server_assignor)
+            cls = R.ConsumerGroupCurrentMemberAssignmentValue
+            out[R.ConsumerGroupCurrentMemberAssignmentKey(gid, mid)] = cls(
+                member_epoch=member.member_epoch,
+                previous_member_epoch=member.previous_member_epoch,
+                state=R.MEMBER_STATE_CODES[member.state],
+                assigned_partitions=_topic_partitions(cls.TopicPartitions, member.assigned),
+                partitions_pending_revocation=_topic_partitions(cls.TopicPartitions,
+                                                                member.pending_revocation))
+        targets = group.target if member_ids is None else \
+            {m: group.target[m] for m in member_ids if m in group.target}
+        cls = R.ConsumerGroupTargetAssignmentMemberValue
+        for mid, partitions in targets.items():
+            out[R.ConsumerGroupTargetAssignmentMemberKey(gid, mid)] = cls(
+                topic_partitions=_topic_partitions(cls.TopicPartition, partitions))
+        return out
+
+    @staticmethod
+    def consumer_group_tombstones(group: ConsumerGroup) -> list:
+        """(key bytes, None) for every record ``group`` has on the log,
+        members' records first (deleting the group)."""
+        keys = sorted(group.persisted, key=lambda k: -_WRITE_ORDER[type(k)])
+        return [(R.encode_key(k), None) for k in keys]
+
+    def replay_consumer_group(self, key, value) -> None:
+        """Apply one KIP-848 record (any order; latest per key wins; a
+        tombstone of the group's epoch record deletes the group)."""
+        group_id = key.group_id
+        group = self.consumer_groups.get(group_id)
+        if value is None:
+            if group is None:
+                return
+            group.persisted.pop(key, None)
+            if isinstance(key, R.ConsumerGroupMetadataKey):
+                for member_id in list(group.members):
+                    self._remove_consumer_member(group, member_id)
+                del self.consumer_groups[group_id]
+                group.dead = True
+            elif isinstance(key, R.ConsumerGroupMemberMetadataKey):
+                self._remove_consumer_member(group, key.member_id)
+            elif isinstance(key, R.ConsumerGroupTargetAssignmentMemberKey):
+                group.target.pop(key.member_id, None)
+            elif isinstance(key, R.ConsumerGroupCurrentMemberAssignmentKey):
+                member = group.members.get(key.member_id)
+                if member is not None:
+                    member.member_epoch, member.previous_member_epoch = 0, -1
+                    member.state, member.assigned, member.pending_revocation = \
+                        MEMBER_STABLE, {}, {}
+            elif isinstance(key, R.ConsumerGroupPartitionMetadataKey):
+                group.subscription_metadata = {}
+            elif isinstance(key, R.ConsumerGroupTargetAssignmentMetadataKey):
+                group.assignment_epoch = 0
+            return
+        if group is None:
+            group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
+            classic = self.groups.get(group_id)
+            if classic is not None and classic.is_("Empty"):
+                # The offsets' placeholder, or a classic group this one replaced.
+                del self.groups[group_id]
+        group.persisted[key] = value
+        if isinstance(key, R.ConsumerGroupMetadataKey):
+            group.group_epoch = value.epoch
+        elif isinstance(key, R.ConsumerGroupPartitionMetadataKey):
+            group.subscription_metadata = {t.topic_name: (t.topic_id, t.num_partitions)
+                                           for t in value.topics}
+            for member in group.members.values():
+                self._resolve_loaded_subscription(group, member)
+        elif isinstance(key, R.ConsumerGroupTargetAssignmentMetadataKey):
+            group.assignment_epoch = value.assignment_epoch
+        elif isinstance(key, R.ConsumerGroupTargetAssignmentMemberKey):
+            group.target[key.member_id] = _assignment(value.topic_partitions)
+        else:
+            member = group.members.get(key.member_id)
+            if member is None:
+                member = group.members[key.member_id] = ConsumerGroupMember(key.member_id)
+            if isinstance(key, R.ConsumerGroupMemberMetadataKey):
+                member.instance_id, member.rack_id = value.instance_id, value.rack_id
+                member.client_id, member.client_host = value.client_id, value.client_host
+                member.explicit_topic_names = set(value.subscribed_topic_names)
+                member.subscribed_topic_regex = re.compile(value.subscribed_topic_regex) \
+                    if value.subscribed_topic_regex else None
+                member.rebalance_timeout_ms = value.rebalance_timeout_ms
+                member.server_assignor = value.server_assignor
+                self._resolve_loaded_subscription(group, member)
+            else:
+                member.member_epoch = value.member_epoch
+                member.previous_member_epoch = value.previous_member_epoch
+                member.state = _STATE_BY_CODE.get(value.state, MEMBER_STABLE)
+                member.assigned = _assignment(value.assigned_partitions)
+                member.pending_revocation = _assignment(value.partitions_pending_revocation)
+
+    @staticmethod
+    def _resolve_loaded_subscription(group: ConsumerGroup, member: ConsumerGroupMember) -> None:
+        """The topics a replayed member subscribes to: its names plus the
+        group's subscribed topics its regex matches (the resolution the
+        group's metadata was written with)."""
+        resolved = set(member.explicit_topic_names)
+        if member.subscribed_topic_regex is not None:
+            resolved |= {t for t in group.subscription_metadata
+                         if member.subscribed_topic_regex.fullmatch(t)}
+        member.subscribed_topic_names = sorted(resolved)
+
+    def on_consumer_groups_loaded(self, group_ids) -> None:
+        """After replaying a partition: each member must heartbeat within the
+        session timeout, and one still revoking must finish within its
+        rebalance timeout."""
+        for group_id in group_ids:
+            group = self.consumer_groups.get(group_id)
+            if group is None:
+                continue
+            for member in list(group.members.values()):
+                self._consumer_heartbeat_received(group, member)
+                if member.state == UNREVOKED_PARTITIONS:
+                    self._schedule_revocation_timeout(group, member)
+
+    def consumer_groups_snapshot(self) -> dict:
+        """The persisted state of every KIP-848 group, comparable by value."""
+        def flat(assignment):
+            return tuple(sorted((str(t), tuple(sorted(ps))) for t, ps in assignment.items() if ps))
+
+        out = {}
+        for group_id, group in self.consumer_groups.items():
+            members = tuple(sorted(
+                (m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host,
+                 m.member_epoch, m.previous_member_epoch, m.state, m.rebalance_timeout_ms,
+                 tuple(m.subscribed_topic_names), tuple(sorted(m.explicit_topic_names)),
+                 m.subscribed_topic_regex.pattern if m.subscribed_topic_regex else None,
+                 m.server_assignor, flat(m.assigned), flat(m.pending_revocation))
+                for m in group.members.values()))
+            out[group_id] = (group.group_epoch, group.assignment_epoch, group.state,
+                             tuple(sorted(group.subscription_metadata.items())),
+                             tuple(sorted((m, flat(a)) for m, a in group.target.items())),
+                             self._preferred_assignor(group), members)
+        return out

@@ -32,6 +32,7 @@ from kfast.coordinator.group.delayed import (
     heartbeat_key,
 )
 from kfast.coordinator.group.records import (
+    CONSUMER_GROUP_KEY_CLASSES,
     GroupMetadataKey,
     OffsetCommitKey,
     OffsetCommitValue,
@@ -67,7 +68,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         self.writer = writer
         self.time_ms = time_ms
         self.groups: dict[str, ClassicGroup] = {}
-        # KIP-848 groups (ConsumerGroupHeartbeat), in memory only.
+        # KIP-848 groups (ConsumerGroupHeartbeat).
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         # group_id -> {(topic, partition): OffsetCommitValue}
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
@@ -102,7 +103,12 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             if member_id != UNKNOWN_MEMBER_ID:
                 return callback(join_error(member_id, E.UnknownMemberIdException.code))
             if consumer_group is not None:
-                self.consumer_groups.pop(group_id).dead = True   # empty: taken over
+                # An empty KIP-848 group is taken over: its records are
+                # deleted first (same partition, so before the new group's).
+                self.consumer_groups.pop(group_id).dead = True
+                tombstones = self.consumer_group_tombstones(consumer_group)
+                if tombstones:
+                    self.writer(group_id, tombstones, lambda code: None)
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
         if group.is_(DEAD):
             return callback(join_error(member_id, E.CoordinatorNotAvailableException.code))
@@ -445,6 +451,8 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         tombstones delete)."""
         key = decode_key(key_bytes)
         value = decode_value(key, value_bytes)
+        if isinstance(key, CONSUMER_GROUP_KEY_CLASSES):
+            return self.replay_consumer_group(key, value)
         now = self.time_ms()
         if isinstance(key, OffsetCommitKey):
             offsets = self.offsets.setdefault(key.group, {})
@@ -454,7 +462,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
                     del self.offsets[key.group]
             else:
                 offsets[(key.topic, key.partition)] = value
-                if key.group not in self.groups:
+                if key.group not in self.groups and key.group not in self.consumer_groups:
                     self.groups[key.group] = ClassicGroup(key.group, now)
             return
         if value is None:
@@ -465,13 +473,15 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         self.groups[key.group] = ClassicGroup.from_record_value(key.group, value, now)
 
     def on_loaded(self, group_ids) -> None:
-        """After replaying a partition: loaded members must heartbeat within
-        their session timeout, as after a rebalance."""
+        """After replaying a partition: loaded members (classic and KIP-848)
+        must heartbeat within their session timeout, as after a rebalance."""
+        group_ids = list(group_ids)
         for group_id in group_ids:
             group = self.groups.get(group_id)
             if group is not None:
                 for member in group.members.values():
                     self.complete_and_schedule_next_heartbeat(group, member)
+        self.on_consumer_groups_loaded(group_ids)
 
     def unload(self, group_ids) -> None:
         for group_id in list(group_ids):
@@ -496,8 +506,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
 
     # -- introspection -----------------------------------------------------------------
     def snapshot(self) -> dict:
-        """What replay must reproduce: offsets, and each group's generation,
-        protocol, leader and members with their assignments."""
+        """What replay must reproduce: offsets, each classic group's
+        generation, protocol, leader and members with their assignments, and
+        each KIP-848 group's epochs, target and members."""
         groups = {}
         for group_id, group in self.groups.items():
             if group.is_(DEAD):
@@ -507,6 +518,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
                                 sorted((m.member_id, m.group_instance_id, bytes(m.assignment))
                                        for m in group.members.values()))
         return {"groups": groups,
+                "consumer_groups": self.consumer_groups_snapshot(),
                 "offsets": {g: dict(o) for g, o in self.offsets.items() if o}}
 
     def group_or_none(self, group_id: str) -> ClassicGroup | None:

@@ -183,7 +183,11 @@ class OffsetMetadataManager:
     def _group_tombstones(self, group_id: str) -> list:
         records = [(encode_key(OffsetCommitKey(group_id, t, p)), None)
                    for t, p in self.offsets.get(group_id, {})]
-        records.append((encode_key(GroupMetadataKey(group_id)), None))
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            records += self.consumer_group_tombstones(consumer_group)
+        else:
+            records.append((encode_key(GroupMetadataKey(group_id)), None))
         return records
 
     def _apply_tombstones(self, group_id: str, records: list) -> None:

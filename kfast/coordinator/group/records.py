@@ -21,19 +21,72 @@ the placement of a group on that topic's partitions.
                            subscription bytes (int32 length), assignment bytes
 
 kfast writes OffsetCommitValue v3 (v1 when the commit carries an explicit
-retention, as Kafka does) and GroupMetadataValue v3. This module is the one
-definition of these layouts; ``kfast dump-log --offsets-decoder`` should
-decode through it.
+retention, as Kafka does) and GroupMetadataValue v3.
+
+KIP-848 consumer groups (Kafka's ConsumerGroup*Key/Value, as 3.7 to 4.x
+write them). The key is non-flexible like the ones above, its type doubling
+as the key version; the value is version 0 of a *flexible* message (compact
+strings and arrays: uvarint length+1, 0 = null; uuid: 16 bytes; every
+struct ends with a tagged-field section: uvarint count, then per field
+uvarint tag, uvarint size, data)::
+
+    type 3 ConsumerGroupMetadataKey:               group string
+           value: epoch int32, (tag 0, 4.1+) metadataHash int64
+    type 4 ConsumerGroupPartitionMetadataKey:      group string
+           value: topics [] of (topicId uuid, topicName string,
+                  numPartitions int32, partitionMetadata [] of
+                  (partition int32, racks []string))
+    type 5 ConsumerGroupMemberMetadataKey:         group string, memberId string
+           value: instanceId nullable string, rackId nullable string,
+                  clientId string, clientHost string,
+                  subscribedTopicNames []string,
+                  subscribedTopicRegex nullable string,
+                  rebalanceTimeoutMs int32, serverAssignor nullable string,
+                  (tag 0) classicMemberMetadata nullable struct of
+                  (sessionTimeoutMs int32, supportedProtocols [] of
+                   (name string, metadata bytes))
+    type 6 ConsumerGroupTargetAssignmentMetadataKey: group string
+           value: assignmentEpoch int32
+    type 7 ConsumerGroupTargetAssignmentMemberKey: group string, memberId string
+           value: topicPartitions [] of (topicId uuid, partitions []int32)
+    type 8 ConsumerGroupCurrentMemberAssignmentKey: group string, memberId string
+           value: memberEpoch int32, previousMemberEpoch int32,
+                  state int8 (0 STABLE, 1 UNREVOKED_PARTITIONS,
+                  2 UNRELEASED_PARTITIONS), assignedPartitions and
+                  partitionsPendingRevocation, each [] of
+                  (topicId uuid, partitions []int32)
+
+kfast writes type 4 as Kafka 3.7-4.0 do (4.1 deprecated it in favour of
+metadataHash but still reads it), so logs stay readable by every Kafka that
+knows KIP-848; it reads metadataHash when a 4.1 log carries one. The
+flexible values are encoded by kfast's protocol codec from the grammars
+below (the same compiled codec as the wire protocol).
+
+This module is the one definition of these layouts; ``kfast dump-log
+--offsets-decoder`` decodes through it.
 """
 from __future__ import annotations
 
 import struct
+import uuid
 from typing import NamedTuple
+
+from kfast._ext import protocol_codec as _codec
+from kfast.protocol import errors
+from kfast.protocol.api_keys import ApiKey
+from kfast.protocol.schema import MessageSchema
 
 __all__ = [
     "OFFSET_COMMIT_KEY_TYPES", "GROUP_METADATA_KEY_TYPE",
     "OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
     "MemberMetadata", "java_string_hash_code", "partition_for",
+    "CONSUMER_GROUP_KEY_TYPES", "CONSUMER_GROUP_KEY_CLASSES", "ConsumerGroupMetadataKey", "ConsumerGroupPartitionMetadataKey",
+    "ConsumerGroupMemberMetadataKey", "ConsumerGroupTargetAssignmentMetadataKey",
+    "ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupCurrentMemberAssignmentKey",
+    "ConsumerGroupMetadataValue", "ConsumerGroupPartitionMetadataValue",
+    "ConsumerGroupMemberMetadataValue", "ConsumerGroupTargetAssignmentMetadataValue",
+    "ConsumerGroupTargetAssignmentMemberValue", "ConsumerGroupCurrentMemberAssignmentValue",
+    "MEMBER_STATE_CODES",
     "encode_key", "encode_value", "decode_key", "decode_value",
 ]
 
@@ -85,6 +138,139 @@ class GroupMetadataValue(NamedTuple):
     members: tuple[MemberMetadata, ...]
 
 
+# -- KIP-848 consumer groups -----------------------------------------------------------
+class ConsumerGroupMetadataKey(NamedTuple):
+    group_id: str
+
+
+class ConsumerGroupPartitionMetadataKey(NamedTuple):
+    group_id: str
+
+
+class ConsumerGroupMemberMetadataKey(NamedTuple):
+    group_id: str
+    member_id: str
+
+
+class ConsumerGroupTargetAssignmentMetadataKey(NamedTuple):
+    group_id: str
+
+
+class ConsumerGroupTargetAssignmentMemberKey(NamedTuple):
+    group_id: str
+    member_id: str
+
+
+class ConsumerGroupCurrentMemberAssignmentKey(NamedTuple):
+    group_id: str
+    member_id: str
+
+
+_CONSUMER_GROUP_KEYS = {
+    3: ConsumerGroupMetadataKey, 4: ConsumerGroupPartitionMetadataKey,
+    5: ConsumerGroupMemberMetadataKey, 6: ConsumerGroupTargetAssignmentMetadataKey,
+    7: ConsumerGroupTargetAssignmentMemberKey, 8: ConsumerGroupCurrentMemberAssignmentKey,
+}
+_CONSUMER_GROUP_KEY_TYPE = {cls: t for t, cls in _CONSUMER_GROUP_KEYS.items()}
+
+
+def _key_eq(a, b):
+    return type(a) is type(b) and tuple.__eq__(a, b)
+
+
+def _key_ne(a, b):
+    return not _key_eq(a, b)
+
+
+def _key_hash(key):
+    return hash((_CONSUMER_GROUP_KEY_TYPE[type(key)], *key))
+
+
+# Keys of different types with the same fields (a member's metadata and its
+# target, say) are different records: equality and hash include the type.
+for _cls in _CONSUMER_GROUP_KEYS.values():
+    _cls.__eq__, _cls.__ne__, _cls.__hash__ = _key_eq, _key_ne, _key_hash
+del _cls
+CONSUMER_GROUP_KEY_TYPES = tuple(_CONSUMER_GROUP_KEYS)
+CONSUMER_GROUP_KEY_CLASSES = tuple(_CONSUMER_GROUP_KEYS.values())
+
+# Kafka's MemberState codes (CurrentMemberAssignmentValue.state), by the
+# names kfast.coordinator.group.consumer_group uses.
+MEMBER_STATE_CODES = {"STABLE": 0, "UNREVOKED_PARTITIONS": 1, "UNRELEASED_PARTITIONS": 2}
+
+# The value grammars (kfast.protocol.schema), each version 0 and flexible.
+_TOPIC_PARTITIONS = """
+      topic_id                         uuid                           0+
+      partitions                       []int32                        0+
+"""
+_VALUE_GRAMMARS = {
+    3: ("ConsumerGroupMetadataValue", """
+    epoch                              int32                          0+
+    metadata_hash                      int64                          0+     tag=0 tagged=0+
+"""),
+    4: ("ConsumerGroupPartitionMetadataValue", """
+    topics                             []TopicMetadata                0+
+      topic_id                         uuid                           0+
+      topic_name                       string                         0+
+      num_partitions                   int32                          0+
+      partition_metadata               []PartitionMetadata            0+
+        partition                      int32                          0+
+        racks                          []string                       0+
+"""),
+    5: ("ConsumerGroupMemberMetadataValue", """
+    instance_id                        string                         0+     nullable=0+
+    rack_id                            string                         0+     nullable=0+
+    client_id                          string                         0+
+    client_host                        string                         0+
+    subscribed_topic_names             []string                       0+
+    subscribed_topic_regex             string                         0+     nullable=0+
+    rebalance_timeout_ms               int32                          0+     default=-1
+    server_assignor                    string                         0+     nullable=0+
+    classic_member_metadata            ClassicMemberMetadata          0+     nullable=0+ default=null tag=0 tagged=0+
+      session_timeout_ms               int32                          0+
+      supported_protocols              []ClassicProtocol              0+
+        name                           string                         0+
+        metadata                       bytes                          0+
+"""),
+    6: ("ConsumerGroupTargetAssignmentMetadataValue", """
+    assignment_epoch                   int32                          0+
+"""),
+    7: ("ConsumerGroupTargetAssignmentMemberValue", """
+    topic_partitions                   []TopicPartition               0+""" + _TOPIC_PARTITIONS),
+    8: ("ConsumerGroupCurrentMemberAssignmentValue", """
+    member_epoch                       int32                          0+
+    previous_member_epoch              int32                          0+
+    state                              int8                           0+
+    assigned_partitions                []TopicPartitions              0+""" + _TOPIC_PARTITIONS + """    partitions_pending_revocation      []TopicPartitions              0+
+"""),
+}
+CONSUMER_GROUP_VALUE_VERSION = 0
+
+
+class _ValueSchema(MessageSchema):
+    """A coordinator record value as a one-direction MessageSchema (version
+    0, flexible), as kfast.controller.metadata.records does for metadata
+    records."""
+
+    def __init__(self, key_type: int, name: str, grammar: str):
+        super().__init__(ApiKey(key_type, name[:-len("Value")], 0, 0, 0, False, ()), "Value",
+                         grammar)
+        self.cls.__module__ = __name__
+        self.key_type = key_type
+
+
+_VALUE_SCHEMAS = {t: _ValueSchema(t, name, grammar)
+                  for t, (name, grammar) in _VALUE_GRAMMARS.items()}
+_VALUE_SCHEMA_BY_CLASS = {schema.cls: schema for schema in _VALUE_SCHEMAS.values()}
+ConsumerGroupMetadataValue = _VALUE_SCHEMAS[3].cls
+ConsumerGroupPartitionMetadataValue = _VALUE_SCHEMAS[4].cls
+ConsumerGroupMemberMetadataValue = _VALUE_SCHEMAS[5].cls
+ConsumerGroupTargetAssignmentMetadataValue = _VALUE_SCHEMAS[6].cls
+ConsumerGroupTargetAssignmentMemberValue = _VALUE_SCHEMAS[7].cls
+ConsumerGroupCurrentMemberAssignmentValue = _VALUE_SCHEMAS[8].cls
+ZERO_UUID = uuid.UUID(int=0)
+
+
 # -- placement -----------------------------------------------------------------------
 def java_string_hash_code(text: str) -> int:
     """java.lang.String.hashCode: 31*h + c over UTF-16 code units, int32."""
@@ -116,16 +302,23 @@ def _bytes(value: bytes) -> bytes:
     return struct.pack(">i", len(value)) + bytes(value)
 
 
-def encode_key(key: OffsetCommitKey | GroupMetadataKey) -> bytes:
+def encode_key(key) -> bytes:
+    key_type = _CONSUMER_GROUP_KEY_TYPE.get(type(key))
+    if key_type is not None:
+        return struct.pack(">h", key_type) + b"".join(_string(field) for field in key)
     if isinstance(key, OffsetCommitKey):
         return (struct.pack(">h", OFFSET_COMMIT_KEY_TYPE) + _string(key.group)
                 + _string(key.topic) + struct.pack(">i", key.partition))
     return struct.pack(">h", GROUP_METADATA_KEY_TYPE) + _string(key.group)
 
 
-def encode_value(value: OffsetCommitValue | GroupMetadataValue | None) -> bytes | None:
+def encode_value(value) -> bytes | None:
     if value is None:
         return None
+    schema = _VALUE_SCHEMA_BY_CLASS.get(type(value))
+    if schema is not None:
+        return struct.pack(">h", CONSUMER_GROUP_VALUE_VERSION) + \
+            _codec.encode(schema.program(CONSUMER_GROUP_VALUE_VERSION), value)
     if isinstance(value, OffsetCommitValue):
         if value.expire_timestamp != NO_EXPIRE_TIMESTAMP:
             return (struct.pack(">hq", OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY, value.offset)
@@ -184,10 +377,17 @@ class _Reader:
         return b"" if n < 0 else self._take(n)
 
 
-def decode_key(data) -> OffsetCommitKey | GroupMetadataKey:
-    """ValueError for an unknown key type or a malformed key."""
+def decode_key(data):
+    """The key's NamedTuple; ValueError for an unknown key type or a
+    malformed key."""
     reader = _Reader(data)
     key_type = reader.int16()
+    cls = _CONSUMER_GROUP_KEYS.get(key_type)
+    if cls is not None:
+        key = cls(*(reader.string() for _ in cls._fields))
+        if reader.pos != len(reader.data):
+            raise ValueError(f"{len(reader.data) - reader.pos} bytes after the key")
+        return key
     if key_type in OFFSET_COMMIT_KEY_TYPES:
         return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
     if key_type == GROUP_METADATA_KEY_TYPE:
@@ -199,6 +399,9 @@ def decode_value(key: OffsetCommitKey | GroupMetadataKey, data):
     """The value for ``key``'s type; None for a tombstone (null value)."""
     if data is None:
         return None
+    key_type = _CONSUMER_GROUP_KEY_TYPE.get(type(key))
+    if key_type is not None:
+        return _decode_consumer_group_value(key_type, bytes(data))
     reader = _Reader(data)
     version = reader.int16()
     if isinstance(key, OffsetCommitKey):
@@ -233,3 +436,19 @@ def decode_value(key: OffsetCommitKey | GroupMetadataKey, data):
                                       reader.bytes()))
     return GroupMetadataValue(protocol_type, generation, protocol, leader, state_timestamp,
                               tuple(members))
+
+
+def _decode_consumer_group_value(key_type: int, data: bytes):
+    if len(data) < 2:
+        raise ValueError("value shorter than its version")
+    (version,) = struct.unpack_from(">h", data)
+    schema = _VALUE_SCHEMAS[key_type]
+    if version != CONSUMER_GROUP_VALUE_VERSION:
+        raise ValueError(f"unknown {schema.name} version {version}")
+    try:
+        value, end = _codec.decode(schema.program(version), data, 2)
+    except (errors.MalformedRequestException, errors.UnsupportedVersionException) as exc:
+        raise ValueError(f"malformed {schema.name}: {exc}") from None
+    if end != len(data):
+        raise ValueError(f"{schema.name}: {len(data) - end} bytes after the value")
+    return value

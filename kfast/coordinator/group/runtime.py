@@ -147,7 +147,8 @@ class GroupCoordinatorRuntime:
                 break
             offset = next_offset
         self.loaded.add(index)
-        self.coordinator.on_loaded(g for g in self.coordinator.groups
+        self.coordinator.on_loaded(g for g in (*self.coordinator.groups,
+                                               *self.coordinator.consumer_groups)
                                    if self.partition_for(g) == index)
         logger.info("loaded %d records of %s-%d in %.1f ms", records,
                     GROUP_METADATA_TOPIC_NAME, index, (time.perf_counter() - began) * 1000)
