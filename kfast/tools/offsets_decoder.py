@@ -13,22 +13,32 @@
                          memberId, groupInstanceId nullable (v3+), clientId,
                          clientHost, rebalanceTimeout i32 (v1+), sessionTimeout i32,
                          subscription bytes (int32 length), assignment bytes
+      types 3-8 ConsumerGroup*Key (KIP-848): group string (+ memberId
+                         string for 5, 7, 8); their values are flexible v0
+                         messages (see kfast.coordinator.group.records)
 
 The layouts are decoded by kfast.coordinator.group.records (their single
 definition); this module only formats them. Output follows kafka-dump-log.sh: the key as
 ``{"type":"1","data":{...}}`` and the value as ``{"version":"3","data":{...}}``
-(compact JSON, bytes fields base64 as Jackson writes them).
+(compact JSON, bytes fields base64 as Jackson writes them). KIP-848 records
+print as Kafka's generated JsonConverters write them: camelCase field names,
+topic ids in Kafka's base64 Uuid form, tagged fields only when not default.
 """
 from __future__ import annotations
 
 import base64
 import json
 import struct
+import uuid
 
 from kfast.coordinator.group import records
-from kfast.coordinator.group.records import GROUP_METADATA_KEY_TYPE, OFFSET_COMMIT_KEY_TYPES
+from kfast.coordinator.group.records import (
+    CONSUMER_GROUP_KEY_TYPES,
+    GROUP_METADATA_KEY_TYPE,
+    OFFSET_COMMIT_KEY_TYPES,
+)
 
-_KNOWN_KEY_TYPES = (*OFFSET_COMMIT_KEY_TYPES, GROUP_METADATA_KEY_TYPE)
+_KNOWN_KEY_TYPES = (*OFFSET_COMMIT_KEY_TYPES, GROUP_METADATA_KEY_TYPE, *CONSUMER_GROUP_KEY_TYPES)
 _DECODE_ERRORS = (ValueError, struct.error, UnicodeDecodeError)
 
 
@@ -71,6 +81,50 @@ def _group_metadata_json(version: int, value: records.GroupMetadataValue) -> dic
     return data
 
 
+def _json_name(name: str) -> str:
+    """Kafka's JSON field name of a snake_case field: ``topic_id`` -> ``topicId``."""
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+def _kafka_uuid(value: uuid.UUID) -> str:
+    # Kafka's Uuid.toString: URL-safe base64 without padding.
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+def _message_json(message, specs) -> dict:
+    """One KIP-848 value (or struct in it) as Kafka's JsonConverter writes it."""
+    data = {}
+    for spec in specs:
+        value = getattr(message, spec.name)
+        if spec.tag is not None:
+            default = spec.default if spec.has_default else 0
+            if value is None or (spec.fields is None and value == default):
+                continue        # a tagged field at its default is not written
+        data[_json_name(spec.name)] = _field_json(value, spec)
+    return data
+
+
+def _field_json(value, spec):
+    if value is None:
+        return None
+    if spec.fields is not None:
+        if spec.is_array:
+            return [_message_json(v, spec.fields) for v in value]
+        return _message_json(value, spec.fields)
+    if spec.is_array:
+        return [_scalar_json(v) for v in value]
+    return _scalar_json(value)
+
+
+def _scalar_json(value):
+    if isinstance(value, uuid.UUID):
+        return _kafka_uuid(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode()
+    return value
+
+
 def format_offsets_record(offset: int, key: bytes | None, value: bytes | None) -> tuple[str, str | None]:
     """(key text, payload text) for one __consumer_offsets record."""
     if key is None:
@@ -83,8 +137,11 @@ def format_offsets_record(offset: int, key: bytes | None, value: bytes | None) -
         decoded_key = records.decode_key(key)
     except _DECODE_ERRORS as exc:
         return f"Error at offset {offset}, skipping. {exc}", None
+    key_data = decoded_key._asdict()
+    if key_type in CONSUMER_GROUP_KEY_TYPES:
+        key_data = {_json_name(k): v for k, v in key_data.items()}
     key_text = _json({"type": str(1 if key_type in OFFSET_COMMIT_KEY_TYPES else key_type),
-                      "data": decoded_key._asdict()})
+                      "data": key_data})
     if value is None:
         return key_text, "<DELETE>"
     try:
@@ -94,6 +151,8 @@ def format_offsets_record(offset: int, key: bytes | None, value: bytes | None) -
         return f"Error at offset {offset}, skipping. {exc}", None
     if isinstance(decoded, records.OffsetCommitValue):
         data = _offset_commit_json(version, decoded)
+    elif key_type in CONSUMER_GROUP_KEY_TYPES:
+        data = _message_json(decoded, records.consumer_group_value_fields(key_type))
     else:
         data = _group_metadata_json(version, decoded)
     return key_text, _json({"version": str(version), "data": data})

@@ -86,7 +86,7 @@ __all__ = [
     "ConsumerGroupMetadataValue", "ConsumerGroupPartitionMetadataValue",
     "ConsumerGroupMemberMetadataValue", "ConsumerGroupTargetAssignmentMetadataValue",
     "ConsumerGroupTargetAssignmentMemberValue", "ConsumerGroupCurrentMemberAssignmentValue",
-    "MEMBER_STATE_CODES",
+    "MEMBER_STATE_CODES", "consumer_group_value_fields",
     "encode_key", "encode_value", "decode_key", "decode_value",
 ]
 
@@ -262,6 +262,13 @@ class _ValueSchema(MessageSchema):
 _VALUE_SCHEMAS = {t: _ValueSchema(t, name, grammar)
                   for t, (name, grammar) in _VALUE_GRAMMARS.items()}
 _VALUE_SCHEMA_BY_CLASS = {schema.cls: schema for schema in _VALUE_SCHEMAS.values()}
+
+
+def consumer_group_value_fields(key_type: int) -> list:
+    """The FieldSpec tree of a KIP-848 value (tools format values by it)."""
+    return _VALUE_SCHEMAS[key_type].fields
+
+
 ConsumerGroupMetadataValue = _VALUE_SCHEMAS[3].cls
 ConsumerGroupPartitionMetadataValue = _VALUE_SCHEMAS[4].cls
 ConsumerGroupMemberMetadataValue = _VALUE_SCHEMAS[5].cls
