@@ -124,6 +124,30 @@ cdef struct RecordView:
     const uint8_t* end             # one past the record
 
 
+cdef inline int skip_headers(const uint8_t** pos, const uint8_t* rend,
+                             int32_t count) noexcept nogil:
+    """Walk ``count`` headers (grammar: headerKeyLength varint, headerKey,
+    headerValueLength varint (-1 = null), headerValue) ending by ``rend``;
+    pos[0] moves past them. The one header walk of parse_record and
+    check_record."""
+    cdef const uint8_t* p = pos[0]
+    cdef int32_t n, i
+    for i in range(count):
+        if read_varint_fast(&p, rend, &n) != VARINT_OK:
+            return RECORD_MALFORMED
+        if n < 0 or n > rend - p:
+            return RECORD_BAD_HEADER_KEY
+        p += n
+        if read_varint_fast(&p, rend, &n) != VARINT_OK:
+            return RECORD_MALFORMED
+        if n < -1 or n > rend - p:
+            return RECORD_BAD_HEADER_VALUE
+        if n > 0:
+            p += n
+    pos[0] = p
+    return RECORD_OK
+
+
 cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
                              RecordView* r) noexcept nogil:
     """Parse the Record at pos[0] (records section ends at `end`).
@@ -134,7 +158,8 @@ cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
     """
     cdef const uint8_t* p = pos[0]
     cdef const uint8_t* rend
-    cdef int32_t length, n, i
+    cdef int32_t length, n
+    cdef int rc
     if read_varint(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
         return RECORD_BAD_LENGTH
     rend = p + length
@@ -170,18 +195,9 @@ cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
     if r.header_count < 0 or r.header_count > (rend - p) // 2:
         return RECORD_BAD_HEADER_COUNT
     r.headers = p
-    for i in range(r.header_count):
-        if read_varint(&p, rend, &n) != VARINT_OK:
-            return RECORD_MALFORMED
-        if n < 0 or n > rend - p:
-            return RECORD_BAD_HEADER_KEY
-        p += n
-        if read_varint(&p, rend, &n) != VARINT_OK:
-            return RECORD_MALFORMED
-        if n < -1 or n > rend - p:
-            return RECORD_BAD_HEADER_VALUE
-        if n > 0:
-            p += n
+    rc = skip_headers(&p, rend, r.header_count)
+    if rc != RECORD_OK:
+        return rc
     if p != rend:
         return RECORD_SIZE_MISMATCH
     r.end = rend
@@ -236,18 +252,9 @@ cdef inline int check_record(const uint8_t** pos, const uint8_t* end) noexcept n
     if count != 0:
         if count < 0 or count > (rend - p) // 2:
             return RECORD_BAD_HEADER_COUNT
-        for i in range(count):
-            if read_varint_fast(&p, rend, &n) != VARINT_OK:
-                return RECORD_MALFORMED
-            if n < 0 or n > rend - p:
-                return RECORD_BAD_HEADER_KEY
-            p += n
-            if read_varint_fast(&p, rend, &n) != VARINT_OK:
-                return RECORD_MALFORMED
-            if n < -1 or n > rend - p:
-                return RECORD_BAD_HEADER_VALUE
-            if n > 0:
-                p += n
+        n = skip_headers(&p, rend, count)
+        if n != RECORD_OK:
+            return n
     if p != rend:
         return RECORD_SIZE_MISMATCH
     pos[0] = rend

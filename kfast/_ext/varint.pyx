@@ -19,10 +19,19 @@ cdef _raise_status(int rc):
     raise CorruptRecordException("varint is longer than its type allows")
 
 
-def decode_varint(buf, Py_ssize_t offset=0):
-    """Decode a zigzag varint (int32) at ``offset``; return (value, next_offset)."""
+# Which reader _decode runs.
+cdef enum Width:
+    ZIGZAG_INT32
+    ZIGZAG_INT64
+    UNSIGNED_64
+
+
+cdef tuple _decode(buf, Py_ssize_t offset, Width width):
     cdef Py_buffer view
-    cdef int32_t value
+    cdef int32_t value32
+    cdef int64_t value64
+    cdef uint64_t uvalue
+    cdef object value
     cdef int rc
     cdef const uint8_t* start
     cdef const uint8_t* p
@@ -32,54 +41,35 @@ def decode_varint(buf, Py_ssize_t offset=0):
             raise ValueError("offset outside the buffer")
         start = <const uint8_t*>view.buf
         p = start + offset
-        rc = read_varint(&p, start + view.len, &value)
+        if width == ZIGZAG_INT32:
+            rc = read_varint(&p, start + view.len, &value32)
+            value = value32
+        elif width == ZIGZAG_INT64:
+            rc = read_varlong(&p, start + view.len, &value64)
+            value = value64
+        else:
+            rc = read_uvarint64(&p, start + view.len, &uvalue)
+            value = uvalue
         if rc != VARINT_OK:
             _raise_status(rc)
         return value, p - start
     finally:
         PyBuffer_Release(&view)
+
+
+def decode_varint(buf, Py_ssize_t offset=0):
+    """Decode a zigzag varint (int32) at ``offset``; return (value, next_offset)."""
+    return _decode(buf, offset, ZIGZAG_INT32)
 
 
 def decode_varlong(buf, Py_ssize_t offset=0):
     """Decode a zigzag varlong (int64) at ``offset``; return (value, next_offset)."""
-    cdef Py_buffer view
-    cdef int64_t value
-    cdef int rc
-    cdef const uint8_t* start
-    cdef const uint8_t* p
-    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
-    try:
-        if offset < 0 or offset > view.len:
-            raise ValueError("offset outside the buffer")
-        start = <const uint8_t*>view.buf
-        p = start + offset
-        rc = read_varlong(&p, start + view.len, &value)
-        if rc != VARINT_OK:
-            _raise_status(rc)
-        return value, p - start
-    finally:
-        PyBuffer_Release(&view)
+    return _decode(buf, offset, ZIGZAG_INT64)
 
 
 def decode_uvarint(buf, Py_ssize_t offset=0):
     """Decode an unsigned varint (up to 64 bits); return (value, next_offset)."""
-    cdef Py_buffer view
-    cdef uint64_t value
-    cdef int rc
-    cdef const uint8_t* start
-    cdef const uint8_t* p
-    PyObject_GetBuffer(buf, &view, PyBUF_SIMPLE)
-    try:
-        if offset < 0 or offset > view.len:
-            raise ValueError("offset outside the buffer")
-        start = <const uint8_t*>view.buf
-        p = start + offset
-        rc = read_uvarint64(&p, start + view.len, &value)
-        if rc != VARINT_OK:
-            _raise_status(rc)
-        return value, p - start
-    finally:
-        PyBuffer_Release(&view)
+    return _decode(buf, offset, UNSIGNED_64)
 
 
 def encode_varint(int32_t value):
