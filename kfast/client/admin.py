@@ -16,12 +16,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
-from kfast.client.cluster import STALE_METADATA_CODES, Cluster, PartitionMetadata, TopicMetadata
+from kfast.client.cluster import (STALE_METADATA_CODES, Cluster, ClusterClient, PartitionMetadata,
+                                 TopicMetadata)
 from kfast.protocol import (
     AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
     DescribeTopicPartitionsRequest,
     DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
     IncrementalAlterConfigsRequest, ListOffsetsRequest, api_key, errors,
+)
+from kfast.protocol.constants import (
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP,
+    MAX_TIMESTAMP, OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, SOURCE_DEFAULT_CONFIG,
+    SOURCE_DYNAMIC_TOPIC_CONFIG,
 )
 
 __all__ = [
@@ -31,13 +37,10 @@ __all__ = [
     "SOURCE_DEFAULT_CONFIG",
 ]
 
-# Wire constants of ListOffsets, DescribeConfigs and IncrementalAlterConfigs
-# (Kafka's ListOffsetsRequest, ConfigResource.Type, AlterConfigOp.OpType,
-# ConfigEntry.ConfigSource).
-EARLIEST, LATEST, MAX_TIMESTAMP = -2, -1, -3
-RESOURCE_TOPIC, RESOURCE_BROKER = 2, 4
-OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
-SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_DEFAULT_CONFIG = 1, 5
+# The admin API's names for the wire constants of ListOffsets and the
+# config APIs.
+EARLIEST, LATEST = EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+RESOURCE_TOPIC, RESOURCE_BROKER = CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_BROKER
 CONSUMER_REPLICA_ID = -1
 DELETE_TOPICS = api_key("DeleteTopics").key
 DESCRIBE_TOPIC_PARTITIONS = api_key("DescribeTopicPartitions").key
@@ -95,25 +98,9 @@ class ClusterDescription:
     brokers: list[tuple[int, str, int, str | None]]
 
 
-class KafkaAdmin:
+class KafkaAdmin(ClusterClient):
     def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None, **cluster_options):
-        self._own_cluster = cluster is None
-        self.cluster = cluster or Cluster(bootstrap_servers, **cluster_options)
-
-    async def start(self) -> "KafkaAdmin":
-        if self._own_cluster:
-            await self.cluster.start()
-        return self
-
-    async def close(self) -> None:
-        if self._own_cluster:
-            await self.cluster.close()
-
-    async def __aenter__(self) -> "KafkaAdmin":
-        return await self.start()
-
-    async def __aexit__(self, *exc_info) -> None:
-        await self.close()
+        super().__init__(bootstrap_servers, cluster, **cluster_options)
 
     # ---- topics ----------------------------------------------------------------------
 

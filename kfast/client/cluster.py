@@ -328,3 +328,30 @@ class Cluster:
             if topic.topic_id == topic_id:
                 return topic.name
         return None
+
+
+class ClusterClient:
+    """Base of the clients built on a Cluster (admin, producer, fetcher):
+    given a ``cluster``, they share it and leave its life cycle to the
+    caller; otherwise they own one made from ``bootstrap_servers`` and
+    start and close it with themselves."""
+
+    def __init__(self, bootstrap_servers=None, cluster: "Cluster | None" = None,
+                 **cluster_options):
+        self._own_cluster = cluster is None
+        self.cluster = cluster or Cluster(bootstrap_servers, **cluster_options)
+
+    async def start(self):
+        if self._own_cluster:
+            await self.cluster.start()
+        return self
+
+    async def close(self) -> None:
+        if self._own_cluster:
+            await self.cluster.close()
+
+    async def __aenter__(self):
+        return await self.start()
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.close()

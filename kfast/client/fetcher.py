@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from kfast.client.admin import EARLIEST, LATEST, KafkaAdmin
-from kfast.client.cluster import STALE_METADATA_CODES, Cluster
+from kfast.client.cluster import STALE_METADATA_CODES, Cluster, ClusterClient
 from kfast.protocol import FetchRequest, api_keys, errors
 from kfast.records import (
     CONTROL_TYPE_ABORT, TIMESTAMP_LOG_APPEND_TIME, complete_batches_size, iter_batches,
@@ -113,33 +113,17 @@ def decode_records(part: FetchedPartition, isolation_level: int = READ_UNCOMMITT
     return out
 
 
-class Fetcher:
+class Fetcher(ClusterClient):
     def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None,
                  isolation_level: int = READ_UNCOMMITTED, max_wait_ms: int = 500, min_bytes: int = 1,
                  max_bytes: int = 50 * 1024 * 1024, retries: int = 10, **cluster_options):
-        self._own_cluster = cluster is None
-        self.cluster = cluster or Cluster(bootstrap_servers, **cluster_options)
+        super().__init__(bootstrap_servers, cluster, **cluster_options)
         self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
         self.min_bytes = min_bytes
         self.max_bytes = max_bytes
         self.retries = retries
         self.admin = KafkaAdmin(cluster=self.cluster)
-
-    async def start(self) -> "Fetcher":
-        if self._own_cluster:
-            await self.cluster.start()
-        return self
-
-    async def close(self) -> None:
-        if self._own_cluster:
-            await self.cluster.close()
-
-    async def __aenter__(self) -> "Fetcher":
-        return await self.start()
-
-    async def __aexit__(self, *exc_info) -> None:
-        await self.close()
 
     # ---- offsets ---------------------------------------------------------------------
 

@@ -26,7 +26,7 @@ import asyncio
 import time
 from dataclasses import dataclass
 
-from kfast.client.cluster import STALE_METADATA_CODES, Cluster
+from kfast.client.cluster import STALE_METADATA_CODES, Cluster, ClusterClient
 from kfast.client.partitioner import StickyPartitioner, partition_for_key
 from kfast.protocol import InitProducerIdRequest, ProduceRequest, api_keys, errors
 from kfast.records import COMPRESSION_NONE, RecordBatchBuilder
@@ -69,7 +69,7 @@ class _Batch:
                 future.set_exception(error)
 
 
-class KafkaProducer:
+class KafkaProducer(ClusterClient):
     def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None, acks: int = -1,
                  linger_ms: float = 5, batch_size: int = 16384, compression: int = COMPRESSION_NONE,
                  retries: int = 5, request_timeout_ms: int = 30000, enable_idempotence: bool = False,
@@ -78,8 +78,7 @@ class KafkaProducer:
             raise ValueError(f"acks must be 0, 1 or -1, not {acks}")
         if enable_idempotence and acks != -1:
             raise ValueError("enable_idempotence needs acks=-1 (as Kafka's producer)")
-        self._own_cluster = cluster is None
-        self.cluster = cluster or Cluster(bootstrap_servers, **cluster_options)
+        super().__init__(bootstrap_servers, cluster, **cluster_options)
         self.acks = acks
         self.linger = linger_ms / 1000.0
         self.batch_size = batch_size
@@ -108,8 +107,7 @@ class KafkaProducer:
         self._closing = False
 
     async def start(self) -> "KafkaProducer":
-        if self._own_cluster:
-            await self.cluster.start()
+        await super().start()
         if self.enable_idempotence:
             response = await self.cluster.send(None, InitProducerIdRequest(
                 transactional_id=None, transaction_timeout_ms=-1))
@@ -126,14 +124,7 @@ class KafkaProducer:
             self._wakeup.set()
             await self._sender
             self._sender = None
-        if self._own_cluster:
-            await self.cluster.close()
-
-    async def __aenter__(self) -> "KafkaProducer":
-        return await self.start()
-
-    async def __aexit__(self, *exc_info) -> None:
-        await self.close()
+        await super().close()
 
     # ---- records in ------------------------------------------------------------------
 

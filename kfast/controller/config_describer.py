@@ -25,12 +25,10 @@ from typing import Mapping, NamedTuple
 from kfast.config import SERVER_CONFIGS, TOPIC_CONFIGS, KafkaConfig, Type
 from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS, format_value
 
-SOURCE_DYNAMIC_TOPIC_CONFIG = 1
-SOURCE_DYNAMIC_BROKER_CONFIG = 2
-SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3
-SOURCE_STATIC_BROKER_CONFIG = 4
-SOURCE_DEFAULT_CONFIG = 5
-SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG = 6
+from kfast.protocol.constants import (  # noqa: F401  (re-exported for the describers' users)
+    SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+    SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_STATIC_BROKER_CONFIG,
+)
 
 # DescribeConfigsResponse ConfigType (v3+).
 CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5,

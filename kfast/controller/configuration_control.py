@@ -28,14 +28,12 @@ from kfast.config import (
 )
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.metadata.records import (
-    CONFIG_RESOURCE_BROKER,
-    CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
 )
 from kfast.protocol import errors
-
-# IncrementalAlterConfigs operations (Kafka's AlterConfigOp.OpType).
-OP_SET, OP_DELETE, OP_APPEND, OP_SUBTRACT = 0, 1, 2, 3
+from kfast.protocol.constants import (
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT,
+)
 
 # Broker configs kfast accepts as dynamic overrides (the rest are read-only,
 # as in Kafka):

@@ -48,8 +48,6 @@ from kfast.controller.metadata.image import (
     TopicImage,
 )
 from kfast.controller.metadata.records import (
-    CONFIG_RESOURCE_BROKER,
-    CONFIG_RESOURCE_TOPIC,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -79,6 +77,7 @@ from kfast.controller.snapshot import (
     write_snapshot,
 )
 from kfast.protocol import errors
+from kfast.protocol.constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
 from kfast.storage.meta_properties import random_uuid_base64, read_meta_properties
 
 logger = logging.getLogger(__name__)

@@ -21,7 +21,6 @@ from kfast.config import ConfigException, LogConfig
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID, PartitionRegistration, TopicImage
 from kfast.controller.metadata.records import (
-    CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -35,6 +34,7 @@ from kfast.controller.topics import (
     validate_topic_name,
 )
 from kfast.protocol import errors
+from kfast.protocol.constants import CONFIG_RESOURCE_TOPIC
 
 # PartitionChangeRecord.leader: -2 means "leader unchanged".
 NO_LEADER_CHANGE = -2

@@ -25,8 +25,6 @@ import time
 
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.metadata.records import (
-    CONFIG_RESOURCE_BROKER,
-    CONFIG_RESOURCE_TOPIC,
     ConfigRecord,
     FeatureLevelRecord,
     PartitionRecord,
@@ -36,6 +34,7 @@ from kfast.controller.metadata.records import (
     decode_record,
     encode_record,
 )
+from kfast.protocol.constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
 from kfast.records import RecordBatchBuilder, iter_batches
 
 SNAPSHOT_SUFFIX = ".checkpoint"

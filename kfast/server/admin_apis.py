@@ -27,7 +27,10 @@ from kfast.controller.config_describer import (
 )
 from kfast.controller.configuration_control import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT
 from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID
-from kfast.controller.metadata.records import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
+from kfast.protocol.constants import (
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_BROKER_LOGGER, CONFIG_RESOURCE_CLIENT_METRICS,
+    CONFIG_RESOURCE_GROUP, CONFIG_RESOURCE_TOPIC,
+)
 from kfast.controller.replication_control import ELECTION_PREFERRED, TopicSpec
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME, is_internal, validate_topic_name
 from kfast.protocol import (
@@ -52,9 +55,6 @@ from kfast.server.apis import KafkaApis, RequestContext
 
 logger = logging.getLogger(__name__)
 
-CONFIG_RESOURCE_BROKER_LOGGER = 8
-CONFIG_RESOURCE_CLIENT_METRICS = 16
-CONFIG_RESOURCE_GROUP = 32
 # DescribeCluster endpoint types.
 ENDPOINT_TYPE_BROKER = 1
 _NOT_REQUESTED = -2147483648

@@ -21,7 +21,7 @@ from confluent_kafka.admin import (
 
 from kfast.client.admin import KafkaAdmin
 from kfast.controller.configuration_control import OP_DELETE, OP_SET
-from kfast.controller.metadata.records import CONFIG_RESOURCE_BROKER
+from kfast.protocol.constants import CONFIG_RESOURCE_BROKER
 from kfast.testing import KfastBroker
 from e2e_support import wait_until
 

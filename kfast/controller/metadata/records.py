@@ -37,9 +37,8 @@ class _RecordSchema(NamedTuple):
     grammar: str
 
 
-# Resource types of ConfigRecord (Kafka's ConfigResource.Type).
-CONFIG_RESOURCE_TOPIC = 2
-CONFIG_RESOURCE_BROKER = 4
+# Resource types of ConfigRecord are Kafka's ConfigResource.Type:
+# kfast.protocol.constants' CONFIG_RESOURCE_*.
 
 _SCHEMAS = (
     _RecordSchema(0, "RegisterBrokerRecord", 3, 3, """
