@@ -321,49 +321,65 @@ def _lz4_frame_header(view, pos: int) -> tuple[int, int, int]:
     return flg, block_max, hc
 
 
-def _lz4_output_bound(view) -> int:
-    """An upper bound of the output of every frame in ``view``, from block headers."""
+def _frames_output_bound(view, codec: str, frame_magic: int, skippable_mask: int,
+                         skippable_magic: int, frame_bound) -> int:
+    """Sum ``frame_bound(view, pos) -> (bound, next_pos)`` over the frames
+    of ``view``, skipping skippable frames. LZ4 and zstd share this framing
+    (4-byte little-endian magic; skippable frames: magic, 4-byte size,
+    payload)."""
     n = len(view)
     pos = 0
     total = 0
     if n == 0:
-        raise CorruptRecordException("Corrupt lz4 payload: empty")
+        raise CorruptRecordException(f"Corrupt {codec} payload: empty")
     while pos < n:
         if pos + 4 > n:
-            raise CorruptRecordException("Corrupt lz4 payload: trailing bytes after frame")
+            raise CorruptRecordException(f"Corrupt {codec} payload: trailing bytes after frame")
         magic = _u32le.unpack_from(view, pos)[0]
-        if magic & LZ4_SKIPPABLE_MASK == LZ4_SKIPPABLE_MAGIC:
+        if magic & skippable_mask == skippable_magic:
             if pos + 8 > n:
-                raise CorruptRecordException("Corrupt lz4 payload: truncated skippable frame")
+                raise CorruptRecordException(f"Corrupt {codec} payload: truncated skippable frame")
             pos += 8 + _u32le.unpack_from(view, pos + 4)[0]
             continue
-        if magic != LZ4_FRAME_MAGIC:
-            raise CorruptRecordException(f"Corrupt lz4 payload: bad frame magic {magic:#x}")
-        flg, block_max, hc = _lz4_frame_header(view, pos)
-        pos = hc + 1
-        frame_bound = 0
-        while True:
-            if pos + 4 > n:
-                raise CorruptRecordException("Corrupt lz4 payload: truncated block header")
-            size = _u32le.unpack_from(view, pos)[0]
-            pos += 4
-            if size == 0:
-                break
-            stored = size & LZ4_STORED
-            size &= ~LZ4_STORED & _M32
-            if size > block_max or size > n - pos:
-                raise CorruptRecordException(
-                    f"Corrupt lz4 payload: block of {size} bytes (max {block_max}, {n - pos} remain)")
-            frame_bound += size if stored else block_max
-            pos += size + (4 if flg & 0x10 else 0)
-        if flg & 0x04:
-            pos += 4
-        # A declared content size is not used to tighten the bound: it is a
-        # claim the decoder may only check after producing the output.
-        total += frame_bound
+        if magic != frame_magic:
+            raise CorruptRecordException(f"Corrupt {codec} payload: bad frame magic {magic:#x}")
+        bound, pos = frame_bound(view, pos)
+        total += bound
     if pos > n:
-        raise CorruptRecordException("Corrupt lz4 payload: truncated frame")
+        raise CorruptRecordException(f"Corrupt {codec} payload: truncated frame")
     return total
+
+
+def _lz4_output_bound(view) -> int:
+    """An upper bound of the output of every frame in ``view``, from block headers."""
+    return _frames_output_bound(view, "lz4", LZ4_FRAME_MAGIC, LZ4_SKIPPABLE_MASK,
+                                LZ4_SKIPPABLE_MAGIC, _lz4_frame_bound)
+
+
+def _lz4_frame_bound(view, pos: int) -> tuple[int, int]:
+    n = len(view)
+    flg, block_max, hc = _lz4_frame_header(view, pos)
+    pos = hc + 1
+    frame_bound = 0
+    while True:
+        if pos + 4 > n:
+            raise CorruptRecordException("Corrupt lz4 payload: truncated block header")
+        size = _u32le.unpack_from(view, pos)[0]
+        pos += 4
+        if size == 0:
+            break
+        stored = size & LZ4_STORED
+        size &= ~LZ4_STORED & _M32
+        if size > block_max or size > n - pos:
+            raise CorruptRecordException(
+                f"Corrupt lz4 payload: block of {size} bytes (max {block_max}, {n - pos} remain)")
+        frame_bound += size if stored else block_max
+        pos += size + (4 if flg & 0x10 else 0)
+    if flg & 0x04:
+        pos += 4
+    # A declared content size is not used to tighten the bound: it is a
+    # claim the decoder may only check after producing the output.
+    return frame_bound, pos
 
 
 def _lz4_fix_header_checksums(view) -> bytearray:
@@ -424,60 +440,47 @@ def _zstd_output_bound(view) -> int:
     block regenerates at most 128 KiB. Frame_Content_Size is skipped, not
     trusted: it is a claim, the block headers are what the decoder follows.
     """
+    return _frames_output_bound(view, "zstd", ZSTD_FRAME_MAGIC, ZSTD_SKIPPABLE_MASK,
+                                ZSTD_SKIPPABLE_MAGIC, _zstd_frame_bound)
+
+
+def _zstd_frame_bound(view, pos: int) -> tuple[int, int]:
     n = len(view)
-    pos = 0
-    total = 0
-    if n == 0:
-        raise CorruptRecordException("Corrupt zstd payload: empty")
-    while pos < n:
-        if pos + 4 > n:
-            raise CorruptRecordException("Corrupt zstd payload: trailing bytes after frame")
-        magic = _u32le.unpack_from(view, pos)[0]
-        if magic & ZSTD_SKIPPABLE_MASK == ZSTD_SKIPPABLE_MAGIC:
-            if pos + 8 > n:
-                raise CorruptRecordException("Corrupt zstd payload: truncated skippable frame")
-            pos += 8 + _u32le.unpack_from(view, pos + 4)[0]
-            continue
-        if magic != ZSTD_FRAME_MAGIC:
-            raise CorruptRecordException(f"Corrupt zstd payload: bad frame magic {magic:#x}")
-        if pos + 5 > n:
-            raise CorruptRecordException("Corrupt zstd payload: truncated frame header")
-        fhd = view[pos + 4]
-        pos += 5
-        single_segment = fhd & 0x20
-        fcs_flag = fhd >> 6
-        fcs_width = _ZSTD_FCS_WIDTH[fcs_flag] or (1 if single_segment else 0)
-        header_rest = (0 if single_segment else 1) + _ZSTD_DICT_WIDTH[fhd & 3] + fcs_width
-        if pos + header_rest > n:
-            raise CorruptRecordException("Corrupt zstd payload: truncated frame header")
-        pos += header_rest
-        frame_bound = 0
-        while True:
-            if pos + 3 > n:
-                raise CorruptRecordException("Corrupt zstd payload: truncated block header")
-            header = view[pos] | (view[pos + 1] << 8) | (view[pos + 2] << 16)
-            pos += 3
-            last = header & 1
-            block_type = (header >> 1) & 3
-            size = header >> 3
-            if block_type == 0:      # raw
-                frame_bound += size
-                pos += size
-            elif block_type == 1:    # RLE: one byte repeated `size` times
-                frame_bound += size
-                pos += 1
-            elif block_type == 2:    # compressed
-                frame_bound += ZSTD_BLOCK_MAX
-                pos += size
-            else:
-                raise CorruptRecordException("Corrupt zstd payload: reserved block type")
-            if pos > n:
-                raise CorruptRecordException("Corrupt zstd payload: truncated block")
-            if last:
-                break
-        if fhd & 0x04:
-            pos += 4                 # content checksum
-        total += frame_bound
-    if pos > n:
-        raise CorruptRecordException("Corrupt zstd payload: truncated frame")
-    return total
+    if pos + 5 > n:
+        raise CorruptRecordException("Corrupt zstd payload: truncated frame header")
+    fhd = view[pos + 4]
+    pos += 5
+    single_segment = fhd & 0x20
+    fcs_flag = fhd >> 6
+    fcs_width = _ZSTD_FCS_WIDTH[fcs_flag] or (1 if single_segment else 0)
+    header_rest = (0 if single_segment else 1) + _ZSTD_DICT_WIDTH[fhd & 3] + fcs_width
+    if pos + header_rest > n:
+        raise CorruptRecordException("Corrupt zstd payload: truncated frame header")
+    pos += header_rest
+    frame_bound = 0
+    while True:
+        if pos + 3 > n:
+            raise CorruptRecordException("Corrupt zstd payload: truncated block header")
+        header = view[pos] | (view[pos + 1] << 8) | (view[pos + 2] << 16)
+        pos += 3
+        last = header & 1
+        block_type = (header >> 1) & 3
+        size = header >> 3
+        if block_type == 0:      # raw
+            frame_bound += size
+            pos += size
+        elif block_type == 1:    # RLE: one byte repeated `size` times
+            frame_bound += size
+            pos += 1
+        elif block_type == 2:    # compressed
+            frame_bound += ZSTD_BLOCK_MAX
+            pos += size
+        else:
+            raise CorruptRecordException("Corrupt zstd payload: reserved block type")
+        if pos > n:
+            raise CorruptRecordException("Corrupt zstd payload: truncated block")
+        if last:
+            break
+    if fhd & 0x04:
+        pos += 4                 # content checksum
+    return frame_bound, pos
