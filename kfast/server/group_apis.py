@@ -124,10 +124,16 @@ async def handle_join_group(ctx: RequestContext, request):
     if code:
         return {"error_code": code, "member_id": request.member_id, "leader": "",
                 "protocol_name": None if version >= 7 else ""}
+    instance_id = request.group_instance_id if version >= 5 else None
+    previous_member_id = None
+    if version < 9 and instance_id is not None and not request.member_id:
+        # A static member restarting; if it led a Stable group, v0-8 answer
+        # it as a follower (below), naming the leader id it had before.
+        group = runtime.coordinator.group_or_none(request.group_id)
+        previous_member_id = group.static_member_id(instance_id) if group else None
     future, callback = _callback_future()
     runtime.coordinator.join_group(
-        request.group_id, request.member_id,
-        request.group_instance_id if version >= 5 else None,
+        request.group_id, request.member_id, instance_id,
         ctx.client_id or "", _client_host(ctx), request.session_timeout_ms,
         request.rebalance_timeout_ms if version >= 1 else -1, request.protocol_type,
         [(p.name, bytes(p.metadata)) for p in request.protocols],
@@ -136,16 +142,23 @@ async def handle_join_group(ctx: RequestContext, request):
     protocol_name = result["protocol_name"]
     if protocol_name is None and version < 7:
         protocol_name = ""
+    leader, members = result["leader"], result["members"]
+    if result["skip_assignment"] and version < 9:
+        # KIP-345 without KIP-814's skip_assignment: as in Kafka, the static
+        # leader that rejoined a Stable group gets no members and its old
+        # member id as leader. It then sees itself as a follower and takes
+        # the current assignment from SyncGroup; told it leads, a client
+        # assigns with whatever metadata it has so far, and kafka-python,
+        # for one, rebalances the group as soon as its metadata changes.
+        leader, members = previous_member_id or leader, []
     return {
         "error_code": result["error_code"], "generation_id": result["generation_id"],
         "protocol_type": result["protocol_type"], "protocol_name": protocol_name,
-        "leader": result["leader"],
-        # v0-8 have no skip_assignment: the static leader assigns again and
-        # its SyncGroup in Stable just returns the current assignment.
+        "leader": leader,
         "skip_assignment": result["skip_assignment"] and version >= 9,
         "member_id": result["member_id"],
         "members": [{"member_id": m, "group_instance_id": i, "metadata": meta}
-                    for m, i, meta in result["members"]],
+                    for m, i, meta in members],
     }
 
 

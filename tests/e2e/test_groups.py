@@ -1,211 +1,27 @@
 """Consumer groups with real clients: kafka-python, confluent-kafka (classic
 protocol and group.protocol=consumer, KIP-848), aiokafka and kcat -G
-against one kfast broker.
-
-Consumers that must be killed run as subprocesses of the script below,
-which prints one JSON line per event: {"assigned": [partitions]} after each
-rebalance and {"value": ...} per record (committed synchronously before it
-is printed, so a printed record is a committed one).
+against one kfast broker (helpers and the consumer subprocess script in
+group_support.py; the client-by-scenario matrix in test_groups_clients.py).
 """
 from __future__ import annotations
 
-import json
-import os
-import queue
-import signal
 import subprocess
-import sys
 import threading
 import time
-import uuid
 
 import pytest
 
-from kfast.testing import KfastBroker
-
-from e2e_support import REPO, wait_until
-
-SESSION_MS = 6000
-PARTITIONS = 6
-
-CONSUMER_SCRIPT = r'''
-import json, signal, sys
-client, bootstrap, topic, group, instance, session = sys.argv[1:7]
-session = int(session)
-instance = instance or None
-stop = []
-signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
-
-def emit(**event):
-    print(json.dumps(event), flush=True)
-
-if client == "confluent-consumer":
-    # KIP-848: the broker assigns; callbacks are incremental.
-    from confluent_kafka import Consumer
-    c = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-                  "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                  "topic.metadata.refresh.interval.ms": 1000})
-    owned = set()
-    def on_assign(c, ps):
-        owned.update(p.partition for p in ps)
-        emit(assigned=sorted(owned))
-    def on_revoke(c, ps):
-        owned.difference_update(p.partition for p in ps)
-        emit(assigned=sorted(owned))
-    c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
-    while not stop:
-        m = c.poll(0.2)
-        if m is None or m.error():
-            continue
-        c.commit(message=m, asynchronous=False)
-        emit(value=m.value().decode(), partition=m.partition())
-    c.close()
-elif client == "confluent":
-    from confluent_kafka import Consumer
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "session.timeout.ms": session,
-            "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000}
-    if instance:
-        conf["group.instance.id"] = instance
-    c = Consumer(conf)
-    c.subscribe([topic], on_assign=lambda c, ps: emit(assigned=sorted(p.partition for p in ps)),
-                on_revoke=lambda c, ps: emit(revoked=sorted(p.partition for p in ps)))
-    while not stop:
-        m = c.poll(0.2)
-        if m is None or m.error():
-            continue
-        c.commit(message=m, asynchronous=False)
-        emit(value=m.value().decode(), partition=m.partition())
-    c.close()
-elif client == "kafka-python":
-    from kafka import KafkaConsumer, ConsumerRebalanceListener
-    class Listener(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked):
-            emit(revoked=sorted(p.partition for p in revoked))
-        def on_partitions_assigned(self, assigned):
-            emit(assigned=sorted(p.partition for p in assigned))
-    c = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group, auto_offset_reset="earliest",
-                      enable_auto_commit=False, session_timeout_ms=session,
-                      heartbeat_interval_ms=500, group_instance_id=instance,
-                      metadata_max_age_ms=1000)
-    c.subscribe([topic], listener=Listener())
-    while not stop:
-        for tp, records in c.poll(200).items():
-            for r in records:
-                c.commit()
-                emit(value=r.value.decode(), partition=tp.partition)
-    c.close()
-elif client == "aiokafka":
-    import asyncio
-    from aiokafka import AIOKafkaConsumer, ConsumerRebalanceListener
-    class Listener(ConsumerRebalanceListener):
-        def on_partitions_revoked(self, revoked):
-            emit(revoked=sorted(p.partition for p in revoked))
-        def on_partitions_assigned(self, assigned):
-            emit(assigned=sorted(p.partition for p in assigned))
-    async def main():
-        c = AIOKafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             session_timeout_ms=session, heartbeat_interval_ms=500,
-                             metadata_max_age_ms=1000)
-        c.subscribe([topic], listener=Listener())
-        await c.start()
-        try:
-            while not stop:
-                batch = await c.getmany(timeout_ms=200)
-                for tp, records in batch.items():
-                    for r in records:
-                        await c.commit()
-                        emit(value=r.value.decode(), partition=tp.partition)
-        finally:
-            await c.stop()
-    asyncio.run(main())
-emit(closed=True)
-'''
-
-
-class ConsumerProcess:
-    def __init__(self, client: str, bootstrap: str, topic: str, group: str,
-                 instance: str | None = None, session_ms: int = SESSION_MS):
-        env = dict(os.environ, PYTHONPATH=str(REPO))
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", CONSUMER_SCRIPT, client, bootstrap, topic, group,
-             instance or "", str(session_ms)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
-        self.assigned: list[int] | None = None
-        self.assignments: list[list[int]] = []
-        self.values: set[str] = set()
-        self.closed = False
-        self.events: queue.Queue = queue.Queue()
-        threading.Thread(target=self._pump, daemon=True).start()
-
-    def _pump(self):
-        for line in self.proc.stdout:
-            try:
-                event = json.loads(line)
-            except ValueError:
-                continue
-            if "assigned" in event:
-                self.assigned = event["assigned"]
-                self.assignments.append(event["assigned"])
-            elif "revoked" in event:
-                self.assigned = [p for p in self.assigned or [] if p not in event["revoked"]]
-            elif "value" in event:
-                self.values.add(event["value"])
-            elif "closed" in event:
-                self.closed = True
-
-    def kill(self):
-        self.proc.kill()
-        self.proc.wait(10)
-
-    def terminate(self):
-        self.proc.send_signal(signal.SIGTERM)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-            self.proc.wait(10)
-
-
-@pytest.fixture(scope="module")
-def group_broker(tmp_path_factory):
-    instance = KfastBroker({"num.partitions": 1, "group.initial.rebalance.delay.ms": 0,
-                            "group.min.session.timeout.ms": 1000,
-                            # KIP-848 members take their timings from the broker.
-                            "group.consumer.session.timeout.ms": SESSION_MS,
-                            "group.consumer.heartbeat.interval.ms": 500},
-                           data_dir=str(tmp_path_factory.mktemp("kfast-groups")))
-    instance.start()
-    yield instance
-    instance.close()
-
-
-def create_topic(bootstrap: str, name: str, partitions: int) -> None:
-    from confluent_kafka.admin import AdminClient, NewTopic
-
-    admin = AdminClient({"bootstrap.servers": bootstrap})
-    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
-
-
-def produce(bootstrap: str, topic: str, values, partitions: int = PARTITIONS) -> None:
-    from confluent_kafka import Producer
-
-    producer = Producer({"bootstrap.servers": bootstrap})
-    for i, value in enumerate(values):
-        producer.produce(topic, value.encode(), partition=i % partitions)
-    assert producer.flush(15) == 0
-
-
-def owned(consumers) -> list[int]:
-    """Partitions owned by the live consumers, with repetitions."""
-    return sorted(p for c in consumers for p in (c.assigned or []))
-
-
-@pytest.fixture
-def names():
-    suffix = uuid.uuid4().hex[:8]
-    return f"topic-{suffix}", f"group-{suffix}"
+from e2e_support import wait_until
+from group_support import (  # noqa: F401 (fixtures)
+    PARTITIONS,
+    SESSION_MS,
+    ConsumerProcess,
+    create_topic,
+    group_broker,
+    names,
+    owned,
+    produce,
+)
 
 
 @pytest.mark.parametrize("client", ["kafka-python", "confluent", "confluent-consumer",
