@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from kfast.protocol.errors import CoordinatorLoadInProgressException
 from kfast.testing import KfastBroker
 
 from e2e_support import wait_until
@@ -20,6 +21,7 @@ pytest.importorskip("confluent_kafka")
 TOPIC = "kip848-restart"
 GROUP = "kip848-restart-group"
 PARTITIONS = 4
+LOAD_IN_PROGRESS = CoordinatorLoadInProgressException.code
 
 
 def describe(bootstrap: str):
@@ -32,7 +34,12 @@ def describe(bootstrap: str):
             response = await cluster.send(None, ConsumerGroupDescribeRequest(group_ids=[GROUP]))
             return response.groups[0]
 
-    return asyncio.run(run())
+    def answered():
+        group = asyncio.run(run())
+        # While the coordinator replays the partition it answers "loading".
+        return None if group.error_code == LOAD_IN_PROGRESS else group
+
+    return wait_until(answered, message="the coordinator to load the group")
 
 
 def members_of(group) -> dict:

@@ -6,11 +6,16 @@ part of Kafka's CoordinatorRuntime kfast needs).
   partition. Otherwise requests get NOT_COORDINATOR (the client looks the
   coordinator up again), or COORDINATOR_NOT_AVAILABLE while the partition
   does not exist or has no leader.
-* Loading: the first request for a partition this broker leads replays the
-  partition's log up to its high watermark (latest record per key wins,
-  tombstones delete, so an uncompacted log gives the same state), then
-  gives the loaded members a session timeout to heartbeat in. Loading is
-  synchronous and happens on the loop, bounded by the partition's size.
+* Loading: the first request for a partition this broker leads (or the
+  broker's start) replays the partition's log up to its high watermark
+  (latest record per key wins, tombstones delete, so an uncompacted log
+  gives the same state), then gives the loaded members a session timeout to
+  heartbeat in. The replay runs on the loop in slices of LOAD_SLICE_MS, a
+  batch at a time: a small partition loads within the request that asked
+  for it; a large one goes on in later loop iterations (call_soon), so the
+  loop keeps serving, and its groups are answered
+  COORDINATOR_LOAD_IN_PROGRESS (which clients retry) until it is loaded, as
+  Kafka answers while its loader thread replays.
 * Writing: the coordinator's records go out as one record batch per call,
   appended as leader with acks=-1; the coordinator hears back only when the
   high watermark covers the batch, with append errors mapped to what Kafka's
@@ -20,6 +25,7 @@ part of Kafka's CoordinatorRuntime kfast needs).
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -31,6 +37,9 @@ from kfast.records import RecordBatchBuilder, iter_batches
 from kfast.storage.producer_state import ORIGIN_COORDINATOR
 
 logger = logging.getLogger(__name__)
+
+# How long one slice of a partition load may hold the event loop.
+LOAD_SLICE_MS = 20.0
 
 # Append errors -> what the coordinator answers (Kafka's
 # CoordinatorRuntime / GroupMetadataManager mapping).
@@ -65,6 +74,22 @@ def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
+class _PartitionLoad:
+    """A partition being replayed: where the next slice starts."""
+
+    __slots__ = ("index", "partition", "offset", "high_watermark", "records", "began",
+                 "handle")
+
+    def __init__(self, index: int, partition):
+        self.index = index
+        self.partition = partition
+        self.offset = partition.log.log_start_offset
+        self.high_watermark = partition.log.high_watermark
+        self.records = 0
+        self.began = time.perf_counter()
+        self.handle = None
+
+
 class GroupCoordinatorRuntime:
     def __init__(self, broker):
         self.broker = broker
@@ -74,6 +99,7 @@ class GroupCoordinatorRuntime:
         self.load_buffer_size = config["offsets.load.buffer.size"]
         self.coordinator = GroupCoordinator(config, broker.timer, self._write, _wall_clock_ms)
         self.loaded: set[int] = set()
+        self.loading: dict[int, _PartitionLoad] = {}
         self._retention_interval_ms = config["offsets.retention.check.interval.ms"]
         self._retention_entry = None
         self._stopped = False
@@ -103,15 +129,13 @@ class GroupCoordinatorRuntime:
                 return E.CoordinatorLoadInProgressException.code
             return E.CoordinatorNotAvailableException.code
         if not partition.is_leader:
-            if index in self.loaded:
+            if index in self.loaded or index in self.loading:
                 self._unload(index)
             return E.NotCoordinatorException.code
-        if index not in self.loaded:
-            try:
-                self._load(index, partition)
-            except Exception:
-                logger.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, index)
-                return E.CoordinatorLoadInProgressException.code
+        if index in self.loading:
+            return E.CoordinatorLoadInProgressException.code
+        if index not in self.loaded and not self._load(index, partition):
+            return E.CoordinatorLoadInProgressException.code
         return 0
 
     def load_all(self) -> None:
@@ -121,40 +145,76 @@ class GroupCoordinatorRuntime:
                     GROUP_METADATA_TOPIC_NAME, index) is not None:
                 self.check_coordinator_partition(index)
 
-    def _load(self, index: int, partition) -> None:
-        log = partition.log
-        offset = log.log_start_offset
-        high_watermark = log.high_watermark
-        began = time.perf_counter()
-        records = 0
-        while offset < high_watermark:
-            info = log.read(offset, self.load_buffer_size, high_watermark, True)
-            if info.records is None:
-                break
-            data = info.records.read()
-            next_offset = offset
-            for batch in iter_batches(data, allow_partial=True):
-                next_offset = batch.last_offset + 1
-                if batch.is_control:
-                    continue
-                for record in batch:
-                    if record.key is None:
-                        continue
-                    self.coordinator.replay(bytes(record.key),
-                                            None if record.value is None else bytes(record.value))
-                    records += 1
-            if next_offset <= offset:
-                break
-            offset = next_offset
-        self.loaded.add(index)
+    def _load(self, index: int, partition) -> bool:
+        """Start replaying a partition: True if it is loaded already (its
+        first slice covered it), False while it goes on in later slices."""
+        load = self.loading[index] = _PartitionLoad(index, partition)
+        return self._load_slice(load)
+
+    def _load_slice(self, load: _PartitionLoad) -> bool:
+        load.handle = None
+        if self._stopped or self.loading.get(load.index) is not load:
+            return False
+        if not load.partition.is_leader:
+            self._unload(load.index)
+            return False
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None     # no loop to come back on (a caller outside the broker)
+        deadline = time.perf_counter() + LOAD_SLICE_MS / 1000 if loop is not None \
+            else float("inf")
+        try:
+            finished = self._replay_until(load, deadline)
+        except Exception:
+            logger.exception("loading %s-%d failed", GROUP_METADATA_TOPIC_NAME, load.index)
+            # What it replayed goes; the next request starts over.
+            self._unload(load.index)
+            return False
+        if not finished:
+            load.handle = loop.call_soon(self._load_slice, load)
+            return False
+        del self.loading[load.index]
+        self.loaded.add(load.index)
         self.coordinator.on_loaded(g for g in (*self.coordinator.groups,
                                                *self.coordinator.consumer_groups)
-                                   if self.partition_for(g) == index)
-        logger.info("loaded %d records of %s-%d in %.1f ms", records,
-                    GROUP_METADATA_TOPIC_NAME, index, (time.perf_counter() - began) * 1000)
+                                   if self.partition_for(g) == load.index)
+        logger.info("loaded %d records of %s-%d in %.1f ms", load.records,
+                    GROUP_METADATA_TOPIC_NAME, load.index,
+                    (time.perf_counter() - load.began) * 1000)
+        return True
+
+    def _replay_until(self, load: _PartitionLoad, deadline: float) -> bool:
+        """Replay whole batches from ``load.offset`` until the high watermark
+        (True) or, after at least one batch, the deadline (False)."""
+        log = load.partition.log
+        while load.offset < load.high_watermark:
+            info = log.read(load.offset, self.load_buffer_size, load.high_watermark, True)
+            if info.records is None:
+                return True
+            data = info.records.read()
+            start = load.offset
+            for batch in iter_batches(data, allow_partial=True):
+                if not batch.is_control:
+                    for record in batch:
+                        if record.key is None:
+                            continue
+                        self.coordinator.replay(
+                            bytes(record.key),
+                            None if record.value is None else bytes(record.value))
+                        load.records += 1
+                load.offset = batch.last_offset + 1
+                if time.perf_counter() >= deadline and load.offset < load.high_watermark:
+                    return False
+            if load.offset <= start:
+                return True
+        return True
 
     def _unload(self, index: int) -> None:
         self.loaded.discard(index)
+        load = self.loading.pop(index, None)
+        if load is not None and load.handle is not None:
+            load.handle.cancel()
         self.coordinator.unload([g for g in (*self.coordinator.groups,
                                              *self.coordinator.consumer_groups)
                                  if self.partition_for(g) == index])
@@ -191,6 +251,9 @@ class GroupCoordinatorRuntime:
                                                                self._expire_offsets)
 
     def _expire_offsets(self) -> None:
+        if self.loading:
+            # Half-replayed groups would look memberless; check next time.
+            return self._schedule_retention()
         try:
             expired = self.coordinator.cleanup_expired_offsets()
             if expired:
@@ -206,6 +269,10 @@ class GroupCoordinatorRuntime:
         self._stopped = True
         if self._retention_entry is not None:
             self._retention_entry.cancel()
+        for load in self.loading.values():
+            if load.handle is not None:
+                load.handle.cancel()
+        self.loading.clear()
         self.coordinator.unload([*self.coordinator.groups, *self.coordinator.consumer_groups])
         self.coordinator.shutdown()
 
