@@ -1,8 +1,8 @@
 """Issue 6's group scenarios for every client that can run them.
 
 test_groups.py runs the three-consumer split / kill / close scenario for
-every client and the other scenarios with confluent-kafka; this module fills
-the rest of the matrix:
+the Python clients and the other scenarios with confluent-kafka; this module
+fills the rest of the matrix:
 
 - a static member restarting within its session timeout gets its partitions
   back with no rebalance: kafka-python, aiokafka, kcat -G, confluent-kafka
@@ -14,7 +14,8 @@ the rest of the matrix:
   consumption resumes from them: kafka-python, aiokafka, kcat -G;
 - offsets committed with metadata by a group member are fetched back with
   it: kafka-python, aiokafka, confluent-kafka classic and consumer protocol
-  (kcat cannot carry metadata).
+  (kcat cannot carry metadata);
+- kcat -G through test_groups.py's split / kill / close scenario.
 
 What the broker believes is read on the broker's own loop (``group_view``);
 what each client believes comes from its rebalance callbacks.
@@ -631,3 +632,13 @@ def test_member_commits_and_fetches_offsets_with_metadata(group_broker, names, c
         # (librdkafka reads it back as a C string, so it never shows there).
         by_admin = {p: (o, m.rstrip("\0")) for p, (o, m) in by_admin.items()}
     assert by_admin == {0: (5, metadata), 1: (7, "")}
+
+
+# -- kcat -G through the split / kill / close scenario -----------------------------------
+def test_kcat_three_consumers_split_rebalance_on_kill_and_close(group_broker, names):
+    """test_groups.py's scenario for the Python clients, with kcat -G
+    processes: kcat commits on its own (auto commit), so what the killed one
+    consumed but had not committed is consumed again by the others."""
+    from test_groups import test_three_consumers_split_rebalance_on_kill_and_close as scenario
+
+    scenario(group_broker, names, "kcat")
