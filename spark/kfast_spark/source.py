@@ -60,8 +60,12 @@ try:  # PySpark 4.2+: admission control (ReadLimit) and Trigger.AvailableNow.
         ReadMaxRows,
         SupportsTriggerAvailableNow,
     )
+    #: This PySpark passes ``latestOffset(start, limit)`` and has Trigger.AvailableNow
+    #: for Python sources (4.2+).
+    ADMISSION_CONTROL = True
 except ImportError:  # pragma: no cover - older PySpark
     ReadAllAvailable = ReadMaxRows = None
+    ADMISSION_CONTROL = False
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         """PySpark before 4.2 has no Trigger.AvailableNow for Python sources."""
@@ -129,14 +133,20 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
       ``ReadAllAvailable`` for Trigger.AvailableNow / Once). The end is
       ``rate_limit(limit, start, latest)``: stateless, hence right across
       restarts.
-    - PySpark 4.0/4.1 call ``latestOffset()`` with no start. The reader then
-      limits from the last end it knows: the offset it returned last, the
-      initial offset, or the range Spark re-plans or commits after a restart
-      (``partitions``/``commit``). The engine runs a batch for every new end
-      it is given, so "last returned" is where the next batch starts. One
-      case stays unbounded: the first trigger after restarting a query whose
-      last batch was committed, before Spark has told this new reader any
-      offset (it logs a warning).
+    - PySpark before 4.2 calls ``latestOffset()`` with no start, and the
+      reader limits from the last end it knows. How 4.0's engine drives it:
+
+      * a new query: ``latestOffset()`` comes *before* ``initialOffset()``
+        (which Spark asks only when it plans the first batch). The reader
+        resolves the starting offsets once, limits the first batch from
+        them and answers ``initialOffset()`` with the same offsets;
+      * a restarted query: before any ``latestOffset()``, Spark hands the
+        last offset of its checkpoint to the source (``AcceptsLatestSeenOffset``),
+        which PySpark forwards as ``partitions(last, last)``; that is the
+        restart's true start. (The next calls, re-planning an uncommitted
+        batch or ``commit``, end there too);
+      * afterwards every batch starts where the previous ``latestOffset()``
+        answer ended: the engine runs one batch per new end it is given.
 
     PySpark checks the signature (no parameters = the old API), so the one
     method with optional parameters serves both.
@@ -144,7 +154,14 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
     Trigger.AvailableNow: :meth:`prepareForTriggerAvailableNow` notes the
     latest offsets when the query starts; no batch ends beyond them (still
     split by ``maxOffsetsPerTrigger``), and partitions that appear later are
-    not read, as in Spark's Kafka source.
+    not read, as in Spark's Kafka source. Python sources get this trigger
+    from PySpark 4.2; before, Spark runs it through its single-batch
+    fallback (it logs that the source "does not support
+    Trigger.AvailableNow"), which calls ``latestOffset()`` once, without
+    telling the reader a restarted query's checkpoint. With
+    ``maxOffsetsPerTrigger`` that cannot work: the reader warns when it is
+    created and, if a batch then turns out to start past the end it
+    computed, fails naming the cause instead of reporting data loss.
     """
 
     def __init__(self, options: KafkaSourceOptions):
@@ -156,10 +173,24 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
                              "limit per trigger, used for maxOffsetsPerTrigger")
         self.bootstrap_servers = options.kafka_params["bootstrap.servers"]
         self._offset_reader: Optional[KafkaOffsetReader] = None
+        # The query's starting offsets, resolved once: PySpark before 4.2
+        # asks for them after the first latestOffset(), which must have used
+        # the same ones (``startingOffsets=latest`` moves meanwhile).
+        self._initial: Optional[Dict[TopicPartition, int]] = None
         # Where the next micro-batch starts, for PySpark without admission control.
         self._known_end: Optional[Dict[TopicPartition, int]] = None
+        # An end computed from the starting offsets because Spark had not yet
+        # said where the query stands (PySpark before 4.2): checked in partitions().
+        self._assumed_new_query_end: Optional[Dict[TopicPartition, int]] = None
         # Trigger.AvailableNow: the latest offsets when the query started.
         self._available_now_end: Optional[Dict[TopicPartition, int]] = None
+        if not ADMISSION_CONTROL and options.max_offsets_per_trigger is not None:
+            logger.warning(
+                "maxOffsetsPerTrigger with this PySpark (before 4.2) applies to "
+                "processing-time triggers only: Python data sources get "
+                "Trigger.AvailableNow from PySpark 4.2, and Spark's single-batch fallback "
+                "for older versions does not tell the source where a restarted query "
+                "stands")
 
     @property
     def offset_reader(self) -> KafkaOffsetReader:
@@ -173,10 +204,17 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         state["_offset_reader"] = None
         return state
 
+    def _initial_offsets(self) -> Dict[TopicPartition, int]:
+        if self._initial is None:
+            ranges = self.offset_reader.resolve(self.options, self.starting,
+                                                LatestOffsetRangeLimit())
+            self._initial = {r.topic_partition: r.from_offset for r in ranges}
+        return self._initial
+
     def initialOffset(self) -> dict:
-        ranges = self.offset_reader.resolve(self.options, self.starting, LatestOffsetRangeLimit())
-        start = {r.topic_partition: r.from_offset for r in ranges}
-        self._known_end = start
+        start = self._initial_offsets()
+        if self._known_end is None:
+            self._known_end = dict(start)
         return partition_offsets_json(start)
 
     def prepareForTriggerAvailableNow(self) -> None:
@@ -191,20 +229,28 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         return ReadAllAvailable()
 
     def latestOffset(self, start: Optional[dict] = None, limit=None) -> dict:
-        reader = self.offset_reader
-        available = reader.available_partitions(self.options)
-        assigned = self.options.strategy.assigned(available)
-        earliest, latest = reader.earliest_and_latest(assigned, available)
-        if start is not None:
-            start_offsets = parse_partition_offsets_json(start)
-        else:
-            start_offsets = self._known_end
         if limit is None:       # PySpark before 4.2: the option is the limit
             max_offsets = self.options.max_offsets_per_trigger
         elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             max_offsets = limit.max_rows
         else:
             max_offsets = None
+        assumed_new_query = False
+        if start is not None:
+            start_offsets = parse_partition_offsets_json(start)
+        else:
+            if self._known_end is None and max_offsets is not None:
+                # PySpark before 4.2 and Spark has said nothing yet: a new
+                # query (a restarted one is told its checkpoint first).
+                # Resolved before the latest offsets are asked, so that
+                # startingOffsets=latest is never ahead of them.
+                self._known_end = dict(self._initial_offsets())
+                assumed_new_query = True
+            start_offsets = self._known_end
+        reader = self.offset_reader
+        available = reader.available_partitions(self.options)
+        assigned = self.options.strategy.assigned(available)
+        earliest, latest = reader.earliest_and_latest(assigned, available)
         end = dict(latest)
         if self._available_now_end is not None:
             cap = self._available_now_end
@@ -212,12 +258,9 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
                    else (start_offsets or {}).get(tp, earliest[tp])
                    for tp, offset in end.items()}
         if max_offsets is not None:
-            if start_offsets is None:
-                logger.warning("maxOffsetsPerTrigger not applied to this micro-batch: its "
-                               "start offsets are not known yet (PySpark before 4.2)")
-            else:
-                end = rate_limit(max_offsets, start_offsets, latest, earliest)
+            end = rate_limit(max_offsets, start_offsets, latest, earliest)
         self._known_end = end
+        self._assumed_new_query_end = end if assumed_new_query else None
         return partition_offsets_json(end)
 
     def reportLatestOffset(self) -> Optional[dict]:
@@ -231,7 +274,21 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         start_offsets = parse_partition_offsets_json(start)
         end_offsets = parse_partition_offsets_json(end)
         if self._known_end is None:
+            # PySpark before 4.2, restarted query: partitions(last, last) is
+            # how the checkpoint's last offset reaches the reader.
             self._known_end = end_offsets
+        if self._assumed_new_query_end is not None and end_offsets == self._assumed_new_query_end:
+            self._assumed_new_query_end = None
+            behind = sorted(tp for tp, offset in end_offsets.items()
+                            if offset < start_offsets.get(tp, offset))
+            if behind:
+                raise ValueError(
+                    "maxOffsetsPerTrigger was applied from the query's starting offsets, but "
+                    f"the batch starts later ({', '.join(map(str, behind))}): Spark restarted "
+                    "the query without telling the source its checkpoint, which PySpark "
+                    "before 4.2 does for Trigger.AvailableNow (run by Spark's single-batch "
+                    "fallback). Use a processing-time trigger, or PySpark 4.2+, with "
+                    "maxOffsetsPerTrigger.")
         fail = self.options.fail_on_data_loss
         deleted = sorted(set(start_offsets) - set(end_offsets))
         if deleted:
@@ -319,5 +376,5 @@ class KafkaDataSource(DataSource):
         return KafkaStreamWriter(self._sink_options(schema, overwrite), schema)
 
 
-__all__ = ["KafkaBatchReader", "KafkaDataSource",
+__all__ = ["ADMISSION_CONTROL", "KafkaBatchReader", "KafkaDataSource",
            "KafkaMicroBatchStreamReader", "KafkaOffsetRangePartition"]

@@ -6,7 +6,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 
 from kfast.testing import KfastBroker
 from kfast_spark.options import parse_kafka_source_options
-from kfast_spark.source import KafkaBatchReader, KafkaMicroBatchStreamReader
+from kfast_spark.source import (ADMISSION_CONTROL, KafkaBatchReader,
+                                KafkaMicroBatchStreamReader)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
@@ -267,38 +268,87 @@ def test_stream_starts_at_latest_by_default(spark, broker, tmp_path):
     assert offsets == sorted(o for (_, o) in later)
 
 
-def test_latest_offset_without_start_applies_max_offsets_per_trigger(broker, orders):
-    # PySpark 4.0/4.1 call latestOffset() with no arguments: the reader
-    # limits each batch from the last end it knows, also after a restart.
-    options = parse_kafka_source_options({
+def rate_limited_options(broker, **extra):
+    return parse_kafka_source_options({
         "kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": TOPIC,
-        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "30"})
+        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "30", **extra})
+
+
+def offsets(*per_partition):
+    return {TOPIC: {str(p): o for p, o in enumerate(per_partition)}}
+
+
+def test_latest_offset_without_start_applies_max_offsets_per_trigger(broker, orders):
+    # PySpark before 4.2 calls latestOffset() with no arguments, and on a new
+    # query before initialOffset(): the reader limits from the starting offsets.
+    options = rate_limited_options(broker)
     reader = KafkaMicroBatchStreamReader(options)
     try:
-        start = reader.initialOffset()
-        assert start == {TOPIC: {"0": 0, "1": 0, "2": 0}}
         end = reader.latestOffset()
-        assert end == {TOPIC: {"0": 10, "1": 10, "2": 10}}
+        assert end == offsets(10, 10, 10)
+        start = reader.initialOffset()
+        assert start == offsets(0, 0, 0)
         assert sum(p.until_offset - p.from_offset for p in reader.partitions(start, end)) == 30
         reader.commit(end)
-        assert reader.latestOffset() == {TOPIC: {"0": 20, "1": 20, "2": 20}}
+        assert reader.latestOffset() == offsets(20, 20, 20)
     finally:
         reader.stop()
-    restarted = KafkaMicroBatchStreamReader(options)
+    # A restarted query: Spark hands the checkpoint's last offset to the
+    # source first, which PySpark forwards as partitions(last, last).
+    committed = KafkaMicroBatchStreamReader(options)
+    uncommitted = KafkaMicroBatchStreamReader(options)
     try:
-        # Spark re-plans the batch that was not committed, then goes on from its end.
-        restarted.partitions({TOPIC: {"0": 10, "1": 10, "2": 10}},
-                             {TOPIC: {"0": 20, "1": 20, "2": 20}})
-        assert restarted.latestOffset() == {TOPIC: {"0": 25, "1": 25, "2": 25}}
-        # PySpark 4.2+ passes the start and a ReadMaxRows limit.
-        from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
-        assert restarted.getDefaultReadLimit() == ReadMaxRows(30)
-        assert restarted.latestOffset({TOPIC: {"0": 0, "1": 5, "2": 25}}, ReadMaxRows(6)) == \
-            {TOPIC: {"0": 3, "1": 7, "2": 25}}
-        assert restarted.latestOffset({TOPIC: {"0": 0, "1": 0, "2": 0}}, ReadAllAvailable()) == \
-            {TOPIC: {"0": 25, "1": 25, "2": 25}}
+        assert committed.partitions(offsets(20, 20, 20), offsets(20, 20, 20)) == []
+        assert committed.latestOffset() == offsets(25, 25, 25)
+        # The last batch was not committed: Spark re-plans it, then goes on from its end.
+        uncommitted.partitions(offsets(20, 20, 20), offsets(20, 20, 20))
+        replanned = uncommitted.partitions(offsets(10, 10, 10), offsets(20, 20, 20))
+        assert sum(p.until_offset - p.from_offset for p in replanned) == 30
+        assert uncommitted.latestOffset() == offsets(25, 25, 25)
     finally:
-        restarted.stop()
+        committed.stop()
+        uncommitted.stop()
+
+
+def test_new_query_from_latest_starts_where_its_first_batch_was_limited_from(broker, orders):
+    # initialOffset() after latestOffset() (PySpark before 4.2) answers the
+    # offsets the first batch was limited from, resolved once.
+    reader = KafkaMicroBatchStreamReader(rate_limited_options(broker, startingOffsets="latest"))
+    try:
+        end = reader.latestOffset()
+        assert reader.initialOffset() == end == offsets(PER_PARTITION, PER_PARTITION,
+                                                        PER_PARTITION)
+    finally:
+        reader.stop()
+
+
+def test_a_batch_starting_past_an_end_limited_from_the_starting_offsets_is_refused(
+        broker, orders):
+    # What Spark's Trigger.AvailableNow fallback (PySpark before 4.2) does
+    # on a restart: latestOffset() before the reader knows the checkpoint.
+    reader = KafkaMicroBatchStreamReader(rate_limited_options(broker))
+    try:
+        end = reader.latestOffset()
+        assert end == offsets(10, 10, 10)
+        with pytest.raises(ValueError, match="Trigger.AvailableNow"):
+            reader.partitions(offsets(20, 20, 20), end)
+    finally:
+        reader.stop()
+
+
+@pytest.mark.skipif(not ADMISSION_CONTROL, reason=(
+    "this PySpark (before 4.2) has no admission control for Python sources: "
+    "latestOffset() takes no start or ReadLimit"))
+def test_latest_offset_with_start_and_read_limit(broker, orders):
+    from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
+    reader = KafkaMicroBatchStreamReader(rate_limited_options(broker))
+    try:
+        assert reader.getDefaultReadLimit() == ReadMaxRows(30)
+        assert reader.latestOffset(offsets(0, 5, 25), ReadMaxRows(6)) == offsets(3, 7, 25)
+        assert reader.latestOffset(offsets(0, 0, 0), ReadAllAvailable()) == \
+            offsets(25, 25, 25)
+    finally:
+        reader.stop()
 
 
 def test_stream_refuses_ending_offsets(spark, broker):
@@ -329,7 +379,8 @@ def test_batch_write_then_read_back(spark, broker):
                                      "headers array<struct<key:string,value:binary>>")
     # Spark writes Python data sources in append (or overwrite) mode only.
     (df.write.format("kfast").mode("append")
-     .option("kafka.bootstrap.servers", broker.bootstrap_servers).option("topic", topic).option("kafka.compression.type", "lz4").save())
+     .option("kafka.bootstrap.servers", broker.bootstrap_servers).option("topic", topic)
+     .option("kafka.compression.type", "lz4").save())
     expected = sorted(((p, None if k is None else k.encode(), v, h) for k, v, p, h in data),
                       key=lambda r: (r[0], int(r[2][1:])))
     # Two Spark tasks write to the same Kafka partitions at once: compare
@@ -381,6 +432,10 @@ def test_stream_write_copies_a_topic(spark, broker, orders, tmp_path):
         key=by_value)
 
 
+@pytest.mark.skipif(not ADMISSION_CONTROL, reason=(
+    "this PySpark (before 4.2) has no Trigger.AvailableNow for Python data sources: Spark "
+    "runs the trigger as one batch and maxOffsetsPerTrigger cannot split it "
+    "(spark/README.md)"))
 def test_available_now_reads_what_was_there_at_start_in_limited_batches(spark, broker, tmp_path):
     topic = "available_now"
     create_topic(broker, topic, 2)
@@ -393,6 +448,30 @@ def test_available_now_reads_what_was_there_at_start_in_limited_batches(spark, b
              .trigger(availableNow=True).start())
     assert query.awaitTermination(120)
     assert sum(batches) == len(sent) and max(batches) <= 10 and len(batches) >= 3
+
+
+def test_available_now_without_max_offsets_reads_everything_on_every_version(
+        spark, broker, tmp_path):
+    # Without a limit, PySpark before 4.2 (Spark's single-batch fallback)
+    # and 4.2+ (the source's own AvailableNow) read the same.
+    topic = "available_now_unlimited"
+    create_topic(broker, topic, 2)
+    sent = produce(broker, topic, list(range(12)), partitions=2)
+    offsets_read = []
+
+    def run():
+        query = (stream(spark, broker, subscribe=topic, startingOffsets="earliest")
+                 .writeStream.option("checkpointLocation", str(tmp_path / "cp"))
+                 .foreachBatch(lambda df, batch_id: offsets_read.extend(
+                     (r.partition, r.offset) for r in df.select("partition", "offset").collect()))
+                 .trigger(availableNow=True).start())
+        assert query.awaitTermination(120)
+
+    run()
+    assert sorted(offsets_read) == sorted(sent)
+    more = produce(broker, topic, list(range(12, 20)), partitions=2)
+    run()   # restarted from the checkpoint: only what came since
+    assert sorted(offsets_read) == sorted({**sent, **more})
 
 
 def test_stream_skips_deleted_records_without_fail_on_data_loss(spark, broker, tmp_path):
