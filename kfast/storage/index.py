@@ -55,6 +55,8 @@ class TimestampOffset(NamedTuple):
 
 
 _make_offset_position = OffsetPosition._make
+# AbstractIndex._last after entries_written: read the last entry back on demand.
+_STALE = object()
 
 
 def _round_down(value: int, factor: int) -> int:
@@ -275,6 +277,20 @@ class AbstractIndex:
         """Cache the last entry so appends need not read the entries back."""
         self._last = self.raw_entry(self._entries - 1) if self._entries else None
 
+    def _last_or_none(self):
+        last = self._last
+        if last is _STALE:
+            self._refresh_last()
+            last = self._last
+        return last
+
+    def entries_written(self, count: int) -> None:
+        """``count`` entries were written into the buffer past the last one
+        (the log append kernel does that); the last entry is read back only
+        when someone asks for it."""
+        self._entries += count
+        self._last = _STALE
+
     # -- life cycle ----------------------------------------------------------
     def flush(self) -> None:
         with self._io_lock:
@@ -362,7 +378,8 @@ class OffsetIndex(AbstractIndex):
         return self.last_entry().offset
 
     def last_entry(self) -> OffsetPosition:
-        return self._last if self._last is not None else OffsetPosition(self.base_offset, 0)
+        last = self._last_or_none()
+        return last if last is not None else OffsetPosition(self.base_offset, 0)
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """Largest entry with offset <= target_offset, else (base_offset, 0)."""
@@ -377,7 +394,7 @@ class OffsetIndex(AbstractIndex):
         relative = offset - self.base_offset
         if relative < 0 or relative > 0x7FFFFFFF:
             self._relative_offset(offset)  # raises IndexOffsetOverflowException
-        last = self._last
+        last = self._last_or_none()
         if last is not None and offset <= last[0]:
             raise InvalidOffsetException(
                 f"Attempt to append an offset ({offset}) to position {self._entries} no "
@@ -438,6 +455,7 @@ class TimeIndex(AbstractIndex):
     def is_full(self) -> bool:
         return self._entries >= self._max_entries - 1
 
+
     def entry(self, slot: int) -> TimestampOffset:
         if slot < 0 or slot >= self._entries:
             raise IndexError(f"slot {slot} outside 0..{self._entries - 1} of {self.path}")
@@ -447,8 +465,8 @@ class TimeIndex(AbstractIndex):
     raw_entry = entry
 
     def last_entry(self) -> TimestampOffset:
-        return self._last if self._last is not None else TimestampOffset(NO_TIMESTAMP,
-                                                                          self.base_offset)
+        last = self._last_or_none()
+        return last if last is not None else TimestampOffset(NO_TIMESTAMP, self.base_offset)
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """Largest entry with timestamp <= target, else (NO_TIMESTAMP, base_offset)."""

@@ -32,7 +32,9 @@ from kfast.protocol.errors import (
     OffsetOutOfRangeException,
     RecordTooLargeException,
 )
-from kfast.records import RecordBatch, patch_batch
+from kfast._ext import log_append as scan_status
+from kfast._ext.log_append import BatchScan
+from kfast.records import LegacyRecordFormatError, RecordBatch
 from kfast.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     LeaderEpochFileCache,
@@ -46,7 +48,6 @@ from kfast.storage.producer_state import (
 )
 from kfast.storage.segment import (
     DELETED_FILE_SUFFIX,
-    BatchInfo,
     FetchDataInfo,
     LogOffsetMetadata,
     LogSegment,
@@ -88,6 +89,11 @@ class LogAppendInfo(NamedTuple):
     duplicate: bool = False
 
 
+# LogAppendInfo(...) goes through the NamedTuple's Python __new__; the append
+# path builds one per request, all fields given.
+_new_tuple = tuple.__new__
+
+
 class Log:
     def __init__(self, directory: str, config: LogConfig, *, recovery_point: int = 0,
                  log_start_offset: int = 0, had_clean_shutdown: bool = False,
@@ -101,8 +107,10 @@ class Log:
         self.time_ms = time_ms
         self.flush_requester = flush_requester
         self._lock = threading.RLock()
+        self._scan = BatchScan()  # reused by every append (under the lock)
         self._segments: dict[int, LogSegment] = {}
         self._base_offsets: list[int] = []
+        self._active_segment: LogSegment | None = None
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.offline = False
         self.leader_epoch_cache = LeaderEpochFileCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
@@ -141,10 +149,13 @@ class Log:
         if segment.base_offset not in self._segments:
             bisect.insort(self._base_offsets, segment.base_offset)
         self._segments[segment.base_offset] = segment
+        self._active_segment = self._segments[self._base_offsets[-1]]
 
     def _remove_segment(self, base_offset: int) -> LogSegment:
         segment = self._segments.pop(base_offset)
         del self._base_offsets[bisect.bisect_left(self._base_offsets, base_offset)]
+        self._active_segment = self._segments[self._base_offsets[-1]] \
+            if self._base_offsets else None
         return segment
 
     @property
@@ -153,7 +164,11 @@ class Log:
 
     @property
     def active_segment(self) -> LogSegment:
-        return self._segments[self._base_offsets[-1]]
+        # Kept by _add_segment/_remove_segment: every append reads it.
+        active = self._active_segment
+        if active is None:
+            raise IndexError("the log has no segments")
+        return active
 
     @property
     def num_segments(self) -> int:
@@ -192,134 +207,111 @@ class Log:
             f"Error while {what} for {self.topic}-{self.partition} in dir {self.dir}: {exc}")
 
     # -- validation -------------------------------------------------------------
-    def analyze(self, records, origin: str = ORIGIN_CLIENT, now: int | None = None) -> list:
-        """Split ``records`` into batches and validate each by its header and
-        CRC (no per-record work): a list of ``kfast.records.RecordBatch``
-        views. Raises CorruptRecordException, InvalidRecordException,
-        RecordTooLargeException or InvalidTimestampException."""
-        view = memoryview(records)
-        total = len(view)
-        batches = []
-        position = 0
-        max_message_bytes = self._max_message_bytes
-        check_time = origin == ORIGIN_CLIENT and not self._log_append_time
-        if check_time:
-            now = self.time_ms() if now is None else now
-            earliest = now - self._timestamp_before_max_ms
-            latest = now + self._timestamp_after_max_ms
-        while position < total:
-            if total - position < RECORD_BATCH_OVERHEAD:
-                raise CorruptRecordException(
-                    f"Record batch at position {position} is truncated ({total - position} bytes)")
-            # The view checks magic and that the batch fits in the buffer.
-            batch = RecordBatch(view, position)
-            size = batch.size_in_bytes
-            if size > max_message_bytes:
-                raise RecordTooLargeException(
-                    f"The record batch size in the append to {self.topic}-{self.partition} is "
-                    f"{size} bytes which exceeds the maximum configured value of "
-                    f"{max_message_bytes}.")
-            if size < RECORD_BATCH_OVERHEAD:
-                raise CorruptRecordException(f"Record batch size {size} is below the minimum")
-            if not batch.is_valid():
-                raise CorruptRecordException(
-                    f"Record batch at offset {batch.base_offset} in the append to "
-                    f"{self.topic}-{self.partition} is corrupt (stored crc = {batch.crc}, "
-                    f"computed crc = {batch.compute_crc()})")
-            if origin == ORIGIN_CLIENT:
-                if batch.is_control:
-                    raise InvalidRecordException("Clients are not allowed to write control records")
-                count = batch.records_count
-                if count <= 0 or count != batch.last_offset_delta + 1:
-                    raise InvalidRecordException(
-                        f"Record batch has {count} records but a last offset delta of "
-                        f"{batch.last_offset_delta}")
-            if batch.is_transactional and not batch.has_producer_id:
-                raise InvalidRecordException("Transactional records must have a producer id")
-            if check_time:
-                # Judged on the batch's first and largest timestamps (no per-record pass).
-                for ts in (batch.base_timestamp, batch.max_timestamp):
-                    if ts < earliest or ts > latest:
-                        raise InvalidTimestampException(
-                            f"Timestamp {ts} of a record in {self.topic}-{self.partition} is out "
-                            f"of range. The timestamp should be within [{earliest}, {latest}]")
-            batches.append(batch)
-            position += size
-        return batches
+    def _scan_error(self, status: int, scan: BatchScan, now: int) -> Exception:
+        """The Kafka exception for a failed BatchScan (see kfast/_ext/log_append.pxd)."""
+        value, other = scan.error_value, scan.error_other
+        if status == scan_status.TRUNCATED:
+            return CorruptRecordException(
+                f"Record batch at position {scan.error_position} is truncated ({value} bytes)")
+        if status == scan_status.LEGACY_MAGIC:
+            return LegacyRecordFormatError(value)
+        if status == scan_status.UNKNOWN_MAGIC:
+            return CorruptRecordException(f"Record batch has unknown magic {value}")
+        if status == scan_status.BATCH_TOO_SMALL:
+            return CorruptRecordException(
+                f"Record batch is corrupt (the size {value} is smaller than the minimum allowed "
+                f"overhead {RECORD_BATCH_OVERHEAD})")
+        if status == scan_status.BATCH_TRUNCATED:
+            return CorruptRecordException(
+                f"Record batch is truncated: declares {value} bytes, {other} available")
+        if status == scan_status.TOO_LARGE:
+            return RecordTooLargeException(
+                f"The record batch size in the append to {self.topic}-{self.partition} is "
+                f"{value} bytes which exceeds the maximum configured value of "
+                f"{self._max_message_bytes}.")
+        if status == scan_status.BAD_CRC:
+            return CorruptRecordException(
+                f"Record batch at offset {scan.error_base_offset} in the append to "
+                f"{self.topic}-{self.partition} is corrupt (stored crc = {value}, "
+                f"computed crc = {other})")
+        if status == scan_status.CONTROL_FROM_CLIENT:
+            return InvalidRecordException("Clients are not allowed to write control records")
+        if status == scan_status.BAD_RECORDS_COUNT:
+            return InvalidRecordException(
+                f"Record batch has {value} records but a last offset delta of {other}")
+        if status == scan_status.TRANSACTIONAL_WITHOUT_PRODUCER_ID:
+            return InvalidRecordException("Transactional records must have a producer id")
+        if status == scan_status.BAD_TIMESTAMP:
+            return InvalidTimestampException(
+                f"Timestamp {value} of a record in {self.topic}-{self.partition} is out "
+                f"of range. The timestamp should be within "
+                f"[{now - self._timestamp_before_max_ms}, {now + self._timestamp_after_max_ms}]")
+        if status == scan_status.OUT_OF_ORDER:
+            return InvalidRecordException(
+                f"Out of order offsets in replicated batch: {scan.error_base_offset} is below "
+                f"the log end offset {other} of {self.topic}-{self.partition}")
+        return CorruptRecordException(f"Record batch scan failed with status {status}")
 
     # -- append -----------------------------------------------------------------
     def append_as_leader(self, records, leader_epoch: int = 0, origin: str = ORIGIN_CLIENT,
                          now: int | None = None) -> LogAppendInfo:
-        """Validate, assign offsets (patching baseOffset and partitionLeaderEpoch
-        in place, and maxTimestamp + CRC for LogAppendTime), check producer
-        state and append with one write. ``records`` may be a writable buffer
-        (patched in place) or bytes (copied once)."""
+        """Validate (headers and CRC, no per-record work), assign offsets
+        (patching baseOffset and partitionLeaderEpoch in place, and
+        maxTimestamp + CRC for LogAppendTime), check producer state and append
+        with one write. ``records`` may be a writable buffer (patched in
+        place) or bytes (copied once). Raises CorruptRecordException,
+        InvalidRecordException, RecordTooLargeException or
+        InvalidTimestampException for a bad payload, KafkaStorageException
+        for a disk error."""
         now = self.time_ms() if now is None else now
         view = memoryview(records)
         if view.readonly:
             view = memoryview(bytearray(view))
-        batches = self.analyze(view, origin, now)
-        return self._append(view, batches, origin, leader_epoch, now, assign_offsets=True)
+        return self._append(view, origin, leader_epoch, now, True)
 
     def append_as_follower(self, records, now: int | None = None) -> LogAppendInfo:
         """Append batches that already carry offsets (replication)."""
         now = self.time_ms() if now is None else now
-        view = memoryview(records)
-        batches = self.analyze(view, ORIGIN_REPLICATION, now)
-        return self._append(view, batches, ORIGIN_REPLICATION, None, now, assign_offsets=False)
+        return self._append(memoryview(records), ORIGIN_REPLICATION, None, now, False)
 
-    def _append(self, view, batches, origin, leader_epoch, now, assign_offsets) -> LogAppendInfo:
+    def _append(self, view, origin, leader_epoch, now, assign_offsets) -> LogAppendInfo:
+        from_client = origin == ORIGIN_CLIENT
+        log_append_time = now if self._log_append_time else -1
         with self._lock:
+            scan = self._scan
+            if from_client and log_append_time < 0:
+                # The batch's first and largest timestamps must be in this window.
+                earliest = now - self._timestamp_before_max_ms
+                latest = now + self._timestamp_after_max_ms
+                status = scan.scan(view, assign_offsets, self.log_end_offset, leader_epoch or 0,
+                                   -1, True, self._max_message_bytes, True, earliest, latest)
+            else:
+                status = scan.scan(view, assign_offsets, self.log_end_offset, leader_epoch or 0,
+                                   log_append_time if assign_offsets else -1, from_client,
+                                   self._max_message_bytes, False, 0, 0)
+            if status:
+                raise self._scan_error(status, scan, now)
             if self.offline:
                 self._check_online()
-            if not batches:
+            if not scan.batch_count:
                 return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0)
-            offset = self.log_end_offset
-            first_offset = offset if assign_offsets else batches[0].base_offset
-            log_append_time = now if self._log_append_time else -1
-            producer_infos = None
-            completed = None
-            infos = []
-            max_ts, offset_of_max_ts = -1, -1
-            records_count = 0
-            position = 0
-            for batch in batches:
-                size = batch.size_in_bytes
-                if batch.has_producer_id and origin == ORIGIN_CLIENT and not batch.is_control:
-                    duplicate = self.producer_state.find_duplicate(batch)
-                    if duplicate is not None:
-                        return LogAppendInfo(duplicate.first_offset, duplicate.last_offset,
-                                             duplicate.timestamp, duplicate.last_offset, -1,
-                                             self.log_start_offset, batch.records_count, 0, True)
-                if assign_offsets:
-                    patch_batch(view, position, offset, leader_epoch,
-                                log_append_time if log_append_time >= 0 else None)
-                elif batch.base_offset < offset:
-                    raise InvalidRecordException(
-                        f"Out of order offsets in replicated batch: {batch.base_offset} is below "
-                        f"the log end offset {offset} of {self.topic}-{self.partition}")
-                if batch.has_producer_id:
-                    if producer_infos is None:
-                        producer_infos = {}
-                    info = producer_infos.get(batch.producer_id)
-                    if info is None:
-                        info = self.producer_state.prepare_update(batch.producer_id, origin)
-                        producer_infos[batch.producer_id] = info
-                    done = info.append(batch, view[position:position + size]
-                                       if batch.is_control else None)
-                    if done is not None:
-                        completed = (completed or []) + [done]
-                offset = batch.next_offset
-                batch_max_ts = batch.max_timestamp
-                if batch_max_ts > max_ts:
-                    max_ts, offset_of_max_ts = batch_max_ts, offset - 1
-                records_count += batch.records_count
-                infos.append((size, offset - 1, batch_max_ts))  # a BatchInfo
-                position += size
+            first_offset = scan.first_offset
+            producer_infos = completed = None
+            if scan.has_producer_id:
+                found = self._prepare_producer_updates(view, scan, origin)
+                if isinstance(found, LogAppendInfo):
+                    return found  # a duplicate: nothing is written
+                producer_infos, completed = found
+            offset = scan.next_offset
             last_offset = offset - 1
-            segment = self._maybe_roll(position, max_ts, last_offset, first_offset, now)
+            max_ts = scan.max_timestamp
+            size = scan.valid_bytes
+            segment = self._active_segment
+            if segment.should_roll(self._segment_bytes, self._segment_ms, max_ts, last_offset,
+                                   size, now):
+                segment = self.roll(first_offset)
             try:
-                segment.append(view[:position], infos)
+                segment.append_scanned(view, scan)
             except OSError as exc:
                 # The file was rolled back to its previous size: nothing changed.
                 if segment.log.size != self._expected_size(segment):
@@ -329,8 +321,8 @@ class Log:
                 if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch():
                     self.leader_epoch_cache.assign(leader_epoch, first_offset)
             else:
-                for batch in batches:
-                    self.leader_epoch_cache.assign(batch.partition_leader_epoch, batch.base_offset)
+                for epoch, base_offset in scan.leader_epochs():
+                    self.leader_epoch_cache.assign(epoch, base_offset)
             if producer_infos is not None:
                 for info in producer_infos.values():
                     self.producer_state.update(info)
@@ -343,25 +335,41 @@ class Log:
                     self.producer_state.complete_txn(txn)
             self.log_end_offset = offset
             self.producer_state.map_end_offset = offset
+            records_count = scan.records_count
             self._unflushed_messages += records_count
             if self._unflushed_messages >= self._flush_messages:
                 self._request_flush()
-            return LogAppendInfo(first_offset, last_offset, max_ts, offset_of_max_ts,
-                                 log_append_time, self.log_start_offset, records_count, position)
+            return _new_tuple(LogAppendInfo, (first_offset, last_offset, max_ts,
+                                              scan.offset_of_max_timestamp, log_append_time,
+                                              self.log_start_offset, records_count, size, False))
+
+    def _prepare_producer_updates(self, view, scan: BatchScan, origin: str):
+        """Producer-state updates for the scanned batches that carry a producer
+        id: ``(infos by producer id, completed transactions or None)``, or the
+        LogAppendInfo of the original append if a client batch is a retry
+        already in the log (idempotence)."""
+        producer_infos = {}
+        completed = None
+        for position in scan.positions(True):
+            batch = RecordBatch(view, position)
+            if origin == ORIGIN_CLIENT and not batch.is_control:
+                duplicate = self.producer_state.find_duplicate(batch)
+                if duplicate is not None:
+                    return LogAppendInfo(duplicate.first_offset, duplicate.last_offset,
+                                         duplicate.timestamp, duplicate.last_offset, -1,
+                                         self.log_start_offset, batch.records_count, 0, True)
+            info = producer_infos.get(batch.producer_id)
+            if info is None:
+                info = self.producer_state.prepare_update(batch.producer_id, origin)
+                producer_infos[batch.producer_id] = info
+            done = info.append(batch, view[position:position + batch.size_in_bytes]
+                               if batch.is_control else None)
+            if done is not None:
+                completed = (completed or []) + [done]
+        return producer_infos, completed
 
     def _expected_size(self, segment: LogSegment) -> int:
         return os.fstat(segment.log.fileno()).st_size
-
-    def _maybe_roll(self, messages_size: int, max_timestamp: int, max_offset: int,
-                    first_offset: int, now: int) -> LogSegment:
-        segment = self.active_segment
-        if segment.should_roll(segment_bytes=self._segment_bytes,
-                               segment_ms=self._segment_ms,
-                               max_timestamp_in_messages=max_timestamp,
-                               max_offset_in_messages=max_offset,
-                               messages_size=messages_size, now_ms=now):
-            return self.roll(first_offset)
-        return segment
 
     def roll(self, expected_next_offset: int | None = None) -> LogSegment:
         """Close the active segment for appends and start a new one at the log
@@ -704,6 +712,7 @@ class Log:
                 segment.close()
             self._segments.clear()
             self._base_offsets.clear()
+            self._active_segment = None
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __repr__(self) -> str:

@@ -164,15 +164,38 @@ class LogSegment:
         self.log.append(data)
         self._index_batches(position, batches)
 
-    def append_many(self, buffers: list, batches: list) -> None:
-        """Like ``append`` for several buffers written with one writev."""
-        if not batches:
+    def append_scanned(self, data, scan) -> None:
+        """``append`` for a payload the log's BatchScan (kfast._ext.log_append)
+        validated and patched: the kernel applies the index rule over the
+        headers it remembered and writes the entries into the index buffers,
+        so nothing is allocated per batch."""
+        if not scan.batch_count:
             return
-        position = self.log.size
+        position = self.log._size
         if position == 0:
-            self._rolling_based_timestamp = batches[0][2]  # BatchInfo.max_timestamp
-        self.log.append_many(buffers)
-        self._index_batches(position, batches)
+            self._rolling_based_timestamp = scan.first_max_timestamp
+        self.log.append(data)
+        if self._max_timestamp_so_far is None:
+            self._load_max_timestamp()
+        offset_index, time_index = self.offset_index, self.time_index
+        done = scan.index_batches(
+            position, self._bytes_since_last_index_entry, self.index_interval_bytes,
+            self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far, self.base_offset,
+            offset_index._view, offset_index._entries, offset_index._max_entries,
+            time_index._view, time_index._entries, time_index._max_entries)
+        if done is None:
+            # A buffered index must grow first (amortised: it grows by up to
+            # 1 MiB), or an entry is invalid: the per-entry path does both.
+            self._index_batches(position, scan.batch_infos())
+            return
+        since, max_ts, offset_of_max_ts, offset_entries, time_entries = done
+        if offset_entries:
+            offset_index.entries_written(offset_entries)
+            if time_entries:
+                time_index.entries_written(time_entries)
+        self._bytes_since_last_index_entry = since
+        self._max_timestamp_so_far = max_ts
+        self._offset_of_max_timestamp_so_far = offset_of_max_ts
 
     def _index_batches(self, position: int, batches: list[BatchInfo]) -> None:
         if self._max_timestamp_so_far is None:
@@ -340,14 +363,23 @@ class LogSegment:
         self.time_index.sanity_check(self.log.size)
 
     # -- rolling ------------------------------------------------------------
-    def should_roll(self, *, segment_bytes: int, segment_ms: int, max_timestamp_in_messages: int,
+    def should_roll(self, segment_bytes: int, segment_ms: int, max_timestamp_in_messages: int,
                     max_offset_in_messages: int, messages_size: int, now_ms: int) -> bool:
-        size = self.log.size
+        """Kafka's roll rule before appending ``messages_size`` bytes: the
+        segment would pass segment.bytes, is older than segment.ms (minus its
+        jitter), an index is full, or the last offset would not fit the
+        index's relative offsets. Runs on every append: kept flat."""
+        size = self.log._size
         if size > segment_bytes - messages_size:
             return True
-        if size > 0 and (self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
-                         > segment_ms - self.roll_jitter_ms):
-            return True
+        if size > 0:
+            ts = self._rolling_based_timestamp
+            if ts is not None and ts >= 0:
+                waited = max_timestamp_in_messages - ts
+            else:
+                waited = self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
+            if waited > segment_ms - self.roll_jitter_ms:
+                return True
         return (self.offset_index.is_full()
                 or self.time_index.is_full()
                 or not 0 <= max_offset_in_messages - self.base_offset <= 0x7FFFFFFF)

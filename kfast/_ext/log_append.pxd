@@ -1,0 +1,89 @@
+# Log append kernel: one pass over the record batches of one partition's
+# produce (or replication) payload, as Log.append_* needs it.
+#
+#   payload := RecordBatch+            (grammar and field offsets: batch.pxd)
+#
+# Per batch, in order, the checks Log.analyze made in Python (first failure
+# wins, reported as a BatchScanStatus plus the numbers its message needs):
+#   fewer than 61 bytes left                    SCAN_TRUNCATED
+#   magic 0/1 | other magic != 2               SCAN_LEGACY_MAGIC | SCAN_UNKNOWN_MAGIC
+#   batchLength < 49                            SCAN_BATCH_TOO_SMALL
+#   12 + batchLength > bytes left               SCAN_BATCH_TRUNCATED
+#   12 + batchLength > max.message.bytes        SCAN_TOO_LARGE
+#   CRC-32C of bytes 21..end != crc             SCAN_BAD_CRC
+#   from a client: control bit set              SCAN_CONTROL_FROM_CLIENT
+#   from a client: recordsCount <= 0 or != lastOffsetDelta + 1   SCAN_BAD_RECORDS_COUNT
+#   transactional without a producer id         SCAN_TRANSACTIONAL_WITHOUT_PRODUCER_ID
+#   baseTimestamp / maxTimestamp outside [earliest, latest] (when checked)
+#                                               SCAN_BAD_TIMESTAMP
+# Only once every batch passed, a second pass over the remembered headers
+# assigns offsets (leader: baseOffset, partitionLeaderEpoch, and LogAppendTime
+# + CRC when configured, through batch.pxd's patch_batch_header) or checks
+# that they move forward (follower: SCAN_OUT_OF_ORDER), so a rejected payload
+# is never half patched.
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
+
+cdef enum BatchScanStatus:
+    SCAN_OK = 0
+    SCAN_TRUNCATED = 1
+    SCAN_LEGACY_MAGIC = 2
+    SCAN_UNKNOWN_MAGIC = 3
+    SCAN_BATCH_TOO_SMALL = 4
+    SCAN_BATCH_TRUNCATED = 5
+    SCAN_TOO_LARGE = 6
+    SCAN_BAD_CRC = 7
+    SCAN_CONTROL_FROM_CLIENT = 8
+    SCAN_BAD_RECORDS_COUNT = 9
+    SCAN_TRANSACTIONAL_WITHOUT_PRODUCER_ID = 10
+    SCAN_BAD_TIMESTAMP = 11
+    SCAN_OUT_OF_ORDER = 12
+
+
+# What the log needs to remember of one scanned batch (after patching).
+cdef struct ScannedBatch:
+    Py_ssize_t position          # in the payload
+    Py_ssize_t size              # 12 + batchLength
+    int64_t base_offset
+    int64_t last_offset
+    int64_t max_timestamp
+    int32_t records_count
+    int32_t partition_leader_epoch
+    uint16_t attributes
+    bint has_producer_id
+    # Set by BatchScan.index_batches' planning pass (Kafka's index rule).
+    int index_action                 # INDEX_NONE / INDEX_OFFSET / INDEX_OFFSET_AND_TIME
+    Py_ssize_t segment_position      # where the batch lands in the segment
+    int64_t index_timestamp          # time-index entry: max timestamp so far ...
+    int64_t index_timestamp_offset   # ... and its offset
+
+
+cdef enum IndexAction:
+    INDEX_NONE = 0
+    INDEX_OFFSET = 1
+    INDEX_OFFSET_AND_TIME = 2
+
+
+cdef class BatchScan:
+    # Reused across appends (one per Log): the per-batch array grows to the
+    # largest request seen and is never shrunk.
+    cdef ScannedBatch* _batches
+    cdef Py_ssize_t _capacity
+    cdef readonly Py_ssize_t batch_count
+    cdef readonly int64_t first_offset
+    cdef readonly int64_t next_offset
+    cdef readonly int64_t max_timestamp            # -1 if no batch has one
+    cdef readonly int64_t offset_of_max_timestamp
+    cdef readonly int64_t first_max_timestamp      # the first batch's (segment roll rule)
+    cdef readonly int64_t records_count
+    cdef readonly Py_ssize_t valid_bytes
+    cdef readonly bint has_producer_id              # some batch carries one
+    # Set when scan() returns a status other than SCAN_OK.
+    cdef readonly Py_ssize_t error_position
+    cdef readonly int64_t error_value               # magic, size, timestamp, ...
+    cdef readonly int64_t error_other               # computed crc, limit, ...
+    cdef readonly int64_t error_base_offset
+
+    cdef int _reserve(self, Py_ssize_t count) except -1
+    cdef int _validate(self, const uint8_t* data, Py_ssize_t total, bint from_client,
+                       int64_t max_message_bytes, bint check_time, int64_t earliest,
+                       int64_t latest) except -1

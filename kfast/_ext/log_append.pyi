@@ -1,0 +1,47 @@
+"""Log append kernel (grammar and order of checks: log_append.pxd)."""
+from typing import Any as Buffer  # any object exporting the buffer protocol
+
+OK: int
+TRUNCATED: int
+LEGACY_MAGIC: int
+UNKNOWN_MAGIC: int
+BATCH_TOO_SMALL: int
+BATCH_TRUNCATED: int
+TOO_LARGE: int
+BAD_CRC: int
+CONTROL_FROM_CLIENT: int
+BAD_RECORDS_COUNT: int
+TRANSACTIONAL_WITHOUT_PRODUCER_ID: int
+BAD_TIMESTAMP: int
+OUT_OF_ORDER: int
+
+class BatchScan:
+    # Summary of the last successful scan.
+    batch_count: int
+    first_offset: int
+    next_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    first_max_timestamp: int
+    records_count: int
+    valid_bytes: int
+    has_producer_id: bool
+    # Details of the last failed scan.
+    error_position: int
+    error_value: int
+    error_other: int
+    error_base_offset: int
+
+    def __init__(self) -> None: ...
+    def scan(self, buffer: Buffer, assign_offsets: bool, next_offset: int, leader_epoch: int,
+             log_append_time: int, from_client: bool, max_message_bytes: int,
+             check_time: bool, earliest: int, latest: int) -> int: ...
+    def index_batches(self, position: int, since: int, index_interval_bytes: int,
+                      max_timestamp: int, offset_of_max_timestamp: int, base_offset: int,
+                      offset_index: Buffer | None, offset_entries: int,
+                      offset_max_entries: int, time_index: Buffer | None,
+                      time_entries: int, time_max_entries: int
+                      ) -> tuple[int, int, int, int, int] | None: ...
+    def batch_infos(self) -> list[tuple[int, int, int]]: ...
+    def positions(self, with_producer_id_only: bool = False) -> list[int]: ...
+    def leader_epochs(self) -> list[tuple[int, int]]: ...

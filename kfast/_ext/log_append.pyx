@@ -1,0 +1,346 @@
+"""Log append kernel: validate, assign offsets to and summarise a payload of
+record batches in one call (grammar and the order of checks: log_append.pxd).
+
+Log.append_* calls ``BatchScan.scan`` once per request instead of making a
+RecordBatch view and a dozen attribute reads per batch; Python keeps policy
+(roll decisions, producer state, configs, error messages with topic names)
+and reads the summary from the scan's attributes. A failed scan returns a
+status and leaves the numbers its message needs in ``error_*``: the log turns
+them into the Kafka exception, because only it knows the partition's name.
+"""
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
+from cpython.mem cimport PyMem_Realloc, PyMem_Free
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+
+from kfast._ext.batch cimport (
+    load_be16, load_be32, load_be64, store_be32, store_be64, patch_batch_header,
+    LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, MAGIC_OFFSET, CRC_OFFSET,
+    ATTRIBUTES_OFFSET, LAST_OFFSET_DELTA_OFFSET, BASE_TIMESTAMP_OFFSET,
+    MAX_TIMESTAMP_OFFSET, PRODUCER_ID_OFFSET, RECORDS_COUNT_OFFSET,
+    RECORD_BATCH_OVERHEAD, LOG_OVERHEAD, MIN_BATCH_LENGTH, CURRENT_MAGIC,
+    TRANSACTIONAL_FLAG_MASK, CONTROL_FLAG_MASK,
+)
+from kfast._ext.crc32c cimport crc32c_update
+
+# Python-visible copies of the statuses (log.py maps them to exceptions).
+OK = SCAN_OK
+TRUNCATED = SCAN_TRUNCATED
+LEGACY_MAGIC = SCAN_LEGACY_MAGIC
+UNKNOWN_MAGIC = SCAN_UNKNOWN_MAGIC
+BATCH_TOO_SMALL = SCAN_BATCH_TOO_SMALL
+BATCH_TRUNCATED = SCAN_BATCH_TRUNCATED
+TOO_LARGE = SCAN_TOO_LARGE
+BAD_CRC = SCAN_BAD_CRC
+CONTROL_FROM_CLIENT = SCAN_CONTROL_FROM_CLIENT
+BAD_RECORDS_COUNT = SCAN_BAD_RECORDS_COUNT
+TRANSACTIONAL_WITHOUT_PRODUCER_ID = SCAN_TRANSACTIONAL_WITHOUT_PRODUCER_ID
+BAD_TIMESTAMP = SCAN_BAD_TIMESTAMP
+OUT_OF_ORDER = SCAN_OUT_OF_ORDER
+
+# Above this a batch's CRC pass runs with the GIL released (the flush and
+# retention threads keep going); below it releasing costs more than it lends.
+cdef Py_ssize_t _NOGIL_CRC_BYTES = 64 * 1024
+
+
+cdef class BatchScan:
+    """The summary of the last payload scanned (see log_append.pxd)."""
+
+    def __cinit__(self):
+        self._batches = NULL
+        self._capacity = 0
+        self.batch_count = 0
+
+    def __dealloc__(self):
+        PyMem_Free(self._batches)
+
+    cdef int _reserve(self, Py_ssize_t count) except -1:
+        cdef Py_ssize_t capacity
+        cdef ScannedBatch* grown
+        if count <= self._capacity:
+            return 0
+        capacity = max(count, 2 * self._capacity, 8)
+        grown = <ScannedBatch*>PyMem_Realloc(self._batches, capacity * sizeof(ScannedBatch))
+        if grown == NULL:
+            raise MemoryError()
+        self._batches = grown
+        self._capacity = capacity
+        return 0
+
+    cdef int _validate(self, const uint8_t* data, Py_ssize_t total, bint from_client,
+                       int64_t max_message_bytes, bint check_time, int64_t earliest,
+                       int64_t latest) except -1:
+        """Pass 1: every check, and the headers remembered. Returns a status."""
+        cdef Py_ssize_t position = 0, size, count = 0
+        cdef const uint8_t* p
+        cdef int8_t magic
+        cdef int32_t batch_length, records, last_delta
+        cdef uint16_t attributes
+        cdef uint32_t stored, computed
+        cdef int64_t base_timestamp, max_timestamp, producer_id
+        cdef ScannedBatch* b
+        while position < total:
+            p = data + position
+            self.error_position = position
+            if total - position < RECORD_BATCH_OVERHEAD:
+                self.error_value = total - position
+                return SCAN_TRUNCATED
+            magic = <int8_t>p[MAGIC_OFFSET]
+            if magic != CURRENT_MAGIC:
+                self.error_value = magic
+                return SCAN_LEGACY_MAGIC if magic == 0 or magic == 1 else SCAN_UNKNOWN_MAGIC
+            batch_length = <int32_t>load_be32(p + LENGTH_OFFSET)
+            if batch_length < MIN_BATCH_LENGTH:
+                self.error_value = LOG_OVERHEAD + <int64_t>batch_length
+                return SCAN_BATCH_TOO_SMALL
+            if batch_length > total - position - LOG_OVERHEAD:
+                self.error_value = LOG_OVERHEAD + <int64_t>batch_length
+                self.error_other = total - position
+                return SCAN_BATCH_TRUNCATED
+            size = LOG_OVERHEAD + batch_length
+            if size > max_message_bytes:
+                self.error_value = size
+                return SCAN_TOO_LARGE
+            stored = load_be32(p + CRC_OFFSET)
+            if size >= _NOGIL_CRC_BYTES:
+                with nogil:
+                    computed = crc32c_update(0, p + ATTRIBUTES_OFFSET,
+                                             <size_t>(size - ATTRIBUTES_OFFSET))
+            else:
+                computed = crc32c_update(0, p + ATTRIBUTES_OFFSET,
+                                         <size_t>(size - ATTRIBUTES_OFFSET))
+            if stored != computed:
+                self.error_base_offset = <int64_t>load_be64(p)
+                self.error_value = stored
+                self.error_other = computed
+                return SCAN_BAD_CRC
+            attributes = load_be16(p + ATTRIBUTES_OFFSET)
+            records = <int32_t>load_be32(p + RECORDS_COUNT_OFFSET)
+            last_delta = <int32_t>load_be32(p + LAST_OFFSET_DELTA_OFFSET)
+            producer_id = <int64_t>load_be64(p + PRODUCER_ID_OFFSET)
+            if from_client:
+                if attributes & CONTROL_FLAG_MASK:
+                    return SCAN_CONTROL_FROM_CLIENT
+                if records <= 0 or <int64_t>records != <int64_t>last_delta + 1:
+                    self.error_value = records
+                    self.error_other = last_delta
+                    return SCAN_BAD_RECORDS_COUNT
+            if attributes & TRANSACTIONAL_FLAG_MASK and producer_id < 0:
+                return SCAN_TRANSACTIONAL_WITHOUT_PRODUCER_ID
+            base_timestamp = <int64_t>load_be64(p + BASE_TIMESTAMP_OFFSET)
+            max_timestamp = <int64_t>load_be64(p + MAX_TIMESTAMP_OFFSET)
+            if check_time:
+                # The batch's first and largest timestamps (no per-record pass).
+                if base_timestamp < earliest or base_timestamp > latest:
+                    self.error_value = base_timestamp
+                    return SCAN_BAD_TIMESTAMP
+                if max_timestamp < earliest or max_timestamp > latest:
+                    self.error_value = max_timestamp
+                    return SCAN_BAD_TIMESTAMP
+            if count == self._capacity:
+                self._reserve(count + 1)
+            b = &self._batches[count]
+            b.position = position
+            b.size = size
+            b.base_offset = <int64_t>load_be64(p)
+            b.last_offset = b.base_offset + last_delta
+            b.max_timestamp = max_timestamp
+            b.records_count = records
+            b.partition_leader_epoch = <int32_t>load_be32(p + PARTITION_LEADER_EPOCH_OFFSET)
+            b.attributes = attributes
+            b.has_producer_id = producer_id >= 0
+            count += 1
+            position += size
+        self.batch_count = count
+        self.valid_bytes = position
+        return SCAN_OK
+
+    def scan(self, buffer, bint assign_offsets, int64_t next_offset, int32_t leader_epoch,
+             int64_t log_append_time, bint from_client, int64_t max_message_bytes,
+             bint check_time, int64_t earliest, int64_t latest):
+        """Validate every batch of ``buffer``, then (``assign_offsets``) patch
+        offsets from ``next_offset`` and ``leader_epoch`` in place (and
+        LogAppendTime when ``log_append_time`` >= 0), or check that the
+        batches' own offsets start at or after ``next_offset``. Returns a
+        status (OK = 0); the summary attributes describe the payload on OK.
+        ``buffer`` must be writable when assigning offsets."""
+        cdef Py_buffer view
+        cdef Py_ssize_t i
+        cdef int status
+        cdef ScannedBatch* b
+        cdef uint8_t* data
+        cdef bint set_log_append_time = log_append_time >= 0
+        cdef int64_t max_ts = -1, offset_of_max_ts = -1, records = 0
+        self.batch_count = 0
+        self.has_producer_id = False
+        PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE if assign_offsets else PyBUF_SIMPLE)
+        try:
+            data = <uint8_t*>view.buf
+            status = self._validate(data, view.len, from_client, max_message_bytes,
+                                    check_time, earliest, latest)
+            if status != SCAN_OK:
+                self.batch_count = 0
+                return status
+            # Pass 2: offsets.
+            self.first_offset = next_offset if assign_offsets or self.batch_count == 0 \
+                else self._batches[0].base_offset
+            for i in range(self.batch_count):
+                b = &self._batches[i]
+                if assign_offsets:
+                    patch_batch_header(data + b.position, b.size, next_offset, leader_epoch,
+                                       set_log_append_time, log_append_time)
+                    b.last_offset = next_offset + (b.last_offset - b.base_offset)
+                    b.base_offset = next_offset
+                    b.partition_leader_epoch = leader_epoch
+                    if set_log_append_time:
+                        b.max_timestamp = log_append_time
+                elif b.base_offset < next_offset:
+                    self.error_position = b.position
+                    self.error_base_offset = b.base_offset
+                    self.error_other = next_offset
+                    self.batch_count = 0
+                    return SCAN_OUT_OF_ORDER
+                next_offset = b.last_offset + 1
+                if b.max_timestamp > max_ts:
+                    max_ts = b.max_timestamp
+                    offset_of_max_ts = b.last_offset
+                records += b.records_count
+                if b.has_producer_id:
+                    self.has_producer_id = True
+        finally:
+            PyBuffer_Release(&view)
+        self.next_offset = next_offset
+        self.max_timestamp = max_ts
+        self.offset_of_max_timestamp = offset_of_max_ts
+        self.records_count = records
+        self.first_max_timestamp = self._batches[0].max_timestamp if self.batch_count else -1
+        return SCAN_OK
+
+    def index_batches(self, Py_ssize_t position, int64_t since, int64_t index_interval_bytes,
+                      int64_t max_timestamp, int64_t offset_of_max_timestamp,
+                      int64_t base_offset, offset_index, Py_ssize_t offset_entries,
+                      Py_ssize_t offset_max_entries, time_index, Py_ssize_t time_entries,
+                      Py_ssize_t time_max_entries):
+        """Kafka's index rule (LogSegment.append) over the scanned batches,
+        written at ``position`` of a segment whose state is (bytes since its
+        last index entry, max timestamp so far and its offset): once more than
+        ``index_interval_bytes`` were written since the last entry, and
+        neither index is full, a batch gets an offset-index entry (its last
+        offset, its position) and a time-index entry (max timestamp so far,
+        its offset) if that timestamp is larger than the last one's.
+
+        ``offset_index`` and ``time_index`` are the writable entry buffers
+        (index grammar: index.pxd) holding ``*_entries`` entries, full at
+        ``offset_max_entries`` / ``time_max_entries - 1`` (the time index
+        keeps its last slot for the roll). Entries are written past the
+        existing ones. Returns ``(since, max_timestamp,
+        offset_of_max_timestamp, offset_entries_added, time_entries_added)``,
+        or None, writing nothing, when an entry would break an index's
+        ordering or offset range or a buffer is too short (or None): the
+        caller then takes the per-entry path, which grows a buffered index or
+        raises the index's own exception."""
+        cdef Py_ssize_t i, added_offset = 0, added_time = 0
+        cdef ScannedBatch* b
+        cdef Py_buffer oview, tview
+        cdef uint8_t* q
+        cdef int64_t last_offset = -1, last_ts = 0, last_ts_offset = 0
+        cdef bint have_offset_entry, have_time_entry
+        if self.batch_count == 0:
+            return since, max_timestamp, offset_of_max_timestamp, 0, 0
+        if offset_index is None or time_index is None:
+            return None  # an index without a mapping (zero length)
+        PyObject_GetBuffer(offset_index, &oview, PyBUF_WRITABLE)
+        try:
+            PyObject_GetBuffer(time_index, &tview, PyBUF_WRITABLE)
+        except BaseException:
+            PyBuffer_Release(&oview)
+            raise
+        try:
+            if offset_entries < 0 or time_entries < 0 or offset_entries * 8 > oview.len \
+                    or time_entries * 12 > tview.len:
+                return None
+            have_offset_entry = offset_entries > 0
+            if have_offset_entry:
+                last_offset = base_offset + <int32_t>load_be32(
+                    <uint8_t*>oview.buf + (offset_entries - 1) * 8)
+            have_time_entry = time_entries > 0
+            if have_time_entry:
+                q = <uint8_t*>tview.buf + (time_entries - 1) * 12
+                last_ts = <int64_t>load_be64(q)
+                last_ts_offset = base_offset + <int32_t>load_be32(q + 8)
+            # Plan: decide every entry and check it, writing nothing yet.
+            for i in range(self.batch_count):
+                b = &self._batches[i]
+                b.index_action = INDEX_NONE
+                if b.max_timestamp > max_timestamp:
+                    max_timestamp = b.max_timestamp
+                    offset_of_max_timestamp = b.last_offset
+                if since > index_interval_bytes \
+                        and offset_entries + added_offset < offset_max_entries \
+                        and time_entries + added_time < time_max_entries - 1:
+                    if not 0 <= b.last_offset - base_offset <= 0x7FFFFFFF:
+                        return None
+                    if have_offset_entry and b.last_offset <= last_offset:
+                        return None
+                    have_offset_entry = True
+                    last_offset = b.last_offset
+                    b.index_action = INDEX_OFFSET
+                    b.segment_position = position
+                    added_offset += 1
+                    if not have_time_entry or max_timestamp > last_ts:
+                        if have_time_entry and offset_of_max_timestamp < last_ts_offset:
+                            return None
+                        if not 0 <= offset_of_max_timestamp - base_offset <= 0x7FFFFFFF:
+                            return None
+                        have_time_entry = True
+                        last_ts = max_timestamp
+                        last_ts_offset = offset_of_max_timestamp
+                        b.index_action = INDEX_OFFSET_AND_TIME
+                        b.index_timestamp = max_timestamp
+                        b.index_timestamp_offset = offset_of_max_timestamp
+                        added_time += 1
+                    elif max_timestamp < last_ts or offset_of_max_timestamp < last_ts_offset:
+                        return None
+                    since = 0
+                position += b.size
+                since += b.size
+            if (offset_entries + added_offset) * 8 > oview.len \
+                    or (time_entries + added_time) * 12 > tview.len:
+                return None
+            # Write.
+            if added_offset:
+                for i in range(self.batch_count):
+                    b = &self._batches[i]
+                    if b.index_action == INDEX_NONE:
+                        continue
+                    q = <uint8_t*>oview.buf + offset_entries * 8
+                    store_be32(q, <uint32_t>(b.last_offset - base_offset))
+                    store_be32(q + 4, <uint32_t>b.segment_position)
+                    offset_entries += 1
+                    if b.index_action == INDEX_OFFSET_AND_TIME:
+                        q = <uint8_t*>tview.buf + time_entries * 12
+                        store_be64(q, <uint64_t>b.index_timestamp)
+                        store_be32(q + 8, <uint32_t>(b.index_timestamp_offset - base_offset))
+                        time_entries += 1
+        finally:
+            PyBuffer_Release(&tview)
+            PyBuffer_Release(&oview)
+        return since, max_timestamp, offset_of_max_timestamp, added_offset, added_time
+
+    def batch_infos(self):
+        """``(size, last_offset, max_timestamp)`` of each scanned batch."""
+        cdef Py_ssize_t i
+        return [(self._batches[i].size, self._batches[i].last_offset,
+                 self._batches[i].max_timestamp) for i in range(self.batch_count)]
+
+    def positions(self, bint with_producer_id_only=False):
+        """Positions of the scanned batches in the payload (all, or those with
+        a producer id)."""
+        cdef Py_ssize_t i
+        return [self._batches[i].position for i in range(self.batch_count)
+                if not with_producer_id_only or self._batches[i].has_producer_id]
+
+    def leader_epochs(self):
+        """``(partition_leader_epoch, base_offset)`` of each scanned batch."""
+        cdef Py_ssize_t i
+        return [(self._batches[i].partition_leader_epoch, self._batches[i].base_offset)
+                for i in range(self.batch_count)]
