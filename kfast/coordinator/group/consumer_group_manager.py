@@ -37,12 +37,26 @@ from kfast.protocol import errors as E
 # The order Kafka writes a change in (a member's metadata before the group
 # epoch it bumps, the target before its epoch, the current assignment
 # last); tombstones go in the reverse order.
-_WRITE_ORDER = {R.ConsumerGroupMemberMetadataKey: 0, R.ConsumerGroupPartitionMetadataKey: 1,
-                R.ConsumerGroupMetadataKey: 2, R.ConsumerGroupTargetAssignmentMemberKey: 3,
-                R.ConsumerGroupTargetAssignmentMetadataKey: 4,
-                R.ConsumerGroupCurrentMemberAssignmentKey: 5}
-_MEMBER_KEYS = (R.ConsumerGroupMemberMetadataKey, R.ConsumerGroupTargetAssignmentMemberKey,
-                R.ConsumerGroupCurrentMemberAssignmentKey)
+#
+# Within a group, ``group.persisted`` keys a record by (key type, member id
+# or None): plain tuples hash fast on every heartbeat; the record key is
+# built only to write.
+GROUP_EPOCH, SUBSCRIPTION_METADATA, MEMBER_METADATA = 3, 4, 5
+TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
+_KEY_CLASS = {3: R.ConsumerGroupMetadataKey, 4: R.ConsumerGroupPartitionMetadataKey,
+              5: R.ConsumerGroupMemberMetadataKey, 6: R.ConsumerGroupTargetAssignmentMetadataKey,
+              7: R.ConsumerGroupTargetAssignmentMemberKey,
+              8: R.ConsumerGroupCurrentMemberAssignmentKey}
+_KEY_TYPE = {cls: t for t, cls in _KEY_CLASS.items()}
+_WRITE_ORDER = {MEMBER_METADATA: 0, SUBSCRIPTION_METADATA: 1, GROUP_EPOCH: 2, TARGET_MEMBER: 3,
+                TARGET_METADATA: 4, CURRENT_ASSIGNMENT: 5}
+_MEMBER_KEY_TYPES = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
+
+
+def _record_key(group_id: str, key: tuple):
+    key_type, member_id = key
+    cls = _KEY_CLASS[key_type]
+    return cls(group_id) if member_id is None else cls(group_id, member_id)
 _STATE_BY_CODE = {code: name for name, code in R.MEMBER_STATE_CODES.items()}
 
 
@@ -59,9 +73,15 @@ class _Unknown:
 _UNKNOWN = _Unknown()
 
 
-def _topic_partitions(cls, assignment) -> list:
-    return [cls(topic_id=t, partitions=sorted(ps))
-            for t, ps in sorted(assignment.items(), key=lambda i: str(i[0])) if ps]
+def _flat(assignment) -> tuple:
+    """An assignment as a sorted tuple: ((topic_id, (partitions...)), ...)."""
+    if not assignment:
+        return ()
+    return tuple(sorted((t, tuple(sorted(ps))) for t, ps in assignment.items() if ps))
+
+
+def _flat_of(topic_partitions) -> tuple:
+    return _flat(_assignment(topic_partitions))
 
 
 def _assignment(topic_partitions) -> dict:
@@ -70,6 +90,62 @@ def _assignment(topic_partitions) -> dict:
         if tp.partitions:
             out.setdefault(tp.topic_id, set()).update(tp.partitions)
     return out
+
+
+def _topic_partitions(cls, flat: tuple) -> list:
+    return [cls(topic_id=t, partitions=list(ps)) for t, ps in flat]
+
+
+# A record's content as a plain tuple, the form ``group.persisted`` keeps
+# (cheap to build and compare on every heartbeat): from a decoded value
+# (replay), and back to the value (write).
+def _state_of(kind: int, value) -> tuple:
+    if kind == GROUP_EPOCH:
+        return (value.epoch,)
+    if kind == SUBSCRIPTION_METADATA:
+        return tuple(sorted((t.topic_name, t.topic_id, t.num_partitions) for t in value.topics))
+    if kind == TARGET_METADATA:
+        return (value.assignment_epoch,)
+    if kind == TARGET_MEMBER:
+        return _flat_of(value.topic_partitions)
+    if kind == MEMBER_METADATA:
+        return (value.instance_id, value.rack_id, value.client_id, value.client_host,
+                tuple(sorted(value.subscribed_topic_names)), value.subscribed_topic_regex or None,
+                value.rebalance_timeout_ms, value.server_assignor)
+    return (value.member_epoch, value.previous_member_epoch, value.state,
+            _flat_of(value.assigned_partitions), _flat_of(value.partitions_pending_revocation))
+
+
+def _persisted_key(key) -> tuple:
+    return (_KEY_TYPE[type(key)], getattr(key, "member_id", None))
+
+
+def _value_of(kind: int, state: tuple):
+    if kind == GROUP_EPOCH:
+        return R.ConsumerGroupMetadataValue(epoch=state[0])
+    if kind == SUBSCRIPTION_METADATA:
+        cls = R.ConsumerGroupPartitionMetadataValue
+        return cls(topics=[cls.TopicMetadata(topic_id=topic_id, topic_name=name,
+                                             num_partitions=count)
+                           for name, topic_id, count in state])
+    if kind == TARGET_METADATA:
+        return R.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=state[0])
+    if kind == TARGET_MEMBER:
+        cls = R.ConsumerGroupTargetAssignmentMemberValue
+        return cls(topic_partitions=_topic_partitions(cls.TopicPartition, state))
+    if kind == MEMBER_METADATA:
+        instance_id, rack_id, client_id, client_host, names, regex, timeout, assignor = state
+        return R.ConsumerGroupMemberMetadataValue(
+            instance_id=instance_id, rack_id=rack_id, client_id=client_id,
+            client_host=client_host, subscribed_topic_names=list(names),
+            subscribed_topic_regex=regex, rebalance_timeout_ms=timeout,
+            server_assignor=assignor)
+    cls = R.ConsumerGroupCurrentMemberAssignmentValue
+    epoch, previous, state_code, assigned, pending = state
+    return cls(member_epoch=epoch, previous_member_epoch=previous, state=state_code,
+               assigned_partitions=_topic_partitions(cls.TopicPartitions, assigned),
+               partitions_pending_revocation=_topic_partitions(cls.TopicPartitions, pending))
+
 
 JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
@@ -385,83 +461,72 @@ class ConsumerGroupManager:
         if group.unwritten:
             member_ids, group.unwritten = None, False
         wanted = self._consumer_group_records(group, member_ids)
+        persisted = group.persisted
         if member_ids is None:
-            stale = [k for k in group.persisted if k not in wanted]
+            stale = [k for k in persisted if k not in wanted]
         else:
-            ids = set(member_ids)
-            stale = [k for k in group.persisted if type(k) in _MEMBER_KEYS
-                     and k.member_id in ids and k not in wanted]
-        changes = [(k, v) for k, v in wanted.items() if group.persisted.get(k) != v]
-        changes.sort(key=lambda kv: _WRITE_ORDER[type(kv[0])])
-        stale.sort(key=lambda k: -_WRITE_ORDER[type(k)])
-        changes += [(k, None) for k in stale]
-        if not changes and not extra:
+            stale = [k for m in member_ids for t in _MEMBER_KEY_TYPES
+                     for k in ((t, m),) if k in persisted and k not in wanted]
+        changes = [(k, v) for k, v in wanted.items() if persisted.get(k) != v]
+        if not changes and not stale and not extra:
             return done(0)
+        changes.sort(key=lambda kv: _WRITE_ORDER[kv[0][0]])
+        stale.sort(key=lambda k: -_WRITE_ORDER[k[0]])
+        changes += [(k, None) for k in stale]
         for key, value in changes:
             if value is None:
-                group.persisted.pop(key, None)
+                persisted.pop(key, None)
             else:
-                group.persisted[key] = value
-        records = list(extra) + [(R.encode_key(k), R.encode_value(v)) for k, v in changes]
+                persisted[key] = value
+        gid = group.group_id
+        records = list(extra) + [(R.encode_key(_record_key(gid, k)), None if v is None else
+                                  R.encode_value(_value_of(k[0], v))) for k, v in changes]
 
         def written(code: int) -> None:
             if code:
                 for key, _ in changes:
-                    group.persisted[key] = _UNKNOWN
+                    persisted[key] = _UNKNOWN
                 group.unwritten = True
             done(code)
 
         self.writer(group.group_id, records, written)
 
     def _consumer_group_records(self, group: ConsumerGroup, member_ids=None) -> dict:
-        """{key: value} that describe ``group`` (only the group-level records
-        and those of ``member_ids`` when given)."""
-        gid = group.group_id
+        """{key: content tuple (see _state_of)} that describe ``group`` (only
+        the group-level records and those of ``member_ids`` when given)."""
         out = {
-            R.ConsumerGroupMetadataKey(gid): R.ConsumerGroupMetadataValue(
-                epoch=group.group_epoch),
-            R.ConsumerGroupPartitionMetadataKey(gid): R.ConsumerGroupPartitionMetadataValue(
-                topics=[R.ConsumerGroupPartitionMetadataValue.TopicMetadata(
-                    topic_id=topic_id, topic_name=name, num_partitions=count)
-                    for name, (topic_id, count) in sorted(group.subscription_metadata.items())]),
-            R.ConsumerGroupTargetAssignmentMetadataKey(gid):
-                R.ConsumerGroupTargetAssignmentMetadataValue(
-                    assignment_epoch=group.assignment_epoch),
+            (GROUP_EPOCH, None): (group.group_epoch,),
+            (SUBSCRIPTION_METADATA, None): tuple(sorted(
+                (name, topic_id, count)
+                for name, (topic_id, count) in group.subscription_metadata.items())),
+            (TARGET_METADATA, None): (group.assignment_epoch,),
         }
-        members = group.members if member_ids is None else \
-            {m: group.members[m] for m in member_ids if m in group.members}
-        for member in members.values():
+        members = group.members.values() if member_ids is None else \
+            [group.members[m] for m in member_ids if m in group.members]
+        for member in members:
             mid = member.member_id
-            out[R.ConsumerGroupMemberMetadataKey(gid, mid)] = R.ConsumerGroupMemberMetadataValue(
-                instance_id=member.instance_id, rack_id=member.rack_id,
-                client_id=member.client_id, client_host=member.client_host,
-                subscribed_topic_names=sorted(member.explicit_topic_names),
-                subscribed_topic_regex=member.subscribed_topic_regex.pattern
+            out[MEMBER_METADATA, mid] = (
+                member.instance_id, member.rack_id, member.client_id, member.client_host,
+                tuple(sorted(member.explicit_topic_names)),
+                member.subscribed_topic_regex.pattern
                 if member.subscribed_topic_regex is not None else None,
-                rebalance_timeout_ms=member.rebalance_timeout_ms,
-                server_assignor=member.server_assignor)
-            cls = R.ConsumerGroupCurrentMemberAssignmentValue
-            out[R.ConsumerGroupCurrentMemberAssignmentKey(gid, mid)] = cls(
-                member_epoch=member.member_epoch,
-                previous_member_epoch=member.previous_member_epoch,
-                state=R.MEMBER_STATE_CODES[member.state],
-                assigned_partitions=_topic_partitions(cls.TopicPartitions, member.assigned),
-                partitions_pending_revocation=_topic_partitions(cls.TopicPartitions,
-                                                                member.pending_revocation))
-        targets = group.target if member_ids is None else \
-            {m: group.target[m] for m in member_ids if m in group.target}
-        cls = R.ConsumerGroupTargetAssignmentMemberValue
-        for mid, partitions in targets.items():
-            out[R.ConsumerGroupTargetAssignmentMemberKey(gid, mid)] = cls(
-                topic_partitions=_topic_partitions(cls.TopicPartition, partitions))
+                member.rebalance_timeout_ms, member.server_assignor)
+            out[CURRENT_ASSIGNMENT, mid] = (
+                member.member_epoch, member.previous_member_epoch,
+                R.MEMBER_STATE_CODES[member.state], _flat(member.assigned),
+                _flat(member.pending_revocation))
+        targets = group.target.items() if member_ids is None else \
+            [(m, group.target[m]) for m in member_ids if m in group.target]
+        for mid, partitions in targets:
+            out[TARGET_MEMBER, mid] = _flat(partitions)
         return out
 
     @staticmethod
     def consumer_group_tombstones(group: ConsumerGroup) -> list:
         """(key bytes, None) for every record ``group`` has on the log,
         members' records first (deleting the group)."""
-        keys = sorted(group.persisted, key=lambda k: -_WRITE_ORDER[type(k)])
-        return [(R.encode_key(k), None) for k in keys]
+        keys = sorted(group.persisted, key=lambda k: -_WRITE_ORDER[k[0]])
+        return [(R.encode_key(_record_key(group.group_id, k)), None) for k in keys]
 
     def replay_consumer_group(self, key, value) -> None:
         """Apply one KIP-848 record (any order; latest per key wins; a
@@ -471,7 +536,7 @@ class ConsumerGroupManager:
         if value is None:
             if group is None:
                 return
-            group.persisted.pop(key, None)
+            group.persisted.pop(_persisted_key(key), None)
             if isinstance(key, R.ConsumerGroupMetadataKey):
                 for member_id in list(group.members):
                     self._remove_consumer_member(group, member_id)
@@ -498,7 +563,8 @@ class ConsumerGroupManager:
             if classic is not None and classic.is_("Empty"):
                 # The offsets' placeholder, or a classic group this one replaced.
                 del self.groups[group_id]
-        group.persisted[key] = value
+        persisted_key = _persisted_key(key)
+        group.persisted[persisted_key] = _state_of(persisted_key[0], value)
         if isinstance(key, R.ConsumerGroupMetadataKey):
             group.group_epoch = value.epoch
         elif isinstance(key, R.ConsumerGroupPartitionMetadataKey):

@@ -208,3 +208,36 @@ def test_a_static_member_that_left_for_a_while_is_still_there_after_a_restart():
     fresh = assert_replay_matches(h)
     member = fresh.consumer_groups[G].members[a["member_id"]]
     assert member.member_epoch == -2 and member.previous_member_epoch == 1
+
+
+def test_a_restarted_static_member_replaces_its_records():
+    h = Harness()
+    a = beat(h, instance="i1")
+    beat(h, a["member_id"], -2, instance="i1")
+    again = beat(h, instance="i1")
+    assert again["member_id"] != a["member_id"] and again["member_epoch"] == 1
+    fresh = assert_replay_matches(h)
+    assert list(fresh.consumer_groups[G].members) == [again["member_id"]]
+    gone = {k for k, v in decoded(h.log) if v is None}
+    assert R.ConsumerGroupCurrentMemberAssignmentKey(G, a["member_id"]) in gone
+
+
+def test_a_consumer_group_taking_over_an_empty_classic_group_deletes_its_record():
+    h = Harness()
+    [joined] = h.join(G)
+    h.sync(G, joined["generation_id"], joined["member_id"])
+    h.coordinator.leave_group(G, [(joined["member_id"], None)])
+    assert h.coordinator.groups[G].is_("Empty")
+    r = beat(h)
+    assert r["error_code"] == 0
+    assert (R.GroupMetadataKey(G), None) in decoded(h.log)
+    fresh = assert_replay_matches(h)
+    assert G not in fresh.groups and G in fresh.consumer_groups
+
+
+def test_a_regex_member_resolves_the_same_topics_after_replay():
+    h = Harness()
+    r = beat(h, regex="t|u", topics=None)
+    assert r["error_code"] == 0 and owned_of(r) == {T: {0, 1, 2, 3}, U: {0, 1}}
+    fresh = assert_replay_matches(h)
+    assert fresh.consumer_groups[G].members[r["member_id"]].subscribed_topic_names == ["t", "u"]
