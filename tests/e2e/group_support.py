@@ -159,6 +159,7 @@ class ConsumerProcess:
         self.assigned: list[int] | None = None
         self.assignments: list[list[int]] = []
         self.values: set[str] = set()
+        self.consumed: list[tuple[int, str]] = []   # (partition, value), repeats kept
         self.closed = False
         self.events: queue.Queue = queue.Queue()
         if client == "kcat":
@@ -185,6 +186,7 @@ class ConsumerProcess:
                 self.assigned = [p for p in self.assigned if p not in event["revoked"]]
         elif "value" in event:
             self.values.add(event["value"])
+            self.consumed.append((event["partition"], event["value"]))
         elif "closed" in event:
             self.closed = True
         self.events.put(event)
