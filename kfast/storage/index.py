@@ -84,6 +84,8 @@ class AbstractIndex:
     ENTRY_SIZE: int
     KEY_POS: int
     KEY_WIDTH: int
+    # Byte of the int32 relative offset in an entry (truncation searches by it).
+    OFFSET_POS: int
     # Whether the key must strictly increase (used by the sanity check).
     STRICT: bool = True
 
@@ -252,6 +254,23 @@ class AbstractIndex:
         return 0 <= offset - self.base_offset <= 0x7FFFFFFF
 
     # -- truncation ----------------------------------------------------------
+    def truncate_to(self, offset: int) -> None:
+        """Remove entries whose offset is >= ``offset`` (replica truncation).
+        Both entry formats hold a relative offset that never decreases, at
+        byte OFFSET_POS: the search is by it, whatever the index's key."""
+        relative = offset - self.base_offset
+        if relative < 0:
+            self._truncate_to_entries(0)
+            return
+        slot = self._largest_lower_bound_slot(min(relative, 0x7FFFFFFF), self.OFFSET_POS, 4)
+        if slot < 0:
+            new_entries = 0
+        elif self.entry(slot).offset == offset:
+            new_entries = slot
+        else:
+            new_entries = slot + 1
+        self._truncate_to_entries(new_entries)
+
     def truncate(self) -> None:
         """Remove every entry (the file keeps its size, zero-filled)."""
         self._truncate_to_entries(0)
@@ -361,6 +380,7 @@ class OffsetIndex(AbstractIndex):
     ENTRY_SIZE = 8
     KEY_POS = 0
     KEY_WIDTH = 4
+    OFFSET_POS = 0
     _ENTRY = struct.Struct(">ii")
 
     __slots__ = ()
@@ -406,21 +426,6 @@ class OffsetIndex(AbstractIndex):
         self._entries += 1
         self._last = OffsetPosition(offset, position)
 
-    def truncate_to(self, offset: int) -> None:
-        """Remove entries with offset >= ``offset``."""
-        relative = offset - self.base_offset
-        if relative < 0:
-            self._truncate_to_entries(0)
-            return
-        slot = self._largest_lower_bound_slot(min(relative, 0x7FFFFFFF))
-        if slot < 0:
-            new_entries = 0
-        elif self.entry(slot).offset == offset:
-            new_entries = slot
-        else:
-            new_entries = slot + 1
-        self._truncate_to_entries(new_entries)
-
     def sanity_check(self, log_size: int | None = None) -> None:
         super().sanity_check(log_size)
         if self._entries:
@@ -448,6 +453,7 @@ class TimeIndex(AbstractIndex):
     ENTRY_SIZE = 12
     KEY_POS = 0
     KEY_WIDTH = 8
+    OFFSET_POS = 8
     _ENTRY = struct.Struct(">qi")
 
     __slots__ = ()
@@ -501,22 +507,6 @@ class TimeIndex(AbstractIndex):
                                   self._relative_offset(offset))
             self._entries += 1
             self._last = TimestampOffset(timestamp, offset)
-
-    def truncate_to(self, offset: int) -> None:
-        """Remove entries whose offset is >= ``offset``."""
-        relative = offset - self.base_offset
-        if relative < 0:
-            self._truncate_to_entries(0)
-            return
-        # Search by the offset (the value at byte 8), which is non-decreasing.
-        slot = self._largest_lower_bound_slot(min(relative, 0x7FFFFFFF), 8, 4)
-        if slot < 0:
-            new_entries = 0
-        elif self.entry(slot).offset == offset:
-            new_entries = slot
-        else:
-            new_entries = slot + 1
-        self._truncate_to_entries(new_entries)
 
     def sanity_check(self, log_size: int | None = None) -> None:
         super().sanity_check(log_size)
