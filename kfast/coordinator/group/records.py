@@ -86,7 +86,7 @@ __all__ = [
     "ConsumerGroupMetadataValue", "ConsumerGroupPartitionMetadataValue",
     "ConsumerGroupMemberMetadataValue", "ConsumerGroupTargetAssignmentMetadataValue",
     "ConsumerGroupTargetAssignmentMemberValue", "ConsumerGroupCurrentMemberAssignmentValue",
-    "MEMBER_STATE_CODES", "consumer_group_value_fields",
+    "MEMBER_STATE_CODES", "consumer_group_value_fields", "UnknownRecordTypeError",
     "encode_key", "encode_value", "decode_key", "decode_value",
 ]
 
@@ -278,6 +278,11 @@ ConsumerGroupCurrentMemberAssignmentValue = _VALUE_SCHEMAS[8].cls
 ZERO_UUID = uuid.UUID(int=0)
 
 
+class UnknownRecordTypeError(ValueError):
+    """A key type kfast does not know (share or streams groups, a newer
+    Kafka's records): loaders skip the record, as Kafka's loader does."""
+
+
 # -- placement -----------------------------------------------------------------------
 def java_string_hash_code(text: str) -> int:
     """java.lang.String.hashCode: 31*h + c over UTF-16 code units, int32."""
@@ -399,7 +404,7 @@ def decode_key(data):
         return OffsetCommitKey(reader.string(), reader.string(), reader.int32())
     if key_type == GROUP_METADATA_KEY_TYPE:
         return GroupMetadataKey(reader.string())
-    raise ValueError(f"unknown __consumer_offsets key type {key_type}")
+    raise UnknownRecordTypeError(f"unknown __consumer_offsets key type {key_type}")
 
 
 def decode_value(key: OffsetCommitKey | GroupMetadataKey, data):

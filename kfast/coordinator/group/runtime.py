@@ -31,7 +31,7 @@ import time
 
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.coordinator.group.coordinator import GroupCoordinator
-from kfast.coordinator.group.records import partition_for
+from kfast.coordinator.group.records import UnknownRecordTypeError, partition_for
 from kfast.protocol import errors as E
 from kfast.records import RecordBatchBuilder, iter_batches
 from kfast.storage.producer_state import ORIGIN_COORDINATOR
@@ -199,9 +199,14 @@ class GroupCoordinatorRuntime:
                     for record in batch:
                         if record.key is None:
                             continue
-                        self.coordinator.replay(
-                            bytes(record.key),
-                            None if record.value is None else bytes(record.value))
+                        try:
+                            self.coordinator.replay(
+                                bytes(record.key),
+                                None if record.value is None else bytes(record.value))
+                        except UnknownRecordTypeError as exc:
+                            logger.debug("skipping offset %d of %s-%d: %s", record.offset,
+                                         GROUP_METADATA_TOPIC_NAME, load.index, exc)
+                            continue
                         load.records += 1
                 load.offset = batch.last_offset + 1
                 if time.perf_counter() >= deadline and load.offset < load.high_watermark:

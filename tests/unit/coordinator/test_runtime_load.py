@@ -132,3 +132,18 @@ def test_losing_leadership_while_loading_drops_the_partial_state(tmp_path, monke
     runtime = asyncio.run(main())
     assert runtime.coordinator.groups == {} and runtime.coordinator.consumer_groups == {}
     assert runtime.coordinator.offsets == {}
+
+
+def test_records_of_unknown_types_are_skipped(tmp_path):
+    h = history()
+    # a Kafka 4.x ConsumerGroupRegularExpression record (type 16) kfast does not model
+    foreign = [(b"\x00\x10\x00\x02cg\x00\x02t.", b"\x00\x00\x00")]
+    broker = FakeBroker(written_log(tmp_path, foreign + h.log))
+
+    async def main():
+        runtime = GroupCoordinatorRuntime(broker)
+        assert runtime.check_coordinator("cg") == 0
+        return runtime
+
+    runtime = asyncio.run(main())
+    assert runtime.coordinator.snapshot() == h.replayed().snapshot()
