@@ -1,6 +1,7 @@
-"""GroupCoordinator: classic consumer groups and committed offsets of the
-__consumer_offsets partitions this broker leads (Kafka's GroupCoordinator
-with its GroupMetadataManager / OffsetMetadataManager state).
+"""GroupCoordinator: classic and KIP-848 consumer groups and committed
+offsets of the __consumer_offsets partitions this broker leads (Kafka's
+GroupCoordinator with its GroupMetadataManager / OffsetMetadataManager
+state; KIP-848 groups in the ConsumerGroupManager mixin).
 
 A deterministic state machine: no sockets, no clock of its own (``time_ms``
 is injected), timeouts through purgatories on the timer it is given.

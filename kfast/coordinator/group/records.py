@@ -80,7 +80,8 @@ __all__ = [
     "OFFSET_COMMIT_KEY_TYPES", "GROUP_METADATA_KEY_TYPE",
     "OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
     "MemberMetadata", "java_string_hash_code", "partition_for",
-    "CONSUMER_GROUP_KEY_TYPES", "CONSUMER_GROUP_KEY_CLASSES", "ConsumerGroupMetadataKey", "ConsumerGroupPartitionMetadataKey",
+    "CONSUMER_GROUP_KEY_TYPES", "CONSUMER_GROUP_KEY_CLASSES", "ConsumerGroupMetadataKey",
+    "ConsumerGroupPartitionMetadataKey",
     "ConsumerGroupMemberMetadataKey", "ConsumerGroupTargetAssignmentMetadataKey",
     "ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupCurrentMemberAssignmentKey",
     "ConsumerGroupMetadataValue", "ConsumerGroupPartitionMetadataValue",
@@ -226,7 +227,7 @@ _VALUE_GRAMMARS = {
     subscribed_topic_regex             string                         0+     nullable=0+
     rebalance_timeout_ms               int32                          0+     default=-1
     server_assignor                    string                         0+     nullable=0+
-    classic_member_metadata            ClassicMemberMetadata          0+     nullable=0+ default=null tag=0 tagged=0+
+    classic_member_metadata  ClassicMemberMetadata  0+  nullable=0+ default=null tag=0 tagged=0+
       session_timeout_ms               int32                          0+
       supported_protocols              []ClassicProtocol              0+
         name                           string                         0+
@@ -241,7 +242,9 @@ _VALUE_GRAMMARS = {
     member_epoch                       int32                          0+
     previous_member_epoch              int32                          0+
     state                              int8                           0+
-    assigned_partitions                []TopicPartitions              0+""" + _TOPIC_PARTITIONS + """    partitions_pending_revocation      []TopicPartitions              0+
+    assigned_partitions                []TopicPartitions              0+""" + _TOPIC_PARTITIONS
+        + """
+    partitions_pending_revocation      []TopicPartitions              0+
 """),
 }
 CONSUMER_GROUP_VALUE_VERSION = 0

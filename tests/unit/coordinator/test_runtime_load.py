@@ -4,8 +4,6 @@ iterations while its groups are answered COORDINATOR_LOAD_IN_PROGRESS."""
 import asyncio
 import uuid
 
-import pytest
-
 from kfast.config import KafkaConfig, LogConfig
 from kfast.coordinator.group import runtime as runtime_module
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
