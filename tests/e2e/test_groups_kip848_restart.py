@@ -88,7 +88,18 @@ def poll_until(members, condition, timeout=40.0, message="condition"):
     raise AssertionError(f"timed out waiting for {message}")
 
 
-def test_a_kip848_group_survives_a_broker_restart(tmp_path):
+def kfast_groups_describe(capsys, bootstrap: str) -> list[list[str]]:
+    """The rows of ``kfast groups describe`` (kafka-consumer-groups.sh's table)."""
+    from kfast.cli import main
+
+    capsys.readouterr()
+    assert main(["groups", "describe", "--group", GROUP, "--bootstrap-server", bootstrap]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("GROUP"))
+    return [line.split() for line in lines[start + 1:] if line.strip()]
+
+
+def test_a_kip848_group_survives_a_broker_restart(tmp_path, capsys):
     from confluent_kafka import TopicPartition
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -127,6 +138,11 @@ def test_a_kip848_group_survives_a_broker_restart(tmp_path):
             (before.group_epoch, before.assignment_epoch)
         assert members_of(after) == members_of(before)
         assert {m.client_id for m in after.members} == {"kip848-restart"}
+        # kfast groups describe: the same owners, the committed offsets, no lag
+        table = kfast_groups_describe(capsys, bootstrap)
+        owners = {p: m for m, (_, ps) in members_of(before).items() for p in ps}
+        assert sorted((int(r[2]), r[3], r[5], r[6]) for r in table) == \
+            [(p, "25", "0", owners[p]) for p in range(PARTITIONS)]
 
         # Consumption carries on: every record once, no record lost.
         second = [f"b{i}" for i in range(100)]
