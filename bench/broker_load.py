@@ -23,7 +23,8 @@ per partition; the offsets topic is created before the phases; the latency
 reader polls record by record. On a two-core machine brokers and clients
 share the CPU, so throughput also reflects how much CPU a broker leaves to
 the clients: compare CPU-seconds per GB alongside it, and use --repeat
-(the order of the brokers alternates; medians and kfast/Tansu ratios against
+(both brokers run side by side and take turns phase by phase, the order
+flipping each phase and round; medians and kfast/Tansu ratios against
 issue 5's targets are printed).
 
 Everything is bounded: a record count per phase and a wall-clock limit per
@@ -139,8 +140,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int, attempts: int = 3)
 
 
 def _produce_worker(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
-                     start_at: float, conn) -> None:
-    """One producer process: ``records`` records from time ``start_at`` on."""
+                     conn) -> None:
+    """One producer process: connect, say ready, then produce ``records``
+    records from the start time the parent sends."""
     from confluent_kafka import Producer
 
     payload = b"x" * RECORD_SIZE
@@ -159,6 +161,11 @@ def _produce_worker(bootstrap: str, topic: str, records: int, acks: str, limit_s
         "enable.idempotence": False, "delivery.report.only.error": True,
         "on_delivery": on_error,
     })
+    # Connected, with the topic's metadata, before the clock starts: process
+    # start-up and imports (seconds on a loaded machine) are not the broker's.
+    producer.list_topics(topic, timeout=30)
+    conn.send("ready")
+    start_at = conn.recv()
     produce_one = producer.produce
     delay = start_at - time.time()
     if delay > 0:
@@ -182,24 +189,27 @@ def produce(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
             clients: int = 2) -> dict:
     """``clients`` producer processes (librdkafka's produce() plus the Python
     loop around it cost ~1-2 us per record, so one process would limit both
-    brokers), started together; records/s = all delivered records over the
-    time from the common start to the last flush."""
+    brokers), started together once all are connected; records/s = all
+    delivered records over the time from the common start to the last flush."""
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
-    start_at = time.time() + 2.0  # time for the workers to import and connect
     pipes, workers = [], []
     share, extra = divmod(records, clients)
     for i in range(clients):
-        parent, child = ctx.Pipe(duplex=False)
+        parent, child = ctx.Pipe()
         worker = ctx.Process(target=_produce_worker, args=(
-            bootstrap, topic, share + (1 if i < extra else 0), acks, limit_s, start_at, child))
+            bootstrap, topic, share + (1 if i < extra else 0), acks, limit_s, child))
         worker.start()
         pipes.append(parent)
         workers.append(worker)
+    ready = [parent for parent in pipes if parent.poll(60) and parent.recv() == "ready"]
+    start_at = time.time() + 0.1  # every worker is waiting on recv()
+    for parent in ready:
+        parent.send(start_at)
     reports = []
     for parent, worker in zip(pipes, workers):
-        if parent.poll(limit_s + 60):
+        if parent in ready and parent.poll(limit_s + 60):
             reports.append(parent.recv())
         worker.join(10)
         if worker.is_alive():
@@ -325,33 +335,84 @@ def warm_up(bootstrap: str) -> None:
         consumer.close()
 
 
-def run(kind: str, records: int, limit_s: float, latency_s: float, clients: int,
-        kfast_overrides: tuple = ()) -> dict:
-    out: dict = {"broker": kind}
-    with run_broker(kind, kfast_overrides) as (proc, bootstrap, ready):
-        out["ready_s"] = ready
-        warm_up(bootstrap)
-        for partitions in (1, 8):
-            key = f"p{partitions}"
-            for acks in ("1", "all"):
-                topic = f"load-{partitions}-{acks}"
-                create_topic(bootstrap, topic, partitions)
-                cpu0 = cpu_seconds(proc.pid)
-                result = produce(bootstrap, topic, records, acks, limit_s, clients)
-                cpu1 = cpu_seconds(proc.pid)
-                gb = result["records"] * RECORD_SIZE / 1e9
-                result["cpu_s_per_gb"] = (cpu1 - cpu0) / gb if gb else None
-                out[f"{key}_produce_acks_{acks}"] = result
+def _phases(records: int, limit_s: float, latency_s: float, clients: int):
+    """The phases of one broker's run, in order, as (name, action) with
+    action(proc, bootstrap, out) -> result dict. Throughput phases record the
+    broker's CPU-seconds per GB moved."""
+    phases = []
+
+    def measured(call):
+        def action(proc, bootstrap, out):
             cpu0 = cpu_seconds(proc.pid)
-            result = consume(bootstrap, f"load-{partitions}-1", partitions,
-                             out[f"{key}_produce_acks_1"]["records"], limit_s)
+            result = call(bootstrap, out)
             cpu1 = cpu_seconds(proc.pid)
             gb = result["records"] * RECORD_SIZE / 1e9
             result["cpu_s_per_gb"] = (cpu1 - cpu0) / gb if gb else None
-            out[f"{key}_consume"] = result
-        create_topic(bootstrap, "latency", 1)
-        out["latency_10k"] = latency(bootstrap, "latency", 10_000, latency_s)
-    return out
+            return result
+        return action
+
+    for partitions in (1, 8):
+        key = f"p{partitions}"
+        for acks in ("1", "all"):
+            topic = f"load-{partitions}-{acks}"
+            phases.append((f"{key}_produce_acks_{acks}", _with_topic(
+                topic, partitions, measured(
+                    lambda bootstrap, out, topic=topic, acks=acks:
+                        produce(bootstrap, topic, records, acks, limit_s, clients)))))
+        phases.append((f"{key}_consume", measured(
+            lambda bootstrap, out, key=key, partitions=partitions:
+                consume(bootstrap, f"load-{partitions}-1", partitions,
+                        out[f"{key}_produce_acks_1"]["records"], limit_s))))
+    phases.append(("latency_10k", _with_topic("latency", 1, lambda proc, bootstrap, out:
+                                              latency(bootstrap, "latency", 10_000, latency_s))))
+    return phases
+
+
+def _with_topic(topic: str, partitions: int, action):
+    """Create ``topic`` before the phase's measurement starts."""
+    def wrapped(proc, bootstrap, out):
+        create_topic(bootstrap, topic, partitions)
+        return action(proc, bootstrap, out)
+    return wrapped
+
+
+def run_round(kinds: list[str], round_index: int, records: int, limit_s: float,
+              latency_s: float, clients: int, kfast_overrides: tuple = ()) -> list[dict]:
+    """One round: every broker in ``kinds`` starts (each idles at 0 CPU while
+    the other is measured), then each phase runs on one broker after the
+    other, the order flipping from phase to phase and round to round. The
+    machine's load changes by the second when other work shares it; phase by
+    phase interleaving lets both brokers see the same background, where a
+    whole run of one broker and then of the other did not."""
+    from contextlib import ExitStack
+
+    outs = {kind: {"broker": kind} for kind in kinds}
+    failed: set = set()
+    with ExitStack() as stack:
+        running = {}
+        for kind in kinds:
+            try:
+                proc, bootstrap, ready = stack.enter_context(run_broker(kind, kfast_overrides))
+                outs[kind]["ready_s"] = ready
+                warm_up(bootstrap)
+                running[kind] = (proc, bootstrap)
+            except Exception as exc:  # one failed broker must not lose the other
+                print(f"{kind} round {round_index + 1} failed to start: {exc!r}",
+                      file=sys.stderr)
+                failed.add(kind)
+        for i, (name, action) in enumerate(_phases(records, limit_s, latency_s, clients)):
+            order = kinds if (i + round_index) % 2 == 0 else kinds[::-1]
+            for kind in order:
+                if kind in failed:
+                    continue
+                proc, bootstrap = running[kind]
+                try:
+                    outs[kind][name] = action(proc, bootstrap, outs[kind])
+                except Exception as exc:
+                    print(f"{kind} round {round_index + 1} {name} failed: {exc!r}",
+                          file=sys.stderr)
+                    failed.add(kind)
+    return [outs[kind] for kind in kinds if kind not in failed]
 
 
 def target_ratio(metric: str) -> tuple[str, float] | None:
@@ -380,32 +441,108 @@ def _metrics(result: dict) -> dict:
 
 
 def summary(rounds: list[list[dict]]) -> dict:
-    """Median of each metric over the rounds, per broker, and kfast/peer."""
+    """Median and range of each metric over the rounds, per broker; the
+    kfast/peer ratio of the medians and the range of the per-round ratios
+    (each round measures both brokers side by side, so its ratio is a
+    paired comparison)."""
     medians: dict = {}
-    for kind in {r["broker"] for runs in rounds for r in runs}:
+    ranges: dict = {}
+    per_round: list[dict] = []
+    for runs in rounds:
+        per_round.append({r["broker"]: _metrics(r) for r in runs})
+    for kind in sorted({r["broker"] for runs in rounds for r in runs}):
         values: dict = {}
-        for runs in rounds:
-            for r in runs:
-                if r["broker"] == kind:
-                    for name, value in _metrics(r).items():
-                        values.setdefault(name, []).append(value)
+        for metrics in per_round:
+            for name, value in metrics.get(kind, {}).items():
+                values.setdefault(name, []).append(value)
         medians[kind] = {name: statistics.median(v) for name, v in sorted(values.items())}
-    out = {"rounds": len(rounds), "median": medians}
+        ranges[kind] = {name: [min(v), max(v)] for name, v in sorted(values.items())}
+    out = {"rounds": len(rounds), "median": medians, "range": ranges}
     if "kfast" in medians and "tansu" in medians:
-        ratios, missed = {}, []
+        ratios, ratio_ranges, missed = {}, {}, []
         for name, value in medians["kfast"].items():
             peer = medians["tansu"].get(name)
             if not peer:
                 continue
             ratios[name] = value / peer
+            paired = [m["kfast"][name] / m["tansu"][name] for m in per_round
+                      if m.get("kfast", {}).get(name) is not None
+                      and m.get("tansu", {}).get(name)]
+            if paired:
+                ratio_ranges[name] = [min(paired), max(paired)]
             target = target_ratio(name)
             if target is not None:
                 direction, bound = target
                 if (ratios[name] < bound) if direction == ">=" else (ratios[name] > bound):
                     missed.append(f"{name}: {ratios[name]:.2f} (target {direction} {bound})")
         out["kfast_over_tansu"] = ratios
+        out["kfast_over_tansu_per_round_range"] = ratio_ranges
         out["targets_missed"] = missed
     return out
+
+
+_LABELS = {
+    "p1_produce_acks_1.records_per_s": "produce acks=1, 1 partition (records/s)",
+    "p1_produce_acks_all.records_per_s": "produce acks=all, 1 partition (records/s)",
+    "p8_produce_acks_1.records_per_s": "produce acks=1, 8 partitions (records/s)",
+    "p8_produce_acks_all.records_per_s": "produce acks=all, 8 partitions (records/s)",
+    "p1_consume.records_per_s": "consume, 1 partition (records/s)",
+    "p8_consume.records_per_s": "consume, 8 partitions (records/s)",
+    "p1_produce_acks_1.cpu_s_per_gb": "CPU-s/GB produced, acks=1, 1 partition",
+    "p1_produce_acks_all.cpu_s_per_gb": "CPU-s/GB produced, acks=all, 1 partition",
+    "p8_produce_acks_1.cpu_s_per_gb": "CPU-s/GB produced, acks=1, 8 partitions",
+    "p8_produce_acks_all.cpu_s_per_gb": "CPU-s/GB produced, acks=all, 8 partitions",
+    "p1_consume.cpu_s_per_gb": "CPU-s/GB fetched, 1 partition",
+    "p8_consume.cpu_s_per_gb": "CPU-s/GB fetched, 8 partitions",
+    "latency_10k.p50_ms": "latency p50 at 10k records/s (ms)",
+    "latency_10k.p99_ms": "latency p99 at 10k records/s (ms)",
+    "ready_s": "start to listening (s)",
+}
+
+
+def _fmt(value: float) -> str:
+    if value >= 10_000:
+        return f"{value / 1000:,.0f} k"
+    if value >= 100:
+        return f"{value:,.0f}"
+    if value >= 1:
+        return f"{value:.2f}"
+    return f"{value:.3f}"
+
+
+def markdown_table(result: dict) -> str:
+    """The summary as a Markdown table: medians [min-max over rounds] for
+    both brokers, the ratio of the medians [range of per-round ratios], the
+    issue's target and whether the median meets it."""
+    med, rng = result["median"], result["range"]
+    ratios = result.get("kfast_over_tansu", {})
+    ratio_ranges = result.get("kfast_over_tansu_per_round_range", {})
+    lines = ["| metric | kfast median [range] | Tansu median [range] | kfast/Tansu [per-round] "
+             "| target | met |", "|---|---|---|---|---|---|"]
+    for name, label in _LABELS.items():
+        if name not in med.get("kfast", {}) or name not in med.get("tansu", {}):
+            continue
+        cells = []
+        for kind in ("kfast", "tansu"):
+            lo, hi = rng[kind][name]
+            cells.append(f"{_fmt(med[kind][name])} [{_fmt(lo)}-{_fmt(hi)}]")
+        ratio = ratios.get(name)
+        if ratio is None:
+            ratio_cell = "-"
+        else:
+            lo, hi = ratio_ranges.get(name, [ratio, ratio])
+            ratio_cell = f"{ratio:.2f}x [{lo:.2f}-{hi:.2f}]"
+        target = target_ratio(name)
+        if target is None or ratio is None:
+            target_cell, met = "-", "-"
+        else:
+            direction, bound = target
+            target_cell = f"{direction} {bound:.1f}x"
+            ok = ratio >= bound if direction == ">=" else ratio <= bound
+            met = "met" if ok else "**missed**"
+        lines.append(f"| {label} | {cells[0]} | {cells[1]} | {ratio_cell} | {target_cell} "
+                     f"| {met} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -416,7 +553,7 @@ def main() -> None:
     parser.add_argument("--latency-seconds", type=float, default=5.0)
     parser.add_argument("--clients", type=int, default=2, help="producer processes per phase")
     parser.add_argument("--repeat", type=int, default=1,
-                        help="rounds; the broker order alternates and medians are reported")
+                        help="rounds (fresh brokers each); medians and ranges are reported")
     parser.add_argument("--kfast-override", action="append", default=[], metavar="NAME=VALUE",
                         help="a broker property for kfast (repeatable)")
     parser.add_argument("--json", help="write the raw results here")
@@ -424,17 +561,8 @@ def main() -> None:
     kinds = args.brokers.split(",")
     rounds = []
     for i in range(args.repeat):
-        # Alternate the order so neither broker always runs on a machine
-        # the other has just warmed (page cache, CPU frequency).
-        order = kinds if i % 2 == 0 else kinds[::-1]
-        runs = []
-        for kind in order:
-            try:
-                runs.append(run(kind, args.records, args.phase_limit, args.latency_seconds,
-                                args.clients, tuple(args.kfast_override)))
-            except Exception as exc:  # one failed run must not lose the others
-                print(f"{kind} round {i + 1} failed: {exc!r}", file=sys.stderr)
-        rounds.append(runs)
+        rounds.append(run_round(kinds, i, args.records, args.phase_limit,
+                                args.latency_seconds, args.clients, tuple(args.kfast_override)))
         results = {"rounds": rounds, "summary": summary(rounds),
                    "settings": {"records": args.records, "clients": args.clients,
                                 "kfast_overrides": args.kfast_override}}
@@ -442,6 +570,8 @@ def main() -> None:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)
     print(json.dumps(results["summary"], indent=2))
+    if len(kinds) > 1:
+        print(markdown_table(results["summary"]))
 
 
 if __name__ == "__main__":
