@@ -18,34 +18,42 @@ Data loss, as Spark's consumer sees it:
 """
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 import pyarrow as pa
 
 from kfast.client import EARLIEST, BlockingFetcher
 from kfast.protocol import errors
 from kfast_spark.decoding import records_to_arrow
-from kfast_spark.options import TopicPartition
+from kfast_spark.options import KafkaConsumerSettings, TopicPartition
 from kfast_spark.planning import report_data_loss
 
-#: Bytes asked of the broker per fetch: large enough that per-request costs
-#: vanish next to decoding, small enough to bound a task's memory.
+#: Bytes asked of the broker per partition and fetch, unless
+#: ``kafka.max.partition.fetch.bytes`` says otherwise: large enough that
+#: per-request costs vanish next to decoding, small enough to bound a task's
+#: memory.
 FETCH_MAX_BYTES = 8 * 1024 * 1024
 
 
 def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, start: int,
                       end: int, include_headers: bool, *, fail_on_data_loss: bool = True,
-                      fetch_max_bytes: int = FETCH_MAX_BYTES) -> Iterator[pa.RecordBatch]:
-    """Rows of the records with offsets in ``[start, end)``."""
+                      consumer: Optional[KafkaConsumerSettings] = None
+                      ) -> Iterator[pa.RecordBatch]:
+    """Rows of the records with offsets in ``[start, end)``, fetched with the
+    client settings of ``consumer`` (the read's ``kafka.*`` options)."""
     if start >= end:
         return
+    consumer = consumer or KafkaConsumerSettings()
+    partition_bytes = (FETCH_MAX_BYTES if consumer.max_partition_fetch_bytes is None
+                       else consumer.max_partition_fetch_bytes)
+    max_wait_ms = 0 if consumer.fetch_max_wait_ms is None else consumer.fetch_max_wait_ms
     topic, partition = topic_partition
-    with BlockingFetcher(bootstrap_servers) as fetcher:
+    with BlockingFetcher(bootstrap_servers, **consumer.client_arguments()) as fetcher:
         offset = start
         while offset < end:
             try:
-                fetched = fetcher.fetch_raw(topic, partition, offset, fetch_max_bytes,
-                                            max_wait_ms=0)
+                fetched = fetcher.fetch_raw(topic, partition, offset, partition_bytes,
+                                            max_wait_ms=max_wait_ms)
             except errors.OffsetOutOfRangeException:
                 log_start = fetcher.list_offsets({(topic, partition): EARLIEST})[topic, partition]
                 if offset >= log_start:
@@ -63,7 +71,7 @@ def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, s
                       f"the high watermark is {fetched.high_watermark}")
                 return
             batch = records_to_arrow(fetched.records, topic, partition, offset, end,
-                                     include_headers)
+                                     include_headers, check_crc=consumer.check_crcs)
             if batch is not None:
                 yield batch
             offset = fetched.next_offset

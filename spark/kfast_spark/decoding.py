@@ -25,12 +25,16 @@ from kfast_spark.schema import HEADERS_ARROW_TYPE, arrow_schema
 
 
 def records_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
-                     include_headers: bool) -> Optional[pa.RecordBatch]:
+                     include_headers: bool, *, check_crc: bool = True
+                     ) -> Optional[pa.RecordBatch]:
     """Rows of the records in ``buffer`` (concatenated v2 batches of one
     partition) whose offsets are in ``[start, end)``, or None if there are
     none. A trailing partial batch is ignored, as a consumer ignores one at the
-    end of a fetch; corrupt batches raise CorruptRecordException."""
-    decoded = decode_columnar(buffer, arrow=True, include_headers=include_headers)
+    end of a fetch; corrupt batches raise CorruptRecordException (with
+    ``check_crc=False``, the consumer's ``check.crcs=false``, a wrong CRC-32C
+    alone is not looked for)."""
+    decoded = decode_columnar(buffer, arrow=True, include_headers=include_headers,
+                              check_crc=check_crc)
     offsets = decoded.column("offset")
     first = pc.sum(pc.less(offsets, start)).as_py() or 0
     last = pc.sum(pc.less(offsets, end)).as_py() or 0

@@ -20,23 +20,26 @@ import asyncio
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from kfast.client import EARLIEST, LATEST, Fetcher
-from kfast_spark.options import KafkaSourceOptions, TopicPartition
+from kfast_spark.options import KafkaConsumerSettings, KafkaSourceOptions, TopicPartition
 from kfast_spark.planning import KafkaOffsetRange, OffsetRangeCalculator, resolve_offset_ranges
 
 
 class KafkaOffsetReader:
-    def __init__(self, bootstrap_servers: str):
+    def __init__(self, bootstrap_servers: str, consumer: Optional[KafkaConsumerSettings] = None):
+        """``consumer``: the read's ``kafka.*`` client settings (client id,
+        timeouts, backoff)."""
         self._loop = asyncio.new_event_loop()
         try:
-            self._fetcher = self._loop.run_until_complete(self._open(bootstrap_servers))
+            self._fetcher = self._loop.run_until_complete(
+                self._open(bootstrap_servers, consumer or KafkaConsumerSettings()))
         except BaseException:
             self._loop.close()
             raise
 
     @staticmethod
-    async def _open(bootstrap_servers) -> Fetcher:
+    async def _open(bootstrap_servers, consumer: KafkaConsumerSettings) -> Fetcher:
         # The client must be built on the loop it runs on.
-        return await Fetcher(bootstrap_servers).start()
+        return await Fetcher(bootstrap_servers, **consumer.client_arguments()).start()
 
     def _run(self, coroutine):
         return self._loop.run_until_complete(coroutine)

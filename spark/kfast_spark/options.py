@@ -18,7 +18,10 @@ the same meaning, and the checks Spark makes fail here with Spark's messages:
 Where Spark silently ignores an option name it does not know, kfast refuses
 it: a misspelt ``startingOffset`` would otherwise read from the default
 position without a word. Options starting with ``kafka.`` are Kafka client
-properties and are passed to kfast's client with the prefix removed.
+properties: a read's are mapped onto kfast's client
+(:func:`parse_consumer_properties`), a write's onto its producer
+(``sink.producer_arguments``); those kfast cannot honour (TLS, SASL,
+read_committed, unknown names) are refused with their names.
 
 Option names are case-insensitive, as in Spark (PySpark hands a data source a
 map with lower-cased keys); messages use Spark's spelling.
@@ -34,6 +37,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+from kfast.client.connection import DEFAULT_CLIENT_ID
 from kfast.controller.topics import INTERNAL_TOPICS
 
 logger = logging.getLogger(__name__)
@@ -123,6 +127,147 @@ _REFUSED_KAFKA_PROPERTIES = {
     "enable.auto.commit": "Kafka option 'enable.auto.commit' is not supported",
     "interceptor.classes": "Kafka option 'interceptor.classes' is not supported",
 }
+
+
+# ---------------------------------------------------------------------------
+# Kafka consumer properties of a read (``kafka.*`` minus the prefix).
+
+@dataclass(frozen=True)
+class KafkaConsumerSettings:
+    """The ``kafka.*`` properties of a read that kfast's client honours, with
+    the consumer's names and units; ``None`` leaves kfast's default. Used by
+    the driver (metadata, ListOffsets) and by every task (Fetch)."""
+
+    client_id: str = DEFAULT_CLIENT_ID
+    request_timeout_ms: Optional[int] = None       # each request's answer
+    default_api_timeout_ms: Optional[int] = None   # waiting for metadata (leaders)
+    retry_backoff_ms: Optional[int] = None
+    retry_backoff_max_ms: Optional[int] = None
+    fetch_max_bytes: Optional[int] = None          # per Fetch response
+    #: Per partition and Fetch. kfast's default (``data_consumer``) is 8 MiB,
+    #: not the consumer's 1 MiB: a task reads a known range, not a live tail.
+    max_partition_fetch_bytes: Optional[int] = None
+    fetch_min_bytes: Optional[int] = None
+    #: kfast's default is 0: a task's range lies below the high watermark,
+    #: so there is nothing worth waiting for.
+    fetch_max_wait_ms: Optional[int] = None
+    check_crcs: bool = True
+
+    def client_arguments(self) -> dict:
+        """Keyword arguments of kfast's ``Fetcher`` (and its ``Cluster``)."""
+        arguments: dict = {"client_id": self.client_id}
+        seconds = {"request_timeout": self.request_timeout_ms,
+                   "metadata_timeout": self.default_api_timeout_ms,
+                   "retry_backoff": self.retry_backoff_ms,
+                   "retry_backoff_max": self.retry_backoff_max_ms}
+        arguments.update({name: ms / 1000.0 for name, ms in seconds.items() if ms is not None})
+        if self.fetch_max_bytes is not None:
+            arguments["max_bytes"] = self.fetch_max_bytes
+        if self.fetch_min_bytes is not None:
+            arguments["min_bytes"] = self.fetch_min_bytes
+        return arguments
+
+
+def _non_negative_int(prop: str, value: str) -> int:
+    # Kafka's ConfigDef: these are ints/longs "at least 0".
+    try:
+        number = int(value.strip())
+    except ValueError:
+        number = -1
+    if number < 0:
+        raise ValueError(f"Invalid value '{value}' for option 'kafka.{prop}': expected an "
+                         "integer >= 0")
+    return number
+
+
+def _true_or_false(prop: str, value: str) -> bool:
+    lowered = value.strip().lower()
+    if lowered not in ("true", "false"):
+        raise ValueError(f"Invalid value '{value}' for option 'kafka.{prop}': expected true "
+                         "or false")
+    return lowered == "true"
+
+
+#: Consumer property -> (KafkaConsumerSettings field, parser).
+_CONSUMER_PROPERTIES = {
+    "client.id": ("client_id", lambda prop, value: value),
+    "request.timeout.ms": ("request_timeout_ms", _non_negative_int),
+    "default.api.timeout.ms": ("default_api_timeout_ms", _non_negative_int),
+    "retry.backoff.ms": ("retry_backoff_ms", _non_negative_int),
+    "retry.backoff.max.ms": ("retry_backoff_max_ms", _non_negative_int),
+    "fetch.max.bytes": ("fetch_max_bytes", _non_negative_int),
+    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _non_negative_int),
+    "fetch.min.bytes": ("fetch_min_bytes", _non_negative_int),
+    "fetch.max.wait.ms": ("fetch_max_wait_ms", _non_negative_int),
+    "check.crcs": ("check_crcs", _true_or_false),
+}
+
+#: Consumer properties that have nothing to act on in kfast's reader, which
+#: (like Spark's) assigns partitions itself and fetches by offset: no group,
+#: no poll loop, no commits; socket and metrics tuning of the Java client.
+#: Accepted, as Spark's Kafka source accepts them, and logged as unused.
+_CONSUMER_PROPERTIES_WITHOUT_EFFECT = frozenset({
+    "group.id", "group.instance.id", "group.protocol", "group.remote.assignor",
+    "session.timeout.ms", "heartbeat.interval.ms", "max.poll.records", "max.poll.interval.ms",
+    "auto.commit.interval.ms", "partition.assignment.strategy", "client.rack",
+    "allow.auto.create.topics", "exclude.internal.topics", "metadata.max.age.ms",
+    "receive.buffer.bytes", "send.buffer.bytes", "connections.max.idle.ms",
+    "reconnect.backoff.ms", "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms",
+    "socket.connection.setup.timeout.max.ms", "client.dns.lookup", "metric.reporters",
+    "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms",
+    "auto.include.jmx.reporter", "enable.metrics.push",
+})
+
+_SECURITY_PREFIXES = ("ssl.", "sasl.")
+
+
+def parse_consumer_properties(kafka_params: Mapping[str, str]) -> KafkaConsumerSettings:
+    """Map a read's ``kafka.*`` properties (prefix removed) onto kfast's
+    client; refuse, naming them, the ones it cannot honour. Spark's refused
+    properties (``auto.offset.reset`` ...) are checked before this."""
+    settings = {}
+    unused = []
+    for prop, value in sorted(kafka_params.items()):
+        if prop == "bootstrap.servers":
+            continue
+        if prop == "security.protocol":
+            if value.strip().upper() != "PLAINTEXT":
+                raise ValueError(
+                    f"Kafka option 'kafka.security.protocol' = '{value}' is not supported by "
+                    "the kfast source: kfast's client connects with PLAINTEXT only")
+            continue
+        if prop.startswith(_SECURITY_PREFIXES) or prop == "security.providers":
+            raise ValueError(
+                f"Kafka option 'kafka.{prop}' is not supported by the kfast source: kfast's "
+                "client has no TLS or SASL (security.protocol PLAINTEXT only)")
+        if prop == "isolation.level":
+            level = value.strip().lower()
+            if level == "read_committed":
+                raise ValueError(
+                    "Kafka option 'kafka.isolation.level' = 'read_committed' is not supported "
+                    "by the kfast source: it reads up to the high watermark and does not "
+                    "drop aborted transactions' records (read_uncommitted, the default)")
+            if level != "read_uncommitted":
+                raise ValueError(f"Invalid value '{value}' for option 'kafka.isolation.level': "
+                                 "expected read_uncommitted or read_committed")
+            continue
+        if prop in _CONSUMER_PROPERTIES:
+            name, parse = _CONSUMER_PROPERTIES[prop]
+            settings[name] = parse(prop, value)
+        elif prop in _CONSUMER_PROPERTIES_WITHOUT_EFFECT:
+            unused.append(prop)
+        else:
+            raise ValueError(
+                f"Kafka option 'kafka.{prop}' is not supported by the kfast source; "
+                f"supported: kafka.bootstrap.servers, "
+                f"{', '.join('kafka.' + p for p in _CONSUMER_PROPERTIES)}, "
+                "kafka.security.protocol (PLAINTEXT), kafka.isolation.level "
+                "(read_uncommitted), and consumer-group and socket properties, which have "
+                "no effect")
+    if unused:
+        logger.info("Kafka options without effect on the kfast source (it has no consumer "
+                    "group or poll loop): %s", ", ".join("kafka." + p for p in unused))
+    return KafkaConsumerSettings(**settings)
 
 
 # ---------------------------------------------------------------------------
@@ -231,6 +376,8 @@ class KafkaSourceOptions:
     fetch_offset_retry_interval_ms: int = 10
     #: ``kafka.*`` options without the prefix: the client's properties.
     kafka_params: Mapping[str, str] = field(default_factory=dict)
+    #: What those properties ask of kfast's client (``kfast`` source only).
+    consumer: KafkaConsumerSettings = KafkaConsumerSettings()
     #: ``path`` of the offline source (a broker's log directory).
     path: Optional[str] = None
     #: Options given by name (lower-cased), to tell "default" from "given".
@@ -318,6 +465,7 @@ def parse_kafka_source_options(options: Mapping[str, str]) -> KafkaSourceOptions
         fetch_offset_num_retries=_long_option(opts, FETCH_OFFSET_NUM_RETRIES, 3),
         fetch_offset_retry_interval_ms=_long_option(opts, FETCH_OFFSET_RETRY_INTERVAL_MS, 10),
         kafka_params=kafka_params,
+        consumer=parse_consumer_properties(kafka_params),
         given=frozenset(opts),
     )
 

@@ -95,7 +95,7 @@ def _read(options: KafkaSourceOptions, partition: InputPartition) -> Iterator[pa
     return read_offset_range(
         partition.bootstrap_servers, partition.topic_partition, partition.from_offset,
         partition.until_offset, options.include_headers,
-        fail_on_data_loss=options.fail_on_data_loss)
+        fail_on_data_loss=options.fail_on_data_loss, consumer=options.consumer)
 
 
 def _input_partitions(bootstrap_servers: str, ranges: List[KafkaOffsetRange]) -> list:
@@ -114,7 +114,7 @@ class KafkaBatchReader(DataSourceReader):
 
     def partitions(self) -> List[KafkaOffsetRangePartition]:
         bootstrap = self.options.kafka_params["bootstrap.servers"]
-        with KafkaOffsetReader(bootstrap) as offsets:
+        with KafkaOffsetReader(bootstrap, self.options.consumer) as offsets:
             return _input_partitions(bootstrap, offsets.batch_offset_ranges(self.options))
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
@@ -196,7 +196,8 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
     def offset_reader(self) -> KafkaOffsetReader:
         # Made on first use: the reader object is pickled to the planner process.
         if self._offset_reader is None:
-            self._offset_reader = KafkaOffsetReader(self.bootstrap_servers)
+            self._offset_reader = KafkaOffsetReader(self.bootstrap_servers,
+                                                    self.options.consumer)
         return self._offset_reader
 
     def __getstate__(self):

@@ -5,7 +5,8 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KafkaTopicPart
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kfast.testing import KfastBroker
-from kfast_spark.options import parse_kafka_source_options
+from kfast_spark import data_consumer
+from kfast_spark.options import TopicPartition, parse_kafka_source_options
 from kfast_spark.source import (ADMISSION_CONTROL, KafkaBatchReader,
                                 KafkaMicroBatchStreamReader)
 
@@ -179,6 +180,42 @@ def test_offsets_below_log_start_fail_or_are_skipped(spark, broker):
     assert [r["offset"] for r in rows] == [o for (_, o) in sorted(sent) if o >= 4]
 
 
+def test_consumer_properties_reach_the_client_of_every_fetch(broker, orders, monkeypatch):
+    made, fetches = [], []
+
+    class RecordingFetcher(data_consumer.BlockingFetcher):
+        def __init__(self, bootstrap_servers, **options):
+            made.append(options)
+            super().__init__(bootstrap_servers, **options)
+
+        def fetch_raw(self, topic, partition, offset, max_bytes, max_wait_ms=None):
+            fetches.append((max_bytes, max_wait_ms))
+            return super().fetch_raw(topic, partition, offset, max_bytes, max_wait_ms)
+
+    monkeypatch.setattr(data_consumer, "BlockingFetcher", RecordingFetcher)
+    consumer = parse_kafka_source_options({
+        "kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": TOPIC,
+        "kafka.client.id": "etl-7", "kafka.request.timeout.ms": "9000",
+        "kafka.max.partition.fetch.bytes": "1", "kafka.fetch.max.wait.ms": "5"}).consumer
+    batches = list(data_consumer.read_offset_range(
+        broker.bootstrap_servers, TopicPartition(TOPIC, 1), 0, PER_PARTITION, False,
+        consumer=consumer))
+    assert sum(b.num_rows for b in batches) == PER_PARTITION
+    assert made == [{"client_id": "etl-7", "request_timeout": 9.0}]
+    # One byte per partition and fetch: the broker still answers one whole
+    # batch each time (KIP-74), so the range takes one fetch per batch.
+    assert len(fetches) > 1 and set(fetches) == {(1, 5)}
+
+
+def test_batch_read_with_consumer_properties_returns_every_record(spark, broker, orders):
+    df = read(spark, broker, subscribe=TOPIC, includeHeaders="true", **{
+        "kafka.client.id": "spark-etl", "kafka.request.timeout.ms": "10000",
+        "kafka.max.partition.fetch.bytes": "64", "kafka.fetch.max.bytes": "1048576",
+        "kafka.security.protocol": "PLAINTEXT", "kafka.group.id": "ignored",
+        "kafka.check.crcs": "true"})
+    assert collect(df) == expected_rows(TOPIC, orders)
+
+
 # ---- bad options ----------------------------------------------------------------------
 
 @pytest.mark.parametrize("options, message", [
@@ -191,6 +228,10 @@ def test_offsets_below_log_start_fail_or_are_skipped(spark, broker):
     ({"subscribe": TOPIC, "kafka.auto.offset.reset": "earliest"},
      "'auto.offset.reset' is not supported"),
     ({"subscribe": TOPIC, "startingOffset": "earliest"}, "Unknown option"),
+    ({"subscribe": TOPIC, "kafka.security.protocol": "SASL_SSL"},
+     "'kafka.security.protocol' = 'SASL_SSL' is not supported"),
+    ({"subscribe": TOPIC, "kafka.ssl.keystore.location": "/k.jks"},
+     "'kafka.ssl.keystore.location' is not supported by the kfast source"),
 ])
 def test_bad_options_fail_with_sparks_messages(spark, broker, options, message):
     with pytest.raises(Exception, match=message):

@@ -1,14 +1,17 @@
 """Option parsing of the kfast data sources against Spark's Kafka source rules."""
 import json
 import logging
+import re
 
 import pytest
 
+from kfast.client import Fetcher
 from kfast_spark.options import (
     AssignStrategy,
     EarliestOffsetRangeLimit,
     GlobalTimestampRangeLimit,
     KAFKA_SOURCE_OPTIONS,
+    KafkaConsumerSettings,
     LatestOffsetRangeLimit,
     SpecificOffsetRangeLimit,
     SpecificTimestampRangeLimit,
@@ -157,9 +160,75 @@ def test_defaults_are_sparks():
 
 
 def test_kafka_params_lose_their_prefix():
-    opts = kafka(subscribe="a", **{"kafka.security.protocol": "SSL", "kafka.group.id": "g"})
+    opts = kafka(subscribe="a", **{"kafka.security.protocol": "PLAINTEXT", "kafka.group.id": "g"})
     assert opts.kafka_params == {"bootstrap.servers": "localhost:9092",
-                                 "security.protocol": "SSL", "group.id": "g"}
+                                 "security.protocol": "PLAINTEXT", "group.id": "g"}
+
+
+# --- kafka.* consumer properties of a read ---------------------------------------
+
+def test_consumer_properties_map_onto_kfasts_client():
+    opts = kafka(subscribe="a", **{
+        "kafka.client.id": "nightly-etl", "kafka.request.timeout.ms": "5000",
+        "kafka.default.api.timeout.ms": "7000", "kafka.retry.backoff.ms": "50",
+        "kafka.retry.backoff.max.ms": "600", "kafka.fetch.max.bytes": "1000000",
+        "kafka.max.partition.fetch.bytes": "2000", "kafka.fetch.min.bytes": "3",
+        "kafka.fetch.max.wait.ms": "40", "kafka.check.crcs": "false",
+        "kafka.security.protocol": "plaintext", "kafka.isolation.level": "read_uncommitted"})
+    assert opts.consumer == KafkaConsumerSettings(
+        client_id="nightly-etl", request_timeout_ms=5000, default_api_timeout_ms=7000,
+        retry_backoff_ms=50, retry_backoff_max_ms=600, fetch_max_bytes=1_000_000,
+        max_partition_fetch_bytes=2000, fetch_min_bytes=3, fetch_max_wait_ms=40,
+        check_crcs=False)
+    # The arguments are the client's own: a Fetcher built from them carries them.
+    fetcher = Fetcher("localhost:9092", **opts.consumer.client_arguments())
+    cluster = fetcher.cluster
+    assert (cluster.client_id, cluster.request_timeout, cluster.metadata_timeout,
+            cluster.retry_backoff, cluster.retry_backoff_max) == ("nightly-etl", 5.0, 7.0,
+                                                                  0.05, 0.6)
+    assert (fetcher.max_bytes, fetcher.min_bytes) == (1_000_000, 3)
+
+
+def test_without_consumer_properties_the_client_keeps_its_defaults():
+    assert kafka(subscribe="a").consumer == KafkaConsumerSettings()
+    assert KafkaConsumerSettings().client_arguments() == {"client_id": "kfast"}
+
+
+def test_consumer_group_and_socket_properties_are_accepted_without_effect(caplog):
+    with caplog.at_level(logging.INFO, logger="kfast_spark.options"):
+        opts = kafka(subscribe="a", **{"kafka.session.timeout.ms": "10000",
+                                       "kafka.max.poll.records": "500",
+                                       "kafka.receive.buffer.bytes": "65536"})
+    assert opts.consumer == KafkaConsumerSettings()
+    assert "kafka.max.poll.records" in caplog.text and "without effect" in caplog.text
+
+
+@pytest.mark.parametrize("options, message", [
+    ({"kafka.security.protocol": "SSL"},
+     "'kafka.security.protocol' = 'SSL' is not supported by the kfast source: kfast's client "
+     "connects with PLAINTEXT only"),
+    ({"kafka.security.protocol": "SASL_SSL"}, "'SASL_SSL' is not supported"),
+    ({"kafka.ssl.truststore.location": "/etc/ts.jks"},
+     "Kafka option 'kafka.ssl.truststore.location' is not supported by the kfast source: "
+     "kfast's client has no TLS or SASL"),
+    ({"kafka.sasl.mechanism": "PLAIN"}, "'kafka.sasl.mechanism' is not supported"),
+    ({"kafka.sasl.jaas.config": "x"}, "'kafka.sasl.jaas.config' is not supported"),
+    ({"kafka.isolation.level": "read_committed"},
+     "'kafka.isolation.level' = 'read_committed' is not supported"),
+    ({"kafka.isolation.level": "snapshot"},
+     "Invalid value 'snapshot' for option 'kafka.isolation.level'"),
+    ({"kafka.fetch.max.byte": "1"},
+     "Kafka option 'kafka.fetch.max.byte' is not supported by the kfast source; supported: "
+     "kafka.bootstrap.servers, kafka.client.id"),
+    ({"kafka.request.timeout.ms": "-1"},
+     "Invalid value '-1' for option 'kafka.request.timeout.ms': expected an integer >= 0"),
+    ({"kafka.max.partition.fetch.bytes": "1MB"},
+     "Invalid value '1MB' for option 'kafka.max.partition.fetch.bytes'"),
+    ({"kafka.check.crcs": "yes"}, "Invalid value 'yes' for option 'kafka.check.crcs'"),
+])
+def test_consumer_properties_kfast_cannot_honour_are_refused_by_name(options, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        kafka(subscribe="a", **options)
 
 
 def test_bootstrap_servers_are_required():
