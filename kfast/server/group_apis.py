@@ -442,7 +442,7 @@ def _topics_view(ctx: RequestContext) -> dict:
             for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
 
 
-def handle_consumer_group_heartbeat(ctx: RequestContext, request):
+async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
     runtime = runtime_of(ctx.broker)
     code = runtime.check_coordinator(request.group_id) if request.group_id else 0
     if code:
@@ -452,11 +452,16 @@ def handle_consumer_group_heartbeat(ctx: RequestContext, request):
         owned = {}
         for topic in request.topic_partitions:
             owned.setdefault(topic.topic_id, set()).update(topic.partitions)
-    return runtime.coordinator.consumer_group_heartbeat(
+    # The response goes out once the records of the change are appended
+    # (at once on one node; after replication with replicas).
+    future, callback = _callback_future()
+    runtime.coordinator.consumer_group_heartbeat(
         request.group_id, request.member_id, request.member_epoch, request.instance_id,
         request.rack_id, request.rebalance_timeout_ms, request.subscribed_topic_names,
         request.server_assignor, owned, ctx.client_id or "", _client_host(ctx),
-        _topics_view(ctx), request.subscribed_topic_regex if ctx.api_version >= 1 else None)
+        _topics_view(ctx), request.subscribed_topic_regex if ctx.api_version >= 1 else None,
+        callback=callback)
+    return await _await_if_pending(future)
 
 
 def handle_consumer_group_describe(ctx: RequestContext, request):

@@ -100,10 +100,7 @@ def assert_converged(broker, group_id: str, client_views, partitions: int):
 # -- static membership -----------------------------------------------------------------
 @pytest.mark.parametrize("client", [
     "kafka-python", "aiokafka", "kcat",
-    pytest.param("confluent-consumer", marks=pytest.mark.skip(
-        reason="the KIP-848 coordinator drops a member's instance id when a later heartbeat "
-               "leaves it out (null: unchanged), so the restart rebalances; fix proposed in "
-               "/tmp/briefs2/groupclients-coordinator.diff (consumer_group_manager.py)")),
+    "confluent-consumer",
 ])
 def test_static_member_restart_gets_its_partitions_back_without_rebalance(
         group_broker, names, client):

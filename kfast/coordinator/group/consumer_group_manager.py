@@ -257,7 +257,12 @@ class ConsumerGroupManager:
                     and all(ps <= member.assigned.get(t, set()) for t, ps in owned.items())):
                 return error(E.FencedMemberEpochException.code)
         member.client_id, member.client_host = client_id, client_host
-        member.instance_id, member.rack_id = instance_id, rack_id or member.rack_id
+        # Heartbeats after the join may leave the instance id out (null:
+        # unchanged, as Kafka's maybeUpdateInstanceId); clearing it would
+        # make a static member dynamic and its restart a rebalance.
+        if instance_id is not None:
+            member.instance_id = instance_id
+        member.rack_id = rack_id or member.rack_id
         if rebalance_timeout_ms >= 0:
             member.rebalance_timeout_ms = rebalance_timeout_ms
         if server_assignor is not None:
