@@ -124,27 +124,44 @@ cdef struct RecordView:
     const uint8_t* end             # one past the record
 
 
+cdef inline int read_bytes_field(const uint8_t** pos, const uint8_t* rend, int32_t min_length,
+                                 int bad_length, const uint8_t** data,
+                                 int32_t* length) noexcept nogil:
+    """One length-prefixed field of a record (grammar: length varint, then
+    that many bytes; -1 = null where ``min_length`` is -1), ending by
+    ``rend``. On RECORD_OK pos[0] moves past it; data[0] is NULL for null."""
+    cdef const uint8_t* p = pos[0]
+    cdef int32_t n
+    if read_varint_fast(&p, rend, &n) != VARINT_OK:
+        return RECORD_MALFORMED
+    if n < min_length or n > rend - p:
+        return bad_length
+    length[0] = n
+    if n >= 0:
+        data[0] = p
+        pos[0] = p + n
+    else:
+        data[0] = NULL
+        pos[0] = p
+    return RECORD_OK
+
+
 cdef inline int skip_headers(const uint8_t** pos, const uint8_t* rend,
                              int32_t count) noexcept nogil:
     """Walk ``count`` headers (grammar: headerKeyLength varint, headerKey,
     headerValueLength varint (-1 = null), headerValue) ending by ``rend``;
     pos[0] moves past them. The one header walk of parse_record and
     check_record."""
-    cdef const uint8_t* p = pos[0]
+    cdef const uint8_t* data
     cdef int32_t n, i
+    cdef int rc
     for i in range(count):
-        if read_varint_fast(&p, rend, &n) != VARINT_OK:
-            return RECORD_MALFORMED
-        if n < 0 or n > rend - p:
-            return RECORD_BAD_HEADER_KEY
-        p += n
-        if read_varint_fast(&p, rend, &n) != VARINT_OK:
-            return RECORD_MALFORMED
-        if n < -1 or n > rend - p:
-            return RECORD_BAD_HEADER_VALUE
-        if n > 0:
-            p += n
-    pos[0] = p
+        rc = read_bytes_field(pos, rend, 0, RECORD_BAD_HEADER_KEY, &data, &n)
+        if rc != RECORD_OK:
+            return rc
+        rc = read_bytes_field(pos, rend, -1, RECORD_BAD_HEADER_VALUE, &data, &n)
+        if rc != RECORD_OK:
+            return rc
     return RECORD_OK
 
 
@@ -169,26 +186,12 @@ cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
         return RECORD_MALFORMED
     if read_varint(&p, rend, &r.offset_delta) != VARINT_OK:
         return RECORD_MALFORMED
-    if read_varint(&p, rend, &n) != VARINT_OK:
-        return RECORD_MALFORMED
-    if n < -1 or n > rend - p:
-        return RECORD_BAD_KEY_LENGTH
-    r.key_length = n
-    if n >= 0:
-        r.key = p
-        p += n
-    else:
-        r.key = NULL
-    if read_varint(&p, rend, &n) != VARINT_OK:
-        return RECORD_MALFORMED
-    if n < -1 or n > rend - p:
-        return RECORD_BAD_VALUE_LENGTH
-    r.value_length = n
-    if n >= 0:
-        r.value = p
-        p += n
-    else:
-        r.value = NULL
+    rc = read_bytes_field(&p, rend, -1, RECORD_BAD_KEY_LENGTH, &r.key, &r.key_length)
+    if rc != RECORD_OK:
+        return rc
+    rc = read_bytes_field(&p, rend, -1, RECORD_BAD_VALUE_LENGTH, &r.value, &r.value_length)
+    if rc != RECORD_OK:
+        return rc
     if read_varint(&p, rend, &r.header_count) != VARINT_OK:
         return RECORD_MALFORMED
     # Each header takes at least two bytes: a count above that is a lie.
@@ -226,7 +229,8 @@ cdef inline int check_record(const uint8_t** pos, const uint8_t* end) noexcept n
     """Validate the Record at pos[0] exactly as parse_record does; same outcomes."""
     cdef const uint8_t* p = pos[0]
     cdef const uint8_t* rend
-    cdef int32_t length, n, count, i
+    cdef const uint8_t* data
+    cdef int32_t length, n, count
     if read_varint_fast(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
         return RECORD_BAD_LENGTH
     rend = p + length
@@ -235,18 +239,12 @@ cdef inline int check_record(const uint8_t** pos, const uint8_t* end) noexcept n
         return RECORD_MALFORMED
     if read_varint_fast(&p, rend, &n) != VARINT_OK:   # offsetDelta
         return RECORD_MALFORMED
-    if read_varint_fast(&p, rend, &n) != VARINT_OK:
-        return RECORD_MALFORMED
-    if n < -1 or n > rend - p:
-        return RECORD_BAD_KEY_LENGTH
-    if n > 0:
-        p += n
-    if read_varint_fast(&p, rend, &n) != VARINT_OK:
-        return RECORD_MALFORMED
-    if n < -1 or n > rend - p:
-        return RECORD_BAD_VALUE_LENGTH
-    if n > 0:
-        p += n
+    n = read_bytes_field(&p, rend, -1, RECORD_BAD_KEY_LENGTH, &data, &length)
+    if n != RECORD_OK:
+        return n
+    n = read_bytes_field(&p, rend, -1, RECORD_BAD_VALUE_LENGTH, &data, &length)
+    if n != RECORD_OK:
+        return n
     if read_varint_fast(&p, rend, &count) != VARINT_OK:
         return RECORD_MALFORMED
     if count != 0:
