@@ -259,7 +259,8 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
                    else (start_offsets or {}).get(tp, earliest[tp])
                    for tp, offset in end.items()}
         if max_offsets is not None:
-            end = rate_limit(max_offsets, start_offsets, latest, earliest)
+            # Limited within the AvailableNow cap, not beyond it.
+            end = rate_limit(max_offsets, start_offsets, end, earliest)
         self._known_end = end
         self._assumed_new_query_end = end if assumed_new_query else None
         return partition_offsets_json(end)

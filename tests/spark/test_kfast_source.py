@@ -515,6 +515,26 @@ def test_available_now_without_max_offsets_reads_everything_on_every_version(
     assert sorted(offsets_read) == sorted({**sent, **more})
 
 
+@pytest.mark.skipif(not ADMISSION_CONTROL, reason=(
+    "this PySpark (before 4.2) has no Trigger.AvailableNow for Python data sources"))
+def test_available_now_batches_never_end_past_the_offsets_at_its_start(broker):
+    from pyspark.sql.streaming.datasource import ReadMaxRows
+    topic = "available_now_cap"
+    create_topic(broker, topic, 1)
+    produce(broker, topic, list(range(6)), partitions=1)
+    reader = KafkaMicroBatchStreamReader(parse_kafka_source_options({
+        "kafka.bootstrap.servers": broker.bootstrap_servers, "subscribe": topic,
+        "startingOffsets": "earliest", "maxOffsetsPerTrigger": "4"}))
+    try:
+        reader.prepareForTriggerAvailableNow()
+        produce(broker, topic, list(range(6, 10)), partitions=1)   # after the start
+        assert reader.latestOffset({topic: {"0": 0}}, ReadMaxRows(4)) == {topic: {"0": 4}}
+        assert reader.latestOffset({topic: {"0": 4}}, ReadMaxRows(4)) == {topic: {"0": 6}}
+        assert reader.latestOffset({topic: {"0": 6}}, ReadMaxRows(4)) == {topic: {"0": 6}}
+    finally:
+        reader.stop()
+
+
 def test_stream_skips_deleted_records_without_fail_on_data_loss(spark, broker, tmp_path):
     topic = "pruned_stream"
     create_topic(broker, topic, 1)
