@@ -461,7 +461,6 @@ class TimeIndex(AbstractIndex):
     def is_full(self) -> bool:
         return self._entries >= self._max_entries - 1
 
-
     def entry(self, slot: int) -> TimestampOffset:
         if slot < 0 or slot >= self._entries:
             raise IndexError(f"slot {slot} outside 0..{self._entries - 1} of {self.path}")

@@ -171,7 +171,7 @@ class LogSegment:
         so nothing is allocated per batch."""
         if not scan.batch_count:
             return
-        position = self.log._size
+        position = self.log.size
         if position == 0:
             self._rolling_based_timestamp = scan.first_max_timestamp
         self.log.append(data)

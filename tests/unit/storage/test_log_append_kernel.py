@@ -149,7 +149,8 @@ def _python_index_rule(batch_infos, interval):
     return entries
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(requests=st.lists(st.lists(st.tuples(st.integers(1, 5), st.integers(0, 2000)),
                                   min_size=1, max_size=4), min_size=1, max_size=12),
        interval=st.sampled_from([0, 100, 4096]))
