@@ -83,8 +83,9 @@ class Partition:
         if became_leader:
             # A new leader epoch starts at the current log end offset. Not
             # fsynced here (this runs on the loop, once per partition of a
-            # new topic); the first append in the epoch writes the file, and
-            # recovery re-derives epochs from the batches (as KAFKA-15046).
+            # new topic); the log's next flush (off the loop) or its close
+            # writes the file, and recovery re-derives epochs from the
+            # batches (as KAFKA-15046).
             self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset,
                                                flush=False)
             return self.maybe_increment_high_watermark()

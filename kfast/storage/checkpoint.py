@@ -144,6 +144,8 @@ class LeaderEpochFileCache:
             self._entries: list[EpochEntry] = self._file.read()
         except CheckpointCorruptException:
             self._entries = []
+        # Entries assigned with flush=False that the file does not hold yet.
+        self.dirty = False
 
     @property
     def path(self) -> str:
@@ -171,6 +173,8 @@ class LeaderEpochFileCache:
         self._entries.append(EpochEntry(epoch, start_offset))
         if flush:
             self.flush()
+        else:
+            self.dirty = True
         return True
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
@@ -217,6 +221,11 @@ class LeaderEpochFileCache:
 
     def flush(self) -> None:
         self._file.write(self._entries)
+        self.dirty = False
+
+    def flush_if_dirty(self) -> None:
+        if self.dirty:
+            self.flush()
 
     def rename_dir(self, directory: str) -> None:
         self._file.path = os.path.join(directory, LEADER_EPOCH_CHECKPOINT)

@@ -638,6 +638,9 @@ class Log:
         try:
             for segment in segments:
                 segment.flush()
+            # An epoch assigned on the loop without fsync (Partition.make_leader)
+            # becomes durable with the data it covers.
+            self.leader_epoch_cache.flush_if_dirty()
         except OSError as exc:
             raise self._storage_error(exc, "flushing") from exc
         with self._lock:
@@ -677,6 +680,7 @@ class Log:
             try:
                 self.producer_state.update_map_end_offset(self.log_end_offset)
                 self.producer_state.take_snapshot()
+                self.leader_epoch_cache.flush_if_dirty()
                 for segment in self.segments:
                     segment.close()
             except OSError as exc:

@@ -401,3 +401,21 @@ def test_file_region_outlives_segment_deletion(tmp_path):
     # Closed once the last region was dropped (the number may be reused since).
     assert "00000000000000000000.log" not in target
     log.close()
+
+
+def test_epoch_assigned_without_fsync_is_written_by_the_next_flush_or_close(tmp_path):
+    """A leader epoch assigned on the loop (flush=False, as Partition.make_leader
+    does) must reach leader-epoch-checkpoint: appends in that epoch do not
+    assign it again, so the log's flush and close write it."""
+    from kfast.storage.checkpoint import LeaderEpochFileCache
+
+    log = open_log(tmp_path)
+    path = log.leader_epoch_cache.path
+    log.leader_epoch_cache.assign(3, 0, flush=False)
+    log.append_as_leader(make_batch(2), leader_epoch=3)
+    assert LeaderEpochFileCache(path).entries == []
+    log.flush()
+    assert LeaderEpochFileCache(path).entries == [(3, 0)]
+    log.leader_epoch_cache.assign(4, log.log_end_offset, flush=False)
+    log.close()
+    assert LeaderEpochFileCache(path).entries == [(3, 0), (4, 2)]
