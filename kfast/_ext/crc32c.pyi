@@ -4,8 +4,11 @@ def crc32c(data: Buffer, crc: int = 0) -> int:
     """CRC-32C of data continuing crc (0 to start); equals the crc32c package."""
 
 def implementation() -> str:
-    """'hardware' or 'software'."""
+    """'vpclmul', 'pclmul', 'hardware' or 'software'."""
+
+def available_implementations() -> list[str]:
+    """Implementations this CPU supports, slowest first."""
 
 def hardware_available() -> bool: ...
 def _force_implementation(which: str) -> None:
-    """Test hook: 'software', 'hardware' or 'auto'."""
+    """Test hook: a name from available_implementations(), or 'auto'."""
