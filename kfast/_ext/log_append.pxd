@@ -21,6 +21,11 @@
 # + CRC when configured, through batch.pxd's patch_batch_header) or checks
 # that they move forward (follower: SCAN_OUT_OF_ORDER), so a rejected payload
 # is never half patched.
+#
+# BatchScan.append_to_segment (the leader's fast path) goes on, in the same
+# call, with what LogSegment.append_scanned does: roll rule, index plan, one
+# pwrite, index entries, segment state. It returns SCAN_APPENDED once written,
+# SCAN_OK for "scanned and patched, not written: take the general path".
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
 
 cdef enum BatchScanStatus:
@@ -37,6 +42,7 @@ cdef enum BatchScanStatus:
     SCAN_TRANSACTIONAL_WITHOUT_PRODUCER_ID = 10
     SCAN_BAD_TIMESTAMP = 11
     SCAN_OUT_OF_ORDER = 12
+    SCAN_APPENDED = 13              # not an error: append_to_segment wrote the payload
 
 
 # What the log needs to remember of one scanned batch (after patching).
@@ -55,6 +61,16 @@ cdef struct ScannedBatch:
     Py_ssize_t segment_position      # where the batch lands in the segment
     int64_t index_timestamp          # time-index entry: max timestamp so far ...
     int64_t index_timestamp_offset   # ... and its offset
+
+
+# Kafka's index rule over one payload: the segment's state before (in) and
+# after (out) the payload, and how many entries it adds to each index.
+cdef struct IndexPlan:
+    int64_t since                    # bytes since the last offset-index entry
+    int64_t max_timestamp            # max timestamp so far ...
+    int64_t offset_of_max_timestamp  # ... and its offset
+    Py_ssize_t added_offset
+    Py_ssize_t added_time
 
 
 cdef enum IndexAction:
@@ -83,7 +99,30 @@ cdef class BatchScan:
     cdef readonly int64_t error_other               # computed crc, limit, ...
     cdef readonly int64_t error_base_offset
 
+    cdef object _plain_file_type                    # see BatchScan.__init__
+    # Topic configs append_to_segment applies (BatchScan.configure).
+    cdef int64_t _max_message_bytes
+    cdef bint _log_append_time
+    cdef int64_t _timestamp_before_max_ms
+    cdef int64_t _timestamp_after_max_ms
+    cdef int64_t _segment_bytes
+    cdef int64_t _segment_ms
+
     cdef int _reserve(self, Py_ssize_t count) except -1
     cdef int _validate(self, const uint8_t* data, Py_ssize_t total, bint from_client,
                        int64_t max_message_bytes, bint check_time, int64_t earliest,
                        int64_t latest) except -1
+    cdef int _scan(self, uint8_t* data, Py_ssize_t length, bint assign_offsets,
+                   int64_t next_offset, int32_t leader_epoch, int64_t log_append_time,
+                   bint from_client, int64_t max_message_bytes, bint check_time,
+                   int64_t earliest, int64_t latest) except -1
+    cdef int _plan_index(self, const uint8_t* offset_index, Py_ssize_t offset_entries,
+                         Py_ssize_t offset_max_entries, const uint8_t* time_index,
+                         Py_ssize_t time_entries, Py_ssize_t time_max_entries,
+                         Py_ssize_t position, int64_t base_offset, int64_t index_interval_bytes,
+                         IndexPlan* plan) noexcept
+    cdef void _write_index(self, uint8_t* offset_index, Py_ssize_t offset_entries,
+                           uint8_t* time_index, Py_ssize_t time_entries,
+                           int64_t base_offset) noexcept
+    cdef int _append_scanned(self, const uint8_t* data, segment, int64_t segment_bytes,
+                             int64_t segment_ms, int64_t now) except -1

@@ -1,4 +1,5 @@
 """Log append kernel (grammar and order of checks: log_append.pxd)."""
+from typing import Any
 from typing import Any as Buffer  # any object exporting the buffer protocol
 
 OK: int
@@ -14,6 +15,7 @@ BAD_RECORDS_COUNT: int
 TRANSACTIONAL_WITHOUT_PRODUCER_ID: int
 BAD_TIMESTAMP: int
 OUT_OF_ORDER: int
+APPENDED: int
 
 class BatchScan:
     # Summary of the last successful scan.
@@ -32,10 +34,15 @@ class BatchScan:
     error_other: int
     error_base_offset: int
 
-    def __init__(self) -> None: ...
+    def __init__(self, plain_file_type: type | None = None) -> None: ...
     def scan(self, buffer: Buffer, assign_offsets: bool, next_offset: int, leader_epoch: int,
              log_append_time: int, from_client: bool, max_message_bytes: int,
              check_time: bool, earliest: int, latest: int) -> int: ...
+    def configure(self, max_message_bytes: int, log_append_time: bool,
+                  timestamp_before_max_ms: int, timestamp_after_max_ms: int,
+                  segment_bytes: int, segment_ms: int) -> None: ...
+    def append_to_segment(self, buffer: Buffer, segment: Any, next_offset: int,
+                          leader_epoch: int, now: int, from_client: bool) -> int: ...
     def index_batches(self, position: int, since: int, index_interval_bytes: int,
                       max_timestamp: int, offset_of_max_timestamp: int, base_offset: int,
                       offset_index: Buffer | None, offset_entries: int,

@@ -10,7 +10,9 @@ them into the Kafka exception, because only it knows the partition's name.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport (
+    int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT64_MIN, INT64_MAX,
+)
 
 from kfast._ext.batch cimport (
     load_be16, load_be32, load_be64, store_be32, store_be64, patch_batch_header,
@@ -21,6 +23,11 @@ from kfast._ext.batch cimport (
     TRANSACTIONAL_FLAG_MASK, CONTROL_FLAG_MASK,
 )
 from kfast._ext.crc32c cimport crc32c_update
+from cpython.exc cimport PyErr_CheckSignals
+from libc.errno cimport errno, EINTR, EIO
+from libc.string cimport strerror
+from posix.types cimport off_t
+from posix.unistd cimport pwrite, ftruncate
 
 # Python-visible copies of the statuses (log.py maps them to exceptions).
 OK = SCAN_OK
@@ -36,10 +43,13 @@ BAD_RECORDS_COUNT = SCAN_BAD_RECORDS_COUNT
 TRANSACTIONAL_WITHOUT_PRODUCER_ID = SCAN_TRANSACTIONAL_WITHOUT_PRODUCER_ID
 BAD_TIMESTAMP = SCAN_BAD_TIMESTAMP
 OUT_OF_ORDER = SCAN_OUT_OF_ORDER
+APPENDED = SCAN_APPENDED
 
 # Above this a batch's CRC pass runs with the GIL released (the flush and
 # retention threads keep going); below it releasing costs more than it lends.
 cdef Py_ssize_t _NOGIL_CRC_BYTES = 64 * 1024
+# The same for append_to_segment's pwrite (measured: bench/README.md).
+cdef Py_ssize_t _NOGIL_WRITE_BYTES = 64 * 1024
 
 
 cdef class BatchScan:
@@ -49,6 +59,12 @@ cdef class BatchScan:
         self._batches = NULL
         self._capacity = 0
         self.batch_count = 0
+
+    def __init__(self, plain_file_type=None):
+        # append_to_segment writes only to files of exactly this type (the
+        # log's FileRecords): a subclass may wrap the writes (fault injection).
+        self._plain_file_type = plain_file_type
+        self.configure(0x7FFFFFFF, False, INT64_MAX, INT64_MAX, 0x7FFFFFFF, INT64_MAX)
 
     def __dealloc__(self):
         PyMem_Free(self._batches)
@@ -164,56 +180,315 @@ cdef class BatchScan:
         status (OK = 0); the summary attributes describe the payload on OK.
         ``buffer`` must be writable when assigning offsets."""
         cdef Py_buffer view
+        PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE if assign_offsets else PyBUF_SIMPLE)
+        try:
+            return self._scan(<uint8_t*>view.buf, view.len, assign_offsets, next_offset,
+                              leader_epoch, log_append_time, from_client, max_message_bytes,
+                              check_time, earliest, latest)
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef int _scan(self, uint8_t* data, Py_ssize_t length, bint assign_offsets,
+                   int64_t next_offset, int32_t leader_epoch, int64_t log_append_time,
+                   bint from_client, int64_t max_message_bytes, bint check_time,
+                   int64_t earliest, int64_t latest) except -1:
         cdef Py_ssize_t i
         cdef int status
         cdef ScannedBatch* b
-        cdef uint8_t* data
         cdef bint set_log_append_time = log_append_time >= 0
         cdef int64_t max_ts = -1, offset_of_max_ts = -1, records = 0
         self.batch_count = 0
         self.has_producer_id = False
-        PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE if assign_offsets else PyBUF_SIMPLE)
-        try:
-            data = <uint8_t*>view.buf
-            status = self._validate(data, view.len, from_client, max_message_bytes,
-                                    check_time, earliest, latest)
-            if status != SCAN_OK:
+        status = self._validate(data, length, from_client, max_message_bytes,
+                                check_time, earliest, latest)
+        if status != SCAN_OK:
+            self.batch_count = 0
+            return status
+        # Pass 2: offsets.
+        self.first_offset = next_offset if assign_offsets or self.batch_count == 0 \
+            else self._batches[0].base_offset
+        for i in range(self.batch_count):
+            b = &self._batches[i]
+            if assign_offsets:
+                patch_batch_header(data + b.position, b.size, next_offset, leader_epoch,
+                                   set_log_append_time, log_append_time)
+                b.last_offset = next_offset + (b.last_offset - b.base_offset)
+                b.base_offset = next_offset
+                b.partition_leader_epoch = leader_epoch
+                if set_log_append_time:
+                    b.max_timestamp = log_append_time
+            elif b.base_offset < next_offset:
+                self.error_position = b.position
+                self.error_base_offset = b.base_offset
+                self.error_other = next_offset
                 self.batch_count = 0
-                return status
-            # Pass 2: offsets.
-            self.first_offset = next_offset if assign_offsets or self.batch_count == 0 \
-                else self._batches[0].base_offset
-            for i in range(self.batch_count):
-                b = &self._batches[i]
-                if assign_offsets:
-                    patch_batch_header(data + b.position, b.size, next_offset, leader_epoch,
-                                       set_log_append_time, log_append_time)
-                    b.last_offset = next_offset + (b.last_offset - b.base_offset)
-                    b.base_offset = next_offset
-                    b.partition_leader_epoch = leader_epoch
-                    if set_log_append_time:
-                        b.max_timestamp = log_append_time
-                elif b.base_offset < next_offset:
-                    self.error_position = b.position
-                    self.error_base_offset = b.base_offset
-                    self.error_other = next_offset
-                    self.batch_count = 0
-                    return SCAN_OUT_OF_ORDER
-                next_offset = b.last_offset + 1
-                if b.max_timestamp > max_ts:
-                    max_ts = b.max_timestamp
-                    offset_of_max_ts = b.last_offset
-                records += b.records_count
-                if b.has_producer_id:
-                    self.has_producer_id = True
-        finally:
-            PyBuffer_Release(&view)
+                return SCAN_OUT_OF_ORDER
+            next_offset = b.last_offset + 1
+            if b.max_timestamp > max_ts:
+                max_ts = b.max_timestamp
+                offset_of_max_ts = b.last_offset
+            records += b.records_count
+            if b.has_producer_id:
+                self.has_producer_id = True
         self.next_offset = next_offset
         self.max_timestamp = max_ts
         self.offset_of_max_timestamp = offset_of_max_ts
         self.records_count = records
         self.first_max_timestamp = self._batches[0].max_timestamp if self.batch_count else -1
         return SCAN_OK
+
+    def configure(self, int64_t max_message_bytes, bint log_append_time,
+                  int64_t timestamp_before_max_ms, int64_t timestamp_after_max_ms,
+                  int64_t segment_bytes, int64_t segment_ms):
+        """The topic configs append_to_segment applies (the log calls this
+        whenever its config changes): max.message.bytes,
+        message.timestamp.type = LogAppendTime, message.timestamp.before/
+        after.max.ms, segment.bytes, segment.ms."""
+        self._max_message_bytes = max_message_bytes
+        self._log_append_time = log_append_time
+        self._timestamp_before_max_ms = timestamp_before_max_ms
+        self._timestamp_after_max_ms = timestamp_after_max_ms
+        self._segment_bytes = segment_bytes
+        self._segment_ms = segment_ms
+
+    def append_to_segment(self, buffer, segment, int64_t next_offset, int32_t leader_epoch,
+                          int64_t now, bint from_client):
+        """The leader's append in one call, under the configs given to
+        ``configure``: ``scan`` with offsets assigned from ``next_offset``
+        (a client's batches checked against the timestamp window around
+        ``now``, or stamped with ``now`` for LogAppendTime) and, when the
+        append is plain, what LogSegment.append_scanned does next - Kafka's
+        roll rule (LogSegment.should_roll) checked against the segment's
+        state, the index entries planned, one pwrite at the end of the
+        segment's file, then the entries and the segment's state (file size,
+        bytes since the last index entry, max timestamp and its offset,
+        rolling timestamp) updated.
+
+        Returns APPENDED when the payload was written; an error status like
+        ``scan``; or OK when it was scanned and patched but not written,
+        leaving the rest to the caller's general path: a batch with a
+        producer id (producer state first), a roll due, a segment state not
+        loaded yet, an index to grow or an entry the index would refuse, or
+        a segment whose file is not of the plain type given to BatchScan().
+        A failed write truncates the file back and raises OSError, the
+        segment unchanged."""
+        cdef int64_t log_append_time = now if self._log_append_time else -1
+        cdef bint check_time = from_client and log_append_time < 0
+        cdef int64_t earliest = 0, latest = 0
+        if check_time:
+            # The window saturates at the int64 range (both configs are >= 0;
+            # before.max.ms defaults to Long.MAX_VALUE).
+            earliest = INT64_MIN if now < INT64_MIN + self._timestamp_before_max_ms \
+                else now - self._timestamp_before_max_ms
+            latest = INT64_MAX if now > INT64_MAX - self._timestamp_after_max_ms \
+                else now + self._timestamp_after_max_ms
+        cdef Py_buffer view
+        cdef int status
+        PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE)
+        try:
+            status = self._scan(<uint8_t*>view.buf, view.len, True, next_offset, leader_epoch,
+                                log_append_time, from_client, self._max_message_bytes,
+                                check_time, earliest, latest)
+            if status != SCAN_OK or self.batch_count == 0 or self.has_producer_id:
+                return status
+            return self._append_scanned(<const uint8_t*>view.buf, segment, self._segment_bytes,
+                                        self._segment_ms, now)
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef int _append_scanned(self, const uint8_t* data, segment, int64_t segment_bytes,
+                             int64_t segment_ms, int64_t now) except -1:
+        cdef Py_ssize_t total = self.valid_bytes, written = 0, n
+        cdef Py_ssize_t offset_entries, offset_max_entries, time_entries, time_max_entries
+        cdef int64_t position, base_offset, rolling_timestamp, waited
+        cdef int fd, err
+        cdef IndexPlan plan
+        cdef Py_buffer oview, tview
+        file_records = segment.log
+        if self._plain_file_type is None or type(file_records) is not self._plain_file_type:
+            return SCAN_OK
+        max_timestamp_so_far = segment._max_timestamp_so_far
+        if max_timestamp_so_far is None:
+            return SCAN_OK
+        fd = file_records._fd
+        position = file_records._size
+        # Kafka's roll rule, as LogSegment.should_roll states it.
+        if position > segment_bytes - total:
+            return SCAN_OK
+        if position > 0:
+            rolling = segment._rolling_based_timestamp
+            if rolling is None:
+                return SCAN_OK  # the first batch's timestamp must be read first
+            rolling_timestamp = rolling
+            if rolling_timestamp >= 0:
+                waited = self.max_timestamp - rolling_timestamp
+            else:
+                waited = now - <int64_t>segment.created_ms
+            if waited > segment_ms - <int64_t>segment.roll_jitter_ms:
+                return SCAN_OK
+        base_offset = segment.base_offset
+        if not 0 <= self.next_offset - 1 - base_offset <= 0x7FFFFFFF:
+            return SCAN_OK
+        offset_index = segment.offset_index
+        time_index = segment.time_index
+        offset_entries = offset_index._entries
+        offset_max_entries = offset_index._max_entries
+        time_entries = time_index._entries
+        time_max_entries = time_index._max_entries
+        if offset_entries >= offset_max_entries or time_entries >= time_max_entries - 1:
+            return SCAN_OK
+        offset_buffer = offset_index._view
+        time_buffer = time_index._view
+        if offset_buffer is None or time_buffer is None:
+            return SCAN_OK
+        plan.since = segment._bytes_since_last_index_entry
+        plan.max_timestamp = max_timestamp_so_far
+        plan.offset_of_max_timestamp = segment._offset_of_max_timestamp_so_far
+        PyObject_GetBuffer(offset_buffer, &oview, PyBUF_WRITABLE)
+        try:
+            PyObject_GetBuffer(time_buffer, &tview, PyBUF_WRITABLE)
+        except BaseException:
+            PyBuffer_Release(&oview)
+            raise
+        try:
+            if offset_entries < 0 or time_entries < 0 or offset_entries * 8 > oview.len \
+                    or time_entries * 12 > tview.len:
+                return SCAN_OK
+            if not self._plan_index(<uint8_t*>oview.buf, offset_entries, offset_max_entries,
+                                    <uint8_t*>tview.buf, time_entries, time_max_entries,
+                                    position, base_offset,
+                                    <int64_t>segment.index_interval_bytes, &plan):
+                return SCAN_OK
+            if (offset_entries + plan.added_offset) * 8 > oview.len \
+                    or (time_entries + plan.added_time) * 12 > tview.len:
+                return SCAN_OK  # a buffered index grows on the general path
+            # One pwrite (a short write continues where it stopped); on an
+            # error the file is cut back to where it was, as FileRecords.append does.
+            while written < total:
+                if total >= _NOGIL_WRITE_BYTES:
+                    with nogil:
+                        n = pwrite(fd, data + written, <size_t>(total - written),
+                                   <off_t>(position + written))
+                else:
+                    n = pwrite(fd, data + written, <size_t>(total - written),
+                               <off_t>(position + written))
+                if n > 0:
+                    written += n
+                    continue
+                err = errno if n < 0 else EIO
+                if err == EINTR:
+                    if PyErr_CheckSignals() == 0:
+                        continue
+                    ftruncate(fd, <off_t>position)
+                    return -1  # the signal handler's exception
+                ftruncate(fd, <off_t>position)
+                raise OSError(err, strerror(err))
+            if plan.added_offset:
+                self._write_index(<uint8_t*>oview.buf, offset_entries, <uint8_t*>tview.buf,
+                                  time_entries, base_offset)
+        finally:
+            PyBuffer_Release(&tview)
+            PyBuffer_Release(&oview)
+        file_records._size = position + total
+        if position == 0:
+            segment._rolling_based_timestamp = self.first_max_timestamp
+        if plan.added_offset:
+            offset_index.entries_written(plan.added_offset)
+            if plan.added_time:
+                time_index.entries_written(plan.added_time)
+        segment._bytes_since_last_index_entry = plan.since
+        segment._max_timestamp_so_far = plan.max_timestamp
+        segment._offset_of_max_timestamp_so_far = plan.offset_of_max_timestamp
+        return SCAN_APPENDED
+
+    cdef int _plan_index(self, const uint8_t* offset_index, Py_ssize_t offset_entries,
+                         Py_ssize_t offset_max_entries, const uint8_t* time_index,
+                         Py_ssize_t time_entries, Py_ssize_t time_max_entries,
+                         Py_ssize_t position, int64_t base_offset, int64_t index_interval_bytes,
+                         IndexPlan* plan) noexcept:
+        """Kafka's index rule over the scanned batches, deciding and checking
+        every entry without writing one (see index_batches). ``plan`` holds
+        the segment's (since, max timestamp, its offset) on entry and after
+        the batches on return, with the entry counts. Returns 0 when an entry
+        would break an index's ordering or offset range (the caller takes the
+        per-entry path, which raises the index's own exception)."""
+        cdef Py_ssize_t i, added_offset = 0, added_time = 0
+        cdef ScannedBatch* b
+        cdef const uint8_t* q
+        cdef int64_t last_offset = -1, last_ts = 0, last_ts_offset = 0
+        cdef int64_t since = plan.since, max_timestamp = plan.max_timestamp
+        cdef int64_t offset_of_max_timestamp = plan.offset_of_max_timestamp
+        cdef bint have_offset_entry = offset_entries > 0
+        cdef bint have_time_entry = time_entries > 0
+        if have_offset_entry:
+            last_offset = base_offset + <int32_t>load_be32(offset_index + (offset_entries - 1) * 8)
+        if have_time_entry:
+            q = time_index + (time_entries - 1) * 12
+            last_ts = <int64_t>load_be64(q)
+            last_ts_offset = base_offset + <int32_t>load_be32(q + 8)
+        for i in range(self.batch_count):
+            b = &self._batches[i]
+            b.index_action = INDEX_NONE
+            if b.max_timestamp > max_timestamp:
+                max_timestamp = b.max_timestamp
+                offset_of_max_timestamp = b.last_offset
+            if since > index_interval_bytes \
+                    and offset_entries + added_offset < offset_max_entries \
+                    and time_entries + added_time < time_max_entries - 1:
+                if not 0 <= b.last_offset - base_offset <= 0x7FFFFFFF:
+                    return 0
+                if have_offset_entry and b.last_offset <= last_offset:
+                    return 0
+                have_offset_entry = True
+                last_offset = b.last_offset
+                b.index_action = INDEX_OFFSET
+                b.segment_position = position
+                added_offset += 1
+                if not have_time_entry or max_timestamp > last_ts:
+                    if have_time_entry and offset_of_max_timestamp < last_ts_offset:
+                        return 0
+                    if not 0 <= offset_of_max_timestamp - base_offset <= 0x7FFFFFFF:
+                        return 0
+                    have_time_entry = True
+                    last_ts = max_timestamp
+                    last_ts_offset = offset_of_max_timestamp
+                    b.index_action = INDEX_OFFSET_AND_TIME
+                    b.index_timestamp = max_timestamp
+                    b.index_timestamp_offset = offset_of_max_timestamp
+                    added_time += 1
+                elif max_timestamp < last_ts or offset_of_max_timestamp < last_ts_offset:
+                    return 0
+                since = 0
+            position += b.size
+            since += b.size
+        plan.since = since
+        plan.max_timestamp = max_timestamp
+        plan.offset_of_max_timestamp = offset_of_max_timestamp
+        plan.added_offset = added_offset
+        plan.added_time = added_time
+        return 1
+
+    cdef void _write_index(self, uint8_t* offset_index, Py_ssize_t offset_entries,
+                           uint8_t* time_index, Py_ssize_t time_entries,
+                           int64_t base_offset) noexcept:
+        """Write the entries _plan_index decided past the existing ones (the
+        caller checked that the buffers hold them)."""
+        cdef Py_ssize_t i
+        cdef ScannedBatch* b
+        cdef uint8_t* q
+        for i in range(self.batch_count):
+            b = &self._batches[i]
+            if b.index_action == INDEX_NONE:
+                continue
+            q = offset_index + offset_entries * 8
+            store_be32(q, <uint32_t>(b.last_offset - base_offset))
+            store_be32(q + 4, <uint32_t>b.segment_position)
+            offset_entries += 1
+            if b.index_action == INDEX_OFFSET_AND_TIME:
+                q = time_index + time_entries * 12
+                store_be64(q, <uint64_t>b.index_timestamp)
+                store_be32(q + 8, <uint32_t>(b.index_timestamp_offset - base_offset))
+                time_entries += 1
 
     def index_batches(self, Py_ssize_t position, int64_t since, int64_t index_interval_bytes,
                       int64_t max_timestamp, int64_t offset_of_max_timestamp,
@@ -238,12 +513,8 @@ cdef class BatchScan:
         ordering or offset range or a buffer is too short (or None): the
         caller then takes the per-entry path, which grows a buffered index or
         raises the index's own exception."""
-        cdef Py_ssize_t i, added_offset = 0, added_time = 0
-        cdef ScannedBatch* b
         cdef Py_buffer oview, tview
-        cdef uint8_t* q
-        cdef int64_t last_offset = -1, last_ts = 0, last_ts_offset = 0
-        cdef bint have_offset_entry, have_time_entry
+        cdef IndexPlan plan
         if self.batch_count == 0:
             return since, max_timestamp, offset_of_max_timestamp, 0, 0
         if offset_index is None or time_index is None:
@@ -258,73 +529,24 @@ cdef class BatchScan:
             if offset_entries < 0 or time_entries < 0 or offset_entries * 8 > oview.len \
                     or time_entries * 12 > tview.len:
                 return None
-            have_offset_entry = offset_entries > 0
-            if have_offset_entry:
-                last_offset = base_offset + <int32_t>load_be32(
-                    <uint8_t*>oview.buf + (offset_entries - 1) * 8)
-            have_time_entry = time_entries > 0
-            if have_time_entry:
-                q = <uint8_t*>tview.buf + (time_entries - 1) * 12
-                last_ts = <int64_t>load_be64(q)
-                last_ts_offset = base_offset + <int32_t>load_be32(q + 8)
-            # Plan: decide every entry and check it, writing nothing yet.
-            for i in range(self.batch_count):
-                b = &self._batches[i]
-                b.index_action = INDEX_NONE
-                if b.max_timestamp > max_timestamp:
-                    max_timestamp = b.max_timestamp
-                    offset_of_max_timestamp = b.last_offset
-                if since > index_interval_bytes \
-                        and offset_entries + added_offset < offset_max_entries \
-                        and time_entries + added_time < time_max_entries - 1:
-                    if not 0 <= b.last_offset - base_offset <= 0x7FFFFFFF:
-                        return None
-                    if have_offset_entry and b.last_offset <= last_offset:
-                        return None
-                    have_offset_entry = True
-                    last_offset = b.last_offset
-                    b.index_action = INDEX_OFFSET
-                    b.segment_position = position
-                    added_offset += 1
-                    if not have_time_entry or max_timestamp > last_ts:
-                        if have_time_entry and offset_of_max_timestamp < last_ts_offset:
-                            return None
-                        if not 0 <= offset_of_max_timestamp - base_offset <= 0x7FFFFFFF:
-                            return None
-                        have_time_entry = True
-                        last_ts = max_timestamp
-                        last_ts_offset = offset_of_max_timestamp
-                        b.index_action = INDEX_OFFSET_AND_TIME
-                        b.index_timestamp = max_timestamp
-                        b.index_timestamp_offset = offset_of_max_timestamp
-                        added_time += 1
-                    elif max_timestamp < last_ts or offset_of_max_timestamp < last_ts_offset:
-                        return None
-                    since = 0
-                position += b.size
-                since += b.size
-            if (offset_entries + added_offset) * 8 > oview.len \
-                    or (time_entries + added_time) * 12 > tview.len:
+            plan.since = since
+            plan.max_timestamp = max_timestamp
+            plan.offset_of_max_timestamp = offset_of_max_timestamp
+            if not self._plan_index(<uint8_t*>oview.buf, offset_entries, offset_max_entries,
+                                    <uint8_t*>tview.buf, time_entries, time_max_entries,
+                                    position, base_offset, index_interval_bytes, &plan):
                 return None
-            # Write.
-            if added_offset:
-                for i in range(self.batch_count):
-                    b = &self._batches[i]
-                    if b.index_action == INDEX_NONE:
-                        continue
-                    q = <uint8_t*>oview.buf + offset_entries * 8
-                    store_be32(q, <uint32_t>(b.last_offset - base_offset))
-                    store_be32(q + 4, <uint32_t>b.segment_position)
-                    offset_entries += 1
-                    if b.index_action == INDEX_OFFSET_AND_TIME:
-                        q = <uint8_t*>tview.buf + time_entries * 12
-                        store_be64(q, <uint64_t>b.index_timestamp)
-                        store_be32(q + 8, <uint32_t>(b.index_timestamp_offset - base_offset))
-                        time_entries += 1
+            if (offset_entries + plan.added_offset) * 8 > oview.len \
+                    or (time_entries + plan.added_time) * 12 > tview.len:
+                return None
+            if plan.added_offset:
+                self._write_index(<uint8_t*>oview.buf, offset_entries, <uint8_t*>tview.buf,
+                                  time_entries, base_offset)
         finally:
             PyBuffer_Release(&tview)
             PyBuffer_Release(&oview)
-        return since, max_timestamp, offset_of_max_timestamp, added_offset, added_time
+        return plan.since, plan.max_timestamp, plan.offset_of_max_timestamp, \
+            plan.added_offset, plan.added_time
 
     def batch_infos(self):
         """``(size, last_offset, max_timestamp)`` of each scanned batch."""

@@ -40,7 +40,7 @@ from kfast.storage.checkpoint import (
     LeaderEpochFileCache,
     PartitionMetadataFile,
 )
-from kfast.storage.file_records import RECORD_BATCH_OVERHEAD
+from kfast.storage.file_records import RECORD_BATCH_OVERHEAD, FileRecords
 from kfast.storage.producer_state import (
     ORIGIN_CLIENT,
     ORIGIN_REPLICATION,
@@ -62,7 +62,7 @@ MAX_TIMESTAMP = -3
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return _time_ns() // 1_000_000
 
 
 def parse_topic_partition(directory: str) -> tuple[str, int]:
@@ -92,6 +92,8 @@ class LogAppendInfo(NamedTuple):
 # LogAppendInfo(...) goes through the NamedTuple's Python __new__; the append
 # path builds one per request, all fields given.
 _new_tuple = tuple.__new__
+_time_ns = time.time_ns
+_APPENDED = scan_status.APPENDED
 
 
 class Log:
@@ -103,11 +105,13 @@ class Log:
 
         self.dir = directory
         self.topic, self.partition = parse_topic_partition(directory)
+        self._scan = BatchScan(FileRecords)  # reused by every append (under the lock)
+        # False forces the general append path (tests compare the two).
+        self._fast_append = True
         self._apply_config(config)
         self.time_ms = time_ms
         self.flush_requester = flush_requester
         self._lock = threading.RLock()
-        self._scan = BatchScan()  # reused by every append (under the lock)
         self._segments: dict[int, LogSegment] = {}
         self._base_offsets: list[int] = []
         self._active_segment: LogSegment | None = None
@@ -143,6 +147,9 @@ class Log:
         self._segment_bytes = config.segment_bytes
         self._segment_ms = config.segment_ms
         self._flush_messages = config.flush_messages
+        self._scan.configure(self._max_message_bytes, self._log_append_time,
+                             self._timestamp_before_max_ms, self._timestamp_after_max_ms,
+                             self._segment_bytes, self._segment_ms)
 
     # -- segments ---------------------------------------------------------------
     def _add_segment(self, segment: LogSegment) -> None:
@@ -264,10 +271,49 @@ class Log:
         InvalidTimestampException for a bad payload, KafkaStorageException
         for a disk error."""
         now = self.time_ms() if now is None else now
-        view = memoryview(records)
-        if view.readonly:
-            view = memoryview(bytearray(view))
-        return self._append(view, origin, leader_epoch, now, True)
+        if type(records) is bytearray:
+            view = records  # writable already; the general path takes a memoryview of it
+        else:
+            view = memoryview(records)
+            if view.readonly:
+                view = memoryview(bytearray(view))
+        if not self._fast_append or leader_epoch is None:
+            return self._append(memoryview(view), origin, leader_epoch, now, True)
+        with self._lock:
+            if self.offline:
+                return self._append(memoryview(view), origin, leader_epoch, now, True)
+            # One kernel call validates, patches, writes and indexes a plain
+            # append; anything else (producer id, roll due, index to grow)
+            # comes back scanned but unwritten and goes on the general path.
+            scan = self._scan
+            try:
+                status = scan.append_to_segment(view, self._active_segment, self.log_end_offset,
+                                                leader_epoch, now, origin == ORIGIN_CLIENT)
+            except OSError as exc:
+                # The file was cut back to its previous size: nothing changed.
+                segment = self._active_segment
+                if segment.log.size != self._expected_size(segment):
+                    self.offline = True
+                raise self._storage_error(exc, "appending records") from exc
+            if status:
+                if status != _APPENDED:
+                    raise self._scan_error(status, scan, now)
+                # The general path's tail, for a leader append without producer state.
+                first_offset = scan.first_offset
+                if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch():
+                    self.leader_epoch_cache.assign(leader_epoch, first_offset)
+                offset = scan.next_offset
+                self.log_end_offset = offset
+                self.producer_state.map_end_offset = offset
+                records_count = scan.records_count
+                self._unflushed_messages += records_count
+                if self._unflushed_messages >= self._flush_messages:
+                    self._request_flush()
+                return _new_tuple(LogAppendInfo, (
+                    first_offset, offset - 1, scan.max_timestamp, scan.offset_of_max_timestamp,
+                    now if self._log_append_time else -1, self.log_start_offset,
+                    records_count, scan.valid_bytes, False))
+            return self._append_scanned(memoryview(view), scan, origin, leader_epoch, now)
 
     def append_as_follower(self, records, now: int | None = None) -> LogAppendInfo:
         """Append batches that already carry offsets (replication)."""
@@ -275,6 +321,7 @@ class Log:
         return self._append(memoryview(records), ORIGIN_REPLICATION, None, now, False)
 
     def _append(self, view, origin, leader_epoch, now, assign_offsets) -> LogAppendInfo:
+        """The general path: scan, then _append_scanned."""
         from_client = origin == ORIGIN_CLIENT
         log_append_time = now if self._log_append_time else -1
         with self._lock:
@@ -291,57 +338,63 @@ class Log:
                                    self._max_message_bytes, False, 0, 0)
             if status:
                 raise self._scan_error(status, scan, now)
-            if self.offline:
-                self._check_online()
-            if not scan.batch_count:
-                return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0)
-            first_offset = scan.first_offset
-            producer_infos = completed = None
-            if scan.has_producer_id:
-                found = self._prepare_producer_updates(view, scan, origin)
-                if isinstance(found, LogAppendInfo):
-                    return found  # a duplicate: nothing is written
-                producer_infos, completed = found
-            offset = scan.next_offset
-            last_offset = offset - 1
-            max_ts = scan.max_timestamp
-            size = scan.valid_bytes
-            segment = self._active_segment
-            if segment.should_roll(self._segment_bytes, self._segment_ms, max_ts, last_offset,
-                                   size, now):
-                segment = self.roll(first_offset)
-            try:
-                segment.append_scanned(view, scan)
-            except OSError as exc:
-                # The file was rolled back to its previous size: nothing changed.
-                if segment.log.size != self._expected_size(segment):
-                    self.offline = True
-                raise self._storage_error(exc, "appending records") from exc
-            if leader_epoch is not None:
-                if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch():
-                    self.leader_epoch_cache.assign(leader_epoch, first_offset)
-            else:
-                for epoch, base_offset in scan.leader_epochs():
-                    self.leader_epoch_cache.assign(epoch, base_offset)
-            if producer_infos is not None:
-                for info in producer_infos.values():
-                    self.producer_state.update(info)
-            if completed is not None:
-                for txn in completed:
-                    if txn.is_aborted:
-                        segment.txn_index.append(AbortedTxn(
-                            txn.producer_id, txn.first_offset, txn.last_offset,
-                            self.producer_state.last_stable_offset(txn)))
-                    self.producer_state.complete_txn(txn)
-            self.log_end_offset = offset
-            self.producer_state.map_end_offset = offset
-            records_count = scan.records_count
-            self._unflushed_messages += records_count
-            if self._unflushed_messages >= self._flush_messages:
-                self._request_flush()
-            return _new_tuple(LogAppendInfo, (first_offset, last_offset, max_ts,
-                                              scan.offset_of_max_timestamp, log_append_time,
-                                              self.log_start_offset, records_count, size, False))
+            return self._append_scanned(view, scan, origin, leader_epoch, now)
+
+    def _append_scanned(self, view, scan, origin, leader_epoch, now) -> LogAppendInfo:
+        """Everything after a successful scan (under the lock): producer
+        state, roll, write, index, epochs, flush policy."""
+        log_append_time = now if self._log_append_time else -1
+        if self.offline:
+            self._check_online()
+        if not scan.batch_count:
+            return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0)
+        first_offset = scan.first_offset
+        producer_infos = completed = None
+        if scan.has_producer_id:
+            found = self._prepare_producer_updates(view, scan, origin)
+            if isinstance(found, LogAppendInfo):
+                return found  # a duplicate: nothing is written
+            producer_infos, completed = found
+        offset = scan.next_offset
+        last_offset = offset - 1
+        max_ts = scan.max_timestamp
+        size = scan.valid_bytes
+        segment = self._active_segment
+        if segment.should_roll(self._segment_bytes, self._segment_ms, max_ts, last_offset,
+                               size, now):
+            segment = self.roll(first_offset)
+        try:
+            segment.append_scanned(view, scan)
+        except OSError as exc:
+            # The file was rolled back to its previous size: nothing changed.
+            if segment.log.size != self._expected_size(segment):
+                self.offline = True
+            raise self._storage_error(exc, "appending records") from exc
+        if leader_epoch is not None:
+            if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch():
+                self.leader_epoch_cache.assign(leader_epoch, first_offset)
+        else:
+            for epoch, base_offset in scan.leader_epochs():
+                self.leader_epoch_cache.assign(epoch, base_offset)
+        if producer_infos is not None:
+            for info in producer_infos.values():
+                self.producer_state.update(info)
+        if completed is not None:
+            for txn in completed:
+                if txn.is_aborted:
+                    segment.txn_index.append(AbortedTxn(
+                        txn.producer_id, txn.first_offset, txn.last_offset,
+                        self.producer_state.last_stable_offset(txn)))
+                self.producer_state.complete_txn(txn)
+        self.log_end_offset = offset
+        self.producer_state.map_end_offset = offset
+        records_count = scan.records_count
+        self._unflushed_messages += records_count
+        if self._unflushed_messages >= self._flush_messages:
+            self._request_flush()
+        return _new_tuple(LogAppendInfo, (first_offset, last_offset, max_ts,
+                                          scan.offset_of_max_timestamp, log_append_time,
+                                          self.log_start_offset, records_count, size, False))
 
     def _prepare_producer_updates(self, view, scan: BatchScan, origin: str):
         """Producer-state updates for the scanned batches that carry a producer
