@@ -93,6 +93,10 @@ cdef class BatchScan:
     cdef readonly int64_t records_count
     cdef readonly Py_ssize_t valid_bytes
     cdef readonly bint has_producer_id              # some batch carries one
+    # After append_to_segment wrote a payload: (first_offset, last_offset,
+    # max_timestamp, offset_of_max_timestamp, log_append_time, log_start_offset,
+    # records_count, valid_bytes, False) - kfast.storage.log.LogAppendInfo's fields.
+    cdef readonly tuple append_info
     # Set when scan() returns a status other than SCAN_OK.
     cdef readonly Py_ssize_t error_position
     cdef readonly int64_t error_value               # magic, size, timestamp, ...

@@ -28,6 +28,7 @@ class BatchScan:
     records_count: int
     valid_bytes: int
     has_producer_id: bool
+    append_info: tuple[int, int, int, int, int, int, int, int, bool]  # LogAppendInfo's fields
     # Details of the last failed scan.
     error_position: int
     error_value: int
@@ -42,7 +43,8 @@ class BatchScan:
                   timestamp_before_max_ms: int, timestamp_after_max_ms: int,
                   segment_bytes: int, segment_ms: int) -> None: ...
     def append_to_segment(self, buffer: Buffer, segment: Any, next_offset: int,
-                          leader_epoch: int, now: int, from_client: bool) -> int: ...
+                          leader_epoch: int, now: int, from_client: bool,
+                          log_start_offset: int) -> int: ...
     def index_batches(self, position: int, since: int, index_interval_bytes: int,
                       max_timestamp: int, offset_of_max_timestamp: int, base_offset: int,
                       offset_index: Buffer | None, offset_entries: int,

@@ -252,7 +252,7 @@ cdef class BatchScan:
         self._segment_ms = segment_ms
 
     def append_to_segment(self, buffer, segment, int64_t next_offset, int32_t leader_epoch,
-                          int64_t now, bint from_client):
+                          int64_t now, bint from_client, log_start_offset):
         """The leader's append in one call, under the configs given to
         ``configure``: ``scan`` with offsets assigned from ``next_offset``
         (a client's batches checked against the timestamp window around
@@ -264,7 +264,8 @@ cdef class BatchScan:
         bytes since the last index entry, max timestamp and its offset,
         rolling timestamp) updated.
 
-        Returns APPENDED when the payload was written; an error status like
+        Returns APPENDED when the payload was written (``append_info`` then
+        holds the append's LogAppendInfo fields); an error status like
         ``scan``; or OK when it was scanned and patched but not written,
         leaving the rest to the caller's general path: a batch with a
         producer id (producer state first), a roll due, a segment state not
@@ -291,10 +292,16 @@ cdef class BatchScan:
                                 check_time, earliest, latest)
             if status != SCAN_OK or self.batch_count == 0 or self.has_producer_id:
                 return status
-            return self._append_scanned(<const uint8_t*>view.buf, segment, self._segment_bytes,
-                                        self._segment_ms, now)
+            status = self._append_scanned(<const uint8_t*>view.buf, segment,
+                                          self._segment_bytes, self._segment_ms, now)
         finally:
             PyBuffer_Release(&view)
+        if status == SCAN_APPENDED:
+            # Built here, once: the log returns it as its LogAppendInfo.
+            self.append_info = (self.first_offset, self.next_offset - 1, self.max_timestamp,
+                                self.offset_of_max_timestamp, log_append_time,
+                                log_start_offset, self.records_count, self.valid_bytes, False)
+        return status
 
     cdef int _append_scanned(self, const uint8_t* data, segment, int64_t segment_bytes,
                              int64_t segment_ms, int64_t now) except -1:

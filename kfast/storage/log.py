@@ -288,7 +288,8 @@ class Log:
             scan = self._scan
             try:
                 status = scan.append_to_segment(view, self._active_segment, self.log_end_offset,
-                                                leader_epoch, now, origin == ORIGIN_CLIENT)
+                                                leader_epoch, now, origin == ORIGIN_CLIENT,
+                                                self.log_start_offset)
             except OSError as exc:
                 # The file was cut back to its previous size: nothing changed.
                 segment = self._active_segment
@@ -299,20 +300,14 @@ class Log:
                 if status != _APPENDED:
                     raise self._scan_error(status, scan, now)
                 # The general path's tail, for a leader append without producer state.
-                first_offset = scan.first_offset
+                info = scan.append_info
                 if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch():
-                    self.leader_epoch_cache.assign(leader_epoch, first_offset)
-                offset = scan.next_offset
-                self.log_end_offset = offset
-                self.producer_state.map_end_offset = offset
-                records_count = scan.records_count
-                self._unflushed_messages += records_count
+                    self.leader_epoch_cache.assign(leader_epoch, info[0])
+                self.log_end_offset = self.producer_state.map_end_offset = info[1] + 1
+                self._unflushed_messages += info[6]
                 if self._unflushed_messages >= self._flush_messages:
                     self._request_flush()
-                return _new_tuple(LogAppendInfo, (
-                    first_offset, offset - 1, scan.max_timestamp, scan.offset_of_max_timestamp,
-                    now if self._log_append_time else -1, self.log_start_offset,
-                    records_count, scan.valid_bytes, False))
+                return _new_tuple(LogAppendInfo, info)
             return self._append_scanned(memoryview(view), scan, origin, leader_epoch, now)
 
     def append_as_follower(self, records, now: int | None = None) -> LogAppendInfo:

@@ -156,8 +156,11 @@ def test_plain_append_is_written_by_the_kernel(tmp_path):
     segment = log.active_segment
     data = bytearray(make_batch(3, 50, timestamp=NOW + 5))
     before = segment.size
-    got = log._scan.append_to_segment(data, segment, log.log_end_offset, 0, NOW, True)
+    got = log._scan.append_to_segment(data, segment, log.log_end_offset, 0, NOW, True, 0)
     assert got == status.APPENDED
+    # LogAppendInfo's fields: offsets 4..6, max timestamp and its offset, no
+    # LogAppendTime, log start offset, 3 records.
+    assert log._scan.append_info == (4, 6, NOW + 5, 6, -1, 0, 3, len(data), False)
     assert segment.size == before + len(data)
     assert os.path.getsize(segment.log.path) == before + len(data)
     # index.interval.bytes = 0: every batch after the first gets an entry.
@@ -185,7 +188,7 @@ def test_unusual_appends_are_left_to_the_general_path(tmp_path, case):
     else:
         data = bytearray(make_batch(1, timestamp=NOW))
         log._scan.__init__(None)  # no plain file type: never written by the kernel
-    got = log._scan.append_to_segment(data, segment, log.log_end_offset, 0, NOW, True)
+    got = log._scan.append_to_segment(data, segment, log.log_end_offset, 0, NOW, True, 0)
     assert got == status.OK  # scanned and patched, not written
     assert int.from_bytes(data[:8], "big") == 1
     assert segment.size == size == os.path.getsize(segment.log.path)
@@ -195,10 +198,10 @@ def test_unusual_appends_are_left_to_the_general_path(tmp_path, case):
 def test_scan_errors_come_back_as_statuses(tmp_path):
     log = _log(tmp_path, **{"max.message.bytes": 200})
     got = log._scan.append_to_segment(bytearray(make_batch(1, 300, timestamp=NOW)),
-                                      log.active_segment, 0, 0, NOW, True)
+                                      log.active_segment, 0, 0, NOW, True, 0)
     assert got == status.TOO_LARGE
     got = log._scan.append_to_segment(bytearray(make_batch(1, timestamp=NOW + 7200_000)),
-                                      log.active_segment, 0, 0, NOW, True)
+                                      log.active_segment, 0, 0, NOW, True, 0)
     assert got == status.BAD_TIMESTAMP  # message.timestamp.after.max.ms = 1 hour
     assert log.active_segment.size == 0
     log.close()
