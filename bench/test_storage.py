@@ -5,10 +5,12 @@
 
 log_append_*: each round appends BATCHES record batches (1 MiB or 16 KiB,
 valid v2 batches built by kafka-python) to a fresh partition:
-  log_append_kfast_<size>   Log.append_as_leader on a writable buffer (one
-                            log_append kernel call: header and CRC-32C check,
-                            offset/epoch patch; roll check; one pwrite; index
-                            entries), as the produce path calls it
+  log_append_kfast_<size>   Log.append_as_leader on a writable buffer, as the
+                            produce path calls it: one kernel call
+                            (BatchScan.append_to_segment: header and CRC-32C
+                            check, offset/epoch patch, roll rule, one pwrite,
+                            index entries) plus the log's epoch check, offsets
+                            and flush counter
   log_append_raw_<size>     os.write of the same bytes to a file on the same
                             filesystem (the ceiling)
 index_lookup_*: LOOKUPS random lookups per round in an offset index of

@@ -168,7 +168,10 @@ class LogSegment:
         """``append`` for a payload the log's BatchScan (kfast._ext.log_append)
         validated and patched: the kernel applies the index rule over the
         headers it remembered and writes the entries into the index buffers,
-        so nothing is allocated per batch."""
+        so nothing is allocated per batch. BatchScan.append_to_segment does
+        all of this in C for a plain leader append (the state it reads and
+        writes: log._fd/_size, the indexes' _view/_entries/_max_entries and
+        this segment's index and rolling state)."""
         if not scan.batch_count:
             return
         position = self.log.size
@@ -368,7 +371,9 @@ class LogSegment:
         """Kafka's roll rule before appending ``messages_size`` bytes: the
         segment would pass segment.bytes, is older than segment.ms (minus its
         jitter), an index is full, or the last offset would not fit the
-        index's relative offsets. Runs on every append: kept flat."""
+        index's relative offsets. Runs on every append: kept flat. The
+        leader's fast path (kfast._ext.log_append BatchScan.append_to_segment)
+        applies the same rule to the same attributes in C: change both."""
         size = self.log._size
         if size > segment_bytes - messages_size:
             return True
