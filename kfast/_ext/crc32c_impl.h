@@ -231,8 +231,9 @@ static uint32_t kfast_crc32c_hw(uint32_t reg, const unsigned char *p, size_t n)
 #include <cpuid.h>
 #include <immintrin.h>
 
-/* Below this many bytes the folding paths use kfast_crc32c_hw(): the fold
- * set-up and final reduction cost about as much as 256 bytes of crc32. */
+/* Below this many bytes the folding paths use kfast_crc32c_hw(): with the
+ * fold's set-up and final reduction, folding 128-255 bytes measured only
+ * 0-15% faster than crc32 here, and 256 bytes twice as fast. */
 #define KFAST_CRC32C_FOLD_MIN 256
 
 #define KFAST_PCLMUL_TARGET __attribute__((target("sse4.2,pclmul")))
@@ -298,7 +299,8 @@ static void kfast_crc32c_fold_constants(void)
     }
 }
 
-/* x * x^D + next: lane 0 of k multiplies A_lo, lane 1 A_hi. */
+/* x·x^D + next (mod P), for k = the fold_by<D> constants: lane 0 of k
+ * multiplies x's earlier half, lane 1 its later half. */
 KFAST_PCLMUL_TARGET
 static inline __m128i kfast_fold_xmm(__m128i x, __m128i k, __m128i next)
 {
