@@ -153,3 +153,22 @@ def test_unknown_implementation_name():
     with pytest.raises(ValueError):
         kcrc._force_implementation("quantum")
     assert kcrc.implementation() == PATHS[-1]
+
+
+@pytest.mark.parametrize("flip_at", [100, 20_000, 600_000])
+def test_kernels_cimporting_crc32c_update_follow_the_forced_path(path, flip_at):
+    """The batch kernel checks CRCs through crc32c_update (crc32c.pxd), so it
+    runs whichever path is selected; a single flipped bit in a ~1 MiB batch
+    (inside the fused blocks and in the tail) is caught on every path."""
+    from kfast.protocol.errors import CorruptRecordException
+    from kfast.records import RecordBatch, RecordBatchBuilder
+
+    builder = RecordBatchBuilder(0)
+    value = random.Random(9).randbytes(1000)
+    for i in range(1000):
+        builder.append(1000 + i, None, value)
+    data = bytearray(builder.build())
+    RecordBatch(data).validate()
+    data[flip_at] ^= 0x10
+    with pytest.raises(CorruptRecordException, match="crc"):
+        RecordBatch(data).validate()
