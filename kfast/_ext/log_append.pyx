@@ -389,7 +389,7 @@ cdef class BatchScan:
                     ftruncate(fd, <off_t>position)
                     return -1  # the signal handler's exception
                 ftruncate(fd, <off_t>position)
-                raise OSError(err, strerror(err))
+                raise OSError(err, (<bytes>strerror(err)).decode("utf-8", "replace"))
             if plan.added_offset:
                 self._write_index(<uint8_t*>oview.buf, offset_entries, <uint8_t*>tview.buf,
                                   time_entries, base_offset)

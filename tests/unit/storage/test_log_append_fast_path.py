@@ -221,6 +221,7 @@ def test_a_failed_kernel_write_leaves_the_log_unchanged(tmp_path):
             log.append_as_leader(make_batch(2, timestamp=NOW), now=NOW)
         assert isinstance(raised.value.__cause__, OSError)
         assert raised.value.__cause__.errno == errno.EBADF
+        assert str(raised.value.__cause__) == str(OSError(errno.EBADF, os.strerror(errno.EBADF)))
     finally:
         segment.log._fd = writable
         os.close(read_only)
