@@ -401,6 +401,20 @@ class OffsetIndex(AbstractIndex):
         last = self._last_or_none()
         return last if last is not None else OffsetPosition(self.base_offset, 0)
 
+    def position_floor(self, target_position: int) -> int:
+        """Largest indexed position <= ``target_position`` (a batch boundary),
+        else 0. Positions grow with offsets, so this is a binary search too."""
+        low, high = 0, self._entries - 1
+        found = 0
+        while low <= high:
+            middle = (low + high) >> 1
+            position = self._ENTRY.unpack_from(self._view, middle * 8)[1]
+            if position <= target_position:
+                found, low = position, middle + 1
+            else:
+                high = middle - 1
+        return found
+
     def lookup(self, target_offset: int) -> OffsetPosition:
         """Largest entry with offset <= target_offset, else (base_offset, 0)."""
         if self._entries == 0:

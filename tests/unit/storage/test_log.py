@@ -419,3 +419,32 @@ def test_epoch_assigned_without_fsync_is_written_by_the_next_flush_or_close(tmp_
     log.leader_epoch_cache.assign(4, log.log_end_offset, flush=False)
     log.close()
     assert LeaderEpochFileCache(path).entries == [(3, 0), (4, 2)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=40),
+       interval=st.sampled_from([1, 512, 4096]), data=st.data())
+def test_read_ends_at_a_batch_boundary_once_the_first_batch_fits(tmp_path_factory, sizes,
+                                                                  interval, data):
+    """A read returns the batches that fit whole in max_bytes (no partial
+    batch at the tail): exactly the longest prefix of whole batches, and the
+    first batch whole whatever max_bytes is (min_one_message)."""
+    log = open_log(tmp_path_factory.mktemp("boundary"), **{"index.interval.bytes": interval})
+    lengths = []
+    for size in sizes:
+        batch = make_batch(1, size)
+        lengths.append(len(batch))
+        log.append_as_leader(batch)
+    start = data.draw(st.integers(0, len(sizes) - 1))
+    max_bytes = data.draw(st.integers(1, sum(lengths) + 10))
+    info = log.read(start, max_bytes)
+    expected, total = 0, 0
+    for i, length in enumerate(lengths[start:]):
+        if i > 0 and total + length > max_bytes:
+            break
+        total += length
+        expected += 1
+    assert info.records.length == total
+    assert [first for first, _ in batch_offsets(info.records.read())] == \
+        list(range(start, start + expected))
+    log.close()
