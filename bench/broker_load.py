@@ -235,8 +235,9 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int, limit_s: 
 
     A Kafka broker answers with up to that many bytes per partition,
     including a trailing partial batch (Kafka's LogSegment.read slices the
-    file); kfast does the same. Tansu 0.6 ignores the setting and answers
-    about 5 MB per fetch whatever it is. How big the responses are changes
+    file); kfast answers with the whole batches that fit (the first one
+    always). Tansu 0.6 ignores the setting and answers about 5 MB per fetch
+    whatever it is. How big the responses are changes
     the client's own CPU per record (measured: librdkafka spends more on
     10 MiB responses than on 5 MB ones), and the client is what bounds this
     phase, so the phase runs at both settings."""
