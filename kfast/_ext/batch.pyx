@@ -611,17 +611,13 @@ cdef class Record:
         cdef list out = []
         cdef const uint8_t* p = self._headers
         cdef const uint8_t* end = self._end   # parse_record checked every header fits
-        cdef int32_t i, n
+        cdef const uint8_t* data = NULL
+        cdef int32_t i, n = 0
         for i in range(self._header_count):
-            read_varint(&p, end, &n)
-            key = PyUnicode_DecodeUTF8(<const char*>p, n, "replace")
-            p += n
-            read_varint(&p, end, &n)
-            if n < 0:
-                out.append((key, None))
-            else:
-                out.append((key, _slice(self._owner, p, n)))
-                p += n
+            read_bytes_field(&p, end, 0, RECORD_BAD_HEADER_KEY, &data, &n)
+            key = PyUnicode_DecodeUTF8(<const char*>data, n, "replace")
+            read_bytes_field(&p, end, -1, RECORD_BAD_HEADER_VALUE, &data, &n)
+            out.append((key, None if data == NULL else _slice(self._owner, data, n)))
         return out
 
     @property

@@ -28,9 +28,9 @@ cdef enum Width:
 
 cdef tuple _decode(buf, Py_ssize_t offset, Width width):
     cdef Py_buffer view
-    cdef int32_t value32
-    cdef int64_t value64
-    cdef uint64_t uvalue
+    cdef int32_t value32 = 0
+    cdef int64_t value64 = 0
+    cdef uint64_t uvalue = 0
     cdef object value
     cdef int rc
     cdef const uint8_t* start
