@@ -243,12 +243,20 @@ async def _lines(stdin):
     loop = asyncio.get_running_loop()
     queue: asyncio.Queue = asyncio.Queue(maxsize=0)
 
+    def hand_over(item) -> bool:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+            return True
+        except RuntimeError:    # the loop is closed: the producer stopped reading
+            return False
+
     def pump():
         try:
             for line in stdin:
-                loop.call_soon_threadsafe(queue.put_nowait, line)
+                if not hand_over(line):
+                    return
         finally:
-            loop.call_soon_threadsafe(queue.put_nowait, None)
+            hand_over(None)     # end of input (or a read error): stop waiting
 
     threading.Thread(target=pump, name="kfast-produce-stdin", daemon=True).start()
     while True:
