@@ -83,13 +83,14 @@ def test_many_callbacks_in_one_bucket_arm_the_loop_once(loop):
                 done.set_result(None)
 
         handles = [timer.schedule(50, task) for _ in range(count)]
-        assert timer.arm_count == 1
-        await done
         # The clock may tick while scheduling (more often on a loaded
-        # machine), spreading the tasks over a few expirations. 50 ms sits
-        # in a level-2 bucket: at most one wake there and one in level 1
-        # after the cascade, per distinct expiration -- not per task.
+        # machine), spreading the tasks over a few expirations and buckets:
+        # at most one arm per distinct expiration, not per task.
         expirations = {handle.expiration_ms for handle in handles}
+        assert timer.arm_count <= len(expirations)
+        await done
+        # 50 ms sits in a level-2 bucket: at most one wake there and one in
+        # level 1 after the cascade, per distinct expiration.
         assert timer.arm_count <= 1 + 2 * len(expirations)
         assert timer.size == 0
     run(loop, main)
