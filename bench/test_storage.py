@@ -2,15 +2,16 @@
 
     pytest bench/test_storage.py --benchmark-only -k log_append
     pytest bench/test_storage.py --benchmark-only -k index_lookup
+    python3 bench/log_append_paired.py --size 16384   (kfast and raw interleaved)
 
 log_append_*: each round appends BATCHES record batches (1 MiB or 16 KiB,
 valid v2 batches built by kafka-python) to a fresh partition:
   log_append_kfast_<size>   Log.append_as_leader on a writable buffer, as the
-                            produce path calls it: one kernel call
-                            (BatchScan.append_to_segment: header and CRC-32C
-                            check, offset/epoch patch, roll rule, one pwrite,
-                            index entries) plus the log's epoch check, offsets
-                            and flush counter
+                            produce path calls it: one call into C
+                            (LogState.append_as_leader: lock, header and
+                            CRC-32C check, offset/epoch patch, roll rule, one
+                            pwrite, index entries, epoch check, end offsets,
+                            flush counter)
   log_append_raw_<size>     os.write of the same bytes to a file on the same
                             filesystem (the ceiling)
 index_lookup_*: LOOKUPS random lookups per round in an offset index of

@@ -26,6 +26,11 @@
 # call, with what LogSegment.append_scanned does: roll rule, index plan, one
 # pwrite, index entries, segment state. It returns SCAN_APPENDED once written,
 # SCAN_OK for "scanned and patched, not written: take the general path".
+#
+# LogState.append_as_leader wraps that call with the rest of a leader append
+# (lock, clock, epoch check, end offsets, flush counter, LogAppendInfo), so a
+# plain produce never runs Python inside the log. FileState, IndexState and
+# SegmentState hold the storage objects' per-append fields as C fields.
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t
 
 cdef enum BatchScanStatus:
@@ -79,6 +84,38 @@ cdef enum IndexAction:
     INDEX_OFFSET_AND_TIME = 2
 
 
+# The fields of the storage objects (kfast/storage: FileRecords, the offset
+# and time indexes and LogSegment subclass these) that the append kernel reads
+# and writes on every append: C fields, read without a lookup. Python sees
+# them as ordinary attributes.
+cdef class FileState:
+    cdef public int _fd                    # -1 once closed
+    cdef public int64_t _size              # bytes written (a preallocated file is longer)
+
+
+cdef class IndexState:
+    cdef public object _view               # the entries: bytearray (buffered), mmap or None
+    cdef public Py_ssize_t _entries
+    cdef public Py_ssize_t _max_entries
+    cdef public object _last               # the last entry, or INDEX_LAST_STALE
+
+    cdef void _entries_written(self, Py_ssize_t count) noexcept
+
+
+cdef class SegmentState:
+    cdef public object log                 # FileRecords
+    cdef public object offset_index        # OffsetIndex
+    cdef public object time_index          # TimeIndex
+    cdef public int64_t base_offset
+    cdef public int64_t index_interval_bytes
+    cdef public int64_t roll_jitter_ms
+    cdef public int64_t created_ms
+    cdef public object _max_timestamp_so_far        # None until loaded from the time index
+    cdef public int64_t _offset_of_max_timestamp_so_far
+    cdef public int64_t _bytes_since_last_index_entry
+    cdef public object _rolling_based_timestamp     # None until the first batch's is known
+
+
 cdef class BatchScan:
     # Reused across appends (one per Log): the per-batch array grows to the
     # largest request seen and is never shrunk.
@@ -96,7 +133,9 @@ cdef class BatchScan:
     # After append_to_segment wrote a payload: (first_offset, last_offset,
     # max_timestamp, offset_of_max_timestamp, log_append_time, log_start_offset,
     # records_count, valid_bytes, False) - kfast.storage.log.LogAppendInfo's fields.
-    cdef readonly tuple append_info
+    cdef readonly object append_info
+    # How many payloads append_to_segment wrote (tests check the path ran).
+    cdef readonly Py_ssize_t appends_written
     # Set when scan() returns a status other than SCAN_OK.
     cdef readonly Py_ssize_t error_position
     cdef readonly int64_t error_value               # magic, size, timestamp, ...
@@ -104,6 +143,7 @@ cdef class BatchScan:
     cdef readonly int64_t error_base_offset
 
     cdef object _plain_file_type                    # see BatchScan.__init__
+    cdef object _info_type                          # see BatchScan.__init__
     # Topic configs append_to_segment applies (BatchScan.configure).
     cdef int64_t _max_message_bytes
     cdef bint _log_append_time
@@ -120,6 +160,11 @@ cdef class BatchScan:
                    int64_t next_offset, int32_t leader_epoch, int64_t log_append_time,
                    bint from_client, int64_t max_message_bytes, bint check_time,
                    int64_t earliest, int64_t latest) except -1
+    cdef int _plan_held(self, Py_buffer* oview, Py_ssize_t offset_entries,
+                        Py_ssize_t offset_max_entries, Py_buffer* tview,
+                        Py_ssize_t time_entries, Py_ssize_t time_max_entries,
+                        Py_ssize_t position, int64_t base_offset, int64_t index_interval_bytes,
+                        IndexPlan* plan) noexcept
     cdef int _plan_index(self, const uint8_t* offset_index, Py_ssize_t offset_entries,
                          Py_ssize_t offset_max_entries, const uint8_t* time_index,
                          Py_ssize_t time_entries, Py_ssize_t time_max_entries,
@@ -130,3 +175,27 @@ cdef class BatchScan:
                            int64_t base_offset) noexcept
     cdef int _append_scanned(self, const uint8_t* data, segment, int64_t segment_bytes,
                              int64_t segment_ms, int64_t now) except -1
+    cdef int _append_leader(self, Py_buffer* view, segment, int64_t next_offset,
+                            int32_t leader_epoch, int64_t now, bint from_client,
+                            log_start_offset) except -1
+
+
+# The part of a Log (kfast/storage/log.py subclasses this) that its leader
+# append reads and writes on every produce: C fields, so the fast path in
+# LogState.append_as_leader looks nothing up in a dictionary. Python sees
+# them as ordinary attributes.
+cdef class LogState:
+    cdef public int64_t log_end_offset
+    cdef public int64_t log_start_offset
+    cdef public int64_t _unflushed_messages
+    cdef public int64_t _flush_messages       # log.flush.interval.messages
+    cdef public bint offline                  # after a disk error
+    cdef public bint _fast_append             # False forces the general path (tests)
+    cdef public BatchScan _scan               # reused by every append (under the lock)
+    cdef public object _active_segment
+    cdef public object _lock
+    cdef public object leader_epoch_cache
+    cdef public object producer_state
+    cdef public object time_ms
+
+    cdef object _appended(self, BatchScan scan, int32_t leader_epoch)

@@ -28,14 +28,15 @@ class BatchScan:
     records_count: int
     valid_bytes: int
     has_producer_id: bool
-    append_info: tuple[int, int, int, int, int, int, int, int, bool]  # LogAppendInfo's fields
+    append_info: tuple[int, int, int, int, int, int, int, int, bool]  # a LogAppendInfo
     # Details of the last failed scan.
     error_position: int
     error_value: int
     error_other: int
     error_base_offset: int
 
-    def __init__(self, plain_file_type: type | None = None) -> None: ...
+    appends_written: int
+    def __init__(self, plain_file_type: type | None = None, info_type: type | None = None) -> None: ...
     def scan(self, buffer: Buffer, assign_offsets: bool, next_offset: int, leader_epoch: int,
              log_append_time: int, from_client: bool, max_message_bytes: int,
              check_time: bool, earliest: int, latest: int) -> int: ...
@@ -54,3 +55,15 @@ class BatchScan:
     def batch_infos(self) -> list[tuple[int, int, int]]: ...
     def positions(self, with_producer_id_only: bool = False) -> list[int]: ...
     def leader_epochs(self) -> list[tuple[int, int]]: ...
+
+ORIGIN_CLIENT: str
+ORIGIN_REPLICATION: str
+ORIGIN_COORDINATOR: str
+
+class LogState:
+    """C fields of a Log and its leader append's fast path (log_append.pxd)."""
+    log_end_offset: int
+    log_start_offset: int
+    offline: bool
+    def append_as_leader(self, records: Buffer, leader_epoch: int | None = 0,
+                         origin: str = ..., now: int | None = None) -> Any: ...

@@ -9,6 +9,9 @@ status and leaves the numbers its message needs in ``error_*``: the log turns
 them into the Kafka exception, because only it knows the partition's name.
 """
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyBUF_WRITABLE
+from cpython.bytearray cimport PyByteArray_CheckExact
+from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
+from cpython.memoryview cimport PyMemoryView_Check, PyMemoryView_GET_BUFFER
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from libc.stdint cimport (
     int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT64_MIN, INT64_MAX,
@@ -45,11 +48,93 @@ BAD_TIMESTAMP = SCAN_BAD_TIMESTAMP
 OUT_OF_ORDER = SCAN_OUT_OF_ORDER
 APPENDED = SCAN_APPENDED
 
+cdef extern from "<time.h>" nogil:
+    ctypedef long time_t
+    cdef struct timespec:
+        time_t tv_sec
+        long tv_nsec
+    int clock_gettime(int clk_id, timespec* tp)
+    int CLOCK_REALTIME
+
+
+cdef inline int64_t _clock_ms() noexcept:
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+def now_ms():
+    """Wall-clock time in milliseconds (time.time_ns() // 1_000_000): the
+    log's default clock, read in C by its append."""
+    return _clock_ms()
+
+
+# Who appends (Kafka's AppendOrigin): a producer's batches are validated as a
+# client's, the coordinators' own records and replicated batches are not.
+ORIGIN_CLIENT = "client"
+ORIGIN_REPLICATION = "replication"
+ORIGIN_COORDINATOR = "coordinator"
+
 # Above this a batch's CRC pass runs with the GIL released (the flush and
 # retention threads keep going); below it releasing costs more than it lends.
 cdef Py_ssize_t _NOGIL_CRC_BYTES = 64 * 1024
 # The same for append_to_segment's pwrite (measured: bench/README.md).
 cdef Py_ssize_t _NOGIL_WRITE_BYTES = 64 * 1024
+
+
+cdef extern from *:
+    """
+    /* A LogAppendInfo: an instance of the tuple subclass ``cls`` (a
+       NamedTuple; a plain tuple when ``cls`` is None) built as CPython's
+       tuple_subtype_new builds one, without the call machinery or a
+       temporary tuple. */
+    static PyObject* kfast_append_info(PyObject* cls, int64_t first_offset,
+                                       int64_t last_offset, int64_t max_timestamp,
+                                       int64_t offset_of_max_timestamp,
+                                       int64_t log_append_time, PyObject* log_start_offset,
+                                       int64_t records_count, int64_t valid_bytes) {
+        PyObject* out;
+        PyObject* item;
+        int64_t values[8];
+        int i;
+        values[0] = first_offset; values[1] = last_offset; values[2] = max_timestamp;
+        values[3] = offset_of_max_timestamp; values[4] = log_append_time;
+        values[6] = records_count; values[7] = valid_bytes;
+        out = cls == Py_None ? PyTuple_New(9)
+                             : ((PyTypeObject*)cls)->tp_alloc((PyTypeObject*)cls, 9);
+        if (out == NULL)
+            return NULL;
+        for (i = 0; i < 8; i++) {
+            if (i == 5) {
+                item = log_start_offset;
+                Py_INCREF(item);
+            } else if ((item = PyLong_FromLongLong(values[i])) == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyTuple_SET_ITEM(out, i, item);
+        }
+        Py_INCREF(Py_False);
+        PyTuple_SET_ITEM(out, 8, Py_False);   /* duplicate */
+        return out;
+    }
+    """
+    object kfast_append_info(object cls, int64_t first_offset, int64_t last_offset,
+                             int64_t max_timestamp, int64_t offset_of_max_timestamp,
+                             int64_t log_append_time, object log_start_offset,
+                             int64_t records_count, int64_t valid_bytes)
+
+
+cdef int _hold_index_buffers(offset_index, time_index, Py_buffer* oview,
+                             Py_buffer* tview) except -1:
+    """Hold both index buffers writable (both or, raising, neither)."""
+    PyObject_GetBuffer(offset_index, oview, PyBUF_WRITABLE)
+    try:
+        PyObject_GetBuffer(time_index, tview, PyBUF_WRITABLE)
+    except BaseException:
+        PyBuffer_Release(oview)
+        raise
+    return 0
 
 
 cdef class BatchScan:
@@ -60,10 +145,13 @@ cdef class BatchScan:
         self._capacity = 0
         self.batch_count = 0
 
-    def __init__(self, plain_file_type=None):
+    def __init__(self, plain_file_type=None, info_type=None):
         # append_to_segment writes only to files of exactly this type (the
         # log's FileRecords): a subclass may wrap the writes (fault injection).
         self._plain_file_type = plain_file_type
+        # append_info is an instance of this tuple subclass (the log's
+        # LogAppendInfo), or a plain tuple.
+        self._info_type = info_type
         self.configure(0x7FFFFFFF, False, INT64_MAX, INT64_MAX, 0x7FFFFFFF, INT64_MAX)
 
     def __dealloc__(self):
@@ -273,9 +361,22 @@ cdef class BatchScan:
         a segment whose file is not of the plain type given to BatchScan().
         A failed write truncates the file back and raises OSError, the
         segment unchanged."""
+        cdef Py_buffer view
+        PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE)
+        try:
+            return self._append_leader(&view, segment, next_offset, leader_epoch, now,
+                                       from_client, log_start_offset)
+        finally:
+            PyBuffer_Release(&view)
+
+    cdef int _append_leader(self, Py_buffer* view, segment, int64_t next_offset,
+                            int32_t leader_epoch, int64_t now, bint from_client,
+                            log_start_offset) except -1:
+        """append_to_segment on a buffer already held (writable)."""
         cdef int64_t log_append_time = now if self._log_append_time else -1
         cdef bint check_time = from_client and log_append_time < 0
         cdef int64_t earliest = 0, latest = 0
+        cdef int status
         if check_time:
             # The window saturates at the int64 range (both configs are >= 0;
             # before.max.ms defaults to Long.MAX_VALUE).
@@ -283,24 +384,20 @@ cdef class BatchScan:
                 else now - self._timestamp_before_max_ms
             latest = INT64_MAX if now > INT64_MAX - self._timestamp_after_max_ms \
                 else now + self._timestamp_after_max_ms
-        cdef Py_buffer view
-        cdef int status
-        PyObject_GetBuffer(buffer, &view, PyBUF_WRITABLE)
-        try:
-            status = self._scan(<uint8_t*>view.buf, view.len, True, next_offset, leader_epoch,
-                                log_append_time, from_client, self._max_message_bytes,
-                                check_time, earliest, latest)
-            if status != SCAN_OK or self.batch_count == 0 or self.has_producer_id:
-                return status
-            status = self._append_scanned(<const uint8_t*>view.buf, segment,
-                                          self._segment_bytes, self._segment_ms, now)
-        finally:
-            PyBuffer_Release(&view)
+        status = self._scan(<uint8_t*>view.buf, view.len, True, next_offset, leader_epoch,
+                            log_append_time, from_client, self._max_message_bytes,
+                            check_time, earliest, latest)
+        if status != SCAN_OK or self.batch_count == 0 or self.has_producer_id:
+            return status
+        status = self._append_scanned(<const uint8_t*>view.buf, segment,
+                                      self._segment_bytes, self._segment_ms, now)
         if status == SCAN_APPENDED:
             # Built here, once: the log returns it as its LogAppendInfo.
-            self.append_info = (self.first_offset, self.next_offset - 1, self.max_timestamp,
-                                self.offset_of_max_timestamp, log_append_time,
-                                log_start_offset, self.records_count, self.valid_bytes, False)
+            self.appends_written += 1
+            self.append_info = kfast_append_info(
+                self._info_type, self.first_offset, self.next_offset - 1, self.max_timestamp,
+                self.offset_of_max_timestamp, log_append_time, log_start_offset,
+                self.records_count, self.valid_bytes)
         return status
 
     cdef int _append_scanned(self, const uint8_t* data, segment, int64_t segment_bytes,
@@ -311,10 +408,17 @@ cdef class BatchScan:
         cdef int fd, err
         cdef IndexPlan plan
         cdef Py_buffer oview, tview
-        file_records = segment.log
-        if self._plain_file_type is None or type(file_records) is not self._plain_file_type:
+        cdef SegmentState seg
+        cdef FileState file_records
+        cdef IndexState offset_index, time_index
+        if not isinstance(segment, SegmentState):
             return SCAN_OK
-        max_timestamp_so_far = segment._max_timestamp_so_far
+        seg = <SegmentState>segment
+        if self._plain_file_type is None or type(seg.log) is not self._plain_file_type \
+                or not isinstance(seg.log, FileState):
+            return SCAN_OK
+        file_records = <FileState>seg.log
+        max_timestamp_so_far = seg._max_timestamp_so_far
         if max_timestamp_so_far is None:
             return SCAN_OK
         fd = file_records._fd
@@ -323,21 +427,23 @@ cdef class BatchScan:
         if position > segment_bytes - total:
             return SCAN_OK
         if position > 0:
-            rolling = segment._rolling_based_timestamp
+            rolling = seg._rolling_based_timestamp
             if rolling is None:
                 return SCAN_OK  # the first batch's timestamp must be read first
             rolling_timestamp = rolling
             if rolling_timestamp >= 0:
                 waited = self.max_timestamp - rolling_timestamp
             else:
-                waited = now - <int64_t>segment.created_ms
-            if waited > segment_ms - <int64_t>segment.roll_jitter_ms:
+                waited = now - seg.created_ms
+            if waited > segment_ms - seg.roll_jitter_ms:
                 return SCAN_OK
-        base_offset = segment.base_offset
+        base_offset = seg.base_offset
         if not 0 <= self.next_offset - 1 - base_offset <= 0x7FFFFFFF:
             return SCAN_OK
-        offset_index = segment.offset_index
-        time_index = segment.time_index
+        if not isinstance(seg.offset_index, IndexState) or not isinstance(seg.time_index, IndexState):
+            return SCAN_OK
+        offset_index = <IndexState>seg.offset_index
+        time_index = <IndexState>seg.time_index
         offset_entries = offset_index._entries
         offset_max_entries = offset_index._max_entries
         time_entries = time_index._entries
@@ -348,26 +454,14 @@ cdef class BatchScan:
         time_buffer = time_index._view
         if offset_buffer is None or time_buffer is None:
             return SCAN_OK
-        plan.since = segment._bytes_since_last_index_entry
+        plan.since = seg._bytes_since_last_index_entry
         plan.max_timestamp = max_timestamp_so_far
-        plan.offset_of_max_timestamp = segment._offset_of_max_timestamp_so_far
-        PyObject_GetBuffer(offset_buffer, &oview, PyBUF_WRITABLE)
+        plan.offset_of_max_timestamp = seg._offset_of_max_timestamp_so_far
+        _hold_index_buffers(offset_buffer, time_buffer, &oview, &tview)
         try:
-            PyObject_GetBuffer(time_buffer, &tview, PyBUF_WRITABLE)
-        except BaseException:
-            PyBuffer_Release(&oview)
-            raise
-        try:
-            if offset_entries < 0 or time_entries < 0 or offset_entries * 8 > oview.len \
-                    or time_entries * 12 > tview.len:
-                return SCAN_OK
-            if not self._plan_index(<uint8_t*>oview.buf, offset_entries, offset_max_entries,
-                                    <uint8_t*>tview.buf, time_entries, time_max_entries,
-                                    position, base_offset,
-                                    <int64_t>segment.index_interval_bytes, &plan):
-                return SCAN_OK
-            if (offset_entries + plan.added_offset) * 8 > oview.len \
-                    or (time_entries + plan.added_time) * 12 > tview.len:
+            if not self._plan_held(&oview, offset_entries, offset_max_entries, &tview,
+                                   time_entries, time_max_entries, position, base_offset,
+                                   seg.index_interval_bytes, &plan):
                 return SCAN_OK  # a buffered index grows on the general path
             # One pwrite (a short write continues where it stopped); on an
             # error the file is cut back to where it was, as FileRecords.append does.
@@ -398,15 +492,34 @@ cdef class BatchScan:
             PyBuffer_Release(&oview)
         file_records._size = position + total
         if position == 0:
-            segment._rolling_based_timestamp = self.first_max_timestamp
+            seg._rolling_based_timestamp = self.first_max_timestamp
         if plan.added_offset:
-            offset_index.entries_written(plan.added_offset)
+            offset_index._entries_written(plan.added_offset)
             if plan.added_time:
-                time_index.entries_written(plan.added_time)
-        segment._bytes_since_last_index_entry = plan.since
-        segment._max_timestamp_so_far = plan.max_timestamp
-        segment._offset_of_max_timestamp_so_far = plan.offset_of_max_timestamp
+                time_index._entries_written(plan.added_time)
+        seg._bytes_since_last_index_entry = plan.since
+        seg._max_timestamp_so_far = plan.max_timestamp
+        seg._offset_of_max_timestamp_so_far = plan.offset_of_max_timestamp
         return SCAN_APPENDED
+
+    cdef int _plan_held(self, Py_buffer* oview, Py_ssize_t offset_entries,
+                        Py_ssize_t offset_max_entries, Py_buffer* tview,
+                        Py_ssize_t time_entries, Py_ssize_t time_max_entries,
+                        Py_ssize_t position, int64_t base_offset, int64_t index_interval_bytes,
+                        IndexPlan* plan) noexcept:
+        """_plan_index over index buffers held by _hold_index_buffers, with the
+        bounds both callers need: 1 when the existing entries are inside the
+        buffers and every planned entry fits after them, 0 otherwise (the
+        caller then writes nothing)."""
+        if offset_entries < 0 or time_entries < 0 or offset_entries * 8 > oview.len \
+                or time_entries * 12 > tview.len:
+            return 0
+        if not self._plan_index(<uint8_t*>oview.buf, offset_entries, offset_max_entries,
+                                <uint8_t*>tview.buf, time_entries, time_max_entries,
+                                position, base_offset, index_interval_bytes, plan):
+            return 0
+        return (offset_entries + plan.added_offset) * 8 <= oview.len \
+            and (time_entries + plan.added_time) * 12 <= tview.len
 
     cdef int _plan_index(self, const uint8_t* offset_index, Py_ssize_t offset_entries,
                          Py_ssize_t offset_max_entries, const uint8_t* time_index,
@@ -526,25 +639,14 @@ cdef class BatchScan:
             return since, max_timestamp, offset_of_max_timestamp, 0, 0
         if offset_index is None or time_index is None:
             return None  # an index without a mapping (zero length)
-        PyObject_GetBuffer(offset_index, &oview, PyBUF_WRITABLE)
+        plan.since = since
+        plan.max_timestamp = max_timestamp
+        plan.offset_of_max_timestamp = offset_of_max_timestamp
+        _hold_index_buffers(offset_index, time_index, &oview, &tview)
         try:
-            PyObject_GetBuffer(time_index, &tview, PyBUF_WRITABLE)
-        except BaseException:
-            PyBuffer_Release(&oview)
-            raise
-        try:
-            if offset_entries < 0 or time_entries < 0 or offset_entries * 8 > oview.len \
-                    or time_entries * 12 > tview.len:
-                return None
-            plan.since = since
-            plan.max_timestamp = max_timestamp
-            plan.offset_of_max_timestamp = offset_of_max_timestamp
-            if not self._plan_index(<uint8_t*>oview.buf, offset_entries, offset_max_entries,
-                                    <uint8_t*>tview.buf, time_entries, time_max_entries,
-                                    position, base_offset, index_interval_bytes, &plan):
-                return None
-            if (offset_entries + plan.added_offset) * 8 > oview.len \
-                    or (time_entries + plan.added_time) * 12 > tview.len:
+            if not self._plan_held(&oview, offset_entries, offset_max_entries, &tview,
+                                   time_entries, time_max_entries, position, base_offset,
+                                   index_interval_bytes, &plan):
                 return None
             if plan.added_offset:
                 self._write_index(<uint8_t*>oview.buf, offset_entries, <uint8_t*>tview.buf,
@@ -573,3 +675,117 @@ cdef class BatchScan:
         cdef Py_ssize_t i
         return [(self._batches[i].partition_leader_epoch, self._batches[i].base_offset)
                 for i in range(self.batch_count)]
+
+
+cdef inline bint _writable(records):
+    """A buffer the fast path may patch in place without asking for it: a
+    bytearray or a writable memoryview (anything else: the general path)."""
+    if PyByteArray_CheckExact(records):
+        return True
+    return PyMemoryView_Check(records) and not PyMemoryView_GET_BUFFER(records).readonly
+
+
+cdef class LogState:
+    """See log_append.pxd. The methods this calls back (_append_as_leader_general,
+    _append_scanned, _append_failed, _scan_error, _request_flush) are the
+    Log's."""
+
+    def append_as_leader(self, records, leader_epoch=0, origin=ORIGIN_CLIENT, now=None):
+        """Validate (headers and CRC, no per-record work), assign offsets
+        (patching baseOffset and partitionLeaderEpoch in place, and
+        maxTimestamp + CRC for LogAppendTime), check producer state and append
+        with one write. ``records`` may be a writable buffer (patched in
+        place) or bytes (copied once). Raises CorruptRecordException,
+        InvalidRecordException, RecordTooLargeException or
+        InvalidTimestampException for a bad payload, KafkaStorageException
+        for a disk error.
+
+        A plain append (no producer id, no roll due) is one call into
+        BatchScan's kernel and the bookkeeping below, all without leaving C;
+        everything else takes the log's general path."""
+        cdef BatchScan scan = self._scan
+        cdef Py_buffer view
+        cdef int status
+        cdef int64_t at
+        cdef int32_t epoch
+        cdef bint from_client
+        if not self._fast_append or leader_epoch is None or self.offline \
+                or not _writable(records):
+            return self._append_as_leader_general(records, leader_epoch, origin, now)
+        lock = self._lock
+        if not lock.acquire(False):  # a background job holds the log: wait on the general path
+            return self._append_as_leader_general(records, leader_epoch, origin, now)
+        try:
+            if self.offline:
+                return self._append_as_leader_general(records, leader_epoch, origin, now)
+            if now is not None:
+                at = now
+            elif self.time_ms is now_ms:  # the default clock, read without a call
+                at = _clock_ms()
+            else:
+                at = self.time_ms()
+            epoch = leader_epoch
+            from_client = origin is ORIGIN_CLIENT or origin == ORIGIN_CLIENT
+            PyObject_GetBuffer(records, &view, PyBUF_WRITABLE)
+            try:
+                status = scan._append_leader(&view, self._active_segment, self.log_end_offset,
+                                             epoch, at, from_client, self.log_start_offset)
+            except OSError as exc:
+                raise self._append_failed(exc) from exc
+            finally:
+                PyBuffer_Release(&view)
+            if status == SCAN_APPENDED:
+                return self._appended(scan, epoch)
+            if status == SCAN_OK:
+                # Scanned and patched, not written (producer id, roll due, ...).
+                return self._append_scanned(memoryview(records), scan, origin, leader_epoch,
+                                            at)
+            raise self._scan_error(status, scan, at)
+        finally:
+            lock.release()
+
+    cdef object _appended(self, BatchScan scan, int32_t leader_epoch):
+        """The general path's tail for a leader append without producer
+        state: epoch, end offsets, flush policy."""
+        if leader_epoch >= 0:
+            # LeaderEpochFileCache.latest_epoch(), read from its entries (a
+            # list of EpochEntry tuples) without a Python frame.
+            cache = self.leader_epoch_cache
+            entries = cache._entries
+            if not (PyList_CheckExact(entries) and PyList_GET_SIZE(entries)
+                    and (<tuple>PyList_GET_ITEM(entries, PyList_GET_SIZE(entries) - 1))[0]
+                    == leader_epoch):
+                cache.assign(leader_epoch, scan.first_offset)
+        self.log_end_offset = scan.next_offset
+        self.producer_state.map_end_offset = scan.next_offset
+        self._unflushed_messages += scan.records_count
+        if self._unflushed_messages >= self._flush_messages:
+            self._request_flush()
+        return scan.append_info
+
+
+# IndexState._last once entries were written past it: the index reads its last
+# entry back when someone asks (kfast/storage/index.py).
+INDEX_LAST_STALE = object()
+
+
+cdef class FileState:
+    """See log_append.pxd (FileRecords subclasses this)."""
+
+
+cdef class IndexState:
+    """See log_append.pxd (the offset and time indexes subclass this)."""
+
+    def entries_written(self, Py_ssize_t count):
+        """``count`` entries were written into the buffer past the last one
+        (the append kernels do that); the last entry is read back only when
+        someone asks for it."""
+        self._entries_written(count)
+
+    cdef void _entries_written(self, Py_ssize_t count) noexcept:
+        self._entries += count
+        self._last = INDEX_LAST_STALE
+
+
+cdef class SegmentState:
+    """See log_append.pxd (LogSegment subclasses this)."""

@@ -18,7 +18,7 @@ from kfast.protocol import (
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.partition import READ_COMMITTED
 from kfast.server.replica_manager import error_of
-from kfast.storage.log import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
+from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 
 # ListOffsets special timestamps beyond the storage ones (KIP-405, KIP-1005).
 EARLIEST_LOCAL_TIMESTAMP = -4

@@ -36,6 +36,7 @@ import zlib
 from typing import Iterator, NamedTuple
 
 from kfast._ext.crc32c import crc32c
+from kfast._ext.log_append import FileState
 from kfast.protocol.errors import CorruptRecordException
 
 LOG_OVERHEAD = 12            # baseOffset + batchLength
@@ -192,10 +193,12 @@ class FileHandle:
         return self.fd
 
 
-class FileRecords:
-    """An append-only .log file. ``handle`` is what FileRegions carry."""
+class FileRecords(FileState):
+    """An append-only .log file. ``handle`` is what FileRegions carry. The
+    descriptor and size (``_fd``, ``_size``) are FileState's C fields: the
+    append kernel (kfast._ext.log_append) reads and advances them."""
 
-    __slots__ = ("path", "_fd", "_size", "handle", "__weakref__")
+    __slots__ = ("path", "handle", "__weakref__")
 
     def __init__(self, path: str, *, create: bool = True, preallocate_bytes: int = 0):
         """Open ``path``; a new file is preallocated to ``preallocate_bytes``

@@ -27,6 +27,7 @@ from kfast._ext.index import (
     largest_lower_bound_slot,
     offset_index_lookup,
 )
+from kfast._ext.log_append import INDEX_LAST_STALE, IndexState
 
 NO_TIMESTAMP = -1
 
@@ -56,14 +57,14 @@ class TimestampOffset(NamedTuple):
 
 _make_offset_position = OffsetPosition._make
 # AbstractIndex._last after entries_written: read the last entry back on demand.
-_STALE = object()
+_STALE = INDEX_LAST_STALE
 
 
 def _round_down(value: int, factor: int) -> int:
     return factor * (value // factor)
 
 
-class AbstractIndex:
+class AbstractIndex(IndexState):
     """A sorted array of fixed-size entries; subclasses define the entry.
 
     Entries are sorted by the key at ``KEY_POS`` (``KEY_WIDTH`` bytes). The
@@ -89,8 +90,10 @@ class AbstractIndex:
     # Whether the key must strictly increase (used by the sanity check).
     STRICT: bool = True
 
-    __slots__ = ("path", "base_offset", "max_index_size", "_file", "_view", "_buffered",
-                 "_flushed", "_length", "_entries", "_max_entries", "_last", "_io_lock")
+    # _view, _entries, _max_entries and _last are IndexState's C fields (the
+    # append kernel writes entries and counts them); entries_written is its.
+    __slots__ = ("path", "base_offset", "max_index_size", "_file", "_buffered",
+                 "_flushed", "_length", "_io_lock")
 
     def __init__(self, path: str, base_offset: int, max_index_size: int = -1,
                  writable: bool = True):
@@ -302,13 +305,6 @@ class AbstractIndex:
             self._refresh_last()
             last = self._last
         return last
-
-    def entries_written(self, count: int) -> None:
-        """``count`` entries were written into the buffer past the last one
-        (the log append kernel does that); the last entry is read back only
-        when someone asks for it."""
-        self._entries += count
-        self._last = _STALE
 
     # -- life cycle ----------------------------------------------------------
     def flush(self) -> None:

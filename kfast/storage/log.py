@@ -20,10 +20,10 @@ import os
 import random
 import shutil
 import threading
-import time
 from typing import NamedTuple
 
 from kfast.config import LogConfig
+from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kfast.protocol.errors import (
     CorruptRecordException,
     InvalidRecordException,
@@ -33,7 +33,7 @@ from kfast.protocol.errors import (
     RecordTooLargeException,
 )
 from kfast._ext import log_append as scan_status
-from kfast._ext.log_append import BatchScan
+from kfast._ext.log_append import BatchScan, LogState, now_ms
 from kfast.records import LegacyRecordFormatError, RecordBatch
 from kfast.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
@@ -53,16 +53,6 @@ from kfast.storage.segment import (
     LogSegment,
 )
 from kfast.storage.txn_index import AbortedTxn
-
-# ListOffsets special timestamps.
-LATEST_TIMESTAMP = -1
-EARLIEST_TIMESTAMP = -2
-MAX_TIMESTAMP = -3
-
-
-
-def now_ms() -> int:
-    return _time_ns() // 1_000_000
 
 
 def parse_topic_partition(directory: str) -> tuple[str, int]:
@@ -92,11 +82,9 @@ class LogAppendInfo(NamedTuple):
 # LogAppendInfo(...) goes through the NamedTuple's Python __new__; the append
 # path builds one per request, all fields given.
 _new_tuple = tuple.__new__
-_time_ns = time.time_ns
-_APPENDED = scan_status.APPENDED
 
 
-class Log:
+class Log(LogState):
     def __init__(self, directory: str, config: LogConfig, *, recovery_point: int = 0,
                  log_start_offset: int = 0, had_clean_shutdown: bool = False,
                  topic_id: str | None = None, producer_id_expiration_ms: int = 86400000,
@@ -105,8 +93,7 @@ class Log:
 
         self.dir = directory
         self.topic, self.partition = parse_topic_partition(directory)
-        self._scan = BatchScan(FileRecords)  # reused by every append (under the lock)
-        # False forces the general append path (tests compare the two).
+        self._scan = BatchScan(FileRecords, LogAppendInfo)
         self._fast_append = True
         self._apply_config(config)
         self.time_ms = time_ms
@@ -260,55 +247,31 @@ class Log:
         return CorruptRecordException(f"Record batch scan failed with status {status}")
 
     # -- append -----------------------------------------------------------------
-    def append_as_leader(self, records, leader_epoch: int = 0, origin: str = ORIGIN_CLIENT,
-                         now: int | None = None) -> LogAppendInfo:
-        """Validate (headers and CRC, no per-record work), assign offsets
-        (patching baseOffset and partitionLeaderEpoch in place, and
-        maxTimestamp + CRC for LogAppendTime), check producer state and append
-        with one write. ``records`` may be a writable buffer (patched in
-        place) or bytes (copied once). Raises CorruptRecordException,
-        InvalidRecordException, RecordTooLargeException or
-        InvalidTimestampException for a bad payload, KafkaStorageException
-        for a disk error."""
+    # append_as_leader(records, leader_epoch=0, origin=ORIGIN_CLIENT, now=None)
+    # is LogState's (kfast/_ext/log_append.pyx): its plain appends never leave
+    # C; the rest comes back here.
+
+    def _append_as_leader_general(self, records, leader_epoch, origin, now) -> LogAppendInfo:
+        """append_as_leader for what its fast path leaves: a read-only buffer
+        (copied once, then appended as a writable one), the general path
+        forced or no leader epoch, an offline log (raises) or the lock held
+        by a background job (waits for it)."""
         now = self.time_ms() if now is None else now
-        if type(records) is bytearray:
-            view = records  # writable already; the general path takes a memoryview of it
-        else:
-            view = memoryview(records)
-            if view.readonly:
-                view = memoryview(bytearray(view))
-        if not self._fast_append or leader_epoch is None:
-            return self._append(memoryview(view), origin, leader_epoch, now, True)
-        with self._lock:
-            if self.offline:
-                return self._append(memoryview(view), origin, leader_epoch, now, True)
-            # One kernel call validates, patches, writes and indexes a plain
-            # append; anything else (producer id, roll due, index to grow)
-            # comes back scanned but unwritten and goes on the general path.
-            scan = self._scan
-            try:
-                status = scan.append_to_segment(view, self._active_segment, self.log_end_offset,
-                                                leader_epoch, now, origin == ORIGIN_CLIENT,
-                                                self.log_start_offset)
-            except OSError as exc:
-                # The file was cut back to its previous size: nothing changed.
-                segment = self._active_segment
-                if segment.log.size != self._expected_size(segment):
-                    self.offline = True
-                raise self._storage_error(exc, "appending records") from exc
-            if status:
-                if status != _APPENDED:
-                    raise self._scan_error(status, scan, now)
-                # The general path's tail, for a leader append without producer state.
-                info = scan.append_info
-                if leader_epoch >= 0 and leader_epoch != self.leader_epoch_cache.latest_epoch():
-                    self.leader_epoch_cache.assign(leader_epoch, info[0])
-                self.log_end_offset = self.producer_state.map_end_offset = info[1] + 1
-                self._unflushed_messages += info[6]
-                if self._unflushed_messages >= self._flush_messages:
-                    self._request_flush()
-                return _new_tuple(LogAppendInfo, info)
-            return self._append_scanned(memoryview(view), scan, origin, leader_epoch, now)
+        view = memoryview(records)
+        if view.readonly:
+            view = memoryview(bytearray(view))
+            if self._fast_append and leader_epoch is not None:
+                return self.append_as_leader(view, leader_epoch, origin, now)
+        return self._append(view, origin, leader_epoch, now, True)
+
+    def _append_failed(self, exc: OSError) -> KafkaStorageException:
+        """The exception for a write that failed in the append kernel. The
+        kernel cut the file back to its previous size, so nothing changed;
+        if it could not, the log goes offline."""
+        segment = self._active_segment
+        if segment.log.size != self._expected_size(segment):
+            self.offline = True
+        return self._storage_error(exc, "appending records")
 
     def append_as_follower(self, records, now: int | None = None) -> LogAppendInfo:
         """Append batches that already carry offsets (replication)."""

@@ -36,6 +36,9 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kfast._ext.crc32c import crc32c
+# Who appends (the log's append kernel defines them): ORIGIN_CLIENT,
+# ORIGIN_REPLICATION, ORIGIN_COORDINATOR.
+from kfast._ext.log_append import ORIGIN_CLIENT, ORIGIN_COORDINATOR, ORIGIN_REPLICATION  # noqa: F401
 from kfast.protocol.errors import (
     CorruptRecordException,
     InvalidProducerEpochException,
@@ -52,10 +55,6 @@ SNAPSHOT_VERSION = 1
 _SNAPSHOT_HEADER = struct.Struct(">hIi")
 _SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
 INT32_MAX = 0x7FFFFFFF
-
-ORIGIN_CLIENT = "client"
-ORIGIN_REPLICATION = "replication"
-ORIGIN_COORDINATOR = "coordinator"
 
 
 class BatchMetadata(NamedTuple):

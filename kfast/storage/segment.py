@@ -15,6 +15,7 @@ import os
 import time
 from typing import NamedTuple
 
+from kfast._ext.log_append import SegmentState
 from kfast.protocol.errors import CorruptRecordException
 from kfast.protocol.file_region import FileRegion
 from kfast.storage.file_records import BatchHeader, FileRecords, check_batch
@@ -81,11 +82,11 @@ class FetchDataInfo(NamedTuple):
         return 0 if self.records is None else self.records.length
 
 
-class LogSegment:
-    __slots__ = ("log", "offset_index", "time_index", "txn_index", "base_offset",
-                 "index_interval_bytes", "roll_jitter_ms", "created_ms", "max_index_size",
-                 "_max_timestamp_so_far", "_offset_of_max_timestamp_so_far",
-                 "_bytes_since_last_index_entry", "_rolling_based_timestamp")
+class LogSegment(SegmentState):
+    # log, offset_index, time_index, base_offset, index_interval_bytes,
+    # roll_jitter_ms, created_ms and the index and roll state below are
+    # SegmentState's C fields: the append kernel reads and updates them.
+    __slots__ = ("txn_index", "max_index_size")
 
     def __init__(self, log: FileRecords, offset_index: OffsetIndex, time_index: TimeIndex,
                  txn_index: TransactionIndex, base_offset: int, index_interval_bytes: int,

@@ -6,6 +6,8 @@ forces the general path.
 """
 import errno
 import os
+import threading
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -14,7 +16,7 @@ from hypothesis import strategies as st
 from kfast._ext import log_append as status
 from kfast.config import LogConfig
 from kfast.protocol.errors import KafkaStorageException
-from kfast.storage.log import Log
+from kfast.storage.log import Log, LogAppendInfo, now_ms
 
 from .batches import make_batch
 
@@ -63,27 +65,10 @@ def _payloads(ops):
     return out
 
 
-class CountingScan:
-    """The log's BatchScan, counting the appends its kernel wrote."""
-
-    def __init__(self, scan):
-        self._scan = scan
-        self.appended = 0
-
-    def append_to_segment(self, *args):
-        got = self._scan.append_to_segment(*args)
-        self.appended += got == status.APPENDED
-        return got
-
-    def __getattr__(self, name):
-        return getattr(self._scan, name)
-
-
 def _run(directory, config, ops, payloads, fast, counts=None):
     clock = [NOW]
     log = Log(directory, LogConfig(config), time_ms=lambda: clock[0])
     log._fast_append = fast
-    log._scan = counting = CountingScan(log._scan)
     log.leader_epoch_cache.assign(3, 0, flush=False)
     results = []
     for (_, _, _, _, clock_step), data in zip(ops, payloads):
@@ -98,7 +83,7 @@ def _run(directory, config, ops, payloads, fast, counts=None):
               for s in log.segments])
     log.close()
     if counts is not None:
-        counts.append(counting.appended)
+        counts.append(log._scan.appends_written)
     files = {}
     for name in sorted(os.listdir(directory)):
         with open(os.path.join(directory, name), "rb") as f:
@@ -229,3 +214,73 @@ def test_a_failed_kernel_write_leaves_the_log_unchanged(tmp_path):
     assert log.log_end_offset == end and not log.offline
     assert log.append_as_leader(make_batch(1, timestamp=NOW), now=NOW).first_offset == end
     log.close()
+
+
+def test_the_fast_path_returns_a_log_append_info_and_keeps_the_log_state(tmp_path):
+    log = _log(tmp_path)
+    log.append_as_leader(make_batch(2, timestamp=NOW), now=NOW)   # loads the segment state
+    written = log._scan.appends_written
+    info = log.append_as_leader(bytearray(make_batch(3, timestamp=NOW + 1)), leader_epoch=0)
+    assert log._scan.appends_written == written + 1
+    assert type(info) is LogAppendInfo
+    assert info == LogAppendInfo(2, 4, NOW + 1, 4, -1, 0, 3, info.valid_bytes, False)
+    assert log.log_end_offset == log.producer_state.map_end_offset == 5
+    assert log._unflushed_messages == 5
+    log.close()
+
+
+def test_a_new_leader_epoch_is_recorded_by_the_fast_path(tmp_path):
+    log = _log(tmp_path)
+    log.append_as_leader(make_batch(2, timestamp=NOW), now=NOW)
+    written = log._scan.appends_written
+    log.append_as_leader(bytearray(make_batch(1, timestamp=NOW)), leader_epoch=4)
+    log.append_as_leader(bytearray(make_batch(1, timestamp=NOW)), leader_epoch=4)
+    assert log._scan.appends_written == written + 2
+    assert [tuple(e) for e in log.leader_epoch_cache.entries] == [(0, 0), (4, 2)]
+    log.close()
+
+
+def test_read_only_payloads_are_copied_once_then_appended_by_the_kernel(tmp_path):
+    log = _log(tmp_path)
+    log.append_as_leader(make_batch(2, timestamp=NOW), now=NOW)
+    written = log._scan.appends_written
+    payload = make_batch(2, timestamp=NOW)
+    assert isinstance(payload, bytes)
+    assert log.append_as_leader(payload).first_offset == 2
+    assert log.append_as_leader(memoryview(payload)).first_offset == 4
+    assert log._scan.appends_written == written + 2
+    assert int.from_bytes(payload[:8], "big") == 0  # the caller's bytes are untouched
+    log.close()
+
+
+def test_an_append_waits_for_a_background_job_holding_the_log(tmp_path):
+    log = _log(tmp_path)
+    log.append_as_leader(make_batch(2, timestamp=NOW), now=NOW)
+    held, release = threading.Event(), threading.Event()
+
+    def job():
+        with log._lock:
+            held.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=job)
+    worker.start()
+    assert held.wait(10)
+    done = []
+    appender = threading.Thread(
+        target=lambda: done.append(log.append_as_leader(bytearray(make_batch(1, timestamp=NOW)))))
+    appender.start()
+    appender.join(0.2)
+    assert not done  # blocked on the lock, not appended around it
+    release.set()
+    appender.join(10)
+    worker.join(10)
+    assert done and done[0].first_offset == 2 and log.log_end_offset == 3
+    log.close()
+
+
+def test_the_default_clock_is_wall_clock_milliseconds():
+    before = time.time_ns() // 1_000_000
+    got = now_ms()
+    after = time.time_ns() // 1_000_000
+    assert before <= got <= after
