@@ -44,41 +44,31 @@ signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
 def emit(**event):
     print(json.dumps(event), flush=True)
 
-if client == "confluent-consumer":
-    # KIP-848: the broker assigns (and sets the session timeout); callbacks
-    # are incremental.
-    from confluent_kafka import Consumer
-    conf = {"bootstrap.servers": bootstrap, "group.id": group, "group.protocol": "consumer",
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
-            "topic.metadata.refresh.interval.ms": 1000}
-    if instance:
-        conf["group.instance.id"] = instance
-    c = Consumer(conf)
-    owned = set()
-    def on_assign(c, ps):
-        owned.update(p.partition for p in ps)
-        emit(assigned=sorted(owned))
-    def on_revoke(c, ps):
-        owned.difference_update(p.partition for p in ps)
-        emit(assigned=sorted(owned))
-    c.subscribe([topic], on_assign=on_assign, on_revoke=on_revoke, on_lost=on_revoke)
-    while not stop:
-        m = c.poll(0.2)
-        if m is None or m.error():
-            continue
-        c.commit(message=m, asynchronous=False)
-        emit(value=m.value().decode(), partition=m.partition())
-    c.close()
-elif client == "confluent":
+if client in ("confluent", "confluent-consumer"):
     from confluent_kafka import Consumer
     conf = {"bootstrap.servers": bootstrap, "group.id": group, "auto.offset.reset": "earliest",
-            "enable.auto.commit": False, "session.timeout.ms": session,
-            "heartbeat.interval.ms": 500, "topic.metadata.refresh.interval.ms": 1000}
+            "enable.auto.commit": False, "topic.metadata.refresh.interval.ms": 1000}
     if instance:
         conf["group.instance.id"] = instance
+    if client == "confluent-consumer":
+        # KIP-848: the broker assigns (and sets the session timeout);
+        # callbacks are incremental, so the owned set is reported whole.
+        conf["group.protocol"] = "consumer"
+        owned = set()
+        def on_assign(c, ps):
+            owned.update(p.partition for p in ps)
+            emit(assigned=sorted(owned))
+        def on_revoke(c, ps):
+            owned.difference_update(p.partition for p in ps)
+            emit(assigned=sorted(owned))
+        callbacks = {"on_assign": on_assign, "on_revoke": on_revoke, "on_lost": on_revoke}
+    else:
+        conf.update({"session.timeout.ms": session, "heartbeat.interval.ms": 500})
+        callbacks = {
+            "on_assign": lambda c, ps: emit(assigned=sorted(p.partition for p in ps)),
+            "on_revoke": lambda c, ps: emit(revoked=sorted(p.partition for p in ps))}
     c = Consumer(conf)
-    c.subscribe([topic], on_assign=lambda c, ps: emit(assigned=sorted(p.partition for p in ps)),
-                on_revoke=lambda c, ps: emit(revoked=sorted(p.partition for p in ps)))
+    c.subscribe([topic], **callbacks)
     while not stop:
         m = c.poll(0.2)
         if m is None or m.error():
