@@ -137,6 +137,11 @@ cdef int _hold_index_buffers(offset_index, time_index, Py_buffer* oview,
     return 0
 
 
+cdef inline void _release_index_buffers(Py_buffer* oview, Py_buffer* tview) noexcept:
+    PyBuffer_Release(tview)
+    PyBuffer_Release(oview)
+
+
 cdef class BatchScan:
     """The summary of the last payload scanned (see log_append.pxd)."""
 
@@ -488,8 +493,7 @@ cdef class BatchScan:
                 self._write_index(<uint8_t*>oview.buf, offset_entries, <uint8_t*>tview.buf,
                                   time_entries, base_offset)
         finally:
-            PyBuffer_Release(&tview)
-            PyBuffer_Release(&oview)
+            _release_index_buffers(&oview, &tview)
         file_records._size = position + total
         if position == 0:
             seg._rolling_based_timestamp = self.first_max_timestamp
@@ -652,8 +656,7 @@ cdef class BatchScan:
                 self._write_index(<uint8_t*>oview.buf, offset_entries, <uint8_t*>tview.buf,
                                   time_entries, base_offset)
         finally:
-            PyBuffer_Release(&tview)
-            PyBuffer_Release(&oview)
+            _release_index_buffers(&oview, &tview)
         return plan.since, plan.max_timestamp, plan.offset_of_max_timestamp, \
             plan.added_offset, plan.added_time
 

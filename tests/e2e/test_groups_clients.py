@@ -198,14 +198,10 @@ def test_static_leader_rejoining_a_stable_group_on_the_wire(group_broker, versio
 
 
 # -- twenty consumers at once ------------------------------------------------------------
-def _twenty_kafka_python(broker, topic, group):
-    from kafka import ConsumerRebalanceListener, KafkaConsumer
-
-    assigned: dict[int, list[int]] = {}
-    stop = threading.Event()
-    ready = threading.Barrier(TWENTY + 1)
-
-    class Listener(ConsumerRebalanceListener):
+def _recording_listener(base, assigned: dict[int, list[int]]):
+    """A rebalance listener class (kafka-python's or aiokafka's ``base``)
+    whose instance ``Listener(index)`` records member ``index``'s partitions."""
+    class Listener(base):
         def __init__(self, index):
             self.index = index
 
@@ -214,6 +210,18 @@ def _twenty_kafka_python(broker, topic, group):
 
         def on_partitions_assigned(self, partitions):
             assigned[self.index] = sorted(p.partition for p in partitions)
+
+    return Listener
+
+
+def _twenty_kafka_python(broker, topic, group):
+    from kafka import ConsumerRebalanceListener, KafkaConsumer
+
+    assigned: dict[int, list[int]] = {}
+    stop = threading.Event()
+    ready = threading.Barrier(TWENTY + 1)
+
+    Listener = _recording_listener(ConsumerRebalanceListener, assigned)
 
     def run(index):
         consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
@@ -245,15 +253,7 @@ def _twenty_aiokafka(broker, topic, group):
 
     assigned: dict[int, list[int]] = {}
 
-    class Listener(ConsumerRebalanceListener):
-        def __init__(self, index):
-            self.index = index
-
-        def on_partitions_revoked(self, revoked):
-            assigned[self.index] = []
-
-        def on_partitions_assigned(self, partitions):
-            assigned[self.index] = sorted(p.partition for p in partitions)
+    Listener = _recording_listener(ConsumerRebalanceListener, assigned)
 
     async def main():
         consumers = [AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
