@@ -1,10 +1,12 @@
 """The ``kfast`` command: one argparse parser, one subcommand per module.
 
-Each subcommand lives in its own module, which defines
-``register(subparsers)``: it adds its parser and sets ``handler`` (a function
-taking the parsed arguments and returning an exit status). Adding a
-subcommand is one line in SUBCOMMANDS; the module is imported only when the
-command line is parsed, so ``kfast dump-log`` never loads the broker.
+Each subcommand lives in a module that defines ``register(subparsers)``: it
+adds its parser(s) and sets ``handler`` (a function taking the parsed
+arguments and returning an exit status). Adding a subcommand is one line in
+COMMANDS. When the command line names a subcommand, only that module is
+imported, so ``kfast serve`` never loads the client and ``kfast dump-log``
+never loads the broker (each tools module costs 30-150 ms to import); a
+command line without one (``kfast --help``, a typo) gets the full parser.
 """
 from __future__ import annotations
 
@@ -12,26 +14,37 @@ import argparse
 import importlib
 import sys
 
-SUBCOMMANDS = [
-    "kfast.tools.dump_log",
-    "kfast.tools.serve",
-    "kfast.tools.topics",
-    "kfast.tools.console",
-    "kfast.tools.groups",
-]
+# subcommand -> the module that registers it (one module may register two)
+COMMANDS = {
+    "dump-log": "kfast.tools.dump_log",
+    "serve": "kfast.tools.serve",
+    "topics": "kfast.tools.topics",
+    "produce": "kfast.tools.console",
+    "consume": "kfast.tools.console",
+    "groups": "kfast.tools.groups",
+}
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_in(argv: list[str]) -> str | None:
+    """The subcommand ``argv`` names: its first word, when it is one (the
+    top-level parser has no options but --help, so nothing comes before)."""
+    return argv[0] if argv and argv[0] in COMMANDS else None
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser with every subcommand, or with only ``command``'s."""
     parser = argparse.ArgumentParser(prog="kfast", description="A Kafka-compatible broker.")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     subparsers.required = True
-    for module_name in SUBCOMMANDS:
+    modules = [COMMANDS[command]] if command is not None else list(dict.fromkeys(COMMANDS.values()))
+    for module_name in modules:
         importlib.import_module(module_name).register(subparsers)
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(_command_in(words)).parse_args(words)
     try:
         status = args.handler(args)
     except BrokenPipeError:  # `kfast dump-log ... | head`
