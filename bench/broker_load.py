@@ -18,8 +18,9 @@ stopped here by PID) and each partition count (1 and 8), with confluent-kafka
 The client side is kept out of the way the same for both brokers: produce
 runs in ``--clients`` processes (the Python produce() loop costs 1-3 us per
 record, as much as a broker's work, so one process measured the client),
-without a delivery callback per record; the consumer may queue 1M records
-per partition and reads with librdkafka's default 1 MiB per partition and
+without a delivery callback per record; the consumer keeps librdkafka's
+queue bounds but asks again 10 ms after its queue drains below them (see
+CONSUMER_QUEUE) and reads with librdkafka's default 1 MiB per partition and
 with 10 MiB; the offsets topic is created before the phases; the latency
 reader polls record by record. On a two-core machine brokers and clients
 share the CPU, so throughput also reflects how much CPU a broker leaves to
@@ -228,33 +229,49 @@ def produce(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
             "hit_limit": delivered < records}
 
 
+# The consumer's queue settings, the same in every consume phase and in
+# consume_ab.py. librdkafka stops fetching a partition once its queue holds
+# queued.min.messages records (100,000) or queued.max.messages.kbytes (64 MiB)
+# and then waits fetch.queue.backoff.ms before it asks again: 1 s by default,
+# in which the application drains the queue and idles (measured: "Fetch
+# backoff for 1000ms: Local: Queue full" in every 8-partition consume). The
+# librdkafka documentation's remedy is a lower backoff, so the queue bounds
+# stay at their defaults. (Sessions 2-3 raised queued.min.messages to 1M
+# instead: the consumer then buffered the whole topic, 230-320 MB of RSS,
+# and the page faults of that growth cost the consumer more CPU the faster
+# a broker delivered: 0.5-0.6 vs 0.3 s of system time in the fetch thread
+# against kfast vs Tansu, 0.84x.)
+CONSUMER_QUEUE = {"fetch.queue.backoff.ms": 10}
+
+
 def consume(bootstrap: str, topic: str, partitions: int, records: int, limit_s: float,
-            max_partition_fetch_bytes: int | None = None) -> dict:
-    """One consumer (assign, from the beginning). ``max_partition_fetch_bytes``
-    None keeps librdkafka's default (1 MiB per partition, 50 MiB per fetch).
+            max_partition_fetch_bytes: int | None = None, extra: dict | None = None) -> dict:
+    """One consumer (assign, from the beginning), in this process; returns
+    records/s and the consumer's own CPU (getrusage: librdkafka's threads and
+    the Python loop). ``max_partition_fetch_bytes`` None keeps librdkafka's
+    default (1 MiB per partition, 50 MiB per fetch); ``extra`` adds
+    consumer properties.
 
     A Kafka broker answers with up to that many bytes per partition,
     including a trailing partial batch (Kafka's LogSegment.read slices the
     file); kfast answers with the whole batches that fit (the first one
     always). Tansu 0.6 ignores the setting and answers about 5 MB per fetch
-    whatever it is. How big the responses are changes
-    the client's own CPU per record (measured: librdkafka spends more on
-    10 MiB responses than on 5 MB ones), and the client is what bounds this
-    phase, so the phase runs at both settings."""
+    whatever it is. How big the responses are changes the client's own CPU
+    per record, and the client is what bounds this phase, so the phase runs
+    at both settings."""
+    import resource
+
     from confluent_kafka import Consumer, TopicPartition
 
-    config = {
-        "bootstrap.servers": bootstrap, "group.id": "bench", "enable.auto.commit": False,
-        # librdkafka stops fetching a partition once this many records wait
-        # in its queue (default 100,000): with one partition the consumer
-        # would idle between fetches whatever the broker does.
-        "queued.min.messages": 1_000_000,
-    }
+    config = {"bootstrap.servers": bootstrap, "group.id": "bench",
+              "enable.auto.commit": False, **CONSUMER_QUEUE}
     if max_partition_fetch_bytes is not None:
         config["max.partition.fetch.bytes"] = max_partition_fetch_bytes
+    config.update(extra or {})
     consumer = Consumer(config)
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got = 0
+    before = resource.getrusage(resource.RUSAGE_SELF)
     start = time.monotonic()
     deadline = start + limit_s
     while got < records and time.monotonic() < deadline:
@@ -262,9 +279,12 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int, limit_s: 
             if msg.error() is None:
                 got += 1
     elapsed = time.monotonic() - start
+    after = resource.getrusage(resource.RUSAGE_SELF)
     consumer.close()
     return {"records": got, "seconds": elapsed,
-            "records_per_s": got / elapsed if elapsed else 0.0, "hit_limit": got < records}
+            "records_per_s": got / elapsed if elapsed else 0.0, "hit_limit": got < records,
+            "client_user_s": after.ru_utime - before.ru_utime,
+            "client_system_s": after.ru_stime - before.ru_stime}
 
 
 def _latency_reader(bootstrap: str, topic: str, total: int, limit_s: float, ready, conn) -> None:

@@ -14,47 +14,22 @@ flipping every round. Per round it prints records/s, the consumer's own
 user and system CPU seconds (getrusage: librdkafka's threads and the Python
 loop) and the broker's CPU seconds (/proc); at the end the medians and the
 median of the per-round kfast/Tansu ratios. The consumer is broker_load's
-(librdkafka defaults plus queued.min.messages) with any --consumer-config
-added. Bounded: a wall-clock limit per consume, loopback only.
+(librdkafka defaults plus broker_load.CONSUMER_QUEUE) with any
+--consumer-config added. Bounded: a wall-clock limit per consume, loopback only.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import os
-import resource
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import broker_load  # noqa: E402
 
 TOPIC = "consume-ab"
-
-
-def consume(bootstrap: str, partitions: int, records: int, limit_s: float,
-            extra: dict) -> dict:
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench",
-                         "enable.auto.commit": False, "queued.min.messages": 1_000_000,
-                         **extra})
-    consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
-    got = 0
-    before = resource.getrusage(resource.RUSAGE_SELF)
-    start = time.monotonic()
-    while got < records and time.monotonic() < start + limit_s:
-        for msg in consumer.consume(10000, 0.5):
-            if msg.error() is None:
-                got += 1
-    elapsed = time.monotonic() - start
-    after = resource.getrusage(resource.RUSAGE_SELF)
-    consumer.close()
-    return {"records_per_s": got / elapsed, "hit_limit": got < records,
-            "client_user_s": after.ru_utime - before.ru_utime,
-            "client_system_s": after.ru_stime - before.ru_stime}
 
 
 def main() -> None:
@@ -85,7 +60,8 @@ def main() -> None:
             for kind in kinds if round_index % 2 == 0 else kinds[::-1]:
                 proc, bootstrap = brokers[kind]
                 cpu_before = broker_load.cpu_seconds(proc.pid)
-                out = consume(bootstrap, args.partitions, args.records, args.limit, extra)
+                out = broker_load.consume(bootstrap, TOPIC, args.partitions, args.records,
+                                          args.limit, extra=extra)
                 out["broker_cpu_s"] = broker_load.cpu_seconds(proc.pid) - cpu_before
                 results[kind].append(out)
                 row[kind] = out
