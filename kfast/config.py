@@ -301,6 +301,9 @@ define("log.local.retention.bytes", L, -2, "Local retention size with tiered sto
        at_least(-2), topic_synonym="local.retention.bytes")
 define("message.max.bytes", I, 1024 * 1024 + 12, "Largest record batch size allowed.",
        at_least(0), topic_synonym="max.message.bytes")
+define("fetch.max.bytes", I, 55 * 1024 * 1024,
+       "Most bytes a consumer's fetch response carries (KIP-541; followers are not capped).",
+       at_least(1024))
 define("min.insync.replicas", I, 1, "Min replicas that must acknowledge a write with acks=all.",
        at_least(1), topic_synonym="min.insync.replicas")
 define("num.recovery.threads.per.data.dir", I, 2,

@@ -66,9 +66,12 @@ def handle_fetch(ctx: RequestContext, request):
         sessionless=version < 7)
     if context.error_code:
         return FetchResponse(error_code=context.error_code, session_id=0, responses=[])
+    max_bytes = request.max_bytes if version >= 3 else _INT32_MAX
+    if _replica_id(request, version) < 0:  # a consumer: the broker's cap applies (KIP-541)
+        max_bytes = min(max_bytes, broker.config["fetch.max.bytes"])
     params = FetchParams(
         max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
-        max_bytes=request.max_bytes if version >= 3 else _INT32_MAX,
+        max_bytes=max_bytes,
         isolation_level=request.isolation_level if version >= 4 else 0,
         hard_max_bytes_limit=version <= 2)
     cached = list(context.partitions)
@@ -80,6 +83,15 @@ def handle_fetch(ctx: RequestContext, request):
     if isinstance(results, list):
         return _response(version, context, cached, results, unknown_ids)
     return _await_response(results, version, context, cached, unknown_ids)
+
+
+def _replica_id(request, version: int) -> int:
+    """The fetching replica's id; -1 for a consumer (v15+ moved it into the
+    ReplicaState tagged field)."""
+    if version >= 15:
+        state = request.replica_state
+        return -1 if state is None else state.replica_id
+    return request.replica_id
 
 
 async def _await_response(waiting, version, context, cached, unknown_ids):
