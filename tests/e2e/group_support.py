@@ -88,6 +88,7 @@ elif client == "kafka-python":
                       heartbeat_interval_ms=500, group_instance_id=instance,
                       metadata_max_age_ms=1000)
     c.subscribe([topic], listener=Listener())
+    c.partitions_for_topic(topic)   # metadata before the join: see subscribe_kafka_python
     while not stop:
         for tp, records in c.poll(200).items():
             for r in records:
@@ -245,6 +246,25 @@ def produce(bootstrap: str, topic: str, values, partitions: int = PARTITIONS) ->
     for i, value in enumerate(values):
         producer.produce(topic, value.encode(), partition=i % partitions)
     assert producer.flush(15) == 0
+
+
+def subscribe_kafka_python(consumer, topic: str, listener=None) -> None:
+    """Subscribe a kafka-python consumer and wait for the topic's metadata
+    before its first poll() joins the group.
+
+    kafka-python (3.0.12) otherwise joins before it has metadata for a new
+    subscription: as leader it assigns nothing, then rejoins when the
+    metadata arrives. That second join is owed to its metadata snapshot, not
+    to its rejoin flag, and the leader's assignment updates the snapshot; if
+    the poll() that started the join times out before the join ends, the
+    next poll() sees nothing to rejoin and never applies the assignment (no
+    partitions, no heartbeats, expelled after the session timeout). The
+    Java client fixed the same race in KAFKA-9815. With the partitions known
+    first, the first assignment is the final one. CONSUMER_SCRIPT does the
+    same inline.
+    """
+    consumer.subscribe([topic], listener=listener)
+    consumer.partitions_for_topic(topic)
 
 
 def owned(consumers) -> list[int]:
