@@ -202,6 +202,20 @@ define("process.roles", LI, [], "The roles this process plays: broker, controlle
 define("controller.quorum.voters", LI, [], "Map of id/endpoint of the voter set, id@host:port.")
 define("controller.quorum.bootstrap.servers", LI, [], "host:port of the controllers to bootstrap from.")
 define("controller.listener.names", LI, [], "Names of the listeners used by the controller.")
+# KRaft quorum timing (Kafka's QuorumConfig).
+define("controller.quorum.election.timeout.ms", I, 1000,
+       "Maximum time without a leader before a voter starts an election.", at_least(0))
+define("controller.quorum.fetch.timeout.ms", I, 2000,
+       "Maximum time without a successful fetch from the leader before a voter starts an "
+       "election.", at_least(0))
+define("controller.quorum.election.backoff.max.ms", I, 1000,
+       "Maximum backoff before a voter starts a new election after losing one.", at_least(0))
+define("controller.quorum.request.timeout.ms", I, 2000,
+       "Maximum time to wait for the answer to a quorum request.", at_least(0))
+define("controller.quorum.retry.backoff.ms", I, 20,
+       "Time to wait before retrying a failed quorum request.", at_least(0))
+define("controller.quorum.append.linger.ms", I, 25,
+       "How long the leader waits to batch writes to the metadata log.", at_least(0))
 define("reserved.broker.max.id", I, 1000, "Max number for a generated broker id.", at_least(0))
 define("cluster.id", S, None, "kfast only: the cluster id to format empty log dirs with.")
 
