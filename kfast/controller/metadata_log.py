@@ -31,7 +31,8 @@ from kfast.controller.metadata.image import METADATA_TOPIC_ID
 from kfast.controller.metadata.records import decode_record, encode_record
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
 from kfast.records import RecordBatchBuilder, iter_batches
-from kfast.storage.checkpoint import PARTITION_METADATA_FILE, fsync_dir, write_atomically
+from kfast.storage.atomic_file import fsync_dir, write_atomically
+from kfast.storage.checkpoint import PARTITION_METADATA_FILE
 from kfast.storage.log import Log
 from kfast.storage.manager import CLEAN_SHUTDOWN_FILE
 from kfast.storage.producer_state import ORIGIN_COORDINATOR

@@ -10,11 +10,11 @@ v2 record batches, as the log::
                     PartitionRecord, ConfigRecord, RegisterBrokerRecord, ...)
     control batch   SnapshotFooterRecord   (type 4)
 
-A snapshot is written to ``.checkpoint.part``, fsynced and renamed, so a
-crash leaves either the whole file or none; one without its footer is
-ignored. At start the controller replays the newest snapshot and then only
-the log records from its end offset on, so a restart does not re-read every
-change since the cluster was formatted.
+A snapshot is written to ``.checkpoint.part``, fsynced and renamed
+(kfast.storage.atomic_file), so a crash leaves either the whole file or
+none; one without its footer is ignored. At start the controller replays
+the newest snapshot and then only the log records from its end offset on,
+so a restart does not re-read every change since the cluster was formatted.
 """
 from __future__ import annotations
 
@@ -36,6 +36,7 @@ from kfast.controller.metadata.records import (
 )
 from kfast.protocol.constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
 from kfast.records import RecordBatchBuilder, iter_batches
+from kfast.storage.atomic_file import atomic_writer
 
 SNAPSHOT_SUFFIX = ".checkpoint"
 PARTIAL_SUFFIX = ".part"
@@ -103,9 +104,8 @@ def write_snapshot(directory: str, end_offset: int, epoch: int, records: list,
     """Write, fsync and publish a snapshot file; returns its path. Blocking."""
     now = int(time.time() * 1000)
     path = os.path.join(directory, snapshot_name(end_offset, epoch))
-    partial = path + PARTIAL_SUFFIX
     offset = 0
-    with open(partial, "wb") as f:
+    with atomic_writer(path, temp_suffix=PARTIAL_SUFFIX) as f:
         f.write(_control_batch(CONTROL_SNAPSHOT_HEADER,
                                _HEADER_VALUE.pack(0, last_timestamp or now, 0), offset, epoch, now))
         offset += 1
@@ -117,14 +117,6 @@ def write_snapshot(directory: str, end_offset: int, epoch: int, records: list,
             offset += builder.records_count
         f.write(_control_batch(CONTROL_SNAPSHOT_FOOTER, _FOOTER_VALUE.pack(0, 0), offset, epoch,
                                now))
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(partial, path)
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
     return path
 
 

@@ -1,4 +1,4 @@
-"""Checkpoint files, written atomically (tmp file + fsync + rename).
+"""Checkpoint files, each replaced whole (kfast.storage.atomic_file).
 
     checkpoint := version line, count line, entry line*      (text, '\\n')
 
@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 from typing import Callable, Iterable, NamedTuple
 
+from kfast.storage.atomic_file import write_atomically
+
 RECOVERY_POINT_CHECKPOINT = "recovery-point-offset-checkpoint"
 LOG_START_OFFSET_CHECKPOINT = "log-start-offset-checkpoint"
 REPLICATION_OFFSET_CHECKPOINT = "replication-offset-checkpoint"
@@ -24,33 +26,6 @@ PARTITION_METADATA_FILE = "partition.metadata"
 
 class CheckpointCorruptException(Exception):
     """A checkpoint file could not be parsed (Kafka: IOException naming the file)."""
-
-
-def write_atomically(path: str, data: bytes, sync: bool = True) -> None:
-    """Write ``path`` so a crash leaves either the old or the new contents."""
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
-    if sync:
-        fsync_dir(os.path.dirname(path) or ".")
-
-
-def fsync_dir(directory: str) -> None:
-    """Make a rename or create in ``directory`` durable."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
 
 
 class CheckpointFile:

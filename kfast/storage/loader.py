@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 
 from kfast.protocol.errors import CorruptRecordException
+from kfast.storage.atomic_file import TEMP_FILE_SUFFIX
 from kfast.storage.file_records import FileRecords
 from kfast.storage.index import CorruptIndexException
 from kfast.storage.producer_state import ORIGIN_REPLICATION
@@ -45,7 +46,7 @@ def remove_temp_files(directory: str) -> None:
     swaps = []
     for name in sorted(os.listdir(directory)):
         path = os.path.join(directory, name)
-        if name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, ".tmp")):
+        if name.endswith((DELETED_FILE_SUFFIX, CLEANED_FILE_SUFFIX, TEMP_FILE_SUFFIX)):
             os.unlink(path)
         elif name.endswith(SWAP_FILE_SUFFIX):
             swaps.append(path)

@@ -35,6 +35,7 @@ from typing import Callable, Mapping
 
 from kfast.config import KafkaConfig, LogConfig
 from kfast.protocol.errors import KafkaStorageException, LogDirNotFoundException
+from kfast.storage.atomic_file import write_atomically
 from kfast.storage.checkpoint import (
     CLEANER_OFFSET_CHECKPOINT,
     LOG_START_OFFSET_CHECKPOINT,
@@ -42,7 +43,6 @@ from kfast.storage.checkpoint import (
     REPLICATION_OFFSET_CHECKPOINT,
     CheckpointCorruptException,
     OffsetCheckpointFile,
-    write_atomically,
 )
 from kfast.storage.cleaner import clean_log, dirty_ratio
 from kfast.storage.log import Log, now_ms, parse_topic_partition

@@ -20,7 +20,7 @@ from typing import NamedTuple
 
 from kfast.config import format_properties, parse_properties
 from kfast.protocol.errors import InconsistentClusterIdException
-from kfast.storage.checkpoint import write_atomically
+from kfast.storage.atomic_file import write_atomically
 
 META_PROPERTIES_FILE = "meta.properties"
 

@@ -46,6 +46,7 @@ from kfast.protocol.errors import (
     OutOfOrderSequenceException,
     TransactionCoordinatorFencedException,
 )
+from kfast.storage.atomic_file import write_atomically
 from kfast.storage.file_records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
 from kfast.storage.records_access import first_record_key_value
 from kfast.storage.segment import PRODUCER_SNAPSHOT_FILE_SUFFIX, filename_prefix_from_offset
@@ -484,14 +485,7 @@ def decode_snapshot(data: bytes, path: str = "<snapshot>") -> list[ProducerState
 
 
 def write_snapshot(path: str, entries, sync: bool = True) -> None:
-    data = encode_snapshot(entries)
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
-        f.write(data)
-        if sync:
-            f.flush()
-            os.fsync(f.fileno())
-    os.replace(tmp, path)
+    write_atomically(path, encode_snapshot(entries), sync)
 
 
 def read_snapshot(path: str) -> list[ProducerStateEntry]:

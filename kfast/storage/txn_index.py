@@ -16,6 +16,7 @@ import struct
 from typing import NamedTuple
 
 from kfast.protocol.errors import CorruptRecordException
+from kfast.storage.atomic_file import write_atomically
 
 _ENTRY = struct.Struct(">hqqqq")
 ENTRY_SIZE = _ENTRY.size  # 34
@@ -94,10 +95,10 @@ class TransactionIndex:
             except FileNotFoundError:
                 pass
             return
-        tmp = self.path + ".tmp"
-        with open(tmp, "wb") as f:
-            f.write(b"".join(_ENTRY.pack(VERSION, *t) for t in entries))
-        os.replace(tmp, self.path)
+        # Not fsynced: flush() syncs it with its segment, and after a crash
+        # recovery rebuilds it from the .log (LogSegment.recover).
+        write_atomically(self.path, b"".join(_ENTRY.pack(VERSION, *t) for t in entries),
+                         sync=False)
 
     def flush(self) -> None:
         if os.path.exists(self.path):
