@@ -18,7 +18,7 @@ import uvloop
 from kfast.config import KafkaConfig
 from kfast.coordinator.group.coordinator import GroupCoordinator
 from kfast.coordinator.group.consumer_protocol import encode_subscription
-from kfast.server.timer import SystemTimer
+from kfast.server_common.timer import SystemTimer
 
 MEMBERS = 1000
 HEARTBEATS = 100_000

@@ -24,7 +24,7 @@ import pytest
 import uvloop
 
 from kfast._ext.timer import TimingWheel
-from kfast.server.timer import SystemTimer
+from kfast.server_common.timer import SystemTimer
 
 PAIRS = 1_000_000
 TIMERS = 1_000_000

@@ -6,7 +6,7 @@
 Kafka keeps every delayed operation's timeout (DelayedProduce,
 DelayedFetch, DelayedJoin, DelayedHeartbeat, ...) in a hierarchy of timing
 wheels. This kernel is that mechanism and nothing else: it never reads a
-configuration, logs, or knows about an event loop. kfast.server.timer drives
+configuration, logs, or knows about an event loop. kfast.server_common.timer drives
 it from the loop.
 
 Level 1 has ``wheel_size`` buckets of ``tick_ms`` each, so it spans

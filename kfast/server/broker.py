@@ -30,7 +30,7 @@ from kfast.server.metadata_publisher import BrokerMetadataPublisher
 from kfast.server.network import SocketServer
 from kfast.server.producer_id_apis import ProducerIdManager
 from kfast.server.replica_manager import ReplicaManager
-from kfast.server.timer import SystemTimer
+from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
 
 logger = logging.getLogger("kfast.server")

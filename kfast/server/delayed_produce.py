@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 
 from kfast.protocol.errors import NotLeaderOrFollowerException, TimeoutException
-from kfast.server.purgatory import DelayedOperation
+from kfast.server_common.purgatory import DelayedOperation
 
 
 class ProducePartitionStatus:

@@ -36,7 +36,7 @@ from kfast.server.delayed_produce import (
     ProducePartitionStatus,
 )
 from kfast.server.partition import READ_COMMITTED, Partition
-from kfast.server.purgatory import DelayedOperationPurgatory
+from kfast.server_common.purgatory import DelayedOperationPurgatory
 from kfast.storage.log import Log
 from kfast.storage.producer_state import ORIGIN_CLIENT
 

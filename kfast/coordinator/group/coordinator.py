@@ -46,7 +46,7 @@ from kfast.coordinator.group.consumer_group import ConsumerGroup
 from kfast.coordinator.group.consumer_group_manager import ConsumerGroupManager
 from kfast.coordinator.group.offsets import OffsetMetadataManager
 from kfast.protocol import errors as E
-from kfast.server.purgatory import DelayedOperationPurgatory
+from kfast.server_common.purgatory import DelayedOperationPurgatory
 
 NONE = 0
 UNKNOWN_MEMBER_ID = ""

@@ -18,7 +18,7 @@ broker's timing wheel.
 """
 from __future__ import annotations
 
-from kfast.server.purgatory import DelayedOperation
+from kfast.server_common.purgatory import DelayedOperation
 
 
 def heartbeat_key(group_id: str, member_id: str) -> str:

@@ -14,7 +14,7 @@ from kfast.protocol import ProduceResponse, errors
 from kfast.records import RecordBatchBuilder
 from kfast.server.partition import READ_COMMITTED
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest, ReplicaManager
-from kfast.server.timer import SystemTimer
+from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
 
 NODE = 1

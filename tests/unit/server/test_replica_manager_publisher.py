@@ -20,7 +20,7 @@ from kfast.controller.metadata.image import (
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
 from kfast.server.partition import kafka_uuid_string
 from kfast.server.replica_manager import ReplicaManager
-from kfast.server.timer import SystemTimer
+from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
 
 NODE = 1

@@ -67,7 +67,7 @@ __all__ = ["DelayedOperation", "DelayedOperationPurgatory", "Timer"]
 
 
 class Timer(Protocol):
-    """What a purgatory needs from its timer: kfast.server.timer.SystemTimer
+    """What a purgatory needs from its timer: kfast.server_common.timer.SystemTimer
     in the broker; a TimingWheel with a manual clock works too."""
 
     def schedule(self, delay_ms: int, callback: Callable[[], object]) -> Any:

@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from kfast._ext.timer import TimingWheel
-from kfast.server.purgatory import DelayedOperation, DelayedOperationPurgatory
-from kfast.server.timer import SystemTimer
+from kfast.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
+from kfast.server_common.timer import SystemTimer
 
 
 class ManualTimer:

@@ -6,7 +6,7 @@ import time
 import pytest
 import uvloop
 
-from kfast.server.timer import SystemTimer, _clock_for
+from kfast.server_common.timer import SystemTimer, _clock_for
 
 WAIT_S = 10.0   # generous: a slow CI machine must not fail these
 
