@@ -529,7 +529,7 @@ def _update_features_error(ctx, request, error):
 # -- DescribeQuorum ---------------------------------------------------------------------------
 def handle_describe_quorum(ctx: RequestContext, request):
     """The metadata quorum (__cluster_metadata-0): this node is its only
-    voter. It has no controller listener of its own, so ``nodes`` (v2)
+    voter. It has no controller listener of its own, so ``nodes`` (v2+)
     lists the voter without endpoints."""
     Response = DescribeQuorumResponse
     state = ctx.broker.controller.quorum_state()
@@ -553,8 +553,10 @@ def handle_describe_quorum(ctx: RequestContext, request):
                     last_caught_up_timestamp=now) for voter, end in state["voters"]],
                 observers=[]))
         topics.append(Response.TopicData(topic_name=topic.topic_name, partitions=partitions))
-    return Response(error_code=0, topics=topics, nodes=[
-        Response.Node(node_id=voter, listeners=[]) for voter, _ in state["voters"]])
+    # ``nodes`` is not ignorable: v0 and v1 cannot carry it, so only v2 fills it.
+    nodes = [Response.Node(node_id=voter, listeners=[]) for voter, _ in state["voters"]] \
+        if ctx.api_version >= 2 else []
+    return Response(error_code=0, topics=topics, nodes=nodes)
 
 
 # -- ListConfigResources (KIP-1142; v0 was KIP-714's ListClientMetricsResources) ---------
