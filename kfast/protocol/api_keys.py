@@ -85,7 +85,7 @@ API_KEYS: tuple[ApiKey, ...] = (
     ApiKey(32, "DescribeConfigs", 0, 4, 4, False, ("broker", "controller")),
     ApiKey(33, "AlterConfigs", 0, 2, 2, False, ("broker", "controller")),
     ApiKey(34, "AlterReplicaLogDirs", 0, 2, 2, False, ("broker",)),
-    ApiKey(35, "DescribeLogDirs", 0, 5, 2, False, ("broker",)),
+    ApiKey(35, "DescribeLogDirs", 0, 4, 2, False, ("broker",)),
     ApiKey(36, "SaslAuthenticate", 0, 2, 2, False, ("broker", "controller")),
     ApiKey(37, "CreatePartitions", 0, 3, 2, False, ("broker", "controller")),
     ApiKey(38, "CreateDelegationToken", 0, 3, 2, False, ("broker", "controller")),

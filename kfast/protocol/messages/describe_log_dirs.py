@@ -25,5 +25,4 @@ RESPONSE = """
           is_future_key    bool                        0+
       total_bytes          int64                       4+  default=-1 ignorable
       usable_bytes         int64                       4+  default=-1 ignorable
-      is_cordoned          bool                        5+  default=false ignorable
 """

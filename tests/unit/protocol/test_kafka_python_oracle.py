@@ -100,10 +100,14 @@ def _kfast_fields(specs, version, flexible, path=""):
     return out
 
 
+# kafka-python's definitions may be newer than the Kafka release kfast serves
+# (3.0.12 ships DescribeLogDirs v5, Kafka 4.3's): versions past kfast's table
+# are not kfast's to match; test_api_keys_kafka_4_2 pins the table itself.
 SCHEMA_CASES = [
     (key, kind, v)
     for (key, kind), doc in MESSAGES.items()
     for v in sorted(_range(doc["validVersions"], 99))
+    if v <= api_keys.BY_KEY[key].max_version
 ]
 
 
@@ -124,7 +128,7 @@ def test_schema_matches_kafkas_definition(key, kind, version):
 def test_version_range_covers_kafkas(key):
     api = api_keys.BY_KEY[key]
     versions = _range(MESSAGES[(key, "request")]["validVersions"], 99)
-    assert api.max_version == max(versions)
+    assert api.max_version <= max(versions)
     assert api.min_version <= min(versions)
 
 
@@ -150,6 +154,7 @@ BYTE_CASES = [
     for (key, kind), cls in sorted(KP_CLASSES.items())
     if key in api_keys.BY_KEY and (key, kind) in MESSAGES
     for v in sorted(_range(MESSAGES[(key, kind)]["validVersions"], 99))
+    if v <= api_keys.BY_KEY[key].max_version
 ]
 
 
