@@ -24,7 +24,10 @@ from typing import Callable
 
 from kfast.config import ConfigException, KafkaConfig
 from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataImage
+from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
+from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
 from kfast.server.apis import KafkaApis
+from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
 from kfast.server.network import SocketServer
@@ -58,11 +61,10 @@ def handler_modules() -> list:
 
 def preload() -> None:
     """Import everything a broker's start imports (handler modules, the
-    controller, the group coordinator), so that a process which knows it
-    will start brokers pays for its imports once, up front."""
+    controller), so that a process which knows it will start brokers pays
+    for its imports once, up front."""
     handler_modules()
     import kfast.controller.quorum_controller  # noqa: F401
-    import kfast.coordinator.group.runtime  # noqa: F401
 
 
 def parse_listener(uri: str) -> tuple[str, str, int]:
@@ -141,7 +143,8 @@ class KafkaBroker:
     ``current_config`` (with the dynamic broker configs),
     ``controller``, ``log_manager``, ``replica_manager``, ``metadata_image``,
     ``timer``, ``node_id``, ``cluster_id``, ``fetch_session_cache``,
-    ``producer_id_manager``, ``metadata_publisher``; after start ``bound_ports`` maps listener name ->
+    ``producer_id_manager``, ``metadata_publisher``, ``group_coordinator`` (the
+    GroupCoordinatorRuntime); after start ``bound_ports`` maps listener name ->
     the bound port (useful with port 0).
     """
 
@@ -180,6 +183,7 @@ class KafkaBroker:
         self.fetch_session_cache = FetchSessionCache(
             config["max.incremental.fetch.session.cache.slots"])
         self.producer_id_manager: ProducerIdManager | None = None
+        self.group_coordinator: GroupCoordinatorRuntime | None = None
         self.apis = KafkaApis(self)
         self.socket_servers: dict[str, SocketServer] = {}
         self.bound_ports: dict[str, int] = {}
@@ -226,6 +230,9 @@ class KafkaBroker:
             # The replayed image was delivered before we subscribed.
             publisher.on_metadata_update(MetadataDelta(), self.controller.image)
         await publisher.wait_idle()
+        # Before the listeners: the group APIs answer from the first request.
+        self.group_coordinator = GroupCoordinatorRuntime(
+            self.config, self.timer, CoordinatorPartitionWriter(self, GROUP_METADATA_TOPIC_NAME))
         try:
             await self._start_listeners()
             advertised = self._advertised_endpoints()
@@ -235,21 +242,16 @@ class KafkaBroker:
             await self.shutdown()
             raise
         self._start_jobs()
-        self._load_group_coordinator()
+        # Replay the __consumer_offsets partitions this broker leads, as
+        # Kafka does on becoming their leader: groups, offsets and member
+        # sessions are back before the first client asks.
+        self.group_coordinator.load_all()
         self.started = True
         self.startup_ms = (time.perf_counter() - began) * 1000
         logger.info("kfast broker %d ready in %.1f ms, listening on %s (cluster %s)",
                     self.node_id, self.startup_ms,
                     ", ".join(f"{e.name}://{e.host}:{e.port}" for e in advertised),
                     self.cluster_id)
-
-    def _load_group_coordinator(self) -> None:
-        """Replay the __consumer_offsets partitions this broker leads, as
-        Kafka does on becoming their leader: groups, offsets and member
-        sessions are back before the first client asks."""
-        from kfast.coordinator.group.runtime import runtime_of
-
-        runtime_of(self).load_all()
 
     def supported_features(self) -> dict[str, tuple[int, int]]:
         """{feature: (min level, max level)} for ApiVersions'
@@ -345,7 +347,7 @@ class KafkaBroker:
         if self.replica_manager is not None:
             # Waiting fetches answer now instead of holding the drain up.
             self.replica_manager.complete_delayed_operations()
-        if getattr(self, "group_coordinator", None) is not None:
+        if self.group_coordinator is not None:
             # JoinGroup/SyncGroup waiting for a rebalance answer now too.
             self.group_coordinator.shutdown()
         await asyncio.gather(*(server.shutdown(timeout) for server in self.socket_servers.values()))

@@ -4,9 +4,9 @@ ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat,
 ConsumerGroupDescribe.
 
 They translate between the wire (every version) and the GroupCoordinator
-(kfast.coordinator.group), which the broker creates on first use
-(``runtime_of``). A request for a group this broker does not coordinate is
-answered with the runtime's NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
+(kfast.coordinator.group) the broker runs as ``broker.group_coordinator``.
+A request for a group this broker does not coordinate is answered with the
+runtime's NOT_COORDINATOR / COORDINATOR_NOT_AVAILABLE /
 COORDINATOR_LOAD_IN_PROGRESS, as Kafka does.
 
 ConsumerGroupHeartbeat and ConsumerGroupDescribe serve KIP-848 groups
@@ -25,7 +25,6 @@ from kfast.coordinator.group.consumer_protocol import (
     encode_subscription,
 )
 from kfast.coordinator.group.records import NO_EXPIRE_TIMESTAMP
-from kfast.coordinator.group.runtime import runtime_of
 from kfast.protocol import api_keys
 from kfast.protocol import errors as E
 from kfast.server.apis import KafkaApis, RequestContext
@@ -78,7 +77,7 @@ async def _find_group_coordinator(ctx: RequestContext, group_id: str):
         return E.CoordinatorNotAvailableException.code, -1, "", -1
     image = ctx.broker.metadata_image
     topic = image.topics_by_name.get(GROUP_METADATA_TOPIC_NAME)
-    index = runtime_of(ctx.broker).partition_for(group_id)
+    index = ctx.broker.group_coordinator.partition_for(group_id)
     registration = topic.partitions.get(index) if topic is not None else None
     broker = image.brokers.get(registration.leader) if registration is not None else None
     endpoint = broker.listeners.get(ctx.listener_name) if broker is not None else None
@@ -118,7 +117,7 @@ def _find_coordinator_error(ctx, request, error):
 
 # -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ------------------------------------
 async def handle_join_group(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     code = runtime.check_coordinator(request.group_id) if request.group_id else 0
     if code:
@@ -163,7 +162,7 @@ async def handle_join_group(ctx: RequestContext, request):
 
 
 async def handle_sync_group(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     code = runtime.check_coordinator(request.group_id)
     if code:
@@ -181,7 +180,7 @@ async def handle_sync_group(ctx: RequestContext, request):
 
 
 def handle_heartbeat(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     code = runtime.check_coordinator(request.group_id)
     if not code:
         code = runtime.coordinator.heartbeat(
@@ -191,7 +190,7 @@ def handle_heartbeat(ctx: RequestContext, request):
 
 
 def handle_leave_group(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     if ctx.api_version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
@@ -216,7 +215,7 @@ def _topic_name(ctx: RequestContext, topic, by_id: bool):
 
 
 async def handle_offset_commit(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     by_id = version >= 10
     image = ctx.broker.metadata_image
@@ -293,7 +292,7 @@ def _partition_rows(rows, code: int = 0):
 
 
 def handle_offset_fetch(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     if version >= 8:
         by_id = version >= 10
@@ -314,7 +313,7 @@ def handle_offset_fetch(ctx: RequestContext, request):
 
 
 async def handle_offset_delete(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     code = runtime.check_coordinator(request.group_id)
     if code:
         return {"error_code": code, "topics": []}
@@ -334,7 +333,7 @@ async def handle_offset_delete(ctx: RequestContext, request):
 
 # -- ListGroups / DescribeGroups / DeleteGroups ----------------------------------------
 def handle_list_groups(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     states = {s.lower() for s in request.states_filter} if ctx.api_version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
     runtime.load_all()
@@ -410,7 +409,7 @@ def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
 
 
 def handle_describe_groups(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     names = {topic.topic_id: name
              for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
     return {"groups": [_describe(runtime, group_id, ctx.api_version, names)
@@ -418,7 +417,7 @@ def handle_describe_groups(ctx: RequestContext, request):
 
 
 async def handle_delete_groups(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     results: dict[str, int] = {}
     owned = []
     for group_id in request.groups_names:
@@ -443,7 +442,7 @@ def _topics_view(ctx: RequestContext) -> dict:
 
 
 async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     code = runtime.check_coordinator(request.group_id) if request.group_id else 0
     if code:
         return {"error_code": code, "member_id": request.member_id or None, "member_epoch": -1}
@@ -465,7 +464,7 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
 
 
 def handle_consumer_group_describe(ctx: RequestContext, request):
-    runtime = runtime_of(ctx.broker)
+    runtime = ctx.broker.group_coordinator
     names = {topic.topic_id: name
              for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
     groups = []

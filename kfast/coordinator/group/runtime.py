@@ -1,6 +1,10 @@
 """GroupCoordinatorRuntime: runs the GroupCoordinator inside a broker (the
 part of Kafka's CoordinatorRuntime kfast needs).
 
+It knows the broker only through narrow interfaces: a PartitionWriter for
+__consumer_offsets (kfast.coordinator.partition_writer), a Timer and the
+config, so it can run on whichever broker leads the partitions.
+
 * Ownership: a group belongs to partition ``partition_for(group_id)`` of
   __consumer_offsets; this broker coordinates it while it leads that
   partition. Otherwise requests get NOT_COORDINATOR (the client looks the
@@ -21,7 +25,7 @@ part of Kafka's CoordinatorRuntime kfast needs).
   high watermark covers the batch, with append errors mapped to what Kafka's
   coordinator answers (NOT_COORDINATOR, COORDINATOR_NOT_AVAILABLE, ...).
 * Retention: every offsets.retention.check.interval.ms the coordinator
-  expires the offsets of empty groups (on the broker's timing wheel).
+  expires the offsets of empty groups (on the timer it is given).
 """
 from __future__ import annotations
 
@@ -29,12 +33,14 @@ import asyncio
 import logging
 import time
 
+from kfast.config import KafkaConfig
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.coordinator.group.coordinator import GroupCoordinator
 from kfast.coordinator.group.records import UnknownRecordTypeError, partition_for
+from kfast.coordinator.partition_writer import CoordinatorReplica, PartitionWriter
 from kfast.protocol import errors as E
 from kfast.records import RecordBatchBuilder, iter_batches
-from kfast.storage.producer_state import ORIGIN_COORDINATOR
+from kfast.server_common.purgatory import Timer
 
 logger = logging.getLogger(__name__)
 
@@ -56,20 +62,6 @@ _APPEND_ERRORS = {
 }
 
 
-class _AppendResult:
-    """The per-partition produce result ReplicaManager.append_records fills in."""
-
-    __slots__ = ("error_code", "error_message", "base_offset", "log_append_time_ms",
-                 "log_start_offset")
-
-    def __init__(self):
-        self.error_code = 0
-        self.error_message = None
-        self.base_offset = -1
-        self.log_append_time_ms = -1
-        self.log_start_offset = -1
-
-
 def _wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
@@ -80,7 +72,7 @@ class _PartitionLoad:
     __slots__ = ("index", "partition", "offset", "high_watermark", "records", "began",
                  "handle")
 
-    def __init__(self, index: int, partition):
+    def __init__(self, index: int, partition: CoordinatorReplica):
         self.index = index
         self.partition = partition
         self.offset = partition.log.log_start_offset
@@ -91,13 +83,17 @@ class _PartitionLoad:
 
 
 class GroupCoordinatorRuntime:
-    def __init__(self, broker):
-        self.broker = broker
-        config = broker.config
+    """``partitions``: __consumer_offsets on the hosting broker; ``timer``:
+    the broker's timer (session and rebalance timeouts, offset retention);
+    ``config``: the broker's static configuration (offsets.*, group.*)."""
+
+    def __init__(self, config: KafkaConfig, timer: Timer, partitions: PartitionWriter):
+        self.partitions = partitions
+        self.timer = timer
         self.num_partitions = config["offsets.topic.num.partitions"]
         self.commit_timeout_ms = config["offsets.commit.timeout.ms"]
         self.load_buffer_size = config["offsets.load.buffer.size"]
-        self.coordinator = GroupCoordinator(config, broker.timer, self._write, _wall_clock_ms)
+        self.coordinator = GroupCoordinator(config, timer, self._write, _wall_clock_ms)
         self.loaded: set[int] = set()
         self.loading: dict[int, _PartitionLoad] = {}
         self._retention_interval_ms = config["offsets.retention.check.interval.ms"]
@@ -117,17 +113,16 @@ class GroupCoordinatorRuntime:
     def check_coordinator_partition(self, index: int) -> int:
         if self._stopped:
             return E.CoordinatorNotAvailableException.code
-        partition = self.broker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index)
+        partition = self.partitions.replica(index)
         if partition is None:
-            image = self.broker.metadata_image
-            topic = image.topics_by_name.get(GROUP_METADATA_TOPIC_NAME) if image else None
-            if topic is not None and index in topic.partitions:
-                if topic.partitions[index].leader != self.broker.node_id:
-                    return E.NotCoordinatorException.code
-                # Ours in the metadata, its log not created yet: Kafka's
-                # "loading" answer, which clients retry.
-                return E.CoordinatorLoadInProgressException.code
-            return E.CoordinatorNotAvailableException.code
+            leader = self.partitions.metadata_leader(index)
+            if leader is None:
+                return E.CoordinatorNotAvailableException.code
+            if leader != self.partitions.node_id:
+                return E.NotCoordinatorException.code
+            # Ours in the metadata, its log not created yet: Kafka's
+            # "loading" answer, which clients retry.
+            return E.CoordinatorLoadInProgressException.code
         if not partition.is_leader:
             if index in self.loaded or index in self.loading:
                 self._unload(index)
@@ -141,11 +136,10 @@ class GroupCoordinatorRuntime:
     def load_all(self) -> None:
         """Load every partition this broker leads (ListGroups lists them all)."""
         for index in range(self.num_partitions):
-            if index not in self.loaded and self.broker.replica_manager.get_partition(
-                    GROUP_METADATA_TOPIC_NAME, index) is not None:
+            if index not in self.loaded and self.partitions.replica(index) is not None:
                 self.check_coordinator_partition(index)
 
-    def _load(self, index: int, partition) -> bool:
+    def _load(self, index: int, partition: CoordinatorReplica) -> bool:
         """Start replaying a partition: True if it is loaded already (its
         first slice covered it), False while it goes on in later slices."""
         load = self.loading[index] = _PartitionLoad(index, partition)
@@ -231,29 +225,21 @@ class GroupCoordinatorRuntime:
         builder = RecordBatchBuilder(0)
         for key, value in records:
             builder.append(now, key, value)
-        result = _AppendResult()
-        waiting = self.broker.replica_manager.append_records(
-            self.commit_timeout_ms, -1,
-            [(GROUP_METADATA_TOPIC_NAME, index, builder.build(), result)], ORIGIN_COORDINATOR)
 
-        def finish(_=None) -> None:
-            code = result.error_code
-            if code:
-                code = _APPEND_ERRORS.get(code, E.UnknownServerException.code)
-                logger.warning("appending to %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, index,
-                               E.for_code(result.error_code).__name__)
-            done(code)
+        def committed(append_error: int) -> None:
+            if not append_error:
+                return done(0)
+            logger.warning("appending to %s-%d failed: %s", GROUP_METADATA_TOPIC_NAME, index,
+                           E.for_code(append_error).__name__)
+            done(_APPEND_ERRORS.get(append_error, E.UnknownServerException.code))
 
-        if waiting is None:
-            finish()
-        else:
-            waiting.add_done_callback(finish)
+        self.partitions.append(index, builder.build(), self.commit_timeout_ms, committed)
 
     # -- retention ---------------------------------------------------------------------
     def _schedule_retention(self) -> None:
         if not self._stopped and self._retention_interval_ms < 2**31:
-            self._retention_entry = self.broker.timer.schedule(self._retention_interval_ms,
-                                                               self._expire_offsets)
+            self._retention_entry = self.timer.schedule(self._retention_interval_ms,
+                                                        self._expire_offsets)
 
     def _expire_offsets(self) -> None:
         if self.loading:
@@ -280,12 +266,3 @@ class GroupCoordinatorRuntime:
         self.loading.clear()
         self.coordinator.unload([*self.coordinator.groups, *self.coordinator.consumer_groups])
         self.coordinator.shutdown()
-
-
-def runtime_of(broker) -> GroupCoordinatorRuntime:
-    """The broker's group coordinator, created on first use."""
-    runtime = getattr(broker, "group_coordinator", None)
-    if runtime is None:
-        runtime = broker.group_coordinator = GroupCoordinatorRuntime(broker)
-    return runtime
-

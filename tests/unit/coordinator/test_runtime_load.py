@@ -23,22 +23,29 @@ class FakePartition:
 
 
 class FakeBroker:
-    """What the runtime uses of a broker: config, timer, one led partition."""
+    """What the runtime is given: config, timer, and a PartitionWriter with
+    one partition of __consumer_offsets, led by this broker."""
 
     def __init__(self, log):
         self.config = KafkaConfig({"offsets.topic.num.partitions": 1})
         self.timer = ManualTimer()
         self.partition = FakePartition(log)
-        self.metadata_image = None
         self.node_id = 1
-        self.replica_manager = self
+        self.appended = 0
 
-    def get_partition(self, topic, index):
+    def runtime(self) -> GroupCoordinatorRuntime:
+        return GroupCoordinatorRuntime(self.config, self.timer, self)
+
+    # -- PartitionWriter ---------------------------------------------------------------
+    def replica(self, index):
         return self.partition if index == 0 else None
 
-    def append_records(self, timeout_ms, acks, entries, origin):
-        self.appended = getattr(self, "appended", 0) + len(entries)
-        return None     # appended at once, without error
+    def metadata_leader(self, index):
+        return self.node_id if index == 0 else None
+
+    def append(self, index, batch, timeout_ms, on_committed):
+        self.appended += 1
+        on_committed(0)     # committed at once
 
 
 def written_log(tmp_path, records):
@@ -69,7 +76,7 @@ def test_a_small_partition_loads_within_the_request(tmp_path):
     broker = FakeBroker(written_log(tmp_path, h.log))
 
     async def main():
-        runtime = GroupCoordinatorRuntime(broker)
+        runtime = broker.runtime()
         assert runtime.check_coordinator("cg") == 0
         return runtime
 
@@ -84,7 +91,7 @@ def test_a_large_partition_loads_over_several_loop_iterations(tmp_path, monkeypa
     monkeypatch.setattr(runtime_module, "LOAD_SLICE_MS", 0.0)   # one batch per slice
 
     async def main():
-        runtime = GroupCoordinatorRuntime(broker)
+        runtime = broker.runtime()
         other_work = []
         loop = asyncio.get_running_loop()
         assert runtime.check_coordinator("cg") == E.CoordinatorLoadInProgressException.code
@@ -115,7 +122,7 @@ def test_losing_leadership_while_loading_drops_the_partial_state(tmp_path, monke
     monkeypatch.setattr(runtime_module, "LOAD_SLICE_MS", 0.0)
 
     async def main():
-        runtime = GroupCoordinatorRuntime(broker)
+        runtime = broker.runtime()
         assert runtime.check_coordinator("cg") == E.CoordinatorLoadInProgressException.code
         for _ in range(5):
             await asyncio.sleep(0)
@@ -139,7 +146,7 @@ def test_records_of_unknown_types_are_skipped(tmp_path):
     broker = FakeBroker(written_log(tmp_path, foreign + h.log))
 
     async def main():
-        runtime = GroupCoordinatorRuntime(broker)
+        runtime = broker.runtime()
         assert runtime.check_coordinator("cg") == 0
         return runtime
 
