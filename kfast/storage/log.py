@@ -488,12 +488,14 @@ class Log(LogState):
             if timestamp == LATEST_TIMESTAMP:
                 return (-1, self.log_end_offset)
             if timestamp == MAX_TIMESTAMP:
-                best = None
+                # The first segment with the largest timestamp, then the
+                # record in it (not its batch's last offset).
+                best, best_timestamp = None, -1
                 for segment in self.segments:
-                    if segment.max_timestamp_so_far >= 0 and (
-                            best is None or segment.max_timestamp_so_far > best[0]):
-                        best = (segment.max_timestamp_so_far, segment.offset_of_max_timestamp_so_far)
-                return best
+                    if segment.max_timestamp_so_far > best_timestamp:
+                        best, best_timestamp = segment, segment.max_timestamp_so_far
+                found = None if best is None else best.find_max_timestamp_record()
+                return None if found is None else tuple(found)
             for segment in self.segments:
                 if segment.largest_timestamp() >= timestamp or segment is self.active_segment:
                     found = segment.find_offset_by_timestamp(

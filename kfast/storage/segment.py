@@ -293,6 +293,26 @@ class LogSegment(SegmentState):
                     return TimestampOffset(*found)
         return None
 
+    def find_max_timestamp_record(self):
+        """(timestamp, offset) of the first record that holds the segment's
+        largest timestamp, or None if no batch has a timestamp (ListOffsets
+        MAX_TIMESTAMP, KAFKA-16310). The time index keeps the last offset of
+        that record's batch (Kafka's shallow offset), not the record's: find
+        the first batch from there whose max timestamp is the segment's, then
+        walk its records."""
+        from kfast.storage.records_access import first_record_at_or_after
+
+        max_timestamp = self.max_timestamp_so_far
+        if max_timestamp < 0:
+            return None
+        position = self.offset_index.lookup(self.offset_of_max_timestamp_so_far).position
+        for _, header, view in self.log.batches_from(position, full=True):
+            if header.max_timestamp == max_timestamp:
+                found = first_record_at_or_after(view, max_timestamp, header.base_offset)
+                if found is not None:
+                    return TimestampOffset(*found)
+        return None
+
     def read_next_offset(self) -> int:
         """The offset after the segment's last batch (scans from the last
         index entry only)."""
