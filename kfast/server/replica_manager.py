@@ -20,6 +20,7 @@ import weakref
 from typing import NamedTuple
 
 from kfast.controller.metadata.image import PartitionRegistration
+from kfast.protocol import ProduceResponse
 from kfast.protocol.errors import (
     InvalidRequiredAcksException,
     KafkaError,
@@ -37,12 +38,13 @@ from kfast.server.delayed_produce import (
 )
 from kfast.server.partition import READ_COMMITTED, Partition
 from kfast.server_common.purgatory import DelayedOperationPurgatory
-from kfast.storage.log import Log
+from kfast.storage.log import Log, RecordValidationException
 from kfast.storage.producer_state import ORIGIN_CLIENT
 
 logger = logging.getLogger(__name__)
 
 VALID_ACKS = (-1, 0, 1)
+_BatchIndexAndErrorMessage = ProduceResponse.BatchIndexAndErrorMessage
 
 
 def error_of(exc: BaseException) -> KafkaError:
@@ -184,6 +186,12 @@ class ReplicaManager:
                 response.error_code = error.code
                 response.error_message = str(error) or None
                 response.base_offset = -1
+                if isinstance(error, RecordValidationException):
+                    # The records that made the batch invalid (KIP-467, v8+).
+                    response.record_errors = [
+                        _BatchIndexAndErrorMessage(batch_index=index,
+                                                   batch_index_error_message=message)
+                        for index, message in error.record_errors]
                 continue
             response.error_code = 0
             response.base_offset = info.first_offset

@@ -34,7 +34,7 @@ from kfast.protocol.errors import (
 )
 from kfast._ext import log_append as scan_status
 from kfast._ext.log_append import BatchScan, LogState, now_ms
-from kfast.records import LegacyRecordFormatError, RecordBatch
+from kfast.records import LegacyRecordFormatError, RecordBatch, iter_batches
 from kfast.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
     LeaderEpochFileCache,
@@ -77,6 +77,21 @@ class LogAppendInfo(NamedTuple):
     # True when the batch was a retry of one already in the log (idempotence):
     # the offsets are the original ones and nothing was written.
     duplicate: bool = False
+
+
+class RecordValidationException(InvalidRecordException):
+    """Kafka's RecordValidationException: a batch rejected because of some of
+    its records. ``record_errors``: (batch_index, message) per rejected
+    record, batch_index being its position in the batch (ProduceResponse
+    record_errors, KIP-467)."""
+
+    def __init__(self, record_errors: list[tuple[int, str]]):
+        self.record_errors = record_errors
+        shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')"
+                          for index, message in record_errors[:3])
+        super().__init__(
+            f"One or more records have been rejected due to {len(record_errors)} record errors "
+            f"in total, and only showing the first three errors at most: [{shown}]")
 
 
 # LogAppendInfo(...) goes through the NamedTuple's Python __new__; the append
@@ -133,6 +148,10 @@ class Log(LogState):
         self._timestamp_after_max_ms = config.message_timestamp_after_max_ms
         self._segment_bytes = config.segment_bytes
         self._segment_ms = config.segment_ms
+        # The C fast path reads batch headers only; a compacted topic needs
+        # every record's key checked, so its appends take the general path.
+        self._compacted = config.compact
+        self._fast_append = not config.compact
         self._flush_messages = config.flush_messages
         self._scan.configure(self._max_message_bytes, self._log_append_time,
                              self._timestamp_before_max_ms, self._timestamp_after_max_ms,
@@ -296,7 +315,20 @@ class Log(LogState):
                                    self._max_message_bytes, False, 0, 0)
             if status:
                 raise self._scan_error(status, scan, now)
+            if self._compacted and assign_offsets:
+                self._check_keys(view)
             return self._append_scanned(view, scan, origin, leader_epoch, now)
+
+    def _check_keys(self, view) -> None:
+        """Kafka's LogValidator.validateKey for a leader append to a compacted
+        topic: a record without a key rejects its batch with INVALID_RECORD."""
+        for batch in iter_batches(view):
+            record_errors = [
+                (index, f"Compacted topic cannot accept message without key in topic "
+                        f"partition {self.topic}-{self.partition}")
+                for index, record in enumerate(batch) if record.key is None]
+            if record_errors:
+                raise RecordValidationException(record_errors)
 
     def _append_scanned(self, view, scan, origin, leader_epoch, now) -> LogAppendInfo:
         """Everything after a successful scan (under the lock): producer
