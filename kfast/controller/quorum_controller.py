@@ -35,7 +35,11 @@ from typing import Callable, Iterable, Mapping
 from kfast.config import KafkaConfig
 from kfast.controller.cluster_control import ClusterControlManager
 from kfast.controller.configuration_control import ConfigurationControlManager
-from kfast.controller.controller_result import ControllerResult
+from kfast.controller.controller_result import (
+    BoundedListTooLongException,
+    ControllerResult,
+    check_records_bound,
+)
 from kfast.controller.feature_control import (
     METADATA_VERSION,
     METADATA_VERSION_LEVEL,
@@ -228,7 +232,12 @@ class QuorumController:
         async with self._lock:
             if not self.started:
                 raise errors.NotControllerException("The controller is not running.")
-            result = operation()
+            try:
+                result = operation()
+            except BoundedListTooLongException:
+                # Kafka's EventHandlerExceptionInfo: the whole operation fails.
+                raise errors.PolicyViolationException(
+                    "Unable to perform excessively large batch operation.") from None
             if result.records and not validate_only:
                 await self._commit(result.records)
             return result.response
@@ -435,6 +444,11 @@ class QuorumController:
                         raise errors.InvalidRequestException("Duplicate topic name.")
                     records += self.replication_control.create_partitions(
                         name, count, assignments).records
+                    # Kafka's createPartitions catches BoundedListTooLongException
+                    # per topic (that topic gets UNKNOWN_SERVER_ERROR; KAFKA-19673
+                    # proposes CreateTopics' rule); kfast refuses the request as
+                    # CreateTopics does.
+                    check_records_bound(len(records))
                     results.append(None)
                 except errors.KafkaError as exc:
                     results.append(exc)

@@ -18,7 +18,11 @@ from dataclasses import dataclass, field
 from typing import Callable, Mapping
 
 from kfast.config import ConfigException, LogConfig
-from kfast.controller.controller_result import ControllerResult
+from kfast.controller.controller_result import (
+    MAX_RECORDS_PER_USER_OP,
+    ControllerResult,
+    check_records_bound,
+)
 from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID, PartitionRegistration, TopicImage
 from kfast.controller.metadata.records import (
     ConfigRecord,
@@ -96,7 +100,10 @@ class ReplicationControlManager:
     def create_topics(self, specs: list[TopicSpec], new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4
                       ) -> ControllerResult:
         """Response: one CreatedTopic per spec, in order. Names repeated in
-        one request fail with INVALID_REQUEST (all their occurrences)."""
+        one request fail with INVALID_REQUEST (all their occurrences). A
+        request for more than MAX_RECORDS_PER_USER_OP partitions, or whose
+        records would be more than that, fails as a whole (raises)."""
+        self._validate_total_number_of_partitions(specs)
         seen: dict[str, int] = {}
         for spec in specs:
             seen[spec.name] = seen.get(spec.name, 0) + 1
@@ -115,7 +122,24 @@ class ReplicationControlManager:
             planned.add(spec.name)
             results.append(created)
             records += topic_records
+            check_records_bound(len(records))
         return ControllerResult(results, records)
+
+    def _validate_total_number_of_partitions(self, specs: list[TopicSpec]) -> None:
+        """Kafka's ReplicationControlManager.validateTotalNumberOfPartitions
+        (KAFKA-17870), checked before anything else of the request."""
+        default_partitions, _ = self.defaults()
+        total = 0
+        for spec in specs:
+            if spec.assignments:
+                total += len(spec.assignments)
+            elif spec.num_partitions == -1:
+                total += default_partitions
+            elif spec.num_partitions > 0:
+                total += spec.num_partitions
+        if total > MAX_RECORDS_PER_USER_OP:
+            raise errors.PolicyViolationException(
+                "Excessively large number of partitions per request.")
 
     def _create_topic(self, spec: TopicSpec, planned: set[str], new_topic_id):
         name = spec.name
@@ -262,6 +286,8 @@ class ReplicationControlManager:
         if count == current:
             raise errors.InvalidPartitionsException(f"Topic already has {current} partition(s).")
         additional = count - current
+        # Before placing them: one PartitionRecord per new partition.
+        check_records_bound(additional)
         rf = len(topic.partitions[0].replicas) if topic.partitions else 1
         if assignments:
             if len(assignments) != additional:
