@@ -70,6 +70,7 @@ from kfast.protocol import (
     errors,
     response_class,
 )
+from kfast.server.rate_limited_log import RateLimitedLogger
 
 __all__ = ["KafkaApis", "RequestContext", "Handler", "ErrorResponseBuilder"]
 
@@ -154,6 +155,8 @@ class KafkaApis:
         self.listener_type = listener_type
         self._handlers: dict[int, _Registration] = {}
         self.register(api_keys.API_VERSIONS, self._handle_api_versions)
+        # One per connection that sends what it cannot parse: bounded rate.
+        self.warnings = RateLimitedLogger(logger)
 
     # -- registration ---------------------------------------------------------------
     def register(self, api_key: int, handler: Handler,
@@ -253,8 +256,8 @@ class KafkaApis:
     def _close(self, connection, reason: str):
         # Kafka's Processor closes the channel on an unparseable request
         # instead of answering; log as it does and answer nothing.
-        logger.warning("%s: %s; closing the connection",
-                       getattr(connection, "connection_id", connection), reason)
+        self.warnings.warning("unparseable request", "%s: %s; closing the connection",
+                              getattr(connection, "connection_id", connection), reason)
         if connection is not None:
             connection.close_when_drained()
         return None

@@ -160,16 +160,16 @@ class KafkaBroker:
         # The controller runs in-process; only broker listeners are served.
         self.listeners = [l for l in self.listeners if l[0] not in controller_listeners]
         if not self.listeners:
-            raise ConfigException("listeners", config["listeners"], "No broker listener")
+            raise ConfigException("listeners", ",".join(config["listeners"]), "No broker listener")
         protocols = dict(entry.split(":", 1) for entry in config["listener.security.protocol.map"])
         for name, _, _ in self.listeners:
             protocol = protocols.get(name)
             if protocol is None:
                 raise ConfigException("listener.security.protocol.map",
-                                      config["listener.security.protocol.map"],
+                                      ",".join(config["listener.security.protocol.map"]),
                                       f"No security protocol defined for listener {name}")
             if protocol != "PLAINTEXT":
-                raise ConfigException("listeners", config["listeners"],
+                raise ConfigException("listeners", ",".join(config["listeners"]),
                                       f"Security protocol {protocol} of listener {name} is not "
                                       f"supported by kfast (PLAINTEXT only)")
         self._protocols = protocols
@@ -351,6 +351,7 @@ class KafkaBroker:
             # JoinGroup/SyncGroup waiting for a rebalance answer now too.
             self.group_coordinator.shutdown()
         await asyncio.gather(*(server.shutdown(timeout) for server in self.socket_servers.values()))
+        self.apis.warnings.flush()
         for job in self._jobs:
             await job.stop()
         if self.replica_manager is not None:

@@ -73,6 +73,7 @@ from typing import Any, Awaitable, Callable, Iterable, Protocol, Sequence, Union
 from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
 from kfast.config import SERVER_CONFIGS, KafkaConfig
 from kfast.protocol.file_region import FileRegion
+from kfast.server.rate_limited_log import RateLimitedLogger
 
 __all__ = [
     "Connection",
@@ -504,8 +505,10 @@ class Connection:
 
     def _fail(self, exc: BaseException) -> None:
         if isinstance(exc, InvalidReceiveException):
-            # Kafka logs this at WARN and closes the channel without answering.
-            logger.warning("%s: %s; closing the connection", self.connection_id, exc)
+            # Kafka logs this at WARN and closes the channel without answering;
+            # one per garbage connection, so at a bounded rate.
+            self.server.warnings.warning("invalid receive", "%s: %s; closing the connection",
+                                         self.connection_id, exc)
         elif isinstance(exc, OSError):
             logger.debug("%s: connection error: %s", self.connection_id, exc)
         else:
@@ -626,6 +629,8 @@ class SocketServer:
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._shutting_down = False
         self._all_closed: asyncio.Future | None = None
+        # Per-connection warnings (garbage received, accept failures).
+        self.warnings = RateLimitedLogger(logger)
 
     @classmethod
     def from_config(cls, handler: Handler, config: KafkaConfig, host: str, port: int,
@@ -706,7 +711,7 @@ class SocketServer:
                 return
             except OSError as exc:
                 # EMFILE/ENFILE/ECONNABORTED...: the listener stays usable.
-                logger.warning("accept failed: %s", exc)
+                self.warnings.warning("accept failed", "accept failed: %s", exc)
                 return
             host = peer[0]
             if self._connections_per_ip[host] >= self.max_connections_per_ip:
@@ -829,3 +834,4 @@ class SocketServer:
                            len(self._connections), timeout)
         for connection in list(self._connections):
             connection.close(cancel_pending=True)
+        self.warnings.flush()

@@ -4,8 +4,9 @@
     kfast serve --config server.properties --override log.retention.hours=1
 
 Properties use Kafka's names and defaults; the file is read first, then each
-``--override key=value`` in order. An unknown or invalid property stops the
-start with a message naming it (exit status 2). SIGTERM or SIGINT shuts the
+``--override key=value`` in order. An unknown or invalid property, or a valid
+one kfast cannot serve (a SASL or SSL listener), stops the start with one
+line naming it (exit status 2). SIGTERM or SIGINT shuts the
 node down cleanly: stop accepting, answer requests in flight, flush the
 logs, write the checkpoints and the clean-shutdown marker.
 """
@@ -70,9 +71,16 @@ async def serve(config: KafkaConfig) -> int:
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
-    broker = KafkaBroker(config)
+    try:
+        broker = KafkaBroker(config)
+    except ConfigException as exc:
+        # Valid properties the broker cannot serve (a SASL or SSL listener):
+        # the same one-line refusal as an invalid property.
+        return _config_error(exc)
     try:
         await broker.start()
+    except ConfigException as exc:
+        return _config_error(exc)
     except Exception as exc:
         from kfast.protocol.errors import KafkaError
 
@@ -86,13 +94,17 @@ async def serve(config: KafkaConfig) -> int:
     return 0
 
 
+def _config_error(exc: ConfigException) -> int:
+    print(f"kfast serve: {exc}", file=sys.stderr)
+    return EXIT_CONFIG_ERROR
+
+
 def run(args) -> int:
     _configure_logging()
     try:
         config = build_config(args.config, args.override or [])
     except ConfigException as exc:
-        print(f"kfast serve: {exc}", file=sys.stderr)
-        return EXIT_CONFIG_ERROR
+        return _config_error(exc)
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency

@@ -34,6 +34,25 @@ def test_invalid_configuration_stops_the_start(args, named):
     assert named in result.stderr
 
 
+@pytest.mark.parametrize("listeners", [
+    "SASL_PLAINTEXT://127.0.0.1:0", "SSL://127.0.0.1:0",
+    "PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0"])
+def test_configuration_the_broker_cannot_serve_stops_like_an_invalid_property(listeners, tmp_path):
+    """Valid properties kfast cannot serve (a SASL or TLS listener, a listener
+    without a security protocol) are refused as an unknown property is: one
+    line naming the property, exit status 2, no traceback."""
+    unknown = run_serve("--override", "no.such.property=1")
+    refused = run_serve("--override", f"listeners={listeners}",
+                        "--override", f"log.dirs={tmp_path / 'data'}")
+    for result in (unknown, refused):
+        assert result.returncode == 2
+        assert len(result.stderr.splitlines()) == 1, result.stderr
+        assert result.stderr.startswith("kfast serve: Invalid value ")
+    assert " for configuration listener" in refused.stderr
+    assert "'" not in refused.stderr.split(" for configuration ")[0]   # the value as written
+    assert not (tmp_path / "data").exists()
+
+
 def test_invalid_property_in_config_file(tmp_path):
     properties = tmp_path / "server.properties"
     properties.write_text("num.partitions=3\nlog.segment.bytes=12\n")
