@@ -1,0 +1,28 @@
+"""KRaft: the Raft protocol that replicates ``__cluster_metadata-0``.
+
+The layer sits between the controller (which appends metadata records and
+replays committed ones) and storage (which keeps the log on disk). It is
+built the way etcd's raft package and Kafka's KafkaRaftClient are: the
+algorithm is a pure state machine with no sockets, clocks or threads.
+
+    RaftClient.handle(now_ms, message)  -> messages to send
+    RaftClient.poll(now_ms)             -> messages to send (timers)
+    RaftClient.propose(now_ms, records) -> the offset the records will have
+
+A driver feeds it: the deterministic simulator in the tests (simulated
+clock and network), and the asyncio driver that carries the same messages
+as Kafka's RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
+FetchSnapshot) over the controller listener.
+
+Modules, in Kafka's names:
+    messages       the RPC bodies the core exchanges (one per Kafka RPC)
+    log            ReplicatedLog: batches, leader epochs, snapshots; an
+                   in-memory implementation for the simulator
+    election_state ElectionState and the quorum-state file (Kafka's format)
+    quorum_state   one class per role (Unattached, Prospective, Candidate,
+                   Leader, Follower, Resigned) and the transitions between them
+    request_manager  at most one request in flight per destination, timeouts
+                   and retry backoff
+    raft_client    the protocol: handlers for each request and response,
+                   timers, the high watermark, commit delivery to a listener
+"""

@@ -1,0 +1,248 @@
+"""ReplicatedLog: what the Raft core needs of a log, and an in-memory one.
+
+The unit of replication is a batch: the records of one append, all of one
+leader epoch, occupying consecutive offsets. A change the controller makes
+is one batch, so a replica applies all of it or none of it; log end
+offsets, fetch offsets and the high watermark are always batch boundaries.
+
+The leader epoch cache (Kafka's LeaderEpochFileCache) is the list of
+(epoch, start offset) pairs, one per epoch that wrote to the log. It answers
+``end_offset_for_epoch(e)``: the end of the largest epoch <= e, which is
+where a replica that last wrote in epoch ``e`` agrees with this log.
+
+A snapshot ``(end offset, epoch)`` holds the state made by every record
+below its end offset; the log may drop those records once the snapshot
+exists (its start offset moves up), and a replica that needs them fetches
+the snapshot instead.
+
+    log = MemoryReplicatedLog()
+    log.append_as_leader(("a", "b"), epoch=1)     # Batch(0, 1, ("a", "b"))
+    log.end_offset, log.last_fetched_epoch         # 2, 1
+"""
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from dataclasses import dataclass
+from typing import NamedTuple, Protocol, Sequence
+
+
+class OffsetAndEpoch(NamedTuple):
+    offset: int
+    epoch: int
+
+
+@dataclass(frozen=True)
+class Batch:
+    base_offset: int
+    epoch: int
+    records: tuple
+    # A control batch carries Raft's own records (LeaderChange); the
+    # state machine above skips it.
+    is_control: bool = False
+
+    @property
+    def next_offset(self) -> int:
+        return self.base_offset + len(self.records)
+
+
+class LeaderChangeMessage(NamedTuple):
+    """The control record a new leader writes first in its epoch (Kafka's
+    LeaderChangeMessage, control type 2). Committing it commits every
+    record of earlier epochs below it."""
+    leader_id: int
+    voters: tuple[int, ...]
+
+
+class ValidOffsetAndEpoch(NamedTuple):
+    """Kafka's ValidOffsetAndEpoch: ``kind`` is VALID, DIVERGING (the
+    fetcher truncates to ``offset_and_epoch``) or SNAPSHOT (the fetcher
+    fetches the snapshot ``offset_and_epoch``)."""
+    kind: str
+    offset_and_epoch: OffsetAndEpoch
+
+
+VALID, DIVERGING, SNAPSHOT = "valid", "diverging", "snapshot"
+
+
+class ReplicatedLog(Protocol):
+    start_offset: int
+    end_offset: int
+    last_fetched_epoch: int
+
+    def append_as_leader(self, records: Sequence, epoch: int, is_control: bool = False) -> Batch:
+        ...
+
+    def append_as_follower(self, batches: Sequence[Batch]) -> None: ...
+
+    def read(self, start_offset: int, max_batches: int) -> tuple[Batch, ...]: ...
+
+    def truncate_to(self, offset: int) -> None: ...
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch: ...
+
+    def flush(self) -> None: ...
+
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None: ...
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes | None: ...
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None: ...
+
+    def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None: ...
+
+    def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> None: ...
+
+
+def validate_offset_and_epoch(log: ReplicatedLog, offset: int, epoch: int) -> ValidOffsetAndEpoch:
+    """Does a replica whose log ends at ``offset`` with a last batch of
+    ``epoch`` agree with ``log``? (Kafka's ReplicatedLog.validateOffsetAndEpoch.)"""
+    snapshot_id = log.latest_snapshot_id()
+    if offset < log.start_offset or (snapshot_id is not None and offset == log.start_offset
+                                     and epoch != snapshot_id.epoch):
+        # The records it needs next are only in the snapshot.
+        assert snapshot_id is not None, "a log start above 0 needs a snapshot"
+        return ValidOffsetAndEpoch(SNAPSHOT, snapshot_id)
+    end = log.end_offset_for_epoch(epoch)
+    if end.epoch != epoch or end.offset < offset:
+        return ValidOffsetAndEpoch(DIVERGING, end)
+    return ValidOffsetAndEpoch(VALID, OffsetAndEpoch(offset, epoch))
+
+
+def truncation_offset(log: ReplicatedLog, leader_end: OffsetAndEpoch) -> int:
+    """Where a follower's log stops agreeing with a leader that answered
+    ``diverging_epoch = leader_end`` (Kafka's truncateToEndOffset)."""
+    if leader_end.epoch == 0:
+        return min(leader_end.offset, log.end_offset)
+    local = log.end_offset_for_epoch(leader_end.epoch)
+    if local.epoch == leader_end.epoch:
+        return min(local.offset, leader_end.offset)
+    return local.offset
+
+
+class MemoryReplicatedLog:
+    """A ReplicatedLog in memory; every append is durable at once (the
+    simulator models a crash as losing nothing that was appended)."""
+
+    def __init__(self) -> None:
+        self.batches: list[Batch] = []
+        self._bases: list[int] = []            # base offsets, for bisect
+        self.start_offset = 0
+        self._start_epoch = 0
+        self.end_offset = 0
+        self.epochs: list[tuple[int, int]] = []    # (epoch, start offset)
+        self.snapshots: dict[OffsetAndEpoch, bytes] = {}
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        if self.batches:
+            return self.batches[-1].epoch
+        return self._start_epoch
+
+    def append_as_leader(self, records: Sequence, epoch: int, is_control: bool = False) -> Batch:
+        if epoch < self.last_fetched_epoch:
+            raise ValueError(f"append in epoch {epoch} after epoch {self.last_fetched_epoch}")
+        batch = Batch(self.end_offset, epoch, tuple(records), is_control)
+        self._append(batch)
+        return batch
+
+    def append_as_follower(self, batches: Sequence[Batch]) -> None:
+        for batch in batches:
+            if batch.base_offset != self.end_offset:
+                raise ValueError(f"batch at {batch.base_offset} does not follow the log end "
+                                 f"{self.end_offset}")
+            if batch.epoch < self.last_fetched_epoch:
+                raise ValueError(f"batch of epoch {batch.epoch} after epoch "
+                                 f"{self.last_fetched_epoch}")
+            self._append(batch)
+
+    def _append(self, batch: Batch) -> None:
+        if not batch.records:
+            raise ValueError("empty batch")
+        if not self.epochs or batch.epoch > self.epochs[-1][0]:
+            self.epochs.append((batch.epoch, batch.base_offset))
+        self.batches.append(batch)
+        self._bases.append(batch.base_offset)
+        self.end_offset = batch.next_offset
+
+    def read(self, start_offset: int, max_batches: int) -> tuple[Batch, ...]:
+        index = bisect_right(self._bases, start_offset) - 1
+        if index < 0 or start_offset >= self.end_offset:
+            return ()
+        if self.batches[index].base_offset != start_offset:
+            raise ValueError(f"offset {start_offset} is not a batch boundary")
+        return tuple(self.batches[index:index + max_batches])
+
+    def truncate_to(self, offset: int) -> None:
+        if offset >= self.end_offset:
+            return
+        if offset < self.start_offset:
+            raise ValueError(f"truncation to {offset} below the log start {self.start_offset}")
+        index = bisect_left(self._bases, offset)
+        if index == len(self.batches) or self.batches[index].base_offset != offset:
+            raise ValueError(f"offset {offset} is not a batch boundary")
+        del self.batches[index:]
+        del self._bases[index:]
+        self.end_offset = offset
+        self.epochs = [(e, o) for e, o in self.epochs if o < offset] or self._base_epochs()
+
+    def _base_epochs(self) -> list[tuple[int, int]]:
+        """The epoch cache of an empty log: the snapshot it starts at, if any."""
+        if self.start_offset == 0 and self._start_epoch == 0:
+            return []
+        return [(self._start_epoch, self.start_offset)]
+
+    def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
+        index = bisect_right(self.epochs, (epoch, float("inf"))) - 1
+        if index < 0:
+            return OffsetAndEpoch(self.start_offset, 0)
+        found_epoch = self.epochs[index][0]
+        if index + 1 < len(self.epochs):
+            return OffsetAndEpoch(self.epochs[index + 1][1], found_epoch)
+        return OffsetAndEpoch(self.end_offset, found_epoch)
+
+    def flush(self) -> None:
+        pass
+
+    # -- snapshots -------------------------------------------------------------------------
+    def latest_snapshot_id(self) -> OffsetAndEpoch | None:
+        return max(self.snapshots) if self.snapshots else None
+
+    def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes | None:
+        return self.snapshots.get(snapshot_id)
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """A snapshot of the state below ``snapshot_id.offset``, which must be
+        a batch boundary of this log with that epoch before it."""
+        if not self.start_offset <= snapshot_id.offset <= self.end_offset:
+            raise ValueError(f"snapshot {snapshot_id} outside the log "
+                             f"[{self.start_offset}, {self.end_offset}]")
+        self.snapshots[snapshot_id] = data
+
+    def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """A follower replaces its whole log with a snapshot fetched from the
+        leader: the log then starts and ends at the snapshot's end offset."""
+        self.snapshots[snapshot_id] = data
+        self.batches.clear()
+        self._bases.clear()
+        self.start_offset = self.end_offset = snapshot_id.offset
+        self._start_epoch = snapshot_id.epoch
+        self.epochs = self._base_epochs()
+
+    def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Drop the batches the snapshot covers, and older snapshots."""
+        if snapshot_id not in self.snapshots or snapshot_id.offset <= self.start_offset:
+            return
+        index = bisect_left(self._bases, snapshot_id.offset)
+        if snapshot_id.offset != (self.batches[index].base_offset if index < len(self.batches)
+                                  else self.end_offset):
+            raise ValueError(f"snapshot {snapshot_id} does not end at a batch boundary")
+        del self.batches[:index]
+        del self._bases[:index]
+        self.start_offset = snapshot_id.offset
+        self._start_epoch = snapshot_id.epoch
+        # Epochs that ended before the snapshot are answered by the snapshot.
+        self.epochs = self._base_epochs() + [
+            (e, o) for e, o in self.epochs
+            if o > snapshot_id.offset or (o == snapshot_id.offset and e > snapshot_id.epoch)]
+        for old in [s for s in self.snapshots if s < snapshot_id]:
+            del self.snapshots[old]

@@ -1,0 +1,275 @@
+"""QuorumState: which role this replica plays in which epoch, one class per role.
+
+The roles and how a voter moves between them (KIP-595 with KIP-996's
+pre-vote); an observer (a broker, not a voter) is only ever Unattached or
+Follower:
+
+    Unattached   epoch known, leader not; may have voted in this epoch.
+                 -> Prospective when its election timeout expires
+                 -> Follower when it learns the epoch's leader
+    Prospective  asks the voters whether they would vote for it (pre-vote),
+                 without changing anyone's epoch: a replica cut off from the
+                 quorum cannot force elections on its return.
+                 -> Candidate on a majority of pre-votes
+                 -> Follower when it learns of a new leader, or at its
+                    election timeout if it had one (is it alive after all?)
+    Candidate    epoch + 1, votes for itself, asks for votes.
+                 -> Leader on a majority
+                 -> Prospective when its election timeout expires
+    Leader       appends, tracks each voter's log end offset, advances the
+                 high watermark on a majority.
+                 -> Resigned when it cannot reach a majority (check quorum)
+                    or is asked to step down
+    Follower     fetches from the leader.
+                 -> Prospective when no fetch succeeded for the fetch timeout
+    Resigned     an old leader that ended its epoch (EndQuorumEpoch).
+                 -> Prospective when its election timeout expires
+
+Any role moves to Unattached (or Follower) on seeing a higher epoch. Every
+transition writes the ElectionState first, so a restart never votes twice
+in an epoch nor forgets one.
+"""
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from kfast.raft.election_state import ElectionState, QuorumStateStore
+
+
+@dataclass(frozen=True)
+class QuorumConfig:
+    """Kafka's controller.quorum.* timing (kfast.config holds the defaults)."""
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    # The leader holds a Fetch that finds nothing new this long (Kafka's
+    # KafkaRaftClient fixes it at 500 ms).
+    fetch_max_wait_ms: int = 500
+    fetch_max_batches: int = 64
+    fetch_snapshot_max_bytes: int = 1 << 20
+
+    @classmethod
+    def from_config(cls, config) -> "QuorumConfig":
+        return cls(election_timeout_ms=config["controller.quorum.election.timeout.ms"],
+                   fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
+                   election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
+                   request_timeout_ms=config["controller.quorum.request.timeout.ms"],
+                   retry_backoff_ms=config["controller.quorum.retry.backoff.ms"])
+
+
+@dataclass
+class UnattachedState:
+    epoch: int
+    voted_id: int
+    election_deadline_ms: int
+    name = "Unattached"
+    leader_id = -1
+
+
+@dataclass
+class ProspectiveState:
+    epoch: int
+    voted_id: int
+    election_deadline_ms: int
+    # The leader it followed in this epoch, if any: hearing that this
+    # leader leads is no news (or two followers of a dead leader would
+    # send each other back to following it, forever); at the election
+    # timeout it follows that leader again, to see if it is alive.
+    leader_id: int = -1
+    granted: set = field(default_factory=set)
+    rejected: set = field(default_factory=set)
+    name = "Prospective"
+
+
+@dataclass
+class CandidateState:
+    epoch: int
+    election_deadline_ms: int
+    granted: set = field(default_factory=set)
+    rejected: set = field(default_factory=set)
+    name = "Candidate"
+    leader_id = -1
+
+
+@dataclass
+class ReplicaState:
+    """What the leader knows of one replica (Kafka's LeaderState.ReplicaState)."""
+    end_offset: int = -1
+    last_fetch_ms: int = -1
+
+
+@dataclass
+class LeaderState:
+    epoch: int
+    leader_id: int
+    epoch_start_offset: int
+    voters: tuple[int, ...]
+    check_quorum_deadline_ms: int
+    high_watermark: int = -1
+    replicas: dict = field(default_factory=dict)        # node id -> ReplicaState
+    begin_epoch_acked: set = field(default_factory=set)
+    # Voters that fetched since the last check-quorum deadline.
+    fetched_since_check: set = field(default_factory=set)
+    name = "Leader"
+
+    def replica(self, node_id: int) -> ReplicaState:
+        state = self.replicas.get(node_id)
+        if state is None:
+            state = self.replicas[node_id] = ReplicaState()
+        return state
+
+    def update_high_watermark(self) -> bool:
+        """The largest offset a majority of voters has reached, once a batch
+        of this epoch is committed (Raft commits earlier epochs' records
+        only through one of its own). True if it moved."""
+        ends = sorted((self.replica(v).end_offset for v in self.voters), reverse=True)
+        majority_end = ends[len(self.voters) // 2]
+        if majority_end > self.epoch_start_offset and majority_end > self.high_watermark:
+            self.high_watermark = majority_end
+            return True
+        return False
+
+
+@dataclass
+class FollowerState:
+    epoch: int
+    leader_id: int
+    voted_id: int
+    fetch_deadline_ms: int
+    high_watermark: int = -1
+    # A follower that has fetched from its leader refuses pre-votes: the
+    # leader is alive. One that has not yet grants them, or two replicas
+    # that each learned of a dead leader from the other would ping-pong
+    # between Follower and Prospective (KIP-996).
+    has_fetched: bool = False
+    snapshot_id: object = None          # OffsetAndEpoch being fetched, if any
+    snapshot_data: bytearray = field(default_factory=bytearray)
+    name = "Follower"
+
+
+@dataclass
+class ResignedState:
+    epoch: int
+    leader_id: int
+    election_deadline_ms: int
+    preferred_successors: tuple[int, ...]
+    end_epoch_acked: set = field(default_factory=set)
+    name = "Resigned"
+
+    @property
+    def voted_id(self) -> int:
+        return self.leader_id
+
+
+class QuorumState:
+    """The current role of ``node_id`` and the transitions between roles;
+    each transition persists the ElectionState before it takes effect."""
+
+    def __init__(self, node_id: int, voters: tuple[int, ...], store: QuorumStateStore,
+                 config: QuorumConfig, rng: random.Random):
+        self.node_id = node_id
+        self.voters = tuple(sorted(voters))
+        self.store = store
+        self.config = config
+        self.rng = rng
+        self.state = None
+
+    @property
+    def is_voter(self) -> bool:
+        return self.node_id in self.voters
+
+    @property
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    @property
+    def epoch(self) -> int:
+        return self.state.epoch
+
+    @property
+    def leader_id(self) -> int:
+        return self.state.leader_id
+
+    def random_election_timeout(self) -> int:
+        timeout = self.config.election_timeout_ms
+        return timeout + self.rng.randrange(max(1, timeout))
+
+    def initialize(self, now_ms: int, end_offset: int) -> None:
+        """The role a replica starts in, from its quorum-state file: the
+        epoch and vote it had; a leader it knew (not itself) is followed
+        until a fetch fails; a replica that led this epoch has resigned."""
+        stored = self.store.read() or ElectionState(0)
+        if stored.leader_id == self.node_id:
+            self.state = ResignedState(stored.epoch, self.node_id,
+                                       now_ms + self.random_election_timeout(), ())
+        elif stored.has_leader():
+            self.state = FollowerState(stored.epoch, stored.leader_id, stored.voted_id,
+                                       now_ms + self.config.fetch_timeout_ms)
+        else:
+            self.state = UnattachedState(stored.epoch, stored.voted_id,
+                                         now_ms + self.random_election_timeout())
+
+    def _persist(self, epoch: int, leader_id: int = -1, voted_id: int = -1) -> None:
+        self.store.write(ElectionState(epoch, leader_id, voted_id))
+
+    def transition_to_unattached(self, now_ms: int, epoch: int, voted_id: int = -1) -> None:
+        # In the same epoch only a replica that has not voted for itself
+        # may be Unattached again; an observer also after losing its leader.
+        same_epoch_ok = isinstance(self.state, (UnattachedState, ProspectiveState)) or (
+            isinstance(self.state, FollowerState) and not self.is_voter)
+        if epoch < self.epoch or (epoch == self.epoch and not same_epoch_ok):
+            raise AssertionError(f"{self.node_id}: Unattached in epoch {epoch} from "
+                                 f"{self.state.name} in epoch {self.epoch}")
+        self._persist(epoch, voted_id=voted_id)
+        self.state = UnattachedState(epoch, voted_id, now_ms + self.random_election_timeout())
+
+    def transition_to_prospective(self, now_ms: int) -> None:
+        voted_id = getattr(self.state, "voted_id", -1)
+        if isinstance(self.state, (CandidateState, LeaderState)):
+            voted_id = self.node_id
+        leader_id = self.state.leader_id if isinstance(
+            self.state, (FollowerState, ProspectiveState)) else -1
+        self.state = ProspectiveState(self.epoch, voted_id,
+                                      now_ms + self.random_election_timeout(),
+                                      leader_id, granted={self.node_id})
+
+    def transition_to_candidate(self, now_ms: int) -> None:
+        epoch = self.epoch + 1
+        self._persist(epoch, voted_id=self.node_id)
+        self.state = CandidateState(epoch, now_ms + self.random_election_timeout(),
+                                    granted={self.node_id})
+
+    def transition_to_leader(self, now_ms: int, epoch_start_offset: int) -> LeaderState:
+        if not isinstance(self.state, CandidateState):
+            raise AssertionError(f"{self.node_id}: Leader from {self.state.name}")
+        self._persist(self.epoch, leader_id=self.node_id, voted_id=self.node_id)
+        self.state = LeaderState(self.epoch, self.node_id, epoch_start_offset, self.voters,
+                                 now_ms + self.check_quorum_timeout())
+        return self.state
+
+    def check_quorum_timeout(self) -> int:
+        # Kafka's leader resigns after 1.5 fetch timeouts without fetches
+        # from a majority (KAFKA-15489).
+        return self.config.fetch_timeout_ms * 3 // 2
+
+    def transition_to_follower(self, now_ms: int, epoch: int, leader_id: int) -> None:
+        if epoch < self.epoch or (epoch == self.epoch and isinstance(
+                self.state, (LeaderState, ResignedState, FollowerState))) or (
+                epoch == self.epoch and 0 <= self.state.leader_id != leader_id):
+            raise AssertionError(f"{self.node_id}: Follower of {leader_id} in epoch {epoch} "
+                                 f"from {self.state.name} of {self.leader_id} in {self.epoch}")
+        voted_id = getattr(self.state, "voted_id", -1) if epoch == self.epoch else -1
+        if isinstance(self.state, CandidateState) and epoch == self.epoch:
+            voted_id = self.node_id
+        self._persist(epoch, leader_id=leader_id, voted_id=voted_id)
+        self.state = FollowerState(epoch, leader_id, voted_id,
+                                   now_ms + self.config.fetch_timeout_ms)
+
+    def transition_to_resigned(self, now_ms: int, preferred_successors: tuple[int, ...]) -> None:
+        if not isinstance(self.state, LeaderState):
+            raise AssertionError(f"{self.node_id}: Resigned from {self.state.name}")
+        self.state = ResignedState(self.epoch, self.node_id,
+                                   now_ms + self.random_election_timeout(), preferred_successors)

@@ -1,0 +1,751 @@
+"""RaftClient: KRaft's protocol as a pure state machine (Kafka's KafkaRaftClient).
+
+Nothing here does I/O, reads a clock or sleeps. The driver passes the time
+into every call and sends the messages each call returns:
+
+    client = RaftClient(node_id=1, voters=(1, 2, 3), log=..., store=...,
+                        config=QuorumConfig(), rng=random.Random(seed),
+                        listener=controller)
+    client.start(now_ms)
+    out = client.poll(now_ms)              # timers: elections, fetches, retries
+    out = client.handle(now_ms, message)   # a RaftRequest or RaftResponse arrived
+    offset = client.propose(now_ms, records)    # leader only; then poll() to send
+    client.on_send_failed(now_ms, request)  # the driver could not deliver it
+
+``client.next_poll_ms()`` is when ``poll`` next has work. The listener gets
+``handle_commit(batch)`` for each committed batch in order,
+``handle_load_snapshot(snapshot_id, data)`` when its state must be replaced
+by a snapshot, and ``handle_leader_change(leader_id, epoch)``.
+
+The rules that keep the log safe (each checked by the simulation tests):
+- a voter grants one vote per epoch, only to a replica whose log is at
+  least as up to date as its own (last epoch, then end offset);
+- the leader commits (high watermark) an offset only once a majority of
+  voters has it and a batch of its own epoch is among them;
+- a follower appends only after the leader confirmed that their logs agree
+  up to the fetch offset (fetch offset + last fetched epoch), and on a
+  divergence truncates to the last offset they agree on - never below its
+  high watermark.
+"""
+from __future__ import annotations
+
+import random
+from typing import Protocol, Sequence
+
+from kfast.protocol.errors import (
+    FencedLeaderEpochException,
+    InvalidRequestException,
+    NotLeaderOrFollowerException,
+    UnknownLeaderEpochException,
+)
+from kfast.raft.election_state import QuorumStateStore
+from kfast.raft.log import (
+    DIVERGING,
+    SNAPSHOT,
+    Batch,
+    LeaderChangeMessage,
+    OffsetAndEpoch,
+    ReplicatedLog,
+    truncation_offset,
+    validate_offset_and_epoch,
+)
+from kfast.raft.messages import (
+    NO_LEADER,
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    RaftMessage,
+    RaftRequest,
+    RaftResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from kfast.raft.quorum_state import (
+    CandidateState,
+    FollowerState,
+    LeaderState,
+    ProspectiveState,
+    QuorumConfig,
+    QuorumState,
+    ResignedState,
+    UnattachedState,
+)
+from kfast.raft.request_manager import RequestManager
+
+NONE = 0
+FENCED_LEADER_EPOCH = FencedLeaderEpochException.code
+UNKNOWN_LEADER_EPOCH = UnknownLeaderEpochException.code
+NOT_LEADER_OR_FOLLOWER = NotLeaderOrFollowerException.code
+INVALID_REQUEST = InvalidRequestException.code
+NEVER_MS = 2**62
+
+
+class NotLeaderException(Exception):
+    """propose() on a replica that is not the leader."""
+
+
+class RaftListener(Protocol):
+    def handle_commit(self, batch: Batch) -> None: ...
+
+    def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None: ...
+
+    def handle_leader_change(self, leader_id: int, epoch: int) -> None: ...
+
+
+class RaftClient:
+    def __init__(self, node_id: int, voters: Sequence[int], log: ReplicatedLog,
+                 store: QuorumStateStore, config: QuorumConfig | None = None,
+                 rng: random.Random | None = None, listener: RaftListener | None = None):
+        self.node_id = node_id
+        self.log = log
+        self.config = config or QuorumConfig()
+        self.quorum = QuorumState(node_id, tuple(voters), store, self.config,
+                                  rng or random.Random())
+        self.requests = RequestManager(self.config.request_timeout_ms,
+                                       self.config.retry_backoff_ms,
+                                       self.config.election_backoff_max_ms)
+        self.listener = listener
+        self._outbox: list[RaftMessage] = []
+        # Fetches the leader holds until new records or the high watermark
+        # move, or max_wait passes: replica id -> (request, deadline).
+        self._parked_fetches: dict[int, tuple[RaftRequest, int]] = {}
+        self._high_watermark = -1
+        self._listener_offset = 0            # next offset the listener needs
+        self._listener_leader: tuple[int, int] | None = None
+        self._bootstrap_index = 0
+        self._lost_elections = 0
+
+    # -- public API ----------------------------------------------------------------------
+    def start(self, now_ms: int) -> None:
+        self.quorum.initialize(now_ms, self.log.end_offset)
+        if not self.quorum.is_voter and not isinstance(self.quorum.state, FollowerState):
+            self.quorum.state = UnattachedState(self.quorum.epoch, -1, now_ms)
+        if self.quorum.voters == (self.node_id,) and not isinstance(self.quorum.state,
+                                                                    LeaderState):
+            # A quorum of one elects itself at once.
+            self._become_candidate(now_ms)
+
+    @property
+    def epoch(self) -> int:
+        return self.quorum.epoch
+
+    @property
+    def leader_id(self) -> int:
+        return self.quorum.leader_id
+
+    @property
+    def is_leader(self) -> bool:
+        return isinstance(self.quorum.state, LeaderState)
+
+    @property
+    def state_name(self) -> str:
+        return self.quorum.state.name
+
+    @property
+    def high_watermark(self) -> int:
+        """This replica's high watermark: what it knows to be committed. It
+        outlives role changes (a new leader may not yet know one) and never
+        moves back while the replica runs."""
+        self._remember_high_watermark()
+        return self._high_watermark
+
+    def _remember_high_watermark(self) -> None:
+        role_high_watermark = getattr(self.quorum.state, "high_watermark", -1)
+        if role_high_watermark > self._high_watermark:
+            self._high_watermark = role_high_watermark
+
+    def leader_replica_states(self) -> dict:
+        """On the leader, {node id: ReplicaState} for voters and observers
+        (DescribeQuorum); {} elsewhere."""
+        state = self.quorum.state
+        return dict(state.replicas) if isinstance(state, LeaderState) else {}
+
+    def poll(self, now_ms: int) -> list[RaftMessage]:
+        self._poll_state(now_ms)
+        return self._drain()
+
+    def _poll_state(self, now_ms: int) -> None:
+        self.requests.expire(now_ms)
+        state = self.quorum.state
+        if isinstance(state, LeaderState):
+            self._poll_leader(now_ms, state)
+        elif isinstance(state, CandidateState):
+            self._poll_candidate(now_ms, state)
+        elif isinstance(state, ProspectiveState):
+            self._poll_prospective(now_ms, state)
+        elif isinstance(state, FollowerState):
+            self._poll_follower(now_ms, state)
+        elif isinstance(state, ResignedState):
+            self._poll_resigned(now_ms, state)
+        else:
+            self._poll_unattached(now_ms, state)
+
+    def next_poll_ms(self) -> int:
+        """The earliest time ``poll`` has something to do."""
+        state = self.quorum.state
+        deadlines = [self.requests.next_deadline()]
+        if self.quorum.is_voter or not isinstance(state, UnattachedState):
+            for attr in ("election_deadline_ms", "fetch_deadline_ms",
+                         "check_quorum_deadline_ms"):
+                deadlines.append(getattr(state, attr, None))
+        elif not any(self.requests.is_in_flight(v) for v in self.quorum.voters):
+            # An observer looking for the leader asks the first voter it may.
+            deadlines.append(min(self.requests.ready_ms(v) for v in self.quorum.voters))
+        deadlines += [deadline for _, deadline in self._parked_fetches.values()]
+        known = [d for d in deadlines if d is not None]
+        return min(known) if known else NEVER_MS
+
+    def handle(self, now_ms: int, message: RaftMessage) -> list[RaftMessage]:
+        if isinstance(message, RaftRequest):
+            self._handle_request(now_ms, message)
+        else:
+            self._handle_response(now_ms, message)
+        # What the message changed may have work to send at once (votes
+        # after a won pre-vote, the next fetch after a fetch answer).
+        self._poll_state(now_ms)
+        return self._drain()
+
+    def on_send_failed(self, now_ms: int, request: RaftRequest) -> None:
+        """The driver could not deliver ``request``: no connection to its
+        destination (refused, reset)."""
+        self._on_unreachable(now_ms, request.destination, request.correlation_id)
+
+    def on_disconnect(self, now_ms: int, node_id: int) -> None:
+        """The connection to ``node_id`` closed: a request in flight to it
+        will get no answer."""
+        self._on_unreachable(now_ms, node_id, None)
+
+    def _on_unreachable(self, now_ms: int, node_id: int, correlation_id: int | None) -> None:
+        self.requests.on_failure(node_id, now_ms, correlation_id)
+        state = self.quorum.state
+        if isinstance(state, FollowerState) and node_id == state.leader_id and \
+                self.quorum.is_voter and state.has_fetched:
+            # The leader's process is gone (a live one would accept the
+            # connection). Stand for election now rather than after the
+            # fetch timeout: pre-vote makes this safe, since voters that
+            # still hear from a leader refuse. The jitter keeps the other
+            # followers, which saw the same thing, from splitting the vote.
+            state.has_fetched = False
+            jitter = self.quorum.rng.randrange(max(1, self.config.election_backoff_max_ms // 4))
+            state.fetch_deadline_ms = min(state.fetch_deadline_ms,
+                                          now_ms + self.config.retry_backoff_ms + jitter)
+
+    def propose(self, now_ms: int, records: Sequence) -> int:
+        """Append ``records`` as one batch in the leader's epoch; returns the
+        offset of the last record. Committed once the high watermark passes it."""
+        state = self.quorum.state
+        if not isinstance(state, LeaderState):
+            raise NotLeaderException(f"node {self.node_id} is not the leader")
+        batch = self.log.append_as_leader(records, state.epoch)
+        self.log.flush()
+        self._on_leader_append(now_ms, state)
+        return batch.next_offset - 1
+
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        """Record the state machine's snapshot at a committed offset and drop
+        the log records it covers."""
+        if snapshot_id.offset > max(self.high_watermark, 0):
+            raise ValueError(f"snapshot {snapshot_id} is above the high watermark")
+        self.log.create_snapshot(snapshot_id, data)
+        self.log.delete_before_snapshot(snapshot_id)
+
+    def resign(self, now_ms: int) -> None:
+        """A leader steps down (a controller shutting down): the voters hear
+        EndQuorumEpoch and elect a successor without waiting for timeouts."""
+        state = self.quorum.state
+        if isinstance(state, LeaderState):
+            self._resign(now_ms, state)
+
+    # -- sending -------------------------------------------------------------------------
+    def _drain(self) -> list[RaftMessage]:
+        self._deliver_to_listener()
+        out, self._outbox = self._outbox, []
+        return out
+
+    def _send(self, now_ms: int, destination: int, body) -> None:
+        correlation_id = self.requests.on_send(destination, now_ms)
+        self._outbox.append(RaftRequest(correlation_id, self.node_id, destination, body))
+
+    def _respond(self, request: RaftRequest, body) -> None:
+        self._outbox.append(RaftResponse(request.correlation_id, self.node_id, request.source,
+                                         body))
+
+    def _other_voters(self) -> list[int]:
+        return [v for v in self.quorum.voters if v != self.node_id]
+
+    # -- role changes ------------------------------------------------------------------------
+    def _become_unattached(self, now_ms: int, epoch: int, voted_id: int = -1) -> None:
+        self._leave_role()
+        self.quorum.transition_to_unattached(now_ms, epoch, voted_id)
+        if not self.quorum.is_voter:
+            self.quorum.state.election_deadline_ms = now_ms
+
+    def _become_follower(self, now_ms: int, epoch: int, leader_id: int) -> None:
+        self._leave_role()
+        self.quorum.transition_to_follower(now_ms, epoch, leader_id)
+        self.quorum.state.high_watermark = self._high_watermark
+
+    def _become_prospective(self, now_ms: int) -> None:
+        self._leave_role()
+        self.quorum.transition_to_prospective(now_ms)
+        self._maybe_win_pre_vote(now_ms, self.quorum.state)
+
+    def _become_candidate(self, now_ms: int) -> None:
+        self._leave_role()
+        self.quorum.transition_to_candidate(now_ms)
+        self._maybe_win_election(now_ms, self.quorum.state)
+
+    def _leave_role(self) -> None:
+        self._remember_high_watermark()
+        if self._parked_fetches:
+            self._complete_parked_fetches(now_ms=None)
+        self.requests.reset()
+
+    def _maybe_win_pre_vote(self, now_ms: int, state: ProspectiveState) -> None:
+        if len(state.granted) >= self.quorum.majority:
+            self._become_candidate(now_ms)
+        else:
+            self._maybe_lost(now_ms, state)
+
+    def _maybe_lost(self, now_ms: int, state) -> None:
+        """Enough voters refused that this election cannot be won: try again
+        after a random, growing backoff instead of the whole election
+        timeout (Kafka's binary exponential election backoff)."""
+        if len(state.rejected) <= len(self.quorum.voters) - self.quorum.majority:
+            return
+        self._lost_elections += 1
+        ceiling = min(self.config.election_backoff_max_ms,
+                      self.config.retry_backoff_ms << min(self._lost_elections, 20))
+        state.election_deadline_ms = min(state.election_deadline_ms,
+                                         now_ms + self.quorum.rng.randrange(max(1, ceiling)))
+
+    def _maybe_win_election(self, now_ms: int, state: CandidateState) -> None:
+        if len(state.granted) < self.quorum.majority:
+            self._maybe_lost(now_ms, state)
+            return
+        self._lost_elections = 0
+        self._leave_role()
+        leader = self.quorum.transition_to_leader(now_ms, self.log.end_offset)
+        # The leader's first batch in its epoch; once it commits, every
+        # record before it is committed too.
+        self.log.append_as_leader((LeaderChangeMessage(self.node_id, self.quorum.voters),),
+                                  leader.epoch, is_control=True)
+        self.log.flush()
+        self._on_leader_append(now_ms, leader)
+        for voter in self._other_voters():
+            self._send(now_ms, voter, BeginQuorumEpochRequest(self.node_id, leader.epoch))
+
+    def _resign(self, now_ms: int, state: LeaderState) -> None:
+        others = self._other_voters()
+        successors = tuple(sorted(others, key=lambda v: -state.replica(v).end_offset))
+        self._leave_role()
+        self.quorum.transition_to_resigned(now_ms, successors)
+
+    def _observe_epoch(self, now_ms: int, epoch: int, leader_id: int) -> None:
+        """Move to a newer epoch, or learn the current epoch's leader."""
+        state = self.quorum.state
+        if epoch > state.epoch:
+            if leader_id >= 0 and leader_id != self.node_id:
+                self._become_follower(now_ms, epoch, leader_id)
+            else:
+                self._become_unattached(now_ms, epoch)
+        elif epoch == state.epoch and leader_id >= 0 and leader_id != self.node_id:
+            if state.leader_id == leader_id:
+                return
+            if isinstance(state, (UnattachedState, ProspectiveState, CandidateState)) and \
+                    state.leader_id < 0:
+                self._become_follower(now_ms, epoch, leader_id)
+            else:
+                raise AssertionError(f"node {self.node_id}: two leaders in epoch {epoch}: "
+                                     f"{state.leader_id} and {leader_id}")
+
+    # -- polling per role ----------------------------------------------------------------------
+    def _poll_unattached(self, now_ms: int, state: UnattachedState) -> None:
+        if self.quorum.is_voter:
+            if now_ms >= state.election_deadline_ms:
+                self._become_prospective(now_ms)
+                self._poll_prospective(now_ms, self.quorum.state)
+            return
+        # An observer finds the leader by fetching from any voter: a voter
+        # that is not the leader answers with who is.
+        voters = self.quorum.voters
+        if not any(self.requests.is_in_flight(v) for v in voters):
+            for _ in range(len(voters)):
+                voter = voters[self._bootstrap_index % len(voters)]
+                self._bootstrap_index += 1
+                if self.requests.is_ready(voter, now_ms):
+                    self._send(now_ms, voter, self._fetch_request(state.epoch))
+                    break
+
+    def _poll_prospective(self, now_ms: int, state) -> None:
+        if not isinstance(state, ProspectiveState):
+            return
+        if now_ms >= state.election_deadline_ms:
+            if state.leader_id >= 0:
+                self._become_follower(now_ms, state.epoch, state.leader_id)
+                self._poll_follower(now_ms, self.quorum.state)
+                return
+            self._become_prospective(now_ms)
+            state = self.quorum.state
+            if not isinstance(state, ProspectiveState):
+                return
+        self._request_votes(now_ms, state, pre_vote=True)
+
+    def _poll_candidate(self, now_ms: int, state: CandidateState) -> None:
+        if now_ms >= state.election_deadline_ms:
+            self._become_prospective(now_ms)
+            self._poll_prospective(now_ms, self.quorum.state)
+            return
+        self._request_votes(now_ms, state, pre_vote=False)
+
+    def _request_votes(self, now_ms: int, state, pre_vote: bool) -> None:
+        request = VoteRequest(state.epoch, self.node_id, self.log.last_fetched_epoch,
+                              self.log.end_offset, pre_vote)
+        for voter in self._other_voters():
+            if voter not in state.granted and voter not in state.rejected and \
+                    self.requests.is_ready(voter, now_ms):
+                self._send(now_ms, voter, request)
+
+    def _poll_leader(self, now_ms: int, state: LeaderState) -> None:
+        if now_ms >= state.check_quorum_deadline_ms:
+            fetched = state.fetched_since_check | {self.node_id}
+            if len(fetched & set(self.quorum.voters)) < self.quorum.majority:
+                self._resign(now_ms, state)
+                return
+            state.fetched_since_check = set()
+            state.check_quorum_deadline_ms = now_ms + self.quorum.check_quorum_timeout()
+        for voter in self._other_voters():
+            if voter not in state.begin_epoch_acked and self.requests.is_ready(voter, now_ms):
+                self._send(now_ms, voter, BeginQuorumEpochRequest(self.node_id, state.epoch))
+        expired = [replica for replica, (_, deadline) in self._parked_fetches.items()
+                   if now_ms >= deadline]
+        for replica in expired:
+            request, _ = self._parked_fetches.pop(replica)
+            self._answer_fetch(request, state)
+
+    def _poll_follower(self, now_ms: int, state: FollowerState) -> None:
+        if now_ms >= state.fetch_deadline_ms:
+            if self.quorum.is_voter:
+                self._become_prospective(now_ms)
+                self._poll_prospective(now_ms, self.quorum.state)
+            else:
+                self._become_unattached(now_ms, state.epoch)
+                self._poll_unattached(now_ms, self.quorum.state)
+            return
+        if not self.requests.is_ready(state.leader_id, now_ms):
+            return
+        if state.snapshot_id is not None:
+            self._send(now_ms, state.leader_id, FetchSnapshotRequest(
+                self.node_id, state.epoch, state.snapshot_id, len(state.snapshot_data),
+                self.config.fetch_snapshot_max_bytes))
+        else:
+            self._send(now_ms, state.leader_id, self._fetch_request(state.epoch))
+
+    def _fetch_request(self, epoch: int) -> FetchRequest:
+        return FetchRequest(self.node_id, epoch, self.log.end_offset,
+                            self.log.last_fetched_epoch, self.config.fetch_max_wait_ms,
+                            self.high_watermark)
+
+    def _poll_resigned(self, now_ms: int, state: ResignedState) -> None:
+        if now_ms >= state.election_deadline_ms:
+            self._become_prospective(now_ms)
+            self._poll_prospective(now_ms, self.quorum.state)
+            return
+        request = EndQuorumEpochRequest(self.node_id, state.epoch, state.preferred_successors)
+        for voter in self._other_voters():
+            if voter not in state.end_epoch_acked and self.requests.is_ready(voter, now_ms):
+                self._send(now_ms, voter, request)
+
+    # -- requests --------------------------------------------------------------------------
+    def _handle_request(self, now_ms: int, request: RaftRequest) -> None:
+        body = request.body
+        if isinstance(body, VoteRequest):
+            self._handle_vote(now_ms, request, body)
+        elif isinstance(body, BeginQuorumEpochRequest):
+            self._handle_begin_quorum_epoch(now_ms, request, body)
+        elif isinstance(body, EndQuorumEpochRequest):
+            self._handle_end_quorum_epoch(now_ms, request, body)
+        elif isinstance(body, FetchRequest):
+            self._handle_fetch(now_ms, request, body)
+        elif isinstance(body, FetchSnapshotRequest):
+            self._handle_fetch_snapshot(request, body)
+        else:
+            raise TypeError(f"unknown Raft request {type(body).__name__}")
+
+    def _log_is_up_to_date(self, last_epoch: int, end_offset: int) -> bool:
+        return (last_epoch, end_offset) >= (self.log.last_fetched_epoch, self.log.end_offset)
+
+    def _handle_vote(self, now_ms: int, request: RaftRequest, body: VoteRequest) -> None:
+        if body.replica_epoch < self.quorum.epoch:
+            self._respond(request, VoteResponse(FENCED_LEADER_EPOCH, self.quorum.leader_id,
+                                                self.quorum.epoch, False))
+            return
+        if body.replica_epoch > self.quorum.epoch:
+            # A pre-vote at a newer epoch moves this replica to that epoch
+            # too: a leader there has not been elected by this vote.
+            self._become_unattached(now_ms, body.replica_epoch)
+        state = self.quorum.state
+        up_to_date = self._log_is_up_to_date(body.last_offset_epoch, body.last_offset)
+        if body.pre_vote:
+            granted = up_to_date and not isinstance(state, LeaderState) and not (
+                isinstance(state, FollowerState) and state.has_fetched)
+        else:
+            voted_id = getattr(state, "voted_id", -1)
+            granted = (up_to_date and isinstance(state, (UnattachedState, ProspectiveState))
+                       and voted_id in (-1, body.replica_id))
+            if granted and voted_id == -1:
+                self._leave_role()
+                self.quorum.transition_to_unattached(now_ms, state.epoch, body.replica_id)
+            elif granted:
+                state.election_deadline_ms = now_ms + self.quorum.random_election_timeout()
+        self._respond(request, VoteResponse(NONE, self.quorum.leader_id, self.quorum.epoch,
+                                            granted))
+
+    def _handle_begin_quorum_epoch(self, now_ms: int, request: RaftRequest,
+                                   body: BeginQuorumEpochRequest) -> None:
+        if body.leader_epoch < self.quorum.epoch:
+            self._respond(request, BeginQuorumEpochResponse(
+                FENCED_LEADER_EPOCH, self.quorum.leader_id, self.quorum.epoch))
+            return
+        self._observe_epoch(now_ms, body.leader_epoch, body.leader_id)
+        self._respond(request, BeginQuorumEpochResponse(NONE, self.quorum.leader_id,
+                                                        self.quorum.epoch))
+
+    def _handle_end_quorum_epoch(self, now_ms: int, request: RaftRequest,
+                                 body: EndQuorumEpochRequest) -> None:
+        if body.leader_epoch < self.quorum.epoch:
+            self._respond(request, EndQuorumEpochResponse(
+                FENCED_LEADER_EPOCH, self.quorum.leader_id, self.quorum.epoch))
+            return
+        self._observe_epoch(now_ms, body.leader_epoch, body.leader_id)
+        state = self.quorum.state
+        if isinstance(state, FollowerState) and state.leader_id == body.leader_id:
+            # The leader has gone: stop trusting it (grant pre-votes) and
+            # stand for election after a backoff that lets the most caught
+            # up successor go first.
+            state.has_fetched = False
+            successors = body.preferred_successors
+            position = successors.index(self.node_id) if self.node_id in successors \
+                else len(successors)
+            state.fetch_deadline_ms = min(state.fetch_deadline_ms,
+                                          now_ms + self._end_epoch_backoff(position))
+        self._respond(request, EndQuorumEpochResponse(NONE, self.quorum.leader_id,
+                                                      self.quorum.epoch))
+
+    def _end_epoch_backoff(self, position: int) -> int:
+        """Kafka's strict exponential backoff by rank among the preferred
+        successors: the first stands at once, the next after 1, 2, 4...
+        retry backoffs, capped at controller.quorum.election.backoff.max.ms."""
+        if position == 0:
+            return 0
+        return min(self.config.election_backoff_max_ms,
+                   self.config.retry_backoff_ms << min(position - 1, 20))
+
+    def _fetch_error(self, error_code: int) -> FetchResponse:
+        return FetchResponse(error_code, self.quorum.leader_id, self.quorum.epoch,
+                             high_watermark=self.high_watermark)
+
+    def _handle_fetch(self, now_ms: int, request: RaftRequest, body: FetchRequest) -> None:
+        state = self.quorum.state
+        if body.current_leader_epoch < state.epoch:
+            self._respond(request, self._fetch_error(FENCED_LEADER_EPOCH))
+            return
+        if body.current_leader_epoch > state.epoch:
+            self._respond(request, self._fetch_error(UNKNOWN_LEADER_EPOCH))
+            return
+        if not isinstance(state, LeaderState):
+            self._respond(request, self._fetch_error(NOT_LEADER_OR_FOLLOWER))
+            return
+        if body.fetch_offset < 0 or body.last_fetched_epoch > state.epoch:
+            self._respond(request, self._fetch_error(INVALID_REQUEST))
+            return
+        validation = validate_offset_and_epoch(self.log, body.fetch_offset,
+                                               body.last_fetched_epoch)
+        if validation.kind == DIVERGING:
+            self._respond(request, FetchResponse(
+                NONE, self.node_id, state.epoch, state.high_watermark, self.log.start_offset,
+                diverging_epoch=validation.offset_and_epoch))
+            return
+        if validation.kind == SNAPSHOT:
+            self._respond(request, FetchResponse(
+                NONE, self.node_id, state.epoch, state.high_watermark, self.log.start_offset,
+                snapshot_id=validation.offset_and_epoch))
+            return
+        # The fetch offset is now known to be on the leader's log: it is the
+        # replica's log end offset.
+        replica = state.replica(body.replica_id)
+        replica.end_offset = body.fetch_offset
+        replica.last_fetch_ms = now_ms
+        if body.replica_id in self.quorum.voters:
+            state.fetched_since_check.add(body.replica_id)
+            state.begin_epoch_acked.add(body.replica_id)
+            if state.update_high_watermark():
+                self._complete_parked_fetches(now_ms)
+        # Held only while the replica has nothing to learn: no records past
+        # its end and the high watermark it reported is current.
+        if body.fetch_offset >= self.log.end_offset and body.max_wait_ms > 0 and \
+                body.high_watermark >= state.high_watermark:
+            previous = self._parked_fetches.pop(body.replica_id, None)
+            if previous is not None:
+                self._answer_fetch(previous[0], state)
+            self._parked_fetches[body.replica_id] = (request, now_ms + body.max_wait_ms)
+            return
+        self._answer_fetch(request, state)
+
+    def _answer_fetch(self, request: RaftRequest, state: LeaderState) -> None:
+        body = request.body
+        batches = self.log.read(body.fetch_offset, self.config.fetch_max_batches)
+        self._respond(request, FetchResponse(NONE, self.node_id, state.epoch,
+                                             state.high_watermark, self.log.start_offset,
+                                             batches=batches))
+
+    def _complete_parked_fetches(self, now_ms: int | None) -> None:
+        """Answer every held fetch now (new records, a new high watermark, or
+        this replica is leaving the leader role)."""
+        parked, self._parked_fetches = self._parked_fetches, {}
+        state = self.quorum.state
+        for request, _ in parked.values():
+            if isinstance(state, LeaderState):
+                self._answer_fetch(request, state)
+            else:
+                self._respond(request, self._fetch_error(NOT_LEADER_OR_FOLLOWER))
+
+    def _on_leader_append(self, now_ms: int, state: LeaderState) -> None:
+        own = state.replica(self.node_id)
+        own.end_offset = self.log.end_offset
+        own.last_fetch_ms = now_ms
+        state.update_high_watermark()
+        self._complete_parked_fetches(now_ms)
+
+    def _handle_fetch_snapshot(self, request: RaftRequest, body: FetchSnapshotRequest) -> None:
+        state = self.quorum.state
+        if body.current_leader_epoch != state.epoch or not isinstance(state, LeaderState):
+            code = FENCED_LEADER_EPOCH if body.current_leader_epoch < state.epoch else (
+                UNKNOWN_LEADER_EPOCH if body.current_leader_epoch > state.epoch
+                else NOT_LEADER_OR_FOLLOWER)
+            self._respond(request, FetchSnapshotResponse(code, self.quorum.leader_id,
+                                                         state.epoch))
+            return
+        data = self.log.read_snapshot(body.snapshot_id)
+        if data is None:
+            # The snapshot was replaced by a newer one: fetch again from the log.
+            self._respond(request, FetchSnapshotResponse(
+                NOT_LEADER_OR_FOLLOWER, self.node_id, state.epoch, body.snapshot_id))
+            return
+        chunk = data[body.position:body.position + body.max_bytes]
+        self._respond(request, FetchSnapshotResponse(NONE, self.node_id, state.epoch,
+                                                     body.snapshot_id, len(data), body.position,
+                                                     bytes(chunk)))
+
+    # -- responses -------------------------------------------------------------------------
+    def _handle_response(self, now_ms: int, response: RaftResponse) -> None:
+        current = self.requests.on_response(response.source, response.correlation_id)
+        body = response.body
+        if body.leader_epoch > self.quorum.epoch or (
+                body.leader_epoch == self.quorum.epoch and body.leader_id >= 0):
+            self._observe_epoch(now_ms, body.leader_epoch, body.leader_id)
+        if not current:
+            return
+        state = self.quorum.state
+        if isinstance(body, VoteResponse):
+            if isinstance(state, (ProspectiveState, CandidateState)) and \
+                    body.error_code == NONE and body.leader_epoch == state.epoch:
+                (state.granted if body.vote_granted else state.rejected).add(response.source)
+                if isinstance(state, ProspectiveState):
+                    self._maybe_win_pre_vote(now_ms, state)
+                else:
+                    self._maybe_win_election(now_ms, state)
+        elif isinstance(body, BeginQuorumEpochResponse):
+            if isinstance(state, LeaderState) and body.error_code == NONE and \
+                    body.leader_epoch == state.epoch:
+                state.begin_epoch_acked.add(response.source)
+        elif isinstance(body, EndQuorumEpochResponse):
+            if isinstance(state, ResignedState) and body.leader_epoch == state.epoch:
+                state.end_epoch_acked.add(response.source)
+        elif isinstance(body, FetchResponse):
+            self._handle_fetch_response(now_ms, response, body, state)
+        elif isinstance(body, FetchSnapshotResponse):
+            self._handle_fetch_snapshot_response(now_ms, response, body, state)
+
+    def _handle_fetch_response(self, now_ms: int, response: RaftResponse, body: FetchResponse,
+                               state) -> None:
+        if not isinstance(state, FollowerState) or response.source != state.leader_id or \
+                body.error_code != NONE or body.leader_epoch != state.epoch:
+            if body.error_code != NONE:
+                # Not the leader (or not yet): ask again after a backoff.
+                self.requests.back_off(response.source, now_ms)
+            return
+        state.has_fetched = True
+        state.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
+        if body.diverging_epoch is not None:
+            offset = truncation_offset(self.log, body.diverging_epoch)
+            if offset < self.high_watermark:
+                raise AssertionError(f"node {self.node_id}: leader {state.leader_id} asked to "
+                                     f"truncate to {offset}, below the high watermark "
+                                     f"{self.high_watermark}")
+            self.log.truncate_to(offset)
+        elif body.snapshot_id is not None:
+            state.snapshot_id = body.snapshot_id
+            state.snapshot_data = bytearray()
+        else:
+            if body.batches:
+                self.log.append_as_follower(body.batches)
+                self.log.flush()
+            self._update_follower_high_watermark(state, body.high_watermark)
+
+    def _update_follower_high_watermark(self, state: FollowerState, leader_hw: int) -> None:
+        high_watermark = min(leader_hw, self.log.end_offset)
+        if high_watermark > state.high_watermark:
+            state.high_watermark = high_watermark
+
+    def _handle_fetch_snapshot_response(self, now_ms: int, response: RaftResponse,
+                                        body: FetchSnapshotResponse, state) -> None:
+        if not isinstance(state, FollowerState) or state.snapshot_id is None or \
+                response.source != state.leader_id:
+            return
+        if body.error_code != NONE or body.snapshot_id != state.snapshot_id or \
+                body.position != len(state.snapshot_data):
+            # Start over from the log: the leader may have a newer snapshot.
+            state.snapshot_id = None
+            state.snapshot_data = bytearray()
+            return
+        state.fetch_deadline_ms = now_ms + self.config.fetch_timeout_ms
+        state.snapshot_data += body.unaligned_records
+        if len(state.snapshot_data) < body.size:
+            return
+        snapshot_id, data = state.snapshot_id, bytes(state.snapshot_data)
+        state.snapshot_id = None
+        state.snapshot_data = bytearray()
+        self.log.install_snapshot(snapshot_id, data)
+        state.high_watermark = max(state.high_watermark, snapshot_id.offset)
+
+    # -- the listener ----------------------------------------------------------------------------
+    def _deliver_to_listener(self) -> None:
+        listener = self.listener
+        if listener is None:
+            return
+        leader = (self.quorum.leader_id, self.quorum.epoch)
+        if leader != self._listener_leader:
+            self._listener_leader = leader
+            listener.handle_leader_change(*leader)
+        high_watermark = self.high_watermark
+        if self._listener_offset < self.log.start_offset:
+            # The records it needs are gone behind a snapshot (a restart, or
+            # a snapshot fetched from the leader): its state starts over there.
+            snapshot_id = self.log.latest_snapshot_id()
+            listener.handle_load_snapshot(snapshot_id, self.log.read_snapshot(snapshot_id))
+            self._listener_offset = snapshot_id.offset
+        while self._listener_offset < high_watermark:
+            batches = self.log.read(self._listener_offset, self.config.fetch_max_batches)
+            if not batches:
+                break
+            for batch in batches:
+                if batch.next_offset > high_watermark:
+                    return
+                listener.handle_commit(batch)
+                self._listener_offset = batch.next_offset

@@ -1,0 +1,342 @@
+"""A deterministic simulator for the Raft core (after Kafka's RaftEventSimulationTest).
+
+Real RaftClients run on a simulated clock and network: every message is
+delivered after a random delay or dropped, links can be cut (partitions),
+nodes crash and restart with what they had persisted (their log and
+quorum-state). Everything random comes from one seeded generator, so a
+failing seed replays exactly.
+
+After every event the invariants are checked:
+- election safety: at most one leader per epoch, ever;
+- committed data is never lost or changed: every replica's log below its
+  high watermark, and every batch a state machine applied, matches the one
+  committed sequence;
+- a leader's log holds every committed batch (leader completeness);
+- a replica's high watermark never moves back while it runs.
+
+    sim = Simulation(seed=7, voters=3)
+    sim.run_for(5_000)
+    sim.propose("x")
+"""
+from __future__ import annotations
+
+import heapq
+import json
+import random
+
+from kfast.raft.election_state import MemoryQuorumStateStore
+from kfast.raft.log import MemoryReplicatedLog, OffsetAndEpoch
+from kfast.raft.messages import RaftRequest
+from kfast.raft.quorum_state import QuorumConfig
+from kfast.raft.raft_client import NotLeaderException, RaftClient
+
+
+class InvariantViolation(AssertionError):
+    pass
+
+
+class StateMachine:
+    """The listener: applies committed records, checks them against the
+    simulation's one committed sequence, and can snapshot itself."""
+
+    def __init__(self, sim: "Simulation", node_id: int):
+        self.sim = sim
+        self.node_id = node_id
+        self.applied: list = []          # (offset, record) of data records
+        self.next_offset = 0
+        self.last_epoch = 0
+        self.leader = (-1, 0)
+
+    def handle_commit(self, batch) -> None:
+        if batch.base_offset != self.next_offset:
+            raise InvariantViolation(f"node {self.node_id} applied batch {batch.base_offset} "
+                                     f"after offset {self.next_offset}")
+        self.sim.check_committed_batch(self.node_id, batch)
+        if not batch.is_control:
+            for index, record in enumerate(batch.records):
+                self.applied.append((batch.base_offset + index, record))
+        self.next_offset = batch.next_offset
+        self.last_epoch = batch.epoch
+
+    def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+        state = json.loads(data)
+        self.applied = [tuple(x) for x in state["applied"]]
+        self.next_offset = snapshot_id.offset
+        self.last_epoch = snapshot_id.epoch
+        committed = self.sim.committed_records_below(snapshot_id.offset)
+        if committed is not None and committed != self.applied:
+            raise InvariantViolation(f"node {self.node_id}: snapshot {snapshot_id} differs "
+                                     f"from the committed records")
+
+    def handle_leader_change(self, leader_id: int, epoch: int) -> None:
+        self.leader = (leader_id, epoch)
+
+    def snapshot(self) -> tuple[OffsetAndEpoch, bytes]:
+        return (OffsetAndEpoch(self.next_offset, self.last_epoch),
+                json.dumps({"applied": self.applied}).encode())
+
+
+class SimNode:
+    def __init__(self, sim: "Simulation", node_id: int, voters: tuple[int, ...]):
+        self.sim = sim
+        self.node_id = node_id
+        self.voters = voters
+        self.log = MemoryReplicatedLog()
+        self.store = MemoryQuorumStateStore()
+        self.alive = False
+        self.client: RaftClient | None = None
+        self.machine: StateMachine | None = None
+        self.last_high_watermark = -1
+
+    def start(self, now_ms: int) -> None:
+        self.machine = StateMachine(self.sim, self.node_id)
+        self.client = RaftClient(self.node_id, self.voters, self.log, self.store,
+                                 self.sim.config, random.Random(self.sim.rng.random()),
+                                 self.machine)
+        self.client.start(now_ms)
+        self.alive = True
+        self.last_high_watermark = -1
+
+    def crash(self) -> None:
+        self.alive = False
+        self.client = None
+        self.machine = None
+
+
+class Simulation:
+    def __init__(self, seed: int, voters: int = 3, observers: int = 0,
+                 drop_rate: float = 0.0, min_delay_ms: int = 1, max_delay_ms: int = 10,
+                 snapshot_every: int = 0, config: QuorumConfig | None = None):
+        self.rng = random.Random(seed)
+        self.config = config or QuorumConfig(fetch_max_batches=4, fetch_snapshot_max_bytes=256)
+        voter_ids = tuple(range(1, voters + 1))
+        ids = voter_ids + tuple(range(voters + 1, voters + observers + 1))
+        self.nodes = {i: SimNode(self, i, voter_ids) for i in ids}
+        self.voter_ids = voter_ids
+        self.drop_rate = drop_rate
+        self.min_delay_ms = min_delay_ms
+        self.max_delay_ms = max_delay_ms
+        self.snapshot_every = snapshot_every
+        self.now = 0
+        self._queue: list = []
+        self._seq = 0
+        self.cut: set[frozenset] = set()       # links that drop everything
+        self.leaders_by_epoch: dict[int, int] = {}
+        # The one committed sequence: base offset -> (epoch, records, is_control).
+        self.committed: dict[int, tuple] = {}
+        self.committed_end = 0
+        self.committed_epoch = 0
+        self._checked_end: dict[int, int] = {}
+        self.proposals = 0
+        self.events = 0
+        for node in self.nodes.values():
+            node.start(self.now)
+
+    # -- faults ------------------------------------------------------------------------
+    def crash(self, node_id: int) -> None:
+        """kill -9: the process and what it held in memory are gone; its
+        peers' connections to it close, so they learn of it at once."""
+        self.nodes[node_id].crash()
+        for node in self.nodes.values():
+            if node.alive and node.client.requests.is_in_flight(node_id):
+                node.client.on_disconnect(self.now, node_id)
+                self._after(node, node.client.poll(self.now))
+
+    def restart(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if not node.alive:
+            node.start(self.now)
+            self._after(node, [])
+
+    def partition(self, side: set[int]) -> None:
+        """Cut every link between ``side`` and the other nodes."""
+        for a in side:
+            for b in self.nodes:
+                if b not in side:
+                    self.cut.add(frozenset((a, b)))
+
+    def heal(self) -> None:
+        self.cut.clear()
+
+    # -- driving ----------------------------------------------------------------------------
+    def leader(self) -> SimNode | None:
+        leaders = [n for n in self.nodes.values() if n.alive and n.client.is_leader]
+        return max(leaders, key=lambda n: n.client.epoch) if leaders else None
+
+    def propose(self, value) -> int | None:
+        node = self.leader()
+        if node is None:
+            return None
+        try:
+            offset = node.client.propose(self.now, [value])
+        except NotLeaderException:
+            return None
+        self.proposals += 1
+        # The append wakes held fetches: their answers go out with the poll.
+        self._after(node, node.client.poll(self.now))
+        return offset
+
+    def run_for(self, duration_ms: int) -> None:
+        self.run_until(self.now + duration_ms)
+
+    def run_until(self, end_ms: int, predicate=None) -> bool:
+        """Process events until ``end_ms`` (or until ``predicate()`` holds)."""
+        spins = 0
+        while True:
+            if predicate is not None and predicate():
+                return True
+            next_time = self._next_event_time()
+            if next_time > end_ms:
+                self.now = end_ms
+                return predicate() if predicate is not None else True
+            if next_time <= self.now:
+                spins += 1
+                if spins > 10_000:
+                    raise InvariantViolation(f"livelock at {self.now} ms: a replica keeps "
+                                             f"asking to be polled without progress")
+            else:
+                spins = 0
+            self.now = max(self.now, next_time)
+            self._step()
+
+    def _next_event_time(self) -> int:
+        times = [self._queue[0][0]] if self._queue else []
+        times += [n.client.next_poll_ms() for n in self.nodes.values() if n.alive]
+        return min(times) if times else 2**62
+
+    def _step(self) -> None:
+        while self._queue and self._queue[0][0] <= self.now:
+            _, _, message = heapq.heappop(self._queue)
+            node = self.nodes[message.destination]
+            if not node.alive:
+                continue
+            out = node.client.handle(self.now, message)
+            self._after(node, out)
+        for node in self.nodes.values():
+            if node.alive and node.client.next_poll_ms() <= self.now:
+                self._after(node, node.client.poll(self.now))
+
+    def _after(self, node: SimNode, out: list) -> None:
+        self.events += 1
+        for message in out:
+            self._transmit(node, message)
+        self._maybe_snapshot(node)
+        self.check_invariants()
+
+    def _transmit(self, node: SimNode, message) -> None:
+        if isinstance(message, RaftRequest) and not self.nodes[message.destination].alive:
+            # Connection refused: the sender learns at once.
+            node.client.on_send_failed(self.now, message)
+            return
+        link = frozenset((message.source, message.destination))
+        if link in self.cut or self.rng.random() < self.drop_rate:
+            # Lost: the sender notices only when its request times out,
+            # as with a real connection that stops answering.
+            return
+        delay = self.rng.randint(self.min_delay_ms, self.max_delay_ms)
+        self._seq += 1
+        heapq.heappush(self._queue, (self.now + delay, self._seq, message))
+
+    def _maybe_snapshot(self, node: SimNode) -> None:
+        if not self.snapshot_every or not node.alive:
+            return
+        machine = node.machine
+        snapshot_id = node.log.latest_snapshot_id()
+        since = machine.next_offset - (snapshot_id.offset if snapshot_id else 0)
+        if since >= self.snapshot_every and machine.next_offset <= node.client.high_watermark:
+            snapshot_id, data = machine.snapshot()
+            node.client.create_snapshot(snapshot_id, data)
+
+    # -- invariants -------------------------------------------------------------------------
+    def check_committed_batch(self, node_id: int, batch) -> None:
+        entry = (batch.epoch, batch.records, batch.is_control)
+        known = self.committed.get(batch.base_offset)
+        if known is None:
+            if batch.base_offset != self.committed_end:
+                if batch.base_offset > self.committed_end:
+                    raise InvariantViolation(
+                        f"node {node_id} committed batch {batch.base_offset} past the "
+                        f"committed end {self.committed_end}")
+                raise InvariantViolation(f"node {node_id}: batch at {batch.base_offset} is "
+                                         f"not on a committed batch boundary")
+            self.committed[batch.base_offset] = entry
+            self.committed_end = batch.next_offset
+            self.committed_epoch = max(self.committed_epoch, batch.epoch)
+        elif known != entry:
+            raise InvariantViolation(f"node {node_id}: committed batch at {batch.base_offset} "
+                                     f"changed from {known} to {entry}")
+
+    def committed_records_below(self, offset: int) -> list | None:
+        if offset > self.committed_end:
+            return None
+        records = []
+        for base in sorted(self.committed):
+            epoch, batch_records, is_control = self.committed[base]
+            if base >= offset:
+                break
+            if not is_control:
+                records += [(base + i, r) for i, r in enumerate(batch_records)]
+        return records
+
+    def check_invariants(self) -> None:
+        for node in self.nodes.values():
+            if not node.alive:
+                continue
+            client = node.client
+            if client.is_leader:
+                first = self.leaders_by_epoch.setdefault(client.epoch, node.node_id)
+                if first != node.node_id:
+                    raise InvariantViolation(f"epoch {client.epoch} has two leaders: {first} "
+                                             f"and {node.node_id}")
+            high_watermark = client.high_watermark
+            if high_watermark < node.last_high_watermark:
+                raise InvariantViolation(f"node {node.node_id}: high watermark went back from "
+                                         f"{node.last_high_watermark} to {high_watermark}")
+            node.last_high_watermark = high_watermark
+            self._check_log_prefix(node, high_watermark)
+            if client.is_leader and client.epoch >= self.committed_epoch:
+                # Leaders elected after a commit hold it (a stale leader of
+                # an older epoch, cut off, does not and cannot commit).
+                self._check_leader_completeness(node)
+
+    def _check_log_prefix(self, node: SimNode, high_watermark: int) -> None:
+        """The replica's log below its high watermark is committed data."""
+        start = max(self._checked_end.get(node.node_id, 0), node.log.start_offset)
+        while start < high_watermark:
+            batches = node.log.read(start, 64)
+            if not batches:
+                break
+            for batch in batches:
+                if batch.next_offset > high_watermark:
+                    return
+                self.check_committed_batch(node.node_id, batch)
+                start = batch.next_offset
+                self._checked_end[node.node_id] = start
+
+    def _check_leader_completeness(self, node: SimNode) -> None:
+        log = node.log
+        if log.end_offset < self.committed_end:
+            raise InvariantViolation(f"leader {node.node_id} (epoch {node.client.epoch}) ends at "
+                                     f"{log.end_offset}, before the committed end "
+                                     f"{self.committed_end}")
+        last_base = max(self.committed) if self.committed else None
+        if last_base is not None and last_base >= log.start_offset:
+            batch = log.read(last_base, 1)
+            if not batch or (batch[0].epoch, batch[0].records, batch[0].is_control) != \
+                    self.committed[last_base]:
+                raise InvariantViolation(f"leader {node.node_id} lacks the committed batch at "
+                                         f"{last_base}")
+
+    # -- liveness helpers --------------------------------------------------------------------
+    def alive_voters(self) -> list[SimNode]:
+        return [self.nodes[v] for v in self.voter_ids if self.nodes[v].alive]
+
+    def all_applied_value(self, value) -> bool:
+        """Every live replica's state machine has applied ``value``."""
+        return all(any(r == value for _, r in n.machine.applied[-50:])
+                   for n in self.nodes.values() if n.alive)
+
+    def all_applied(self, offset: int) -> bool:
+        """Every live replica's state machine has applied up to ``offset``."""
+        return all(n.machine.next_offset > offset for n in self.nodes.values() if n.alive)
+
