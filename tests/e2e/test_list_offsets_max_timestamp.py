@@ -31,11 +31,14 @@ def _timestamps():
 
 
 def _produce_batches(broker, topic, batches):
-    """Each list of timestamps as one batch: librdkafka sends a batch once it
-    holds batch.num.messages records, and flush() between lists closes it."""
+    """Each list of timestamps as one batch: with a long linger.ms librdkafka
+    holds the records until flush() sends them together. The producer learns
+    the partition's leader first: records produced while it is unknown wait
+    in a queue of their own and may reach the partition (and the wire) in
+    two parts."""
     for timestamps in batches:
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 10_000,
-                             "batch.num.messages": len(timestamps)})
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 60_000})
+        producer.list_topics(topic, timeout=15)
         for i, timestamp in enumerate(timestamps):
             producer.produce(topic, key=b"k%d" % i, value=b"v", partition=0, timestamp=timestamp)
         assert producer.flush(15) == 0
