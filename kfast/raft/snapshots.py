@@ -1,0 +1,150 @@
+"""KRaft snapshot files: naming, writing and reading (Kafka's raft snapshot package).
+
+Snapshots live next to the log segments of ``__cluster_metadata-0``, named
+``<end offset %020d>-<epoch %010d>.checkpoint``: the snapshot holds the
+state made by every record below its end offset, and ``epoch`` is the
+epoch of the last batch it covers. A snapshot file is a sequence of v2
+record batches, as a log segment, with offsets counted from 0 in the file::
+
+    control batch   SnapshotHeaderRecord   (control type 3, kfast.raft.control_records)
+    data batches    the state machine's records, encoded by the caller's serde
+    control batch   SnapshotFooterRecord   (control type 4)
+
+A snapshot is written to ``.checkpoint.part``, fsynced and renamed
+(kfast.storage.atomic_file), so a crash leaves either the whole file or
+none; a file without its header or footer is not a snapshot.
+"""
+from __future__ import annotations
+
+import os
+import re
+import time
+from typing import Callable, Iterable, Iterator
+
+from kfast.raft.control_records import (
+    SNAPSHOT_FOOTER,
+    SNAPSHOT_HEADER,
+    control_batch,
+    control_type_of,
+    encode_snapshot_footer,
+    encode_snapshot_header,
+)
+from kfast.raft.log import OffsetAndEpoch
+from kfast.records import RecordBatchBuilder, iter_batches
+from kfast.storage.atomic_file import atomic_writer
+
+SNAPSHOT_SUFFIX = ".checkpoint"
+PARTIAL_SUFFIX = ".part"
+_NAME = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
+# Records per data batch: bounds the size of one batch (Kafka's snapshot
+# writer batches by bytes, metadata.max.batch.size.bytes).
+RECORDS_PER_BATCH = 1000
+
+
+def snapshot_name(end_offset: int, epoch: int) -> str:
+    return f"{end_offset:020d}-{epoch:010d}{SNAPSHOT_SUFFIX}"
+
+
+def parse_snapshot_name(name: str) -> OffsetAndEpoch | None:
+    match = _NAME.match(name)
+    return OffsetAndEpoch(int(match.group(1)), int(match.group(2))) if match else None
+
+
+def list_snapshots(directory: str) -> list[tuple[int, int, str]]:
+    """(end offset, epoch, path) of every published snapshot file, oldest first."""
+    out = []
+    for name in os.listdir(directory):
+        snapshot_id = parse_snapshot_name(name)
+        if snapshot_id is not None:
+            out.append((snapshot_id.offset, snapshot_id.epoch, os.path.join(directory, name)))
+    return sorted(out)
+
+
+def iter_snapshot_batches(records: Iterable, epoch: int, encode: Callable[[object], bytes],
+                          last_contained_log_timestamp: int | None = None) -> Iterator[bytes]:
+    """The batches of a snapshot file holding ``records``, one after another
+    (a writer streams them into the file; a whole snapshot is their join)."""
+    now = int(time.time() * 1000)
+    yield control_batch(SNAPSHOT_HEADER,
+                        encode_snapshot_header(last_contained_log_timestamp or now), 0, epoch, now)
+    offset = 1
+    builder = None
+    for record in records:
+        if builder is None:
+            builder = RecordBatchBuilder(base_offset=offset, partition_leader_epoch=epoch)
+        builder.append(now, None, encode(record))
+        if builder.records_count == RECORDS_PER_BATCH:
+            yield builder.build()
+            offset += builder.records_count
+            builder = None
+    if builder is not None:
+        yield builder.build()
+        offset += builder.records_count
+    yield control_batch(SNAPSHOT_FOOTER, encode_snapshot_footer(), offset, epoch, now)
+
+
+def snapshot_bytes(records: Iterable, epoch: int, encode: Callable[[object], bytes],
+                   last_contained_log_timestamp: int | None = None) -> bytes:
+    """A whole snapshot file's bytes (what ReplicatedLog.create_snapshot takes)."""
+    return b"".join(iter_snapshot_batches(records, epoch, encode, last_contained_log_timestamp))
+
+
+def write_snapshot_file(path: str, chunks: Iterable[bytes]) -> None:
+    """Publish a snapshot file atomically (blocking: write, fsync, rename)."""
+    with atomic_writer(path, temp_suffix=PARTIAL_SUFFIX) as f:
+        for chunk in chunks:
+            f.write(chunk)
+
+
+def snapshot_records(data, decode: Callable[[bytes], object]) -> list | None:
+    """The data records of a snapshot file's bytes, decoded; None if the
+    bytes are not a whole snapshot (bad CRC, no header first, no footer last)."""
+    records, header, footer = [], False, False
+    try:
+        for batch in iter_batches(data):
+            if not batch.is_valid() or footer:
+                return None
+            if batch.is_control:
+                for record in batch:
+                    control_type = control_type_of(record.key)
+                    if control_type == SNAPSHOT_HEADER and not header:
+                        header = True
+                    elif control_type == SNAPSHOT_FOOTER and header:
+                        footer = True
+                    else:
+                        return None
+                continue
+            if not header:
+                return None
+            for record in batch:
+                records.append(decode(bytes(record.value)))
+    except Exception:
+        # Whatever the damage (truncated batch, undecodable record), the
+        # file is not a snapshot the state can be rebuilt from.
+        return None
+    return records if footer else None
+
+
+def is_whole_snapshot(data) -> bool:
+    """Header first, footer last, every CRC right; records are not decoded."""
+    return snapshot_records(data, _skip) is not None
+
+
+def _skip(value: bytes) -> None:
+    return None
+
+
+def read_snapshot_file(path: str, decode: Callable[[bytes], object]) -> list | None:
+    with open(path, "rb") as f:
+        return snapshot_records(f.read(), decode)
+
+
+def delete_snapshots_before(directory: str, end_offset: int) -> None:
+    """Remove snapshots older than the one ending at ``end_offset`` and any
+    unfinished ``.part`` file."""
+    for offset, _, path in list_snapshots(directory):
+        if offset < end_offset:
+            os.unlink(path)
+    for name in os.listdir(directory):
+        if name.endswith(SNAPSHOT_SUFFIX + PARTIAL_SUFFIX):
+            os.unlink(os.path.join(directory, name))
