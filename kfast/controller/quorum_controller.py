@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from typing import Callable, Iterable, Mapping
 
@@ -128,15 +129,7 @@ class QuorumController:
         self.metadata_log = MetadataLog(metadata_log_dir,
                                         segment_bytes=config["metadata.log.segment.bytes"],
                                         segment_ms=config["metadata.log.segment.ms"])
-        self.cluster_control = ClusterControlManager()
-        self.feature_control = FeatureControlManager()
-        self.producer_id_control = ProducerIdControlManager()
-        self.replication_control = ReplicationControlManager(
-            self.cluster_control, self._topic_defaults,
-            unclean_election_enabled=self._unclean_election_enabled)
-        self.configuration_control = ConfigurationControlManager(
-            lambda name: name in self.replication_control.topics_by_name,
-            lambda broker_id: broker_id in self.cluster_control.brokers)
+        self._new_control_managers()
         self.image = MetadataImage(cluster_id=self.cluster_id, controller_id=node_id)
         self._last_offset = -1
         self._subscribers: list[MetadataCallback] = []
@@ -147,6 +140,19 @@ class QuorumController:
         self._bytes_since_snapshot = 0
         self._snapshot_task: asyncio.Future | None = None
         self.snapshot_end_offset = 0        # end offset of the snapshot loaded or written last
+
+    def _new_control_managers(self) -> None:
+        """Empty control managers: the state before the first record (a
+        snapshot load starts from here too)."""
+        self.cluster_control = ClusterControlManager()
+        self.feature_control = FeatureControlManager()
+        self.producer_id_control = ProducerIdControlManager()
+        self.replication_control = ReplicationControlManager(
+            self.cluster_control, self._topic_defaults,
+            unclean_election_enabled=self._unclean_election_enabled)
+        self.configuration_control = ConfigurationControlManager(
+            lambda name: name in self.replication_control.topics_by_name,
+            lambda broker_id: broker_id in self.cluster_control.brokers)
 
     def _topic_defaults(self) -> tuple[int, int]:
         return self.config["num.partitions"], self.config["default.replication.factor"]
@@ -346,7 +352,8 @@ class QuorumController:
             elif resource_type == CONFIG_RESOURCE_BROKER:
                 broker_configs[name] = dict(values)
         self.image = MetadataImage(
-            cluster_id=self.cluster_id, offset=self._last_offset, controller_id=self.node_id,
+            cluster_id=self.cluster_id, offset=self._last_offset,
+            controller_id=self.active_controller_id(),
             topics_by_name=topics_by_name, topics_by_id=topics_by_id,
             brokers=dict(self.cluster_control.brokers), topic_configs=topic_configs,
             broker_configs=broker_configs, features=dict(self.feature_control.finalized))
@@ -364,13 +371,23 @@ class QuorumController:
                 logger.exception("metadata subscriber %r failed", callback)
 
     # -- the quorum ----------------------------------------------------------------------------
+    def active_controller_id(self) -> int:
+        """The node Metadata and DescribeCluster name as the controller."""
+        return self.node_id
+
+    def _log_end_offset(self) -> int:
+        return self.metadata_log.end_offset
+
     def quorum_state(self) -> dict:
-        """DescribeQuorum's view: this node is the only voter and the leader;
-        every committed record is fsynced before it is applied, so the high
+        """DescribeQuorum's view: leader, epoch, high watermark, and (node id,
+        log end offset, last fetch time in ms since the epoch) of every voter
+        and observer. Here this node is the only voter and the leader; every
+        committed record is fsynced before it is applied, so the high
         watermark is the log end offset."""
         end = self.metadata_log.end_offset if self.metadata_log.log is not None else 0
+        now = int(time.time() * 1000)
         return {"leader_id": self.node_id, "leader_epoch": self.epoch, "high_watermark": end,
-                "voters": [(self.node_id, end)], "observers": []}
+                "voters": [(self.node_id, end, now)], "observers": []}
 
     # -- brokers and producer ids ---------------------------------------------------------
     async def register_broker(self, broker_id: int, incarnation_id: uuid.UUID,
@@ -380,7 +397,7 @@ class QuorumController:
 
         def operation():
             result = self.cluster_control.register_broker(
-                broker_id, incarnation_id, listeners, rack, self.metadata_log.end_offset,
+                broker_id, incarnation_id, listeners, rack, self._log_end_offset(),
                 features)
             if not result.records:
                 return result

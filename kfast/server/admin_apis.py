@@ -527,13 +527,30 @@ def _update_features_error(ctx, request, error):
 
 
 # -- DescribeQuorum ---------------------------------------------------------------------------
+def _replica_state(row):
+    """(node id, log end offset, last fetch time) -> DescribeQuorum's ReplicaState.
+    The leader does not yet track when a replica last reached its end
+    offset, so the last fetch time stands for the caught-up time too."""
+    node_id, end, fetched = row
+    return DescribeQuorumResponse.ReplicaState(
+        replica_id=node_id, log_end_offset=end, last_fetch_timestamp=fetched,
+        last_caught_up_timestamp=fetched)
+
+
 def handle_describe_quorum(ctx: RequestContext, request):
-    """The metadata quorum (__cluster_metadata-0): this node is its only
-    voter. It has no controller listener of its own, so ``nodes`` (v2+)
-    lists the voter without endpoints."""
+    """The metadata quorum (__cluster_metadata-0) as its leader sees it
+    (a node that does not lead it answers NOT_LEADER_OR_FOLLOWER). ``nodes``
+    (v2+) lists the voters without endpoints."""
     Response = DescribeQuorumResponse
-    state = ctx.broker.controller.quorum_state()
-    now = int(time.time() * 1000)
+    try:
+        state = ctx.broker.controller.quorum_state()
+    except errors.NotLeaderOrFollowerException as exc:
+        # Kafka answers a non-leader's DescribeQuorum per partition.
+        return Response(error_code=0, topics=[Response.TopicData(
+            topic_name=topic.topic_name, partitions=[Response.PartitionData(
+                partition_index=p.partition_index, error_code=exc.code,
+                error_message=str(exc), leader_id=-1, leader_epoch=-1, high_watermark=-1)
+                for p in topic.partitions]) for topic in request.topics])
     topics = []
     for topic in request.topics:
         partitions = []
@@ -548,13 +565,11 @@ def handle_describe_quorum(ctx: RequestContext, request):
             partitions.append(Response.PartitionData(
                 partition_index=0, error_code=0, leader_id=state["leader_id"],
                 leader_epoch=state["leader_epoch"], high_watermark=state["high_watermark"],
-                current_voters=[Response.ReplicaState(
-                    replica_id=voter, log_end_offset=end, last_fetch_timestamp=now,
-                    last_caught_up_timestamp=now) for voter, end in state["voters"]],
-                observers=[]))
+                current_voters=[_replica_state(row) for row in state["voters"]],
+                observers=[_replica_state(row) for row in state["observers"]]))
         topics.append(Response.TopicData(topic_name=topic.topic_name, partitions=partitions))
     # ``nodes`` is not ignorable: v0 and v1 cannot carry it, so only v2 fills it.
-    nodes = [Response.Node(node_id=voter, listeners=[]) for voter, _ in state["voters"]] \
+    nodes = [Response.Node(node_id=voter, listeners=[]) for voter, *_ in state["voters"]] \
         if ctx.api_version >= 2 else []
     return Response(error_code=0, topics=topics, nodes=nodes)
 

@@ -62,6 +62,8 @@ STRAY_DIR_SUFFIX = "-stray"
 # second Log over the same files would apply retention to them and trim them
 # to its stale size at shutdown.
 CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
+# Its fixed topic id (Uuid.METADATA_TOPIC_ID = AAAAAAAAAAAAAAAAAAAAAQ).
+METADATA_TOPIC_ID = uuid.UUID(int=1)
 
 TopicPartition = tuple  # (topic, partition)
 

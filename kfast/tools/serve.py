@@ -64,15 +64,35 @@ def _configure_logging() -> None:
                         format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
 
 
-async def serve(config: KafkaConfig) -> int:
+def new_server(config: KafkaConfig):
+    """The server ``process.roles`` asks for: a controller of a quorum, or
+    the embedded single node (broker and controller, one voter)."""
+    roles = set(config["process.roles"])
+    voters = config["controller.quorum.voters"]
+    if roles == {"controller"}:
+        from kfast.server.controller_server import ControllerServer
+
+        return ControllerServer(config)
+    if "broker" in roles and (roles == {"broker"} or len(voters) > 1):
+        # A broker whose controller is elsewhere registers with it over the
+        # network; kfast cannot do that yet. Saying so beats running as a
+        # separate one-node cluster, which is what ignoring the setting did.
+        raise ConfigException("process.roles", ",".join(sorted(roles)),
+                              "kfast runs a broker only as the single embedded node (no "
+                              "controller.quorum.voters, or itself as the one voter); brokers "
+                              "of a multi-node quorum are not supported yet")
     from kfast.server.broker import KafkaBroker
 
+    return KafkaBroker(config)
+
+
+async def serve(config: KafkaConfig) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stop.set)
     try:
-        broker = KafkaBroker(config)
+        broker = new_server(config)
     except ConfigException as exc:
         # Valid properties the broker cannot serve (a SASL or SSL listener):
         # the same one-line refusal as an invalid property.

@@ -17,12 +17,12 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kfast.storage.manager import METADATA_TOPIC_ID  # noqa: F401 (re-exported)
+
 NO_LEADER = -1
 
-# Kafka's reserved topic id for "no id" (Uuid.ZERO_UUID) and the metadata
-# topic's fixed id (Uuid.METADATA_TOPIC_ID = AAAAAAAAAAAAAAAAAAAAAQ).
+# Kafka's reserved topic id for "no id" (Uuid.ZERO_UUID).
 ZERO_UUID = uuid.UUID(int=0)
-METADATA_TOPIC_ID = uuid.UUID(int=1)
 
 
 

@@ -1,0 +1,162 @@
+"""RaftQuorumController: the QuorumController of a controller quorum.
+
+Same control managers, same records, same MetadataImage as the single-node
+QuorumController; what changes is where records go and when they apply:
+
+- An operation runs only on the active controller: the Raft leader, once it
+  has applied every committed record up to the start of its epoch (Kafka's
+  controller claims leadership the same way). Elsewhere it fails with
+  NOT_CONTROLLER and the caller finds the active one.
+- Its records are proposed to the Raft log as one batch and the response is
+  sent once the batch is committed (a majority of voters has it).
+- Every node, active or not, applies committed batches in log order as the
+  Raft layer hands them over (``handle_commit``): the standbys keep the full
+  state in memory and serve the moment they win an election.
+- The first active controller of a new cluster commits the bootstrap records
+  (metadata.version), as Kafka's bootstrap checkpoint seeds a fresh quorum.
+
+The Raft layer calls ``handle_commit``, ``handle_load_snapshot`` and
+``handle_leader_change`` (kfast.raft.raft_client.RaftListener).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from kfast.controller.feature_control import METADATA_VERSION
+from kfast.controller.quorum_controller import QuorumController, _DeltaBuilder
+from kfast.protocol import errors
+
+logger = logging.getLogger(__name__)
+
+
+class RaftQuorumController(QuorumController):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.raft = None                 # kfast.raft.manager.RaftManager
+        self.leader_id = -1
+        self._epoch_start_offset: int | None = None
+        self._bootstrap_task: asyncio.Task | None = None
+
+    def attach(self, raft) -> None:
+        self.raft = raft
+
+    # -- life cycle ----------------------------------------------------------------------
+    async def start(self) -> None:
+        self._loop = self._loop or asyncio.get_running_loop()
+        self.started = True
+        await self.raft.start()
+
+    async def shutdown(self) -> None:
+        async with self._lock:
+            self.started = False
+        if self._bootstrap_task is not None:
+            self._bootstrap_task.cancel()
+        await self.raft.shutdown()
+
+    # -- the Raft listener -----------------------------------------------------------------
+    def handle_commit(self, batch) -> None:
+        if batch.is_control:
+            self._last_offset = batch.next_offset - 1
+        else:
+            delta = _DeltaBuilder()
+            for index, record in enumerate(batch.records):
+                self._replay(record, batch.base_offset + index, delta)
+            self._publish(delta)
+        self._maybe_activate()
+
+    def handle_load_snapshot(self, snapshot_id, data: bytes) -> None:
+        """Replace the whole state with a snapshot's (a follower fetched it
+        from the leader, or a restart finds the log starting at one)."""
+        records = self.raft.client.log.snapshot_records(snapshot_id)
+        if records is None:
+            raise errors.CorruptRecordException(f"metadata snapshot {snapshot_id} is damaged")
+        self._new_control_managers()
+        delta = _DeltaBuilder()
+        for record in records:
+            self._replay(record, snapshot_id.offset - 1, delta)
+        self._last_offset = snapshot_id.offset - 1
+        self._publish(delta, notify=False)
+        for callback in list(self._subscribers):
+            callback(self.full_delta(), self.image)
+
+    def handle_leader_change(self, leader_id: int, epoch: int) -> None:
+        self.leader_id = leader_id
+        self.epoch = epoch
+        self._epoch_start_offset = None
+        if leader_id == self.node_id:
+            state = self.raft.client.quorum.state
+            self._epoch_start_offset = getattr(state, "epoch_start_offset", None)
+        self._maybe_activate()
+
+    # -- the active controller --------------------------------------------------------------
+    @property
+    def is_active(self) -> bool:
+        return (self.raft is not None and self.raft.is_leader
+                and self._epoch_start_offset is not None
+                and self._last_offset >= self._epoch_start_offset)
+
+    def active_controller_id(self) -> int:
+        return self.leader_id
+
+    def _maybe_activate(self) -> None:
+        if not self.is_active or METADATA_VERSION in self.feature_control.finalized:
+            return
+        if self._bootstrap_task is None or self._bootstrap_task.done():
+            self._bootstrap_task = self._loop.create_task(self._bootstrap())
+
+    async def _bootstrap(self) -> None:
+        try:
+            await self._run(lambda: _Bootstrap(self.feature_control.bootstrap_records()))
+        except errors.KafkaError as exc:
+            logger.info("bootstrap records not committed (%s); the next leader will", exc)
+
+    async def _run(self, operation, validate_only: bool = False):
+        if not self.is_active:
+            raise errors.NotControllerException(
+                f"Node {self.node_id} is not the active controller (the controller is "
+                f"{self.leader_id}).")
+        return await super()._run(operation, validate_only)
+
+    async def _commit(self, records: list, notify: bool = True) -> None:
+        """Propose ``records`` as one batch and return once it is committed
+        and applied (the Raft layer applies it through handle_commit)."""
+        if not self.is_active:
+            raise errors.NotControllerException("The controller lost its leadership.")
+        offset = self.raft.propose(records)
+        await self.raft.wait_committed(offset)
+
+    def _log_end_offset(self) -> int:
+        return self.raft.client.log.end_offset
+
+    def quorum_state(self) -> dict:
+        """DescribeQuorum as the leader answers it: every voter's log end
+        offset as last fetched, and the observers (brokers)."""
+        client = self.raft.client
+        if not client.is_leader:
+            raise errors.NotLeaderOrFollowerException(
+                f"Node {self.node_id} is not the quorum leader (the leader is {self.leader_id}).")
+        replicas = client.leader_replica_states()
+        voters = client.quorum.voters
+        # The Raft layer's clock is the loop's (monotonic); DescribeQuorum
+        # reports wall-clock times.
+        wall_minus_loop = int(time.time() * 1000) - self.raft.now_ms()
+
+        def row(node_id):
+            state = replicas.get(node_id)
+            if state is None or state.last_fetch_ms < 0:
+                return node_id, -1, -1
+            return node_id, state.end_offset, state.last_fetch_ms + wall_minus_loop
+        return {"leader_id": self.node_id, "leader_epoch": client.epoch,
+                "high_watermark": client.high_watermark,
+                "voters": [row(v) for v in voters],
+                "observers": [row(o) for o in sorted(replicas) if o not in voters]}
+
+
+class _Bootstrap:
+    """The bootstrap commit: records and no response."""
+
+    def __init__(self, records: list):
+        self.records = records
+        self.response = None

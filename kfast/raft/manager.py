@@ -1,0 +1,382 @@
+"""RaftManager: the Raft core on an asyncio event loop, over Kafka's RPCs
+(Kafka's KafkaRaftManager + KafkaNetworkChannel).
+
+The core (RaftClient) decides; this class does what it cannot: it reads
+the loop's clock, wakes the core when its next timer is due, carries its
+outgoing requests to the other quorum members over BrokerConnections
+(one per destination, opened on first use), hands incoming requests from
+the controller listener's handlers to it and returns its answers, and
+turns the core's commits into futures a caller can await.
+
+    manager = RaftManager(node_id=1, voters={1: ("127.0.0.1", 9093), ...},
+                          cluster_id=..., log=..., store=..., codec=...,
+                          listener=controller, config=QuorumConfig())
+    await manager.start()
+    offset = manager.propose(records)         # leader only
+    await manager.wait_committed(offset)      # the records are committed
+    response = await manager.handle_request(api_key, wire_request)   # a handler
+    await manager.shutdown()                  # a leader resigns first
+
+A request the destination does not answer (connection refused, reset,
+timeout) is reported to the core as failed; the core decides when to try
+again. Everything runs on the loop's thread; the log's fsyncs are short
+(metadata batches) and happen where the core appends.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from typing import Callable
+
+from kfast.client.connection import BrokerConnection
+from kfast.protocol import api_keys, errors
+from kfast.raft import wire
+from kfast.raft.log import ReplicatedLog
+from kfast.raft.messages import (
+    BeginQuorumEpochRequest,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochRequest,
+    EndQuorumEpochResponse,
+    FetchRequest,
+    FetchResponse,
+    FetchSnapshotRequest,
+    FetchSnapshotResponse,
+    RaftRequest,
+    RaftResponse,
+    VoteRequest,
+    VoteResponse,
+)
+from kfast.raft.quorum_state import QuorumConfig
+from kfast.raft.raft_client import NotLeaderException, RaftClient, RaftListener
+
+logger = logging.getLogger(__name__)
+
+VOTE = api_keys.BY_NAME["Vote"].key
+BEGIN_QUORUM_EPOCH = api_keys.BY_NAME["BeginQuorumEpoch"].key
+END_QUORUM_EPOCH = api_keys.BY_NAME["EndQuorumEpoch"].key
+FETCH = api_keys.FETCH
+FETCH_SNAPSHOT = api_keys.BY_NAME["FetchSnapshot"].key
+QUORUM_API_KEYS = (VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH, FETCH_SNAPSHOT)
+_INCONSISTENT_CLUSTER_ID = errors.InconsistentClusterIdException.code
+_INVALID_REQUEST = errors.InvalidRequestException.code
+
+
+def parse_quorum_voters(entries) -> dict[int, tuple[str, int]]:
+    """controller.quorum.voters: ``id@host:port`` entries -> {id: (host, port)}."""
+    voters = {}
+    for entry in entries:
+        node, at, address = entry.strip().partition("@")
+        host, colon, port = address.rpartition(":")
+        if not at or not colon or not node.isdigit() or not port.isdigit():
+            raise ValueError(f"{entry!r} is not id@host:port")
+        voters[int(node)] = (host.strip("[]"), int(port))
+    return voters
+
+
+class RaftManager:
+    def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], cluster_id: str,
+                 log: ReplicatedLog, store, codec: wire.BatchCodec,
+                 listener: RaftListener | None = None, config: QuorumConfig | None = None,
+                 rng: random.Random | None = None,
+                 connect: Callable | None = None):
+        self.node_id = node_id
+        self.voters = dict(voters)
+        self.cluster_id = cluster_id
+        self.config = config or QuorumConfig()
+        self.codec = codec
+        self.client = RaftClient(node_id, tuple(sorted(voters)), log, store, self.config,
+                                 rng or random.Random(), listener)
+        self._connect = connect or self._open_connection
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+        self._connections: dict[int, BrokerConnection] = {}
+        self._connecting: dict[int, asyncio.Future] = {}
+        self._tasks: set[asyncio.Task] = set()
+        # Incoming requests waiting for the core's answer: id -> future.
+        self._inbound: dict[int, asyncio.Future] = {}
+        self._next_inbound_id = 1 << 30
+        # propose() offsets waiting for the high watermark: (offset, future).
+        self._commit_waiters: list[tuple[int, asyncio.Future]] = []
+        self._leader_epoch_seen: tuple[int, int] | None = None
+        self._stopped = False
+
+    # -- life cycle --------------------------------------------------------------------
+    def now_ms(self) -> int:
+        return int(self._loop.time() * 1000)
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self.client.start(self.now_ms())
+        self._poll()
+
+    async def shutdown(self, resign_timeout: float = 1.0) -> None:
+        """A leader resigns (EndQuorumEpoch reaches the voters, so they elect
+        a successor without waiting for a timeout), then everything stops."""
+        if self._stopped:
+            return
+        if self.client.is_leader and len(self.voters) > 1:
+            self.client.resign(self.now_ms())
+            self._poll()
+            try:
+                await asyncio.wait_for(self._end_epoch_delivered(), resign_timeout)
+            except asyncio.TimeoutError:
+                pass
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        for future in self._inbound.values():
+            if not future.done():
+                future.cancel()
+        self._fail_commit_waiters(errors.NotControllerException("The quorum member is stopping."))
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for connection in list(self._connections.values()):
+            await connection.close()
+        self._connections.clear()
+
+    async def _end_epoch_delivered(self) -> None:
+        state = self.client.quorum.state
+        others = set(self.voters) - {self.node_id}
+        while getattr(state, "end_epoch_acked", others) != others and \
+                self.client.quorum.state is state:
+            await asyncio.sleep(0.01)
+
+    # -- the core's work -----------------------------------------------------------------
+    def _poll(self) -> None:
+        if self._stopped:
+            return
+        self._timer = None
+        self._timer_at = None
+        self._dispatch(self.client.poll(self.now_ms()))
+
+    def _dispatch(self, messages) -> None:
+        """Send what the core produced, then wake it when it next needs to be."""
+        for message in messages:
+            if isinstance(message, RaftRequest):
+                self._spawn(self._send(message))
+            else:
+                future = self._inbound.pop(message.correlation_id, None)
+                if future is not None and not future.done():
+                    future.set_result(message.body)
+        self._after_core_call()
+
+    def _after_core_call(self) -> None:
+        client = self.client
+        leader = (client.leader_id, client.epoch)
+        if leader != self._leader_epoch_seen:
+            self._leader_epoch_seen = leader
+            logger.info("quorum member %d: %s in epoch %d, leader %d", self.node_id,
+                        client.state_name, client.epoch, client.leader_id)
+            if not client.is_leader:
+                self._fail_commit_waiters(errors.NotControllerException(
+                    f"Node {self.node_id} is no longer the quorum leader."))
+        high_watermark = client.high_watermark
+        if self._commit_waiters:
+            waiting = []
+            for offset, future in self._commit_waiters:
+                if future.done():
+                    continue
+                if offset < high_watermark:
+                    future.set_result(offset)
+                else:
+                    waiting.append((offset, future))
+            self._commit_waiters = waiting
+        if self._stopped:
+            return
+        at = client.next_poll_ms() / 1000
+        if self._timer_at is None or at < self._timer_at:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer_at = at
+            self._timer = self._loop.call_at(max(at, self._loop.time()), self._poll)
+
+    def _spawn(self, coroutine) -> None:
+        task = self._loop.create_task(coroutine)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- outgoing ----------------------------------------------------------------------
+    async def _open_connection(self, node_id: int) -> BrokerConnection:
+        host, port = self.voters[node_id]
+        timeout = self.config.request_timeout_ms / 1000 + 1
+        return await asyncio.wait_for(
+            BrokerConnection.open(host, port, client_id=f"raft-client-{self.node_id}",
+                                  request_timeout=timeout), timeout)
+
+    async def _connection(self, node_id: int) -> BrokerConnection:
+        connection = self._connections.get(node_id)
+        if connection is not None and connection.connected:
+            return connection
+        pending = self._connecting.get(node_id)
+        if pending is None:
+            pending = self._connecting[node_id] = self._loop.create_task(self._connect(node_id))
+        try:
+            connection = await asyncio.shield(pending)
+        finally:
+            if self._connecting.get(node_id) is pending and pending.done():
+                del self._connecting[node_id]
+        self._connections[node_id] = connection
+        return connection
+
+    def _encode(self, request: RaftRequest, connection: BrokerConnection):
+        body = request.body
+        if isinstance(body, VoteRequest):
+            return VOTE, wire.vote_request(body, self.cluster_id, request.destination), None
+        if isinstance(body, BeginQuorumEpochRequest):
+            return BEGIN_QUORUM_EPOCH, wire.begin_quorum_epoch_request(
+                body, self.cluster_id, request.destination), None
+        if isinstance(body, EndQuorumEpochRequest):
+            return END_QUORUM_EPOCH, wire.end_quorum_epoch_request(body, self.cluster_id), None
+        if isinstance(body, FetchRequest):
+            # The request's layout depends on the version: fix it here.
+            version = connection.version_for(FETCH, min_version=13)
+            return FETCH, wire.fetch_request(body, self.cluster_id, version), version
+        if isinstance(body, FetchSnapshotRequest):
+            return FETCH_SNAPSHOT, wire.fetch_snapshot_request(body, self.cluster_id), None
+        raise TypeError(type(body).__name__)
+
+    def _decode(self, api_key: int, response):
+        if api_key == VOTE:
+            return wire.from_vote_response(response)
+        if api_key == BEGIN_QUORUM_EPOCH:
+            return wire.from_begin_quorum_epoch_response(response)
+        if api_key == END_QUORUM_EPOCH:
+            return wire.from_end_quorum_epoch_response(response)
+        if api_key == FETCH:
+            return wire.from_fetch_response(response, self.codec)
+        return wire.from_fetch_snapshot_response(response)
+
+    async def _send(self, request: RaftRequest) -> None:
+        try:
+            connection = await self._connection(request.destination)
+            api_key, body, version = self._encode(request, connection)
+            response = await connection.send(body, api_key=api_key, version=version)
+            decoded = self._decode(api_key, response)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            if self._stopped:
+                return
+            logger.debug("quorum request %s to %d failed: %s", type(request.body).__name__,
+                         request.destination, exc)
+            stale = self._connections.pop(request.destination, None)
+            if stale is not None:
+                self._spawn(stale.close())
+            self._dispatch_call(lambda now: self.client.on_send_failed(now, request) or [])
+            return
+        if getattr(response, "error_code", 0) == _INCONSISTENT_CLUSTER_ID:
+            logger.error("quorum member %d belongs to another cluster than %s",
+                         request.destination, self.cluster_id)
+            self._dispatch_call(lambda now: self.client.on_send_failed(now, request) or [])
+            return
+        reply = RaftResponse(request.correlation_id, request.destination, self.node_id, decoded)
+        self._dispatch_call(lambda now: self.client.handle(now, reply))
+
+    def _dispatch_call(self, call) -> None:
+        if not self._stopped:
+            self._dispatch(call(self.now_ms()))
+
+    # -- incoming ----------------------------------------------------------------------
+    async def handle_request(self, api_key: int, request):
+        """The response body for a quorum RPC received on the controller
+        listener (``request`` as decoded by kfast.protocol)."""
+        response_for = _RESPONSE_BUILDERS[api_key]
+        cluster_id = getattr(request, "cluster_id", None)
+        if cluster_id is not None and cluster_id != self.cluster_id:
+            return response_for(self, None, _INCONSISTENT_CLUSTER_ID)
+        try:
+            body, source = _decode_request(api_key, request)
+        except wire.WireError:
+            return response_for(self, None, _INVALID_REQUEST)
+        if self._stopped:
+            raise errors.NotControllerException("The quorum member is stopping.")
+        inbound_id = self._next_inbound_id
+        self._next_inbound_id += 1
+        future = self._loop.create_future()
+        self._inbound[inbound_id] = future
+        message = RaftRequest(inbound_id, source, self.node_id, body)
+        self._dispatch(self.client.handle(self.now_ms(), message))
+        try:
+            answer = await future
+        finally:
+            self._inbound.pop(inbound_id, None)
+        return response_for(self, answer, 0)
+
+    # -- the controller's side ---------------------------------------------------------
+    def propose(self, records) -> int:
+        """Append ``records`` as one batch; the offset of its last record.
+        Raises NotLeaderException on a replica that is not the leader."""
+        offset = self.client.propose(self.now_ms(), records)
+        self._dispatch(self.client.poll(self.now_ms()))
+        return offset
+
+    def wait_committed(self, offset: int) -> asyncio.Future:
+        """Resolves once ``offset`` is committed; fails with
+        NotControllerException if this replica stops leading first."""
+        future = self._loop.create_future()
+        if offset < self.client.high_watermark:
+            future.set_result(offset)
+        elif not self.client.is_leader:
+            future.set_exception(errors.NotControllerException(
+                f"Node {self.node_id} is not the quorum leader."))
+        else:
+            self._commit_waiters.append((offset, future))
+        return future
+
+    def _fail_commit_waiters(self, error: Exception) -> None:
+        waiters, self._commit_waiters = self._commit_waiters, []
+        for _, future in waiters:
+            if not future.done():
+                future.set_exception(error)
+
+    @property
+    def is_leader(self) -> bool:
+        return self.client.is_leader
+
+
+def _decode_request(api_key: int, request):
+    if api_key == VOTE:
+        body = wire.from_vote_request(request)
+        return body, body.replica_id
+    if api_key == BEGIN_QUORUM_EPOCH:
+        body = wire.from_begin_quorum_epoch_request(request)
+        return body, body.leader_id
+    if api_key == END_QUORUM_EPOCH:
+        body = wire.from_end_quorum_epoch_request(request)
+        return body, body.leader_id
+    if api_key == FETCH:
+        body = wire.from_fetch_request(request)
+        return body, body.replica_id
+    body = wire.from_fetch_snapshot_request(request)
+    return body, body.replica_id
+
+
+def _vote_response(manager, body: VoteResponse | None, error_code: int):
+    return wire.vote_response(body or VoteResponse(0, -1, -1, False), error_code)
+
+
+def _begin_response(manager, body: BeginQuorumEpochResponse | None, error_code: int):
+    return wire.begin_quorum_epoch_response(body or BeginQuorumEpochResponse(0, -1, -1),
+                                            error_code)
+
+
+def _end_response(manager, body: EndQuorumEpochResponse | None, error_code: int):
+    return wire.end_quorum_epoch_response(body or EndQuorumEpochResponse(0, -1, -1), error_code)
+
+
+def _fetch_response(manager, body: FetchResponse | None, error_code: int):
+    return wire.fetch_response(body or FetchResponse(0, -1, -1), manager.codec, error_code)
+
+
+def _fetch_snapshot_response(manager, body: FetchSnapshotResponse | None, error_code: int):
+    return wire.fetch_snapshot_response(body or FetchSnapshotResponse(0, -1, -1), error_code)
+
+
+_RESPONSE_BUILDERS = {VOTE: _vote_response, BEGIN_QUORUM_EPOCH: _begin_response,
+                      END_QUORUM_EPOCH: _end_response, FETCH: _fetch_response,
+                      FETCH_SNAPSHOT: _fetch_snapshot_response}
+
+__all__ = ["RaftManager", "NotLeaderException", "QUORUM_API_KEYS", "parse_quorum_voters"]

@@ -1,0 +1,173 @@
+"""ControllerServer: a node in the ``controller`` role of a KRaft quorum
+(Kafka's ControllerServer on a SharedServer's Raft manager).
+
+    process.roles=controller
+    node.id=1
+    controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9094,3@127.0.0.1:9095
+    listeners=CONTROLLER://127.0.0.1:9093
+    controller.listener.names=CONTROLLER
+    log.dirs=/var/lib/kfast/controller-1
+
+Start: the metadata log directory's meta.properties is checked (or written
+for a new node) against cluster.id and node.id -> the metadata log
+(``__cluster_metadata-0``) and quorum-state are opened -> the controller
+listener starts answering -> the Raft manager starts (elections, fetches).
+Every node keeps the whole metadata image in memory (hot standby); the
+elected leader is the active controller and the only one that accepts
+writes (others answer NOT_CONTROLLER).
+
+The controller listener serves the quorum's own RPCs (Vote,
+BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot), DescribeQuorum,
+and the admin requests brokers forward to the active controller
+(CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs;
+DescribeConfigs reads the controller's image).
+
+Shutdown (SIGTERM): a leader resigns with EndQuorumEpoch so the others
+elect a successor at once, the listener stops, the log is closed cleanly.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+from kfast.config import ConfigException, KafkaConfig
+from kfast.controller.metadata.records import decode_record, encode_record
+from kfast.controller.raft_quorum_controller import RaftQuorumController
+from kfast.protocol import IncrementalAlterConfigsResponse, api_keys
+from kfast.raft.election_state import FileQuorumStateStore
+from kfast.raft.manager import RaftManager, parse_quorum_voters
+from kfast.raft.quorum_state import QuorumConfig
+from kfast.server.apis import KafkaApis
+from kfast.server.network import SocketServer
+from kfast.storage.meta_properties import ensure_meta_properties
+
+logger = logging.getLogger("kfast.server")
+
+def controller_listeners(config: KafkaConfig) -> list[tuple[str, str, int]]:
+    """(name, host, port) of the listeners named in controller.listener.names."""
+    from kfast.server.broker import parse_listener
+
+    names = {n.upper() for n in config["controller.listener.names"]}
+    found = [l for l in map(parse_listener, config["listeners"]) if l[0] in names]
+    if not found:
+        raise ConfigException("controller.listener.names", config["controller.listener.names"],
+                              "None of the controller listener names is in listeners")
+    return found
+
+
+class ControllerServer:
+    """``await server.start()`` ... ``await server.shutdown()`` on one loop.
+
+    The attributes the shared request handlers read (``config``,
+    ``node_id``, ``cluster_id``, ``controller``, ``metadata_image``,
+    ``supported_features()``) have the meaning they have on KafkaBroker;
+    ``raft_manager`` is what the quorum handlers talk to."""
+
+    def __init__(self, config: KafkaConfig):
+        self.config = self.current_config = config
+        self.node_id = config.node_id
+        if self.node_id < 0:
+            raise ConfigException("node.id", self.node_id, "A controller needs a node.id")
+        try:
+            self.voters = parse_quorum_voters(config["controller.quorum.voters"])
+        except ValueError as exc:
+            raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
+                                  str(exc)) from exc
+        if self.node_id not in self.voters:
+            raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
+                                  f"node.id {self.node_id} is not one of the voters")
+        self.listeners = controller_listeners(config)
+        self.metadata_dir = config.get("metadata.log.dir") or config["log.dirs"][0]
+        self.cluster_id: str | None = config["cluster.id"]
+        self.controller: RaftQuorumController | None = None
+        self.raft_manager: RaftManager | None = None
+        self.apis = KafkaApis(self, listener_type="controller")
+        self._register_apis()
+        self.socket_servers: dict[str, SocketServer] = {}
+        self.bound_ports: dict[str, int] = {}
+        self.started = False
+
+    def _register_apis(self) -> None:
+        from kfast.server import admin_apis, quorum_apis
+
+        quorum_apis.register(self.apis)
+        handlers = {api_keys.BY_NAME["CreateTopics"].key: (admin_apis.handle_create_topics,
+                                                          admin_apis._create_topics_error),
+                    api_keys.BY_NAME["DeleteTopics"].key: (admin_apis.handle_delete_topics,
+                                                          admin_apis._delete_topics_error),
+                    api_keys.BY_NAME["CreatePartitions"].key: (
+                        admin_apis.handle_create_partitions,
+                        admin_apis._create_partitions_error),
+                    api_keys.BY_NAME["DescribeQuorum"].key: (admin_apis.handle_describe_quorum,
+                                                            None),
+                    api_keys.BY_NAME["IncrementalAlterConfigs"].key: (
+                        admin_apis.handle_incremental_alter_configs,
+                        admin_apis._alter_configs_error(IncrementalAlterConfigsResponse)),
+                    api_keys.BY_NAME["DescribeConfigs"].key: (admin_apis.handle_describe_configs,
+                                                             None)}
+        for key, (handler, error_response) in handlers.items():
+            self.apis.register(key, handler, error_response=error_response)
+
+    @property
+    def metadata_image(self):
+        return None if self.controller is None else self.controller.image
+
+    def supported_features(self) -> dict[str, tuple[int, int]]:
+        return {} if self.controller is None else \
+            self.controller.feature_control.supported_features()
+
+    # -- start / stop --------------------------------------------------------------------
+    async def start(self) -> None:
+        from kfast.raft.file_log import FileReplicatedLog
+        from kfast.raft.record_batches import RecordBatchCodec, RecordSerde
+
+        began = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        self.cluster_id, _ = await loop.run_in_executor(
+            None, ensure_meta_properties, [self.metadata_dir], self.node_id, self.cluster_id)
+        serde = RecordSerde(encode_record, lambda value: decode_record(value)[0])
+        log = FileReplicatedLog(self.metadata_dir, serde,
+                                segment_bytes=self.config["metadata.log.segment.bytes"],
+                                segment_ms=self.config["metadata.log.segment.ms"])
+        await loop.run_in_executor(None, log.open)
+        store = FileQuorumStateStore(self.metadata_dir, tuple(sorted(self.voters)))
+        self.controller = RaftQuorumController(self.config, self.node_id, self.cluster_id,
+                                               self.metadata_dir, loop=loop)
+        self.raft_manager = RaftManager(self.node_id, self.voters, self.cluster_id, log, store,
+                                        RecordBatchCodec(serde), listener=self.controller,
+                                        config=QuorumConfig.from_config(self.config))
+        self.controller.attach(self.raft_manager)
+        self._log = log
+        try:
+            for name, host, port in self.listeners:
+                server = SocketServer.from_config(self.apis.network_handler(name), self.config,
+                                                  host or "0.0.0.0", port)
+                await server.start()
+                self.socket_servers[name] = server
+                self.bound_ports[name] = server.port
+            await self.controller.start()
+        except BaseException:
+            await self.shutdown()
+            raise
+        self.started = True
+        logger.info("kfast controller %d ready in %.1f ms, quorum voters %s, listening on %s "
+                    "(cluster %s)", self.node_id, (time.perf_counter() - began) * 1000,
+                    ",".join(f"{n}@{h}:{p}" for n, (h, p) in sorted(self.voters.items())),
+                    ", ".join(f"{n}://{h}:{p}" for n, h, p in self.listeners), self.cluster_id)
+
+    async def shutdown(self, timeout: float = 30.0) -> None:
+        loop = asyncio.get_running_loop()
+        if self.controller is not None and self.raft_manager is not None:
+            try:
+                await self.controller.shutdown()
+            except Exception:
+                logger.exception("controller shutdown failed")
+        for server in self.socket_servers.values():
+            server.stop_accepting()
+        await asyncio.gather(*(s.shutdown(timeout) for s in self.socket_servers.values()))
+        log = getattr(self, "_log", None)
+        if log is not None:
+            await loop.run_in_executor(None, log.close)
+            self._log = None
+        self.started = False

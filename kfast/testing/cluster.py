@@ -1,0 +1,257 @@
+"""KfastCluster: a KRaft controller quorum of real ``kfast serve`` processes.
+
+    with KfastCluster(controllers=3) as cluster:
+        leader = cluster.wait_for_leader()           # node id of the active controller
+        cluster.kill(leader)                         # kill -9
+        cluster.wait_until(lambda: cluster.leader() not in (None, leader))
+        cluster.isolate(2)                           # its links drop every byte
+        cluster.heal()
+        cluster.restart(leader)
+
+Each node is a separate process on 127.0.0.1 with its own free port and
+data directory, started from a server.properties the cluster writes. Nodes
+reach each other only through FaultProxy links (one per direction), so a
+test can partition the network while the processes run. Everything the
+cluster started is killed and removed by ``close()`` (the context manager
+calls it), also when a test fails.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+import base64
+from typing import Callable
+
+from kfast.testing.proxy import DROP, PASS, RESET, FaultProxy
+
+_READY_TIMEOUT_S = 30.0
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class ClusterNode:
+    def __init__(self, node_id: int, port: int, data_dir: str):
+        self.node_id = node_id
+        self.port = port
+        self.data_dir = data_dir
+        self.config_path = os.path.join(data_dir, "server.properties")
+        self.log_path = os.path.join(data_dir, "kfast.log")
+        self.process: subprocess.Popen | None = None
+
+    @property
+    def alive(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+
+class KfastCluster:
+    def __init__(self, controllers: int = 3, overrides: dict | None = None,
+                 base_dir: str | None = None):
+        self._own_dir = base_dir is None
+        self.base_dir = base_dir or tempfile.mkdtemp(prefix="kfast-cluster-")
+        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        self.overrides = dict(overrides or {})
+        self.nodes: dict[int, ClusterNode] = {}
+        for node_id in range(1, controllers + 1):
+            data_dir = os.path.join(self.base_dir, f"node-{node_id}")
+            os.makedirs(data_dir, exist_ok=True)
+            self.nodes[node_id] = ClusterNode(node_id, _free_port(), data_dir)
+        # links[(a, b)]: the proxy node a uses to reach node b.
+        self.links: dict[tuple[int, int], FaultProxy] = {}
+        for a in self.nodes:
+            for b in self.nodes:
+                if a != b:
+                    self.links[(a, b)] = FaultProxy(self.nodes[b].port).start()
+        for node in self.nodes.values():
+            self._write_config(node)
+
+    def _write_config(self, node: ClusterNode) -> None:
+        voters = ",".join(
+            f"{other}@127.0.0.1:{self.nodes[other].port if other == node.node_id else self.links[(node.node_id, other)].port}"
+            for other in sorted(self.nodes))
+        properties = {
+            "process.roles": "controller",
+            "node.id": node.node_id,
+            "controller.quorum.voters": voters,
+            "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
+            "controller.listener.names": "CONTROLLER",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+            "log.dirs": os.path.join(node.data_dir, "data"),
+            "cluster.id": self.cluster_id,
+        }
+        properties.update(self.overrides)
+        with open(node.config_path, "w", encoding="utf-8") as f:
+            f.writelines(f"{key}={value}\n" for key, value in properties.items())
+
+    # -- processes ------------------------------------------------------------------------
+    def start(self) -> "KfastCluster":
+        for node_id in self.nodes:
+            self.start_node(node_id)
+        for node_id in self.nodes:
+            self.wait_listening(node_id)
+        return self
+
+    def start_node(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if node.alive:
+            return
+        env = dict(os.environ)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        with open(node.log_path, "ab") as log:
+            node.process = subprocess.Popen(
+                [sys.executable, "-m", "kfast", "serve", "--config", node.config_path],
+                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+
+    def wait_listening(self, node_id: int, timeout: float = _READY_TIMEOUT_S) -> None:
+        node = self.nodes[node_id]
+
+        def listening():
+            if not node.alive:
+                raise RuntimeError(f"node {node_id} exited with {node.process.returncode}:\n"
+                                   f"{self.log_tail(node_id)}")
+            try:
+                with socket.create_connection(("127.0.0.1", node.port), timeout=0.5):
+                    return True
+            except OSError:
+                return False
+        self.wait_until(listening, timeout, f"node {node_id} listening")
+
+    def kill(self, node_id: int) -> None:
+        """kill -9."""
+        node = self.nodes[node_id]
+        if node.alive:
+            node.process.send_signal(signal.SIGKILL)
+            node.process.wait(10)
+
+    def stop(self, node_id: int, timeout: float = 30.0) -> int:
+        """SIGTERM and wait; the exit status."""
+        node = self.nodes[node_id]
+        if node.alive:
+            node.process.send_signal(signal.SIGTERM)
+            try:
+                node.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                node.process.kill()
+                node.process.wait(10)
+        return node.process.returncode
+
+    def restart(self, node_id: int) -> None:
+        self.kill(node_id)
+        self.start_node(node_id)
+        self.wait_listening(node_id)
+
+    def log_tail(self, node_id: int, lines: int = 40) -> str:
+        try:
+            with open(self.nodes[node_id].log_path, encoding="utf-8", errors="replace") as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    # -- network faults -------------------------------------------------------------------
+    def isolate(self, node_id: int, mode: str = DROP) -> None:
+        """Cut ``node_id`` off from every other node, both directions."""
+        for (a, b), proxy in self.links.items():
+            if node_id in (a, b):
+                proxy.set_mode(mode)
+
+    def partition(self, side: set[int], mode: str = DROP) -> None:
+        for (a, b), proxy in self.links.items():
+            if (a in side) != (b in side):
+                proxy.set_mode(mode)
+
+    def heal(self) -> None:
+        for proxy in self.links.values():
+            proxy.set_mode(PASS)
+            proxy.delay = 0.0
+
+    # -- the quorum ------------------------------------------------------------------------
+    def connect(self, node_id: int, **kwargs):
+        from kfast.client.connection import BlockingConnection
+
+        return BlockingConnection("127.0.0.1", self.nodes[node_id].port, **kwargs)
+
+    def describe_quorum(self, node_id: int, timeout: float = 5.0):
+        """DescribeQuorum's partition data from ``node_id``, or None if it
+        is down or does not lead the quorum."""
+        from kfast.protocol import DescribeQuorumRequest
+
+        if not self.nodes[node_id].alive:
+            return None
+        request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
+            topic_name="__cluster_metadata",
+            partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+        try:
+            with self.connect(node_id, request_timeout=timeout) as connection:
+                response = connection.send(request)
+        except Exception:
+            return None
+        if response.error_code or not response.topics:
+            return None
+        partition = response.topics[0].partitions[0]
+        return partition if partition.error_code == 0 else None
+
+    def leader(self, exclude=()) -> int | None:
+        """The node that answers DescribeQuorum as the quorum's leader (an
+        isolated old leader may still think it leads: ``exclude`` it)."""
+        for node_id in self.nodes:
+            if node_id in exclude:
+                continue
+            state = self.describe_quorum(node_id, timeout=2.0)
+            if state is not None and state.leader_id == node_id:
+                return node_id
+        return None
+
+    def wait_for_leader(self, timeout: float = _READY_TIMEOUT_S, exclude=()) -> int:
+        found: list[int] = []
+
+        def elected():
+            leader = self.leader(exclude)
+            if leader is not None:
+                found.append(leader)
+                return True
+            return False
+        self.wait_until(elected, timeout, "a quorum leader")
+        return found[-1]
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float = _READY_TIMEOUT_S,
+                   what: str = "the condition") -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if predicate():
+                return
+            if time.monotonic() >= deadline:
+                logs = "\n".join(f"--- node {n} ---\n{self.log_tail(n)}" for n in self.nodes)
+                raise TimeoutError(f"{what} not reached within {timeout} s\n{logs}")
+            time.sleep(0.05)
+
+    # -- cleanup ----------------------------------------------------------------------------
+    def close(self) -> None:
+        for node_id in self.nodes:
+            self.kill(node_id)
+        for proxy in self.links.values():
+            proxy.close()
+        if self._own_dir:
+            shutil.rmtree(self.base_dir, ignore_errors=True)
+
+    def __enter__(self) -> "KfastCluster":
+        try:
+            return self.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+
+__all__ = ["KfastCluster", "ClusterNode", "DROP", "RESET", "PASS"]
