@@ -22,6 +22,8 @@ COMMANDS = {
     "produce": "kfast.tools.console",
     "consume": "kfast.tools.console",
     "groups": "kfast.tools.groups",
+    "storage": "kfast.tools.storage",
+    "metadata-quorum": "kfast.tools.metadata_quorum",
 }
 
 

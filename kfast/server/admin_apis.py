@@ -29,7 +29,7 @@ from kfast.controller.configuration_control import OP_APPEND, OP_DELETE, OP_SET,
 from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID
 from kfast.protocol.constants import (
     CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_BROKER_LOGGER, CONFIG_RESOURCE_CLIENT_METRICS,
-    CONFIG_RESOURCE_GROUP, CONFIG_RESOURCE_TOPIC,
+    CONFIG_RESOURCE_GROUP, CONFIG_RESOURCE_TOPIC, ENDPOINT_TYPE_BROKER,
 )
 from kfast.controller.replication_control import ELECTION_PREFERRED, TopicSpec
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME, is_internal, validate_topic_name
@@ -55,8 +55,6 @@ from kfast.server.apis import KafkaApis, RequestContext
 
 logger = logging.getLogger(__name__)
 
-# DescribeCluster endpoint types.
-ENDPOINT_TYPE_BROKER = 1
 _NOT_REQUESTED = -2147483648
 # Kafka's AclOperation codes allowed on a cluster / a topic without an
 # authorizer: ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
