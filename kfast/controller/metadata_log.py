@@ -20,30 +20,22 @@ executor.
 """
 from __future__ import annotations
 
-import base64
-import json
 import os
 import time
 from typing import Iterator
 
-from kfast.config import LONG_MAX, SERVER_CONFIGS, LogConfig
-from kfast.controller.metadata.image import METADATA_TOPIC_ID
+from kfast.config import SERVER_CONFIGS
 from kfast.controller.metadata.records import decode_record, encode_record
-from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
+from kfast.raft.file_log import (  # noqa: F401 (METADATA_PARTITION_DIR: re-exported)
+    METADATA_PARTITION_DIR,
+    close_metadata_partition,
+    open_metadata_partition,
+)
 from kfast.records import RecordBatchBuilder, iter_batches
-from kfast.storage.atomic_file import fsync_dir, write_atomically
-from kfast.storage.checkpoint import PARTITION_METADATA_FILE
 from kfast.storage.log import Log
-from kfast.storage.manager import CLEAN_SHUTDOWN_FILE
 from kfast.storage.producer_state import ORIGIN_COORDINATOR
 
-METADATA_PARTITION_DIR = f"{CLUSTER_METADATA_TOPIC_NAME}-0"
 _READ_CHUNK_BYTES = 1 << 20
-_MAX_BATCH_BYTES = 1 << 30
-
-
-def _kafka_uuid(value) -> str:
-    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
 
 
 class MetadataLog:
@@ -57,23 +49,8 @@ class MetadataLog:
         self.had_clean_shutdown = False
 
     def open(self) -> None:
-        # One batch holds one whole change (a topic with all its partitions).
-        config = LogConfig({"retention.ms": -1, "retention.bytes": -1,
-                            "max.message.bytes": _MAX_BATCH_BYTES,
-                            "segment.bytes": self.segment_bytes, "segment.ms": self.segment_ms})
-        marker = os.path.join(self.dir, CLEAN_SHUTDOWN_FILE)
-        clean = self.had_clean_shutdown = os.path.exists(marker)
-        # Without the marker, recovery re-reads every batch (CRC-checked) and
-        # drops a torn tail; with it, everything up to the end was fsynced.
-        # The fixed topic id is written once (the Log fsyncs it on every
-        # open it is given).
-        known = os.path.exists(os.path.join(self.dir, PARTITION_METADATA_FILE))
-        self.log = Log(self.dir, config, recovery_point=LONG_MAX if clean else 0,
-                       had_clean_shutdown=clean,
-                       topic_id=None if known else _kafka_uuid(METADATA_TOPIC_ID))
-        if clean:
-            os.unlink(marker)
-            fsync_dir(self.dir)
+        self.log, self.had_clean_shutdown = open_metadata_partition(
+            self.dir, self.segment_bytes, self.segment_ms)
 
     @property
     def end_offset(self) -> int:
@@ -111,8 +88,5 @@ class MetadataLog:
 
     def close(self) -> None:
         if self.log is not None:
-            self.log.flush()
-            self.log.close()
+            close_metadata_partition(self.log)
             self.log = None
-            write_atomically(os.path.join(self.dir, CLEAN_SHUTDOWN_FILE),
-                             json.dumps({"version": 0, "brokerEpoch": -1}).encode())

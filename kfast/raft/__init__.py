@@ -18,6 +18,10 @@ Modules, in Kafka's names:
     messages       the RPC bodies the core exchanges (one per Kafka RPC)
     log            ReplicatedLog: batches, leader epochs, snapshots; an
                    in-memory implementation for the simulator
+    file_log       the ReplicatedLog of __cluster_metadata-0 on disk, in
+                   Kafka's format (KafkaMetadataLog)
+    control_records  LeaderChange and SnapshotHeader/Footer control records
+    snapshots      snapshot files: names, writer, reader
     election_state ElectionState and the quorum-state file (Kafka's format)
     quorum_state   one class per role (Unattached, Prospective, Candidate,
                    Leader, Follower, Resigned) and the transitions between them

@@ -119,6 +119,27 @@ def truncation_offset(log: ReplicatedLog, leader_end: OffsetAndEpoch) -> int:
     return local.offset
 
 
+def base_epochs(start_offset: int, start_epoch: int) -> list[tuple[int, int]]:
+    """The epoch cache of an empty log: the snapshot it starts at, if any."""
+    if start_offset == 0 and start_epoch == 0:
+        return []
+    return [(start_epoch, start_offset)]
+
+
+def end_offset_for_epoch(epochs: Sequence[tuple[int, int]], start_offset: int, end_offset: int,
+                         epoch: int) -> OffsetAndEpoch:
+    """ReplicatedLog.end_offset_for_epoch over an epoch cache ``epochs``
+    ((epoch, start offset) pairs, the snapshot's first when the log starts
+    at one): the start of the epoch after the largest epoch <= ``epoch``."""
+    index = bisect_right(epochs, (epoch, float("inf"))) - 1
+    if index < 0:
+        return OffsetAndEpoch(start_offset, 0)
+    found_epoch = epochs[index][0]
+    if index + 1 < len(epochs):
+        return OffsetAndEpoch(epochs[index + 1][1], found_epoch)
+    return OffsetAndEpoch(end_offset, found_epoch)
+
+
 class MemoryReplicatedLog:
     """A ReplicatedLog in memory; every append is durable at once (the
     simulator models a crash as losing nothing that was appended)."""
@@ -186,19 +207,10 @@ class MemoryReplicatedLog:
         self.epochs = [(e, o) for e, o in self.epochs if o < offset] or self._base_epochs()
 
     def _base_epochs(self) -> list[tuple[int, int]]:
-        """The epoch cache of an empty log: the snapshot it starts at, if any."""
-        if self.start_offset == 0 and self._start_epoch == 0:
-            return []
-        return [(self._start_epoch, self.start_offset)]
+        return base_epochs(self.start_offset, self._start_epoch)
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
-        index = bisect_right(self.epochs, (epoch, float("inf"))) - 1
-        if index < 0:
-            return OffsetAndEpoch(self.start_offset, 0)
-        found_epoch = self.epochs[index][0]
-        if index + 1 < len(self.epochs):
-            return OffsetAndEpoch(self.epochs[index + 1][1], found_epoch)
-        return OffsetAndEpoch(self.end_offset, found_epoch)
+        return end_offset_for_epoch(self.epochs, self.start_offset, self.end_offset, epoch)
 
     def flush(self) -> None:
         pass

@@ -14,7 +14,7 @@ After every event the invariants are checked:
 - a leader's log holds every committed batch (leader completeness);
 - a replica's high watermark never moves back while it runs.
 
-    sim = Simulation(seed=7, voters=3)
+    sim = Simulation(seed=7, voters=3)        # logs=...: where nodes keep their logs
     sim.run_for(5_000)
     sim.propose("x")
 """
@@ -33,6 +33,26 @@ from kfast.raft.raft_client import NotLeaderException, RaftClient
 
 class InvariantViolation(AssertionError):
     pass
+
+
+class MemoryLogs:
+    """Where a node keeps its log: the default, MemoryReplicatedLog. A crash
+    loses nothing that was appended (the log object outlives the node), and
+    a snapshot is the state machine's state as JSON. Another implementation
+    (a log on disk) provides the same four methods."""
+
+    def create(self, node_id: int):
+        return MemoryReplicatedLog()
+
+    def after_crash(self, node_id: int, log):
+        """The log a node restarted after a crash finds."""
+        return log
+
+    def snapshot_data(self, applied: list, epoch: int) -> bytes:
+        return json.dumps({"applied": applied}).encode()
+
+    def snapshot_applied(self, data: bytes) -> list:
+        return json.loads(data)["applied"]
 
 
 class StateMachine:
@@ -59,8 +79,7 @@ class StateMachine:
         self.last_epoch = batch.epoch
 
     def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
-        state = json.loads(data)
-        self.applied = [tuple(x) for x in state["applied"]]
+        self.applied = [tuple(x) for x in self.sim.logs.snapshot_applied(data)]
         self.next_offset = snapshot_id.offset
         self.last_epoch = snapshot_id.epoch
         committed = self.sim.committed_records_below(snapshot_id.offset)
@@ -73,7 +92,7 @@ class StateMachine:
 
     def snapshot(self) -> tuple[OffsetAndEpoch, bytes]:
         return (OffsetAndEpoch(self.next_offset, self.last_epoch),
-                json.dumps({"applied": self.applied}).encode())
+                self.sim.logs.snapshot_data(self.applied, self.last_epoch))
 
 
 class SimNode:
@@ -81,7 +100,7 @@ class SimNode:
         self.sim = sim
         self.node_id = node_id
         self.voters = voters
-        self.log = MemoryReplicatedLog()
+        self.log = sim.logs.create(node_id)
         self.store = MemoryQuorumStateStore()
         self.alive = False
         self.client: RaftClient | None = None
@@ -101,13 +120,16 @@ class SimNode:
         self.alive = False
         self.client = None
         self.machine = None
+        self.log = self.sim.logs.after_crash(self.node_id, self.log)
 
 
 class Simulation:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0,
                  drop_rate: float = 0.0, min_delay_ms: int = 1, max_delay_ms: int = 10,
-                 snapshot_every: int = 0, config: QuorumConfig | None = None):
+                 snapshot_every: int = 0, config: QuorumConfig | None = None,
+                 logs=None):
         self.rng = random.Random(seed)
+        self.logs = logs or MemoryLogs()
         self.config = config or QuorumConfig(fetch_max_batches=4, fetch_snapshot_max_bytes=256)
         voter_ids = tuple(range(1, voters + 1))
         ids = voter_ids + tuple(range(voters + 1, voters + observers + 1))
