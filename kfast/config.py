@@ -214,6 +214,12 @@ define("controller.quorum.request.timeout.ms", I, 2000,
        "Maximum time to wait for the answer to a quorum request.", at_least(0))
 define("controller.quorum.retry.backoff.ms", I, 20,
        "Time to wait before retrying a failed quorum request.", at_least(0))
+# Broker membership (KIP-631).
+define("broker.heartbeat.interval.ms", I, 2000,
+       "The length of time in milliseconds between broker heartbeats.", at_least(1))
+define("broker.session.timeout.ms", I, 9000,
+       "The length of time in milliseconds that a broker lease lasts if no heartbeats are "
+       "made.", at_least(1))
 define("controller.quorum.append.linger.ms", I, 25,
        "How long the leader waits to batch writes to the metadata log.", at_least(0))
 define("reserved.broker.max.id", I, 1000, "Max number for a generated broker id.", at_least(0))

@@ -52,9 +52,13 @@ class ClusterControlManager:
 
     # -- operations ----------------------------------------------------------------
     def register_broker(self, broker_id: int, incarnation_id: uuid.UUID, listeners,
-                        rack: str | None, next_offset: int, features=()) -> ControllerResult:
+                        rack: str | None, next_offset: int, features=(),
+                        unfence: bool = True) -> ControllerResult:
         """Response: the new broker epoch. ``next_offset`` is the metadata
-        offset the RegisterBrokerRecord will get."""
+        offset the RegisterBrokerRecord will get. ``unfence``: the broker is
+        in service at once (the in-process broker of a single node, which has
+        replayed everything); otherwise it stays fenced until a heartbeat
+        shows it caught up (``heartbeat``)."""
         if broker_id < 0:
             raise errors.InvalidRegistrationException(f"Invalid broker id {broker_id}")
         existing = self.brokers.get(broker_id)
@@ -77,7 +81,27 @@ class ClusterControlManager:
             features=[RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=lo,
                                                          max_supported_version=hi)
                       for name, lo, hi in features])
-        return ControllerResult(epoch, [register, UnfenceBrokerRecord(id=broker_id, epoch=epoch)])
+        records = [register] + ([UnfenceBrokerRecord(id=broker_id, epoch=epoch)] if unfence else [])
+        return ControllerResult(epoch, records)
+
+    def heartbeat(self, broker_id: int, broker_epoch: int, caught_up: bool,
+                  want_fence: bool) -> ControllerResult:
+        """BrokerHeartbeat's fencing decision (Kafka's ClusterControlManager +
+        BrokerHeartbeatManager): a broker of the current registration is
+        unfenced once caught up with the metadata log, fenced when it asks.
+        Response: (is_fenced after the records apply)."""
+        registration = self.brokers.get(broker_id)
+        if registration is None:
+            raise errors.BrokerIdNotRegisteredException(f"Broker {broker_id} is not registered.")
+        if registration.epoch != broker_epoch:
+            raise errors.StaleBrokerEpochException(
+                f"Expected broker epoch {registration.epoch}, but got broker epoch "
+                f"{broker_epoch}")
+        if want_fence and not registration.fenced:
+            return ControllerResult(True, [FenceBrokerRecord(id=broker_id, epoch=broker_epoch)])
+        if registration.fenced and caught_up and not want_fence:
+            return ControllerResult(False, [UnfenceBrokerRecord(id=broker_id, epoch=broker_epoch)])
+        return ControllerResult(registration.fenced, [])
 
     def fence_broker(self, broker_id: int) -> ControllerResult:
         """Take a registered broker out of service (its session expired or

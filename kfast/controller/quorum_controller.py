@@ -390,16 +390,21 @@ class QuorumController:
                 "voters": [(self.node_id, end, now)], "observers": []}
 
     # -- brokers and producer ids ---------------------------------------------------------
-    async def register_broker(self, broker_id: int, incarnation_id: uuid.UUID,
-                              listeners: list[Endpoint], rack: str | None) -> int:
-        """Register (or re-register) a broker; returns its new broker epoch."""
-        features = [(METADATA_VERSION, 1, METADATA_VERSION_LEVEL)]
+    # The single node's in-process broker registers after replaying the
+    # whole log, so it is in service at once; a quorum's brokers are fenced
+    # until a heartbeat shows them caught up (RaftQuorumController).
+    _unfence_on_register = True
 
+    async def register_broker(self, broker_id: int, incarnation_id: uuid.UUID,
+                              listeners: list[Endpoint], rack: str | None,
+                              features=((METADATA_VERSION, 1, METADATA_VERSION_LEVEL),)) -> int:
+        """Register (or re-register) a broker; returns its new broker epoch.
+        ``features``: (name, min, max) levels the broker supports."""
         def operation():
             result = self.cluster_control.register_broker(
                 broker_id, incarnation_id, listeners, rack, self._log_end_offset(),
-                features)
-            if not result.records:
+                list(features), unfence=self._unfence_on_register)
+            if not result.records or not self._unfence_on_register:
                 return result
             # Partitions left without a leader while it was away get it back.
             return ControllerResult(result.response, result.records +

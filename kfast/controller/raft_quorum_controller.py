@@ -14,6 +14,13 @@ QuorumController; what changes is where records go and when they apply:
   state in memory and serve the moment they win an election.
 - The first active controller of a new cluster commits the bootstrap records
   (metadata.version), as Kafka's bootstrap checkpoint seeds a fresh quorum.
+- Broker membership (KIP-631): a broker registers (BrokerRegistration) and
+  stays fenced until a heartbeat shows it has caught up with the metadata
+  log; the active controller keeps each broker's session in memory and
+  fences a broker that sent no heartbeat for broker.session.timeout.ms (its
+  leaderships move away). A newly active controller starts every session
+  afresh, as Kafka's BrokerHeartbeatManager does, rather than fence brokers
+  that were heartbeating to its predecessor.
 
 The Raft layer calls ``handle_commit``, ``handle_load_snapshot`` and
 ``handle_leader_change`` (kfast.raft.raft_client.RaftListener).
@@ -24,6 +31,7 @@ import asyncio
 import logging
 import time
 
+from kfast.controller.controller_result import ControllerResult
 from kfast.controller.feature_control import METADATA_VERSION
 from kfast.controller.quorum_controller import QuorumController, _DeltaBuilder
 from kfast.protocol import errors
@@ -32,12 +40,18 @@ logger = logging.getLogger(__name__)
 
 
 class RaftQuorumController(QuorumController):
+    _unfence_on_register = False
+
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.raft = None                 # kfast.raft.manager.RaftManager
         self.leader_id = -1
         self._epoch_start_offset: int | None = None
         self._bootstrap_task: asyncio.Task | None = None
+        # broker id -> loop time (s) of its last heartbeat, on the active controller.
+        self._sessions: dict[int, float] = {}
+        self._session_timer: asyncio.TimerHandle | None = None
+        self._was_active = False
 
     def attach(self, raft) -> None:
         self.raft = raft
@@ -49,6 +63,8 @@ class RaftQuorumController(QuorumController):
         await self.raft.start()
 
     async def shutdown(self) -> None:
+        if self._session_timer is not None:
+            self._session_timer.cancel()
         async with self._lock:
             self.started = False
         if self._bootstrap_task is not None:
@@ -101,16 +117,92 @@ class RaftQuorumController(QuorumController):
         return self.leader_id
 
     def _maybe_activate(self) -> None:
-        if not self.is_active or METADATA_VERSION in self.feature_control.finalized:
+        active = self.is_active
+        if active != self._was_active:
+            self._was_active = active
+            if active:
+                # Every registered broker gets a full session with the new
+                # active controller.
+                now = self._loop.time()
+                self._sessions = {broker_id: now for broker_id in self.cluster_control.brokers}
+                self._schedule_session_check()
+            elif self._session_timer is not None:
+                self._session_timer.cancel()
+                self._session_timer = None
+        if not active or METADATA_VERSION in self.feature_control.finalized:
             return
         if self._bootstrap_task is None or self._bootstrap_task.done():
             self._bootstrap_task = self._loop.create_task(self._bootstrap())
 
     async def _bootstrap(self) -> None:
         try:
-            await self._run(lambda: _Bootstrap(self.feature_control.bootstrap_records()))
+            await self._run(lambda: ControllerResult(None,
+                                                    self.feature_control.bootstrap_records()))
         except errors.KafkaError as exc:
             logger.info("bootstrap records not committed (%s); the next leader will", exc)
+
+    # -- broker membership ------------------------------------------------------------------
+    async def register_broker(self, broker_id, incarnation_id, listeners, rack,
+                              features=None) -> int:
+        kwargs = {} if features is None else {"features": features}
+        epoch = await super().register_broker(broker_id, incarnation_id, listeners, rack,
+                                              **kwargs)
+        self._sessions[broker_id] = self._loop.time()
+        return epoch
+
+    async def broker_heartbeat(self, broker_id: int, broker_epoch: int,
+                               current_metadata_offset: int, want_fence: bool,
+                               want_shut_down: bool) -> tuple[bool, bool, bool]:
+        """(is_caught_up, is_fenced, should_shut_down) for a BrokerHeartbeat.
+        Caught up: the broker has replayed the metadata log up to its own
+        registration. A broker that wants to shut down is fenced (its
+        leaderships move to other in-sync replicas) and then told to go."""
+        def operation():
+            registration = self.cluster_control.brokers.get(broker_id)
+            caught_up = registration is not None and \
+                current_metadata_offset >= registration.epoch
+            fence = want_fence or want_shut_down
+            result = self.cluster_control.heartbeat(broker_id, broker_epoch, caught_up, fence)
+            records = list(result.records)
+            if records and result.response:          # being fenced now
+                records += self.replication_control.broker_fenced(broker_id)
+            elif records:                             # being unfenced now
+                records += self.replication_control.broker_unfenced(broker_id)
+            return ControllerResult((caught_up, result.response, want_shut_down), records)
+        response = await self._run(operation)
+        self._sessions[broker_id] = self._loop.time()
+        return response
+
+    def _schedule_session_check(self) -> None:
+        interval = self.config["broker.heartbeat.interval.ms"] / 1000
+        self._session_timer = self._loop.call_later(interval, self._check_sessions)
+
+    def _check_sessions(self) -> None:
+        self._session_timer = None
+        if not self.is_active:
+            return
+        timeout = self.config["broker.session.timeout.ms"] / 1000
+        now = self._loop.time()
+        expired = [broker_id for broker_id, registration in self.cluster_control.brokers.items()
+                   if not registration.fenced
+                   and now - self._sessions.get(broker_id, now) >= timeout]
+        if expired:
+            self._loop.create_task(self._fence_expired(expired))
+        else:
+            self._schedule_session_check()
+
+    async def _fence_expired(self, broker_ids: list[int]) -> None:
+        try:
+            for broker_id in broker_ids:
+                logger.info("broker %d: no heartbeat for broker.session.timeout.ms; fencing it",
+                            broker_id)
+                await self.fence_broker(broker_id)
+        except errors.KafkaError as exc:
+            logger.info("fencing brokers %s failed (%s); the next active controller will",
+                        broker_ids, exc)
+        finally:
+            if self.is_active and self._session_timer is None:
+                self._schedule_session_check()
 
     async def _run(self, operation, validate_only: bool = False):
         if not self.is_active:
@@ -152,11 +244,3 @@ class RaftQuorumController(QuorumController):
                 "high_watermark": client.high_watermark,
                 "voters": [row(v) for v in voters],
                 "observers": [row(o) for o in sorted(replicas) if o not in voters]}
-
-
-class _Bootstrap:
-    """The bootstrap commit: records and no response."""
-
-    def __init__(self, records: list):
-        self.records = records
-        self.response = None

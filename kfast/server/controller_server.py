@@ -17,7 +17,8 @@ elected leader is the active controller and the only one that accepts
 writes (others answer NOT_CONTROLLER).
 
 The controller listener serves the quorum's own RPCs (Vote,
-BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot), DescribeQuorum,
+BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot), broker membership
+(BrokerRegistration, BrokerHeartbeat), DescribeQuorum,
 and the admin requests brokers forward to the active controller
 (CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs;
 DescribeConfigs reads the controller's image).
@@ -89,9 +90,10 @@ class ControllerServer:
         self.started = False
 
     def _register_apis(self) -> None:
-        from kfast.server import admin_apis, quorum_apis
+        from kfast.server import admin_apis, broker_lifecycle_apis, quorum_apis
 
         quorum_apis.register(self.apis)
+        broker_lifecycle_apis.register(self.apis)
         handlers = {api_keys.BY_NAME["CreateTopics"].key: (admin_apis.handle_create_topics,
                                                           admin_apis._create_topics_error),
                     api_keys.BY_NAME["DeleteTopics"].key: (admin_apis.handle_delete_topics,

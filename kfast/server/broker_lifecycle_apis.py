@@ -1,0 +1,74 @@
+"""Broker membership on the controller listener (KIP-631): BrokerRegistration
+and BrokerHeartbeat, answered by the active controller (Kafka's ControllerApis).
+
+A broker registers with its incarnation id, listeners, supported features
+and rack, and gets a broker epoch; it then heartbeats every
+broker.heartbeat.interval.ms with the metadata offset it has replayed. The
+controller unfences it once it has caught up, fences it when its session
+(broker.session.timeout.ms) lapses or it asks, and tells it to shut down
+after it asked to. Any other controller answers NOT_CONTROLLER, and the
+broker tries the next.
+"""
+from __future__ import annotations
+
+from kfast.controller.cluster_control import SECURITY_PROTOCOLS
+from kfast.controller.metadata.image import Endpoint
+from kfast.protocol import BrokerHeartbeatResponse, BrokerRegistrationResponse, api_keys, errors
+from kfast.server.apis import KafkaApis, RequestContext
+
+_PROTOCOL_NAMES = {code: name for name, code in SECURITY_PROTOCOLS.items()}
+
+
+async def handle_broker_registration(ctx: RequestContext, request):
+    server = ctx.broker
+    if request.cluster_id != server.cluster_id:
+        return BrokerRegistrationResponse(
+            error_code=errors.InconsistentClusterIdException.code, broker_epoch=-1)
+    listeners = []
+    for listener in request.listeners:
+        protocol = _PROTOCOL_NAMES.get(listener.security_protocol)
+        if protocol is None:
+            raise errors.InvalidRegistrationException(
+                f"Unknown security protocol {listener.security_protocol} for listener "
+                f"{listener.name}")
+        listeners.append(Endpoint(listener.name, listener.host, listener.port, protocol))
+    supported = server.controller.feature_control.supported_features()
+    for feature in request.features:
+        low, high = supported.get(feature.name, (0, 0))
+        finalized = server.controller.feature_control.finalized.get(feature.name)
+        if finalized is not None and not \
+                feature.min_supported_version <= finalized <= feature.max_supported_version:
+            raise errors.UnsupportedVersionException(
+                f"Unable to register because the broker does not support finalized version "
+                f"{finalized} of {feature.name}. The broker wants a version between "
+                f"{feature.min_supported_version} and {feature.max_supported_version}, "
+                f"inclusive.")
+    features = [(f.name, f.min_supported_version, f.max_supported_version)
+                for f in request.features]
+    epoch = await server.controller.register_broker(request.broker_id, request.incarnation_id,
+                                                    listeners, request.rack, features)
+    return BrokerRegistrationResponse(error_code=0, broker_epoch=epoch)
+
+
+async def handle_broker_heartbeat(ctx: RequestContext, request):
+    caught_up, fenced, shut_down = await ctx.broker.controller.broker_heartbeat(
+        request.broker_id, request.broker_epoch, request.current_metadata_offset,
+        request.want_fence, request.want_shut_down)
+    return BrokerHeartbeatResponse(error_code=0, is_caught_up=caught_up, is_fenced=fenced,
+                                   should_shut_down=shut_down)
+
+
+def _heartbeat_error(ctx, request, error: errors.KafkaError):
+    return BrokerHeartbeatResponse(error_code=error.code, is_caught_up=False, is_fenced=True,
+                                   should_shut_down=False)
+
+
+def _registration_error(ctx, request, error: errors.KafkaError):
+    return BrokerRegistrationResponse(error_code=error.code, broker_epoch=-1)
+
+
+def register(apis: KafkaApis) -> None:
+    apis.register(api_keys.BY_NAME["BrokerRegistration"].key, handle_broker_registration,
+                  error_response=_registration_error)
+    apis.register(api_keys.BY_NAME["BrokerHeartbeat"].key, handle_broker_heartbeat,
+                  error_response=_heartbeat_error)
