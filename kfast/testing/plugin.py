@@ -1,4 +1,4 @@
-"""pytest plugin: the ``kfast_broker`` fixture.
+"""pytest plugin: the ``kfast_broker`` and ``kfast_cluster`` fixtures.
 
     def test_roundtrip(kfast_broker):
         producer = KafkaProducer(bootstrap_servers=kfast_broker.bootstrap_servers)
@@ -9,6 +9,12 @@ a collected test uses the fixture) with a temporary data dir, usable from
 sync and async tests.
 Broker properties can be set per test with
 ``@pytest.mark.kfast_broker_config({"num.partitions": 3})``.
+
+``kfast_cluster`` is a KRaft controller quorum of three ``kfast serve``
+processes (kfast.testing.cluster.KfastCluster) with kill -9, restart and
+network-fault controls between them; the number of controllers and their
+properties come from ``@pytest.mark.kfast_cluster_config(controllers=5,
+overrides={...})``.
 """
 from __future__ import annotations
 
@@ -20,6 +26,9 @@ from kfast.testing.broker import KfastBroker
 def pytest_configure(config) -> None:
     config.addinivalue_line(
         "markers", "kfast_broker_config(properties): broker properties for kfast_broker")
+    config.addinivalue_line(
+        "markers", "kfast_cluster_config(controllers=3, overrides=None): the kfast_cluster "
+                   "quorum's size and properties")
 
 
 def pytest_collection_finish(session) -> None:
@@ -43,3 +52,13 @@ def kfast_broker(request, tmp_path):
         yield broker
     finally:
         broker.close()
+
+
+@pytest.fixture
+def kfast_cluster(request, tmp_path):
+    from kfast.testing.cluster import KfastCluster
+
+    marker = request.node.get_closest_marker("kfast_cluster_config")
+    kwargs = dict(marker.kwargs) if marker else {}
+    with KfastCluster(base_dir=str(tmp_path / "kfast-cluster"), **kwargs) as cluster:
+        yield cluster

@@ -87,9 +87,9 @@ def cluster_logs(cluster: KfastCluster) -> str:
 
 
 @pytest.fixture
-def cluster(tmp_path):
-    with KfastCluster(controllers=3, base_dir=str(tmp_path)) as cluster:
-        yield cluster
+def cluster(kfast_cluster):
+    """The plugin's fixture, as a user's suite would take it."""
+    return kfast_cluster
 
 
 def caught_up(cluster: KfastCluster, leader: int, node_id: int) -> bool:
@@ -163,6 +163,29 @@ def test_a_cut_off_leader_cannot_commit_and_the_majority_moves_on(cluster):
     cluster.wait_until(lambda: cluster_config(cluster, leader, RETENTION) == "2000", 10,
                        "the old leader applied the majority's write")
     assert cluster.leader() == new_leader
+
+
+@pytest.mark.kfast_cluster_config(controllers=5)
+def test_a_five_voter_quorum_survives_two_failures(cluster):
+    leader = write_on_leader(cluster, RETENTION, "5")
+    others = [n for n in cluster.nodes if n != leader]
+    cluster.kill(leader)
+    cluster.kill(others[0])
+    new_leader = write_on_leader(cluster, RETENTION, "6", exclude=(leader, others[0]))
+    assert new_leader in others[1:]
+    assert all(cluster_config(cluster, n, RETENTION) in ("5", "6") for n in others[1:])
+    # A third failure leaves no majority: through several election timeouts,
+    # no survivor takes a write.
+    cluster.kill(new_leader)
+    survivors = [n for n in others[1:] if n != new_leader]
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:
+        for node_id in survivors:
+            try:
+                code = set_cluster_config(cluster, node_id, RETENTION, "7")
+            except Exception:
+                code = NOT_CONTROLLER
+            assert code != 0
 
 
 def test_followers_that_see_the_leaders_connections_reset_elect_at_once(cluster):
