@@ -22,6 +22,12 @@ QuorumController; what changes is where records go and when they apply:
   afresh, as Kafka's BrokerHeartbeatManager does, rather than fence brokers
   that were heartbeating to its predecessor.
 
+Snapshots: every node writes its own, as Kafka's controllers do, once
+metadata.log.max.record.bytes.between.snapshots of records have been applied
+since the last one: the image's records at a committed batch boundary, in
+Kafka's snapshot format; the Raft log then drops the batches it covers, and
+a replica that needs them fetches the snapshot (FetchSnapshot) instead.
+
 The Raft layer calls ``handle_commit``, ``handle_load_snapshot`` and
 ``handle_leader_change`` (kfast.raft.raft_client.RaftListener).
 """
@@ -33,7 +39,11 @@ import time
 
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.feature_control import METADATA_VERSION
+from kfast.controller.metadata.records import encode_record
 from kfast.controller.quorum_controller import QuorumController, _DeltaBuilder
+from kfast.controller.snapshot import image_records
+from kfast.raft.log import OffsetAndEpoch
+from kfast.raft.snapshots import snapshot_bytes
 from kfast.protocol import errors
 
 logger = logging.getLogger(__name__)
@@ -52,6 +62,7 @@ class RaftQuorumController(QuorumController):
         self._sessions: dict[int, float] = {}
         self._session_timer: asyncio.TimerHandle | None = None
         self._was_active = False
+        self._bytes_since_snapshot = 0
 
     def attach(self, raft) -> None:
         self.raft = raft
@@ -79,8 +90,27 @@ class RaftQuorumController(QuorumController):
             delta = _DeltaBuilder()
             for index, record in enumerate(batch.records):
                 self._replay(record, batch.base_offset + index, delta)
+                self._bytes_since_snapshot += len(encode_record(record))
             self._publish(delta)
+            if self._bytes_since_snapshot >= self.snapshot_max_bytes:
+                self._snapshot(OffsetAndEpoch(batch.next_offset, batch.epoch))
         self._maybe_activate()
+
+    def _snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
+        """Write a snapshot of the state after the batch ending at
+        ``snapshot_id.offset`` and let the log drop what it covers. Blocking:
+        metadata snapshots are small next to the records between them."""
+        self._bytes_since_snapshot = 0
+        records = image_records(self.image, self.producer_id_control.next_producer_id)
+        data = snapshot_bytes(records, snapshot_id.epoch, encode_record)
+        try:
+            self.raft.client.create_snapshot(snapshot_id, data)
+        except (OSError, ValueError) as exc:
+            logger.error("metadata snapshot %s failed: %s", snapshot_id, exc)
+            return
+        self.snapshot_end_offset = snapshot_id.offset
+        logger.info("metadata snapshot written up to offset %d (epoch %d), %d records",
+                    snapshot_id.offset, snapshot_id.epoch, len(records))
 
     def handle_load_snapshot(self, snapshot_id, data: bytes) -> None:
         """Replace the whole state with a snapshot's (a follower fetched it
@@ -93,7 +123,11 @@ class RaftQuorumController(QuorumController):
         for record in records:
             self._replay(record, snapshot_id.offset - 1, delta)
         self._last_offset = snapshot_id.offset - 1
+        self.snapshot_end_offset = snapshot_id.offset
+        self._bytes_since_snapshot = 0
         self._publish(delta, notify=False)
+        logger.info("loaded metadata snapshot up to offset %d (epoch %d), %d records",
+                    snapshot_id.offset, snapshot_id.epoch, len(records))
         for callback in list(self._subscribers):
             callback(self.full_delta(), self.image)
 

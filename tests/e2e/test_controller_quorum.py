@@ -10,6 +10,7 @@ survived it).
 """
 from __future__ import annotations
 
+import os
 import time
 
 import pytest
@@ -186,6 +187,39 @@ def test_a_five_voter_quorum_survives_two_failures(cluster):
             except Exception:
                 code = NOT_CONTROLLER
             assert code != 0
+
+
+@pytest.mark.kfast_cluster_config(overrides={
+    "metadata.log.max.record.bytes.between.snapshots": 300})
+def test_a_node_far_behind_catches_up_from_a_snapshot_and_restarts_from_one(cluster):
+    """Every node snapshots its state every few hundred bytes of records and
+    its log drops what the snapshot covers; a node that was down while that
+    happened gets the leader's snapshot (FetchSnapshot), and a restarted node
+    rebuilds its image from its snapshot plus the log after it."""
+    leader = write_on_leader(cluster, RETENTION, "0")
+    behind = next(n for n in cluster.nodes if n != leader)
+    cluster.kill(behind)
+    for i in range(1, 40):
+        assert set_cluster_config(cluster, leader, RETENTION, str(i)) == 0
+    partition_dir = os.path.join(cluster.nodes[leader].data_dir, "data", "__cluster_metadata-0")
+    assert any(f.endswith(".checkpoint") for f in os.listdir(partition_dir)), \
+        "the leader wrote no snapshot"
+    assert "loaded metadata snapshot" not in cluster.log_tail(behind, 1000)
+    cluster.restart(behind)
+    cluster.wait_until(lambda: caught_up(cluster, leader, behind), 20, "the node caught up")
+    cluster.wait_until(lambda: cluster_config(cluster, behind, RETENTION) == "39", 10,
+                       "the node applied the snapshot and the records after it")
+    # It had applied nearly nothing of its own: the snapshot came from the leader.
+    assert "loaded metadata snapshot" in cluster.log_tail(behind, 1000)
+    behind_dir = os.path.join(cluster.nodes[behind].data_dir, "data", "__cluster_metadata-0")
+    assert any(f.endswith(".checkpoint") for f in os.listdir(behind_dir))
+    # Every node restarted: state rebuilt from snapshot + log, writes go on.
+    for node_id in cluster.nodes:
+        cluster.restart(node_id)
+    leader = write_on_leader(cluster, RETENTION, "40")
+    for node_id in cluster.nodes:
+        cluster.wait_until(lambda: cluster_config(cluster, node_id, RETENTION) == "40", 15,
+                           f"node {node_id} rebuilt its image")
 
 
 def test_followers_that_see_the_leaders_connections_reset_elect_at_once(cluster):
