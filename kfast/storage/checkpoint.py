@@ -174,6 +174,8 @@ class LeaderEpochFileCache:
             self._entries = kept
             if flush:
                 self.flush()
+            else:
+                self.dirty = True
 
     def truncate_from_start(self, start_offset: int, flush: bool = True) -> None:
         """The log now starts at ``start_offset``: the epoch covering it starts there."""
@@ -189,6 +191,8 @@ class LeaderEpochFileCache:
             self._entries = entries
             if flush:
                 self.flush()
+            else:
+                self.dirty = True
 
     def clear(self) -> None:
         self._entries = []

@@ -82,14 +82,28 @@ def load_log(log, had_clean_shutdown: bool) -> None:
                                                TXN_INDEX_FILE_SUFFIX)) and base not in bases:
             os.unlink(os.path.join(directory, name))  # an index whose .log is gone
 
+    # After a crash every segment from the one holding the recovery point is
+    # re-read and its indexes rebuilt (Kafka's LogLoader.recoverLog): their
+    # index files are not checked first (Kafka's LogSegment.sanityCheck
+    # skips them for the same reason), which matters because an active
+    # segment's index is still at its preallocated size, all of it counted
+    # as entries. The indexes of the segments below are checked: a cheap
+    # scan of a trimmed file, and one rebuilt from its .log if it fails.
+    recover_from = None
+    if not had_clean_shutdown and bases:
+        below = [b for b in bases if b <= log.recovery_point]
+        recover_from = below[-1] if below else bases[0]
     needs_recovery = []
     for base in bases:
         prefix = f"{base:020d}"
         indexes_exist = (prefix + INDEX_FILE_SUFFIX in names
                          and prefix + TIME_INDEX_FILE_SUFFIX in names)
+        to_recover = recover_from is not None and base >= recover_from
         segment = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
-                                  max_index_size=config.max_index_size)
+                                  max_index_size=config.max_index_size, to_recover=to_recover)
         log._add_segment(segment)
+        if to_recover:
+            continue
         if not indexes_exist and segment.size > 0:
             needs_recovery.append(segment)
             continue
@@ -102,11 +116,12 @@ def load_log(log, had_clean_shutdown: bool) -> None:
         log._add_segment(log._new_segment(log.log_start_offset))
 
     first_recovered = None
-    if not had_clean_shutdown:
-        start = log.floor_segment(log.recovery_point) or log.segments[0]
-        unflushed = [s for s in log.segments if s.base_offset >= start.base_offset]
+    recovered = []
+    if recover_from is not None:
+        unflushed = [s for s in log.segments if s.base_offset >= recover_from]
         for i, segment in enumerate(unflushed):
             truncated = _recover_segment(log, segment)
+            recovered.append(segment)
             first_recovered = segment.base_offset if first_recovered is None else first_recovered
             if truncated > 0:
                 for later in unflushed[i + 1:]:
@@ -116,6 +131,13 @@ def load_log(log, had_clean_shutdown: bool) -> None:
         if segment.base_offset in log._segments and segment.log.size >= 0 and \
                 (first_recovered is None or segment.base_offset < first_recovered):
             _recover_segment(log, segment)
+            recovered.append(segment)
+    # Recovery leaves indexes buffered at full size, as the active segment
+    # keeps them; the others are cut to their entries, as at a roll.
+    for segment in recovered:
+        if segment is not log.active_segment:
+            segment.offset_index.trim_to_valid_size()
+            segment.time_index.trim_to_valid_size()
 
     # The active segment gets its preallocated index size back (they were
     # trimmed at close) and buffers its index writes.
@@ -133,6 +155,10 @@ def load_log(log, had_clean_shutdown: bool) -> None:
         log.recovery_point = min(log.recovery_point, log.log_end_offset)
     log.leader_epoch_cache.truncate_from_end(log.log_end_offset, flush=False)
     log.leader_epoch_cache.truncate_from_start(log.log_start_offset, flush=False)
+    # What recovery changed in the epoch cache is not written here (an fsync
+    # per partition): it was derived from the log, so another crash derives
+    # it again, and the next flush or close writes it (flush_if_dirty), as
+    # Kafka moved that write off the recovery path (KAFKA-15046).
     rebuild_producer_state(log, log.log_end_offset,
                            rebuild_txn_index_from=first_recovered)
 
@@ -147,7 +173,6 @@ def _recover_segment(log, segment: LogSegment) -> int:
     truncated = segment.recover(on_batch)
     cache.truncate_from_end(segment.read_next_offset() if segment.size else segment.base_offset,
                             flush=False)
-    cache.flush()
     return truncated
 
 

@@ -110,13 +110,17 @@ class LogSegment(SegmentState):
     def open(cls, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
              max_index_size: int = 10 * 1024 * 1024, roll_jitter_ms: int = 0,
              file_suffix: str = "", created_ms: int | None = None,
-             preallocate_bytes: int = 0) -> "LogSegment":
-        """Open (or create) the segment at ``base_offset`` in ``directory``."""
+             preallocate_bytes: int = 0, to_recover: bool = False) -> "LogSegment":
+        """Open (or create) the segment at ``base_offset`` in ``directory``.
+        ``to_recover``: ``recover`` is called next, so the index files are
+        not read (AbstractIndex's ``discard_entries``)."""
         def path(suffix):
             return segment_file(directory, base_offset, suffix + file_suffix)
         log = FileRecords(path(LOG_FILE_SUFFIX), preallocate_bytes=preallocate_bytes)
-        offset_index = OffsetIndex(path(INDEX_FILE_SUFFIX), base_offset, max_index_size)
-        time_index = TimeIndex(path(TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size)
+        offset_index = OffsetIndex(path(INDEX_FILE_SUFFIX), base_offset, max_index_size,
+                                   discard_entries=to_recover)
+        time_index = TimeIndex(path(TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size,
+                               discard_entries=to_recover)
         txn_index = TransactionIndex(base_offset, path(TXN_INDEX_FILE_SUFFIX))
         return cls(log, offset_index, time_index, txn_index, base_offset,
                    index_interval_bytes, roll_jitter_ms, created_ms, max_index_size)
@@ -331,13 +335,15 @@ class LogSegment(SegmentState):
     def recover(self, on_batch=None) -> int:
         """Rebuild the indexes by reading every batch; truncate the .log at
         the first invalid batch (bad CRC, bad magic, impossible length) or
-        torn tail. ``on_batch(header, view)`` sees each valid batch (producer
+        torn tail. The indexes are left buffered at their full size (see
+        ``on_become_inactive`` for a segment that is not the active one). ``on_batch(header, view)`` sees each valid batch (producer
         state, leader epochs). Returns the number of bytes truncated."""
         # Reset = empty and back to full preallocated size (a rolled segment's
         # indexes were trimmed, and the rebuilt ones may need more entries).
-        self.offset_index.truncate()
-        self.time_index.truncate()
-        self.resize_indexes(self.max_index_size)
+        # They stay buffered at that size, as an active segment's are: the
+        # caller trims them if the segment is not the active one.
+        self.offset_index.reset(self.max_index_size)
+        self.time_index.reset(self.max_index_size)
         self.txn_index.reset()
         valid_bytes = 0
         last_index_entry = 0
@@ -371,10 +377,8 @@ class LogSegment(SegmentState):
         self._offset_of_max_timestamp_so_far = offset_of_max_ts
         self._bytes_since_last_index_entry = valid_bytes - last_index_entry
         self._rolling_based_timestamp = None
-        self.offset_index.trim_to_valid_size()
         if max_ts >= 0:
             self.time_index.maybe_append(max_ts, offset_of_max_ts, skip_full_check=True)
-        self.time_index.trim_to_valid_size()
         return truncated
 
     def truncate_to(self, offset: int, max_index_size: int | None = None) -> int:
