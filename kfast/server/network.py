@@ -112,6 +112,13 @@ MAX_IN_FLIGHT_REQUESTS = 100
 # Connections accepted per readable event of the listening socket, so a
 # connection storm cannot starve the established connections.
 _ACCEPTS_PER_EVENT = 64
+# Out of descriptors (or socket memory), accept fails while the connection
+# stays in the backlog, so the listener stays readable: without a pause the
+# loop would spin on it. Accepting resumes after this delay (asyncio's
+# BaseSelectorEventLoop pauses 1 s for the same errors) or when a connection
+# closes; the client waits in the backlog meanwhile.
+_ACCEPT_RETRY_DELAY_S = 0.1
+_RESOURCE_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 Part = Union[bytes, bytearray, memoryview, FileRegion]
 Response = Union[None, Sequence[Part]]
@@ -712,6 +719,9 @@ class SocketServer:
             except OSError as exc:
                 # EMFILE/ENFILE/ECONNABORTED...: the listener stays usable.
                 self.warnings.warning("accept failed", "accept failed: %s", exc)
+                if exc.errno in _RESOURCE_ERRNOS:
+                    self._set_accepting(False)
+                    self._loop.call_later(_ACCEPT_RETRY_DELAY_S, self._resume_accepting)
                 return
             host = peer[0]
             if self._connections_per_ip[host] >= self.max_connections_per_ip:
@@ -731,6 +741,10 @@ class SocketServer:
             self._connections_per_ip[host] += 1
             self._accepted += 1
             connection._start()
+
+    def _resume_accepting(self) -> None:
+        if not self._shutting_down and len(self._connections) < self.max_connections:
+            self._set_accepting(True)
 
     def _configure(self, sock: socket.socket) -> None:
         sock.setblocking(False)

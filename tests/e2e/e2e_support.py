@@ -23,10 +23,12 @@ def free_port() -> int:
 class ServeProcess:
     """A ``kfast serve`` subprocess on a fixed port and data dir."""
 
-    def __init__(self, data_dir: str, port: int, overrides=()):
+    def __init__(self, data_dir: str, port: int, overrides=(), fd_limit: int | None = None):
         self.data_dir = data_dir
         self.port = port
         self.overrides = list(overrides)
+        # RLIMIT_NOFILE of the broker (ulimit -n), None: inherited.
+        self.fd_limit = fd_limit
         self.proc: subprocess.Popen | None = None
         self.output: list[str] = []
         self._ready = threading.Event()
@@ -48,12 +50,22 @@ class ServeProcess:
         self.output = []
         env = dict(os.environ, PYTHONPATH=str(REPO))
         self.proc = subprocess.Popen(self.command(), stderr=subprocess.PIPE, text=True, env=env,
-                                     cwd=str(REPO))
+                                     cwd=str(REPO), preexec_fn=self._limit_fds)
         threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
         if not self._ready.wait(timeout):
             self.kill()
             raise AssertionError("kfast serve did not become ready:\n" + "".join(self.output))
         return self
+
+    def _limit_fds(self) -> None:
+        if self.fd_limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (self.fd_limit, self.fd_limit))
+
+    def open_fds(self) -> int:
+        """Descriptors the broker process holds now."""
+        return len(os.listdir(f"/proc/{self.proc.pid}/fd"))
 
     def _pump(self, proc) -> None:
         for line in proc.stderr:
