@@ -235,9 +235,22 @@ class KafkaBroker:
             self.config, self.timer, CoordinatorPartitionWriter(self, GROUP_METADATA_TOPIC_NAME))
         try:
             await self._start_listeners()
+            wait_in_service = getattr(self.controller, "wait_in_service", None)
+            if wait_in_service is not None:
+                # A cluster's broker takes clients only once the controller
+                # has it in service (Kafka enables request processing after
+                # the first unfence): until then connections wait in the
+                # listen backlog rather than see a cluster without brokers.
+                for server in self.socket_servers.values():
+                    server._set_accepting(False)
             advertised = self._advertised_endpoints()
             self.broker_epoch = await self.controller.register_broker(
                 self.node_id, self.incarnation_id, advertised, self.config.get("broker.rack"))
+            if wait_in_service is not None:
+                await wait_in_service()
+                await publisher.wait_idle()
+                for server in self.socket_servers.values():
+                    server._set_accepting(True)
         except BaseException:
             await self.shutdown()
             raise

@@ -18,10 +18,11 @@ writes (others answer NOT_CONTROLLER).
 
 The controller listener serves the quorum's own RPCs (Vote,
 BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot), broker membership
-(BrokerRegistration, BrokerHeartbeat), DescribeQuorum,
-and the admin requests brokers forward to the active controller
-(CreateTopics, DeleteTopics, CreatePartitions, IncrementalAlterConfigs;
-DescribeConfigs reads the controller's image).
+(BrokerRegistration, BrokerHeartbeat), AllocateProducerIds, and the admin
+requests brokers forward to the active controller
+(kfast.server.controller_channel.FORWARDED_APIS: CreateTopics, DeleteTopics,
+CreatePartitions, the config and election APIs, DescribeQuorum);
+DescribeConfigs reads the controller's image.
 
 Shutdown (SIGTERM): a leader resigns with EndQuorumEpoch so the others
 elect a successor at once, the listener stops, the log is closed cleanly.
@@ -35,7 +36,7 @@ import time
 from kfast.config import ConfigException, KafkaConfig
 from kfast.controller.metadata.records import decode_record, encode_record
 from kfast.controller.raft_quorum_controller import RaftQuorumController
-from kfast.protocol import IncrementalAlterConfigsResponse, api_keys
+from kfast.protocol import api_keys
 from kfast.raft.election_state import FileQuorumStateStore
 from kfast.raft.manager import RaftManager, parse_quorum_voters
 from kfast.raft.quorum_state import QuorumConfig
@@ -90,26 +91,17 @@ class ControllerServer:
         self.started = False
 
     def _register_apis(self) -> None:
-        from kfast.server import admin_apis, broker_lifecycle_apis, quorum_apis
+        from kfast.server import admin_apis, broker_lifecycle_apis, producer_id_apis, \
+            quorum_apis
+        from kfast.server.controller_channel import FORWARDED_APIS
 
         quorum_apis.register(self.apis)
         broker_lifecycle_apis.register(self.apis)
-        handlers = {api_keys.BY_NAME["CreateTopics"].key: (admin_apis.handle_create_topics,
-                                                          admin_apis._create_topics_error),
-                    api_keys.BY_NAME["DeleteTopics"].key: (admin_apis.handle_delete_topics,
-                                                          admin_apis._delete_topics_error),
-                    api_keys.BY_NAME["CreatePartitions"].key: (
-                        admin_apis.handle_create_partitions,
-                        admin_apis._create_partitions_error),
-                    api_keys.BY_NAME["DescribeQuorum"].key: (admin_apis.handle_describe_quorum,
-                                                            None),
-                    api_keys.BY_NAME["IncrementalAlterConfigs"].key: (
-                        admin_apis.handle_incremental_alter_configs,
-                        admin_apis._alter_configs_error(IncrementalAlterConfigsResponse)),
-                    api_keys.BY_NAME["DescribeConfigs"].key: (admin_apis.handle_describe_configs,
-                                                             None)}
-        for key, (handler, error_response) in handlers.items():
-            self.apis.register(key, handler, error_response=error_response)
+        producer_id_apis.register_controller(self.apis)
+        # The admin APIs brokers forward here, with the handlers (and error
+        # responses) the broker listener uses for them.
+        wanted = FORWARDED_APIS | {api_keys.BY_NAME["DescribeConfigs"].key}
+        admin_apis.register(_Only(self.apis, wanted))
 
     @property
     def metadata_image(self):
@@ -173,3 +165,15 @@ class ControllerServer:
             await loop.run_in_executor(None, log.close)
             self._log = None
         self.started = False
+
+
+class _Only:
+    """A KafkaApis that takes only the registrations of ``keys``."""
+
+    def __init__(self, apis: KafkaApis, keys):
+        self.apis = apis
+        self.keys = frozenset(keys)
+
+    def register(self, api_key: int, handler, error_response=None) -> None:
+        if api_key in self.keys:
+            self.apis.register(api_key, handler, error_response=error_response)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 
-from kfast.protocol import InitProducerIdResponse, api_keys, errors
+from kfast.protocol import AllocateProducerIdsResponse, InitProducerIdResponse, api_keys, errors
 from kfast.server.apis import KafkaApis, RequestContext
 
 INIT_PRODUCER_ID = api_keys.BY_NAME["InitProducerId"].key
@@ -54,3 +54,17 @@ def _error_response(ctx, request, error):
 
 def register(apis: KafkaApis) -> None:
     apis.register(INIT_PRODUCER_ID, handle_init_producer_id, error_response=_error_response)
+
+
+async def handle_allocate_producer_ids(ctx: RequestContext, request):
+    """AllocateProducerIds on the controller listener: a block of producer
+    ids for a broker of the cluster (the active controller's)."""
+    first, count = await ctx.broker.controller.allocate_producer_ids(request.broker_id)
+    return AllocateProducerIdsResponse(error_code=0, producer_id_start=first,
+                                       producer_id_len=count)
+
+
+def register_controller(apis: KafkaApis) -> None:
+    apis.register(api_keys.BY_NAME["AllocateProducerIds"].key, handle_allocate_producer_ids,
+                  error_response=lambda ctx, request, error: AllocateProducerIdsResponse(
+                      error_code=error.code))

@@ -1,6 +1,6 @@
 """KfastCluster: a KRaft controller quorum of real ``kfast serve`` processes.
 
-    with KfastCluster(controllers=3) as cluster:
+    with KfastCluster(controllers=3) as cluster:   # combined=True: brokers too
         leader = cluster.wait_for_leader()           # node id of the active controller
         cluster.kill(leader)                         # kill -9
         cluster.wait_until(lambda: cluster.leader() not in (None, leader))
@@ -11,7 +11,10 @@
 Each node is a separate process on 127.0.0.1 with its own free port and
 data directory, started from a server.properties the cluster writes. Nodes
 reach each other only through FaultProxy links (one per direction), so a
-test can partition the network while the processes run. Everything the
+test can partition the network while the processes run. With
+``combined=True`` every node is also a broker (process.roles=broker,
+controller) with a client listener of its own (``bootstrap_servers``);
+clients reach brokers directly, not through the proxies. Everything the
 cluster started is killed and removed by ``close()`` (the context manager
 calls it), also when a test fails.
 """
@@ -41,9 +44,10 @@ def _free_port() -> int:
 
 
 class ClusterNode:
-    def __init__(self, node_id: int, port: int, data_dir: str):
+    def __init__(self, node_id: int, port: int, data_dir: str, broker_port: int | None = None):
         self.node_id = node_id
-        self.port = port
+        self.port = port                    # the controller listener
+        self.broker_port = broker_port      # the client listener of a combined node
         self.data_dir = data_dir
         self.config_path = os.path.join(data_dir, "server.properties")
         self.log_path = os.path.join(data_dir, "kfast.log")
@@ -56,7 +60,8 @@ class ClusterNode:
 
 class KfastCluster:
     def __init__(self, controllers: int = 3, overrides: dict | None = None,
-                 base_dir: str | None = None):
+                 base_dir: str | None = None, combined: bool = False):
+        self.combined = combined
         self._own_dir = base_dir is None
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kfast-cluster-")
         self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
@@ -65,7 +70,8 @@ class KfastCluster:
         for node_id in range(1, controllers + 1):
             data_dir = os.path.join(self.base_dir, f"node-{node_id}")
             os.makedirs(data_dir, exist_ok=True)
-            self.nodes[node_id] = ClusterNode(node_id, _free_port(), data_dir)
+            self.nodes[node_id] = ClusterNode(node_id, _free_port(), data_dir,
+                                              _free_port() if combined else None)
         # links[(a, b)]: the proxy node a uses to reach node b.
         self.links: dict[tuple[int, int], FaultProxy] = {}
         for a in self.nodes:
@@ -79,13 +85,16 @@ class KfastCluster:
         voters = ",".join(
             f"{other}@127.0.0.1:{self.nodes[other].port if other == node.node_id else self.links[(node.node_id, other)].port}"
             for other in sorted(self.nodes))
+        listeners = f"CONTROLLER://127.0.0.1:{node.port}"
+        if self.combined:
+            listeners = f"PLAINTEXT://127.0.0.1:{node.broker_port}," + listeners
         properties = {
-            "process.roles": "controller",
+            "process.roles": "broker,controller" if self.combined else "controller",
             "node.id": node.node_id,
             "controller.quorum.voters": voters,
-            "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
+            "listeners": listeners,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": os.path.join(node.data_dir, "data"),
             "cluster.id": self.cluster_id,
         }
@@ -93,12 +102,20 @@ class KfastCluster:
         with open(node.config_path, "w", encoding="utf-8") as f:
             f.writelines(f"{key}={value}\n" for key, value in properties.items())
 
+    @property
+    def bootstrap_servers(self) -> str:
+        """The brokers' client listeners (combined nodes)."""
+        return ",".join(f"127.0.0.1:{n.broker_port}" for n in self.nodes.values()
+                        if n.broker_port)
+
     # -- processes ------------------------------------------------------------------------
     def start(self) -> "KfastCluster":
         for node_id in self.nodes:
             self.start_node(node_id)
         for node_id in self.nodes:
             self.wait_listening(node_id)
+        if self.combined:
+            self.wait_for_brokers()
         return self
 
     def start_node(self, node_id: int) -> None:
@@ -119,9 +136,12 @@ class KfastCluster:
             if not node.alive:
                 raise RuntimeError(f"node {node_id} exited with {node.process.returncode}:\n"
                                    f"{self.log_tail(node_id)}")
+            ports = [node.port] + ([node.broker_port] if node.broker_port else [])
             try:
-                with socket.create_connection(("127.0.0.1", node.port), timeout=0.5):
-                    return True
+                for port in ports:
+                    with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                        pass
+                return True
             except OSError:
                 return False
         self.wait_until(listening, timeout, f"node {node_id} listening")
@@ -210,6 +230,35 @@ class KfastCluster:
             if state is not None and state.leader_id == node_id:
                 return node_id
         return None
+
+    def brokers(self, via: int | None = None) -> set[int]:
+        """The broker ids a Metadata request lists (combined nodes), asked of
+        ``via`` or of the first live node; empty if none answers."""
+        from kfast.client.connection import BlockingConnection
+        from kfast.protocol import MetadataRequest
+
+        nodes = [self.nodes[via]] if via is not None else \
+            [n for n in self.nodes.values() if n.alive]
+        for node in nodes:
+            try:
+                with BlockingConnection("127.0.0.1", node.broker_port,
+                                        request_timeout=2) as connection:
+                    response = connection.send(MetadataRequest(topics=[]))
+                return {b.node_id for b in response.brokers}
+            except Exception:
+                continue
+        return set()
+
+    def wait_for_brokers(self, expected: set[int] | None = None,
+                         timeout: float = _READY_TIMEOUT_S) -> None:
+        """Until every live node's Metadata lists ``expected`` (default: the
+        live nodes) as the cluster's brokers."""
+        def listed():
+            want = expected if expected is not None else \
+                {n.node_id for n in self.nodes.values() if n.alive}
+            return all(self.brokers(n.node_id) == want
+                       for n in self.nodes.values() if n.alive)
+        self.wait_until(listed, timeout, "the brokers in service")
 
     def wait_for_leader(self, timeout: float = _READY_TIMEOUT_S, exclude=()) -> int:
         found: list[int] = []

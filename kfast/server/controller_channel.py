@@ -1,0 +1,245 @@
+"""How a broker reaches the active controller of its quorum (Kafka's
+NodeToControllerChannelManager, BrokerLifecycleManager and
+ForwardingManager, for a broker in the same process as a controller).
+
+``ControllerChannel.send(body)`` delivers a request to whichever controller
+is active: the one the local Raft layer names as leader, else each voter in
+turn, retrying on NOT_CONTROLLER and on connection failures until a
+deadline. Every broker-to-controller request takes this path, also when the
+active controller is in this very process, so one code path serves all.
+
+``QuorumControllerClient`` is what KafkaBroker holds as ``controller`` in a
+cluster: the committed metadata image and its subscription come from the
+local controller's replica of the metadata log (combined nodes replay every
+committed record); writes go to the active controller as Kafka's RPCs
+(BrokerRegistration + BrokerHeartbeat, CreateTopics, AllocateProducerIds).
+Client admin requests are forwarded whole by KafkaApis (``forward``).
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+
+from kfast.client.connection import BrokerConnection
+from kfast.controller.cluster_control import SECURITY_PROTOCOLS
+from kfast.controller.feature_control import METADATA_VERSION, METADATA_VERSION_LEVEL
+from kfast.protocol import (
+    AllocateProducerIdsRequest,
+    BrokerHeartbeatRequest,
+    BrokerRegistrationRequest,
+    CreateTopicsRequest,
+    api_keys,
+    errors,
+)
+
+logger = logging.getLogger(__name__)
+
+_NOT_CONTROLLER = errors.NotControllerException.code
+# Admin requests a broker forwards to the active controller (Kafka forwards
+# these through its ForwardingManager).
+FORWARDED_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
+    "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs",
+    "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments", "UpdateFeatures",
+    "DescribeQuorum"))
+
+
+def _error_codes(response):
+    """Every error_code in a response body, top level and one level down."""
+    codes = [getattr(response, "error_code", 0)]
+    for field in ("topics", "results", "responses", "replica_election_results"):
+        for item in getattr(response, field, None) or ():
+            codes.append(getattr(item, "error_code", 0))
+            for partition in getattr(item, "partitions", None) or ():
+                codes.append(getattr(partition, "error_code", 0))
+    return codes
+
+
+class ControllerChannel:
+    def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], leader_hint,
+                 request_timeout: float = 30.0):
+        self.node_id = node_id
+        self.voters = dict(voters)
+        self._leader_hint = leader_hint       # () -> the leader id this node knows, or -1
+        self.request_timeout = request_timeout
+        self._connections: dict[int, BrokerConnection] = {}
+        self._next = 0
+
+    def _candidates(self) -> list[int]:
+        leader = self._leader_hint()
+        order = sorted(self.voters)
+        start = self._next % len(order)
+        rotated = order[start:] + order[:start]
+        return ([leader] if leader in self.voters else []) + \
+            [v for v in rotated if v != leader]
+
+    async def _connection(self, node_id: int) -> BrokerConnection:
+        connection = self._connections.get(node_id)
+        if connection is None or not connection.connected:
+            host, port = self.voters[node_id]
+            connection = await asyncio.wait_for(BrokerConnection.open(
+                host, port, client_id=f"broker-{self.node_id}-to-controller",
+                request_timeout=self.request_timeout), 5)
+            self._connections[node_id] = connection
+        return connection
+
+    async def send(self, body, api_key: int | None = None, version: int | None = None,
+                   timeout: float | None = None):
+        """The active controller's response to ``body``; raises
+        NotControllerException if no controller took it before the deadline."""
+        deadline = time.monotonic() + (timeout or self.request_timeout)
+        backoff = 0.02
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            for node_id in self._candidates():
+                try:
+                    connection = await self._connection(node_id)
+                    response = await connection.send(body, api_key=api_key, version=version)
+                except Exception as exc:   # a controller that is down: try the next
+                    last = exc
+                    stale = self._connections.pop(node_id, None)
+                    if stale is not None:
+                        await stale.close()
+                    continue
+                if _NOT_CONTROLLER in _error_codes(response):
+                    last = errors.NotControllerException(f"controller {node_id} is not active")
+                    self._next += 1
+                    continue
+                return response
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 0.5)
+        raise errors.NotControllerException(f"No active controller answered: {last}")
+
+    async def close(self) -> None:
+        for connection in list(self._connections.values()):
+            await connection.close()
+        self._connections.clear()
+
+
+class Forwarder:
+    """KafkaApis' hook: an admin request this node's controller cannot
+    answer (it is not the active one) goes whole to the one that can, at the
+    client's version, and its response comes back unchanged."""
+
+    def __init__(self, channel: ControllerChannel, local):
+        self.channel = channel
+        self.local = local
+
+    def wants(self, api_key: int) -> bool:
+        return api_key in FORWARDED_APIS and not self.local.is_active
+
+    async def forward(self, api_key: int, version: int, request):
+        return await self.channel.send(request, api_key=api_key, version=version)
+
+
+class QuorumControllerClient:
+    """KafkaBroker's ``controller`` in a cluster (see the module docstring).
+    Reads (image, subscribe, feature levels, quorum state on the active node)
+    are the local controller's; anything else a broker-side handler calls is
+    reached only when the local controller is active (KafkaApis forwards
+    those requests otherwise), so it is delegated to it."""
+
+    def __init__(self, local, channel: ControllerChannel, config, cluster_id: str):
+        self.local = local                  # this node's RaftQuorumController
+        self.channel = channel
+        self.config = config
+        self.cluster_id = cluster_id
+        self.broker_epoch = -1
+        self._heartbeat_task: asyncio.Task | None = None
+        self.fenced = True
+        self._in_service = asyncio.Event()
+
+    def __getattr__(self, name):
+        return getattr(self.local, name)
+
+    @property
+    def image(self):
+        return self.local.image
+
+    async def start(self) -> None:
+        """The local controller is started by the ControllerServer."""
+
+    async def shutdown(self) -> None:
+        """Controlled shutdown: a last heartbeat asks to shut down, so the
+        active controller moves this broker's leaderships away first."""
+        if self._heartbeat_task is not None:
+            self._heartbeat_task.cancel()
+            await asyncio.gather(self._heartbeat_task, return_exceptions=True)
+            try:
+                await asyncio.wait_for(self._heartbeat(want_shut_down=True), 5)
+            except (errors.KafkaError, asyncio.TimeoutError) as exc:
+                logger.warning("controlled shutdown not acknowledged: %s", exc)
+        await self.channel.close()
+
+    # -- membership ------------------------------------------------------------------------
+    async def register_broker(self, broker_id: int, incarnation_id: uuid.UUID, listeners,
+                              rack: str | None) -> int:
+        """BrokerRegistration with the active controller, then heartbeats every
+        broker.heartbeat.interval.ms; returns the broker epoch."""
+        request = BrokerRegistrationRequest(
+            broker_id=broker_id, cluster_id=self.cluster_id, incarnation_id=incarnation_id,
+            listeners=[BrokerRegistrationRequest.Listener(
+                name=e.name, host=e.host, port=e.port,
+                security_protocol=SECURITY_PROTOCOLS[e.security_protocol]) for e in listeners],
+            features=[BrokerRegistrationRequest.Feature(
+                name=METADATA_VERSION, min_supported_version=1,
+                max_supported_version=METADATA_VERSION_LEVEL)],
+            rack=rack)
+        response = await self.channel.send(request, timeout=60)
+        if response.error_code:
+            raise errors.for_code(response.error_code)("broker registration refused")
+        self.broker_epoch = response.broker_epoch
+        self._broker_id = broker_id
+        await self._heartbeat()
+        self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
+        return self.broker_epoch
+
+    async def _heartbeat(self, want_shut_down: bool = False):
+        response = await self.channel.send(BrokerHeartbeatRequest(
+            broker_id=self._broker_id, broker_epoch=self.broker_epoch,
+            current_metadata_offset=self.local.image.offset, want_fence=False,
+            want_shut_down=want_shut_down), timeout=10)
+        if response.error_code == 0 and response.is_fenced != self.fenced:
+            self.fenced = response.is_fenced
+            if not self.fenced:
+                self._in_service.set()
+            logger.info("broker %d is %s", self._broker_id,
+                        "fenced" if self.fenced else "unfenced (in service)")
+        return response
+
+    async def wait_in_service(self, timeout: float = 60.0) -> None:
+        """Until the active controller has unfenced this broker."""
+        await asyncio.wait_for(self._in_service.wait(), timeout)
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.config["broker.heartbeat.interval.ms"] / 1000
+        while True:
+            # While fenced, beat often: the broker is unfenced as soon as it
+            # has caught up, not a whole interval later (Kafka's
+            # BrokerLifecycleManager does the same until it is in service).
+            await asyncio.sleep(min(interval, 0.05) if self.fenced else interval)
+            try:
+                await self._heartbeat()
+            except errors.KafkaError as exc:
+                logger.warning("broker heartbeat failed: %s", exc)
+
+    # -- writes a broker makes itself ------------------------------------------------------
+    async def auto_create_topics(self, names, num_partitions=None, replication_factor=None,
+                                 configs=None) -> dict[str, int]:
+        Topic = CreateTopicsRequest.CreatableTopic
+        request = CreateTopicsRequest(timeout_ms=30_000, topics=[Topic(
+            name=name, num_partitions=-1 if num_partitions is None else num_partitions,
+            replication_factor=-1 if replication_factor is None else replication_factor,
+            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                     for k, v in (configs or {}).items()])
+            for name in dict.fromkeys(names)])
+        response = await self.channel.send(request)
+        return {t.name: t.error_code for t in response.topics}
+
+    async def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
+        response = await self.channel.send(AllocateProducerIdsRequest(
+            broker_id=broker_id, broker_epoch=self.broker_epoch))
+        if response.error_code:
+            raise errors.for_code(response.error_code)("producer id block refused")
+        return response.producer_id_start, response.producer_id_len

@@ -1,0 +1,62 @@
+"""KafkaRaftServer: a combined node (``process.roles=broker,controller``) of a
+multi-node cluster, Kafka's KafkaRaftServer with its ControllerServer and
+BrokerServer sharing one metadata log.
+
+    process.roles=broker,controller
+    node.id=1
+    controller.quorum.voters=1@127.0.0.1:9093,2@127.0.0.1:9095,3@127.0.0.1:9097
+    listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093
+    controller.listener.names=CONTROLLER
+
+Start: the ControllerServer (the node's voter in the quorum, its replica
+of the metadata log, the controller listener), then the broker: its logs,
+its partitions from the committed metadata image the local controller
+replays, its listeners, and its registration with the active controller
+(BrokerRegistration + heartbeats through a ControllerChannel). Admin
+requests a client sends to the broker are forwarded to the active
+controller when that is not this node. Shutdown: the broker first (a
+heartbeat asking to shut down moves its leaderships), then the controller
+(a leader resigns).
+"""
+from __future__ import annotations
+
+from kfast.config import KafkaConfig
+from kfast.server.broker import KafkaBroker
+from kfast.server.controller_channel import ControllerChannel, Forwarder, QuorumControllerClient
+from kfast.server.controller_server import ControllerServer
+
+
+class KafkaRaftServer:
+    def __init__(self, config: KafkaConfig):
+        self.config = config
+        self.controller_server = ControllerServer(config)
+        self.broker = KafkaBroker(config, controller_factory=self._controller_client)
+        self.node_id = config.node_id
+
+    def _controller_client(self, broker: KafkaBroker, loop) -> QuorumControllerClient:
+        local = self.controller_server.controller
+        channel = ControllerChannel(self.node_id, self.controller_server.voters,
+                                    leader_hint=lambda: local.leader_id)
+        broker.forwarder = Forwarder(channel, local)
+        return QuorumControllerClient(local, channel, self.config,
+                                      self.controller_server.cluster_id)
+
+    @property
+    def started(self) -> bool:
+        return self.broker.started and self.controller_server.started
+
+    @property
+    def bound_ports(self) -> dict[str, int]:
+        return {**self.controller_server.bound_ports, **self.broker.bound_ports}
+
+    async def start(self) -> None:
+        await self.controller_server.start()
+        try:
+            await self.broker.start()
+        except BaseException:
+            await self.controller_server.shutdown()
+            raise
+
+    async def shutdown(self) -> None:
+        await self.broker.shutdown()
+        await self.controller_server.shutdown()
