@@ -6,7 +6,8 @@ it only for the duration of the call, so the index may be resized or closed
 between calls.
 """
 from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
-from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyObject_GetBuffer, PyBuffer_Release
+from cpython.exc cimport PyErr_SetFromErrno
 
 
 cdef inline int64_t _be32(const uint8_t* p) noexcept nogil:
@@ -161,3 +162,72 @@ def offset_index_lookup(buf, Py_ssize_t entries, int64_t base_offset, int64_t ta
         position = _be32(base + slot * 8 + 4)
     PyBuffer_Release(&view)
     return base_offset + found_relative, position
+
+
+from posix.mman cimport (MAP_FAILED, MAP_SHARED, MS_SYNC, PROT_READ, PROT_WRITE, mmap,
+                         msync, munmap)
+
+
+cdef class FileMapping:
+    """A shared mapping of ``length`` bytes of the file ``fd``, which the
+    caller may close right away (Python's ``mmap.mmap`` keeps a dup() of the
+    descriptor for as long as it lives: one descriptor per mapped index).
+    A buffer like mmap's: readable, writable when ``writable``; ``close``
+    refuses while a buffer is exported (BufferError), so a search in
+    progress never reads unmapped memory."""
+
+    cdef char* _address
+    cdef Py_ssize_t _length
+    cdef bint _writable
+    cdef Py_ssize_t _exports
+
+    def __cinit__(self, int fd, Py_ssize_t length, bint writable):
+        if length <= 0:
+            raise ValueError("cannot map an empty file")
+        cdef void* address = mmap(NULL, length, PROT_READ | (PROT_WRITE if writable else 0),
+                                  MAP_SHARED, fd, 0)
+        if address == MAP_FAILED:
+            PyErr_SetFromErrno(OSError)
+        self._address = <char*>address
+        self._length = length
+        self._writable = writable
+
+    def __len__(self):
+        return self._length
+
+    @property
+    def closed(self) -> bool:
+        return self._address == NULL
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        if self._address == NULL:
+            raise ValueError("mapping closed")
+        PyBuffer_FillInfo(view, self, self._address, self._length, not self._writable, flags)
+        self._exports += 1
+
+    def __releasebuffer__(self, Py_buffer* view):
+        self._exports -= 1
+
+    def __getitem__(self, key):
+        return memoryview(self)[key]
+
+    def __setitem__(self, key, value):
+        memoryview(self)[key] = value
+
+    def flush(self):
+        """msync: the written entries reach the file."""
+        if self._address != NULL and self._writable:
+            if msync(self._address, self._length, MS_SYNC) != 0:
+                PyErr_SetFromErrno(OSError)
+
+    def close(self):
+        if self._address == NULL:
+            return
+        if self._exports:
+            raise BufferError("cannot close exported pointers exist")
+        munmap(self._address, self._length)
+        self._address = NULL
+
+    def __dealloc__(self):
+        if self._address != NULL:
+            munmap(self._address, self._length)

@@ -16,13 +16,13 @@ byte position in the segment's .log file.
 """
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import threading
 from typing import NamedTuple
 
 from kfast._ext.index import (
+    FileMapping,
     first_unordered_slot,
     largest_lower_bound_slot,
     offset_index_lookup,
@@ -98,9 +98,9 @@ class AbstractIndex(IndexState):
 
     # No descriptor is kept open (as Kafka's AbstractIndex closes its
     # RandomAccessFile once mapped): a mapping outlives the descriptor it was
-    # made from, and the buffered active index reaches its file only on
-    # flush, resize and trim. A partition holds one descriptor (its active
-    # .log), not three.
+    # made from (FileMapping: Python's mmap would keep a dup of it), and the
+    # buffered active index reaches its file only on flush, resize and trim.
+    # A partition holds one descriptor (its active .log), not three.
 
     def __init__(self, path: str, base_offset: int, max_index_size: int = -1,
                  writable: bool = True, discard_entries: bool = False):
@@ -166,8 +166,7 @@ class AbstractIndex(IndexState):
         else:
             fd = self._open()
             try:
-                self._view = mmap.mmap(fd, length, access=mmap.ACCESS_WRITE if self._writable
-                                       else mmap.ACCESS_READ)
+                self._view = FileMapping(fd, length, self._writable)
             finally:
                 os.close(fd)
 
