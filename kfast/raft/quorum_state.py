@@ -108,12 +108,26 @@ class LeaderState:
     epoch_start_offset: int
     voters: tuple[int, ...]
     check_quorum_deadline_ms: int
+    elected_ms: int = 0
     high_watermark: int = -1
     replicas: dict = field(default_factory=dict)        # node id -> ReplicaState
     begin_epoch_acked: set = field(default_factory=set)
-    # Voters that fetched since the last check-quorum deadline.
-    fetched_since_check: set = field(default_factory=set)
     name = "Leader"
+
+    def update_check_quorum_deadline(self, timeout_ms: int, majority: int) -> int:
+        """When this leader must resign unless more voters fetch: a majority
+        (itself included) must have fetched within ``timeout_ms``, so the
+        deadline runs from the fetch of the voter that completes the
+        majority, most recent first (Kafka's LeaderState check-quorum timer,
+        reset as fetches arrive rather than once per window)."""
+        others = sorted((max(self.replica(v).last_fetch_ms, self.elected_ms)
+                         for v in self.voters if v != self.leader_id), reverse=True)
+        needed = majority - 1
+        if needed <= 0:
+            self.check_quorum_deadline_ms = 2**62
+        else:
+            self.check_quorum_deadline_ms = others[needed - 1] + timeout_ms
+        return self.check_quorum_deadline_ms
 
     def replica(self, node_id: int) -> ReplicaState:
         state = self.replicas.get(node_id)
@@ -247,7 +261,7 @@ class QuorumState:
             raise AssertionError(f"{self.node_id}: Leader from {self.state.name}")
         self._persist(self.epoch, leader_id=self.node_id, voted_id=self.node_id)
         self.state = LeaderState(self.epoch, self.node_id, epoch_start_offset, self.voters,
-                                 now_ms + self.check_quorum_timeout())
+                                 now_ms + self.check_quorum_timeout(), elected_ms=now_ms)
         return self.state
 
     def check_quorum_timeout(self) -> int:

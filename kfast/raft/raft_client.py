@@ -412,13 +412,12 @@ class RaftClient:
                 self._send(now_ms, voter, request)
 
     def _poll_leader(self, now_ms: int, state: LeaderState) -> None:
-        if now_ms >= state.check_quorum_deadline_ms:
-            fetched = state.fetched_since_check | {self.node_id}
-            if len(fetched & set(self.quorum.voters)) < self.quorum.majority:
-                self._resign(now_ms, state)
-                return
-            state.fetched_since_check = set()
-            state.check_quorum_deadline_ms = now_ms + self.quorum.check_quorum_timeout()
+        if now_ms >= state.update_check_quorum_deadline(self.quorum.check_quorum_timeout(),
+                                                        self.quorum.majority):
+            # No majority has fetched within the timeout: this leader may be
+            # cut off, and a new one elected on the other side.
+            self._resign(now_ms, state)
+            return
         for voter in self._other_voters():
             if voter not in state.begin_epoch_acked and self.requests.is_ready(voter, now_ms):
                 self._send(now_ms, voter, BeginQuorumEpochRequest(self.node_id, state.epoch))
@@ -582,7 +581,6 @@ class RaftClient:
         replica.end_offset = body.fetch_offset
         replica.last_fetch_ms = now_ms
         if body.replica_id in self.quorum.voters:
-            state.fetched_since_check.add(body.replica_id)
             state.begin_epoch_acked.add(body.replica_id)
             if state.update_high_watermark():
                 self._complete_parked_fetches(now_ms)

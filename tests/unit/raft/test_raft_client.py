@@ -193,3 +193,17 @@ def test_propose_on_a_follower_is_refused():
     c = client(state=ElectionState(3, leader_id=2))
     with pytest.raises(NotLeaderException):
         c.propose(0, ["x"])
+
+
+def test_a_leader_resigns_one_check_quorum_timeout_after_the_majority_last_fetched():
+    """The timer runs from the fetch that completed the majority, not from
+    fixed windows: a leader cut off just after a check does not lead on for
+    a second window."""
+    c = client(log=MemoryReplicatedLog(), state=ElectionState(1))
+    elect(c, now=0)
+    timeout = c.quorum.check_quorum_timeout()
+    c.handle(timeout - 10, request(FetchRequest(2, c.epoch, 0, 0, 0), correlation_id=201))
+    c.poll(2 * timeout - 11)
+    assert c.is_leader
+    c.poll(2 * timeout - 10)
+    assert c.state_name == "Resigned"
