@@ -66,20 +66,28 @@ class ControllerServer:
     ``supported_features()``) have the meaning they have on KafkaBroker;
     ``raft_manager`` is what the quorum handlers talk to."""
 
-    def __init__(self, config: KafkaConfig):
+    def __init__(self, config: KafkaConfig, observer: bool = False):
+        """``observer``: a broker-only node's member of the quorum, which
+        follows the metadata log without voting and serves no controller
+        listener (Kafka's SharedServer without a ControllerServer)."""
         self.config = self.current_config = config
         self.node_id = config.node_id
+        self.observer = observer
         if self.node_id < 0:
-            raise ConfigException("node.id", self.node_id, "A controller needs a node.id")
+            raise ConfigException("node.id", self.node_id, "A KRaft node needs a node.id")
         try:
             self.voters = parse_quorum_voters(config["controller.quorum.voters"])
         except ValueError as exc:
             raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
                                   str(exc)) from exc
-        if self.node_id not in self.voters:
+        if not self.voters:
+            raise ConfigException("controller.quorum.voters", "",
+                                  "A node of a multi-node cluster needs the quorum's voters")
+        if (self.node_id in self.voters) == observer:
             raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
-                                  f"node.id {self.node_id} is not one of the voters")
-        self.listeners = controller_listeners(config)
+                                  f"node.id {self.node_id} is "
+                                  f"{'one' if observer else 'not one'} of the voters")
+        self.listeners = [] if observer else controller_listeners(config)
         self.metadata_dir = config.get("metadata.log.dir") or config["log.dirs"][0]
         self.cluster_id: str | None = config["cluster.id"]
         self.controller: RaftQuorumController | None = None
@@ -145,10 +153,12 @@ class ControllerServer:
             await self.shutdown()
             raise
         self.started = True
-        logger.info("kfast controller %d ready in %.1f ms, quorum voters %s, listening on %s "
-                    "(cluster %s)", self.node_id, (time.perf_counter() - began) * 1000,
+        logger.info("kfast %s %d ready in %.1f ms, quorum voters %s, listening on %s "
+                    "(cluster %s)", "metadata observer" if self.observer else "controller",
+                    self.node_id, (time.perf_counter() - began) * 1000,
                     ",".join(f"{n}@{h}:{p}" for n, (h, p) in sorted(self.voters.items())),
-                    ", ".join(f"{n}://{h}:{p}" for n, h, p in self.listeners), self.cluster_id)
+                    ", ".join(f"{n}://{h}:{p}" for n, h, p in self.listeners) or "-",
+                    self.cluster_id)
 
     async def shutdown(self, timeout: float = 30.0) -> None:
         loop = asyncio.get_running_loop()

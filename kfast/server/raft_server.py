@@ -1,6 +1,8 @@
-"""KafkaRaftServer: a combined node (``process.roles=broker,controller``) of a
-multi-node cluster, Kafka's KafkaRaftServer with its ControllerServer and
-BrokerServer sharing one metadata log.
+"""KafkaRaftServer: a broker of a multi-node cluster, Kafka's KafkaRaftServer
+with its BrokerServer and the node's member of the metadata quorum sharing
+one metadata log: a voting ControllerServer on a combined node
+(``process.roles=broker,controller``), a non-voting observer of the log on
+a broker-only node (``process.roles=broker``).
 
     process.roles=broker,controller
     node.id=1
@@ -29,7 +31,8 @@ from kfast.server.controller_server import ControllerServer
 class KafkaRaftServer:
     def __init__(self, config: KafkaConfig):
         self.config = config
-        self.controller_server = ControllerServer(config)
+        observer = "controller" not in config["process.roles"]
+        self.controller_server = ControllerServer(config, observer=observer)
         self.broker = KafkaBroker(config, controller_factory=self._controller_client)
         self.node_id = config.node_id
 

@@ -60,22 +60,25 @@ class ClusterNode:
 
 class KfastCluster:
     def __init__(self, controllers: int = 3, overrides: dict | None = None,
-                 base_dir: str | None = None, combined: bool = False):
+                 base_dir: str | None = None, combined: bool = False, brokers: int = 0):
         self.combined = combined
         self._own_dir = base_dir is None
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kfast-cluster-")
         self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
         self.overrides = dict(overrides or {})
         self.nodes: dict[int, ClusterNode] = {}
-        for node_id in range(1, controllers + 1):
+        self.controller_ids = tuple(range(1, controllers + 1))
+        for node_id in range(1, controllers + brokers + 1):
             data_dir = os.path.join(self.base_dir, f"node-{node_id}")
             os.makedirs(data_dir, exist_ok=True)
-            self.nodes[node_id] = ClusterNode(node_id, _free_port(), data_dir,
-                                              _free_port() if combined else None)
-        # links[(a, b)]: the proxy node a uses to reach node b.
+            is_controller = node_id in self.controller_ids
+            self.nodes[node_id] = ClusterNode(
+                node_id, _free_port() if is_controller else None, data_dir,
+                _free_port() if combined or not is_controller else None)
+        # links[(a, b)]: the proxy node a uses to reach controller b.
         self.links: dict[tuple[int, int], FaultProxy] = {}
         for a in self.nodes:
-            for b in self.nodes:
+            for b in self.controller_ids:
                 if a != b:
                     self.links[(a, b)] = FaultProxy(self.nodes[b].port).start()
         for node in self.nodes.values():
@@ -84,12 +87,14 @@ class KfastCluster:
     def _write_config(self, node: ClusterNode) -> None:
         voters = ",".join(
             f"{other}@127.0.0.1:{self.nodes[other].port if other == node.node_id else self.links[(node.node_id, other)].port}"
-            for other in sorted(self.nodes))
-        listeners = f"CONTROLLER://127.0.0.1:{node.port}"
-        if self.combined:
-            listeners = f"PLAINTEXT://127.0.0.1:{node.broker_port}," + listeners
+            for other in self.controller_ids)
+        roles = (["broker"] if node.broker_port else []) + \
+            (["controller"] if node.port else [])
+        listeners = ",".join(
+            ([f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.broker_port else []) +
+            ([f"CONTROLLER://127.0.0.1:{node.port}"] if node.port else []))
         properties = {
-            "process.roles": "broker,controller" if self.combined else "controller",
+            "process.roles": ",".join(roles),
             "node.id": node.node_id,
             "controller.quorum.voters": voters,
             "listeners": listeners,
@@ -114,7 +119,7 @@ class KfastCluster:
             self.start_node(node_id)
         for node_id in self.nodes:
             self.wait_listening(node_id)
-        if self.combined:
+        if any(n.broker_port for n in self.nodes.values()):
             self.wait_for_brokers()
         return self
 
@@ -136,7 +141,7 @@ class KfastCluster:
             if not node.alive:
                 raise RuntimeError(f"node {node_id} exited with {node.process.returncode}:\n"
                                    f"{self.log_tail(node_id)}")
-            ports = [node.port] + ([node.broker_port] if node.broker_port else [])
+            ports = [p for p in (node.port, node.broker_port) if p]
             try:
                 for port in ports:
                     with socket.create_connection(("127.0.0.1", port), timeout=0.5):
@@ -179,7 +184,7 @@ class KfastCluster:
 
     # -- network faults -------------------------------------------------------------------
     def isolate(self, node_id: int, mode: str = DROP) -> None:
-        """Cut ``node_id`` off from every other node, both directions."""
+        """Cut ``node_id`` off from the controllers, both directions."""
         for (a, b), proxy in self.links.items():
             if node_id in (a, b):
                 proxy.set_mode(mode)
@@ -223,7 +228,7 @@ class KfastCluster:
     def leader(self, exclude=()) -> int | None:
         """The node that answers DescribeQuorum as the quorum's leader (an
         isolated old leader may still think it leads: ``exclude`` it)."""
-        for node_id in self.nodes:
+        for node_id in self.controller_ids:
             if node_id in exclude:
                 continue
             state = self.describe_quorum(node_id, timeout=2.0)
@@ -238,7 +243,7 @@ class KfastCluster:
         from kfast.protocol import MetadataRequest
 
         nodes = [self.nodes[via]] if via is not None else \
-            [n for n in self.nodes.values() if n.alive]
+            [n for n in self.nodes.values() if n.alive and n.broker_port]
         for node in nodes:
             try:
                 with BlockingConnection("127.0.0.1", node.broker_port,
@@ -255,9 +260,9 @@ class KfastCluster:
         live nodes) as the cluster's brokers."""
         def listed():
             want = expected if expected is not None else \
-                {n.node_id for n in self.nodes.values() if n.alive}
+                {n.node_id for n in self.nodes.values() if n.alive and n.broker_port}
             return all(self.brokers(n.node_id) == want
-                       for n in self.nodes.values() if n.alive)
+                       for n in self.nodes.values() if n.alive and n.broker_port)
         self.wait_until(listed, timeout, "the brokers in service")
 
     def wait_for_leader(self, timeout: float = _READY_TIMEOUT_S, exclude=()) -> int:

@@ -66,22 +66,15 @@ def _configure_logging() -> None:
 
 def new_server(config: KafkaConfig):
     """The server ``process.roles`` asks for: a controller of a quorum, a
-    combined node of a multi-node cluster, or the embedded single node
-    (broker and controller, one voter)."""
+    broker (combined with a controller, or broker-only) of a multi-node
+    cluster, or the embedded single node (broker and controller, one voter)."""
     roles = set(config["process.roles"])
     voters = config["controller.quorum.voters"]
     if roles == {"controller"}:
         from kfast.server.controller_server import ControllerServer
 
         return ControllerServer(config)
-    if roles == {"broker"}:
-        # A broker-only node would follow the metadata log as a Raft
-        # observer; kfast cannot do that yet. Saying so beats running as a
-        # separate one-node cluster, which is what ignoring the setting did.
-        raise ConfigException("process.roles", "broker",
-                              "broker-only nodes are not supported yet: run brokers as "
-                              "process.roles=broker,controller")
-    if roles == {"broker", "controller"} and len(voters) > 1:
+    if roles == {"broker"} or (roles == {"broker", "controller"} and len(voters) > 1):
         from kfast.server.raft_server import KafkaRaftServer
 
         return KafkaRaftServer(config)

@@ -103,3 +103,32 @@ def test_a_killed_broker_is_fenced_and_returns_with_its_data(kfast_cluster):
                        15, "its partitions led again")
     values = consume_all(cluster.bootstrap_servers, "events", 600, "g2")
     assert sorted(values) == sorted(f"before-{i}" for i in range(600))
+
+
+@pytest.mark.kfast_cluster_config(controllers=3, brokers=2, overrides={
+    "broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200})
+def test_three_controllers_and_two_brokers(kfast_cluster):
+    """Broker-only nodes follow the metadata log as observers (they fetch it
+    from the leader without voting), register with the active controller,
+    and carry on through its kill -9."""
+    cluster = kfast_cluster
+    assert cluster.brokers() == {4, 5}
+    leader = cluster.wait_for_leader()
+    state = cluster.describe_quorum(leader)
+    assert sorted(v.replica_id for v in state.current_voters) == [1, 2, 3]
+    cluster.wait_until(lambda: sorted(o.replica_id for o in
+                                      cluster.describe_quorum(leader).observers) == [4, 5],
+                       10, "the brokers as observers")
+    create(cluster.bootstrap_servers, "orders", 4)
+    cluster.wait_until(lambda: len(leaders(cluster.bootstrap_servers, "orders")) == 4, 10,
+                       "the topic")
+    assert set(leaders(cluster.bootstrap_servers, "orders").values()) == {4, 5}
+    produce(cluster.bootstrap_servers, "orders", 400)
+    cluster.kill(leader)
+    # The admin request goes through a broker to whichever controller is
+    # active now.
+    create(cluster.bootstrap_servers, "after-failover", 2)
+    cluster.wait_until(lambda: len(leaders(cluster.bootstrap_servers, "after-failover")) == 2,
+                       10, "the topic created after the failover")
+    assert sorted(consume_all(cluster.bootstrap_servers, "orders", 400, "g3")) == \
+        sorted(f"v{i}" for i in range(400))
