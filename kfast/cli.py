@@ -24,6 +24,7 @@ COMMANDS = {
     "groups": "kfast.tools.groups",
     "storage": "kfast.tools.storage",
     "metadata-quorum": "kfast.tools.metadata_quorum",
+    "cluster": "kfast.tools.cluster",
 }
 
 

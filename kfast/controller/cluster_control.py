@@ -103,6 +103,16 @@ class ClusterControlManager:
             return ControllerResult(False, [UnfenceBrokerRecord(id=broker_id, epoch=broker_epoch)])
         return ControllerResult(registration.fenced, [])
 
+    def unregister_broker(self, broker_id: int) -> ControllerResult:
+        """UnregisterBroker (kafka-cluster.sh unregister): the registration
+        is removed; a broker that comes back registers anew."""
+        registration = self.brokers.get(broker_id)
+        if registration is None:
+            raise errors.BrokerIdNotRegisteredException(
+                f"Broker ID {broker_id} is not currently registered")
+        return ControllerResult(None, [UnregisterBrokerRecord(broker_id=broker_id,
+                                                              broker_epoch=registration.epoch)])
+
     def fence_broker(self, broker_id: int) -> ControllerResult:
         """Take a registered broker out of service (its session expired or
         it shut down); response: its epoch."""

@@ -411,6 +411,15 @@ class QuorumController:
                                     self.replication_control.broker_unfenced(broker_id))
         return await self._run(operation)
 
+    async def unregister_broker(self, broker_id: int) -> None:
+        """Remove a broker's registration; its leaderships and ISR places go
+        first, as when it is fenced (Kafka's handleBrokerUnregistered)."""
+        def operation():
+            result = self.cluster_control.unregister_broker(broker_id)
+            return ControllerResult(None, self.replication_control.broker_fenced(broker_id) +
+                                    result.records)
+        await self._run(operation)
+
     async def fence_broker(self, broker_id: int) -> None:
         """Take a broker out of service: FenceBrokerRecord plus the
         leadership and ISR changes of its partitions."""

@@ -47,6 +47,7 @@ from kfast.protocol import (
     IncrementalAlterConfigsResponse,
     ListConfigResourcesResponse,
     ListPartitionReassignmentsResponse,
+    UnregisterBrokerResponse,
     UpdateFeaturesResponse,
     api_keys,
     errors,
@@ -612,8 +613,20 @@ def handle_list_config_resources(ctx: RequestContext, request):
     return ListConfigResourcesResponse(error_code=0, config_resources=resources)
 
 
+# -- UnregisterBroker ------------------------------------------------------------------------
+async def handle_unregister_broker(ctx: RequestContext, request):
+    await ctx.broker.controller.unregister_broker(request.broker_id)
+    return UnregisterBrokerResponse(error_code=0)
+
+
+def _unregister_broker_error(ctx, request, error):
+    return UnregisterBrokerResponse(error_code=error.code, error_message=_message(error))
+
+
 def register(apis: KafkaApis) -> None:
     key = api_keys.BY_NAME
+    apis.register(key["UnregisterBroker"].key, handle_unregister_broker,
+                  error_response=_unregister_broker_error)
     apis.register(key["CreateTopics"].key, handle_create_topics,
                   error_response=_create_topics_error)
     apis.register(key["DeleteTopics"].key, handle_delete_topics,

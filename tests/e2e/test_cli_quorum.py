@@ -97,3 +97,21 @@ def test_metadata_quorum_describe_status_and_replication(tmp_path):
         failed = kfast("metadata-quorum", "--bootstrap-controller", bootstrap, "describe",
                        "--status", check=False)
         assert failed.returncode == 1 and "cannot describe the quorum" in failed.stderr
+
+
+@pytest.mark.kfast_cluster_config(controllers=3, brokers=2, overrides={
+    "broker.session.timeout.ms": 1500, "broker.heartbeat.interval.ms": 200})
+def test_cluster_id_and_unregister_like_kafka_cluster_sh(kfast_cluster):
+    cluster = kfast_cluster
+    out = kfast("cluster", "cluster-id", "--bootstrap-server", cluster.bootstrap_servers).stdout
+    assert out.strip() == f"Cluster ID: {cluster.cluster_id}"
+    # A registered broker cannot simply vanish: stop it, unregister it, and
+    # the cluster no longer lists it (a fenced broker stays registered).
+    cluster.kill(5)
+    cluster.wait_for_brokers({4})
+    out = kfast("cluster", "unregister", "--bootstrap-server",
+                f"127.0.0.1:{cluster.nodes[4].broker_port}", "--id", "5").stdout
+    assert out.strip() == "Broker 5 is no longer registered."
+    again = kfast("cluster", "unregister", "--bootstrap-server",
+                  f"127.0.0.1:{cluster.nodes[4].broker_port}", "--id", "5", check=False)
+    assert again.returncode == 1 and "BrokerIdNotRegistered" in again.stderr
