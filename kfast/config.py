@@ -214,6 +214,8 @@ define("controller.quorum.request.timeout.ms", I, 2000,
        "Maximum time to wait for the answer to a quorum request.", at_least(0))
 define("controller.quorum.retry.backoff.ms", I, 20,
        "Time to wait before retrying a failed quorum request.", at_least(0))
+define("broker.rack", S, None, "Rack of the broker, used in rack-aware replica placement "
+       "(and by consumers fetching from the closest replica).")
 # Broker membership (KIP-631).
 define("broker.heartbeat.interval.ms", I, 2000,
        "The length of time in milliseconds between broker heartbeats.", at_least(1))

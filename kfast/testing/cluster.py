@@ -60,8 +60,12 @@ class ClusterNode:
 
 class KfastCluster:
     def __init__(self, controllers: int = 3, overrides: dict | None = None,
-                 base_dir: str | None = None, combined: bool = False, brokers: int = 0):
+                 base_dir: str | None = None, combined: bool = False, brokers: int = 0,
+                 node_overrides: dict[int, dict] | None = None):
+        """``overrides``: properties for every node; ``node_overrides``: per
+        node id, over those (``{4: {"broker.rack": "a"}}``)."""
         self.combined = combined
+        self.node_overrides = {k: dict(v) for k, v in (node_overrides or {}).items()}
         self._own_dir = base_dir is None
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kfast-cluster-")
         self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
@@ -104,6 +108,7 @@ class KfastCluster:
             "cluster.id": self.cluster_id,
         }
         properties.update(self.overrides)
+        properties.update(self.node_overrides.get(node.node_id, {}))
         with open(node.config_path, "w", encoding="utf-8") as f:
             f.writelines(f"{key}={value}\n" for key, value in properties.items())
 

@@ -132,3 +132,21 @@ def test_three_controllers_and_two_brokers(kfast_cluster):
                        10, "the topic created after the failover")
     assert sorted(consume_all(cluster.bootstrap_servers, "orders", 400, "g3")) == \
         sorted(f"v{i}" for i in range(400))
+
+
+@pytest.mark.kfast_cluster_config(controllers=3, combined=True, node_overrides={
+    1: {"broker.rack": "rack-a"}, 2: {"broker.rack": "rack-b"}, 3: {"broker.rack": "rack-a"}})
+def test_racks_are_published_and_placement_alternates_them(kfast_cluster):
+    cluster = kfast_cluster
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    described = admin.describe_cluster(request_timeout=10).result(30)
+    assert {node.id: node.rack for node in described.nodes} == \
+        {1: "rack-a", 2: "rack-b", 3: "rack-a"}
+    admin.create_topics([NewTopic("spread", 6, 2)], operation_timeout=10)["spread"].result(30)
+    cluster.wait_until(lambda: len(leaders(cluster.bootstrap_servers, "spread")) == 6, 10,
+                       "the topic")
+    topic = admin.list_topics("spread", timeout=10).topics["spread"]
+    racks = {1: "rack-a", 2: "rack-b", 3: "rack-a"}
+    for partition in topic.partitions.values():
+        # Two replicas of every partition sit in two different racks.
+        assert {racks[r] for r in partition.replicas} == {"rack-a", "rack-b"}
