@@ -37,7 +37,7 @@ from typing import Sequence
 
 from kfast.config import LONG_MAX, SERVER_CONFIGS, LogConfig
 from kfast.protocol.errors import OffsetOutOfRangeException
-from kfast.raft.log import Batch, OffsetAndEpoch, base_epochs, end_offset_for_epoch
+from kfast.raft.log import AppendRules, Batch, OffsetAndEpoch, base_epochs, end_offset_for_epoch
 from kfast.raft.record_batches import RecordBatchCodec, RecordSerde
 from kfast.raft.snapshots import (
     PARTIAL_SUFFIX,
@@ -106,7 +106,7 @@ def close_metadata_partition(log: Log) -> None:
                      json.dumps({"version": 0, "brokerEpoch": -1}).encode())
 
 
-class FileReplicatedLog:
+class FileReplicatedLog(AppendRules):
     """A ReplicatedLog (kfast.raft.log) in ``<directory>/__cluster_metadata-0``;
     same semantics as MemoryReplicatedLog, durable once ``flush`` returns.
 
@@ -189,23 +189,6 @@ class FileReplicatedLog:
         return end_offset_for_epoch(self.epochs, self.start_offset, self.end_offset, epoch)
 
     # -- append ----------------------------------------------------------------------------
-    def append_as_leader(self, records: Sequence, epoch: int, is_control: bool = False) -> Batch:
-        if epoch < self.last_fetched_epoch:
-            raise ValueError(f"append in epoch {epoch} after epoch {self.last_fetched_epoch}")
-        batch = Batch(self.end_offset, epoch, tuple(records), is_control)
-        self._append(batch)
-        return batch
-
-    def append_as_follower(self, batches: Sequence[Batch]) -> None:
-        for batch in batches:
-            if batch.base_offset != self.end_offset:
-                raise ValueError(f"batch at {batch.base_offset} does not follow the log end "
-                                 f"{self.end_offset}")
-            if batch.epoch < self.last_fetched_epoch:
-                raise ValueError(f"batch of epoch {batch.epoch} after epoch "
-                                 f"{self.last_fetched_epoch}")
-            self._append(batch)
-
     def _append(self, batch: Batch) -> None:
         if not batch.records:
             raise ValueError("empty batch")

@@ -140,24 +140,9 @@ def end_offset_for_epoch(epochs: Sequence[tuple[int, int]], start_offset: int, e
     return OffsetAndEpoch(end_offset, found_epoch)
 
 
-class MemoryReplicatedLog:
-    """A ReplicatedLog in memory; every append is durable at once (the
-    simulator models a crash as losing nothing that was appended)."""
-
-    def __init__(self) -> None:
-        self.batches: list[Batch] = []
-        self._bases: list[int] = []            # base offsets, for bisect
-        self.start_offset = 0
-        self._start_epoch = 0
-        self.end_offset = 0
-        self.epochs: list[tuple[int, int]] = []    # (epoch, start offset)
-        self.snapshots: dict[OffsetAndEpoch, bytes] = {}
-
-    @property
-    def last_fetched_epoch(self) -> int:
-        if self.batches:
-            return self.batches[-1].epoch
-        return self._start_epoch
+class AppendRules:
+    """The append rules every ReplicatedLog enforces (offsets follow on,
+    epochs never go back), over the log's own ``_append(batch)``."""
 
     def append_as_leader(self, records: Sequence, epoch: int, is_control: bool = False) -> Batch:
         if epoch < self.last_fetched_epoch:
@@ -175,6 +160,26 @@ class MemoryReplicatedLog:
                 raise ValueError(f"batch of epoch {batch.epoch} after epoch "
                                  f"{self.last_fetched_epoch}")
             self._append(batch)
+
+
+class MemoryReplicatedLog(AppendRules):
+    """A ReplicatedLog in memory; every append is durable at once (the
+    simulator models a crash as losing nothing that was appended)."""
+
+    def __init__(self) -> None:
+        self.batches: list[Batch] = []
+        self._bases: list[int] = []            # base offsets, for bisect
+        self.start_offset = 0
+        self._start_epoch = 0
+        self.end_offset = 0
+        self.epochs: list[tuple[int, int]] = []    # (epoch, start offset)
+        self.snapshots: dict[OffsetAndEpoch, bytes] = {}
+
+    @property
+    def last_fetched_epoch(self) -> int:
+        if self.batches:
+            return self.batches[-1].epoch
+        return self._start_epoch
 
     def _append(self, batch: Batch) -> None:
         if not batch.records:
