@@ -33,7 +33,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-from typing import Sequence
 
 from kfast.config import LONG_MAX, SERVER_CONFIGS, LogConfig
 from kfast.protocol.errors import OffsetOutOfRangeException
