@@ -105,6 +105,19 @@ def test_cluster_id_and_unregister_like_kafka_cluster_sh(kfast_cluster):
     cluster = kfast_cluster
     out = kfast("cluster", "cluster-id", "--bootstrap-server", cluster.bootstrap_servers).stdout
     assert out.strip() == f"Cluster ID: {cluster.cluster_id}"
+    # Through a broker: DescribeQuorum is forwarded to the active controller,
+    # which lists the brokers as observers.
+    cluster.wait_until(lambda: '"id": 5' in kfast(
+        "metadata-quorum", "--bootstrap-server", f"127.0.0.1:{cluster.nodes[4].broker_port}",
+        "describe", "--status").stdout, 10, "the brokers as observers")
+    status = kfast("metadata-quorum", "--bootstrap-server",
+                   f"127.0.0.1:{cluster.nodes[4].broker_port}", "describe", "--status").stdout
+    fields = {k.strip(): v.strip() for k, v in
+              (line.split(":", 1) for line in status.strip().splitlines())}
+    assert fields["ClusterId"] == cluster.cluster_id
+    assert int(fields["LeaderId"]) in (1, 2, 3)
+    assert fields["CurrentObservers"] == ('[{"id": 4, "directoryId": null}, '
+                                          '{"id": 5, "directoryId": null}]')
     # A registered broker cannot simply vanish: stop it, unregister it, and
     # the cluster no longer lists it (a fenced broker stays registered).
     cluster.kill(5)
