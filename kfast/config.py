@@ -363,6 +363,9 @@ define("metadata.log.dir", S, None,
        "Directory of the cluster metadata log (unset: the first of log.dirs).")
 define("metadata.log.max.record.bytes.between.snapshots", L, 20 * 1024 * 1024,
        "Bytes of metadata records appended before a new snapshot is written.", at_least(1))
+define("metadata.log.max.snapshot.interval.ms", L, 3600 * 1000,
+       "Maximum time between metadata snapshots while records are being applied (0: no "
+       "time-based snapshots).", at_least(0))
 define("metadata.log.segment.bytes", I, 1024 * 1024 * 1024,
        "Maximum size of a single metadata log segment.", at_least(8 * 1024 * 1024))
 define("metadata.log.segment.ms", L, 7 * 24 * HOUR_MS,

@@ -24,7 +24,8 @@ QuorumController; what changes is where records go and when they apply:
 
 Snapshots: every node writes its own, as Kafka's controllers do, once
 metadata.log.max.record.bytes.between.snapshots of records have been applied
-since the last one: the image's records at a committed batch boundary, in
+since the last one, or metadata.log.max.snapshot.interval.ms has passed
+since it and a record is applied: the image's records at a committed batch boundary, in
 Kafka's snapshot format; the Raft log then drops the batches it covers, and
 a replica that needs them fetches the snapshot (FetchSnapshot) instead.
 
@@ -63,6 +64,7 @@ class RaftQuorumController(QuorumController):
         self._session_timer: asyncio.TimerHandle | None = None
         self._was_active = False
         self._bytes_since_snapshot = 0
+        self._last_snapshot_time = 0.0
 
     def attach(self, raft) -> None:
         self.raft = raft
@@ -70,6 +72,7 @@ class RaftQuorumController(QuorumController):
     # -- life cycle ----------------------------------------------------------------------
     async def start(self) -> None:
         self._loop = self._loop or asyncio.get_running_loop()
+        self._last_snapshot_time = self._loop.time()
         self.started = True
         await self.raft.start()
 
@@ -92,7 +95,10 @@ class RaftQuorumController(QuorumController):
                 self._replay(record, batch.base_offset + index, delta)
                 self._bytes_since_snapshot += len(encode_record(record))
             self._publish(delta)
-            if self._bytes_since_snapshot >= self.snapshot_max_bytes:
+            interval_ms = self.config["metadata.log.max.snapshot.interval.ms"]
+            if self._bytes_since_snapshot >= self.snapshot_max_bytes or (
+                    interval_ms and
+                    (self._loop.time() - self._last_snapshot_time) * 1000 >= interval_ms):
                 self._snapshot(OffsetAndEpoch(batch.next_offset, batch.epoch))
         self._maybe_activate()
 
@@ -101,6 +107,7 @@ class RaftQuorumController(QuorumController):
         ``snapshot_id.offset`` and let the log drop what it covers. Blocking:
         metadata snapshots are small next to the records between them."""
         self._bytes_since_snapshot = 0
+        self._last_snapshot_time = self._loop.time()
         records = image_records(self.image, self.producer_id_control.next_producer_id)
         data = snapshot_bytes(records, snapshot_id.epoch, encode_record)
         try:

@@ -222,6 +222,20 @@ def test_a_node_far_behind_catches_up_from_a_snapshot_and_restarts_from_one(clus
                            f"node {node_id} rebuilt its image")
 
 
+@pytest.mark.kfast_cluster_config(overrides={"metadata.log.max.snapshot.interval.ms": 300})
+def test_snapshots_are_also_taken_by_time(cluster):
+    leader = write_on_leader(cluster, RETENTION, "0")
+    partition_dir = os.path.join(cluster.nodes[leader].data_dir, "data", "__cluster_metadata-0")
+    writes = iter(range(1, 10_000))
+
+    def snapshotted():
+        # Records keep being applied; a few hundred bytes never reach the
+        # 20 MiB byte threshold, so only the interval can take a snapshot.
+        assert set_cluster_config(cluster, leader, RETENTION, str(next(writes))) == 0
+        return any(f.endswith(".checkpoint") for f in os.listdir(partition_dir))
+    cluster.wait_until(snapshotted, 10, "a snapshot taken by time")
+
+
 def test_followers_that_see_the_leaders_connections_reset_elect_at_once(cluster):
     """Closed connections (a peer's port refusing) instead of silent drops:
     followers learn of the loss at once and elect without the fetch timeout."""
