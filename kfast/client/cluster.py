@@ -46,8 +46,6 @@ STALE_METADATA_ERRORS = (
 )
 STALE_METADATA_CODES = frozenset(e.code for e in STALE_METADATA_ERRORS)
 
-NO_LEADER = -1
-
 
 def parse_bootstrap_servers(servers) -> list[tuple[str, int]]:
     """'h1:9092,h2:9093' (or a list of such) -> [(host, port), ...]."""

@@ -31,6 +31,7 @@ import struct
 
 from kfast.protocol import api_keys, decode_response, encode_request, errors, request_class
 from kfast.protocol.api_keys import API_VERSIONS, PRODUCE, api_key as lookup_api
+from kfast.protocol.constants import INT32_MAX
 
 __all__ = ["BrokerConnection", "BlockingConnection", "api_key_of", "DEFAULT_CLIENT_ID"]
 
@@ -181,7 +182,7 @@ class BrokerConnection:
         key = api_key_of(body) if api_key is None else api_key
         if version is None:
             version = self.version_for(key)
-        correlation_id = next(self._correlation_ids) & 0x7FFFFFFF
+        correlation_id = next(self._correlation_ids) & INT32_MAX
         frame = encode_request(key, version, correlation_id, self.client_id, body)
         if not expect_response:
             self._writer.write(frame)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 import struct
 
+from kfast.protocol.constants import INT32_MAX
+
 __all__ = ["murmur2", "partition_for_key", "StickyPartitioner"]
 
 _SEED = 0x9747B28C
@@ -47,7 +49,7 @@ def murmur2(data: bytes) -> int:
 
 
 def partition_for_key(key: bytes, partition_count: int) -> int:
-    return (murmur2(bytes(key)) & 0x7FFFFFFF) % partition_count
+    return (murmur2(bytes(key)) & INT32_MAX) % partition_count
 
 
 class StickyPartitioner:

@@ -29,13 +29,12 @@ from dataclasses import dataclass
 from kfast.client.cluster import STALE_METADATA_CODES, Cluster, ClusterClient
 from kfast.client.partitioner import StickyPartitioner, partition_for_key
 from kfast.protocol import InitProducerIdRequest, ProduceRequest, api_keys, errors
+from kfast.protocol.constants import INT32_MAX
 from kfast.records import COMPRESSION_NONE, RecordBatchBuilder
 
 __all__ = ["KafkaProducer", "RecordMetadata"]
 
 _PRODUCE = api_keys.PRODUCE
-# Sequence numbers wrap at int32 max (Kafka's DefaultRecordBatch.incrementSequence).
-_MAX_SEQUENCE = 0x7FFFFFFF
 
 
 @dataclass(frozen=True)
@@ -184,7 +183,8 @@ class KafkaProducer(ClusterClient):
             del self._open[batch.topic, batch.partition]
         if self.enable_idempotence:
             key = (batch.topic, batch.partition)
-            self._sequences[key] = (batch.builder.base_sequence + batch.builder.records_count) & _MAX_SEQUENCE
+            # Sequences wrap at int32 max (DefaultRecordBatch.incrementSequence).
+            self._sequences[key] = (batch.builder.base_sequence + batch.builder.records_count) & INT32_MAX
         batch.data = batch.builder.build()
         self._buffered += len(batch.data)
         self._ready.append(batch)

@@ -46,6 +46,7 @@ from kfast.controller.snapshot import image_records
 from kfast.raft.log import OffsetAndEpoch
 from kfast.raft.snapshots import snapshot_bytes
 from kfast.protocol import errors
+from kfast.protocol.constants import NO_LEADER
 
 logger = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class RaftQuorumController(QuorumController):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.raft = None                 # kfast.raft.manager.RaftManager
-        self.leader_id = -1
+        self.leader_id = NO_LEADER
         self._epoch_start_offset: int | None = None
         self._bootstrap_task: asyncio.Task | None = None
         # broker id -> loop time (s) of its last heartbeat, on the active controller.

@@ -23,7 +23,7 @@ from kfast.controller.controller_result import (
     ControllerResult,
     check_records_bound,
 )
-from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID, PartitionRegistration, TopicImage
+from kfast.controller.metadata.image import PartitionRegistration, TopicImage
 from kfast.controller.metadata.records import (
     ConfigRecord,
     PartitionChangeRecord,
@@ -38,7 +38,7 @@ from kfast.controller.topics import (
     validate_topic_name,
 )
 from kfast.protocol import errors
-from kfast.protocol.constants import CONFIG_RESOURCE_TOPIC
+from kfast.protocol.constants import CONFIG_RESOURCE_TOPIC, NO_LEADER, ZERO_UUID
 
 # PartitionChangeRecord.leader: -2 means "leader unchanged".
 NO_LEADER_CHANGE = -2

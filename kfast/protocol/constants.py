@@ -2,11 +2,63 @@
 the special values some request and response fields carry. Error codes are
 in ``kfast.protocol.errors``, API keys in ``kfast.protocol.api_keys``."""
 
+import uuid
+
+# The int32 range (Java's Integer.MAX_VALUE / MIN_VALUE): the largest size,
+# relative offset or sequence an int32 field carries. kfast.config keeps its
+# own INT_MAX for property ranges (it sits below this layer); the Cython
+# kernels use libc's INT32_MAX.
+INT32_MAX = 0x7FFFFFFF
+INT32_MIN = -0x80000000
+
+# Kafka's Uuid.ZERO_UUID: "no id" in every uuid field (topic ids, directory
+# ids) and the default of a uuid field absent from a version.
+ZERO_UUID = uuid.UUID(int=0)
+
+# The leader id of a partition without a leader (Kafka's
+# MetadataResponse.NO_LEADER_ID, LeaderAndIsr.NO_LEADER) and of a Raft quorum
+# that knows no leader.
+NO_LEADER = -1
+
 # ListOffsets: special values of the requested timestamp (Kafka's
-# ListOffsetsRequest.EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP).
+# ListOffsetsRequest.EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP,
+# EARLIEST_LOCAL_TIMESTAMP (KIP-405, v8+), LATEST_TIERED_TIMESTAMP
+# (KIP-1005, v9+)).
 LATEST_TIMESTAMP = -1
 EARLIEST_TIMESTAMP = -2
 MAX_TIMESTAMP = -3
+EARLIEST_LOCAL_TIMESTAMP = -4
+LATEST_TIERED_TIMESTAMP = -5
+
+# Kafka's AclOperation codes; an authorized-operations field is a bitfield
+# with bit ``1 << code`` set for each operation allowed.
+ACL_OPERATION_UNKNOWN = 0
+ACL_OPERATION_ANY = 1
+ACL_OPERATION_ALL = 2
+ACL_OPERATION_READ = 3
+ACL_OPERATION_WRITE = 4
+ACL_OPERATION_CREATE = 5
+ACL_OPERATION_DELETE = 6
+ACL_OPERATION_ALTER = 7
+ACL_OPERATION_DESCRIBE = 8
+ACL_OPERATION_CLUSTER_ACTION = 9
+ACL_OPERATION_DESCRIBE_CONFIGS = 10
+ACL_OPERATION_ALTER_CONFIGS = 11
+ACL_OPERATION_IDEMPOTENT_WRITE = 12
+ACL_OPERATION_CREATE_TOKENS = 13
+ACL_OPERATION_DESCRIBE_TOKENS = 14
+ACL_OPERATION_TWO_PHASE_COMMIT = 15
+
+# An authorized-operations field the request did not ask for (Kafka's
+# MetadataResponse.AUTHORIZED_OPERATIONS_OMITTED, Integer.MIN_VALUE).
+AUTHORIZED_OPERATIONS_OMITTED = INT32_MIN
+
+
+def authorized_operations(*operations: int) -> int:
+    """The authorized-operations bitfield that allows ``operations``
+    (Kafka's Utils.to32BitField)."""
+    return sum(1 << op for op in set(operations))
+
 
 # DescribeConfigs / AlterConfigs / IncrementalAlterConfigs resource_type
 # (Kafka's ConfigResource.Type).

@@ -43,13 +43,13 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-import uuid
 from dataclasses import dataclass, field as dataclass_field
 
 from kfast._ext import protocol_codec as _codec
 from kfast._ext.protocol_codec import FieldOp, StructProgram
 from kfast.protocol import errors
 from kfast.protocol.api_keys import ApiKey, api_key
+from kfast.protocol.constants import ZERO_UUID
 
 _codec.configure(errors.MalformedRequestException, errors.UnsupportedVersionException)
 
@@ -59,11 +59,10 @@ _PRIMITIVE_KINDS = {
     "float64": _codec.KIND_FLOAT64, "bool": _codec.KIND_BOOL, "string": _codec.KIND_STRING,
     "bytes": _codec.KIND_BYTES, "records": _codec.KIND_RECORDS, "uuid": _codec.KIND_UUID,
 }
-_ZERO_UUID = uuid.UUID(int=0)
 _IMPLICIT_DEFAULTS = {
     "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "uint32": 0,
     "float64": 0.0, "bool": False, "string": "", "bytes": b"", "records": None,
-    "uuid": _ZERO_UUID,
+    "uuid": ZERO_UUID,
 }
 
 

@@ -15,9 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NamedTuple, Union
 
+from kfast.protocol.constants import NO_LEADER  # noqa: F401 (re-exported)
 from kfast.raft.log import Batch, OffsetAndEpoch
-
-NO_LEADER = -1
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from kfast.protocol.constants import NO_LEADER
 from kfast.raft.election_state import ElectionState, QuorumStateStore
 
 
@@ -66,7 +67,7 @@ class UnattachedState:
     voted_id: int
     election_deadline_ms: int
     name = "Unattached"
-    leader_id = -1
+    leader_id = NO_LEADER
 
 
 @dataclass
@@ -91,7 +92,7 @@ class CandidateState:
     granted: set = field(default_factory=set)
     rejected: set = field(default_factory=set)
     name = "Candidate"
-    leader_id = -1
+    leader_id = NO_LEADER
 
 
 @dataclass

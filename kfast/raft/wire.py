@@ -21,7 +21,6 @@ core's Batch objects into v2 record batches and back.
 """
 from __future__ import annotations
 
-import uuid
 from typing import Protocol, Sequence
 
 from kfast.protocol import (
@@ -36,6 +35,7 @@ from kfast.protocol import (
     VoteRequest as WireVoteRequest,
     VoteResponse as WireVoteResponse,
 )
+from kfast.protocol.constants import ZERO_UUID
 from kfast.raft.log import Batch, OffsetAndEpoch
 from kfast.raft.messages import (
     BeginQuorumEpochRequest,
@@ -55,7 +55,7 @@ METADATA_PARTITION = 0
 # Kafka's fetcher asks for at most this much per quorum Fetch (KafkaRaftClient
 # MAX_FETCH_SIZE_BYTES) and per FetchSnapshot chunk.
 MAX_FETCH_SIZE_BYTES = 8 * 1024 * 1024
-_NO_DIRECTORY = uuid.UUID(int=0)
+_NO_DIRECTORY = ZERO_UUID  # Kafka's ReplicaKey.NO_DIRECTORY_ID
 _LONG_MAX = 2**63 - 1
 
 

@@ -25,11 +25,13 @@ from kfast.controller.config_describer import (
     SOURCE_DEFAULT_CONFIG,
     ConfigDescriber,
 )
-from kfast.controller.configuration_control import OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT
-from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_BROKER_LOGGER, CONFIG_RESOURCE_CLIENT_METRICS,
-    CONFIG_RESOURCE_GROUP, CONFIG_RESOURCE_TOPIC, ENDPOINT_TYPE_BROKER,
+    ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_CLUSTER_ACTION,
+    ACL_OPERATION_CREATE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_DESCRIBE_CONFIGS,
+    ACL_OPERATION_IDEMPOTENT_WRITE, AUTHORIZED_OPERATIONS_OMITTED, CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_BROKER_LOGGER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
+    CONFIG_RESOURCE_TOPIC, ENDPOINT_TYPE_BROKER, NO_LEADER, OP_APPEND, OP_DELETE, OP_SET,
+    OP_SUBTRACT, ZERO_UUID, authorized_operations,
 )
 from kfast.controller.replication_control import ELECTION_PREFERRED, TopicSpec
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME, is_internal, validate_topic_name
@@ -53,16 +55,15 @@ from kfast.protocol import (
     errors,
 )
 from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.metadata_apis import TOPIC_AUTHORIZED_OPERATIONS
 
 logger = logging.getLogger(__name__)
 
-_NOT_REQUESTED = -2147483648
-# Kafka's AclOperation codes allowed on a cluster / a topic without an
-# authorizer: ALTER 7, DESCRIBE 8, CLUSTER_ACTION 9, DESCRIBE_CONFIGS 10,
-# ALTER_CONFIGS 11, IDEMPOTENT_WRITE 12, CREATE 5; topics: READ 3, WRITE 4,
-# CREATE 5, DELETE 6, ALTER 7, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11.
-_CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
-_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+# The operations allowed on the cluster without an authorizer.
+_CLUSTER_OPERATIONS = authorized_operations(
+    ACL_OPERATION_CREATE, ACL_OPERATION_ALTER, ACL_OPERATION_DESCRIBE,
+    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DESCRIBE_CONFIGS, ACL_OPERATION_ALTER_CONFIGS,
+    ACL_OPERATION_IDEMPOTENT_WRITE)
 
 
 def _message(error: errors.KafkaError | None) -> str | None:
@@ -337,7 +338,7 @@ def handle_describe_cluster(ctx: RequestContext, request):
         # As for Metadata: KRaft brokers name a live broker as the controller.
         controller_id=ctx.broker.node_id, brokers=brokers,
         cluster_authorized_operations=_CLUSTER_OPERATIONS
-        if request.include_cluster_authorized_operations else _NOT_REQUESTED)
+        if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED)
 
 
 # -- ElectLeaders --------------------------------------------------------------------------
@@ -409,7 +410,7 @@ def handle_describe_topic_partitions(ctx: RequestContext, request):
             budget -= 1
         topics.append(Topic(error_code=0, name=name, topic_id=topic.topic_id,
                             is_internal=is_internal(name), partitions=partitions,
-                            topic_authorized_operations=_TOPIC_OPERATIONS))
+                            topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
         if next_cursor is not None:
             break
     return DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)
@@ -548,7 +549,7 @@ def handle_describe_quorum(ctx: RequestContext, request):
         return Response(error_code=0, topics=[Response.TopicData(
             topic_name=topic.topic_name, partitions=[Response.PartitionData(
                 partition_index=p.partition_index, error_code=exc.code,
-                error_message=str(exc), leader_id=-1, leader_epoch=-1, high_watermark=-1)
+                error_message=str(exc), leader_id=NO_LEADER, leader_epoch=-1, high_watermark=-1)
                 for p in topic.partitions]) for topic in request.topics])
     topics = []
     for topic in request.topics:
@@ -559,7 +560,7 @@ def handle_describe_quorum(ctx: RequestContext, request):
                 partitions.append(Response.PartitionData(
                     partition_index=index, error_code=errors.UnknownTopicOrPartitionException.code,
                     error_message=f"Unknown topic partition {topic.topic_name}-{index}",
-                    leader_id=-1, leader_epoch=-1, high_watermark=-1))
+                    leader_id=NO_LEADER, leader_epoch=-1, high_watermark=-1))
                 continue
             partitions.append(Response.PartitionData(
                 partition_index=0, error_code=0, leader_id=state["leader_id"],

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 
 from kfast.protocol import FetchResponse, api_keys, errors
+from kfast.protocol.constants import INT32_MAX
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.fetch_session import CachedPartition
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
@@ -22,7 +23,6 @@ logger = logging.getLogger(__name__)
 _TopicResponse = FetchResponse.FetchableTopicResponse
 _PartitionData = FetchResponse.PartitionData
 _AbortedTransaction = FetchResponse.AbortedTransaction
-_INT32_MAX = 0x7FFFFFFF
 _MAX_DECOMPRESSED = 64 * 1024 * 1024
 
 
@@ -66,7 +66,7 @@ def handle_fetch(ctx: RequestContext, request):
         sessionless=version < 7)
     if context.error_code:
         return FetchResponse(error_code=context.error_code, session_id=0, responses=[])
-    max_bytes = request.max_bytes if version >= 3 else _INT32_MAX
+    max_bytes = request.max_bytes if version >= 3 else INT32_MAX
     if _replica_id(request, version) < 0:  # a consumer: the broker's cap applies (KIP-541)
         max_bytes = min(max_bytes, broker.config["fetch.max.bytes"])
     params = FetchParams(

@@ -33,6 +33,7 @@ import time
 from collections import OrderedDict
 from typing import Iterable
 
+from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import FetchSessionIdNotFoundException, InvalidFetchSessionEpochException
 
 INVALID_SESSION_ID = 0
@@ -44,7 +45,7 @@ MIN_EVICTION_MS = 120_000
 
 def next_epoch(epoch: int) -> int:
     # Epochs wrap from int32 max to 1, never to 0 (initial) or -1 (final).
-    return 1 if epoch >= 0x7FFFFFFF else epoch + 1
+    return 1 if epoch >= INT32_MAX else epoch + 1
 
 
 class CachedPartition:
@@ -222,7 +223,7 @@ class FetchSessionCache:
 
     def _new_session_id(self) -> int:
         while True:
-            candidate = random.randint(1, 0x7FFFFFFF)
+            candidate = random.randint(1, INT32_MAX)
             if candidate not in self._sessions:
                 return candidate
 

@@ -18,11 +18,10 @@ from kfast.protocol import (
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.partition import READ_COMMITTED
 from kfast.server.replica_manager import error_of
-from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
-
-# ListOffsets special timestamps beyond the storage ones (KIP-405, KIP-1005).
-EARLIEST_LOCAL_TIMESTAMP = -4
-LATEST_TIERED_TIMESTAMP = -5
+from kfast.protocol.constants import (
+    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+)
 
 LIST_OFFSETS = api_keys.BY_NAME["ListOffsets"].key
 OFFSET_FOR_LEADER_EPOCH = api_keys.BY_NAME["OffsetForLeaderEpoch"].key

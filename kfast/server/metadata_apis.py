@@ -13,13 +13,19 @@ from __future__ import annotations
 import logging
 import uuid
 
-from kfast.controller.metadata.image import NO_LEADER, ZERO_UUID, MetadataImage
+from kfast.controller.metadata.image import MetadataImage
 from kfast.controller.topics import (
     GROUP_METADATA_TOPIC_NAME,
     INTERNAL_TOPICS,
     validate_topic_name,
 )
 from kfast.protocol import MetadataResponse, api_keys, errors
+from kfast.protocol.constants import (
+    ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_CREATE, ACL_OPERATION_DELETE,
+    ACL_OPERATION_DESCRIBE, ACL_OPERATION_DESCRIBE_CONFIGS, ACL_OPERATION_READ,
+    ACL_OPERATION_WRITE, AUTHORIZED_OPERATIONS_OMITTED, NO_LEADER, ZERO_UUID,
+    authorized_operations,
+)
 from kfast.server.apis import KafkaApis, RequestContext
 
 logger = logging.getLogger(__name__)
@@ -29,11 +35,12 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = MetadataResponse.MetadataResponsePartition
 
 METADATA = api_keys.BY_NAME["Metadata"].key
-# Authorized-operation bits of a topic without an authorizer (Kafka's
-# AclOperation codes READ 3, WRITE 4, CREATE 5, DELETE 6, ALTER 7,
-# DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11).
-_ALL_TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-_NOT_REQUESTED = -2147483648
+# The operations allowed on a topic without an authorizer (Metadata,
+# DescribeTopicPartitions).
+TOPIC_AUTHORIZED_OPERATIONS = authorized_operations(
+    ACL_OPERATION_READ, ACL_OPERATION_WRITE, ACL_OPERATION_CREATE, ACL_OPERATION_DELETE,
+    ACL_OPERATION_ALTER, ACL_OPERATION_DESCRIBE, ACL_OPERATION_DESCRIBE_CONFIGS,
+    ACL_OPERATION_ALTER_CONFIGS)
 
 
 def internal_topic_settings(config, name: str) -> tuple[int, int, dict]:
@@ -85,8 +92,8 @@ def _topic_response(ctx: RequestContext, image: MetadataImage, name: str, includ
             offline_replicas=[r for r in registration.replicas if r not in alive]))
     return _Topic(error_code=0, name=name, topic_id=topic.topic_id,
                   is_internal=name in INTERNAL_TOPICS, partitions=partitions,
-                  topic_authorized_operations=_ALL_TOPIC_OPERATIONS if include_ops
-                  else _NOT_REQUESTED)
+                  topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS if include_ops
+                  else AUTHORIZED_OPERATIONS_OMITTED)
 
 
 def _error_topic(name, code: int, topic_id: uuid.UUID = ZERO_UUID):

@@ -72,6 +72,7 @@ from typing import Any, Awaitable, Callable, Iterable, Protocol, Sequence, Union
 
 from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
 from kfast.config import SERVER_CONFIGS, KafkaConfig
+from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.file_region import FileRegion
 from kfast.server.rate_limited_log import RateLimitedLogger
 
@@ -604,7 +605,7 @@ class SocketServer:
         max_in_flight_requests: int = MAX_IN_FLIGHT_REQUESTS,
         transport_factory: TransportFactory = _plaintext_transport,
     ):
-        if not 0 <= socket_request_max_bytes <= 0x7FFFFFFF:
+        if not 0 <= socket_request_max_bytes <= INT32_MAX:
             raise ValueError("socket.request.max.bytes must be in [0, 2147483647]")
         if connections_max_idle_ms <= 0:
             raise ValueError("connections.max.idle.ms must be > 0")

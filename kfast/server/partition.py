@@ -18,6 +18,7 @@ import base64
 import uuid
 
 from kfast.controller.metadata.image import PartitionRegistration
+from kfast.protocol.constants import NO_LEADER
 from kfast.protocol.errors import (
     FencedLeaderEpochException,
     NotEnoughReplicasException,
@@ -51,7 +52,7 @@ class Partition:
         self.topic_id = topic_id
         self.log = log
         self.node_id = node_id
-        self.leader_id = -1
+        self.leader_id = NO_LEADER
         self.leader_epoch = NO_EPOCH
         self.partition_epoch = -1
         self.replicas: tuple[int, ...] = ()

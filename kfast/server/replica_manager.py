@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 from kfast.controller.metadata.image import PartitionRegistration
 from kfast.protocol import ProduceResponse
+from kfast.protocol.constants import NO_LEADER
 from kfast.protocol.errors import (
     InvalidRequiredAcksException,
     KafkaError,
@@ -144,7 +145,7 @@ class ReplicaManager:
         key = (topic, index)
         partition = self._partitions.pop(key, None)
         if partition is not None:
-            partition.leader_id = -1
+            partition.leader_id = NO_LEADER
             self.complete_delayed_requests(key)
             if not any(t == topic for t, _ in self._partitions):
                 self._topic_names.pop(partition.topic_id, None)

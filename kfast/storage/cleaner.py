@@ -27,6 +27,7 @@ import struct
 from typing import NamedTuple
 
 from kfast._ext.crc32c import crc32c
+from kfast.protocol.constants import INT32_MAX
 from kfast.records import RecordBatch, RecordBatchBuilder
 from kfast.storage.file_records import ATTRIBUTES_OFFSET, CRC_OFFSET
 from kfast.storage.segment import (
@@ -112,7 +113,7 @@ def _group_segments(segments: list[LogSegment], max_size: int) -> list[list[LogS
         if groups:
             group = groups[-1]
             size = sum(s.size for s in group) + segment.size
-            last_offset_fits = segment.read_next_offset() - group[0].base_offset <= 0x7FFFFFFF
+            last_offset_fits = segment.read_next_offset() - group[0].base_offset <= INT32_MAX
             if size <= max_size and last_offset_fits:
                 group.append(segment)
                 continue

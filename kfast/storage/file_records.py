@@ -37,6 +37,7 @@ from typing import Iterator, NamedTuple
 
 from kfast._ext.crc32c import crc32c
 from kfast._ext.log_append import FileState
+from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
 
 LOG_OVERHEAD = 12            # baseOffset + batchLength
@@ -121,8 +122,8 @@ class BatchHeader(NamedTuple):
         """Sequence of the last record (wraps at int32 max, as Kafka's)."""
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
-        return (self.base_sequence + self.last_offset_delta) & 0x7FFFFFFF \
-            if self.base_sequence + self.last_offset_delta > 0x7FFFFFFF \
+        return (self.base_sequence + self.last_offset_delta) & INT32_MAX \
+            if self.base_sequence + self.last_offset_delta > INT32_MAX \
             else self.base_sequence + self.last_offset_delta
 
 

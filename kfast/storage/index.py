@@ -28,6 +28,7 @@ from kfast._ext.index import (
     offset_index_lookup,
 )
 from kfast._ext.log_append import INDEX_LAST_STALE, IndexState
+from kfast.protocol.constants import INT32_MAX
 
 NO_TIMESTAMP = -1
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -293,13 +294,13 @@ class AbstractIndex(IndexState):
 
     def _relative_offset(self, offset: int) -> int:
         relative = offset - self.base_offset
-        if relative < 0 or relative > 0x7FFFFFFF:
+        if relative < 0 or relative > INT32_MAX:
             raise IndexOffsetOverflowException(
                 f"Integer overflow for offset: {offset} ({self.path})")
         return relative
 
     def can_append_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= 0x7FFFFFFF
+        return 0 <= offset - self.base_offset <= INT32_MAX
 
     # -- truncation ----------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
@@ -310,7 +311,7 @@ class AbstractIndex(IndexState):
         if relative < 0:
             self._truncate_to_entries(0)
             return
-        slot = self._largest_lower_bound_slot(min(relative, 0x7FFFFFFF), self.OFFSET_POS, 4)
+        slot = self._largest_lower_bound_slot(min(relative, INT32_MAX), self.OFFSET_POS, 4)
         if slot < 0:
             new_entries = 0
         elif self.entry(slot).offset == offset:
@@ -486,7 +487,7 @@ class OffsetIndex(AbstractIndex):
         if self._entries >= self._max_entries:
             raise IndexError(f"Attempt to append to a full index (size = {self._entries}) {self.path}")
         relative = offset - self.base_offset
-        if relative < 0 or relative > 0x7FFFFFFF:
+        if relative < 0 or relative > INT32_MAX:
             self._relative_offset(offset)  # raises IndexOffsetOverflowException
         last = self._last_or_none()
         if last is not None and offset <= last[0]:

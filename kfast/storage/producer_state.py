@@ -39,6 +39,7 @@ from kfast._ext.crc32c import crc32c
 # Who appends (the log's append kernel defines them): ORIGIN_CLIENT,
 # ORIGIN_REPLICATION, ORIGIN_COORDINATOR.
 from kfast._ext.log_append import ORIGIN_CLIENT, ORIGIN_COORDINATOR, ORIGIN_REPLICATION  # noqa: F401
+from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import (
     CorruptRecordException,
     InvalidProducerEpochException,
@@ -55,7 +56,6 @@ NUM_BATCHES_TO_RETAIN = 5
 SNAPSHOT_VERSION = 1
 _SNAPSHOT_HEADER = struct.Struct(">hIi")
 _SNAPSHOT_ENTRY = struct.Struct(">qhiqiqiq")
-INT32_MAX = 0x7FFFFFFF
 
 
 class BatchMetadata(NamedTuple):

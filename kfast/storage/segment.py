@@ -16,6 +16,7 @@ import time
 from typing import NamedTuple
 
 from kfast._ext.log_append import SegmentState
+from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
 from kfast.protocol.file_region import FileRegion
 from kfast.storage.file_records import BatchHeader, FileRecords, check_batch
@@ -355,7 +356,7 @@ class LogSegment(SegmentState):
                 # baseOffset is outside the CRC: offsets must still move forward
                 # and fit this segment's relative-offset range.
                 if header.base_offset < next_offset or \
-                        header.last_offset - self.base_offset > 0x7FFFFFFF:
+                        header.last_offset - self.base_offset > INT32_MAX:
                     raise CorruptRecordException(
                         f"Batch at position {position} of {self.log.path} has base offset "
                         f"{header.base_offset}, expected at least {next_offset}")
@@ -432,7 +433,7 @@ class LogSegment(SegmentState):
                 return True
         return (self.offset_index.is_full()
                 or self.time_index.is_full()
-                or not 0 <= max_offset_in_messages - self.base_offset <= 0x7FFFFFFF)
+                or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX)
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """Kafka's rule: measured by record timestamps (the first batch's max

@@ -26,6 +26,7 @@ import struct
 import sys
 
 from kfast._ext.crc32c import crc32c
+from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
 from kfast.storage.file_records import (
     ATTRIBUTES_OFFSET,
@@ -53,7 +54,6 @@ from kfast.tools.offsets_decoder import format_offsets_record
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DELETE_HORIZON_BIT = 0x40
-INT_MAX = 2**31 - 1
 
 
 def register(subparsers) -> None:
@@ -74,7 +74,7 @@ def register(subparsers) -> None:
                    help="only run the index sanity check used at startup")
     p.add_argument("--offsets-decoder", action="store_true",
                    help="decode records as __consumer_offsets keys and values")
-    p.add_argument("--max-bytes", type=int, default=INT_MAX,
+    p.add_argument("--max-bytes", type=int, default=INT32_MAX,
                    help="read at most this many bytes of each .log file")
     p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024,
                    help="size of the largest batch (index verification)")
@@ -131,10 +131,10 @@ def _bool(value: bool) -> str:
 
 
 def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decoder: bool,
-                  skip_metadata: bool, max_bytes: int = INT_MAX) -> None:
+                  skip_metadata: bool, max_bytes: int = INT32_MAX) -> None:
     out.write(f"Log starting offset: {offset_from_filename(path)}\n")
     with open(path, "rb") as f:
-        data = f.read(max_bytes if max_bytes < INT_MAX else -1)
+        data = f.read(max_bytes if max_bytes < INT32_MAX else -1)
     view = memoryview(data)
     position = 0
     last_offset = -1
@@ -209,7 +209,7 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
                 out.write("".join(line) + "\n")
         position += size
     trailing = len(data) - position
-    if trailing > 0 and max_bytes == INT_MAX:
+    if trailing > 0 and max_bytes == INT32_MAX:
         out.write(f"Found {trailing} invalid bytes at the end of {os.path.basename(path)}\n")
 
 

@@ -22,9 +22,9 @@ import sys
 from kfast.client.connection import BlockingConnection
 from kfast.coordinator.group.consumer_protocol import assigned_partitions
 from kfast.protocol import api_keys, errors
+from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 
 _KEY = api_keys.BY_NAME
-LATEST, EARLIEST = -1, -2
 
 
 def register(subparsers) -> None:
@@ -171,7 +171,7 @@ def _describe(tool: GroupsTool, group: str, out) -> None:
         raise CommandError(f"Consumer group '{group}' does not exist.")
     if not described.members:
         print(f"\nConsumer group '{group}' has no active members.", file=out)
-    end_offsets = tool.list_offsets(partitions, LATEST) if partitions else {}
+    end_offsets = tool.list_offsets(partitions, LATEST_TIMESTAMP) if partitions else {}
     rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
              "CONSUMER-ID", "HOST", "CLIENT-ID"]]
     for tp in partitions:
@@ -221,7 +221,7 @@ def _reset(tool: GroupsTool, group: str, args, out) -> None:
     if args.to_offset is not None:
         plan = {tp: args.to_offset for tp in partitions}
     elif args.to_earliest or args.to_latest:
-        plan = tool.list_offsets(partitions, EARLIEST if args.to_earliest else LATEST)
+        plan = tool.list_offsets(partitions, EARLIEST_TIMESTAMP if args.to_earliest else LATEST_TIMESTAMP)
     else:
         raise CommandError("give one of --to-earliest, --to-latest, --to-offset")
     if args.execute:

@@ -37,14 +37,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 
+# EARLIEST, LATEST: Kafka's ListOffsets sentinels, also used in the offsets
+# JSON options.
+from kfast.client import EARLIEST, LATEST
 from kfast.client.connection import DEFAULT_CLIENT_ID
 from kfast.controller.topics import INTERNAL_TOPICS
 
 logger = logging.getLogger(__name__)
-
-#: Kafka's ListOffsets sentinels, also used in the offsets JSON options.
-EARLIEST = -2
-LATEST = -1
 
 
 class TopicPartition(NamedTuple):

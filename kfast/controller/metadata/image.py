@@ -19,12 +19,6 @@ from typing import Mapping
 
 from kfast.storage.manager import METADATA_TOPIC_ID  # noqa: F401 (re-exported)
 
-NO_LEADER = -1
-
-# Kafka's reserved topic id for "no id" (Uuid.ZERO_UUID).
-ZERO_UUID = uuid.UUID(int=0)
-
-
 
 @dataclass(frozen=True, slots=True)
 class Endpoint:

@@ -68,7 +68,6 @@ This module is the one definition of these layouts; ``kfast dump-log
 from __future__ import annotations
 
 import struct
-import uuid
 from typing import NamedTuple
 
 from kfast._ext import protocol_codec as _codec
@@ -278,7 +277,6 @@ ConsumerGroupMemberMetadataValue = _VALUE_SCHEMAS[5].cls
 ConsumerGroupTargetAssignmentMetadataValue = _VALUE_SCHEMAS[6].cls
 ConsumerGroupTargetAssignmentMemberValue = _VALUE_SCHEMAS[7].cls
 ConsumerGroupCurrentMemberAssignmentValue = _VALUE_SCHEMAS[8].cls
-ZERO_UUID = uuid.UUID(int=0)
 
 
 class UnknownRecordTypeError(ValueError):
