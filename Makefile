@@ -3,10 +3,14 @@
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test deps build wheel bench clean
+.PHONY: test test-fast deps build wheel bench clean
 
 test: deps
 	$(PYTHON) -m pytest
+
+# The unit tests without e2e or slow ones: under a minute, no deps step.
+test-fast:
+	$(PYTHON) -m pytest tests/unit -m "not e2e and not slow" -q
 
 # Debian packages the e2e tests drive (kcat), then kfast with its test extras.
 deps:

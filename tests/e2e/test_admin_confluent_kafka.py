@@ -13,7 +13,7 @@ from confluent_kafka.admin import (
     NewTopic,
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 TIMEOUT = 15
 
 

@@ -19,7 +19,7 @@ from kafka.errors import (
     UnknownTopicOrPartitionError,
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ import kfast.protocol as p
 from kfast.protocol import api_keys, errors
 from kfast.testing import KfastBroker
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 KEY = {name: api.key for name, api in api_keys.BY_NAME.items()}
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
 

@@ -14,7 +14,7 @@ from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, Ne
 from kfast.storage import loader
 from kfast.testing import KfastBroker
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 
 def _kcat_metadata(broker) -> dict:

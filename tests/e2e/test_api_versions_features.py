@@ -1,7 +1,11 @@
 """ApiVersions v3+ advertises feature ranges from the controller's feature
 control (what UpdateFeatures accepts) and the finalized levels from the image."""
+import pytest
+
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import ApiVersionsRequest
+
+pytestmark = pytest.mark.e2e
 
 
 def test_api_versions_features_match_the_controller(broker):

@@ -25,7 +25,7 @@ from kfast.protocol.constants import CONFIG_RESOURCE_BROKER
 from kfast.testing import KfastBroker
 from e2e_support import wait_until
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 TIMEOUT = 15
 MIB = 1024 * 1024
 

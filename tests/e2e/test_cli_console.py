@@ -19,7 +19,7 @@ from kfast.client.fetcher import Fetcher
 from kfast.records import COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_SNAPPY, COMPRESSION_ZSTD, RecordBatch
 from kfast.tools import console
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")

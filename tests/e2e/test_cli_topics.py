@@ -16,7 +16,7 @@ from kfast.tools import topics as topics_tool
 
 REPO = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 @pytest.fixture(scope="module")

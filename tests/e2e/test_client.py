@@ -18,7 +18,7 @@ from kfast.records import (
     decode_columnar, iter_batches,
 )
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 @pytest.fixture(params=["asyncio", "uvloop"])

@@ -13,7 +13,7 @@ from kfast.protocol import api_keys, errors
 from kfast.protocol.constants import LATEST_TIMESTAMP
 from kfast.records import COMPRESSION_NONE, RecordBatchBuilder
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 PRODUCE = api_keys.BY_NAME["Produce"]
 # Produce v8 added record_errors and error_message (KIP-467).

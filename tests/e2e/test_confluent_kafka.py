@@ -7,7 +7,7 @@ import pytest
 from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Producer, \
     TopicPartition
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 

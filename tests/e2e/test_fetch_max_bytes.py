@@ -13,7 +13,7 @@ from kfast.protocol import api_keys
 from kfast.records import iter_batches
 from kfast.testing import KfastBroker
 
-pytestmark = pytest.mark.timeout(90)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 TIMEOUT = 15
 TOPIC = "capped"
 PARTITIONS = 3

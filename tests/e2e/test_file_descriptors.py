@@ -19,6 +19,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e_support import ServeProcess, free_port, wait_until
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture
 def serve_limited(tmp_path):

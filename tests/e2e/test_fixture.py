@@ -11,7 +11,7 @@ from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
 
 from kfast.testing import KfastBroker  # noqa: E402
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 def test_fixture_from_sync_code(kfast_broker):
@@ -97,7 +97,8 @@ def test_uses_the_fixture(kfast_broker):
 """
 
 
-@pytest.mark.parametrize("uses_fixture", [True, False])
+# With the fixture, the pytest subprocess starts a broker too: ~10 s.
+@pytest.mark.parametrize("uses_fixture", [pytest.param(True, marks=pytest.mark.slow), False])
 def test_plugin_preloads_the_broker_only_for_sessions_using_the_fixture(tmp_path, uses_fixture):
     """The plugin imports the broker's modules after collection when a test
     uses kfast_broker (so its first start is the broker's own start-up), and

@@ -23,7 +23,10 @@ from group_support import (  # noqa: F401 (fixtures)
     produce,
 )
 
+pytestmark = pytest.mark.e2e
 
+
+@pytest.mark.slow
 @pytest.mark.parametrize("client", ["kafka-python", "confluent", "confluent-consumer",
                                     "aiokafka"])
 def test_three_consumers_split_rebalance_on_kill_and_close(group_broker, names, client):

@@ -8,6 +8,8 @@ import pytest
 from kfast.cli import main
 from kfast.testing import KfastBroker
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def cli_broker(tmp_path_factory):

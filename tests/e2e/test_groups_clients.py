@@ -44,6 +44,8 @@ from group_support import (  # noqa: F401 (fixtures)
     subscribe_kafka_python,
 )
 
+pytestmark = pytest.mark.e2e
+
 # Above SESSION_MS: a restarted static member must be back before it expires.
 STATIC_SESSION_MS = 10000
 TWENTY = 20
@@ -665,6 +667,7 @@ def test_member_commits_and_fetches_offsets_with_metadata(group_broker, names, c
 
 
 # -- kcat -G through the split / kill / close scenario -----------------------------------
+@pytest.mark.slow
 def test_kcat_three_consumers_split_rebalance_on_kill_and_close(group_broker, names):
     """test_groups.py's scenario for the Python clients, with kcat -G
     processes: kcat commits on its own (auto commit), so what the killed one

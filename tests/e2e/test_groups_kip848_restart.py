@@ -16,6 +16,8 @@ from kfast.testing import KfastBroker
 
 from e2e_support import wait_until
 
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
 pytest.importorskip("confluent_kafka")
 
 TOPIC = "kip848-restart"

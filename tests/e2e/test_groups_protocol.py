@@ -12,6 +12,8 @@ from kfast.protocol import api_keys
 from kfast.protocol import errors as E
 from kfast.testing import KfastBroker
 
+pytestmark = pytest.mark.e2e
+
 KEY = {name: api_keys.BY_NAME[name].key for name in (
     "FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
     "OffsetFetch", "OffsetDelete", "ListGroups", "DescribeGroups", "DeleteGroups", "Metadata",

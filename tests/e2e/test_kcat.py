@@ -7,7 +7,8 @@ import subprocess
 
 import pytest
 
-pytestmark = [pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed"),
+pytestmark = [pytest.mark.e2e,
+              pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed"),
               pytest.mark.timeout(60)]
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]

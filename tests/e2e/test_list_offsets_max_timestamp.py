@@ -16,7 +16,7 @@ from kfast.protocol import api_keys, errors
 from kfast.protocol.constants import MAX_TIMESTAMP
 from kfast.records import COMPRESSION_NONE, RecordBatchBuilder
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 LIST_OFFSETS = api_keys.BY_NAME["ListOffsets"]
 # ListOffsets v7 is the first that may ask for MAX_TIMESTAMP (KIP-734).

@@ -11,7 +11,7 @@ import pytest
 
 import kfast.protocol as p
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 def connect(broker) -> socket.socket:

@@ -10,7 +10,7 @@ from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
 
 from e2e_support import wait_until
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 
 def _admin(broker):

@@ -22,7 +22,7 @@ import kfast.protocol as p
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
 from kfast.protocol import api_keys, errors
 
-pytestmark = pytest.mark.timeout(60)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
 _NOT_SENSIBLE = {errors.UnknownServerException.code, errors.UnsupportedVersionException.code}
 

@@ -11,7 +11,7 @@ import pytest
 
 from e2e_support import wait_until
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 CONNECTIONS_PER_KIND = 250
 # What port scanners and clients of other protocols send: an HTTP request

@@ -13,7 +13,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer
 
 from e2e_support import REPO
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def run_serve(*args, timeout=30):
@@ -97,6 +97,7 @@ def test_sigterm_shuts_down_cleanly_and_restart_keeps_records(serve, tmp_path):
     assert node.terminate() == 0
 
 
+@pytest.mark.slow
 def test_kill_9_keeps_every_acknowledged_record(serve):
     node = serve("num.partitions=1").start()
     acknowledged: list[tuple[int, bytes]] = []

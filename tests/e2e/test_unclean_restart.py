@@ -10,7 +10,7 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def _consume(bootstrap, topic, count):

@@ -10,7 +10,7 @@ from kfast_spark.options import TopicPartition, parse_kafka_source_options
 from kfast_spark.source import (ADMISSION_CONTROL, KafkaBatchReader,
                                 KafkaMicroBatchStreamReader)
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 CODECS = ("gzip", "snappy", "lz4", "zstd", None)
 TOPIC = "orders"

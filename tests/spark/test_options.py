@@ -27,6 +27,8 @@ from kfast_spark.options import (
     partition_offsets_json,
 )
 
+pytestmark = pytest.mark.spark
+
 BOOTSTRAP = {"kafka.bootstrap.servers": "localhost:9092"}
 
 

@@ -19,6 +19,8 @@ from kfast_spark.planning import (
     resolve_offset_ranges,
 )
 
+pytestmark = pytest.mark.spark
+
 A0, A1, B0 = TopicPartition("a", 0), TopicPartition("a", 1), TopicPartition("b", 0)
 
 

@@ -15,6 +15,8 @@ from pyspark.sql.types import (
 
 from kfast_spark.schema import HEADERS_SPARK_TYPE, arrow_schema, kafka_schema, validate_sink_schema
 
+pytestmark = pytest.mark.spark
+
 SPARK_KAFKA_COLUMNS = ("struct<key:binary,value:binary,topic:string,partition:int,"
                        "offset:bigint,timestamp:timestamp,timestampType:int")
 

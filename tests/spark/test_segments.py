@@ -35,6 +35,8 @@ from kfast_spark.segments_source import KafkaSegmentsReader
 
 from kafka_log_writer import PartitionLogWriter, records
 
+pytestmark = pytest.mark.spark
+
 ORDERS = "orders"
 EVENTS = "events.v1"
 CODECS = (COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4,

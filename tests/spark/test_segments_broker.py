@@ -7,7 +7,7 @@ from kfast_spark.options import TopicPartition, parse_segments_source_options
 from kfast_spark.segments import read_range
 from kfast_spark.segments_source import KafkaSegmentsReader
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.timeout(240)]
 
 TOPIC = "payments"
 

@@ -6,7 +6,7 @@ from hypothesis import given, settings, strategies as st
 
 from kfast.protocol.errors import KafkaError
 from kfast.records import RecordBatch, RecordBatchBuilder, iter_batches
-from _record_strategies import CODECS, record_lists
+from ._record_strategies import CODECS, record_lists
 
 # Bytes of the header outside the CRC: baseOffset (0-7) and partitionLeaderEpoch
 # (12-15) can change and the batch stays valid. batchLength (8-11) is outside

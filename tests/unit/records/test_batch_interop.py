@@ -11,7 +11,7 @@ from kafka.record.default_records import (
 )
 
 from kfast.records import RecordBatch, RecordBatchBuilder, patch_batch
-from _record_strategies import CODECS, record_lists
+from ._record_strategies import CODECS, record_lists
 
 import types
 

@@ -7,7 +7,7 @@ from kfast.records import (
     COMPRESSION_NONE, RECORD_BATCH_OVERHEAD, RecordBatch, RecordBatchBuilder,
     TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, build_control_batch,
 )
-from _record_strategies import CODECS, producer_fields, record_lists
+from ._record_strategies import CODECS, producer_fields, record_lists
 
 
 def _expected_last_sequence(base, delta):

@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 
 from kfast._ext.columnar import ColumnarRecords, decode_columnar
 from kfast.protocol.errors import CorruptRecordException, KafkaError
-from test_legacy_oracle import (
+from .test_legacy_oracle import (
     kafka_python_codecs_installed,
     kafka_python_v2_batch,
     kafka_python_v2_records,

@@ -21,7 +21,7 @@ from kfast.protocol.errors import (
     KafkaError,
     UnsupportedCompressionTypeException,
 )
-from test_legacy_oracle import (
+from .test_legacy_oracle import (
     kafka_python_codecs_installed,
     kafka_python_legacy_records,
     kafka_python_message_set,

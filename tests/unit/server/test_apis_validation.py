@@ -13,7 +13,7 @@ from kfast.protocol import errors
 from kfast.records import RecordBatchBuilder, TIMESTAMP_LOG_APPEND_TIME, iter_batches
 from kfast.testing import KfastBroker
 
-from test_apis import Client, ControllerDouble, _fetch, _metadata, _produce
+from .test_apis import Client, ControllerDouble, _fetch, _metadata, _produce
 
 
 def batch(values, timestamp=None):
@@ -169,7 +169,7 @@ def test_shutdown_answers_a_waiting_fetch(tmp_path):
                                               partition_max_bytes=1 << 20)])])
         client.send_frame(p.encode_request(1, 12, 321, "test", body))
         purgatory = broker.broker.replica_manager.fetch_purgatory
-        from test_apis import _wait_for
+        from .test_apis import _wait_for
         assert _wait_for(broker, lambda: purgatory.delayed() == 1)
         stopper = threading.Thread(target=broker.stop)
         stopper.start()

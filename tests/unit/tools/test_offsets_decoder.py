@@ -14,7 +14,7 @@ from kfast.storage.log import Log
 from kfast.tools.dump_log import run
 from kfast.tools.offsets_decoder import format_offsets_record
 
-from tests.unit.coordinator.harness import Harness
+from ..coordinator.harness import Harness
 
 T = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
 T_TEXT = base64.urlsafe_b64encode(T.bytes).rstrip(b"=").decode()
