@@ -34,6 +34,11 @@ from kfast.records import RecordBatchBuilder
 LEADER_CHANGE = 2
 SNAPSHOT_HEADER = 3
 SNAPSHOT_FOOTER = 4
+# Kafka's ControlRecordType names (ABORT and COMMIT are transaction markers;
+# KRAFT_VERSION and KRAFT_VOTERS belong to KIP-853's dynamic quorums).
+CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", LEADER_CHANGE: "LEADER_CHANGE",
+                      SNAPSHOT_HEADER: "SNAPSHOT_HEADER", SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
+                      5: "KRAFT_VERSION", 6: "KRAFT_VOTERS"}
 
 CONTROL_KEY = struct.Struct(">hh")             # version 0, control type
 _INT16 = struct.Struct(">h")
@@ -113,3 +118,11 @@ def encode_snapshot_header(last_contained_log_timestamp: int) -> bytes:
 
 def encode_snapshot_footer() -> bytes:
     return _FOOTER_VALUE.pack(0, 0)
+
+
+def decode_snapshot_header(value) -> tuple[int, int]:
+    """(version, last contained log timestamp) of a SnapshotHeaderRecord."""
+    if value is None or len(value) < _HEADER_VALUE.size - 1:
+        raise CorruptRecordException("SnapshotHeaderRecord too short")
+    version, timestamp = struct.unpack_from(">hq", bytes(value))
+    return version, timestamp

@@ -28,6 +28,12 @@ import sys
 from kfast._ext.crc32c import crc32c
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
+from kfast.raft.control_records import (
+    CONTROL_TYPE_NAMES,
+    SNAPSHOT_FOOTER,
+    SNAPSHOT_HEADER,
+    decode_snapshot_header,
+)
 from kfast.storage.file_records import (
     ATTRIBUTES_OFFSET,
     LEGACY_MIN_SIZE,
@@ -55,6 +61,23 @@ from kfast.tools.offsets_decoder import format_offsets_record
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DELETE_HORIZON_BIT = 0x40
 
+
+
+def _control_record(control_type: int, value) -> str:
+    """What kafka-dump-log.sh prints for a control record other than a
+    transaction marker: KRaft's snapshot header/footer as JSON, other types
+    by name (LEADER_CHANGE(2)), an unknown one as UNKNOWN(n)."""
+    if control_type == SNAPSHOT_HEADER:
+        try:
+            version, timestamp = decode_snapshot_header(value)
+        except CorruptRecordException:
+            pass
+        else:
+            return (f' SnapshotHeader {{"version":{version},'
+                    f'"lastContainedLogTimestamp":{timestamp}}}')
+    if control_type == SNAPSHOT_FOOTER and value is not None and len(value) >= 2:
+        return f' SnapshotFooter {{"version":{struct.unpack_from(">h", bytes(value))[0]}}}'
+    return f" controlType: {CONTROL_TYPE_NAMES.get(control_type, 'UNKNOWN')}({control_type})"
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -190,7 +213,7 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
                             line.append(f" endTxnMarker: {'COMMIT' if control_type else 'ABORT'}"
                                         f" coordinatorEpoch: {epoch}")
                         else:
-                            line.append(f" controlType: UNKNOWN({control_type})")
+                            line.append(_control_record(control_type, record.value))
                 if print_data and not header.is_control:
                     prefix = "| " if skip_metadata else " "
                     if offsets_decoder:

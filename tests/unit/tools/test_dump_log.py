@@ -168,3 +168,29 @@ def test_cli_entry_point_and_files_option(tmp_path, capsys):
     assert main(["dump-log", "--files", path]) == 0
     assert capsys.readouterr().out.startswith(f"Dumping {path}\nLog starting offset: 0\n")
     assert main(["dump-log", str(tmp_path / "nothing.log")]) == 1
+
+
+def test_kraft_control_records_print_as_kafka_prints_them(tmp_path):
+    """A metadata log's LeaderChange batch and a snapshot's header and
+    footer, as kafka-dump-log.sh (DumpLogSegments) prints them."""
+    from kfast.raft.control_records import (
+        LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_batch, encode_leader_change,
+        encode_snapshot_footer, encode_snapshot_header)
+    from kfast.raft.log import LeaderChangeMessage
+
+    path = tmp_path / "00000000000000000000.log"
+    path.write_bytes(
+        control_batch(LEADER_CHANGE, encode_leader_change(LeaderChangeMessage(2, (1, 2, 3))),
+                      0, 5, 1700000000000)
+        + control_batch(SNAPSHOT_HEADER, encode_snapshot_header(1700000000123), 1, 5,
+                        1700000000000)
+        + control_batch(SNAPSHOT_FOOTER, encode_snapshot_footer(), 2, 5, 1700000000000)
+        + control_batch(9, b"", 3, 5, 1700000000000))
+    status, out, _ = dump("--deep-iteration", str(path))
+    assert status == 0
+    records = [line for line in out.splitlines() if line.startswith("| offset:")]
+    assert records[0].endswith(" controlType: LEADER_CHANGE(2)")
+    assert records[1].endswith(' SnapshotHeader {"version":0,"lastContainedLogTimestamp":'
+                               '1700000000123}')
+    assert records[2].endswith(' SnapshotFooter {"version":0}')
+    assert records[3].endswith(" controlType: UNKNOWN(9)")
