@@ -242,7 +242,7 @@ class KafkaBroker:
                 # the first unfence): until then connections wait in the
                 # listen backlog rather than see a cluster without brokers.
                 for server in self.socket_servers.values():
-                    server._set_accepting(False)
+                    server.hold_accepting()
             advertised = self._advertised_endpoints()
             self.broker_epoch = await self.controller.register_broker(
                 self.node_id, self.incarnation_id, advertised, self.config.get("broker.rack"))
@@ -250,7 +250,7 @@ class KafkaBroker:
                 await wait_in_service()
                 await publisher.wait_idle()
                 for server in self.socket_servers.values():
-                    server._set_accepting(True)
+                    server.release_accepting()
         except BaseException:
             await self.shutdown()
             raise

@@ -636,6 +636,7 @@ class SocketServer:
         self._totals = _Totals()
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._shutting_down = False
+        self._held = False
         self._all_closed: asyncio.Future | None = None
         # Per-connection warnings (garbage received, accept failures).
         self.warnings = RateLimitedLogger(logger)
@@ -696,7 +697,21 @@ class SocketServer:
 
     # ------------------------------------------------------------------ accept
 
+    def hold_accepting(self) -> None:
+        """Bind but take no connections: clients wait in the listen backlog
+        until ``release_accepting`` (a cluster's broker before it is in
+        service). Closing connections and descriptor back-off do not undo it."""
+        self._held = True
+        self._set_accepting(False)
+
+    def release_accepting(self) -> None:
+        self._held = False
+        if not self._shutting_down and len(self._connections) < self.max_connections:
+            self._set_accepting(True)
+
     def _set_accepting(self, on: bool) -> None:
+        if on and self._held:
+            return
         if on and not self._accepting and self._listener is not None:
             self._loop.add_reader(self._listener.fileno(), self._on_acceptable)
             self._accepting = True

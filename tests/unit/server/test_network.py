@@ -808,3 +808,25 @@ def test_large_request_then_buffer_shrinks_back(run):
             assert transport.receive_capacity == netio.RECEIVE_CHUNK_SIZE
             writer.close()
     run(body)
+
+
+def test_held_listener_leaves_clients_in_the_backlog_until_released(run):
+    """A cluster's broker binds its listener before it is in service and
+    holds it: clients connect (the kernel's backlog) but nothing is
+    accepted or answered, even when other connections close, until release."""
+    async def body():
+        async with SocketServer(echo, "127.0.0.1", 0) as server:
+            early_reader, early_writer = await asyncio.open_connection("127.0.0.1", server.port)
+            early_writer.write(frame(b"x"))
+            assert await read_frame(early_reader) == b"echo:x"
+            server.hold_accepting()
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"waiting"))
+            early_writer.close()               # a closing connection must not resume it
+            await until(lambda: len(server.connections) == 0)
+            with pytest.raises(asyncio.TimeoutError):
+                await asyncio.wait_for(read_frame(reader), 0.3)
+            server.release_accepting()
+            assert await read_frame(reader) == b"echo:waiting"
+            writer.close()
+    run(body)
