@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from kfast.client.connection import BrokerConnection
 from kfast.protocol import api_keys, errors
@@ -283,14 +283,15 @@ class RaftManager:
     async def handle_request(self, api_key: int, request):
         """The response body for a quorum RPC received on the controller
         listener (``request`` as decoded by kfast.protocol)."""
-        response_for = _RESPONSE_BUILDERS[api_key]
+        rpc = _QUORUM_RPCS[api_key]
         cluster_id = getattr(request, "cluster_id", None)
         if cluster_id is not None and cluster_id != self.cluster_id:
-            return response_for(self, None, _INCONSISTENT_CLUSTER_ID)
+            return rpc.encode(self, rpc.error_body, _INCONSISTENT_CLUSTER_ID)
         try:
-            body, source = _decode_request(api_key, request)
+            body = rpc.decode(request)
         except wire.WireError:
-            return response_for(self, None, _INVALID_REQUEST)
+            return rpc.encode(self, rpc.error_body, _INVALID_REQUEST)
+        source = getattr(body, rpc.source)
         if self._stopped:
             raise errors.NotControllerException("The quorum member is stopping.")
         inbound_id = self._next_inbound_id
@@ -303,7 +304,7 @@ class RaftManager:
             answer = await future
         finally:
             self._inbound.pop(inbound_id, None)
-        return response_for(self, answer, 0)
+        return rpc.encode(self, answer, 0)
 
     # -- the controller's side ---------------------------------------------------------
     def propose(self, records) -> int:
@@ -337,46 +338,35 @@ class RaftManager:
         return self.client.is_leader
 
 
-def _decode_request(api_key: int, request):
-    if api_key == VOTE:
-        body = wire.from_vote_request(request)
-        return body, body.replica_id
-    if api_key == BEGIN_QUORUM_EPOCH:
-        body = wire.from_begin_quorum_epoch_request(request)
-        return body, body.leader_id
-    if api_key == END_QUORUM_EPOCH:
-        body = wire.from_end_quorum_epoch_request(request)
-        return body, body.leader_id
-    if api_key == FETCH:
-        body = wire.from_fetch_request(request)
-        return body, body.replica_id
-    body = wire.from_fetch_snapshot_request(request)
-    return body, body.replica_id
+class _QuorumRpc(NamedTuple):
+    """How one quorum RPC crosses the controller listener: the request's
+    body and the field naming its sender; the response's encoder and the
+    body a request-level error (another cluster, a malformed request)
+    answers with."""
+    decode: Callable
+    source: str
+    encode: Callable          # (manager, body, error_code) -> wire response
+    error_body: object
 
 
-def _vote_response(manager, body: VoteResponse | None, error_code: int):
-    return wire.vote_response(body or VoteResponse(0, -1, -1, False), error_code)
-
-
-def _begin_response(manager, body: BeginQuorumEpochResponse | None, error_code: int):
-    return wire.begin_quorum_epoch_response(body or BeginQuorumEpochResponse(0, -1, -1),
-                                            error_code)
-
-
-def _end_response(manager, body: EndQuorumEpochResponse | None, error_code: int):
-    return wire.end_quorum_epoch_response(body or EndQuorumEpochResponse(0, -1, -1), error_code)
-
-
-def _fetch_response(manager, body: FetchResponse | None, error_code: int):
-    return wire.fetch_response(body or FetchResponse(0, -1, -1), manager.codec, error_code)
-
-
-def _fetch_snapshot_response(manager, body: FetchSnapshotResponse | None, error_code: int):
-    return wire.fetch_snapshot_response(body or FetchSnapshotResponse(0, -1, -1), error_code)
-
-
-_RESPONSE_BUILDERS = {VOTE: _vote_response, BEGIN_QUORUM_EPOCH: _begin_response,
-                      END_QUORUM_EPOCH: _end_response, FETCH: _fetch_response,
-                      FETCH_SNAPSHOT: _fetch_snapshot_response}
+_QUORUM_RPCS = {
+    VOTE: _QuorumRpc(wire.from_vote_request, "replica_id",
+                     lambda m, body, code: wire.vote_response(body, code),
+                     VoteResponse(0, -1, -1, False)),
+    BEGIN_QUORUM_EPOCH: _QuorumRpc(
+        wire.from_begin_quorum_epoch_request, "leader_id",
+        lambda m, body, code: wire.begin_quorum_epoch_response(body, code),
+        BeginQuorumEpochResponse(0, -1, -1)),
+    END_QUORUM_EPOCH: _QuorumRpc(
+        wire.from_end_quorum_epoch_request, "leader_id",
+        lambda m, body, code: wire.end_quorum_epoch_response(body, code),
+        EndQuorumEpochResponse(0, -1, -1)),
+    FETCH: _QuorumRpc(wire.from_fetch_request, "replica_id",
+                      lambda m, body, code: wire.fetch_response(body, m.codec, code),
+                      FetchResponse(0, -1, -1)),
+    FETCH_SNAPSHOT: _QuorumRpc(wire.from_fetch_snapshot_request, "replica_id",
+                               lambda m, body, code: wire.fetch_snapshot_response(body, code),
+                               FetchSnapshotResponse(0, -1, -1)),
+}
 
 __all__ = ["RaftManager", "NotLeaderException", "QUORUM_API_KEYS", "parse_quorum_voters"]

@@ -259,3 +259,19 @@ def test_a_node_of_another_cluster_refuses_to_start(tmp_path):
         assert "cluster id" in other.log_tail(1).lower()
     finally:
         other.close()
+
+
+def test_quorum_requests_from_another_cluster_are_refused(cluster):
+    """A voter of another cluster (or a misconfigured one) gets
+    INCONSISTENT_CLUSTER_ID and changes nothing here."""
+    from kfast.raft import wire
+    from kfast.raft.messages import VoteRequest
+
+    leader = write_on_leader(cluster, RETENTION, "1")
+    epoch = cluster.describe_quorum(leader).leader_epoch
+    request = wire.vote_request(VoteRequest(epoch + 5, 9, epoch + 5, 10**6, False), "other", 1)
+    with cluster.connect(leader) as connection:
+        response = connection.send(request)
+    assert response.error_code == errors.InconsistentClusterIdException.code
+    state = cluster.describe_quorum(leader)
+    assert (state.leader_id, state.leader_epoch) == (leader, epoch)
