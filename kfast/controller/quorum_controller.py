@@ -70,6 +70,7 @@ from kfast.controller.metadata.records import (
 from kfast.controller.metadata_log import MetadataLog
 from kfast.controller.producer_id_control import ProducerIdControlManager
 from kfast.controller.replication_control import (
+    AlterPartitionTopic,
     CreatedTopic,
     ReplicationControlManager,
     TopicSpec,
@@ -496,6 +497,13 @@ class QuorumController:
         """requests: (topic, index, target replicas | None); {(topic, index): KafkaError | None}."""
         return await self._run(lambda: self.replication_control.alter_partition_reassignments(
             requests, allow_replication_factor_change))
+
+    async def alter_partition(self, broker_id: int, broker_epoch: int,
+                              topics: list[AlterPartitionTopic], version: int = 3) -> list:
+        """A partition leader's ISR change; per topic, a list of
+        AlterPartitionResult (ReplicationControlManager.alter_partition)."""
+        return await self._run(lambda: self.replication_control.alter_partition(
+            broker_id, broker_epoch, topics, version))
 
     async def update_features(self, updates: list[tuple[str, int]]) -> dict:
         """(feature, max level) pairs; {feature: KafkaError | None}."""

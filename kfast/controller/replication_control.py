@@ -4,18 +4,21 @@ Operations (CreateTopics, DeleteTopics, CreatePartitions, auto-creation)
 read the current state and return a ControllerResult: per-topic results in
 the request's response type, and the records that make the change
 (TopicRecord + PartitionRecords + ConfigRecords, RemoveTopicRecord,
-PartitionRecords for new partitions). Validation follows Kafka's controller
-(ReplicationControlManager.createTopics and friends): the first failing rule
-gives the topic's error code and message, other topics of the request go on.
+PartitionRecords for new partitions, PartitionChangeRecords for elections,
+reassignments and a leader's ISR changes). Validation follows Kafka's
+controller (ReplicationControlManager.createTopics and friends): the first
+failing rule gives the topic's (or partition's) error code and message, the
+others of the request go on.
 
 A new partition's ISR is its replicas on unfenced brokers and its leader the
 first of them; leader epoch and partition epoch start at 0.
 """
 from __future__ import annotations
 
+import logging
 import uuid
-from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping, NamedTuple, Sequence
 
 from kfast.config import ConfigException, LogConfig
 from kfast.controller.controller_result import (
@@ -40,10 +43,15 @@ from kfast.controller.topics import (
 from kfast.protocol import errors
 from kfast.protocol.constants import CONFIG_RESOURCE_TOPIC, NO_LEADER, ZERO_UUID
 
+logger = logging.getLogger(__name__)
+
 # PartitionChangeRecord.leader: -2 means "leader unchanged".
 NO_LEADER_CHANGE = -2
 # ElectLeaders election types (Kafka's ElectionType).
 ELECTION_PREFERRED, ELECTION_UNCLEAN = 0, 1
+# Kafka's LeaderRecoveryState (KIP-704). kfast's elections never leave a
+# partition RECOVERING, so every registration is RECOVERED.
+LEADER_RECOVERY_RECOVERED, LEADER_RECOVERY_RECOVERING = 0, 1
 
 
 @dataclass
@@ -73,6 +81,38 @@ class CreatedTopic:
     topic_id: uuid.UUID = ZERO_UUID
     num_partitions: int = -1
     replication_factor: int = -1
+
+
+class BrokerState(NamedTuple):
+    """A member of a proposed ISR (AlterPartition v3's BrokerState, KIP-903):
+    ``broker_epoch`` -1 skips the check against its registration."""
+    broker_id: int
+    broker_epoch: int = -1
+
+
+class AlterPartitionData(NamedTuple):
+    """One partition of an AlterPartition request, as its leader proposes it."""
+    partition_index: int
+    leader_epoch: int
+    new_isr: Sequence[BrokerState]
+    leader_recovery_state: int
+    partition_epoch: int
+
+
+class AlterPartitionTopic(NamedTuple):
+    """One topic of an AlterPartition request: by ``topic_id`` from version
+    2, by ``topic_name`` before."""
+    topic_id: uuid.UUID | None
+    topic_name: str | None
+    partitions: Sequence[AlterPartitionData]
+
+
+class AlterPartitionResult(NamedTuple):
+    """``registration``: the partition after the change (unchanged if the
+    ISR was already the proposed one); None when ``error`` is set."""
+    partition_index: int
+    error: errors.KafkaError | None
+    registration: PartitionRegistration | None = None
 
 
 class ReplicationControlManager:
@@ -436,6 +476,179 @@ class ReplicationControlManager:
             change.leader = self._elect(topic.name, registration, isr)
         return change
 
+    # -- AlterPartition ------------------------------------------------------------
+    def alter_partition(self, broker_id: int, broker_epoch: int,
+                        topics: Sequence[AlterPartitionTopic], version: int = 3
+                        ) -> ControllerResult:
+        """A partition leader's ISR shrink or expansion (Kafka's
+        ReplicationControlManager.alterPartition); ``version`` is the
+        request's, which decides how topics are named and which error codes
+        older leaders understand. Raises StaleBrokerEpochException (the whole
+        request) unless ``broker_epoch`` is the requester's registered epoch.
+
+        Response: per entry of ``topics``, in order, a list of
+        AlterPartitionResult in its partitions' order. An ISR that lets every
+        replica being added join completes the reassignment in the same
+        change; if that moves the leadership away from the requester it gets
+        NEW_LEADER_ELECTED (FENCED_LEADER_EPOCH before version 2) although
+        the change is written."""
+        try:
+            registered_epoch = self.cluster.broker_epoch(broker_id)
+        except errors.BrokerIdNotRegisteredException:
+            raise errors.StaleBrokerEpochException(
+                f"No broker registration found for broker id {broker_id}") from None
+        if registered_epoch != broker_epoch:
+            raise errors.StaleBrokerEpochException(
+                f"Expected broker epoch {registered_epoch}, but got broker epoch {broker_epoch}")
+        results, records = [], []
+        for entry in topics:
+            topic_id = entry.topic_id if version > 1 else self.topics_by_name.get(entry.topic_name)
+            topic = self.topics.get(topic_id)
+            if topic is None:
+                error = errors.UnknownTopicIdException() if version > 1 else \
+                    errors.UnknownTopicOrPartitionException()
+                results.append([AlterPartitionResult(p.partition_index, error)
+                                for p in entry.partitions])
+                continue
+            partition_results = []
+            for data in entry.partitions:
+                index = data.partition_index
+                registration = topic.partitions.get(index)
+                error = self._validate_alter_partition(broker_id, topic, registration, data,
+                                                       version)
+                if error is not None:
+                    partition_results.append(AlterPartitionResult(index, error))
+                    continue
+                change = self._isr_change(topic, index, registration,
+                                          [member.broker_id for member in data.new_isr])
+                if change is not None:
+                    records.append(change)
+                    registration = apply_partition_change(registration, change)
+                    if registration.leader != broker_id:
+                        # Only a completed reassignment moves the leadership here;
+                        # the old leader must learn the new one from metadata.
+                        logger.info("AlterPartition from broker %d completed the reassignment "
+                                    "of %s-%d and moved its leadership to %d", broker_id,
+                                    topic.name, index, registration.leader)
+                        error = errors.NewLeaderElectedException() if version > 1 else \
+                            errors.FencedLeaderEpochException()
+                        partition_results.append(AlterPartitionResult(index, error))
+                        continue
+                partition_results.append(AlterPartitionResult(index, None, registration))
+            results.append(partition_results)
+        return ControllerResult(results, records)
+
+    def _validate_alter_partition(self, broker_id: int, topic: TopicControlInfo,
+                                  registration: PartitionRegistration | None,
+                                  data: AlterPartitionData, version: int
+                                  ) -> errors.KafkaError | None:
+        """Kafka's validateAlterPartitionData: the first rule broken, or None."""
+        name = f"{topic.name}-{data.partition_index}"
+        if registration is None:
+            return errors.UnknownTopicOrPartitionException(f"Unknown partition {name}.")
+        # A leader that knows a newer epoch than this controller has heard
+        # from a newer controller: NOT_CONTROLLER sends it looking for it.
+        if data.leader_epoch > registration.leader_epoch or \
+                data.partition_epoch > registration.partition_epoch:
+            return errors.NotControllerException(
+                f"The leader of {name} has seen leader epoch {data.leader_epoch} and partition "
+                f"epoch {data.partition_epoch}, newer than this controller's "
+                f"{registration.leader_epoch} and {registration.partition_epoch}.")
+        if data.leader_epoch < registration.leader_epoch:
+            return errors.FencedLeaderEpochException(
+                f"The leader epoch of {name} is {registration.leader_epoch}, not "
+                f"{data.leader_epoch}.")
+        if broker_id != registration.leader:
+            return errors.InvalidRequestException(
+                f"Broker {broker_id} is not the leader of {name} ({registration.leader} is).")
+        if data.partition_epoch < registration.partition_epoch:
+            # The change this request was based on has been superseded.
+            return errors.InvalidUpdateVersionException(
+                f"The partition epoch of {name} is {registration.partition_epoch}, not "
+                f"{data.partition_epoch}.")
+        new_isr = [member.broker_id for member in data.new_isr]
+        if not _valid_isr(registration.replicas, new_isr):
+            return errors.InvalidRequestException(
+                f"Invalid ISR {new_isr} for {name}: replicas are {list(registration.replicas)}.")
+        if registration.leader not in new_isr:
+            return errors.InvalidRequestException(
+                f"The ISR {new_isr} of {name} does not include its leader {registration.leader}.")
+        state = data.leader_recovery_state
+        if state not in (LEADER_RECOVERY_RECOVERED, LEADER_RECOVERY_RECOVERING):
+            # Kafka fails the whole request (UNKNOWN_SERVER_ERROR) on a value
+            # LeaderRecoveryState.of rejects; kfast refuses the partition.
+            return errors.InvalidRequestException(f"Unknown leader recovery state {state}.")
+        if state == LEADER_RECOVERY_RECOVERING and len(new_isr) > 1:
+            return errors.InvalidRequestException(
+                f"The ISR {new_isr} of {name} has more than one replica while its leader is "
+                f"recovering from an unclean leader election.")
+        if state == LEADER_RECOVERY_RECOVERING:
+            # Every registration here is RECOVERED, and that is final.
+            return errors.InvalidRequestException(
+                f"The leader recovery state of {name} cannot change from RECOVERED to "
+                f"RECOVERING.")
+        ineligible = self._ineligible_replicas(data.new_isr)
+        if ineligible:
+            message = f"Ineligible replicas {ineligible} in the new ISR {new_isr} of {name}."
+            # INELIGIBLE_REPLICA is version 2's (KIP-841).
+            return errors.IneligibleReplicaException(message) if version > 1 else \
+                errors.OperationNotAttemptedException(message)
+        return None
+
+    def _ineligible_replicas(self, new_isr: Sequence[BrokerState]) -> list[str]:
+        """Why members of a proposed ISR may not be in it: a replica joins
+        only on a broker in service, of the registration the leader saw."""
+        reasons = []
+        for member in new_isr:
+            registration = self.cluster.brokers.get(member.broker_id)
+            if registration is None:
+                reasons.append(f"{member.broker_id} (not registered)")
+            elif registration.in_controlled_shutdown:
+                reasons.append(f"{member.broker_id} (shutting down)")
+            elif registration.fenced:
+                reasons.append(f"{member.broker_id} (fenced)")
+            elif member.broker_epoch != -1 and member.broker_epoch != registration.epoch:
+                reasons.append(f"{member.broker_id} (broker epoch {member.broker_epoch}, "
+                               f"registered {registration.epoch})")
+        return reasons
+
+    def _isr_change(self, topic: TopicControlInfo, index: int,
+                    registration: PartitionRegistration, new_isr: list[int]
+                    ) -> PartitionChangeRecord | None:
+        """What Kafka's PartitionChangeBuilder makes of a validated target
+        ISR: the record (only the fields that change), or None if nothing
+        does. The leader is in the new ISR and in service, so it stays,
+        unless a completed reassignment removes it."""
+        change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
+        isr = new_isr
+        removing = registration.removing_replicas
+        if registration.adding_replicas or removing:
+            target = [r for r in registration.replicas if r not in removing]
+            completed_isr = [r for r in new_isr if r not in removing]
+            if target and completed_isr and all(r in completed_isr for r in target):
+                # Every target replica is in sync: PartitionReassignmentReplicas
+                # .maybeCompleteReassignment.
+                isr = completed_isr
+                if target != list(registration.replicas):
+                    change.replicas = target
+                if registration.adding_replicas:
+                    change.adding_replicas = []
+                if removing:
+                    change.removing_replicas = []
+                if registration.leader not in isr:
+                    # The ISR holds only brokers in service, so this election is clean.
+                    change.leader = self._elect(
+                        topic.name, replace(registration, replicas=tuple(target)), isr)
+                elif removing:
+                    # A leader epoch bump fences the replicas that leave.
+                    change.leader = registration.leader
+        if tuple(isr) != registration.isr:
+            change.isr = isr
+        if change.isr is None and change.leader == NO_LEADER_CHANGE and change.replicas is None \
+                and change.adding_replicas is None and change.removing_replicas is None:
+            return None
+        return change
+
     # -- broker fencing ------------------------------------------------------------
     def _elect(self, topic_name: str, registration: PartitionRegistration, isr,
                excluded: int | None = None, also_active: int | None = None) -> int:
@@ -544,3 +757,8 @@ def apply_partition_change(current: PartitionRegistration, change) -> PartitionR
                                  leader_epoch, current.partition_epoch + 1, removing, adding,
                                  current.eligible_leader_replicas, current.last_known_elr,
                                  current.directories)
+
+
+def _valid_isr(replicas: Sequence[int], isr: Sequence[int]) -> bool:
+    """Kafka's Replicas.validateIsr: distinct non-negative ids, all replicas."""
+    return len(set(isr)) == len(isr) and all(r >= 0 and r in replicas for r in isr)

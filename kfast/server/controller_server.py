@@ -99,12 +99,13 @@ class ControllerServer:
         self.started = False
 
     def _register_apis(self) -> None:
-        from kfast.server import admin_apis, broker_lifecycle_apis, producer_id_apis, \
-            quorum_apis
+        from kfast.server import admin_apis, alter_partition_apis, broker_lifecycle_apis, \
+            producer_id_apis, quorum_apis
         from kfast.server.controller_channel import FORWARDED_APIS
 
         quorum_apis.register(self.apis)
         broker_lifecycle_apis.register(self.apis)
+        alter_partition_apis.register(self.apis)
         producer_id_apis.register_controller(self.apis)
         # The admin APIs brokers forward here, with the handlers (and error
         # responses) the broker listener uses for them.
