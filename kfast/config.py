@@ -356,6 +356,12 @@ define("replica.fetch.wait.max.ms", I, 500, "Max wait of a follower fetch.")
 define("replica.high.watermark.checkpoint.interval.ms", L, 5000,
        "How often the high watermark is saved to disk.")
 define("num.replica.fetchers", I, 1, "Fetcher threads per source broker.")
+define("replica.fetch.min.bytes", I, 1, "Min bytes a follower fetch waits for.", at_least(1))
+define("replica.fetch.response.max.bytes", I, 10 * 1024 * 1024,
+       "Max bytes of a whole follower fetch response.", at_least(0))
+define("replica.fetch.backoff.ms", I, 1000, "Sleep of a follower fetcher after a fetch error.",
+       at_least(0))
+define("replica.socket.timeout.ms", I, 30000, "Socket timeout of follower fetch requests.")
 define("background.threads", I, 10, "Threads for background processing tasks.", at_least(1))
 
 # KRaft metadata log (__cluster_metadata-0).

@@ -26,12 +26,14 @@ from kfast.config import ConfigException, KafkaConfig
 from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataImage
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
+from kfast.server.alter_partition_manager import AlterPartitionManager
 from kfast.server.apis import KafkaApis
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
 from kfast.server.network import SocketServer
 from kfast.server.producer_id_apis import ProducerIdManager
+from kfast.server.replica_fetcher import ReplicaFetcherManager
 from kfast.server.replica_manager import ReplicaManager
 from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
@@ -221,6 +223,13 @@ class KafkaBroker:
         self.replica_manager = ReplicaManager(self.node_id, self.log_manager, self.timer,
                                               self.config)
         self.controller = self._new_controller(loop)
+        channel = getattr(self.controller, "channel", None)
+        if channel is not None:
+            # A cluster: partitions have followers on other brokers.
+            replica_manager = self.replica_manager
+            replica_manager.replica_fetchers = ReplicaFetcherManager(self)
+            replica_manager.alter_partition_manager = AlterPartitionManager(self, channel.send)
+            replica_manager.isr_eligible = self._isr_eligible
         self.producer_id_manager = ProducerIdManager(self.controller, self.node_id)
         await self.controller.start()
         self.metadata_image = self.controller.image
@@ -265,6 +274,23 @@ class KafkaBroker:
                     self.node_id, self.startup_ms,
                     ", ".join(f"{e.name}://{e.host}:{e.port}" for e in advertised),
                     self.cluster_id)
+
+    def broker_endpoint(self, broker_id: int):
+        """Where this broker reaches another (replica fetches): its endpoint
+        on inter.broker.listener.name, else on this broker's first listener."""
+        image = self.metadata_image
+        registration = None if image is None else image.brokers.get(broker_id)
+        if registration is None:
+            return None
+        name = (self.config["inter.broker.listener.name"] or self.listeners[0][0]).upper()
+        return registration.listeners.get(name)
+
+    def _isr_eligible(self, broker_id: int) -> bool:
+        """A broker may join an ISR while registered, unfenced and not
+        shutting down (Kafka's isReplicaIsrEligible)."""
+        registration = self.metadata_image.brokers.get(broker_id)
+        return registration is not None and not registration.fenced and \
+            not registration.in_controlled_shutdown
 
     def supported_features(self) -> dict[str, tuple[int, int]]:
         """{feature: (min level, max level)} for ApiVersions'
@@ -338,6 +364,9 @@ class KafkaBroker:
                          log_manager.checkpoint_high_watermarks),
             _PeriodicJob(self, "fetch-session-eviction", MIN_EVICTION_MS // 2,
                          self.fetch_session_cache.evict_stale, in_executor=False),
+            # Kafka's isr-expiration: followers that fell behind leave the ISR.
+            _PeriodicJob(self, "isr-expiration", config["replica.lag.time.max.ms"] // 2,
+                         self.replica_manager.maybe_shrink_isr, in_executor=False),
         ]
         if config["log.cleaner.enable"]:
             # Kafka's cleaner threads sleep log.cleaner.backoff.ms when no log
@@ -368,6 +397,10 @@ class KafkaBroker:
         for job in self._jobs:
             await job.stop()
         if self.replica_manager is not None:
+            for manager in (self.replica_manager.replica_fetchers,
+                            self.replica_manager.alter_partition_manager):
+                if manager is not None:
+                    await manager.shutdown()
             self.replica_manager.shutdown()
         if self.metadata_publisher is not None:
             await self.metadata_publisher.wait_idle()

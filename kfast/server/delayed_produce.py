@@ -7,13 +7,17 @@ a high watermark at or past the end of its append, or when the request's
 timeout expires (REQUEST_TIMED_OUT for the partitions still waiting). The
 replica manager calls ``check_and_complete(partition key)`` whenever a high
 watermark moves. On one node the high watermark follows each append, so the
-first try completes it; the path is the same one followers will drive.
+first try completes it; with followers, their fetches move it.
 """
 from __future__ import annotations
 
 import asyncio
 
-from kfast.protocol.errors import NotLeaderOrFollowerException, TimeoutException
+from kfast.protocol.errors import (
+    NotEnoughReplicasAfterAppendException,
+    NotLeaderOrFollowerException,
+    TimeoutException,
+)
 from kfast.server_common.purgatory import DelayedOperation
 
 
@@ -46,6 +50,11 @@ class DelayedProduce(DelayedOperation):
                 status.response.error_code = NotLeaderOrFollowerException.code
                 status.acks_pending = False
             elif partition.log.high_watermark >= status.required_offset:
+                # Replicated by the ISR -- but if the ISR shrank below
+                # min.insync.replicas meanwhile, the write is not as durable
+                # as asked (Kafka's checkEnoughReplicasReachOffset).
+                if len(partition.maximal_isr) < partition.log.config["min.insync.replicas"]:
+                    status.response.error_code = NotEnoughReplicasAfterAppendException.code
                 status.acks_pending = False
         if any(status.acks_pending for status in self.statuses):
             return False
@@ -86,10 +95,10 @@ class DelayedDeleteRecords(DelayedOperation):
                 self._pending[i] = False
                 continue
             low_watermark = partition.log.log_start_offset
-            for replica in partition.isr:
-                if replica != partition.node_id:
-                    low_watermark = min(low_watermark,
-                                        partition.follower_end_offsets.get(replica, 0))
+            # Kafka's lowWatermarkIfLeader: over every live replica that
+            # reported one (a follower not heard from yet holds it back).
+            for state in partition.replica_states.values():
+                low_watermark = min(low_watermark, state.log_start_offset)
             if low_watermark >= requested:
                 result.low_watermark = low_watermark
                 self._pending[i] = False

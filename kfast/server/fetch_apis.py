@@ -1,4 +1,5 @@
-"""Fetch (API key 1): KafkaApis.handleFetchRequest for consumers.
+"""Fetch (API key 1): KafkaApis.handleFetchRequest for consumers and for
+followers (a replica id >= 0).
 
 The request goes through the fetch session cache (KIP-227) to get the
 partitions to read, the ReplicaManager reads them (waiting in the fetch
@@ -23,6 +24,7 @@ logger = logging.getLogger(__name__)
 _TopicResponse = FetchResponse.FetchableTopicResponse
 _PartitionData = FetchResponse.PartitionData
 _AbortedTransaction = FetchResponse.AbortedTransaction
+_EpochEndOffset = FetchResponse.EpochEndOffset
 _MAX_DECOMPRESSED = 64 * 1024 * 1024
 
 
@@ -44,6 +46,9 @@ def handle_fetch(ctx: RequestContext, request):
     broker = ctx.broker
     replica_manager = broker.replica_manager
     version = ctx.api_version
+    replica_id = _replica_id(request, version)
+    if replica_id >= 0:
+        return handle_follower_fetch(ctx, request, replica_id)
     by_id = version >= 13
     partitions: list[CachedPartition] = []
     unknown_ids: list[tuple] = []           # (topic_id, partition) answered UNKNOWN_TOPIC_ID
@@ -67,8 +72,8 @@ def handle_fetch(ctx: RequestContext, request):
     if context.error_code:
         return FetchResponse(error_code=context.error_code, session_id=0, responses=[])
     max_bytes = request.max_bytes if version >= 3 else INT32_MAX
-    if _replica_id(request, version) < 0:  # a consumer: the broker's cap applies (KIP-541)
-        max_bytes = min(max_bytes, broker.config["fetch.max.bytes"])
+    # A consumer: the broker's cap applies (KIP-541).
+    max_bytes = min(max_bytes, broker.config["fetch.max.bytes"])
     params = FetchParams(
         max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
         max_bytes=max_bytes,
@@ -83,6 +88,68 @@ def handle_fetch(ctx: RequestContext, request):
     if isinstance(results, list):
         return _response(version, context, cached, results, unknown_ids)
     return _await_response(results, version, context, cached, unknown_ids)
+
+
+def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
+    """A follower's fetch (Kafka's replica fetcher protocol): sessionless
+    (kfast's fetchers send full requests; a session id is ignored), read up
+    to each log end offset, last_fetched_epoch checked for divergence, and
+    the fetch offsets recorded as the follower's progress."""
+    replica_manager = ctx.broker.replica_manager
+    version = ctx.api_version
+    if version < 12:
+        # Without last_fetched_epoch a follower could not learn where its log
+        # diverges; kfast's followers use v12+ (Kafka's since 2.7).
+        raise errors.UnsupportedVersionException(
+            f"Follower fetches need Fetch v12 or later, got v{version}")
+    by_id = version >= 13
+    requests: list[PartitionFetchRequest] = []
+    named: list[tuple] = []                 # (topic, topic_id) per request
+    unknown_ids: list[tuple] = []
+    for topic in request.topics:
+        name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
+        for p in topic.partitions:
+            if name is None:
+                unknown_ids.append((topic.topic_id, p.partition))
+                continue
+            requests.append(PartitionFetchRequest(
+                (name, p.partition), p.fetch_offset, p.partition_max_bytes,
+                p.current_leader_epoch, p.last_fetched_epoch, p.log_start_offset))
+            named.append((name, topic.topic_id if by_id else None))
+    params = FetchParams(
+        max_wait_ms=0 if unknown_ids else request.max_wait_ms, min_bytes=request.min_bytes,
+        max_bytes=request.max_bytes, isolation_level=0, replica_id=replica_id)
+    results = replica_manager.fetch_messages(params, requests)
+    if isinstance(results, list):
+        return _follower_response(named, results, unknown_ids)
+    return _await_follower_response(named, results, unknown_ids)
+
+
+async def _await_follower_response(named, waiting, unknown_ids):
+    return _follower_response(named, await waiting, unknown_ids)
+
+
+def _follower_response(named: list, results: list, unknown_ids: list):
+    responses: list = []
+    current = None
+    for (name, topic_id), (request, data) in zip(named, results):
+        if current is None or current.topic != name:
+            current = _TopicResponse(topic=name, topic_id=topic_id, partitions=[])
+            responses.append(current)
+        partition = _PartitionData(
+            partition_index=request.key[1], error_code=data.error_code,
+            high_watermark=data.high_watermark, last_stable_offset=data.last_stable_offset,
+            log_start_offset=data.log_start_offset,
+            records=data.records if data.records is not None else b"")
+        if data.diverging_epoch is not None:
+            epoch, end_offset = data.diverging_epoch
+            partition.diverging_epoch = _EpochEndOffset(epoch=epoch, end_offset=end_offset)
+        current.partitions.append(partition)
+    for topic_id, index in unknown_ids:
+        responses.append(_TopicResponse(topic_id=topic_id, partitions=[_PartitionData(
+            partition_index=index, error_code=errors.UnknownTopicIdException.code,
+            high_watermark=-1, records=b"")]))
+    return FetchResponse(error_code=0, session_id=0, responses=responses)
 
 
 def _replica_id(request, version: int) -> int:

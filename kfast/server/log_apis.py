@@ -41,8 +41,14 @@ def _list_offset(ctx: RequestContext, request, topic: str, p):
     partition = ctx.broker.replica_manager.leader_partition_or_raise(topic, p.partition_index)
     log = partition.leader_log_or_raise(p.current_leader_epoch if ctx.api_version >= 4 else -1)
     isolation = request.isolation_level if ctx.api_version >= 2 else 0
-    # Consumers may only see committed offsets.
-    bound = log.last_stable_offset if isolation == READ_COMMITTED else log.high_watermark
+    # Consumers may only see committed offsets; a follower (replica_id >= 0)
+    # asks for the leader's log end offset (Kafka: no isolation for it).
+    if request.replica_id >= 0:
+        bound = log.log_end_offset
+    elif isolation == READ_COMMITTED:
+        bound = log.last_stable_offset
+    else:
+        bound = log.high_watermark
     timestamp = p.timestamp
     if timestamp == LATEST_TIMESTAMP:
         return -1, bound, partition.leader_epoch

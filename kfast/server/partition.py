@@ -7,10 +7,18 @@ rules live: epoch fencing of requests, the high watermark as the minimum log
 end offset over the ISR, min.insync.replicas for acks=all, and the read
 bound (high watermark, or last stable offset for read_committed).
 
-Single-node KRaft: this broker is the only replica a partition can have on
-it, so the ISR is {this broker} and the high watermark follows the log end
-offset after each append. The rule is still written for an ISR, so the
-follower path only has to feed follower log end offsets.
+As leader it keeps a ReplicaState per follower, fed by the followers'
+fetches: the fetch offset is the follower's log end offset, and a fetch
+that reached the leader's log end (or the end the leader had at the
+follower's previous fetch) makes it caught up as of then. From those it
+proposes ISR changes (``isr_to_expand`` / ``isr_to_shrink``); while one is
+in flight to the controller the partition is in a pending state whose
+"maximal ISR" (the larger of the two) bounds the high watermark, so a
+shrink cannot move the high watermark before the controller committed it
+and an expansion counts the joining replica at once (KIP-497).
+
+On one node the ISR is {this broker} and the high watermark follows the
+log end offset after each append.
 """
 from __future__ import annotations
 
@@ -33,6 +41,42 @@ READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
 
 NO_EPOCH = -1
+# A follower whose log end offset the leader has not heard yet.
+UNKNOWN_OFFSET = -1
+
+
+class ReplicaState:
+    """What the leader knows of one follower (Kafka's ReplicaState)."""
+
+    __slots__ = ("log_end_offset", "log_start_offset", "last_caught_up_time_ms",
+                 "last_fetch_leader_log_end_offset", "last_fetch_time_ms")
+
+    def __init__(self, last_caught_up_time_ms: int = 0):
+        self.log_end_offset = UNKNOWN_OFFSET
+        self.log_start_offset = UNKNOWN_OFFSET
+        self.last_caught_up_time_ms = last_caught_up_time_ms
+        self.last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
+        self.last_fetch_time_ms = 0
+
+    def update(self, fetch_offset: int, log_start_offset: int, now_ms: int,
+               leader_end_offset: int) -> None:
+        """A fetch at ``fetch_offset`` when the leader's log ended at
+        ``leader_end_offset``. Caught up now if the fetch reached the end;
+        caught up as of the previous fetch if it reached what the end was
+        then (the follower is keeping pace with a moving end)."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, now_ms)
+        elif fetch_offset >= self.last_fetch_leader_log_end_offset:
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms,
+                                              self.last_fetch_time_ms)
+        self.log_end_offset = fetch_offset
+        self.log_start_offset = log_start_offset
+        self.last_fetch_leader_log_end_offset = leader_end_offset
+        self.last_fetch_time_ms = now_ms
+
+    def is_caught_up(self, leader_end_offset: int, now_ms: int, lag_max_ms: int) -> bool:
+        return self.log_end_offset >= leader_end_offset or \
+            now_ms - self.last_caught_up_time_ms <= lag_max_ms
 
 
 def kafka_uuid_string(value: uuid.UUID) -> str:
@@ -43,8 +87,8 @@ def kafka_uuid_string(value: uuid.UUID) -> str:
 
 class Partition:
     __slots__ = ("topic", "partition", "topic_id", "log", "node_id", "leader_id",
-                 "leader_epoch", "partition_epoch", "replicas", "isr",
-                 "follower_end_offsets", "key")
+                 "leader_epoch", "partition_epoch", "replicas", "isr", "replica_states",
+                 "pending_isr", "maximal_isr", "leader_epoch_start_offset", "key")
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, log: Log, node_id: int):
         self.topic = topic
@@ -57,8 +101,15 @@ class Partition:
         self.partition_epoch = -1
         self.replicas: tuple[int, ...] = ()
         self.isr: tuple[int, ...] = ()
-        # Log end offsets reported by followers' fetches (none on one node).
-        self.follower_end_offsets: dict[int, int] = {}
+        # As leader: each follower's state from its fetches (none on one node).
+        self.replica_states: dict[int, ReplicaState] = {}
+        # As leader, while an AlterPartition is in flight: the ISR proposed;
+        # ``maximal_isr`` is the larger of it and the committed one.
+        self.pending_isr: tuple[int, ...] | None = None
+        self.maximal_isr: tuple[int, ...] = ()
+        # Where this leader's epoch began in the log (followers below it are
+        # not admitted to the ISR: they lack this leader's first batch).
+        self.leader_epoch_start_offset = 0
         # The purgatory key of this partition.
         self.key = (topic, partition)
 
@@ -71,14 +122,21 @@ class Partition:
     def is_leader(self) -> bool:
         return self.leader_id == self.node_id
 
-    def apply_registration(self, registration: PartitionRegistration) -> bool:
+    def apply_registration(self, registration: PartitionRegistration, now_ms: int = 0) -> bool:
         """Take leadership/ISR from the metadata image; returns whether the
-        high watermark moved (a new leader recomputes it)."""
+        high watermark moved (a new leader or a smaller ISR can move it)."""
+        was_leader = self.is_leader
+        became_leader = registration.leader == self.node_id and (
+            not was_leader or registration.leader_epoch != self.leader_epoch)
+        if registration.partition_epoch != self.partition_epoch or became_leader:
+            # A committed change supersedes any AlterPartition in flight
+            # (which the controller either applied or will refuse).
+            self.pending_isr = None
         self.replicas = tuple(registration.replicas)
         self.isr = tuple(registration.isr)
+        self.maximal_isr = self.isr if self.pending_isr is None else \
+            tuple(dict.fromkeys(self.isr + self.pending_isr))
         self.partition_epoch = registration.partition_epoch
-        became_leader = registration.leader == self.node_id and (
-            not self.is_leader or registration.leader_epoch != self.leader_epoch)
         self.leader_id = registration.leader
         self.leader_epoch = registration.leader_epoch
         if became_leader:
@@ -87,10 +145,23 @@ class Partition:
             # new topic); the log's next flush (off the loop) or its close
             # writes the file, and recovery re-derives epochs from the
             # batches (as KAFKA-15046).
-            self.log.leader_epoch_cache.assign(self.leader_epoch, self.log.log_end_offset,
-                                               flush=False)
-            return self.maybe_increment_high_watermark()
-        return False
+            log = self.log
+            self.leader_epoch_start_offset = log.log_end_offset
+            log.leader_epoch_cache.assign(self.leader_epoch, log.log_end_offset, flush=False)
+            # Followers start unknown: the high watermark waits for their
+            # first fetch. ISR members count as caught up now, so a new
+            # leader does not shrink them before they could fetch.
+            self.replica_states = {
+                replica: ReplicaState(now_ms if replica in self.isr else 0)
+                for replica in self.replicas if replica != self.node_id}
+        elif self.is_leader:
+            for replica in self.replicas:          # reassignment added replicas
+                if replica != self.node_id and replica not in self.replica_states:
+                    self.replica_states[replica] = ReplicaState()
+        else:
+            self.replica_states = {}
+            return False
+        return self.maybe_increment_high_watermark()
 
     def check_leader_epoch(self, current_leader_epoch: int) -> None:
         """Fence requests from clients with a stale or future view (KIP-320);
@@ -114,14 +185,83 @@ class Partition:
         self.check_leader_epoch(current_leader_epoch)
         return self.log
 
+    # -- followers and the ISR (leader) -------------------------------------------------
+    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int,
+                                    log_start_offset: int, now_ms: int) -> bool:
+        """A follower fetched at ``fetch_offset`` (its log end offset);
+        returns whether the high watermark moved."""
+        state = self.replica_states.get(replica_id)
+        if state is None:
+            raise NotLeaderOrFollowerException(
+                f"Replica {replica_id} is not in the replica assignment {list(self.replicas)} "
+                f"of {self.topic}-{self.partition}")
+        state.update(fetch_offset, log_start_offset, now_ms, self.log.log_end_offset)
+        return self.maybe_increment_high_watermark()
+
+    def isr_to_expand(self, replica_id: int) -> tuple[int, ...] | None:
+        """The ISR with ``replica_id`` added, if it has caught up: its log
+        reaches the high watermark and this leader's epoch (Kafka's
+        isFollowerInSync); None when no change is due or one is in flight."""
+        if self.pending_isr is not None or replica_id in self.isr or not self.is_leader:
+            return None
+        state = self.replica_states.get(replica_id)
+        if state is None:
+            return None
+        end = state.log_end_offset
+        if end >= self.log.high_watermark and end >= self.leader_epoch_start_offset:
+            return self.isr + (replica_id,)
+        return None
+
+    def isr_to_shrink(self, now_ms: int, lag_max_ms: int) -> tuple[int, ...] | None:
+        """The ISR without the followers that have not caught up within
+        replica.lag.time.max.ms; None when all keep up or a change is in
+        flight."""
+        if self.pending_isr is not None or not self.is_leader:
+            return None
+        leader_end = self.log.log_end_offset
+        lagging = [r for r in self.isr if r != self.node_id and not (
+            r in self.replica_states and
+            self.replica_states[r].is_caught_up(leader_end, now_ms, lag_max_ms))]
+        if not lagging:
+            return None
+        return tuple(r for r in self.isr if r not in lagging)
+
+    def begin_isr_change(self, proposed: tuple[int, ...]) -> None:
+        """An AlterPartition for ``proposed`` is on its way."""
+        self.pending_isr = proposed
+        self.maximal_isr = tuple(dict.fromkeys(self.isr + proposed))
+
+    def abort_isr_change(self) -> bool:
+        """The controller refused the change (or could not be reached): back
+        to the committed ISR; returns whether the high watermark moved."""
+        self.pending_isr = None
+        self.maximal_isr = self.isr
+        return self.maybe_increment_high_watermark()
+
+    def on_isr_committed(self, leader_epoch: int, isr: tuple[int, ...],
+                         partition_epoch: int) -> bool:
+        """The controller accepted an ISR change (AlterPartition response);
+        returns whether the high watermark moved. Ignored if the metadata
+        already brought this state or a newer one."""
+        if leader_epoch != self.leader_epoch or partition_epoch <= self.partition_epoch:
+            return False
+        self.isr = isr
+        self.partition_epoch = partition_epoch
+        self.pending_isr = None
+        self.maximal_isr = isr
+        return self.maybe_increment_high_watermark()
+
     # -- high watermark ---------------------------------------------------------------
     def maybe_increment_high_watermark(self) -> bool:
-        """HW = min log end offset over the ISR (this leader's included)."""
+        """HW = min log end offset over the maximal ISR (this leader's
+        included)."""
         log = self.log
         new_hw = log.log_end_offset
-        for replica in self.isr:
+        states = self.replica_states
+        for replica in self.maximal_isr:
             if replica != self.node_id:
-                new_hw = min(new_hw, self.follower_end_offsets.get(replica, 0))
+                state = states.get(replica)
+                new_hw = min(new_hw, UNKNOWN_OFFSET if state is None else state.log_end_offset)
         if new_hw > log.high_watermark:
             log.update_high_watermark(new_hw)
             return True

@@ -9,12 +9,19 @@ waiting requests learn about it instead of timing out.
 
 Partitions appear and disappear through the metadata publisher
 (``apply_partition`` / ``remove_partition``); request handlers find them by
-name or topic id.
+name or topic id. A partition this broker follows is handed to the replica
+fetcher manager (``replica_fetchers``), which fetches it from its leader;
+a follower's fetch reaching the leader (``fetch_messages`` with a
+``replica_id``) records its log end offset, may move the high watermark
+and may admit it to the ISR. ISR changes go to the controller through
+``alter_partition_manager`` (cluster mode only: on one node every ISR is
+this broker).
 """
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 import weakref
 from typing import NamedTuple
@@ -69,6 +76,9 @@ class FetchParams(NamedTuple):
     # Fetch v0-v2 have no response-level max_bytes and never return a batch
     # larger than the partition's max_bytes whole (Kafka's hardMaxBytesLimit).
     hard_max_bytes_limit: bool = False
+    # The follower fetching (-1: a consumer). A follower reads up to the log
+    # end offset, not the high watermark.
+    replica_id: int = -1
 
 
 class PartitionFetchRequest(NamedTuple):
@@ -76,17 +86,21 @@ class PartitionFetchRequest(NamedTuple):
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
+    # Follower fetches: the epoch of the follower's last batch (Fetch v12+,
+    # checked for divergence) and its log start offset.
+    last_fetched_epoch: int = -1
+    log_start_offset: int = -1
 
 
 class FetchPartitionData:
     """What one partition contributes to a fetch response."""
 
     __slots__ = ("error_code", "high_watermark", "last_stable_offset", "log_start_offset",
-                 "records", "aborted_transactions", "size")
+                 "records", "aborted_transactions", "size", "diverging_epoch")
 
     def __init__(self, error_code: int = 0, high_watermark: int = -1,
                  last_stable_offset: int = -1, log_start_offset: int = -1,
-                 records=None, aborted_transactions=None):
+                 records=None, aborted_transactions=None, diverging_epoch=None):
         self.error_code = error_code
         self.high_watermark = high_watermark
         self.last_stable_offset = last_stable_offset
@@ -94,6 +108,8 @@ class FetchPartitionData:
         self.records = records
         self.aborted_transactions = aborted_transactions
         self.size = 0 if records is None else len(records)
+        # (epoch, end offset) where a follower's log leaves this leader's.
+        self.diverging_epoch = diverging_epoch
 
 
 class ReplicaManager:
@@ -108,6 +124,16 @@ class ReplicaManager:
         self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", timer)
         # Operations still waiting, so shutdown can answer them.
         self._delayed: weakref.WeakSet = weakref.WeakSet()
+        # Cluster mode: the ReplicaFetcherManager and the AlterPartitionManager.
+        self.replica_fetchers = None
+        self.alter_partition_manager = None
+        # Brokers that may join an ISR (registered, unfenced, not shutting
+        # down); the broker keeps it current from the metadata image.
+        self.isr_eligible = lambda broker_id: True
+
+    @staticmethod
+    def time_ms() -> int:
+        return int(time.time() * 1000)
 
     # -- partitions -----------------------------------------------------------------
     def get_partition(self, topic: str, partition: int) -> Partition | None:
@@ -137,7 +163,13 @@ class ReplicaManager:
             partition = Partition(topic, index, topic_id, log, self.node_id)
             self._partitions[key] = partition
             self._topic_names[topic_id] = topic
-        partition.apply_registration(registration)
+        partition.apply_registration(registration, self.time_ms())
+        fetchers = self.replica_fetchers
+        if fetchers is not None:
+            if partition.is_leader or partition.leader_id == NO_LEADER:
+                fetchers.remove_partition(key)
+            else:
+                fetchers.add_partition(partition)
         self.complete_delayed_requests(key)
         return partition
 
@@ -146,6 +178,8 @@ class ReplicaManager:
         partition = self._partitions.pop(key, None)
         if partition is not None:
             partition.leader_id = NO_LEADER
+            if self.replica_fetchers is not None:
+                self.replica_fetchers.remove_partition(key)
             self.complete_delayed_requests(key)
             if not any(t == topic for t, _ in self._partitions):
                 self._topic_names.pop(partition.topic_id, None)
@@ -200,6 +234,9 @@ class ReplicaManager:
             response.log_start_offset = info.log_start_offset
             if hw_moved:
                 self.complete_delayed_requests(partition.key)
+            else:
+                # Followers waiting in the fetch purgatory want the new end.
+                self.fetch_purgatory.check_and_complete(partition.key)
             # acks=-1 waits only for partitions whose high watermark has not
             # reached the end of this append yet. A partition already there
             # is what DelayedProduce's first try_complete would mark done; on
@@ -232,8 +269,8 @@ class ReplicaManager:
         for request in requests:
             data = self._read_partition(params, request, max(0, min(request.max_bytes, limit)),
                                         min_one_message)
-            if data.error_code:
-                has_error = True
+            if data.error_code or data.diverging_epoch is not None:
+                has_error = True           # something to report at once
             elif data.size:
                 min_one_message = False
                 limit = max(0, limit - data.size)
@@ -247,6 +284,9 @@ class ReplicaManager:
         try:
             if partition is None:
                 raise UnknownTopicOrPartitionException()
+            if params.replica_id >= 0:
+                return self._read_for_follower(partition, params.replica_id, request, max_bytes,
+                                               min_one_message)
             log = partition.log
             high_watermark = log.high_watermark
             last_stable = log.last_stable_offset
@@ -269,12 +309,98 @@ class ReplicaManager:
                 data.log_start_offset = partition.log.log_start_offset
             return data
 
+    @staticmethod
+    def _read_for_follower(partition: Partition, replica_id: int,
+                           request: PartitionFetchRequest, max_bytes: int,
+                           min_one_message: bool) -> FetchPartitionData:
+        """A follower's read (Kafka's Partition.readRecords from a follower):
+        first check that its log still matches this leader's at its last
+        fetched epoch -- if not, answer only where they diverge, and the
+        follower truncates there -- then read up to the log end offset."""
+        log = partition.leader_log_or_raise(request.current_leader_epoch)
+        if replica_id not in partition.replica_states:
+            raise NotLeaderOrFollowerException(
+                f"Replica {replica_id} is not a follower of {partition.topic}-"
+                f"{partition.partition} (replicas {list(partition.replicas)})")
+        fetch_offset = request.fetch_offset
+        last_fetched_epoch = request.last_fetched_epoch
+        if last_fetched_epoch >= 0:
+            epoch, end_offset = log.leader_epoch_cache.end_offset_for(last_fetched_epoch,
+                                                                      log.log_end_offset)
+            if epoch < 0 or end_offset < 0:
+                raise OffsetOutOfRangeException(
+                    f"Could not determine the end offset of the last fetched epoch "
+                    f"{last_fetched_epoch} of {partition.topic}-{partition.partition}")
+            if fetch_offset < log.log_start_offset:
+                raise OffsetOutOfRangeException(
+                    f"Fetch offset {fetch_offset} is below the log start offset "
+                    f"{log.log_start_offset} of {partition.topic}-{partition.partition}")
+            if epoch < last_fetched_epoch or end_offset < fetch_offset:
+                return FetchPartitionData(0, log.high_watermark, log.last_stable_offset,
+                                          log.log_start_offset,
+                                          diverging_epoch=(epoch, end_offset))
+        high_watermark = log.high_watermark
+        info = log.read(fetch_offset, max_bytes, None, min_one_message)
+        return FetchPartitionData(0, high_watermark, log.last_stable_offset,
+                                  log.log_start_offset, info.records)
+
+    def _update_followers(self, replica_id: int, results: list) -> None:
+        """After a follower's first read: its fetch offsets are its log end
+        offsets. Moves high watermarks (waking produces and fetches waiting
+        on them) and admits a caught-up follower to the ISR."""
+        now = self.time_ms()
+        for request, data in results:
+            if data.error_code or data.diverging_epoch is not None:
+                continue
+            partition = self._partitions.get(request.key)
+            if partition is None or not partition.is_leader:
+                continue
+            try:
+                moved = partition.update_follower_fetch_state(
+                    replica_id, request.fetch_offset, request.log_start_offset, now)
+            except KafkaError:
+                continue
+            if moved:
+                self.complete_delayed_requests(partition.key)
+            proposed = partition.isr_to_expand(replica_id)
+            if proposed is not None and self.isr_eligible(replica_id):
+                self.propose_isr(partition, proposed)
+
+    # -- ISR changes ---------------------------------------------------------------------
+    def propose_isr(self, partition: Partition, proposed: tuple[int, ...]) -> None:
+        """Send an ISR change to the controller (AlterPartition); the
+        partition counts the maximal ISR until the answer."""
+        manager = self.alter_partition_manager
+        if manager is None:
+            return
+        partition.begin_isr_change(proposed)
+        manager.submit(partition, proposed)
+
+    def on_isr_change_failed(self, partition: Partition) -> None:
+        if partition.abort_isr_change():
+            self.complete_delayed_requests(partition.key)
+
+    def maybe_shrink_isr(self) -> None:
+        """Drop followers that fell behind replica.lag.time.max.ms from the
+        ISRs this broker leads (Kafka's isr-expiration task)."""
+        lag_max_ms = self.config["replica.lag.time.max.ms"]
+        now = self.time_ms()
+        for partition in list(self._partitions.values()):
+            if partition.replica_states:
+                proposed = partition.isr_to_shrink(now, lag_max_ms)
+                if proposed is not None:
+                    logger.info("shrinking the ISR of %s-%d from %s to %s", partition.topic,
+                                partition.partition, list(partition.isr), list(proposed))
+                    self.propose_isr(partition, proposed)
+
     def fetch_messages(self, params: FetchParams, requests: list[PartitionFetchRequest]):
         """Read now; if that is not enough (min_bytes) and the client will
         wait, park a DelayedFetch until appends make it enough or max_wait_ms
         passes. Returns [(request, FetchPartitionData)], or a future of it
         when the fetch waits (no task or coroutine on the common path)."""
         results, total, has_error = self.read_from_local_log(params, requests)
+        if params.replica_id >= 0:
+            self._update_followers(params.replica_id, results)
         if params.max_wait_ms <= 0 or not requests or total >= params.min_bytes or has_error:
             return results
         future = asyncio.get_running_loop().create_future()

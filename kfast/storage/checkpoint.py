@@ -153,18 +153,23 @@ class LeaderEpochFileCache:
         return True
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
-        """(epoch, end offset) as OffsetsForLeaderEpoch answers: the start of
-        the first epoch above ``requested_epoch`` (log end for the latest);
-        (-1, -1) if the epoch precedes everything known."""
-        if not self._entries:
+        """(epoch, end offset) as OffsetsForLeaderEpoch and a leader checking a
+        follower's last fetched epoch answer (Kafka's endOffsetFor): the
+        largest epoch <= ``requested_epoch`` and the start of the epoch after
+        it (the log end for the latest). An epoch older than every one known
+        (its data was deleted) answers (requested_epoch, start of the first
+        known epoch), so a follower truncates to where the leader's log
+        begins; an unknown or future epoch answers (-1, -1)."""
+        entries = self._entries
+        if requested_epoch < 0 or not entries:
             return -1, -1
-        if requested_epoch == self._entries[-1].epoch:
+        if requested_epoch == entries[-1].epoch:
             return requested_epoch, log_end_offset
-        for i, entry in enumerate(self._entries):
+        for i, entry in enumerate(entries):
             if entry.epoch > requested_epoch:
                 if i == 0:
-                    return -1, -1
-                return self._entries[i - 1].epoch, entry.start_offset
+                    return requested_epoch, entry.start_offset
+                return entries[i - 1].epoch, entry.start_offset
         return -1, -1
 
     def truncate_from_end(self, end_offset: int, flush: bool = True) -> None:

@@ -1,0 +1,108 @@
+"""AlterPartitionManager: a partition leader's ISR changes on their way to
+the active controller (Kafka's DefaultAlterPartitionManager, KIP-497).
+
+The replica manager submits a proposed ISR for a partition it leads (a
+follower caught up, or fell behind for replica.lag.time.max.ms); proposals
+are batched into one AlterPartition request at a time (v3: ISR members with
+their broker epochs), carrying the leader epoch and partition epoch they
+were made at, so the controller refuses one made from a stale view
+(INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH). An accepted change is applied
+from the response at once (the metadata log brings the same state a little
+later); a refused or undeliverable one returns the partition to its
+committed ISR, and the next fetch or expiration check proposes again.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from kfast.protocol import AlterPartitionRequest, errors
+
+logger = logging.getLogger(__name__)
+
+# v3: new_isr_with_epochs (KIP-903); kfast's controllers answer v0-v3.
+ALTER_PARTITION_VERSION = 3
+_TIMEOUT_S = 10.0
+
+
+class AlterPartitionManager:
+    def __init__(self, broker, send):
+        """``send(request, version=..., timeout=...)``: deliver to the active
+        controller (ControllerChannel.send)."""
+        self.broker = broker
+        self._send = send
+        # partition key -> (partition, proposed isr, leader epoch, partition epoch)
+        self._unsent: dict[tuple, tuple] = {}
+        self._task: asyncio.Task | None = None
+
+    def submit(self, partition, proposed: tuple[int, ...]) -> None:
+        self._unsent[partition.key] = (partition, proposed, partition.leader_epoch,
+                                       partition.partition_epoch)
+        if self._task is None or self._task.done():
+            self._task = asyncio.get_running_loop().create_task(self._send_all())
+
+    async def _send_all(self) -> None:
+        while self._unsent:
+            batch, self._unsent = self._unsent, {}
+            try:
+                response = await self._send(self._request(batch),
+                                            version=ALTER_PARTITION_VERSION, timeout=_TIMEOUT_S)
+                if response.error_code:
+                    raise errors.for_code(response.error_code)("AlterPartition refused")
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                logger.info("AlterPartition for %d partition(s) failed: %s", len(batch), exc)
+                for partition, *_ in batch.values():
+                    self.broker.replica_manager.on_isr_change_failed(partition)
+                continue
+            self._handle_response(batch, response)
+
+    def _request(self, batch: dict) -> AlterPartitionRequest:
+        topics: dict = {}
+        for partition, proposed, leader_epoch, partition_epoch in batch.values():
+            topic = topics.get(partition.topic_id)
+            if topic is None:
+                topic = topics[partition.topic_id] = AlterPartitionRequest.TopicData(
+                    topic_name=partition.topic, topic_id=partition.topic_id, partitions=[])
+            topic.partitions.append(AlterPartitionRequest.PartitionData(
+                partition_index=partition.partition, leader_epoch=leader_epoch,
+                new_isr=list(proposed),
+                new_isr_with_epochs=[AlterPartitionRequest.BrokerState(broker_id=b,
+                                                                        broker_epoch=-1)
+                                     for b in proposed],
+                leader_recovery_state=0, partition_epoch=partition_epoch))
+        return AlterPartitionRequest(broker_id=self.broker.node_id,
+                                     broker_epoch=self.broker.broker_epoch,
+                                     topics=list(topics.values()))
+
+    def _handle_response(self, batch: dict, response) -> None:
+        replica_manager = self.broker.replica_manager
+        answered = set()
+        by_id = {p.topic_id: p.topic for p, *_ in batch.values()}
+        for topic in response.topics:
+            name = by_id.get(topic.topic_id)
+            for data in topic.partitions:
+                key = (name, data.partition_index)
+                entry = batch.get(key)
+                if entry is None:
+                    continue
+                answered.add(key)
+                partition = entry[0]
+                if data.error_code:
+                    logger.info("AlterPartition of %s-%d refused: %s", partition.topic,
+                                partition.partition,
+                                errors.for_code(data.error_code).__name__)
+                    replica_manager.on_isr_change_failed(partition)
+                elif partition.on_isr_committed(data.leader_epoch, tuple(data.isr),
+                                                data.partition_epoch):
+                    replica_manager.complete_delayed_requests(partition.key)
+        for key, (partition, *_) in batch.items():
+            if key not in answered:
+                replica_manager.on_isr_change_failed(partition)
+
+    async def shutdown(self) -> None:
+        self._unsent.clear()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)

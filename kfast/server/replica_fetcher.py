@@ -1,0 +1,382 @@
+"""The follower side of replication (Kafka's ReplicaFetcherManager,
+ReplicaFetcherThread and AbstractFetcherThread).
+
+A partition this broker follows is fetched from its leader by one
+ReplicaFetcher: one per (leader broker, fetcher id), the fetcher id being
+the partition's hash modulo num.replica.fetchers, so each source broker
+gets that many connections at most. A fetcher is an asyncio task looping
+over Fetch requests (v12+, replica_id / ReplicaState naming this broker,
+sessionless full fetches) for all its partitions at their log end offsets,
+each with the epoch of its last batch:
+
+- records are appended with ``Log.append_as_follower`` (offsets, epochs and
+  producer state as the leader wrote them), then the follower's high
+  watermark becomes min(leader's high watermark, own log end offset) and its
+  log start offset follows the leader's;
+- a diverging epoch in the response (the follower's log left the leader's
+  at some epoch: it led once and wrote what was never committed) truncates
+  the log to where the two agree (KIP-279), and the next fetch checks again;
+- OFFSET_OUT_OF_RANGE asks the leader for its log start and end offsets
+  (ListOffsets with this replica id) and truncates to the end, or starts the
+  log afresh at the leader's start when it lies beyond this log's end;
+- errors that a metadata update resolves (not leader, fenced or unknown
+  epoch, unknown partition) and connection failures back off
+  replica.fetch.backoff.ms; the metadata publisher moves partitions between
+  fetchers as leaderships change (``add_partition`` / ``remove_partition``).
+
+Appends run on the event loop, as the leader's do.
+"""
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import zlib
+
+from kfast.client.connection import BrokerConnection
+from kfast.protocol import FetchRequest, ListOffsetsRequest, api_keys, errors
+from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kfast.records import complete_batches_size
+
+logger = logging.getLogger(__name__)
+
+FETCH = api_keys.BY_NAME["Fetch"].key
+LIST_OFFSETS = api_keys.BY_NAME["ListOffsets"].key
+# Fetch v12 brings last_fetched_epoch and diverging_epoch (KIP-595/KIP-279).
+MIN_FOLLOWER_FETCH_VERSION = 12
+
+# Errors a later metadata update (new leader, new epoch) resolves: back off.
+_RETRY_LATER = frozenset(e.code for e in (
+    errors.NotLeaderOrFollowerException, errors.FencedLeaderEpochException,
+    errors.UnknownLeaderEpochException, errors.UnknownTopicOrPartitionException,
+    errors.UnknownTopicIdException, errors.KafkaStorageException,
+    errors.ReplicaNotAvailableException))
+_OUT_OF_RANGE = errors.OffsetOutOfRangeException.code
+
+
+def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
+    """Which of a source broker's fetchers serves a partition (stable
+    across processes, unlike Python's salted str hash)."""
+    return (zlib.crc32(topic.encode()) + partition) % max(1, num_fetchers)
+
+
+class PartitionFetchState:
+    """One partition a fetcher serves: the leader and epoch it was added
+    with, and until when it backs off after an error."""
+
+    __slots__ = ("partition", "leader_id", "leader_epoch", "delayed_until")
+
+    def __init__(self, partition, leader_id: int, leader_epoch: int):
+        self.partition = partition
+        self.leader_id = leader_id
+        self.leader_epoch = leader_epoch
+        self.delayed_until = 0.0
+
+
+class ReplicaFetcherManager:
+    def __init__(self, broker):
+        self.broker = broker
+        config = broker.config
+        self.num_fetchers = config["num.replica.fetchers"]
+        self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
+        # partition key -> the fetcher serving it.
+        self._assigned: dict[tuple, ReplicaFetcher] = {}
+        self._closed = False
+
+    def add_partition(self, partition) -> None:
+        """Fetch ``partition`` from its current leader at its current epoch
+        (a no-op when already doing exactly that)."""
+        if self._closed:
+            return
+        key = partition.key
+        current = self._assigned.get(key)
+        if current is not None:
+            state = current.partitions.get(key)
+            if state is not None and state.leader_id == partition.leader_id and \
+                    state.leader_epoch == partition.leader_epoch and state.partition is partition:
+                return
+            current.remove(key)
+        fetcher_key = (partition.leader_id,
+                       fetcher_id(partition.topic, partition.partition, self.num_fetchers))
+        fetcher = self.fetchers.get(fetcher_key)
+        if fetcher is None:
+            fetcher = self.fetchers[fetcher_key] = ReplicaFetcher(self, *fetcher_key)
+        fetcher.add(PartitionFetchState(partition, partition.leader_id, partition.leader_epoch))
+        self._assigned[key] = fetcher
+
+    def remove_partition(self, key) -> None:
+        fetcher = self._assigned.pop(key, None)
+        if fetcher is not None:
+            fetcher.remove(key)
+
+    def fetching(self, key) -> int | None:
+        """The broker a partition is being fetched from, if any."""
+        fetcher = self._assigned.get(key)
+        return None if fetcher is None else fetcher.source_id
+
+    def _idle(self, fetcher: "ReplicaFetcher") -> None:
+        if not fetcher.partitions and self.fetchers.get(fetcher.key) is fetcher:
+            del self.fetchers[fetcher.key]
+            fetcher.stop()
+
+    async def shutdown(self) -> None:
+        self._closed = True
+        fetchers = list(self.fetchers.values())
+        self.fetchers.clear()
+        self._assigned.clear()
+        for fetcher in fetchers:
+            fetcher.stop()
+        await asyncio.gather(*(f.wait_stopped() for f in fetchers), return_exceptions=True)
+
+
+class ReplicaFetcher:
+    def __init__(self, manager: ReplicaFetcherManager, source_id: int, fetcher_id: int):
+        self.manager = manager
+        self.broker = manager.broker
+        self.source_id = source_id
+        self.key = (source_id, fetcher_id)
+        self.partitions: dict[tuple, PartitionFetchState] = {}
+        config = self.broker.config
+        self.max_wait_ms = config["replica.fetch.wait.max.ms"]
+        self.min_bytes = config["replica.fetch.min.bytes"]
+        self.max_bytes = config["replica.fetch.response.max.bytes"]
+        self.partition_max_bytes = config["replica.fetch.max.bytes"]
+        self.backoff = config["replica.fetch.backoff.ms"] / 1000
+        self.socket_timeout = config["replica.socket.timeout.ms"] / 1000
+        self._connection: BrokerConnection | None = None
+        self._changed = asyncio.Event()
+        self._stopped = False
+        self._task = asyncio.get_running_loop().create_task(self._run())
+
+    def __repr__(self) -> str:
+        return f"ReplicaFetcher(source={self.source_id}, partitions={len(self.partitions)})"
+
+    def add(self, state: PartitionFetchState) -> None:
+        self.partitions[state.partition.key] = state
+        self._changed.set()
+
+    def remove(self, key) -> None:
+        if self.partitions.pop(key, None) is not None and not self.partitions:
+            self.manager._idle(self)
+
+    def stop(self) -> None:
+        self._stopped = True
+        self._changed.set()
+
+    async def wait_stopped(self) -> None:
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    # -- the loop ------------------------------------------------------------------------
+    async def _run(self) -> None:
+        try:
+            while not self._stopped:
+                now = time.monotonic()
+                ready = [s for s in self.partitions.values() if s.delayed_until <= now]
+                if not ready:
+                    await self._wait_for_change(now)
+                    continue
+                try:
+                    await self._fetch(ready)
+                except (errors.KafkaError, OSError, asyncio.TimeoutError) as exc:
+                    if self._stopped:
+                        break
+                    logger.info("fetch from broker %d failed (%s); retrying in %.0f ms",
+                                self.source_id, exc, self.backoff * 1000)
+                    await self._close_connection()
+                    self._delay(ready, self.backoff)
+        except asyncio.CancelledError:
+            pass
+        except Exception:
+            logger.exception("replica fetcher for broker %d stopped unexpectedly", self.source_id)
+        finally:
+            await self._close_connection()
+
+    async def _wait_for_change(self, now: float) -> None:
+        self._changed.clear()
+        delays = [s.delayed_until - now for s in self.partitions.values()]
+        try:
+            await asyncio.wait_for(self._changed.wait(), min(delays) if delays else None)
+        except asyncio.TimeoutError:
+            pass
+
+    def _delay(self, states, seconds: float) -> None:
+        until = time.monotonic() + seconds
+        for state in states:
+            state.delayed_until = until
+
+    async def _connect(self) -> BrokerConnection:
+        connection = self._connection
+        if connection is not None and connection.connected:
+            return connection
+        endpoint = self.broker.broker_endpoint(self.source_id)
+        if endpoint is None:
+            raise errors.BrokerNotAvailableException(
+                f"broker {self.source_id} has no endpoint in the metadata")
+        self._connection = await BrokerConnection.open(
+            endpoint.host, endpoint.port, request_timeout=self.socket_timeout,
+            client_id=f"broker-{self.broker.node_id}-fetcher-{self.key[1]}")
+        return self._connection
+
+    async def _close_connection(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            await connection.close()
+
+    # -- one fetch -----------------------------------------------------------------------
+    def _fetch_request(self, ready: list[PartitionFetchState], version: int) -> FetchRequest:
+        broker = self.broker
+        topics: dict = {}
+        for state in ready:
+            partition = state.partition
+            log = partition.log
+            entry = topics.get(partition.topic_id)
+            if entry is None:
+                entry = topics[partition.topic_id] = FetchRequest.FetchTopic(
+                    topic=partition.topic, topic_id=partition.topic_id, partitions=[])
+            last_epoch = log.latest_epoch
+            entry.partitions.append(FetchRequest.FetchPartition(
+                partition=partition.partition, current_leader_epoch=state.leader_epoch,
+                fetch_offset=log.log_end_offset,
+                last_fetched_epoch=-1 if last_epoch is None else last_epoch,
+                log_start_offset=log.log_start_offset,
+                partition_max_bytes=self.partition_max_bytes))
+        request = FetchRequest(
+            max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
+            isolation_level=0, session_id=0, session_epoch=-1, topics=list(topics.values()),
+            forgotten_topics_data=[], rack_id=broker.config.get("broker.rack") or "")
+        # The follower names itself by replica_id up to v14, by the
+        # ReplicaState tagged field (with its broker epoch, KIP-903) from v15.
+        if version >= 15:
+            request.replica_state = FetchRequest.ReplicaState(
+                replica_id=broker.node_id, replica_epoch=broker.broker_epoch)
+        else:
+            request.replica_id = broker.node_id
+        return request
+
+    async def _fetch(self, ready: list[PartitionFetchState]) -> None:
+        connection = await self._connect()
+        version = connection.version_for(FETCH, min_version=MIN_FOLLOWER_FETCH_VERSION)
+        # The offsets this request asks from: a response is applied only if
+        # the partition is still where it was (no truncation, no new
+        # assignment meanwhile).
+        sent = {s.partition.key: (s, s.partition.log.log_end_offset) for s in ready}
+        response = await connection.send(
+            self._fetch_request(ready, version), version=version,
+            timeout=self.socket_timeout + self.max_wait_ms / 1000)
+        if response.error_code:
+            raise errors.for_code(response.error_code)(
+                f"fetch from broker {self.source_id} failed")
+        by_id = version >= 13
+        names = {s.partition.topic_id: s.partition.topic for s in ready}
+        for topic in response.responses:
+            name = names.get(topic.topic_id) if by_id else topic.topic
+            for data in topic.partitions:
+                entry = sent.get((name, data.partition_index))
+                if entry is None:
+                    continue
+                state, fetch_offset = entry
+                if self.partitions.get(state.partition.key) is not state:
+                    continue                 # removed or re-added meanwhile
+                await self._process_partition(state, fetch_offset, data)
+
+    async def _process_partition(self, state: PartitionFetchState, fetch_offset: int,
+                                 data) -> None:
+        partition = state.partition
+        log = partition.log
+        error = data.error_code
+        if error == 0:
+            diverging = data.diverging_epoch
+            if diverging is not None and (diverging.epoch >= 0 or diverging.end_offset >= 0):
+                self._truncate_on_divergence(partition, diverging.epoch, diverging.end_offset)
+                return
+            if log.log_end_offset != fetch_offset or partition.is_leader:
+                return                       # truncated or promoted meanwhile
+            records = data.records
+            if records:
+                view = memoryview(records)
+                complete = complete_batches_size(view)
+                if complete:
+                    try:
+                        log.append_as_follower(view[:complete])
+                    except Exception as exc:
+                        logger.error("follower append to %s-%d failed: %s", partition.topic,
+                                     partition.partition, exc)
+                        self._delay([state], self.backoff)
+                        return
+            log.update_high_watermark(min(data.high_watermark, log.log_end_offset))
+            leader_start = data.log_start_offset
+            if leader_start > log.log_start_offset:
+                try:
+                    log.maybe_increment_log_start_offset(min(leader_start, log.high_watermark))
+                except errors.KafkaError:
+                    pass
+            return
+        if error == _OUT_OF_RANGE:
+            await self._handle_out_of_range(state)
+            return
+        if error not in _RETRY_LATER:
+            logger.warning("fetch of %s-%d from broker %d failed: %s", partition.topic,
+                           partition.partition, self.source_id, errors.for_code(error).__name__)
+        self._delay([state], self.backoff)
+
+    def _truncate_on_divergence(self, partition, leader_epoch: int, leader_end: int) -> None:
+        """Truncate where this log and the leader's agree (Kafka's
+        getOffsetTruncationState): at the end of the leader's epoch if this
+        log has that epoch too, else at the end of this log's largest
+        epoch below it (and the next fetch compares again)."""
+        log = partition.log
+        end = log.log_end_offset
+        if leader_epoch < 0 or leader_end < 0:
+            target = log.high_watermark
+        else:
+            epoch, follower_end = log.leader_epoch_cache.end_offset_for(leader_epoch, end)
+            if epoch < 0:
+                target = min(leader_end, end)
+            elif epoch != leader_epoch:
+                target = min(follower_end, end)
+            else:
+                target = min(follower_end, leader_end, end)
+        if target < end:
+            logger.info("truncating %s-%d from %d to %d: diverged from leader epoch %d",
+                        partition.topic, partition.partition, end, target, leader_epoch)
+            log.truncate_to(target)
+
+    async def _handle_out_of_range(self, state: PartitionFetchState) -> None:
+        """The leader has no data at this log's end: catch up with its
+        offsets (Kafka's fetchOffsetAndTruncate)."""
+        partition = state.partition
+        log = partition.log
+        try:
+            leader_end = await self._leader_offset(state, LATEST_TIMESTAMP)
+            if leader_end < log.log_end_offset:
+                logger.info("truncating %s-%d to the leader's log end offset %d",
+                            partition.topic, partition.partition, leader_end)
+                log.truncate_to(leader_end)
+                return
+            leader_start = await self._leader_offset(state, EARLIEST_TIMESTAMP)
+            if leader_start > log.log_end_offset:
+                logger.info("%s-%d restarts at the leader's log start offset %d",
+                            partition.topic, partition.partition, leader_start)
+                log.truncate_fully_and_start_at(leader_start)
+                return
+        except (errors.KafkaError, OSError, asyncio.TimeoutError) as exc:
+            logger.info("could not get the offsets of %s-%d from broker %d: %s",
+                        partition.topic, partition.partition, self.source_id, exc)
+        self._delay([state], self.backoff)
+
+    async def _leader_offset(self, state: PartitionFetchState, timestamp: int) -> int:
+        partition = state.partition
+        connection = await self._connect()
+        version = connection.version_for(LIST_OFFSETS, min_version=4)
+        response = await connection.send(ListOffsetsRequest(
+            replica_id=self.broker.node_id, isolation_level=0,
+            topics=[ListOffsetsRequest.ListOffsetsTopic(name=partition.topic, partitions=[
+                ListOffsetsRequest.ListOffsetsPartition(
+                    partition_index=partition.partition,
+                    current_leader_epoch=state.leader_epoch, timestamp=timestamp)])]),
+            version=version)
+        result = response.topics[0].partitions[0]
+        if result.error_code:
+            raise errors.for_code(result.error_code)(
+                f"ListOffsets for {partition.topic}-{partition.partition} failed")
+        return result.offset
