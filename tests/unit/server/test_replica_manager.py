@@ -77,8 +77,7 @@ def test_delayed_produce_waits_for_the_high_watermark(setup):
         assert partition.log.high_watermark == 0
         assert manager.produce_purgatory.delayed() == 1
         # The follower catches up: the HW moves, the purgatory completes the produce.
-        partition.follower_end_offsets[FOLLOWER] = 2
-        assert partition.maybe_increment_high_watermark()
+        assert partition.update_follower_fetch_state(FOLLOWER, 2, 0, 1)
         manager.produce_purgatory.check_and_complete(partition.key)
         await waiting
         assert out.error_code == 0 and partition.log.high_watermark == 2

@@ -188,7 +188,11 @@ def test_leader_epoch_cache(tmp_path):
     assert cache.end_offset_for(1, 30) == (1, 10)
     assert cache.end_offset_for(2, 30) == (1, 10)
     assert cache.end_offset_for(4, 30) == (4, 30)
-    assert cache.end_offset_for(0, 30) == (-1, -1)
+    # Older than every known epoch (deleted by retention): where the log
+    # begins, so a follower truncates there (Kafka's endOffsetFor).
+    assert cache.end_offset_for(0, 30) == (0, 0)
+    assert cache.end_offset_for(-1, 30) == (-1, -1)
+    assert cache.end_offset_for(9, 30) == (-1, -1)
     cache.truncate_from_end(15)
     assert cache.entries == [(1, 0), (3, 10)]
     cache.truncate_from_start(12)
