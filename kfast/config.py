@@ -252,6 +252,8 @@ define("num.partitions", I, 1, "Default number of log partitions per topic.", at
 define("default.replication.factor", I, 1, "Default replication factor of auto-created topics.")
 define("auto.create.topics.enable", B, True, "Enable auto creation of topics on the server.")
 define("delete.topic.enable", B, True, "Enables delete topic.")
+define("controlled.shutdown.enable", B, True,
+       "On SIGTERM, move this broker's leaderships to other in-sync replicas before stopping.")
 define("auto.leader.rebalance.enable", B, True, "Periodic preferred leader rebalancing.")
 define("unclean.leader.election.enable", B, False,
        "Allow replicas not in the ISR to be elected leader as a last resort.",

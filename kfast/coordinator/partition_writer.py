@@ -28,9 +28,13 @@ class CoordinatorReplica(Protocol):
         """Whether this broker leads the partition now."""
 
     @property
+    def leader_epoch(self) -> int:
+        """The partition's leader epoch (a change means reloading)."""
+
+    @property
     def log(self) -> Log:
         """The partition's log, read to replay the coordinator's records
-        (read(), log_start_offset, high_watermark)."""
+        (read(), log_start_offset, log_end_offset)."""
 
 
 class PartitionWriter(Protocol):

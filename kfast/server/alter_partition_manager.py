@@ -67,7 +67,6 @@ class AlterPartitionManager:
                     topic_name=partition.topic, topic_id=partition.topic_id, partitions=[])
             topic.partitions.append(AlterPartitionRequest.PartitionData(
                 partition_index=partition.partition, leader_epoch=leader_epoch,
-                new_isr=list(proposed),
                 new_isr_with_epochs=[AlterPartitionRequest.BrokerState(broker_id=b,
                                                                         broker_epoch=-1)
                                      for b in proposed],

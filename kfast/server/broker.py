@@ -384,6 +384,14 @@ class KafkaBroker:
         self._stopping = True
         began = time.perf_counter()
         loop = asyncio.get_running_loop()
+        controlled_shutdown = getattr(self.controller, "controlled_shutdown", None)
+        if controlled_shutdown is not None and self.started and \
+                self.config["controlled.shutdown.enable"]:
+            # Leaderships move away while the listeners still answer.
+            moved = await controlled_shutdown(timeout)
+            logger.info("controlled shutdown of broker %d %s in %.1f ms", self.node_id,
+                        "completed" if moved else "did not complete",
+                        (time.perf_counter() - began) * 1000)
         for server in self.socket_servers.values():
             server.stop_accepting()
         if self.replica_manager is not None:

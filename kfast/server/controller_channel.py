@@ -149,6 +149,7 @@ class QuorumControllerClient:
         self._heartbeat_task: asyncio.Task | None = None
         self.fenced = True
         self._in_service = asyncio.Event()
+        self._shut_down_acknowledged = False
 
     def __getattr__(self, name):
         return getattr(self.local, name)
@@ -160,10 +161,47 @@ class QuorumControllerClient:
     async def start(self) -> None:
         """The local controller is started by the ControllerServer."""
 
+    async def controlled_shutdown(self, timeout: float = 30.0) -> bool:
+        """Kafka's controlled shutdown (KIP-631): heartbeat with
+        want_shut_down until the active controller answers should_shut_down
+        -- it has moved this broker's leaderships to other in-sync replicas
+        and taken it out of every ISR -- then wait until this broker's own
+        metadata shows it leads nothing, so that requests still arriving are
+        answered NOT_LEADER_OR_FOLLOWER (a metadata refresh for the client)
+        before the listeners close. Returns whether it completed in time."""
+        if self._heartbeat_task is None:
+            return False
+        self._heartbeat_task.cancel()
+        await asyncio.gather(self._heartbeat_task, return_exceptions=True)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            try:
+                response = await self._heartbeat(want_shut_down=True)
+                if response.error_code == 0 and response.should_shut_down:
+                    self._shut_down_acknowledged = True
+                    break
+            except (errors.KafkaError, asyncio.TimeoutError) as exc:
+                logger.info("controlled shutdown heartbeat failed: %s", exc)
+            await asyncio.sleep(0.05)
+        if not self._shut_down_acknowledged:
+            logger.warning("controlled shutdown not acknowledged within %.0f s", timeout)
+            return False
+        while loop.time() < deadline and self._leads_any():
+            await asyncio.sleep(0.01)
+        return not self._leads_any()
+
+    def _leads_any(self) -> bool:
+        image = self.local.image
+        return any(p.leader == self._broker_id
+                   for topic in image.topics_by_name.values()
+                   for p in topic.partitions.values())
+
     async def shutdown(self) -> None:
-        """Controlled shutdown: a last heartbeat asks to shut down, so the
-        active controller moves this broker's leaderships away first."""
-        if self._heartbeat_task is not None:
+        """Without a controlled shutdown before, a last heartbeat still
+        asks to shut down, so the active controller fences this broker at
+        once instead of after its session timeout."""
+        if self._heartbeat_task is not None and not self._shut_down_acknowledged:
             self._heartbeat_task.cancel()
             await asyncio.gather(self._heartbeat_task, return_exceptions=True)
             try:

@@ -17,6 +17,11 @@ controller) with a client listener of its own (``bootstrap_servers``);
 clients reach brokers directly, not through the proxies. Everything the
 cluster started is killed and removed by ``close()`` (the context manager
 calls it), also when a test fails.
+
+Partitions: ``partition_state(topic)`` (leader, epoch, replicas, ISR from
+Metadata), ``wait_for_isr``, ``replica_log(node, topic, partition)`` (a
+replica's bytes) and ``wait_for_identical_replicas``; ``pause``/``resume``
+freeze a node (SIGSTOP/SIGCONT), a follower that stops fetching.
 """
 from __future__ import annotations
 
@@ -30,7 +35,7 @@ import tempfile
 import time
 import uuid
 import base64
-from typing import Callable
+from typing import Callable, NamedTuple
 
 from kfast.testing.proxy import DROP, PASS, RESET, FaultProxy
 
@@ -41,6 +46,13 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+class PartitionInfo(NamedTuple):
+    leader: int
+    leader_epoch: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
 
 
 class ClusterNode:
@@ -167,6 +179,7 @@ class KfastCluster:
         """SIGTERM and wait; the exit status."""
         node = self.nodes[node_id]
         if node.alive:
+            node.process.send_signal(signal.SIGCONT)     # a paused node could not stop
             node.process.send_signal(signal.SIGTERM)
             try:
                 node.process.wait(timeout)
@@ -174,6 +187,18 @@ class KfastCluster:
                 node.process.kill()
                 node.process.wait(10)
         return node.process.returncode
+
+    def pause(self, node_id: int) -> None:
+        """SIGSTOP: the process stays, silent (no fetches, no heartbeats) --
+        a follower frozen by a GC pause or a stalled disk."""
+        node = self.nodes[node_id]
+        if node.alive:
+            node.process.send_signal(signal.SIGSTOP)
+
+    def resume(self, node_id: int) -> None:
+        node = self.nodes[node_id]
+        if node.alive:
+            node.process.send_signal(signal.SIGCONT)
 
     def restart(self, node_id: int) -> None:
         self.kill(node_id)
@@ -259,6 +284,57 @@ class KfastCluster:
                 continue
         return set()
 
+    # -- partitions ---------------------------------------------------------------------
+    def partition_state(self, topic: str, via: int | None = None) -> dict:
+        """{partition: PartitionInfo(leader, leader_epoch, replicas, isr)}
+        from a live broker's Metadata; empty if none answers."""
+        from kfast.client.connection import BlockingConnection
+        from kfast.protocol import MetadataRequest
+
+        nodes = [self.nodes[via]] if via is not None else \
+            [n for n in self.nodes.values() if n.alive and n.broker_port]
+        for node in nodes:
+            try:
+                with BlockingConnection("127.0.0.1", node.broker_port,
+                                        request_timeout=2) as connection:
+                    response = connection.send(MetadataRequest(
+                        topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                        allow_auto_topic_creation=False))
+            except Exception:
+                continue
+            return {p.partition_index: PartitionInfo(p.leader_id, p.leader_epoch,
+                                                     tuple(p.replica_nodes), tuple(p.isr_nodes))
+                    for t in response.topics if t.error_code == 0 for p in t.partitions}
+        return {}
+
+    def wait_for_isr(self, topic: str, partition: int, isr: set[int],
+                     timeout: float = _READY_TIMEOUT_S) -> None:
+        self.wait_until(lambda: set(getattr(self.partition_state(topic).get(partition),
+                                            "isr", ())) == isr,
+                        timeout, f"the ISR of {topic}-{partition} = {sorted(isr)}")
+
+    def replica_log(self, node_id: int, topic: str, partition: int) -> bytes:
+        """Every record batch of ``node_id``'s replica, segments in order."""
+        directory = os.path.join(self.nodes[node_id].data_dir, "data", f"{topic}-{partition}")
+        names = sorted(n for n in os.listdir(directory) if n.endswith(".log"))
+        data = b""
+        for name in names:
+            with open(os.path.join(directory, name), "rb") as f:
+                data += f.read()
+        return data
+
+    def wait_for_identical_replicas(self, topic: str, partition: int, nodes,
+                                    timeout: float = _READY_TIMEOUT_S) -> bytes:
+        """Until the replicas on ``nodes`` hold the same bytes; returns them."""
+        found: list[bytes] = []
+
+        def identical():
+            logs = {self.replica_log(n, topic, partition) for n in nodes}
+            found[:] = list(logs)
+            return len(logs) == 1
+        self.wait_until(identical, timeout, f"identical replicas of {topic}-{partition}")
+        return found[0]
+
     def wait_for_brokers(self, expected: set[int] | None = None,
                          timeout: float = _READY_TIMEOUT_S) -> None:
         """Until every live node's Metadata lists ``expected`` (default: the
@@ -313,4 +389,4 @@ class KfastCluster:
         self.close()
 
 
-__all__ = ["KfastCluster", "ClusterNode", "DROP", "RESET", "PASS"]
+__all__ = ["KfastCluster", "ClusterNode", "PartitionInfo", "DROP", "RESET", "PASS"]

@@ -11,7 +11,8 @@ config, so it can run on whichever broker leads the partitions.
   coordinator up again), or COORDINATOR_NOT_AVAILABLE while the partition
   does not exist or has no leader.
 * Loading: the first request for a partition this broker leads (or the
-  broker's start) replays the partition's log up to its high watermark
+  broker's start, or the first request after the leader epoch changed)
+  replays the partition's log up to its log end offset
   (latest record per key wins, tombstones delete, so an uncompacted log
   gives the same state), then gives the loaded members a session timeout to
   heartbeat in. The replay runs on the loop in slices of LOAD_SLICE_MS, a
@@ -69,14 +70,19 @@ def _wall_clock_ms() -> int:
 class _PartitionLoad:
     """A partition being replayed: where the next slice starts."""
 
-    __slots__ = ("index", "partition", "offset", "high_watermark", "records", "began",
-                 "handle")
+    __slots__ = ("index", "partition", "offset", "end_offset", "leader_epoch", "records",
+                 "began", "handle")
 
     def __init__(self, index: int, partition: CoordinatorReplica):
         self.index = index
         self.partition = partition
         self.offset = partition.log.log_start_offset
-        self.high_watermark = partition.log.high_watermark
+        # To the log end, not the high watermark (Kafka's CoordinatorLoader):
+        # a new leader's high watermark waits for its followers' first
+        # fetches, but everything in its log was in sync and is what the
+        # partition holds from now on.
+        self.end_offset = partition.log.log_end_offset
+        self.leader_epoch = getattr(partition, "leader_epoch", -1)
         self.records = 0
         self.began = time.perf_counter()
         self.handle = None
@@ -95,6 +101,10 @@ class GroupCoordinatorRuntime:
         self.load_buffer_size = config["offsets.load.buffer.size"]
         self.coordinator = GroupCoordinator(config, timer, self._write, _wall_clock_ms)
         self.loaded: set[int] = set()
+        # The leader epoch each loaded partition was loaded in: leadership
+        # lost and regained in between (another broker wrote meanwhile)
+        # means loading again.
+        self._loaded_epochs: dict[int, int] = {}
         self.loading: dict[int, _PartitionLoad] = {}
         self._retention_interval_ms = config["offsets.retention.check.interval.ms"]
         self._retention_entry = None
@@ -129,6 +139,9 @@ class GroupCoordinatorRuntime:
             return E.NotCoordinatorException.code
         if index in self.loading:
             return E.CoordinatorLoadInProgressException.code
+        if index in self.loaded and \
+                self._loaded_epochs.get(index) != getattr(partition, "leader_epoch", -1):
+            self._unload(index)
         if index not in self.loaded and not self._load(index, partition):
             return E.CoordinatorLoadInProgressException.code
         return 0
@@ -170,6 +183,7 @@ class GroupCoordinatorRuntime:
             return False
         del self.loading[load.index]
         self.loaded.add(load.index)
+        self._loaded_epochs[load.index] = load.leader_epoch
         self.coordinator.on_loaded(g for g in (*self.coordinator.groups,
                                                *self.coordinator.consumer_groups)
                                    if self.partition_for(g) == load.index)
@@ -182,8 +196,8 @@ class GroupCoordinatorRuntime:
         """Replay whole batches from ``load.offset`` until the high watermark
         (True) or, after at least one batch, the deadline (False)."""
         log = load.partition.log
-        while load.offset < load.high_watermark:
-            info = log.read(load.offset, self.load_buffer_size, load.high_watermark, True)
+        while load.offset < load.end_offset:
+            info = log.read(load.offset, self.load_buffer_size, load.end_offset, True)
             if info.records is None:
                 return True
             data = info.records.read()
@@ -203,7 +217,7 @@ class GroupCoordinatorRuntime:
                             continue
                         load.records += 1
                 load.offset = batch.last_offset + 1
-                if time.perf_counter() >= deadline and load.offset < load.high_watermark:
+                if time.perf_counter() >= deadline and load.offset < load.end_offset:
                     return False
             if load.offset <= start:
                 return True
@@ -211,6 +225,7 @@ class GroupCoordinatorRuntime:
 
     def _unload(self, index: int) -> None:
         self.loaded.discard(index)
+        self._loaded_epochs.pop(index, None)
         load = self.loading.pop(index, None)
         if load is not None and load.handle is not None:
             load.handle.cancel()

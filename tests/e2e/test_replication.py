@@ -1,0 +1,311 @@
+"""Replication between real ``kfast serve`` processes, seen by real clients
+(issue 17): followers fetch from leaders, the high watermark moves on the
+in-sync replicas, acks=all waits for min.insync.replicas, leaders move to
+in-sync replicas when a broker dies, a deposed leader truncates what it
+never replicated, and a frozen follower leaves the ISR and rejoins it.
+
+Two layouts: three combined nodes (the controller quorum dies with the
+brokers), and one controller with three brokers (node 1 controls, 2-4
+broker), where two brokers can be down while the controller decides.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaProducer
+from kafka.errors import NotEnoughReplicasError
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
+
+FAST_SESSIONS = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
+COMBINED = pytest.mark.kfast_cluster_config(combined=True, overrides=FAST_SESSIONS)
+ONE_CONTROLLER = pytest.mark.kfast_cluster_config(controllers=1, brokers=3,
+                                                  overrides=FAST_SESSIONS)
+
+
+def create(cluster, name: str, partitions: int = 1, min_insync: int = 2) -> None:
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(name, partitions, 3, config={
+        "min.insync.replicas": str(min_insync)})])[name].result(30)
+    cluster.wait_until(lambda: len(cluster.partition_state(name)) == partitions and all(
+        len(p.isr) == 3 and p.leader >= 0 for p in cluster.partition_state(name).values()),
+        15, f"{name} with three in-sync replicas")
+
+
+def read_all(bootstrap: str, topic: str, partitions: int, count: int) -> dict[int, list]:
+    """{partition: [(offset, value)]} from offset 0, assigned (no group)."""
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    got: dict[int, list] = {p: [] for p in range(partitions)}
+    deadline = time.monotonic() + 60
+    try:
+        while sum(map(len, got.values())) < count and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and not message.error():
+                got[message.partition()].append((message.offset(), message.value().decode()))
+    finally:
+        consumer.close()
+    return got
+
+
+def kafka_python_producer(cluster, acks, via: int | None = None, **kwargs) -> KafkaProducer:
+    """``via``: bootstrap from that broker only (others may be frozen)."""
+    bootstrap = cluster.bootstrap_servers if via is None else \
+        f"127.0.0.1:{cluster.nodes[via].broker_port}"
+    return KafkaProducer(bootstrap_servers=bootstrap, acks=acks, request_timeout_ms=5000,
+                         **kwargs)
+
+
+@COMBINED
+def test_acks_all_records_reach_every_replica_byte_for_byte(kfast_cluster):
+    cluster = kfast_cluster
+    create(cluster, "orders", partitions=2)
+    producer = kafka_python_producer(cluster, "all")
+    for i in range(300):
+        producer.send("orders", value=f"kp{i}".encode(), partition=i % 2)
+    producer.flush(30)
+    producer.close()
+    confluent = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                          "enable.idempotence": True})
+    for i in range(300):
+        confluent.produce("orders", value=f"ck{i}", partition=i % 2)
+    assert confluent.flush(30) == 0
+    got = read_all(cluster.bootstrap_servers, "orders", 2, 600)
+    assert sorted(v for p in got.values() for _, v in p) == sorted(
+        [f"kp{i}" for i in range(300)] + [f"ck{i}" for i in range(300)])
+    for partition in (0, 1):
+        data = cluster.wait_for_identical_replicas("orders", partition, (1, 2, 3), 15)
+        assert len(data) > 0
+        assert len(cluster.partition_state("orders")[partition].isr) == 3
+
+
+@COMBINED
+def test_kill_9_of_leaders_under_idempotent_acks_all_load_loses_nothing(kfast_cluster):
+    """Three rounds: kill -9 the leader of a partition while an idempotent
+    acks=all producer writes to all partitions, restart it. Every
+    acknowledged record is read back exactly once at its acknowledged
+    offset, and the three replicas end byte-identical."""
+    cluster = kfast_cluster
+    topic, partitions = "chaos", 3
+    create(cluster, topic, partitions)
+    acked: dict[int, list] = {p: [] for p in range(partitions)}
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def on_delivery(err, message):
+        if err:
+            failures.append(str(err))
+        else:
+            acked[message.partition()].append((message.offset(), message.value().decode()))
+
+    def produce():
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                             "enable.idempotence": True, "linger.ms": 5})
+        i = 0
+        while not stop.is_set():
+            try:
+                producer.produce(topic, value=f"v{i}", partition=i % partitions,
+                                 on_delivery=on_delivery)
+                i += 1
+            except BufferError:
+                producer.poll(0.05)
+            producer.poll(0)
+            if i % 50 == 0:
+                time.sleep(0.01)
+        assert producer.flush(60) == 0
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    rng = random.Random(17)
+    try:
+        for _ in range(3):
+            time.sleep(2)
+            state = cluster.partition_state(topic)
+            victim = state[rng.randrange(partitions)].leader
+            assert victim in cluster.nodes, state
+            before = sum(map(len, acked.values()))
+            cluster.kill(victim)
+            # Leadership moves to an in-sync replica; writes go on.
+            cluster.wait_until(lambda: all(
+                p.leader not in (victim, -1) for p in cluster.partition_state(topic).values()),
+                15, "leaders away from the killed broker")
+            cluster.wait_until(lambda: sum(map(len, acked.values())) > before + 100, 15,
+                               "acknowledgements after the failover")
+            cluster.restart(victim)
+            for p in range(partitions):
+                cluster.wait_for_isr(topic, p, {1, 2, 3}, 30)
+    finally:
+        stop.set()
+        thread.join(90)
+    assert failures == []
+    total = sum(map(len, acked.values()))
+    got = read_all(cluster.bootstrap_servers, topic, partitions, total)
+    for p in range(partitions):
+        values = [v for _, v in got[p]]
+        assert len(values) == len(set(values)), f"duplicates in partition {p}"
+        read = dict(got[p])
+        assert all(read.get(offset) == value for offset, value in acked[p]), \
+            f"an acknowledged record of partition {p} is missing or moved"
+        cluster.wait_for_identical_replicas(topic, p, (1, 2, 3), 30)
+
+
+@ONE_CONTROLLER
+def test_min_insync_replicas_with_two_brokers_down(kfast_cluster):
+    cluster = kfast_cluster
+    create(cluster, "guarded")
+    leader = cluster.partition_state("guarded")[0].leader
+    followers = [n for n in (2, 3, 4) if n != leader]
+    for node in followers:
+        cluster.kill(node)
+    # The controller fences them after broker.session.timeout.ms and takes
+    # them out of the ISR; the leader alone is below min.insync.replicas.
+    cluster.wait_for_isr("guarded", 0, {leader}, 15)
+    producer = kafka_python_producer(cluster, "all", retries=0)
+    with pytest.raises(NotEnoughReplicasError):
+        producer.send("guarded", b"refused").get(10)
+    producer.close()
+    producer = kafka_python_producer(cluster, 1)
+    assert producer.send("guarded", b"acks=1 accepted").get(10).offset == 0
+    producer.close()
+    for node in followers:
+        cluster.restart(node)
+    cluster.wait_for_isr("guarded", 0, {2, 3, 4}, 30)
+    producer = kafka_python_producer(cluster, "all", retries=0)
+    assert producer.send("guarded", b"accepted again").get(10).offset == 1
+    producer.close()
+    assert [v for _, v in read_all(cluster.bootstrap_servers, "guarded", 1, 2)[0]] == \
+        ["acks=1 accepted", "accepted again"]
+
+
+@ONE_CONTROLLER
+def test_a_deposed_leader_truncates_what_it_never_replicated(kfast_cluster):
+    """The followers freeze, the leader takes acks=1 writes only it has and
+    dies; a follower becomes leader in the next epoch and takes acks=all
+    writes. The old leader returns as a follower, learns from the diverging
+    epoch in its fetch response where its log left the new leader's, and
+    truncates there: the replicas end identical, without the acks=1 writes
+    (Kafka's documented loss for acks=1), with every acks=all write."""
+    cluster = kfast_cluster
+    create(cluster, "epochs")
+    old = cluster.partition_state("epochs")[0]
+    followers = [n for n in (2, 3, 4) if n != old.leader]
+    producer = kafka_python_producer(cluster, "all")
+    for i in range(50):
+        producer.send("epochs", f"committed-{i}".encode())
+    producer.flush(30)
+    producer.close()
+    cluster.wait_for_identical_replicas("epochs", 0, (2, 3, 4), 15)
+    for node in followers:
+        cluster.pause(node)
+    try:
+        # Straight to the leader (the frozen brokers answer nobody).
+        producer = Producer({"bootstrap.servers":
+                             f"127.0.0.1:{cluster.nodes[old.leader].broker_port}",
+                             "acks": 1})
+        for i in range(20):
+            producer.produce("epochs", f"doomed-{i}")
+        assert producer.flush(10) == 0
+        cluster.kill(old.leader)
+    finally:
+        for node in followers:
+            cluster.resume(node)
+    cluster.wait_until(lambda: cluster.partition_state("epochs").get(0) is not None and
+                       cluster.partition_state("epochs")[0].leader in followers, 15,
+                       "a follower elected")
+    new = cluster.partition_state("epochs")[0]
+    assert new.leader_epoch > old.leader_epoch
+    producer = kafka_python_producer(cluster, "all")
+    for i in range(30):
+        producer.send("epochs", f"after-{i}".encode())
+    producer.flush(30)
+    producer.close()
+    cluster.restart(old.leader)
+    cluster.wait_for_isr("epochs", 0, {2, 3, 4}, 30)
+    cluster.wait_for_identical_replicas("epochs", 0, (2, 3, 4), 15)
+    values = [v for _, v in read_all(cluster.bootstrap_servers, "epochs", 1, 80)[0]]
+    assert values == [f"committed-{i}" for i in range(50)] + [f"after-{i}" for i in range(30)]
+    with open(cluster.nodes[old.leader].log_path, encoding="utf-8") as f:
+        assert "diverged from leader epoch" in f.read()
+
+
+@pytest.mark.kfast_cluster_config(controllers=1, brokers=3, overrides={
+    # Sessions outlast the freeze: the leader, not the controller's fencing,
+    # takes the follower out of the ISR.
+    "broker.session.timeout.ms": 30000, "replica.lag.time.max.ms": 1500})
+def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(kfast_cluster):
+    cluster = kfast_cluster
+    create(cluster, "lagging")
+    state = cluster.partition_state("lagging")[0]
+    frozen = next(n for n in state.replicas if n != state.leader)
+    cluster.pause(frozen)
+    try:
+        # A follower with nothing to fetch is in sync however long it is
+        # silent (Kafka's isCaughtUp); once records arrive it is behind, and
+        # after replica.lag.time.max.ms the leader drops it from the ISR --
+        # acks=all stalls until then, and goes on with the two in-sync
+        # replicas (min.insync 2).
+        producer = kafka_python_producer(cluster, "all", via=state.leader, retries=0)
+        futures = [producer.send("lagging", f"v{i}".encode()) for i in range(100)]
+        producer.flush(15)
+        assert [f.get(1).offset for f in futures] == list(range(100))
+        producer.close()
+        assert set(cluster.partition_state("lagging")[0].isr) == \
+            set(state.replicas) - {frozen}
+    finally:
+        cluster.resume(frozen)
+    cluster.wait_for_isr("lagging", 0, set(state.replicas), 15)
+    data = cluster.wait_for_identical_replicas("lagging", 0, state.replicas, 15)
+    assert data.count(b"v99") == 1
+    with open(cluster.nodes[state.leader].log_path, encoding="utf-8") as f:
+        assert "shrinking the ISR" in f.read()
+
+
+@COMBINED
+def test_sigterm_moves_leaderships_before_the_broker_stops(kfast_cluster):
+    """Controlled shutdown: the stopping broker's leaderships move to other
+    in-sync replicas while it still answers, so an idempotent acks=all
+    producer sees a metadata refresh, not an error, and loses nothing."""
+    cluster = kfast_cluster
+    topic, partitions = "graceful", 3
+    create(cluster, topic, partitions)
+    acked: list[tuple[float, str]] = []
+    failures: list[str] = []
+    stop = threading.Event()
+
+    def produce():
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                             "enable.idempotence": True, "linger.ms": 2})
+        i = 0
+        while not stop.is_set():
+            producer.produce(topic, value=f"v{i}", partition=i % partitions, on_delivery=(
+                lambda err, m: failures.append(str(err)) if err else
+                acked.append((time.monotonic(), m.value().decode()))))
+            i += 1
+            producer.poll(0.002)
+        assert producer.flush(30) == 0
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    try:
+        cluster.wait_until(lambda: len(acked) > 200, 15, "the producer running")
+        victim = cluster.partition_state(topic)[0].leader
+        assert cluster.stop(victim) == 0
+        assert all(p.leader != victim for p in cluster.partition_state(topic).values())
+        count = len(acked)
+        cluster.wait_until(lambda: len(acked) > count + 200, 15, "writes after the stop")
+    finally:
+        stop.set()
+        thread.join(60)
+    assert failures == []
+    with open(cluster.nodes[victim].log_path, encoding="utf-8") as f:
+        assert f"controlled shutdown of broker {victim} completed" in f.read()
+    got = read_all(cluster.bootstrap_servers, topic, partitions, len(acked))
+    values = [v for p in got.values() for _, v in p]
+    assert len(values) == len(set(values))
+    assert {v for _, v in acked} <= set(values)
