@@ -60,6 +60,24 @@ def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
     return (zlib.crc32(topic.encode()) + partition) % max(1, num_fetchers)
 
 
+def divergence_truncation_offset(epoch_cache, log_end_offset: int, high_watermark: int,
+                                 leader_epoch: int, leader_end_offset: int) -> int:
+    """Where a follower truncates when the leader answers its fetch with a
+    diverging epoch (Kafka's getOffsetTruncationState): at the end of the
+    leader's epoch if this log has that epoch too; else at the end of this
+    log's largest epoch below it, and the next fetch compares again; at the
+    high watermark if the leader could not tell. Never above the log end.
+    ``epoch_cache``: the follower's LeaderEpochFileCache."""
+    if leader_epoch < 0 or leader_end_offset < 0:
+        return min(high_watermark, log_end_offset)
+    epoch, follower_end = epoch_cache.end_offset_for(leader_epoch, log_end_offset)
+    if epoch < 0:
+        return min(leader_end_offset, log_end_offset)
+    if epoch != leader_epoch:
+        return min(follower_end, log_end_offset)
+    return min(follower_end, leader_end_offset, log_end_offset)
+
+
 class PartitionFetchState:
     """One partition a fetcher serves: the leader and epoch it was added
     with, and until when it backs off after an error."""
@@ -320,22 +338,10 @@ class ReplicaFetcher:
         self._delay([state], self.backoff)
 
     def _truncate_on_divergence(self, partition, leader_epoch: int, leader_end: int) -> None:
-        """Truncate where this log and the leader's agree (Kafka's
-        getOffsetTruncationState): at the end of the leader's epoch if this
-        log has that epoch too, else at the end of this log's largest
-        epoch below it (and the next fetch compares again)."""
         log = partition.log
         end = log.log_end_offset
-        if leader_epoch < 0 or leader_end < 0:
-            target = log.high_watermark
-        else:
-            epoch, follower_end = log.leader_epoch_cache.end_offset_for(leader_epoch, end)
-            if epoch < 0:
-                target = min(leader_end, end)
-            elif epoch != leader_epoch:
-                target = min(follower_end, end)
-            else:
-                target = min(follower_end, leader_end, end)
+        target = divergence_truncation_offset(log.leader_epoch_cache, end, log.high_watermark,
+                                              leader_epoch, leader_end)
         if target < end:
             logger.info("truncating %s-%d from %d to %d: diverged from leader epoch %d",
                         partition.topic, partition.partition, end, target, leader_epoch)
