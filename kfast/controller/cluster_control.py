@@ -34,15 +34,20 @@ class ClusterControlManager:
 
     # -- queries -------------------------------------------------------------------
     def active_brokers(self) -> list[int]:
-        """Registered, unfenced brokers sorted by id (placement candidates)."""
-        return sorted(b for b, r in self.brokers.items() if not r.fenced)
+        """Registered, unfenced brokers not shutting down, sorted by id
+        (placement candidates)."""
+        return sorted(b for b, r in self.brokers.items()
+                      if not r.fenced and not r.in_controlled_shutdown)
 
     def racks(self) -> dict[int, str | None]:
         return {b: r.rack for b, r in self.brokers.items()}
 
     def is_active(self, broker_id: int) -> bool:
+        """May lead and host new replicas: registered, unfenced and not in
+        controlled shutdown (Kafka's isActive / usable broker)."""
         registration = self.brokers.get(broker_id)
-        return registration is not None and not registration.fenced
+        return registration is not None and not registration.fenced and \
+            not registration.in_controlled_shutdown
 
     def broker_epoch(self, broker_id: int) -> int:
         registration = self.brokers.get(broker_id)

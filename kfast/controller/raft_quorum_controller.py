@@ -40,7 +40,7 @@ import time
 
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.feature_control import METADATA_VERSION
-from kfast.controller.metadata.records import encode_record
+from kfast.controller.metadata.records import BrokerRegistrationChangeRecord, encode_record
 from kfast.controller.quorum_controller import QuorumController, _DeltaBuilder
 from kfast.controller.snapshot import image_records
 from kfast.raft.log import OffsetAndEpoch
@@ -62,6 +62,10 @@ class RaftQuorumController(QuorumController):
         self._bootstrap_task: asyncio.Task | None = None
         # broker id -> loop time (s) of its last heartbeat, on the active controller.
         self._sessions: dict[int, float] = {}
+        # broker id -> metadata offset in its last heartbeat; broker in
+        # controlled shutdown -> the offset of the records moving its leaders.
+        self._metadata_offsets: dict[int, int] = {}
+        self._shutdown_offsets: dict[int, int] = {}
         self._session_timer: asyncio.TimerHandle | None = None
         self._was_active = False
         self._bytes_since_snapshot = 0
@@ -197,14 +201,24 @@ class RaftQuorumController(QuorumController):
                                want_shut_down: bool) -> tuple[bool, bool, bool]:
         """(is_caught_up, is_fenced, should_shut_down) for a BrokerHeartbeat.
         Caught up: the broker has replayed the metadata log up to its own
-        registration. A broker that wants to shut down is fenced (its
-        leaderships move to other in-sync replicas) and then told to go."""
+        registration. A broker that wants to shut down goes through Kafka's
+        controlled shutdown (BrokerHeartbeatManager): while it leads
+        partitions it enters the in-controlled-shutdown state -- still
+        listed in Metadata, no longer elected or placed -- and its
+        leaderships move to other in-sync replicas; it is told to shut down
+        (and fenced) only once it leads nothing and every other active
+        broker has replayed the metadata that moved them, so clients asking
+        any broker learn the new leaders."""
         def operation():
             registration = self.cluster_control.brokers.get(broker_id)
             caught_up = registration is not None and \
                 current_metadata_offset >= registration.epoch
-            fence = want_fence or want_shut_down
-            result = self.cluster_control.heartbeat(broker_id, broker_epoch, caught_up, fence)
+            if want_shut_down and registration is not None and \
+                    registration.epoch == broker_epoch and not registration.fenced:
+                return self._controlled_shutdown(broker_id, broker_epoch, registration,
+                                                 caught_up)
+            result = self.cluster_control.heartbeat(broker_id, broker_epoch, caught_up,
+                                                    want_fence or want_shut_down)
             records = list(result.records)
             if records and result.response:          # being fenced now
                 records += self.replication_control.broker_fenced(broker_id)
@@ -213,7 +227,35 @@ class RaftQuorumController(QuorumController):
             return ControllerResult((caught_up, result.response, want_shut_down), records)
         response = await self._run(operation)
         self._sessions[broker_id] = self._loop.time()
+        self._metadata_offsets[broker_id] = current_metadata_offset
         return response
+
+    def _controlled_shutdown(self, broker_id: int, broker_epoch: int, registration,
+                             caught_up: bool) -> ControllerResult:
+        leads = self.replication_control.leaderships(broker_id)
+        if not registration.in_controlled_shutdown and leads:
+            records = [BrokerRegistrationChangeRecord(broker_id=broker_id,
+                                                      broker_epoch=broker_epoch,
+                                                      in_controlled_shutdown=1)]
+            records += self.replication_control.broker_fenced(broker_id)
+            # The offset the last of these records will get.
+            self._shutdown_offsets[broker_id] = self._log_end_offset() + len(records) - 1
+            logger.info("broker %d entered controlled shutdown; moving %d leaderships",
+                        broker_id, leads)
+            return ControllerResult((caught_up, False, False), records)
+        if registration.in_controlled_shutdown and (
+                leads or self._lowest_active_offset(broker_id) <
+                self._shutdown_offsets.get(broker_id, -1)):
+            return ControllerResult((caught_up, False, False), [])
+        result = self.cluster_control.fence_broker(broker_id)
+        records = list(result.records) + self.replication_control.broker_fenced(broker_id)
+        return ControllerResult((caught_up, True, True), records)
+
+    def _lowest_active_offset(self, excluded: int) -> int:
+        """The smallest metadata offset the other active brokers reported."""
+        offsets = [self._metadata_offsets.get(b, -1)
+                   for b in self.cluster_control.active_brokers() if b != excluded]
+        return min(offsets, default=self._log_end_offset())
 
     def _schedule_session_check(self) -> None:
         interval = self.config["broker.heartbeat.interval.ms"] / 1000

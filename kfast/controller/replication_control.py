@@ -666,6 +666,12 @@ class ReplicationControlManager:
                     return replica
         return NO_LEADER
 
+    def leaderships(self, broker_id: int) -> int:
+        """How many partitions ``broker_id`` leads."""
+        return sum(1 for topic in self.topics.values()
+                   for registration in topic.partitions.values()
+                   if registration.leader == broker_id)
+
     def broker_fenced(self, broker_id: int) -> list:
         """PartitionChangeRecords for a broker leaving service: it leaves
         every ISR (except as the last member: without eligible leader

@@ -51,6 +51,13 @@ _RETRY_LATER = frozenset(e.code for e in (
     errors.UnknownLeaderEpochException, errors.UnknownTopicOrPartitionException,
     errors.UnknownTopicIdException, errors.KafkaStorageException,
     errors.ReplicaNotAvailableException))
+# The leader has not applied the metadata this follower has (a leadership
+# just moved: the follower saw it first). Milliseconds away, so retry soon
+# instead of after replica.fetch.backoff.ms: until this follower fetches, a
+# new leader's high watermark -- and every acks=all produce -- waits.
+_LEADER_CATCHING_UP = frozenset(e.code for e in (
+    errors.NotLeaderOrFollowerException, errors.UnknownLeaderEpochException))
+_CATCH_UP_RETRY_S = 0.02
 _OUT_OF_RANGE = errors.OffsetOutOfRangeException.code
 
 
@@ -331,6 +338,9 @@ class ReplicaFetcher:
             return
         if error == _OUT_OF_RANGE:
             await self._handle_out_of_range(state)
+            return
+        if error in _LEADER_CATCHING_UP:
+            self._delay([state], min(self.backoff, _CATCH_UP_RETRY_S))
             return
         if error not in _RETRY_LATER:
             logger.warning("fetch of %s-%d from broker %d failed: %s", partition.topic,
