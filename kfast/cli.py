@@ -25,6 +25,7 @@ COMMANDS = {
     "storage": "kfast.tools.storage",
     "metadata-quorum": "kfast.tools.metadata_quorum",
     "cluster": "kfast.tools.cluster",
+    "leader-election": "kfast.tools.leader_election",
 }
 
 

@@ -255,6 +255,12 @@ define("delete.topic.enable", B, True, "Enables delete topic.")
 define("controlled.shutdown.enable", B, True,
        "On SIGTERM, move this broker's leaderships to other in-sync replicas before stopping.")
 define("auto.leader.rebalance.enable", B, True, "Periodic preferred leader rebalancing.")
+define("leader.imbalance.check.interval.seconds", L, 300,
+       "How often the active controller moves leaderships back to preferred replicas.",
+       at_least(1))
+define("leader.imbalance.per.broker.percentage", I, 10,
+       "Accepted for compatibility; KRaft controllers (Kafka's and kfast's) balance every "
+       "imbalanced partition whose preferred replica is in sync.", at_least(0))
 define("unclean.leader.election.enable", B, False,
        "Allow replicas not in the ISR to be elected leader as a last resort.",
        topic_synonym="unclean.leader.election.enable")

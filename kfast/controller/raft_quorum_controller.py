@@ -42,6 +42,7 @@ from kfast.controller.controller_result import ControllerResult
 from kfast.controller.feature_control import METADATA_VERSION
 from kfast.controller.metadata.records import BrokerRegistrationChangeRecord, encode_record
 from kfast.controller.quorum_controller import QuorumController, _DeltaBuilder
+from kfast.controller.replication_control import ELECTION_PREFERRED
 from kfast.controller.snapshot import image_records
 from kfast.raft.log import OffsetAndEpoch
 from kfast.raft.snapshots import snapshot_bytes
@@ -49,6 +50,9 @@ from kfast.protocol import errors
 from kfast.protocol.constants import NO_LEADER
 
 logger = logging.getLogger(__name__)
+
+# Preferred elections per balancing round (Kafka's maxElectionsPerImbalance).
+_MAX_ELECTIONS_PER_IMBALANCE = 1000
 
 
 class RaftQuorumController(QuorumController):
@@ -67,6 +71,7 @@ class RaftQuorumController(QuorumController):
         self._metadata_offsets: dict[int, int] = {}
         self._shutdown_offsets: dict[int, int] = {}
         self._session_timer: asyncio.TimerHandle | None = None
+        self._balance_timer: asyncio.TimerHandle | None = None
         self._was_active = False
         self._bytes_since_snapshot = 0
         self._last_snapshot_time = 0.0
@@ -82,8 +87,9 @@ class RaftQuorumController(QuorumController):
         await self.raft.start()
 
     async def shutdown(self) -> None:
-        if self._session_timer is not None:
-            self._session_timer.cancel()
+        for timer in (self._session_timer, self._balance_timer):
+            if timer is not None:
+                timer.cancel()
         async with self._lock:
             self.started = False
         if self._bootstrap_task is not None:
@@ -172,9 +178,12 @@ class RaftQuorumController(QuorumController):
                 now = self._loop.time()
                 self._sessions = {broker_id: now for broker_id in self.cluster_control.brokers}
                 self._schedule_session_check()
-            elif self._session_timer is not None:
-                self._session_timer.cancel()
-                self._session_timer = None
+                self._schedule_leader_balance()
+            else:
+                for timer in (self._session_timer, self._balance_timer):
+                    if timer is not None:
+                        timer.cancel()
+                self._session_timer = self._balance_timer = None
         if not active or METADATA_VERSION in self.feature_control.finalized:
             return
         if self._bootstrap_task is None or self._bootstrap_task.done():
@@ -256,6 +265,35 @@ class RaftQuorumController(QuorumController):
         offsets = [self._metadata_offsets.get(b, -1)
                    for b in self.cluster_control.active_brokers() if b != excluded]
         return min(offsets, default=self._log_end_offset())
+
+    # -- preferred leaders (auto.leader.rebalance.enable) ---------------------------------
+    def _schedule_leader_balance(self) -> None:
+        if self.config["auto.leader.rebalance.enable"]:
+            self._balance_timer = self._loop.call_later(
+                self.config["leader.imbalance.check.interval.seconds"], self._balance_leaders)
+
+    def _balance_leaders(self) -> None:
+        """Kafka's balancePartitionLeaders: every leader.imbalance.check.
+        interval.seconds, a preferred election for each partition whose
+        preferred replica is back in sync (after a failover leaderships
+        pile up on the survivors)."""
+        self._balance_timer = None
+        if not self.is_active:
+            return
+        imbalanced = self.replication_control.imbalanced_partitions(_MAX_ELECTIONS_PER_IMBALANCE)
+        if imbalanced:
+            self._loop.create_task(self._elect_preferred(imbalanced))
+        self._schedule_leader_balance()
+
+    async def _elect_preferred(self, partitions) -> None:
+        try:
+            results = await self.elect_leaders(ELECTION_PREFERRED, partitions)
+        except errors.KafkaError as exc:
+            logger.info("preferred leader election not committed: %s", exc)
+            return
+        moved = [p for p, error in results.items() if error is None]
+        if moved:
+            logger.info("moved %d leaderships back to their preferred replicas", len(moved))
 
     def _schedule_session_check(self) -> None:
         interval = self.config["broker.heartbeat.interval.ms"] / 1000

@@ -666,6 +666,22 @@ class ReplicationControlManager:
                     return replica
         return NO_LEADER
 
+    def imbalanced_partitions(self, limit: int) -> list[tuple[str, int]]:
+        """Partitions not led by their preferred replica (the first in the
+        assignment) although it is in sync and active: what a preferred
+        election would move (Kafka's imbalancedPartitions), at most
+        ``limit`` of them (maxElectionsPerImbalance)."""
+        found = []
+        for topic in self.topics.values():
+            for index, registration in sorted(topic.partitions.items()):
+                preferred = registration.replicas[0] if registration.replicas else NO_LEADER
+                if registration.leader != preferred and preferred in registration.isr and \
+                        self.cluster.is_active(preferred):
+                    found.append((topic.name, index))
+                    if len(found) >= limit:
+                        return found
+        return found
+
     def leaderships(self, broker_id: int) -> int:
         """How many partitions ``broker_id`` leads."""
         return sum(1 for topic in self.topics.values()

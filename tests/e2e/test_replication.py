@@ -309,3 +309,61 @@ def test_sigterm_moves_leaderships_before_the_broker_stops(kfast_cluster):
     values = [v for p in got.values() for _, v in p]
     assert len(values) == len(set(values))
     assert {v for _, v in acked} <= set(values)
+
+
+def _fail_over_and_return(cluster, topic: str) -> tuple[int, set[int]]:
+    """Kill -9 the leader of partition 0, wait for its leaderships to move,
+    bring it back in sync: (the broker, the partitions it prefers)."""
+    state = cluster.partition_state(topic)
+    victim = state[0].leader
+    preferred = {p for p, info in state.items() if info.replicas[0] == victim}
+    cluster.kill(victim)
+    cluster.wait_until(lambda: all(cluster.partition_state(topic)[p].leader not in (victim, -1)
+                                   for p in preferred), 15, "leaderships moved")
+    cluster.restart(victim)
+    for p in state:
+        cluster.wait_for_isr(topic, p, {1, 2, 3}, 30)
+    return victim, preferred
+
+
+@pytest.mark.kfast_cluster_config(combined=True, overrides={
+    **FAST_SESSIONS, "auto.leader.rebalance.enable": "false"})
+def test_leader_election_cli_moves_leaderships_back_to_preferred_replicas(kfast_cluster):
+    import subprocess
+    import sys
+
+    cluster = kfast_cluster
+    create(cluster, "preferred", partitions=3)
+    victim, preferred = _fail_over_and_return(cluster, "preferred")
+    assert all(cluster.partition_state("preferred")[p].leader != victim for p in preferred)
+
+    def election(*options):
+        return subprocess.run(
+            [sys.executable, "-m", "kfast", "leader-election", "-b", cluster.bootstrap_servers,
+             *options], capture_output=True, text=True, timeout=60)
+
+    done = election("--election-type", "preferred", "--all-topic-partitions")
+    assert done.returncode == 0, done.stderr
+    moved = ", ".join(f"preferred-{p}" for p in sorted(preferred))
+    assert f"Successfully completed leader election (PREFERRED) for partitions {moved}" in \
+        done.stdout
+    cluster.wait_until(lambda: all(info.leader == info.replicas[0] for info in
+                                   cluster.partition_state("preferred").values()), 10,
+                       "every partition led by its preferred replica")
+    again = election("--election-type", "PREFERRED", "--topic", "preferred", "--partition", "0")
+    assert again.returncode == 0
+    assert again.stdout.strip() == "Valid replica already elected for partitions preferred-0"
+    missing = election("--election-type", "UNCLEAN", "--topic", "nope", "--partition", "0")
+    assert missing.returncode == 1
+    assert "Error completing leader election (UNCLEAN) for partition: nope-0: " \
+           "UnknownTopicOrPartitionException" in missing.stdout
+
+
+@pytest.mark.kfast_cluster_config(combined=True, overrides={
+    **FAST_SESSIONS, "leader.imbalance.check.interval.seconds": 1})
+def test_auto_leader_rebalance_returns_leaderships_after_a_failover(kfast_cluster):
+    cluster = kfast_cluster
+    create(cluster, "balanced", partitions=3)
+    victim, preferred = _fail_over_and_return(cluster, "balanced")
+    cluster.wait_until(lambda: all(cluster.partition_state("balanced")[p].leader == victim
+                                   for p in preferred), 15, "leaderships back on the broker")
