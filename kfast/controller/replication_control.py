@@ -716,17 +716,27 @@ class ReplicationControlManager:
 
     def broker_unfenced(self, broker_id: int) -> list:
         """PartitionChangeRecords electing a returning broker where a
-        partition it is in sync for has no leader."""
+        partition it is a replica of has no leader: if it is in sync, or
+        -- unclean.leader.election.enable for the topic -- if no in-sync
+        replica is alive (its ISR becomes just the new leader, and what
+        only the lost replicas had is gone, as Kafka documents)."""
         records = []
         for topic in self.topics.values():
             for index, registration in sorted(topic.partitions.items()):
-                if registration.leader != NO_LEADER or broker_id not in registration.isr:
+                if registration.leader != NO_LEADER or broker_id not in registration.replicas:
+                    continue
+                if broker_id not in registration.isr and \
+                        not self.unclean_election_enabled(topic.name):
                     continue
                 leader = self._elect(topic.name, registration, registration.isr,
                                      also_active=broker_id)
-                if leader != NO_LEADER:
-                    records.append(PartitionChangeRecord(partition_id=index,
-                                                         topic_id=topic.topic_id, leader=leader))
+                if leader == NO_LEADER:
+                    continue
+                change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id,
+                                               leader=leader)
+                if leader not in registration.isr:
+                    change.isr = [leader]
+                records.append(change)
         return records
 
     # -- replay --------------------------------------------------------------------

@@ -367,3 +367,72 @@ def test_auto_leader_rebalance_returns_leaderships_after_a_failover(kfast_cluste
     victim, preferred = _fail_over_and_return(cluster, "balanced")
     cluster.wait_until(lambda: all(cluster.partition_state("balanced")[p].leader == victim
                                    for p in preferred), 15, "leaderships back on the broker")
+
+
+def _only_the_leader_has_the_last_records(cluster, topic: str, config: dict) -> tuple:
+    """RF 3: both followers die (the ISR shrinks to the leader), the leader
+    takes acks=1 records alone and dies, the followers come back out of
+    sync. Returns (old leader, followers)."""
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "1",
+                                                       **config})])[topic].result(30)
+    cluster.wait_for_isr(topic, 0, {2, 3, 4}, 15)
+    leader = cluster.partition_state(topic)[0].leader
+    followers = [n for n in (2, 3, 4) if n != leader]
+    producer = kafka_python_producer(cluster, "all")
+    for i in range(10):
+        producer.send(topic, f"replicated-{i}".encode())
+    producer.flush(30)
+    producer.close()
+    cluster.wait_for_identical_replicas(topic, 0, (2, 3, 4), 15)
+    for node in followers:
+        cluster.kill(node)
+    cluster.wait_for_isr(topic, 0, {leader}, 15)
+    producer = kafka_python_producer(cluster, 1, via=leader)
+    for i in range(5):
+        producer.send(topic, f"leader-only-{i}".encode()).get(10)
+    producer.close()
+    cluster.kill(leader)
+    for node in followers:
+        cluster.restart(node)
+    cluster.wait_for_brokers(set(followers))
+    return leader, followers
+
+
+@ONE_CONTROLLER
+def test_unclean_leader_election_off_keeps_the_partition_offline_until_asked(kfast_cluster):
+    import subprocess
+    import sys
+
+    cluster = kfast_cluster
+    leader, followers = _only_the_leader_has_the_last_records(cluster, "careful", {})
+    time.sleep(1)     # nothing to await: the absence of an election is the point
+    assert cluster.partition_state("careful")[0].leader == -1
+    done = subprocess.run(
+        [sys.executable, "-m", "kfast", "leader-election", "-b", cluster.bootstrap_servers,
+         "--election-type", "UNCLEAN", "--topic", "careful", "--partition", "0"],
+        capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+    state = cluster.partition_state("careful")[0]
+    assert state.leader in followers and state.isr[0] == state.leader
+    values = [v for _, v in read_all(cluster.bootstrap_servers, "careful", 1, 10)[0]]
+    assert values == [f"replicated-{i}" for i in range(10)]
+
+
+@ONE_CONTROLLER
+def test_unclean_leader_election_on_brings_the_partition_back_with_the_documented_loss(
+        kfast_cluster):
+    cluster = kfast_cluster
+    leader, followers = _only_the_leader_has_the_last_records(
+        cluster, "hasty", {"unclean.leader.election.enable": "true"})
+    cluster.wait_until(lambda: cluster.partition_state("hasty")[0].leader in followers, 15,
+                       "an out-of-sync replica elected")
+    producer = kafka_python_producer(cluster, "all")
+    producer.send("hasty", b"after").get(10)
+    producer.close()
+    # The old leader returns as a follower and truncates its leader-only records.
+    cluster.restart(leader)
+    cluster.wait_for_isr("hasty", 0, {2, 3, 4}, 30)
+    cluster.wait_for_identical_replicas("hasty", 0, (2, 3, 4), 15)
+    values = [v for _, v in read_all(cluster.bootstrap_servers, "hasty", 1, 11)[0]]
+    assert values == [f"replicated-{i}" for i in range(10)] + ["after"]
