@@ -56,9 +56,9 @@ class KfastBroker:
         return self.broker is not None and self.broker.started
 
     def config(self) -> KafkaConfig:
-        from kfast.tools.serve import SERVE_DEFAULTS
+        from kfast.tools.serve import SERVE_DEFAULTS, SINGLE_NODE_DEFAULTS
 
-        props = dict(SERVE_DEFAULTS)
+        props = {**SERVE_DEFAULTS, **SINGLE_NODE_DEFAULTS}
         props.update({
             "listeners": f"PLAINTEXT://{self.host}:{self.port}",
             "log.dirs": self.data_dir,

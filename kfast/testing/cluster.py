@@ -119,6 +119,13 @@ class KfastCluster:
             "log.dirs": os.path.join(node.data_dir, "data"),
             "cluster.id": self.cluster_id,
         }
+        # Internal topics as replicated as the cluster allows (Kafka's
+        # defaults, 3 replicas and 2 in sync, need three brokers).
+        brokers = sum(1 for n in self.nodes.values() if n.broker_port)
+        if brokers:
+            properties["offsets.topic.replication.factor"] = min(3, brokers)
+            properties["transaction.state.log.replication.factor"] = min(3, brokers)
+            properties["transaction.state.log.min.isr"] = min(2, brokers)
         properties.update(self.overrides)
         properties.update(self.node_overrides.get(node.node_id, {}))
         with open(node.config_path, "w", encoding="utf-8") as f:

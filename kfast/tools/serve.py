@@ -19,15 +19,19 @@ import sys
 
 from kfast.config import ConfigException, KafkaConfig, parse_properties
 
-# What `kfast serve` uses where Kafka's own default does not fit a
-# single-node broker: Kafka has no default node.id or log dir, and its
-# internal topics default to 3 replicas, which one node cannot host (Kafka's
-# shipped config/kraft/server.properties sets the same three to 1).
+# What `kfast serve` uses where Kafka has no default: node.id, listeners,
+# a log dir.
 SERVE_DEFAULTS = {
     "process.roles": "broker,controller",
     "node.id": "1",
     "listeners": "PLAINTEXT://127.0.0.1:9092",
     "log.dirs": "./kfast-data",
+}
+# And for the embedded single node only: Kafka's internal topics default to
+# 3 replicas (2 in sync for transactions), which one node cannot host
+# (Kafka's shipped config/kraft/server.properties sets the same three to 1).
+# A node of a multi-node cluster keeps Kafka's defaults.
+SINGLE_NODE_DEFAULTS = {
     "offsets.topic.replication.factor": "1",
     "transaction.state.log.replication.factor": "1",
     "transaction.state.log.min.isr": "1",
@@ -56,7 +60,16 @@ def build_config(config_path: str | None, overrides: list[str]) -> KafkaConfig:
         if not sep or not key.strip():
             raise ConfigException("--override", item, "expected key=value")
         props[key.strip()] = value.strip()
+    if _single_node(props):
+        props = {**SINGLE_NODE_DEFAULTS, **props}
     return KafkaConfig(props)
+
+
+def _single_node(props: dict) -> bool:
+    """The embedded single node: combined roles and at most one voter."""
+    roles = {r.strip() for r in str(props.get("process.roles", "")).split(",")}
+    voters = [v for v in str(props.get("controller.quorum.voters", "")).split(",") if v.strip()]
+    return roles == {"broker", "controller"} and len(voters) <= 1
 
 
 def _configure_logging() -> None:

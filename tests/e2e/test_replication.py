@@ -10,6 +10,7 @@ broker), where two brokers can be down while the controller decides.
 """
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -436,3 +437,104 @@ def test_unclean_leader_election_on_brings_the_partition_back_with_the_documente
     cluster.wait_for_identical_replicas("hasty", 0, (2, 3, 4), 15)
     values = [v for _, v in read_all(cluster.bootstrap_servers, "hasty", 1, 11)[0]]
     assert values == [f"replicated-{i}" for i in range(10)] + ["after"]
+
+
+@COMBINED
+def test_consumer_group_offsets_survive_kill_9_of_their_coordinator(kfast_cluster):
+    """The group coordinator lives on the leader of the group's
+    __consumer_offsets partition; when that broker dies the partition's new
+    leader loads the group from its replica, so committed offsets survive
+    and the group goes on (FindCoordinator names the new broker)."""
+    cluster = kfast_cluster
+    create(cluster, "work", partitions=3)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(300):
+        producer.produce("work", value=f"job-{i}", partition=i % 3)
+    assert producer.flush(30) == 0
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    seen: list[str] = []
+
+    def consume(count: int) -> None:
+        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "crew",
+                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer.subscribe(["work"])
+        taken, deadline = 0, time.monotonic() + 60
+        try:
+            while taken < count and time.monotonic() < deadline:
+                message = consumer.poll(0.5)
+                if message is None or message.error():
+                    continue
+                seen.append(message.value().decode())
+                taken += 1
+                consumer.commit(message=message, asynchronous=False)
+        finally:
+            consumer.close()
+        assert taken == count
+
+    def coordinator() -> int:
+        group = admin.describe_consumer_groups(["crew"])["crew"].result(30)
+        return group.coordinator.id
+
+    consume(100)
+    first = coordinator()
+    cluster.kill(first)
+    consume(100)
+    second = coordinator()
+    assert second != first
+    cluster.restart(first)
+    cluster.wait_for_isr("__consumer_offsets", 0, {1, 2, 3}, 30)
+    cluster.kill(second)
+    consume(100)
+    assert sorted(seen) == sorted(f"job-{i}" for i in range(300))
+
+
+@ONE_CONTROLLER
+def test_reassignment_under_load_moves_a_partition_to_other_brokers(kfast_cluster):
+    """AlterPartitionReassignments (kafka-python's admin): the new replicas
+    join, catch up from the leader while a producer writes, enter the ISR;
+    then the assignment is finalized, the leadership moves off the removed
+    broker and its replica is deleted. Nothing acknowledged is lost."""
+    from kafka import KafkaAdminClient, TopicPartition as KafkaTopicPartition
+
+    cluster = kfast_cluster
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("moving", num_partitions=1, replica_assignment=[[2]])])["moving"].result(30)
+    cluster.wait_for_isr("moving", 0, {2}, 15)
+    acked: list[str] = []
+    stop = threading.Event()
+
+    def produce():
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
+                             "enable.idempotence": True})
+        i = 0
+        while not stop.is_set():
+            producer.produce("moving", value=f"m{i}", on_delivery=lambda err, m: (
+                None if err else acked.append(m.value().decode())))
+            i += 1
+            producer.poll(0.001)
+        assert producer.flush(30) == 0
+
+    thread = threading.Thread(target=produce)
+    thread.start()
+    try:
+        cluster.wait_until(lambda: len(acked) > 500, 15, "the producer running")
+        kafka_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
+        result = kafka_admin.alter_partition_reassignments(
+            {KafkaTopicPartition("moving", 0): [3, 4]})
+        assert list(result.values()) == [None]
+        cluster.wait_until(lambda: cluster.partition_state("moving")[0].replicas == (3, 4), 30,
+                           "the reassignment finalized")
+        assert not kafka_admin.list_partition_reassignments()
+        kafka_admin.close()
+        count = len(acked)
+        cluster.wait_until(lambda: len(acked) > count + 200, 15, "writes to the new replicas")
+    finally:
+        stop.set()
+        thread.join(60)
+    state = cluster.partition_state("moving")[0]
+    assert state.leader in (3, 4) and set(state.isr) == {3, 4}
+    cluster.wait_for_identical_replicas("moving", 0, (3, 4), 15)
+    cluster.wait_until(lambda: not os.path.exists(os.path.join(
+        cluster.nodes[2].data_dir, "data", "moving-0")), 15, "the removed replica deleted")
+    values = [v for _, v in read_all(cluster.bootstrap_servers, "moving", 1, len(acked))[0]]
+    assert set(acked) <= set(values) and len(values) == len(set(values))
