@@ -364,6 +364,10 @@ define("replica.fetch.wait.max.ms", I, 500, "Max wait of a follower fetch.")
 define("replica.high.watermark.checkpoint.interval.ms", L, 5000,
        "How often the high watermark is saved to disk.")
 define("num.replica.fetchers", I, 1, "Fetcher threads per source broker.")
+define("replica.selector.class", S, None,
+       "How the leader picks the replica a consumer should fetch from (KIP-392): unset = "
+       "the leader; org.apache.kafka.common.replica.RackAwareReplicaSelector = an in-sync "
+       "replica in the consumer's client.rack.")
 define("replica.fetch.min.bytes", I, 1, "Min bytes a follower fetch waits for.", at_least(1))
 define("replica.fetch.response.max.bytes", I, 10 * 1024 * 1024,
        "Max bytes of a whole follower fetch response.", at_least(0))

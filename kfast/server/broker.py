@@ -230,6 +230,7 @@ class KafkaBroker:
             replica_manager.replica_fetchers = ReplicaFetcherManager(self)
             replica_manager.alter_partition_manager = AlterPartitionManager(self, channel.send)
             replica_manager.isr_eligible = self._isr_eligible
+            replica_manager.rack_of = self._rack_of
         self.producer_id_manager = ProducerIdManager(self.controller, self.node_id)
         await self.controller.start()
         self.metadata_image = self.controller.image
@@ -284,6 +285,10 @@ class KafkaBroker:
             return None
         name = (self.config["inter.broker.listener.name"] or self.listeners[0][0]).upper()
         return registration.listeners.get(name)
+
+    def _rack_of(self, broker_id: int) -> str | None:
+        registration = self.metadata_image.brokers.get(broker_id)
+        return None if registration is None else registration.rack
 
     def _isr_eligible(self, broker_id: int) -> bool:
         """A broker may join an ISR while registered, unfenced and not

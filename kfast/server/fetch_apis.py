@@ -78,7 +78,8 @@ def handle_fetch(ctx: RequestContext, request):
         max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
         max_bytes=max_bytes,
         isolation_level=request.isolation_level if version >= 4 else 0,
-        hard_max_bytes_limit=version <= 2)
+        hard_max_bytes_limit=version <= 2,
+        client_rack=request.rack_id if version >= 11 else None)
     cached = list(context.partitions)
     requests = [PartitionFetchRequest(c.key, c.fetch_offset, c.max_bytes, c.current_leader_epoch)
                 for c in cached]
@@ -184,7 +185,8 @@ def _response(version: int, context, cached: list, results: list, unknown_ids: l
             aborted_transactions=None if data.aborted_transactions is None else [
                 _AbortedTransaction(producer_id=pid, first_offset=first)
                 for pid, first in data.aborted_transactions],
-            records=records if records is not None else b""))
+            records=records if records is not None else b"",
+            preferred_read_replica=data.preferred_read_replica))
     for topic_id, index in unknown_ids:
         responses.append(_TopicResponse(topic_id=topic_id, partitions=[_PartitionData(
             partition_index=index, error_code=errors.UnknownTopicIdException.code,

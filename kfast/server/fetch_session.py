@@ -82,7 +82,9 @@ class CachedPartition:
     def must_respond(self, data) -> bool:
         """Whether an incremental response must carry this partition; records
         the values sent."""
-        changed = data.size > 0 or data.error_code != 0
+        # A preferred read replica (KIP-392) is always sent, as Kafka does.
+        changed = data.size > 0 or data.error_code != 0 or \
+            data.preferred_read_replica >= 0
         if data.high_watermark != self.high_watermark:
             self.high_watermark = data.high_watermark
             changed = True

@@ -289,14 +289,41 @@ class Partition:
         return log.high_watermark
 
     def read_records(self, fetch_offset: int, max_bytes: int, isolation_level: int,
-                     min_one_message: bool, current_leader_epoch: int = NO_EPOCH) -> FetchDataInfo:
-        log = self.leader_log_or_raise(current_leader_epoch)
+                     min_one_message: bool, current_leader_epoch: int = NO_EPOCH,
+                     follower_read: bool = False) -> FetchDataInfo:
+        """A consumer's read, up to the high watermark (or last stable
+        offset). ``follower_read``: a follower may serve it too (KIP-392:
+        the leader sent the consumer here), bounded by its own high
+        watermark, which trails the leader's by at most one fetch."""
+        if follower_read and not self.is_leader and self.leader_id != NO_LEADER:
+            self.check_leader_epoch(current_leader_epoch)
+            log = self.log
+        else:
+            log = self.leader_log_or_raise(current_leader_epoch)
         upper = self.fetch_upper_bound(isolation_level)
         info = log.read(fetch_offset, max_bytes, upper, min_one_message)
         if isolation_level == READ_COMMITTED and info.records is not None:
             aborted = log.collect_aborted_transactions(fetch_offset, upper)
             info = info._replace(aborted_transactions=aborted)
         return info
+
+    def preferred_read_replica(self, fetch_offset: int, client_rack: str, rack_of,
+                               now_ms: int, lag_max_ms: int) -> int:
+        """Kafka's RackAwareReplicaSelector: among the leader and the
+        followers that are caught up and hold ``fetch_offset``, one in the
+        consumer's rack -- the leader if it is there, else the follower with
+        the most data; -1 (fetch from the leader) when none is."""
+        if not client_rack or rack_of(self.node_id) == client_rack:
+            return -1
+        leader_end = self.log.log_end_offset
+        best, best_end = -1, -1
+        for replica, state in self.replica_states.items():
+            if replica in self.isr and rack_of(replica) == client_rack and \
+                    state.log_start_offset <= fetch_offset <= state.log_end_offset and \
+                    state.is_caught_up(leader_end, now_ms, lag_max_ms) and \
+                    state.log_end_offset > best_end:
+                best, best_end = replica, state.log_end_offset
+        return best
 
     def last_offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int):
         """(epoch, end offset) for OffsetForLeaderEpoch: the largest epoch <=

@@ -79,6 +79,9 @@ class FetchParams(NamedTuple):
     # The follower fetching (-1: a consumer). A follower reads up to the log
     # end offset, not the high watermark.
     replica_id: int = -1
+    # A consumer's client.rack (Fetch v11+; None before): it may be sent to,
+    # and served by, a follower in its rack (KIP-392).
+    client_rack: str | None = None
 
 
 class PartitionFetchRequest(NamedTuple):
@@ -96,7 +99,8 @@ class FetchPartitionData:
     """What one partition contributes to a fetch response."""
 
     __slots__ = ("error_code", "high_watermark", "last_stable_offset", "log_start_offset",
-                 "records", "aborted_transactions", "size", "diverging_epoch")
+                 "records", "aborted_transactions", "size", "diverging_epoch",
+                 "preferred_read_replica")
 
     def __init__(self, error_code: int = 0, high_watermark: int = -1,
                  last_stable_offset: int = -1, log_start_offset: int = -1,
@@ -110,6 +114,8 @@ class FetchPartitionData:
         self.size = 0 if records is None else len(records)
         # (epoch, end offset) where a follower's log leaves this leader's.
         self.diverging_epoch = diverging_epoch
+        # KIP-392: the replica the consumer should fetch from instead.
+        self.preferred_read_replica = -1
 
 
 class ReplicaManager:
@@ -130,6 +136,11 @@ class ReplicaManager:
         # Brokers that may join an ISR (registered, unfenced, not shutting
         # down); the broker keeps it current from the metadata image.
         self.isr_eligible = lambda broker_id: True
+        # broker id -> its broker.rack (None unknown); kept by the broker.
+        self.rack_of = lambda broker_id: None
+        # KIP-392: replica.selector.class names Kafka's rack-aware selector.
+        selector = config["replica.selector.class"]
+        self.rack_aware_selector = bool(selector) and selector.endswith("RackAwareReplicaSelector")
 
     @staticmethod
     def time_ms() -> int:
@@ -290,9 +301,22 @@ class ReplicaManager:
             log = partition.log
             high_watermark = log.high_watermark
             last_stable = log.last_stable_offset
+            if params.client_rack and self.rack_aware_selector and partition.is_leader:
+                preferred = partition.preferred_read_replica(
+                    request.fetch_offset, params.client_rack, self.rack_of, self.time_ms(),
+                    self.config["replica.lag.time.max.ms"])
+                if preferred >= 0:
+                    # No records: the consumer goes to ``preferred`` (Kafka
+                    # answers with the offsets and the replica only).
+                    partition.leader_log_or_raise(request.current_leader_epoch)
+                    data = FetchPartitionData(0, high_watermark, last_stable,
+                                              log.log_start_offset)
+                    data.preferred_read_replica = preferred
+                    return data
             info = partition.read_records(request.fetch_offset, max_bytes,
                                           params.isolation_level, min_one_message,
-                                          request.current_leader_epoch)
+                                          request.current_leader_epoch,
+                                          follower_read=params.client_rack is not None)
             aborted = info.aborted_transactions
             if params.isolation_level == READ_COMMITTED and aborted is None:
                 aborted = []

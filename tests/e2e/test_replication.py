@@ -538,3 +538,46 @@ def test_reassignment_under_load_moves_a_partition_to_other_brokers(kfast_cluste
         cluster.nodes[2].data_dir, "data", "moving-0")), 15, "the removed replica deleted")
     values = [v for _, v in read_all(cluster.bootstrap_servers, "moving", 1, len(acked))[0]]
     assert set(acked) <= set(values) and len(values) == len(set(values))
+
+
+@pytest.mark.kfast_cluster_config(combined=True, overrides={
+    **FAST_SESSIONS,
+    "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
+    node_overrides={1: {"broker.rack": "rack-a"}, 2: {"broker.rack": "rack-b"},
+                    3: {"broker.rack": "rack-c"}})
+def test_a_consumer_fetches_from_the_in_sync_replica_in_its_rack(kfast_cluster):
+    """KIP-392: with RackAwareReplicaSelector the leader answers a consumer
+    from another rack with the in-sync follower in the consumer's rack, and
+    that follower serves the records (librdkafka's statistics name the
+    broker each partition is fetched from)."""
+    import json
+
+    cluster = kfast_cluster
+    create(cluster, "nearby")
+    state = cluster.partition_state("nearby")[0]
+    follower = next(r for r in state.replicas if r != state.leader)
+    rack = {1: "rack-a", 2: "rack-b", 3: "rack-c"}[follower]
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(200):
+        producer.produce("nearby", value=f"n{i}")
+    assert producer.flush(30) == 0
+    fetched_from: list[int] = []
+
+    def on_stats(raw: str) -> None:
+        partition = json.loads(raw).get("topics", {}).get("nearby", {}).get(
+            "partitions", {}).get("0")
+        if partition is not None:
+            fetched_from.append(partition["broker"])
+
+    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "near",
+                         "client.rack": rack, "auto.offset.reset": "earliest",
+                         "statistics.interval.ms": 100, "stats_cb": on_stats})
+    consumer.subscribe(["nearby"])
+    values, deadline = [], time.monotonic() + 30
+    while (len(values) < 200 or follower not in fetched_from) and time.monotonic() < deadline:
+        message = consumer.poll(0.2)
+        if message is not None and not message.error():
+            values.append(message.value().decode())
+    consumer.close()
+    assert sorted(values) == sorted(f"n{i}" for i in range(200))
+    assert follower in fetched_from and fetched_from[-1] == follower
