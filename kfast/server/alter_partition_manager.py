@@ -53,8 +53,8 @@ class AlterPartitionManager:
                 raise
             except Exception as exc:
                 logger.info("AlterPartition for %d partition(s) failed: %s", len(batch), exc)
-                for partition, *_ in batch.values():
-                    self.broker.replica_manager.on_isr_change_failed(partition)
+                for entry in batch.values():
+                    self._refused(entry)
                 continue
             self._handle_response(batch, response)
 
@@ -92,13 +92,22 @@ class AlterPartitionManager:
                     logger.info("AlterPartition of %s-%d refused: %s", partition.topic,
                                 partition.partition,
                                 errors.for_code(data.error_code).__name__)
-                    replica_manager.on_isr_change_failed(partition)
+                    self._refused(entry)
                 elif partition.on_isr_committed(data.leader_epoch, tuple(data.isr),
                                                 data.partition_epoch):
                     replica_manager.complete_delayed_requests(partition.key)
-        for key, (partition, *_) in batch.items():
+        for key, entry in batch.items():
             if key not in answered:
-                replica_manager.on_isr_change_failed(partition)
+                self._refused(entry)
+
+    def _refused(self, entry: tuple) -> None:
+        """Back to the committed ISR -- unless the partition has moved on
+        since (metadata cleared this proposal and a newer one is pending):
+        an answer only concerns the proposal it was made for."""
+        partition, proposed, leader_epoch, partition_epoch = entry
+        if partition.pending_isr == proposed and partition.leader_epoch == leader_epoch and \
+                partition.partition_epoch == partition_epoch:
+            self.broker.replica_manager.on_isr_change_failed(partition)
 
     async def shutdown(self) -> None:
         self._unsent.clear()

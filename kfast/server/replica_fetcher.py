@@ -355,7 +355,9 @@ class ReplicaFetcher:
         if target < end:
             logger.info("truncating %s-%d from %d to %d: diverged from leader epoch %d",
                         partition.topic, partition.partition, end, target, leader_epoch)
-            log.truncate_to(target)
+        # Also at the log end: epochs this log has past the point of
+        # divergence go, or the next fetch names the same epoch again.
+        log.truncate_to(target)
 
     async def _handle_out_of_range(self, state: PartitionFetchState) -> None:
         """The leader has no data at this log's end: catch up with its

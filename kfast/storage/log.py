@@ -629,6 +629,11 @@ class Log(LogState):
                              f"negative offset ({target_offset}).")
         with self._lock:
             if target_offset >= self.log_end_offset:
+                # Nothing to cut from the records, but an epoch this replica
+                # began (as leader) and wrote nothing in may end the cache;
+                # the leader said it diverges, so it goes (as Kafka's
+                # truncateTo always truncates the epoch cache).
+                self.leader_epoch_cache.truncate_from_end(target_offset)
                 return False
             if target_offset <= self._base_offsets[0]:
                 self.truncate_fully_and_start_at(target_offset)
