@@ -581,3 +581,42 @@ def test_a_consumer_fetches_from_the_in_sync_replica_in_its_rack(kfast_cluster):
     consumer.close()
     assert sorted(values) == sorted(f"n{i}" for i in range(200))
     assert follower in fetched_from and fetched_from[-1] == follower
+
+
+@COMBINED
+def test_kfasts_own_client_follows_a_leader_change(kfast_cluster):
+    """kfast.client (the CLI's and the Spark source's client): an idempotent
+    producer writes through a kill -9 of the partition's leader (it
+    refreshes metadata and resends to the new leader), and a Fetcher reads
+    everything back from the new leader."""
+    import asyncio
+
+    from kfast.client.fetcher import Fetcher
+    from kfast.client.producer import KafkaProducer as KfastProducer
+
+    cluster = kfast_cluster
+    create(cluster, "own")
+    leader = cluster.partition_state("own")[0].leader
+
+    async def write(start: int, count: int) -> list[int]:
+        async with KfastProducer(cluster.bootstrap_servers, enable_idempotence=True,
+                                 retries=30) as producer:
+            futures = [await producer.send("own", f"r{i}".encode(), partition=0)
+                       for i in range(start, start + count)]
+            return [(await f).offset for f in futures]
+
+    async def read(count: int) -> list[str]:
+        values: list[str] = []
+        async with Fetcher(cluster.bootstrap_servers) as fetcher:
+            offset = 0
+            while len(values) < count:
+                records = await fetcher.fetch_records("own", 0, offset)
+                values += [r.value.decode() for r in records]
+                offset = records[-1].offset + 1 if records else offset
+        return values
+
+    assert asyncio.run(write(0, 200)) == list(range(200))
+    cluster.kill(leader)
+    assert asyncio.run(write(200, 200)) == list(range(200, 400))
+    assert cluster.partition_state("own")[0].leader != leader
+    assert asyncio.run(asyncio.wait_for(read(400), 60)) == [f"r{i}" for i in range(400)]
