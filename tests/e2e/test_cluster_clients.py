@@ -1,10 +1,10 @@
 """Three combined nodes (process.roles=broker,controller), each a real
 ``kfast serve`` process, seen by real clients as one Kafka cluster.
 
-Replication of partition data between brokers is the next step (issue 17):
-topics here have one replica per partition, spread over the brokers, so
+Topics here have one replica per partition, spread over the brokers, so
 every broker leads some partitions and a killed broker's partitions go
-offline until it returns (with its data).
+offline until it returns (with its data); replicated topics are
+tests/e2e/test_replication.py's.
 """
 from __future__ import annotations
 
