@@ -105,6 +105,8 @@ def main() -> int:
         finally:
             stop.set()
             thread.join(180)
+        print(f"load stopped: {sum(map(len, acked.values()))} acknowledged; checking",
+              flush=True)
         cluster.wait_until(lambda: all(len(p.isr) == 3 for p in
                                        cluster.partition_state(topic).values()), 60, "full ISRs")
         total = sum(map(len, acked.values()))
@@ -118,12 +120,14 @@ def main() -> int:
             if message is not None and not message.error():
                 read[message.partition()].append((message.offset(), message.value().decode()))
         consumer.close()
+        print(f"read back {sum(map(len, read.values()))} records", flush=True)
         lost = duplicated = moved = 0
         for p in range(partitions):
             values = [v for _, v in read[p]]
-            duplicated += len(values) - len(set(values))
+            present = set(values)
+            duplicated += len(values) - len(present)
             at = dict(read[p])
-            lost += sum(1 for _, v in acked[p] if v not in set(values))
+            lost += sum(1 for _, v in acked[p] if v not in present)
             moved += sum(1 for o, v in acked[p] if at.get(o) != v)
         diverged = []
         for p in range(partitions):
