@@ -1,6 +1,7 @@
 """The broker's fetch.max.bytes (KIP-541) caps a consumer's fetch response
-below what the request asks; the first batch still comes whole, followers
-are not capped, and DescribeConfigs reports the setting."""
+below what the request asks; the first batch still comes whole, a replica
+fetch from a broker that is no replica is refused, and DescribeConfigs
+reports the setting."""
 from __future__ import annotations
 
 import pytest
@@ -36,7 +37,7 @@ def broker(tmp_path_factory):
     instance.close()
 
 
-def _fetch(broker, version: int, replica_id: int = -1) -> dict[int, int]:
+def _fetch(broker, version: int, replica_id: int = -1, error_code: int = 0) -> dict[int, int]:
     """One Fetch for every partition asking for 1 MiB each and 50 MiB in
     all: partition -> whole batches answered (after the cap a partition may
     get the head of a batch, as from Kafka, which clients drop)."""
@@ -59,7 +60,7 @@ def _fetch(broker, version: int, replica_id: int = -1) -> dict[int, int]:
     answered = {}
     for topic in response.responses:
         for part in topic.partitions:
-            assert part.error_code == 0
+            assert part.error_code == error_code
             answered[part.partition_index] = len(list(iter_batches(part.records or b"",
                                                                     allow_partial=True)))
     return answered
@@ -73,8 +74,13 @@ def test_a_consumer_fetch_stops_at_the_broker_cap_after_the_first_batch(broker, 
 
 
 @pytest.mark.parametrize("version", [12, 16])
-def test_a_follower_fetch_is_not_capped(broker, version):
-    assert _fetch(broker, version, replica_id=2) == {i: 1 for i in range(PARTITIONS)}
+def test_a_replica_fetch_from_a_broker_that_is_no_replica_is_refused(broker, version):
+    # Followers' fetches are not capped (they read to the log end, see
+    # tests/e2e/test_replication.py), but only a replica of the partition
+    # may fetch as one: Kafka answers NOT_LEADER_OR_FOLLOWER.
+    assert _fetch(broker, version, replica_id=2,
+                  error_code=p.errors.NotLeaderOrFollowerException.code) == \
+        {i: 0 for i in range(PARTITIONS)}
 
 
 def test_a_consumer_reads_everything_through_the_cap(broker):
