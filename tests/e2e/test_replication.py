@@ -184,7 +184,12 @@ def test_min_insync_replicas_with_two_brokers_down(kfast_cluster):
         ["acks=1 accepted", "accepted again"]
 
 
-@ONE_CONTROLLER
+@pytest.mark.kfast_cluster_config(controllers=1, brokers=3, overrides={
+    # The followers' pause must not outlast their sessions (a fenced
+    # follower would leave the ISR, and nobody in sync would remain).
+    "broker.session.timeout.ms": 8000, "broker.heartbeat.interval.ms": 200,
+    # Short parked follower fetches: see the pause below.
+    "replica.fetch.wait.max.ms": 50})
 def test_a_deposed_leader_truncates_what_it_never_replicated(kfast_cluster):
     """The followers freeze, the leader takes acks=1 writes only it has and
     dies; a follower becomes leader in the next epoch and takes acks=all
@@ -204,6 +209,12 @@ def test_a_deposed_leader_truncates_what_it_never_replicated(kfast_cluster):
     cluster.wait_for_identical_replicas("epochs", 0, (2, 3, 4), 15)
     for node in followers:
         cluster.pause(node)
+    # A frozen follower's last fetch may still be parked on the leader; an
+    # append would answer it, into the follower's socket buffer, and the
+    # records would reach it after all. Parked fetches expire after
+    # replica.fetch.wait.max.ms (50 ms here); nothing outside the leader
+    # can observe that, so wait ten times as long.
+    time.sleep(0.5)
     try:
         # Straight to the leader (the frozen brokers answer nobody).
         producer = Producer({"bootstrap.servers":
@@ -217,7 +228,7 @@ def test_a_deposed_leader_truncates_what_it_never_replicated(kfast_cluster):
         for node in followers:
             cluster.resume(node)
     cluster.wait_until(lambda: cluster.partition_state("epochs").get(0) is not None and
-                       cluster.partition_state("epochs")[0].leader in followers, 15,
+                       cluster.partition_state("epochs")[0].leader in followers, 30,
                        "a follower elected")
     new = cluster.partition_state("epochs")[0]
     assert new.leader_epoch > old.leader_epoch
