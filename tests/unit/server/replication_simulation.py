@@ -50,13 +50,9 @@ Kafka gives up acknowledged data there by design -- the rest still is.
 Where kfast departs from Kafka, the simulation does what Kafka does, so the
 properties keep testing everything else; each switch is off in one
 example-based test (test_replication_simulation.py), a strict xfail that
-shows kfast's behaviour until it is fixed:
-- ``truncate_empty_epochs``: after a diverging-epoch answer whose
-  truncation offset is the log end, drop epoch cache entries starting at
-  the log end (Kafka's UnifiedLog.truncateTo);
-- ``ignore_stale_isr_refusals``: a refused AlterPartition aborts the
-  pending ISR change only if it is still the one refused (Kafka's
-  Partition.submitAlterPartition callback);
+shows kfast's behaviour until it is fixed (two such switches went with the
+fixes of 5ceca02: truncation of empty epochs at the log end, and stale
+AlterPartition refusals):
 - ``restart_at_batch_base``: an empty follower log whose start is inside
   the leader's first batch restarts at that batch's base offset (Kafka's
   Partition.appendRecordsToFollowerOrFutureReplica).
@@ -273,12 +269,9 @@ class Broker:
 
 class ReplicationSimulation:
     def __init__(self, directory: str, min_insync: int = 2, brokers=BROKERS,
-                 truncate_empty_epochs: bool = True, ignore_stale_isr_refusals: bool = True,
                  restart_at_batch_base: bool = True):
         self.min_insync = min_insync
         self.restart_at_batch_base = restart_at_batch_base
-        self.truncate_empty_epochs = truncate_empty_epochs
-        self.ignore_stale_isr_refusals = ignore_stale_isr_refusals
         self.now = 1_000_000
         self.controller = Controller(tuple(brokers))
         self.brokers = {b: Broker(self, b, os.path.join(directory, f"broker-{b}"))
@@ -480,14 +473,9 @@ class ReplicationSimulation:
                 end = log.log_end_offset
                 target = divergence_truncation_offset(
                     log.leader_epoch_cache, end, log.high_watermark, epoch, end_offset)
-                if target < end:
-                    log.truncate_to(target)
-                elif self.truncate_empty_epochs:
-                    # Kafka's UnifiedLog.truncateTo at or past the log end still
-                    # drops epoch entries that start there (an epoch this
-                    # replica began as leader and wrote nothing in); kfast's
-                    # fetcher and Log.truncate_to do not (see the module doc).
-                    log.leader_epoch_cache.truncate_from_end(end)
+                # As the fetcher: always, so that at the log end an epoch
+                # this replica began and wrote nothing in goes too.
+                log.truncate_to(target)
                 return
         if log.log_end_offset != sent.fetch_offset or partition.is_leader:
             return
@@ -553,14 +541,12 @@ class ReplicationSimulation:
         if accepted is not None:
             partition.on_isr_committed(accepted.leader_epoch, accepted.isr,
                                        accepted.partition_epoch)
-        elif not self.ignore_stale_isr_refusals or (
-                partition.pending_isr == request.proposed and
-                partition.leader_epoch == request.leader_epoch and
-                partition.partition_epoch == request.partition_epoch):
-            # Kafka's Partition.submitAlterPartition callback ignores an
-            # answer for a proposal that is no longer the pending one;
-            # kfast's AlterPartitionManager aborts whatever is pending (see
-            # the module doc).
+        elif partition.pending_isr == request.proposed and \
+                partition.leader_epoch == request.leader_epoch and \
+                partition.partition_epoch == request.partition_epoch:
+            # As AlterPartitionManager._refused (and Kafka's
+            # submitAlterPartition callback): an answer only concerns the
+            # proposal it was made for.
             partition.abort_isr_change()
 
     def metadata(self, broker_id: int | None) -> None:

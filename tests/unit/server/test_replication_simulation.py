@@ -280,30 +280,13 @@ def test_replica_state_caught_up_as_of_the_previous_fetch():
     assert state.is_caught_up(12, 10**9, LAG_MAX_MS)
 
 
-# -- where kfast departs from Kafka ------------------------------------------------------
-# Each runs once with the simulation doing what Kafka does and once with
-# kfast's behaviour; the latter is a strict xfail, so fixing kfast turns it
-# into a failure that asks for the mark (and the simulation's switch) to go.
-KFAST_KEEPS_EMPTY_EPOCH = (
-    "kfast bug: a follower whose leader epoch cache ends with an epoch it began as "
-    "leader and wrote nothing in keeps sending it as last_fetched_epoch; the leader "
-    "answers the same diverging epoch forever because divergence_truncation_offset "
-    "gives the log end, ReplicaFetcher._truncate_on_divergence then skips truncate_to, "
-    "and Log.truncate_to at/past the end does not truncate the epoch cache (Kafka's "
-    "UnifiedLog.truncateTo does)")
-KFAST_ABORTS_NEWER_PROPOSAL = (
-    "kfast bug: AlterPartitionManager answers a refused AlterPartition with "
-    "on_isr_change_failed -> Partition.abort_isr_change even when the pending ISR is a "
-    "newer proposal (made after metadata cleared the refused one); the HW then moves "
-    "without the joining replica, which the controller adds to the ISR anyway "
-    "(Kafka ignores answers for a proposal that is no longer pending)")
-
-
-@pytest.mark.parametrize("kafka_rule", [
-    True, pytest.param(False, marks=pytest.mark.xfail(strict=True,
-                                                      reason=KFAST_KEEPS_EMPTY_EPOCH))])
-def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_one(tmp_path, kafka_rule):
-    sim = ReplicationSimulation(str(tmp_path), truncate_empty_epochs=kafka_rule)
+# -- where kfast departed from Kafka ------------------------------------------------------
+# The first two found bugs fixed in 5ceca02 and now guard them. The others
+# run once with the simulation doing what Kafka does and once with kfast's
+# behaviour; the latter is a strict xfail, so fixing kfast turns it into a
+# failure that asks for the mark (and the simulation's switch) to go.
+def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_one(tmp_path):
+    sim = ReplicationSimulation(str(tmp_path))
     try:
         sim.step(("produce", -1, 2, 0))
         sim.step(("replicate",))
@@ -322,14 +305,8 @@ def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_one(tmp_path,
         sim.close()
 
 
-@pytest.mark.parametrize("kafka_rule", [
-    True, pytest.param(False, marks=pytest.mark.xfail(strict=True,
-                                                      reason=KFAST_ABORTS_NEWER_PROPOSAL))])
-def test_a_stale_isr_refusal_leaves_a_newer_expansion_pending(tmp_path, kafka_rule):
-    sim = ReplicationSimulation(str(tmp_path), ignore_stale_isr_refusals=kafka_rule)
-    # Invariant 3 stops the kfast run where the HW passes broker 2; let it
-    # go on to what that costs.
-    sim.checking = kafka_rule
+def test_a_stale_isr_refusal_leaves_a_newer_expansion_pending(tmp_path):
+    sim = ReplicationSimulation(str(tmp_path))
     try:
         sim.step(("produce", -1, 1, 0))                      # offset 0
         round_trip(sim, 3)
