@@ -36,7 +36,7 @@ import zlib
 from kfast.client.connection import BrokerConnection
 from kfast.protocol import FetchRequest, ListOffsetsRequest, api_keys, errors
 from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
-from kfast.records import complete_batches_size
+from kfast.records import complete_batches_size, iter_batches
 
 logger = logging.getLogger(__name__)
 
@@ -322,7 +322,7 @@ class ReplicaFetcher:
                 complete = complete_batches_size(view)
                 if complete:
                     try:
-                        log.append_as_follower(view[:complete])
+                        self._append(log, view[:complete])
                     except Exception as exc:
                         logger.error("follower append to %s-%d failed: %s", partition.topic,
                                      partition.partition, exc)
@@ -346,6 +346,20 @@ class ReplicaFetcher:
             logger.warning("fetch of %s-%d from broker %d failed: %s", partition.topic,
                            partition.partition, self.source_id, errors.for_code(error).__name__)
         self._delay([state], self.backoff)
+
+    @staticmethod
+    def _append(log, records) -> None:
+        """append_as_follower -- except that an empty log whose start lies
+        inside the leader's first batch (it restarted at the leader's log
+        start, which DeleteRecords put mid-batch) first restarts at that
+        batch's base offset, as Kafka's appendRecordsToFollowerOrFutureReplica
+        does; otherwise the batch would be refused as out of order forever."""
+        end = log.log_end_offset
+        if end == log.log_start_offset and log.size == 0:
+            first = next(iter_batches(records))
+            if first.base_offset < end <= first.last_offset:
+                log.truncate_fully_and_start_at(first.base_offset)
+        log.append_as_follower(records)
 
     def _truncate_on_divergence(self, partition, leader_epoch: int, leader_end: int) -> None:
         log = partition.log

@@ -340,20 +340,8 @@ def test_a_stale_isr_refusal_leaves_a_newer_expansion_pending(tmp_path):
         sim.close()
 
 
-KFAST_CANNOT_START_INSIDE_A_BATCH = (
-    "kfast bug: a follower whose log restarted at the leader's log start (OFFSET_OUT_OF_RANGE) "
-    "inside a batch (DeleteRecords to an offset within it) fetches that batch, whose base "
-    "offset is below its log end; append_as_follower refuses it ('Out of order offsets') "
-    "and ReplicaFetcher._process_partition backs off and fetches the same again, forever "
-    "(Kafka's Partition.appendRecordsToFollowerOrFutureReplica restarts the empty log at "
-    "the batch's base offset)")
-
-
-@pytest.mark.parametrize("kafka_rule", [
-    True, pytest.param(False, marks=pytest.mark.xfail(
-        strict=True, reason=KFAST_CANNOT_START_INSIDE_A_BATCH))])
-def test_a_new_follower_starts_inside_a_batch_after_delete_records(tmp_path, kafka_rule):
-    sim = ReplicationSimulation(str(tmp_path), restart_at_batch_base=kafka_rule)
+def test_a_new_follower_starts_inside_a_batch_after_delete_records(tmp_path):
+    sim = ReplicationSimulation(str(tmp_path))
     try:
         sim.step(("down", 3, True))
         sim.step(("metadata", None))
