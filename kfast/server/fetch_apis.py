@@ -146,11 +146,15 @@ def _follower_response(named: list, results: list, unknown_ids: list):
             epoch, end_offset = data.diverging_epoch
             partition.diverging_epoch = _EpochEndOffset(epoch=epoch, end_offset=end_offset)
         current.partitions.append(partition)
-    for topic_id, index in unknown_ids:
-        responses.append(_TopicResponse(topic_id=topic_id, partitions=[_PartitionData(
-            partition_index=index, error_code=errors.UnknownTopicIdException.code,
-            high_watermark=-1, records=b"")]))
+    responses.extend(_unknown_topic_ids(unknown_ids))
     return FetchResponse(error_code=0, session_id=0, responses=responses)
+
+
+def _unknown_topic_ids(unknown_ids: list) -> list:
+    """UNKNOWN_TOPIC_ID for each (topic id, partition) no topic has."""
+    return [_TopicResponse(topic_id=topic_id, partitions=[_PartitionData(
+        partition_index=index, error_code=errors.UnknownTopicIdException.code,
+        high_watermark=-1, records=b"")]) for topic_id, index in unknown_ids]
 
 
 def _replica_id(request, version: int) -> int:
@@ -187,10 +191,7 @@ def _response(version: int, context, cached: list, results: list, unknown_ids: l
                 for pid, first in data.aborted_transactions],
             records=records if records is not None else b"",
             preferred_read_replica=data.preferred_read_replica))
-    for topic_id, index in unknown_ids:
-        responses.append(_TopicResponse(topic_id=topic_id, partitions=[_PartitionData(
-            partition_index=index, error_code=errors.UnknownTopicIdException.code,
-            high_watermark=-1, records=b"")]))
+    responses.extend(_unknown_topic_ids(unknown_ids))
     return FetchResponse(error_code=0, session_id=context.session_id, responses=responses)
 
 

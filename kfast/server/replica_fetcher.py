@@ -134,11 +134,6 @@ class ReplicaFetcherManager:
         if fetcher is not None:
             fetcher.remove(key)
 
-    def fetching(self, key) -> int | None:
-        """The broker a partition is being fetched from, if any."""
-        fetcher = self._assigned.get(key)
-        return None if fetcher is None else fetcher.source_id
-
     def _idle(self, fetcher: "ReplicaFetcher") -> None:
         if not fetcher.partitions and self.fetchers.get(fetcher.key) is fetcher:
             del self.fetchers[fetcher.key]

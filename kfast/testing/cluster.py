@@ -273,11 +273,10 @@ class KfastCluster:
                 return node_id
         return None
 
-    def brokers(self, via: int | None = None) -> set[int]:
-        """The broker ids a Metadata request lists (combined nodes), asked of
-        ``via`` or of the first live node; empty if none answers."""
+    def _metadata(self, request, via: int | None):
+        """A Metadata response from ``via`` or the first live broker that
+        answers; None if none does."""
         from kfast.client.connection import BlockingConnection
-        from kfast.protocol import MetadataRequest
 
         nodes = [self.nodes[via]] if via is not None else \
             [n for n in self.nodes.values() if n.alive and n.broker_port]
@@ -285,34 +284,33 @@ class KfastCluster:
             try:
                 with BlockingConnection("127.0.0.1", node.broker_port,
                                         request_timeout=2) as connection:
-                    response = connection.send(MetadataRequest(topics=[]))
-                return {b.node_id for b in response.brokers}
+                    return connection.send(request)
             except Exception:
                 continue
-        return set()
+        return None
+
+    def brokers(self, via: int | None = None) -> set[int]:
+        """The broker ids a Metadata request lists (combined nodes), asked of
+        ``via`` or of the first live node; empty if none answers."""
+        from kfast.protocol import MetadataRequest
+
+        response = self._metadata(MetadataRequest(topics=[]), via)
+        return set() if response is None else {b.node_id for b in response.brokers}
 
     # -- partitions ---------------------------------------------------------------------
     def partition_state(self, topic: str, via: int | None = None) -> dict:
         """{partition: PartitionInfo(leader, leader_epoch, replicas, isr)}
         from a live broker's Metadata; empty if none answers."""
-        from kfast.client.connection import BlockingConnection
         from kfast.protocol import MetadataRequest
 
-        nodes = [self.nodes[via]] if via is not None else \
-            [n for n in self.nodes.values() if n.alive and n.broker_port]
-        for node in nodes:
-            try:
-                with BlockingConnection("127.0.0.1", node.broker_port,
-                                        request_timeout=2) as connection:
-                    response = connection.send(MetadataRequest(
-                        topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
-                        allow_auto_topic_creation=False))
-            except Exception:
-                continue
-            return {p.partition_index: PartitionInfo(p.leader_id, p.leader_epoch,
-                                                     tuple(p.replica_nodes), tuple(p.isr_nodes))
-                    for t in response.topics if t.error_code == 0 for p in t.partitions}
-        return {}
+        response = self._metadata(MetadataRequest(
+            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+            allow_auto_topic_creation=False), via)
+        if response is None:
+            return {}
+        return {p.partition_index: PartitionInfo(p.leader_id, p.leader_epoch,
+                                                 tuple(p.replica_nodes), tuple(p.isr_nodes))
+                for t in response.topics if t.error_code == 0 for p in t.partitions}
 
     def wait_for_isr(self, topic: str, partition: int, isr: set[int],
                      timeout: float = _READY_TIMEOUT_S) -> None:
