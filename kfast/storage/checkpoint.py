@@ -134,16 +134,23 @@ class LeaderEpochFileCache:
         return self._entries[-1].epoch if self._entries else None
 
     def assign(self, epoch: int, start_offset: int, flush: bool = True) -> bool:
-        """Record that ``epoch`` starts at ``start_offset`` if it is newer than
-        the latest epoch; returns whether the cache changed."""
+        """Record that ``epoch`` starts at ``start_offset``; returns whether
+        the cache changed. As Kafka's assign: anything but the latest epoch
+        again at the same or a later start is an update, and entries it
+        contradicts (an epoch at or above it, or a start at or after it) are
+        dropped first, keeping epochs and starts increasing. The latest epoch
+        at an earlier start matters on recovery: truncate_from_start moved
+        the entry up to a log start that a kill -9 then took back (its
+        checkpoint was not written), and the batches below get their epoch
+        again."""
         if epoch < 0:
             return False
         if self._entries:
             last = self._entries[-1]
-            if epoch <= last.epoch:
+            if epoch == last.epoch and start_offset >= last.start_offset:
                 return False
-            # A new epoch cannot start before the previous one: drop stale ones.
-            while self._entries and self._entries[-1].start_offset >= start_offset:
+            while self._entries and (self._entries[-1].epoch >= epoch or
+                                     self._entries[-1].start_offset >= start_offset):
                 self._entries.pop()
         self._entries.append(EpochEntry(epoch, start_offset))
         if flush:

@@ -50,13 +50,12 @@ Kafka gives up acknowledged data there by design -- the rest still is.
 Where kfast departs from Kafka, the simulation does what Kafka does, so the
 properties keep testing everything else; each switch is off in one
 example-based test (test_replication_simulation.py), a strict xfail that
-showed kfast's behaviour until it was fixed; the three found so far are
+showed kfast's behaviour until it was fixed; the four found so far are
 (truncation of empty epochs at the log end and stale AlterPartition
 refusals, 5ceca02; an empty follower log restarting at the base of the
-leader's first batch, as Kafka's appendRecordsToFollowerOrFutureReplica).
-Still open, with a strict xfail and no switch: the leader epoch cache after
-recovery below a stale log start (see the test). Also, a kill -9 comes right after the log-start-offset checkpoint (see
-``Broker.stop``).
+leader's first batch, as Kafka's appendRecordsToFollowerOrFutureReplica;
+the leader epoch cache after recovery below a stale log start, which
+LeaderEpochFileCache.assign now re-derives as Kafka's does).
 
     sim = ReplicationSimulation(tmp_dir, min_insync=2)
     sim.step(("produce", -1, 2))          # acks=all, a batch of two records
@@ -253,14 +252,11 @@ class Broker:
 
     def stop(self, clean: bool) -> None:
         """A clean shutdown (flush, checkpoints) or kill -9 (nothing written;
-        what the OS had from write(2) survives). The kill comes just after
-        the periodic log-start-offset checkpoint: a log start that goes back
-        at restart meets a kfast bug (test_replication_simulation.py,
-        test_recovery_restores_the_epoch_of_batches_below_a_stale_log_start)."""
+        what the OS had from write(2) survives, so a log start that the
+        periodic checkpoint had not written yet goes back at restart)."""
         if clean:
             self.log_manager.shutdown()
         else:
-            self.log_manager.checkpoint_log_start_offsets()
             self.log_manager.abandon()
         self.up = False
         self.partition = None

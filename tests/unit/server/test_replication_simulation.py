@@ -363,15 +363,6 @@ def test_a_new_follower_starts_inside_a_batch_after_delete_records(tmp_path):
         sim.close()
 
 
-KFAST_ASSIGN_IGNORES_EARLIER_START = (
-    "kfast bug: LeaderEpochFileCache.assign ignores an entry for the latest epoch with an "
-    "earlier start offset (Kafka's isUpdateNeeded takes it), so recovery cannot re-derive "
-    "the start that truncate_from_start moved up; after kill -9 with a stale log start "
-    "checkpoint the batches below are left without an epoch (or, DeleteRecords to the "
-    "log end, the cache is empty)")
-
-
-@pytest.mark.xfail(strict=True, reason=KFAST_ASSIGN_IGNORES_EARLIER_START)
 @pytest.mark.parametrize("deleted_to", [1, 2])
 def test_recovery_restores_the_epoch_of_batches_below_a_stale_log_start(tmp_path, deleted_to):
     config = KafkaConfig({"node.id": "1", "log.dirs": str(tmp_path)})
