@@ -18,6 +18,7 @@ import struct
 from kfast.controller.topics import INTERNAL_TOPICS
 from kfast.protocol import ProduceResponse, api_keys, errors
 from kfast.records import peek_magic
+from kfast.server import leader_hints
 from kfast.server.apis import KafkaApis, RequestContext
 
 # Kafka lets only its admin tooling write to internal topics directly.
@@ -25,6 +26,7 @@ ADMIN_CLIENT_ID = "__admin_client"
 
 logger = logging.getLogger(__name__)
 
+_NOT_LEADER = errors.NotLeaderOrFollowerException.code
 _PartitionResponse = ProduceResponse.PartitionProduceResponse
 _TopicResponse = ProduceResponse.TopicProduceResponse
 _MAX_DECOMPRESSED_BYTES_FACTOR = 64
@@ -111,12 +113,26 @@ def handle_produce(ctx: RequestContext, request):
         return None
     body = ProduceResponse(responses=responses)
     if waiting is None:
-        return body
-    return _await_acks(waiting, body)
+        return _with_leader_hints(ctx, body)
+    return _await_acks(ctx, waiting, body)
 
 
-async def _await_acks(waiting, body):
+async def _await_acks(ctx, waiting, body):
     await waiting
+    return _with_leader_hints(ctx, body)
+
+
+def _with_leader_hints(ctx: RequestContext, body):
+    """Produce v10+: NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951)."""
+    if ctx.api_version >= 10:
+        replica_manager = ctx.broker.replica_manager
+        hinted = [(replica_manager.topic_name(topic.topic_id) if ctx.api_version >= 13
+                   else topic.name, p)
+                  for topic in body.responses
+                  for p in topic.partition_responses if p.error_code == _NOT_LEADER]
+        if hinted:
+            body.node_endpoints = []
+            leader_hints.fill(ctx, hinted, ProduceResponse, body.node_endpoints)
     return body
 
 

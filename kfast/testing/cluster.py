@@ -22,6 +22,16 @@ Partitions: ``partition_state(topic)`` (leader, epoch, replicas, ISR from
 Metadata), ``wait_for_isr``, ``replica_log(node, topic, partition)`` (a
 replica's bytes) and ``wait_for_identical_replicas``; ``pause``/``resume``
 freeze a node (SIGSTOP/SIGCONT), a follower that stops fetching.
+
+Replication links: with ``replication_links=True`` the brokers' replica
+fetches go through FaultProxy links too, one per (follower, leader) pair,
+so ``stop_replication(node)`` makes a live follower (heartbeating, not
+fenced) stop getting data and fall out of the ISR, ``slow_replication(node,
+delay)`` delays it, and ``isolate``/``partition``/``heal`` cover
+replication traffic as well. This is Kafka configuration, not a test hook:
+each broker has one listener per possible follower, ``REPLICATION_FROM_<f>``,
+advertised at the proxy of the link f -> that broker, and follower f fetches
+on inter.broker.listener.name=REPLICATION_FROM_<f>.
 """
 from __future__ import annotations
 
@@ -46,6 +56,10 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def _replication_listener(follower: int) -> str:
+    return f"REPLICATION_FROM_{follower}"
 
 
 class PartitionInfo(NamedTuple):
@@ -73,9 +87,11 @@ class ClusterNode:
 class KfastCluster:
     def __init__(self, controllers: int = 3, overrides: dict | None = None,
                  base_dir: str | None = None, combined: bool = False, brokers: int = 0,
-                 node_overrides: dict[int, dict] | None = None):
+                 node_overrides: dict[int, dict] | None = None,
+                 replication_links: bool = False):
         """``overrides``: properties for every node; ``node_overrides``: per
-        node id, over those (``{4: {"broker.rack": "a"}}``)."""
+        node id, over those (``{4: {"broker.rack": "a"}}``);
+        ``replication_links``: replica fetches through proxies (module doc)."""
         self.combined = combined
         self.node_overrides = {k: dict(v) for k, v in (node_overrides or {}).items()}
         self._own_dir = base_dir is None
@@ -97,6 +113,18 @@ class KfastCluster:
             for b in self.controller_ids:
                 if a != b:
                     self.links[(a, b)] = FaultProxy(self.nodes[b].port).start()
+        # replica_links[(f, b)]: the proxy follower f fetches from broker b
+        # through; replica_ports[(f, b)]: b's REPLICATION_FROM_<f> listener.
+        self.replica_links: dict[tuple[int, int], FaultProxy] = {}
+        self.replica_ports: dict[tuple[int, int], int] = {}
+        if replication_links:
+            broker_ids = [n for n, node in self.nodes.items() if node.broker_port]
+            for b in broker_ids:
+                for f in broker_ids:
+                    self.replica_ports[(f, b)] = _free_port()
+                    if f != b:
+                        self.replica_links[(f, b)] = FaultProxy(
+                            self.replica_ports[(f, b)]).start()
         for node in self.nodes.values():
             self._write_config(node)
 
@@ -106,19 +134,27 @@ class KfastCluster:
             for other in self.controller_ids)
         roles = (["broker"] if node.broker_port else []) + \
             (["controller"] if node.port else [])
-        listeners = ",".join(
-            ([f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.broker_port else []) +
-            ([f"CONTROLLER://127.0.0.1:{node.port}"] if node.port else []))
+        listeners = ([f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.broker_port else []) + \
+            ([f"CONTROLLER://127.0.0.1:{node.port}"] if node.port else [])
+        protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
         properties = {
             "process.roles": ",".join(roles),
             "node.id": node.node_id,
             "controller.quorum.voters": voters,
-            "listeners": listeners,
             "controller.listener.names": "CONTROLLER",
-            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": os.path.join(node.data_dir, "data"),
             "cluster.id": self.cluster_id,
         }
+        replication = self._replication_listeners(node.node_id)
+        if replication:
+            listeners += [f"{name}://127.0.0.1:{port}" for name, port, _ in replication]
+            protocols += [f"{name}:PLAINTEXT" for name, _, _ in replication]
+            properties["advertised.listeners"] = ",".join(
+                [f"PLAINTEXT://127.0.0.1:{node.broker_port}"] +
+                [f"{name}://127.0.0.1:{advertised}" for name, _, advertised in replication])
+            properties["inter.broker.listener.name"] = _replication_listener(node.node_id)
+        properties["listeners"] = ",".join(listeners)
+        properties["listener.security.protocol.map"] = ",".join(protocols)
         # Internal topics as replicated as the cluster allows (Kafka's
         # defaults, 3 replicas and 2 in sync, need three brokers).
         brokers = sum(1 for n in self.nodes.values() if n.broker_port)
@@ -130,6 +166,15 @@ class KfastCluster:
         properties.update(self.node_overrides.get(node.node_id, {}))
         with open(node.config_path, "w", encoding="utf-8") as f:
             f.writelines(f"{key}={value}\n" for key, value in properties.items())
+
+    def _replication_listeners(self, broker_id: int) -> list[tuple[str, int, int]]:
+        """(listener name, bound port, advertised port) of ``broker_id``'s
+        REPLICATION_FROM_<f> listeners; its own one is advertised as bound
+        (nothing fetches from itself, but Kafka wants the inter-broker
+        listener among a broker's advertised ones)."""
+        return [(_replication_listener(f), port,
+                 port if f == b else self.replica_links[(f, b)].port)
+                for (f, b), port in sorted(self.replica_ports.items()) if b == broker_id]
 
     @property
     def bootstrap_servers(self) -> str:
@@ -220,19 +265,53 @@ class KfastCluster:
             return ""
 
     # -- network faults -------------------------------------------------------------------
+    def _all_links(self):
+        yield from self.links.items()
+        yield from self.replica_links.items()
+
     def isolate(self, node_id: int, mode: str = DROP) -> None:
-        """Cut ``node_id`` off from the controllers, both directions."""
-        for (a, b), proxy in self.links.items():
+        """Cut ``node_id`` off from the controllers (and, with replication
+        links, from the other brokers' replication), both directions."""
+        for (a, b), proxy in self._all_links():
             if node_id in (a, b):
                 proxy.set_mode(mode)
 
     def partition(self, side: set[int], mode: str = DROP) -> None:
-        for (a, b), proxy in self.links.items():
+        for (a, b), proxy in self._all_links():
             if (a in side) != (b in side):
                 proxy.set_mode(mode)
 
     def heal(self) -> None:
-        for proxy in self.links.values():
+        for _, proxy in self._all_links():
+            proxy.set_mode(PASS)
+            proxy.delay = 0.0
+
+    def replication_link(self, follower: int, leader: int) -> FaultProxy:
+        """The proxy ``follower``'s replica fetches from ``leader`` go through."""
+        if not self.replica_links:
+            raise RuntimeError("KfastCluster(replication_links=True) routes replication "
+                               "through proxies")
+        return self.replica_links[(follower, leader)]
+
+    def _follower_links(self, follower: int):
+        return [self.replication_link(follower, b) for f, b in self.replica_links
+                if f == follower]
+
+    def stop_replication(self, follower: int, mode: str = DROP) -> None:
+        """``follower`` stays up and registered but gets nothing from any
+        leader: with DROP its fetches vanish (it leaves the ISRs after
+        replica.lag.time.max.ms); RESET refuses its connections."""
+        for proxy in self._follower_links(follower):
+            proxy.set_mode(mode)
+
+    def slow_replication(self, follower: int, delay: float) -> None:
+        """Every chunk between ``follower`` and its leaders waits ``delay`` s
+        each way: a slow follower (acks=all waits for it while it is in sync)."""
+        for proxy in self._follower_links(follower):
+            proxy.delay = delay
+
+    def resume_replication(self, follower: int) -> None:
+        for proxy in self._follower_links(follower):
             proxy.set_mode(PASS)
             proxy.delay = 0.0
 
@@ -378,7 +457,7 @@ class KfastCluster:
     def close(self) -> None:
         for node_id in self.nodes:
             self.kill(node_id)
-        for proxy in self.links.values():
+        for _, proxy in self._all_links():
             proxy.close()
         if self._own_dir:
             shutil.rmtree(self.base_dir, ignore_errors=True)

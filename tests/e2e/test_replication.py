@@ -21,46 +21,14 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 from kafka.errors import NotEnoughReplicasError
 
+from replication_support import create, kafka_python_producer, read_all
+
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 FAST_SESSIONS = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
 COMBINED = pytest.mark.kfast_cluster_config(combined=True, overrides=FAST_SESSIONS)
 ONE_CONTROLLER = pytest.mark.kfast_cluster_config(controllers=1, brokers=3,
                                                   overrides=FAST_SESSIONS)
-
-
-def create(cluster, name: str, partitions: int = 1, min_insync: int = 2) -> None:
-    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(name, partitions, 3, config={
-        "min.insync.replicas": str(min_insync)})])[name].result(30)
-    cluster.wait_until(lambda: len(cluster.partition_state(name)) == partitions and all(
-        len(p.isr) == 3 and p.leader >= 0 for p in cluster.partition_state(name).values()),
-        15, f"{name} with three in-sync replicas")
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, count: int) -> dict[int, list]:
-    """{partition: [(offset, value)]} from offset 0, assigned (no group)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: dict[int, list] = {p: [] for p in range(partitions)}
-    deadline = time.monotonic() + 60
-    try:
-        while sum(map(len, got.values())) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error():
-                got[message.partition()].append((message.offset(), message.value().decode()))
-    finally:
-        consumer.close()
-    return got
-
-
-def kafka_python_producer(cluster, acks, via: int | None = None, **kwargs) -> KafkaProducer:
-    """``via``: bootstrap from that broker only (others may be frozen)."""
-    bootstrap = cluster.bootstrap_servers if via is None else \
-        f"127.0.0.1:{cluster.nodes[via].broker_port}"
-    return KafkaProducer(bootstrap_servers=bootstrap, acks=acks, request_timeout_ms=5000,
-                         **kwargs)
 
 
 @COMBINED
