@@ -135,6 +135,23 @@ class ValidList:
                                       f"Invalid value {item}; valid values are {', '.join(self.choices)}")
 
 
+_THROTTLED_REPLICA = re.compile(r"([0-9]+:[0-9]+)?")
+
+
+def throttled_replica_list(name: str, value: Any) -> None:
+    """``*`` or ``partition:broker`` entries (Kafka's
+    ThrottledReplicaListValidator; an empty entry passes, as there)."""
+    if value is None:
+        return
+    items = [str(item).strip() for item in value]
+    if all(_THROTTLED_REPLICA.fullmatch(item) for item in items) or "".join(items) == "*":
+        return
+    raise ConfigException(
+        name, ", ".join(items).join("[]"),
+        f"{name} must be the literal '*' or a list of replicas in the following format: "
+        f"[partitionId]:[brokerId],[partitionId]:[brokerId],...")
+
+
 def non_empty_string(name: str, value: Any) -> None:
     if value is not None and not value:
         raise ConfigException(name, value, "String may not be empty")
@@ -160,6 +177,11 @@ class ConfigKey:
 
 SERVER_CONFIGS: dict[str, ConfigKey] = {}
 TOPIC_CONFIGS: dict[str, ConfigKey] = {}
+# Broker configs that exist only as dynamic configs (Kafka's
+# DynamicConfig.Broker quota configs): set with (Incremental)AlterConfigs on
+# a BROKER resource, never in server.properties, and listed by
+# DescribeConfigs only where set.
+DYNAMIC_ONLY_BROKER_CONFIGS: dict[str, ConfigKey] = {}
 # Topic property -> server property that provides its default.
 TOPIC_TO_SERVER: dict[str, str] = {}
 
@@ -183,6 +205,14 @@ def define_topic(name: str, type_: Type, default: Any, doc: str,
     value when one exists; ``default`` applies otherwise."""
     key = ConfigKey(name, type_, default, doc, validator)
     TOPIC_CONFIGS[name] = key
+    return key
+
+
+def define_dynamic_only(name: str, type_: Type, default: Any, doc: str,
+                        validator: Callable[[str, Any], None] | None = None) -> ConfigKey:
+    """Define a broker config that can only be set dynamically."""
+    key = ConfigKey(name, type_, default, doc, validator)
+    DYNAMIC_ONLY_BROKER_CONFIGS[name] = key
     return key
 
 
@@ -375,6 +405,22 @@ define("replica.fetch.backoff.ms", I, 1000, "Sleep of a follower fetcher after a
        at_least(0))
 define("replica.socket.timeout.ms", I, 30000, "Socket timeout of follower fetch requests.")
 define("background.threads", I, 10, "Threads for background processing tasks.", at_least(1))
+# Replication throttles (Kafka's QuotaConfig, KIP-73): the sliding window
+# the throttled rates are measured over.
+define("replication.quota.window.num", I, 11,
+       "The number of samples to retain in memory for replication quotas.", at_least(1))
+define("replication.quota.window.size.seconds", I, 1,
+       "The time span of each sample for replication quotas.", at_least(1))
+define_dynamic_only(
+    "leader.replication.throttled.rate", L, LONG_MAX,
+    "Upper bound (bytes/sec) on the replication traffic a leader sends for the replicas "
+    "enumerated in each topic's leader.replication.throttled.replicas. Only settable "
+    "dynamically.", at_least(0))
+define_dynamic_only(
+    "follower.replication.throttled.rate", L, LONG_MAX,
+    "Upper bound (bytes/sec) on the replication traffic a follower fetches for the replicas "
+    "enumerated in each topic's follower.replication.throttled.replicas. Only settable "
+    "dynamically.", at_least(0))
 
 # KRaft metadata log (__cluster_metadata-0).
 define("metadata.log.dir", S, None,
@@ -458,8 +504,12 @@ define_topic("delete.retention.ms", L, 24 * HOUR_MS, "How long tombstones are ke
 define_topic("file.delete.delay.ms", L, 60000, "Time to wait before deleting a file.", at_least(0))
 define_topic("flush.messages", L, LONG_MAX, "Messages between forced fsyncs.", at_least(1))
 define_topic("flush.ms", L, LONG_MAX, "Time between forced fsyncs.", at_least(0))
-define_topic("follower.replication.throttled.replicas", LI, [], "Throttled follower replicas.")
-define_topic("leader.replication.throttled.replicas", LI, [], "Throttled leader replicas.")
+define_topic("follower.replication.throttled.replicas", LI, [],
+             "Replicas whose fetches are throttled on the follower side: partitionId:brokerId "
+             "entries, or * for every replica of the topic.", throttled_replica_list)
+define_topic("leader.replication.throttled.replicas", LI, [],
+             "Replicas whose replication is throttled on the leader side: partitionId:brokerId "
+             "entries, or * for every replica of the topic.", throttled_replica_list)
 define_topic("index.interval.bytes", I, 4096, "Bytes between offset index entries.", at_least(0))
 define_topic("local.retention.bytes", L, -2, "Local retention size (tiered storage).", at_least(-2))
 define_topic("local.retention.ms", L, -2, "Local retention time (tiered storage).", at_least(-2))
@@ -578,13 +628,19 @@ class KafkaConfig:
         values: dict[str, Any] = {}
         self.extra: dict[str, str] = {}
         for name, raw in props.items():
+            if name in DYNAMIC_ONLY_BROKER_CONFIGS:
+                if strict:
+                    raise ConfigException(name, raw, "This config can only be set dynamically "
+                                                     "(IncrementalAlterConfigs on the broker)")
+                values[name] = _validate(DYNAMIC_ONLY_BROKER_CONFIGS, name, raw)
+                continue
             if name not in SERVER_CONFIGS:
                 if not strict or name.startswith(ALLOWED_PREFIXES):
                     self.extra[name] = raw
                     continue
                 raise ConfigException(name, raw, "Unknown configuration")
             values[name] = _validate(SERVER_CONFIGS, name, raw)
-        for name, key in SERVER_CONFIGS.items():
+        for name, key in (*SERVER_CONFIGS.items(), *DYNAMIC_ONLY_BROKER_CONFIGS.items()):
             if name not in values:
                 if not key.has_default:
                     raise ConfigException(name, None,

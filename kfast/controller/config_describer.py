@@ -22,7 +22,9 @@ import functools
 import logging
 from typing import Mapping, NamedTuple
 
-from kfast.config import SERVER_CONFIGS, TOPIC_CONFIGS, KafkaConfig, Type
+from kfast.config import (
+    DYNAMIC_ONLY_BROKER_CONFIGS, SERVER_CONFIGS, TOPIC_CONFIGS, KafkaConfig, Type,
+)
 from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS, format_value
 
 from kfast.protocol.constants import (  # noqa: F401  (re-exported for the describers' users)
@@ -169,6 +171,34 @@ class ConfigDescriber:
                 name, None if sensitive else value, name not in DYNAMIC_BROKER_CONFIGS, source,
                 sensitive, synonyms, CONFIG_TYPES[key.type],
                 key.doc if include_documentation else None))
+        out += self._describe_dynamic_only(image, resource_name, keys, include_synonyms,
+                                           include_documentation)
+        out.sort(key=lambda c: c.name)
+        return out
+
+    def _describe_dynamic_only(self, image, resource_name: str, keys, include_synonyms: bool,
+                               include_documentation: bool) -> list[DescribedConfig]:
+        """The dynamic-only configs (replication throttle rates) set for this
+        broker or cluster-wide. Kafka lists them only where set, and
+        read-only: they are not among its DynamicBrokerConfig reconfigurables,
+        although AlterConfigs changes them."""
+        per_broker = image.broker_configs.get(str(self.broker_id), {}) if image else {}
+        cluster = image.broker_configs.get("", {}) if image else {}
+        out = []
+        for name, key in DYNAMIC_ONLY_BROKER_CONFIGS.items():
+            if keys is not None and name not in keys:
+                continue
+            levels = [] if resource_name == "" or name not in per_broker else \
+                [(per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG)]
+            if name in cluster:
+                levels.append((cluster[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG))
+            if not levels:
+                continue
+            value, source = levels[0]
+            out.append(DescribedConfig(
+                name, value, True, source, False,
+                [(name, v, s) for v, s in levels] if include_synonyms else [],
+                CONFIG_TYPES[key.type], key.doc if include_documentation else None))
         return out
 
     # -- broker loggers ------------------------------------------------------------------

@@ -10,14 +10,17 @@ IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per key
 replaces a resource's whole set. Either way the resulting set is validated
 before any record is written: topic configs through kfast.config's
 LogConfig (unknown key or bad value -> INVALID_CONFIG); broker configs must
-be known and dynamically updatable (DYNAMIC_BROKER_CONFIGS) -- Kafka answers
-"Cannot update these configs dynamically" with INVALID_REQUEST.
+be known and dynamically updatable (DYNAMIC_BROKER_CONFIGS, or one of the
+configs that exist only dynamically, such as the replication throttle
+rates) -- Kafka answers "Cannot update these configs dynamically" with
+INVALID_REQUEST.
 """
 from __future__ import annotations
 
 from typing import Callable, Mapping
 
 from kfast.config import (
+    DYNAMIC_ONLY_BROKER_CONFIGS,
     SERVER_CONFIGS,
     TOPIC_CONFIGS,
     TOPIC_TO_SERVER,
@@ -61,8 +64,9 @@ DYNAMIC_BROKER_CONFIGS = frozenset(
 
 def config_type(resource_type: int, key: str):
     """The ConfigKey defining ``key`` for a resource type, or None."""
-    table = TOPIC_CONFIGS if resource_type == CONFIG_RESOURCE_TOPIC else SERVER_CONFIGS
-    return table.get(key)
+    if resource_type == CONFIG_RESOURCE_TOPIC:
+        return TOPIC_CONFIGS.get(key)
+    return SERVER_CONFIGS.get(key) or DYNAMIC_ONLY_BROKER_CONFIGS.get(key)
 
 
 def format_value(value) -> str | None:
@@ -186,17 +190,18 @@ class ConfigurationControlManager:
                 raise errors.InvalidConfigurationException(str(exc)) from None
         else:
             changed = {k for k in set(updated) | set(current) if updated.get(k) != current.get(k)}
-            unknown = sorted(k for k in changed if k not in SERVER_CONFIGS)
+            unknown = sorted(k for k in changed if config_type(resource_type, k) is None)
             if unknown:
                 raise errors.InvalidConfigurationException(
                     f"Unknown broker config(s): {', '.join(unknown)}")
-            static = sorted(k for k in changed if k not in DYNAMIC_BROKER_CONFIGS)
+            static = sorted(k for k in changed if k in SERVER_CONFIGS and
+                            k not in DYNAMIC_BROKER_CONFIGS)
             if static:
                 raise errors.InvalidRequestException(
                     f"Cannot update these configs dynamically: {', '.join(static)}")
             for key, value in updated.items():
                 try:
-                    definition = SERVER_CONFIGS[key]
+                    definition = config_type(resource_type, key)
                     coerced = coerce(key, definition.type, value)
                     if definition.validator is not None:
                         definition.validator(key, coerced)
@@ -240,4 +245,4 @@ def _default_value(resource_type: int, key: str):
         if server is not None and SERVER_CONFIGS[server].default is not None:
             return SERVER_CONFIGS[server].default
         return TOPIC_CONFIGS[key].default
-    return SERVER_CONFIGS[key].default
+    return config_type(resource_type, key).default

@@ -312,6 +312,9 @@ class KafkaBroker:
         for server in self.socket_servers.values():
             server.max_connections = current["max.connections"]
             server.max_connections_per_ip = current["max.connections.per.ip"]
+        self.replica_manager.update_replication_rates(
+            current["leader.replication.throttled.rate"],
+            current["follower.replication.throttled.rate"])
         if current["log.cleaner.backoff.ms"] != previous["log.cleaner.backoff.ms"]:
             # As Kafka restarts its cleaner threads on this change.
             for job in self._jobs:

@@ -95,7 +95,8 @@ def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
     """A follower's fetch (Kafka's replica fetcher protocol): sessionless
     (kfast's fetchers send full requests; a session id is ignored), read up
     to each log end offset, last_fetched_epoch checked for divergence, and
-    the fetch offsets recorded as the follower's progress."""
+    the fetch offsets recorded as the follower's progress. The record bytes
+    of partitions the leader quota throttles count against it."""
     replica_manager = ctx.broker.replica_manager
     version = ctx.api_version
     if version < 12:
@@ -121,16 +122,28 @@ def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
         max_wait_ms=0 if unknown_ids else request.max_wait_ms, min_bytes=request.min_bytes,
         max_bytes=request.max_bytes, isolation_level=0, replica_id=replica_id)
     results = replica_manager.fetch_messages(params, requests)
+    quota = replica_manager.leader_quota
     if isinstance(results, list):
-        return _follower_response(named, results, unknown_ids)
-    return _await_follower_response(named, results, unknown_ids)
+        return _follower_response(named, results, unknown_ids, quota)
+    return _await_follower_response(named, results, unknown_ids, quota)
 
 
-async def _await_follower_response(named, waiting, unknown_ids):
-    return _follower_response(named, await waiting, unknown_ids)
+async def _await_follower_response(named, waiting, unknown_ids, quota):
+    return _follower_response(named, await waiting, unknown_ids, quota)
 
 
-def _follower_response(named: list, results: list, unknown_ids: list):
+def _record_throttled(quota, results: list) -> None:
+    """Count what this response sends for throttled partitions, to in-sync
+    followers too (Kafka's sizeOfThrottledPartitions; kfast counts the
+    record bytes, which are all but a few dozen bytes per partition)."""
+    throttled = sum(data.size for request, data in results
+                    if data.size and quota.is_throttled(*request.key))
+    if throttled:
+        quota.record(throttled)
+
+
+def _follower_response(named: list, results: list, unknown_ids: list, quota):
+    _record_throttled(quota, results)
     responses: list = []
     current = None
     for (name, topic_id), (request, data) in zip(named, results):

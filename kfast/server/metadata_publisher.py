@@ -25,7 +25,9 @@ DynamicBrokerConfig): per-broker overrides over the cluster-wide defaults
 over server.properties. Its topic-config synonyms (log.retention.ms,
 log.segment.bytes, ...) become the defaults of every live log and of logs
 created later; a topic's own override still wins (Kafka's
-DynamicLogConfig.reconfigure).
+DynamicLogConfig.reconfigure). The replication throttles follow the configs
+at once, in memory: the broker's rates through ``broker.reconfigure``, each
+topic's throttled replicas through the ReplicaManager.
 """
 from __future__ import annotations
 
@@ -44,6 +46,10 @@ class BrokerMetadataPublisher:
         self.broker = broker
         self._first = True
         self._tail: asyncio.Future | None = None
+        # The configuration last given to broker.reconfigure (compared by
+        # identity: with_dynamic returns the static config itself when no
+        # dynamic config is left).
+        self._config_in_force = broker.config
 
     @property
     def published(self) -> bool:
@@ -57,10 +63,14 @@ class BrokerMetadataPublisher:
         if self._first or delta.changed_broker_configs:
             current_config = broker.config.with_dynamic(
                 dynamic_broker_overrides(image, broker.node_id))
-            if current_config is broker.log_manager.config:
+            if current_config is self._config_in_force:
                 current_config = None   # still server.properties alone
             else:
+                self._config_in_force = current_config
                 broker.reconfigure(current_config)
+        throttled_topics = image.topic_configs if self._first else delta.changed_topic_configs
+        for name in (*throttled_topics, *delta.deleted_topics):
+            replica_manager.update_replication_throttles(name, image.topic_configs.get(name))
         if self._first:
             # The first call carries the replayed image: every topic in it is
             # new to this process.

@@ -22,7 +22,13 @@ each with the epoch of its last batch:
 - errors that a metadata update resolves (not leader, fenced or unknown
   epoch, unknown partition) and connection failures back off
   replica.fetch.backoff.ms; the metadata publisher moves partitions between
-  fetchers as leaderships change (``add_partition`` / ``remove_partition``).
+  fetchers as leaderships change (``add_partition`` / ``remove_partition``);
+- the follower quota (replication throttle): while it is exceeded, a
+  partition it throttles is left out of the fetch unless this replica has
+  caught up with the leader's high watermark (Kafka's shouldFollowerThrottle;
+  the lag is known from the last fetch that brought records); with nothing
+  left to fetch the fetcher waits replica.fetch.backoff.ms. Appended bytes of
+  throttled partitions are recorded, in sync or not.
 
 Appends run on the event loop, as the leader's do.
 """
@@ -87,15 +93,29 @@ def divergence_truncation_offset(epoch_cache, log_end_offset: int, high_watermar
 
 class PartitionFetchState:
     """One partition a fetcher serves: the leader and epoch it was added
-    with, and until when it backs off after an error."""
+    with, until when it backs off after an error, and how far behind the
+    leader's high watermark its last records left it (None: not known yet)."""
 
-    __slots__ = ("partition", "leader_id", "leader_epoch", "delayed_until")
+    __slots__ = ("partition", "leader_id", "leader_epoch", "delayed_until", "lag")
 
     def __init__(self, partition, leader_id: int, leader_epoch: int):
         self.partition = partition
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
         self.delayed_until = 0.0
+        self.lag: int | None = None
+
+    @property
+    def is_replica_in_sync(self) -> bool:
+        return self.lag is not None and self.lag <= 0
+
+
+def should_follower_throttle(quota, state: PartitionFetchState) -> bool:
+    """Leave a partition out of the fetch: throttled, not caught up, and the
+    quota exceeded (Kafka's shouldFollowerThrottle)."""
+    partition = state.partition
+    return not state.is_replica_in_sync and \
+        quota.is_throttled(partition.topic, partition.partition) and quota.is_quota_exceeded()
 
 
 class ReplicaFetcherManager:
@@ -163,6 +183,7 @@ class ReplicaFetcher:
         self.partition_max_bytes = config["replica.fetch.max.bytes"]
         self.backoff = config["replica.fetch.backoff.ms"] / 1000
         self.socket_timeout = config["replica.socket.timeout.ms"] / 1000
+        self.quota = self.broker.replica_manager.follower_quota
         self._connection: BrokerConnection | None = None
         self._changed = asyncio.Event()
         self._stopped = False
@@ -195,6 +216,10 @@ class ReplicaFetcher:
                 if not ready:
                     await self._wait_for_change(now)
                     continue
+                ready = [s for s in ready if not should_follower_throttle(self.quota, s)]
+                if not ready:
+                    await self._wait_throttled()
+                    continue
                 try:
                     await self._fetch(ready)
                 except (errors.KafkaError, OSError, asyncio.TimeoutError) as exc:
@@ -216,6 +241,15 @@ class ReplicaFetcher:
         delays = [s.delayed_until - now for s in self.partitions.values()]
         try:
             await asyncio.wait_for(self._changed.wait(), min(delays) if delays else None)
+        except asyncio.TimeoutError:
+            pass
+
+    async def _wait_throttled(self) -> None:
+        """Every ready partition is throttled: check again after
+        replica.fetch.backoff.ms, or sooner if partitions change."""
+        self._changed.clear()
+        try:
+            await asyncio.wait_for(self._changed.wait(), self.backoff)
         except asyncio.TimeoutError:
             pass
 
@@ -312,17 +346,19 @@ class ReplicaFetcher:
             if log.log_end_offset != fetch_offset or partition.is_leader:
                 return                       # truncated or promoted meanwhile
             records = data.records
+            appended = 0
             if records:
                 view = memoryview(records)
-                complete = complete_batches_size(view)
-                if complete:
+                appended = complete_batches_size(view)
+                if appended:
                     try:
-                        self._append(log, view[:complete])
+                        self._append(log, view[:appended])
                     except Exception as exc:
                         logger.error("follower append to %s-%d failed: %s", partition.topic,
                                      partition.partition, exc)
                         self._delay([state], self.backoff)
                         return
+            self._after_append(state, appended, data.high_watermark)
             log.update_high_watermark(min(data.high_watermark, log.log_end_offset))
             leader_start = data.log_start_offset
             if leader_start > log.log_start_offset:
@@ -341,6 +377,17 @@ class ReplicaFetcher:
             logger.warning("fetch of %s-%d from broker %d failed: %s", partition.topic,
                            partition.partition, self.source_id, errors.for_code(error).__name__)
         self._delay([state], self.backoff)
+
+    def _after_append(self, state: PartitionFetchState, appended: int,
+                      leader_high_watermark: int) -> None:
+        """The lag behind the leader's high watermark, as of a fetch that
+        brought records (or the first one), and the bytes a throttled
+        partition used of the follower quota."""
+        partition = state.partition
+        if appended or state.lag is None:
+            state.lag = max(0, leader_high_watermark - partition.log.log_end_offset)
+        if appended and self.quota.is_throttled(partition.topic, partition.partition):
+            self.quota.record(appended)
 
     @staticmethod
     def _append(log, records) -> None:

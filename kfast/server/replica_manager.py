@@ -16,6 +16,12 @@ a follower's fetch reaching the leader (``fetch_messages`` with a
 and may admit it to the ISR. ISR changes go to the controller through
 ``alter_partition_manager`` (cluster mode only: on one node every ISR is
 this broker).
+
+Replication throttles (``leader_quota``, ``follower_quota``, see
+kfast.server.replication_quota): a follower outside the ISR fetching a
+partition the leader quota throttles gets no records while that quota is
+exceeded (Kafka's shouldLeaderThrottle); the fetchers consult
+``follower_quota`` themselves.
 """
 from __future__ import annotations
 
@@ -45,6 +51,7 @@ from kfast.server.delayed_produce import (
     ProducePartitionStatus,
 )
 from kfast.server.partition import READ_COMMITTED, Partition
+from kfast.server.replication_quota import ReplicationQuotaManager, parse_throttled_replicas
 from kfast.server_common.purgatory import DelayedOperationPurgatory
 from kfast.storage.log import Log, RecordValidationException
 from kfast.storage.producer_state import ORIGIN_CLIENT
@@ -118,6 +125,14 @@ class FetchPartitionData:
         self.preferred_read_replica = -1
 
 
+def should_leader_throttle(quota: ReplicationQuotaManager, partition: Partition,
+                           replica_id: int) -> bool:
+    """Hold back records from a follower: only one outside the ISR, so a
+    throttle never shrinks the ISR (Kafka's ReplicaManager.shouldLeaderThrottle)."""
+    return replica_id not in partition.isr and \
+        quota.is_throttled(partition.topic, partition.partition) and quota.is_quota_exceeded()
+
+
 class ReplicaManager:
     def __init__(self, node_id: int, log_manager, timer, config):
         self.node_id = node_id
@@ -138,6 +153,12 @@ class ReplicaManager:
         self.isr_eligible = lambda broker_id: True
         # broker id -> its broker.rack (None unknown); kept by the broker.
         self.rack_of = lambda broker_id: None
+        # Replication throttles: bytes sent to followers, bytes fetched from
+        # leaders (the rates come with the dynamic broker configs).
+        window = (config["replication.quota.window.num"],
+                  config["replication.quota.window.size.seconds"])
+        self.leader_quota = ReplicationQuotaManager(*window)
+        self.follower_quota = ReplicationQuotaManager(*window)
         # KIP-392: replica.selector.class names Kafka's rack-aware selector.
         selector = config["replica.selector.class"]
         self.rack_aware_selector = bool(selector) and selector.endswith("RackAwareReplicaSelector")
@@ -195,6 +216,20 @@ class ReplicaManager:
             if not any(t == topic for t, _ in self._partitions):
                 self._topic_names.pop(partition.topic_id, None)
         return partition
+
+    def update_replication_throttles(self, topic: str, configs) -> None:
+        """A topic's ``*.replication.throttled.replicas`` configs (its
+        overrides; none when deleted) say which of its partitions the two
+        quotas throttle on this broker (Kafka's TopicConfigHandler)."""
+        configs = configs or {}
+        for quota, name in ((self.leader_quota, "leader.replication.throttled.replicas"),
+                            (self.follower_quota, "follower.replication.throttled.replicas")):
+            quota.mark_throttled(topic, parse_throttled_replicas(configs.get(name), self.node_id))
+
+    def update_replication_rates(self, leader_rate: int, follower_rate: int) -> None:
+        """The dynamic broker configs leader/follower.replication.throttled.rate."""
+        self.leader_quota.update_quota(leader_rate)
+        self.follower_quota.update_quota(follower_rate)
 
     def complete_delayed_requests(self, key) -> None:
         """Something changed for partition ``key`` (high watermark, log start
@@ -297,7 +332,7 @@ class ReplicaManager:
                 raise UnknownTopicOrPartitionException()
             if params.replica_id >= 0:
                 return self._read_for_follower(partition, params.replica_id, request, max_bytes,
-                                               min_one_message)
+                                               min_one_message, self.leader_quota)
             log = partition.log
             high_watermark = log.high_watermark
             last_stable = log.last_stable_offset
@@ -336,11 +371,13 @@ class ReplicaManager:
     @staticmethod
     def _read_for_follower(partition: Partition, replica_id: int,
                            request: PartitionFetchRequest, max_bytes: int,
-                           min_one_message: bool) -> FetchPartitionData:
+                           min_one_message: bool, quota) -> FetchPartitionData:
         """A follower's read (Kafka's Partition.readRecords from a follower):
         first check that its log still matches this leader's at its last
         fetched epoch -- if not, answer only where they diverge, and the
-        follower truncates there -- then read up to the log end offset."""
+        follower truncates there -- then read up to the log end offset,
+        unless the leader quota throttles this follower (no records then:
+        it asks again, and the fetch offset still counts as its progress)."""
         log = partition.leader_log_or_raise(request.current_leader_epoch)
         if replica_id not in partition.replica_states:
             raise NotLeaderOrFollowerException(
@@ -364,6 +401,9 @@ class ReplicaManager:
                                           log.log_start_offset,
                                           diverging_epoch=(epoch, end_offset))
         high_watermark = log.high_watermark
+        if should_leader_throttle(quota, partition, replica_id):
+            return FetchPartitionData(0, high_watermark, log.last_stable_offset,
+                                      log.log_start_offset)
         info = log.read(fetch_offset, max_bytes, None, min_one_message)
         return FetchPartitionData(0, high_watermark, log.last_stable_offset,
                                   log.log_start_offset, info.records)
