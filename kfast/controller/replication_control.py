@@ -130,6 +130,11 @@ class ReplicationControlManager:
         self.topics_by_name: dict[str, uuid.UUID] = {}
         # unify_collision_chars(name) -> names that map to it
         self._collision_names: dict[str, set[str]] = {}
+        # broker id -> {(topic id, partition)} it is a replica of, kept by
+        # replay (Kafka's BrokersToIsrs has the same job): a broker's
+        # fencing, unfencing and controlled shutdown visit its own
+        # partitions, not every partition in the cluster.
+        self._replica_partitions: dict[int, set[tuple[uuid.UUID, int]]] = {}
 
     # -- queries -----------------------------------------------------------------
     def topic(self, name: str) -> TopicControlInfo | None:
@@ -684,9 +689,26 @@ class ReplicationControlManager:
 
     def leaderships(self, broker_id: int) -> int:
         """How many partitions ``broker_id`` leads."""
-        return sum(1 for topic in self.topics.values()
-                   for registration in topic.partitions.values()
+        return sum(1 for topic, _, registration in self._partitions_of(broker_id)
                    if registration.leader == broker_id)
+
+    def _partitions_of(self, broker_id: int):
+        """(topic, index, registration) of the partitions ``broker_id`` is a
+        replica of, by topic name and index."""
+        found = [(self.topics[topic_id], index)
+                 for topic_id, index in self._replica_partitions.get(broker_id, ())]
+        found.sort(key=lambda entry: (entry[0].name, entry[1]))
+        return [(topic, index, topic.partitions[index]) for topic, index in found]
+
+    def _index_replicas(self, topic_id: uuid.UUID, index: int, old, new) -> None:
+        key = (topic_id, index)
+        for broker_id in set(old.replicas if old else ()) - set(new.replicas if new else ()):
+            replicas_of = self._replica_partitions[broker_id]
+            replicas_of.discard(key)
+            if not replicas_of:
+                del self._replica_partitions[broker_id]
+        for broker_id in new.replicas if new else ():
+            self._replica_partitions.setdefault(broker_id, set()).add(key)
 
     def broker_fenced(self, broker_id: int) -> list:
         """PartitionChangeRecords for a broker leaving service: it leaves
@@ -694,24 +716,23 @@ class ReplicationControlManager:
         replicas the ISR never becomes empty) and its leaderships move to
         another in-sync replica, or to no leader."""
         records = []
-        for topic in self.topics.values():
-            for index, registration in sorted(topic.partitions.items()):
-                if broker_id not in registration.isr and registration.leader != broker_id:
-                    continue
-                isr = [r for r in registration.isr if r != broker_id] or list(registration.isr)
-                leader = registration.leader
-                if leader == broker_id or leader not in isr:
-                    leader = self._elect(topic.name, registration, isr, excluded=broker_id)
-                unclean = leader != NO_LEADER and leader not in isr
-                if unclean:
-                    isr = [leader]
-                change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
-                if tuple(isr) != registration.isr:
-                    change.isr = isr
-                if leader != registration.leader:
-                    change.leader = leader
-                if change.isr is not None or change.leader != NO_LEADER_CHANGE:
-                    records.append(change)
+        for topic, index, registration in self._partitions_of(broker_id):
+            if broker_id not in registration.isr and registration.leader != broker_id:
+                continue
+            isr = [r for r in registration.isr if r != broker_id] or list(registration.isr)
+            leader = registration.leader
+            if leader == broker_id or leader not in isr:
+                leader = self._elect(topic.name, registration, isr, excluded=broker_id)
+            unclean = leader != NO_LEADER and leader not in isr
+            if unclean:
+                isr = [leader]
+            change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
+            if tuple(isr) != registration.isr:
+                change.isr = isr
+            if leader != registration.leader:
+                change.leader = leader
+            if change.isr is not None or change.leader != NO_LEADER_CHANGE:
+                records.append(change)
         return records
 
     def broker_unfenced(self, broker_id: int) -> list:
@@ -721,22 +742,21 @@ class ReplicationControlManager:
         replica is alive (its ISR becomes just the new leader, and what
         only the lost replicas had is gone, as Kafka documents)."""
         records = []
-        for topic in self.topics.values():
-            for index, registration in sorted(topic.partitions.items()):
-                if registration.leader != NO_LEADER or broker_id not in registration.replicas:
-                    continue
-                if broker_id not in registration.isr and \
-                        not self.unclean_election_enabled(topic.name):
-                    continue
-                leader = self._elect(topic.name, registration, registration.isr,
-                                     also_active=broker_id)
-                if leader == NO_LEADER:
-                    continue
-                change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id,
-                                               leader=leader)
-                if leader not in registration.isr:
-                    change.isr = [leader]
-                records.append(change)
+        for topic, index, registration in self._partitions_of(broker_id):
+            if registration.leader != NO_LEADER:
+                continue
+            if broker_id not in registration.isr and \
+                    not self.unclean_election_enabled(topic.name):
+                continue
+            leader = self._elect(topic.name, registration, registration.isr,
+                                 also_active=broker_id)
+            if leader == NO_LEADER:
+                continue
+            change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id,
+                                           leader=leader)
+            if leader not in registration.isr:
+                change.isr = [leader]
+            records.append(change)
         return records
 
     # -- replay --------------------------------------------------------------------
@@ -750,18 +770,23 @@ class ReplicationControlManager:
             return "changed", record.name
         if isinstance(record, PartitionRecord):
             topic = self.topics[record.topic_id]
-            topic.partitions[record.partition_id] = PartitionRegistration(
+            old = topic.partitions.get(record.partition_id)
+            new = topic.partitions[record.partition_id] = PartitionRegistration(
                 tuple(record.replicas), tuple(record.isr), record.leader, record.leader_epoch,
                 record.partition_epoch, tuple(record.removing_replicas or ()),
                 tuple(record.adding_replicas or ()))
+            self._index_replicas(record.topic_id, record.partition_id, old, new)
             return "changed", topic.name
         if isinstance(record, PartitionChangeRecord):
             topic = self.topics[record.topic_id]
-            topic.partitions[record.partition_id] = apply_partition_change(
-                topic.partitions[record.partition_id], record)
+            old = topic.partitions[record.partition_id]
+            new = topic.partitions[record.partition_id] = apply_partition_change(old, record)
+            self._index_replicas(record.topic_id, record.partition_id, old, new)
             return "changed", topic.name
         if isinstance(record, RemoveTopicRecord):
             topic = self.topics.pop(record.topic_id)
+            for index, registration in topic.partitions.items():
+                self._index_replicas(record.topic_id, index, registration, None)
             del self.topics_by_name[topic.name]
             unified = unify_collision_chars(topic.name)
             names = self._collision_names.get(unified, set())
