@@ -82,8 +82,13 @@ from kfast.records import RecordBatchBuilder, complete_batches_size, iter_batche
 from kfast.server.partition import UNKNOWN_OFFSET, Partition
 from kfast.server.replica_fetcher import ReplicaFetcher, divergence_truncation_offset
 from kfast.server.replica_manager import PartitionFetchRequest, ReplicaManager
+from kfast.server.replication_quota import ReplicationQuotaManager
 from kfast.storage.manager import LogManager
 from kfast.storage.producer_state import ORIGIN_CLIENT
+
+# No replication throttle in the simulation: the leader quota of a broker
+# with none configured (Long.MAX_VALUE bytes/s).
+UNTHROTTLED = ReplicationQuotaManager(11, 1)
 
 TOPIC = "t"
 PARTITION = 0
@@ -415,7 +420,7 @@ class ReplicationSimulation:
         error = data = records = None
         try:
             data = ReplicaManager._read_for_follower(source.partition, follower, request,
-                                                     max_bytes, True)
+                                                     max_bytes, True, UNTHROTTLED)
         except KafkaError as exc:
             error = exc
         else:
