@@ -222,6 +222,7 @@ class KafkaBroker:
         self.node_id = self.log_manager.node_id
         self.replica_manager = ReplicaManager(self.node_id, self.log_manager, self.timer,
                                               self.config)
+        self.replica_manager.metadata_image = lambda: self.metadata_image
         self.controller = self._new_controller(loop)
         channel = getattr(self.controller, "channel", None)
         if channel is not None:

@@ -15,6 +15,7 @@ import logging
 
 from kfast.protocol import FetchResponse, api_keys, errors
 from kfast.protocol.constants import INT32_MAX
+from kfast.server import leader_hints
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.fetch_session import CachedPartition
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
@@ -26,6 +27,7 @@ _PartitionData = FetchResponse.PartitionData
 _AbortedTransaction = FetchResponse.AbortedTransaction
 _EpochEndOffset = FetchResponse.EpochEndOffset
 _MAX_DECOMPRESSED = 64 * 1024 * 1024
+_LEADER_MOVED = (errors.NotLeaderOrFollowerException.code, errors.FencedLeaderEpochException.code)
 
 
 def _down_convert(region, version: int):
@@ -87,8 +89,8 @@ def handle_fetch(ctx: RequestContext, request):
         params = params._replace(max_wait_ms=0)  # an error to report: answer now
     results = replica_manager.fetch_messages(params, requests)
     if isinstance(results, list):
-        return _response(version, context, cached, results, unknown_ids)
-    return _await_response(results, version, context, cached, unknown_ids)
+        return _response(ctx, context, cached, results, unknown_ids)
+    return _await_response(ctx, results, context, cached, unknown_ids)
 
 
 def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
@@ -179,11 +181,12 @@ def _replica_id(request, version: int) -> int:
     return request.replica_id
 
 
-async def _await_response(waiting, version, context, cached, unknown_ids):
-    return _response(version, context, cached, await waiting, unknown_ids)
+async def _await_response(ctx, waiting, context, cached, unknown_ids):
+    return _response(ctx, context, cached, await waiting, unknown_ids)
 
 
-def _response(version: int, context, cached: list, results: list, unknown_ids: list):
+def _response(ctx: RequestContext, context, cached: list, results: list, unknown_ids: list):
+    version = ctx.api_version
     selected = context.select([(c, data) for c, (_, data) in zip(cached, results)])
 
     responses: list = []
@@ -205,7 +208,20 @@ def _response(version: int, context, cached: list, results: list, unknown_ids: l
             records=records if records is not None else b"",
             preferred_read_replica=data.preferred_read_replica))
     responses.extend(_unknown_topic_ids(unknown_ids))
-    return FetchResponse(error_code=0, session_id=context.session_id, responses=responses)
+    body = FetchResponse(error_code=0, session_id=context.session_id, responses=responses)
+    if version >= 16:
+        _add_leader_hints(ctx, body)
+    return body
+
+
+def _add_leader_hints(ctx: RequestContext, body) -> None:
+    """Fetch v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
+    current leader (KIP-951)."""
+    hinted = [(topic.topic, p.partition_index, p) for topic in body.responses
+              for p in topic.partitions if p.error_code in _LEADER_MOVED]
+    if hinted:
+        body.node_endpoints = []
+        leader_hints.fill(ctx, hinted, FetchResponse, body.node_endpoints)
 
 
 def register(apis: KafkaApis) -> None:

@@ -39,14 +39,14 @@ def current_leader(image, topic: str, partition: int, listener_name: str) -> Cur
 
 
 def fill(ctx, hinted, response_type, node_endpoints: list) -> None:
-    """For each (topic, partition response) in ``hinted``: set its
-    current_leader and add the leader's endpoint to ``node_endpoints`` (once
-    per node). ``response_type`` is the response class (its nested
-    LeaderIdAndEpoch and NodeEndpoint types)."""
+    """For each (topic, partition, partition response) in ``hinted``: set
+    the response's current_leader and add the leader's endpoint to
+    ``node_endpoints`` (once per node). ``response_type`` is the response
+    class (its nested LeaderIdAndEpoch and NodeEndpoint types)."""
     image = ctx.broker.metadata_image
     listed = {endpoint.node_id for endpoint in node_endpoints}
-    for topic, partition_response in hinted:
-        leader = current_leader(image, topic, partition_response.index, ctx.listener_name)
+    for topic, partition, partition_response in hinted:
+        leader = current_leader(image, topic, partition, ctx.listener_name)
         partition_response.current_leader = response_type.LeaderIdAndEpoch(
             leader_id=leader.leader_id, leader_epoch=leader.leader_epoch)
         if leader.host is not None and leader.leader_id not in listed:

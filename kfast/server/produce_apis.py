@@ -95,8 +95,7 @@ def handle_produce(ctx: RequestContext, request):
                 if name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
                     raise errors.InvalidTopicException(
                         f"Cannot append to internal topic {name}")
-                if replica_manager.get_partition(name, data.index) is None:
-                    raise errors.UnknownTopicOrPartitionException()
+                replica_manager.partition_or_raise(name, data.index)
                 records = _check_records(version, data.records)
             except errors.KafkaError as exc:
                 response.error_code = exc.code
@@ -127,7 +126,7 @@ def _with_leader_hints(ctx: RequestContext, body):
     if ctx.api_version >= 10:
         replica_manager = ctx.broker.replica_manager
         hinted = [(replica_manager.topic_name(topic.topic_id) if ctx.api_version >= 13
-                   else topic.name, p)
+                   else topic.name, p.index, p)
                   for topic in body.responses
                   for p in topic.partition_responses if p.error_code == _NOT_LEADER]
         if hinted:

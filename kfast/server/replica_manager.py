@@ -153,6 +153,10 @@ class ReplicaManager:
         self.isr_eligible = lambda broker_id: True
         # broker id -> its broker.rack (None unknown); kept by the broker.
         self.rack_of = lambda broker_id: None
+        # The broker's current MetadataImage (None before the first); set
+        # by the broker, for what the metadata knows beyond the partitions
+        # hosted here (partition_or_raise, topic_name).
+        self.metadata_image = lambda: None
         # Replication throttles: bytes sent to followers, bytes fetched from
         # leaders (the rates come with the dynamic broker configs).
         window = (config["replication.quota.window.num"],
@@ -175,13 +179,34 @@ class ReplicaManager:
         return list(self._partitions.values())
 
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
-        return self._topic_names.get(topic_id)
+        """The topic's name from its id: a hosted topic's, else the
+        metadata's (Kafka resolves request topic ids with the metadata
+        cache, so a broker hosting none of a topic still knows it)."""
+        name = self._topic_names.get(topic_id)
+        if name is None:
+            image = self.metadata_image()
+            topic = None if image is None else image.topics_by_id.get(topic_id)
+            name = None if topic is None else topic.name
+        return name
+
+    def partition_or_raise(self, topic: str, partition: int) -> Partition:
+        """The hosted partition, as Kafka's getPartitionOrException: one the
+        metadata has but this broker does not host (not a replica, or its
+        log is still being created) is NOT_LEADER_OR_FOLLOWER, so the
+        client refreshes its metadata; one the metadata lacks is
+        UNKNOWN_TOPIC_OR_PARTITION."""
+        found = self._partitions.get((topic, partition))
+        if found is not None:
+            return found
+        image = self.metadata_image()
+        if image is not None and image.partition(topic, partition) is not None:
+            raise NotLeaderOrFollowerException(
+                f"Broker {self.node_id} hosts no replica of {topic}-{partition}")
+        raise UnknownTopicOrPartitionException(
+            f"This server does not host this topic-partition: {topic}-{partition}")
 
     def leader_partition_or_raise(self, topic: str, partition: int) -> Partition:
-        found = self._partitions.get((topic, partition))
-        if found is None:
-            raise UnknownTopicOrPartitionException(
-                f"This server does not host this topic-partition: {topic}-{partition}")
+        found = self.partition_or_raise(topic, partition)
         if not found.is_leader:
             raise NotLeaderOrFollowerException(
                 f"Leader not local for partition {topic}-{partition} on broker {self.node_id}")
@@ -254,10 +279,7 @@ class ReplicaManager:
         statuses = []
         for topic, index, records, response in entries:
             try:
-                partition = self._partitions.get((topic, index))
-                if partition is None:
-                    raise UnknownTopicOrPartitionException(
-                        f"This server does not host this topic-partition: {topic}-{index}")
+                partition = self.partition_or_raise(topic, index)
                 info, hw_moved = partition.append_records_to_leader(records, origin,
                                                                     required_acks)
             except Exception as exc:
@@ -326,10 +348,9 @@ class ReplicaManager:
 
     def _read_partition(self, params: FetchParams, request: PartitionFetchRequest,
                         max_bytes: int, min_one_message: bool) -> FetchPartitionData:
-        partition = self._partitions.get(request.key)
+        partition = None
         try:
-            if partition is None:
-                raise UnknownTopicOrPartitionException()
+            partition = self.partition_or_raise(*request.key)
             if params.replica_id >= 0:
                 return self._read_for_follower(partition, params.replica_id, request, max_bytes,
                                                min_one_message, self.leader_quota)
