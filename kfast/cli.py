@@ -26,6 +26,7 @@ COMMANDS = {
     "metadata-quorum": "kfast.tools.metadata_quorum",
     "cluster": "kfast.tools.cluster",
     "leader-election": "kfast.tools.leader_election",
+    "reassign-partitions": "kfast.tools.reassign_partitions",
 }
 
 
