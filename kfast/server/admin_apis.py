@@ -419,8 +419,8 @@ def handle_describe_topic_partitions(ctx: RequestContext, request):
 # -- ListPartitionReassignments -------------------------------------------------------------
 def handle_list_partition_reassignments(ctx: RequestContext, request):
     """Ongoing reassignments are partitions with adding or removing
-    replicas; kfast starts none, so the list is empty unless the metadata
-    log holds one."""
+    replicas (AlterPartitionReassignments started them, and the new
+    replicas have not all joined the ISR yet)."""
     image = ctx.broker.metadata_image
     if request.topics is None:
         wanted = {name: None for name in image.topics_by_name}
