@@ -701,6 +701,8 @@ class ReplicationControlManager:
         return [(topic, index, topic.partitions[index]) for topic, index in found]
 
     def _index_replicas(self, topic_id: uuid.UUID, index: int, old, new) -> None:
+        if old is not None and new is not None and old.replicas == new.replicas:
+            return                  # most changes: a leader or an ISR, not the replicas
         key = (topic_id, index)
         for broker_id in set(old.replicas if old else ()) - set(new.replicas if new else ()):
             replicas_of = self._replica_partitions[broker_id]

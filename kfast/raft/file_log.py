@@ -47,7 +47,6 @@ from kfast.raft.snapshots import (
     snapshot_records,
     write_snapshot_file,
 )
-from kfast.records import iter_batches
 from kfast.storage.atomic_file import fsync_dir, write_atomically
 from kfast.storage.checkpoint import PARTITION_METADATA_FILE
 from kfast.storage.log import Log
@@ -189,7 +188,7 @@ class FileReplicatedLog(AppendRules):
 
     # -- append ----------------------------------------------------------------------------
     def _append(self, batch: Batch) -> None:
-        if not batch.records:
+        if not len(batch):
             raise ValueError("empty batch")
         # The offsets are the Batch's, so the log takes it as a replica's
         # append (no offset assignment); it adds the epoch to its cache.
@@ -206,10 +205,11 @@ class FileReplicatedLog(AppendRules):
                 return ()                                   # below the log start
             if info.records is None or not len(info.records):
                 break
-            for record_batch in iter_batches(info.records.read(), allow_partial=True):
+            for record_batch, batch in self._codec.read_batches(info.records.read(),
+                                                                allow_partial=True):
                 if not out and record_batch.base_offset != start_offset:
                     raise ValueError(f"offset {start_offset} is not a batch boundary")
-                out.append(self._codec.decode_batch(record_batch))
+                out.append(batch)
                 offset = record_batch.last_offset + 1
                 if len(out) == max_batches:
                     break

@@ -22,7 +22,6 @@ the snapshot instead.
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
 from typing import NamedTuple, Protocol, Sequence
 
 
@@ -31,18 +30,64 @@ class OffsetAndEpoch(NamedTuple):
     epoch: int
 
 
-@dataclass(frozen=True)
 class Batch:
-    base_offset: int
-    epoch: int
-    records: tuple
-    # A control batch carries Raft's own records (LeaderChange); the
-    # state machine above skips it.
-    is_control: bool = False
+    """The records of one append: ``Batch(base_offset, epoch, records,
+    is_control)``. A control batch carries Raft's own records
+    (LeaderChange); the state machine above skips it.
+
+    A batch read from a log file or a Fetch response also carries ``raw``,
+    its bytes as a Kafka v2 record batch (``Batch.of_raw``), and decodes its
+    records only when they are first read. The Raft layer moves those bytes
+    as they are -- a leader answers a fetch with them, a follower appends
+    them -- so a node decodes each record once, for its state machine,
+    instead of at every hop (a new broker catching up a 100,000-partition
+    metadata log spent seconds per fetch decoding and re-encoding)."""
+
+    __slots__ = ("base_offset", "epoch", "is_control", "raw", "_records", "_count", "_decode")
+
+    def __init__(self, base_offset: int, epoch: int, records: tuple, is_control: bool = False):
+        self.base_offset = base_offset
+        self.epoch = epoch
+        self.is_control = is_control
+        self.raw: bytes | None = None
+        self._records = records
+        self._count = len(records)
+        self._decode = None
+
+    @classmethod
+    def of_raw(cls, base_offset: int, epoch: int, is_control: bool, count: int, raw: bytes,
+               decode) -> "Batch":
+        """A batch of ``count`` records held as ``raw``; ``decode(raw)``
+        gives the records tuple when they are read."""
+        batch = cls(base_offset, epoch, (), is_control)
+        batch.raw, batch._records, batch._count, batch._decode = raw, None, count, decode
+        return batch
+
+    @property
+    def records(self) -> tuple:
+        if self._records is None:
+            self._records = self._decode(self.raw)
+        return self._records
 
     @property
     def next_offset(self) -> int:
-        return self.base_offset + len(self.records)
+        return self.base_offset + self._count
+
+    def __len__(self) -> int:
+        return self._count
+
+    def _key(self):
+        return self.base_offset, self.epoch, self.records, self.is_control
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Batch) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return (f"Batch({self.base_offset}, {self.epoch}, {self.records!r}"
+                f"{', True' if self.is_control else ''})")
 
 
 class LeaderChangeMessage(NamedTuple):
@@ -182,7 +227,7 @@ class MemoryReplicatedLog(AppendRules):
         return self._start_epoch
 
     def _append(self, batch: Batch) -> None:
-        if not batch.records:
+        if not len(batch):
             raise ValueError("empty batch")
         if not self.epochs or batch.epoch > self.epochs[-1][0]:
             self.epochs.append((batch.epoch, batch.base_offset))

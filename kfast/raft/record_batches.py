@@ -11,6 +11,12 @@ stores and what a quorum Fetch response carries.
     codec = RecordBatchCodec(serde)           # serde.encode(record) -> bytes,
     data = codec.encode(batches)              # serde.decode(bytes) -> record
     codec.decode(data) == tuple(batches)
+
+Batches read back (``decode``, ``read_batches``) keep their bytes
+(``Batch.raw``) and decode their records on first use; ``encode`` and
+``encode_batch`` give a batch's own bytes back untouched when it has them,
+so bytes that came from a log or a fetch leave again without a decode and
+re-encode.
 """
 from __future__ import annotations
 
@@ -39,6 +45,8 @@ class RecordBatchCodec:
         self.serde = serde
 
     def encode_batch(self, batch: Batch, now_ms: int | None = None) -> bytes:
+        if batch.raw is not None:
+            return batch.raw
         now = int(time.time() * 1000) if now_ms is None else now_ms
         builder = RecordBatchBuilder(base_offset=batch.base_offset,
                                      partition_leader_epoch=batch.epoch,
@@ -55,7 +63,23 @@ class RecordBatchCodec:
         return builder.build()
 
     def decode_batch(self, record_batch) -> Batch:
-        """A kfast.records batch (CRC already checked by the reader) as a Batch."""
+        """A kfast.records batch (CRC already checked by the reader) as a
+        Batch with its records decoded."""
+        return Batch(record_batch.base_offset, record_batch.partition_leader_epoch,
+                     self._records_of(record_batch), record_batch.is_control)
+
+    def lazy_batch(self, record_batch, raw: bytes) -> Batch:
+        """The same Batch holding ``raw`` (the record batch's bytes), its
+        records decoded when first read."""
+        return Batch.of_raw(record_batch.base_offset, record_batch.partition_leader_epoch,
+                            record_batch.is_control, record_batch.last_offset_delta + 1, raw,
+                            self._records_of_raw)
+
+    def _records_of_raw(self, raw: bytes) -> tuple:
+        [record_batch] = iter_batches(raw)
+        return self._records_of(record_batch)
+
+    def _records_of(self, record_batch) -> tuple:
         if record_batch.is_control:
             records = []
             for record in record_batch:
@@ -67,8 +91,17 @@ class RecordBatchCodec:
         else:
             decode = self.serde.decode
             records = [decode(bytes(record.value)) for record in record_batch]
-        return Batch(record_batch.base_offset, record_batch.partition_leader_epoch,
-                     tuple(records), record_batch.is_control)
+        return tuple(records)
+
+    def read_batches(self, data, allow_partial: bool = False):
+        """(record batch, Batch holding its bytes) for each whole batch of ``data``."""
+        view = memoryview(data)
+        position = 0
+        for record_batch in iter_batches(data, allow_partial=allow_partial):
+            size = record_batch.size_in_bytes
+            raw = bytes(view[position:position + size])
+            position += size
+            yield record_batch, self.lazy_batch(record_batch, raw)
 
     def encode(self, batches: Sequence[Batch]) -> bytes:
         now = int(time.time() * 1000)
@@ -78,9 +111,9 @@ class RecordBatchCodec:
         """Every whole batch of ``data``; a batch whose CRC does not match
         raises (a quorum member never appends damaged records)."""
         out = []
-        for record_batch in iter_batches(data):
+        for record_batch, batch in self.read_batches(data):
             if not record_batch.is_valid():
                 raise ValueError(f"record batch at offset {record_batch.base_offset} fails its "
                                  f"CRC check")
-            out.append(self.decode_batch(record_batch))
+            out.append(batch)
         return tuple(out)
