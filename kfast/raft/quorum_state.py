@@ -51,6 +51,11 @@ class QuorumConfig:
     fetch_max_wait_ms: int = 500
     fetch_max_batches: int = 64
     fetch_snapshot_max_bytes: int = 1 << 20
+    # Committed records handed to the state machine per poll: a long
+    # catch-up is applied in slices, and the driver's loop serves requests,
+    # heartbeats and fetch timers between them (Kafka applies them on a
+    # thread of their own).
+    max_records_per_delivery: int = 5000
 
     @classmethod
     def from_config(cls, config) -> "QuorumConfig":

@@ -116,6 +116,7 @@ class RaftClient:
         self._parked_fetches: dict[int, tuple[RaftRequest, int]] = {}
         self._high_watermark = -1
         self._listener_offset = 0            # next offset the listener needs
+        self._delivery_pending = False       # the last delivery stopped at its budget
         self._listener_leader: tuple[int, int] | None = None
         self._bootstrap_index = 0
         self._lost_elections = 0
@@ -197,6 +198,8 @@ class RaftClient:
             # An observer looking for the leader asks the first voter it may.
             deadlines.append(min(self.requests.ready_ms(v) for v in self.quorum.voters))
         deadlines += [deadline for _, deadline in self._parked_fetches.values()]
+        if self._delivery_pending:
+            deadlines.append(0)             # committed records still to hand over
         known = [d for d in deadlines if d is not None]
         return min(known) if known else NEVER_MS
 
@@ -738,7 +741,9 @@ class RaftClient:
             snapshot_id = self.log.latest_snapshot_id()
             listener.handle_load_snapshot(snapshot_id, self.log.read_snapshot(snapshot_id))
             self._listener_offset = snapshot_id.offset
-        while self._listener_offset < high_watermark:
+        self._delivery_pending = False
+        budget = self.config.max_records_per_delivery
+        while self._listener_offset < high_watermark and budget > 0:
             batches = self.log.read(self._listener_offset, self.config.fetch_max_batches)
             if not batches:
                 break
@@ -747,3 +752,8 @@ class RaftClient:
                     return
                 listener.handle_commit(batch)
                 self._listener_offset = batch.next_offset
+                budget -= len(batch)
+                if budget <= 0:
+                    # The rest at the next poll, which next_poll_ms makes at once.
+                    self._delivery_pending = self._listener_offset < high_watermark
+                    return

@@ -207,3 +207,39 @@ def test_a_leader_resigns_one_check_quorum_timeout_after_the_majority_last_fetch
     assert c.is_leader
     c.poll(2 * timeout - 10)
     assert c.state_name == "Resigned"
+
+
+class RecordingListener:
+    def __init__(self):
+        self.committed: list = []
+
+    def handle_commit(self, batch) -> None:
+        if not batch.is_control:
+            self.committed.extend(batch.records)
+
+    def handle_load_snapshot(self, snapshot_id, data) -> None:
+        raise AssertionError("no snapshot here")
+
+    def handle_leader_change(self, leader_id, epoch) -> None:
+        pass
+
+
+def test_committed_records_reach_the_listener_in_slices_between_polls():
+    """A long catch-up is handed over max_records_per_delivery at a time
+    (whole batches), next_poll_ms asking to be polled at once until it is
+    all delivered, so the driver's loop runs between slices."""
+    listener = RecordingListener()
+    log = MemoryReplicatedLog()
+    c = RaftClient(1, (1,), log, MemoryQuorumStateStore(),
+                   QuorumConfig(max_records_per_delivery=3), random.Random(0), listener)
+    c.start(0)
+    for i in range(4):
+        c.propose(0, [f"r{i}a", f"r{i}b"])
+    c.poll(0)
+    # The LeaderChange batch (1 record) and one two-record batch: 3.
+    assert listener.committed == ["r0a", "r0b"] and c.next_poll_ms() == 0
+    c.poll(1)
+    assert listener.committed[2:] == ["r1a", "r1b", "r2a", "r2b"]
+    c.poll(2)
+    assert listener.committed[-2:] == ["r3a", "r3b"]
+    assert c.next_poll_ms() > 2
