@@ -397,7 +397,7 @@ class KafkaBroker:
         if controlled_shutdown is not None and self.started and \
                 self.config["controlled.shutdown.enable"]:
             # Leaderships move away while the listeners still answer.
-            moved = await controlled_shutdown(timeout)
+            moved = await controlled_shutdown(self.replica_manager.leads_any, timeout)
             logger.info("controlled shutdown of broker %d %s in %.1f ms", self.node_id,
                         "completed" if moved else "did not complete",
                         (time.perf_counter() - began) * 1000)

@@ -161,14 +161,15 @@ class QuorumControllerClient:
     async def start(self) -> None:
         """The local controller is started by the ControllerServer."""
 
-    async def controlled_shutdown(self, timeout: float = 30.0) -> bool:
+    async def controlled_shutdown(self, leads_any, timeout: float = 30.0) -> bool:
         """Kafka's controlled shutdown (KIP-631): heartbeat with
         want_shut_down until the active controller answers should_shut_down
         -- it has moved this broker's leaderships to other in-sync replicas
         and taken it out of every ISR -- then wait until this broker's own
         metadata shows it leads nothing, so that requests still arriving are
         answered NOT_LEADER_OR_FOLLOWER (a metadata refresh for the client)
-        before the listeners close. Returns whether it completed in time."""
+        before the listeners close (``leads_any()``: whether this broker
+        still leads a partition). Returns whether it completed in time."""
         if self._heartbeat_task is None:
             return False
         self._heartbeat_task.cancel()
@@ -187,15 +188,9 @@ class QuorumControllerClient:
         if not self._shut_down_acknowledged:
             logger.warning("controlled shutdown not acknowledged within %.0f s", timeout)
             return False
-        while loop.time() < deadline and self._leads_any():
+        while loop.time() < deadline and leads_any():
             await asyncio.sleep(0.01)
-        return not self._leads_any()
-
-    def _leads_any(self) -> bool:
-        image = self.local.image
-        return any(p.leader == self._broker_id
-                   for topic in image.topics_by_name.values()
-                   for p in topic.partitions.values())
+        return not leads_any()
 
     async def shutdown(self) -> None:
         """Without a controlled shutdown before, a last heartbeat still

@@ -178,6 +178,11 @@ class ReplicaManager:
     def partitions(self) -> list[Partition]:
         return list(self._partitions.values())
 
+    def leads_any(self) -> bool:
+        """Whether this broker leads a partition (controlled shutdown waits
+        until it leads none)."""
+        return any(partition.is_leader for partition in self._partitions.values())
+
     def topic_name(self, topic_id: uuid.UUID) -> str | None:
         """The topic's name from its id: a hosted topic's, else the
         metadata's (Kafka resolves request topic ids with the metadata
