@@ -31,15 +31,14 @@ import json
 import os
 import random
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from confluent_kafka import Consumer, Producer, TopicPartition  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 
 from kfast.testing.cluster import KfastCluster  # noqa: E402
+from kfast.testing.load import AckedLoad, audit, read_back  # noqa: E402
 
 FAST_SESSIONS = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
 
@@ -60,36 +59,7 @@ def main() -> int:
             "min.insync.replicas": "2"})])[topic].result(30)
         cluster.wait_until(lambda: len(cluster.partition_state(topic)) == partitions and all(
             len(p.isr) == 3 for p in cluster.partition_state(topic).values()), 30, "the topic")
-        acked: dict[int, list] = {p: [] for p in range(partitions)}
-        ack_times: list[float] = []
-        failures: list[str] = []
-        stop = threading.Event()
-
-        def on_delivery(err, message):
-            if err:
-                failures.append(str(err))
-            else:
-                acked[message.partition()].append((message.offset(), message.value().decode()))
-                ack_times.append(time.monotonic())
-
-        def produce():
-            producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
-                                 "enable.idempotence": True, "linger.ms": 5})
-            i = 0
-            while not stop.is_set():
-                try:
-                    producer.produce(topic, value=f"v{i}", partition=i % partitions,
-                                     on_delivery=on_delivery)
-                    i += 1
-                except BufferError:
-                    producer.poll(0.05)
-                producer.poll(0)
-                if i % 50 == 0:
-                    time.sleep(0.005)
-            producer.flush(120)
-
-        thread = threading.Thread(target=produce)
-        thread.start()
+        load = AckedLoad(cluster.bootstrap_servers, topic, partitions).start()
         kills = []
         began = time.monotonic()
         try:
@@ -98,54 +68,36 @@ def main() -> int:
                 victim = rng.choice(sorted(cluster.nodes))
                 kills.append(victim)
                 print(f"{time.monotonic() - began:6.1f} s  kill -9 node {victim}, "
-                      f"{sum(map(len, acked.values()))} acknowledged", flush=True)
+                      f"{load.total} acknowledged", flush=True)
                 cluster.kill(victim)
                 time.sleep(args.every / 2)
                 cluster.restart(victim)
         finally:
-            stop.set()
-            thread.join(180)
-        print(f"load stopped: {sum(map(len, acked.values()))} acknowledged; checking",
-              flush=True)
+            load.stop(120)
+        print(f"load stopped: {load.total} acknowledged; checking", flush=True)
         cluster.wait_until(lambda: all(len(p.isr) == 3 for p in
                                        cluster.partition_state(topic).values()), 60, "full ISRs")
-        total = sum(map(len, acked.values()))
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers,
-                             "group.id": "chaos-check", "enable.auto.commit": False})
-        consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-        read: dict[int, list] = {p: [] for p in range(partitions)}
-        deadline = time.monotonic() + 120
-        while sum(map(len, read.values())) < total and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error():
-                read[message.partition()].append((message.offset(), message.value().decode()))
-        consumer.close()
+        total = load.total
+        read = read_back(cluster.bootstrap_servers, topic, partitions, total, timeout=120)
         print(f"read back {sum(map(len, read.values()))} records", flush=True)
-        lost = duplicated = moved = 0
-        for p in range(partitions):
-            values = [v for _, v in read[p]]
-            present = set(values)
-            duplicated += len(values) - len(present)
-            at = dict(read[p])
-            lost += sum(1 for _, v in acked[p] if v not in present)
-            moved += sum(1 for o, v in acked[p] if at.get(o) != v)
+        lost, duplicated, moved = audit(load.acked, read)
         diverged = []
         for p in range(partitions):
             try:
                 cluster.wait_for_identical_replicas(topic, p, tuple(cluster.nodes), 60)
             except TimeoutError:
                 diverged.append(p)
-        gaps = [b - a for a, b in zip(ack_times, ack_times[1:])]
+        gaps = [b - a for a, b in zip(load.ack_times, load.ack_times[1:])]
         report = {"seconds": args.seconds, "kills": kills, "acknowledged": total,
                   "read": sum(map(len, read.values())), "lost": lost,
                   "duplicated": duplicated, "not_at_acknowledged_offset": moved,
-                  "diverged_partitions": diverged, "producer_errors": len(failures),
+                  "diverged_partitions": diverged, "producer_errors": len(load.failures),
                   "longest_ack_gap_ms": round(max(gaps, default=0) * 1000)}
         print(json.dumps(report, indent=2))
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(report, f, indent=2)
-        return 1 if lost or duplicated or moved or diverged or failures else 0
+        return 1 if lost or duplicated or moved or diverged or load.failures else 0
 
 
 if __name__ == "__main__":

@@ -3,11 +3,10 @@ three in-sync replicas, reading a topic back whole, producers bootstrapped
 from one broker or all."""
 from __future__ import annotations
 
-import time
-
-from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
+
+from kfast.testing.load import read_back as read_all  # noqa: F401 (the tests' name)
 
 
 def create(cluster, name: str, partitions: int = 1, min_insync: int = 2) -> None:
@@ -17,23 +16,6 @@ def create(cluster, name: str, partitions: int = 1, min_insync: int = 2) -> None
     cluster.wait_until(lambda: len(cluster.partition_state(name)) == partitions and all(
         len(p.isr) == 3 and p.leader >= 0 for p in cluster.partition_state(name).values()),
         15, f"{name} with three in-sync replicas")
-
-
-def read_all(bootstrap: str, topic: str, partitions: int, count: int) -> dict[int, list]:
-    """{partition: [(offset, value)]} from offset 0, assigned (no group)."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
-                         "enable.auto.commit": False})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    got: dict[int, list] = {p: [] for p in range(partitions)}
-    deadline = time.monotonic() + 60
-    try:
-        while sum(map(len, got.values())) < count and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and not message.error():
-                got[message.partition()].append((message.offset(), message.value().decode()))
-    finally:
-        consumer.close()
-    return got
 
 
 def kafka_python_producer(cluster, acks, via: int | None = None, **kwargs) -> KafkaProducer:

@@ -21,6 +21,7 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from kafka import KafkaProducer
 from kafka.errors import NotEnoughReplicasError
 
+from kfast.testing.load import AckedLoad, Audit, audit
 from replication_support import create, kafka_python_producer, read_all
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -63,34 +64,7 @@ def test_kill_9_of_leaders_under_idempotent_acks_all_load_loses_nothing(kfast_cl
     cluster = kfast_cluster
     topic, partitions = "chaos", 3
     create(cluster, topic, partitions)
-    acked: dict[int, list] = {p: [] for p in range(partitions)}
-    failures: list[str] = []
-    stop = threading.Event()
-
-    def on_delivery(err, message):
-        if err:
-            failures.append(str(err))
-        else:
-            acked[message.partition()].append((message.offset(), message.value().decode()))
-
-    def produce():
-        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": 5})
-        i = 0
-        while not stop.is_set():
-            try:
-                producer.produce(topic, value=f"v{i}", partition=i % partitions,
-                                 on_delivery=on_delivery)
-                i += 1
-            except BufferError:
-                producer.poll(0.05)
-            producer.poll(0)
-            if i % 50 == 0:
-                time.sleep(0.01)
-        assert producer.flush(60) == 0
-
-    thread = threading.Thread(target=produce)
-    thread.start()
+    load = AckedLoad(cluster.bootstrap_servers, topic, partitions, pause_s=0.01).start()
     rng = random.Random(17)
     try:
         for _ in range(3):
@@ -98,29 +72,23 @@ def test_kill_9_of_leaders_under_idempotent_acks_all_load_loses_nothing(kfast_cl
             state = cluster.partition_state(topic)
             victim = state[rng.randrange(partitions)].leader
             assert victim in cluster.nodes, state
-            before = sum(map(len, acked.values()))
+            before = load.total
             cluster.kill(victim)
             # Leadership moves to an in-sync replica; writes go on.
             cluster.wait_until(lambda: all(
                 p.leader not in (victim, -1) for p in cluster.partition_state(topic).values()),
                 15, "leaders away from the killed broker")
-            cluster.wait_until(lambda: sum(map(len, acked.values())) > before + 100, 15,
+            cluster.wait_until(lambda: load.total > before + 100, 15,
                                "acknowledgements after the failover")
             cluster.restart(victim)
             for p in range(partitions):
                 cluster.wait_for_isr(topic, p, {1, 2, 3}, 30)
     finally:
-        stop.set()
-        thread.join(90)
-    assert failures == []
-    total = sum(map(len, acked.values()))
-    got = read_all(cluster.bootstrap_servers, topic, partitions, total)
+        load.stop(60)
+    assert load.failures == [] and load.unflushed == 0
+    read = read_all(cluster.bootstrap_servers, topic, partitions, load.total)
+    assert audit(load.acked, read) == Audit(lost=0, duplicated=0, moved=0)
     for p in range(partitions):
-        values = [v for _, v in got[p]]
-        assert len(values) == len(set(values)), f"duplicates in partition {p}"
-        read = dict(got[p])
-        assert all(read.get(offset) == value for offset, value in acked[p]), \
-            f"an acknowledged record of partition {p} is missing or moved"
         cluster.wait_for_identical_replicas(topic, p, (1, 2, 3), 30)
 
 
