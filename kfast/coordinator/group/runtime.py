@@ -234,10 +234,22 @@ class GroupCoordinatorRuntime:
                                  if self.partition_for(g) == index])
 
     # -- writing -----------------------------------------------------------------------
-    def _write(self, group_id: str, records: list, done) -> None:
+    def _write(self, group_id: str, records: list, done,
+               transaction: tuple[int, int] | None = None) -> None:
+        """``transaction``: (producer id, producer epoch) of a TxnOffsetCommit,
+        whose offsets go in a transactional batch of that producer (the
+        transaction's COMMIT/ABORT marker on this partition settles them)."""
         index = self.partition_for(group_id)
         now = _wall_clock_ms()
-        builder = RecordBatchBuilder(0)
+        if transaction is None:
+            builder = RecordBatchBuilder(0)
+        else:
+            producer_id, producer_epoch = transaction
+            # Sequence 0 as Kafka's coordinator writes them: a coordinator
+            # append is not sequence-checked, only epoch-checked.
+            builder = RecordBatchBuilder(0, producer_id=producer_id,
+                                         producer_epoch=producer_epoch, base_sequence=0,
+                                         is_transactional=True)
         for key, value in records:
             builder.append(now, key, value)
 
