@@ -48,6 +48,7 @@ _API_MODULES = (
     "kfast.server.producer_id_apis",
     "kfast.server.admin_apis",
     "kfast.server.group_apis",
+    "kfast.server.txn_offset_commit_apis",
 )
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 2**31

@@ -258,16 +258,19 @@ async def handle_offset_commit(ctx: RequestContext, request):
         for topic, rows in layout]}
 
 
-def _fetch_group_offsets(ctx: RequestContext, runtime, group_id: str, topics, by_id: bool):
+def _fetch_group_offsets(ctx: RequestContext, runtime, group_id: str, topics, by_id: bool,
+                         require_stable: bool = False):
     """(group error, [(topic entry, name, [(partition, value)])]); ``topics``
-    None = every committed partition."""
+    None = every committed partition. With ``require_stable`` a value may be
+    UNSTABLE_OFFSET_COMMIT's code (a transaction may still change it)."""
     code = runtime.check_coordinator(group_id)
     if code:
         return code, []
     coordinator = runtime.coordinator
     if topics is None:
         grouped: dict[str, list] = {}
-        for name, partition, value in coordinator.fetch_offsets(group_id, None):
+        for name, partition, value in coordinator.fetch_offsets(group_id, None,
+                                                                require_stable):
             grouped.setdefault(name, []).append((partition, value))
         image = ctx.broker.metadata_image
         out = []
@@ -279,16 +282,21 @@ def _fetch_group_offsets(ctx: RequestContext, runtime, group_id: str, topics, by
     for topic in topics:
         name = _topic_name(ctx, topic, by_id)
         rows = [(p, v) for _, p, v in coordinator.fetch_offsets(
-            group_id, [(name, p) for p in topic.partition_indexes])]
+            group_id, [(name, p) for p in topic.partition_indexes], require_stable)]
         out.append((getattr(topic, "topic_id", None), name, rows))
     return 0, out
 
 
 def _partition_rows(rows, code: int = 0):
-    return [{"partition_index": p, "committed_offset": v.offset if v else -1,
-             "committed_leader_epoch": v.leader_epoch if v else -1,
-             "metadata": v.metadata if v else "", "error_code": code}
-            for p, v in rows]
+    """A value that is an int is the partition's own error (UNSTABLE_OFFSET_COMMIT)."""
+    out = []
+    for p, v in rows:
+        error = v if isinstance(v, int) else code
+        v = None if isinstance(v, int) else v
+        out.append({"partition_index": p, "committed_offset": v.offset if v else -1,
+                    "committed_leader_epoch": v.leader_epoch if v else -1,
+                    "metadata": v.metadata if v else "", "error_code": error})
+    return out
 
 
 def handle_offset_fetch(ctx: RequestContext, request):
@@ -298,12 +306,14 @@ def handle_offset_fetch(ctx: RequestContext, request):
         by_id = version >= 10
         groups = []
         for group in request.groups:
-            code, topics = _fetch_group_offsets(ctx, runtime, group.group_id, group.topics, by_id)
+            code, topics = _fetch_group_offsets(ctx, runtime, group.group_id, group.topics, by_id,
+                                                request.require_stable)
             groups.append({"group_id": group.group_id, "error_code": code, "topics": [
                 {"name": name or "", "topic_id": topic_id,
                  "partitions": _partition_rows(rows)} for topic_id, name, rows in topics]})
         return {"groups": groups}
-    code, topics = _fetch_group_offsets(ctx, runtime, request.group_id, request.topics, False)
+    code, topics = _fetch_group_offsets(ctx, runtime, request.group_id, request.topics, False,
+                                        version >= 7 and request.require_stable)
     if code and version < 2:
         # v0-1 have no top-level error: every requested partition carries it.
         return {"topics": [{"name": t.name, "partitions": _partition_rows(

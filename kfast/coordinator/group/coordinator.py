@@ -50,7 +50,9 @@ from kfast.server_common.purgatory import DelayedOperationPurgatory
 
 NONE = 0
 UNKNOWN_MEMBER_ID = ""
-Writer = Callable[[str, list, Callable[[int], None]], None]
+# writer(group_id, [(key, value)], done(error_code)[, (producer id, epoch)]):
+# one batch to the group's partition; the tuple makes it transactional.
+Writer = Callable[..., None]
 
 
 class JoinResult(dict):
@@ -73,6 +75,11 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         self.consumer_groups: dict[str, ConsumerGroup] = {}
         # group_id -> {(topic, partition): OffsetCommitValue}
         self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
+        # Transactional offsets until their transaction ends, and the apply
+        # order of committed offsets (see kfast.coordinator.group.offsets).
+        self.pending_transactional_offsets: dict[int, dict] = {}
+        self.offset_order: dict[str, dict[tuple[str, int], int]] = {}
+        self._next_order = 0
         self.join_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
         self.min_session_timeout_ms = config["group.min.session.timeout.ms"]
@@ -447,22 +454,29 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         self.writer(group.group_id, [(encode_key(GroupMetadataKey(group.group_id)),
                                       encode_value(value))], done)
 
-    def replay(self, key_bytes, value_bytes) -> None:
+    def replay(self, key_bytes, value_bytes, producer_id: int = -1) -> None:
         """Apply one __consumer_offsets record (latest per key wins;
-        tombstones delete)."""
+        tombstones delete). ``producer_id``: the producer of the
+        transactional batch it came in (a TxnOffsetCommit), whose offsets
+        stay pending until its transaction's marker (complete_transaction)."""
         key = decode_key(key_bytes)
         value = decode_value(key, value_bytes)
         if isinstance(key, CONSUMER_GROUP_KEY_CLASSES):
             return self.replay_consumer_group(key, value)
         now = self.time_ms()
         if isinstance(key, OffsetCommitKey):
-            offsets = self.offsets.setdefault(key.group, {})
+            tp = (key.topic, key.partition)
+            if value is not None and producer_id >= 0:
+                return self._add_pending(producer_id, key.group, tp, value)
             if value is None:
-                offsets.pop((key.topic, key.partition), None)
+                offsets = self.offsets.get(key.group, {})
+                offsets.pop(tp, None)
+                self.offset_order.get(key.group, {}).pop(tp, None)
                 if not offsets:
-                    del self.offsets[key.group]
+                    self.offsets.pop(key.group, None)
+                    self.offset_order.pop(key.group, None)
             else:
-                offsets[(key.topic, key.partition)] = value
+                self._set_committed(key.group, tp, value)
                 if key.group not in self.groups and key.group not in self.consumer_groups:
                     self.groups[key.group] = ClassicGroup(key.group, now)
             return
@@ -485,9 +499,12 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         self.on_consumer_groups_loaded(group_ids)
 
     def unload(self, group_ids) -> None:
-        for group_id in list(group_ids):
+        group_ids = list(group_ids)
+        self._drop_pending(group_ids)
+        for group_id in group_ids:
             group = self.groups.pop(group_id, None)
             self.offsets.pop(group_id, None)
+            self.offset_order.pop(group_id, None)
             consumer_group = self.consumer_groups.pop(group_id, None)
             if consumer_group is not None:
                 for member_id in list(consumer_group.members):
@@ -520,7 +537,11 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
                                        for m in group.members.values()))
         return {"groups": groups,
                 "consumer_groups": self.consumer_groups_snapshot(),
-                "offsets": {g: dict(o) for g, o in self.offsets.items() if o}}
+                "offsets": {g: dict(o) for g, o in self.offsets.items() if o},
+                "pending_transactional_offsets": {
+                    producer_id: {g: {tp: value for tp, (_, value) in o.items()}
+                                  for g, o in by_group.items()}
+                    for producer_id, by_group in self.pending_transactional_offsets.items()}}
 
     def group_or_none(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)

@@ -5,6 +5,16 @@
 Offsets change only once their records are appended (the ``done``
 callback), so an acknowledged commit is on the log and a failed append
 leaves nothing behind; replay applies the same records.
+
+Transactional offsets (TxnOffsetCommit, a producer's
+sendOffsetsToTransaction): written in a transactional batch of the
+producer, they stay pending -- invisible to OffsetFetch, which answers
+UNSTABLE_OFFSET_COMMIT for them when asked for stable offsets -- until the
+transaction's marker reaches this __consumer_offsets partition: COMMIT
+makes them the committed offsets, ABORT drops them. Where a group mixes
+transactional and plain commits, the one written last wins, as Kafka
+orders them by record offset (kfast by the order they were applied, which
+is log order).
 """
 from __future__ import annotations
 
@@ -28,6 +38,8 @@ from kfast.protocol import errors as E
 
 NONE = 0
 TopicPartition = tuple  # (topic, partition)
+# fetch_offsets' value for a partition whose offset a transaction may still change.
+UNSTABLE = E.UnstableOffsetCommitException.code
 
 
 class OffsetMetadataManager:
@@ -35,6 +47,11 @@ class OffsetMetadataManager:
     offsets: dict
     writer: Callable
     time_ms: Callable
+    # producer id -> {group id: {(topic, partition): (order, OffsetCommitValue)}}
+    pending_transactional_offsets: dict
+    # group id -> {(topic, partition): order} of the committed offsets
+    offset_order: dict
+    _next_order: int
 
     # -- OffsetCommit ------------------------------------------------------------------
     def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
@@ -92,22 +109,153 @@ class OffsetMetadataManager:
 
         def done(code: int) -> None:
             if not code:
-                self.offsets.setdefault(group_id, {}).update(values)
+                for tp, value in values.items():
+                    self._set_committed(group_id, tp, value)
             for tp in values:
                 results[tp] = code
             callback(results)
 
         self.writer(group_id, records, done)
 
+    def _set_committed(self, group_id: str, tp: TopicPartition, value: OffsetCommitValue,
+                       order: int | None = None) -> None:
+        self.offsets.setdefault(group_id, {})[tp] = value
+        if order is None:
+            order = self._next_order
+            self._next_order += 1
+        self.offset_order.setdefault(group_id, {})[tp] = order
+
+    # -- TxnOffsetCommit ---------------------------------------------------------------
+    def commit_transactional_offsets(self, group_id: str, member_id: str,
+                                     group_instance_id: str | None, generation_id: int,
+                                     producer_id: int, producer_epoch: int, offsets: dict,
+                                     callback: Callable[[dict], None]) -> None:
+        """TxnOffsetCommit: ``offsets`` as for commit_offsets; the records go
+        in a transactional batch of the producer and stay pending until its
+        transaction ends. callback({(topic, partition): error_code})."""
+        def fail(code: int):
+            callback({tp: code for tp in offsets})
+
+        code = self._validate_transactional_commit(group_id, member_id, group_instance_id,
+                                                   generation_id)
+        if code:
+            return fail(code)
+        now = self.time_ms()
+        results, values, records = {}, {}, []
+        for tp, (offset, leader_epoch, metadata) in offsets.items():
+            metadata = metadata or ""
+            if len(metadata.encode("utf-8")) > self.max_metadata_size:
+                results[tp] = E.OffsetMetadataTooLarge.code
+                continue
+            value = OffsetCommitValue(offset, leader_epoch, metadata, now, NO_EXPIRE_TIMESTAMP)
+            values[tp] = value
+            records.append((encode_key(OffsetCommitKey(group_id, tp[0], tp[1])),
+                            encode_value(value)))
+        if not records:
+            return callback(results)
+
+        def done(code: int) -> None:
+            if not code:
+                for tp, value in values.items():
+                    self._add_pending(producer_id, group_id, tp, value)
+            for tp in values:
+                results[tp] = code
+            callback(results)
+
+        self.writer(group_id, records, done, (producer_id, producer_epoch))
+
+    def _validate_transactional_commit(self, group_id: str, member_id: str,
+                                       group_instance_id: str | None,
+                                       generation_id: int) -> int:
+        """Kafka's validateTransactionalOffsetCommit: a group that does not
+        exist is created as a simple group for generation -1 (a producer
+        whose consumer uses no group management); a member must be the
+        group's at its generation, but a rebalance in progress is no error
+        (the transaction, not the rebalance, decides)."""
+        if not group_id:
+            return E.InvalidGroupIdException.code
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            code = self.validate_consumer_commit(consumer_group, member_id, generation_id)
+            return E.IllegalGenerationException.code \
+                if code == E.StaleMemberEpochException.code else code
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return E.IllegalGenerationException.code
+            self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
+            return NONE
+        if group.is_(DEAD):
+            return E.CoordinatorNotAvailableException.code
+        if generation_id < 0 and group.is_(EMPTY):
+            return NONE
+        if generation_id >= 0 or member_id or group_instance_id is not None:
+            if group.is_static_member_fenced(member_id, group_instance_id):
+                return E.FencedInstanceIdException.code
+            if member_id not in group.members:
+                return E.UnknownMemberIdException.code
+            if generation_id != group.generation_id:
+                return E.IllegalGenerationException.code
+        return NONE
+
+    def _add_pending(self, producer_id: int, group_id: str, tp: TopicPartition,
+                     value: OffsetCommitValue) -> None:
+        order = self._next_order
+        self._next_order += 1
+        self.pending_transactional_offsets.setdefault(producer_id, {}).setdefault(
+            group_id, {})[tp] = (order, value)
+        if group_id not in self.groups and group_id not in self.consumer_groups:
+            self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
+
+    def complete_transaction(self, producer_id: int, committed: bool,
+                             owns_group: Callable[[str], bool]) -> None:
+        """The producer's transaction ended on a partition of
+        __consumer_offsets (its marker is there): its pending offsets of the
+        groups ``owns_group`` accepts (that partition's) become the
+        committed offsets (COMMIT) or go (ABORT)."""
+        pending = self.pending_transactional_offsets.get(producer_id)
+        if not pending:
+            return
+        for group_id in [g for g in pending if owns_group(g)]:
+            for tp, (order, value) in pending.pop(group_id).items():
+                current = self.offset_order.get(group_id, {}).get(tp)
+                if committed and (current is None or order > current):
+                    self._set_committed(group_id, tp, value, order)
+        if not pending:
+            del self.pending_transactional_offsets[producer_id]
+
+    def has_pending_offset(self, group_id: str, tp: TopicPartition) -> bool:
+        return any(tp in by_group.get(group_id, ())
+                   for by_group in self.pending_transactional_offsets.values())
+
+    def _drop_pending(self, group_ids) -> None:
+        """Unloading groups: their pending offsets go with them (the next
+        coordinator replays them from the log)."""
+        for producer_id in list(self.pending_transactional_offsets):
+            by_group = self.pending_transactional_offsets[producer_id]
+            for group_id in group_ids:
+                by_group.pop(group_id, None)
+            if not by_group:
+                del self.pending_transactional_offsets[producer_id]
+
     # -- OffsetFetch -------------------------------------------------------------------
-    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None
-                      ) -> list[tuple[str, int, OffsetCommitValue | None]]:
+    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
+                      require_stable: bool = False
+                      ) -> list[tuple[str, int, OffsetCommitValue | None | int]]:
         """(topic, partition, value or None) per requested partition; every
-        committed partition when ``partitions`` is None."""
+        committed partition when ``partitions`` is None. With
+        ``require_stable`` (OffsetFetch v7+) a partition with a pending
+        transactional offset has the error UNSTABLE_OFFSET_COMMIT instead
+        of a value."""
         committed = self.offsets.get(group_id, {})
         if partitions is None:
-            return [(t, p, v) for (t, p), v in sorted(committed.items())]
-        return [(t, p, committed.get((t, p))) for t, p in partitions]
+            rows = [(t, p, v) for (t, p), v in sorted(committed.items())]
+        else:
+            rows = [(t, p, committed.get((t, p))) for t, p in partitions]
+        if require_stable and self.pending_transactional_offsets:
+            rows = [(t, p, UNSTABLE if self.has_pending_offset(group_id, (t, p)) else v)
+                    for t, p, v in rows]
+        return rows
 
     # -- OffsetDelete / DeleteGroups ---------------------------------------------------
     def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
@@ -225,6 +373,8 @@ class OffsetMetadataManager:
             committed = self.offsets.get(group_id, {})
             expired = []
             for tp, value in committed.items():
+                if self.pending_transactional_offsets and self.has_pending_offset(group_id, tp):
+                    continue            # a transaction may still commit it (as Kafka)
                 if value.expire_timestamp != NO_EXPIRE_TIMESTAMP:
                     due = value.expire_timestamp <= now
                 else:

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 import time
 
 from kfast.config import KafkaConfig
@@ -40,7 +41,7 @@ from kfast.coordinator.group.coordinator import GroupCoordinator
 from kfast.coordinator.group.records import UnknownRecordTypeError, partition_for
 from kfast.coordinator.partition_writer import CoordinatorReplica, PartitionWriter
 from kfast.protocol import errors as E
-from kfast.records import RecordBatchBuilder, iter_batches
+from kfast.records import CONTROL_TYPE_COMMIT, RecordBatchBuilder, iter_batches
 from kfast.server_common.purgatory import Timer
 
 logger = logging.getLogger(__name__)
@@ -71,7 +72,7 @@ class _PartitionLoad:
     """A partition being replayed: where the next slice starts."""
 
     __slots__ = ("index", "partition", "offset", "end_offset", "leader_epoch", "records",
-                 "began", "handle")
+                 "began", "handle", "markers")
 
     def __init__(self, index: int, partition: CoordinatorReplica):
         self.index = index
@@ -86,6 +87,8 @@ class _PartitionLoad:
         self.records = 0
         self.began = time.perf_counter()
         self.handle = None
+        # (producer id, committed) of markers written while loading.
+        self.markers: list[tuple[int, bool]] = []
 
 
 class GroupCoordinatorRuntime:
@@ -183,6 +186,8 @@ class GroupCoordinatorRuntime:
             return False
         del self.loading[load.index]
         self.loaded.add(load.index)
+        for producer_id, committed in load.markers:
+            self._end_transaction(load.index, producer_id, committed)
         self._loaded_epochs[load.index] = load.leader_epoch
         self.coordinator.on_loaded(g for g in (*self.coordinator.groups,
                                                *self.coordinator.consumer_groups)
@@ -203,14 +208,19 @@ class GroupCoordinatorRuntime:
             data = info.records.read()
             start = load.offset
             for batch in iter_batches(data, allow_partial=True):
-                if not batch.is_control:
+                if batch.is_control:
+                    self._replay_marker(load.index, batch)
+                else:
+                    # A TxnOffsetCommit's offsets stay pending until the marker.
+                    producer_id = batch.producer_id if batch.is_transactional else -1
                     for record in batch:
                         if record.key is None:
                             continue
                         try:
                             self.coordinator.replay(
                                 bytes(record.key),
-                                None if record.value is None else bytes(record.value))
+                                None if record.value is None else bytes(record.value),
+                                producer_id)
                         except UnknownRecordTypeError as exc:
                             logger.debug("skipping offset %d of %s-%d: %s", record.offset,
                                          GROUP_METADATA_TOPIC_NAME, load.index, exc)
@@ -222,6 +232,35 @@ class GroupCoordinatorRuntime:
             if load.offset <= start:
                 return True
         return True
+
+    def _replay_marker(self, index: int, batch) -> None:
+        """A transaction marker in the log: the producer's pending offsets
+        of this partition's groups are committed or dropped."""
+        if not batch.is_transactional:
+            return
+        for record in batch:
+            if record.key is not None and len(record.key) >= 4:
+                control_type = struct.unpack_from(">h", bytes(record.key), 2)[0]
+                self._end_transaction(index, batch.producer_id,
+                                      control_type == CONTROL_TYPE_COMMIT)
+            break
+
+    def complete_transaction(self, index: int, producer_id: int, producer_epoch: int,
+                             committed: bool) -> None:
+        """The producer's transaction marker was appended to partition
+        ``index`` of __consumer_offsets (WriteTxnMarkers): its pending
+        offsets of that partition's groups become committed or go. While
+        the partition is being loaded the marker is past the part being
+        replayed, so it is applied once the load is done."""
+        load = self.loading.get(index)
+        if load is not None:
+            load.markers.append((producer_id, committed))
+        elif index in self.loaded:
+            self._end_transaction(index, producer_id, committed)
+
+    def _end_transaction(self, index: int, producer_id: int, committed: bool) -> None:
+        self.coordinator.complete_transaction(
+            producer_id, committed, lambda group_id: self.partition_for(group_id) == index)
 
     def _unload(self, index: int) -> None:
         self.loaded.discard(index)

@@ -37,7 +37,7 @@ class Harness:
         self.coordinator = GroupCoordinator(KafkaConfig(props), self.timer, self._write,
                                             lambda: 1_000_000 + self.timer.now_ms)
 
-    def _write(self, group_id, records, done):
+    def _write(self, group_id, records, done, transaction=None):
         code, self.fail_next = self.fail_next, 0
         if not code:
             self.log.extend(records)
