@@ -13,6 +13,7 @@ controller); ListOffsets and DeleteRecords go to each partition's leader.
 """
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
@@ -263,33 +264,59 @@ class KafkaAdmin(ClusterClient):
                            isolation_level: int = 0) -> dict[tuple[str, int], ListedOffset]:
         """``specs``: (topic, partition) -> EARLIEST, LATEST, MAX_TIMESTAMP or a
         timestamp in ms (the first offset whose timestamp is at or after it;
-        offset -1 if there is none)."""
+        offset -1 if there is none).
+
+        Retriable failures, of a partition or of a whole request to its
+        leader (connection refused or lost, timeout), are retried on fresh
+        metadata with backoff until the cluster's ``metadata_timeout``, as
+        Kafka's consumer bounds offset lookups by default.api.timeout.ms: a
+        broker killed with -9 stays the leader in Metadata until its session
+        times out, and a count of quick retries ends before that."""
         out: dict[tuple[str, int], ListedOffset] = {}
         pending = dict(specs)
-        for attempt in range(5):
+        deadline = time.monotonic() + self.cluster.metadata_timeout
+        attempt = 0
+        while pending:
             retry: dict[tuple[str, int], int] = {}
+            last_error: errors.KafkaError | None = None
             for leader, partitions in (await self._by_leader(pending)).items():
                 topics: dict[str, list] = {}
                 for topic, partition in partitions:
                     topics.setdefault(topic, []).append(ListOffsetsRequest.ListOffsetsPartition(
                         partition_index=partition, timestamp=pending[topic, partition]))
-                response = await self.cluster.send(leader, ListOffsetsRequest(
-                    replica_id=CONSUMER_REPLICA_ID, isolation_level=isolation_level,
-                    topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
-                            for t, p in topics.items()]))
+                try:
+                    response = await self.cluster.send(leader, ListOffsetsRequest(
+                        replica_id=CONSUMER_REPLICA_ID, isolation_level=isolation_level,
+                        topics=[ListOffsetsRequest.ListOffsetsTopic(name=t, partitions=p)
+                                for t, p in topics.items()]))
+                except errors.KafkaError as exc:
+                    if not exc.retriable:
+                        raise
+                    last_error = exc
+                    for topic in topics:
+                        self.cluster.invalidate(topic)
+                    retry.update({key: pending[key] for key in partitions})
+                    continue
                 for topic in response.topics:
                     for p in topic.partitions:
                         key = (topic.name, p.partition_index)
-                        if p.error_code in STALE_METADATA_CODES and attempt < 4:
-                            self.cluster.invalidate(topic.name)
+                        if p.error_code and errors.for_code(p.error_code).retriable:
+                            # A moved leader, or one that cannot answer yet
+                            # (OFFSET_NOT_AVAILABLE: its high watermark lags).
+                            if p.error_code in STALE_METADATA_CODES:
+                                self.cluster.invalidate(topic.name)
+                            last_error = errors.for_code(p.error_code)(
+                                f"{topic.name}-{p.partition_index}")
                             retry[key] = pending[key]
                             continue
                         _raise_for(p.error_code, None, f"{topic.name}-{p.partition_index}")
                         out[key] = ListedOffset(p.offset, p.timestamp, p.leader_epoch)
-            if not retry:
-                break
+            if retry and time.monotonic() >= deadline:
+                raise last_error
+            if retry:
+                await self.cluster.backoff(attempt)
+                attempt += 1
             pending = retry
-            await self.cluster.backoff(attempt)
         return out
 
     async def delete_records(self, before: Mapping[tuple[str, int], int],

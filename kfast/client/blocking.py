@@ -47,6 +47,11 @@ class BlockingFetcher:
     def _run(self, coroutine):
         return self._loop.run_until_complete(coroutine)
 
+    @property
+    def metadata_timeout(self) -> float:
+        """Seconds a call waits for a leader (retrying, on fresh metadata)."""
+        return self._fetcher.cluster.metadata_timeout
+
     def partitions_for(self, topic: str) -> list[int]:
         return self._run(self._fetcher.cluster.partitions_for(topic))
 

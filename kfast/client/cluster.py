@@ -234,8 +234,21 @@ class Cluster:
             request_topics = [MetadataRequest.MetadataRequestTopic(name=name) for name in topics]
         else:
             request_topics = None
-        response = await self.send(None, MetadataRequest(
-            topics=request_topics, allow_auto_topic_creation=self.allow_auto_topic_creation))
+        request = MetadataRequest(topics=request_topics,
+                                  allow_auto_topic_creation=self.allow_auto_topic_creation)
+        # Any broker can answer. A connection can look open until a request
+        # finds its broker gone (killed while this client's loop was not
+        # running, so the close went unread): that connection is now marked
+        # dead, and the next try picks another broker, as Kafka's client
+        # asks the least loaded node that is up.
+        tries = len(self.brokers) + len(self.bootstrap) + 1
+        for attempt in range(tries):
+            try:
+                response = await self.send(None, request)
+                break
+            except errors.NetworkException:
+                if attempt == tries - 1:
+                    raise
         self.cluster_id = response.cluster_id
         self.controller_id = response.controller_id
         self.brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port, b.rack)
@@ -275,7 +288,9 @@ class Cluster:
 
     async def backoff(self, attempt: int) -> None:
         """Sleep before retry number ``attempt`` (0-based): exponential, capped, jittered."""
-        delay = min(self.retry_backoff * (2 ** attempt), self.retry_backoff_max)
+        # The exponent is capped: retries bounded by time rather than count
+        # can run up attempts whose power of two no float can hold.
+        delay = min(self.retry_backoff * (2 ** min(attempt, 32)), self.retry_backoff_max)
         await asyncio.sleep(delay * random.uniform(0.8, 1.2))
 
     async def topic(self, name: str) -> TopicMetadata:

@@ -16,14 +16,18 @@ request per leader.
 
 Errors: OFFSET_OUT_OF_RANGE raises ``errors.OffsetOutOfRangeException``
 (the caller decides where to reset; ``Fetcher.list_offsets`` helps); a leader
-change or a topic not yet known refreshes metadata and retries, up to
-``retries`` times; other errors raise their ``kfast.protocol.errors``
-exception. ``isolation_level=READ_COMMITTED`` reads up to the last stable
-offset, and the decoded reads drop records of aborted transactions.
+change, a leader that cannot be reached or a topic not yet known refreshes
+metadata and retries with backoff until the cluster's ``metadata_timeout``
+(Kafka's default.api.timeout.ms); other errors raise their
+``kfast.protocol.errors`` exception. ``retries`` bounds ``iter_raw``'s
+empty answers below the high watermark. ``isolation_level=READ_COMMITTED``
+reads up to the last stable offset, and the decoded reads drop records of
+aborted transactions.
 """
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -179,6 +183,7 @@ class Fetcher(ClusterClient):
         """Fetch every (topic, partition) from its offset; one request per leader, concurrently."""
         out: dict[tuple[str, int], FetchedPartition] = {}
         pending = dict(positions)
+        deadline = time.monotonic() + self.cluster.metadata_timeout
         attempt = 0
         while pending:
             by_leader: dict[int, dict[tuple[str, int], int]] = {}
@@ -204,10 +209,13 @@ class Fetcher(ClusterClient):
                     retry.update({key: group[key] for key in stale})
                     last_error = error
             if retry:
-                attempt += 1
-                if attempt > self.retries:
+                # Bounded in time, not by a count: a leader killed with -9
+                # stays in Metadata until its session times out (Kafka's
+                # default 9 s), longer than a few quick retries last.
+                if time.monotonic() >= deadline:
                     raise last_error
-                await self.cluster.backoff(attempt - 1)
+                await self.cluster.backoff(attempt)
+                attempt += 1
             pending = retry
         return out
 

@@ -13,7 +13,10 @@ closed batches of every partition on the same leader go out in one Produce
 request. At most one request per partition is in flight, so records of a
 partition are written in the order they were sent, retries included.
 Retriable errors (leader moved, timeouts, lost connections) refresh
-metadata and resend the same batch, up to ``retries`` times.
+metadata and resend the same batch, up to ``retries`` times and, with
+``delivery_timeout_ms``, until the batch is that old (Kafka's
+delivery.timeout.ms; Kafka's producer retries without a count, bounded by
+that time alone).
 
 ``acks``: 0 (no answer; offsets unknown, reported as -1), 1 (leader wrote
 it) or -1 (all in-sync replicas). ``enable_idempotence`` asks the broker
@@ -72,7 +75,8 @@ class KafkaProducer(ClusterClient):
     def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None, acks: int = -1,
                  linger_ms: float = 5, batch_size: int = 16384, compression: int = COMPRESSION_NONE,
                  retries: int = 5, request_timeout_ms: int = 30000, enable_idempotence: bool = False,
-                 buffer_memory: int = 32 * 1024 * 1024, **cluster_options):
+                 buffer_memory: int = 32 * 1024 * 1024, delivery_timeout_ms: int | None = None,
+                 **cluster_options):
         if acks not in (0, 1, -1):
             raise ValueError(f"acks must be 0, 1 or -1, not {acks}")
         if enable_idempotence and acks != -1:
@@ -86,6 +90,7 @@ class KafkaProducer(ClusterClient):
         self.request_timeout_ms = request_timeout_ms
         self.enable_idempotence = enable_idempotence
         self.buffer_memory = buffer_memory
+        self.delivery_timeout = None if delivery_timeout_ms is None else delivery_timeout_ms / 1000.0
         # Bytes of closed batches not yet answered; ``send`` waits while it is
         # above buffer_memory (Kafka's buffer.memory), so a fast source cannot
         # queue without bound in front of a slower broker.
@@ -315,12 +320,16 @@ class KafkaProducer(ClusterClient):
     def _retry_or_fail(self, batches: list[_Batch], error: errors.KafkaError) -> list[_Batch]:
         retry = []
         for batch in batches:
-            if error.retriable and batch.attempts <= self.retries:
+            if error.retriable and batch.attempts <= self.retries and not self._expired(batch):
                 self.cluster.invalidate(batch.topic)
                 retry.append(batch)
             else:
                 self._finish(batch, error=error)
         return retry
+
+    def _expired(self, batch: _Batch) -> bool:
+        return self.delivery_timeout is not None and \
+            time.monotonic() - batch.created >= self.delivery_timeout
 
     def _finish(self, batch: _Batch, base_offset: int = -1, log_append_time: int = -1,
                 error: BaseException | None = None) -> None:

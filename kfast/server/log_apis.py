@@ -41,6 +41,17 @@ def _list_offset(ctx: RequestContext, request, topic: str, p):
     partition = ctx.broker.replica_manager.leader_partition_or_raise(topic, p.partition_index)
     log = partition.leader_log_or_raise(p.current_leader_epoch if ctx.api_version >= 4 else -1)
     isolation = request.isolation_level if ctx.api_version >= 2 else 0
+    if request.replica_id < 0 and log.high_watermark < partition.leader_epoch_start_offset:
+        # Kafka's Partition.fetchOffsetForTimestamp: a new leader learns the
+        # high watermark from its followers' first fetches. Until it reaches
+        # the start of the leader's epoch, an answer could be older than
+        # what the previous leader already told clients (a latest offset
+        # missing acknowledged records); clients retry OFFSET_NOT_AVAILABLE.
+        raise errors.OffsetNotAvailableException(
+            f"Failed to fetch offsets for partition {topic}-{p.partition_index} with leader "
+            f"epoch {partition.leader_epoch} as its high watermark ({log.high_watermark}) is "
+            f"lagging behind the start offset of the epoch "
+            f"({partition.leader_epoch_start_offset})")
     # Consumers may only see committed offsets; a follower (replica_id >= 0)
     # asks for the leader's log end offset (Kafka: no isolation for it).
     if request.replica_id >= 0:

@@ -8,16 +8,27 @@ is made per record. A fetch returns whole batches, which may begin before the
 range (a compressed batch is sent whole) or run past its end: the decoder's
 cut keeps ``[start, end)`` only.
 
+A leader change while the task runs is the client's business (it follows
+the new leader, retrying in time), but one thing shows here: a leader
+elected since planning may answer with a high watermark below the range's
+end for a moment (it learns the old leader's only once its followers fetch
+from it), so an empty answer below the end is asked again, parked at the
+broker until the high watermark moves, up to the client's
+``default.api.timeout.ms``, as Spark's consumer polls up to its poll timeout
+before it decides that records are gone.
+
 Data loss, as Spark's consumer sees it:
 
 - the range starts below the log start offset (retention or DeleteRecords
   since planning): OFFSET_OUT_OF_RANGE; with ``failOnDataLoss`` it raises,
   otherwise the read goes on from the log start offset;
 - the log ends before the range does (the partition was recreated or
-  truncated): the same rule, and the read stops there.
+  truncated), still after that wait: the same rule, and the read stops
+  there.
 """
 from __future__ import annotations
 
+import time
 from typing import Iterator, Optional
 
 import pyarrow as pa
@@ -33,6 +44,10 @@ from kfast_spark.planning import report_data_loss
 #: per-request costs vanish next to decoding, small enough to bound a task's
 #: memory.
 FETCH_MAX_BYTES = 8 * 1024 * 1024
+
+#: How long the broker may park a fetch that found nothing below the range's
+#: end, waiting for the high watermark to move.
+CATCH_UP_WAIT_MS = 500
 
 
 def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, start: int,
@@ -50,10 +65,13 @@ def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, s
     topic, partition = topic_partition
     with BlockingFetcher(bootstrap_servers, **consumer.client_arguments()) as fetcher:
         offset = start
+        catch_up_deadline: Optional[float] = None
         while offset < end:
             try:
-                fetched = fetcher.fetch_raw(topic, partition, offset, partition_bytes,
-                                            max_wait_ms=max_wait_ms)
+                fetched = fetcher.fetch_raw(
+                    topic, partition, offset, partition_bytes,
+                    max_wait_ms=max_wait_ms if catch_up_deadline is None
+                    else max(max_wait_ms, CATCH_UP_WAIT_MS))
             except errors.OffsetOutOfRangeException:
                 log_start = fetcher.list_offsets({(topic, partition): EARLIEST})[topic, partition]
                 if offset >= log_start:
@@ -66,10 +84,18 @@ def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, s
                 offset = log_start
                 continue
             if fetched.next_offset <= offset:
-                # Nothing at or after ``offset``: the log ends below the range's end.
+                # Nothing at or after ``offset``: a new leader's high
+                # watermark not yet caught up, or a log that ends below the
+                # range's end. Only time tells them apart.
+                now = time.monotonic()
+                if catch_up_deadline is None:
+                    catch_up_deadline = now + fetcher.metadata_timeout
+                if now < catch_up_deadline:
+                    continue
                 _lost(fail_on_data_loss, topic_partition, offset, end,
                       f"the high watermark is {fetched.high_watermark}")
                 return
+            catch_up_deadline = None
             batch = records_to_arrow(fetched.records, topic, partition, offset, end,
                                      include_headers, check_crc=consumer.check_crcs)
             if batch is not None:

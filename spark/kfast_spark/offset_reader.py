@@ -6,7 +6,8 @@ through kfast's client.
   the named topics otherwise); a topic that does not exist has no
   partitions, as a Kafka consumer subscribed to it sees none;
 - earliest/latest offsets: ListOffsets -2/-1 (read_uncommitted, so latest is
-  the high watermark);
+  the high watermark); a latest offset below one the query already reached
+  is asked again for a while (see ``earliest_and_latest``);
 - offsets for timestamps: ListOffsets with the timestamp (-1 in the answer:
   no record that recent).
 
@@ -17,6 +18,7 @@ whole query (a streaming query asks for latest offsets every trigger).
 from __future__ import annotations
 
 import asyncio
+import time
 from typing import Dict, List, Mapping, Optional, Sequence
 
 from kfast.client import EARLIEST, LATEST, Fetcher
@@ -74,12 +76,31 @@ class KafkaOffsetReader:
                 if metadata.error_code == 0}
 
     def earliest_and_latest(self, partitions: Sequence[TopicPartition],
-                            available: Mapping[str, Sequence[int]]):
+                            available: Mapping[str, Sequence[int]],
+                            reached: Optional[Mapping[TopicPartition, int]] = None):
         """({partition: log start offset}, {partition: high watermark}) of the
-        partitions that exist; the others are left out (deleted)."""
+        partitions that exist; the others are left out (deleted).
+
+        ``reached``: offsets the query already read up to. A high watermark
+        below one is most likely a leader elected since, which learns the old
+        leader's high watermark only when its followers fetch from it; a
+        truncated log looks the same, but does not catch up. So the latest
+        offsets are asked again, with backoff, until they reach ``reached``
+        or the client's default.api.timeout.ms has passed (Spark's
+        fetchLatestOffsets retries the same case, KAFKA-7703, a few times)."""
         present = [tp for tp in partitions if tp.partition in available.get(tp.topic, ())]
         earliest = self._list_offsets({tp: EARLIEST for tp in present})
         latest = self._list_offsets({tp: LATEST for tp in present})
+        cluster = self._fetcher.cluster
+        deadline = time.monotonic() + cluster.metadata_timeout
+        attempt = 0
+        while reached and time.monotonic() < deadline:
+            behind = [tp for tp, offset in latest.items() if offset < reached.get(tp, offset)]
+            if not behind:
+                break
+            self._run(cluster.backoff(attempt))
+            attempt += 1
+            latest.update(self._list_offsets({tp: LATEST for tp in behind}))
         return earliest, latest
 
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]

@@ -15,8 +15,11 @@ has all its records in the log. Like Spark's sink this is at-least-once: a
 retried task writes its rows again.
 
 Producer properties (``kafka.*`` options): ``acks``, ``linger.ms``,
-``batch.size``, ``compression.type``, ``enable.idempotence``; others are
-refused with their names, rather than ignored.
+``batch.size``, ``compression.type``, ``enable.idempotence``, ``retries``,
+``delivery.timeout.ms``; others are refused with their names, rather than
+ignored. As Kafka's producer, a failed send is retried without a count until
+``delivery.timeout.ms`` (120 s): a leader killed with -9 stays the leader in
+Metadata until its session times out, and the task must outlast that.
 """
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ from pyspark.sql.types import StructType
 
 from kfast.client import KafkaProducer
 from kfast.compression import CODEC_NAMES
+from kfast.protocol.constants import INT32_MAX
 from kfast_spark.options import KafkaSinkOptions
 
 _CODECS_BY_NAME = {name: codec for codec, name in CODEC_NAMES.items()}
@@ -58,12 +62,18 @@ _PRODUCER_PROPERTIES = {
     "batch.size": ("batch_size", int),
     "compression.type": ("compression", _compression),
     "enable.idempotence": ("enable_idempotence", _boolean),
+    "retries": ("retries", int),
+    "delivery.timeout.ms": ("delivery_timeout_ms", int),
 }
+
+#: Kafka's producer defaults: acks=all since 3.0; retries without a count,
+#: bounded by delivery.timeout.ms.
+_PRODUCER_DEFAULTS = {"acks": -1, "retries": INT32_MAX, "delivery_timeout_ms": 120_000}
 
 
 def producer_arguments(options: KafkaSinkOptions) -> dict:
     """KafkaProducer keyword arguments from the ``kafka.*`` options."""
-    arguments = {"acks": -1}   # Kafka's producer default since 3.0
+    arguments = dict(_PRODUCER_DEFAULTS)
     for prop, value in options.kafka_params.items():
         if prop == "bootstrap.servers":
             continue

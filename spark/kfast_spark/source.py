@@ -251,7 +251,10 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         reader = self.offset_reader
         available = reader.available_partitions(self.options)
         assigned = self.options.strategy.assigned(available)
-        earliest, latest = reader.earliest_and_latest(assigned, available)
+        # Not below where the query stands, unless that persists: a leader
+        # elected since the last batch may not know the high watermark yet.
+        earliest, latest = reader.earliest_and_latest(assigned, available,
+                                                      reached=start_offsets)
         end = dict(latest)
         if self._available_now_end is not None:
             cap = self._available_now_end
