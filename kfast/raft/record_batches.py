@@ -4,8 +4,9 @@ One Batch is one v2 record batch: base offset = Batch.base_offset,
 partition leader epoch = Batch.epoch, one record per element of
 ``records``. A data record has a null key and its value is the serde's
 encoding of the record (the raft layer does not know what metadata records
-are); a control batch holds LeaderChangeMessage control records
-(kfast.raft.control_records). The same bytes are what the metadata log
+are); a control batch holds KRaft's control records
+(kfast.raft.control_records): LeaderChangeMessage, and with KIP-853
+KRaftVersionRecord and VotersRecord. The same bytes are what the metadata log
 stores and what a quorum Fetch response carries.
 
     codec = RecordBatchCodec(serde)           # serde.encode(record) -> bytes,
@@ -24,13 +25,12 @@ import time
 from typing import NamedTuple, Sequence
 
 from kfast.raft.control_records import (
-    LEADER_CHANGE,
     control_key,
     control_type_of,
-    decode_leader_change,
-    encode_leader_change,
+    decode_control_record,
+    encode_control_record,
 )
-from kfast.raft.log import Batch, LeaderChangeMessage
+from kfast.raft.log import Batch
 from kfast.records import RecordBatchBuilder, iter_batches
 
 
@@ -53,9 +53,8 @@ class RecordBatchCodec:
                                      is_control=batch.is_control)
         if batch.is_control:
             for record in batch.records:
-                if not isinstance(record, LeaderChangeMessage):
-                    raise ValueError(f"a control batch holds LeaderChangeMessages, not {record!r}")
-                builder.append(now, control_key(LEADER_CHANGE), encode_leader_change(record))
+                control_type, value = encode_control_record(record)
+                builder.append(now, control_key(control_type), value)
         else:
             encode = self.serde.encode
             for record in batch.records:
@@ -83,11 +82,8 @@ class RecordBatchCodec:
         if record_batch.is_control:
             records = []
             for record in record_batch:
-                control_type = control_type_of(record.key)
-                if control_type != LEADER_CHANGE:
-                    raise ValueError(f"control type {control_type} at offset {record.offset} "
-                                     f"of the metadata log")
-                records.append(decode_leader_change(record.value))
+                records.append(decode_control_record(control_type_of(record.key),
+                                                     record.value))
         else:
             decode = self.serde.decode
             records = [decode(bytes(record.value)) for record in record_batch]

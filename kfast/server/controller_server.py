@@ -58,6 +58,25 @@ def controller_listeners(config: KafkaConfig) -> list[tuple[str, str, int]]:
     return found
 
 
+def advertised_controller_endpoints(config: KafkaConfig):
+    """The controller listeners as other nodes reach them (Kafka's
+    effectiveAdvertisedControllerListeners): advertised.listeners where it
+    names a controller listener, else listeners; a listener bound to every
+    interface is published as localhost (kafka-storage.sh --standalone)."""
+    from kfast.raft.voter_set import Endpoint
+    from kfast.server.broker import parse_listener
+
+    advertised = {}
+    for uri in config["advertised.listeners"] or ():
+        name, host, port = parse_listener(uri)
+        advertised[name] = (host, port)
+    endpoints = []
+    for name, host, port in controller_listeners(config):
+        host, port = advertised.get(name, (host, port))
+        endpoints.append(Endpoint(name, host or "localhost", port))
+    return endpoints
+
+
 class ControllerServer:
     """``await server.start()`` ... ``await server.shutdown()`` on one loop.
 

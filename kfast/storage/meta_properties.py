@@ -42,7 +42,28 @@ class MetaProperties(NamedTuple):
 
 def random_uuid_base64() -> str:
     """A Kafka Uuid in its string form: URL-safe base64 of 16 bytes, unpadded."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+    return uuid_base64(uuid.uuid4())
+
+
+def uuid_base64(value: uuid.UUID) -> str:
+    """Kafka's Uuid.toString: URL-safe base64 of the 16 bytes, unpadded."""
+    return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
+
+
+def parse_uuid_base64(text: str) -> uuid.UUID:
+    """Kafka's Uuid.fromString: 22 characters of URL-safe base64 (ValueError otherwise)."""
+    if len(text) != 22:
+        raise ValueError(f"Input string with prefix `{text[:22]}` is too long to be decoded "
+                         f"as a base64 UUID" if len(text) > 22 else
+                         f"Input string `{text}` decoded as {len(text) * 3 // 4} bytes, which "
+                         f"is not equal to the expected 16 bytes of a base64-encoded UUID")
+    try:
+        raw = base64.urlsafe_b64decode(text + "==")
+    except (ValueError, TypeError) as exc:
+        raise ValueError(f"Input string `{text}` is not base64: {exc}") from None
+    if len(raw) != 16:
+        raise ValueError(f"Input string `{text}` is not a 16-byte UUID")
+    return uuid.UUID(bytes=raw)
 
 
 def read_meta_properties(log_dir: str) -> MetaProperties | None:

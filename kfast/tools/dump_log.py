@@ -15,12 +15,18 @@ Per file a ``Dumping <file>`` line, then by suffix:
   .index      ``offset: O position: P`` per entry; mismatches against the
               .log are reported on stderr (--verify-index-only prints only those).
   .timeindex  ``timestamp: T offset: O`` per entry.
+  .checkpoint a KRaft snapshot of __cluster_metadata (or the bootstrap
+              checkpoint of a dynamic quorum): ``Snapshot end offset: N,
+              epoch: E``, then its batches as a .log's; the KRaft control
+              records print as JSON (SnapshotHeader, KRaftVersion,
+              KRaftVoters, SnapshotFooter).
   .snapshot   one line per producer.
   .txnindex   one line per aborted transaction.
 The line formats are Kafka's, so scripts written for kafka-dump-log.sh work.
 """
 from __future__ import annotations
 
+import json
 import os
 import struct
 import sys
@@ -30,10 +36,15 @@ from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
 from kfast.raft.control_records import (
     CONTROL_TYPE_NAMES,
+    KRAFT_VERSION,
+    KRAFT_VOTERS,
     SNAPSHOT_FOOTER,
     SNAPSHOT_HEADER,
+    decode_kraft_version,
     decode_snapshot_header,
+    decode_voters,
 )
+from kfast.raft.snapshots import SNAPSHOT_SUFFIX, parse_snapshot_name
 from kfast.storage.file_records import (
     ATTRIBUTES_OFFSET,
     LEGACY_MIN_SIZE,
@@ -77,7 +88,30 @@ def _control_record(control_type: int, value) -> str:
                     f'"lastContainedLogTimestamp":{timestamp}}}')
     if control_type == SNAPSHOT_FOOTER and value is not None and len(value) >= 2:
         return f' SnapshotFooter {{"version":{struct.unpack_from(">h", bytes(value))[0]}}}'
+    try:
+        if control_type == KRAFT_VERSION:
+            record = decode_kraft_version(value)
+            return f' KRaftVersion {{"version":0,"kRaftVersion":{record.kraft_version}}}'
+        if control_type == KRAFT_VOTERS:
+            return f" KRaftVoters {_voters_json(decode_voters(value).voters)}"
+    except CorruptRecordException:
+        pass
     return f" controlType: {CONTROL_TYPE_NAMES.get(control_type, 'UNKNOWN')}({control_type})"
+
+def _voters_json(voters) -> str:
+    """VotersRecordJsonConverter's compact JSON: fields in schema order,
+    names in lower camel case, directory ids as Kafka Uuid strings."""
+    from kfast.storage.meta_properties import uuid_base64
+
+    def voter(node):
+        endpoints = [{"name": e.name, "host": e.host, "port": e.port} for e in node.endpoints]
+        return {"voterId": node.voter_id, "voterDirectoryId": uuid_base64(node.directory_id),
+                "endpoints": endpoints,
+                "kRaftVersionFeature": {"minSupportedVersion": node.min_kraft_version,
+                                        "maxSupportedVersion": node.max_kraft_version}}
+    return json.dumps({"version": 0, "voters": [voter(n) for n in voters.nodes]},
+                      separators=(",", ":"))
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -123,6 +157,13 @@ def run(args, out=None, err=None) -> int:
                 dump_log_file(path, out, deep=deep, print_data=args.print_data_log
                               or args.offsets_decoder, offsets_decoder=args.offsets_decoder,
                               skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes)
+            elif suffix == SNAPSHOT_SUFFIX and parse_snapshot_name(name) is not None:
+                snapshot_id = parse_snapshot_name(name)
+                dump_log_file(path, out, deep=deep, print_data=args.print_data_log,
+                              offsets_decoder=False, skip_metadata=args.skip_record_metadata,
+                              max_bytes=args.max_bytes,
+                              first_line=f"Snapshot end offset: {snapshot_id.offset}, "
+                                         f"epoch: {snapshot_id.epoch}")
             elif suffix == INDEX_FILE_SUFFIX:
                 dump_index(path, out, sanity_only=args.index_sanity_check,
                            verify_only=args.verify_index_only, mismatches=mismatches)
@@ -154,8 +195,9 @@ def _bool(value: bool) -> str:
 
 
 def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decoder: bool,
-                  skip_metadata: bool, max_bytes: int = INT32_MAX) -> None:
-    out.write(f"Log starting offset: {offset_from_filename(path)}\n")
+                  skip_metadata: bool, max_bytes: int = INT32_MAX,
+                  first_line: str | None = None) -> None:
+    out.write((first_line or f"Log starting offset: {offset_from_filename(path)}") + "\n")
     with open(path, "rb") as f:
         data = f.read(max_bytes if max_bytes < INT32_MAX else -1)
     view = memoryview(data)

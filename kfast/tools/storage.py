@@ -2,19 +2,34 @@
 
     kfast storage random-uuid
     kfast storage format --cluster-id ID --config server.properties [--ignore-formatted]
+          [--standalone | --initial-controllers ID@HOST:PORT:DIRID,... | --no-initial-controllers]
 
 ``format`` writes meta.properties (version 1: cluster.id, node.id, a new
 directory.id) into every directory of log.dirs and metadata.log.dir, so
 that the nodes of one cluster share its id and a node started against
 another cluster's directories refuses to start. A directory that already
 has a meta.properties stops the command (exit 1) unless
-``--ignore-formatted`` is given. Output lines are kafka-storage.sh's.
+``--ignore-formatted`` is given.
+
+A dynamic quorum (KIP-853) starts from the voters given here:
+``--standalone`` (this controller alone, at its advertised controller
+listener, with a new directory id) or ``--initial-controllers`` (every
+first voter with the directory id its metadata directory gets). Either way
+the metadata log directory gets the bootstrap checkpoint
+``__cluster_metadata-0/00000000000000000000-0000000000.checkpoint``: a
+snapshot holding only KRaftVersionRecord (kraft.version 1) and VotersRecord,
+as Kafka's Formatter writes it; and a voter's metadata directory takes its
+directory id from the voter set. ``--no-initial-controllers`` formats a
+controller that will join an existing dynamic quorum (AddRaftVoter) and
+writes no checkpoint. A controller configured with
+controller.quorum.bootstrap.servers and no controller.quorum.voters must be
+given one of the three, as kafka-storage.sh demands.
 
 Differences from kafka-storage.sh: kfast's first active controller commits
-the bootstrap records (metadata.version) itself, so no bootstrap checkpoint
-is written; and kfast's quorums are static (controller.quorum.voters), so
-the dynamic-quorum options (--standalone, --initial-controllers, KIP-853)
-are refused with a message.
+the bootstrap metadata records (metadata.version) itself, so no
+bootstrap.checkpoint of metadata records is written; a combined node
+without any quorum setting (the embedded single node) needs none of the
+three options. Output lines are kafka-storage.sh's before 3.9.
 """
 from __future__ import annotations
 
@@ -26,6 +41,7 @@ from kfast.storage.meta_properties import (
     MetaProperties,
     random_uuid_base64,
     read_meta_properties,
+    uuid_base64,
     write_meta_properties,
 )
 
@@ -40,14 +56,69 @@ def _directories(config) -> list[str]:
     return dirs
 
 
+def _metadata_dir(config) -> str:
+    return config.get("metadata.log.dir") or config["log.dirs"][0]
+
+
+class FormatError(Exception):
+    """A format request kafka-storage.sh refuses (TerseFailure / FormatterException)."""
+
+
+def initial_voters(args, config):
+    """The VoterSet a dynamic quorum starts with, or None (static quorum, or
+    a controller joining later)."""
+    from kfast.raft.voter_set import VoterSet, parse_dynamic_voters
+    from kfast.server.controller_server import advertised_controller_endpoints
+
+    is_controller = "controller" in config["process.roles"]
+    names = config["controller.listener.names"]
+    if args.standalone:
+        if not is_controller:
+            raise FormatError("You can only use --standalone on a controller.")
+        try:
+            endpoint = advertised_controller_endpoints(config)[0]
+        except ConfigException:
+            raise FormatError("No controller listeners found.") from None
+        host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
+        return parse_dynamic_voters(f"{config.node_id}@{host}:{endpoint.port}:"
+                                    f"{random_uuid_base64()}", endpoint.name)
+    if args.initial_controllers:
+        if not names:
+            raise FormatError("You must specify the name of the initial controller listener.")
+        try:
+            return parse_dynamic_voters(args.initial_controllers, names[0].upper())
+        except ValueError as exc:
+            raise FormatError(str(exc)) from None
+    if not args.no_initial_controllers and is_controller and             not config["controller.quorum.voters"] and             config["controller.quorum.bootstrap.servers"]:
+        raise FormatError("Because controller.quorum.voters is not set on this controller, you "
+                          "must specify one of the following: --standalone, "
+                          "--initial-controllers, or --no-initial-controllers.")
+    return None
+
+
+def write_bootstrap_checkpoint(metadata_dir: str, voters) -> str:
+    """The bootstrap snapshot of a dynamic quorum (Formatter.writeDynamicQuorumSnapshot)."""
+    from kfast.raft.file_log import METADATA_PARTITION_DIR
+    from kfast.raft.snapshots import (
+        BOOTSTRAP_SNAPSHOT_ID,
+        snapshot_bytes,
+        snapshot_name,
+        write_snapshot_file,
+    )
+    from kfast.raft.voter_set import KRAFT_VERSION_1, KRaftVersionRecord, VotersRecord
+
+    directory = os.path.join(metadata_dir, METADATA_PARTITION_DIR)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(directory, snapshot_name(*BOOTSTRAP_SNAPSHOT_ID))
+    data = snapshot_bytes((), BOOTSTRAP_SNAPSHOT_ID.epoch, bytes, kraft_records=(
+        KRaftVersionRecord(KRAFT_VERSION_1), VotersRecord(voters)))
+    write_snapshot_file(path, (data,))
+    return path
+
+
 def format_storage(args) -> int:
     from kfast.tools.serve import build_config
 
-    if args.standalone or args.initial_controllers:
-        print("kfast storage: dynamic controller quorums (KIP-853: --standalone, "
-              "--initial-controllers) are not supported yet; configure "
-              "controller.quorum.voters instead", file=sys.stderr)
-        return EXIT_FAILURE
     try:
         config = build_config(args.config, [])
     except ConfigException as exc:
@@ -56,6 +127,11 @@ def format_storage(args) -> int:
     if config.node_id < 0:
         print("kfast storage: node.id must be set to format a node's directories",
               file=sys.stderr)
+        return EXIT_FAILURE
+    try:
+        voters = initial_voters(args, config)
+    except FormatError as exc:
+        print(f"kfast storage: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     formatted, unformatted = [], []
     for directory in _directories(config):
@@ -68,10 +144,18 @@ def format_storage(args) -> int:
     if not unformatted:
         print("All of the log directories are already formatted.")
         return 0
+    metadata_dir = _metadata_dir(config)
+    own_voter = voters.get(config.node_id) if voters is not None else None
     for directory in unformatted:
         os.makedirs(directory, exist_ok=True)
+        directory_id = random_uuid_base64()
+        if directory == metadata_dir and own_voter is not None:
+            # The voter set names this node's metadata directory by its id.
+            directory_id = uuid_base64(own_voter.directory_id)
         write_meta_properties(directory, MetaProperties(1, args.cluster_id, config.node_id,
-                                                        random_uuid_base64()))
+                                                        directory_id))
+        if directory == metadata_dir and voters is not None:
+            write_bootstrap_checkpoint(directory, voters)
         print(f"Formatting {directory} with cluster id {args.cluster_id}.")
     return 0
 
@@ -91,9 +175,13 @@ def register(subparsers) -> None:
     fmt.add_argument("--cluster-id", "-t", required=True, help="the cluster id (a Kafka Uuid)")
     fmt.add_argument("--ignore-formatted", "-g", action="store_true",
                      help="skip directories that are already formatted")
-    fmt.add_argument("--standalone", "-s", action="store_true",
-                     help="(dynamic quorums; not supported)")
-    fmt.add_argument("--initial-controllers", "-I", help="(dynamic quorums; not supported)")
+    voters = fmt.add_mutually_exclusive_group()
+    voters.add_argument("--standalone", "-s", action="store_true",
+                        help="a dynamic quorum of this controller alone")
+    voters.add_argument("--initial-controllers", "-I", metavar="ID@HOST:PORT:DIRID,...",
+                        help="the first voters of a dynamic quorum")
+    voters.add_argument("--no-initial-controllers", "-N", action="store_true",
+                        help="a controller that joins a dynamic quorum later")
     fmt.set_defaults(handler=format_storage)
     uuid_parser = actions.add_parser("random-uuid", help="print a random cluster id")
     uuid_parser.set_defaults(handler=random_uuid)

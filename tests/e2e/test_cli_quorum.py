@@ -46,7 +46,8 @@ def test_format_writes_meta_properties_once_and_the_node_starts_with_its_cluster
                  "--ignore-formatted").returncode == 0
     refused = kfast("storage", "format", "--cluster-id", cluster_id, "--config", str(config),
                     "--standalone", check=False)
-    assert refused.returncode == 1 and "not supported" in refused.stderr
+    # A dynamic quorum's first voter must be a controller with a controller listener.
+    assert refused.returncode == 1 and "No controller listeners found" in refused.stderr
 
 
 def test_a_formatted_controller_quorum_starts_on_its_directories(tmp_path):
