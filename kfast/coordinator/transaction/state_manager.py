@@ -38,6 +38,7 @@ from kfast.coordinator.transaction.records import (
     encode_key,
     partition_for,
 )
+from kfast.coordinator.runtime import coordinator_error
 from kfast.coordinator.transaction.results import CoordinatorResult, TxnLogAppend
 from kfast.protocol import errors as E
 from kfast.protocol import ListTransactionsResponse
@@ -48,23 +49,6 @@ NONE = 0
 # Tombstones per append when expiring ids: a batch far below
 # message.max.bytes (Kafka fills one batch up to the partition's limit).
 MAX_TOMBSTONES_PER_APPEND = 1000
-
-# Append errors -> what the coordinator answers (Kafka's appendTransactionToLog).
-_APPEND_ERRORS = {
-    E.UnknownTopicOrPartitionException.code: E.CoordinatorNotAvailableException.code,
-    E.NotEnoughReplicasException.code: E.CoordinatorNotAvailableException.code,
-    E.NotEnoughReplicasAfterAppendException.code: E.CoordinatorNotAvailableException.code,
-    # REQUEST_TIMED_OUT: a timed-out append is retriable for the client.
-    E.TimeoutException.code: E.CoordinatorNotAvailableException.code,
-    E.NotLeaderOrFollowerException.code: E.NotCoordinatorException.code,
-    E.KafkaStorageException.code: E.NotCoordinatorException.code,
-    E.RecordTooLargeException.code: E.UnknownServerException.code,
-    E.RecordBatchTooLargeException.code: E.UnknownServerException.code,
-}
-
-
-def coordinator_error(append_error: int) -> int:
-    return _APPEND_ERRORS.get(append_error, append_error)
 
 
 class _Partition:
@@ -195,6 +179,7 @@ class TransactionStateManager:
         key, value = transit.record(transactional_id, self.transaction_version_level)
 
         def complete(append_error: int, now_ms: int) -> CoordinatorResult:
+            # Kafka's appendTransactionToLog passes unexpected errors through.
             error = coordinator_error(append_error)
             current = self.get(transactional_id)
             stale = current.error_code or current.metadata is None or \

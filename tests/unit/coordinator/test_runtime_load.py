@@ -5,7 +5,7 @@ import asyncio
 import uuid
 
 from kfast.config import KafkaConfig, LogConfig
-from kfast.coordinator.group import runtime as runtime_module
+from kfast.coordinator import runtime as runtime_module
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
 from kfast.protocol import errors as E
 from kfast.records import RecordBatchBuilder

@@ -103,7 +103,7 @@ def test_a_member_of_a_rebalancing_group_may_commit_transactionally():
 
 
 def test_a_marker_appended_while_loading_is_applied_after_the_load(tmp_path):
-    from kfast.coordinator.group.runtime import _PartitionLoad
+    from kfast.coordinator.runtime import _PartitionLoad
 
     broker = LogBroker(Log(str(tmp_path / "__consumer_offsets-0"), LogConfig()))
     live = broker.runtime()
@@ -112,8 +112,9 @@ def test_a_marker_appended_while_loading_is_applied_after_the_load(tmp_path):
     # A new coordinator starts loading; the marker lands past what it replays.
     again = broker.runtime()
     load = again.loading[0] = _PartitionLoad(0, broker.partition)
+    again._begin_load(0, load.leader_epoch)
     broker.write_marker(again, 3, 0, True)
-    assert load.markers == [(3, True)]
+    assert again._markers_while_loading[0] == [(3, True)]
     assert again._load_slice(load)
     assert committed(again.coordinator, "g", stable=True)[TP] == 4
 
