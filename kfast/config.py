@@ -477,8 +477,12 @@ define("transaction.state.log.min.isr", I, 2, "min.insync.replicas of the transa
        at_least(1))
 define("transaction.state.log.segment.bytes", I, 100 * 1024 * 1024,
        "Segment bytes of the transaction topic.", at_least(1))
+define("transaction.state.log.load.buffer.size", I, 5 * 1024 * 1024,
+       "Batch size when loading the transaction topic.", at_least(1))
 define("transaction.abort.timed.out.transaction.cleanup.interval.ms", I, 10000,
        "Interval at which timed-out transactions are rolled back.", at_least(1))
+define("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000,
+       "Interval at which expired transactional ids are removed.", at_least(1))
 define("producer.id.expiration.ms", I, 86400000,
        "Time a producer id is kept after its last write.", at_least(1))
 define("producer.id.expiration.check.interval.ms", I, 600000,

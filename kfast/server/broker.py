@@ -24,8 +24,9 @@ from typing import Callable
 
 from kfast.config import ConfigException, KafkaConfig
 from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataImage
-from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
+from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
+from kfast.coordinator.transaction.runtime import TransactionCoordinatorRuntime
 from kfast.server.alter_partition_manager import AlterPartitionManager
 from kfast.server.apis import KafkaApis
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
@@ -35,6 +36,7 @@ from kfast.server.network import SocketServer
 from kfast.server.producer_id_apis import ProducerIdManager
 from kfast.server.replica_fetcher import ReplicaFetcherManager
 from kfast.server.replica_manager import ReplicaManager
+from kfast.server.txn_marker_channel import TransactionMarkerChannelManager
 from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
 
@@ -49,7 +51,13 @@ _API_MODULES = (
     "kfast.server.admin_apis",
     "kfast.server.group_apis",
     "kfast.server.txn_offset_commit_apis",
+    # After producer_id_apis: its InitProducerId handler takes transactional ids.
+    "kfast.server.transaction_apis",
+    "kfast.server.write_txn_markers_apis",
 )
+# Kafka's transaction.version feature; kfast's controller finalizes no
+# level, so clients run the original protocol (level 0).
+TRANSACTION_VERSION = "transaction.version"
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 2**31
 _LOG_CLEANER_JOB = "kafka-log-cleaner"
@@ -147,8 +155,10 @@ class KafkaBroker:
     ``controller``, ``log_manager``, ``replica_manager``, ``metadata_image``,
     ``timer``, ``node_id``, ``cluster_id``, ``fetch_session_cache``,
     ``producer_id_manager``, ``metadata_publisher``, ``group_coordinator`` (the
-    GroupCoordinatorRuntime); after start ``bound_ports`` maps listener name ->
-    the bound port (useful with port 0).
+    GroupCoordinatorRuntime), ``transaction_coordinator`` (the
+    TransactionCoordinatorRuntime) with its ``txn_marker_channel``; after
+    start ``bound_ports`` maps listener name -> the bound port (useful with
+    port 0).
     """
 
     def __init__(self, config: KafkaConfig, *, controller_factory: Callable | None = None):
@@ -187,6 +197,8 @@ class KafkaBroker:
             config["max.incremental.fetch.session.cache.slots"])
         self.producer_id_manager: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinatorRuntime | None = None
+        self.transaction_coordinator: TransactionCoordinatorRuntime | None = None
+        self.txn_marker_channel: TransactionMarkerChannelManager | None = None
         self.apis = KafkaApis(self)
         self.socket_servers: dict[str, SocketServer] = {}
         self.bound_ports: dict[str, int] = {}
@@ -236,7 +248,8 @@ class KafkaBroker:
         self.producer_id_manager = ProducerIdManager(self.controller, self.node_id)
         await self.controller.start()
         self.metadata_image = self.controller.image
-        publisher = self.metadata_publisher = BrokerMetadataPublisher(self)
+        publisher = self.metadata_publisher = BrokerMetadataPublisher(
+            self, self.coordinator_partitions_changed)
         self.controller.subscribe(publisher.on_metadata_update)
         if not publisher.published:
             # The replayed image was delivered before we subscribed.
@@ -245,6 +258,12 @@ class KafkaBroker:
         # Before the listeners: the group APIs answer from the first request.
         self.group_coordinator = GroupCoordinatorRuntime(
             self.config, self.timer, CoordinatorPartitionWriter(self, GROUP_METADATA_TOPIC_NAME))
+        self.txn_marker_channel = TransactionMarkerChannelManager(self)
+        self.transaction_coordinator = TransactionCoordinatorRuntime(
+            self.config, self.timer,
+            CoordinatorPartitionWriter(self, TRANSACTION_STATE_TOPIC_NAME),
+            self.producer_id_manager.generate_producer_id_now, self.txn_marker_channel.send,
+            self.metadata_image.features.get(TRANSACTION_VERSION, 0))
         try:
             await self._start_listeners()
             wait_in_service = getattr(self.controller, "wait_in_service", None)
@@ -271,12 +290,28 @@ class KafkaBroker:
         # Kafka does on becoming their leader: groups, offsets and member
         # sessions are back before the first client asks.
         self.group_coordinator.load_all()
+        # And __transaction_state's: decided transactions get their markers.
+        self.transaction_coordinator.load_all()
         self.started = True
         self.startup_ms = (time.perf_counter() - began) * 1000
         logger.info("kfast broker %d ready in %.1f ms, listening on %s (cluster %s)",
                     self.node_id, self.startup_ms,
                     ", ".join(f"{e.name}://{e.host}:{e.port}" for e in advertised),
                     self.cluster_id)
+
+    def coordinator_partitions_changed(self, topics) -> None:
+        """The metadata publisher applied changes to ``topics`` (names) on
+        this broker: a coordinator whose internal topic is among them loads
+        the partitions it now leads and drops the others (Kafka's
+        onElection / onResignation). The finalized transaction.version is
+        read again too."""
+        coordinator = self.transaction_coordinator
+        if coordinator is None or self._stopping:
+            return
+        coordinator.set_transaction_version_level(
+            self.metadata_image.features.get(TRANSACTION_VERSION, 0))
+        if TRANSACTION_STATE_TOPIC_NAME in topics:
+            coordinator.load_all()
 
     def broker_endpoint(self, broker_id: int):
         """Where this broker reaches another (replica fetches): its endpoint
@@ -410,6 +445,10 @@ class KafkaBroker:
         if self.group_coordinator is not None:
             # JoinGroup/SyncGroup waiting for a rebalance answer now too.
             self.group_coordinator.shutdown()
+        if self.transaction_coordinator is not None:
+            self.transaction_coordinator.shutdown()
+        if self.txn_marker_channel is not None:
+            await self.txn_marker_channel.shutdown()
         await asyncio.gather(*(server.shutdown(timeout) for server in self.socket_servers.values()))
         self.apis.warnings.flush()
         for job in self._jobs:

@@ -17,11 +17,12 @@ from kfast.storage.producer_state import ORIGIN_COORDINATOR
 _ALL_IN_SYNC_REPLICAS = -1
 
 
-class _AppendResult:
-    """The per-partition produce result ReplicaManager.append_records fills in."""
+class AppendResult:
+    """The per-partition produce result ReplicaManager.append_records fills in
+    (for an append that answers no Produce request)."""
 
     __slots__ = ("error_code", "error_message", "base_offset", "log_append_time_ms",
-                 "log_start_offset")
+                 "log_start_offset", "record_errors")
 
     def __init__(self):
         self.error_code = 0
@@ -29,6 +30,7 @@ class _AppendResult:
         self.base_offset = -1
         self.log_append_time_ms = -1
         self.log_start_offset = -1
+        self.record_errors = []
 
 
 class CoordinatorPartitionWriter:
@@ -54,7 +56,7 @@ class CoordinatorPartitionWriter:
 
     def append(self, index: int, batch: bytes, timeout_ms: int,
                on_committed: Callable[[int], None]) -> None:
-        result = _AppendResult()
+        result = AppendResult()
         waiting = self._broker.replica_manager.append_records(
             timeout_ms, _ALL_IN_SYNC_REPLICAS, [(self.topic, index, batch, result)],
             ORIGIN_COORDINATOR)

@@ -1,4 +1,5 @@
-"""KafkaApis handlers of the group coordinator: FindCoordinator, JoinGroup,
+"""KafkaApis handlers of the group coordinator: FindCoordinator (for the
+transaction coordinator too), JoinGroup,
 SyncGroup, Heartbeat, LeaveGroup, OffsetCommit, OffsetFetch, OffsetDelete,
 ListGroups, DescribeGroups, DeleteGroups, ConsumerGroupHeartbeat,
 ConsumerGroupDescribe.
@@ -17,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
+from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfast.coordinator.group.classic_group import DEAD
 from kfast.coordinator.group.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
@@ -55,29 +56,29 @@ def _client_host(ctx: RequestContext) -> str:
 
 
 # -- FindCoordinator -------------------------------------------------------------------
-async def _ensure_offsets_topic(ctx: RequestContext) -> int:
+async def ensure_internal_topic(ctx: RequestContext, name: str) -> int:
+    """Create __consumer_offsets or __transaction_state on first use, as
+    Kafka's FindCoordinator does; 0 once its partitions exist here."""
     broker = ctx.broker
-    if GROUP_METADATA_TOPIC_NAME in broker.metadata_image.topics_by_name:
+    if name in broker.metadata_image.topics_by_name:
         # Created by a concurrent request: answer once its logs exist.
-        if not broker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, 0):
+        if not broker.replica_manager.get_partition(name, 0):
             await broker.metadata_publisher.wait_idle()
         return 0
-    partitions, replication, configs = internal_topic_settings(broker.config,
-                                                               GROUP_METADATA_TOPIC_NAME)
-    result = await broker.controller.auto_create_topics([GROUP_METADATA_TOPIC_NAME], partitions,
-                                                        replication, configs)
+    partitions, replication, configs = internal_topic_settings(broker.config, name)
+    result = await broker.controller.auto_create_topics([name], partitions, replication, configs)
     await broker.metadata_publisher.wait_idle()
-    code = result.get(GROUP_METADATA_TOPIC_NAME, 0)
+    code = result.get(name, 0)
     return 0 if code in (0, E.TopicExistsException.code) else code
 
 
-async def _find_group_coordinator(ctx: RequestContext, group_id: str):
-    """(error, node_id, host, port)."""
-    if await _ensure_offsets_topic(ctx):
+async def _find_coordinator(ctx: RequestContext, topic_name: str, index: int):
+    """(error, node_id, host, port) of the leader of partition ``index`` of
+    the coordinator's internal topic."""
+    if await ensure_internal_topic(ctx, topic_name):
         return E.CoordinatorNotAvailableException.code, -1, "", -1
     image = ctx.broker.metadata_image
-    topic = image.topics_by_name.get(GROUP_METADATA_TOPIC_NAME)
-    index = ctx.broker.group_coordinator.partition_for(group_id)
+    topic = image.topics_by_name.get(topic_name)
     registration = topic.partitions.get(index) if topic is not None else None
     broker = image.brokers.get(registration.leader) if registration is not None else None
     endpoint = broker.listeners.get(ctx.listener_name) if broker is not None else None
@@ -91,10 +92,12 @@ async def handle_find_coordinator(ctx: RequestContext, request):
     results = []
     for key in keys:
         if request.key_type == GROUP_KEY_TYPE:
-            results.append((key,) + await _find_group_coordinator(ctx, key))
+            results.append((key,) + await _find_coordinator(
+                ctx, GROUP_METADATA_TOPIC_NAME, ctx.broker.group_coordinator.partition_for(key)))
         elif request.key_type == TRANSACTION_KEY_TYPE:
-            # No transaction coordinator yet: clients retry, as while loading.
-            results.append((key, E.CoordinatorNotAvailableException.code, -1, "", -1))
+            results.append((key,) + await _find_coordinator(
+                ctx, TRANSACTION_STATE_TOPIC_NAME,
+                ctx.broker.transaction_coordinator.partition_for(key)))
         else:
             raise E.InvalidRequestException(f"Unknown coordinator type {request.key_type}")
     if ctx.api_version >= 4:

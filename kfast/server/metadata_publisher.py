@@ -42,8 +42,13 @@ logger = logging.getLogger(__name__)
 
 
 class BrokerMetadataPublisher:
-    def __init__(self, broker):
+    """``on_partitions_applied(topics)``: told the names of the topics whose
+    partitions were just applied to this broker (leadership included), so
+    that coordinators follow the leadership of their internal topics."""
+
+    def __init__(self, broker, on_partitions_applied=None):
         self.broker = broker
+        self._on_partitions_applied = on_partitions_applied or (lambda topics: None)
         self._first = True
         self._tail: asyncio.Future | None = None
         # The configuration last given to broker.reconfigure (compared by
@@ -103,6 +108,7 @@ class BrokerMetadataPublisher:
         if doomed or to_create or configs or current_config is not None:
             self._tail = asyncio.ensure_future(
                 self._apply_on_disk(self._tail, doomed, to_create, configs, current_config))
+        self._on_partitions_applied(changed.keys() | delta.deleted_topics.keys())
 
     async def _apply_on_disk(self, previous, doomed, to_create, configs,
                              current_config) -> None:
@@ -150,6 +156,8 @@ class BrokerMetadataPublisher:
                 continue
             registration = current.partitions.get(index, registration)
             replica_manager.apply_partition(name, topic_id, index, registration, log)
+        if created:
+            self._on_partitions_applied({name for name, *_ in created})
 
     async def wait_idle(self) -> None:
         """Wait until the disk work of every published change is done."""

@@ -6,44 +6,91 @@ epoch 0; the sequence and epoch checks then happen in the partition logs'
 producer state. Producer ids come in blocks the controller allocates
 (AllocateProducerIds), so ids stay unique across restarts and brokers.
 
-Transactional ids belong to the transaction coordinator, which registers its
-own InitProducerId handler over this one; until then a request with a
-transactional id is answered COORDINATOR_NOT_AVAILABLE.
+Transactional ids belong to the transaction coordinator: its InitProducerId
+handler (kfast.server.transaction_apis) is registered over this one and
+hands requests without a transactional id back here.
 """
 from __future__ import annotations
 
 import asyncio
+import logging
 
 from kfast.protocol import AllocateProducerIdsResponse, InitProducerIdResponse, api_keys, errors
 from kfast.server.apis import KafkaApis, RequestContext
+
+logger = logging.getLogger(__name__)
 
 INIT_PRODUCER_ID = api_keys.BY_NAME["InitProducerId"].key
 
 
 class ProducerIdManager:
-    """Hands out producer ids from controller-allocated blocks."""
+    """Hands out producer ids from controller-allocated blocks (Kafka's
+    RPCProducerIdManager): the next block is requested once the current
+    one is 90% used, so that a caller rarely waits for the controller."""
+
+    # Kafka's PRODUCER_ID_PREFETCH_THRESHOLD: ask for the next block when
+    # this share of the current one is handed out.
+    PREFETCH_THRESHOLD = 0.9
 
     def __init__(self, controller, broker_id: int):
         self.controller = controller
         self.broker_id = broker_id
         self._next = 0
         self._end = 0
-        self._lock = asyncio.Lock()
+        self._prefetch_at = 0
+        self._next_block: tuple[int, int] | None = None
+        self._fetching: asyncio.Future | None = None
+
+    def generate_producer_id_now(self) -> int:
+        """A producer id without waiting (the transaction coordinator's
+        allocator, which must answer synchronously): from the block at
+        hand, else COORDINATOR_LOAD_IN_PROGRESS (clients retry) while the
+        next block is requested."""
+        if self._next >= self._end and self._next_block is not None:
+            first, count = self._next_block
+            self._next_block = None
+            self._next, self._end = first, first + count
+            self._prefetch_at = first + int(count * self.PREFETCH_THRESHOLD)
+        if self._next >= self._end:
+            self._request_next_block()
+            raise errors.CoordinatorLoadInProgressException(
+                "Producer ID block is still being allocated")
+        producer_id = self._next
+        self._next += 1
+        if self._next >= self._prefetch_at:
+            self._request_next_block()
+        return producer_id
 
     async def generate_producer_id(self) -> int:
-        async with self._lock:
-            if self._next >= self._end:
-                first, count = await self.controller.allocate_producer_ids(self.broker_id)
-                self._next, self._end = first, first + count
-            producer_id = self._next
-            self._next += 1
-            return producer_id
+        """A producer id, waiting for the controller when no block is at hand."""
+        while True:
+            try:
+                return self.generate_producer_id_now()
+            except errors.CoordinatorLoadInProgressException:
+                await asyncio.shield(self._fetching)
+
+    def _request_next_block(self) -> None:
+        if self._next_block is not None or \
+                (self._fetching is not None and not self._fetching.done()):
+            return
+        self._fetching = asyncio.ensure_future(self._fetch_block())
+        self._fetching.add_done_callback(_log_failed_fetch)
+
+    async def _fetch_block(self) -> None:
+        first, count = await self.controller.allocate_producer_ids(self.broker_id)
+        self._next_block = (first, count)
+
+
+def _log_failed_fetch(future: asyncio.Future) -> None:
+    # Retrieved here so that a failure nobody awaited is logged once; the
+    # next request for an id asks again.
+    if not future.cancelled() and future.exception() is not None:
+        logger.warning("allocating a producer id block failed: %s", future.exception())
 
 
 async def handle_init_producer_id(ctx: RequestContext, request):
-    if request.transactional_id is not None:
-        return InitProducerIdResponse(error_code=errors.CoordinatorNotAvailableException.code,
-                                      producer_id=-1, producer_epoch=-1)
+    """An idempotent producer's id (the transaction coordinator's handler
+    takes the requests with a transactional id)."""
     producer_id = await ctx.broker.producer_id_manager.generate_producer_id()
     return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)
 

@@ -480,6 +480,12 @@ class TransactionCoordinator:
                 pending.metadata.remove_partition(topic_partition)
         return self._maybe_write_completion(transactional_id, now_ms)
 
+    def markers_wanted(self, markers: TxnMarkers) -> bool:
+        """Whether ``markers`` are still to be written: the marker channel
+        stops retrying those of a transaction that was cancelled, completed
+        or moved to another coordinator."""
+        return self.pending_markers.get(markers.transactional_id) is markers._pending
+
     def cancel_markers(self, markers: TxnMarkers) -> None:
         """Stop a transaction's markers (the producer or coordinator epoch
         moved on: INVALID_PRODUCER_EPOCH, TRANSACTION_COORDINATOR_FENCED)."""

@@ -206,7 +206,9 @@ def test_api_versions_lists_registered_apis(broker, client):
     # Exactly the APIs with a handler are advertised: nothing a client would
     # call only to be disconnected for an unknown key.
     assert sorted(keys) == broker.broker.apis.registered()
-    assert 24 not in keys          # AddPartitionsToTxn: no transaction coordinator yet
+    # The transaction coordinator's APIs, every stable version.
+    for key in (24, 25, 26, 27, 65, 66):
+        assert keys[key] == (table[key].min_version, table[key].max_stable_version)
 
 
 def test_api_versions_unsupported_version_answers_v0(client):

@@ -1,0 +1,114 @@
+"""WriteTxnMarkers (API key 27): a transaction coordinator has the partition
+leaders write the COMMIT or ABORT marker of a transaction (Kafka's
+KafkaApis.handleWriteTxnMarkersRequest).
+
+Each marker is a control batch of the producer (id and epoch) carrying the
+coordinator epoch, appended as leader with acks=-1 and origin COORDINATOR.
+The partition's producer state checks it: an older producer epoch is
+INVALID_PRODUCER_EPOCH, an older coordinator epoch (a deposed coordinator)
+TRANSACTION_COORDINATOR_FENCED; with transaction version 2 (KIP-890 part 2)
+the coordinator bumped the epoch to end the transaction, so the marker's
+epoch must be above the producer's, strictly. Once appended, the
+transaction's records become readable to read_committed consumers (the
+last stable offset moves); on a __consumer_offsets partition the group
+coordinator also commits or drops the producer's pending offsets.
+
+``write_markers`` is the append itself; the coordinator's marker channel
+calls it directly for the partitions this broker leads.
+"""
+from __future__ import annotations
+
+import time
+
+from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
+from kfast.protocol import WriteTxnMarkersResponse, api_keys
+from kfast.protocol import errors as E
+from kfast.records import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
+from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.coordinator_partition_writer import AppendResult
+from kfast.storage.producer_state import ORIGIN_COORDINATOR
+
+WRITE_TXN_MARKERS = api_keys.BY_NAME["WriteTxnMarkers"].key
+_ALL_IN_SYNC_REPLICAS = -1
+
+
+def _strict_epoch_error(broker, topic: str, index: int, producer_id: int,
+                        producer_epoch: int) -> int:
+    """Transaction version 2: INVALID_PRODUCER_EPOCH unless the marker's
+    epoch is above the one the partition last saw from the producer."""
+    partition = broker.replica_manager.get_partition(topic, index)
+    if partition is None or not partition.is_leader:
+        return 0        # the append answers (NOT_LEADER_OR_FOLLOWER, ...)
+    entry = partition.log.producer_state.last_entry(producer_id)
+    if entry is not None and entry.producer_epoch >= 0 and producer_epoch <= entry.producer_epoch:
+        return E.InvalidProducerEpochException.code
+    return 0
+
+
+async def write_markers(broker, producer_id: int, producer_epoch: int, committed: bool,
+                        coordinator_epoch: int, transaction_version: int,
+                        partitions) -> dict[tuple[str, int], int]:
+    """Append the marker to each of ``partitions`` ((topic, index) this
+    broker should lead); the error code of each once replicated (or not)."""
+    results: dict[tuple[str, int], int] = {}
+    entries = []
+    control_type = CONTROL_TYPE_COMMIT if committed else CONTROL_TYPE_ABORT
+    now_ms = int(time.time() * 1000)
+    for topic, index in partitions:
+        if transaction_version >= 2:
+            code = _strict_epoch_error(broker, topic, index, producer_id, producer_epoch)
+            if code:
+                results[(topic, index)] = code
+                continue
+        batch = bytearray(build_control_batch(control_type, producer_id, producer_epoch,
+                                              coordinator_epoch, now_ms))
+        entries.append((topic, index, batch, AppendResult()))
+    if entries:
+        waiting = broker.replica_manager.append_records(
+            broker.config["request.timeout.ms"], _ALL_IN_SYNC_REPLICAS, entries,
+            ORIGIN_COORDINATOR)
+        if waiting is not None:
+            await waiting
+    for topic, index, _, result in entries:
+        results[(topic, index)] = result.error_code
+        if result.error_code == 0 and topic == GROUP_METADATA_TOPIC_NAME:
+            # The transaction's offsets of this partition's groups.
+            broker.group_coordinator.complete_transaction(index, producer_id, producer_epoch,
+                                                          committed)
+    return results
+
+
+async def handle_write_txn_markers(ctx: RequestContext, request):
+    version = ctx.api_version
+    answers = []
+    for marker in request.markers:
+        partitions = [(topic.name, index) for topic in marker.topics
+                      for index in topic.partition_indexes]
+        results = await write_markers(
+            ctx.broker, marker.producer_id, marker.producer_epoch, marker.transaction_result,
+            marker.coordinator_epoch, marker.transaction_version if version >= 2 else 0,
+            partitions)
+        answers.append(_marker_result(marker.producer_id, marker.topics, results))
+    return WriteTxnMarkersResponse(markers=answers)
+
+
+def _marker_result(producer_id: int, topics, results: dict[tuple[str, int], int]):
+    R = WriteTxnMarkersResponse
+    return R.WritableTxnMarkerResult(producer_id=producer_id, topics=[
+        R.WritableTxnMarkerTopicResult(name=topic.name, partitions=[
+            R.WritableTxnMarkerPartitionResult(partition_index=index,
+                                               error_code=results[(topic.name, index)])
+            for index in topic.partition_indexes])
+        for topic in topics])
+
+
+def _error_response(ctx, request, error):
+    return WriteTxnMarkersResponse(markers=[
+        _marker_result(marker.producer_id, marker.topics,
+                       {(topic.name, index): error.code for topic in marker.topics
+                        for index in topic.partition_indexes})
+        for marker in request.markers])
+
+
+def register(apis: KafkaApis) -> None:
+    apis.register(WRITE_TXN_MARKERS, handle_write_txn_markers, error_response=_error_response)

@@ -1,0 +1,325 @@
+"""Transactions with real clients (issue 18): confluent-kafka (librdkafka),
+kafka-python and aiokafka transactional producers commit and abort, and
+read_committed / read_uncommitted consumers of each client see what they
+should; a second producer with the same transactional.id fences the first
+(zombie fencing); the coordinator aborts a transaction past its timeout and
+the last stable offset moves on; an open transaction survives neither a
+clean restart nor kill -9 of the broker: it is aborted afterwards and a
+read_committed consumer is not stuck behind it."""
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+
+import pytest
+from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+from aiokafka.errors import ProducerFenced
+from aiokafka.structs import TopicPartition as AioTopicPartition
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaPythonTopicPartition
+from kafka.errors import KafkaError as KafkaPythonError
+from kafka.errors import ProducerFencedError
+
+from e2e_support import wait_until
+from kfast.client.connection import BlockingConnection
+from kfast.protocol import api_keys
+from kfast.testing import KfastBroker
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
+
+COMMITTED = [b"c0", b"c1", b"c2"]
+ABORTED = [b"a0", b"a1"]
+AFTER = [b"after"]
+# librdkafka's fencing errors (it reports INVALID_PRODUCER_EPOCH and
+# PRODUCER_FENCED as _FENCED once fatal).
+CONFLUENT_FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                    KafkaError.INVALID_PRODUCER_EPOCH}
+
+
+@pytest.fixture(scope="module")
+def broker(tmp_path_factory):
+    instance = KfastBroker({"num.partitions": 1,
+                            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,
+                            "group.initial.rebalance.delay.ms": 0},
+                           data_dir=str(tmp_path_factory.mktemp("kfast-txn")))
+    instance.start()
+    yield instance
+    instance.close()
+
+
+def new_topic(bootstrap: str) -> str:
+    name = f"txn-{uuid.uuid4().hex[:10]}"
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(name, 1, 1)])[name].result(15)
+    return name
+
+
+def transaction_state(bootstrap: str, transactional_id: str) -> str:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    with BlockingConnection(host, int(port)) as connection:
+        response = connection.send({"transactional_ids": [transactional_id]},
+                                   api_key=api_keys.BY_NAME["DescribeTransactions"].key,
+                                   version=0)
+    return response.transaction_states[0].transaction_state
+
+
+# -- producers: (committed, aborted, committed) transactions, each flushed ----------------
+def produce_confluent(bootstrap, topic, transactional_id):
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    producer.init_transactions(30)
+    for values, commit in ((COMMITTED, True), (ABORTED, False), (AFTER, True)):
+        producer.begin_transaction()
+        for value in values:
+            producer.produce(topic, value=value, partition=0)
+        # Delivered before the end: the aborted records are in the log.
+        assert producer.flush(30) == 0
+        (producer.commit_transaction if commit else producer.abort_transaction)(30)
+
+
+def produce_kafka_python(bootstrap, topic, transactional_id):
+    producer = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
+    try:
+        producer.init_transactions()
+        for values, commit in ((COMMITTED, True), (ABORTED, False), (AFTER, True)):
+            producer.begin_transaction()
+            for value in values:
+                producer.send(topic, value=value, partition=0)
+            producer.flush(30)
+            (producer.commit_transaction if commit else producer.abort_transaction)()
+    finally:
+        producer.close(timeout=10)
+
+
+def produce_aiokafka(bootstrap, topic, transactional_id):
+    async def main():
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap,
+                                    transactional_id=transactional_id)
+        await producer.start()
+        try:
+            for values, commit in ((COMMITTED, True), (ABORTED, False), (AFTER, True)):
+                await producer.begin_transaction()
+                for value in values:
+                    await (await producer.send(topic, value=value, partition=0))
+                if commit:
+                    await producer.commit_transaction()
+                else:
+                    await producer.abort_transaction()
+        finally:
+            await producer.stop()
+    asyncio.run(asyncio.wait_for(main(), 60))
+
+
+# -- consumers: every value up to and including b"after" ----------------------------------
+def consume_confluent(bootstrap, topic, isolation, until=AFTER[0], timeout=20):
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex}",
+                         "isolation.level": isolation, "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, 0, 0)])
+    values, deadline = [], time.monotonic() + timeout
+    try:
+        while until not in values and time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is not None and not message.error():
+                values.append(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def consume_kafka_python(bootstrap, topic, isolation, until=AFTER[0], timeout=20):
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                             enable_auto_commit=False, auto_offset_reset="earliest")
+    partition = KafkaPythonTopicPartition(topic, 0)
+    consumer.assign([partition])
+    consumer.seek(partition, 0)
+    values, deadline = [], time.monotonic() + timeout
+    try:
+        while until not in values and time.monotonic() < deadline:
+            for records in consumer.poll(200).values():
+                values.extend(record.value for record in records)
+    finally:
+        consumer.close()
+    return values
+
+
+def consume_aiokafka(bootstrap, topic, isolation, until=AFTER[0], timeout=20):
+    async def main():
+        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        await consumer.start()
+        partition = AioTopicPartition(topic, 0)
+        consumer.assign([partition])
+        consumer.seek(partition, 0)
+        values, deadline = [], time.monotonic() + timeout
+        try:
+            while until not in values and time.monotonic() < deadline:
+                for records in (await consumer.getmany(timeout_ms=200)).values():
+                    values.extend(record.value for record in records)
+        finally:
+            await consumer.stop()
+        return values
+    return asyncio.run(main())
+
+
+PRODUCERS = {"confluent-kafka": produce_confluent, "kafka-python": produce_kafka_python,
+             "aiokafka": produce_aiokafka}
+CONSUMERS = {"confluent-kafka": consume_confluent, "kafka-python": consume_kafka_python,
+             "aiokafka": consume_aiokafka}
+
+
+@pytest.mark.parametrize("client", PRODUCERS)
+def test_commit_and_abort_seen_by_every_client(broker, client):
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    transactional_id = f"{client}-{uuid.uuid4().hex[:8]}"
+    PRODUCERS[client](bootstrap, topic, transactional_id)
+    for name, consume in CONSUMERS.items():
+        assert consume(bootstrap, topic, "read_committed") == COMMITTED + AFTER, name
+        assert consume(bootstrap, topic, "read_uncommitted") == COMMITTED + ABORTED + AFTER, name
+    assert transaction_state(bootstrap, transactional_id) == "CompleteCommit"
+
+
+# -- zombie fencing ------------------------------------------------------------------------
+def test_a_second_confluent_producer_fences_the_first(broker):
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    transactional_id = f"zombie-{uuid.uuid4().hex[:8]}"
+    config = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id}
+    zombie = Producer(config)
+    zombie.init_transactions(30)
+    zombie.begin_transaction()
+    zombie.produce(topic, value=b"zombie", partition=0)
+    assert zombie.flush(30) == 0
+    successor = Producer(config)
+    # Its InitProducerId aborts the zombie's open transaction first.
+    successor.init_transactions(30)
+    successor.begin_transaction()
+    successor.produce(topic, value=b"after", partition=0)
+    successor.commit_transaction(30)
+    with pytest.raises(KafkaException) as raised:
+        zombie.commit_transaction(30)
+    assert raised.value.args[0].code() in CONFLUENT_FENCED
+    assert consume_confluent(bootstrap, topic, "read_committed") == [b"after"]
+    assert consume_confluent(bootstrap, topic, "read_uncommitted") == [b"zombie", b"after"]
+
+
+def test_a_second_kafka_python_producer_fences_the_first(broker):
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    transactional_id = f"zombie-{uuid.uuid4().hex[:8]}"
+    zombie = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
+    successor = KafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
+    try:
+        zombie.init_transactions()
+        zombie.begin_transaction()
+        zombie.send(topic, value=b"zombie", partition=0)
+        zombie.flush(30)
+        successor.init_transactions()
+        successor.begin_transaction()
+        successor.send(topic, value=b"after", partition=0)
+        successor.commit_transaction()
+        with pytest.raises(KafkaPythonError) as raised:
+            zombie.commit_transaction()
+        assert isinstance(raised.value, ProducerFencedError) or \
+            isinstance(getattr(raised.value, "__cause__", None), ProducerFencedError) or \
+            "Fenced" in type(raised.value).__name__ or "fenced" in str(raised.value).lower()
+    finally:
+        zombie.close(timeout=5)
+        successor.close(timeout=5)
+    assert consume_kafka_python(bootstrap, topic, "read_committed") == [b"after"]
+
+
+def test_a_second_aiokafka_producer_fences_the_first(broker):
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    transactional_id = f"zombie-{uuid.uuid4().hex[:8]}"
+
+    async def main():
+        zombie = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
+        successor = AIOKafkaProducer(bootstrap_servers=bootstrap,
+                                     transactional_id=transactional_id)
+        await zombie.start()
+        try:
+            await zombie.begin_transaction()
+            await (await zombie.send(topic, value=b"zombie", partition=0))
+            await successor.start()
+            async with successor.transaction():
+                await (await successor.send(topic, value=b"after", partition=0))
+            with pytest.raises(ProducerFenced):
+                await zombie.commit_transaction()
+        finally:
+            await successor.stop()
+            await zombie.stop()
+    asyncio.run(asyncio.wait_for(main(), 60))
+    assert consume_aiokafka(bootstrap, topic, "read_committed") == [b"after"]
+
+
+# -- timeouts ------------------------------------------------------------------------------
+def open_transaction(bootstrap, topic, transactional_id, timeout_ms=None) -> Producer:
+    """A confluent producer with a transaction left open (its record written)."""
+    config = {"bootstrap.servers": bootstrap, "transactional.id": transactional_id}
+    if timeout_ms is not None:
+        config.update({"transaction.timeout.ms": timeout_ms, "message.timeout.ms": timeout_ms})
+    producer = Producer(config)
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"open", partition=0)
+    assert producer.flush(30) == 0
+    return producer
+
+
+def append_after(bootstrap, topic) -> None:
+    """A plain record after the open transaction (held back by its LSO)."""
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    producer.produce(topic, value=b"after", partition=0)
+    assert producer.flush(30) == 0
+
+
+def test_the_coordinator_aborts_a_transaction_past_its_timeout(broker):
+    bootstrap = broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    transactional_id = f"slow-{uuid.uuid4().hex[:8]}"
+    began = time.monotonic()
+    producer = open_transaction(bootstrap, topic, transactional_id, timeout_ms=1500)
+    append_after(bootstrap, topic)
+    # Not readable while the transaction is open, readable once it is aborted.
+    assert consume_confluent(bootstrap, topic, "read_committed", timeout=20) == [b"after"]
+    assert time.monotonic() - began >= 1.5
+    wait_until(lambda: transaction_state(bootstrap, transactional_id) == "CompleteAbort", 10,
+               "the timed-out transaction to be aborted")
+    with pytest.raises(KafkaException) as raised:
+        producer.commit_transaction(30)
+    assert raised.value.args[0].code() in CONFLUENT_FENCED | {KafkaError._STATE}
+
+
+# -- broker restarts -----------------------------------------------------------------------
+@pytest.mark.parametrize("stop", ["sigterm", "kill -9"])
+def test_an_open_transaction_is_aborted_after_a_broker_restart(serve, stop):
+    """The transaction's Ongoing record is in __transaction_state; the
+    restarted coordinator loads it and aborts it once its timeout has
+    passed, so the last stable offset moves and a new producer with the
+    same transactional.id goes on."""
+    process = serve("transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
+                    "num.partitions=1").start()
+    bootstrap = process.bootstrap_servers
+    topic = new_topic(bootstrap)
+    transactional_id = f"restart-{uuid.uuid4().hex[:8]}"
+    producer = open_transaction(bootstrap, topic, transactional_id, timeout_ms=3000)
+    if stop == "sigterm":
+        assert process.terminate() == 0
+    else:
+        process.kill()
+    del producer            # the producer died with its broker's connections
+    process.start()
+    append_after(bootstrap, topic)
+    assert consume_confluent(bootstrap, topic, "read_committed", timeout=30) == [b"after"]
+    assert transaction_state(bootstrap, transactional_id) == "CompleteAbort"
+    successor = Producer({"bootstrap.servers": bootstrap, "transactional.id": transactional_id})
+    successor.init_transactions(30)
+    successor.begin_transaction()
+    successor.produce(topic, value=b"next", partition=0)
+    successor.commit_transaction(30)
+    assert consume_confluent(bootstrap, topic, "read_committed", until=b"next") == \
+        [b"after", b"next"]
