@@ -15,6 +15,11 @@ and is unfenced once a heartbeat shows it has caught up. Timed per trial:
   process start -> the broker's own Metadata lists it (it is in service),
   with the broker's log lines for its steps (observer ready, unfenced).
 
+Three logs: --baseline-partitions (what the start costs with next to
+nothing to catch up); --partitions; and the same after the broker they are
+placed on was fenced, which appended a leader change for every partition
+in one batch (a broker leading them all died).
+
 Baseline in the same run: the same broker on a log of --baseline-partitions
 (what the start costs with next to nothing to catch up). Each trial uses a
 new node id and data directory: nothing cached from the last one.
@@ -97,6 +102,8 @@ class Placeholder:
             self.beat()
 
     def stop(self) -> None:
+        if self._stop.is_set():
+            return
         self._stop.set()
         self._thread.join(10)
         self.connection.close()
@@ -115,6 +122,19 @@ def create_topics(cluster: KfastCluster, prefix: str, topics: int, partitions: i
             failed = [(t.name, t.error_code, t.error_message) for t in response.topics
                       if t.error_code]
             assert not failed, failed[:3]
+
+
+def fence(cluster: KfastCluster, placeholder: "Placeholder", partitions: int,
+          overrides: dict) -> None:
+    """Stop the placeholder's heartbeats and wait for the controller to
+    fence it: one leader change per partition lands in the metadata log
+    (what a broker leading 100,000 partitions dying looks like)."""
+    before = cluster.describe_quorum(1).high_watermark
+    placeholder.stop()
+    timeout = overrides["broker.session.timeout.ms"] / 1000 + 60
+    cluster.wait_until(lambda: (cluster.describe_quorum(1, 30) or before).high_watermark >=
+                       before + partitions, timeout, "the placeholder fenced")
+    print(f"  placeholder fenced: +{partitions:,} leader changes in the log", flush=True)
 
 
 def time_to_service(cluster: KfastCluster, node_id: int, timeout: float) -> float:
@@ -182,7 +202,7 @@ def main() -> None:
     for name, partitions, topics in (("baseline", args.baseline_partitions, 1),
                                      ("large", args.partitions, args.topics)):
         # Brokers 2.. are written but not started: each trial starts one.
-        cluster = KfastCluster(controllers=1, brokers=args.trials, overrides=overrides)
+        cluster = KfastCluster(controllers=1, brokers=2 * args.trials, overrides=overrides)
         try:
             cluster.start_node(1)
             cluster.wait_listening(1)
@@ -194,15 +214,24 @@ def main() -> None:
             print(f"{name}: {partitions:,} partitions in {topics} topics created in "
                   f"{created:.1f} s; metadata dir "
                   f"{_metadata_bytes(cluster) / 1e6:.1f} MB")
-            results = run_trials(cluster, range(2, 2 + args.trials), args.timeout)
+            scenarios = [(name, range(2, 2 + args.trials))]
+            if name == "large":
+                scenarios.append(("large_after_fencing",
+                                  range(2 + args.trials, 2 + 2 * args.trials)))
+            for scenario, broker_ids in scenarios:
+                if scenario == "large_after_fencing":
+                    fence(cluster, placeholder, partitions, overrides)
+                results = run_trials(cluster, broker_ids, args.timeout)
+                seconds = sorted(r["seconds"] for r in results)
+                report[scenario] = {"partitions": partitions,
+                                    "create_seconds": round(created, 1),
+                                    "metadata_bytes": _metadata_bytes(cluster),
+                                    "trials": results,
+                                    "median_seconds": seconds[len(seconds) // 2]}
             placeholder.stop()
-            seconds = sorted(r["seconds"] for r in results)
-            report[name] = {"partitions": partitions, "create_seconds": round(created, 1),
-                            "metadata_bytes": _metadata_bytes(cluster),
-                            "trials": results, "median_seconds": seconds[len(seconds) // 2]}
         finally:
             cluster.close()
-    print(json.dumps({k: v for k, v in report.items() if k in ("baseline", "large")}, indent=1))
+    print(json.dumps({k: v for k, v in report.items() if isinstance(v, dict)}, indent=1))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)
