@@ -157,9 +157,14 @@ class TransactionMarkerChannelManager:
     async def _write(self, markers, leader: int, partitions: list) -> dict:
         """Per-partition error codes of one leader's write."""
         if leader == self.broker.node_id:
-            return await write_markers(self.broker, markers.producer_id, markers.producer_epoch,
-                                       markers.committed, markers.coordinator_epoch,
-                                       markers.transaction_version, partitions)
+            try:
+                return await write_markers(
+                    self.broker, markers.producer_id, markers.producer_epoch, markers.committed,
+                    markers.coordinator_epoch, markers.transaction_version, partitions)
+            except Exception:
+                # As a failed request to another broker: tried again.
+                logger.exception("writing the markers of %s failed", markers.transactional_id)
+                return dict.fromkeys(partitions, E.KafkaStorageException.code)
         endpoint = self.broker.broker_endpoint(leader)
         if endpoint is None:
             return dict.fromkeys(partitions, E.NotLeaderOrFollowerException.code)
