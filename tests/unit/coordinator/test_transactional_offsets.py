@@ -50,7 +50,10 @@ def txn_commit(coordinator, group, offsets, producer_id, epoch=0, generation=-1,
 
 
 def committed(coordinator, group, stable=False):
-    return {(t, p): (v if isinstance(v, int) or v is None else v.offset)
+    """{(topic, partition): offset, None, or "unstable" (the error code
+    fetch_offsets gives instead of a value)}."""
+    return {(t, p): ("unstable" if v == UNSTABLE and isinstance(v, int) else
+                     None if v is None else v.offset)
             for t, p, v in coordinator.fetch_offsets(group, [TP, ("t", 1)], stable)}
 
 
@@ -58,7 +61,7 @@ def test_pending_until_commit_marker_unstable_meanwhile():
     h = Harness()
     assert txn_commit(h.coordinator, "g", {TP: 5}, producer_id=7) == {TP: 0}
     assert committed(h.coordinator, "g") == {TP: None, ("t", 1): None}
-    assert committed(h.coordinator, "g", stable=True)[TP] == UNSTABLE
+    assert committed(h.coordinator, "g", stable=True)[TP] == "unstable"
     h.coordinator.complete_transaction(7, True, lambda group: True)
     assert committed(h.coordinator, "g", stable=True) == {TP: 5, ("t", 1): None}
 
@@ -69,7 +72,7 @@ def test_abort_drops_them_and_other_groups_wait_for_their_own_partition():
     txn_commit(h.coordinator, "b", {TP: 2}, producer_id=7)
     h.coordinator.complete_transaction(7, False, lambda group: group == "a")
     assert committed(h.coordinator, "a", stable=True)[TP] is None      # aborted
-    assert committed(h.coordinator, "b", stable=True)[TP] == UNSTABLE  # its marker to come
+    assert committed(h.coordinator, "b", stable=True)[TP] == "unstable"  # its marker to come
     h.coordinator.complete_transaction(7, True, lambda group: group == "b")
     assert committed(h.coordinator, "b")[TP] == 2
 
@@ -163,7 +166,7 @@ def test_a_coordinator_loaded_from_the_log_has_the_live_state(tmp_path_factory, 
                 {p: oracle.get((group, p), (0, None))[1] for p in (0, 1)}
             stable = committed(live.coordinator, group, stable=True)
             waiting = {p for by_key in pending.values() for g, p in by_key if g == group}
-            assert {p for p in (0, 1) if stable[("t", p)] == UNSTABLE} == waiting
+            assert {p for p in (0, 1) if stable[("t", p)] == "unstable"} == waiting
         loaded = broker.runtime()
         assert loaded.check_coordinator("a") == 0
         assert loaded.coordinator.snapshot()["offsets"] == live.coordinator.snapshot()["offsets"]
