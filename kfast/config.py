@@ -483,6 +483,9 @@ define("transaction.abort.timed.out.transaction.cleanup.interval.ms", I, 10000,
        "Interval at which timed-out transactions are rolled back.", at_least(1))
 define("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000,
        "Interval at which expired transactional ids are removed.", at_least(1))
+define("transaction.partition.verification.enable", B, True,
+       "Verify with the transaction coordinator that a partition was added to the "
+       "transaction before its first transactional write (KIP-890).")
 define("producer.id.expiration.ms", I, 86400000,
        "Time a producer id is kept after its last write.", at_least(1))
 define("producer.id.expiration.check.interval.ms", I, 600000,

@@ -36,6 +36,7 @@ from kfast.server.network import SocketServer
 from kfast.server.producer_id_apis import ProducerIdManager
 from kfast.server.replica_fetcher import ReplicaFetcherManager
 from kfast.server.replica_manager import ReplicaManager
+from kfast.server.transaction_verification import AddPartitionsToTxnManager
 from kfast.server.txn_marker_channel import TransactionMarkerChannelManager
 from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
@@ -199,6 +200,9 @@ class KafkaBroker:
         self.group_coordinator: GroupCoordinatorRuntime | None = None
         self.transaction_coordinator: TransactionCoordinatorRuntime | None = None
         self.txn_marker_channel: TransactionMarkerChannelManager | None = None
+        # KIP-890: partition leaders verify transactional writes with the
+        # transaction coordinator.
+        self.add_partitions_to_txn_manager = AddPartitionsToTxnManager(self)
         self.apis = KafkaApis(self)
         self.socket_servers: dict[str, SocketServer] = {}
         self.bound_ports: dict[str, int] = {}
@@ -449,6 +453,7 @@ class KafkaBroker:
             self.transaction_coordinator.shutdown()
         if self.txn_marker_channel is not None:
             await self.txn_marker_channel.shutdown()
+        await self.add_partitions_to_txn_manager.shutdown()
         await asyncio.gather(*(server.shutdown(timeout) for server in self.socket_servers.values()))
         self.apis.warnings.flush()
         for job in self._jobs:

@@ -12,14 +12,16 @@ metadata.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 import struct
 
 from kfast.controller.topics import INTERNAL_TOPICS
 from kfast.protocol import ProduceResponse, api_keys, errors
 from kfast.records import peek_magic
-from kfast.server import leader_hints
+from kfast.server import leader_hints, transaction_verification
 from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.transaction_verification import start_verification
 
 # Kafka lets only its admin tooling write to internal topics directly.
 ADMIN_CLIENT_ID = "__admin_client"
@@ -103,9 +105,51 @@ def handle_produce(ctx: RequestContext, request):
                 failed = True
                 continue
             entries.append((name, data.index, records, response))
+    guards = None
+    if broker.config["transaction.partition.verification.enable"]:
+        guards = {}
+        write = None
+        if request.transactional_id is not None:
+            try:
+                write = start_verification(broker, entries)
+            except errors.KafkaError as exc:
+                for _, _, _, response in entries:
+                    response.error_code, response.error_message = exc.code, str(exc) or None
+                return _answer(ctx, request, responses, entries, True, None)
+        if write is not None:
+            # The one await before appending: the coordinator's answer. A
+            # pipelined later batch of the producer that appends first is
+            # refused as out of order and sent again (check_verified).
+            return _verify_then_append(ctx, request, responses, entries, failed, write)
     # Appends happen now, before any await: a producer's pipelined requests
     # reach the log in request order.
-    waiting = replica_manager.append_records(request.timeout_ms, request.acks, entries)
+    waiting = replica_manager.append_records(request.timeout_ms, request.acks, entries,
+                                             verification_guards=guards)
+    return _answer(ctx, request, responses, entries, failed, waiting)
+
+
+async def _verify_then_append(ctx, request, responses, entries, failed, write):
+    broker = ctx.broker
+    verified = await broker.add_partitions_to_txn_manager.verify(request.transactional_id, write)
+    appending = []
+    for entry in entries:
+        code = verified.get((entry[0], entry[1]), 0)
+        if code:
+            response = entry[3]
+            response.error_code, response.error_message = transaction_verification.answer(
+                code, ctx.api_version)
+            failed = True
+        else:
+            appending.append(entry)
+    waiting = broker.replica_manager.append_records(request.timeout_ms, request.acks, appending,
+                                                    verification_guards=write.guards)
+    body = _answer(ctx, request, responses, entries, failed, waiting)
+    return await body if asyncio.iscoroutine(body) else body
+
+
+def _answer(ctx, request, responses, entries, failed, waiting):
+    """The response once the appends are done (``waiting``: acks=-1 still
+    to come), or None for acks=0 (a failed partition closes the connection)."""
     if request.acks == 0:
         if failed or any(response.error_code for _, _, _, response in entries):
             ctx.close_connection()

@@ -52,6 +52,7 @@ from kfast.server.delayed_produce import (
 )
 from kfast.server.partition import READ_COMMITTED, Partition
 from kfast.server.replication_quota import ReplicationQuotaManager, parse_throttled_replicas
+from kfast.server.transaction_verification import check_verified, clear_after_append
 from kfast.server_common.purgatory import DelayedOperationPurgatory
 from kfast.storage.log import Log, RecordValidationException
 from kfast.storage.producer_state import ORIGIN_CLIENT
@@ -271,12 +272,15 @@ class ReplicaManager:
 
     # -- produce --------------------------------------------------------------------
     def append_records(self, timeout_ms: int, required_acks: int, entries: list,
-                       origin: str = ORIGIN_CLIENT):
+                       origin: str = ORIGIN_CLIENT, verification_guards: dict | None = None):
         """Append each ``(topic, partition, records, response)``; ``response``
         (a PartitionProduceResponse) gets error_code, base_offset,
         log_append_time_ms and log_start_offset. Returns None when the
         responses are final, or a future that resolves once acks=-1 is
-        satisfied (or the timeout expires)."""
+        satisfied (or the timeout expires). ``verification_guards``: the
+        client's transactional writes verified with their coordinator
+        ({(topic, partition): guard}, kfast.server.transaction_verification);
+        None when transaction verification is off."""
         if required_acks not in VALID_ACKS:
             for _, _, _, response in entries:
                 response.error_code = InvalidRequiredAcksException.code
@@ -285,8 +289,11 @@ class ReplicaManager:
         for topic, index, records, response in entries:
             try:
                 partition = self.partition_or_raise(topic, index)
+                if verification_guards is not None and origin == ORIGIN_CLIENT:
+                    check_verified(partition.log, records, verification_guards.get((topic, index)))
                 info, hw_moved = partition.append_records_to_leader(records, origin,
                                                                     required_acks)
+                clear_after_append(partition.log, records)
             except Exception as exc:
                 error = error_of(exc)
                 if isinstance(error, KafkaStorageException):

@@ -52,7 +52,7 @@ _RETRIABLE = frozenset({
 })
 
 
-class _BrokerLink:
+class BrokerLink:
     """The connection to one other broker, opened on first use and opened
     again after a failure or when the broker's endpoint changed."""
 
@@ -88,7 +88,7 @@ class TransactionMarkerChannelManager:
 
     def __init__(self, broker):
         self.broker = broker
-        self._links: dict[int, _BrokerLink] = {}
+        self._links: dict[int, BrokerLink] = {}
         self._deliveries: set[asyncio.Task] = set()
         self._stopped = False
 
@@ -170,7 +170,7 @@ class TransactionMarkerChannelManager:
             return dict.fromkeys(partitions, E.NotLeaderOrFollowerException.code)
         link = self._links.get(leader)
         if link is None:
-            link = self._links[leader] = _BrokerLink(
+            link = self._links[leader] = BrokerLink(
                 f"broker-{self.broker.node_id}-txn-marker-sender",
                 self.broker.config["request.timeout.ms"] / 1000)
         by_topic: dict[str, list[int]] = {}

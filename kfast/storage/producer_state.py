@@ -278,6 +278,38 @@ class ProducerAppendInfo:
         return entry
 
 
+class VerificationGuard:
+    """A token for one verification of one producer's first transactional
+    write to a partition (KIP-890): the append goes ahead only with the
+    guard the partition still holds, so a verification answered after the
+    transaction ended (its marker cleared the state) cannot let a stale
+    write start a transaction no coordinator knows. Compared by identity."""
+
+    __slots__ = ()
+
+
+class VerificationStateEntry:
+    """A producer's verification in progress (Kafka's VerificationStateEntry):
+    its guard, and the lowest sequence (of the newest epoch) asking, so that
+    pipelined later batches cannot be written before it."""
+
+    __slots__ = ("timestamp", "guard", "lowest_sequence", "epoch")
+
+    def __init__(self, timestamp: int, sequence: int, epoch: int):
+        self.timestamp = timestamp
+        self.guard = VerificationGuard()
+        self.lowest_sequence = sequence
+        self.epoch = epoch
+
+    def update(self, sequence: int, epoch: int) -> None:
+        """A lower sequence of the same epoch, or any of a newer epoch, is
+        the one to be written first now."""
+        if epoch == self.epoch and sequence < self.lowest_sequence:
+            self.lowest_sequence = sequence
+        if epoch > self.epoch:
+            self.epoch, self.lowest_sequence = epoch, sequence
+
+
 class ProducerStateManager:
     def __init__(self, log_dir: str, topic_partition: str = "",
                  producer_id_expiration_ms: int = 86400000):
@@ -291,6 +323,28 @@ class ProducerStateManager:
         self._unreplicated: dict[int, TxnMetadata] = {}
         self.map_end_offset = 0
         self.last_snapshot_offset = 0
+        # producer id -> its transaction verification in progress (KIP-890).
+        self.verification_states: dict[int, VerificationStateEntry] = {}
+
+    # -- transaction verification (KIP-890) -----------------------------------
+    def has_ongoing_transaction(self, producer_id: int) -> bool:
+        entry = self.producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset is not None
+
+    def maybe_create_verification_state(self, producer_id: int, sequence: int, epoch: int,
+                                        now_ms: int) -> VerificationStateEntry:
+        entry = self.verification_states.get(producer_id)
+        if entry is None:
+            entry = self.verification_states[producer_id] = VerificationStateEntry(
+                now_ms, sequence, epoch)
+        else:
+            entry.update(sequence, epoch)
+        return entry
+
+    def clear_verification_state(self, producer_id: int) -> None:
+        """A transactional batch or marker of the producer was written: its
+        transaction is ongoing, or over."""
+        self.verification_states.pop(producer_id, None)
 
     # -- appends ------------------------------------------------------------
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
@@ -347,6 +401,10 @@ class ProducerStateManager:
                     if e.current_txn_first_offset is None
                     and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]:
             del self.producers[pid]
+        # Verifications never answered (Kafka expires them with the producers).
+        for pid in [pid for pid, e in self.verification_states.items()
+                    if now_ms - e.timestamp >= self.producer_id_expiration_ms]:
+            del self.verification_states[pid]
 
     # -- snapshots ------------------------------------------------------------
     def snapshot_path(self, offset: int) -> str:

@@ -9,22 +9,18 @@ DescribeTransactions and ListTransactions; and that a transaction ends in
 markers: the last stable offset reaches the log end."""
 from __future__ import annotations
 
-import time
-import uuid
-
 import pytest
 
 from e2e_support import wait_until
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import api_keys
 from kfast.protocol import errors as E
-from kfast.records import RecordBatchBuilder
 from kfast.testing import KfastBroker
+from transaction_support import (  # noqa: F401
+    KEY, TOPIC, add_partitions, end_txn, fresh_id, init, offsets, produce_transactional, send)
 
 pytestmark = pytest.mark.e2e
 
-KEY = {api.name: api.key for api in api_keys.API_KEYS}
-TOPIC = "txn-protocol"
 FENCED = E.ProducerFencedException.code
 INVALID_EPOCH = E.InvalidProducerEpochException.code
 
@@ -48,70 +44,6 @@ def conn(tmp_path_factory):
     yield connection
     connection.close()
     broker.close()
-
-
-def send(conn, api: str, version: int, **body):
-    return conn.send(body, api_key=KEY[api], version=version)
-
-
-def fresh_id() -> str:
-    return f"tx-{uuid.uuid4().hex[:10]}"
-
-
-def init(conn, transactional_id: str, version: int = 4, **fields):
-    """InitProducerId, retried while the coordinator loads or allocates."""
-    deadline = time.monotonic() + 15
-    while True:
-        response = send(conn, "InitProducerId", version, transactional_id=transactional_id,
-                        transaction_timeout_ms=60000, **fields)
-        if response.error_code not in (E.CoordinatorLoadInProgressException.code,
-                                        E.ConcurrentTransactionsException.code) \
-                or time.monotonic() > deadline:
-            return response
-        time.sleep(0.05)
-
-
-def add_partitions(conn, version, transactional_id, producer_id, epoch, partitions, topic=TOPIC):
-    response = send(conn, "AddPartitionsToTxn", version,
-                    v3_and_below_transactional_id=transactional_id,
-                    v3_and_below_producer_id=producer_id, v3_and_below_producer_epoch=epoch,
-                    v3_and_below_topics=[{"name": topic, "partitions": partitions}])
-    return {(t.name, r.partition_index): r.partition_error_code
-            for t in response.results_by_topic_v3_and_below for r in t.results_by_partition}
-
-
-def produce_transactional(conn, transactional_id, producer_id, epoch, partition, values,
-                          sequence=0):
-    builder = RecordBatchBuilder(0, producer_id=producer_id, producer_epoch=epoch,
-                                 base_sequence=sequence, is_transactional=True)
-    for value in values:
-        builder.append(int(time.time() * 1000), None, value)
-    response = send(conn, "Produce", 9, transactional_id=transactional_id, acks=-1,
-                    timeout_ms=5000, topic_data=[{"name": TOPIC, "partition_data": [
-                        {"index": partition, "records": builder.build()}]}])
-    return response.responses[0].partition_responses[0].error_code
-
-
-def offsets(conn, partition: int) -> tuple[int, int]:
-    """(last stable offset, high watermark) of a partition."""
-    answers = []
-    for isolation in (1, 0):
-        response = send(conn, "ListOffsets", 5, replica_id=-1, isolation_level=isolation,
-                        topics=[{"name": TOPIC, "partitions": [
-                            {"partition_index": partition, "timestamp": -1}]}])
-        answers.append(response.topics[0].partitions[0].offset)
-    return tuple(answers)
-
-
-def end_txn(conn, version, transactional_id, producer_id, epoch, committed):
-    deadline = time.monotonic() + 15
-    while True:
-        response = send(conn, "EndTxn", version, transactional_id=transactional_id,
-                        producer_id=producer_id, producer_epoch=epoch, committed=committed)
-        if response.error_code != E.ConcurrentTransactionsException.code or \
-                time.monotonic() > deadline:
-            return response
-        time.sleep(0.05)
 
 
 # -- FindCoordinator -----------------------------------------------------------------------

@@ -1,0 +1,209 @@
+"""Transaction verification before a transactional write (KIP-890 part 1):
+Kafka's ReplicaManager.handleProduceAppend with its AddPartitionsToTxnManager.
+
+The hanging transaction it prevents: a producer's write to a partition is
+delayed in the network, the producer aborts (its marker reaches the
+partition), and then the delayed write arrives -- the partition would start
+a transaction no coordinator knows, and its last stable offset would never
+move again (read_committed consumers stuck). So before a producer's first
+transactional batch on a partition (no transaction of that producer ongoing
+there), the leader asks the transaction coordinator whether the partition
+is in the producer's current transaction: AddPartitionsToTxn v4+ with
+verify_only, to the leader of the transactional id's __transaction_state
+partition (in-process when that is this broker). Meanwhile the partition
+holds a VerificationGuard for the producer; the append goes ahead only if
+the guard is still the one verified (a marker written in between clears
+it), else INVALID_TXN_STATE "Record was not part of an ongoing transaction".
+
+Answers, per partition, as Kafka maps them: TRANSACTION_ABORTABLE
+"Partition was not added to the transaction" (INVALID_TXN_STATE for
+Produce v10 and older); PRODUCER_FENCED as INVALID_PRODUCER_EPOCH;
+CONCURRENT_TRANSACTIONS, NETWORK_EXCEPTION
+and the coordinator's COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE
+/ NOT_COORDINATOR as NOT_ENOUGH_REPLICAS (retriable: the producer sends
+again); anything else (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, ...) as is.
+transaction.partition.verification.enable=false turns it off.
+"""
+from __future__ import annotations
+
+import logging
+
+from kfast.controller.topics import TRANSACTION_STATE_TOPIC_NAME
+from kfast.coordinator.transaction.records import partition_for
+from kfast.protocol import AddPartitionsToTxnRequest, api_keys
+from kfast.protocol import errors as E
+from kfast.protocol.constants import NO_LEADER
+from kfast.records import RecordBatch
+from kfast.server.txn_marker_channel import BrokerLink
+
+logger = logging.getLogger(__name__)
+
+_ADD_PARTITIONS_TO_TXN = api_keys.BY_NAME["AddPartitionsToTxn"].key
+_RETRIABLE = frozenset({
+    E.ConcurrentTransactionsException.code, E.NetworkException.code,
+    E.CoordinatorLoadInProgressException.code, E.CoordinatorNotAvailableException.code,
+    E.NotCoordinatorException.code})
+NOT_ADDED = "Partition was not added to the transaction"
+
+
+class TransactionalWrite:
+    """The transactional batches of one Produce request that need verifying:
+    ``guards`` {(topic, partition): VerificationGuard}."""
+
+    __slots__ = ("producer_id", "producer_epoch", "guards")
+
+    def __init__(self, producer_id: int, producer_epoch: int):
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.guards: dict[tuple[str, int], object] = {}
+
+
+def start_verification(broker, entries: list) -> TransactionalWrite | None:
+    """For each ``(topic, partition, records, response)`` holding a
+    transactional batch whose producer has no transaction ongoing on the
+    partition: a guard (the partition's verification state). None when
+    nothing needs verifying. A partition that fails here (not hosted, not
+    leader) is left for the append to answer."""
+    write = None
+    now_ms = broker.replica_manager.time_ms()
+    for topic, index, records, _ in entries:
+        header = RecordBatch(records)
+        if not header.is_transactional or header.is_control:
+            continue
+        if write is None:
+            write = TransactionalWrite(header.producer_id, header.producer_epoch)
+        elif header.producer_id != write.producer_id:
+            raise E.InvalidPidMappingException(
+                "Transactional records contained more than one producer ID")
+        partition = broker.replica_manager.get_partition(topic, index)
+        if partition is None or not partition.is_leader:
+            continue
+        state = partition.log.producer_state
+        if state.has_ongoing_transaction(header.producer_id):
+            continue
+        entry = state.maybe_create_verification_state(
+            header.producer_id, header.base_sequence, header.producer_epoch, now_ms)
+        write.guards[(topic, index)] = entry.guard
+    return write if write is not None and write.guards else None
+
+
+def check_verified(log, records, guard) -> None:
+    """At append time, under no await since the guard was handed out: a
+    transactional data batch of a producer with no transaction ongoing here
+    must carry the partition's current guard; and while a verification is
+    in progress only its lowest sequence may be written (later pipelined
+    batches come back as OUT_OF_ORDER_SEQUENCE and are sent again)."""
+    header = RecordBatch(records)
+    if not header.is_transactional or header.is_control:
+        return
+    state = log.producer_state
+    if state.has_ongoing_transaction(header.producer_id):
+        return
+    entry = state.verification_states.get(header.producer_id)
+    if entry is None or guard is None or entry.guard is not guard:
+        raise E.InvalidTxnStateException("Record was not part of an ongoing transaction")
+    if header.producer_epoch == entry.epoch and header.base_sequence > entry.lowest_sequence:
+        raise E.OutOfOrderSequenceException(
+            f"Out of order sequence number for producer {header.producer_id}: "
+            f"{header.base_sequence} (incoming seq. number), {entry.lowest_sequence} "
+            f"(earliest seen sequence)")
+
+
+def clear_after_append(log, records) -> None:
+    """A transactional batch or marker was written: the producer's
+    verification, if any, is over (Kafka's UnifiedLog.updateProducers)."""
+    states = log.producer_state.verification_states
+    if states:
+        header = RecordBatch(records)
+        if header.is_transactional:
+            states.pop(header.producer_id, None)
+
+
+class AddPartitionsToTxnManager:
+    """Sends the verifications to transaction coordinators (Kafka's
+    AddPartitionsToTxnManager, without its batching across requests)."""
+
+    def __init__(self, broker):
+        self.broker = broker
+        self._links: dict[int, BrokerLink] = {}
+
+    async def verify(self, transactional_id: str, write: TransactionalWrite) -> dict:
+        """{(topic, partition): error code} for every guarded partition."""
+        partitions = list(write.guards)
+        broker = self.broker
+        image = broker.metadata_image
+        index = partition_for(transactional_id,
+                              broker.config["transaction.state.log.num.partitions"])
+        registration = image.partition(TRANSACTION_STATE_TOPIC_NAME, index)
+        leader = NO_LEADER if registration is None else registration.leader
+        if leader == NO_LEADER:
+            return dict.fromkeys(partitions, E.CoordinatorNotAvailableException.code)
+        if leader == broker.node_id:
+            runtime = broker.transaction_coordinator
+            code = runtime.check_coordinator(transactional_id)
+            if code:
+                return dict.fromkeys(partitions, code)
+            return runtime.coordinator.handle_verify_partitions(
+                transactional_id, write.producer_id, write.producer_epoch, partitions)
+        return await self._ask(leader, transactional_id, write, partitions)
+
+    async def _ask(self, leader: int, transactional_id: str, write: TransactionalWrite,
+                   partitions: list) -> dict:
+        endpoint = self.broker.broker_endpoint(leader)
+        if endpoint is None:
+            return dict.fromkeys(partitions, E.NotCoordinatorException.code)
+        link = self._links.get(leader)
+        if link is None:
+            link = self._links[leader] = BrokerLink(
+                f"broker-{self.broker.node_id}-txn-verifier",
+                self.broker.config["request.timeout.ms"] / 1000)
+        by_topic: dict[str, list[int]] = {}
+        for topic, index in partitions:
+            by_topic.setdefault(topic, []).append(index)
+        R = AddPartitionsToTxnRequest
+        request = R(transactions=[R.AddPartitionsToTxnTransaction(
+            transactional_id=transactional_id, producer_id=write.producer_id,
+            producer_epoch=write.producer_epoch, verify_only=True,
+            topics=[R.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                    for t, ps in by_topic.items()])])
+        try:
+            connection = await link.get(endpoint)
+            version = connection.version_for(_ADD_PARTITIONS_TO_TXN, min_version=4)
+            response = await connection.send(request, version=version)
+        except (OSError, E.KafkaError) as exc:
+            logger.debug("verifying a transaction with broker %d failed: %s", leader, exc)
+            return dict.fromkeys(partitions, E.NetworkException.code)
+        if response.error_code:
+            return dict.fromkeys(partitions, response.error_code)
+        results = dict.fromkeys(partitions, E.UnknownServerException.code)
+        for transaction in response.results_by_transaction:
+            for topic in transaction.topic_results:
+                for partition in topic.results_by_partition:
+                    key = (topic.name, partition.partition_index)
+                    if key in results:
+                        results[key] = partition.partition_error_code
+        return results
+
+    async def shutdown(self) -> None:
+        for link in self._links.values():
+            await link.close()
+        self._links.clear()
+
+
+def answer(code: int, produce_version: int) -> tuple[int, str | None]:
+    """The produce error for a verification answer (Kafka's mapping): the
+    coordinator's PRODUCER_FENCED is INVALID_PRODUCER_EPOCH for a partition
+    leader, and its TRANSACTION_ABORTABLE (the partition is not in the
+    transaction) reaches only Produce v11+ clients, older ones get
+    INVALID_TXN_STATE."""
+    if code == E.ProducerFencedException.code:
+        return E.InvalidProducerEpochException.code, None
+    if code == E.TransactionAbortableException.code and produce_version <= 10:
+        code = E.InvalidTxnStateException.code
+    if code in (E.InvalidTxnStateException.code, E.TransactionAbortableException.code):
+        return code, NOT_ADDED
+    if code in _RETRIABLE:
+        return E.NotEnoughReplicasException.code, (
+            f"Unable to verify the partition has been added to the transaction. "
+            f"Underlying error: {E.for_code(code).__name__}")
+    return code, None
