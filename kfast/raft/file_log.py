@@ -43,8 +43,10 @@ from kfast.raft.snapshots import (
     SNAPSHOT_SUFFIX,
     is_whole_snapshot,
     list_snapshots,
+    snapshot_kraft_records,
     snapshot_name,
     snapshot_records,
+    with_kraft_records,
     write_snapshot_file,
 )
 from kfast.storage.atomic_file import fsync_dir, write_atomically
@@ -250,13 +252,29 @@ class FileReplicatedLog(AppendRules):
         write_snapshot_file(path, (data,))
         self._snapshots[snapshot_id] = path
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes,
+                        kraft_records: tuple = ()) -> None:
         """A snapshot of the state below ``snapshot_id.offset`` (``data``: a
-        whole snapshot file, kfast.raft.snapshots.snapshot_bytes)."""
+        whole snapshot file, kfast.raft.snapshots.snapshot_bytes).
+        ``kraft_records`` (kraft.version 1: the KRaftVersionRecord and
+        VotersRecord in force there) go into its header batch."""
         if not self.start_offset <= snapshot_id.offset <= self.end_offset:
             raise ValueError(f"snapshot {snapshot_id} outside the log "
                              f"[{self.start_offset}, {self.end_offset}]")
+        if kraft_records and not snapshot_kraft_records(data):
+            data = with_kraft_records(data, kraft_records)
         self._write_snapshot(snapshot_id, data)
+
+    def snapshot_kraft_records(self, snapshot_id: OffsetAndEpoch) -> tuple:
+        """The KRaftVersionRecord and VotersRecord of a snapshot's header batch."""
+        path = self._snapshots.get(snapshot_id)
+        if path is None:
+            return ()
+        with open(path, "rb") as f:
+            # The header batch holds the header and at most the two KRaft
+            # records; one voter set fits well within the first read.
+            data = f.read(_READ_CHUNK_BYTES)
+        return snapshot_kraft_records(data)
 
     def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """A follower replaces its whole log with a snapshot fetched from the

@@ -21,6 +21,8 @@ the snapshot instead.
 """
 from __future__ import annotations
 
+import json
+import uuid
 from bisect import bisect_left, bisect_right
 from typing import NamedTuple, Protocol, Sequence
 
@@ -131,7 +133,10 @@ class ReplicatedLog(Protocol):
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes | None: ...
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None: ...
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes,
+                        kraft_records: tuple = ()) -> None: ...
+
+    def snapshot_kraft_records(self, snapshot_id: OffsetAndEpoch) -> tuple: ...
 
     def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None: ...
 
@@ -272,13 +277,21 @@ class MemoryReplicatedLog(AppendRules):
     def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes | None:
         return self.snapshots.get(snapshot_id)
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
+    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes,
+                        kraft_records: tuple = ()) -> None:
         """A snapshot of the state below ``snapshot_id.offset``, which must be
-        a batch boundary of this log with that epoch before it."""
+        a batch boundary of this log with that epoch before it.
+        ``kraft_records`` (KRaftVersionRecord, VotersRecord) go into it as
+        the key ``"kraft"`` of ``data``, which must then be a JSON object:
+        the bytes travel to followers whole, as a snapshot file does."""
         if not self.start_offset <= snapshot_id.offset <= self.end_offset:
             raise ValueError(f"snapshot {snapshot_id} outside the log "
                              f"[{self.start_offset}, {self.end_offset}]")
-        self.snapshots[snapshot_id] = data
+        self.snapshots[snapshot_id] = _embed_kraft_records(data, kraft_records)
+
+    def snapshot_kraft_records(self, snapshot_id: OffsetAndEpoch) -> tuple:
+        data = self.snapshots.get(snapshot_id)
+        return () if data is None else _embedded_kraft_records(data)
 
     def install_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """A follower replaces its whole log with a snapshot fetched from the
@@ -308,3 +321,47 @@ class MemoryReplicatedLog(AppendRules):
             if o > snapshot_id.offset or (o == snapshot_id.offset and e > snapshot_id.epoch)]
         for old in [s for s in self.snapshots if s < snapshot_id]:
             del self.snapshots[old]
+
+
+# -- KRaft records in a MemoryReplicatedLog's snapshots ------------------------------------
+# A memory snapshot is whatever its state machine wrote (the simulation's
+# are JSON objects); the voter set rides along under "kraft" as
+# [["kraft.version", N], ["voters", [[id, directory hex, [[name, host, port]],
+# min, max], ...]]]. (A FileReplicatedLog keeps them as Kafka does, in the
+# snapshot's header batch.)
+def _embed_kraft_records(data: bytes, kraft_records: tuple) -> bytes:
+    from kfast.raft.voter_set import KRaftVersionRecord
+
+    if not kraft_records:
+        return data
+    entries = []
+    for record in kraft_records:
+        if isinstance(record, KRaftVersionRecord):
+            entries.append(["kraft.version", record.kraft_version])
+        else:
+            entries.append(["voters", [[n.voter_id, n.directory_id.hex,
+                                        [list(e) for e in n.endpoints],
+                                        n.min_kraft_version, n.max_kraft_version]
+                                       for n in record.voters.nodes]])
+    state = json.loads(data)
+    state["kraft"] = entries
+    return json.dumps(state).encode()
+
+
+def _embedded_kraft_records(data: bytes) -> tuple:
+    from kfast.raft.voter_set import Endpoint, KRaftVersionRecord, VoterNode, VoterSet, \
+        VotersRecord
+
+    try:
+        entries = json.loads(data).get("kraft", [])
+    except (ValueError, AttributeError):
+        return ()
+    records = []
+    for kind, value in entries:
+        if kind == "kraft.version":
+            records.append(KRaftVersionRecord(value))
+        else:
+            records.append(VotersRecord(VoterSet.of(
+                VoterNode(i, uuid.UUID(hex=d), tuple(Endpoint(*e) for e in eps), lo, hi)
+                for i, d, eps, lo, hi in value)))
+    return tuple(records)

@@ -12,11 +12,14 @@ epoch moves to it before anything else.
 """
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple, Union
 
 from kfast.protocol.constants import NO_LEADER  # noqa: F401 (re-exported)
+from kfast.protocol.constants import ZERO_UUID
 from kfast.raft.log import Batch, OffsetAndEpoch
+from kfast.raft.voter_set import Endpoint
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,10 @@ class VoteRequest:
     last_offset_epoch: int
     last_offset: int
     pre_vote: bool
+    # Replica keys (Vote v1+, KIP-853): the sender's directory, and the
+    # directory the sender believes the receiving voter has.
+    replica_directory_id: uuid.UUID = ZERO_UUID
+    voter_directory_id: uuid.UUID = ZERO_UUID
 
 
 @dataclass(frozen=True)
@@ -44,6 +51,7 @@ class BeginQuorumEpochRequest:
     """The new leader tells the voters it won ``leader_epoch``."""
     leader_id: int
     leader_epoch: int
+    voter_directory_id: uuid.UUID = ZERO_UUID      # the receiver, as the leader knows it
 
 
 @dataclass(frozen=True)
@@ -82,6 +90,7 @@ class FetchRequest:
     # The replica's high watermark (Fetch v18); the leader answers at once
     # when it has a newer one instead of holding the fetch.
     high_watermark: int = 2**63 - 1
+    replica_directory_id: uuid.UUID = ZERO_UUID    # Fetch v17+
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,7 @@ class FetchSnapshotRequest:
     snapshot_id: OffsetAndEpoch
     position: int
     max_bytes: int
+    replica_directory_id: uuid.UUID = ZERO_UUID    # FetchSnapshot v1+
 
 
 @dataclass(frozen=True)
@@ -120,10 +130,49 @@ class FetchSnapshotResponse:
     unaligned_records: bytes = b""
 
 
+# -- KIP-853: changing the voter set. An administrator (kafka-metadata-quorum.sh)
+# sends these to the leader; the answer comes once the change is committed
+# (AddRaftVoter, RemoveRaftVoter) or appended (UpdateRaftVoter).
+@dataclass(frozen=True)
+class AddRaftVoterRequest:
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    endpoints: tuple[Endpoint, ...]
+    timeout_ms: int
+
+
+@dataclass(frozen=True)
+class RemoveRaftVoterRequest:
+    voter_id: int
+    voter_directory_id: uuid.UUID
+
+
+@dataclass(frozen=True)
+class UpdateRaftVoterRequest:
+    """A voter tells the leader its current endpoints and kraft.version range."""
+    current_leader_epoch: int
+    voter_id: int
+    voter_directory_id: uuid.UUID
+    endpoints: tuple[Endpoint, ...]
+    min_kraft_version: int
+    max_kraft_version: int
+
+
+@dataclass(frozen=True)
+class VoterChangeResponse:
+    """The answer to AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter;
+    ``leader_id``/``leader_epoch`` as the answering replica knows them."""
+    error_code: int
+    error_message: str | None = None
+    leader_id: int = -1
+    leader_epoch: int = -1
+
+
 RequestBody = Union[VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
-                    FetchSnapshotRequest]
+                    FetchSnapshotRequest, AddRaftVoterRequest, RemoveRaftVoterRequest,
+                    UpdateRaftVoterRequest]
 ResponseBody = Union[VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse,
-                     FetchResponse, FetchSnapshotResponse]
+                     FetchResponse, FetchSnapshotResponse, VoterChangeResponse]
 
 
 class RaftRequest(NamedTuple):

@@ -28,14 +28,21 @@ Follower:
 Any role moves to Unattached (or Follower) on seeing a higher epoch. Every
 transition writes the ElectionState first, so a restart never votes twice
 in an epoch nor forgets one.
+
+Who is a voter is not fixed: it is the voter set the log holds at its end
+(kfast.raft.kraft_control, KIP-853), or the static controller.quorum.voters.
+A replica the log adds becomes a voter, one it removes an observer, as soon
+as the change is appended; majorities are always of the set in force.
 """
 from __future__ import annotations
 
 import random
+import uuid
 from dataclasses import dataclass, field
 
-from kfast.protocol.constants import NO_LEADER
+from kfast.protocol.constants import NO_LEADER, ZERO_UUID
 from kfast.raft.election_state import ElectionState, QuorumStateStore
+from kfast.raft.voter_set import VoterSet
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,34 @@ class ReplicaState:
     """What the leader knows of one replica (Kafka's LeaderState.ReplicaState)."""
     end_offset: int = -1
     last_fetch_ms: int = -1
+    directory_id: uuid.UUID = ZERO_UUID
+    # When the replica last had every record the leader had (at this fetch,
+    # or at its previous one): what AddRaftVoter calls caught up.
+    last_caught_up_ms: int = -1
+    last_fetch_leader_end_offset: int = -1
+
+    def update_fetch(self, now_ms: int, fetch_offset: int, leader_end_offset: int,
+                     directory_id: uuid.UUID) -> None:
+        """Kafka's ReplicaState.updateFollowerState."""
+        if fetch_offset >= leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif self.last_fetch_leader_end_offset > 0 and \
+                fetch_offset >= self.last_fetch_leader_end_offset:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.end_offset = fetch_offset
+        self.last_fetch_leader_end_offset = leader_end_offset
+        self.last_fetch_ms = now_ms
+        self.directory_id = directory_id
+
+
+@dataclass
+class VoterChange:
+    """The voter change a leader has in flight (one at a time): the
+    request to answer, the offset of its VotersRecord once appended, and
+    when to give up waiting for the commit."""
+    request: object
+    last_offset: int
+    deadline_ms: int
 
 
 @dataclass
@@ -118,6 +153,7 @@ class LeaderState:
     high_watermark: int = -1
     replicas: dict = field(default_factory=dict)        # node id -> ReplicaState
     begin_epoch_acked: set = field(default_factory=set)
+    voter_change: VoterChange | None = None
     name = "Leader"
 
     def update_check_quorum_deadline(self, timeout_ms: int, majority: int) -> int:
@@ -128,7 +164,9 @@ class LeaderState:
         reset as fetches arrive rather than once per window)."""
         others = sorted((max(self.replica(v).last_fetch_ms, self.elected_ms)
                          for v in self.voters if v != self.leader_id), reverse=True)
-        needed = majority - 1
+        # The leader counts toward the majority only while it is a voter
+        # (it stays leader for a while after removing itself).
+        needed = majority - 1 if self.leader_id in self.voters else majority
         if needed <= 0:
             self.check_quorum_deadline_ms = 2**62
         else:
@@ -186,20 +224,30 @@ class ResignedState:
 
 class QuorumState:
     """The current role of ``node_id`` and the transitions between roles;
-    each transition persists the ElectionState before it takes effect."""
+    each transition persists the ElectionState before it takes effect.
+    ``voter_sets`` answers ``last_voter_set()`` (KRaftControlRecordStateMachine)."""
 
-    def __init__(self, node_id: int, voters: tuple[int, ...], store: QuorumStateStore,
-                 config: QuorumConfig, rng: random.Random):
+    def __init__(self, node_id: int, voter_sets, store: QuorumStateStore,
+                 config: QuorumConfig, rng: random.Random, directory_id: uuid.UUID = ZERO_UUID):
         self.node_id = node_id
-        self.voters = tuple(sorted(voters))
+        self.directory_id = directory_id
+        self.voter_sets = voter_sets
         self.store = store
         self.config = config
         self.rng = rng
         self.state = None
 
     @property
+    def voter_set(self) -> VoterSet:
+        return self.voter_sets.last_voter_set()
+
+    @property
+    def voters(self) -> tuple[int, ...]:
+        return self.voter_set.ids
+
+    @property
     def is_voter(self) -> bool:
-        return self.node_id in self.voters
+        return self.voter_set.is_voter(self.node_id, self.directory_id)
 
     @property
     def majority(self) -> int:
@@ -239,7 +287,7 @@ class QuorumState:
         # In the same epoch only a replica that has not voted for itself
         # may be Unattached again; an observer also after losing its leader.
         same_epoch_ok = isinstance(self.state, (UnattachedState, ProspectiveState)) or (
-            isinstance(self.state, FollowerState) and not self.is_voter)
+            isinstance(self.state, (FollowerState, ResignedState)) and not self.is_voter)
         if epoch < self.epoch or (epoch == self.epoch and not same_epoch_ok):
             raise AssertionError(f"{self.node_id}: Unattached in epoch {epoch} from "
                                  f"{self.state.name} in epoch {self.epoch}")

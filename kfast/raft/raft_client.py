@@ -26,19 +26,34 @@ The rules that keep the log safe (each checked by the simulation tests):
   up to the fetch offset (fetch offset + last fetched epoch), and on a
   divergence truncates to the last offset they agree on - never below its
   high watermark.
+
+Dynamic quorums (KIP-853): the voter set is the one the log holds
+(``self.kraft``), in force once appended. The leader changes it one voter
+at a time (AddRaftVoter, RemoveRaftVoter, UpdateRaftVoter), only once a
+batch of its own epoch and the previous change are committed, and adds a
+voter only once it has caught up with the log as an observer. A leader that
+removes itself leads until the change commits, then resigns.
 """
 from __future__ import annotations
 
 import random
+import uuid
 from typing import Protocol, Sequence
 
+from kfast.protocol.constants import ZERO_UUID
 from kfast.protocol.errors import (
+    DuplicateVoterException,
     FencedLeaderEpochException,
     InvalidRequestException,
+    InvalidVoterKeyException,
     NotLeaderOrFollowerException,
+    TimeoutException,
     UnknownLeaderEpochException,
+    UnsupportedVersionException,
+    VoterNotFoundException,
 )
 from kfast.raft.election_state import QuorumStateStore
+from kfast.raft.kraft_control import KRaftControlRecordStateMachine
 from kfast.raft.log import (
     DIVERGING,
     SNAPSHOT,
@@ -51,6 +66,7 @@ from kfast.raft.log import (
 )
 from kfast.raft.messages import (
     NO_LEADER,
+    AddRaftVoterRequest,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -62,8 +78,11 @@ from kfast.raft.messages import (
     RaftMessage,
     RaftRequest,
     RaftResponse,
+    RemoveRaftVoterRequest,
+    UpdateRaftVoterRequest,
     VoteRequest,
     VoteResponse,
+    VoterChangeResponse,
 )
 from kfast.raft.quorum_state import (
     CandidateState,
@@ -74,15 +93,33 @@ from kfast.raft.quorum_state import (
     QuorumState,
     ResignedState,
     UnattachedState,
+    VoterChange,
 )
 from kfast.raft.request_manager import RequestManager
+from kfast.raft.voter_set import (
+    KRAFT_VERSION_0,
+    SUPPORTED_KRAFT_VERSIONS,
+    Endpoint,
+    KRaftVersionRecord,
+    VoterNode,
+    VoterSet,
+    VotersRecord,
+)
 
 NONE = 0
 FENCED_LEADER_EPOCH = FencedLeaderEpochException.code
 UNKNOWN_LEADER_EPOCH = UnknownLeaderEpochException.code
 NOT_LEADER_OR_FOLLOWER = NotLeaderOrFollowerException.code
 INVALID_REQUEST = InvalidRequestException.code
+INVALID_VOTER_KEY = InvalidVoterKeyException.code
+REQUEST_TIMED_OUT = TimeoutException.code
+UNSUPPORTED_VERSION = UnsupportedVersionException.code
+DUPLICATE_VOTER = DuplicateVoterException.code
+VOTER_NOT_FOUND = VoterNotFoundException.code
 NEVER_MS = 2**62
+# A replica that fetched within this long and was caught up at some point
+# may join the voters (Kafka's LeaderState.isReplicaCaughtUp: an hour).
+CAUGHT_UP_FETCH_WINDOW_MS = 3600 * 1000
 
 
 class NotLeaderException(Exception):
@@ -98,14 +135,28 @@ class RaftListener(Protocol):
 
 
 class RaftClient:
-    def __init__(self, node_id: int, voters: Sequence[int], log: ReplicatedLog,
+    """``voters``: the static voter set (controller.quorum.voters, ids or a
+    VoterSet), in force until the log holds one; empty for a dynamic
+    quorum. ``directory_id`` and ``endpoints``: this replica's key and
+    controller listeners, as a voter set names them. ``bootstrap_ids``:
+    destinations (the driver's controller.quorum.bootstrap.servers) an
+    observer asks for the leader when it knows no voter to ask."""
+
+    def __init__(self, node_id: int, voters, log: ReplicatedLog,
                  store: QuorumStateStore, config: QuorumConfig | None = None,
-                 rng: random.Random | None = None, listener: RaftListener | None = None):
+                 rng: random.Random | None = None, listener: RaftListener | None = None,
+                 directory_id: uuid.UUID = ZERO_UUID, endpoints: Sequence[Endpoint] = (),
+                 bootstrap_ids: Sequence[int] = ()):
         self.node_id = node_id
+        self.directory_id = directory_id
+        self.endpoints = tuple(endpoints)
+        self.bootstrap_ids = tuple(bootstrap_ids)
         self.log = log
         self.config = config or QuorumConfig()
-        self.quorum = QuorumState(node_id, tuple(voters), store, self.config,
-                                  rng or random.Random())
+        static = voters if isinstance(voters, VoterSet) else VoterSet.static(tuple(voters))
+        self.kraft = KRaftControlRecordStateMachine(static, log)
+        self.quorum = QuorumState(node_id, self.kraft, store, self.config,
+                                  rng or random.Random(), directory_id)
         self.requests = RequestManager(self.config.request_timeout_ms,
                                        self.config.retry_backoff_ms,
                                        self.config.election_backoff_max_ms)
@@ -123,11 +174,12 @@ class RaftClient:
 
     # -- public API ----------------------------------------------------------------------
     def start(self, now_ms: int) -> None:
+        self.kraft.update_state()
         self.quorum.initialize(now_ms, self.log.end_offset)
         if not self.quorum.is_voter and not isinstance(self.quorum.state, FollowerState):
             self.quorum.state = UnattachedState(self.quorum.epoch, -1, now_ms)
-        if self.quorum.voters == (self.node_id,) and not isinstance(self.quorum.state,
-                                                                    LeaderState):
+        if self.quorum.voters == (self.node_id,) and self.quorum.is_voter and \
+                not isinstance(self.quorum.state, LeaderState):
             # A quorum of one elects itself at once.
             self._become_candidate(now_ms)
 
@@ -194,9 +246,10 @@ class RaftClient:
             for attr in ("election_deadline_ms", "fetch_deadline_ms",
                          "check_quorum_deadline_ms"):
                 deadlines.append(getattr(state, attr, None))
-        elif not any(self.requests.is_in_flight(v) for v in self.quorum.voters):
+        elif not any(self.requests.is_in_flight(v) for v in self._leader_finders()):
             # An observer looking for the leader asks the first voter it may.
-            deadlines.append(min(self.requests.ready_ms(v) for v in self.quorum.voters))
+            deadlines.append(min((self.requests.ready_ms(v) for v in self._leader_finders()),
+                                 default=None))
         deadlines += [deadline for _, deadline in self._parked_fetches.values()]
         if self._delivery_pending:
             deadlines.append(0)             # committed records still to hand over
@@ -246,6 +299,7 @@ class RaftClient:
             raise NotLeaderException(f"node {self.node_id} is not the leader")
         batch = self.log.append_as_leader(records, state.epoch)
         self.log.flush()
+        self.kraft.observe(batch)
         self._on_leader_append(now_ms, state)
         return batch.next_offset - 1
 
@@ -254,8 +308,12 @@ class RaftClient:
         the log records it covers."""
         if snapshot_id.offset > max(self.high_watermark, 0):
             raise ValueError(f"snapshot {snapshot_id} is above the high watermark")
-        self.log.create_snapshot(snapshot_id, data)
+        # The snapshot carries the voter set in force at its end (KIP-853),
+        # so a replica that starts from it knows the quorum.
+        self.log.create_snapshot(snapshot_id, data,
+                                 self.kraft.kraft_records_at(snapshot_id.offset - 1))
         self.log.delete_before_snapshot(snapshot_id)
+        self.kraft.truncate_old_entries(self.log.start_offset)
 
     def resign(self, now_ms: int) -> None:
         """A leader steps down (a controller shutting down): the voters hear
@@ -280,6 +338,18 @@ class RaftClient:
 
     def _other_voters(self) -> list[int]:
         return [v for v in self.quorum.voters if v != self.node_id]
+
+    def _leader_finders(self) -> tuple[int, ...]:
+        """Whom an observer asks for the leader: its bootstrap servers, then
+        the voters its log names (so one whose bootstrap servers were all
+        removed from the quorum still finds the leader), never itself."""
+        finders = dict.fromkeys(self.bootstrap_ids + self.quorum.voters)
+        finders.pop(self.node_id, None)
+        return tuple(finders)
+
+    def _voter_directory(self, voter_id: int) -> uuid.UUID:
+        node = self.quorum.voter_set.get(voter_id)
+        return node.directory_id if node is not None else ZERO_UUID
 
     # -- role changes ------------------------------------------------------------------------
     def _become_unattached(self, now_ms: int, epoch: int, voted_id: int = -1) -> None:
@@ -307,6 +377,10 @@ class RaftClient:
         self._remember_high_watermark()
         if self._parked_fetches:
             self._complete_parked_fetches(now_ms=None)
+        state = self.quorum.state
+        if isinstance(state, LeaderState) and state.voter_change is not None:
+            self._finish_voter_change(state, NOT_LEADER_OR_FOLLOWER,
+                                      "The leader changed before the voter change committed")
         self.requests.reset()
 
     def _maybe_win_pre_vote(self, now_ms: int, state: ProspectiveState) -> None:
@@ -336,12 +410,32 @@ class RaftClient:
         leader = self.quorum.transition_to_leader(now_ms, self.log.end_offset)
         # The leader's first batch in its epoch; once it commits, every
         # record before it is committed too.
-        self.log.append_as_leader((LeaderChangeMessage(self.node_id, self.quorum.voters),),
-                                  leader.epoch, is_control=True)
+        batch = self.log.append_as_leader(self._start_of_epoch_records(), leader.epoch,
+                                          is_control=True)
         self.log.flush()
+        self.kraft.observe(batch)
         self._on_leader_append(now_ms, leader)
         for voter in self._other_voters():
-            self._send(now_ms, voter, BeginQuorumEpochRequest(self.node_id, leader.epoch))
+            self._send(now_ms, voter, BeginQuorumEpochRequest(
+                self.node_id, leader.epoch, self._voter_directory(voter)))
+
+    def _start_of_epoch_records(self) -> tuple:
+        """LeaderChangeMessage; and at kraft.version 1, KRaftVersionRecord and
+        VotersRecord when the voter set is only in the bootstrap checkpoint
+        (not yet in the log) or lists this leader with other endpoints
+        (Kafka's LeaderState.appendStartOfEpochControlRecords)."""
+        records = [LeaderChangeMessage(self.node_id, self.quorum.voters)]
+        kraft_version = self.kraft.last_kraft_version()
+        if kraft_version == KRAFT_VERSION_0:
+            return tuple(records)
+        voters = self.quorum.voter_set
+        own = voters.get(self.node_id)
+        updated = voters
+        if self.endpoints and own is not None and own.endpoints != self.endpoints:
+            updated = voters.update_voter(own._replace(endpoints=self.endpoints)) or voters
+        if self.kraft.last_voter_set_offset() in (None, -1) or updated != voters:
+            records += [KRaftVersionRecord(kraft_version), VotersRecord(updated)]
+        return tuple(records)
 
     def _resign(self, now_ms: int, state: LeaderState) -> None:
         others = self._other_voters()
@@ -374,10 +468,10 @@ class RaftClient:
                 self._become_prospective(now_ms)
                 self._poll_prospective(now_ms, self.quorum.state)
             return
-        # An observer finds the leader by fetching from any voter: a voter
-        # that is not the leader answers with who is.
-        voters = self.quorum.voters
-        if not any(self.requests.is_in_flight(v) for v in voters):
+        # An observer finds the leader by fetching from any voter (or
+        # bootstrap server): one that is not the leader answers with who is.
+        voters = self._leader_finders()
+        if voters and not any(self.requests.is_in_flight(v) for v in voters):
             for _ in range(len(voters)):
                 voter = voters[self._bootstrap_index % len(voters)]
                 self._bootstrap_index += 1
@@ -407,14 +501,25 @@ class RaftClient:
         self._request_votes(now_ms, state, pre_vote=False)
 
     def _request_votes(self, now_ms: int, state, pre_vote: bool) -> None:
-        request = VoteRequest(state.epoch, self.node_id, self.log.last_fetched_epoch,
-                              self.log.end_offset, pre_vote)
         for voter in self._other_voters():
             if voter not in state.granted and voter not in state.rejected and \
                     self.requests.is_ready(voter, now_ms):
-                self._send(now_ms, voter, request)
+                self._send(now_ms, voter, VoteRequest(
+                    state.epoch, self.node_id, self.log.last_fetched_epoch, self.log.end_offset,
+                    pre_vote, self.directory_id, self._voter_directory(voter)))
 
     def _poll_leader(self, now_ms: int, state: LeaderState) -> None:
+        change = state.voter_change
+        if change is not None and state.high_watermark > change.last_offset >= 0:
+            self._finish_voter_change(state, NONE, None)
+            if not self.quorum.is_voter:
+                # This leader removed itself and the change is committed:
+                # the new voters elect a leader among themselves.
+                self._resign(now_ms, state)
+                return
+        elif change is not None and now_ms >= change.deadline_ms:
+            self._finish_voter_change(state, REQUEST_TIMED_OUT,
+                                      "Timed out waiting for the voter change to commit")
         if now_ms >= state.update_check_quorum_deadline(self.quorum.check_quorum_timeout(),
                                                         self.quorum.majority):
             # No majority has fetched within the timeout: this leader may be
@@ -423,7 +528,8 @@ class RaftClient:
             return
         for voter in self._other_voters():
             if voter not in state.begin_epoch_acked and self.requests.is_ready(voter, now_ms):
-                self._send(now_ms, voter, BeginQuorumEpochRequest(self.node_id, state.epoch))
+                self._send(now_ms, voter, BeginQuorumEpochRequest(
+                    self.node_id, state.epoch, self._voter_directory(voter)))
         expired = [replica for replica, (_, deadline) in self._parked_fetches.items()
                    if now_ms >= deadline]
         for replica in expired:
@@ -444,17 +550,25 @@ class RaftClient:
         if state.snapshot_id is not None:
             self._send(now_ms, state.leader_id, FetchSnapshotRequest(
                 self.node_id, state.epoch, state.snapshot_id, len(state.snapshot_data),
-                self.config.fetch_snapshot_max_bytes))
+                self.config.fetch_snapshot_max_bytes, self.directory_id))
         else:
             self._send(now_ms, state.leader_id, self._fetch_request(state.epoch))
 
     def _fetch_request(self, epoch: int) -> FetchRequest:
         return FetchRequest(self.node_id, epoch, self.log.end_offset,
                             self.log.last_fetched_epoch, self.config.fetch_max_wait_ms,
-                            self.high_watermark)
+                            self.high_watermark, self.directory_id)
 
     def _poll_resigned(self, now_ms: int, state: ResignedState) -> None:
         if now_ms >= state.election_deadline_ms:
+            if not self.quorum.is_voter:
+                # A leader that removed itself: an observer from now on. It
+                # voted for itself in this epoch and keeps that vote.
+                self._leave_role()
+                self.quorum.transition_to_unattached(now_ms, state.epoch, self.node_id)
+                self.quorum.state.election_deadline_ms = now_ms
+                self._poll_unattached(now_ms, self.quorum.state)
+                return
             self._become_prospective(now_ms)
             self._poll_prospective(now_ms, self.quorum.state)
             return
@@ -476,13 +590,28 @@ class RaftClient:
             self._handle_fetch(now_ms, request, body)
         elif isinstance(body, FetchSnapshotRequest):
             self._handle_fetch_snapshot(request, body)
+        elif isinstance(body, AddRaftVoterRequest):
+            self._handle_add_voter(now_ms, request, body)
+        elif isinstance(body, RemoveRaftVoterRequest):
+            self._handle_remove_voter(now_ms, request, body)
+        elif isinstance(body, UpdateRaftVoterRequest):
+            self._handle_update_voter(now_ms, request, body)
         else:
             raise TypeError(f"unknown Raft request {type(body).__name__}")
 
     def _log_is_up_to_date(self, last_epoch: int, end_offset: int) -> bool:
         return (last_epoch, end_offset) >= (self.log.last_fetched_epoch, self.log.end_offset)
 
+    def _is_local_key(self, directory_id: uuid.UUID) -> bool:
+        """Is a request meant for this replica? (A sender that names a
+        directory must name this one; Kafka's INVALID_VOTER_KEY.)"""
+        return directory_id in (ZERO_UUID, self.directory_id) or self.directory_id == ZERO_UUID
+
     def _handle_vote(self, now_ms: int, request: RaftRequest, body: VoteRequest) -> None:
+        if not self._is_local_key(body.voter_directory_id):
+            self._respond(request, VoteResponse(INVALID_VOTER_KEY, self.quorum.leader_id,
+                                                self.quorum.epoch, False))
+            return
         if body.replica_epoch < self.quorum.epoch:
             self._respond(request, VoteResponse(FENCED_LEADER_EPOCH, self.quorum.leader_id,
                                                 self.quorum.epoch, False))
@@ -510,6 +639,10 @@ class RaftClient:
 
     def _handle_begin_quorum_epoch(self, now_ms: int, request: RaftRequest,
                                    body: BeginQuorumEpochRequest) -> None:
+        if not self._is_local_key(body.voter_directory_id):
+            self._respond(request, BeginQuorumEpochResponse(
+                INVALID_VOTER_KEY, self.quorum.leader_id, self.quorum.epoch))
+            return
         if body.leader_epoch < self.quorum.epoch:
             self._respond(request, BeginQuorumEpochResponse(
                 FENCED_LEADER_EPOCH, self.quorum.leader_id, self.quorum.epoch))
@@ -581,9 +714,9 @@ class RaftClient:
         # The fetch offset is now known to be on the leader's log: it is the
         # replica's log end offset.
         replica = state.replica(body.replica_id)
-        replica.end_offset = body.fetch_offset
-        replica.last_fetch_ms = now_ms
-        if body.replica_id in self.quorum.voters:
+        replica.update_fetch(now_ms, body.fetch_offset, self.log.end_offset,
+                             body.replica_directory_id)
+        if self.quorum.voter_set.is_voter(body.replica_id, body.replica_directory_id):
             state.begin_epoch_acked.add(body.replica_id)
             if state.update_high_watermark():
                 self._complete_parked_fetches(now_ms)
@@ -617,6 +750,9 @@ class RaftClient:
                 self._respond(request, self._fetch_error(NOT_LEADER_OR_FOLLOWER))
 
     def _on_leader_append(self, now_ms: int, state: LeaderState) -> None:
+        # An appended VotersRecord is in force at once: the majority is the
+        # new set's from here on.
+        state.voters = self.quorum.voters
         own = state.replica(self.node_id)
         own.end_offset = self.log.end_offset
         own.last_fetch_ms = now_ms
@@ -642,6 +778,128 @@ class RaftClient:
         self._respond(request, FetchSnapshotResponse(NONE, self.node_id, state.epoch,
                                                      body.snapshot_id, len(data), body.position,
                                                      bytes(chunk)))
+
+    # -- voter changes (KIP-853) ---------------------------------------------------------
+    def _voter_change_refusal(self, now_ms: int) -> tuple[int, str] | None:
+        """Why the leader cannot start a voter change now (Kafka's checks,
+        in Kafka's order), or None."""
+        state = self.quorum.state
+        if not isinstance(state, LeaderState):
+            return NOT_LEADER_OR_FOLLOWER, f"Node {self.node_id} is not the leader"
+        if state.voter_change is not None:
+            return REQUEST_TIMED_OUT, ("Request timed out waiting for leader to handle previous "
+                                       "voter change request")
+        if state.high_watermark < 0:
+            return REQUEST_TIMED_OUT, ("Request timed out waiting for leader to establish HWM "
+                                       "and fence previous voter changes")
+        kraft_version = self.kraft.last_kraft_version()
+        if kraft_version == KRAFT_VERSION_0:
+            return UNSUPPORTED_VERSION, ("Cluster doesn't support changing voters because the "
+                                         f"kraft.version feature is {kraft_version}")
+        offset = self.kraft.last_voter_set_offset()
+        if offset is None or offset >= state.high_watermark:
+            return REQUEST_TIMED_OUT, ("Request timed out waiting for voters to commit the "
+                                       f"latest voter change at {offset} with HWM "
+                                       f"{state.high_watermark}")
+        return None
+
+    def _respond_voter_change(self, request: RaftRequest, error_code: int,
+                              message: str | None) -> None:
+        self._respond(request, VoterChangeResponse(error_code, message, self.quorum.leader_id,
+                                                   self.quorum.epoch))
+
+    def _append_voters(self, now_ms: int, state: LeaderState, voters: VoterSet) -> int:
+        batch = self.log.append_as_leader((VotersRecord(voters),), state.epoch, is_control=True)
+        self.log.flush()
+        self.kraft.observe(batch)
+        self._on_leader_append(now_ms, state)
+        return batch.next_offset - 1
+
+    def _finish_voter_change(self, state: LeaderState, error_code: int,
+                             message: str | None) -> None:
+        change, state.voter_change = state.voter_change, None
+        if change is not None:
+            self._respond_voter_change(change.request, error_code, message)
+
+    def _handle_add_voter(self, now_ms: int, request: RaftRequest,
+                          body: AddRaftVoterRequest) -> None:
+        refusal = self._voter_change_refusal(now_ms)
+        if refusal is not None:
+            self._respond_voter_change(request, *refusal)
+            return
+        state = self.quorum.state
+        voters = self.quorum.voter_set
+        if body.voter_id in voters:
+            self._respond_voter_change(request, DUPLICATE_VOTER, (
+                f"The voter id for ReplicaKey(id={body.voter_id}) is already part of the set "
+                f"of voters {sorted(voters.ids)}."))
+            return
+        if not body.endpoints:
+            self._respond_voter_change(request, INVALID_REQUEST,
+                                       "The new voter has no listener endpoints")
+            return
+        # The new voter must already follow the log as an observer and have
+        # caught up, or the high watermark would stall behind it once it
+        # counts toward the majority.
+        replica = state.replicas.get(body.voter_id)
+        if replica is None or replica.directory_id != body.voter_directory_id or                 replica.last_caught_up_ms < 0 or                 replica.last_fetch_ms < now_ms - CAUGHT_UP_FETCH_WINDOW_MS:
+            self._respond_voter_change(request, REQUEST_TIMED_OUT, (
+                f"Aborted add voter operation for ReplicaKey(id={body.voter_id}) since it is "
+                f"lagging behind"))
+            return
+        # kfast replicas support kraft.version 0 and 1; Kafka learns the
+        # range from the new voter's ApiVersions answer.
+        node = VoterNode(body.voter_id, body.voter_directory_id, tuple(body.endpoints),
+                         *SUPPORTED_KRAFT_VERSIONS)
+        last_offset = self._append_voters(now_ms, state, voters.add_voter(node))
+        state.voter_change = VoterChange(request, last_offset, now_ms + body.timeout_ms)
+
+    def _handle_remove_voter(self, now_ms: int, request: RaftRequest,
+                             body: RemoveRaftVoterRequest) -> None:
+        refusal = self._voter_change_refusal(now_ms)
+        if refusal is not None:
+            self._respond_voter_change(request, *refusal)
+            return
+        state = self.quorum.state
+        voters = self.quorum.voter_set
+        removed = voters.remove_voter(body.voter_id, body.voter_directory_id)
+        if removed is None:
+            self._respond_voter_change(request, VOTER_NOT_FOUND, (
+                f"Cannot remove voter ReplicaKey(id={body.voter_id}, directoryId="
+                f"{body.voter_directory_id}) from the set of voters {sorted(voters.ids)}"))
+            return
+        last_offset = self._append_voters(now_ms, state, removed)
+        state.voter_change = VoterChange(request, last_offset,
+                                         now_ms + self.config.request_timeout_ms)
+
+    def _handle_update_voter(self, now_ms: int, request: RaftRequest,
+                             body: UpdateRaftVoterRequest) -> None:
+        if body.current_leader_epoch != self.quorum.epoch and \
+                isinstance(self.quorum.state, LeaderState):
+            code = FENCED_LEADER_EPOCH if body.current_leader_epoch < self.quorum.epoch \
+                else UNKNOWN_LEADER_EPOCH
+            self._respond_voter_change(request, code, None)
+            return
+        refusal = self._voter_change_refusal(now_ms)
+        if refusal is not None:
+            self._respond_voter_change(request, *refusal)
+            return
+        kraft_version = self.kraft.last_kraft_version()
+        if not body.min_kraft_version <= kraft_version <= body.max_kraft_version or \
+                not body.endpoints:
+            self._respond_voter_change(request, INVALID_REQUEST, None)
+            return
+        state = self.quorum.state
+        updated = self.quorum.voter_set.update_voter(VoterNode(
+            body.voter_id, body.voter_directory_id, tuple(body.endpoints),
+            body.min_kraft_version, body.max_kraft_version))
+        if updated is None:
+            self._respond_voter_change(request, VOTER_NOT_FOUND, None)
+            return
+        if updated != self.quorum.voter_set:
+            self._append_voters(now_ms, state, updated)
+        # Answered at once: nothing waits for an endpoint change to commit.
+        self._respond_voter_change(request, NONE, None)
 
     # -- responses -------------------------------------------------------------------------
     def _handle_response(self, now_ms: int, response: RaftResponse) -> None:
@@ -690,6 +948,8 @@ class RaftClient:
                                      f"truncate to {offset}, below the high watermark "
                                      f"{self.high_watermark}")
             self.log.truncate_to(offset)
+            # Voter changes above the truncation never happened here.
+            self.kraft.truncate_new_entries(offset)
         elif body.snapshot_id is not None:
             state.snapshot_id = body.snapshot_id
             state.snapshot_data = bytearray()
@@ -697,6 +957,8 @@ class RaftClient:
             if body.batches:
                 self.log.append_as_follower(body.batches)
                 self.log.flush()
+                for batch in body.batches:
+                    self.kraft.observe(batch)
             self._update_follower_high_watermark(state, body.high_watermark)
 
     def _update_follower_high_watermark(self, state: FollowerState, leader_hw: int) -> None:
@@ -723,6 +985,7 @@ class RaftClient:
         state.snapshot_id = None
         state.snapshot_data = bytearray()
         self.log.install_snapshot(snapshot_id, data)
+        self.kraft.reset()
         state.high_watermark = max(state.high_watermark, snapshot_id.offset)
 
     # -- the listener ----------------------------------------------------------------------------

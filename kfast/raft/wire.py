@@ -13,6 +13,15 @@ are what Kafka's own quorum exchanges:
                                                       last_fetched_epoch, v18
                                                       high_watermark
     FetchSnapshotRequest    <-> FetchSnapshot (59)
+    AddRaftVoterRequest     <-> AddRaftVoter (80)     KIP-853: the administrator's
+    RemoveRaftVoterRequest  <-> RemoveRaftVoter (81)  voter changes, answered
+    UpdateRaftVoterRequest  <-> UpdateRaftVoter (82)  with VoterChangeResponse
+
+Replica keys (KIP-853) ride where Kafka's newer versions carry them: the
+sender's and the addressed voter's directory ids in Vote v1+, the voter's
+in BeginQuorumEpoch v1+, the candidates' in EndQuorumEpoch v1+, the
+fetcher's in Fetch v17+ and FetchSnapshot v1+. Older versions drop them
+(the zero uuid: any directory).
 
 The request's cluster id is checked by the receiver (INCONSISTENT_CLUSTER_ID
 for another cluster's node). Record batches cross as bytes: ``codec``
@@ -34,10 +43,17 @@ from kfast.protocol import (
     FetchSnapshotResponse as WireFetchSnapshotResponse,
     VoteRequest as WireVoteRequest,
     VoteResponse as WireVoteResponse,
+    AddRaftVoterRequest as WireAddRaftVoterRequest,
+    AddRaftVoterResponse as WireAddRaftVoterResponse,
+    RemoveRaftVoterRequest as WireRemoveRaftVoterRequest,
+    RemoveRaftVoterResponse as WireRemoveRaftVoterResponse,
+    UpdateRaftVoterRequest as WireUpdateRaftVoterRequest,
+    UpdateRaftVoterResponse as WireUpdateRaftVoterResponse,
 )
 from kfast.protocol.constants import ZERO_UUID
 from kfast.raft.log import Batch, OffsetAndEpoch
 from kfast.raft.messages import (
+    AddRaftVoterRequest,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -46,9 +62,13 @@ from kfast.raft.messages import (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
+    RemoveRaftVoterRequest,
+    UpdateRaftVoterRequest,
     VoteRequest,
     VoteResponse,
+    VoterChangeResponse,
 )
+from kfast.raft.voter_set import Endpoint
 from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME, METADATA_TOPIC_ID
 
 METADATA_PARTITION = 0
@@ -90,14 +110,17 @@ def vote_request(body: VoteRequest, cluster_id: str, voter_id: int) -> WireVoteR
     return WireVoteRequest(cluster_id=cluster_id, voter_id=voter_id, topics=[Topic(
         topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[Partition(
             partition_index=METADATA_PARTITION, replica_epoch=body.replica_epoch,
-            replica_id=body.replica_id, last_offset_epoch=body.last_offset_epoch,
+            replica_id=body.replica_id, replica_directory_id=body.replica_directory_id,
+            voter_directory_id=body.voter_directory_id,
+            last_offset_epoch=body.last_offset_epoch,
             last_offset=body.last_offset, pre_vote=body.pre_vote)])])
 
 
 def from_vote_request(wire: WireVoteRequest) -> VoteRequest:
     p = _one_partition(wire.topics)
     return VoteRequest(p.replica_epoch, p.replica_id, p.last_offset_epoch, p.last_offset,
-                       p.pre_vote)
+                       p.pre_vote, p.replica_directory_id or ZERO_UUID,
+                       p.voter_directory_id or ZERO_UUID)
 
 
 def vote_response(body: VoteResponse, error_code: int = 0) -> WireVoteResponse:
@@ -123,15 +146,18 @@ def begin_quorum_epoch_request(body: BeginQuorumEpochRequest, cluster_id: str,
     return WireBeginQuorumEpochRequest(cluster_id=cluster_id, voter_id=voter_id, topics=[Topic(
         topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[Partition(
             partition_index=METADATA_PARTITION, leader_id=body.leader_id,
-            leader_epoch=body.leader_epoch)])])
+            leader_epoch=body.leader_epoch,
+            voter_directory_id=body.voter_directory_id)])])
 
 
 def from_begin_quorum_epoch_request(wire) -> BeginQuorumEpochRequest:
     p = _one_partition(wire.topics)
-    return BeginQuorumEpochRequest(p.leader_id, p.leader_epoch)
+    return BeginQuorumEpochRequest(p.leader_id, p.leader_epoch,
+                                   p.voter_directory_id or ZERO_UUID)
 
 
-def end_quorum_epoch_request(body: EndQuorumEpochRequest, cluster_id: str
+def end_quorum_epoch_request(body: EndQuorumEpochRequest, cluster_id: str,
+                             directory_of=lambda voter_id: _NO_DIRECTORY
                              ) -> WireEndQuorumEpochRequest:
     Topic = WireEndQuorumEpochRequest.TopicData
     Partition = WireEndQuorumEpochRequest.PartitionData
@@ -140,9 +166,9 @@ def end_quorum_epoch_request(body: EndQuorumEpochRequest, cluster_id: str
             partition_index=METADATA_PARTITION, leader_id=body.leader_id,
             leader_epoch=body.leader_epoch,
             preferred_successors=list(body.preferred_successors),
-            preferred_candidates=[WireEndQuorumEpochRequest.ReplicaInfo(candidate_id=c,
-                                                        candidate_directory_id=_NO_DIRECTORY)
-                                  for c in body.preferred_successors])])])
+            preferred_candidates=[WireEndQuorumEpochRequest.ReplicaInfo(
+                candidate_id=c, candidate_directory_id=directory_of(c))
+                for c in body.preferred_successors])])])
 
 
 def from_end_quorum_epoch_request(wire) -> EndQuorumEpochRequest:
@@ -194,6 +220,7 @@ def fetch_request(body: FetchRequest, cluster_id: str, version: int) -> WireFetc
                           current_leader_epoch=body.current_leader_epoch,
                           fetch_offset=body.fetch_offset,
                           last_fetched_epoch=body.last_fetched_epoch,
+                          replica_directory_id=body.replica_directory_id,
                           partition_max_bytes=MAX_FETCH_SIZE_BYTES,
                           high_watermark=(_LONG_MAX if body.high_watermark < 0
                                           else body.high_watermark))])])
@@ -216,7 +243,8 @@ def from_fetch_request(wire: WireFetchRequest) -> FetchRequest:
     replica_id = wire.replica_state.replica_id if wire.replica_id < 0 else wire.replica_id
     high_watermark = -1 if p.high_watermark == _LONG_MAX else p.high_watermark
     return FetchRequest(replica_id, p.current_leader_epoch, p.fetch_offset,
-                        p.last_fetched_epoch, wire.max_wait_ms, high_watermark)
+                        p.last_fetched_epoch, wire.max_wait_ms, high_watermark,
+                        p.replica_directory_id or ZERO_UUID)
 
 
 def fetch_response(body: FetchResponse, codec: BatchCodec, error_code: int = 0
@@ -266,14 +294,14 @@ def fetch_snapshot_request(body: FetchSnapshotRequest, cluster_id: str
             partition=METADATA_PARTITION, current_leader_epoch=body.current_leader_epoch,
             snapshot_id=WireFetchSnapshotRequest.SnapshotId(
                 end_offset=body.snapshot_id.offset, epoch=body.snapshot_id.epoch),
-            position=body.position)])])
+            position=body.position, replica_directory_id=body.replica_directory_id)])])
 
 
 def from_fetch_snapshot_request(wire: WireFetchSnapshotRequest) -> FetchSnapshotRequest:
     p = _one_partition(wire.topics, "name", "partition")
     return FetchSnapshotRequest(wire.replica_id, p.current_leader_epoch,
                                 OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch),
-                                p.position, wire.max_bytes)
+                                p.position, wire.max_bytes, p.replica_directory_id or ZERO_UUID)
 
 
 def fetch_snapshot_response(body: FetchSnapshotResponse, error_code: int = 0
@@ -301,3 +329,83 @@ def from_fetch_snapshot_response(wire: WireFetchSnapshotResponse) -> FetchSnapsh
                                  p.current_leader.leader_epoch,
                                  None if snapshot_id.offset < 0 else snapshot_id, p.size,
                                  p.position, bytes(p.unaligned_records or b""))
+
+
+# -- AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter (KIP-853) -------------------------------
+def _endpoints(listeners) -> tuple[Endpoint, ...]:
+    return tuple(Endpoint(l.name, l.host, l.port) for l in listeners or ())
+
+
+def add_raft_voter_request(body: AddRaftVoterRequest, cluster_id: str | None
+                           ) -> WireAddRaftVoterRequest:
+    Listener = WireAddRaftVoterRequest.Listener
+    return WireAddRaftVoterRequest(
+        cluster_id=cluster_id, timeout_ms=body.timeout_ms, voter_id=body.voter_id,
+        voter_directory_id=body.voter_directory_id,
+        listeners=[Listener(name=e.name, host=e.host, port=e.port) for e in body.endpoints])
+
+
+def from_add_raft_voter_request(wire: WireAddRaftVoterRequest) -> AddRaftVoterRequest:
+    if wire.voter_id < 0:
+        raise WireError(f"voter id {wire.voter_id} is not a node id")
+    return AddRaftVoterRequest(wire.voter_id, wire.voter_directory_id or ZERO_UUID,
+                               _endpoints(wire.listeners), wire.timeout_ms)
+
+
+def remove_raft_voter_request(body: RemoveRaftVoterRequest, cluster_id: str | None
+                              ) -> WireRemoveRaftVoterRequest:
+    return WireRemoveRaftVoterRequest(cluster_id=cluster_id, voter_id=body.voter_id,
+                                      voter_directory_id=body.voter_directory_id)
+
+
+def from_remove_raft_voter_request(wire: WireRemoveRaftVoterRequest) -> RemoveRaftVoterRequest:
+    return RemoveRaftVoterRequest(wire.voter_id, wire.voter_directory_id or ZERO_UUID)
+
+
+def update_raft_voter_request(body: UpdateRaftVoterRequest, cluster_id: str | None
+                              ) -> WireUpdateRaftVoterRequest:
+    Listener = WireUpdateRaftVoterRequest.Listener
+    return WireUpdateRaftVoterRequest(
+        cluster_id=cluster_id, current_leader_epoch=body.current_leader_epoch,
+        voter_id=body.voter_id, voter_directory_id=body.voter_directory_id,
+        listeners=[Listener(name=e.name, host=e.host, port=e.port) for e in body.endpoints],
+        k_raft_version_feature=WireUpdateRaftVoterRequest.KRaftVersionFeature(
+            min_supported_version=body.min_kraft_version,
+            max_supported_version=body.max_kraft_version))
+
+
+def from_update_raft_voter_request(wire: WireUpdateRaftVoterRequest) -> UpdateRaftVoterRequest:
+    feature = wire.k_raft_version_feature
+    return UpdateRaftVoterRequest(wire.current_leader_epoch, wire.voter_id,
+                                  wire.voter_directory_id or ZERO_UUID,
+                                  _endpoints(wire.listeners), feature.min_supported_version,
+                                  feature.max_supported_version)
+
+
+def add_raft_voter_response(body: VoterChangeResponse, error_code: int = 0):
+    return WireAddRaftVoterResponse(error_code=error_code or body.error_code,
+                                    error_message=body.error_message)
+
+
+def remove_raft_voter_response(body: VoterChangeResponse, error_code: int = 0):
+    return WireRemoveRaftVoterResponse(error_code=error_code or body.error_code,
+                                       error_message=body.error_message)
+
+
+def update_raft_voter_response(body: VoterChangeResponse, error_code: int = 0,
+                               leader_endpoint: Endpoint | None = None):
+    """The answer names the leader as the replica knows it (and, where it
+    knows it, where to reach it on the listener the request came in on)."""
+    leader = WireUpdateRaftVoterResponse.CurrentLeader(
+        leader_id=body.leader_id, leader_epoch=body.leader_epoch,
+        host=leader_endpoint.host if leader_endpoint else "",
+        port=leader_endpoint.port if leader_endpoint else -1)
+    return WireUpdateRaftVoterResponse(error_code=error_code or body.error_code,
+                                       current_leader=leader)
+
+
+def from_voter_change_response(wire) -> VoterChangeResponse:
+    leader = getattr(wire, "current_leader", None)
+    return VoterChangeResponse(wire.error_code, getattr(wire, "error_message", None),
+                               leader.leader_id if leader else -1,
+                               leader.leader_epoch if leader else -1)

@@ -12,7 +12,16 @@ After every event the invariants are checked:
   high watermark, and every batch a state machine applied, matches the one
   committed sequence;
 - a leader's log holds every committed batch (leader completeness);
-- a replica's high watermark never moves back while it runs.
+- a replica's high watermark never moves back while it runs;
+- dynamic quorums (``dynamic=True``, KIP-853): at most one voter change is
+  uncommitted in any log, and a leader's high watermark moves only when a
+  majority of the voter set in force holds it.
+
+With ``dynamic=True`` the first ``voters`` nodes start from a bootstrap
+checkpoint naming them (kafka-storage.sh --initial-controllers); the others
+start with no voters and find the leader through them (their
+controller.quorum.bootstrap.servers); ``add_voter``/``remove_voter`` send
+AddRaftVoter / RemoveRaftVoter to the leader as an administrator would.
 
     sim = Simulation(seed=7, voters=3)        # logs=...: where nodes keep their logs
     sim.run_for(5_000)
@@ -23,12 +32,27 @@ from __future__ import annotations
 import heapq
 import json
 import random
+import uuid
 
 from kfast.raft.election_state import MemoryQuorumStateStore
 from kfast.raft.log import MemoryReplicatedLog, OffsetAndEpoch
-from kfast.raft.messages import RaftRequest
+from kfast.raft.messages import (
+    AddRaftVoterRequest,
+    RaftRequest,
+    RemoveRaftVoterRequest,
+)
 from kfast.raft.quorum_state import QuorumConfig
 from kfast.raft.raft_client import NotLeaderException, RaftClient
+from kfast.raft.voter_set import (
+    KRAFT_VERSION_1,
+    Endpoint,
+    KRaftVersionRecord,
+    VoterNode,
+    VoterSet,
+    VotersRecord,
+)
+
+ADMIN_ID = 0            # the administrator's address in the simulated network
 
 
 class InvariantViolation(AssertionError):
@@ -96,10 +120,13 @@ class StateMachine:
 
 
 class SimNode:
-    def __init__(self, sim: "Simulation", node_id: int, voters: tuple[int, ...]):
+    def __init__(self, sim: "Simulation", node_id: int, voters, directory_id=None,
+                 bootstrap_ids=()):
         self.sim = sim
         self.node_id = node_id
         self.voters = voters
+        self.directory_id = directory_id or uuid.UUID(int=0)
+        self.bootstrap_ids = tuple(bootstrap_ids)
         self.log = sim.logs.create(node_id)
         self.store = MemoryQuorumStateStore()
         self.alive = False
@@ -111,10 +138,19 @@ class SimNode:
         self.machine = StateMachine(self.sim, self.node_id)
         self.client = RaftClient(self.node_id, self.voters, self.log, self.store,
                                  self.sim.config, random.Random(self.sim.rng.random()),
-                                 self.machine)
+                                 self.machine, directory_id=self.directory_id,
+                                 endpoints=self.endpoints,
+                                 bootstrap_ids=self.bootstrap_ids)
         self.client.start(now_ms)
         self.alive = True
         self.last_high_watermark = -1
+
+    @property
+    def endpoints(self) -> tuple:
+        return (Endpoint("CONTROLLER", f"node-{self.node_id}", 9093),)
+
+    def voter_node(self) -> VoterNode:
+        return VoterNode(self.node_id, self.directory_id, self.endpoints, 0, 1)
 
     def crash(self) -> None:
         self.alive = False
@@ -127,14 +163,28 @@ class Simulation:
     def __init__(self, seed: int, voters: int = 3, observers: int = 0,
                  drop_rate: float = 0.0, min_delay_ms: int = 1, max_delay_ms: int = 10,
                  snapshot_every: int = 0, config: QuorumConfig | None = None,
-                 logs=None):
+                 logs=None, dynamic: bool = False):
         self.rng = random.Random(seed)
         self.logs = logs or MemoryLogs()
         self.config = config or QuorumConfig(fetch_max_batches=4, fetch_snapshot_max_bytes=256)
         voter_ids = tuple(range(1, voters + 1))
         ids = voter_ids + tuple(range(voters + 1, voters + observers + 1))
-        self.nodes = {i: SimNode(self, i, voter_ids) for i in ids}
+        self.dynamic = dynamic
+        if dynamic:
+            self.nodes = {i: SimNode(self, i, (), uuid.UUID(int=self.rng.getrandbits(128)),
+                                     bootstrap_ids=voter_ids) for i in ids}
+            bootstrap = VoterSet.of(self.nodes[i].voter_node() for i in voter_ids)
+            for i in voter_ids:
+                # kafka-storage.sh format --initial-controllers: the checkpoint 0-0.
+                self.nodes[i].log.create_snapshot(
+                    OffsetAndEpoch(0, 0), self.logs.snapshot_data([], 0),
+                    (KRaftVersionRecord(KRAFT_VERSION_1), VotersRecord(bootstrap)))
+        else:
+            self.nodes = {i: SimNode(self, i, voter_ids) for i in ids}
         self.voter_ids = voter_ids
+        self.admin_responses: dict[int, object] = {}
+        self._admin_correlation = 0
+        self._leader_high_watermarks: dict[tuple[int, int], int] = {}
         self.drop_rate = drop_rate
         self.min_delay_ms = min_delay_ms
         self.max_delay_ms = max_delay_ms
@@ -181,6 +231,38 @@ class Simulation:
         self.cut.clear()
 
     # -- driving ----------------------------------------------------------------------------
+    # -- voter changes -------------------------------------------------------------------
+    def current_voters(self) -> tuple[int, ...]:
+        """The voter set in force on the node whose log is longest (the
+        leader's, once elected)."""
+        if not self.dynamic:
+            return self.voter_ids
+        live = [n for n in self.nodes.values() if n.alive] or list(self.nodes.values())
+        newest = max(live, key=lambda n: (n.log.last_fetched_epoch, n.log.end_offset))
+        if newest.client is None:
+            return self.voter_ids
+        return newest.client.quorum.voters
+
+    def admin_request(self, body) -> int | None:
+        """Send ``body`` to the current leader from the administrator; the
+        correlation id its answer will have in ``admin_responses``."""
+        node = self.leader()
+        if node is None:
+            return None
+        self._admin_correlation += 1
+        request = RaftRequest(self._admin_correlation, ADMIN_ID, node.node_id, body)
+        self._after(node, node.client.handle(self.now, request))
+        return self._admin_correlation
+
+    def add_voter(self, node_id: int, timeout_ms: int = 5000) -> int | None:
+        node = self.nodes[node_id]
+        return self.admin_request(AddRaftVoterRequest(node_id, node.directory_id,
+                                                      node.endpoints, timeout_ms))
+
+    def remove_voter(self, node_id: int) -> int | None:
+        return self.admin_request(RemoveRaftVoterRequest(node_id,
+                                                         self.nodes[node_id].directory_id))
+
     def leader(self) -> SimNode | None:
         leaders = [n for n in self.nodes.values() if n.alive and n.client.is_leader]
         return max(leaders, key=lambda n: n.client.epoch) if leaders else None
@@ -246,6 +328,9 @@ class Simulation:
         self.check_invariants()
 
     def _transmit(self, node: SimNode, message) -> None:
+        if message.destination == ADMIN_ID:
+            self.admin_responses[message.correlation_id] = message.body
+            return
         if isinstance(message, RaftRequest) and not self.nodes[message.destination].alive:
             # Connection refused: the sender learns at once.
             node.client.on_send_failed(self.now, message)
@@ -320,6 +405,51 @@ class Simulation:
                 # Leaders elected after a commit hold it (a stale leader of
                 # an older epoch, cut off, does not and cannot commit).
                 self._check_leader_completeness(node)
+            if self.dynamic and client.is_leader:
+                self._check_majority_of_voters(node)
+        if self.dynamic:
+            self._check_one_voter_change_in_flight()
+
+    def _check_majority_of_voters(self, leader: SimNode) -> None:
+        """A leader's high watermark moves only when a majority of the voter
+        set in force (the one in its log) holds the records below it."""
+        high_watermark = leader.client.high_watermark
+        # Only moves this leader made in this epoch: the high watermark it
+        # starts with was established by earlier leaders and voter sets.
+        key = (leader.node_id, leader.client.epoch)
+        before = self._leader_high_watermarks.get(key)
+        self._leader_high_watermarks[key] = high_watermark
+        if before is None or high_watermark <= before or high_watermark <= 0:
+            return
+        last = max((b for b in self.committed if b < high_watermark), default=None)
+        if last is None:
+            return
+        holders = 0
+        for voter in leader.client.quorum.voters:
+            log = self.nodes[voter].log
+            if log.end_offset < high_watermark:
+                continue
+            if last < log.start_offset:
+                holders += 1                   # below its snapshot: committed there
+                continue
+            batch = log.read(last, 1)
+            if batch and (batch[0].epoch, batch[0].records, batch[0].is_control) == \
+                    self.committed[last]:
+                holders += 1
+        voters = leader.client.quorum.voters
+        if holders < len(voters) // 2 + 1:
+            raise InvariantViolation(f"leader {leader.node_id} moved its high watermark to "
+                                     f"{high_watermark} with {holders} of voters {voters}")
+
+    def _check_one_voter_change_in_flight(self) -> None:
+        for node in self.nodes.values():
+            if not node.alive:
+                continue
+            history = node.client.kraft.voters
+            pending = [o for o in history.offsets() if o >= self.committed_end]
+            if len(pending) > 1:
+                raise InvariantViolation(f"node {node.node_id} has voter changes at {pending}, "
+                                         f"all above the committed end {self.committed_end}")
 
     def _check_log_prefix(self, node: SimNode, high_watermark: int) -> None:
         """The replica's log below its high watermark is committed data."""
@@ -351,7 +481,7 @@ class Simulation:
 
     # -- liveness helpers --------------------------------------------------------------------
     def alive_voters(self) -> list[SimNode]:
-        return [self.nodes[v] for v in self.voter_ids if self.nodes[v].alive]
+        return [self.nodes[v] for v in self.current_voters() if self.nodes[v].alive]
 
     def all_applied_value(self, value) -> bool:
         """Every live replica's state machine has applied ``value``."""

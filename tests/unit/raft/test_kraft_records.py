@@ -145,3 +145,44 @@ def test_snapshots_carry_the_voter_set_in_their_header_batch():
         assert snapshot_kraft_records(data) == kraft
         assert snapshot_records(data, bytes) == [b"a", b"b", b"c"]
     assert snapshot_kraft_records(plain) == ()
+
+
+# -- the voter set history (KRaftControlRecordStateMachine) --------------------------------
+def test_voter_set_history_follows_appends_truncations_and_snapshots(make_log):
+    from kfast.raft.kraft_control import KRaftControlRecordStateMachine
+    from kfast.raft.log import OffsetAndEpoch
+
+    static = VoterSet.static((1, 2, 3))
+    one = VoterSet.of([node(1)])
+    two = one.add_voter(node(2, DIR_2))
+    log = make_log()
+    state = KRaftControlRecordStateMachine(static, log)
+    state.update_state()
+    assert state.last_voter_set() == static and state.last_kraft_version() == 0
+    assert state.last_voter_set_offset() is None
+    for batch in (log.append_as_leader(["a"], 1),
+                  log.append_as_leader([KRaftVersionRecord(1), VotersRecord(one)], 1,
+                                       is_control=True),
+                  log.append_as_leader(["b"], 1)):
+        state.observe(batch)
+    assert state.last_voter_set() == one and state.last_voter_set_offset() == 2
+    state.observe(log.append_as_leader([VotersRecord(two)], 2, is_control=True))
+    assert state.last_voter_set() == two
+    assert state.voter_set_at(3) == one and state.voter_set_at(4) == two
+    # Truncating the change away brings the previous voter set back.
+    log.truncate_to(4)
+    state.truncate_new_entries(4)
+    assert state.last_voter_set() == one
+    # A change that is not one voter at a time is refused.
+    far = two.add_voter(node(3)).add_voter(node(4))
+    with pytest.raises(ValueError, match="overlapping majority"):
+        state.observe(log.append_as_leader([VotersRecord(far)], 2, is_control=True))
+    # A replica starting from the log's snapshot finds the voter set in it.
+    fresh = make_log()
+    data = b'{"applied": []}' if not hasattr(fresh, "dir") else \
+        snapshot_bytes([], 1, lambda r: r.encode())
+    fresh.create_snapshot(OffsetAndEpoch(0, 0), data, state.kraft_records_at(3))
+    restarted = KRaftControlRecordStateMachine(static, fresh)
+    restarted.update_state()
+    assert restarted.last_voter_set() == one and restarted.last_kraft_version() == 1
+    assert restarted.last_voter_set_offset() == -1        # the bootstrap checkpoint's
