@@ -93,17 +93,7 @@ class OffsetMetadataManager:
             if generation_id != group.generation_id:
                 return fail(E.IllegalGenerationException.code)
             self.complete_and_schedule_next_heartbeat(group, member)
-        now = self.time_ms()
-        results, values, records = {}, {}, []
-        for tp, (offset, leader_epoch, metadata) in offsets.items():
-            metadata = metadata or ""
-            if len(metadata.encode("utf-8")) > self.max_metadata_size:
-                results[tp] = E.OffsetMetadataTooLarge.code
-                continue
-            value = OffsetCommitValue(offset, leader_epoch, metadata, now, expire_timestamp)
-            values[tp] = value
-            records.append((encode_key(OffsetCommitKey(group_id, tp[0], tp[1])),
-                            encode_value(value)))
+        results, values, records = self._offset_records(group_id, offsets, expire_timestamp)
         if not records:
             return callback(results)
 
@@ -116,6 +106,23 @@ class OffsetMetadataManager:
             callback(results)
 
         self.writer(group_id, records, done)
+
+    def _offset_records(self, group_id: str, offsets: dict, expire_timestamp: int):
+        """(results so far, {tp: value}, [(key, value)]) of a commit: a
+        partition whose metadata is too long gets OFFSET_METADATA_TOO_LARGE
+        and no record."""
+        now = self.time_ms()
+        results, values, records = {}, {}, []
+        for tp, (offset, leader_epoch, metadata) in offsets.items():
+            metadata = metadata or ""
+            if len(metadata.encode("utf-8")) > self.max_metadata_size:
+                results[tp] = E.OffsetMetadataTooLarge.code
+                continue
+            value = OffsetCommitValue(offset, leader_epoch, metadata, now, expire_timestamp)
+            values[tp] = value
+            records.append((encode_key(OffsetCommitKey(group_id, tp[0], tp[1])),
+                            encode_value(value)))
+        return results, values, records
 
     def _set_committed(self, group_id: str, tp: TopicPartition, value: OffsetCommitValue,
                        order: int | None = None) -> None:
@@ -140,17 +147,7 @@ class OffsetMetadataManager:
                                                    generation_id)
         if code:
             return fail(code)
-        now = self.time_ms()
-        results, values, records = {}, {}, []
-        for tp, (offset, leader_epoch, metadata) in offsets.items():
-            metadata = metadata or ""
-            if len(metadata.encode("utf-8")) > self.max_metadata_size:
-                results[tp] = E.OffsetMetadataTooLarge.code
-                continue
-            value = OffsetCommitValue(offset, leader_epoch, metadata, now, NO_EXPIRE_TIMESTAMP)
-            values[tp] = value
-            records.append((encode_key(OffsetCommitKey(group_id, tp[0], tp[1])),
-                            encode_value(value)))
+        results, values, records = self._offset_records(group_id, offsets, NO_EXPIRE_TIMESTAMP)
         if not records:
             return callback(results)
 
