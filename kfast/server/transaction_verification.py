@@ -34,7 +34,7 @@ from kfast.protocol import AddPartitionsToTxnRequest, api_keys
 from kfast.protocol import errors as E
 from kfast.protocol.constants import NO_LEADER
 from kfast.records import RecordBatch
-from kfast.server.txn_marker_channel import BrokerLink
+from kfast.server.broker_links import BrokerLinks, NoEndpoint
 
 logger = logging.getLogger(__name__)
 
@@ -125,7 +125,7 @@ class AddPartitionsToTxnManager:
 
     def __init__(self, broker):
         self.broker = broker
-        self._links: dict[int, BrokerLink] = {}
+        self._links = BrokerLinks(broker, "txn-verifier")
 
     async def verify(self, transactional_id: str, write: TransactionalWrite) -> dict:
         """{(topic, partition): error code} for every guarded partition."""
@@ -149,14 +149,6 @@ class AddPartitionsToTxnManager:
 
     async def _ask(self, leader: int, transactional_id: str, write: TransactionalWrite,
                    partitions: list) -> dict:
-        endpoint = self.broker.broker_endpoint(leader)
-        if endpoint is None:
-            return dict.fromkeys(partitions, E.NotCoordinatorException.code)
-        link = self._links.get(leader)
-        if link is None:
-            link = self._links[leader] = BrokerLink(
-                f"broker-{self.broker.node_id}-txn-verifier",
-                self.broker.config["request.timeout.ms"] / 1000)
         by_topic: dict[str, list[int]] = {}
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(index)
@@ -167,9 +159,10 @@ class AddPartitionsToTxnManager:
             topics=[R.AddPartitionsToTxnTopic(name=t, partitions=ps)
                     for t, ps in by_topic.items()])])
         try:
-            connection = await link.get(endpoint)
-            version = connection.version_for(_ADD_PARTITIONS_TO_TXN, min_version=4)
-            response = await connection.send(request, version=version)
+            response = await self._links.send(leader, request, _ADD_PARTITIONS_TO_TXN,
+                                              min_version=4)
+        except NoEndpoint:
+            return dict.fromkeys(partitions, E.NotCoordinatorException.code)
         except (OSError, E.KafkaError) as exc:
             logger.debug("verifying a transaction with broker %d failed: %s", leader, exc)
             return dict.fromkeys(partitions, E.NetworkException.code)
@@ -185,9 +178,7 @@ class AddPartitionsToTxnManager:
         return results
 
     async def shutdown(self) -> None:
-        for link in self._links.values():
-            await link.close()
-        self._links.clear()
+        await self._links.close()
 
 
 def answer(code: int, produce_version: int) -> tuple[int, str | None]:

@@ -30,10 +30,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kfast.client.connection import BrokerConnection
 from kfast.protocol.constants import NO_LEADER
 from kfast.protocol import WriteTxnMarkersRequest
 from kfast.protocol import errors as E
+from kfast.server.broker_links import BrokerLinks, NoEndpoint
 from kfast.server.write_txn_markers_apis import write_markers
 
 logger = logging.getLogger(__name__)
@@ -52,43 +52,13 @@ _RETRIABLE = frozenset({
 })
 
 
-class BrokerLink:
-    """The connection to one other broker, opened on first use and opened
-    again after a failure or when the broker's endpoint changed."""
-
-    def __init__(self, client_id: str, request_timeout_s: float):
-        self.client_id = client_id
-        self.request_timeout_s = request_timeout_s
-        self.endpoint = None
-        self.connection: BrokerConnection | None = None
-        self.lock = asyncio.Lock()
-
-    async def get(self, endpoint) -> BrokerConnection:
-        async with self.lock:
-            connection = self.connection
-            if connection is not None and (not connection.connected or endpoint != self.endpoint):
-                await connection.close()
-                connection = self.connection = None
-            if connection is None:
-                connection = await BrokerConnection.open(
-                    endpoint.host, endpoint.port, client_id=self.client_id,
-                    request_timeout=self.request_timeout_s)
-                self.connection, self.endpoint = connection, endpoint
-            return connection
-
-    async def close(self) -> None:
-        if self.connection is not None:
-            await self.connection.close()
-            self.connection = None
-
-
 class TransactionMarkerChannelManager:
     """``broker``: the KafkaBroker (its metadata image, endpoints and
     ``transaction_coordinator`` runtime are read at each use)."""
 
     def __init__(self, broker):
         self.broker = broker
-        self._links: dict[int, BrokerLink] = {}
+        self._links = BrokerLinks(broker, "txn-marker-sender")
         self._deliveries: set[asyncio.Task] = set()
         self._stopped = False
 
@@ -165,14 +135,6 @@ class TransactionMarkerChannelManager:
                 # As a failed request to another broker: tried again.
                 logger.exception("writing the markers of %s failed", markers.transactional_id)
                 return dict.fromkeys(partitions, E.KafkaStorageException.code)
-        endpoint = self.broker.broker_endpoint(leader)
-        if endpoint is None:
-            return dict.fromkeys(partitions, E.NotLeaderOrFollowerException.code)
-        link = self._links.get(leader)
-        if link is None:
-            link = self._links[leader] = BrokerLink(
-                f"broker-{self.broker.node_id}-txn-marker-sender",
-                self.broker.config["request.timeout.ms"] / 1000)
         by_topic: dict[str, list[int]] = {}
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(index)
@@ -183,8 +145,9 @@ class TransactionMarkerChannelManager:
             topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
                     for t, ps in by_topic.items()])])
         try:
-            connection = await link.get(endpoint)
-            response = await connection.send(request)
+            response = await self._links.send(leader, request)
+        except NoEndpoint:
+            return dict.fromkeys(partitions, E.NotLeaderOrFollowerException.code)
         except (OSError, E.KafkaError) as exc:
             logger.debug("WriteTxnMarkers to broker %d failed: %s", leader, exc)
             return dict.fromkeys(partitions, E.NetworkException.code)
@@ -201,6 +164,4 @@ class TransactionMarkerChannelManager:
         for task in list(self._deliveries):
             task.cancel()
         await asyncio.gather(*self._deliveries, return_exceptions=True)
-        for link in self._links.values():
-            await link.close()
-        self._links.clear()
+        await self._links.close()
