@@ -17,6 +17,13 @@ turns the core's commits into futures a caller can await.
     response = await manager.handle_request(api_key, wire_request)   # a handler
     await manager.shutdown()                  # a leader resigns first
 
+Where a quorum member is: the voter set in force (its VotersRecord
+endpoints on the controller listener, KIP-853), else what a response's
+node_endpoints said (a leader named by a node that is not the leader),
+else controller.quorum.voters. controller.quorum.bootstrap.servers get the
+ids -2, -3, ... (as Kafka numbers them) so the core can ask them for the
+leader before it knows any voter.
+
 A request the destination does not answer (connection refused, reset,
 timeout) is reported to the core as failed; the core decides when to try
 again. Everything runs on the loop's thread; the log's fsyncs are short
@@ -31,9 +38,11 @@ from typing import Callable, NamedTuple
 
 from kfast.client.connection import BrokerConnection
 from kfast.protocol import api_keys, errors
+from kfast.protocol.constants import ZERO_UUID
 from kfast.raft import wire
 from kfast.raft.log import ReplicatedLog
 from kfast.raft.messages import (
+    AddRaftVoterRequest,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -44,11 +53,15 @@ from kfast.raft.messages import (
     FetchSnapshotResponse,
     RaftRequest,
     RaftResponse,
+    RemoveRaftVoterRequest,
+    UpdateRaftVoterRequest,
     VoteRequest,
     VoteResponse,
+    VoterChangeResponse,
 )
 from kfast.raft.quorum_state import QuorumConfig
 from kfast.raft.raft_client import NotLeaderException, RaftClient, RaftListener
+from kfast.raft.voter_set import VoterSet
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +70,15 @@ BEGIN_QUORUM_EPOCH = api_keys.BY_NAME["BeginQuorumEpoch"].key
 END_QUORUM_EPOCH = api_keys.BY_NAME["EndQuorumEpoch"].key
 FETCH = api_keys.FETCH
 FETCH_SNAPSHOT = api_keys.BY_NAME["FetchSnapshot"].key
-QUORUM_API_KEYS = (VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH, FETCH_SNAPSHOT)
+ADD_RAFT_VOTER = api_keys.BY_NAME["AddRaftVoter"].key
+REMOVE_RAFT_VOTER = api_keys.BY_NAME["RemoveRaftVoter"].key
+UPDATE_RAFT_VOTER = api_keys.BY_NAME["UpdateRaftVoter"].key
+QUORUM_API_KEYS = (VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH, FETCH_SNAPSHOT,
+                   ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER)
+# The sender of an administrator's request: not a quorum member.
+_ADMIN_SOURCE = -1
+# Kafka's ids for controller.quorum.bootstrap.servers: -2, -3, ...
+_FIRST_BOOTSTRAP_ID = -2
 _INCONSISTENT_CLUSTER_ID = errors.InconsistentClusterIdException.code
 _INVALID_REQUEST = errors.InvalidRequestException.code
 
@@ -74,19 +95,45 @@ def parse_quorum_voters(entries) -> dict[int, tuple[str, int]]:
     return voters
 
 
+def parse_bootstrap_servers(entries) -> list[tuple[str, int]]:
+    """controller.quorum.bootstrap.servers: ``host:port`` entries."""
+    servers = []
+    for entry in entries:
+        host, colon, port = entry.strip().rpartition(":")
+        if not colon or not port.isdigit() or not host:
+            raise ValueError(f"{entry!r} is not host:port")
+        servers.append((host.strip("[]"), int(port)))
+    return servers
+
+
 class RaftManager:
+    """``voters``: controller.quorum.voters ({} for a dynamic quorum);
+    ``bootstrap_servers``: controller.quorum.bootstrap.servers;
+    ``directory_id``/``endpoints``: this replica's key and its controller
+    listeners as voter sets name them; ``listener_name``: the controller
+    listener other members are reached on."""
+
     def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], cluster_id: str,
                  log: ReplicatedLog, store, codec: wire.BatchCodec,
                  listener: RaftListener | None = None, config: QuorumConfig | None = None,
                  rng: random.Random | None = None,
-                 connect: Callable | None = None):
+                 connect: Callable | None = None, *, directory_id=ZERO_UUID, endpoints=(),
+                 bootstrap_servers=(), listener_name: str | None = None):
         self.node_id = node_id
-        self.voters = dict(voters)
+        self.static_voters = dict(voters)
+        self.bootstrap_servers = list(bootstrap_servers)
+        self.listener_name = listener_name
         self.cluster_id = cluster_id
         self.config = config or QuorumConfig()
         self.codec = codec
-        self.client = RaftClient(node_id, tuple(sorted(voters)), log, store, self.config,
-                                 rng or random.Random(), listener)
+        bootstrap_ids = [_FIRST_BOOTSTRAP_ID - i for i in range(len(self.bootstrap_servers))]
+        self.client = RaftClient(node_id, VoterSet.static(self.static_voters), log, store,
+                                 self.config, rng or random.Random(), listener,
+                                 directory_id=directory_id, endpoints=endpoints,
+                                 bootstrap_ids=bootstrap_ids)
+        # Where nodes are, as responses' node_endpoints told (a leader this
+        # replica learned of before its log named it).
+        self._learned_addresses: dict[int, tuple[str, int]] = {}
         self._connect = connect or self._open_connection
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
@@ -102,6 +149,37 @@ class RaftManager:
         self._leader_epoch_seen: tuple[int, int] | None = None
         self._stopped = False
 
+    # -- addresses ---------------------------------------------------------------------
+    def address(self, node_id: int) -> tuple[str, int] | None:
+        if node_id <= _FIRST_BOOTSTRAP_ID:
+            index = _FIRST_BOOTSTRAP_ID - node_id
+            return self.bootstrap_servers[index] if index < len(self.bootstrap_servers) else None
+        node = self.client.quorum.voter_set.get(node_id)
+        if node is not None:
+            endpoint = node.endpoint(self.listener_name) or node.endpoint()
+            if endpoint is not None and endpoint.host:
+                return endpoint.host, endpoint.port
+        return self._learned_addresses.get(node_id) or self.static_voters.get(node_id)
+
+    @property
+    def voters(self) -> dict[int, tuple[str, int] | None]:
+        """The voters in force and where they are."""
+        return {voter: self.address(voter) for voter in self.client.quorum.voters}
+
+    def _learn_addresses(self, response) -> None:
+        for endpoint in getattr(response, "node_endpoints", None) or ():
+            if endpoint.node_id >= 0 and endpoint.host:
+                self._learned_addresses[endpoint.node_id] = (endpoint.host, endpoint.port)
+
+    def _leader_endpoints(self, response) -> None:
+        """Name the leader's address in a quorum RPC's answer (node_endpoints,
+        a tagged field of the newer versions) so the asker can reach it."""
+        leader = self.client.leader_id
+        address = self.address(leader) if leader >= 0 else None
+        if address is not None and hasattr(response, "node_endpoints"):
+            response.node_endpoints = [type(response).NodeEndpoint(
+                node_id=leader, host=address[0], port=address[1])]
+
     # -- life cycle --------------------------------------------------------------------
     def now_ms(self) -> int:
         return int(self._loop.time() * 1000)
@@ -116,7 +194,7 @@ class RaftManager:
         a successor without waiting for a timeout), then everything stops."""
         if self._stopped:
             return
-        if self.client.is_leader and len(self.voters) > 1:
+        if self.client.is_leader and len(self.client.quorum.voters) > 1:
             self.client.resign(self.now_ms())
             self._poll()
             try:
@@ -139,7 +217,7 @@ class RaftManager:
 
     async def _end_epoch_delivered(self) -> None:
         state = self.client.quorum.state
-        others = set(self.voters) - {self.node_id}
+        others = set(self.client.quorum.voters) - {self.node_id}
         while getattr(state, "end_epoch_acked", others) != others and \
                 self.client.quorum.state is state:
             await asyncio.sleep(0.01)
@@ -200,7 +278,10 @@ class RaftManager:
 
     # -- outgoing ----------------------------------------------------------------------
     async def _open_connection(self, node_id: int) -> BrokerConnection:
-        host, port = self.voters[node_id]
+        address = self.address(node_id)
+        if address is None:
+            raise ConnectionError(f"no address known for quorum member {node_id}")
+        host, port = address
         timeout = self.config.request_timeout_ms / 1000 + 1
         return await asyncio.wait_for(
             BrokerConnection.open(host, port, client_id=f"raft-client-{self.node_id}",
@@ -229,7 +310,8 @@ class RaftManager:
             return BEGIN_QUORUM_EPOCH, wire.begin_quorum_epoch_request(
                 body, self.cluster_id, request.destination), None
         if isinstance(body, EndQuorumEpochRequest):
-            return END_QUORUM_EPOCH, wire.end_quorum_epoch_request(body, self.cluster_id), None
+            return END_QUORUM_EPOCH, wire.end_quorum_epoch_request(
+                body, self.cluster_id, self.client.voter_directory), None
         if isinstance(body, FetchRequest):
             # The request's layout depends on the version: fix it here.
             version = connection.version_for(FETCH, min_version=13)
@@ -254,6 +336,7 @@ class RaftManager:
             connection = await self._connection(request.destination)
             api_key, body, version = self._encode(request, connection)
             response = await connection.send(body, api_key=api_key, version=version)
+            self._learn_addresses(response)
             decoded = self._decode(api_key, response)
         except asyncio.CancelledError:
             raise
@@ -291,7 +374,7 @@ class RaftManager:
             body = rpc.decode(request)
         except wire.WireError:
             return rpc.encode(self, rpc.error_body, _INVALID_REQUEST)
-        source = getattr(body, rpc.source)
+        source = getattr(body, rpc.source) if rpc.source else _ADMIN_SOURCE
         if self._stopped:
             raise errors.NotControllerException("The quorum member is stopping.")
         inbound_id = self._next_inbound_id
@@ -304,7 +387,9 @@ class RaftManager:
             answer = await future
         finally:
             self._inbound.pop(inbound_id, None)
-        return rpc.encode(self, answer, 0)
+        response = rpc.encode(self, answer, 0)
+        self._leader_endpoints(response)
+        return response
 
     # -- the controller's side ---------------------------------------------------------
     def propose(self, records) -> int:
@@ -337,6 +422,12 @@ class RaftManager:
     def is_leader(self) -> bool:
         return self.client.is_leader
 
+    def leader_endpoint(self, leader_id: int):
+        from kfast.raft.voter_set import Endpoint
+
+        address = self.address(leader_id) if leader_id >= 0 else None
+        return Endpoint(self.listener_name or "", *address) if address else None
+
 
 class _QuorumRpc(NamedTuple):
     """How one quorum RPC crosses the controller listener: the request's
@@ -344,7 +435,7 @@ class _QuorumRpc(NamedTuple):
     body a request-level error (another cluster, a malformed request)
     answers with."""
     decode: Callable
-    source: str
+    source: str | None         # None: an administrator, not a quorum member
     encode: Callable          # (manager, body, error_code) -> wire response
     error_body: object
 
@@ -367,6 +458,19 @@ _QUORUM_RPCS = {
     FETCH_SNAPSHOT: _QuorumRpc(wire.from_fetch_snapshot_request, "replica_id",
                                lambda m, body, code: wire.fetch_snapshot_response(body, code),
                                FetchSnapshotResponse(0, -1, -1)),
+    ADD_RAFT_VOTER: _QuorumRpc(wire.from_add_raft_voter_request, None,
+                               lambda m, body, code: wire.add_raft_voter_response(body, code),
+                               VoterChangeResponse(0)),
+    REMOVE_RAFT_VOTER: _QuorumRpc(wire.from_remove_raft_voter_request, None,
+                                  lambda m, body, code: wire.remove_raft_voter_response(body,
+                                                                                        code),
+                                  VoterChangeResponse(0)),
+    UPDATE_RAFT_VOTER: _QuorumRpc(
+        wire.from_update_raft_voter_request, None,
+        lambda m, body, code: wire.update_raft_voter_response(
+            body, code, m.leader_endpoint(body.leader_id)),
+        VoterChangeResponse(0)),
 }
 
-__all__ = ["RaftManager", "NotLeaderException", "QUORUM_API_KEYS", "parse_quorum_voters"]
+__all__ = ["RaftManager", "NotLeaderException", "QUORUM_API_KEYS", "parse_quorum_voters",
+           "parse_bootstrap_servers"]

@@ -8,6 +8,13 @@
     controller.listener.names=CONTROLLER
     log.dirs=/var/lib/kfast/controller-1
 
+A dynamic quorum (KIP-853) names no voters: the node's storage was
+formatted with ``kfast storage format --standalone`` or
+``--initial-controllers`` (a bootstrap checkpoint holds the first voter
+set) or ``--no-initial-controllers`` (it joins later, AddRaftVoter), and it
+finds the quorum through ``controller.quorum.bootstrap.servers``; its voter
+key is node.id and the directory.id of its metadata log directory.
+
 Start: the metadata log directory's meta.properties is checked (or written
 for a new node) against cluster.id and node.id -> the metadata log
 (``__cluster_metadata-0``) and quorum-state are opened -> the controller
@@ -37,12 +44,17 @@ from kfast.config import ConfigException, KafkaConfig
 from kfast.controller.metadata.records import decode_record, encode_record
 from kfast.controller.raft_quorum_controller import RaftQuorumController
 from kfast.protocol import api_keys
+from kfast.protocol.constants import ZERO_UUID
 from kfast.raft.election_state import FileQuorumStateStore
-from kfast.raft.manager import RaftManager, parse_quorum_voters
+from kfast.raft.manager import RaftManager, parse_bootstrap_servers, parse_quorum_voters
 from kfast.raft.quorum_state import QuorumConfig
 from kfast.server.apis import KafkaApis
 from kfast.server.network import SocketServer
-from kfast.storage.meta_properties import ensure_meta_properties
+from kfast.storage.meta_properties import (
+    ensure_meta_properties,
+    parse_uuid_base64,
+    read_meta_properties,
+)
 
 logger = logging.getLogger("kfast.server")
 
@@ -95,18 +107,26 @@ class ControllerServer:
         if self.node_id < 0:
             raise ConfigException("node.id", self.node_id, "A KRaft node needs a node.id")
         try:
-            self.voters = parse_quorum_voters(config["controller.quorum.voters"])
+            self.static_voters = parse_quorum_voters(config["controller.quorum.voters"])
         except ValueError as exc:
             raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
                                   str(exc)) from exc
-        if not self.voters:
+        try:
+            self.bootstrap_servers = parse_bootstrap_servers(
+                config["controller.quorum.bootstrap.servers"])
+        except ValueError as exc:
+            raise ConfigException("controller.quorum.bootstrap.servers",
+                                  config["controller.quorum.bootstrap.servers"], str(exc)) from exc
+        if not self.static_voters and not self.bootstrap_servers:
             raise ConfigException("controller.quorum.voters", "",
-                                  "A node of a multi-node cluster needs the quorum's voters")
-        if (self.node_id in self.voters) == observer:
+                                  "A node of a multi-node cluster needs the quorum's voters or "
+                                  "controller.quorum.bootstrap.servers")
+        if self.static_voters and (self.node_id in self.static_voters) == observer:
             raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
                                   f"node.id {self.node_id} is "
                                   f"{'one' if observer else 'not one'} of the voters")
         self.listeners = [] if observer else controller_listeners(config)
+        self.endpoints = [] if observer else advertised_controller_endpoints(config)
         self.metadata_dir = config.get("metadata.log.dir") or config["log.dirs"][0]
         self.cluster_id: str | None = config["cluster.id"]
         self.controller: RaftQuorumController | None = None
@@ -130,6 +150,17 @@ class ControllerServer:
         # responses) the broker listener uses for them.
         wanted = FORWARDED_APIS | {api_keys.BY_NAME["DescribeConfigs"].key}
         admin_apis.register(_Only(self.apis, wanted))
+        # DescribeQuorum as the quorum's leader knows it, with the replica
+        # keys and voter endpoints of KIP-853 (over the broker's answer).
+        quorum_apis.register_describe_quorum(self.apis)
+
+    @property
+    def voters(self) -> dict:
+        """The voters in force, {id: (host, port)}: the log's voter set once
+        the quorum runs, controller.quorum.voters before."""
+        if self.raft_manager is not None:
+            return self.raft_manager.voters
+        return dict(self.static_voters)
 
     @property
     def metadata_image(self):
@@ -148,17 +179,28 @@ class ControllerServer:
         loop = asyncio.get_running_loop()
         self.cluster_id, _ = await loop.run_in_executor(
             None, ensure_meta_properties, [self.metadata_dir], self.node_id, self.cluster_id)
+        meta = await loop.run_in_executor(None, read_meta_properties, self.metadata_dir)
+        directory_id = parse_uuid_base64(meta.directory_id) if meta.directory_id else None
         serde = RecordSerde(encode_record, lambda value: decode_record(value)[0])
         log = FileReplicatedLog(self.metadata_dir, serde,
                                 segment_bytes=self.config["metadata.log.segment.bytes"],
                                 segment_ms=self.config["metadata.log.segment.ms"])
         await loop.run_in_executor(None, log.open)
-        store = FileQuorumStateStore(self.metadata_dir, tuple(sorted(self.voters)))
+        # A static quorum's quorum-state names its voters (data_version 0);
+        # a dynamic one's does not (data_version 1), its voters are in the log.
+        store = FileQuorumStateStore(self.metadata_dir, tuple(sorted(self.static_voters))
+                                     if self.static_voters else None)
         self.controller = RaftQuorumController(self.config, self.node_id, self.cluster_id,
                                                self.metadata_dir, loop=loop)
-        self.raft_manager = RaftManager(self.node_id, self.voters, self.cluster_id, log, store,
-                                        RecordBatchCodec(serde), listener=self.controller,
-                                        config=QuorumConfig.from_config(self.config))
+        self.raft_manager = RaftManager(
+            self.node_id, self.static_voters, self.cluster_id, log, store,
+            RecordBatchCodec(serde), listener=self.controller,
+            config=QuorumConfig.from_config(self.config),
+            # A static quorum's voters have no directory ids: neither do they.
+            directory_id=directory_id if not self.static_voters and directory_id else ZERO_UUID,
+            endpoints=self.endpoints, bootstrap_servers=self.bootstrap_servers,
+            listener_name=self.listeners[0][0] if self.listeners else
+            (self.config["controller.listener.names"] or [None])[0])
         self.controller.attach(self.raft_manager)
         self._log = log
         try:
@@ -176,7 +218,8 @@ class ControllerServer:
         logger.info("kfast %s %d ready in %.1f ms, quorum voters %s, listening on %s "
                     "(cluster %s)", "metadata observer" if self.observer else "controller",
                     self.node_id, (time.perf_counter() - began) * 1000,
-                    ",".join(f"{n}@{h}:{p}" for n, (h, p) in sorted(self.voters.items())),
+                    ",".join(f"{n}@{a[0]}:{a[1]}" if a else str(n)
+                             for n, a in sorted(self.voters.items())) or "(not yet known)",
                     ", ".join(f"{n}://{h}:{p}" for n, h, p in self.listeners) or "-",
                     self.cluster_id)
 

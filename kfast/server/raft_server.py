@@ -22,10 +22,31 @@ heartbeat asking to shut down moves its leaderships), then the controller
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from kfast.config import KafkaConfig
 from kfast.server.broker import KafkaBroker
 from kfast.server.controller_channel import ControllerChannel, Forwarder, QuorumControllerClient
 from kfast.server.controller_server import ControllerServer
+
+
+class _KnownVoters(Mapping):
+    """{voter id: (host, port)} of the voters in force whose address is known."""
+
+    def __init__(self, controller_server: ControllerServer):
+        self.controller_server = controller_server
+
+    def _current(self) -> dict:
+        return {k: v for k, v in self.controller_server.voters.items() if v is not None}
+
+    def __getitem__(self, node_id: int):
+        return self._current()[node_id]
+
+    def __iter__(self):
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
 
 
 class KafkaRaftServer:
@@ -40,6 +61,9 @@ class KafkaRaftServer:
         local = self.controller_server.controller
         channel = ControllerChannel(self.node_id, self.controller_server.voters,
                                     leader_hint=lambda: local.leader_id)
+        # The controllers are the quorum's voters as the log names them now
+        # (a dynamic quorum's change while the broker runs), not at start.
+        channel.voters = _KnownVoters(self.controller_server)
         broker.forwarder = Forwarder(channel, local)
         return QuorumControllerClient(local, channel, self.config,
                                       self.controller_server.cluster_id)
