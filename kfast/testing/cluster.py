@@ -32,9 +32,22 @@ replication traffic as well. This is Kafka configuration, not a test hook:
 each broker has one listener per possible follower, ``REPLICATION_FROM_<f>``,
 advertised at the proxy of the link f -> that broker, and follower f fetches
 on inter.broker.listener.name=REPLICATION_FROM_<f>.
+
+Dynamic quorums (KIP-853): ``dynamic_quorum="standalone"`` formats node 1
+with ``kfast storage format --standalone`` and the other controllers with
+``--no-initial-controllers`` (they start as observers, to be added with
+``kfast metadata-quorum add-controller``); ``dynamic_quorum="initial"``
+formats every controller with ``--initial-controllers`` naming them all.
+The nodes have no controller.quorum.voters, only
+controller.quorum.bootstrap.servers (``controller_bootstrap``), and reach
+each other at the endpoints the voter set publishes -- their own listeners,
+so the FaultProxy links (isolate, partition) do not stand between them;
+kill, restart, pause work as for a static quorum. ``directory_id(node)`` is
+the directory id a node votes with.
 """
 from __future__ import annotations
 
+import argparse
 import os
 import shutil
 import signal
@@ -88,10 +101,18 @@ class KfastCluster:
     def __init__(self, controllers: int = 3, overrides: dict | None = None,
                  base_dir: str | None = None, combined: bool = False, brokers: int = 0,
                  node_overrides: dict[int, dict] | None = None,
-                 replication_links: bool = False):
+                 replication_links: bool = False, dynamic_quorum: str | None = None):
         """``overrides``: properties for every node; ``node_overrides``: per
         node id, over those (``{4: {"broker.rack": "a"}}``);
-        ``replication_links``: replica fetches through proxies (module doc)."""
+        ``replication_links``: replica fetches through proxies;
+        ``dynamic_quorum``: "standalone" or "initial" (module doc)."""
+        if dynamic_quorum not in (None, "standalone", "initial"):
+            raise ValueError(f"dynamic_quorum is 'standalone' or 'initial', not "
+                             f"{dynamic_quorum!r}")
+        if dynamic_quorum and (combined or brokers or replication_links):
+            raise ValueError("a dynamic quorum cluster runs controllers only")
+        self.dynamic_quorum = dynamic_quorum
+        self._formatted = False
         self.combined = combined
         self.node_overrides = {k: dict(v) for k, v in (node_overrides or {}).items()}
         self._own_dir = base_dir is None
@@ -107,9 +128,10 @@ class KfastCluster:
             self.nodes[node_id] = ClusterNode(
                 node_id, _free_port() if is_controller else None, data_dir,
                 _free_port() if combined or not is_controller else None)
-        # links[(a, b)]: the proxy node a uses to reach controller b.
+        # links[(a, b)]: the proxy node a uses to reach controller b (a
+        # dynamic quorum's nodes reach each other at the voter set's endpoints).
         self.links: dict[tuple[int, int], FaultProxy] = {}
-        for a in self.nodes:
+        for a in self.nodes if not dynamic_quorum else ():
             for b in self.controller_ids:
                 if a != b:
                     self.links[(a, b)] = FaultProxy(self.nodes[b].port).start()
@@ -128,7 +150,60 @@ class KfastCluster:
         for node in self.nodes.values():
             self._write_config(node)
 
+    @property
+    def controller_bootstrap(self) -> str:
+        """host:port of every controller (--bootstrap-controller)."""
+        return ",".join(f"127.0.0.1:{self.nodes[n].port}" for n in self.controller_ids)
+
+    def _write_dynamic_config(self, node: ClusterNode) -> None:
+        properties = {
+            "process.roles": "controller",
+            "node.id": node.node_id,
+            "controller.quorum.bootstrap.servers": self.controller_bootstrap,
+            "controller.listener.names": "CONTROLLER",
+            "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
+            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+            "log.dirs": os.path.join(node.data_dir, "data"),
+            "cluster.id": self.cluster_id,
+        }
+        properties.update(self.overrides)
+        properties.update(self.node_overrides.get(node.node_id, {}))
+        with open(node.config_path, "w", encoding="utf-8") as f:
+            f.writelines(f"{key}={value}\n" for key, value in properties.items())
+
+    def _format_dynamic(self) -> None:
+        """kfast storage format, as an operator starting a dynamic quorum would."""
+        from kfast.storage.meta_properties import random_uuid_base64
+        from kfast.tools.storage import format_storage, register
+
+        parser = argparse.ArgumentParser()
+        register(parser.add_subparsers())
+        initial = ",".join(f"{n}@127.0.0.1:{self.nodes[n].port}:{random_uuid_base64()}"
+                           for n in self.controller_ids)
+        for node_id in self.controller_ids:
+            argv = ["storage", "format", "--cluster-id", self.cluster_id, "--config",
+                    self.nodes[node_id].config_path]
+            if self.dynamic_quorum == "initial":
+                argv += ["--initial-controllers", initial]
+            elif node_id == self.controller_ids[0]:
+                argv += ["--standalone"]
+            else:
+                argv += ["--no-initial-controllers"]
+            if format_storage(parser.parse_args(argv)) != 0:
+                raise RuntimeError(f"kfast storage format failed for node {node_id}")
+        self._formatted = True
+
+    def directory_id(self, node_id: int) -> str:
+        """The directory id node ``node_id``'s metadata log dir was formatted with."""
+        from kfast.storage.meta_properties import read_meta_properties
+
+        return read_meta_properties(os.path.join(self.nodes[node_id].data_dir, "data")
+                                    ).directory_id
+
     def _write_config(self, node: ClusterNode) -> None:
+        if self.dynamic_quorum:
+            self._write_dynamic_config(node)
+            return
         voters = ",".join(
             f"{other}@127.0.0.1:{self.nodes[other].port if other == node.node_id else self.links[(node.node_id, other)].port}"
             for other in self.controller_ids)
@@ -184,6 +259,8 @@ class KfastCluster:
 
     # -- processes ------------------------------------------------------------------------
     def start(self) -> "KfastCluster":
+        if self.dynamic_quorum and not self._formatted:
+            self._format_dynamic()
         for node_id in self.nodes:
             self.start_node(node_id)
         for node_id in self.nodes:
