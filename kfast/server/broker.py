@@ -55,6 +55,7 @@ _API_MODULES = (
     # After producer_id_apis: its InitProducerId handler takes transactional ids.
     "kfast.server.transaction_apis",
     "kfast.server.write_txn_markers_apis",
+    "kfast.server.describe_producers_apis",
 )
 # Kafka's transaction.version feature; kfast's controller finalizes no
 # level, so clients run the original protocol (level 0).
