@@ -27,6 +27,7 @@ COMMANDS = {
     "cluster": "kfast.tools.cluster",
     "leader-election": "kfast.tools.leader_election",
     "reassign-partitions": "kfast.tools.reassign_partitions",
+    "transactions": "kfast.tools.transactions",
 }
 
 
