@@ -222,7 +222,8 @@ def _summary(result: dict) -> str:
 
 
 def run_round(kind: str, args) -> dict:
-    with run_broker(kind) as (proc, bootstrap, _ready):
+    overrides = tuple(args.kfast_override) if kind == "kfast" else ()
+    with run_broker(kind, overrides) as (proc, bootstrap, _ready):
         print(f"  {kind} on {bootstrap}", flush=True)
         results = {}
         for name in ("idempotent", "transactional"):
@@ -293,6 +294,9 @@ def main() -> None:
     parser.add_argument("--phase-limit", type=float, default=60.0, help="seconds per phase")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds; the brokers take turns, the order flipping each round")
+    parser.add_argument("--kfast-override", action="append", default=[], metavar="NAME=VALUE",
+                        help="a kfast broker property (repeatable), e.g. "
+                             "transaction.partition.verification.enable=false")
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args()
     kinds = args.brokers.split(",")
