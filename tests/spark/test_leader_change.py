@@ -28,10 +28,10 @@ from kfast.records import RecordBatchBuilder
 from kfast_spark import data_consumer
 from kfast_spark.offset_reader import KafkaOffsetReader
 from kfast_spark.options import KafkaConsumerSettings, TopicPartition, parse_kafka_sink_options
-
-pytestmark = pytest.mark.spark
 from kfast_spark.planning import KafkaDataLossError
 from kfast_spark.sink import producer_arguments
+
+pytestmark = pytest.mark.spark
 
 TP = TopicPartition("t", 0)
 
