@@ -144,7 +144,7 @@ def _validate_kfast_header_crc(data):
 
 @pytest.mark.benchmark(group="batch_validate")
 def test_batch_validate_kfast_header_crc(benchmark, batch_bytes):
-    """validate(check_records=False): header rules + CRC (DESIGN.md's produce fast path)."""
+    """validate(check_records=False): header rules + CRC (docs/architecture.md: produce)."""
     benchmark(_validate_kfast_header_crc, batch_bytes)
     byte_rate(benchmark, len(batch_bytes) - 21)
 

@@ -311,7 +311,7 @@ cdef class RecordBatch:
 
         ``check_records=False`` skips the walk of an *uncompressed* batch's
         records, leaving header + CRC checks: the produce fast path of
-        DESIGN.md for topics that are not compacted (about 2.5x faster on 1000
+        docs/architecture.md for topics that are not compacted (about 2.5x faster on 1000
         small records). Compressed batches are always decompressed and walked.
 
         Per-record offset deltas are not checked, as in Kafka (a compressed

@@ -1,6 +1,6 @@
 """FileRecords: a segment's .log file, and the batch-header scan over it.
 
-A .log file is record batches back to back (FORMATS.md):
+A .log file is record batches back to back (docs/formats.md):
 
     log      := batch*
     batch    := baseOffset int64, batchLength int32, <batchLength bytes>

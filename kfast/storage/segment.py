@@ -1,7 +1,7 @@
 """LogSegment: one .log file with its .index, .timeindex and .txnindex.
 
 File names are the segment's base offset as 20 zero-padded digits plus a
-suffix (FORMATS.md). Index entries follow Kafka's rule (LogSegment.append):
+suffix (docs/formats.md). Index entries follow Kafka's rule (LogSegment.append):
 while appending batch after batch, once more than index.interval.bytes have
 been written since the last entry, add (last offset of the batch, position
 where the batch starts) to the offset index and (max timestamp so far, its

@@ -4,7 +4,7 @@ Read-only by design: kfast.storage's Log would recover (truncate, rebuild
 indexes) a directory it opens, which a forensic read must never do; the file
 names and formats come from kfast.storage all the same.
 
-Layout (Kafka's, which kfast writes too; see FORMATS.md "Log directory")::
+Layout (Kafka's, which kfast writes too; see docs/formats.md "A log directory")::
 
     <log dir>/<topic>-<partition>/<base offset %020d>.log    record batches
                                   <base offset %020d>.index  sparse offset index

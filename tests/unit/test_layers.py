@@ -1,4 +1,4 @@
-"""The layer rule of DESIGN.md on kfast's import graph: no layer imports one
+"""The layer rule of docs/architecture.md on kfast's import graph: no layer imports one
 above it.
 
 Every module under kfast/ is parsed (Python with ast; the Cython kernels'

@@ -1,4 +1,4 @@
-"""__consumer_offsets record codecs and group placement (FORMATS.md)."""
+"""__consumer_offsets record codecs and group placement (docs/formats.md)."""
 import struct
 
 import pytest

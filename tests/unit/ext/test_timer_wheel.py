@@ -1,5 +1,5 @@
-"""Timing wheel kernel: SEEDS.md's worked numbers, O(1) cancel, the expiry
-queue, and a state-machine comparison against a plain model."""
+"""Timing wheel kernel: the worked numbers of docs/architecture.md, O(1)
+cancel, the expiry queue, and a state-machine comparison against a plain model."""
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant,
