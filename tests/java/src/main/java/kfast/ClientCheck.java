@@ -1,0 +1,576 @@
+package kfast;
+
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Future;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.BooleanSupplier;
+import java.util.stream.Collectors;
+
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AlterConfigOp;
+import org.apache.kafka.clients.admin.Config;
+import org.apache.kafka.clients.admin.ConfigEntry;
+import org.apache.kafka.clients.admin.ConsumerGroupDescription;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.NewPartitions;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.utils.AppInfoParser;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+
+/**
+ * The Apache Kafka Java client against a broker, one scenario per run:
+ *
+ * <pre>
+ *   java -cp build/java/classes:build/java/lib/* kfast.ClientCheck SCENARIO BOOTSTRAP TOPIC
+ * </pre>
+ *
+ * SCENARIO is produce-consume, consumer-protocol, admin or transactions; TOPIC
+ * is a fresh name that the scenario uses as a prefix. Every fact the test
+ * checks is printed to stdout as one {@code key=value} line (a key may
+ * repeat); the client's own log goes to stderr. Exit status 0 when the
+ * scenario ran to its end; an exception (including a wait that timed out)
+ * exits 1 with its stack trace.
+ */
+public final class ClientCheck {
+    private static final Duration WAIT = Duration.ofSeconds(30);
+    private static final String[] CODECS = {"none", "gzip", "snappy", "lz4", "zstd"};
+
+    private final String bootstrap;
+    private final String topic;
+
+    private ClientCheck(String bootstrap, String topic) {
+        this.bootstrap = bootstrap;
+        this.topic = topic;
+    }
+
+    public static void main(String[] args) throws Exception {
+        if (args.length != 3) {
+            System.err.println("usage: ClientCheck SCENARIO BOOTSTRAP TOPIC");
+            System.exit(2);
+        }
+        ClientCheck check = new ClientCheck(args[1], args[2]);
+        emit("client_version", AppInfoParser.getVersion());
+        switch (args[0]) {
+            case "produce-consume" -> check.produceConsume();
+            case "consumer-protocol" -> check.consumerProtocol();
+            case "admin" -> check.admin();
+            case "transactions" -> check.transactions();
+            default -> {
+                System.err.println("unknown scenario " + args[0]);
+                System.exit(2);
+            }
+        }
+        emit("done", args[0]);
+    }
+
+    // -- scenarios ---------------------------------------------------------------------
+
+    /**
+     * An idempotent producer (acks=all) per codec, then a classic-protocol group
+     * consumer that reads everything back, commits, and a second consumer of the
+     * same group that sees the committed offsets.
+     */
+    private void produceConsume() throws Exception {
+        try (Admin admin = newAdmin()) {
+            admin.createTopics(List.of(new NewTopic(topic, 2, (short) 1))).all().get();
+        }
+        for (String codec : CODECS) {
+            Properties props = producerProps();
+            props.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, codec);
+            props.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+                List<Future<RecordMetadata>> sent = new ArrayList<>();
+                for (int i = 0; i < 10; i++) {
+                    sent.add(producer.send(new ProducerRecord<>(topic, codec + "-" + (i % 3),
+                                                                codec + "-" + i)));
+                }
+                producer.flush();
+                for (Future<RecordMetadata> future : sent) {
+                    future.get();
+                }
+                emit("produced", codec + " " + sent.size());
+            }
+        }
+
+        String group = topic + "-group";
+        Properties props = consumerProps(group, "classic");
+        Map<TopicPartition, OffsetAndMetadata> committed;
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            consumer.subscribe(List.of(topic));
+            List<ConsumerRecord<String, String>> records = pollUntil(consumer, 50);
+            for (ConsumerRecord<String, String> record : records) {
+                emit("record", record.partition() + ":" + record.offset() + ":" + record.key()
+                               + ":" + record.value());
+            }
+            emit("assignment", partitions(consumer.assignment()));
+            emit("member_id_set", !consumer.groupMetadata().memberId().isEmpty());
+            emit("generation", consumer.groupMetadata().generationId());
+            consumer.commitSync();
+            committed = consumer.committed(consumer.assignment());
+            emit("committed", offsets(committed));
+            // An explicit commit with metadata, read back through the same group.
+            TopicPartition first = new TopicPartition(topic, 0);
+            consumer.commitSync(Map.of(first, new OffsetAndMetadata(1, "kfast-meta")));
+            OffsetAndMetadata explicit = consumer.committed(Set.of(first)).get(first);
+            emit("explicit_commit", explicit.offset() + ":" + explicit.metadata());
+            consumer.commitSync(Map.of(first, committed.get(first)));
+        }
+        // A new member of the group starts from the committed offsets: nothing left.
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            Set<TopicPartition> all = Set.of(new TopicPartition(topic, 0), new TopicPartition(topic, 1));
+            emit("committed_after_close", offsets(consumer.committed(all)));
+            consumer.subscribe(List.of(topic));
+            long deadline = System.nanoTime() + Duration.ofSeconds(20).toNanos();
+            int again = 0;
+            while (consumer.assignment().size() < 2 && System.nanoTime() < deadline) {
+                again += consumer.poll(Duration.ofMillis(100)).count();
+            }
+            again += consumer.poll(Duration.ofMillis(500)).count();
+            emit("second_member_assignment", partitions(consumer.assignment()));
+            emit("second_member_records", again);
+        }
+    }
+
+    /**
+     * Two consumers of one group on the KIP-848 protocol (group.protocol=consumer,
+     * ConsumerGroupHeartbeat): the broker's assignor splits four partitions
+     * between them, and together they read every record.
+     */
+    private void consumerProtocol() throws Exception {
+        int partitions = 4;
+        int perPartition = 10;
+        try (Admin admin = newAdmin()) {
+            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 1))).all().get();
+        }
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps())) {
+            for (int p = 0; p < partitions; p++) {
+                for (int i = 0; i < perPartition; i++) {
+                    producer.send(new ProducerRecord<>(topic, p, "k" + i, p + "-" + i));
+                }
+            }
+            producer.flush();
+        }
+        String group = topic + "-group";
+        Set<String> seen = ConcurrentHashMap.newKeySet();
+        Map<Integer, Set<TopicPartition>> assignments = new ConcurrentHashMap<>();
+        Map<Integer, String> memberIds = new ConcurrentHashMap<>();
+        Map<Integer, Integer> epochs = new ConcurrentHashMap<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        List<Thread> members = new ArrayList<>();
+        List<Throwable> failures = new ArrayList<>();
+        for (int m = 0; m < 2; m++) {
+            int member = m;
+            Thread thread = new Thread(() -> {
+                try (KafkaConsumer<String, String> consumer =
+                             new KafkaConsumer<>(consumerProps(group, "consumer"))) {
+                    consumer.subscribe(List.of(topic));
+                    while (!stop.get()) {
+                        for (ConsumerRecord<String, String> record : consumer.poll(Duration.ofMillis(100))) {
+                            seen.add(record.value());
+                        }
+                        assignments.put(member, new HashSet<>(consumer.assignment()));
+                        memberIds.put(member, consumer.groupMetadata().memberId());
+                        epochs.put(member, consumer.groupMetadata().generationId());
+                    }
+                    consumer.commitSync();
+                } catch (Throwable e) {
+                    synchronized (failures) {
+                        failures.add(e);
+                    }
+                }
+            }, "member-" + m);
+            thread.start();
+            members.add(thread);
+            if (m == 0) {
+                // The second member joins a group that already has an assignment.
+                waitFor("the first member's assignment",
+                        () -> assignments.getOrDefault(0, Set.of()).size() == partitions
+                              || !failures.isEmpty());
+            }
+        }
+        try {
+            waitFor("every record and a balanced assignment", () -> {
+                Set<TopicPartition> a = assignments.getOrDefault(0, Set.of());
+                Set<TopicPartition> b = assignments.getOrDefault(1, Set.of());
+                Set<TopicPartition> union = new HashSet<>(a);
+                union.addAll(b);
+                return !failures.isEmpty() || (seen.size() == partitions * perPartition
+                        && a.size() == 2 && b.size() == 2 && union.size() == partitions);
+            });
+            try (Admin admin = newAdmin()) {
+                ConsumerGroupDescription description =
+                        admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+                emit("group_type", description.type());
+                emit("group_state", description.groupState());
+                emit("group_members", description.members().size());
+                emit("group_assignor", description.partitionAssignor());
+            }
+        } finally {
+            stop.set(true);
+            for (Thread thread : members) {
+                thread.join(WAIT.toMillis());
+            }
+        }
+        if (!failures.isEmpty()) {
+            throw new RuntimeException("a group member failed", failures.get(0));
+        }
+        emit("records_seen", seen.size());
+        for (int m = 0; m < 2; m++) {
+            emit("assignment." + m, partitions(assignments.get(m)));
+            emit("member_id_set." + m, !memberIds.get(m).isEmpty());
+            emit("member_epoch." + m, epochs.get(m));
+        }
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps(group, "consumer"))) {
+            Set<TopicPartition> all = new HashSet<>();
+            for (int p = 0; p < partitions; p++) {
+                all.add(new TopicPartition(topic, p));
+            }
+            emit("committed", offsets(consumer.committed(all)));
+        }
+    }
+
+    /** Topics, configs, the cluster and groups through the Admin client. */
+    @SuppressWarnings("removal")  // listConsumerGroups: what applications still call
+    private void admin() throws Exception {
+        try (Admin admin = newAdmin()) {
+            DescribeClusterResult cluster = admin.describeCluster();
+            emit("cluster_id_set", cluster.clusterId().get() != null && !cluster.clusterId().get().isEmpty());
+            for (Node node : cluster.nodes().get()) {
+                emit("node", node.id() + " " + node.host() + ":" + node.port());
+            }
+            emit("controller", cluster.controller().get().id());
+
+            NewTopic newTopic = new NewTopic(topic, 3, (short) 1)
+                    .configs(Map.of("cleanup.policy", "compact", "segment.bytes", "1048576"));
+            admin.createTopics(List.of(newTopic)).all().get();
+            emit("created", topic);
+            emit("create_again", failureOf(() -> admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1)))
+                                                       .all().get()));
+            emit("listed", admin.listTopics().names().get().contains(topic));
+            TopicDescription description = admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic);
+            emit("partitions", description.partitions().size());
+            emit("leaders", description.partitions().stream()
+                    .map(p -> String.valueOf(p.leader().id())).collect(Collectors.joining(",")));
+            emit("replicas", description.partitions().stream()
+                    .map(p -> String.valueOf(p.replicas().size())).collect(Collectors.joining(",")));
+            emit("topic_id_set", description.topicId() != null && description.topicId().getMostSignificantBits() != 0);
+
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
+            emitConfigs(admin, resource, "config", "cleanup.policy", "segment.bytes", "retention.ms");
+            Map<ConfigResource, Collection<AlterConfigOp>> ops = Map.of(resource, List.of(
+                    new AlterConfigOp(new ConfigEntry("retention.ms", "3600000"), AlterConfigOp.OpType.SET),
+                    new AlterConfigOp(new ConfigEntry("cleanup.policy", ""), AlterConfigOp.OpType.DELETE)));
+            admin.incrementalAlterConfigs(ops).all().get();
+            emitConfigs(admin, resource, "altered", "cleanup.policy", "segment.bytes", "retention.ms");
+            emit("alter_unknown_config", failureOf(() -> admin.incrementalAlterConfigs(Map.of(resource, List.of(
+                    new AlterConfigOp(new ConfigEntry("no.such.config", "1"), AlterConfigOp.OpType.SET))))
+                    .all().get()));
+
+            admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all().get();
+            emit("partitions_after_increase",
+                 admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size());
+
+            // A live classic-protocol member, seen through the group APIs.
+            String group = topic + "-group";
+            try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps(group, "classic"))) {
+                consumer.subscribe(List.of(topic));
+                long deadline = System.nanoTime() + WAIT.toNanos();
+                while (consumer.assignment().isEmpty() && System.nanoTime() < deadline) {
+                    consumer.poll(Duration.ofMillis(100));
+                }
+                consumer.commitSync(Map.of(new TopicPartition(topic, 1), new OffsetAndMetadata(0)));
+                Collection<GroupListing> groups = admin.listGroups().all().get();
+                emit("listed_group", groups.stream().anyMatch(g -> g.groupId().equals(group)));
+                emit("listed_consumer_group",
+                     admin.listConsumerGroups().all().get().stream().anyMatch(g -> g.groupId().equals(group)));
+                ConsumerGroupDescription live = admin.describeConsumerGroups(List.of(group)).all().get().get(group);
+                emit("group_type", live.type());
+                emit("group_state", live.groupState());
+                emit("group_protocol", live.partitionAssignor());
+                emit("group_members", live.members().size());
+                emit("group_member_partitions",
+                     live.members().stream().mapToInt(m -> m.assignment().topicPartitions().size()).sum());
+                emit("group_coordinator", live.coordinator().id());
+            }
+            emit("group_offsets", offsets(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()));
+            emit("group_state_after_close", admin.describeConsumerGroups(List.of(group)).all().get()
+                    .get(group).groupState());
+            admin.deleteConsumerGroups(List.of(group)).all().get();
+            emit("group_deleted", admin.listConsumerGroups().all().get().stream()
+                    .noneMatch(g -> g.groupId().equals(group)));
+
+            admin.deleteTopics(List.of(topic)).all().get();
+            waitFor("the deleted topic to leave the listing",
+                    () -> !get(() -> admin.listTopics().names().get()).contains(topic));
+            emit("deleted", true);
+            emit("describe_deleted", failureOf(() -> admin.describeTopics(List.of(topic)).allTopicNames().get()));
+        }
+    }
+
+    /**
+     * A transactional producer that commits, aborts and commits; read_committed
+     * and read_uncommitted reads of the result; a consume-transform-produce step
+     * with sendOffsetsToTransaction (committed, then one aborted); fencing by a
+     * new producer with the same transactional.id.
+     */
+    private void transactions() throws Exception {
+        String input = topic + "-in";
+        String output = topic + "-out";
+        try (Admin admin = newAdmin()) {
+            admin.createTopics(List.of(new NewTopic(input, 1, (short) 1), new NewTopic(output, 1, (short) 1)))
+                    .all().get();
+        }
+        TopicPartition in0 = new TopicPartition(input, 0);
+        TopicPartition out0 = new TopicPartition(output, 0);
+        String transactionalId = topic + "-tx";
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(transactionalProps(transactionalId))) {
+            producer.initTransactions();
+            sendInTransaction(producer, input, "c1", 5, true);
+            sendInTransaction(producer, input, "a", 5, false);
+            sendInTransaction(producer, input, "c2", 5, true);
+
+            // A second producer with the same transactional.id fences the first.
+            try (KafkaProducer<String, String> successor =
+                         new KafkaProducer<>(transactionalProps(transactionalId))) {
+                successor.initTransactions();
+                emit("fenced", failureOf(() -> {
+                    producer.beginTransaction();
+                    producer.send(new ProducerRecord<>(input, "zombie")).get();
+                    producer.commitTransaction();
+                    return null;
+                }));
+            }
+        }
+        emit("committed_read", String.join(",", values(readAll(in0, "read_committed"))));
+        emit("uncommitted_read", String.join(",", values(readAll(in0, "read_uncommitted"))));
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps(null, "classic"))) {
+            emit("end_offset", consumer.endOffsets(List.of(in0)).get(in0));
+        }
+
+        // Consume-transform-produce: the output and the input offsets in one transaction.
+        String group = topic + "-ctp";
+        Properties consumerProps = consumerProps(group, "classic");
+        consumerProps.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(consumerProps);
+             KafkaProducer<String, String> producer = new KafkaProducer<>(transactionalProps(topic + "-ctp-tx"))) {
+            producer.initTransactions();
+            consumer.subscribe(List.of(input));
+            List<ConsumerRecord<String, String>> records = pollUntil(consumer, 10);
+            producer.beginTransaction();
+            for (ConsumerRecord<String, String> record : records) {
+                producer.send(new ProducerRecord<>(output, record.key(), record.value().toUpperCase()));
+            }
+            Map<TopicPartition, OffsetAndMetadata> positions = Map.of(in0, new OffsetAndMetadata(consumer.position(in0)));
+            producer.sendOffsetsToTransaction(positions, consumer.groupMetadata());
+            producer.commitTransaction();
+            emit("ctp_position", consumer.position(in0));
+            emit("ctp_committed", offsets(consumer.committed(Set.of(in0))));
+
+            // An aborted step leaves neither its output nor its offsets.
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(output, "aborted-output"));
+            producer.sendOffsetsToTransaction(Map.of(in0, new OffsetAndMetadata(0)), consumer.groupMetadata());
+            producer.abortTransaction();
+            emit("ctp_committed_after_abort", offsets(consumer.committed(Set.of(in0))));
+        }
+        emit("output_read", String.join(",", values(readAll(out0, "read_committed"))));
+        try (Admin admin = newAdmin()) {
+            emit("ctp_group_offsets", offsets(admin.listConsumerGroupOffsets(group)
+                    .partitionsToOffsetAndMetadata().get()));
+        }
+    }
+
+    // -- clients -----------------------------------------------------------------------
+
+    private Admin newAdmin() {
+        Properties props = new Properties();
+        props.put("bootstrap.servers", bootstrap);
+        props.put("request.timeout.ms", 15000);
+        props.put("default.api.timeout.ms", 30000);
+        return Admin.create(props);
+    }
+
+    private Properties producerProps() {
+        Properties props = new Properties();
+        props.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        props.put(ProducerConfig.ACKS_CONFIG, "all");
+        props.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30000);
+        props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15000);
+        props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        return props;
+    }
+
+    private Properties transactionalProps(String transactionalId) {
+        Properties props = producerProps();
+        props.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, transactionalId);
+        props.put(ProducerConfig.TRANSACTION_TIMEOUT_CONFIG, 30000);
+        props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 30000);
+        return props;
+    }
+
+    /** A consumer; group null: no group (assign only). */
+    private Properties consumerProps(String group, String protocol) {
+        Properties props = new Properties();
+        props.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        if (group != null) {
+            props.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+            props.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, protocol);
+        }
+        props.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        props.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        props.put(ConsumerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15000);
+        props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
+        props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        return props;
+    }
+
+    private void sendInTransaction(KafkaProducer<String, String> producer, String to, String prefix,
+                                   int count, boolean commit) throws Exception {
+        producer.beginTransaction();
+        List<Future<RecordMetadata>> sent = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            sent.add(producer.send(new ProducerRecord<>(to, prefix, prefix + "-" + i)));
+        }
+        producer.flush();
+        for (Future<RecordMetadata> future : sent) {
+            future.get();
+        }
+        if (commit) {
+            producer.commitTransaction();
+        } else {
+            producer.abortTransaction();
+        }
+        emit(commit ? "transaction_committed" : "transaction_aborted", prefix + " " + count);
+    }
+
+    /** Everything in one partition up to its end offset, at an isolation level. */
+    private List<ConsumerRecord<String, String>> readAll(TopicPartition partition, String isolation) {
+        Properties props = consumerProps(null, "classic");
+        props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+        List<ConsumerRecord<String, String>> records = new ArrayList<>();
+        try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+            consumer.assign(List.of(partition));
+            consumer.seekToBeginning(List.of(partition));
+            long end = consumer.endOffsets(List.of(partition)).get(partition);
+            long deadline = System.nanoTime() + WAIT.toNanos();
+            while (consumer.position(partition) < end) {
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException(isolation + " read of " + partition + " stopped at "
+                            + consumer.position(partition) + " of " + end);
+                }
+                consumer.poll(Duration.ofMillis(100)).forEach(records::add);
+            }
+        }
+        return records;
+    }
+
+    private static List<ConsumerRecord<String, String>> pollUntil(KafkaConsumer<String, String> consumer,
+                                                                 int count) {
+        List<ConsumerRecord<String, String>> records = new ArrayList<>();
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (records.size() < count) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("polled " + records.size() + " of " + count + " records");
+            }
+            consumer.poll(Duration.ofMillis(100)).forEach(records::add);
+        }
+        return records;
+    }
+
+    // -- output ------------------------------------------------------------------------
+
+    private static void emit(String key, Object value) {
+        System.out.println(key + "=" + value);
+        System.out.flush();
+    }
+
+    private static void emitConfigs(Admin admin, ConfigResource resource, String prefix, String... names)
+            throws Exception {
+        Config config = admin.describeConfigs(List.of(resource)).all().get().get(resource);
+        for (String name : names) {
+            ConfigEntry entry = config.get(name);
+            emit(prefix + "." + name, entry == null ? "missing" : entry.value() + " " + entry.source());
+        }
+    }
+
+    private static String partitions(Collection<TopicPartition> partitions) {
+        return partitions.stream().map(TopicPartition::partition).sorted()
+                .map(String::valueOf).collect(Collectors.joining(","));
+    }
+
+    /** partition:offset pairs in partition order; null offsets (nothing committed) as -1. */
+    private static String offsets(Map<TopicPartition, OffsetAndMetadata> offsets) {
+        Map<Integer, Long> sorted = new TreeMap<>();
+        offsets.forEach((tp, om) -> sorted.put(tp.partition(), om == null ? -1L : om.offset()));
+        return sorted.entrySet().stream().map(e -> e.getKey() + ":" + e.getValue())
+                .collect(Collectors.joining(","));
+    }
+
+    private static List<String> values(List<ConsumerRecord<String, String>> records) {
+        return records.stream().map(ConsumerRecord::value).collect(Collectors.toList());
+    }
+
+    private interface Call<T> {
+        T call() throws Exception;
+    }
+
+    /** The simple name of the exception a call fails with (its cause's, for a future), or "none". */
+    private static String failureOf(Call<?> call) {
+        try {
+            call.call();
+            return "none";
+        } catch (ExecutionException e) {
+            return e.getCause().getClass().getSimpleName();
+        } catch (Exception e) {
+            return e.getClass().getSimpleName();
+        }
+    }
+
+    private static <T> T get(Call<T> call) {
+        try {
+            return call.call();
+        } catch (Exception e) {
+            throw new RuntimeException(e);
+        }
+    }
+
+    private static void waitFor(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + WAIT.toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("timed out waiting for " + what);
+            }
+            Thread.sleep(50);
+        }
+    }
+}
