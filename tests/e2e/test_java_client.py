@@ -1,0 +1,190 @@
+"""The Apache Kafka Java client (kafka-clients 4.2) against kfast.
+
+Each test runs one scenario of tests/java/src/main/java/kfast/ClientCheck.java
+in its own JVM against a fresh broker and asserts on the ``key=value`` lines
+it prints. ``make deps`` builds the program and its class path into
+build/java (tests/java/build.py); this module builds nothing.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+from collections import defaultdict
+
+import pytest
+
+from e2e_support import REPO
+
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.timeout(120),
+    # Groups form at once (no initial rebalance delay) and KIP-848 members
+    # heartbeat every 500 ms, so rebalances take a fraction of a second.
+    pytest.mark.kfast_broker_config({"group.initial.rebalance.delay.ms": 0,
+                                     "group.consumer.heartbeat.interval.ms": 500}),
+]
+
+JAVA_BUILD = REPO / "build" / "java"
+CLIENT_CHECK_CLASS = JAVA_BUILD / "classes" / "kfast" / "ClientCheck.class"
+CLASS_PATH = f"{JAVA_BUILD / 'classes'}:{JAVA_BUILD / 'lib'}/*"
+SCENARIO_TIMEOUT_S = 60
+CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
+
+
+class Facts:
+    """The key=value lines of one run: ``facts[key]`` is a key's only value,
+    ``facts.all(key)`` every value of a repeated key, in order."""
+
+    def __init__(self, stdout: str):
+        self._values: dict[str, list[str]] = defaultdict(list)
+        for line in stdout.splitlines():
+            key, sep, value = line.partition("=")
+            if sep:
+                self._values[key].append(value)
+
+    def all(self, key: str) -> list[str]:
+        return list(self._values.get(key, []))
+
+    def __getitem__(self, key: str) -> str:
+        values = self._values.get(key, [])
+        assert len(values) == 1, f"{key}: {values}"
+        return values[0]
+
+
+def run_client_check(broker, scenario: str, topic: str) -> Facts:
+    if not CLIENT_CHECK_CLASS.exists():
+        pytest.fail(f"{CLIENT_CHECK_CLASS.relative_to(REPO)} is missing: run `make deps` "
+                    "(it builds the Java client check with tests/java/build.py)")
+    java = shutil.which("java")
+    if java is None:
+        pytest.fail("no `java` on PATH: the Java client tests need a JDK 17 (`make deps`)")
+    result = subprocess.run([java, "-cp", CLASS_PATH, "kfast.ClientCheck", scenario,
+                             broker.bootstrap_servers, topic],
+                            capture_output=True, text=True, timeout=SCENARIO_TIMEOUT_S)
+    output = f"--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
+    assert result.returncode == 0, output
+    facts = Facts(result.stdout)
+    assert facts["done"] == scenario, output
+    assert facts["client_version"].startswith("4.2."), output
+    return facts
+
+
+def offsets(text: str) -> dict[int, int]:
+    """'0:21,1:29' -> {0: 21, 1: 29}"""
+    return {int(p): int(o) for p, o in (pair.split(":") for pair in text.split(","))}
+
+
+def test_idempotent_produce_and_classic_group_consume(kfast_broker, topic):
+    facts = run_client_check(kfast_broker, "produce-consume", topic)
+
+    assert facts.all("produced") == [f"{codec} 10" for codec in CODECS]
+    records = [line.split(":", 3) for line in facts.all("record")]
+    assert sorted(value for _, _, _, value in records) == \
+        sorted(f"{codec}-{i}" for codec in CODECS for i in range(10))
+    by_partition: dict[int, list[int]] = defaultdict(list)
+    by_key: dict[str, list[tuple[int, str]]] = defaultdict(list)
+    for partition, offset, key, value in records:
+        by_partition[int(partition)].append(int(offset))
+        by_key[key].append((int(partition), value))
+    # Each partition from offset 0 with no gap, in order; a key's records in
+    # one partition in the order they were sent.
+    for partition_offsets in by_partition.values():
+        assert partition_offsets == list(range(len(partition_offsets)))
+    for key, placed in by_key.items():
+        assert len({partition for partition, _ in placed}) == 1, key
+        sequence = [int(value.rsplit("-", 1)[1]) for _, value in placed]
+        assert sequence == sorted(sequence), key
+
+    assert facts["assignment"] == "0,1"
+    assert facts["member_id_set"] == "true"
+    assert int(facts["generation"]) >= 1
+    ends = {partition: len(found) for partition, found in by_partition.items()}
+    assert offsets(facts["committed"]) == {0: ends.get(0, 0), 1: ends.get(1, 0)}
+    assert facts["explicit_commit"] == "1:kfast-meta"
+    # A new member of the group resumes at the committed offsets.
+    assert facts["committed_after_close"] == facts["committed"]
+    assert facts["second_member_assignment"] == "0,1"
+    assert facts["second_member_records"] == "0"
+
+
+def test_consumer_group_protocol(kfast_broker, topic):
+    """group.protocol=consumer: two members, the broker's assignor, ConsumerGroupHeartbeat."""
+    facts = run_client_check(kfast_broker, "consumer-protocol", topic)
+
+    assert facts["records_seen"] == "40"
+    first, second = facts["assignment.0"].split(","), facts["assignment.1"].split(",")
+    assert len(first) == len(second) == 2
+    assert sorted(first + second) == ["0", "1", "2", "3"]
+    for member in (0, 1):
+        assert facts[f"member_id_set.{member}"] == "true"
+        assert int(facts[f"member_epoch.{member}"]) >= 1
+    assert facts["group_type"] == "Consumer"
+    assert facts["group_state"] == "Stable"
+    assert facts["group_members"] == "2"
+    assert facts["group_assignor"] == "uniform"
+    assert offsets(facts["committed"]) == {0: 10, 1: 10, 2: 10, 3: 10}
+
+
+def test_admin_client(kfast_broker, topic):
+    facts = run_client_check(kfast_broker, "admin", topic)
+    broker_id = kfast_broker.broker.node_id
+
+    assert facts["cluster_id_set"] == "true"
+    assert facts.all("node") == [f"{broker_id} {kfast_broker.bootstrap_servers}"]
+    assert facts["controller"] == str(broker_id)
+
+    assert facts["created"] == topic
+    assert facts["create_again"] == "TopicExistsException"
+    assert facts["listed"] == "true"
+    assert facts["partitions"] == "3"
+    assert facts["leaders"] == ",".join([str(broker_id)] * 3)
+    assert facts["replicas"] == "1,1,1"
+    assert facts["topic_id_set"] == "true"
+
+    assert facts["config.cleanup.policy"] == "compact DYNAMIC_TOPIC_CONFIG"
+    assert facts["config.segment.bytes"] == "1048576 DYNAMIC_TOPIC_CONFIG"
+    assert facts["config.retention.ms"] == "604800000 DEFAULT_CONFIG"
+    # incrementalAlterConfigs: SET retention.ms, DELETE cleanup.policy.
+    assert facts["altered.cleanup.policy"] == "delete DEFAULT_CONFIG"
+    assert facts["altered.segment.bytes"] == "1048576 DYNAMIC_TOPIC_CONFIG"
+    assert facts["altered.retention.ms"] == "3600000 DYNAMIC_TOPIC_CONFIG"
+    assert facts["alter_unknown_config"] == "InvalidConfigurationException"
+    assert facts["partitions_after_increase"] == "4"
+
+    assert facts["listed_group"] == "true"
+    assert facts["listed_consumer_group"] == "true"
+    assert facts["group_type"] == "Classic"
+    assert facts["group_state"] == "Stable"
+    assert facts["group_protocol"] == "range"
+    assert facts["group_members"] == "1"
+    assert facts["group_member_partitions"] == "4"
+    assert facts["group_coordinator"] == str(broker_id)
+    assert facts["group_offsets"] == "1:0"
+    assert facts["group_state_after_close"] == "Empty"
+    assert facts["group_deleted"] == "true"
+
+    assert facts["deleted"] == "true"
+    assert facts["describe_deleted"] == "UnknownTopicOrPartitionException"
+
+
+def test_transactional_producer(kfast_broker, topic):
+    facts = run_client_check(kfast_broker, "transactions", topic)
+    committed = [f"c1-{i}" for i in range(5)] + [f"c2-{i}" for i in range(5)]
+    aborted = [f"a-{i}" for i in range(5)]
+
+    assert facts.all("transaction_committed") == ["c1 5", "c2 5"]
+    assert facts["transaction_aborted"] == "a 5"
+    assert facts["fenced"] == "ProducerFencedException"
+    assert facts["committed_read"].split(",") == committed
+    assert facts["uncommitted_read"].split(",") == committed[:5] + aborted + committed[5:]
+    # 15 records and three transaction markers.
+    assert facts["end_offset"] == "18"
+
+    # Consume-transform-produce: output and input offsets committed together;
+    # the aborted step changed neither.
+    assert facts["ctp_position"] == "18"
+    assert facts["ctp_committed"] == "0:18"
+    assert facts["ctp_committed_after_abort"] == "0:18"
+    assert facts["ctp_group_offsets"] == "0:18"
+    assert facts["output_read"].split(",") == [value.upper() for value in committed]
