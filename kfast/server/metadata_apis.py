@@ -119,7 +119,10 @@ async def handle_metadata(ctx: RequestContext, request):
         names: list = []
         for entry in requested:
             name = entry.name
-            if name is None and version >= 10:
+            # A topic id, when set, names the topic whatever the name says: the
+            # Java client sends its ids with name "" (the field's default), and
+            # Kafka looks up every non-zero id (KafkaApis.handleTopicMetadataRequest).
+            if version >= 10 and (name is None or entry.topic_id != ZERO_UUID):
                 found = image.topics_by_id.get(entry.topic_id)
                 if found is None:
                     topics.append(_error_topic(None, errors.UnknownTopicIdException.code,

@@ -101,6 +101,12 @@ def test_topic_ids_in_produce_fetch_and_metadata(make_client):
     by_id = client.request(3, 12, p.MetadataRequest(topics=[
         p.MetadataRequest.MetadataRequestTopic(topic_id=topic_id, name=None)]))
     assert by_id.topics[0].name == "ids"
+    # The Java client's describeTopics(TopicCollection.ofTopicIds(...)) sends
+    # the id with name "", the field's default: still a lookup by id.
+    by_id = client.request(3, 12, p.MetadataRequest(topics=[
+        p.MetadataRequest.MetadataRequestTopic(topic_id=topic_id, name="")]))
+    assert (by_id.topics[0].error_code, by_id.topics[0].name, by_id.topics[0].topic_id) == \
+        (0, "ids", topic_id)
 
 
 def test_offset_for_leader_epoch(make_client):
