@@ -25,7 +25,7 @@ new one (VoterSetHistory.addAt).
 """
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from typing import Generic, TypeVar
 
 from kfast.raft.voter_set import KRAFT_VERSION_0, KRaftVersionRecord, VoterSet, VotersRecord
@@ -61,9 +61,11 @@ class LogHistory(Generic[T]):
         del self._offsets[index:], self._values[index:]
 
     def truncate_old_entries(self, start_offset: int) -> None:
-        """Drop entries before ``start_offset`` except the last of them, which
-        is still the value at the new log start."""
-        index = bisect_right(self._offsets, start_offset) - 1
+        """Drop entries before ``start_offset`` except the last of them: the
+        value in force just below the log start, which the log's snapshot
+        stands for. (An entry at ``start_offset`` itself is in the log and
+        a divergence can still truncate it, so it cannot be that value.)"""
+        index = bisect_left(self._offsets, start_offset) - 1
         if index > 0:
             del self._offsets[:index], self._values[:index]
 

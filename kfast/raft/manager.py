@@ -318,6 +318,8 @@ class RaftManager:
             return FETCH, wire.fetch_request(body, self.cluster_id, version), version
         if isinstance(body, FetchSnapshotRequest):
             return FETCH_SNAPSHOT, wire.fetch_snapshot_request(body, self.cluster_id), None
+        if isinstance(body, UpdateRaftVoterRequest):
+            return UPDATE_RAFT_VOTER, wire.update_raft_voter_request(body, self.cluster_id), None
         raise TypeError(type(body).__name__)
 
     def _decode(self, api_key: int, response):
@@ -329,6 +331,8 @@ class RaftManager:
             return wire.from_end_quorum_epoch_response(response)
         if api_key == FETCH:
             return wire.from_fetch_response(response, self.codec)
+        if api_key == UPDATE_RAFT_VOTER:
+            return wire.from_voter_change_response(response)
         return wire.from_fetch_snapshot_response(response)
 
     async def _send(self, request: RaftRequest) -> None:

@@ -167,7 +167,11 @@ class LeaderState:
         # The leader counts toward the majority only while it is a voter
         # (it stays leader for a while after removing itself).
         needed = majority - 1 if self.leader_id in self.voters else majority
-        if needed <= 0:
+        if needed <= 0 or len(self.voters) == 1:
+            # One voter never expires the leader (Kafka's LeaderState), also
+            # when it is another replica: a leader that removed itself from
+            # two voters keeps its epoch until the last voter fetches the
+            # change -- that voter cannot be elected without it.
             self.check_quorum_deadline_ms = 2**62
         else:
             self.check_quorum_deadline_ms = others[needed - 1] + timeout_ms
@@ -205,6 +209,9 @@ class FollowerState:
     has_fetched: bool = False
     snapshot_id: object = None          # OffsetAndEpoch being fetched, if any
     snapshot_data: bytearray = field(default_factory=bytearray)
+    # The leader of this epoch took this voter's UpdateRaftVoter (KIP-853):
+    # the voter set holds its current endpoints.
+    voter_updated: bool = False
     name = "Follower"
 
 

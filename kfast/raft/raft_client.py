@@ -176,7 +176,8 @@ class RaftClient:
     def start(self, now_ms: int) -> None:
         self.kraft.update_state()
         self.quorum.initialize(now_ms, self.log.end_offset)
-        if not self.quorum.is_voter and not isinstance(self.quorum.state, FollowerState):
+        if not self.quorum.is_voter and \
+                not isinstance(self.quorum.state, (FollowerState, ResignedState)):
             self.quorum.state = UnattachedState(self.quorum.epoch, -1, now_ms)
         if self.quorum.voters == (self.node_id,) and self.quorum.is_voter and \
                 not isinstance(self.quorum.state, LeaderState):
@@ -347,7 +348,7 @@ class RaftClient:
         finders.pop(self.node_id, None)
         return tuple(finders)
 
-    def _voter_directory(self, voter_id: int) -> uuid.UUID:
+    def voter_directory(self, voter_id: int) -> uuid.UUID:
         node = self.quorum.voter_set.get(voter_id)
         return node.directory_id if node is not None else ZERO_UUID
 
@@ -383,8 +384,13 @@ class RaftClient:
                                       "The leader changed before the voter change committed")
         self.requests.reset()
 
+    def _votes(self, state) -> int:
+        """Grants from the voter set in force (a candidate that removed
+        itself does not count its own)."""
+        return len(state.granted & set(self.quorum.voters))
+
     def _maybe_win_pre_vote(self, now_ms: int, state: ProspectiveState) -> None:
-        if len(state.granted) >= self.quorum.majority:
+        if self._votes(state) >= self.quorum.majority:
             self._become_candidate(now_ms)
         else:
             self._maybe_lost(now_ms, state)
@@ -402,7 +408,7 @@ class RaftClient:
                                          now_ms + self.quorum.rng.randrange(max(1, ceiling)))
 
     def _maybe_win_election(self, now_ms: int, state: CandidateState) -> None:
-        if len(state.granted) < self.quorum.majority:
+        if self._votes(state) < self.quorum.majority:
             self._maybe_lost(now_ms, state)
             return
         self._lost_elections = 0
@@ -417,7 +423,7 @@ class RaftClient:
         self._on_leader_append(now_ms, leader)
         for voter in self._other_voters():
             self._send(now_ms, voter, BeginQuorumEpochRequest(
-                self.node_id, leader.epoch, self._voter_directory(voter)))
+                self.node_id, leader.epoch, self.voter_directory(voter)))
 
     def _start_of_epoch_records(self) -> tuple:
         """LeaderChangeMessage; and at kraft.version 1, KRaftVersionRecord and
@@ -506,20 +512,22 @@ class RaftClient:
                     self.requests.is_ready(voter, now_ms):
                 self._send(now_ms, voter, VoteRequest(
                     state.epoch, self.node_id, self.log.last_fetched_epoch, self.log.end_offset,
-                    pre_vote, self.directory_id, self._voter_directory(voter)))
+                    pre_vote, self.directory_id, self.voter_directory(voter)))
 
     def _poll_leader(self, now_ms: int, state: LeaderState) -> None:
         change = state.voter_change
         if change is not None and state.high_watermark > change.last_offset >= 0:
             self._finish_voter_change(state, NONE, None)
-            if not self.quorum.is_voter:
-                # This leader removed itself and the change is committed:
-                # the new voters elect a leader among themselves.
-                self._resign(now_ms, state)
-                return
         elif change is not None and now_ms >= change.deadline_ms:
             self._finish_voter_change(state, REQUEST_TIMED_OUT,
                                       "Timed out waiting for the voter change to commit")
+        voters_offset = self.kraft.last_voter_set_offset()
+        if not self.quorum.is_voter and voters_offset is not None and \
+                voters_offset < state.high_watermark:
+            # This leader is not in the committed voter set (it removed
+            # itself): the voters elect a leader among themselves.
+            self._resign(now_ms, state)
+            return
         if now_ms >= state.update_check_quorum_deadline(self.quorum.check_quorum_timeout(),
                                                         self.quorum.majority):
             # No majority has fetched within the timeout: this leader may be
@@ -529,7 +537,7 @@ class RaftClient:
         for voter in self._other_voters():
             if voter not in state.begin_epoch_acked and self.requests.is_ready(voter, now_ms):
                 self._send(now_ms, voter, BeginQuorumEpochRequest(
-                    self.node_id, state.epoch, self._voter_directory(voter)))
+                    self.node_id, state.epoch, self.voter_directory(voter)))
         expired = [replica for replica, (_, deadline) in self._parked_fetches.items()
                    if now_ms >= deadline]
         for replica in expired:
@@ -547,6 +555,11 @@ class RaftClient:
             return
         if not self.requests.is_ready(state.leader_id, now_ms):
             return
+        update = self._voter_update(state)
+        if update is not None:
+            # In place of one fetch: one request at a time per destination.
+            self._send(now_ms, state.leader_id, update)
+            return
         if state.snapshot_id is not None:
             self._send(now_ms, state.leader_id, FetchSnapshotRequest(
                 self.node_id, state.epoch, state.snapshot_id, len(state.snapshot_data),
@@ -554,18 +567,54 @@ class RaftClient:
         else:
             self._send(now_ms, state.leader_id, self._fetch_request(state.epoch))
 
+    def _voter_update(self, state: FollowerState) -> UpdateRaftVoterRequest | None:
+        """UpdateRaftVoter for the leader when the voter set lists this voter
+        with other endpoints or kraft.version range than it has (it moved,
+        or the set came from a bootstrap checkpoint); once per epoch, after
+        the leader has answered a fetch (Kafka's shouldSendUpdateVoteRequest)."""
+        if state.voter_updated or not state.has_fetched or not self.endpoints or \
+                state.snapshot_id is not None or \
+                self.kraft.last_kraft_version() == KRAFT_VERSION_0:
+            return None
+        own = self.quorum.voter_set.get(self.node_id)
+        if own is None or not own.is_voter(self.node_id, self.directory_id):
+            return None
+        wanted = own._replace(endpoints=self.endpoints,
+                              min_kraft_version=SUPPORTED_KRAFT_VERSIONS[0],
+                              max_kraft_version=SUPPORTED_KRAFT_VERSIONS[-1])
+        if wanted == own:
+            return None
+        return UpdateRaftVoterRequest(state.epoch, self.node_id, self.directory_id,
+                                      self.endpoints, wanted.min_kraft_version,
+                                      wanted.max_kraft_version)
+
     def _fetch_request(self, epoch: int) -> FetchRequest:
         return FetchRequest(self.node_id, epoch, self.log.end_offset,
                             self.log.last_fetched_epoch, self.config.fetch_max_wait_ms,
                             self.high_watermark, self.directory_id)
 
+    def _removed_itself_uncommitted(self) -> bool:
+        """This former leader's log ends with a voter set that removed it,
+        not known to be committed. Such a leader stands for election among
+        the new voters (Raft's rule for a server outside its latest
+        configuration; Kafka has it become an observer instead): otherwise a
+        crash before the removal commits can leave the remaining voters
+        unable to elect anyone -- the last voter of two needs this replica's
+        vote, and this replica's log is ahead of its own."""
+        offset = self.kraft.last_voter_set_offset()
+        if offset is None or offset < max(self.high_watermark, 0):
+            return False
+        before = self.kraft.voter_set_at(offset - 1)
+        return before is not None and before.is_voter(self.node_id, self.directory_id)
+
     def _poll_resigned(self, now_ms: int, state: ResignedState) -> None:
         if now_ms >= state.election_deadline_ms:
-            if not self.quorum.is_voter:
-                # A leader that removed itself: an observer from now on. It
-                # voted for itself in this epoch and keeps that vote.
+            if not self.quorum.is_voter and not self._removed_itself_uncommitted():
+                # A leader that removed itself: an observer from now on, in
+                # a new epoch so that no fetch answer names it leader of
+                # the old one (Kafka's pollResigned).
                 self._leave_role()
-                self.quorum.transition_to_unattached(now_ms, state.epoch, self.node_id)
+                self.quorum.transition_to_unattached(now_ms, state.epoch + 1)
                 self.quorum.state.election_deadline_ms = now_ms
                 self._poll_unattached(now_ms, self.quorum.state)
                 return
@@ -930,6 +979,14 @@ class RaftClient:
             self._handle_fetch_response(now_ms, response, body, state)
         elif isinstance(body, FetchSnapshotResponse):
             self._handle_fetch_snapshot_response(now_ms, response, body, state)
+        elif isinstance(body, VoterChangeResponse):
+            # This voter's UpdateRaftVoter: done for the epoch, or try again
+            # after a backoff.
+            if isinstance(state, FollowerState) and body.leader_epoch == state.epoch and \
+                    body.error_code == NONE:
+                state.voter_updated = True
+            elif body.error_code != NONE:
+                self.requests.back_off(response.source, now_ms)
 
     def _handle_fetch_response(self, now_ms: int, response: RaftResponse, body: FetchResponse,
                                state) -> None:

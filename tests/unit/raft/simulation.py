@@ -127,6 +127,7 @@ class SimNode:
         self.voters = voters
         self.directory_id = directory_id or uuid.UUID(int=0)
         self.bootstrap_ids = tuple(bootstrap_ids)
+        self.port = 9093                # its controller listener (a restart may move it)
         self.log = sim.logs.create(node_id)
         self.store = MemoryQuorumStateStore()
         self.alive = False
@@ -147,7 +148,7 @@ class SimNode:
 
     @property
     def endpoints(self) -> tuple:
-        return (Endpoint("CONTROLLER", f"node-{self.node_id}", 9093),)
+        return (Endpoint("CONTROLLER", f"node-{self.node_id}", self.port),)
 
     def voter_node(self) -> VoterNode:
         return VoterNode(self.node_id, self.directory_id, self.endpoints, 0, 1)

@@ -186,3 +186,16 @@ def test_voter_set_history_follows_appends_truncations_and_snapshots(make_log):
     restarted.update_state()
     assert restarted.last_voter_set() == one and restarted.last_kraft_version() == 1
     assert restarted.last_voter_set_offset() == -1        # the bootstrap checkpoint's
+
+
+def test_log_history_keeps_the_value_below_the_log_start():
+    from kfast.raft.kraft_control import LogHistory
+
+    history = LogHistory()
+    for offset, value in ((-1, "bootstrap"), (5, "a"), (9, "b"), (12, "c")):
+        history.add_at(offset, value)
+    history.truncate_old_entries(12)       # a snapshot ending at 12: "b" holds at 11
+    assert history.offsets() == [9, 12]
+    history.truncate_new_entries(12)       # a divergence truncates the log to its start
+    assert history.last_entry() == (9, "b") and history.value_at_or_before(11) == "b"
+    assert history.value_at_or_before(8) is None

@@ -5,6 +5,7 @@ partitions and crashes, with the simulation's invariants after every event
 flight, high watermarks only on a majority of the voter set in force)."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -172,14 +173,17 @@ def apply(sim: Simulation, op) -> None:
         sim.remove_voter(arg)
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(seed=st.integers(0, 2**32), initial=st.sampled_from([1, 3]),
        drop_rate=st.sampled_from([0.0, 0.02, 0.1]), max_delay_ms=st.sampled_from([5, 60]),
-       ops=st.lists(operation, max_size=25))
+       snapshot_every=st.sampled_from([0, 4]), ops=st.lists(operation, max_size=25))
 def test_voter_changes_under_faults_keep_the_log_safe_and_the_quorum_live(
-        seed, initial, drop_rate, max_delay_ms, ops):
+        seed, initial, drop_rate, max_delay_ms, snapshot_every, ops):
+    """With ``snapshot_every`` the logs are trimmed behind snapshots, so a
+    replica that falls behind learns the voter set from a snapshot."""
     sim = Simulation(seed, voters=initial, observers=5 - initial, dynamic=True,
-                     drop_rate=drop_rate, max_delay_ms=max_delay_ms)
+                     drop_rate=drop_rate, max_delay_ms=max_delay_ms,
+                     snapshot_every=snapshot_every)
     sim.run_until(10_000, lambda: sim.leader() is not None)
     value = 0
     for op in ops:
@@ -203,7 +207,84 @@ def test_voter_changes_under_faults_keep_the_log_safe_and_the_quorum_live(
             break
         assert sim.now < deadline, "no proposal after healing reached every state machine"
     # Every replica agrees on the voter set once it has the whole log.
+    assert sim.run_until(sim.now + 10_000, lambda: sim.leader() is not None)
     leader = sim.leader()
     for node in sim.nodes.values():
         if node.log.end_offset == leader.log.end_offset:
             assert node.client.quorum.voters == leader.client.quorum.voters
+
+
+def test_a_replica_behind_the_log_start_learns_the_voters_from_the_snapshot():
+    sim = Simulation(21, voters=1, observers=2, dynamic=True, snapshot_every=5)
+    assert sim.run_until(1_000, lambda: sim.leader() is not None)
+    sim.crash(2)
+    assert add(sim, 3) == NONE
+    for i in range(30):
+        sim.propose(f"v{i}")
+        sim.run_for(20)
+    leader = sim.leader()
+    assert leader.log.start_offset > 0
+    # The leader's voter set now lives only in its snapshot and the log after it.
+    assert leader.log.snapshot_kraft_records(leader.log.latest_snapshot_id())[1].voters.ids \
+        == (1, 3)
+    sim.restart(2)
+    target = leader.log.end_offset - 1
+    assert sim.run_until(sim.now + 10_000, lambda: sim.all_applied(target))
+    assert sim.nodes[2].log.latest_snapshot_id() is not None
+    assert sim.nodes[2].client.quorum.voters == (1, 3)
+    assert not sim.nodes[2].client.quorum.is_voter
+
+
+@pytest.mark.parametrize("seed", range(1, 4))
+def test_voter_changes_on_file_logs(seed):
+    """The same on FileReplicatedLogs: the bootstrap checkpoint and every
+    snapshot hold the voter set in their header batch, Kafka's layout, and a
+    node restarted from its files (kill -9) finds the voter set there."""
+    from .test_file_log import SimulationFileLogs, reopen
+
+    logs = SimulationFileLogs()
+    try:
+        sim = Simulation(seed, voters=1, observers=2, dynamic=True, snapshot_every=5,
+                         logs=logs, drop_rate=0.02)
+        assert sim.run_until(1_000, lambda: sim.leader() is not None)
+        assert add(sim, 2) == NONE
+        assert add(sim, 3) == NONE
+        for i in range(20):
+            sim.propose(f"v{i}")
+            sim.run_for(20)
+        for victim in (1, 2, 3):
+            sim.crash(victim)
+            sim.run_for(500)
+            sim.restart(victim)
+            assert sim.run_until(sim.now + 10_000, lambda: sim.leader() is not None)
+            assert sim.nodes[victim].client.quorum.voters == (1, 2, 3)
+        offset = sim.propose("last")
+        assert offset is not None and sim.run_until(sim.now + 10_000,
+                                                    lambda: sim.all_applied(offset))
+        for node in sim.nodes.values():
+            log = reopen(logs, node.log, clean=True)
+            kraft = log.snapshot_kraft_records(log.latest_snapshot_id())
+            assert kraft and kraft[1].voters.ids == (1, 2, 3)
+    finally:
+        logs.cleanup()
+
+
+def test_a_voter_that_moved_updates_its_endpoints_with_update_raft_voter():
+    sim = Simulation(4, voters=3, dynamic=True)
+    assert sim.run_until(10_000, lambda: sim.leader() is not None)
+    sim.propose("x")
+    sim.run_for(500)
+    follower = next(n for n in sim.nodes.values() if not n.client.is_leader)
+    sim.crash(follower.node_id)
+    follower.port = 19093
+    sim.restart(follower.node_id)
+
+    def moved():
+        leader = sim.leader()
+        node = leader.client.quorum.voter_set.get(follower.node_id) if leader else None
+        return node is not None and node.endpoints[0].port == 19093
+    assert sim.run_until(sim.now + 10_000, moved)
+    assert sim.run_until(sim.now + 5_000, lambda: all(
+        n.client.quorum.voter_set.get(follower.node_id).endpoints[0].port == 19093
+        for n in sim.nodes.values()))
+    assert sim.leader().client.quorum.voters == (1, 2, 3)
