@@ -89,7 +89,9 @@ def initial_voters(args, config):
             return parse_dynamic_voters(args.initial_controllers, names[0].upper())
         except ValueError as exc:
             raise FormatError(str(exc)) from None
-    if not args.no_initial_controllers and is_controller and             not config["controller.quorum.voters"] and             config["controller.quorum.bootstrap.servers"]:
+    dynamic_controller = is_controller and not config["controller.quorum.voters"] and \
+        bool(config["controller.quorum.bootstrap.servers"])
+    if dynamic_controller and not args.no_initial_controllers:
         raise FormatError("Because controller.quorum.voters is not set on this controller, you "
                           "must specify one of the following: --standalone, "
                           "--initial-controllers, or --no-initial-controllers.")
