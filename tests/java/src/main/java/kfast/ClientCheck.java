@@ -3,14 +3,12 @@ package kfast;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.TreeMap;
-import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Future;
@@ -25,21 +23,27 @@ import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.clients.admin.GroupListing;
+import org.apache.kafka.clients.admin.ListTransactionsOptions;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.admin.TransactionDescription;
+import org.apache.kafka.clients.admin.TransactionState;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.consumer.SubscriptionPattern;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicCollection;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.TopicPartitionInfo;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -254,6 +258,16 @@ public final class ClientCheck {
             }
             emit("committed", offsets(consumer.committed(all)));
         }
+
+        // A broker-side regular expression (SubscriptionPattern, RE2J syntax): the
+        // assignment names topic ids the consumer resolves through Metadata.
+        try (KafkaConsumer<String, String> consumer =
+                     new KafkaConsumer<>(consumerProps(topic + "-pattern-group", "consumer"))) {
+            consumer.subscribe(new SubscriptionPattern(topic.replace(".", "\\.") + "|no-such-topic"));
+            List<ConsumerRecord<String, String>> records = pollUntil(consumer, partitions * perPartition);
+            emit("pattern_records", records.size());
+            emit("pattern_assignment", partitions(consumer.assignment()));
+        }
     }
 
     /** Topics, configs, the cluster and groups through the Admin client. */
@@ -281,6 +295,8 @@ public final class ClientCheck {
             emit("replicas", description.partitions().stream()
                     .map(p -> String.valueOf(p.replicas().size())).collect(Collectors.joining(",")));
             emit("topic_id_set", description.topicId() != null && description.topicId().getMostSignificantBits() != 0);
+            emit("described_by_id", admin.describeTopics(TopicCollection.ofTopicIds(List.of(description.topicId())))
+                    .allTopicIds().get().get(description.topicId()).name());
 
             ConfigResource resource = new ConfigResource(ConfigResource.Type.TOPIC, topic);
             emitConfigs(admin, resource, "config", "cleanup.policy", "segment.bytes", "retention.ms");
@@ -296,6 +312,21 @@ public final class ClientCheck {
             admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all().get();
             emit("partitions_after_increase",
                  admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size());
+
+            // ListOffsets by spec, then DeleteRecords moves the log start.
+            TopicPartition first = new TopicPartition(topic, 0);
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(producerProps())) {
+                for (int i = 0; i < 5; i++) {
+                    producer.send(new ProducerRecord<>(topic, 0, 1000L + 10 * i, "k", "v" + i)).get();
+                }
+            }
+            emit("offset.earliest", offsetFor(admin, first, OffsetSpec.earliest()));
+            emit("offset.latest", offsetFor(admin, first, OffsetSpec.latest()));
+            emit("offset.max_timestamp", offsetFor(admin, first, OffsetSpec.maxTimestamp()));
+            emit("offset.for_timestamp_1015", offsetFor(admin, first, OffsetSpec.forTimestamp(1015)));
+            emit("low_watermark", admin.deleteRecords(Map.of(first, RecordsToDelete.beforeOffset(2)))
+                    .lowWatermarks().get(first).get().lowWatermark());
+            emit("offset.earliest_after_delete", offsetFor(admin, first, OffsetSpec.earliest()));
 
             // A live classic-protocol member, seen through the group APIs.
             String group = topic + "-group";
@@ -320,6 +351,9 @@ public final class ClientCheck {
                 emit("group_coordinator", live.coordinator().id());
             }
             emit("group_offsets", offsets(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()));
+            admin.alterConsumerGroupOffsets(group, Map.of(first, new OffsetAndMetadata(3))).all().get();
+            emit("group_offsets_altered",
+                 offsets(admin.listConsumerGroupOffsets(group).partitionsToOffsetAndMetadata().get()));
             emit("group_state_after_close", admin.describeConsumerGroups(List.of(group)).all().get()
                     .get(group).groupState());
             admin.deleteConsumerGroups(List.of(group)).all().get();
@@ -404,6 +438,37 @@ public final class ClientCheck {
         try (Admin admin = newAdmin()) {
             emit("ctp_group_offsets", offsets(admin.listConsumerGroupOffsets(group)
                     .partitionsToOffsetAndMetadata().get()));
+        }
+
+        // An open transaction: read_committed stops at the last stable offset,
+        // and the transaction APIs see it.
+        String openId = topic + "-open-tx";
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(transactionalProps(openId))) {
+            producer.initTransactions();
+            producer.beginTransaction();
+            producer.send(new ProducerRecord<>(input, "open", "open-0")).get();
+            for (String isolation : List.of("read_committed", "read_uncommitted")) {
+                Properties props = consumerProps(null, "classic");
+                props.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, isolation);
+                try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(props)) {
+                    emit("open_end_offset." + isolation, consumer.endOffsets(List.of(in0)).get(in0));
+                }
+            }
+            try (Admin admin = newAdmin()) {
+                TransactionDescription description =
+                        admin.describeTransactions(List.of(openId)).all().get().get(openId);
+                emit("open_state", description.state());
+                emit("open_partitions", description.topicPartitions());
+                emit("open_listed", admin.listTransactions(new ListTransactionsOptions()
+                                .filterStates(List.of(TransactionState.ONGOING))).all().get().stream()
+                        .anyMatch(listing -> listing.transactionalId().equals(openId)));
+                emit("open_start_offset", admin.describeProducers(List.of(in0)).partitionResult(in0).get()
+                        .activeProducers().stream()
+                        .filter(state -> state.currentTransactionStartOffset().isPresent())
+                        .map(state -> String.valueOf(state.currentTransactionStartOffset().getAsLong()))
+                        .collect(Collectors.joining(",")));
+            }
+            producer.abortTransaction();
         }
     }
 
@@ -521,6 +586,10 @@ public final class ClientCheck {
             ConfigEntry entry = config.get(name);
             emit(prefix + "." + name, entry == null ? "missing" : entry.value() + " " + entry.source());
         }
+    }
+
+    private static long offsetFor(Admin admin, TopicPartition partition, OffsetSpec spec) throws Exception {
+        return admin.listOffsets(Map.of(partition, spec)).partitionResult(partition).get().offset();
     }
 
     private static String partitions(Collection<TopicPartition> partitions) {
