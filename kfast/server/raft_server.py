@@ -22,22 +22,31 @@ heartbeat asking to shut down moves its leaderships), then the controller
 """
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping
 
-from kfast.config import KafkaConfig
+from kfast.config import ConfigException, KafkaConfig
 from kfast.server.broker import KafkaBroker
 from kfast.server.controller_channel import ControllerChannel, Forwarder, QuorumControllerClient
 from kfast.server.controller_server import ControllerServer
 
 
 class _KnownVoters(Mapping):
-    """{voter id: (host, port)} of the voters in force whose address is known."""
+    """{voter id: (host, port)} of the voters in force whose address is known,
+    and the quorum's leader (a broker of a dynamic quorum learns where the
+    leader is before its log names the voters)."""
 
     def __init__(self, controller_server: ControllerServer):
         self.controller_server = controller_server
 
     def _current(self) -> dict:
-        return {k: v for k, v in self.controller_server.voters.items() if v is not None}
+        known = {k: v for k, v in self.controller_server.voters.items() if v is not None}
+        raft = self.controller_server.raft_manager
+        if raft is not None and raft.client.leader_id >= 0:
+            address = raft.address(raft.client.leader_id)
+            if address is not None:
+                known.setdefault(raft.client.leader_id, address)
+        return known
 
     def __getitem__(self, node_id: int):
         return self._current()[node_id]
@@ -79,10 +88,23 @@ class KafkaRaftServer:
     async def start(self) -> None:
         await self.controller_server.start()
         try:
+            await self._controller_known()
             await self.broker.start()
         except BaseException:
             await self.controller_server.shutdown()
             raise
+
+    async def _controller_known(self, timeout: float = 60.0) -> None:
+        """A dynamic quorum's broker starts once it knows where a controller
+        is (its observer found the leader through the bootstrap servers)."""
+        known = _KnownVoters(self.controller_server)
+        deadline = asyncio.get_running_loop().time() + timeout
+        while not known:
+            if asyncio.get_running_loop().time() >= deadline:
+                raise ConfigException("controller.quorum.bootstrap.servers",
+                                      self.config["controller.quorum.bootstrap.servers"],
+                                      f"no controller found within {timeout:.0f} s")
+            await asyncio.sleep(0.05)
 
     async def shutdown(self) -> None:
         await self.broker.shutdown()

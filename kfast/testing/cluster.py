@@ -109,8 +109,8 @@ class KfastCluster:
         if dynamic_quorum not in (None, "standalone", "initial"):
             raise ValueError(f"dynamic_quorum is 'standalone' or 'initial', not "
                              f"{dynamic_quorum!r}")
-        if dynamic_quorum and (combined or brokers or replication_links):
-            raise ValueError("a dynamic quorum cluster runs controllers only")
+        if dynamic_quorum and (combined or replication_links):
+            raise ValueError("a dynamic quorum cluster runs controllers and broker-only nodes")
         self.dynamic_quorum = dynamic_quorum
         self._formatted = False
         self.combined = combined
@@ -156,16 +156,23 @@ class KfastCluster:
         return ",".join(f"127.0.0.1:{self.nodes[n].port}" for n in self.controller_ids)
 
     def _write_dynamic_config(self, node: ClusterNode) -> None:
+        listener = f"CONTROLLER://127.0.0.1:{node.port}" if node.port else \
+            f"PLAINTEXT://127.0.0.1:{node.broker_port}"
         properties = {
-            "process.roles": "controller",
+            "process.roles": "controller" if node.port else "broker",
             "node.id": node.node_id,
             "controller.quorum.bootstrap.servers": self.controller_bootstrap,
             "controller.listener.names": "CONTROLLER",
-            "listeners": f"CONTROLLER://127.0.0.1:{node.port}",
-            "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+            "listeners": listener,
+            "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": os.path.join(node.data_dir, "data"),
             "cluster.id": self.cluster_id,
         }
+        brokers = sum(1 for n in self.nodes.values() if n.broker_port)
+        if brokers:
+            properties["offsets.topic.replication.factor"] = min(3, brokers)
+            properties["transaction.state.log.replication.factor"] = min(3, brokers)
+            properties["transaction.state.log.min.isr"] = min(2, brokers)
         properties.update(self.overrides)
         properties.update(self.node_overrides.get(node.node_id, {}))
         with open(node.config_path, "w", encoding="utf-8") as f:
@@ -180,10 +187,12 @@ class KfastCluster:
         register(parser.add_subparsers())
         initial = ",".join(f"{n}@127.0.0.1:{self.nodes[n].port}:{random_uuid_base64()}"
                            for n in self.controller_ids)
-        for node_id in self.controller_ids:
+        for node_id in self.nodes:
             argv = ["storage", "format", "--cluster-id", self.cluster_id, "--config",
                     self.nodes[node_id].config_path]
-            if self.dynamic_quorum == "initial":
+            if node_id not in self.controller_ids:
+                pass                     # a broker: meta.properties only, it is no voter
+            elif self.dynamic_quorum == "initial":
                 argv += ["--initial-controllers", initial]
             elif node_id == self.controller_ids[0]:
                 argv += ["--standalone"]

@@ -77,7 +77,8 @@ def test_standalone_controller_grows_to_three_survives_kill_9_and_shrinks(tmp_pa
         new_leader = cluster.wait_for_leader(timeout=15, exclude={1})
         assert new_leader in (2, 3)
         write_on_leader(cluster, "log.retention.ms", "120000", exclude={1})
-        assert all(cluster_config(cluster, n, "log.retention.ms") == "120000" for n in (2, 3))
+        cluster.wait_until(lambda: all(cluster_config(cluster, n, "log.retention.ms") == "120000"
+                                       for n in (2, 3)), 30, "the write on both survivors")
 
         # The dead controller is removed for good; two voters remain and commit.
         survivors = ",".join(f"127.0.0.1:{cluster.nodes[n].port}" for n in (2, 3))
@@ -129,3 +130,34 @@ def test_initial_controllers_form_one_quorum_and_a_removed_follower_becomes_an_o
                         "--controller-id", str(other), "--controller-directory-id",
                         cluster.directory_id(follower), check=False)
         assert refused.returncode == 1 and "VoterNotFoundException" in refused.stderr
+
+
+def create_topic_via_broker(cluster: KfastCluster, broker: int, name: str) -> int:
+    from kfast.client.connection import BlockingConnection
+    from kfast.protocol import CreateTopicsRequest
+
+    request = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
+        name=name, num_partitions=1, replication_factor=1)], timeout_ms=10_000)
+    with BlockingConnection("127.0.0.1", cluster.nodes[broker].broker_port,
+                            request_timeout=15) as connection:
+        return connection.send(request).topics[0].error_code
+
+
+def test_a_broker_finds_a_dynamic_quorum_through_its_bootstrap_servers(tmp_path):
+    with KfastCluster(controllers=3, brokers=1, base_dir=str(tmp_path),
+                      dynamic_quorum="standalone") as cluster:
+        # The broker knew only controller.quorum.bootstrap.servers: it found
+        # the leader, registered, and serves.
+        assert cluster.brokers() == {4}
+        assert create_topic_via_broker(cluster, 4, "before") == 0
+        cluster.wait_until(lambda: observer_ids(cluster) == {2, 3, 4}, 30, "the observers")
+        for node_id in (2, 3):
+            add_controller(cluster, node_id)
+        cluster.kill(1)
+        cluster.wait_for_leader(timeout=15, exclude={1})
+        # Admin requests the broker forwards reach the new active controller,
+        # which the broker knows from the voter set in the log.
+        cluster.wait_until(lambda: create_topic_via_broker(cluster, 4, "after") in (0, 36), 30,
+                           "a topic created after the failover")
+        cluster.wait_until(lambda: getattr(cluster.partition_state("after").get(0), "leader",
+                                           None) == 4, 30, "the broker leading the new topic")
