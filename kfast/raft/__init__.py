@@ -12,7 +12,8 @@ algorithm is a pure state machine with no sockets, clocks or threads.
 A driver feeds it: the deterministic simulator in the tests (simulated
 clock and network), and the asyncio driver that carries the same messages
 as Kafka's RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
-FetchSnapshot) over the controller listener.
+FetchSnapshot, and AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter) over
+the controller listener.
 
 Modules, in Kafka's names:
     messages       the RPC bodies the core exchanges (one per Kafka RPC)
@@ -20,7 +21,11 @@ Modules, in Kafka's names:
                    in-memory implementation for the simulator
     file_log       the ReplicatedLog of __cluster_metadata-0 on disk, in
                    Kafka's format (KafkaMetadataLog)
-    control_records  LeaderChange and SnapshotHeader/Footer control records
+    control_records  LeaderChange, SnapshotHeader/Footer, KRaftVersion and
+                   Voters control records
+    voter_set      VoterSet (replica keys, endpoints; KIP-853 dynamic quorums)
+    kraft_control  KRaftControlRecordStateMachine: kraft.version and the voter
+                   set in force at each offset of the log
     snapshots      snapshot files: names, writer, reader
     election_state ElectionState and the quorum-state file (Kafka's format)
     quorum_state   one class per role (Unattached, Prospective, Candidate,

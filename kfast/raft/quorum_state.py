@@ -154,7 +154,18 @@ class LeaderState:
     replicas: dict = field(default_factory=dict)        # node id -> ReplicaState
     begin_epoch_acked: set = field(default_factory=set)
     voter_change: VoterChange | None = None
+    # The directory each voter votes with (zero: any). A replica fetching
+    # under a voter's id from another directory -- the node with a new
+    # disk -- is not that voter and counts toward no majority.
+    voter_directories: dict = field(default_factory=dict)
     name = "Leader"
+
+    def _voter_replica(self, voter_id: int) -> ReplicaState:
+        state = self.replica(voter_id)
+        directory = self.voter_directories.get(voter_id, ZERO_UUID)
+        if directory == ZERO_UUID or state.directory_id == directory:
+            return state
+        return ReplicaState()
 
     def update_check_quorum_deadline(self, timeout_ms: int, majority: int) -> int:
         """When this leader must resign unless more voters fetch: a majority
@@ -162,7 +173,7 @@ class LeaderState:
         deadline runs from the fetch of the voter that completes the
         majority, most recent first (Kafka's LeaderState check-quorum timer,
         reset as fetches arrive rather than once per window)."""
-        others = sorted((max(self.replica(v).last_fetch_ms, self.elected_ms)
+        others = sorted((max(self._voter_replica(v).last_fetch_ms, self.elected_ms)
                          for v in self.voters if v != self.leader_id), reverse=True)
         # The leader counts toward the majority only while it is a voter
         # (it stays leader for a while after removing itself).
@@ -187,7 +198,7 @@ class LeaderState:
         """The largest offset a majority of voters has reached, once a batch
         of this epoch is committed (Raft commits earlier epochs' records
         only through one of its own). True if it moved."""
-        ends = sorted((self.replica(v).end_offset for v in self.voters), reverse=True)
+        ends = sorted((self._voter_replica(v).end_offset for v in self.voters), reverse=True)
         majority_end = ends[len(self.voters) // 2]
         if majority_end > self.epoch_start_offset and majority_end > self.high_watermark:
             self.high_watermark = majority_end

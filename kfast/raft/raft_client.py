@@ -801,10 +801,13 @@ class RaftClient:
     def _on_leader_append(self, now_ms: int, state: LeaderState) -> None:
         # An appended VotersRecord is in force at once: the majority is the
         # new set's from here on.
-        state.voters = self.quorum.voters
+        voter_set = self.quorum.voter_set
+        state.voters = voter_set.ids
+        state.voter_directories = {n.voter_id: n.directory_id for n in voter_set.nodes}
         own = state.replica(self.node_id)
         own.end_offset = self.log.end_offset
         own.last_fetch_ms = now_ms
+        own.directory_id = self.directory_id
         state.update_high_watermark()
         self._complete_parked_fetches(now_ms)
 

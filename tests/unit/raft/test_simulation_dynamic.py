@@ -16,7 +16,7 @@ from kfast.protocol.errors import (
     UnsupportedVersionException,
     VoterNotFoundException,
 )
-from kfast.raft.messages import AddRaftVoterRequest, RaftRequest
+from kfast.raft.messages import AddRaftVoterRequest, RaftRequest, RemoveRaftVoterRequest
 
 from .simulation import ADMIN_ID, Simulation
 
@@ -288,3 +288,47 @@ def test_a_voter_that_moved_updates_its_endpoints_with_update_raft_voter():
         n.client.quorum.voter_set.get(follower.node_id).endpoints[0].port == 19093
         for n in sim.nodes.values()))
     assert sim.leader().client.quorum.voters == (1, 2, 3)
+
+
+def test_a_voter_with_a_new_disk_is_not_that_voter():
+    """A follower loses its disk and comes back formatted anew (a new
+    directory id): its fetches count toward no majority and it cannot vote
+    as the old voter; once the old voter is removed and the new replica
+    added, it is a voter again."""
+    import uuid as uuid_module
+
+    from kfast.raft.election_state import MemoryQuorumStateStore
+    from kfast.raft.log import MemoryReplicatedLog
+
+    sim = Simulation(9, voters=3, dynamic=True)
+    assert sim.run_until(10_000, lambda: sim.leader() is not None)
+    sim.propose("x")
+    sim.run_for(500)
+    leader = sim.leader()
+    victim, other = [n for n in (1, 2, 3) if n != leader.node_id]
+    old_directory = sim.nodes[victim].directory_id
+    sim.crash(victim)
+    node = sim.nodes[victim]
+    node.log, node.store = MemoryReplicatedLog(), MemoryQuorumStateStore()
+    node.directory_id = uuid_module.UUID(int=0xD15C)
+    sim.restart(victim)
+    sim.run_for(1_000)
+    assert sim.leader() is leader
+    assert not node.client.quorum.is_voter
+    assert leader.client.leader_replica_states()[victim].directory_id == node.directory_id
+    # With the other voter down, the new disk's acknowledgements must not
+    # commit anything: it is not the voter it replaces.
+    sim.crash(other)
+    offset = sim.propose("needs a majority")
+    sim.run_for(1_000)
+    assert node.log.end_offset > offset                     # it has the record...
+    assert leader.client.high_watermark <= offset           # ...which is not committed
+    sim.restart(other)
+    assert sim.run_until(sim.now + 10_000, lambda: sim.all_applied(offset))
+    # The voter is named by its old directory; the new one is no voter.
+    assert answer(sim, sim.remove_voter(victim)) == VoterNotFoundException.code
+    assert answer(sim, sim.admin_request(RemoveRaftVoterRequest(victim, old_directory)),
+                  15_000) == NONE
+    assert sim.leader().client.quorum.voter_set.get(victim) is None
+    assert add(sim, victim) == NONE
+    assert sim.run_until(sim.now + 5_000, lambda: node.client.quorum.is_voter)
