@@ -81,6 +81,8 @@ def copy_pyspark_jars(lib: Path) -> None:
 
     jars = Path(pyspark.__file__).parent / "jars"
     for prefix in PYSPARK_JARS:
+        for stale in lib.glob(prefix + "*.jar"):
+            stale.unlink()
         found = sorted(jars.glob(prefix + "*.jar"))
         if not found:
             raise SystemExit(f"{jars}: no {prefix}*.jar")
