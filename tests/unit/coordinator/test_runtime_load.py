@@ -14,6 +14,10 @@ from kfast.storage.log import Log
 from .harness import Harness, ManualTimer
 
 T = uuid.UUID(int=7)
+# A slice long enough for these small partitions on a loaded machine: the
+# tests that load "within the request" are about what one slice covers, not
+# about how fast this machine replays.
+ONE_SLICE_MS = 60_000.0
 
 
 class FakePartition:
@@ -71,9 +75,10 @@ def history():
     return h
 
 
-def test_a_small_partition_loads_within_the_request(tmp_path):
+def test_a_small_partition_loads_within_the_request(tmp_path, monkeypatch):
     h = history()
     broker = FakeBroker(written_log(tmp_path, h.log))
+    monkeypatch.setattr(runtime_module, "LOAD_SLICE_MS", ONE_SLICE_MS)
 
     async def main():
         runtime = broker.runtime()
@@ -139,11 +144,12 @@ def test_losing_leadership_while_loading_drops_the_partial_state(tmp_path, monke
     assert runtime.coordinator.offsets == {}
 
 
-def test_records_of_unknown_types_are_skipped(tmp_path):
+def test_records_of_unknown_types_are_skipped(tmp_path, monkeypatch):
     h = history()
     # a Kafka 4.x ConsumerGroupRegularExpression record (type 16) kfast does not model
     foreign = [(b"\x00\x10\x00\x02cg\x00\x02t.", b"\x00\x00\x00")]
     broker = FakeBroker(written_log(tmp_path, foreign + h.log))
+    monkeypatch.setattr(runtime_module, "LOAD_SLICE_MS", ONE_SLICE_MS)
 
     async def main():
         runtime = broker.runtime()
