@@ -41,8 +41,13 @@ class MetaProperties(NamedTuple):
 
 
 def random_uuid_base64() -> str:
-    """A Kafka Uuid in its string form: URL-safe base64 of 16 bytes, unpadded."""
-    return uuid_base64(uuid.uuid4())
+    """A Kafka Uuid in its string form: URL-safe base64 of 16 bytes, unpadded.
+    As Kafka's Uuid.randomUuid, never one starting with "-" (a command line
+    would take it for an option) nor the reserved zero uuid."""
+    while True:
+        text = uuid_base64(uuid.uuid4())
+        if not text.startswith("-") and text != "AAAAAAAAAAAAAAAAAAAAAA":
+            return text
 
 
 def uuid_base64(value: uuid.UUID) -> str:

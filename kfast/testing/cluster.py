@@ -56,10 +56,9 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
-import base64
 from typing import Callable, NamedTuple
 
+from kfast.storage.meta_properties import random_uuid_base64
 from kfast.testing.proxy import DROP, PASS, RESET, FaultProxy
 
 _READY_TIMEOUT_S = 30.0
@@ -117,7 +116,7 @@ class KfastCluster:
         self.node_overrides = {k: dict(v) for k, v in (node_overrides or {}).items()}
         self._own_dir = base_dir is None
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kfast-cluster-")
-        self.cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+        self.cluster_id = random_uuid_base64()     # never "-..." (a CLI option to argparse)
         self.overrides = dict(overrides or {})
         self.nodes: dict[int, ClusterNode] = {}
         self.controller_ids = tuple(range(1, controllers + 1))
@@ -180,7 +179,6 @@ class KfastCluster:
 
     def _format_dynamic(self) -> None:
         """kfast storage format, as an operator starting a dynamic quorum would."""
-        from kfast.storage.meta_properties import random_uuid_base64
         from kfast.tools.storage import format_storage, register
 
         parser = argparse.ArgumentParser()
@@ -188,7 +186,7 @@ class KfastCluster:
         initial = ",".join(f"{n}@127.0.0.1:{self.nodes[n].port}:{random_uuid_base64()}"
                            for n in self.controller_ids)
         for node_id in self.nodes:
-            argv = ["storage", "format", "--cluster-id", self.cluster_id, "--config",
+            argv = ["storage", "format", f"--cluster-id={self.cluster_id}", "--config",
                     self.nodes[node_id].config_path]
             if node_id not in self.controller_ids:
                 pass                     # a broker: meta.properties only, it is no voter
