@@ -567,3 +567,64 @@ def test_kfasts_own_client_follows_a_leader_change(kfast_cluster):
     assert asyncio.run(write(200, 200)) == list(range(200, 400))
     assert cluster.partition_state("own")[0].leader != leader
     assert asyncio.run(asyncio.wait_for(read(400), 60)) == [f"r{i}" for i in range(400)]
+
+
+@ONE_CONTROLLER
+def test_aiokafka_idempotent_producer_and_consumer_through_a_leader_kill(kfast_cluster):
+    """aiokafka (the asyncio client): an idempotent acks=all producer keeps
+    writing while the partition's leader is killed -9 (it finds the new
+    leader and resends); an aiokafka consumer then reads every acknowledged
+    record exactly once, at its acknowledged offset."""
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+    from aiokafka.structs import TopicPartition as AioTopicPartition
+
+    cluster = kfast_cluster
+    create(cluster, "aio")
+    leader = cluster.partition_state("aio")[0].leader
+    acked: dict[int, list] = {0: []}
+
+    async def produce(start: int, count: int) -> None:
+        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
+                                    enable_idempotence=True, request_timeout_ms=10000,
+                                    retry_backoff_ms=100)
+        await producer.start()
+        try:
+            for i in range(start, start + count, 50):
+                values = [f"a{j}" for j in range(i, min(i + 50, start + count))]
+                futures = [await producer.send("aio", v.encode(), partition=0) for v in values]
+                for value, future in zip(values, futures):
+                    acked[0].append(((await future).offset, value))
+        finally:
+            await producer.stop()
+
+    async def consume(count: int) -> dict[int, list]:
+        consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
+                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        await consumer.start()
+        try:
+            partition = AioTopicPartition("aio", 0)
+            consumer.assign([partition])
+            await consumer.seek_to_beginning(partition)
+            got: list = []
+            while len(got) < count:
+                batches = await consumer.getmany(timeout_ms=500)
+                got += [(m.offset, m.value.decode()) for ms in batches.values() for m in ms]
+            return {0: got}
+        finally:
+            await consumer.stop()
+
+    async def main():
+        await produce(0, 300)
+        cluster.kill(leader)
+        await produce(300, 300)
+
+    asyncio.run(asyncio.wait_for(main(), 90))
+    assert cluster.partition_state("aio")[0].leader not in (leader, -1)
+    cluster.restart(leader)
+    read = asyncio.run(asyncio.wait_for(consume(600), 60))
+    assert audit(acked, read) == Audit(lost=0, duplicated=0, moved=0)
+    assert [v for _, v in read[0]] == [f"a{i}" for i in range(600)]
+    cluster.wait_for_isr("aio", 0, {2, 3, 4}, 30)
+    cluster.wait_for_identical_replicas("aio", 0, (2, 3, 4), 30)
