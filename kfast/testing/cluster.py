@@ -59,15 +59,10 @@ import time
 from typing import Callable, NamedTuple
 
 from kfast.storage.meta_properties import random_uuid_base64
+from kfast.testing.ports import free_port
 from kfast.testing.proxy import DROP, PASS, RESET, FaultProxy
 
 _READY_TIMEOUT_S = 30.0
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _replication_listener(follower: int) -> str:
@@ -125,8 +120,8 @@ class KfastCluster:
             os.makedirs(data_dir, exist_ok=True)
             is_controller = node_id in self.controller_ids
             self.nodes[node_id] = ClusterNode(
-                node_id, _free_port() if is_controller else None, data_dir,
-                _free_port() if combined or not is_controller else None)
+                node_id, free_port() if is_controller else None, data_dir,
+                free_port() if combined or not is_controller else None)
         # links[(a, b)]: the proxy node a uses to reach controller b (a
         # dynamic quorum's nodes reach each other at the voter set's endpoints).
         self.links: dict[tuple[int, int], FaultProxy] = {}
@@ -142,7 +137,7 @@ class KfastCluster:
             broker_ids = [n for n, node in self.nodes.items() if node.broker_port]
             for b in broker_ids:
                 for f in broker_ids:
-                    self.replica_ports[(f, b)] = _free_port()
+                    self.replica_ports[(f, b)] = free_port()
                     if f != b:
                         self.replica_links[(f, b)] = FaultProxy(
                             self.replica_ports[(f, b)]).start()
