@@ -5,7 +5,8 @@ should; a second producer with the same transactional.id fences the first
 (zombie fencing); the coordinator aborts a transaction past its timeout and
 the last stable offset moves on; an open transaction survives neither a
 clean restart nor kill -9 of the broker: it is aborted afterwards and a
-read_committed consumer is not stuck behind it."""
+read_committed consumer is not stuck behind it; an idle transactional id
+expires (transactional.id.expiration.ms) and can be used again."""
 from __future__ import annotations
 
 import asyncio
@@ -24,7 +25,9 @@ from kafka.errors import ProducerFencedError
 
 from e2e_support import wait_until
 from kfast.client.connection import BlockingConnection
+from kfast.coordinator.transaction.records import encode_key, partition_for
 from kfast.protocol import api_keys
+from kfast.protocol import errors as E
 from kfast.testing import KfastBroker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
@@ -362,3 +365,90 @@ def test_send_offsets_to_transaction_commits_the_offsets_with_the_output(broker)
         consumer.close()
     assert consume_confluent(bootstrap, sink, "read_committed", until=b"out-2") == \
         [b"out-0", b"out-1", b"out-2"]
+
+
+# -- transactional.id expiration -----------------------------------------------------------
+def describe_transaction(bootstrap: str, transactional_id: str):
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    with BlockingConnection(host, int(port)) as connection:
+        response = connection.send({"transactional_ids": [transactional_id]},
+                                   api_key=api_keys.BY_NAME["DescribeTransactions"].key,
+                                   version=0)
+    return response.transaction_states[0]
+
+
+def listed_transactions(bootstrap: str) -> set[str]:
+    host, port = bootstrap.split(",")[0].rsplit(":", 1)
+    with BlockingConnection(host, int(port)) as connection:
+        response = connection.send({"state_filters": [], "producer_id_filters": []},
+                                   api_key=api_keys.BY_NAME["ListTransactions"].key, version=0)
+    assert response.error_code == 0
+    return {state.transactional_id for state in response.transaction_states}
+
+
+def transaction_log_records(bootstrap: str, transactional_id: str) -> list[bytes | None]:
+    """The values of ``transactional_id``'s records in its __transaction_state
+    partition (None: a tombstone), in log order."""
+    key = encode_key(transactional_id)
+    partition = partition_for(transactional_id, 50)   # transaction.state.log.num.partitions
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex}",
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition("__transaction_state", partition, 0)])
+    values, deadline = [], time.monotonic() + 20
+    try:
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == KafkaError._PARTITION_EOF:
+                    return values
+                continue
+            if message.key() == key:
+                values.append(message.value())
+    finally:
+        consumer.close()
+    raise AssertionError("__transaction_state not read to its end")
+
+
+@pytest.mark.kfast_broker_config({"num.partitions": 1, "transactional.id.expiration.ms": 1500,
+                                  "transaction.remove.expired.transaction.cleanup.interval.ms":
+                                  200})
+def test_an_idle_transactional_id_expires(kfast_broker):
+    """After transactional.id.expiration.ms without a transaction, a
+    completed transactional id is removed (a tombstone in
+    __transaction_state): DescribeTransactions no longer finds it,
+    ListTransactions no longer lists it, and a producer starts with it
+    again on a new producer id. An id with an open transaction stays."""
+    bootstrap = kfast_broker.bootstrap_servers
+    topic = new_topic(bootstrap)
+    idle_id, open_id = (f"{name}-{uuid.uuid4().hex[:8]}" for name in ("idle", "open"))
+    producer = Producer({"bootstrap.servers": bootstrap, "transactional.id": idle_id})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, value=b"before", partition=0)
+    producer.commit_transaction(30)
+    before = describe_transaction(bootstrap, idle_id)
+    assert before.transaction_state == "CompleteCommit"
+    del producer
+    # Open longer than the expiration: not expired, as Kafka expires only
+    # Empty, CompleteCommit and CompleteAbort.
+    still_open = open_transaction(bootstrap, topic, open_id, timeout_ms=60000)
+    wait_until(lambda: describe_transaction(bootstrap, idle_id).error_code ==
+               E.TransactionalIdNotFoundException.code, 20, f"{idle_id} to expire")
+    assert describe_transaction(bootstrap, open_id).transaction_state == "Ongoing"
+    assert open_id in listed_transactions(bootstrap)
+    assert idle_id not in listed_transactions(bootstrap)
+    records = transaction_log_records(bootstrap, idle_id)
+    assert records[-1] is None and len(records) > 1       # states, then the tombstone
+    successor = Producer({"bootstrap.servers": bootstrap, "transactional.id": idle_id})
+    successor.init_transactions(30)
+    successor.begin_transaction()
+    successor.produce(topic, value=b"again", partition=0)
+    successor.commit_transaction(30)
+    again = describe_transaction(bootstrap, idle_id)
+    assert again.transaction_state == "CompleteCommit"
+    assert again.producer_id != before.producer_id
+    still_open.abort_transaction(30)
+    assert consume_confluent(bootstrap, topic, "read_committed", until=b"again") == \
+        [b"before", b"again"]
