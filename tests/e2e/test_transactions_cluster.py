@@ -5,7 +5,9 @@ other brokers over WriteTxnMarkers, and kill -9 of the coordinator's broker
 in the middle of a transaction leaves it committed or aborted as a whole:
 the partition's new leader loads the id, the producer's commit is either
 completed there or the transaction is aborted, and a new producer with the
-same transactional.id starts."""
+same transactional.id starts. A coordinator killed between PrepareCommit
+and CompleteCommit leaves the decision to its successor, which writes the
+markers."""
 from __future__ import annotations
 
 import time
@@ -13,10 +15,12 @@ import uuid
 
 import pytest
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import api_keys
 from replication_support import create
+from transaction_support import offsets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -49,16 +53,17 @@ def transaction_coordinator(cluster, transactional_id: str, exclude=()) -> int:
     return found[0]
 
 
-def read_committed(cluster, topic: str, expected: int, timeout: float = 60) -> list[bytes]:
+def read_committed(cluster, topic: str, expected: int, timeout: float = 60,
+                   partitions: int = PARTITIONS) -> list[bytes]:
     """Every committed value of the topic, reading until ``expected`` came
     (and then to the end, so that nothing extra hides)."""
     consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers,
                          "group.id": f"r-{uuid.uuid4().hex}", "isolation.level": "read_committed",
                          "enable.auto.commit": False, "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     values, at_end, deadline = [], set(), time.monotonic() + timeout
     try:
-        while (len(values) < expected or len(at_end) < PARTITIONS) and \
+        while (len(values) < expected or len(at_end) < partitions) and \
                 time.monotonic() < deadline:
             message = consumer.poll(0.2)
             if message is None:
@@ -128,3 +133,61 @@ def test_kill_9_of_the_transaction_coordinator_mid_transaction(kfast_cluster):
     assert sorted(values) == sorted(first + second)
     cluster.restart(coordinator)
     cluster.wait_for_isr("orders", 0, {2, 3, 4}, 60)
+
+
+def describe_transaction(cluster, node_id: int, transactional_id: str):
+    """DescribeTransactions v0 of one id, asked of ``node_id``."""
+    with BlockingConnection("127.0.0.1", cluster.nodes[node_id].broker_port) as connection:
+        response = connection.send({"transactional_ids": [transactional_id]},
+                                   api_key=api_keys.BY_NAME["DescribeTransactions"].key,
+                                   version=0)
+    return response.transaction_states[0]
+
+
+@ONE_CONTROLLER
+def test_a_new_coordinator_completes_a_commit_decided_before_a_kill_9(kfast_cluster):
+    """The coordinator writes PrepareCommit, answers the producer, and dies
+    before any marker is written: the output partition's only replica is
+    frozen (SIGSTOP) and fenced, so the markers wait for a leader. The
+    __transaction_state partition's new leader loads PrepareCommit and sends
+    the markers again once the partition is back: the transaction ends
+    committed, its records become readable and the last stable offset
+    reaches the high watermark."""
+    cluster = kfast_cluster
+    transactional_id = f"prepared-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers,
+                         "transactional.id": transactional_id,
+                         "transaction.timeout.ms": 60000})
+    producer.init_transactions(60)
+    coordinator = transaction_coordinator(cluster, transactional_id)
+    # The output partition lives on one other broker only: while it is
+    # fenced nobody can take the markers.
+    holder = min(node_id for node_id, node in cluster.nodes.items()
+                 if node.broker_port and node_id != coordinator)
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic("held", 1, replica_assignment=[[holder]])])["held"].result(30)
+    cluster.wait_until(lambda: getattr(cluster.partition_state("held").get(0), "leader", -1) ==
+                       holder, 30, "held-0 led by its replica")
+    values = [f"held-{i}".encode() for i in range(20)]
+    producer.begin_transaction()
+    for value in values:
+        producer.produce("held", value=value, partition=0)
+    assert producer.flush(60) == 0
+    cluster.pause(holder)
+    cluster.wait_until(lambda: getattr(cluster.partition_state("held").get(0), "leader", 0) == -1,
+                       30, "held-0 without a leader (its replica fenced)")
+    producer.commit_transaction(60)       # answered once PrepareCommit is replicated
+    decided = describe_transaction(cluster, coordinator, transactional_id)
+    assert decided.error_code == 0 and decided.transaction_state == "PrepareCommit"
+    cluster.kill(coordinator)
+    cluster.resume(holder)
+    successor = transaction_coordinator(cluster, transactional_id, exclude={coordinator})
+    assert successor != coordinator
+    cluster.wait_until(
+        lambda: describe_transaction(cluster, successor, transactional_id).transaction_state ==
+        "CompleteCommit", 60, "the new coordinator to complete the commit")
+    assert sorted(read_committed(cluster, "held", len(values), partitions=1)) == sorted(values)
+    with BlockingConnection("127.0.0.1", cluster.nodes[holder].broker_port) as connection:
+        last_stable, high_watermark = offsets(connection, 0, topic="held")
+    # The records and one commit marker, all stable.
+    assert last_stable == high_watermark == len(values) + 1
