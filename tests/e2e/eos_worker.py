@@ -13,8 +13,9 @@ commits. Progress goes to stdout, one line each:
     ready            init_transactions done, consuming
     committed N      N transactions committed by this process
     open             (after K commits, with --pause-after K) a transaction
-                     is open and its records written; the worker reads a
-                     line from stdin before it commits
+                     is open, its records written and its offsets sent
+                     (pending in the group coordinator); the worker reads
+                     a line from stdin before it commits
     done             every partition of IN consumed and committed
     error ...        any failure (exit status 2): a restart with the same
                      transactional.id recovers, as a real worker would
@@ -91,13 +92,13 @@ def run_confluent(args, progress: Progress) -> None:
             producer.produce(args.output, key=message.key(), value=transform(message.value()),
                              partition=message.partition())
             next_offsets[message.partition()] = message.offset() + 1
+        producer.send_offsets_to_transaction(
+            [TopicPartition(args.input, p, o) for p, o in next_offsets.items()],
+            consumer.consumer_group_metadata(), END_TIMEOUT_S)
         if progress.pause_now():
             assert producer.flush(END_TIMEOUT_S) == 0
             say("open")
             sys.stdin.readline()
-        producer.send_offsets_to_transaction(
-            [TopicPartition(args.input, p, o) for p, o in next_offsets.items()],
-            consumer.consumer_group_metadata(), END_TIMEOUT_S)
         producer.commit_transaction(END_TIMEOUT_S)
         progress.commit_done()
     consumer.close()
@@ -133,11 +134,11 @@ def run_kafka_python(args, progress: Progress) -> None:
                 producer.send(args.output, key=record.key, value=transform(record.value),
                               partition=tp.partition)
             offsets[tp] = OffsetAndMetadata(records[-1].offset + 1, "", -1)
+        producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
         if progress.pause_now():
             producer.flush(END_TIMEOUT_S)
             say("open")
             sys.stdin.readline()
-        producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
         producer.commit_transaction()
         progress.commit_done()
     consumer.close()
@@ -180,11 +181,11 @@ def run_aiokafka(args, progress: Progress) -> None:
                                                         value=transform(record.value),
                                                         partition=tp.partition))
                     offsets[tp] = records[-1].offset + 1
+                await producer.send_offsets_to_transaction(offsets, args.group)
                 if progress.pause_now():
                     await asyncio.gather(*sent)
                     say("open")
                     await loop.run_in_executor(None, sys.stdin.readline)
-                await producer.send_offsets_to_transaction(offsets, args.group)
                 await producer.commit_transaction()
                 progress.commit_done()
         finally:

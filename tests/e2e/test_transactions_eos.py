@@ -3,14 +3,15 @@
 A worker process (eos_worker.py) consumes an input topic in a group
 (read_committed, no auto commit) and, per batch, writes the transformed
 records to an output topic and the consumed offsets in one transaction.
-The worker, or the broker under it, is killed with SIGKILL while a
-transaction is open and its records are already in the output log; the
-worker starts again with the same transactional.id and group. A
+The worker, the broker under it, or both are killed with SIGKILL while a
+transaction is open, its records in the output log and its offsets sent
+(pending in the group coordinator); the worker starts again with the same
+transactional.id and group. A
 read_committed reader of the output must then see every input record
 exactly once: the open transaction's records are aborted (a
 read_uncommitted reader still sees them, so the kill did land
-mid-transaction), and the offsets committed with each transaction are the
-ones the restarted worker resumes from.
+mid-transaction) and its pending offsets dropped, and the offsets committed
+with each transaction are the ones the restarted worker resumes from.
 """
 from __future__ import annotations
 
@@ -216,15 +217,26 @@ def test_exactly_once_through_kill_9_of_the_worker(serve, workers, client):
     assert_exactly_once(bootstrap, names, aborted=True)
 
 
+@pytest.mark.parametrize("worker_too", [False, True], ids=["worker-survives", "worker-killed-too"])
 @pytest.mark.parametrize("client", CLIENTS)
-def test_exactly_once_through_kill_9_of_the_broker(serve, workers, client):
+def test_exactly_once_through_kill_9_of_the_broker(serve, workers, client, worker_too):
+    """The broker dies with the transaction open (its offsets pending in
+    the group coordinator); on restart it loads the Ongoing transaction and
+    the pending offsets from its logs. ``worker_too``: the whole system
+    crashed, the worker starts again as well."""
     broker = serve(*BROKER_SETTINGS).start()
     bootstrap = broker.bootstrap_servers
     names = prepare(bootstrap, client)
     worker = workers(client, bootstrap, names, pause_after=PAUSE_AFTER)
     assert worker.wait_for("open") == "open", worker.seen
+    if worker_too:
+        worker.kill()
     broker.kill()
     broker.start()
+    if worker_too:
+        run_to_the_end(workers, client, bootstrap, names)
+        assert_exactly_once(bootstrap, names, aborted=True)
+        return
     # The worker goes on committing through the restarted broker (its open
     # transaction committed, or aborted and the worker restarted).
     worker.resume()
