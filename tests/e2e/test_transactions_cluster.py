@@ -6,8 +6,8 @@ in the middle of a transaction leaves it committed or aborted as a whole:
 the partition's new leader loads the id, the producer's commit is either
 completed there or the transaction is aborted, and a new producer with the
 same transactional.id starts. A coordinator killed between PrepareCommit
-and CompleteCommit leaves the decision to its successor, which writes the
-markers."""
+and CompleteCommit (or PrepareAbort and CompleteAbort) leaves the decision
+to its successor, which writes the markers."""
 from __future__ import annotations
 
 import time
@@ -145,14 +145,15 @@ def describe_transaction(cluster, node_id: int, transactional_id: str):
 
 
 @ONE_CONTROLLER
-def test_a_new_coordinator_completes_a_commit_decided_before_a_kill_9(kfast_cluster):
-    """The coordinator writes PrepareCommit, answers the producer, and dies
-    before any marker is written: the output partition's only replica is
-    frozen (SIGSTOP) and fenced, so the markers wait for a leader. The
-    __transaction_state partition's new leader loads PrepareCommit and sends
-    the markers again once the partition is back: the transaction ends
-    committed, its records become readable and the last stable offset
-    reaches the high watermark."""
+@pytest.mark.parametrize("commit", [True, False], ids=["commit", "abort"])
+def test_a_new_coordinator_completes_a_decision_made_before_a_kill_9(kfast_cluster, commit):
+    """The coordinator writes PrepareCommit (PrepareAbort), answers the
+    producer, and dies before any marker is written: the output partition's
+    only replica is frozen (SIGSTOP) and fenced, so the markers wait for a
+    leader. The __transaction_state partition's new leader loads the
+    decision and sends the markers again once the partition is back: the
+    transaction ends committed (aborted), its records become readable (stay
+    hidden) and the last stable offset reaches the high watermark."""
     cluster = kfast_cluster
     transactional_id = f"prepared-{uuid.uuid4().hex[:8]}"
     producer = Producer({"bootstrap.servers": cluster.bootstrap_servers,
@@ -176,18 +177,21 @@ def test_a_new_coordinator_completes_a_commit_decided_before_a_kill_9(kfast_clus
     cluster.pause(holder)
     cluster.wait_until(lambda: getattr(cluster.partition_state("held").get(0), "leader", 0) == -1,
                        30, "held-0 without a leader (its replica fenced)")
-    producer.commit_transaction(60)       # answered once PrepareCommit is replicated
+    # Answered once the decision is replicated.
+    (producer.commit_transaction if commit else producer.abort_transaction)(60)
     decided = describe_transaction(cluster, coordinator, transactional_id)
-    assert decided.error_code == 0 and decided.transaction_state == "PrepareCommit"
+    outcome = "Commit" if commit else "Abort"
+    assert decided.error_code == 0 and decided.transaction_state == f"Prepare{outcome}"
     cluster.kill(coordinator)
     cluster.resume(holder)
     successor = transaction_coordinator(cluster, transactional_id, exclude={coordinator})
     assert successor != coordinator
     cluster.wait_until(
         lambda: describe_transaction(cluster, successor, transactional_id).transaction_state ==
-        "CompleteCommit", 60, "the new coordinator to complete the commit")
-    assert sorted(read_committed(cluster, "held", len(values), partitions=1)) == sorted(values)
+        f"Complete{outcome}", 60, "the new coordinator to complete the transaction")
+    visible = values if commit else []
+    assert sorted(read_committed(cluster, "held", len(visible), partitions=1)) == sorted(visible)
     with BlockingConnection("127.0.0.1", cluster.nodes[holder].broker_port) as connection:
         last_stable, high_watermark = offsets(connection, 0, topic="held")
-    # The records and one commit marker, all stable.
+    # The records and one marker, all stable.
     assert last_stable == high_watermark == len(values) + 1
