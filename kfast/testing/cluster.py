@@ -162,6 +162,12 @@ class KfastCluster:
             "log.dirs": os.path.join(node.data_dir, "data"),
             "cluster.id": self.cluster_id,
         }
+        self._write_properties(node, properties)
+
+    def _write_properties(self, node: ClusterNode, properties: dict) -> None:
+        """The internal topics as replicated as the cluster allows (Kafka's
+        defaults, 3 replicas and 2 in sync, need three brokers), the
+        overrides over them, written as ``node``'s server.properties."""
         brokers = sum(1 for n in self.nodes.values() if n.broker_port)
         if brokers:
             properties["offsets.topic.replication.factor"] = min(3, brokers)
@@ -232,17 +238,7 @@ class KfastCluster:
             properties["inter.broker.listener.name"] = _replication_listener(node.node_id)
         properties["listeners"] = ",".join(listeners)
         properties["listener.security.protocol.map"] = ",".join(protocols)
-        # Internal topics as replicated as the cluster allows (Kafka's
-        # defaults, 3 replicas and 2 in sync, need three brokers).
-        brokers = sum(1 for n in self.nodes.values() if n.broker_port)
-        if brokers:
-            properties["offsets.topic.replication.factor"] = min(3, brokers)
-            properties["transaction.state.log.replication.factor"] = min(3, brokers)
-            properties["transaction.state.log.min.isr"] = min(2, brokers)
-        properties.update(self.overrides)
-        properties.update(self.node_overrides.get(node.node_id, {}))
-        with open(node.config_path, "w", encoding="utf-8") as f:
-            f.writelines(f"{key}={value}\n" for key, value in properties.items())
+        self._write_properties(node, properties)
 
     def _replication_listeners(self, broker_id: int) -> list[tuple[str, int, int]]:
         """(listener name, bound port, advertised port) of ``broker_id``'s
