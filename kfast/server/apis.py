@@ -70,6 +70,7 @@ from kfast.protocol import (
     errors,
     response_class,
 )
+from kfast.security.principal import ANONYMOUS, KafkaPrincipal
 from kfast.server.rate_limited_log import RateLimitedLogger
 
 __all__ = ["KafkaApis", "RequestContext", "Handler", "ErrorResponseBuilder"]
@@ -123,6 +124,12 @@ class RequestContext:
     @property
     def client_id(self) -> str | None:
         return self.header.client_id
+
+    @property
+    def principal(self) -> KafkaPrincipal:
+        """Who the request acts as (the connection's principal; anonymous for
+        requests without a connection, as in tests)."""
+        return ANONYMOUS if self.connection is None else self.connection.principal
 
     @property
     def client_address(self):

@@ -74,6 +74,7 @@ from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
 from kfast.config import SERVER_CONFIGS, KafkaConfig
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.file_region import FileRegion
+from kfast.security.principal import ANONYMOUS
 from kfast.server.rate_limited_log import RateLimitedLogger
 
 __all__ = [
@@ -219,6 +220,9 @@ class Connection:
         local = sock.getsockname()
         self.connection_id = f"{local[0]}:{local[1]}-{peer[0]}:{peer[1]}-{index}"
         self.transport = transport
+        # Who the connection's requests act as: anonymous until TLS or SASL
+        # authenticates it (kfast.security).
+        self.principal = ANONYMOUS
         self._sock = sock
         self._fd = sock.fileno()
         self._loop = server._loop

@@ -28,6 +28,9 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("kfast._ext",),
     # Wire schemas and the public record-batch API, both over the kernels.
     ("kfast.protocol", "kfast.records"),
+    # Principals, authentication and the authorizer's ACL store: fed by the
+    # metadata publishers above (as Kafka's StandardAuthorizer), importing none.
+    ("kfast.security",),
     # Kafka's server-common: the timer and the purgatory of delayed operations.
     ("kfast.server_common",),
     ("kfast.storage",),
