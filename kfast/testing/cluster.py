@@ -38,6 +38,7 @@ with ``kfast storage format --standalone`` and the other controllers with
 ``--no-initial-controllers`` (they start as observers, to be added with
 ``kfast metadata-quorum add-controller``); ``dynamic_quorum="initial"``
 formats every controller with ``--initial-controllers`` naming them all.
+With ``combined=True`` the controllers are brokers too.
 The nodes have no controller.quorum.voters, only
 controller.quorum.bootstrap.servers (``controller_bootstrap``), and reach
 each other at the endpoints the voter set publishes -- their own listeners,
@@ -103,8 +104,8 @@ class KfastCluster:
         if dynamic_quorum not in (None, "standalone", "initial"):
             raise ValueError(f"dynamic_quorum is 'standalone' or 'initial', not "
                              f"{dynamic_quorum!r}")
-        if dynamic_quorum and (combined or replication_links):
-            raise ValueError("a dynamic quorum cluster runs controllers and broker-only nodes")
+        if dynamic_quorum and replication_links:
+            raise ValueError("a dynamic quorum's nodes reach each other without proxies")
         self.dynamic_quorum = dynamic_quorum
         self._formatted = False
         self.combined = combined
@@ -150,14 +151,16 @@ class KfastCluster:
         return ",".join(f"127.0.0.1:{self.nodes[n].port}" for n in self.controller_ids)
 
     def _write_dynamic_config(self, node: ClusterNode) -> None:
-        listener = f"CONTROLLER://127.0.0.1:{node.port}" if node.port else \
-            f"PLAINTEXT://127.0.0.1:{node.broker_port}"
+        roles = (["broker"] if node.broker_port else []) + \
+            (["controller"] if node.port else [])
+        listeners = ([f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.broker_port else []) + \
+            ([f"CONTROLLER://127.0.0.1:{node.port}"] if node.port else [])
         properties = {
-            "process.roles": "controller" if node.port else "broker",
+            "process.roles": ",".join(roles),
             "node.id": node.node_id,
             "controller.quorum.bootstrap.servers": self.controller_bootstrap,
             "controller.listener.names": "CONTROLLER",
-            "listeners": listener,
+            "listeners": ",".join(listeners),
             "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
             "log.dirs": os.path.join(node.data_dir, "data"),
             "cluster.id": self.cluster_id,

@@ -66,10 +66,12 @@ def build_config(config_path: str | None, overrides: list[str]) -> KafkaConfig:
 
 
 def _single_node(props: dict) -> bool:
-    """The embedded single node: combined roles and at most one voter."""
+    """The embedded single node: combined roles, at most one voter and no
+    controller.quorum.bootstrap.servers (a dynamic quorum's node)."""
     roles = {r.strip() for r in str(props.get("process.roles", "")).split(",")}
     voters = [v for v in str(props.get("controller.quorum.voters", "")).split(",") if v.strip()]
-    return roles == {"broker", "controller"} and len(voters) <= 1
+    bootstrap = str(props.get("controller.quorum.bootstrap.servers", "")).strip()
+    return roles == {"broker", "controller"} and len(voters) <= 1 and not bootstrap
 
 
 def _configure_logging() -> None:
@@ -82,12 +84,16 @@ def new_server(config: KafkaConfig):
     broker (combined with a controller, or broker-only) of a multi-node
     cluster, or the embedded single node (broker and controller, one voter)."""
     roles = set(config["process.roles"])
-    voters = config["controller.quorum.voters"]
+    # A combined node of a dynamic quorum (KIP-853) names no voters: its
+    # formatted directory and controller.quorum.bootstrap.servers make it
+    # a cluster node.
+    clustered = len(config["controller.quorum.voters"]) > 1 or \
+        bool(config["controller.quorum.bootstrap.servers"])
     if roles == {"controller"}:
         from kfast.server.controller_server import ControllerServer
 
         return ControllerServer(config)
-    if roles == {"broker"} or (roles == {"broker", "controller"} and len(voters) > 1):
+    if roles == {"broker"} or (roles == {"broker", "controller"} and clustered):
         from kfast.server.raft_server import KafkaRaftServer
 
         return KafkaRaftServer(config)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -161,3 +162,45 @@ def test_a_broker_finds_a_dynamic_quorum_through_its_bootstrap_servers(tmp_path)
                            "a topic created after the failover")
         cluster.wait_until(lambda: getattr(cluster.partition_state("after").get(0), "leader",
                                            None) == 4, 30, "the broker leading the new topic")
+
+
+def test_combined_nodes_of_a_dynamic_quorum_serve_clients_and_survive_kill_9_of_the_leader(
+        tmp_path):
+    """process.roles=broker,controller with controller.quorum.bootstrap.servers
+    and a directory formatted with --initial-controllers: each node is a
+    voter and a broker of one cluster (not an embedded single node)."""
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    with KfastCluster(controllers=3, combined=True, base_dir=str(tmp_path),
+                      dynamic_quorum="initial") as cluster:
+        assert cluster.brokers() == {1, 2, 3}
+        assert [(v["id"], v["directoryId"]) for v in voters(cluster)] == \
+            [(n, cluster.directory_id(n)) for n in (1, 2, 3)]
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("orders", 1, 3)])["orders"].result(30)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        for i in range(10):
+            producer.produce("orders", value=b"%d" % i)
+        assert producer.flush(30) == 0
+
+        leader = cluster.wait_for_leader()
+        cluster.kill(leader)
+        cluster.wait_for_leader(timeout=15, exclude={leader})
+        survivor = next(n for n in (1, 2, 3) if n != leader)
+        # A broker's admin request reaches the new active controller.
+        cluster.wait_until(lambda: create_topic_via_broker(cluster, survivor, "after") in (0, 36),
+                           30, "a topic created after the failover")
+        consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{cluster.nodes[survivor].broker_port}",
+                             "group.id": "g", "auto.offset.reset": "earliest"})
+        try:
+            consumer.subscribe(["orders"])
+            values = []
+            deadline = time.monotonic() + 60
+            while len(values) < 10 and time.monotonic() < deadline:
+                message = consumer.poll(1.0)
+                if message is not None and message.error() is None:
+                    values.append(message.value())
+        finally:
+            consumer.close()
+        assert values == [b"%d" % i for i in range(10)]

@@ -26,3 +26,19 @@ def test_a_cluster_node_keeps_kafkas_defaults():
 
 def test_explicit_values_win():
     assert internal(build_config(None, ["offsets.topic.replication.factor=2"]))[0] == 2
+
+
+def test_a_combined_node_of_a_dynamic_quorum_is_a_cluster_node():
+    """No voters but controller.quorum.bootstrap.servers: a KIP-853 node of a
+    cluster, not the embedded single node."""
+    from kfast.server.raft_server import KafkaRaftServer
+    from kfast.tools.serve import new_server
+
+    config = build_config(None, ["controller.quorum.bootstrap.servers=127.0.0.1:9093",
+                                 "listeners=PLAINTEXT://127.0.0.1:9092,"
+                                 "CONTROLLER://127.0.0.1:9093",
+                                 "controller.listener.names=CONTROLLER",
+                                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
+                                 "CONTROLLER:PLAINTEXT"])
+    assert internal(config) == (3, 3, 2)
+    assert isinstance(new_server(config), KafkaRaftServer)
