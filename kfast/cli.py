@@ -28,6 +28,7 @@ COMMANDS = {
     "leader-election": "kfast.tools.leader_election",
     "reassign-partitions": "kfast.tools.reassign_partitions",
     "transactions": "kfast.tools.transactions",
+    "perf": "kfast.tools.perf",
 }
 
 
