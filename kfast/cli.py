@@ -29,6 +29,7 @@ COMMANDS = {
     "reassign-partitions": "kfast.tools.reassign_partitions",
     "transactions": "kfast.tools.transactions",
     "perf": "kfast.tools.perf",
+    "configs": "kfast.tools.configs",
 }
 
 

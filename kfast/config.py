@@ -182,6 +182,11 @@ TOPIC_CONFIGS: dict[str, ConfigKey] = {}
 # a BROKER resource, never in server.properties, and listed by
 # DescribeConfigs only where set.
 DYNAMIC_ONLY_BROKER_CONFIGS: dict[str, ConfigKey] = {}
+# Client quota configs (Kafka's QuotaConfig.userAndClientQuotaConfigs and
+# ipConfigs): set per user / client-id / ip entity with AlterClientQuotas,
+# stored as ClientQuotaRecords, never in server.properties.
+CLIENT_QUOTA_CONFIGS: dict[str, ConfigKey] = {}
+IP_QUOTA_CONFIGS: dict[str, ConfigKey] = {}
 # Topic property -> server property that provides its default.
 TOPIC_TO_SERVER: dict[str, str] = {}
 
@@ -405,6 +410,18 @@ define("replica.fetch.backoff.ms", I, 1000, "Sleep of a follower fetcher after a
        at_least(0))
 define("replica.socket.timeout.ms", I, 30000, "Socket timeout of follower fetch requests.")
 define("background.threads", I, 10, "Threads for background processing tasks.", at_least(1))
+# Client quotas (Kafka's QuotaConfig): the sliding window each client's
+# byte rates and request time are measured over, and the controller mutation
+# rate's own window.
+define("quota.window.num", I, 11,
+       "The number of samples to retain in memory for client quotas.", at_least(1))
+define("quota.window.size.seconds", I, 1,
+       "The time span of each sample for client quotas.", at_least(1))
+define("controller.quota.window.num", I, 11,
+       "The number of samples to retain in memory for controller mutation quotas.",
+       at_least(1))
+define("controller.quota.window.size.seconds", I, 1,
+       "The time span of each sample for controller mutations quotas.", at_least(1))
 # Replication throttles (Kafka's QuotaConfig, KIP-73): the sliding window
 # the throttled rates are measured over.
 define("replication.quota.window.num", I, 11,
@@ -421,6 +438,22 @@ define_dynamic_only(
     "Upper bound (bytes/sec) on the replication traffic a follower fetches for the replicas "
     "enumerated in each topic's follower.replication.throttled.replicas. Only settable "
     "dynamically.", at_least(0))
+
+for _table, _name, _type, _doc in (
+        (CLIENT_QUOTA_CONFIGS, "producer_byte_rate", L,
+         "A rate representing the upper bound (bytes/sec) for producer traffic."),
+        (CLIENT_QUOTA_CONFIGS, "consumer_byte_rate", L,
+         "A rate representing the upper bound (bytes/sec) for consumer traffic."),
+        (CLIENT_QUOTA_CONFIGS, "request_percentage", D,
+         "A percentage representing the upper bound of time spent for processing requests."),
+        (CLIENT_QUOTA_CONFIGS, "controller_mutation_rate", D,
+         "The rate at which mutations are accepted for the create topics request, the create "
+         "partitions request and the delete topics request. The rate is accumulated by the "
+         "number of partitions created or deleted."),
+        (IP_QUOTA_CONFIGS, "connection_creation_rate", I,
+         "An int representing the upper bound of connections accepted for the specified IP.")):
+    _table[_name] = ConfigKey(_name, _type, None, _doc)
+del _table, _name, _type, _doc
 
 # KRaft metadata log (__cluster_metadata-0).
 define("metadata.log.dir", S, None,

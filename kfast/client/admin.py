@@ -20,9 +20,10 @@ from typing import Iterable, Mapping
 from kfast.client.cluster import (STALE_METADATA_CODES, Cluster, ClusterClient, PartitionMetadata,
                                  TopicMetadata)
 from kfast.protocol import (
-    AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
+    AlterClientQuotasRequest, AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
     DescribeTopicPartitionsRequest,
-    DeleteTopicsRequest, DescribeClusterRequest, DescribeConfigsRequest,
+    DeleteTopicsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
+    DescribeConfigsRequest,
     IncrementalAlterConfigsRequest, ListOffsetsRequest, api_key, errors,
 )
 from kfast.protocol.constants import (
@@ -79,6 +80,8 @@ class ConfigEntry:
     source: int
     read_only: bool
     is_sensitive: bool
+    # (name, value, source) of each synonym, when asked for.
+    synonyms: list[tuple[str, str | None, int]] = field(default_factory=list)
 
     @property
     def is_default(self) -> bool:
@@ -213,9 +216,10 @@ class KafkaAdmin(ClusterClient):
     # ---- configs ---------------------------------------------------------------------
 
     async def describe_configs(self, resource_type: int, names: Iterable[str],
-                               keys: Iterable[str] | None = None) -> dict[str, list[ConfigEntry]]:
+                               keys: Iterable[str] | None = None,
+                               include_synonyms: bool = False) -> dict[str, list[ConfigEntry]]:
         keys = None if keys is None else list(keys)
-        request = DescribeConfigsRequest(resources=[
+        request = DescribeConfigsRequest(include_synonyms=include_synonyms, resources=[
             DescribeConfigsRequest.DescribeConfigsResource(
                 resource_type=resource_type, resource_name=name, configuration_keys=keys)
             for name in names])
@@ -224,7 +228,8 @@ class KafkaAdmin(ClusterClient):
         for result in response.results:
             _raise_for(result.error_code, result.error_message, result.resource_name)
             out[result.resource_name] = [
-                ConfigEntry(c.name, c.value, c.config_source, c.read_only, c.is_sensitive)
+                ConfigEntry(c.name, c.value, c.config_source, c.read_only, c.is_sensitive,
+                            [(y.name, y.value, y.source) for y in c.synonyms or ()])
                 for c in result.configs]
         return out
 
@@ -251,6 +256,41 @@ class KafkaAdmin(ClusterClient):
         response = await self.cluster.send(None, request)
         for result in response.responses:
             _raise_for(result.error_code, result.error_message, result.resource_name)
+
+    # ---- client quotas ---------------------------------------------------------------
+
+    async def describe_client_quotas(self, components: Iterable[tuple[str, int, str | None]],
+                                     strict: bool = False
+                                     ) -> list[tuple[dict[str, str | None], dict[str, float]]]:
+        """DescribeClientQuotas: ``components`` are (entity type, match type,
+        match) filters (QUOTA_MATCH_*); returns (entity, {key: value}) pairs,
+        an entity being {entity type: name, None for the default}."""
+        Component = DescribeClientQuotasRequest.ComponentData
+        request = DescribeClientQuotasRequest(strict=strict, components=[
+            Component(entity_type=t, match_type=m, match=n) for t, m, n in components])
+        response = await self.cluster.send(None, request)
+        _raise_for(response.error_code, response.error_message, "client quotas")
+        return [({e.entity_type: e.entity_name for e in entry.entity},
+                 {v.key: v.value for v in entry.values})
+                for entry in response.entries or ()]
+
+    async def alter_client_quotas(self, alterations: Iterable[tuple[Mapping[str, str | None],
+                                                                    Mapping[str, float | None]]],
+                                  validate_only: bool = False) -> None:
+        """AlterClientQuotas: per entity ({entity type: name or None}), quota
+        key -> new value, or None to remove it."""
+        Entry = AlterClientQuotasRequest.EntryData
+        request = AlterClientQuotasRequest(validate_only=validate_only, entries=[
+            Entry(entity=[AlterClientQuotasRequest.EntityData(entity_type=t, entity_name=n)
+                          for t, n in entity.items()],
+                  ops=[AlterClientQuotasRequest.OpData(key=k, value=0.0 if v is None else float(v),
+                                                       remove=v is None)
+                       for k, v in ops.items()])
+            for entity, ops in alterations])
+        response = await self.cluster.send(None, request)
+        for entry in response.entries:
+            _raise_for(entry.error_code, entry.error_message,
+                       ",".join(f"{e.entity_type}={e.entity_name}" for e in entry.entity))
 
     # ---- offsets and records ---------------------------------------------------------
 

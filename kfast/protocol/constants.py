@@ -79,6 +79,13 @@ SOURCE_STATIC_BROKER_CONFIG = 4
 SOURCE_DEFAULT_CONFIG = 5
 SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG = 6
 
+# Client quota entity types (Kafka's ClientQuotaEntity) and the match types
+# of DescribeClientQuotas' filter components (ClientQuotaFilterComponent).
+QUOTA_ENTITY_USER = "user"
+QUOTA_ENTITY_CLIENT_ID = "client-id"
+QUOTA_ENTITY_IP = "ip"
+QUOTA_MATCH_EXACT, QUOTA_MATCH_DEFAULT, QUOTA_MATCH_SPECIFIED = 0, 1, 2
+
 # DescribeCluster's endpoint types (KIP-919): what the answer lists.
 ENDPOINT_TYPE_BROKER = 1
 ENDPOINT_TYPE_CONTROLLER = 2
