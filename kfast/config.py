@@ -282,6 +282,15 @@ define("queued.max.requests", I, 500, "Queued requests before blocking the netwo
        at_least(1))
 define("request.timeout.ms", I, 30000, "Default request timeout.", at_least(0))
 
+# Authorization (Kafka's StandardAuthorizer configs).
+define("authorizer.class.name", S, "",
+       "The authorizer: org.apache.kafka.metadata.authorizer.StandardAuthorizer (ACLs in the "
+       "metadata log), or empty for none.")
+define("super.users", S, None,
+       "Principals allowed everything, separated by semicolons (User:admin;User:ops).")
+define("allow.everyone.if.no.acl.found", B, False,
+       "Whether a resource no ACL applies to is open to everyone (else only to super users).")
+
 # Topics.
 define("num.partitions", I, 1, "Default number of log partitions per topic.", at_least(1))
 define("default.replication.factor", I, 1, "Default replication factor of auto-created topics.")

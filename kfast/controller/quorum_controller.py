@@ -34,6 +34,7 @@ import uuid
 from typing import Callable, Iterable, Mapping
 
 from kfast.config import KafkaConfig
+from kfast.controller.acl_control import AclControlManager
 from kfast.controller.cluster_control import ClusterControlManager
 from kfast.controller.configuration_control import ConfigurationControlManager
 from kfast.controller.controller_result import (
@@ -53,6 +54,7 @@ from kfast.controller.metadata.image import (
     TopicImage,
 )
 from kfast.controller.metadata.records import (
+    AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
     ConfigRecord,
     FeatureLevelRecord,
@@ -62,6 +64,7 @@ from kfast.controller.metadata.records import (
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
+    RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
     TopicRecord,
     UnfenceBrokerRecord,
@@ -108,6 +111,7 @@ class _DeltaBuilder:
         self.changed_topic_configs: set[str] = set()
         self.changed_broker_configs: set[str] = set()
         self.changed_brokers: set[int] = set()
+        self.changed_acls: dict = {}
 
 
 def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
@@ -147,6 +151,7 @@ class QuorumController:
         snapshot load starts from here too)."""
         self.cluster_control = ClusterControlManager()
         self.feature_control = FeatureControlManager()
+        self.acl_control = AclControlManager()
         self.producer_id_control = ProducerIdControlManager()
         self.replication_control = ReplicationControlManager(
             self.cluster_control, self._topic_defaults,
@@ -197,7 +202,8 @@ class QuorumController:
         return MetadataDelta(changed_topics=dict(image.topics_by_name),
                              changed_topic_configs=frozenset(image.topic_configs),
                              changed_broker_configs=frozenset(image.broker_configs),
-                             changed_brokers=frozenset(image.brokers))
+                             changed_brokers=frozenset(image.brokers),
+                             changed_acls=dict(image.acls))
 
     def _open_and_read(self) -> tuple[int, list, list]:
         """(snapshot end offset, snapshot records, log records after it):
@@ -323,6 +329,9 @@ class QuorumController:
             broker_id = self.cluster_control.replay(record)
             if broker_id is not None:
                 delta.changed_brokers.add(broker_id)
+        elif isinstance(record, (AccessControlEntryRecord, RemoveAccessControlEntryRecord)):
+            acl_id, acl = self.acl_control.replay(record)
+            delta.changed_acls[acl_id] = acl
         elif isinstance(record, FeatureLevelRecord):
             self.feature_control.replay(record)
         elif isinstance(record, ProducerIdsRecord):
@@ -357,14 +366,19 @@ class QuorumController:
             controller_id=self.active_controller_id(),
             topics_by_name=topics_by_name, topics_by_id=topics_by_id,
             brokers=dict(self.cluster_control.brokers), topic_configs=topic_configs,
-            broker_configs=broker_configs, features=dict(self.feature_control.finalized))
+            broker_configs=broker_configs, features=dict(self.feature_control.finalized),
+            # A snapshot load may drop every ACL without a record saying so.
+            acls=dict(self.acl_control.acls)
+            if delta.changed_acls or len(previous.acls) != len(self.acl_control.acls)
+            else previous.acls)
         if not notify:
             return
         metadata_delta = MetadataDelta(
             changed_topics=changed, deleted_topics=dict(delta.deleted_topics),
             changed_topic_configs=frozenset(delta.changed_topic_configs),
             changed_broker_configs=frozenset(delta.changed_broker_configs),
-            changed_brokers=frozenset(delta.changed_brokers))
+            changed_brokers=frozenset(delta.changed_brokers),
+            changed_acls=dict(delta.changed_acls))
         for callback in list(self._subscribers):
             try:
                 callback(metadata_delta, self.image)
@@ -509,6 +523,15 @@ class QuorumController:
         """(feature, max level) pairs; {feature: KafkaError | None}."""
         return await self._run(lambda: self.feature_control.update_features(updates,
                                                                             self.node_id))
+
+    # -- ACLs ------------------------------------------------------------------------------------
+    async def create_acls(self, acls: list) -> list:
+        """KafkaError | None per ACL (AclControlManager.create_acls)."""
+        return await self._run(lambda: self.acl_control.create_acls(acls))
+
+    async def delete_acls(self, filters: list) -> list:
+        """(KafkaError | None, [deleted Acl]) per filter."""
+        return await self._run(lambda: self.acl_control.delete_acls(filters))
 
     # -- configs -------------------------------------------------------------------------------
     async def incremental_alter_configs(self, changes: list, validate_only: bool = False) -> list:

@@ -49,6 +49,38 @@ ACL_OPERATION_CREATE_TOKENS = 13
 ACL_OPERATION_DESCRIBE_TOKENS = 14
 ACL_OPERATION_TWO_PHASE_COMMIT = 15
 
+# Kafka's ResourceType codes (ACL resources; not ConfigResource.Type).
+ACL_RESOURCE_UNKNOWN = 0
+ACL_RESOURCE_ANY = 1
+ACL_RESOURCE_TOPIC = 2
+ACL_RESOURCE_GROUP = 3
+ACL_RESOURCE_CLUSTER = 4
+ACL_RESOURCE_TRANSACTIONAL_ID = 5
+ACL_RESOURCE_DELEGATION_TOKEN = 6
+ACL_RESOURCE_USER = 7
+
+# Kafka's PatternType codes: ACLs are LITERAL or PREFIXED; filters may also
+# say ANY (either, name compared as is) or MATCH (every ACL that applies to
+# the named resource: literal, wildcard and prefixes of it).
+PATTERN_TYPE_UNKNOWN = 0
+PATTERN_TYPE_ANY = 1
+PATTERN_TYPE_MATCH = 2
+PATTERN_TYPE_LITERAL = 3
+PATTERN_TYPE_PREFIXED = 4
+
+# Kafka's AclPermissionType codes.
+ACL_PERMISSION_UNKNOWN = 0
+ACL_PERMISSION_ANY = 1
+ACL_PERMISSION_DENY = 2
+ACL_PERMISSION_ALLOW = 3
+
+# The one name of the CLUSTER resource (Kafka's CLUSTER_NAME), the wildcard
+# resource name of a LITERAL ACL, and the wildcard host and principal.
+CLUSTER_RESOURCE_NAME = "kafka-cluster"
+ACL_WILDCARD_RESOURCE = "*"
+ACL_WILDCARD_HOST = "*"
+ACL_WILDCARD_PRINCIPAL = "User:*"
+
 # An authorized-operations field the request did not ask for (Kafka's
 # MetadataResponse.AUTHORIZED_OPERATIONS_OMITTED, Integer.MIN_VALUE).
 AUTHORIZED_OPERATIONS_OMITTED = INT32_MIN

@@ -70,6 +70,12 @@ from kfast.protocol import (
     errors,
     response_class,
 )
+from kfast.protocol.constants import (
+    ACL_RESOURCE_CLUSTER,
+    CLUSTER_RESOURCE_NAME,
+    authorized_operations,
+)
+from kfast.security.acl import SUPPORTED_OPERATIONS
 from kfast.security.principal import ANONYMOUS, KafkaPrincipal
 from kfast.server.rate_limited_log import RateLimitedLogger
 
@@ -134,6 +140,41 @@ class RequestContext:
     @property
     def client_address(self):
         return None if self.connection is None else self.connection.peer
+
+    # -- authorization (kfast.security.authorizer; every check passes without one) ---------
+    def authorize(self, operation: int, resource_type: int, name: str) -> bool:
+        """Whether the principal may perform ``operation`` on the resource."""
+        authorizer = getattr(self.broker, "authorizer", None)
+        if authorizer is None:
+            return True
+        return authorizer.authorize(self.principal, self._host(), operation, resource_type, name)
+
+    def authorize_cluster(self, operation: int) -> None:
+        """Kafka's authorizeClusterOperation: ClusterAuthorizationException
+        (the API's error response) unless allowed on the cluster."""
+        if not self.authorize(operation, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
+            raise errors.ClusterAuthorizationException(
+                f"Request {self!r} is not authorized.")
+
+    def authorize_by_resource_type(self, operation: int, resource_type: int) -> bool:
+        authorizer = getattr(self.broker, "authorizer", None)
+        if authorizer is None:
+            return True
+        return authorizer.authorize_by_resource_type(self.principal, self._host(), operation,
+                                                     resource_type)
+
+    def authorized_operations(self, resource_type: int, name: str) -> int:
+        """The authorized-operations bitfield of a resource (every supported
+        operation without an authorizer, as Kafka)."""
+        authorizer = getattr(self.broker, "authorizer", None)
+        if authorizer is None:
+            return authorized_operations(*SUPPORTED_OPERATIONS[resource_type])
+        return authorizer.authorized_operations(self.principal, self._host(), resource_type,
+                                                name)
+
+    def _host(self) -> str:
+        peer = self.client_address
+        return peer[0] if peer else ""
 
     def close_connection(self) -> None:
         if self.connection is not None:

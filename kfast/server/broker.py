@@ -27,6 +27,8 @@ from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataIma
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
 from kfast.coordinator.transaction.runtime import TransactionCoordinatorRuntime
+from kfast.security.acl_publisher import AclPublisher
+from kfast.security.authorizer import StandardAuthorizer
 from kfast.server.alter_partition_manager import AlterPartitionManager
 from kfast.server.apis import KafkaApis
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
@@ -56,6 +58,7 @@ _API_MODULES = (
     "kfast.server.transaction_apis",
     "kfast.server.write_txn_markers_apis",
     "kfast.server.describe_producers_apis",
+    "kfast.server.acl_apis",
 )
 # Kafka's transaction.version feature; kfast's controller finalizes no
 # level, so clients run the original protocol (level 0).
@@ -188,6 +191,8 @@ class KafkaBroker:
                                       f"Security protocol {protocol} of listener {name} is not "
                                       f"supported by kfast (PLAINTEXT only)")
         self._protocols = protocols
+        # None without authorizer.class.name: every request is allowed.
+        self.authorizer = StandardAuthorizer.from_config(config)
         self._controller_factory = controller_factory
         self.controller = None
         self.log_manager: LogManager | None = None
@@ -253,6 +258,8 @@ class KafkaBroker:
         self.producer_id_manager = ProducerIdManager(self.controller, self.node_id)
         await self.controller.start()
         self.metadata_image = self.controller.image
+        if self.authorizer is not None:
+            self.controller.subscribe(AclPublisher(self.authorizer).on_metadata_update)
         publisher = self.metadata_publisher = BrokerMetadataPublisher(
             self, self.coordinator_partitions_changed)
         self.controller.subscribe(publisher.on_metadata_update)

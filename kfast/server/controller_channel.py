@@ -42,7 +42,7 @@ _NOT_CONTROLLER = errors.NotControllerException.code
 FORWARDED_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
     "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs",
     "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments", "UpdateFeatures",
-    "DescribeQuorum", "UnregisterBroker"))
+    "DescribeQuorum", "UnregisterBroker", "CreateAcls", "DeleteAcls"))
 
 
 def _error_codes(response):

@@ -48,6 +48,8 @@ from kfast.protocol.constants import ZERO_UUID
 from kfast.raft.election_state import FileQuorumStateStore
 from kfast.raft.manager import RaftManager, parse_bootstrap_servers, parse_quorum_voters
 from kfast.raft.quorum_state import QuorumConfig
+from kfast.security.acl_publisher import AclPublisher
+from kfast.security.authorizer import StandardAuthorizer
 from kfast.server.apis import KafkaApis
 from kfast.server.network import SocketServer
 from kfast.storage.meta_properties import (
@@ -131,6 +133,7 @@ class ControllerServer:
         self.cluster_id: str | None = config["cluster.id"]
         self.controller: RaftQuorumController | None = None
         self.raft_manager: RaftManager | None = None
+        self.authorizer = StandardAuthorizer.from_config(config)
         self.apis = KafkaApis(self, listener_type="controller")
         self._register_apis()
         self.socket_servers: dict[str, SocketServer] = {}
@@ -138,8 +141,8 @@ class ControllerServer:
         self.started = False
 
     def _register_apis(self) -> None:
-        from kfast.server import admin_apis, alter_partition_apis, broker_lifecycle_apis, \
-            producer_id_apis, quorum_apis
+        from kfast.server import acl_apis, admin_apis, alter_partition_apis, \
+            broker_lifecycle_apis, producer_id_apis, quorum_apis
         from kfast.server.controller_channel import FORWARDED_APIS
 
         quorum_apis.register(self.apis)
@@ -150,6 +153,7 @@ class ControllerServer:
         # responses) the broker listener uses for them.
         wanted = FORWARDED_APIS | {api_keys.BY_NAME["DescribeConfigs"].key}
         admin_apis.register(_Only(self.apis, wanted))
+        acl_apis.register(self.apis)
         # DescribeQuorum as the quorum's leader knows it, with the replica
         # keys and voter endpoints of KIP-853 (over the broker's answer).
         quorum_apis.register_describe_quorum(self.apis)
@@ -202,6 +206,8 @@ class ControllerServer:
             listener_name=self.listeners[0][0] if self.listeners else
             (self.config["controller.listener.names"] or [None])[0])
         self.controller.attach(self.raft_manager)
+        if self.authorizer is not None:
+            self.controller.subscribe(AclPublisher(self.authorizer).on_metadata_update)
         self._log = log
         try:
             for name, host, port in self.listeners:

@@ -17,6 +17,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Mapping
 
+from kfast.security.acl import Acl
 from kfast.storage.manager import METADATA_TOPIC_ID  # noqa: F401 (re-exported)
 
 
@@ -75,6 +76,7 @@ class MetadataImage:
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     features: Mapping[str, int] = field(default_factory=dict)  # e.g. {"metadata.version": 27}
+    acls: Mapping[uuid.UUID, Acl] = field(default_factory=dict)  # ACL id -> ACL
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -92,3 +94,4 @@ class MetadataDelta:
     changed_topic_configs: frozenset[str] = frozenset()
     changed_broker_configs: frozenset[str] = frozenset()
     changed_brokers: frozenset[int] = frozenset()
+    changed_acls: Mapping[uuid.UUID, Acl | None] = field(default_factory=dict)  # None: removed

@@ -125,6 +125,19 @@ _SCHEMAS = (
     fenced                             int8                           0+     tag=0 tagged=0+
     in_controlled_shutdown             int8                           0+     tag=1 tagged=0+
 """),
+    _RecordSchema(18, "AccessControlEntryRecord", 0, 0, """
+    id                                 uuid                           0+
+    resource_type                      int8                           0+
+    resource_name                      string                         0+
+    pattern_type                       int8                           0+
+    principal                          string                         0+
+    host                               string                         0+
+    operation                          int8                           0+
+    permission_type                    int8                           0+
+"""),
+    _RecordSchema(19, "RemoveAccessControlEntryRecord", 0, 0, """
+    id                                 uuid                           0+
+"""),
     _RecordSchema(20, "NoOpRecord", 0, 0, """
 """),
 )
@@ -165,6 +178,8 @@ RemoveTopicRecord = _BY_TYPE[9].cls
 FeatureLevelRecord = _BY_TYPE[12].cls
 ProducerIdsRecord = _BY_TYPE[15].cls
 BrokerRegistrationChangeRecord = _BY_TYPE[17].cls
+AccessControlEntryRecord = _BY_TYPE[18].cls
+RemoveAccessControlEntryRecord = _BY_TYPE[19].cls
 NoOpRecord = _BY_TYPE[20].cls
 
 
