@@ -541,6 +541,18 @@ define("share.coordinator.state.topic.replication.factor", SH, 3,
 define("share.coordinator.state.topic.min.isr", SH, 2,
        "min.insync.replicas of the share-group state topic.", at_least(1))
 
+# Metrics (docs/metrics.md). Kafka publishes JMX and leaves HTTP to the JMX
+# exporter agent; kfast serves the exporter's names itself, on a port of its
+# own (kfast-specific properties: Kafka has none). -1: no endpoint.
+define("kfast.metrics.port", I, -1,
+       "Port of the Prometheus metrics endpoint (0: any free port; -1: no endpoint).",
+       at_least(-1))
+define("kfast.metrics.host", S, "127.0.0.1", "Address the Prometheus metrics endpoint binds.")
+# KIP-714 client telemetry (Kafka's ServerConfigs.TELEMETRY_MAX_BYTES).
+define("telemetry.max.bytes", I, 1048576,
+       "The maximum size (after compression if compression is used) of telemetry metrics "
+       "pushed from a client to the broker.", at_least(1))
+
 # -- topic-level properties (Kafka's TopicConfig) ------------------------------
 define_topic("cleanup.policy", LI, ["delete"], "delete and/or compact.",
              ValidList(CLEANUP_POLICIES, allow_empty=True))

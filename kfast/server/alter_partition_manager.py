@@ -93,9 +93,12 @@ class AlterPartitionManager:
                                 partition.partition,
                                 errors.for_code(data.error_code).__name__)
                     self._refused(entry)
-                elif partition.on_isr_committed(data.leader_epoch, tuple(data.isr),
-                                                data.partition_epoch):
-                    replica_manager.complete_delayed_requests(partition.key)
+                else:
+                    before = len(partition.isr)
+                    if partition.on_isr_committed(data.leader_epoch, tuple(data.isr),
+                                                  data.partition_epoch):
+                        replica_manager.complete_delayed_requests(partition.key)
+                    replica_manager.replica_stats.count_isr_change(before, len(partition.isr))
         for key, entry in batch.items():
             if key not in answered:
                 self._refused(entry)

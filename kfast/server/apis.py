@@ -59,7 +59,10 @@ import inspect
 import logging
 import re
 import types
+from time import perf_counter
 from typing import Any, Awaitable, Callable
+
+from kfast.metrics.broker_stats import RequestMetrics
 
 from kfast.protocol import (
     RequestHeader,
@@ -205,6 +208,8 @@ class KafkaApis:
         self.register(api_keys.API_VERSIONS, self._handle_api_versions)
         # One per connection that sends what it cannot parse: bounded rate.
         self.warnings = RateLimitedLogger(logger)
+        # Requests and their times per API (the broker passes its own).
+        self.request_metrics = RequestMetrics()
 
     # -- registration ---------------------------------------------------------------
     def register(self, api_key: int, handler: Handler,
@@ -233,6 +238,7 @@ class KafkaApis:
     def handle(self, connection, frame, listener_name: str = "PLAINTEXT"):
         """Parse one frame, run its handler; returns response parts, an
         awaitable of them, or None (no response / connection closing)."""
+        started = perf_counter()
         try:
             header = decode_request_header(frame)
         except Exception as exc:  # unknown key, truncated header
@@ -260,22 +266,29 @@ class KafkaApis:
         if forwarder is not None and forwarder.wants(header.api_key):
             # A cluster's broker: the active controller answers this one.
             return self._finish(ctx, registration, request,
-                                forwarder.forward(header.api_key, header.api_version, request))
+                                forwarder.forward(header.api_key, header.api_version, request),
+                                started, perf_counter())
         try:
             result = registration.handler(ctx, request)
         except Exception as exc:
             return self._error(ctx, registration, request, exc)
         if _is_awaitable(result):
-            return self._finish(ctx, registration, request, result)
-        return self._encode(ctx, result)
+            return self._finish(ctx, registration, request, result, started, perf_counter())
+        parts = self._encode(ctx, result)
+        handled = perf_counter()
+        self.request_metrics.record(header.api_key, header.api_version, started, handled, handled)
+        return parts
 
     async def _finish(self, ctx: RequestContext, registration: _Registration, request,
-                      result: Awaitable):
+                      result: Awaitable, started: float, handled: float):
         try:
             body = await result
         except Exception as exc:
             return self._error(ctx, registration, request, exc)
-        return self._encode(ctx, body)
+        parts = self._encode(ctx, body)
+        self.request_metrics.record(ctx.api_key, ctx.api_version, started, handled,
+                                    perf_counter())
+        return parts
 
     def _encode(self, ctx: RequestContext, body):
         if body is None:

@@ -27,6 +27,7 @@ from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataIma
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
 from kfast.coordinator.transaction.runtime import TransactionCoordinatorRuntime
+from kfast.metrics.broker_stats import BrokerMetrics
 from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
 from kfast.server.alter_partition_manager import AlterPartitionManager
@@ -210,6 +211,14 @@ class KafkaBroker:
         # transaction coordinator.
         self.add_partitions_to_txn_manager = AddPartitionsToTxnManager(self)
         self.apis = KafkaApis(self)
+        # Counters the hot paths update and the Prometheus endpoint reads
+        # (kfast.metrics, kfast.server.metrics_exporter).
+        self.metrics = BrokerMetrics()
+        self.apis.request_metrics = self.metrics.requests
+        if controller_factory is None:
+            # The embedded single node's controller is the only voter.
+            self.metrics.is_active_controller = lambda: True
+        self.metrics_server = None
         self.socket_servers: dict[str, SocketServer] = {}
         self.bound_ports: dict[str, int] = {}
         self.broker_epoch = -1
@@ -246,6 +255,8 @@ class KafkaBroker:
         self.replica_manager = ReplicaManager(self.node_id, self.log_manager, self.timer,
                                               self.config)
         self.replica_manager.metadata_image = lambda: self.metadata_image
+        self.replica_manager.topic_stats = self.metrics.topics
+        self.replica_manager.replica_stats = self.metrics.replicas
         self.controller = self._new_controller(loop)
         channel = getattr(self.controller, "channel", None)
         if channel is not None:
@@ -298,6 +309,8 @@ class KafkaBroker:
             await self.shutdown()
             raise
         self._start_jobs()
+        if self.config["kfast.metrics.port"] >= 0:
+            await self._start_metrics_server(loop)
         # Replay the __consumer_offsets partitions this broker leads, as
         # Kafka does on becoming their leader: groups, offsets and member
         # sessions are back before the first client asks.
@@ -310,6 +323,19 @@ class KafkaBroker:
                     self.node_id, self.startup_ms,
                     ", ".join(f"{e.name}://{e.host}:{e.port}" for e in advertised),
                     self.cluster_id)
+
+    async def _start_metrics_server(self, loop) -> None:
+        from kfast.server.metrics_exporter import MetricsServer
+
+        server = MetricsServer(self, self.config["kfast.metrics.host"],
+                               self.config["kfast.metrics.port"])
+        try:
+            # Binding and the server thread's start are blocking calls.
+            await loop.run_in_executor(None, server.start, loop)
+        except BaseException:
+            await self.shutdown()
+            raise
+        self.metrics_server = server
 
     def coordinator_partitions_changed(self, topics) -> None:
         """The metadata publisher applied changes to ``topics`` (names) on
@@ -451,6 +477,9 @@ class KafkaBroker:
                         (time.perf_counter() - began) * 1000)
         for server in self.socket_servers.values():
             server.stop_accepting()
+        if self.metrics_server is not None:
+            await loop.run_in_executor(None, self.metrics_server.stop)
+            self.metrics_server = None
         if self.replica_manager is not None:
             # Waiting fetches answer now instead of holding the drain up.
             self.replica_manager.complete_delayed_operations()

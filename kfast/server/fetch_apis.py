@@ -191,10 +191,21 @@ def _response(ctx: RequestContext, context, cached: list, results: list, unknown
 
     responses: list = []
     current = None
+    topic_stats = ctx.broker.replica_manager.topic_stats
+    stats = None
     for c, data in selected:
         if current is None or current.topic != c.topic:
             current = _TopicResponse(topic=c.topic, topic_id=c.topic_id, partitions=[])
             responses.append(current)
+            stats = topic_stats.topics.get(c.topic)
+        # BrokerTopicMetrics: no meters for a topic this broker never had.
+        if stats is None and not data.error_code:
+            stats = topic_stats.topic(c.topic)
+        if stats is not None:
+            stats.total_fetch_requests += 1
+            if data.error_code:
+                stats.failed_fetch_requests += 1
+            stats.bytes_out += data.size
         records = data.records
         if records is not None and version <= 3:
             records = _down_convert(records, version)

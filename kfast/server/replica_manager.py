@@ -33,6 +33,7 @@ import weakref
 from typing import NamedTuple
 
 from kfast.controller.metadata.image import PartitionRegistration
+from kfast.metrics.broker_stats import BrokerTopicStats, ReplicaStats
 from kfast.protocol import ProduceResponse
 from kfast.protocol.constants import NO_LEADER
 from kfast.protocol.errors import (
@@ -144,6 +145,9 @@ class ReplicaManager:
         self.produce_purgatory = DelayedOperationPurgatory("Produce", timer)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", timer)
         self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", timer)
+        # BrokerTopicMetrics and the ISR meters (the broker passes its own).
+        self.topic_stats = BrokerTopicStats()
+        self.replica_stats = ReplicaStats()
         # Operations still waiting, so shutdown can answer them.
         self._delayed: weakref.WeakSet = weakref.WeakSet()
         # Cluster mode: the ReplicaFetcherManager and the AlterPartitionManager.
@@ -286,9 +290,15 @@ class ReplicaManager:
                 response.error_code = InvalidRequiredAcksException.code
             return None
         statuses = []
+        topic_stats = self.topic_stats
         for topic, index, records, response in entries:
+            stats = None
             try:
                 partition = self.partition_or_raise(topic, index)
+                # Counted once the partition is known to be here (as Kafka:
+                # no meters for names nobody created).
+                stats = topic_stats.topic(topic)
+                stats.total_produce_requests += 1
                 if verification_guards is not None and origin == ORIGIN_CLIENT:
                     check_verified(partition.log, records, verification_guards.get((topic, index)))
                 info, hw_moved = partition.append_records_to_leader(records, origin,
@@ -296,6 +306,8 @@ class ReplicaManager:
                 clear_after_append(partition.log, records)
             except Exception as exc:
                 error = error_of(exc)
+                if stats is not None:
+                    stats.failed_produce_requests += 1
                 if isinstance(error, KafkaStorageException):
                     logger.error("append to %s-%d failed: %s", topic, index, error)
                 response.error_code = error.code
@@ -308,6 +320,9 @@ class ReplicaManager:
                                                    batch_index_error_message=message)
                         for index, message in error.record_errors]
                 continue
+            if not info.duplicate:
+                stats.messages_in += info.records_count
+                stats.bytes_in += info.valid_bytes
             response.error_code = 0
             response.base_offset = info.first_offset
             response.log_append_time_ms = info.log_append_time

@@ -20,6 +20,7 @@ import os
 import random
 import shutil
 import threading
+from time import perf_counter
 from typing import NamedTuple
 
 from kfast.config import LogConfig
@@ -34,6 +35,7 @@ from kfast.protocol.errors import (
 )
 from kfast._ext import log_append as scan_status
 from kfast._ext.log_append import BatchScan, LogState, now_ms
+from kfast.metrics.broker_stats import LOG_FLUSH_STATS
 from kfast.records import LegacyRecordFormatError, RecordBatch, iter_batches
 from kfast.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
@@ -685,6 +687,7 @@ class Log(LogState):
             segments = [s for s in self._segments_from(self.recovery_point)
                         if s.base_offset < target]
             self._unflushed_messages = 0
+        started = perf_counter()
         try:
             for segment in segments:
                 segment.flush()
@@ -693,6 +696,7 @@ class Log(LogState):
             self.leader_epoch_cache.flush_if_dirty()
         except OSError as exc:
             raise self._storage_error(exc, "flushing") from exc
+        LOG_FLUSH_STATS.record((perf_counter() - started) * 1000.0)
         with self._lock:
             self.recovery_point = max(self.recovery_point, target)
             self.last_flush_ms = self.time_ms()

@@ -138,7 +138,10 @@ def _config_error(exc: ConfigException) -> int:
 def run(args) -> int:
     _configure_logging()
     try:
-        config = build_config(args.config, args.override or [])
+        overrides = list(args.override or [])
+        if args.metrics_port is not None:
+            overrides.append(f"kfast.metrics.port={args.metrics_port}")
+        config = build_config(args.config, overrides)
     except ConfigException as exc:
         return _config_error(exc)
     try:
@@ -156,4 +159,7 @@ def register(subparsers) -> None:
                    help="a Kafka server.properties file")
     p.add_argument("--override", action="append", metavar="key=value",
                    help="set a property (repeatable; applied after --config)")
+    p.add_argument("--metrics-port", type=int, metavar="PORT",
+                   help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics "
+                        "(kfast.metrics.port; kfast.metrics.host sets the address)")
     p.set_defaults(handler=run)

@@ -1,0 +1,346 @@
+"""The Prometheus endpoint: Kafka's broker metrics under the names the
+Prometheus JMX exporter's standard Kafka rules (kafka-2_0_0.yml,
+``lowercaseOutputName: true``) give them. docs/metrics.md has the table.
+
+How a scrape runs: prometheus_client's HTTP server answers on a thread of
+its own; the collector asks the broker's event loop for one snapshot
+(``call_soon_threadsafe``) and waits for it, so everything is read on the
+thread that writes it, without locks on the hot paths. The snapshot copies
+the counters and computes the gauges (partition states, purgatory sizes,
+group counts, consumer lag from committed offsets and high watermarks);
+turning it into metric families happens back on the HTTP thread.
+
+Histograms (RequestMetrics' times, LogFlushRateAndTimeMs) appear as the JMX
+exporter shows a Yammer histogram: a summary with the quantiles 0.50 ..
+0.999 and ``_count``; kfast adds ``_sum``.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from dataclasses import dataclass, field
+
+from prometheus_client import CollectorRegistry, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+
+from kfast.metrics.broker_stats import LOG_FLUSH_STATS, TopicStats
+from kfast.metrics.histogram import HistogramSnapshot
+from kfast.protocol import api_keys
+
+logger = logging.getLogger(__name__)
+
+# How long a scrape waits for the event loop before failing (HTTP 500).
+SNAPSHOT_TIMEOUT_S = 10.0
+
+# BrokerTopicMetrics meters: TopicStats attribute -> the exporter's name part
+# (Kafka's "<Name>PerSec" lower-cased, without PerSec).
+_TOPIC_METERS = (
+    ("messages_in", "messagesin", "MessagesInPerSec: records appended"),
+    ("bytes_in", "bytesin", "BytesInPerSec: record bytes appended"),
+    ("bytes_out", "bytesout", "BytesOutPerSec: record bytes sent to consumers"),
+    ("total_produce_requests", "totalproducerequests",
+     "TotalProduceRequestsPerSec: partition appends requested"),
+    ("failed_produce_requests", "failedproducerequests",
+     "FailedProduceRequestsPerSec: partition appends that failed"),
+    ("total_fetch_requests", "totalfetchrequests",
+     "TotalFetchRequestsPerSec: partition reads by consumers"),
+    ("failed_fetch_requests", "failedfetchrequests",
+     "FailedFetchRequestsPerSec: partition reads by consumers that failed"),
+)
+
+
+@dataclass
+class Snapshot:
+    """Everything one scrape reports, copied on the event loop."""
+    topics: dict[str, TopicStats] = field(default_factory=dict)
+    all_topics: TopicStats = field(default_factory=TopicStats)
+    requests: dict = field(default_factory=dict)
+    purgatories: list[tuple[str, int, int]] = field(default_factory=list)  # name, size, delayed
+    partition_count: int = 0
+    leader_count: int = 0
+    under_replicated: int = 0
+    under_min_isr: int = 0
+    isr_shrinks: int = 0
+    isr_expands: int = 0
+    active_controller: int = 0
+    offline_partitions: int = 0
+    groups_by_state: dict[str, int] = field(default_factory=dict)
+    num_offsets: int = 0
+    # (group, topic, partition, committed offset, lag)
+    lag: list[tuple[str, str, int, int, int]] = field(default_factory=list)
+    throttles: dict = field(default_factory=dict)
+    connections: list[tuple[str, int]] = field(default_factory=list)  # listener, count
+
+
+class BrokerSnapshotter:
+    """Builds a ``Snapshot`` of one KafkaBroker; call only on its loop."""
+
+    def __init__(self, broker):
+        self.broker = broker
+
+    def take(self) -> Snapshot:
+        broker = self.broker
+        snap = Snapshot()
+        image = broker.metadata_image
+        replica_manager = broker.replica_manager
+        metrics = broker.metrics
+        if image is not None:
+            metrics.topics.retire_missing(image.topics_by_name)
+        snap.topics, snap.all_topics = metrics.topics.snapshot()
+        snap.requests = metrics.requests.snapshot()
+        snap.isr_shrinks = metrics.replicas.isr_shrinks
+        snap.isr_expands = metrics.replicas.isr_expands
+        snap.throttles = metrics.quotas.snapshot()
+        if replica_manager is not None:
+            self._partitions(snap, replica_manager)
+        group_runtime = broker.group_coordinator
+        if group_runtime is not None:
+            coordinator = group_runtime.coordinator
+            for name, purgatory in (("Rebalance", coordinator.join_purgatory),
+                                    ("Heartbeat", coordinator.heartbeat_purgatory)):
+                snap.purgatories.append((name, purgatory.watched(), purgatory.delayed()))
+            self._groups(snap, coordinator, replica_manager)
+        snap.active_controller = 1 if metrics.is_active_controller() else 0
+        if snap.active_controller and image is not None:
+            # OfflinePartitionsCount is the active controller's.
+            snap.offline_partitions = sum(
+                1 for topic in image.topics_by_name.values()
+                for registration in topic.partitions.values() if registration.leader < 0)
+        snap.connections = [(name, server.metrics().active_connections)
+                            for name, server in broker.socket_servers.items()]
+        return snap
+
+    @staticmethod
+    def _partitions(snap: Snapshot, replica_manager) -> None:
+        for purgatory in (replica_manager.produce_purgatory, replica_manager.fetch_purgatory,
+                          replica_manager.delete_records_purgatory):
+            snap.purgatories.append((purgatory.name, purgatory.watched(), purgatory.delayed()))
+        for partition in replica_manager.partitions():
+            snap.partition_count += 1
+            if not partition.is_leader:
+                continue
+            snap.leader_count += 1
+            isr = len(partition.isr)
+            if isr < len(partition.replicas):
+                snap.under_replicated += 1
+            log = partition.log
+            if log is not None and isr < log.config["min.insync.replicas"]:
+                snap.under_min_isr += 1
+
+    @staticmethod
+    def _groups(snap: Snapshot, coordinator, replica_manager) -> None:
+        states: dict[str, int] = {}
+        for group in coordinator.groups.values():
+            states[group.state] = states.get(group.state, 0) + 1
+        for group in coordinator.consumer_groups.values():
+            state = group.state
+            states[state] = states.get(state, 0) + 1
+        snap.groups_by_state = states
+        for group_id, offsets in coordinator.offsets.items():
+            snap.num_offsets += len(offsets)
+            if replica_manager is None:
+                continue
+            for (topic, index), value in offsets.items():
+                # Lag as kafka_exporter computes it: high watermark minus
+                # the committed offset, for partitions this broker leads.
+                partition = replica_manager.get_partition(topic, index)
+                if partition is None or not partition.is_leader or partition.log is None:
+                    continue
+                lag = max(0, partition.log.high_watermark - value.offset)
+                snap.lag.append((group_id, topic, index, value.offset, lag))
+
+
+def _summary(name: str, documentation: str) -> Metric:
+    return Metric(name, documentation, "summary")
+
+
+def _add_histogram(metric: Metric, labels: dict[str, str], histogram: HistogramSnapshot) -> None:
+    for q, value in histogram.quantiles():
+        metric.add_sample(metric.name, {**labels, "quantile": _quantile_label(q)}, value)
+    metric.add_sample(metric.name + "_count", labels, histogram.count)
+    metric.add_sample(metric.name + "_sum", labels, histogram.sum)
+
+
+def _quantile_label(q: float) -> str:
+    # The JMX exporter's "0.$N" from <N>thPercentile: 0.50, 0.75, ... 0.999.
+    return f"{q:.2f}" if q < 0.995 else f"{q:g}"
+
+
+class KafkaCollector:
+    """A prometheus_client custom collector over broker snapshots."""
+
+    def __init__(self, snapshot):
+        self._snapshot = snapshot  # () -> Snapshot, safe to call from any thread
+
+    def collect(self):
+        snap = self._snapshot()
+        yield from self._topic_metrics(snap)
+        yield from self._request_metrics(snap)
+        yield from self._gauges(snap)
+        yield from self._groups(snap)
+        yield from self._quota(snap)
+        flush = LOG_FLUSH_STATS.snapshot()
+        metric = _summary("kafka_log_logflushstats_logflushrateandtimems",
+                          "LogFlushStats.LogFlushRateAndTimeMs: fsyncs of log segments (ms)")
+        _add_histogram(metric, {}, flush)
+        yield metric
+
+    @staticmethod
+    def _topic_metrics(snap: Snapshot):
+        for attribute, part, doc in _TOPIC_METERS:
+            metric = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{part}", doc,
+                                         labels=["topic"])
+            for topic, stats in sorted(snap.topics.items()):
+                metric.add_metric([topic], getattr(stats, attribute))
+            # The all-topics meter (no topic key in its MBean name).
+            metric.add_metric([], getattr(snap.all_topics, attribute))
+            yield metric
+
+    @staticmethod
+    def _request_metrics(snap: Snapshot):
+        requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
+                                       "RequestMetrics.RequestsPerSec: requests per API and version",
+                                       labels=["request", "version"])
+        times = [
+            _summary("kafka_network_requestmetrics_totaltimems",
+                     "RequestMetrics.TotalTimeMs: request arrival to response ready (ms)"),
+            _summary("kafka_network_requestmetrics_localtimems",
+                     "RequestMetrics.LocalTimeMs: parsing and handling (ms)"),
+            _summary("kafka_network_requestmetrics_remotetimems",
+                     "RequestMetrics.RemoteTimeMs: waiting in purgatory or on the controller, "
+                     "a coordinator write (ms)"),
+        ]
+        for key, (versions, *histograms) in sorted(snap.requests.items()):
+            name = api_keys.BY_KEY[key].name
+            for version, count in sorted(versions.items()):
+                requests.add_metric([name, str(version)], count)
+            for metric, histogram in zip(times, histograms):
+                _add_histogram(metric, {"request": name}, histogram)
+        yield requests
+        yield from times
+
+    @staticmethod
+    def _gauges(snap: Snapshot):
+        size = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_purgatorysize",
+                                 "DelayedOperationPurgatory.PurgatorySize: watch-list entries",
+                                 labels=["delayedOperation"])
+        delayed = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_numdelayedoperations",
+                                    "DelayedOperationPurgatory.NumDelayedOperations",
+                                    labels=["delayedOperation"])
+        for name, watched, pending in snap.purgatories:
+            size.add_metric([name], watched)
+            delayed.add_metric([name], pending)
+        yield size
+        yield delayed
+        for name, value, doc in (
+                ("kafka_server_replicamanager_partitioncount", snap.partition_count,
+                 "ReplicaManager.PartitionCount"),
+                ("kafka_server_replicamanager_leadercount", snap.leader_count,
+                 "ReplicaManager.LeaderCount"),
+                ("kafka_server_replicamanager_underreplicatedpartitions", snap.under_replicated,
+                 "ReplicaManager.UnderReplicatedPartitions: led here, ISR smaller than replicas"),
+                ("kafka_server_replicamanager_underminisrpartitioncount", snap.under_min_isr,
+                 "ReplicaManager.UnderMinIsrPartitionCount"),
+                ("kafka_controller_kafkacontroller_activecontrollercount", snap.active_controller,
+                 "KafkaController.ActiveControllerCount: 1 on the active controller"),
+                ("kafka_controller_kafkacontroller_offlinepartitionscount",
+                 snap.offline_partitions,
+                 "KafkaController.OfflinePartitionsCount: partitions without a leader")):
+            yield GaugeMetricFamily(name, doc, value=value)
+        for name, value, doc in (
+                ("kafka_server_replicamanager_isrshrinks", snap.isr_shrinks,
+                 "ReplicaManager.IsrShrinksPerSec"),
+                ("kafka_server_replicamanager_isrexpands", snap.isr_expands,
+                 "ReplicaManager.IsrExpandsPerSec")):
+            yield CounterMetricFamily(name, doc, value=value)
+        connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
+                                        "socket-server-metrics connection-count per listener",
+                                        labels=["listener"])
+        for listener, count in snap.connections:
+            connections.add_metric([listener], count)
+        yield connections
+
+    @staticmethod
+    def _groups(snap: Snapshot):
+        prefix = "kafka_coordinator_group_groupmetadatamanager_"
+        yield GaugeMetricFamily(prefix + "numgroups", "GroupMetadataManager.NumGroups",
+                                value=sum(snap.groups_by_state.values()))
+        for state in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty"):
+            yield GaugeMetricFamily(prefix + "numgroups" + state.lower(),
+                                    f"GroupMetadataManager.NumGroups{state}",
+                                    value=snap.groups_by_state.get(state, 0))
+        yield GaugeMetricFamily(prefix + "numoffsets", "GroupMetadataManager.NumOffsets",
+                                value=snap.num_offsets)
+        # kafka_exporter's names: Kafka brokers publish no lag of their own.
+        lag = GaugeMetricFamily("kafka_consumergroup_lag",
+                                "High watermark minus the group's committed offset",
+                                labels=["consumergroup", "topic", "partition"])
+        current = GaugeMetricFamily("kafka_consumergroup_current_offset",
+                                    "The group's committed offset",
+                                    labels=["consumergroup", "topic", "partition"])
+        for group, topic, index, offset, value in snap.lag:
+            lag.add_metric([group, topic, str(index)], value)
+            current.add_metric([group, topic, str(index)], offset)
+        yield lag
+        yield current
+
+    @staticmethod
+    def _quota(snap: Snapshot):
+        metric = GaugeMetricFamily("kafka_server_quota_throttle_time",
+                                   "Quota throttle-time: mean throttle of throttled responses (ms)",
+                                   labels=["resource", "user", "clientId"])
+        total = CounterMetricFamily("kfast_server_quota_throttle_time_ms",
+                                    "Sum of the throttle times given (ms)",
+                                    labels=["resource", "user", "clientId"])
+        for (resource, user, client_id), (count, ms) in sorted(snap.throttles.items()):
+            metric.add_metric([resource, user, client_id], ms / count if count else 0.0)
+            total.add_metric([resource, user, client_id], ms)
+        yield metric
+        yield total
+
+
+class MetricsServer:
+    """The endpoint of one broker: ``start()`` on the broker's loop after
+    the broker is up; ``port`` is the bound port; ``stop()`` from anywhere."""
+
+    def __init__(self, broker, host: str, port: int):
+        self.broker = broker
+        self.host = host
+        self.requested_port = port
+        self.port: int | None = None
+        self._loop = None
+        self._server = None
+        self._thread = None
+        self._snapshotter = BrokerSnapshotter(broker)
+
+    def start(self, loop) -> int:
+        self._loop = loop
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(KafkaCollector(self.snapshot))
+        self._server, self._thread = start_http_server(self.requested_port, self.host,
+                                                       registry=registry)
+        self.port = self._server.server_port
+        logger.info("Prometheus metrics on http://%s:%d/metrics", self.host, self.port)
+        return self.port
+
+    def snapshot(self) -> Snapshot:
+        """From the HTTP thread: the loop takes the snapshot, we wait."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def take():
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(self._snapshotter.take())
+            except BaseException as exc:  # reported to the scraper as a 500
+                future.set_exception(exc)
+
+        self._loop.call_soon_threadsafe(take)
+        return future.result(SNAPSHOT_TIMEOUT_S)
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._thread.join(5)
+            self._server = None

@@ -1,0 +1,182 @@
+"""The Prometheus endpoint (issue 20, item 2): scraped with a real HTTP GET
+after real clients produced and consumed, parsed with prometheus_client's
+text parser (which rejects a malformed exposition), values checked against
+what the clients did. docs/metrics.md lists the names.
+"""
+from __future__ import annotations
+
+import time
+import urllib.request
+
+import pytest
+from confluent_kafka import Consumer, Producer, TopicPartition
+from prometheus_client.parser import text_string_to_metric_families
+
+from e2e_support import ServeProcess, free_port, wait_until
+from kfast.testing import KfastBroker
+from kfast.testing.cluster import KfastCluster
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+
+def scrape(port: int) -> tuple[dict, dict]:
+    """(samples {(name, sorted labels): value}, families {name: type})."""
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=15) as response:
+        assert response.status == 200
+        assert response.headers["Content-Type"].startswith("text/plain")
+        text = response.read().decode()
+    samples, types = {}, {}
+    for family in text_string_to_metric_families(text):
+        types[family.name] = family.type
+        for sample in family.samples:
+            samples[sample.name, tuple(sorted(sample.labels.items()))] = sample.value
+    return samples, types
+
+
+def value(samples: dict, name: str, **labels) -> float:
+    return samples[name, tuple(sorted(labels.items()))]
+
+
+def total(samples: dict, name: str, **labels) -> float:
+    """Sum over the series of ``name`` whose labels include ``labels``."""
+    return sum(v for (n, ls), v in samples.items()
+               if n == name and set(labels.items()) <= set(ls))
+
+
+@pytest.fixture(scope="module")
+def metered(tmp_path_factory):
+    broker = KfastBroker({"num.partitions": 1, "kfast.metrics.port": 0},
+                         data_dir=str(tmp_path_factory.mktemp("kfast-metrics")))
+    broker.start()
+    yield broker
+    broker.close()
+
+
+def test_the_endpoint_is_off_unless_configured():
+    with KfastBroker() as broker:
+        assert broker.broker.config["kfast.metrics.port"] == -1
+        assert broker.broker.metrics_server is None
+
+
+def test_topic_request_and_group_metrics_follow_real_clients(metered, topic):
+    port = metered.broker.metrics_server.port
+    producer = Producer({"bootstrap.servers": metered.bootstrap_servers, "linger.ms": 5})
+    for i in range(25):
+        producer.produce(topic, f"value-{i:04d}".encode())
+    assert producer.flush(30) == 0
+    before, types = scrape(port)
+    assert value(before, "kafka_server_brokertopicmetrics_messagesin_total", topic=topic) == 25
+    assert value(before, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic) > 25 * 10
+    assert value(before, "kafka_server_brokertopicmetrics_messagesin_total") >= 25
+    assert value(before, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic) == 0
+    assert total(before, "kafka_network_requestmetrics_requests_total", request="Produce") >= 1
+    assert value(before, "kafka_network_requestmetrics_totaltimems_count",
+                 request="Produce") >= 1
+    assert types["kafka_server_brokertopicmetrics_messagesin"] == "counter"
+    assert types["kafka_network_requestmetrics_totaltimems"] == "summary"
+    assert types["kafka_server_replicamanager_underreplicatedpartitions"] == "gauge"
+    assert value(before, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+    assert value(before, "kafka_server_replicamanager_underreplicatedpartitions") == 0
+
+    group = f"g-{topic}"
+    consumer = Consumer({"bootstrap.servers": metered.bootstrap_servers, "group.id": group,
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([topic])
+    received = 0
+    deadline = time.monotonic() + 30
+    while received < 25 and time.monotonic() < deadline:
+        message = consumer.poll(0.5)
+        if message is not None and not message.error():
+            received += 1
+    assert received == 25
+    consumer.commit(offsets=[TopicPartition(topic, 0, 17)], asynchronous=False)
+    consumer.close()
+
+    after, _ = scrape(port)
+    assert value(after, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic) >= \
+        value(before, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic)
+    assert total(after, "kafka_network_requestmetrics_requests_total", request="Fetch") >= 1
+    assert total(after, "kafka_network_requestmetrics_requests_total", request="OffsetCommit") >= 1
+    assert value(after, "kafka_server_brokertopicmetrics_totalfetchrequests_total",
+                 topic=topic) >= 1
+    # Lag = log end (25 records) minus the committed offset (17).
+    assert value(after, "kafka_consumergroup_lag", consumergroup=group, topic=topic,
+                 partition="0") == 8
+    assert value(after, "kafka_consumergroup_current_offset", consumergroup=group,
+                 topic=topic, partition="0") == 17
+    assert value(after, "kafka_coordinator_group_groupmetadatamanager_numgroups") >= 1
+    assert value(after, "kafka_network_requestmetrics_totaltimems", request="Fetch",
+                 quantile="0.99") >= 0
+
+
+class _ServeWithMetrics(ServeProcess):
+    def __init__(self, data_dir: str, port: int, metrics_port: int):
+        super().__init__(data_dir, port)
+        self.metrics_port = metrics_port
+
+    def command(self) -> list[str]:
+        return super().command() + ["--metrics-port", str(self.metrics_port)]
+
+
+def test_kfast_serve_metrics_port(tmp_path):
+    metrics_port = free_port()
+    process = _ServeWithMetrics(str(tmp_path / "data"), free_port(), metrics_port)
+    try:
+        process.start()
+        producer = Producer({"bootstrap.servers": process.bootstrap_servers})
+        producer.produce("served", b"x")
+        assert producer.flush(30) == 0
+        samples, _ = scrape(metrics_port)
+        assert value(samples, "kafka_server_brokertopicmetrics_messagesin_total",
+                     topic="served") == 1
+        assert value(samples, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+    finally:
+        process.kill()
+
+
+@pytest.mark.slow
+def test_under_replicated_partitions_with_a_stopped_follower(tmp_path):
+    """Two brokers, one partition on both: the follower's replication is
+    cut, a write leaves it behind, the leader drops it from the ISR after
+    replica.lag.time.max.ms -- UnderReplicatedPartitions 1 and an ISR
+    shrink on the leader's endpoint; healed, 0 again and an expand."""
+    ports = {2: free_port(), 3: free_port()}
+    with KfastCluster(controllers=1, brokers=2, replication_links=True,
+                      base_dir=str(tmp_path / "cluster"),
+                      overrides={"replica.lag.time.max.ms": 1500,
+                                 "broker.session.timeout.ms": 30000,
+                                 "replica.socket.timeout.ms": 3000},
+                      node_overrides={n: {"kfast.metrics.port": p}
+                                      for n, p in ports.items()}) as cluster:
+        cluster.wait_for_brokers({2, 3})
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("urp", 1, 2)])["urp"].result(30)
+
+        def in_sync() -> bool:
+            partitions = cluster.partition_state("urp")
+            return 0 in partitions and len(partitions[0].isr) == 2 and partitions[0].leader >= 0
+
+        cluster.wait_until(in_sync, 15, "urp on two in-sync replicas")
+        state = cluster.partition_state("urp")[0]
+        follower = next(n for n in state.replicas if n != state.leader)
+        leader_port = ports[state.leader]
+
+        def urp() -> float:
+            return value(scrape(leader_port)[0],
+                         "kafka_server_replicamanager_underreplicatedpartitions")
+
+        assert urp() == 0
+        cluster.stop_replication(follower)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1"})
+        producer.produce("urp", b"leaves the follower behind")
+        assert producer.flush(30) == 0
+        wait_until(lambda: urp() == 1, 20, "the leader reports one under-replicated partition")
+        samples, _ = scrape(leader_port)
+        assert value(samples, "kafka_server_replicamanager_isrshrinks_total") >= 1
+        cluster.resume_replication(follower)
+        wait_until(lambda: urp() == 0, 20, "the follower back in the ISR")
+        assert value(scrape(leader_port)[0], "kafka_server_replicamanager_isrexpands_total") >= 1
+        # Only the controller node is the active controller; brokers say 0.
+        assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 0
