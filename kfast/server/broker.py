@@ -227,6 +227,10 @@ class KafkaBroker:
         self._stopping = False
         self.started = False
         self.startup_ms: float | None = None
+        # Set when the broker cannot go on (every log dir failed); `kfast
+        # serve` then shuts it down and exits 1 with ``fatal_error``.
+        self.failed = asyncio.Event()
+        self.fatal_error: str | None = None
         self._register_apis()
 
     def _register_apis(self) -> None:
@@ -257,6 +261,7 @@ class KafkaBroker:
         self.replica_manager.metadata_image = lambda: self.metadata_image
         self.replica_manager.topic_stats = self.metrics.topics
         self.replica_manager.replica_stats = self.metrics.replicas
+        self.log_manager.failure_channel.listener = self._log_dir_failure_listener(loop)
         self.controller = self._new_controller(loop)
         channel = getattr(self.controller, "channel", None)
         if channel is not None:
@@ -336,6 +341,29 @@ class KafkaBroker:
             await self.shutdown()
             raise
         self.metrics_server = server
+
+    def _log_dir_failure_listener(self, loop):
+        def listener(log_dir: str) -> None:
+            # Reports come from executor threads too: handle on the loop.
+            try:
+                loop.call_soon_threadsafe(self._handle_log_dir_failure, log_dir)
+            except RuntimeError:
+                pass  # the loop is closed: the node is gone already
+        return listener
+
+    def _handle_log_dir_failure(self, log_dir: str) -> None:
+        """A log dir failed: its partitions answer KAFKA_STORAGE_ERROR; with
+        no log dir left the broker stops (Kafka's
+        ReplicaManager.handleLogDirFailure and LogManager's halt)."""
+        partitions = self.log_manager.handle_log_dir_failure(log_dir)
+        self.replica_manager.handle_log_dir_failure(partitions)
+        if partitions:
+            logger.warning("Stopped serving replicas in dir %s: %s", log_dir,
+                           ", ".join(f"{t}-{p}" for t, p in sorted(partitions)))
+        if not self.log_manager.live_log_dirs and self.fatal_error is None:
+            self.fatal_error = self.log_manager.all_dirs_failed_message()
+            logger.critical("%s", self.fatal_error)
+            self.failed.set()
 
     def coordinator_partitions_changed(self, topics) -> None:
         """The metadata publisher applied changes to ``topics`` (names) on

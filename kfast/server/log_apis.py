@@ -158,8 +158,9 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
     results = []
+    live = log_manager.live_log_dirs
     for log_dir in log_manager.log_dirs:
-        if log_dir in log_manager.offline_dirs:
+        if log_dir not in live:
             results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
                 error_code=errors.KafkaStorageException.code, log_dir=log_dir, topics=[]))
             continue

@@ -37,6 +37,7 @@ import logging
 from kfast.controller.config_describer import dynamic_broker_overrides
 from kfast.controller.metadata.image import MetadataDelta, MetadataImage
 from kfast.server.partition import kafka_uuid_string
+from kfast.protocol.errors import KafkaStorageException
 
 logger = logging.getLogger(__name__)
 
@@ -136,6 +137,11 @@ class BrokerMetadataPublisher:
                     log = log_manager.get_or_create_log(
                         name, index, topic_id=kafka_uuid_string(topic_id),
                         overrides=dict(overrides) if overrides else None)
+                except KafkaStorageException as exc:
+                    # A failed log dir (logged by the failure channel) or no
+                    # descriptors left: no traceback for an expected error.
+                    logger.error("could not create the log of %s-%d: %s", name, index, exc)
+                    continue
                 except Exception:
                     logger.exception("could not create the log of %s-%d", name, index)
                     continue

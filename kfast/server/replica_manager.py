@@ -207,6 +207,9 @@ class ReplicaManager:
         UNKNOWN_TOPIC_OR_PARTITION."""
         found = self._partitions.get((topic, partition))
         if found is not None:
+            if found.log.offline:
+                raise KafkaStorageException(
+                    f"Partition {topic}-{partition} is in an offline log directory")
             return found
         image = self.metadata_image()
         if image is not None and image.partition(topic, partition) is not None:
@@ -251,6 +254,20 @@ class ReplicaManager:
             if not any(t == topic for t, _ in self._partitions):
                 self._topic_names.pop(partition.topic_id, None)
         return partition
+
+    def _in_offline_dir(self, topic: str, index: int) -> bool:
+        found = self._partitions.get((topic, index))
+        return found is not None and found.log.offline
+
+    def handle_log_dir_failure(self, partitions) -> None:
+        """``partitions`` (keys) lost their log dir: they stay hosted but
+        answer KAFKA_STORAGE_ERROR (partition_or_raise), stop fetching from
+        their leader, and requests waiting on them answer now (Kafka's
+        ReplicaManager.handleLogDirFailure, markPartitionOffline)."""
+        for key in partitions:
+            if self.replica_fetchers is not None:
+                self.replica_fetchers.remove_partition(key)
+            self.complete_delayed_requests(key)
 
     def update_replication_throttles(self, topic: str, configs) -> None:
         """A topic's ``*.replication.throttled.replicas`` configs (its
@@ -308,7 +325,10 @@ class ReplicaManager:
                 error = error_of(exc)
                 if stats is not None:
                     stats.failed_produce_requests += 1
-                if isinstance(error, KafkaStorageException):
+                if isinstance(error, KafkaStorageException) and \
+                        not self._in_offline_dir(topic, index):
+                    # A per-request failure (no descriptors left); a failed
+                    # dir was logged once by the failure channel.
                     logger.error("append to %s-%d failed: %s", topic, index, error)
                 response.error_code = error.code
                 response.error_message = str(error) or None

@@ -2,8 +2,11 @@
 
 Both files are arrays of fixed-size big-endian entries (grammar below and in
 ``kfast/_ext/index.pxd``). While a segment is active its index files are
-preallocated to ``segment.index.bytes`` (rounded down to a whole entry) and
-memory-mapped; everything past ``entries`` is zero. A file opened from disk
+preallocated to ``segment.index.bytes`` (rounded down to a whole entry, as a
+sparse file) and its entries are kept in a buffer written to the file with
+pwrite; inactive indexes are memory-mapped for reading. Nothing is ever
+stored through a mapping (see ``AbstractIndex._reserve``: no SIGBUS on a
+full disk); everything past ``entries`` is zero. A file opened from disk
 counts *all* its bytes as entries, which is why indexes are trimmed to their
 valid size on roll and on close, exactly as Kafka does: a kfast index file
 and a Kafka index file are interchangeable.
@@ -225,6 +228,18 @@ class AbstractIndex(IndexState):
             finally:
                 os.close(fd)
 
+    def _reserve(self, end: int) -> None:
+        """Make room to write entries up to byte ``end``, in the buffer: an
+        index is never written through its mapping. A store to a page of a
+        sparse (preallocated) file that has no block yet faults it in, and
+        on a full disk that fault is SIGBUS, which kills the process; a
+        pwrite of the buffer fails with ENOSPC instead, which takes the log
+        dir offline."""
+        if not self._buffered:
+            self._buffer()
+        if len(self._view) < end:
+            self._ensure_capacity(end)
+
     def _ensure_capacity(self, end: int) -> None:
         view = self._view
         if len(view) < end:
@@ -357,7 +372,12 @@ class AbstractIndex(IndexState):
             elif self._view is not None:
                 if not self._writable:
                     raise PermissionError(f"{self.path} is open read-only")
-                self._view[start:end] = bytes(end - start)
+                # Through the file, not the mapping (see _reserve).
+                fd = self._open()
+                try:
+                    os.pwrite(fd, bytes(end - start), start)
+                finally:
+                    os.close(fd)
         self._entries = entries
         self._refresh_last()
 
@@ -495,8 +515,7 @@ class OffsetIndex(AbstractIndex):
                 f"Attempt to append an offset ({offset}) to position {self._entries} no "
                 f"larger than the last offset appended ({last[0]}) to {self.path}")
         start = self._entries * 8
-        if self._buffered and len(self._view) < start + 8:
-            self._ensure_capacity(start + 8)
+        self._reserve(start + 8)
         self._ENTRY.pack_into(self._view, start, relative, position)
         self._entries += 1
         self._last = OffsetPosition(offset, position)
@@ -575,8 +594,7 @@ class TimeIndex(AbstractIndex):
                 f"than the last timestamp appended ({last.timestamp}) to {self.path}")
         if self._entries == 0 or timestamp > last.timestamp:
             start = self._entries * 12
-            if self._buffered and len(self._view) < start + 12:
-                self._ensure_capacity(start + 12)
+            self._reserve(start + 12)
             self._ENTRY.pack_into(self._view, start, timestamp,
                                   self._relative_offset(offset))
             self._entries += 1

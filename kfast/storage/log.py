@@ -43,6 +43,7 @@ from kfast.storage.checkpoint import (
     PartitionMetadataFile,
 )
 from kfast.storage.file_records import RECORD_BATCH_OVERHEAD, FileRecords
+from kfast.storage.log_dir_failure_channel import is_log_dir_failure
 from kfast.storage.producer_state import (
     ORIGIN_CLIENT,
     ORIGIN_REPLICATION,
@@ -105,7 +106,7 @@ class Log(LogState):
     def __init__(self, directory: str, config: LogConfig, *, recovery_point: int = 0,
                  log_start_offset: int = 0, had_clean_shutdown: bool = False,
                  topic_id: str | None = None, producer_id_expiration_ms: int = 86400000,
-                 time_ms=now_ms, flush_requester=None):
+                 time_ms=now_ms, flush_requester=None, failure_channel=None):
         from kfast.storage.loader import load_log  # loader builds on this module's types
 
         self.dir = directory
@@ -115,6 +116,9 @@ class Log(LogState):
         self._apply_config(config)
         self.time_ms = time_ms
         self.flush_requester = flush_requester
+        # The LogDirFailureChannel an I/O error of this log is reported to
+        # (None: the error only fails the call).
+        self.failure_channel = failure_channel
         self._lock = threading.RLock()
         self._segments: dict[int, LogSegment] = {}
         self._base_offsets: list[int] = []
@@ -217,9 +221,20 @@ class Log(LogState):
             raise KafkaStorageException(
                 f"The log for partition {self.topic}-{self.partition} is offline after a disk error")
 
+    @property
+    def parent_dir(self) -> str:
+        """The log dir holding this partition's directory."""
+        return os.path.dirname(self.dir)
+
     def _storage_error(self, exc: OSError, what: str) -> KafkaStorageException:
-        return KafkaStorageException(
-            f"Error while {what} for {self.topic}-{self.partition} in dir {self.dir}: {exc}")
+        """The KafkaStorageException for ``exc``; a disk failure (not a
+        descriptor limit) also takes the log, and through the failure
+        channel its whole log dir, offline (Kafka's maybeHandleIOException)."""
+        message = f"Error while {what} for {self.topic}-{self.partition} in dir {self.parent_dir}"
+        if self.failure_channel is not None and is_log_dir_failure(exc):
+            self.offline = True
+            self.failure_channel.maybe_add_offline_log_dir(self.parent_dir, message, exc)
+        return KafkaStorageException(f"{message}: {exc}")
 
     # -- validation -------------------------------------------------------------
     def _scan_error(self, status: int, scan: BatchScan, now: int) -> Exception:

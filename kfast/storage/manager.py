@@ -46,6 +46,7 @@ from kfast.storage.checkpoint import (
 )
 from kfast.storage.cleaner import clean_log, dirty_ratio
 from kfast.storage.log import Log, now_ms, parse_topic_partition
+from kfast.storage.log_dir_failure_channel import LogDirFailureChannel, is_log_dir_failure
 from kfast.storage.meta_properties import ensure_meta_properties
 from kfast.storage.retention import delete_old_segments
 
@@ -93,7 +94,10 @@ class LogManager:
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
         self._pending_dir_deletes: list[tuple[int, str]] = []
+        # Dirs whose partitions were taken away after a disk failure (the
+        # channel knows a failed dir first; handle_log_dir_failure moves it here).
         self.offline_dirs: set[str] = set()
+        self.failure_channel = LogDirFailureChannel()
         self._lock = threading.RLock()
         self.had_clean_shutdown: dict[str, bool] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
@@ -117,53 +121,71 @@ class LogManager:
     def _load_dirs(self) -> None:
         self.cluster_id, self.node_id = ensure_meta_properties(
             self.log_dirs, self.node_id, self.cluster_id, self.config["reserved.broker.max.id"])
-        threads = self.config["num.recovery.threads.per.data.dir"]
         for d in self.log_dirs:
-            marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
-            clean = os.path.exists(marker)
-            self.had_clean_shutdown[d] = clean
-            recovery_points = _read_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
-            start_offsets = _read_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
-            high_watermarks = _read_checkpoint(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
-            self._cleaner_offsets.update(_read_checkpoint(os.path.join(d, CLEANER_OFFSET_CHECKPOINT)))
-            jobs = []
-            for name in sorted(os.listdir(d)):
-                path = os.path.join(d, name)
-                if not os.path.isdir(path):
-                    continue
-                if name.endswith(DELETE_DIR_SUFFIX):
-                    self._pending_dir_deletes.append((0, path))
-                    continue
-                if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
-                    continue
-                try:
-                    tp = parse_topic_partition(path)
-                except ValueError:
-                    logger.warning("skipping %s: not a topic-partition directory", path)
-                    continue
-                if tp[0] == CLUSTER_METADATA_TOPIC_NAME:
-                    continue
-                jobs.append((tp, path))
+            try:
+                self._load_dir(d)
+            except OSError as exc:
+                # A dir that cannot be read goes offline; the others serve
+                # (Kafka's LogManager.loadLogs).
+                if not is_log_dir_failure(exc):
+                    raise
+                self.failure_channel.maybe_add_offline_log_dir(
+                    d, f"Error while loading log dir {d}", exc)
+                self.handle_log_dir_failure(d)
+            except KafkaStorageException:
+                if not self.failure_channel.has_offline_log_dir(d):
+                    raise  # not an I/O error (two copies of a partition)
+                self.handle_log_dir_failure(d)
+        if not self.live_log_dirs:
+            raise KafkaStorageException(self.all_dirs_failed_message())
 
-            def load(job, clean=clean, recovery_points=recovery_points,
-                     start_offsets=start_offsets, high_watermarks=high_watermarks):
-                tp, path = job
-                log = Log(path, self.log_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
-                          log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
-                          time_ms=self.time_ms, flush_requester=self.flush_requester)
-                log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
-                return tp, path, log
+    def _load_dir(self, d: str) -> None:
+        threads = self.config["num.recovery.threads.per.data.dir"]
+        marker = os.path.join(d, CLEAN_SHUTDOWN_FILE)
+        clean = os.path.exists(marker)
+        self.had_clean_shutdown[d] = clean
+        recovery_points = _read_checkpoint(os.path.join(d, RECOVERY_POINT_CHECKPOINT))
+        start_offsets = _read_checkpoint(os.path.join(d, LOG_START_OFFSET_CHECKPOINT))
+        high_watermarks = _read_checkpoint(os.path.join(d, REPLICATION_OFFSET_CHECKPOINT))
+        self._cleaner_offsets.update(_read_checkpoint(os.path.join(d, CLEANER_OFFSET_CHECKPOINT)))
+        jobs = []
+        for name in sorted(os.listdir(d)):
+            path = os.path.join(d, name)
+            if not os.path.isdir(path):
+                continue
+            if name.endswith(DELETE_DIR_SUFFIX):
+                self._pending_dir_deletes.append((0, path))
+                continue
+            if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+                continue
+            try:
+                tp = parse_topic_partition(path)
+            except ValueError:
+                logger.warning("skipping %s: not a topic-partition directory", path)
+                continue
+            if tp[0] == CLUSTER_METADATA_TOPIC_NAME:
+                continue
+            jobs.append((tp, path))
 
-            with ThreadPoolExecutor(max_workers=threads) as pool:
-                for tp, path, log in pool.map(load, jobs):
-                    if tp in self._logs:
-                        raise KafkaStorageException(
-                            f"Duplicate log directories for {tp[0]}-{tp[1]} are found in both "
-                            f"{self._logs[tp].dir} and {path}")
-                    self._logs[tp] = log
-                    self._log_dir_of[tp] = d
-            if clean:
-                os.unlink(marker)
+        def load(job):
+            tp, path = job
+            log = Log(path, self.log_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
+                      log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
+                      time_ms=self.time_ms, flush_requester=self.flush_requester,
+                      failure_channel=self.failure_channel)
+            log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
+            return tp, path, log
+
+        with ThreadPoolExecutor(max_workers=threads) as pool:
+            for tp, path, log in pool.map(load, jobs):
+                if tp in self._logs:
+                    raise KafkaStorageException(
+                        f"Duplicate log directories for {tp[0]}-{tp[1]} are found in both "
+                        f"{self._logs[tp].dir} and {path}")
+                self._logs[tp] = log
+                self._log_dir_of[tp] = d
+        if clean:
+            os.unlink(marker)
 
     def abandon(self) -> None:
         """Let go of every file without writing anything (no flush, no
@@ -203,17 +225,23 @@ class LogManager:
             for log in list(self._logs.values()):
                 if log.offline:
                     continue
-                log.flush()
-                log.close()
+                try:
+                    log.flush()
+                    log.close()
+                except KafkaStorageException:
+                    # Reported to the failure channel: its dir gets no
+                    # clean-shutdown marker, so the next start recovers it.
+                    continue
             self.checkpoint_recovery_offsets()
             self.checkpoint_log_start_offsets()
             self.checkpoint_high_watermarks()
             self.checkpoint_cleaner_offsets()
-            for d in self.log_dirs:
-                if d in self.offline_dirs:
-                    continue
+            for d in self.live_log_dirs:
                 marker = json.dumps({"version": 0, "brokerEpoch": broker_epoch}).encode()
-                write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), marker)
+                try:
+                    write_atomically(os.path.join(d, CLEAN_SHUTDOWN_FILE), marker)
+                except OSError as exc:
+                    self._dir_failed(d, f"Error while writing {CLEAN_SHUTDOWN_FILE} in {d}", exc)
             self._logs.clear()
             self._unlock_dirs()
             self.started = False
@@ -259,9 +287,26 @@ class LogManager:
     def log_dir_of(self, topic: str, partition: int) -> str | None:
         return self._log_dir_of.get((topic, partition))
 
+    @property
+    def live_log_dirs(self) -> list[str]:
+        """The log dirs still online, in configured order."""
+        channel = self.failure_channel
+        return [d for d in self.log_dirs
+                if d not in self.offline_dirs and not channel.has_offline_log_dir(d)]
+
+    def all_dirs_failed_message(self) -> str:
+        return f"Shutdown broker because all log dirs in {', '.join(self.log_dirs)} have failed"
+
+    def _dir_failed(self, log_dir: str, message: str, exc: OSError) -> None:
+        """An I/O error of the manager's own files (checkpoints, markers)."""
+        if is_log_dir_failure(exc):
+            self.failure_channel.maybe_add_offline_log_dir(log_dir, message, exc)
+        else:
+            logger.error("%s: %s", message, exc)
+
     def _next_log_dir(self) -> str:
         """The online dir holding the fewest partitions (first listed wins ties)."""
-        counts = {d: 0 for d in self.log_dirs if d not in self.offline_dirs}
+        counts = {d: 0 for d in self.live_log_dirs}
         if not counts:
             raise KafkaStorageException("No log directories are online")
         for tp, d in self._log_dir_of.items():
@@ -278,16 +323,27 @@ class LogManager:
                 return log
             if log_dir is not None and os.path.abspath(log_dir) not in self.log_dirs:
                 raise LogDirNotFoundException(f"Log dir {log_dir} is not configured")
-            d = os.path.abspath(log_dir) if log_dir else self._next_log_dir()
             if overrides is not None:
                 self._overrides[topic] = dict(LogConfig.validate(overrides))
-            try:
-                log = Log(os.path.join(d, f"{topic}-{partition}"), self.log_config(topic),
-                          had_clean_shutdown=True, topic_id=topic_id, time_ms=self.time_ms,
-                          flush_requester=self.flush_requester)
-            except OSError as exc:
-                raise KafkaStorageException(
-                    f"Error while creating log for {topic}-{partition} in dir {d}: {exc}") from exc
+            while True:
+                d = os.path.abspath(log_dir) if log_dir else self._next_log_dir()
+                path = os.path.join(d, f"{topic}-{partition}")
+                try:
+                    log = Log(path, self.log_config(topic), had_clean_shutdown=True,
+                              topic_id=topic_id, time_ms=self.time_ms,
+                              flush_requester=self.flush_requester,
+                              failure_channel=self.failure_channel)
+                    break
+                except OSError as exc:
+                    message = f"Error while creating log for {topic}-{partition} in dir {d}"
+                    # A half-made directory would load as a second copy of
+                    # the partition at the next start.
+                    shutil.rmtree(path, ignore_errors=True)
+                    if log_dir is not None or not is_log_dir_failure(exc):
+                        raise KafkaStorageException(f"{message}: {exc}") from exc
+                    # The dir failed; another online dir may take the log
+                    # (it has no data yet). None left: _next_log_dir raises.
+                    self.failure_channel.maybe_add_offline_log_dir(d, message, exc)
             self._logs[tp] = log
             self._log_dir_of[tp] = d
             return log
@@ -320,9 +376,14 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
         return len(ready)
 
-    def mark_dir_offline(self, log_dir: str) -> list[tuple]:
-        """After a disk failure: stop using the dir; returns its partitions."""
+    def handle_log_dir_failure(self, log_dir: str) -> list[tuple]:
+        """After a disk failure: stop using the dir, let go of its logs
+        without writing anything; returns its partitions (Kafka's
+        LogManager.handleLogDirFailure). The caller checks ``live_log_dirs``."""
         with self._lock:
+            if log_dir in self.offline_dirs:
+                return []
+            logger.warning("Stopping serving logs in dir %s", log_dir)
             self.offline_dirs.add(log_dir)
             gone = [tp for tp, d in self._log_dir_of.items() if d == log_dir]
             for tp in gone:
@@ -343,8 +404,8 @@ class LogManager:
                 deleted += delete_old_segments(log, now)
                 log.delete_pending_files(now)
                 log.producer_state.remove_expired_producers(now)
-            except KafkaStorageException:
-                logger.exception("retention failed for %s", log)
+            except KafkaStorageException as exc:
+                logger.error("retention failed for %s: %s", log, exc)
         self.delete_pending_dirs(now)
         return deleted
 
@@ -355,21 +416,21 @@ class LogManager:
         for log in self.all_logs():
             try:
                 flushed += log.flush_if_due(now)
-            except KafkaStorageException:
-                logger.exception("flush failed for %s", log)
+            except KafkaStorageException as exc:
+                logger.error("flush failed for %s: %s", log, exc)
         return flushed
 
     def _checkpoint(self, file_name: str, value: Callable[[Log], int],
                     only_dir: str | None = None) -> None:
-        for d in self.log_dirs:
-            if d in self.offline_dirs or (only_dir is not None and d != only_dir):
+        for d in self.live_log_dirs:
+            if only_dir is not None and d != only_dir:
                 continue
             offsets = {tp: value(log) for tp, log in self._logs.items()
                        if self._log_dir_of.get(tp) == d}
             try:
                 OffsetCheckpointFile(os.path.join(d, file_name)).write(offsets)
             except OSError as exc:
-                logger.error("cannot write %s in %s: %s", file_name, d, exc)
+                self._dir_failed(d, f"Error while writing {file_name} in {d}", exc)
 
     def checkpoint_recovery_offsets(self, only_dir: str | None = None) -> None:
         self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point, only_dir)
@@ -382,15 +443,14 @@ class LogManager:
 
     def checkpoint_cleaner_offsets(self) -> None:
         """cleaner-offset-checkpoint: where each compacted log's dirty part starts."""
-        for d in self.log_dirs:
-            if d in self.offline_dirs:
-                continue
+        for d in self.live_log_dirs:
             offsets = {tp: offset for tp, offset in self._cleaner_offsets.items()
                        if self._log_dir_of.get(tp) == d}
             try:
                 OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT)).write(offsets)
             except OSError as exc:
-                logger.error("cannot write %s in %s: %s", CLEANER_OFFSET_CHECKPOINT, d, exc)
+                self._dir_failed(d, f"Error while writing {CLEANER_OFFSET_CHECKPOINT} in {d}",
+                                 exc)
 
     def clean_logs(self, now: int | None = None) -> int:
         """One compaction pass over each compacted log whose dirty ratio is at
@@ -407,8 +467,11 @@ class LogManager:
                 continue
             try:
                 result = clean_log(log, first_dirty, now)
-            except (OSError, KafkaStorageException):
-                logger.exception("compaction failed for %s", log)
+            except KafkaStorageException as exc:
+                logger.error("compaction failed for %s: %s", log, exc)
+                continue
+            except OSError as exc:
+                self._dir_failed(log.parent_dir, f"Error while compacting {log}", exc)
                 continue
             if result is not None:
                 self._cleaner_offsets[tp] = result.end_offset

@@ -8,7 +8,10 @@ Properties use Kafka's names and defaults; the file is read first, then each
 one kfast cannot serve (a SASL or SSL listener), stops the start with one
 line naming it (exit status 2). SIGTERM or SIGINT shuts the
 node down cleanly: stop accepting, answer requests in flight, flush the
-logs, write the checkpoints and the clean-shutdown marker.
+logs, write the checkpoints and the clean-shutdown marker. A log dir that
+fails (ENOSPC, EIO) goes offline; when none is left the node logs
+"Shutdown broker because all log dirs in ... have failed", stops and
+exits 1, as Kafka halts.
 """
 from __future__ import annotations
 
@@ -39,6 +42,7 @@ SINGLE_NODE_DEFAULTS = {
 
 EXIT_CONFIG_ERROR = 2
 EXIT_START_FAILED = 1
+EXIT_FATAL = 1
 
 
 def build_config(config_path: str | None, overrides: list[str]) -> KafkaConfig:
@@ -124,10 +128,27 @@ async def serve(config: KafkaConfig) -> int:
         logging.getLogger("kfast.server").error("kfast failed to start: %s", exc,
                                                 exc_info=not expected)
         return EXIT_START_FAILED
-    await stop.wait()
-    logging.getLogger("kfast.server").info("shutting down")
+    failed = _failed_event(broker)
+    waits = [asyncio.ensure_future(stop.wait())]
+    if failed is not None:
+        waits.append(asyncio.ensure_future(failed.wait()))
+    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+    for waiter in waits:
+        waiter.cancel()
+    fatal = failed is not None and failed.is_set()
+    if not fatal:
+        logging.getLogger("kfast.server").info("shutting down")
     await broker.shutdown()
-    return 0
+    # Every log dir failed (the broker logged the one line saying so):
+    # exit 1, as Kafka halts.
+    return EXIT_FATAL if fatal else 0
+
+
+def _failed_event(server):
+    """The broker's ``failed`` event (a KafkaRaftServer wraps its broker;
+    a controller-only node has none)."""
+    broker = getattr(server, "broker", server)
+    return getattr(broker, "failed", None)
 
 
 def _config_error(exc: ConfigException) -> int:

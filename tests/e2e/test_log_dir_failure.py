@@ -1,0 +1,205 @@
+"""A log dir on a full disk goes offline, as Kafka's LogDirFailureChannel.
+
+Each test puts a log dir on its own small tmpfs (root mounts it; skipped with
+the reason where mounting is impossible), fills it with a filler file and
+writes with a real client until the disk is full:
+
+- the only log dir full: the broker logs one line naming the failed dirs
+  and exits 1 (Kafka halts), every idempotent acks=all produce is either
+  acknowledged or fails within message.timeout.ms, no traceback is logged,
+  and after the filler is removed a restart has every acknowledged record;
+- two log dirs, one full: its partition answers KAFKA_STORAGE_ERROR and
+  DescribeLogDirs reports the dir with KAFKA_STORAGE_ERROR, while the other
+  dir's partition keeps taking and serving records; SIGTERM still exits 0.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
+from kafka.admin import KafkaAdminClient
+
+from e2e_support import ServeProcess, free_port, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+ALL_DIRS_FAILED = "Shutdown broker because all log dirs in"
+VALUE_PAD = b"x" * 1000
+
+
+@pytest.fixture
+def small_disk(tmp_path):
+    """A 8 MiB tmpfs at a fresh mount point; unmounted afterwards."""
+    mount_point = tmp_path / "disk"
+    mount_point.mkdir()
+    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
+                             capture_output=True, text=True)
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
+    yield mount_point
+    subprocess.run(["umount", "-l", str(mount_point)], check=False)
+
+
+def _fill(mount_point, leave_bytes: int) -> str:
+    """A filler file taking all but ``leave_bytes`` of the disk."""
+    stat = os.statvfs(mount_point)
+    free = stat.f_bavail * stat.f_frsize
+    filler = os.path.join(mount_point, "filler")
+    with open(filler, "wb") as f:
+        f.write(b"\0" * max(free - leave_bytes, 0))
+    return filler
+
+
+def _create_topic(broker, name: str, partitions: int) -> None:
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    admin.create_topics([NewTopic(name, partitions, 1)])[name].result(30)
+
+
+def _consume_values(broker, topic: str, partitions: list[int], expected: int) -> set[bytes]:
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "audit",
+                         "enable.auto.commit": False})
+    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
+    values: set[bytes] = set()
+    deadline = time.monotonic() + 30
+    try:
+        while len(values) < expected and time.monotonic() < deadline:
+            message = consumer.poll(0.5)
+            if message is not None and message.error() is None:
+                values.add(message.value())
+    finally:
+        consumer.close()
+    return values
+
+
+def _log_dirs(broker) -> dict[str, tuple[int, dict]]:
+    """DescribeLogDirs through kafka-python: {dir: (error code, {(topic, p): size})}."""
+    admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        answers = admin.describe_log_dirs()
+    finally:
+        admin.close()
+    (answer,) = answers
+    found = {}
+    for result in answer["log_dirs"]:
+        sizes = {(t["name"], p["partition_index"]): p["partition_size"]
+                 for t in result["topics"] for p in t["partitions"]}
+        found[result["log_dir"]] = (result["error_code"], sizes)
+    return found
+
+
+def test_the_only_log_dir_full_stops_the_broker_and_a_restart_has_every_acknowledged_record(
+        small_disk):
+    data = str(small_disk / "data")
+    broker = ServeProcess(data, free_port())
+    try:
+        broker.start()
+        _create_topic(broker, "full", 2)
+        filler = _fill(small_disk, leave_bytes=2 << 20)
+        acknowledged: list[bytes] = []
+        failed: list[KafkaError] = []
+
+        def on_delivery(err, msg):
+            (failed.append(err) if err is not None else acknowledged.append(msg.value()))
+
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                             "enable.idempotence": True, "acks": "all", "linger.ms": 5,
+                             "message.timeout.ms": 5000})
+        sent = 0
+        deadline = time.monotonic() + 60
+        while broker.proc.poll() is None and time.monotonic() < deadline:
+            try:
+                producer.produce("full", b"%08d" % sent + VALUE_PAD, on_delivery=on_delivery)
+                sent += 1
+            except BufferError:
+                producer.poll(0.05)
+            producer.poll(0)
+        # Every produce is answered within message.timeout.ms: acknowledged,
+        # or failed once the broker is gone.
+        assert producer.flush(30) == 0
+        assert len(acknowledged) + len(failed) == sent
+        assert acknowledged and failed
+        assert broker.proc.wait(30) == 1
+        output = "".join(broker.output)
+        assert output.count(ALL_DIRS_FAILED) == 1, output[-3000:]
+        assert "No space left on device" in output
+        assert "Traceback" not in output, output[-5000:]
+
+        os.unlink(filler)
+        broker.start()
+        values = _consume_values(broker, "full", [0, 1], len(acknowledged))
+        assert set(acknowledged) <= values, f"{len(set(acknowledged) - values)} records lost"
+        assert broker.terminate() == 0
+    finally:
+        broker.kill()
+
+
+def test_a_full_log_dir_goes_offline_while_the_other_keeps_serving(tmp_path, small_disk):
+    healthy = str(tmp_path / "healthy")
+    full = str(small_disk / "data")
+    # The healthy dir first: it holds the metadata log (metadata.log.dir
+    # defaults to the first log dir) and the first partition.
+    broker = ServeProcess(healthy, free_port(), [f"log.dirs={healthy},{full}"])
+    try:
+        broker.start()
+        _create_topic(broker, "jbod", 2)
+        placement = {d: sizes for d, (_, sizes) in _log_dirs(broker).items()}
+        assert set(placement[healthy]) == {("jbod", 0)}
+        assert set(placement[full]) == {("jbod", 1)}
+        filler = _fill(small_disk, leave_bytes=1 << 20)
+
+        # A producer without retries sees the partition's own error.
+        errors: dict[int, list] = {0: [], 1: []}
+        acknowledged: dict[int, list] = {0: [], 1: []}
+
+        def on_delivery(err, msg):
+            target = errors if err is not None else acknowledged
+            target[msg.partition()].append(err.code() if err is not None else msg.value())
+
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all",
+                             "retries": 0, "linger.ms": 5, "message.timeout.ms": 10000})
+        sent = 0
+        deadline = time.monotonic() + 60
+        while not errors[1] and time.monotonic() < deadline:
+            try:
+                producer.produce("jbod", b"%08d" % sent + VALUE_PAD, partition=1,
+                                 on_delivery=on_delivery)
+                sent += 1
+            except BufferError:
+                producer.poll(0.05)
+            producer.poll(0)
+        producer.flush(30)
+        assert errors[1] and set(errors[1]) == {KafkaError.KAFKA_STORAGE_ERROR}, errors[1][:5]
+        before_failure = list(acknowledged[1])
+        assert before_failure
+
+        # The full dir is offline (and says so); the healthy one serves.
+        dirs = _log_dirs(broker)
+        assert dirs[full][0] == KafkaError.KAFKA_STORAGE_ERROR
+        assert dirs[healthy][0] == 0 and ("jbod", 0) in dirs[healthy][1]
+        for i in range(200):
+            producer.produce("jbod", b"healthy-%d" % i, partition=0, on_delivery=on_delivery)
+        producer.produce("jbod", b"after", partition=1, on_delivery=on_delivery)
+        assert producer.flush(30) == 0
+        assert len(acknowledged[0]) == 200
+        assert errors[1][-1] == KafkaError.KAFKA_STORAGE_ERROR
+        assert _consume_values(broker, "jbod", [0], 200) == set(acknowledged[0])
+        assert broker.proc.poll() is None
+        output = "".join(broker.output)
+        assert "Traceback" not in output, output[-5000:]
+        assert ALL_DIRS_FAILED not in output
+        # A clean stop with one dir offline (nothing is written to it).
+        assert broker.terminate() == 0
+
+        # Space freed: the dir comes back at the next start with its records.
+        os.unlink(filler)
+        broker.start()
+        wait_until(lambda: _log_dirs(broker)[full][0] == 0, timeout=30)
+        values = _consume_values(broker, "jbod", [1], len(before_failure))
+        assert set(before_failure) <= values
+        assert broker.terminate() == 0
+    finally:
+        broker.kill()
