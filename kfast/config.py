@@ -290,6 +290,66 @@ define("super.users", S, None,
        "Principals allowed everything, separated by semicolons (User:admin;User:ops).")
 define("allow.everyone.if.no.acl.found", B, False,
        "Whether a resource no ACL applies to is open to everyone (else only to super users).")
+# Security: TLS and SASL listeners (Kafka's BrokerSecurityConfigs, SslConfigs,
+# SaslConfigs). Each ssl.*/sasl.* property may also be set for one listener as
+# listener.name.<listener>.<property>, which wins (sasl.jaas.config only so,
+# as listener.name.<listener>.<mechanism>.sasl.jaas.config).
+TLS_PROTOCOLS = ("TLSv1.2", "TLSv1.3")
+KEYSTORE_TYPES = ("JKS", "PKCS12", "PEM")
+define("security.inter.broker.protocol", S, "PLAINTEXT",
+       "Security protocol between brokers when inter.broker.listener.name is not set.",
+       ValidString(("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")))
+define("ssl.protocol", S, "TLSv1.3", "The TLS protocol of the SSLContext.", ValidString(TLS_PROTOCOLS + ("TLS",)))
+define("ssl.enabled.protocols", LI, ["TLSv1.2", "TLSv1.3"], "TLS versions enabled on connections.",
+       ValidList(TLS_PROTOCOLS))
+define("ssl.cipher.suites", LI, None, "TLS 1.2 cipher suites (OpenSSL or IANA names); all by default.")
+define("ssl.keystore.type", S, "JKS", "Keystore file format: PEM, PKCS12 (JKS files kfast "
+       "reads only when they are PKCS12, as keytool writes them since Java 9).",
+       ValidString(KEYSTORE_TYPES))
+define("ssl.keystore.location", S, None, "Path of the keystore (the broker's key and certificate chain).")
+define("ssl.keystore.password", P, None, "Password of the keystore file.")
+define("ssl.key.password", P, None, "Password of the private key (PEM: of the encrypted key).")
+define("ssl.keystore.key", P, None, "Inline PEM private key (ssl.keystore.type=PEM).")
+define("ssl.keystore.certificate.chain", P, None, "Inline PEM certificate chain (ssl.keystore.type=PEM).")
+define("ssl.truststore.type", S, "JKS", "Truststore file format: PEM, PKCS12.", ValidString(KEYSTORE_TYPES))
+define("ssl.truststore.location", S, None, "Path of the truststore (CA certificates).")
+define("ssl.truststore.password", P, None, "Password of the truststore file.")
+define("ssl.truststore.certificates", P, None, "Inline PEM trusted certificates (ssl.truststore.type=PEM).")
+define("ssl.client.auth", S, "none", "Client certificate authentication: required, requested or none.",
+       ValidString(("required", "requested", "none")))
+define("ssl.principal.mapping.rules", S, "DEFAULT",
+       "RULE:pattern/replacement/[LU] rules mapping a client certificate's subject to a user name.")
+define("ssl.endpoint.identification.algorithm", S, "https",
+       "Host name verification of the server certificate by kfast's own client ('' disables it).")
+define("ssl.keymanager.algorithm", S, "SunX509", "Key manager algorithm (Java's; OpenSSL has one).")
+define("ssl.trustmanager.algorithm", S, "PKIX", "Trust manager algorithm (Java's; OpenSSL has one).")
+define("ssl.allow.dn.changes", B, False, "Allow a keystore update to change the certificate's DN.")
+define("ssl.allow.san.changes", B, False, "Allow a keystore update to change the certificate's SANs.")
+define("sasl.enabled.mechanisms", LI, ["GSSAPI"], "SASL mechanisms enabled on SASL listeners.")
+define("sasl.mechanism.inter.broker.protocol", S, "GSSAPI", "SASL mechanism between brokers.")
+define("sasl.mechanism.controller.protocol", S, "GSSAPI", "SASL mechanism toward the controllers.")
+define("sasl.jaas.config", P, None, "JAAS login context (brokers: per listener and mechanism).")
+define("sasl.server.max.receive.size", I, 524288, "Largest SASL token before authentication.",
+       at_least(1))
+define("sasl.oauthbearer.jwks.endpoint.url", S, None,
+       "JWKS of the keys OAUTHBEARER tokens are verified with (kfast: a file: URL).")
+define("sasl.oauthbearer.expected.audience", LI, None, "Audiences an OAUTHBEARER token must name one of.")
+define("sasl.oauthbearer.expected.issuer", S, None, "Issuer an OAUTHBEARER token must name.")
+define("sasl.oauthbearer.sub.claim.name", S, "sub", "Claim naming the OAUTHBEARER principal.")
+define("sasl.oauthbearer.scope.claim.name", S, "scope", "Claim holding the OAUTHBEARER scopes.")
+define("sasl.oauthbearer.clock.skew.seconds", I, 30, "Clock skew tolerated on token times.",
+       at_least(0))
+define("sasl.oauthbearer.jwks.endpoint.refresh.ms", L, 3600000, "How often the JWKS is reread.",
+       at_least(0))
+define("sasl.server.callback.handler.class", C, None, "SASL server callback handler (kfast: "
+       "Kafka's OAuthBearerValidatorCallbackHandler only).")
+define("connections.max.reauth.ms", L, 0, "Longest SASL session before re-authentication "
+       "(KIP-368); 0: sessions do not expire.", at_least(0))
+define("connection.failed.authentication.delay.ms", I, 100,
+       "Delay before closing a connection whose authentication failed.", at_least(0))
+define("principal.builder.class", C,
+       "org.apache.kafka.common.security.authenticator.DefaultKafkaPrincipalBuilder",
+       "Builds a connection's principal (kfast: Kafka's default builder only).")
 
 # Topics.
 define("num.partitions", I, 1, "Default number of log partitions per topic.", at_least(1))
@@ -673,8 +733,78 @@ def _validate(defs: Mapping[str, ConfigKey], name: str, value: Any) -> Any:
     return value
 
 
-# Property families Kafka accepts by prefix (per-listener and client-side settings).
-ALLOWED_PREFIXES = ("listener.name.", "ssl.", "sasl.", "kfast.")
+# Property families Kafka accepts by prefix (per-listener settings); the
+# ssl.* and sasl.* properties are rows of the table, and their per-listener
+# forms are checked against it (_check_listener_property).
+ALLOWED_PREFIXES = ("listener.name.", "kfast.")
+LISTENER_PREFIX = "listener.name."
+# Mechanisms a listener.name.<l>.<mechanism>.<property> may name (Kafka's
+# lower-case form); which of them kfast serves is kfast.security's business.
+SASL_MECHANISM_PREFIXES = ("plain", "scram-sha-256", "scram-sha-512", "oauthbearer", "gssapi")
+# Properties Kafka allows per listener and mechanism.
+MECHANISM_PROPERTIES = ("sasl.jaas.config", "sasl.server.callback.handler.class",
+                        "connections.max.reauth.ms")
+# Security settings kfast does not implement: setting one stops the start
+# (naming it) rather than leaving a user believing it is in force.
+UNSUPPORTED_SECURITY_PREFIXES = {
+    "sasl.kerberos.": "kfast does not implement Kerberos (GSSAPI)",
+    "sasl.login.": "kfast does not run SASL login modules (it reads the JAAS options)",
+}
+UNSUPPORTED_SECURITY_PROPERTIES = {
+    "ssl.engine.factory.class": "kfast builds its TLS engine from the ssl.* settings only",
+    "ssl.provider": "kfast uses OpenSSL, not a Java security provider",
+    "ssl.secure.random.implementation": "kfast uses OpenSSL's random generator",
+    "sasl.client.callback.handler.class": "kfast runs no custom SASL callback handlers",
+    "security.providers": "kfast loads no Java security providers",
+}
+# Properties kfast serves only with one of these values (Kafka's defaults and
+# the classes kfast implements).
+SUPPORTED_SECURITY_VALUES = {
+    "principal.builder.class": ("org.apache.kafka.common.security.authenticator."
+                                "DefaultKafkaPrincipalBuilder",),
+    "ssl.keymanager.algorithm": ("SunX509", "PKIX"),
+    "ssl.trustmanager.algorithm": ("PKIX", "SunX509"),
+    "sasl.server.callback.handler.class": (
+        "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "org.apache.kafka.common.security.oauthbearer.internals.unsecured."
+        "OAuthBearerUnsecuredValidatorCallbackHandler"),
+}
+
+
+def _check_security_support(name: str, property_name: str, value: Any) -> None:
+    """``property_name`` is ``name`` without its listener/mechanism prefix."""
+    for prefix, reason in UNSUPPORTED_SECURITY_PREFIXES.items():
+        if property_name.startswith(prefix):
+            raise ConfigException(name, value, f"not supported: {reason}")
+    if property_name in UNSUPPORTED_SECURITY_PROPERTIES:
+        raise ConfigException(name, value,
+                              f"not supported: {UNSUPPORTED_SECURITY_PROPERTIES[property_name]}")
+    allowed = SUPPORTED_SECURITY_VALUES.get(property_name)
+    if allowed is not None and value is not None and str(value).strip() not in allowed:
+        raise ConfigException(name, value, f"not supported: kfast implements only "
+                                           f"{' or '.join(allowed)}")
+
+
+def _check_listener_property(name: str, value: Any) -> None:
+    """listener.name.<listener>.<property> and
+    listener.name.<listener>.<mechanism>.<property>: a security property
+    there must be one Kafka defines, with a valid value."""
+    listener, _, rest = name[len(LISTENER_PREFIX):].partition(".")
+    mechanism, _, mechanism_rest = rest.partition(".")
+    if mechanism in SASL_MECHANISM_PREFIXES and mechanism_rest:
+        if mechanism_rest not in MECHANISM_PROPERTIES:
+            _check_security_support(name, mechanism_rest, value)
+            raise ConfigException(name, "[hidden]", "Unknown configuration for a SASL mechanism")
+        rest = mechanism_rest
+    elif not rest.startswith(("ssl.", "sasl.", "connections.max.reauth.ms")):
+        return  # other per-listener settings (e.g. max.connections) are not security's
+    if not listener:
+        raise ConfigException(name, None, "expected listener.name.<listener>.<property>")
+    _check_security_support(name, rest, value)
+    if rest not in SERVER_CONFIGS:
+        raise ConfigException(name, None if SERVER_CONFIGS.get(rest) is None else value,
+                              "Unknown configuration")
+    _validate(SERVER_CONFIGS, rest, value)
 
 
 class KafkaConfig:
@@ -695,6 +825,10 @@ class KafkaConfig:
                                                      "(IncrementalAlterConfigs on the broker)")
                 values[name] = _validate(DYNAMIC_ONLY_BROKER_CONFIGS, name, raw)
                 continue
+            if strict and name.startswith(LISTENER_PREFIX):
+                _check_listener_property(name, raw)
+            elif strict:
+                _check_security_support(name, name, raw)
             if name not in SERVER_CONFIGS:
                 if not strict or name.startswith(ALLOWED_PREFIXES):
                     self.extra[name] = raw
@@ -744,6 +878,20 @@ class KafkaConfig:
         merged = dict(self.originals)
         merged.update(dynamic)
         return KafkaConfig(merged, strict=False)
+
+    def listener_value(self, listener: str, name: str, mechanism: str | None = None) -> Any:
+        """``name`` for one listener, with Kafka's precedence:
+        listener.name.<listener>.<mechanism>.<name> (where a mechanism is
+        given), then listener.name.<listener>.<name>, then ``name`` itself
+        (the listener and mechanism in lower case, as Kafka's ListenerName
+        prefixes)."""
+        prefix = f"{LISTENER_PREFIX}{listener.lower()}."
+        keys = [f"{prefix}{mechanism.lower()}.{name}"] if mechanism else []
+        keys.append(prefix + name)
+        for key in keys:
+            if key in self.originals:
+                return _validate(SERVER_CONFIGS, name, self.originals[key])
+        return self[name]
 
     def _check_relations(self) -> None:
         if not self.log_dirs:

@@ -35,7 +35,9 @@ from kfast.server.apis import KafkaApis
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
-from kfast.server.network import SocketServer
+from kfast.security.listener import ListenerSecurity
+from kfast.server.network import SocketServer, security_for_listener
+from kfast.server.sasl_authenticator import SaslListenerHandler
 from kfast.server.producer_id_apis import ProducerIdManager
 from kfast.server.replica_fetcher import ReplicaFetcherManager
 from kfast.server.replica_manager import ReplicaManager
@@ -60,6 +62,7 @@ _API_MODULES = (
     "kfast.server.write_txn_markers_apis",
     "kfast.server.describe_producers_apis",
     "kfast.server.acl_apis",
+    "kfast.server.sasl_apis",
 )
 # Kafka's transaction.version feature; kfast's controller finalizes no
 # level, so clients run the original protocol (level 0).
@@ -187,10 +190,11 @@ class KafkaBroker:
                 raise ConfigException("listener.security.protocol.map",
                                       ",".join(config["listener.security.protocol.map"]),
                                       f"No security protocol defined for listener {name}")
-            if protocol != "PLAINTEXT":
-                raise ConfigException("listeners", ",".join(config["listeners"]),
-                                      f"Security protocol {protocol} of listener {name} is not "
-                                      f"supported by kfast (PLAINTEXT only)")
+        # Each listener's TLS and SASL settings, checked now: a listener kfast
+        # cannot secure as configured stops the start.
+        self.listener_security = {
+            name: ListenerSecurity.from_config(config, name, protocols[name])
+            for name, _, _ in self.listeners}
         self._protocols = protocols
         # None without authorizer.class.name: every request is allowed.
         self.authorizer = StandardAuthorizer.from_config(config)
@@ -430,8 +434,17 @@ class KafkaBroker:
 
     async def _start_listeners(self) -> None:
         for name, host, port in self.listeners:
-            server = SocketServer.from_config(self.apis.network_handler(name),
-                                              self.current_config, host or "0.0.0.0", port)
+            handler, security = self.apis.network_handler(name), self.listener_security[name]
+            sasl_setup = None
+            if security.uses_sasl:
+                handler = SaslListenerHandler(
+                    self.apis, name, security, self,
+                    self.config["connection.failed.authentication.delay.ms"])
+                sasl_setup = handler.setup
+            server = SocketServer.from_config(handler, self.current_config, host or "0.0.0.0",
+                                              port, listener_name=name,
+                                              **security_for_listener(security, handler,
+                                                                      sasl_setup))
             try:
                 await server.start()
             except OSError as exc:

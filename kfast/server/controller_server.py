@@ -51,6 +51,7 @@ from kfast.raft.quorum_state import QuorumConfig
 from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
 from kfast.server.apis import KafkaApis
+from kfast.security.listener import require_plaintext
 from kfast.server.network import SocketServer
 from kfast.storage.meta_properties import (
     ensure_meta_properties,
@@ -128,6 +129,8 @@ class ControllerServer:
                                   f"node.id {self.node_id} is "
                                   f"{'one' if observer else 'not one'} of the voters")
         self.listeners = [] if observer else controller_listeners(config)
+        for name in config["controller.listener.names"]:
+            require_plaintext(config, name, "controller")
         self.endpoints = [] if observer else advertised_controller_endpoints(config)
         self.metadata_dir = config.get("metadata.log.dir") or config["log.dirs"][0]
         self.cluster_id: str | None = config["cluster.id"]

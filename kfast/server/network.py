@@ -53,10 +53,14 @@ Connection limits follow Kafka: at ``max.connections`` the server stops
 accepting (clients wait in the listen backlog) until a connection closes; a
 connection beyond ``max.connections.per.ip`` is closed as soon as accepted.
 
-TLS: not implemented. The extension point is ``transport_factory``: a TLS
-transport implements the ``Transport`` protocol below (framing over
-ssl.MemoryBIO, FileRegion parts sent with ``FileRegion.read()`` + write,
-since encrypted bytes cannot come from the page cache).
+Security: ``transport_factory`` makes each connection's transport (the
+plaintext one in C, or ``kfast.server.tls_transport.TlsTransport`` for SSL
+and SASL_SSL listeners: framing over ssl.MemoryBIO, FileRegion parts read
+then encrypted, since encrypted bytes cannot come from the page cache), and
+``connection_setup(connection)`` runs once per accepted connection before
+its first read (the listener's TLS principal and SASL state go there; see
+``security_for_listener``). A failed TLS handshake is logged at a bounded
+rate and closes the connection.
 """
 from __future__ import annotations
 
@@ -67,6 +71,7 @@ import inspect
 import itertools
 import logging
 import socket
+import ssl
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Iterable, Protocol, Sequence, Union
 
@@ -154,6 +159,37 @@ def _plaintext_transport(sock: socket.socket, max_receive_size: int) -> Transpor
     return PlaintextTransport(sock.fileno(), max_receive_size)
 
 
+def security_for_listener(security, handler: Handler, sasl_setup=None) -> dict:
+    """SocketServer arguments for a listener's ``ListenerSecurity``
+    (kfast.security.listener): the TLS transport whose completed handshake
+    sets the connection's principal from the client certificate, and the
+    per-connection SASL setup. Empty for PLAINTEXT."""
+    settings: dict = {}
+    if security is None:
+        return settings
+    if security.uses_tls:
+        from kfast.server.tls_transport import TlsTransport
+
+        context = security.ssl_context
+
+        def tls_transport(sock: socket.socket, max_receive_size: int) -> Transport:
+            return TlsTransport(sock, context, max_receive_size)
+        settings["transport_factory"] = tls_transport
+
+    def setup(connection: "Connection") -> None:
+        transport = connection.transport
+        if security.uses_tls and not security.uses_sasl:
+            def on_handshake(tls) -> None:
+                # SSL: the client certificate names the principal (SASL_SSL:
+                # SASL does, once authenticated).
+                connection.principal = security.certificate_principal(tls.peer_certificate())
+            transport.on_handshake = on_handshake
+        if sasl_setup is not None:
+            sasl_setup(connection)
+    settings["connection_setup"] = setup
+    return settings
+
+
 @dataclass(frozen=True)
 class NetworkMetrics:
     """Counters of a SocketServer since start (closed connections included)."""
@@ -223,6 +259,8 @@ class Connection:
         # Who the connection's requests act as: anonymous until TLS or SASL
         # authenticates it (kfast.security).
         self.principal = ANONYMOUS
+        # A SASL listener's per-connection authenticator (kfast.server.sasl_authenticator).
+        self.sasl = None
         self._sock = sock
         self._fd = sock.fileno()
         self._loop = server._loop
@@ -516,7 +554,14 @@ class Connection:
     # ----------------------------------------------------------------- closing
 
     def _fail(self, exc: BaseException) -> None:
-        if isinstance(exc, InvalidReceiveException):
+        if isinstance(exc, ssl.SSLError):
+            # Kafka logs "Failed authentication with <host> (SSL handshake
+            # failed)"; a scanner or a plaintext client makes one per connection.
+            self.server.warnings.warning("failed authentication",
+                                         "Failed authentication with /%s (SSL handshake "
+                                         "failed: %s)", self.peer[0],
+                                         exc.reason or exc.__class__.__name__)
+        elif isinstance(exc, InvalidReceiveException):
             # Kafka logs this at WARN and closes the channel without answering;
             # one per garbage connection, so at a bounded rate.
             self.server.warnings.warning("invalid receive", "%s: %s; closing the connection",
@@ -608,6 +653,7 @@ class SocketServer:
         max_queued_send_bytes: int = MAX_QUEUED_SEND_BYTES,
         max_in_flight_requests: int = MAX_IN_FLIGHT_REQUESTS,
         transport_factory: TransportFactory = _plaintext_transport,
+        connection_setup: Callable[["Connection"], None] | None = None,
     ):
         if not 0 <= socket_request_max_bytes <= INT32_MAX:
             raise ValueError("socket.request.max.bytes must be in [0, 2147483647]")
@@ -629,6 +675,7 @@ class SocketServer:
         self.max_queued_send_bytes = max_queued_send_bytes
         self.max_in_flight_requests = max_in_flight_requests
         self._transport_factory = transport_factory
+        self._connection_setup = connection_setup
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listener: socket.socket | None = None
         self._connections: dict[Connection, None] = {}  # insertion-ordered set
@@ -753,6 +800,8 @@ class SocketServer:
                 self._configure(sock)
                 transport = self._transport_factory(sock, self.socket_request_max_bytes)
                 connection = Connection(self, sock, peer, next(self._index), transport)
+                if self._connection_setup is not None:
+                    self._connection_setup(connection)
             except Exception:
                 logger.exception("could not set up the connection from %s", peer)
                 sock.close()

@@ -26,6 +26,7 @@ import asyncio
 from collections.abc import Mapping
 
 from kfast.config import ConfigException, KafkaConfig
+from kfast.security.listener import require_plaintext
 from kfast.server.broker import KafkaBroker
 from kfast.server.controller_channel import ControllerChannel, Forwarder, QuorumControllerClient
 from kfast.server.controller_server import ControllerServer
@@ -65,6 +66,8 @@ class KafkaRaftServer:
         self.controller_server = ControllerServer(config, observer=observer)
         self.broker = KafkaBroker(config, controller_factory=self._controller_client)
         self.broker.metrics.is_active_controller = self._is_active_controller
+        require_plaintext(config, config["inter.broker.listener.name"]
+                          or self.broker.listeners[0][0], "inter-broker")
         self.node_id = config.node_id
 
     def _is_active_controller(self) -> bool:

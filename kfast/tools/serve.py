@@ -5,8 +5,9 @@
 
 Properties use Kafka's names and defaults; the file is read first, then each
 ``--override key=value`` in order. An unknown or invalid property, or a valid
-one kfast cannot serve (a SASL or SSL listener), stops the start with one
-line naming it (exit status 2). SIGTERM or SIGINT shuts the
+one kfast does not implement (GSSAPI/Kerberos, a custom SSL engine, a
+controller listener with TLS or SASL), stops the start with one line naming
+it (exit status 2). SIGTERM or SIGINT shuts the
 node down cleanly: stop accepting, answer requests in flight, flush the
 logs, write the checkpoints and the clean-shutdown marker. A log dir that
 fails (ENOSPC, EIO) goes offline; when none is left the node logs
@@ -114,8 +115,9 @@ async def serve(config: KafkaConfig) -> int:
     try:
         broker = new_server(config)
     except ConfigException as exc:
-        # Valid properties the broker cannot serve (a SASL or SSL listener):
-        # the same one-line refusal as an invalid property.
+        # Valid properties the broker cannot serve (an unimplemented SASL
+        # mechanism, a keystore it cannot read): the same one-line refusal as
+        # an invalid property.
         return _config_error(exc)
     try:
         await broker.start()

@@ -1,0 +1,20 @@
+"""SASL mechanism servers: one state machine per mechanism, fed the client's
+tokens by kfast.server.sasl_authenticator (Kafka's SaslServerAuthenticator).
+
+Each server has ``evaluate(token) -> bytes`` (the challenge or final
+response), ``complete`` and, once complete, ``authorization_id`` (the user
+name the principal is built from) and ``expires_at_ms`` (a credential's own
+end, for OAUTHBEARER; None otherwise). A failed exchange raises
+``kfast.protocol.errors.SaslAuthenticationException`` with the message Kafka
+sends the client, which names no secret and does not say whether the user
+exists.
+"""
+from __future__ import annotations
+
+PLAIN = "PLAIN"
+SCRAM_SHA_256 = "SCRAM-SHA-256"
+SCRAM_SHA_512 = "SCRAM-SHA-512"
+OAUTHBEARER = "OAUTHBEARER"
+GSSAPI = "GSSAPI"
+# What kfast implements, in the order brokers usually list them.
+SUPPORTED_MECHANISMS = (PLAIN, SCRAM_SHA_256, SCRAM_SHA_512)

@@ -1,0 +1,344 @@
+"""TLS and SASL listeners with real clients: one broker serving SSL
+(client certificates requested, mapped to principals), SASL_PLAINTEXT and
+SASL_SSL; confluent-kafka, kafka-python, aiokafka and kcat produce and
+consume through each; wrong credentials are refused; requests before
+authentication close the connection as Kafka's SaslServerAuthenticator does.
+Every key, certificate and password is made by the fixtures."""
+from __future__ import annotations
+
+import asyncio
+import secrets
+import ssl
+import subprocess
+import uuid
+
+import pytest
+
+from e2e_support import wait_until
+from kfast.protocol import errors
+from kfast.security.principal import ANONYMOUS, KafkaPrincipal
+from kfast.testing import KfastBroker
+from kfast.testing.certificates import TestCA
+from security_support import RawConnection
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+JAAS_PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
+# CN=<name>,OU=<unit>,... -> <name>@<unit>; a subject without OU as it is.
+MAPPING_RULES = "RULE:^CN=([^,]*),OU=([^,]*),.*$/$1@$2/L,DEFAULT"
+
+
+@pytest.fixture(scope="module")
+def tls_ca(tmp_path_factory):
+    ca = TestCA(str(tmp_path_factory.mktemp("ca")))
+    ca.server = ca.issue("localhost", server=True)
+    ca.alice = ca.issue("Alice", organizational_unit="Eng")
+    ca.bob = ca.issue("bob")
+    return ca
+
+
+@pytest.fixture(scope="module")
+def users():
+    return {"alice": secrets.token_urlsafe(12), "bob": secrets.token_urlsafe(12)}
+
+
+@pytest.fixture(scope="module")
+def secured(tls_ca, users):
+    jaas = JAAS_PLAIN.format(users=" ".join(f'user_{u}="{pw}"' for u, pw in users.items()))
+    props = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
+                     "SASL_SSL://127.0.0.1:0",
+        "num.partitions": 1,
+        # The SSL listener's key inline (PEM), the SASL_SSL one's from a PKCS12 file.
+        "listener.name.ssl.ssl.keystore.type": "PEM",
+        "listener.name.ssl.ssl.keystore.key": tls_ca.server.key_pem.decode(),
+        "listener.name.ssl.ssl.keystore.certificate.chain": tls_ca.server.cert_pem.decode(),
+        "listener.name.ssl.ssl.truststore.type": "PEM",
+        "listener.name.ssl.ssl.truststore.certificates": tls_ca.cert_pem.decode(),
+        "listener.name.ssl.ssl.client.auth": "requested",
+        "listener.name.ssl.ssl.principal.mapping.rules": MAPPING_RULES,
+        "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
+        "listener.name.sasl_ssl.ssl.keystore.location": tls_ca.server.pkcs12_path,
+        "listener.name.sasl_ssl.ssl.keystore.password": tls_ca.server.pkcs12_password,
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
+        "connection.failed.authentication.delay.ms": 10,
+    }
+    with KfastBroker(props) as broker:
+        broker.ports = dict(broker.broker.bound_ports)
+        yield broker
+
+
+def _settings(kind: str, listener: str, ca, users, password: str | None = None) -> dict:
+    """librdkafka-style settings for one way of connecting."""
+    conf: dict = {"security.protocol": listener}
+    if listener in ("SSL", "SASL_SSL"):
+        conf["ssl.ca.location"] = ca.cert_path
+    if kind == "mtls":
+        conf.update({"ssl.certificate.location": ca.alice.cert_path,
+                     "ssl.key.location": ca.alice.key_path})
+    if kind == "plain":
+        conf.update({"sasl.mechanism": "PLAIN", "sasl.username": "alice",
+                     "sasl.password": password or users["alice"]})
+    return conf
+
+
+WAYS = [("plain", "SASL_PLAINTEXT"), ("plain", "SASL_SSL"), ("tls", "SSL"), ("mtls", "SSL")]
+
+
+def _roundtrip_confluent(port, conf, topic):
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
+
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", **conf})
+    producer.produce(topic, b"v1", key=b"k")
+    assert producer.flush(30) == 0
+    consumer = Consumer({"bootstrap.servers": f"127.0.0.1:{port}", "group.id": topic, **conf})
+    try:
+        consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
+        message = None
+        for _ in range(30):
+            message = consumer.poll(1)
+            if message is not None and message.error() is None:
+                break
+        assert message is not None and message.error() is None
+        return message.value()
+    finally:
+        consumer.close()
+
+
+def _kafka_python_kwargs(conf) -> dict:
+    kwargs = {"security_protocol": conf["security.protocol"]}
+    if "ssl.ca.location" in conf:
+        kwargs["ssl_cafile"] = conf["ssl.ca.location"]
+    if "ssl.certificate.location" in conf:
+        kwargs["ssl_certfile"] = conf["ssl.certificate.location"]
+        kwargs["ssl_keyfile"] = conf["ssl.key.location"]
+    if "sasl.mechanism" in conf:
+        kwargs.update(sasl_mechanism=conf["sasl.mechanism"],
+                      sasl_plain_username=conf["sasl.username"],
+                      sasl_plain_password=conf["sasl.password"])
+    return kwargs
+
+
+def _roundtrip_kafka_python(port, conf, topic):
+    from kafka import KafkaConsumer, KafkaProducer
+
+    kwargs = _kafka_python_kwargs(conf)
+    producer = KafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", **kwargs)
+    producer.send(topic, b"v1", key=b"k").get(timeout=30)
+    producer.close()
+    consumer = KafkaConsumer(topic, bootstrap_servers=f"127.0.0.1:{port}",
+                             auto_offset_reset="earliest", consumer_timeout_ms=20000, **kwargs)
+    try:
+        return next(iter(consumer)).value
+    finally:
+        consumer.close()
+
+
+def _aiokafka_kwargs(conf) -> dict:
+    kwargs = {"security_protocol": conf["security.protocol"]}
+    if "ssl.ca.location" in conf:
+        from aiokafka.helpers import create_ssl_context
+
+        kwargs["ssl_context"] = create_ssl_context(
+            cafile=conf["ssl.ca.location"], certfile=conf.get("ssl.certificate.location"),
+            keyfile=conf.get("ssl.key.location"))
+    if "sasl.mechanism" in conf:
+        kwargs.update(sasl_mechanism=conf["sasl.mechanism"],
+                      sasl_plain_username=conf["sasl.username"],
+                      sasl_plain_password=conf["sasl.password"])
+    return kwargs
+
+
+def _roundtrip_aiokafka(port, conf, topic):
+    from aiokafka import AIOKafkaConsumer, AIOKafkaProducer
+
+    async def run():
+        kwargs = _aiokafka_kwargs(conf)
+        producer = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}", **kwargs)
+        await producer.start()
+        try:
+            await producer.send_and_wait(topic, b"v1", key=b"k")
+        finally:
+            await producer.stop()
+        consumer = AIOKafkaConsumer(topic, bootstrap_servers=f"127.0.0.1:{port}",
+                                    auto_offset_reset="earliest", **kwargs)
+        await consumer.start()
+        try:
+            message = await asyncio.wait_for(consumer.getone(), 30)
+            return message.value
+        finally:
+            await consumer.stop()
+    return asyncio.run(run())
+
+
+def _kcat_args(conf) -> list[str]:
+    return [arg for key, value in conf.items() for arg in ("-X", f"{key}={value}")]
+
+
+def _roundtrip_kcat(port, conf, topic):
+    common = ["kcat", "-b", f"127.0.0.1:{port}", *_kcat_args(conf)]
+    subprocess.run([*common, "-P", "-t", topic], input=b"v1\n", check=True, timeout=60)
+    out = subprocess.run([*common, "-C", "-t", topic, "-o", "beginning", "-c", "1", "-e"],
+                         check=True, timeout=60, capture_output=True)
+    return out.stdout.strip()
+
+
+ROUNDTRIPS = {"confluent-kafka": _roundtrip_confluent, "kafka-python": _roundtrip_kafka_python,
+              "aiokafka": _roundtrip_aiokafka, "kcat": _roundtrip_kcat}
+# Every client through every way (SASL/PLAIN with and without TLS, TLS, mTLS).
+MATRIX = [(client, kind, listener) for client in ROUNDTRIPS for kind, listener in WAYS]
+
+
+@pytest.mark.parametrize("client,kind,listener", MATRIX,
+                         ids=[f"{c}-{k}-{l}" for c, k, l in MATRIX])
+def test_clients_produce_and_consume_through_secured_listeners(secured, tls_ca, users, client,
+                                                               kind, listener):
+    topic = f"sec-{uuid.uuid4().hex[:10]}"
+    conf = _settings(kind, listener, tls_ca, users)
+    assert ROUNDTRIPS[client](secured.ports[listener], conf, topic) == b"v1"
+
+
+def test_wrong_password_is_refused_with_sasl_authentication_failed(secured, tls_ca, users):
+    from confluent_kafka import KafkaError, Producer
+
+    seen = []
+    conf = _settings("plain", "SASL_SSL", tls_ca, users, password="not-" + users["alice"])
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{secured.ports['SASL_SSL']}",
+                         "error_cb": seen.append, **conf})
+    wait_until(lambda: producer.poll(0.2) is not None and any(
+        e.code() == KafkaError._AUTHENTICATION for e in seen), timeout=30)
+    error = next(e for e in seen if e.code() == KafkaError._AUTHENTICATION)
+    assert "Invalid username or password" in error.str()
+    assert users["alice"] not in error.str()
+
+
+def test_wrong_password_refused_aiokafka(secured, tls_ca, users):
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import KafkaError as AioKafkaError
+
+    conf = _settings("plain", "SASL_PLAINTEXT", tls_ca, users, password="x" + users["alice"])
+    port = secured.ports["SASL_PLAINTEXT"]
+
+    async def run():
+        producer = AIOKafkaProducer(bootstrap_servers=f"127.0.0.1:{port}",
+                                    request_timeout_ms=5000, **_aiokafka_kwargs(conf))
+        with pytest.raises(AioKafkaError):
+            await producer.start()
+        await producer.stop()
+    asyncio.run(run())
+
+
+def _raw_plain_authenticate(port, context, user, password, version=2):
+    connection = RawConnection(port, context)
+    handshake = connection.request("SaslHandshake", 1, mechanism="PLAIN")
+    assert handshake.error_code == 0 and handshake.mechanisms == ["PLAIN"]
+    answer = connection.request("SaslAuthenticate", version,
+                                auth_bytes=f"\0{user}\0{password}".encode())
+    return connection, answer
+
+
+def test_sasl_authenticate_wrong_password_then_close(secured, users):
+    connection, answer = _raw_plain_authenticate(secured.ports["SASL_PLAINTEXT"], None,
+                                                 "alice", "wrong")
+    assert answer.error_code == errors.SaslAuthenticationException.code
+    assert answer.error_message == "Authentication failed: Invalid username or password"
+    assert connection.closed_by_broker()
+    # An unknown user reads the same.
+    connection, answer = _raw_plain_authenticate(secured.ports["SASL_PLAINTEXT"], None,
+                                                 "mallory", "wrong")
+    assert answer.error_message == "Authentication failed: Invalid username or password"
+
+
+def test_requests_before_authentication_close_the_connection(secured, users):
+    port = secured.ports["SASL_PLAINTEXT"]
+    connection = RawConnection(port)
+    connection.send("Metadata", 4, topics=None)
+    assert connection.closed_by_broker()
+    # ApiVersions is answered, and lists the SASL APIs.
+    connection = RawConnection(port)
+    versions = connection.request("ApiVersions", 2)
+    assert {17, 36} <= {k.api_key for k in versions.api_keys}
+    # An unknown mechanism: UNSUPPORTED_SASL_MECHANISM with the enabled list, then closed.
+    answer = connection.request("SaslHandshake", 1, mechanism="SCRAM-SHA-1")
+    assert answer.error_code == errors.UnsupportedSaslMechanismException.code
+    assert answer.mechanisms == ["PLAIN"]
+    assert connection.closed_by_broker()
+    # Mid-exchange, a request other than SaslAuthenticate.
+    connection = RawConnection(port)
+    assert connection.request("SaslHandshake", 1, mechanism="PLAIN").error_code == 0
+    connection.send("Metadata", 4, topics=None)
+    assert connection.closed_by_broker()
+
+
+def test_authenticated_connection_serves_requests_as_its_user(secured, users):
+    connection, answer = _raw_plain_authenticate(secured.ports["SASL_PLAINTEXT"], None,
+                                                 "bob", users["bob"])
+    assert answer.error_code == 0 and answer.session_lifetime_ms == 0
+    assert connection.request("Metadata", 4, topics=None).brokers
+    principals = [c.principal for c in secured.broker.socket_servers["SASL_PLAINTEXT"].connections]
+    assert KafkaPrincipal("User", "bob") in principals
+    # A second SaslAuthenticate is out of place: Kafka's KafkaApis answer.
+    late = connection.request("SaslAuthenticate", 1, auth_bytes=b"\0bob\0x")
+    assert late.error_code == errors.IllegalSaslStateException.code
+    connection.close()
+
+
+def test_sasl_handshake_v0_raw_tokens(secured, users):
+    connection = RawConnection(secured.ports["SASL_PLAINTEXT"])
+    assert connection.request("SaslHandshake", 0, mechanism="PLAIN").error_code == 0
+    connection.send_frame(f"\0alice\0{users['alice']}".encode())
+    assert connection.read_frame() == b""
+    assert connection.request("Metadata", 4, topics=None).brokers
+    connection.close()
+    connection = RawConnection(secured.ports["SASL_PLAINTEXT"])
+    assert connection.request("SaslHandshake", 0, mechanism="PLAIN").error_code == 0
+    connection.send_frame(b"\0alice\0wrong")
+    assert connection.closed_by_broker()
+
+
+def _client_context(ca, cert=None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cafile=ca.cert_path)
+    if cert is not None:
+        context.load_cert_chain(cert.cert_path, cert.key_path)
+    return context
+
+
+def _principal_of(secured, listener, connection) -> KafkaPrincipal:
+    local_port = connection.sock.getsockname()[1]
+    server = secured.broker.socket_servers[listener]
+    found = []
+    wait_until(lambda: found.extend(c.principal for c in server.connections
+                                    if c.peer[1] == local_port) or found, timeout=10)
+    return found[0]
+
+
+def test_mtls_principal_from_the_client_certificate(secured, tls_ca):
+    port = secured.ports["SSL"]
+    # CN=Alice,OU=Eng,... -> alice@eng by the first rule (lower-cased).
+    alice = RawConnection(port, _client_context(tls_ca, tls_ca.alice))
+    assert alice.request("ApiVersions", 2).error_code == 0
+    assert _principal_of(secured, "SSL", alice) == KafkaPrincipal("User", "alice@eng")
+    # No OU: DEFAULT, the whole subject.
+    bob = RawConnection(port, _client_context(tls_ca, tls_ca.bob))
+    assert bob.request("ApiVersions", 2).error_code == 0
+    assert _principal_of(secured, "SSL", bob) == KafkaPrincipal("User", tls_ca.bob.subject)
+    # ssl.client.auth=requested: no certificate is ANONYMOUS.
+    anonymous = RawConnection(port, _client_context(tls_ca))
+    assert anonymous.request("ApiVersions", 2).error_code == 0
+    assert _principal_of(secured, "SSL", anonymous) == ANONYMOUS
+
+
+def test_tls_listener_refuses_plaintext_and_untrusted_clients(secured, tls_ca, tmp_path):
+    port = secured.ports["SSL"]
+    plain = RawConnection(port)
+    plain.send("ApiVersions", 2)
+    with pytest.raises((ConnectionError, OSError)):
+        plain.read_frame()
+    stranger = TestCA(str(tmp_path))
+    with pytest.raises(ssl.SSLError):
+        RawConnection(port, _client_context(stranger))
+    # The broker still serves.
+    good = RawConnection(port, _client_context(tls_ca))
+    assert good.request("ApiVersions", 2).error_code == 0
