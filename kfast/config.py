@@ -290,6 +290,7 @@ define("super.users", S, None,
        "Principals allowed everything, separated by semicolons (User:admin;User:ops).")
 define("allow.everyone.if.no.acl.found", B, False,
        "Whether a resource no ACL applies to is open to everyone (else only to super users).")
+
 # Security: TLS and SASL listeners (Kafka's BrokerSecurityConfigs, SslConfigs,
 # SaslConfigs). Each ssl.*/sasl.* property may also be set for one listener as
 # listener.name.<listener>.<property>, which wins (sasl.jaas.config only so,
