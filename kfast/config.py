@@ -614,6 +614,15 @@ define("telemetry.max.bytes", I, 1048576,
        "The maximum size (after compression if compression is used) of telemetry metrics "
        "pushed from a client to the broker.", at_least(1))
 
+# -- client metrics subscriptions (KIP-714, Kafka's ClientMetricsConfigs) --------
+# The configs of a CLIENT_METRICS config resource (one per subscription,
+# named by it); validated by kfast.metrics.subscriptions.
+CLIENT_METRICS_CONFIGS: dict[str, ConfigKey] = {
+    key.name: key for key in (
+        ConfigKey("metrics", Type.LIST, [], "Subscription metrics list"),
+        ConfigKey("interval.ms", Type.INT, 5 * 60 * 1000, "Push interval in milliseconds"),
+        ConfigKey("match", Type.LIST, [], "Client match pattern list"))}
+
 # -- topic-level properties (Kafka's TopicConfig) ------------------------------
 define_topic("cleanup.policy", LI, ["delete"], "delete and/or compact.",
              ValidList(CLEANUP_POLICIES, allow_empty=True))

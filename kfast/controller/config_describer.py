@@ -23,12 +23,12 @@ import logging
 from typing import Mapping, NamedTuple
 
 from kfast.config import (
-    DYNAMIC_ONLY_BROKER_CONFIGS, SERVER_CONFIGS, TOPIC_CONFIGS, KafkaConfig, Type,
+    CLIENT_METRICS_CONFIGS, DYNAMIC_ONLY_BROKER_CONFIGS, SERVER_CONFIGS, TOPIC_CONFIGS, KafkaConfig, Type,
 )
 from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS, format_value
 
 from kfast.protocol.constants import (  # noqa: F401  (re-exported for the describers' users)
-    SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+    SOURCE_CLIENT_METRICS_CONFIG, SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
     SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_STATIC_BROKER_CONFIG,
 )
 
@@ -214,6 +214,24 @@ class ConfigDescriber:
             out.append(DescribedConfig(name, kafka_level_name(logger.getEffectiveLevel()), False,
                                        SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG, False, [],
                                        CONFIG_TYPES[Type.STRING], None))
+        return out
+
+    # -- client metrics subscriptions (KIP-714) ------------------------------------------
+    @staticmethod
+    def describe_client_metrics(image, name: str, keys=None,
+                                include_docs: bool = False) -> list[DescribedConfig]:
+        """The configs set on the subscription, and only those (Kafka's
+        ConfigHelper: no defaults, no synonyms); none for an unknown name."""
+        configs = image.client_metrics_configs.get(name, {}) if image else {}
+        out = []
+        for key, value in configs.items():
+            if keys is not None and key not in keys:
+                continue
+            definition = CLIENT_METRICS_CONFIGS.get(key)
+            out.append(DescribedConfig(
+                key, value, False, SOURCE_CLIENT_METRICS_CONFIG, False, [],
+                CONFIG_TYPES[definition.type] if definition else CONFIG_TYPES[Type.STRING],
+                definition.doc if include_docs and definition else None))
         return out
 
 

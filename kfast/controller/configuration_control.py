@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Callable, Mapping
 
 from kfast.config import (
+    CLIENT_METRICS_CONFIGS,
     DYNAMIC_ONLY_BROKER_CONFIGS,
     SERVER_CONFIGS,
     TOPIC_CONFIGS,
@@ -33,9 +34,11 @@ from kfast.controller.controller_result import ControllerResult
 from kfast.controller.metadata.records import (
     ConfigRecord,
 )
+from kfast.metrics import subscriptions
 from kfast.protocol import errors
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT,
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_TOPIC, OP_APPEND,
+    OP_DELETE, OP_SET, OP_SUBTRACT,
 )
 
 # Broker configs kfast accepts as dynamic overrides (the rest are read-only,
@@ -66,6 +69,8 @@ def config_type(resource_type: int, key: str):
     """The ConfigKey defining ``key`` for a resource type, or None."""
     if resource_type == CONFIG_RESOURCE_TOPIC:
         return TOPIC_CONFIGS.get(key)
+    if resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
+        return CLIENT_METRICS_CONFIGS.get(key)
     return SERVER_CONFIGS.get(key) or DYNAMIC_ONLY_BROKER_CONFIGS.get(key)
 
 
@@ -151,6 +156,10 @@ class ConfigurationControlManager:
             if broker_id < 0 or not self.broker_exists(broker_id):
                 raise errors.BrokerIdNotRegisteredException(
                     f"Broker {name} is not registered.")
+        elif resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
+            # A subscription exists once it has configs: any name but "".
+            if not name:
+                raise errors.InvalidRequestException("Subscription name can't be empty")
         else:
             raise errors.InvalidRequestException(
                 f"Unsupported resource type {resource_type} for altering configs")
@@ -188,6 +197,8 @@ class ConfigurationControlManager:
                 LogConfig.validate(updated)
             except ConfigException as exc:
                 raise errors.InvalidConfigurationException(str(exc)) from None
+        elif resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
+            subscriptions.validate(name, updated)
         else:
             changed = {k for k in set(updated) | set(current) if updated.get(k) != current.get(k)}
             unknown = sorted(k for k in changed if config_type(resource_type, k) is None)

@@ -86,7 +86,9 @@ from kfast.controller.snapshot import (
     write_snapshot,
 )
 from kfast.protocol import errors
-from kfast.protocol.constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
+from kfast.protocol.constants import (
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_TOPIC,
+)
 from kfast.storage.meta_properties import random_uuid_base64, read_meta_properties
 
 logger = logging.getLogger(__name__)
@@ -355,18 +357,21 @@ class QuorumController:
                 continue
             image = topic.image()
             topics_by_name[name] = topics_by_id[topic.topic_id] = changed[name] = image
-        topic_configs, broker_configs = {}, {}
+        topic_configs, broker_configs, client_metrics_configs = {}, {}, {}
         for (resource_type, name), values in self.configuration_control.configs.items():
             if resource_type == CONFIG_RESOURCE_TOPIC:
                 topic_configs[name] = dict(values)
             elif resource_type == CONFIG_RESOURCE_BROKER:
                 broker_configs[name] = dict(values)
+            elif resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
+                client_metrics_configs[name] = dict(values)
         self.image = MetadataImage(
             cluster_id=self.cluster_id, offset=self._last_offset,
             controller_id=self.active_controller_id(),
             topics_by_name=topics_by_name, topics_by_id=topics_by_id,
             brokers=dict(self.cluster_control.brokers), topic_configs=topic_configs,
-            broker_configs=broker_configs, features=dict(self.feature_control.finalized),
+            broker_configs=broker_configs, client_metrics_configs=client_metrics_configs,
+            features=dict(self.feature_control.finalized),
             # A snapshot load may drop every ACL without a record saying so.
             acls=dict(self.acl_control.acls)
             if delta.changed_acls or len(previous.acls) != len(self.acl_control.acls)

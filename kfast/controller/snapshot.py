@@ -25,7 +25,9 @@ from kfast.controller.metadata.records import (
     decode_record,
     encode_record,
 )
-from kfast.protocol.constants import CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC
+from kfast.protocol.constants import (
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_TOPIC,
+)
 from kfast.raft.snapshots import (  # noqa: F401 (the controller's snapshot API)
     delete_snapshots_before,
     iter_snapshot_batches,
@@ -62,7 +64,8 @@ def image_records(image, next_producer_id: int) -> list:
                 adding_replicas=list(p.adding_replicas), leader=p.leader,
                 leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch))
     for resource_type, configs in ((CONFIG_RESOURCE_TOPIC, image.topic_configs),
-                                   (CONFIG_RESOURCE_BROKER, image.broker_configs)):
+                                   (CONFIG_RESOURCE_BROKER, image.broker_configs),
+                                   (CONFIG_RESOURCE_CLIENT_METRICS, image.client_metrics_configs)):
         for resource in sorted(configs):
             for key, value in sorted(configs[resource].items()):
                 records.append(ConfigRecord(resource_type=resource_type, resource_name=resource,

@@ -110,6 +110,7 @@ SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG = 3
 SOURCE_STATIC_BROKER_CONFIG = 4
 SOURCE_DEFAULT_CONFIG = 5
 SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG = 6
+SOURCE_CLIENT_METRICS_CONFIG = 7
 
 # Client quota entity types (Kafka's ClientQuotaEntity) and the match types
 # of DescribeClientQuotas' filter components (ClientQuotaFilterComponent).

@@ -199,6 +199,11 @@ def handle_describe_configs(ctx: RequestContext, request):
             elif resource.resource_type == CONFIG_RESOURCE_BROKER_LOGGER:
                 _check_broker_name(ctx, name, allow_default=False)
                 described = describer.describe_loggers(keys)
+            elif resource.resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
+                if not name:
+                    raise errors.InvalidRequestException(
+                        "Client metrics subscription name must not be empty")
+                described = describer.describe_client_metrics(image, name, keys, include_docs)
             else:
                 raise errors.InvalidRequestException(
                     f"Unsupported resource type: {resource.resource_type}")
@@ -237,7 +242,7 @@ def _check_alter_resource(ctx: RequestContext, resource_type: int, name: str) ->
             except ValueError:
                 raise errors.InvalidRequestException(
                     f"Broker id must be an integer, but it is: {name}") from None
-    else:
+    elif resource_type != CONFIG_RESOURCE_CLIENT_METRICS:  # the controller checks those
         raise errors.InvalidRequestException(f"Unsupported resource type: {resource_type}")
 
 
@@ -589,8 +594,7 @@ def handle_list_config_resources(ctx: RequestContext, request):
     version supports), in Kafka's order: groups, client-metrics
     subscriptions, broker loggers, brokers, topics. A type the version does
     not support fails the whole request with UNSUPPORTED_VERSION. kfast has
-    no group configs (GROUP resources) and no client-metrics subscriptions,
-    so those types list nothing."""
+    no group configs (GROUP resources), so that type lists nothing."""
     version = ctx.api_version
     supported = _list_config_resource_types(version)
     requested = set(request.resource_types or ()) if version >= 1 else set()
@@ -605,7 +609,9 @@ def handle_list_config_resources(ctx: RequestContext, request):
                if ctx.listener_name in registration.listeners and not registration.fenced]
     Resource = ListConfigResourcesResponse.ConfigResource
     resources = []
-    for resource_type, names in ((CONFIG_RESOURCE_BROKER_LOGGER, brokers),
+    for resource_type, names in ((CONFIG_RESOURCE_CLIENT_METRICS,
+                                  sorted(image.client_metrics_configs)),
+                                 (CONFIG_RESOURCE_BROKER_LOGGER, brokers),
                                  (CONFIG_RESOURCE_BROKER, brokers),
                                  (CONFIG_RESOURCE_TOPIC, sorted(image.topics_by_name))):
         if resource_type in requested:

@@ -364,4 +364,7 @@ class KafkaApis:
                 body = self._api_versions_body(errors.InvalidRequestException.code)
                 body.api_keys = []
                 return body
+            if ctx.connection is not None:
+                # Kafka's ClientInformation (KIP-714 subscriptions match on it).
+                ctx.connection.client_software = (name, version)
         return self._api_versions_body()

@@ -32,6 +32,7 @@ from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
 from kfast.server.alter_partition_manager import AlterPartitionManager
 from kfast.server.apis import KafkaApis
+from kfast.server.client_metrics import ClientMetricsManager
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
@@ -63,6 +64,7 @@ _API_MODULES = (
     "kfast.server.describe_producers_apis",
     "kfast.server.acl_apis",
     "kfast.server.sasl_apis",
+    "kfast.server.telemetry_apis",
 )
 # Kafka's transaction.version feature; kfast's controller finalizes no
 # level, so clients run the original protocol (level 0).
@@ -223,6 +225,8 @@ class KafkaBroker:
             # The embedded single node's controller is the only voter.
             self.metrics.is_active_controller = lambda: True
         self.metrics_server = None
+        # KIP-714 client instances and what they pushed (kfast.server.telemetry_apis).
+        self.client_metrics = ClientMetricsManager(config["telemetry.max.bytes"])
         self.socket_servers: dict[str, SocketServer] = {}
         self.bound_ports: dict[str, int] = {}
         self.broker_epoch = -1

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import re
 from dataclasses import dataclass, field
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -28,6 +29,8 @@ from kfast.metrics.histogram import HistogramSnapshot
 from kfast.protocol import api_keys
 
 logger = logging.getLogger(__name__)
+
+_INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_]")
 
 # How long a scrape waits for the event loop before failing (HTTP 500).
 SNAPSHOT_TIMEOUT_S = 10.0
@@ -70,6 +73,8 @@ class Snapshot:
     lag: list[tuple[str, str, int, int, int]] = field(default_factory=list)
     throttles: dict = field(default_factory=dict)
     connections: list[tuple[str, int]] = field(default_factory=list)  # listener, count
+    # KIP-714 pushes: (name, kind, labels, value, count, monotonic)
+    telemetry: list = field(default_factory=list)
 
 
 class BrokerSnapshotter:
@@ -108,6 +113,7 @@ class BrokerSnapshotter:
                 for registration in topic.partitions.values() if registration.leader < 0)
         snap.connections = [(name, server.metrics().active_connections)
                             for name, server in broker.socket_servers.items()]
+        snap.telemetry = broker.client_metrics.snapshot()
         return snap
 
     @staticmethod
@@ -184,6 +190,7 @@ class KafkaCollector:
                           "LogFlushStats.LogFlushRateAndTimeMs: fsyncs of log segments (ms)")
         _add_histogram(metric, {}, flush)
         yield metric
+        yield from telemetry_families(snap.telemetry)
 
     @staticmethod
     def _topic_metrics(snap: Snapshot):
@@ -297,6 +304,48 @@ class KafkaCollector:
             total.add_metric([resource, user, client_id], ms)
         yield metric
         yield total
+
+
+def prometheus_name(otlp_name: str) -> str:
+    """An OTLP metric or attribute name as Prometheus allows it
+    (org.apache.kafka.producer.record.queue.time.avg ->
+    org_apache_kafka_producer_record_queue_time_avg)."""
+    name = _INVALID_NAME_CHARS.sub("_", otlp_name)
+    return "_" + name if not name or name[0].isdigit() else name
+
+
+def telemetry_families(points: list):
+    """The latest pushed values: monotonic sums as counters (deltas added
+    up), gauges and other sums as gauges, histograms as summaries of count
+    and sum. A name pushed with two kinds keeps the first."""
+    families: dict[str, Metric] = {}
+    for name, kind, labels, value, count, monotonic in points:
+        metric_name = prometheus_name(name)
+        if kind == "sum" and monotonic:
+            prom_type = "counter"
+        elif kind == "histogram":
+            prom_type = "summary"
+        else:
+            prom_type = "gauge"
+        if prom_type == "counter" and metric_name.endswith("_total"):
+            metric_name = metric_name[:-len("_total")]  # the sample gets it back
+        family = families.get(metric_name)
+        if family is None:
+            family = families[metric_name] = Metric(metric_name, f"KIP-714 client metric {name}",
+                                                    prom_type)
+        elif family.type != prom_type:
+            continue
+        label_dict = {}
+        for key, label_value in labels:
+            label_dict.setdefault(prometheus_name(key), label_value)
+        if prom_type == "counter":
+            family.add_sample(metric_name + "_total", label_dict, value)
+        elif prom_type == "summary":
+            family.add_sample(metric_name + "_count", label_dict, count)
+            family.add_sample(metric_name + "_sum", label_dict, value)
+        else:
+            family.add_sample(metric_name, label_dict, value)
+    return list(families.values())
 
 
 class MetricsServer:

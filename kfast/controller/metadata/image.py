@@ -75,6 +75,8 @@ class MetadataImage:
     # topic name -> {key: value}; broker "" (cluster-wide default) or str(id).
     topic_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # CLIENT_METRICS resources (KIP-714 subscriptions): name -> {key: value}.
+    client_metrics_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     features: Mapping[str, int] = field(default_factory=dict)  # e.g. {"metadata.version": 27}
     acls: Mapping[uuid.UUID, Acl] = field(default_factory=dict)  # ACL id -> ACL
 

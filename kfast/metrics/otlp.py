@@ -1,0 +1,243 @@
+"""Decode the OTLP MetricsData protobuf clients push with PushTelemetry
+(KIP-714): a protobuf wire reader with bounds checks, for the fields a
+broker exposes.
+
+Protobuf wire grammar (varints little-endian base 128, at most 10 bytes)::
+
+    message   := field*
+    field     := key payload            key = varint (field_number << 3 | wire_type)
+    payload   := varint                 wire_type 0
+               | 8 bytes little-endian  wire_type 1 (fixed64, sfixed64, double)
+               | varint length, bytes   wire_type 2 (string, bytes, message, packed)
+               | 4 bytes little-endian  wire_type 5 (fixed32, float)
+    (wire types 3 and 4, groups, are not used by OTLP and are rejected)
+
+The OTLP messages read (opentelemetry/proto/metrics/v1/metrics.proto;
+field number: type name; fields not listed are skipped)::
+
+    MetricsData          1: ResourceMetrics resource_metrics (repeated)
+    ResourceMetrics      1: Resource resource   2: ScopeMetrics scope_metrics (repeated)
+    Resource             1: KeyValue attributes (repeated)
+    ScopeMetrics         2: Metric metrics (repeated)
+    Metric               1: string name   5: Gauge gauge   7: Sum sum   9: Histogram histogram
+    Gauge                1: NumberDataPoint data_points (repeated)
+    Sum                  1: NumberDataPoint data_points (repeated)
+                         2: enum aggregation_temporality (1 DELTA, 2 CUMULATIVE)
+                         3: bool is_monotonic
+    Histogram            1: HistogramDataPoint data_points (repeated)
+                         2: enum aggregation_temporality
+    NumberDataPoint      7: KeyValue attributes (repeated)   4: double as_double
+                         6: sfixed64 as_int
+    HistogramDataPoint   9: KeyValue attributes (repeated)   4: fixed64 count   5: double sum
+    KeyValue             1: string key   2: AnyValue value
+    AnyValue             1: string string_value   2: bool bool_value   3: int64 int_value
+                         4: double double_value   (arrays, kvlists, bytes: skipped)
+
+Anything that breaks the grammar -- a truncated varint or payload, a length
+past its message's end, a group, invalid UTF-8 in a name -- raises
+``OtlpDecodeError``; the broker answers INVALID_RECORD, as Kafka does when
+its receiver fails.
+"""
+from __future__ import annotations
+
+import struct
+from typing import Iterator, NamedTuple
+
+TEMPORALITY_DELTA = 1
+TEMPORALITY_CUMULATIVE = 2
+
+_DOUBLE = struct.Struct("<d")
+_INT64 = struct.Struct("<q")
+_UINT64 = struct.Struct("<Q")
+
+
+class OtlpDecodeError(ValueError):
+    pass
+
+
+class MetricPoint(NamedTuple):
+    """One data point: ``kind`` "gauge", "sum" or "histogram"; ``value`` is
+    the number (a histogram's sum); ``count`` a histogram's count."""
+    name: str
+    kind: str
+    attributes: tuple[tuple[str, str], ...]   # resource attributes, then the point's
+    value: float
+    count: int
+    temporality: int
+    monotonic: bool
+
+
+def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= end:
+            raise OtlpDecodeError("truncated varint")
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result & 0xFFFFFFFFFFFFFFFF, pos
+        shift += 7
+        if shift >= 70:
+            raise OtlpDecodeError("varint longer than 10 bytes")
+
+
+def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, object]]:
+    """(field number, wire type, value): an int for varints, the 8 or 4 raw
+    bytes for fixed fields, (start, end) for length-delimited ones."""
+    while pos < end:
+        key, pos = _varint(buf, pos, end)
+        number, wire_type = key >> 3, key & 7
+        if number == 0:
+            raise OtlpDecodeError("field number 0")
+        if wire_type == 0:
+            value, pos = _varint(buf, pos, end)
+        elif wire_type == 1:
+            if pos + 8 > end:
+                raise OtlpDecodeError("truncated fixed64")
+            value, pos = buf[pos:pos + 8], pos + 8
+        elif wire_type == 2:
+            length, pos = _varint(buf, pos, end)
+            if length > end - pos:
+                raise OtlpDecodeError("length past the end of its message")
+            value, pos = (pos, pos + length), pos + length
+        elif wire_type == 5:
+            if pos + 4 > end:
+                raise OtlpDecodeError("truncated fixed32")
+            value, pos = buf[pos:pos + 4], pos + 4
+        else:
+            raise OtlpDecodeError(f"unsupported wire type {wire_type}")
+        yield number, wire_type, value
+
+
+def _expect(wire_type: int, wanted: int, what: str) -> None:
+    if wire_type != wanted:
+        raise OtlpDecodeError(f"{what}: wire type {wire_type}, expected {wanted}")
+
+
+def _string(buf: bytes, span) -> str:
+    try:
+        return buf[span[0]:span[1]].decode("utf-8")
+    except UnicodeDecodeError:
+        raise OtlpDecodeError("invalid UTF-8") from None
+
+
+def _any_value(buf: bytes, start: int, end: int) -> str | None:
+    for number, wire_type, value in _fields(buf, start, end):
+        if number == 1 and wire_type == 2:
+            return _string(buf, value)
+        if number == 2 and wire_type == 0:
+            return "true" if value else "false"
+        if number == 3 and wire_type == 0:
+            return str(value - (1 << 64) if value >= 1 << 63 else value)
+        if number == 4 and wire_type == 1:
+            return repr(_DOUBLE.unpack(value)[0])
+    return None
+
+
+def _key_value(buf: bytes, start: int, end: int) -> tuple[str, str] | None:
+    key = value = None
+    for number, wire_type, field in _fields(buf, start, end):
+        if number == 1:
+            _expect(wire_type, 2, "KeyValue.key")
+            key = _string(buf, field)
+        elif number == 2:
+            _expect(wire_type, 2, "KeyValue.value")
+            value = _any_value(buf, *field)
+    return None if key is None or value is None else (key, value)
+
+
+def _attributes(buf: bytes, spans: list) -> tuple[tuple[str, str], ...]:
+    pairs = (_key_value(buf, *span) for span in spans)
+    return tuple(pair for pair in pairs if pair is not None)
+
+
+def _number_point(buf: bytes, start: int, end: int):
+    spans, value = [], 0.0
+    for number, wire_type, field in _fields(buf, start, end):
+        if number == 7:
+            _expect(wire_type, 2, "NumberDataPoint.attributes")
+            spans.append(field)
+        elif number == 4:
+            _expect(wire_type, 1, "NumberDataPoint.as_double")
+            value = _DOUBLE.unpack(field)[0]
+        elif number == 6:
+            _expect(wire_type, 1, "NumberDataPoint.as_int")
+            value = float(_INT64.unpack(field)[0])
+    return _attributes(buf, spans), value, 0
+
+
+def _histogram_point(buf: bytes, start: int, end: int):
+    spans, total, count = [], 0.0, 0
+    for number, wire_type, field in _fields(buf, start, end):
+        if number == 9:
+            _expect(wire_type, 2, "HistogramDataPoint.attributes")
+            spans.append(field)
+        elif number == 4:
+            _expect(wire_type, 1, "HistogramDataPoint.count")
+            count = _UINT64.unpack(field)[0]
+        elif number == 5:
+            _expect(wire_type, 1, "HistogramDataPoint.sum")
+            total = _DOUBLE.unpack(field)[0]
+    return _attributes(buf, spans), total, count
+
+
+def _metric(buf: bytes, start: int, end: int, resource: tuple, out: list) -> None:
+    name = None
+    data = None     # (kind, start, end)
+    for number, wire_type, field in _fields(buf, start, end):
+        if number == 1:
+            _expect(wire_type, 2, "Metric.name")
+            name = _string(buf, field)
+        elif number in (5, 7, 9):
+            _expect(wire_type, 2, "Metric.data")
+            data = ({5: "gauge", 7: "sum", 9: "histogram"}[number], *field)
+    if name is None or data is None:
+        return
+    kind, data_start, data_end = data
+    point = _histogram_point if kind == "histogram" else _number_point
+    spans, temporality, monotonic = [], 0, False
+    for number, wire_type, field in _fields(buf, data_start, data_end):
+        if number == 1:
+            _expect(wire_type, 2, "data_points")
+            spans.append(field)
+        elif number == 2 and kind != "gauge":
+            _expect(wire_type, 0, "aggregation_temporality")
+            temporality = field
+        elif number == 3 and kind == "sum":
+            _expect(wire_type, 0, "is_monotonic")
+            monotonic = bool(field)
+    for span in spans:
+        attributes, value, count = point(buf, *span)
+        out.append(MetricPoint(name, kind, resource + attributes, value, count, temporality,
+                               monotonic))
+
+
+def decode_metrics_data(data: bytes) -> list[MetricPoint]:
+    """Every gauge, sum and histogram point of a MetricsData message."""
+    buf = bytes(data)
+    out: list[MetricPoint] = []
+    for number, wire_type, resource_metrics in _fields(buf, 0, len(buf)):
+        if number != 1:
+            continue
+        _expect(wire_type, 2, "MetricsData.resource_metrics")
+        resource: tuple = ()
+        scopes = []
+        for field_number, field_type, field in _fields(buf, *resource_metrics):
+            if field_number == 1:
+                _expect(field_type, 2, "ResourceMetrics.resource")
+                spans = []
+                for n, t, attribute in _fields(buf, *field):
+                    if n == 1:
+                        _expect(t, 2, "Resource.attributes")
+                        spans.append(attribute)
+                resource = _attributes(buf, spans)
+            elif field_number == 2:
+                _expect(field_type, 2, "ResourceMetrics.scope_metrics")
+                scopes.append(field)
+        for scope in scopes:
+            for n, t, metric in _fields(buf, *scope):
+                if n == 2:
+                    _expect(t, 2, "ScopeMetrics.metrics")
+                    _metric(buf, *metric, resource, out)
+    return out
