@@ -12,12 +12,14 @@ test: deps
 test-fast:
 	$(PYTHON) -m pytest tests/unit -m "not e2e and not slow" -q
 
-# Debian packages the e2e tests drive (kcat, a JDK for the Java client), then
+# Debian packages the e2e tests drive (kcat, a JDK for the Java client, headless
+# Chromium and its chromedriver for the web console's browser test), then
 # kfast with its test extras, then the Java client check in build/java
 # (tests/java/build.py: fetched and compiled once, a no-op when up to date).
 deps:
 	@command -v kcat >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq kcat; }
 	@command -v javac >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq default-jdk-headless; }
+	@command -v chromedriver >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium chromium-driver; }
 	$(PYTHON) -m pip install -q 'setuptools>=77' wheel 'Cython>=3.0.10'
 	$(PYTHON) -m pip install -q -e '.[test]'
 	$(PYTHON) tests/java/build.py

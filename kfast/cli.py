@@ -30,6 +30,7 @@ COMMANDS = {
     "transactions": "kfast.tools.transactions",
     "perf": "kfast.tools.perf",
     "configs": "kfast.tools.configs",
+    "console": "kfast.tools.console_web.command",
 }
 
 

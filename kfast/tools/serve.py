@@ -107,7 +107,19 @@ def new_server(config: KafkaConfig):
     return KafkaBroker(config)
 
 
-async def serve(config: KafkaConfig) -> int:
+def _client_bootstrap(config: KafkaConfig) -> str:
+    """host:port of the first non-controller listener, for the console."""
+    from kfast.server.broker import parse_listener
+
+    controllers = set(config["controller.listener.names"])
+    for uri in config["listeners"]:
+        name, host, port = parse_listener(uri)
+        if name not in controllers:
+            return f"{host or '127.0.0.1'}:{port}"
+    raise ConfigException("listeners", ",".join(config["listeners"]), "no broker listener for the console")
+
+
+async def serve(config: KafkaConfig, console_port: int | None = None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for signum in (signal.SIGTERM, signal.SIGINT):
@@ -130,6 +142,16 @@ async def serve(config: KafkaConfig) -> int:
         logging.getLogger("kfast.server").error("kfast failed to start: %s", exc,
                                                 exc_info=not expected)
         return EXIT_START_FAILED
+    console = None
+    if console_port is not None and "broker" in config["process.roles"]:
+        from kfast.tools.console_web.command import import_app
+
+        try:
+            console = await import_app().start_console(_client_bootstrap(config), "127.0.0.1", console_port)
+        except OSError as exc:      # the port is taken
+            logging.getLogger("kfast.server").error("kfast console failed to start: %s", exc)
+            await broker.shutdown()
+            return EXIT_START_FAILED
     failed = _failed_event(broker)
     waits = [asyncio.ensure_future(stop.wait())]
     if failed is not None:
@@ -140,6 +162,8 @@ async def serve(config: KafkaConfig) -> int:
     fatal = failed is not None and failed.is_set()
     if not fatal:
         logging.getLogger("kfast.server").info("shutting down")
+    if console is not None:
+        await console.cleanup()
     await broker.shutdown()
     # Every log dir failed (the broker logged the one line saying so):
     # exit 1, as Kafka halts.
@@ -170,8 +194,8 @@ def run(args) -> int:
     try:
         import uvloop
     except ImportError:  # pragma: no cover - uvloop is a dependency
-        return asyncio.run(serve(config))
-    return uvloop.run(serve(config))
+        return asyncio.run(serve(config, args.console_port))
+    return uvloop.run(serve(config, args.console_port))
 
 
 def register(subparsers) -> None:
@@ -185,4 +209,6 @@ def register(subparsers) -> None:
     p.add_argument("--metrics-port", type=int, metavar="PORT",
                    help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics "
                         "(kfast.metrics.port; kfast.metrics.host sets the address)")
+    p.add_argument("--console-port", type=int, metavar="PORT",
+                   help="also serve the web console (kfast console) on 127.0.0.1:PORT")
     p.set_defaults(handler=run)

