@@ -338,17 +338,14 @@ class KafkaBroker:
                     self.cluster_id)
 
     async def _start_metrics_server(self, loop) -> None:
-        from kfast.server.metrics_exporter import MetricsServer
+        from kfast.server.metrics_exporter import BrokerSnapshotter, start_metrics_server
 
-        server = MetricsServer(self, self.config["kfast.metrics.host"],
-                               self.config["kfast.metrics.port"])
         try:
-            # Binding and the server thread's start are blocking calls.
-            await loop.run_in_executor(None, server.start, loop)
+            self.metrics_server = await start_metrics_server(
+                BrokerSnapshotter(self).take, self.config, loop)
         except BaseException:
             await self.shutdown()
             raise
-        self.metrics_server = server
 
     def _log_dir_failure_listener(self, loop):
         def listener(log_dir: str) -> None:

@@ -142,6 +142,9 @@ class ControllerServer:
         self.socket_servers: dict[str, SocketServer] = {}
         self.bound_ports: dict[str, int] = {}
         self.started = False
+        # A controller-only node serves its own Prometheus endpoint; on a
+        # broker node the broker's endpoint reports for the process.
+        self.metrics_server = None
 
     def _register_apis(self) -> None:
         from kfast.server import acl_apis, admin_apis, alter_partition_apis, \
@@ -220,6 +223,13 @@ class ControllerServer:
                 self.socket_servers[name] = server
                 self.bound_ports[name] = server.port
             await self.controller.start()
+            if self.config["kfast.metrics.port"] >= 0 and \
+                    set(self.config["process.roles"]) == {"controller"}:
+                from kfast.server.metrics_exporter import ControllerSnapshotter, \
+                    start_metrics_server
+
+                self.metrics_server = await start_metrics_server(
+                    ControllerSnapshotter(self).take, self.config, loop)
         except BaseException:
             await self.shutdown()
             raise
@@ -234,6 +244,9 @@ class ControllerServer:
 
     async def shutdown(self, timeout: float = 30.0) -> None:
         loop = asyncio.get_running_loop()
+        if self.metrics_server is not None:
+            await loop.run_in_executor(None, self.metrics_server.stop)
+            self.metrics_server = None
         if self.controller is not None and self.raft_manager is not None:
             try:
                 await self.controller.shutdown()

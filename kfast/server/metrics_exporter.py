@@ -54,7 +54,10 @@ _TOPIC_METERS = (
 
 @dataclass
 class Snapshot:
-    """Everything one scrape reports, copied on the event loop."""
+    """Everything one scrape reports, copied on the event loop. A
+    controller-only node fills the request, controller and connection
+    parts (``broker`` False)."""
+    broker: bool = True
     topics: dict[str, TopicStats] = field(default_factory=dict)
     all_topics: TopicStats = field(default_factory=TopicStats)
     requests: dict = field(default_factory=dict)
@@ -67,6 +70,8 @@ class Snapshot:
     isr_expands: int = 0
     active_controller: int = 0
     offline_partitions: int = 0
+    global_topics: int = 0
+    global_partitions: int = 0
     groups_by_state: dict[str, int] = field(default_factory=dict)
     num_offsets: int = 0
     # (group, topic, partition, committed offset, lag)
@@ -75,6 +80,35 @@ class Snapshot:
     connections: list[tuple[str, int]] = field(default_factory=list)  # listener, count
     # KIP-714 pushes: (name, kind, labels, value, count, monotonic)
     telemetry: list = field(default_factory=list)
+
+
+def _controller_part(snap: Snapshot, active: bool, image, socket_servers) -> None:
+    snap.active_controller = 1 if active else 0
+    if active and image is not None:
+        # The ControllerMetadataMetrics gauges are the active controller's.
+        for topic in image.topics_by_name.values():
+            snap.global_topics += 1
+            for registration in topic.partitions.values():
+                snap.global_partitions += 1
+                if registration.leader < 0:
+                    snap.offline_partitions += 1
+    snap.connections = [(name, server.metrics().active_connections)
+                        for name, server in socket_servers.items()]
+
+
+class ControllerSnapshotter:
+    """A controller-only node's ``Snapshot``; call only on its loop."""
+
+    def __init__(self, server):
+        self.server = server
+
+    def take(self) -> Snapshot:
+        server = self.server
+        snap = Snapshot(broker=False, requests=server.apis.request_metrics.snapshot())
+        controller = server.controller
+        _controller_part(snap, controller is not None and controller.is_active,
+                         server.metadata_image, server.socket_servers)
+        return snap
 
 
 class BrokerSnapshotter:
@@ -105,14 +139,7 @@ class BrokerSnapshotter:
                                     ("Heartbeat", coordinator.heartbeat_purgatory)):
                 snap.purgatories.append((name, purgatory.watched(), purgatory.delayed()))
             self._groups(snap, coordinator, replica_manager)
-        snap.active_controller = 1 if metrics.is_active_controller() else 0
-        if snap.active_controller and image is not None:
-            # OfflinePartitionsCount is the active controller's.
-            snap.offline_partitions = sum(
-                1 for topic in image.topics_by_name.values()
-                for registration in topic.partitions.values() if registration.leader < 0)
-        snap.connections = [(name, server.metrics().active_connections)
-                            for name, server in broker.socket_servers.items()]
+        _controller_part(snap, metrics.is_active_controller(), image, broker.socket_servers)
         snap.telemetry = broker.client_metrics.snapshot()
         return snap
 
@@ -180,9 +207,12 @@ class KafkaCollector:
 
     def collect(self):
         snap = self._snapshot()
-        yield from self._topic_metrics(snap)
         yield from self._request_metrics(snap)
-        yield from self._gauges(snap)
+        yield from self._controller_gauges(snap)
+        if not snap.broker:
+            return
+        yield from self._topic_metrics(snap)
+        yield from self._broker_gauges(snap)
         yield from self._groups(snap)
         yield from self._quota(snap)
         flush = LOG_FLUSH_STATS.snapshot()
@@ -227,7 +257,27 @@ class KafkaCollector:
         yield from times
 
     @staticmethod
-    def _gauges(snap: Snapshot):
+    def _controller_gauges(snap: Snapshot):
+        for name, value, doc in (
+                ("kafka_controller_kafkacontroller_activecontrollercount", snap.active_controller,
+                 "KafkaController.ActiveControllerCount: 1 on the active controller"),
+                ("kafka_controller_kafkacontroller_offlinepartitionscount",
+                 snap.offline_partitions,
+                 "KafkaController.OfflinePartitionsCount: partitions without a leader"),
+                ("kafka_controller_kafkacontroller_globaltopiccount", snap.global_topics,
+                 "KafkaController.GlobalTopicCount"),
+                ("kafka_controller_kafkacontroller_globalpartitioncount", snap.global_partitions,
+                 "KafkaController.GlobalPartitionCount")):
+            yield GaugeMetricFamily(name, doc, value=value)
+        connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
+                                        "socket-server-metrics connection-count per listener",
+                                        labels=["listener"])
+        for listener, count in snap.connections:
+            connections.add_metric([listener], count)
+        yield connections
+
+    @staticmethod
+    def _broker_gauges(snap: Snapshot):
         size = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_purgatorysize",
                                  "DelayedOperationPurgatory.PurgatorySize: watch-list entries",
                                  labels=["delayedOperation"])
@@ -247,12 +297,7 @@ class KafkaCollector:
                 ("kafka_server_replicamanager_underreplicatedpartitions", snap.under_replicated,
                  "ReplicaManager.UnderReplicatedPartitions: led here, ISR smaller than replicas"),
                 ("kafka_server_replicamanager_underminisrpartitioncount", snap.under_min_isr,
-                 "ReplicaManager.UnderMinIsrPartitionCount"),
-                ("kafka_controller_kafkacontroller_activecontrollercount", snap.active_controller,
-                 "KafkaController.ActiveControllerCount: 1 on the active controller"),
-                ("kafka_controller_kafkacontroller_offlinepartitionscount",
-                 snap.offline_partitions,
-                 "KafkaController.OfflinePartitionsCount: partitions without a leader")):
+                 "ReplicaManager.UnderMinIsrPartitionCount")):
             yield GaugeMetricFamily(name, doc, value=value)
         for name, value, doc in (
                 ("kafka_server_replicamanager_isrshrinks", snap.isr_shrinks,
@@ -260,12 +305,6 @@ class KafkaCollector:
                 ("kafka_server_replicamanager_isrexpands", snap.isr_expands,
                  "ReplicaManager.IsrExpandsPerSec")):
             yield CounterMetricFamily(name, doc, value=value)
-        connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
-                                        "socket-server-metrics connection-count per listener",
-                                        labels=["listener"])
-        for listener, count in snap.connections:
-            connections.add_metric([listener], count)
-        yield connections
 
     @staticmethod
     def _groups(snap: Snapshot):
@@ -349,18 +388,18 @@ def telemetry_families(points: list):
 
 
 class MetricsServer:
-    """The endpoint of one broker: ``start()`` on the broker's loop after
-    the broker is up; ``port`` is the bound port; ``stop()`` from anywhere."""
+    """The endpoint of one node: ``take`` builds a Snapshot on the node's
+    loop; ``start()`` from the loop's executor once the node is up; ``port``
+    is the bound port; ``stop()`` from anywhere."""
 
-    def __init__(self, broker, host: str, port: int):
-        self.broker = broker
+    def __init__(self, take, host: str, port: int):
+        self._take = take
         self.host = host
         self.requested_port = port
         self.port: int | None = None
         self._loop = None
         self._server = None
         self._thread = None
-        self._snapshotter = BrokerSnapshotter(broker)
 
     def start(self, loop) -> int:
         self._loop = loop
@@ -380,7 +419,7 @@ class MetricsServer:
             if not future.set_running_or_notify_cancel():
                 return
             try:
-                future.set_result(self._snapshotter.take())
+                future.set_result(self._take())
             except BaseException as exc:  # reported to the scraper as a 500
                 future.set_exception(exc)
 
@@ -393,3 +432,11 @@ class MetricsServer:
             self._server.server_close()
             self._thread.join(5)
             self._server = None
+
+
+async def start_metrics_server(take, config, loop) -> MetricsServer:
+    """The endpoint ``kfast.metrics.port`` / ``kfast.metrics.host`` ask for
+    (binding and the thread's start are blocking: run in the executor)."""
+    server = MetricsServer(take, config["kfast.metrics.host"], config["kfast.metrics.port"])
+    await loop.run_in_executor(None, server.start, loop)
+    return server

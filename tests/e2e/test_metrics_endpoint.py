@@ -139,8 +139,9 @@ def test_under_replicated_partitions_with_a_stopped_follower(tmp_path):
     """Two brokers, one partition on both: the follower's replication is
     cut, a write leaves it behind, the leader drops it from the ISR after
     replica.lag.time.max.ms -- UnderReplicatedPartitions 1 and an ISR
-    shrink on the leader's endpoint; healed, 0 again and an expand."""
-    ports = {2: free_port(), 3: free_port()}
+    shrink on the leader's endpoint; healed, 0 again and an expand. The
+    controller-only node's endpoint reports the controller's gauges."""
+    ports = {1: free_port(), 2: free_port(), 3: free_port()}
     with KfastCluster(controllers=1, brokers=2, replication_links=True,
                       base_dir=str(tmp_path / "cluster"),
                       overrides={"replica.lag.time.max.ms": 1500,
@@ -180,3 +181,11 @@ def test_under_replicated_partitions_with_a_stopped_follower(tmp_path):
         assert value(scrape(leader_port)[0], "kafka_server_replicamanager_isrexpands_total") >= 1
         # Only the controller node is the active controller; brokers say 0.
         assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 0
+        controller, types = scrape(ports[1])
+        assert value(controller, "kafka_controller_kafkacontroller_activecontrollercount") == 1
+        assert value(controller, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
+        assert value(controller, "kafka_controller_kafkacontroller_globalpartitioncount") >= 1
+        assert total(controller, "kafka_network_requestmetrics_requests_total",
+                     request="BrokerHeartbeat") >= 2
+        # A controller-only node has no broker metrics.
+        assert "kafka_server_brokertopicmetrics_messagesin" not in types
