@@ -189,6 +189,11 @@ CLIENT_QUOTA_CONFIGS: dict[str, ConfigKey] = {}
 IP_QUOTA_CONFIGS: dict[str, ConfigKey] = {}
 # Topic property -> server property that provides its default.
 TOPIC_TO_SERVER: dict[str, str] = {}
+# Group configs (Kafka's GroupConfig): set per group id on a GROUP config
+# resource (type 32), defaulting to the broker's group.* property named by
+# GROUP_TO_SERVER where kfast has one.
+GROUP_CONFIGS: dict[str, ConfigKey] = {}
+GROUP_TO_SERVER: dict[str, str] = {}
 
 
 def define(name: str, type_: Type, default: Any, doc: str,
@@ -210,6 +215,18 @@ def define_topic(name: str, type_: Type, default: Any, doc: str,
     value when one exists; ``default`` applies otherwise."""
     key = ConfigKey(name, type_, default, doc, validator)
     TOPIC_CONFIGS[name] = key
+    return key
+
+
+def define_group(name: str, type_: Type, default: Any, doc: str,
+                 validator: Callable[[str, Any], None] | None = None,
+                 server_default: str | None = None) -> ConfigKey:
+    """Define a group config; ``server_default`` names the broker property
+    giving its default (its value when set, else ``default``)."""
+    key = ConfigKey(name, type_, default, doc, validator)
+    GROUP_CONFIGS[name] = key
+    if server_default is not None:
+        GROUP_TO_SERVER[name] = server_default
     return key
 
 
@@ -560,6 +577,14 @@ define("group.consumer.heartbeat.interval.ms", I, 5000,
        "Heartbeat interval given to members of consumer (KIP-848) groups.", at_least(1))
 define("group.consumer.session.timeout.ms", I, 45000,
        "Session timeout of members of consumer (KIP-848) groups.", at_least(1))
+define("group.consumer.min.session.timeout.ms", I, 45000,
+       "Minimum consumer.session.timeout.ms a group may set.", at_least(1))
+define("group.consumer.max.session.timeout.ms", I, 60000,
+       "Maximum consumer.session.timeout.ms a group may set.", at_least(1))
+define("group.consumer.min.heartbeat.interval.ms", I, 5000,
+       "Minimum consumer.heartbeat.interval.ms a group may set.", at_least(1))
+define("group.consumer.max.heartbeat.interval.ms", I, 15000,
+       "Maximum consumer.heartbeat.interval.ms a group may set.", at_least(1))
 define("group.consumer.assignors", LI, ["uniform", "range"],
        "Server-side assignors of consumer groups; the first is the default.")
 define("group.consumer.max.size", I, INT_MAX, "Maximum members of a consumer group.",
@@ -601,6 +626,53 @@ define("share.coordinator.state.topic.replication.factor", SH, 3,
        "Replication factor of the share-group state topic.", at_least(1))
 define("share.coordinator.state.topic.min.isr", SH, 2,
        "min.insync.replicas of the share-group state topic.", at_least(1))
+
+# Group configs, per group id (Kafka 4.2's GroupConfig, as stored in
+# apache/kafka group-coordinator/.../GroupConfig.java with
+# share.renew.acknowledge.enable). The coordinator applies the consumer.*
+# ones to KIP-848 consumer groups; kfast serves no share or streams groups,
+# so their configs are validated, stored and described only.
+_SHARE_OFFSET_RESET = re.compile(r"earliest|latest|by_duration:P.+", re.IGNORECASE)
+
+
+def share_auto_offset_reset(name: str, value: Any) -> None:
+    """earliest, latest or by_duration:<ISO-8601 duration> (Kafka's
+    ShareGroupAutoOffsetResetStrategy.Validator)."""
+    if value is not None and not _SHARE_OFFSET_RESET.fullmatch(value):
+        raise ConfigException(name, value, "Invalid value for share.auto.offset.reset")
+
+
+define_group("consumer.session.timeout.ms", I, 45000,
+             "Session timeout of the group's consumer (KIP-848) members.", at_least(1),
+             "group.consumer.session.timeout.ms")
+define_group("consumer.heartbeat.interval.ms", I, 5000,
+             "Heartbeat interval given to the group's consumer (KIP-848) members.",
+             at_least(1), "group.consumer.heartbeat.interval.ms")
+define_group("share.session.timeout.ms", I, 45000,
+             "Session timeout of the share group's members.", at_least(1))
+define_group("share.heartbeat.interval.ms", I, 5000,
+             "Heartbeat interval given to the share group's members.", at_least(1))
+define_group("share.record.lock.duration.ms", I, 30000,
+             "Acquisition lock duration of the share group's records.", at_least(1000))
+define_group("share.delivery.count.limit", I, 5,
+             "Deliveries of a record to the share group before it is archived.", at_least(2))
+define_group("share.partition.max.record.locks", I, 2000,
+             "In-flight records per share-partition of the group.", at_least(100))
+define_group("share.auto.offset.reset", S, "latest",
+             "Where a share-partition of the group starts.", share_auto_offset_reset)
+define_group("share.isolation.level", S, "read_uncommitted",
+             "Whether the share group delivers aborted transactional records.",
+             ValidString(("read_committed", "read_uncommitted")))
+define_group("share.renew.acknowledge.enable", B, True,
+             "Whether the share group accepts the RENEW acknowledge type.")
+define_group("streams.session.timeout.ms", I, 45000,
+             "Session timeout of the streams group's members.", at_least(1))
+define_group("streams.heartbeat.interval.ms", I, 5000,
+             "Heartbeat interval given to the streams group's members.", at_least(1))
+define_group("streams.num.standby.replicas", I, 0,
+             "Standby replicas per task of the streams group.", at_least(0))
+define_group("streams.initial.rebalance.delay.ms", I, 3000,
+             "Delay of the streams group's first rebalance.", at_least(0))
 
 # Metrics (docs/metrics.md). Kafka publishes JMX and leaves HTTP to the JMX
 # exporter agent; kfast serves the exporter's names itself, on a port of its

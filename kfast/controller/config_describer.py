@@ -23,13 +23,16 @@ import logging
 from typing import Mapping, NamedTuple
 
 from kfast.config import (
-    CLIENT_METRICS_CONFIGS, DYNAMIC_ONLY_BROKER_CONFIGS, SERVER_CONFIGS, TOPIC_CONFIGS, KafkaConfig, Type,
+    CLIENT_METRICS_CONFIGS, DYNAMIC_ONLY_BROKER_CONFIGS, GROUP_CONFIGS, SERVER_CONFIGS, TOPIC_CONFIGS,
+    KafkaConfig, Type,
 )
 from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS, format_value
+from kfast.controller.group_config import group_config_default
 
 from kfast.protocol.constants import (  # noqa: F401  (re-exported for the describers' users)
-    SOURCE_CLIENT_METRICS_CONFIG, SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG, SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
-    SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG, SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_STATIC_BROKER_CONFIG,
+    SOURCE_CLIENT_METRICS_CONFIG, SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG,
+    SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+    SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_GROUP_CONFIG, SOURCE_STATIC_BROKER_CONFIG,
 )
 
 # DescribeConfigsResponse ConfigType (v3+).
@@ -199,6 +202,29 @@ class ConfigDescriber:
                 name, value, True, source, False,
                 [(name, v, s) for v, s in levels] if include_synonyms else [],
                 CONFIG_TYPES[key.type], key.doc if include_documentation else None))
+        return out
+
+    # -- groups ----------------------------------------------------------------------
+    def describe_group(self, overrides: Mapping[str, str], keys=None,
+                       include_synonyms: bool = False,
+                       include_documentation: bool = False) -> list[DescribedConfig]:
+        """Every group config of one group: its override (GROUP_CONFIG) or
+        the default (DEFAULT_CONFIG, the broker's group.* value where one
+        gives it), never read-only (Kafka's createGroupConfigEntry)."""
+        out = []
+        for name in sorted(GROUP_CONFIGS):
+            if keys is not None and name not in keys:
+                continue
+            key = GROUP_CONFIGS[name]
+            if name in overrides:
+                value, source = overrides[name], SOURCE_GROUP_CONFIG
+            else:
+                value = format_value(group_config_default(self.config, name))
+                source = SOURCE_DEFAULT_CONFIG
+            out.append(DescribedConfig(
+                name, value, False, source, False,
+                [(name, value, source)] if include_synonyms else [], CONFIG_TYPES[key.type],
+                key.doc if include_documentation else None))
         return out
 
     # -- broker loggers ------------------------------------------------------------------

@@ -3,7 +3,8 @@
 State: (resource type, resource name) -> {key: value}, built from
 ConfigRecords (a null value deletes the key). Topic resources are named by
 the topic; broker resources by the broker id, or "" for the cluster-wide
-default of every broker.
+default of every broker; group resources by the group id (any group, known
+to the coordinator or not, as in Kafka).
 
 IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per key
 (APPEND and SUBTRACT only for LIST-typed configs); the legacy AlterConfigs
@@ -22,6 +23,7 @@ from typing import Callable, Mapping
 from kfast.config import (
     CLIENT_METRICS_CONFIGS,
     DYNAMIC_ONLY_BROKER_CONFIGS,
+    GROUP_CONFIGS,
     SERVER_CONFIGS,
     TOPIC_CONFIGS,
     TOPIC_TO_SERVER,
@@ -31,14 +33,15 @@ from kfast.config import (
     coerce,
 )
 from kfast.controller.controller_result import ControllerResult
+from kfast.controller.group_config import validate_group_configs
 from kfast.controller.metadata.records import (
     ConfigRecord,
 )
 from kfast.metrics import subscriptions
 from kfast.protocol import errors
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_TOPIC, OP_APPEND,
-    OP_DELETE, OP_SET, OP_SUBTRACT,
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
+    CONFIG_RESOURCE_TOPIC, OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT,
 )
 
 # Broker configs kfast accepts as dynamic overrides (the rest are read-only,
@@ -71,6 +74,8 @@ def config_type(resource_type: int, key: str):
         return TOPIC_CONFIGS.get(key)
     if resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
         return CLIENT_METRICS_CONFIGS.get(key)
+    if resource_type == CONFIG_RESOURCE_GROUP:
+        return GROUP_CONFIGS.get(key)
     return SERVER_CONFIGS.get(key) or DYNAMIC_ONLY_BROKER_CONFIGS.get(key)
 
 
@@ -88,11 +93,15 @@ def format_value(value) -> str | None:
 
 class ConfigurationControlManager:
     """``topic_exists(name)`` and ``broker_exists(id)`` come from the other
-    managers (a resource must exist before it is configured)."""
+    managers (a resource must exist before it is configured);
+    ``broker_config`` bounds group configs (None: groups are not
+    configurable)."""
 
-    def __init__(self, topic_exists: Callable[[str], bool], broker_exists: Callable[[int], bool]):
+    def __init__(self, topic_exists: Callable[[str], bool], broker_exists: Callable[[int], bool],
+                 broker_config=None):
         self.topic_exists = topic_exists
         self.broker_exists = broker_exists
+        self.broker_config = broker_config
         self.configs: dict[tuple[int, str], dict[str, str]] = {}
 
     def get(self, resource_type: int, name: str) -> dict[str, str]:
@@ -160,6 +169,9 @@ class ConfigurationControlManager:
             # A subscription exists once it has configs: any name but "".
             if not name:
                 raise errors.InvalidRequestException("Subscription name can't be empty")
+        elif resource_type == CONFIG_RESOURCE_GROUP and self.broker_config is not None:
+            if not name:
+                raise errors.InvalidRequestException("Default group resources are not allowed.")
         else:
             raise errors.InvalidRequestException(
                 f"Unsupported resource type {resource_type} for altering configs")
@@ -199,6 +211,8 @@ class ConfigurationControlManager:
                 raise errors.InvalidConfigurationException(str(exc)) from None
         elif resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
             subscriptions.validate(name, updated)
+        elif resource_type == CONFIG_RESOURCE_GROUP:
+            validate_group_configs(self.broker_config, updated)
         else:
             changed = {k for k in set(updated) | set(current) if updated.get(k) != current.get(k)}
             unknown = sorted(k for k in changed if config_type(resource_type, k) is None)

@@ -87,7 +87,8 @@ from kfast.controller.snapshot import (
 )
 from kfast.protocol import errors
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_TOPIC,
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
+    CONFIG_RESOURCE_TOPIC,
 )
 from kfast.storage.meta_properties import random_uuid_base64, read_meta_properties
 
@@ -112,6 +113,7 @@ class _DeltaBuilder:
         self.deleted_topics: dict[str, TopicImage] = {}
         self.changed_topic_configs: set[str] = set()
         self.changed_broker_configs: set[str] = set()
+        self.changed_group_configs: set[str] = set()
         self.changed_brokers: set[int] = set()
         self.changed_acls: dict = {}
 
@@ -160,7 +162,7 @@ class QuorumController:
             unclean_election_enabled=self._unclean_election_enabled)
         self.configuration_control = ConfigurationControlManager(
             lambda name: name in self.replication_control.topics_by_name,
-            lambda broker_id: broker_id in self.cluster_control.brokers)
+            lambda broker_id: broker_id in self.cluster_control.brokers, self.config)
 
     def _topic_defaults(self) -> tuple[int, int]:
         return self.config["num.partitions"], self.config["default.replication.factor"]
@@ -204,6 +206,7 @@ class QuorumController:
         return MetadataDelta(changed_topics=dict(image.topics_by_name),
                              changed_topic_configs=frozenset(image.topic_configs),
                              changed_broker_configs=frozenset(image.broker_configs),
+                             changed_group_configs=frozenset(image.group_configs),
                              changed_brokers=frozenset(image.brokers),
                              changed_acls=dict(image.acls))
 
@@ -327,6 +330,8 @@ class QuorumController:
                 delta.changed_topic_configs.add(name)
             elif resource_type == CONFIG_RESOURCE_BROKER:
                 delta.changed_broker_configs.add(name)
+            elif resource_type == CONFIG_RESOURCE_GROUP:
+                delta.changed_group_configs.add(name)
         elif isinstance(record, _CLUSTER_RECORDS):
             broker_id = self.cluster_control.replay(record)
             if broker_id is not None:
@@ -357,7 +362,7 @@ class QuorumController:
                 continue
             image = topic.image()
             topics_by_name[name] = topics_by_id[topic.topic_id] = changed[name] = image
-        topic_configs, broker_configs, client_metrics_configs = {}, {}, {}
+        topic_configs, broker_configs, client_metrics_configs, group_configs = {}, {}, {}, {}
         for (resource_type, name), values in self.configuration_control.configs.items():
             if resource_type == CONFIG_RESOURCE_TOPIC:
                 topic_configs[name] = dict(values)
@@ -365,13 +370,15 @@ class QuorumController:
                 broker_configs[name] = dict(values)
             elif resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
                 client_metrics_configs[name] = dict(values)
+            elif resource_type == CONFIG_RESOURCE_GROUP:
+                group_configs[name] = dict(values)
         self.image = MetadataImage(
             cluster_id=self.cluster_id, offset=self._last_offset,
             controller_id=self.active_controller_id(),
             topics_by_name=topics_by_name, topics_by_id=topics_by_id,
             brokers=dict(self.cluster_control.brokers), topic_configs=topic_configs,
             broker_configs=broker_configs, client_metrics_configs=client_metrics_configs,
-            features=dict(self.feature_control.finalized),
+            group_configs=group_configs, features=dict(self.feature_control.finalized),
             # A snapshot load may drop every ACL without a record saying so.
             acls=dict(self.acl_control.acls)
             if delta.changed_acls or len(previous.acls) != len(self.acl_control.acls)
@@ -382,6 +389,7 @@ class QuorumController:
             changed_topics=changed, deleted_topics=dict(delta.deleted_topics),
             changed_topic_configs=frozenset(delta.changed_topic_configs),
             changed_broker_configs=frozenset(delta.changed_broker_configs),
+            changed_group_configs=frozenset(delta.changed_group_configs),
             changed_brokers=frozenset(delta.changed_brokers),
             changed_acls=dict(delta.changed_acls))
         for callback in list(self._subscribers):

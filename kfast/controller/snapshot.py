@@ -26,7 +26,8 @@ from kfast.controller.metadata.records import (
     encode_record,
 )
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_TOPIC,
+    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
+    CONFIG_RESOURCE_TOPIC,
 )
 from kfast.raft.snapshots import (  # noqa: F401 (the controller's snapshot API)
     delete_snapshots_before,
@@ -65,7 +66,8 @@ def image_records(image, next_producer_id: int) -> list:
                 leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch))
     for resource_type, configs in ((CONFIG_RESOURCE_TOPIC, image.topic_configs),
                                    (CONFIG_RESOURCE_BROKER, image.broker_configs),
-                                   (CONFIG_RESOURCE_CLIENT_METRICS, image.client_metrics_configs)):
+                                   (CONFIG_RESOURCE_CLIENT_METRICS, image.client_metrics_configs),
+                                   (CONFIG_RESOURCE_GROUP, image.group_configs)):
         for resource in sorted(configs):
             for key, value in sorted(configs[resource].items()):
                 records.append(ConfigRecord(resource_type=resource_type, resource_name=resource,

@@ -111,6 +111,7 @@ SOURCE_STATIC_BROKER_CONFIG = 4
 SOURCE_DEFAULT_CONFIG = 5
 SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG = 6
 SOURCE_CLIENT_METRICS_CONFIG = 7
+SOURCE_GROUP_CONFIG = 8
 
 # Client quota entity types (Kafka's ClientQuotaEntity) and the match types
 # of DescribeClientQuotas' filter components (ClientQuotaFilterComponent).

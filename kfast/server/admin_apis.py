@@ -204,6 +204,11 @@ def handle_describe_configs(ctx: RequestContext, request):
                     raise errors.InvalidRequestException(
                         "Client metrics subscription name must not be empty")
                 described = describer.describe_client_metrics(image, name, keys, include_docs)
+            elif resource.resource_type == CONFIG_RESOURCE_GROUP:
+                if not name:
+                    raise errors.InvalidRequestException("Group name must not be empty")
+                described = describer.describe_group(image.group_configs.get(name, {}), keys,
+                                                     include_synonyms, include_docs)
             else:
                 raise errors.InvalidRequestException(
                     f"Unsupported resource type: {resource.resource_type}")
@@ -242,6 +247,9 @@ def _check_alter_resource(ctx: RequestContext, resource_type: int, name: str) ->
             except ValueError:
                 raise errors.InvalidRequestException(
                     f"Broker id must be an integer, but it is: {name}") from None
+    elif resource_type == CONFIG_RESOURCE_GROUP:
+        if not name:
+            raise errors.InvalidRequestException("Default group resources are not allowed.")
     elif resource_type != CONFIG_RESOURCE_CLIENT_METRICS:  # the controller checks those
         raise errors.InvalidRequestException(f"Unsupported resource type: {resource_type}")
 

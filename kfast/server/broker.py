@@ -294,6 +294,9 @@ class KafkaBroker:
         # Before the listeners: the group APIs answer from the first request.
         self.group_coordinator = GroupCoordinatorRuntime(
             self.config, self.timer, CoordinatorPartitionWriter(self, GROUP_METADATA_TOPIC_NAME))
+        # Group configs (GROUP config resources) live in the metadata image.
+        self.group_coordinator.coordinator.group_config_overrides = \
+            lambda group_id: self.metadata_image.group_configs.get(group_id, {})
         self.txn_marker_channel = TransactionMarkerChannelManager(self)
         self.transaction_coordinator = TransactionCoordinatorRuntime(
             self.config, self.timer,

@@ -20,9 +20,11 @@ pytestmark = [
     pytest.mark.slow,
     pytest.mark.timeout(120),
     # Groups form at once (no initial rebalance delay) and KIP-848 members
-    # heartbeat every 500 ms, so rebalances take a fraction of a second.
+    # heartbeat every 500 ms, so rebalances take a fraction of a second (a
+    # group may set its own interval down to 100 ms).
     pytest.mark.kfast_broker_config({"group.initial.rebalance.delay.ms": 0,
-                                     "group.consumer.heartbeat.interval.ms": 500}),
+                                     "group.consumer.heartbeat.interval.ms": 500,
+                                     "group.consumer.min.heartbeat.interval.ms": 100}),
 ]
 
 JAVA_BUILD = REPO / "build" / "java"
@@ -132,6 +134,18 @@ def test_consumer_group_protocol(kfast_broker, topic):
     # consumer looks the assigned topic ids up by id (Metadata with name "").
     assert facts["pattern_records"] == "40"
     assert facts["pattern_assignment"] == "0,1,2,3"
+    # The group's configs: the broker's defaults, then its own overrides,
+    # which the coordinator gives the members (ConsumerGroupHeartbeat).
+    assert facts["group_config.consumer.session.timeout.ms"] == "45000 DEFAULT_CONFIG"
+    assert facts["group_config.consumer.heartbeat.interval.ms"] == "500 DEFAULT_CONFIG"
+    assert facts["group_config_altered.consumer.session.timeout.ms"] == \
+        "50000 DYNAMIC_GROUP_CONFIG"
+    assert facts["group_config_altered.consumer.heartbeat.interval.ms"] == \
+        "400 DYNAMIC_GROUP_CONFIG"
+    group = facts["group_id"]
+    coordinator = kfast_broker.broker.group_coordinator.coordinator
+    assert coordinator.group_config(group, "consumer.heartbeat.interval.ms") == 400
+    assert coordinator.group_config(group, "consumer.session.timeout.ms") == 50000
 
 
 def test_admin_client(kfast_broker, topic):

@@ -77,6 +77,7 @@ class MetadataImage:
     broker_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     # CLIENT_METRICS resources (KIP-714 subscriptions): name -> {key: value}.
     client_metrics_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # group id ->
     features: Mapping[str, int] = field(default_factory=dict)  # e.g. {"metadata.version": 27}
     acls: Mapping[uuid.UUID, Acl] = field(default_factory=dict)  # ACL id -> ACL
 
@@ -95,5 +96,6 @@ class MetadataDelta:
     deleted_topics: Mapping[str, TopicImage] = field(default_factory=dict)
     changed_topic_configs: frozenset[str] = frozenset()
     changed_broker_configs: frozenset[str] = frozenset()
+    changed_group_configs: frozenset[str] = frozenset()
     changed_brokers: frozenset[int] = frozenset()
     changed_acls: Mapping[uuid.UUID, Acl | None] = field(default_factory=dict)  # None: removed

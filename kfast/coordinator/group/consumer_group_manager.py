@@ -21,7 +21,9 @@ marks its keys unknown, so the next change writes them again.
 from __future__ import annotations
 
 import re
+from typing import Callable, Mapping
 
+from kfast.controller.group_config import group_config_value
 from kfast.coordinator.group import records as R
 from kfast.coordinator.group.assignors import ASSIGNORS
 from kfast.coordinator.group.consumer_group import (
@@ -157,10 +159,17 @@ class ConsumerGroupManager:
 
     def _consumer_config(self) -> None:
         config = self.config
-        self.consumer_heartbeat_interval_ms = config["group.consumer.heartbeat.interval.ms"]
-        self.consumer_session_timeout_ms = config["group.consumer.session.timeout.ms"]
+        # A group's own overrides ({name: value}, the GROUP config resource,
+        # kept in the metadata image); the broker sets the lookup.
+        self.group_config_overrides: Callable[[str], Mapping[str, str]] = lambda group_id: {}
         self.consumer_assignors = list(config["group.consumer.assignors"]) or ["uniform"]
         self.consumer_max_size = config["group.consumer.max.size"]
+
+    def group_config(self, group_id: str, name: str):
+        """The group's value of group config ``name`` (consumer.session.timeout.ms,
+        consumer.heartbeat.interval.ms): its override, else the broker's
+        group.consumer.* property (Kafka's GroupConfigManager)."""
+        return group_config_value(self.config, self.group_config_overrides(group_id), name)
 
     def consumer_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
                                  instance_id, rack_id, rebalance_timeout_ms: int,
@@ -306,7 +315,8 @@ class ConsumerGroupManager:
                 for t, ps in sorted(member.assigned.items(), key=lambda i: str(i[0]))]}
         response = {"error_code": 0, "error_message": None, "member_id": member_id,
                     "member_epoch": member.member_epoch,
-                    "heartbeat_interval_ms": self.consumer_heartbeat_interval_ms,
+                    "heartbeat_interval_ms": self.group_config(
+                        group_id, "consumer.heartbeat.interval.ms"),
                     "assignment": assignment}
         # Only this member's records can have changed unless an epoch moved
         # or the membership did.
@@ -379,7 +389,8 @@ class ConsumerGroupManager:
         self.heartbeat_purgatory.check_and_complete(key)
         member.heartbeat_satisfied = False
         self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member.member_id, self.consumer_session_timeout_ms),
+            DelayedHeartbeat(self, group, member.member_id,
+                             self.group_config(group.group_id, "consumer.session.timeout.ms")),
             [key])
 
     def on_consumer_session_expired(self, group: ConsumerGroup, member_id: str) -> None:

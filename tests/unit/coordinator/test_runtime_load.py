@@ -117,7 +117,7 @@ def test_a_large_partition_loads_over_several_loop_iterations(tmp_path, monkeypa
     # the loaded member got a session timeout: silent, it expires
     group = runtime.coordinator.consumer_groups["cg"]
     assert len(group.members) == 1
-    broker.timer.advance(runtime.coordinator.consumer_session_timeout_ms + 1)
+    broker.timer.advance(runtime.coordinator.group_config("cg", "consumer.session.timeout.ms") + 1)
     assert group.members == {} and broker.appended == 1     # its tombstones
 
 

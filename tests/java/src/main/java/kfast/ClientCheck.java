@@ -182,6 +182,21 @@ public final class ClientCheck {
             producer.flush();
         }
         String group = topic + "-group";
+        // The group's own configs (GROUP config resource, KIP-848):
+        // describe the defaults, set two, describe them back.
+        emit("group_id", group);
+        try (Admin admin = newAdmin()) {
+            ConfigResource resource = new ConfigResource(ConfigResource.Type.GROUP, group);
+            emitConfigs(admin, resource, "group_config", "consumer.session.timeout.ms",
+                        "consumer.heartbeat.interval.ms");
+            admin.incrementalAlterConfigs(Map.of(resource, List.of(
+                new AlterConfigOp(new ConfigEntry("consumer.session.timeout.ms", "50000"),
+                                  AlterConfigOp.OpType.SET),
+                new AlterConfigOp(new ConfigEntry("consumer.heartbeat.interval.ms", "400"),
+                                  AlterConfigOp.OpType.SET)))).all().get();
+            emitConfigs(admin, resource, "group_config_altered", "consumer.session.timeout.ms",
+                        "consumer.heartbeat.interval.ms");
+        }
         Set<String> seen = ConcurrentHashMap.newKeySet();
         Map<Integer, Set<TopicPartition>> assignments = new ConcurrentHashMap<>();
         Map<Integer, String> memberIds = new ConcurrentHashMap<>();
