@@ -19,8 +19,9 @@ scrape time, plus ``retired``, the counts of topics that no longer exist.
 from __future__ import annotations
 
 import threading
+from bisect import bisect_left
 
-from kfast.metrics.histogram import Histogram, HistogramSnapshot
+from kfast.metrics.histogram import BOUNDS_MS, Histogram, HistogramSnapshot
 
 
 class TopicStats:
@@ -71,15 +72,29 @@ class BrokerTopicStats:
 
 
 class RequestStats:
-    """One API's RequestMetrics: requests per version, and where the time went."""
+    """One API's RequestMetrics: requests per version, and where the time
+    went: three histograms (total, local, remote) in one list of counts,
+    so a request costs three bisects and five additions."""
 
-    __slots__ = ("requests", "total_time", "local_time", "remote_time")
+    __slots__ = ("requests", "counts", "count", "total_sum", "local_sum")
 
     def __init__(self):
-        self.requests: dict[int, int] = {}
-        self.total_time = Histogram()
-        self.local_time = Histogram()
-        self.remote_time = Histogram()
+        self.requests = [0] * 32             # per version (grown if needed)
+        self.counts = [0] * (3 * _SLOTS)
+        self.count = 0
+        self.total_sum = self.local_sum = 0.0
+
+    def snapshot(self) -> tuple[dict[int, int], HistogramSnapshot, HistogramSnapshot,
+                                HistogramSnapshot]:
+        counts, n = self.counts, self.count
+        versions = {v: c for v, c in enumerate(self.requests) if c}
+        return (versions,
+                HistogramSnapshot(counts[:_SLOTS], n, self.total_sum),
+                HistogramSnapshot(counts[_SLOTS:2 * _SLOTS], n, self.local_sum),
+                HistogramSnapshot(counts[2 * _SLOTS:], n, self.total_sum - self.local_sum))
+
+
+_SLOTS = len(BOUNDS_MS) + 1
 
 
 class RequestMetrics:
@@ -97,17 +112,24 @@ class RequestMetrics:
         stats = self.by_key.get(api_key)
         if stats is None:
             stats = self.by_key[api_key] = RequestStats()
-        requests = stats.requests
-        requests[version] = requests.get(version, 0) + 1
-        stats.total_time.record((finished - started) * 1000.0)
-        stats.local_time.record((handled - started) * 1000.0)
-        stats.remote_time.record((finished - handled) * 1000.0)
+        try:
+            stats.requests[version] += 1
+        except IndexError:
+            stats.requests += [0] * (version + 1 - len(stats.requests))
+            stats.requests[version] += 1
+        total = (finished - started) * 1000.0
+        local = (handled - started) * 1000.0
+        counts = stats.counts
+        counts[bisect_left(BOUNDS_MS, total)] += 1
+        counts[_SLOTS + bisect_left(BOUNDS_MS, local)] += 1
+        counts[2 * _SLOTS + bisect_left(BOUNDS_MS, total - local)] += 1
+        stats.count += 1
+        stats.total_sum += total
+        stats.local_sum += local
 
-    def snapshot(self) -> dict[int, tuple[dict[int, int], HistogramSnapshot, HistogramSnapshot,
-                                          HistogramSnapshot]]:
-        return {key: (dict(s.requests), s.total_time.snapshot(), s.local_time.snapshot(),
-                      s.remote_time.snapshot())
-                for key, s in self.by_key.items()}
+    def snapshot(self) -> dict[int, tuple]:
+        """{api key: (requests per version, total, local, remote)}."""
+        return {key: stats.snapshot() for key, stats in self.by_key.items()}
 
 
 class ReplicaStats:

@@ -36,3 +36,17 @@ def test_empty_zero_and_overflow():
     histogram.record(10 ** 9)
     assert histogram.snapshot().quantile(0.999) == BOUNDS_MS[-1]
     assert histogram.snapshot().quantiles()[0] == (0.5, 0.0)
+
+
+def test_request_metrics_split_total_into_local_and_remote():
+    from kfast.metrics.broker_stats import RequestMetrics
+
+    metrics = RequestMetrics()
+    metrics.record(0, 9, 10.0, 10.002, 10.010)      # 2 ms local, 8 ms waiting
+    metrics.record(0, 40, 20.0, 20.001, 20.001)     # synchronous, a version past 31
+    versions, total, local, remote = metrics.snapshot()[0]
+    assert versions == {9: 1, 40: 1}
+    assert total.count == local.count == remote.count == 2
+    assert math.isclose(total.sum, 11.0) and math.isclose(local.sum, 3.0)
+    assert math.isclose(remote.sum, 8.0)
+    assert 8.0 <= remote.quantile(0.99) <= 8.0 * WIDTH and remote.quantile(0.5) == 0.0
