@@ -30,6 +30,7 @@ COMMANDS = {
     "transactions": "kfast.tools.transactions",
     "perf": "kfast.tools.perf",
     "configs": "kfast.tools.configs",
+    "client-metrics": "kfast.tools.client_metrics",
     "console": "kfast.tools.console_web.command",
 }
 

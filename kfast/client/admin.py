@@ -24,7 +24,7 @@ from kfast.protocol import (
     DescribeTopicPartitionsRequest,
     DeleteTopicsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
     DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest, ListOffsetsRequest, api_key, errors,
+    IncrementalAlterConfigsRequest, ListConfigResourcesRequest, ListOffsetsRequest, api_key, errors,
 )
 from kfast.protocol.constants import (
     CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP,
@@ -256,6 +256,14 @@ class KafkaAdmin(ClusterClient):
         response = await self.cluster.send(None, request)
         for result in response.responses:
             _raise_for(result.error_code, result.error_message, result.resource_name)
+
+    async def list_config_resources(self, resource_types: Iterable[int]) -> list[tuple[int, str]]:
+        """ListConfigResources v1 (KIP-1142): (type, name) of the resources
+        of ``resource_types`` (empty: every type)."""
+        response = await self.cluster.send(
+            None, ListConfigResourcesRequest(resource_types=list(resource_types)))
+        _raise_for(response.error_code, None, "ListConfigResources")
+        return [(r.resource_type, r.resource_name) for r in response.config_resources]
 
     # ---- client quotas ---------------------------------------------------------------
 

@@ -133,3 +133,39 @@ def test_not_advertised_without_the_endpoint(broker):
         assert 0 in keys and 71 not in keys and 72 not in keys
     finally:
         client.close()
+
+
+def client_metrics(broker, *argv) -> tuple[int, str, str]:
+    import io
+
+    from kfast.cli import build_parser
+    from kfast.tools import client_metrics as tool
+
+    args = build_parser().parse_args(
+        ["client-metrics", "--bootstrap-server", broker.bootstrap_servers, *argv])
+    out, err = io.StringIO(), io.StringIO()
+    return tool.run(args, out=out, err=err), out.getvalue(), err.getvalue()
+
+
+def test_kfast_client_metrics_is_kafka_client_metrics_sh(metered):
+    assert client_metrics(metered, "--alter", "--name", "cli", "--metrics",
+                          "org.apache.kafka.consumer.,org.apache.kafka.producer.",
+                          "--interval", "2000", "--match", "client_id=cli-.*") == \
+        (0, "Altered client metrics config for cli.\n", "")
+    code, out, _ = client_metrics(metered, "--describe", "--name", "cli")
+    assert code == 0 and out.splitlines()[0] == "Client metrics configs for cli are:"
+    assert sorted(out.splitlines()[1:]) == [
+        "  interval.ms=2000", "  match=client_id=cli-.*",
+        "  metrics=org.apache.kafka.consumer.,org.apache.kafka.producer."]
+    assert "cli" in client_metrics(metered, "--list")[1].split()
+    assert client_metrics(metered, "--alter", "--name", "cli", "--interval", "5")[1] == \
+        "Error while executing client metrics command : Invalid value 5 for interval.ms, " \
+        "interval must be between 100 and 3600000 (1 hour)\n"
+    code, out, _ = client_metrics(metered, "--alter", "--generate-name", "--metrics", "*")
+    generated = out.split()[-1].rstrip(".")
+    assert code == 0 and uuid.UUID(generated)
+    assert client_metrics(metered, "--delete", "--name", "cli") == \
+        (0, "Deleted client metrics config for cli.\n", "")
+    listed = client_metrics(metered, "--list")[1].split()
+    assert "cli" not in listed and generated in listed
+    assert client_metrics(metered, "--list", "--name", "x", "--interval", "100")[0] == 1
