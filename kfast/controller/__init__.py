@@ -8,7 +8,7 @@
     configuration_control.py    dynamic topic and broker config overrides
     cluster_control.py          broker registrations, epochs, fencing
     producer_id_control.py      producer id blocks
-    feature_control.py          finalized feature levels (metadata.version)
+    feature_control.py          finalized feature levels (metadata.version, transaction.version)
     placement.py                replica placement (rack-aware)
     topics.py                   topic name rules (Kafka's Topic)
     metadata_log.py             __cluster_metadata-0 on kfast.storage's Log

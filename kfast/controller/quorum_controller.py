@@ -532,10 +532,12 @@ class QuorumController:
         return await self._run(lambda: self.replication_control.alter_partition(
             broker_id, broker_epoch, topics, version))
 
-    async def update_features(self, updates: list[tuple[str, int]]) -> dict:
-        """(feature, max level) pairs; {feature: KafkaError | None}."""
+    async def update_features(self, updates: list[tuple[str, int, int]],
+                              validate_only: bool = False) -> dict:
+        """(feature, max level, upgrade type) triples; {feature: KafkaError | None}."""
         return await self._run(lambda: self.feature_control.update_features(updates,
-                                                                            self.node_id))
+                                                                            self.node_id),
+                               validate_only)
 
     # -- ACLs ------------------------------------------------------------------------------------
     async def create_acls(self, acls: list) -> list:

@@ -33,6 +33,7 @@ from kfast.protocol.constants import (
     CONFIG_RESOURCE_TOPIC, ENDPOINT_TYPE_BROKER, NO_LEADER, OP_APPEND, OP_DELETE, OP_SET,
     OP_SUBTRACT, ZERO_UUID, authorized_operations,
 )
+from kfast.controller.feature_control import SAFE_DOWNGRADE, UPGRADE
 from kfast.controller.replication_control import ELECTION_PREFERRED, TopicSpec
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME, is_internal, validate_topic_name
 from kfast.protocol import (
@@ -522,8 +523,14 @@ async def handle_update_features(ctx: RequestContext, request):
     if len(set(names)) != len(names):
         return UpdateFeaturesResponse(error_code=errors.InvalidRequestException.code,
                                       error_message="Duplicate feature in the request.")
+    version = ctx.api_version
+    # v0 says allow_downgrade; v1+ names the upgrade type (1 upgrade, 2 safe
+    # downgrade, 3 unsafe downgrade) and may ask to validate only.
     results = await ctx.broker.controller.update_features(
-        [(u.feature, u.max_version_level) for u in request.feature_updates])
+        [(u.feature, u.max_version_level,
+          u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE))
+         for u in request.feature_updates],
+        request.validate_only if version >= 1 else False)
     if ctx.api_version >= 2:
         # v2 has no per-feature results: the first failure answers for all.
         failed = next((e for e in results.values() if e is not None), None)

@@ -329,7 +329,7 @@ class KafkaApis:
         return None
 
     # -- ApiVersions ------------------------------------------------------------------
-    def _api_versions_body(self, error_code: int = 0):
+    def _api_versions_body(self, error_code: int = 0, version: int = 4):
         from kfast.protocol import ApiVersionsResponse
 
         image = getattr(self.broker, "metadata_image", None)
@@ -340,9 +340,12 @@ class KafkaApis:
                       for k, lo, hi in self.supported_versions()],
             # Supported ranges come from the controller's feature control (what
             # UpdateFeatures would accept), not from the finalized levels.
+            # Below v4 a minimum of 0 is sent as 1: older Java clients fail to
+            # parse a minimum of 0 (KAFKA-17011), as Kafka's ApiVersionsResponse.
             supported_features=[
-                ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low,
-                                                        max_version=high)
+                ApiVersionsResponse.SupportedFeatureKey(
+                    name=name, min_version=1 if low == 0 and version < 4 else low,
+                    max_version=high)
                 for name, (low, high) in self.broker.supported_features().items()],
             finalized_features_epoch=image.offset if image is not None and features else -1,
             finalized_features=[
@@ -361,10 +364,11 @@ class KafkaApis:
             version = request.client_software_version
             if not (_SOFTWARE_PATTERN.fullmatch(name or "")
                     and _SOFTWARE_PATTERN.fullmatch(version or "")):
-                body = self._api_versions_body(errors.InvalidRequestException.code)
+                body = self._api_versions_body(errors.InvalidRequestException.code,
+                                               ctx.api_version)
                 body.api_keys = []
                 return body
             if ctx.connection is not None:
                 # Kafka's ClientInformation (KIP-714 subscriptions match on it).
                 ctx.connection.client_software = (name, version)
-        return self._api_versions_body()
+        return self._api_versions_body(version=ctx.api_version)

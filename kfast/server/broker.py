@@ -23,6 +23,7 @@ import uuid
 from typing import Callable
 
 from kfast.config import ConfigException, KafkaConfig
+from kfast.controller.feature_control import TRANSACTION_VERSION
 from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataImage
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
@@ -66,9 +67,6 @@ _API_MODULES = (
     "kfast.server.sasl_apis",
     "kfast.server.telemetry_apis",
 )
-# Kafka's transaction.version feature; kfast's controller finalizes no
-# level, so clients run the original protocol (level 0).
-TRANSACTION_VERSION = "transaction.version"
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 2**31
 _LOG_CLEANER_JOB = "kafka-log-cleaner"

@@ -24,7 +24,12 @@ import uuid
 
 from kfast.client.connection import BrokerConnection
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
-from kfast.controller.feature_control import METADATA_VERSION, METADATA_VERSION_LEVEL
+from kfast.controller.feature_control import (
+    METADATA_VERSION,
+    METADATA_VERSION_LEVEL,
+    TRANSACTION_VERSION,
+    TRANSACTION_VERSION_LEVEL,
+)
 from kfast.protocol import (
     AllocateProducerIdsRequest,
     BrokerHeartbeatRequest,
@@ -217,7 +222,10 @@ class QuorumControllerClient:
                 security_protocol=SECURITY_PROTOCOLS[e.security_protocol]) for e in listeners],
             features=[BrokerRegistrationRequest.Feature(
                 name=METADATA_VERSION, min_supported_version=1,
-                max_supported_version=METADATA_VERSION_LEVEL)],
+                max_supported_version=METADATA_VERSION_LEVEL),
+                BrokerRegistrationRequest.Feature(
+                name=TRANSACTION_VERSION, min_supported_version=0,
+                max_supported_version=TRANSACTION_VERSION_LEVEL)],
             rack=rack)
         response = await self.channel.send(request, timeout=60)
         if response.error_code:

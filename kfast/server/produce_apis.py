@@ -111,7 +111,9 @@ def handle_produce(ctx: RequestContext, request):
         write = None
         if request.transactional_id is not None:
             try:
-                write = start_verification(broker, entries)
+                # Produce v12+ (transaction version 2): the coordinator adds
+                # the partitions rather than only verifying them.
+                write = start_verification(broker, entries, ctx.api_version)
             except errors.KafkaError as exc:
                 for _, _, _, response in entries:
                     response.error_code, response.error_message = exc.code, str(exc) or None

@@ -23,12 +23,27 @@ and the coordinator's COORDINATOR_LOAD_IN_PROGRESS / COORDINATOR_NOT_AVAILABLE
 / NOT_COORDINATOR as NOT_ENOUGH_REPLICAS (retriable: the producer sends
 again); anything else (INVALID_PRODUCER_EPOCH, PRODUCER_FENCED, ...) as is.
 transaction.partition.verification.enable=false turns it off.
+
+Transaction version 2 (KIP-890 part 2): a client sending Produce v12+ never
+sends AddPartitionsToTxn itself; the leader's request to the coordinator
+adds the partition instead (verify_only false, Kafka's
+TransactionSupportedOperation ADD_PARTITION), under the same guard. Its
+transactions end with an epoch bump, so "a transaction of this producer is
+ongoing here" is asked at the batch's epoch: a batch one epoch ahead starts
+the next transaction while the previous one may still wait for its marker,
+and must be added (the coordinator answers CONCURRENT_TRANSACTIONS until
+that marker is written). A batch below the partition's epoch for the
+producer is left to the append, which refuses it as INVALID_PRODUCER_EPOCH
+-- a straggler of a transaction the bumped marker already ended.
 """
 from __future__ import annotations
 
+import asyncio
 import logging
 
 from kfast.controller.topics import TRANSACTION_STATE_TOPIC_NAME
+from kfast.coordinator.runtime import wall_clock_ms
+from kfast.coordinator.transaction.metadata import TV_2
 from kfast.coordinator.transaction.records import partition_for
 from kfast.protocol import AddPartitionsToTxnRequest, api_keys
 from kfast.protocol import errors as E
@@ -39,7 +54,13 @@ from kfast.server.broker_links import BrokerLinks, NoEndpoint
 logger = logging.getLogger(__name__)
 
 _ADD_PARTITIONS_TO_TXN = api_keys.BY_NAME["AddPartitionsToTxn"].key
-_RETRIABLE = frozenset({
+# The first Produce version of transaction version 2 clients: the leader
+# adds the partition to the transaction (Kafka's
+# produceRequestVersionToTransactionSupportedOperation).
+FIRST_ADDING_PRODUCE_VERSION = 12
+# Coordinator answers the writer may retry: the request is answered with a
+# retriable error of its own API.
+RETRIABLE_VERIFICATION_ERRORS = frozenset({
     E.ConcurrentTransactionsException.code, E.NetworkException.code,
     E.CoordinatorLoadInProgressException.code, E.CoordinatorNotAvailableException.code,
     E.NotCoordinatorException.code})
@@ -47,23 +68,39 @@ NOT_ADDED = "Partition was not added to the transaction"
 
 
 class TransactionalWrite:
-    """The transactional batches of one Produce request that need verifying:
-    ``guards`` {(topic, partition): VerificationGuard}."""
+    """The transactional batches of one request that need verifying:
+    ``guards`` {(topic, partition): VerificationGuard}; ``add_partitions``:
+    the coordinator adds them to the transaction (transaction version 2)
+    instead of only checking they are in it."""
 
-    __slots__ = ("producer_id", "producer_epoch", "guards")
+    __slots__ = ("producer_id", "producer_epoch", "guards", "add_partitions")
 
-    def __init__(self, producer_id: int, producer_epoch: int):
+    def __init__(self, producer_id: int, producer_epoch: int, add_partitions: bool = False):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.guards: dict[tuple[str, int], object] = {}
+        self.add_partitions = add_partitions
 
 
-def start_verification(broker, entries: list) -> TransactionalWrite | None:
+def needs_verification(state, producer_id: int, producer_epoch: int) -> bool:
+    """A transactional write of (``producer_id``, ``producer_epoch``) to the
+    partition of producer state ``state`` asks the coordinator first: no
+    transaction of the producer is ongoing there at that epoch, and the
+    epoch is not below the partition's (such a write fails as
+    INVALID_PRODUCER_EPOCH at the append; Kafka rejects it before asking)."""
+    if state.has_ongoing_transaction(producer_id, producer_epoch):
+        return False
+    entry = state.last_entry(producer_id)
+    return entry is None or producer_epoch >= entry.producer_epoch
+
+
+def start_verification(broker, entries: list, produce_version: int = 0
+                       ) -> TransactionalWrite | None:
     """For each ``(topic, partition, records, response)`` holding a
     transactional batch whose producer has no transaction ongoing on the
-    partition: a guard (the partition's verification state). None when
-    nothing needs verifying. A partition that fails here (not hosted, not
-    leader) is left for the append to answer."""
+    partition (at the batch's epoch): a guard (the partition's verification
+    state). None when nothing needs verifying. A partition that fails here
+    (not hosted, not leader) is left for the append to answer."""
     write = None
     now_ms = broker.replica_manager.time_ms()
     for topic, index, records, _ in entries:
@@ -71,7 +108,8 @@ def start_verification(broker, entries: list) -> TransactionalWrite | None:
         if not header.is_transactional or header.is_control:
             continue
         if write is None:
-            write = TransactionalWrite(header.producer_id, header.producer_epoch)
+            write = TransactionalWrite(header.producer_id, header.producer_epoch,
+                                       produce_version >= FIRST_ADDING_PRODUCE_VERSION)
         elif header.producer_id != write.producer_id:
             raise E.InvalidPidMappingException(
                 "Transactional records contained more than one producer ID")
@@ -79,7 +117,7 @@ def start_verification(broker, entries: list) -> TransactionalWrite | None:
         if partition is None or not partition.is_leader:
             continue
         state = partition.log.producer_state
-        if state.has_ongoing_transaction(header.producer_id):
+        if not needs_verification(state, header.producer_id, header.producer_epoch):
             continue
         entry = state.maybe_create_verification_state(
             header.producer_id, header.base_sequence, header.producer_epoch, now_ms)
@@ -97,7 +135,7 @@ def check_verified(log, records, guard) -> None:
     if not header.is_transactional or header.is_control:
         return
     state = log.producer_state
-    if state.has_ongoing_transaction(header.producer_id):
+    if not needs_verification(state, header.producer_id, header.producer_epoch):
         return
     entry = state.verification_states.get(header.producer_id)
     if entry is None or guard is None or entry.guard is not guard:
@@ -120,8 +158,9 @@ def clear_after_append(log, records) -> None:
 
 
 class AddPartitionsToTxnManager:
-    """Sends the verifications to transaction coordinators (Kafka's
-    AddPartitionsToTxnManager, without its batching across requests)."""
+    """Sends the verifications (or, for transaction version 2, the
+    additions) to transaction coordinators (Kafka's AddPartitionsToTxnManager,
+    without its batching across requests)."""
 
     def __init__(self, broker):
         self.broker = broker
@@ -143,9 +182,23 @@ class AddPartitionsToTxnManager:
             code = runtime.check_coordinator(transactional_id)
             if code:
                 return dict.fromkeys(partitions, code)
+            if write.add_partitions:
+                return dict.fromkeys(partitions, await self._add_here(runtime, transactional_id,
+                                                                      write, partitions))
             return runtime.coordinator.handle_verify_partitions(
                 transactional_id, write.producer_id, write.producer_epoch, partitions)
         return await self._ask(leader, transactional_id, write, partitions)
+
+    @staticmethod
+    async def _add_here(runtime, transactional_id: str, write: TransactionalWrite,
+                        partitions: list) -> int:
+        """The coordinator on this broker adds ``partitions`` (transaction
+        version 2); its one error code once the Ongoing record is written."""
+        future = asyncio.get_running_loop().create_future()
+        runtime.run(runtime.coordinator.handle_add_partitions(
+            transactional_id, write.producer_id, write.producer_epoch, partitions,
+            wall_clock_ms(), TV_2), lambda code: future.done() or future.set_result(code))
+        return await future
 
     async def _ask(self, leader: int, transactional_id: str, write: TransactionalWrite,
                    partitions: list) -> dict:
@@ -155,7 +208,7 @@ class AddPartitionsToTxnManager:
         R = AddPartitionsToTxnRequest
         request = R(transactions=[R.AddPartitionsToTxnTransaction(
             transactional_id=transactional_id, producer_id=write.producer_id,
-            producer_epoch=write.producer_epoch, verify_only=True,
+            producer_epoch=write.producer_epoch, verify_only=not write.add_partitions,
             topics=[R.AddPartitionsToTxnTopic(name=t, partitions=ps)
                     for t, ps in by_topic.items()])])
         try:
@@ -193,7 +246,7 @@ def answer(code: int, produce_version: int) -> tuple[int, str | None]:
         code = E.InvalidTxnStateException.code
     if code in (E.InvalidTxnStateException.code, E.TransactionAbortableException.code):
         return code, NOT_ADDED
-    if code in _RETRIABLE:
+    if code in RETRIABLE_VERIFICATION_ERRORS:
         return E.NotEnoughReplicasException.code, (
             f"Unable to verify the partition has been added to the transaction. "
             f"Underlying error: {E.for_code(code).__name__}")

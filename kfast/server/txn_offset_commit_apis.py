@@ -10,14 +10,61 @@ coordinator's NOT_COORDINATOR / COORDINATOR_LOAD_IN_PROGRESS /
 COORDINATOR_NOT_AVAILABLE, UNKNOWN_TOPIC_OR_PARTITION for a partition the
 metadata lacks, else the group's validation (v3+ carries the member and
 generation: ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID, FENCED_INSTANCE_ID).
+
+Before the offsets are written the transaction coordinator is asked, as for
+a transactional Produce (KIP-890, transaction.partition.verification.enable):
+unless the producer already has a transaction ongoing (at its epoch) on the
+group's __consumer_offsets partition, v0-4 verify that partition is in the
+transaction (the client sent AddOffsetsToTxn) and v5+ -- transaction version
+2 clients, which send no AddOffsetsToTxn -- have the coordinator add it
+(Kafka's txnOffsetCommitRequestVersionToTransactionSupportedOperation).
+The answer, mapped as Kafka's group coordinator maps it, goes to every
+partition: PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE
+as INVALID_TXN_STATE below v4, and a retriable coordinator error as
+COORDINATOR_NOT_AVAILABLE (the client finds the coordinator and retries).
 """
 from __future__ import annotations
 
 import asyncio
 
+from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.protocol import api_keys
 from kfast.protocol import errors as E
 from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.transaction_verification import (
+    RETRIABLE_VERIFICATION_ERRORS,
+    TransactionalWrite,
+    needs_verification,
+)
+
+# The first TxnOffsetCommit version that may receive TRANSACTION_ABORTABLE,
+# and the first from transaction version 2 clients (the partition is added).
+_FIRST_ABORTABLE_VERSION = 4
+_FIRST_ADDING_VERSION = 5
+
+
+async def _verify_offsets_partition(ctx: RequestContext, request) -> int:
+    """0, or the error of every partition of the request: the transaction
+    coordinator's answer for the group's __consumer_offsets partition."""
+    broker = ctx.broker
+    index = broker.group_coordinator.partition_for(request.group_id)
+    partition = broker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index)
+    if partition is None or not partition.is_leader or not needs_verification(
+            partition.log.producer_state, request.producer_id, request.producer_epoch):
+        return 0
+    write = TransactionalWrite(request.producer_id, request.producer_epoch,
+                               ctx.api_version >= _FIRST_ADDING_VERSION)
+    write.guards[(GROUP_METADATA_TOPIC_NAME, index)] = None
+    answers = await broker.add_partitions_to_txn_manager.verify(request.transactional_id, write)
+    code = answers.get((GROUP_METADATA_TOPIC_NAME, index), 0)
+    if code == E.ProducerFencedException.code:
+        return E.InvalidProducerEpochException.code
+    if code == E.TransactionAbortableException.code and \
+            ctx.api_version < _FIRST_ABORTABLE_VERSION:
+        return E.InvalidTxnStateException.code
+    if code in RETRIABLE_VERIFICATION_ERRORS:
+        return E.CoordinatorNotAvailableException.code
+    return code
 
 
 async def handle_txn_offset_commit(ctx: RequestContext, request):
@@ -43,6 +90,11 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
                                p.committed_leader_epoch if version >= 2 else -1,
                                p.committed_metadata)
         layout.append((topic.name, rows))
+    if offsets and ctx.broker.config["transaction.partition.verification.enable"]:
+        code = await _verify_offsets_partition(ctx, request)
+        if code:
+            results.update(dict.fromkeys(offsets, code))
+            offsets = {}
     if offsets:
         future = asyncio.get_running_loop().create_future()
         runtime.coordinator.commit_transactional_offsets(

@@ -327,9 +327,14 @@ class ProducerStateManager:
         self.verification_states: dict[int, VerificationStateEntry] = {}
 
     # -- transaction verification (KIP-890) -----------------------------------
-    def has_ongoing_transaction(self, producer_id: int) -> bool:
+    def has_ongoing_transaction(self, producer_id: int, producer_epoch: int | None = None) -> bool:
+        """Whether the producer has a transaction open here -- at
+        ``producer_epoch`` when given: with transaction version 2 a batch at
+        a newer epoch belongs to the next transaction, whose previous one may
+        still wait for its marker (Kafka's UnifiedLog.hasOngoingTransaction)."""
         entry = self.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset is not None
+        return entry is not None and entry.current_txn_first_offset is not None and \
+            (producer_epoch is None or entry.producer_epoch == producer_epoch)
 
     def maybe_create_verification_state(self, producer_id: int, sequence: int, epoch: int,
                                         now_ms: int) -> VerificationStateEntry:

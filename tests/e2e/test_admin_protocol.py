@@ -318,7 +318,7 @@ def test_api_versions_advertise_the_finalized_metadata_version(client):
     response = client.request("ApiVersions", 3, client_software_name="kfast-test",
                               client_software_version="1.0")
     assert [(f.name, f.max_version_level) for f in response.finalized_features] == [
-        ("metadata.version", 21)]
+        ("metadata.version", 21), ("transaction.version", 2)]
     assert response.finalized_features_epoch >= 0
     advertised = {k.api_key for k in response.api_keys}
     assert {KEY[name] for name in ("CreateTopics", "DeleteTopics", "CreatePartitions",
@@ -372,7 +372,7 @@ def test_update_features_accepts_only_the_running_levels(client, version):
         return client.request("UpdateFeatures", version, timeout_ms=1000, feature_updates=[
             Update(feature=name, max_version_level=level) for name, level in pairs])
 
-    ok = update(("metadata.version", 21), ("group.version", 0))
+    ok = update(("metadata.version", 21), ("group.version", 0), ("transaction.version", 2))
     assert ok.error_code == 0
     bad = update(("metadata.version", 22))
     code = errors.InvalidUpdateVersionException.code

@@ -205,9 +205,25 @@ def test_transactional_producer(kfast_broker, topic):
     committed = [f"c1-{i}" for i in range(5)] + [f"c2-{i}" for i in range(5)]
     aborted = [f"a-{i}" for i in range(5)]
 
+    # A new cluster finalizes transaction.version 2, so the client runs
+    # transaction version 2 (KIP-890 part 2): Produce v12 and TxnOffsetCommit
+    # v5 have the leaders add the partitions, and every EndTxn v5 bumps the
+    # epoch -- the coordinator's epoch moves once per transaction, and the
+    # input partition holds the epoch of the last marker.
+    assert facts["finalized_transaction_version"] == "2"
+    assert facts["supported_transaction_version"] == "0-2"
+    assert facts["epoch.init"] == "0 Empty"
+    assert facts["epoch.c1"] == "1 CompleteCommit"
+    assert facts["epoch.a"] == "2 CompleteAbort"
+    assert facts["epoch.c2"] == "3 CompleteCommit"
+    assert facts["partition_producer_epoch"] == "3"
     assert facts.all("transaction_committed") == ["c1 5", "c2 5"]
     assert facts["transaction_aborted"] == "a 5"
-    assert facts["fenced"] == "ProducerFencedException"
+    # The zombie's write is refused as Kafka refuses it under version 2 (the
+    # coordinator's PRODUCER_FENCED is INVALID_PRODUCER_EPOCH to a producer,
+    # abortable), and ending its transaction is fenced.
+    assert facts["fenced"] == "InvalidProducerEpochException"
+    assert facts["fenced_abort"] == "ProducerFencedException"
     assert facts["committed_read"].split(",") == committed
     assert facts["uncommitted_read"].split(",") == committed[:5] + aborted + committed[5:]
     # 15 records and three transaction markers.
@@ -228,3 +244,23 @@ def test_transactional_producer(kfast_broker, topic):
     assert facts["open_partitions"] == f"[{topic}-in-0]"
     assert facts["open_listed"] == "true"
     assert facts["open_start_offset"] == "18"
+
+
+def test_transaction_version_follows_update_features(kfast_broker, topic):
+    facts = run_client_check(kfast_broker, "transaction-versions", topic)
+    # Lowering a feature needs a downgrade upgrade type.
+    assert facts["lower_as_upgrade"] == "InvalidUpdateVersionException"
+    # Lowered to 0 (the feature removed): the original protocol, one epoch
+    # for every transaction of the producer.
+    assert facts.all("finalized_transaction_version") == ["none", "2"]
+    assert facts.all("supported_transaction_version") == ["0-2", "0-2"]
+    assert [facts[f"epoch.tv0.{step}"] for step in ("init", "commit", "abort")] == [
+        "0 Empty", "0 CompleteCommit", "0 CompleteAbort"]
+    # Raised to 2: the epoch bumps at each end.
+    assert [facts[f"epoch.tv2.{step}"] for step in ("init", "commit", "abort")] == [
+        "0 Empty", "1 CompleteCommit", "2 CompleteAbort"]
+    # Offsets committed with the transaction in both versions; the aborted
+    # ones never.
+    assert facts["group_offsets.tv0"] == "0:1"
+    assert facts["group_offsets.tv2"] == "0:3"
+    assert facts["committed_read"].split(",") == ["tv0-commit", "tv2-commit"]

@@ -24,7 +24,11 @@ KEY = {name: api_keys.BY_NAME[name].key for name in (
 
 @pytest.fixture(scope="module")
 def conn(tmp_path_factory):
-    broker = KfastBroker({"group.initial.rebalance.delay.ms": 0},
+    # The offsets here belong to made-up producers with no transaction, so
+    # the transaction coordinator's check before the write (KIP-890) is off;
+    # it is tested with real transactions in test_transactions_v2_protocol.py.
+    broker = KfastBroker({"group.initial.rebalance.delay.ms": 0,
+                          "transaction.partition.verification.enable": False},
                          data_dir=str(tmp_path_factory.mktemp("kfast-txn-offsets")))
     broker.start()
     connection = BlockingConnection(broker.host, broker.port)

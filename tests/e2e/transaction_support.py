@@ -49,12 +49,12 @@ def add_partitions(conn, version, transactional_id, producer_id, epoch, partitio
 
 
 def produce_transactional(conn, transactional_id, producer_id, epoch, partition, values,
-                          sequence=0, topic=TOPIC):
+                          sequence=0, topic=TOPIC, version=9):
     builder = RecordBatchBuilder(0, producer_id=producer_id, producer_epoch=epoch,
                                  base_sequence=sequence, is_transactional=True)
     for value in values:
         builder.append(int(time.time() * 1000), None, value)
-    response = send(conn, "Produce", 9, transactional_id=transactional_id, acks=-1,
+    response = send(conn, "Produce", version, transactional_id=transactional_id, acks=-1,
                     timeout_ms=5000, topic_data=[{"name": topic, "partition_data": [
                         {"index": partition, "records": builder.build()}]}])
     return response.responses[0].partition_responses[0].error_code

@@ -8,6 +8,7 @@ import uuid
 import pytest
 
 from kfast.config import KafkaConfig
+from kfast.controller.feature_control import SAFE_DOWNGRADE, UNSAFE_DOWNGRADE, UPGRADE
 from kfast.controller.metadata.image import Endpoint, MetadataImage
 from kfast.controller.metadata_log import METADATA_PARTITION_DIR
 from kfast.controller.quorum_controller import QuorumController
@@ -41,9 +42,9 @@ def test_bootstrap_formats_the_log(tmp_path):
         return image
 
     image = run(main())
-    assert image.features == {"metadata.version": 21}
+    assert image.features == {"metadata.version": 21, "transaction.version": 2}
     assert image.cluster_id == "test-cluster-id-000000" and image.controller_id == 1
-    assert image.offset == 0
+    assert image.offset == 1            # the two FeatureLevelRecords: offsets 0 and 1
     assert os.path.exists(tmp_path / METADATA_PARTITION_DIR / "00000000000000000000.log")
 
 
@@ -287,26 +288,46 @@ def test_cluster_id_from_meta_properties_or_generated(tmp_path):
 def test_update_features(tmp_path):
     async def main():
         controller = await started(tmp_path)
-        results = await controller.update_features([("metadata.version", 21),
-                                                    ("transaction.version", 2)])
-        disable = await controller.update_features([("metadata.version", 0)])
+        formatted = dict(controller.image.features)
+        results = await controller.update_features([("metadata.version", 21, UPGRADE),
+                                                    ("transaction.version", 3, UPGRADE)])
+        unchanged = dict(controller.image.features)
+        disable = await controller.update_features([("metadata.version", 0, SAFE_DOWNGRADE)])
+        refused = await controller.update_features([("transaction.version", 1, UPGRADE)])
+        checked = await controller.update_features([("transaction.version", 0, SAFE_DOWNGRADE)],
+                                                   validate_only=True)
+        after_check = dict(controller.image.features)
+        lowered = await controller.update_features([("transaction.version", 0, SAFE_DOWNGRADE)])
+        at_zero = dict(controller.image.features)
+        raised = await controller.update_features([("transaction.version", 1, UPGRADE)])
         image = controller.image
         await controller.shutdown()
-        return results, disable, image
+        return (formatted, results, unchanged, disable, refused, checked, after_check, lowered,
+                at_zero, raised, image)
 
-    results, disable, image = run(main())
+    (formatted, results, unchanged, disable, refused, checked, after_check, lowered, at_zero,
+     raised, image) = run(main())
+    # A new cluster runs transaction version 2, as kafka-storage format gives 4.x.
+    assert formatted == {"metadata.version": 21, "transaction.version": 2}
     assert results["metadata.version"] is None
     assert isinstance(results["transaction.version"], errors.InvalidUpdateVersionException)
+    assert unchanged == formatted               # one invalid update: nothing written
     assert isinstance(disable["metadata.version"], errors.InvalidUpdateVersionException)
-    assert image.features == {"metadata.version": 21}
+    # Lowering needs a downgrade upgrade type.
+    assert "downgrade" in str(refused["transaction.version"])
+    assert checked == {"transaction.version": None} and after_check == formatted
+    assert lowered == {"transaction.version": None}
+    assert at_zero == {"metadata.version": 21}  # level 0 removes the feature
+    assert raised == {"transaction.version": None}
+    assert image.features == {"metadata.version": 21, "transaction.version": 1}
 
 
 def test_supported_features_are_the_levels_update_features_accepts(tmp_path):
     controller = make_controller(tmp_path)
     supported = controller.feature_control.supported_features()
-    assert supported == {"metadata.version": (21, 21)}
+    assert supported == {"metadata.version": (21, 21), "transaction.version": (0, 2)}
     for name, (low, high) in supported.items():
-        assert controller.feature_control.update_features([(name, high)], 1).response == \
-            {name: None}
-        assert controller.feature_control.update_features([(name, low - 1)], 1) \
-            .response[name] is not None
+        assert controller.feature_control.update_features([(name, high, UPGRADE)], 1).response \
+            == {name: None}
+        assert controller.feature_control.update_features(
+            [(name, low - 1, UNSAFE_DOWNGRADE)], 1).response[name] is not None

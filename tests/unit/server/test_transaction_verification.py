@@ -9,7 +9,8 @@ import pytest
 from kfast.config import LogConfig
 from kfast.protocol import errors as E
 from kfast.records import CONTROL_TYPE_ABORT, RecordBatchBuilder, build_control_batch
-from kfast.server.transaction_verification import answer, check_verified, clear_after_append
+from kfast.server.transaction_verification import (
+    answer, check_verified, clear_after_append, needs_verification)
 from kfast.storage.log import Log
 from kfast.storage.producer_state import ORIGIN_COORDINATOR
 
@@ -75,6 +76,31 @@ def test_unanswered_verifications_expire_with_the_producers(log):
     state.maybe_create_verification_state(PID, 0, 0, now_ms=1)
     state.remove_expired_producers(1 + state.producer_id_expiration_ms)
     assert PID not in state.verification_states
+
+
+def test_version_2_next_transaction_is_verified_while_the_last_awaits_its_marker(log):
+    """Transaction version 2: a batch one epoch ahead starts the next
+    transaction even though this partition still holds the previous one
+    open; it must be verified (added), not slipped into the open one."""
+    state = log.producer_state
+    guard = state.maybe_create_verification_state(PID, 0, 0, now_ms=1).guard
+    append(log, txn_batch(0), guard)
+    assert state.has_ongoing_transaction(PID, 0)
+    assert not state.has_ongoing_transaction(PID, 1)
+    assert needs_verification(state, PID, 1) and not needs_verification(state, PID, 0)
+    with pytest.raises(E.InvalidTxnStateException):
+        append(log, txn_batch(0, epoch=1), None)
+    # The bumped marker ends the transaction; a straggler of it is left to
+    # the append, which fences it by the marker's epoch.
+    marker = bytes(build_control_batch(CONTROL_TYPE_ABORT, PID, 1, 0, 1))
+    log.append_as_leader(marker, 0, ORIGIN_COORDINATOR)
+    clear_after_append(log, marker)
+    assert not needs_verification(state, PID, 0)
+    with pytest.raises(E.InvalidProducerEpochException):
+        append(log, txn_batch(1, epoch=0), None)
+    guard = state.maybe_create_verification_state(PID, 0, 1, now_ms=2).guard
+    append(log, txn_batch(0, epoch=1), guard)
+    assert state.has_ongoing_transaction(PID, 1)
 
 
 def test_coordinator_answers_as_produce_errors():

@@ -290,6 +290,45 @@ def test_add_partitions_during_overflow_completion_is_concurrent(h):
     assert h.add("t", PID + 1, 0, [TP1], tv=2) == E.ConcurrentTransactionsException.code
 
 
+def test_v2_partitions_added_by_their_leaders_start_each_transaction(h):
+    """Transaction version 2: no AddPartitionsToTxn from the client; the
+    partition leader's add (a Produce v12 or TxnOffsetCommit v5) opens the
+    next transaction at the epoch EndTxn v5 answered."""
+    h.init("t", now_ms=1)
+    assert h.add("t", PID, 0, [TP0], now_ms=2, tv=2) == NONE
+    md = h.metadata("t")
+    assert (md.state, md.txn_start_timestamp, md.client_transaction_version) == (S.ONGOING, 2, 2)
+    assert h.add("t", PID, 0, [TP0], now_ms=3, tv=2) == NONE        # already in: no write
+    assert h.end("t", PID, 0, True, tv=2) == EndTxnResult(NONE, PID, 1)
+    # Until the markers are written the next transaction must wait: its
+    # first write would otherwise join the one being committed.
+    assert h.add("t", PID, 1, [TP1], tv=2) == E.ConcurrentTransactionsException.code
+    h.write_markers()
+    # A write of the ended transaction (the old epoch) is fenced.
+    assert h.add("t", PID, 0, [TP1], tv=2) == E.ProducerFencedException.code
+    assert h.add("t", PID, 1, [TP1], now_ms=9, tv=2) == NONE
+    md = h.metadata("t")
+    assert (md.state, md.producer_epoch, md.topic_partitions, md.txn_start_timestamp) == \
+        (S.ONGOING, 1, {TP1}, 9)
+    assert h.end("t", PID, 1, False, tv=2) == EndTxnResult(NONE, PID, 2)
+    h.write_markers()
+    assert (h.metadata("t").state, h.metadata("t").producer_epoch) == (S.COMPLETE_ABORT, 2)
+    # The log holds version 2 and the bumped epochs: a reload agrees.
+    other = h.replayed()
+    replayed = other.state.loading[other.state.partition_for("t")].transactions["t"]
+    assert replayed.persisted_view() == h.metadata("t").persisted_view()
+    assert replayed.client_transaction_version == 2
+
+
+def test_v2_verify_only_still_answers_per_partition(h):
+    """A version 1 write (Produce v11) on a version 2 cluster: verified, not added."""
+    h.init("t")
+    h.add("t", PID, 0, [TP0], tv=2)
+    assert h.coordinator.handle_verify_partitions("t", PID, 0, [TP0, TP1]) == {
+        TP0: NONE, TP1: E.TransactionAbortableException.code}
+    assert h.metadata("t").topic_partitions == {TP0}
+
+
 # -- markers -------------------------------------------------------------------------------
 def test_completion_waits_for_every_partition(h):
     producer_id, epoch = begin(h, partitions=(TP0, TP1))

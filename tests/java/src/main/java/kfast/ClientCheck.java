@@ -22,6 +22,8 @@ import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
 import org.apache.kafka.clients.admin.ConsumerGroupDescription;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.clients.admin.FeatureMetadata;
+import org.apache.kafka.clients.admin.FeatureUpdate;
 import org.apache.kafka.clients.admin.GroupListing;
 import org.apache.kafka.clients.admin.ListTransactionsOptions;
 import org.apache.kafka.clients.admin.NewPartitions;
@@ -31,6 +33,7 @@ import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.admin.TransactionDescription;
 import org.apache.kafka.clients.admin.TransactionState;
+import org.apache.kafka.clients.admin.UpdateFeaturesOptions;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -55,7 +58,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   java -cp build/java/classes:build/java/lib/* kfast.ClientCheck SCENARIO BOOTSTRAP TOPIC
  * </pre>
  *
- * SCENARIO is produce-consume, consumer-protocol, admin or transactions; TOPIC
+ * SCENARIO is produce-consume, consumer-protocol, admin, transactions or
+ * transaction-versions; TOPIC
  * is a fresh name that the scenario uses as a prefix. Every fact the test
  * checks is printed to stdout as one {@code key=value} line (a key may
  * repeat); the client's own log goes to stderr. Exit status 0 when the
@@ -86,6 +90,7 @@ public final class ClientCheck {
             case "consumer-protocol" -> check.consumerProtocol();
             case "admin" -> check.admin();
             case "transactions" -> check.transactions();
+            case "transaction-versions" -> check.transactionVersions();
             default -> {
                 System.err.println("unknown scenario " + args[0]);
                 System.exit(2);
@@ -399,11 +404,25 @@ public final class ClientCheck {
         TopicPartition in0 = new TopicPartition(input, 0);
         TopicPartition out0 = new TopicPartition(output, 0);
         String transactionalId = topic + "-tx";
-        try (KafkaProducer<String, String> producer = new KafkaProducer<>(transactionalProps(transactionalId))) {
+        try (Admin admin = newAdmin()) {
+            emitTransactionVersion(admin);
+        }
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(transactionalProps(transactionalId));
+             Admin admin = newAdmin()) {
             producer.initTransactions();
+            emitEpoch(admin, transactionalId, "init");
             sendInTransaction(producer, input, "c1", 5, true);
+            emitEpoch(admin, transactionalId, "c1");
             sendInTransaction(producer, input, "a", 5, false);
+            emitEpoch(admin, transactionalId, "a");
             sendInTransaction(producer, input, "c2", 5, true);
+            emitEpoch(admin, transactionalId, "c2");
+            // The epoch the partition holds for the producer: its last marker's.
+            long producerId = admin.describeTransactions(List.of(transactionalId)).all().get()
+                    .get(transactionalId).producerId();
+            emit("partition_producer_epoch", admin.describeProducers(List.of(in0)).partitionResult(in0).get()
+                    .activeProducers().stream().filter(state -> state.producerId() == producerId)
+                    .map(state -> String.valueOf(state.producerEpoch())).collect(Collectors.joining(",")));
 
             // A second producer with the same transactional.id fences the first.
             try (KafkaProducer<String, String> successor =
@@ -413,6 +432,12 @@ public final class ClientCheck {
                     producer.beginTransaction();
                     producer.send(new ProducerRecord<>(input, "zombie")).get();
                     producer.commitTransaction();
+                    return null;
+                }));
+                // Transaction version 2: the zombie's write failed as
+                // INVALID_PRODUCER_EPOCH (abortable); ending it is fenced.
+                emit("fenced_abort", failureOf(() -> {
+                    producer.abortTransaction();
                     return null;
                 }));
             }
@@ -485,6 +510,80 @@ public final class ClientCheck {
             }
             producer.abortTransaction();
         }
+    }
+
+    /**
+     * transaction.version moved with Admin.updateFeatures: lowered to 0 (a
+     * safe downgrade), a new producer runs the original protocol (its epoch
+     * stays across transactions); raised back to 2, a new producer bumps the
+     * epoch at every transaction end. Each phase commits one transaction
+     * with offsets and aborts one; read_committed sees the commits only.
+     */
+    private void transactionVersions() throws Exception {
+        String input = topic + "-in";
+        String group = topic + "-g";
+        TopicPartition in0 = new TopicPartition(input, 0);
+        try (Admin admin = newAdmin()) {
+            admin.createTopics(List.of(new NewTopic(input, 1, (short) 1))).all().get();
+            emit("lower_as_upgrade", failureOf(() -> admin.updateFeatures(
+                    Map.of("transaction.version", new FeatureUpdate((short) 1, FeatureUpdate.UpgradeType.UPGRADE)),
+                    new UpdateFeaturesOptions()).all().get()));
+            for (short level : new short[] {0, 2}) {
+                FeatureUpdate.UpgradeType type = level == 0
+                        ? FeatureUpdate.UpgradeType.SAFE_DOWNGRADE : FeatureUpdate.UpgradeType.UPGRADE;
+                admin.updateFeatures(Map.of("transaction.version", new FeatureUpdate(level, type)),
+                        new UpdateFeaturesOptions()).all().get();
+                waitFor("transaction.version " + level, () -> finalizedTransactionVersion(admin) == level);
+                emitTransactionVersion(admin);
+                String transactionalId = topic + "-tv" + level;
+                try (KafkaProducer<String, String> producer = new KafkaProducer<>(transactionalProps(transactionalId))) {
+                    producer.initTransactions();
+                    emitEpoch(admin, transactionalId, "tv" + level + ".init");
+                    producer.beginTransaction();
+                    producer.send(new ProducerRecord<>(input, "tv" + level, "tv" + level + "-commit")).get();
+                    producer.sendOffsetsToTransaction(Map.of(in0, new OffsetAndMetadata(level + 1)),
+                            new org.apache.kafka.clients.consumer.ConsumerGroupMetadata(group));
+                    producer.commitTransaction();
+                    emitEpoch(admin, transactionalId, "tv" + level + ".commit");
+                    producer.beginTransaction();
+                    producer.send(new ProducerRecord<>(input, "tv" + level, "tv" + level + "-abort")).get();
+                    producer.sendOffsetsToTransaction(Map.of(in0, new OffsetAndMetadata(100)),
+                            new org.apache.kafka.clients.consumer.ConsumerGroupMetadata(group));
+                    producer.abortTransaction();
+                    emitEpoch(admin, transactionalId, "tv" + level + ".abort");
+                }
+                emit("group_offsets.tv" + level, offsets(admin.listConsumerGroupOffsets(group)
+                        .partitionsToOffsetAndMetadata().get()));
+            }
+        }
+        emit("committed_read", String.join(",", values(readAll(in0, "read_committed"))));
+    }
+
+    private static short finalizedTransactionVersion(Admin admin) {
+        try {
+            FeatureMetadata features = admin.describeFeatures().featureMetadata().get();
+            var level = features.finalizedFeatures().get("transaction.version");
+            return level == null ? 0 : level.maxVersionLevel();
+        } catch (Exception e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    /** The finalized and supported transaction.version levels (DescribeFeatures). */
+    private static void emitTransactionVersion(Admin admin) throws Exception {
+        FeatureMetadata features = admin.describeFeatures().featureMetadata().get();
+        var finalized = features.finalizedFeatures().get("transaction.version");
+        emit("finalized_transaction_version", finalized == null ? "none" : finalized.maxVersionLevel());
+        var supported = features.supportedFeatures().get("transaction.version");
+        emit("supported_transaction_version",
+                supported == null ? "none" : supported.minVersion() + "-" + supported.maxVersion());
+    }
+
+    /** The coordinator's producer id epoch for a transactional id (DescribeTransactions). */
+    private static void emitEpoch(Admin admin, String transactionalId, String label) throws Exception {
+        TransactionDescription description =
+                admin.describeTransactions(List.of(transactionalId)).all().get().get(transactionalId);
+        emit("epoch." + label, description.producerEpoch() + " " + description.state());
     }
 
     // -- clients -----------------------------------------------------------------------
