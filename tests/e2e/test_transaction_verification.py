@@ -106,5 +106,14 @@ def test_the_leader_asks_a_coordinator_on_another_broker(kfast_cluster):
     wait_until(lambda: offsets(conn, 0)[0] == offsets(conn, 0)[1], 10, "the abort marker")
     assert produce_transactional(conn, transactional_id, pid, epoch, 0, [b"late"],
                                  sequence=1) == E.InvalidTxnStateException.code
+    # Transaction version 2 (Produce v12): the leader has that coordinator
+    # add the partition (AddPartitionsToTxn verify_only=false).
+    producer = init(coordinator, transactional_id, version=5)
+    pid, epoch = producer.producer_id, producer.producer_epoch
+    assert produce_transactional(conn, transactional_id, pid, epoch, 0, [b"v2"],
+                                 version=12) == 0
+    committed = end_txn(coordinator, 5, transactional_id, pid, epoch, True)
+    assert (committed.error_code, committed.producer_epoch) == (0, epoch + 1)
+    wait_until(lambda: offsets(conn, 0)[0] == offsets(conn, 0)[1], 10, "the commit marker")
     coordinator.close()
     conn.close()
