@@ -428,8 +428,10 @@ def test_an_idle_transactional_id_expires(kfast_broker):
     producer.begin_transaction()
     producer.produce(topic, value=b"before", partition=0)
     producer.commit_transaction(30)
+    # The commit is answered once PrepareCommit is written; the markers follow.
+    wait_until(lambda: describe_transaction(bootstrap, idle_id).transaction_state ==
+               "CompleteCommit", 10, "the commit markers")
     before = describe_transaction(bootstrap, idle_id)
-    assert before.transaction_state == "CompleteCommit"
     del producer
     # Open longer than the expiration: not expired, as Kafka expires only
     # Empty, CompleteCommit and CompleteAbort.
@@ -446,8 +448,9 @@ def test_an_idle_transactional_id_expires(kfast_broker):
     successor.begin_transaction()
     successor.produce(topic, value=b"again", partition=0)
     successor.commit_transaction(30)
+    wait_until(lambda: describe_transaction(bootstrap, idle_id).transaction_state ==
+               "CompleteCommit", 10, "the commit markers")
     again = describe_transaction(bootstrap, idle_id)
-    assert again.transaction_state == "CompleteCommit"
     assert again.producer_id != before.producer_id
     still_open.abort_transaction(30)
     assert consume_confluent(bootstrap, topic, "read_committed", until=b"again") == \
