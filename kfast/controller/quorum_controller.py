@@ -35,6 +35,7 @@ from typing import Callable, Iterable, Mapping
 
 from kfast.config import KafkaConfig
 from kfast.controller.acl_control import AclControlManager
+from kfast.controller.scram_control import ScramControlManager
 from kfast.controller.cluster_control import ClusterControlManager
 from kfast.controller.configuration_control import ConfigurationControlManager
 from kfast.controller.controller_result import (
@@ -66,7 +67,9 @@ from kfast.controller.metadata.records import (
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
     RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     TopicRecord,
+    UserScramCredentialRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
 )
@@ -116,6 +119,7 @@ class _DeltaBuilder:
         self.changed_group_configs: set[str] = set()
         self.changed_brokers: set[int] = set()
         self.changed_acls: dict = {}
+        self.changed_scram = False
 
 
 def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
@@ -156,6 +160,7 @@ class QuorumController:
         self.cluster_control = ClusterControlManager()
         self.feature_control = FeatureControlManager()
         self.acl_control = AclControlManager()
+        self.scram_control = ScramControlManager()
         self.producer_id_control = ProducerIdControlManager()
         self.replication_control = ReplicationControlManager(
             self.cluster_control, self._topic_defaults,
@@ -339,6 +344,9 @@ class QuorumController:
         elif isinstance(record, (AccessControlEntryRecord, RemoveAccessControlEntryRecord)):
             acl_id, acl = self.acl_control.replay(record)
             delta.changed_acls[acl_id] = acl
+        elif isinstance(record, (UserScramCredentialRecord, RemoveUserScramCredentialRecord)):
+            self.scram_control.replay(record)
+            delta.changed_scram = True
         elif isinstance(record, FeatureLevelRecord):
             self.feature_control.replay(record)
         elif isinstance(record, ProducerIdsRecord):
@@ -382,7 +390,10 @@ class QuorumController:
             # A snapshot load may drop every ACL without a record saying so.
             acls=dict(self.acl_control.acls)
             if delta.changed_acls or len(previous.acls) != len(self.acl_control.acls)
-            else previous.acls)
+            else previous.acls,
+            scram_credentials=dict(self.scram_control.credentials)
+            if delta.changed_scram or len(previous.scram_credentials)
+            != len(self.scram_control.credentials) else previous.scram_credentials)
         if not notify:
             return
         metadata_delta = MetadataDelta(
@@ -547,6 +558,12 @@ class QuorumController:
     async def delete_acls(self, filters: list) -> list:
         """(KafkaError | None, [deleted Acl]) per filter."""
         return await self._run(lambda: self.acl_control.delete_acls(filters))
+
+    # -- SCRAM credentials ---------------------------------------------------------------------
+    async def alter_user_scram_credentials(self, deletions: list, upsertions: list) -> list:
+        """[(user, KafkaError | None)] (ScramControlManager.alter_credentials)."""
+        return await self._run(lambda: self.scram_control.alter_credentials(deletions,
+                                                                            upsertions))
 
     # -- configs -------------------------------------------------------------------------------
     async def incremental_alter_configs(self, changes: list, validate_only: bool = False) -> list:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from kfast.controller.acl_control import acl_record
+from kfast.controller.scram_control import scram_record
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.metadata.records import (
     ConfigRecord,
@@ -73,6 +74,8 @@ def image_records(image, next_producer_id: int) -> list:
                 records.append(ConfigRecord(resource_type=resource_type, resource_name=resource,
                                             name=key, value=value))
     records += [acl_record(acl_id, acl) for acl_id, acl in image.acls.items()]
+    records += [scram_record(user, mechanism_type, credential)
+                for (user, mechanism_type), credential in image.scram_credentials.items()]
     if next_producer_id > 0:
         records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                          next_producer_id=next_producer_id))

@@ -66,6 +66,7 @@ _API_MODULES = (
     "kfast.server.acl_apis",
     "kfast.server.sasl_apis",
     "kfast.server.telemetry_apis",
+    "kfast.server.scram_apis",
 )
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 2**31

@@ -47,7 +47,8 @@ _NOT_CONTROLLER = errors.NotControllerException.code
 FORWARDED_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
     "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs",
     "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments", "UpdateFeatures",
-    "DescribeQuorum", "UnregisterBroker", "CreateAcls", "DeleteAcls"))
+    "DescribeQuorum", "UnregisterBroker", "CreateAcls", "DeleteAcls",
+    "AlterUserScramCredentials"))
 
 
 def _error_codes(response):

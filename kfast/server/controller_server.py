@@ -147,7 +147,7 @@ class ControllerServer:
         self.metrics_server = None
 
     def _register_apis(self) -> None:
-        from kfast.server import acl_apis, admin_apis, alter_partition_apis, \
+        from kfast.server import acl_apis, admin_apis, alter_partition_apis, scram_apis, \
             broker_lifecycle_apis, producer_id_apis, quorum_apis
         from kfast.server.controller_channel import FORWARDED_APIS
 
@@ -160,6 +160,7 @@ class ControllerServer:
         wanted = FORWARDED_APIS | {api_keys.BY_NAME["DescribeConfigs"].key}
         admin_apis.register(_Only(self.apis, wanted))
         acl_apis.register(self.apis)
+        scram_apis.register(self.apis)
         # DescribeQuorum as the quorum's leader knows it, with the replica
         # keys and voter endpoints of KIP-853 (over the broker's answer).
         quorum_apis.register_describe_quorum(self.apis)

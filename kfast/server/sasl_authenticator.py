@@ -46,6 +46,7 @@ from kfast.security.principal import USER_TYPE, KafkaPrincipal
 from kfast.security.sasl import OAUTHBEARER, PLAIN
 from kfast.security.sasl.plain import PlainServer, plain_users
 from kfast.security.sasl.scram import ScramServer
+from kfast.security.scram import MECHANISMS
 from kfast.server.rate_limited_log import RateLimitedLogger
 
 __all__ = ["SaslListenerHandler", "SaslServerAuthenticator"]
@@ -94,8 +95,12 @@ class SaslListenerHandler:
         return ScramServer(mechanism, self._scram_credential)
 
     def _scram_credential(self, mechanism: str, user: str):
-        store = getattr(self.broker, "scram_credentials", None)
-        return None if store is None else store.get(mechanism, user)
+        # The committed credentials (UserScramCredentialRecords): a user added
+        # or removed at runtime counts from the next authentication on.
+        image = self.broker.metadata_image
+        if image is None:
+            return None
+        return image.scram_credentials.get((user, MECHANISMS[mechanism].type))
 
 
 class SaslServerAuthenticator:

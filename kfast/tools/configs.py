@@ -72,7 +72,7 @@ _CONFIG_KEY = re.compile(r"[a-zA-Z0-9._-]*")
 # item on its first '=' outside [...].
 _OUTSIDE_BRACKETS = r"(?=[^\]]*(?:\[|$))"
 # Modules handling user configs other than quotas (see the module docstring).
-USER_CONFIG_MODULES: list[str] = []
+USER_CONFIG_MODULES: list[str] = ["kfast.tools.scram_credentials"]
 
 
 class UsageError(Exception):

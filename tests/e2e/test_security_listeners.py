@@ -1,15 +1,18 @@
 """TLS and SASL listeners with real clients: one broker serving SSL
 (client certificates requested, mapped to principals), SASL_PLAINTEXT and
-SASL_SSL; confluent-kafka, kafka-python, aiokafka and kcat produce and
-consume through each; wrong credentials are refused; requests before
-authentication close the connection as Kafka's SaslServerAuthenticator does.
-Every key, certificate and password is made by the fixtures."""
+SASL_SSL with PLAIN (JAAS users) and SCRAM-SHA-256/512 (users created with
+``kfast configs``, kept as metadata records); confluent-kafka, kafka-python,
+aiokafka and kcat produce and consume through each; wrong credentials are
+refused; SCRAM users come and go at runtime; requests before authentication
+close the connection as Kafka's SaslServerAuthenticator does. Every key,
+certificate and password is made by the fixtures."""
 from __future__ import annotations
 
 import asyncio
 import secrets
 import ssl
 import subprocess
+import sys
 import uuid
 
 import pytest
@@ -60,14 +63,27 @@ def secured(tls_ca, users):
         "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
         "listener.name.sasl_ssl.ssl.keystore.location": tls_ca.server.pkcs12_path,
         "listener.name.sasl_ssl.ssl.keystore.password": tls_ca.server.pkcs12_password,
-        "sasl.enabled.mechanisms": "PLAIN",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
         "connection.failed.authentication.delay.ms": 10,
     }
     with KfastBroker(props) as broker:
         broker.ports = dict(broker.broker.bound_ports)
+        # SCRAM users as an operator makes them: kafka-configs.sh's syntax.
+        configs(broker, "--entity-type", "users", "--entity-name", "alice", "--alter",
+                "--add-config", f"SCRAM-SHA-256=[iterations=4096,password={users['alice']}],"
+                                f"SCRAM-SHA-512=[password={users['alice']}]")
         yield broker
+
+
+def configs(broker, *args) -> str:
+    """``kfast configs`` against the broker's PLAINTEXT listener; its stdout."""
+    result = subprocess.run(
+        [sys.executable, "-m", "kfast", "configs", "--bootstrap-server",
+         f"127.0.0.1:{broker.ports['PLAINTEXT']}", *args],
+        capture_output=True, text=True, timeout=60, check=True)
+    return result.stdout
 
 
 def _settings(kind: str, listener: str, ca, users, password: str | None = None) -> dict:
@@ -78,13 +94,15 @@ def _settings(kind: str, listener: str, ca, users, password: str | None = None) 
     if kind == "mtls":
         conf.update({"ssl.certificate.location": ca.alice.cert_path,
                      "ssl.key.location": ca.alice.key_path})
-    if kind == "plain":
-        conf.update({"sasl.mechanism": "PLAIN", "sasl.username": "alice",
+    if kind in MECHANISM_OF:
+        conf.update({"sasl.mechanism": MECHANISM_OF[kind], "sasl.username": "alice",
                      "sasl.password": password or users["alice"]})
     return conf
 
 
-WAYS = [("plain", "SASL_PLAINTEXT"), ("plain", "SASL_SSL"), ("tls", "SSL"), ("mtls", "SSL")]
+MECHANISM_OF = {"plain": "PLAIN", "scram256": "SCRAM-SHA-256", "scram512": "SCRAM-SHA-512"}
+WAYS = [("plain", "SASL_PLAINTEXT"), ("plain", "SASL_SSL"), ("scram256", "SASL_PLAINTEXT"),
+        ("scram512", "SASL_SSL"), ("tls", "SSL"), ("mtls", "SSL")]
 
 
 def _roundtrip_confluent(port, conf, topic):
@@ -233,7 +251,8 @@ def test_wrong_password_refused_aiokafka(secured, tls_ca, users):
 def _raw_plain_authenticate(port, context, user, password, version=2):
     connection = RawConnection(port, context)
     handshake = connection.request("SaslHandshake", 1, mechanism="PLAIN")
-    assert handshake.error_code == 0 and handshake.mechanisms == ["PLAIN"]
+    assert handshake.error_code == 0
+    assert handshake.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
     answer = connection.request("SaslAuthenticate", version,
                                 auth_bytes=f"\0{user}\0{password}".encode())
     return connection, answer
@@ -263,7 +282,7 @@ def test_requests_before_authentication_close_the_connection(secured, users):
     # An unknown mechanism: UNSUPPORTED_SASL_MECHANISM with the enabled list, then closed.
     answer = connection.request("SaslHandshake", 1, mechanism="SCRAM-SHA-1")
     assert answer.error_code == errors.UnsupportedSaslMechanismException.code
-    assert answer.mechanisms == ["PLAIN"]
+    assert answer.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
     assert connection.closed_by_broker()
     # Mid-exchange, a request other than SaslAuthenticate.
     connection = RawConnection(port)
@@ -342,3 +361,53 @@ def test_tls_listener_refuses_plaintext_and_untrusted_clients(secured, tls_ca, t
     # The broker still serves.
     good = RawConnection(port, _client_context(tls_ca))
     assert good.request("ApiVersions", 2).error_code == 0
+
+
+def test_scram_users_added_and_removed_at_runtime(secured, tls_ca, users):
+    from confluent_kafka import KafkaError, Producer
+
+    carol = secrets.token_urlsafe(12)
+    port = secured.ports["SASL_SSL"]
+
+    def connects(password) -> bool:
+        """Whether a SCRAM-SHA-512 producer as carol gets metadata (a new
+        authentication each time)."""
+        errors_seen = []
+        producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}",
+                             "security.protocol": "SASL_SSL",
+                             "ssl.ca.location": tls_ca.cert_path,
+                             "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "carol",
+                             "sasl.password": password, "error_cb": errors_seen.append})
+        for _ in range(60):
+            try:
+                producer.list_topics(timeout=0.5)
+                return True
+            except Exception:
+                producer.poll(0.1)  # serves error_cb
+                if any(e.code() == KafkaError._AUTHENTICATION for e in errors_seen):
+                    return False
+        raise AssertionError(f"neither connected nor refused: {errors_seen}")
+
+    assert not connects(carol)
+    configs(secured, "--entity-type", "users", "--entity-name", "carol", "--alter",
+            "--add-config", f"SCRAM-SHA-512=[iterations=8192,password={carol}]")
+    assert _describe_scram(secured, ["carol"]) == {"carol": [(2, 8192)]}
+    assert connects(carol)
+    assert not connects("not-" + carol)
+    configs(secured, "--entity-type", "users", "--entity-name", "carol", "--alter",
+            "--delete-config", "SCRAM-SHA-512")
+    assert not connects(carol)
+    # Every user with credentials (SCRAM-SHA-256 is type 1, SCRAM-SHA-512 type 2).
+    assert _describe_scram(secured, None) == {"alice": [(1, 4096), (2, 4096)]}
+
+
+def _describe_scram(secured, users):
+    connection = RawConnection(secured.ports["PLAINTEXT"])
+    try:
+        answer = connection.request("DescribeUserScramCredentials", 0, users=None if users is None
+                                    else [{"name": u} for u in users])
+    finally:
+        connection.close()
+    assert answer.error_code == 0
+    return {r.user: [(i.mechanism, i.iterations) for i in r.credential_infos]
+            for r in answer.results if r.error_code == 0}

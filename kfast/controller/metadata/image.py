@@ -80,6 +80,8 @@ class MetadataImage:
     group_configs: Mapping[str, Mapping[str, str]] = field(default_factory=dict)  # group id ->
     features: Mapping[str, int] = field(default_factory=dict)  # e.g. {"metadata.version": 27}
     acls: Mapping[uuid.UUID, Acl] = field(default_factory=dict)  # ACL id -> ACL
+    # (user, SCRAM mechanism type) -> ScramCredential (kfast.security.scram)
+    scram_credentials: Mapping[tuple[str, int], object] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)

@@ -110,6 +110,14 @@ _SCHEMAS = (
     _RecordSchema(9, "RemoveTopicRecord", 0, 0, """
     topic_id                           uuid                           0+
 """),
+    _RecordSchema(11, "UserScramCredentialRecord", 0, 0, """
+    name                               string                         0+
+    mechanism                          int8                           0+
+    salt                               bytes                          0+
+    stored_key                         bytes                          0+
+    server_key                         bytes                          0+
+    iterations                         int32                          0+
+"""),
     _RecordSchema(12, "FeatureLevelRecord", 0, 0, """
     name                               string                         0+
     feature_level                      int16                          0+
@@ -139,6 +147,10 @@ _SCHEMAS = (
     id                                 uuid                           0+
 """),
     _RecordSchema(20, "NoOpRecord", 0, 0, """
+"""),
+    _RecordSchema(22, "RemoveUserScramCredentialRecord", 0, 0, """
+    name                               string                         0+
+    mechanism                          int8                           0+
 """),
 )
 
@@ -175,12 +187,14 @@ PartitionChangeRecord = _BY_TYPE[5].cls
 FenceBrokerRecord = _BY_TYPE[7].cls
 UnfenceBrokerRecord = _BY_TYPE[8].cls
 RemoveTopicRecord = _BY_TYPE[9].cls
+UserScramCredentialRecord = _BY_TYPE[11].cls
 FeatureLevelRecord = _BY_TYPE[12].cls
 ProducerIdsRecord = _BY_TYPE[15].cls
 BrokerRegistrationChangeRecord = _BY_TYPE[17].cls
 AccessControlEntryRecord = _BY_TYPE[18].cls
 RemoveAccessControlEntryRecord = _BY_TYPE[19].cls
 NoOpRecord = _BY_TYPE[20].cls
+RemoveUserScramCredentialRecord = _BY_TYPE[22].cls
 
 
 def _uvarint(value: int) -> bytes:

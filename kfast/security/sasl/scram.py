@@ -61,6 +61,7 @@ class ScramServer:
         self._client_first_bare = ""
         self._server_first = ""
         self._nonce = ""
+        self._client_nonce = ""
         self.complete = False
         self.authorization_id: str | None = None
         self.expires_at_ms = None
@@ -110,6 +111,7 @@ class ScramServer:
         self._credential = credential
         self._username = username
         self._client_first_bare = bare
+        self._client_nonce = client_nonce
         self._nonce = client_nonce + base64.b64encode(os.urandom(24)).decode().rstrip("=") \
             .replace("+", "-").replace("/", "_")
         self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
@@ -128,7 +130,12 @@ class ScramServer:
             nonce = attributes["r"]
         except (ValueError, KeyError, binascii.Error):
             raise self._fail() from None
-        if nonce != self._nonce:
+        # RFC 5802: the client echoes the nonce of server-first. librdkafka
+        # before 2.6.1 (confluentinc/librdkafka#4895; Debian's kcat) sends its
+        # own nonce once more in front; Kafka 3.8.1-3.9 accepted that form,
+        # Kafka 4 refuses it. kfast accepts exactly that form too, so those
+        # clients keep working: the fresh server nonce is still checked.
+        if nonce != self._nonce and nonce != self._client_nonce + self._nonce:
             raise self._fail()
         scram, credential = self._scram, self._credential
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
