@@ -14,6 +14,7 @@ from collections import defaultdict
 import pytest
 
 from e2e_support import REPO
+from test_transactions import CONSUMERS
 
 pytestmark = [
     pytest.mark.e2e,
@@ -244,6 +245,12 @@ def test_transactional_producer(kfast_broker, topic):
     assert facts["open_partitions"] == f"[{topic}-in-0]"
     assert facts["open_listed"] == "true"
     assert facts["open_start_offset"] == "18"
+
+    # read_committed consumers of the Python clients (none of which speaks
+    # transaction version 2) see exactly what the version 2 producer committed.
+    for name, consume in CONSUMERS.items():
+        assert consume(kfast_broker.bootstrap_servers, f"{topic}-in", "read_committed",
+                       until=b"c2-4") == [value.encode() for value in committed], name
 
 
 def test_transaction_version_follows_update_features(kfast_broker, topic):

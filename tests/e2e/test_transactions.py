@@ -180,7 +180,21 @@ def test_commit_and_abort_seen_by_every_client(broker, client):
     for name, consume in CONSUMERS.items():
         assert consume(bootstrap, topic, "read_committed") == COMMITTED + AFTER, name
         assert consume(bootstrap, topic, "read_uncommitted") == COMMITTED + ABORTED + AFTER, name
-    assert transaction_state(bootstrap, transactional_id) == "CompleteCommit"
+    # The broker finalizes transaction.version 2, yet these clients speak the
+    # original protocol (AddPartitionsToTxn, EndTxn below v5): the epoch of
+    # their InitProducerId stays through the three transactions.
+    described = describe_transaction(bootstrap, transactional_id)
+    assert (described.transaction_state, described.producer_epoch) == ("CompleteCommit", 0)
+
+
+def test_the_broker_finalizes_transaction_version_2(broker):
+    host, port = broker.bootstrap_servers.rsplit(":", 1)
+    with BlockingConnection(host, int(port)) as connection:
+        response = connection.send({"client_software_name": "kfast-test",
+                                    "client_software_version": "1"},
+                                   api_key=api_keys.BY_NAME["ApiVersions"].key, version=3)
+    finalized = {f.name: f.max_version_level for f in response.finalized_features}
+    assert finalized["transaction.version"] == 2
 
 
 # -- zombie fencing ------------------------------------------------------------------------
