@@ -874,7 +874,8 @@ def _check_listener_property(name: str, value: Any) -> None:
     listener, _, rest = name[len(LISTENER_PREFIX):].partition(".")
     mechanism, _, mechanism_rest = rest.partition(".")
     if mechanism in SASL_MECHANISM_PREFIXES and mechanism_rest:
-        if mechanism_rest not in MECHANISM_PROPERTIES:
+        if mechanism_rest not in MECHANISM_PROPERTIES and not (
+                mechanism_rest.startswith("sasl.") and mechanism_rest in SERVER_CONFIGS):
             _check_security_support(name, mechanism_rest, value)
             raise ConfigException(name, "[hidden]", "Unknown configuration for a SASL mechanism")
         rest = mechanism_rest

@@ -17,7 +17,7 @@ from kfast.config import ConfigException, KafkaConfig
 from kfast.security.jaas import JaasEntry, parse_jaas_config
 from kfast.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 from kfast.security.principal_mapping import SslPrincipalMapper
-from kfast.security.sasl import GSSAPI, SUPPORTED_MECHANISMS
+from kfast.security.sasl import GSSAPI, OAUTHBEARER, SUPPORTED_MECHANISMS
 
 __all__ = ["SECURITY_PROTOCOLS", "ListenerSecurity", "principal_from_certificate"]
 
@@ -46,6 +46,8 @@ class ListenerSecurity:
     # Settings of the mechanisms (OAUTHBEARER's validation) by name.
     settings: dict[str, object] = field(default_factory=dict)
     max_receive_size: int = 524288
+    # OAUTHBEARER's token validator (kfast.security.sasl.oauthbearer).
+    oauthbearer_validator: object = None
 
     @property
     def uses_tls(self) -> bool:
@@ -114,6 +116,23 @@ class ListenerSecurity:
             self.settings[name] = setting(name, "OAUTHBEARER")
         self.settings["sasl.server.callback.handler.class"] = setting(
             "sasl.server.callback.handler.class", "OAUTHBEARER")
+        if OAUTHBEARER in mechanisms:
+            self.oauthbearer_validator = self._oauthbearer_validator()
+
+    def _oauthbearer_validator(self):
+        """Kafka's default unsecured validator, or the JWKS one when
+        sasl.server.callback.handler.class names it (built now: a JWKS that
+        cannot be read stops the start)."""
+        from kfast.security.sasl.oauthbearer import (
+            JWKS_VALIDATOR,
+            JwksValidator,
+            UnsecuredValidator,
+        )
+
+        if self.settings["sasl.server.callback.handler.class"] == JWKS_VALIDATOR:
+            return JwksValidator(self.settings)
+        entry = self.jaas.get(OAUTHBEARER)
+        return UnsecuredValidator(entry.options if entry is not None else {})
 
     def certificate_principal(self, der_certificate: bytes | None) -> KafkaPrincipal:
         """The principal of an SSL connection (Kafka's DefaultKafkaPrincipalBuilder):

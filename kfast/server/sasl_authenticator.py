@@ -44,6 +44,7 @@ from kfast.protocol import (
 from kfast.security.listener import ListenerSecurity
 from kfast.security.principal import USER_TYPE, KafkaPrincipal
 from kfast.security.sasl import OAUTHBEARER, PLAIN
+from kfast.security.sasl.oauthbearer import OAuthBearerServer
 from kfast.security.sasl.plain import PlainServer, plain_users
 from kfast.security.sasl.scram import ScramServer
 from kfast.security.scram import MECHANISMS
@@ -89,9 +90,7 @@ class SaslListenerHandler:
         if mechanism == PLAIN:
             return PlainServer(plain_users(self.security.jaas[PLAIN]))
         if mechanism == OAUTHBEARER:
-            from kfast.security.sasl.oauthbearer import OAuthBearerServer
-
-            return OAuthBearerServer.from_settings(self.security.settings)
+            return OAuthBearerServer(self.security.oauthbearer_validator)
         return ScramServer(mechanism, self._scram_credential)
 
     def _scram_credential(self, mechanism: str, user: str):

@@ -1,7 +1,9 @@
 """TLS and SASL listeners with real clients: one broker serving SSL
 (client certificates requested, mapped to principals), SASL_PLAINTEXT and
-SASL_SSL with PLAIN (JAAS users) and SCRAM-SHA-256/512 (users created with
-``kfast configs``, kept as metadata records); confluent-kafka, kafka-python,
+SASL_SSL with PLAIN (JAAS users), SCRAM-SHA-256/512 (users created with
+``kfast configs``, kept as metadata records) and OAUTHBEARER (unsecured JWS
+on SASL_PLAINTEXT, JWS signed by a key of a JWKS file on SASL_SSL);
+confluent-kafka, kafka-python,
 aiokafka and kcat produce and consume through each; wrong credentials are
 refused; SCRAM users come and go at runtime; requests before authentication
 close the connection as Kafka's SaslServerAuthenticator does. Every key,
@@ -9,7 +11,10 @@ certificate and password is made by the fixtures."""
 from __future__ import annotations
 
 import asyncio
+import base64
+import json
 import secrets
+import time
 import ssl
 import subprocess
 import sys
@@ -41,12 +46,39 @@ def tls_ca(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
+def jwks(tmp_path_factory):
+    """A signing key and the JWKS file of its public half."""
+    from joserfc.jwk import ECKey
+
+    key = ECKey.generate_key("P-256", parameters={"kid": secrets.token_hex(4)})
+    path = tmp_path_factory.mktemp("jwks") / "jwks.json"
+    path.write_text(json.dumps({"keys": [key.as_dict(private=False)]}))
+    return key, path
+
+
+def signed_token(key, subject="alice", audience="kfast", lifetime_s=3600) -> str:
+    from joserfc import jwt
+
+    now = int(time.time())
+    return jwt.encode({"alg": "ES256", "kid": key.kid},
+                      {"sub": subject, "aud": audience, "iat": now, "exp": now + lifetime_s}, key)
+
+
+def unsecured_token(subject="alice", lifetime_s=3600) -> str:
+    now = int(time.time())
+
+    def part(value) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+    return f"{part({'alg': 'none'})}.{part({'sub': subject, 'iat': now, 'exp': now + lifetime_s})}."
+
+
+@pytest.fixture(scope="module")
 def users():
     return {"alice": secrets.token_urlsafe(12), "bob": secrets.token_urlsafe(12)}
 
 
 @pytest.fixture(scope="module")
-def secured(tls_ca, users):
+def secured(tls_ca, users, jwks):
     jaas = JAAS_PLAIN.format(users=" ".join(f'user_{u}="{pw}"' for u, pw in users.items()))
     props = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
@@ -63,7 +95,14 @@ def secured(tls_ca, users):
         "listener.name.sasl_ssl.ssl.keystore.type": "PKCS12",
         "listener.name.sasl_ssl.ssl.keystore.location": tls_ca.server.pkcs12_path,
         "listener.name.sasl_ssl.ssl.keystore.password": tls_ca.server.pkcs12_password,
-        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512",
+        "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512,OAUTHBEARER",
+        # OAUTHBEARER: unsecured tokens (Kafka's default validator) on
+        # SASL_PLAINTEXT, tokens signed by the JWKS's key on SASL_SSL.
+        "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class":
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler",
+        "listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.jwks.endpoint.url":
+            jwks[1].as_uri(),
+        "listener.name.sasl_ssl.oauthbearer.sasl.oauthbearer.expected.audience": "kfast",
         "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
         "listener.name.sasl_ssl.plain.sasl.jaas.config": jaas,
         "connection.failed.authentication.delay.ms": 10,
@@ -86,8 +125,10 @@ def configs(broker, *args) -> str:
     return result.stdout
 
 
-def _settings(kind: str, listener: str, ca, users, password: str | None = None) -> dict:
-    """librdkafka-style settings for one way of connecting."""
+def _settings(kind: str, listener: str, ca, users, password: str | None = None,
+              jwks=None) -> dict:
+    """librdkafka-style settings for one way of connecting (and, for
+    OAUTHBEARER, "_token": a callable returning the token to present)."""
     conf: dict = {"security.protocol": listener}
     if listener in ("SSL", "SASL_SSL"):
         conf["ssl.ca.location"] = ca.cert_path
@@ -97,17 +138,33 @@ def _settings(kind: str, listener: str, ca, users, password: str | None = None) 
     if kind in MECHANISM_OF:
         conf.update({"sasl.mechanism": MECHANISM_OF[kind], "sasl.username": "alice",
                      "sasl.password": password or users["alice"]})
+    if kind == "oauth":
+        conf.update({"sasl.mechanism": "OAUTHBEARER", "_token": unsecured_token})
+    if kind == "oauth-jwks":
+        conf.update({"sasl.mechanism": "OAUTHBEARER",
+                     "_token": lambda: signed_token(jwks[0])})
     return conf
 
 
 MECHANISM_OF = {"plain": "PLAIN", "scram256": "SCRAM-SHA-256", "scram512": "SCRAM-SHA-512"}
 WAYS = [("plain", "SASL_PLAINTEXT"), ("plain", "SASL_SSL"), ("scram256", "SASL_PLAINTEXT"),
-        ("scram512", "SASL_SSL"), ("tls", "SSL"), ("mtls", "SSL")]
+        ("scram512", "SASL_SSL"), ("oauth", "SASL_PLAINTEXT"), ("oauth-jwks", "SASL_SSL"),
+        ("tls", "SSL"), ("mtls", "SSL")]
+ALL_MECHANISMS = ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+
+
+def _confluent(conf) -> dict:
+    conf = dict(conf)
+    token = conf.pop("_token", None)
+    if token is not None:
+        conf["oauth_cb"] = lambda _config: (token(), time.time() + 3600)
+    return conf
 
 
 def _roundtrip_confluent(port, conf, topic):
     from confluent_kafka import OFFSET_BEGINNING, Consumer, Producer, TopicPartition
 
+    conf = _confluent(conf)
     producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", **conf})
     producer.produce(topic, b"v1", key=b"k")
     assert producer.flush(30) == 0
@@ -132,7 +189,14 @@ def _kafka_python_kwargs(conf) -> dict:
     if "ssl.certificate.location" in conf:
         kwargs["ssl_certfile"] = conf["ssl.certificate.location"]
         kwargs["ssl_keyfile"] = conf["ssl.key.location"]
-    if "sasl.mechanism" in conf:
+    if "_token" in conf:
+        from kafka.net.sasl.oauth import AbstractTokenProvider
+
+        class Tokens(AbstractTokenProvider):
+            def token(self):
+                return conf["_token"]()
+        kwargs.update(sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Tokens())
+    elif "sasl.mechanism" in conf:
         kwargs.update(sasl_mechanism=conf["sasl.mechanism"],
                       sasl_plain_username=conf["sasl.username"],
                       sasl_plain_password=conf["sasl.password"])
@@ -162,7 +226,14 @@ def _aiokafka_kwargs(conf) -> dict:
         kwargs["ssl_context"] = create_ssl_context(
             cafile=conf["ssl.ca.location"], certfile=conf.get("ssl.certificate.location"),
             keyfile=conf.get("ssl.key.location"))
-    if "sasl.mechanism" in conf:
+    if "_token" in conf:
+        from aiokafka.abc import AbstractTokenProvider
+
+        class Tokens(AbstractTokenProvider):
+            async def token(self):
+                return conf["_token"]()
+        kwargs.update(sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Tokens())
+    elif "sasl.mechanism" in conf:
         kwargs.update(sasl_mechanism=conf["sasl.mechanism"],
                       sasl_plain_username=conf["sasl.username"],
                       sasl_plain_password=conf["sasl.password"])
@@ -192,6 +263,11 @@ def _roundtrip_aiokafka(port, conf, topic):
 
 
 def _kcat_args(conf) -> list[str]:
+    conf = dict(conf)
+    if conf.pop("_token", None) is not None:
+        # librdkafka makes its own unsecured JWS (kcat has no token callback).
+        conf.update({"enable.sasl.oauthbearer.unsecure.jwt": "true",
+                     "sasl.oauthbearer.config": "principal=alice"})
     return [arg for key, value in conf.items() for arg in ("-X", f"{key}={value}")]
 
 
@@ -205,16 +281,18 @@ def _roundtrip_kcat(port, conf, topic):
 
 ROUNDTRIPS = {"confluent-kafka": _roundtrip_confluent, "kafka-python": _roundtrip_kafka_python,
               "aiokafka": _roundtrip_aiokafka, "kcat": _roundtrip_kcat}
-# Every client through every way (SASL/PLAIN with and without TLS, TLS, mTLS).
-MATRIX = [(client, kind, listener) for client in ROUNDTRIPS for kind, listener in WAYS]
+# Every client through every way (each SASL mechanism, with and without TLS;
+# TLS; mTLS); kcat cannot present a signed token (no callback, no OIDC here).
+MATRIX = [(client, kind, listener) for client in ROUNDTRIPS for kind, listener in WAYS
+          if not (client == "kcat" and kind == "oauth-jwks")]
 
 
 @pytest.mark.parametrize("client,kind,listener", MATRIX,
                          ids=[f"{c}-{k}-{l}" for c, k, l in MATRIX])
-def test_clients_produce_and_consume_through_secured_listeners(secured, tls_ca, users, client,
-                                                               kind, listener):
+def test_clients_produce_and_consume_through_secured_listeners(secured, tls_ca, users, jwks,
+                                                               client, kind, listener):
     topic = f"sec-{uuid.uuid4().hex[:10]}"
-    conf = _settings(kind, listener, tls_ca, users)
+    conf = _settings(kind, listener, tls_ca, users, jwks=jwks)
     assert ROUNDTRIPS[client](secured.ports[listener], conf, topic) == b"v1"
 
 
@@ -252,7 +330,7 @@ def _raw_plain_authenticate(port, context, user, password, version=2):
     connection = RawConnection(port, context)
     handshake = connection.request("SaslHandshake", 1, mechanism="PLAIN")
     assert handshake.error_code == 0
-    assert handshake.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    assert handshake.mechanisms == ALL_MECHANISMS
     answer = connection.request("SaslAuthenticate", version,
                                 auth_bytes=f"\0{user}\0{password}".encode())
     return connection, answer
@@ -282,7 +360,7 @@ def test_requests_before_authentication_close_the_connection(secured, users):
     # An unknown mechanism: UNSUPPORTED_SASL_MECHANISM with the enabled list, then closed.
     answer = connection.request("SaslHandshake", 1, mechanism="SCRAM-SHA-1")
     assert answer.error_code == errors.UnsupportedSaslMechanismException.code
-    assert answer.mechanisms == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    assert answer.mechanisms == ALL_MECHANISMS
     assert connection.closed_by_broker()
     # Mid-exchange, a request other than SaslAuthenticate.
     connection = RawConnection(port)
@@ -411,3 +489,44 @@ def _describe_scram(secured, users):
     assert answer.error_code == 0
     return {r.user: [(i.mechanism, i.iterations) for i in r.credential_infos]
             for r in answer.results if r.error_code == 0}
+
+
+def _oauth_exchange(port, context, token: str, version: int = 2):
+    connection = RawConnection(port, context)
+    assert connection.request("SaslHandshake", 1, mechanism="OAUTHBEARER").error_code == 0
+    answer = connection.request("SaslAuthenticate", version,
+                                auth_bytes=f"n,,\x01auth=Bearer {token}\x01\x01".encode())
+    return connection, answer
+
+
+def test_oauthbearer_tokens_are_validated(secured, tls_ca, jwks):
+    key, _ = jwks
+    tls = _client_context(tls_ca)
+    # A valid token: the session lasts until the token expires (v1+).
+    connection, answer = _oauth_exchange(secured.ports["SASL_SSL"], tls,
+                                         signed_token(key, "dave", lifetime_s=600))
+    assert answer.error_code == 0 and 500_000 < answer.session_lifetime_ms <= 600_000
+    assert _principal_of(secured, "SASL_SSL", connection) == KafkaPrincipal("User", "dave")
+    connection.close()
+    # Refused: expired, another audience, another key, unsecured where keys are required.
+    from joserfc.jwk import ECKey
+
+    stranger = ECKey.generate_key("P-256", parameters={"kid": key.kid})
+    for token in (signed_token(key, lifetime_s=-120), signed_token(key, audience="other"),
+                  signed_token(stranger), unsecured_token()):
+        connection, answer = _oauth_exchange(secured.ports["SASL_SSL"], tls, token)
+        # Kafka's challenge, acknowledged with %x01, then the failure.
+        assert answer.error_code == 0 and json.loads(answer.auth_bytes) == \
+            {"status": "invalid_token"}
+        final = connection.request("SaslAuthenticate", 2, auth_bytes=b"\x01")
+        assert final.error_code == errors.SaslAuthenticationException.code
+        assert final.error_message == '{"status":"invalid_token"}'
+        assert connection.closed_by_broker()
+    # The unsecured validator takes unsecured tokens only, and checks expiry too.
+    connection, answer = _oauth_exchange(secured.ports["SASL_PLAINTEXT"], None,
+                                         unsecured_token("erin"))
+    assert answer.error_code == 0
+    assert _principal_of(secured, "SASL_PLAINTEXT", connection) == KafkaPrincipal("User", "erin")
+    connection, answer = _oauth_exchange(secured.ports["SASL_PLAINTEXT"], None,
+                                         unsecured_token(lifetime_s=-120))
+    assert json.loads(answer.auth_bytes) == {"status": "invalid_token"}

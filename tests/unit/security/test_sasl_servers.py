@@ -11,6 +11,7 @@ from hypothesis import given, strategies as st
 
 from kfast.protocol.errors import SaslAuthenticationException
 from kfast.security.jaas import parse_jaas_config
+from kfast.security.sasl.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from kfast.security.sasl.plain import PlainServer, plain_users
 from kfast.security.sasl.scram import ScramServer
 from kfast.security.scram import MECHANISMS, ScramCredential
@@ -78,15 +79,46 @@ def test_scram_exchange(mechanism):
         _scram_client(mechanism, "eve", PASSWORD, ScramServer(mechanism, lambda m, u: None))
 
 
+FUZZ_CREDENTIAL = ScramCredential.generate(MECHANISMS["SCRAM-SHA-256"], PASSWORD, 4096,
+                                          salt=b"s" * 16)
+
+
 @given(st.lists(st.binary(max_size=200), min_size=1, max_size=3))
 def test_fuzzed_tokens_never_authenticate(tokens):
-    credential = ScramCredential.generate(MECHANISMS["SCRAM-SHA-256"], PASSWORD, 4096,
-                                          salt=b"s" * 16)
+    credential = FUZZ_CREDENTIAL
     for server in (PlainServer({"alice": PASSWORD}),
-                   ScramServer("SCRAM-SHA-256", lambda m, u: credential)):
+                   ScramServer("SCRAM-SHA-256", lambda m, u: credential),
+                   OAuthBearerServer(UnsecuredValidator({}))):
         try:
             for token in tokens:
                 server.evaluate(token)
         except SaslAuthenticationException:
             continue
         assert not server.complete
+
+
+def _unsecured(claims: dict) -> bytes:
+    import json
+    import time
+
+    def part(value) -> str:
+        return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+    claims = {"exp": time.time() + 60, **claims}
+    return f"n,,\x01auth=Bearer {part({'alg': 'none'})}.{part(claims)}.\x01\x01".encode()
+
+
+def test_oauthbearer_unsecured_validator_options():
+    server = OAuthBearerServer(UnsecuredValidator({"unsecuredValidatorRequiredScope": "kafka",
+                                                   "unsecuredValidatorPrincipalClaimName": "u"}))
+    assert server.evaluate(_unsecured({"u": "frank", "scope": "kafka other"})) == b""
+    assert server.authorization_id == "frank" and server.expires_at_ms > 0
+    server = OAuthBearerServer(UnsecuredValidator({"unsecuredValidatorRequiredScope": "kafka"}))
+    assert server.evaluate(_unsecured({"sub": "frank", "scope": "other"})) == \
+        b'{"status":"insufficient_scope","scope":"kafka"}'
+    with pytest.raises(SaslAuthenticationException, match="insufficient_scope"):
+        server.evaluate(b"\x01")
+    for claims in ({"sub": ""}, {"sub": "x", "exp": "soon"}, {"sub": "x", "exp": None}):
+        assert b"invalid_token" in OAuthBearerServer(UnsecuredValidator({})).evaluate(
+            _unsecured(claims))
+    with pytest.raises(SaslAuthenticationException, match="OAUTHBEARER"):
+        OAuthBearerServer(UnsecuredValidator({})).evaluate(b"n,,auth=Bearer x")
