@@ -152,34 +152,29 @@ def _attributes(buf: bytes, spans: list) -> tuple[tuple[str, str], ...]:
     return tuple(pair for pair in pairs if pair is not None)
 
 
-def _number_point(buf: bytes, start: int, end: int):
-    spans, value = [], 0.0
+# What a data point's fields are: field number -> (role, wire type).
+_NUMBER_POINT = {7: ("attributes", 2), 4: ("double", 1), 6: ("int", 1)}
+_HISTOGRAM_POINT = {9: ("attributes", 2), 5: ("double", 1), 4: ("count", 1)}
+
+
+def _point(buf: bytes, start: int, end: int, layout: dict):
+    """(attributes, value, count) of a NumberDataPoint or HistogramDataPoint."""
+    spans, value, count = [], 0.0, 0
     for number, wire_type, field in _fields(buf, start, end):
-        if number == 7:
-            _expect(wire_type, 2, "NumberDataPoint.attributes")
+        entry = layout.get(number)
+        if entry is None:
+            continue
+        role, wanted = entry
+        _expect(wire_type, wanted, f"data point field {number}")
+        if role == "attributes":
             spans.append(field)
-        elif number == 4:
-            _expect(wire_type, 1, "NumberDataPoint.as_double")
+        elif role == "double":
             value = _DOUBLE.unpack(field)[0]
-        elif number == 6:
-            _expect(wire_type, 1, "NumberDataPoint.as_int")
+        elif role == "int":
             value = float(_INT64.unpack(field)[0])
-    return _attributes(buf, spans), value, 0
-
-
-def _histogram_point(buf: bytes, start: int, end: int):
-    spans, total, count = [], 0.0, 0
-    for number, wire_type, field in _fields(buf, start, end):
-        if number == 9:
-            _expect(wire_type, 2, "HistogramDataPoint.attributes")
-            spans.append(field)
-        elif number == 4:
-            _expect(wire_type, 1, "HistogramDataPoint.count")
+        else:
             count = _UINT64.unpack(field)[0]
-        elif number == 5:
-            _expect(wire_type, 1, "HistogramDataPoint.sum")
-            total = _DOUBLE.unpack(field)[0]
-    return _attributes(buf, spans), total, count
+    return _attributes(buf, spans), value, count
 
 
 def _metric(buf: bytes, start: int, end: int, resource: tuple, out: list) -> None:
@@ -195,7 +190,7 @@ def _metric(buf: bytes, start: int, end: int, resource: tuple, out: list) -> Non
     if name is None or data is None:
         return
     kind, data_start, data_end = data
-    point = _histogram_point if kind == "histogram" else _number_point
+    layout = _HISTOGRAM_POINT if kind == "histogram" else _NUMBER_POINT
     spans, temporality, monotonic = [], 0, False
     for number, wire_type, field in _fields(buf, data_start, data_end):
         if number == 1:
@@ -208,7 +203,7 @@ def _metric(buf: bytes, start: int, end: int, resource: tuple, out: list) -> Non
             _expect(wire_type, 0, "is_monotonic")
             monotonic = bool(field)
     for span in spans:
-        attributes, value, count = point(buf, *span)
+        attributes, value, count = _point(buf, *span, layout)
         out.append(MetricPoint(name, kind, resource + attributes, value, count, temporality,
                                monotonic))
 
