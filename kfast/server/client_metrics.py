@@ -33,6 +33,7 @@ from kfast._ext.crc32c import crc32c
 from kfast.metrics import subscriptions
 from kfast.metrics.otlp import TEMPORALITY_DELTA, OtlpDecodeError, decode_metrics_data
 from kfast.protocol import errors
+from kfast.storage.meta_properties import uuid_base64
 
 logger = logging.getLogger(__name__)
 
@@ -157,8 +158,10 @@ class ClientMetricsManager:
                 connection = ctx.connection
                 software = getattr(connection, "client_software", (None, None))
                 peer = ctx.client_address
+                # Ids as Kafka's Uuid.toString() writes them (base64url),
+                # the form clients report and match patterns use.
                 attributes = {
-                    "client_instance_id": str(instance_id), "client_id": ctx.client_id,
+                    "client_instance_id": uuid_base64(instance_id), "client_id": ctx.client_id,
                     "client_software_name": software[0], "client_software_version": software[1],
                     "client_source_address": peer[0] if peer else None,
                     "client_source_port": str(peer[1]) if peer else None}
@@ -259,7 +262,7 @@ class ClientMetricsManager:
         self.expire(self.time_ms())
         out = []
         for instance in self.instances.values():
-            identity = (("client_instance_id", str(instance.instance_id)),
+            identity = (("client_instance_id", instance.attributes["client_instance_id"]),
                         ("client_id", instance.attributes.get("client_id") or ""),
                         ("client_software_name",
                          instance.attributes.get("client_software_name") or ""))

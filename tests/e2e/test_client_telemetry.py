@@ -6,6 +6,7 @@ codes over a raw socket.
 """
 from __future__ import annotations
 
+import base64
 import uuid
 
 import pytest
@@ -79,7 +80,8 @@ def test_librdkafka_pushes_its_metrics_to_the_endpoint(metered, topic):
     labels = dict(next(iter(found)))
     assert labels["client_id"] == "telemetry-e2e"
     assert labels["client_software_name"] == "confluent-kafka-python"
-    uuid.UUID(labels["client_instance_id"])
+    # Kafka's Uuid.toString(): 16 bytes in base64url without padding.
+    assert len(base64.urlsafe_b64decode(labels["client_instance_id"] + "==")) == 16
     assert types["org_apache_kafka_producer_request_latency_avg"] == "gauge"
     # Subscribed to producer metrics only: nothing else was asked for.
     assert not any(name.startswith("org_apache_kafka_consumer") for name in types)

@@ -271,3 +271,43 @@ def test_transaction_version_follows_update_features(kfast_broker, topic):
     assert facts["group_offsets.tv0"] == "0:1"
     assert facts["group_offsets.tv2"] == "0:3"
     assert facts["committed_read"].split(",") == ["tv0-commit", "tv2-commit"]
+
+@pytest.mark.kfast_broker_config({"kfast.metrics.port": 0})
+def test_java_client_pushes_telemetry(kfast_broker, topic):
+    """KIP-714 with the Java client: the subscription written by its Admin,
+    the producer's metrics pushed on its own and on the Prometheus endpoint
+    under the client instance id the producer reports; the JVM waits on
+    stdin until the test has seen them."""
+    from e2e_support import wait_until
+    from test_metrics_endpoint import scrape
+
+    assert CLIENT_CHECK_CLASS.exists(), "run `make deps` (tests/java/build.py)"
+    process = subprocess.Popen(
+        [shutil.which("java"), *JVM_OPTIONS, "-cp", CLASS_PATH, "kfast.ClientCheck", "telemetry",
+         kfast_broker.bootstrap_servers, topic],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not lines or not lines[-1].startswith("client_instance_id="):
+            line = process.stdout.readline()
+            assert line, f"the check ended early: {lines} {process.stderr.read()}"
+            lines.append(line.strip())
+        instance = lines[-1].partition("=")[2]
+        port = kfast_broker.broker.metrics_server.port
+
+        def pushed():
+            return {name: dict(labels) for (name, labels) in scrape(port)[0]
+                    if ("client_instance_id", instance) in labels}
+
+        names = wait_until(pushed, 30, "a telemetry push from the Java producer")
+        assert "org_apache_kafka_producer_record_send_total" in names, sorted(names)
+        labels = names["org_apache_kafka_producer_record_send_total"]
+        assert labels["client_software_name"] == "apache-kafka-java"
+        assert labels["client_id"] == "java-telemetry"
+        out, err = process.communicate("done\n", timeout=SCENARIO_TIMEOUT_S)
+        assert process.returncode == 0, err
+        assert Facts(out)["done"] == "telemetry"
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

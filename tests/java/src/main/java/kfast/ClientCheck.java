@@ -91,6 +91,7 @@ public final class ClientCheck {
             case "admin" -> check.admin();
             case "transactions" -> check.transactions();
             case "transaction-versions" -> check.transactionVersions();
+            case "telemetry" -> check.telemetry();
             default -> {
                 System.err.println("unknown scenario " + args[0]);
                 System.exit(2);
@@ -587,6 +588,37 @@ public final class ClientCheck {
     }
 
     // -- clients -----------------------------------------------------------------------
+
+    /**
+     * KIP-714: a CLIENT_METRICS subscription for Java clients' producer
+     * metrics (every 1000 ms), then a producer that learns its client
+     * instance id from GetTelemetrySubscriptions and stays open, pushing,
+     * until a line on standard input says the test has seen its metrics.
+     */
+    private void telemetry() throws Exception {
+        try (Admin admin = newAdmin()) {
+            ConfigResource subscription = new ConfigResource(ConfigResource.Type.CLIENT_METRICS,
+                    "java-" + topic);
+            admin.incrementalAlterConfigs(Map.of(subscription, List.of(
+                    new AlterConfigOp(new ConfigEntry("metrics", "org.apache.kafka.producer."),
+                            AlterConfigOp.OpType.SET),
+                    new AlterConfigOp(new ConfigEntry("interval.ms", "1000"), AlterConfigOp.OpType.SET),
+                    new AlterConfigOp(new ConfigEntry("match", "client_software_name=apache-kafka-java"),
+                            AlterConfigOp.OpType.SET)))).all().get();
+            emit("subscribed", subscription.name());
+        }
+        Properties props = producerProps();
+        props.put(ProducerConfig.ENABLE_METRICS_PUSH_CONFIG, true);
+        props.put(ProducerConfig.CLIENT_ID_CONFIG, "java-telemetry");
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+            for (int i = 0; i < 10; i++) {
+                producer.send(new ProducerRecord<>(topic, "v" + i)).get();
+            }
+            emit("client_instance_id", producer.clientInstanceId(Duration.ofSeconds(30)));
+            new java.io.BufferedReader(new java.io.InputStreamReader(System.in)).readLine();
+        }
+        emit("closed", true);
+    }
 
     private Admin newAdmin() {
         Properties props = new Properties();
