@@ -33,6 +33,7 @@ from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
 from kfast.server.alter_partition_manager import AlterPartitionManager
 from kfast.server.apis import KafkaApis
+from kfast.server.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from kfast.server.client_metrics import ClientMetricsManager
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
@@ -238,6 +239,8 @@ class KafkaBroker:
         # serve` then shuts it down and exits 1 with ``fatal_error``.
         self.failed = asyncio.Event()
         self.fatal_error: str | None = None
+        # Partitions moving between log dirs (AlterReplicaLogDirs).
+        self.replica_alter_log_dirs = ReplicaAlterLogDirsManager(self)
         self._register_apis()
 
     def _register_apis(self) -> None:
@@ -539,6 +542,7 @@ class KafkaBroker:
         self.apis.warnings.flush()
         for job in self._jobs:
             await job.stop()
+        await self.replica_alter_log_dirs.shutdown()
         if self.replica_manager is not None:
             for manager in (self.replica_manager.replica_fetchers,
                             self.replica_manager.alter_partition_manager):

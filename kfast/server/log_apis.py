@@ -1,5 +1,6 @@
 """APIs that read or move a partition log's offsets: ListOffsets (2),
-OffsetForLeaderEpoch (23), DeleteRecords (21) and DescribeLogDirs (35).
+OffsetForLeaderEpoch (23), DeleteRecords (21); and the log dirs holding
+partition logs: DescribeLogDirs (35), AlterReplicaLogDirs (34).
 """
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import os
 import shutil
 
 from kfast.protocol import (
+    AlterReplicaLogDirsResponse,
     DeleteRecordsResponse,
     DescribeLogDirsResponse,
     ListOffsetsResponse,
@@ -27,6 +29,7 @@ LIST_OFFSETS = api_keys.BY_NAME["ListOffsets"].key
 OFFSET_FOR_LEADER_EPOCH = api_keys.BY_NAME["OffsetForLeaderEpoch"].key
 DELETE_RECORDS = api_keys.BY_NAME["DeleteRecords"].key
 DESCRIBE_LOG_DIRS = api_keys.BY_NAME["DescribeLogDirs"].key
+ALTER_REPLICA_LOG_DIRS = api_keys.BY_NAME["AlterReplicaLogDirs"].key
 
 
 def _epoch_for_offset(log, offset: int) -> int:
@@ -171,8 +174,22 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
                 continue
             by_topic.setdefault(log.topic, []).append(
                 DescribeLogDirsResponse.DescribeLogDirsPartition(
-                    partition_index=log.partition, partition_size=log.size, offset_lag=0,
+                    partition_index=log.partition, partition_size=log.size,
+                    offset_lag=max(log.high_watermark - log.log_end_offset, 0),
                     is_future_key=False))
+        # Future replicas of moves into this dir; their lag is how far they
+        # are behind the current log (Kafka's ReplicaManager.getLogDirs).
+        for future in log_manager.future_logs():
+            tp = (future.topic, future.partition)
+            current = log_manager.get_log(*tp)
+            if future.parent_dir != log_dir or current is None or \
+                    (wanted is not None and tp not in wanted):
+                continue
+            by_topic.setdefault(future.topic, []).append(
+                DescribeLogDirsResponse.DescribeLogDirsPartition(
+                    partition_index=future.partition, partition_size=future.size,
+                    offset_lag=max(current.log_end_offset - future.log_end_offset, 0),
+                    is_future_key=True))
         try:
             usage = shutil.disk_usage(log_dir)
             total, usable = usage.total, usage.free
@@ -181,10 +198,56 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
         results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
             error_code=0, log_dir=os.path.abspath(log_dir),
             topics=[DescribeLogDirsResponse.DescribeLogDirsTopic(
-                name=name, partitions=sorted(parts, key=lambda x: x.partition_index))
+                name=name, partitions=sorted(parts, key=lambda x: (x.partition_index,
+                                                                   x.is_future_key)))
                 for name, parts in sorted(by_topic.items())],
             total_bytes=total, usable_bytes=usable))
     return DescribeLogDirsResponse(error_code=0, results=results)
+
+
+def _alter_replica_log_dir(ctx: RequestContext, topic: str, index: int, log_dir: str) -> None:
+    """Move one hosted partition into ``log_dir`` (Kafka's
+    ReplicaManager.alterReplicaLogDirs, its checks in its order)."""
+    log_manager = ctx.broker.log_manager
+    moves = ctx.broker.replica_alter_log_dirs
+    if len(f"{topic}-{index}.{'0' * 32}-future") > 255:
+        raise errors.InvalidTopicException("The topic name is too long.")
+    if log_dir not in log_manager.log_dirs:
+        raise errors.LogDirNotFoundException(f"Log dir {log_dir} is not found in the config.")
+    if log_dir not in log_manager.live_log_dirs:
+        raise errors.KafkaStorageException(f"Log directory {log_dir} is offline")
+    try:
+        partition = ctx.broker.replica_manager.partition_or_raise(topic, index)
+    except (errors.NotLeaderOrFollowerException, errors.UnknownTopicOrPartitionException):
+        # Kafka keeps REPLICA_NOT_AVAILABLE here for compatibility.
+        raise errors.ReplicaNotAvailableException(
+            f"Broker {ctx.broker.node_id} hosts no replica of {topic}-{index}") from None
+    key = partition.key
+    if moves.destination(key) not in (None, log_dir):
+        moves.cancel(key)  # a move elsewhere stops
+    if log_manager.log_dir_of(topic, index) == log_dir:
+        moves.cancel(key)  # already there: nothing to move
+    elif moves.destination(key) is None:
+        moves.start(partition, log_dir)
+
+
+def handle_alter_replica_log_dirs(ctx: RequestContext, request):
+    Result = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
+    PartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
+    by_topic: dict[str, list] = {}
+    for entry in request.dirs:
+        log_dir = os.path.abspath(entry.path) if os.path.isabs(entry.path) else entry.path
+        for topic in entry.topics:
+            for index in topic.partitions:
+                code = 0
+                try:
+                    _alter_replica_log_dir(ctx, topic.name, index, log_dir)
+                except Exception as exc:
+                    code = error_of(exc).code
+                by_topic.setdefault(topic.name, []).append(
+                    PartitionResult(partition_index=index, error_code=code))
+    return AlterReplicaLogDirsResponse(results=[
+        Result(topic_name=name, partitions=parts) for name, parts in by_topic.items()])
 
 
 def register(apis: KafkaApis) -> None:
@@ -192,3 +255,4 @@ def register(apis: KafkaApis) -> None:
     apis.register(OFFSET_FOR_LEADER_EPOCH, handle_offset_for_leader_epoch)
     apis.register(DELETE_RECORDS, handle_delete_records)
     apis.register(DESCRIBE_LOG_DIRS, handle_describe_log_dirs)
+    apis.register(ALTER_REPLICA_LOG_DIRS, handle_alter_replica_log_dirs)

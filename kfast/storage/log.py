@@ -18,6 +18,7 @@ from __future__ import annotations
 import bisect
 import os
 import random
+import re
 import shutil
 import threading
 from time import perf_counter
@@ -58,9 +59,18 @@ from kfast.storage.segment import (
 from kfast.storage.txn_index import AbortedTxn
 
 
+# A future replica's directory (JBOD moves): <topic>-<partition>.<uuid>-future
+# (Kafka's LocalLog.FutureDirPattern).
+_FUTURE_DIR = re.compile(r"(.+)\.[0-9a-f]{32}-future")
+
+
 def parse_topic_partition(directory: str) -> tuple[str, int]:
-    """``<topic>-<partition>`` (the partition after the last dash)."""
+    """``<topic>-<partition>`` (the partition after the last dash), also
+    as a future replica's ``<topic>-<partition>.<uuid>-future``."""
     name = os.path.basename(os.path.normpath(directory))
+    future = _FUTURE_DIR.fullmatch(name)
+    if future is not None:
+        name = future.group(1)
     topic, sep, partition = name.rpartition("-")
     if not sep or not topic or not partition.isdigit():
         raise ValueError(f"Found directory {directory}, '{name}' is not in the form of "

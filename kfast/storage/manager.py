@@ -93,6 +93,9 @@ class LogManager:
         self._overrides: dict[str, dict] = {}
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
+        # Future replicas (AlterReplicaLogDirs): the copy of a partition being
+        # built in another log dir, swapped in once caught up.
+        self._future_logs: dict[TopicPartition, Log] = {}
         self._pending_dir_deletes: list[tuple[int, str]] = []
         # Dirs whose partitions were taken away after a disk failure (the
         # channel knows a failed dir first; handle_log_dir_failure moves it here).
@@ -156,7 +159,13 @@ class LogManager:
             if name.endswith(DELETE_DIR_SUFFIX):
                 self._pending_dir_deletes.append((0, path))
                 continue
-            if name.endswith((FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+            if name.endswith(FUTURE_DIR_SUFFIX):
+                # A move interrupted by a restart starts over when asked
+                # again (Kafka resumes it; kfast keeps no record of the move).
+                logger.info("removing the unfinished future replica %s", path)
+                self._pending_dir_deletes.append((0, path))
+                continue
+            if name.endswith(STRAY_DIR_SUFFIX):
                 continue
             try:
                 tp = parse_topic_partition(path)
@@ -222,6 +231,9 @@ class LogManager:
         """Flush, snapshot producer state, write checkpoints, close every log
         and mark each dir cleanly shut down."""
         with self._lock:
+            for log in self._future_logs.values():
+                log.close_handlers()  # unfinished: removed at the next start
+            self._future_logs.clear()
             for log in list(self._logs.values()):
                 if log.offline:
                     continue
@@ -348,6 +360,72 @@ class LogManager:
             self._log_dir_of[tp] = d
             return log
 
+    # -- future replicas (JBOD moves) ------------------------------------------------
+    def get_future_log(self, topic: str, partition: int) -> Log | None:
+        return self._future_logs.get((topic, partition))
+
+    def future_logs(self) -> list[Log]:
+        return list(self._future_logs.values())
+
+    def create_future_log(self, topic: str, partition: int, log_dir: str) -> Log:
+        """An empty future replica of a hosted partition in ``log_dir``
+        (Kafka's LogManager.getOrCreateLog(isFuture = true))."""
+        with self._lock:
+            tp = (topic, partition)
+            current = self._logs[tp]
+            path = os.path.join(log_dir, f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}")
+            try:
+                log = Log(path, self.log_config(topic), had_clean_shutdown=True,
+                          topic_id=current.topic_id, log_start_offset=current.log_start_offset,
+                          time_ms=self.time_ms, flush_requester=self.flush_requester,
+                          failure_channel=self.failure_channel)
+            except OSError as exc:
+                shutil.rmtree(path, ignore_errors=True)
+                self._dir_failed(log_dir, f"Error while creating the future log of "
+                                          f"{topic}-{partition} in dir {log_dir}", exc)
+                raise KafkaStorageException(f"Error while creating the future log of "
+                                            f"{topic}-{partition} in dir {log_dir}: {exc}") from exc
+            self._future_logs[tp] = log
+            return log
+
+    def remove_future_log(self, topic: str, partition: int) -> None:
+        """Abandon a move: the future replica's files go."""
+        with self._lock:
+            log = self._future_logs.pop((topic, partition), None)
+        if log is not None:
+            log.close_handlers()
+            shutil.rmtree(log.dir, ignore_errors=True)
+
+    def replace_current_with_future_log(self, topic: str, partition: int) -> Log:
+        """The future replica becomes the partition's log (renamed to
+        ``<topic>-<partition>`` in its dir); the old log is renamed for
+        deletion (Kafka's LogManager.replaceCurrentWithFutureLog). The
+        caller checked that the future caught up and holds the loop."""
+        with self._lock:
+            tp = (topic, partition)
+            source, future = self._logs[tp], self._future_logs.pop(tp)
+            source_dir, dest_dir = self._log_dir_of[tp], future.parent_dir
+            future.rename_dir(os.path.join(dest_dir, f"{topic}-{partition}"))
+            future.update_high_watermark(source.high_watermark)
+            self._logs[tp] = future
+            self._log_dir_of[tp] = dest_dir
+            self._retire(source, source_dir)
+            return future
+
+    def _retire(self, log: Log, log_dir: str) -> str:
+        """Rename a log no longer served to ``<tp>.<uuid>-delete``, close it,
+        and remove its files after log.segment.delete.delay.ms."""
+        log.close()
+        renamed = os.path.join(log_dir, f"{log.topic}-{log.partition}.{uuid.uuid4().hex}"
+                                        f"{DELETE_DIR_SUFFIX}")
+        log.rename_dir(renamed)
+        due = self.time_ms() + self.config["log.segment.delete.delay.ms"]
+        self._pending_dir_deletes.append((due, renamed))
+        self.checkpoint_recovery_offsets(log_dir)
+        self.checkpoint_log_start_offsets(log_dir)
+        self.checkpoint_high_watermarks(log_dir)
+        return renamed
+
     def delete_log(self, topic: str, partition: int) -> str | None:
         """Take a partition away now (rename to ``<tp>.<uuid>-delete``) and
         remove its files later (``delete_pending_dirs``); returns the new path."""
@@ -357,15 +435,8 @@ class LogManager:
             d = self._log_dir_of.pop(tp, None)
             if log is None:
                 return None
-            log.close()
-            renamed = os.path.join(d, f"{topic}-{partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}")
-            log.rename_dir(renamed)
-            due = self.time_ms() + self.config["log.segment.delete.delay.ms"]
-            self._pending_dir_deletes.append((due, renamed))
-            self.checkpoint_recovery_offsets(d)
-            self.checkpoint_log_start_offsets(d)
-            self.checkpoint_high_watermarks(d)
-            return renamed
+            self.remove_future_log(topic, partition)
+            return self._retire(log, d)
 
     def delete_pending_dirs(self, now: int | None = None) -> int:
         now = self.time_ms() if now is None else now
@@ -391,6 +462,13 @@ class LogManager:
                 log.offline = True
                 log.close_handlers()
                 del self._log_dir_of[tp]
+            # Moves into or out of the dir stop (Kafka removes the future
+            # replica without deleting it).
+            for tp, future in list(self._future_logs.items()):
+                if future.parent_dir == log_dir or tp in gone:
+                    del self._future_logs[tp]
+                    future.offline = True
+                    future.close_handlers()
             return gone
 
     # -- periodic jobs ---------------------------------------------------------------
@@ -459,7 +537,9 @@ class LogManager:
         now = self.time_ms() if now is None else now
         cleaned = 0
         for log in self.all_logs():
-            if not log.config.compact or log.offline:
+            # A partition being moved is not cleaned (Kafka pauses it).
+            if not log.config.compact or log.offline or \
+                    (log.topic, log.partition) in self._future_logs:
                 continue
             tp = (log.topic, log.partition)
             first_dirty = max(self._cleaner_offsets.get(tp, 0), log.log_start_offset)
