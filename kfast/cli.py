@@ -32,6 +32,7 @@ COMMANDS = {
     "configs": "kfast.tools.configs",
     "client-metrics": "kfast.tools.client_metrics",
     "console": "kfast.tools.console_web.command",
+    "acls": "kfast.tools.acls",
 }
 
 

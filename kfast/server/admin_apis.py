@@ -26,15 +26,17 @@ from kfast.controller.config_describer import (
     ConfigDescriber,
 )
 from kfast.protocol.constants import (
-    ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_CLUSTER_ACTION,
-    ACL_OPERATION_CREATE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_DESCRIBE_CONFIGS,
-    ACL_OPERATION_IDEMPOTENT_WRITE, AUTHORIZED_OPERATIONS_OMITTED, CONFIG_RESOURCE_BROKER,
+    ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_CREATE,
+    ACL_OPERATION_DELETE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_DESCRIBE_CONFIGS,
+    ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC, AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_RESOURCE_NAME,
+    CONFIG_RESOURCE_BROKER,
     CONFIG_RESOURCE_BROKER_LOGGER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC, ENDPOINT_TYPE_BROKER, NO_LEADER, OP_APPEND, OP_DELETE, OP_SET,
-    OP_SUBTRACT, ZERO_UUID, authorized_operations,
+    OP_SUBTRACT, ZERO_UUID,
 )
 from kfast.controller.feature_control import SAFE_DOWNGRADE, UPGRADE
-from kfast.controller.replication_control import ELECTION_PREFERRED, TopicSpec
+from kfast.controller.replication_control import ELECTION_PREFERRED, CreatedTopic, TopicSpec
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME, is_internal, validate_topic_name
 from kfast.protocol import (
     AlterConfigsResponse,
@@ -56,15 +58,8 @@ from kfast.protocol import (
     errors,
 )
 from kfast.server.apis import KafkaApis, RequestContext
-from kfast.server.metadata_apis import TOPIC_AUTHORIZED_OPERATIONS
 
 logger = logging.getLogger(__name__)
-
-# The operations allowed on the cluster without an authorizer.
-_CLUSTER_OPERATIONS = authorized_operations(
-    ACL_OPERATION_CREATE, ACL_OPERATION_ALTER, ACL_OPERATION_DESCRIBE,
-    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DESCRIBE_CONFIGS, ACL_OPERATION_ALTER_CONFIGS,
-    ACL_OPERATION_IDEMPOTENT_WRITE)
 
 
 def _message(error: errors.KafkaError | None) -> str | None:
@@ -95,7 +90,14 @@ async def handle_create_topics(ctx: RequestContext, request):
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
         specs.append(TopicSpec(topic.name, topic.num_partitions, topic.replication_factor,
                                assignments or None, {c.name: c.value for c in topic.configs}))
-    results = await ctx.broker.controller.create_topics(specs, validate_only)
+    # Kafka: CREATE on the cluster, or else on each topic.
+    may_create = ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
+    denied = {spec.name for spec in specs if not may_create and not ctx.authorize(
+        ACL_OPERATION_CREATE, ACL_RESOURCE_TOPIC, spec.name)}
+    created = iter(await ctx.broker.controller.create_topics(
+        [spec for spec in specs if spec.name not in denied], validate_only))
+    results = [CreatedTopic(spec.name, errors.TopicAuthorizationException(
+        "Authorization failed.")) if spec.name in denied else next(created) for spec in specs]
     await _applied(ctx)
     image = ctx.broker.metadata_image
     describer = _describer(ctx)
@@ -135,7 +137,20 @@ async def handle_delete_topics(ctx: RequestContext, request):
             Result(name=name, topic_id=topic_id, error_code=code,
                    error_message="Topic deletion is disabled.")
             for name, topic_id in zip(names, ids)])
-    results = await ctx.broker.controller.delete_topics(names, ids)
+    # A name the principal may not DELETE is refused before the controller
+    # sees it (topics named by id are checked by their name).
+    image = ctx.broker.metadata_image
+    allowed = []
+    for name, topic_id in zip(names, ids):
+        if name is None or topic_id != ZERO_UUID:
+            found = image.topics_by_id.get(topic_id)
+            name = found.name if found is not None else name
+        allowed.append(name is None or ctx.authorize(ACL_OPERATION_DELETE, ACL_RESOURCE_TOPIC,
+                                                     name))
+    deleted = iter(await ctx.broker.controller.delete_topics(
+        [n for n, ok in zip(names, allowed) if ok], [i for i, ok in zip(ids, allowed) if ok]))
+    results = [next(deleted) if ok else (name, topic_id, errors.TopicAuthorizationException(
+        "Authorization failed.")) for name, topic_id, ok in zip(names, ids, allowed)]
     await _applied(ctx)
     return DeleteTopicsResponse(responses=[
         Result(name=name if name is not None or version >= 6 else "", topic_id=topic_id,
@@ -148,7 +163,11 @@ async def handle_create_partitions(ctx: RequestContext, request):
     topics = [(t.name, t.count,
                [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None)
               for t in request.topics]
-    results = await ctx.broker.controller.create_partitions(topics, request.validate_only)
+    allowed = [ctx.authorize(ACL_OPERATION_ALTER, ACL_RESOURCE_TOPIC, t[0]) for t in topics]
+    changed = iter(await ctx.broker.controller.create_partitions(
+        [t for t, ok in zip(topics, allowed) if ok], request.validate_only))
+    results = [next(changed) if ok else errors.TopicAuthorizationException(
+        "The topic authorization is failed.") for ok in allowed]
     await _applied(ctx)
     Result = CreatePartitionsResponse.CreatePartitionsTopicResult
     return CreatePartitionsResponse(results=[
@@ -186,6 +205,7 @@ def handle_describe_configs(ctx: RequestContext, request):
         keys = set(resource.configuration_keys) if resource.configuration_keys else None
         name = resource.resource_name
         try:
+            _authorize_config(ctx, resource.resource_type, name, ACL_OPERATION_DESCRIBE_CONFIGS)
             if resource.resource_type == CONFIG_RESOURCE_TOPIC:
                 validate_topic_name(name)
                 if name not in image.topics_by_name:
@@ -238,6 +258,19 @@ def handle_describe_configs(ctx: RequestContext, request):
 
 
 # -- AlterConfigs / IncrementalAlterConfigs ---------------------------------------------------
+def _authorize_config(ctx: RequestContext, resource_type: int, name: str, operation: int) -> None:
+    """Kafka's config authorization: topics on the topic, groups on the
+    group, broker and logger configs on the cluster."""
+    if resource_type == CONFIG_RESOURCE_TOPIC:
+        if not ctx.authorize(operation, ACL_RESOURCE_TOPIC, name):
+            raise errors.TopicAuthorizationException()
+    elif resource_type == CONFIG_RESOURCE_GROUP:
+        if not ctx.authorize(operation, ACL_RESOURCE_GROUP, name):
+            raise errors.GroupAuthorizationException()
+    elif not ctx.authorize(operation, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
+        raise errors.ClusterAuthorizationException()
+
+
 def _check_alter_resource(ctx: RequestContext, resource_type: int, name: str) -> None:
     if resource_type == CONFIG_RESOURCE_TOPIC:
         validate_topic_name(name)
@@ -262,6 +295,7 @@ async def _alter(ctx: RequestContext, request, incremental: bool, response_cls):
     for i, resource in enumerate(request.resources):
         resource_type, name = resource.resource_type, resource.resource_name
         try:
+            _authorize_config(ctx, resource_type, name, ACL_OPERATION_ALTER_CONFIGS)
             if incremental and resource_type == CONFIG_RESOURCE_BROKER_LOGGER:
                 _check_broker_name(ctx, name, allow_default=False)
                 _alter_loggers(resource.configs, request.validate_only)
@@ -332,6 +366,7 @@ def handle_incremental_alter_configs(ctx: RequestContext, request):
 def handle_describe_cluster(ctx: RequestContext, request):
     version = ctx.api_version
     image = ctx.broker.metadata_image
+    ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     if version >= 1 and request.endpoint_type != ENDPOINT_TYPE_BROKER:
         return DescribeClusterResponse(
             error_code=errors.UnsupportedEndpointTypeException.code,
@@ -351,12 +386,14 @@ def handle_describe_cluster(ctx: RequestContext, request):
         error_code=0, endpoint_type=ENDPOINT_TYPE_BROKER, cluster_id=image.cluster_id,
         # As for Metadata: KRaft brokers name a live broker as the controller.
         controller_id=ctx.broker.node_id, brokers=brokers,
-        cluster_authorized_operations=_CLUSTER_OPERATIONS
+        cluster_authorized_operations=ctx.authorized_operations(
+            ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
         if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED)
 
 
 # -- ElectLeaders --------------------------------------------------------------------------
 async def handle_elect_leaders(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_ALTER)
     election_type = request.election_type if ctx.api_version >= 1 else ELECTION_PREFERRED
     requested = None
     if request.topic_partitions is not None:
@@ -393,6 +430,12 @@ def handle_describe_topic_partitions(ctx: RequestContext, request):
     topics, next_cursor = [], None
     for name in names:
         topic = image.topics_by_name.get(name)
+        if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
+            if request.topics:      # named: refused; listing all: left out
+                topics.append(Topic(error_code=errors.TopicAuthorizationException.code,
+                                    name=name, topic_id=ZERO_UUID, is_internal=False,
+                                    partitions=[]))
+            continue
         if topic is None:
             topics.append(Topic(error_code=errors.UnknownTopicOrPartitionException.code,
                                 name=name, topic_id=ZERO_UUID, is_internal=is_internal(name),
@@ -424,7 +467,8 @@ def handle_describe_topic_partitions(ctx: RequestContext, request):
             budget -= 1
         topics.append(Topic(error_code=0, name=name, topic_id=topic.topic_id,
                             is_internal=is_internal(name), partitions=partitions,
-                            topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS))
+                            topic_authorized_operations=ctx.authorized_operations(
+                                ACL_RESOURCE_TOPIC, name)))
         if next_cursor is not None:
             break
     return DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)
@@ -435,6 +479,7 @@ def handle_list_partition_reassignments(ctx: RequestContext, request):
     """Ongoing reassignments are partitions with adding or removing
     replicas (AlterPartitionReassignments started them, and the new
     replicas have not all joined the ISR yet)."""
+    ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     image = ctx.broker.metadata_image
     if request.topics is None:
         wanted = {name: None for name in image.topics_by_name}
@@ -495,6 +540,7 @@ def _alter_configs_error(response_cls):
 
 # -- AlterPartitionReassignments -------------------------------------------------------------
 async def handle_alter_partition_reassignments(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_ALTER)
     allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
     requests = [(t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
                 for t in request.topics for p in t.partitions]
@@ -519,6 +565,7 @@ def _alter_partition_reassignments_error(ctx, request, error):
 
 # -- UpdateFeatures ---------------------------------------------------------------------------
 async def handle_update_features(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_ALTER)
     names = [u.feature for u in request.feature_updates]
     if len(set(names)) != len(names):
         return UpdateFeaturesResponse(error_code=errors.InvalidRequestException.code,
@@ -562,6 +609,7 @@ def handle_describe_quorum(ctx: RequestContext, request):
     (a node that does not lead it answers NOT_LEADER_OR_FOLLOWER). ``nodes``
     (v2+) lists the voters without endpoints."""
     Response = DescribeQuorumResponse
+    ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     try:
         state = ctx.broker.controller.quorum_state()
     except errors.NotLeaderOrFollowerException as exc:
@@ -611,6 +659,7 @@ def handle_list_config_resources(ctx: RequestContext, request):
     not support fails the whole request with UNSUPPORTED_VERSION. kfast has
     no group configs (GROUP resources), so that type lists nothing."""
     version = ctx.api_version
+    ctx.authorize_cluster(ACL_OPERATION_DESCRIBE_CONFIGS)
     supported = _list_config_resource_types(version)
     requested = set(request.resource_types or ()) if version >= 1 else set()
     if not requested:
@@ -637,6 +686,7 @@ def handle_list_config_resources(ctx: RequestContext, request):
 
 # -- UnregisterBroker ------------------------------------------------------------------------
 async def handle_unregister_broker(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_ALTER)
     await ctx.broker.controller.unregister_broker(request.broker_id)
     return UnregisterBrokerResponse(error_code=0)
 

@@ -24,6 +24,7 @@ from kfast.controller.replication_control import (
     BrokerState,
 )
 from kfast.protocol import AlterPartitionResponse, api_keys
+from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
 from kfast.server.apis import KafkaApis, RequestContext
 
 ALTER_PARTITION = api_keys.BY_NAME["AlterPartition"].key
@@ -50,6 +51,7 @@ def _partition_response(result: AlterPartitionResult):
 
 
 async def handle_alter_partition(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     version = ctx.api_version
     topics = [AlterPartitionTopic(
         topic.topic_id if version > 1 else None, topic.topic_name if version < 2 else None,

@@ -14,12 +14,14 @@ from __future__ import annotations
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.metadata.image import Endpoint
 from kfast.protocol import BrokerHeartbeatResponse, BrokerRegistrationResponse, api_keys, errors
+from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
 from kfast.server.apis import KafkaApis, RequestContext
 
 _PROTOCOL_NAMES = {code: name for name, code in SECURITY_PROTOCOLS.items()}
 
 
 async def handle_broker_registration(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     server = ctx.broker
     if request.cluster_id != server.cluster_id:
         return BrokerRegistrationResponse(
@@ -51,6 +53,7 @@ async def handle_broker_registration(ctx: RequestContext, request):
 
 
 async def handle_broker_heartbeat(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     caught_up, fenced, shut_down = await ctx.broker.controller.broker_heartbeat(
         request.broker_id, request.broker_epoch, request.current_metadata_offset,
         request.want_fence, request.want_shut_down)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from kfast.controller.topics import validate_topic_name
 from kfast.protocol import DescribeProducersResponse, api_keys
 from kfast.protocol import errors as E
+from kfast.protocol.constants import ACL_OPERATION_READ, ACL_RESOURCE_TOPIC
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.replica_manager import error_of
 
@@ -63,7 +64,8 @@ def _partition_response(ctx: RequestContext, topic: str, index: int):
 def handle_describe_producers(ctx: RequestContext, request):
     topics = []
     for topic in request.topics:
-        error = _topic_error(ctx, topic.name)
+        error = E.TopicAuthorizationException() if not ctx.authorize(
+            ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, topic.name) else _topic_error(ctx, topic.name)
         if error is None:
             partitions = [_partition_response(ctx, topic.name, index)
                           for index in topic.partition_indexes]

@@ -14,7 +14,10 @@ from __future__ import annotations
 import logging
 
 from kfast.protocol import FetchResponse, api_keys, errors
-from kfast.protocol.constants import INT32_MAX
+from kfast.protocol.constants import (
+    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_READ, ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC,
+    CLUSTER_RESOURCE_NAME, INT32_MAX, ZERO_UUID,
+)
 from kfast.server import leader_hints
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.fetch_session import CachedPartition
@@ -54,11 +57,17 @@ def handle_fetch(ctx: RequestContext, request):
     by_id = version >= 13
     partitions: list[CachedPartition] = []
     unknown_ids: list[tuple] = []           # (topic_id, partition) answered UNKNOWN_TOPIC_ID
+    denied: list[tuple] = []                # (topic, topic_id, partition): no READ on the topic
     for topic in request.topics:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
+        readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC,
+                                                      name)
         for p in topic.partitions:
             if name is None:
                 unknown_ids.append((topic.topic_id, p.partition))
+                continue
+            if not readable:
+                denied.append((name, topic.topic_id if by_id else ZERO_UUID, p.partition))
                 continue
             partitions.append(CachedPartition(
                 name, topic.topic_id if by_id else None, p.partition, p.fetch_offset,
@@ -85,12 +94,12 @@ def handle_fetch(ctx: RequestContext, request):
     cached = list(context.partitions)
     requests = [PartitionFetchRequest(c.key, c.fetch_offset, c.max_bytes, c.current_leader_epoch)
                 for c in cached]
-    if unknown_ids:
+    if unknown_ids or denied:
         params = params._replace(max_wait_ms=0)  # an error to report: answer now
     results = replica_manager.fetch_messages(params, requests)
     if isinstance(results, list):
-        return _response(ctx, context, cached, results, unknown_ids)
-    return _await_response(ctx, results, context, cached, unknown_ids)
+        return _response(ctx, context, cached, results, unknown_ids, denied)
+    return _await_response(ctx, results, context, cached, unknown_ids, denied)
 
 
 def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
@@ -107,6 +116,13 @@ def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
         raise errors.UnsupportedVersionException(
             f"Follower fetches need Fetch v12 or later, got v{version}")
     by_id = version >= 13
+    if not ctx.authorize(ACL_OPERATION_CLUSTER_ACTION, ACL_RESOURCE_CLUSTER,
+                         CLUSTER_RESOURCE_NAME):
+        # Kafka: a replica without CLUSTER_ACTION reads nothing.
+        return FetchResponse(error_code=0, session_id=0, responses=_denied_topics([
+            (topic.topic if not by_id else replica_manager.topic_name(topic.topic_id),
+             topic.topic_id if by_id else ZERO_UUID, p.partition)
+            for topic in request.topics for p in topic.partitions]))
     requests: list[PartitionFetchRequest] = []
     named: list[tuple] = []                 # (topic, topic_id) per request
     unknown_ids: list[tuple] = []
@@ -181,11 +197,19 @@ def _replica_id(request, version: int) -> int:
     return request.replica_id
 
 
-async def _await_response(ctx, waiting, context, cached, unknown_ids):
-    return _response(ctx, context, cached, await waiting, unknown_ids)
+def _denied_topics(denied: list) -> list:
+    """TOPIC_AUTHORIZATION_FAILED for each (topic, topic id, partition)."""
+    return [_TopicResponse(topic=name, topic_id=topic_id, partitions=[_PartitionData(
+        partition_index=index, error_code=errors.TopicAuthorizationException.code,
+        high_watermark=-1, records=b"")]) for name, topic_id, index in denied]
 
 
-def _response(ctx: RequestContext, context, cached: list, results: list, unknown_ids: list):
+async def _await_response(ctx, waiting, context, cached, unknown_ids, denied):
+    return _response(ctx, context, cached, await waiting, unknown_ids, denied)
+
+
+def _response(ctx: RequestContext, context, cached: list, results: list, unknown_ids: list,
+              denied: list = ()):
     version = ctx.api_version
     selected = context.select([(c, data) for c, (_, data) in zip(cached, results)])
 
@@ -219,6 +243,7 @@ def _response(ctx: RequestContext, context, cached: list, results: list, unknown
             records=records if records is not None else b"",
             preferred_read_replica=data.preferred_read_replica))
     responses.extend(_unknown_topic_ids(unknown_ids))
+    responses.extend(_denied_topics(denied))
     body = FetchResponse(error_code=0, session_id=context.session_id, responses=responses)
     if version >= 16:
         _add_leader_hints(ctx, body)

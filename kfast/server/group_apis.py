@@ -28,6 +28,10 @@ from kfast.coordinator.group.consumer_protocol import (
 from kfast.coordinator.group.records import NO_EXPIRE_TIMESTAMP
 from kfast.protocol import api_keys
 from kfast.protocol import errors as E
+from kfast.protocol.constants import (
+    ACL_OPERATION_DELETE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_READ, ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID, CLUSTER_RESOURCE_NAME,
+)
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.metadata_apis import internal_topic_settings
 
@@ -48,6 +52,14 @@ def _callback_future():
 
 async def _await_if_pending(future):
     return future.result() if future.done() else await future
+
+
+def _group_denied(ctx: RequestContext, group_id: str, operation: int) -> int:
+    """GROUP_AUTHORIZATION_FAILED's code unless the principal may perform
+    ``operation`` on the group, else 0."""
+    if ctx.authorize(operation, ACL_RESOURCE_GROUP, group_id):
+        return 0
+    return E.GroupAuthorizationException.code
 
 
 def _client_host(ctx: RequestContext) -> str:
@@ -91,7 +103,13 @@ async def handle_find_coordinator(ctx: RequestContext, request):
     keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
     results = []
     for key in keys:
-        if request.key_type == GROUP_KEY_TYPE:
+        if request.key_type == GROUP_KEY_TYPE and not ctx.authorize(
+                ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, key):
+            results.append((key, E.GroupAuthorizationException.code, -1, "", -1))
+        elif request.key_type == TRANSACTION_KEY_TYPE and not ctx.authorize(
+                ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TRANSACTIONAL_ID, key):
+            results.append((key, E.TransactionalIdAuthorizationException.code, -1, "", -1))
+        elif request.key_type == GROUP_KEY_TYPE:
             results.append((key,) + await _find_coordinator(
                 ctx, GROUP_METADATA_TOPIC_NAME, ctx.broker.group_coordinator.partition_for(key)))
         elif request.key_type == TRANSACTION_KEY_TYPE:
@@ -122,7 +140,8 @@ def _find_coordinator_error(ctx, request, error):
 async def handle_join_group(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
-    code = runtime.check_coordinator(request.group_id) if request.group_id else 0
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or (
+        runtime.check_coordinator(request.group_id) if request.group_id else 0)
     if code:
         return {"error_code": code, "member_id": request.member_id, "leader": "",
                 "protocol_name": None if version >= 7 else ""}
@@ -167,7 +186,8 @@ async def handle_join_group(ctx: RequestContext, request):
 async def handle_sync_group(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
-    code = runtime.check_coordinator(request.group_id)
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or \
+        runtime.check_coordinator(request.group_id)
     if code:
         return {"error_code": code, "assignment": b""}
     future, callback = _callback_future()
@@ -184,7 +204,8 @@ async def handle_sync_group(ctx: RequestContext, request):
 
 def handle_heartbeat(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
-    code = runtime.check_coordinator(request.group_id)
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or \
+        runtime.check_coordinator(request.group_id)
     if not code:
         code = runtime.coordinator.heartbeat(
             request.group_id, request.member_id,
@@ -198,7 +219,8 @@ def handle_leave_group(ctx: RequestContext, request):
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         members = [(request.member_id, None)]
-    code = runtime.check_coordinator(request.group_id)
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or \
+        runtime.check_coordinator(request.group_id)
     results = []
     if not code:
         code, results = runtime.coordinator.leave_group(request.group_id, members)
@@ -222,7 +244,8 @@ async def handle_offset_commit(ctx: RequestContext, request):
     version = ctx.api_version
     by_id = version >= 10
     image = ctx.broker.metadata_image
-    code = runtime.check_coordinator(request.group_id) if request.group_id else 0
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or (
+        runtime.check_coordinator(request.group_id) if request.group_id else 0)
     expire = NO_EXPIRE_TIMESTAMP
     if 2 <= version <= 4 and request.retention_time_ms != -1:
         expire = int(time.time() * 1000) + request.retention_time_ms
@@ -231,6 +254,8 @@ async def handle_offset_commit(ctx: RequestContext, request):
     layout = []
     for topic in request.topics:
         name = _topic_name(ctx, topic, by_id)
+        readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC,
+                                                      name)
         rows = []
         for p in topic.partitions:
             tp = (name, p.partition_index)
@@ -239,6 +264,8 @@ async def handle_offset_commit(ctx: RequestContext, request):
                 p.partition_index in image.topics_by_name[name].partitions
             if code:
                 results[tp] = code
+            elif name is not None and not readable:
+                results[tp] = E.TopicAuthorizationException.code
             elif not known:
                 results[tp] = (E.UnknownTopicIdException.code if by_id and name is None
                                else E.UnknownTopicOrPartitionException.code)
@@ -266,7 +293,8 @@ def _fetch_group_offsets(ctx: RequestContext, runtime, group_id: str, topics, by
     """(group error, [(topic entry, name, [(partition, value)])]); ``topics``
     None = every committed partition. With ``require_stable`` a value may be
     UNSTABLE_OFFSET_COMMIT's code (a transaction may still change it)."""
-    code = runtime.check_coordinator(group_id)
+    code = _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE) or \
+        runtime.check_coordinator(group_id)
     if code:
         return code, []
     coordinator = runtime.coordinator
@@ -278,12 +306,20 @@ def _fetch_group_offsets(ctx: RequestContext, runtime, group_id: str, topics, by
         image = ctx.broker.metadata_image
         out = []
         for name, rows in grouped.items():
+            # Every committed offset: topics the principal may not describe are left out.
+            if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
+                continue
             found = image.topics_by_name.get(name)
             out.append((found.topic_id if found is not None else None, name, rows))
         return 0, out
     out = []
     for topic in topics:
         name = _topic_name(ctx, topic, by_id)
+        if name is not None and not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC,
+                                                  name):
+            out.append((getattr(topic, "topic_id", None), name, [
+                (p, E.TopicAuthorizationException.code) for p in topic.partition_indexes]))
+            continue
         rows = [(p, v) for _, p, v in coordinator.fetch_offsets(
             group_id, [(name, p) for p in topic.partition_indexes], require_stable)]
         out.append((getattr(topic, "topic_id", None), name, rows))
@@ -327,10 +363,14 @@ def handle_offset_fetch(ctx: RequestContext, request):
 
 async def handle_offset_delete(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
-    code = runtime.check_coordinator(request.group_id)
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_DELETE) or \
+        runtime.check_coordinator(request.group_id)
     if code:
         return {"error_code": code, "topics": []}
-    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions]
+    readable = {t.name for t in request.topics
+                if ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, t.name)}
+    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
+                  if t.name in readable]
     future, callback = _callback_future()
     runtime.coordinator.delete_offsets(request.group_id, partitions,
                                        lambda top, results: callback((top, results)))
@@ -340,7 +380,8 @@ async def handle_offset_delete(ctx: RequestContext, request):
     return {"error_code": 0, "topics": [
         {"name": t.name, "partitions": [
             {"partition_index": p.partition_index,
-             "error_code": results.get((t.name, p.partition_index), 0)} for p in t.partitions]}
+             "error_code": results.get((t.name, p.partition_index), 0) if t.name in readable
+             else E.TopicAuthorizationException.code} for p in t.partitions]}
         for t in request.topics]}
 
 
@@ -358,7 +399,7 @@ def handle_list_groups(ctx: RequestContext, request):
             listed.append({"group_id": group_id, "protocol_type": "consumer",
                            "group_state": group.state, "group_type": _CONSUMER})
     if types and _CLASSIC not in types:
-        return {"error_code": 0, "groups": listed}
+        return {"error_code": 0, "groups": _describable_groups(ctx, listed)}
     for group_id, group in sorted(runtime.coordinator.groups.items()):
         if group.is_(DEAD) or runtime.partition_for(group_id) not in runtime.loaded:
             continue
@@ -366,7 +407,16 @@ def handle_list_groups(ctx: RequestContext, request):
             continue
         listed.append({"group_id": group_id, "protocol_type": group.protocol_type or "",
                        "group_state": group.state, "group_type": _CLASSIC})
-    return {"error_code": 0, "groups": listed}
+    return {"error_code": 0, "groups": _describable_groups(ctx, listed)}
+
+
+def _describable_groups(ctx: RequestContext, listed: list) -> list:
+    """DESCRIBE on the cluster lists every group, else those the principal
+    may describe (Kafka's handleListGroupsRequest)."""
+    if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
+        return listed
+    return [g for g in listed
+            if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, g["group_id"])]
 
 
 def _describe_consumer_group(runtime, group, names: dict) -> dict:
@@ -425,8 +475,19 @@ def handle_describe_groups(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
     names = {topic.topic_id: name
              for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
-    return {"groups": [_describe(runtime, group_id, ctx.api_version, names)
-                       for group_id in request.groups]}
+    groups = []
+    for group_id in request.groups:
+        if _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE):
+            groups.append({"error_code": E.GroupAuthorizationException.code,
+                           "group_id": group_id, "group_state": "", "protocol_type": "",
+                           "protocol_data": "", "members": []})
+            continue
+        group = _describe(runtime, group_id, ctx.api_version, names)
+        if ctx.api_version >= 3 and request.include_authorized_operations:
+            group["authorized_operations"] = ctx.authorized_operations(ACL_RESOURCE_GROUP,
+                                                                       group_id)
+        groups.append(group)
+    return {"groups": groups}
 
 
 async def handle_delete_groups(ctx: RequestContext, request):
@@ -434,7 +495,8 @@ async def handle_delete_groups(ctx: RequestContext, request):
     results: dict[str, int] = {}
     owned = []
     for group_id in request.groups_names:
-        code = runtime.check_coordinator(group_id)
+        code = _group_denied(ctx, group_id, ACL_OPERATION_DELETE) or \
+            runtime.check_coordinator(group_id)
         if code:
             results[group_id] = code
         else:
@@ -456,7 +518,12 @@ def _topics_view(ctx: RequestContext) -> dict:
 
 async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
-    code = runtime.check_coordinator(request.group_id) if request.group_id else 0
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or (
+        runtime.check_coordinator(request.group_id) if request.group_id else 0)
+    if not code and any(not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name)
+                        for name in request.subscribed_topic_names or ()):
+        # Kafka: a subscription to a topic the member may not describe.
+        code = E.TopicAuthorizationException.code
     if code:
         return {"error_code": code, "member_id": request.member_id or None, "member_epoch": -1}
     owned = None
@@ -482,13 +549,18 @@ def handle_consumer_group_describe(ctx: RequestContext, request):
              for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
     groups = []
     for group_id in request.group_ids:
-        code = runtime.check_coordinator(group_id)
+        code = _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE) or \
+            runtime.check_coordinator(group_id)
         if code:
             groups.append({"error_code": code, "group_id": group_id, "group_state": "",
                            "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
                            "members": []})
         else:
-            groups.append(runtime.coordinator.consumer_group_describe(group_id, names))
+            group = runtime.coordinator.consumer_group_describe(group_id, names)
+            if request.include_authorized_operations and not group.get("error_code"):
+                group["authorized_operations"] = ctx.authorized_operations(ACL_RESOURCE_GROUP,
+                                                                           group_id)
+            groups.append(group)
     return {"groups": groups}
 
 

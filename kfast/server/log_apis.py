@@ -21,6 +21,8 @@ from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.partition import READ_COMMITTED
 from kfast.server.replica_manager import error_of
 from kfast.protocol.constants import (
+    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DELETE, ACL_OPERATION_DESCRIBE,
+    ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC, CLUSTER_RESOURCE_NAME,
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
 )
@@ -85,10 +87,13 @@ def handle_list_offsets(ctx: RequestContext, request):
     topics = []
     for topic in request.topics:
         partitions = []
+        describable = ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, topic.name)
         for p in topic.partitions:
             out = ListOffsetsResponse.ListOffsetsPartitionResponse(
                 partition_index=p.partition_index, error_code=0)
             try:
+                if not describable:
+                    raise errors.TopicAuthorizationException()
                 if p.timestamp == MAX_TIMESTAMP and version < 7 or \
                         p.timestamp == EARLIEST_LOCAL_TIMESTAMP and version < 8 or \
                         p.timestamp == LATEST_TIERED_TIMESTAMP and version < 9:
@@ -113,13 +118,20 @@ def handle_list_offsets(ctx: RequestContext, request):
 
 def handle_offset_for_leader_epoch(ctx: RequestContext, request):
     replica_manager = ctx.broker.replica_manager
+    # Replicas need CLUSTER_ACTION; consumers (KIP-320) DESCRIBE on the topic.
+    replica = ctx.authorize(ACL_OPERATION_CLUSTER_ACTION, ACL_RESOURCE_CLUSTER,
+                            CLUSTER_RESOURCE_NAME)
     topics = []
     for topic in request.topics:
         results = []
+        describable = replica or ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC,
+                                               topic.topic)
         for p in topic.partitions:
             out = OffsetForLeaderEpochResponse.EpochEndOffset(
                 error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
             try:
+                if not describable:
+                    raise errors.TopicAuthorizationException()
                 partition = replica_manager.leader_partition_or_raise(topic.topic, p.partition)
                 epoch, end = partition.last_offset_for_leader_epoch(
                     p.current_leader_epoch if ctx.api_version >= 2 else -1, p.leader_epoch)
@@ -137,10 +149,14 @@ def handle_delete_records(ctx: RequestContext, request):
     entries = []
     for topic in request.topics:
         results = []
+        deletable = ctx.authorize(ACL_OPERATION_DELETE, ACL_RESOURCE_TOPIC, topic.name)
         for p in topic.partitions:
             result = DeleteRecordsResponse.DeleteRecordsPartitionResult(
                 partition_index=p.partition_index, low_watermark=-1, error_code=0)
             results.append(result)
+            if not deletable:
+                result.error_code = errors.TopicAuthorizationException.code
+                continue
             entries.append((topic.name, p.partition_index, p.offset, result))
         topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name,
                                                                      partitions=results))
@@ -157,6 +173,11 @@ def handle_delete_records(ctx: RequestContext, request):
 
 def handle_describe_log_dirs(ctx: RequestContext, request):
     log_manager = ctx.broker.log_manager
+    if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
+        # v3+ says why; older versions get an empty list, as from Kafka.
+        return DescribeLogDirsResponse(
+            error_code=errors.ClusterAuthorizationException.code if ctx.api_version >= 3
+            else 0, results=[])
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}

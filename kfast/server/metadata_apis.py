@@ -21,10 +21,8 @@ from kfast.controller.topics import (
 )
 from kfast.protocol import MetadataResponse, api_keys, errors
 from kfast.protocol.constants import (
-    ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_CREATE, ACL_OPERATION_DELETE,
-    ACL_OPERATION_DESCRIBE, ACL_OPERATION_DESCRIBE_CONFIGS, ACL_OPERATION_READ,
-    ACL_OPERATION_WRITE, AUTHORIZED_OPERATIONS_OMITTED, NO_LEADER, ZERO_UUID,
-    authorized_operations,
+    ACL_OPERATION_CREATE, ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC,
+    AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_RESOURCE_NAME, NO_LEADER, ZERO_UUID,
 )
 from kfast.server.apis import KafkaApis, RequestContext
 
@@ -35,12 +33,6 @@ _Topic = MetadataResponse.MetadataResponseTopic
 _Partition = MetadataResponse.MetadataResponsePartition
 
 METADATA = api_keys.BY_NAME["Metadata"].key
-# The operations allowed on a topic without an authorizer (Metadata,
-# DescribeTopicPartitions).
-TOPIC_AUTHORIZED_OPERATIONS = authorized_operations(
-    ACL_OPERATION_READ, ACL_OPERATION_WRITE, ACL_OPERATION_CREATE, ACL_OPERATION_DELETE,
-    ACL_OPERATION_ALTER, ACL_OPERATION_DESCRIBE, ACL_OPERATION_DESCRIBE_CONFIGS,
-    ACL_OPERATION_ALTER_CONFIGS)
 
 
 def internal_topic_settings(config, name: str) -> tuple[int, int, dict]:
@@ -92,8 +84,8 @@ def _topic_response(ctx: RequestContext, image: MetadataImage, name: str, includ
             offline_replicas=[r for r in registration.replicas if r not in alive]))
     return _Topic(error_code=0, name=name, topic_id=topic.topic_id,
                   is_internal=name in INTERNAL_TOPICS, partitions=partitions,
-                  topic_authorized_operations=TOPIC_AUTHORIZED_OPERATIONS if include_ops
-                  else AUTHORIZED_OPERATIONS_OMITTED)
+                  topic_authorized_operations=ctx.authorized_operations(ACL_RESOURCE_TOPIC, name)
+                  if include_ops else AUTHORIZED_OPERATIONS_OMITTED)
 
 
 def _error_topic(name, code: int, topic_id: uuid.UUID = ZERO_UUID):
@@ -112,7 +104,9 @@ async def handle_metadata(ctx: RequestContext, request):
     topics = []
     if all_topics:
         for name in sorted(image.topics_by_name):
-            topics.append(_topic_response(ctx, image, name, include_ops))
+            # Topics the principal may not describe are left out.
+            if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
+                topics.append(_topic_response(ctx, image, name, include_ops))
     else:
         allow_auto = (request.allow_auto_topic_creation if version >= 4 else True) and \
             broker.config["auto.create.topics.enable"]
@@ -129,11 +123,21 @@ async def handle_metadata(ctx: RequestContext, request):
                                                entry.topic_id))
                     continue
                 name = found.name
+                # Ids are not secret: an unauthorized one is answered by id.
+                if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
+                    topics.append(_error_topic(None, errors.TopicAuthorizationException
+                                               .code, entry.topic_id))
+                    continue
             if name not in names:
                 names.append(name)
         to_create = []
         errors_by_name: dict[str, int] = {}
+        unauthorized: set[str] = set()
         for name in names:
+            # Kafka does not even say whether a topic it hides exists.
+            if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
+                unauthorized.add(name)
+                continue
             if name in image.topics_by_name:
                 continue
             try:
@@ -141,7 +145,11 @@ async def handle_metadata(ctx: RequestContext, request):
             except errors.InvalidTopicException as exc:
                 errors_by_name[name] = exc.code
                 continue
-            if allow_auto:
+            if allow_auto and not ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_CLUSTER,
+                                                CLUSTER_RESOURCE_NAME) and \
+                    not ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_TOPIC, name):
+                unauthorized.add(name)
+            elif allow_auto:
                 to_create.append(name)
             else:
                 errors_by_name[name] = errors.UnknownTopicOrPartitionException.code
@@ -164,7 +172,9 @@ async def handle_metadata(ctx: RequestContext, request):
                 errors_by_name[name] = code
             image = broker.metadata_image
         for name in names:
-            if name in image.topics_by_name:
+            if name in unauthorized:
+                topics.append(_error_topic(name, errors.TopicAuthorizationException.code))
+            elif name in image.topics_by_name:
                 response = _topic_response(ctx, image, name, include_ops)
                 if name in to_create and any(p.error_code for p in response.partitions):
                     response = _error_topic(name, errors.LeaderNotAvailableException.code,
@@ -180,7 +190,17 @@ async def handle_metadata(ctx: RequestContext, request):
         # reach the quorum controllers and only use it for admin requests.
         controller_id=broker.node_id,
         topics=topics,
+        cluster_authorized_operations=_cluster_operations(ctx, request),
     )
+
+
+def _cluster_operations(ctx: RequestContext, request) -> int:
+    """v8-v10's cluster bitfield: 0 without DESCRIBE on the cluster."""
+    if not 8 <= ctx.api_version <= 10 or not request.include_cluster_authorized_operations:
+        return AUTHORIZED_OPERATIONS_OMITTED
+    if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
+        return 0
+    return ctx.authorized_operations(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
 
 
 def register(apis: KafkaApis) -> None:

@@ -18,6 +18,9 @@ import struct
 
 from kfast.controller.topics import INTERNAL_TOPICS
 from kfast.protocol import ProduceResponse, api_keys, errors
+from kfast.protocol.constants import (
+    ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID,
+)
 from kfast.records import peek_magic
 from kfast.server import leader_hints, transaction_verification
 from kfast.server.apis import KafkaApis, RequestContext
@@ -82,18 +85,28 @@ def handle_produce(ctx: RequestContext, request):
     responses = []
     entries = []
     failed = False
+    # Kafka refuses a transactional producer without WRITE on its id, then
+    # each topic it may not WRITE to.
+    txn_denied = request.transactional_id is not None and not ctx.authorize(
+        ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID, request.transactional_id)
     for topic_data in request.topic_data:
         topic_response = _TopicResponse(name=topic_data.name, topic_id=topic_data.topic_id,
                                         partition_responses=[])
         responses.append(topic_response)
         name = replica_manager.topic_name(topic_data.topic_id) if by_id else topic_data.name
+        topic_denied = name is not None and not ctx.authorize(ACL_OPERATION_WRITE,
+                                                              ACL_RESOURCE_TOPIC, name)
         for data in topic_data.partition_data:
             response = _PartitionResponse(index=data.index, error_code=0, base_offset=-1,
                                           log_append_time_ms=-1, log_start_offset=-1)
             topic_response.partition_responses.append(response)
             try:
+                if txn_denied:
+                    raise errors.TransactionalIdAuthorizationException()
                 if name is None:
                     raise errors.UnknownTopicIdException()
+                if topic_denied:
+                    raise errors.TopicAuthorizationException()
                 if name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
                     raise errors.InvalidTopicException(
                         f"Cannot append to internal topic {name}")

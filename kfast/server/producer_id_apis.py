@@ -16,6 +16,10 @@ import asyncio
 import logging
 
 from kfast.protocol import AllocateProducerIdsResponse, InitProducerIdResponse, api_keys, errors
+from kfast.protocol.constants import (
+    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_IDEMPOTENT_WRITE, ACL_OPERATION_WRITE,
+    ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC, CLUSTER_RESOURCE_NAME,
+)
 from kfast.server.apis import KafkaApis, RequestContext
 
 logger = logging.getLogger(__name__)
@@ -90,7 +94,12 @@ def _log_failed_fetch(future: asyncio.Future) -> None:
 
 async def handle_init_producer_id(ctx: RequestContext, request):
     """An idempotent producer's id (the transaction coordinator's handler
-    takes the requests with a transactional id)."""
+    takes the requests with a transactional id). Kafka: IDEMPOTENT_WRITE on
+    the cluster, or WRITE on some topic (authorizeByResourceType)."""
+    if not ctx.authorize(ACL_OPERATION_IDEMPOTENT_WRITE, ACL_RESOURCE_CLUSTER,
+                         CLUSTER_RESOURCE_NAME) and \
+            not ctx.authorize_by_resource_type(ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC):
+        return _error_response(ctx, request, errors.ClusterAuthorizationException())
     producer_id = await ctx.broker.producer_id_manager.generate_producer_id()
     return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)
 
@@ -106,6 +115,7 @@ def register(apis: KafkaApis) -> None:
 async def handle_allocate_producer_ids(ctx: RequestContext, request):
     """AllocateProducerIds on the controller listener: a block of producer
     ids for a broker of the cluster (the active controller's)."""
+    ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     first, count = await ctx.broker.controller.allocate_producer_ids(request.broker_id)
     return AllocateProducerIdsResponse(error_code=0, producer_id_start=first,
                                        producer_id_len=count)

@@ -25,6 +25,8 @@ from kfast.protocol import (
     errors,
 )
 from kfast.protocol.constants import (
+    ACL_OPERATION_CLUSTER_ACTION,
+    ACL_OPERATION_DESCRIBE,
     ENDPOINT_TYPE_BROKER,
     ENDPOINT_TYPE_CONTROLLER,
     NO_LEADER,
@@ -37,6 +39,8 @@ from kfast.server.apis import KafkaApis, RequestContext
 
 
 async def handle_quorum_request(ctx: RequestContext, request):
+    # Kafka's ControllerApis: only nodes of the cluster (CLUSTER_ACTION).
+    ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     if ctx.api_key == FETCH and not wire.is_quorum_fetch(request):
         return FetchResponse(error_code=errors.InvalidRequestException.code)
     return await ctx.broker.raft_manager.handle_request(ctx.api_key, request)
@@ -46,6 +50,7 @@ def handle_describe_cluster(ctx: RequestContext, request):
     """The controllers, as a controller listener describes the cluster: each
     voter with its configured endpoint; controller_id is the active one."""
     server = ctx.broker
+    ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     if ctx.api_version < 1 or request.endpoint_type != ENDPOINT_TYPE_CONTROLLER:
         return DescribeClusterResponse(
             error_code=errors.UnsupportedEndpointTypeException.code,
@@ -66,6 +71,7 @@ def handle_describe_quorum(ctx: RequestContext, request):
     fetch and caught-up times; ``nodes`` (v2) the voters' endpoints. A
     replica that does not lead answers NOT_LEADER_OR_FOLLOWER per partition."""
     Response = DescribeQuorumResponse
+    ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     raft = ctx.broker.raft_manager
     client = raft.client if raft is not None else None
 

@@ -38,6 +38,10 @@ from kfast.protocol import (
     api_keys,
 )
 from kfast.protocol import errors as E
+from kfast.protocol.constants import (
+    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DESCRIBE, ACL_OPERATION_READ, ACL_OPERATION_WRITE,
+    ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID,
+)
 from kfast.server import producer_id_apis
 from kfast.server.apis import KafkaApis, RequestContext
 
@@ -73,7 +77,9 @@ async def handle_init_producer_id(ctx: RequestContext, request):
         return await producer_id_apis.handle_init_producer_id(ctx, request)
     version = ctx.api_version
     if version >= 6 and (request.enable2_pc or request.keep_prepared_txn):
-        return _init_error(E.TransactionalIdAuthorizationFailedException.code)
+        return _init_error(E.TransactionalIdAuthorizationException.code)
+    if not _may_write(ctx, transactional_id):
+        return _init_error(E.TransactionalIdAuthorizationException.code)
     runtime = ctx.broker.transaction_coordinator
     code = runtime.check_coordinator(transactional_id) if transactional_id else 0
     if code:
@@ -86,6 +92,12 @@ async def handle_init_producer_id(ctx: RequestContext, request):
     return InitProducerIdResponse(error_code=_fenced_below(version, 4, answer.error_code),
                                   producer_id=answer.producer_id,
                                   producer_epoch=answer.producer_epoch)
+
+
+def _may_write(ctx: RequestContext, transactional_id: str) -> bool:
+    """WRITE on the transactional id: what every transactional request of a
+    producer needs (else TRANSACTIONAL_ID_AUTHORIZATION_FAILED)."""
+    return ctx.authorize(ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID, transactional_id or "")
 
 
 def _init_error(code: int):
@@ -121,6 +133,13 @@ async def _add_partitions(ctx: RequestContext, transactional_id: str, producer_i
                           producer_epoch: int, partitions: list, verify_only: bool,
                           client_transaction_version: int) -> dict[tuple[str, int], int]:
     """The error of each partition of one transaction."""
+    if not _may_write(ctx, transactional_id):
+        return dict.fromkeys(partitions, E.TransactionalIdAuthorizationException.code)
+    denied = {tp for tp in partitions
+              if not ctx.authorize(ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC, tp[0])}
+    if denied:
+        return {tp: E.TopicAuthorizationException.code if tp in denied
+                else E.OperationNotAttemptedException.code for tp in partitions}
     failed = _missing_partitions(ctx, partitions)
     if failed is not None:
         return failed
@@ -155,6 +174,7 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request):
         return R(throttle_time_ms=0, results_by_topic_v3_and_below=_topic_results(results))
     # From partition leaders (KIP-890): the transactions of many producers.
     # A leader adds partitions itself only for transaction version 2 clients.
+    ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     level = ctx.broker.transaction_coordinator.coordinator.state.transaction_version_level
     answers = await asyncio.gather(*(
         _add_partitions(ctx, transaction.transactional_id, transaction.producer_id,
@@ -178,7 +198,12 @@ def _add_partitions_error(ctx, request, error):
 async def handle_add_offsets_to_txn(ctx: RequestContext, request):
     runtime = ctx.broker.transaction_coordinator
     transactional_id = request.transactional_id
-    code = runtime.check_coordinator(transactional_id) if transactional_id else 0
+    if not _may_write(ctx, transactional_id):
+        code = E.TransactionalIdAuthorizationException.code
+    elif not ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_GROUP, request.group_id):
+        code = E.GroupAuthorizationException.code
+    else:
+        code = runtime.check_coordinator(transactional_id) if transactional_id else 0
     if not code:
         code = await _run(runtime, runtime.coordinator.handle_add_offsets(
             transactional_id, request.producer_id, request.producer_epoch, request.group_id,
@@ -192,7 +217,9 @@ async def handle_end_txn(ctx: RequestContext, request):
     version = ctx.api_version
     runtime = ctx.broker.transaction_coordinator
     transactional_id = request.transactional_id
-    code = runtime.check_coordinator(transactional_id) if transactional_id else 0
+    code = E.TransactionalIdAuthorizationException.code \
+        if not _may_write(ctx, transactional_id) else \
+        runtime.check_coordinator(transactional_id) if transactional_id else 0
     if code:
         return EndTxnResponse(throttle_time_ms=0, error_code=_fenced_below(version, 2, code))
     answer = await _run(runtime, runtime.coordinator.handle_end_transaction(
@@ -209,6 +236,9 @@ def handle_describe_transactions(ctx: RequestContext, request):
     states = []
     for transactional_id in request.transactional_ids:
         code = runtime.check_coordinator(transactional_id) if transactional_id else 0
+        if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TRANSACTIONAL_ID,
+                             transactional_id):
+            code = E.TransactionalIdAuthorizationException.code
         if code:
             states.append(DescribeTransactionsResponse.TransactionState(
                 transactional_id=transactional_id, error_code=code))
@@ -227,6 +257,11 @@ def handle_list_transactions(ctx: RequestContext, request):
         request.duration_filter if version >= 1 else -1,
         request.transactional_id_pattern if version >= 2 else None, _now_ms())
     response.throttle_time_ms = 0
+    # Only the transactions the principal may describe are listed.
+    response.transaction_states = [
+        t for t in response.transaction_states
+        if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TRANSACTIONAL_ID,
+                         t.transactional_id)]
     return response
 
 

@@ -30,6 +30,10 @@ import asyncio
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.protocol import api_keys
 from kfast.protocol import errors as E
+from kfast.protocol.constants import (
+    ACL_OPERATION_READ, ACL_OPERATION_WRITE, ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC,
+    ACL_RESOURCE_TRANSACTIONAL_ID,
+)
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.transaction_verification import (
     RETRIABLE_VERIFICATION_ERRORS,
@@ -71,18 +75,28 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     image = ctx.broker.metadata_image
-    code = runtime.check_coordinator(request.group_id)
+    # Kafka: WRITE on the transactional id, READ on the group, READ per topic.
+    if not ctx.authorize(ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID,
+                         request.transactional_id or ""):
+        code = E.TransactionalIdAuthorizationException.code
+    elif not ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_GROUP, request.group_id):
+        code = E.GroupAuthorizationException.code
+    else:
+        code = runtime.check_coordinator(request.group_id)
     results: dict[tuple, int] = {}
     offsets = {}
     layout = []
     for topic in request.topics:
         rows = []
         partitions = image.topics_by_name.get(topic.name)
+        readable = ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, topic.name)
         for p in topic.partitions:
             tp = (topic.name, p.partition_index)
             rows.append(tp)
             if code:
                 results[tp] = code
+            elif not readable:
+                results[tp] = E.TopicAuthorizationException.code
             elif partitions is None or p.partition_index not in partitions.partitions:
                 results[tp] = E.UnknownTopicOrPartitionException.code
             else:

@@ -24,6 +24,7 @@ from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.protocol import WriteTxnMarkersResponse, api_keys
 from kfast.protocol import errors as E
 from kfast.records import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
+from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.coordinator_partition_writer import AppendResult
 from kfast.storage.producer_state import ORIGIN_COORDINATOR
@@ -80,6 +81,8 @@ async def write_markers(broker, producer_id: int, producer_epoch: int, committed
 
 async def handle_write_txn_markers(ctx: RequestContext, request):
     version = ctx.api_version
+    # Only brokers (CLUSTER_ACTION) write markers: the whole request fails.
+    ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     answers = []
     for marker in request.markers:
         partitions = [(topic.name, index) for topic in marker.topics

@@ -37,7 +37,8 @@ def list_offset(manager: ReplicaManager, timestamp: int, replica_id: int = -1):
     request = ListOffsetsRequest(replica_id=replica_id, isolation_level=0, topics=[
         ListOffsetsRequest.ListOffsetsTopic(name="t", partitions=[
             ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
-    ctx = SimpleNamespace(api_version=7, broker=SimpleNamespace(replica_manager=manager))
+    ctx = SimpleNamespace(api_version=7, broker=SimpleNamespace(replica_manager=manager),
+                          authorize=lambda *action: True)  # no authorizer
     answer = handle_list_offsets(ctx, request).topics[0].partitions[0]
     return answer.error_code, answer.offset
 

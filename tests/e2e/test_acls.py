@@ -1,0 +1,497 @@
+"""ACLs end to end: Kafka's StandardAuthorizer in a real broker, enforced on
+real clients (confluent-kafka, kafka-python, aiokafka) API family by API
+family: without the permission the client gets Kafka's authorization
+error, with it the call succeeds.
+
+Every connection is User:ANONYMOUS until SASL lands, so the subject and the
+administrator are told apart by host: the module's broker runs with
+allow.everyone.if.no.acl.found=true, and a raw connection from 127.0.0.2
+first gives itself ALL on every topic, group, transactional id and the
+cluster. From then on every resource has an ACL, so clients on 127.0.0.1
+are denied everything until a test grants them ACLs (removed after it).
+"""
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import socket
+import struct
+import uuid
+
+import pytest
+from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka.admin import (
+    AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+)
+
+import kafka.errors as kafka_errors
+import kfast.protocol as p
+from kafka import KafkaAdminClient, KafkaConsumer
+from kfast.cli import build_parser
+from kfast.protocol import api_keys, errors
+from kfast.protocol.constants import (
+    ACL_OPERATION_ALL, ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_ANY,
+    ACL_OPERATION_CREATE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_IDEMPOTENT_WRITE,
+    ACL_OPERATION_READ, ACL_OPERATION_WRITE, ACL_PERMISSION_ALLOW, ACL_PERMISSION_ANY,
+    ACL_PERMISSION_DENY, ACL_RESOURCE_ANY, ACL_RESOURCE_CLUSTER, ACL_RESOURCE_GROUP,
+    ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID, CLUSTER_RESOURCE_NAME, PATTERN_TYPE_ANY,
+    PATTERN_TYPE_LITERAL, PATTERN_TYPE_PREFIXED, authorized_operations,
+)
+from kfast.security.acl import Acl
+from kfast.testing import KfastBroker
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
+
+AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer"
+ANONYMOUS = "User:ANONYMOUS"
+CLIENT_HOST, ADMIN_HOST = "127.0.0.1", "127.0.0.2"
+KEY = {name: api.key for name, api in api_keys.BY_NAME.items()}
+
+
+class Raw:
+    """kfast.protocol over a socket whose source address is ``source``."""
+
+    def __init__(self, port: int, source: str):
+        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10,
+                                             source_address=(source, 0))
+        self.correlation_id = 0
+
+    def _read(self, n: int) -> bytes:
+        data = b""
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            assert chunk, "connection closed"
+            data += chunk
+        return data
+
+    def request(self, name: str, version: int | None = None, **fields):
+        version = api_keys.BY_NAME[name].max_version if version is None else version
+        self.correlation_id += 1
+        body = p.request_class(name)(**fields)
+        self.sock.sendall(p.encode_request(KEY[name], version, self.correlation_id, "t", body))
+        (size,) = struct.unpack(">i", self._read(4))
+        correlation_id, response = p.decode_response(KEY[name], version, self._read(size))
+        assert correlation_id == self.correlation_id
+        return response
+
+    def create_acls(self, acls) -> None:
+        response = self.request("CreateAcls", creations=[p.CreateAclsRequest.AclCreation(
+            resource_type=a.resource_type, resource_name=a.resource_name,
+            resource_pattern_type=a.pattern_type, principal=a.principal, host=a.host,
+            operation=a.operation, permission_type=a.permission_type) for a in acls])
+        assert [r.error_code for r in response.results] == [0] * len(acls), response
+
+    def delete_acls(self, acls) -> None:
+        response = self.request("DeleteAcls", filters=[p.DeleteAclsRequest.DeleteAclsFilter(
+            resource_type_filter=a.resource_type, resource_name_filter=a.resource_name,
+            pattern_type_filter=a.pattern_type, principal_filter=a.principal,
+            host_filter=a.host, operation=a.operation, permission_type=a.permission_type)
+            for a in acls])
+        assert all(r.error_code == 0 for r in response.filter_results), response
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        response = self.request("CreateTopics", topics=[p.CreateTopicsRequest.CreatableTopic(
+            name=name, num_partitions=partitions, replication_factor=-1)], timeout_ms=10000)
+        assert response.topics[0].error_code == 0, response
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+def acl(resource_type, name, operation, permission=ACL_PERMISSION_ALLOW, *,
+        pattern=PATTERN_TYPE_LITERAL, principal=ANONYMOUS, host=CLIENT_HOST) -> Acl:
+    return Acl(resource_type, name, pattern, principal, host, operation, permission)
+
+
+ADMIN_ACLS = [acl(rtype, name, ACL_OPERATION_ALL, host=ADMIN_HOST)
+              for rtype, name in ((ACL_RESOURCE_TOPIC, "*"), (ACL_RESOURCE_GROUP, "*"),
+                                  (ACL_RESOURCE_TRANSACTIONAL_ID, "*"),
+                                  (ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME))]
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory):
+    broker = KfastBroker({"authorizer.class.name": AUTHORIZER, "num.partitions": 1,
+                          "group.initial.rebalance.delay.ms": 0,
+                          "allow.everyone.if.no.acl.found": "true"},
+                         data_dir=str(tmp_path_factory.mktemp("kfast-acls")))
+    broker.start()
+    admin = Raw(broker.port, ADMIN_HOST)
+    admin.create_acls(ADMIN_ACLS)
+    yield broker, admin
+    admin.close()
+    broker.close()
+
+
+@contextlib.contextmanager
+def granted(admin: Raw, *acls):
+    """The ACLs exist inside the block (CreateAcls answers once the broker's
+    authorizer has them)."""
+    admin.create_acls(acls)
+    try:
+        yield
+    finally:
+        admin.delete_acls(acls)
+
+
+@pytest.fixture
+def name():
+    return f"acl-{uuid.uuid4().hex[:10]}"
+
+
+def _produce(bootstrap: str, topic: str, **config) -> KafkaError | None:
+    """One record with confluent-kafka; the delivery error, or None."""
+    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 10000,
+                         "topic.metadata.refresh.interval.ms": 1000, **config})
+    outcome = []
+    producer.produce(topic, b"v", on_delivery=lambda err, msg: outcome.append(err))
+    producer.flush(15)
+    assert outcome, "no delivery report"
+    return outcome[0]
+
+
+def test_produce_needs_write_on_the_topic(secured, name):
+    broker, admin = secured
+    admin.create_topic(name)
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE)):
+        error = _produce(broker.bootstrap_servers, name)
+        assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE)):
+        assert _produce(broker.bootstrap_servers, name) is None
+
+
+def test_consume_needs_read_on_the_topic_and_the_group(secured, name):
+    broker, admin = secured
+    admin.create_topic(name)
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE)):
+        assert _produce(broker.bootstrap_servers, name) is None
+    group = f"g-{name}"
+
+    def consume():
+        consumer = KafkaConsumer(name, bootstrap_servers=broker.bootstrap_servers,
+                                 group_id=group, auto_offset_reset="earliest",
+                                 request_timeout_ms=11000)
+        try:
+            records = []
+            for _ in range(40):
+                for batch in consumer.poll(timeout_ms=250).values():
+                    records += batch
+                if records:
+                    return records
+            return records
+        finally:
+            consumer.close()
+
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ)):
+        with pytest.raises(kafka_errors.GroupAuthorizationFailedError):
+            consume()
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE),
+                 acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ)):
+        with pytest.raises(kafka_errors.TopicAuthorizationFailedError):
+            consume()
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ),
+                 acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ)):
+        assert [r.value for r in consume()] == [b"v"]
+
+
+def test_metadata_hides_topics_the_principal_may_not_describe(secured, name):
+    broker, admin = secured
+    visible, hidden = f"{name}-visible", f"{name}-hidden"
+    admin.create_topic(visible)
+    admin.create_topic(hidden)
+    client = Raw(broker.port, CLIENT_HOST)
+    try:
+        with granted(admin, acl(ACL_RESOURCE_TOPIC, visible, ACL_OPERATION_READ)):
+            listed = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(
+                timeout=10).topics
+            assert visible in listed and hidden not in listed
+            # Named: refused, without saying whether it exists (nor auto-creating).
+            response = client.request("Metadata", 12, topics=[
+                p.MetadataRequest.MetadataRequestTopic(name=n)
+                for n in (visible, hidden, f"{name}-absent")],
+                allow_auto_topic_creation=True, include_topic_authorized_operations=True)
+            by_name = {t.name: t for t in response.topics}
+            assert by_name[visible].error_code == 0
+            assert by_name[visible].topic_authorized_operations == authorized_operations(
+                ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE)
+            assert by_name[hidden].error_code == errors.TopicAuthorizationException.code
+            assert by_name[f"{name}-absent"].error_code == \
+                errors.TopicAuthorizationException.code
+            assert f"{name}-absent" not in broker.broker.metadata_image.topics_by_name
+    finally:
+        client.close()
+
+
+def test_create_topics_with_prefixed_acls_and_deny_beats_allow(secured, name):
+    broker, admin = secured
+    client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+    def create(topic):
+        future = client.create_topics([NewTopic(topic, 1, 1)])[topic]
+        try:
+            future.result(15)
+            return None
+        except KafkaException as exc:
+            return exc.args[0].code()
+
+    team = f"{name}-team-"
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, team, ACL_OPERATION_ALL,
+                            pattern=PATTERN_TYPE_PREFIXED, principal="User:*", host="*"),
+                 acl(ACL_RESOURCE_TOPIC, f"{team}b", ACL_OPERATION_CREATE,
+                     ACL_PERMISSION_DENY)):
+        assert create(f"{team}a") is None
+        assert create(f"{name}-other") == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert create(f"{team}b") == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        # DELETE comes with ALL: the prefixed topic can be deleted, the other not.
+        admin.create_topic(f"{name}-other")
+        futures = client.delete_topics([f"{team}a", f"{name}-other"])
+        futures[f"{team}a"].result(15)
+        with pytest.raises(KafkaException) as refused:
+            futures[f"{name}-other"].result(15)
+        assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_configs_need_describe_configs_or_alter_configs(secured, name):
+    broker, admin = secured
+    admin.create_topic(name)
+    client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    resource = ConfigResource(ConfigResource.Type.TOPIC, name)
+    with pytest.raises(KafkaException) as refused:
+        client.describe_configs([resource])[resource].result(15)
+    assert refused.value.args[0].code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_ALTER_CONFIGS)):
+        # ALTER_CONFIGS implies DESCRIBE_CONFIGS.
+        assert "retention.ms" in client.describe_configs([resource])[resource].result(15)
+        resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=[
+            ConfigEntry("retention.ms", "60000",
+                        incremental_operation=AlterConfigOpType.SET)])
+        client.incremental_alter_configs([resource])[resource].result(15)
+
+
+def test_cluster_operations_and_authorized_operations(secured):
+    broker, admin = secured
+    client = Raw(broker.port, CLIENT_HOST)
+    try:
+        def describe_cluster():
+            return client.request("DescribeCluster", 1,
+                                  include_cluster_authorized_operations=True)
+
+        assert describe_cluster().error_code == errors.ClusterAuthorizationException.code
+        with pytest.raises(kafka_errors.ClusterAuthorizationFailedError):
+            kafka_admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+            try:
+                kafka_admin.describe_acls(_any_acl_filter())
+            finally:
+                kafka_admin.close()
+        with granted(admin, acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME,
+                                ACL_OPERATION_ALTER)):
+            described = describe_cluster()
+            assert described.error_code == 0
+            assert described.cluster_authorized_operations == authorized_operations(
+                ACL_OPERATION_ALTER, ACL_OPERATION_DESCRIBE)
+            # librdkafka asks Metadata for the cluster's bitfield.
+            confluent = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+            cluster = confluent.describe_cluster(include_authorized_operations=True,
+                                                 request_timeout=10).result(15)
+            assert sorted(op.name for op in cluster.authorized_operations) == \
+                ["ALTER", "DESCRIBE"]
+    finally:
+        client.close()
+
+
+def _any_acl_filter():
+    from kafka.admin import (
+        ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
+        ResourcePatternFilter, ResourceType,
+    )
+
+    return ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
+                     permission_type=ACLPermissionType.ANY,
+                     resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
+                                                            ACLResourcePatternType.ANY))
+
+
+def test_transactional_producer_needs_write_on_its_transactional_id(secured, name):
+    broker, admin = secured
+    admin.create_topic(name)
+    txn = f"tx-{name}"
+
+    def transaction():
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                             "transactional.id": txn, "transaction.timeout.ms": 10000})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        producer.produce(name, b"t")
+        producer.commit_transaction(15)
+
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE),
+                 acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_DESCRIBE)):
+        with pytest.raises(KafkaException) as refused:
+            transaction()
+        assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE),
+                 acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE)):
+        transaction()
+
+
+def test_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(secured, name):
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import ClusterAuthorizationFailedError, TopicAuthorizationFailedError
+
+    broker, admin = secured
+    admin.create_topic(name)
+
+    async def produce():
+        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers,
+                                    enable_idempotence=True, request_timeout_ms=10000)
+        try:
+            await producer.start()
+            await producer.send_and_wait(name, b"i")
+        finally:
+            await producer.stop()
+
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE)):
+        with pytest.raises(ClusterAuthorizationFailedError):
+            asyncio.run(asyncio.wait_for(produce(), 30))
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE),
+                 acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME,
+                     ACL_OPERATION_IDEMPOTENT_WRITE)):
+        with pytest.raises(TopicAuthorizationFailedError):  # an id, but no WRITE on the topic
+            asyncio.run(asyncio.wait_for(produce(), 30))
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE)):
+        asyncio.run(asyncio.wait_for(produce(), 30))
+
+
+def test_kfast_acls_cli_adds_lists_and_removes(secured, name):
+    broker, admin = secured
+
+    def kfast_acls(*argv, stdin=""):
+        args = build_parser("acls").parse_args(
+            ["acls", "--bootstrap-server", broker.bootstrap_servers, *argv])
+        out, err = io.StringIO(), io.StringIO()
+        status = args.handler(args, out, err, io.StringIO(stdin))
+        return status, out.getvalue() + err.getvalue()
+
+    status, output = kfast_acls("--list")
+    assert status == 1
+    assert output.startswith("Error while executing ACL command: ")
+    with granted(admin, acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, ACL_OPERATION_ALTER)):
+        status, output = kfast_acls("--add", "--allow-principal", "User:alice", "--operation",
+                                    "Read", "--topic", name, "--resource-pattern-type",
+                                    "prefixed")
+        assert status == 0
+        pattern = f"ResourcePattern(resourceType=TOPIC, name={name}, patternType=PREFIXED)"
+        line = "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)"
+        assert output == f"Adding ACLs for resource `{pattern}`: \n \t{line} \n\n"
+        status, output = kfast_acls("--list", "--topic", name, "--resource-pattern-type",
+                                    "prefixed")
+        assert (status, output) == (0, f"Current ACLs for resource `{pattern}`: \n \t{line} \n\n")
+        status, output = kfast_acls("--remove", "--topic", name, "--resource-pattern-type",
+                                    "prefixed", stdin="y\n")
+        assert status == 0 and "Are you sure you want to delete all ACLs" in output
+        assert kfast_acls("--list", "--topic", name, "--resource-pattern-type",
+                          "prefixed") == (0, "")
+    status, output = kfast_acls("--add", "--topic", name)
+    assert status == 1 and "--allow-principal, --deny-principal" in output
+
+
+def test_super_users_may_do_anything(tmp_path):
+    with KfastBroker({"authorizer.class.name": AUTHORIZER, "super.users": ANONYMOUS}) as broker:
+        admin = Raw(broker.port, CLIENT_HOST)
+        try:
+            admin.create_acls([acl(ACL_RESOURCE_TOPIC, "*", ACL_OPERATION_ALL,
+                                   ACL_PERMISSION_DENY, host="*")])
+            assert _produce(broker.bootstrap_servers, "anything") is None
+        finally:
+            admin.close()
+
+
+def test_acls_survive_a_restart(tmp_path):
+    with KfastBroker({"authorizer.class.name": AUTHORIZER,
+                      "allow.everyone.if.no.acl.found": "true"},
+                     data_dir=str(tmp_path)) as broker:
+        admin = Raw(broker.port, ADMIN_HOST)
+        admin.create_acls(ADMIN_ACLS)
+        admin.close()
+        broker.restart()
+        assert _produce(broker.bootstrap_servers, "after-restart").code() == \
+            KafkaError.TOPIC_AUTHORIZATION_FAILED
+        admin = Raw(broker.port, ADMIN_HOST)
+        try:
+            described = admin.request("DescribeAcls", resource_type_filter=ACL_RESOURCE_ANY,
+                                      resource_name_filter=None, principal_filter=None,
+                                      host_filter=None, pattern_type_filter=PATTERN_TYPE_ANY,
+                                      operation=ACL_OPERATION_ANY,
+                                      permission_type=ACL_PERMISSION_ANY)
+            assert sorted((r.resource_type, r.resource_name) for r in described.resources) == \
+                sorted((a.resource_type, a.resource_name) for a in ADMIN_ACLS)
+        finally:
+            admin.close()
+
+
+def test_without_an_authorizer_the_acl_apis_answer_security_disabled(broker):
+    client = Raw(broker.port, CLIENT_HOST)
+    try:
+        for version in range(4):
+            response = client.request("DescribeAcls", version,
+                                      resource_type_filter=ACL_RESOURCE_ANY,
+                                      operation=ACL_OPERATION_ANY,
+                                      permission_type=ACL_PERMISSION_ANY)
+            assert response.error_code == errors.SecurityDisabledException.code
+        created = client.request("CreateAcls", creations=[p.CreateAclsRequest.AclCreation(
+            resource_type=ACL_RESOURCE_TOPIC, resource_name="t", resource_pattern_type=3,
+            principal=ANONYMOUS, host="*", operation=ACL_OPERATION_READ,
+            permission_type=ACL_PERMISSION_ALLOW)])
+        assert [r.error_code for r in created.results] == [errors.SecurityDisabledException.code]
+    finally:
+        client.close()
+    kafka_admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+    try:
+        with pytest.raises(kafka_errors.SecurityDisabledError):
+            kafka_admin.describe_acls(_any_acl_filter())
+    finally:
+        kafka_admin.close()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(180)
+@pytest.mark.kfast_cluster_config(controllers=3, combined=True, overrides={
+    "authorizer.class.name": AUTHORIZER, "allow.everyone.if.no.acl.found": "true"})
+def test_acls_reach_every_node_of_a_cluster(kfast_cluster, name):
+    """CreateAcls on one node (forwarded to the active controller) reaches
+    every node's authorizer through the metadata log; DeleteAcls too."""
+    cluster = kfast_cluster
+    cluster.wait_for_brokers()
+    ports = [node.broker_port for node in cluster.nodes.values()]
+    rules = [acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_ALL, principal="User:*", host="*"),
+             acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE, ACL_PERMISSION_DENY, host="*")]
+    admin = Raw(ports[0], ADMIN_HOST)
+    try:
+        admin.create_topic(name, partitions=3)
+        admin.create_acls(rules)
+
+        def described(port):
+            client = Raw(port, ADMIN_HOST)
+            try:
+                return len(client.request(
+                    "DescribeAcls", resource_type_filter=ACL_RESOURCE_TOPIC,
+                    resource_name_filter=name, pattern_type_filter=PATTERN_TYPE_LITERAL,
+                    principal_filter=None, host_filter=None, operation=ACL_OPERATION_ANY,
+                    permission_type=ACL_PERMISSION_ANY).resources[0].acls)
+            except IndexError:
+                return 0
+            finally:
+                client.close()
+
+        cluster.wait_until(lambda: all(described(port) == 2 for port in ports), 30,
+                           "both ACLs on every node")
+        # Every partition's leader refuses the write (deny beats the wildcard allow).
+        error = _produce(cluster.bootstrap_servers, name)
+        assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        admin.delete_acls(rules[1:])
+        cluster.wait_until(lambda: all(described(port) == 1 for port in ports), 30,
+                           "the DENY gone from every node")
+        assert _produce(cluster.bootstrap_servers, name, acks="all") is None
+    finally:
+        admin.close()
