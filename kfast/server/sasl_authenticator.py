@@ -78,7 +78,8 @@ class SaslListenerHandler:
         self.broker = broker
         self.failed_authentication_delay_ms = failed_authentication_delay_ms
         self.failures = RateLimitedLogger(logger)
-        self.mechanism_servers = {}
+        # Completed KIP-368 re-authentications (Kafka's successful-reauthentication count).
+        self.reauthentications = 0
 
     def setup(self, connection) -> None:
         connection.sasl = SaslServerAuthenticator(self, connection)
@@ -270,6 +271,8 @@ class SaslServerAuthenticator:
             self.session_expires_at = None
         self.connection.principal = principal
         self.state = COMPLETE
+        if self.reauthenticating:
+            self.listener.reauthentications += 1
         self.reauthenticating = False
         self.server = None
         logger.debug("%s: authenticated as %s with SASL/%s", self.connection.connection_id,

@@ -31,6 +31,7 @@ from security_support import RawConnection
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
+REAUTH_MS = 1500
 JAAS_PLAIN = "org.apache.kafka.common.security.plain.PlainLoginModule required {users};"
 # CN=<name>,OU=<unit>,... -> <name>@<unit>; a subject without OU as it is.
 MAPPING_RULES = "RULE:^CN=([^,]*),OU=([^,]*),.*$/$1@$2/L,DEFAULT"
@@ -82,7 +83,13 @@ def secured(tls_ca, users, jwks):
     jaas = JAAS_PLAIN.format(users=" ".join(f'user_{u}="{pw}"' for u, pw in users.items()))
     props = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
-                     "SASL_SSL://127.0.0.1:0",
+                     "SASL_SSL://127.0.0.1:0,REAUTH://127.0.0.1:0",
+        # REAUTH: SASL/PLAIN sessions of 1.5 s (KIP-368), re-authenticated in place.
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,"
+                                          "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,"
+                                          "REAUTH:SASL_PLAINTEXT",
+        "listener.name.reauth.plain.sasl.jaas.config": jaas,
+        "listener.name.reauth.connections.max.reauth.ms": REAUTH_MS,
         "num.partitions": 1,
         # The SSL listener's key inline (PEM), the SASL_SSL one's from a PKCS12 file.
         "listener.name.ssl.ssl.keystore.type": "PEM",
@@ -530,3 +537,56 @@ def test_oauthbearer_tokens_are_validated(secured, tls_ca, jwks):
     connection, answer = _oauth_exchange(secured.ports["SASL_PLAINTEXT"], None,
                                          unsecured_token(lifetime_s=-120))
     assert json.loads(answer.auth_bytes) == {"status": "invalid_token"}
+
+
+def test_sessions_expire_unless_reauthenticated(secured, users):
+    """KIP-368 over the raw protocol: the lifetime is announced, a
+    re-authentication on the same connection renews it, a request on an
+    expired session closes the connection, and a re-authentication may not
+    change the principal."""
+    port = secured.ports["REAUTH"]
+    connection, answer = _raw_plain_authenticate(port, None, "alice", users["alice"])
+    assert answer.error_code == 0 and answer.session_lifetime_ms == REAUTH_MS
+    started = time.monotonic()
+    # Re-authenticate before the end, then use the connection past the first end.
+    assert connection.request("SaslHandshake", 1, mechanism="PLAIN").error_code == 0
+    renewed = connection.request("SaslAuthenticate", 2,
+                                 auth_bytes=f"\0alice\0{users['alice']}".encode())
+    assert renewed.error_code == 0 and renewed.session_lifetime_ms == REAUTH_MS
+    renewed_at = time.monotonic()
+    wait_until(lambda: time.monotonic() > started + REAUTH_MS / 1000 + 0.1, timeout=10)
+    if time.monotonic() < renewed_at + REAUTH_MS / 1000:  # still inside the renewed session
+        assert connection.request("Metadata", 4, topics=None).brokers
+    # Past the renewed session: the next request closes the connection.
+    wait_until(lambda: time.monotonic() > renewed_at + REAUTH_MS / 1000 + 0.1, timeout=10)
+    connection.send("Metadata", 4, topics=None)
+    assert connection.closed_by_broker()
+    # Another user cannot take over the connection.
+    connection, _ = _raw_plain_authenticate(port, None, "alice", users["alice"])
+    assert connection.request("SaslHandshake", 1, mechanism="PLAIN").error_code == 0
+    refused = connection.request("SaslAuthenticate", 2,
+                                 auth_bytes=f"\0bob\0{users['bob']}".encode())
+    assert refused.error_code == errors.SaslAuthenticationException.code
+    assert refused.error_message == ("Cannot change principals during re-authentication from "
+                                     "User.alice: User.bob")
+    assert connection.closed_by_broker()
+
+
+def test_librdkafka_reauthenticates_in_place(secured, users, tls_ca):
+    """confluent-kafka keeps producing across several session lifetimes on
+    the same connections, re-authenticating before each session ends."""
+    from confluent_kafka import Producer
+
+    handler = secured.broker.socket_servers["REAUTH"]._handler
+    before = handler.reauthentications
+    conf = _settings("plain", "SASL_PLAINTEXT", tls_ca, users)
+    topic = f"reauth-{uuid.uuid4().hex[:8]}"
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{secured.ports['REAUTH']}", **conf})
+    delivered = []
+    deadline = time.monotonic() + 3 * REAUTH_MS / 1000
+    while time.monotonic() < deadline or handler.reauthentications < before + 2:
+        producer.produce(topic, b"x", on_delivery=lambda err, msg: delivered.append(err))
+        producer.flush(10)
+        assert time.monotonic() < deadline + 20, "no re-authentication"
+    assert delivered and all(err is None for err in delivered)
+    assert handler.reauthentications >= before + 2
