@@ -24,6 +24,16 @@ TransactionMarkerRequestCompletionHandler:
 Each round's written partitions go to the coordinator at once
 (``complete_markers``), which appends the transaction's completion after
 the last one.
+
+The first write to the partitions this broker leads is made in ``send``
+itself, within the coordinator's step that decided the transaction (before
+its EndTxn answer leaves), and when nothing waits for replicas (one
+broker, or followers already in step) the completion follows in that same
+step. Started from a task instead, it waited a loop iteration or more
+behind the client's next requests, and a producer's AddPartitionsToTxn for
+its next transaction, answered CONCURRENT_TRANSACTIONS while the previous
+one is not complete, cost the client a retry backoff (librdkafka: tens of
+milliseconds) -- the slow tail of flush + commit in bench/transactions.py.
 """
 from __future__ import annotations
 
@@ -34,7 +44,7 @@ from kfast.protocol.constants import NO_LEADER
 from kfast.protocol import WriteTxnMarkersRequest
 from kfast.protocol import errors as E
 from kfast.server.broker_links import BrokerLinks, NoEndpoint
-from kfast.server.write_txn_markers_apis import write_markers
+from kfast.server.write_txn_markers_apis import start_markers, write_markers
 
 logger = logging.getLogger(__name__)
 
@@ -63,10 +73,28 @@ class TransactionMarkerChannelManager:
         self._stopped = False
 
     def send(self, markers) -> None:
-        """Deliver ``markers`` (a TxnMarkers) in the background."""
+        """Deliver ``markers`` (a TxnMarkers): this broker's partitions at
+        once, the rest (and any retry) in the background."""
         if self._stopped:
             return
-        task = asyncio.ensure_future(self._deliver(markers))
+        remaining = set(markers.partitions)
+        local = self._route(remaining)[1].get(self.broker.node_id)
+        first = None
+        if local:
+            try:
+                first = start_markers(
+                    self.broker, markers.producer_id, markers.producer_epoch, markers.committed,
+                    markers.coordinator_epoch, markers.transaction_version, local)
+            except Exception:
+                logger.exception("writing the markers of %s failed", markers.transactional_id)
+            if first is not None and first.waiting is None:
+                # Replicated already: the round is over here.
+                if not self._round_done(markers, remaining, [first.finish()]):
+                    return
+                first = None
+        if not remaining:
+            return
+        task = asyncio.ensure_future(self._deliver(markers, remaining, first))
         self._deliveries.add(task)
         task.add_done_callback(self._delivered)
 
@@ -75,39 +103,64 @@ class TransactionMarkerChannelManager:
         if not task.cancelled() and task.exception() is not None:
             logger.error("delivering transaction markers failed", exc_info=task.exception())
 
-    async def _deliver(self, markers) -> None:
+    async def _deliver(self, markers, remaining: set, first=None) -> None:
+        """Write ``remaining`` until each is done; ``first``: a MarkerWrite
+        to this broker's partitions already appended, still waiting."""
         runtime = self.broker.transaction_coordinator
-        remaining = set(markers.partitions)
         backoff_ms = RETRY_BACKOFF_MS
         while remaining and not self._stopped and runtime.markers_wanted(markers):
             done, by_leader = self._route(remaining)
             rounds = [self._write(markers, leader, partitions)
-                      for leader, partitions in by_leader.items()]
-            fenced = False
-            for results in await asyncio.gather(*rounds):
-                for topic_partition, code in results.items():
-                    if code in _DONE:
-                        done.add(topic_partition)
-                    elif code in _FENCED:
-                        fenced = True
-                    elif code not in _RETRIABLE:
-                        logger.error("unexpected error %s writing the marker of %s to %s-%d; "
-                                     "retrying", E.for_code(code).__name__,
-                                     markers.transactional_id, *topic_partition)
-            if self._stopped or not runtime.markers_wanted(markers):
-                return
-            if fenced:
-                logger.info("markers of %s fenced; the next coordinator or producer epoch "
-                            "completes the transaction", markers.transactional_id)
-                runtime.cancel_markers(markers)
-                return
-            remaining -= done
+                      for leader, partitions in by_leader.items()
+                      if first is None or leader != self.broker.node_id]
+            if first is not None:
+                rounds.append(self._finish(first))
+                first = None
             if done:
+                remaining -= done
                 runtime.complete_markers(markers, done)
-                backoff_ms = RETRY_BACKOFF_MS
-            if remaining:
-                await asyncio.sleep(backoff_ms / 1000)
-                backoff_ms = min(backoff_ms * 2, MAX_RETRY_BACKOFF_MS)
+            before = len(remaining)
+            if not self._round_done(markers, remaining, await asyncio.gather(*rounds)):
+                return
+            if not remaining:
+                return
+            # Progress resets the backoff, as a round that wrote something.
+            backoff_ms = RETRY_BACKOFF_MS if len(remaining) < before else backoff_ms
+            await asyncio.sleep(backoff_ms / 1000)
+            backoff_ms = min(backoff_ms * 2, MAX_RETRY_BACKOFF_MS)
+
+    def _round_done(self, markers, remaining: set, answers) -> bool:
+        """Take one round's per-partition answers: the written (or given
+        up) partitions leave ``remaining`` and go to the coordinator.
+        False when the delivery is over (fenced, stopped, unwanted)."""
+        runtime = self.broker.transaction_coordinator
+        done, fenced = set(), False
+        for results in answers:
+            for topic_partition, code in results.items():
+                if code in _DONE:
+                    done.add(topic_partition)
+                elif code in _FENCED:
+                    fenced = True
+                elif code not in _RETRIABLE:
+                    logger.error("unexpected error %s writing the marker of %s to %s-%d; "
+                                 "retrying", E.for_code(code).__name__,
+                                 markers.transactional_id, *topic_partition)
+        if self._stopped or not runtime.markers_wanted(markers):
+            return False
+        if fenced:
+            logger.info("markers of %s fenced; the next coordinator or producer epoch "
+                        "completes the transaction", markers.transactional_id)
+            runtime.cancel_markers(markers)
+            return False
+        remaining -= done
+        if done:
+            runtime.complete_markers(markers, done)
+        return True
+
+    @staticmethod
+    async def _finish(write) -> dict:
+        await write.waiting
+        return write.finish()
 
     def _route(self, partitions) -> tuple[set, dict[int, list]]:
         """(partitions done without a write, the rest by leader). A

@@ -14,7 +14,8 @@ last stable offset moves); on a __consumer_offsets partition the group
 coordinator also commits or drops the producer's pending offsets.
 
 ``write_markers`` is the append itself; the coordinator's marker channel
-calls it directly for the partitions this broker leads.
+calls it (or its two halves, ``start_markers`` and ``MarkerWrite.finish``)
+directly for the partitions this broker leads.
 """
 from __future__ import annotations
 
@@ -46,37 +47,71 @@ def _strict_epoch_error(broker, topic: str, index: int, producer_id: int,
     return 0
 
 
-async def write_markers(broker, producer_id: int, producer_epoch: int, committed: bool,
-                        coordinator_epoch: int, transaction_version: int,
-                        partitions) -> dict[tuple[str, int], int]:
+class MarkerWrite:
+    """The markers of one transaction appended to partitions this broker
+    leads: ``waiting`` is None once they are replicated (or failed), else
+    what to await first; ``finish()`` then gives each partition's error
+    code. Split so that the marker channel can append at once, in the
+    coordinator's own step, and finish without a task when nothing waits."""
+
+    __slots__ = ("broker", "producer_id", "producer_epoch", "committed", "results", "entries",
+                 "waiting")
+
+    def __init__(self, broker, producer_id: int, producer_epoch: int, committed: bool):
+        self.broker = broker
+        self.producer_id = producer_id
+        self.producer_epoch = producer_epoch
+        self.committed = committed
+        self.results: dict[tuple[str, int], int] = {}
+        self.entries: list = []
+        self.waiting = None
+
+    def finish(self) -> dict[tuple[str, int], int]:
+        """Each partition's error code, once ``waiting`` is done; a written
+        __consumer_offsets marker commits or drops the producer's pending
+        offsets of that partition's groups."""
+        for topic, index, _, result in self.entries:
+            self.results[(topic, index)] = result.error_code
+            if result.error_code == 0 and topic == GROUP_METADATA_TOPIC_NAME:
+                self.broker.group_coordinator.complete_transaction(
+                    index, self.producer_id, self.producer_epoch, self.committed)
+        self.entries = []
+        return self.results
+
+
+def start_markers(broker, producer_id: int, producer_epoch: int, committed: bool,
+                  coordinator_epoch: int, transaction_version: int, partitions) -> MarkerWrite:
     """Append the marker to each of ``partitions`` ((topic, index) this
-    broker should lead); the error code of each once replicated (or not)."""
-    results: dict[tuple[str, int], int] = {}
-    entries = []
+    broker should lead), acks=-1; see MarkerWrite."""
+    write = MarkerWrite(broker, producer_id, producer_epoch, committed)
     control_type = CONTROL_TYPE_COMMIT if committed else CONTROL_TYPE_ABORT
     now_ms = int(time.time() * 1000)
     for topic, index in partitions:
         if transaction_version >= 2:
             code = _strict_epoch_error(broker, topic, index, producer_id, producer_epoch)
             if code:
-                results[(topic, index)] = code
+                write.results[(topic, index)] = code
                 continue
         batch = bytearray(build_control_batch(control_type, producer_id, producer_epoch,
                                               coordinator_epoch, now_ms))
-        entries.append((topic, index, batch, AppendResult()))
-    if entries:
-        waiting = broker.replica_manager.append_records(
-            broker.config["request.timeout.ms"], _ALL_IN_SYNC_REPLICAS, entries,
+        write.entries.append((topic, index, batch, AppendResult()))
+    if write.entries:
+        write.waiting = broker.replica_manager.append_records(
+            broker.config["request.timeout.ms"], _ALL_IN_SYNC_REPLICAS, write.entries,
             ORIGIN_COORDINATOR)
-        if waiting is not None:
-            await waiting
-    for topic, index, _, result in entries:
-        results[(topic, index)] = result.error_code
-        if result.error_code == 0 and topic == GROUP_METADATA_TOPIC_NAME:
-            # The transaction's offsets of this partition's groups.
-            broker.group_coordinator.complete_transaction(index, producer_id, producer_epoch,
-                                                          committed)
-    return results
+    return write
+
+
+async def write_markers(broker, producer_id: int, producer_epoch: int, committed: bool,
+                        coordinator_epoch: int, transaction_version: int,
+                        partitions) -> dict[tuple[str, int], int]:
+    """Append the marker to each of ``partitions`` ((topic, index) this
+    broker should lead); the error code of each once replicated (or not)."""
+    write = start_markers(broker, producer_id, producer_epoch, committed, coordinator_epoch,
+                          transaction_version, partitions)
+    if write.waiting is not None:
+        await write.waiting
+    return write.finish()
 
 
 async def handle_write_txn_markers(ctx: RequestContext, request):

@@ -152,3 +152,27 @@ def test_txn_offset_commit_below_v5_needs_add_offsets_to_txn(conn, version, code
     assert send(conn, "AddOffsetsToTxn", 3, transactional_id=transactional_id, producer_id=pid,
                 producer_epoch=epoch, group_id=group).error_code == 0
     assert txn_offset_commit(conn, version, transactional_id, group, pid, epoch, 7) == 0
+
+
+@pytest.mark.parametrize("end_version", [3, 5])
+def test_on_one_broker_the_transaction_is_complete_when_end_txn_answers(conn, end_version):
+    """The markers of partitions the coordinator's own broker leads are
+    written in the step that decides the transaction, so the producer's
+    next AddPartitionsToTxn is not answered CONCURRENT_TRANSACTIONS (which
+    costs librdkafka a retry backoff: the slow tail of flush + commit)."""
+    transactional_id = fresh_id()
+    producer = init(conn, transactional_id, version=5)
+    pid, epoch = producer.producer_id, producer.producer_epoch
+    for round_ in range(3):
+        assert send(conn, "AddPartitionsToTxn", 3, v3_and_below_transactional_id=transactional_id,
+                    v3_and_below_producer_id=pid, v3_and_below_producer_epoch=epoch,
+                    v3_and_below_topics=[{"name": TOPIC, "partitions": [0]}]
+                    ).results_by_topic_v3_and_below[0].results_by_partition[0] \
+            .partition_error_code == 0, round_
+        assert produce_transactional(conn, transactional_id, pid, epoch, 0, [b"r"],
+                                     sequence=0 if end_version == 5 else round_) == 0
+        answer = send(conn, "EndTxn", end_version, transactional_id=transactional_id,
+                      producer_id=pid, producer_epoch=epoch, committed=True)
+        assert answer.error_code == 0
+        epoch = answer.producer_epoch if end_version == 5 else epoch
+        assert describe(conn, transactional_id)[0] == "CompleteCommit"
