@@ -21,7 +21,8 @@ from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.partition import READ_COMMITTED
 from kfast.server.replica_manager import error_of
 from kfast.protocol.constants import (
-    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DELETE, ACL_OPERATION_DESCRIBE,
+    ACL_OPERATION_ALTER, ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DELETE,
+    ACL_OPERATION_DESCRIBE,
     ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC, CLUSTER_RESOURCE_NAME,
     EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
@@ -256,12 +257,16 @@ def handle_alter_replica_log_dirs(ctx: RequestContext, request):
     Result = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
     PartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
     by_topic: dict[str, list] = {}
+    # Kafka: ALTER on the cluster, else every partition is refused.
+    allowed = ctx.authorize(ACL_OPERATION_ALTER, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
     for entry in request.dirs:
         log_dir = os.path.abspath(entry.path) if os.path.isabs(entry.path) else entry.path
         for topic in entry.topics:
             for index in topic.partitions:
                 code = 0
                 try:
+                    if not allowed:
+                        raise errors.ClusterAuthorizationException()
                     _alter_replica_log_dir(ctx, topic.name, index, log_dir)
                 except Exception as exc:
                     code = error_of(exc).code

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
+import secrets
 import socket
 import struct
 import uuid
@@ -495,3 +496,89 @@ def test_acls_reach_every_node_of_a_cluster(kfast_cluster, name):
         assert _produce(cluster.bootstrap_servers, name, acks="all") is None
     finally:
         admin.close()
+
+
+# -- two users over SASL/PLAIN --------------------------------------------------------------
+@pytest.fixture(scope="module")
+def sasl(tmp_path_factory):
+    """A broker with a SASL_PLAINTEXT listener for alice and bob (PLAIN,
+    JAAS users with fresh passwords) and a PLAINTEXT one whose anonymous
+    principal is the super user that sets the ACLs up."""
+    users = {"alice": secrets.token_urlsafe(12), "bob": secrets.token_urlsafe(12)}
+    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
+            + " ".join(f'user_{u}="{pw}"' for u, pw in users.items()) + ";")
+    broker = KfastBroker({
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+        "sasl.enabled.mechanisms": "PLAIN",
+        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+        "authorizer.class.name": AUTHORIZER, "super.users": ANONYMOUS,
+        "num.partitions": 1, "group.initial.rebalance.delay.ms": 0},
+        data_dir=str(tmp_path_factory.mktemp("kfast-acls-sasl")))
+    broker.start()
+    ports = dict(broker.broker.bound_ports)
+    admin = Raw(ports["PLAINTEXT"], CLIENT_HOST)
+    yield broker, f"127.0.0.1:{ports['SASL_PLAINTEXT']}", users, admin
+    admin.close()
+    broker.close()
+
+
+def test_two_sasl_users_get_what_their_acls_allow(sasl, name):
+    from aiokafka import AIOKafkaProducer
+    from aiokafka.errors import TopicAuthorizationFailedError
+
+    broker, bootstrap, users, admin = sasl
+    admin.create_topic(name)
+
+    def confluent(user):
+        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
+                "sasl.username": user, "sasl.password": users[user]}
+
+    def kafka_python(user):
+        return {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                "sasl_plain_username": user, "sasl_plain_password": users[user]}
+
+    def consume(user):
+        consumer = KafkaConsumer(name, bootstrap_servers=bootstrap,
+                                 group_id=f"{name}-{user}", auto_offset_reset="earliest",
+                                 request_timeout_ms=11000, **kafka_python(user))
+        try:
+            for _ in range(40):
+                records = [r for batch in consumer.poll(timeout_ms=250).values()
+                           for r in batch]
+                if records:
+                    return [r.value for r in records]
+            return []
+        finally:
+            consumer.close()
+
+    async def aio_produce(user, topic):
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=10000,
+                                    **kafka_python(user))
+        try:
+            await producer.start()
+            await producer.send_and_wait(topic, b"aio")
+        finally:
+            await producer.stop()
+
+    admin.create_acls([
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE, principal="User:alice", host="*"),
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ, principal="User:*", host="*"),
+        acl(ACL_RESOURCE_GROUP, name, ACL_OPERATION_READ, principal="User:*", host="*",
+            pattern=PATTERN_TYPE_PREFIXED),
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ, ACL_PERMISSION_DENY,
+            principal="User:bob", host="*"),
+        acl(ACL_RESOURCE_TOPIC, f"bob-{name}", ACL_OPERATION_ALL, principal="User:bob",
+            host="*", pattern=PATTERN_TYPE_PREFIXED)])
+    # WRITE: alice's, not bob's.
+    assert _produce(bootstrap, name, **confluent("alice")) is None
+    assert _produce(bootstrap, name, **confluent("bob")).code() == \
+        KafkaError.TOPIC_AUTHORIZATION_FAILED
+    # READ for every user, but bob's DENY wins.
+    assert consume("alice") == [b"v"]
+    with pytest.raises(kafka_errors.TopicAuthorizationFailedError):
+        consume("bob")
+    # bob's prefix: he may create and write his own topics, and only those.
+    asyncio.run(asyncio.wait_for(aio_produce("bob", f"bob-{name}-1"), 30))
+    with pytest.raises(TopicAuthorizationFailedError):
+        asyncio.run(asyncio.wait_for(aio_produce("bob", f"alice-{name}"), 30))
+    assert f"alice-{name}" not in broker.broker.metadata_image.topics_by_name
