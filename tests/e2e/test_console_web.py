@@ -15,6 +15,7 @@ import shutil
 import subprocess
 import sys
 import threading
+import time
 import urllib.error
 import urllib.request
 import uuid
@@ -250,6 +251,13 @@ def test_console_command_api_is_read_only_and_answers_errors_as_json(console):
             k: v for t in topics if t["name"] == topic for k, v in t.items() if k in ("name", "partitions")}
         status, found = get_json(f"{base}/api/groups/{group}")
         assert status == 200 and found["total_lag"] == GROUP_LAG
+        # browsing by time: from the first record at or after the timestamp
+        status, page = get_json(f"{base}/api/messages?topic={topic}&partition=0&timestamp=0&limit=3")
+        assert status == 200 and [r["offset"] for r in page["records"]] == [0, 1, 2]
+        assert page["records"][0]["value"]["text"] == "plain-0"
+        future = int(time.time() * 1000) + 3_600_000
+        status, page = get_json(f"{base}/api/messages?topic={topic}&partition=0&timestamp={future}")
+        assert status == 200 and page["records"] == [] and page["latest_offset"] == 20
         assert get_json(base + "/api/topics/no-such-topic")[0] == 404
         status, body = get_json(base + f"/api/messages?topic={topic}&partition=x")
         assert status == 400 and "partition" in body["error"]
