@@ -16,7 +16,7 @@ import uuid
 
 import pytest
 
-from e2e_support import REPO, ServeProcess, free_port, wait_until  # noqa: F401
+from e2e_support import REPO, ServeProcess, free_port, stop_process, wait_until  # noqa: F401
 from kfast.testing import KfastBroker
 
 
@@ -60,7 +60,7 @@ def tansu_binary() -> str | None:
     return path if os.access(path, os.X_OK) else None
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")     # memory storage, unique topic names: one is enough
 def tansu_broker():
     binary = tansu_binary()
     if binary is None:
@@ -82,9 +82,4 @@ def tansu_broker():
                 time.sleep(0.05)    # a port that is not yet bound has no event to await
         yield f"127.0.0.1:{port}"
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)

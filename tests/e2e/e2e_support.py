@@ -88,3 +88,13 @@ def wait_until(condition, timeout: float = 15.0, message: str = "condition"):
             return result
         time.sleep(0.05)
     raise AssertionError(f"timed out waiting for {message}")
+
+
+def stop_process(proc: subprocess.Popen, timeout: float = 10.0) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout``."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

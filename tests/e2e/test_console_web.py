@@ -24,7 +24,7 @@ import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from e2e_support import REPO, ServeProcess, free_port, wait_until
+from e2e_support import REPO, ServeProcess, free_port, stop_process, wait_until
 
 pytest.importorskip("aiohttp")
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
@@ -89,12 +89,7 @@ def running_console(bootstrap: str):
         wait_http(base + "/")
         yield base
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        stop_process(proc)
 
 
 @pytest.fixture(scope="module")

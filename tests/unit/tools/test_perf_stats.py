@@ -26,7 +26,7 @@ def exact_percentile(values: list[float], p: float) -> float:
     return ordered[rank - 1]
 
 
-@settings(max_examples=30)      # each example builds a histogram of ~47k counters
+@settings(max_examples=15)      # each example builds a histogram of ~47k counters
 @given(latencies_ms)
 def test_percentiles_are_within_the_histograms_precision(values):
     stats = LatencyStats(reporting_interval_ms=10**9)
