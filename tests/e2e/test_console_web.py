@@ -167,12 +167,30 @@ def test_topic_page_shows_partitions_leaders_replicas_isr_and_configs(console, b
     assert shown(browser, '#configs tr[data-config="cleanup.policy"]').text.startswith("cleanup.policy delete")
 
 
-def test_group_page_shows_lag(console, browser):
-    _, url, topic, group = console
-    browser.get(f"{url}/#/groups/{group}")
-    row = shown(browser, f'#offsets tr[data-topic="{topic}"][data-partition="0"]')
-    assert row.find_element("css selector", ".lag").text == str(GROUP_LAG)
-    assert browser.find_element("id", "group-total-lag").text == str(GROUP_LAG)
+def test_group_page_shows_members_assignments_and_lag(console, browser):
+    bootstrap, url, topic, group = console
+    # A live member: it joins, takes the three partitions and commits nothing,
+    # so the lag stays what fill() committed.
+    assigned = threading.Event()
+    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "console-member",
+                       "enable.auto.commit": False})
+    member.subscribe([topic], on_assign=lambda consumer, partitions: assigned.set())
+    try:
+        deadline = time.monotonic() + 30
+        while not assigned.is_set():            # the assignment arrives inside poll()
+            assert time.monotonic() < deadline, "the member was never assigned partitions"
+            member.poll(0.1)
+        browser.get(f"{url}/#/groups/{group}")
+        row = shown(browser, f'#offsets tr[data-topic="{topic}"][data-partition="0"]')
+        assert row.find_element("css selector", ".lag").text == str(GROUP_LAG)
+        assert browser.find_element("id", "group-total-lag").text == str(GROUP_LAG)
+        assert browser.find_element("id", "group-state").text == "Stable"
+        (member_row,) = browser.find_elements("css selector", "#members tbody tr")
+        assert member_row.find_element("css selector", ".client-id").text == "console-member"
+        assert member_row.find_element("css selector", ".assignment").text == ", ".join(
+            f"{topic}-{p}" for p in range(3))
+    finally:
+        member.close()
 
 
 def test_message_browser_shows_key_headers_and_value(console, browser):

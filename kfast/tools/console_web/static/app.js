@@ -222,8 +222,10 @@ async function groupPage(id) {
        card("Total lag", num(group.total_lag), "group-total-lag"), card("Coordinator", group.coordinator)),
     el("h2", {}, "Members"),
     group.members.length ? table(["Member", "Client id", "Host", "Assigned partitions"], group.members.map(m =>
-      el("tr", {"data-member": m.member_id}, el("td", {}, m.member_id), el("td", {}, m.client_id), el("td", {}, m.client_host),
-         el("td", {}, m.assignment.map(a => `${a.topic}-${a.partition}`).join(", ") || "-"))), {id: "members"})
+      el("tr", {"data-member": m.member_id}, el("td", {}, m.member_id), el("td", {class: "client-id"}, m.client_id),
+         el("td", {}, m.client_host),
+         el("td", {class: "assignment"}, m.assignment.map(a => `${a.topic}-${a.partition}`).join(", ") || "-"))),
+      {id: "members"})
       : el("p", {class: "muted"}, "No active members."),
     el("h2", {}, "Offsets and lag"),
     table(["Topic", "Partition", {label: "Committed", num: true}, {label: "Log end", num: true},
