@@ -133,12 +133,16 @@ class RequestMetrics:
 
 
 class ReplicaStats:
-    """ReplicaManager's IsrShrinksPerSec / IsrExpandsPerSec counts."""
+    """ReplicaManager's IsrShrinksPerSec / IsrExpandsPerSec counts, and the
+    replication traffic (BrokerTopicMetrics ReplicationBytesIn/OutPerSec,
+    which Kafka keeps for all topics only): bytes this leader sent to
+    followers, bytes this follower appended from leaders."""
 
-    __slots__ = ("isr_shrinks", "isr_expands")
+    __slots__ = ("isr_shrinks", "isr_expands", "replication_bytes_in", "replication_bytes_out")
 
     def __init__(self):
         self.isr_shrinks = self.isr_expands = 0
+        self.replication_bytes_in = self.replication_bytes_out = 0
 
     def count_isr_change(self, size_before: int, size_after: int) -> None:
         """An ISR change this leader proposed was committed."""

@@ -140,14 +140,13 @@ def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
         max_wait_ms=0 if unknown_ids else request.max_wait_ms, min_bytes=request.min_bytes,
         max_bytes=request.max_bytes, isolation_level=0, replica_id=replica_id)
     results = replica_manager.fetch_messages(params, requests)
-    quota = replica_manager.leader_quota
     if isinstance(results, list):
-        return _follower_response(named, results, unknown_ids, quota)
-    return _await_follower_response(named, results, unknown_ids, quota)
+        return _follower_response(named, results, unknown_ids, replica_manager)
+    return _await_follower_response(named, results, unknown_ids, replica_manager)
 
 
-async def _await_follower_response(named, waiting, unknown_ids, quota):
-    return _follower_response(named, await waiting, unknown_ids, quota)
+async def _await_follower_response(named, waiting, unknown_ids, replica_manager):
+    return _follower_response(named, await waiting, unknown_ids, replica_manager)
 
 
 def _record_throttled(quota, results: list) -> None:
@@ -160,11 +159,13 @@ def _record_throttled(quota, results: list) -> None:
         quota.record(throttled)
 
 
-def _follower_response(named: list, results: list, unknown_ids: list, quota):
-    _record_throttled(quota, results)
+def _follower_response(named: list, results: list, unknown_ids: list, replica_manager):
+    _record_throttled(replica_manager.leader_quota, results)
     responses: list = []
     current = None
+    replicated = 0
     for (name, topic_id), (request, data) in zip(named, results):
+        replicated += data.size
         if current is None or current.topic != name:
             current = _TopicResponse(topic=name, topic_id=topic_id, partitions=[])
             responses.append(current)
@@ -177,6 +178,8 @@ def _follower_response(named: list, results: list, unknown_ids: list, quota):
             epoch, end_offset = data.diverging_epoch
             partition.diverging_epoch = _EpochEndOffset(epoch=epoch, end_offset=end_offset)
         current.partitions.append(partition)
+    # BrokerTopicMetrics ReplicationBytesOutPerSec (all topics only, as Kafka).
+    replica_manager.replica_stats.replication_bytes_out += replicated
     responses.extend(_unknown_topic_ids(unknown_ids))
     return FetchResponse(error_code=0, session_id=0, responses=responses)
 

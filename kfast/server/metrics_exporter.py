@@ -68,6 +68,8 @@ class Snapshot:
     under_min_isr: int = 0
     isr_shrinks: int = 0
     isr_expands: int = 0
+    replication_bytes_in: int = 0
+    replication_bytes_out: int = 0
     active_controller: int = 0
     offline_partitions: int = 0
     global_topics: int = 0
@@ -129,6 +131,8 @@ class BrokerSnapshotter:
         snap.requests = metrics.requests.snapshot()
         snap.isr_shrinks = metrics.replicas.isr_shrinks
         snap.isr_expands = metrics.replicas.isr_expands
+        snap.replication_bytes_in = metrics.replicas.replication_bytes_in
+        snap.replication_bytes_out = metrics.replicas.replication_bytes_out
         snap.throttles = metrics.quotas.snapshot()
         if replica_manager is not None:
             self._partitions(snap, replica_manager)
@@ -303,7 +307,13 @@ class KafkaCollector:
                 ("kafka_server_replicamanager_isrshrinks", snap.isr_shrinks,
                  "ReplicaManager.IsrShrinksPerSec"),
                 ("kafka_server_replicamanager_isrexpands", snap.isr_expands,
-                 "ReplicaManager.IsrExpandsPerSec")):
+                 "ReplicaManager.IsrExpandsPerSec"),
+                ("kafka_server_brokertopicmetrics_replicationbytesin",
+                 snap.replication_bytes_in,
+                 "BrokerTopicMetrics.ReplicationBytesInPerSec: bytes appended from leaders"),
+                ("kafka_server_brokertopicmetrics_replicationbytesout",
+                 snap.replication_bytes_out,
+                 "BrokerTopicMetrics.ReplicationBytesOutPerSec: bytes sent to followers")):
             yield CounterMetricFamily(name, doc, value=value)
 
     @staticmethod

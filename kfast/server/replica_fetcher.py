@@ -384,6 +384,8 @@ class ReplicaFetcher:
         brought records (or the first one), and the bytes a throttled
         partition used of the follower quota."""
         partition = state.partition
+        # BrokerTopicMetrics ReplicationBytesInPerSec (all topics only).
+        self.broker.replica_manager.replica_stats.replication_bytes_in += appended
         if appended or state.lag is None:
             state.lag = max(0, leader_high_watermark - partition.log.log_end_offset)
         if appended and self.quota.is_throttled(partition.topic, partition.partition):

@@ -178,7 +178,12 @@ def test_under_replicated_partitions_with_a_stopped_follower(tmp_path):
         assert value(samples, "kafka_server_replicamanager_isrshrinks_total") >= 1
         cluster.resume_replication(follower)
         wait_until(lambda: urp() == 0, 20, "the follower back in the ISR")
-        assert value(scrape(leader_port)[0], "kafka_server_replicamanager_isrexpands_total") >= 1
+        healed = scrape(leader_port)[0]
+        assert value(healed, "kafka_server_replicamanager_isrexpands_total") >= 1
+        # The write reached the follower by a replica fetch: counted on both sides.
+        assert value(healed, "kafka_server_brokertopicmetrics_replicationbytesout_total") > 0
+        assert value(scrape(ports[follower])[0],
+                     "kafka_server_brokertopicmetrics_replicationbytesin_total") > 0
         # Only the controller node is the active controller; brokers say 0.
         assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 0
         controller, types = scrape(ports[1])
