@@ -80,8 +80,10 @@ def tansu_binary() -> str:
 
 
 @contextmanager
-def run_broker(kind: str, kfast_overrides: tuple = ()):
-    port = free_port()
+def run_broker(kind: str, kfast_overrides: tuple = (), port: int | None = None):
+    """``port``: the PLAINTEXT port (a free one by default); a kfast
+    ``listeners`` override may add listeners beside it."""
+    port = port or free_port()
     tmp = tempfile.mkdtemp(prefix=f"bench-{kind}-")
     if kind == "tansu":
         url = f"tcp://127.0.0.1:{port}"

@@ -61,19 +61,14 @@ def secured_kfast(workdir: str):
     server = ca.issue("localhost", server=True)
     ports = {name: free_port() for name in ("PLAINTEXT", "SSL", "SASL_SSL")}
     password = secrets.token_urlsafe(12)
-    overrides = [
+    overrides = (
         "listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
-        f"log.dirs={workdir}/data", "ssl.keystore.type=PEM",
-        f"ssl.keystore.location={server.keystore_path}", "sasl.enabled.mechanisms=SCRAM-SHA-512",
+        "ssl.keystore.type=PEM", f"ssl.keystore.location={server.keystore_path}",
+        "sasl.enabled.mechanisms=SCRAM-SHA-512",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
         "org.apache.kafka.common.security.scram.ScramLoginModule required;",
-    ]
-    cmd = [sys.executable, "-m", "kfast", "serve"]
-    for override in overrides:
-        cmd += ["--override", override]
-    log = open(os.path.join(workdir, "broker.log"), "wb")
-    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    )
+    with run_broker("kfast", overrides, port=ports["PLAINTEXT"]) as (proc, _bootstrap, _ready):
         for port in ports.values():
             wait_listening(port, proc)
         subprocess.run([sys.executable, "-m", "kfast", "configs", "--bootstrap-server",
@@ -89,14 +84,6 @@ def secured_kfast(workdir: str):
                          "sasl.password": password},
         }
         yield proc, ports, clients, password
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
 
 
 def produce(bootstrap: str, conf: dict, topic: str, records: int) -> dict:

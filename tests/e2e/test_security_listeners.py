@@ -196,18 +196,25 @@ def _kafka_python_kwargs(conf) -> dict:
     if "ssl.certificate.location" in conf:
         kwargs["ssl_certfile"] = conf["ssl.certificate.location"]
         kwargs["ssl_keyfile"] = conf["ssl.key.location"]
-    if "_token" in conf:
-        from kafka.net.sasl.oauth import AbstractTokenProvider
+    from kafka.net.sasl.oauth import AbstractTokenProvider
 
-        class Tokens(AbstractTokenProvider):
-            def token(self):
-                return conf["_token"]()
-        kwargs.update(sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Tokens())
-    elif "sasl.mechanism" in conf:
-        kwargs.update(sasl_mechanism=conf["sasl.mechanism"],
-                      sasl_plain_username=conf["sasl.username"],
-                      sasl_plain_password=conf["sasl.password"])
+    class Tokens(AbstractTokenProvider):
+        def token(self):
+            return conf["_token"]()
+    kwargs.update(_python_sasl_kwargs(conf, Tokens))
     return kwargs
+
+
+def _python_sasl_kwargs(conf, token_provider_class) -> dict:
+    """kafka-python's and aiokafka's SASL arguments (the same names in both)."""
+    if "_token" in conf:
+        return {"sasl_mechanism": "OAUTHBEARER", "sasl_oauth_token_provider":
+                token_provider_class()}
+    if "sasl.mechanism" in conf:
+        return {"sasl_mechanism": conf["sasl.mechanism"],
+                "sasl_plain_username": conf["sasl.username"],
+                "sasl_plain_password": conf["sasl.password"]}
+    return {}
 
 
 def _roundtrip_kafka_python(port, conf, topic):
@@ -233,17 +240,12 @@ def _aiokafka_kwargs(conf) -> dict:
         kwargs["ssl_context"] = create_ssl_context(
             cafile=conf["ssl.ca.location"], certfile=conf.get("ssl.certificate.location"),
             keyfile=conf.get("ssl.key.location"))
-    if "_token" in conf:
-        from aiokafka.abc import AbstractTokenProvider
+    from aiokafka.abc import AbstractTokenProvider
 
-        class Tokens(AbstractTokenProvider):
-            async def token(self):
-                return conf["_token"]()
-        kwargs.update(sasl_mechanism="OAUTHBEARER", sasl_oauth_token_provider=Tokens())
-    elif "sasl.mechanism" in conf:
-        kwargs.update(sasl_mechanism=conf["sasl.mechanism"],
-                      sasl_plain_username=conf["sasl.username"],
-                      sasl_plain_password=conf["sasl.password"])
+    class Tokens(AbstractTokenProvider):
+        async def token(self):
+            return conf["_token"]()
+    kwargs.update(_python_sasl_kwargs(conf, Tokens))
     return kwargs
 
 
