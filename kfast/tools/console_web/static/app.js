@@ -89,7 +89,8 @@ function throughputChart(topicFilter) {
       }
     }
     const names = Object.keys(series).sort();
-    const tMin = samples.length ? samples[0].t : 0, tMax = samples.length ? samples[samples.length - 1].t : 1;
+    // Rates start at the second sample (a rate is a delta), so the axis does too.
+    const tMin = samples.length > 1 ? samples[1].t : 0, tMax = samples.length ? samples[samples.length - 1].t : 1;
     let yMax = 1;
     for (const s of Object.values(series)) for (const [, r] of s) yMax = Math.max(yMax, r);
     const x = t => left + (width - left - right) * (tMax > tMin ? (t - tMin) / (tMax - tMin) : 0);
