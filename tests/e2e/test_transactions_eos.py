@@ -255,7 +255,8 @@ def test_exactly_once_through_kill_9_of_the_broker(serve, workers, client, worke
 # sender drops the retried AddPartitionsToTxn / AddOffsetsToTxn requests
 # (their queue is empty while the transaction waits on them) and
 # send_offsets_to_transaction never returns, also once FindCoordinator names
-# the new coordinator.
+# the new coordinator. A client bug, reduced to
+# bench/kafka_python_coordinator_kill.py (its docstring has the diagnosis).
 @pytest.mark.kfast_cluster_config(
     controllers=1, brokers=3,
     overrides={"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200,
