@@ -36,6 +36,7 @@ from typing import Callable, Iterable, Mapping
 from kfast.config import KafkaConfig
 from kfast.controller.acl_control import AclControlManager
 from kfast.controller.scram_control import ScramControlManager
+from kfast.controller.client_quota_control import ClientQuotaControlManager
 from kfast.controller.cluster_control import ClusterControlManager
 from kfast.controller.configuration_control import ConfigurationControlManager
 from kfast.controller.controller_result import (
@@ -57,6 +58,7 @@ from kfast.controller.metadata.image import (
 from kfast.controller.metadata.records import (
     AccessControlEntryRecord,
     BrokerRegistrationChangeRecord,
+    ClientQuotaRecord,
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
@@ -120,6 +122,7 @@ class _DeltaBuilder:
         self.changed_brokers: set[int] = set()
         self.changed_acls: dict = {}
         self.changed_scram = False
+        self.changed_client_quotas: set[tuple] = set()
 
 
 def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
@@ -162,6 +165,7 @@ class QuorumController:
         self.acl_control = AclControlManager()
         self.scram_control = ScramControlManager()
         self.producer_id_control = ProducerIdControlManager()
+        self.client_quota_control = ClientQuotaControlManager()
         self.replication_control = ReplicationControlManager(
             self.cluster_control, self._topic_defaults,
             unclean_election_enabled=self._unclean_election_enabled)
@@ -213,7 +217,8 @@ class QuorumController:
                              changed_broker_configs=frozenset(image.broker_configs),
                              changed_group_configs=frozenset(image.group_configs),
                              changed_brokers=frozenset(image.brokers),
-                             changed_acls=dict(image.acls))
+                             changed_acls=dict(image.acls),
+                             changed_client_quotas=frozenset(image.client_quotas))
 
     def _open_and_read(self) -> tuple[int, list, list]:
         """(snapshot end offset, snapshot records, log records after it):
@@ -351,6 +356,8 @@ class QuorumController:
             self.feature_control.replay(record)
         elif isinstance(record, ProducerIdsRecord):
             self.producer_id_control.replay(record)
+        elif isinstance(record, ClientQuotaRecord):
+            delta.changed_client_quotas.add(self.client_quota_control.replay(record))
         elif not isinstance(record, NoOpRecord):
             raise TypeError(f"cannot replay {type(record).__name__}")
         self._last_offset = offset
@@ -393,7 +400,9 @@ class QuorumController:
             else previous.acls,
             scram_credentials=dict(self.scram_control.credentials)
             if delta.changed_scram or len(previous.scram_credentials)
-            != len(self.scram_control.credentials) else previous.scram_credentials)
+            != len(self.scram_control.credentials) else previous.scram_credentials,
+            client_quotas={entity: dict(values)
+                           for entity, values in self.client_quota_control.quotas.items()})
         if not notify:
             return
         metadata_delta = MetadataDelta(
@@ -402,7 +411,8 @@ class QuorumController:
             changed_broker_configs=frozenset(delta.changed_broker_configs),
             changed_group_configs=frozenset(delta.changed_group_configs),
             changed_brokers=frozenset(delta.changed_brokers),
-            changed_acls=dict(delta.changed_acls))
+            changed_acls=dict(delta.changed_acls),
+            changed_client_quotas=frozenset(delta.changed_client_quotas))
         for callback in list(self._subscribers):
             try:
                 callback(metadata_delta, self.image)
@@ -570,6 +580,11 @@ class QuorumController:
         """changes: (resource type, name, [(key, op, value)]); KafkaError | None each."""
         return await self._run(
             lambda: self.configuration_control.incremental_alter_configs(changes), validate_only)
+
+    async def alter_client_quotas(self, alterations: list, validate_only: bool = False) -> list:
+        """alterations: (entity pairs, [(key, value or None)]); KafkaError | None each."""
+        return await self._run(
+            lambda: self.client_quota_control.alter_client_quotas(alterations), validate_only)
 
     async def legacy_alter_configs(self, changes: list, validate_only: bool = False) -> list:
         """changes: (resource type, name, {key: value}); KafkaError | None each."""

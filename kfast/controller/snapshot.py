@@ -17,6 +17,7 @@ from kfast.controller.acl_control import acl_record
 from kfast.controller.scram_control import scram_record
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.metadata.records import (
+    ClientQuotaRecord,
     ConfigRecord,
     FeatureLevelRecord,
     PartitionRecord,
@@ -76,6 +77,11 @@ def image_records(image, next_producer_id: int) -> list:
     records += [acl_record(acl_id, acl) for acl_id, acl in image.acls.items()]
     records += [scram_record(user, mechanism_type, credential)
                 for (user, mechanism_type), credential in image.scram_credentials.items()]
+    for entity in sorted(image.client_quotas, key=lambda e: [(t, n or "", n is None) for t, n in e]):
+        for key, value in sorted(image.client_quotas[entity].items()):
+            records.append(ClientQuotaRecord(
+                entity=[ClientQuotaRecord.EntityData(entity_type=t, entity_name=n)
+                        for t, n in entity], key=key, value=value))
     if next_producer_id > 0:
         records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
                                          next_producer_id=next_producer_id))

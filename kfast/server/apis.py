@@ -108,7 +108,8 @@ def _is_awaitable(result) -> bool:
 class RequestContext:
     """One request as a handler sees it."""
 
-    __slots__ = ("header", "connection", "listener_name", "broker", "request_size")
+    __slots__ = ("header", "connection", "listener_name", "broker", "request_size",
+                 "throttle_time_ms")
 
     def __init__(self, header: RequestHeader, connection, listener_name: str, broker,
                  request_size: int = 0):
@@ -117,6 +118,9 @@ class RequestContext:
         self.listener_name = listener_name
         self.broker = broker
         self.request_size = request_size
+        # Set by a quota (kfast.server.quota.throttle_response): the response
+        # carries it and the connection is muted for it.
+        self.throttle_time_ms = 0
 
     @property
     def api_key(self) -> int:
@@ -291,11 +295,25 @@ class KafkaApis:
         return parts
 
     def _encode(self, ctx: RequestContext, body):
+        if ctx.throttle_time_ms:
+            self._throttle(ctx, body)
         if body is None:
             return None
         parts = encode_response_parts(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
         # The network layer writes the size prefix itself.
         return parts[1:]
+
+    @staticmethod
+    def _throttle(ctx: RequestContext, body) -> None:
+        """A quota was exceeded: throttle_time_ms in the response, and the
+        channel muted for that time once the response is queued (KIP-219;
+        clients of older versions are held back by the mute alone)."""
+        if isinstance(body, dict):
+            body["throttle_time_ms"] = ctx.throttle_time_ms
+        elif body is not None and "throttle_time_ms" in body._field_names:
+            body.throttle_time_ms = ctx.throttle_time_ms
+        if ctx.connection is not None:
+            ctx.connection.throttle(ctx.throttle_time_ms)
 
     def _error(self, ctx: RequestContext, registration: _Registration, request,
                exc: Exception):

@@ -37,6 +37,7 @@ from kfast.server.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from kfast.server.client_metrics import ClientMetricsManager
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
+from kfast.server.quota import ClientQuotas
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
 from kfast.security.listener import ListenerSecurity
 from kfast.server.network import SocketServer, security_for_listener
@@ -68,6 +69,7 @@ _API_MODULES = (
     "kfast.server.sasl_apis",
     "kfast.server.telemetry_apis",
     "kfast.server.scram_apis",
+    "kfast.server.quota_apis",
 )
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).
 _NEVER_MS = 2**31
@@ -209,6 +211,8 @@ class KafkaBroker:
         self.timer: SystemTimer | None = None
         self.fetch_session_cache = FetchSessionCache(
             config["max.incremental.fetch.session.cache.slots"])
+        # Client quotas (kfast.server.quota), fed by the metadata publisher.
+        self.quotas = ClientQuotas(config)
         self.producer_id_manager: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinatorRuntime | None = None
         self.transaction_coordinator: TransactionCoordinatorRuntime | None = None

@@ -48,7 +48,7 @@ FORWARDED_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
     "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs",
     "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments", "UpdateFeatures",
     "DescribeQuorum", "UnregisterBroker", "CreateAcls", "DeleteAcls",
-    "AlterUserScramCredentials"))
+    "AlterUserScramCredentials", "AlterClientQuotas"))
 
 
 def _error_codes(response):

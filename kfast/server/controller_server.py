@@ -148,7 +148,7 @@ class ControllerServer:
 
     def _register_apis(self) -> None:
         from kfast.server import acl_apis, admin_apis, alter_partition_apis, scram_apis, \
-            broker_lifecycle_apis, producer_id_apis, quorum_apis
+            broker_lifecycle_apis, producer_id_apis, quorum_apis, quota_apis
         from kfast.server.controller_channel import FORWARDED_APIS
 
         quorum_apis.register(self.apis)
@@ -161,6 +161,7 @@ class ControllerServer:
         admin_apis.register(_Only(self.apis, wanted))
         acl_apis.register(self.apis)
         scram_apis.register(self.apis)
+        quota_apis.register(_Only(self.apis, wanted))
         # DescribeQuorum as the quorum's leader knows it, with the replica
         # keys and voter endpoints of KIP-853 (over the broker's answer).
         quorum_apis.register_describe_quorum(self.apis)

@@ -64,6 +64,7 @@ class BrokerMetadataPublisher:
     def on_metadata_update(self, delta: MetadataDelta, image: MetadataImage) -> None:
         broker = self.broker
         broker.metadata_image = image
+        broker.quotas.update(image.client_quotas)
         replica_manager = broker.replica_manager
         current_config = None
         if self._first or delta.changed_broker_configs:

@@ -24,6 +24,7 @@ from kfast.protocol.constants import (
 from kfast.records import peek_magic
 from kfast.server import leader_hints, transaction_verification
 from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.quota import throttle_response
 from kfast.server.transaction_verification import start_verification
 
 # Kafka lets only its admin tooling write to internal topics directly.
@@ -164,7 +165,12 @@ async def _verify_then_append(ctx, request, responses, entries, failed, write):
 
 def _answer(ctx, request, responses, entries, failed, waiting):
     """The response once the appends are done (``waiting``: acks=-1 still
-    to come), or None for acks=0 (a failed partition closes the connection)."""
+    to come), or None for acks=0 (a failed partition closes the connection).
+    The request's bytes count against the producer's byte-rate quota."""
+    quota = ctx.broker.quotas.produce
+    if quota.enabled:
+        throttle_response(ctx, quota.record_and_get_throttle_time_ms(
+            ctx.principal.name, ctx.client_id, ctx.request_size))
     if request.acks == 0:
         if failed or any(response.error_code for _, _, _, response in entries):
             ctx.close_connection()

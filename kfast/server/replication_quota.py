@@ -73,10 +73,14 @@ class SampledRate:
 
     def measure(self, now_ms: int) -> float:
         """Bytes per second now."""
+        elapsed_ms = self.window_size_ms(now_ms)
+        return sum(sample.value for sample in self._samples) * 1000.0 / elapsed_ms
+
+    def window_size_ms(self, now_ms: int) -> int:
+        """The time the rate divides by (SimpleRate: since the oldest sample
+        began, at least one window); obsolete samples are purged first."""
         self._purge_obsolete(now_ms)
-        total = sum(sample.value for sample in self._samples)
-        elapsed_ms = max(now_ms - self._oldest(now_ms).start_ms, self.window_ms)
-        return total * 1000.0 / elapsed_ms
+        return max(now_ms - self._oldest(now_ms).start_ms, self.window_ms)
 
     def _oldest(self, now_ms: int) -> _Sample:
         """The sample that began first; a first measurement starts one, so

@@ -82,6 +82,9 @@ class MetadataImage:
     acls: Mapping[uuid.UUID, Acl] = field(default_factory=dict)  # ACL id -> ACL
     # (user, SCRAM mechanism type) -> ScramCredential (kfast.security.scram)
     scram_credentials: Mapping[tuple[str, int], object] = field(default_factory=dict)
+    # Client quotas: entity ((type, name or None for the default), ... sorted
+    # by type) -> {quota key: value} (kfast.controller.client_quota_control).
+    client_quotas: Mapping[tuple, Mapping[str, float]] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -101,3 +104,4 @@ class MetadataDelta:
     changed_group_configs: frozenset[str] = frozenset()
     changed_brokers: frozenset[int] = frozenset()
     changed_acls: Mapping[uuid.UUID, Acl | None] = field(default_factory=dict)  # None: removed
+    changed_client_quotas: frozenset[tuple] = frozenset()   # entities set, changed or removed

@@ -122,6 +122,15 @@ _SCHEMAS = (
     name                               string                         0+
     feature_level                      int16                          0+
 """),
+    # One quota key of one entity (entity_name null: the default entity).
+    _RecordSchema(14, "ClientQuotaRecord", 0, 0, """
+    entity                             []EntityData                   0+
+      entity_type                      string                         0+
+      entity_name                      string                         0+     nullable=0+
+    key                                string                         0+
+    value                              float64                        0+
+    remove                             bool                           0+
+"""),
     _RecordSchema(15, "ProducerIdsRecord", 0, 0, """
     broker_id                          int32                          0+
     broker_epoch                       int64                          0+
@@ -189,6 +198,7 @@ UnfenceBrokerRecord = _BY_TYPE[8].cls
 RemoveTopicRecord = _BY_TYPE[9].cls
 UserScramCredentialRecord = _BY_TYPE[11].cls
 FeatureLevelRecord = _BY_TYPE[12].cls
+ClientQuotaRecord = _BY_TYPE[14].cls
 ProducerIdsRecord = _BY_TYPE[15].cls
 BrokerRegistrationChangeRecord = _BY_TYPE[17].cls
 AccessControlEntryRecord = _BY_TYPE[18].cls

@@ -1,0 +1,235 @@
+"""Client quotas on the broker (Kafka's ClientQuotaManager with its
+DefaultQuotaCallback, and ClientRequestQuotaManager).
+
+One ClientQuotaManager per quota type: producer_byte_rate (bytes of
+Produce requests), consumer_byte_rate (bytes of Fetch responses to
+consumers) and request_percentage (handler time as a percentage of one
+thread). Its limits come from the metadata image's client quotas (the
+``update`` call of the metadata publisher); a type with no quota set
+anywhere is disabled, and a disabled manager costs its callers one
+attribute check.
+
+Which quota applies to a (user, client-id) and which clients share a rate
+are KIP-55's precedence, as the DefaultQuotaCallback resolves them. The
+sensor a request is counted in is named by metric tags (user, client-id),
+"" for a part the quota does not distinguish:
+
+    1. /users/<user>/clients/<client-id>     tags (user, client-id)
+    2. /users/<user>/clients/<default>       tags (user, client-id)
+    3. /users/<user>                         tags (user, "")
+    4. /users/<default>/clients/<client-id>  tags (user, client-id)
+    5. /users/<default>/clients/<default>    tags (user, client-id)
+    6. /users/<default>                      tags (user, "")
+    7. /clients/<client-id>                  tags ("", client-id)
+    8. /clients/<default>                    tags ("", client-id)
+
+the first entity in that order that has a quota of any kind picks the tags
+(Kafka keeps one callback per type, so "has a quota" means of this type);
+the limit is then looked up for the tags: both parts set -- 1, 2, 4, 5;
+the user only -- 3, 6; the client-id only -- 7, 8. The user is the
+principal's name (ANONYMOUS for unauthenticated connections, which user
+quotas therefore cover too).
+
+Rates are Kafka's Rate over ``quota.window.num`` samples of
+``quota.window.size.seconds``: the recorded sum divided by the time since
+the oldest sample began, but never less than ``num - 1`` whole windows
+(so a new client's first burst is measured over the whole window, not over
+its first millisecond). A value is recorded, then the rate measured; above
+the limit the throttle time is the time that brings the rate back to the
+limit if nothing more were recorded, round((rate - limit) / limit x window
+size) (QuotaUtils.throttleTime); request_percentage's is capped at one
+window (ClientRequestQuotaManager).
+"""
+from __future__ import annotations
+
+import math
+import time
+from typing import Callable, Mapping
+
+from kfast.config import KafkaConfig
+from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_USER
+from kfast.server.replication_quota import SampledRate
+
+PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+# An entity part: absent (None), the default entity, or a name.
+DEFAULT_ENTITY = "<default>"
+# Handler nanoseconds as a percentage of one second (Kafka's
+# ClientQuotaManager.NanosToPercentagePerSecond).
+NANOS_TO_PERCENTAGE = 100.0 / 1e9
+
+
+class QuotaRate(SampledRate):
+    """Kafka's Rate: SampledRate whose window is at least ``num_samples - 1``
+    whole windows plus the elapsed part of the current one."""
+
+    def window_size_ms(self, now_ms: int) -> int:
+        self._purge_obsolete(now_ms)
+        elapsed = now_ms - self._oldest(now_ms).start_ms
+        full_windows = elapsed // self.window_ms
+        if full_windows < self.num_samples - 1:
+            elapsed += (self.num_samples - 1 - full_windows) * self.window_ms
+        return max(elapsed, 1)
+
+
+def quota_entity(entity) -> tuple | None:
+    """An image entity ((type, name or None), ...) as the callback's key
+    (user part, client-id part): None absent, DEFAULT_ENTITY the default.
+    None for entities no client quota applies to (IP entities)."""
+    parts = dict(entity)
+    if set(parts) - {QUOTA_ENTITY_USER, QUOTA_ENTITY_CLIENT_ID}:
+        return None
+
+    def part(entity_type):
+        if entity_type not in parts:
+            return None
+        return DEFAULT_ENTITY if parts[entity_type] is None else parts[entity_type]
+    return part(QUOTA_ENTITY_USER), part(QUOTA_ENTITY_CLIENT_ID)
+
+
+def metric_tags(overrides: Mapping[tuple, float], user: str, client_id: str) -> tuple[str, str]:
+    """KIP-55's sensor tags (user, client-id) for a request (see the module
+    docstring): the DefaultQuotaCallback's quotaMetricTags."""
+    if (user, client_id) in overrides or (user, DEFAULT_ENTITY) in overrides:
+        return user, client_id
+    if (user, None) in overrides:
+        return user, ""
+    if (DEFAULT_ENTITY, client_id) in overrides or (DEFAULT_ENTITY, DEFAULT_ENTITY) in overrides:
+        return user, client_id
+    if (DEFAULT_ENTITY, None) in overrides:
+        return user, ""
+    return "", client_id
+
+
+def quota_limit(overrides: Mapping[tuple, float], tags: tuple[str, str]) -> float | None:
+    """The limit for a sensor's tags, None if none applies (the
+    DefaultQuotaCallback's quotaLimit)."""
+    user, client_id = tags
+    if user and client_id:
+        order = ((user, client_id), (user, DEFAULT_ENTITY), (DEFAULT_ENTITY, client_id),
+                 (DEFAULT_ENTITY, DEFAULT_ENTITY))
+    elif user:
+        order = ((user, None), (DEFAULT_ENTITY, None))
+    elif client_id:
+        order = ((None, client_id), (None, DEFAULT_ENTITY))
+    else:
+        return None
+    for key in order:
+        limit = overrides.get(key)
+        if limit is not None:
+            return limit
+    return None
+
+
+def _java_round(value: float) -> int:
+    return int(math.floor(value + 0.5))
+
+
+class ClientQuotaManager:
+    def __init__(self, quota_type: str, num_samples: int, window_seconds: int,
+                 clock_ms: Callable[[], int] | None = None, max_throttle_ms: int | None = None):
+        self.quota_type = quota_type
+        self.num_samples = num_samples
+        self.window_seconds = window_seconds
+        self.clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
+        self.max_throttle_ms = max_throttle_ms
+        self.overrides: dict[tuple, float] = {}
+        self.enabled = False
+        self._sensors: dict[tuple[str, str], QuotaRate] = {}
+        # (user, client id) -> (tags, limit); cleared when the quotas change.
+        self._resolved: dict[tuple[str, str], tuple] = {}
+
+    def update(self, overrides: Mapping[tuple, float]) -> None:
+        """The quotas of this type in force, {(user part, client part): value}.
+        Rates already recorded keep counting against the new limits."""
+        self.overrides = dict(overrides)
+        self.enabled = bool(self.overrides)
+        self._resolved.clear()
+
+    def resolve(self, user: str, client_id: str) -> tuple[tuple[str, str], float | None]:
+        key = (user, client_id)
+        resolved = self._resolved.get(key)
+        if resolved is None:
+            tags = metric_tags(self.overrides, user, client_id)
+            resolved = self._resolved[key] = (tags, quota_limit(self.overrides, tags))
+        return resolved
+
+    def _sensor(self, tags: tuple[str, str]) -> QuotaRate:
+        sensor = self._sensors.get(tags)
+        if sensor is None:
+            sensor = self._sensors[tags] = QuotaRate(self.num_samples, self.window_seconds * 1000)
+        return sensor
+
+    def record_and_get_throttle_time_ms(self, user: str, client_id: str, value: float,
+                                        now_ms: int | None = None) -> int:
+        """Count ``value`` for the client; the throttle time in ms its quota
+        asks for now (0 within quota or without one)."""
+        if not self.enabled:
+            return 0
+        now_ms = self.clock_ms() if now_ms is None else now_ms
+        tags, limit = self.resolve(user, client_id or "")
+        sensor = self._sensor(tags)
+        sensor.record(value, now_ms)
+        if limit is None:
+            return 0
+        rate = sensor.measure(now_ms)
+        if rate <= limit:
+            return 0
+        throttle = _java_round((rate - limit) / limit * sensor.window_size_ms(now_ms))
+        if self.max_throttle_ms is not None:
+            throttle = min(throttle, self.max_throttle_ms)
+        return throttle
+
+    def unrecord(self, user: str, client_id: str, value: float, now_ms: int | None = None) -> None:
+        """Take back a recorded value (a throttled fetch sends no records)."""
+        if self.enabled:
+            now_ms = self.clock_ms() if now_ms is None else now_ms
+            self._sensor(self.resolve(user, client_id or "")[0]).record(-value, now_ms)
+
+    def max_value_in_quota_window(self, user: str, client_id: str) -> float:
+        """The most a client can be given at once without being sure to be
+        throttled: limit x (samples - 1) x window (a fetch's byte cap)."""
+        if not self.enabled:
+            return math.inf
+        limit = self.resolve(user, client_id or "")[1]
+        if limit is None:
+            return math.inf
+        return limit * (self.num_samples - 1) * self.window_seconds
+
+
+class ClientQuotas:
+    """The broker's quota managers (``broker.quotas``)."""
+
+    def __init__(self, config: KafkaConfig, clock_ms: Callable[[], int] | None = None):
+        samples, seconds = config["quota.window.num"], config["quota.window.size.seconds"]
+        self.produce = ClientQuotaManager(PRODUCE, samples, seconds, clock_ms)
+        self.fetch = ClientQuotaManager(FETCH, samples, seconds, clock_ms)
+        self.request = ClientQuotaManager(REQUEST, samples, seconds, clock_ms,
+                                          max_throttle_ms=seconds * 1000)
+        self._image_quotas: Mapping | None = None
+
+    def update(self, client_quotas: Mapping[tuple, Mapping[str, float]]) -> None:
+        """The image's client quotas (entity -> {key: value}); a no-op when
+        they did not change."""
+        if client_quotas == self._image_quotas:
+            return
+        self._image_quotas = client_quotas
+        by_type: dict[str, dict[tuple, float]] = {PRODUCE: {}, FETCH: {}, REQUEST: {}}
+        for entity, values in client_quotas.items():
+            key = quota_entity(entity)
+            if key is None:
+                continue
+            for quota_type, value in values.items():
+                if quota_type in by_type:
+                    by_type[quota_type][key] = value
+        self.produce.update(by_type[PRODUCE])
+        self.fetch.update(by_type[FETCH])
+        self.request.update(by_type[REQUEST])
+
+
+def throttle_response(ctx, throttle_time_ms: int) -> None:
+    """Answer with ``throttle_time_ms`` and mute the channel for that long
+    (KIP-219): the response goes out at once, the next request is read
+    after the throttle time. A longer throttle already set on the request
+    stays."""
+    if throttle_time_ms > ctx.throttle_time_ms:
+        ctx.throttle_time_ms = throttle_time_ms
