@@ -33,6 +33,7 @@ COMMANDS = {
     "client-metrics": "kfast.tools.client_metrics",
     "console": "kfast.tools.console_web.command",
     "acls": "kfast.tools.acls",
+    "features": "kfast.tools.features",
 }
 
 
