@@ -49,14 +49,10 @@ import tempfile
 import time
 from contextlib import contextmanager
 
+from kfast.testing.ports import free_port
+
 RECORD_SIZE = 100
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> float:

@@ -35,17 +35,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kfast.client.connection import BrokerConnection  # noqa: E402
 from kfast.protocol import api_keys, errors  # noqa: E402
+from kfast.testing.ports import free_port  # noqa: E402
 
 JOIN, SYNC, HEARTBEAT = (api_keys.BY_NAME[n].key for n in ("JoinGroup", "SyncGroup", "Heartbeat"))
 API_VERSIONS = api_keys.BY_NAME["ApiVersions"].key
 REBALANCING = errors.RebalanceInProgressException.code
 MEMBER_ID_REQUIRED = errors.MemberIdRequiredException.code
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def start_broker(data_dir: str, port: int) -> subprocess.Popen:

@@ -31,13 +31,14 @@ import json
 import os
 import pkgutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import threading
 import time
+
+from kfast.testing.ports import free_port
 
 TOPIC = "smoke"
 RECORDS = [f"record-{i}" for i in range(50)]
@@ -60,12 +61,6 @@ def compiled_kernels() -> dict[str, str]:
                     if not path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))}
     assert not not_compiled, f"kfast._ext modules that are not compiled extensions: {not_compiled}"
     return found
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def kfast_script() -> str:
