@@ -5,12 +5,14 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: test test-fast deps build wheel bench clean
 
+# Three pytest-xdist workers on two cores (tests/conftest.py says why): a
+# module's tests stay on one worker, tests/spark shares one SparkSession.
 test: deps
-	$(PYTHON) -m pytest
+	$(PYTHON) -m pytest -n 3 --dist loadgroup
 
 # The unit tests without e2e or slow ones: under a minute, no deps step.
 test-fast:
-	$(PYTHON) -m pytest tests/unit -m "not e2e and not slow" -q
+	$(PYTHON) -m pytest tests/unit -m "not e2e and not slow" -q -n 2 --dist loadgroup
 
 # Debian packages the e2e tests drive (kcat, a JDK for the Java client, headless
 # Chromium and its chromedriver for the web console's browser test), then

@@ -3,9 +3,16 @@
 Hypothesis: no per-example deadline (2-core CI machines stall under load and
 a deadline there measures the machine, not kfast). KFAST_HYPOTHESIS_PROFILE=
 thorough raises the example count for local fuzzing sessions.
+
+pytest-xdist (`make test` runs ``-n 3 --dist loadgroup``): most of the
+suite's time is spent waiting on brokers, clients and cluster timeouts, not
+computing, so three workers on two cores finish sooner. Each test module is
+one xdist group, kept on one worker, so a module-scoped broker starts once;
+all of tests/spark is one group, so one worker runs the one SparkSession.
 """
 import os
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
@@ -17,3 +24,17 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("KFAST_HYPOTHESIS_PROFILE", "default"))
+
+
+def xdist_group_of(nodeid: str) -> str:
+    """The xdist group of a test: its module, or "spark" for tests/spark."""
+    module = nodeid.split("::", 1)[0]
+    return "spark" if module.startswith("tests/spark/") else module
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config, items):
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(xdist_group_of(item.nodeid)))

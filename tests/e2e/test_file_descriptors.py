@@ -42,7 +42,11 @@ def _create(broker, topics: dict[str, int], configs=None) -> None:
     for name, count in topics.items():
         # One request per topic: the controller writes at most 10,000
         # records per operation (MAX_RECORDS_PER_USER_OP), across topics.
-        admin.create_topics([NewTopic(name, count, 1, config=configs or {})])[name].result(120)
+        # librdkafka's admin request times out after 60 s by default: 5,000
+        # partitions on a loaded 2-core machine may need longer.
+        request = admin.create_topics([NewTopic(name, count, 1, config=configs or {})],
+                                      request_timeout=180)
+        request[name].result(200)
 
 
 def _produce_to_every_partition(broker, topics: dict[str, int]) -> None:
