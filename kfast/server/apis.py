@@ -109,7 +109,7 @@ class RequestContext:
     """One request as a handler sees it."""
 
     __slots__ = ("header", "connection", "listener_name", "broker", "request_size",
-                 "throttle_time_ms")
+                 "throttle_time_ms", "forwarded")
 
     def __init__(self, header: RequestHeader, connection, listener_name: str, broker,
                  request_size: int = 0):
@@ -121,6 +121,9 @@ class RequestContext:
         # Set by a quota (kfast.server.quota.throttle_response): the response
         # carries it and the connection is muted for it.
         self.throttle_time_ms = 0
+        # (principal, host) of the client whose request a broker forwarded
+        # in an Envelope: the request acts as that client, not the broker.
+        self.forwarded: tuple[KafkaPrincipal, str] | None = None
 
     @property
     def api_key(self) -> int:
@@ -142,10 +145,14 @@ class RequestContext:
     def principal(self) -> KafkaPrincipal:
         """Who the request acts as (the connection's principal; anonymous for
         requests without a connection, as in tests)."""
+        if self.forwarded is not None:
+            return self.forwarded[0]
         return ANONYMOUS if self.connection is None else self.connection.principal
 
     @property
     def client_address(self):
+        if self.forwarded is not None:
+            return (self.forwarded[1], 0)
         return None if self.connection is None else self.connection.peer
 
     # -- authorization (kfast.security.authorizer; every check passes without one) ---------
@@ -270,7 +277,8 @@ class KafkaApis:
         if forwarder is not None and forwarder.wants(header.api_key):
             # A cluster's broker: the active controller answers this one.
             return self._finish(ctx, registration, request,
-                                forwarder.forward(header.api_key, header.api_version, request),
+                                forwarder.forward(header.api_key, header.api_version, request,
+                                                  ctx),
                                 started, perf_counter())
         try:
             result = registration.handler(ctx, request)
@@ -282,6 +290,39 @@ class KafkaApis:
         handled = perf_counter()
         self.request_metrics.record(header.api_key, header.api_version, started, handled, handled)
         return parts
+
+    async def handle_enveloped(self, ctx: RequestContext, frame: bytes, principal: KafkaPrincipal,
+                               host: str, forwardable: frozenset) -> bytes:
+        """A request a broker forwarded in an Envelope (KIP-590), run as the
+        client ``principal`` from ``host``; returns its response's header and
+        body. InvalidRequestException if ``frame`` is not a request, at a
+        version served here, of an API in ``forwardable``."""
+        try:
+            header = decode_request_header(frame)
+            request = decode_request_body(header, frame)
+        except Exception as exc:
+            raise errors.InvalidRequestException(
+                f"Cannot parse the enveloped request: {exc}") from None
+        registration = self._handlers.get(header.api_key)
+        api = api_keys.BY_KEY.get(header.api_key)
+        if registration is None or header.api_key not in forwardable or \
+                not api.min_version <= header.api_version <= api.max_stable_version:
+            raise errors.InvalidRequestException(
+                f"API key {header.api_key} v{header.api_version} cannot be forwarded")
+        # No connection: an error must not close the broker's, which carries
+        # other clients' requests.
+        inner = RequestContext(header, None, ctx.listener_name, self.broker, len(frame))
+        inner.forwarded = (principal, host)
+        try:
+            result = registration.handler(inner, request)
+            if _is_awaitable(result):
+                result = await result
+            parts = self._encode(inner, result)
+        except Exception as exc:
+            parts = self._error(inner, registration, request, exc)
+        if parts is None:
+            raise errors.UnknownServerException("The enveloped request got no response")
+        return b"".join(bytes(part) for part in parts)
 
     async def _finish(self, ctx: RequestContext, registration: _Registration, request,
                       result: Awaitable, started: float, handled: float):

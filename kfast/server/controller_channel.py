@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import time
 import uuid
 
@@ -35,13 +36,19 @@ from kfast.protocol import (
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     CreateTopicsRequest,
+    EnvelopeRequest,
     api_keys,
+    decode_response,
+    encode_request,
     errors,
 )
+from kfast.security.principal import serialize_principal
 
 logger = logging.getLogger(__name__)
 
 _NOT_CONTROLLER = errors.NotControllerException.code
+_ENVELOPE = api_keys.BY_NAME["Envelope"].key
+_SIZE_PREFIX = 4                # encode_request's frames start with their int32 size
 # Admin requests a broker forwards to the active controller (Kafka forwards
 # these through its ForwardingManager).
 FORWARDED_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
@@ -135,8 +142,29 @@ class Forwarder:
     def wants(self, api_key: int) -> bool:
         return api_key in FORWARDED_APIS and not self.local.is_active
 
-    async def forward(self, api_key: int, version: int, request):
-        return await self.channel.send(request, api_key=api_key, version=version)
+    async def forward(self, api_key: int, version: int, request, ctx=None):
+        """The controller's answer; with the client's ``ctx`` the request
+        travels in an Envelope (KIP-590) carrying the client's principal and
+        address, so that the controller authorizes the client, not this
+        broker."""
+        if ctx is None:
+            return await self.channel.send(request, api_key=api_key, version=version)
+        frame = encode_request(api_key, version, ctx.correlation_id, ctx.client_id, request)
+        address = ctx.client_address
+        envelope = EnvelopeRequest(
+            request_data=frame[_SIZE_PREFIX:],
+            request_principal=serialize_principal(ctx.principal),
+            client_host_address=address_bytes(address[0] if address else "0.0.0.0"))
+        response = await self.channel.send(envelope, api_key=_ENVELOPE, version=0)
+        if response.error_code:
+            raise errors.for_code(response.error_code)()
+        return decode_response(api_key, version, response.response_data)[1]
+
+
+def address_bytes(host: str) -> bytes:
+    """An IP address as InetAddress.getAddress() gives it: 4 or 16 bytes."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    return socket.inet_pton(family, host)
 
 
 class QuorumControllerClient:

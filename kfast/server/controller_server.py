@@ -148,7 +148,7 @@ class ControllerServer:
 
     def _register_apis(self) -> None:
         from kfast.server import acl_apis, admin_apis, alter_partition_apis, scram_apis, \
-            broker_lifecycle_apis, producer_id_apis, quorum_apis, quota_apis
+            broker_lifecycle_apis, envelope_apis, producer_id_apis, quorum_apis, quota_apis
         from kfast.server.controller_channel import FORWARDED_APIS
 
         quorum_apis.register(self.apis)
@@ -160,6 +160,7 @@ class ControllerServer:
         wanted = FORWARDED_APIS | {api_keys.BY_NAME["DescribeConfigs"].key}
         admin_apis.register(_Only(self.apis, wanted))
         acl_apis.register(self.apis)
+        envelope_apis.register(self.apis)
         scram_apis.register(self.apis)
         quota_apis.register(_Only(self.apis, wanted))
         # DescribeQuorum as the quorum's leader knows it, with the replica

@@ -28,8 +28,9 @@ from kfast.protocol import (
     errors,
 )
 from kfast.protocol.constants import (
-    QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP, QUOTA_ENTITY_USER, QUOTA_MATCH_DEFAULT,
-    QUOTA_MATCH_EXACT, QUOTA_MATCH_SPECIFIED,
+    ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_DESCRIBE_CONFIGS, QUOTA_ENTITY_CLIENT_ID,
+    QUOTA_ENTITY_IP, QUOTA_ENTITY_USER, QUOTA_MATCH_DEFAULT, QUOTA_MATCH_EXACT,
+    QUOTA_MATCH_SPECIFIED,
 )
 from kfast.server.apis import KafkaApis, RequestContext
 
@@ -87,6 +88,7 @@ def matches(entity: dict, exact: dict, specified: set, strict: bool) -> bool:
 
 
 def handle_describe_client_quotas(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_DESCRIBE_CONFIGS)
     exact, specified = _parse_filter(request.components)
     Entry = DescribeClientQuotasResponse.EntryData
     entries = []
@@ -107,6 +109,7 @@ def _describe_error(ctx, request, error: errors.KafkaError):
 
 # -- AlterClientQuotas --------------------------------------------------------------------
 async def handle_alter_client_quotas(ctx: RequestContext, request):
+    ctx.authorize_cluster(ACL_OPERATION_ALTER_CONFIGS)
     alterations = [([(e.entity_type, e.entity_name) for e in entry.entity],
                     [(op.key, None if op.remove else op.value) for op in entry.ops])
                    for entry in request.entries]

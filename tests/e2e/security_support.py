@@ -14,8 +14,12 @@ class RawConnection:
     """One socket speaking Kafka's framing; ``request`` sends and decodes the
     answer, ``send_frame``/``read_frame`` for raw SASL v0 tokens."""
 
-    def __init__(self, port: int, context: ssl.SSLContext | None = None, timeout: float = 10):
-        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    def __init__(self, port: int, context: ssl.SSLContext | None = None, timeout: float = 10,
+                 source: str | None = None):
+        # ``source``: the local address to connect from (ACL tests tell
+        # clients apart by host).
+        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
+                                        source_address=(source, 0) if source else None)
         self.sock = context.wrap_socket(sock, server_hostname="localhost") if context else sock
         self.correlation_id = 0
 

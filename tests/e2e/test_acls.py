@@ -16,8 +16,6 @@ import asyncio
 import contextlib
 import io
 import secrets
-import socket
-import struct
 import uuid
 
 import pytest
@@ -33,6 +31,7 @@ from kfast.cli import build_parser
 from kfast.protocol import api_keys, errors
 from kfast.protocol.constants import (
     ACL_OPERATION_ALL, ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_ANY,
+    ACL_OPERATION_CLUSTER_ACTION,
     ACL_OPERATION_CREATE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_IDEMPOTENT_WRITE,
     ACL_OPERATION_READ, ACL_OPERATION_WRITE, ACL_PERMISSION_ALLOW, ACL_PERMISSION_ANY,
     ACL_PERMISSION_DENY, ACL_RESOURCE_ANY, ACL_RESOURCE_CLUSTER, ACL_RESOURCE_GROUP,
@@ -40,7 +39,9 @@ from kfast.protocol.constants import (
     PATTERN_TYPE_LITERAL, PATTERN_TYPE_PREFIXED, authorized_operations,
 )
 from kfast.security.acl import Acl
+from kfast.security.principal import KafkaPrincipal, serialize_principal
 from kfast.testing import KfastBroker
+from security_support import RawConnection
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -50,31 +51,16 @@ CLIENT_HOST, ADMIN_HOST = "127.0.0.1", "127.0.0.2"
 KEY = {name: api.key for name, api in api_keys.BY_NAME.items()}
 
 
-class Raw:
-    """kfast.protocol over a socket whose source address is ``source``."""
+class Raw(RawConnection):
+    """A raw connection from the local address ``source``; requests at the
+    API's latest version unless told."""
 
     def __init__(self, port: int, source: str):
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10,
-                                             source_address=(source, 0))
-        self.correlation_id = 0
-
-    def _read(self, n: int) -> bytes:
-        data = b""
-        while len(data) < n:
-            chunk = self.sock.recv(n - len(data))
-            assert chunk, "connection closed"
-            data += chunk
-        return data
+        super().__init__(port, source=source)
 
     def request(self, name: str, version: int | None = None, **fields):
-        version = api_keys.BY_NAME[name].max_version if version is None else version
-        self.correlation_id += 1
-        body = p.request_class(name)(**fields)
-        self.sock.sendall(p.encode_request(KEY[name], version, self.correlation_id, "t", body))
-        (size,) = struct.unpack(">i", self._read(4))
-        correlation_id, response = p.decode_response(KEY[name], version, self._read(size))
-        assert correlation_id == self.correlation_id
-        return response
+        return super().request(
+            name, api_keys.BY_NAME[name].max_version if version is None else version, **fields)
 
     def create_acls(self, acls) -> None:
         response = self.request("CreateAcls", creations=[p.CreateAclsRequest.AclCreation(
@@ -472,16 +458,19 @@ def test_acls_reach_every_node_of_a_cluster(kfast_cluster, name):
         admin.create_topic(name, partitions=3)
         admin.create_acls(rules)
 
-        def described(port):
+        def described(port, resource_type=ACL_RESOURCE_TOPIC):
+            """How many ACLs the node lists: on the topic, or per resource of the type."""
             client = Raw(port, ADMIN_HOST)
             try:
-                return len(client.request(
-                    "DescribeAcls", resource_type_filter=ACL_RESOURCE_TOPIC,
-                    resource_name_filter=name, pattern_type_filter=PATTERN_TYPE_LITERAL,
-                    principal_filter=None, host_filter=None, operation=ACL_OPERATION_ANY,
-                    permission_type=ACL_PERMISSION_ANY).resources[0].acls)
-            except IndexError:
-                return 0
+                resources = client.request(
+                    "DescribeAcls", resource_type_filter=resource_type,
+                    resource_name_filter=name if resource_type == ACL_RESOURCE_TOPIC else None,
+                    pattern_type_filter=PATTERN_TYPE_ANY, principal_filter=None,
+                    host_filter=None, operation=ACL_OPERATION_ANY,
+                    permission_type=ACL_PERMISSION_ANY).resources
+                if resource_type == ACL_RESOURCE_TOPIC:
+                    return sum(len(r.acls) for r in resources)
+                return len(resources)
             finally:
                 client.close()
 
@@ -494,8 +483,60 @@ def test_acls_reach_every_node_of_a_cluster(kfast_cluster, name):
         cluster.wait_until(lambda: all(described(port) == 1 for port in ports), 30,
                            "the DENY gone from every node")
         assert _produce(cluster.bootstrap_servers, name, acks="all") is None
+        # Only 127.0.0.2 may alter the cluster (nodes keep CLUSTER_ACTION).
+        # CreateAcls sent to a node that is not the active controller travels
+        # in an Envelope with the client's address: allowed from 127.0.0.2,
+        # refused from 127.0.0.1 -- the forwarding node's own address.
+        admin.create_acls([
+            acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, ACL_OPERATION_CLUSTER_ACTION,
+                principal="User:*", host="*"),
+            acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, ACL_OPERATION_ALL,
+                principal="User:*", host=ADMIN_HOST)])
+        for index, port in enumerate(ports):
+            rule = acl(ACL_RESOURCE_GROUP, f"{name}-{index}", ACL_OPERATION_READ)
+            cluster.wait_until(lambda: _create_acl(port, CLIENT_HOST, rule) ==
+                               errors.ClusterAuthorizationException.code, 30,
+                               "the cluster ACLs on the node")
+            assert _create_acl(port, ADMIN_HOST, rule) == 0
+        cluster.wait_until(lambda: described(ports[0], ACL_RESOURCE_GROUP) == len(ports), 30,
+                           "one group ACL per node")
+        _check_malformed_envelopes(cluster)
     finally:
         admin.close()
+
+
+def _check_malformed_envelopes(cluster) -> None:
+    """Envelopes a broker would never send get Kafka's errors from the
+    active controller, NOT_CONTROLLER from the others."""
+    principal = serialize_principal(KafkaPrincipal("User", "alice"))
+    metadata = p.encode_request(KEY["Metadata"], 12, 1, "c", p.MetadataRequest(topics=[]))[4:]
+    cases = [(b"\x07", b"\x7f\x00\x00\x01"), (principal, b"\x7f\x00\x01"),
+             (principal, b"\x7f\x00\x00\x01")]
+    answers = []
+    for node in cluster.nodes.values():
+        client = Raw(node.port, CLIENT_HOST)
+        try:
+            answers.append(tuple(client.request(
+                "Envelope", 0, request_data=metadata, request_principal=request_principal,
+                client_host_address=address).error_code for request_principal, address in cases))
+        finally:
+            client.close()
+    not_controller = (errors.NotControllerException.code,) * len(cases)
+    assert sorted(answers) == sorted([not_controller] * (len(answers) - 1) + [(
+        errors.PrincipalDeserializationException.code, errors.InvalidRequestException.code,
+        errors.InvalidRequestException.code)])
+
+
+def _create_acl(port: int, source: str, rule: Acl) -> int:
+    client = Raw(port, source)
+    try:
+        response = client.request("CreateAcls", creations=[p.CreateAclsRequest.AclCreation(
+            resource_type=rule.resource_type, resource_name=rule.resource_name,
+            resource_pattern_type=rule.pattern_type, principal=rule.principal, host=rule.host,
+            operation=rule.operation, permission_type=rule.permission_type)])
+        return response.results[0].error_code
+    finally:
+        client.close()
 
 
 # -- two users over SASL/PLAIN --------------------------------------------------------------
