@@ -20,7 +20,12 @@ from kfast.protocol.constants import (
 )
 from kfast.server import leader_hints
 from kfast.server.apis import KafkaApis, RequestContext
-from kfast.server.fetch_session import CachedPartition
+from kfast.server.fetch_session import (
+    CachedPartition,
+    FullFetchContext,
+    IncrementalFetchContext,
+)
+from kfast.server.quota import throttle_response
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
 
 logger = logging.getLogger(__name__)
@@ -83,8 +88,12 @@ def handle_fetch(ctx: RequestContext, request):
     if context.error_code:
         return FetchResponse(error_code=context.error_code, session_id=0, responses=[])
     max_bytes = request.max_bytes if version >= 3 else INT32_MAX
-    # A consumer: the broker's cap applies (KIP-541).
+    # A consumer: the broker's cap applies (KIP-541), and a consumer byte-rate
+    # quota's: no more than the quota lets through in one window.
     max_bytes = min(max_bytes, broker.config["fetch.max.bytes"])
+    if broker.quotas.fetch.enabled:
+        max_bytes = int(min(max_bytes, broker.quotas.fetch.max_value_in_quota_window(
+            ctx.principal.name, ctx.client_id)))
     params = FetchParams(
         max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
         max_bytes=max_bytes,
@@ -214,6 +223,15 @@ async def _await_response(ctx, waiting, context, cached, unknown_ids, denied):
 def _response(ctx: RequestContext, context, cached: list, results: list, unknown_ids: list,
               denied: list = ()):
     version = ctx.api_version
+    quota = ctx.broker.quotas.fetch
+    if quota.enabled and _throttled(ctx, quota, results):
+        # Kafka's getThrottledResponse: no partitions, the session unchanged
+        # (a full fetch's new session is not kept).
+        if isinstance(context, FullFetchContext) and context.session_id:
+            ctx.broker.fetch_session_cache.remove(context.session_id)
+        return FetchResponse(error_code=0, session_id=context.session_id
+                             if isinstance(context, IncrementalFetchContext) else 0,
+                             responses=[])
     selected = context.select([(c, data) for c, (_, data) in zip(cached, results)])
 
     responses: list = []
@@ -251,6 +269,19 @@ def _response(ctx: RequestContext, context, cached: list, results: list, unknown
     if version >= 16:
         _add_leader_hints(ctx, body)
     return body
+
+
+def _throttled(ctx: RequestContext, quota, results: list) -> bool:
+    """Count the response's record bytes against the consumer's byte-rate
+    quota; over it, take them back (nothing is sent) and throttle."""
+    size = sum(data.size for _, data in results)
+    user, client_id = ctx.principal.name, ctx.client_id
+    throttle = quota.record_and_get_throttle_time_ms(user, client_id, size)
+    if not throttle:
+        return False
+    quota.unrecord(user, client_id, size)
+    throttle_response(ctx, throttle)
+    return True
 
 
 def _add_leader_hints(ctx: RequestContext, body) -> None:

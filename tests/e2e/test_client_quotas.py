@@ -1,6 +1,7 @@
 """Client quotas end to end: AlterClientQuotas / DescribeClientQuotas (kfast
 configs and the wire protocol, both versions), quotas surviving a restart,
-and a confluent-kafka producer slowed to its byte rate while another is not.
+and confluent-kafka producers and consumers slowed to their byte rates
+while others are not.
 
 The throughput tests run the broker with quota.window.num=2 (one window of
 1 s plus the current one): with Kafka's default of 11 windows a new client
@@ -18,7 +19,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Producer
+from confluent_kafka import Consumer, Producer
 
 from kfast.cli import build_parser
 from kfast.client.connection import BlockingConnection
@@ -36,7 +37,8 @@ INVALID_REQUEST = errors.InvalidRequestException.code
 
 @pytest.fixture(scope="module")
 def quota_broker(tmp_path_factory):
-    instance = KfastBroker({"num.partitions": 1, "quota.window.num": 2},
+    instance = KfastBroker({"num.partitions": 1, "quota.window.num": 2,
+                            "group.initial.rebalance.delay.ms": 0},
                            data_dir=str(tmp_path_factory.mktemp("kfast-quotas")))
     instance.start()
     yield instance
@@ -249,16 +251,51 @@ def produce_for(broker, client_id: str, topic: str, seconds: float) -> Measured:
     return measured
 
 
+def consume_for(broker, client_id: str, topic: str, seconds: float, **config) -> Measured:
+    """Consume for ``seconds`` from the first record on."""
+    measured = Measured()
+    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "client.id": client_id,
+                         "group.id": client_id, "auto.offset.reset": "earliest",
+                         "statistics.interval.ms": 500, "stats_cb": measured.stats, **config})
+    consumer.subscribe([topic])
+    received, start = 0, None
+    deadline = time.monotonic() + 30        # the group forms, the first record comes
+    try:
+        while time.monotonic() < deadline:
+            message = consumer.poll(0.05)
+            if message is not None and message.error() is None:
+                if start is None:
+                    start = time.monotonic()
+                received += len(message.value())
+            if start is not None:
+                now = time.monotonic() - start
+                measured.marks.append((now, received))
+                if now >= seconds:
+                    break
+        consumer.poll(0.6)                  # one more statistics report
+    finally:
+        consumer.close()
+    return measured
+
+
 def run_together(*jobs) -> list:
+    """Run the jobs on threads at once; their results (a job's exception is
+    raised here)."""
     results: list = [None] * len(jobs)
 
     def run(i, job):
-        results[i] = job()
+        try:
+            results[i] = job()
+        except BaseException as exc:  # noqa: BLE001 (re-raised below)
+            results[i] = exc
     threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(jobs)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join(60)
+    for result in results:
+        if isinstance(result, BaseException):
+            raise result
     return results
 
 
@@ -272,4 +309,28 @@ def test_a_producer_is_slowed_to_its_byte_rate_and_others_are_not(quota_broker, 
     assert RATE * 0.9 <= rate <= RATE * 1.1, (rate, slow.marks[-1])
     assert slow.max_throttle_ms > 0          # throttle_time_ms reached the client
     assert free.at(1.0) > 5 * RATE
+    assert free.max_throttle_ms == 0
+
+
+def test_a_consumer_is_slowed_to_its_byte_rate_and_others_are_not(quota_broker, topic):
+    # Batches well below a window's worth: a fetch returns at least one whole
+    # batch, and one larger than the quota lets through in a window would
+    # always be over it (as in Kafka).
+    records = 4000
+    producer = Producer({"bootstrap.servers": quota_broker.bootstrap_servers, "linger.ms": 20,
+                         "batch.size": 16384})
+    for _ in range(records):
+        producer.produce(topic, b"y" * 1000)
+    assert producer.flush(30) == 0
+    assert kfast_configs(quota_broker, "--client", "slow-consumer", "--alter", "--add-config",
+                         f"consumer_byte_rate={RATE}")[0] == 0
+    slow, free = run_together(
+        lambda: consume_for(quota_broker, "slow-consumer", topic, RUN_S,
+                            **{"fetch.max.bytes": 32768, "max.partition.fetch.bytes": 32768,
+                               "message.max.bytes": 32768}),
+        lambda: consume_for(quota_broker, "free-consumer", topic, 1.0))
+    rate = slow.rate(MEASURE_FROM_S, RUN_S)
+    assert RATE * 0.9 <= rate <= RATE * 1.1, (rate, slow.marks[-1])
+    assert slow.max_throttle_ms > 0
+    assert free.at(1.0) == records * 1000    # all of it within a second of the first record
     assert free.max_throttle_ms == 0
