@@ -287,6 +287,48 @@ def test_cluster_operations_and_authorized_operations(secured):
         client.close()
 
 
+def test_groups_are_described_and_listed_by_their_acls(secured, name):
+    broker, admin = secured
+    client = Raw(broker.port, CLIENT_HOST)
+    group = f"g-{name}"
+    try:
+        def describe():
+            return client.request("DescribeGroups", 5, groups=[group],
+                                  include_authorized_operations=True).groups[0]
+
+        assert describe().error_code == errors.GroupAuthorizationException.code
+        with granted(admin, acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ)):
+            # FindCoordinator creates __consumer_offsets on first use.
+            assert client.request("FindCoordinator", 3, key=group, key_type=0).error_code == 0
+            described = describe()
+            assert described.error_code == 0
+            assert described.authorized_operations == authorized_operations(
+                ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE)
+            # kafka-python commits as a group member would; ListGroups shows
+            # the group to this principal only while it may describe it.
+            kafka_admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+            try:
+                admin.create_topic(name)
+                with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ)):
+                    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
+                                             group_id=group, enable_auto_commit=False)
+                    try:
+                        from kafka import OffsetAndMetadata, TopicPartition
+                        consumer.commit({TopicPartition(name, 0): OffsetAndMetadata(0, "", -1)})
+                    finally:
+                        consumer.close()
+                assert group in [g["group_id"] for g in kafka_admin.list_groups()]
+            finally:
+                kafka_admin.close()
+        kafka_admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        try:
+            assert group not in [g["group_id"] for g in kafka_admin.list_groups()]
+        finally:
+            kafka_admin.close()
+    finally:
+        client.close()
+
+
 def _any_acl_filter():
     from kafka.admin import (
         ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
