@@ -311,3 +311,17 @@ def test_java_client_pushes_telemetry(kfast_broker, topic):
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+@pytest.mark.kfast_broker_config({
+    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+    "super.users": "User:ANONYMOUS"})
+def test_admin_acls(kfast_broker, topic):
+    facts = run_client_check(kfast_broker, "acls", topic)
+    assert sorted(facts.all("acl")) == [
+        f"TOPIC {topic} LITERAL User:alice READ ALLOW",
+        f"TOPIC {topic} PREFIXED User:* WRITE DENY"]
+    assert facts["matched"] == "1"          # the prefix applies to <topic>-x, the literal not
+    assert facts["deleted"] == "1"
+    assert facts["left"] == "1"
+    assert facts["bad_cluster_name"] == "InvalidRequestException"

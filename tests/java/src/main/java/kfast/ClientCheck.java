@@ -47,6 +47,16 @@ import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicCollection;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AccessControlEntryFilter;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclBindingFilter;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourcePatternFilter;
+import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.config.ConfigResource;
 import org.apache.kafka.common.serialization.StringDeserializer;
 import org.apache.kafka.common.serialization.StringSerializer;
@@ -58,8 +68,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  *   java -cp build/java/classes:build/java/lib/* kfast.ClientCheck SCENARIO BOOTSTRAP TOPIC
  * </pre>
  *
- * SCENARIO is produce-consume, consumer-protocol, admin, transactions or
- * transaction-versions; TOPIC
+ * SCENARIO is produce-consume, consumer-protocol, admin, transactions,
+ * transaction-versions, telemetry or acls; TOPIC
  * is a fresh name that the scenario uses as a prefix. Every fact the test
  * checks is printed to stdout as one {@code key=value} line (a key may
  * repeat); the client's own log goes to stderr. Exit status 0 when the
@@ -92,6 +102,7 @@ public final class ClientCheck {
             case "transactions" -> check.transactions();
             case "transaction-versions" -> check.transactionVersions();
             case "telemetry" -> check.telemetry();
+            case "acls" -> check.acls();
             default -> {
                 System.err.println("unknown scenario " + args[0]);
                 System.exit(2);
@@ -571,6 +582,50 @@ public final class ClientCheck {
     }
 
     /** The finalized and supported transaction.version levels (DescribeFeatures). */
+    /**
+     * Admin createAcls / describeAcls / deleteAcls against a broker with an
+     * authorizer: a LITERAL READ for User:alice on the topic and a PREFIXED
+     * DENY WRITE for User:* on the topic's name as prefix, listed, matched by
+     * a MATCH filter, one deleted by a filter.
+     */
+    private void acls() throws Exception {
+        try (Admin admin = newAdmin()) {
+            AclBinding read = new AclBinding(
+                    new ResourcePattern(ResourceType.TOPIC, topic, PatternType.LITERAL),
+                    new AccessControlEntry("User:alice", "*", AclOperation.READ,
+                                           AclPermissionType.ALLOW));
+            AclBinding deny = new AclBinding(
+                    new ResourcePattern(ResourceType.TOPIC, topic, PatternType.PREFIXED),
+                    new AccessControlEntry("User:*", "*", AclOperation.WRITE,
+                                           AclPermissionType.DENY));
+            admin.createAcls(List.of(read, deny)).all().get();
+            for (AclBinding binding : admin.describeAcls(AclBindingFilter.ANY).values().get()) {
+                emit("acl", binding.pattern().resourceType() + " " + binding.pattern().name() + " "
+                        + binding.pattern().patternType() + " " + binding.entry().principal() + " "
+                        + binding.entry().operation() + " " + binding.entry().permissionType());
+            }
+            AclBindingFilter match = new AclBindingFilter(
+                    new ResourcePatternFilter(ResourceType.TOPIC, topic + "-x", PatternType.MATCH),
+                    AccessControlEntryFilter.ANY);
+            emit("matched", admin.describeAcls(match).values().get().size());
+            AclBindingFilter denies = new AclBindingFilter(ResourcePatternFilter.ANY,
+                    new AccessControlEntryFilter(null, null, AclOperation.ANY,
+                                                 AclPermissionType.DENY));
+            emit("deleted", admin.deleteAcls(List.of(denies)).all().get().size());
+            emit("left", admin.describeAcls(AclBindingFilter.ANY).values().get().size());
+            try {
+                admin.createAcls(List.of(new AclBinding(
+                        new ResourcePattern(ResourceType.CLUSTER, "not-the-cluster",
+                                            PatternType.LITERAL),
+                        new AccessControlEntry("User:alice", "*", AclOperation.ALTER,
+                                               AclPermissionType.ALLOW)))).all().get();
+                emit("bad_cluster_name", "accepted");
+            } catch (ExecutionException e) {
+                emit("bad_cluster_name", e.getCause().getClass().getSimpleName());
+            }
+        }
+    }
+
     private static void emitTransactionVersion(Admin admin) throws Exception {
         FeatureMetadata features = admin.describeFeatures().featureMetadata().get();
         var finalized = features.finalizedFeatures().get("transaction.version");
