@@ -58,9 +58,11 @@ class BrokerConnection:
     """An asyncio connection to one broker (works on uvloop and asyncio)."""
 
     def __init__(self, client_id: str | None = DEFAULT_CLIENT_ID,
-                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT):
+                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT, security=None):
         self.client_id = client_id
         self.request_timeout = request_timeout
+        # kfast.client.security.ClientSecurity: TLS and SASL (None: PLAINTEXT).
+        self.security = security
         self.host: str | None = None
         self.port: int | None = None
         # api_key -> (min_version, max_version) the broker advertised.
@@ -82,21 +84,28 @@ class BrokerConnection:
     # ---- lifecycle ------------------------------------------------------------------
 
     async def connect(self, host: str, port: int, negotiate: bool = True) -> None:
-        """Open the TCP connection and (by default) learn the broker's versions."""
+        """Open the TCP connection (TLS when ``security`` says so) and (by
+        default) learn the broker's versions; then authenticate (SASL)."""
         self.host, self.port = host, port
+        security = self.security
+        tls = {} if security is None or security.ssl_context is None else {
+            "ssl": security.ssl_context,
+            "server_hostname": host if security.ssl_context.check_hostname else None}
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port), self.request_timeout)
+                asyncio.open_connection(host, port, **tls), self.request_timeout)
         except (OSError, asyncio.TimeoutError) as exc:
             raise errors.NetworkException(f"cannot connect to {host}:{port}: {exc}") from exc
         self._closed_error = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_responses())
-        if negotiate:
-            try:
+        try:
+            if negotiate:
                 await self.negotiate_versions()
-            except BaseException:
-                await self.close()
-                raise
+            if security is not None:
+                await security.authenticate(self)
+        except BaseException:
+            await self.close()
+            raise
 
     @property
     def connected(self) -> bool:

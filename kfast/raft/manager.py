@@ -118,8 +118,10 @@ class RaftManager:
                  listener: RaftListener | None = None, config: QuorumConfig | None = None,
                  rng: random.Random | None = None,
                  connect: Callable | None = None, *, directory_id=ZERO_UUID, endpoints=(),
-                 bootstrap_servers=(), listener_name: str | None = None):
+                 bootstrap_servers=(), listener_name: str | None = None, security=None):
         self.node_id = node_id
+        # The controller listener's TLS/SASL (kfast.client.security.ClientSecurity).
+        self.security = security
         self.static_voters = dict(voters)
         self.bootstrap_servers = list(bootstrap_servers)
         self.listener_name = listener_name
@@ -285,7 +287,7 @@ class RaftManager:
         timeout = self.config.request_timeout_ms / 1000 + 1
         return await asyncio.wait_for(
             BrokerConnection.open(host, port, client_id=f"raft-client-{self.node_id}",
-                                  request_timeout=timeout), timeout)
+                                  request_timeout=timeout, security=self.security), timeout)
 
     async def _connection(self, node_id: int) -> BrokerConnection:
         connection = self._connections.get(node_id)

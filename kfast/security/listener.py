@@ -156,16 +156,3 @@ def listener_protocols(config: KafkaConfig) -> dict[str, str]:
     return {name.strip().upper(): protocol.strip().upper() for name, _, protocol in
             (entry.partition(":") for entry in config["listener.security.protocol.map"])}
 
-
-def require_plaintext(config: KafkaConfig, listener_name: str, role: str) -> None:
-    """kfast's own client (controller channel, replica fetchers, Raft) speaks
-    PLAINTEXT only: a controller or inter-broker listener with TLS or SASL
-    would leave that traffic unable to connect, or a user believing it is
-    secured, so the start stops naming it."""
-    protocol = listener_protocols(config).get(listener_name.upper(), "PLAINTEXT")
-    if protocol != "PLAINTEXT":
-        raise ConfigException("listener.security.protocol.map",
-                              ",".join(config["listener.security.protocol.map"]),
-                              f"not supported: the {role} listener {listener_name} uses "
-                              f"{protocol}; kfast's controller and inter-broker connections "
-                              f"are PLAINTEXT only")

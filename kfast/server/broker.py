@@ -39,9 +39,10 @@ from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
 from kfast.server.quota import ClientQuotas
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
+from kfast.client.security import ClientSecurity
 from kfast.security.listener import ListenerSecurity
-from kfast.server.network import SocketServer, security_for_listener
-from kfast.server.sasl_authenticator import SaslListenerHandler
+from kfast.server.network import SocketServer
+from kfast.server.secured_listener import secured_socket_server
 from kfast.server.producer_id_apis import ProducerIdManager
 from kfast.server.replica_fetcher import ReplicaFetcherManager
 from kfast.server.replica_manager import ReplicaManager
@@ -200,6 +201,11 @@ class KafkaBroker:
             name: ListenerSecurity.from_config(config, name, protocols[name])
             for name, _, _ in self.listeners}
         self._protocols = protocols
+        # What this broker presents to the others' inter-broker listener
+        # (replica fetchers, transaction markers and verification).
+        self.inter_broker_security = ClientSecurity.for_listener(
+            config, (config["inter.broker.listener.name"] or self.listeners[0][0]).upper(),
+            "sasl.mechanism.inter.broker.protocol")
         # None without authorizer.class.name: every request is allowed.
         self.authorizer = StandardAuthorizer.from_config(config)
         self._controller_factory = controller_factory
@@ -444,17 +450,9 @@ class KafkaBroker:
 
     async def _start_listeners(self) -> None:
         for name, host, port in self.listeners:
-            handler, security = self.apis.network_handler(name), self.listener_security[name]
-            sasl_setup = None
-            if security.uses_sasl:
-                handler = SaslListenerHandler(
-                    self.apis, name, security, self,
-                    self.config["connection.failed.authentication.delay.ms"])
-                sasl_setup = handler.setup
-            server = SocketServer.from_config(handler, self.current_config, host or "0.0.0.0",
-                                              port, listener_name=name,
-                                              **security_for_listener(security, handler,
-                                                                      sasl_setup))
+            server = secured_socket_server(self.apis, self.current_config, name,
+                                           self.listener_security[name], self,
+                                           host or "0.0.0.0", port)
             try:
                 await server.start()
             except OSError as exc:

@@ -17,9 +17,10 @@ from kfast.client.connection import BrokerConnection
 class BrokerLink:
     """The connection to one other broker."""
 
-    def __init__(self, client_id: str, request_timeout_s: float):
+    def __init__(self, client_id: str, request_timeout_s: float, security=None):
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
+        self.security = security  # the inter-broker listener's TLS/SASL (ClientSecurity)
         self.endpoint = None
         self.connection: BrokerConnection | None = None
         self.lock = asyncio.Lock()
@@ -33,7 +34,7 @@ class BrokerLink:
             if connection is None:
                 connection = await BrokerConnection.open(
                     endpoint.host, endpoint.port, client_id=self.client_id,
-                    request_timeout=self.request_timeout_s)
+                    request_timeout=self.request_timeout_s, security=self.security)
                 self.connection, self.endpoint = connection, endpoint
             return connection
 
@@ -70,7 +71,8 @@ class BrokerLinks:
         if link is None:
             link = self._links[broker_id] = BrokerLink(
                 f"broker-{self.broker.node_id}-{self.purpose}",
-                self.broker.config["request.timeout.ms"] / 1000)
+                self.broker.config["request.timeout.ms"] / 1000,
+                getattr(self.broker, "inter_broker_security", None))
         connection = await link.get(endpoint)
         version = None if min_version is None else \
             connection.version_for(api_key, min_version=min_version)

@@ -71,8 +71,10 @@ def _error_codes(response):
 
 class ControllerChannel:
     def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], leader_hint,
-                 request_timeout: float = 30.0):
+                 request_timeout: float = 30.0, security=None):
         self.node_id = node_id
+        # The controller listener's TLS/SASL (kfast.client.security.ClientSecurity).
+        self.security = security
         self.voters = dict(voters)
         self._leader_hint = leader_hint       # () -> the leader id this node knows, or -1
         self.request_timeout = request_timeout
@@ -93,7 +95,7 @@ class ControllerChannel:
             host, port = self.voters[node_id]
             connection = await asyncio.wait_for(BrokerConnection.open(
                 host, port, client_id=f"broker-{self.node_id}-to-controller",
-                request_timeout=self.request_timeout), 5)
+                request_timeout=self.request_timeout, security=self.security), 5)
             self._connections[node_id] = connection
         return connection
 

@@ -51,8 +51,10 @@ from kfast.raft.quorum_state import QuorumConfig
 from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
 from kfast.server.apis import KafkaApis
-from kfast.security.listener import require_plaintext
+from kfast.client.security import ClientSecurity
+from kfast.security.listener import ListenerSecurity, listener_protocols
 from kfast.server.network import SocketServer
+from kfast.server.secured_listener import secured_socket_server
 from kfast.storage.meta_properties import (
     ensure_meta_properties,
     parse_uuid_base64,
@@ -60,6 +62,16 @@ from kfast.storage.meta_properties import (
 )
 
 logger = logging.getLogger("kfast.server")
+
+def controller_client_security(config: KafkaConfig) -> ClientSecurity:
+    """kfast's client toward the controllers (Kafka's controller channel and
+    Raft client): the first controller listener's TLS settings and a login
+    for sasl.mechanism.controller.protocol."""
+    names = config["controller.listener.names"]
+    if not names:
+        return ClientSecurity()
+    return ClientSecurity.for_listener(config, names[0], "sasl.mechanism.controller.protocol")
+
 
 def controller_listeners(config: KafkaConfig) -> list[tuple[str, str, int]]:
     """(name, host, port) of the listeners named in controller.listener.names."""
@@ -129,8 +141,15 @@ class ControllerServer:
                                   f"node.id {self.node_id} is "
                                   f"{'one' if observer else 'not one'} of the voters")
         self.listeners = [] if observer else controller_listeners(config)
-        for name in config["controller.listener.names"]:
-            require_plaintext(config, name, "controller")
+        # What this node presents to the controllers (Raft, the broker's
+        # controller channel): the controller listener's TLS/SASL settings.
+        self.client_security = controller_client_security(config)
+        # The controller listeners' own TLS/SASL, checked now (a listener kfast
+        # cannot secure as configured stops the start).
+        protocols = listener_protocols(config)
+        self.listener_security = {
+            name: ListenerSecurity.from_config(config, name, protocols.get(name, "PLAINTEXT"))
+            for name, _, _ in self.listeners}
         self.endpoints = [] if observer else advertised_controller_endpoints(config)
         self.metadata_dir = config.get("metadata.log.dir") or config["log.dirs"][0]
         self.cluster_id: str | None = config["cluster.id"]
@@ -147,8 +166,9 @@ class ControllerServer:
         self.metrics_server = None
 
     def _register_apis(self) -> None:
-        from kfast.server import acl_apis, admin_apis, alter_partition_apis, scram_apis, \
-            broker_lifecycle_apis, envelope_apis, producer_id_apis, quorum_apis, quota_apis
+        from kfast.server import acl_apis, admin_apis, alter_partition_apis, \
+            broker_lifecycle_apis, envelope_apis, producer_id_apis, quorum_apis, quota_apis, \
+            sasl_apis, scram_apis
         from kfast.server.controller_channel import FORWARDED_APIS
 
         quorum_apis.register(self.apis)
@@ -163,6 +183,8 @@ class ControllerServer:
         envelope_apis.register(self.apis)
         scram_apis.register(self.apis)
         quota_apis.register(_Only(self.apis, wanted))
+        # Advertised so clients of a SASL controller listener can authenticate.
+        sasl_apis.register(self.apis)
         # DescribeQuorum as the quorum's leader knows it, with the replica
         # keys and voter endpoints of KIP-853 (over the broker's answer).
         quorum_apis.register_describe_quorum(self.apis)
@@ -213,15 +235,17 @@ class ControllerServer:
             directory_id=directory_id if not self.static_voters and directory_id else ZERO_UUID,
             endpoints=self.endpoints, bootstrap_servers=self.bootstrap_servers,
             listener_name=self.listeners[0][0] if self.listeners else
-            (self.config["controller.listener.names"] or [None])[0])
+            (self.config["controller.listener.names"] or [None])[0],
+            security=self.client_security)
         self.controller.attach(self.raft_manager)
         if self.authorizer is not None:
             self.controller.subscribe(AclPublisher(self.authorizer).on_metadata_update)
         self._log = log
         try:
             for name, host, port in self.listeners:
-                server = SocketServer.from_config(self.apis.network_handler(name), self.config,
-                                                  host or "0.0.0.0", port)
+                server = secured_socket_server(self.apis, self.config, name,
+                                               self.listener_security[name], self,
+                                               host or "0.0.0.0", port)
                 await server.start()
                 self.socket_servers[name] = server
                 self.bound_ports[name] = server.port

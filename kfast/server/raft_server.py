@@ -26,7 +26,6 @@ import asyncio
 from collections.abc import Mapping
 
 from kfast.config import ConfigException, KafkaConfig
-from kfast.security.listener import require_plaintext
 from kfast.server.broker import KafkaBroker
 from kfast.server.controller_channel import ControllerChannel, Forwarder, QuorumControllerClient
 from kfast.server.controller_server import ControllerServer
@@ -66,8 +65,6 @@ class KafkaRaftServer:
         self.controller_server = ControllerServer(config, observer=observer)
         self.broker = KafkaBroker(config, controller_factory=self._controller_client)
         self.broker.metrics.is_active_controller = self._is_active_controller
-        require_plaintext(config, config["inter.broker.listener.name"]
-                          or self.broker.listeners[0][0], "inter-broker")
         self.node_id = config.node_id
 
     def _is_active_controller(self) -> bool:
@@ -77,7 +74,8 @@ class KafkaRaftServer:
     def _controller_client(self, broker: KafkaBroker, loop) -> QuorumControllerClient:
         local = self.controller_server.controller
         channel = ControllerChannel(self.node_id, self.controller_server.voters,
-                                    leader_hint=lambda: local.leader_id)
+                                    leader_hint=lambda: local.leader_id,
+                                    security=self.controller_server.client_security)
         # The controllers are the quorum's voters as the log names them now
         # (a dynamic quorum's change while the broker runs), not at start.
         channel.voters = _KnownVoters(self.controller_server)

@@ -268,7 +268,8 @@ class ReplicaFetcher:
                 f"broker {self.source_id} has no endpoint in the metadata")
         self._connection = await BrokerConnection.open(
             endpoint.host, endpoint.port, request_timeout=self.socket_timeout,
-            client_id=f"broker-{self.broker.node_id}-fetcher-{self.key[1]}")
+            client_id=f"broker-{self.broker.node_id}-fetcher-{self.key[1]}",
+            security=getattr(self.broker, "inter_broker_security", None))
         return self._connection
 
     async def _close_connection(self) -> None:
