@@ -373,17 +373,29 @@ class KafkaBroker:
 
     def _handle_log_dir_failure(self, log_dir: str) -> None:
         """A log dir failed: its partitions answer KAFKA_STORAGE_ERROR; with
-        no log dir left the broker stops (Kafka's
-        ReplicaManager.handleLogDirFailure and LogManager's halt)."""
+        no log dir left, or any failed dir in a cluster, the broker stops
+        (Kafka's ReplicaManager.handleLogDirFailure and its halts).
+        Stopping is a controlled shutdown: leaderships move first."""
         partitions = self.log_manager.handle_log_dir_failure(log_dir)
         self.replica_manager.handle_log_dir_failure(partitions)
         if partitions:
             logger.warning("Stopped serving replicas in dir %s: %s", log_dir,
                            ", ".join(f"{t}-{p}" for t, p in sorted(partitions)))
-        if not self.log_manager.live_log_dirs and self.fatal_error is None:
+        if self.fatal_error is not None:
+            return
+        if not self.log_manager.live_log_dirs:
             self.fatal_error = self.log_manager.all_dirs_failed_message()
-            logger.critical("%s", self.fatal_error)
-            self.failed.set()
+        elif self.replica_manager.replica_fetchers is not None:
+            # A cluster's controller learns nothing of failed directories
+            # from kfast (no KIP-858 directory assignment), so the failed
+            # dir's partitions would stay led by this broker and unavailable.
+            # Kafka halts the broker in that case (metadata versions without
+            # JBOD support); its leaderships then move to other replicas.
+            self.fatal_error = f"Halting broker because dir {log_dir} is offline"
+        else:
+            return
+        logger.critical("%s", self.fatal_error)
+        self.failed.set()
 
     def coordinator_partitions_changed(self, topics) -> None:
         """The metadata publisher applied changes to ``topics`` (names) on

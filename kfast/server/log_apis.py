@@ -190,28 +190,24 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
                 error_code=errors.KafkaStorageException.code, log_dir=log_dir, topics=[]))
             continue
         by_topic: dict[str, list] = {}
-        for log in log_manager.all_logs():
-            tp = (log.topic, log.partition)
-            if log_manager.log_dir_of(*tp) != log_dir or (wanted is not None and tp not in wanted):
-                continue
+
+        def add(log, offset_lag: int, is_future: bool) -> None:
             by_topic.setdefault(log.topic, []).append(
                 DescribeLogDirsResponse.DescribeLogDirsPartition(
                     partition_index=log.partition, partition_size=log.size,
-                    offset_lag=max(log.high_watermark - log.log_end_offset, 0),
-                    is_future_key=False))
+                    offset_lag=max(offset_lag, 0), is_future_key=is_future))
+        for log in log_manager.all_logs():
+            tp = (log.topic, log.partition)
+            if log_manager.log_dir_of(*tp) == log_dir and (wanted is None or tp in wanted):
+                add(log, log.high_watermark - log.log_end_offset, False)
         # Future replicas of moves into this dir; their lag is how far they
         # are behind the current log (Kafka's ReplicaManager.getLogDirs).
         for future in log_manager.future_logs():
             tp = (future.topic, future.partition)
             current = log_manager.get_log(*tp)
-            if future.parent_dir != log_dir or current is None or \
-                    (wanted is not None and tp not in wanted):
-                continue
-            by_topic.setdefault(future.topic, []).append(
-                DescribeLogDirsResponse.DescribeLogDirsPartition(
-                    partition_index=future.partition, partition_size=future.size,
-                    offset_lag=max(current.log_end_offset - future.log_end_offset, 0),
-                    is_future_key=True))
+            if future.parent_dir == log_dir and current is not None and \
+                    (wanted is None or tp in wanted):
+                add(future, current.log_end_offset - future.log_end_offset, True)
         try:
             usage = shutil.disk_usage(log_dir)
             total, usable = usage.total, usage.free

@@ -203,3 +203,57 @@ def test_a_full_log_dir_goes_offline_while_the_other_keeps_serving(tmp_path, sma
         assert broker.terminate() == 0
     finally:
         broker.kill()
+
+
+@pytest.mark.slow
+def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_move(
+        tmp_path, small_disk):
+    """Three brokers, RF 3: one of broker 4's two log dirs is the small
+    disk. When it fills, broker 4 halts although its other dir is fine (as
+    Kafka without directory assignment: the controller would not know which
+    replicas are gone), its leaderships move, and the producer's every
+    acknowledged record is there once, at its offset."""
+    from kfast.testing.cluster import KfastCluster
+    from kfast.testing.load import AckedLoad, audit
+    from replication_support import create, read_all
+
+    fast_sessions = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
+    with KfastCluster(controllers=1, brokers=3, overrides=fast_sessions,
+                      base_dir=str(tmp_path / "cluster"),
+                      node_overrides={4: {"log.dirs": f"{tmp_path / 'node4-logs'},"
+                                                      f"{small_disk / 'data'}",
+                                          "metadata.log.dir": str(tmp_path / "node4-meta")}}
+                      ) as cluster:
+        cluster.wait_for_brokers({2, 3, 4})
+        create(cluster, "filling", partitions=3)
+        led_by_4 = [p for p, state in cluster.partition_state("filling").items()
+                    if state.leader == 4]
+        assert led_by_4
+        _fill(small_disk, leave_bytes=256 << 10)
+        load = AckedLoad(cluster.bootstrap_servers, "filling", 3).start()
+        try:
+            # Large records on every partition fill the disk at once (the
+            # audited load is small records).
+            bulk = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1",
+                             "linger.ms": 5})
+            bulk_acked = []
+            for i in range(150):
+                bulk.produce("filling", b"bulk-%d-" % i + b"b" * 8192, partition=i % 3,
+                             on_delivery=lambda err, msg: err or bulk_acked.append(msg))
+            bulk.flush(30)
+            cluster.wait_until(lambda: not cluster.nodes[4].alive, 60, "broker 4 to stop")
+            cluster.wait_until(lambda: all(
+                cluster.partition_state("filling", via=2)[p].leader in (2, 3)
+                for p in led_by_4), 30, "leaderships to move")
+            before = load.total
+            cluster.wait_until(lambda: load.total > before + 500, 30, "acks after the move")
+        finally:
+            load.stop()
+        assert cluster.nodes[4].process.returncode == 1
+        log = cluster.log_tail(4, 400)
+        assert f"Halting broker because dir {small_disk / 'data'} is offline" in log, log
+        assert ALL_DIRS_FAILED not in log and "Traceback" not in log, log
+        assert load.unflushed == 0
+        read = read_all(cluster.bootstrap_servers, "filling", 3, load.total + len(bulk_acked))
+        result = audit(load.acked, read)
+        assert result == (0, 0, 0), result
