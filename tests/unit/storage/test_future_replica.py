@@ -75,7 +75,7 @@ def test_describe_log_dirs_lists_a_future_replica_with_its_lag(tmp_path):
     future = m.create_future_log("t", 0, d2)
     future.append_as_follower(source.read(0, 1 << 20).records.read())
     source.append_as_leader(make_batch(2), leader_epoch=0)
-    ctx = SimpleNamespace(broker=SimpleNamespace(log_manager=m))
+    ctx = SimpleNamespace(broker=SimpleNamespace(log_manager=m), authorize=lambda *_: True)
     response = handle_describe_log_dirs(ctx, DescribeLogDirsRequest(topics=None))
     by_dir = {r.log_dir: r for r in response.results}
     [current] = by_dir[d1].topics[0].partitions
