@@ -161,7 +161,9 @@ class RequestContext:
         authorizer = getattr(self.broker, "authorizer", None)
         if authorizer is None:
             return True
-        return authorizer.authorize(self.principal, self._host(), operation, resource_type, name)
+        # A null name (a malformed request) is checked as the empty name.
+        return authorizer.authorize(self.principal, self._host(), operation, resource_type,
+                                    name or "")
 
     def authorize_cluster(self, operation: int) -> None:
         """Kafka's authorizeClusterOperation: ClusterAuthorizationException

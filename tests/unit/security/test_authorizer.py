@@ -75,7 +75,7 @@ def authorizer_with(acls, **kwargs) -> StandardAuthorizer:
     return authorizer
 
 
-@settings(max_examples=300)
+@settings(max_examples=200)
 @given(acls_strategy, st.booleans(), st.sampled_from(["User:alice", "User:bob"]),
        st.sampled_from(["10.0.0.1", "10.0.0.2"]), st.sampled_from(ASKED),
        st.sampled_from(TYPES), st.sampled_from(NAMES + ["abcd", "c"]))
