@@ -818,7 +818,12 @@ def _validate(defs: Mapping[str, ConfigKey], name: str, value: Any) -> Any:
 # Property families Kafka accepts by prefix (per-listener settings); the
 # ssl.* and sasl.* properties are rows of the table, and their per-listener
 # forms are checked against it (_check_listener_property).
-ALLOWED_PREFIXES = ("listener.name.", "kfast.")
+ALLOWED_PREFIXES = ("listener.name.", "kfast.", "log4j.")
+# Log output (kfast.server.log_config): log4j.properties' lines for logger
+# levels, and kfast's choice of text or JSON lines.
+LOG4J_LOGGER_PREFIX = "log4j.logger."
+LOG4J_ROOT_LOGGER = "log4j.rootLogger"
+LOG_FORMAT = "kfast.log.format"
 LISTENER_PREFIX = "listener.name."
 # Mechanisms a listener.name.<l>.<mechanism>.<property> may name (Kafka's
 # lower-case form); which of them kfast serves is kfast.security's business.

@@ -79,9 +79,6 @@ def _single_node(props: dict) -> bool:
     return roles == {"broker", "controller"} and len(voters) <= 1 and not bootstrap
 
 
-def _configure_logging() -> None:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
 
 
 def new_server(config: KafkaConfig):
@@ -183,12 +180,16 @@ def _config_error(exc: ConfigException) -> int:
 
 
 def run(args) -> int:
-    _configure_logging()
+    from kfast.server.log_config import configure_logging
+
+    configure_logging()
     try:
         overrides = list(args.override or [])
         if args.metrics_port is not None:
             overrides.append(f"kfast.metrics.port={args.metrics_port}")
         config = build_config(args.config, overrides)
+        # The configured levels and format (log4j lines, kfast.log.format).
+        configure_logging(config)
     except ConfigException as exc:
         return _config_error(exc)
     try:
