@@ -83,11 +83,17 @@ def secured(tls_ca, users, jwks):
     jaas = JAAS_PLAIN.format(users=" ".join(f'user_{u}="{pw}"' for u, pw in users.items()))
     props = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
-                     "SASL_SSL://127.0.0.1:0,REAUTH://127.0.0.1:0",
+                     "SASL_SSL://127.0.0.1:0,REAUTH://127.0.0.1:0,MTLS://127.0.0.1:0",
         # REAUTH: SASL/PLAIN sessions of 1.5 s (KIP-368), re-authenticated in place.
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SSL:SSL,"
                                           "SASL_PLAINTEXT:SASL_PLAINTEXT,SASL_SSL:SASL_SSL,"
-                                          "REAUTH:SASL_PLAINTEXT",
+                                          "REAUTH:SASL_PLAINTEXT,MTLS:SSL",
+        # MTLS: client certificates required, the keystore a PEM file.
+        "listener.name.mtls.ssl.keystore.type": "PEM",
+        "listener.name.mtls.ssl.keystore.location": tls_ca.server.keystore_path,
+        "listener.name.mtls.ssl.truststore.type": "PEM",
+        "listener.name.mtls.ssl.truststore.location": tls_ca.cert_path,
+        "listener.name.mtls.ssl.client.auth": "required",
         "listener.name.reauth.plain.sasl.jaas.config": jaas,
         "listener.name.reauth.connections.max.reauth.ms": REAUTH_MS,
         "num.partitions": 1,
@@ -479,6 +485,8 @@ def test_scram_users_added_and_removed_at_runtime(secured, tls_ca, users):
     configs(secured, "--entity-type", "users", "--entity-name", "carol", "--alter",
             "--add-config", f"SCRAM-SHA-512=[iterations=8192,password={carol}]")
     assert _describe_scram(secured, ["carol"]) == {"carol": [(2, 8192)]}
+    assert configs(secured, "--entity-type", "users", "--entity-name", "carol", "--describe") \
+        == "SCRAM credential configs for user-principal 'carol' are SCRAM-SHA-512=iterations=8192\n"
     assert connects(carol)
     assert not connects("not-" + carol)
     configs(secured, "--entity-type", "users", "--entity-name", "carol", "--alter",
@@ -592,3 +600,12 @@ def test_librdkafka_reauthenticates_in_place(secured, users, tls_ca):
         assert time.monotonic() < deadline + 20, "no re-authentication"
     assert delivered and all(err is None for err in delivered)
     assert handler.reauthentications >= before + 2
+
+
+def test_required_client_certificate(secured, tls_ca):
+    port = secured.ports["MTLS"]
+    with_cert = RawConnection(port, _client_context(tls_ca, tls_ca.alice))
+    assert with_cert.request("ApiVersions", 2).error_code == 0
+    # TLS 1.3: the refusal (certificate required) arrives after the handshake.
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        RawConnection(port, _client_context(tls_ca)).request("ApiVersions", 2)
