@@ -23,6 +23,7 @@ import uuid
 from typing import Callable
 
 from kfast.config import ConfigException, KafkaConfig
+from kfast.protocol.errors import KafkaStorageException
 from kfast.controller.feature_control import TRANSACTION_VERSION
 from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataImage
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
@@ -568,6 +569,9 @@ class KafkaBroker:
         if self.controller is not None:
             try:
                 await self.controller.shutdown()
+            except KafkaStorageException as exc:
+                # The metadata log's dir failed (a full disk): expected, no traceback.
+                logger.error("controller shutdown failed: %s", exc)
             except Exception:
                 logger.exception("controller shutdown failed")
         if self.log_manager is not None and self.log_manager.started:
