@@ -159,7 +159,7 @@ def _plaintext_transport(sock: socket.socket, max_receive_size: int) -> Transpor
     return PlaintextTransport(sock.fileno(), max_receive_size)
 
 
-def security_for_listener(security, handler: Handler, sasl_setup=None) -> dict:
+def security_for_listener(security, sasl_setup=None) -> dict:
     """SocketServer arguments for a listener's ``ListenerSecurity``
     (kfast.security.listener): the TLS transport whose completed handshake
     sets the connection's principal from the client certificate, and the

@@ -19,4 +19,4 @@ def secured_socket_server(apis, config: KafkaConfig, name: str, security: Listen
                                       config["connection.failed.authentication.delay.ms"])
         sasl_setup = handler.setup
     return SocketServer.from_config(handler, config, host, port, listener_name=name,
-                                    **security_for_listener(security, handler, sasl_setup))
+                                    **security_for_listener(security, sasl_setup))
