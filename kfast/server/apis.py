@@ -80,6 +80,7 @@ from kfast.protocol.constants import (
 )
 from kfast.security.acl import SUPPORTED_OPERATIONS
 from kfast.security.principal import ANONYMOUS, KafkaPrincipal
+from kfast.server.quota import NANOS_TO_PERCENTAGE, request_quota_exempt, throttle_response
 from kfast.server.rate_limited_log import RateLimitedLogger
 
 __all__ = ["KafkaApis", "RequestContext", "Handler", "ErrorResponseBuilder"]
@@ -219,6 +220,9 @@ class KafkaApis:
         self.listener_type = listener_type
         self._handlers: dict[int, _Registration] = {}
         self.register(api_keys.API_VERSIONS, self._handle_api_versions)
+        # request_percentage quotas (a broker's; a controller's listener has none).
+        quotas = getattr(broker, "quotas", None)
+        self._request_quota = None if quotas is None else quotas.request
         # One per connection that sends what it cannot parse: bounded rate.
         self.warnings = RateLimitedLogger(logger)
         # Requests and their times per API (the broker passes its own).
@@ -282,6 +286,11 @@ class KafkaApis:
                                 forwarder.forward(header.api_key, header.api_version, request,
                                                   ctx),
                                 started, perf_counter())
+        request_quota = self._request_quota
+        if request_quota is not None and request_quota.enabled \
+                and not request_quota_exempt(header.api_key, header.api_version, request):
+            return self._handle_with_request_quota(ctx, registration, request, request_quota,
+                                                   started)
         try:
             result = registration.handler(ctx, request)
         except Exception as exc:
@@ -325,6 +334,28 @@ class KafkaApis:
         if parts is None:
             raise errors.UnknownServerException("The enveloped request got no response")
         return b"".join(bytes(part) for part in parts)
+
+    def _handle_with_request_quota(self, ctx: RequestContext, registration: _Registration,
+                                   request, quota, started: float):
+        """Run the handler and count its time against the client's
+        request_percentage quota (Kafka's ClientRequestQuotaManager: the
+        handler's time on the request thread; here the synchronous part,
+        which is the time the event loop spends on it)."""
+        start = perf_counter()
+        try:
+            result = registration.handler(ctx, request)
+        except Exception as exc:
+            result = exc
+        handled = perf_counter()
+        throttle_response(ctx, quota.record_and_get_throttle_time_ms(
+            ctx.principal.name, ctx.client_id, (handled - start) * 1e9 * NANOS_TO_PERCENTAGE))
+        if isinstance(result, Exception):
+            return self._error(ctx, registration, request, result)
+        if _is_awaitable(result):
+            return self._finish(ctx, registration, request, result, started, handled)
+        parts = self._encode(ctx, result)
+        self.request_metrics.record(ctx.api_key, ctx.api_version, started, handled, handled)
+        return parts
 
     async def _finish(self, ctx: RequestContext, registration: _Registration, request,
                       result: Awaitable, started: float, handled: float):

@@ -39,6 +39,13 @@ the limit the throttle time is the time that brings the rate back to the
 limit if nothing more were recorded, round((rate - limit) / limit x window
 size) (QuotaUtils.throttleTime); request_percentage's is capped at one
 window (ClientRequestQuotaManager).
+
+Where each is counted: Produce's request size when its appends are done
+(produce_apis); a consumer's Fetch response record bytes, taken back when
+the response is throttled and sent empty (fetch_apis); the synchronous
+handler time of every request but the inter-broker ones and followers'
+fetches (KafkaApis). The response carries the largest throttle time and the
+connection is muted for it (KafkaApis._throttle).
 """
 from __future__ import annotations
 
@@ -47,6 +54,7 @@ import time
 from typing import Callable, Mapping
 
 from kfast.config import KafkaConfig
+from kfast.protocol import api_keys
 from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_USER
 from kfast.server.replication_quota import SampledRate
 
@@ -224,6 +232,29 @@ class ClientQuotas:
         self.produce.update(by_type[PRODUCE])
         self.fetch.update(by_type[FETCH])
         self.request.update(by_type[REQUEST])
+
+
+# Requests no request_percentage quota applies to: the handshake APIs, and
+# what brokers and controllers send each other (Kafka answers those with
+# sendResponseExemptThrottle; a follower's Fetch is checked below).
+_EXEMPT_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
+    "ApiVersions", "SaslHandshake", "SaslAuthenticate", "WriteTxnMarkers", "Envelope",
+    "BrokerRegistration", "BrokerHeartbeat", "AlterPartition", "AllocateProducerIds",
+    "Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "DescribeQuorum", "FetchSnapshot",
+    "UpdateRaftVoter") if name in api_keys.BY_NAME)
+_FETCH = api_keys.BY_NAME["Fetch"].key
+
+
+def request_quota_exempt(api_key: int, api_version: int, request) -> bool:
+    """True for a request request_percentage never throttles: inter-broker
+    APIs, and a follower's Fetch (replication is never client-throttled)."""
+    if api_key in _EXEMPT_APIS:
+        return True
+    if api_key == _FETCH:
+        from kfast.server.fetch_apis import _replica_id  # (fetch_apis imports this module)
+
+        return _replica_id(request, api_version) >= 0
+    return False
 
 
 def throttle_response(ctx, throttle_time_ms: int) -> None:

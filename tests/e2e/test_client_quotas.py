@@ -334,3 +334,20 @@ def test_a_consumer_is_slowed_to_its_byte_rate_and_others_are_not(quota_broker, 
     assert slow.max_throttle_ms > 0
     assert free.at(1.0) == records * 1000    # all of it within a second of the first record
     assert free.max_throttle_ms == 0
+
+
+def test_request_percentage_throttles_the_client_and_not_others(quota_broker):
+    from kfast.protocol import MetadataRequest
+
+    assert kfast_configs(quota_broker, "--client", "busy", "--alter", "--add-config",
+                         "request_percentage=0.0001")[0] == 0
+    host, _, port = quota_broker.bootstrap_servers.rpartition(":")
+    with BlockingConnection(host, int(port), client_id="busy") as busy, \
+            BlockingConnection(host, int(port), client_id="idle") as idle:
+        # Any handler time is far above 0.0001% of a thread: throttled, for at
+        # most one window (ClientRequestQuotaManager's cap).
+        throttles = [busy.send(MetadataRequest(topics=[])).throttle_time_ms for _ in range(2)]
+        assert all(0 < t <= 1000 for t in throttles), throttles
+        assert idle.send(MetadataRequest(topics=[])).throttle_time_ms == 0
+    assert kfast_configs(quota_broker, "--client", "busy", "--alter", "--delete-config",
+                         "request_percentage")[0] == 0

@@ -112,3 +112,17 @@ def test_no_quota_no_recording():
     assert not manager.enabled
     assert manager.record_and_get_throttle_time_ms("u", "c", 10**9) == 0
     assert manager.max_value_in_quota_window("u", "c") == float("inf")
+
+
+def test_replication_and_inter_broker_requests_are_exempt_from_request_quotas():
+    from kfast.protocol import FetchRequest, MetadataRequest, api_keys
+    from kfast.server.quota import request_quota_exempt
+
+    fetch = api_keys.BY_NAME["Fetch"].key
+    assert request_quota_exempt(fetch, 12, FetchRequest(replica_id=2))
+    assert not request_quota_exempt(fetch, 12, FetchRequest(replica_id=-1))
+    follower_v15 = FetchRequest(replica_state=FetchRequest.ReplicaState(replica_id=3))
+    assert request_quota_exempt(fetch, 15, follower_v15)
+    assert not request_quota_exempt(fetch, 15, FetchRequest())
+    assert request_quota_exempt(api_keys.BY_NAME["ApiVersions"].key, 3, None)
+    assert not request_quota_exempt(api_keys.BY_NAME["Metadata"].key, 12, MetadataRequest())
