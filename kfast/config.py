@@ -858,6 +858,10 @@ SUPPORTED_SECURITY_VALUES = {
 }
 
 
+_JAAS_PER_MECHANISM = ("a broker reads JAAS configs per listener and mechanism: "
+                       "listener.name.<listener>.<mechanism>.sasl.jaas.config")
+
+
 def _check_security_support(name: str, property_name: str, value: Any) -> None:
     """``property_name`` is ``name`` without its listener/mechanism prefix."""
     for prefix, reason in UNSUPPORTED_SECURITY_PREFIXES.items():
@@ -884,6 +888,8 @@ def _check_listener_property(name: str, value: Any) -> None:
             _check_security_support(name, mechanism_rest, value)
             raise ConfigException(name, "[hidden]", "Unknown configuration for a SASL mechanism")
         rest = mechanism_rest
+    elif rest == "sasl.jaas.config":
+        raise ConfigException(name, "[hidden]", f"not used: {_JAAS_PER_MECHANISM}")
     elif not rest.startswith(("ssl.", "sasl.", "connections.max.reauth.ms")):
         return  # other per-listener settings (e.g. max.connections) are not security's
     if not listener:
@@ -917,6 +923,10 @@ class KafkaConfig:
                 _check_listener_property(name, raw)
             elif strict:
                 _check_security_support(name, name, raw)
+                if name == "sasl.jaas.config":
+                    # Kafka ignores it on a broker; a user setting it believes
+                    # otherwise.
+                    raise ConfigException(name, "[hidden]", f"not used: {_JAAS_PER_MECHANISM}")
             if name not in SERVER_CONFIGS:
                 if not strict or name.startswith(ALLOWED_PREFIXES):
                     self.extra[name] = raw

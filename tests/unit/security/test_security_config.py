@@ -21,6 +21,9 @@ REFUSED = [
     ({"ssl.keystore.locaton": "/x"}, "ssl.keystore.locaton"),           # a typo
     ({"listener.name.ssl.ssl.client.auth": "sometimes"}, "ssl.client.auth"),
     ({"listener.name.x.scram-sha-256.sasl.bogus": "1"}, "sasl.bogus"),
+    # Brokers take JAAS configs per listener and mechanism only.
+    ({"sasl.jaas.config": "M required;"}, "sasl.jaas.config"),
+    ({"listener.name.sasl_ssl.sasl.jaas.config": "M required;"}, "sasl.jaas.config"),
 ]
 
 
