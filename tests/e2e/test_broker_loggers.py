@@ -3,7 +3,6 @@ lines, seen through `kfast serve`, kafka-python's admin client
 (DescribeConfigs on BROKER_LOGGER) and `kfast configs`."""
 from __future__ import annotations
 
-import io
 import json
 import os
 import subprocess
@@ -12,18 +11,11 @@ import sys
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
+from configs_support import kfast_configs
 from e2e_support import REPO
-from kfast.cli import build_parser
-from kfast.tools import configs as configs_tool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
-
-def kfast_configs(broker, *argv) -> tuple[int, str, str]:
-    args = build_parser("configs").parse_args(
-        ["configs", "--bootstrap-server", broker.bootstrap_servers, *argv])
-    out, err = io.StringIO(), io.StringIO()
-    return configs_tool.run(args, out=out, err=err), out.getvalue(), err.getvalue()
 
 
 def logger_levels(admin) -> dict[str, str]:

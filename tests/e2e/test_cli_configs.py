@@ -2,14 +2,13 @@
 cross-checked with kafka-python's admin client."""
 from __future__ import annotations
 
-import io
 import logging
 
 import pytest
 from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
-from kfast.cli import build_parser
-from kfast.tools import configs as configs_tool
+from configs_support import kfast_configs
+
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 
@@ -20,12 +19,6 @@ def admin(broker):
     yield client
     client.close()
 
-
-def kfast_configs(broker, *argv) -> tuple[int, str, str]:
-    args = build_parser("configs").parse_args(
-        ["configs", "--bootstrap-server", broker.bootstrap_servers, *argv])
-    out, err = io.StringIO(), io.StringIO()
-    return configs_tool.run(args, out=out, err=err), out.getvalue(), err.getvalue()
 
 
 def test_topic_alter_and_describe(broker, admin, topic):

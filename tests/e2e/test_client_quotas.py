@@ -13,7 +13,6 @@ the rate is measured over six windows from the third second on.
 """
 from __future__ import annotations
 
-import io
 import json
 import threading
 import time
@@ -21,12 +20,11 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer
 
-from kfast.cli import build_parser
+from configs_support import kfast_configs
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import AlterClientQuotasRequest, DescribeClientQuotasRequest, errors
 from kfast.protocol.constants import QUOTA_MATCH_DEFAULT, QUOTA_MATCH_EXACT, QUOTA_MATCH_SPECIFIED
 from kfast.testing import KfastBroker
-from kfast.tools import configs as configs_tool
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
@@ -44,12 +42,6 @@ def quota_broker(tmp_path_factory):
     yield instance
     instance.close()
 
-
-def kfast_configs(broker, *argv) -> tuple[int, str, str]:
-    args = build_parser("configs").parse_args(
-        ["configs", "--bootstrap-server", broker.bootstrap_servers, *argv])
-    out, err = io.StringIO(), io.StringIO()
-    return configs_tool.run(args, out=out, err=err), out.getvalue(), err.getvalue()
 
 
 def connect(broker) -> BlockingConnection:
