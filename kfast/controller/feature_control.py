@@ -33,6 +33,12 @@ TRANSACTION_VERSION_LEVEL = 2
 # UpdateFeatures upgrade types (FeatureUpdate.UpgradeType): v0's
 # allow_downgrade=true reads as SAFE_DOWNGRADE.
 UPGRADE, SAFE_DOWNGRADE, UNSAFE_DOWNGRADE = 1, 2, 3
+# Kafka's KRaftVersion: 0 a static quorum (controller.quorum.voters), 1 a
+# dynamic one (KIP-853). Not a FeatureLevelRecord: the Raft layer's
+# KRaftVersionRecord sets it, and brokers and controllers report the level
+# of their Raft log (Kafka's raftClient.kraftVersion()).
+KRAFT_VERSION = "kraft.version"
+KRAFT_VERSION_LEVELS = (0, 1)
 
 
 class FeatureControlManager:
@@ -53,30 +59,35 @@ class FeatureControlManager:
             return METADATA_VERSION_LEVEL, METADATA_VERSION_LEVEL
         if name == TRANSACTION_VERSION:
             return 0, TRANSACTION_VERSION_LEVEL
+        if name == KRAFT_VERSION:
+            return KRAFT_VERSION_LEVELS
         return 0, 0
 
     def supported_features(self) -> dict[str, tuple[int, int]]:
         """{feature: (min level, max level)} this node supports, for
         ApiVersions' SupportedFeatures and BrokerRegistration: the features
-        kfast can run at a level above 0. A minimum of 0 stays 0 here;
-        ApiVersions below v4 reports it as 1 (KAFKA-17011: older Java
-        clients reject a minimum of 0)."""
+        kfast can run at a level above 0, and kraft.version. ApiVersions
+        below v4 leaves out the ranges with a minimum of 0 (KAFKA-17492)."""
         return {name: self.supported_range(name)
-                for name in (METADATA_VERSION, TRANSACTION_VERSION)}
+                for name in (METADATA_VERSION, TRANSACTION_VERSION, KRAFT_VERSION)}
 
-    def update_features(self, updates: list[tuple[str, int, int]], node_id: int
-                        ) -> ControllerResult:
+    def update_features(self, updates: list[tuple[str, int, int]], node_id: int,
+                        kraft_version: int = 0) -> ControllerResult:
         """UpdateFeatures: (feature, level, upgrade type) triples; response
         {feature: KafkaError | None}. metadata.version accepts only its
         level; transaction.version any level in its range, a lower one only
         with a downgrade upgrade type (Kafka's FeatureControlManager), written
         as a FeatureLevelRecord when it changes. Nothing is written unless
-        every update is valid (Kafka applies a request atomically)."""
+        every update is valid (Kafka applies a request atomically).
+        kraft.version accepts only ``kraft_version``, the Raft log's level
+        (kfast does not upgrade a static quorum to a dynamic one)."""
         results = {}
         records = []
         for name, level, upgrade_type in updates:
             low, high = self.supported_range(name)
             current = self.finalized.get(name, 0)
+            if name == KRAFT_VERSION:
+                low = high = current = kraft_version
             if name == METADATA_VERSION and level < 1:
                 results[name] = errors.InvalidUpdateVersionException(
                     "The metadata.version feature cannot be disabled.")

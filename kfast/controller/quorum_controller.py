@@ -556,9 +556,12 @@ class QuorumController:
     async def update_features(self, updates: list[tuple[str, int, int]],
                               validate_only: bool = False) -> dict:
         """(feature, max level, upgrade type) triples; {feature: KafkaError | None}."""
-        return await self._run(lambda: self.feature_control.update_features(updates,
-                                                                            self.node_id),
-                               validate_only)
+        return await self._run(lambda: self.feature_control.update_features(
+            updates, self.node_id, self.kraft_version()), validate_only)
+
+    def kraft_version(self) -> int:
+        """kraft.version: 0 (static voters) without a Raft log's word."""
+        return 0
 
     # -- ACLs ------------------------------------------------------------------------------------
     async def create_acls(self, acls: list) -> list:

@@ -73,6 +73,9 @@ class RaftQuorumController(QuorumController):
         self._session_timer: asyncio.TimerHandle | None = None
         self._balance_timer: asyncio.TimerHandle | None = None
         self._was_active = False
+        # A broker in this very process (the embedded single node's): alive
+        # whenever this controller is, so its session never lapses.
+        self.local_broker_id: int | None = None
         self._bytes_since_snapshot = 0
         self._last_snapshot_time = 0.0
 
@@ -167,6 +170,11 @@ class RaftQuorumController(QuorumController):
 
     def active_controller_id(self) -> int:
         return self.leader_id
+
+    def kraft_version(self) -> int:
+        """kraft.version as this node's Raft log says (its last
+        KRaftVersionRecord: 1 for a quorum formatted dynamic)."""
+        return 0 if self.raft is None else self.raft.client.kraft.last_kraft_version()
 
     def _maybe_activate(self) -> None:
         active = self.is_active
@@ -306,7 +314,7 @@ class RaftQuorumController(QuorumController):
         timeout = self.config["broker.session.timeout.ms"] / 1000
         now = self._loop.time()
         expired = [broker_id for broker_id, registration in self.cluster_control.brokers.items()
-                   if not registration.fenced
+                   if not registration.fenced and broker_id != self.local_broker_id
                    and now - self._sessions.get(broker_id, now) >= timeout]
         if expired:
             self._loop.create_task(self._fence_expired(expired))

@@ -283,12 +283,18 @@ class QuorumState:
         timeout = self.config.election_timeout_ms
         return timeout + self.rng.randrange(max(1, timeout))
 
-    def initialize(self, now_ms: int, end_offset: int) -> None:
+    def initialize(self, now_ms: int, end_offset: int, end_epoch: int = 0) -> None:
         """The role a replica starts in, from its quorum-state file: the
         epoch and vote it had; a leader it knew (not itself) is followed
-        until a fetch fails; a replica that led this epoch has resigned."""
+        until a fetch fails; a replica that led this epoch has resigned.
+        A log that ends in a later epoch than the file's (no file, or one
+        lost with a disk) starts Unattached in the log's epoch, as Kafka's
+        QuorumState.initialize: no record is written again under an
+        (offset, epoch) the log already has."""
         stored = self.store.read() or ElectionState(0)
-        if stored.leader_id == self.node_id:
+        if stored.epoch < end_epoch:
+            self.state = UnattachedState(end_epoch, -1, now_ms + self.random_election_timeout())
+        elif stored.leader_id == self.node_id:
             self.state = ResignedState(stored.epoch, self.node_id,
                                        now_ms + self.random_election_timeout(), ())
         elif stored.has_leader():
@@ -322,9 +328,12 @@ class QuorumState:
                                       now_ms + self.random_election_timeout(),
                                       leader_id, granted={self.node_id})
 
-    def transition_to_candidate(self, now_ms: int) -> None:
+    def transition_to_candidate(self, now_ms: int, persist: bool = True) -> None:
+        """``persist=False``: a quorum of one, which becomes leader at once;
+        the leader's quorum-state (its epoch, its vote) is the only write."""
         epoch = self.epoch + 1
-        self._persist(epoch, voted_id=self.node_id)
+        if persist:
+            self._persist(epoch, voted_id=self.node_id)
         self.state = CandidateState(epoch, now_ms + self.random_election_timeout(),
                                     granted={self.node_id})
 

@@ -175,14 +175,18 @@ class RaftClient:
     # -- public API ----------------------------------------------------------------------
     def start(self, now_ms: int) -> None:
         self.kraft.update_state()
-        self.quorum.initialize(now_ms, self.log.end_offset)
+        self.quorum.initialize(now_ms, self.log.end_offset, self.log.last_fetched_epoch)
         if not self.quorum.is_voter and \
                 not isinstance(self.quorum.state, (FollowerState, ResignedState)):
             self.quorum.state = UnattachedState(self.quorum.epoch, -1, now_ms)
         if self.quorum.voters == (self.node_id,) and self.quorum.is_voter and \
                 not isinstance(self.quorum.state, LeaderState):
-            # A quorum of one elects itself at once.
-            self._become_candidate(now_ms)
+            # A quorum of one elects itself at once: its own vote is the
+            # majority, so the candidate's quorum-state write would be
+            # followed at once by the leader's, which records the same vote.
+            self._leave_role()
+            self.quorum.transition_to_candidate(now_ms, persist=False)
+            self._maybe_win_election(now_ms, self.quorum.state)
 
     @property
     def epoch(self) -> int:

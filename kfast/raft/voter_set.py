@@ -76,10 +76,12 @@ class VoterSet:
 
     @classmethod
     def static(cls, voters) -> "VoterSet":
-        """controller.quorum.voters: ids, or {id: (host, port)}; no directory ids."""
+        """controller.quorum.voters: ids, or {id: (host, port) or None (a voter
+        no one reaches: the embedded single node)}; no directory ids."""
         if isinstance(voters, dict):
-            return cls.of(VoterNode(voter_id, endpoints=(Endpoint("", host, port),))
-                          for voter_id, (host, port) in voters.items())
+            return cls.of(VoterNode(voter_id, endpoints=() if address is None else
+                                    (Endpoint("", *address),))
+                          for voter_id, address in voters.items())
         return cls.of(VoterNode(voter_id) for voter_id in voters)
 
     @property

@@ -93,6 +93,8 @@ ErrorResponseBuilder = Callable[["RequestContext", Any, errors.KafkaError], Any]
 # KIP-511: ApiVersions v3+ names the client software; Kafka rejects names and
 # versions outside this pattern with INVALID_REQUEST.
 _CoroutineType = types.CoroutineType
+# ApiVersions lists supported feature ranges starting at level 0 from v4 on.
+_SUPPORTED_MIN_0_FROM = 4
 _SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
@@ -422,28 +424,34 @@ class KafkaApis:
 
     # -- ApiVersions ------------------------------------------------------------------
     def _api_versions_body(self, error_code: int = 0, version: int = 4):
+        from kfast.controller.feature_control import KRAFT_VERSION
         from kfast.protocol import ApiVersionsResponse
 
         image = getattr(self.broker, "metadata_image", None)
         features = dict(getattr(image, "features", None) or {})
+        if image is not None:
+            # The Raft log's kraft.version beside the metadata log's levels
+            # (Kafka's KRaftMetadataCache.features).
+            features[KRAFT_VERSION] = getattr(self.broker, "kraft_version", lambda: 0)()
         return ApiVersionsResponse(
             error_code=error_code,
             api_keys=[ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
                       for k, lo, hi in self.supported_versions()],
             # Supported ranges come from the controller's feature control (what
             # UpdateFeatures would accept), not from the finalized levels.
-            # Below v4 a minimum of 0 is sent as 1: older Java clients fail to
-            # parse a minimum of 0 (KAFKA-17011), as Kafka's ApiVersionsResponse.
+            # Below v4 a range starting at 0 is left out: older clients fail
+            # to read it (KAFKA-17492).
             supported_features=[
-                ApiVersionsResponse.SupportedFeatureKey(
-                    name=name, min_version=1 if low == 0 and version < 4 else low,
-                    max_version=high)
-                for name, (low, high) in self.broker.supported_features().items()],
+                ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low,
+                                                        max_version=high)
+                for name, (low, high) in self.broker.supported_features().items()
+                if version >= _SUPPORTED_MIN_0_FROM or low > 0],
             finalized_features_epoch=image.offset if image is not None and features else -1,
+            # A feature at level 0 is not finalized (Kafka's createFinalizedFeatureKeys).
             finalized_features=[
                 ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level,
                                                         min_version_level=level)
-                for name, level in features.items()],
+                for name, level in features.items() if level != 0],
         )
 
     def _unsupported_api_versions(self, header: RequestHeader):

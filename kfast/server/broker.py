@@ -90,7 +90,8 @@ def preload() -> None:
     controller), so that a process which knows it will start brokers pays
     for its imports once, up front."""
     handler_modules()
-    import kfast.controller.quorum_controller  # noqa: F401
+    import kfast.server.embedded_controller  # noqa: F401
+    import kfast.raft.file_log  # noqa: F401
 
 
 def parse_listener(uri: str) -> tuple[str, str, int]:
@@ -262,11 +263,9 @@ class KafkaBroker:
     def _new_controller(self, loop):
         if self._controller_factory is not None:
             return self._controller_factory(self, loop)
-        from kfast.controller.quorum_controller import QuorumController
+        from kfast.server.embedded_controller import EmbeddedController
 
-        metadata_dir = self.config.get("metadata.log.dir") or self.log_manager.log_dirs[0]
-        return QuorumController(self.config, self.node_id, self.cluster_id, metadata_dir,
-                                loop=loop)
+        return EmbeddedController(self, loop)
 
     async def start(self) -> None:
         began = time.perf_counter()
@@ -438,6 +437,11 @@ class KafkaBroker:
         SupportedFeatures (metadata.version: kfast's one level, 21-21)."""
         feature_control = getattr(self.controller, "feature_control", None)
         return {} if feature_control is None else feature_control.supported_features()
+
+    def kraft_version(self) -> int:
+        """kraft.version of this node's Raft log (0 without one)."""
+        kraft_version = getattr(self.controller, "kraft_version", None)
+        return 0 if kraft_version is None else kraft_version()
 
     def reconfigure(self, current: KafkaConfig) -> None:
         """Apply the dynamic broker configs that live outside the logs

@@ -12,6 +12,7 @@ broker tries the next.
 from __future__ import annotations
 
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
+from kfast.controller.feature_control import KRAFT_VERSION
 from kfast.controller.metadata.image import Endpoint
 from kfast.protocol import BrokerHeartbeatResponse, BrokerRegistrationResponse, api_keys, errors
 from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
@@ -34,16 +35,19 @@ async def handle_broker_registration(ctx: RequestContext, request):
                 f"Unknown security protocol {listener.security_protocol} for listener "
                 f"{listener.name}")
         listeners.append(Endpoint(listener.name, listener.host, listener.port, protocol))
-    supported = server.controller.feature_control.supported_features()
-    for feature in request.features:
-        low, high = supported.get(feature.name, (0, 0))
-        finalized = server.controller.feature_control.finalized.get(feature.name)
-        if finalized is not None and not \
-                feature.min_supported_version <= finalized <= feature.max_supported_version:
+    # Every finalized feature, kraft.version included, must be in the
+    # broker's range; a feature it does not list it supports at 0 only
+    # (Kafka's ClusterControlManager.processRegistrationFeature).
+    finalized = {**server.controller.feature_control.finalized,
+                 KRAFT_VERSION: server.controller.kraft_version()}
+    ranges = {f.name: (f.min_supported_version, f.max_supported_version)
+              for f in request.features}
+    for name, level in finalized.items():
+        low, high = ranges.get(name, (0, 0))
+        if not low <= level <= high:
             raise errors.UnsupportedVersionException(
                 f"Unable to register because the broker does not support finalized version "
-                f"{finalized} of {feature.name}. The broker wants a version between "
-                f"{feature.min_supported_version} and {feature.max_supported_version}, "
+                f"{level} of {name}. The broker wants a version between {low} and {high}, "
                 f"inclusive.")
     features = [(f.name, f.min_supported_version, f.max_supported_version)
                 for f in request.features]

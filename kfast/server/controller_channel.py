@@ -8,6 +8,13 @@ turn, retrying on NOT_CONTROLLER and on connection failures until a
 deadline. Every broker-to-controller request takes this path, also when the
 active controller is in this very process, so one code path serves all.
 
+``LocalControllerChannel`` is the same channel for the embedded single node
+(a quorum of one voter in the broker's process, with no controller
+listener): each request is encoded, handed to the controller's request
+dispatch as a frame from the network would be, and the answer decoded --
+the handlers, versions and error answers of the controller listener,
+without a socket.
+
 ``QuorumControllerClient`` is what KafkaBroker holds as ``controller`` in a
 cluster: the committed metadata image and its subscription come from the
 local controller's replica of the metadata log (combined nodes replay every
@@ -23,9 +30,11 @@ import socket
 import time
 import uuid
 
-from kfast.client.connection import BrokerConnection
+from kfast.client.connection import BrokerConnection, api_key_of
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.feature_control import (
+    KRAFT_VERSION,
+    KRAFT_VERSION_LEVELS,
     METADATA_VERSION,
     METADATA_VERSION_LEVEL,
     TRANSACTION_VERSION,
@@ -43,6 +52,7 @@ from kfast.protocol import (
     errors,
 )
 from kfast.security.principal import serialize_principal
+from kfast.protocol.api_keys import api_key as lookup_api
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +80,9 @@ def _error_codes(response):
 
 
 class ControllerChannel:
+    # Between the heartbeats of a controlled shutdown (a remote controller).
+    heartbeat_backoff = 0.05
+
     def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], leader_hint,
                  request_timeout: float = 30.0, security=None):
         self.node_id = node_id
@@ -130,6 +143,54 @@ class ControllerChannel:
         for connection in list(self._connections.values()):
             await connection.close()
         self._connections.clear()
+
+
+class LocalControllerChannel:
+    """ControllerChannel's ``send`` to a controller in this process: ``apis``
+    is its controller-listener KafkaApis, ``listener_name`` the name the
+    requests arrive on. Requests go at the newest version that listener
+    serves; no connection, so nothing to retry but NOT_CONTROLLER (the
+    single voter before it has claimed its epoch)."""
+
+    # The frame's size prefix: the network layer cuts it off before dispatch.
+    _SIZE_BYTES = 4
+    # The controller answers in this process: the next heartbeat of a
+    # controlled shutdown can follow at once.
+    heartbeat_backoff = 0.001
+
+    def __init__(self, node_id: int, apis, listener_name: str, request_timeout: float = 30.0):
+        self.node_id = node_id
+        self.apis = apis
+        self.listener_name = listener_name
+        self.request_timeout = request_timeout
+        self._correlation_id = 0
+
+    async def send(self, body, api_key: int | None = None, version: int | None = None,
+                   timeout: float | None = None):
+        key = api_key if api_key is not None else api_key_of(body)
+        if version is None:
+            version = lookup_api(key).max_stable_version
+        deadline = time.monotonic() + (timeout or self.request_timeout)
+        backoff = 0.001
+        while True:
+            self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
+            frame = encode_request(key, version, self._correlation_id,
+                                   f"broker-{self.node_id}-to-controller", body)
+            parts = self.apis.handle(None, bytearray(memoryview(frame)[self._SIZE_BYTES:]),
+                                     self.listener_name)
+            if parts is not None and not isinstance(parts, (list, tuple)):
+                parts = await parts
+            if parts is None:
+                raise errors.InvalidRequestException(
+                    f"the controller closed the in-process channel on {lookup_api(key).name}")
+            _, response = decode_response(key, version, b"".join(bytes(p) for p in parts))
+            if _NOT_CONTROLLER not in _error_codes(response) or time.monotonic() >= deadline:
+                return response
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, 0.1)
+
+    async def close(self) -> None:
+        """Nothing to close: there is no connection."""
 
 
 class Forwarder:
@@ -220,7 +281,7 @@ class QuorumControllerClient:
                     break
             except (errors.KafkaError, asyncio.TimeoutError) as exc:
                 logger.info("controlled shutdown heartbeat failed: %s", exc)
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(self.channel.heartbeat_backoff)
         if not self._shut_down_acknowledged:
             logger.warning("controlled shutdown not acknowledged within %.0f s", timeout)
             return False
@@ -251,12 +312,17 @@ class QuorumControllerClient:
             listeners=[BrokerRegistrationRequest.Listener(
                 name=e.name, host=e.host, port=e.port,
                 security_protocol=SECURITY_PROTOCOLS[e.security_protocol]) for e in listeners],
+            # What this broker can run, as Kafka's BrokerLifecycleManager
+            # sends its supported features.
             features=[BrokerRegistrationRequest.Feature(
                 name=METADATA_VERSION, min_supported_version=1,
                 max_supported_version=METADATA_VERSION_LEVEL),
                 BrokerRegistrationRequest.Feature(
-                name=TRANSACTION_VERSION, min_supported_version=0,
-                max_supported_version=TRANSACTION_VERSION_LEVEL)],
+                    name=TRANSACTION_VERSION, min_supported_version=0,
+                    max_supported_version=TRANSACTION_VERSION_LEVEL),
+                BrokerRegistrationRequest.Feature(
+                    name=KRAFT_VERSION, min_supported_version=KRAFT_VERSION_LEVELS[0],
+                    max_supported_version=KRAFT_VERSION_LEVELS[-1])],
             rack=rack)
         response = await self.channel.send(request, timeout=60)
         if response.error_code:

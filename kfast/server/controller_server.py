@@ -112,13 +112,18 @@ class ControllerServer:
     ``supported_features()``) have the meaning they have on KafkaBroker;
     ``raft_manager`` is what the quorum handlers talk to."""
 
-    def __init__(self, config: KafkaConfig, observer: bool = False):
+    def __init__(self, config: KafkaConfig, observer: bool = False, embedded: bool = False):
         """``observer``: a broker-only node's member of the quorum, which
         follows the metadata log without voting and serves no controller
-        listener (Kafka's SharedServer without a ControllerServer)."""
+        listener (Kafka's SharedServer without a ControllerServer).
+        ``embedded``: the embedded single node's controller, the only voter
+        of a static quorum of one, in the broker's process: it needs no
+        controller listener (its broker reaches it with a
+        LocalControllerChannel) and no controller.quorum.voters."""
         self.config = self.current_config = config
         self.node_id = config.node_id
         self.observer = observer
+        self.embedded = embedded
         if self.node_id < 0:
             raise ConfigException("node.id", self.node_id, "A KRaft node needs a node.id")
         try:
@@ -126,6 +131,9 @@ class ControllerServer:
         except ValueError as exc:
             raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
                                   str(exc)) from exc
+        if embedded:
+            # Whatever one voter the properties name, the quorum is this node.
+            self.static_voters = {self.node_id: self.static_voters.get(self.node_id)}
         try:
             self.bootstrap_servers = parse_bootstrap_servers(
                 config["controller.quorum.bootstrap.servers"])
@@ -140,17 +148,19 @@ class ControllerServer:
             raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
                                   f"node.id {self.node_id} is "
                                   f"{'one' if observer else 'not one'} of the voters")
-        self.listeners = [] if observer else controller_listeners(config)
+        self.listeners = [] if observer or embedded else controller_listeners(config)
         # What this node presents to the controllers (Raft, the broker's
-        # controller channel): the controller listener's TLS/SASL settings.
-        self.client_security = controller_client_security(config)
+        # controller channel): the controller listener's TLS/SASL settings
+        # (the embedded node's broker reaches its controller in-process).
+        self.client_security = ClientSecurity() if embedded else \
+            controller_client_security(config)
         # The controller listeners' own TLS/SASL, checked now (a listener kfast
         # cannot secure as configured stops the start).
         protocols = listener_protocols(config)
         self.listener_security = {
             name: ListenerSecurity.from_config(config, name, protocols.get(name, "PLAINTEXT"))
             for name, _, _ in self.listeners}
-        self.endpoints = [] if observer else advertised_controller_endpoints(config)
+        self.endpoints = [] if observer or embedded else advertised_controller_endpoints(config)
         self.metadata_dir = config.get("metadata.log.dir") or config["log.dirs"][0]
         self.cluster_id: str | None = config["cluster.id"]
         self.controller: RaftQuorumController | None = None
@@ -204,6 +214,9 @@ class ControllerServer:
     def supported_features(self) -> dict[str, tuple[int, int]]:
         return {} if self.controller is None else \
             self.controller.feature_control.supported_features()
+
+    def kraft_version(self) -> int:
+        return 0 if self.controller is None else self.controller.kraft_version()
 
     # -- start / stop --------------------------------------------------------------------
     async def start(self) -> None:
@@ -261,6 +274,12 @@ class ControllerServer:
             await self.shutdown()
             raise
         self.started = True
+        if self.embedded:
+            # The node's one "ready" line is its broker's.
+            logger.info("kfast embedded controller %d (the quorum's only voter) started in "
+                        "%.1f ms (cluster %s)", self.node_id,
+                        (time.perf_counter() - began) * 1000, self.cluster_id)
+            return
         logger.info("kfast %s %d ready in %.1f ms, quorum voters %s, listening on %s "
                     "(cluster %s)", "metadata observer" if self.observer else "controller",
                     self.node_id, (time.perf_counter() - began) * 1000,

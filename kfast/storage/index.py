@@ -98,7 +98,7 @@ class AbstractIndex(IndexState):
     # _view, _entries, _max_entries and _last are IndexState's C fields (the
     # append kernel writes entries and counts them); entries_written is its.
     __slots__ = ("path", "base_offset", "max_index_size", "_writable", "_closed", "_buffered",
-                 "_flushed", "_length", "_io_lock")
+                 "_flushed", "_length", "_io_lock", "_unsynced")
 
     # No descriptor is kept open (as Kafka's AbstractIndex closes its
     # RandomAccessFile once mapped): a mapping outlives the descriptor it was
@@ -112,6 +112,11 @@ class AbstractIndex(IndexState):
         caller rebuilds the index (recovery), so the file is neither mapped
         nor read - after kill -9 it is still at its preallocated size, and
         touching its last page cost ~1.5 ms per index."""
+        # Whether the file may hold writes no fsync has covered: flush()
+        # skips the fsync of an index nothing was written to since the last
+        # one (a metadata log flushes after every batch; its indexes rarely
+        # get an entry).
+        self._unsynced = True
         self.path = path
         self.base_offset = base_offset
         self.max_index_size = max_index_size
@@ -153,6 +158,7 @@ class AbstractIndex(IndexState):
         return os.open(self.path, (os.O_RDWR if self._writable else os.O_RDONLY) | _O_CLOEXEC)
 
     def _ftruncate(self, size: int) -> None:
+        self._unsynced = True
         fd = self._open()
         try:
             os.ftruncate(fd, size)
@@ -210,6 +216,7 @@ class AbstractIndex(IndexState):
             entries = self._entries
             if entries == self._flushed and then is None:
                 return
+            self._unsynced = self._unsynced or entries != self._flushed or then is not os.fsync
             fd = self._open()
             try:
                 if entries > self._flushed:
@@ -225,6 +232,8 @@ class AbstractIndex(IndexState):
                 self._flushed = entries
                 if then is not None:
                     then(fd)
+                if then is os.fsync:
+                    self._unsynced = False
             finally:
                 os.close(fd)
 
@@ -398,7 +407,8 @@ class AbstractIndex(IndexState):
             if self._closed:
                 return
             if self._buffered:
-                self._write_pending_and(os.fsync)
+                if self._unsynced or self._entries != self._flushed:
+                    self._write_pending_and(os.fsync)
             elif self._view is not None:
                 self._view.flush()
 

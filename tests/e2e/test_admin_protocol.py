@@ -294,7 +294,7 @@ def test_whole_request_failures_answer_every_resource(tmp_path):
     with KfastBroker({}, data_dir=str(tmp_path)) as broker:
         c = Client(broker)
         create(c, "present")
-        controller = broker.broker.controller
+        controller = broker.broker.controller.local        # the quorum's controller
         broker.call_soon(setattr, controller, "started", False)   # as after a fatal fault
         try:
             [created] = create(c, "new").topics
@@ -356,7 +356,7 @@ def test_describe_quorum(client, broker):
                                                            Partition(partition_index=1)])])
     assert response.error_code == 0
     ok, unknown = response.topics[0].partitions
-    end = broker.call_soon(lambda: broker.broker.controller.metadata_log.end_offset)
+    end = broker.call_soon(lambda: broker.broker.controller.raft.client.log.end_offset)
     assert (ok.error_code, ok.leader_id, ok.leader_epoch) == (0, 1, 1)
     assert ok.high_watermark == end > 0
     assert [(v.replica_id, v.log_end_offset) for v in ok.current_voters] == [(1, end)]

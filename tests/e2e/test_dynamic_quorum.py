@@ -177,6 +177,10 @@ def test_combined_nodes_of_a_dynamic_quorum_serve_clients_and_survive_kill_9_of_
         assert cluster.brokers() == {1, 2, 3}
         assert [(v["id"], v["directoryId"]) for v in voters(cluster)] == \
             [(n, cluster.directory_id(n)) for n in (1, 2, 3)]
+        # A dynamic quorum runs kraft.version 1, which brokers finalize.
+        from test_api_versions_features import api_versions
+        for node in cluster.nodes.values():
+            assert api_versions(f"127.0.0.1:{node.broker_port}", 4)[1]["kraft.version"] == 1
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
         admin.create_topics([NewTopic("orders", 1, 3)])["orders"].result(30)
         producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})

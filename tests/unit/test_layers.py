@@ -165,7 +165,7 @@ def test_the_graph_sees_module_level_function_level_and_cython_imports():
     assert "kfast.coordinator.group.runtime" in graph["kfast.server.broker"]
     assert "kfast.protocol.errors" in graph["kfast.server.group_apis"]
     # inside a function (KafkaBroker._new_controller)
-    assert "kfast.controller.quorum_controller" in graph["kfast.server.broker"]
+    assert "kfast.server.embedded_controller" in graph["kfast.server.broker"]
     # a Cython kernel: cimport and import
     assert {"kfast._ext.crc32c", "kfast.protocol.errors", "kfast.compression"} <= \
         graph["kfast._ext.batch"]

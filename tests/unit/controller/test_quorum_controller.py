@@ -325,8 +325,10 @@ def test_update_features(tmp_path):
 def test_supported_features_are_the_levels_update_features_accepts(tmp_path):
     controller = make_controller(tmp_path)
     supported = controller.feature_control.supported_features()
-    assert supported == {"metadata.version": (21, 21), "transaction.version": (0, 2)}
-    for name, (low, high) in supported.items():
+    assert supported == {"metadata.version": (21, 21), "transaction.version": (0, 2),
+                         "kraft.version": (0, 1)}
+    # kraft.version: the Raft log's level only (tests/unit/controller/test_kraft_version.py).
+    for name, (low, high) in supported.items() - {("kraft.version", (0, 1))}:
         assert controller.feature_control.update_features([(name, high, UPGRADE)], 1).response \
             == {name: None}
         assert controller.feature_control.update_features(
