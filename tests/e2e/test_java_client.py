@@ -325,3 +325,14 @@ def test_admin_acls(kfast_broker, topic):
     assert facts["deleted"] == "1"
     assert facts["left"] == "1"
     assert facts["bad_cluster_name"] == "InvalidRequestException"
+
+
+def test_admin_client_quotas(kfast_broker, topic):
+    facts = run_client_check(kfast_broker, "quotas", topic)
+    assert sorted(facts.all("quota")) == sorted([
+        "{client-id=null, user=alice} {producer_byte_rate=1024.0, request_percentage=25.5}",
+        f"{{client-id={topic}}} {{consumer_byte_rate=2048.0}}"])
+    assert facts["alice_only"] == "0"        # strict: alice's entity also names a client id
+    assert facts["fractional"] == \
+        "InvalidRequestException: producer_byte_rate cannot be a fractional value."
+    assert facts["after_remove"] == "1"

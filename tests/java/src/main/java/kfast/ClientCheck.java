@@ -17,6 +17,10 @@ import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.common.quota.ClientQuotaAlteration;
+import org.apache.kafka.common.quota.ClientQuotaEntity;
+import org.apache.kafka.common.quota.ClientQuotaFilter;
+import org.apache.kafka.common.quota.ClientQuotaFilterComponent;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
 import org.apache.kafka.clients.admin.ConfigEntry;
@@ -103,6 +107,7 @@ public final class ClientCheck {
             case "transaction-versions" -> check.transactionVersions();
             case "telemetry" -> check.telemetry();
             case "acls" -> check.acls();
+            case "quotas" -> check.quotas();
             default -> {
                 System.err.println("unknown scenario " + args[0]);
                 System.exit(2);
@@ -588,6 +593,42 @@ public final class ClientCheck {
      * DENY WRITE for User:* on the topic's name as prefix, listed, matched by
      * a MATCH filter, one deleted by a filter.
      */
+    /** AlterClientQuotas / DescribeClientQuotas through the Java admin client. */
+    private void quotas() throws Exception {
+        try (Admin admin = newAdmin()) {
+            Map<String, String> userClient = new java.util.HashMap<>();
+            userClient.put(ClientQuotaEntity.USER, "alice");
+            userClient.put(ClientQuotaEntity.CLIENT_ID, null);     // the default client id
+            ClientQuotaEntity aliceDefault = new ClientQuotaEntity(userClient);
+            ClientQuotaEntity app = new ClientQuotaEntity(Map.of(ClientQuotaEntity.CLIENT_ID, topic));
+            admin.alterClientQuotas(List.of(
+                    new ClientQuotaAlteration(aliceDefault, List.of(
+                            new ClientQuotaAlteration.Op("producer_byte_rate", 1024.0),
+                            new ClientQuotaAlteration.Op("request_percentage", 25.5))),
+                    new ClientQuotaAlteration(app, List.of(
+                            new ClientQuotaAlteration.Op("consumer_byte_rate", 2048.0))))).all().get();
+            Map<ClientQuotaEntity, Map<String, Double>> all =
+                    admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get();
+            for (Map.Entry<ClientQuotaEntity, Map<String, Double>> e : all.entrySet()) {
+                emit("quota", new TreeMap<>(e.getKey().entries()) + " " + new TreeMap<>(e.getValue()));
+            }
+            emit("alice_only", admin.describeClientQuotas(ClientQuotaFilter.containsOnly(List.of(
+                    ClientQuotaFilterComponent.ofEntity(ClientQuotaEntity.USER, "alice"))))
+                    .entities().get().size());
+            try {
+                admin.alterClientQuotas(List.of(new ClientQuotaAlteration(app, List.of(
+                        new ClientQuotaAlteration.Op("producer_byte_rate", 1.5))))).all().get();
+            } catch (ExecutionException e) {
+                emit("fractional", e.getCause().getClass().getSimpleName() + ": "
+                        + e.getCause().getMessage());
+            }
+            admin.alterClientQuotas(List.of(new ClientQuotaAlteration(app, List.of(
+                    new ClientQuotaAlteration.Op("consumer_byte_rate", null))))).all().get();
+            emit("after_remove", admin.describeClientQuotas(ClientQuotaFilter.all())
+                    .entities().get().size());
+        }
+    }
+
     private void acls() throws Exception {
         try (Admin admin = newAdmin()) {
             AclBinding read = new AclBinding(
