@@ -159,6 +159,30 @@ class LeaderEpochFileCache:
             self.dirty = True
         return True
 
+    def assign_recovered(self, epoch: int, start_offset: int) -> bool:
+        """A batch met by log recovery (Kafka's LogSegment.recover): only an
+        epoch newer than every known one is assigned. The checkpoint already
+        holds the epochs of the offsets before it, and re-assigning a known
+        epoch at a later start would drop them (a batch of epoch 1 recovered
+        at 4 would wipe [(1, 0), (3, 5)] down to [(1, 4)]). One case beyond
+        Kafka's: a batch below every entry -- truncate_from_start moved the
+        first entry up to a log start that a kill -9 then took back -- gives
+        those offsets their epoch again. Not flushed: recovery derives it."""
+        if epoch < 0:
+            return False
+        entries = self._entries
+        if not entries or epoch > entries[-1].epoch:
+            return self.assign(epoch, start_offset, flush=False)
+        first = entries[0]
+        if start_offset >= first.start_offset or epoch > first.epoch:
+            return False
+        if epoch == first.epoch:
+            entries[0] = EpochEntry(epoch, start_offset)
+        else:
+            entries.insert(0, EpochEntry(epoch, start_offset))
+        self.dirty = True
+        return True
+
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(epoch, end offset) as OffsetsForLeaderEpoch and a leader checking a
         follower's last fetched epoch answer (Kafka's endOffsetFor): the

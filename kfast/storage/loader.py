@@ -167,8 +167,7 @@ def _recover_segment(log, segment: LogSegment) -> int:
     cache = log.leader_epoch_cache
 
     def on_batch(header, view):
-        if header.partition_leader_epoch >= 0:
-            cache.assign(header.partition_leader_epoch, header.base_offset, flush=False)
+        cache.assign_recovered(header.partition_leader_epoch, header.base_offset)
 
     truncated = segment.recover(on_batch)
     cache.truncate_from_end(segment.read_next_offset() if segment.size else segment.base_offset,

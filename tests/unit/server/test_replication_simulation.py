@@ -382,3 +382,29 @@ def test_recovery_restores_the_epoch_of_batches_below_a_stale_log_start(tmp_path
         assert log.leader_epoch_cache.entries == [(4, 0)]
     finally:
         manager.shutdown()
+
+
+def test_recovery_keeps_the_epochs_the_checkpoint_holds_below_a_recovered_batch(tmp_path):
+    """Kafka's LogSegment.recover assigns only an epoch newer than every
+    known one: after kill -9 with the recovery point at a roll, the batch of
+    epoch 1 recovered at 4 must not turn [(1, 0), (3, 5)] into [(1, 4),
+    (3, 5)], which leaves offsets 0-3 without an epoch (found by the
+    simulation above)."""
+    config = KafkaConfig({"node.id": "1", "log.dirs": str(tmp_path)})
+    manager = LogManager(config, cluster_id=CLUSTER_ID)
+    manager.startup()
+    log = manager.get_or_create_log("t", 0)
+    log.append_as_leader(batch(b"a", b"b", b"c", b"d"), 1)
+    log.roll()
+    log.flush(log.log_end_offset)          # the recovery point: the roll
+    log.append_as_leader(batch(b"e"), 1)
+    log.append_as_leader(batch(b"f"), 3)
+    assert log.recovery_point == 4
+    manager.checkpoint_recovery_offsets()  # the periodic checkpoint: 4
+    manager.abandon()                      # kill -9: the segment at 4 is recovered
+    manager = LogManager(config, cluster_id=CLUSTER_ID)
+    manager.startup()
+    try:
+        assert manager.get_log("t", 0).leader_epoch_cache.entries == [(1, 0), (3, 5)]
+    finally:
+        manager.shutdown()
