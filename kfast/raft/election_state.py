@@ -13,8 +13,11 @@ the vote or the new epoch is acted on.
         {"leaderId":L,"leaderEpoch":E,"votedId":V,
          "votedDirectoryId":"<base64 uuid>","data_version":1}
 
--1 means none for leaderId and votedId. The file lives in the metadata
-log directory, beside ``__cluster_metadata-0/``.
+-1 means none for leaderId and votedId; votedDirectoryId is the zero uuid
+when the vote names no directory (kfast keeps no voted directory id).
+The file lives in ``__cluster_metadata-0/``, as Kafka's KafkaRaftManager
+keeps it; kfast before 2026-11-26 wrote it beside that directory, and
+``FileQuorumStateStore.in_partition_dir`` moves such a file in.
 """
 from __future__ import annotations
 
@@ -22,7 +25,7 @@ import json
 import os
 from typing import NamedTuple, Protocol
 
-from kfast.storage.atomic_file import write_atomically
+from kfast.storage.atomic_file import fsync_dir, write_atomically
 
 QUORUM_STATE_FILE = "quorum-state"
 ZERO_UUID_BASE64 = "AAAAAAAAAAAAAAAAAAAAAA"
@@ -71,6 +74,20 @@ class FileQuorumStateStore:
     def __init__(self, directory: str, voters: tuple[int, ...] | None = None):
         self.path = os.path.join(directory, QUORUM_STATE_FILE)
         self.voters = voters
+
+    @classmethod
+    def in_partition_dir(cls, metadata_log_dir: str, partition_dir: str,
+                         voters: tuple[int, ...] | None = None) -> "FileQuorumStateStore":
+        """The store in ``partition_dir`` (``__cluster_metadata-0``), where
+        Kafka keeps it; a file left in ``metadata_log_dir`` by an older kfast
+        is moved in first (durably: the vote it holds must not be lost)."""
+        legacy = os.path.join(metadata_log_dir, QUORUM_STATE_FILE)
+        store = cls(partition_dir, voters)
+        if os.path.exists(legacy) and not os.path.exists(store.path):
+            os.replace(legacy, store.path)
+            fsync_dir(partition_dir)
+            fsync_dir(metadata_log_dir)
+        return store
 
     def read(self) -> ElectionState | None:
         try:

@@ -236,8 +236,9 @@ class ControllerServer:
         await loop.run_in_executor(None, log.open)
         # A static quorum's quorum-state names its voters (data_version 0);
         # a dynamic one's does not (data_version 1), its voters are in the log.
-        store = FileQuorumStateStore(self.metadata_dir, tuple(sorted(self.static_voters))
-                                     if self.static_voters else None)
+        store = await loop.run_in_executor(
+            None, FileQuorumStateStore.in_partition_dir, self.metadata_dir, log.dir,
+            tuple(sorted(self.static_voters)) if self.static_voters else None)
         self.controller = RaftQuorumController(self.config, self.node_id, self.cluster_id,
                                                self.metadata_dir, loop=loop)
         self.raft_manager = RaftManager(

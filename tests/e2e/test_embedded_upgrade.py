@@ -80,4 +80,6 @@ def test_a_data_dir_of_the_embedded_node_before_raft_starts_with_everything(tmp_
         assert quorum(broker).leader_epoch == 3
     finally:
         broker.close()
-    assert os.path.exists(os.path.join(data_dir, "quorum-state"))
+    # Where Kafka keeps it: in the metadata partition's directory.
+    assert os.path.exists(os.path.join(data_dir, "__cluster_metadata-0", "quorum-state"))
+    assert not os.path.exists(os.path.join(data_dir, "quorum-state"))

@@ -48,3 +48,19 @@ def test_a_damaged_file_stops_the_node(tmp_path, text):
     (tmp_path / QUORUM_STATE_FILE).write_text(text)
     with pytest.raises(QuorumStateCorruptException, match="quorum-state"):
         FileQuorumStateStore(str(tmp_path)).read()
+
+
+def test_the_file_lives_in_the_metadata_partition_dir_and_an_old_one_moves_in(tmp_path):
+    """Kafka keeps quorum-state in __cluster_metadata-0; kfast's older file
+    beside that directory is moved in with the vote it holds."""
+    partition_dir = tmp_path / "__cluster_metadata-0"
+    partition_dir.mkdir()
+    FileQuorumStateStore(str(tmp_path), voters=(1,)).write(ElectionState(7, 1, 1))
+    store = FileQuorumStateStore.in_partition_dir(str(tmp_path), str(partition_dir), voters=(1,))
+    assert store.path == str(partition_dir / QUORUM_STATE_FILE)
+    assert not (tmp_path / QUORUM_STATE_FILE).exists()
+    assert store.read() == ElectionState(7, 1, 1)
+    # A file already in place wins over a stray old one.
+    FileQuorumStateStore(str(tmp_path), voters=(1,)).write(ElectionState(3, -1, -1))
+    again = FileQuorumStateStore.in_partition_dir(str(tmp_path), str(partition_dir), voters=(1,))
+    assert again.read() == ElectionState(7, 1, 1)
