@@ -58,6 +58,11 @@ from kfast.protocol import (
     errors,
 )
 from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.quota import (
+    controller_mutation_quota,
+    refund_mutation_quota,
+    take_mutation_quota,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -94,10 +99,21 @@ async def handle_create_topics(ctx: RequestContext, request):
     may_create = ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
     denied = {spec.name for spec in specs if not may_create and not ctx.authorize(
         ACL_OPERATION_CREATE, ACL_RESOURCE_TOPIC, spec.name)}
+    # controller_mutation_rate: partitions created, strict from v6.
+    quota = controller_mutation_quota(ctx, 6)
+    permits = [(s.name, len(s.assignments) if s.assignments else s.num_partitions
+                if s.num_partitions > 0 else ctx.broker.config["num.partitions"])
+               for s in specs if s.name not in denied] if quota is not None else []
+    throttled = take_mutation_quota(ctx, quota, permits)
     created = iter(await ctx.broker.controller.create_topics(
-        [spec for spec in specs if spec.name not in denied], validate_only))
+        [spec for spec in specs if spec.name not in denied and spec.name not in throttled],
+        validate_only))
     results = [CreatedTopic(spec.name, errors.TopicAuthorizationException(
-        "Authorization failed.")) if spec.name in denied else next(created) for spec in specs]
+        "Authorization failed.")) if spec.name in denied else
+        CreatedTopic(spec.name, throttled[spec.name]) if spec.name in throttled else next(created)
+        for spec in specs]
+    refund_mutation_quota(quota, permits, {r.name for r in results
+                                           if r.error is not None and r.name not in throttled})
     await _applied(ctx)
     image = ctx.broker.metadata_image
     describer = _describer(ctx)
@@ -147,9 +163,25 @@ async def handle_delete_topics(ctx: RequestContext, request):
             name = found.name if found is not None else name
         allowed.append(name is None or ctx.authorize(ACL_OPERATION_DELETE, ACL_RESOURCE_TOPIC,
                                                      name))
+    # controller_mutation_rate: partitions deleted, strict from v5.
+    quota = controller_mutation_quota(ctx, 5)
+    permits = []
+    if quota is not None:
+        for name, topic_id, ok in zip(names, ids, allowed):
+            found = image.topics_by_id.get(topic_id) if topic_id != ZERO_UUID \
+                else image.topics_by_name.get(name)
+            if ok and found is not None:
+                permits.append((found.name, len(found.partitions)))
+    throttled = take_mutation_quota(ctx, quota, permits)
+
+    def refused(name, topic_id):
+        found = image.topics_by_id.get(topic_id) if topic_id != ZERO_UUID else None
+        return throttled.get(found.name if found is not None else name)
+    allowed = [ok and refused(n, i) is None for n, i, ok in zip(names, ids, allowed)]
     deleted = iter(await ctx.broker.controller.delete_topics(
         [n for n, ok in zip(names, allowed) if ok], [i for i, ok in zip(ids, allowed) if ok]))
-    results = [next(deleted) if ok else (name, topic_id, errors.TopicAuthorizationException(
+    results = [next(deleted) if ok else (name, topic_id, refused(name, topic_id) or
+                                         errors.TopicAuthorizationException(
         "Authorization failed.")) for name, topic_id, ok in zip(names, ids, allowed)]
     await _applied(ctx)
     return DeleteTopicsResponse(responses=[
@@ -164,10 +196,21 @@ async def handle_create_partitions(ctx: RequestContext, request):
                [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None)
               for t in request.topics]
     allowed = [ctx.authorize(ACL_OPERATION_ALTER, ACL_RESOURCE_TOPIC, t[0]) for t in topics]
+    # controller_mutation_rate: partitions added, strict from v3.
+    quota = controller_mutation_quota(ctx, 3)
+    image = ctx.broker.metadata_image
+    permits = [(name, max(0, count - len(image.topics_by_name[name].partitions)))
+               for (name, count, _), ok in zip(topics, allowed)
+               if ok and name in image.topics_by_name] if quota is not None else []
+    throttled = take_mutation_quota(ctx, quota, permits)
     changed = iter(await ctx.broker.controller.create_partitions(
-        [t for t, ok in zip(topics, allowed) if ok], request.validate_only))
-    results = [next(changed) if ok else errors.TopicAuthorizationException(
-        "The topic authorization is failed.") for ok in allowed]
+        [t for t, ok in zip(topics, allowed) if ok and t[0] not in throttled],
+        request.validate_only))
+    results = [throttled[t[0]] if t[0] in throttled else next(changed) if ok else
+               errors.TopicAuthorizationException("The topic authorization is failed.")
+               for t, ok in zip(topics, allowed)]
+    refund_mutation_quota(quota, permits, {t[0] for t, error in zip(topics, results)
+                                           if error is not None and t[0] not in throttled})
     await _applied(ctx)
     Result = CreatePartitionsResponse.CreatePartitionsTopicResult
     return CreatePartitionsResponse(results=[

@@ -54,11 +54,12 @@ import time
 from typing import Callable, Mapping
 
 from kfast.config import KafkaConfig
-from kfast.protocol import api_keys
+from kfast.protocol import api_keys, errors
 from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_USER
 from kfast.server.replication_quota import SampledRate
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+CONTROLLER_MUTATION = "controller_mutation_rate"
 # An entity part: absent (None), the default entity, or a name.
 DEFAULT_ENTITY = "<default>"
 # Handler nanoseconds as a percentage of one second (Kafka's
@@ -204,6 +205,130 @@ class ClientQuotaManager:
         return limit * (self.num_samples - 1) * self.window_seconds
 
 
+class TokenBucket:
+    """Kafka's TokenBucket (KIP-599): tokens refill at the quota's rate up to
+    a burst of (samples - 1) x window x rate; a new bucket starts full.
+    Recording takes tokens, which may go below zero."""
+
+    def __init__(self, num_samples: int, window_seconds: int):
+        self.burst_seconds = (num_samples - 1) * window_seconds
+        self.tokens: float | None = None
+        self.last_ms = 0
+
+    def _refill(self, rate: float, now_ms: int) -> float:
+        burst = self.burst_seconds * rate
+        if self.tokens is None:
+            self.tokens = burst
+        else:
+            self.tokens = min(burst, self.tokens + rate * (now_ms - self.last_ms) / 1000.0)
+        self.last_ms = now_ms
+        return burst
+
+    def measure(self, rate: float, now_ms: int) -> float:
+        self._refill(rate, now_ms)
+        return self.tokens
+
+    def record(self, value: float, rate: float, now_ms: int) -> None:
+        burst = self._refill(rate, now_ms)
+        self.tokens = min(burst, self.tokens - value)
+
+
+class ControllerMutationQuota:
+    """One request's view of its client's controller_mutation_rate (Kafka's
+    Strict- and PermissiveControllerMutationQuota). Strict (CreateTopics
+    v6+, CreatePartitions v3+, DeleteTopics v5+): a topic is refused with
+    THROTTLING_QUOTA_EXCEEDED while the bucket is below zero, else its
+    partitions are taken even if that goes below zero. Permissive (older
+    versions): everything is taken, only the throttle time is set. The
+    throttle time is the time the bucket needs to refill to zero,
+    round(-tokens / rate x 1000)."""
+
+    def __init__(self, bucket: TokenBucket, rate: float, strict: bool,
+                 clock_ms: Callable[[], int]):
+        self.bucket, self.rate, self.strict, self.clock_ms = bucket, rate, strict, clock_ms
+        self.throttle_time_ms = 0
+
+    def _throttle(self, tokens: float) -> None:
+        self.throttle_time_ms = max(self.throttle_time_ms, _java_round(-tokens / self.rate * 1000))
+
+    def record(self, permits: float) -> None:
+        """Take ``permits`` (partitions created or deleted); strict:
+        ThrottlingQuotaExceededException when the bucket is already empty."""
+        now = self.clock_ms()
+        tokens = self.bucket.measure(self.rate, now)
+        if self.strict and tokens < 0:
+            self._throttle(tokens)
+            raise errors.ThrottlingQuotaExceededException(
+                "The throttling quota has been exceeded.")
+        self.bucket.record(permits, self.rate, now)
+        tokens = self.bucket.measure(self.rate, now)
+        if not self.strict and tokens < 0:
+            self._throttle(tokens)
+
+    def refund(self, permits: float) -> None:
+        """Give back what a topic the controller then refused had taken."""
+        self.bucket.record(-permits, self.rate, self.clock_ms())
+
+
+class ControllerMutationQuotaManager(ClientQuotaManager):
+    """controller_mutation_rate: partitions created or deleted per second,
+    per KIP-55 entity, in token buckets."""
+
+    def __init__(self, num_samples: int, window_seconds: int,
+                 clock_ms: Callable[[], int] | None = None):
+        super().__init__(CONTROLLER_MUTATION, num_samples, window_seconds, clock_ms)
+        self._buckets: dict[tuple[str, str], TokenBucket] = {}
+
+    def new_quota(self, user: str, client_id: str, strict: bool) -> ControllerMutationQuota | None:
+        """The request's quota, None when none applies to the client."""
+        if not self.enabled:
+            return None
+        tags, limit = self.resolve(user, client_id or "")
+        if limit is None:
+            return None
+        bucket = self._buckets.get(tags)
+        if bucket is None:
+            bucket = self._buckets[tags] = TokenBucket(self.num_samples, self.window_seconds)
+        return ControllerMutationQuota(bucket, limit, strict, self.clock_ms)
+
+
+def controller_mutation_quota(ctx, strict_since_version: int) -> ControllerMutationQuota | None:
+    """The controller mutation quota of an admin request's client, None
+    without one (or on a node with no client quotas)."""
+    quotas = getattr(ctx.broker, "quotas", None)
+    if quotas is None or not quotas.controller_mutation.enabled:
+        return None
+    return quotas.controller_mutation.new_quota(ctx.principal.name, ctx.client_id,
+                                                ctx.api_version >= strict_since_version)
+
+
+def take_mutation_quota(ctx, quota: ControllerMutationQuota | None,
+                        items: list[tuple[str, int]]) -> dict[str, errors.KafkaError]:
+    """Take each topic's partitions from the request's controller mutation
+    quota in request order; {topic: THROTTLING_QUOTA_EXCEEDED} for the ones
+    it refuses. The response carries the throttle time."""
+    refused: dict[str, errors.KafkaError] = {}
+    if quota is None:
+        return refused
+    for name, permits in items:
+        try:
+            quota.record(permits)
+        except errors.KafkaError as exc:
+            refused[name] = exc
+    throttle_response(ctx, quota.throttle_time_ms)
+    return refused
+
+
+def refund_mutation_quota(quota: ControllerMutationQuota | None, items: list[tuple[str, int]],
+                          failed) -> None:
+    """Give back the partitions of topics the controller then refused (Kafka
+    takes them only for topics that pass validation)."""
+    if quota is not None:
+        for name, permits in items:
+            if name in failed:
+                quota.refund(permits)
+
+
 class ClientQuotas:
     """The broker's quota managers (``broker.quotas``)."""
 
@@ -213,6 +338,9 @@ class ClientQuotas:
         self.fetch = ClientQuotaManager(FETCH, samples, seconds, clock_ms)
         self.request = ClientQuotaManager(REQUEST, samples, seconds, clock_ms,
                                           max_throttle_ms=seconds * 1000)
+        self.controller_mutation = ControllerMutationQuotaManager(
+            config["controller.quota.window.num"], config["controller.quota.window.size.seconds"],
+            clock_ms)
         self._image_quotas: Mapping | None = None
 
     def update(self, client_quotas: Mapping[tuple, Mapping[str, float]]) -> None:
@@ -221,7 +349,8 @@ class ClientQuotas:
         if client_quotas == self._image_quotas:
             return
         self._image_quotas = client_quotas
-        by_type: dict[str, dict[tuple, float]] = {PRODUCE: {}, FETCH: {}, REQUEST: {}}
+        by_type: dict[str, dict[tuple, float]] = {PRODUCE: {}, FETCH: {}, REQUEST: {},
+                                                  CONTROLLER_MUTATION: {}}
         for entity, values in client_quotas.items():
             key = quota_entity(entity)
             if key is None:
@@ -232,6 +361,7 @@ class ClientQuotas:
         self.produce.update(by_type[PRODUCE])
         self.fetch.update(by_type[FETCH])
         self.request.update(by_type[REQUEST])
+        self.controller_mutation.update(by_type[CONTROLLER_MUTATION])
 
 
 # Requests no request_percentage quota applies to: the handshake APIs, and

@@ -343,3 +343,42 @@ def test_request_percentage_throttles_the_client_and_not_others(quota_broker):
         assert idle.send(MetadataRequest(topics=[])).throttle_time_ms == 0
     assert kfast_configs(quota_broker, "--client", "busy", "--alter", "--delete-config",
                          "request_percentage")[0] == 0
+
+
+def test_controller_mutation_rate_refuses_topics_over_the_burst(quota_broker, topic):
+    from kafka.admin import KafkaAdminClient
+
+    from kfast.protocol import CreateTopicsRequest
+
+    # 2 partitions/s over Kafka's 11 controller samples: a burst of 20.
+    assert kfast_configs(quota_broker, "--client", "mutator", "--alter", "--add-config",
+                         "controller_mutation_rate=2")[0] == 0
+    admin = KafkaAdminClient(bootstrap_servers=quota_broker.bootstrap_servers,
+                             client_id="mutator")
+    try:
+        # CreateTopics v7 (strict): the bucket is not empty before either of
+        # the first two (15 + 10 partitions), so only the third is refused.
+        response = admin.create_topics({f"{topic}-a": {"num_partitions": 15},
+                                        f"{topic}-b": {"num_partitions": 10},
+                                        f"{topic}-c": {"num_partitions": 1}},
+                                       raise_errors=False)
+        codes = {t["name"]: t["error_code"] for t in response["topics"]}
+        assert codes == {f"{topic}-a": 0, f"{topic}-b": 0,
+                         f"{topic}-c": errors.ThrottlingQuotaExceededException.code}
+        # The bucket is 5 partitions short: at 2/s, 2.5 s of throttle.
+        host, _, port = quota_broker.bootstrap_servers.rpartition(":")
+        with BlockingConnection(host, int(port), client_id="mutator") as connection:
+            answer = connection.send(CreateTopicsRequest(timeout_ms=5000, topics=[
+                CreateTopicsRequest.CreatableTopic(name=f"{topic}-e", num_partitions=1,
+                                                   replication_factor=1)]), version=7)
+        assert answer.topics[0].error_code == errors.ThrottlingQuotaExceededException.code
+        assert answer.topics[0].error_message == "The throttling quota has been exceeded."
+        assert 0 < answer.throttle_time_ms <= 2500
+    finally:
+        admin.close()
+    with KafkaAdminClient(bootstrap_servers=quota_broker.bootstrap_servers,
+                          client_id="other") as other:
+        assert other.create_topics({f"{topic}-d": {"num_partitions": 30}},
+                                   raise_errors=False)["topics"][0]["error_code"] == 0
+    assert kfast_configs(quota_broker, "--client", "mutator", "--alter", "--delete-config",
+                         "controller_mutation_rate")[0] == 0

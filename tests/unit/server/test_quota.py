@@ -2,10 +2,12 @@
 time, against Kafka's numbers and a brute-force oracle."""
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from kfast.config import KafkaConfig
+from kfast.protocol import errors
 from kfast.server.quota import (
     DEFAULT_ENTITY,
     PRODUCE,
@@ -126,3 +128,26 @@ def test_replication_and_inter_broker_requests_are_exempt_from_request_quotas():
     assert not request_quota_exempt(fetch, 15, FetchRequest())
     assert request_quota_exempt(api_keys.BY_NAME["ApiVersions"].key, 3, None)
     assert not request_quota_exempt(api_keys.BY_NAME["Metadata"].key, 12, MetadataRequest())
+
+
+def test_controller_mutation_quota_is_a_token_bucket():
+    # KIP-599: a 2 partitions/s rate over 11 one-second samples allows a
+    # burst of 20 partitions, then refuses (strict) until the bucket refills.
+    clock = [0]
+    quotas = ClientQuotas(KafkaConfig({}), clock_ms=lambda: clock[0])
+    quotas.update({(("client-id", "admin"),): {"controller_mutation_rate": 2.0}})
+    strict = quotas.controller_mutation.new_quota("ANONYMOUS", "admin", strict=True)
+    strict.record(15)
+    strict.record(10)                        # allowed: the bucket was not empty yet
+    assert strict.throttle_time_ms == 0
+    with pytest.raises(errors.ThrottlingQuotaExceededException):
+        strict.record(1)                     # 20 - 25 = -5 tokens
+    assert strict.throttle_time_ms == 2500   # 5 tokens at 2/s
+    clock[0] += 2500
+    later = quotas.controller_mutation.new_quota("ANONYMOUS", "admin", strict=True)
+    later.record(1)                          # refilled to 0: allowed again
+    # Permissive (old versions): never refused, throttled by the deficit.
+    permissive = quotas.controller_mutation.new_quota("ANONYMOUS", "admin", strict=False)
+    permissive.record(3)
+    assert permissive.throttle_time_ms == 2000
+    assert quotas.controller_mutation.new_quota("ANONYMOUS", "other", strict=True) is None
