@@ -148,7 +148,16 @@ def load_log(log, had_clean_shutdown: bool) -> None:
         log.log_end_offset = active.base_offset
     log.log_start_offset = max(log.log_start_offset, log.segments[0].base_offset)
     if log.log_start_offset > log.log_end_offset:
-        log.log_start_offset = log.log_end_offset
+        # Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd: every record is
+        # below the log start (DeleteRecords inside a batch, then a truncation
+        # that took that whole batch): the log restarts empty at its start,
+        # which never moves back.
+        for base in list(log._base_offsets):
+            log._remove_segment(base).delete_files()
+        log._add_segment(log._new_segment(log.log_start_offset))
+        log.log_end_offset = log.log_start_offset
+        log.leader_epoch_cache.clear()
+        first_recovered = None
     if first_recovered is not None:
         log.recovery_point = log.log_end_offset
     else:

@@ -448,3 +448,26 @@ def test_read_ends_at_a_batch_boundary_once_the_first_batch_fits(tmp_path_factor
     assert [first for first, _ in batch_offsets(info.records.read())] == \
         list(range(start, start + expected))
     log.close()
+
+
+def test_a_log_start_above_every_record_survives_a_reopen(tmp_path):
+    """Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd: DeleteRecords inside
+    a batch, then a truncation that takes the whole batch, leaves every record
+    below the log start; reopened, the log restarts empty at that start
+    instead of moving the start back (found by the model test above)."""
+    config = LogConfig({"segment.bytes": MiB, "file.delete.delay.ms": 0})
+    path = str(tmp_path / "m-0")
+    log = Log(path, config)
+    log.append_as_leader(make_batch(2))
+    log.update_high_watermark(2)
+    log.delete_records_before(1)
+    log.truncate_to(1)
+    assert (log.log_start_offset, log.log_end_offset) == (1, 1)
+    log.close()
+    log = Log(path, config, recovery_point=log.recovery_point, log_start_offset=1,
+              had_clean_shutdown=True)
+    try:
+        assert (log.log_start_offset, log.log_end_offset) == (1, 1)
+        assert log.append_as_leader(make_batch(1)).first_offset == 1
+    finally:
+        log.close()
