@@ -19,6 +19,7 @@ from kfast.controller.metadata.image import (
 )
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
 from kfast.server.partition import kafka_uuid_string
+from kfast.server.quota import ClientQuotas
 from kfast.server.replica_manager import ReplicaManager
 from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
@@ -56,7 +57,7 @@ def run(env, scenario):
 
     async def main():
         broker = types.SimpleNamespace(node_id=NODE, log_manager=log_manager, config=config,
-                                       metadata_image=None)
+                                       metadata_image=None, quotas=ClientQuotas(config))
         broker.replica_manager = ReplicaManager(NODE, log_manager,
                                                 SystemTimer(asyncio.get_running_loop()), config)
         publisher = BrokerMetadataPublisher(broker)

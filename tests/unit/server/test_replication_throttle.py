@@ -20,6 +20,7 @@ from kfast.controller.metadata.image import (
 )
 from kfast.records import RecordBatchBuilder
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
+from kfast.server.quota import ClientQuotas
 from kfast.server.replica_fetcher import PartitionFetchState, should_follower_throttle
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest, ReplicaManager
 from kfast.server_common.timer import SystemTimer
@@ -95,7 +96,7 @@ def test_the_publisher_applies_throttled_replicas_and_forgets_deleted_topics(log
 
     async def main():
         broker = types.SimpleNamespace(node_id=LEADER, log_manager=logs, config=config,
-                                       metadata_image=None)
+                                       metadata_image=None, quotas=ClientQuotas(config))
         manager = broker.replica_manager = ReplicaManager(
             LEADER, logs, SystemTimer(asyncio.get_running_loop()), config)
         publisher = BrokerMetadataPublisher(broker)
