@@ -90,6 +90,7 @@ from kfast.controller.snapshot import (
     read_snapshot,
     write_snapshot,
 )
+from kfast.metrics.controller_stats import ControllerStats
 from kfast.protocol import errors
 from kfast.protocol.constants import (
     CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
@@ -156,6 +157,9 @@ class QuorumController:
         self._bytes_since_snapshot = 0
         self._snapshot_task: asyncio.Future | None = None
         self.snapshot_end_offset = 0        # end offset of the snapshot loaded or written last
+        # ControllerStats: the elections this controller performs (never
+        # those it replays), for the metrics endpoint.
+        self.stats = ControllerStats()
 
     def _new_control_managers(self) -> None:
         """Empty control managers: the state before the first record (a
@@ -260,6 +264,7 @@ class QuorumController:
         async with self._lock:
             if not self.started:
                 raise errors.NotControllerException("The controller is not running.")
+            started = time.monotonic()
             try:
                 result = operation()
             except BoundedListTooLongException:
@@ -267,7 +272,10 @@ class QuorumController:
                 raise errors.PolicyViolationException(
                     "Unable to perform excessively large batch operation.") from None
             if result.records and not validate_only:
+                # Counted against the state before the records apply.
+                elections, unclean = self.replication_control.count_elections(result.records)
                 await self._commit(result.records)
+                self.stats.record(elections, unclean, (time.monotonic() - started) * 1000)
             return result.response
 
     async def _commit(self, records: list, notify: bool = True) -> None:

@@ -671,6 +671,25 @@ class ReplicationControlManager:
                     return replica
         return NO_LEADER
 
+    def count_elections(self, records) -> tuple[int, int]:
+        """(elections, unclean elections) among ``records`` this controller
+        is about to commit: PartitionChangeRecords giving a partition a
+        leader other than its current one. Unclean as Kafka's
+        PartitionRegistration.electionWasClean: the new leader is not in the
+        ISR before the change. Call before the records are replayed."""
+        elections = unclean = 0
+        for record in records:
+            if not isinstance(record, PartitionChangeRecord) or record.leader < 0:
+                continue
+            topic = self.topics.get(record.topic_id)
+            registration = topic.partitions.get(record.partition_id) if topic else None
+            if registration is None or registration.leader == record.leader:
+                continue
+            elections += 1
+            if record.leader not in registration.isr:
+                unclean += 1
+        return elections, unclean
+
     def imbalanced_partitions(self, limit: int) -> list[tuple[str, int]]:
         """Partitions not led by their preferred replica (the first in the
         assignment) although it is in sync and active: what a preferred

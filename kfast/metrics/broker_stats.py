@@ -205,3 +205,6 @@ class BrokerMetrics:
         self.quotas = QuotaStats()
         # Whether this node is the active controller (its server sets it).
         self.is_active_controller = lambda: False
+        # The ControllerStats of this node's controller, None on a broker
+        # without one (its server sets it).
+        self.controller_stats = lambda: None

@@ -236,6 +236,7 @@ class KafkaBroker:
         if controller_factory is None:
             # The embedded single node's controller is the only voter.
             self.metrics.is_active_controller = lambda: True
+            self.metrics.controller_stats = self._embedded_controller_stats
         self.metrics_server = None
         # KIP-714 client instances and what they pushed (kfast.server.telemetry_apis).
         self.client_metrics = ClientMetricsManager(config["telemetry.max.bytes"])
@@ -260,6 +261,10 @@ class KafkaBroker:
             module.register(self.apis)
 
     # -- start ---------------------------------------------------------------------------
+    def _embedded_controller_stats(self):
+        local = getattr(self.controller, "local", None)
+        return None if local is None else local.stats
+
     def _new_controller(self, loop):
         if self._controller_factory is not None:
             return self._controller_factory(self, loop)

@@ -74,6 +74,7 @@ class Snapshot:
     offline_partitions: int = 0
     global_topics: int = 0
     global_partitions: int = 0
+    controller_stats: object = None  # ControllerStatsSnapshot of this node's controller
     groups_by_state: dict[str, int] = field(default_factory=dict)
     num_offsets: int = 0
     # (group, topic, partition, committed offset, lag)
@@ -84,8 +85,9 @@ class Snapshot:
     telemetry: list = field(default_factory=list)
 
 
-def _controller_part(snap: Snapshot, active: bool, image, socket_servers) -> None:
+def _controller_part(snap: Snapshot, active: bool, image, socket_servers, stats) -> None:
     snap.active_controller = 1 if active else 0
+    snap.controller_stats = None if stats is None else stats.snapshot()
     if active and image is not None:
         # The ControllerMetadataMetrics gauges are the active controller's.
         for topic in image.topics_by_name.values():
@@ -109,7 +111,8 @@ class ControllerSnapshotter:
         snap = Snapshot(broker=False, requests=server.apis.request_metrics.snapshot())
         controller = server.controller
         _controller_part(snap, controller is not None and controller.is_active,
-                         server.metadata_image, server.socket_servers)
+                         server.metadata_image, server.socket_servers,
+                         None if controller is None else controller.stats)
         return snap
 
 
@@ -143,7 +146,8 @@ class BrokerSnapshotter:
                                     ("Heartbeat", coordinator.heartbeat_purgatory)):
                 snap.purgatories.append((name, purgatory.watched(), purgatory.delayed()))
             self._groups(snap, coordinator, replica_manager)
-        _controller_part(snap, metrics.is_active_controller(), image, broker.socket_servers)
+        _controller_part(snap, metrics.is_active_controller(), image, broker.socket_servers,
+                         metrics.controller_stats())
         snap.telemetry = broker.client_metrics.snapshot()
         return snap
 
@@ -273,6 +277,22 @@ class KafkaCollector:
                 ("kafka_controller_kafkacontroller_globalpartitioncount", snap.global_partitions,
                  "KafkaController.GlobalPartitionCount")):
             yield GaugeMetricFamily(name, doc, value=value)
+        stats = snap.controller_stats
+        if stats is not None:
+            # Kafka's ControllerStats (a node with a controller only).
+            metric = _summary("kafka_controller_controllerstats_leaderelectionrateandtimems",
+                              "ControllerStats.LeaderElectionRateAndTimeMs: controller "
+                              "operations that elected leaders, and their time to commit (ms)")
+            _add_histogram(metric, {}, stats.leader_elections)
+            yield metric
+            yield CounterMetricFamily(
+                "kafka_controller_controllerstats_uncleanleaderelections",
+                "ControllerStats.UncleanLeaderElectionsPerSec: leaders elected from outside "
+                "the ISR", value=stats.unclean_leader_elections)
+            yield CounterMetricFamily(
+                "kfast_controller_controllerstats_leaderelections",
+                "Partitions given a new leader by this controller's elections",
+                value=stats.elected_partitions)
         connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
                                         "socket-server-metrics connection-count per listener",
                                         labels=["listener"])

@@ -65,11 +65,16 @@ class KafkaRaftServer:
         self.controller_server = ControllerServer(config, observer=observer)
         self.broker = KafkaBroker(config, controller_factory=self._controller_client)
         self.broker.metrics.is_active_controller = self._is_active_controller
+        self.broker.metrics.controller_stats = self._controller_stats
         self.node_id = config.node_id
 
     def _is_active_controller(self) -> bool:
         controller = getattr(self.controller_server, "controller", None)
         return controller is not None and controller.is_active
+
+    def _controller_stats(self):
+        controller = getattr(self.controller_server, "controller", None)
+        return None if controller is None else controller.stats
 
     def _controller_client(self, broker: KafkaBroker, loop) -> QuorumControllerClient:
         local = self.controller_server.controller

@@ -194,3 +194,59 @@ def test_under_replicated_partitions_with_a_stopped_follower(tmp_path):
                      request="BrokerHeartbeat") >= 2
         # A controller-only node has no broker metrics.
         assert "kafka_server_brokertopicmetrics_messagesin" not in types
+
+
+@pytest.mark.slow
+def test_leader_election_metrics_after_kill_9(tmp_path):
+    """ControllerStats on the controller's endpoint: a partition leader
+    killed -9 is fenced when its session lapses and the controller elects
+    the other in-sync replica -- LeaderElectionRateAndTimeMs counts it,
+    UncleanLeaderElectionsPerSec does not. The controller restarted replays
+    that election from its log but does not count it again."""
+    controller_port = free_port()
+    with KfastCluster(controllers=1, brokers=2, base_dir=str(tmp_path / "cluster"),
+                      overrides={"broker.heartbeat.interval.ms": 500,
+                                 "broker.session.timeout.ms": 3000},
+                      node_overrides={1: {"kfast.metrics.port": controller_port}}) as cluster:
+        cluster.wait_for_brokers({2, 3})
+        from confluent_kafka.admin import AdminClient, NewTopic
+
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("elected", 1, 2)])["elected"].result(30)
+
+        def in_sync() -> bool:
+            partition = cluster.partition_state("elected").get(0)
+            return partition is not None and len(partition.isr) == 2 and partition.leader >= 0
+
+        cluster.wait_until(in_sync, 15, "elected on two in-sync replicas")
+        leader = cluster.partition_state("elected")[0].leader
+
+        def elections() -> tuple[float, float]:
+            samples = scrape(controller_port)[0]
+            prefix = "kafka_controller_controllerstats_"
+            return (value(samples, prefix + "leaderelectionrateandtimems_count"),
+                    value(samples, prefix + "uncleanleaderelections_total"))
+
+        before, unclean_before = elections()
+        assert unclean_before == 0
+        cluster.kill(leader)
+        cluster.wait_until(
+            lambda: cluster.partition_state("elected")[0].leader not in (leader, -1),
+            20, "the surviving replica elected")
+        after, unclean_after = elections()
+        assert after >= before + 1
+        assert unclean_after == 0
+        samples = scrape(controller_port)[0]
+        assert value(samples, "kfast_controller_controllerstats_leaderelections_total") >= 1
+        cluster.restart(1)
+        cluster.wait_for_leader()
+        wait_until(lambda: _scrapes(controller_port), 20, "the restarted controller's endpoint")
+        assert elections() == (0, 0)
+
+
+def _scrapes(port: int) -> bool:
+    try:
+        scrape(port)
+        return True
+    except OSError:
+        return False

@@ -296,3 +296,24 @@ def test_reassignment_errors(target, allow_rf_change, error):
     assert isinstance(result.response["t", 0], error)
     assert isinstance(result.response["u", 0], errors.UnknownTopicOrPartitionException)
     assert result.records == []
+
+
+def test_count_elections_clean_unclean_and_not_elections():
+    """ControllerStats' inputs: a leadership moving inside the ISR is a clean
+    election, to a replica outside it an unclean one; an ISR-only change, a
+    partition losing its leader and a new partition are no elections."""
+    h = Harness(broker_ids=(1, 2, 3))
+    h.create(TopicSpec("t", assignments={0: [1, 2, 3], 1: [2, 3, 1]}))
+    from kfast.controller.metadata.records import PartitionChangeRecord
+    topic = h.manager.topic("t")
+    assert h.manager.count_elections(h.log) == (0, 0)        # TopicRecord, PartitionRecords
+    fenced = h.cluster.fence_broker(1).records + h.manager.broker_fenced(1)
+    # p0 moves 1 -> 2 (in sync); p1 only shrinks its ISR.
+    assert h.manager.count_elections(fenced) == (1, 0)
+    h.manager.unclean_election_enabled = lambda name: True
+    h.manager.replay(PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, isr=[1]))
+    unclean = [PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, leader=3,
+                                     isr=[3]),
+               PartitionChangeRecord(partition_id=1, topic_id=topic.topic_id, leader=-1),
+               PartitionChangeRecord(partition_id=1, topic_id=topic.topic_id, leader=2)]
+    assert h.manager.count_elections(unclean) == (1, 1)
