@@ -39,6 +39,7 @@ from kfast.controller.scram_control import ScramControlManager
 from kfast.controller.client_quota_control import ClientQuotaControlManager
 from kfast.controller.cluster_control import ClusterControlManager
 from kfast.controller.configuration_control import ConfigurationControlManager
+from kfast.controller.bootstrap_metadata import read_bootstrap_records
 from kfast.controller.controller_result import (
     BoundedListTooLongException,
     ControllerResult,
@@ -147,6 +148,9 @@ class QuorumController:
                                         segment_bytes=config["metadata.log.segment.bytes"],
                                         segment_ms=config["metadata.log.segment.ms"])
         self._new_control_managers()
+        # What an empty metadata log is formatted with: kfast storage
+        # format's bootstrap.checkpoint (--add-scram), else the defaults.
+        self._bootstrap_file_records = read_bootstrap_records(metadata_log_dir)
         self.image = MetadataImage(cluster_id=self.cluster_id, controller_id=node_id)
         self._last_offset = -1
         self._subscribers: list[MetadataCallback] = []
@@ -160,6 +164,12 @@ class QuorumController:
         # ControllerStats: the elections this controller performs (never
         # those it replays), for the metrics endpoint.
         self.stats = ControllerStats()
+
+    def bootstrap_records(self) -> list:
+        """The records the first active controller commits into an empty log."""
+        if self._bootstrap_file_records is not None:
+            return list(self._bootstrap_file_records)
+        return self.feature_control.bootstrap_records()
 
     def _new_control_managers(self) -> None:
         """Empty control managers: the state before the first record (a
@@ -203,7 +213,7 @@ class QuorumController:
             self._replay(record, offset, delta)
         self._publish(delta, notify=False)
         if self._last_offset < 0:
-            await self._commit(self.feature_control.bootstrap_records(), notify=False)
+            await self._commit(self.bootstrap_records(), notify=False)
         self.started = True
         logger.info("metadata replayed: snapshot up to offset %d (%d records), then %d log "
                     "records; %d topics, last offset %d", snapshot_end, len(snapshot),

@@ -13,7 +13,8 @@ QuorumController; what changes is where records go and when they apply:
   Raft layer hands them over (``handle_commit``): the standbys keep the full
   state in memory and serve the moment they win an election.
 - The first active controller of a new cluster commits the bootstrap records
-  (metadata.version), as Kafka's bootstrap checkpoint seeds a fresh quorum.
+  (metadata.version; SCRAM credentials from ``kfast storage format
+  --add-scram``), as Kafka's bootstrap checkpoint seeds a fresh quorum.
 - Broker membership (KIP-631): a broker registers (BrokerRegistration) and
   stays fenced until a heartbeat shows it has caught up with the metadata
   log; the active controller keeps each broker's session in memory and
@@ -199,8 +200,7 @@ class RaftQuorumController(QuorumController):
 
     async def _bootstrap(self) -> None:
         try:
-            await self._run(lambda: ControllerResult(None,
-                                                    self.feature_control.bootstrap_records()))
+            await self._run(lambda: ControllerResult(None, self.bootstrap_records()))
         except errors.KafkaError as exc:
             logger.info("bootstrap records not committed (%s); the next leader will", exc)
 

@@ -96,17 +96,21 @@ class KfastCluster:
     def __init__(self, controllers: int = 3, overrides: dict | None = None,
                  base_dir: str | None = None, combined: bool = False, brokers: int = 0,
                  node_overrides: dict[int, dict] | None = None,
-                 replication_links: bool = False, dynamic_quorum: str | None = None):
+                 replication_links: bool = False, dynamic_quorum: str | None = None,
+                 add_scram: list[str] | None = None):
         """``overrides``: properties for every node; ``node_overrides``: per
         node id, over those (``{4: {"broker.rack": "a"}}``);
         ``replication_links``: replica fetches through proxies;
-        ``dynamic_quorum``: "standalone" or "initial" (module doc)."""
+        ``dynamic_quorum``: "standalone" or "initial" (module doc);
+        ``add_scram``: ``kfast storage format --add-scram`` arguments every
+        node is formatted with before its first start."""
         if dynamic_quorum not in (None, "standalone", "initial"):
             raise ValueError(f"dynamic_quorum is 'standalone' or 'initial', not "
                              f"{dynamic_quorum!r}")
         if dynamic_quorum and replication_links:
             raise ValueError("a dynamic quorum's nodes reach each other without proxies")
         self.dynamic_quorum = dynamic_quorum
+        self.add_scram = list(add_scram or ())
         self._formatted = False
         self.combined = combined
         self.node_overrides = {k: dict(v) for k, v in (node_overrides or {}).items()}
@@ -181,8 +185,9 @@ class KfastCluster:
         with open(node.config_path, "w", encoding="utf-8") as f:
             f.writelines(f"{key}={value}\n" for key, value in properties.items())
 
-    def _format_dynamic(self) -> None:
-        """kfast storage format, as an operator starting a dynamic quorum would."""
+    def _format(self) -> None:
+        """kfast storage format, as an operator starting a dynamic quorum or
+        adding SCRAM credentials would."""
         from kfast.tools.storage import format_storage, register
 
         parser = argparse.ArgumentParser()
@@ -192,8 +197,9 @@ class KfastCluster:
         for node_id in self.nodes:
             argv = ["storage", "format", f"--cluster-id={self.cluster_id}", "--config",
                     self.nodes[node_id].config_path]
-            if node_id not in self.controller_ids:
-                pass                     # a broker: meta.properties only, it is no voter
+            argv += [f"--add-scram={argument}" for argument in self.add_scram]
+            if node_id not in self.controller_ids or not self.dynamic_quorum:
+                pass                     # a broker or a static voter: no voter set
             elif self.dynamic_quorum == "initial":
                 argv += ["--initial-controllers", initial]
             elif node_id == self.controller_ids[0]:
@@ -260,8 +266,8 @@ class KfastCluster:
 
     # -- processes ------------------------------------------------------------------------
     def start(self) -> "KfastCluster":
-        if self.dynamic_quorum and not self._formatted:
-            self._format_dynamic()
+        if (self.dynamic_quorum or self.add_scram) and not self._formatted:
+            self._format()
         for node_id in self.nodes:
             self.start_node(node_id)
         for node_id in self.nodes:

@@ -15,9 +15,20 @@ Value grammar (kafka-configs.sh's, the brackets already removed)::
 The password is salted and hashed here (a random 32-byte salt, PBKDF2 with
 the mechanism's hash); only the salted password travels, as Kafka's admin
 client sends it.
+
+``kfast storage format --add-scram`` (kafka-storage.sh's, Kafka's ScramParser)
+turns its arguments into UserScramCredentialRecords for the bootstrap
+metadata::
+
+    argument  := mechanism "=[" component ("," component)* "]"
+    component := key "=" value        (a value in double quotes loses them)
+    keys      := name (required), password | salt + saltedpassword (base64),
+                 iterations (4096 by default, within the mechanism's bounds)
 """
 from __future__ import annotations
 
+import base64
+import binascii
 import os
 import re
 
@@ -26,7 +37,7 @@ from kfast.protocol import (
     DescribeUserScramCredentialsRequest,
     errors,
 )
-from kfast.security.scram import MECHANISM_TYPES, MECHANISMS
+from kfast.security.scram import MECHANISM_TYPES, MECHANISMS, ScramCredential
 
 DEFAULT_ITERATIONS = 4096
 _CREDENTIAL = re.compile(r"(?:iterations=(-?[0-9]*),)?password=(.*)", re.S)
@@ -94,3 +105,68 @@ async def describe(admin, users: list[str] | None, out) -> None:
         text = ", ".join(f"{MECHANISM_TYPES[i.mechanism].name}=iterations={i.iterations}"
                          for i in result.credential_infos if i.mechanism in MECHANISM_TYPES)
         out.write(f"SCRAM credential configs for user-principal '{result.user}' are {text}\n")
+
+
+class AddScramError(Exception):
+    """An --add-scram argument kafka-storage.sh refuses (its FormatterException)."""
+
+
+def _split_component(component: str) -> tuple[str, str]:
+    key, equals, value = component.partition("=")
+    if not equals:
+        raise AddScramError(f"No equals sign found in SCRAM component: {component}")
+    if len(value) >= 2 and value.startswith('"') and value.endswith('"'):
+        value = value[1:-1]
+    return key, value
+
+
+def _base64(value: str, what: str) -> bytes:
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise AddScramError(f"Failed to decode given {what}: {value}") from None
+
+
+def add_scram_record(argument: str):
+    """The UserScramCredentialRecord of one ``--add-scram`` argument."""
+    from kfast.controller.scram_control import scram_record
+
+    mechanism_name, equals, config = argument.strip().partition("=")
+    if not equals:
+        raise AddScramError(f"Failed to find equals sign in SCRAM argument '{argument.strip()}'")
+    scram = MECHANISMS.get(mechanism_name)
+    if scram is None:
+        raise AddScramError(f"The add-scram mechanism {mechanism_name} is not supported.")
+    if not config.startswith("["):
+        raise AddScramError("Expected configuration string to start with [")
+    if not config.endswith("]"):
+        raise AddScramError("Expected configuration string to end with ]")
+    components = dict(_split_component(c) for c in config[1:-1].split(","))
+    name = components.pop("name", None)
+    if name is None:
+        raise AddScramError("You must supply 'name' to add-scram")
+    salt_text = components.pop("salt", None)
+    salt = _base64(salt_text, "salt") if salt_text is not None else os.urandom(32)
+    iterations_text = components.pop("iterations", None)
+    try:
+        iterations = int(iterations_text) if iterations_text is not None else DEFAULT_ITERATIONS
+    except ValueError:
+        raise AddScramError(f"Failed to parse iterations count: {iterations_text}") from None
+    password = components.pop("password", None)
+    salted_text = components.pop("saltedpassword", None)
+    if password is None and salted_text is None:
+        raise AddScramError("You must supply one of 'password' or 'saltedpassword' to add-scram")
+    if password is None and salt_text is None:
+        raise AddScramError("You must supply 'salt' with 'saltedpassword' to add-scram")
+    if components:
+        raise AddScramError(f"Unknown SCRAM configurations: {', '.join(sorted(components))}")
+    if iterations < scram.min_iterations:
+        raise AddScramError(f"The 'iterations' value must be >= {scram.min_iterations} for "
+                            f"add-scram using {scram.name}")
+    if iterations > scram.max_iterations:
+        raise AddScramError(f"The 'iterations' value must be <= {scram.max_iterations} for "
+                            f"add-scram using {scram.name}")
+    salted = scram.salted_password(password.encode("utf-8"), salt, iterations) \
+        if password is not None else _base64(salted_text, "saltedPassword")
+    return scram_record(name, scram.type,
+                        ScramCredential.from_salted_password(scram, salt, salted, iterations))

@@ -3,6 +3,7 @@
     kfast storage random-uuid
     kfast storage format --cluster-id ID --config server.properties [--ignore-formatted]
           [--standalone | --initial-controllers ID@HOST:PORT:DIRID,... | --no-initial-controllers]
+          [--add-scram 'SCRAM-SHA-512=[name=alice,password=...]' ...]
 
 ``format`` writes meta.properties (version 1: cluster.id, node.id, a new
 directory.id) into every directory of log.dirs and metadata.log.dir, so
@@ -25,9 +26,16 @@ writes no checkpoint. A controller configured with
 controller.quorum.bootstrap.servers and no controller.quorum.voters must be
 given one of the three, as kafka-storage.sh demands.
 
-Differences from kafka-storage.sh: kfast's first active controller commits
-the bootstrap metadata records (metadata.version) itself, so no
-bootstrap.checkpoint of metadata records is written; a combined node
+``--add-scram`` (repeatable) adds SCRAM credentials to the bootstrap
+metadata: the metadata log directory gets ``bootstrap.checkpoint``
+(kfast.controller.bootstrap_metadata) holding the default feature levels and
+one UserScramCredentialRecord per argument, which the first active
+controller commits into the empty metadata log, so brokers can log in to the
+controller and to each other with SCRAM from the cluster's first start.
+
+Differences from kafka-storage.sh: without ``--add-scram`` kfast's first
+active controller commits the bootstrap metadata records (metadata.version)
+itself, so no bootstrap.checkpoint is written; a combined node
 without any quorum setting (the embedded single node) needs none of the
 three options. Output lines are kafka-storage.sh's before 3.9.
 """
@@ -37,6 +45,8 @@ import os
 import sys
 
 from kfast.config import ConfigException
+from kfast.controller.bootstrap_metadata import write_bootstrap_metadata
+from kfast.controller.feature_control import FeatureControlManager
 from kfast.storage.meta_properties import (
     MetaProperties,
     random_uuid_base64,
@@ -44,6 +54,7 @@ from kfast.storage.meta_properties import (
     uuid_base64,
     write_meta_properties,
 )
+from kfast.tools.scram_credentials import AddScramError, add_scram_record
 
 EXIT_FAILURE = 1
 
@@ -135,6 +146,11 @@ def format_storage(args) -> int:
     except FormatError as exc:
         print(f"kfast storage: {exc}", file=sys.stderr)
         return EXIT_FAILURE
+    try:
+        scram_records = [add_scram_record(a) for a in args.add_scram or ()]
+    except AddScramError as exc:
+        print(f"kfast storage: {exc}", file=sys.stderr)
+        return EXIT_FAILURE
     formatted, unformatted = [], []
     for directory in _directories(config):
         meta = read_meta_properties(directory) if os.path.isdir(directory) else None
@@ -158,6 +174,9 @@ def format_storage(args) -> int:
                                                         directory_id))
         if directory == metadata_dir and voters is not None:
             write_bootstrap_checkpoint(directory, voters)
+        if directory == metadata_dir and scram_records:
+            write_bootstrap_metadata(directory, FeatureControlManager().bootstrap_records() +
+                                     scram_records)
         print(f"Formatting {directory} with cluster id {args.cluster_id}.")
     return 0
 
@@ -184,6 +203,8 @@ def register(subparsers) -> None:
                         help="the first voters of a dynamic quorum")
     voters.add_argument("--no-initial-controllers", "-N", action="store_true",
                         help="a controller that joins a dynamic quorum later")
+    fmt.add_argument("--add-scram", "-S", action="append", metavar="MECHANISM=[name=...,...]",
+                     help="a SCRAM credential for the bootstrap metadata (repeatable)")
     fmt.set_defaults(handler=format_storage)
     uuid_parser = actions.add_parser("random-uuid", help="print a random cluster id")
     uuid_parser.set_defaults(handler=random_uuid)

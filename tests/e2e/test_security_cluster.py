@@ -7,6 +7,7 @@ sasl.mechanism.controller.protocol / sasl.mechanism.inter.broker.protocol.
 Clients use the PLAINTEXT listener. Secrets come from the fixtures."""
 from __future__ import annotations
 
+import os
 import secrets
 
 import pytest
@@ -51,3 +52,49 @@ def test_controller_and_replication_over_sasl_ssl(tmp_path):
         cluster.wait_for_identical_replicas("secured", 0, [2, 3])
         log = open(cluster.nodes[1].log_path, encoding="utf-8", errors="replace").read()
         assert "Failed authentication" not in log
+
+
+def test_scram_between_nodes_from_the_first_start(tmp_path):
+    """kfast storage format --add-scram (kafka-storage.sh's): the controller
+    listener (SASL_PLAINTEXT) and the replication listeners (SASL_SSL) take
+    SCRAM-SHA-512 only, and the one user exists solely through the bootstrap
+    checkpoint, so brokers register and replicate only if the first active
+    controller committed its UserScramCredentialRecord."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    ca = TestCA(str(tmp_path / "ca"))
+    server = ca.issue("localhost", server=True)
+    password = secrets.token_urlsafe(12)
+    jaas = ("org.apache.kafka.common.security.scram.ScramLoginModule required "
+            f'username="kfast" password="{password}";')
+    replication = ["REPLICATION_FROM_2", "REPLICATION_FROM_3"]
+    overrides = {
+        "listener.security.protocol.map": ",".join(
+            ["PLAINTEXT:PLAINTEXT", "CONTROLLER:SASL_PLAINTEXT"] +
+            [f"{name}:SASL_SSL" for name in replication]),
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": server.keystore_path,
+        "ssl.truststore.type": "PEM", "ssl.truststore.location": ca.cert_path,
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
+        "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
+        **{f"listener.name.{name.lower()}.scram-sha-512.sasl.jaas.config": jaas
+           for name in ["CONTROLLER"] + replication},
+    }
+    with KfastCluster(controllers=1, brokers=2, replication_links=True, overrides=overrides,
+                      base_dir=str(tmp_path / "cluster"),
+                      add_scram=[f"SCRAM-SHA-512=[name=kfast,password={password}]"]) as cluster:
+        assert os.path.exists(os.path.join(cluster.nodes[1].data_dir, "data",
+                                           "bootstrap.checkpoint"))
+        cluster.start()   # returns once both brokers registered through SCRAM
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        admin.create_topics([NewTopic("scram-secured", 1, 2)])["scram-secured"].result(60)
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+        for i in range(20):
+            producer.produce("scram-secured", f"v{i}".encode())
+        assert producer.flush(60) == 0
+        cluster.wait_for_isr("scram-secured", 0, {2, 3})
+        cluster.wait_for_identical_replicas("scram-secured", 0, [2, 3])
+        for node in cluster.nodes.values():
+            log = open(node.log_path, encoding="utf-8", errors="replace").read()
+            assert "Failed authentication" not in log
