@@ -54,6 +54,7 @@ from kfast.server.apis import KafkaApis
 from kfast.client.security import ClientSecurity
 from kfast.security.listener import ListenerSecurity, listener_protocols
 from kfast.server.network import SocketServer
+from kfast.server.quota import ClientQuotas
 from kfast.server.secured_listener import secured_socket_server
 from kfast.storage.meta_properties import (
     ensure_meta_properties,
@@ -166,6 +167,9 @@ class ControllerServer:
         self.controller: RaftQuorumController | None = None
         self.raft_manager: RaftManager | None = None
         self.authorizer = StandardAuthorizer.from_config(config)
+        # Client quotas of the requests brokers forward here (the controller
+        # mutation quota of CreateTopics and friends, request_percentage).
+        self.quotas = ClientQuotas(config)
         self.apis = KafkaApis(self, listener_type="controller")
         self._register_apis()
         self.socket_servers: dict[str, SocketServer] = {}
@@ -252,6 +256,8 @@ class ControllerServer:
             (self.config["controller.listener.names"] or [None])[0],
             security=self.client_security)
         self.controller.attach(self.raft_manager)
+        self.controller.subscribe(
+            lambda delta, image: self.quotas.update(image.client_quotas))
         if self.authorizer is not None:
             self.controller.subscribe(AclPublisher(self.authorizer).on_metadata_update)
         self._log = log
