@@ -480,6 +480,8 @@ class KafkaBroker:
             except OSError as exc:
                 raise OSError(exc.errno, f"Cannot listen on {name}://{host}:{port}: "
                                          f"{exc.strerror}") from exc
+            # KIP-714: a client instance goes with its connection.
+            server.disconnect_listeners.append(self.client_metrics.connection_closed)
             self.socket_servers[name] = server
             self.bound_ports[name] = server.port
 

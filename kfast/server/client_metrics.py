@@ -20,6 +20,11 @@ once a push interval has passed since the last push, and a terminating
 push is accepted early -- after it nothing more is (INVALID_REQUEST). An
 instance not heard from for max(60 s, 3 push intervals) is forgotten with
 its metrics.
+
+Closed connections, as Kafka's ClientMetricsManager: the connection an
+instance was created on (or re-evaluated on, after a subscription change)
+is remembered, and when it closes the instance is forgotten with its
+metrics (``connection_closed``, a SocketServer disconnect listener).
 """
 from __future__ import annotations
 
@@ -118,6 +123,8 @@ class ClientMetricsManager:
         self.subscriptions: dict[str, subscriptions.Subscription] = {}
         self.version = 0
         self._configs: Mapping | None = None
+        # connection_id -> the instance created on it (Kafka's clientConnectionIdMap).
+        self.connections: dict[str, uuid.UUID] = {}
 
     # -- subscriptions ---------------------------------------------------------------------
     def update_subscriptions(self, configs: Mapping[str, Mapping[str, str]]) -> None:
@@ -172,14 +179,28 @@ class ClientMetricsManager:
             if replaced is not None:
                 instance.points = replaced.points
             self.instances[instance_id] = instance
+            connection_id = getattr(ctx.connection, "connection_id", None)
+            if connection_id is not None:
+                self.connections[connection_id] = instance_id
         instance.last_seen_ms = now_ms
         return instance
 
     def expire(self, now_ms: int) -> None:
-        for instance_id in [i for i, instance in self.instances.items()
-                            if now_ms - instance.last_seen_ms >
-                            max(CACHE_EXPIRY_MS, 3 * instance.push_interval_ms)]:
+        expired = {i for i, instance in self.instances.items()
+                   if now_ms - instance.last_seen_ms >
+                   max(CACHE_EXPIRY_MS, 3 * instance.push_interval_ms)}
+        if not expired:
+            return
+        for instance_id in expired:
             del self.instances[instance_id]
+        self.connections = {c: i for c, i in self.connections.items() if i not in expired}
+
+    def connection_closed(self, connection_id: str) -> None:
+        """The instance created on ``connection_id`` is forgotten with what
+        it pushed (Kafka's ClientConnectionDisconnectListener)."""
+        instance_id = self.connections.pop(connection_id, None)
+        if instance_id is not None:
+            self.instances.pop(instance_id, None)
 
     # -- the two APIs ----------------------------------------------------------------------
     def get_subscriptions(self, ctx, client_instance_id: uuid.UUID) -> dict:

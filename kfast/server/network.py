@@ -61,6 +61,12 @@ then encrypted, since encrypted bytes cannot come from the page cache), and
 its first read (the listener's TLS principal and SASL state go there; see
 ``security_for_listener``). A failed TLS handshake is logged at a bounded
 rate and closes the connection.
+
+Closed connections: ``disconnect_listeners`` are called with the
+``connection_id`` of each connection once it is closed, whoever closed it
+(Kafka's ConnectionDisconnectListener): state kept per connection outside
+it -- KIP-714 client instances -- is dropped there. A listener that raises
+is logged; the others still run.
 """
 from __future__ import annotations
 
@@ -691,6 +697,8 @@ class SocketServer:
         self._all_closed: asyncio.Future | None = None
         # Per-connection warnings (garbage received, accept failures).
         self.warnings = RateLimitedLogger(logger)
+        # Called with the connection_id of every connection closed.
+        self.disconnect_listeners: list[Callable[[str], None]] = []
 
     @classmethod
     def from_config(cls, handler: Handler, config: KafkaConfig, host: str, port: int,
@@ -878,6 +886,12 @@ class SocketServer:
                 del self._connections_per_ip[host]
             self._closed_count += 1
             self._totals.add(connection.transport)
+            for listener in self.disconnect_listeners:
+                try:
+                    listener(connection.connection_id)
+                except Exception:
+                    logger.exception("disconnect listener %r failed for %s", listener,
+                                     connection.connection_id)
             if not self._shutting_down:
                 self._set_accepting(True)
         if self._all_closed is not None and not self._connections \

@@ -126,6 +126,60 @@ def test_telemetry_errors_over_the_wire(metered):
         client.close()
 
 
+def test_an_instance_is_forgotten_when_its_connection_closes(metered):
+    """Kafka's ClientMetricsManager drops a client instance when the
+    connection it was created on closes: the same instance id asking again
+    on a new connection is answered at once instead of throttled for the
+    rest of its push interval."""
+    subscribe(metered, "closing", **{"metrics": "*", "interval.ms": "60000",
+                                     "match": "client_id=t"})   # the raw client's id
+    first = Client(metered)
+    try:
+        got = first.request("GetTelemetrySubscriptions", 0, client_instance_id=uuid.UUID(int=0))
+        assert got.error_code == 0
+        instance = got.client_instance_id
+        assert first.request("GetTelemetrySubscriptions", 0,
+                             client_instance_id=instance).error_code == \
+            errors.ThrottlingQuotaExceededException.code
+    finally:
+        first.close()
+    second = Client(metered)
+    try:
+        # The broker learns of the close asynchronously: ask until answered
+        # (a throttled ask changes nothing), far sooner than the 60 s interval.
+        def answered():
+            response = second.request("GetTelemetrySubscriptions", 0,
+                                      client_instance_id=instance)
+            return response if response.error_code == 0 else None
+
+        answer = wait_until(answered, 20, "the instance forgotten with its connection")
+        assert answer.client_instance_id == instance
+        assert answer.subscription_id == got.subscription_id
+    finally:
+        second.close()
+
+
+def test_librdkafka_series_leave_with_the_client(metered, topic):
+    """A producer closed: its pushed series leave the endpoint with its
+    connection, not max(60 s, 3 intervals) later."""
+    subscribe(metered, "producers", **{"metrics": "org.apache.kafka.producer.",
+                                       "interval.ms": "500",
+                                       "match": "client_software_name=confluent-kafka-python"})
+    producer = Producer({"bootstrap.servers": metered.bootstrap_servers,
+                         "client.id": "telemetry-close", "enable.metrics.push": True})
+    producer.produce(topic, b"v")
+    assert producer.flush(30) == 0
+    port = metered.broker.metrics_server.port
+
+    def series() -> int:
+        return sum(1 for (name, labels) in scrape(port)[0]
+                   if ("client_id", "telemetry-close") in labels)
+
+    wait_until(lambda: series() > 0, 30, "a telemetry push from librdkafka")
+    producer.close()
+    wait_until(lambda: series() == 0, 20, "the closed producer's series gone")
+
+
 def test_not_advertised_without_the_endpoint(broker):
     client = Client(broker)
     try:
