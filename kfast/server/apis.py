@@ -282,7 +282,7 @@ class KafkaApis:
             return self._close(connection, f"error getting request for apiKey {api.name}, "
                                            f"apiVersion {header.api_version}: {exc}")
         forwarder = getattr(self.broker, "forwarder", None)
-        if forwarder is not None and forwarder.wants(header.api_key):
+        if forwarder is not None and forwarder.wants(header.api_key, request):
             # A cluster's broker: the active controller answers this one.
             return self._finish(ctx, registration, request,
                                 forwarder.forward(header.api_key, header.api_version, request,

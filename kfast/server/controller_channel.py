@@ -51,6 +51,7 @@ from kfast.protocol import (
     encode_request,
     errors,
 )
+from kfast.protocol.constants import CONFIG_RESOURCE_BROKER_LOGGER
 from kfast.security.principal import serialize_principal
 from kfast.protocol.api_keys import api_key as lookup_api
 
@@ -61,6 +62,7 @@ _ENVELOPE = api_keys.BY_NAME["Envelope"].key
 _SIZE_PREFIX = 4                # encode_request's frames start with their int32 size
 # Admin requests a broker forwards to the active controller (Kafka forwards
 # these through its ForwardingManager).
+_INCREMENTAL_ALTER_CONFIGS = api_keys.BY_NAME["IncrementalAlterConfigs"].key
 FORWARDED_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
     "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs",
     "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments", "UpdateFeatures",
@@ -202,7 +204,11 @@ class Forwarder:
         self.channel = channel
         self.local = local
 
-    def wants(self, api_key: int) -> bool:
+    def wants(self, api_key: int, request=None) -> bool:
+        if api_key == _INCREMENTAL_ALTER_CONFIGS and request is not None and request.resources \
+                and all(r.resource_type == CONFIG_RESOURCE_BROKER_LOGGER
+                        for r in request.resources):
+            return False    # logger levels are this broker's own (Kafka answers them locally)
         return api_key in FORWARDED_APIS and not self.local.is_active
 
     async def forward(self, api_key: int, version: int, request, ctx=None):

@@ -38,3 +38,20 @@ def test_quotas_through_a_broker_and_the_controller(kfast_cluster):
         admin.close()
     assert {t["name"]: t["error_code"] for t in response["topics"]} == {
         "a": 0, "b": 0, "c": errors.ThrottlingQuotaExceededException.code}
+
+
+def test_broker_loggers_are_the_brokers_own(kfast_cluster):
+    """IncrementalAlterConfigs of BROKER_LOGGER resources is answered by the
+    broker itself, not forwarded to the controller (Kafka's broker does the
+    same): the broker's logger changes."""
+    kfast_cluster.wait_for_brokers()
+    [broker_id] = kfast_cluster.brokers()
+
+    class Broker:
+        bootstrap_servers = kfast_cluster.bootstrap_servers
+    status, out, err = kfast_configs(Broker, "--broker-logger", str(broker_id), "--alter",
+                                     "--add-config", "kfast.server.fetch_apis=TRACE")
+    assert (status, out, err) == (0, f"Completed updating config for broker-logger "
+                                     f"{broker_id}.\n", "")
+    _, out, _ = kfast_configs(Broker, "--broker-logger", str(broker_id), "--describe")
+    assert "  kfast.server.fetch_apis=TRACE sensitive=false synonyms={}\n" in out
