@@ -62,6 +62,13 @@ PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_p
 CONTROLLER_MUTATION = "controller_mutation_rate"
 # An entity part: absent (None), the default entity, or a name.
 DEFAULT_ENTITY = "<default>"
+# A client's sensor is dropped after this long unused (Kafka's
+# ClientQuotaManager.InactiveSensorExpirationTimeSeconds), looked for at
+# most once per SENSOR_SWEEP_MS; resolved (user, client id) pairs are
+# forgotten past RESOLVED_MAX, so neither grows with every client ever seen.
+SENSOR_EXPIRATION_MS = 3600 * 1000
+SENSOR_SWEEP_MS = 60 * 1000
+RESOLVED_MAX = 10_000
 # Handler nanoseconds as a percentage of one second (Kafka's
 # ClientQuotaManager.NanosToPercentagePerSecond).
 NANOS_TO_PERCENTAGE = 100.0 / 1e9
@@ -70,6 +77,8 @@ NANOS_TO_PERCENTAGE = 100.0 / 1e9
 class QuotaRate(SampledRate):
     """Kafka's Rate: SampledRate whose window is at least ``num_samples - 1``
     whole windows plus the elapsed part of the current one."""
+
+    last_used_ms = 0     # the client's last request (sensor expiration)
 
     def window_size_ms(self, now_ms: int) -> int:
         self._purge_obsolete(now_ms)
@@ -144,6 +153,7 @@ class ClientQuotaManager:
         self.overrides: dict[tuple, float] = {}
         self.enabled = False
         self._sensors: dict[tuple[str, str], QuotaRate] = {}
+        self._last_sweep_ms = 0
         # (user, client id) -> (tags, limit); cleared when the quotas change.
         self._resolved: dict[tuple[str, str], tuple] = {}
 
@@ -158,14 +168,21 @@ class ClientQuotaManager:
         key = (user, client_id)
         resolved = self._resolved.get(key)
         if resolved is None:
+            if len(self._resolved) >= RESOLVED_MAX:
+                self._resolved.clear()
             tags = metric_tags(self.overrides, user, client_id)
             resolved = self._resolved[key] = (tags, quota_limit(self.overrides, tags))
         return resolved
 
-    def _sensor(self, tags: tuple[str, str]) -> QuotaRate:
+    def _sensor(self, tags: tuple[str, str], now_ms: int) -> QuotaRate:
         sensor = self._sensors.get(tags)
         if sensor is None:
+            if now_ms - self._last_sweep_ms >= SENSOR_SWEEP_MS:
+                self._last_sweep_ms = now_ms
+                self._sensors = {t: s for t, s in self._sensors.items()
+                                 if now_ms - s.last_used_ms < SENSOR_EXPIRATION_MS}
             sensor = self._sensors[tags] = QuotaRate(self.num_samples, self.window_seconds * 1000)
+        sensor.last_used_ms = now_ms
         return sensor
 
     def record_and_get_throttle_time_ms(self, user: str, client_id: str, value: float,
@@ -176,7 +193,7 @@ class ClientQuotaManager:
             return 0
         now_ms = self.clock_ms() if now_ms is None else now_ms
         tags, limit = self.resolve(user, client_id or "")
-        sensor = self._sensor(tags)
+        sensor = self._sensor(tags, now_ms)
         sensor.record(value, now_ms)
         if limit is None:
             return 0
@@ -192,7 +209,7 @@ class ClientQuotaManager:
         """Take back a recorded value (a throttled fetch sends no records)."""
         if self.enabled:
             now_ms = self.clock_ms() if now_ms is None else now_ms
-            self._sensor(self.resolve(user, client_id or "")[0]).record(-value, now_ms)
+            self._sensor(self.resolve(user, client_id or "")[0], now_ms).record(-value, now_ms)
 
     def max_value_in_quota_window(self, user: str, client_id: str) -> float:
         """The most a client can be given at once without being sure to be

@@ -151,3 +151,15 @@ def test_controller_mutation_quota_is_a_token_bucket():
     permissive.record(3)
     assert permissive.throttle_time_ms == 2000
     assert quotas.controller_mutation.new_quota("ANONYMOUS", "other", strict=True) is None
+
+
+def test_sensors_of_inactive_clients_expire():
+    from kfast.server.quota import SENSOR_EXPIRATION_MS
+
+    clock = [0]
+    manager = ClientQuotaManager(PRODUCE, 11, 1, clock_ms=lambda: clock[0])
+    manager.update({(None, DEFAULT_ENTITY): 100.0})
+    manager.record_and_get_throttle_time_ms("u", "old", 10)
+    clock[0] += SENSOR_EXPIRATION_MS
+    manager.record_and_get_throttle_time_ms("u", "new", 10)
+    assert set(manager._sensors) == {("", "new")}
