@@ -224,7 +224,8 @@ def test_overview_shows_brokers_quorum_and_live_throughput(console, browser, tmp
     writer.start()
     try:
         browser.get(f"{url}/#/")
-        assert shown(browser, '#brokers tr[data-broker="1"]').text.endswith("controller")
+        assert shown(browser, '#brokers tr[data-broker="1"]').text.endswith("active controller")
+        assert shown(browser, "#controller-id").text == "1"
         assert "(leader)" in shown(browser, "#quorum tbody tr").text
         from selenium.common.exceptions import StaleElementReferenceException
         from selenium.webdriver.support.ui import WebDriverWait
@@ -280,6 +281,27 @@ def test_console_command_api_is_read_only_and_answers_errors_as_json(console):
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(request, timeout=10)
         assert refused.value.code == 405
+
+
+@pytest.mark.slow
+def test_overview_names_the_active_kraft_controller_on_a_cluster(browser, tmp_path):
+    """On a cluster with a dedicated controller, DescribeCluster answers a
+    broker as "controller" (KIP-919); the console shows DescribeQuorum's
+    leader as the active controller and marks no broker as it."""
+    from kfast.testing.cluster import KfastCluster
+
+    with KfastCluster(controllers=1, brokers=2, base_dir=str(tmp_path / "cluster")) as cluster:
+        cluster.wait_for_brokers({2, 3})
+        leader = cluster.wait_for_leader()
+        with running_console(cluster.bootstrap_servers) as base:
+            status, overview = get_json(base + "/api/cluster")
+            assert status == 200
+            assert overview["active_controller_id"] == leader == overview["quorum"]["leader_id"]
+            assert sorted(b["node_id"] for b in overview["brokers"]) == [2, 3]
+            browser.get(f"{base}/#/")
+            assert shown(browser, "#controller-id").text == str(leader)
+            rows = browser.find_elements("css selector", "#brokers tbody tr")
+            assert [row.text.rsplit(" ", 1)[-1] for row in rows] == ["broker", "broker"]
 
 
 def test_console_against_tansu(tansu_broker):

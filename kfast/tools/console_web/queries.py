@@ -98,11 +98,17 @@ class ClusterQueries:
 
     async def overview(self) -> dict:
         described = await self.admin.describe_cluster()
+        quorum = await self.quorum()
         return {
             "cluster_id": described.cluster_id,
             "controller_id": described.controller_id,
+            # A KRaft broker's DescribeCluster names a random live broker as
+            # the controller (KIP-919: clients cannot reach the controllers),
+            # so the active controller is the quorum's leader where offered.
+            "active_controller_id": quorum["leader_id"] if quorum and quorum["leader_id"] >= 0
+            else described.controller_id,
             "brokers": [{"node_id": n, "host": h, "port": p, "rack": r} for n, h, p, r in described.brokers],
-            "quorum": await self.quorum(),
+            "quorum": quorum,
         }
 
     async def quorum(self) -> dict | None:

@@ -143,11 +143,11 @@ async function overviewPage() {
   return [
     el("h1", {}, "Cluster"),
     el("div", {class: "cards"}, card("Cluster id", cluster.cluster_id, "cluster-id"),
-       card("Controller", cluster.controller_id, "controller-id"), card("Brokers", cluster.brokers.length)),
+       card("Active controller", cluster.active_controller_id, "controller-id"), card("Brokers", cluster.brokers.length)),
     el("h2", {}, "Brokers"),
     table(["Node", "Host", "Port", "Rack", "Role"], cluster.brokers.map(b => el("tr", {"data-broker": b.node_id},
       el("td", {}, b.node_id), el("td", {}, b.host), el("td", {}, b.port), el("td", {}, b.rack || "-"),
-      el("td", {}, b.node_id === cluster.controller_id ? "controller" : "broker"))), {id: "brokers"}),
+      el("td", {}, b.node_id === cluster.active_controller_id ? "broker, active controller" : "broker"))), {id: "brokers"}),
     el("h2", {}, "Controller quorum (KRaft)"),
     quorum ? [
       el("p", {}, `Leader ${quorum.leader_id}, epoch ${quorum.leader_epoch}, high watermark ${num(quorum.high_watermark)}`),
