@@ -1,6 +1,11 @@
 """Effective configs of topics and brokers as DescribeConfigs reports them
 (Kafka's ConfigHelper + DynamicBrokerConfig synonyms).
 
+A broker resource lists every Kafka 4.2 broker config
+(kfast.kafka_broker_configs): kfast's own value where kfast defines the
+config, Kafka's default otherwise, read-only unless kfast updates it
+dynamically.
+
 A config's value comes from the first level that sets it, in precedence
 order; each level is a config source:
 
@@ -28,6 +33,7 @@ from kfast.config import (
 )
 from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS, format_value
 from kfast.controller.group_config import group_config_default
+from kfast.kafka_broker_configs import KAFKA_BROKER_CONFIGS, listener_base_name
 
 from kfast.protocol.constants import (  # noqa: F401  (re-exported for the describers' users)
     SOURCE_CLIENT_METRICS_CONFIG, SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG,
@@ -98,11 +104,15 @@ class ConfigDescriber:
             levels.append((per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG))
         if name in cluster:
             levels.append((cluster[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG))
-        if self.config.is_set(name):
-            levels.append((format_value(self.config[name]), SOURCE_STATIC_BROKER_CONFIG))
-        default = SERVER_CONFIGS[name].default
+        key = SERVER_CONFIGS.get(name)
+        if key is None:  # a Kafka config kfast does not define: Kafka's default
+            default = KAFKA_BROKER_CONFIGS[name].default
+        else:
+            if self.config.is_set(name):
+                levels.append((format_value(self.config[name]), SOURCE_STATIC_BROKER_CONFIG))
+            default = format_value(key.default) if key.has_default else None
         if default is not None:
-            levels.append((format_value(default), SOURCE_DEFAULT_CONFIG))
+            levels.append((default, SOURCE_DEFAULT_CONFIG))
         return levels
 
     # -- topics ----------------------------------------------------------------------
@@ -146,10 +156,11 @@ class ConfigDescriber:
         broker resource)."""
         out = []
         cluster_defaults = image.broker_configs.get("", {}) if image else {}
-        for name in sorted(SERVER_CONFIGS):
+        for name in sorted(SERVER_CONFIGS.keys() | KAFKA_BROKER_CONFIGS.keys()):
             if keys is not None and name not in keys:
                 continue
-            key = SERVER_CONFIGS[name]
+            key = SERVER_CONFIGS.get(name)
+            config_type = key.type if key else KAFKA_BROKER_CONFIGS[name].type
             if resource_name == "":
                 if name not in cluster_defaults:
                     continue
@@ -162,20 +173,21 @@ class ConfigDescriber:
                 value, source = None, SOURCE_DEFAULT_CONFIG
             synonyms = []
             if include_synonyms:
-                topic_name = key.topic_synonym
+                topic_name = key.topic_synonym if key else None
                 names = _server_synonyms(topic_name) if topic_name else [name]
                 for synonym in names:
                     levels_of = [(v, s) for v, s in self._broker_levels(image, synonym)
                                  if resource_name != "" or s == SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG]
                     synonyms += [(synonym, v, s) for v, s in levels_of]
                 synonyms.sort(key=lambda entry: entry[2])
-            sensitive = key.type is Type.PASSWORD
+            sensitive = config_type is Type.PASSWORD
             out.append(DescribedConfig(
                 name, None if sensitive else value, name not in DYNAMIC_BROKER_CONFIGS, source,
-                sensitive, synonyms, CONFIG_TYPES[key.type],
-                key.doc if include_documentation else None))
+                sensitive, synonyms, CONFIG_TYPES[config_type],
+                key.doc if include_documentation and key else None))
         out += self._describe_dynamic_only(image, resource_name, keys, include_synonyms,
                                            include_documentation)
+        out += self._describe_listener_overrides(image, resource_name, keys, include_synonyms)
         out.sort(key=lambda c: c.name)
         return out
 
@@ -202,6 +214,34 @@ class ConfigDescriber:
                 name, value, True, source, False,
                 [(name, v, s) for v, s in levels] if include_synonyms else [],
                 CONFIG_TYPES[key.type], key.doc if include_documentation else None))
+        return out
+
+    def _describe_listener_overrides(self, image, resource_name: str, keys,
+                                     include_synonyms: bool) -> list[DescribedConfig]:
+        """Dynamic listener-prefixed configs (listener.name.<l>.<config>):
+        Kafka lists them as set, with the unprefixed config as a synonym
+        (DynamicBrokerConfig.brokerConfigSynonyms)."""
+        per_broker = image.broker_configs.get(str(self.broker_id), {}) if image else {}
+        cluster = image.broker_configs.get("", {}) if image else {}
+        out = []
+        for name in sorted((per_broker.keys() if resource_name else set()) | cluster.keys()):
+            base = listener_base_name(name)
+            if base is None or (keys is not None and name not in keys):
+                continue
+            levels = [] if resource_name == "" or name not in per_broker else \
+                [(name, per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG)]
+            if name in cluster:
+                levels.append((name, cluster[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG))
+            if resource_name and base in KAFKA_BROKER_CONFIGS and base not in SERVER_CONFIGS \
+                    and KAFKA_BROKER_CONFIGS[base].default is not None:
+                levels.append((base, KAFKA_BROKER_CONFIGS[base].default, SOURCE_DEFAULT_CONFIG))
+            config_type = KAFKA_BROKER_CONFIGS[base].type if base in KAFKA_BROKER_CONFIGS \
+                else SERVER_CONFIGS[base].type
+            sensitive = config_type is Type.PASSWORD
+            _, value, source = levels[0]
+            out.append(DescribedConfig(
+                name, None if sensitive else value, False, source, sensitive,
+                levels if include_synonyms else [], CONFIG_TYPES[config_type], None))
         return out
 
     # -- groups ----------------------------------------------------------------------

@@ -10,15 +10,22 @@ IncrementalAlterConfigs applies SET / DELETE / APPEND / SUBTRACT per key
 (APPEND and SUBTRACT only for LIST-typed configs); the legacy AlterConfigs
 replaces a resource's whole set. Either way the resulting set is validated
 before any record is written: topic configs through kfast.config's
-LogConfig (unknown key or bad value -> INVALID_CONFIG); broker configs must
-be known and dynamically updatable (DYNAMIC_BROKER_CONFIGS, or one of the
-configs that exist only dynamically, such as the replication throttle
-rates) -- Kafka answers "Cannot update these configs dynamically" with
-INVALID_REQUEST.
+LogConfig (unknown key or bad value -> INVALID_CONFIG); broker configs as
+Kafka's DynamicBrokerConfig.validateConfigs, with the update modes of
+kfast.kafka_broker_configs (listener-prefixed names by the config they
+set), each refusal INVALID_REQUEST with Kafka's message: a read-only config
+("Cannot update these configs dynamically"), an SSL store config without a
+listener prefix ("... only per-listener using the listener prefix"), a
+per-broker config on the cluster-wide default resource ("... broker id must
+be specified"). Of Kafka's dynamic configs kfast accepts those it serves
+(DYNAMIC_BROKER_CONFIGS, the configs that exist only dynamically such as the
+replication throttle rates); the others are refused with a message saying
+kfast does not update them dynamically, rather than stored and silently
+ignored.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable, Mapping, NamedTuple
 
 from kfast.config import (
     CLIENT_METRICS_CONFIGS,
@@ -34,6 +41,10 @@ from kfast.config import (
 )
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.group_config import validate_group_configs
+from kfast.kafka_broker_configs import (
+    KAFKA_BROKER_CONFIGS, LISTENER_ONLY_SECURITY_CONFIGS, PER_BROKER, READ_ONLY,
+    listener_base_name, update_mode,
+)
 from kfast.controller.metadata.records import (
     ConfigRecord,
 )
@@ -63,9 +74,32 @@ THREAD_POOL_CONFIGS = frozenset({
     "num.recovery.threads.per.data.dir", "background.threads", "log.cleaner.threads",
     "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size",
     "log.cleaner.io.max.bytes.per.second"})
-DYNAMIC_BROKER_CONFIGS = frozenset(
+# - the Kerberos and login-refresh settings of SASL listeners: dynamic in
+#   Kafka (DynamicListenerConfig), and without effect in kfast as in a Kafka
+#   broker with no GSSAPI or OAUTHBEARER login, so stored and described.
+SASL_LOGIN_CONFIGS = frozenset({
+    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
+    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
+    "sasl.kerberos.min.time.before.relogin", "sasl.login.refresh.window.factor",
+    "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
+    "sasl.login.refresh.buffer.seconds"})
+# Only the names Kafka itself updates dynamically (log.retention.hours and
+# the other secondary synonyms are read-only there).
+DYNAMIC_BROKER_CONFIGS = (frozenset(
     name for name, key in SERVER_CONFIGS.items() if key.topic_synonym is not None
-) | APPLIED_BROKER_CONFIGS | (THREAD_POOL_CONFIGS & SERVER_CONFIGS.keys())
+) | APPLIED_BROKER_CONFIGS | (THREAD_POOL_CONFIGS & SERVER_CONFIGS.keys()) | SASL_LOGIN_CONFIGS) \
+    & {name for name, key in KAFKA_BROKER_CONFIGS.items() if key.mode != READ_ONLY}
+
+
+def broker_config_type(name: str) -> tuple[Type, object] | None:
+    """(type, default) of a broker config name: kfast's define() row, else
+    Kafka's catalogue (a listener-prefixed name by the config it sets)."""
+    base = listener_base_name(name) or name
+    key = SERVER_CONFIGS.get(base) or DYNAMIC_ONLY_BROKER_CONFIGS.get(base)
+    if key is not None:
+        return key.type, key.default
+    catalogued = KAFKA_BROKER_CONFIGS.get(base)
+    return (catalogued.type, catalogued.default) if catalogued else None
 
 
 def config_type(resource_type: int, key: str):
@@ -76,7 +110,13 @@ def config_type(resource_type: int, key: str):
         return CLIENT_METRICS_CONFIGS.get(key)
     if resource_type == CONFIG_RESOURCE_GROUP:
         return GROUP_CONFIGS.get(key)
-    return SERVER_CONFIGS.get(key) or DYNAMIC_ONLY_BROKER_CONFIGS.get(key)
+    found = broker_config_type(key)
+    return None if found is None else _TypeOnly(*found)
+
+
+class _TypeOnly(NamedTuple):
+    type: Type
+    default: object
 
 
 def format_value(value) -> str | None:
@@ -219,14 +259,15 @@ class ConfigurationControlManager:
             if unknown:
                 raise errors.InvalidConfigurationException(
                     f"Unknown broker config(s): {', '.join(unknown)}")
-            static = sorted(k for k in changed if k in SERVER_CONFIGS and
-                            k not in DYNAMIC_BROKER_CONFIGS)
-            if static:
-                raise errors.InvalidRequestException(
-                    f"Cannot update these configs dynamically: {', '.join(static)}")
+            _check_broker_update_modes(changed, per_broker=name != "")
             for key, value in updated.items():
                 try:
-                    definition = config_type(resource_type, key)
+                    base = listener_base_name(key) or key
+                    definition = SERVER_CONFIGS.get(base) or DYNAMIC_ONLY_BROKER_CONFIGS.get(base)
+                    if definition is None:
+                        if base in KAFKA_BROKER_CONFIGS:
+                            coerce(key, KAFKA_BROKER_CONFIGS[base].type, value)
+                        continue
                     coerced = coerce(key, definition.type, value)
                     if definition.validator is not None:
                         definition.validator(key, coerced)
@@ -255,6 +296,40 @@ class ConfigurationControlManager:
     def delete_topic_configs(self, name: str) -> bool:
         """A removed topic loses its overrides (replay of RemoveTopicRecord)."""
         return self.configs.pop((CONFIG_RESOURCE_TOPIC, name), None) is not None
+
+
+def _scala_set(names) -> str:
+    """A set of names as Kafka's messages print it (a Scala Set)."""
+    return f"Set({', '.join(sorted(names))})"
+
+
+def _check_broker_update_modes(changed, per_broker: bool) -> None:
+    """Kafka's DynamicBrokerConfig.validateConfigs over the changed names, in
+    its order, then kfast's own limit: a dynamic config kfast does not apply."""
+    dynamic_only = {k for k in changed if k in DYNAMIC_ONLY_BROKER_CONFIGS}
+    modes = {k: update_mode(k) for k in changed if k not in dynamic_only}
+    read_only = [k for k, mode in modes.items() if mode == READ_ONLY]
+    if read_only:
+        raise errors.InvalidRequestException(
+            f"Cannot update these configs dynamically: {_scala_set(read_only)}")
+    unprefixed = [k for k in modes if k in LISTENER_ONLY_SECURITY_CONFIGS]
+    if unprefixed:
+        raise errors.InvalidRequestException(
+            "These security configs can be dynamically updated only per-listener using the "
+            f"listener prefix: {_scala_set(unprefixed)}")
+    if not per_broker:
+        only_per_broker = [k for k, mode in modes.items() if mode == PER_BROKER]
+        if only_per_broker:
+            raise errors.InvalidRequestException(
+                "Cannot update these configs at default cluster level, broker id must be "
+                f"specified: {_scala_set(only_per_broker)}")
+    # With a listener prefix only the SASL login settings (no effect either
+    # way): kfast applies its connection limits to the broker as a whole.
+    unserved = [k for k in modes if k not in DYNAMIC_BROKER_CONFIGS and
+                listener_base_name(k) not in SASL_LOGIN_CONFIGS]
+    if unserved:
+        raise errors.InvalidRequestException(
+            f"kfast does not update these configs dynamically: {_scala_set(unserved)}")
 
 
 def _resource_counts(changes) -> dict:
