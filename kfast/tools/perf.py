@@ -5,7 +5,8 @@ Kafka-compatible cluster.
     kfast perf produce --bootstrap-server H:P --topic t --num-records 100000 \\
         --record-size 100 --throughput -1 --producer-props acks=all linger.ms=5 \\
         [--payload-file F --payload-delimiter '\\n'] [--json out.json] [--plot out.png]
-    kfast perf consume --bootstrap-server H:P --topic t --messages 100000 [--group g]
+    kfast perf consume --bootstrap-server H:P --topic t --messages 100000 [--group g] \\
+        [--json out.json] [--plot out.png]
     kfast perf e2e --bootstrap-server H:P --topic t --num-records 1000 --record-size 100 --acks all
 
 produce prints ProducerPerformance's line every --reporting-interval ms and
@@ -25,7 +26,7 @@ import time
 from kfast.tools import perf_clients
 from kfast.tools.perf_stats import (
     CONSUMER_HEADER, LatencyStats, consumer_row, consumer_summary, e2e_final_lines, plot,
-    producer_final_line, write_json,
+    plot_throughput, producer_final_line, throughput_windows, write_json,
 )
 
 
@@ -70,6 +71,7 @@ def register(subparsers) -> None:
                          help="longest time between records before giving up")
     consume.add_argument("--consumer.config", dest="consumer_config", metavar="FILE")
     consume.add_argument("--hide-header", action="store_true")
+    consume.add_argument("--plot", metavar="PNG", help="throughput over time (records/s, MB/s)")
     consume.set_defaults(handler=run_consume)
 
     e2e = actions.add_parser("e2e", help="produce-to-consume latency (Kafka's EndToEndLatency)")
@@ -147,11 +149,13 @@ def run_consume(args, out=None) -> int:
     out = out or sys.stdout
     props = parse_props([], args.consumer_config)
     group = args.group or f"perf-consumer-{random.randrange(100000)}"
-    start = time.time()
+    timeline: list = []
+    start, started = time.time(), time.monotonic()
     records, size, rebalance_ms = perf_clients.CONSUME[args.client](
         args.bootstrap_server, args.topic, group, args.messages, args.timeout, args.from_latest,
-        args.fetch_max_wait_ms, props)
+        args.fetch_max_wait_ms, props, timeline)
     end = time.time()
+    windows = throughput_windows(timeline, started)
     if records < args.messages:
         print(f"WARNING: Exiting before consuming the expected number of messages: timeout "
               f"({args.timeout} ms) exceeded. You can use the --timeout option to increase the timeout.",
@@ -161,7 +165,11 @@ def run_consume(args, out=None) -> int:
     print(consumer_row(start, end, records, size, rebalance_ms), file=out, flush=True)
     if args.json:
         write_json(args.json, {"test": "consume", **_client_banner(args), "group": group,
+                               "windows": windows,
                                **consumer_summary(start, end, records, size, rebalance_ms)})
+    if args.plot:
+        plot_throughput(args.plot, windows, f"kfast perf consume: {records} records, "
+                                            f"{args.client} client")
     return 0
 
 

@@ -127,9 +127,11 @@ def produce_kfast(*args) -> int:
 # ---- consume ---------------------------------------------------------------------------
 
 def consume_confluent(bootstrap: str, topic: str, group: str, messages: int, timeout_ms: int,
-                      from_latest: bool, fetch_max_wait_ms: int, props: dict[str, str]):
+                      from_latest: bool, fetch_max_wait_ms: int, props: dict[str, str],
+                      timeline: list | None = None):
     """Subscribe as ``group`` and read ``messages`` records: (records, bytes,
-    rebalance ms), stopping early after ``timeout_ms`` without a record."""
+    rebalance ms), stopping early after ``timeout_ms`` without a record.
+    ``timeline`` gets (monotonic time, records, bytes so far) per batch."""
     from confluent_kafka import Consumer
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
                          "auto.offset.reset": "latest" if from_latest else "earliest",
@@ -149,6 +151,8 @@ def consume_confluent(bootstrap: str, topic: str, group: str, messages: int, tim
                 size += len(message.value() or b"") + len(message.key() or b"")
             if batch:
                 last_record = time.monotonic()
+                if timeline is not None:
+                    timeline.append((last_record, records, size))
     finally:
         consumer.close()
     rebalance_ms = int((joined_at[0] - started) * 1000) if joined_at else 0
@@ -156,7 +160,7 @@ def consume_confluent(bootstrap: str, topic: str, group: str, messages: int, tim
 
 
 async def _consume_kfast(bootstrap, topic, group, messages, timeout_ms, from_latest,
-                         fetch_max_wait_ms, props):
+                         fetch_max_wait_ms, props, timeline=None):
     """kfast's client has no group membership: it reads every partition by
     assignment (``group`` unused, rebalance time 0)."""
     from kfast.client.admin import EARLIEST, LATEST
@@ -176,6 +180,8 @@ async def _consume_kfast(bootstrap, topic, group, messages, timeout_ms, from_lat
                     size += len(record.value or b"") + len(record.key or b"")
                 if got:
                     last_record = time.monotonic()
+                    if timeline is not None:
+                        timeline.append((last_record, records, size))
                 positions[key] = part.next_offset
     return records, size, 0
 

@@ -10,10 +10,13 @@ the latency-over-time plot.
 The lines are Kafka's ProducerPerformance.Stats (a window line every
 reporting interval, the final line with 50th/95th/99th/99.9th in whole ms),
 ConsumerPerformance's header and row, and EndToEndLatency's final two lines.
+The consumer's throughput over time comes from the running totals it notes
+after each batch, cut into one-second windows.
 """
 from __future__ import annotations
 
 import json
+import math
 import time
 from array import array
 
@@ -175,17 +178,22 @@ def write_json(path: str, result: dict) -> None:
 _PLOT_POINTS = 20000        # a scatter of more points only blurs into the same picture
 
 
-def plot(path: str, stats: LatencyStats, title: str) -> None:
-    """Latency over time (one dot per record, thinned to ~20k) and the
-    latency histogram on a log axis, in one PNG; matplotlib's Agg backend
-    needs no display."""
+def _pyplot():
+    """matplotlib's pyplot on the Agg backend (no display needed)."""
     try:
         import matplotlib
     except ImportError as exc:
         raise SystemExit("--plot needs matplotlib: pip install 'kfast[perf]'") from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    return plt
 
+
+def plot(path: str, stats: LatencyStats, title: str) -> None:
+    """Latency over time (one dot per record, thinned to ~20k) and the
+    latency histogram on a log axis, in one PNG; matplotlib's Agg backend
+    needs no display."""
+    plt = _pyplot()
     step = max(1, len(stats.latency) // _PLOT_POINTS)
     at, latency = stats.at[::step], stats.latency[::step]
     fig, (over_time, histogram) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=80)
@@ -206,6 +214,51 @@ def plot(path: str, stats: LatencyStats, title: str) -> None:
     histogram.set_title("p50 %.2f  p99 %.2f  p99.9 %.2f ms" % (p["p50"], p["p99"], p["p99.9"]))
     for value in (p["p50"], p["p99"], p["p99.9"]):
         histogram.axvline(max(value, low), color="black", linewidth=0.8, linestyle="--")
+    fig.suptitle(title)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+
+
+def throughput_windows(timeline, start: float, width_s: float | None = None) -> list[dict]:
+    """The consumer's ``timeline`` ((monotonic time, records, bytes so far)
+    per batch) as windows of ``width_s`` from ``start``: records and MB/s
+    read in each (empty windows included, so a stall shows as zero).
+    Without ``width_s``: one second, or a twentieth of a shorter run (at
+    least 10 ms), so a short run still shows a shape."""
+    if width_s is None:
+        run_s = timeline[-1][0] - start if timeline else 0.0
+        width_s = 1.0 if run_s >= 20 else max(run_s / 20, 0.01)
+    windows: list[dict] = []
+    records_before = bytes_before = 0
+    for at, records, size in timeline:
+        # Windows end at their at_s: a batch at exactly one's end is in it.
+        index = max(0, math.ceil((at - start) / width_s - 1e-9) - 1)
+        while len(windows) <= index:
+            windows.append({"at_s": round((len(windows) + 1) * width_s, 3), "records": 0, "bytes": 0})
+        windows[index]["records"] += records - records_before
+        windows[index]["bytes"] += size - bytes_before
+        records_before, bytes_before = records, size
+    for window in windows:
+        window["records_per_sec"] = window["records"] / width_s
+        window["mb_per_sec"] = window["bytes"] / MB / width_s
+    return windows
+
+
+def plot_throughput(path: str, windows: list[dict], title: str) -> None:
+    """Records/s and MB/s per window over time, in one PNG."""
+    plt = _pyplot()
+    fig, (records, megabytes) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=80)
+    # Each window's rate holds from its start to its end (at_s).
+    at = [0.0] + [w["at_s"] for w in windows]
+    for axes, key, label in ((records, "records_per_sec", "records/s"),
+                             (megabytes, "mb_per_sec", "MB/s")):
+        rates = [w[key] for w in windows]
+        axes.step(at, rates[:1] + rates, where="pre")
+        axes.set_xlabel("time since start (s)")
+        axes.set_ylabel(label)
+        axes.set_ylim(bottom=0)
+        axes.set_title(f"{label} over time")
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(path)

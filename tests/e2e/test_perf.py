@@ -122,6 +122,17 @@ def test_consume_reads_what_produce_wrote(perf_broker, topic, client, capsys, tm
     assert abs(float(fields[2]) - 2000 * 50 / 1024 / 1024) < 1e-3
     result = json.loads(report.read_text())
     assert result["records"] == 2000 and result["bytes"] == 100000
+    assert sum(w["records"] for w in result["windows"]) == 2000
+
+
+def test_consume_plots_throughput_over_time(perf_broker, topic, capsys, tmp_path):
+    create_topic(perf_broker, topic)
+    run(capsys, "produce", "--bootstrap-server", perf_broker, "--topic", topic, "--num-records", "1000",
+        "--record-size", "50", "--throughput", "-1")
+    picture = tmp_path / "c.png"
+    run(capsys, "consume", "--bootstrap-server", perf_broker, "--topic", topic, "--messages", "1000",
+        "--group", "perf-plot", "--timeout", "20000", "--plot", str(picture))
+    assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and picture.stat().st_size > 10000
 
 
 @pytest.mark.parametrize("client", ["confluent", "kfast"])

@@ -69,3 +69,22 @@ def test_kafka_line_formats():
     fields = row.split(", ")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:000", fields[0])
     assert fields[2:] == ["1.0000", "0.1000", "1000", "100.0000", "3000", "7000", "0.1429", "142.8571"]
+
+
+def test_throughput_windows_cut_the_consumer_timeline_per_second():
+    """Running totals per batch become per-second windows; a second without
+    a batch is a zero window, and the windows add up to the totals."""
+    from kfast.tools.perf_stats import MB, throughput_windows
+
+    start = 100.0
+    timeline = [(100.2, 10, 1000), (100.9, 30, 3000), (102.5, 35, 3500 + MB)]
+    windows = throughput_windows(timeline, start, 1.0)
+    assert [w["at_s"] for w in windows] == [1.0, 2.0, 3.0]
+    assert [w["records"] for w in windows] == [30, 0, 5]
+    assert [w["records_per_sec"] for w in windows] == [30.0, 0.0, 5.0]
+    assert windows[2]["mb_per_sec"] == (500 + MB) / MB
+    assert sum(w["bytes"] for w in windows) == 3500 + MB
+    assert throughput_windows([], start) == []
+    # A run shorter than 20 s gets 20 windows over its length.
+    assert [w["at_s"] for w in throughput_windows([(101.0, 1, 1)], start)][-1] == 1.0
+    assert len(throughput_windows([(101.0, 1, 1)], start)) == 20
