@@ -29,6 +29,15 @@ object per record instead, kcat's ``-J`` envelope (``topic``, ``partition``,
 undecodable bytes replaced). It stops after ``--max-messages`` records or
 ``--timeout-ms`` without a new record, and then prints ``Processed a total
 of N messages`` on stderr, as kafka-console-consumer.sh.
+
+Kafka client properties come as in Kafka's console tools:
+``--producer.config FILE`` / ``--consumer.config FILE``, then
+``--producer-property`` / ``--consumer-property NAME=VALUE`` (which win),
+then the flags (``--acks``, ``--linger-ms``, ``--batch-size``,
+``--compression``, ``--isolation-level``), which win when given. They are
+read with kfast's client property table (kfast.client.properties): an
+unknown name is logged and ignored, as Kafka's clients do; an invalid value
+stops the tool with Kafka's ConfigException message.
 """
 from __future__ import annotations
 
@@ -39,16 +48,43 @@ import threading
 import time
 
 from kfast.client.admin import EARLIEST, LATEST
-from kfast.client.fetcher import READ_COMMITTED, READ_UNCOMMITTED, ConsumerRecord, Fetcher, decode_records
+from kfast.client.fetcher import ConsumerRecord, Fetcher, decode_records
 from kfast.client.producer import KafkaProducer
 from kfast.protocol import errors
-from kfast.records import (
-    COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_SNAPPY, COMPRESSION_ZSTD,
-    TIMESTAMP_LOG_APPEND_TIME,
+from kfast.client.properties import (
+    CODECS, Client, ClientProperties, parse_client_properties, read_properties,
 )
+from kfast.config import ConfigException
+from kfast.records import TIMESTAMP_LOG_APPEND_TIME
 
-CODECS = {"none": COMPRESSION_NONE, "gzip": COMPRESSION_GZIP, "snappy": COMPRESSION_SNAPPY,
-          "lz4": COMPRESSION_LZ4, "zstd": COMPRESSION_ZSTD}
+# The console producer's defaults where they differ from the producer's
+# (ConsoleProducer: linger.ms 1000, client.id console-producer).
+_PRODUCER_FLAGS = {"compression": ("compression.type", "none"), "acks": ("acks", "-1"),
+                   "batch_size": ("batch.size", "16384"), "linger_ms": ("linger.ms", "1000")}
+
+
+def producer_properties(args) -> ClientProperties:
+    """The producer's properties: --producer.config, then --producer-property,
+    then the flags given (else their defaults where no property says
+    otherwise); unknown names are logged and ignored, as Kafka's producer
+    does, invalid values refused (ConfigException)."""
+    props = read_properties(args.producer_property, args.producer_config)
+    for flag, (name, default) in _PRODUCER_FLAGS.items():
+        given = getattr(args, flag)
+        if given is not None or name not in props:
+            props[name] = default if given is None else str(given)
+    props.setdefault("client.id", "kfast-console-producer")
+    return parse_client_properties(props, Client.PRODUCER, strict=False)
+
+
+def consumer_properties(args) -> ClientProperties:
+    """The consumer's properties: --consumer.config, then --consumer-property,
+    then --isolation-level; lenient as Kafka's consumer."""
+    props = read_properties(args.consumer_property, args.consumer_config)
+    if args.isolation_level is not None or "isolation.level" not in props:
+        props["isolation.level"] = args.isolation_level or "read_uncommitted"
+    props.setdefault("client.id", "kfast-console-consumer")
+    return parse_client_properties(props, Client.CONSUMER, strict=False)
 
 
 def register(subparsers) -> None:
@@ -61,13 +97,19 @@ def register(subparsers) -> None:
     p.add_argument("--property", action="append", default=[], metavar="NAME=VALUE",
                    help="line reader property (parse.key, key.separator, parse.headers, ...)")
     p.add_argument("--headers", action="store_true", help="same as --property parse.headers=true")
+    # Explicit flags win over --producer-property / --producer.config, which
+    # win over the flags' defaults (Kafka's CommandLineUtils.maybeMergeOptions).
     p.add_argument("--compression", "--compression-codec", dest="compression", choices=sorted(CODECS),
-                   default="none", help="compression codec of the record batches")
-    p.add_argument("--acks", "--request-required-acks", dest="acks", default="-1",
+                   help="compression codec of the record batches (default none)")
+    p.add_argument("--acks", "--request-required-acks", dest="acks",
                    choices=["0", "1", "-1", "all"], help="acknowledgements to wait for (default -1)")
-    p.add_argument("--batch-size", type=int, default=16384, help="record batch size in bytes")
-    p.add_argument("--linger-ms", "--timeout", dest="linger_ms", type=int, default=1000,
-                   help="how long a batch may wait for more records (ms)")
+    p.add_argument("--batch-size", help="record batch size in bytes (default 16384)")
+    p.add_argument("--linger-ms", "--timeout", dest="linger_ms",
+                   help="how long a batch may wait for more records (ms, default 1000)")
+    p.add_argument("--producer-property", action="append", default=[], metavar="NAME=VALUE",
+                   help="Kafka producer property (acks, linger.ms, client.id, ...)")
+    p.add_argument("--producer.config", dest="producer_config", metavar="FILE",
+                   help="producer properties file (--producer-property takes precedence)")
     p.add_argument("--sync", action="store_true", help="wait for each record's acknowledgement")
     p.set_defaults(handler=run_produce)
 
@@ -86,7 +128,11 @@ def register(subparsers) -> None:
                    help="formatter property (print.key, print.timestamp, key.separator, ...)")
     c.add_argument("--format", choices=["text", "json"], default="text")
     c.add_argument("--isolation-level", choices=["read_uncommitted", "read_committed"],
-                   default="read_uncommitted")
+                   help="default read_uncommitted; wins over the isolation.level property")
+    c.add_argument("--consumer-property", action="append", default=[], metavar="NAME=VALUE",
+                   help="Kafka consumer property (fetch.max.bytes, client.id, ...)")
+    c.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
+                   help="consumer properties file (--consumer-property takes precedence)")
     c.set_defaults(handler=run_consume)
 
 
@@ -200,17 +246,15 @@ def run_produce(args, stdin=None, err=None) -> int:
         if args.headers:
             properties["parse.headers"] = "true"
         reader = LineReader(properties)
-        return asyncio.run(_produce(args, reader, stdin, err))
-    except (UsageError, errors.KafkaError) as exc:
+        return asyncio.run(_produce(args, producer_properties(args), reader, stdin, err))
+    except (UsageError, ConfigException, errors.KafkaError) as exc:
         err.write(f"ERROR {exc}\n")
         return 1
 
 
-async def _produce(args, reader: LineReader, stdin, err) -> int:
-    acks = -1 if args.acks == "all" else int(args.acks)
-    producer = KafkaProducer(args.bootstrap_server, client_id="kfast-console-producer", acks=acks,
-                             compression=CODECS[args.compression], batch_size=args.batch_size,
-                             linger_ms=args.linger_ms, allow_auto_topic_creation=True)
+async def _produce(args, props: ClientProperties, reader: LineReader, stdin, err) -> int:
+    producer = KafkaProducer(args.bootstrap_server, allow_auto_topic_creation=True,
+                             **props.producer_arguments())
     await producer.start()
     failures = 0
     pending = []
@@ -366,18 +410,20 @@ def run_consume(args, out=None, err=None) -> int:
     try:
         properties = parse_properties(args.property)
         spec = _start_spec(args)
-        return asyncio.run(_consume(args, spec, MessageFormatter(properties), out, err))
-    except (UsageError, errors.KafkaError) as exc:
+        return asyncio.run(_consume(args, consumer_properties(args), spec,
+                                    MessageFormatter(properties), out, err))
+    except (UsageError, ConfigException, errors.KafkaError) as exc:
         err.write(f"ERROR {exc}\n")
         return 1
     except KeyboardInterrupt:
         return 0
 
 
-async def _consume(args, spec, formatter: MessageFormatter, out, err) -> int:
-    isolation = READ_COMMITTED if args.isolation_level == "read_committed" else READ_UNCOMMITTED
-    fetcher = Fetcher(args.bootstrap_server, client_id="kfast-console-consumer",
-                      isolation_level=isolation, max_wait_ms=500)
+async def _consume(args, props: ClientProperties, spec, formatter: MessageFormatter,
+                   out, err) -> int:
+    fetcher = Fetcher(args.bootstrap_server, **{"max_wait_ms": 500, **props.fetcher_arguments()})
+    isolation = fetcher.isolation_level
+    partition_max_bytes = props.get("max.partition.fetch.bytes", 1 << 20)
     await fetcher.start()
     processed = 0
     try:
@@ -391,14 +437,14 @@ async def _consume(args, spec, formatter: MessageFormatter, out, err) -> int:
         last_record = time.monotonic()
         timeout = None if args.timeout_ms is None else args.timeout_ms / 1000.0
         while args.max_messages is None or processed < args.max_messages:
-            wait_ms = 500
+            wait_ms = fetcher.max_wait_ms
             if timeout is not None:
                 remaining = timeout - (time.monotonic() - last_record)
                 if remaining <= 0:
                     break
                 wait_ms = max(0, min(wait_ms, int(remaining * 1000)))
             try:
-                fetched = await fetcher.fetch_many(positions, max_wait_ms=wait_ms)
+                fetched = await fetcher.fetch_many(positions, partition_max_bytes, wait_ms)
             except errors.OffsetOutOfRangeException as exc:
                 # auto.offset.reset=latest for the console consumer without --from-beginning,
                 # earliest with it: the partition moves to that end.

@@ -23,6 +23,8 @@ import random
 import sys
 import time
 
+from kfast.client.properties import read_properties
+from kfast.config import ConfigException
 from kfast.tools import perf_clients
 from kfast.tools.perf_stats import (
     CONSUMER_HEADER, LatencyStats, consumer_row, consumer_summary, e2e_final_lines, plot,
@@ -87,17 +89,10 @@ def register(subparsers) -> None:
 
 
 def parse_props(items: list[str], path: str | None = None) -> dict[str, str]:
-    props = {}
-    lines = []
-    if path:
-        with open(path) as f:
-            lines = [line.strip() for line in f if line.strip() and not line.lstrip().startswith(("#", "!"))]
-    for item in lines + list(items):
-        name, sep, value = item.partition("=")
-        if not sep:
-            raise SystemExit(f"invalid property {item!r}: expected NAME=VALUE")
-        props[name.strip()] = value.strip()
-    return props
+    try:
+        return read_properties(items, path)
+    except ConfigException as exc:
+        raise SystemExit(f"invalid property: {exc}") from None
 
 
 _LETTERS = bytes(65 + b % 26 for b in range(256))     # byte -> 'A'..'Z'

@@ -38,27 +38,27 @@ class Throttler:
         return self.start + sent / self.rate - time.monotonic()
 
 
+def _kfast_properties(props: dict[str, str], client):
+    """Kafka client properties for kfast's client, read with its property
+    table as Kafka's perf tools hand them to Kafka's clients: an unknown
+    name is logged and ignored, an invalid value stops the run."""
+    from kfast.client.properties import parse_client_properties
+    from kfast.config import ConfigException
+    try:
+        return parse_client_properties(props, client, strict=False)
+    except ConfigException as exc:
+        raise SystemExit(f"ERROR {exc}") from None
+
+
 def _kfast_producer_options(props: dict[str, str]) -> dict:
-    """Kafka producer properties -> KafkaProducer arguments (the ones kfast's
-    producer has); anything else is refused rather than silently ignored."""
-    from kfast.tools.console import CODECS
-    options = {}
-    for name, value in props.items():
-        if name == "acks":
-            options["acks"] = -1 if value == "all" else int(value)
-        elif name == "linger.ms":
-            options["linger_ms"] = float(value)
-        elif name == "batch.size":
-            options["batch_size"] = int(value)
-        elif name == "compression.type":
-            options["compression"] = CODECS[value]
-        elif name == "enable.idempotence":
-            options["enable_idempotence"] = value.lower() == "true"
-        elif name == "buffer.memory":
-            options["buffer_memory"] = int(value)
-        elif name not in ("bootstrap.servers", "client.id"):
-            raise SystemExit(f"the kfast client has no producer property {name!r}")
-    return options
+    from kfast.client.properties import Client
+    return _kfast_properties(props, Client.PRODUCER).producer_arguments()
+
+
+def _kfast_fetcher_options(props: dict[str, str], fetch_max_wait_ms: int) -> dict:
+    from kfast.client.properties import Client
+    return {**_kfast_properties(props, Client.CONSUMER).fetcher_arguments(),
+            "max_wait_ms": fetch_max_wait_ms}
 
 
 # ---- produce ---------------------------------------------------------------------------
@@ -166,7 +166,7 @@ async def _consume_kfast(bootstrap, topic, group, messages, timeout_ms, from_lat
     from kfast.client.admin import EARLIEST, LATEST
     from kfast.client.fetcher import Fetcher, decode_records
     records = size = 0
-    async with Fetcher(bootstrap, max_wait_ms=fetch_max_wait_ms) as fetcher:
+    async with Fetcher(bootstrap, **_kfast_fetcher_options(props, fetch_max_wait_ms)) as fetcher:
         partitions = await fetcher.cluster.partitions_for(topic)
         spec = LATEST if from_latest else EARLIEST
         positions = await fetcher.list_offsets({(topic, p): spec for p in partitions})

@@ -18,10 +18,11 @@ the same meaning, and the checks Spark makes fail here with Spark's messages:
 Where Spark silently ignores an option name it does not know, kfast refuses
 it: a misspelt ``startingOffset`` would otherwise read from the default
 position without a word. Options starting with ``kafka.`` are Kafka client
-properties: a read's are mapped onto kfast's client
-(:func:`parse_consumer_properties`), a write's onto its producer
-(``sink.producer_arguments``); those kfast cannot honour (TLS, SASL,
-read_committed, unknown names) are refused with their names.
+properties, read with kfast's client property table
+(kfast.client.properties): a read's strictly (:func:`parse_consumer_properties`:
+TLS, SASL, read_committed, invalid values and unknown names are refused with
+their names), a write's leniently (``sink.producer_arguments``: unknown names
+logged and ignored, as Kafka's producer does).
 
 Option names are case-insensitive, as in Spark (PySpark hands a data source a
 map with lower-cased keys); messages use Spark's spelling.
@@ -41,6 +42,8 @@ from typing import Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 # JSON options.
 from kfast.client import EARLIEST, LATEST
 from kfast.client.connection import DEFAULT_CLIENT_ID
+from kfast.client.properties import Client, parse_client_properties
+from kfast.config import ConfigException
 from kfast.controller.topics import INTERNAL_TOPICS
 
 logger = logging.getLogger(__name__)
@@ -167,106 +170,41 @@ class KafkaConsumerSettings:
         return arguments
 
 
-def _non_negative_int(prop: str, value: str) -> int:
-    # Kafka's ConfigDef: these are ints/longs "at least 0".
-    try:
-        number = int(value.strip())
-    except ValueError:
-        number = -1
-    if number < 0:
-        raise ValueError(f"Invalid value '{value}' for option 'kafka.{prop}': expected an "
-                         "integer >= 0")
-    return number
-
-
-def _true_or_false(prop: str, value: str) -> bool:
-    lowered = value.strip().lower()
-    if lowered not in ("true", "false"):
-        raise ValueError(f"Invalid value '{value}' for option 'kafka.{prop}': expected true "
-                         "or false")
-    return lowered == "true"
-
-
-#: Consumer property -> (KafkaConsumerSettings field, parser).
-_CONSUMER_PROPERTIES = {
-    "client.id": ("client_id", lambda prop, value: value),
-    "request.timeout.ms": ("request_timeout_ms", _non_negative_int),
-    "default.api.timeout.ms": ("default_api_timeout_ms", _non_negative_int),
-    "retry.backoff.ms": ("retry_backoff_ms", _non_negative_int),
-    "retry.backoff.max.ms": ("retry_backoff_max_ms", _non_negative_int),
-    "fetch.max.bytes": ("fetch_max_bytes", _non_negative_int),
-    "max.partition.fetch.bytes": ("max_partition_fetch_bytes", _non_negative_int),
-    "fetch.min.bytes": ("fetch_min_bytes", _non_negative_int),
-    "fetch.max.wait.ms": ("fetch_max_wait_ms", _non_negative_int),
-    "check.crcs": ("check_crcs", _true_or_false),
-}
-
-#: Consumer properties that have nothing to act on in kfast's reader, which
-#: (like Spark's) assigns partitions itself and fetches by offset: no group,
-#: no poll loop, no commits; socket and metrics tuning of the Java client.
-#: Accepted, as Spark's Kafka source accepts them, and logged as unused.
-_CONSUMER_PROPERTIES_WITHOUT_EFFECT = frozenset({
-    "group.id", "group.instance.id", "group.protocol", "group.remote.assignor",
-    "session.timeout.ms", "heartbeat.interval.ms", "max.poll.records", "max.poll.interval.ms",
-    "auto.commit.interval.ms", "partition.assignment.strategy", "client.rack",
-    "allow.auto.create.topics", "exclude.internal.topics", "metadata.max.age.ms",
-    "receive.buffer.bytes", "send.buffer.bytes", "connections.max.idle.ms",
-    "reconnect.backoff.ms", "reconnect.backoff.max.ms", "socket.connection.setup.timeout.ms",
-    "socket.connection.setup.timeout.max.ms", "client.dns.lookup", "metric.reporters",
-    "metrics.num.samples", "metrics.recording.level", "metrics.sample.window.ms",
-    "auto.include.jmx.reporter", "enable.metrics.push",
-})
-
-_SECURITY_PREFIXES = ("ssl.", "sasl.")
-
-
 def parse_consumer_properties(kafka_params: Mapping[str, str]) -> KafkaConsumerSettings:
     """Map a read's ``kafka.*`` properties (prefix removed) onto kfast's
-    client; refuse, naming them, the ones it cannot honour. Spark's refused
-    properties (``auto.offset.reset`` ...) are checked before this."""
-    settings = {}
-    unused = []
-    for prop, value in sorted(kafka_params.items()):
-        if prop == "bootstrap.servers":
-            continue
-        if prop == "security.protocol":
-            if value.strip().upper() != "PLAINTEXT":
-                raise ValueError(
-                    f"Kafka option 'kafka.security.protocol' = '{value}' is not supported by "
-                    "the kfast source: kfast's client connects with PLAINTEXT only")
-            continue
-        if prop.startswith(_SECURITY_PREFIXES) or prop == "security.providers":
-            raise ValueError(
-                f"Kafka option 'kafka.{prop}' is not supported by the kfast source: kfast's "
-                "client has no TLS or SASL (security.protocol PLAINTEXT only)")
-        if prop == "isolation.level":
-            level = value.strip().lower()
-            if level == "read_committed":
-                raise ValueError(
-                    "Kafka option 'kafka.isolation.level' = 'read_committed' is not supported "
-                    "by the kfast source: it reads up to the high watermark and does not "
-                    "drop aborted transactions' records (read_uncommitted, the default)")
-            if level != "read_uncommitted":
-                raise ValueError(f"Invalid value '{value}' for option 'kafka.isolation.level': "
-                                 "expected read_uncommitted or read_committed")
-            continue
-        if prop in _CONSUMER_PROPERTIES:
-            name, parse = _CONSUMER_PROPERTIES[prop]
-            settings[name] = parse(prop, value)
-        elif prop in _CONSUMER_PROPERTIES_WITHOUT_EFFECT:
-            unused.append(prop)
-        else:
-            raise ValueError(
-                f"Kafka option 'kafka.{prop}' is not supported by the kfast source; "
-                f"supported: kafka.bootstrap.servers, "
-                f"{', '.join('kafka.' + p for p in _CONSUMER_PROPERTIES)}, "
-                "kafka.security.protocol (PLAINTEXT), kafka.isolation.level "
-                "(read_uncommitted), and consumer-group and socket properties, which have "
-                "no effect")
-    if unused:
+    client with the client property table (kfast.client.properties),
+    strictly: a name the consumer does not define is refused, as is what
+    kfast's client cannot honour (TLS, SASL) and read_committed, which this
+    source does not apply. Spark's refused properties (``auto.offset.reset``
+    ...) are checked before this."""
+    try:
+        parsed = parse_client_properties(kafka_params, Client.CONSUMER, strict=True)
+    except ConfigException as exc:
+        raise ValueError(f"Kafka option 'kafka.{exc.name}' refused by the kfast source: "
+                         f"{exc}") from None
+    if parsed.get("isolation.level") == "read_committed":
+        raise ValueError(
+            "Kafka option 'kafka.isolation.level' = 'read_committed' is not supported "
+            "by the kfast source: it reads up to the high watermark and does not "
+            "drop aborted transactions' records (read_uncommitted, the default)")
+    if parsed.without_effect:
         logger.info("Kafka options without effect on the kfast source (it has no consumer "
-                    "group or poll loop): %s", ", ".join("kafka." + p for p in unused))
+                    "group or poll loop): %s",
+                    ", ".join("kafka." + p for p in parsed.without_effect))
+    settings = {field_name: parsed.get(prop) for prop, field_name in _CONSUMER_SETTINGS.items()
+                if prop in parsed.values}
     return KafkaConsumerSettings(**settings)
+
+
+#: Consumer property -> KafkaConsumerSettings field.
+_CONSUMER_SETTINGS = {
+    "client.id": "client_id", "request.timeout.ms": "request_timeout_ms",
+    "default.api.timeout.ms": "default_api_timeout_ms", "retry.backoff.ms": "retry_backoff_ms",
+    "retry.backoff.max.ms": "retry_backoff_max_ms", "fetch.max.bytes": "fetch_max_bytes",
+    "max.partition.fetch.bytes": "max_partition_fetch_bytes",
+    "fetch.min.bytes": "fetch_min_bytes", "fetch.max.wait.ms": "fetch_max_wait_ms",
+    "check.crcs": "check_crcs",
+}
 
 
 # ---------------------------------------------------------------------------

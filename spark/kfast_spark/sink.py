@@ -14,10 +14,12 @@ every acknowledgement before it reports success, so a committed Spark job
 has all its records in the log. Like Spark's sink this is at-least-once: a
 retried task writes its rows again.
 
-Producer properties (``kafka.*`` options): ``acks``, ``linger.ms``,
-``batch.size``, ``compression.type``, ``enable.idempotence``, ``retries``,
-``delivery.timeout.ms``; others are refused with their names, rather than
-ignored. As Kafka's producer, a failed send is retried without a count until
+Producer properties (``kafka.*`` options) are read with kfast's client
+property table (``acks``, ``linger.ms``, ``batch.size``, ``compression.type``,
+``enable.idempotence``, ``retries``, ``delivery.timeout.ms``, ``buffer.memory``,
+``client.id``, ``request.timeout.ms``, ``retry.backoff.ms`` ...); as with
+Spark's sink and Kafka's producer, an unknown name is logged and ignored,
+an invalid value is refused. As Kafka's producer, a failed send is retried without a count until
 ``delivery.timeout.ms`` (120 s): a leader killed with -9 stays the leader in
 Metadata until its session times out, and the task must outlast that.
 """
@@ -32,58 +34,28 @@ from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, Wri
 from pyspark.sql.types import StructType
 
 from kfast.client import KafkaProducer
-from kfast.compression import CODEC_NAMES
+from kfast.client.properties import Client, parse_client_properties
+from kfast.config import ConfigException
 from kfast.protocol.constants import INT32_MAX
 from kfast_spark.options import KafkaSinkOptions
 
-_CODECS_BY_NAME = {name: codec for codec, name in CODEC_NAMES.items()}
-
-
-def _acks(value: str) -> int:
-    return -1 if value.strip().lower() == "all" else int(value)
-
-
-def _boolean(value: str) -> bool:
-    return value.strip().lower() == "true"
-
-
-def _compression(value: str) -> int:
-    try:
-        return _CODECS_BY_NAME[value.strip().lower()]
-    except KeyError:
-        raise ValueError(f"Invalid value '{value}' for option 'kafka.compression.type': "
-                         f"expected one of {', '.join(_CODECS_BY_NAME)}") from None
-
-
-#: Kafka producer property -> (KafkaProducer argument, parser).
-_PRODUCER_PROPERTIES = {
-    "acks": ("acks", _acks),
-    "linger.ms": ("linger_ms", float),
-    "batch.size": ("batch_size", int),
-    "compression.type": ("compression", _compression),
-    "enable.idempotence": ("enable_idempotence", _boolean),
-    "retries": ("retries", int),
-    "delivery.timeout.ms": ("delivery_timeout_ms", int),
-}
-
-#: Kafka's producer defaults: acks=all since 3.0; retries without a count,
-#: bounded by delivery.timeout.ms.
+#: Kafka's producer defaults where kfast's producer has others: acks=all
+#: since 3.0; retries without a count, bounded by delivery.timeout.ms.
 _PRODUCER_DEFAULTS = {"acks": -1, "retries": INT32_MAX, "delivery_timeout_ms": 120_000}
 
 
 def producer_arguments(options: KafkaSinkOptions) -> dict:
-    """KafkaProducer keyword arguments from the ``kafka.*`` options."""
-    arguments = dict(_PRODUCER_DEFAULTS)
-    for prop, value in options.kafka_params.items():
-        if prop == "bootstrap.servers":
-            continue
-        if prop not in _PRODUCER_PROPERTIES:
-            raise ValueError(f"Kafka producer property 'kafka.{prop}' is not supported by the "
-                             f"kfast sink; supported: "
-                             f"{', '.join('kafka.' + p for p in _PRODUCER_PROPERTIES)}")
-        name, parse = _PRODUCER_PROPERTIES[prop]
-        arguments[name] = parse(value)
-    return arguments
+    """KafkaProducer keyword arguments from the ``kafka.*`` options, read
+    with the client property table (kfast.client.properties) leniently, as
+    Spark's sink hands them to Kafka's producer: a name the producer does not
+    define is logged and ignored; an invalid value, or TLS / SASL, which
+    kfast's client cannot honour, fails the write when it is planned."""
+    try:
+        parsed = parse_client_properties(options.kafka_params, Client.PRODUCER, strict=False)
+    except ConfigException as exc:
+        raise ValueError(f"Kafka option 'kafka.{exc.name}' refused by the kfast sink: "
+                         f"{exc}") from None
+    return {**_PRODUCER_DEFAULTS, **parsed.producer_arguments()}
 
 
 @dataclass

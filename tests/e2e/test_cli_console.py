@@ -233,3 +233,67 @@ def test_produce_acks_options(broker, admin, topic, flags):
     admin.create_topics([NewTopic(topic, 1, 1)])
     assert kfast_produce(broker, "one\ntwo\n", "--topic", topic, *flags) == (0, "")
     assert [m.value() for m in confluent_read(broker, topic, [0], 2)] == [b"one", b"two"]
+
+
+# --- Kafka client properties, as kafka-console-producer.sh / -consumer.sh take them ---
+
+def test_producer_properties_file_then_property_then_flag(broker, admin, topic, tmp_path):
+    admin.create_topics([NewTopic(topic, 3, 1)])
+    config = tmp_path / "producer.properties"
+    config.write_text("compression.type=gzip\nacks=1\n")
+    common = ["--topic", topic, "--producer.config", str(config)]
+    assert kfast_produce(broker, "a\n", *common, "--partition", "0") == (0, "")
+    assert kfast_produce(broker, "b\n", *common, "--partition", "1",
+                         "--producer-property", "compression.type=lz4") == (0, "")
+    assert kfast_produce(broker, "c\n", *common, "--partition", "2",
+                         "--producer-property", "compression.type=lz4",
+                         "--compression", "zstd") == (0, "")
+    assert [first_batch_codec(broker, topic, p) for p in range(3)] == [
+        COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_ZSTD]
+
+
+def test_producer_unknown_property_is_ignored_invalid_one_refused(broker, admin, topic, caplog):
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    with caplog.at_level("WARNING", logger="kfast.client.properties"):
+        assert kfast_produce(broker, "kept\n", "--topic", topic,
+                             "--producer-property", "linger.mss=3") == (0, "")
+    assert "The configuration 'linger.mss' was supplied but isn't a known config." in caplog.text
+    status, err = kfast_produce(broker, "refused\n", "--topic", topic,
+                                "--producer-property", "acks=2")
+    assert status == 1
+    assert err == ("ERROR Invalid value 2 for configuration acks: String must be one of: "
+                   "all, -1, 0, 1\n")
+    assert kfast_consume(broker, "--topic", topic, "--from-beginning",
+                         "--timeout-ms", "500")[1] == b"kept\n"
+
+
+def test_consumer_isolation_level_from_a_property_and_the_flag(broker, admin, topic, tmp_path):
+    from confluent_kafka import Producer
+    admin.create_topics([NewTopic(topic, 1, 1)])
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                         "transactional.id": f"{topic}-tx"})
+    producer.init_transactions(30)
+    producer.begin_transaction()
+    producer.produce(topic, b"committed")
+    producer.commit_transaction(15)
+    producer.begin_transaction()
+    producer.produce(topic, b"open")
+    assert producer.flush(15) == 0
+    config = tmp_path / "consumer.properties"
+    config.write_text("isolation.level=read_committed\nsession.timeout.ms=10000\n")
+    try:
+        # Two records stop a read at once; read_committed waits out the timeout.
+        read = ["--topic", topic, "--from-beginning", "--max-messages", "2",
+                "--timeout-ms", "800"]
+        assert kfast_consume(broker, *read)[1] == b"committed\nopen\n"
+        assert kfast_consume(broker, *read, "--consumer.config", str(config))[1] == b"committed\n"
+        assert kfast_consume(broker, *read, "--consumer-property",
+                             "isolation.level=read_committed")[1] == b"committed\n"
+        assert kfast_consume(broker, *read, "--consumer.config", str(config),
+                             "--isolation-level", "read_uncommitted")[1] == b"committed\nopen\n"
+        status, _, err = kfast_consume(broker, *read, "--consumer-property",
+                                       "fetch.max.wait.ms=-1")
+        assert status == 1 and ("ERROR Invalid value -1 for configuration fetch.max.wait.ms: "
+                                "Value must be at least 0") in err
+    finally:
+        producer.abort_transaction(15)

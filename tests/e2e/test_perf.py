@@ -158,3 +158,22 @@ def test_against_tansu(tansu_broker, topic, capsys):
     lines = run(capsys, "consume", "--client", "kfast", "--bootstrap-server", tansu_broker, "--topic", topic,
                 "--messages", "1000", "--timeout", "20000")
     assert lines[1].split(", ")[4] == "1000"
+
+
+def test_kfast_client_reads_producer_props_with_the_property_table(perf_broker, topic, capsys,
+                                                                   caplog, tmp_path):
+    create_topic(perf_broker, topic, 1)
+    report = tmp_path / "p.json"
+    # Lenient, as Kafka's producer: an unknown name is logged and ignored.
+    with caplog.at_level("WARNING", logger="kfast.client.properties"):
+        run(capsys, "produce", "--client", "kfast", "--bootstrap-server", perf_broker,
+            "--topic", topic, "--num-records", "10", "--record-size", "10", "--throughput", "-1",
+            "--producer-props", "compression.type=lz4", "queue.buffering.max.ms=1",
+            "--json", str(report))
+    assert "The configuration 'queue.buffering.max.ms' was supplied" in caplog.text
+    assert count_records(perf_broker, topic, 1) == 10
+    # An invalid value stops the run with Kafka's ConfigException message.
+    with pytest.raises(SystemExit, match="ERROR Invalid value 2 for configuration acks"):
+        main(["perf", "produce", "--client", "kfast", "--bootstrap-server", perf_broker,
+              "--topic", topic, "--num-records", "1", "--record-size", "1",
+              "--throughput", "-1", "--producer-props", "acks=2"])

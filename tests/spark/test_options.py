@@ -206,27 +206,36 @@ def test_consumer_group_and_socket_properties_are_accepted_without_effect(caplog
 
 
 @pytest.mark.parametrize("options, message", [
+    # Kafka's ConfigException message, behind the option's name.
     ({"kafka.security.protocol": "SSL"},
-     "'kafka.security.protocol' = 'SSL' is not supported by the kfast source: kfast's client "
-     "connects with PLAINTEXT only"),
-    ({"kafka.security.protocol": "SASL_SSL"}, "'SASL_SSL' is not supported"),
+     "Kafka option 'kafka.security.protocol' refused by the kfast source: Invalid value SSL "
+     "for configuration security.protocol: kfast's client connects with PLAINTEXT only"),
+    ({"kafka.security.protocol": "SASL_SSL"}, "Invalid value SASL_SSL for configuration"),
+    ({"kafka.security.protocol": "TLS"},
+     "Invalid value TLS for configuration security.protocol: String must be one of: PLAINTEXT"),
     ({"kafka.ssl.truststore.location": "/etc/ts.jks"},
-     "Kafka option 'kafka.ssl.truststore.location' is not supported by the kfast source: "
-     "kfast's client has no TLS or SASL"),
-    ({"kafka.sasl.mechanism": "PLAIN"}, "'kafka.sasl.mechanism' is not supported"),
-    ({"kafka.sasl.jaas.config": "x"}, "'kafka.sasl.jaas.config' is not supported"),
+     "Kafka option 'kafka.ssl.truststore.location' refused by the kfast source: Invalid value "
+     "/etc/ts.jks for configuration ssl.truststore.location: kfast's client has no TLS or SASL"),
+    ({"kafka.sasl.mechanism": "PLAIN"}, "'kafka.sasl.mechanism' refused"),
+    ({"kafka.sasl.jaas.config": "x"}, "'kafka.sasl.jaas.config' refused"),
+    ({"kafka.ssl.key.password": "secret"}, "Invalid value [hidden] for configuration "
+                                           "ssl.key.password"),
     ({"kafka.isolation.level": "read_committed"},
      "'kafka.isolation.level' = 'read_committed' is not supported"),
     ({"kafka.isolation.level": "snapshot"},
-     "Invalid value 'snapshot' for option 'kafka.isolation.level'"),
+     "Invalid value snapshot for configuration isolation.level: String must be one of: "
+     "read_uncommitted, read_committed"),
+    # Strict: a name the consumer does not define (a typo, or a producer's).
     ({"kafka.fetch.max.byte": "1"},
-     "Kafka option 'kafka.fetch.max.byte' is not supported by the kfast source; supported: "
-     "kafka.bootstrap.servers, kafka.client.id"),
+     "Kafka option 'kafka.fetch.max.byte' refused by the kfast source: Invalid value 1 for "
+     "configuration fetch.max.byte: not a known consumer configuration"),
+    ({"kafka.acks": "all"}, "configuration acks: not a known consumer configuration"),
     ({"kafka.request.timeout.ms": "-1"},
-     "Invalid value '-1' for option 'kafka.request.timeout.ms': expected an integer >= 0"),
+     "Invalid value -1 for configuration request.timeout.ms: Value must be at least 0"),
     ({"kafka.max.partition.fetch.bytes": "1MB"},
-     "Invalid value '1MB' for option 'kafka.max.partition.fetch.bytes'"),
-    ({"kafka.check.crcs": "yes"}, "Invalid value 'yes' for option 'kafka.check.crcs'"),
+     "Invalid value 1MB for configuration max.partition.fetch.bytes"),
+    ({"kafka.check.crcs": "yes"},
+     "Invalid value yes for configuration check.crcs: Expected value to be either true or false"),
 ])
 def test_consumer_properties_kfast_cannot_honour_are_refused_by_name(options, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -419,3 +428,31 @@ def test_sink_refuses(options, message):
 def test_sink_requires_bootstrap_servers():
     with pytest.raises(ValueError, match="'kafka.bootstrap.servers' must be specified"):
         parse_kafka_sink_options({"topic": "t"})
+
+
+# --- the sink's producer properties: lenient, as Kafka's producer ------------------
+
+def _sink_producer_arguments(**kafka):
+    from kfast_spark.sink import producer_arguments
+    return producer_arguments(parse_kafka_sink_options({**BOOTSTRAP, "topic": "t", **{
+        f"kafka.{name}": value for name, value in kafka.items()}}))
+
+
+def test_sink_ignores_unknown_producer_properties_with_kafkas_warning(caplog):
+    with caplog.at_level(logging.WARNING, logger="kfast.client.properties"):
+        arguments = _sink_producer_arguments(**{"linger.mss": "5", "fetch.min.bytes": "1",
+                                                "compression.type": "lz4"})
+    assert arguments == {"acks": -1, "retries": 2**31 - 1, "delivery_timeout_ms": 120_000,
+                         "compression": 3}
+    assert "The configuration 'linger.mss' was supplied but isn't a known config." in caplog.text
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"acks": "2"}, "Kafka option 'kafka.acks' refused by the kfast sink: Invalid value 2 for "
+                    "configuration acks: String must be one of: all, -1, 0, 1"),
+    ({"security.protocol": "SSL"}, "kfast's client connects with PLAINTEXT only"),
+    ({"sasl.jaas.config": "x"}, "Invalid value [hidden] for configuration sasl.jaas.config"),
+])
+def test_sink_refuses_invalid_values_and_tls_sasl(props, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        _sink_producer_arguments(**props)
