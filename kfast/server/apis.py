@@ -159,9 +159,19 @@ class RequestContext:
         return None if self.connection is None else self.connection.peer
 
     # -- authorization (kfast.security.authorizer; every check passes without one) ---------
+    @property
+    def in_process(self) -> bool:
+        """A request this node made to itself (the embedded node's broker to
+        its controller over LocalControllerChannel): no peer to authorize --
+        it acts as the node, which Kafka operators make a super user."""
+        return self.connection is None and self.forwarded is None
+
+    def _authorizer(self):
+        return None if self.in_process else getattr(self.broker, "authorizer", None)
+
     def authorize(self, operation: int, resource_type: int, name: str) -> bool:
         """Whether the principal may perform ``operation`` on the resource."""
-        authorizer = getattr(self.broker, "authorizer", None)
+        authorizer = self._authorizer()
         if authorizer is None:
             return True
         # A null name (a malformed request) is checked as the empty name.
@@ -176,7 +186,7 @@ class RequestContext:
                 f"Request {self!r} is not authorized.")
 
     def authorize_by_resource_type(self, operation: int, resource_type: int) -> bool:
-        authorizer = getattr(self.broker, "authorizer", None)
+        authorizer = self._authorizer()
         if authorizer is None:
             return True
         return authorizer.authorize_by_resource_type(self.principal, self._host(), operation,
@@ -185,7 +195,7 @@ class RequestContext:
     def authorized_operations(self, resource_type: int, name: str) -> int:
         """The authorized-operations bitfield of a resource (every supported
         operation without an authorizer, as Kafka)."""
-        authorizer = getattr(self.broker, "authorizer", None)
+        authorizer = self._authorizer()
         if authorizer is None:
             return authorized_operations(*SUPPORTED_OPERATIONS[resource_type])
         return authorizer.authorized_operations(self.principal, self._host(), resource_type,
