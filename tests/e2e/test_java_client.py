@@ -14,6 +14,7 @@ from collections import defaultdict
 import pytest
 
 from e2e_support import REPO
+from kfast.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from test_transactions import CONSUMERS
 
 pytestmark = [
@@ -174,6 +175,15 @@ def test_admin_client(kfast_broker, topic):
     assert facts["altered.segment.bytes"] == "1048576 DYNAMIC_TOPIC_CONFIG"
     assert facts["altered.retention.ms"] == "3600000 DYNAMIC_TOPIC_CONFIG"
     assert facts["alter_unknown_config"] == "InvalidConfigurationException"
+    # Broker resource: every Kafka 4.2 broker config (kfast.kafka_broker_configs).
+    assert int(facts["broker_config_count"]) >= len(KAFKA_BROKER_CONFIGS)
+    assert facts["broker_config.remote.log.manager.task.interval.ms"] == \
+        "30000 DEFAULT_CONFIG true LONG"
+    assert facts["broker_config.sasl.kerberos.min.time.before.relogin"] == \
+        "60000 DEFAULT_CONFIG false LONG"
+    assert facts["broker_config.log.retention.hours"].endswith("true INT")
+    assert facts["alter_read_only_broker_config"] == (
+        "InvalidRequestException Cannot update these configs dynamically: Set(log.retention.hours)")
     assert facts["partitions_after_increase"] == "4"
 
     # Five records at timestamps 1000, 1010, ... 1040 in partition 0.

@@ -346,6 +346,26 @@ public final class ClientCheck {
                     new AlterConfigOp(new ConfigEntry("no.such.config", "1"), AlterConfigOp.OpType.SET))))
                     .all().get()));
 
+            // Every Kafka 4.2 broker config, read-only where kfast does not update it.
+            ConfigResource brokerResource = new ConfigResource(ConfigResource.Type.BROKER,
+                    String.valueOf(cluster.controller().get().id()));
+            Config brokerConfig = admin.describeConfigs(List.of(brokerResource)).all().get().get(brokerResource);
+            emit("broker_config_count", brokerConfig.entries().size());
+            for (String name : List.of("remote.log.manager.task.interval.ms", "sasl.kerberos.min.time.before.relogin",
+                    "log.retention.hours")) {
+                ConfigEntry entry = brokerConfig.get(name);
+                emit("broker_config." + name, entry == null ? "missing"
+                        : entry.value() + " " + entry.source() + " " + entry.isReadOnly() + " " + entry.type());
+            }
+            try {
+                admin.incrementalAlterConfigs(Map.of(brokerResource, List.of(new AlterConfigOp(
+                        new ConfigEntry("log.retention.hours", "1"), AlterConfigOp.OpType.SET)))).all().get();
+                emit("alter_read_only_broker_config", "none");
+            } catch (ExecutionException e) {
+                emit("alter_read_only_broker_config",
+                        e.getCause().getClass().getSimpleName() + " " + e.getCause().getMessage());
+            }
+
             admin.createPartitions(Map.of(topic, NewPartitions.increaseTo(4))).all().get();
             emit("partitions_after_increase",
                  admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions().size());
