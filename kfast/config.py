@@ -611,6 +611,13 @@ define("transaction.abort.timed.out.transaction.cleanup.interval.ms", I, 10000,
        "Interval at which timed-out transactions are rolled back.", at_least(1))
 define("transaction.remove.expired.transaction.cleanup.interval.ms", I, 3600000,
        "Interval at which expired transactional ids are removed.", at_least(1))
+define("unstable.api.versions.enable", B, False,
+       "Serve and advertise the newest version of an API that Kafka still marks unstable "
+       "(Kafka's internal setting; in 4.2 only InitProducerId v6, KIP-939's two-phase commit).")
+define("transaction.two.phase.commit.enable", B, False,
+       "Allow producers to take part in two-phase commit (KIP-939): InitProducerId with "
+       "enable2Pc, whose transactions never time out. While false it is refused with "
+       "TRANSACTIONAL_ID_AUTHORIZATION_FAILED.")
 define("transaction.partition.verification.enable", B, True,
        "Verify with the transaction coordinator that a partition was added to the "
        "transaction before its first transactional write (KIP-890).")

@@ -230,6 +230,12 @@ class KafkaApis:
     def __init__(self, broker, listener_type: str = "broker"):
         self.broker = broker
         self.listener_type = listener_type
+        # Kafka's internal unstable.api.versions.enable: the newest version
+        # of an API Kafka still calls unstable (InitProducerId v6, KIP-939) is
+        # served and advertised only with it.
+        config = getattr(broker, "config", None)
+        self.unstable_api_versions = bool(config is not None
+                                          and config["unstable.api.versions.enable"])
         self._handlers: dict[int, _Registration] = {}
         self.register(api_keys.API_VERSIONS, self._handle_api_versions)
         # request_percentage quotas (a broker's; a controller's listener has none).
@@ -255,8 +261,12 @@ class KafkaApis:
 
     def supported_versions(self) -> list[tuple[int, int, int]]:
         """(key, min, max) of every API this broker answers (ApiVersions)."""
-        return [row for row in api_keys.supported_versions(self.listener_type)
+        return [row for row in api_keys.supported_versions(self.listener_type,
+                                                           self.unstable_api_versions)
                 if row[0] in self._handlers]
+
+    def _max_version(self, api) -> int:
+        return api.max_version if self.unstable_api_versions else api.max_stable_version
 
     # -- dispatch ---------------------------------------------------------------------
     def network_handler(self, listener_name: str) -> Callable:
@@ -283,7 +293,7 @@ class KafkaApis:
             return self._unsupported_api_versions(header)
         # Produce is advertised from v0 (KAFKA-18659) and accepted from v0 here.
         low = 0 if header.api_key == api_keys.PRODUCE else api.min_version
-        if not low <= header.api_version <= api.max_stable_version:
+        if not low <= header.api_version <= self._max_version(api):
             return self._close(connection, f"received request api key {api.name} with version "
                                            f"{header.api_version} which is not enabled")
         try:
@@ -329,7 +339,7 @@ class KafkaApis:
         registration = self._handlers.get(header.api_key)
         api = api_keys.BY_KEY.get(header.api_key)
         if registration is None or header.api_key not in forwardable or \
-                not api.min_version <= header.api_version <= api.max_stable_version:
+                not api.min_version <= header.api_version <= self._max_version(api):
             raise errors.InvalidRequestException(
                 f"API key {header.api_key} v{header.api_version} cannot be forwarded")
         # No connection: an error must not close the broker's, which carries

@@ -18,9 +18,11 @@ KafkaApis:
   (KIP-890 part 1).
 * EndTxn v5+ is a transaction version 2 client (KIP-890 part 2): it
   continues with the producer id and epoch of the answer.
-* InitProducerId v6's two-phase commit (KIP-939) is not enabled
-  (transaction.two.phase.commit.enable is false): asking for it is refused
-  as Kafka refuses it then.
+* InitProducerId v6's two-phase commit (KIP-939): enable2Pc needs
+  TWO_PHASE_COMMIT on the transactional id besides WRITE, and
+  transaction.two.phase.commit.enable on the broker (else
+  TRANSACTIONAL_ID_AUTHORIZATION_FAILED, the coordinator's answer); while
+  that setting is false, keepPreparedTxn is refused the same way.
 """
 from __future__ import annotations
 
@@ -39,7 +41,8 @@ from kfast.protocol import (
 )
 from kfast.protocol import errors as E
 from kfast.protocol.constants import (
-    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DESCRIBE, ACL_OPERATION_READ, ACL_OPERATION_WRITE,
+    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DESCRIBE, ACL_OPERATION_READ,
+    ACL_OPERATION_TWO_PHASE_COMMIT, ACL_OPERATION_WRITE,
     ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID,
 )
 from kfast.server import producer_id_apis
@@ -76,9 +79,14 @@ async def handle_init_producer_id(ctx: RequestContext, request):
     if transactional_id is None:
         return await producer_id_apis.handle_init_producer_id(ctx, request)
     version = ctx.api_version
-    if version >= 6 and (request.enable2_pc or request.keep_prepared_txn):
+    enable_two_phase_commit = version >= 6 and request.enable2_pc
+    keep_prepared_txn = version >= 6 and request.keep_prepared_txn
+    if keep_prepared_txn and not ctx.broker.config["transaction.two.phase.commit.enable"]:
         return _init_error(E.TransactionalIdAuthorizationException.code)
     if not _may_write(ctx, transactional_id):
+        return _init_error(E.TransactionalIdAuthorizationException.code)
+    if enable_two_phase_commit and not ctx.authorize(
+            ACL_OPERATION_TWO_PHASE_COMMIT, ACL_RESOURCE_TRANSACTIONAL_ID, transactional_id):
         return _init_error(E.TransactionalIdAuthorizationException.code)
     runtime = ctx.broker.transaction_coordinator
     code = runtime.check_coordinator(transactional_id) if transactional_id else 0
@@ -88,7 +96,7 @@ async def handle_init_producer_id(ctx: RequestContext, request):
     producer_epoch = request.producer_epoch if version >= 3 else -1
     answer = await _run(runtime, runtime.coordinator.handle_init_producer_id(
         transactional_id, request.transaction_timeout_ms, _now_ms(), producer_id,
-        producer_epoch))
+        producer_epoch, enable_two_phase_commit, keep_prepared_txn))
     return InitProducerIdResponse(error_code=_fenced_below(version, 4, answer.error_code),
                                   producer_id=answer.producer_id,
                                   producer_epoch=answer.producer_epoch)

@@ -22,7 +22,7 @@ def fresh_id() -> str:
     return f"tx-{uuid.uuid4().hex[:10]}"
 
 
-def init(conn, transactional_id: str, version: int = 4, **fields):
+def init(conn, transactional_id: str, version: int = 4, timeout_ms: int = 60000, **fields):
     """InitProducerId, retried while the coordinator loads or allocates
     (after FindCoordinator, which creates __transaction_state, as clients
     ask it first)."""
@@ -30,7 +30,7 @@ def init(conn, transactional_id: str, version: int = 4, **fields):
     deadline = time.monotonic() + 15
     while True:
         response = send(conn, "InitProducerId", version, transactional_id=transactional_id,
-                        transaction_timeout_ms=60000, **fields)
+                        transaction_timeout_ms=timeout_ms, **fields)
         if response.error_code not in (E.CoordinatorLoadInProgressException.code,
                                         E.CoordinatorNotAvailableException.code,
                                         E.ConcurrentTransactionsException.code) \

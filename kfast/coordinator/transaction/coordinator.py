@@ -32,6 +32,7 @@ from kfast.coordinator.group.records import partition_for
 from kfast.coordinator.transaction.metadata import (
     MAX_PRODUCER_EPOCH,
     TV_0,
+    TWO_PHASE_COMMIT_TIMEOUT_MS,
     IllegalStateError,
     TransactionMetadata,
     TransactionState,
@@ -90,6 +91,7 @@ class TransactionCoordinator:
             config["transactional.id.expiration.ms"], config["transaction.max.timeout.ms"],
             config["request.timeout.ms"], transaction_version_level)
         self.offsets_topic_partitions = config["offsets.topic.num.partitions"]
+        self.two_phase_commit_enabled = config["transaction.two.phase.commit.enable"]
         self.producer_id_allocator = producer_id_allocator
         self.pending_markers: dict[str, _PendingCompleteTxn] = {}
         self.active = True
@@ -104,9 +106,16 @@ class TransactionCoordinator:
     # -- InitProducerId --------------------------------------------------------------------
     def handle_init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,
                                 now_ms: int, producer_id: int = NO_PRODUCER_ID,
-                                producer_epoch: int = NO_PRODUCER_EPOCH) -> CoordinatorResult:
+                                producer_epoch: int = NO_PRODUCER_EPOCH,
+                                enable_two_phase_commit: bool = False,
+                                keep_prepared_txn: bool = False) -> CoordinatorResult:
         """``producer_id``/``producer_epoch``: what a KIP-360 producer holds
-        (InitProducerId v3+), -1/-1 otherwise."""
+        (InitProducerId v3+), -1/-1 otherwise. ``enable_two_phase_commit``
+        (v6, KIP-939): the producer's transactions never time out; refused
+        with TRANSACTIONAL_ID_AUTHORIZATION_FAILED unless
+        transaction.two.phase.commit.enable. ``keep_prepared_txn`` (v6):
+        answered UNSUPPORTED_VERSION, as Kafka's coordinator answers it while
+        the recovery of a prepared transaction is not served."""
         def error(code: int) -> CoordinatorResult:
             return CoordinatorResult(InitProducerIdResult(code))
 
@@ -119,8 +128,16 @@ class TransactionCoordinator:
             return error(code) if code else CoordinatorResult(InitProducerIdResult(NONE, new_id, 0))
         if not transactional_id:
             return error(_INVALID_REQUEST)
-        if not self.state.validate_transaction_timeout(transaction_timeout_ms):
+        if enable_two_phase_commit and not self.two_phase_commit_enabled:
+            # Not UNSUPPORTED_*: a client cannot probe the broker's setting.
+            return error(E.TransactionalIdAuthorizationException.code)
+        if keep_prepared_txn:
+            return error(E.UnsupportedVersionException.code)
+        if not self.state.validate_transaction_timeout(transaction_timeout_ms,
+                                                       enable_two_phase_commit):
             return error(E.InvalidTxnTimeoutException.code)
+        if enable_two_phase_commit:
+            transaction_timeout_ms = TWO_PHASE_COMMIT_TIMEOUT_MS
         found = self.state.get(transactional_id)
         if found.error_code:
             return error(found.error_code)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import enum
 from typing import NamedTuple
 
+from kfast.config import INT_MAX
 from kfast.coordinator.transaction.records import (
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
@@ -41,10 +42,15 @@ from kfast.protocol import errors as E
 __all__ = [
     "TransactionState", "TxnTransitMetadata", "TransactionMetadata", "IllegalStateError",
     "MAX_PRODUCER_EPOCH", "TV_0", "TV_1", "TV_2", "supports_epoch_bump", "is_epoch_exhausted",
+    "TWO_PHASE_COMMIT_TIMEOUT_MS",
 ]
 
 MAX_PRODUCER_EPOCH = (1 << 15) - 1
 TV_0, TV_1, TV_2 = 0, 1, 2
+# A two-phase commit producer's transactions never time out (KIP-939): Kafka
+# stores Integer.MAX_VALUE as their timeout, so the mark survives a replay of
+# __transaction_state without a field of its own.
+TWO_PHASE_COMMIT_TIMEOUT_MS = INT_MAX
 
 TopicPartition = tuple[str, int]
 
@@ -223,6 +229,12 @@ class TransactionMetadata:
     @property
     def is_producer_epoch_exhausted(self) -> bool:
         return is_epoch_exhausted(self.producer_epoch)
+
+    @property
+    def is_distributed_two_phase_commit_txn(self) -> bool:
+        """Started by a producer with enable2Pc: the coordinator never aborts
+        it on a timeout; its external transaction manager decides."""
+        return self.txn_timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS
 
     @property
     def has_pending_transaction(self) -> bool:

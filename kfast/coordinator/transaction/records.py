@@ -37,8 +37,10 @@ v1 from level 1 on (TransactionVersion.transactionLogValueVersion); Empty
 writes null partitions. kfast writes previousProducerId and nextProducerId
 in v1 as Kafka does since KAFKA-20310 (earlier 4.x wrote neither, so a
 coordinator failover in the middle of an epoch overflow lost the new
-producer id); nextProducerEpoch belongs to two-phase commit (KIP-939), which
-kfast does not implement: it is read and written back, never set. Tags this
+producer id); nextProducerEpoch belongs to the recovery of a prepared
+two-phase commit transaction (KIP-939 keepPreparedTxn), which kfast does not
+serve: it is read and written back, never set. A two-phase commit
+transaction itself needs no field: its timeout is Integer.MAX_VALUE. Tags this
 module does not know (a newer Kafka's) are skipped when reading, as Kafka's
 generated code skips them.
 

@@ -27,6 +27,7 @@ from typing import NamedTuple
 
 from kfast.coordinator.transaction.metadata import (
     TV_2,
+    TWO_PHASE_COMMIT_TIMEOUT_MS,
     IllegalStateError,
     TransactionMetadata,
     TransactionState,
@@ -118,8 +119,12 @@ class TransactionStateManager:
             for metadata in partition.transactions.values():
                 yield partition.coordinator_epoch, metadata
 
-    def validate_transaction_timeout(self, txn_timeout_ms: int) -> bool:
-        return 0 < txn_timeout_ms <= self.transaction_max_timeout_ms
+    def validate_transaction_timeout(self, txn_timeout_ms: int,
+                                     enable_two_phase_commit: bool = False) -> bool:
+        """A two-phase commit producer's timeout is not checked: it is
+        replaced by TWO_PHASE_COMMIT_TIMEOUT_MS (Kafka's
+        validateTransactionTimeoutMs)."""
+        return enable_two_phase_commit or 0 < txn_timeout_ms <= self.transaction_max_timeout_ms
 
     # -- loading ---------------------------------------------------------------------------
     def begin_load(self, index: int, coordinator_epoch: int) -> None:
@@ -201,9 +206,12 @@ class TransactionStateManager:
                 current.metadata.pending_state = None
             return on_done(error, now_ms)
 
+        # The write waits for the ISR up to the transaction's timeout, as
+        # Kafka's; a two-phase commit transaction has none, so request.timeout.ms.
+        timeout_ms = (self.request_timeout_ms if transit.txn_timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS
+                      else transit.txn_timeout_ms)
         return CoordinatorResult(appends=(TxnLogAppend(
-            self.partition_for(transactional_id), [(key, value)], transit.txn_timeout_ms,
-            complete),))
+            self.partition_for(transactional_id), [(key, value)], timeout_ms, complete),))
 
     # -- timeouts and expiration -----------------------------------------------------------
     def timed_out_transactions(self, now_ms: int) -> list[TimedOutTransaction]:
@@ -212,6 +220,7 @@ class TransactionStateManager:
         return [TimedOutTransaction(m.transactional_id, m.producer_id, m.producer_epoch)
                 for _, m in self.transactions()
                 if m.pending_state is None and m.state is TransactionState.ONGOING
+                and not m.is_distributed_two_phase_commit_txn
                 and m.txn_start_timestamp + m.txn_timeout_ms < now_ms]
 
     def expire_transactional_ids(self, now_ms: int) -> CoordinatorResult:

@@ -16,7 +16,8 @@ def config(**overrides):
     values = {"transaction.state.log.num.partitions": PARTITIONS,
               "transactional.id.expiration.ms": 7 * 24 * 3600 * 1000,
               "transaction.max.timeout.ms": 900000, "request.timeout.ms": 30000,
-              "offsets.topic.num.partitions": 50}
+              "offsets.topic.num.partitions": 50,
+              "transaction.two.phase.commit.enable": False}
     values.update(overrides)
     return values
 
@@ -25,7 +26,8 @@ class Harness:
     def __init__(self, transaction_version_level: int = 2, **overrides):
         self.next_producer_id = FIRST_PRODUCER_ID
         self.allocator_error = None
-        self.coordinator = TransactionCoordinator(config(**overrides), self._allocate,
+        self.coordinator_config = config(**overrides)
+        self.coordinator = TransactionCoordinator(self.coordinator_config, self._allocate,
                                                   transaction_version_level)
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = {p: [] for p in range(PARTITIONS)}
         self.append_errors: deque[int] = deque()
@@ -66,9 +68,11 @@ class Harness:
                 self.markers.append(markers)
 
     # -- requests --------------------------------------------------------------------------
-    def init(self, transactional_id, now_ms=0, timeout_ms=60000, producer_id=-1, producer_epoch=-1):
+    def init(self, transactional_id, now_ms=0, timeout_ms=60000, producer_id=-1, producer_epoch=-1,
+             enable_two_phase_commit=False, keep_prepared_txn=False):
         return self.run(self.coordinator.handle_init_producer_id(
-            transactional_id, timeout_ms, now_ms, producer_id, producer_epoch), now_ms)
+            transactional_id, timeout_ms, now_ms, producer_id, producer_epoch,
+            enable_two_phase_commit, keep_prepared_txn), now_ms)
 
     def add(self, transactional_id, producer_id, epoch, partitions, now_ms=0, tv=0):
         return self.run(self.coordinator.handle_add_partitions(
@@ -84,7 +88,7 @@ class Harness:
     # -- replay ----------------------------------------------------------------------------
     def replayed(self, now_ms: int = 0) -> TransactionCoordinator:
         """A fresh coordinator loaded from the records written so far."""
-        other = TransactionCoordinator(config(), self._allocate,
+        other = TransactionCoordinator(self.coordinator_config, self._allocate,
                                        self.coordinator.state.transaction_version_level)
         for index, records in self.log.items():
             other.load_partition(index, 1)
