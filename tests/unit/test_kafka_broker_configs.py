@@ -14,10 +14,12 @@ from kfast.kafka_broker_configs import (
 
 def test_every_kafka_name_kfast_defines_is_catalogued():
     # kfast's own properties, the StandardAuthorizer's (read from the
-    # originals, not KafkaConfig's) and two that Kafka 4.0 removed.
+    # originals, not KafkaConfig's), two that Kafka 4.0 removed, and Kafka's
+    # internal unstable.api.versions.enable (defineInternal: never described).
     not_kafka_4_2 = {"cluster.id", "kfast.metrics.host", "kfast.metrics.port",
                      "allow.everyone.if.no.acl.found", "super.users",
-                     "leader.imbalance.per.broker.percentage", "reserved.broker.max.id"}
+                     "leader.imbalance.per.broker.percentage", "reserved.broker.max.id",
+                     "unstable.api.versions.enable"}
     assert set(SERVER_CONFIGS) - set(KAFKA_BROKER_CONFIGS) <= not_kafka_4_2
 
 
