@@ -114,8 +114,11 @@ class Cluster:
     def __init__(self, bootstrap_servers, client_id: str | None = DEFAULT_CLIENT_ID,
                  request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
                  retry_backoff: float = 0.1, retry_backoff_max: float = 1.0,
-                 metadata_timeout: float = 30.0, allow_auto_topic_creation: bool = False):
+                 metadata_timeout: float = 30.0, allow_auto_topic_creation: bool = False,
+                 security=None):
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
+        # kfast.client.security.ClientSecurity for every connection (None: PLAINTEXT).
+        self.security = security
         self.client_id = client_id
         self.request_timeout = request_timeout
         self.retry_backoff = retry_backoff
@@ -159,7 +162,8 @@ class Cluster:
     # ---- connections -----------------------------------------------------------------
 
     def _new_connection(self) -> BrokerConnection:
-        return BrokerConnection(client_id=self.client_id, request_timeout=self.request_timeout)
+        return BrokerConnection(client_id=self.client_id, request_timeout=self.request_timeout,
+                                security=self.security)
 
     async def connection(self, node_id: int) -> BrokerConnection:
         """The open connection to ``node_id`` (opened or reopened as needed)."""

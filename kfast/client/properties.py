@@ -13,10 +13,17 @@ message (``Invalid value X for configuration N: ...``). Names a client does
 not define are, as in Kafka's clients (AbstractConfig.logUnused), logged
 ("supplied but isn't a known config") and ignored with ``strict=False``;
 callers that must not let a misspelling pass unnoticed (the Spark source)
-use ``strict=True`` and get a ConfigException. Properties Kafka defines but
-kfast's client cannot honour (TLS and SASL: its connections are PLAINTEXT)
-are refused either way: ignoring them would connect without the protection
-asked for.
+use ``strict=True`` and get a ConfigException.
+
+TLS and SASL: ``security.protocol``, the ``ssl.*`` settings of
+kfast.security.ssl_factory (truststore, keystore for mTLS, protocols,
+hostname check) and ``sasl.mechanism`` + ``sasl.jaas.config`` (PLAIN,
+SCRAM-SHA-256/512 with username/password, OAUTHBEARER with an unsecured
+token) become a ClientSecurity that every connection uses, built while
+parsing so a bad truststore or JAAS config fails there. Any other ``ssl.*``
+/ ``sasl.*`` property is refused, strict or not: ignoring it would connect
+without the protection asked for. Callers that cannot carry TLS or SASL
+(the Spark data sources) refuse them all with :func:`refuse_security`.
 """
 from __future__ import annotations
 
@@ -25,9 +32,11 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Mapping
 
+from kfast.client.security import ClientSecurity
 from kfast.compression import CODEC_NAMES
 from kfast.config import (
-    INT_MAX, ConfigException, Type, ValidString, at_least, coerce, parse_properties,
+    INT_MAX, SERVER_CONFIGS, ConfigException, Type, ValidString, at_least, coerce,
+    parse_properties,
 )
 
 logger = logging.getLogger(__name__)
@@ -48,6 +57,13 @@ CODECS = {name: codec for codec, name in CODEC_NAMES.items()}
 SECURITY_PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
 #: Families of Kafka's security properties (ssl.*, sasl.*, security.providers).
 SECURITY_PREFIXES = ("ssl.", "sasl.")
+#: The TLS settings kfast's client applies (kfast.security.ssl_factory).
+CLIENT_SSL_PROPERTIES = (
+    "ssl.protocol", "ssl.enabled.protocols", "ssl.cipher.suites", "ssl.endpoint.identification.algorithm",
+    "ssl.keystore.type", "ssl.keystore.location", "ssl.keystore.password", "ssl.key.password",
+    "ssl.keystore.key", "ssl.keystore.certificate.chain", "ssl.truststore.type",
+    "ssl.truststore.location", "ssl.truststore.password", "ssl.truststore.certificates",
+)
 
 
 @dataclass(frozen=True)
@@ -78,6 +94,12 @@ CLIENT_PROPERTIES: dict[str, ClientProperty] = {row.name: row for row in (
     _row("security.protocol", Type.STRING, "PLAINTEXT", ALL,
          ValidString(SECURITY_PROTOCOLS, case_sensitive=False)),
     _row("default.api.timeout.ms", Type.INT, 60000, (C, A), _NON_NEGATIVE),
+    # SASL (SaslConfigs): the mechanisms kfast's client speaks.
+    _row("sasl.mechanism", Type.STRING, "GSSAPI", ALL),
+    _row("sasl.jaas.config", Type.PASSWORD, None, ALL),
+    # TLS (SslConfigs): the broker's own definitions, the same for clients.
+    *(_row(name, SERVER_CONFIGS[name].type, SERVER_CONFIGS[name].default, ALL,
+           SERVER_CONFIGS[name].validator) for name in CLIENT_SSL_PROPERTIES),
     # -- producer (ProducerConfig)
     _row("acks", Type.STRING, "all", (P,), ValidString(("all", "-1", "0", "1"))),
     _row("linger.ms", Type.LONG, 0, (P,), _NON_NEGATIVE),
@@ -140,6 +162,9 @@ class ClientProperties:
     without_effect: tuple = ()
     #: Given, not defined for this client (``strict=False`` only).
     unknown: tuple = ()
+    #: TLS / SASL of every connection (kfast.client.security.ClientSecurity);
+    #: None: PLAINTEXT.
+    security: Any = None
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.values.get(name, default)
@@ -147,6 +172,8 @@ class ClientProperties:
     def cluster_arguments(self) -> dict:
         """Keyword arguments of kfast's ``Cluster`` (seconds, not ms)."""
         arguments: dict = {}
+        if self.security is not None:
+            arguments["security"] = self.security
         if "client.id" in self.values:
             arguments["client_id"] = self.values["client.id"]
         for prop, argument in (("request.timeout.ms", "request_timeout"),
@@ -198,6 +225,19 @@ def _is_security_property(name: str) -> bool:
     return name.startswith(SECURITY_PREFIXES) or name == "security.providers"
 
 
+def refuse_security(properties: Mapping[str, str], who: str) -> None:
+    """For callers that connect in PLAINTEXT only: refuse TLS and SASL
+    properties (ignoring them would connect without the protection asked
+    for), passwords and JAAS configs hidden."""
+    for name, raw in sorted(properties.items()):
+        if name == "security.protocol" and str(raw).strip().upper() in SECURITY_PROTOCOLS[1:]:
+            raise ConfigException(name, raw, f"{who} connects with PLAINTEXT only")
+        if _is_security_property(name):
+            secret = name.endswith((".password", ".jaas.config")) or name == "ssl.keystore.key"
+            raise ConfigException(name, "[hidden]" if secret else raw,
+                                  f"{who} has no TLS or SASL (security.protocol PLAINTEXT only)")
+
+
 def parse_client_properties(properties: Mapping[str, str], client: Client, *,
                             strict: bool) -> ClientProperties:
     """Check and type ``properties`` (Kafka names, string values, as in a
@@ -206,12 +246,10 @@ def parse_client_properties(properties: Mapping[str, str], client: Client, *,
     values: dict = {}
     without_effect, unknown = [], []
     for name, raw in sorted(properties.items()):
-        if _is_security_property(name):
-            secret = name.endswith((".password", ".jaas.config"))
-            raise ConfigException(name, "[hidden]" if secret else raw,
-                                  "kfast's client has no TLS or SASL "
-                                  "(security.protocol PLAINTEXT only)")
         row = CLIENT_PROPERTIES.get(name)
+        if row is None and _is_security_property(name):
+            raise ConfigException(name, "[hidden]", "not a TLS or SASL setting kfast's "
+                                                    "client applies")
         if row is None or client not in row.clients:
             if strict:
                 raise ConfigException(name, raw, f"not a known {client.value} configuration")
@@ -223,17 +261,20 @@ def parse_client_properties(properties: Mapping[str, str], client: Client, *,
         if not row.effective:
             without_effect.append(name)
             continue
-        if name == "security.protocol":
-            if value.upper() != "PLAINTEXT":
-                raise ConfigException(name, raw, "kfast's client connects with PLAINTEXT only")
-            continue
         if name in ("isolation.level", "auto.offset.reset"):
             value = value.lower()
         values[name] = value
+    if str(values.get("security.protocol", "PLAINTEXT")).upper() != "PLAINTEXT":
+        # Built now so that a missing truststore or JAAS config fails here.
+        values["security.protocol"] = values["security.protocol"].upper()
+        security = ClientSecurity.for_client_properties(
+            lambda name: values.get(name, CLIENT_PROPERTIES[name].default))
+    else:
+        security = None
     for name in unknown:
         # Kafka's AbstractConfig.logUnused.
         logger.warning("The configuration '%s' was supplied but isn't a known config.", name)
-    return ClientProperties(client, values, tuple(without_effect), tuple(unknown))
+    return ClientProperties(client, values, tuple(without_effect), tuple(unknown), security)
 
 
 def read_properties(items: Iterable[str] = (), path: str | None = None) -> dict[str, str]:
@@ -253,4 +294,4 @@ def read_properties(items: Iterable[str] = (), path: str | None = None) -> dict[
 
 
 __all__ = ["CLIENT_PROPERTIES", "CODECS", "Client", "ClientProperties", "ClientProperty",
-           "parse_client_properties", "read_properties"]
+           "parse_client_properties", "read_properties", "refuse_security"]

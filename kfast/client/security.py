@@ -46,36 +46,58 @@ class ClientSecurity:
     def for_listener(cls, config: KafkaConfig, listener: str,
                      mechanism_property: str) -> "ClientSecurity":
         from kfast.security.listener import listener_protocols
+
+        protocol = listener_protocols(config).get(listener.upper(), "PLAINTEXT")
+        mechanism = (str(config[mechanism_property]).strip().upper()
+                     if protocol in _SASL else None)
+        key = (f"listener.name.{listener.lower()}.{(mechanism or '').lower()}"
+               ".sasl.jaas.config")
+        return cls._build(protocol, lambda name: config.listener_value(listener, name),
+                          mechanism_property, mechanism, key, config.originals.get(key),
+                          f"the {listener} listener's own connections need its JAAS config "
+                          f"for {mechanism}")
+
+    @classmethod
+    def for_client_properties(cls, setting) -> "ClientSecurity":
+        """From a client's properties (kfast.client.properties): ``setting(name)``
+        gives security.protocol, ssl.* (the truststore, the keystore for
+        mTLS), sasl.mechanism and sasl.jaas.config (PlainLoginModule /
+        ScramLoginModule username and password, or OAuthBearerLoginModule
+        unsecuredLoginStringClaim_sub), each value or its default."""
+        protocol = str(setting("security.protocol")).upper()
+        mechanism = (str(setting("sasl.mechanism")).strip().upper()
+                     if protocol in _SASL else None)
+        return cls._build(protocol, setting, "sasl.mechanism", mechanism, "sasl.jaas.config",
+                          setting("sasl.jaas.config"), f"set it for {mechanism}")
+
+    @classmethod
+    def _build(cls, protocol, setting, mechanism_property, mechanism, jaas_key, jaas_text,
+               missing_jaas) -> "ClientSecurity":
         from kfast.security.sasl import SUPPORTED_MECHANISMS
         from kfast.security.ssl_factory import client_ssl_context
 
-        protocol = listener_protocols(config).get(listener.upper(), "PLAINTEXT")
         security = cls(protocol)
         if protocol in _TLS:
-            security.ssl_context = client_ssl_context(
-                lambda name: config.listener_value(listener, name))
+            security.ssl_context = client_ssl_context(setting)
         if protocol in _SASL:
-            mechanism = str(config[mechanism_property]).strip().upper()
             if mechanism not in SUPPORTED_MECHANISMS:
                 raise ConfigException(mechanism_property, mechanism,
                                       f"not supported: kfast's client speaks "
                                       f"{', '.join(SUPPORTED_MECHANISMS)}")
-            key = f"listener.name.{listener.lower()}.{mechanism.lower()}.sasl.jaas.config"
-            raw = config.originals.get(key)
-            if raw is None:
-                raise ConfigException(key, None, f"the {listener} listener's own connections "
-                                                 f"need its JAAS config for {mechanism}")
-            options = parse_jaas_config(str(raw), key).options
+            if jaas_text is None:
+                raise ConfigException(jaas_key, None, missing_jaas)
+            options = parse_jaas_config(str(jaas_text), jaas_key).options
             security.mechanism = mechanism
             if mechanism == "OAUTHBEARER":
                 security.token_subject = options.get("unsecuredLoginStringClaim_sub")
                 if not security.token_subject:
-                    raise ConfigException(key, "[hidden]", "set unsecuredLoginStringClaim_sub")
+                    raise ConfigException(jaas_key, "[hidden]",
+                                          "set unsecuredLoginStringClaim_sub")
             else:
                 security.username, security.password = (options.get("username"),
                                                          options.get("password"))
                 if not security.username or security.password is None:
-                    raise ConfigException(key, "[hidden]", "set username and password")
+                    raise ConfigException(jaas_key, "[hidden]", "set username and password")
         return security
 
     # ------------------------------------------------------------- SASL client

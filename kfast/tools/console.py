@@ -37,7 +37,9 @@ then the flags (``--acks``, ``--linger-ms``, ``--batch-size``,
 ``--compression``, ``--isolation-level``), which win when given. They are
 read with kfast's client property table (kfast.client.properties): an
 unknown name is logged and ignored, as Kafka's clients do; an invalid value
-stops the tool with Kafka's ConfigException message.
+stops the tool with Kafka's ConfigException message. TLS and SASL listeners
+are reached with Kafka's settings (security.protocol, ssl.truststore.*,
+ssl.keystore.*, sasl.mechanism, sasl.jaas.config).
 """
 from __future__ import annotations
 

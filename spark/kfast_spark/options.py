@@ -42,7 +42,7 @@ from typing import Mapping, NamedTuple, Optional, Sequence, Tuple, Union
 # JSON options.
 from kfast.client import EARLIEST, LATEST
 from kfast.client.connection import DEFAULT_CLIENT_ID
-from kfast.client.properties import Client, parse_client_properties
+from kfast.client.properties import Client, parse_client_properties, refuse_security
 from kfast.config import ConfigException
 from kfast.controller.topics import INTERNAL_TOPICS
 
@@ -178,6 +178,9 @@ def parse_consumer_properties(kafka_params: Mapping[str, str]) -> KafkaConsumerS
     source does not apply. Spark's refused properties (``auto.offset.reset``
     ...) are checked before this."""
     try:
+        # Tasks rebuild the client from these settings on executors; TLS and
+        # SASL are not carried there (yet).
+        refuse_security(kafka_params, "the kfast source")
         parsed = parse_client_properties(kafka_params, Client.CONSUMER, strict=True)
     except ConfigException as exc:
         raise ValueError(f"Kafka option 'kafka.{exc.name}' refused by the kfast source: "

@@ -34,7 +34,7 @@ from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, Wri
 from pyspark.sql.types import StructType
 
 from kfast.client import KafkaProducer
-from kfast.client.properties import Client, parse_client_properties
+from kfast.client.properties import Client, parse_client_properties, refuse_security
 from kfast.config import ConfigException
 from kfast.protocol.constants import INT32_MAX
 from kfast_spark.options import KafkaSinkOptions
@@ -51,6 +51,7 @@ def producer_arguments(options: KafkaSinkOptions) -> dict:
     define is logged and ignored; an invalid value, or TLS / SASL, which
     kfast's client cannot honour, fails the write when it is planned."""
     try:
+        refuse_security(options.kafka_params, "the kfast sink")
         parsed = parse_client_properties(options.kafka_params, Client.PRODUCER, strict=False)
     except ConfigException as exc:
         raise ValueError(f"Kafka option 'kafka.{exc.name}' refused by the kfast sink: "

@@ -294,12 +294,61 @@ def _roundtrip_kcat(port, conf, topic):
     return out.stdout.strip()
 
 
+def _java_properties(conf) -> list[str]:
+    """The same settings with the Java client's names (kfast's client takes
+    those): PEM truststore, the client's key and chain inline, JAAS configs."""
+    props = {"security.protocol": conf["security.protocol"]}
+    if "ssl.ca.location" in conf:
+        props.update({"ssl.truststore.type": "PEM",
+                      "ssl.truststore.location": conf["ssl.ca.location"]})
+    if "ssl.certificate.location" in conf:
+        with open(conf["ssl.key.location"]) as key, open(conf["ssl.certificate.location"]) as chain:
+            props.update({"ssl.keystore.type": "PEM", "ssl.keystore.key": key.read(),
+                          "ssl.keystore.certificate.chain": chain.read()})
+    module = {"PLAIN": "plain.PlainLoginModule", "SCRAM-SHA-256": "scram.ScramLoginModule",
+              "SCRAM-SHA-512": "scram.ScramLoginModule"}
+    if "_token" in conf:
+        props.update({"sasl.mechanism": "OAUTHBEARER", "sasl.jaas.config":
+                      "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule "
+                      'required unsecuredLoginStringClaim_sub="alice";'})
+    elif "sasl.mechanism" in conf:
+        props.update({"sasl.mechanism": conf["sasl.mechanism"], "sasl.jaas.config":
+                      f"org.apache.kafka.common.security.{module[conf['sasl.mechanism']]} "
+                      f'required username="{conf["sasl.username"]}" '
+                      f'password="{conf["sasl.password"]}";'})
+    return [f"{name}={value}" for name, value in props.items()]
+
+
+def _roundtrip_kfast(port, conf, topic):
+    """``kfast produce`` / ``kfast consume`` with Kafka client properties, as
+    kafka-console-producer.sh / -consumer.sh take them."""
+    import io
+
+    from kfast.cli import build_parser
+    from kfast.tools import console
+
+    props = _java_properties(conf)
+    common = ["--bootstrap-server", f"127.0.0.1:{port}", "--topic", topic]
+    args = build_parser().parse_args(
+        ["produce", *common, "--linger-ms", "0",
+         *(arg for prop in props for arg in ("--producer-property", prop))])
+    err = io.StringIO()
+    assert console.run_produce(args, stdin=io.StringIO("v1\n"), err=err) == 0, err.getvalue()
+    args = build_parser().parse_args(
+        ["consume", *common, "--from-beginning", "--max-messages", "1", "--timeout-ms", "20000",
+         *(arg for prop in props for arg in ("--consumer-property", prop))])
+    out, err = io.BytesIO(), io.StringIO()
+    assert console.run_consume(args, out=out, err=err) == 0, err.getvalue()
+    return out.getvalue().strip()
+
+
 ROUNDTRIPS = {"confluent-kafka": _roundtrip_confluent, "kafka-python": _roundtrip_kafka_python,
-              "aiokafka": _roundtrip_aiokafka, "kcat": _roundtrip_kcat}
+              "aiokafka": _roundtrip_aiokafka, "kcat": _roundtrip_kcat, "kfast": _roundtrip_kfast}
 # Every client through every way (each SASL mechanism, with and without TLS;
-# TLS; mTLS); kcat cannot present a signed token (no callback, no OIDC here).
+# TLS; mTLS); kcat cannot present a signed token (no callback, no OIDC here),
+# nor can kfast's client (it sends unsecured tokens only).
 MATRIX = [(client, kind, listener) for client in ROUNDTRIPS for kind, listener in WAYS
-          if not (client == "kcat" and kind == "oauth-jwks")]
+          if not (client in ("kcat", "kfast") and kind == "oauth-jwks")]
 
 
 @pytest.mark.parametrize("client,kind,listener", MATRIX,
@@ -609,3 +658,23 @@ def test_required_client_certificate(secured, tls_ca):
     # TLS 1.3: the refusal (certificate required) arrives after the handshake.
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
         RawConnection(port, _client_context(tls_ca)).request("ApiVersions", 2)
+
+
+def test_kfast_client_presents_its_keystore_where_a_certificate_is_required(secured, tls_ca,
+                                                                           users):
+    port = secured.ports["MTLS"]
+    topic = f"sec-{uuid.uuid4().hex[:10]}"
+    assert _roundtrip_kfast(port, _settings("mtls", "SSL", tls_ca, users), topic) == b"v1"
+    # Without the keystore properties the broker refuses the connection.
+    from kfast.client import KafkaAdmin
+    from kfast.client.properties import Client, parse_client_properties, read_properties
+
+    parsed = parse_client_properties(read_properties(_java_properties(
+        _settings("tls", "SSL", tls_ca, users))), Client.ADMIN, strict=True)
+
+    async def describe():
+        async with KafkaAdmin(f"127.0.0.1:{port}", request_timeout=5,
+                              metadata_timeout=5, **parsed.cluster_arguments()) as admin:
+            return await admin.list_topics()
+    with pytest.raises((errors.KafkaError, ssl.SSLError, ConnectionError, OSError)):
+        asyncio.run(describe())

@@ -209,13 +209,14 @@ def test_consumer_group_and_socket_properties_are_accepted_without_effect(caplog
     # Kafka's ConfigException message, behind the option's name.
     ({"kafka.security.protocol": "SSL"},
      "Kafka option 'kafka.security.protocol' refused by the kfast source: Invalid value SSL "
-     "for configuration security.protocol: kfast's client connects with PLAINTEXT only"),
+     "for configuration security.protocol: the kfast source connects with PLAINTEXT only"),
     ({"kafka.security.protocol": "SASL_SSL"}, "Invalid value SASL_SSL for configuration"),
     ({"kafka.security.protocol": "TLS"},
      "Invalid value TLS for configuration security.protocol: String must be one of: PLAINTEXT"),
     ({"kafka.ssl.truststore.location": "/etc/ts.jks"},
      "Kafka option 'kafka.ssl.truststore.location' refused by the kfast source: Invalid value "
-     "/etc/ts.jks for configuration ssl.truststore.location: kfast's client has no TLS or SASL"),
+     "/etc/ts.jks for configuration ssl.truststore.location: the kfast source has no TLS or "
+     "SASL"),
     ({"kafka.sasl.mechanism": "PLAIN"}, "'kafka.sasl.mechanism' refused"),
     ({"kafka.sasl.jaas.config": "x"}, "'kafka.sasl.jaas.config' refused"),
     ({"kafka.ssl.key.password": "secret"}, "Invalid value [hidden] for configuration "
@@ -450,7 +451,7 @@ def test_sink_ignores_unknown_producer_properties_with_kafkas_warning(caplog):
 @pytest.mark.parametrize("props, message", [
     ({"acks": "2"}, "Kafka option 'kafka.acks' refused by the kfast sink: Invalid value 2 for "
                     "configuration acks: String must be one of: all, -1, 0, 1"),
-    ({"security.protocol": "SSL"}, "kfast's client connects with PLAINTEXT only"),
+    ({"security.protocol": "SSL"}, "the kfast sink connects with PLAINTEXT only"),
     ({"sasl.jaas.config": "x"}, "Invalid value [hidden] for configuration sasl.jaas.config"),
 ])
 def test_sink_refuses_invalid_values_and_tls_sasl(props, message):

@@ -3,13 +3,14 @@ types, defaults and validation, and the arguments it gives kfast's clients."""
 from __future__ import annotations
 
 import logging
+import re
 
 import pytest
 from hypothesis import given, strategies as st
 
 from kfast.client import Fetcher, KafkaProducer, READ_COMMITTED
 from kfast.client.properties import (
-    CLIENT_PROPERTIES, CODECS, Client, parse_client_properties, read_properties,
+    CLIENT_PROPERTIES, CODECS, Client, parse_client_properties, read_properties, refuse_security,
 )
 from kfast.config import ConfigException, Type, coerce
 
@@ -94,21 +95,54 @@ def test_invalid_values_raise_kafkas_config_exception(client, props, message, st
         parse_client_properties(props, client, strict=strict)
 
 
-@pytest.mark.parametrize("props", [
-    {"security.protocol": "SASL_SSL"}, {"ssl.truststore.location": "/ts.jks"},
-    {"sasl.mechanism": "PLAIN"}, {"security.providers": "x"}, {"ssl.nonexistent": "x"}])
+def test_tls_and_sasl_properties_build_the_clients_security(tmp_path):
+    from kfast.testing.certificates import TestCA
+    ca = TestCA(str(tmp_path))
+    parsed = parse_client_properties({
+        "security.protocol": "sasl_ssl", "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": ca.cert_path, "sasl.mechanism": "SCRAM-SHA-256",
+        "sasl.jaas.config": 'org.apache.kafka.common.security.scram.ScramLoginModule required '
+                            'username="alice" password="pw";'}, Client.CONSUMER, strict=True)
+    security = parsed.fetcher_arguments()["security"]
+    assert (security.protocol, security.mechanism, security.username, security.password) == (
+        "SASL_SSL", "SCRAM-SHA-256", "alice", "pw")
+    assert security.ssl_context.check_hostname      # ssl.endpoint.identification.algorithm=https
+    fetcher = Fetcher("127.0.0.1:9092", **parsed.fetcher_arguments())
+    assert fetcher.cluster._new_connection().security is security
+    assert parse_client_properties({"security.protocol": "PLAINTEXT"}, Client.PRODUCER,
+                                   strict=True).producer_arguments() == {}
+
+
+@pytest.mark.parametrize("props, message", [
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "GSSAPI",
+      "sasl.jaas.config": "x required;"}, "sasl.mechanism: not supported"),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN"},
+     "Invalid value None for configuration sasl.jaas.config: set it for PLAIN"),
+    ({"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN", "sasl.jaas.config":
+      'org.apache.kafka.common.security.plain.PlainLoginModule required username="a";'},
+     "Invalid value [hidden] for configuration sasl.jaas.config: set username and password"),
+    ({"security.protocol": "SSL", "ssl.truststore.type": "PEM3"}, "ssl.truststore.type"),
+    ({"ssl.keymanager.algorithm": "PKIX"}, "Invalid value [hidden] for configuration "
+                                           "ssl.keymanager.algorithm: not a TLS or SASL setting"),
+])
 @pytest.mark.parametrize("strict", [True, False])
-def test_tls_and_sasl_are_refused_even_leniently(props, strict):
-    # Ignoring them would connect in plaintext where protection was asked for.
-    with pytest.raises(ConfigException, match="PLAINTEXT"):
+def test_security_settings_kfasts_client_cannot_apply_are_refused_even_leniently(
+        props, message, strict):
+    # Ignoring them would connect without the protection asked for.
+    with pytest.raises(ConfigException, match=re.escape(message)):
         parse_client_properties(props, Client.PRODUCER, strict=strict)
 
 
-def test_secrets_stay_out_of_the_message():
-    for name in ("ssl.key.password", "sasl.jaas.config"):
-        with pytest.raises(ConfigException) as raised:
-            parse_client_properties({name: "s3cret"}, Client.CONSUMER, strict=False)
-        assert "s3cret" not in str(raised.value) and "[hidden]" in str(raised.value)
+@pytest.mark.parametrize("props, message", [
+    ({"security.protocol": "SSL"}, "Invalid value SSL for configuration security.protocol: "
+                                   "the Spark sink connects with PLAINTEXT only"),
+    ({"ssl.key.password": "s3cret"}, "Invalid value [hidden] for configuration ssl.key.password"),
+    ({"sasl.jaas.config": "s3cret"}, "Invalid value [hidden] for configuration sasl.jaas.config"),
+])
+def test_plaintext_only_callers_refuse_security_without_echoing_secrets(props, message):
+    with pytest.raises(ConfigException, match=re.escape(message)):
+        refuse_security(props, "the Spark sink")
+    refuse_security({"security.protocol": "plaintext", "acks": "1"}, "the Spark sink")
 
 
 def test_unknown_names_strict_refused_lenient_logged_and_ignored(caplog):
