@@ -16,6 +16,7 @@ import asyncio
 import contextlib
 import io
 import secrets
+import time
 import uuid
 
 import pytest
@@ -33,7 +34,8 @@ from kfast.protocol.constants import (
     ACL_OPERATION_ALL, ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_ANY,
     ACL_OPERATION_CLUSTER_ACTION,
     ACL_OPERATION_CREATE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_IDEMPOTENT_WRITE,
-    ACL_OPERATION_READ, ACL_OPERATION_WRITE, ACL_PERMISSION_ALLOW, ACL_PERMISSION_ANY,
+    ACL_OPERATION_READ, ACL_OPERATION_TWO_PHASE_COMMIT, ACL_OPERATION_WRITE,
+    ACL_PERMISSION_ALLOW, ACL_PERMISSION_ANY,
     ACL_PERMISSION_DENY, ACL_RESOURCE_ANY, ACL_RESOURCE_CLUSTER, ACL_RESOURCE_GROUP,
     ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID, CLUSTER_RESOURCE_NAME, PATTERN_TYPE_ANY,
     PATTERN_TYPE_LITERAL, PATTERN_TYPE_PREFIXED, authorized_operations,
@@ -101,7 +103,10 @@ ADMIN_ACLS = [acl(rtype, name, ACL_OPERATION_ALL, host=ADMIN_HOST)
 def secured(tmp_path_factory):
     broker = KfastBroker({"authorizer.class.name": AUTHORIZER, "num.partitions": 1,
                           "group.initial.rebalance.delay.ms": 0,
-                          "allow.everyone.if.no.acl.found": "true"},
+                          "allow.everyone.if.no.acl.found": "true",
+                          # InitProducerId v6 with enable2Pc (KIP-939) reaches its ACL check.
+                          "unstable.api.versions.enable": "true",
+                          "transaction.two.phase.commit.enable": "true"},
                          data_dir=str(tmp_path_factory.mktemp("kfast-acls")))
     broker.start()
     admin = Raw(broker.port, ADMIN_HOST)
@@ -362,6 +367,34 @@ def test_transactional_producer_needs_write_on_its_transactional_id(secured, nam
     with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE),
                  acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE)):
         transaction()
+
+
+def test_two_phase_commit_needs_two_phase_commit_on_the_transactional_id(secured, name):
+    broker, admin = secured
+    txn = f"tx-{name}"
+    client = Raw(broker.port, CLIENT_HOST)
+
+    def init_producer_id() -> int:
+        """InitProducerId v6 with enable2Pc, retried while the coordinator loads."""
+        client.request("FindCoordinator", 3, key=txn, key_type=1)
+        deadline = time.monotonic() + 15
+        while True:
+            code = client.request("InitProducerId", 6, transactional_id=txn,
+                                  transaction_timeout_ms=60000, enable2_pc=True).error_code
+            if code not in (errors.CoordinatorLoadInProgressException.code,
+                            errors.CoordinatorNotAvailableException.code) \
+                    or time.monotonic() > deadline:
+                return code
+            time.sleep(0.05)
+
+    try:
+        with granted(admin, acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE)):
+            assert init_producer_id() == errors.TransactionalIdAuthorizationException.code
+        with granted(admin, acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE),
+                     acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_TWO_PHASE_COMMIT)):
+            assert init_producer_id() == 0
+    finally:
+        client.close()
 
 
 def test_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(secured, name):
