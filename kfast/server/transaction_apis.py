@@ -250,8 +250,13 @@ def handle_describe_transactions(ctx: RequestContext, request):
         if code:
             states.append(DescribeTransactionsResponse.TransactionState(
                 transactional_id=transactional_id, error_code=code))
-        else:
-            states.append(runtime.coordinator.handle_describe_transactions(transactional_id))
+            continue
+        state = runtime.coordinator.handle_describe_transactions(transactional_id)
+        # Only the partitions of topics the principal may describe (Kafka's
+        # handleDescribeTransactionsRequest).
+        state.topics = [t for t in state.topics or ()
+                        if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, t.topic)]
+        states.append(state)
     return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=states)
 
 

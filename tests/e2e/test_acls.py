@@ -70,6 +70,20 @@ class Raw(RawConnection):
             resource_pattern_type=a.pattern_type, principal=a.principal, host=a.host,
             operation=a.operation, permission_type=a.permission_type) for a in acls])
         assert [r.error_code for r in response.results] == [0] * len(acls), response
+        self.await_acls(acls, present=True)
+
+    def await_acls(self, acls, present: bool, timeout: float = 15.0) -> None:
+        """Until the broker's authorizer has (or no longer has) every ACL: the
+        controller answers once it committed them, brokers apply them after
+        (Kafka's tests wait the same way, TestUtils.waitAndVerifyAcls)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            found = [bool(self.request("DescribeAcls", **_exact_filter(a)).resources)
+                     for a in acls]
+            if all(f == present for f in found):
+                return
+            assert time.monotonic() < deadline, f"ACLs present={found}, wanted {present}"
+            time.sleep(0.05)
 
     def delete_acls(self, acls) -> None:
         response = self.request("DeleteAcls", filters=[p.DeleteAclsRequest.DeleteAclsFilter(
@@ -78,6 +92,7 @@ class Raw(RawConnection):
             host_filter=a.host, operation=a.operation, permission_type=a.permission_type)
             for a in acls])
         assert all(r.error_code == 0 for r in response.filter_results), response
+        self.await_acls(acls, present=False)
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
         response = self.request("CreateTopics", topics=[p.CreateTopicsRequest.CreatableTopic(
@@ -86,6 +101,13 @@ class Raw(RawConnection):
 
     def close(self) -> None:
         self.sock.close()
+
+
+def _exact_filter(a: Acl) -> dict:
+    """DescribeAcls fields matching exactly ``a``."""
+    return dict(resource_type_filter=a.resource_type, resource_name_filter=a.resource_name,
+                pattern_type_filter=a.pattern_type, principal_filter=a.principal,
+                host_filter=a.host, operation=a.operation, permission_type=a.permission_type)
 
 
 def acl(resource_type, name, operation, permission=ACL_PERMISSION_ALLOW, *,
@@ -698,3 +720,48 @@ def test_two_sasl_users_get_what_their_acls_allow(sasl, name):
     with pytest.raises(TopicAuthorizationFailedError):
         asyncio.run(asyncio.wait_for(aio_produce("bob", f"alice-{name}"), 30))
     assert f"alice-{name}" not in broker.broker.metadata_image.topics_by_name
+
+
+def test_transactions_are_described_and_listed_by_their_acls(secured, name):
+    """DescribeTransactions names only the partitions of topics the principal
+    may describe, and both APIs only transactional ids it may describe
+    (Kafka's handleDescribeTransactionsRequest / handleListTransactionsRequest)."""
+    broker, admin = secured
+    shown, hidden = f"{name}-shown", f"{name}-hidden"
+    admin.create_topic(shown)
+    admin.create_topic(hidden)
+    txn = f"tx-{name}"
+    writes = [acl(ACL_RESOURCE_TOPIC, shown, ACL_OPERATION_WRITE),
+              acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE)]
+    with granted(admin, *writes, acl(ACL_RESOURCE_TOPIC, hidden, ACL_OPERATION_WRITE)):
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
+                             "transactional.id": txn, "transaction.timeout.ms": 60000})
+        producer.init_transactions(15)
+        producer.begin_transaction()
+        for topic in (shown, hidden):
+            producer.produce(topic, b"t")
+        assert producer.flush(15) == 0     # both partitions are in the open transaction
+    # Gone without ending it (a live producer looking up its coordinator
+    # without its ACLs would fail fatally); the coordinator aborts it on timeout.
+    del producer
+    client = Raw(broker.port, CLIENT_HOST)
+    try:
+        def described(conn):
+            [state] = conn.request("DescribeTransactions",
+                                   transactional_ids=[txn]).transaction_states
+            return state.error_code, sorted(t.topic for t in state.topics or ())
+
+        def listed(conn):
+            return [t.transactional_id for t in conn.request(
+                "ListTransactions", state_filters=[], producer_id_filters=[],
+                duration_filter=-1, transactional_id_pattern=None).transaction_states]
+
+        assert described(admin) == (0, sorted([shown, hidden]))
+        assert txn in listed(admin)
+        assert described(client) == (errors.TransactionalIdAuthorizationException.code, [])
+        assert txn not in listed(client)
+        with granted(admin, *writes):
+            assert described(client) == (0, [shown])
+            assert txn in listed(client)
+    finally:
+        client.close()
