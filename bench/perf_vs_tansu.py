@@ -35,28 +35,44 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import create_topic, run_broker  # noqa: E402
+from broker_load import cpu_seconds, create_topic, run_broker  # noqa: E402
 
 TOOL_TIMEOUT = 600
 
 
 def perf(*args: str) -> dict:
-    """One ``kfast perf`` run; its --json result."""
+    """One ``kfast perf`` run; its --json result, with ``client_cpu_s``: the
+    CPU time (user + system, all threads) of the tool's process."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        subprocess.run([sys.executable, "-m", "kfast", "perf", *args, "--client", "confluent",
-                        "--json", out.name], check=True, timeout=TOOL_TIMEOUT, stdout=sys.stderr)
+        proc = subprocess.Popen([sys.executable, "-m", "kfast", "perf", *args, "--client", "confluent",
+                                 "--json", out.name], stdout=sys.stderr)
+        deadline = time.monotonic() + TOOL_TIMEOUT
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.monotonic() > deadline:
+                proc.kill()
+                proc.wait()
+                raise subprocess.TimeoutExpired(args, TOOL_TIMEOUT)
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        if proc.returncode:
+            raise subprocess.CalledProcessError(proc.returncode, args)
         with open(out.name) as f:
-            return json.load(f)
+            return {**json.load(f), "client_cpu_s": usage.ru_utime + usage.ru_stime}
 
 
 def run_one(kind: str, records: int, e2e_records: int, partitions: int, plots: str | None) -> dict:
-    with run_broker(kind) as (_proc, bootstrap, _ready):
+    with run_broker(kind) as (proc, bootstrap, _ready):
         topic = f"perf-{kind}-{int(time.time())}"
         create_topic(bootstrap, topic, partitions)
         plot = (lambda name: ["--plot", os.path.join(plots, f"{name}-{kind}.png")]) if plots else (lambda n: [])
+        cpu_before = cpu_seconds(proc.pid)
         produce = perf("produce", "--bootstrap-server", bootstrap, "--topic", topic,
                        "--num-records", str(records), "--record-size", "100", "--throughput", "-1",
                        "--producer-props", "acks=all", "linger.ms=5", *plot("produce"))
+        produce["broker_cpu_s"] = cpu_seconds(proc.pid) - cpu_before
         consume = perf("consume", "--bootstrap-server", bootstrap, "--topic", topic,
                        "--messages", str(records), "--group", "perf", "--timeout", "30000")
         e2e_topic = topic + "-e2e"
@@ -71,6 +87,12 @@ ROWS = [
     ("produce MB/s", lambda r: r["produce"]["mb_per_sec"], "{:.2f}"),
     ("produce latency p50 / p99 / p99.9 (ms)", lambda r: tuple(
         r["produce"]["percentiles_ms"][p] for p in ("p50", "p99", "p99.9")), "{:.1f} / {:.1f} / {:.1f}"),
+    # Where a produce run's CPU went: one client process drives it, so on a
+    # loaded machine its share of the cores, not the broker, sets the pace.
+    ("produce: broker CPU per record (us)",
+     lambda r: r["produce"]["broker_cpu_s"] / r["produce"]["records"] * 1e6, "{:.2f}"),
+    ("produce: client CPU per record (us)",
+     lambda r: r["produce"]["client_cpu_s"] / r["produce"]["records"] * 1e6, "{:.2f}"),
     ("consume records/s (fetch time only)", lambda r: r["consume"]["fetch_records_per_sec"], "{:,.0f}"),
     ("consume records/s (incl. group join)", lambda r: r["consume"]["records_per_sec"], "{:,.0f}"),
     ("group join (rebalance.time.ms)", lambda r: r["consume"]["rebalance_time_ms"], "{:,.0f}"),
