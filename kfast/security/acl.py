@@ -65,6 +65,11 @@ RESOURCE_TYPE_NAMES = {
     ACL_RESOURCE_GROUP: "GROUP", ACL_RESOURCE_CLUSTER: "CLUSTER",
     ACL_RESOURCE_TRANSACTIONAL_ID: "TRANSACTIONAL_ID",
     ACL_RESOURCE_DELEGATION_TOKEN: "DELEGATION_TOKEN", ACL_RESOURCE_USER: "USER"}
+# SecurityUtils.resourceTypeName: how kafka.authorizer.logger names them.
+RESOURCE_TYPE_LOG_NAMES = {
+    ACL_RESOURCE_TOPIC: "Topic", ACL_RESOURCE_GROUP: "Group", ACL_RESOURCE_CLUSTER: "Cluster",
+    ACL_RESOURCE_TRANSACTIONAL_ID: "TransactionalId",
+    ACL_RESOURCE_DELEGATION_TOKEN: "DelegationToken", ACL_RESOURCE_USER: "User"}
 PATTERN_TYPE_NAMES = {
     PATTERN_TYPE_UNKNOWN: "UNKNOWN", PATTERN_TYPE_ANY: "ANY", PATTERN_TYPE_MATCH: "MATCH",
     PATTERN_TYPE_LITERAL: "LITERAL", PATTERN_TYPE_PREFIXED: "PREFIXED"}
@@ -116,6 +121,16 @@ class Acl(NamedTuple):
     def __str__(self) -> str:
         # The form kafka-acls.sh lists an entry in (AccessControlEntry.toString).
         return (f"(principal={self.principal}, host={self.host}, "
+                f"operation={OPERATION_NAMES.get(self.operation, 'UNKNOWN')}, "
+                f"permissionType={PERMISSION_TYPE_NAMES.get(self.permission_type, 'UNKNOWN')})")
+
+    def standard_str(self) -> str:
+        """StandardAcl.toString (the rule of an authorizer log line)."""
+        return (f"StandardAcl(resourceType="
+                f"{RESOURCE_TYPE_NAMES.get(self.resource_type, 'UNKNOWN')}, "
+                f"resourceName={self.resource_name}, "
+                f"patternType={PATTERN_TYPE_NAMES.get(self.pattern_type, 'UNKNOWN')}, "
+                f"principal={self.principal}, host={self.host}, "
                 f"operation={OPERATION_NAMES.get(self.operation, 'UNKNOWN')}, "
                 f"permissionType={PERMISSION_TYPE_NAMES.get(self.permission_type, 'UNKNOWN')})")
 

@@ -205,23 +205,30 @@ class StandardAuthorizer:
                   name: str) -> bool:
         """Whether ``principal`` (a KafkaPrincipal or its string) from
         ``host`` may perform ``operation`` on the resource."""
+        return self.decide(principal, host, operation, resource_type, name)[0]
+
+    def decide(self, principal, host: str, operation: int, resource_type: int,
+               name: str) -> tuple[bool, str]:
+        """``authorize``'s answer and the rule that gave it, named as in
+        kafka.authorizer.logger's lines (StandardAuthorizerData's
+        MatchingRule: SuperUser, MatchingAcl(acl=...), DefaultAllow,
+        DefaultDeny)."""
         principal = str(principal)
         if principal in self.super_users:
-            return True
-        found = allowed = False
+            return True, "SuperUser"
+        found, allowing = False, None
         for acl in self._applicable(resource_type, name):
             found = True
             result = acl_result(acl, principal, host, operation)
             if result == _DENIED:
-                logger.debug("Principal = %s is Denied operation = %d from host = %s on "
-                             "resource = %d:%s", principal, operation, host, resource_type,
-                             name)
-                return False
-            if result == _ALLOWED:
-                allowed = True
-        if allowed:
-            return True
-        return self.allow_everyone_if_no_acl_found and not found
+                return False, f"MatchingAcl(acl={acl.standard_str()})"
+            if result == _ALLOWED and allowing is None:
+                allowing = acl
+        if allowing is not None:
+            return True, f"MatchingAcl(acl={allowing.standard_str()})"
+        if self.allow_everyone_if_no_acl_found and not found:
+            return True, "DefaultAllow"
+        return False, "DefaultDeny"
 
     def authorized_operations(self, principal, host: str, resource_type: int,
                               name: str) -> int:

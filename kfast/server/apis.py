@@ -78,7 +78,11 @@ from kfast.protocol.constants import (
     CLUSTER_RESOURCE_NAME,
     authorized_operations,
 )
-from kfast.security.acl import SUPPORTED_OPERATIONS
+from kfast.security.acl import (
+    OPERATION_NAMES,
+    RESOURCE_TYPE_LOG_NAMES as _RESOURCE_TYPE_LOG_NAMES,
+    SUPPORTED_OPERATIONS,
+)
 from kfast.security.principal import ANONYMOUS, KafkaPrincipal
 from kfast.server.quota import NANOS_TO_PERCENTAGE, request_quota_exempt, throttle_response
 from kfast.server.rate_limited_log import RateLimitedLogger
@@ -86,6 +90,10 @@ from kfast.server.rate_limited_log import RateLimitedLogger
 __all__ = ["KafkaApis", "RequestContext", "Handler", "ErrorResponseBuilder"]
 
 logger = logging.getLogger(__name__)
+# Kafka's authorizer audit log: allowed checks at DEBUG, denied ones at INFO,
+# the denials rate-limited (a client retrying a refused call would flood it).
+_AUDIT_LOG = logging.getLogger("kafka.authorizer.logger")
+_AUDIT_DENIALS = RateLimitedLogger(_AUDIT_LOG)
 
 Handler = Callable[["RequestContext", Any], Any]
 ErrorResponseBuilder = Callable[["RequestContext", Any, errors.KafkaError], Any]
@@ -175,8 +183,29 @@ class RequestContext:
         if authorizer is None:
             return True
         # A null name (a malformed request) is checked as the empty name.
-        return authorizer.authorize(self.principal, self._host(), operation, resource_type,
-                                    name or "")
+        host = self._host()
+        allowed, rule = authorizer.decide(self.principal, host, operation, resource_type,
+                                          name or "")
+        if allowed:
+            if _AUDIT_LOG.isEnabledFor(logging.DEBUG):
+                _AUDIT_LOG.debug(self._audit_message(True, operation, host, resource_type,
+                                                     name, rule))
+        elif _AUDIT_LOG.isEnabledFor(logging.INFO):
+            _AUDIT_DENIALS.info("authorization denied", self._audit_message(
+                False, operation, host, resource_type, name, rule))
+        return allowed
+
+    def _audit_message(self, allowed: bool, operation: int, host: str, resource_type: int,
+                       name: str | None, rule: str) -> str:
+        """StandardAuthorizerData.buildAuditMessage's line. The resource is
+        the one asked about, so its pattern type is LITERAL; every check is
+        of one reference (resourceRefCount 1)."""
+        api = api_keys.BY_KEY.get(self.api_key)
+        return (f"Principal = {self.principal} is {'Allowed' if allowed else 'Denied'} "
+                f"operation = {OPERATION_NAMES.get(operation, 'UNKNOWN')} from host = {host} "
+                f"on resource = {_RESOURCE_TYPE_LOG_NAMES.get(resource_type, 'Unknown')}:"
+                f"LITERAL:{name or ''} for request = {api.name if api else self.api_key} "
+                f"with resourceRefCount = 1 based on rule {rule}")
 
     def authorize_cluster(self, operation: int) -> None:
         """Kafka's authorizeClusterOperation: ClusterAuthorizationException

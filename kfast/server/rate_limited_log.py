@@ -1,4 +1,5 @@
-"""Warnings that repeat per connection, logged at a bounded rate.
+"""Warnings (and INFO lines, as the authorizer's denials) that repeat, logged
+at a bounded rate.
 
 A broker on a reachable port meets port scanners, health checks, TLS or HTTP
 clients and Kafka clients that speak a protocol it does not serve. Kafka logs
@@ -44,16 +45,25 @@ class RateLimitedLogger:
         # kind -> when its current interval ends
         self._interval_end: dict[str, float] = {}
         self._suppressed: dict[str, _Suppressed] = {}
+        self._levels: dict[str, int] = {}      # kind -> the level it is logged at
 
     def warning(self, kind: str, message: str, *args) -> None:
-        if not self.logger.isEnabledFor(logging.WARNING):
+        self.log(logging.WARNING, kind, message, *args)
+
+    def info(self, kind: str, message: str, *args) -> None:
+        self.log(logging.INFO, kind, message, *args)
+
+    def log(self, level: int, kind: str, message: str, *args) -> None:
+        """One event of ``kind`` at ``level`` (its count line at the same level)."""
+        if not self.logger.isEnabledFor(level):
             return
+        self._levels[kind] = level
         now = self._clock()
         end = self._interval_end.get(kind)
         if end is None or now >= end:
             self._flush(kind)
             self._interval_end[kind] = now + self.interval_s
-            self.logger.warning(message, *args)
+            self.logger.log(level, message, *args)
             return
         suppressed = self._suppressed.get(kind)
         if suppressed is not None:
@@ -77,5 +87,6 @@ class RateLimitedLogger:
             return
         if suppressed.timer is not None:
             suppressed.timer.cancel()
-        self.logger.warning("%d more like this in the last %g s (%s), the first: %s",
-                            suppressed.count, self.interval_s, kind, suppressed.example)
+        self.logger.log(self._levels.get(kind, logging.WARNING),
+                        "%d more like this in the last %g s (%s), the first: %s",
+                        suppressed.count, self.interval_s, kind, suppressed.example)

@@ -765,3 +765,42 @@ def test_transactions_are_described_and_listed_by_their_acls(secured, name):
             assert txn in listed(client)
     finally:
         client.close()
+
+
+def test_authorizer_decisions_are_logged_as_kafka_authorizer_logger(secured, name, caplog,
+                                                                    monkeypatch):
+    """kafka.authorizer.logger: a denial at INFO (repeats within the interval
+    counted, not logged), an allowed check at DEBUG, in
+    StandardAuthorizerData's words."""
+    import logging
+
+    import kfast.server.apis as apis
+    from kfast.server.rate_limited_log import RateLimitedLogger
+
+    broker, admin = secured
+    admin.create_topic(name)
+    monkeypatch.setattr(apis, "_AUDIT_DENIALS", RateLimitedLogger(apis._AUDIT_LOG))
+    caplog.set_level(logging.DEBUG, logger="kafka.authorizer.logger")
+    for _ in range(3):
+        assert _produce(broker.bootstrap_servers, name).code() == \
+            KafkaError.TOPIC_AUTHORIZATION_FAILED
+    denied = [r for r in caplog.records
+              if r.name == "kafka.authorizer.logger" and r.levelno == logging.INFO]
+    assert denied, "no denial logged"
+    assert denied[0].getMessage().startswith(
+        f"Principal = User:ANONYMOUS is Denied operation = ")
+    assert f"from host = 127.0.0.1 on resource = Topic:LITERAL:{name} for request = " \
+        in denied[0].getMessage()
+    assert denied[0].getMessage().endswith("with resourceRefCount = 1 based on rule DefaultDeny")
+    # Three producers retried their refused calls: one line, the rest counted.
+    assert len(denied) == 1
+    caplog.clear()
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE)):
+        assert _produce(broker.bootstrap_servers, name) is None
+    allowed = [r.getMessage() for r in caplog.records
+               if r.name == "kafka.authorizer.logger" and r.levelno == logging.DEBUG]
+    assert (f"Principal = User:ANONYMOUS is Allowed operation = WRITE from host = 127.0.0.1 "
+            f"on resource = Topic:LITERAL:{name} for request = Produce with resourceRefCount "
+            f"= 1 based on rule MatchingAcl(acl=StandardAcl(resourceType=TOPIC, "
+            f"resourceName={name}, patternType=LITERAL, principal=User:ANONYMOUS, "
+            f"host=127.0.0.1, operation=WRITE, permissionType=ALLOW))") in allowed
