@@ -19,9 +19,10 @@ PACKAGE_DIR = Path(kfast.__file__).parent
 # A module belongs to the longest name listed that is it or a package above
 # it; the name "kfast" stands for the package's own __init__ only.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # Leaves: the version, the configuration, the Kafka error codes (which
-    # every layer raises, the Cython kernels included).
-    ("kfast", "kfast.config", "kfast.protocol.errors"),
+    # Leaves: the version, the configuration (with Kafka's broker config
+    # catalogue), the Kafka error codes (which every layer raises, the
+    # Cython kernels included).
+    ("kfast", "kfast.config", "kfast.kafka_broker_configs", "kfast.protocol.errors"),
     # The compression codecs (they raise CorruptRecordException & co).
     ("kfast.compression",),
     # Cython kernels: they decompress record batches and raise the errors.
