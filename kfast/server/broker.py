@@ -390,12 +390,15 @@ class KafkaBroker:
             return
         if not self.log_manager.live_log_dirs:
             self.fatal_error = self.log_manager.all_dirs_failed_message()
-        elif self.replica_manager.replica_fetchers is not None:
+        elif self._other_brokers_registered():
             # A cluster's controller learns nothing of failed directories
             # from kfast (no KIP-858 directory assignment), so the failed
             # dir's partitions would stay led by this broker and unavailable.
             # Kafka halts the broker in that case (metadata versions without
             # JBOD support); its leaderships then move to other replicas.
+            # A single node (the embedded one included, which also runs on
+            # the KRaft path) has nobody to move them to: it keeps serving
+            # its other dirs.
             self.fatal_error = f"Halting broker because dir {log_dir} is offline"
         else:
             return
@@ -425,6 +428,10 @@ class KafkaBroker:
             return None
         name = (self.config["inter.broker.listener.name"] or self.listeners[0][0]).upper()
         return registration.listeners.get(name)
+
+    def _other_brokers_registered(self) -> bool:
+        image = self.metadata_image
+        return image is not None and any(b != self.node_id for b in image.brokers)
 
     def _rack_of(self, broker_id: int) -> str | None:
         registration = self.metadata_image.brokers.get(broker_id)
