@@ -177,8 +177,11 @@ class RequestContext:
     def _authorizer(self):
         return None if self.in_process else getattr(self.broker, "authorizer", None)
 
-    def authorize(self, operation: int, resource_type: int, name: str) -> bool:
-        """Whether the principal may perform ``operation`` on the resource."""
+    def authorize(self, operation: int, resource_type: int, name: str,
+                  audit_denied: bool = True) -> bool:
+        """Whether the principal may perform ``operation`` on the resource.
+        ``audit_denied=False``: a filter, whose denials are not audit-logged
+        at INFO (Kafka's Action.logIfDenied)."""
         authorizer = self._authorizer()
         if authorizer is None:
             return True
@@ -190,7 +193,7 @@ class RequestContext:
             if _AUDIT_LOG.isEnabledFor(logging.DEBUG):
                 _AUDIT_LOG.debug(self._audit_message(True, operation, host, resource_type,
                                                      name, rule))
-        elif _AUDIT_LOG.isEnabledFor(logging.INFO):
+        elif audit_denied and _AUDIT_LOG.isEnabledFor(logging.INFO):
             _AUDIT_DENIALS.info("authorization denied", self._audit_message(
                 False, operation, host, resource_type, name, rule))
         return allowed

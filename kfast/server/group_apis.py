@@ -539,7 +539,11 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
         request.rack_id, request.rebalance_timeout_ms, request.subscribed_topic_names,
         request.server_assignor, owned, ctx.client_id or "", _client_host(ctx),
         _topics_view(ctx), request.subscribed_topic_regex if ctx.api_version >= 1 else None,
-        callback=callback)
+        callback=callback,
+        # A regex filters topics: no audit line per topic left out (Kafka's
+        # logIfDenied=false).
+        may_describe=lambda topic: ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC,
+                                                 topic, audit_denied=False))
     return await _await_if_pending(future)
 
 

@@ -804,3 +804,47 @@ def test_authorizer_decisions_are_logged_as_kafka_authorizer_logger(secured, nam
             f"= 1 based on rule MatchingAcl(acl=StandardAcl(resourceType=TOPIC, "
             f"resourceName={name}, patternType=LITERAL, principal=User:ANONYMOUS, "
             f"host=127.0.0.1, operation=WRITE, permissionType=ALLOW))") in allowed
+
+
+def test_a_regex_subscription_matches_only_topics_the_member_may_describe(secured, name):
+    """KIP-848: the coordinator resolves a member's SubscribedTopicRegex to
+    the topics it may DESCRIBE only (Kafka's GroupMetadataManager asks the
+    authorizer). confluent-kafka resolves regexes itself against Metadata,
+    which already hides the topic, so the member here is the wire protocol's
+    ConsumerGroupHeartbeat v1, as kafka-clients' subscribe(SubscriptionPattern)
+    sends it."""
+    broker, admin = secured
+    readable, hidden, group = f"{name}-readable", f"{name}-hidden", f"g-{name}"
+    for topic in (readable, hidden):
+        admin.create_topic(topic)
+    ids = {t.topic_id: n for n, t in broker.broker.metadata_image.topics_by_name.items()}
+    client = Raw(broker.port, CLIENT_HOST)
+    try:
+        with granted(admin, acl(ACL_RESOURCE_TOPIC, readable, ACL_OPERATION_READ),
+                     acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ)):
+            member_id, epoch, deadline = str(uuid.uuid4()), 0, time.monotonic() + 30
+            # __consumer_offsets exists once FindCoordinator answers.
+            while client.request("FindCoordinator", key_type=0, coordinator_keys=[group]
+                                 ).coordinators[0].error_code:
+                assert time.monotonic() < deadline
+            while True:
+                response = client.request(
+                    "ConsumerGroupHeartbeat", 1, group_id=group, member_id=member_id,
+                    member_epoch=epoch, instance_id=None, rack_id=None,
+                    rebalance_timeout_ms=30000, subscribed_topic_names=None,
+                    subscribed_topic_regex=f"{name}-.*", server_assignor=None,
+                    topic_partitions=None if epoch else [])
+                assert response.error_code == 0, response
+                epoch = response.member_epoch
+                assigned = {ids[t.topic_id] for t in (response.assignment.topic_partitions
+                                                      if response.assignment else ())}
+                if assigned or time.monotonic() > deadline:
+                    break
+            assert assigned == {readable}
+            client.request("ConsumerGroupHeartbeat", 1, group_id=group, member_id=member_id,
+                           member_epoch=-1, instance_id=None, rack_id=None,
+                           rebalance_timeout_ms=-1, subscribed_topic_names=None,
+                           subscribed_topic_regex=None, server_assignor=None,
+                           topic_partitions=None)
+    finally:
+        client.close()

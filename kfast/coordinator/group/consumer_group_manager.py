@@ -176,9 +176,12 @@ class ConsumerGroupManager:
                                  subscribed_topic_names, server_assignor, owned,
                                  client_id: str, client_host: str, topics: dict,
                                  subscribed_topic_regex: str | None = None,
-                                 callback=None) -> dict | None:
+                                 callback=None, may_describe=None) -> dict | None:
         """The ConsumerGroupHeartbeatResponse fields. ``owned``: {topic_id:
         set(partitions)} the member reports holding, or None.
+        ``may_describe(topic)``: whether the member may DESCRIBE the topic
+        (the caller's authorizer; None: every topic); a regex matches only
+        those, as Kafka's GroupMetadataManager filters its regex results.
 
         The response is final once the change's records are appended: with
         ``callback`` it is passed there then; without, it is returned (the
@@ -289,7 +292,8 @@ class ConsumerGroupManager:
         resolved = set(member.explicit_topic_names)
         if member.subscribed_topic_regex is not None:
             resolved |= {t for t in topics if not t.startswith("__")
-                         and member.subscribed_topic_regex.fullmatch(t)}
+                         and member.subscribed_topic_regex.fullmatch(t)
+                         and (may_describe is None or may_describe(t))}
         if sorted(resolved) != member.subscribed_topic_names:
             member.subscribed_topic_names = sorted(resolved)
             bump = True
