@@ -147,6 +147,21 @@ class ControllerChannel:
         self._connections.clear()
 
 
+def registration_features() -> list:
+    """What a broker can run, as Kafka's BrokerLifecycleManager sends its
+    supported features in BrokerRegistration (the controller refuses a
+    broker that cannot run a finalized level)."""
+    return [BrokerRegistrationRequest.Feature(
+        name=METADATA_VERSION, min_supported_version=1,
+        max_supported_version=METADATA_VERSION_LEVEL),
+        BrokerRegistrationRequest.Feature(
+            name=TRANSACTION_VERSION, min_supported_version=0,
+            max_supported_version=TRANSACTION_VERSION_LEVEL),
+        BrokerRegistrationRequest.Feature(
+            name=KRAFT_VERSION, min_supported_version=KRAFT_VERSION_LEVELS[0],
+            max_supported_version=KRAFT_VERSION_LEVELS[-1])]
+
+
 class LocalControllerChannel:
     """ControllerChannel's ``send`` to a controller in this process: ``apis``
     is its controller-listener KafkaApis, ``listener_name`` the name the
@@ -318,18 +333,7 @@ class QuorumControllerClient:
             listeners=[BrokerRegistrationRequest.Listener(
                 name=e.name, host=e.host, port=e.port,
                 security_protocol=SECURITY_PROTOCOLS[e.security_protocol]) for e in listeners],
-            # What this broker can run, as Kafka's BrokerLifecycleManager
-            # sends its supported features.
-            features=[BrokerRegistrationRequest.Feature(
-                name=METADATA_VERSION, min_supported_version=1,
-                max_supported_version=METADATA_VERSION_LEVEL),
-                BrokerRegistrationRequest.Feature(
-                    name=TRANSACTION_VERSION, min_supported_version=0,
-                    max_supported_version=TRANSACTION_VERSION_LEVEL),
-                BrokerRegistrationRequest.Feature(
-                    name=KRAFT_VERSION, min_supported_version=KRAFT_VERSION_LEVELS[0],
-                    max_supported_version=KRAFT_VERSION_LEVELS[-1])],
-            rack=rack)
+            features=registration_features(), rack=rack)
         response = await self.channel.send(request, timeout=60)
         if response.error_code:
             raise errors.for_code(response.error_code)("broker registration refused")

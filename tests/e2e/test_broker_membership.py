@@ -9,8 +9,8 @@ import uuid
 
 import pytest
 
-from kfast.controller.feature_control import METADATA_VERSION, METADATA_VERSION_LEVEL
 from kfast.protocol import BrokerHeartbeatRequest, BrokerRegistrationRequest, errors
+from kfast.server.controller_channel import registration_features
 from kfast.testing.cluster import KfastCluster
 from test_controller_quorum import create_topic, write_on_leader
 
@@ -36,10 +36,7 @@ def register(cluster, node_id, cluster_id=None, incarnation=None):
         incarnation_id=incarnation or uuid.uuid4(),
         listeners=[BrokerRegistrationRequest.Listener(name="PLAINTEXT", host="127.0.0.1",
                                                       port=19092, security_protocol=0)],
-        features=[BrokerRegistrationRequest.Feature(
-            name=METADATA_VERSION, min_supported_version=1,
-            max_supported_version=METADATA_VERSION_LEVEL)],
-        rack="rack-a")
+        features=registration_features(), rack="rack-a")
     with cluster.connect(node_id, request_timeout=15) as connection:
         return connection.send(request)
 

@@ -37,7 +37,12 @@ def described(features, broker) -> dict[str, str]:
 
 def test_describe_upgrade_downgrade_and_disable(kfast_broker, features):
     found = described(features, kfast_broker)
-    assert list(found) == ["metadata.version", "transaction.version"]
+    # Sorted by name, as kafka-features.sh prints them; kraft.version 0: the
+    # embedded node is a static quorum of one voter.
+    assert list(found) == ["kraft.version", "metadata.version", "transaction.version"]
+    kraft = found["kraft.version"]
+    assert (kraft["SupportedMinVersion"], kraft["SupportedMaxVersion"],
+            kraft["FinalizedVersionLevel"]) == ("0", "1", "0")
     assert {k: v for k, v in found["metadata.version"].items() if k != "Epoch"} == {
         "SupportedMinVersion": "3.9-IV0", "SupportedMaxVersion": "3.9-IV0",
         "FinalizedVersionLevel": "3.9-IV0"}
