@@ -7,8 +7,11 @@ build/java (tests/java/build.py); this module builds nothing.
 """
 from __future__ import annotations
 
+import os
+import secrets
 import shutil
 import subprocess
+import sys
 from collections import defaultdict
 
 import pytest
@@ -60,16 +63,23 @@ class Facts:
         return values[0]
 
 
-def run_client_check(broker, scenario: str, topic: str) -> Facts:
+def run_client_check(broker, scenario: str, topic: str, bootstrap: str | None = None,
+                     client_properties: str | None = None) -> Facts:
+    """``bootstrap``: another listener than the broker's first;
+    ``client_properties``: a properties file every client of the run takes
+    (ClientCheck's KFAST_CLIENT_PROPERTIES)."""
     if not CLIENT_CHECK_CLASS.exists():
         pytest.fail(f"{CLIENT_CHECK_CLASS.relative_to(REPO)} is missing: run `make deps` "
                     "(it builds the Java client check with tests/java/build.py)")
     java = shutil.which("java")
     if java is None:
         pytest.fail("no `java` on PATH: the Java client tests need a JDK 17 (`make deps`)")
+    env = dict(os.environ)
+    if client_properties is not None:
+        env["KFAST_CLIENT_PROPERTIES"] = client_properties
     result = subprocess.run([java, *JVM_OPTIONS, "-cp", CLASS_PATH, "kfast.ClientCheck", scenario,
-                             broker.bootstrap_servers, topic],
-                            capture_output=True, text=True, timeout=SCENARIO_TIMEOUT_S)
+                             bootstrap or broker.bootstrap_servers, topic],
+                            capture_output=True, text=True, timeout=SCENARIO_TIMEOUT_S, env=env)
     output = f"--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
     assert result.returncode == 0, output
     facts = Facts(result.stdout)
@@ -346,3 +356,61 @@ def test_admin_client_quotas(kfast_broker, topic):
     assert facts["fractional"] == \
         "InvalidRequestException: producer_byte_rate cannot be a fractional value."
     assert facts["after_remove"] == "1"
+
+
+def _write_client_properties(path, properties: dict) -> str:
+    """A Java properties file (values escaped: PEM blocks span lines)."""
+    def escape(value: str) -> str:
+        return value.replace("\\", "\\\\").replace("\n", "\\n")
+    path.write_text("".join(f"{k}={escape(str(v))}\n" for k, v in properties.items()))
+    return str(path)
+
+
+def test_produce_consume_and_admin_over_sasl_ssl_scram_and_mtls(tmp_path, topic):
+    """kafka-clients through a SASL_SSL listener with SCRAM-SHA-512 (a user
+    made with kfast configs) and through an SSL listener that requires client
+    certificates: the admin creates the topic, the idempotent producer and
+    the group consumer run the produce-consume scenario. The truststore is
+    the test CA's PEM, the client's key and chain inline PEM."""
+    from kfast.testing import KfastBroker
+    from kfast.testing.certificates import TestCA
+
+    ca = TestCA(str(tmp_path / "ca"))
+    server, client = ca.issue("localhost", server=True), ca.issue("java-client")
+    password = secrets.token_urlsafe(12)
+    props = {
+        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
+        "ssl.keystore.type": "PEM", "ssl.keystore.location": server.keystore_path,
+        "listener.name.mtls.ssl.truststore.type": "PEM",
+        "listener.name.mtls.ssl.truststore.location": ca.cert_path,
+        "listener.name.mtls.ssl.client.auth": "required",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+        "num.partitions": 1, "group.initial.rebalance.delay.ms": 0,
+    }
+    trust = {"ssl.truststore.type": "PEM", "ssl.truststore.location": ca.cert_path}
+    ways = {
+        "SASL_SSL": {"security.protocol": "SASL_SSL", **trust, "sasl.mechanism": "SCRAM-SHA-512",
+                     "sasl.jaas.config": "org.apache.kafka.common.security.scram."
+                                         f'ScramLoginModule required username="alice" '
+                                         f'password="{password}";'},
+        "MTLS": {"security.protocol": "SSL", **trust, "ssl.keystore.type": "PEM",
+                 "ssl.keystore.key": client.key_pem.decode(),
+                 "ssl.keystore.certificate.chain": client.cert_pem.decode()},
+    }
+    with KfastBroker(props, data_dir=str(tmp_path / "data")) as broker:
+        ports = dict(broker.broker.bound_ports)
+        subprocess.run([sys.executable, "-m", "kfast", "configs", "--bootstrap-server",
+                        f"127.0.0.1:{ports['PLAINTEXT']}", "--entity-type", "users",
+                        "--entity-name", "alice", "--alter", "--add-config",
+                        f"SCRAM-SHA-512=[password={password}]"],
+                       capture_output=True, text=True, timeout=60, check=True)
+        for listener, settings in ways.items():
+            facts = run_client_check(
+                broker, "produce-consume", f"{topic}-{listener.lower()}",
+                bootstrap=f"127.0.0.1:{ports[listener]}",
+                client_properties=_write_client_properties(tmp_path / f"{listener}.properties",
+                                                           settings))
+            assert facts.all("produced") == [f"{codec} 10" for codec in CODECS], listener
+            assert len(facts.all("record")) == 10 * len(CODECS), listener
+            assert facts["assignment"] == "0,1", listener

@@ -79,6 +79,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * repeat); the client's own log goes to stderr. Exit status 0 when the
  * scenario ran to its end; an exception (including a wait that timed out)
  * exits 1 with its stack trace.
+ *
+ * <p>The environment variable KFAST_CLIENT_PROPERTIES may name a properties
+ * file (security.protocol, ssl.*, sasl.*) that every client of the run takes
+ * over its own settings: the scenarios then run through a secured listener.
  */
 public final class ClientCheck {
     private static final Duration WAIT = Duration.ofSeconds(30);
@@ -86,6 +90,8 @@ public final class ClientCheck {
 
     private final String bootstrap;
     private final String topic;
+    /** KFAST_CLIENT_PROPERTIES' settings, added to every client's. */
+    private static final Properties SECURITY = new Properties();
 
     private ClientCheck(String bootstrap, String topic) {
         this.bootstrap = bootstrap;
@@ -96,6 +102,13 @@ public final class ClientCheck {
         if (args.length != 3) {
             System.err.println("usage: ClientCheck SCENARIO BOOTSTRAP TOPIC");
             System.exit(2);
+        }
+        String securityFile = System.getenv("KFAST_CLIENT_PROPERTIES");
+        if (securityFile != null) {
+            try (java.io.Reader reader = java.nio.file.Files.newBufferedReader(
+                    java.nio.file.Path.of(securityFile))) {
+                SECURITY.load(reader);
+            }
         }
         ClientCheck check = new ClientCheck(args[1], args[2]);
         emit("client_version", AppInfoParser.getVersion());
@@ -741,6 +754,7 @@ public final class ClientCheck {
         props.put("bootstrap.servers", bootstrap);
         props.put("request.timeout.ms", 15000);
         props.put("default.api.timeout.ms", 30000);
+        props.putAll(SECURITY);
         return Admin.create(props);
     }
 
@@ -753,6 +767,7 @@ public final class ClientCheck {
         props.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 15000);
         props.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
         props.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, StringSerializer.class.getName());
+        props.putAll(SECURITY);
         return props;
     }
 
@@ -778,6 +793,7 @@ public final class ClientCheck {
         props.put(ConsumerConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 30000);
         props.put(ConsumerConfig.KEY_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
         props.put(ConsumerConfig.VALUE_DESERIALIZER_CLASS_CONFIG, StringDeserializer.class.getName());
+        props.putAll(SECURITY);
         return props;
     }
 
