@@ -18,10 +18,27 @@ from kfast.testing.certificates import TestCA
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(180)]
 
 
-def test_controller_and_replication_over_sasl_ssl(tmp_path):
+def replicate_and_check(cluster, topic: str) -> None:
+    """A topic of 2 replicas on brokers 2 and 3 takes 20 acks=all records;
+    both replicas end in sync and identical (the follower fetched over the
+    secured replication listener), and no node logged a failed login."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 2)])[topic].result(60)
+    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
+    for i in range(20):
+        producer.produce(topic, f"v{i}".encode())
+    assert producer.flush(60) == 0
+    cluster.wait_for_isr(topic, 0, {2, 3})
+    cluster.wait_for_identical_replicas(topic, 0, [2, 3])
+    for node in cluster.nodes.values():
+        log = open(node.log_path, encoding="utf-8", errors="replace").read()
+        assert "Failed authentication" not in log
+
+
+def test_controller_and_replication_over_sasl_ssl(tmp_path):
     ca = TestCA(str(tmp_path / "ca"))
     server = ca.issue("localhost", server=True)
     password = secrets.token_urlsafe(12)
@@ -41,17 +58,7 @@ def test_controller_and_replication_over_sasl_ssl(tmp_path):
     with KfastCluster(controllers=1, brokers=2, replication_links=True, overrides=overrides,
                       base_dir=str(tmp_path / "cluster")) as cluster:
         cluster.start()   # returns once both brokers registered through SASL_SSL
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        admin.create_topics([NewTopic("secured", 1, 2)])["secured"].result(60)
-        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
-        for i in range(20):
-            producer.produce("secured", f"v{i}".encode())
-        assert producer.flush(60) == 0
-        # Both replicas in sync and identical: the follower fetched over SASL_SSL.
-        cluster.wait_for_isr("secured", 0, {2, 3})
-        cluster.wait_for_identical_replicas("secured", 0, [2, 3])
-        log = open(cluster.nodes[1].log_path, encoding="utf-8", errors="replace").read()
-        assert "Failed authentication" not in log
+        replicate_and_check(cluster, "secured")
 
 
 def test_scram_between_nodes_from_the_first_start(tmp_path):
@@ -60,9 +67,6 @@ def test_scram_between_nodes_from_the_first_start(tmp_path):
     SCRAM-SHA-512 only, and the one user exists solely through the bootstrap
     checkpoint, so brokers register and replicate only if the first active
     controller committed its UserScramCredentialRecord."""
-    from confluent_kafka import Producer
-    from confluent_kafka.admin import AdminClient, NewTopic
-
     ca = TestCA(str(tmp_path / "ca"))
     server = ca.issue("localhost", server=True)
     password = secrets.token_urlsafe(12)
@@ -87,14 +91,4 @@ def test_scram_between_nodes_from_the_first_start(tmp_path):
         assert os.path.exists(os.path.join(cluster.nodes[1].data_dir, "data",
                                            "bootstrap.checkpoint"))
         cluster.start()   # returns once both brokers registered through SCRAM
-        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        admin.create_topics([NewTopic("scram-secured", 1, 2)])["scram-secured"].result(60)
-        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all"})
-        for i in range(20):
-            producer.produce("scram-secured", f"v{i}".encode())
-        assert producer.flush(60) == 0
-        cluster.wait_for_isr("scram-secured", 0, {2, 3})
-        cluster.wait_for_identical_replicas("scram-secured", 0, [2, 3])
-        for node in cluster.nodes.values():
-            log = open(node.log_path, encoding="utf-8", errors="replace").read()
-            assert "Failed authentication" not in log
+        replicate_and_check(cluster, "scram-secured")
