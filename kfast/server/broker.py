@@ -489,6 +489,7 @@ class KafkaBroker:
                                          f"{exc.strerror}") from exc
             # KIP-714: a client instance goes with its connection.
             server.disconnect_listeners.append(self.client_metrics.connection_closed)
+            server.connection_quotas = self.quotas.connection_creation
             self.socket_servers[name] = server
             self.bound_ports[name] = server.port
 

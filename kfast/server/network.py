@@ -699,6 +699,12 @@ class SocketServer:
         self.warnings = RateLimitedLogger(logger)
         # Called with the connection_id of every connection closed.
         self.disconnect_listeners: list[Callable[[str], None]] = []
+        # The broker's per-IP connection_creation_rate quotas (a
+        # ConnectionCreationQuotas), None on servers without them; sockets
+        # over the quota wait here, unserved, until closed after their
+        # throttle time (Kafka's throttledSockets).
+        self.connection_quotas = None
+        self._throttled_sockets: dict[socket.socket, asyncio.TimerHandle] = {}
 
     @classmethod
     def from_config(cls, handler: Handler, config: KafkaConfig, host: str, port: int,
@@ -799,6 +805,15 @@ class SocketServer:
                     self._loop.call_later(_ACCEPT_RETRY_DELAY_S, self._resume_accepting)
                 return
             host = peer[0]
+            quotas = self.connection_quotas
+            if quotas is not None and quotas.enabled:
+                throttle_ms = quotas.record_and_get_throttle_time_ms(host)
+                if throttle_ms > 0:
+                    logger.debug("Delaying closing of connection from %s for %d ms",
+                                 host, throttle_ms)
+                    self._throttled_sockets[sock] = self._loop.call_later(
+                        throttle_ms / 1000.0, self._close_throttled, sock)
+                    continue
             if self._connections_per_ip[host] >= self.max_connections_per_ip:
                 logger.info("Rejected connection from %s, address already has the configured "
                             "maximum of %d connections.", host, self.max_connections_per_ip)
@@ -818,6 +833,10 @@ class SocketServer:
             self._connections_per_ip[host] += 1
             self._accepted += 1
             connection._start()
+
+    def _close_throttled(self, sock: socket.socket) -> None:
+        self._throttled_sockets.pop(sock, None)
+        sock.close()
 
     def _resume_accepting(self) -> None:
         if not self._shutting_down and len(self._connections) < self.max_connections:
@@ -922,6 +941,10 @@ class SocketServer:
             self._all_closed = self._loop.create_future()
             if not self._connections:
                 self._all_closed.set_result(None)
+        for sock, handle in self._throttled_sockets.items():
+            handle.cancel()
+            sock.close()
+        self._throttled_sockets.clear()
         for connection in list(self._connections):
             connection.close_when_drained()
         try:

@@ -55,10 +55,11 @@ from typing import Callable, Mapping
 
 from kfast.config import KafkaConfig
 from kfast.protocol import api_keys, errors
-from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_USER
+from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP, QUOTA_ENTITY_USER
 from kfast.server.replication_quota import SampledRate
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+CONNECTION_CREATION = "connection_creation_rate"
 CONTROLLER_MUTATION = "controller_mutation_rate"
 # An entity part: absent (None), the default entity, or a name.
 DEFAULT_ENTITY = "<default>"
@@ -87,6 +88,22 @@ class QuotaRate(SampledRate):
         if full_windows < self.num_samples - 1:
             elapsed += (self.num_samples - 1 - full_windows) * self.window_ms
         return max(elapsed, 1)
+
+
+def live_sensor(sensors: dict, last_sweep_ms: int, key, now_ms: int, num_samples: int,
+                window_ms: int) -> tuple[QuotaRate, dict, int]:
+    """The Rate of ``key`` in ``sensors``, made if new and marked used now;
+    a new one first drops sensors unused for SENSOR_EXPIRATION_MS (at most
+    once per SENSOR_SWEEP_MS). Returns (sensor, sensors, last sweep)."""
+    sensor = sensors.get(key)
+    if sensor is None:
+        if now_ms - last_sweep_ms >= SENSOR_SWEEP_MS:
+            last_sweep_ms = now_ms
+            sensors = {k: s for k, s in sensors.items()
+                       if now_ms - s.last_used_ms < SENSOR_EXPIRATION_MS}
+        sensor = sensors[key] = QuotaRate(num_samples, window_ms)
+    sensor.last_used_ms = now_ms
+    return sensor, sensors, last_sweep_ms
 
 
 def quota_entity(entity) -> tuple | None:
@@ -175,14 +192,9 @@ class ClientQuotaManager:
         return resolved
 
     def _sensor(self, tags: tuple[str, str], now_ms: int) -> QuotaRate:
-        sensor = self._sensors.get(tags)
-        if sensor is None:
-            if now_ms - self._last_sweep_ms >= SENSOR_SWEEP_MS:
-                self._last_sweep_ms = now_ms
-                self._sensors = {t: s for t, s in self._sensors.items()
-                                 if now_ms - s.last_used_ms < SENSOR_EXPIRATION_MS}
-            sensor = self._sensors[tags] = QuotaRate(self.num_samples, self.window_seconds * 1000)
-        sensor.last_used_ms = now_ms
+        sensor, self._sensors, self._last_sweep_ms = live_sensor(
+            self._sensors, self._last_sweep_ms, tags, now_ms, self.num_samples,
+            self.window_seconds * 1000)
         return sensor
 
     def record_and_get_throttle_time_ms(self, user: str, client_id: str, value: float,
@@ -346,6 +358,60 @@ def refund_mutation_quota(quota: ControllerMutationQuota | None, items: list[tup
                 quota.refund(permits)
 
 
+def ip_entity(entity) -> str | None:
+    """An image entity's IP part: the address, DEFAULT_ENTITY for the
+    default IP entity; None when it is not an IP entity."""
+    parts = dict(entity)
+    if set(parts) != {QUOTA_ENTITY_IP}:
+        return None
+    return DEFAULT_ENTITY if parts[QUOTA_ENTITY_IP] is None else parts[QUOTA_ENTITY_IP]
+
+
+class ConnectionCreationQuotas:
+    """connection_creation_rate per IP (KIP-612, Kafka's ConnectionQuotas
+    recordIpConnectionMaybeThrottle): each accepted connection from an IP
+    with a quota (its own, else the default IP entity's) is recorded in the
+    IP's Rate; when the rate then exceeds the quota the connection is taken
+    back out of the rate and the listener closes it, unserved, after the
+    throttle time -- round((rate - quota) / quota x window), at most one
+    window (quota.window.size.seconds). Without any IP quota: disabled."""
+
+    def __init__(self, num_samples: int, window_seconds: int,
+                 clock_ms: Callable[[], int] | None = None):
+        self.num_samples = num_samples
+        self.window_ms = window_seconds * 1000
+        self.clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
+        self.overrides: dict[str, int] = {}
+        self.enabled = False
+        self._sensors: dict[str, QuotaRate] = {}
+        self._last_sweep_ms = 0
+
+    def update(self, overrides: Mapping[str, int]) -> None:
+        """{ip or DEFAULT_ENTITY: connections per second}. Rates already
+        recorded keep counting against the new limits."""
+        self.overrides = dict(overrides)
+        self.enabled = bool(self.overrides)
+
+    def record_and_get_throttle_time_ms(self, ip: str, now_ms: int | None = None) -> int:
+        """Count a new connection from ``ip``; the time in ms after which
+        to close it, 0 to serve it."""
+        if not self.enabled:
+            return 0
+        limit = self.overrides.get(ip, self.overrides.get(DEFAULT_ENTITY))
+        if limit is None:
+            return 0
+        now_ms = self.clock_ms() if now_ms is None else now_ms
+        sensor, self._sensors, self._last_sweep_ms = live_sensor(
+            self._sensors, self._last_sweep_ms, ip, now_ms, self.num_samples, self.window_ms)
+        sensor.record(1.0, now_ms)
+        rate = sensor.measure(now_ms)
+        if rate <= limit:
+            return 0
+        throttle = _java_round((rate - limit) / limit * sensor.window_size_ms(now_ms))
+        sensor.record(-1.0, now_ms)  # not accepted: it does not count
+        return max(min(throttle, self.window_ms), 0)
+
+
 class ClientQuotas:
     """The broker's quota managers (``broker.quotas``)."""
 
@@ -358,6 +424,7 @@ class ClientQuotas:
         self.controller_mutation = ControllerMutationQuotaManager(
             config["controller.quota.window.num"], config["controller.quota.window.size.seconds"],
             clock_ms)
+        self.connection_creation = ConnectionCreationQuotas(samples, seconds, clock_ms)
         self._image_quotas: Mapping | None = None
 
     def update(self, client_quotas: Mapping[tuple, Mapping[str, float]]) -> None:
@@ -368,7 +435,11 @@ class ClientQuotas:
         self._image_quotas = client_quotas
         by_type: dict[str, dict[tuple, float]] = {PRODUCE: {}, FETCH: {}, REQUEST: {},
                                                   CONTROLLER_MUTATION: {}}
+        per_ip: dict[str, int] = {}
         for entity, values in client_quotas.items():
+            ip = ip_entity(entity)
+            if ip is not None and CONNECTION_CREATION in values:
+                per_ip[ip] = int(values[CONNECTION_CREATION])
             key = quota_entity(entity)
             if key is None:
                 continue
@@ -379,6 +450,7 @@ class ClientQuotas:
         self.fetch.update(by_type[FETCH])
         self.request.update(by_type[REQUEST])
         self.controller_mutation.update(by_type[CONTROLLER_MUTATION])
+        self.connection_creation.update(per_ip)
 
 
 # Requests no request_percentage quota applies to: the handshake APIs, and

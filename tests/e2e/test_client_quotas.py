@@ -382,3 +382,77 @@ def test_controller_mutation_rate_refuses_topics_over_the_burst(quota_broker, to
                                    raise_errors=False)["topics"][0]["error_code"] == 0
     assert kfast_configs(quota_broker, "--client", "mutator", "--alter", "--delete-config",
                          "controller_mutation_rate")[0] == 0
+
+
+# -- connection_creation_rate (KIP-612) -----------------------------------------------------
+async def _ip_quota_enabled(broker) -> bool:
+    return broker.broker.quotas.connection_creation.enabled
+
+
+def _await_ip_quota(broker, enabled: bool) -> None:
+    deadline = time.monotonic() + 15
+    while broker.call(_ip_quota_enabled(broker)) != enabled:
+        assert time.monotonic() < deadline, "the IP quota never reached the broker"
+        time.sleep(0.02)
+
+
+def _open_connections(broker, seconds: float, interval: float = 0.05) -> tuple[int, int]:
+    """Open a raw connection every ``interval`` for ``seconds``, each sending
+    an ApiVersions request; (answered, closed unanswered)."""
+    import selectors
+    import socket
+
+    from kfast.protocol import ApiVersionsRequest, encode_request
+
+    host, _, port = broker.bootstrap_servers.rpartition(":")
+    frame = encode_request(18, 0, 1, "ip-quota", ApiVersionsRequest())
+    sockets, answered, closed = [], 0, 0
+    try:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            sock = socket.create_connection((host, int(port)), timeout=10)
+            sock.sendall(frame)
+            sockets.append(sock)
+            time.sleep(interval)
+        selector = selectors.DefaultSelector()
+        for sock in sockets:
+            sock.setblocking(False)
+            selector.register(sock, selectors.EVENT_READ)
+        deadline = time.monotonic() + 20
+        while answered + closed < len(sockets):
+            assert time.monotonic() < deadline, (answered, closed, len(sockets))
+            for key, _ in selector.select(timeout=1):
+                try:
+                    data = key.fileobj.recv(65536)
+                except ConnectionResetError:
+                    data = b""
+                if data:
+                    answered += 1   # a response's first bytes
+                else:
+                    closed += 1
+                selector.unregister(key.fileobj)
+        selector.close()
+    finally:
+        for sock in sockets:
+            sock.close()
+    return answered, closed
+
+
+def test_connection_creation_rate_closes_connections_over_the_ip_quota(quota_broker):
+    assert kfast_configs(quota_broker, "--entity-type", "ips", "--entity-name", "127.0.0.1",
+                         "--alter", "--add-config", "connection_creation_rate=2")[0] == 0
+    try:
+        _await_ip_quota(quota_broker, True)
+        # 20 connections/s for 3 s against 2/s: with 2 samples of 1 s, about
+        # 2/s plus one window's burst are served (7 nominal; the sampled
+        # rate's tolerance is a window's worth either way), the rest are
+        # closed unanswered after their throttle time.
+        answered, closed = _open_connections(quota_broker, 3.0)
+        assert 4 <= answered <= 10, (answered, closed)
+        assert answered + closed >= 20 and closed >= 10, (answered, closed)
+    finally:
+        assert kfast_configs(quota_broker, "--entity-type", "ips", "--entity-name", "127.0.0.1",
+                             "--alter", "--delete-config", "connection_creation_rate")[0] == 0
+    _await_ip_quota(quota_broker, False)
+    answered, closed = _open_connections(quota_broker, 0.5)
+    assert closed == 0 and answered >= 5, (answered, closed)
