@@ -51,12 +51,18 @@ def internal_topic_settings(config, name: str) -> tuple[int, int, dict]:
              "min.insync.replicas": str(config["transaction.state.log.min.isr"])})
 
 
-def _brokers(image: MetadataImage, listener_name: str) -> list:
+def _brokers(image: MetadataImage, listener_name: str, self_id: int) -> list:
+    """The live brokers: unfenced ones, and always the answering broker
+    itself. A broker fenced by its own controlled shutdown still answers
+    until its listeners close; Kafka's broker stops applying metadata when
+    that shutdown begins, so it keeps listing itself. Listing no broker at
+    all makes librdkafka (>= 2.10) decommission the only one it knows and
+    never connect again once it is back."""
     out = []
     for broker_id in sorted(image.brokers):
         registration = image.brokers[broker_id]
         endpoint = registration.listeners.get(listener_name)
-        if registration.fenced or endpoint is None:
+        if endpoint is None or (registration.fenced and broker_id != self_id):
             continue
         out.append(_Broker(node_id=broker_id, host=endpoint.host, port=endpoint.port,
                            rack=registration.rack))
@@ -184,7 +190,7 @@ async def handle_metadata(ctx: RequestContext, request):
                 topics.append(_error_topic(name, errors_by_name.get(
                     name, errors.UnknownTopicOrPartitionException.code)))
     return MetadataResponse(
-        brokers=_brokers(image, ctx.listener_name),
+        brokers=_brokers(image, ctx.listener_name, broker.node_id),
         cluster_id=image.cluster_id,
         # KRaft brokers name a live broker as "controller": clients cannot
         # reach the quorum controllers and only use it for admin requests.

@@ -11,6 +11,8 @@ partition.metadata is ``version: 0`` / ``topic_id: <base64 uuid>``.
 """
 from __future__ import annotations
 
+import bisect
+
 import os
 from typing import Callable, Iterable, NamedTuple
 
@@ -160,28 +162,23 @@ class LeaderEpochFileCache:
         return True
 
     def assign_recovered(self, epoch: int, start_offset: int) -> bool:
-        """A batch met by log recovery (Kafka's LogSegment.recover): only an
-        epoch newer than every known one is assigned. The checkpoint already
-        holds the epochs of the offsets before it, and re-assigning a known
-        epoch at a later start would drop them (a batch of epoch 1 recovered
-        at 4 would wipe [(1, 0), (3, 5)] down to [(1, 4)]). One case beyond
-        Kafka's: a batch below every entry -- truncate_from_start moved the
-        first entry up to a log start that a kill -9 then took back -- gives
-        those offsets their epoch again. Not flushed: recovery derives it."""
+        """A batch met by log recovery, where the log is the truth: an epoch
+        newer than every known one is assigned (Kafka's LogSegment.recover);
+        an older one only where the cache disagrees with the batch. Blindly
+        re-assigning a known epoch at a recovered batch's later start drops
+        the entries below it (a batch of epoch 1 recovered at 4 would turn
+        [(1, 0), (3, 5)] into [(1, 4), (3, 5)]); skipping every older epoch
+        keeps a checkpoint that contradicts the log ([(1, 0), (2, 4)] for a
+        batch of epoch 2 at 3) or that a stale log start moved above the
+        first batch. Not flushed: recovery derives it again after a crash."""
         if epoch < 0:
             return False
         entries = self._entries
-        if not entries or epoch > entries[-1].epoch:
-            return self.assign(epoch, start_offset, flush=False)
-        first = entries[0]
-        if start_offset >= first.start_offset or epoch > first.epoch:
-            return False
-        if epoch == first.epoch:
-            entries[0] = EpochEntry(epoch, start_offset)
-        else:
-            entries.insert(0, EpochEntry(epoch, start_offset))
-        self.dirty = True
-        return True
+        if entries and epoch <= entries[-1].epoch:
+            index = bisect.bisect_right([e.start_offset for e in entries], start_offset) - 1
+            if index >= 0 and entries[index].epoch == epoch:
+                return False
+        return self.assign(epoch, start_offset, flush=False)
 
     def end_offset_for(self, requested_epoch: int, log_end_offset: int) -> tuple[int, int]:
         """(epoch, end offset) as OffsetsForLeaderEpoch and a leader checking a

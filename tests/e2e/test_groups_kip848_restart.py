@@ -66,16 +66,10 @@ class Member:
     def __init__(self, bootstrap: str):
         from confluent_kafka import Consumer
 
-        # Metadata refreshed every second: while the broker restarts every
-        # connection is refused, and librdkafka 2.16 (group.protocol=
-        # consumer) was seen to stay "without usable brokers" for over 40 s
-        # afterwards, never connecting again on its own (under investigation;
-        # the periodic refresh makes it connect).
         self.consumer = Consumer({
             "bootstrap.servers": bootstrap, "group.id": GROUP, "group.protocol": "consumer",
             "auto.offset.reset": "earliest", "enable.auto.commit": False,
-            "client.id": "kip848-restart", "topic.metadata.refresh.interval.ms": 1000,
-            "reconnect.backoff.max.ms": 1000})
+            "client.id": "kip848-restart"})
         self.consumer.subscribe([TOPIC])
         self.values: list[str] = []
 

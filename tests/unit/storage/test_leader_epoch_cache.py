@@ -56,3 +56,22 @@ def test_an_older_epoch_drops_the_entries_it_contradicts(tmp_path):
         cache.assign(epoch, start)
     assert cache.assign(2, 15)
     assert cache.entries == [(1, 0), (2, 15)]
+
+
+def test_recovery_assigns_only_where_the_log_disagrees(tmp_path):
+    """assign_recovered: a recovered batch whose epoch the cache already gives
+    its offset changes nothing (re-assigning would drop the entries below
+    it); one the cache contradicts is assigned (both found by the
+    replication simulation)."""
+    cache = LeaderEpochFileCache(str(tmp_path / "leader-epoch-checkpoint"))
+    for epoch, start in [(1, 0), (3, 5), (5, 6)]:
+        cache.assign(epoch, start)
+    assert not cache.assign_recovered(1, 4)
+    assert cache.entries == [(1, 0), (3, 5), (5, 6)]
+    cache = LeaderEpochFileCache(str(tmp_path / "other-checkpoint"))
+    for epoch, start in [(1, 0), (2, 4), (4, 12)]:
+        cache.assign(epoch, start)
+    assert cache.assign_recovered(2, 3)
+    assert cache.entries == [(1, 0), (2, 3)]          # the batches after 3 re-add epoch 4
+    assert cache.assign_recovered(4, 12)
+    assert cache.entries == [(1, 0), (2, 3), (4, 12)]
