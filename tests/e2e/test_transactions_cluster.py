@@ -14,13 +14,13 @@ import time
 import uuid
 
 import pytest
-from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import api_keys
 from replication_support import create
-from transaction_support import offsets
+from transaction_support import offsets, read_to_end
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -57,26 +57,8 @@ def read_committed(cluster, topic: str, expected: int, timeout: float = 60,
                    partitions: int = PARTITIONS) -> list[bytes]:
     """Every committed value of the topic, reading until ``expected`` came
     (and then to the end, so that nothing extra hides)."""
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers,
-                         "group.id": f"r-{uuid.uuid4().hex}", "isolation.level": "read_committed",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
-    values, at_end, deadline = [], set(), time.monotonic() + timeout
-    try:
-        while (len(values) < expected or len(at_end) < partitions) and \
-                time.monotonic() < deadline:
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == -191:          # _PARTITION_EOF
-                    at_end.add(message.partition())
-                continue
-            at_end.discard(message.partition())
-            values.append(message.value())
-    finally:
-        consumer.close()
-    return values
+    return read_to_end(cluster.bootstrap_servers, topic, partitions, "read_committed",
+                       timeout, expected)[0]
 
 
 @ONE_CONTROLLER

@@ -28,11 +28,12 @@ import uuid
 from collections import Counter
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from e2e_support import REPO
 from test_transactions_cluster import transaction_coordinator
+from transaction_support import read_to_end
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 
@@ -156,25 +157,8 @@ def prepare(bootstrap: str, client: str, replication_factor: int = 1) -> dict:
 def read_output(bootstrap: str, topic: str, isolation: str, timeout: float = 60) -> list[bytes]:
     """Every value of ``topic`` up to its end (the last stable offset for
     read_committed), read once the partitions' ends are reached."""
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex}",
-                         "isolation.level": isolation, "enable.auto.commit": False,
-                         "enable.partition.eof": True})
-    consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
-    values, at_end, deadline = [], set(), time.monotonic() + timeout
-    try:
-        while len(at_end) < PARTITIONS:
-            assert time.monotonic() < deadline, f"{topic} not read to its end in {timeout} s"
-            message = consumer.poll(0.2)
-            if message is None:
-                continue
-            if message.error():
-                if message.error().code() == -191:          # _PARTITION_EOF
-                    at_end.add(message.partition())
-                continue
-            at_end.discard(message.partition())
-            values.append(message.value())
-    finally:
-        consumer.close()
+    values, at_end = read_to_end(bootstrap, topic, PARTITIONS, isolation, timeout)
+    assert at_end, f"{topic} not read to its end in {timeout} s"
     return values
 
 

@@ -80,3 +80,33 @@ def end_txn(conn, version, transactional_id, producer_id, epoch, committed):
                 time.monotonic() > deadline:
             return response
         time.sleep(0.05)
+
+
+def read_to_end(bootstrap: str, topic: str, partitions: int, isolation: str,
+                timeout: float, expected: int = 0) -> tuple[list[bytes], bool]:
+    """(values, reached the end): every value of ``topic``'s partitions read
+    with confluent-kafka at ``isolation`` until at least ``expected`` came and
+    every partition is at its end (the last stable offset for
+    read_committed), or ``timeout`` seconds passed."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex}",
+                         "isolation.level": isolation, "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    values, at_end, deadline = [], set(), time.monotonic() + timeout
+    try:
+        while (len(values) < expected or len(at_end) < partitions) and \
+                time.monotonic() < deadline:
+            message = consumer.poll(0.2)
+            if message is None:
+                continue
+            if message.error():
+                if message.error().code() == -191:          # _PARTITION_EOF
+                    at_end.add(message.partition())
+                continue
+            at_end.discard(message.partition())
+            values.append(message.value())
+    finally:
+        consumer.close()
+    return values, len(at_end) == partitions
