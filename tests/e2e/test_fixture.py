@@ -109,9 +109,12 @@ def test_plugin_preloads_the_broker_only_for_sessions_using_the_fixture(tmp_path
 
     probe = _PRELOAD_PROBE.format(expected=uses_fixture)
     (tmp_path / "test_probe.py").write_text(probe + (_FIXTURE_USER if uses_fixture else ""))
+    # A basetemp of its own: a default one makes the inner pytest sweep the
+    # older numbered dirs under /tmp/pytest-of-<user> -- whole suites' temp
+    # files from earlier runs, which took it past a minute in CI.
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         str(tmp_path / "test_probe.py")],
+         "--basetemp", str(tmp_path / "inner"), str(tmp_path / "test_probe.py")],
         cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("2 passed" if uses_fixture else "1 passed") in result.stdout

@@ -309,7 +309,9 @@ def test_kfast_broker_fixture_from_the_installed_wheel(wheel_venv):
     (project / "pytest.ini").write_text("[pytest]\n")
     (project / "test_from_wheel.py").write_text(
         FIXTURE_TEST.format(site_packages=wheel_venv.site_packages))
-    result = subprocess.run([wheel_venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider"],
+    # Its own basetemp: the default one sweeps earlier runs' numbered dirs.
+    result = subprocess.run([wheel_venv.python, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                             "--basetemp", str(wheel_venv.root / "fixture-tmp")],
                             cwd=project, env=wheel_venv.env, capture_output=True, text=True,
                             timeout=RUN_TIMEOUT)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
