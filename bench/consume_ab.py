@@ -27,7 +27,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-import broker_load  # noqa: E402
+import broker_load
 
 TOPIC = "consume-ab"
 

@@ -35,7 +35,7 @@ import time
 from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import run_broker  # noqa: E402
+from broker_load import run_broker
 
 _FIXTURE_SCRIPT = r"""
 import json, shutil, statistics, tempfile, time

@@ -33,9 +33,9 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kfast.client.connection import BrokerConnection  # noqa: E402
-from kfast.protocol import api_keys, errors  # noqa: E402
-from kfast.testing.ports import free_port  # noqa: E402
+from kfast.client.connection import BrokerConnection
+from kfast.protocol import api_keys, errors
+from kfast.testing.ports import free_port
 
 JOIN, SYNC, HEARTBEAT = (api_keys.BY_NAME[n].key for n in ("JoinGroup", "SyncGroup", "Heartbeat"))
 API_VERSIONS = api_keys.BY_NAME["ApiVersions"].key
@@ -105,7 +105,7 @@ class Member:
                     break
                 try:
                     await asyncio.wait_for(stop.wait(), 0.5)
-                except asyncio.TimeoutError:
+                except TimeoutError:
                     pass
 
 

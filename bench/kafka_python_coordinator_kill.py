@@ -43,12 +43,12 @@ import uuid
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from kafka import KafkaProducer  # noqa: E402
-from kafka.structs import OffsetAndMetadata, TopicPartition  # noqa: E402
+from kafka import KafkaProducer
+from kafka.structs import OffsetAndMetadata, TopicPartition
 
-from kfast.client.connection import BlockingConnection  # noqa: E402
-from kfast.protocol import api_keys  # noqa: E402
-from kfast.testing.cluster import KfastCluster  # noqa: E402
+from kfast.client.connection import BlockingConnection
+from kfast.protocol import api_keys
+from kfast.testing.cluster import KfastCluster
 
 OVERRIDES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200,
              "group.initial.rebalance.delay.ms": 0,

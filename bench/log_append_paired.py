@@ -24,10 +24,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from test_storage import BATCHES, _batch, _fresh  # noqa: E402
+from test_storage import BATCHES, _batch, _fresh
 
-from kfast.config import LogConfig  # noqa: E402
-from kfast.storage.log import Log  # noqa: E402
+from kfast.config import LogConfig
+from kfast.storage.log import Log
 
 SIZES = {16 * 1024: "16kib", 1024 * 1024: "1mib"}
 CONFIG = LogConfig({"segment.bytes": 1 << 30, "max.message.bytes": 2 * 1024 * 1024,

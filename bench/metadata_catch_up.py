@@ -124,7 +124,7 @@ def create_topics(cluster: KfastCluster, prefix: str, topics: int, partitions: i
             assert not failed, failed[:3]
 
 
-def fence(cluster: KfastCluster, placeholder: "Placeholder", partitions: int,
+def fence(cluster: KfastCluster, placeholder: Placeholder, partitions: int,
           overrides: dict) -> None:
     """Stop the placeholder's heartbeats and wait for the controller to
     fence it: one leader change per partition lands in the metadata log

@@ -35,7 +35,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import cpu_seconds, create_topic, run_broker  # noqa: E402
+from broker_load import cpu_seconds, create_topic, run_broker
 
 TOOL_TIMEOUT = 600
 

@@ -35,10 +35,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from confluent_kafka.admin import AdminClient, NewTopic
 
-from kfast.testing.cluster import KfastCluster  # noqa: E402
-from kfast.testing.load import AckedLoad, audit, read_back  # noqa: E402
+from kfast.testing.cluster import KfastCluster
+from kfast.testing.load import AckedLoad, audit, read_back
 
 FAST_SESSIONS = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
 

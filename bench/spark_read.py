@@ -220,7 +220,8 @@ def kafka_python_read(rows):
     from, until) range; kafka-python fetches and decodes it, one pandas frame
     of Spark's Kafka columns per poll."""
     import pandas as pd
-    from kafka import KafkaConsumer, TopicPartition as KafkaTopicPartition
+    from kafka import KafkaConsumer
+    from kafka import TopicPartition as KafkaTopicPartition
 
     for spec in rows:
         for topic, partition, start, end, servers in spec.itertuples(index=False):

@@ -11,16 +11,17 @@ Workload (bench/conftest.py): one uncompressed batch of 1000 records,
 
 Run: python3 -m pytest bench/test_codec_batch.py --benchmark-only
 """
+import aiokafka.record._crecords as aiokafka_records
 import crc32c
 import pytest
-
-import aiokafka.record._crecords as aiokafka_records
+from conftest import WORKLOAD_BASE_TIMESTAMP, byte_rate, record_rate
 from kafka.record.default_records import (
     DefaultRecordBatch as KafkaPythonBatch,
+)
+from kafka.record.default_records import (
     DefaultRecordBatchBuilder as KafkaPythonBuilder,
 )
 
-from conftest import WORKLOAD_BASE_TIMESTAMP, byte_rate, record_rate
 from kfast.records import RecordBatch, RecordBatchBuilder
 
 assert aiokafka_records.default_records.__file__.endswith(".so"), "aiokafka's compiled codec is required"

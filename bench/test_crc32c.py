@@ -17,8 +17,8 @@ import os
 
 import crc32c as crc32c_pkg
 import pytest
-
 from conftest import byte_rate
+
 from kfast._ext import crc32c as kcrc
 
 SIZES = {"1mib": 1 << 20, "16kib": 16 * 1024}

@@ -16,8 +16,8 @@ import asyncio
 import uvloop
 
 from kfast.config import KafkaConfig
-from kfast.coordinator.group.coordinator import GroupCoordinator
 from kfast.coordinator.group.consumer_protocol import encode_subscription
+from kfast.coordinator.group.coordinator import GroupCoordinator
 from kfast.server_common.timer import SystemTimer
 
 MEMBERS = 1000

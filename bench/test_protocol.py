@@ -15,11 +15,10 @@ import os
 import tempfile
 import uuid
 
-import pytest
-
 import kafka.protocol.consumer.fetch as kp_fetch
 import kafka.protocol.metadata as kp_metadata
 import kafka.protocol.producer as kp_producer
+import pytest
 
 import kfast.protocol as protocol
 

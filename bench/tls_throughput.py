@@ -41,7 +41,7 @@ import time
 from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import (  # noqa: E402
+from broker_load import (
     cpu_seconds,
     create_topic,
     free_port,

@@ -45,7 +45,7 @@ import time
 import uuid
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import RECORD_SIZE, cpu_seconds, create_topic, run_broker  # noqa: E402
+from broker_load import RECORD_SIZE, cpu_seconds, create_topic, run_broker
 
 PRODUCER = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
             "delivery.report.only.error": True}

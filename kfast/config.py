@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import enum
 import re
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 LONG_MAX = 2**63 - 1
 INT_MAX = 2**31 - 1
@@ -951,11 +952,11 @@ class KafkaConfig:
         self._check_relations()
 
     @classmethod
-    def from_properties_text(cls, text: str, **kwargs) -> "KafkaConfig":
+    def from_properties_text(cls, text: str, **kwargs) -> KafkaConfig:
         return cls(parse_properties(text), **kwargs)
 
     @classmethod
-    def from_file(cls, path: str, **kwargs) -> "KafkaConfig":
+    def from_file(cls, path: str, **kwargs) -> KafkaConfig:
         with open(path, encoding="utf-8") as f:
             return cls.from_properties_text(f.read(), **kwargs)
 
@@ -971,7 +972,7 @@ class KafkaConfig:
     def is_set(self, name: str) -> bool:
         return name in self.originals
 
-    def with_dynamic(self, dynamic: Mapping[str, Any]) -> "KafkaConfig":
+    def with_dynamic(self, dynamic: Mapping[str, Any]) -> KafkaConfig:
         """The broker's current configuration: dynamic overrides (already
         merged cluster default < per-broker, and validated by the
         controller) over these static properties, as Kafka's
@@ -1096,10 +1097,10 @@ class LogConfig:
         return out
 
     @classmethod
-    def from_broker(cls, broker: KafkaConfig, overrides: Mapping[str, Any] | None = None) -> "LogConfig":
+    def from_broker(cls, broker: KafkaConfig, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         return cls(overrides, broker.topic_defaults())
 
-    def with_overrides(self, overrides: Mapping[str, Any]) -> "LogConfig":
+    def with_overrides(self, overrides: Mapping[str, Any]) -> LogConfig:
         """A new LogConfig with ``overrides`` replacing this one's overrides
         (same broker defaults): how a topic config change is applied live."""
         return LogConfig(overrides, self._defaults)

@@ -45,28 +45,32 @@ for unknown codecs. Bytes in the magic 0/1 message-set format raise
 ``.magic``); ``peek_magic(buffer, offset)`` tells the formats apart up front.
 """
 from kfast._ext.batch import (
-    BufferSlice,
     CONTROL_TYPE_ABORT,
     CONTROL_TYPE_COMMIT,
-    LegacyRecordFormatError,
-    LOG_OVERHEAD_BYTES as LOG_OVERHEAD,
     MAGIC_VALUE_V2,
     NO_PARTITION_LEADER_EPOCH,
     NO_PRODUCER_EPOCH,
     NO_PRODUCER_ID,
     NO_SEQUENCE,
     NO_TIMESTAMP,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    BufferSlice,
+    LegacyRecordFormatError,
     Record,
     RecordBatch,
     RecordBatchBuilder,
-    RECORD_BATCH_OVERHEAD_BYTES as RECORD_BATCH_OVERHEAD,
-    TIMESTAMP_CREATE_TIME,
-    TIMESTAMP_LOG_APPEND_TIME,
     build_control_batch,
     complete_batches_size,
     iter_batches,
     patch_batch,
     peek_magic,
+)
+from kfast._ext.batch import (
+    LOG_OVERHEAD_BYTES as LOG_OVERHEAD,
+)
+from kfast._ext.batch import (
+    RECORD_BATCH_OVERHEAD_BYTES as RECORD_BATCH_OVERHEAD,
 )
 from kfast.compression import (
     COMPRESSION_GZIP,
@@ -103,8 +107,8 @@ __all__ = [
 #     convert_message_set_to_v2(buffer, compression=None) -> one v2 batch (offsets from 0)
 #     convert_v2_to_message_set(buffer, magic, first_offset=-1) -> message set
 #     build_message_set(magic, [(offset, timestamp, key, value)], compression)
-from kfast._ext.columnar import BatchInfo, Column, ColumnarRecords, decode_columnar  # noqa: E402
-from kfast._ext.legacy import (  # noqa: E402
+from kfast._ext.columnar import BatchInfo, Column, ColumnarRecords, decode_columnar
+from kfast._ext.legacy import (
     NO_TIMESTAMP_TYPE,
     LegacyRecord,
     build_message_set,

@@ -1,3 +1,4 @@
+from typing import Any
 from typing import Any as Buffer  # any object exporting the buffer protocol (an mmap)
 
 def largest_lower_bound_slot(buf: Buffer, entries: int, entry_size: int, key_pos: int,

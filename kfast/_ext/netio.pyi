@@ -1,5 +1,6 @@
 """Plaintext socket I/O kernel: framed receives, zero-copy sends (see netio.pxd)."""
-from typing import Iterable, Protocol, Union
+from collections.abc import Iterable
+from typing import Protocol, Union
 
 HAVE_SENDFILE: bool
 RECEIVE_CHUNK_SIZE: int

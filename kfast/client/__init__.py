@@ -23,7 +23,12 @@ from kfast.client.blocking import BlockingFetcher
 from kfast.client.cluster import Cluster
 from kfast.client.connection import BlockingConnection, BrokerConnection
 from kfast.client.fetcher import (
-    READ_COMMITTED, READ_UNCOMMITTED, ConsumerRecord, FetchedPartition, Fetcher, decode_records,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    ConsumerRecord,
+    FetchedPartition,
+    Fetcher,
+    decode_records,
 )
 from kfast.client.producer import KafkaProducer, RecordMetadata
 

@@ -14,21 +14,44 @@ controller); ListOffsets and DeleteRecords go to each partition's leader.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping
 
-from kfast.client.cluster import (STALE_METADATA_CODES, Cluster, ClusterClient, PartitionMetadata,
-                                 TopicMetadata)
+from kfast.client.cluster import (
+    STALE_METADATA_CODES,
+    Cluster,
+    ClusterClient,
+    PartitionMetadata,
+    TopicMetadata,
+)
 from kfast.protocol import (
-    AlterClientQuotasRequest, AlterConfigsRequest, CreatePartitionsRequest, CreateTopicsRequest, DeleteRecordsRequest,
-    DescribeTopicPartitionsRequest,
-    DeleteTopicsRequest, DescribeClientQuotasRequest, DescribeClusterRequest,
+    AlterClientQuotasRequest,
+    AlterConfigsRequest,
+    CreatePartitionsRequest,
+    CreateTopicsRequest,
+    DeleteRecordsRequest,
+    DeleteTopicsRequest,
+    DescribeClientQuotasRequest,
+    DescribeClusterRequest,
     DescribeConfigsRequest,
-    IncrementalAlterConfigsRequest, ListConfigResourcesRequest, ListOffsetsRequest, api_key, errors,
+    DescribeTopicPartitionsRequest,
+    IncrementalAlterConfigsRequest,
+    ListConfigResourcesRequest,
+    ListOffsetsRequest,
+    api_key,
+    errors,
 )
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_TOPIC, EARLIEST_TIMESTAMP, LATEST_TIMESTAMP,
-    MAX_TIMESTAMP, OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT, SOURCE_DEFAULT_CONFIG,
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_TOPIC,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    OP_APPEND,
+    OP_DELETE,
+    OP_SET,
+    OP_SUBTRACT,
+    SOURCE_DEFAULT_CONFIG,
     SOURCE_DYNAMIC_TOPIC_CONFIG,
 )
 

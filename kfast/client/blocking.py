@@ -15,7 +15,7 @@ stays valid after the call returns).
 from __future__ import annotations
 
 import asyncio
-from typing import Mapping
+from collections.abc import Mapping
 
 from kfast.client.fetcher import ConsumerRecord, FetchedPartition, Fetcher
 
@@ -88,7 +88,7 @@ class BlockingFetcher:
             self._run(self._fetcher.close())
             self._loop.close()
 
-    def __enter__(self) -> "BlockingFetcher":
+    def __enter__(self) -> BlockingFetcher:
         return self
 
     def __exit__(self, *exc_info) -> None:

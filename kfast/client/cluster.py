@@ -140,7 +140,7 @@ class Cluster:
 
     # ---- lifecycle -------------------------------------------------------------------
 
-    async def start(self) -> "Cluster":
+    async def start(self) -> Cluster:
         await self.refresh_metadata(None)
         return self
 
@@ -153,7 +153,7 @@ class Cluster:
         for connection in connections:
             await connection.close()
 
-    async def __aenter__(self) -> "Cluster":
+    async def __aenter__(self) -> Cluster:
         return await self.start()
 
     async def __aexit__(self, *exc_info) -> None:
@@ -353,7 +353,7 @@ class ClusterClient:
     caller; otherwise they own one made from ``bootstrap_servers`` and
     start and close it with themselves."""
 
-    def __init__(self, bootstrap_servers=None, cluster: "Cluster | None" = None,
+    def __init__(self, bootstrap_servers=None, cluster: Cluster | None = None,
                  **cluster_options):
         self._own_cluster = cluster is None
         self.cluster = cluster or Cluster(bootstrap_servers, **cluster_options)

@@ -30,7 +30,8 @@ import itertools
 import struct
 
 from kfast.protocol import api_keys, decode_response, encode_request, errors, request_class
-from kfast.protocol.api_keys import API_VERSIONS, PRODUCE, api_key as lookup_api
+from kfast.protocol.api_keys import API_VERSIONS, PRODUCE
+from kfast.protocol.api_keys import api_key as lookup_api
 from kfast.protocol.constants import INT32_MAX
 
 __all__ = ["BrokerConnection", "BlockingConnection", "api_key_of", "DEFAULT_CLIENT_ID"]
@@ -76,7 +77,7 @@ class BrokerConnection:
         self._closed_error: Exception | None = None
 
     @classmethod
-    async def open(cls, host: str, port: int, negotiate: bool = True, **kwargs) -> "BrokerConnection":
+    async def open(cls, host: str, port: int, negotiate: bool = True, **kwargs) -> BrokerConnection:
         connection = cls(**kwargs)
         await connection.connect(host, port, negotiate)
         return connection
@@ -94,7 +95,7 @@ class BrokerConnection:
         try:
             self._reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(host, port, **tls), self.request_timeout)
-        except (OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError) as exc:
             raise errors.NetworkException(f"cannot connect to {host}:{port}: {exc}") from exc
         self._closed_error = None
         self._read_task = asyncio.get_running_loop().create_task(self._read_responses())
@@ -128,7 +129,7 @@ class BrokerConnection:
             except (OSError, ConnectionError):
                 pass
 
-    async def __aenter__(self) -> "BrokerConnection":
+    async def __aenter__(self) -> BrokerConnection:
         return self
 
     async def __aexit__(self, *exc_info) -> None:
@@ -204,7 +205,7 @@ class BrokerConnection:
             await self._writer.drain()
             return await asyncio.wait_for(asyncio.shield(future),
                                           self.request_timeout if timeout is None else timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._in_flight.pop(correlation_id, None)
             error = errors.TimeoutException(
                 f"{lookup_api(key).name} v{version} to {self.host}:{self.port} timed out")
@@ -312,7 +313,7 @@ class BlockingConnection:
             self._loop.run_until_complete(self._connection.close())
             self._loop.close()
 
-    def __enter__(self) -> "BlockingConnection":
+    def __enter__(self) -> BlockingConnection:
         return self
 
     def __exit__(self, *exc_info) -> None:

@@ -28,14 +28,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from kfast.client.admin import EARLIEST, LATEST, KafkaAdmin
 from kfast.client.cluster import STALE_METADATA_CODES, Cluster, ClusterClient
 from kfast.protocol import FetchRequest, api_keys, errors
 from kfast.records import (
-    CONTROL_TYPE_ABORT, TIMESTAMP_LOG_APPEND_TIME, complete_batches_size, iter_batches,
+    CONTROL_TYPE_ABORT,
+    TIMESTAMP_LOG_APPEND_TIME,
+    complete_batches_size,
+    iter_batches,
 )
 
 __all__ = ["Fetcher", "FetchedPartition", "ConsumerRecord", "decode_records", "READ_UNCOMMITTED",
@@ -194,7 +197,7 @@ class Fetcher(ClusterClient):
                 self._fetch_from(node, group, partition_max_bytes, max_wait_ms)
                 for node, group in by_leader.items()), return_exceptions=True)
             retry: dict[tuple[str, int], int] = {}
-            for (node, group), result in zip(by_leader.items(), results):
+            for (_node, group), result in zip(by_leader.items(), results):
                 if isinstance(result, errors.KafkaError) and result.retriable:
                     retry.update(group)
                     for topic, _ in group:

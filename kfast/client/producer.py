@@ -110,7 +110,7 @@ class KafkaProducer(ClusterClient):
         self._sender: asyncio.Task | None = None
         self._closing = False
 
-    async def start(self) -> "KafkaProducer":
+    async def start(self) -> KafkaProducer:
         await super().start()
         if self.enable_idempotence:
             response = await self.cluster.send(None, InitProducerIdRequest(
@@ -232,7 +232,7 @@ class KafkaProducer(ClusterClient):
                 timeout = max(0.0, oldest + self.linger - time.monotonic())
             try:
                 await asyncio.wait_for(self._wakeup.wait(), timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         if requests:
             await asyncio.gather(*requests, return_exceptions=True)

@@ -29,13 +29,20 @@ from __future__ import annotations
 
 import enum
 import logging
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from typing import Any
 
 from kfast.client.security import ClientSecurity
 from kfast.compression import CODEC_NAMES
 from kfast.config import (
-    INT_MAX, SERVER_CONFIGS, ConfigException, Type, ValidString, at_least, coerce,
+    INT_MAX,
+    SERVER_CONFIGS,
+    ConfigException,
+    Type,
+    ValidString,
+    at_least,
+    coerce,
     parse_properties,
 )
 

@@ -44,7 +44,7 @@ class ClientSecurity:
 
     @classmethod
     def for_listener(cls, config: KafkaConfig, listener: str,
-                     mechanism_property: str) -> "ClientSecurity":
+                     mechanism_property: str) -> ClientSecurity:
         from kfast.security.listener import listener_protocols
 
         protocol = listener_protocols(config).get(listener.upper(), "PLAINTEXT")
@@ -58,7 +58,7 @@ class ClientSecurity:
                           f"for {mechanism}")
 
     @classmethod
-    def for_client_properties(cls, setting) -> "ClientSecurity":
+    def for_client_properties(cls, setting) -> ClientSecurity:
         """From a client's properties (kfast.client.properties): ``setting(name)``
         gives security.protocol, ssl.* (the truststore, the keystore for
         mTLS), sasl.mechanism and sasl.jaas.config (PlainLoginModule /
@@ -72,7 +72,7 @@ class ClientSecurity:
 
     @classmethod
     def _build(cls, protocol, setting, mechanism_property, mechanism, jaas_key, jaas_text,
-               missing_jaas) -> "ClientSecurity":
+               missing_jaas) -> ClientSecurity:
         from kfast.security.sasl import SUPPORTED_MECHANISMS
         from kfast.security.ssl_factory import client_ssl_context
 

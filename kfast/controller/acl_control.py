@@ -12,9 +12,9 @@ from __future__ import annotations
 import uuid
 
 from kfast.controller.controller_result import (
+    MAX_RECORDS_PER_USER_OP,
     BoundedListTooLongException,
     ControllerResult,
-    MAX_RECORDS_PER_USER_OP,
 )
 from kfast.controller.metadata.records import (
     AccessControlEntryRecord,

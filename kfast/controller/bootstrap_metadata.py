@@ -18,8 +18,12 @@ from __future__ import annotations
 import os
 
 from kfast.controller.metadata.records import decode_record, encode_record
-from kfast.raft.snapshots import BOOTSTRAP_SNAPSHOT_ID, iter_snapshot_batches, \
-    read_snapshot_file, write_snapshot_file
+from kfast.raft.snapshots import (
+    BOOTSTRAP_SNAPSHOT_ID,
+    iter_snapshot_batches,
+    read_snapshot_file,
+    write_snapshot_file,
+)
 
 BOOTSTRAP_FILENAME = "bootstrap.checkpoint"
 

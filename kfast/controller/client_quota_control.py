@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from kfast.config import CLIENT_QUOTA_CONFIGS, INT_MAX, IP_QUOTA_CONFIGS, LONG_MAX, Type
 from kfast.controller.controller_result import ControllerResult, check_records_bound

@@ -25,20 +25,30 @@ from __future__ import annotations
 
 import functools
 import logging
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from kfast.config import (
-    CLIENT_METRICS_CONFIGS, DYNAMIC_ONLY_BROKER_CONFIGS, GROUP_CONFIGS, SERVER_CONFIGS, TOPIC_CONFIGS,
-    KafkaConfig, Type,
+    CLIENT_METRICS_CONFIGS,
+    DYNAMIC_ONLY_BROKER_CONFIGS,
+    GROUP_CONFIGS,
+    SERVER_CONFIGS,
+    TOPIC_CONFIGS,
+    KafkaConfig,
+    Type,
 )
 from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS, format_value
 from kfast.controller.group_config import group_config_default
 from kfast.kafka_broker_configs import KAFKA_BROKER_CONFIGS, listener_base_name
-
-from kfast.protocol.constants import (  # noqa: F401  (re-exported for the describers' users)
-    SOURCE_CLIENT_METRICS_CONFIG, SOURCE_DEFAULT_CONFIG, SOURCE_DYNAMIC_BROKER_CONFIG,
-    SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG, SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
-    SOURCE_DYNAMIC_TOPIC_CONFIG, SOURCE_GROUP_CONFIG, SOURCE_STATIC_BROKER_CONFIG,
+from kfast.protocol.constants import (
+    SOURCE_CLIENT_METRICS_CONFIG,
+    SOURCE_DEFAULT_CONFIG,
+    SOURCE_DYNAMIC_BROKER_CONFIG,
+    SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+    SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+    SOURCE_DYNAMIC_TOPIC_CONFIG,
+    SOURCE_GROUP_CONFIG,
+    SOURCE_STATIC_BROKER_CONFIG,
 )
 
 # DescribeConfigsResponse ConfigType (v3+).
@@ -60,7 +70,7 @@ class DescribedConfig(NamedTuple):
     documentation: str | None
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _server_synonyms(topic_name: str) -> tuple[str, ...]:
     """Broker properties that default a topic config, highest precedence
     first (definition order in kfast.config: log.retention.ms before

@@ -25,7 +25,8 @@ ignored.
 """
 from __future__ import annotations
 
-from typing import Callable, Mapping, NamedTuple
+from collections.abc import Callable, Mapping
+from typing import NamedTuple
 
 from kfast.config import (
     CLIENT_METRICS_CONFIGS,
@@ -41,18 +42,28 @@ from kfast.config import (
 )
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.group_config import validate_group_configs
-from kfast.kafka_broker_configs import (
-    KAFKA_BROKER_CONFIGS, LISTENER_ONLY_SECURITY_CONFIGS, PER_BROKER, READ_ONLY,
-    listener_base_name, update_mode,
-)
 from kfast.controller.metadata.records import (
     ConfigRecord,
+)
+from kfast.kafka_broker_configs import (
+    KAFKA_BROKER_CONFIGS,
+    LISTENER_ONLY_SECURITY_CONFIGS,
+    PER_BROKER,
+    READ_ONLY,
+    listener_base_name,
+    update_mode,
 )
 from kfast.metrics import subscriptions
 from kfast.protocol import errors
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
-    CONFIG_RESOURCE_TOPIC, OP_APPEND, OP_DELETE, OP_SET, OP_SUBTRACT,
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_CLIENT_METRICS,
+    CONFIG_RESOURCE_GROUP,
+    CONFIG_RESOURCE_TOPIC,
+    OP_APPEND,
+    OP_DELETE,
+    OP_SET,
+    OP_SUBTRACT,
 )
 
 # Broker configs kfast accepts as dynamic overrides (the rest are read-only,

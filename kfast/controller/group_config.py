@@ -15,7 +15,8 @@ heartbeat intervals. Every failure is INVALID_CONFIG.
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kfast.config import GROUP_CONFIGS, GROUP_TO_SERVER, ConfigException, KafkaConfig, coerce
 from kfast.protocol import errors

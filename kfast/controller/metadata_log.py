@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import os
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 from kfast.config import SERVER_CONFIGS
 from kfast.controller.metadata.records import decode_record, encode_record
-from kfast.raft.file_log import (  # noqa: F401 (METADATA_PARTITION_DIR: re-exported)
+from kfast.raft.file_log import (
     METADATA_PARTITION_DIR,
     close_metadata_partition,
     open_metadata_partition,

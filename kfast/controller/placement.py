@@ -21,7 +21,7 @@ metadata log never re-runs it.
 from __future__ import annotations
 
 import random
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 from kfast.protocol import errors
 

@@ -31,15 +31,14 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from kfast.config import KafkaConfig
 from kfast.controller.acl_control import AclControlManager
-from kfast.controller.scram_control import ScramControlManager
+from kfast.controller.bootstrap_metadata import read_bootstrap_records
 from kfast.controller.client_quota_control import ClientQuotaControlManager
 from kfast.controller.cluster_control import ClusterControlManager
 from kfast.controller.configuration_control import ConfigurationControlManager
-from kfast.controller.bootstrap_metadata import read_bootstrap_records
 from kfast.controller.controller_result import (
     BoundedListTooLongException,
     ControllerResult,
@@ -72,9 +71,9 @@ from kfast.controller.metadata.records import (
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     TopicRecord,
-    UserScramCredentialRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UserScramCredentialRecord,
 )
 from kfast.controller.metadata_log import MetadataLog
 from kfast.controller.producer_id_control import ProducerIdControlManager
@@ -84,6 +83,7 @@ from kfast.controller.replication_control import (
     ReplicationControlManager,
     TopicSpec,
 )
+from kfast.controller.scram_control import ScramControlManager
 from kfast.controller.snapshot import (
     delete_snapshots_before,
     image_records,
@@ -94,7 +94,9 @@ from kfast.controller.snapshot import (
 from kfast.metrics.controller_stats import ControllerStats
 from kfast.protocol import errors
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_CLIENT_METRICS,
+    CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
 )
 from kfast.storage.meta_properties import random_uuid_base64, read_meta_properties

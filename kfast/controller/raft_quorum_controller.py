@@ -45,10 +45,10 @@ from kfast.controller.metadata.records import BrokerRegistrationChangeRecord, en
 from kfast.controller.quorum_controller import QuorumController, _DeltaBuilder
 from kfast.controller.replication_control import ELECTION_PREFERRED
 from kfast.controller.snapshot import image_records
-from kfast.raft.log import OffsetAndEpoch
-from kfast.raft.snapshots import snapshot_bytes
 from kfast.protocol import errors
 from kfast.protocol.constants import NO_LEADER
+from kfast.raft.log import OffsetAndEpoch
+from kfast.raft.snapshots import snapshot_bytes
 
 logger = logging.getLogger(__name__)
 

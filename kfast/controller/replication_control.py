@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Callable, Mapping, NamedTuple, Sequence
+from typing import NamedTuple
 
 from kfast.config import ConfigException, LogConfig
 from kfast.controller.controller_result import (

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 
 from kfast.controller.acl_control import acl_record
-from kfast.controller.scram_control import scram_record
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.metadata.records import (
     ClientQuotaRecord,
@@ -27,8 +26,11 @@ from kfast.controller.metadata.records import (
     decode_record,
     encode_record,
 )
+from kfast.controller.scram_control import scram_record
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_CLIENT_METRICS,
+    CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
 )
 from kfast.raft.snapshots import (  # noqa: F401 (the controller's snapshot API)

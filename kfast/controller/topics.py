@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 from kfast.protocol import errors
+
 # Defined by the storage layer, which must know it without importing up.
 from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME  # noqa: F401
 

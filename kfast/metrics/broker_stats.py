@@ -35,11 +35,11 @@ class TopicStats:
         self.total_produce_requests = self.failed_produce_requests = 0
         self.total_fetch_requests = self.failed_fetch_requests = 0
 
-    def add(self, other: "TopicStats") -> None:
+    def add(self, other: TopicStats) -> None:
         for name in TopicStats.__slots__:
             setattr(self, name, getattr(self, name) + getattr(other, name))
 
-    def copy(self) -> "TopicStats":
+    def copy(self) -> TopicStats:
         copy = TopicStats()
         copy.add(self)
         return copy

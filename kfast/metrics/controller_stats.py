@@ -34,7 +34,7 @@ class ControllerStats:
             self.elected_partitions += elections
             self.unclean_leader_elections += unclean
 
-    def snapshot(self) -> "ControllerStatsSnapshot":
+    def snapshot(self) -> ControllerStatsSnapshot:
         return ControllerStatsSnapshot(self.leader_elections.snapshot(),
                                        self.elected_partitions, self.unclean_leader_elections)
 

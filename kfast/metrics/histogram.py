@@ -32,7 +32,7 @@ class Histogram:
         self.count += 1
         self.sum += value_ms
 
-    def snapshot(self) -> "HistogramSnapshot":
+    def snapshot(self) -> HistogramSnapshot:
         return HistogramSnapshot(list(self.counts), self.count, self.sum)
 
 

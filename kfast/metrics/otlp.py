@@ -41,7 +41,8 @@ its receiver fails.
 from __future__ import annotations
 
 import struct
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 TEMPORALITY_DELTA = 1
 TEMPORALITY_CUMULATIVE = 2

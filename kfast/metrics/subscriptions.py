@@ -17,7 +17,8 @@ match the client in full; an empty ``match`` matches every client.
 from __future__ import annotations
 
 import re
-from typing import Mapping, NamedTuple
+from collections.abc import Mapping
+from typing import NamedTuple
 
 from kfast.config import CLIENT_METRICS_CONFIGS, ConfigException, coerce
 from kfast.protocol import errors

@@ -43,7 +43,8 @@ from __future__ import annotations
 import importlib
 import json
 import sys
-from dataclasses import dataclass, field as dataclass_field
+from dataclasses import dataclass
+from dataclasses import field as dataclass_field
 
 from kfast._ext import protocol_codec as _codec
 from kfast._ext.protocol_codec import FieldOp, StructProgram
@@ -113,7 +114,7 @@ class FieldSpec:
     has_default: bool = False
     ignorable: bool = False
     flexible_never: bool = False
-    fields: list["FieldSpec"] | None = None   # struct or array-of-struct members
+    fields: list[FieldSpec] | None = None   # struct or array-of-struct members
 
     @property
     def is_array(self) -> bool:

@@ -77,7 +77,7 @@ class FileQuorumStateStore:
 
     @classmethod
     def in_partition_dir(cls, metadata_log_dir: str, partition_dir: str,
-                         voters: tuple[int, ...] | None = None) -> "FileQuorumStateStore":
+                         voters: tuple[int, ...] | None = None) -> FileQuorumStateStore:
         """The store in ``partition_dir`` (``__cluster_metadata-0``), where
         Kafka keeps it; a file left in ``metadata_log_dir`` by an older kfast
         is moved in first (durably: the vote it holds must not be lost)."""

@@ -24,7 +24,8 @@ from __future__ import annotations
 import json
 import uuid
 from bisect import bisect_left, bisect_right
-from typing import NamedTuple, Protocol, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple, Protocol
 
 
 class OffsetAndEpoch(NamedTuple):
@@ -58,7 +59,7 @@ class Batch:
 
     @classmethod
     def of_raw(cls, base_offset: int, epoch: int, is_control: bool, count: int, raw: bytes,
-               decode) -> "Batch":
+               decode) -> Batch:
         """A batch of ``count`` records held as ``raw``; ``decode(raw)``
         gives the records tuple when they are read."""
         batch = cls(base_offset, epoch, (), is_control)
@@ -349,8 +350,7 @@ def _embed_kraft_records(data: bytes, kraft_records: tuple) -> bytes:
 
 
 def _embedded_kraft_records(data: bytes) -> tuple:
-    from kfast.raft.voter_set import Endpoint, KRaftVersionRecord, VoterNode, VoterSet, \
-        VotersRecord
+    from kfast.raft.voter_set import Endpoint, KRaftVersionRecord, VoterNode, VoterSet, VotersRecord
 
     try:
         entries = json.loads(data).get("kraft", [])

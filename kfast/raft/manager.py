@@ -34,7 +34,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from kfast.client.connection import BrokerConnection
 from kfast.protocol import api_keys, errors
@@ -42,7 +43,6 @@ from kfast.protocol.constants import ZERO_UUID
 from kfast.raft import wire
 from kfast.raft.log import ReplicatedLog
 from kfast.raft.messages import (
-    AddRaftVoterRequest,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     EndQuorumEpochRequest,
@@ -53,11 +53,10 @@ from kfast.raft.messages import (
     FetchSnapshotResponse,
     RaftRequest,
     RaftResponse,
-    RemoveRaftVoterRequest,
     UpdateRaftVoterRequest,
+    VoterChangeResponse,
     VoteRequest,
     VoteResponse,
-    VoterChangeResponse,
 )
 from kfast.raft.quorum_state import QuorumConfig
 from kfast.raft.raft_client import NotLeaderException, RaftClient, RaftListener
@@ -201,7 +200,7 @@ class RaftManager:
             self._poll()
             try:
                 await asyncio.wait_for(self._end_epoch_delivered(), resign_timeout)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
         self._stopped = True
         if self._timer is not None:

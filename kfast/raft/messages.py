@@ -16,8 +16,10 @@ import uuid
 from dataclasses import dataclass, field
 from typing import NamedTuple, Union
 
-from kfast.protocol.constants import NO_LEADER  # noqa: F401 (re-exported)
-from kfast.protocol.constants import ZERO_UUID
+from kfast.protocol.constants import (
+    NO_LEADER,  # noqa: F401 (re-exported)
+    ZERO_UUID,
+)
 from kfast.raft.log import Batch, OffsetAndEpoch
 from kfast.raft.voter_set import Endpoint
 

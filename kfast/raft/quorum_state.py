@@ -65,7 +65,7 @@ class QuorumConfig:
     max_records_per_delivery: int = 5000
 
     @classmethod
-    def from_config(cls, config) -> "QuorumConfig":
+    def from_config(cls, config) -> QuorumConfig:
         return cls(election_timeout_ms=config["controller.quorum.election.timeout.ms"],
                    fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
                    election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],

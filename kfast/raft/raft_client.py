@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import random
 import uuid
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from kfast.protocol.constants import ZERO_UUID
 from kfast.protocol.errors import (
@@ -65,7 +66,6 @@ from kfast.raft.log import (
     validate_offset_and_epoch,
 )
 from kfast.raft.messages import (
-    NO_LEADER,
     AddRaftVoterRequest,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
@@ -80,9 +80,9 @@ from kfast.raft.messages import (
     RaftResponse,
     RemoveRaftVoterRequest,
     UpdateRaftVoterRequest,
+    VoterChangeResponse,
     VoteRequest,
     VoteResponse,
-    VoterChangeResponse,
 )
 from kfast.raft.quorum_state import (
     CandidateState,

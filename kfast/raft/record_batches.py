@@ -22,7 +22,8 @@ re-encode.
 from __future__ import annotations
 
 import time
-from typing import NamedTuple, Sequence
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from kfast.raft.control_records import (
     control_key,

@@ -26,7 +26,7 @@ import os
 import re
 import struct
 import time
-from typing import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from kfast.raft.control_records import (
     KRAFT_VERSION,

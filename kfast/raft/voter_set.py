@@ -22,7 +22,8 @@ snapshots (kfast.raft.control_records has their bytes):
 from __future__ import annotations
 
 import uuid
-from typing import Iterable, NamedTuple
+from collections.abc import Iterable
+from typing import NamedTuple
 
 from kfast.protocol.constants import ZERO_UUID
 
@@ -71,11 +72,11 @@ class VoterSet:
         self._nodes = dict(sorted(nodes.items()))
 
     @classmethod
-    def of(cls, nodes: Iterable[VoterNode]) -> "VoterSet":
+    def of(cls, nodes: Iterable[VoterNode]) -> VoterSet:
         return cls({node.voter_id: node for node in nodes})
 
     @classmethod
-    def static(cls, voters) -> "VoterSet":
+    def static(cls, voters) -> VoterSet:
         """controller.quorum.voters: ids, or {id: (host, port) or None (a voter
         no one reaches: the embedded single node)}; no directory ids."""
         if isinstance(voters, dict):
@@ -119,26 +120,26 @@ class VoterSet:
     def replica_keys(self) -> set[tuple[int, uuid.UUID]]:
         return {(n.voter_id, n.directory_id) for n in self._nodes.values()}
 
-    def add_voter(self, node: VoterNode) -> "VoterSet | None":
+    def add_voter(self, node: VoterNode) -> VoterSet | None:
         if node.voter_id in self._nodes:
             return None
         return VoterSet({**self._nodes, node.voter_id: node})
 
-    def remove_voter(self, node_id: int, directory_id: uuid.UUID) -> "VoterSet | None":
+    def remove_voter(self, node_id: int, directory_id: uuid.UUID) -> VoterSet | None:
         """Only the exact replica key goes, and never the last voter."""
         node = self._nodes.get(node_id)
         if node is None or node.directory_id != directory_id or len(self._nodes) == 1:
             return None
         return VoterSet({k: v for k, v in self._nodes.items() if k != node_id})
 
-    def update_voter(self, node: VoterNode) -> "VoterSet | None":
+    def update_voter(self, node: VoterNode) -> VoterSet | None:
         """New endpoints or kraft.version range for an existing voter."""
         old = self._nodes.get(node.voter_id)
         if old is None or not old.is_voter(node.voter_id, node.directory_id):
             return None
         return VoterSet({**self._nodes, node.voter_id: node})
 
-    def has_overlapping_majority(self, other: "VoterSet") -> bool:
+    def has_overlapping_majority(self, other: VoterSet) -> bool:
         """Every majority of one set shares a voter with every majority of
         the other: true when they differ by at most one voter each way, so
         one change at a time can never let two majorities commit apart."""

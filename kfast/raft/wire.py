@@ -30,25 +30,56 @@ core's Batch objects into v2 record batches and back.
 """
 from __future__ import annotations
 
-from typing import Protocol, Sequence
+from collections.abc import Sequence
+from typing import Protocol
 
 from kfast.protocol import (
-    BeginQuorumEpochRequest as WireBeginQuorumEpochRequest,
-    BeginQuorumEpochResponse as WireBeginQuorumEpochResponse,
-    EndQuorumEpochRequest as WireEndQuorumEpochRequest,
-    EndQuorumEpochResponse as WireEndQuorumEpochResponse,
-    FetchRequest as WireFetchRequest,
-    FetchResponse as WireFetchResponse,
-    FetchSnapshotRequest as WireFetchSnapshotRequest,
-    FetchSnapshotResponse as WireFetchSnapshotResponse,
-    VoteRequest as WireVoteRequest,
-    VoteResponse as WireVoteResponse,
     AddRaftVoterRequest as WireAddRaftVoterRequest,
+)
+from kfast.protocol import (
     AddRaftVoterResponse as WireAddRaftVoterResponse,
+)
+from kfast.protocol import (
+    BeginQuorumEpochRequest as WireBeginQuorumEpochRequest,
+)
+from kfast.protocol import (
+    BeginQuorumEpochResponse as WireBeginQuorumEpochResponse,
+)
+from kfast.protocol import (
+    EndQuorumEpochRequest as WireEndQuorumEpochRequest,
+)
+from kfast.protocol import (
+    EndQuorumEpochResponse as WireEndQuorumEpochResponse,
+)
+from kfast.protocol import (
+    FetchRequest as WireFetchRequest,
+)
+from kfast.protocol import (
+    FetchResponse as WireFetchResponse,
+)
+from kfast.protocol import (
+    FetchSnapshotRequest as WireFetchSnapshotRequest,
+)
+from kfast.protocol import (
+    FetchSnapshotResponse as WireFetchSnapshotResponse,
+)
+from kfast.protocol import (
     RemoveRaftVoterRequest as WireRemoveRaftVoterRequest,
+)
+from kfast.protocol import (
     RemoveRaftVoterResponse as WireRemoveRaftVoterResponse,
+)
+from kfast.protocol import (
     UpdateRaftVoterRequest as WireUpdateRaftVoterRequest,
+)
+from kfast.protocol import (
     UpdateRaftVoterResponse as WireUpdateRaftVoterResponse,
+)
+from kfast.protocol import (
+    VoteRequest as WireVoteRequest,
+)
+from kfast.protocol import (
+    VoteResponse as WireVoteResponse,
 )
 from kfast.protocol.constants import ZERO_UUID
 from kfast.raft.log import Batch, OffsetAndEpoch
@@ -64,9 +95,9 @@ from kfast.raft.messages import (
     FetchSnapshotResponse,
     RemoveRaftVoterRequest,
     UpdateRaftVoterRequest,
+    VoterChangeResponse,
     VoteRequest,
     VoteResponse,
-    VoterChangeResponse,
 )
 from kfast.raft.voter_set import Endpoint
 from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME, METADATA_TOPIC_ID
@@ -91,7 +122,7 @@ class WireError(Exception):
 
 
 def _one_partition(topics, name_field: str = "topic_name", partition_field: str = "partition_index"):
-    if len(topics) != 1 or len(getattr(topics[0], "partitions")) != 1:
+    if len(topics) != 1 or len(topics[0].partitions) != 1:
         raise WireError("a quorum RPC names exactly one partition")
     topic = topics[0]
     name = getattr(topic, name_field, None)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import logging
 import uuid
 from collections import Counter
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from kfast.config import ConfigException
 from kfast.protocol.constants import (
@@ -118,7 +118,7 @@ class StandardAuthorizer:
         self._lengths_cache: dict[int, tuple[int, ...]] = {}
 
     @classmethod
-    def from_config(cls, config) -> "StandardAuthorizer | None":
+    def from_config(cls, config) -> StandardAuthorizer | None:
         """The authorizer ``authorizer.class.name`` selects, or None when it
         is empty (no authorization, as Kafka)."""
         name = (config["authorizer.class.name"] or "").strip()

@@ -59,7 +59,7 @@ class ListenerSecurity:
 
     @classmethod
     def from_config(cls, config: KafkaConfig, listener_name: str,
-                    protocol: str) -> "ListenerSecurity":
+                    protocol: str) -> ListenerSecurity:
         from kfast.security.ssl_factory import server_ssl_context
 
         if protocol not in SECURITY_PROTOCOLS:

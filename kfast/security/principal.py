@@ -26,7 +26,7 @@ class KafkaPrincipal:
         return f"{self.principal_type}:{self.name}"
 
     @classmethod
-    def parse(cls, text: str) -> "KafkaPrincipal":
+    def parse(cls, text: str) -> KafkaPrincipal:
         """``User:alice`` -> KafkaPrincipal("User", "alice"); the name may hold
         colons (Kafka splits at the first one)."""
         principal_type, sep, name = text.partition(":")

@@ -54,14 +54,14 @@ class ScramCredential:
 
     @classmethod
     def from_salted_password(cls, mechanism: ScramMechanism, salt: bytes,
-                             salted_password: bytes, iterations: int) -> "ScramCredential":
+                             salted_password: bytes, iterations: int) -> ScramCredential:
         client_key = mechanism.hmac(salted_password, b"Client Key")
         return cls(salt, mechanism.digest(client_key),
                    mechanism.hmac(salted_password, b"Server Key"), iterations)
 
     @classmethod
     def generate(cls, mechanism: ScramMechanism, password: str, iterations: int,
-                 salt: bytes | None = None) -> "ScramCredential":
+                 salt: bytes | None = None) -> ScramCredential:
         salt = os.urandom(32) if salt is None else salt
         salted = mechanism.salted_password(password.encode("utf-8"), salt, iterations)
         return cls.from_salted_password(mechanism, salt, salted, iterations)

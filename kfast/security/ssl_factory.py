@@ -20,7 +20,7 @@ import os
 import secrets
 import ssl
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 from kfast.config import ConfigException
 

@@ -18,22 +18,11 @@ controller endpoint type).
 from __future__ import annotations
 
 import logging
-import time
 
 from kfast.controller.config_describer import (
     LOG4J_LEVELS,
     SOURCE_DEFAULT_CONFIG,
     ConfigDescriber,
-)
-from kfast.protocol.constants import (
-    ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_CREATE,
-    ACL_OPERATION_DELETE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_DESCRIBE_CONFIGS,
-    ACL_RESOURCE_CLUSTER,
-    ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC, AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_RESOURCE_NAME,
-    CONFIG_RESOURCE_BROKER,
-    CONFIG_RESOURCE_BROKER_LOGGER, CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP,
-    CONFIG_RESOURCE_TOPIC, ENDPOINT_TYPE_BROKER, NO_LEADER, OP_APPEND, OP_DELETE, OP_SET,
-    OP_SUBTRACT, ZERO_UUID,
 )
 from kfast.controller.feature_control import SAFE_DOWNGRADE, UPGRADE
 from kfast.controller.replication_control import ELECTION_PREFERRED, CreatedTopic, TopicSpec
@@ -56,6 +45,31 @@ from kfast.protocol import (
     UpdateFeaturesResponse,
     api_keys,
     errors,
+)
+from kfast.protocol.constants import (
+    ACL_OPERATION_ALTER,
+    ACL_OPERATION_ALTER_CONFIGS,
+    ACL_OPERATION_CREATE,
+    ACL_OPERATION_DELETE,
+    ACL_OPERATION_DESCRIBE,
+    ACL_OPERATION_DESCRIBE_CONFIGS,
+    ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_GROUP,
+    ACL_RESOURCE_TOPIC,
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_RESOURCE_NAME,
+    CONFIG_RESOURCE_BROKER,
+    CONFIG_RESOURCE_BROKER_LOGGER,
+    CONFIG_RESOURCE_CLIENT_METRICS,
+    CONFIG_RESOURCE_GROUP,
+    CONFIG_RESOURCE_TOPIC,
+    ENDPOINT_TYPE_BROKER,
+    NO_LEADER,
+    OP_APPEND,
+    OP_DELETE,
+    OP_SET,
+    OP_SUBTRACT,
+    ZERO_UUID,
 )
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.quota import (

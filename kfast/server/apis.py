@@ -59,11 +59,11 @@ import inspect
 import logging
 import re
 import types
+from collections.abc import Awaitable, Callable
 from time import perf_counter
-from typing import Any, Awaitable, Callable
+from typing import Any
 
 from kfast.metrics.broker_stats import RequestMetrics
-
 from kfast.protocol import (
     RequestHeader,
     api_keys,
@@ -80,8 +80,10 @@ from kfast.protocol.constants import (
 )
 from kfast.security.acl import (
     OPERATION_NAMES,
-    RESOURCE_TYPE_LOG_NAMES as _RESOURCE_TYPE_LOG_NAMES,
     SUPPORTED_OPERATIONS,
+)
+from kfast.security.acl import (
+    RESOURCE_TYPE_LOG_NAMES as _RESOURCE_TYPE_LOG_NAMES,
 )
 from kfast.security.principal import ANONYMOUS, KafkaPrincipal
 from kfast.server.quota import NANOS_TO_PERCENTAGE, request_quota_exempt, throttle_response

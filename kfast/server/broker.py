@@ -20,33 +20,33 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
+from kfast.client.security import ClientSecurity
 from kfast.config import ConfigException, KafkaConfig
-from kfast.protocol.errors import KafkaStorageException
 from kfast.controller.feature_control import TRANSACTION_VERSION
 from kfast.controller.metadata.image import Endpoint, MetadataDelta, MetadataImage
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
 from kfast.coordinator.transaction.runtime import TransactionCoordinatorRuntime
 from kfast.metrics.broker_stats import BrokerMetrics
+from kfast.protocol.errors import KafkaStorageException
 from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
+from kfast.security.listener import ListenerSecurity
 from kfast.server.alter_partition_manager import AlterPartitionManager
 from kfast.server.apis import KafkaApis
-from kfast.server.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from kfast.server.client_metrics import ClientMetricsManager
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
-from kfast.server.quota import ClientQuotas
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
-from kfast.client.security import ClientSecurity
-from kfast.security.listener import ListenerSecurity
 from kfast.server.network import SocketServer
-from kfast.server.secured_listener import secured_socket_server
 from kfast.server.producer_id_apis import ProducerIdManager
+from kfast.server.quota import ClientQuotas
+from kfast.server.replica_alter_log_dirs import ReplicaAlterLogDirsManager
 from kfast.server.replica_fetcher import ReplicaFetcherManager
 from kfast.server.replica_manager import ReplicaManager
+from kfast.server.secured_listener import secured_socket_server
 from kfast.server.transaction_verification import AddPartitionsToTxnManager
 from kfast.server.txn_marker_channel import TransactionMarkerChannelManager
 from kfast.server_common.timer import SystemTimer
@@ -90,8 +90,8 @@ def preload() -> None:
     controller), so that a process which knows it will start brokers pays
     for its imports once, up front."""
     handler_modules()
+    import kfast.raft.file_log
     import kfast.server.embedded_controller  # noqa: F401
-    import kfast.raft.file_log  # noqa: F401
 
 
 def parse_listener(uri: str) -> tuple[str, str, int]:
@@ -111,7 +111,7 @@ class _PeriodicJob:
     """``interval_ms``: a number, or a callable read at each scheduling (an
     interval that is a dynamic broker config)."""
 
-    def __init__(self, broker: "KafkaBroker", name: str, interval_ms: int | Callable[[], int],
+    def __init__(self, broker: KafkaBroker, name: str, interval_ms: int | Callable[[], int],
                  job: Callable, in_executor: bool = True):
         self.broker = broker
         self.name = name

@@ -31,7 +31,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from typing import Mapping
+from collections.abc import Mapping
 
 from kfast import compression
 from kfast._ext.crc32c import crc32c

@@ -51,9 +51,9 @@ from kfast.protocol import (
     encode_request,
     errors,
 )
+from kfast.protocol.api_keys import api_key as lookup_api
 from kfast.protocol.constants import CONFIG_RESOURCE_BROKER_LOGGER
 from kfast.security.principal import serialize_principal
-from kfast.protocol.api_keys import api_key as lookup_api
 
 logger = logging.getLogger(__name__)
 
@@ -300,7 +300,7 @@ class QuorumControllerClient:
                 if response.error_code == 0 and response.should_shut_down:
                     self._shut_down_acknowledged = True
                     break
-            except (errors.KafkaError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, errors.KafkaError) as exc:
                 logger.info("controlled shutdown heartbeat failed: %s", exc)
             await asyncio.sleep(self.channel.heartbeat_backoff)
         if not self._shut_down_acknowledged:
@@ -319,7 +319,7 @@ class QuorumControllerClient:
             await asyncio.gather(self._heartbeat_task, return_exceptions=True)
             try:
                 await asyncio.wait_for(self._heartbeat(want_shut_down=True), 5)
-            except (errors.KafkaError, asyncio.TimeoutError) as exc:
+            except (TimeoutError, errors.KafkaError) as exc:
                 logger.warning("controlled shutdown not acknowledged: %s", exc)
         await self.channel.close()
 

@@ -40,6 +40,7 @@ import asyncio
 import logging
 import time
 
+from kfast.client.security import ClientSecurity
 from kfast.config import ConfigException, KafkaConfig
 from kfast.controller.metadata.records import decode_record, encode_record
 from kfast.controller.raft_quorum_controller import RaftQuorumController
@@ -50,9 +51,8 @@ from kfast.raft.manager import RaftManager, parse_bootstrap_servers, parse_quoru
 from kfast.raft.quorum_state import QuorumConfig
 from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
-from kfast.server.apis import KafkaApis
-from kfast.client.security import ClientSecurity
 from kfast.security.listener import ListenerSecurity, listener_protocols
+from kfast.server.apis import KafkaApis
 from kfast.server.network import SocketServer
 from kfast.server.quota import ClientQuotas
 from kfast.server.secured_listener import secured_socket_server
@@ -180,9 +180,18 @@ class ControllerServer:
         self.metrics_server = None
 
     def _register_apis(self) -> None:
-        from kfast.server import acl_apis, admin_apis, alter_partition_apis, \
-            broker_lifecycle_apis, envelope_apis, producer_id_apis, quorum_apis, quota_apis, \
-            sasl_apis, scram_apis
+        from kfast.server import (
+            acl_apis,
+            admin_apis,
+            alter_partition_apis,
+            broker_lifecycle_apis,
+            envelope_apis,
+            producer_id_apis,
+            quorum_apis,
+            quota_apis,
+            sasl_apis,
+            scram_apis,
+        )
         from kfast.server.controller_channel import FORWARDED_APIS
 
         quorum_apis.register(self.apis)
@@ -272,8 +281,10 @@ class ControllerServer:
             await self.controller.start()
             if self.config["kfast.metrics.port"] >= 0 and \
                     set(self.config["process.roles"]) == {"controller"}:
-                from kfast.server.metrics_exporter import ControllerSnapshotter, \
-                    start_metrics_server
+                from kfast.server.metrics_exporter import (
+                    ControllerSnapshotter,
+                    start_metrics_server,
+                )
 
                 self.metrics_server = await start_metrics_server(
                     ControllerSnapshotter(self).take, self.config, loop)

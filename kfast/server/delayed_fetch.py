@@ -12,7 +12,7 @@ error to report; on expiry the response carries whatever is there.
 from __future__ import annotations
 
 import asyncio
-from typing import Callable
+from collections.abc import Callable
 
 from kfast.server_common.purgatory import DelayedOperation
 

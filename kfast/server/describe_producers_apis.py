@@ -53,7 +53,7 @@ def _active_producers(producer_state) -> list:
 def _partition_response(ctx: RequestContext, topic: str, index: int):
     try:
         partition = ctx.broker.replica_manager.partition_or_raise(topic, index)
-    except Exception as exc:   # noqa: BLE001 - any failure is this partition's error code
+    except Exception as exc:
         # Kafka's activeProducerState answers these without a message.
         return R.PartitionResponse(partition_index=index, error_code=error_of(exc).code,
                                    active_producers=[])

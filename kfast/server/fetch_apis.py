@@ -15,8 +15,13 @@ import logging
 
 from kfast.protocol import FetchResponse, api_keys, errors
 from kfast.protocol.constants import (
-    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_READ, ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC,
-    CLUSTER_RESOURCE_NAME, INT32_MAX, ZERO_UUID,
+    ACL_OPERATION_CLUSTER_ACTION,
+    ACL_OPERATION_READ,
+    ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_TOPIC,
+    CLUSTER_RESOURCE_NAME,
+    INT32_MAX,
+    ZERO_UUID,
 )
 from kfast.server import leader_hints
 from kfast.server.apis import KafkaApis, RequestContext

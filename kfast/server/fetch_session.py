@@ -31,7 +31,7 @@ from __future__ import annotations
 import random
 import time
 from collections import OrderedDict
-from typing import Iterable
+from collections.abc import Iterable
 
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import FetchSessionIdNotFoundException, InvalidFetchSessionEpochException
@@ -73,7 +73,7 @@ class CachedPartition:
     def key(self) -> tuple:
         return (self.topic, self.partition)
 
-    def update_request(self, other: "CachedPartition") -> None:
+    def update_request(self, other: CachedPartition) -> None:
         self.fetch_offset = other.fetch_offset
         self.max_bytes = other.max_bytes
         self.current_leader_epoch = other.current_leader_epoch

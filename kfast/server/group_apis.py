@@ -29,8 +29,14 @@ from kfast.coordinator.group.records import NO_EXPIRE_TIMESTAMP
 from kfast.protocol import api_keys
 from kfast.protocol import errors as E
 from kfast.protocol.constants import (
-    ACL_OPERATION_DELETE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_READ, ACL_RESOURCE_CLUSTER,
-    ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID, CLUSTER_RESOURCE_NAME,
+    ACL_OPERATION_DELETE,
+    ACL_OPERATION_DESCRIBE,
+    ACL_OPERATION_READ,
+    ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_GROUP,
+    ACL_RESOURCE_TOPIC,
+    ACL_RESOURCE_TRANSACTIONAL_ID,
+    CLUSTER_RESOURCE_NAME,
 )
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.metadata_apis import internal_topic_settings

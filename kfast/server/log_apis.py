@@ -17,16 +17,23 @@ from kfast.protocol import (
     api_keys,
     errors,
 )
+from kfast.protocol.constants import (
+    ACL_OPERATION_ALTER,
+    ACL_OPERATION_CLUSTER_ACTION,
+    ACL_OPERATION_DELETE,
+    ACL_OPERATION_DESCRIBE,
+    ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_TOPIC,
+    CLUSTER_RESOURCE_NAME,
+    EARLIEST_LOCAL_TIMESTAMP,
+    EARLIEST_TIMESTAMP,
+    LATEST_TIERED_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+)
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.partition import READ_COMMITTED
 from kfast.server.replica_manager import error_of
-from kfast.protocol.constants import (
-    ACL_OPERATION_ALTER, ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DELETE,
-    ACL_OPERATION_DESCRIBE,
-    ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC, CLUSTER_RESOURCE_NAME,
-    EARLIEST_LOCAL_TIMESTAMP, EARLIEST_TIMESTAMP, LATEST_TIERED_TIMESTAMP, LATEST_TIMESTAMP,
-    MAX_TIMESTAMP,
-)
 
 LIST_OFFSETS = api_keys.BY_NAME["ListOffsets"].key
 OFFSET_FOR_LEADER_EPOCH = api_keys.BY_NAME["OffsetForLeaderEpoch"].key
@@ -192,7 +199,7 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
         by_topic: dict[str, list] = {}
 
         def add(log, offset_lag: int, is_future: bool) -> None:
-            by_topic.setdefault(log.topic, []).append(
+            by_topic.setdefault(log.topic, []).append(  # noqa: B023 -- called within this iteration
                 DescribeLogDirsResponse.DescribeLogDirsPartition(
                     partition_index=log.partition, partition_size=log.size,
                     offset_lag=max(offset_lag, 0), is_future_key=is_future))

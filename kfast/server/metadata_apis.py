@@ -21,8 +21,14 @@ from kfast.controller.topics import (
 )
 from kfast.protocol import MetadataResponse, api_keys, errors
 from kfast.protocol.constants import (
-    ACL_OPERATION_CREATE, ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC,
-    AUTHORIZED_OPERATIONS_OMITTED, CLUSTER_RESOURCE_NAME, NO_LEADER, ZERO_UUID,
+    ACL_OPERATION_CREATE,
+    ACL_OPERATION_DESCRIBE,
+    ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_TOPIC,
+    AUTHORIZED_OPERATIONS_OMITTED,
+    CLUSTER_RESOURCE_NAME,
+    NO_LEADER,
+    ZERO_UUID,
 )
 from kfast.server.apis import KafkaApis, RequestContext
 

@@ -36,8 +36,8 @@ import logging
 
 from kfast.controller.config_describer import dynamic_broker_overrides
 from kfast.controller.metadata.image import MetadataDelta, MetadataImage
-from kfast.server.partition import kafka_uuid_string
 from kfast.protocol.errors import KafkaStorageException
+from kfast.server.partition import kafka_uuid_string
 
 logger = logging.getLogger(__name__)
 

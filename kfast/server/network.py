@@ -78,8 +78,9 @@ import itertools
 import logging
 import socket
 import ssl
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable, Iterable, Protocol, Sequence, Union
+from typing import Any, Protocol, Union
 
 from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
 from kfast.config import SERVER_CONFIGS, KafkaConfig
@@ -135,7 +136,7 @@ _RESOURCE_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 Part = Union[bytes, bytearray, memoryview, FileRegion]
 Response = Union[None, Sequence[Part]]
-Handler = Callable[["Connection", memoryview], Union[Response, Awaitable[Response]]]
+Handler = Callable[["Connection", memoryview], Response | Awaitable[Response]]
 
 
 class Transport(Protocol):
@@ -182,7 +183,7 @@ def security_for_listener(security, sasl_setup=None) -> dict:
             return TlsTransport(sock, context, max_receive_size)
         settings["transport_factory"] = tls_transport
 
-    def setup(connection: "Connection") -> None:
+    def setup(connection: Connection) -> None:
         transport = connection.transport
         if security.uses_tls and not security.uses_sasl:
             def on_handshake(tls) -> None:
@@ -254,7 +255,7 @@ class Connection:
     state, client software name from ApiVersions).
     """
 
-    def __init__(self, server: "SocketServer", sock: socket.socket, peer, index: int,
+    def __init__(self, server: SocketServer, sock: socket.socket, peer, index: int,
                  transport: Transport):
         self.server = server
         self.listener_name = server.listener_name
@@ -659,7 +660,7 @@ class SocketServer:
         max_queued_send_bytes: int = MAX_QUEUED_SEND_BYTES,
         max_in_flight_requests: int = MAX_IN_FLIGHT_REQUESTS,
         transport_factory: TransportFactory = _plaintext_transport,
-        connection_setup: Callable[["Connection"], None] | None = None,
+        connection_setup: Callable[[Connection], None] | None = None,
     ):
         if not 0 <= socket_request_max_bytes <= INT32_MAX:
             raise ValueError("socket.request.max.bytes must be in [0, 2147483647]")
@@ -708,7 +709,7 @@ class SocketServer:
 
     @classmethod
     def from_config(cls, handler: Handler, config: KafkaConfig, host: str, port: int,
-                    **overrides: Any) -> "SocketServer":
+                    **overrides: Any) -> SocketServer:
         """A server for one listener (pass ``listener_name=``), with the
         socket.*, max.connections* and connections.max.idle.ms properties of
         ``config``."""
@@ -743,7 +744,7 @@ class SocketServer:
         self._set_accepting(True)
         self._schedule_sweep()
 
-    async def __aenter__(self) -> "SocketServer":
+    async def __aenter__(self) -> SocketServer:
         await self.start()
         return self
 
@@ -949,7 +950,7 @@ class SocketServer:
             connection.close_when_drained()
         try:
             await asyncio.wait_for(asyncio.shield(self._all_closed), timeout)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             logger.warning("shutdown: %d connection(s) still busy after %.1f s; closing them",
                            len(self._connections), timeout)
         for connection in list(self._connections):

@@ -19,7 +19,9 @@ import struct
 from kfast.controller.topics import INTERNAL_TOPICS
 from kfast.protocol import ProduceResponse, api_keys, errors
 from kfast.protocol.constants import (
-    ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID,
+    ACL_OPERATION_WRITE,
+    ACL_RESOURCE_TOPIC,
+    ACL_RESOURCE_TRANSACTIONAL_ID,
 )
 from kfast.records import peek_magic
 from kfast.server import leader_hints, transaction_verification

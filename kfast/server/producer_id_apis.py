@@ -17,8 +17,12 @@ import logging
 
 from kfast.protocol import AllocateProducerIdsResponse, InitProducerIdResponse, api_keys, errors
 from kfast.protocol.constants import (
-    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_IDEMPOTENT_WRITE, ACL_OPERATION_WRITE,
-    ACL_RESOURCE_CLUSTER, ACL_RESOURCE_TOPIC, CLUSTER_RESOURCE_NAME,
+    ACL_OPERATION_CLUSTER_ACTION,
+    ACL_OPERATION_IDEMPOTENT_WRITE,
+    ACL_OPERATION_WRITE,
+    ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_TOPIC,
+    CLUSTER_RESOURCE_NAME,
 )
 from kfast.server.apis import KafkaApis, RequestContext
 

@@ -34,8 +34,8 @@ from kfast.protocol.constants import (
 )
 from kfast.raft import wire
 from kfast.raft.manager import FETCH, QUORUM_API_KEYS
-from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME
 from kfast.server.apis import KafkaApis, RequestContext
+from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME
 
 
 async def handle_quorum_request(ctx: RequestContext, request):

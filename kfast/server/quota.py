@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from kfast.config import KafkaConfig
 from kfast.protocol import api_keys, errors

@@ -154,7 +154,7 @@ class ReplicaFetcherManager:
         if fetcher is not None:
             fetcher.remove(key)
 
-    def _idle(self, fetcher: "ReplicaFetcher") -> None:
+    def _idle(self, fetcher: ReplicaFetcher) -> None:
         if not fetcher.partitions and self.fetchers.get(fetcher.key) is fetcher:
             del self.fetchers[fetcher.key]
             fetcher.stop()
@@ -222,7 +222,7 @@ class ReplicaFetcher:
                     continue
                 try:
                     await self._fetch(ready)
-                except (errors.KafkaError, OSError, asyncio.TimeoutError) as exc:
+                except (TimeoutError, errors.KafkaError, OSError) as exc:
                     if self._stopped:
                         break
                     logger.info("fetch from broker %d failed (%s); retrying in %.0f ms",
@@ -241,7 +241,7 @@ class ReplicaFetcher:
         delays = [s.delayed_until - now for s in self.partitions.values()]
         try:
             await asyncio.wait_for(self._changed.wait(), min(delays) if delays else None)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     async def _wait_throttled(self) -> None:
@@ -250,7 +250,7 @@ class ReplicaFetcher:
         self._changed.clear()
         try:
             await asyncio.wait_for(self._changed.wait(), self.backoff)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             pass
 
     def _delay(self, states, seconds: float) -> None:
@@ -436,7 +436,7 @@ class ReplicaFetcher:
                             partition.topic, partition.partition, leader_start)
                 log.truncate_fully_and_start_at(leader_start)
                 return
-        except (errors.KafkaError, OSError, asyncio.TimeoutError) as exc:
+        except (TimeoutError, errors.KafkaError, OSError) as exc:
             logger.info("could not get the offsets of %s-%d from broker %d: %s",
                         partition.topic, partition.partition, self.source_id, exc)
         self._delay([state], self.backoff)

@@ -29,7 +29,7 @@ partitions until enough time has passed for the rate to fall under it.
 from __future__ import annotations
 
 import time
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from kfast.config import LONG_MAX
 

@@ -24,7 +24,7 @@ import os
 import socket
 import ssl
 import struct
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from kfast._ext.netio import InvalidReceiveException
 from kfast.protocol.file_region import FileRegion
@@ -39,7 +39,7 @@ _SIZE = struct.Struct(">i")
 
 class TlsTransport:
     def __init__(self, sock: socket.socket, context: ssl.SSLContext, max_receive_size: int,
-                 on_handshake: Callable[["TlsTransport"], None] | None = None):
+                 on_handshake: Callable[[TlsTransport], None] | None = None):
         self._sock = sock
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()

@@ -41,9 +41,14 @@ from kfast.protocol import (
 )
 from kfast.protocol import errors as E
 from kfast.protocol.constants import (
-    ACL_OPERATION_CLUSTER_ACTION, ACL_OPERATION_DESCRIBE, ACL_OPERATION_READ,
-    ACL_OPERATION_TWO_PHASE_COMMIT, ACL_OPERATION_WRITE,
-    ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID,
+    ACL_OPERATION_CLUSTER_ACTION,
+    ACL_OPERATION_DESCRIBE,
+    ACL_OPERATION_READ,
+    ACL_OPERATION_TWO_PHASE_COMMIT,
+    ACL_OPERATION_WRITE,
+    ACL_RESOURCE_GROUP,
+    ACL_RESOURCE_TOPIC,
+    ACL_RESOURCE_TRANSACTIONAL_ID,
 )
 from kfast.server import producer_id_apis
 from kfast.server.apis import KafkaApis, RequestContext

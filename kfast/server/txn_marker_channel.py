@@ -40,9 +40,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from kfast.protocol.constants import NO_LEADER
 from kfast.protocol import WriteTxnMarkersRequest
 from kfast.protocol import errors as E
+from kfast.protocol.constants import NO_LEADER
 from kfast.server.broker_links import BrokerLinks, NoEndpoint
 from kfast.server.write_txn_markers_apis import start_markers, write_markers
 

@@ -31,7 +31,10 @@ from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.protocol import api_keys
 from kfast.protocol import errors as E
 from kfast.protocol.constants import (
-    ACL_OPERATION_READ, ACL_OPERATION_WRITE, ACL_RESOURCE_GROUP, ACL_RESOURCE_TOPIC,
+    ACL_OPERATION_READ,
+    ACL_OPERATION_WRITE,
+    ACL_RESOURCE_GROUP,
+    ACL_RESOURCE_TOPIC,
     ACL_RESOURCE_TRANSACTIONAL_ID,
 )
 from kfast.server.apis import KafkaApis, RequestContext

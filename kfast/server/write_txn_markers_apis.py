@@ -24,8 +24,8 @@ import time
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.protocol import WriteTxnMarkersResponse, api_keys
 from kfast.protocol import errors as E
-from kfast.records import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
 from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
+from kfast.records import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.coordinator_partition_writer import AppendResult
 from kfast.storage.producer_state import ORIGIN_COORDINATOR

@@ -12,9 +12,9 @@ partition.metadata is ``version: 0`` / ``topic_id: <base64 uuid>``.
 from __future__ import annotations
 
 import bisect
-
 import os
-from typing import Callable, Iterable, NamedTuple
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from kfast.storage.atomic_file import write_atomically
 

@@ -33,7 +33,8 @@ import os
 import struct
 import weakref
 import zlib
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from kfast._ext.crc32c import crc32c
 from kfast._ext.log_append import FileState

@@ -24,7 +24,10 @@ import threading
 from time import perf_counter
 from typing import NamedTuple
 
+from kfast._ext import log_append as scan_status
+from kfast._ext.log_append import BatchScan, LogState, now_ms
 from kfast.config import LogConfig
+from kfast.metrics.broker_stats import LOG_FLUSH_STATS
 from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
 from kfast.protocol.errors import (
     CorruptRecordException,
@@ -34,9 +37,6 @@ from kfast.protocol.errors import (
     OffsetOutOfRangeException,
     RecordTooLargeException,
 )
-from kfast._ext import log_append as scan_status
-from kfast._ext.log_append import BatchScan, LogState, now_ms
-from kfast.metrics.broker_stats import LOG_FLUSH_STATS
 from kfast.records import LegacyRecordFormatError, RecordBatch, iter_batches
 from kfast.storage.checkpoint import (
     LEADER_EPOCH_CHECKPOINT,
@@ -57,7 +57,6 @@ from kfast.storage.segment import (
     LogSegment,
 )
 from kfast.storage.txn_index import AbortedTxn
-
 
 # A future replica's directory (JBOD moves): <topic>-<partition>.<uuid>-future
 # (Kafka's LocalLog.FutureDirPattern).

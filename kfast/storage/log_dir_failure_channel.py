@@ -22,7 +22,7 @@ from __future__ import annotations
 import errno
 import logging
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 logger = logging.getLogger(__name__)
 

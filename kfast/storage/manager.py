@@ -30,8 +30,8 @@ import os
 import shutil
 import threading
 import uuid
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Mapping
 
 from kfast.config import KafkaConfig, LogConfig
 from kfast.protocol.errors import KafkaStorageException, LogDirNotFoundException
@@ -321,7 +321,7 @@ class LogManager:
         counts = {d: 0 for d in self.live_log_dirs}
         if not counts:
             raise KafkaStorageException("No log directories are online")
-        for tp, d in self._log_dir_of.items():
+        for _tp, d in self._log_dir_of.items():
             if d in counts:
                 counts[d] += 1
         return min(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kfast._ext.crc32c import crc32c
+
 # Who appends (the log's append kernel defines them): ORIGIN_CLIENT,
 # ORIGIN_REPLICATION, ORIGIN_COORDINATOR.
 from kfast._ext.log_append import ORIGIN_CLIENT, ORIGIN_COORDINATOR, ORIGIN_REPLICATION  # noqa: F401
@@ -92,7 +93,7 @@ class ProducerStateEntry:
     current_txn_first_offset: int | None = None
     batch_metadata: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
 
-    def copy(self) -> "ProducerStateEntry":
+    def copy(self) -> ProducerStateEntry:
         return ProducerStateEntry(self.producer_id, self.producer_epoch, self.coordinator_epoch,
                                   self.last_timestamp, self.current_txn_first_offset,
                                   deque(self.batch_metadata, maxlen=NUM_BATCHES_TO_RETAIN))

@@ -6,7 +6,8 @@ markers and the dump-log tool look inside a batch. They go through the codec
 """
 from __future__ import annotations
 
-from typing import Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import NamedTuple
 
 from kfast.records import RecordBatch, decode_message_set
 from kfast.storage.file_records import MAGIC_OFFSET

@@ -15,7 +15,7 @@ then rolls so it always has an active segment.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kfast.storage.segment import LogSegment
 

@@ -111,7 +111,7 @@ class LogSegment(SegmentState):
     def open(cls, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
              max_index_size: int = 10 * 1024 * 1024, roll_jitter_ms: int = 0,
              file_suffix: str = "", created_ms: int | None = None,
-             preallocate_bytes: int = 0, to_recover: bool = False) -> "LogSegment":
+             preallocate_bytes: int = 0, to_recover: bool = False) -> LogSegment:
         """Open (or create) the segment at ``base_offset`` in ``directory``.
         ``to_recover``: ``recover`` is called next, so the index files are
         not read (AbstractIndex's ``discard_entries``)."""

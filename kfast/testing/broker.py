@@ -6,7 +6,8 @@ import concurrent.futures
 import shutil
 import tempfile
 import threading
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from kfast.config import KafkaConfig
 
@@ -68,7 +69,7 @@ class KfastBroker:
         return KafkaConfig(props)
 
     # -- life cycle ---------------------------------------------------------------------
-    def start(self) -> "KfastBroker":
+    def start(self) -> KfastBroker:
         from kfast.server.broker import KafkaBroker
 
         if self.running:
@@ -97,7 +98,7 @@ class KfastBroker:
         finally:
             self._stop_loop()
 
-    def restart(self) -> "KfastBroker":
+    def restart(self) -> KfastBroker:
         self.stop()
         return self.start()
 
@@ -147,13 +148,13 @@ class KfastBroker:
         return self.call(run())
 
     # -- context managers -------------------------------------------------------------
-    def __enter__(self) -> "KfastBroker":
+    def __enter__(self) -> KfastBroker:
         return self.start()
 
     def __exit__(self, *exc_info) -> None:
         self.close()
 
-    async def __aenter__(self) -> "KfastBroker":
+    async def __aenter__(self) -> KfastBroker:
         await asyncio.to_thread(self.start)
         return self
 

@@ -57,7 +57,7 @@ class TestCA:
         self.directory = directory
         os.makedirs(directory, exist_ok=True)
         self.key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         subject = _name(name)
         self.cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
                      .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
@@ -80,7 +80,7 @@ class TestCA:
     def issue(self, common_name: str, *, server: bool = False,
               organizational_unit: str | None = None) -> IssuedCertificate:
         key = ec.generate_private_key(ec.SECP256R1())
-        now = datetime.datetime.now(datetime.timezone.utc)
+        now = datetime.datetime.now(datetime.UTC)
         subject = _name(common_name, organizational_unit)
         builder = (x509.CertificateBuilder().subject_name(subject)
                    .issuer_name(self.cert.subject).public_key(key.public_key())

@@ -57,7 +57,8 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Callable, NamedTuple
+from collections.abc import Callable
+from typing import NamedTuple
 
 from kfast.storage.meta_properties import random_uuid_base64
 from kfast.testing.ports import free_port
@@ -265,7 +266,7 @@ class KfastCluster:
                         if n.broker_port)
 
     # -- processes ------------------------------------------------------------------------
-    def start(self) -> "KfastCluster":
+    def start(self) -> KfastCluster:
         if (self.dynamic_quorum or self.add_scram) and not self._formatted:
             self._format()
         for node_id in self.nodes:
@@ -546,7 +547,7 @@ class KfastCluster:
         if self._own_dir:
             shutil.rmtree(self.base_dir, ignore_errors=True)
 
-    def __enter__(self) -> "KfastCluster":
+    def __enter__(self) -> KfastCluster:
         try:
             return self.start()
         except BaseException:

@@ -42,7 +42,7 @@ class AckedLoad:
     def total(self) -> int:
         return sum(map(len, self.acked.values()))
 
-    def start(self) -> "AckedLoad":
+    def start(self) -> AckedLoad:
         self._thread.start()
         return self
 

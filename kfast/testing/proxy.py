@@ -38,7 +38,7 @@ class FaultProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self.port = 0
 
-    def start(self) -> "FaultProxy":
+    def start(self) -> FaultProxy:
         ready = threading.Event()
         self._loop = asyncio.new_event_loop()
 

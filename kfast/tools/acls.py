@@ -143,7 +143,7 @@ def run(args, out=None, err=None, stdin=None) -> int:
         return 1
     try:
         return asyncio.run(_run(args, work, out, stdin or sys.stdin))
-    except (errors.KafkaError, OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, errors.KafkaError, OSError) as exc:
         out.write(f"Error while executing ACL command: {_message(exc)}\n")
         return 1
 

@@ -52,11 +52,15 @@ import time
 from kfast.client.admin import EARLIEST, LATEST
 from kfast.client.fetcher import ConsumerRecord, Fetcher, decode_records
 from kfast.client.producer import KafkaProducer
-from kfast.protocol import errors
 from kfast.client.properties import (
-    CODECS, Client, ClientProperties, parse_client_properties, read_properties,
+    CODECS,
+    Client,
+    ClientProperties,
+    parse_client_properties,
+    read_properties,
 )
 from kfast.config import ConfigException
+from kfast.protocol import errors
 from kfast.records import TIMESTAMP_LOG_APPEND_TIME
 
 # The console producer's defaults where they differ from the producer's

@@ -202,7 +202,6 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
         data = f.read(max_bytes if max_bytes < INT32_MAX else -1)
     view = memoryview(data)
     position = 0
-    last_offset = -1
     while position + MAGIC_OFFSET < len(data):
         batch_length = struct.unpack_from(">i", data, position + 8)[0]
         size = LOG_OVERHEAD + batch_length
@@ -210,7 +209,7 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
         if position + size > len(data):
             break
         if magic in LEGACY_MIN_SIZE and size >= LEGACY_MIN_SIZE[magic]:
-            last_offset = _dump_legacy_message(out, view[position:position + size], position,
+            _dump_legacy_message(out, view[position:position + size], position,
                                                deep=deep, print_data=print_data)
             position += size
             continue
@@ -236,7 +235,6 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
             f"crc: {header.crc} isvalid: {_bool(valid)}\n")
         if deep and valid:
             for record in iter_records(batch):
-                last_offset = record.offset
                 line = []
                 if not skip_metadata:
                     sequence = (-1 if header.base_sequence < 0

@@ -27,8 +27,16 @@ from kfast.client.properties import read_properties
 from kfast.config import ConfigException
 from kfast.tools import perf_clients
 from kfast.tools.perf_stats import (
-    CONSUMER_HEADER, LatencyStats, consumer_row, consumer_summary, e2e_final_lines, plot,
-    plot_throughput, producer_final_line, throughput_windows, write_json,
+    CONSUMER_HEADER,
+    LatencyStats,
+    consumer_row,
+    consumer_summary,
+    e2e_final_lines,
+    plot,
+    plot_throughput,
+    producer_final_line,
+    throughput_windows,
+    write_json,
 )
 
 
@@ -186,7 +194,7 @@ def run_e2e(args, out=None) -> int:
     out = out or sys.stdout
     props = parse_props(args.producer_props)
     stats = _E2EProgress(5000, out=out)
-    perf_clients.E2E[args.client](args.bootstrap_server, args.topic, 
+    perf_clients.E2E[args.client](args.bootstrap_server, args.topic,
                                   [random_payload(args.record_size, i) for i in range(min(args.num_records, 256))],
                                   args.num_records, args.acks, props, stats, args.timeout)
     summary = stats.summary()

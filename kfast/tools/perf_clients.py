@@ -112,7 +112,7 @@ async def _produce_kfast(bootstrap, topic, payloads, count, throughput, props, s
             payload = payloads[i % len(payloads)]
             sent = time.monotonic()
             future = await producer.send(topic, payload)
-            future.add_done_callback(lambda f, s=sent, n=len(payload): done(f, s, n))
+            future.add_done_callback(lambda f, s=sent, n=len(payload): done(f, s, n))  # noqa: B008 -- binds now
             wait = throttler.delay(i + 1)
             if wait > 0:
                 await asyncio.sleep(wait)

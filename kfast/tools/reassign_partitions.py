@@ -43,11 +43,17 @@ import sys
 from typing import NamedTuple
 
 from kfast.client.admin import (
-    OP_DELETE, OP_SET, RESOURCE_BROKER, RESOURCE_TOPIC, KafkaAdmin,
+    OP_DELETE,
+    OP_SET,
+    RESOURCE_BROKER,
+    RESOURCE_TOPIC,
+    KafkaAdmin,
 )
 from kfast.controller.placement import place_replicas
 from kfast.protocol import (
-    AlterPartitionReassignmentsRequest, ListPartitionReassignmentsRequest, errors,
+    AlterPartitionReassignmentsRequest,
+    ListPartitionReassignmentsRequest,
+    errors,
 )
 
 ANY_LOG_DIR = "any"
@@ -627,7 +633,7 @@ def run(args, out=None) -> int:
     except TerseError as exc:
         out.write(f"{exc}\n")
         return 1
-    except (CommandFailed, errors.KafkaError, OSError, asyncio.TimeoutError) as exc:
+    except (TimeoutError, CommandFailed, errors.KafkaError, OSError) as exc:
         out.write(f"Error: {exc}\n")
         return 1
     return 0

@@ -78,7 +78,7 @@ class FormatError(Exception):
 def initial_voters(args, config):
     """The VoterSet a dynamic quorum starts with, or None (static quorum, or
     a controller joining later)."""
-    from kfast.raft.voter_set import VoterSet, parse_dynamic_voters
+    from kfast.raft.voter_set import parse_dynamic_voters
     from kfast.server.controller_server import advertised_controller_endpoints
 
     is_controller = "controller" in config["process.roles"]

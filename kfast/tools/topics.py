@@ -157,7 +157,7 @@ async def _create(admin: KafkaAdmin, args, out) -> int:
     except errors.TopicExistsException:
         if args.if_not_exists:
             return 0
-        raise errors.TopicExistsException(f"Topic '{name}' already exists.")
+        raise errors.TopicExistsException(f"Topic '{name}' already exists.") from None
     out.write(f"Created topic {name}.\n")
     return 0
 

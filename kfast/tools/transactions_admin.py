@@ -65,7 +65,7 @@ class TransactionsAdmin:
             try:
                 return BlockingConnection(host.strip("[]") or "localhost", int(port),
                                           client_id="kfast-transactions", request_timeout=30)
-            except Exception as exc:   # noqa: BLE001 - the next bootstrap server may answer
+            except Exception as exc:
                 last = exc
         raise AdminError(f"no bootstrap server answered: {last}")
 
@@ -74,7 +74,7 @@ class TransactionsAdmin:
         for connection in self._connections.values():
             connection.close()
 
-    def __enter__(self) -> "TransactionsAdmin":
+    def __enter__(self) -> TransactionsAdmin:
         return self
 
     def __exit__(self, *exc_info) -> None:

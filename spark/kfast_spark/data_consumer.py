@@ -29,7 +29,7 @@ Data loss, as Spark's consumer sees it:
 from __future__ import annotations
 
 import time
-from typing import Iterator, Optional
+from collections.abc import Iterator
 
 import pyarrow as pa
 
@@ -52,7 +52,7 @@ CATCH_UP_WAIT_MS = 500
 
 def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, start: int,
                       end: int, include_headers: bool, *, fail_on_data_loss: bool = True,
-                      consumer: Optional[KafkaConsumerSettings] = None
+                      consumer: KafkaConsumerSettings | None = None
                       ) -> Iterator[pa.RecordBatch]:
     """Rows of the records with offsets in ``[start, end)``, fetched with the
     client settings of ``consumer`` (the read's ``kafka.*`` options)."""
@@ -65,7 +65,7 @@ def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, s
     topic, partition = topic_partition
     with BlockingFetcher(bootstrap_servers, **consumer.client_arguments()) as fetcher:
         offset = start
-        catch_up_deadline: Optional[float] = None
+        catch_up_deadline: float | None = None
         while offset < end:
             try:
                 fetched = fetcher.fetch_raw(

@@ -15,8 +15,6 @@ adds what a Kafka *consumer* adds on top of the log:
 """
 from __future__ import annotations
 
-from typing import Optional
-
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,7 +24,7 @@ from kfast_spark.schema import HEADERS_ARROW_TYPE, arrow_schema
 
 def records_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
                      include_headers: bool, *, check_crc: bool = True
-                     ) -> Optional[pa.RecordBatch]:
+                     ) -> pa.RecordBatch | None:
     """Rows of the records in ``buffer`` (concatenated v2 batches of one
     partition) whose offsets are in ``[start, end)``, or None if there are
     none. A trailing partial batch is ignored, as a consumer ignores one at the
@@ -57,7 +55,7 @@ def records_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
 
 
 def message_set_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
-                         include_headers: bool) -> Optional[pa.RecordBatch]:
+                         include_headers: bool) -> pa.RecordBatch | None:
     """The same for a legacy message set (magic 0/1, logs written before Kafka
     0.11), record by record: such logs are old and rare, not a hot path.
     Magic 0 messages have no timestamp: -1 and timestampType -1, as a Kafka

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Dict, List, Mapping, Optional, Sequence
+from collections.abc import Mapping, Sequence
 
 from kfast.client import EARLIEST, LATEST, Fetcher
 from kfast_spark.options import KafkaConsumerSettings, KafkaSourceOptions, TopicPartition
@@ -27,7 +27,7 @@ from kfast_spark.planning import KafkaOffsetRange, OffsetRangeCalculator, resolv
 
 
 class KafkaOffsetReader:
-    def __init__(self, bootstrap_servers: str, consumer: Optional[KafkaConsumerSettings] = None):
+    def __init__(self, bootstrap_servers: str, consumer: KafkaConsumerSettings | None = None):
         """``consumer``: the read's ``kafka.*`` client settings (client id,
         timeouts, backoff)."""
         self._loop = asyncio.new_event_loop()
@@ -51,7 +51,7 @@ class KafkaOffsetReader:
             self._run(self._fetcher.close())
             self._loop.close()
 
-    def __enter__(self) -> "KafkaOffsetReader":
+    def __enter__(self) -> KafkaOffsetReader:
         return self
 
     def __exit__(self, *exc_info) -> None:
@@ -59,12 +59,12 @@ class KafkaOffsetReader:
 
     # ---- partitions and offsets ----------------------------------------------------
 
-    def assigned_partitions(self, options: KafkaSourceOptions) -> List[TopicPartition]:
+    def assigned_partitions(self, options: KafkaSourceOptions) -> list[TopicPartition]:
         """The partitions the query's consumer strategy names. For ``assign``
         these may include partitions that do not exist (data loss later)."""
         return options.strategy.assigned(self.available_partitions(options))
 
-    def available_partitions(self, options: KafkaSourceOptions) -> Dict[str, List[int]]:
+    def available_partitions(self, options: KafkaSourceOptions) -> dict[str, list[int]]:
         """Topic -> partitions, of the topics the strategy may read."""
         strategy = options.strategy
         topics = getattr(strategy, "topics", None)
@@ -77,7 +77,7 @@ class KafkaOffsetReader:
 
     def earliest_and_latest(self, partitions: Sequence[TopicPartition],
                             available: Mapping[str, Sequence[int]],
-                            reached: Optional[Mapping[TopicPartition, int]] = None):
+                            reached: Mapping[TopicPartition, int] | None = None):
         """({partition: log start offset}, {partition: high watermark}) of the
         partitions that exist; the others are left out (deleted).
 
@@ -104,11 +104,11 @@ class KafkaOffsetReader:
         return earliest, latest
 
     def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
-                          ) -> Dict[TopicPartition, Optional[int]]:
+                          ) -> dict[TopicPartition, int | None]:
         found = self._list_offsets(timestamps)
         return {tp: None if offset < 0 else offset for tp, offset in found.items()}
 
-    def _list_offsets(self, specs: Mapping[TopicPartition, int]) -> Dict[TopicPartition, int]:
+    def _list_offsets(self, specs: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         if not specs:
             return {}
         listed = self._run(self._fetcher.list_offsets(
@@ -118,14 +118,14 @@ class KafkaOffsetReader:
 
     # ---- planning ------------------------------------------------------------------
 
-    def batch_offset_ranges(self, options: KafkaSourceOptions) -> List[KafkaOffsetRange]:
+    def batch_offset_ranges(self, options: KafkaSourceOptions) -> list[KafkaOffsetRange]:
         """The input partitions of a batch read: starting/ending options
         resolved against the broker, split as ``minPartitions`` asks."""
         starting, ending = options.batch_offsets()
         return OffsetRangeCalculator(options.min_partitions).get_ranges(
             self.resolve(options, starting, ending))
 
-    def resolve(self, options: KafkaSourceOptions, starting, ending) -> List[KafkaOffsetRange]:
+    def resolve(self, options: KafkaSourceOptions, starting, ending) -> list[KafkaOffsetRange]:
         available = self.available_partitions(options)
         assigned = options.strategy.assigned(available)
         earliest, latest = self.earliest_and_latest(assigned, available)

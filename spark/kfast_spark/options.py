@@ -35,8 +35,9 @@ import enum
 import json
 import logging
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Mapping, NamedTuple, Optional, Sequence, Tuple, Union
+from typing import NamedTuple, Union
 
 # EARLIEST, LATEST: Kafka's ListOffsets sentinels, also used in the offsets
 # JSON options.
@@ -141,18 +142,18 @@ class KafkaConsumerSettings:
     the driver (metadata, ListOffsets) and by every task (Fetch)."""
 
     client_id: str = DEFAULT_CLIENT_ID
-    request_timeout_ms: Optional[int] = None       # each request's answer
-    default_api_timeout_ms: Optional[int] = None   # waiting for metadata (leaders)
-    retry_backoff_ms: Optional[int] = None
-    retry_backoff_max_ms: Optional[int] = None
-    fetch_max_bytes: Optional[int] = None          # per Fetch response
+    request_timeout_ms: int | None = None       # each request's answer
+    default_api_timeout_ms: int | None = None   # waiting for metadata (leaders)
+    retry_backoff_ms: int | None = None
+    retry_backoff_max_ms: int | None = None
+    fetch_max_bytes: int | None = None          # per Fetch response
     #: Per partition and Fetch. kfast's default (``data_consumer``) is 8 MiB,
     #: not the consumer's 1 MiB: a task reads a known range, not a live tail.
-    max_partition_fetch_bytes: Optional[int] = None
-    fetch_min_bytes: Optional[int] = None
+    max_partition_fetch_bytes: int | None = None
+    fetch_min_bytes: int | None = None
     #: kfast's default is 0: a task's range lies below the high watermark,
     #: so there is nothing worth waiting for.
-    fetch_max_wait_ms: Optional[int] = None
+    fetch_max_wait_ms: int | None = None
     check_crcs: bool = True
 
     def client_arguments(self) -> dict:
@@ -259,7 +260,7 @@ OffsetRangeLimit = Union[
 @dataclass(frozen=True)
 class AssignStrategy:
     """``assign``: exactly these partitions, whether or not they exist."""
-    partitions: Tuple[TopicPartition, ...]
+    partitions: tuple[TopicPartition, ...]
 
     def assigned(self, available: Mapping[str, Sequence[int]]) -> list:
         return sorted(set(self.partitions))
@@ -268,7 +269,7 @@ class AssignStrategy:
 @dataclass(frozen=True)
 class SubscribeStrategy:
     """``subscribe``: every partition of the named topics that exist."""
-    topics: Tuple[str, ...]
+    topics: tuple[str, ...]
 
     def assigned(self, available: Mapping[str, Sequence[int]]) -> list:
         return sorted(TopicPartition(t, p) for t in set(self.topics) for p in available.get(t, ()))
@@ -304,14 +305,14 @@ class KafkaSourceOptions:
     strategy: ConsumerStrategy
     include_headers: bool = False
     fail_on_data_loss: bool = True
-    min_partitions: Optional[int] = None
-    starting_offsets: Optional[OffsetRangeLimit] = None   # None: not given
-    ending_offsets: Optional[OffsetRangeLimit] = None     # None: not given
-    max_offsets_per_trigger: Optional[int] = None
-    min_offsets_per_trigger: Optional[int] = None
+    min_partitions: int | None = None
+    starting_offsets: OffsetRangeLimit | None = None   # None: not given
+    ending_offsets: OffsetRangeLimit | None = None     # None: not given
+    max_offsets_per_trigger: int | None = None
+    min_offsets_per_trigger: int | None = None
     max_trigger_delay_ms: int = 15 * 60 * 1000            # Spark's default "15m"
-    group_id_prefix: Optional[str] = None
-    poll_timeout_ms: Optional[int] = None                 # None: spark.network.timeout
+    group_id_prefix: str | None = None
+    poll_timeout_ms: int | None = None                 # None: spark.network.timeout
     fetch_offset_num_retries: int = 3
     fetch_offset_retry_interval_ms: int = 10
     #: ``kafka.*`` options without the prefix: the client's properties.
@@ -319,11 +320,11 @@ class KafkaSourceOptions:
     #: What those properties ask of kfast's client (``kfast`` source only).
     consumer: KafkaConsumerSettings = KafkaConsumerSettings()
     #: ``path`` of the offline source (a broker's log directory).
-    path: Optional[str] = None
+    path: str | None = None
     #: Options given by name (lower-cased), to tell "default" from "given".
     given: frozenset = frozenset()
 
-    def batch_offsets(self) -> Tuple[OffsetRangeLimit, OffsetRangeLimit]:
+    def batch_offsets(self) -> tuple[OffsetRangeLimit, OffsetRangeLimit]:
         """(starting, ending) limits of a batch query, checked as Spark checks
         them (validateBatchOptions and checkOffsetLimitValidity)."""
         start = self.starting_offsets or EarliestOffsetRangeLimit()
@@ -459,7 +460,7 @@ _REFUSED_PRODUCER_PROPERTIES = {
 @dataclass(frozen=True)
 class KafkaSinkOptions:
     #: The ``topic`` option: every row goes there, whatever its topic column says.
-    topic: Optional[str]
+    topic: str | None
     include_headers: bool
     #: ``kafka.*`` options without the prefix: the producer's properties.
     kafka_params: Mapping[str, str]
@@ -488,7 +489,7 @@ def parse_kafka_sink_options(options: Mapping[str, str]) -> KafkaSinkOptions:
 # ---------------------------------------------------------------------------
 # JSON values (Spark's JsonUtils), also used for streaming offsets.
 
-def parse_partitions(value: str) -> Tuple[TopicPartition, ...]:
+def parse_partitions(value: str) -> tuple[TopicPartition, ...]:
     """``{"topicA":[0,1],"topicB":[0,1]}`` -> partitions."""
     try:
         parsed = json.loads(value)
@@ -604,7 +605,7 @@ def _strategy(opts: Mapping[str, str]) -> ConsumerStrategy:
 
 
 def _offset_range_limit(opts, global_timestamp_option, timestamps_option, offsets_option,
-                        strategy_on_no_match) -> Optional[OffsetRangeLimit]:
+                        strategy_on_no_match) -> OffsetRangeLimit | None:
     # Spark's order of preference: one timestamp for all partitions, then a
     # timestamp per partition, then offsets.
     if global_timestamp_option and global_timestamp_option.lower() in opts:
@@ -696,7 +697,7 @@ def _boolean_option(opts: Mapping[str, str], name: str, default: bool) -> bool:
 
 
 def _long_option(opts: Mapping[str, str], name: str,
-                 default: Optional[int] = None) -> Optional[int]:
+                 default: int | None = None) -> int | None:
     value = opts.get(name.lower())
     if value is None:
         return default
@@ -707,7 +708,7 @@ def _long_option(opts: Mapping[str, str], name: str,
             from None
 
 
-def _min_partitions(opts: Mapping[str, str]) -> Optional[int]:
+def _min_partitions(opts: Mapping[str, str]) -> int | None:
     value = _long_option(opts, MIN_PARTITIONS)
     if value is not None and value <= 0:
         raise ValueError("minPartitions must be positive")

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import logging
 import math
-from typing import Callable, Iterable, List, Mapping, NamedTuple, Optional, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 from kfast_spark.options import (
     EARLIEST,
@@ -77,7 +78,7 @@ class KafkaOffsetRange(NamedTuple):
 #: ``offsets_for_times({partition: timestamp}) -> {partition: offset or None}``:
 #: the first offset whose timestamp is >= the timestamp (Kafka's
 #: ListOffsets/offsetsForTimes), None when no record is that recent.
-OffsetsForTimes = Callable[[Mapping[TopicPartition, int]], Mapping[TopicPartition, Optional[int]]]
+OffsetsForTimes = Callable[[Mapping[TopicPartition, int]], Mapping[TopicPartition, int | None]]
 
 
 def resolve_offset_ranges(
@@ -88,8 +89,8 @@ def resolve_offset_ranges(
         latest: Mapping[TopicPartition, int],
         *,
         fail_on_data_loss: bool,
-        offsets_for_times: Optional[OffsetsForTimes] = None,
-) -> List[KafkaOffsetRange]:
+        offsets_for_times: OffsetsForTimes | None = None,
+) -> list[KafkaOffsetRange]:
     """One ``[from, until)`` range per assigned partition, in partition order.
 
     ``earliest``/``latest`` are each partition's log start and end offsets; a
@@ -180,12 +181,12 @@ class OffsetRangeCalculator:
     ranges are cut into about ``min_partitions`` pieces in proportion to their
     size. Empty ranges are dropped."""
 
-    def __init__(self, min_partitions: Optional[int] = None):
+    def __init__(self, min_partitions: int | None = None):
         if min_partitions is not None and min_partitions <= 0:
             raise ValueError("minPartitions must be positive")
         self.min_partitions = min_partitions
 
-    def get_ranges(self, ranges: Iterable[KafkaOffsetRange]) -> List[KafkaOffsetRange]:
+    def get_ranges(self, ranges: Iterable[KafkaOffsetRange]) -> list[KafkaOffsetRange]:
         ranges = [r for r in ranges if r.size > 0]
         if self.min_partitions is None or len(ranges) >= self.min_partitions:
             return ranges
@@ -210,7 +211,7 @@ def _part_count(size: int, total: int, min_parts: int) -> int:
     return max(math.floor(size / total * min_parts + 0.5), 1)
 
 
-def _divide(r: KafkaOffsetRange, parts: int) -> List[KafkaOffsetRange]:
+def _divide(r: KafkaOffsetRange, parts: int) -> list[KafkaOffsetRange]:
     pieces = []
     remaining = r.size
     start = r.from_offset

@@ -81,7 +81,7 @@ def arrow_schema(include_headers: bool) -> pa.Schema:
     return ARROW_SCHEMA_WITH_HEADERS if include_headers else ARROW_SCHEMA
 
 
-def validate_sink_schema(schema: StructType, topic_option: "str | None") -> None:
+def validate_sink_schema(schema: StructType, topic_option: str | None) -> None:
     """Check the columns of rows written to Kafka as Spark's Kafka sink does
     (KafkaWriter.validateQuery): ``value`` string or binary (required),
     ``key`` string or binary, ``topic`` string (required unless the ``topic``

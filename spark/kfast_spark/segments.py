@@ -35,8 +35,9 @@ from __future__ import annotations
 import os
 import re
 import struct
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, NamedTuple, Optional, Tuple
+from typing import NamedTuple
 
 import pyarrow as pa
 
@@ -100,7 +101,7 @@ def check_log_dir(log_dir: str) -> None:
                          "or is not a directory")
 
 
-def list_partition_dirs(log_dir: str) -> Dict[TopicPartition, str]:
+def list_partition_dirs(log_dir: str) -> dict[TopicPartition, str]:
     """The partitions stored in ``log_dir``, with their directories."""
     check_log_dir(log_dir)
     partitions = {}
@@ -118,7 +119,7 @@ def list_partition_dirs(log_dir: str) -> Dict[TopicPartition, str]:
     return partitions
 
 
-def list_segments(partition_dir: str) -> List[LogSegmentFile]:
+def list_segments(partition_dir: str) -> list[LogSegmentFile]:
     """The segments of a partition, by base offset."""
     segments = []
     for entry in os.scandir(partition_dir):
@@ -128,15 +129,15 @@ def list_segments(partition_dir: str) -> List[LogSegmentFile]:
     return sorted(segments, key=lambda s: s.base_offset)
 
 
-def read_log_start_offsets(log_dir: str) -> Dict[TopicPartition, int]:
+def read_log_start_offsets(log_dir: str) -> dict[TopicPartition, int]:
     """The log dir's ``log-start-offset-checkpoint`` (empty if absent)."""
     entries = OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)).read()
     return {TopicPartition(topic, partition): offset
             for (topic, partition), offset in entries.items()}
 
 
-def log_offsets(partition_dir: str, checkpointed_log_start: Optional[int] = None
-                ) -> Tuple[int, int]:
+def log_offsets(partition_dir: str, checkpointed_log_start: int | None = None
+                ) -> tuple[int, int]:
     """(log start offset, log end offset) of a partition."""
     segments = list_segments(partition_dir)
     if not segments:
@@ -183,7 +184,7 @@ def read_range(partition_dir: str, topic_partition: TopicPartition, start: int, 
 
 
 def _read_chunks(segment: LogSegmentFile, start: int, end: int, is_last: bool,
-                 chunk_bytes: int) -> Iterator[Tuple[memoryview, bool]]:
+                 chunk_bytes: int) -> Iterator[tuple[memoryview, bool]]:
     """Runs of whole entries of ``segment`` that hold offsets in ``[start,
     end)``, each about ``chunk_bytes`` long (or one entry if larger), and
     whether the run is legacy messages (else v2 batches)."""
@@ -302,7 +303,7 @@ def _entry_headers(segment: LogSegmentFile, fd: int, file_size: int, position: i
         position += total
 
 
-def _segment_end_offset(segment: LogSegmentFile, is_last: bool) -> Optional[int]:
+def _segment_end_offset(segment: LogSegmentFile, is_last: bool) -> int | None:
     """One past the last offset of the segment's last complete entry, or
     None for an empty segment."""
     with open(segment.log_path, "rb") as f:
@@ -316,7 +317,7 @@ def _segment_end_offset(segment: LogSegmentFile, is_last: bool) -> Optional[int]
 
 
 def offset_for_timestamp(partition_dir: str, timestamp: int, log_start_offset: int = 0
-                         ) -> Optional[int]:
+                         ) -> int | None:
     """The offset of the first record at or after ``log_start_offset``, in
     log order, whose timestamp is at or after ``timestamp`` (ms), or None if
     there is none: what Kafka's ListOffsets answers for a timestamp. Batches
@@ -349,7 +350,7 @@ def offset_for_timestamp(partition_dir: str, timestamp: int, log_start_offset: i
 
 # --- the sparse offset index ----------------------------------------------------
 
-def _index_entries(segment: LogSegmentFile, file_size: int) -> List[Tuple[int, int]]:
+def _index_entries(segment: LogSegmentFile, file_size: int) -> list[tuple[int, int]]:
     """Valid ``(offset, position)`` entries of the segment's offset index.
 
     An index still open by a broker (or left by a crash) is preallocated

@@ -18,7 +18,7 @@ partition from its segment files and decodes it with kfast's codec into Arrow.
 """
 from __future__ import annotations
 
-from typing import Iterator, List
+from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
@@ -62,7 +62,7 @@ class KafkaSegmentsReader(DataSourceReader):
         # here, when Spark plans the read, before any task runs.
         self.starting, self.ending = options.batch_offsets()
 
-    def partitions(self) -> List[SegmentRangePartition]:
+    def partitions(self) -> list[SegmentRangePartition]:
         log_dir = self.options.path
         partition_dirs = list_partition_dirs(log_dir)
         available: dict = {}

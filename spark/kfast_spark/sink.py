@@ -26,8 +26,8 @@ Metadata until its session times out, and the task must outlast that.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Iterator, List, Optional
 
 from pyspark.sql import Row
 from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, WriterCommitMessage
@@ -64,7 +64,7 @@ class KafkaWriterCommitMessage(WriterCommitMessage):
     records: int
 
 
-def _bytes(value) -> Optional[bytes]:
+def _bytes(value) -> bytes | None:
     if value is None or isinstance(value, bytes):
         return value
     if isinstance(value, str):
@@ -72,7 +72,7 @@ def _bytes(value) -> Optional[bytes]:
     return bytes(value)        # bytearray
 
 
-def write_rows(options: KafkaSinkOptions, columns: List[str], rows: Iterator[Row]) -> int:
+def write_rows(options: KafkaSinkOptions, columns: list[str], rows: Iterator[Row]) -> int:
     """Send every row as a record and wait until all are acknowledged;
     returns how many were written."""
     loop = asyncio.new_event_loop()

@@ -23,7 +23,7 @@ Writes: :mod:`kfast_spark.sink`.
 from __future__ import annotations
 
 import logging
-from typing import Dict, Iterator, List, Optional
+from collections.abc import Iterator
 
 import pyarrow as pa
 from pyspark.sql.datasource import (
@@ -98,7 +98,7 @@ def _read(options: KafkaSourceOptions, partition: InputPartition) -> Iterator[pa
         fail_on_data_loss=options.fail_on_data_loss, consumer=options.consumer)
 
 
-def _input_partitions(bootstrap_servers: str, ranges: List[KafkaOffsetRange]) -> list:
+def _input_partitions(bootstrap_servers: str, ranges: list[KafkaOffsetRange]) -> list:
     return [KafkaOffsetRangePartition(bootstrap_servers, r) for r in ranges]
 
 
@@ -112,7 +112,7 @@ class KafkaBatchReader(DataSourceReader):
         # when Spark plans the read, before any task runs.
         options.batch_offsets()
 
-    def partitions(self) -> List[KafkaOffsetRangePartition]:
+    def partitions(self) -> list[KafkaOffsetRangePartition]:
         bootstrap = self.options.kafka_params["bootstrap.servers"]
         with KafkaOffsetReader(bootstrap, self.options.consumer) as offsets:
             return _input_partitions(bootstrap, offsets.batch_offset_ranges(self.options))
@@ -172,18 +172,18 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
                              "the kfast source: PySpark's data source API admits one read "
                              "limit per trigger, used for maxOffsetsPerTrigger")
         self.bootstrap_servers = options.kafka_params["bootstrap.servers"]
-        self._offset_reader: Optional[KafkaOffsetReader] = None
+        self._offset_reader: KafkaOffsetReader | None = None
         # The query's starting offsets, resolved once: PySpark before 4.2
         # asks for them after the first latestOffset(), which must have used
         # the same ones (``startingOffsets=latest`` moves meanwhile).
-        self._initial: Optional[Dict[TopicPartition, int]] = None
+        self._initial: dict[TopicPartition, int] | None = None
         # Where the next micro-batch starts, for PySpark without admission control.
-        self._known_end: Optional[Dict[TopicPartition, int]] = None
+        self._known_end: dict[TopicPartition, int] | None = None
         # An end computed from the starting offsets because Spark had not yet
         # said where the query stands (PySpark before 4.2): checked in partitions().
-        self._assumed_new_query_end: Optional[Dict[TopicPartition, int]] = None
+        self._assumed_new_query_end: dict[TopicPartition, int] | None = None
         # Trigger.AvailableNow: the latest offsets when the query started.
-        self._available_now_end: Optional[Dict[TopicPartition, int]] = None
+        self._available_now_end: dict[TopicPartition, int] | None = None
         if not ADMISSION_CONTROL and options.max_offsets_per_trigger is not None:
             logger.warning(
                 "maxOffsetsPerTrigger with this PySpark (before 4.2) applies to "
@@ -205,7 +205,7 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         state["_offset_reader"] = None
         return state
 
-    def _initial_offsets(self) -> Dict[TopicPartition, int]:
+    def _initial_offsets(self) -> dict[TopicPartition, int]:
         if self._initial is None:
             ranges = self.offset_reader.resolve(self.options, self.starting,
                                                 LatestOffsetRangeLimit())
@@ -229,7 +229,7 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
             return ReadMaxRows(self.options.max_offsets_per_trigger)
         return ReadAllAvailable()
 
-    def latestOffset(self, start: Optional[dict] = None, limit=None) -> dict:
+    def latestOffset(self, start: dict | None = None, limit=None) -> dict:
         if limit is None:       # PySpark before 4.2: the option is the limit
             max_offsets = self.options.max_offsets_per_trigger
         elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
@@ -268,14 +268,14 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         self._assumed_new_query_end = end if assumed_new_query else None
         return partition_offsets_json(end)
 
-    def reportLatestOffset(self) -> Optional[dict]:
+    def reportLatestOffset(self) -> dict | None:
         reader = self.offset_reader
         available = reader.available_partitions(self.options)
         _, latest = reader.earliest_and_latest(self.options.strategy.assigned(available),
                                                available)
         return partition_offsets_json(latest)
 
-    def partitions(self, start: dict, end: dict) -> List[KafkaOffsetRangePartition]:
+    def partitions(self, start: dict, end: dict) -> list[KafkaOffsetRangePartition]:
         start_offsets = parse_partition_offsets_json(start)
         end_offsets = parse_partition_offsets_json(end)
         if self._known_end is None:
@@ -340,7 +340,7 @@ class KafkaDataSource(DataSource):
 
     def __init__(self, options):
         super().__init__(options)
-        self._source_options: Optional[KafkaSourceOptions] = None
+        self._source_options: KafkaSourceOptions | None = None
 
     @classmethod
     def name(cls) -> str:

@@ -15,8 +15,8 @@ import time
 import uuid
 
 import pytest
-
 from e2e_support import REPO, ServeProcess, free_port, stop_process, wait_until  # noqa: F401
+
 from kfast.testing import KfastBroker
 
 

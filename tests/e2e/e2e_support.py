@@ -40,7 +40,7 @@ class ServeProcess:
             cmd += ["--override", item]
         return cmd
 
-    def start(self, timeout: float = 30.0) -> "ServeProcess":
+    def start(self, timeout: float = 30.0) -> ServeProcess:
         self._ready.clear()
         self.output = []
         env = dict(os.environ, PYTHONPATH=str(REPO))

@@ -216,7 +216,7 @@ def main() -> int:
     progress = Progress(args.pause_after)
     try:
         CLIENTS[args.client](args, progress)
-    except Exception as exc:            # noqa: BLE001 -- the test restarts the worker
+    except Exception as exc:
         traceback.print_exc()
         say(f"error {exc!r}")
         return 2

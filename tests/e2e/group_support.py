@@ -25,10 +25,9 @@ import threading
 import uuid
 
 import pytest
+from e2e_support import REPO
 
 from kfast.testing import KfastBroker
-
-from e2e_support import REPO
 
 SESSION_MS = 6000
 PARTITIONS = 6

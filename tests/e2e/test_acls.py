@@ -19,31 +19,51 @@ import secrets
 import time
 import uuid
 
+import kafka.errors as kafka_errors
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import (
-    AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, NewTopic,
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    NewTopic,
 )
-
-import kafka.errors as kafka_errors
-import kfast.protocol as p
 from kafka import KafkaAdminClient, KafkaConsumer
+from security_support import RawConnection
+
+import kfast.protocol as p
 from kfast.cli import build_parser
 from kfast.protocol import api_keys, errors
 from kfast.protocol.constants import (
-    ACL_OPERATION_ALL, ACL_OPERATION_ALTER, ACL_OPERATION_ALTER_CONFIGS, ACL_OPERATION_ANY,
+    ACL_OPERATION_ALL,
+    ACL_OPERATION_ALTER,
+    ACL_OPERATION_ALTER_CONFIGS,
+    ACL_OPERATION_ANY,
     ACL_OPERATION_CLUSTER_ACTION,
-    ACL_OPERATION_CREATE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_IDEMPOTENT_WRITE,
-    ACL_OPERATION_READ, ACL_OPERATION_TWO_PHASE_COMMIT, ACL_OPERATION_WRITE,
-    ACL_PERMISSION_ALLOW, ACL_PERMISSION_ANY,
-    ACL_PERMISSION_DENY, ACL_RESOURCE_ANY, ACL_RESOURCE_CLUSTER, ACL_RESOURCE_GROUP,
-    ACL_RESOURCE_TOPIC, ACL_RESOURCE_TRANSACTIONAL_ID, CLUSTER_RESOURCE_NAME, PATTERN_TYPE_ANY,
-    PATTERN_TYPE_LITERAL, PATTERN_TYPE_PREFIXED, authorized_operations,
+    ACL_OPERATION_CREATE,
+    ACL_OPERATION_DESCRIBE,
+    ACL_OPERATION_IDEMPOTENT_WRITE,
+    ACL_OPERATION_READ,
+    ACL_OPERATION_TWO_PHASE_COMMIT,
+    ACL_OPERATION_WRITE,
+    ACL_PERMISSION_ALLOW,
+    ACL_PERMISSION_ANY,
+    ACL_PERMISSION_DENY,
+    ACL_RESOURCE_ANY,
+    ACL_RESOURCE_CLUSTER,
+    ACL_RESOURCE_GROUP,
+    ACL_RESOURCE_TOPIC,
+    ACL_RESOURCE_TRANSACTIONAL_ID,
+    CLUSTER_RESOURCE_NAME,
+    PATTERN_TYPE_ANY,
+    PATTERN_TYPE_LITERAL,
+    PATTERN_TYPE_PREFIXED,
+    authorized_operations,
 )
 from kfast.security.acl import Acl
 from kfast.security.principal import KafkaPrincipal, serialize_principal
 from kfast.testing import KfastBroker
-from security_support import RawConnection
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -358,8 +378,12 @@ def test_groups_are_described_and_listed_by_their_acls(secured, name):
 
 def _any_acl_filter():
     from kafka.admin import (
-        ACLFilter, ACLOperation, ACLPermissionType, ACLResourcePatternType,
-        ResourcePatternFilter, ResourceType,
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ResourcePatternFilter,
+        ResourceType,
     )
 
     return ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
@@ -788,7 +812,7 @@ def test_authorizer_decisions_are_logged_as_kafka_authorizer_logger(secured, nam
               if r.name == "kafka.authorizer.logger" and r.levelno == logging.INFO]
     assert denied, "no denial logged"
     assert denied[0].getMessage().startswith(
-        f"Principal = User:ANONYMOUS is Denied operation = ")
+        "Principal = User:ANONYMOUS is Denied operation = ")
     assert f"from host = 127.0.0.1 on resource = Topic:LITERAL:{name} for request = " \
         in denied[0].getMessage()
     assert denied[0].getMessage().endswith("with resourceRefCount = 1 based on rule DefaultDeny")

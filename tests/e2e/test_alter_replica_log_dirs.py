@@ -10,13 +10,12 @@ import time
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from e2e_support import wait_until
 from kafka import TopicPartitionReplica
 from kafka.admin import KafkaAdminClient
 from kafka.errors import NoError
 
 from kfast.testing import KfastBroker
-
-from e2e_support import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

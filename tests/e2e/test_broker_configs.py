@@ -18,12 +18,12 @@ from confluent_kafka.admin import (
     ConfigSource,
     NewTopic,
 )
+from e2e_support import wait_until
 
 from kfast.client.admin import KafkaAdmin
 from kfast.controller.configuration_control import OP_DELETE, OP_SET
 from kfast.protocol.constants import CONFIG_RESOURCE_BROKER
 from kfast.testing import KfastBroker
-from e2e_support import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 TIMEOUT = 15

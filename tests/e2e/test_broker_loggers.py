@@ -9,10 +9,9 @@ import subprocess
 import sys
 
 import pytest
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
-
 from configs_support import kfast_configs
 from e2e_support import REPO
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

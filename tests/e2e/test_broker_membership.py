@@ -8,11 +8,11 @@ import time
 import uuid
 
 import pytest
+from test_controller_quorum import create_topic, write_on_leader
 
 from kfast.protocol import BrokerHeartbeatRequest, BrokerRegistrationRequest, errors
 from kfast.server.controller_channel import registration_features
 from kfast.testing.cluster import KfastCluster
-from test_controller_quorum import create_topic, write_on_leader
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 

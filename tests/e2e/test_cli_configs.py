@@ -5,10 +5,8 @@ from __future__ import annotations
 import logging
 
 import pytest
-from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
-
 from configs_support import kfast_configs
-
+from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

@@ -9,14 +9,21 @@ import subprocess
 import time
 
 import pytest
-from confluent_kafka import Consumer, TopicPartition as ConfluentTopicPartition
+from confluent_kafka import Consumer
+from confluent_kafka import TopicPartition as ConfluentTopicPartition
 from kafka import KafkaProducer
 from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.partitioner.default import murmur2 as kafka_python_murmur2
 
 from kfast.cli import build_parser
 from kfast.client.fetcher import Fetcher
-from kfast.records import COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_SNAPPY, COMPRESSION_ZSTD, RecordBatch
+from kfast.records import (
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+    RecordBatch,
+)
 from kfast.tools import console
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]

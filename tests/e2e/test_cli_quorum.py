@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import pytest
+from test_controller_quorum import write_on_leader
 
 from kfast.testing.cluster import KfastCluster
-from test_controller_quorum import write_on_leader
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

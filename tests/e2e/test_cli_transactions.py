@@ -16,12 +16,12 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
+from test_transactions import consume_confluent, new_topic
 
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import api_keys
 from kfast.records import RecordBatchBuilder
 from kfast.testing import KfastBroker
-from test_transactions import consume_confluent, new_topic
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(180)]
 

@@ -7,15 +7,21 @@ import time
 
 import pytest
 import uvloop
-from kafka import KafkaConsumer, KafkaProducer as KafkaPythonProducer, TopicPartition
+from kafka import KafkaConsumer, TopicPartition
+from kafka import KafkaProducer as KafkaPythonProducer
 
 from kfast.client.admin import EARLIEST, LATEST, KafkaAdmin, NewTopic
 from kfast.client.fetcher import Fetcher
 from kfast.client.producer import KafkaProducer
 from kfast.protocol import errors
 from kfast.records import (
-    COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_SNAPPY, COMPRESSION_ZSTD,
-    decode_columnar, iter_batches,
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+    decode_columnar,
+    iter_batches,
 )
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
@@ -214,7 +220,8 @@ def test_fetch_from_an_unknown_topic_fails(broker, topic, run):
 def test_a_recreated_topic_is_found_again_by_its_new_id(broker, topic, run):
     """Stale metadata (the old topic id) makes Produce and Fetch fail with a
     retriable error; the client refreshes and retries on the new topic."""
-    from kafka.admin import KafkaAdminClient, NewTopic as KafkaPythonNewTopic
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import NewTopic as KafkaPythonNewTopic
 
     async def scenario():
         async with KafkaProducer(broker.bootstrap_servers, allow_auto_topic_creation=True) as producer, \

@@ -18,9 +18,9 @@ import threading
 import time
 
 import pytest
+from configs_support import kfast_configs
 from confluent_kafka import Consumer, Producer
 
-from configs_support import kfast_configs
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import AlterClientQuotasRequest, DescribeClientQuotasRequest, errors
 from kfast.protocol.constants import QUOTA_MATCH_DEFAULT, QUOTA_MATCH_EXACT, QUOTA_MATCH_SPECIFIED
@@ -278,7 +278,7 @@ def run_together(*jobs) -> list:
     def run(i, job):
         try:
             results[i] = job()
-        except BaseException as exc:  # noqa: BLE001 (re-raised below)
+        except BaseException as exc:
             results[i] = exc
     threads = [threading.Thread(target=run, args=(i, job)) for i, job in enumerate(jobs)]
     for thread in threads:

@@ -5,10 +5,10 @@ to the controller is held to the client's controller_mutation_rate there."""
 from __future__ import annotations
 
 import pytest
-from kafka.admin import KafkaAdminClient
-
 from configs_support import kfast_configs
 from e2e_support import wait_until
+from kafka.admin import KafkaAdminClient
+
 from kfast.protocol import errors
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(120),

@@ -11,14 +11,14 @@ import uuid
 
 import pytest
 from confluent_kafka import Producer
+from e2e_support import wait_until
 from kafka import KafkaAdminClient
 from kafka.admin import ConfigResource, ConfigResourceType
-
-from e2e_support import wait_until
-from kfast.protocol import errors
-from kfast.testing import KfastBroker
 from test_admin_protocol import Client
 from test_metrics_endpoint import scrape
+
+from kfast.protocol import errors
+from kfast.testing import KfastBroker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 

@@ -10,7 +10,6 @@ import os
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewPartitions
-
 from replication_support import create, read_all
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(180),

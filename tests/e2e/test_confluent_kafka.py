@@ -4,8 +4,14 @@ from __future__ import annotations
 import time
 
 import pytest
-from confluent_kafka import OFFSET_BEGINNING, OFFSET_END, Consumer, KafkaException, Producer, \
-    TopicPartition
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    OFFSET_END,
+    Consumer,
+    KafkaException,
+    Producer,
+    TopicPartition,
+)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

@@ -23,7 +23,6 @@ import uuid
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from e2e_support import REPO, ServeProcess, free_port, stop_process, wait_until
 
 pytest.importorskip("aiohttp")

@@ -11,14 +11,14 @@ from __future__ import annotations
 import time
 
 import pytest
-
 from e2e_support import wait_until
+from test_transactions_protocol import versions
+from transaction_support import add_partitions, end_txn, fresh_id, init, send
+
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import errors as E
 from kfast.records import RecordBatchBuilder
 from kfast.testing import KfastBroker
-from test_transactions_protocol import versions
-from transaction_support import add_partitions, end_txn, fresh_id, init, send
 
 pytestmark = pytest.mark.e2e
 

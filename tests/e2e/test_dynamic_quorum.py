@@ -12,9 +12,9 @@ import sys
 import time
 
 import pytest
+from test_controller_quorum import cluster_config, write_on_leader
 
 from kfast.testing.cluster import KfastCluster
-from test_controller_quorum import cluster_config, write_on_leader
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(240)]
 

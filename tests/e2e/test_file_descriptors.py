@@ -16,7 +16,6 @@ import time
 import pytest
 from confluent_kafka import KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from e2e_support import ServeProcess, free_port, wait_until
 
 pytestmark = pytest.mark.e2e

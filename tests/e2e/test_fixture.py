@@ -5,11 +5,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from aiokafka import AIOKafkaProducer
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from aiokafka import AIOKafkaProducer  # noqa: E402
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition  # noqa: E402
-
-from kfast.testing import KfastBroker  # noqa: E402
+from kfast.testing import KfastBroker
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

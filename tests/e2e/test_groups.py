@@ -10,7 +10,6 @@ import threading
 import time
 
 import pytest
-
 from e2e_support import wait_until
 from group_support import (  # noqa: F401 (fixtures)
     PARTITIONS,
@@ -139,7 +138,8 @@ def test_kcat_balanced_consumers(group_broker, names):
 def test_commit_and_fetch_offsets_with_metadata(group_broker, names):
     from confluent_kafka import Consumer, TopicPartition
     from kafka import KafkaConsumer
-    from kafka.structs import OffsetAndMetadata, TopicPartition as KTopicPartition
+    from kafka.structs import OffsetAndMetadata
+    from kafka.structs import TopicPartition as KTopicPartition
 
     bootstrap = group_broker.bootstrap_servers
     topic, group = names

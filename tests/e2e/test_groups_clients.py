@@ -29,7 +29,6 @@ import time
 import uuid
 
 import pytest
-
 from e2e_support import wait_until
 from group_support import (  # noqa: F401 (fixtures)
     PARTITIONS,

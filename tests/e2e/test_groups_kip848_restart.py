@@ -10,11 +10,10 @@ import asyncio
 import time
 
 import pytest
+from e2e_support import wait_until
 
 from kfast.protocol.errors import CoordinatorLoadInProgressException
 from kfast.testing import KfastBroker
-
-from e2e_support import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 

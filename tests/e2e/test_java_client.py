@@ -15,10 +15,10 @@ import sys
 from collections import defaultdict
 
 import pytest
-
 from e2e_support import REPO
-from kfast.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 from test_transactions import CONSUMERS
+
+from kfast.kafka_broker_configs import KAFKA_BROKER_CONFIGS
 
 pytestmark = [
     pytest.mark.e2e,

@@ -9,17 +9,23 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from configs_support import kfast_configs
 from confluent_kafka import KafkaException
-from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource
-from confluent_kafka.admin import ConfigSource
-from kafka.admin import ConfigResource as KpConfigResource, ConfigResourceType, KafkaAdminClient
+from confluent_kafka.admin import (
+    AdminClient,
+    AlterConfigOpType,
+    ConfigEntry,
+    ConfigResource,
+    ConfigSource,
+)
+from kafka.admin import ConfigResource as KpConfigResource
+from kafka.admin import ConfigResourceType, KafkaAdminClient
 
 from kfast.client.admin import KafkaAdmin
 from kfast.kafka_broker_configs import KAFKA_BROKER_CONFIGS, READ_ONLY
 from kfast.protocol import errors
 from kfast.protocol.constants import CONFIG_RESOURCE_BROKER, OP_SET
 from kfast.testing import KfastBroker
-from configs_support import kfast_configs
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 TIMEOUT = 15

@@ -6,14 +6,12 @@ in on; older versions carry no hint (the fields do not exist there)."""
 from __future__ import annotations
 
 import pytest
-
 from confluent_kafka.admin import AdminClient, NewTopic
+from replication_support import create
 
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import FetchRequest, MetadataRequest, ProduceRequest, errors
 from kfast.records import RecordBatchBuilder
-
-from replication_support import create
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(120)]
 

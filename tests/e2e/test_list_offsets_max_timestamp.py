@@ -73,7 +73,8 @@ def test_confluent_kafka_admin_list_offsets_max_timestamp(broker, topic):
 
 def test_kafka_python_admin_list_partition_offsets_max_timestamp(broker, topic):
     from kafka import TopicPartition as KafkaPythonTopicPartition
-    from kafka.admin import KafkaAdminClient, OffsetSpec as KafkaPythonOffsetSpec
+    from kafka.admin import KafkaAdminClient
+    from kafka.admin import OffsetSpec as KafkaPythonOffsetSpec
 
     _create(broker, topic)
     t, first, second = _timestamps()

@@ -21,9 +21,8 @@ import time
 import pytest
 from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka.admin import KafkaAdminClient
-
 from e2e_support import ServeProcess, free_port, wait_until
+from kafka.admin import KafkaAdminClient
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -217,9 +216,10 @@ def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_mov
     Kafka without directory assignment: the controller would not know which
     replicas are gone), its leaderships move, and the producer's every
     acknowledged record is there once, at its offset."""
+    from replication_support import create, read_all
+
     from kfast.testing.cluster import KfastCluster
     from kfast.testing.load import AckedLoad, audit
-    from replication_support import create, read_all
 
     fast_sessions = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
     with KfastCluster(controllers=1, brokers=3, overrides=fast_sessions,

@@ -10,9 +10,9 @@ import urllib.request
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from e2e_support import ServeProcess, free_port, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
-from e2e_support import ServeProcess, free_port, wait_until
 from kfast.testing import KfastBroker
 from kfast.testing.cluster import KfastCluster
 

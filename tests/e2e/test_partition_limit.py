@@ -7,7 +7,6 @@ from __future__ import annotations
 import pytest
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewPartitions, NewTopic
-
 from e2e_support import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]

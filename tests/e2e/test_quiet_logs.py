@@ -8,7 +8,6 @@ import socket
 import struct
 
 import pytest
-
 from e2e_support import wait_until
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]

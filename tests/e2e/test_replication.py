@@ -16,13 +16,12 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-from kafka import KafkaProducer
 from kafka.errors import NotEnoughReplicasError
+from replication_support import create, kafka_python_producer, read_all
 
 from kfast.testing.load import AckedLoad, Audit, audit
-from replication_support import create, kafka_python_producer, read_all
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -441,7 +440,8 @@ def test_reassignment_under_load_moves_a_partition_to_other_brokers(kfast_cluste
     join, catch up from the leader while a producer writes, enter the ISR;
     then the assignment is finalized, the leadership moves off the removed
     broker and its replica is deleted. Nothing acknowledged is lost."""
-    from kafka import KafkaAdminClient, TopicPartition as KafkaTopicPartition
+    from kafka import KafkaAdminClient
+    from kafka import TopicPartition as KafkaTopicPartition
 
     cluster = kfast_cluster
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})

@@ -13,7 +13,6 @@ import pytest
 from confluent_kafka import Producer
 from kafka import KafkaProducer
 from kafka.errors import NotEnoughReplicasAfterAppendError, NotEnoughReplicasError
-
 from replication_support import create, read_all
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(180)]

@@ -12,8 +12,8 @@ import secrets
 
 import pytest
 
-from kfast.testing.cluster import KfastCluster
 from kfast.testing.certificates import TestCA
+from kfast.testing.cluster import KfastCluster
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -14,20 +14,20 @@ import asyncio
 import base64
 import json
 import secrets
-import time
 import ssl
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
-
 from e2e_support import wait_until
+from security_support import RawConnection
+
 from kfast.protocol import errors
 from kfast.security.principal import ANONYMOUS, KafkaPrincipal
 from kfast.testing import KfastBroker
 from kfast.testing.certificates import TestCA
-from security_support import RawConnection
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

@@ -10,7 +10,6 @@ import time
 
 import pytest
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, Producer, TopicPartition
-
 from e2e_support import REPO
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]

@@ -19,11 +19,11 @@ from aiokafka.errors import ProducerFenced
 from aiokafka.structs import TopicPartition as AioTopicPartition
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
+from e2e_support import wait_until
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 from kafka.errors import ProducerFencedError
 
-from e2e_support import wait_until
 from kfast.client.connection import BlockingConnection
 from kfast.coordinator.transaction.records import encode_key, partition_for
 from kfast.protocol import api_keys

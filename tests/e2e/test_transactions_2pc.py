@@ -8,13 +8,21 @@ from __future__ import annotations
 
 import pytest
 from confluent_kafka import Consumer, TopicPartition
-
 from e2e_support import wait_until
+from transaction_support import (
+    TOPIC,
+    add_partitions,
+    end_txn,
+    fresh_id,
+    init,
+    offsets,
+    produce_transactional,
+    send,
+)
+
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import errors as E
 from kfast.testing import KfastBroker
-from transaction_support import (
-    TOPIC, add_partitions, end_txn, fresh_id, init, offsets, produce_transactional, send)
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 

@@ -10,17 +10,16 @@ and CompleteCommit (or PrepareAbort and CompleteAbort) leaves the decision
 to its successor, which writes the markers."""
 from __future__ import annotations
 
-import time
 import uuid
 
 import pytest
 from confluent_kafka import KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from replication_support import create
+from transaction_support import offsets, read_to_end
 
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import api_keys
-from replication_support import create
-from transaction_support import offsets, read_to_end
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 

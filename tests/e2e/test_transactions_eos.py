@@ -30,7 +30,6 @@ from collections import Counter
 import pytest
 from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic
-
 from e2e_support import REPO
 from test_transactions_cluster import transaction_coordinator
 from transaction_support import read_to_end

@@ -10,14 +10,23 @@ markers: the last stable offset reaches the log end."""
 from __future__ import annotations
 
 import pytest
-
 from e2e_support import wait_until
+from transaction_support import (  # noqa: F401
+    KEY,
+    TOPIC,
+    add_partitions,
+    end_txn,
+    fresh_id,
+    init,
+    offsets,
+    produce_transactional,
+    send,
+)
+
 from kfast.client.connection import BlockingConnection
 from kfast.protocol import api_keys
 from kfast.protocol import errors as E
 from kfast.testing import KfastBroker
-from transaction_support import (  # noqa: F401
-    KEY, TOPIC, add_partitions, end_txn, fresh_id, init, offsets, produce_transactional, send)
 
 pytestmark = pytest.mark.e2e
 

@@ -10,14 +10,14 @@ end to end in test_java_client.py.)"""
 from __future__ import annotations
 
 import pytest
-
 from e2e_support import wait_until
+from transaction_support import TOPIC, end_txn, fresh_id, init, offsets, produce_transactional, send
+
 from kfast.client.connection import BlockingConnection
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.coordinator.group.records import partition_for
 from kfast.protocol import errors as E
 from kfast.testing import KfastBroker
-from transaction_support import TOPIC, end_txn, fresh_id, init, offsets, produce_transactional, send
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 

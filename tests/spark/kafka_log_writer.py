@@ -9,7 +9,6 @@ Each append returns the rows Spark's Kafka source would give for it.
 import os
 import struct
 from dataclasses import dataclass, field
-from typing import List, Optional
 
 import crc32c
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -59,8 +58,8 @@ class PartitionLogWriter:
     topic: str
     partition: int
     next_offset: int = 0
-    rows: List[dict] = field(default_factory=list)   # every data record written
-    _segment_base: Optional[int] = None
+    rows: list[dict] = field(default_factory=list)   # every data record written
+    _segment_base: int | None = None
     _segment_size: int = 0
     _index: bytearray = field(default_factory=bytearray)
 
@@ -93,7 +92,7 @@ class PartitionLogWriter:
         self._segment_size += len(batch)
 
     def append(self, records, *, codec=0, log_append_time=None, transactional=False,
-               offset_gap=0) -> List[dict]:
+               offset_gap=0) -> list[dict]:
         """Append one batch; ``offset_gap`` skips offsets first (as compaction leaves)."""
         self.next_offset += offset_gap
         base = self.next_offset
@@ -111,7 +110,7 @@ class PartitionLogWriter:
         self.next_offset = base + len(records)
         return rows
 
-    def append_legacy(self, magic, records, *, codec=0) -> List[dict]:
+    def append_legacy(self, magic, records, *, codec=0) -> list[dict]:
         """Append legacy messages (magic 0/1, Kafka before 0.11): one message
         per record, or with ``codec`` one compressed wrapper message whose
         offset is its last inner message's (inner offsets relative in v1)."""

@@ -1,14 +1,14 @@
 """The ``kfast`` source and sink against a kfast broker in this process, fed
 and checked by independent clients (kafka-python)."""
 import pytest
-from kafka import KafkaConsumer, KafkaProducer, TopicPartition as KafkaTopicPartition
+from kafka import KafkaConsumer, KafkaProducer
+from kafka import TopicPartition as KafkaTopicPartition
 from kafka.admin import KafkaAdminClient, NewTopic
 
 from kfast.testing import KfastBroker
 from kfast_spark import data_consumer
 from kfast_spark.options import TopicPartition, parse_kafka_source_options
-from kfast_spark.source import (ADMISSION_CONTROL, KafkaBatchReader,
-                                KafkaMicroBatchStreamReader)
+from kfast_spark.source import ADMISSION_CONTROL, KafkaBatchReader, KafkaMicroBatchStreamReader
 
 pytestmark = [pytest.mark.spark, pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -467,7 +467,7 @@ def test_stream_write_copies_a_topic(spark, broker, orders, tmp_path):
     finally:
         query.stop()
     copied = consume_all(broker, "copied", PARTITIONS)
-    by_value = lambda r: (r[0], r[2])  # noqa: E731  (keys may be null)
+    by_value = lambda r: (r[0], r[2])
     assert sorted(((p, k, v) for p, k, v, _ in copied), key=by_value) == sorted(
         ((r["partition"], r["key"], r["value"]) for r in expected_rows(TOPIC, orders)),
         key=by_value)

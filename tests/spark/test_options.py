@@ -7,10 +7,10 @@ import pytest
 
 from kfast.client import Fetcher
 from kfast_spark.options import (
+    KAFKA_SOURCE_OPTIONS,
     AssignStrategy,
     EarliestOffsetRangeLimit,
     GlobalTimestampRangeLimit,
-    KAFKA_SOURCE_OPTIONS,
     KafkaConsumerSettings,
     LatestOffsetRangeLimit,
     SpecificOffsetRangeLimit,

@@ -1,6 +1,7 @@
 """Planning reads: resolving offset limits and splitting ranges into input partitions."""
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast_spark.options import (
     EarliestOffsetRangeLimit,

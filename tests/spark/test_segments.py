@@ -3,6 +3,7 @@ import json
 import os
 
 import pytest
+from kafka_log_writer import PartitionLogWriter, records
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -32,8 +33,6 @@ from kfast_spark.segments import (
     read_range,
 )
 from kfast_spark.segments_source import KafkaSegmentsReader
-
-from kafka_log_writer import PartitionLogWriter, records
 
 pytestmark = pytest.mark.spark
 

@@ -1,6 +1,7 @@
 """kfast.config: Kafka property names, defaults, precedence and validation."""
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast.config import (
     LONG_MAX,

@@ -8,7 +8,12 @@ import pytest
 from kfast.config import SERVER_CONFIGS
 from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS
 from kfast.kafka_broker_configs import (
-    CLUSTER_WIDE, KAFKA_BROKER_CONFIGS, PER_BROKER, READ_ONLY, listener_base_name, update_mode,
+    CLUSTER_WIDE,
+    KAFKA_BROKER_CONFIGS,
+    PER_BROKER,
+    READ_ONLY,
+    listener_base_name,
+    update_mode,
 )
 
 

@@ -14,8 +14,8 @@ a handler that read an image sees one consistent cluster state.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Mapping
 
 from kfast.security.acl import Acl
 from kfast.storage.manager import METADATA_TOPIC_ID  # noqa: F401 (re-exported)

@@ -248,7 +248,7 @@ class ClassicGroup:
 
     @classmethod
     def from_record_value(cls, group_id: str, value: GroupMetadataValue,
-                          now_ms: int) -> "ClassicGroup":
+                          now_ms: int) -> ClassicGroup:
         group = cls(group_id, value.current_state_timestamp if value.current_state_timestamp >= 0
                     else now_ms, EMPTY if not value.members else STABLE)
         group.generation_id = value.generation

@@ -21,7 +21,7 @@ marks its keys unknown, so the next change writes them again.
 from __future__ import annotations
 
 import re
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 from kfast.controller.group_config import group_config_value
 from kfast.coordinator.group import records as R

@@ -15,7 +15,7 @@ same state from those records, so loading a partition's log = restart.
 from __future__ import annotations
 
 import uuid
-from typing import Callable
+from collections.abc import Callable
 
 from kfast.coordinator.group.classic_group import (
     COMPLETING_REBALANCE,
@@ -26,12 +26,15 @@ from kfast.coordinator.group.classic_group import (
     ClassicGroup,
     ClassicGroupMember,
 )
+from kfast.coordinator.group.consumer_group import ConsumerGroup
+from kfast.coordinator.group.consumer_group_manager import ConsumerGroupManager
 from kfast.coordinator.group.delayed import (
     DelayedHeartbeat,
     DelayedJoin,
     InitialDelayedJoin,
     heartbeat_key,
 )
+from kfast.coordinator.group.offsets import OffsetMetadataManager
 from kfast.coordinator.group.records import (
     CONSUMER_GROUP_KEY_CLASSES,
     GroupMetadataKey,
@@ -42,9 +45,6 @@ from kfast.coordinator.group.records import (
     encode_key,
     encode_value,
 )
-from kfast.coordinator.group.consumer_group import ConsumerGroup
-from kfast.coordinator.group.consumer_group_manager import ConsumerGroupManager
-from kfast.coordinator.group.offsets import OffsetMetadataManager
 from kfast.protocol import errors as E
 from kfast.server_common.purgatory import DelayedOperationPurgatory
 

@@ -18,7 +18,7 @@ is log order).
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from kfast.coordinator.group.classic_group import (
     COMPLETING_REBALANCE,

@@ -25,6 +25,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
+from kfast.coordinator.runtime import coordinator_error
 from kfast.coordinator.transaction.metadata import (
     TV_2,
     TWO_PHASE_COMMIT_TIMEOUT_MS,
@@ -39,10 +40,9 @@ from kfast.coordinator.transaction.records import (
     encode_key,
     partition_for,
 )
-from kfast.coordinator.runtime import coordinator_error
 from kfast.coordinator.transaction.results import CoordinatorResult, TxnLogAppend
-from kfast.protocol import errors as E
 from kfast.protocol import ListTransactionsResponse
+from kfast.protocol import errors as E
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ import binascii
 import hmac
 import os
 import re
-from typing import Callable
+from collections.abc import Callable
 
 from kfast.protocol.errors import SaslAuthenticationException
 from kfast.security.scram import MECHANISMS, ScramCredential

@@ -25,8 +25,14 @@ from kfast.client.cluster import Cluster
 from kfast.client.fetcher import Fetcher, decode_records
 from kfast.coordinator.group.consumer_protocol import assigned_partitions
 from kfast.protocol import (
-    DescribeGroupsRequest, DescribeLogDirsRequest, DescribeQuorumRequest, FindCoordinatorRequest,
-    ListGroupsRequest, OffsetFetchRequest, api_keys, errors,
+    DescribeGroupsRequest,
+    DescribeLogDirsRequest,
+    DescribeQuorumRequest,
+    FindCoordinatorRequest,
+    ListGroupsRequest,
+    OffsetFetchRequest,
+    api_keys,
+    errors,
 )
 from kfast.protocol.constants import CONFIG_RESOURCE_TOPIC
 

@@ -3,7 +3,10 @@ from __future__ import annotations
 
 from kfast.client.fetcher import READ_COMMITTED, READ_UNCOMMITTED, FetchedPartition, decode_records
 from kfast.records import (
-    CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, RecordBatchBuilder, build_control_batch,
+    CONTROL_TYPE_ABORT,
+    CONTROL_TYPE_COMMIT,
+    RecordBatchBuilder,
+    build_control_batch,
 )
 
 

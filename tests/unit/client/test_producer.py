@@ -29,7 +29,7 @@ def test_batch_size_bounds_each_batch(broker, run, request):
         await create(broker, name)
         async with KafkaProducer(broker.bootstrap_servers, batch_size=1000, linger_ms=10_000,
                                  compression=COMPRESSION_NONE) as producer:
-            for i in range(100):
+            for _i in range(100):
                 await producer.send(name, b"x" * 50, partition=0)
             await producer.flush()
         return await batches_of(broker, name)
@@ -105,7 +105,7 @@ def test_send_waits_while_the_buffer_is_full(broker, run, request):
         async with KafkaProducer(broker.bootstrap_servers, batch_size=500, buffer_memory=2000,
                                  linger_ms=0) as producer:
             futures = []
-            for i in range(200):
+            for _i in range(200):
                 futures.append(await producer.send(name, b"x" * 100, partition=0))
                 assert producer._buffered < 2000 + 600     # at most one batch past the limit
             await producer.flush()

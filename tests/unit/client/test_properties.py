@@ -6,11 +6,17 @@ import logging
 import re
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
-from kfast.client import Fetcher, KafkaProducer, READ_COMMITTED
+from kfast.client import READ_COMMITTED, Fetcher, KafkaProducer
 from kfast.client.properties import (
-    CLIENT_PROPERTIES, CODECS, Client, parse_client_properties, read_properties, refuse_security,
+    CLIENT_PROPERTIES,
+    CODECS,
+    Client,
+    parse_client_properties,
+    read_properties,
+    refuse_security,
 )
 from kfast.config import ConfigException, Type, coerce
 

@@ -15,7 +15,9 @@ from kfast.controller.metadata.image import MetadataImage
 from kfast.controller.snapshot import image_records
 from kfast.protocol import errors
 from kfast.protocol.constants import (
-    CONFIG_RESOURCE_GROUP, SOURCE_DEFAULT_CONFIG, SOURCE_GROUP_CONFIG,
+    CONFIG_RESOURCE_GROUP,
+    SOURCE_DEFAULT_CONFIG,
+    SOURCE_GROUP_CONFIG,
 )
 
 from ..coordinator.harness import Harness as CoordinatorHarness

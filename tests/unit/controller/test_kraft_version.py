@@ -7,8 +7,8 @@ from kfast.controller.feature_control import (
     UPGRADE,
     FeatureControlManager,
 )
-from kfast.controller.snapshot import image_records
 from kfast.controller.metadata.image import MetadataImage
+from kfast.controller.snapshot import image_records
 from kfast.protocol import errors
 
 

@@ -60,7 +60,7 @@ def test_create_topic_records_and_state():
     assert kinds == [ConfigRecord, TopicRecord] + [PartitionRecord] * 4
     topic = h.manager.topic("orders")
     assert topic.topic_id == created.topic_id
-    for index, registration in topic.partitions.items():
+    for _index, registration in topic.partitions.items():
         assert len(registration.replicas) == 2
         assert registration.isr == registration.replicas
         assert registration.leader == registration.replicas[0]

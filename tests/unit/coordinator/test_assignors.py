@@ -2,7 +2,8 @@
 balanced, and (uniform) sticky."""
 import uuid
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast.coordinator.group.assignors import range_, uniform
 
@@ -68,7 +69,7 @@ def test_range_per_topic_contiguous_and_balanced(members, topics):
     subs = {m: set(topics) for m in members}
     result = range_(subs, topics, {})
     assert flatten(result) == sorted((t, p) for t, n in topics.items() for p in range(n))
-    for topic, n in topics.items():
+    for topic, _n in topics.items():
         sizes = [len(parts.get(topic, ())) for parts in result.values()]
         assert max(sizes) - min(sizes) <= 1
         for parts in result.values():

@@ -3,7 +3,8 @@ Kafka's JSON schemas, and round trips."""
 import uuid
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast.coordinator.group import records as R
 

@@ -1,6 +1,10 @@
 """The classic group state machine, driven without sockets on a manual clock."""
 from kfast.coordinator.group.classic_group import (
-    COMPLETING_REBALANCE, EMPTY, PREPARING_REBALANCE, STABLE)
+    COMPLETING_REBALANCE,
+    EMPTY,
+    PREPARING_REBALANCE,
+    STABLE,
+)
 from kfast.coordinator.group.consumer_protocol import encode_subscription
 from kfast.protocol import errors as E
 

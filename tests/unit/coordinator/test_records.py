@@ -2,7 +2,8 @@
 import struct
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast.coordinator.group.records import (
     GroupMetadataKey,

@@ -7,13 +7,13 @@ import sys
 import tempfile
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfast._ext import netio
 from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
 from kfast.config import SERVER_CONFIGS
 from kfast.protocol.file_region import FileRegion
-
 
 DEVNULL = open(os.devnull, "rb")
 # Kafka's socket.request.max.bytes default, the limit the broker passes.

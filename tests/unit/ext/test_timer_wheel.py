@@ -2,8 +2,7 @@
 cancel, the expiry queue, and a state-machine comparison against a plain model."""
 import pytest
 from hypothesis import strategies as st
-from hypothesis.stateful import (RuleBasedStateMachine, initialize, invariant,
-                                 precondition, rule)
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from kfast._ext.timer import TimerTaskEntry, TimingWheel
 

@@ -1,7 +1,8 @@
 """Varint kernel: zigzag round trips, agreement with an independent encoder,
 and strict handling of truncated/overlong input."""
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast._ext import varint
 from kfast.protocol.errors import CorruptRecordException

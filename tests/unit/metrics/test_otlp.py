@@ -8,14 +8,18 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kfast.metrics.otlp import (
-    TEMPORALITY_CUMULATIVE, TEMPORALITY_DELTA, MetricPoint, OtlpDecodeError, decode_metrics_data,
+    TEMPORALITY_CUMULATIVE,
+    TEMPORALITY_DELTA,
+    MetricPoint,
+    OtlpDecodeError,
+    decode_metrics_data,
 )
 
 pb = pytest.importorskip("opentelemetry.proto.metrics.v1.metrics_pb2")
 common = pytest.importorskip("opentelemetry.proto.common.v1.common_pb2")
 
 
-def key_value(key: str, value) -> "common.KeyValue":
+def key_value(key: str, value) -> common.KeyValue:
     kv = common.KeyValue(key=key)
     if isinstance(value, bool):
         kv.value.bool_value = value

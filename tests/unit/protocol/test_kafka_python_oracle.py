@@ -14,11 +14,10 @@ import os
 import pkgutil
 import re
 
-import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-
 import kafka
 import kafka.protocol
+import pytest
+from hypothesis import HealthCheck, Phase, given, settings
 from kafka.protocol.api_message import ApiMessage
 
 from kfast._ext import protocol_codec as codec

@@ -83,7 +83,7 @@ class StateMachine:
     """The listener: applies committed records, checks them against the
     simulation's one committed sequence, and can snapshot itself."""
 
-    def __init__(self, sim: "Simulation", node_id: int):
+    def __init__(self, sim: Simulation, node_id: int):
         self.sim = sim
         self.node_id = node_id
         self.applied: list = []          # (offset, record) of data records
@@ -120,7 +120,7 @@ class StateMachine:
 
 
 class SimNode:
-    def __init__(self, sim: "Simulation", node_id: int, voters, directory_id=None,
+    def __init__(self, sim: Simulation, node_id: int, voters, directory_id=None,
                  bootstrap_ids=()):
         self.sim = sim
         self.node_id = node_id

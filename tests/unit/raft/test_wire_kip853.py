@@ -20,8 +20,8 @@ from kfast.raft.messages import (
     FetchSnapshotRequest,
     RemoveRaftVoterRequest,
     UpdateRaftVoterRequest,
-    VoteRequest,
     VoterChangeResponse,
+    VoteRequest,
 )
 from kfast.raft.voter_set import Endpoint
 

@@ -2,10 +2,12 @@
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfast.protocol.errors import KafkaError
 from kfast.records import RecordBatch, RecordBatchBuilder, iter_batches
+
 from ._record_strategies import CODECS, record_lists
 
 # Bytes of the header outside the CRC: baseOffset (0-7) and partitionLeaderEpoch

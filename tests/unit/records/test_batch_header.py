@@ -7,11 +7,20 @@ import crc32c
 import pytest
 
 from kfast.protocol.errors import (
-    CorruptRecordException, InvalidRecordException, UnsupportedCompressionTypeException,
+    CorruptRecordException,
+    InvalidRecordException,
+    UnsupportedCompressionTypeException,
 )
 from kfast.records import (
-    BufferSlice, LegacyRecordFormatError, RECORD_BATCH_OVERHEAD, RecordBatch,
-    RecordBatchBuilder, complete_batches_size, iter_batches, patch_batch, peek_magic,
+    RECORD_BATCH_OVERHEAD,
+    BufferSlice,
+    LegacyRecordFormatError,
+    RecordBatch,
+    RecordBatchBuilder,
+    complete_batches_size,
+    iter_batches,
+    patch_batch,
+    peek_magic,
 )
 
 

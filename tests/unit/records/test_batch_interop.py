@@ -1,22 +1,23 @@
 """kfast's batches against kafka-python's and aiokafka's codecs, both directions."""
-import crc32c
-import pytest
-from hypothesis import given, settings, strategies as st
+import types
 
 import aiokafka.record._crecords as aiokafka_records
+import cramjam
+import crc32c
 import kafka.codec
+import kafka.record.default_records as kafka_python_records
+import pytest
+from hypothesis import given, settings
 from kafka.record.default_records import (
     DefaultRecordBatch as KafkaPythonBatch,
+)
+from kafka.record.default_records import (
     DefaultRecordBatchBuilder as KafkaPythonBuilder,
 )
 
 from kfast.records import RecordBatch, RecordBatchBuilder, patch_batch
+
 from ._record_strategies import CODECS, record_lists
-
-import types
-
-import cramjam
-import kafka.record.default_records as kafka_python_records
 
 
 @pytest.fixture(scope="module", autouse=True)

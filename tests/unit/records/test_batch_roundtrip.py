@@ -1,12 +1,19 @@
 """Build with RecordBatchBuilder, read with RecordBatch: every field survives."""
 import crc32c
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast.records import (
-    COMPRESSION_NONE, RECORD_BATCH_OVERHEAD, RecordBatch, RecordBatchBuilder,
-    TIMESTAMP_CREATE_TIME, TIMESTAMP_LOG_APPEND_TIME, build_control_batch,
+    COMPRESSION_NONE,
+    RECORD_BATCH_OVERHEAD,
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    RecordBatch,
+    RecordBatchBuilder,
+    build_control_batch,
 )
+
 from ._record_strategies import CODECS, producer_fields, record_lists
 
 
@@ -64,7 +71,7 @@ def test_records_outlive_the_batch_object(records, codec):
     for ts, key, value, headers in records:
         builder.append(ts, key, value, headers=headers)
     decoded = list(RecordBatch(bytearray(builder.build())))   # nothing else holds the buffer
-    for record, (ts, key, value, headers) in zip(decoded, records):
+    for record, (_ts, _key, value, headers) in zip(decoded, records):
         assert record.value == value
         assert [(k, None if v is None else bytes(v)) for k, v in record.headers] == headers
 

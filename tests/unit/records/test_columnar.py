@@ -5,10 +5,12 @@ import struct
 import crc32c
 import pyarrow as pa
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast._ext.columnar import ColumnarRecords, decode_columnar
 from kfast.protocol.errors import CorruptRecordException, KafkaError
+
 from .test_legacy_oracle import (
     kafka_python_codecs_installed,
     kafka_python_v2_batch,

@@ -5,12 +5,19 @@ import zlib
 
 import cramjam
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast import compression
 from kfast.compression import (
-    COMPRESSION_GZIP, COMPRESSION_LZ4, COMPRESSION_NONE, COMPRESSION_SNAPPY,
-    COMPRESSION_ZSTD, compress, decompress, xxh32,
+    COMPRESSION_GZIP,
+    COMPRESSION_LZ4,
+    COMPRESSION_NONE,
+    COMPRESSION_SNAPPY,
+    COMPRESSION_ZSTD,
+    compress,
+    decompress,
+    xxh32,
 )
 from kfast.protocol.errors import CorruptRecordException, UnsupportedCompressionTypeException
 

@@ -10,7 +10,8 @@ import random
 
 import crc32c as reference
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfast._ext import crc32c as kcrc
 

@@ -4,7 +4,8 @@ import struct
 import zlib
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kafka.record.default_records import DefaultRecordBatch
 
 from kfast._ext.batch import RecordBatchBuilder, build_control_batch
@@ -21,6 +22,7 @@ from kfast.protocol.errors import (
     KafkaError,
     UnsupportedCompressionTypeException,
 )
+
 from .test_legacy_oracle import (
     kafka_python_codecs_installed,
     kafka_python_legacy_records,

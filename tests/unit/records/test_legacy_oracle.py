@@ -14,11 +14,10 @@ tests here check the stand-ins themselves.
 import types
 
 import cramjam
-import pytest
-
 import kafka.codec
 import kafka.record.default_records as kp_default
 import kafka.record.legacy_records as kp_legacy
+import pytest
 from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchBuilder
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 

@@ -4,11 +4,12 @@ with random tokens, mixed with random bytes. It never raises, never
 authenticates without the password, and once it fails it only closes."""
 import secrets
 
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 import kfast.protocol as p
-from kfast.protocol import api_keys
 from kfast.config import KafkaConfig
+from kfast.protocol import api_keys
 from kfast.security.listener import ListenerSecurity
 from kfast.security.principal import ANONYMOUS
 from kfast.server.sasl_authenticator import SaslListenerHandler, SaslServerAuthenticator

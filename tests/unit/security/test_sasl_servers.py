@@ -7,15 +7,16 @@ import hmac
 import os
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
+from kfast.config import ConfigException
 from kfast.protocol.errors import SaslAuthenticationException
 from kfast.security.jaas import parse_jaas_config
 from kfast.security.sasl.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from kfast.security.sasl.plain import PlainServer, plain_users
 from kfast.security.sasl.scram import ScramServer
 from kfast.security.scram import MECHANISMS, ScramCredential
-from kfast.config import ConfigException
 
 PASSWORD = os.urandom(8).hex()
 

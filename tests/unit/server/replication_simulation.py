@@ -237,7 +237,7 @@ class Controller:
 
 
 class Broker:
-    def __init__(self, sim: "ReplicationSimulation", node_id: int, directory: str):
+    def __init__(self, sim: ReplicationSimulation, node_id: int, directory: str):
         self.sim = sim
         self.node_id = node_id
         self.config = KafkaConfig({"node.id": str(node_id), "log.dirs": directory,

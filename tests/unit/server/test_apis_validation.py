@@ -10,7 +10,7 @@ import pytest
 
 import kfast.protocol as p
 from kfast.protocol import errors
-from kfast.records import RecordBatchBuilder, TIMESTAMP_LOG_APPEND_TIME, iter_batches
+from kfast.records import TIMESTAMP_LOG_APPEND_TIME, RecordBatchBuilder, iter_batches
 from kfast.testing import KfastBroker
 
 from .test_apis import Client, ControllerDouble, _fetch, _metadata, _produce

@@ -3,8 +3,8 @@ sampled rate of accepted connections and the throttle time after which a
 connection over the quota is closed (Kafka's ConnectionQuotas)."""
 from __future__ import annotations
 
-from kfast.server.quota import DEFAULT_ENTITY, ClientQuotas, ConnectionCreationQuotas
 from kfast.config import KafkaConfig
+from kfast.server.quota import DEFAULT_ENTITY, ClientQuotas, ConnectionCreationQuotas
 
 
 def quotas(overrides, num=2, seconds=1) -> ConnectionCreationQuotas:

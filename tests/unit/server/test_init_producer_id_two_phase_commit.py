@@ -12,7 +12,9 @@ import pytest
 from kfast.protocol import InitProducerIdRequest
 from kfast.protocol import errors as E
 from kfast.protocol.constants import (
-    ACL_OPERATION_TWO_PHASE_COMMIT, ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID,
+    ACL_OPERATION_TWO_PHASE_COMMIT,
+    ACL_OPERATION_WRITE,
+    ACL_RESOURCE_TRANSACTIONAL_ID,
 )
 from kfast.server.transaction_apis import handle_init_producer_id
 

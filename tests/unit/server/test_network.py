@@ -647,7 +647,6 @@ def test_random_pipelines_answer_in_order(run, seed):
 
     async def body():
         rng = random.Random(seed)
-        loop = asyncio.get_running_loop()
         n = 300
         bodies = [rng.randbytes(rng.choice([0, 1, 10, 1000, 70000])) for _ in range(n)]
         kinds = [rng.choice(["sync", "async", "none", "async-none"]) for _ in range(n)]

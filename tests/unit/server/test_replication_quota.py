@@ -4,7 +4,8 @@ replica lists, and properties of a sender that obeys the quota."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfast.config import LONG_MAX
 from kfast.server.replication_quota import (

@@ -10,7 +10,11 @@ from kfast.config import LogConfig
 from kfast.protocol import errors as E
 from kfast.records import CONTROL_TYPE_ABORT, RecordBatchBuilder, build_control_batch
 from kfast.server.transaction_verification import (
-    answer, check_verified, clear_after_append, needs_verification)
+    answer,
+    check_verified,
+    clear_after_append,
+    needs_verification,
+)
 from kfast.storage.log import Log
 from kfast.storage.producer_state import ORIGIN_COORDINATOR
 

@@ -27,6 +27,8 @@ from kfast.controller.snapshot import (
     delete_snapshots_before,
     list_snapshots,
     read_snapshot,
+)
+from kfast.controller.snapshot import (
     write_snapshot as write_metadata_snapshot,
 )
 from kfast.storage import atomic_file
@@ -35,7 +37,11 @@ from kfast.storage.loader import remove_temp_files
 from kfast.storage.producer_state import (
     ProducerStateEntry,
     ProducerStateManager,
+)
+from kfast.storage.producer_state import (
     read_snapshot as read_producer_snapshot,
+)
+from kfast.storage.producer_state import (
     write_snapshot as write_producer_snapshot,
 )
 from kfast.storage.txn_index import AbortedTxn, TransactionIndex

@@ -28,7 +28,7 @@ def read_records(log):
     from kfast.storage.records_access import iter_records
     out = []
     for segment in log.segments:
-        for _, header, view in segment.log.batches_from(0, full=True):
+        for _, _header, view in segment.log.batches_from(0, full=True):
             out.extend((r.offset, r.key, r.value) for r in iter_records(view))
     return out
 
@@ -54,7 +54,7 @@ def test_compaction_keeps_last_value_per_key_and_offsets(tmp_path):
     assert sorted(after) == sorted((o, k, v) for k, (o, v) in latest.items())
     # Offsets are unchanged, reads by offset still work, the log end is unchanged.
     assert log.log_end_offset == 600
-    for key, (offset, value) in latest.items():
+    for offset, value in latest.values():
         got = record_values(log.read(offset, 1).records.read())
         assert (offset, value) in got
     assert os.path.getsize(log.segments[0].log.path) < result.bytes_before

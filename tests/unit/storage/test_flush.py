@@ -93,7 +93,7 @@ def test_flush_on_another_thread_while_appending(tmp_path):
         while not stop.is_set():
             try:
                 log.flush()
-            except Exception as exc:  # noqa: BLE001 - the test reports any failure
+            except Exception as exc:
                 errors.append(exc)
                 return
 

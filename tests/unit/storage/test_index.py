@@ -4,7 +4,8 @@ import os
 import struct
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast._ext.index import (
     first_unordered_slot,

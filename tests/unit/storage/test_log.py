@@ -3,7 +3,8 @@ import os
 import struct
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfast.config import LogConfig
 from kfast.protocol.errors import (
@@ -85,7 +86,7 @@ def test_read_rules(tmp_path):
 def test_roll_on_segment_bytes_and_index_rule(tmp_path):
     log = open_log(tmp_path, **{"index.interval.bytes": 4096})
     sizes = []
-    for i in range(2000):
+    for _i in range(2000):
         data = make_batch(2, 500)
         sizes.append(len(data))
         log.append_as_leader(data)
@@ -235,7 +236,7 @@ def test_reads_a_kafka_layout_directory(tmp_path):
         index = OffsetIndex(str(d / f"{seg_base:020d}.index"), seg_base, 800)
         tindex = TimeIndex(str(d / f"{seg_base:020d}.timeindex"), seg_base, 1200)
         since = 0
-        for i in range(10):
+        for _i in range(10):
             raw = bytearray(make_batch(5, 100, timestamp=1000 + offset))
             struct.pack_into(">q", raw, 0, offset)
             if since > 300:

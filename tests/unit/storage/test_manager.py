@@ -6,7 +6,11 @@ import pytest
 
 from kfast.config import KafkaConfig
 from kfast.protocol.errors import InconsistentClusterIdException
-from kfast.storage.checkpoint import LeaderEpochFileCache, OffsetCheckpointFile, PartitionMetadataFile
+from kfast.storage.checkpoint import (
+    LeaderEpochFileCache,
+    OffsetCheckpointFile,
+    PartitionMetadataFile,
+)
 from kfast.storage.manager import CLEAN_SHUTDOWN_FILE, LogManager
 from kfast.storage.meta_properties import InconsistentBrokerIdException, read_meta_properties
 
@@ -128,7 +132,7 @@ def test_retention_by_time_size_and_live_overrides(tmp_path):
     old = now_ms() - 10 * 24 * 3600 * 1000
     for i in range(600):
         log.append_as_leader(make_batch(2, 2000, timestamp=old + i), now=old + i)
-    for i in range(600):
+    for _ in range(600):
         log.append_as_leader(make_batch(2, 2000))
     log.update_high_watermark(log.log_end_offset)
     segments = log.num_segments

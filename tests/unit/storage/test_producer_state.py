@@ -4,7 +4,8 @@ import struct
 
 import pytest
 from crc32c import crc32c
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast.config import LogConfig
 from kfast.protocol.errors import (

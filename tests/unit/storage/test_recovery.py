@@ -3,6 +3,8 @@ import errno
 import os
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kfast.config import LogConfig
 from kfast.protocol.errors import KafkaStorageException
@@ -194,8 +196,6 @@ def test_disk_error_on_append(tmp_path, code):
     sick.close()
     healthy.close()
 
-
-from hypothesis import given, settings, strategies as st  # noqa: E402
 
 
 @settings(max_examples=30)

@@ -137,7 +137,7 @@ def test_verify_index_only_reports_mismatches(tmp_path):
 
 
 def offsets_key(group, topic, partition):
-    enc = lambda s: struct.pack(">h", len(s)) + s.encode()  # noqa: E731
+    enc = lambda s: struct.pack(">h", len(s)) + s.encode()
     return struct.pack(">h", 1) + enc(group) + enc(topic) + struct.pack(">i", partition)
 
 
@@ -174,8 +174,14 @@ def test_kraft_control_records_print_as_kafka_prints_them(tmp_path):
     """A metadata log's LeaderChange batch and a snapshot's header and
     footer, as kafka-dump-log.sh (DumpLogSegments) prints them."""
     from kfast.raft.control_records import (
-        LEADER_CHANGE, SNAPSHOT_FOOTER, SNAPSHOT_HEADER, control_batch, encode_leader_change,
-        encode_snapshot_footer, encode_snapshot_header)
+        LEADER_CHANGE,
+        SNAPSHOT_FOOTER,
+        SNAPSHOT_HEADER,
+        control_batch,
+        encode_leader_change,
+        encode_snapshot_footer,
+        encode_snapshot_header,
+    )
     from kfast.raft.log import LeaderChangeMessage
 
     path = tmp_path / "00000000000000000000.log"

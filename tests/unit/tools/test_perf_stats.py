@@ -11,8 +11,12 @@ from hypothesis import strategies as st
 
 pytest.importorskip("hdrh")
 
-from kfast.tools.perf_stats import (  # noqa: E402
-    CONSUMER_HEADER, LatencyStats, consumer_row, e2e_final_lines, producer_final_line,
+from kfast.tools.perf_stats import (
+    CONSUMER_HEADER,
+    LatencyStats,
+    consumer_row,
+    e2e_final_lines,
+    producer_final_line,
 )
 
 latencies_ms = st.lists(st.floats(min_value=0.001, max_value=60_000, allow_nan=False), min_size=1, max_size=300)

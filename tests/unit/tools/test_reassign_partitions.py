@@ -10,8 +10,8 @@ import json
 
 import pytest
 
-from kfast.client.admin import OP_DELETE, OP_SET, RESOURCE_BROKER, RESOURCE_TOPIC
 from kfast.cli import build_parser
+from kfast.client.admin import OP_DELETE, OP_SET, RESOURCE_BROKER, RESOURCE_TOPIC
 from kfast.tools import reassign_partitions as rp
 from kfast.tools.reassign_partitions import (
     CommandFailed,

@@ -3,11 +3,13 @@ Kafka's TransactionCoordinatorTest / TransactionStateManagerTest."""
 import pytest
 
 from kfast.coordinator.group.records import partition_for
-from kfast.coordinator.transaction.metadata import MAX_PRODUCER_EPOCH, TransactionState as S
+from kfast.coordinator.transaction.metadata import MAX_PRODUCER_EPOCH
+from kfast.coordinator.transaction.metadata import TransactionState as S
 from kfast.coordinator.transaction.results import EndTxnResult, InitProducerIdResult
 from kfast.protocol import errors as E
 
-from .support import FIRST_PRODUCER_ID as PID, Harness
+from .support import FIRST_PRODUCER_ID as PID
+from .support import Harness
 
 NONE = 0
 TP0, TP1 = ("orders", 0), ("orders", 1)

@@ -8,8 +8,10 @@ from kfast.coordinator.transaction.metadata import (
     TV_2,
     IllegalStateError,
     TransactionMetadata,
-    TransactionState as S,
     is_epoch_exhausted,
+)
+from kfast.coordinator.transaction.metadata import (
+    TransactionState as S,
 )
 from kfast.coordinator.transaction.records import decode_key, decode_value
 from kfast.protocol import errors as E

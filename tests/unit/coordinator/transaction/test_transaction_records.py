@@ -4,7 +4,8 @@ TransactionLogValue.json."""
 import struct
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kfast.coordinator.group import records as group_records
 from kfast.coordinator.transaction.records import (

@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from kfast.coordinator.transaction.metadata import (
     TWO_PHASE_COMMIT_TIMEOUT_MS,
+)
+from kfast.coordinator.transaction.metadata import (
     TransactionState as S,
 )
 from kfast.coordinator.transaction.records import decode_value
