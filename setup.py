@@ -13,6 +13,7 @@ Environment:
   KFAST_BUILD_JOBS=N         compile N kernels at a time (default: one per CPU;
                              `build_ext -j N` says the same on the command line)
 """
+
 import glob
 import os
 import sys

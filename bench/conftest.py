@@ -4,6 +4,7 @@ make_workload() is the record-codec workload every batch benchmark uses (and
 other suites may import): 1000 records with 10-byte keys and 100-byte values,
 deterministic so runs compare.
 """
+
 import random
 
 import pytest
@@ -14,8 +15,9 @@ WORKLOAD_VALUE_BYTES = 100
 WORKLOAD_BASE_TIMESTAMP = 1_700_000_000_000
 
 
-def make_workload(n=WORKLOAD_RECORDS, key_bytes=WORKLOAD_KEY_BYTES, value_bytes=WORKLOAD_VALUE_BYTES,
-                  seed=2):
+def make_workload(
+    n=WORKLOAD_RECORDS, key_bytes=WORKLOAD_KEY_BYTES, value_bytes=WORKLOAD_VALUE_BYTES, seed=2
+):
     """[(key, value)] * n: random bytes (so compression benchmarks are not trivial)."""
     rng = random.Random(seed)
     return [(rng.randbytes(key_bytes), rng.randbytes(value_bytes)) for _ in range(n)]

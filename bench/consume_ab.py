@@ -17,6 +17,7 @@ median of the per-round kfast/Tansu ratios. The consumer is broker_load's
 (librdkafka defaults plus broker_load.CONSUMER_QUEUE) with any
 --consumer-config added. Bounded: a wall-clock limit per consume, loopback only.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,22 +61,31 @@ def main() -> None:
             for kind in kinds if round_index % 2 == 0 else kinds[::-1]:
                 proc, bootstrap = brokers[kind]
                 cpu_before = broker_load.cpu_seconds(proc.pid)
-                out = broker_load.consume(bootstrap, TOPIC, args.partitions, args.records,
-                                          args.limit, extra=extra)
+                out = broker_load.consume(
+                    bootstrap, TOPIC, args.partitions, args.records, args.limit, extra=extra
+                )
                 out["broker_cpu_s"] = broker_load.cpu_seconds(proc.pid) - cpu_before
                 results[kind].append(out)
                 row[kind] = out
             ratios.append(row["kfast"]["records_per_s"] / row["tansu"]["records_per_s"])
-            print(f"round {round_index}: " + "; ".join(
-                f"{kind} {row[kind]['records_per_s'] / 1e3:,.0f} k/s"
-                f"{' (hit limit)' if row[kind]['hit_limit'] else ''}, client "
-                f"u{row[kind]['client_user_s']:.2f} s{row[kind]['client_system_s']:.2f}, "
-                f"broker {row[kind]['broker_cpu_s']:.2f} CPU-s" for kind in kinds)
-                + f"; kfast/Tansu {ratios[-1]:.2f}", flush=True)
+            print(
+                f"round {round_index}: "
+                + "; ".join(
+                    f"{kind} {row[kind]['records_per_s'] / 1e3:,.0f} k/s"
+                    f"{' (hit limit)' if row[kind]['hit_limit'] else ''}, client "
+                    f"u{row[kind]['client_user_s']:.2f} s{row[kind]['client_system_s']:.2f}, "
+                    f"broker {row[kind]['broker_cpu_s']:.2f} CPU-s"
+                    for kind in kinds
+                )
+                + f"; kfast/Tansu {ratios[-1]:.2f}",
+                flush=True,
+            )
     medians = {kind: statistics.median(r["records_per_s"] for r in results[kind]) for kind in kinds}
-    print(f"median records/s: kfast {medians['kfast'] / 1e3:,.0f} k, Tansu "
-          f"{medians['tansu'] / 1e3:,.0f} k; per-round kfast/Tansu median "
-          f"{statistics.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f})")
+    print(
+        f"median records/s: kfast {medians['kfast'] / 1e3:,.0f} k, Tansu "
+        f"{medians['tansu'] / 1e3:,.0f} k; per-round kfast/Tansu median "
+        f"{statistics.median(ratios):.2f}x (range {min(ratios):.2f}-{max(ratios):.2f})"
+    )
 
 
 if __name__ == "__main__":

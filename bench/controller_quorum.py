@@ -50,6 +50,7 @@ and say so); loopback only. Every process and directory is removed by the
 clusters' context managers. A trial that does not recover within
 --recovery-timeout stops the run with the nodes' log tails.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -84,7 +85,8 @@ class DirectLinkCluster(KfastCluster):
 
     def _write_config(self, node) -> None:
         self.overrides["controller.quorum.voters"] = ",".join(
-            f"{other}@127.0.0.1:{self.nodes[other].port}" for other in sorted(self.nodes))
+            f"{other}@127.0.0.1:{self.nodes[other].port}" for other in sorted(self.nodes)
+        )
         super()._write_config(node)
 
 
@@ -95,10 +97,19 @@ _values = iter(range(3_600_000, 1 << 62))
 def config_write() -> IncrementalAlterConfigsRequest:
     """A write that always changes the value, so it always makes a record."""
     Request = IncrementalAlterConfigsRequest
-    return Request(resources=[Request.AlterConfigsResource(
-        resource_type=CONFIG_RESOURCE_BROKER, resource_name="",
-        configs=[Request.AlterableConfig(name=CONFIG_NAME, config_operation=0,
-                                         value=str(next(_values)))])])
+    return Request(
+        resources=[
+            Request.AlterConfigsResource(
+                resource_type=CONFIG_RESOURCE_BROKER,
+                resource_name="",
+                configs=[
+                    Request.AlterableConfig(
+                        name=CONFIG_NAME, config_operation=0, value=str(next(_values))
+                    )
+                ],
+            )
+        ]
+    )
 
 
 class Writer:
@@ -137,8 +148,15 @@ def summary(samples: list[float]) -> dict:
     if not samples:
         return {"n": 0}
     s = sorted(samples)
-    return {"n": len(s), "min": s[0], "p50": percentile(s, 0.50), "p90": percentile(s, 0.90),
-            "p99": percentile(s, 0.99), "max": s[-1], "mean": sum(s) / len(s)}
+    return {
+        "n": len(s),
+        "min": s[0],
+        "p50": percentile(s, 0.50),
+        "p90": percentile(s, 0.90),
+        "p99": percentile(s, 0.99),
+        "max": s[-1],
+        "mean": sum(s) / len(s),
+    }
 
 
 def ms(summary_: dict, keys=("min", "p50", "p90", "p99", "max")) -> str:
@@ -183,7 +201,7 @@ def failover_trial(cluster: KfastCluster, mode: str, args) -> dict:
     epoch = cluster.describe_quorum(leader).leader_epoch
     survivors = [n for n in cluster.nodes if n != leader]
     writers = [Writer(cluster, n, args.recovery_timeout) for n in survivors]
-    for writer in writers:              # connected before the fault
+    for writer in writers:  # connected before the fault
         if writer.write() != NOT_CONTROLLER:
             raise TrialFailed(f"follower {writer.node_id} did not answer NOT_CONTROLLER")
     began = time.perf_counter()
@@ -202,16 +220,23 @@ def failover_trial(cluster: KfastCluster, mode: str, args) -> dict:
                 break
         else:
             if time.monotonic() > deadline:
-                raise TrialFailed(f"{mode} of node {leader}: no write committed within "
-                                  f"{args.recovery_timeout} s\n{logs(cluster)}")
+                raise TrialFailed(
+                    f"{mode} of node {leader}: no write committed within "
+                    f"{args.recovery_timeout} s\n{logs(cluster)}"
+                )
             time.sleep(args.poll_ms / 1000)
     failover = time.perf_counter() - began
     for writer in writers:
         writer.close()
     state = cluster.describe_quorum(new_leader)
-    trial = {"mode": mode, "old_leader": leader, "new_leader": new_leader,
-             "failover_s": failover, "epochs": state.leader_epoch - epoch if state else None,
-             "poll_writes": attempts}
+    trial = {
+        "mode": mode,
+        "old_leader": leader,
+        "new_leader": new_leader,
+        "failover_s": failover,
+        "epochs": state.leader_epoch - epoch if state else None,
+        "poll_writes": attempts,
+    }
     if mode == "partition":
         # The cut-off leader keeps its role until check quorum resigns it.
         while cluster.describe_quorum(leader, timeout=1.0) is not None:
@@ -225,8 +250,11 @@ def failover_trial(cluster: KfastCluster, mode: str, args) -> dict:
         cluster.wait_listening(leader)
     rejoin = time.perf_counter()
     try:
-        cluster.wait_until(lambda: caught_up(cluster, new_leader), args.recovery_timeout,
-                           f"node {leader} caught up with {new_leader}")
+        cluster.wait_until(
+            lambda: caught_up(cluster, new_leader),
+            args.recovery_timeout,
+            f"node {leader} caught up with {new_leader}",
+        )
     except TimeoutError as exc:
         raise TrialFailed(str(exc)) from None
     trial["rejoin_caught_up_s"] = time.perf_counter() - rejoin
@@ -241,12 +269,18 @@ def run_failovers(cluster: KfastCluster, mode: str, count: int, args, stop_at: f
             break
         trial = failover_trial(cluster, mode, args)
         trials.append(trial)
-        extra = (f", old leader resigned at {trial['old_leader_resigned_s'] * 1000:.0f} ms"
-                 if mode == "partition" else "")
-        print(f"  {mode} {index + 1}/{count}: node {trial['old_leader']} -> "
-              f"{trial['new_leader']} in {trial['failover_s'] * 1000:.1f} ms "
-              f"(+{trial['epochs']} epoch){extra}, caught up "
-              f"{trial['rejoin_caught_up_s']:.2f} s later", flush=True)
+        extra = (
+            f", old leader resigned at {trial['old_leader_resigned_s'] * 1000:.0f} ms"
+            if mode == "partition"
+            else ""
+        )
+        print(
+            f"  {mode} {index + 1}/{count}: node {trial['old_leader']} -> "
+            f"{trial['new_leader']} in {trial['failover_s'] * 1000:.1f} ms "
+            f"(+{trial['epochs']} epoch){extra}, caught up "
+            f"{trial['rejoin_caught_up_s']:.2f} s later",
+            flush=True,
+        )
     return {"trials": trials, "failover": summary([t["failover_s"] for t in trials])}
 
 
@@ -267,8 +301,9 @@ def sequential_block(cluster: KfastCluster, leader: int, writes: int) -> tuple[l
 
 
 async def _concurrent(port: int, writers: int, writes: int) -> tuple[list[float], float]:
-    connections = [await BrokerConnection.open("127.0.0.1", port, request_timeout=30)
-                   for _ in range(writers)]
+    connections = [
+        await BrokerConnection.open("127.0.0.1", port, request_timeout=30) for _ in range(writers)
+    ]
     remaining = [writes]
     latencies: list[float] = []
     failures: list[int] = []
@@ -281,6 +316,7 @@ async def _concurrent(port: int, writers: int, writes: int) -> tuple[list[float]
             latencies.append(time.perf_counter() - sent)
             if response.responses[0].error_code:
                 failures.append(response.responses[0].error_code)
+
     try:
         began = time.perf_counter()
         await asyncio.gather(*(writer(c) for c in connections))
@@ -293,8 +329,9 @@ async def _concurrent(port: int, writers: int, writes: int) -> tuple[list[float]
     return latencies, wall
 
 
-def concurrent_block(cluster: KfastCluster, leader: int, writers: int,
-                     writes: int) -> tuple[list[float], float]:
+def concurrent_block(
+    cluster: KfastCluster, leader: int, writers: int, writes: int
+) -> tuple[list[float], float]:
     return asyncio.run(_concurrent(cluster.nodes[leader].port, writers, writes))
 
 
@@ -318,11 +355,14 @@ def fsync_block(directory: str, count: int) -> list[float]:
 
 def run_latency(clusters: dict[str, KfastCluster], args) -> dict:
     leaders = {name: settle(c, args.recovery_timeout) for name, c in clusters.items()}
-    results = {name: {"sequential": [], "sequential_wall": 0.0, "concurrent": [],
-                      "concurrent_wall": 0.0} for name in clusters}
-    high_watermarks = {name: clusters[name].describe_quorum(leaders[name]).high_watermark
-                       for name in clusters}
-    for name, cluster in clusters.items():                       # warm-up
+    results = {
+        name: {"sequential": [], "sequential_wall": 0.0, "concurrent": [], "concurrent_wall": 0.0}
+        for name in clusters
+    }
+    high_watermarks = {
+        name: clusters[name].describe_quorum(leaders[name]).high_watermark for name in clusters
+    }
+    for name, cluster in clusters.items():  # warm-up
         sequential_block(cluster, leaders[name], 20)
     names = list(clusters)
     per_block = max(1, args.writes // args.blocks)
@@ -337,8 +377,9 @@ def run_latency(clusters: dict[str, KfastCluster], args) -> dict:
             results[name]["sequential_wall"] += wall
         for name in order:
             if args.writers > 1 and args.concurrent_writes > 0:
-                latencies, wall = concurrent_block(clusters[name], leaders[name],
-                                                   args.writers, per_concurrent)
+                latencies, wall = concurrent_block(
+                    clusters[name], leaders[name], args.writers, per_concurrent
+                )
                 results[name]["concurrent"] += latencies
                 results[name]["concurrent_wall"] += wall
         print(f"  latency block {block + 1}/{args.blocks} done", flush=True)
@@ -348,14 +389,16 @@ def run_latency(clusters: dict[str, KfastCluster], args) -> dict:
         written = len(r["sequential"]) + len(r["concurrent"]) + 20
         advanced = state.high_watermark - high_watermarks[name]
         if advanced < written:
-            raise TrialFailed(f"{name}: {written} writes answered but the high watermark "
-                              f"moved only {advanced}")
+            raise TrialFailed(
+                f"{name}: {written} writes answered but the high watermark moved only {advanced}"
+            )
         report[name] = {
             "sequential": summary(r["sequential"]),
             "sequential_writes_per_s": len(r["sequential"]) / r["sequential_wall"],
             "concurrent": summary(r["concurrent"]),
-            "concurrent_writes_per_s": (len(r["concurrent"]) / r["concurrent_wall"]
-                                        if r["concurrent_wall"] else None),
+            "concurrent_writes_per_s": (
+                len(r["concurrent"]) / r["concurrent_wall"] if r["concurrent_wall"] else None
+            ),
             "high_watermark_advance": advanced,
         }
     report["fsync"] = {"sequential": summary(fsyncs)}
@@ -366,10 +409,18 @@ def run_latency(clusters: dict[str, KfastCluster], args) -> dict:
 def source_revision() -> str:
     root = os.path.dirname(os.path.dirname(os.path.abspath(kfast.__file__)))
     try:
-        rev = subprocess.run(["git", "-C", root, "rev-parse", "--short", "HEAD"],
-                             capture_output=True, text=True, timeout=10).stdout.strip()
-        dirty = subprocess.run(["git", "-C", root, "status", "--porcelain", "--", "kfast"],
-                               capture_output=True, text=True, timeout=10).stdout.strip()
+        rev = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--", "kfast"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout.strip()
         return f"{rev}{' + uncommitted changes under kfast/' if dirty else ''}" if rev else root
     except (OSError, subprocess.SubprocessError):
         return root
@@ -378,21 +429,35 @@ def source_revision() -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trials", type=int, default=50, help="kill -9 failovers")
-    parser.add_argument("--partition-trials", type=int, default=10,
-                        help="silent-partition failovers")
-    parser.add_argument("--writes", type=int, default=2000,
-                        help="sequential writes per cluster")
+    parser.add_argument(
+        "--partition-trials", type=int, default=10, help="silent-partition failovers"
+    )
+    parser.add_argument("--writes", type=int, default=2000, help="sequential writes per cluster")
     parser.add_argument("--writers", type=int, default=8, help="concurrent connections")
-    parser.add_argument("--concurrent-writes", type=int, default=1000,
-                        help="writes per cluster over the concurrent connections")
-    parser.add_argument("--blocks", type=int, default=4,
-                        help="interleaved latency blocks per cluster")
-    parser.add_argument("--poll-ms", type=float, default=5.0,
-                        help="pause between rounds of polling writes during a failover")
-    parser.add_argument("--recovery-timeout", type=float, default=30.0,
-                        help="seconds a trial may take to recover before the run stops")
-    parser.add_argument("--max-seconds", type=float, default=900.0,
-                        help="stop starting new trials after this long")
+    parser.add_argument(
+        "--concurrent-writes",
+        type=int,
+        default=1000,
+        help="writes per cluster over the concurrent connections",
+    )
+    parser.add_argument(
+        "--blocks", type=int, default=4, help="interleaved latency blocks per cluster"
+    )
+    parser.add_argument(
+        "--poll-ms",
+        type=float,
+        default=5.0,
+        help="pause between rounds of polling writes during a failover",
+    )
+    parser.add_argument(
+        "--recovery-timeout",
+        type=float,
+        default=30.0,
+        help="seconds a trial may take to recover before the run stops",
+    )
+    parser.add_argument(
+        "--max-seconds", type=float, default=900.0, help="stop starting new trials after this long"
+    )
     parser.add_argument("--skip-latency", action="store_true")
     parser.add_argument("--skip-failover", action="store_true")
     parser.add_argument("--json", help="write every sample here")
@@ -400,67 +465,94 @@ def main() -> int:
 
     started = time.monotonic()
     stop_at = started + args.max_seconds
-    print(f"kfast {source_revision()} from {os.path.dirname(kfast.__file__)}; "
-          f"Python {platform.python_version()}, {os.cpu_count()} cores, "
-          f"load average {os.getloadavg()[0]:.2f}", flush=True)
+    print(
+        f"kfast {source_revision()} from {os.path.dirname(kfast.__file__)}; "
+        f"Python {platform.python_version()}, {os.cpu_count()} cores, "
+        f"load average {os.getloadavg()[0]:.2f}",
+        flush=True,
+    )
     out: dict = {"args": vars(args), "load_average_start": os.getloadavg()}
     try:
         with KfastCluster(controllers=3) as proxied:
             if not args.skip_latency:
-                with KfastCluster(controllers=1) as single, \
-                        DirectLinkCluster(controllers=3) as direct:
-                    print("commit latency (3 voters via FaultProxy, 3 voters direct, 1 voter)",
-                          flush=True)
-                    out["latency"] = run_latency({"3 voters": proxied, "3 voters direct": direct,
-                                                  "1 voter": single}, args)
+                with (
+                    KfastCluster(controllers=1) as single,
+                    DirectLinkCluster(controllers=3) as direct,
+                ):
+                    print(
+                        "commit latency (3 voters via FaultProxy, 3 voters direct, 1 voter)",
+                        flush=True,
+                    )
+                    out["latency"] = run_latency(
+                        {"3 voters": proxied, "3 voters direct": direct, "1 voter": single}, args
+                    )
             if not args.skip_failover:
-                print(f"failover: kill -9 of the active controller, {args.trials} trials",
-                      flush=True)
+                print(
+                    f"failover: kill -9 of the active controller, {args.trials} trials", flush=True
+                )
                 out["kill"] = run_failovers(proxied, "kill", args.trials, args, stop_at)
-                print(f"failover: silent partition of the active controller, "
-                      f"{args.partition_trials} trials", flush=True)
-                out["partition"] = run_failovers(proxied, "partition", args.partition_trials,
-                                                 args, stop_at)
+                print(
+                    f"failover: silent partition of the active controller, "
+                    f"{args.partition_trials} trials",
+                    flush=True,
+                )
+                out["partition"] = run_failovers(
+                    proxied, "partition", args.partition_trials, args, stop_at
+                )
     except TrialFailed as exc:
         print(f"\nTHE QUORUM DID NOT RECOVER: {exc}", flush=True)
         out["failed"] = str(exc)
     out["load_average_end"] = os.getloadavg()
     out["seconds"] = time.monotonic() - started
 
-    print(f"\nresults ({out['seconds']:.0f} s, load average {out['load_average_start'][0]:.2f} "
-          f"-> {out['load_average_end'][0]:.2f})")
+    print(
+        f"\nresults ({out['seconds']:.0f} s, load average {out['load_average_start'][0]:.2f} "
+        f"-> {out['load_average_end'][0]:.2f})"
+    )
     for mode in ("kill", "partition"):
         if mode in out:
             trials = out[mode]["trials"]
             print(f"failover, {mode}: min / p50 / p90 / p99 / max = {ms(out[mode]['failover'])}")
             if trials:
                 epochs = sorted(t["epochs"] for t in trials)
-                print(f"  epochs per failover: {epochs[0]}-{epochs[-1]}, "
-                      f"{sum(e > 1 for e in epochs)} of {len(epochs)} needed more than one election")
-                print(f"  rejoin to caught up: "
-                      f"{ms(summary([t['rejoin_caught_up_s'] for t in trials]))}")
+                print(
+                    f"  epochs per failover: {epochs[0]}-{epochs[-1]}, "
+                    f"{sum(e > 1 for e in epochs)} of {len(epochs)} needed more than one election"
+                )
+                print(
+                    f"  rejoin to caught up: "
+                    f"{ms(summary([t['rejoin_caught_up_s'] for t in trials]))}"
+                )
             if mode == "partition" and trials:
-                print(f"  cut-off leader resigned: "
-                      f"{ms(summary([t['old_leader_resigned_s'] for t in trials]))}")
+                print(
+                    f"  cut-off leader resigned: "
+                    f"{ms(summary([t['old_leader_resigned_s'] for t in trials]))}"
+                )
     if "latency" in out:
         base = out["latency"]["1 voter"]
         fsync = out["latency"]["fsync"]["sequential"]
-        print(f"fsync of a 99-byte append (the disk's floor): p50 {fsync['p50'] * 1000:.2f} / "
-              f"p99 {fsync['p99'] * 1000:.2f} / mean {fsync['mean'] * 1000:.2f} ms")
+        print(
+            f"fsync of a 99-byte append (the disk's floor): p50 {fsync['p50'] * 1000:.2f} / "
+            f"p99 {fsync['p99'] * 1000:.2f} / mean {fsync['mean'] * 1000:.2f} ms"
+        )
         for name, r in out["latency"].items():
             if name == "fsync":
                 continue
             seq = r["sequential"]
-            print(f"commit latency, {name}: p50 {seq['p50'] * 1000:.2f} / p99 "
-                  f"{seq['p99'] * 1000:.2f} / mean {seq['mean'] * 1000:.2f} ms, "
-                  f"{r['sequential_writes_per_s']:.0f} writes/s sequential "
-                  f"(p50 {seq['p50'] / base['sequential']['p50']:.2f}x the 1 voter)")
+            print(
+                f"commit latency, {name}: p50 {seq['p50'] * 1000:.2f} / p99 "
+                f"{seq['p99'] * 1000:.2f} / mean {seq['mean'] * 1000:.2f} ms, "
+                f"{r['sequential_writes_per_s']:.0f} writes/s sequential "
+                f"(p50 {seq['p50'] / base['sequential']['p50']:.2f}x the 1 voter)"
+            )
             if r["concurrent_writes_per_s"]:
                 con = r["concurrent"]
-                print(f"  {args.writers} writers: {r['concurrent_writes_per_s']:.0f} writes/s "
-                      f"({r['concurrent_writes_per_s'] / r['sequential_writes_per_s']:.2f}x "
-                      f"sequential), latency p50 {con['p50'] * 1000:.2f} / p99 "
-                      f"{con['p99'] * 1000:.2f} ms")
+                print(
+                    f"  {args.writers} writers: {r['concurrent_writes_per_s']:.0f} writes/s "
+                    f"({r['concurrent_writes_per_s'] / r['sequential_writes_per_s']:.2f}x "
+                    f"sequential), latency p50 {con['p50'] * 1000:.2f} / p99 "
+                    f"{con['p99'] * 1000:.2f} ms"
+                )
     if args.json:
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump(out, f, indent=1)

@@ -23,6 +23,7 @@ goes first on PYTHONPATH): two of them give the before/after figures of a
 change in one run, interleaved with Tansu; without it, the kfast imported.
 Bounded: loopback only, temporary data dirs removed, brokers stopped by PID.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -98,7 +99,7 @@ def first_metadata(proc, port: int, timeout: float = 30.0) -> float:
                     return (time.monotonic() - began) * 1000
         except Exception:
             pass
-        time.sleep(0.002)       # nothing to await in another process but its port
+        time.sleep(0.002)  # nothing to await in another process but its port
     raise TimeoutError("no Metadata answer")
 
 
@@ -114,9 +115,14 @@ def create_topics(port: int, count: int = 20) -> list[float]:
     times = []
     with BlockingConnection("127.0.0.1", port, request_timeout=30) as connection:
         for i in range(count):
-            request = CreateTopicsRequest(timeout_ms=30_000, topics=[
-                CreateTopicsRequest.CreatableTopic(name=f"t{i}", num_partitions=1,
-                                                   replication_factor=1)])
+            request = CreateTopicsRequest(
+                timeout_ms=30_000,
+                topics=[
+                    CreateTopicsRequest.CreatableTopic(
+                        name=f"t{i}", num_partitions=1, replication_factor=1
+                    )
+                ],
+            )
             began = time.perf_counter()
             response = connection.send(request)
             times.append((time.perf_counter() - began) * 1000)
@@ -127,21 +133,26 @@ def create_topics(port: int, count: int = 20) -> list[float]:
 def produce(port: int, count: int = 200) -> list[float]:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": "all",
-                         "linger.ms": 0})
+    producer = Producer({"bootstrap.servers": f"127.0.0.1:{port}", "acks": "all", "linger.ms": 0})
     times = []
     for i in range(count + 10):
         began = time.perf_counter()
         producer.produce("t0", value=b"x" * 100)
         producer.flush(30)
-        if i >= 10:                      # the first ones pay for metadata
+        if i >= 10:  # the first ones pay for metadata
             times.append((time.perf_counter() - began) * 1000)
     return times
 
 
 def fixture(kfast_path: str | None) -> dict:
-    out = subprocess.run([sys.executable, "-c", _FIXTURE_SCRIPT], capture_output=True,
-                         text=True, env=_env(kfast_path), timeout=300, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", _FIXTURE_SCRIPT],
+        capture_output=True,
+        text=True,
+        env=_env(kfast_path),
+        timeout=300,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -151,8 +162,9 @@ def main() -> None:
     parser.add_argument("--kfast-path", action="append", default=[])
     args = parser.parse_args()
     # (label, kind, kfast path)
-    brokers = [(f"kfast:{path}", "kfast", path) for path in args.kfast_path] or \
-        [("kfast", "kfast", None)]
+    brokers = [(f"kfast:{path}", "kfast", path) for path in args.kfast_path] or [
+        ("kfast", "kfast", None)
+    ]
     brokers.append(("tansu", "tansu", None))
     rows: dict[str, dict[str, list]] = {label: {} for label, _, _ in brokers}
     for round_no in range(args.rounds):
@@ -167,8 +179,10 @@ def main() -> None:
                 pr = produce(port)
                 row.setdefault("produce_p50_ms", []).append(percentile(pr, 0.5))
                 row.setdefault("produce_p99_ms", []).append(percentile(pr, 0.99))
-    result = {label: {name: round(statistics.median(v), 2) for name, v in row.items()}
-              for label, row in rows.items()}
+    result = {
+        label: {name: round(statistics.median(v), 2) for name, v in row.items()}
+        for label, row in rows.items()
+    }
     for label, kind, path in brokers:
         if kind == "kfast":
             result[label].update({k: round(v, 2) for k, v in fixture(path).items()})

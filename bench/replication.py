@@ -37,6 +37,7 @@ Bounded: the counts above and --max-seconds for the whole run (trials stop
 early and say so); loopback only; the clusters' context managers kill and
 remove everything they started.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -71,18 +72,32 @@ def cpu_seconds(cluster: KfastCluster) -> float:
 
 def create(cluster: KfastCluster, name: str, partitions: int, rf: int) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(name, partitions, rf, config={
-        "min.insync.replicas": str(min(rf, 2))})])[name].result(30)
-    cluster.wait_until(lambda: len(cluster.partition_state(name)) == partitions and all(
-        len(p.isr) == rf and p.leader >= 0 for p in cluster.partition_state(name).values()),
-        30, f"{name} in sync")
+    admin.create_topics(
+        [NewTopic(name, partitions, rf, config={"min.insync.replicas": str(min(rf, 2))})]
+    )[name].result(30)
+    cluster.wait_until(
+        lambda: (
+            len(cluster.partition_state(name)) == partitions
+            and all(
+                len(p.isr) == rf and p.leader >= 0 for p in cluster.partition_state(name).values()
+            )
+        ),
+        30,
+        f"{name} in sync",
+    )
 
 
 def throughput(cluster, topic: str, records: int, acks) -> tuple[float, float]:
     """(records/s, CPU seconds per GB of record values)."""
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": acks,
-                         "linger.ms": 5, "batch.size": 1_000_000,
-                         "queue.buffering.max.messages": 1_000_000})
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "acks": acks,
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+        }
+    )
     producer.produce(topic, VALUE)
     producer.flush(30)
     cpu0 = cpu_seconds(cluster)
@@ -101,8 +116,9 @@ def throughput(cluster, topic: str, records: int, acks) -> tuple[float, float]:
 
 
 def latency(cluster, topic: str, records: int, acks) -> list[float]:
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": acks,
-                         "linger.ms": 0})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "acks": acks, "linger.ms": 0}
+    )
     producer.produce(topic, VALUE, partition=0)
     producer.flush(30)
     samples = []
@@ -124,12 +140,18 @@ class Pacer:
     timestamping each record's send and acknowledgement."""
 
     def __init__(self, cluster, topic: str, retry_backoff_ms: int = 100):
-        self.acks: list[tuple[float, float]] = []        # (sent, acked)
+        self.acks: list[tuple[float, float]] = []  # (sent, acked)
         self.errors: list[str] = []
         self._stop = threading.Event()
-        self._producer = Producer({"bootstrap.servers": cluster.bootstrap_servers,
-                                   "acks": "all", "enable.idempotence": True, "linger.ms": 0,
-                                   "retry.backoff.ms": retry_backoff_ms})
+        self._producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 0,
+                "retry.backoff.ms": retry_backoff_ms,
+            }
+        )
         self._topic = topic
         self._thread = threading.Thread(target=self._run)
         self._thread.start()
@@ -137,9 +159,17 @@ class Pacer:
     def _run(self) -> None:
         while not self._stop.is_set():
             sent = time.monotonic()
-            self._producer.produce(self._topic, VALUE, on_delivery=(
-                lambda err, _m, sent=sent: self.errors.append(str(err)) if err else
-                self.acks.append((sent, time.monotonic()))))
+            self._producer.produce(
+                self._topic,
+                VALUE,
+                on_delivery=(
+                    lambda err, _m, sent=sent: (
+                        self.errors.append(str(err))
+                        if err
+                        else self.acks.append((sent, time.monotonic()))
+                    )
+                ),
+            )
             self._producer.poll(0.002)
         self._producer.flush(30)
 
@@ -149,12 +179,16 @@ class Pacer:
 
 
 def wait_full_isr(cluster, topic: str) -> None:
-    cluster.wait_until(lambda: all(
-        len(p.isr) == 3 for p in cluster.partition_state(topic).values()), 30, "a full ISR")
+    cluster.wait_until(
+        lambda: all(len(p.isr) == 3 for p in cluster.partition_state(topic).values()),
+        30,
+        "a full ISR",
+    )
 
 
-def failover_trials(cluster, trials: int, deadline: float, graceful: bool,
-                    retry_backoff_ms: int = 100) -> list[float]:
+def failover_trials(
+    cluster, trials: int, deadline: float, graceful: bool, retry_backoff_ms: int = 100
+) -> list[float]:
     topic = f"shutdown-{retry_backoff_ms}" if graceful else "failover"
     create(cluster, topic, 1, 3)
     pacer = Pacer(cluster, topic, retry_backoff_ms)
@@ -177,8 +211,11 @@ def failover_trials(cluster, trials: int, deadline: float, graceful: bool,
                 results.append(max(gaps) * 1000 if gaps else 0.0)
             else:
                 cluster.kill(leader)
-                cluster.wait_until(lambda: any(s > signalled for s, _ in pacer.acks[-50:]),
-                                   30, "an ack after the kill")
+                cluster.wait_until(
+                    lambda: any(s > signalled for s, _ in pacer.acks[-50:]),
+                    30,
+                    "an ack after the kill",
+                )
                 first = min(a for s, a in pacer.acks[-200:] if s > signalled)
                 results.append((first - signalled) * 1000)
             cluster.start_node(leader)
@@ -202,8 +239,10 @@ def main() -> None:
     args = parser.parse_args()
     deadline = time.monotonic() + args.max_seconds
     report: dict = {}
-    with KfastCluster(controllers=3, combined=True, overrides=FAST_SESSIONS) as three, \
-            KfastCluster(controllers=1, brokers=1, overrides=FAST_SESSIONS) as one:
+    with (
+        KfastCluster(controllers=3, combined=True, overrides=FAST_SESSIONS) as three,
+        KfastCluster(controllers=1, brokers=1, overrides=FAST_SESSIONS) as one,
+    ):
         create(three, "rf3", 6, 3)
         create(one, "rf1", 6, 1)
         rounds = {"rf3_acks_all": [], "rf1_acks_1": []}
@@ -217,28 +256,39 @@ def main() -> None:
         ratio = report["rf3_acks_all"]["records_per_s"] / report["rf1_acks_1"]["records_per_s"]
         report["rf3_over_rf1"] = round(ratio, 2)
         print(f"RF 3 / RF 1 throughput: {ratio:.2f}x")
-        for name, cluster, topic, acks in (("rf1_acks_1", one, "rf1", 1),
-                                           ("rf3_acks_all", three, "rf3", "all")):
+        for name, cluster, topic, acks in (
+            ("rf1_acks_1", one, "rf1", 1),
+            ("rf3_acks_all", three, "rf3", "all"),
+        ):
             samples = latency(cluster, topic, args.latency_records, acks)
-            report[name]["latency_ms"] = {"p50": round(percentile(samples, 0.5), 3),
-                                          "p99": round(percentile(samples, 0.99), 3)}
-            print(f"{name:14s} latency p50 {percentile(samples, 0.5):.3f} ms  "
-                  f"p99 {percentile(samples, 0.99):.3f} ms")
+            report[name]["latency_ms"] = {
+                "p50": round(percentile(samples, 0.5), 3),
+                "p99": round(percentile(samples, 0.99), 3),
+            }
+            print(
+                f"{name:14s} latency p50 {percentile(samples, 0.5):.3f} ms  "
+                f"p99 {percentile(samples, 0.99):.3f} ms"
+            )
         # Controlled shutdown twice: librdkafka waits retry.backoff.ms
         # (100 ms by default) before resending a batch refused with
         # NOT_LEADER_OR_FOLLOWER, which floors the stall it sees; at 10 ms
         # the broker's part shows.
         for name, graceful, trials, backoff in (
-                ("failover_kill_9", False, args.trials, 100),
-                ("controlled_shutdown", True, args.shutdown_trials, 100),
-                ("controlled_shutdown_retry_backoff_10ms", True, args.shutdown_trials, 10)):
+            ("failover_kill_9", False, args.trials, 100),
+            ("controlled_shutdown", True, args.shutdown_trials, 100),
+            ("controlled_shutdown_retry_backoff_10ms", True, args.shutdown_trials, 10),
+        ):
             results = failover_trials(three, trials, deadline, graceful, backoff)
             if results:
-                report[name] = {"trials": len(results),
-                                "p50_ms": round(statistics.median(results), 1),
-                                "max_ms": round(max(results), 1)}
-                print(f"{name:20s} {len(results)} trials: p50 {statistics.median(results):.1f}"
-                      f" ms, max {max(results):.1f} ms")
+                report[name] = {
+                    "trials": len(results),
+                    "p50_ms": round(statistics.median(results), 1),
+                    "max_ms": round(max(results), 1),
+                }
+                print(
+                    f"{name:20s} {len(results)} trials: p50 {statistics.median(results):.1f}"
+                    f" ms, max {max(results):.1f} ms"
+                )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(report, f, indent=2)

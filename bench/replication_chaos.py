@@ -24,6 +24,7 @@ retried until acknowledged), and the longest stretch without an
 acknowledgement. Exits 1 if a check fails. Bounded by --seconds plus the
 final checks' timeouts; loopback only; the cluster is removed at the end.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -55,10 +56,17 @@ def main() -> int:
     topic, partitions = "chaos", args.partitions
     with KfastCluster(controllers=3, combined=True, overrides=FAST_SESSIONS) as cluster:
         admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-        admin.create_topics([NewTopic(topic, partitions, 3, config={
-            "min.insync.replicas": "2"})])[topic].result(30)
-        cluster.wait_until(lambda: len(cluster.partition_state(topic)) == partitions and all(
-            len(p.isr) == 3 for p in cluster.partition_state(topic).values()), 30, "the topic")
+        admin.create_topics([NewTopic(topic, partitions, 3, config={"min.insync.replicas": "2"})])[
+            topic
+        ].result(30)
+        cluster.wait_until(
+            lambda: (
+                len(cluster.partition_state(topic)) == partitions
+                and all(len(p.isr) == 3 for p in cluster.partition_state(topic).values())
+            ),
+            30,
+            "the topic",
+        )
         load = AckedLoad(cluster.bootstrap_servers, topic, partitions).start()
         kills = []
         began = time.monotonic()
@@ -67,16 +75,22 @@ def main() -> int:
                 time.sleep(args.every / 2)
                 victim = rng.choice(sorted(cluster.nodes))
                 kills.append(victim)
-                print(f"{time.monotonic() - began:6.1f} s  kill -9 node {victim}, "
-                      f"{load.total} acknowledged", flush=True)
+                print(
+                    f"{time.monotonic() - began:6.1f} s  kill -9 node {victim}, "
+                    f"{load.total} acknowledged",
+                    flush=True,
+                )
                 cluster.kill(victim)
                 time.sleep(args.every / 2)
                 cluster.restart(victim)
         finally:
             load.stop(120)
         print(f"load stopped: {load.total} acknowledged; checking", flush=True)
-        cluster.wait_until(lambda: all(len(p.isr) == 3 for p in
-                                       cluster.partition_state(topic).values()), 60, "full ISRs")
+        cluster.wait_until(
+            lambda: all(len(p.isr) == 3 for p in cluster.partition_state(topic).values()),
+            60,
+            "full ISRs",
+        )
         total = load.total
         read = read_back(cluster.bootstrap_servers, topic, partitions, total, timeout=120)
         print(f"read back {sum(map(len, read.values()))} records", flush=True)
@@ -88,11 +102,18 @@ def main() -> int:
             except TimeoutError:
                 diverged.append(p)
         gaps = [b - a for a, b in zip(load.ack_times, load.ack_times[1:])]
-        report = {"seconds": args.seconds, "kills": kills, "acknowledged": total,
-                  "read": sum(map(len, read.values())), "lost": lost,
-                  "duplicated": duplicated, "not_at_acknowledged_offset": moved,
-                  "diverged_partitions": diverged, "producer_errors": len(load.failures),
-                  "longest_ack_gap_ms": round(max(gaps, default=0) * 1000)}
+        report = {
+            "seconds": args.seconds,
+            "kills": kills,
+            "acknowledged": total,
+            "read": sum(map(len, read.values())),
+            "lost": lost,
+            "duplicated": duplicated,
+            "not_at_acknowledged_offset": moved,
+            "diverged_partitions": diverged,
+            "producer_errors": len(load.failures),
+            "longest_ack_gap_ms": round(max(gaps, default=0) * 1000),
+        }
         print(json.dumps(report, indent=2))
         if args.json:
             with open(args.json, "w") as f:

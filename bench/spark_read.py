@@ -36,6 +36,7 @@ would do.
 Prints rows/s and the ratio kfast / peer. Figures depend on the machine's
 load; run both sides in the same run, as this script does.
 """
+
 import argparse
 import os
 import pathlib
@@ -70,8 +71,11 @@ def write_log_dir(log_dir, partitions, records, codec):
         for base in range(0, records, RECORDS_PER_BATCH):
             builder = RecordBatchBuilder(codec)
             for i in range(base, min(base + RECORDS_PER_BATCH, records)):
-                builder.append(1_700_000_000_000 + i, b"key-%06d" % (i % 1_000_000),
-                               (b"%08d" % i) * 12 + b"....")
+                builder.append(
+                    1_700_000_000_000 + i,
+                    b"key-%06d" % (i % 1_000_000),
+                    (b"%08d" % i) * 12 + b"....",
+                )
             batch = bytearray(builder.build())
             patch_batch(batch, 0, base, 0)
             if segment is None or size + len(batch) > SEGMENT_BYTES:
@@ -91,7 +95,7 @@ def naive_rows(partition_dir, topic_partition):
         position = 0
         while position + 12 <= len(data):
             length = struct.unpack_from(">i", data, position + 8)[0]
-            batch = DefaultRecordBatch(data[position:position + 12 + length])
+            batch = DefaultRecordBatch(data[position : position + 12 + length])
             position += 12 + length
             if batch.is_control_batch:
                 continue
@@ -103,14 +107,18 @@ def naive_rows(partition_dir, topic_partition):
                 timestamps.append(record.timestamp * 1000)
                 types.append(record.timestamp_type)
             n = len(offsets)
-            yield pa.RecordBatch.from_arrays([
-                pa.array(keys, pa.binary()), pa.array(values, pa.binary()),
-                pa.array([topic_partition.topic] * n, pa.string()),
-                pa.array([topic_partition.partition] * n, pa.int32()),
-                pa.array(offsets, pa.int64()),
-                pa.array(timestamps, pa.timestamp("us", tz="UTC")),
-                pa.array(types, pa.int32()),
-            ], schema=arrow_schema(False))
+            yield pa.RecordBatch.from_arrays(
+                [
+                    pa.array(keys, pa.binary()),
+                    pa.array(values, pa.binary()),
+                    pa.array([topic_partition.topic] * n, pa.string()),
+                    pa.array([topic_partition.partition] * n, pa.int32()),
+                    pa.array(offsets, pa.int64()),
+                    pa.array(timestamps, pa.timestamp("us", tz="UTC")),
+                    pa.array(types, pa.int32()),
+                ],
+                schema=arrow_schema(False),
+            )
 
 
 def time_rows(batches):
@@ -125,9 +133,11 @@ def bench_decode(log_dir, records):
     kfast_rows, kfast_s = time_rows(read_range(directory, tp, 0, records, False))
     peer_rows, peer_s = time_rows(naive_rows(directory, tp))
     assert kfast_rows == peer_rows == records, (kfast_rows, peer_rows)
-    print(f"decode  kfast-segments {kfast_rows / kfast_s:>12,.0f} rows/s   "
-          f"kafka-python {peer_rows / peer_s:>10,.0f} rows/s   "
-          f"ratio {peer_s / kfast_s:.1f}x")
+    print(
+        f"decode  kfast-segments {kfast_rows / kfast_s:>12,.0f} rows/s   "
+        f"kafka-python {peer_rows / peer_s:>10,.0f} rows/s   "
+        f"ratio {peer_s / kfast_s:.1f}x"
+    )
 
 
 def bench_spark(log_dir, partitions, records):
@@ -143,8 +153,10 @@ def bench_spark(log_dir, partitions, records):
             self.path = path
 
         def partitions(self):
-            return [InputPartition((tp.topic, tp.partition, d))
-                    for tp, d in sorted(list_partition_dirs(self.path).items())]
+            return [
+                InputPartition((tp.topic, tp.partition, d))
+                for tp, d in sorted(list_partition_dirs(self.path).items())
+            ]
 
         def read(self, partition):
             topic, number, directory = partition.value
@@ -163,10 +175,13 @@ def bench_spark(log_dir, partitions, records):
             return NaiveReader(self.options["path"])
 
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO / "spark"), str(REPO), str(REPO / "bench"),
-                    os.environ.get("PYTHONPATH")) if p)
-    spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-             .getOrCreate())
+        p
+        for p in (str(REPO / "spark"), str(REPO), str(REPO / "bench"), os.environ.get("PYTHONPATH"))
+        if p
+    )
+    spark = (
+        SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false").getOrCreate()
+    )
     spark.sparkContext.setLogLevel("ERROR")
     register(spark)
     spark.dataSource.register(NaiveSegments)
@@ -185,9 +200,11 @@ def bench_spark(log_dir, partitions, records):
             assert row[0] == partitions * records, row
     spark.stop()
     total = partitions * records
-    print(f"spark   kfast-segments {total / timings['kfast-segments']:>12,.0f} rows/s   "
-          f"naive-segments {total / timings['naive-segments']:>8,.0f} rows/s   "
-          f"ratio {timings['naive-segments'] / timings['kfast-segments']:.1f}x")
+    print(
+        f"spark   kfast-segments {total / timings['kfast-segments']:>12,.0f} rows/s   "
+        f"naive-segments {total / timings['naive-segments']:>8,.0f} rows/s   "
+        f"ratio {timings['naive-segments'] / timings['kfast-segments']:.1f}x"
+    )
 
 
 BROKER_TOPIC = "bench-read"
@@ -204,12 +221,17 @@ def load_broker(bootstrap_servers, records):
     async def load():
         async with KafkaAdmin(bootstrap_servers) as admin:
             await admin.create_topics([NewTopic(BROKER_TOPIC, BROKER_PARTITIONS, 1)])
-        async with KafkaProducer(bootstrap_servers, acks=1, linger_ms=50,
-                                 batch_size=1024 * 1024) as producer:
+        async with KafkaProducer(
+            bootstrap_servers, acks=1, linger_ms=50, batch_size=1024 * 1024
+        ) as producer:
             value = b"x" * 100
             for i in range(records):
-                await producer.send(BROKER_TOPIC, value, partition=i % BROKER_PARTITIONS,
-                                    timestamp_ms=1_700_000_000_000 + i)
+                await producer.send(
+                    BROKER_TOPIC,
+                    value,
+                    partition=i % BROKER_PARTITIONS,
+                    timestamp_ms=1_700_000_000_000 + i,
+                )
             await producer.flush()
 
     asyncio.run(load())
@@ -225,9 +247,12 @@ def kafka_python_read(rows):
 
     for spec in rows:
         for topic, partition, start, end, servers in spec.itertuples(index=False):
-            consumer = KafkaConsumer(bootstrap_servers=servers, enable_auto_commit=False,
-                                     max_partition_fetch_bytes=8 * 1024 * 1024,
-                                     fetch_max_bytes=50 * 1024 * 1024)
+            consumer = KafkaConsumer(
+                bootstrap_servers=servers,
+                enable_auto_commit=False,
+                max_partition_fetch_bytes=8 * 1024 * 1024,
+                fetch_max_bytes=50 * 1024 * 1024,
+            )
             tp = KafkaTopicPartition(topic, partition)
             consumer.assign([tp])
             consumer.seek(tp, start)
@@ -238,16 +263,19 @@ def kafka_python_read(rows):
                     if not records:
                         continue
                     position = records[-1].offset + 1
-                    yield pd.DataFrame({
-                        "key": [r.key for r in records],
-                        "value": [r.value for r in records],
-                        "topic": topic,
-                        "partition": partition,
-                        "offset": [r.offset for r in records],
-                        "timestamp": pd.to_datetime([r.timestamp for r in records], unit="ms",
-                                                    utc=True),
-                        "timestampType": [r.timestamp_type for r in records],
-                    })
+                    yield pd.DataFrame(
+                        {
+                            "key": [r.key for r in records],
+                            "value": [r.value for r in records],
+                            "topic": topic,
+                            "partition": partition,
+                            "offset": [r.offset for r in records],
+                            "timestamp": pd.to_datetime(
+                                [r.timestamp for r in records], unit="ms", utc=True
+                            ),
+                            "timestampType": [r.timestamp_type for r in records],
+                        }
+                    )
             consumer.close()
 
 
@@ -271,8 +299,10 @@ def bench_broker(records, runs=3, baseline_runs=3):
     from kfast_spark.schema import KAFKA_SCHEMA
 
     os.environ["PYTHONPATH"] = os.pathsep.join(
-        p for p in (str(REPO / "spark"), str(REPO), str(REPO / "bench"),
-                    os.environ.get("PYTHONPATH")) if p)
+        p
+        for p in (str(REPO / "spark"), str(REPO), str(REPO / "bench"), os.environ.get("PYTHONPATH"))
+        if p
+    )
     # Retention off: the records carry 2023 timestamps, so the default 7-day
     # retention would delete them at the first retention check (5 minutes
     # in), in the middle of a 10 M-record run.
@@ -280,50 +310,93 @@ def bench_broker(records, runs=3, baseline_runs=3):
         started = time.perf_counter()
         load_broker(broker.bootstrap_servers, records)
         print(f"loaded {records:,} records in {time.perf_counter() - started:.1f}s")
-        spark = (SparkSession.builder.master("local[2]").config("spark.ui.enabled", "false")
-                 .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
-                 .getOrCreate())
+        spark = (
+            SparkSession.builder.master("local[2]")
+            .config("spark.ui.enabled", "false")
+            .config("spark.sql.execution.arrow.maxRecordsPerBatch", "100000")
+            .getOrCreate()
+        )
         spark.sparkContext.setLogLevel("ERROR")
         register(spark)
         query = ["count(*)", "sum(length(value))"]
-        kfast_df = (spark.read.format("kfast")
-                    .option("kafka.bootstrap.servers", broker.bootstrap_servers)
-                    .option("subscribe", BROKER_TOPIC).load().selectExpr(*query))
-        per_partition = [(BROKER_TOPIC, p, 0, len(range(p, records, BROKER_PARTITIONS)),
-                          broker.bootstrap_servers) for p in range(BROKER_PARTITIONS)]
-        baseline_df = (spark.createDataFrame(
-            per_partition, "topic string, partition int, start long, end long, servers string")
+        kfast_df = (
+            spark.read.format("kfast")
+            .option("kafka.bootstrap.servers", broker.bootstrap_servers)
+            .option("subscribe", BROKER_TOPIC)
+            .load()
+            .selectExpr(*query)
+        )
+        per_partition = [
+            (
+                BROKER_TOPIC,
+                p,
+                0,
+                len(range(p, records, BROKER_PARTITIONS)),
+                broker.bootstrap_servers,
+            )
+            for p in range(BROKER_PARTITIONS)
+        ]
+        baseline_df = (
+            spark.createDataFrame(
+                per_partition, "topic string, partition int, start long, end long, servers string"
+            )
             .repartition(BROKER_PARTITIONS)
-            .mapInPandas(kafka_python_read, KAFKA_SCHEMA).selectExpr(*query))
-        segments_df = (spark.read.format("kfast-segments").option("path", broker.data_dir)
-                       .option("subscribe", BROKER_TOPIC).load().selectExpr(*query))
+            .mapInPandas(kafka_python_read, KAFKA_SCHEMA)
+            .selectExpr(*query)
+        )
+        segments_df = (
+            spark.read.format("kfast-segments")
+            .option("path", broker.data_dir)
+            .option("subscribe", BROKER_TOPIC)
+            .load()
+            .selectExpr(*query)
+        )
         timings = {}
-        for name, df, n in (("kfast", kfast_df, runs), ("kfast-segments", segments_df, runs),
-                            ("baseline", baseline_df, baseline_runs)):
+        for name, df, n in (
+            ("kfast", kfast_df, runs),
+            ("kfast-segments", segments_df, runs),
+            ("baseline", baseline_df, baseline_runs),
+        ):
             timings[name] = best_of(n, df, records)
             print(f"{name}: {timings[name]:.2f}s (best of {n})", flush=True)
         spark.stop()
     rates = {name: records / seconds for name, seconds in timings.items()}
-    print(f"broker  format(kfast) {rates['kfast']:>12,.0f} records/s "
-          f"({timings['kfast']:.2f}s, best of {runs})   "
-          f"kafka-python + mapInPandas {rates['baseline']:>10,.0f} records/s "
-          f"({timings['baseline']:.2f}s, best of {baseline_runs})   "
-          f"ratio {rates['kfast'] / rates['baseline']:.1f}x")
-    print(f"offline format(kfast-segments) over the broker's log dir "
-          f"{rates['kfast-segments']:>12,.0f} records/s ({timings['kfast-segments']:.2f}s, "
-          f"best of {runs})   ratio to the baseline "
-          f"{rates['kfast-segments'] / rates['baseline']:.1f}x")
+    print(
+        f"broker  format(kfast) {rates['kfast']:>12,.0f} records/s "
+        f"({timings['kfast']:.2f}s, best of {runs})   "
+        f"kafka-python + mapInPandas {rates['baseline']:>10,.0f} records/s "
+        f"({timings['baseline']:.2f}s, best of {baseline_runs})   "
+        f"ratio {rates['kfast'] / rates['baseline']:.1f}x"
+    )
+    print(
+        f"offline format(kfast-segments) over the broker's log dir "
+        f"{rates['kfast-segments']:>12,.0f} records/s ({timings['kfast-segments']:.2f}s, "
+        f"best of {runs})   ratio to the baseline "
+        f"{rates['kfast-segments'] / rates['baseline']:.1f}x"
+    )
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--broker", type=int, metavar="N",
-                        help="read N records from a kfast broker in Spark (kfast vs "
-                             "kafka-python + mapInPandas) and nothing else")
-    parser.add_argument("--runs", type=int, default=3,
-                        help="--broker: timed runs of the kfast reads (best is reported)")
-    parser.add_argument("--baseline-runs", type=int, default=3,
-                        help="--broker: timed runs of the kafka-python baseline")
+    parser.add_argument(
+        "--broker",
+        type=int,
+        metavar="N",
+        help="read N records from a kfast broker in Spark (kfast vs "
+        "kafka-python + mapInPandas) and nothing else",
+    )
+    parser.add_argument(
+        "--runs",
+        type=int,
+        default=3,
+        help="--broker: timed runs of the kfast reads (best is reported)",
+    )
+    parser.add_argument(
+        "--baseline-runs",
+        type=int,
+        default=3,
+        help="--broker: timed runs of the kafka-python baseline",
+    )
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--records", type=int, default=200_000, help="per partition")
     # kafka-python decodes snappy, lz4 and zstd only with extra packages; the

@@ -11,6 +11,7 @@ Workload (bench/conftest.py): one uncompressed batch of 1000 records,
 
 Run: python3 -m pytest bench/test_codec_batch.py --benchmark-only
 """
+
 import aiokafka.record._crecords as aiokafka_records
 import crc32c
 import pytest
@@ -24,7 +25,9 @@ from kafka.record.default_records import (
 
 from kfast.records import RecordBatch, RecordBatchBuilder
 
-assert aiokafka_records.default_records.__file__.endswith(".so"), "aiokafka's compiled codec is required"
+assert aiokafka_records.default_records.__file__.endswith(".so"), (
+    "aiokafka's compiled codec is required"
+)
 
 
 @pytest.fixture(scope="module")
@@ -98,8 +101,15 @@ def _build_aiokafka(workload):
 
 
 def _build_kafka_python(workload):
-    builder = KafkaPythonBuilder(magic=2, compression_type=0, is_transactional=False, producer_id=-1,
-                                 producer_epoch=-1, base_sequence=-1, batch_size=2**30)
+    builder = KafkaPythonBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=2**30,
+    )
     append = builder.append
     ts = WORKLOAD_BASE_TIMESTAMP
     for offset, (key, value) in enumerate(workload):

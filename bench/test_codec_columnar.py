@@ -17,6 +17,7 @@ Workload (bench/conftest.py make_workload): 1000 records, 10-byte keys,
 extra_info["records_per_s"] is records per second of the fastest round
 (bench/conftest.py record_rate).
 """
+
 import aiokafka.record._crecords as aiokafka_records
 import pytest
 from conftest import WORKLOAD_BASE_TIMESTAMP, record_rate
@@ -24,7 +25,9 @@ from conftest import WORKLOAD_BASE_TIMESTAMP, record_rate
 from kfast._ext.columnar import decode_columnar
 from kfast.records import RecordBatchBuilder
 
-assert aiokafka_records.default_records.__file__.endswith(".so"), "aiokafka's compiled codec is required"
+assert aiokafka_records.default_records.__file__.endswith(".so"), (
+    "aiokafka's compiled codec is required"
+)
 
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,7 @@ Groups crc32c_1mib and crc32c_16kib: one crc32c() call per round over 1 MiB
   crc32c_<size>_crc32c_pkg      the crc32c package (the peer)
 GB/s (from the fastest round) is in extra_info.
 """
+
 import os
 
 import crc32c as crc32c_pkg

@@ -20,6 +20,7 @@ any in-process fixture pays.
 
     pytest bench/test_fixture_startup.py --benchmark-only
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -108,6 +109,7 @@ def test_fixture_thread_loop_only(benchmark):
         loop.call_soon_threadsafe(loop.stop)
         thread.join()
         loop.close()
+
     benchmark.pedantic(start_stop, rounds=20)
 
 
@@ -137,9 +139,13 @@ def _first_starts(mode: str, rounds: int = 7) -> list:
     env = dict(os.environ, PYTHONPYCACHEPREFIX=tempfile.mkdtemp(prefix="kfast-pyc-"))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     command = [sys.executable, "-c", _FIRST_START_SCRIPT, mode]
-    subprocess.run(command, env=env, check=True, capture_output=True)   # writes the .pyc files
-    return [json.loads(subprocess.run(command, env=env, check=True, capture_output=True,
-                                      text=True).stdout) for _ in range(rounds)]
+    subprocess.run(command, env=env, check=True, capture_output=True)  # writes the .pyc files
+    return [
+        json.loads(
+            subprocess.run(command, env=env, check=True, capture_output=True, text=True).stdout
+        )
+        for _ in range(rounds)
+    ]
 
 
 def _median(values):
@@ -151,6 +157,8 @@ def test_fixture_first_start(benchmark, mode):
     runs = benchmark.pedantic(_first_starts, args=(mode,), rounds=1)
     benchmark.extra_info["first_start_ms_median"] = _median([r["start_ms"] for r in runs])
     benchmark.extra_info["preload_ms_median"] = _median([r["preload_ms"] for r in runs])
-    print(f"\nfirst start in a fresh process ({mode}): start {[round(r['start_ms'], 1) for r in runs]} ms,"
-          f" preload {[round(r['preload_ms'], 1) for r in runs]} ms")
+    print(
+        f"\nfirst start in a fresh process ({mode}): start {[round(r['start_ms'], 1) for r in runs]} ms,"
+        f" preload {[round(r['preload_ms'], 1) for r in runs]} ms"
+    )
     assert all(r["start_ms"] > 0 for r in runs)

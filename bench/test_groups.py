@@ -11,6 +11,7 @@ Run: python3 -m pytest bench/test_groups.py --benchmark-only
 Each round is 100 000 heartbeats (100 per member); rates in extra_info and
 in bench/README.md.
 """
+
 import asyncio
 
 import uvloop
@@ -29,22 +30,55 @@ ROUNDS = 5
 def _stable_group(loop):
     timer = SystemTimer(loop)
     coordinator = GroupCoordinator(
-        KafkaConfig({"group.initial.rebalance.delay.ms": 0}), timer,
-        lambda group_id, records, done: done(0), lambda: int(loop.time() * 1000))
+        KafkaConfig({"group.initial.rebalance.delay.ms": 0}),
+        timer,
+        lambda group_id, records, done: done(0),
+        lambda: int(loop.time() * 1000),
+    )
     sub = encode_subscription(["t"])
     joined = []
     for _ in range(MEMBERS):
-        coordinator.join_group("g", "", None, "c", "/h", SESSION_MS, 60_000, "consumer",
-                               [("range", sub)], False, joined.append)
+        coordinator.join_group(
+            "g",
+            "",
+            None,
+            "c",
+            "/h",
+            SESSION_MS,
+            60_000,
+            "consumer",
+            [("range", sub)],
+            False,
+            joined.append,
+        )
     # Everyone rejoins once so one generation holds all members.
     members = list(coordinator.groups["g"].members)
     for member_id in members:
-        coordinator.join_group("g", member_id, None, "c", "/h", SESSION_MS, 60_000,
-                               "consumer", [("range", sub)], False, joined.append)
+        coordinator.join_group(
+            "g",
+            member_id,
+            None,
+            "c",
+            "/h",
+            SESSION_MS,
+            60_000,
+            "consumer",
+            [("range", sub)],
+            False,
+            joined.append,
+        )
     group = coordinator.groups["g"]
     for member_id in members:
-        coordinator.sync_group("g", group.generation_id, member_id, None, None, None,
-                               {m: b"" for m in members}, lambda result: None)
+        coordinator.sync_group(
+            "g",
+            group.generation_id,
+            member_id,
+            None,
+            None,
+            None,
+            {m: b"" for m in members},
+            lambda result: None,
+        )
     assert group.is_("Stable"), group
     return coordinator, members, group.generation_id
 

@@ -18,6 +18,7 @@ per-request overhead with small pipelined requests.
 extra_info carries MiB/s of response bytes (mean of the rounds) and the
 server thread's CPU seconds per GiB sent (utime + stime from /proc).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -86,6 +87,7 @@ def _kfast_server(file):
         server = SocketServer(handler, "127.0.0.1", 0, socket_send_buffer_bytes=-1)
         await server.start()
         return server.port, server.shutdown
+
     return start
 
 
@@ -103,7 +105,7 @@ class _TransportProtocol(asyncio.Protocol):
             (size,) = struct.unpack_from(">i", self.buffer)
             if len(self.buffer) < 4 + size:
                 break
-            del self.buffer[:4 + size]
+            del self.buffer[: 4 + size]
             records = os.pread(self.fd, REGION, 0)
             self.transport.write(struct.pack(">i", len(HEADER) + REGION) + HEADER)
             self.transport.write(records)
@@ -112,13 +114,14 @@ class _TransportProtocol(asyncio.Protocol):
 def _uvloop_transport_server(file):
     async def start():
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(lambda: _TransportProtocol(file.fileno()),
-                                          "127.0.0.1", 0)
+        server = await loop.create_server(lambda: _TransportProtocol(file.fileno()), "127.0.0.1", 0)
 
         async def stop():
             server.close()
             await server.wait_closed()
+
         return server.sockets[0].getsockname()[1], stop
+
     return start
 
 
@@ -127,7 +130,7 @@ def _round(sock, buf):
     view = memoryview(buf)
     remaining = RESPONSE * REQUESTS
     while remaining:
-        n = sock.recv_into(view[:min(remaining, len(view))])
+        n = sock.recv_into(view[: min(remaining, len(view))])
         if not n:
             raise RuntimeError("server closed the connection")
         remaining -= n
@@ -186,6 +189,7 @@ def _kfast_small_server():
         server = SocketServer(lambda connection, frame: [SMALL_RESPONSE], "127.0.0.1", 0)
         await server.start()
         return server.port, server.shutdown
+
     return start
 
 
@@ -217,18 +221,22 @@ def _uvloop_small_server():
         async def stop():
             server.close()
             await server.wait_closed()
+
         return server.sockets[0].getsockname()[1], stop
+
     return start
 
 
 def _small_round(sock, buf):
     wire = SMALL_REQUEST * 1000
     expected = (4 + len(SMALL_RESPONSE)) * SMALL_REQUESTS
-    sender = threading.Thread(target=lambda: [sock.sendall(wire) for _ in range(SMALL_REQUESTS // 1000)])
+    sender = threading.Thread(
+        target=lambda: [sock.sendall(wire) for _ in range(SMALL_REQUESTS // 1000)]
+    )
     sender.start()
     view = memoryview(buf)
     while expected:
-        n = sock.recv_into(view[:min(expected, len(view))])
+        n = sock.recv_into(view[: min(expected, len(view))])
         if not n:
             raise RuntimeError("server closed the connection")
         expected -= n

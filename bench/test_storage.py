@@ -19,6 +19,7 @@ index_lookup_*: LOOKUPS random lookups per round in an offset index of
   index_lookup_kfast        OffsetIndex.lookup (Cython binary search, warm tail first)
   index_lookup_python       bisect in Python over the same mmap (struct.unpack_from)
 """
+
 from __future__ import annotations
 
 import os
@@ -35,7 +36,7 @@ from kfast.storage.index import OffsetIndex
 from kfast.storage.log import Log
 
 BATCH_BYTES = {"1mib": 1024 * 1024, "16kib": 16 * 1024}
-BATCHES = {"1mib": 64, "16kib": 2048}          # 64 MiB / 32 MiB per round
+BATCHES = {"1mib": 64, "16kib": 2048}  # 64 MiB / 32 MiB per round
 ROUNDS = 8
 INDEX_ENTRIES = 1_000_000
 LOOKUPS = 10_000
@@ -43,9 +44,15 @@ LOOKUPS = 10_000
 
 def _batch(total: int) -> bytearray:
     value = os.urandom(1000)
-    builder = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                        producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                        batch_size=1 << 30)
+    builder = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
     count = max(total // 1030, 1)
     for i in range(count):
         builder.append(i, timestamp=1_700_000_000_000, key=None, value=value, headers=[])
@@ -70,9 +77,14 @@ def _fresh(path: str) -> None:
 
 def _run_kfast(benchmark, workdir, size):
     data = _batch(BATCH_BYTES[size])
-    config = LogConfig({"segment.bytes": 1 << 30, "max.message.bytes": 2 * 1024 * 1024,
-                        "message.timestamp.after.max.ms": str(2**62),
-                        "message.timestamp.before.max.ms": str(2**62)})
+    config = LogConfig(
+        {
+            "segment.bytes": 1 << 30,
+            "max.message.bytes": 2 * 1024 * 1024,
+            "message.timestamp.after.max.ms": str(2**62),
+            "message.timestamp.before.max.ms": str(2**62),
+        }
+    )
     state = {}
 
     def setup():
@@ -108,8 +120,9 @@ def _run_raw(benchmark, workdir, size):
         if "fd" in state:
             os.close(state["fd"])
         _fresh(os.path.join(workdir, "raw"))
-        state["fd"] = os.open(os.path.join(workdir, "raw", "00000000000000000000.log"),
-                              os.O_RDWR | os.O_CREAT, 0o644)
+        state["fd"] = os.open(
+            os.path.join(workdir, "raw", "00000000000000000000.log"), os.O_RDWR | os.O_CREAT, 0o644
+        )
 
     def run():
         fd = state["fd"]
@@ -179,11 +192,13 @@ def test_index_lookup_kfast(benchmark, big_index):
         lookup = index.lookup
         for t in targets:
             lookup(t)
+
     benchmark(run)
     for t in targets[:200]:
         got = index.lookup(t)
-        assert (got.offset, got.position) == tuple(_python_lookup(index._view, INDEX_ENTRIES, t)) \
-            or t < 1
+        assert (got.offset, got.position) == tuple(
+            _python_lookup(index._view, INDEX_ENTRIES, t)
+        ) or t < 1
 
 
 @pytest.mark.benchmark(group="index_lookup")
@@ -194,4 +209,5 @@ def test_index_lookup_python(benchmark, big_index):
     def run():
         for t in targets:
             _python_lookup(mm, INDEX_ENTRIES, t)
+
     benchmark(run)

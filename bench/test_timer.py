@@ -16,6 +16,7 @@ Run: python3 -m pytest bench/test_timer.py --benchmark-only
 Each round builds a fresh loop/timer (setup is not timed); rates are in
 extra_info and in bench/README.md.
 """
+
 import asyncio
 import heapq
 import random
@@ -30,7 +31,7 @@ PAIRS = 1_000_000
 TIMERS = 1_000_000
 SPAN_MS = 10_000
 ROUNDS = 3
-EXPIRE_ROUNDS = 2   # the heapq peer takes seconds per round
+EXPIRE_ROUNDS = 2  # the heapq peer takes seconds per round
 
 
 def _noop():
@@ -60,6 +61,7 @@ def _kfast_on(new_loop):
     def make():
         loop = new_loop()
         return loop, SystemTimer(loop).schedule, 30_000
+
     return make
 
 
@@ -67,6 +69,7 @@ def _call_later_on(new_loop):
     def make():
         loop = new_loop()
         return loop, loop.call_later, 30.0
+
     return make
 
 

@@ -23,6 +23,7 @@ client would cache it) runs complete SCRAM-SHA-512 exchanges on new
 connections for ``--auth-seconds``; the figure is exchanges per second.
 Loopback only, every phase bounded in time.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,7 +64,8 @@ def secured_kfast(workdir: str):
     password = secrets.token_urlsafe(12)
     overrides = (
         "listeners=" + ",".join(f"{n}://127.0.0.1:{p}" for n, p in ports.items()),
-        "ssl.keystore.type=PEM", f"ssl.keystore.location={server.keystore_path}",
+        "ssl.keystore.type=PEM",
+        f"ssl.keystore.location={server.keystore_path}",
         "sasl.enabled.mechanisms=SCRAM-SHA-512",
         "listener.name.sasl_ssl.scram-sha-512.sasl.jaas.config="
         "org.apache.kafka.common.security.scram.ScramLoginModule required;",
@@ -71,17 +73,35 @@ def secured_kfast(workdir: str):
     with run_broker("kfast", overrides, port=ports["PLAINTEXT"]) as (proc, _bootstrap, _ready):
         for port in ports.values():
             wait_listening(port, proc)
-        subprocess.run([sys.executable, "-m", "kfast", "configs", "--bootstrap-server",
-                        f"127.0.0.1:{ports['PLAINTEXT']}", "--entity-type", "users",
-                        "--entity-name", "bench", "--alter", "--add-config",
-                        f"SCRAM-SHA-512=[iterations=4096,password={password}]"],
-                       check=True, timeout=60)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kfast",
+                "configs",
+                "--bootstrap-server",
+                f"127.0.0.1:{ports['PLAINTEXT']}",
+                "--entity-type",
+                "users",
+                "--entity-name",
+                "bench",
+                "--alter",
+                "--add-config",
+                f"SCRAM-SHA-512=[iterations=4096,password={password}]",
+            ],
+            check=True,
+            timeout=60,
+        )
         clients = {
             "PLAINTEXT": {},
             "SSL": {"security.protocol": "SSL", "ssl.ca.location": ca.cert_path},
-            "SASL_SSL": {"security.protocol": "SASL_SSL", "ssl.ca.location": ca.cert_path,
-                         "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "bench",
-                         "sasl.password": password},
+            "SASL_SSL": {
+                "security.protocol": "SASL_SSL",
+                "ssl.ca.location": ca.cert_path,
+                "sasl.mechanism": "SCRAM-SHA-512",
+                "sasl.username": "bench",
+                "sasl.password": password,
+            },
         }
         yield proc, ports, clients, password
 
@@ -89,9 +109,17 @@ def secured_kfast(workdir: str):
 def produce(bootstrap: str, conf: dict, topic: str, records: int) -> dict:
     from confluent_kafka import Producer
 
-    producer = Producer({"bootstrap.servers": bootstrap, "acks": "1", "linger.ms": 5,
-                         "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
-                         "delivery.report.only.error": True, **conf})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "acks": "1",
+            "linger.ms": 5,
+            "batch.size": 1_000_000,
+            "queue.buffering.max.messages": 1_000_000,
+            "delivery.report.only.error": True,
+            **conf,
+        }
+    )
     producer.list_topics(topic, timeout=30)
     payload = b"x" * RECORD_SIZE
     start = time.monotonic()
@@ -110,8 +138,15 @@ def produce(bootstrap: str, conf: dict, topic: str, records: int) -> dict:
 def consume(bootstrap: str, conf: dict, topic: str, records: int) -> dict:
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench",
-                         "enable.auto.commit": False, "fetch.queue.backoff.ms": 10, **conf})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench",
+            "enable.auto.commit": False,
+            "fetch.queue.backoff.ms": 10,
+            **conf,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     got, start = 0, time.monotonic()
     deadline = start + PHASE_LIMIT_S
@@ -135,7 +170,8 @@ def phases(pid: int, bootstrap: str, conf: dict, records: int, admin_bootstrap: 
             "records_per_s": figures["records"] / figures["seconds"],
             "mb_per_s": figures["records"] * RECORD_SIZE / 1e6 / figures["seconds"],
             "broker_cpu_s_per_gb": cpu / gigabytes if gigabytes else None,
-            "records": figures["records"]}
+            "records": figures["records"],
+        }
     return result
 
 
@@ -154,6 +190,7 @@ def _read_frame(sock) -> bytes:
                 raise ConnectionError("closed")
             data += chunk
         return data
+
     return read(struct.unpack(">i", read(4))[0])
 
 
@@ -175,23 +212,31 @@ def scram_authentications(port: int, password: str, seconds: float) -> float:
             _read_frame(sock)
             nonce = base64.b64encode(os.urandom(18)).decode()
             bare = f"n=bench,r={nonce}"
-            sock.sendall(_request(36, 2, 2, SaslAuthenticateRequest(
-                auth_bytes=f"n,,{bare}".encode())))
+            sock.sendall(
+                _request(36, 2, 2, SaslAuthenticateRequest(auth_bytes=f"n,,{bare}".encode()))
+            )
             _, first = decode_response(36, 2, _read_frame(sock))
             server_first = bytes(first.auth_bytes).decode()
             fields = dict(item.split("=", 1) for item in server_first.split(","))
             key = (fields["s"], fields["i"])
             if key not in salted:
-                salted[key] = hashlib.pbkdf2_hmac("sha512", password.encode(),
-                                                  base64.b64decode(fields["s"]), int(fields["i"]))
+                salted[key] = hashlib.pbkdf2_hmac(
+                    "sha512", password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
+                )
             client_key = hmac.new(salted[key], b"Client Key", "sha512").digest()
             stored = hashlib.sha512(client_key).digest()
             without_proof = f"c=biws,r={fields['r']}"
             message = f"{bare},{server_first},{without_proof}".encode()
             signature = hmac.new(stored, message, "sha512").digest()
             proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
-            sock.sendall(_request(36, 2, 3, SaslAuthenticateRequest(
-                auth_bytes=f"{without_proof},p={proof}".encode())))
+            sock.sendall(
+                _request(
+                    36,
+                    2,
+                    3,
+                    SaslAuthenticateRequest(auth_bytes=f"{without_proof},p={proof}".encode()),
+                )
+            )
             _, final = decode_response(36, 2, _read_frame(sock))
             if final.error_code:
                 raise RuntimeError(final.error_message)
@@ -214,32 +259,42 @@ def main() -> int:
         with secured_kfast(workdir) as (proc, ports, clients, password):
             admin = f"127.0.0.1:{ports['PLAINTEXT']}"
             for name, conf in clients.items():
-                results[f"kfast {name}"] = phases(proc.pid, f"127.0.0.1:{ports[name]}", conf,
-                                                  args.records, admin)
+                results[f"kfast {name}"] = phases(
+                    proc.pid, f"127.0.0.1:{ports[name]}", conf, args.records, admin
+                )
             results["scram_sha_512_auth_per_s"] = scram_authentications(
-                ports["SASL_SSL"], password, args.auth_seconds)
+                ports["SASL_SSL"], password, args.auth_seconds
+            )
     if not args.no_tansu:
         with run_broker("tansu") as (tansu, bootstrap, _ready):
             results["tansu PLAINTEXT"] = phases(tansu.pid, bootstrap, {}, args.records, bootstrap)
-    print("| broker listener | produce rec/s | produce MB/s | broker CPU-s/GB | "
-          "consume rec/s | consume MB/s | broker CPU-s/GB |")
+    print(
+        "| broker listener | produce rec/s | produce MB/s | broker CPU-s/GB | "
+        "consume rec/s | consume MB/s | broker CPU-s/GB |"
+    )
     print("|---|---|---|---|---|---|---|")
     for name, r in results.items():
         if not isinstance(r, dict):
             continue
         p, c = r["produce"], r["consume"]
-        print(f"| {name} | {p['records_per_s']:,.0f} | {p['mb_per_s']:.1f} | "
-              f"{p['broker_cpu_s_per_gb']:.2f} | {c['records_per_s']:,.0f} | "
-              f"{c['mb_per_s']:.1f} | {c['broker_cpu_s_per_gb']:.2f} |")
+        print(
+            f"| {name} | {p['records_per_s']:,.0f} | {p['mb_per_s']:.1f} | "
+            f"{p['broker_cpu_s_per_gb']:.2f} | {c['records_per_s']:,.0f} | "
+            f"{c['mb_per_s']:.1f} | {c['broker_cpu_s_per_gb']:.2f} |"
+        )
     base = results["kfast PLAINTEXT"]
     for name in ("kfast SSL", "kfast SASL_SSL", "tansu PLAINTEXT"):
         if name in results:
             r = results[name]
-            print(f"{name} / kfast PLAINTEXT: produce "
-                  f"{r['produce']['records_per_s'] / base['produce']['records_per_s']:.2f}x, "
-                  f"consume {r['consume']['records_per_s'] / base['consume']['records_per_s']:.2f}x")
-    print(f"SCRAM-SHA-512 (4096 iterations) authentications over TLS: "
-          f"{results['scram_sha_512_auth_per_s']:.1f}/s")
+            print(
+                f"{name} / kfast PLAINTEXT: produce "
+                f"{r['produce']['records_per_s'] / base['produce']['records_per_s']:.2f}x, "
+                f"consume {r['consume']['records_per_s'] / base['consume']['records_per_s']:.2f}x"
+            )
+    print(
+        f"SCRAM-SHA-512 (4096 iterations) authentications over TLS: "
+        f"{results['scram_sha_512_auth_per_s']:.1f}/s"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2)

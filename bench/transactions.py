@@ -34,6 +34,7 @@ broker_load.py (`pip install 'kfast[bench]'`). The producer runs in this
 process: on a two-core machine it shares the CPU with the broker, the same
 for both brokers.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -47,8 +48,12 @@ import uuid
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from broker_load import RECORD_SIZE, cpu_seconds, create_topic, run_broker
 
-PRODUCER = {"linger.ms": 5, "batch.size": 1_000_000, "queue.buffering.max.messages": 1_000_000,
-            "delivery.report.only.error": True}
+PRODUCER = {
+    "linger.ms": 5,
+    "batch.size": 1_000_000,
+    "queue.buffering.max.messages": 1_000_000,
+    "delivery.report.only.error": True,
+}
 
 
 class PhaseFailed(Exception):
@@ -61,8 +66,10 @@ def _producer(bootstrap: str, errors: list, **config):
     def on_delivery(err, _msg):
         if err is not None:
             errors.append(str(err))
-    return Producer({"bootstrap.servers": bootstrap, "on_delivery": on_delivery,
-                     **PRODUCER, **config})
+
+    return Producer(
+        {"bootstrap.servers": bootstrap, "on_delivery": on_delivery, **PRODUCER, **config}
+    )
 
 
 def _produce(producer, topic: str, payload: bytes, count: int, deadline: float) -> int:
@@ -92,8 +99,13 @@ def idempotent(bootstrap: str, topic: str, records: int, limit_s: float) -> dict
     undelivered = producer.flush(max(0.0, deadline - time.monotonic()))
     elapsed = time.monotonic() - start
     delivered = sent - undelivered - len(errors)
-    return {"records": delivered, "seconds": elapsed, "records_per_s": delivered / elapsed,
-            "errors": errors[:3], "hit_limit": delivered < records}
+    return {
+        "records": delivered,
+        "seconds": elapsed,
+        "records_per_s": delivered / elapsed,
+        "errors": errors[:3],
+        "hit_limit": delivered < records,
+    }
 
 
 def _percentile(samples: list[float], q: float) -> float:
@@ -101,8 +113,9 @@ def _percentile(samples: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def transactional(bootstrap: str, topic: str, records: int, commit_every: int,
-                  limit_s: float) -> dict:
+def transactional(
+    bootstrap: str, topic: str, records: int, commit_every: int, limit_s: float
+) -> dict:
     from confluent_kafka import KafkaException
 
     errors: list[str] = []
@@ -119,11 +132,12 @@ def transactional(bootstrap: str, topic: str, records: int, commit_every: int,
     try:
         while committed < records and time.monotonic() < deadline:
             producer.begin_transaction()
-            sent = _produce(producer, topic, payload, min(commit_every, records - committed),
-                            deadline)
+            sent = _produce(
+                producer, topic, payload, min(commit_every, records - committed), deadline
+            )
             flush_start = time.monotonic()
             if producer.flush(max(0.0, deadline - flush_start)):
-                break                       # the limit: this transaction is not counted
+                break  # the limit: this transaction is not counted
             commit_start = time.monotonic()
             producer.commit_transaction(max(0.1, deadline - commit_start))
             done = time.monotonic()
@@ -135,13 +149,17 @@ def transactional(bootstrap: str, topic: str, records: int, commit_every: int,
     elapsed = time.monotonic() - start
     if errors:
         raise PhaseFailed(f"delivery errors: {errors[:3]}")
-    return {"records": committed, "transactions": len(commits), "seconds": elapsed,
-            "records_per_s": committed / elapsed,
-            "commit_p50_ms": 1000 * statistics.median(commits),
-            "commit_p99_ms": 1000 * _percentile(commits, 0.99),
-            "end_p50_ms": 1000 * statistics.median(ends),
-            "end_p99_ms": 1000 * _percentile(ends, 0.99),
-            "hit_limit": committed < records}
+    return {
+        "records": committed,
+        "transactions": len(commits),
+        "seconds": elapsed,
+        "records_per_s": committed / elapsed,
+        "commit_p50_ms": 1000 * statistics.median(commits),
+        "commit_p99_ms": 1000 * _percentile(commits, 0.99),
+        "end_p50_ms": 1000 * statistics.median(ends),
+        "end_p99_ms": 1000 * _percentile(ends, 0.99),
+        "hit_limit": committed < records,
+    }
 
 
 def read_committed(bootstrap: str, topic: str, expected: int, limit_s: float) -> int:
@@ -149,9 +167,15 @@ def read_committed(bootstrap: str, topic: str, expected: int, limit_s: float) ->
     ``expected`` or at the limit)."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-rc",
-                         "enable.auto.commit": False, "isolation.level": "read_committed",
-                         "fetch.queue.backoff.ms": 10})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": "bench-rc",
+            "enable.auto.commit": False,
+            "isolation.level": "read_committed",
+            "fetch.queue.backoff.ms": 10,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     got = 0
     deadline = time.monotonic() + limit_s
@@ -179,9 +203,15 @@ def abort_check(bootstrap: str, topic: str, limit_s: float) -> dict:
         return {"failed": str(exc.args[0])}
     read = {}
     for isolation in ("read_committed", "read_uncommitted"):
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "bench-abort",
-                             "enable.auto.commit": False, "isolation.level": isolation,
-                             "enable.partition.eof": True})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": "bench-abort",
+                "enable.auto.commit": False,
+                "isolation.level": isolation,
+                "enable.partition.eof": True,
+            }
+        )
         consumer.assign([TopicPartition(topic, 0, 0)])
         got, deadline = 0, time.monotonic() + min(limit_s, 15)
         while time.monotonic() < deadline:
@@ -190,7 +220,7 @@ def abort_check(bootstrap: str, topic: str, limit_s: float) -> dict:
                 continue
             if message.error() is None:
                 got += 1
-            elif message.error().code() == -191:        # _PARTITION_EOF
+            elif message.error().code() == -191:  # _PARTITION_EOF
                 break
         consumer.close()
         read[isolation] = got
@@ -213,9 +243,11 @@ def _summary(result: dict) -> str:
         return f"FAILED: {result['failed']}"
     text = f"{result['records_per_s']:,.0f} records/s"
     if "commit_p50_ms" in result:
-        text += (f", commit p50/p99 {result['commit_p50_ms']:.2f}/{result['commit_p99_ms']:.2f} "
-                 f"ms, flush+commit p50/p99 {result['end_p50_ms']:.2f}/"
-                 f"{result['end_p99_ms']:.2f} ms")
+        text += (
+            f", commit p50/p99 {result['commit_p50_ms']:.2f}/{result['commit_p99_ms']:.2f} "
+            f"ms, flush+commit p50/p99 {result['end_p50_ms']:.2f}/"
+            f"{result['end_p99_ms']:.2f} ms"
+        )
     if result.get("hit_limit"):
         text += " (hit the phase limit)"
     return text + f", broker CPU {result['broker_cpu_s']:.2f} s"
@@ -230,22 +262,30 @@ def run_round(kind: str, args) -> dict:
             topic = f"bench-{name}-{uuid.uuid4().hex[:8]}"
             create_topic(bootstrap, topic, 1)
             if name == "idempotent":
-                results[name] = _phase(proc, name, lambda: idempotent(
-                    bootstrap, topic, args.records, args.phase_limit))
+                results[name] = _phase(
+                    proc, name, lambda: idempotent(bootstrap, topic, args.records, args.phase_limit)
+                )
                 continue
-            results[name] = _phase(proc, name, lambda: transactional(
-                bootstrap, topic, args.records, args.commit_every, args.phase_limit))
+            results[name] = _phase(
+                proc,
+                name,
+                lambda: transactional(
+                    bootstrap, topic, args.records, args.commit_every, args.phase_limit
+                ),
+            )
             committed = results[name].get("records", 0)
             if committed:
                 got = read_committed(bootstrap, topic, committed, args.phase_limit)
                 results["read_committed"] = {"expected": committed, "read": got}
-                print(f"    read_committed: {got:,} of {committed:,} committed records",
-                      flush=True)
+                print(f"    read_committed: {got:,} of {committed:,} committed records", flush=True)
             topic = f"bench-abort-{uuid.uuid4().hex[:8]}"
             create_topic(bootstrap, topic, 1)
             results["abort_check"] = abort_check(bootstrap, topic, args.phase_limit)
-            print(f"    abort check (expect read_committed 1, read_uncommitted 11): "
-                  f"{results['abort_check']}", flush=True)
+            print(
+                f"    abort check (expect read_committed 1, read_uncommitted 11): "
+                f"{results['abort_check']}",
+                flush=True,
+            )
         return results
 
 
@@ -256,20 +296,27 @@ def _median(rounds: list[dict], kind: str, phase: str, key: str) -> float | None
 
 def report(rounds: list[dict], kinds: list[str]) -> None:
     print("\nmedians over", len(rounds), "round(s)")
-    rows = [("idempotent records/s", "idempotent", "records_per_s"),
-            ("transactional records/s", "transactional", "records_per_s"),
-            ("commit p50 ms", "transactional", "commit_p50_ms"),
-            ("commit p99 ms", "transactional", "commit_p99_ms"),
-            ("flush+commit p50 ms", "transactional", "end_p50_ms"),
-            ("flush+commit p99 ms", "transactional", "end_p99_ms"),
-            ("broker CPU s, transactional", "transactional", "broker_cpu_s")]
+    rows = [
+        ("idempotent records/s", "idempotent", "records_per_s"),
+        ("transactional records/s", "transactional", "records_per_s"),
+        ("commit p50 ms", "transactional", "commit_p50_ms"),
+        ("commit p99 ms", "transactional", "commit_p99_ms"),
+        ("flush+commit p50 ms", "transactional", "end_p50_ms"),
+        ("flush+commit p99 ms", "transactional", "end_p99_ms"),
+        ("broker CPU s, transactional", "transactional", "broker_cpu_s"),
+    ]
     print("| | " + " | ".join(kinds) + " |")
     for label, phase, key in rows:
         cells = []
         for kind in kinds:
             value = _median(rounds, kind, phase, key)
-            cells.append("failed" if value is None else f"{value:,.2f}" if "ms" in label
-                         or "CPU" in label else f"{value:,.0f}")
+            cells.append(
+                "failed"
+                if value is None
+                else f"{value:,.2f}"
+                if "ms" in label or "CPU" in label
+                else f"{value:,.0f}"
+            )
         print(f"| {label} | " + " | ".join(cells) + " |")
     for kind in kinds:
         txn = _median(rounds, kind, "transactional", "records_per_s")
@@ -292,11 +339,20 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--commit-every", type=int, default=1_000)
     parser.add_argument("--phase-limit", type=float, default=60.0, help="seconds per phase")
-    parser.add_argument("--repeat", type=int, default=1,
-                        help="rounds; the brokers take turns, the order flipping each round")
-    parser.add_argument("--kfast-override", action="append", default=[], metavar="NAME=VALUE",
-                        help="a kfast broker property (repeatable), e.g. "
-                             "transaction.partition.verification.enable=false")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=1,
+        help="rounds; the brokers take turns, the order flipping each round",
+    )
+    parser.add_argument(
+        "--kfast-override",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a kfast broker property (repeatable), e.g. "
+        "transaction.partition.verification.enable=false",
+    )
     parser.add_argument("--json", help="write the raw results here")
     args = parser.parse_args()
     kinds = args.brokers.split(",")

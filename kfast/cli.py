@@ -8,6 +8,7 @@ imported, so ``kfast serve`` never loads the client and ``kfast dump-log``
 never loads the broker (each tools module costs 30-150 ms to import); a
 command line without one (``kfast --help``, a typo) gets the full parser.
 """
+
 from __future__ import annotations
 
 import argparse

@@ -38,6 +38,7 @@ with CorruptRecordException without allocating it.
 Errors: an unknown codec id -> UnsupportedCompressionTypeException; corrupt or
 oversized compressed data -> CorruptRecordException.
 """
+
 from __future__ import annotations
 
 import struct
@@ -81,8 +82,8 @@ LZ4_FRAME_MAGIC = 0x184D2204
 LZ4_SKIPPABLE_MASK = 0xFFFFFFF0
 LZ4_SKIPPABLE_MAGIC = 0x184D2A50
 LZ4_BLOCK_SIZE = 64 * 1024
-LZ4_FLG = 0x60          # version 01, block independence, no checksums
-LZ4_BD = 0x40           # block max size 64 KiB
+LZ4_FLG = 0x60  # version 01, block independence, no checksums
+LZ4_BD = 0x40  # block max size 64 KiB
 LZ4_BLOCK_MAX = {4: 64 * 1024, 5: 256 * 1024, 6: 1024 * 1024, 7: 4 * 1024 * 1024}
 LZ4_STORED = 0x80000000
 
@@ -97,13 +98,15 @@ _u32be = struct.Struct(">I")
 
 def _codec_error(codec: int) -> UnsupportedCompressionTypeException:
     return UnsupportedCompressionTypeException(
-        f"Unknown compression codec id {codec} (known: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)")
+        f"Unknown compression codec id {codec} (known: 0 none, 1 gzip, 2 snappy, 3 lz4, 4 zstd)"
+    )
 
 
 def _too_large(name: str, bound: int, max_output: int) -> CorruptRecordException:
     return CorruptRecordException(
         f"{name} payload would decompress to more than max_output={max_output} bytes "
-        f"(frame structure allows {bound})")
+        f"(frame structure allows {bound})"
+    )
 
 
 # ---------------------------------------------------------------- xxHash32
@@ -147,8 +150,11 @@ def xxh32(data: bytes, seed: int = 0) -> int:
     return acc
 
 
-_LZ4_HEADER = (_u32le.pack(LZ4_FRAME_MAGIC) + bytes((LZ4_FLG, LZ4_BD))
-               + bytes(((xxh32(bytes((LZ4_FLG, LZ4_BD))) >> 8) & 0xFF,)))
+_LZ4_HEADER = (
+    _u32le.pack(LZ4_FRAME_MAGIC)
+    + bytes((LZ4_FLG, LZ4_BD))
+    + bytes(((xxh32(bytes((LZ4_FLG, LZ4_BD))) >> 8) & 0xFF,))
+)
 _LZ4_END_MARK = b"\x00\x00\x00\x00"
 
 
@@ -173,7 +179,7 @@ def _snappy_xerial_compress(data) -> bytes:
     view = memoryview(data).cast("B")
     parts = [XERIAL_HEADER]
     for start in range(0, len(view), XERIAL_BLOCK_SIZE):
-        block = bytes(cramjam.snappy.compress_raw(view[start:start + XERIAL_BLOCK_SIZE]))
+        block = bytes(cramjam.snappy.compress_raw(view[start : start + XERIAL_BLOCK_SIZE]))
         parts.append(_u32be.pack(len(block)))
         parts.append(block)
     return b"".join(parts)
@@ -183,7 +189,7 @@ def _lz4_frame_compress(data) -> bytes:
     view = memoryview(data).cast("B")
     parts = [_LZ4_HEADER]
     for start in range(0, len(view), LZ4_BLOCK_SIZE):
-        chunk = view[start:start + LZ4_BLOCK_SIZE]
+        chunk = view[start : start + LZ4_BLOCK_SIZE]
         block = bytes(cramjam.lz4.compress_block(chunk, store_size=False))
         if len(block) >= len(chunk):
             # Incompressible: store it, as the LZ4 frame format allows.
@@ -197,8 +203,13 @@ def _lz4_frame_compress(data) -> bytes:
 
 
 # ---------------------------------------------------------------- decompress
-def decompress(codec: int, data, *, max_output: int = DEFAULT_MAX_OUTPUT,
-               lz4_broken_header_checksum: bool = False) -> bytes:
+def decompress(
+    codec: int,
+    data,
+    *,
+    max_output: int = DEFAULT_MAX_OUTPUT,
+    lz4_broken_header_checksum: bool = False,
+) -> bytes:
     """Decompress a payload written with Kafka codec ``codec``.
 
     ``max_output`` bounds the decompressed size (see module docstring).
@@ -221,10 +232,15 @@ def decompress(codec: int, data, *, max_output: int = DEFAULT_MAX_OUTPUT,
             return _zstd_decompress(data, max_output)
     except (CorruptRecordException, UnsupportedCompressionTypeException):
         raise
-    except (cramjam.DecompressionError, zlib.error, ValueError, OSError,
-            struct.error, IndexError) as e:
-        raise CorruptRecordException(
-            f"Corrupt {CODEC_NAMES[codec]} payload: {e}") from None
+    except (
+        cramjam.DecompressionError,
+        zlib.error,
+        ValueError,
+        OSError,
+        struct.error,
+        IndexError,
+    ) as e:
+        raise CorruptRecordException(f"Corrupt {CODEC_NAMES[codec]} payload: {e}") from None
     raise _codec_error(codec)
 
 
@@ -270,8 +286,9 @@ def _snappy_decompress(data, max_output: int) -> bytes:
         pos += 4
         if length > n - pos:
             raise CorruptRecordException(
-                f"Corrupt snappy payload: xerial block of {length} bytes, {n - pos} remain")
-        block = view[pos:pos + length]
+                f"Corrupt snappy payload: xerial block of {length} bytes, {n - pos} remain"
+            )
+        block = view[pos : pos + length]
         pos += length
         size = cramjam.snappy.decompress_raw_len(block)
         total += size
@@ -282,7 +299,7 @@ def _snappy_decompress(data, max_output: int) -> bytes:
     target = memoryview(out)
     at = 0
     for block, size in blocks:
-        written = cramjam.snappy.decompress_raw_into(block, target[at:at + size])
+        written = cramjam.snappy.decompress_raw_into(block, target[at : at + size])
         if written != size:
             raise CorruptRecordException("Corrupt snappy payload: block shorter than its preamble")
         at += size
@@ -312,7 +329,7 @@ def _lz4_frame_header(view, pos: int) -> tuple[int, int, int]:
     if block_max is None:
         raise CorruptRecordException(f"Corrupt lz4 payload: block size code {(bd >> 4) & 7}")
     hc = pos + 6
-    if flg & 0x08:       # content size: 8 bytes, not trusted (see _lz4_output_bound)
+    if flg & 0x08:  # content size: 8 bytes, not trusted (see _lz4_output_bound)
         hc += 8
     if flg & 0x01:
         hc += 4
@@ -321,8 +338,9 @@ def _lz4_frame_header(view, pos: int) -> tuple[int, int, int]:
     return flg, block_max, hc
 
 
-def _frames_output_bound(view, codec: str, frame_magic: int, skippable_mask: int,
-                         skippable_magic: int, frame_bound) -> int:
+def _frames_output_bound(
+    view, codec: str, frame_magic: int, skippable_mask: int, skippable_magic: int, frame_bound
+) -> int:
     """Sum ``frame_bound(view, pos) -> (bound, next_pos)`` over the frames
     of ``view``, skipping skippable frames. LZ4 and zstd share this framing
     (4-byte little-endian magic; skippable frames: magic, 4-byte size,
@@ -352,8 +370,9 @@ def _frames_output_bound(view, codec: str, frame_magic: int, skippable_mask: int
 
 def _lz4_output_bound(view) -> int:
     """An upper bound of the output of every frame in ``view``, from block headers."""
-    return _frames_output_bound(view, "lz4", LZ4_FRAME_MAGIC, LZ4_SKIPPABLE_MASK,
-                                LZ4_SKIPPABLE_MAGIC, _lz4_frame_bound)
+    return _frames_output_bound(
+        view, "lz4", LZ4_FRAME_MAGIC, LZ4_SKIPPABLE_MASK, LZ4_SKIPPABLE_MAGIC, _lz4_frame_bound
+    )
 
 
 def _lz4_frame_bound(view, pos: int) -> tuple[int, int]:
@@ -372,7 +391,8 @@ def _lz4_frame_bound(view, pos: int) -> tuple[int, int]:
         size &= ~LZ4_STORED & _M32
         if size > block_max or size > n - pos:
             raise CorruptRecordException(
-                f"Corrupt lz4 payload: block of {size} bytes (max {block_max}, {n - pos} remain)")
+                f"Corrupt lz4 payload: block of {size} bytes (max {block_max}, {n - pos} remain)"
+            )
         frame_bound += size if stored else block_max
         pos += size + (4 if flg & 0x10 else 0)
     if flg & 0x04:
@@ -389,7 +409,7 @@ def _lz4_fix_header_checksums(view) -> bytearray:
     n = len(fixed)
     while pos + 4 <= n and _u32le.unpack_from(fixed, pos)[0] == LZ4_FRAME_MAGIC:
         flg, block_max, hc = _lz4_frame_header(fixed, pos)
-        fixed[hc] = (xxh32(bytes(fixed[pos + 4:hc])) >> 8) & 0xFF
+        fixed[hc] = (xxh32(bytes(fixed[pos + 4 : hc])) >> 8) & 0xFF
         pos = hc + 1
         while pos + 4 <= n:
             size = _u32le.unpack_from(fixed, pos)[0]
@@ -440,8 +460,9 @@ def _zstd_output_bound(view) -> int:
     block regenerates at most 128 KiB. Frame_Content_Size is skipped, not
     trusted: it is a claim, the block headers are what the decoder follows.
     """
-    return _frames_output_bound(view, "zstd", ZSTD_FRAME_MAGIC, ZSTD_SKIPPABLE_MASK,
-                                ZSTD_SKIPPABLE_MAGIC, _zstd_frame_bound)
+    return _frames_output_bound(
+        view, "zstd", ZSTD_FRAME_MAGIC, ZSTD_SKIPPABLE_MASK, ZSTD_SKIPPABLE_MAGIC, _zstd_frame_bound
+    )
 
 
 def _zstd_frame_bound(view, pos: int) -> tuple[int, int]:
@@ -466,13 +487,13 @@ def _zstd_frame_bound(view, pos: int) -> tuple[int, int]:
         last = header & 1
         block_type = (header >> 1) & 3
         size = header >> 3
-        if block_type == 0:      # raw
+        if block_type == 0:  # raw
             frame_bound += size
             pos += size
-        elif block_type == 1:    # RLE: one byte repeated `size` times
+        elif block_type == 1:  # RLE: one byte repeated `size` times
             frame_bound += size
             pos += 1
-        elif block_type == 2:    # compressed
+        elif block_type == 2:  # compressed
             frame_bound += ZSTD_BLOCK_MAX
             pos += size
         else:
@@ -482,5 +503,5 @@ def _zstd_frame_bound(view, pos: int) -> tuple[int, int]:
         if last:
             break
     if fhd & 0x04:
-        pos += 4                 # content checksum
+        pos += 4  # content checksum
     return frame_bound, pos

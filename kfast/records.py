@@ -44,6 +44,7 @@ for unknown codecs. Bytes in the magic 0/1 message-set format raise
 ``LegacyRecordFormatError`` (a CorruptRecordException subclass carrying
 ``.magic``); ``peek_magic(buffer, offset)`` tells the formats apart up front.
 """
+
 from kfast._ext.batch import (
     CONTROL_TYPE_ABORT,
     CONTROL_TYPE_COMMIT,
@@ -83,13 +84,34 @@ from kfast.compression import (
 )
 
 __all__ = [
-    "BufferSlice", "Record", "RecordBatch", "RecordBatchBuilder", "LegacyRecordFormatError",
-    "build_control_batch", "complete_batches_size", "iter_batches", "patch_batch", "peek_magic",
-    "compress", "decompress",
-    "COMPRESSION_NONE", "COMPRESSION_GZIP", "COMPRESSION_SNAPPY", "COMPRESSION_LZ4",
-    "COMPRESSION_ZSTD", "TIMESTAMP_CREATE_TIME", "TIMESTAMP_LOG_APPEND_TIME",
-    "CONTROL_TYPE_ABORT", "CONTROL_TYPE_COMMIT", "RECORD_BATCH_OVERHEAD", "LOG_OVERHEAD",
-    "MAGIC_VALUE_V2", "NO_TIMESTAMP", "NO_PRODUCER_ID", "NO_PRODUCER_EPOCH", "NO_SEQUENCE",
+    "BufferSlice",
+    "Record",
+    "RecordBatch",
+    "RecordBatchBuilder",
+    "LegacyRecordFormatError",
+    "build_control_batch",
+    "complete_batches_size",
+    "iter_batches",
+    "patch_batch",
+    "peek_magic",
+    "compress",
+    "decompress",
+    "COMPRESSION_NONE",
+    "COMPRESSION_GZIP",
+    "COMPRESSION_SNAPPY",
+    "COMPRESSION_LZ4",
+    "COMPRESSION_ZSTD",
+    "TIMESTAMP_CREATE_TIME",
+    "TIMESTAMP_LOG_APPEND_TIME",
+    "CONTROL_TYPE_ABORT",
+    "CONTROL_TYPE_COMMIT",
+    "RECORD_BATCH_OVERHEAD",
+    "LOG_OVERHEAD",
+    "MAGIC_VALUE_V2",
+    "NO_TIMESTAMP",
+    "NO_PRODUCER_ID",
+    "NO_PRODUCER_EPOCH",
+    "NO_SEQUENCE",
     "NO_PARTITION_LEADER_EPOCH",
 ]
 
@@ -118,7 +140,14 @@ from kfast._ext.legacy import (
 )
 
 __all__ += [
-    "BatchInfo", "Column", "ColumnarRecords", "decode_columnar",
-    "NO_TIMESTAMP_TYPE", "LegacyRecord", "build_message_set", "convert_message_set_to_v2",
-    "convert_v2_to_message_set", "decode_message_set",
+    "BatchInfo",
+    "Column",
+    "ColumnarRecords",
+    "decode_columnar",
+    "NO_TIMESTAMP_TYPE",
+    "LegacyRecord",
+    "build_message_set",
+    "convert_message_set_to_v2",
+    "convert_v2_to_message_set",
+    "decode_message_set",
 ]

@@ -10,17 +10,22 @@ computing, so three workers on two cores finish sooner. Each test module is
 one xdist group, kept on one worker, so a module-scoped broker starts once;
 all of tests/spark is one group, so one worker runs the one SparkSession.
 """
+
 import os
 
 import pytest
 from hypothesis import HealthCheck, settings
 
 settings.register_profile(
-    "default", deadline=None, max_examples=100,
+    "default",
+    deadline=None,
+    max_examples=100,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.register_profile(
-    "thorough", deadline=None, max_examples=2000,
+    "thorough",
+    deadline=None,
+    max_examples=2000,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("KFAST_HYPOTHESIS_PROFILE", "default"))

@@ -1,4 +1,5 @@
 """Record batch v2 kernel (see kfast.records for the overview)."""
+
 from collections.abc import Iterator, Sequence
 
 from typing_extensions import Buffer
@@ -82,8 +83,9 @@ class RecordBatch:
     def tobytes(self) -> bytes: ...
     def compute_crc(self) -> int: ...
     def is_valid(self) -> bool: ...
-    def validate(self, *, from_client: bool = True, check_records: bool = True,
-                 max_output: int = ...) -> None: ...
+    def validate(
+        self, *, from_client: bool = True, check_records: bool = True, max_output: int = ...
+    ) -> None: ...
     def set_base_offset(self, base_offset: int) -> None: ...
     def set_last_offset(self, last_offset: int) -> None: ...
     def set_partition_leader_epoch(self, epoch: int) -> None: ...
@@ -92,10 +94,17 @@ class RecordBatch:
     def __iter__(self) -> RecordIterator: ...
     def records(self) -> list[Record]: ...
 
-def patch_batch(buffer: Buffer, offset: int, base_offset: int, partition_leader_epoch: int,
-                log_append_time: int | None = None) -> int: ...
+def patch_batch(
+    buffer: Buffer,
+    offset: int,
+    base_offset: int,
+    partition_leader_epoch: int,
+    log_append_time: int | None = None,
+) -> int: ...
 def complete_batches_size(buffer: Buffer, offset: int = 0) -> int: ...
-def iter_batches(buffer: Buffer, offset: int = 0, *, allow_partial: bool = False) -> Iterator[RecordBatch]: ...
+def iter_batches(
+    buffer: Buffer, offset: int = 0, *, allow_partial: bool = False
+) -> Iterator[RecordBatch]: ...
 
 class RecordBatchBuilder:
     compression: int
@@ -110,15 +119,36 @@ class RecordBatchBuilder:
     records_count: int
     size_in_bytes: int
     last_offset: int
-    def __init__(self, compression: int = 0, *, base_offset: int = 0, partition_leader_epoch: int = -1,
-                 producer_id: int = -1, producer_epoch: int = -1, base_sequence: int = -1,
-                 is_transactional: bool = False, is_control: bool = False, timestamp_type: int = 0,
-                 max_batch_bytes: int | None = None) -> None: ...
-    def append(self, timestamp: int, key: Buffer | None, value: Buffer | None,
-               headers: Sequence[tuple[str, Buffer | None]] | None = None,
-               offset: int | None = None) -> bool: ...
+    def __init__(
+        self,
+        compression: int = 0,
+        *,
+        base_offset: int = 0,
+        partition_leader_epoch: int = -1,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        timestamp_type: int = 0,
+        max_batch_bytes: int | None = None,
+    ) -> None: ...
+    def append(
+        self,
+        timestamp: int,
+        key: Buffer | None,
+        value: Buffer | None,
+        headers: Sequence[tuple[str, Buffer | None]] | None = None,
+        offset: int | None = None,
+    ) -> bool: ...
     def build(self) -> bytes: ...
 
-def build_control_batch(control_type: int, producer_id: int, producer_epoch: int,
-                        coordinator_epoch: int, timestamp: int, base_offset: int = 0,
-                        partition_leader_epoch: int = -1) -> bytes: ...
+def build_control_batch(
+    control_type: int,
+    producer_id: int,
+    producer_epoch: int,
+    coordinator_epoch: int,
+    timestamp: int,
+    base_offset: int = 0,
+    partition_leader_epoch: int = -1,
+) -> bytes: ...

@@ -1,14 +1,18 @@
 from typing import Any
 from typing import Any as Buffer  # any object exporting the buffer protocol (an mmap)
 
-def largest_lower_bound_slot(buf: Buffer, entries: int, entry_size: int, key_pos: int,
-                             key_width: int, target: int) -> int: ...
-def smallest_upper_bound_slot(buf: Buffer, entries: int, entry_size: int, key_pos: int,
-                              key_width: int, target: int) -> int: ...
-def first_unordered_slot(buf: Buffer, entries: int, entry_size: int, key_pos: int,
-                         key_width: int, strict: bool) -> int: ...
-def offset_index_lookup(buf: Buffer, entries: int, base_offset: int,
-                        target_offset: int) -> tuple[int, int]: ...
+def largest_lower_bound_slot(
+    buf: Buffer, entries: int, entry_size: int, key_pos: int, key_width: int, target: int
+) -> int: ...
+def smallest_upper_bound_slot(
+    buf: Buffer, entries: int, entry_size: int, key_pos: int, key_width: int, target: int
+) -> int: ...
+def first_unordered_slot(
+    buf: Buffer, entries: int, entry_size: int, key_pos: int, key_width: int, strict: bool
+) -> int: ...
+def offset_index_lookup(
+    buf: Buffer, entries: int, base_offset: int, target_offset: int
+) -> tuple[int, int]: ...
 
 class FileMapping:
     """A shared mapping of a file that keeps no descriptor (see index.pyx)."""

@@ -8,16 +8,20 @@ LOG_APPEND_TIME: int
 
 class LegacyRecord(NamedTuple):
     offset: int
-    timestamp: int          # NO_TIMESTAMP for magic 0
-    timestamp_type: int     # NO_TIMESTAMP_TYPE for magic 0, else CREATE_TIME / LOG_APPEND_TIME
+    timestamp: int  # NO_TIMESTAMP for magic 0
+    timestamp_type: int  # NO_TIMESTAMP_TYPE for magic 0, else CREATE_TIME / LOG_APPEND_TIME
     key: bytes | None
     value: bytes | None
     magic: int
 
-def decode_message_set(buffer: Buffer, *, max_decompressed_bytes: int = ...) -> list[LegacyRecord]: ...
+def decode_message_set(
+    buffer: Buffer, *, max_decompressed_bytes: int = ...
+) -> list[LegacyRecord]: ...
 def build_message_set(
     magic: int,
-    records: Iterable[tuple[int, int, Buffer | None, Buffer | None]],  # (offset, timestamp, key, value)
+    records: Iterable[
+        tuple[int, int, Buffer | None, Buffer | None]
+    ],  # (offset, timestamp, key, value)
     compression: int = 0,
     *,
     timestamp_type: int = 0,

@@ -1,4 +1,5 @@
 """Log append kernel (grammar and order of checks: log_append.pxd)."""
+
 from typing import Any
 from typing import Any as Buffer  # any object exporting the buffer protocol
 
@@ -36,22 +37,56 @@ class BatchScan:
     error_base_offset: int
 
     appends_written: int
-    def __init__(self, plain_file_type: type | None = None, info_type: type | None = None) -> None: ...
-    def scan(self, buffer: Buffer, assign_offsets: bool, next_offset: int, leader_epoch: int,
-             log_append_time: int, from_client: bool, max_message_bytes: int,
-             check_time: bool, earliest: int, latest: int) -> int: ...
-    def configure(self, max_message_bytes: int, log_append_time: bool,
-                  timestamp_before_max_ms: int, timestamp_after_max_ms: int,
-                  segment_bytes: int, segment_ms: int) -> None: ...
-    def append_to_segment(self, buffer: Buffer, segment: Any, next_offset: int,
-                          leader_epoch: int, now: int, from_client: bool,
-                          log_start_offset: int) -> int: ...
-    def index_batches(self, position: int, since: int, index_interval_bytes: int,
-                      max_timestamp: int, offset_of_max_timestamp: int, base_offset: int,
-                      offset_index: Buffer | None, offset_entries: int,
-                      offset_max_entries: int, time_index: Buffer | None,
-                      time_entries: int, time_max_entries: int
-                      ) -> tuple[int, int, int, int, int] | None: ...
+    def __init__(
+        self, plain_file_type: type | None = None, info_type: type | None = None
+    ) -> None: ...
+    def scan(
+        self,
+        buffer: Buffer,
+        assign_offsets: bool,
+        next_offset: int,
+        leader_epoch: int,
+        log_append_time: int,
+        from_client: bool,
+        max_message_bytes: int,
+        check_time: bool,
+        earliest: int,
+        latest: int,
+    ) -> int: ...
+    def configure(
+        self,
+        max_message_bytes: int,
+        log_append_time: bool,
+        timestamp_before_max_ms: int,
+        timestamp_after_max_ms: int,
+        segment_bytes: int,
+        segment_ms: int,
+    ) -> None: ...
+    def append_to_segment(
+        self,
+        buffer: Buffer,
+        segment: Any,
+        next_offset: int,
+        leader_epoch: int,
+        now: int,
+        from_client: bool,
+        log_start_offset: int,
+    ) -> int: ...
+    def index_batches(
+        self,
+        position: int,
+        since: int,
+        index_interval_bytes: int,
+        max_timestamp: int,
+        offset_of_max_timestamp: int,
+        base_offset: int,
+        offset_index: Buffer | None,
+        offset_entries: int,
+        offset_max_entries: int,
+        time_index: Buffer | None,
+        time_entries: int,
+        time_max_entries: int,
+    ) -> tuple[int, int, int, int, int] | None: ...
     def batch_infos(self) -> list[tuple[int, int, int]]: ...
     def positions(self, with_producer_id_only: bool = False) -> list[int]: ...
     def leader_epochs(self) -> list[tuple[int, int]]: ...
@@ -62,8 +97,14 @@ ORIGIN_COORDINATOR: str
 
 class LogState:
     """C fields of a Log and its leader append's fast path (log_append.pxd)."""
+
     log_end_offset: int
     log_start_offset: int
     offline: bool
-    def append_as_leader(self, records: Buffer, leader_epoch: int | None = 0,
-                         origin: str = ..., now: int | None = None) -> Any: ...
+    def append_as_leader(
+        self,
+        records: Buffer,
+        leader_epoch: int | None = 0,
+        origin: str = ...,
+        now: int | None = None,
+    ) -> Any: ...

@@ -1,4 +1,5 @@
 """Plaintext socket I/O kernel: framed receives, zero-copy sends (see netio.pxd)."""
+
 from collections.abc import Iterable
 from typing import Protocol, Union
 

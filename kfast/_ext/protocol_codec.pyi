@@ -1,4 +1,5 @@
 """Type stub of the schema-driven protocol codec (see protocol_codec.pyx)."""
+
 from typing import Any
 
 KIND_INT8: int
@@ -33,9 +34,20 @@ class FieldOp:
     default_kind: int
     ignorable: bool
     default_factory: type | None
-    def __init__(self, key: str, kind: int, elem_kind: int, nullable: bool, compact: bool,
-                 struct: StructProgram | None, tag: int, default: Any, default_kind: int,
-                 ignorable: bool, default_factory: type | None) -> None: ...
+    def __init__(
+        self,
+        key: str,
+        kind: int,
+        elem_kind: int,
+        nullable: bool,
+        compact: bool,
+        struct: StructProgram | None,
+        tag: int,
+        default: Any,
+        default_kind: int,
+        ignorable: bool,
+        default_factory: type | None,
+    ) -> None: ...
 
 class StructProgram:
     cls: type
@@ -46,12 +58,17 @@ class StructProgram:
     flexible: bool
     min_size: int
     def __init__(self, cls: type, flexible: bool) -> None: ...
-    def set_fields(self, ops: tuple[FieldOp, ...], tagged_ops: tuple[FieldOp, ...],
-                   absent: tuple[FieldOp, ...]) -> None: ...
+    def set_fields(
+        self, ops: tuple[FieldOp, ...], tagged_ops: tuple[FieldOp, ...], absent: tuple[FieldOp, ...]
+    ) -> None: ...
 
 def decode(prog: StructProgram, buf: Any, offset: int = 0) -> tuple[Any, int]: ...
-def decode_request_header(buf: Any, flexible_from: list[int | None]) -> tuple[int, int, int, str | None, int]: ...
+def decode_request_header(
+    buf: Any, flexible_from: list[int | None]
+) -> tuple[int, int, int, str | None, int]: ...
 def decode_response_header(buf: Any, flexible: bool) -> tuple[int, int]: ...
-def encode_frame(header: bytes, prog: StructProgram, body: Any, parts: bool = False) -> bytes | list[Any]: ...
+def encode_frame(
+    header: bytes, prog: StructProgram, body: Any, parts: bool = False
+) -> bytes | list[Any]: ...
 def encode(prog: StructProgram, body: Any) -> bytes: ...
 def init_message(self: Any, fields: dict) -> None: ...

@@ -31,8 +31,13 @@ class TimingWheel:
     tick_ms: int
     wheel_size: int
     on_earlier_expiration: Callable[[int], object] | None
-    def __init__(self, tick_ms: int = 1, wheel_size: int = 20, start_ms: int = 0,
-                 clock: Callable[[], float] | None = None) -> None: ...
+    def __init__(
+        self,
+        tick_ms: int = 1,
+        wheel_size: int = 20,
+        start_ms: int = 0,
+        clock: Callable[[], float] | None = None,
+    ) -> None: ...
     def add(self, expiration_ms: int, task: Any) -> TimerTaskEntry: ...
     def schedule(self, delay_ms: int, task: Any) -> TimerTaskEntry:
         """add(clock ms + delay_ms, task); needs a clock."""

@@ -18,6 +18,7 @@ replication. Layers, each importing only the ones before it:
 
 Every broker error surfaces as the ``kfast.protocol.errors`` exception of its code.
 """
+
 from kfast.client.admin import EARLIEST, LATEST, MAX_TIMESTAMP, KafkaAdmin, NewTopic
 from kfast.client.blocking import BlockingFetcher
 from kfast.client.cluster import Cluster
@@ -33,7 +34,21 @@ from kfast.client.fetcher import (
 from kfast.client.producer import KafkaProducer, RecordMetadata
 
 __all__ = [
-    "BlockingConnection", "BlockingFetcher", "BrokerConnection", "Cluster", "ConsumerRecord", "EARLIEST",
-    "FetchedPartition", "Fetcher", "KafkaAdmin", "KafkaProducer", "LATEST", "MAX_TIMESTAMP",
-    "NewTopic", "READ_COMMITTED", "READ_UNCOMMITTED", "RecordMetadata", "decode_records",
+    "BlockingConnection",
+    "BlockingFetcher",
+    "BrokerConnection",
+    "Cluster",
+    "ConsumerRecord",
+    "EARLIEST",
+    "FetchedPartition",
+    "Fetcher",
+    "KafkaAdmin",
+    "KafkaProducer",
+    "LATEST",
+    "MAX_TIMESTAMP",
+    "NewTopic",
+    "READ_COMMITTED",
+    "READ_UNCOMMITTED",
+    "RecordMetadata",
+    "decode_records",
 ]

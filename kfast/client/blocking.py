@@ -12,6 +12,7 @@ do not share one between threads. Results are the async client's own
 (``FetchedPartition.records`` is a memoryview of the response bytes and
 stays valid after the call returns).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -58,14 +59,29 @@ class BlockingFetcher:
     def list_offsets(self, specs: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
         return self._run(self._fetcher.list_offsets(specs))
 
-    def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
-                  max_wait_ms: int | None = None) -> FetchedPartition:
+    def fetch_raw(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int = 1 << 20,
+        max_wait_ms: int | None = None,
+    ) -> FetchedPartition:
         return self._run(self._fetcher.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms))
 
-    def iter_raw(self, topic: str, partition: int, start_offset: int, end_offset: int,
-                 max_bytes: int = 1 << 20, max_wait_ms: int = 0):
+    def iter_raw(
+        self,
+        topic: str,
+        partition: int,
+        start_offset: int,
+        end_offset: int,
+        max_bytes: int = 1 << 20,
+        max_wait_ms: int = 0,
+    ):
         """Fetcher.iter_raw as a plain iterator."""
-        chunks = self._fetcher.iter_raw(topic, partition, start_offset, end_offset, max_bytes, max_wait_ms)
+        chunks = self._fetcher.iter_raw(
+            topic, partition, start_offset, end_offset, max_bytes, max_wait_ms
+        )
         try:
             while True:
                 try:
@@ -75,13 +91,25 @@ class BlockingFetcher:
         finally:
             self._run(chunks.aclose())
 
-    def fetch_many(self, positions: Mapping[tuple[str, int], int], partition_max_bytes: int = 1 << 20,
-                   max_wait_ms: int | None = None) -> dict[tuple[str, int], FetchedPartition]:
+    def fetch_many(
+        self,
+        positions: Mapping[tuple[str, int], int],
+        partition_max_bytes: int = 1 << 20,
+        max_wait_ms: int | None = None,
+    ) -> dict[tuple[str, int], FetchedPartition]:
         return self._run(self._fetcher.fetch_many(positions, partition_max_bytes, max_wait_ms))
 
-    def fetch_records(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
-                      max_wait_ms: int | None = None) -> list[ConsumerRecord]:
-        return self._run(self._fetcher.fetch_records(topic, partition, offset, max_bytes, max_wait_ms))
+    def fetch_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int = 1 << 20,
+        max_wait_ms: int | None = None,
+    ) -> list[ConsumerRecord]:
+        return self._run(
+            self._fetcher.fetch_records(topic, partition, offset, max_bytes, max_wait_ms)
+        )
 
     def close(self) -> None:
         if not self._loop.is_closed():

@@ -16,6 +16,7 @@ One BrokerConnection per broker, opened on first use and reopened after it
 dies. Requests that any broker can answer (Metadata, admin APIs, which a
 KRaft broker forwards to the controller) go to ``any_node``.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -28,9 +29,16 @@ from dataclasses import dataclass, field
 from kfast.client.connection import DEFAULT_CLIENT_ID, DEFAULT_REQUEST_TIMEOUT, BrokerConnection
 from kfast.protocol import MetadataRequest, errors
 
-__all__ = ["BrokerMetadata", "Cluster", "PartitionMetadata", "TopicMetadata",
-           "STALE_METADATA_ERRORS", "parse_bootstrap_servers", "topic_id_string",
-           "parse_topic_id"]
+__all__ = [
+    "BrokerMetadata",
+    "Cluster",
+    "PartitionMetadata",
+    "TopicMetadata",
+    "STALE_METADATA_ERRORS",
+    "parse_bootstrap_servers",
+    "topic_id_string",
+    "parse_topic_id",
+]
 
 # Errors after which a client refreshes metadata and retries (Kafka's
 # producer and consumer treat these as "leader moved or not there yet").
@@ -111,11 +119,17 @@ class TopicMetadata:
 
 
 class Cluster:
-    def __init__(self, bootstrap_servers, client_id: str | None = DEFAULT_CLIENT_ID,
-                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
-                 retry_backoff: float = 0.1, retry_backoff_max: float = 1.0,
-                 metadata_timeout: float = 30.0, allow_auto_topic_creation: bool = False,
-                 security=None):
+    def __init__(
+        self,
+        bootstrap_servers,
+        client_id: str | None = DEFAULT_CLIENT_ID,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        retry_backoff: float = 0.1,
+        retry_backoff_max: float = 1.0,
+        metadata_timeout: float = 30.0,
+        allow_auto_topic_creation: bool = False,
+        security=None,
+    ):
         self.bootstrap = parse_bootstrap_servers(bootstrap_servers)
         # kfast.client.security.ClientSecurity for every connection (None: PLAINTEXT).
         self.security = security
@@ -162,8 +176,9 @@ class Cluster:
     # ---- connections -----------------------------------------------------------------
 
     def _new_connection(self) -> BrokerConnection:
-        return BrokerConnection(client_id=self.client_id, request_timeout=self.request_timeout,
-                                security=self.security)
+        return BrokerConnection(
+            client_id=self.client_id, request_timeout=self.request_timeout, security=self.security
+        )
 
     async def connection(self, node_id: int) -> BrokerConnection:
         """The open connection to ``node_id`` (opened or reopened as needed)."""
@@ -218,14 +233,17 @@ class Cluster:
             self._bootstrap_connection = connection
             return connection
         raise errors.NetworkException(
-            f"no broker reachable at {','.join(f'{h}:{p}' for h, p in self.bootstrap)}: {last_error}")
+            f"no broker reachable at {','.join(f'{h}:{p}' for h, p in self.bootstrap)}: {last_error}"
+        )
 
     async def send(self, node_id: int | None, body, **kwargs):
         """Send to a broker (None: any broker) and return the response body."""
         connection = await (self._any_connection() if node_id is None else self.connection(node_id))
         return await connection.send(body, **kwargs)
 
-    async def version_for(self, node_id: int | None, key: int, max_version: int | None = None) -> int:
+    async def version_for(
+        self, node_id: int | None, key: int, max_version: int | None = None
+    ) -> int:
         connection = await (self._any_connection() if node_id is None else self.connection(node_id))
         return connection.version_for(key, max_version)
 
@@ -238,8 +256,9 @@ class Cluster:
             request_topics = [MetadataRequest.MetadataRequestTopic(name=name) for name in topics]
         else:
             request_topics = None
-        request = MetadataRequest(topics=request_topics,
-                                  allow_auto_topic_creation=self.allow_auto_topic_creation)
+        request = MetadataRequest(
+            topics=request_topics, allow_auto_topic_creation=self.allow_auto_topic_creation
+        )
         # Any broker can answer. A connection can look open until a request
         # finds its broker gone (killed while this client's loop was not
         # running, so the close went unread): that connection is now marked
@@ -255,17 +274,29 @@ class Cluster:
                     raise
         self.cluster_id = response.cluster_id
         self.controller_id = response.controller_id
-        self.brokers = {b.node_id: BrokerMetadata(b.node_id, b.host, b.port, b.rack)
-                        for b in response.brokers}
+        self.brokers = {
+            b.node_id: BrokerMetadata(b.node_id, b.host, b.port, b.rack) for b in response.brokers
+        }
         answered = {}
         for entry in response.topics:
             topic = TopicMetadata(
-                name=entry.name, topic_id=entry.topic_id, is_internal=entry.is_internal,
+                name=entry.name,
+                topic_id=entry.topic_id,
+                is_internal=entry.is_internal,
                 error_code=entry.error_code,
-                partitions={p.partition_index: PartitionMetadata(
-                    p.partition_index, p.leader_id, p.leader_epoch, list(p.replica_nodes),
-                    list(p.isr_nodes), list(p.offline_replicas), p.error_code)
-                    for p in entry.partitions})
+                partitions={
+                    p.partition_index: PartitionMetadata(
+                        p.partition_index,
+                        p.leader_id,
+                        p.leader_epoch,
+                        list(p.replica_nodes),
+                        list(p.isr_nodes),
+                        list(p.offline_replicas),
+                        p.error_code,
+                    )
+                    for p in entry.partitions
+                },
+            )
             answered[entry.name] = topic
             if entry.error_code == 0:
                 self.topics[entry.name] = topic
@@ -308,12 +339,16 @@ class Cluster:
         while True:
             answered = await self.refresh_metadata([name])
             topic = answered.get(name)
-            code = topic.error_code if topic is not None else errors.UnknownTopicOrPartitionException.code
+            code = (
+                topic.error_code
+                if topic is not None
+                else errors.UnknownTopicOrPartitionException.code
+            )
             if code == 0 and self._leaders_known(topic):
                 return topic
             error = errors.for_code(code) if code else errors.LeaderNotAvailableException
             if not error.retriable or time.monotonic() >= deadline:
-                if code == 0:       # a topic without leaders past the deadline: say so but return it
+                if code == 0:  # a topic without leaders past the deadline: say so but return it
                     return topic
                 raise error(f"topic {name!r}")
             await self.backoff(attempt)
@@ -353,8 +388,7 @@ class ClusterClient:
     caller; otherwise they own one made from ``bootstrap_servers`` and
     start and close it with themselves."""
 
-    def __init__(self, bootstrap_servers=None, cluster: Cluster | None = None,
-                 **cluster_options):
+    def __init__(self, bootstrap_servers=None, cluster: Cluster | None = None, **cluster_options):
         self._own_cluster = cluster is None
         self.cluster = cluster or Cluster(bootstrap_servers, **cluster_options)
 

@@ -23,6 +23,7 @@ that is the caller's business (the response body is returned as decoded).
 ``BlockingConnection`` wraps the same thing for command-line tools that run
 no event loop of their own.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -58,8 +59,12 @@ def api_key_of(body) -> int:
 class BrokerConnection:
     """An asyncio connection to one broker (works on uvloop and asyncio)."""
 
-    def __init__(self, client_id: str | None = DEFAULT_CLIENT_ID,
-                 request_timeout: float = DEFAULT_REQUEST_TIMEOUT, security=None):
+    def __init__(
+        self,
+        client_id: str | None = DEFAULT_CLIENT_ID,
+        request_timeout: float = DEFAULT_REQUEST_TIMEOUT,
+        security=None,
+    ):
         self.client_id = client_id
         self.request_timeout = request_timeout
         # kfast.client.security.ClientSecurity: TLS and SASL (None: PLAINTEXT).
@@ -89,12 +94,18 @@ class BrokerConnection:
         default) learn the broker's versions; then authenticate (SASL)."""
         self.host, self.port = host, port
         security = self.security
-        tls = {} if security is None or security.ssl_context is None else {
-            "ssl": security.ssl_context,
-            "server_hostname": host if security.ssl_context.check_hostname else None}
+        tls = (
+            {}
+            if security is None or security.ssl_context is None
+            else {
+                "ssl": security.ssl_context,
+                "server_hostname": host if security.ssl_context.check_hostname else None,
+            }
+        )
         try:
             self._reader, self._writer = await asyncio.wait_for(
-                asyncio.open_connection(host, port, **tls), self.request_timeout)
+                asyncio.open_connection(host, port, **tls), self.request_timeout
+            )
         except (TimeoutError, OSError) as exc:
             raise errors.NetworkException(f"cannot connect to {host}:{port}: {exc}") from exc
         self._closed_error = None
@@ -142,8 +153,9 @@ class BrokerConnection:
         answers UNSUPPORTED_VERSION with its own range for ApiVersions at v0
         (KIP-511), and we ask again at the newest version it named."""
         ours = lookup_api(API_VERSIONS).max_stable_version
-        request = request_class(API_VERSIONS)(client_software_name="kfast",
-                                              client_software_version=_kfast_version())
+        request = request_class(API_VERSIONS)(
+            client_software_name="kfast", client_software_version=_kfast_version()
+        )
         response = await self.send(request, version=ours)
         if response.error_code == errors.UnsupportedVersionException.code:
             theirs = {entry.api_key: entry.max_version for entry in response.api_keys}
@@ -151,18 +163,21 @@ class BrokerConnection:
             response = await self.send(request, version=retry)
         if response.error_code:
             raise errors.for_code(response.error_code)(
-                f"ApiVersions failed at {self.host}:{self.port}")
-        self.broker_versions = {entry.api_key: (entry.min_version, entry.max_version)
-                                for entry in response.api_keys}
+                f"ApiVersions failed at {self.host}:{self.port}"
+            )
+        self.broker_versions = {
+            entry.api_key: (entry.min_version, entry.max_version) for entry in response.api_keys
+        }
 
-    def version_for(self, key: int, max_version: int | None = None,
-                    min_version: int | None = None) -> int:
+    def version_for(
+        self, key: int, max_version: int | None = None, min_version: int | None = None
+    ) -> int:
         """The newest version of ``key`` both sides support (optionally capped
         by the caller); UnsupportedVersionException when the ranges miss."""
         api = lookup_api(key)
         low, high = api.min_version, api.max_stable_version
         if key == PRODUCE:
-            low = max(low, 3)       # record batches (magic 2) start at Produce v3
+            low = max(low, 3)  # record batches (magic 2) start at Produce v3
         if max_version is not None:
             high = min(high, max_version)
         if min_version is not None:
@@ -170,25 +185,36 @@ class BrokerConnection:
         if self.broker_versions:
             if key not in self.broker_versions:
                 raise errors.UnsupportedVersionException(
-                    f"broker {self.host}:{self.port} does not support {api.name}")
+                    f"broker {self.host}:{self.port} does not support {api.name}"
+                )
             broker_low, broker_high = self.broker_versions[key]
             low, high = max(low, broker_low), min(high, broker_high)
         if low > high:
             raise errors.UnsupportedVersionException(
-                f"no common version of {api.name} with broker {self.host}:{self.port}")
+                f"no common version of {api.name} with broker {self.host}:{self.port}"
+            )
         return high
 
     # ---- requests -------------------------------------------------------------------
 
-    async def send(self, body, api_key: int | None = None, version: int | None = None,
-                   expect_response: bool = True, timeout: float | None = None):
+    async def send(
+        self,
+        body,
+        api_key: int | None = None,
+        version: int | None = None,
+        expect_response: bool = True,
+        timeout: float | None = None,
+    ):
         """Send one request and wait for its response body.
 
         ``expect_response=False`` is for Produce with acks=0, which Kafka
         never answers: the call returns None once the bytes are queued."""
         if self._writer is None or self._closed_error is not None:
-            raise errors.NetworkException(f"not connected to {self.host}:{self.port}"
-                                          if self._closed_error is None else str(self._closed_error))
+            raise errors.NetworkException(
+                f"not connected to {self.host}:{self.port}"
+                if self._closed_error is None
+                else str(self._closed_error)
+            )
         key = api_key_of(body) if api_key is None else api_key
         if version is None:
             version = self.version_for(key)
@@ -203,16 +229,20 @@ class BrokerConnection:
         self._writer.write(frame)
         try:
             await self._writer.drain()
-            return await asyncio.wait_for(asyncio.shield(future),
-                                          self.request_timeout if timeout is None else timeout)
+            return await asyncio.wait_for(
+                asyncio.shield(future), self.request_timeout if timeout is None else timeout
+            )
         except TimeoutError:
             self._in_flight.pop(correlation_id, None)
             error = errors.TimeoutException(
-                f"{lookup_api(key).name} v{version} to {self.host}:{self.port} timed out")
+                f"{lookup_api(key).name} v{version} to {self.host}:{self.port} timed out"
+            )
             self._shut(error)
             raise error from None
         except (OSError, ConnectionError) as exc:
-            self._shut(errors.NetworkException(f"connection to {self.host}:{self.port} lost: {exc}"))
+            self._shut(
+                errors.NetworkException(f"connection to {self.host}:{self.port} lost: {exc}")
+            )
             raise self._closed_error from exc
         finally:
             # A caller that gives up (cancellation) leaves its entry: the
@@ -232,18 +262,22 @@ class BrokerConnection:
                 entry = self._in_flight.pop(correlation_id, None)
                 if entry is None:
                     raise errors.NetworkException(
-                        f"{self.host}:{self.port} answered unknown correlation id {correlation_id}")
+                        f"{self.host}:{self.port} answered unknown correlation id {correlation_id}"
+                    )
                 future, key, version = entry
-                if future.done():       # the caller gave up (cancelled) meanwhile
+                if future.done():  # the caller gave up (cancelled) meanwhile
                     continue
-                if key == API_VERSIONS and len(frame) >= 6 and \
-                        _ERROR_CODE.unpack_from(frame, 4)[0] == _UNSUPPORTED_VERSION:
+                if (
+                    key == API_VERSIONS
+                    and len(frame) >= 6
+                    and _ERROR_CODE.unpack_from(frame, 4)[0] == _UNSUPPORTED_VERSION
+                ):
                     # KIP-511: a broker that does not know our ApiVersions
                     # version answers in v0's layout, whatever we asked for.
                     version = 0
                 try:
                     _, body = decode_response(key, version, frame)
-                except Exception as exc:            # a malformed answer fails only its caller
+                except Exception as exc:  # a malformed answer fails only its caller
                     future.set_exception(exc)
                 else:
                     future.set_result(body)
@@ -252,11 +286,15 @@ class BrokerConnection:
         except asyncio.IncompleteReadError:
             self._shut(errors.NetworkException(f"{self.host}:{self.port} closed the connection"))
         except (OSError, ConnectionError) as exc:
-            self._shut(errors.NetworkException(f"connection to {self.host}:{self.port} lost: {exc}"))
+            self._shut(
+                errors.NetworkException(f"connection to {self.host}:{self.port} lost: {exc}")
+            )
         except errors.KafkaError as exc:
             self._shut(exc)
-        except Exception as exc:     # never leave callers waiting on a dead reader
-            self._shut(errors.NetworkException(f"reading from {self.host}:{self.port} failed: {exc!r}"))
+        except Exception as exc:  # never leave callers waiting on a dead reader
+            self._shut(
+                errors.NetworkException(f"reading from {self.host}:{self.port} failed: {exc!r}")
+            )
 
     def _shut(self, error: Exception) -> None:
         """Mark the connection dead with ``error`` and fail everything in flight."""
@@ -271,12 +309,13 @@ class BrokerConnection:
         for future, _, _ in in_flight.values():
             if not future.done():
                 future.set_exception(error)
-                future.exception()      # retrieved: a caller that gave up logs nothing
+                future.exception()  # retrieved: a caller that gave up logs nothing
 
 
 def _kfast_version() -> str:
     try:
         from kfast import __version__
+
         return str(__version__)
     except ImportError:
         return "0"
@@ -299,14 +338,21 @@ class BlockingConnection:
     def broker_versions(self) -> dict[int, tuple[int, int]]:
         return self._connection.broker_versions
 
-    def version_for(self, key: int, max_version: int | None = None,
-                    min_version: int | None = None) -> int:
+    def version_for(
+        self, key: int, max_version: int | None = None, min_version: int | None = None
+    ) -> int:
         return self._connection.version_for(key, max_version, min_version)
 
-    def send(self, body, api_key: int | None = None, version: int | None = None,
-             timeout: float | None = None):
+    def send(
+        self,
+        body,
+        api_key: int | None = None,
+        version: int | None = None,
+        timeout: float | None = None,
+    ):
         return self._loop.run_until_complete(
-            self._connection.send(body, api_key, version, timeout=timeout))
+            self._connection.send(body, api_key, version, timeout=timeout)
+        )
 
     def close(self) -> None:
         if not self._loop.is_closed():

@@ -24,6 +24,7 @@ empty answers below the high watermark. ``isolation_level=READ_COMMITTED``
 reads up to the last stable offset, and the decoded reads drop records of
 aborted transactions.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,8 +42,16 @@ from kfast.records import (
     iter_batches,
 )
 
-__all__ = ["Fetcher", "FetchedPartition", "ConsumerRecord", "decode_records", "READ_UNCOMMITTED",
-           "READ_COMMITTED", "EARLIEST", "LATEST"]
+__all__ = [
+    "Fetcher",
+    "FetchedPartition",
+    "ConsumerRecord",
+    "decode_records",
+    "READ_UNCOMMITTED",
+    "READ_COMMITTED",
+    "EARLIEST",
+    "LATEST",
+]
 
 READ_UNCOMMITTED, READ_COMMITTED = 0, 1
 _FETCH = api_keys.FETCH
@@ -55,12 +64,14 @@ class FetchedPartition:
     topic: str
     partition: int
     fetch_offset: int
-    records: memoryview                 # complete record batches only
+    records: memoryview  # complete record batches only
     high_watermark: int
     last_stable_offset: int
     log_start_offset: int
-    next_offset: int                    # where the next fetch of this partition starts
-    aborted_transactions: list[tuple[int, int]] = field(default_factory=list)  # (producer id, first offset)
+    next_offset: int  # where the next fetch of this partition starts
+    aborted_transactions: list[tuple[int, int]] = field(
+        default_factory=list
+    )  # (producer id, first offset)
 
 
 @dataclass
@@ -83,7 +94,9 @@ def _next_offset(records, fetch_offset: int) -> int:
     return next_offset
 
 
-def decode_records(part: FetchedPartition, isolation_level: int = READ_UNCOMMITTED) -> list[ConsumerRecord]:
+def decode_records(
+    part: FetchedPartition, isolation_level: int = READ_UNCOMMITTED
+) -> list[ConsumerRecord]:
     """The data records of a fetched partition at or after its fetch offset
     (control batches skipped; with READ_COMMITTED, aborted ones too)."""
     aborted_starts = sorted(part.aborted_transactions, key=lambda entry: entry[1])
@@ -98,8 +111,11 @@ def decode_records(part: FetchedPartition, isolation_level: int = READ_UNCOMMITT
             if batch.is_control:
                 if batch.producer_id in aborting:
                     first = next(iter(batch), None)
-                    if first is not None and first.key is not None and \
-                            int.from_bytes(bytes(first.key)[2:4], "big") == CONTROL_TYPE_ABORT:
+                    if (
+                        first is not None
+                        and first.key is not None
+                        and int.from_bytes(bytes(first.key)[2:4], "big") == CONTROL_TYPE_ABORT
+                    ):
                         aborting.discard(batch.producer_id)
                 continue
             if batch.is_transactional and batch.producer_id in aborting:
@@ -110,20 +126,35 @@ def decode_records(part: FetchedPartition, isolation_level: int = READ_UNCOMMITT
         for record in batch:
             if record.offset < part.fetch_offset:
                 continue
-            out.append(ConsumerRecord(
-                part.topic, part.partition, record.offset,
-                batch.max_timestamp if log_append else record.timestamp, batch.timestamp_type,
-                None if record.key is None else bytes(record.key),
-                None if record.value is None else bytes(record.value),
-                [(k, None if v is None else bytes(v)) for k, v in record.headers],
-                batch.partition_leader_epoch))
+            out.append(
+                ConsumerRecord(
+                    part.topic,
+                    part.partition,
+                    record.offset,
+                    batch.max_timestamp if log_append else record.timestamp,
+                    batch.timestamp_type,
+                    None if record.key is None else bytes(record.key),
+                    None if record.value is None else bytes(record.value),
+                    [(k, None if v is None else bytes(v)) for k, v in record.headers],
+                    batch.partition_leader_epoch,
+                )
+            )
     return out
 
 
 class Fetcher(ClusterClient):
-    def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None,
-                 isolation_level: int = READ_UNCOMMITTED, max_wait_ms: int = 500, min_bytes: int = 1,
-                 max_bytes: int = 50 * 1024 * 1024, retries: int = 10, **cluster_options):
+    def __init__(
+        self,
+        bootstrap_servers=None,
+        *,
+        cluster: Cluster | None = None,
+        isolation_level: int = READ_UNCOMMITTED,
+        max_wait_ms: int = 500,
+        min_bytes: int = 1,
+        max_bytes: int = 50 * 1024 * 1024,
+        retries: int = 10,
+        **cluster_options,
+    ):
         super().__init__(bootstrap_servers, cluster, **cluster_options)
         self.isolation_level = isolation_level
         self.max_wait_ms = max_wait_ms
@@ -134,25 +165,48 @@ class Fetcher(ClusterClient):
 
     # ---- offsets ---------------------------------------------------------------------
 
-    async def list_offsets(self, specs: Mapping[tuple[str, int], int]) -> dict[tuple[str, int], int]:
+    async def list_offsets(
+        self, specs: Mapping[tuple[str, int], int]
+    ) -> dict[tuple[str, int], int]:
         """(topic, partition) -> EARLIEST/LATEST/timestamp  =>  offsets."""
         listed = await self.admin.list_offsets(specs, self.isolation_level)
         return {key: value.offset for key, value in listed.items()}
 
     # ---- fetching --------------------------------------------------------------------
 
-    async def fetch_raw(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
-                        max_wait_ms: int | None = None) -> FetchedPartition:
+    async def fetch_raw(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int = 1 << 20,
+        max_wait_ms: int | None = None,
+    ) -> FetchedPartition:
         fetched = await self.fetch_many({(topic, partition): offset}, max_bytes, max_wait_ms)
         return fetched[topic, partition]
 
-    async def fetch_records(self, topic: str, partition: int, offset: int, max_bytes: int = 1 << 20,
-                            max_wait_ms: int | None = None) -> list[ConsumerRecord]:
-        return decode_records(await self.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms),
-                              self.isolation_level)
+    async def fetch_records(
+        self,
+        topic: str,
+        partition: int,
+        offset: int,
+        max_bytes: int = 1 << 20,
+        max_wait_ms: int | None = None,
+    ) -> list[ConsumerRecord]:
+        return decode_records(
+            await self.fetch_raw(topic, partition, offset, max_bytes, max_wait_ms),
+            self.isolation_level,
+        )
 
-    async def iter_raw(self, topic: str, partition: int, start_offset: int, end_offset: int,
-                       max_bytes: int = 1 << 20, max_wait_ms: int = 0):
+    async def iter_raw(
+        self,
+        topic: str,
+        partition: int,
+        start_offset: int,
+        end_offset: int,
+        max_bytes: int = 1 << 20,
+        max_wait_ms: int = 0,
+    ):
         """Fetch [start_offset, end_offset) of one partition, chunk by chunk
         (an async iterator of FetchedPartition). Chunks hold whole batches,
         so the first may begin before ``start_offset`` and the last may run
@@ -168,21 +222,28 @@ class Fetcher(ClusterClient):
                 yield part
                 position = part.next_offset
                 continue
-            readable = (part.last_stable_offset if self.isolation_level == READ_COMMITTED
-                        and part.last_stable_offset >= 0 else part.high_watermark)
+            readable = (
+                part.last_stable_offset
+                if self.isolation_level == READ_COMMITTED and part.last_stable_offset >= 0
+                else part.high_watermark
+            )
             if position >= readable:
                 return
             # Nothing below the readable end came back (a throttled answer is
             # empty): back off and ask again, a bounded number of times.
             if empty_answers >= self.retries:
                 raise errors.UnknownServerException(
-                    f"{topic}-{partition}: no records at offset {position} below {readable}")
+                    f"{topic}-{partition}: no records at offset {position} below {readable}"
+                )
             await self.cluster.backoff(empty_answers)
             empty_answers += 1
 
-    async def fetch_many(self, positions: Mapping[tuple[str, int], int],
-                         partition_max_bytes: int = 1 << 20,
-                         max_wait_ms: int | None = None) -> dict[tuple[str, int], FetchedPartition]:
+    async def fetch_many(
+        self,
+        positions: Mapping[tuple[str, int], int],
+        partition_max_bytes: int = 1 << 20,
+        max_wait_ms: int | None = None,
+    ) -> dict[tuple[str, int], FetchedPartition]:
         """Fetch every (topic, partition) from its offset; one request per leader, concurrently."""
         out: dict[tuple[str, int], FetchedPartition] = {}
         pending = dict(positions)
@@ -193,9 +254,13 @@ class Fetcher(ClusterClient):
             for (topic, partition), offset in pending.items():
                 leader = await self.cluster.leader_for(topic, partition)
                 by_leader.setdefault(leader, {})[topic, partition] = offset
-            results = await asyncio.gather(*(
-                self._fetch_from(node, group, partition_max_bytes, max_wait_ms)
-                for node, group in by_leader.items()), return_exceptions=True)
+            results = await asyncio.gather(
+                *(
+                    self._fetch_from(node, group, partition_max_bytes, max_wait_ms)
+                    for node, group in by_leader.items()
+                ),
+                return_exceptions=True,
+            )
             retry: dict[tuple[str, int], int] = {}
             for (_node, group), result in zip(by_leader.items(), results):
                 if isinstance(result, errors.KafkaError) and result.retriable:
@@ -222,18 +287,32 @@ class Fetcher(ClusterClient):
             pending = retry
         return out
 
-    async def _fetch_from(self, node: int, positions: dict[tuple[str, int], int],
-                          partition_max_bytes: int, max_wait_ms: int | None):
+    async def _fetch_from(
+        self,
+        node: int,
+        positions: dict[tuple[str, int], int],
+        partition_max_bytes: int,
+        max_wait_ms: int | None,
+    ):
         version = await self.cluster.version_for(node, _FETCH)
         topics: dict[str, list] = {}
         for (topic, partition), offset in positions.items():
-            topics.setdefault(topic, []).append(FetchRequest.FetchPartition(
-                partition=partition, fetch_offset=offset, partition_max_bytes=partition_max_bytes))
+            topics.setdefault(topic, []).append(
+                FetchRequest.FetchPartition(
+                    partition=partition,
+                    fetch_offset=offset,
+                    partition_max_bytes=partition_max_bytes,
+                )
+            )
         request = FetchRequest(
             replica_id=_CONSUMER_REPLICA_ID,
             max_wait_ms=self.max_wait_ms if max_wait_ms is None else max_wait_ms,
-            min_bytes=self.min_bytes, max_bytes=self.max_bytes,
-            isolation_level=self.isolation_level, session_id=0, session_epoch=-1)
+            min_bytes=self.min_bytes,
+            max_bytes=self.max_bytes,
+            isolation_level=self.isolation_level,
+            session_id=0,
+            session_epoch=-1,
+        )
         for name, partitions in topics.items():
             entry = FetchRequest.FetchTopic(partitions=partitions)
             if version >= 13:
@@ -263,9 +342,13 @@ class Fetcher(ClusterClient):
                 if p.error_code:
                     exc = errors.for_code(p.error_code)(
                         f"{name}-{p.partition_index} at offset {positions[key]} "
-                        f"(log start {p.log_start_offset}, high watermark {p.high_watermark})")
-                    exc.topic_partition, exc.log_start_offset, exc.high_watermark = \
-                        key, p.log_start_offset, p.high_watermark
+                        f"(log start {p.log_start_offset}, high watermark {p.high_watermark})"
+                    )
+                    exc.topic_partition, exc.log_start_offset, exc.high_watermark = (
+                        key,
+                        p.log_start_offset,
+                        p.high_watermark,
+                    )
                     raise exc
                 records = _EMPTY if p.records is None else memoryview(p.records)
                 complete = complete_batches_size(records)
@@ -275,13 +358,20 @@ class Fetcher(ClusterClient):
                     # partition_max_bytes. Asking again would loop forever.
                     raise errors.RecordTooLargeException(
                         f"{name}-{p.partition_index} at offset {positions[key]}: a record batch "
-                        f"larger than the fetch size {partition_max_bytes}")
+                        f"larger than the fetch size {partition_max_bytes}"
+                    )
                 records = records[:complete]
                 fetched[key] = FetchedPartition(
-                    name, p.partition_index, positions[key], records, p.high_watermark,
-                    p.last_stable_offset, p.log_start_offset,
+                    name,
+                    p.partition_index,
+                    positions[key],
+                    records,
+                    p.high_watermark,
+                    p.last_stable_offset,
+                    p.log_start_offset,
                     _next_offset(records, positions[key]),
-                    [(a.producer_id, a.first_offset) for a in (p.aborted_transactions or ())])
+                    [(a.producer_id, a.first_offset) for a in (p.aborted_transactions or ())],
+                )
         missing = [key for key in positions if key not in fetched and key not in stale]
         if missing:
             # Not answered at all (a broker must answer every partition): ask again.

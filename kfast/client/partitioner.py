@@ -8,6 +8,7 @@ it. Records without a key stick to one partition until its batch is sent,
 then move to another (KIP-480's sticky partitioner), so small unkeyed
 records fill batches instead of spraying one-record batches everywhere.
 """
+
 from __future__ import annotations
 
 import random
@@ -28,7 +29,7 @@ def murmur2(data: bytes) -> int:
     length = len(data)
     h = (_SEED ^ length) & _MASK
     whole = length & ~3
-    for (k,) in _WORDS.iter_unpack(data[:whole]):     # little-endian 32-bit words
+    for (k,) in _WORDS.iter_unpack(data[:whole]):  # little-endian 32-bit words
         k = (k * _M) & _MASK
         k ^= k >> 24
         k = (k * _M) & _MASK

@@ -23,6 +23,7 @@ it) or -1 (all in-sync replicas). ``enable_idempotence`` asks the broker
 for a producer id (InitProducerId) and numbers every batch, so a batch
 resent after a lost answer is written once (needs acks=-1).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,15 +45,24 @@ _PRODUCE = api_keys.PRODUCE
 class RecordMetadata:
     topic: str
     partition: int
-    offset: int             # -1 with acks=0
-    timestamp: int          # the record's timestamp, or the broker's for LogAppendTime
+    offset: int  # -1 with acks=0
+    timestamp: int  # the record's timestamp, or the broker's for LogAppendTime
 
 
 class _Batch:
     """One open or in-flight batch of one partition, and its callers' futures."""
 
-    __slots__ = ("topic", "partition", "builder", "futures", "timestamps", "created",
-                 "data", "attempts", "finished")
+    __slots__ = (
+        "topic",
+        "partition",
+        "builder",
+        "futures",
+        "timestamps",
+        "created",
+        "data",
+        "attempts",
+        "finished",
+    )
 
     def __init__(self, topic: str, partition: int, builder: RecordBatchBuilder):
         self.topic = topic
@@ -72,11 +82,22 @@ class _Batch:
 
 
 class KafkaProducer(ClusterClient):
-    def __init__(self, bootstrap_servers=None, *, cluster: Cluster | None = None, acks: int = -1,
-                 linger_ms: float = 5, batch_size: int = 16384, compression: int = COMPRESSION_NONE,
-                 retries: int = 5, request_timeout_ms: int = 30000, enable_idempotence: bool = False,
-                 buffer_memory: int = 32 * 1024 * 1024, delivery_timeout_ms: int | None = None,
-                 **cluster_options):
+    def __init__(
+        self,
+        bootstrap_servers=None,
+        *,
+        cluster: Cluster | None = None,
+        acks: int = -1,
+        linger_ms: float = 5,
+        batch_size: int = 16384,
+        compression: int = COMPRESSION_NONE,
+        retries: int = 5,
+        request_timeout_ms: int = 30000,
+        enable_idempotence: bool = False,
+        buffer_memory: int = 32 * 1024 * 1024,
+        delivery_timeout_ms: int | None = None,
+        **cluster_options,
+    ):
         if acks not in (0, 1, -1):
             raise ValueError(f"acks must be 0, 1 or -1, not {acks}")
         if enable_idempotence and acks != -1:
@@ -90,7 +111,9 @@ class KafkaProducer(ClusterClient):
         self.request_timeout_ms = request_timeout_ms
         self.enable_idempotence = enable_idempotence
         self.buffer_memory = buffer_memory
-        self.delivery_timeout = None if delivery_timeout_ms is None else delivery_timeout_ms / 1000.0
+        self.delivery_timeout = (
+            None if delivery_timeout_ms is None else delivery_timeout_ms / 1000.0
+        )
         # Bytes of closed batches not yet answered; ``send`` waits while it is
         # above buffer_memory (Kafka's buffer.memory), so a fast source cannot
         # queue without bound in front of a slower broker.
@@ -113,8 +136,9 @@ class KafkaProducer(ClusterClient):
     async def start(self) -> KafkaProducer:
         await super().start()
         if self.enable_idempotence:
-            response = await self.cluster.send(None, InitProducerIdRequest(
-                transactional_id=None, transaction_timeout_ms=-1))
+            response = await self.cluster.send(
+                None, InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=-1)
+            )
             if response.error_code:
                 raise errors.for_code(response.error_code)("InitProducerId")
             self.producer_id, self.producer_epoch = response.producer_id, response.producer_epoch
@@ -140,8 +164,16 @@ class KafkaProducer(ClusterClient):
             return partition_for_key(key, count)
         return self._sticky.partition(topic, count)
 
-    async def send(self, topic: str, value, key=None, *, partition: int | None = None,
-                   timestamp_ms: int | None = None, headers=None) -> asyncio.Future:
+    async def send(
+        self,
+        topic: str,
+        value,
+        key=None,
+        *,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+        headers=None,
+    ) -> asyncio.Future:
         """Queue one record; returns a future of its RecordMetadata."""
         if self._sender is None:
             raise RuntimeError("producer not started")
@@ -158,13 +190,23 @@ class KafkaProducer(ClusterClient):
         if batch is None:
             # The previous batch of this partition is closed, so its records
             # are already counted in the partition's next sequence.
-            base_sequence = self._sequences.get((topic, partition), 0) if self.enable_idempotence else -1
-            batch = _Batch(topic, partition, RecordBatchBuilder(
-                self.compression, max_batch_bytes=self.batch_size, producer_id=self.producer_id,
-                producer_epoch=self.producer_epoch, base_sequence=base_sequence))
+            base_sequence = (
+                self._sequences.get((topic, partition), 0) if self.enable_idempotence else -1
+            )
+            batch = _Batch(
+                topic,
+                partition,
+                RecordBatchBuilder(
+                    self.compression,
+                    max_batch_bytes=self.batch_size,
+                    producer_id=self.producer_id,
+                    producer_epoch=self.producer_epoch,
+                    base_sequence=base_sequence,
+                ),
+            )
             self._open[topic, partition] = batch
             batch.builder.append(timestamp, key, value, headers)
-            self._wakeup.set()          # the sender arms the linger timer for it
+            self._wakeup.set()  # the sender arms the linger timer for it
         batch.futures.append(future)
         batch.timestamps.append(timestamp)
         if batch.builder.size_in_bytes >= self.batch_size:
@@ -189,7 +231,9 @@ class KafkaProducer(ClusterClient):
         if self.enable_idempotence:
             key = (batch.topic, batch.partition)
             # Sequences wrap at int32 max (DefaultRecordBatch.incrementSequence).
-            self._sequences[key] = (batch.builder.base_sequence + batch.builder.records_count) & INT32_MAX
+            self._sequences[key] = (
+                batch.builder.base_sequence + batch.builder.records_count
+            ) & INT32_MAX
         batch.data = batch.builder.build()
         self._buffered += len(batch.data)
         self._ready.append(batch)
@@ -244,8 +288,12 @@ class KafkaProducer(ClusterClient):
         except BaseException as exc:
             # Whatever went wrong, no caller (nor flush) may wait forever.
             for batch in batches:
-                self._finish(batch, error=exc if isinstance(exc, Exception)
-                             else errors.NetworkException("producer stopped"))
+                self._finish(
+                    batch,
+                    error=exc
+                    if isinstance(exc, Exception)
+                    else errors.NetworkException("producer stopped"),
+                )
             if not isinstance(exc, Exception):
                 raise
         self._wakeup.set()
@@ -261,7 +309,9 @@ class KafkaProducer(ClusterClient):
                     self._finish(batch, error=exc)
                     continue
                 by_leader.setdefault(leader, []).append(batch)
-            results = await asyncio.gather(*(self._produce(node, group) for node, group in by_leader.items()))
+            results = await asyncio.gather(
+                *(self._produce(node, group) for node, group in by_leader.items())
+            )
             for failed in results:
                 retry.extend(failed)
             if retry:
@@ -279,15 +329,20 @@ class KafkaProducer(ClusterClient):
                 topics.setdefault(batch.topic, []).append(batch)
             request = ProduceRequest(acks=self.acks, timeout_ms=self.request_timeout_ms)
             for name, group in topics.items():
-                entry = ProduceRequest.TopicProduceData(partition_data=[
-                    ProduceRequest.PartitionProduceData(index=b.partition, records=b.data) for b in group])
+                entry = ProduceRequest.TopicProduceData(
+                    partition_data=[
+                        ProduceRequest.PartitionProduceData(index=b.partition, records=b.data)
+                        for b in group
+                    ]
+                )
                 if version >= 13:
                     entry.topic_id = (await self.cluster.topic(name)).topic_id
                 else:
                     entry.name = name
                 request.topic_data.append(entry)
-            response = await self.cluster.send(node, request, version=version,
-                                               expect_response=self.acks != 0)
+            response = await self.cluster.send(
+                node, request, version=version, expect_response=self.acks != 0
+            )
         except errors.KafkaError as exc:
             return self._retry_or_fail(batches, exc)
         if self.acks == 0:
@@ -303,15 +358,25 @@ class KafkaProducer(ClusterClient):
         for batch in batches:
             answer = by_partition.get((batch.topic, batch.partition))
             if answer is None:
-                self._finish(batch, error=errors.UnknownServerException(
-                    f"no answer for {batch.topic}-{batch.partition}"))
-            elif answer.error_code == 0 or answer.error_code == errors.DuplicateSequenceException.code:
-                self._finish(batch, base_offset=answer.base_offset,
-                             log_append_time=answer.log_append_time_ms)
+                self._finish(
+                    batch,
+                    error=errors.UnknownServerException(
+                        f"no answer for {batch.topic}-{batch.partition}"
+                    ),
+                )
+            elif (
+                answer.error_code == 0
+                or answer.error_code == errors.DuplicateSequenceException.code
+            ):
+                self._finish(
+                    batch, base_offset=answer.base_offset, log_append_time=answer.log_append_time_ms
+                )
             else:
                 error_class = errors.for_code(answer.error_code)
-                error = error_class(f"{batch.topic}-{batch.partition}: "
-                                    f"{answer.error_message or error_class.default_message}")
+                error = error_class(
+                    f"{batch.topic}-{batch.partition}: "
+                    f"{answer.error_message or error_class.default_message}"
+                )
                 if answer.error_code in STALE_METADATA_CODES:
                     self.cluster.invalidate(batch.topic)
                 retry.extend(self._retry_or_fail([batch], error))
@@ -328,11 +393,18 @@ class KafkaProducer(ClusterClient):
         return retry
 
     def _expired(self, batch: _Batch) -> bool:
-        return self.delivery_timeout is not None and \
-            time.monotonic() - batch.created >= self.delivery_timeout
+        return (
+            self.delivery_timeout is not None
+            and time.monotonic() - batch.created >= self.delivery_timeout
+        )
 
-    def _finish(self, batch: _Batch, base_offset: int = -1, log_append_time: int = -1,
-                error: BaseException | None = None) -> None:
+    def _finish(
+        self,
+        batch: _Batch,
+        base_offset: int = -1,
+        log_append_time: int = -1,
+        error: BaseException | None = None,
+    ) -> None:
         if batch.finished:
             return
         batch.finished = True

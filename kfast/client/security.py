@@ -12,6 +12,7 @@ SaslHandshake v1 + SaslAuthenticate after ApiVersions (PLAIN, SCRAM-SHA-256/
 from ``unsecuredLoginStringClaim_sub``). A session that the broker ends
 (connections.max.reauth.ms) closes the connection; its users reconnect.
 """
+
 from __future__ import annotations
 
 import base64
@@ -43,19 +44,23 @@ class ClientSecurity:
     token_subject: str | None = None
 
     @classmethod
-    def for_listener(cls, config: KafkaConfig, listener: str,
-                     mechanism_property: str) -> ClientSecurity:
+    def for_listener(
+        cls, config: KafkaConfig, listener: str, mechanism_property: str
+    ) -> ClientSecurity:
         from kfast.security.listener import listener_protocols
 
         protocol = listener_protocols(config).get(listener.upper(), "PLAINTEXT")
-        mechanism = (str(config[mechanism_property]).strip().upper()
-                     if protocol in _SASL else None)
-        key = (f"listener.name.{listener.lower()}.{(mechanism or '').lower()}"
-               ".sasl.jaas.config")
-        return cls._build(protocol, lambda name: config.listener_value(listener, name),
-                          mechanism_property, mechanism, key, config.originals.get(key),
-                          f"the {listener} listener's own connections need its JAAS config "
-                          f"for {mechanism}")
+        mechanism = str(config[mechanism_property]).strip().upper() if protocol in _SASL else None
+        key = f"listener.name.{listener.lower()}.{(mechanism or '').lower()}.sasl.jaas.config"
+        return cls._build(
+            protocol,
+            lambda name: config.listener_value(listener, name),
+            mechanism_property,
+            mechanism,
+            key,
+            config.originals.get(key),
+            f"the {listener} listener's own connections need its JAAS config for {mechanism}",
+        )
 
     @classmethod
     def for_client_properties(cls, setting) -> ClientSecurity:
@@ -65,14 +70,21 @@ class ClientSecurity:
         ScramLoginModule username and password, or OAuthBearerLoginModule
         unsecuredLoginStringClaim_sub), each value or its default."""
         protocol = str(setting("security.protocol")).upper()
-        mechanism = (str(setting("sasl.mechanism")).strip().upper()
-                     if protocol in _SASL else None)
-        return cls._build(protocol, setting, "sasl.mechanism", mechanism, "sasl.jaas.config",
-                          setting("sasl.jaas.config"), f"set it for {mechanism}")
+        mechanism = str(setting("sasl.mechanism")).strip().upper() if protocol in _SASL else None
+        return cls._build(
+            protocol,
+            setting,
+            "sasl.mechanism",
+            mechanism,
+            "sasl.jaas.config",
+            setting("sasl.jaas.config"),
+            f"set it for {mechanism}",
+        )
 
     @classmethod
-    def _build(cls, protocol, setting, mechanism_property, mechanism, jaas_key, jaas_text,
-               missing_jaas) -> ClientSecurity:
+    def _build(
+        cls, protocol, setting, mechanism_property, mechanism, jaas_key, jaas_text, missing_jaas
+    ) -> ClientSecurity:
         from kfast.security.sasl import SUPPORTED_MECHANISMS
         from kfast.security.ssl_factory import client_ssl_context
 
@@ -81,9 +93,11 @@ class ClientSecurity:
             security.ssl_context = client_ssl_context(setting)
         if protocol in _SASL:
             if mechanism not in SUPPORTED_MECHANISMS:
-                raise ConfigException(mechanism_property, mechanism,
-                                      f"not supported: kfast's client speaks "
-                                      f"{', '.join(SUPPORTED_MECHANISMS)}")
+                raise ConfigException(
+                    mechanism_property,
+                    mechanism,
+                    f"not supported: kfast's client speaks {', '.join(SUPPORTED_MECHANISMS)}",
+                )
             if jaas_text is None:
                 raise ConfigException(jaas_key, None, missing_jaas)
             options = parse_jaas_config(str(jaas_text), jaas_key).options
@@ -91,11 +105,12 @@ class ClientSecurity:
             if mechanism == "OAUTHBEARER":
                 security.token_subject = options.get("unsecuredLoginStringClaim_sub")
                 if not security.token_subject:
-                    raise ConfigException(jaas_key, "[hidden]",
-                                          "set unsecuredLoginStringClaim_sub")
+                    raise ConfigException(jaas_key, "[hidden]", "set unsecuredLoginStringClaim_sub")
             else:
-                security.username, security.password = (options.get("username"),
-                                                         options.get("password"))
+                security.username, security.password = (
+                    options.get("username"),
+                    options.get("password"),
+                )
                 if not security.username or security.password is None:
                     raise ConfigException(jaas_key, "[hidden]", "set username and password")
         return security
@@ -105,17 +120,15 @@ class ClientSecurity:
     async def authenticate(self, connection) -> None:
         if self.mechanism is None:
             return
-        handshake = await connection.send(SaslHandshakeRequest(mechanism=self.mechanism),
-                                          version=1)
+        handshake = await connection.send(SaslHandshakeRequest(mechanism=self.mechanism), version=1)
         if handshake.error_code:
             raise errors.for_code(handshake.error_code)(
-                f"SASL mechanism {self.mechanism} refused by {connection.host}:"
-                f"{connection.port}")
+                f"SASL mechanism {self.mechanism} refused by {connection.host}:{connection.port}"
+            )
         if self.mechanism in MECHANISMS:
             await self._scram(connection, MECHANISMS[self.mechanism])
         elif self.mechanism == "OAUTHBEARER":
-            await self._exchange(connection, f"n,,\x01auth=Bearer {self._token()}\x01\x01"
-                                 .encode())
+            await self._exchange(connection, f"n,,\x01auth=Bearer {self._token()}\x01\x01".encode())
         else:
             await self._exchange(connection, f"\0{self.username}\0{self.password}".encode())
 
@@ -130,6 +143,7 @@ class ClientSecurity:
 
         def part(value) -> str:
             return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
         return f"{part({'alg': 'none'})}.{part({'sub': self.token_subject, 'iat': now, 'exp': now + 3600})}."
 
     async def _scram(self, connection, scram) -> None:
@@ -141,15 +155,15 @@ class ClientSecurity:
         fields = dict(item.split("=", 1) for item in server_first.split(","))
         if not fields.get("r", "").startswith(nonce):
             raise errors.SaslAuthenticationException("invalid server nonce")
-        salted = scram.salted_password(self.password.encode(), base64.b64decode(fields["s"]),
-                                       int(fields["i"]))
+        salted = scram.salted_password(
+            self.password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
+        )
         client_key = scram.hmac(salted, b"Client Key")
         without_proof = f"c=biws,r={fields['r']}"
         message = f"{bare},{server_first},{without_proof}".encode()
         signature = scram.hmac(scram.digest(client_key), message)
         proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
         final = await self._exchange(connection, f"{without_proof},p={proof}".encode())
-        expected = b"v=" + base64.b64encode(scram.hmac(scram.hmac(salted, b"Server Key"),
-                                                       message))
+        expected = b"v=" + base64.b64encode(scram.hmac(scram.hmac(salted, b"Server Key"), message))
         if not hmac.compare_digest(final, expected):
             raise errors.SaslAuthenticationException("the server's SCRAM signature is wrong")

@@ -7,6 +7,7 @@ writes a record only for an ACL that does not exist yet (creating it again
 succeeds and writes nothing); DeleteAcls removes every ACL each filter
 matches, an ACL matched by two filters once, all in one batch.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -26,9 +27,15 @@ from kfast.security.acl import Acl, AclFilter, validate_new_acl
 
 def acl_record(acl_id: uuid.UUID, acl: Acl):
     return AccessControlEntryRecord(
-        id=acl_id, resource_type=acl.resource_type, resource_name=acl.resource_name,
-        pattern_type=acl.pattern_type, principal=acl.principal, host=acl.host,
-        operation=acl.operation, permission_type=acl.permission_type)
+        id=acl_id,
+        resource_type=acl.resource_type,
+        resource_name=acl.resource_name,
+        pattern_type=acl.pattern_type,
+        principal=acl.principal,
+        host=acl.host,
+        operation=acl.operation,
+        permission_type=acl.permission_type,
+    )
 
 
 class AclControlManager:
@@ -49,8 +56,9 @@ class AclControlManager:
                 adding.add(acl)
                 records.append(acl_record(self._new_id(), acl))
                 if len(records) > MAX_RECORDS_PER_USER_OP:
-                    raise BoundedListTooLongException("Cannot create more than "
-                                                      f"{MAX_RECORDS_PER_USER_OP} acls at once.")
+                    raise BoundedListTooLongException(
+                        f"Cannot create more than {MAX_RECORDS_PER_USER_OP} acls at once."
+                    )
             results.append(None)
         return ControllerResult(results, records)
 
@@ -75,15 +83,23 @@ class AclControlManager:
                     if len(removed) > MAX_RECORDS_PER_USER_OP:
                         raise BoundedListTooLongException(
                             f"Cannot remove more than {MAX_RECORDS_PER_USER_OP} acls in a "
-                            f"single delete operation.")
+                            f"single delete operation."
+                        )
             results.append((None, matched))
         return ControllerResult(results, list(removed.values()))
 
     def replay(self, record) -> tuple[uuid.UUID, Acl | None]:
         """Apply one record; (id, the ACL now, or None if removed)."""
         if isinstance(record, AccessControlEntryRecord):
-            acl = Acl(record.resource_type, record.resource_name, record.pattern_type,
-                      record.principal, record.host, record.operation, record.permission_type)
+            acl = Acl(
+                record.resource_type,
+                record.resource_name,
+                record.pattern_type,
+                record.principal,
+                record.host,
+                record.operation,
+                record.permission_type,
+            )
             self.acls[record.id] = acl
             self._existing.add(acl)
             return record.id, acl

@@ -13,6 +13,7 @@ configured metadata.version.
 The file is read when the controller is built; a file that is not a whole
 snapshot stops the start, as Kafka's BatchFileReader fails on it.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,8 +40,9 @@ def bootstrap_path(metadata_dir: str) -> str:
 def write_bootstrap_metadata(metadata_dir: str, records: list) -> str:
     """Write ``records`` as the bootstrap metadata (atomically, fsynced)."""
     path = bootstrap_path(metadata_dir)
-    write_snapshot_file(path, iter_snapshot_batches(records, BOOTSTRAP_SNAPSHOT_ID.epoch,
-                                                    encode_record))
+    write_snapshot_file(
+        path, iter_snapshot_batches(records, BOOTSTRAP_SNAPSHOT_ID.epoch, encode_record)
+    )
     return path
 
 

@@ -21,6 +21,7 @@ entity by entity (one entity failing does not fail the others):
 Only changes become records: a value equal to the current one writes
 nothing, removing a key that is not set writes nothing.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -35,8 +36,11 @@ from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP, QU
 
 QuotaEntity = tuple  # ((entity type, name | None), ...) sorted by type
 ENTITY_TYPES = (QUOTA_ENTITY_USER, QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP)
-_INTEGRAL_MAX = {Type.SHORT: (32767, "a SHORT"), Type.INT: (INT_MAX, "an INT"),
-                 Type.LONG: (LONG_MAX, "a LONG")}
+_INTEGRAL_MAX = {
+    Type.SHORT: (32767, "a SHORT"),
+    Type.INT: (INT_MAX, "an INT"),
+    Type.LONG: (LONG_MAX, "a LONG"),
+}
 
 
 def entity_key(pairs: Iterable[tuple[str, str | None]]) -> QuotaEntity:
@@ -45,8 +49,11 @@ def entity_key(pairs: Iterable[tuple[str, str | None]]) -> QuotaEntity:
 
 def entity_text(entity: QuotaEntity) -> str:
     """Kafka's ClientQuotaEntity.toString: ``ClientQuotaEntity(entries={user=alice})``."""
-    return "ClientQuotaEntity(entries={" + ", ".join(
-        f"{t}={'null' if n is None else n}" for t, n in entity) + "})"
+    return (
+        "ClientQuotaEntity(entries={"
+        + ", ".join(f"{t}={'null' if n is None else n}" for t, n in entity)
+        + "})"
+    )
 
 
 def is_valid_ip_entity(name: str | None) -> bool:
@@ -72,8 +79,8 @@ class ClientQuotaControlManager:
 
     # -- operations ----------------------------------------------------------------
     def alter_client_quotas(
-            self, alterations: list[tuple[list[tuple[str, str | None]],
-                                          list[tuple[str, float | None]]]]) -> ControllerResult:
+        self, alterations: list[tuple[list[tuple[str, str | None]], list[tuple[str, float | None]]]]
+    ) -> ControllerResult:
         """``alterations``: (entity pairs, [(key, value or None to remove)])
         per request entry. Response: one KafkaError or None per entry."""
         results: list = []
@@ -84,7 +91,8 @@ class ClientQuotaControlManager:
                 entity = self._validated_entity(pairs)
                 if entity in seen:
                     raise errors.InvalidRequestException(
-                        f"Ignoring duplicate entity {entity_text(entity)}")
+                        f"Ignoring duplicate entity {entity_text(entity)}"
+                    )
                 seen.add(entity)
                 records += self._entity_records(entity, ops)
                 results.append(None)
@@ -101,10 +109,12 @@ class ClientQuotaControlManager:
         for entity_type, name in pairs:
             if entity_type in types:
                 raise errors.InvalidRequestException(
-                    f"Invalid client quota entity, duplicate entity entry {entity_type}")
+                    f"Invalid client quota entity, duplicate entity entry {entity_type}"
+                )
             if entity_type not in ENTITY_TYPES:
                 raise errors.InvalidRequestException(
-                    f"Unhandled client quota entity type: {entity_type}")
+                    f"Unhandled client quota entity type: {entity_type}"
+                )
             if name is not None and name == "":
                 raise errors.InvalidRequestException(f"Empty {entity_type} not supported")
             types[entity_type] = name
@@ -116,10 +126,12 @@ class ClientQuotaControlManager:
             if len(types) > 1:
                 raise errors.InvalidRequestException(
                     "Invalid quota entity combination, IP entity shouldnot be combined with "
-                    "User or ClientId")
+                    "User or ClientId"
+                )
             if not is_valid_ip_entity(types[QUOTA_ENTITY_IP]):
                 raise errors.InvalidRequestException(
-                    f"{types[QUOTA_ENTITY_IP]} is not a valid IP or resolvable host.")
+                    f"{types[QUOTA_ENTITY_IP]} is not a valid IP or resolvable host."
+                )
             valid_keys = IP_QUOTA_CONFIGS
         else:
             valid_keys = CLIENT_QUOTA_CONFIGS
@@ -128,7 +140,8 @@ class ClientQuotaControlManager:
             if key in new:
                 raise errors.InvalidRequestException(
                     f"Duplicate quota key {key} not updating quota for this entity "
-                    f"{entity_text(entity)}")
+                    f"{entity_text(entity)}"
+                )
             new[key] = value
         current = self.quotas.get(entity, {})
         records = []
@@ -146,7 +159,10 @@ class ClientQuotaControlManager:
     def _record(entity: QuotaEntity, key: str, value: float, remove: bool = False):
         return ClientQuotaRecord(
             entity=[ClientQuotaRecord.EntityData(entity_type=t, entity_name=n) for t, n in entity],
-            key=key, value=value, remove=remove)
+            key=key,
+            value=value,
+            remove=remove,
+        )
 
     # -- replay --------------------------------------------------------------------
     def replay(self, record: ClientQuotaRecord) -> QuotaEntity:
@@ -172,6 +188,7 @@ def _validate_value(valid_keys: Mapping, key: str, value: float) -> None:
         bound, name = _INTEGRAL_MAX[definition.type]
         if value > bound:
             raise errors.InvalidRequestException(
-                f"Proposed value for {key} is too large for {name}.")
+                f"Proposed value for {key} is too large for {name}."
+            )
         if abs(value % 1.0) > 1e-6:
             raise errors.InvalidRequestException(f"{key} cannot be a fractional value.")

@@ -8,6 +8,7 @@ fenced until the broker has caught up with the metadata log; the in-process
 broker of a single-node kfast registers after the replay, so its
 registration is followed at once by an UnfenceBrokerRecord.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -36,8 +37,9 @@ class ClusterControlManager:
     def active_brokers(self) -> list[int]:
         """Registered, unfenced brokers not shutting down, sorted by id
         (placement candidates)."""
-        return sorted(b for b, r in self.brokers.items()
-                      if not r.fenced and not r.in_controlled_shutdown)
+        return sorted(
+            b for b, r in self.brokers.items() if not r.fenced and not r.in_controlled_shutdown
+        )
 
     def racks(self) -> dict[int, str | None]:
         return {b: r.rack for b, r in self.brokers.items()}
@@ -46,8 +48,11 @@ class ClusterControlManager:
         """May lead and host new replicas: registered, unfenced and not in
         controlled shutdown (Kafka's isActive / usable broker)."""
         registration = self.brokers.get(broker_id)
-        return registration is not None and not registration.fenced and \
-            not registration.in_controlled_shutdown
+        return (
+            registration is not None
+            and not registration.fenced
+            and not registration.in_controlled_shutdown
+        )
 
     def broker_epoch(self, broker_id: int) -> int:
         registration = self.brokers.get(broker_id)
@@ -56,9 +61,16 @@ class ClusterControlManager:
         return registration.epoch
 
     # -- operations ----------------------------------------------------------------
-    def register_broker(self, broker_id: int, incarnation_id: uuid.UUID, listeners,
-                        rack: str | None, next_offset: int, features=(),
-                        unfence: bool = True) -> ControllerResult:
+    def register_broker(
+        self,
+        broker_id: int,
+        incarnation_id: uuid.UUID,
+        listeners,
+        rack: str | None,
+        next_offset: int,
+        features=(),
+        unfence: bool = True,
+    ) -> ControllerResult:
         """Response: the new broker epoch. ``next_offset`` is the metadata
         offset the RegisterBrokerRecord will get. ``unfence``: the broker is
         in service at once (the in-process broker of a single node, which has
@@ -67,30 +79,48 @@ class ClusterControlManager:
         if broker_id < 0:
             raise errors.InvalidRegistrationException(f"Invalid broker id {broker_id}")
         existing = self.brokers.get(broker_id)
-        if existing is not None and existing.incarnation_id == incarnation_id \
-                and not existing.fenced:
-            return ControllerResult(existing.epoch, [])   # a retried registration
+        if (
+            existing is not None
+            and existing.incarnation_id == incarnation_id
+            and not existing.fenced
+        ):
+            return ControllerResult(existing.epoch, [])  # a retried registration
         endpoints = []
         for endpoint in listeners:
             protocol = SECURITY_PROTOCOLS.get(endpoint.security_protocol)
             if protocol is None:
                 raise errors.InvalidRegistrationException(
-                    f"Unknown security protocol {endpoint.security_protocol}")
-            endpoints.append(RegisterBrokerRecord.BrokerEndpoint(
-                name=endpoint.name, host=endpoint.host, port=endpoint.port,
-                security_protocol=protocol))
+                    f"Unknown security protocol {endpoint.security_protocol}"
+                )
+            endpoints.append(
+                RegisterBrokerRecord.BrokerEndpoint(
+                    name=endpoint.name,
+                    host=endpoint.host,
+                    port=endpoint.port,
+                    security_protocol=protocol,
+                )
+            )
         epoch = next_offset
         register = RegisterBrokerRecord(
-            broker_id=broker_id, incarnation_id=incarnation_id, broker_epoch=epoch,
-            end_points=endpoints, rack=rack, fenced=True,
-            features=[RegisterBrokerRecord.BrokerFeature(name=name, min_supported_version=lo,
-                                                         max_supported_version=hi)
-                      for name, lo, hi in features])
+            broker_id=broker_id,
+            incarnation_id=incarnation_id,
+            broker_epoch=epoch,
+            end_points=endpoints,
+            rack=rack,
+            fenced=True,
+            features=[
+                RegisterBrokerRecord.BrokerFeature(
+                    name=name, min_supported_version=lo, max_supported_version=hi
+                )
+                for name, lo, hi in features
+            ],
+        )
         records = [register] + ([UnfenceBrokerRecord(id=broker_id, epoch=epoch)] if unfence else [])
         return ControllerResult(epoch, records)
 
-    def heartbeat(self, broker_id: int, broker_epoch: int, caught_up: bool,
-                  want_fence: bool) -> ControllerResult:
+    def heartbeat(
+        self, broker_id: int, broker_epoch: int, caught_up: bool, want_fence: bool
+    ) -> ControllerResult:
         """BrokerHeartbeat's fencing decision (Kafka's ClusterControlManager +
         BrokerHeartbeatManager): a broker of the current registration is
         unfenced once caught up with the metadata log, fenced when it asks.
@@ -100,8 +130,8 @@ class ClusterControlManager:
             raise errors.BrokerIdNotRegisteredException(f"Broker {broker_id} is not registered.")
         if registration.epoch != broker_epoch:
             raise errors.StaleBrokerEpochException(
-                f"Expected broker epoch {registration.epoch}, but got broker epoch "
-                f"{broker_epoch}")
+                f"Expected broker epoch {registration.epoch}, but got broker epoch {broker_epoch}"
+            )
         if want_fence and not registration.fenced:
             return ControllerResult(True, [FenceBrokerRecord(id=broker_id, epoch=broker_epoch)])
         if registration.fenced and caught_up and not want_fence:
@@ -114,9 +144,11 @@ class ClusterControlManager:
         registration = self.brokers.get(broker_id)
         if registration is None:
             raise errors.BrokerIdNotRegisteredException(
-                f"Broker ID {broker_id} is not currently registered")
-        return ControllerResult(None, [UnregisterBrokerRecord(broker_id=broker_id,
-                                                              broker_epoch=registration.epoch)])
+                f"Broker ID {broker_id} is not currently registered"
+            )
+        return ControllerResult(
+            None, [UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.epoch)]
+        )
 
     def fence_broker(self, broker_id: int) -> ControllerResult:
         """Take a registered broker out of service (its session expired or
@@ -126,26 +158,37 @@ class ClusterControlManager:
             raise errors.BrokerIdNotRegisteredException(f"Broker {broker_id} is not registered.")
         if registration.fenced:
             return ControllerResult(registration.epoch, [])
-        return ControllerResult(registration.epoch,
-                                [FenceBrokerRecord(id=broker_id, epoch=registration.epoch)])
+        return ControllerResult(
+            registration.epoch, [FenceBrokerRecord(id=broker_id, epoch=registration.epoch)]
+        )
 
     # -- replay --------------------------------------------------------------------
     def replay(self, record) -> int | None:
         """Apply one record; returns the id of the broker it changed."""
         if isinstance(record, RegisterBrokerRecord):
-            listeners = {e.name: Endpoint(e.name, e.host, e.port,
-                                          _PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT"))
-                         for e in record.end_points}
+            listeners = {
+                e.name: Endpoint(
+                    e.name, e.host, e.port, _PROTOCOL_NAMES.get(e.security_protocol, "PLAINTEXT")
+                )
+                for e in record.end_points
+            }
             self.brokers[record.broker_id] = BrokerRegistration(
-                record.broker_id, record.incarnation_id, record.broker_epoch, listeners,
-                record.rack, record.fenced, record.in_controlled_shutdown)
+                record.broker_id,
+                record.incarnation_id,
+                record.broker_epoch,
+                listeners,
+                record.rack,
+                record.fenced,
+                record.in_controlled_shutdown,
+            )
             return record.broker_id
         if isinstance(record, UnregisterBrokerRecord):
             self.brokers.pop(record.broker_id, None)
             return record.broker_id
         if isinstance(record, (FenceBrokerRecord, UnfenceBrokerRecord)):
-            return self._change(record.id, record.epoch,
-                                fenced=isinstance(record, FenceBrokerRecord))
+            return self._change(
+                record.id, record.epoch, fenced=isinstance(record, FenceBrokerRecord)
+            )
         if isinstance(record, BrokerRegistrationChangeRecord):
             # Tagged int8 fields, 0 = unchanged (Kafka's
             # BrokerRegistrationFencingChange: 1 fence, -1 unfence;
@@ -161,7 +204,7 @@ class ClusterControlManager:
     def _change(self, broker_id: int, epoch: int, **changes) -> int | None:
         current = self.brokers.get(broker_id)
         if current is None or current.epoch != epoch:
-            return None     # a record of an older registration
+            return None  # a record of an older registration
         fields = {name: getattr(current, name) for name in BrokerRegistration.__slots__}
         fields.update(changes)
         self.brokers[broker_id] = BrokerRegistration(**fields)

@@ -21,6 +21,7 @@ converted to the topic config's unit. Synonyms, when asked for, list every
 level that sets the config or one of its synonyms, highest precedence
 first. Password values are never returned (is_sensitive).
 """
+
 from __future__ import annotations
 
 import functools
@@ -52,8 +53,17 @@ from kfast.protocol.constants import (
 )
 
 # DescribeConfigsResponse ConfigType (v3+).
-CONFIG_TYPES = {Type.BOOLEAN: 1, Type.STRING: 2, Type.INT: 3, Type.SHORT: 4, Type.LONG: 5,
-                Type.DOUBLE: 6, Type.LIST: 7, Type.CLASS: 8, Type.PASSWORD: 9}
+CONFIG_TYPES = {
+    Type.BOOLEAN: 1,
+    Type.STRING: 2,
+    Type.INT: 3,
+    Type.SHORT: 4,
+    Type.LONG: 5,
+    Type.DOUBLE: 6,
+    Type.LIST: 7,
+    Type.CLASS: 8,
+    Type.PASSWORD: 9,
+}
 
 # Broker property name suffix -> factor to the topic config's milliseconds.
 _UNIT_FACTORS = ((".hours", 3600 * 1000), (".minutes", 60 * 1000))
@@ -65,7 +75,7 @@ class DescribedConfig(NamedTuple):
     read_only: bool
     source: int
     is_sensitive: bool
-    synonyms: list          # [(name, value, source)]
+    synonyms: list  # [(name, value, source)]
     config_type: int
     documentation: str | None
 
@@ -126,9 +136,14 @@ class ConfigDescriber:
         return levels
 
     # -- topics ----------------------------------------------------------------------
-    def describe_topic(self, image, overrides: Mapping[str, str], keys=None,
-                       include_synonyms: bool = False,
-                       include_documentation: bool = False) -> list[DescribedConfig]:
+    def describe_topic(
+        self,
+        image,
+        overrides: Mapping[str, str],
+        keys=None,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+    ) -> list[DescribedConfig]:
         out = []
         for name in sorted(TOPIC_CONFIGS):
             if keys is not None and name not in keys:
@@ -146,21 +161,37 @@ class ConfigDescriber:
             synonyms += broker_entries
             if synonyms and synonyms[0][2] != SOURCE_DEFAULT_CONFIG:
                 first_name, first_value, source = synonyms[0]
-                value = format_value(_in_topic_units(first_name, first_value)) \
-                    if source != SOURCE_DYNAMIC_TOPIC_CONFIG else first_value
+                value = (
+                    format_value(_in_topic_units(first_name, first_value))
+                    if source != SOURCE_DYNAMIC_TOPIC_CONFIG
+                    else first_value
+                )
             else:
                 value, source = format_value(key.default), SOURCE_DEFAULT_CONFIG
             sensitive = key.type is Type.PASSWORD
-            out.append(DescribedConfig(
-                name, None if sensitive else value, False, source, sensitive,
-                synonyms if include_synonyms else [], CONFIG_TYPES[key.type],
-                key.doc if include_documentation else None))
+            out.append(
+                DescribedConfig(
+                    name,
+                    None if sensitive else value,
+                    False,
+                    source,
+                    sensitive,
+                    synonyms if include_synonyms else [],
+                    CONFIG_TYPES[key.type],
+                    key.doc if include_documentation else None,
+                )
+            )
         return out
 
     # -- brokers ---------------------------------------------------------------------
-    def describe_broker(self, image, resource_name: str, keys=None,
-                        include_synonyms: bool = False,
-                        include_documentation: bool = False) -> list[DescribedConfig]:
+    def describe_broker(
+        self,
+        image,
+        resource_name: str,
+        keys=None,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+    ) -> list[DescribedConfig]:
         """Every property of this broker; for ``resource_name`` "" only the
         cluster-wide dynamic defaults (as Kafka describes the default
         broker resource)."""
@@ -186,23 +217,36 @@ class ConfigDescriber:
                 topic_name = key.topic_synonym if key else None
                 names = _server_synonyms(topic_name) if topic_name else [name]
                 for synonym in names:
-                    levels_of = [(v, s) for v, s in self._broker_levels(image, synonym)
-                                 if resource_name != "" or s == SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG]
+                    levels_of = [
+                        (v, s)
+                        for v, s in self._broker_levels(image, synonym)
+                        if resource_name != "" or s == SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG
+                    ]
                     synonyms += [(synonym, v, s) for v, s in levels_of]
                 synonyms.sort(key=lambda entry: entry[2])
             sensitive = config_type is Type.PASSWORD
-            out.append(DescribedConfig(
-                name, None if sensitive else value, name not in DYNAMIC_BROKER_CONFIGS, source,
-                sensitive, synonyms, CONFIG_TYPES[config_type],
-                key.doc if include_documentation and key else None))
-        out += self._describe_dynamic_only(image, resource_name, keys, include_synonyms,
-                                           include_documentation)
+            out.append(
+                DescribedConfig(
+                    name,
+                    None if sensitive else value,
+                    name not in DYNAMIC_BROKER_CONFIGS,
+                    source,
+                    sensitive,
+                    synonyms,
+                    CONFIG_TYPES[config_type],
+                    key.doc if include_documentation and key else None,
+                )
+            )
+        out += self._describe_dynamic_only(
+            image, resource_name, keys, include_synonyms, include_documentation
+        )
         out += self._describe_listener_overrides(image, resource_name, keys, include_synonyms)
         out.sort(key=lambda c: c.name)
         return out
 
-    def _describe_dynamic_only(self, image, resource_name: str, keys, include_synonyms: bool,
-                               include_documentation: bool) -> list[DescribedConfig]:
+    def _describe_dynamic_only(
+        self, image, resource_name: str, keys, include_synonyms: bool, include_documentation: bool
+    ) -> list[DescribedConfig]:
         """The dynamic-only configs (replication throttle rates) set for this
         broker or cluster-wide. Kafka lists them only where set, and
         read-only: they are not among its DynamicBrokerConfig reconfigurables,
@@ -213,21 +257,33 @@ class ConfigDescriber:
         for name, key in DYNAMIC_ONLY_BROKER_CONFIGS.items():
             if keys is not None and name not in keys:
                 continue
-            levels = [] if resource_name == "" or name not in per_broker else \
-                [(per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG)]
+            levels = (
+                []
+                if resource_name == "" or name not in per_broker
+                else [(per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG)]
+            )
             if name in cluster:
                 levels.append((cluster[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG))
             if not levels:
                 continue
             value, source = levels[0]
-            out.append(DescribedConfig(
-                name, value, True, source, False,
-                [(name, v, s) for v, s in levels] if include_synonyms else [],
-                CONFIG_TYPES[key.type], key.doc if include_documentation else None))
+            out.append(
+                DescribedConfig(
+                    name,
+                    value,
+                    True,
+                    source,
+                    False,
+                    [(name, v, s) for v, s in levels] if include_synonyms else [],
+                    CONFIG_TYPES[key.type],
+                    key.doc if include_documentation else None,
+                )
+            )
         return out
 
-    def _describe_listener_overrides(self, image, resource_name: str, keys,
-                                     include_synonyms: bool) -> list[DescribedConfig]:
+    def _describe_listener_overrides(
+        self, image, resource_name: str, keys, include_synonyms: bool
+    ) -> list[DescribedConfig]:
         """Dynamic listener-prefixed configs (listener.name.<l>.<config>):
         Kafka lists them as set, with the unprefixed config as a synonym
         (DynamicBrokerConfig.brokerConfigSynonyms)."""
@@ -238,26 +294,49 @@ class ConfigDescriber:
             base = listener_base_name(name)
             if base is None or (keys is not None and name not in keys):
                 continue
-            levels = [] if resource_name == "" or name not in per_broker else \
-                [(name, per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG)]
+            levels = (
+                []
+                if resource_name == "" or name not in per_broker
+                else [(name, per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG)]
+            )
             if name in cluster:
                 levels.append((name, cluster[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG))
-            if resource_name and base in KAFKA_BROKER_CONFIGS and base not in SERVER_CONFIGS \
-                    and KAFKA_BROKER_CONFIGS[base].default is not None:
+            if (
+                resource_name
+                and base in KAFKA_BROKER_CONFIGS
+                and base not in SERVER_CONFIGS
+                and KAFKA_BROKER_CONFIGS[base].default is not None
+            ):
                 levels.append((base, KAFKA_BROKER_CONFIGS[base].default, SOURCE_DEFAULT_CONFIG))
-            config_type = KAFKA_BROKER_CONFIGS[base].type if base in KAFKA_BROKER_CONFIGS \
+            config_type = (
+                KAFKA_BROKER_CONFIGS[base].type
+                if base in KAFKA_BROKER_CONFIGS
                 else SERVER_CONFIGS[base].type
+            )
             sensitive = config_type is Type.PASSWORD
             _, value, source = levels[0]
-            out.append(DescribedConfig(
-                name, None if sensitive else value, False, source, sensitive,
-                levels if include_synonyms else [], CONFIG_TYPES[config_type], None))
+            out.append(
+                DescribedConfig(
+                    name,
+                    None if sensitive else value,
+                    False,
+                    source,
+                    sensitive,
+                    levels if include_synonyms else [],
+                    CONFIG_TYPES[config_type],
+                    None,
+                )
+            )
         return out
 
     # -- groups ----------------------------------------------------------------------
-    def describe_group(self, overrides: Mapping[str, str], keys=None,
-                       include_synonyms: bool = False,
-                       include_documentation: bool = False) -> list[DescribedConfig]:
+    def describe_group(
+        self,
+        overrides: Mapping[str, str],
+        keys=None,
+        include_synonyms: bool = False,
+        include_documentation: bool = False,
+    ) -> list[DescribedConfig]:
         """Every group config of one group: its override (GROUP_CONFIG) or
         the default (DEFAULT_CONFIG, the broker's group.* value where one
         gives it), never read-only (Kafka's createGroupConfigEntry)."""
@@ -271,10 +350,18 @@ class ConfigDescriber:
             else:
                 value = format_value(group_config_default(self.config, name))
                 source = SOURCE_DEFAULT_CONFIG
-            out.append(DescribedConfig(
-                name, value, False, source, False,
-                [(name, value, source)] if include_synonyms else [], CONFIG_TYPES[key.type],
-                key.doc if include_documentation else None))
+            out.append(
+                DescribedConfig(
+                    name,
+                    value,
+                    False,
+                    source,
+                    False,
+                    [(name, value, source)] if include_synonyms else [],
+                    CONFIG_TYPES[key.type],
+                    key.doc if include_documentation else None,
+                )
+            )
         return out
 
     # -- broker loggers ------------------------------------------------------------------
@@ -287,15 +374,25 @@ class ConfigDescriber:
             if keys is not None and name not in keys:
                 continue
             logger = logging.getLogger() if name == "root" else logging.getLogger(name)
-            out.append(DescribedConfig(name, kafka_level_name(logger.getEffectiveLevel()), False,
-                                       SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG, False, [],
-                                       CONFIG_TYPES[Type.STRING], None))
+            out.append(
+                DescribedConfig(
+                    name,
+                    kafka_level_name(logger.getEffectiveLevel()),
+                    False,
+                    SOURCE_DYNAMIC_BROKER_LOGGER_CONFIG,
+                    False,
+                    [],
+                    CONFIG_TYPES[Type.STRING],
+                    None,
+                )
+            )
         return out
 
     # -- client metrics subscriptions (KIP-714) ------------------------------------------
     @staticmethod
-    def describe_client_metrics(image, name: str, keys=None,
-                                include_docs: bool = False) -> list[DescribedConfig]:
+    def describe_client_metrics(
+        image, name: str, keys=None, include_docs: bool = False
+    ) -> list[DescribedConfig]:
         """The configs set on the subscription, and only those (Kafka's
         ConfigHelper: no defaults, no synonyms); none for an unknown name."""
         configs = image.client_metrics_configs.get(name, {}) if image else {}
@@ -304,17 +401,31 @@ class ConfigDescriber:
             if keys is not None and key not in keys:
                 continue
             definition = CLIENT_METRICS_CONFIGS.get(key)
-            out.append(DescribedConfig(
-                key, value, False, SOURCE_CLIENT_METRICS_CONFIG, False, [],
-                CONFIG_TYPES[definition.type] if definition else CONFIG_TYPES[Type.STRING],
-                definition.doc if include_docs and definition else None))
+            out.append(
+                DescribedConfig(
+                    key,
+                    value,
+                    False,
+                    SOURCE_CLIENT_METRICS_CONFIG,
+                    False,
+                    [],
+                    CONFIG_TYPES[definition.type] if definition else CONFIG_TYPES[Type.STRING],
+                    definition.doc if include_docs and definition else None,
+                )
+            )
         return out
 
 
 # log4j level names <-> Python logging levels.
-LOG4J_LEVELS = {"TRACE": 5, "DEBUG": logging.DEBUG, "INFO": logging.INFO,
-                "WARN": logging.WARNING, "ERROR": logging.ERROR, "FATAL": logging.CRITICAL,
-                "OFF": logging.CRITICAL + 10}
+LOG4J_LEVELS = {
+    "TRACE": 5,
+    "DEBUG": logging.DEBUG,
+    "INFO": logging.INFO,
+    "WARN": logging.WARNING,
+    "ERROR": logging.ERROR,
+    "FATAL": logging.CRITICAL,
+    "OFF": logging.CRITICAL + 10,
+}
 
 
 def kafka_level_name(level: int) -> str:

@@ -23,6 +23,7 @@ replication throttle rates); the others are refused with a message saying
 kfast does not update them dynamically, rather than stored and silently
 ignored.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
@@ -78,28 +79,46 @@ from kfast.protocol.constants import (
 #   .ReconfigurableConfigs). Kafka treats these as per-broker tunables with
 #   no client-visible effect; kfast runs one event loop plus an executor, so
 #   it stores and describes them and otherwise ignores them.
-APPLIED_BROKER_CONFIGS = frozenset({"max.connections", "max.connections.per.ip",
-                                    "log.cleaner.backoff.ms"})
-THREAD_POOL_CONFIGS = frozenset({
-    "num.io.threads", "num.network.threads", "num.replica.fetchers",
-    "num.recovery.threads.per.data.dir", "background.threads", "log.cleaner.threads",
-    "log.cleaner.dedupe.buffer.size", "log.cleaner.io.buffer.size",
-    "log.cleaner.io.max.bytes.per.second"})
+APPLIED_BROKER_CONFIGS = frozenset(
+    {"max.connections", "max.connections.per.ip", "log.cleaner.backoff.ms"}
+)
+THREAD_POOL_CONFIGS = frozenset(
+    {
+        "num.io.threads",
+        "num.network.threads",
+        "num.replica.fetchers",
+        "num.recovery.threads.per.data.dir",
+        "background.threads",
+        "log.cleaner.threads",
+        "log.cleaner.dedupe.buffer.size",
+        "log.cleaner.io.buffer.size",
+        "log.cleaner.io.max.bytes.per.second",
+    }
+)
 # - the Kerberos and login-refresh settings of SASL listeners: dynamic in
 #   Kafka (DynamicListenerConfig), and without effect in kfast as in a Kafka
 #   broker with no GSSAPI or OAUTHBEARER login, so stored and described.
-SASL_LOGIN_CONFIGS = frozenset({
-    "sasl.kerberos.service.name", "sasl.kerberos.kinit.cmd",
-    "sasl.kerberos.ticket.renew.window.factor", "sasl.kerberos.ticket.renew.jitter",
-    "sasl.kerberos.min.time.before.relogin", "sasl.login.refresh.window.factor",
-    "sasl.login.refresh.window.jitter", "sasl.login.refresh.min.period.seconds",
-    "sasl.login.refresh.buffer.seconds"})
+SASL_LOGIN_CONFIGS = frozenset(
+    {
+        "sasl.kerberos.service.name",
+        "sasl.kerberos.kinit.cmd",
+        "sasl.kerberos.ticket.renew.window.factor",
+        "sasl.kerberos.ticket.renew.jitter",
+        "sasl.kerberos.min.time.before.relogin",
+        "sasl.login.refresh.window.factor",
+        "sasl.login.refresh.window.jitter",
+        "sasl.login.refresh.min.period.seconds",
+        "sasl.login.refresh.buffer.seconds",
+    }
+)
 # Only the names Kafka itself updates dynamically (log.retention.hours and
 # the other secondary synonyms are read-only there).
-DYNAMIC_BROKER_CONFIGS = (frozenset(
-    name for name, key in SERVER_CONFIGS.items() if key.topic_synonym is not None
-) | APPLIED_BROKER_CONFIGS | (THREAD_POOL_CONFIGS & SERVER_CONFIGS.keys()) | SASL_LOGIN_CONFIGS) \
-    & {name for name, key in KAFKA_BROKER_CONFIGS.items() if key.mode != READ_ONLY}
+DYNAMIC_BROKER_CONFIGS = (
+    frozenset(name for name, key in SERVER_CONFIGS.items() if key.topic_synonym is not None)
+    | APPLIED_BROKER_CONFIGS
+    | (THREAD_POOL_CONFIGS & SERVER_CONFIGS.keys())
+    | SASL_LOGIN_CONFIGS
+) & {name for name, key in KAFKA_BROKER_CONFIGS.items() if key.mode != READ_ONLY}
 
 
 def broker_config_type(name: str) -> tuple[Type, object] | None:
@@ -148,8 +167,12 @@ class ConfigurationControlManager:
     ``broker_config`` bounds group configs (None: groups are not
     configurable)."""
 
-    def __init__(self, topic_exists: Callable[[str], bool], broker_exists: Callable[[int], bool],
-                 broker_config=None):
+    def __init__(
+        self,
+        topic_exists: Callable[[str], bool],
+        broker_exists: Callable[[int], bool],
+        broker_config=None,
+    ):
         self.topic_exists = topic_exists
         self.broker_exists = broker_exists
         self.broker_config = broker_config
@@ -159,8 +182,9 @@ class ConfigurationControlManager:
         return self.configs.get((resource_type, name), {})
 
     # -- operations ----------------------------------------------------------------
-    def incremental_alter_configs(self, changes: list[tuple[int, str, list[tuple[str, int, str | None]]]]
-                                  ) -> ControllerResult:
+    def incremental_alter_configs(
+        self, changes: list[tuple[int, str, list[tuple[str, int, str | None]]]]
+    ) -> ControllerResult:
         """``changes``: (resource type, name, [(key, op, value)]) per resource.
         Response: one KafkaError or None per resource."""
         results, records = [], []
@@ -180,8 +204,9 @@ class ConfigurationControlManager:
                 results.append(exc)
         return ControllerResult(results, records)
 
-    def legacy_alter_configs(self, changes: list[tuple[int, str, Mapping[str, str | None]]]
-                             ) -> ControllerResult:
+    def legacy_alter_configs(
+        self, changes: list[tuple[int, str, Mapping[str, str | None]]]
+    ) -> ControllerResult:
         """AlterConfigs: each resource's set becomes exactly the given one."""
         results, records = [], []
         counts = _resource_counts(changes)
@@ -193,9 +218,11 @@ class ConfigurationControlManager:
                 for key, value in new_set.items():
                     if value is None:
                         raise errors.InvalidRequestException(
-                            f"Null value not supported for : {key}")
-                records += self._validated_records(resource_type, name,
-                                                   self.get(resource_type, name), dict(new_set))
+                            f"Null value not supported for : {key}"
+                        )
+                records += self._validated_records(
+                    resource_type, name, self.get(resource_type, name), dict(new_set)
+                )
                 results.append(None)
             except errors.KafkaError as exc:
                 results.append(exc)
@@ -204,8 +231,7 @@ class ConfigurationControlManager:
     def _check_resource(self, resource_type: int, name: str) -> None:
         if resource_type == CONFIG_RESOURCE_TOPIC:
             if not self.topic_exists(name):
-                raise errors.UnknownTopicOrPartitionException(
-                    f"The topic '{name}' does not exist.")
+                raise errors.UnknownTopicOrPartitionException(f"The topic '{name}' does not exist.")
         elif resource_type == CONFIG_RESOURCE_BROKER:
             if name == "":
                 return
@@ -214,8 +240,7 @@ class ConfigurationControlManager:
             except ValueError:
                 raise errors.InvalidRequestException(f"Invalid broker name {name}") from None
             if broker_id < 0 or not self.broker_exists(broker_id):
-                raise errors.BrokerIdNotRegisteredException(
-                    f"Broker {name} is not registered.")
+                raise errors.BrokerIdNotRegisteredException(f"Broker {name} is not registered.")
         elif resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
             # A subscription exists once it has configs: any name but "".
             if not name:
@@ -225,10 +250,12 @@ class ConfigurationControlManager:
                 raise errors.InvalidRequestException("Default group resources are not allowed.")
         else:
             raise errors.InvalidRequestException(
-                f"Unsupported resource type {resource_type} for altering configs")
+                f"Unsupported resource type {resource_type} for altering configs"
+            )
 
-    def _apply_op(self, resource_type: int, updated: dict, key: str, op: int,
-                  value: str | None) -> None:
+    def _apply_op(
+        self, resource_type: int, updated: dict, key: str, op: int, value: str | None
+    ) -> None:
         if op == OP_SET:
             updated[key] = value
         elif op == OP_DELETE:
@@ -238,7 +265,8 @@ class ConfigurationControlManager:
             if key_type is None or key_type.type is not Type.LIST:
                 verb = "APPEND to" if op == OP_APPEND else "SUBTRACT from"
                 raise errors.InvalidConfigurationException(
-                    f"Can't {verb} key {key} because its type is not LIST.")
+                    f"Can't {verb} key {key} because its type is not LIST."
+                )
             if key in updated:
                 items = [v.strip() for v in updated[key].split(",") if v.strip()]
             else:
@@ -252,8 +280,13 @@ class ConfigurationControlManager:
         else:
             raise errors.InvalidRequestException(f"Unknown alter configs op type {op}")
 
-    def _validated_records(self, resource_type: int, name: str, current: Mapping[str, str],
-                           updated: Mapping[str, str | None]) -> list:
+    def _validated_records(
+        self,
+        resource_type: int,
+        name: str,
+        current: Mapping[str, str],
+        updated: Mapping[str, str | None],
+    ) -> list:
         updated = {k: v for k, v in updated.items() if v is not None}
         if resource_type == CONFIG_RESOURCE_TOPIC:
             try:
@@ -269,7 +302,8 @@ class ConfigurationControlManager:
             unknown = sorted(k for k in changed if config_type(resource_type, k) is None)
             if unknown:
                 raise errors.InvalidConfigurationException(
-                    f"Unknown broker config(s): {', '.join(unknown)}")
+                    f"Unknown broker config(s): {', '.join(unknown)}"
+                )
             _check_broker_update_modes(changed, per_broker=name != "")
             for key, value in updated.items():
                 try:
@@ -287,8 +321,14 @@ class ConfigurationControlManager:
         records = []
         for key in sorted(set(current) | set(updated)):
             if current.get(key) != updated.get(key):
-                records.append(ConfigRecord(resource_type=resource_type, resource_name=name,
-                                            name=key, value=updated.get(key)))
+                records.append(
+                    ConfigRecord(
+                        resource_type=resource_type,
+                        resource_name=name,
+                        name=key,
+                        value=updated.get(key),
+                    )
+                )
         return records
 
     # -- replay --------------------------------------------------------------------
@@ -322,25 +362,32 @@ def _check_broker_update_modes(changed, per_broker: bool) -> None:
     read_only = [k for k, mode in modes.items() if mode == READ_ONLY]
     if read_only:
         raise errors.InvalidRequestException(
-            f"Cannot update these configs dynamically: {_scala_set(read_only)}")
+            f"Cannot update these configs dynamically: {_scala_set(read_only)}"
+        )
     unprefixed = [k for k in modes if k in LISTENER_ONLY_SECURITY_CONFIGS]
     if unprefixed:
         raise errors.InvalidRequestException(
             "These security configs can be dynamically updated only per-listener using the "
-            f"listener prefix: {_scala_set(unprefixed)}")
+            f"listener prefix: {_scala_set(unprefixed)}"
+        )
     if not per_broker:
         only_per_broker = [k for k, mode in modes.items() if mode == PER_BROKER]
         if only_per_broker:
             raise errors.InvalidRequestException(
                 "Cannot update these configs at default cluster level, broker id must be "
-                f"specified: {_scala_set(only_per_broker)}")
+                f"specified: {_scala_set(only_per_broker)}"
+            )
     # With a listener prefix only the SASL login settings (no effect either
     # way): kfast applies its connection limits to the broker as a whole.
-    unserved = [k for k in modes if k not in DYNAMIC_BROKER_CONFIGS and
-                listener_base_name(k) not in SASL_LOGIN_CONFIGS]
+    unserved = [
+        k
+        for k in modes
+        if k not in DYNAMIC_BROKER_CONFIGS and listener_base_name(k) not in SASL_LOGIN_CONFIGS
+    ]
     if unserved:
         raise errors.InvalidRequestException(
-            f"kfast does not update these configs dynamically: {_scala_set(unserved)}")
+            f"kfast does not update these configs dynamically: {_scala_set(unserved)}"
+        )
 
 
 def _resource_counts(changes) -> dict:

@@ -11,6 +11,7 @@ Kafka's QuorumController: an operation that would write more than
 MAX_RECORDS_PER_USER_OP records raises BoundedListTooLongException, which the
 controller answers with POLICY_VIOLATION.
 """
+
 from __future__ import annotations
 
 from typing import Any, NamedTuple
@@ -37,4 +38,5 @@ def check_records_bound(count: int) -> None:
     for one operation."""
     if count > MAX_RECORDS_PER_USER_OP:
         raise BoundedListTooLongException(
-            f"Cannot add {count} records to one batch: the maximum is {MAX_RECORDS_PER_USER_OP}")
+            f"Cannot add {count} records to one batch: the maximum is {MAX_RECORDS_PER_USER_OP}"
+        )

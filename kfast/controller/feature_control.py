@@ -17,6 +17,7 @@ FeatureLevelRecords:
   Kafka. A cluster formatted before kfast knew the feature has no record and
   stays at 0 until it is raised.
 """
+
 from __future__ import annotations
 
 from kfast.controller.controller_result import ControllerResult
@@ -47,9 +48,10 @@ class FeatureControlManager:
 
     def bootstrap_records(self) -> list:
         """Records that format a new cluster (an empty metadata log)."""
-        return [FeatureLevelRecord(name=METADATA_VERSION, feature_level=METADATA_VERSION_LEVEL),
-                FeatureLevelRecord(name=TRANSACTION_VERSION,
-                                   feature_level=TRANSACTION_VERSION_LEVEL)]
+        return [
+            FeatureLevelRecord(name=METADATA_VERSION, feature_level=METADATA_VERSION_LEVEL),
+            FeatureLevelRecord(name=TRANSACTION_VERSION, feature_level=TRANSACTION_VERSION_LEVEL),
+        ]
 
     def supported_range(self, name: str) -> tuple[int, int]:
         """Levels this controller can run a feature at: metadata.version only
@@ -68,11 +70,14 @@ class FeatureControlManager:
         ApiVersions' SupportedFeatures and BrokerRegistration: the features
         kfast can run at a level above 0, and kraft.version. ApiVersions
         below v4 leaves out the ranges with a minimum of 0 (KAFKA-17492)."""
-        return {name: self.supported_range(name)
-                for name in (METADATA_VERSION, TRANSACTION_VERSION, KRAFT_VERSION)}
+        return {
+            name: self.supported_range(name)
+            for name in (METADATA_VERSION, TRANSACTION_VERSION, KRAFT_VERSION)
+        }
 
-    def update_features(self, updates: list[tuple[str, int, int]], node_id: int,
-                        kraft_version: int = 0) -> ControllerResult:
+    def update_features(
+        self, updates: list[tuple[str, int, int]], node_id: int, kraft_version: int = 0
+    ) -> ControllerResult:
         """UpdateFeatures: (feature, level, upgrade type) triples; response
         {feature: KafkaError | None}. metadata.version accepts only its
         level; transaction.version any level in its range, a lower one only
@@ -90,16 +95,19 @@ class FeatureControlManager:
                 low = high = current = kraft_version
             if name == METADATA_VERSION and level < 1:
                 results[name] = errors.InvalidUpdateVersionException(
-                    "The metadata.version feature cannot be disabled.")
+                    "The metadata.version feature cannot be disabled."
+                )
             elif not low <= level <= high:
                 results[name] = errors.InvalidUpdateVersionException(
                     f"Invalid update version {level} for feature {name}. Local controller "
-                    f"{node_id} only supports versions {low}-{high}")
+                    f"{node_id} only supports versions {low}-{high}"
+                )
             elif level < current and upgrade_type == UPGRADE:
                 results[name] = errors.InvalidUpdateVersionException(
                     f"Invalid update version {level} for feature {name}. Can't downgrade the "
                     f"version of this feature without setting the upgrade type to either safe "
-                    f"or unsafe downgrade.")
+                    f"or unsafe downgrade."
+                )
             else:
                 results[name] = None
                 if level != current:

@@ -13,6 +13,7 @@ set against the broker's bounds (group.consumer.min/max.session.timeout.ms,
 group.consumer.min/max.heartbeat.interval.ms) and session timeouts above
 heartbeat intervals. Every failure is INVALID_CONFIG.
 """
+
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -23,10 +24,16 @@ from kfast.protocol import errors
 
 # (group config, broker property bounding it from below, from above).
 _BOUNDS = (
-    ("consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms",
-     "group.consumer.max.heartbeat.interval.ms"),
-    ("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms",
-     "group.consumer.max.session.timeout.ms"),
+    (
+        "consumer.heartbeat.interval.ms",
+        "group.consumer.min.heartbeat.interval.ms",
+        "group.consumer.max.heartbeat.interval.ms",
+    ),
+    (
+        "consumer.session.timeout.ms",
+        "group.consumer.min.session.timeout.ms",
+        "group.consumer.max.session.timeout.ms",
+    ),
 )
 # (session timeout, heartbeat interval) pairs of one group type.
 _SESSION_OVER_HEARTBEAT = (
@@ -50,8 +57,9 @@ def group_config_value(broker_config: KafkaConfig, overrides: Mapping[str, str],
     return group_config_default(broker_config, name)
 
 
-def effective_group_config(broker_config: KafkaConfig,
-                           overrides: Mapping[str, str] | None) -> dict[str, Any]:
+def effective_group_config(
+    broker_config: KafkaConfig, overrides: Mapping[str, str] | None
+) -> dict[str, Any]:
     """Every group config of a group, typed: its overrides over the defaults."""
     overrides = overrides or {}
     return {name: group_config_value(broker_config, overrides, name) for name in GROUP_CONFIGS}
@@ -66,7 +74,8 @@ def validate_group_configs(broker_config: KafkaConfig, overrides: Mapping[str, s
     nulls = sorted(name for name, value in overrides.items() if value is None)
     if nulls:
         raise errors.InvalidConfigurationException(
-            f"Null value not supported for group configs: {','.join(nulls)}")
+            f"Null value not supported for group configs: {','.join(nulls)}"
+        )
     try:
         for name, value in overrides.items():
             key = GROUP_CONFIGS[name]
@@ -79,10 +88,14 @@ def validate_group_configs(broker_config: KafkaConfig, overrides: Mapping[str, s
     for name, low, high in _BOUNDS:
         if values[name] < broker_config[low]:
             raise errors.InvalidConfigurationException(
-                f"{name} must be greater than or equal to {low}")
+                f"{name} must be greater than or equal to {low}"
+            )
         if values[name] > broker_config[high]:
             raise errors.InvalidConfigurationException(
-                f"{name} must be less than or equal to {high}")
+                f"{name} must be less than or equal to {high}"
+            )
     for session, heartbeat in _SESSION_OVER_HEARTBEAT:
         if values[session] <= values[heartbeat]:
-            raise errors.InvalidConfigurationException(f"{session} must be greater than {heartbeat}")
+            raise errors.InvalidConfigurationException(
+                f"{session} must be greater than {heartbeat}"
+            )

@@ -18,6 +18,7 @@ appended, so a crash after that leaves no marker.
 All methods block on the disk; the QuorumController calls them in an
 executor.
 """
+
 from __future__ import annotations
 
 import os
@@ -39,9 +40,13 @@ _READ_CHUNK_BYTES = 1 << 20
 
 
 class MetadataLog:
-    def __init__(self, metadata_log_dir: str, *,
-                 segment_bytes: int = SERVER_CONFIGS["metadata.log.segment.bytes"].default,
-                 segment_ms: int = SERVER_CONFIGS["metadata.log.segment.ms"].default):
+    def __init__(
+        self,
+        metadata_log_dir: str,
+        *,
+        segment_bytes: int = SERVER_CONFIGS["metadata.log.segment.bytes"].default,
+        segment_ms: int = SERVER_CONFIGS["metadata.log.segment.ms"].default,
+    ):
         self.dir = os.path.join(metadata_log_dir, METADATA_PARTITION_DIR)
         self.segment_bytes = segment_bytes
         self.segment_ms = segment_ms
@@ -50,7 +55,8 @@ class MetadataLog:
 
     def open(self) -> None:
         self.log, self.had_clean_shutdown = open_metadata_partition(
-            self.dir, self.segment_bytes, self.segment_ms)
+            self.dir, self.segment_bytes, self.segment_ms
+        )
 
     @property
     def end_offset(self) -> int:

@@ -18,6 +18,7 @@ partition 0 on the same broker; callers that need determinism (tests) pass
 them. The placement is recorded in PartitionRecords, so replaying the
 metadata log never re-runs it.
 """
+
 from __future__ import annotations
 
 import random
@@ -47,10 +48,16 @@ def rack_alternated_brokers(racks: Mapping[int, str]) -> list[int]:
     return out
 
 
-def place_replicas(brokers: Sequence[int], num_partitions: int, replication_factor: int,
-                   racks: Mapping[int, str | None] | None = None, *,
-                   start_partition: int = 0, start: int | None = None,
-                   shift: int | None = None) -> list[list[int]]:
+def place_replicas(
+    brokers: Sequence[int],
+    num_partitions: int,
+    replication_factor: int,
+    racks: Mapping[int, str | None] | None = None,
+    *,
+    start_partition: int = 0,
+    start: int | None = None,
+    shift: int | None = None,
+) -> list[list[int]]:
     """Replica lists (leader first) for partitions start_partition ..
     start_partition + num_partitions - 1.
 
@@ -60,13 +67,13 @@ def place_replicas(brokers: Sequence[int], num_partitions: int, replication_fact
     if num_partitions <= 0:
         raise errors.InvalidPartitionsException("Number of partitions must be larger than 0.")
     if replication_factor <= 0:
-        raise errors.InvalidReplicationFactorException(
-            "Replication factor must be larger than 0.")
+        raise errors.InvalidReplicationFactorException("Replication factor must be larger than 0.")
     if replication_factor > len(brokers):
         raise errors.InvalidReplicationFactorException(
             f"Unable to replicate the partition {replication_factor} time(s): The target "
             f"replication factor of {replication_factor} cannot be reached because only "
-            f"{len(brokers)} broker(s) are registered.")
+            f"{len(brokers)} broker(s) are registered."
+        )
     racks = racks or {}
     rack_aware = bool(brokers) and all(racks.get(b) is not None for b in brokers)
     if rack_aware:
@@ -86,8 +93,9 @@ def place_replicas(brokers: Sequence[int], num_partitions: int, replication_fact
         first = (partition + start) % n
         replicas = [ordered[first]]
         if not rack_aware:
-            replicas += [ordered[_follower_index(first, shift, j, n)]
-                         for j in range(replication_factor - 1)]
+            replicas += [
+                ordered[_follower_index(first, shift, j, n)] for j in range(replication_factor - 1)
+            ]
         else:
             used_racks = {racks[ordered[first]]}
             k = 0
@@ -95,8 +103,9 @@ def place_replicas(brokers: Sequence[int], num_partitions: int, replication_fact
                 candidate = ordered[_follower_index(first, shift * num_racks, k, n)]
                 k += 1
                 rack = racks[candidate]
-                if (rack not in used_racks or len(used_racks) == num_racks) and \
-                        (candidate not in replicas or len(replicas) == n):
+                if (rack not in used_racks or len(used_racks) == num_racks) and (
+                    candidate not in replicas or len(replicas) == n
+                ):
                     replicas.append(candidate)
                     used_racks.add(rack)
         out.append(replicas)

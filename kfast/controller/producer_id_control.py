@@ -5,6 +5,7 @@ controller allocates (AllocateProducerIds); each allocation is a
 ProducerIdsRecord holding the next unallocated id, so ids are never reused,
 across restarts included.
 """
+
 from __future__ import annotations
 
 from kfast.controller.controller_result import ControllerResult
@@ -25,8 +26,11 @@ class ProducerIdControlManager:
         first = self.next_producer_id
         if first > MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
             raise errors.UnknownServerException("Exhausted all producerIds.")
-        record = ProducerIdsRecord(broker_id=broker_id, broker_epoch=broker_epoch,
-                                   next_producer_id=first + PRODUCER_ID_BLOCK_SIZE)
+        record = ProducerIdsRecord(
+            broker_id=broker_id,
+            broker_epoch=broker_epoch,
+            next_producer_id=first + PRODUCER_ID_BLOCK_SIZE,
+        )
         return ControllerResult((first, PRODUCER_ID_BLOCK_SIZE), [record])
 
     def replay(self, record) -> None:

@@ -25,6 +25,7 @@ epochs); an empty log is first formatted with the bootstrap records
     epoch = await controller.register_broker(1, uuid.uuid4(), endpoints, None)
     await controller.auto_create_topics(["orders"])   # {"orders": 0}
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -108,8 +109,13 @@ logger = logging.getLogger(__name__)
 QUORUM_EPOCH = 1
 
 _TOPIC_RECORDS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
-_CLUSTER_RECORDS = (RegisterBrokerRecord, UnregisterBrokerRecord, FenceBrokerRecord,
-                    UnfenceBrokerRecord, BrokerRegistrationChangeRecord)
+_CLUSTER_RECORDS = (
+    RegisterBrokerRecord,
+    UnregisterBrokerRecord,
+    FenceBrokerRecord,
+    UnfenceBrokerRecord,
+    BrokerRegistrationChangeRecord,
+)
 
 MetadataCallback = Callable[[MetadataDelta, MetadataImage], None]
 
@@ -139,16 +145,24 @@ def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
 
 
 class QuorumController:
-    def __init__(self, config: KafkaConfig, node_id: int, cluster_id: str | None,
-                 metadata_log_dir: str, loop: asyncio.AbstractEventLoop | None = None):
+    def __init__(
+        self,
+        config: KafkaConfig,
+        node_id: int,
+        cluster_id: str | None,
+        metadata_log_dir: str,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ):
         self.config = config
         self.node_id = node_id
         self.cluster_id = _resolve_cluster_id(cluster_id, metadata_log_dir)
         self.epoch = QUORUM_EPOCH
         self._loop = loop
-        self.metadata_log = MetadataLog(metadata_log_dir,
-                                        segment_bytes=config["metadata.log.segment.bytes"],
-                                        segment_ms=config["metadata.log.segment.ms"])
+        self.metadata_log = MetadataLog(
+            metadata_log_dir,
+            segment_bytes=config["metadata.log.segment.bytes"],
+            segment_ms=config["metadata.log.segment.ms"],
+        )
         self._new_control_managers()
         # What an empty metadata log is formatted with: kfast storage
         # format's bootstrap.checkpoint (--add-scram), else the defaults.
@@ -162,7 +176,7 @@ class QuorumController:
         self.snapshot_max_bytes = config["metadata.log.max.record.bytes.between.snapshots"]
         self._bytes_since_snapshot = 0
         self._snapshot_task: asyncio.Future | None = None
-        self.snapshot_end_offset = 0        # end offset of the snapshot loaded or written last
+        self.snapshot_end_offset = 0  # end offset of the snapshot loaded or written last
         # ControllerStats: the elections this controller performs (never
         # those it replays), for the metrics endpoint.
         self.stats = ControllerStats()
@@ -183,11 +197,15 @@ class QuorumController:
         self.producer_id_control = ProducerIdControlManager()
         self.client_quota_control = ClientQuotaControlManager()
         self.replication_control = ReplicationControlManager(
-            self.cluster_control, self._topic_defaults,
-            unclean_election_enabled=self._unclean_election_enabled)
+            self.cluster_control,
+            self._topic_defaults,
+            unclean_election_enabled=self._unclean_election_enabled,
+        )
         self.configuration_control = ConfigurationControlManager(
             lambda name: name in self.replication_control.topics_by_name,
-            lambda broker_id: broker_id in self.cluster_control.brokers, self.config)
+            lambda broker_id: broker_id in self.cluster_control.brokers,
+            self.config,
+        )
 
     def _topic_defaults(self) -> tuple[int, int]:
         return self.config["num.partitions"], self.config["default.replication.factor"]
@@ -217,9 +235,15 @@ class QuorumController:
         if self._last_offset < 0:
             await self._commit(self.bootstrap_records(), notify=False)
         self.started = True
-        logger.info("metadata replayed: snapshot up to offset %d (%d records), then %d log "
-                    "records; %d topics, last offset %d", snapshot_end, len(snapshot),
-                    len(records), len(self.image.topics_by_name), self._last_offset)
+        logger.info(
+            "metadata replayed: snapshot up to offset %d (%d records), then %d log "
+            "records; %d topics, last offset %d",
+            snapshot_end,
+            len(snapshot),
+            len(records),
+            len(self.image.topics_by_name),
+            self._last_offset,
+        )
         for callback in list(self._subscribers):
             callback(self.full_delta(), self.image)
 
@@ -228,13 +252,15 @@ class QuorumController:
         subscriber that has seen nothing yet must apply (every topic, every
         topic's configs, every broker)."""
         image = self.image
-        return MetadataDelta(changed_topics=dict(image.topics_by_name),
-                             changed_topic_configs=frozenset(image.topic_configs),
-                             changed_broker_configs=frozenset(image.broker_configs),
-                             changed_group_configs=frozenset(image.group_configs),
-                             changed_brokers=frozenset(image.brokers),
-                             changed_acls=dict(image.acls),
-                             changed_client_quotas=frozenset(image.client_quotas))
+        return MetadataDelta(
+            changed_topics=dict(image.topics_by_name),
+            changed_topic_configs=frozenset(image.topic_configs),
+            changed_broker_configs=frozenset(image.broker_configs),
+            changed_group_configs=frozenset(image.group_configs),
+            changed_brokers=frozenset(image.brokers),
+            changed_acls=dict(image.acls),
+            changed_client_quotas=frozenset(image.client_quotas),
+        )
 
     def _open_and_read(self) -> tuple[int, list, list]:
         """(snapshot end offset, snapshot records, log records after it):
@@ -243,7 +269,7 @@ class QuorumController:
         log.open()
         for end_offset, _, path in reversed(list_snapshots(log.dir)):
             if end_offset > log.end_offset:
-                continue    # beyond the log (its tail was lost): not usable
+                continue  # beyond the log (its tail was lost): not usable
             snapshot = read_snapshot(path)
             if snapshot is not None:
                 self.snapshot_end_offset = end_offset
@@ -269,8 +295,7 @@ class QuorumController:
             callback(self.full_delta(), self.image)
 
     # -- commit and replay -----------------------------------------------------------------
-    async def _run(self, operation: Callable[[], ControllerResult],
-                   validate_only: bool = False):
+    async def _run(self, operation: Callable[[], ControllerResult], validate_only: bool = False):
         """Run one operation against the current state; commit its records
         unless ``validate_only``. Returns the operation's response."""
         async with self._lock:
@@ -282,7 +307,8 @@ class QuorumController:
             except BoundedListTooLongException:
                 # Kafka's EventHandlerExceptionInfo: the whole operation fails.
                 raise errors.PolicyViolationException(
-                    "Unable to perform excessively large batch operation.") from None
+                    "Unable to perform excessively large batch operation."
+                ) from None
             if result.records and not validate_only:
                 # Counted against the state before the records apply.
                 elections, unclean = self.replication_control.count_elections(result.records)
@@ -292,8 +318,9 @@ class QuorumController:
 
     async def _commit(self, records: list, notify: bool = True) -> None:
         try:
-            first, size = await self._loop.run_in_executor(None, self.metadata_log.append,
-                                                           records, self.epoch)
+            first, size = await self._loop.run_in_executor(
+                None, self.metadata_log.append, records, self.epoch
+            )
         except Exception as exc:
             # Whether the batch reached the disk is unknown: the in-memory
             # state may no longer match the log, so this controller stops
@@ -302,8 +329,7 @@ class QuorumController:
             logger.critical("cannot append to the metadata log; the controller stops: %s", exc)
             if isinstance(exc, errors.KafkaError):
                 raise
-            raise errors.KafkaStorageException(f"Cannot append to the metadata log: {exc}") \
-                from exc
+            raise errors.KafkaStorageException(f"Cannot append to the metadata log: {exc}") from exc
         delta = _DeltaBuilder()
         for index, record in enumerate(records):
             self._replay(record, first + index, delta)
@@ -332,8 +358,9 @@ class QuorumController:
             if future.cancelled():
                 return
             if future.exception() is not None:
-                logger.error("metadata snapshot at offset %d failed", end_offset,
-                             exc_info=future.exception())
+                logger.error(
+                    "metadata snapshot at offset %d failed", end_offset, exc_info=future.exception()
+                )
             else:
                 self.snapshot_end_offset = future.result()
                 logger.info("metadata snapshot written up to offset %d", end_offset)
@@ -387,7 +414,10 @@ class QuorumController:
         topics_by_name = dict(previous.topics_by_name)
         topics_by_id = dict(previous.topics_by_id)
         for name, old in delta.deleted_topics.items():
-            if topics_by_name.get(name) is not None and topics_by_name[name].topic_id == old.topic_id:
+            if (
+                topics_by_name.get(name) is not None
+                and topics_by_name[name].topic_id == old.topic_id
+            ):
                 del topics_by_name[name]
             topics_by_id.pop(old.topic_id, None)
         changed = {}
@@ -408,31 +438,41 @@ class QuorumController:
             elif resource_type == CONFIG_RESOURCE_GROUP:
                 group_configs[name] = dict(values)
         self.image = MetadataImage(
-            cluster_id=self.cluster_id, offset=self._last_offset,
+            cluster_id=self.cluster_id,
+            offset=self._last_offset,
             controller_id=self.active_controller_id(),
-            topics_by_name=topics_by_name, topics_by_id=topics_by_id,
-            brokers=dict(self.cluster_control.brokers), topic_configs=topic_configs,
-            broker_configs=broker_configs, client_metrics_configs=client_metrics_configs,
-            group_configs=group_configs, features=dict(self.feature_control.finalized),
+            topics_by_name=topics_by_name,
+            topics_by_id=topics_by_id,
+            brokers=dict(self.cluster_control.brokers),
+            topic_configs=topic_configs,
+            broker_configs=broker_configs,
+            client_metrics_configs=client_metrics_configs,
+            group_configs=group_configs,
+            features=dict(self.feature_control.finalized),
             # A snapshot load may drop every ACL without a record saying so.
             acls=dict(self.acl_control.acls)
             if delta.changed_acls or len(previous.acls) != len(self.acl_control.acls)
             else previous.acls,
             scram_credentials=dict(self.scram_control.credentials)
-            if delta.changed_scram or len(previous.scram_credentials)
-            != len(self.scram_control.credentials) else previous.scram_credentials,
-            client_quotas={entity: dict(values)
-                           for entity, values in self.client_quota_control.quotas.items()})
+            if delta.changed_scram
+            or len(previous.scram_credentials) != len(self.scram_control.credentials)
+            else previous.scram_credentials,
+            client_quotas={
+                entity: dict(values) for entity, values in self.client_quota_control.quotas.items()
+            },
+        )
         if not notify:
             return
         metadata_delta = MetadataDelta(
-            changed_topics=changed, deleted_topics=dict(delta.deleted_topics),
+            changed_topics=changed,
+            deleted_topics=dict(delta.deleted_topics),
             changed_topic_configs=frozenset(delta.changed_topic_configs),
             changed_broker_configs=frozenset(delta.changed_broker_configs),
             changed_group_configs=frozenset(delta.changed_group_configs),
             changed_brokers=frozenset(delta.changed_brokers),
             changed_acls=dict(delta.changed_acls),
-            changed_client_quotas=frozenset(delta.changed_client_quotas))
+            changed_client_quotas=frozenset(delta.changed_client_quotas),
+        )
         for callback in list(self._subscribers):
             try:
                 callback(metadata_delta, self.image)
@@ -455,8 +495,13 @@ class QuorumController:
         watermark is the log end offset."""
         end = self.metadata_log.end_offset if self.metadata_log.log is not None else 0
         now = int(time.time() * 1000)
-        return {"leader_id": self.node_id, "leader_epoch": self.epoch, "high_watermark": end,
-                "voters": [(self.node_id, end, now)], "observers": []}
+        return {
+            "leader_id": self.node_id,
+            "leader_epoch": self.epoch,
+            "high_watermark": end,
+            "voters": [(self.node_id, end, now)],
+            "observers": [],
+        }
 
     # -- brokers and producer ids ---------------------------------------------------------
     # The single node's in-process broker registers after replaying the
@@ -464,65 +509,98 @@ class QuorumController:
     # until a heartbeat shows them caught up (RaftQuorumController).
     _unfence_on_register = True
 
-    async def register_broker(self, broker_id: int, incarnation_id: uuid.UUID,
-                              listeners: list[Endpoint], rack: str | None,
-                              features=((METADATA_VERSION, 1, METADATA_VERSION_LEVEL),)) -> int:
+    async def register_broker(
+        self,
+        broker_id: int,
+        incarnation_id: uuid.UUID,
+        listeners: list[Endpoint],
+        rack: str | None,
+        features=((METADATA_VERSION, 1, METADATA_VERSION_LEVEL),),
+    ) -> int:
         """Register (or re-register) a broker; returns its new broker epoch.
         ``features``: (name, min, max) levels the broker supports."""
+
         def operation():
             result = self.cluster_control.register_broker(
-                broker_id, incarnation_id, listeners, rack, self._log_end_offset(),
-                list(features), unfence=self._unfence_on_register)
+                broker_id,
+                incarnation_id,
+                listeners,
+                rack,
+                self._log_end_offset(),
+                list(features),
+                unfence=self._unfence_on_register,
+            )
             if not result.records or not self._unfence_on_register:
                 return result
             # Partitions left without a leader while it was away get it back.
-            return ControllerResult(result.response, result.records +
-                                    self.replication_control.broker_unfenced(broker_id))
+            return ControllerResult(
+                result.response,
+                result.records + self.replication_control.broker_unfenced(broker_id),
+            )
+
         return await self._run(operation)
 
     async def unregister_broker(self, broker_id: int) -> None:
         """Remove a broker's registration; its leaderships and ISR places go
         first, as when it is fenced (Kafka's handleBrokerUnregistered)."""
+
         def operation():
             result = self.cluster_control.unregister_broker(broker_id)
-            return ControllerResult(None, self.replication_control.broker_fenced(broker_id) +
-                                    result.records)
+            return ControllerResult(
+                None, self.replication_control.broker_fenced(broker_id) + result.records
+            )
+
         await self._run(operation)
 
     async def fence_broker(self, broker_id: int) -> None:
         """Take a broker out of service: FenceBrokerRecord plus the
         leadership and ISR changes of its partitions."""
+
         def operation():
             result = self.cluster_control.fence_broker(broker_id)
             if not result.records:
                 return result
-            return ControllerResult(None, result.records +
-                                    self.replication_control.broker_fenced(broker_id))
+            return ControllerResult(
+                None, result.records + self.replication_control.broker_fenced(broker_id)
+            )
+
         await self._run(operation)
 
     async def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
         """A block of producer ids for ``broker_id``: (first id, count)."""
+
         def operation():
             registration = self.cluster_control.brokers.get(broker_id)
             epoch = registration.epoch if registration is not None else -1
             return self.producer_id_control.generate_next_producer_id(broker_id, epoch)
+
         return await self._run(operation)
 
     # -- topics ------------------------------------------------------------------------------
-    async def create_topics(self, specs: list[TopicSpec], validate_only: bool = False
-                            ) -> list[CreatedTopic]:
-        return await self._run(lambda: self.replication_control.create_topics(specs),
-                               validate_only)
+    async def create_topics(
+        self, specs: list[TopicSpec], validate_only: bool = False
+    ) -> list[CreatedTopic]:
+        return await self._run(lambda: self.replication_control.create_topics(specs), validate_only)
 
-    async def auto_create_topics(self, names: Iterable[str], num_partitions: int | None = None,
-                                 replication_factor: int | None = None,
-                                 configs: Mapping[str, str] | None = None) -> dict[str, int]:
+    async def auto_create_topics(
+        self,
+        names: Iterable[str],
+        num_partitions: int | None = None,
+        replication_factor: int | None = None,
+        configs: Mapping[str, str] | None = None,
+    ) -> dict[str, int]:
         """Create topics with the broker defaults (num.partitions,
         default.replication.factor) unless given; {name: error code}."""
-        specs = [TopicSpec(name, num_partitions if num_partitions is not None else -1,
-                           replication_factor if replication_factor is not None else -1,
-                           None, dict(configs or {}))
-                 for name in dict.fromkeys(names)]
+        specs = [
+            TopicSpec(
+                name,
+                num_partitions if num_partitions is not None else -1,
+                replication_factor if replication_factor is not None else -1,
+                None,
+                dict(configs or {}),
+            )
+            for name in dict.fromkeys(names)
+        ]
         results = await self.create_topics(specs)
         return {r.name: (r.error.code if r.error is not None else 0) for r in results}
 
@@ -530,9 +608,11 @@ class QuorumController:
         """(name, topic_id, KafkaError | None) per entry."""
         return await self._run(lambda: self.replication_control.delete_topics(names, topic_ids))
 
-    async def create_partitions(self, topics: list[tuple[str, int, list[list[int]] | None]],
-                                validate_only: bool = False) -> list:
+    async def create_partitions(
+        self, topics: list[tuple[str, int, list[list[int]] | None]], validate_only: bool = False
+    ) -> list:
         """topics: (name, new total count, assignments); KafkaError | None per topic."""
+
         def operation():
             counts: dict[str, int] = {}
             for name, _, _ in topics:
@@ -543,7 +623,8 @@ class QuorumController:
                     if counts[name] > 1:
                         raise errors.InvalidRequestException("Duplicate topic name.")
                     records += self.replication_control.create_partitions(
-                        name, count, assignments).records
+                        name, count, assignments
+                    ).records
                     # Kafka's createPartitions catches BoundedListTooLongException
                     # per topic (that topic gets UNKNOWN_SERVER_ERROR; KAFKA-19673
                     # proposes CreateTopics' rule); kfast refuses the request as
@@ -553,31 +634,46 @@ class QuorumController:
                 except errors.KafkaError as exc:
                     results.append(exc)
             return ControllerResult(results, records)
+
         return await self._run(operation, validate_only)
 
     async def elect_leaders(self, election_type: int, partitions) -> dict:
         """{(topic, partition): KafkaError | None}; ``partitions`` None = all."""
-        return await self._run(lambda: self.replication_control.elect_leaders(
-            election_type, partitions))
+        return await self._run(
+            lambda: self.replication_control.elect_leaders(election_type, partitions)
+        )
 
-    async def alter_partition_reassignments(self, requests, allow_replication_factor_change=True
-                                            ) -> dict:
+    async def alter_partition_reassignments(
+        self, requests, allow_replication_factor_change=True
+    ) -> dict:
         """requests: (topic, index, target replicas | None); {(topic, index): KafkaError | None}."""
-        return await self._run(lambda: self.replication_control.alter_partition_reassignments(
-            requests, allow_replication_factor_change))
+        return await self._run(
+            lambda: self.replication_control.alter_partition_reassignments(
+                requests, allow_replication_factor_change
+            )
+        )
 
-    async def alter_partition(self, broker_id: int, broker_epoch: int,
-                              topics: list[AlterPartitionTopic], version: int = 3) -> list:
+    async def alter_partition(
+        self, broker_id: int, broker_epoch: int, topics: list[AlterPartitionTopic], version: int = 3
+    ) -> list:
         """A partition leader's ISR change; per topic, a list of
         AlterPartitionResult (ReplicationControlManager.alter_partition)."""
-        return await self._run(lambda: self.replication_control.alter_partition(
-            broker_id, broker_epoch, topics, version))
+        return await self._run(
+            lambda: self.replication_control.alter_partition(
+                broker_id, broker_epoch, topics, version
+            )
+        )
 
-    async def update_features(self, updates: list[tuple[str, int, int]],
-                              validate_only: bool = False) -> dict:
+    async def update_features(
+        self, updates: list[tuple[str, int, int]], validate_only: bool = False
+    ) -> dict:
         """(feature, max level, upgrade type) triples; {feature: KafkaError | None}."""
-        return await self._run(lambda: self.feature_control.update_features(
-            updates, self.node_id, self.kraft_version()), validate_only)
+        return await self._run(
+            lambda: self.feature_control.update_features(
+                updates, self.node_id, self.kraft_version()
+            ),
+            validate_only,
+        )
 
     def kraft_version(self) -> int:
         """kraft.version: 0 (static voters) without a Raft log's word."""
@@ -595,21 +691,23 @@ class QuorumController:
     # -- SCRAM credentials ---------------------------------------------------------------------
     async def alter_user_scram_credentials(self, deletions: list, upsertions: list) -> list:
         """[(user, KafkaError | None)] (ScramControlManager.alter_credentials)."""
-        return await self._run(lambda: self.scram_control.alter_credentials(deletions,
-                                                                            upsertions))
+        return await self._run(lambda: self.scram_control.alter_credentials(deletions, upsertions))
 
     # -- configs -------------------------------------------------------------------------------
     async def incremental_alter_configs(self, changes: list, validate_only: bool = False) -> list:
         """changes: (resource type, name, [(key, op, value)]); KafkaError | None each."""
         return await self._run(
-            lambda: self.configuration_control.incremental_alter_configs(changes), validate_only)
+            lambda: self.configuration_control.incremental_alter_configs(changes), validate_only
+        )
 
     async def alter_client_quotas(self, alterations: list, validate_only: bool = False) -> list:
         """alterations: (entity pairs, [(key, value or None)]); KafkaError | None each."""
         return await self._run(
-            lambda: self.client_quota_control.alter_client_quotas(alterations), validate_only)
+            lambda: self.client_quota_control.alter_client_quotas(alterations), validate_only
+        )
 
     async def legacy_alter_configs(self, changes: list, validate_only: bool = False) -> list:
         """changes: (resource type, name, {key: value}); KafkaError | None each."""
         return await self._run(
-            lambda: self.configuration_control.legacy_alter_configs(changes), validate_only)
+            lambda: self.configuration_control.legacy_alter_configs(changes), validate_only
+        )

@@ -33,6 +33,7 @@ a replica that needs them fetches the snapshot (FetchSnapshot) instead.
 The Raft layer calls ``handle_commit``, ``handle_load_snapshot`` and
 ``handle_leader_change`` (kfast.raft.raft_client.RaftListener).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -61,7 +62,7 @@ class RaftQuorumController(QuorumController):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        self.raft = None                 # kfast.raft.manager.RaftManager
+        self.raft = None  # kfast.raft.manager.RaftManager
         self.leader_id = NO_LEADER
         self._epoch_start_offset: int | None = None
         self._bootstrap_task: asyncio.Task | None = None
@@ -112,8 +113,8 @@ class RaftQuorumController(QuorumController):
             self._publish(delta)
             interval_ms = self.config["metadata.log.max.snapshot.interval.ms"]
             if self._bytes_since_snapshot >= self.snapshot_max_bytes or (
-                    interval_ms and
-                    (self._loop.time() - self._last_snapshot_time) * 1000 >= interval_ms):
+                interval_ms and (self._loop.time() - self._last_snapshot_time) * 1000 >= interval_ms
+            ):
                 self._snapshot(OffsetAndEpoch(batch.next_offset, batch.epoch))
         self._maybe_activate()
 
@@ -131,8 +132,12 @@ class RaftQuorumController(QuorumController):
             logger.error("metadata snapshot %s failed: %s", snapshot_id, exc)
             return
         self.snapshot_end_offset = snapshot_id.offset
-        logger.info("metadata snapshot written up to offset %d (epoch %d), %d records",
-                    snapshot_id.offset, snapshot_id.epoch, len(records))
+        logger.info(
+            "metadata snapshot written up to offset %d (epoch %d), %d records",
+            snapshot_id.offset,
+            snapshot_id.epoch,
+            len(records),
+        )
 
     def handle_load_snapshot(self, snapshot_id, data: bytes) -> None:
         """Replace the whole state with a snapshot's (a follower fetched it
@@ -148,8 +153,12 @@ class RaftQuorumController(QuorumController):
         self.snapshot_end_offset = snapshot_id.offset
         self._bytes_since_snapshot = 0
         self._publish(delta, notify=False)
-        logger.info("loaded metadata snapshot up to offset %d (epoch %d), %d records",
-                    snapshot_id.offset, snapshot_id.epoch, len(records))
+        logger.info(
+            "loaded metadata snapshot up to offset %d (epoch %d), %d records",
+            snapshot_id.offset,
+            snapshot_id.epoch,
+            len(records),
+        )
         for callback in list(self._subscribers):
             callback(self.full_delta(), self.image)
 
@@ -165,9 +174,12 @@ class RaftQuorumController(QuorumController):
     # -- the active controller --------------------------------------------------------------
     @property
     def is_active(self) -> bool:
-        return (self.raft is not None and self.raft.is_leader
-                and self._epoch_start_offset is not None
-                and self._last_offset >= self._epoch_start_offset)
+        return (
+            self.raft is not None
+            and self.raft.is_leader
+            and self._epoch_start_offset is not None
+            and self._last_offset >= self._epoch_start_offset
+        )
 
     def active_controller_id(self) -> int:
         return self.leader_id
@@ -205,17 +217,22 @@ class RaftQuorumController(QuorumController):
             logger.info("bootstrap records not committed (%s); the next leader will", exc)
 
     # -- broker membership ------------------------------------------------------------------
-    async def register_broker(self, broker_id, incarnation_id, listeners, rack,
-                              features=None) -> int:
+    async def register_broker(
+        self, broker_id, incarnation_id, listeners, rack, features=None
+    ) -> int:
         kwargs = {} if features is None else {"features": features}
-        epoch = await super().register_broker(broker_id, incarnation_id, listeners, rack,
-                                              **kwargs)
+        epoch = await super().register_broker(broker_id, incarnation_id, listeners, rack, **kwargs)
         self._sessions[broker_id] = self._loop.time()
         return epoch
 
-    async def broker_heartbeat(self, broker_id: int, broker_epoch: int,
-                               current_metadata_offset: int, want_fence: bool,
-                               want_shut_down: bool) -> tuple[bool, bool, bool]:
+    async def broker_heartbeat(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        current_metadata_offset: int,
+        want_fence: bool,
+        want_shut_down: bool,
+    ) -> tuple[bool, bool, bool]:
         """(is_caught_up, is_fenced, should_shut_down) for a BrokerHeartbeat.
         Caught up: the broker has replayed the metadata log up to its own
         registration. A broker that wants to shut down goes through Kafka's
@@ -226,43 +243,53 @@ class RaftQuorumController(QuorumController):
         (and fenced) only once it leads nothing and every other active
         broker has replayed the metadata that moved them, so clients asking
         any broker learn the new leaders."""
+
         def operation():
             registration = self.cluster_control.brokers.get(broker_id)
-            caught_up = registration is not None and \
-                current_metadata_offset >= registration.epoch
-            if want_shut_down and registration is not None and \
-                    registration.epoch == broker_epoch and not registration.fenced:
-                return self._controlled_shutdown(broker_id, broker_epoch, registration,
-                                                 caught_up)
-            result = self.cluster_control.heartbeat(broker_id, broker_epoch, caught_up,
-                                                    want_fence or want_shut_down)
+            caught_up = registration is not None and current_metadata_offset >= registration.epoch
+            if (
+                want_shut_down
+                and registration is not None
+                and registration.epoch == broker_epoch
+                and not registration.fenced
+            ):
+                return self._controlled_shutdown(broker_id, broker_epoch, registration, caught_up)
+            result = self.cluster_control.heartbeat(
+                broker_id, broker_epoch, caught_up, want_fence or want_shut_down
+            )
             records = list(result.records)
-            if records and result.response:          # being fenced now
+            if records and result.response:  # being fenced now
                 records += self.replication_control.broker_fenced(broker_id)
-            elif records:                             # being unfenced now
+            elif records:  # being unfenced now
                 records += self.replication_control.broker_unfenced(broker_id)
             return ControllerResult((caught_up, result.response, want_shut_down), records)
+
         response = await self._run(operation)
         self._sessions[broker_id] = self._loop.time()
         self._metadata_offsets[broker_id] = current_metadata_offset
         return response
 
-    def _controlled_shutdown(self, broker_id: int, broker_epoch: int, registration,
-                             caught_up: bool) -> ControllerResult:
+    def _controlled_shutdown(
+        self, broker_id: int, broker_epoch: int, registration, caught_up: bool
+    ) -> ControllerResult:
         leads = self.replication_control.leaderships(broker_id)
         if not registration.in_controlled_shutdown and leads:
-            records = [BrokerRegistrationChangeRecord(broker_id=broker_id,
-                                                      broker_epoch=broker_epoch,
-                                                      in_controlled_shutdown=1)]
+            records = [
+                BrokerRegistrationChangeRecord(
+                    broker_id=broker_id, broker_epoch=broker_epoch, in_controlled_shutdown=1
+                )
+            ]
             records += self.replication_control.broker_fenced(broker_id)
             # The offset the last of these records will get.
             self._shutdown_offsets[broker_id] = self._log_end_offset() + len(records) - 1
-            logger.info("broker %d entered controlled shutdown; moving %d leaderships",
-                        broker_id, leads)
+            logger.info(
+                "broker %d entered controlled shutdown; moving %d leaderships", broker_id, leads
+            )
             return ControllerResult((caught_up, False, False), records)
         if registration.in_controlled_shutdown and (
-                leads or self._lowest_active_offset(broker_id) <
-                self._shutdown_offsets.get(broker_id, -1)):
+            leads
+            or self._lowest_active_offset(broker_id) < self._shutdown_offsets.get(broker_id, -1)
+        ):
             return ControllerResult((caught_up, False, False), [])
         result = self.cluster_control.fence_broker(broker_id)
         records = list(result.records) + self.replication_control.broker_fenced(broker_id)
@@ -270,15 +297,19 @@ class RaftQuorumController(QuorumController):
 
     def _lowest_active_offset(self, excluded: int) -> int:
         """The smallest metadata offset the other active brokers reported."""
-        offsets = [self._metadata_offsets.get(b, -1)
-                   for b in self.cluster_control.active_brokers() if b != excluded]
+        offsets = [
+            self._metadata_offsets.get(b, -1)
+            for b in self.cluster_control.active_brokers()
+            if b != excluded
+        ]
         return min(offsets, default=self._log_end_offset())
 
     # -- preferred leaders (auto.leader.rebalance.enable) ---------------------------------
     def _schedule_leader_balance(self) -> None:
         if self.config["auto.leader.rebalance.enable"]:
             self._balance_timer = self._loop.call_later(
-                self.config["leader.imbalance.check.interval.seconds"], self._balance_leaders)
+                self.config["leader.imbalance.check.interval.seconds"], self._balance_leaders
+            )
 
     def _balance_leaders(self) -> None:
         """Kafka's balancePartitionLeaders: every leader.imbalance.check.
@@ -313,9 +344,13 @@ class RaftQuorumController(QuorumController):
             return
         timeout = self.config["broker.session.timeout.ms"] / 1000
         now = self._loop.time()
-        expired = [broker_id for broker_id, registration in self.cluster_control.brokers.items()
-                   if not registration.fenced and broker_id != self.local_broker_id
-                   and now - self._sessions.get(broker_id, now) >= timeout]
+        expired = [
+            broker_id
+            for broker_id, registration in self.cluster_control.brokers.items()
+            if not registration.fenced
+            and broker_id != self.local_broker_id
+            and now - self._sessions.get(broker_id, now) >= timeout
+        ]
         if expired:
             self._loop.create_task(self._fence_expired(expired))
         else:
@@ -324,12 +359,14 @@ class RaftQuorumController(QuorumController):
     async def _fence_expired(self, broker_ids: list[int]) -> None:
         try:
             for broker_id in broker_ids:
-                logger.info("broker %d: no heartbeat for broker.session.timeout.ms; fencing it",
-                            broker_id)
+                logger.info(
+                    "broker %d: no heartbeat for broker.session.timeout.ms; fencing it", broker_id
+                )
                 await self.fence_broker(broker_id)
         except errors.KafkaError as exc:
-            logger.info("fencing brokers %s failed (%s); the next active controller will",
-                        broker_ids, exc)
+            logger.info(
+                "fencing brokers %s failed (%s); the next active controller will", broker_ids, exc
+            )
         finally:
             if self.is_active and self._session_timer is None:
                 self._schedule_session_check()
@@ -338,7 +375,8 @@ class RaftQuorumController(QuorumController):
         if not self.is_active:
             raise errors.NotControllerException(
                 f"Node {self.node_id} is not the active controller (the controller is "
-                f"{self.leader_id}).")
+                f"{self.leader_id})."
+            )
         return await super()._run(operation, validate_only)
 
     async def _commit(self, records: list, notify: bool = True) -> None:
@@ -358,7 +396,8 @@ class RaftQuorumController(QuorumController):
         client = self.raft.client
         if not client.is_leader:
             raise errors.NotLeaderOrFollowerException(
-                f"Node {self.node_id} is not the quorum leader (the leader is {self.leader_id}).")
+                f"Node {self.node_id} is not the quorum leader (the leader is {self.leader_id})."
+            )
         replicas = client.leader_replica_states()
         voters = client.quorum.voters
         # The Raft layer's clock is the loop's (monotonic); DescribeQuorum
@@ -370,7 +409,11 @@ class RaftQuorumController(QuorumController):
             if state is None or state.last_fetch_ms < 0:
                 return node_id, -1, -1
             return node_id, state.end_offset, state.last_fetch_ms + wall_minus_loop
-        return {"leader_id": self.node_id, "leader_epoch": client.epoch,
-                "high_watermark": client.high_watermark,
-                "voters": [row(v) for v in voters],
-                "observers": [row(o) for o in sorted(replicas) if o not in voters]}
+
+        return {
+            "leader_id": self.node_id,
+            "leader_epoch": client.epoch,
+            "high_watermark": client.high_watermark,
+            "voters": [row(v) for v in voters],
+            "observers": [row(o) for o in sorted(replicas) if o not in voters],
+        }

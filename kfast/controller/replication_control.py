@@ -13,6 +13,7 @@ others of the request go on.
 A new partition's ISR is its replicas on unfenced brokers and its leader the
 first of them; leader epoch and partition epoch start at 0.
 """
+
 from __future__ import annotations
 
 import logging
@@ -68,6 +69,7 @@ class TopicControlInfo:
 @dataclass
 class TopicSpec:
     """What one topic creation asks for, after defaults are resolved."""
+
     name: str
     num_partitions: int = -1
     replication_factor: int = -1
@@ -87,12 +89,14 @@ class CreatedTopic:
 class BrokerState(NamedTuple):
     """A member of a proposed ISR (AlterPartition v3's BrokerState, KIP-903):
     ``broker_epoch`` -1 skips the check against its registration."""
+
     broker_id: int
     broker_epoch: int = -1
 
 
 class AlterPartitionData(NamedTuple):
     """One partition of an AlterPartition request, as its leader proposes it."""
+
     partition_index: int
     leader_epoch: int
     new_isr: Sequence[BrokerState]
@@ -103,6 +107,7 @@ class AlterPartitionData(NamedTuple):
 class AlterPartitionTopic(NamedTuple):
     """One topic of an AlterPartition request: by ``topic_id`` from version
     2, by ``topic_name`` before."""
+
     topic_id: uuid.UUID | None
     topic_name: str | None
     partitions: Sequence[AlterPartitionData]
@@ -111,6 +116,7 @@ class AlterPartitionTopic(NamedTuple):
 class AlterPartitionResult(NamedTuple):
     """``registration``: the partition after the change (unchanged if the
     ISR was already the proposed one); None when ``error`` is set."""
+
     partition_index: int
     error: errors.KafkaError | None
     registration: PartitionRegistration | None = None
@@ -120,9 +126,13 @@ class ReplicationControlManager:
     """``cluster``: the ClusterControlManager (live brokers and racks);
     ``defaults()``: (num.partitions, default.replication.factor)."""
 
-    def __init__(self, cluster, defaults: Callable[[], tuple[int, int]],
-                 placement: Callable = place_replicas,
-                 unclean_election_enabled: Callable[[str], bool] = lambda topic: False):
+    def __init__(
+        self,
+        cluster,
+        defaults: Callable[[], tuple[int, int]],
+        placement: Callable = place_replicas,
+        unclean_election_enabled: Callable[[str], bool] = lambda topic: False,
+    ):
         self.cluster = cluster
         self.defaults = defaults
         self.placement = placement
@@ -143,8 +153,9 @@ class ReplicationControlManager:
         return None if topic_id is None else self.topics[topic_id]
 
     # -- CreateTopics --------------------------------------------------------------
-    def create_topics(self, specs: list[TopicSpec], new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4
-                      ) -> ControllerResult:
+    def create_topics(
+        self, specs: list[TopicSpec], new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4
+    ) -> ControllerResult:
         """Response: one CreatedTopic per spec, in order. Names repeated in
         one request fail with INVALID_REQUEST (all their occurrences). A
         request for more than MAX_RECORDS_PER_USER_OP partitions, or whose
@@ -157,8 +168,9 @@ class ReplicationControlManager:
         planned: set[str] = set()
         for spec in specs:
             if seen[spec.name] > 1:
-                results.append(CreatedTopic(spec.name, errors.InvalidRequestException(
-                    "Duplicate topic name.")))
+                results.append(
+                    CreatedTopic(spec.name, errors.InvalidRequestException("Duplicate topic name."))
+                )
                 continue
             try:
                 created, topic_records = self._create_topic(spec, planned, new_topic_id)
@@ -185,7 +197,8 @@ class ReplicationControlManager:
                 total += spec.num_partitions
         if total > MAX_RECORDS_PER_USER_OP:
             raise errors.PolicyViolationException(
-                "Excessively large number of partitions per request.")
+                "Excessively large number of partitions per request."
+            )
 
     def _create_topic(self, spec: TopicSpec, planned: set[str], new_topic_id):
         name = spec.name
@@ -193,58 +206,73 @@ class ReplicationControlManager:
         if name == CLUSTER_METADATA_TOPIC_NAME:
             # Its directory is the metadata log's.
             raise errors.InvalidRequestException(
-                f"Creation of internal topic {CLUSTER_METADATA_TOPIC_NAME} is prohibited.")
+                f"Creation of internal topic {CLUSTER_METADATA_TOPIC_NAME} is prohibited."
+            )
         if name in self.topics_by_name or name in planned:
             raise errors.TopicExistsException(f"Topic '{name}' already exists.")
         unified = unify_collision_chars(name)
         colliding = self._collision_names.get(unified, set()) | {
-            p for p in planned if unify_collision_chars(p) == unified}
+            p for p in planned if unify_collision_chars(p) == unified
+        }
         if colliding:
             raise errors.InvalidTopicException(
-                f"Topic '{name}' collides with existing topic: {sorted(colliding)[0]}")
+                f"Topic '{name}' collides with existing topic: {sorted(colliding)[0]}"
+            )
         default_partitions, default_rf = self.defaults()
         if spec.assignments:
             if spec.num_partitions != -1:
                 raise errors.InvalidRequestException(
                     "A manual partition assignment was specified, but numPartitions was not "
-                    "set to -1.")
+                    "set to -1."
+                )
             if spec.replication_factor != -1:
                 raise errors.InvalidRequestException(
                     "A manual partition assignment was specified, but replicationFactor was "
-                    "not set to -1.")
+                    "not set to -1."
+                )
             indices = sorted(spec.assignments)
             if indices != list(range(len(indices))):
                 raise errors.InvalidReplicaAssignmentException(
-                    "partitions should be a consecutive 0-based integer sequence")
+                    "partitions should be a consecutive 0-based integer sequence"
+                )
             assignment = [self._check_assignment(list(spec.assignments[i])) for i in indices]
             sizes = {len(replicas) for replicas in assignment}
             if len(sizes) > 1:
                 raise errors.InvalidReplicaAssignmentException(
                     "All partitions in the manual partition assignment must have the same number "
-                    "of replicas.")
+                    "of replicas."
+                )
         else:
             partitions = default_partitions if spec.num_partitions == -1 else spec.num_partitions
             rf = default_rf if spec.replication_factor == -1 else spec.replication_factor
             if partitions <= 0:
                 raise errors.InvalidPartitionsException(
-                    "Number of partitions was set to an invalid non-positive value.")
+                    "Number of partitions was set to an invalid non-positive value."
+                )
             if rf <= 0:
                 raise errors.InvalidReplicationFactorException(
-                    "Replication factor must be larger than 0, or -1 to use the default value.")
-            assignment = self.placement(self.cluster.active_brokers(), partitions, rf,
-                                        self.cluster.racks())
+                    "Replication factor must be larger than 0, or -1 to use the default value."
+                )
+            assignment = self.placement(
+                self.cluster.active_brokers(), partitions, rf, self.cluster.racks()
+            )
         configs = dict(spec.configs or {})
         for key, value in configs.items():
             if value is None:
                 raise errors.InvalidRequestException(
-                    f"Null value not supported for topic configs: {key}")
+                    f"Null value not supported for topic configs: {key}"
+                )
         try:
             LogConfig.validate(configs)
         except ConfigException as exc:
             raise errors.InvalidConfigurationException(str(exc)) from None
         topic_id = new_topic_id()
-        records = [ConfigRecord(resource_type=CONFIG_RESOURCE_TOPIC, resource_name=name,
-                                name=key, value=value) for key, value in configs.items()]
+        records = [
+            ConfigRecord(
+                resource_type=CONFIG_RESOURCE_TOPIC, resource_name=name, name=key, value=value
+            )
+            for key, value in configs.items()
+        ]
         records.append(TopicRecord(name=name, topic_id=topic_id))
         for index, replicas in enumerate(assignment):
             records.append(self._new_partition_record(topic_id, index, replicas))
@@ -253,28 +281,41 @@ class ReplicationControlManager:
     def _check_assignment(self, replicas: list[int]) -> list[int]:
         if not replicas:
             raise errors.InvalidReplicaAssignmentException(
-                "The manual partition assignment includes an empty replica list.")
+                "The manual partition assignment includes an empty replica list."
+            )
         if len(set(replicas)) != len(replicas):
             raise errors.InvalidReplicaAssignmentException(
                 f"The manual partition assignment includes the broker "
-                f"{next(r for r in replicas if replicas.count(r) > 1)} more than once.")
+                f"{next(r for r in replicas if replicas.count(r) > 1)} more than once."
+            )
         for broker in replicas:
             if broker not in self.cluster.brokers:
                 raise errors.InvalidReplicaAssignmentException(
                     f"The manual partition assignment includes broker {broker}, but no such "
-                    f"broker is registered.")
+                    f"broker is registered."
+                )
         return replicas
 
     def _new_partition_record(self, topic_id: uuid.UUID, index: int, replicas: list[int]):
         isr = [r for r in replicas if self.cluster.is_active(r)]
         if not isr:
             raise errors.InvalidReplicationFactorException(
-                "All brokers specified in the partition assignment are currently fenced.")
-        return PartitionRecord(partition_id=index, topic_id=topic_id, replicas=list(replicas),
-                               isr=isr, leader=isr[0], leader_epoch=0, partition_epoch=0)
+                "All brokers specified in the partition assignment are currently fenced."
+            )
+        return PartitionRecord(
+            partition_id=index,
+            topic_id=topic_id,
+            replicas=list(replicas),
+            isr=isr,
+            leader=isr[0],
+            leader_epoch=0,
+            partition_epoch=0,
+        )
 
     # -- DeleteTopics --------------------------------------------------------------
-    def delete_topics(self, names: list[str | None], topic_ids: list[uuid.UUID]) -> ControllerResult:
+    def delete_topics(
+        self, names: list[str | None], topic_ids: list[uuid.UUID]
+    ) -> ControllerResult:
         """``names[i]`` or ``topic_ids[i]`` (the other None / ZERO_UUID)
         names the i-th topic. Response: (name, topic_id, error) per entry."""
         results, records = [], []
@@ -290,7 +331,8 @@ class ReplicationControlManager:
             error = None
             if name is not None and topic_id != ZERO_UUID:
                 error = errors.InvalidRequestException(
-                    "You may not specify both topic name and topic id.")
+                    "You may not specify both topic name and topic id."
+                )
             elif name is None and topic_id == ZERO_UUID:
                 error = errors.InvalidRequestException("Neither topic name nor id were specified.")
             elif name is not None and name_counts[name] > 1:
@@ -301,13 +343,16 @@ class ReplicationControlManager:
                 found = self.topics_by_name.get(name)
                 if found is None:
                     error = errors.UnknownTopicOrPartitionException(
-                        "This server does not host this topic-partition.")
+                        "This server does not host this topic-partition."
+                    )
                 else:
                     topic_id = found
             else:
                 topic = self.topics.get(topic_id)
                 if topic is None:
-                    error = errors.UnknownTopicIdException("This server does not host this topic ID.")
+                    error = errors.UnknownTopicIdException(
+                        "This server does not host this topic ID."
+                    )
                 else:
                     name = topic.name
             if error is None and topic_id not in removed:
@@ -317,18 +362,21 @@ class ReplicationControlManager:
         return ControllerResult(results, records)
 
     # -- CreatePartitions ----------------------------------------------------------
-    def create_partitions(self, name: str, count: int,
-                          assignments: list[list[int]] | None) -> ControllerResult:
+    def create_partitions(
+        self, name: str, count: int, assignments: list[list[int]] | None
+    ) -> ControllerResult:
         """Response: None on success (raises the topic's KafkaError)."""
         topic = self.topic(name)
         if topic is None:
             raise errors.UnknownTopicOrPartitionException(
-                "This server does not host this topic-partition.")
+                "This server does not host this topic-partition."
+            )
         current = len(topic.partitions)
         if count < current:
             raise errors.InvalidPartitionsException(
                 f"The topic {name} currently has {current} partition(s); {count} would not be an "
-                f"increase.")
+                f"increase."
+            )
         if count == current:
             raise errors.InvalidPartitionsException(f"Topic already has {current} partition(s).")
         additional = count - current
@@ -339,7 +387,8 @@ class ReplicationControlManager:
             if len(assignments) != additional:
                 raise errors.InvalidReplicaAssignmentException(
                     f"Attempted to add {additional} additional partition(s), but only "
-                    f"{len(assignments)} assignment(s) were specified.")
+                    f"{len(assignments)} assignment(s) were specified."
+                )
             placed = []
             for replicas in assignments:
                 replicas = self._check_assignment(list(replicas))
@@ -347,13 +396,21 @@ class ReplicationControlManager:
                     raise errors.InvalidReplicaAssignmentException(
                         f"The manual partition assignment includes a partition with "
                         f"{len(replicas)} replica(s), but this is not consistent with previous "
-                        f"partitions, which have {rf} replica(s).")
+                        f"partitions, which have {rf} replica(s)."
+                    )
                 placed.append(replicas)
         else:
-            placed = self.placement(self.cluster.active_brokers(), additional, rf,
-                                    self.cluster.racks(), start_partition=current)
-        records = [self._new_partition_record(topic.topic_id, current + i, replicas)
-                   for i, replicas in enumerate(placed)]
+            placed = self.placement(
+                self.cluster.active_brokers(),
+                additional,
+                rf,
+                self.cluster.racks(),
+                start_partition=current,
+            )
+        records = [
+            self._new_partition_record(topic.topic_id, current + i, replicas)
+            for i, replicas in enumerate(placed)
+        ]
         return ControllerResult(None, records)
 
     # -- ElectLeaders --------------------------------------------------------------
@@ -368,7 +425,8 @@ class ReplicationControlManager:
             topic = self.topic(name)
             if topic is None or index not in topic.partitions:
                 results[name, index] = errors.UnknownTopicOrPartitionException(
-                    f"The partition {name}-{index} does not exist.")
+                    f"The partition {name}-{index} does not exist."
+                )
                 continue
             registration = topic.partitions[index]
             alive = self.cluster.is_active
@@ -377,41 +435,51 @@ class ReplicationControlManager:
                 preferred = registration.replicas[0]
                 if registration.leader == preferred:
                     results[name, index] = errors.ElectionNotNeededException(
-                        "Leader election not needed for topic partition.")
+                        "Leader election not needed for topic partition."
+                    )
                 elif preferred in registration.isr and alive(preferred):
-                    change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id,
-                                                   leader=preferred)
+                    change = PartitionChangeRecord(
+                        partition_id=index, topic_id=topic.topic_id, leader=preferred
+                    )
                 else:
                     results[name, index] = errors.PreferredLeaderNotAvailableException(
                         f"Failed to elect leader for partition {name}-{index} under strategy "
-                        f"PreferredReplicaPartitionLeaderElectionStrategy")
+                        f"PreferredReplicaPartitionLeaderElectionStrategy"
+                    )
             elif election_type == ELECTION_UNCLEAN:
                 if registration.leader != NO_LEADER and alive(registration.leader):
                     results[name, index] = errors.ElectionNotNeededException(
-                        "Leader election not needed for topic partition.")
+                        "Leader election not needed for topic partition."
+                    )
                 else:
                     in_sync = [r for r in registration.isr if alive(r)]
                     candidates = in_sync or [r for r in registration.replicas if alive(r)]
                     if not candidates:
                         results[name, index] = errors.EligibleLeadersNotAvailableException(
                             f"Failed to elect leader for partition {name}-{index} under strategy "
-                            f"UncleanLeaderElectionStrategy")
+                            f"UncleanLeaderElectionStrategy"
+                        )
                     else:
                         leader = candidates[0]
                         change = PartitionChangeRecord(
-                            partition_id=index, topic_id=topic.topic_id, leader=leader,
-                            isr=None if in_sync else [leader])
+                            partition_id=index,
+                            topic_id=topic.topic_id,
+                            leader=leader,
+                            isr=None if in_sync else [leader],
+                        )
             else:
                 results[name, index] = errors.InvalidRequestException(
-                    f"Unknown election type {election_type}")
+                    f"Unknown election type {election_type}"
+                )
             if change is not None:
                 records.append(change)
                 results[name, index] = None
         return ControllerResult(results, records)
 
     # -- partition reassignments -----------------------------------------------------
-    def alter_partition_reassignments(self, requests, allow_replication_factor_change=True
-                                      ) -> ControllerResult:
+    def alter_partition_reassignments(
+        self, requests, allow_replication_factor_change=True
+    ) -> ControllerResult:
         """requests: (topic, index, target replicas or None to cancel).
         Response: {(topic, index): KafkaError | None}.
 
@@ -425,13 +493,15 @@ class ReplicationControlManager:
                 topic = self.topic(name)
                 if topic is None or index not in topic.partitions:
                     raise errors.UnknownTopicOrPartitionException(
-                        f"Unable to find partition {name}-{index}.")
+                        f"Unable to find partition {name}-{index}."
+                    )
                 registration = topic.partitions[index]
                 if target is None:
                     change = self._cancel_reassignment(topic, index, registration)
                 else:
-                    change = self._reassign(topic, index, registration, list(target),
-                                            allow_replication_factor_change)
+                    change = self._reassign(
+                        topic, index, registration, list(target), allow_replication_factor_change
+                    )
                 if change is not None:
                     records.append(change)
                 results[name, index] = None
@@ -439,18 +509,25 @@ class ReplicationControlManager:
                 results[name, index] = exc
         return ControllerResult(results, records)
 
-    def _reassign(self, topic: TopicControlInfo, index: int, registration, target: list[int],
-                  allow_replication_factor_change: bool):
+    def _reassign(
+        self,
+        topic: TopicControlInfo,
+        index: int,
+        registration,
+        target: list[int],
+        allow_replication_factor_change: bool,
+    ):
         self._check_assignment(target)
         original = [r for r in registration.replicas if r not in registration.adding_replicas]
         if not allow_replication_factor_change and len(target) != len(original):
             raise errors.InvalidReplicationFactorException(
-                f"The replication factor is changed from {len(original)} to {len(target)}")
+                f"The replication factor is changed from {len(original)} to {len(target)}"
+            )
         adding = [r for r in target if r not in original]
         removing = [r for r in original if r not in target]
         in_progress = bool(registration.adding_replicas or registration.removing_replicas)
         if target == list(registration.replicas) and not in_progress:
-            return None                              # already there
+            return None  # already there
         change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id)
         isr = [r for r in registration.isr if r in target]
         if not adding and isr:
@@ -470,12 +547,17 @@ class ReplicationControlManager:
     def _cancel_reassignment(self, topic: TopicControlInfo, index: int, registration):
         if not registration.adding_replicas and not registration.removing_replicas:
             raise errors.NoReassignmentInProgressException(
-                f"Unable to find an ongoing reassignment for {topic.name}-{index}.")
+                f"Unable to find an ongoing reassignment for {topic.name}-{index}."
+            )
         original = [r for r in registration.replicas if r not in registration.adding_replicas]
         isr = [r for r in registration.isr if r in original] or list(registration.isr)
-        change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id,
-                                       replicas=original, adding_replicas=[],
-                                       removing_replicas=[])
+        change = PartitionChangeRecord(
+            partition_id=index,
+            topic_id=topic.topic_id,
+            replicas=original,
+            adding_replicas=[],
+            removing_replicas=[],
+        )
         if tuple(isr) != registration.isr:
             change.isr = isr
         if registration.leader not in original:
@@ -483,9 +565,13 @@ class ReplicationControlManager:
         return change
 
     # -- AlterPartition ------------------------------------------------------------
-    def alter_partition(self, broker_id: int, broker_epoch: int,
-                        topics: Sequence[AlterPartitionTopic], version: int = 3
-                        ) -> ControllerResult:
+    def alter_partition(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        topics: Sequence[AlterPartitionTopic],
+        version: int = 3,
+    ) -> ControllerResult:
         """A partition leader's ISR shrink or expansion (Kafka's
         ReplicationControlManager.alterPartition); ``version`` is the
         request's, which decides how topics are named and which error codes
@@ -502,83 +588,111 @@ class ReplicationControlManager:
             registered_epoch = self.cluster.broker_epoch(broker_id)
         except errors.BrokerIdNotRegisteredException:
             raise errors.StaleBrokerEpochException(
-                f"No broker registration found for broker id {broker_id}") from None
+                f"No broker registration found for broker id {broker_id}"
+            ) from None
         if registered_epoch != broker_epoch:
             raise errors.StaleBrokerEpochException(
-                f"Expected broker epoch {registered_epoch}, but got broker epoch {broker_epoch}")
+                f"Expected broker epoch {registered_epoch}, but got broker epoch {broker_epoch}"
+            )
         results, records = [], []
         for entry in topics:
             topic_id = entry.topic_id if version > 1 else self.topics_by_name.get(entry.topic_name)
             topic = self.topics.get(topic_id)
             if topic is None:
-                error = errors.UnknownTopicIdException() if version > 1 else \
-                    errors.UnknownTopicOrPartitionException()
-                results.append([AlterPartitionResult(p.partition_index, error)
-                                for p in entry.partitions])
+                error = (
+                    errors.UnknownTopicIdException()
+                    if version > 1
+                    else errors.UnknownTopicOrPartitionException()
+                )
+                results.append(
+                    [AlterPartitionResult(p.partition_index, error) for p in entry.partitions]
+                )
                 continue
             partition_results = []
             for data in entry.partitions:
                 index = data.partition_index
                 registration = topic.partitions.get(index)
-                error = self._validate_alter_partition(broker_id, topic, registration, data,
-                                                       version)
+                error = self._validate_alter_partition(
+                    broker_id, topic, registration, data, version
+                )
                 if error is not None:
                     partition_results.append(AlterPartitionResult(index, error))
                     continue
-                change = self._isr_change(topic, index, registration,
-                                          [member.broker_id for member in data.new_isr])
+                change = self._isr_change(
+                    topic, index, registration, [member.broker_id for member in data.new_isr]
+                )
                 if change is not None:
                     records.append(change)
                     registration = apply_partition_change(registration, change)
                     if registration.leader != broker_id:
                         # Only a completed reassignment moves the leadership here;
                         # the old leader must learn the new one from metadata.
-                        logger.info("AlterPartition from broker %d completed the reassignment "
-                                    "of %s-%d and moved its leadership to %d", broker_id,
-                                    topic.name, index, registration.leader)
-                        error = errors.NewLeaderElectedException() if version > 1 else \
-                            errors.FencedLeaderEpochException()
+                        logger.info(
+                            "AlterPartition from broker %d completed the reassignment "
+                            "of %s-%d and moved its leadership to %d",
+                            broker_id,
+                            topic.name,
+                            index,
+                            registration.leader,
+                        )
+                        error = (
+                            errors.NewLeaderElectedException()
+                            if version > 1
+                            else errors.FencedLeaderEpochException()
+                        )
                         partition_results.append(AlterPartitionResult(index, error))
                         continue
                 partition_results.append(AlterPartitionResult(index, None, registration))
             results.append(partition_results)
         return ControllerResult(results, records)
 
-    def _validate_alter_partition(self, broker_id: int, topic: TopicControlInfo,
-                                  registration: PartitionRegistration | None,
-                                  data: AlterPartitionData, version: int
-                                  ) -> errors.KafkaError | None:
+    def _validate_alter_partition(
+        self,
+        broker_id: int,
+        topic: TopicControlInfo,
+        registration: PartitionRegistration | None,
+        data: AlterPartitionData,
+        version: int,
+    ) -> errors.KafkaError | None:
         """Kafka's validateAlterPartitionData: the first rule broken, or None."""
         name = f"{topic.name}-{data.partition_index}"
         if registration is None:
             return errors.UnknownTopicOrPartitionException(f"Unknown partition {name}.")
         # A leader that knows a newer epoch than this controller has heard
         # from a newer controller: NOT_CONTROLLER sends it looking for it.
-        if data.leader_epoch > registration.leader_epoch or \
-                data.partition_epoch > registration.partition_epoch:
+        if (
+            data.leader_epoch > registration.leader_epoch
+            or data.partition_epoch > registration.partition_epoch
+        ):
             return errors.NotControllerException(
                 f"The leader of {name} has seen leader epoch {data.leader_epoch} and partition "
                 f"epoch {data.partition_epoch}, newer than this controller's "
-                f"{registration.leader_epoch} and {registration.partition_epoch}.")
+                f"{registration.leader_epoch} and {registration.partition_epoch}."
+            )
         if data.leader_epoch < registration.leader_epoch:
             return errors.FencedLeaderEpochException(
                 f"The leader epoch of {name} is {registration.leader_epoch}, not "
-                f"{data.leader_epoch}.")
+                f"{data.leader_epoch}."
+            )
         if broker_id != registration.leader:
             return errors.InvalidRequestException(
-                f"Broker {broker_id} is not the leader of {name} ({registration.leader} is).")
+                f"Broker {broker_id} is not the leader of {name} ({registration.leader} is)."
+            )
         if data.partition_epoch < registration.partition_epoch:
             # The change this request was based on has been superseded.
             return errors.InvalidUpdateVersionException(
                 f"The partition epoch of {name} is {registration.partition_epoch}, not "
-                f"{data.partition_epoch}.")
+                f"{data.partition_epoch}."
+            )
         new_isr = [member.broker_id for member in data.new_isr]
         if not _valid_isr(registration.replicas, new_isr):
             return errors.InvalidRequestException(
-                f"Invalid ISR {new_isr} for {name}: replicas are {list(registration.replicas)}.")
+                f"Invalid ISR {new_isr} for {name}: replicas are {list(registration.replicas)}."
+            )
         if registration.leader not in new_isr:
             return errors.InvalidRequestException(
-                f"The ISR {new_isr} of {name} does not include its leader {registration.leader}.")
+                f"The ISR {new_isr} of {name} does not include its leader {registration.leader}."
+            )
         state = data.leader_recovery_state
         if state not in (LEADER_RECOVERY_RECOVERED, LEADER_RECOVERY_RECOVERING):
             # Kafka fails the whole request (UNKNOWN_SERVER_ERROR) on a value
@@ -587,18 +701,22 @@ class ReplicationControlManager:
         if state == LEADER_RECOVERY_RECOVERING and len(new_isr) > 1:
             return errors.InvalidRequestException(
                 f"The ISR {new_isr} of {name} has more than one replica while its leader is "
-                f"recovering from an unclean leader election.")
+                f"recovering from an unclean leader election."
+            )
         if state == LEADER_RECOVERY_RECOVERING:
             # Every registration here is RECOVERED, and that is final.
             return errors.InvalidRequestException(
-                f"The leader recovery state of {name} cannot change from RECOVERED to "
-                f"RECOVERING.")
+                f"The leader recovery state of {name} cannot change from RECOVERED to RECOVERING."
+            )
         ineligible = self._ineligible_replicas(data.new_isr)
         if ineligible:
             message = f"Ineligible replicas {ineligible} in the new ISR {new_isr} of {name}."
             # INELIGIBLE_REPLICA is version 2's (KIP-841).
-            return errors.IneligibleReplicaException(message) if version > 1 else \
-                errors.OperationNotAttemptedException(message)
+            return (
+                errors.IneligibleReplicaException(message)
+                if version > 1
+                else errors.OperationNotAttemptedException(message)
+            )
         return None
 
     def _ineligible_replicas(self, new_isr: Sequence[BrokerState]) -> list[str]:
@@ -614,13 +732,19 @@ class ReplicationControlManager:
             elif registration.fenced:
                 reasons.append(f"{member.broker_id} (fenced)")
             elif member.broker_epoch != -1 and member.broker_epoch != registration.epoch:
-                reasons.append(f"{member.broker_id} (broker epoch {member.broker_epoch}, "
-                               f"registered {registration.epoch})")
+                reasons.append(
+                    f"{member.broker_id} (broker epoch {member.broker_epoch}, "
+                    f"registered {registration.epoch})"
+                )
         return reasons
 
-    def _isr_change(self, topic: TopicControlInfo, index: int,
-                    registration: PartitionRegistration, new_isr: list[int]
-                    ) -> PartitionChangeRecord | None:
+    def _isr_change(
+        self,
+        topic: TopicControlInfo,
+        index: int,
+        registration: PartitionRegistration,
+        new_isr: list[int],
+    ) -> PartitionChangeRecord | None:
         """What Kafka's PartitionChangeBuilder makes of a validated target
         ISR: the record (only the fields that change), or None if nothing
         does. The leader is in the new ISR and in service, so it stays,
@@ -644,25 +768,39 @@ class ReplicationControlManager:
                 if registration.leader not in isr:
                     # The ISR holds only brokers in service, so this election is clean.
                     change.leader = self._elect(
-                        topic.name, replace(registration, replicas=tuple(target)), isr)
+                        topic.name, replace(registration, replicas=tuple(target)), isr
+                    )
                 elif removing:
                     # A leader epoch bump fences the replicas that leave.
                     change.leader = registration.leader
         if tuple(isr) != registration.isr:
             change.isr = isr
-        if change.isr is None and change.leader == NO_LEADER_CHANGE and change.replicas is None \
-                and change.adding_replicas is None and change.removing_replicas is None:
+        if (
+            change.isr is None
+            and change.leader == NO_LEADER_CHANGE
+            and change.replicas is None
+            and change.adding_replicas is None
+            and change.removing_replicas is None
+        ):
             return None
         return change
 
     # -- broker fencing ------------------------------------------------------------
-    def _elect(self, topic_name: str, registration: PartitionRegistration, isr,
-               excluded: int | None = None, also_active: int | None = None) -> int:
+    def _elect(
+        self,
+        topic_name: str,
+        registration: PartitionRegistration,
+        isr,
+        excluded: int | None = None,
+        also_active: int | None = None,
+    ) -> int:
         """OfflinePartitionLeaderElectionStrategy: the first replica (in
         assignment order) that is alive and in the ISR; with unclean leader
         election enabled, else the first alive replica."""
+
         def alive(broker: int) -> bool:
             return broker != excluded and (broker == also_active or self.cluster.is_active(broker))
+
         for replica in registration.replicas:
             if replica in isr and alive(replica):
                 return replica
@@ -700,8 +838,11 @@ class ReplicationControlManager:
         for topic in self.topics.values():
             for index, registration in sorted(topic.partitions.items()):
                 preferred = registration.replicas[0] if registration.replicas else NO_LEADER
-                if registration.leader != preferred and preferred in registration.isr and \
-                        self.cluster.is_active(preferred):
+                if (
+                    registration.leader != preferred
+                    and preferred in registration.isr
+                    and self.cluster.is_active(preferred)
+                ):
                     found.append((topic.name, index))
                     if len(found) >= limit:
                         return found
@@ -709,20 +850,25 @@ class ReplicationControlManager:
 
     def leaderships(self, broker_id: int) -> int:
         """How many partitions ``broker_id`` leads."""
-        return sum(1 for topic, _, registration in self._partitions_of(broker_id)
-                   if registration.leader == broker_id)
+        return sum(
+            1
+            for topic, _, registration in self._partitions_of(broker_id)
+            if registration.leader == broker_id
+        )
 
     def _partitions_of(self, broker_id: int):
         """(topic, index, registration) of the partitions ``broker_id`` is a
         replica of, by topic name and index."""
-        found = [(self.topics[topic_id], index)
-                 for topic_id, index in self._replica_partitions.get(broker_id, ())]
+        found = [
+            (self.topics[topic_id], index)
+            for topic_id, index in self._replica_partitions.get(broker_id, ())
+        ]
         found.sort(key=lambda entry: (entry[0].name, entry[1]))
         return [(topic, index, topic.partitions[index]) for topic, index in found]
 
     def _index_replicas(self, topic_id: uuid.UUID, index: int, old, new) -> None:
         if old is not None and new is not None and old.replicas == new.replicas:
-            return                  # most changes: a leader or an ISR, not the replicas
+            return  # most changes: a leader or an ISR, not the replicas
         key = (topic_id, index)
         for broker_id in set(old.replicas if old else ()) - set(new.replicas if new else ()):
             replicas_of = self._replica_partitions[broker_id]
@@ -767,15 +913,14 @@ class ReplicationControlManager:
         for topic, index, registration in self._partitions_of(broker_id):
             if registration.leader != NO_LEADER:
                 continue
-            if broker_id not in registration.isr and \
-                    not self.unclean_election_enabled(topic.name):
+            if broker_id not in registration.isr and not self.unclean_election_enabled(topic.name):
                 continue
-            leader = self._elect(topic.name, registration, registration.isr,
-                                 also_active=broker_id)
+            leader = self._elect(topic.name, registration, registration.isr, also_active=broker_id)
             if leader == NO_LEADER:
                 continue
-            change = PartitionChangeRecord(partition_id=index, topic_id=topic.topic_id,
-                                           leader=leader)
+            change = PartitionChangeRecord(
+                partition_id=index, topic_id=topic.topic_id, leader=leader
+            )
             if leader not in registration.isr:
                 change.isr = [leader]
             records.append(change)
@@ -787,16 +932,22 @@ class ReplicationControlManager:
         if isinstance(record, TopicRecord):
             self.topics[record.topic_id] = TopicControlInfo(record.name, record.topic_id)
             self.topics_by_name[record.name] = record.topic_id
-            self._collision_names.setdefault(unify_collision_chars(record.name),
-                                             set()).add(record.name)
+            self._collision_names.setdefault(unify_collision_chars(record.name), set()).add(
+                record.name
+            )
             return "changed", record.name
         if isinstance(record, PartitionRecord):
             topic = self.topics[record.topic_id]
             old = topic.partitions.get(record.partition_id)
             new = topic.partitions[record.partition_id] = PartitionRegistration(
-                tuple(record.replicas), tuple(record.isr), record.leader, record.leader_epoch,
-                record.partition_epoch, tuple(record.removing_replicas or ()),
-                tuple(record.adding_replicas or ()))
+                tuple(record.replicas),
+                tuple(record.isr),
+                record.leader,
+                record.leader_epoch,
+                record.partition_epoch,
+                tuple(record.removing_replicas or ()),
+                tuple(record.adding_replicas or ()),
+            )
             self._index_replicas(record.topic_id, record.partition_id, old, new)
             return "changed", topic.name
         if isinstance(record, PartitionChangeRecord):
@@ -828,14 +979,28 @@ def apply_partition_change(current: PartitionRegistration, change) -> PartitionR
     leader, leader_epoch = current.leader, current.leader_epoch
     if change.leader != NO_LEADER_CHANGE:
         leader, leader_epoch = change.leader, current.leader_epoch + 1
-    removing = tuple(change.removing_replicas) if change.removing_replicas is not None \
+    removing = (
+        tuple(change.removing_replicas)
+        if change.removing_replicas is not None
         else current.removing_replicas
-    adding = tuple(change.adding_replicas) if change.adding_replicas is not None \
+    )
+    adding = (
+        tuple(change.adding_replicas)
+        if change.adding_replicas is not None
         else current.adding_replicas
-    return PartitionRegistration(replicas, isr, leader if leader != NO_LEADER else NO_LEADER,
-                                 leader_epoch, current.partition_epoch + 1, removing, adding,
-                                 current.eligible_leader_replicas, current.last_known_elr,
-                                 current.directories)
+    )
+    return PartitionRegistration(
+        replicas,
+        isr,
+        leader if leader != NO_LEADER else NO_LEADER,
+        leader_epoch,
+        current.partition_epoch + 1,
+        removing,
+        adding,
+        current.eligible_leader_replicas,
+        current.last_known_elr,
+        current.directories,
+    )
 
 
 def _valid_isr(replicas: Sequence[int], isr: Sequence[int]) -> bool:

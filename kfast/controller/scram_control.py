@@ -18,6 +18,7 @@ iterations outside [4096, 16384] UNACCEPTABLE_CREDENTIAL; deleting a
 credential that does not exist RESOURCE_NOT_FOUND. The records of every
 valid alteration are committed in one batch.
 """
+
 from __future__ import annotations
 
 from kfast.controller.controller_result import ControllerResult
@@ -35,9 +36,13 @@ _TWICE = "A user credential cannot be altered twice in the same request"
 
 def scram_record(user: str, mechanism_type: int, credential: ScramCredential):
     return UserScramCredentialRecord(
-        name=user, mechanism=mechanism_type, salt=credential.salt,
-        stored_key=credential.stored_key, server_key=credential.server_key,
-        iterations=credential.iterations)
+        name=user,
+        mechanism=mechanism_type,
+        salt=credential.salt,
+        stored_key=credential.stored_key,
+        server_key=credential.server_key,
+        iterations=credential.iterations,
+    )
 
 
 class ScramControlManager:
@@ -52,9 +57,9 @@ class ScramControlManager:
             return errors.UnsupportedSaslMechanismException("Unknown SCRAM mechanism")
         return None
 
-    def alter_credentials(self, deletions: list[tuple[str, int]],
-                          upsertions: list[tuple[str, int, int, bytes, bytes]]
-                          ) -> ControllerResult:
+    def alter_credentials(
+        self, deletions: list[tuple[str, int]], upsertions: list[tuple[str, int, int, bytes, bytes]]
+    ) -> ControllerResult:
         """deletions: (user, mechanism type); upsertions: (user, mechanism
         type, iterations, salt, salted password). Response: [(user,
         KafkaError | None)], deletions first, then upsertions, then errors."""
@@ -71,7 +76,8 @@ class ScramControlManager:
             error = self._check_user_and_mechanism(user, mechanism_type)
             if error is None and key not in self.credentials:
                 error = errors.ResourceNotFoundException(
-                    "Attempt to delete a user credential that does not exist")
+                    "Attempt to delete a user credential that does not exist"
+                )
             if error is not None:
                 failed[user] = error
             else:
@@ -100,13 +106,12 @@ class ScramControlManager:
         for user, mechanism_type in to_delete.values():
             if user not in failed:
                 succeeded[user] = None
-                records.append(RemoveUserScramCredentialRecord(name=user,
-                                                               mechanism=mechanism_type))
+                records.append(RemoveUserScramCredentialRecord(name=user, mechanism=mechanism_type))
         for user, mechanism_type, iterations, salt, salted_password in to_upsert.values():
             if user not in failed:
                 credential = ScramCredential.from_salted_password(
-                    MECHANISM_TYPES[mechanism_type], bytes(salt), bytes(salted_password),
-                    iterations)
+                    MECHANISM_TYPES[mechanism_type], bytes(salt), bytes(salted_password), iterations
+                )
                 succeeded[user] = None
                 records.append(scram_record(user, mechanism_type, credential))
         results.extend(succeeded.items())
@@ -116,7 +121,11 @@ class ScramControlManager:
     def replay(self, record) -> None:
         key = (record.name, record.mechanism)
         if isinstance(record, UserScramCredentialRecord):
-            self.credentials[key] = ScramCredential(bytes(record.salt), bytes(record.stored_key),
-                                                    bytes(record.server_key), record.iterations)
+            self.credentials[key] = ScramCredential(
+                bytes(record.salt),
+                bytes(record.stored_key),
+                bytes(record.server_key),
+                record.iterations,
+            )
         elif self.credentials.pop(key, None) is None:
             raise ValueError(f"Unable to find credential to delete: {key}")

@@ -9,6 +9,7 @@ controller replays the newest snapshot and then only the log records from
 its end offset on, so a restart does not re-read every change since the
 cluster was formatted.
 """
+
 from __future__ import annotations
 
 import os
@@ -46,56 +47,94 @@ from kfast.raft.snapshots import (  # noqa: F401 (the controller's snapshot API)
 def image_records(image, next_producer_id: int) -> list:
     """Records whose replay, into empty control managers, rebuilds ``image``
     (and the producer id allocation point)."""
-    records: list = [FeatureLevelRecord(name=name, feature_level=level)
-                     for name, level in sorted(image.features.items())]
+    records: list = [
+        FeatureLevelRecord(name=name, feature_level=level)
+        for name, level in sorted(image.features.items())
+    ]
     for broker_id in sorted(image.brokers):
         registration = image.brokers[broker_id]
-        records.append(RegisterBrokerRecord(
-            broker_id=broker_id, incarnation_id=registration.incarnation_id,
-            broker_epoch=registration.epoch, rack=registration.rack,
-            fenced=registration.fenced, in_controlled_shutdown=registration.in_controlled_shutdown,
-            end_points=[RegisterBrokerRecord.BrokerEndpoint(
-                name=e.name, host=e.host, port=e.port,
-                security_protocol=SECURITY_PROTOCOLS[e.security_protocol])
-                for e in registration.listeners.values()]))
+        records.append(
+            RegisterBrokerRecord(
+                broker_id=broker_id,
+                incarnation_id=registration.incarnation_id,
+                broker_epoch=registration.epoch,
+                rack=registration.rack,
+                fenced=registration.fenced,
+                in_controlled_shutdown=registration.in_controlled_shutdown,
+                end_points=[
+                    RegisterBrokerRecord.BrokerEndpoint(
+                        name=e.name,
+                        host=e.host,
+                        port=e.port,
+                        security_protocol=SECURITY_PROTOCOLS[e.security_protocol],
+                    )
+                    for e in registration.listeners.values()
+                ],
+            )
+        )
     for name in sorted(image.topics_by_name):
         topic = image.topics_by_name[name]
         records.append(TopicRecord(name=name, topic_id=topic.topic_id))
         for index in sorted(topic.partitions):
             p = topic.partitions[index]
-            records.append(PartitionRecord(
-                partition_id=index, topic_id=topic.topic_id, replicas=list(p.replicas),
-                isr=list(p.isr), removing_replicas=list(p.removing_replicas),
-                adding_replicas=list(p.adding_replicas), leader=p.leader,
-                leader_epoch=p.leader_epoch, partition_epoch=p.partition_epoch))
-    for resource_type, configs in ((CONFIG_RESOURCE_TOPIC, image.topic_configs),
-                                   (CONFIG_RESOURCE_BROKER, image.broker_configs),
-                                   (CONFIG_RESOURCE_CLIENT_METRICS, image.client_metrics_configs),
-                                   (CONFIG_RESOURCE_GROUP, image.group_configs)):
+            records.append(
+                PartitionRecord(
+                    partition_id=index,
+                    topic_id=topic.topic_id,
+                    replicas=list(p.replicas),
+                    isr=list(p.isr),
+                    removing_replicas=list(p.removing_replicas),
+                    adding_replicas=list(p.adding_replicas),
+                    leader=p.leader,
+                    leader_epoch=p.leader_epoch,
+                    partition_epoch=p.partition_epoch,
+                )
+            )
+    for resource_type, configs in (
+        (CONFIG_RESOURCE_TOPIC, image.topic_configs),
+        (CONFIG_RESOURCE_BROKER, image.broker_configs),
+        (CONFIG_RESOURCE_CLIENT_METRICS, image.client_metrics_configs),
+        (CONFIG_RESOURCE_GROUP, image.group_configs),
+    ):
         for resource in sorted(configs):
             for key, value in sorted(configs[resource].items()):
-                records.append(ConfigRecord(resource_type=resource_type, resource_name=resource,
-                                            name=key, value=value))
+                records.append(
+                    ConfigRecord(
+                        resource_type=resource_type, resource_name=resource, name=key, value=value
+                    )
+                )
     records += [acl_record(acl_id, acl) for acl_id, acl in image.acls.items()]
-    records += [scram_record(user, mechanism_type, credential)
-                for (user, mechanism_type), credential in image.scram_credentials.items()]
-    for entity in sorted(image.client_quotas, key=lambda e: [(t, n or "", n is None) for t, n in e]):
+    records += [
+        scram_record(user, mechanism_type, credential)
+        for (user, mechanism_type), credential in image.scram_credentials.items()
+    ]
+    for entity in sorted(
+        image.client_quotas, key=lambda e: [(t, n or "", n is None) for t, n in e]
+    ):
         for key, value in sorted(image.client_quotas[entity].items()):
-            records.append(ClientQuotaRecord(
-                entity=[ClientQuotaRecord.EntityData(entity_type=t, entity_name=n)
-                        for t, n in entity], key=key, value=value))
+            records.append(
+                ClientQuotaRecord(
+                    entity=[
+                        ClientQuotaRecord.EntityData(entity_type=t, entity_name=n)
+                        for t, n in entity
+                    ],
+                    key=key,
+                    value=value,
+                )
+            )
     if next_producer_id > 0:
-        records.append(ProducerIdsRecord(broker_id=-1, broker_epoch=-1,
-                                         next_producer_id=next_producer_id))
+        records.append(
+            ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=next_producer_id)
+        )
     return records
 
 
-def write_snapshot(directory: str, end_offset: int, epoch: int, records: list,
-                   last_timestamp: int | None = None) -> str:
+def write_snapshot(
+    directory: str, end_offset: int, epoch: int, records: list, last_timestamp: int | None = None
+) -> str:
     """Write, fsync and publish a snapshot file; returns its path. Blocking."""
     path = os.path.join(directory, snapshot_name(end_offset, epoch))
-    write_snapshot_file(path, iter_snapshot_batches(records, epoch, encode_record,
-                                                    last_timestamp))
+    write_snapshot_file(path, iter_snapshot_batches(records, epoch, encode_record, last_timestamp))
     return path
 
 

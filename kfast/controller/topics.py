@@ -4,6 +4,7 @@ Legal names are 1..249 characters of [a-zA-Z0-9._-], not "." or "..".
 '.' and '_' may collide in metric names, so two topics whose names differ
 only there cannot both exist.
 """
+
 from __future__ import annotations
 
 import re
@@ -25,15 +26,17 @@ def validate_topic_name(name: str | None) -> None:
     if not name:
         raise errors.InvalidTopicException("Topic name is illegal, it can't be empty")
     if name in (".", ".."):
-        raise errors.InvalidTopicException("Topic name cannot be \".\" or \"..\"")
+        raise errors.InvalidTopicException('Topic name cannot be "." or ".."')
     if len(name) > TOPIC_MAX_NAME_LENGTH:
         raise errors.InvalidTopicException(
             f"Topic name is illegal, it can't be longer than {TOPIC_MAX_NAME_LENGTH} "
-            f"characters, topic name: {name}")
+            f"characters, topic name: {name}"
+        )
     if not _LEGAL_TOPIC_NAME.fullmatch(name):
         raise errors.InvalidTopicException(
-            f"Topic name \"{name}\" is illegal, it contains a character other than ASCII "
-            f"alphanumerics, '.', '_' and '-'")
+            f'Topic name "{name}" is illegal, it contains a character other than ASCII '
+            f"alphanumerics, '.', '_' and '-'"
+        )
 
 
 def unify_collision_chars(name: str) -> str:

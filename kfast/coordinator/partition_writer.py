@@ -11,6 +11,7 @@ CoordinatorLoader (read a partition back); kfast's runtime also asks, per
 request, whether this broker leads a partition, so one small interface
 carries all three.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -51,8 +52,9 @@ class PartitionWriter(Protocol):
     def node_id(self) -> int:
         """The hosting broker's id (compared with metadata_leader)."""
 
-    def append(self, index: int, batch: bytes, timeout_ms: int,
-               on_committed: Callable[[int], None]) -> None:
+    def append(
+        self, index: int, batch: bytes, timeout_ms: int, on_committed: Callable[[int], None]
+    ) -> None:
         """Append a record batch to partition ``index`` as its leader and call
         ``on_committed(error_code)`` once: 0 when the high watermark covers
         the batch, else the produce error (NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT

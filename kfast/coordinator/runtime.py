@@ -28,6 +28,7 @@ PartitionWriter (kfast.coordinator.partition_writer) for that topic.
 A subclass says what loading means for its coordinator: ``_begin_load``,
 ``_replay_batch``, ``_complete_load`` and ``_unload_partition``.
 """
+
 from __future__ import annotations
 
 import abc
@@ -56,12 +57,18 @@ _APPEND_ERRORS = {
     E.KafkaStorageException.code: E.NotCoordinatorException.code,
 }
 # What differs by coordinator: a batch too large for the partition.
-_TOO_LARGE = frozenset({E.RecordTooLargeException.code, E.RecordBatchTooLargeException.code,
-                        E.InvalidFetchSizeException.code})
+_TOO_LARGE = frozenset(
+    {
+        E.RecordTooLargeException.code,
+        E.RecordBatchTooLargeException.code,
+        E.InvalidFetchSizeException.code,
+    }
+)
 
 
-def coordinator_error(append_error: int, too_large: int = E.UnknownServerException.code,
-                      other: int | None = None) -> int:
+def coordinator_error(
+    append_error: int, too_large: int = E.UnknownServerException.code, other: int | None = None
+) -> int:
     """The error a coordinator answers for an append that failed with
     ``append_error`` (0 stays 0). ``too_large``: the answer for a batch over
     the size limits (an offset commit's is INVALID_COMMIT_OFFSET_SIZE);
@@ -85,8 +92,11 @@ def keyed_records(batch):
         return
     for record in batch:
         if record.key is not None:
-            yield (record.offset, bytes(record.key),
-                   None if record.value is None else bytes(record.value))
+            yield (
+                record.offset,
+                bytes(record.key),
+                None if record.value is None else bytes(record.value),
+            )
 
 
 def wall_clock_ms() -> int:
@@ -96,8 +106,16 @@ def wall_clock_ms() -> int:
 class _PartitionLoad:
     """A partition being replayed: where the next slice starts."""
 
-    __slots__ = ("index", "partition", "offset", "end_offset", "leader_epoch", "records",
-                 "began", "handle")
+    __slots__ = (
+        "index",
+        "partition",
+        "offset",
+        "end_offset",
+        "leader_epoch",
+        "records",
+        "began",
+        "handle",
+    )
 
     def __init__(self, index: int, partition: CoordinatorReplica):
         self.index = index
@@ -120,8 +138,9 @@ class CoordinatorRuntime(abc.ABC):
     per step of a load (offsets.load.buffer.size,
     transaction.state.log.load.buffer.size)."""
 
-    def __init__(self, topic: str, num_partitions: int, load_buffer_size: int,
-                 partitions: PartitionWriter):
+    def __init__(
+        self, topic: str, num_partitions: int, load_buffer_size: int, partitions: PartitionWriter
+    ):
         self.topic = topic
         self.num_partitions = num_partitions
         self.load_buffer_size = load_buffer_size
@@ -183,8 +202,11 @@ class CoordinatorRuntime(abc.ABC):
         """Load every partition this broker leads and unload those it no
         longer leads (at start, and when the leadership changed)."""
         for index in range(self.num_partitions):
-            if index in self.loaded or index in self.loading or \
-                    self.partitions.replica(index) is not None:
+            if (
+                index in self.loaded
+                or index in self.loading
+                or self.partitions.replica(index) is not None
+            ):
                 self.check_coordinator_partition(index)
 
     def _load(self, index: int, partition: CoordinatorReplica) -> bool:
@@ -204,9 +226,8 @@ class CoordinatorRuntime(abc.ABC):
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
-            loop = None     # no loop to come back on (a caller outside the broker)
-        deadline = time.perf_counter() + LOAD_SLICE_MS / 1000 if loop is not None \
-            else float("inf")
+            loop = None  # no loop to come back on (a caller outside the broker)
+        deadline = time.perf_counter() + LOAD_SLICE_MS / 1000 if loop is not None else float("inf")
         try:
             finished = self._replay_until(load, deadline)
         except Exception:
@@ -220,8 +241,13 @@ class CoordinatorRuntime(abc.ABC):
         del self.loading[load.index]
         self.loaded.add(load.index)
         self._loaded_epochs[load.index] = load.leader_epoch
-        logger.info("loaded %d records of %s-%d in %.1f ms", load.records, self.topic,
-                    load.index, (time.perf_counter() - load.began) * 1000)
+        logger.info(
+            "loaded %d records of %s-%d in %.1f ms",
+            load.records,
+            self.topic,
+            load.index,
+            (time.perf_counter() - load.began) * 1000,
+        )
         self._complete_load(load.index, load.leader_epoch)
         return True
 
@@ -253,8 +279,14 @@ class CoordinatorRuntime(abc.ABC):
         self._unload_partition(index)
 
     # -- writing -----------------------------------------------------------------------
-    def append(self, index: int, records, timeout_ms: int, on_committed,
-               builder: RecordBatchBuilder | None = None) -> None:
+    def append(
+        self,
+        index: int,
+        records,
+        timeout_ms: int,
+        on_committed,
+        builder: RecordBatchBuilder | None = None,
+    ) -> None:
         """Append ``records`` ((key, value) pairs) to partition ``index`` as
         one batch (``builder``: a transactional one) with acks=-1 and call
         ``on_committed(append_error)``: 0 once replicated, else the produce
@@ -267,8 +299,12 @@ class CoordinatorRuntime(abc.ABC):
 
         def committed(append_error: int) -> None:
             if append_error:
-                logger.warning("appending to %s-%d failed: %s", self.topic, index,
-                               E.for_code(append_error).__name__)
+                logger.warning(
+                    "appending to %s-%d failed: %s",
+                    self.topic,
+                    index,
+                    E.for_code(append_error).__name__,
+                )
             on_committed(append_error)
 
         self.partitions.append(index, builder.build(), timeout_ms, committed)

@@ -16,6 +16,7 @@ Who writes what:
 All-topics totals are not kept: the exporter sums the per-topic counters at
 scrape time, plus ``retired``, the counts of topics that no longer exist.
 """
+
 from __future__ import annotations
 
 import threading
@@ -27,8 +28,15 @@ from kfast.metrics.histogram import BOUNDS_MS, Histogram, HistogramSnapshot
 class TopicStats:
     """One topic's BrokerTopicMetrics meters (their Count attributes)."""
 
-    __slots__ = ("messages_in", "bytes_in", "bytes_out", "total_produce_requests",
-                 "failed_produce_requests", "total_fetch_requests", "failed_fetch_requests")
+    __slots__ = (
+        "messages_in",
+        "bytes_in",
+        "bytes_out",
+        "total_produce_requests",
+        "failed_produce_requests",
+        "total_fetch_requests",
+        "failed_fetch_requests",
+    )
 
     def __init__(self):
         self.messages_in = self.bytes_in = self.bytes_out = 0
@@ -79,19 +87,22 @@ class RequestStats:
     __slots__ = ("requests", "counts", "count", "total_sum", "local_sum")
 
     def __init__(self):
-        self.requests = [0] * 32             # per version (grown if needed)
+        self.requests = [0] * 32  # per version (grown if needed)
         self.counts = [0] * (3 * _SLOTS)
         self.count = 0
         self.total_sum = self.local_sum = 0.0
 
-    def snapshot(self) -> tuple[dict[int, int], HistogramSnapshot, HistogramSnapshot,
-                                HistogramSnapshot]:
+    def snapshot(
+        self,
+    ) -> tuple[dict[int, int], HistogramSnapshot, HistogramSnapshot, HistogramSnapshot]:
         counts, n = self.counts, self.count
         versions = {v: c for v, c in enumerate(self.requests) if c}
-        return (versions,
-                HistogramSnapshot(counts[:_SLOTS], n, self.total_sum),
-                HistogramSnapshot(counts[_SLOTS:2 * _SLOTS], n, self.local_sum),
-                HistogramSnapshot(counts[2 * _SLOTS:], n, self.total_sum - self.local_sum))
+        return (
+            versions,
+            HistogramSnapshot(counts[:_SLOTS], n, self.total_sum),
+            HistogramSnapshot(counts[_SLOTS : 2 * _SLOTS], n, self.local_sum),
+            HistogramSnapshot(counts[2 * _SLOTS :], n, self.total_sum - self.local_sum),
+        )
 
 
 _SLOTS = len(BOUNDS_MS) + 1
@@ -101,8 +112,9 @@ class RequestMetrics:
     def __init__(self):
         self.by_key: dict[int, RequestStats] = {}
 
-    def record(self, api_key: int, version: int, started: float, handled: float,
-               finished: float) -> None:
+    def record(
+        self, api_key: int, version: int, started: float, handled: float, finished: float
+    ) -> None:
         """Times in seconds (time.perf_counter): ``started`` when the frame
         reached the dispatcher, ``handled`` when the handler returned (the
         local part: parse, handler, encode of a synchronous answer),
@@ -162,8 +174,9 @@ class QuotaStats:
         # (quota type, user, client id) -> [throttled responses, total ms]
         self.throttles: dict[tuple[str, str, str], list] = {}
 
-    def record_throttle(self, quota_type: str, user: str, client_id: str,
-                        throttle_ms: float) -> None:
+    def record_throttle(
+        self, quota_type: str, user: str, client_id: str, throttle_ms: float
+    ) -> None:
         entry = self.throttles.get((quota_type, user, client_id))
         if entry is None:
             entry = self.throttles[quota_type, user, client_id] = [0, 0.0]

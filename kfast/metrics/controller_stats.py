@@ -8,6 +8,7 @@ following the active one) are never counted, so a restart does not count
 history again and standby controllers report only what they did while
 they were active.
 """
+
 from __future__ import annotations
 
 from kfast.metrics.histogram import Histogram
@@ -35,8 +36,9 @@ class ControllerStats:
             self.unclean_leader_elections += unclean
 
     def snapshot(self) -> ControllerStatsSnapshot:
-        return ControllerStatsSnapshot(self.leader_elections.snapshot(),
-                                       self.elected_partitions, self.unclean_leader_elections)
+        return ControllerStatsSnapshot(
+            self.leader_elections.snapshot(), self.elected_partitions, self.unclean_leader_elections
+        )
 
 
 class ControllerStatsSnapshot:

@@ -6,6 +6,7 @@ one bisect and three additions per value and nothing else. Quantiles are
 read from the buckets: the upper bound of the bucket that holds the rank,
 so within one bucket width (a factor of 2**(1/4), about 19%) of the value.
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left

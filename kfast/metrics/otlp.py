@@ -38,6 +38,7 @@ past its message's end, a group, invalid UTF-8 in a name -- raises
 ``OtlpDecodeError``; the broker answers INVALID_RECORD, as Kafka does when
 its receiver fails.
 """
+
 from __future__ import annotations
 
 import struct
@@ -59,9 +60,10 @@ class OtlpDecodeError(ValueError):
 class MetricPoint(NamedTuple):
     """One data point: ``kind`` "gauge", "sum" or "histogram"; ``value`` is
     the number (a histogram's sum); ``count`` a histogram's count."""
+
     name: str
     kind: str
-    attributes: tuple[tuple[str, str], ...]   # resource attributes, then the point's
+    attributes: tuple[tuple[str, str], ...]  # resource attributes, then the point's
     value: float
     count: int
     temporality: int
@@ -96,7 +98,7 @@ def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, object]]
         elif wire_type == 1:
             if pos + 8 > end:
                 raise OtlpDecodeError("truncated fixed64")
-            value, pos = buf[pos:pos + 8], pos + 8
+            value, pos = buf[pos : pos + 8], pos + 8
         elif wire_type == 2:
             length, pos = _varint(buf, pos, end)
             if length > end - pos:
@@ -105,7 +107,7 @@ def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, object]]
         elif wire_type == 5:
             if pos + 4 > end:
                 raise OtlpDecodeError("truncated fixed32")
-            value, pos = buf[pos:pos + 4], pos + 4
+            value, pos = buf[pos : pos + 4], pos + 4
         else:
             raise OtlpDecodeError(f"unsupported wire type {wire_type}")
         yield number, wire_type, value
@@ -118,7 +120,7 @@ def _expect(wire_type: int, wanted: int, what: str) -> None:
 
 def _string(buf: bytes, span) -> str:
     try:
-        return buf[span[0]:span[1]].decode("utf-8")
+        return buf[span[0] : span[1]].decode("utf-8")
     except UnicodeDecodeError:
         raise OtlpDecodeError("invalid UTF-8") from None
 
@@ -180,7 +182,7 @@ def _point(buf: bytes, start: int, end: int, layout: dict):
 
 def _metric(buf: bytes, start: int, end: int, resource: tuple, out: list) -> None:
     name = None
-    data = None     # (kind, start, end)
+    data = None  # (kind, start, end)
     for number, wire_type, field in _fields(buf, start, end):
         if number == 1:
             _expect(wire_type, 2, "Metric.name")
@@ -205,8 +207,9 @@ def _metric(buf: bytes, start: int, end: int, resource: tuple, out: list) -> Non
             monotonic = bool(field)
     for span in spans:
         attributes, value, count = _point(buf, *span, layout)
-        out.append(MetricPoint(name, kind, resource + attributes, value, count, temporality,
-                               monotonic))
+        out.append(
+            MetricPoint(name, kind, resource + attributes, value, count, temporality, monotonic)
+        )
 
 
 def decode_metrics_data(data: bytes) -> list[MetricPoint]:

@@ -14,6 +14,7 @@ is IncrementalAlterConfigs on (CLIENT_METRICS, "basic") with
 (``*`` for all), ``match`` is a list of ``param=regex`` that must all
 match the client in full; an empty ``match`` matches every client.
 """
+
 from __future__ import annotations
 
 import re
@@ -28,9 +29,16 @@ DEFAULT_INTERVAL_MS = CLIENT_METRICS_CONFIGS["interval.ms"].default
 MIN_INTERVAL_MS = 100
 MAX_INTERVAL_MS = 3_600_000
 # The client attributes a match pattern may name.
-MATCH_PARAMS = frozenset({"client_instance_id", "client_id", "client_software_name",
-                          "client_software_version", "client_source_address",
-                          "client_source_port"})
+MATCH_PARAMS = frozenset(
+    {
+        "client_instance_id",
+        "client_id",
+        "client_software_name",
+        "client_software_version",
+        "client_source_address",
+        "client_source_port",
+    }
+)
 
 
 class Subscription(NamedTuple):
@@ -56,17 +64,18 @@ def parse(name: str, configs: Mapping[str, str]) -> Subscription:
     values = {}
     for key, definition in CLIENT_METRICS_CONFIGS.items():
         try:
-            values[key] = coerce(key, definition.type, configs[key]) if key in configs \
-                else definition.default
+            values[key] = (
+                coerce(key, definition.type, configs[key]) if key in configs else definition.default
+            )
         except ConfigException as exc:
             raise errors.InvalidConfigurationException(str(exc)) from None
     interval = values["interval.ms"]
     if not MIN_INTERVAL_MS <= interval <= MAX_INTERVAL_MS:
         raise errors.InvalidRequestException(
             f"Invalid value {interval} for interval.ms, interval must be between 100 and "
-            f"3600000 (1 hour)")
-    return Subscription(name, tuple(values["metrics"]), interval,
-                        parse_match(values["match"]))
+            f"3600000 (1 hour)"
+        )
+    return Subscription(name, tuple(values["metrics"]), interval, parse_match(values["match"]))
 
 
 def parse_match(patterns) -> dict[str, re.Pattern]:
@@ -76,12 +85,14 @@ def parse_match(patterns) -> dict[str, re.Pattern]:
         parts = pattern.split("=")
         if len(parts) != 2 or parts[0].strip() not in MATCH_PARAMS:
             raise errors.InvalidConfigurationException(
-                f"Illegal client matching pattern: {pattern}")
+                f"Illegal client matching pattern: {pattern}"
+            )
         try:
             parsed[parts[0].strip()] = re.compile(parts[1].strip())
         except re.error:
             raise errors.InvalidConfigurationException(
-                f"Illegal client matching pattern: {pattern}") from None
+                f"Illegal client matching pattern: {pattern}"
+            ) from None
     return parsed
 
 

@@ -60,6 +60,7 @@ ranges, flexible versions, listeners, header versions) in
 ``kfast.protocol.api_keys``; error codes and exceptions in
 ``kfast.protocol.errors``.
 """
+
 from __future__ import annotations
 
 import struct
@@ -72,9 +73,22 @@ from kfast.protocol.file_region import FileRegion
 from kfast.protocol.schema import schema as _schema
 
 __all__ = [
-    "API_KEYS", "ApiKey", "FileRegion", "RequestHeader", "api_key", "api_keys", "decode_request",
-    "decode_request_body", "decode_request_header", "decode_response", "encode_request",
-    "encode_response", "encode_response_parts", "errors", "request_class", "response_class",
+    "API_KEYS",
+    "ApiKey",
+    "FileRegion",
+    "RequestHeader",
+    "api_key",
+    "api_keys",
+    "decode_request",
+    "decode_request_body",
+    "decode_request_header",
+    "decode_response",
+    "encode_request",
+    "encode_response",
+    "encode_response_parts",
+    "errors",
+    "request_class",
+    "response_class",
     "supported_versions",
 ]
 
@@ -87,7 +101,7 @@ class RequestHeader(NamedTuple):
     header_length: int
 
 
-_REQUEST_HEADER = struct.Struct(">hhih")    # key, version, correlation id, client id length
+_REQUEST_HEADER = struct.Struct(">hhih")  # key, version, correlation id, client id length
 _RESPONSE_HEADER = struct.Struct(">i")
 
 # Compiled programs by (api_key, version): one dict probe per message on the
@@ -142,7 +156,9 @@ def decode_request(buf) -> tuple[RequestHeader, object]:
     return header, decode_request_body(header, buf)
 
 
-def encode_request(key: int, version: int, correlation_id: int, client_id: str | None, body) -> bytes:
+def encode_request(
+    key: int, version: int, correlation_id: int, client_id: str | None, body
+) -> bytes:
     program = _request_program(key, version)
     if client_id is None:
         header = _REQUEST_HEADER.pack(key, version, correlation_id, -1)
@@ -150,7 +166,7 @@ def encode_request(key: int, version: int, correlation_id: int, client_id: str |
         raw = client_id.encode()
         header = _REQUEST_HEADER.pack(key, version, correlation_id, len(raw)) + raw
     if api_key(key).request_header_version(version) == 2:
-        header += b"\x00"               # no tagged fields
+        header += b"\x00"  # no tagged fields
     return _codec.encode_frame(header, program, body)
 
 

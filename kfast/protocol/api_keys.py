@@ -17,6 +17,7 @@ flexible versions, else v0 -- except ApiVersions, whose response header is
 always v0 so that a client that does not yet know the broker's versions can
 read it (KIP-511).
 """
+
 from __future__ import annotations
 
 import re
@@ -167,7 +168,9 @@ def api_key(key_or_name: int | str) -> ApiKey:
     return BY_KEY[key_or_name]
 
 
-def supported_versions(listener: str = "broker", include_unstable: bool = False) -> list[tuple[int, int, int]]:
+def supported_versions(
+    listener: str = "broker", include_unstable: bool = False
+) -> list[tuple[int, int, int]]:
     """(api_key, min_version, max_version) for an ApiVersions response on
     ``listener``. Produce is advertised from v0 even where old versions are
     refused at request time: librdkafka disables compression when Produce v0-2

@@ -5,6 +5,7 @@ writes their length where a `records` field goes and leaves the region in the
 response's part list; the network layer sends bytes parts with write/writev
 and FileRegion parts with sendfile(2), so record bytes never enter Python.
 """
+
 from __future__ import annotations
 
 
@@ -35,4 +36,6 @@ class FileRegion:
         return os.pread(self.file.fileno(), self.length, self.position)
 
     def __repr__(self) -> str:
-        return f"FileRegion(fd={self.file.fileno()}, position={self.position}, length={self.length})"
+        return (
+            f"FileRegion(fd={self.file.fileno()}, position={self.position}, length={self.length})"
+        )

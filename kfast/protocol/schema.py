@@ -38,6 +38,7 @@ compiled at first use into StructProgram/FieldOp trees that the Cython codec
 (kfast._ext.protocol_codec) executes; importing kfast.protocol touches none of
 this, so the broker starts in milliseconds.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -55,14 +56,31 @@ from kfast.protocol.constants import ZERO_UUID
 _codec.configure(errors.MalformedRequestException, errors.UnsupportedVersionException)
 
 _PRIMITIVE_KINDS = {
-    "int8": _codec.KIND_INT8, "int16": _codec.KIND_INT16, "int32": _codec.KIND_INT32,
-    "int64": _codec.KIND_INT64, "uint16": _codec.KIND_UINT16, "uint32": _codec.KIND_UINT32,
-    "float64": _codec.KIND_FLOAT64, "bool": _codec.KIND_BOOL, "string": _codec.KIND_STRING,
-    "bytes": _codec.KIND_BYTES, "records": _codec.KIND_RECORDS, "uuid": _codec.KIND_UUID,
+    "int8": _codec.KIND_INT8,
+    "int16": _codec.KIND_INT16,
+    "int32": _codec.KIND_INT32,
+    "int64": _codec.KIND_INT64,
+    "uint16": _codec.KIND_UINT16,
+    "uint32": _codec.KIND_UINT32,
+    "float64": _codec.KIND_FLOAT64,
+    "bool": _codec.KIND_BOOL,
+    "string": _codec.KIND_STRING,
+    "bytes": _codec.KIND_BYTES,
+    "records": _codec.KIND_RECORDS,
+    "uuid": _codec.KIND_UUID,
 }
 _IMPLICIT_DEFAULTS = {
-    "int8": 0, "int16": 0, "int32": 0, "int64": 0, "uint16": 0, "uint32": 0,
-    "float64": 0.0, "bool": False, "string": "", "bytes": b"", "records": None,
+    "int8": 0,
+    "int16": 0,
+    "int32": 0,
+    "int64": 0,
+    "uint16": 0,
+    "uint32": 0,
+    "float64": 0.0,
+    "bool": False,
+    "string": "",
+    "bytes": b"",
+    "records": None,
     "uuid": ZERO_UUID,
 }
 
@@ -105,16 +123,16 @@ _NONE = Versions("none")
 @dataclass
 class FieldSpec:
     name: str
-    type: str                   # as written: "int32", "[]string", "[]Topic", "Cursor"
+    type: str  # as written: "int32", "[]string", "[]Topic", "Cursor"
     versions: Versions
     nullable: Versions = _NONE
     tag: int | None = None
     tagged: Versions = _NONE
-    default: object = None      # parsed literal, or _IMPLICIT
+    default: object = None  # parsed literal, or _IMPLICIT
     has_default: bool = False
     ignorable: bool = False
     flexible_never: bool = False
-    fields: list[FieldSpec] | None = None   # struct or array-of-struct members
+    fields: list[FieldSpec] | None = None  # struct or array-of-struct members
 
     @property
     def is_array(self) -> bool:
@@ -174,8 +192,13 @@ def parse(grammar: str) -> list[FieldSpec]:
                 raise ValueError(f"schema line {lineno}: unknown attribute {attr!r}")
         while indent <= stack[-1][0]:
             stack.pop()
-        if last is not None and indent > stack[-1][0] and stack[-1][1] is not root \
-                and indent > last_indent and last.fields is None:
+        if (
+            last is not None
+            and indent > stack[-1][0]
+            and stack[-1][1] is not root
+            and indent > last_indent
+            and last.fields is None
+        ):
             raise ValueError(f"schema line {lineno}: {last.name} is not a struct")
         stack[-1][1].append(spec)
         if spec.struct_name is not None:
@@ -198,7 +221,7 @@ class Message:
 
     _field_names: tuple = ()
     _field_set: frozenset = frozenset()
-    _mutable: dict = {}         # name -> struct class, or None for a list
+    _mutable: dict = {}  # name -> struct class, or None for a list
 
     def __init__(self, **fields):
         _codec.init_message(self, fields)
@@ -275,7 +298,7 @@ class MessageSchema:
 
     def __init__(self, api: ApiKey, direction: str, grammar: str):
         self.api = api
-        self.direction = direction          # "Request" or "Response"
+        self.direction = direction  # "Request" or "Response"
         self.fields = parse(grammar)
         self.name = api.name + direction
         self.classes: dict[str, type] = {}
@@ -290,8 +313,11 @@ class MessageSchema:
             for spec in specs:
                 name = spec.struct_name
                 if name is not None and name not in self.classes:
-                    cls = type(name, (Message,), {"__module__": module,
-                                                  "__qualname__": f"{self.name}.{name}"})
+                    cls = type(
+                        name,
+                        (Message,),
+                        {"__module__": module, "__qualname__": f"{self.name}.{name}"},
+                    )
                     self.classes[name] = cls
                     setattr(top, name, cls)
                 if spec.fields:
@@ -329,7 +355,8 @@ class MessageSchema:
             if not self.api.min_version <= version <= self.api.max_version:
                 raise errors.UnsupportedVersionException(
                     f"{self.name} version {version} is not in "
-                    f"{self.api.min_version}-{self.api.max_version}")
+                    f"{self.api.min_version}-{self.api.max_version}"
+                )
             prog = self._compile(self.cls, self.fields, version, self.api.is_flexible(version), {})
             self._programs[version] = prog
         return prog
@@ -347,7 +374,9 @@ class MessageSchema:
             element = spec.element_type
             sub = None
             if spec.fields is not None and present:
-                sub = self._compile(self.classes[spec.struct_name], spec.fields, version, flexible, memo)
+                sub = self._compile(
+                    self.classes[spec.struct_name], spec.fields, version, flexible, memo
+                )
             if spec.is_array:
                 kind = _codec.KIND_ARRAY
                 elem_kind = _codec.KIND_STRUCT if spec.struct_name else _PRIMITIVE_KINDS[element]
@@ -356,10 +385,19 @@ class MessageSchema:
             else:
                 kind, elem_kind = _PRIMITIVE_KINDS[element], 0
             default, default_kind, factory = _default_kind(spec, self.classes)
-            op = FieldOp(sys.intern(spec.name), kind, elem_kind, version in spec.nullable,
-                         flexible and not spec.flexible_never, sub,
-                         spec.tag if spec.tag is not None else -1,
-                         default, default_kind, spec.ignorable, factory)
+            op = FieldOp(
+                sys.intern(spec.name),
+                kind,
+                elem_kind,
+                version in spec.nullable,
+                flexible and not spec.flexible_never,
+                sub,
+                spec.tag if spec.tag is not None else -1,
+                default,
+                default_kind,
+                spec.ignorable,
+                factory,
+            )
             if is_tagged:
                 tagged.append(op)
             elif present:
@@ -388,7 +426,10 @@ def schema(key: int | str) -> ApiSchema:
     found = _SCHEMAS.get(api.key)
     if found is None:
         module = importlib.import_module(f"kfast.protocol.messages.{api.module}")
-        found = ApiSchema(api, MessageSchema(api, "Request", module.REQUEST),
-                          MessageSchema(api, "Response", module.RESPONSE))
+        found = ApiSchema(
+            api,
+            MessageSchema(api, "Request", module.REQUEST),
+            MessageSchema(api, "Response", module.RESPONSE),
+        )
         _SCHEMAS[api.key] = found
     return found

@@ -34,6 +34,7 @@ SnapshotHeaderRecord.json, SnapshotFooterRecord.json, KRaftVersionRecord.json
 and VotersRecord.json in apache/kafka; the value is the message alone, as
 MemoryRecordsBuilder.appendControlRecord writes it.)
 """
+
 from __future__ import annotations
 
 import struct
@@ -52,11 +53,17 @@ KRAFT_VERSION = 5
 KRAFT_VOTERS = 6
 # Kafka's ControlRecordType names (ABORT and COMMIT are transaction markers;
 # KRAFT_VERSION and KRAFT_VOTERS belong to KIP-853's dynamic quorums).
-CONTROL_TYPE_NAMES = {0: "ABORT", 1: "COMMIT", LEADER_CHANGE: "LEADER_CHANGE",
-                      SNAPSHOT_HEADER: "SNAPSHOT_HEADER", SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
-                      KRAFT_VERSION: "KRAFT_VERSION", KRAFT_VOTERS: "KRAFT_VOTERS"}
+CONTROL_TYPE_NAMES = {
+    0: "ABORT",
+    1: "COMMIT",
+    LEADER_CHANGE: "LEADER_CHANGE",
+    SNAPSHOT_HEADER: "SNAPSHOT_HEADER",
+    SNAPSHOT_FOOTER: "SNAPSHOT_FOOTER",
+    KRAFT_VERSION: "KRAFT_VERSION",
+    KRAFT_VOTERS: "KRAFT_VOTERS",
+}
 
-CONTROL_KEY = struct.Struct(">hh")             # version 0, control type
+CONTROL_KEY = struct.Struct(">hh")  # version 0, control type
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _HEADER_VALUE = struct.Struct(">hqB")
@@ -75,28 +82,36 @@ def control_type_of(key) -> int:
     """The control type in a control record's key."""
     if key is None or len(key) < CONTROL_KEY.size:
         raise CorruptRecordException("control record without a 4-byte key")
-    return CONTROL_KEY.unpack(bytes(key)[:CONTROL_KEY.size])[1]
+    return CONTROL_KEY.unpack(bytes(key)[: CONTROL_KEY.size])[1]
 
 
-def control_batch(control_type: int, value: bytes, base_offset: int, epoch: int,
-                  timestamp: int) -> bytes:
+def control_batch(
+    control_type: int, value: bytes, base_offset: int, epoch: int, timestamp: int
+) -> bytes:
     """A v2 control batch holding one control record."""
-    builder = RecordBatchBuilder(base_offset=base_offset, partition_leader_epoch=epoch,
-                                 is_control=True)
+    builder = RecordBatchBuilder(
+        base_offset=base_offset, partition_leader_epoch=epoch, is_control=True
+    )
     builder.append(timestamp, control_key(control_type), value)
     return builder.build()
 
 
 def _voters(ids) -> bytes:
     return encode_uvarint(len(ids) + 1) + b"".join(
-        _INT32.pack(voter_id) + _NO_TAGGED_FIELDS for voter_id in ids)
+        _INT32.pack(voter_id) + _NO_TAGGED_FIELDS for voter_id in ids
+    )
 
 
 def encode_leader_change(message: LeaderChangeMessage) -> bytes:
     # kfast's LeaderChangeMessage does not carry who voted for the leader;
     # GrantingVoters is informational in Kafka too (no reader acts on it).
-    return (_INT16.pack(0) + _INT32.pack(message.leader_id) + _voters(message.voters)
-            + _voters(()) + _NO_TAGGED_FIELDS)
+    return (
+        _INT16.pack(0)
+        + _INT32.pack(message.leader_id)
+        + _voters(message.voters)
+        + _voters(())
+        + _NO_TAGGED_FIELDS
+    )
 
 
 def decode_leader_change(value) -> LeaderChangeMessage:
@@ -123,7 +138,7 @@ def decode_leader_change(value) -> LeaderChangeMessage:
 def _skip_tagged_fields(data: bytes, position: int) -> int:
     count, position = decode_uvarint(data, position)
     for _ in range(count):
-        _, position = decode_uvarint(data, position)          # tag
+        _, position = decode_uvarint(data, position)  # tag
         size, position = decode_uvarint(data, position)
         position += size
     if position > len(data):
@@ -173,10 +188,17 @@ def encode_voters(record: VotersRecord) -> bytes:
         out.append(_INT32.pack(node.voter_id) + node.directory_id.bytes)
         out.append(encode_uvarint(len(node.endpoints) + 1))
         for endpoint in node.endpoints:
-            out.append(_compact_string(endpoint.name) + _compact_string(endpoint.host)
-                       + _UINT16.pack(endpoint.port) + _NO_TAGGED_FIELDS)
-        out.append(_VERSION_RANGE.pack(node.min_kraft_version, node.max_kraft_version)
-                   + _NO_TAGGED_FIELDS + _NO_TAGGED_FIELDS)
+            out.append(
+                _compact_string(endpoint.name)
+                + _compact_string(endpoint.host)
+                + _UINT16.pack(endpoint.port)
+                + _NO_TAGGED_FIELDS
+            )
+        out.append(
+            _VERSION_RANGE.pack(node.min_kraft_version, node.max_kraft_version)
+            + _NO_TAGGED_FIELDS
+            + _NO_TAGGED_FIELDS
+        )
     out.append(_NO_TAGGED_FIELDS)
     return b"".join(out)
 
@@ -185,7 +207,7 @@ def _read_compact_string(data: bytes, position: int) -> tuple[str, int]:
     size, position = decode_uvarint(data, position)
     if size == 0 or position + size - 1 > len(data):
         raise CorruptRecordException("VotersRecord string runs past the record value")
-    return data[position:position + size - 1].decode(), position + size - 1
+    return data[position : position + size - 1].decode(), position + size - 1
 
 
 def decode_voters(value) -> VotersRecord:
@@ -198,7 +220,7 @@ def decode_voters(value) -> VotersRecord:
         nodes = []
         for _ in range(count - 1):
             voter_id = _INT32.unpack_from(data, position)[0]
-            directory = data[position + 4:position + 20]
+            directory = data[position + 4 : position + 20]
             if len(directory) != 16:
                 raise CorruptRecordException("VotersRecord directory id cut short")
             position += 20
@@ -213,8 +235,9 @@ def decode_voters(value) -> VotersRecord:
             low, high = _VERSION_RANGE.unpack_from(data, position)
             position = _skip_tagged_fields(data, position + 4)
             position = _skip_tagged_fields(data, position)
-            nodes.append(VoterNode(voter_id, uuid.UUID(bytes=directory), tuple(endpoints),
-                                   low, high))
+            nodes.append(
+                VoterNode(voter_id, uuid.UUID(bytes=directory), tuple(endpoints), low, high)
+            )
         _skip_tagged_fields(data, position)
     except (struct.error, ValueError, UnicodeDecodeError) as exc:
         raise CorruptRecordException(f"malformed VotersRecord: {exc}") from exc
@@ -228,8 +251,7 @@ KRAFT_CONTROL_CODECS = {
     KRAFT_VERSION: (KRaftVersionRecord, encode_kraft_version, decode_kraft_version),
     KRAFT_VOTERS: (VotersRecord, encode_voters, decode_voters),
 }
-CONTROL_TYPE_OF = {cls: control_type for control_type, (cls, _, _) in
-                   KRAFT_CONTROL_CODECS.items()}
+CONTROL_TYPE_OF = {cls: control_type for control_type, (cls, _, _) in KRAFT_CONTROL_CODECS.items()}
 
 
 def encode_control_record(record) -> tuple[int, bytes]:

@@ -19,6 +19,7 @@ The file lives in ``__cluster_metadata-0/``, as Kafka's KafkaRaftManager
 keeps it; kfast before 2026-11-26 wrote it beside that directory, and
 ``FileQuorumStateStore.in_partition_dir`` moves such a file in.
 """
+
 from __future__ import annotations
 
 import json
@@ -76,8 +77,9 @@ class FileQuorumStateStore:
         self.voters = voters
 
     @classmethod
-    def in_partition_dir(cls, metadata_log_dir: str, partition_dir: str,
-                         voters: tuple[int, ...] | None = None) -> FileQuorumStateStore:
+    def in_partition_dir(
+        cls, metadata_log_dir: str, partition_dir: str, voters: tuple[int, ...] | None = None
+    ) -> FileQuorumStateStore:
         """The store in ``partition_dir`` (``__cluster_metadata-0``), where
         Kafka keeps it; a file left in ``metadata_log_dir`` by an older kfast
         is moved in first (durably: the vote it holds must not be lost)."""
@@ -99,13 +101,19 @@ class FileQuorumStateStore:
             data = json.loads(line)
             version = data["data_version"]
             if version not in (0, 1):
-                raise ValueError(f"data_version ({version}) is not within the min (0) and "
-                                 f"max (1) supported version")
-            return ElectionState(int(data.get("leaderEpoch", -1)), int(data.get("leaderId", -1)),
-                                 int(data.get("votedId", -1)))
+                raise ValueError(
+                    f"data_version ({version}) is not within the min (0) and "
+                    f"max (1) supported version"
+                )
+            return ElectionState(
+                int(data.get("leaderEpoch", -1)),
+                int(data.get("leaderId", -1)),
+                int(data.get("votedId", -1)),
+            )
         except (ValueError, KeyError, TypeError) as exc:
             raise QuorumStateCorruptException(
-                f"Error while reading the Quorum status from the file {self.path}: {exc}") from exc
+                f"Error while reading the Quorum status from the file {self.path}: {exc}"
+            ) from exc
 
     def write(self, state: ElectionState) -> None:
         data: dict = {}

@@ -28,6 +28,7 @@ before it acknowledges, so only a torn tail (a batch being written when the
 process died) needs recovery, and open() drops it. All methods block on the
 disk.
 """
+
 from __future__ import annotations
 
 import base64
@@ -68,8 +69,9 @@ def _kafka_uuid(value) -> str:
     return base64.urlsafe_b64encode(value.bytes).rstrip(b"=").decode()
 
 
-def open_metadata_partition(partition_dir: str, segment_bytes: int, segment_ms: int,
-                            log_start_offset: int = 0) -> tuple[Log, bool]:
+def open_metadata_partition(
+    partition_dir: str, segment_bytes: int, segment_ms: int, log_start_offset: int = 0
+) -> tuple[Log, bool]:
     """The Log of ``__cluster_metadata-0`` and whether it was closed cleanly.
     The log starts at ``log_start_offset`` or its first segment, the later.
 
@@ -77,21 +79,31 @@ def open_metadata_partition(partition_dir: str, segment_bytes: int, segment_ms: 
     (CRC-checked) and drops a torn tail; with it, everything up to the end
     was fsynced. The marker is removed durably before anything is
     appended, so a crash after this leaves no marker."""
-    config = LogConfig({"retention.ms": -1, "retention.bytes": -1,
-                        "max.message.bytes": MAX_BATCH_BYTES,
-                        "segment.bytes": segment_bytes, "segment.ms": segment_ms,
-                        # Nothing schedules a delayed delete for this log;
-                        # segments below a snapshot go when it is taken.
-                        "file.delete.delay.ms": 0})
+    config = LogConfig(
+        {
+            "retention.ms": -1,
+            "retention.bytes": -1,
+            "max.message.bytes": MAX_BATCH_BYTES,
+            "segment.bytes": segment_bytes,
+            "segment.ms": segment_ms,
+            # Nothing schedules a delayed delete for this log;
+            # segments below a snapshot go when it is taken.
+            "file.delete.delay.ms": 0,
+        }
+    )
     marker = os.path.join(partition_dir, CLEAN_SHUTDOWN_FILE)
     clean = os.path.exists(marker)
     # The fixed topic id is written once (the Log fsyncs it on every open
     # it is given).
     known = os.path.exists(os.path.join(partition_dir, PARTITION_METADATA_FILE))
-    log = Log(partition_dir, config, recovery_point=LONG_MAX if clean else 0,
-              log_start_offset=log_start_offset,
-              had_clean_shutdown=clean,
-              topic_id=None if known else _kafka_uuid(METADATA_TOPIC_ID))
+    log = Log(
+        partition_dir,
+        config,
+        recovery_point=LONG_MAX if clean else 0,
+        log_start_offset=log_start_offset,
+        had_clean_shutdown=clean,
+        topic_id=None if known else _kafka_uuid(METADATA_TOPIC_ID),
+    )
     if clean:
         os.unlink(marker)
         fsync_dir(partition_dir)
@@ -102,8 +114,10 @@ def close_metadata_partition(log: Log) -> None:
     """fsync, close, and leave the clean-shutdown marker."""
     log.flush()
     log.close()
-    write_atomically(os.path.join(log.dir, CLEAN_SHUTDOWN_FILE),
-                     json.dumps({"version": 0, "brokerEpoch": -1}).encode())
+    write_atomically(
+        os.path.join(log.dir, CLEAN_SHUTDOWN_FILE),
+        json.dumps({"version": 0, "brokerEpoch": -1}).encode(),
+    )
 
 
 class FileReplicatedLog(AppendRules):
@@ -116,9 +130,14 @@ class FileReplicatedLog(AppendRules):
         log.close()
     """
 
-    def __init__(self, directory: str, serde: RecordSerde, *,
-                 segment_bytes: int = SERVER_CONFIGS["metadata.log.segment.bytes"].default,
-                 segment_ms: int = SERVER_CONFIGS["metadata.log.segment.ms"].default):
+    def __init__(
+        self,
+        directory: str,
+        serde: RecordSerde,
+        *,
+        segment_bytes: int = SERVER_CONFIGS["metadata.log.segment.bytes"].default,
+        segment_ms: int = SERVER_CONFIGS["metadata.log.segment.ms"].default,
+    ):
         self.dir = os.path.join(directory, METADATA_PARTITION_DIR)
         self.serde = serde
         self._codec = RecordBatchCodec(serde)
@@ -134,22 +153,29 @@ class FileReplicatedLog(AppendRules):
         os.makedirs(self.dir, exist_ok=True)
         for name in os.listdir(self.dir):
             if name.endswith(SNAPSHOT_SUFFIX + PARTIAL_SUFFIX):
-                os.unlink(os.path.join(self.dir, name))      # a write a crash cut short
-        self._snapshots = {OffsetAndEpoch(offset, epoch): path
-                           for offset, epoch, path in list_snapshots(self.dir)}
+                os.unlink(os.path.join(self.dir, name))  # a write a crash cut short
+        self._snapshots = {
+            OffsetAndEpoch(offset, epoch): path for offset, epoch, path in list_snapshots(self.dir)
+        }
         oldest = min(self._snapshots) if self._snapshots else None
         self.log, self.had_clean_shutdown = open_metadata_partition(
-            self.dir, self.segment_bytes, self.segment_ms,
-            log_start_offset=oldest.offset if oldest else 0)
+            self.dir,
+            self.segment_bytes,
+            self.segment_ms,
+            log_start_offset=oldest.offset if oldest else 0,
+        )
         latest = self.latest_snapshot_id()
         last_epoch = self.log.latest_epoch
-        if latest is not None and (latest.offset > self.log.log_end_offset or (
-                last_epoch is not None and latest.epoch > last_epoch)):
+        if latest is not None and (
+            latest.offset > self.log.log_end_offset
+            or (last_epoch is not None and latest.epoch > last_epoch)
+        ):
             # An install_snapshot that wrote the snapshot and died before
             # replacing the log (Kafka's truncateToLatestSnapshot).
             self.log.truncate_fully_and_start_at(latest.offset)
-        self._start_epoch = max((s.epoch for s in self._snapshots
-                                 if s.offset == self.log.log_start_offset), default=0)
+        self._start_epoch = max(
+            (s.epoch for s in self._snapshots if s.offset == self.log.log_start_offset), default=0
+        )
 
     def close(self) -> None:
         if self.log is not None:
@@ -182,8 +208,9 @@ class FileReplicatedLog(AppendRules):
             return cached
         # The cache's entry for the epoch the snapshot ends in was moved up
         # to the log start (truncate_from_start); the snapshot stands for it.
-        return base + [(e, o) for e, o in cached
-                       if o > start or (o == start and e > self._start_epoch)]
+        return base + [
+            (e, o) for e, o in cached if o > start or (o == start and e > self._start_epoch)
+        ]
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         return end_offset_for_epoch(self.epochs, self.start_offset, self.end_offset, epoch)
@@ -204,11 +231,12 @@ class FileReplicatedLog(AppendRules):
             try:
                 info = self.log.read(offset, _READ_CHUNK_BYTES)
             except OffsetOutOfRangeException:
-                return ()                                   # below the log start
+                return ()  # below the log start
             if info.records is None or not len(info.records):
                 break
-            for record_batch, batch in self._codec.read_batches(info.records.read(),
-                                                                allow_partial=True):
+            for record_batch, batch in self._codec.read_batches(
+                info.records.read(), allow_partial=True
+            ):
                 if not out and record_batch.base_offset != start_offset:
                     raise ValueError(f"offset {start_offset} is not a batch boundary")
                 out.append(batch)
@@ -222,7 +250,7 @@ class FileReplicatedLog(AppendRules):
             return
         if offset < self.start_offset:
             raise ValueError(f"truncation to {offset} below the log start {self.start_offset}")
-        self.read(offset, 1)                                # raises unless a batch boundary
+        self.read(offset, 1)  # raises unless a batch boundary
         self.log.truncate_to(offset)
 
     def flush(self) -> None:
@@ -252,15 +280,17 @@ class FileReplicatedLog(AppendRules):
         write_snapshot_file(path, (data,))
         self._snapshots[snapshot_id] = path
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes,
-                        kraft_records: tuple = ()) -> None:
+    def create_snapshot(
+        self, snapshot_id: OffsetAndEpoch, data: bytes, kraft_records: tuple = ()
+    ) -> None:
         """A snapshot of the state below ``snapshot_id.offset`` (``data``: a
         whole snapshot file, kfast.raft.snapshots.snapshot_bytes).
         ``kraft_records`` (kraft.version 1: the KRaftVersionRecord and
         VotersRecord in force there) go into its header batch."""
         if not self.start_offset <= snapshot_id.offset <= self.end_offset:
-            raise ValueError(f"snapshot {snapshot_id} outside the log "
-                             f"[{self.start_offset}, {self.end_offset}]")
+            raise ValueError(
+                f"snapshot {snapshot_id} outside the log [{self.start_offset}, {self.end_offset}]"
+            )
         if kraft_records and not snapshot_kraft_records(data):
             data = with_kraft_records(data, kraft_records)
         self._write_snapshot(snapshot_id, data)
@@ -290,7 +320,7 @@ class FileReplicatedLog(AppendRules):
         if snapshot_id not in self._snapshots or snapshot_id.offset <= self.start_offset:
             return
         if snapshot_id.offset < self.end_offset:
-            self.read(snapshot_id.offset, 1)                # raises unless a batch boundary
+            self.read(snapshot_id.offset, 1)  # raises unless a batch boundary
         log = self.log
         # The storage Log moves its start only up to its high watermark,
         # which Raft tracks itself; the snapshot is committed by definition.

@@ -23,6 +23,7 @@ snapshot or bootstrap checkpoint) must differ from the one before it by at
 most one voter, so any majority of the old set meets any majority of the
 new one (VoterSetHistory.addAt).
 """
+
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
@@ -93,8 +94,9 @@ class KRaftControlRecordStateMachine:
         """Catch up with the log: its latest snapshot if the history is
         behind the log start, then every batch from the next offset on."""
         snapshot_id = self.log.latest_snapshot_id()
-        if snapshot_id is not None and (self.next_offset == _STARTING_NEXT_OFFSET
-                                        or self.next_offset < self.log.start_offset):
+        if snapshot_id is not None and (
+            self.next_offset == _STARTING_NEXT_OFFSET or self.next_offset < self.log.start_offset
+        ):
             self.voters.clear()
             self.kraft_versions.clear()
             for record in self.log.snapshot_kraft_records(snapshot_id):
@@ -113,9 +115,11 @@ class KRaftControlRecordStateMachine:
         """A batch just appended to the log (or read from it, in order)."""
         if batch.base_offset != self.next_offset:
             if batch.next_offset <= self.next_offset:
-                return                                     # seen already
-            raise ValueError(f"batch at {batch.base_offset} does not follow offset "
-                             f"{self.next_offset} of the KRaft control history")
+                return  # seen already
+            raise ValueError(
+                f"batch at {batch.base_offset} does not follow offset "
+                f"{self.next_offset} of the KRaft control history"
+            )
         if batch.is_control:
             for index, record in enumerate(batch.records):
                 self._apply(batch.base_offset + index, record, from_log=True)
@@ -127,10 +131,16 @@ class KRaftControlRecordStateMachine:
             # Only a change between two sets in the log must overlap: the
             # static and bootstrap sets come from configuration, which the
             # leader never made agree across replicas.
-            if from_log and last is not None and last[0] >= 0 and \
-                    not last[1].has_overlapping_majority(record.voters):
-                raise ValueError(f"voter set {record.voters} at offset {offset} has no "
-                                 f"overlapping majority with {last[1]}")
+            if (
+                from_log
+                and last is not None
+                and last[0] >= 0
+                and not last[1].has_overlapping_majority(record.voters)
+            ):
+                raise ValueError(
+                    f"voter set {record.voters} at offset {offset} has no "
+                    f"overlapping majority with {last[1]}"
+                )
             self.voters.add_at(offset, record.voters)
         elif isinstance(record, KRaftVersionRecord):
             self.kraft_versions.add_at(offset, record.kraft_version)

@@ -19,6 +19,7 @@ the snapshot instead.
     log.append_as_leader(("a", "b"), epoch=1)     # Batch(0, 1, ("a", "b"))
     log.end_offset, log.last_fetched_epoch         # 2, 1
 """
+
 from __future__ import annotations
 
 import json
@@ -58,8 +59,9 @@ class Batch:
         self._decode = None
 
     @classmethod
-    def of_raw(cls, base_offset: int, epoch: int, is_control: bool, count: int, raw: bytes,
-               decode) -> Batch:
+    def of_raw(
+        cls, base_offset: int, epoch: int, is_control: bool, count: int, raw: bytes, decode
+    ) -> Batch:
         """A batch of ``count`` records held as ``raw``; ``decode(raw)``
         gives the records tuple when they are read."""
         batch = cls(base_offset, epoch, (), is_control)
@@ -89,14 +91,17 @@ class Batch:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        return (f"Batch({self.base_offset}, {self.epoch}, {self.records!r}"
-                f"{', True' if self.is_control else ''})")
+        return (
+            f"Batch({self.base_offset}, {self.epoch}, {self.records!r}"
+            f"{', True' if self.is_control else ''})"
+        )
 
 
 class LeaderChangeMessage(NamedTuple):
     """The control record a new leader writes first in its epoch (Kafka's
     LeaderChangeMessage, control type 2). Committing it commits every
     record of earlier epochs below it."""
+
     leader_id: int
     voters: tuple[int, ...]
 
@@ -105,6 +110,7 @@ class ValidOffsetAndEpoch(NamedTuple):
     """Kafka's ValidOffsetAndEpoch: ``kind`` is VALID, DIVERGING (the
     fetcher truncates to ``offset_and_epoch``) or SNAPSHOT (the fetcher
     fetches the snapshot ``offset_and_epoch``)."""
+
     kind: str
     offset_and_epoch: OffsetAndEpoch
 
@@ -117,8 +123,9 @@ class ReplicatedLog(Protocol):
     end_offset: int
     last_fetched_epoch: int
 
-    def append_as_leader(self, records: Sequence, epoch: int, is_control: bool = False) -> Batch:
-        ...
+    def append_as_leader(
+        self, records: Sequence, epoch: int, is_control: bool = False
+    ) -> Batch: ...
 
     def append_as_follower(self, batches: Sequence[Batch]) -> None: ...
 
@@ -134,8 +141,9 @@ class ReplicatedLog(Protocol):
 
     def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes | None: ...
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes,
-                        kraft_records: tuple = ()) -> None: ...
+    def create_snapshot(
+        self, snapshot_id: OffsetAndEpoch, data: bytes, kraft_records: tuple = ()
+    ) -> None: ...
 
     def snapshot_kraft_records(self, snapshot_id: OffsetAndEpoch) -> tuple: ...
 
@@ -148,8 +156,9 @@ def validate_offset_and_epoch(log: ReplicatedLog, offset: int, epoch: int) -> Va
     """Does a replica whose log ends at ``offset`` with a last batch of
     ``epoch`` agree with ``log``? (Kafka's ReplicatedLog.validateOffsetAndEpoch.)"""
     snapshot_id = log.latest_snapshot_id()
-    if offset < log.start_offset or (snapshot_id is not None and offset == log.start_offset
-                                     and epoch != snapshot_id.epoch):
+    if offset < log.start_offset or (
+        snapshot_id is not None and offset == log.start_offset and epoch != snapshot_id.epoch
+    ):
         # The records it needs next are only in the snapshot.
         assert snapshot_id is not None, "a log start above 0 needs a snapshot"
         return ValidOffsetAndEpoch(SNAPSHOT, snapshot_id)
@@ -177,8 +186,9 @@ def base_epochs(start_offset: int, start_epoch: int) -> list[tuple[int, int]]:
     return [(start_epoch, start_offset)]
 
 
-def end_offset_for_epoch(epochs: Sequence[tuple[int, int]], start_offset: int, end_offset: int,
-                         epoch: int) -> OffsetAndEpoch:
+def end_offset_for_epoch(
+    epochs: Sequence[tuple[int, int]], start_offset: int, end_offset: int, epoch: int
+) -> OffsetAndEpoch:
     """ReplicatedLog.end_offset_for_epoch over an epoch cache ``epochs``
     ((epoch, start offset) pairs, the snapshot's first when the log starts
     at one): the start of the epoch after the largest epoch <= ``epoch``."""
@@ -205,11 +215,13 @@ class AppendRules:
     def append_as_follower(self, batches: Sequence[Batch]) -> None:
         for batch in batches:
             if batch.base_offset != self.end_offset:
-                raise ValueError(f"batch at {batch.base_offset} does not follow the log end "
-                                 f"{self.end_offset}")
+                raise ValueError(
+                    f"batch at {batch.base_offset} does not follow the log end {self.end_offset}"
+                )
             if batch.epoch < self.last_fetched_epoch:
-                raise ValueError(f"batch of epoch {batch.epoch} after epoch "
-                                 f"{self.last_fetched_epoch}")
+                raise ValueError(
+                    f"batch of epoch {batch.epoch} after epoch {self.last_fetched_epoch}"
+                )
             self._append(batch)
 
 
@@ -219,11 +231,11 @@ class MemoryReplicatedLog(AppendRules):
 
     def __init__(self) -> None:
         self.batches: list[Batch] = []
-        self._bases: list[int] = []            # base offsets, for bisect
+        self._bases: list[int] = []  # base offsets, for bisect
         self.start_offset = 0
         self._start_epoch = 0
         self.end_offset = 0
-        self.epochs: list[tuple[int, int]] = []    # (epoch, start offset)
+        self.epochs: list[tuple[int, int]] = []  # (epoch, start offset)
         self.snapshots: dict[OffsetAndEpoch, bytes] = {}
 
     @property
@@ -247,7 +259,7 @@ class MemoryReplicatedLog(AppendRules):
             return ()
         if self.batches[index].base_offset != start_offset:
             raise ValueError(f"offset {start_offset} is not a batch boundary")
-        return tuple(self.batches[index:index + max_batches])
+        return tuple(self.batches[index : index + max_batches])
 
     def truncate_to(self, offset: int) -> None:
         if offset >= self.end_offset:
@@ -278,16 +290,18 @@ class MemoryReplicatedLog(AppendRules):
     def read_snapshot(self, snapshot_id: OffsetAndEpoch) -> bytes | None:
         return self.snapshots.get(snapshot_id)
 
-    def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes,
-                        kraft_records: tuple = ()) -> None:
+    def create_snapshot(
+        self, snapshot_id: OffsetAndEpoch, data: bytes, kraft_records: tuple = ()
+    ) -> None:
         """A snapshot of the state below ``snapshot_id.offset``, which must be
         a batch boundary of this log with that epoch before it.
         ``kraft_records`` (KRaftVersionRecord, VotersRecord) go into it as
         the key ``"kraft"`` of ``data``, which must then be a JSON object:
         the bytes travel to followers whole, as a snapshot file does."""
         if not self.start_offset <= snapshot_id.offset <= self.end_offset:
-            raise ValueError(f"snapshot {snapshot_id} outside the log "
-                             f"[{self.start_offset}, {self.end_offset}]")
+            raise ValueError(
+                f"snapshot {snapshot_id} outside the log [{self.start_offset}, {self.end_offset}]"
+            )
         self.snapshots[snapshot_id] = _embed_kraft_records(data, kraft_records)
 
     def snapshot_kraft_records(self, snapshot_id: OffsetAndEpoch) -> tuple:
@@ -309,8 +323,9 @@ class MemoryReplicatedLog(AppendRules):
         if snapshot_id not in self.snapshots or snapshot_id.offset <= self.start_offset:
             return
         index = bisect_left(self._bases, snapshot_id.offset)
-        if snapshot_id.offset != (self.batches[index].base_offset if index < len(self.batches)
-                                  else self.end_offset):
+        if snapshot_id.offset != (
+            self.batches[index].base_offset if index < len(self.batches) else self.end_offset
+        ):
             raise ValueError(f"snapshot {snapshot_id} does not end at a batch boundary")
         del self.batches[:index]
         del self._bases[:index]
@@ -318,8 +333,10 @@ class MemoryReplicatedLog(AppendRules):
         self._start_epoch = snapshot_id.epoch
         # Epochs that ended before the snapshot are answered by the snapshot.
         self.epochs = self._base_epochs() + [
-            (e, o) for e, o in self.epochs
-            if o > snapshot_id.offset or (o == snapshot_id.offset and e > snapshot_id.epoch)]
+            (e, o)
+            for e, o in self.epochs
+            if o > snapshot_id.offset or (o == snapshot_id.offset and e > snapshot_id.epoch)
+        ]
         for old in [s for s in self.snapshots if s < snapshot_id]:
             del self.snapshots[old]
 
@@ -340,10 +357,21 @@ def _embed_kraft_records(data: bytes, kraft_records: tuple) -> bytes:
         if isinstance(record, KRaftVersionRecord):
             entries.append(["kraft.version", record.kraft_version])
         else:
-            entries.append(["voters", [[n.voter_id, n.directory_id.hex,
-                                        [list(e) for e in n.endpoints],
-                                        n.min_kraft_version, n.max_kraft_version]
-                                       for n in record.voters.nodes]])
+            entries.append(
+                [
+                    "voters",
+                    [
+                        [
+                            n.voter_id,
+                            n.directory_id.hex,
+                            [list(e) for e in n.endpoints],
+                            n.min_kraft_version,
+                            n.max_kraft_version,
+                        ]
+                        for n in record.voters.nodes
+                    ],
+                ]
+            )
     state = json.loads(data)
     state["kraft"] = entries
     return json.dumps(state).encode()
@@ -361,7 +389,12 @@ def _embedded_kraft_records(data: bytes) -> tuple:
         if kind == "kraft.version":
             records.append(KRaftVersionRecord(value))
         else:
-            records.append(VotersRecord(VoterSet.of(
-                VoterNode(i, uuid.UUID(hex=d), tuple(Endpoint(*e) for e in eps), lo, hi)
-                for i, d, eps, lo, hi in value)))
+            records.append(
+                VotersRecord(
+                    VoterSet.of(
+                        VoterNode(i, uuid.UUID(hex=d), tuple(Endpoint(*e) for e in eps), lo, hi)
+                        for i, d, eps, lo, hi in value
+                    )
+                )
+            )
     return tuple(records)

@@ -29,6 +29,7 @@ timeout) is reported to the core as failed; the core decides when to try
 again. Everything runs on the loop's thread; the log's fsyncs are short
 (metadata batches) and happen where the core appends.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -72,8 +73,16 @@ FETCH_SNAPSHOT = api_keys.BY_NAME["FetchSnapshot"].key
 ADD_RAFT_VOTER = api_keys.BY_NAME["AddRaftVoter"].key
 REMOVE_RAFT_VOTER = api_keys.BY_NAME["RemoveRaftVoter"].key
 UPDATE_RAFT_VOTER = api_keys.BY_NAME["UpdateRaftVoter"].key
-QUORUM_API_KEYS = (VOTE, BEGIN_QUORUM_EPOCH, END_QUORUM_EPOCH, FETCH, FETCH_SNAPSHOT,
-                   ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER)
+QUORUM_API_KEYS = (
+    VOTE,
+    BEGIN_QUORUM_EPOCH,
+    END_QUORUM_EPOCH,
+    FETCH,
+    FETCH_SNAPSHOT,
+    ADD_RAFT_VOTER,
+    REMOVE_RAFT_VOTER,
+    UPDATE_RAFT_VOTER,
+)
 # The sender of an administrator's request: not a quorum member.
 _ADMIN_SOURCE = -1
 # Kafka's ids for controller.quorum.bootstrap.servers: -2, -3, ...
@@ -112,12 +121,25 @@ class RaftManager:
     listeners as voter sets name them; ``listener_name``: the controller
     listener other members are reached on."""
 
-    def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], cluster_id: str,
-                 log: ReplicatedLog, store, codec: wire.BatchCodec,
-                 listener: RaftListener | None = None, config: QuorumConfig | None = None,
-                 rng: random.Random | None = None,
-                 connect: Callable | None = None, *, directory_id=ZERO_UUID, endpoints=(),
-                 bootstrap_servers=(), listener_name: str | None = None, security=None):
+    def __init__(
+        self,
+        node_id: int,
+        voters: dict[int, tuple[str, int]],
+        cluster_id: str,
+        log: ReplicatedLog,
+        store,
+        codec: wire.BatchCodec,
+        listener: RaftListener | None = None,
+        config: QuorumConfig | None = None,
+        rng: random.Random | None = None,
+        connect: Callable | None = None,
+        *,
+        directory_id=ZERO_UUID,
+        endpoints=(),
+        bootstrap_servers=(),
+        listener_name: str | None = None,
+        security=None,
+    ):
         self.node_id = node_id
         # The controller listener's TLS/SASL (kfast.client.security.ClientSecurity).
         self.security = security
@@ -128,10 +150,18 @@ class RaftManager:
         self.config = config or QuorumConfig()
         self.codec = codec
         bootstrap_ids = [_FIRST_BOOTSTRAP_ID - i for i in range(len(self.bootstrap_servers))]
-        self.client = RaftClient(node_id, VoterSet.static(self.static_voters), log, store,
-                                 self.config, rng or random.Random(), listener,
-                                 directory_id=directory_id, endpoints=endpoints,
-                                 bootstrap_ids=bootstrap_ids)
+        self.client = RaftClient(
+            node_id,
+            VoterSet.static(self.static_voters),
+            log,
+            store,
+            self.config,
+            rng or random.Random(),
+            listener,
+            directory_id=directory_id,
+            endpoints=endpoints,
+            bootstrap_ids=bootstrap_ids,
+        )
         # Where nodes are, as responses' node_endpoints told (a leader this
         # replica learned of before its log named it).
         self._learned_addresses: dict[int, tuple[str, int]] = {}
@@ -178,8 +208,9 @@ class RaftManager:
         leader = self.client.leader_id
         address = self.address(leader) if leader >= 0 else None
         if address is not None and hasattr(response, "node_endpoints"):
-            response.node_endpoints = [type(response).NodeEndpoint(
-                node_id=leader, host=address[0], port=address[1])]
+            response.node_endpoints = [
+                type(response).NodeEndpoint(node_id=leader, host=address[0], port=address[1])
+            ]
 
     # -- life cycle --------------------------------------------------------------------
     def now_ms(self) -> int:
@@ -219,8 +250,10 @@ class RaftManager:
     async def _end_epoch_delivered(self) -> None:
         state = self.client.quorum.state
         others = set(self.client.quorum.voters) - {self.node_id}
-        while getattr(state, "end_epoch_acked", others) != others and \
-                self.client.quorum.state is state:
+        while (
+            getattr(state, "end_epoch_acked", others) != others
+            and self.client.quorum.state is state
+        ):
             await asyncio.sleep(0.01)
 
     # -- the core's work -----------------------------------------------------------------
@@ -247,11 +280,19 @@ class RaftManager:
         leader = (client.leader_id, client.epoch)
         if leader != self._leader_epoch_seen:
             self._leader_epoch_seen = leader
-            logger.info("quorum member %d: %s in epoch %d, leader %d", self.node_id,
-                        client.state_name, client.epoch, client.leader_id)
+            logger.info(
+                "quorum member %d: %s in epoch %d, leader %d",
+                self.node_id,
+                client.state_name,
+                client.epoch,
+                client.leader_id,
+            )
             if not client.is_leader:
-                self._fail_commit_waiters(errors.NotControllerException(
-                    f"Node {self.node_id} is no longer the quorum leader."))
+                self._fail_commit_waiters(
+                    errors.NotControllerException(
+                        f"Node {self.node_id} is no longer the quorum leader."
+                    )
+                )
         high_watermark = client.high_watermark
         if self._commit_waiters:
             waiting = []
@@ -285,8 +326,15 @@ class RaftManager:
         host, port = address
         timeout = self.config.request_timeout_ms / 1000 + 1
         return await asyncio.wait_for(
-            BrokerConnection.open(host, port, client_id=f"raft-client-{self.node_id}",
-                                  request_timeout=timeout, security=self.security), timeout)
+            BrokerConnection.open(
+                host,
+                port,
+                client_id=f"raft-client-{self.node_id}",
+                request_timeout=timeout,
+                security=self.security,
+            ),
+            timeout,
+        )
 
     async def _connection(self, node_id: int) -> BrokerConnection:
         connection = self._connections.get(node_id)
@@ -308,11 +356,17 @@ class RaftManager:
         if isinstance(body, VoteRequest):
             return VOTE, wire.vote_request(body, self.cluster_id, request.destination), None
         if isinstance(body, BeginQuorumEpochRequest):
-            return BEGIN_QUORUM_EPOCH, wire.begin_quorum_epoch_request(
-                body, self.cluster_id, request.destination), None
+            return (
+                BEGIN_QUORUM_EPOCH,
+                wire.begin_quorum_epoch_request(body, self.cluster_id, request.destination),
+                None,
+            )
         if isinstance(body, EndQuorumEpochRequest):
-            return END_QUORUM_EPOCH, wire.end_quorum_epoch_request(
-                body, self.cluster_id, self.client.voter_directory), None
+            return (
+                END_QUORUM_EPOCH,
+                wire.end_quorum_epoch_request(body, self.cluster_id, self.client.voter_directory),
+                None,
+            )
         if isinstance(body, FetchRequest):
             # The request's layout depends on the version: fix it here.
             version = connection.version_for(FETCH, min_version=13)
@@ -348,16 +402,23 @@ class RaftManager:
         except Exception as exc:
             if self._stopped:
                 return
-            logger.debug("quorum request %s to %d failed: %s", type(request.body).__name__,
-                         request.destination, exc)
+            logger.debug(
+                "quorum request %s to %d failed: %s",
+                type(request.body).__name__,
+                request.destination,
+                exc,
+            )
             stale = self._connections.pop(request.destination, None)
             if stale is not None:
                 self._spawn(stale.close())
             self._dispatch_call(lambda now: self.client.on_send_failed(now, request) or [])
             return
         if getattr(response, "error_code", 0) == _INCONSISTENT_CLUSTER_ID:
-            logger.error("quorum member %d belongs to another cluster than %s",
-                         request.destination, self.cluster_id)
+            logger.error(
+                "quorum member %d belongs to another cluster than %s",
+                request.destination,
+                self.cluster_id,
+            )
             self._dispatch_call(lambda now: self.client.on_send_failed(now, request) or [])
             return
         reply = RaftResponse(request.correlation_id, request.destination, self.node_id, decoded)
@@ -411,8 +472,9 @@ class RaftManager:
         if offset < self.client.high_watermark:
             future.set_result(offset)
         elif not self.client.is_leader:
-            future.set_exception(errors.NotControllerException(
-                f"Node {self.node_id} is not the quorum leader."))
+            future.set_exception(
+                errors.NotControllerException(f"Node {self.node_id} is not the quorum leader.")
+            )
         else:
             self._commit_waiters.append((offset, future))
         return future
@@ -439,43 +501,70 @@ class _QuorumRpc(NamedTuple):
     body and the field naming its sender; the response's encoder and the
     body a request-level error (another cluster, a malformed request)
     answers with."""
+
     decode: Callable
-    source: str | None         # None: an administrator, not a quorum member
-    encode: Callable          # (manager, body, error_code) -> wire response
+    source: str | None  # None: an administrator, not a quorum member
+    encode: Callable  # (manager, body, error_code) -> wire response
     error_body: object
 
 
 _QUORUM_RPCS = {
-    VOTE: _QuorumRpc(wire.from_vote_request, "replica_id",
-                     lambda m, body, code: wire.vote_response(body, code),
-                     VoteResponse(0, -1, -1, False)),
+    VOTE: _QuorumRpc(
+        wire.from_vote_request,
+        "replica_id",
+        lambda m, body, code: wire.vote_response(body, code),
+        VoteResponse(0, -1, -1, False),
+    ),
     BEGIN_QUORUM_EPOCH: _QuorumRpc(
-        wire.from_begin_quorum_epoch_request, "leader_id",
+        wire.from_begin_quorum_epoch_request,
+        "leader_id",
         lambda m, body, code: wire.begin_quorum_epoch_response(body, code),
-        BeginQuorumEpochResponse(0, -1, -1)),
+        BeginQuorumEpochResponse(0, -1, -1),
+    ),
     END_QUORUM_EPOCH: _QuorumRpc(
-        wire.from_end_quorum_epoch_request, "leader_id",
+        wire.from_end_quorum_epoch_request,
+        "leader_id",
         lambda m, body, code: wire.end_quorum_epoch_response(body, code),
-        EndQuorumEpochResponse(0, -1, -1)),
-    FETCH: _QuorumRpc(wire.from_fetch_request, "replica_id",
-                      lambda m, body, code: wire.fetch_response(body, m.codec, code),
-                      FetchResponse(0, -1, -1)),
-    FETCH_SNAPSHOT: _QuorumRpc(wire.from_fetch_snapshot_request, "replica_id",
-                               lambda m, body, code: wire.fetch_snapshot_response(body, code),
-                               FetchSnapshotResponse(0, -1, -1)),
-    ADD_RAFT_VOTER: _QuorumRpc(wire.from_add_raft_voter_request, None,
-                               lambda m, body, code: wire.add_raft_voter_response(body, code),
-                               VoterChangeResponse(0)),
-    REMOVE_RAFT_VOTER: _QuorumRpc(wire.from_remove_raft_voter_request, None,
-                                  lambda m, body, code: wire.remove_raft_voter_response(body,
-                                                                                        code),
-                                  VoterChangeResponse(0)),
+        EndQuorumEpochResponse(0, -1, -1),
+    ),
+    FETCH: _QuorumRpc(
+        wire.from_fetch_request,
+        "replica_id",
+        lambda m, body, code: wire.fetch_response(body, m.codec, code),
+        FetchResponse(0, -1, -1),
+    ),
+    FETCH_SNAPSHOT: _QuorumRpc(
+        wire.from_fetch_snapshot_request,
+        "replica_id",
+        lambda m, body, code: wire.fetch_snapshot_response(body, code),
+        FetchSnapshotResponse(0, -1, -1),
+    ),
+    ADD_RAFT_VOTER: _QuorumRpc(
+        wire.from_add_raft_voter_request,
+        None,
+        lambda m, body, code: wire.add_raft_voter_response(body, code),
+        VoterChangeResponse(0),
+    ),
+    REMOVE_RAFT_VOTER: _QuorumRpc(
+        wire.from_remove_raft_voter_request,
+        None,
+        lambda m, body, code: wire.remove_raft_voter_response(body, code),
+        VoterChangeResponse(0),
+    ),
     UPDATE_RAFT_VOTER: _QuorumRpc(
-        wire.from_update_raft_voter_request, None,
+        wire.from_update_raft_voter_request,
+        None,
         lambda m, body, code: wire.update_raft_voter_response(
-            body, code, m.leader_endpoint(body.leader_id)),
-        VoterChangeResponse(0)),
+            body, code, m.leader_endpoint(body.leader_id)
+        ),
+        VoterChangeResponse(0),
+    ),
 }
 
-__all__ = ["RaftManager", "NotLeaderException", "QUORUM_API_KEYS", "parse_quorum_voters",
-           "parse_bootstrap_servers"]
+__all__ = [
+    "RaftManager",
+    "NotLeaderException",
+    "QUORUM_API_KEYS",
+    "parse_quorum_voters",
+    "parse_bootstrap_servers",
+]

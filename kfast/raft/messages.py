@@ -10,6 +10,7 @@ Epochs: every body carries the sender's view of the quorum, an epoch and,
 where known, its leader (-1 = unknown). A receiver that learns of a newer
 epoch moves to it before anything else.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -29,6 +30,7 @@ class VoteRequest:
     """Vote v2: ``pre_vote`` asks whether the voter *would* vote (KIP-996);
     it changes nothing on the voter. ``replica_epoch`` is the sender's
     epoch: a candidate's new epoch, a prospective candidate's current one."""
+
     replica_epoch: int
     replica_id: int
     last_offset_epoch: int
@@ -51,9 +53,10 @@ class VoteResponse:
 @dataclass(frozen=True)
 class BeginQuorumEpochRequest:
     """The new leader tells the voters it won ``leader_epoch``."""
+
     leader_id: int
     leader_epoch: int
-    voter_directory_id: uuid.UUID = ZERO_UUID      # the receiver, as the leader knows it
+    voter_directory_id: uuid.UUID = ZERO_UUID  # the receiver, as the leader knows it
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,7 @@ class BeginQuorumEpochResponse:
 class EndQuorumEpochRequest:
     """The leader resigns ``leader_epoch``; ``preferred_successors`` are the
     voters it would like to follow it, most caught up first."""
+
     leader_id: int
     leader_epoch: int
     preferred_successors: tuple[int, ...]
@@ -84,6 +88,7 @@ class FetchRequest:
     """Fetch on ``__cluster_metadata-0``: the replica's log end offset
     (``fetch_offset``) and the epoch of its last batch let the leader check
     that the two logs agree before it sends more."""
+
     replica_id: int
     current_leader_epoch: int
     fetch_offset: int
@@ -92,7 +97,7 @@ class FetchRequest:
     # The replica's high watermark (Fetch v18); the leader answers at once
     # when it has a newer one instead of holding the fetch.
     high_watermark: int = 2**63 - 1
-    replica_directory_id: uuid.UUID = ZERO_UUID    # Fetch v17+
+    replica_directory_id: uuid.UUID = ZERO_UUID  # Fetch v17+
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,7 @@ class FetchResponse:
     replica's log differs from the leader's after that offset and epoch:
     truncate, then fetch again); ``snapshot_id`` (the records are gone
     behind a snapshot: fetch it)."""
+
     error_code: int
     leader_id: int
     leader_epoch: int
@@ -118,7 +124,7 @@ class FetchSnapshotRequest:
     snapshot_id: OffsetAndEpoch
     position: int
     max_bytes: int
-    replica_directory_id: uuid.UUID = ZERO_UUID    # FetchSnapshot v1+
+    replica_directory_id: uuid.UUID = ZERO_UUID  # FetchSnapshot v1+
 
 
 @dataclass(frozen=True)
@@ -152,6 +158,7 @@ class RemoveRaftVoterRequest:
 @dataclass(frozen=True)
 class UpdateRaftVoterRequest:
     """A voter tells the leader its current endpoints and kraft.version range."""
+
     current_leader_epoch: int
     voter_id: int
     voter_directory_id: uuid.UUID
@@ -164,17 +171,31 @@ class UpdateRaftVoterRequest:
 class VoterChangeResponse:
     """The answer to AddRaftVoter, RemoveRaftVoter and UpdateRaftVoter;
     ``leader_id``/``leader_epoch`` as the answering replica knows them."""
+
     error_code: int
     error_message: str | None = None
     leader_id: int = -1
     leader_epoch: int = -1
 
 
-RequestBody = Union[VoteRequest, BeginQuorumEpochRequest, EndQuorumEpochRequest, FetchRequest,
-                    FetchSnapshotRequest, AddRaftVoterRequest, RemoveRaftVoterRequest,
-                    UpdateRaftVoterRequest]
-ResponseBody = Union[VoteResponse, BeginQuorumEpochResponse, EndQuorumEpochResponse,
-                     FetchResponse, FetchSnapshotResponse, VoterChangeResponse]
+RequestBody = Union[
+    VoteRequest,
+    BeginQuorumEpochRequest,
+    EndQuorumEpochRequest,
+    FetchRequest,
+    FetchSnapshotRequest,
+    AddRaftVoterRequest,
+    RemoveRaftVoterRequest,
+    UpdateRaftVoterRequest,
+]
+ResponseBody = Union[
+    VoteResponse,
+    BeginQuorumEpochResponse,
+    EndQuorumEpochResponse,
+    FetchResponse,
+    FetchSnapshotResponse,
+    VoterChangeResponse,
+]
 
 
 class RaftRequest(NamedTuple):

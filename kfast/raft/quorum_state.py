@@ -34,6 +34,7 @@ Who is a voter is not fixed: it is the voter set the log holds at its end
 A replica the log adds becomes a voter, one it removes an observer, as soon
 as the change is appended; majorities are always of the set in force.
 """
+
 from __future__ import annotations
 
 import random
@@ -48,6 +49,7 @@ from kfast.raft.voter_set import VoterSet
 @dataclass(frozen=True)
 class QuorumConfig:
     """Kafka's controller.quorum.* timing (kfast.config holds the defaults)."""
+
     election_timeout_ms: int = 1000
     fetch_timeout_ms: int = 2000
     election_backoff_max_ms: int = 1000
@@ -66,11 +68,13 @@ class QuorumConfig:
 
     @classmethod
     def from_config(cls, config) -> QuorumConfig:
-        return cls(election_timeout_ms=config["controller.quorum.election.timeout.ms"],
-                   fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
-                   election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
-                   request_timeout_ms=config["controller.quorum.request.timeout.ms"],
-                   retry_backoff_ms=config["controller.quorum.retry.backoff.ms"])
+        return cls(
+            election_timeout_ms=config["controller.quorum.election.timeout.ms"],
+            fetch_timeout_ms=config["controller.quorum.fetch.timeout.ms"],
+            election_backoff_max_ms=config["controller.quorum.election.backoff.max.ms"],
+            request_timeout_ms=config["controller.quorum.request.timeout.ms"],
+            retry_backoff_ms=config["controller.quorum.retry.backoff.ms"],
+        )
 
 
 @dataclass
@@ -110,6 +114,7 @@ class CandidateState:
 @dataclass
 class ReplicaState:
     """What the leader knows of one replica (Kafka's LeaderState.ReplicaState)."""
+
     end_offset: int = -1
     last_fetch_ms: int = -1
     directory_id: uuid.UUID = ZERO_UUID
@@ -118,13 +123,16 @@ class ReplicaState:
     last_caught_up_ms: int = -1
     last_fetch_leader_end_offset: int = -1
 
-    def update_fetch(self, now_ms: int, fetch_offset: int, leader_end_offset: int,
-                     directory_id: uuid.UUID) -> None:
+    def update_fetch(
+        self, now_ms: int, fetch_offset: int, leader_end_offset: int, directory_id: uuid.UUID
+    ) -> None:
         """Kafka's ReplicaState.updateFollowerState."""
         if fetch_offset >= leader_end_offset:
             self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
-        elif self.last_fetch_leader_end_offset > 0 and \
-                fetch_offset >= self.last_fetch_leader_end_offset:
+        elif (
+            self.last_fetch_leader_end_offset > 0
+            and fetch_offset >= self.last_fetch_leader_end_offset
+        ):
             self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
         self.end_offset = fetch_offset
         self.last_fetch_leader_end_offset = leader_end_offset
@@ -137,6 +145,7 @@ class VoterChange:
     """The voter change a leader has in flight (one at a time): the
     request to answer, the offset of its VotersRecord once appended, and
     when to give up waiting for the commit."""
+
     request: object
     last_offset: int
     deadline_ms: int
@@ -151,7 +160,7 @@ class LeaderState:
     check_quorum_deadline_ms: int
     elected_ms: int = 0
     high_watermark: int = -1
-    replicas: dict = field(default_factory=dict)        # node id -> ReplicaState
+    replicas: dict = field(default_factory=dict)  # node id -> ReplicaState
     begin_epoch_acked: set = field(default_factory=set)
     voter_change: VoterChange | None = None
     # The directory each voter votes with (zero: any). A replica fetching
@@ -173,8 +182,14 @@ class LeaderState:
         deadline runs from the fetch of the voter that completes the
         majority, most recent first (Kafka's LeaderState check-quorum timer,
         reset as fetches arrive rather than once per window)."""
-        others = sorted((max(self._voter_replica(v).last_fetch_ms, self.elected_ms)
-                         for v in self.voters if v != self.leader_id), reverse=True)
+        others = sorted(
+            (
+                max(self._voter_replica(v).last_fetch_ms, self.elected_ms)
+                for v in self.voters
+                if v != self.leader_id
+            ),
+            reverse=True,
+        )
         # The leader counts toward the majority only while it is a voter
         # (it stays leader for a while after removing itself).
         needed = majority - 1 if self.leader_id in self.voters else majority
@@ -218,7 +233,7 @@ class FollowerState:
     # that each learned of a dead leader from the other would ping-pong
     # between Follower and Prospective (KIP-996).
     has_fetched: bool = False
-    snapshot_id: object = None          # OffsetAndEpoch being fetched, if any
+    snapshot_id: object = None  # OffsetAndEpoch being fetched, if any
     snapshot_data: bytearray = field(default_factory=bytearray)
     # The leader of this epoch took this voter's UpdateRaftVoter (KIP-853):
     # the voter set holds its current endpoints.
@@ -245,8 +260,15 @@ class QuorumState:
     each transition persists the ElectionState before it takes effect.
     ``voter_sets`` answers ``last_voter_set()`` (KRaftControlRecordStateMachine)."""
 
-    def __init__(self, node_id: int, voter_sets, store: QuorumStateStore,
-                 config: QuorumConfig, rng: random.Random, directory_id: uuid.UUID = ZERO_UUID):
+    def __init__(
+        self,
+        node_id: int,
+        voter_sets,
+        store: QuorumStateStore,
+        config: QuorumConfig,
+        rng: random.Random,
+        directory_id: uuid.UUID = ZERO_UUID,
+    ):
         self.node_id = node_id
         self.directory_id = directory_id
         self.voter_sets = voter_sets
@@ -295,14 +317,20 @@ class QuorumState:
         if stored.epoch < end_epoch:
             self.state = UnattachedState(end_epoch, -1, now_ms + self.random_election_timeout())
         elif stored.leader_id == self.node_id:
-            self.state = ResignedState(stored.epoch, self.node_id,
-                                       now_ms + self.random_election_timeout(), ())
+            self.state = ResignedState(
+                stored.epoch, self.node_id, now_ms + self.random_election_timeout(), ()
+            )
         elif stored.has_leader():
-            self.state = FollowerState(stored.epoch, stored.leader_id, stored.voted_id,
-                                       now_ms + self.config.fetch_timeout_ms)
+            self.state = FollowerState(
+                stored.epoch,
+                stored.leader_id,
+                stored.voted_id,
+                now_ms + self.config.fetch_timeout_ms,
+            )
         else:
-            self.state = UnattachedState(stored.epoch, stored.voted_id,
-                                         now_ms + self.random_election_timeout())
+            self.state = UnattachedState(
+                stored.epoch, stored.voted_id, now_ms + self.random_election_timeout()
+            )
 
     def _persist(self, epoch: int, leader_id: int = -1, voted_id: int = -1) -> None:
         self.store.write(ElectionState(epoch, leader_id, voted_id))
@@ -311,10 +339,13 @@ class QuorumState:
         # In the same epoch only a replica that has not voted for itself
         # may be Unattached again; an observer also after losing its leader.
         same_epoch_ok = isinstance(self.state, (UnattachedState, ProspectiveState)) or (
-            isinstance(self.state, (FollowerState, ResignedState)) and not self.is_voter)
+            isinstance(self.state, (FollowerState, ResignedState)) and not self.is_voter
+        )
         if epoch < self.epoch or (epoch == self.epoch and not same_epoch_ok):
-            raise AssertionError(f"{self.node_id}: Unattached in epoch {epoch} from "
-                                 f"{self.state.name} in epoch {self.epoch}")
+            raise AssertionError(
+                f"{self.node_id}: Unattached in epoch {epoch} from "
+                f"{self.state.name} in epoch {self.epoch}"
+            )
         self._persist(epoch, voted_id=voted_id)
         self.state = UnattachedState(epoch, voted_id, now_ms + self.random_election_timeout())
 
@@ -322,11 +353,18 @@ class QuorumState:
         voted_id = getattr(self.state, "voted_id", -1)
         if isinstance(self.state, (CandidateState, LeaderState)):
             voted_id = self.node_id
-        leader_id = self.state.leader_id if isinstance(
-            self.state, (FollowerState, ProspectiveState)) else -1
-        self.state = ProspectiveState(self.epoch, voted_id,
-                                      now_ms + self.random_election_timeout(),
-                                      leader_id, granted={self.node_id})
+        leader_id = (
+            self.state.leader_id
+            if isinstance(self.state, (FollowerState, ProspectiveState))
+            else -1
+        )
+        self.state = ProspectiveState(
+            self.epoch,
+            voted_id,
+            now_ms + self.random_election_timeout(),
+            leader_id,
+            granted={self.node_id},
+        )
 
     def transition_to_candidate(self, now_ms: int, persist: bool = True) -> None:
         """``persist=False``: a quorum of one, which becomes leader at once;
@@ -334,15 +372,22 @@ class QuorumState:
         epoch = self.epoch + 1
         if persist:
             self._persist(epoch, voted_id=self.node_id)
-        self.state = CandidateState(epoch, now_ms + self.random_election_timeout(),
-                                    granted={self.node_id})
+        self.state = CandidateState(
+            epoch, now_ms + self.random_election_timeout(), granted={self.node_id}
+        )
 
     def transition_to_leader(self, now_ms: int, epoch_start_offset: int) -> LeaderState:
         if not isinstance(self.state, CandidateState):
             raise AssertionError(f"{self.node_id}: Leader from {self.state.name}")
         self._persist(self.epoch, leader_id=self.node_id, voted_id=self.node_id)
-        self.state = LeaderState(self.epoch, self.node_id, epoch_start_offset, self.voters,
-                                 now_ms + self.check_quorum_timeout(), elected_ms=now_ms)
+        self.state = LeaderState(
+            self.epoch,
+            self.node_id,
+            epoch_start_offset,
+            self.voters,
+            now_ms + self.check_quorum_timeout(),
+            elected_ms=now_ms,
+        )
         return self.state
 
     def check_quorum_timeout(self) -> int:
@@ -351,20 +396,29 @@ class QuorumState:
         return self.config.fetch_timeout_ms * 3 // 2
 
     def transition_to_follower(self, now_ms: int, epoch: int, leader_id: int) -> None:
-        if epoch < self.epoch or (epoch == self.epoch and isinstance(
-                self.state, (LeaderState, ResignedState, FollowerState))) or (
-                epoch == self.epoch and 0 <= self.state.leader_id != leader_id):
-            raise AssertionError(f"{self.node_id}: Follower of {leader_id} in epoch {epoch} "
-                                 f"from {self.state.name} of {self.leader_id} in {self.epoch}")
+        if (
+            epoch < self.epoch
+            or (
+                epoch == self.epoch
+                and isinstance(self.state, (LeaderState, ResignedState, FollowerState))
+            )
+            or (epoch == self.epoch and 0 <= self.state.leader_id != leader_id)
+        ):
+            raise AssertionError(
+                f"{self.node_id}: Follower of {leader_id} in epoch {epoch} "
+                f"from {self.state.name} of {self.leader_id} in {self.epoch}"
+            )
         voted_id = getattr(self.state, "voted_id", -1) if epoch == self.epoch else -1
         if isinstance(self.state, CandidateState) and epoch == self.epoch:
             voted_id = self.node_id
         self._persist(epoch, leader_id=leader_id, voted_id=voted_id)
-        self.state = FollowerState(epoch, leader_id, voted_id,
-                                   now_ms + self.config.fetch_timeout_ms)
+        self.state = FollowerState(
+            epoch, leader_id, voted_id, now_ms + self.config.fetch_timeout_ms
+        )
 
     def transition_to_resigned(self, now_ms: int, preferred_successors: tuple[int, ...]) -> None:
         if not isinstance(self.state, LeaderState):
             raise AssertionError(f"{self.node_id}: Resigned from {self.state.name}")
-        self.state = ResignedState(self.epoch, self.node_id,
-                                   now_ms + self.random_election_timeout(), preferred_successors)
+        self.state = ResignedState(
+            self.epoch, self.node_id, now_ms + self.random_election_timeout(), preferred_successors
+        )

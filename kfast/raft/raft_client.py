@@ -34,6 +34,7 @@ batch of its own epoch and the previous change are committed, and adds a
 voter only once it has caught up with the log as an observer. A leader that
 removes itself leads until the change commits, then resigns.
 """
+
 from __future__ import annotations
 
 import random
@@ -142,11 +143,19 @@ class RaftClient:
     destinations (the driver's controller.quorum.bootstrap.servers) an
     observer asks for the leader when it knows no voter to ask."""
 
-    def __init__(self, node_id: int, voters, log: ReplicatedLog,
-                 store: QuorumStateStore, config: QuorumConfig | None = None,
-                 rng: random.Random | None = None, listener: RaftListener | None = None,
-                 directory_id: uuid.UUID = ZERO_UUID, endpoints: Sequence[Endpoint] = (),
-                 bootstrap_ids: Sequence[int] = ()):
+    def __init__(
+        self,
+        node_id: int,
+        voters,
+        log: ReplicatedLog,
+        store: QuorumStateStore,
+        config: QuorumConfig | None = None,
+        rng: random.Random | None = None,
+        listener: RaftListener | None = None,
+        directory_id: uuid.UUID = ZERO_UUID,
+        endpoints: Sequence[Endpoint] = (),
+        bootstrap_ids: Sequence[int] = (),
+    ):
         self.node_id = node_id
         self.directory_id = directory_id
         self.endpoints = tuple(endpoints)
@@ -155,19 +164,22 @@ class RaftClient:
         self.config = config or QuorumConfig()
         static = voters if isinstance(voters, VoterSet) else VoterSet.static(tuple(voters))
         self.kraft = KRaftControlRecordStateMachine(static, log)
-        self.quorum = QuorumState(node_id, self.kraft, store, self.config,
-                                  rng or random.Random(), directory_id)
-        self.requests = RequestManager(self.config.request_timeout_ms,
-                                       self.config.retry_backoff_ms,
-                                       self.config.election_backoff_max_ms)
+        self.quorum = QuorumState(
+            node_id, self.kraft, store, self.config, rng or random.Random(), directory_id
+        )
+        self.requests = RequestManager(
+            self.config.request_timeout_ms,
+            self.config.retry_backoff_ms,
+            self.config.election_backoff_max_ms,
+        )
         self.listener = listener
         self._outbox: list[RaftMessage] = []
         # Fetches the leader holds until new records or the high watermark
         # move, or max_wait passes: replica id -> (request, deadline).
         self._parked_fetches: dict[int, tuple[RaftRequest, int]] = {}
         self._high_watermark = -1
-        self._listener_offset = 0            # next offset the listener needs
-        self._delivery_pending = False       # the last delivery stopped at its budget
+        self._listener_offset = 0  # next offset the listener needs
+        self._delivery_pending = False  # the last delivery stopped at its budget
         self._listener_leader: tuple[int, int] | None = None
         self._bootstrap_index = 0
         self._lost_elections = 0
@@ -176,11 +188,15 @@ class RaftClient:
     def start(self, now_ms: int) -> None:
         self.kraft.update_state()
         self.quorum.initialize(now_ms, self.log.end_offset, self.log.last_fetched_epoch)
-        if not self.quorum.is_voter and \
-                not isinstance(self.quorum.state, (FollowerState, ResignedState)):
+        if not self.quorum.is_voter and not isinstance(
+            self.quorum.state, (FollowerState, ResignedState)
+        ):
             self.quorum.state = UnattachedState(self.quorum.epoch, -1, now_ms)
-        if self.quorum.voters == (self.node_id,) and self.quorum.is_voter and \
-                not isinstance(self.quorum.state, LeaderState):
+        if (
+            self.quorum.voters == (self.node_id,)
+            and self.quorum.is_voter
+            and not isinstance(self.quorum.state, LeaderState)
+        ):
             # A quorum of one elects itself at once: its own vote is the
             # majority, so the candidate's quorum-state write would be
             # followed at once by the leader's, which records the same vote.
@@ -248,16 +264,16 @@ class RaftClient:
         state = self.quorum.state
         deadlines = [self.requests.next_deadline()]
         if self.quorum.is_voter or not isinstance(state, UnattachedState):
-            for attr in ("election_deadline_ms", "fetch_deadline_ms",
-                         "check_quorum_deadline_ms"):
+            for attr in ("election_deadline_ms", "fetch_deadline_ms", "check_quorum_deadline_ms"):
                 deadlines.append(getattr(state, attr, None))
         elif not any(self.requests.is_in_flight(v) for v in self._leader_finders()):
             # An observer looking for the leader asks the first voter it may.
-            deadlines.append(min((self.requests.ready_ms(v) for v in self._leader_finders()),
-                                 default=None))
+            deadlines.append(
+                min((self.requests.ready_ms(v) for v in self._leader_finders()), default=None)
+            )
         deadlines += [deadline for _, deadline in self._parked_fetches.values()]
         if self._delivery_pending:
-            deadlines.append(0)             # committed records still to hand over
+            deadlines.append(0)  # committed records still to hand over
         known = [d for d in deadlines if d is not None]
         return min(known) if known else NEVER_MS
 
@@ -284,8 +300,12 @@ class RaftClient:
     def _on_unreachable(self, now_ms: int, node_id: int, correlation_id: int | None) -> None:
         self.requests.on_failure(node_id, now_ms, correlation_id)
         state = self.quorum.state
-        if isinstance(state, FollowerState) and node_id == state.leader_id and \
-                self.quorum.is_voter and state.has_fetched:
+        if (
+            isinstance(state, FollowerState)
+            and node_id == state.leader_id
+            and self.quorum.is_voter
+            and state.has_fetched
+        ):
             # The leader's process is gone (a live one would accept the
             # connection). Stand for election now rather than after the
             # fetch timeout: pre-vote makes this safe, since voters that
@@ -293,8 +313,9 @@ class RaftClient:
             # followers, which saw the same thing, from splitting the vote.
             state.has_fetched = False
             jitter = self.quorum.rng.randrange(max(1, self.config.election_backoff_max_ms // 4))
-            state.fetch_deadline_ms = min(state.fetch_deadline_ms,
-                                          now_ms + self.config.retry_backoff_ms + jitter)
+            state.fetch_deadline_ms = min(
+                state.fetch_deadline_ms, now_ms + self.config.retry_backoff_ms + jitter
+            )
 
     def propose(self, now_ms: int, records: Sequence) -> int:
         """Append ``records`` as one batch in the leader's epoch; returns the
@@ -315,8 +336,9 @@ class RaftClient:
             raise ValueError(f"snapshot {snapshot_id} is above the high watermark")
         # The snapshot carries the voter set in force at its end (KIP-853),
         # so a replica that starts from it knows the quorum.
-        self.log.create_snapshot(snapshot_id, data,
-                                 self.kraft.kraft_records_at(snapshot_id.offset - 1))
+        self.log.create_snapshot(
+            snapshot_id, data, self.kraft.kraft_records_at(snapshot_id.offset - 1)
+        )
         self.log.delete_before_snapshot(snapshot_id)
         self.kraft.truncate_old_entries(self.log.start_offset)
 
@@ -338,8 +360,9 @@ class RaftClient:
         self._outbox.append(RaftRequest(correlation_id, self.node_id, destination, body))
 
     def _respond(self, request: RaftRequest, body) -> None:
-        self._outbox.append(RaftResponse(request.correlation_id, self.node_id, request.source,
-                                         body))
+        self._outbox.append(
+            RaftResponse(request.correlation_id, self.node_id, request.source, body)
+        )
 
     def _other_voters(self) -> list[int]:
         return [v for v in self.quorum.voters if v != self.node_id]
@@ -384,8 +407,11 @@ class RaftClient:
             self._complete_parked_fetches(now_ms=None)
         state = self.quorum.state
         if isinstance(state, LeaderState) and state.voter_change is not None:
-            self._finish_voter_change(state, NOT_LEADER_OR_FOLLOWER,
-                                      "The leader changed before the voter change committed")
+            self._finish_voter_change(
+                state,
+                NOT_LEADER_OR_FOLLOWER,
+                "The leader changed before the voter change committed",
+            )
         self.requests.reset()
 
     def _votes(self, state) -> int:
@@ -406,10 +432,13 @@ class RaftClient:
         if len(state.rejected) <= len(self.quorum.voters) - self.quorum.majority:
             return
         self._lost_elections += 1
-        ceiling = min(self.config.election_backoff_max_ms,
-                      self.config.retry_backoff_ms << min(self._lost_elections, 20))
-        state.election_deadline_ms = min(state.election_deadline_ms,
-                                         now_ms + self.quorum.rng.randrange(max(1, ceiling)))
+        ceiling = min(
+            self.config.election_backoff_max_ms,
+            self.config.retry_backoff_ms << min(self._lost_elections, 20),
+        )
+        state.election_deadline_ms = min(
+            state.election_deadline_ms, now_ms + self.quorum.rng.randrange(max(1, ceiling))
+        )
 
     def _maybe_win_election(self, now_ms: int, state: CandidateState) -> None:
         if self._votes(state) < self.quorum.majority:
@@ -420,14 +449,18 @@ class RaftClient:
         leader = self.quorum.transition_to_leader(now_ms, self.log.end_offset)
         # The leader's first batch in its epoch; once it commits, every
         # record before it is committed too.
-        batch = self.log.append_as_leader(self._start_of_epoch_records(), leader.epoch,
-                                          is_control=True)
+        batch = self.log.append_as_leader(
+            self._start_of_epoch_records(), leader.epoch, is_control=True
+        )
         self.log.flush()
         self.kraft.observe(batch)
         self._on_leader_append(now_ms, leader)
         for voter in self._other_voters():
-            self._send(now_ms, voter, BeginQuorumEpochRequest(
-                self.node_id, leader.epoch, self.voter_directory(voter)))
+            self._send(
+                now_ms,
+                voter,
+                BeginQuorumEpochRequest(self.node_id, leader.epoch, self.voter_directory(voter)),
+            )
 
     def _start_of_epoch_records(self) -> tuple:
         """LeaderChangeMessage; and at kraft.version 1, KRaftVersionRecord and
@@ -464,12 +497,16 @@ class RaftClient:
         elif epoch == state.epoch and leader_id >= 0 and leader_id != self.node_id:
             if state.leader_id == leader_id:
                 return
-            if isinstance(state, (UnattachedState, ProspectiveState, CandidateState)) and \
-                    state.leader_id < 0:
+            if (
+                isinstance(state, (UnattachedState, ProspectiveState, CandidateState))
+                and state.leader_id < 0
+            ):
                 self._become_follower(now_ms, epoch, leader_id)
             else:
-                raise AssertionError(f"node {self.node_id}: two leaders in epoch {epoch}: "
-                                     f"{state.leader_id} and {leader_id}")
+                raise AssertionError(
+                    f"node {self.node_id}: two leaders in epoch {epoch}: "
+                    f"{state.leader_id} and {leader_id}"
+                )
 
     # -- polling per role ----------------------------------------------------------------------
     def _poll_unattached(self, now_ms: int, state: UnattachedState) -> None:
@@ -512,38 +549,60 @@ class RaftClient:
 
     def _request_votes(self, now_ms: int, state, pre_vote: bool) -> None:
         for voter in self._other_voters():
-            if voter not in state.granted and voter not in state.rejected and \
-                    self.requests.is_ready(voter, now_ms):
-                self._send(now_ms, voter, VoteRequest(
-                    state.epoch, self.node_id, self.log.last_fetched_epoch, self.log.end_offset,
-                    pre_vote, self.directory_id, self.voter_directory(voter)))
+            if (
+                voter not in state.granted
+                and voter not in state.rejected
+                and self.requests.is_ready(voter, now_ms)
+            ):
+                self._send(
+                    now_ms,
+                    voter,
+                    VoteRequest(
+                        state.epoch,
+                        self.node_id,
+                        self.log.last_fetched_epoch,
+                        self.log.end_offset,
+                        pre_vote,
+                        self.directory_id,
+                        self.voter_directory(voter),
+                    ),
+                )
 
     def _poll_leader(self, now_ms: int, state: LeaderState) -> None:
         change = state.voter_change
         if change is not None and state.high_watermark > change.last_offset >= 0:
             self._finish_voter_change(state, NONE, None)
         elif change is not None and now_ms >= change.deadline_ms:
-            self._finish_voter_change(state, REQUEST_TIMED_OUT,
-                                      "Timed out waiting for the voter change to commit")
+            self._finish_voter_change(
+                state, REQUEST_TIMED_OUT, "Timed out waiting for the voter change to commit"
+            )
         voters_offset = self.kraft.last_voter_set_offset()
-        if not self.quorum.is_voter and voters_offset is not None and \
-                voters_offset < state.high_watermark:
+        if (
+            not self.quorum.is_voter
+            and voters_offset is not None
+            and voters_offset < state.high_watermark
+        ):
             # This leader is not in the committed voter set (it removed
             # itself): the voters elect a leader among themselves.
             self._resign(now_ms, state)
             return
-        if now_ms >= state.update_check_quorum_deadline(self.quorum.check_quorum_timeout(),
-                                                        self.quorum.majority):
+        if now_ms >= state.update_check_quorum_deadline(
+            self.quorum.check_quorum_timeout(), self.quorum.majority
+        ):
             # No majority has fetched within the timeout: this leader may be
             # cut off, and a new one elected on the other side.
             self._resign(now_ms, state)
             return
         for voter in self._other_voters():
             if voter not in state.begin_epoch_acked and self.requests.is_ready(voter, now_ms):
-                self._send(now_ms, voter, BeginQuorumEpochRequest(
-                    self.node_id, state.epoch, self.voter_directory(voter)))
-        expired = [replica for replica, (_, deadline) in self._parked_fetches.items()
-                   if now_ms >= deadline]
+                self._send(
+                    now_ms,
+                    voter,
+                    BeginQuorumEpochRequest(self.node_id, state.epoch, self.voter_directory(voter)),
+                )
+        expired = [
+            replica for replica, (_, deadline) in self._parked_fetches.items() if now_ms >= deadline
+        ]
         for replica in expired:
             request, _ = self._parked_fetches.pop(replica)
             self._answer_fetch(request, state)
@@ -565,9 +624,18 @@ class RaftClient:
             self._send(now_ms, state.leader_id, update)
             return
         if state.snapshot_id is not None:
-            self._send(now_ms, state.leader_id, FetchSnapshotRequest(
-                self.node_id, state.epoch, state.snapshot_id, len(state.snapshot_data),
-                self.config.fetch_snapshot_max_bytes, self.directory_id))
+            self._send(
+                now_ms,
+                state.leader_id,
+                FetchSnapshotRequest(
+                    self.node_id,
+                    state.epoch,
+                    state.snapshot_id,
+                    len(state.snapshot_data),
+                    self.config.fetch_snapshot_max_bytes,
+                    self.directory_id,
+                ),
+            )
         else:
             self._send(now_ms, state.leader_id, self._fetch_request(state.epoch))
 
@@ -576,26 +644,43 @@ class RaftClient:
         with other endpoints or kraft.version range than it has (it moved,
         or the set came from a bootstrap checkpoint); once per epoch, after
         the leader has answered a fetch (Kafka's shouldSendUpdateVoteRequest)."""
-        if state.voter_updated or not state.has_fetched or not self.endpoints or \
-                state.snapshot_id is not None or \
-                self.kraft.last_kraft_version() == KRAFT_VERSION_0:
+        if (
+            state.voter_updated
+            or not state.has_fetched
+            or not self.endpoints
+            or state.snapshot_id is not None
+            or self.kraft.last_kraft_version() == KRAFT_VERSION_0
+        ):
             return None
         own = self.quorum.voter_set.get(self.node_id)
         if own is None or not own.is_voter(self.node_id, self.directory_id):
             return None
-        wanted = own._replace(endpoints=self.endpoints,
-                              min_kraft_version=SUPPORTED_KRAFT_VERSIONS[0],
-                              max_kraft_version=SUPPORTED_KRAFT_VERSIONS[-1])
+        wanted = own._replace(
+            endpoints=self.endpoints,
+            min_kraft_version=SUPPORTED_KRAFT_VERSIONS[0],
+            max_kraft_version=SUPPORTED_KRAFT_VERSIONS[-1],
+        )
         if wanted == own:
             return None
-        return UpdateRaftVoterRequest(state.epoch, self.node_id, self.directory_id,
-                                      self.endpoints, wanted.min_kraft_version,
-                                      wanted.max_kraft_version)
+        return UpdateRaftVoterRequest(
+            state.epoch,
+            self.node_id,
+            self.directory_id,
+            self.endpoints,
+            wanted.min_kraft_version,
+            wanted.max_kraft_version,
+        )
 
     def _fetch_request(self, epoch: int) -> FetchRequest:
-        return FetchRequest(self.node_id, epoch, self.log.end_offset,
-                            self.log.last_fetched_epoch, self.config.fetch_max_wait_ms,
-                            self.high_watermark, self.directory_id)
+        return FetchRequest(
+            self.node_id,
+            epoch,
+            self.log.end_offset,
+            self.log.last_fetched_epoch,
+            self.config.fetch_max_wait_ms,
+            self.high_watermark,
+            self.directory_id,
+        )
 
     def _removed_itself_uncommitted(self) -> bool:
         """This former leader's log ends with a voter set that removed it,
@@ -662,12 +747,16 @@ class RaftClient:
 
     def _handle_vote(self, now_ms: int, request: RaftRequest, body: VoteRequest) -> None:
         if not self._is_local_key(body.voter_directory_id):
-            self._respond(request, VoteResponse(INVALID_VOTER_KEY, self.quorum.leader_id,
-                                                self.quorum.epoch, False))
+            self._respond(
+                request,
+                VoteResponse(INVALID_VOTER_KEY, self.quorum.leader_id, self.quorum.epoch, False),
+            )
             return
         if body.replica_epoch < self.quorum.epoch:
-            self._respond(request, VoteResponse(FENCED_LEADER_EPOCH, self.quorum.leader_id,
-                                                self.quorum.epoch, False))
+            self._respond(
+                request,
+                VoteResponse(FENCED_LEADER_EPOCH, self.quorum.leader_id, self.quorum.epoch, False),
+            )
             return
         if body.replica_epoch > self.quorum.epoch:
             # A pre-vote at a newer epoch moves this replica to that epoch
@@ -676,39 +765,61 @@ class RaftClient:
         state = self.quorum.state
         up_to_date = self._log_is_up_to_date(body.last_offset_epoch, body.last_offset)
         if body.pre_vote:
-            granted = up_to_date and not isinstance(state, LeaderState) and not (
-                isinstance(state, FollowerState) and state.has_fetched)
+            granted = (
+                up_to_date
+                and not isinstance(state, LeaderState)
+                and not (isinstance(state, FollowerState) and state.has_fetched)
+            )
         else:
             voted_id = getattr(state, "voted_id", -1)
-            granted = (up_to_date and isinstance(state, (UnattachedState, ProspectiveState))
-                       and voted_id in (-1, body.replica_id))
+            granted = (
+                up_to_date
+                and isinstance(state, (UnattachedState, ProspectiveState))
+                and voted_id in (-1, body.replica_id)
+            )
             if granted and voted_id == -1:
                 self._leave_role()
                 self.quorum.transition_to_unattached(now_ms, state.epoch, body.replica_id)
             elif granted:
                 state.election_deadline_ms = now_ms + self.quorum.random_election_timeout()
-        self._respond(request, VoteResponse(NONE, self.quorum.leader_id, self.quorum.epoch,
-                                            granted))
+        self._respond(
+            request, VoteResponse(NONE, self.quorum.leader_id, self.quorum.epoch, granted)
+        )
 
-    def _handle_begin_quorum_epoch(self, now_ms: int, request: RaftRequest,
-                                   body: BeginQuorumEpochRequest) -> None:
+    def _handle_begin_quorum_epoch(
+        self, now_ms: int, request: RaftRequest, body: BeginQuorumEpochRequest
+    ) -> None:
         if not self._is_local_key(body.voter_directory_id):
-            self._respond(request, BeginQuorumEpochResponse(
-                INVALID_VOTER_KEY, self.quorum.leader_id, self.quorum.epoch))
+            self._respond(
+                request,
+                BeginQuorumEpochResponse(
+                    INVALID_VOTER_KEY, self.quorum.leader_id, self.quorum.epoch
+                ),
+            )
             return
         if body.leader_epoch < self.quorum.epoch:
-            self._respond(request, BeginQuorumEpochResponse(
-                FENCED_LEADER_EPOCH, self.quorum.leader_id, self.quorum.epoch))
+            self._respond(
+                request,
+                BeginQuorumEpochResponse(
+                    FENCED_LEADER_EPOCH, self.quorum.leader_id, self.quorum.epoch
+                ),
+            )
             return
         self._observe_epoch(now_ms, body.leader_epoch, body.leader_id)
-        self._respond(request, BeginQuorumEpochResponse(NONE, self.quorum.leader_id,
-                                                        self.quorum.epoch))
+        self._respond(
+            request, BeginQuorumEpochResponse(NONE, self.quorum.leader_id, self.quorum.epoch)
+        )
 
-    def _handle_end_quorum_epoch(self, now_ms: int, request: RaftRequest,
-                                 body: EndQuorumEpochRequest) -> None:
+    def _handle_end_quorum_epoch(
+        self, now_ms: int, request: RaftRequest, body: EndQuorumEpochRequest
+    ) -> None:
         if body.leader_epoch < self.quorum.epoch:
-            self._respond(request, EndQuorumEpochResponse(
-                FENCED_LEADER_EPOCH, self.quorum.leader_id, self.quorum.epoch))
+            self._respond(
+                request,
+                EndQuorumEpochResponse(
+                    FENCED_LEADER_EPOCH, self.quorum.leader_id, self.quorum.epoch
+                ),
+            )
             return
         self._observe_epoch(now_ms, body.leader_epoch, body.leader_id)
         state = self.quorum.state
@@ -718,12 +829,15 @@ class RaftClient:
             # up successor go first.
             state.has_fetched = False
             successors = body.preferred_successors
-            position = successors.index(self.node_id) if self.node_id in successors \
-                else len(successors)
-            state.fetch_deadline_ms = min(state.fetch_deadline_ms,
-                                          now_ms + self._end_epoch_backoff(position))
-        self._respond(request, EndQuorumEpochResponse(NONE, self.quorum.leader_id,
-                                                      self.quorum.epoch))
+            position = (
+                successors.index(self.node_id) if self.node_id in successors else len(successors)
+            )
+            state.fetch_deadline_ms = min(
+                state.fetch_deadline_ms, now_ms + self._end_epoch_backoff(position)
+            )
+        self._respond(
+            request, EndQuorumEpochResponse(NONE, self.quorum.leader_id, self.quorum.epoch)
+        )
 
     def _end_epoch_backoff(self, position: int) -> int:
         """Kafka's strict exponential backoff by rank among the preferred
@@ -731,12 +845,15 @@ class RaftClient:
         retry backoffs, capped at controller.quorum.election.backoff.max.ms."""
         if position == 0:
             return 0
-        return min(self.config.election_backoff_max_ms,
-                   self.config.retry_backoff_ms << min(position - 1, 20))
+        return min(
+            self.config.election_backoff_max_ms,
+            self.config.retry_backoff_ms << min(position - 1, 20),
+        )
 
     def _fetch_error(self, error_code: int) -> FetchResponse:
-        return FetchResponse(error_code, self.quorum.leader_id, self.quorum.epoch,
-                             high_watermark=self.high_watermark)
+        return FetchResponse(
+            error_code, self.quorum.leader_id, self.quorum.epoch, high_watermark=self.high_watermark
+        )
 
     def _handle_fetch(self, now_ms: int, request: RaftRequest, body: FetchRequest) -> None:
         state = self.quorum.state
@@ -752,31 +869,50 @@ class RaftClient:
         if body.fetch_offset < 0 or body.last_fetched_epoch > state.epoch:
             self._respond(request, self._fetch_error(INVALID_REQUEST))
             return
-        validation = validate_offset_and_epoch(self.log, body.fetch_offset,
-                                               body.last_fetched_epoch)
+        validation = validate_offset_and_epoch(self.log, body.fetch_offset, body.last_fetched_epoch)
         if validation.kind == DIVERGING:
-            self._respond(request, FetchResponse(
-                NONE, self.node_id, state.epoch, state.high_watermark, self.log.start_offset,
-                diverging_epoch=validation.offset_and_epoch))
+            self._respond(
+                request,
+                FetchResponse(
+                    NONE,
+                    self.node_id,
+                    state.epoch,
+                    state.high_watermark,
+                    self.log.start_offset,
+                    diverging_epoch=validation.offset_and_epoch,
+                ),
+            )
             return
         if validation.kind == SNAPSHOT:
-            self._respond(request, FetchResponse(
-                NONE, self.node_id, state.epoch, state.high_watermark, self.log.start_offset,
-                snapshot_id=validation.offset_and_epoch))
+            self._respond(
+                request,
+                FetchResponse(
+                    NONE,
+                    self.node_id,
+                    state.epoch,
+                    state.high_watermark,
+                    self.log.start_offset,
+                    snapshot_id=validation.offset_and_epoch,
+                ),
+            )
             return
         # The fetch offset is now known to be on the leader's log: it is the
         # replica's log end offset.
         replica = state.replica(body.replica_id)
-        replica.update_fetch(now_ms, body.fetch_offset, self.log.end_offset,
-                             body.replica_directory_id)
+        replica.update_fetch(
+            now_ms, body.fetch_offset, self.log.end_offset, body.replica_directory_id
+        )
         if self.quorum.voter_set.is_voter(body.replica_id, body.replica_directory_id):
             state.begin_epoch_acked.add(body.replica_id)
             if state.update_high_watermark():
                 self._complete_parked_fetches(now_ms)
         # Held only while the replica has nothing to learn: no records past
         # its end and the high watermark it reported is current.
-        if body.fetch_offset >= self.log.end_offset and body.max_wait_ms > 0 and \
-                body.high_watermark >= state.high_watermark:
+        if (
+            body.fetch_offset >= self.log.end_offset
+            and body.max_wait_ms > 0
+            and body.high_watermark >= state.high_watermark
+        ):
             previous = self._parked_fetches.pop(body.replica_id, None)
             if previous is not None:
                 self._answer_fetch(previous[0], state)
@@ -787,9 +923,17 @@ class RaftClient:
     def _answer_fetch(self, request: RaftRequest, state: LeaderState) -> None:
         body = request.body
         batches = self.log.read(body.fetch_offset, self.config.fetch_max_batches)
-        self._respond(request, FetchResponse(NONE, self.node_id, state.epoch,
-                                             state.high_watermark, self.log.start_offset,
-                                             batches=batches))
+        self._respond(
+            request,
+            FetchResponse(
+                NONE,
+                self.node_id,
+                state.epoch,
+                state.high_watermark,
+                self.log.start_offset,
+                batches=batches,
+            ),
+        )
 
     def _complete_parked_fetches(self, now_ms: int | None) -> None:
         """Answer every held fetch now (new records, a new high watermark, or
@@ -818,22 +962,40 @@ class RaftClient:
     def _handle_fetch_snapshot(self, request: RaftRequest, body: FetchSnapshotRequest) -> None:
         state = self.quorum.state
         if body.current_leader_epoch != state.epoch or not isinstance(state, LeaderState):
-            code = FENCED_LEADER_EPOCH if body.current_leader_epoch < state.epoch else (
-                UNKNOWN_LEADER_EPOCH if body.current_leader_epoch > state.epoch
-                else NOT_LEADER_OR_FOLLOWER)
-            self._respond(request, FetchSnapshotResponse(code, self.quorum.leader_id,
-                                                         state.epoch))
+            code = (
+                FENCED_LEADER_EPOCH
+                if body.current_leader_epoch < state.epoch
+                else (
+                    UNKNOWN_LEADER_EPOCH
+                    if body.current_leader_epoch > state.epoch
+                    else NOT_LEADER_OR_FOLLOWER
+                )
+            )
+            self._respond(request, FetchSnapshotResponse(code, self.quorum.leader_id, state.epoch))
             return
         data = self.log.read_snapshot(body.snapshot_id)
         if data is None:
             # The snapshot was replaced by a newer one: fetch again from the log.
-            self._respond(request, FetchSnapshotResponse(
-                NOT_LEADER_OR_FOLLOWER, self.node_id, state.epoch, body.snapshot_id))
+            self._respond(
+                request,
+                FetchSnapshotResponse(
+                    NOT_LEADER_OR_FOLLOWER, self.node_id, state.epoch, body.snapshot_id
+                ),
+            )
             return
-        chunk = data[body.position:body.position + body.max_bytes]
-        self._respond(request, FetchSnapshotResponse(NONE, self.node_id, state.epoch,
-                                                     body.snapshot_id, len(data), body.position,
-                                                     bytes(chunk)))
+        chunk = data[body.position : body.position + body.max_bytes]
+        self._respond(
+            request,
+            FetchSnapshotResponse(
+                NONE,
+                self.node_id,
+                state.epoch,
+                body.snapshot_id,
+                len(data),
+                body.position,
+                bytes(chunk),
+            ),
+        )
 
     # -- voter changes (KIP-853) ---------------------------------------------------------
     def _voter_change_refusal(self, now_ms: int) -> tuple[int, str] | None:
@@ -843,26 +1005,36 @@ class RaftClient:
         if not isinstance(state, LeaderState):
             return NOT_LEADER_OR_FOLLOWER, f"Node {self.node_id} is not the leader"
         if state.voter_change is not None:
-            return REQUEST_TIMED_OUT, ("Request timed out waiting for leader to handle previous "
-                                       "voter change request")
+            return REQUEST_TIMED_OUT, (
+                "Request timed out waiting for leader to handle previous voter change request"
+            )
         if state.high_watermark < 0:
-            return REQUEST_TIMED_OUT, ("Request timed out waiting for leader to establish HWM "
-                                       "and fence previous voter changes")
+            return REQUEST_TIMED_OUT, (
+                "Request timed out waiting for leader to establish HWM "
+                "and fence previous voter changes"
+            )
         kraft_version = self.kraft.last_kraft_version()
         if kraft_version == KRAFT_VERSION_0:
-            return UNSUPPORTED_VERSION, ("Cluster doesn't support changing voters because the "
-                                         f"kraft.version feature is {kraft_version}")
+            return UNSUPPORTED_VERSION, (
+                "Cluster doesn't support changing voters because the "
+                f"kraft.version feature is {kraft_version}"
+            )
         offset = self.kraft.last_voter_set_offset()
         if offset is None or offset >= state.high_watermark:
-            return REQUEST_TIMED_OUT, ("Request timed out waiting for voters to commit the "
-                                       f"latest voter change at {offset} with HWM "
-                                       f"{state.high_watermark}")
+            return REQUEST_TIMED_OUT, (
+                "Request timed out waiting for voters to commit the "
+                f"latest voter change at {offset} with HWM "
+                f"{state.high_watermark}"
+            )
         return None
 
-    def _respond_voter_change(self, request: RaftRequest, error_code: int,
-                              message: str | None) -> None:
-        self._respond(request, VoterChangeResponse(error_code, message, self.quorum.leader_id,
-                                                   self.quorum.epoch))
+    def _respond_voter_change(
+        self, request: RaftRequest, error_code: int, message: str | None
+    ) -> None:
+        self._respond(
+            request,
+            VoterChangeResponse(error_code, message, self.quorum.leader_id, self.quorum.epoch),
+        )
 
     def _append_voters(self, now_ms: int, state: LeaderState, voters: VoterSet) -> int:
         batch = self.log.append_as_leader((VotersRecord(voters),), state.epoch, is_control=True)
@@ -871,14 +1043,16 @@ class RaftClient:
         self._on_leader_append(now_ms, state)
         return batch.next_offset - 1
 
-    def _finish_voter_change(self, state: LeaderState, error_code: int,
-                             message: str | None) -> None:
+    def _finish_voter_change(
+        self, state: LeaderState, error_code: int, message: str | None
+    ) -> None:
         change, state.voter_change = state.voter_change, None
         if change is not None:
             self._respond_voter_change(change.request, error_code, message)
 
-    def _handle_add_voter(self, now_ms: int, request: RaftRequest,
-                          body: AddRaftVoterRequest) -> None:
+    def _handle_add_voter(
+        self, now_ms: int, request: RaftRequest, body: AddRaftVoterRequest
+    ) -> None:
         refusal = self._voter_change_refusal(now_ms)
         if refusal is not None:
             self._respond_voter_change(request, *refusal)
@@ -886,32 +1060,50 @@ class RaftClient:
         state = self.quorum.state
         voters = self.quorum.voter_set
         if body.voter_id in voters:
-            self._respond_voter_change(request, DUPLICATE_VOTER, (
-                f"The voter id for ReplicaKey(id={body.voter_id}) is already part of the set "
-                f"of voters {sorted(voters.ids)}."))
+            self._respond_voter_change(
+                request,
+                DUPLICATE_VOTER,
+                (
+                    f"The voter id for ReplicaKey(id={body.voter_id}) is already part of the set "
+                    f"of voters {sorted(voters.ids)}."
+                ),
+            )
             return
         if not body.endpoints:
-            self._respond_voter_change(request, INVALID_REQUEST,
-                                       "The new voter has no listener endpoints")
+            self._respond_voter_change(
+                request, INVALID_REQUEST, "The new voter has no listener endpoints"
+            )
             return
         # The new voter must already follow the log as an observer and have
         # caught up, or the high watermark would stall behind it once it
         # counts toward the majority.
         replica = state.replicas.get(body.voter_id)
-        if replica is None or replica.directory_id != body.voter_directory_id or                 replica.last_caught_up_ms < 0 or                 replica.last_fetch_ms < now_ms - CAUGHT_UP_FETCH_WINDOW_MS:
-            self._respond_voter_change(request, REQUEST_TIMED_OUT, (
-                f"Aborted add voter operation for ReplicaKey(id={body.voter_id}) since it is "
-                f"lagging behind"))
+        if (
+            replica is None
+            or replica.directory_id != body.voter_directory_id
+            or replica.last_caught_up_ms < 0
+            or replica.last_fetch_ms < now_ms - CAUGHT_UP_FETCH_WINDOW_MS
+        ):
+            self._respond_voter_change(
+                request,
+                REQUEST_TIMED_OUT,
+                (
+                    f"Aborted add voter operation for ReplicaKey(id={body.voter_id}) since it is "
+                    f"lagging behind"
+                ),
+            )
             return
         # kfast replicas support kraft.version 0 and 1; Kafka learns the
         # range from the new voter's ApiVersions answer.
-        node = VoterNode(body.voter_id, body.voter_directory_id, tuple(body.endpoints),
-                         *SUPPORTED_KRAFT_VERSIONS)
+        node = VoterNode(
+            body.voter_id, body.voter_directory_id, tuple(body.endpoints), *SUPPORTED_KRAFT_VERSIONS
+        )
         last_offset = self._append_voters(now_ms, state, voters.add_voter(node))
         state.voter_change = VoterChange(request, last_offset, now_ms + body.timeout_ms)
 
-    def _handle_remove_voter(self, now_ms: int, request: RaftRequest,
-                             body: RemoveRaftVoterRequest) -> None:
+    def _handle_remove_voter(
+        self, now_ms: int, request: RaftRequest, body: RemoveRaftVoterRequest
+    ) -> None:
         refusal = self._voter_change_refusal(now_ms)
         if refusal is not None:
             self._respond_voter_change(request, *refusal)
@@ -920,20 +1112,31 @@ class RaftClient:
         voters = self.quorum.voter_set
         removed = voters.remove_voter(body.voter_id, body.voter_directory_id)
         if removed is None:
-            self._respond_voter_change(request, VOTER_NOT_FOUND, (
-                f"Cannot remove voter ReplicaKey(id={body.voter_id}, directoryId="
-                f"{body.voter_directory_id}) from the set of voters {sorted(voters.ids)}"))
+            self._respond_voter_change(
+                request,
+                VOTER_NOT_FOUND,
+                (
+                    f"Cannot remove voter ReplicaKey(id={body.voter_id}, directoryId="
+                    f"{body.voter_directory_id}) from the set of voters {sorted(voters.ids)}"
+                ),
+            )
             return
         last_offset = self._append_voters(now_ms, state, removed)
-        state.voter_change = VoterChange(request, last_offset,
-                                         now_ms + self.config.request_timeout_ms)
+        state.voter_change = VoterChange(
+            request, last_offset, now_ms + self.config.request_timeout_ms
+        )
 
-    def _handle_update_voter(self, now_ms: int, request: RaftRequest,
-                             body: UpdateRaftVoterRequest) -> None:
-        if body.current_leader_epoch != self.quorum.epoch and \
-                isinstance(self.quorum.state, LeaderState):
-            code = FENCED_LEADER_EPOCH if body.current_leader_epoch < self.quorum.epoch \
+    def _handle_update_voter(
+        self, now_ms: int, request: RaftRequest, body: UpdateRaftVoterRequest
+    ) -> None:
+        if body.current_leader_epoch != self.quorum.epoch and isinstance(
+            self.quorum.state, LeaderState
+        ):
+            code = (
+                FENCED_LEADER_EPOCH
+                if body.current_leader_epoch < self.quorum.epoch
                 else UNKNOWN_LEADER_EPOCH
+            )
             self._respond_voter_change(request, code, None)
             return
         refusal = self._voter_change_refusal(now_ms)
@@ -941,14 +1144,22 @@ class RaftClient:
             self._respond_voter_change(request, *refusal)
             return
         kraft_version = self.kraft.last_kraft_version()
-        if not body.min_kraft_version <= kraft_version <= body.max_kraft_version or \
-                not body.endpoints:
+        if (
+            not body.min_kraft_version <= kraft_version <= body.max_kraft_version
+            or not body.endpoints
+        ):
             self._respond_voter_change(request, INVALID_REQUEST, None)
             return
         state = self.quorum.state
-        updated = self.quorum.voter_set.update_voter(VoterNode(
-            body.voter_id, body.voter_directory_id, tuple(body.endpoints),
-            body.min_kraft_version, body.max_kraft_version))
+        updated = self.quorum.voter_set.update_voter(
+            VoterNode(
+                body.voter_id,
+                body.voter_directory_id,
+                tuple(body.endpoints),
+                body.min_kraft_version,
+                body.max_kraft_version,
+            )
+        )
         if updated is None:
             self._respond_voter_change(request, VOTER_NOT_FOUND, None)
             return
@@ -962,22 +1173,29 @@ class RaftClient:
         current = self.requests.on_response(response.source, response.correlation_id)
         body = response.body
         if body.leader_epoch > self.quorum.epoch or (
-                body.leader_epoch == self.quorum.epoch and body.leader_id >= 0):
+            body.leader_epoch == self.quorum.epoch and body.leader_id >= 0
+        ):
             self._observe_epoch(now_ms, body.leader_epoch, body.leader_id)
         if not current:
             return
         state = self.quorum.state
         if isinstance(body, VoteResponse):
-            if isinstance(state, (ProspectiveState, CandidateState)) and \
-                    body.error_code == NONE and body.leader_epoch == state.epoch:
+            if (
+                isinstance(state, (ProspectiveState, CandidateState))
+                and body.error_code == NONE
+                and body.leader_epoch == state.epoch
+            ):
                 (state.granted if body.vote_granted else state.rejected).add(response.source)
                 if isinstance(state, ProspectiveState):
                     self._maybe_win_pre_vote(now_ms, state)
                 else:
                     self._maybe_win_election(now_ms, state)
         elif isinstance(body, BeginQuorumEpochResponse):
-            if isinstance(state, LeaderState) and body.error_code == NONE and \
-                    body.leader_epoch == state.epoch:
+            if (
+                isinstance(state, LeaderState)
+                and body.error_code == NONE
+                and body.leader_epoch == state.epoch
+            ):
                 state.begin_epoch_acked.add(response.source)
         elif isinstance(body, EndQuorumEpochResponse):
             if isinstance(state, ResignedState) and body.leader_epoch == state.epoch:
@@ -989,16 +1207,24 @@ class RaftClient:
         elif isinstance(body, VoterChangeResponse):
             # This voter's UpdateRaftVoter: done for the epoch, or try again
             # after a backoff.
-            if isinstance(state, FollowerState) and body.leader_epoch == state.epoch and \
-                    body.error_code == NONE:
+            if (
+                isinstance(state, FollowerState)
+                and body.leader_epoch == state.epoch
+                and body.error_code == NONE
+            ):
                 state.voter_updated = True
             elif body.error_code != NONE:
                 self.requests.back_off(response.source, now_ms)
 
-    def _handle_fetch_response(self, now_ms: int, response: RaftResponse, body: FetchResponse,
-                               state) -> None:
-        if not isinstance(state, FollowerState) or response.source != state.leader_id or \
-                body.error_code != NONE or body.leader_epoch != state.epoch:
+    def _handle_fetch_response(
+        self, now_ms: int, response: RaftResponse, body: FetchResponse, state
+    ) -> None:
+        if (
+            not isinstance(state, FollowerState)
+            or response.source != state.leader_id
+            or body.error_code != NONE
+            or body.leader_epoch != state.epoch
+        ):
             if body.error_code != NONE:
                 # Not the leader (or not yet): ask again after a backoff.
                 self.requests.back_off(response.source, now_ms)
@@ -1008,9 +1234,11 @@ class RaftClient:
         if body.diverging_epoch is not None:
             offset = truncation_offset(self.log, body.diverging_epoch)
             if offset < self.high_watermark:
-                raise AssertionError(f"node {self.node_id}: leader {state.leader_id} asked to "
-                                     f"truncate to {offset}, below the high watermark "
-                                     f"{self.high_watermark}")
+                raise AssertionError(
+                    f"node {self.node_id}: leader {state.leader_id} asked to "
+                    f"truncate to {offset}, below the high watermark "
+                    f"{self.high_watermark}"
+                )
             self.log.truncate_to(offset)
             # Voter changes above the truncation never happened here.
             self.kraft.truncate_new_entries(offset)
@@ -1030,13 +1258,20 @@ class RaftClient:
         if high_watermark > state.high_watermark:
             state.high_watermark = high_watermark
 
-    def _handle_fetch_snapshot_response(self, now_ms: int, response: RaftResponse,
-                                        body: FetchSnapshotResponse, state) -> None:
-        if not isinstance(state, FollowerState) or state.snapshot_id is None or \
-                response.source != state.leader_id:
+    def _handle_fetch_snapshot_response(
+        self, now_ms: int, response: RaftResponse, body: FetchSnapshotResponse, state
+    ) -> None:
+        if (
+            not isinstance(state, FollowerState)
+            or state.snapshot_id is None
+            or response.source != state.leader_id
+        ):
             return
-        if body.error_code != NONE or body.snapshot_id != state.snapshot_id or \
-                body.position != len(state.snapshot_data):
+        if (
+            body.error_code != NONE
+            or body.snapshot_id != state.snapshot_id
+            or body.position != len(state.snapshot_data)
+        ):
             # Start over from the log: the leader may have a newer snapshot.
             state.snapshot_id = None
             state.snapshot_data = bytearray()

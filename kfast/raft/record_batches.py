@@ -19,6 +19,7 @@ Batches read back (``decode``, ``read_batches``) keep their bytes
 so bytes that came from a log or a fetch leave again without a decode and
 re-encode.
 """
+
 from __future__ import annotations
 
 import time
@@ -37,6 +38,7 @@ from kfast.records import RecordBatchBuilder, iter_batches
 
 class RecordSerde(NamedTuple):
     """How data records become record values and back (Kafka's RecordSerde)."""
+
     encode: object
     decode: object
 
@@ -49,9 +51,11 @@ class RecordBatchCodec:
         if batch.raw is not None:
             return batch.raw
         now = int(time.time() * 1000) if now_ms is None else now_ms
-        builder = RecordBatchBuilder(base_offset=batch.base_offset,
-                                     partition_leader_epoch=batch.epoch,
-                                     is_control=batch.is_control)
+        builder = RecordBatchBuilder(
+            base_offset=batch.base_offset,
+            partition_leader_epoch=batch.epoch,
+            is_control=batch.is_control,
+        )
         if batch.is_control:
             for record in batch.records:
                 control_type, value = encode_control_record(record)
@@ -65,15 +69,24 @@ class RecordBatchCodec:
     def decode_batch(self, record_batch) -> Batch:
         """A kfast.records batch (CRC already checked by the reader) as a
         Batch with its records decoded."""
-        return Batch(record_batch.base_offset, record_batch.partition_leader_epoch,
-                     self._records_of(record_batch), record_batch.is_control)
+        return Batch(
+            record_batch.base_offset,
+            record_batch.partition_leader_epoch,
+            self._records_of(record_batch),
+            record_batch.is_control,
+        )
 
     def lazy_batch(self, record_batch, raw: bytes) -> Batch:
         """The same Batch holding ``raw`` (the record batch's bytes), its
         records decoded when first read."""
-        return Batch.of_raw(record_batch.base_offset, record_batch.partition_leader_epoch,
-                            record_batch.is_control, record_batch.last_offset_delta + 1, raw,
-                            self._records_of_raw)
+        return Batch.of_raw(
+            record_batch.base_offset,
+            record_batch.partition_leader_epoch,
+            record_batch.is_control,
+            record_batch.last_offset_delta + 1,
+            raw,
+            self._records_of_raw,
+        )
 
     def _records_of_raw(self, raw: bytes) -> tuple:
         [record_batch] = iter_batches(raw)
@@ -83,8 +96,7 @@ class RecordBatchCodec:
         if record_batch.is_control:
             records = []
             for record in record_batch:
-                records.append(decode_control_record(control_type_of(record.key),
-                                                     record.value))
+                records.append(decode_control_record(control_type_of(record.key), record.value))
         else:
             decode = self.serde.decode
             records = [decode(bytes(record.value)) for record in record_batch]
@@ -96,7 +108,7 @@ class RecordBatchCodec:
         position = 0
         for record_batch in iter_batches(data, allow_partial=allow_partial):
             size = record_batch.size_in_bytes
-            raw = bytes(view[position:position + size])
+            raw = bytes(view[position : position + size])
             position += size
             yield record_batch, self.lazy_batch(record_batch, raw)
 
@@ -110,7 +122,8 @@ class RecordBatchCodec:
         out = []
         for record_batch, batch in self.read_batches(data):
             if not record_batch.is_valid():
-                raise ValueError(f"record batch at offset {record_batch.base_offset} fails its "
-                                 f"CRC check")
+                raise ValueError(
+                    f"record batch at offset {record_batch.base_offset} fails its CRC check"
+                )
             out.append(batch)
         return tuple(out)

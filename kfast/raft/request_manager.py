@@ -9,6 +9,7 @@ correlation id; an answer to a request that is no longer in flight (it
 timed out, or the role that sent it is gone) is still read for the epoch
 and leader it reports, but changes no role's bookkeeping.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -26,8 +27,8 @@ class RequestManager:
         self.retry_backoff_ms = retry_backoff_ms
         self.max_backoff_ms = max(max_backoff_ms, retry_backoff_ms)
         self._in_flight: dict[int, _InFlight] = {}
-        self._failed_ms: dict[int, int] = {}       # destination -> time it is ready again
-        self._failures: dict[int, int] = {}        # consecutive failures
+        self._failed_ms: dict[int, int] = {}  # destination -> time it is ready again
+        self._failures: dict[int, int] = {}  # consecutive failures
         self._next_correlation_id = 1
 
     def is_ready(self, destination: int, now_ms: int) -> bool:

@@ -20,6 +20,7 @@ A snapshot is written to ``.checkpoint.part``, fsynced and renamed
 (kfast.storage.atomic_file), so a crash leaves either the whole file or
 none; a file without its header or footer is not a snapshot.
 """
+
 from __future__ import annotations
 
 import os
@@ -58,7 +59,7 @@ _KRAFT_TYPES = (KRAFT_VERSION, KRAFT_VOTERS)
 _BASE_OFFSET = struct.Struct(">q")
 _BATCH_LENGTH = struct.Struct(">i")
 _BATCH_LENGTH_OFFSET = 8
-_BATCH_OVERHEAD = 12          # baseOffset + batchLength precede the counted bytes
+_BATCH_OVERHEAD = 12  # baseOffset + batchLength precede the counted bytes
 
 
 def snapshot_name(end_offset: int, epoch: int) -> str:
@@ -80,22 +81,28 @@ def list_snapshots(directory: str) -> list[tuple[int, int, str]]:
     return sorted(out)
 
 
-def header_batch(epoch: int, last_contained_log_timestamp: int, now: int,
-                 kraft_records: Iterable = ()) -> bytes:
+def header_batch(
+    epoch: int, last_contained_log_timestamp: int, now: int, kraft_records: Iterable = ()
+) -> bytes:
     """The first batch of a snapshot: SnapshotHeaderRecord, then the KRaft
     records (KRaftVersionRecord, VotersRecord) if any, at offsets 0, 1, 2."""
     builder = RecordBatchBuilder(base_offset=0, partition_leader_epoch=epoch, is_control=True)
-    builder.append(now, control_key(SNAPSHOT_HEADER),
-                   encode_snapshot_header(last_contained_log_timestamp))
+    builder.append(
+        now, control_key(SNAPSHOT_HEADER), encode_snapshot_header(last_contained_log_timestamp)
+    )
     for record in kraft_records:
         control_type, value = encode_control_record(record)
         builder.append(now, control_key(control_type), value)
     return builder.build()
 
 
-def iter_snapshot_batches(records: Iterable, epoch: int, encode: Callable[[object], bytes],
-                          last_contained_log_timestamp: int | None = None,
-                          kraft_records: tuple = ()) -> Iterator[bytes]:
+def iter_snapshot_batches(
+    records: Iterable,
+    epoch: int,
+    encode: Callable[[object], bytes],
+    last_contained_log_timestamp: int | None = None,
+    kraft_records: tuple = (),
+) -> Iterator[bytes]:
     """The batches of a snapshot file holding ``records``, one after another
     (a writer streams them into the file; a whole snapshot is their join)."""
     now = int(time.time() * 1000)
@@ -116,12 +123,17 @@ def iter_snapshot_batches(records: Iterable, epoch: int, encode: Callable[[objec
     yield control_batch(SNAPSHOT_FOOTER, encode_snapshot_footer(), offset, epoch, now)
 
 
-def snapshot_bytes(records: Iterable, epoch: int, encode: Callable[[object], bytes],
-                   last_contained_log_timestamp: int | None = None,
-                   kraft_records: tuple = ()) -> bytes:
+def snapshot_bytes(
+    records: Iterable,
+    epoch: int,
+    encode: Callable[[object], bytes],
+    last_contained_log_timestamp: int | None = None,
+    kraft_records: tuple = (),
+) -> bytes:
     """A whole snapshot file's bytes (what ReplicatedLog.create_snapshot takes)."""
-    return b"".join(iter_snapshot_batches(records, epoch, encode, last_contained_log_timestamp,
-                                          kraft_records))
+    return b"".join(
+        iter_snapshot_batches(records, epoch, encode, last_contained_log_timestamp, kraft_records)
+    )
 
 
 def snapshot_kraft_records(data) -> tuple:
@@ -130,8 +142,11 @@ def snapshot_kraft_records(data) -> tuple:
     for batch in iter_batches(data):
         if not batch.is_control:
             return ()
-        found = [decode_control_record(control_type_of(r.key), r.value) for r in batch
-                 if control_type_of(r.key) in _KRAFT_TYPES]
+        found = [
+            decode_control_record(control_type_of(r.key), r.value)
+            for r in batch
+            if control_type_of(r.key) in _KRAFT_TYPES
+        ]
         return tuple(found)
     return ()
 

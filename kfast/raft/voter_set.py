@@ -19,6 +19,7 @@ snapshots (kfast.raft.control_records has their bytes):
     KRaftVersionRecord  control type 5: the finalized kraft.version
     VotersRecord        control type 6: the whole voter set from that offset on
 """
+
 from __future__ import annotations
 
 import uuid
@@ -38,6 +39,7 @@ SUPPORTED_KRAFT_VERSIONS = (KRAFT_VERSION_0, KRAFT_VERSION_1)
 
 class Endpoint(NamedTuple):
     """A listener of a voter: the controller listener's name, host and port."""
+
     name: str
     host: str
     port: int
@@ -53,8 +55,9 @@ class VoterNode(NamedTuple):
     def is_voter(self, node_id: int, directory_id: uuid.UUID) -> bool:
         """Is replica (node_id, directory_id) this voter? A voter without a
         directory id (a static quorum's) matches any directory."""
-        return node_id == self.voter_id and (self.directory_id == ZERO_UUID
-                                             or directory_id == self.directory_id)
+        return node_id == self.voter_id and (
+            self.directory_id == ZERO_UUID or directory_id == self.directory_id
+        )
 
     def endpoint(self, listener_name: str | None = None) -> Endpoint | None:
         for endpoint in self.endpoints:
@@ -80,9 +83,10 @@ class VoterSet:
         """controller.quorum.voters: ids, or {id: (host, port) or None (a voter
         no one reaches: the embedded single node)}; no directory ids."""
         if isinstance(voters, dict):
-            return cls.of(VoterNode(voter_id, endpoints=() if address is None else
-                                    (Endpoint("", *address),))
-                          for voter_id, address in voters.items())
+            return cls.of(
+                VoterNode(voter_id, endpoints=() if address is None else (Endpoint("", *address),))
+                for voter_id, address in voters.items()
+            )
         return cls.of(VoterNode(voter_id) for voter_id in voters)
 
     @property
@@ -109,9 +113,14 @@ class VoterSet:
         return hash(tuple(self._nodes.values()))
 
     def __repr__(self) -> str:
-        return "VoterSet(" + ", ".join(
-            f"{n.voter_id}:{n.directory_id}" if n.directory_id != ZERO_UUID else str(n.voter_id)
-            for n in self._nodes.values()) + ")"
+        return (
+            "VoterSet("
+            + ", ".join(
+                f"{n.voter_id}:{n.directory_id}" if n.directory_id != ZERO_UUID else str(n.voter_id)
+                for n in self._nodes.values()
+            )
+            + ")"
+        )
 
     def is_voter(self, node_id: int, directory_id: uuid.UUID = ZERO_UUID) -> bool:
         node = self._nodes.get(node_id)
@@ -149,11 +158,13 @@ class VoterSet:
 
 class KRaftVersionRecord(NamedTuple):
     """Control type 5: the finalized kraft.version from this offset on."""
+
     kraft_version: int
 
 
 class VotersRecord(NamedTuple):
     """Control type 6: the voter set from this offset on."""
+
     voters: VoterSet
 
 
@@ -201,8 +212,9 @@ def parse_dynamic_voter(text: str, listener_name: str) -> VoterNode:
         directory_id = parse_uuid_base64(directory)
     except ValueError:
         raise ValueError("Failed to parse directory ID in dynamic voter string.") from None
-    return VoterNode(node_id, directory_id, (Endpoint(listener_name, host, port),),
-                     *SUPPORTED_KRAFT_VERSIONS)
+    return VoterNode(
+        node_id, directory_id, (Endpoint(listener_name, host, port),), *SUPPORTED_KRAFT_VERSIONS
+    )
 
 
 def parse_dynamic_voters(text: str, listener_name: str) -> VoterSet:

@@ -28,6 +28,7 @@ for another cluster's node). Record batches cross as bytes: ``codec``
 (``encode(batches) -> bytes``, ``decode(bytes) -> tuple[Batch]``) turns the
 core's Batch objects into v2 record batches and back.
 """
+
 from __future__ import annotations
 
 from collections.abc import Sequence
@@ -121,13 +122,17 @@ class WireError(Exception):
     the way a quorum member would (INVALID_REQUEST for a request)."""
 
 
-def _one_partition(topics, name_field: str = "topic_name", partition_field: str = "partition_index"):
+def _one_partition(
+    topics, name_field: str = "topic_name", partition_field: str = "partition_index"
+):
     if len(topics) != 1 or len(topics[0].partitions) != 1:
         raise WireError("a quorum RPC names exactly one partition")
     topic = topics[0]
     name = getattr(topic, name_field, None)
-    if name not in (None, "", CLUSTER_METADATA_TOPIC_NAME) and \
-            getattr(topic, "topic_id", None) != METADATA_TOPIC_ID:
+    if (
+        name not in (None, "", CLUSTER_METADATA_TOPIC_NAME)
+        and getattr(topic, "topic_id", None) != METADATA_TOPIC_ID
+    ):
         raise WireError(f"a quorum RPC for topic {name!r}")
     partition = topic.partitions[0]
     if getattr(partition, partition_field) != METADATA_PARTITION:
@@ -138,82 +143,152 @@ def _one_partition(topics, name_field: str = "topic_name", partition_field: str 
 # -- Vote --------------------------------------------------------------------------------------
 def vote_request(body: VoteRequest, cluster_id: str, voter_id: int) -> WireVoteRequest:
     Topic, Partition = WireVoteRequest.TopicData, WireVoteRequest.PartitionData
-    return WireVoteRequest(cluster_id=cluster_id, voter_id=voter_id, topics=[Topic(
-        topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[Partition(
-            partition_index=METADATA_PARTITION, replica_epoch=body.replica_epoch,
-            replica_id=body.replica_id, replica_directory_id=body.replica_directory_id,
-            voter_directory_id=body.voter_directory_id,
-            last_offset_epoch=body.last_offset_epoch,
-            last_offset=body.last_offset, pre_vote=body.pre_vote)])])
+    return WireVoteRequest(
+        cluster_id=cluster_id,
+        voter_id=voter_id,
+        topics=[
+            Topic(
+                topic_name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[
+                    Partition(
+                        partition_index=METADATA_PARTITION,
+                        replica_epoch=body.replica_epoch,
+                        replica_id=body.replica_id,
+                        replica_directory_id=body.replica_directory_id,
+                        voter_directory_id=body.voter_directory_id,
+                        last_offset_epoch=body.last_offset_epoch,
+                        last_offset=body.last_offset,
+                        pre_vote=body.pre_vote,
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def from_vote_request(wire: WireVoteRequest) -> VoteRequest:
     p = _one_partition(wire.topics)
-    return VoteRequest(p.replica_epoch, p.replica_id, p.last_offset_epoch, p.last_offset,
-                       p.pre_vote, p.replica_directory_id or ZERO_UUID,
-                       p.voter_directory_id or ZERO_UUID)
+    return VoteRequest(
+        p.replica_epoch,
+        p.replica_id,
+        p.last_offset_epoch,
+        p.last_offset,
+        p.pre_vote,
+        p.replica_directory_id or ZERO_UUID,
+        p.voter_directory_id or ZERO_UUID,
+    )
 
 
 def vote_response(body: VoteResponse, error_code: int = 0) -> WireVoteResponse:
     Topic, Partition = WireVoteResponse.TopicData, WireVoteResponse.PartitionData
-    return WireVoteResponse(error_code=error_code, topics=[Topic(
-        topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[Partition(
-            partition_index=METADATA_PARTITION, error_code=body.error_code,
-            leader_id=body.leader_id, leader_epoch=body.leader_epoch,
-            vote_granted=body.vote_granted)])])
+    return WireVoteResponse(
+        error_code=error_code,
+        topics=[
+            Topic(
+                topic_name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[
+                    Partition(
+                        partition_index=METADATA_PARTITION,
+                        error_code=body.error_code,
+                        leader_id=body.leader_id,
+                        leader_epoch=body.leader_epoch,
+                        vote_granted=body.vote_granted,
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def from_vote_response(wire: WireVoteResponse) -> VoteResponse:
     p = _one_partition(wire.topics)
-    return VoteResponse(p.error_code or wire.error_code, p.leader_id, p.leader_epoch,
-                        p.vote_granted)
+    return VoteResponse(
+        p.error_code or wire.error_code, p.leader_id, p.leader_epoch, p.vote_granted
+    )
 
 
 # -- BeginQuorumEpoch / EndQuorumEpoch -----------------------------------------------------------
-def begin_quorum_epoch_request(body: BeginQuorumEpochRequest, cluster_id: str,
-                               voter_id: int) -> WireBeginQuorumEpochRequest:
+def begin_quorum_epoch_request(
+    body: BeginQuorumEpochRequest, cluster_id: str, voter_id: int
+) -> WireBeginQuorumEpochRequest:
     Topic = WireBeginQuorumEpochRequest.TopicData
     Partition = WireBeginQuorumEpochRequest.PartitionData
-    return WireBeginQuorumEpochRequest(cluster_id=cluster_id, voter_id=voter_id, topics=[Topic(
-        topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[Partition(
-            partition_index=METADATA_PARTITION, leader_id=body.leader_id,
-            leader_epoch=body.leader_epoch,
-            voter_directory_id=body.voter_directory_id)])])
+    return WireBeginQuorumEpochRequest(
+        cluster_id=cluster_id,
+        voter_id=voter_id,
+        topics=[
+            Topic(
+                topic_name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[
+                    Partition(
+                        partition_index=METADATA_PARTITION,
+                        leader_id=body.leader_id,
+                        leader_epoch=body.leader_epoch,
+                        voter_directory_id=body.voter_directory_id,
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def from_begin_quorum_epoch_request(wire) -> BeginQuorumEpochRequest:
     p = _one_partition(wire.topics)
-    return BeginQuorumEpochRequest(p.leader_id, p.leader_epoch,
-                                   p.voter_directory_id or ZERO_UUID)
+    return BeginQuorumEpochRequest(p.leader_id, p.leader_epoch, p.voter_directory_id or ZERO_UUID)
 
 
-def end_quorum_epoch_request(body: EndQuorumEpochRequest, cluster_id: str,
-                             directory_of=lambda voter_id: _NO_DIRECTORY
-                             ) -> WireEndQuorumEpochRequest:
+def end_quorum_epoch_request(
+    body: EndQuorumEpochRequest, cluster_id: str, directory_of=lambda voter_id: _NO_DIRECTORY
+) -> WireEndQuorumEpochRequest:
     Topic = WireEndQuorumEpochRequest.TopicData
     Partition = WireEndQuorumEpochRequest.PartitionData
-    return WireEndQuorumEpochRequest(cluster_id=cluster_id, topics=[Topic(
-        topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[Partition(
-            partition_index=METADATA_PARTITION, leader_id=body.leader_id,
-            leader_epoch=body.leader_epoch,
-            preferred_successors=list(body.preferred_successors),
-            preferred_candidates=[WireEndQuorumEpochRequest.ReplicaInfo(
-                candidate_id=c, candidate_directory_id=directory_of(c))
-                for c in body.preferred_successors])])])
+    return WireEndQuorumEpochRequest(
+        cluster_id=cluster_id,
+        topics=[
+            Topic(
+                topic_name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[
+                    Partition(
+                        partition_index=METADATA_PARTITION,
+                        leader_id=body.leader_id,
+                        leader_epoch=body.leader_epoch,
+                        preferred_successors=list(body.preferred_successors),
+                        preferred_candidates=[
+                            WireEndQuorumEpochRequest.ReplicaInfo(
+                                candidate_id=c, candidate_directory_id=directory_of(c)
+                            )
+                            for c in body.preferred_successors
+                        ],
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def from_end_quorum_epoch_request(wire) -> EndQuorumEpochRequest:
     p = _one_partition(wire.topics)
-    successors = [c.candidate_id for c in p.preferred_candidates] or \
-        list(p.preferred_successors)
+    successors = [c.candidate_id for c in p.preferred_candidates] or list(p.preferred_successors)
     return EndQuorumEpochRequest(p.leader_id, p.leader_epoch, tuple(successors))
 
 
 def _epoch_response(cls, body, error_code: int = 0):
-    return cls(error_code=error_code, topics=[cls.TopicData(
-        topic_name=CLUSTER_METADATA_TOPIC_NAME, partitions=[cls.PartitionData(
-            partition_index=METADATA_PARTITION, error_code=body.error_code,
-            leader_id=body.leader_id, leader_epoch=body.leader_epoch)])])
+    return cls(
+        error_code=error_code,
+        topics=[
+            cls.TopicData(
+                topic_name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[
+                    cls.PartitionData(
+                        partition_index=METADATA_PARTITION,
+                        error_code=body.error_code,
+                        leader_id=body.leader_id,
+                        leader_epoch=body.leader_epoch,
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def begin_quorum_epoch_response(body: BeginQuorumEpochResponse, error_code: int = 0):
@@ -241,20 +316,34 @@ def fetch_request(body: FetchRequest, cluster_id: str, version: int) -> WireFetc
     Topic, Partition = WireFetchRequest.FetchTopic, WireFetchRequest.FetchPartition
     legacy = version <= 14
     return WireFetchRequest(
-        cluster_id=cluster_id, replica_id=body.replica_id if legacy else -1,
+        cluster_id=cluster_id,
+        replica_id=body.replica_id if legacy else -1,
         replica_state=WireFetchRequest.ReplicaState(
-            replica_id=-1 if legacy else body.replica_id, replica_epoch=-1),
-        max_wait_ms=body.max_wait_ms, min_bytes=0, max_bytes=MAX_FETCH_SIZE_BYTES,
-        topics=[Topic(topic=CLUSTER_METADATA_TOPIC_NAME, topic_id=METADATA_TOPIC_ID,
-                      partitions=[Partition(
-                          partition=METADATA_PARTITION,
-                          current_leader_epoch=body.current_leader_epoch,
-                          fetch_offset=body.fetch_offset,
-                          last_fetched_epoch=body.last_fetched_epoch,
-                          replica_directory_id=body.replica_directory_id,
-                          partition_max_bytes=MAX_FETCH_SIZE_BYTES,
-                          high_watermark=(_LONG_MAX if body.high_watermark < 0
-                                          else body.high_watermark))])])
+            replica_id=-1 if legacy else body.replica_id, replica_epoch=-1
+        ),
+        max_wait_ms=body.max_wait_ms,
+        min_bytes=0,
+        max_bytes=MAX_FETCH_SIZE_BYTES,
+        topics=[
+            Topic(
+                topic=CLUSTER_METADATA_TOPIC_NAME,
+                topic_id=METADATA_TOPIC_ID,
+                partitions=[
+                    Partition(
+                        partition=METADATA_PARTITION,
+                        current_leader_epoch=body.current_leader_epoch,
+                        fetch_offset=body.fetch_offset,
+                        last_fetched_epoch=body.last_fetched_epoch,
+                        replica_directory_id=body.replica_directory_id,
+                        partition_max_bytes=MAX_FETCH_SIZE_BYTES,
+                        high_watermark=(
+                            _LONG_MAX if body.high_watermark < 0 else body.high_watermark
+                        ),
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def is_quorum_fetch(wire: WireFetchRequest) -> bool:
@@ -262,40 +351,65 @@ def is_quorum_fetch(wire: WireFetchRequest) -> bool:
     fetch, for the Raft layer) rather than a data partition?"""
     return len(wire.topics) == 1 and (
         wire.topics[0].topic_id == METADATA_TOPIC_ID
-        or wire.topics[0].topic == CLUSTER_METADATA_TOPIC_NAME)
+        or wire.topics[0].topic == CLUSTER_METADATA_TOPIC_NAME
+    )
 
 
 def from_fetch_request(wire: WireFetchRequest) -> FetchRequest:
     topic = wire.topics[0] if wire.topics else None
-    if topic is None or len(topic.partitions) != 1 or \
-            topic.partitions[0].partition != METADATA_PARTITION:
+    if (
+        topic is None
+        or len(topic.partitions) != 1
+        or topic.partitions[0].partition != METADATA_PARTITION
+    ):
         raise WireError("a quorum Fetch names partition 0 of __cluster_metadata only")
     p = topic.partitions[0]
     replica_id = wire.replica_state.replica_id if wire.replica_id < 0 else wire.replica_id
     high_watermark = -1 if p.high_watermark == _LONG_MAX else p.high_watermark
-    return FetchRequest(replica_id, p.current_leader_epoch, p.fetch_offset,
-                        p.last_fetched_epoch, wire.max_wait_ms, high_watermark,
-                        p.replica_directory_id or ZERO_UUID)
+    return FetchRequest(
+        replica_id,
+        p.current_leader_epoch,
+        p.fetch_offset,
+        p.last_fetched_epoch,
+        wire.max_wait_ms,
+        high_watermark,
+        p.replica_directory_id or ZERO_UUID,
+    )
 
 
-def fetch_response(body: FetchResponse, codec: BatchCodec, error_code: int = 0
-                   ) -> WireFetchResponse:
+def fetch_response(
+    body: FetchResponse, codec: BatchCodec, error_code: int = 0
+) -> WireFetchResponse:
     Topic = WireFetchResponse.FetchableTopicResponse
     Partition = WireFetchResponse.PartitionData
     partition = Partition(
-        partition_index=METADATA_PARTITION, error_code=body.error_code,
-        high_watermark=body.high_watermark, log_start_offset=body.log_start_offset,
-        current_leader=WireFetchResponse.LeaderIdAndEpoch(leader_id=body.leader_id,
-                                                          leader_epoch=body.leader_epoch),
-        records=codec.encode(body.batches) if body.batches else None)
+        partition_index=METADATA_PARTITION,
+        error_code=body.error_code,
+        high_watermark=body.high_watermark,
+        log_start_offset=body.log_start_offset,
+        current_leader=WireFetchResponse.LeaderIdAndEpoch(
+            leader_id=body.leader_id, leader_epoch=body.leader_epoch
+        ),
+        records=codec.encode(body.batches) if body.batches else None,
+    )
     if body.diverging_epoch is not None:
         partition.diverging_epoch = WireFetchResponse.EpochEndOffset(
-            epoch=body.diverging_epoch.epoch, end_offset=body.diverging_epoch.offset)
+            epoch=body.diverging_epoch.epoch, end_offset=body.diverging_epoch.offset
+        )
     if body.snapshot_id is not None:
-        partition.snapshot_id = WireFetchResponse.SnapshotId(end_offset=body.snapshot_id.offset,
-                                                             epoch=body.snapshot_id.epoch)
-    return WireFetchResponse(error_code=error_code, responses=[Topic(
-        topic=CLUSTER_METADATA_TOPIC_NAME, topic_id=METADATA_TOPIC_ID, partitions=[partition])])
+        partition.snapshot_id = WireFetchResponse.SnapshotId(
+            end_offset=body.snapshot_id.offset, epoch=body.snapshot_id.epoch
+        )
+    return WireFetchResponse(
+        error_code=error_code,
+        responses=[
+            Topic(
+                topic=CLUSTER_METADATA_TOPIC_NAME,
+                topic_id=METADATA_TOPIC_ID,
+                partitions=[partition],
+            )
+        ],
+    )
 
 
 def from_fetch_response(wire: WireFetchResponse, codec: BatchCodec) -> FetchResponse:
@@ -309,46 +423,86 @@ def from_fetch_response(wire: WireFetchResponse, codec: BatchCodec) -> FetchResp
         snapshot = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
     records = p.records
     batches = codec.decode(bytes(records)) if records else ()
-    return FetchResponse(p.error_code, p.current_leader.leader_id, p.current_leader.leader_epoch,
-                         p.high_watermark, p.log_start_offset, diverging, snapshot, batches)
+    return FetchResponse(
+        p.error_code,
+        p.current_leader.leader_id,
+        p.current_leader.leader_epoch,
+        p.high_watermark,
+        p.log_start_offset,
+        diverging,
+        snapshot,
+        batches,
+    )
 
 
 # -- FetchSnapshot ------------------------------------------------------------------------------
-def fetch_snapshot_request(body: FetchSnapshotRequest, cluster_id: str
-                           ) -> WireFetchSnapshotRequest:
+def fetch_snapshot_request(body: FetchSnapshotRequest, cluster_id: str) -> WireFetchSnapshotRequest:
     Topic = WireFetchSnapshotRequest.TopicSnapshot
     Partition = WireFetchSnapshotRequest.PartitionSnapshot
     return WireFetchSnapshotRequest(
-        cluster_id=cluster_id, replica_id=body.replica_id,
+        cluster_id=cluster_id,
+        replica_id=body.replica_id,
         max_bytes=min(body.max_bytes, MAX_FETCH_SIZE_BYTES),
-        topics=[Topic(name=CLUSTER_METADATA_TOPIC_NAME, partitions=[Partition(
-            partition=METADATA_PARTITION, current_leader_epoch=body.current_leader_epoch,
-            snapshot_id=WireFetchSnapshotRequest.SnapshotId(
-                end_offset=body.snapshot_id.offset, epoch=body.snapshot_id.epoch),
-            position=body.position, replica_directory_id=body.replica_directory_id)])])
+        topics=[
+            Topic(
+                name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[
+                    Partition(
+                        partition=METADATA_PARTITION,
+                        current_leader_epoch=body.current_leader_epoch,
+                        snapshot_id=WireFetchSnapshotRequest.SnapshotId(
+                            end_offset=body.snapshot_id.offset, epoch=body.snapshot_id.epoch
+                        ),
+                        position=body.position,
+                        replica_directory_id=body.replica_directory_id,
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def from_fetch_snapshot_request(wire: WireFetchSnapshotRequest) -> FetchSnapshotRequest:
     p = _one_partition(wire.topics, "name", "partition")
-    return FetchSnapshotRequest(wire.replica_id, p.current_leader_epoch,
-                                OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch),
-                                p.position, wire.max_bytes, p.replica_directory_id or ZERO_UUID)
+    return FetchSnapshotRequest(
+        wire.replica_id,
+        p.current_leader_epoch,
+        OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch),
+        p.position,
+        wire.max_bytes,
+        p.replica_directory_id or ZERO_UUID,
+    )
 
 
-def fetch_snapshot_response(body: FetchSnapshotResponse, error_code: int = 0
-                            ) -> WireFetchSnapshotResponse:
+def fetch_snapshot_response(
+    body: FetchSnapshotResponse, error_code: int = 0
+) -> WireFetchSnapshotResponse:
     Topic = WireFetchSnapshotResponse.TopicSnapshot
     Partition = WireFetchSnapshotResponse.PartitionSnapshot
     snapshot_id = body.snapshot_id or OffsetAndEpoch(-1, -1)
-    return WireFetchSnapshotResponse(error_code=error_code, topics=[Topic(
-        name=CLUSTER_METADATA_TOPIC_NAME, partitions=[Partition(
-            index=METADATA_PARTITION, error_code=body.error_code,
-            snapshot_id=WireFetchSnapshotResponse.SnapshotId(end_offset=snapshot_id.offset,
-                                                             epoch=snapshot_id.epoch),
-            current_leader=WireFetchSnapshotResponse.LeaderIdAndEpoch(
-                leader_id=body.leader_id, leader_epoch=body.leader_epoch),
-            size=body.size, position=body.position,
-            unaligned_records=body.unaligned_records)])])
+    return WireFetchSnapshotResponse(
+        error_code=error_code,
+        topics=[
+            Topic(
+                name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[
+                    Partition(
+                        index=METADATA_PARTITION,
+                        error_code=body.error_code,
+                        snapshot_id=WireFetchSnapshotResponse.SnapshotId(
+                            end_offset=snapshot_id.offset, epoch=snapshot_id.epoch
+                        ),
+                        current_leader=WireFetchSnapshotResponse.LeaderIdAndEpoch(
+                            leader_id=body.leader_id, leader_epoch=body.leader_epoch
+                        ),
+                        size=body.size,
+                        position=body.position,
+                        unaligned_records=body.unaligned_records,
+                    )
+                ],
+            )
+        ],
+    )
 
 
 def from_fetch_snapshot_response(wire: WireFetchSnapshotResponse) -> FetchSnapshotResponse:
@@ -356,10 +510,15 @@ def from_fetch_snapshot_response(wire: WireFetchSnapshotResponse) -> FetchSnapsh
         return FetchSnapshotResponse(wire.error_code or 0, -1, -1)
     p = _one_partition(wire.topics, "name", "index")
     snapshot_id = OffsetAndEpoch(p.snapshot_id.end_offset, p.snapshot_id.epoch)
-    return FetchSnapshotResponse(p.error_code, p.current_leader.leader_id,
-                                 p.current_leader.leader_epoch,
-                                 None if snapshot_id.offset < 0 else snapshot_id, p.size,
-                                 p.position, bytes(p.unaligned_records or b""))
+    return FetchSnapshotResponse(
+        p.error_code,
+        p.current_leader.leader_id,
+        p.current_leader.leader_epoch,
+        None if snapshot_id.offset < 0 else snapshot_id,
+        p.size,
+        p.position,
+        bytes(p.unaligned_records or b""),
+    )
 
 
 # -- AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter (KIP-853) -------------------------------
@@ -367,76 +526,104 @@ def _endpoints(listeners) -> tuple[Endpoint, ...]:
     return tuple(Endpoint(l.name, l.host, l.port) for l in listeners or ())
 
 
-def add_raft_voter_request(body: AddRaftVoterRequest, cluster_id: str | None
-                           ) -> WireAddRaftVoterRequest:
+def add_raft_voter_request(
+    body: AddRaftVoterRequest, cluster_id: str | None
+) -> WireAddRaftVoterRequest:
     Listener = WireAddRaftVoterRequest.Listener
     return WireAddRaftVoterRequest(
-        cluster_id=cluster_id, timeout_ms=body.timeout_ms, voter_id=body.voter_id,
+        cluster_id=cluster_id,
+        timeout_ms=body.timeout_ms,
+        voter_id=body.voter_id,
         voter_directory_id=body.voter_directory_id,
-        listeners=[Listener(name=e.name, host=e.host, port=e.port) for e in body.endpoints])
+        listeners=[Listener(name=e.name, host=e.host, port=e.port) for e in body.endpoints],
+    )
 
 
 def from_add_raft_voter_request(wire: WireAddRaftVoterRequest) -> AddRaftVoterRequest:
     if wire.voter_id < 0:
         raise WireError(f"voter id {wire.voter_id} is not a node id")
-    return AddRaftVoterRequest(wire.voter_id, wire.voter_directory_id or ZERO_UUID,
-                               _endpoints(wire.listeners), wire.timeout_ms)
+    return AddRaftVoterRequest(
+        wire.voter_id,
+        wire.voter_directory_id or ZERO_UUID,
+        _endpoints(wire.listeners),
+        wire.timeout_ms,
+    )
 
 
-def remove_raft_voter_request(body: RemoveRaftVoterRequest, cluster_id: str | None
-                              ) -> WireRemoveRaftVoterRequest:
-    return WireRemoveRaftVoterRequest(cluster_id=cluster_id, voter_id=body.voter_id,
-                                      voter_directory_id=body.voter_directory_id)
+def remove_raft_voter_request(
+    body: RemoveRaftVoterRequest, cluster_id: str | None
+) -> WireRemoveRaftVoterRequest:
+    return WireRemoveRaftVoterRequest(
+        cluster_id=cluster_id, voter_id=body.voter_id, voter_directory_id=body.voter_directory_id
+    )
 
 
 def from_remove_raft_voter_request(wire: WireRemoveRaftVoterRequest) -> RemoveRaftVoterRequest:
     return RemoveRaftVoterRequest(wire.voter_id, wire.voter_directory_id or ZERO_UUID)
 
 
-def update_raft_voter_request(body: UpdateRaftVoterRequest, cluster_id: str | None
-                              ) -> WireUpdateRaftVoterRequest:
+def update_raft_voter_request(
+    body: UpdateRaftVoterRequest, cluster_id: str | None
+) -> WireUpdateRaftVoterRequest:
     Listener = WireUpdateRaftVoterRequest.Listener
     return WireUpdateRaftVoterRequest(
-        cluster_id=cluster_id, current_leader_epoch=body.current_leader_epoch,
-        voter_id=body.voter_id, voter_directory_id=body.voter_directory_id,
+        cluster_id=cluster_id,
+        current_leader_epoch=body.current_leader_epoch,
+        voter_id=body.voter_id,
+        voter_directory_id=body.voter_directory_id,
         listeners=[Listener(name=e.name, host=e.host, port=e.port) for e in body.endpoints],
         k_raft_version_feature=WireUpdateRaftVoterRequest.KRaftVersionFeature(
             min_supported_version=body.min_kraft_version,
-            max_supported_version=body.max_kraft_version))
+            max_supported_version=body.max_kraft_version,
+        ),
+    )
 
 
 def from_update_raft_voter_request(wire: WireUpdateRaftVoterRequest) -> UpdateRaftVoterRequest:
     feature = wire.k_raft_version_feature
-    return UpdateRaftVoterRequest(wire.current_leader_epoch, wire.voter_id,
-                                  wire.voter_directory_id or ZERO_UUID,
-                                  _endpoints(wire.listeners), feature.min_supported_version,
-                                  feature.max_supported_version)
+    return UpdateRaftVoterRequest(
+        wire.current_leader_epoch,
+        wire.voter_id,
+        wire.voter_directory_id or ZERO_UUID,
+        _endpoints(wire.listeners),
+        feature.min_supported_version,
+        feature.max_supported_version,
+    )
 
 
 def add_raft_voter_response(body: VoterChangeResponse, error_code: int = 0):
-    return WireAddRaftVoterResponse(error_code=error_code or body.error_code,
-                                    error_message=body.error_message)
+    return WireAddRaftVoterResponse(
+        error_code=error_code or body.error_code, error_message=body.error_message
+    )
 
 
 def remove_raft_voter_response(body: VoterChangeResponse, error_code: int = 0):
-    return WireRemoveRaftVoterResponse(error_code=error_code or body.error_code,
-                                       error_message=body.error_message)
+    return WireRemoveRaftVoterResponse(
+        error_code=error_code or body.error_code, error_message=body.error_message
+    )
 
 
-def update_raft_voter_response(body: VoterChangeResponse, error_code: int = 0,
-                               leader_endpoint: Endpoint | None = None):
+def update_raft_voter_response(
+    body: VoterChangeResponse, error_code: int = 0, leader_endpoint: Endpoint | None = None
+):
     """The answer names the leader as the replica knows it (and, where it
     knows it, where to reach it on the listener the request came in on)."""
     leader = WireUpdateRaftVoterResponse.CurrentLeader(
-        leader_id=body.leader_id, leader_epoch=body.leader_epoch,
+        leader_id=body.leader_id,
+        leader_epoch=body.leader_epoch,
         host=leader_endpoint.host if leader_endpoint else "",
-        port=leader_endpoint.port if leader_endpoint else -1)
-    return WireUpdateRaftVoterResponse(error_code=error_code or body.error_code,
-                                       current_leader=leader)
+        port=leader_endpoint.port if leader_endpoint else -1,
+    )
+    return WireUpdateRaftVoterResponse(
+        error_code=error_code or body.error_code, current_leader=leader
+    )
 
 
 def from_voter_change_response(wire) -> VoterChangeResponse:
     leader = getattr(wire, "current_leader", None)
-    return VoterChangeResponse(wire.error_code, getattr(wire, "error_message", None),
-                               leader.leader_id if leader else -1,
-                               leader.leader_epoch if leader else -1)
+    return VoterChangeResponse(
+        wire.error_code,
+        getattr(wire, "error_message", None),
+        leader.leader_id if leader else -1,
+        leader.leader_epoch if leader else -1,
+    )

@@ -15,6 +15,7 @@ below are the enums' Java names, as kafka-acls.sh prints them.
     AclFilter(ACL_RESOURCE_ANY, None, PATTERN_TYPE_ANY, None, None,
               ACL_OPERATION_ANY, ACL_PERMISSION_ANY).matches(acl)   # True
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -61,48 +62,91 @@ from kfast.protocol.constants import (
 # Kafka's enum names by code (ResourceType, PatternType, AclOperation,
 # AclPermissionType).
 RESOURCE_TYPE_NAMES = {
-    ACL_RESOURCE_UNKNOWN: "UNKNOWN", ACL_RESOURCE_ANY: "ANY", ACL_RESOURCE_TOPIC: "TOPIC",
-    ACL_RESOURCE_GROUP: "GROUP", ACL_RESOURCE_CLUSTER: "CLUSTER",
+    ACL_RESOURCE_UNKNOWN: "UNKNOWN",
+    ACL_RESOURCE_ANY: "ANY",
+    ACL_RESOURCE_TOPIC: "TOPIC",
+    ACL_RESOURCE_GROUP: "GROUP",
+    ACL_RESOURCE_CLUSTER: "CLUSTER",
     ACL_RESOURCE_TRANSACTIONAL_ID: "TRANSACTIONAL_ID",
-    ACL_RESOURCE_DELEGATION_TOKEN: "DELEGATION_TOKEN", ACL_RESOURCE_USER: "USER"}
+    ACL_RESOURCE_DELEGATION_TOKEN: "DELEGATION_TOKEN",
+    ACL_RESOURCE_USER: "USER",
+}
 # SecurityUtils.resourceTypeName: how kafka.authorizer.logger names them.
 RESOURCE_TYPE_LOG_NAMES = {
-    ACL_RESOURCE_TOPIC: "Topic", ACL_RESOURCE_GROUP: "Group", ACL_RESOURCE_CLUSTER: "Cluster",
+    ACL_RESOURCE_TOPIC: "Topic",
+    ACL_RESOURCE_GROUP: "Group",
+    ACL_RESOURCE_CLUSTER: "Cluster",
     ACL_RESOURCE_TRANSACTIONAL_ID: "TransactionalId",
-    ACL_RESOURCE_DELEGATION_TOKEN: "DelegationToken", ACL_RESOURCE_USER: "User"}
+    ACL_RESOURCE_DELEGATION_TOKEN: "DelegationToken",
+    ACL_RESOURCE_USER: "User",
+}
 PATTERN_TYPE_NAMES = {
-    PATTERN_TYPE_UNKNOWN: "UNKNOWN", PATTERN_TYPE_ANY: "ANY", PATTERN_TYPE_MATCH: "MATCH",
-    PATTERN_TYPE_LITERAL: "LITERAL", PATTERN_TYPE_PREFIXED: "PREFIXED"}
+    PATTERN_TYPE_UNKNOWN: "UNKNOWN",
+    PATTERN_TYPE_ANY: "ANY",
+    PATTERN_TYPE_MATCH: "MATCH",
+    PATTERN_TYPE_LITERAL: "LITERAL",
+    PATTERN_TYPE_PREFIXED: "PREFIXED",
+}
 OPERATION_NAMES = {
-    ACL_OPERATION_UNKNOWN: "UNKNOWN", ACL_OPERATION_ANY: "ANY", ACL_OPERATION_ALL: "ALL",
-    ACL_OPERATION_READ: "READ", ACL_OPERATION_WRITE: "WRITE", ACL_OPERATION_CREATE: "CREATE",
-    ACL_OPERATION_DELETE: "DELETE", ACL_OPERATION_ALTER: "ALTER",
-    ACL_OPERATION_DESCRIBE: "DESCRIBE", ACL_OPERATION_CLUSTER_ACTION: "CLUSTER_ACTION",
+    ACL_OPERATION_UNKNOWN: "UNKNOWN",
+    ACL_OPERATION_ANY: "ANY",
+    ACL_OPERATION_ALL: "ALL",
+    ACL_OPERATION_READ: "READ",
+    ACL_OPERATION_WRITE: "WRITE",
+    ACL_OPERATION_CREATE: "CREATE",
+    ACL_OPERATION_DELETE: "DELETE",
+    ACL_OPERATION_ALTER: "ALTER",
+    ACL_OPERATION_DESCRIBE: "DESCRIBE",
+    ACL_OPERATION_CLUSTER_ACTION: "CLUSTER_ACTION",
     ACL_OPERATION_DESCRIBE_CONFIGS: "DESCRIBE_CONFIGS",
     ACL_OPERATION_ALTER_CONFIGS: "ALTER_CONFIGS",
     ACL_OPERATION_IDEMPOTENT_WRITE: "IDEMPOTENT_WRITE",
     ACL_OPERATION_CREATE_TOKENS: "CREATE_TOKENS",
     ACL_OPERATION_DESCRIBE_TOKENS: "DESCRIBE_TOKENS",
-    ACL_OPERATION_TWO_PHASE_COMMIT: "TWO_PHASE_COMMIT"}
+    ACL_OPERATION_TWO_PHASE_COMMIT: "TWO_PHASE_COMMIT",
+}
 PERMISSION_TYPE_NAMES = {
-    ACL_PERMISSION_UNKNOWN: "UNKNOWN", ACL_PERMISSION_ANY: "ANY",
-    ACL_PERMISSION_DENY: "DENY", ACL_PERMISSION_ALLOW: "ALLOW"}
+    ACL_PERMISSION_UNKNOWN: "UNKNOWN",
+    ACL_PERMISSION_ANY: "ANY",
+    ACL_PERMISSION_DENY: "DENY",
+    ACL_PERMISSION_ALLOW: "ALLOW",
+}
 
 # The operations an ACL on each resource type can grant (Kafka's
 # AclEntry.supportedOperations); authorized-operations bitfields are taken
 # over these.
 SUPPORTED_OPERATIONS = {
-    ACL_RESOURCE_TOPIC: (ACL_OPERATION_READ, ACL_OPERATION_WRITE, ACL_OPERATION_CREATE,
-                         ACL_OPERATION_DESCRIBE, ACL_OPERATION_DELETE, ACL_OPERATION_ALTER,
-                         ACL_OPERATION_DESCRIBE_CONFIGS, ACL_OPERATION_ALTER_CONFIGS),
-    ACL_RESOURCE_GROUP: (ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE, ACL_OPERATION_DELETE,
-                         ACL_OPERATION_DESCRIBE_CONFIGS, ACL_OPERATION_ALTER_CONFIGS),
-    ACL_RESOURCE_CLUSTER: (ACL_OPERATION_CREATE, ACL_OPERATION_CLUSTER_ACTION,
-                           ACL_OPERATION_DESCRIBE_CONFIGS, ACL_OPERATION_ALTER_CONFIGS,
-                           ACL_OPERATION_IDEMPOTENT_WRITE, ACL_OPERATION_ALTER,
-                           ACL_OPERATION_DESCRIBE),
-    ACL_RESOURCE_TRANSACTIONAL_ID: (ACL_OPERATION_DESCRIBE, ACL_OPERATION_WRITE,
-                                    ACL_OPERATION_TWO_PHASE_COMMIT),
+    ACL_RESOURCE_TOPIC: (
+        ACL_OPERATION_READ,
+        ACL_OPERATION_WRITE,
+        ACL_OPERATION_CREATE,
+        ACL_OPERATION_DESCRIBE,
+        ACL_OPERATION_DELETE,
+        ACL_OPERATION_ALTER,
+        ACL_OPERATION_DESCRIBE_CONFIGS,
+        ACL_OPERATION_ALTER_CONFIGS,
+    ),
+    ACL_RESOURCE_GROUP: (
+        ACL_OPERATION_READ,
+        ACL_OPERATION_DESCRIBE,
+        ACL_OPERATION_DELETE,
+        ACL_OPERATION_DESCRIBE_CONFIGS,
+        ACL_OPERATION_ALTER_CONFIGS,
+    ),
+    ACL_RESOURCE_CLUSTER: (
+        ACL_OPERATION_CREATE,
+        ACL_OPERATION_CLUSTER_ACTION,
+        ACL_OPERATION_DESCRIBE_CONFIGS,
+        ACL_OPERATION_ALTER_CONFIGS,
+        ACL_OPERATION_IDEMPOTENT_WRITE,
+        ACL_OPERATION_ALTER,
+        ACL_OPERATION_DESCRIBE,
+    ),
+    ACL_RESOURCE_TRANSACTIONAL_ID: (
+        ACL_OPERATION_DESCRIBE,
+        ACL_OPERATION_WRITE,
+        ACL_OPERATION_TWO_PHASE_COMMIT,
+    ),
     ACL_RESOURCE_DELEGATION_TOKEN: (ACL_OPERATION_DESCRIBE,),
     ACL_RESOURCE_USER: (ACL_OPERATION_CREATE_TOKENS, ACL_OPERATION_DESCRIBE_TOKENS),
 }
@@ -110,40 +154,48 @@ SUPPORTED_OPERATIONS = {
 
 class Acl(NamedTuple):
     """One ACL (Kafka's StandardAcl): a resource pattern and an entry."""
+
     resource_type: int
     resource_name: str
     pattern_type: int
-    principal: str          # "<type>:<name>", "User:*" for every user
-    host: str               # an IP address, "*" for every host
+    principal: str  # "<type>:<name>", "User:*" for every user
+    host: str  # an IP address, "*" for every host
     operation: int
     permission_type: int
 
     def __str__(self) -> str:
         # The form kafka-acls.sh lists an entry in (AccessControlEntry.toString).
-        return (f"(principal={self.principal}, host={self.host}, "
-                f"operation={OPERATION_NAMES.get(self.operation, 'UNKNOWN')}, "
-                f"permissionType={PERMISSION_TYPE_NAMES.get(self.permission_type, 'UNKNOWN')})")
+        return (
+            f"(principal={self.principal}, host={self.host}, "
+            f"operation={OPERATION_NAMES.get(self.operation, 'UNKNOWN')}, "
+            f"permissionType={PERMISSION_TYPE_NAMES.get(self.permission_type, 'UNKNOWN')})"
+        )
 
     def standard_str(self) -> str:
         """StandardAcl.toString (the rule of an authorizer log line)."""
-        return (f"StandardAcl(resourceType="
-                f"{RESOURCE_TYPE_NAMES.get(self.resource_type, 'UNKNOWN')}, "
-                f"resourceName={self.resource_name}, "
-                f"patternType={PATTERN_TYPE_NAMES.get(self.pattern_type, 'UNKNOWN')}, "
-                f"principal={self.principal}, host={self.host}, "
-                f"operation={OPERATION_NAMES.get(self.operation, 'UNKNOWN')}, "
-                f"permissionType={PERMISSION_TYPE_NAMES.get(self.permission_type, 'UNKNOWN')})")
+        return (
+            f"StandardAcl(resourceType="
+            f"{RESOURCE_TYPE_NAMES.get(self.resource_type, 'UNKNOWN')}, "
+            f"resourceName={self.resource_name}, "
+            f"patternType={PATTERN_TYPE_NAMES.get(self.pattern_type, 'UNKNOWN')}, "
+            f"principal={self.principal}, host={self.host}, "
+            f"operation={OPERATION_NAMES.get(self.operation, 'UNKNOWN')}, "
+            f"permissionType={PERMISSION_TYPE_NAMES.get(self.permission_type, 'UNKNOWN')})"
+        )
 
     def pattern_str(self) -> str:
         """ResourcePattern.toString: the resource an ACL list groups under."""
-        return (f"ResourcePattern(resourceType="
-                f"{RESOURCE_TYPE_NAMES.get(self.resource_type, 'UNKNOWN')}, "
-                f"name={self.resource_name}, "
-                f"patternType={PATTERN_TYPE_NAMES.get(self.pattern_type, 'UNKNOWN')})")
+        return (
+            f"ResourcePattern(resourceType="
+            f"{RESOURCE_TYPE_NAMES.get(self.resource_type, 'UNKNOWN')}, "
+            f"name={self.resource_name}, "
+            f"patternType={PATTERN_TYPE_NAMES.get(self.pattern_type, 'UNKNOWN')})"
+        )
 
 
 class AclFilter(NamedTuple):
     """Kafka's AclBindingFilter: None strings and ANY codes match anything."""
+
     resource_type: int
     resource_name: str | None
     pattern_type: int
@@ -155,10 +207,12 @@ class AclFilter(NamedTuple):
     def is_unknown(self) -> bool:
         """A filter with an UNKNOWN part (or a code Kafka does not define)
         matches nothing Kafka can name; it is refused with INVALID_REQUEST."""
-        return (RESOURCE_TYPE_NAMES.get(self.resource_type, "UNKNOWN") == "UNKNOWN"
-                or PATTERN_TYPE_NAMES.get(self.pattern_type, "UNKNOWN") == "UNKNOWN"
-                or OPERATION_NAMES.get(self.operation, "UNKNOWN") == "UNKNOWN"
-                or PERMISSION_TYPE_NAMES.get(self.permission_type, "UNKNOWN") == "UNKNOWN")
+        return (
+            RESOURCE_TYPE_NAMES.get(self.resource_type, "UNKNOWN") == "UNKNOWN"
+            or PATTERN_TYPE_NAMES.get(self.pattern_type, "UNKNOWN") == "UNKNOWN"
+            or OPERATION_NAMES.get(self.operation, "UNKNOWN") == "UNKNOWN"
+            or PERMISSION_TYPE_NAMES.get(self.permission_type, "UNKNOWN") == "UNKNOWN"
+        )
 
     def matches(self, acl: Acl) -> bool:
         return self.matches_pattern(acl) and self.matches_entry(acl)
@@ -167,8 +221,10 @@ class AclFilter(NamedTuple):
         # ResourcePatternFilter.matches
         if self.resource_type != ACL_RESOURCE_ANY and self.resource_type != acl.resource_type:
             return False
-        if self.pattern_type not in (PATTERN_TYPE_ANY, PATTERN_TYPE_MATCH) \
-                and self.pattern_type != acl.pattern_type:
+        if (
+            self.pattern_type not in (PATTERN_TYPE_ANY, PATTERN_TYPE_MATCH)
+            and self.pattern_type != acl.pattern_type
+        ):
             return False
         name = self.resource_name
         if name is None:
@@ -182,10 +238,12 @@ class AclFilter(NamedTuple):
 
     def matches_entry(self, acl: Acl) -> bool:
         # AccessControlEntryFilter.matches
-        return ((self.principal is None or self.principal == acl.principal)
-                and (self.host is None or self.host == acl.host)
-                and self.operation in (ACL_OPERATION_ANY, acl.operation)
-                and self.permission_type in (ACL_PERMISSION_ANY, acl.permission_type))
+        return (
+            (self.principal is None or self.principal == acl.principal)
+            and (self.host is None or self.host == acl.host)
+            and self.operation in (ACL_OPERATION_ANY, acl.operation)
+            and self.permission_type in (ACL_PERMISSION_ANY, acl.permission_type)
+        )
 
 
 def validate_new_acl(acl: Acl) -> None:
@@ -193,23 +251,28 @@ def validate_new_acl(acl: Acl) -> None:
     .validateNewAcl + CreateAclsRequest): InvalidRequestException if not."""
     if RESOURCE_TYPE_NAMES.get(acl.resource_type, "UNKNOWN") in ("UNKNOWN", "ANY"):
         raise errors.InvalidRequestException(
-            f"Invalid resourceType {RESOURCE_TYPE_NAMES.get(acl.resource_type, 'UNKNOWN')}")
+            f"Invalid resourceType {RESOURCE_TYPE_NAMES.get(acl.resource_type, 'UNKNOWN')}"
+        )
     if acl.pattern_type not in (PATTERN_TYPE_LITERAL, PATTERN_TYPE_PREFIXED):
         raise errors.InvalidRequestException(
-            f"Invalid patternType {PATTERN_TYPE_NAMES.get(acl.pattern_type, 'UNKNOWN')}")
+            f"Invalid patternType {PATTERN_TYPE_NAMES.get(acl.pattern_type, 'UNKNOWN')}"
+        )
     if OPERATION_NAMES.get(acl.operation, "UNKNOWN") in ("UNKNOWN", "ANY"):
         raise errors.InvalidRequestException(
-            f"Invalid operation {OPERATION_NAMES.get(acl.operation, 'UNKNOWN')}")
+            f"Invalid operation {OPERATION_NAMES.get(acl.operation, 'UNKNOWN')}"
+        )
     if acl.permission_type not in (ACL_PERMISSION_DENY, ACL_PERMISSION_ALLOW):
         raise errors.InvalidRequestException(
-            f"Invalid permissionType "
-            f"{PERMISSION_TYPE_NAMES.get(acl.permission_type, 'UNKNOWN')}")
+            f"Invalid permissionType {PERMISSION_TYPE_NAMES.get(acl.permission_type, 'UNKNOWN')}"
+        )
     if acl.resource_type == ACL_RESOURCE_CLUSTER and acl.resource_name != CLUSTER_RESOURCE_NAME:
         raise errors.InvalidRequestException(
-            f"The only valid name for the CLUSTER resource is {CLUSTER_RESOURCE_NAME}")
+            f"The only valid name for the CLUSTER resource is {CLUSTER_RESOURCE_NAME}"
+        )
     if not acl.resource_name:
         raise errors.InvalidRequestException("Invalid empty resource name")
     if ":" not in acl.principal:
         raise errors.InvalidRequestException(
             f"Could not parse principal from `{acl.principal}` (no colon is present "
-            f"separating the principal type from the principal name)")
+            f"separating the principal type from the principal name)"
+        )

@@ -4,6 +4,7 @@ metadata publisher; duck-typed on the image (``acls``) and the delta
 (``changed_acls``: ACL id -> ACL, or None when removed), so the security
 layer imports no controller code.
 """
+
 from __future__ import annotations
 
 

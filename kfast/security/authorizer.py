@@ -27,6 +27,7 @@ that type has.
     authorizer.authorize(principal, "127.0.0.1", ACL_OPERATION_READ,
                          ACL_RESOURCE_TOPIC, "orders")          # -> bool
 """
+
 from __future__ import annotations
 
 import logging
@@ -58,19 +59,28 @@ logger = logging.getLogger("kfast.authorizer")
 
 # authorizer.class.name values that select this authorizer: Kafka's KRaft
 # authorizer, and kfast's own name for it.
-AUTHORIZER_CLASS_NAMES = frozenset({
-    "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "kfast.security.authorizer.StandardAuthorizer",
-})
+AUTHORIZER_CLASS_NAMES = frozenset(
+    {
+        "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "kfast.security.authorizer.StandardAuthorizer",
+    }
+)
 
 # What an ALLOW ACL on an operation also allows (StandardAuthorizerData's
 # IMPLIES_DESCRIBE and IMPLIES_DESCRIBE_CONFIGS).
 _IMPLIED_BY = {
-    ACL_OPERATION_DESCRIBE: frozenset({ACL_OPERATION_DESCRIBE, ACL_OPERATION_READ,
-                                       ACL_OPERATION_WRITE, ACL_OPERATION_DELETE,
-                                       ACL_OPERATION_ALTER}),
-    ACL_OPERATION_DESCRIBE_CONFIGS: frozenset({ACL_OPERATION_DESCRIBE_CONFIGS,
-                                               ACL_OPERATION_ALTER_CONFIGS}),
+    ACL_OPERATION_DESCRIBE: frozenset(
+        {
+            ACL_OPERATION_DESCRIBE,
+            ACL_OPERATION_READ,
+            ACL_OPERATION_WRITE,
+            ACL_OPERATION_DELETE,
+            ACL_OPERATION_ALTER,
+        }
+    ),
+    ACL_OPERATION_DESCRIBE_CONFIGS: frozenset(
+        {ACL_OPERATION_DESCRIBE_CONFIGS, ACL_OPERATION_ALTER_CONFIGS}
+    ),
 }
 
 _ALLOWED, _DENIED = 1, 2
@@ -105,8 +115,9 @@ def acl_result(acl: Acl, principal: str, host: str, operation: int) -> int:
 
 
 class StandardAuthorizer:
-    def __init__(self, super_users: Iterable[str] = (),
-                 allow_everyone_if_no_acl_found: bool = False):
+    def __init__(
+        self, super_users: Iterable[str] = (), allow_everyone_if_no_acl_found: bool = False
+    ):
         self.super_users = frozenset(super_users)
         self.allow_everyone_if_no_acl_found = allow_everyone_if_no_acl_found
         self._by_id: dict[uuid.UUID, Acl] = {}
@@ -125,11 +136,14 @@ class StandardAuthorizer:
         if not name:
             return None
         if name not in AUTHORIZER_CLASS_NAMES:
-            raise ConfigException("authorizer.class.name", name,
-                                  "kfast implements only "
-                                  + " / ".join(sorted(AUTHORIZER_CLASS_NAMES)))
-        return cls(parse_super_users(config["super.users"]),
-                   bool(config["allow.everyone.if.no.acl.found"]))
+            raise ConfigException(
+                "authorizer.class.name",
+                name,
+                "kfast implements only " + " / ".join(sorted(AUTHORIZER_CLASS_NAMES)),
+            )
+        return cls(
+            parse_super_users(config["super.users"]), bool(config["allow.everyone.if.no.acl.found"])
+        )
 
     # -- the ACLs, from the metadata publisher ----------------------------------------------
     def load(self, acls: Mapping[uuid.UUID, Acl]) -> None:
@@ -158,7 +172,8 @@ class StandardAuthorizer:
         self._bucket(acl).setdefault((acl.resource_type, acl.resource_name), []).append(acl)
         if acl.pattern_type == PATTERN_TYPE_PREFIXED:
             self._prefix_lengths.setdefault(acl.resource_type, Counter())[
-                len(acl.resource_name)] += 1
+                len(acl.resource_name)
+            ] += 1
             self._lengths_cache.pop(acl.resource_type, None)
 
     def _unindex(self, acl: Acl) -> None:
@@ -201,14 +216,16 @@ class StandardAuthorizer:
                 yield from acls
 
     # -- checks --------------------------------------------------------------------------------
-    def authorize(self, principal, host: str, operation: int, resource_type: int,
-                  name: str) -> bool:
+    def authorize(
+        self, principal, host: str, operation: int, resource_type: int, name: str
+    ) -> bool:
         """Whether ``principal`` (a KafkaPrincipal or its string) from
         ``host`` may perform ``operation`` on the resource."""
         return self.decide(principal, host, operation, resource_type, name)[0]
 
-    def decide(self, principal, host: str, operation: int, resource_type: int,
-               name: str) -> tuple[bool, str]:
+    def decide(
+        self, principal, host: str, operation: int, resource_type: int, name: str
+    ) -> tuple[bool, str]:
         """``authorize``'s answer and the rule that gave it, named as in
         kafka.authorizer.logger's lines (StandardAuthorizerData's
         MatchingRule: SuperUser, MatchingAcl(acl=...), DefaultAllow,
@@ -230,8 +247,7 @@ class StandardAuthorizer:
             return True, "DefaultAllow"
         return False, "DefaultDeny"
 
-    def authorized_operations(self, principal, host: str, resource_type: int,
-                              name: str) -> int:
+    def authorized_operations(self, principal, host: str, resource_type: int, name: str) -> int:
         """The authorized-operations bitfield of a resource: every operation
         its type supports that ``authorize`` allows (Kafka's
         AuthHelper.authorizedOperations)."""
@@ -241,8 +257,9 @@ class StandardAuthorizer:
                 bits |= 1 << operation
         return bits
 
-    def authorize_by_resource_type(self, principal, host: str, operation: int,
-                                   resource_type: int) -> bool:
+    def authorize_by_resource_type(
+        self, principal, host: str, operation: int, resource_type: int
+    ) -> bool:
         """Whether some resource of the type could be authorized: an ALLOW
         on a literal or prefix that no DENY of the same principal covers
         (Kafka's Authorizer.authorizeByResourceType, used where a producer

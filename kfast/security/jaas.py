@@ -10,6 +10,7 @@ Grammar (JAAS configuration file syntax, as Kafka reads the property)::
 
 Kafka requires exactly one entry per listener and mechanism; so does kfast.
 """
+
 from __future__ import annotations
 
 import re
@@ -20,8 +21,9 @@ from kfast.config import ConfigException
 __all__ = ["JaasEntry", "parse_jaas_config"]
 
 _FLAGS = ("required", "requisite", "sufficient", "optional")
-_TOKEN = re.compile(r'\s*(?:(?P<quoted>"(?:\\.|[^"\\])*")|(?P<punct>[=;])|(?P<word>[^\s=;"]+))',
-                    re.S)
+_TOKEN = re.compile(
+    r'\s*(?:(?P<quoted>"(?:\\.|[^"\\])*")|(?P<punct>[=;])|(?P<word>[^\s=;"]+))', re.S
+)
 
 
 @dataclass(frozen=True)
@@ -37,8 +39,9 @@ def _tokens(text: str, name: str):
     while position < len(text):
         match = _TOKEN.match(text, position)
         if match is None or match.end() == position:
-            raise ConfigException(name, "[hidden]", "Invalid JAAS config: unexpected text at "
-                                                    f"position {position}")
+            raise ConfigException(
+                name, "[hidden]", f"Invalid JAAS config: unexpected text at position {position}"
+            )
         position = match.end()
         if match.group("quoted") is not None:
             yield "value", re.sub(r"\\(.)", r"\1", match.group("quoted")[1:-1], flags=re.S)
@@ -51,6 +54,7 @@ def _tokens(text: str, name: str):
 def parse_jaas_config(text: str, name: str = "sasl.jaas.config") -> JaasEntry:
     """The one login module of ``text``; ConfigException (never echoing the
     value: it holds passwords) when it does not parse."""
+
     def fail(reason: str) -> ConfigException:
         return ConfigException(name, "[hidden]", f"Invalid JAAS config: {reason}")
 
@@ -65,8 +69,12 @@ def parse_jaas_config(text: str, name: str = "sasl.jaas.config") -> JaasEntry:
         i += 2
         options = {}
         while i < len(tokens) and tokens[i][0] != ";":
-            if not (i + 2 < len(tokens) and tokens[i][0] == "word" and tokens[i + 1][0] == "="
-                    and tokens[i + 2][0] in ("word", "value")):
+            if not (
+                i + 2 < len(tokens)
+                and tokens[i][0] == "word"
+                and tokens[i + 1][0] == "="
+                and tokens[i + 2][0] in ("word", "value")
+            ):
                 raise fail("expected option=value")
             options[tokens[i][1]] = tokens[i + 2][1]
             i += 3

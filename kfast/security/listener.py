@@ -8,6 +8,7 @@ with Kafka's precedence (``KafkaConfig.listener_value``) and fails the start
 with a ConfigException for anything kfast cannot serve, so no listener runs
 with less security than its settings say.
 """
+
 from __future__ import annotations
 
 import ssl
@@ -58,14 +59,17 @@ class ListenerSecurity:
         return _uses_sasl(self.security_protocol)
 
     @classmethod
-    def from_config(cls, config: KafkaConfig, listener_name: str,
-                    protocol: str) -> ListenerSecurity:
+    def from_config(
+        cls, config: KafkaConfig, listener_name: str, protocol: str
+    ) -> ListenerSecurity:
         from kfast.security.ssl_factory import server_ssl_context
 
         if protocol not in SECURITY_PROTOCOLS:
-            raise ConfigException("listener.security.protocol.map", protocol,
-                                  f"Unknown security protocol {protocol} of listener "
-                                  f"{listener_name}")
+            raise ConfigException(
+                "listener.security.protocol.map",
+                protocol,
+                f"Unknown security protocol {protocol} of listener {listener_name}",
+            )
         security = cls(listener_name, protocol)
 
         def setting(name: str, mechanism: str | None = None):
@@ -75,47 +79,69 @@ class ListenerSecurity:
             security.ssl_context = server_ssl_context(setting)
             try:
                 security.principal_mapper = SslPrincipalMapper(
-                    setting("ssl.principal.mapping.rules"))
+                    setting("ssl.principal.mapping.rules")
+                )
             except ValueError as exc:
-                raise ConfigException("ssl.principal.mapping.rules",
-                                      setting("ssl.principal.mapping.rules"), str(exc)) from None
+                raise ConfigException(
+                    "ssl.principal.mapping.rules", setting("ssl.principal.mapping.rules"), str(exc)
+                ) from None
         if _uses_sasl(protocol):
             security._configure_sasl(config, setting)
         return security
 
     def _configure_sasl(self, config: KafkaConfig, setting) -> None:
-        mechanisms = [m.strip().upper() for m in setting("sasl.enabled.mechanisms") or []
-                      if m.strip()]
+        mechanisms = [
+            m.strip().upper() for m in setting("sasl.enabled.mechanisms") or [] if m.strip()
+        ]
         prefix = f"listener.name.{self.listener_name.lower()}."
         if not mechanisms:
-            raise ConfigException(prefix + "sasl.enabled.mechanisms", "",
-                                  f"no SASL mechanism enabled on listener {self.listener_name}")
+            raise ConfigException(
+                prefix + "sasl.enabled.mechanisms",
+                "",
+                f"no SASL mechanism enabled on listener {self.listener_name}",
+            )
         for mechanism in mechanisms:
             if mechanism == GSSAPI:
-                raise ConfigException("sasl.enabled.mechanisms", ",".join(mechanisms),
-                                      "not supported: kfast does not implement GSSAPI (Kerberos, "
-                                      "Kafka's default); enable "
-                                      f"{', '.join(SUPPORTED_MECHANISMS)}")
+                raise ConfigException(
+                    "sasl.enabled.mechanisms",
+                    ",".join(mechanisms),
+                    "not supported: kfast does not implement GSSAPI (Kerberos, "
+                    "Kafka's default); enable "
+                    f"{', '.join(SUPPORTED_MECHANISMS)}",
+                )
             if mechanism not in SUPPORTED_MECHANISMS:
-                raise ConfigException("sasl.enabled.mechanisms", ",".join(mechanisms),
-                                      f"not supported: SASL mechanism {mechanism} (kfast "
-                                      f"implements {', '.join(SUPPORTED_MECHANISMS)})")
+                raise ConfigException(
+                    "sasl.enabled.mechanisms",
+                    ",".join(mechanisms),
+                    f"not supported: SASL mechanism {mechanism} (kfast "
+                    f"implements {', '.join(SUPPORTED_MECHANISMS)})",
+                )
             key = f"{prefix}{mechanism.lower()}.sasl.jaas.config"
             raw = config.originals.get(key)
             if raw is not None:
                 self.jaas[mechanism] = parse_jaas_config(str(raw), key)
             elif mechanism == "PLAIN":
-                raise ConfigException(key, None, "a PLAIN listener needs its users in this "
-                                                 "JAAS config (user_<name>=\"<password>\")")
+                raise ConfigException(
+                    key,
+                    None,
+                    "a PLAIN listener needs its users in this "
+                    'JAAS config (user_<name>="<password>")',
+                )
             self.reauth_ms[mechanism] = int(setting("connections.max.reauth.ms", mechanism))
         self.mechanisms = tuple(mechanisms)
         self.max_receive_size = setting("sasl.server.max.receive.size")
-        for name in ("sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.expected.audience",
-                     "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.sub.claim.name",
-                     "sasl.oauthbearer.scope.claim.name", "sasl.oauthbearer.clock.skew.seconds"):
+        for name in (
+            "sasl.oauthbearer.jwks.endpoint.url",
+            "sasl.oauthbearer.expected.audience",
+            "sasl.oauthbearer.expected.issuer",
+            "sasl.oauthbearer.sub.claim.name",
+            "sasl.oauthbearer.scope.claim.name",
+            "sasl.oauthbearer.clock.skew.seconds",
+        ):
             self.settings[name] = setting(name, "OAUTHBEARER")
         self.settings["sasl.server.callback.handler.class"] = setting(
-            "sasl.server.callback.handler.class", "OAUTHBEARER")
+            "sasl.server.callback.handler.class", "OAUTHBEARER"
+        )
         if OAUTHBEARER in mechanisms:
             self.oauthbearer_validator = self._oauthbearer_validator()
 
@@ -140,8 +166,9 @@ class ListenerSecurity:
         return principal_from_certificate(der_certificate, self.principal_mapper)
 
 
-def principal_from_certificate(der_certificate: bytes | None,
-                               mapper: SslPrincipalMapper | None) -> KafkaPrincipal:
+def principal_from_certificate(
+    der_certificate: bytes | None, mapper: SslPrincipalMapper | None
+) -> KafkaPrincipal:
     if der_certificate is None:
         return ANONYMOUS
     from cryptography import x509
@@ -153,6 +180,9 @@ def principal_from_certificate(der_certificate: bytes | None,
 
 def listener_protocols(config: KafkaConfig) -> dict[str, str]:
     """listener.security.protocol.map as {LISTENER: PROTOCOL}."""
-    return {name.strip().upper(): protocol.strip().upper() for name, _, protocol in
-            (entry.partition(":") for entry in config["listener.security.protocol.map"])}
-
+    return {
+        name.strip().upper(): protocol.strip().upper()
+        for name, _, protocol in (
+            entry.partition(":") for entry in config["listener.security.protocol.map"]
+        )
+    }

@@ -6,6 +6,7 @@ DefaultKafkaPrincipalBuilder gives a PLAINTEXT connection); TLS client
 certificates and SASL replace it once authenticated. ACLs name principals by
 their string form ``<type>:<name>``, which ``parse`` reads back.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -64,13 +65,12 @@ def deserialize_principal(data: bytes) -> KafkaPrincipal:
     for _ in range(2):
         try:
             length, pos = decode_uvarint(data, pos)
-        except Exception as exc:        # a truncated or overlong varint
+        except Exception as exc:  # a truncated or overlong varint
             raise ValueError(f"malformed principal: {exc}") from None
         if length == 0 or pos + length - 1 > len(data):
             raise ValueError("truncated principal")
-        texts.append(bytes(data[pos:pos + length - 1]).decode())
+        texts.append(bytes(data[pos : pos + length - 1]).decode())
         pos += length - 1
     if pos + 2 != len(data) or data[pos] > 1 or data[pos + 1] != 0:
         raise ValueError("malformed principal")
     return KafkaPrincipal(texts[0], texts[1], bool(data[pos]))
-

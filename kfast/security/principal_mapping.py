@@ -15,6 +15,7 @@ A "/" or "\\" inside pattern or replacement is escaped with "\\". The first
 rule that applies wins; a DN no rule applies to fails the connection's
 authentication, as in Kafka.
 """
+
 from __future__ import annotations
 
 import re
@@ -35,8 +36,13 @@ class NoMatchingRule(ValueError):
 class _Rule:
     __slots__ = ("pattern", "replacement", "lower", "upper")
 
-    def __init__(self, pattern: str | None, replacement: str | None = None,
-                 lower: bool = False, upper: bool = False):
+    def __init__(
+        self,
+        pattern: str | None,
+        replacement: str | None = None,
+        lower: bool = False,
+        upper: bool = False,
+    ):
         self.pattern = None if pattern is None else re.compile(pattern)
         self.replacement = replacement
         self.lower = lower
@@ -59,6 +65,7 @@ def _java_replacement(replacement: str, groups: int):
     """Java's replaceAll replacement: $n is a group (a number above the
     group count loses digits from the right until it is one, as Kafka's
     escapeLiteralBackReferences; with no group it stays literal), "\\x" is x."""
+
     def expand(match: re.Match) -> str:
         out = []
         i, text = 0, replacement
@@ -82,6 +89,7 @@ def _java_replacement(replacement: str, groups: int):
             out.append(ch)
             i += 1
         return "".join(out)
+
     return expand
 
 
@@ -112,8 +120,9 @@ class SslPrincipalMapper:
         if match.group(1) is not None:
             return _Rule(None)
         if match.group(2) is not None:
-            return _Rule(match.group(2), match.group(4), match.group(6) == "L",
-                         match.group(6) == "U")
+            return _Rule(
+                match.group(2), match.group(4), match.group(6) == "L", match.group(6) == "U"
+            )
         return None  # an empty rule is ignored
 
     def name(self, distinguished_name: str) -> str:

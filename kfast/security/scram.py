@@ -10,6 +10,7 @@ Kafka's mechanism type numbers (UserScramCredentialRecord.mechanism, the
 DescribeUserScramCredentials/AlterUserScramCredentials ``mechanism`` field):
 1 = SCRAM-SHA-256, 2 = SCRAM-SHA-512.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -40,8 +41,13 @@ class ScramMechanism:
         return hashlib.pbkdf2_hmac(self.hash_name, password, salt, iterations)
 
 
-MECHANISMS = {m.name: m for m in (ScramMechanism("SCRAM-SHA-256", 1, "sha256"),
-                                  ScramMechanism("SCRAM-SHA-512", 2, "sha512"))}
+MECHANISMS = {
+    m.name: m
+    for m in (
+        ScramMechanism("SCRAM-SHA-256", 1, "sha256"),
+        ScramMechanism("SCRAM-SHA-512", 2, "sha512"),
+    )
+}
 MECHANISM_TYPES = {m.type: m for m in MECHANISMS.values()}
 
 
@@ -53,15 +59,21 @@ class ScramCredential:
     iterations: int
 
     @classmethod
-    def from_salted_password(cls, mechanism: ScramMechanism, salt: bytes,
-                             salted_password: bytes, iterations: int) -> ScramCredential:
+    def from_salted_password(
+        cls, mechanism: ScramMechanism, salt: bytes, salted_password: bytes, iterations: int
+    ) -> ScramCredential:
         client_key = mechanism.hmac(salted_password, b"Client Key")
-        return cls(salt, mechanism.digest(client_key),
-                   mechanism.hmac(salted_password, b"Server Key"), iterations)
+        return cls(
+            salt,
+            mechanism.digest(client_key),
+            mechanism.hmac(salted_password, b"Server Key"),
+            iterations,
+        )
 
     @classmethod
-    def generate(cls, mechanism: ScramMechanism, password: str, iterations: int,
-                 salt: bytes | None = None) -> ScramCredential:
+    def generate(
+        cls, mechanism: ScramMechanism, password: str, iterations: int, salt: bytes | None = None
+    ) -> ScramCredential:
         salt = os.urandom(32) if salt is None else salt
         salted = mechanism.salted_password(password.encode("utf-8"), salt, iterations)
         return cls.from_salted_password(mechanism, salt, salted, iterations)

@@ -15,6 +15,7 @@
   (LITERAL); a filter of v0 that says ANY means LITERAL, as Kafka's
   DescribeAclsRequest / DeleteAclsRequest normalise it.
 """
+
 from __future__ import annotations
 
 from kfast.protocol import (
@@ -43,31 +44,54 @@ def _filter(ctx, f) -> AclFilter:
     pattern_type = f.pattern_type_filter
     if ctx.api_version == 0 and pattern_type == PATTERN_TYPE_ANY:
         pattern_type = PATTERN_TYPE_LITERAL
-    return AclFilter(f.resource_type_filter, f.resource_name_filter, pattern_type,
-                     f.principal_filter, f.host_filter, f.operation, f.permission_type)
+    return AclFilter(
+        f.resource_type_filter,
+        f.resource_name_filter,
+        pattern_type,
+        f.principal_filter,
+        f.host_filter,
+        f.operation,
+        f.permission_type,
+    )
 
 
 def handle_describe_acls(ctx, request) -> DescribeAclsResponse:
     ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     authorizer = _authorizer(ctx)
     if authorizer is None:
-        return DescribeAclsResponse(error_code=errors.SecurityDisabledException.code,
-                                    error_message=_NO_AUTHORIZER)
+        return DescribeAclsResponse(
+            error_code=errors.SecurityDisabledException.code, error_message=_NO_AUTHORIZER
+        )
     acl_filter = _filter(ctx, request)
     if acl_filter.is_unknown():
-        return DescribeAclsResponse(error_code=errors.InvalidRequestException.code,
-                                    error_message="Filter contain UNKNOWN elements")
+        return DescribeAclsResponse(
+            error_code=errors.InvalidRequestException.code,
+            error_message="Filter contain UNKNOWN elements",
+        )
     resources: dict[tuple, list[Acl]] = {}
     for acl in authorizer.acls(acl_filter):
-        resources.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type),
-                             []).append(acl)
-    return DescribeAclsResponse(resources=[
-        DescribeAclsResponse.DescribeAclsResource(
-            resource_type=rtype, resource_name=name, pattern_type=pattern_type,
-            acls=[DescribeAclsResponse.AclDescription(
-                principal=a.principal, host=a.host, operation=a.operation,
-                permission_type=a.permission_type) for a in acls])
-        for (rtype, name, pattern_type), acls in resources.items()])
+        resources.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(
+            acl
+        )
+    return DescribeAclsResponse(
+        resources=[
+            DescribeAclsResponse.DescribeAclsResource(
+                resource_type=rtype,
+                resource_name=name,
+                pattern_type=pattern_type,
+                acls=[
+                    DescribeAclsResponse.AclDescription(
+                        principal=a.principal,
+                        host=a.host,
+                        operation=a.operation,
+                        permission_type=a.permission_type,
+                    )
+                    for a in acls
+                ],
+            )
+            for (rtype, name, pattern_type), acls in resources.items()
+        ]
+    )
 
 
 def _describe_error(ctx, request, error: errors.KafkaError) -> DescribeAclsResponse:
@@ -78,23 +102,39 @@ async def handle_create_acls(ctx, request) -> CreateAclsResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     if _authorizer(ctx) is None:
         return _create_error(ctx, request, errors.SecurityDisabledException(_NO_AUTHORIZER))
-    acls = [Acl(c.resource_type, c.resource_name,
-                c.resource_pattern_type if ctx.api_version >= 1 else PATTERN_TYPE_LITERAL,
-                c.principal, c.host, c.operation, c.permission_type)
-            for c in request.creations]
+    acls = [
+        Acl(
+            c.resource_type,
+            c.resource_name,
+            c.resource_pattern_type if ctx.api_version >= 1 else PATTERN_TYPE_LITERAL,
+            c.principal,
+            c.host,
+            c.operation,
+            c.permission_type,
+        )
+        for c in request.creations
+    ]
     results = await ctx.broker.controller.create_acls(acls)
-    return CreateAclsResponse(results=[
-        CreateAclsResponse.AclCreationResult(
-            error_code=0 if error is None else error.code,
-            error_message=None if error is None else str(error) or None)
-        for error in results])
+    return CreateAclsResponse(
+        results=[
+            CreateAclsResponse.AclCreationResult(
+                error_code=0 if error is None else error.code,
+                error_message=None if error is None else str(error) or None,
+            )
+            for error in results
+        ]
+    )
 
 
 def _create_error(ctx, request, error: errors.KafkaError) -> CreateAclsResponse:
-    return CreateAclsResponse(results=[
-        CreateAclsResponse.AclCreationResult(error_code=error.code,
-                                             error_message=str(error) or None)
-        for _ in request.creations])
+    return CreateAclsResponse(
+        results=[
+            CreateAclsResponse.AclCreationResult(
+                error_code=error.code, error_message=str(error) or None
+            )
+            for _ in request.creations
+        ]
+    )
 
 
 async def handle_delete_acls(ctx, request) -> DeleteAclsResponse:
@@ -104,28 +144,47 @@ async def handle_delete_acls(ctx, request) -> DeleteAclsResponse:
     filters = [_filter(ctx, f) for f in request.filters]
     results = await ctx.broker.controller.delete_acls(filters)
     matching = DeleteAclsResponse.DeleteAclsMatchingAcl
-    return DeleteAclsResponse(filter_results=[
-        DeleteAclsResponse.DeleteAclsFilterResult(
-            error_code=0 if error is None else error.code,
-            error_message=None if error is None else str(error) or None,
-            matching_acls=[matching(
-                resource_type=a.resource_type, resource_name=a.resource_name,
-                pattern_type=a.pattern_type, principal=a.principal, host=a.host,
-                operation=a.operation, permission_type=a.permission_type) for a in deleted])
-        for error, deleted in results])
+    return DeleteAclsResponse(
+        filter_results=[
+            DeleteAclsResponse.DeleteAclsFilterResult(
+                error_code=0 if error is None else error.code,
+                error_message=None if error is None else str(error) or None,
+                matching_acls=[
+                    matching(
+                        resource_type=a.resource_type,
+                        resource_name=a.resource_name,
+                        pattern_type=a.pattern_type,
+                        principal=a.principal,
+                        host=a.host,
+                        operation=a.operation,
+                        permission_type=a.permission_type,
+                    )
+                    for a in deleted
+                ],
+            )
+            for error, deleted in results
+        ]
+    )
 
 
 def _delete_error(ctx, request, error: errors.KafkaError) -> DeleteAclsResponse:
-    return DeleteAclsResponse(filter_results=[
-        DeleteAclsResponse.DeleteAclsFilterResult(error_code=error.code,
-                                                  error_message=str(error) or None)
-        for _ in request.filters])
+    return DeleteAclsResponse(
+        filter_results=[
+            DeleteAclsResponse.DeleteAclsFilterResult(
+                error_code=error.code, error_message=str(error) or None
+            )
+            for _ in request.filters
+        ]
+    )
 
 
 def register(apis) -> None:
-    apis.register(api_keys.BY_NAME["DescribeAcls"].key, handle_describe_acls,
-                  error_response=_describe_error)
-    apis.register(api_keys.BY_NAME["CreateAcls"].key, handle_create_acls,
-                  error_response=_create_error)
-    apis.register(api_keys.BY_NAME["DeleteAcls"].key, handle_delete_acls,
-                  error_response=_delete_error)
+    apis.register(
+        api_keys.BY_NAME["DescribeAcls"].key, handle_describe_acls, error_response=_describe_error
+    )
+    apis.register(
+        api_keys.BY_NAME["CreateAcls"].key, handle_create_acls, error_response=_create_error
+    )
+    apis.register(
+        api_keys.BY_NAME["DeleteAcls"].key, handle_delete_acls, error_response=_delete_error
+    )

@@ -15,6 +15,7 @@ Errors are per resource, with Kafka's codes and messages; a request only
 fails as a whole for what Kafka fails as a whole (DescribeCluster with a
 controller endpoint type).
 """
+
 from __future__ import annotations
 
 import logging
@@ -107,35 +108,68 @@ async def handle_create_topics(ctx: RequestContext, request):
     specs = []
     for topic in request.topics:
         assignments = {a.partition_index: list(a.broker_ids) for a in topic.assignments}
-        specs.append(TopicSpec(topic.name, topic.num_partitions, topic.replication_factor,
-                               assignments or None, {c.name: c.value for c in topic.configs}))
+        specs.append(
+            TopicSpec(
+                topic.name,
+                topic.num_partitions,
+                topic.replication_factor,
+                assignments or None,
+                {c.name: c.value for c in topic.configs},
+            )
+        )
     # Kafka: CREATE on the cluster, or else on each topic.
     may_create = ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
-    denied = {spec.name for spec in specs if not may_create and not ctx.authorize(
-        ACL_OPERATION_CREATE, ACL_RESOURCE_TOPIC, spec.name)}
+    denied = {
+        spec.name
+        for spec in specs
+        if not may_create and not ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_TOPIC, spec.name)
+    }
     # controller_mutation_rate: partitions created, strict from v6.
     quota = controller_mutation_quota(ctx, 6)
-    permits = [(s.name, len(s.assignments) if s.assignments else s.num_partitions
-                if s.num_partitions > 0 else ctx.broker.config["num.partitions"])
-               for s in specs if s.name not in denied] if quota is not None else []
+    permits = (
+        [
+            (
+                s.name,
+                len(s.assignments)
+                if s.assignments
+                else s.num_partitions
+                if s.num_partitions > 0
+                else ctx.broker.config["num.partitions"],
+            )
+            for s in specs
+            if s.name not in denied
+        ]
+        if quota is not None
+        else []
+    )
     throttled = take_mutation_quota(ctx, quota, permits)
-    created = iter(await ctx.broker.controller.create_topics(
-        [spec for spec in specs if spec.name not in denied and spec.name not in throttled],
-        validate_only))
-    results = [CreatedTopic(spec.name, errors.TopicAuthorizationException(
-        "Authorization failed.")) if spec.name in denied else
-        CreatedTopic(spec.name, throttled[spec.name]) if spec.name in throttled else next(created)
-        for spec in specs]
-    refund_mutation_quota(quota, permits, {r.name for r in results
-                                           if r.error is not None and r.name not in throttled})
+    created = iter(
+        await ctx.broker.controller.create_topics(
+            [spec for spec in specs if spec.name not in denied and spec.name not in throttled],
+            validate_only,
+        )
+    )
+    results = [
+        CreatedTopic(spec.name, errors.TopicAuthorizationException("Authorization failed."))
+        if spec.name in denied
+        else CreatedTopic(spec.name, throttled[spec.name])
+        if spec.name in throttled
+        else next(created)
+        for spec in specs
+    ]
+    refund_mutation_quota(
+        quota, permits, {r.name for r in results if r.error is not None and r.name not in throttled}
+    )
     await _applied(ctx)
     image = ctx.broker.metadata_image
     describer = _describer(ctx)
     out = []
     for spec, result in zip(specs, results):
         entry = CreateTopicsResponse.CreatableTopicResult(
-            name=result.name, error_code=result.error.code if result.error else 0,
-            error_message=_message(result.error))
+            name=result.name,
+            error_code=result.error.code if result.error else 0,
+            error_message=_message(result.error),
+        )
         if result.error is None:
             entry.topic_id = ZERO_UUID if validate_only else result.topic_id
             entry.num_partitions = result.num_partitions
@@ -143,9 +177,14 @@ async def handle_create_topics(ctx: RequestContext, request):
             if version >= 5:
                 entry.configs = [
                     CreateTopicsResponse.CreatableTopicConfigs(
-                        name=c.name, value=c.value, read_only=c.read_only,
-                        config_source=c.source, is_sensitive=c.is_sensitive)
-                    for c in describer.describe_topic(image, dict(spec.configs))]
+                        name=c.name,
+                        value=c.value,
+                        read_only=c.read_only,
+                        config_source=c.source,
+                        is_sensitive=c.is_sensitive,
+                    )
+                    for c in describer.describe_topic(image, dict(spec.configs))
+                ]
         out.append(entry)
     return CreateTopicsResponse(topics=out)
 
@@ -161,12 +200,22 @@ async def handle_delete_topics(ctx: RequestContext, request):
         ids = [ZERO_UUID] * len(names)
     Result = DeleteTopicsResponse.DeletableTopicResult
     if not ctx.broker.config["delete.topic.enable"]:
-        code = errors.TopicDeletionDisabledException.code if version >= 3 \
+        code = (
+            errors.TopicDeletionDisabledException.code
+            if version >= 3
             else errors.InvalidRequestException.code
-        return DeleteTopicsResponse(responses=[
-            Result(name=name, topic_id=topic_id, error_code=code,
-                   error_message="Topic deletion is disabled.")
-            for name, topic_id in zip(names, ids)])
+        )
+        return DeleteTopicsResponse(
+            responses=[
+                Result(
+                    name=name,
+                    topic_id=topic_id,
+                    error_code=code,
+                    error_message="Topic deletion is disabled.",
+                )
+                for name, topic_id in zip(names, ids)
+            ]
+        )
     # A name the principal may not DELETE is refused before the controller
     # sees it (topics named by id are checked by their name).
     image = ctx.broker.metadata_image
@@ -175,15 +224,19 @@ async def handle_delete_topics(ctx: RequestContext, request):
         if name is None or topic_id != ZERO_UUID:
             found = image.topics_by_id.get(topic_id)
             name = found.name if found is not None else name
-        allowed.append(name is None or ctx.authorize(ACL_OPERATION_DELETE, ACL_RESOURCE_TOPIC,
-                                                     name))
+        allowed.append(
+            name is None or ctx.authorize(ACL_OPERATION_DELETE, ACL_RESOURCE_TOPIC, name)
+        )
     # controller_mutation_rate: partitions deleted, strict from v5.
     quota = controller_mutation_quota(ctx, 5)
     permits = []
     if quota is not None:
         for name, topic_id, ok in zip(names, ids, allowed):
-            found = image.topics_by_id.get(topic_id) if topic_id != ZERO_UUID \
+            found = (
+                image.topics_by_id.get(topic_id)
+                if topic_id != ZERO_UUID
                 else image.topics_by_name.get(name)
+            )
             if ok and found is not None:
                 permits.append((found.name, len(found.partitions)))
     throttled = take_mutation_quota(ctx, quota, permits)
@@ -191,45 +244,88 @@ async def handle_delete_topics(ctx: RequestContext, request):
     def refused(name, topic_id):
         found = image.topics_by_id.get(topic_id) if topic_id != ZERO_UUID else None
         return throttled.get(found.name if found is not None else name)
+
     allowed = [ok and refused(n, i) is None for n, i, ok in zip(names, ids, allowed)]
-    deleted = iter(await ctx.broker.controller.delete_topics(
-        [n for n, ok in zip(names, allowed) if ok], [i for i, ok in zip(ids, allowed) if ok]))
-    results = [next(deleted) if ok else (name, topic_id, refused(name, topic_id) or
-                                         errors.TopicAuthorizationException(
-        "Authorization failed.")) for name, topic_id, ok in zip(names, ids, allowed)]
+    deleted = iter(
+        await ctx.broker.controller.delete_topics(
+            [n for n, ok in zip(names, allowed) if ok], [i for i, ok in zip(ids, allowed) if ok]
+        )
+    )
+    results = [
+        next(deleted)
+        if ok
+        else (
+            name,
+            topic_id,
+            refused(name, topic_id) or errors.TopicAuthorizationException("Authorization failed."),
+        )
+        for name, topic_id, ok in zip(names, ids, allowed)
+    ]
     await _applied(ctx)
-    return DeleteTopicsResponse(responses=[
-        Result(name=name if name is not None or version >= 6 else "", topic_id=topic_id,
-               error_code=error.code if error else 0, error_message=_message(error))
-        for name, topic_id, error in results])
+    return DeleteTopicsResponse(
+        responses=[
+            Result(
+                name=name if name is not None or version >= 6 else "",
+                topic_id=topic_id,
+                error_code=error.code if error else 0,
+                error_message=_message(error),
+            )
+            for name, topic_id, error in results
+        ]
+    )
 
 
 # -- CreatePartitions ---------------------------------------------------------------------
 async def handle_create_partitions(ctx: RequestContext, request):
-    topics = [(t.name, t.count,
-               [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None)
-              for t in request.topics]
+    topics = [
+        (
+            t.name,
+            t.count,
+            [list(a.broker_ids) for a in t.assignments] if t.assignments is not None else None,
+        )
+        for t in request.topics
+    ]
     allowed = [ctx.authorize(ACL_OPERATION_ALTER, ACL_RESOURCE_TOPIC, t[0]) for t in topics]
     # controller_mutation_rate: partitions added, strict from v3.
     quota = controller_mutation_quota(ctx, 3)
     image = ctx.broker.metadata_image
-    permits = [(name, max(0, count - len(image.topics_by_name[name].partitions)))
-               for (name, count, _), ok in zip(topics, allowed)
-               if ok and name in image.topics_by_name] if quota is not None else []
+    permits = (
+        [
+            (name, max(0, count - len(image.topics_by_name[name].partitions)))
+            for (name, count, _), ok in zip(topics, allowed)
+            if ok and name in image.topics_by_name
+        ]
+        if quota is not None
+        else []
+    )
     throttled = take_mutation_quota(ctx, quota, permits)
-    changed = iter(await ctx.broker.controller.create_partitions(
-        [t for t, ok in zip(topics, allowed) if ok and t[0] not in throttled],
-        request.validate_only))
-    results = [throttled[t[0]] if t[0] in throttled else next(changed) if ok else
-               errors.TopicAuthorizationException("The topic authorization is failed.")
-               for t, ok in zip(topics, allowed)]
-    refund_mutation_quota(quota, permits, {t[0] for t, error in zip(topics, results)
-                                           if error is not None and t[0] not in throttled})
+    changed = iter(
+        await ctx.broker.controller.create_partitions(
+            [t for t, ok in zip(topics, allowed) if ok and t[0] not in throttled],
+            request.validate_only,
+        )
+    )
+    results = [
+        throttled[t[0]]
+        if t[0] in throttled
+        else next(changed)
+        if ok
+        else errors.TopicAuthorizationException("The topic authorization is failed.")
+        for t, ok in zip(topics, allowed)
+    ]
+    refund_mutation_quota(
+        quota,
+        permits,
+        {t[0] for t, error in zip(topics, results) if error is not None and t[0] not in throttled},
+    )
     await _applied(ctx)
     Result = CreatePartitionsResponse.CreatePartitionsTopicResult
-    return CreatePartitionsResponse(results=[
-        Result(name=name, error_code=error.code if error else 0, error_message=_message(error))
-        for (name, _, _), error in zip(topics, results)])
+    return CreatePartitionsResponse(
+        results=[
+            Result(name=name, error_code=error.code if error else 0, error_message=_message(error))
+            for (name, _, _), error in zip(topics, results)
+        ]
+    )
 
 
 # -- DescribeConfigs ------------------------------------------------------------------------
@@ -240,11 +336,13 @@ def _check_broker_name(ctx: RequestContext, name: str, allow_default: bool) -> N
         broker_id = int(name)
     except ValueError:
         raise errors.InvalidRequestException(
-            f"Broker id must be an integer, but it is: {name}") from None
+            f"Broker id must be an integer, but it is: {name}"
+        ) from None
     if broker_id != ctx.broker.node_id:
         raise errors.InvalidRequestException(
             f"Unexpected broker id, expected {ctx.broker.node_id} or empty string, but received "
-            f"{name}")
+            f"{name}"
+        )
 
 
 def handle_describe_configs(ctx: RequestContext, request):
@@ -267,39 +365,55 @@ def handle_describe_configs(ctx: RequestContext, request):
                 validate_topic_name(name)
                 if name not in image.topics_by_name:
                     raise errors.UnknownTopicOrPartitionException(
-                        f"The topic '{name}' does not exist.")
-                described = describer.describe_topic(image, image.topic_configs.get(name, {}),
-                                                     keys, include_synonyms, include_docs)
+                        f"The topic '{name}' does not exist."
+                    )
+                described = describer.describe_topic(
+                    image, image.topic_configs.get(name, {}), keys, include_synonyms, include_docs
+                )
             elif resource.resource_type == CONFIG_RESOURCE_BROKER:
                 _check_broker_name(ctx, name, allow_default=True)
-                described = describer.describe_broker(image, name, keys, include_synonyms,
-                                                      include_docs)
+                described = describer.describe_broker(
+                    image, name, keys, include_synonyms, include_docs
+                )
             elif resource.resource_type == CONFIG_RESOURCE_BROKER_LOGGER:
                 _check_broker_name(ctx, name, allow_default=False)
                 described = describer.describe_loggers(keys)
             elif resource.resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
                 if not name:
                     raise errors.InvalidRequestException(
-                        "Client metrics subscription name must not be empty")
+                        "Client metrics subscription name must not be empty"
+                    )
                 described = describer.describe_client_metrics(image, name, keys, include_docs)
             elif resource.resource_type == CONFIG_RESOURCE_GROUP:
                 if not name:
                     raise errors.InvalidRequestException("Group name must not be empty")
-                described = describer.describe_group(image.group_configs.get(name, {}), keys,
-                                                     include_synonyms, include_docs)
+                described = describer.describe_group(
+                    image.group_configs.get(name, {}), keys, include_synonyms, include_docs
+                )
             else:
                 raise errors.InvalidRequestException(
-                    f"Unsupported resource type: {resource.resource_type}")
+                    f"Unsupported resource type: {resource.resource_type}"
+                )
         except errors.KafkaError as exc:
-            results.append(Result(error_code=exc.code, error_message=_message(exc),
-                                  resource_type=resource.resource_type, resource_name=name,
-                                  configs=[]))
+            results.append(
+                Result(
+                    error_code=exc.code,
+                    error_message=_message(exc),
+                    resource_type=resource.resource_type,
+                    resource_name=name,
+                    configs=[],
+                )
+            )
             continue
         configs = []
         for c in described:
-            entry = Entry(name=c.name, value=c.value, read_only=c.read_only,
-                          is_sensitive=c.is_sensitive,
-                          synonyms=[Synonym(name=n, value=v, source=s) for n, v, s in c.synonyms])
+            entry = Entry(
+                name=c.name,
+                value=c.value,
+                read_only=c.read_only,
+                is_sensitive=c.is_sensitive,
+                synonyms=[Synonym(name=n, value=v, source=s) for n, v, s in c.synonyms],
+            )
             if version == 0:
                 entry.is_default = c.source == SOURCE_DEFAULT_CONFIG
             else:
@@ -308,9 +422,15 @@ def handle_describe_configs(ctx: RequestContext, request):
                 entry.config_type = c.config_type
                 entry.documentation = c.documentation
             configs.append(entry)
-        results.append(Result(error_code=0, error_message=None,
-                              resource_type=resource.resource_type, resource_name=name,
-                              configs=configs))
+        results.append(
+            Result(
+                error_code=0,
+                error_message=None,
+                resource_type=resource.resource_type,
+                resource_name=name,
+                configs=configs,
+            )
+        )
     return DescribeConfigsResponse(results=results)
 
 
@@ -337,7 +457,8 @@ def _check_alter_resource(ctx: RequestContext, resource_type: int, name: str) ->
                 int(name)
             except ValueError:
                 raise errors.InvalidRequestException(
-                    f"Broker id must be an integer, but it is: {name}") from None
+                    f"Broker id must be an integer, but it is: {name}"
+                ) from None
     elif resource_type == CONFIG_RESOURCE_GROUP:
         if not name:
             raise errors.InvalidRequestException("Default group resources are not allowed.")
@@ -363,22 +484,35 @@ async def _alter(ctx: RequestContext, request, incremental: bool, response_cls):
             responses[i] = exc
             continue
         if incremental:
-            pending.append((resource_type, name, [(c.name, c.config_operation, c.value)
-                                                  for c in resource.configs]))
+            pending.append(
+                (
+                    resource_type,
+                    name,
+                    [(c.name, c.config_operation, c.value) for c in resource.configs],
+                )
+            )
         else:
             pending.append((resource_type, name, {c.name: c.value for c in resource.configs}))
         positions.append(i)
     if pending:
-        alter = controller.incremental_alter_configs if incremental \
-            else controller.legacy_alter_configs
+        alter = (
+            controller.incremental_alter_configs if incremental else controller.legacy_alter_configs
+        )
         for i, error in zip(positions, await alter(pending, request.validate_only)):
             responses[i] = error
         await _applied(ctx)
     Result = response_cls.AlterConfigsResourceResponse
-    return response_cls(responses=[
-        Result(error_code=error.code if error else 0, error_message=_message(error),
-               resource_type=resource.resource_type, resource_name=resource.resource_name)
-        for resource, error in zip(request.resources, responses)])
+    return response_cls(
+        responses=[
+            Result(
+                error_code=error.code if error else 0,
+                error_message=_message(error),
+                resource_type=resource.resource_type,
+                resource_name=resource.resource_name,
+            )
+            for resource, error in zip(request.resources, responses)
+        ]
+    )
 
 
 def _alter_loggers(configs, validate_only: bool) -> None:
@@ -389,21 +523,25 @@ def _alter_loggers(configs, validate_only: bool) -> None:
         if c.config_operation in (OP_APPEND, OP_SUBTRACT):
             raise errors.InvalidRequestException(
                 f"{'APPEND' if c.config_operation == OP_APPEND else 'SUBTRACT'} operation is not "
-                f"allowed for the BROKER_LOGGER resource")
+                f"allowed for the BROKER_LOGGER resource"
+            )
         if c.config_operation == OP_SET:
             level = LOG4J_LEVELS.get((c.value or "").upper())
             if level is None:
                 raise errors.InvalidConfigurationException(
                     f"Cannot set the log level of {c.name} to {c.value} as it is not a supported "
-                    f"log level. Valid log levels are {', '.join(LOG4J_LEVELS)}")
+                    f"log level. Valid log levels are {', '.join(LOG4J_LEVELS)}"
+                )
         elif c.config_operation == OP_DELETE:
             if c.name == "root":
-                raise errors.InvalidRequestException("Removing the log level of the root logger "
-                                                     "is not allowed")
+                raise errors.InvalidRequestException(
+                    "Removing the log level of the root logger is not allowed"
+                )
             level = logging.NOTSET
         else:
             raise errors.InvalidRequestException(
-                f"Unknown alter configs op type {c.config_operation}")
+                f"Unknown alter configs op type {c.config_operation}"
+            )
         changes.append((c.name, level))
     if validate_only:
         return
@@ -428,7 +566,9 @@ def handle_describe_cluster(ctx: RequestContext, request):
         return DescribeClusterResponse(
             error_code=errors.UnsupportedEndpointTypeException.code,
             error_message="The broker does not serve the controller endpoint type.",
-            endpoint_type=request.endpoint_type, cluster_id=image.cluster_id)
+            endpoint_type=request.endpoint_type,
+            cluster_id=image.cluster_id,
+        )
     include_fenced = version >= 2 and request.include_fenced_brokers
     brokers = []
     for broker_id in sorted(image.brokers):
@@ -436,16 +576,28 @@ def handle_describe_cluster(ctx: RequestContext, request):
         endpoint = registration.listeners.get(ctx.listener_name)
         if endpoint is None or (registration.fenced and not include_fenced):
             continue
-        brokers.append(DescribeClusterResponse.DescribeClusterBroker(
-            broker_id=broker_id, host=endpoint.host, port=endpoint.port, rack=registration.rack,
-            is_fenced=registration.fenced))
+        brokers.append(
+            DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=broker_id,
+                host=endpoint.host,
+                port=endpoint.port,
+                rack=registration.rack,
+                is_fenced=registration.fenced,
+            )
+        )
     return DescribeClusterResponse(
-        error_code=0, endpoint_type=ENDPOINT_TYPE_BROKER, cluster_id=image.cluster_id,
+        error_code=0,
+        endpoint_type=ENDPOINT_TYPE_BROKER,
+        cluster_id=image.cluster_id,
         # As for Metadata: KRaft brokers name a live broker as the controller.
-        controller_id=ctx.broker.node_id, brokers=brokers,
+        controller_id=ctx.broker.node_id,
+        brokers=brokers,
         cluster_authorized_operations=ctx.authorized_operations(
-            ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
-        if request.include_cluster_authorized_operations else AUTHORIZED_OPERATIONS_OMITTED)
+            ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME
+        )
+        if request.include_cluster_authorized_operations
+        else AUTHORIZED_OPERATIONS_OMITTED,
+    )
 
 
 # -- ElectLeaders --------------------------------------------------------------------------
@@ -459,13 +611,21 @@ async def handle_elect_leaders(ctx: RequestContext, request):
     by_topic: dict[str, list] = {}
     for (topic, partition), error in results.items():
         if requested is None and isinstance(error, errors.ElectionNotNeededException):
-            continue    # an election over all partitions lists only those elected
-        by_topic.setdefault(topic, []).append(ElectLeadersResponse.PartitionResult(
-            partition_id=partition, error_code=error.code if error else 0,
-            error_message=_message(error)))
-    return ElectLeadersResponse(error_code=0, replica_election_results=[
-        ElectLeadersResponse.ReplicaElectionResult(topic=topic, partition_result=partitions)
-        for topic, partitions in by_topic.items()])
+            continue  # an election over all partitions lists only those elected
+        by_topic.setdefault(topic, []).append(
+            ElectLeadersResponse.PartitionResult(
+                partition_id=partition,
+                error_code=error.code if error else 0,
+                error_message=_message(error),
+            )
+        )
+    return ElectLeadersResponse(
+        error_code=0,
+        replica_election_results=[
+            ElectLeadersResponse.ReplicaElectionResult(topic=topic, partition_result=partitions)
+            for topic, partitions in by_topic.items()
+        ],
+    )
 
 
 def _elect_leaders_error(ctx, request, error):
@@ -477,8 +637,9 @@ def handle_describe_topic_partitions(ctx: RequestContext, request):
     image = ctx.broker.metadata_image
     Topic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
     Partition = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
-    names = sorted({t.name for t in request.topics}) if request.topics \
-        else sorted(image.topics_by_name)
+    names = (
+        sorted({t.name for t in request.topics}) if request.topics else sorted(image.topics_by_name)
+    )
     cursor = request.cursor
     if cursor is not None:
         names = [n for n in names if n >= cursor.topic_name]
@@ -488,19 +649,30 @@ def handle_describe_topic_partitions(ctx: RequestContext, request):
     for name in names:
         topic = image.topics_by_name.get(name)
         if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
-            if request.topics:      # named: refused; listing all: left out
-                topics.append(Topic(error_code=errors.TopicAuthorizationException.code,
-                                    name=name, topic_id=ZERO_UUID, is_internal=False,
-                                    partitions=[]))
+            if request.topics:  # named: refused; listing all: left out
+                topics.append(
+                    Topic(
+                        error_code=errors.TopicAuthorizationException.code,
+                        name=name,
+                        topic_id=ZERO_UUID,
+                        is_internal=False,
+                        partitions=[],
+                    )
+                )
             continue
         if topic is None:
-            topics.append(Topic(error_code=errors.UnknownTopicOrPartitionException.code,
-                                name=name, topic_id=ZERO_UUID, is_internal=is_internal(name),
-                                partitions=[]))
+            topics.append(
+                Topic(
+                    error_code=errors.UnknownTopicOrPartitionException.code,
+                    name=name,
+                    topic_id=ZERO_UUID,
+                    is_internal=is_internal(name),
+                    partitions=[],
+                )
+            )
             continue
         if budget <= 0:
-            next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name,
-                                                                 partition_index=0)
+            next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name, partition_index=0)
             break
         first = cursor.partition_index if cursor is not None and name == cursor.topic_name else 0
         partitions = []
@@ -508,24 +680,37 @@ def handle_describe_topic_partitions(ctx: RequestContext, request):
             if index < first:
                 continue
             if budget <= 0:
-                next_cursor = DescribeTopicPartitionsResponse.Cursor(topic_name=name,
-                                                                     partition_index=index)
+                next_cursor = DescribeTopicPartitionsResponse.Cursor(
+                    topic_name=name, partition_index=index
+                )
                 break
             registration = topic.partitions[index]
-            partitions.append(Partition(
-                error_code=errors.LeaderNotAvailableException.code
-                if registration.leader == NO_LEADER else 0,
-                partition_index=index, leader_id=registration.leader,
-                leader_epoch=registration.leader_epoch,
-                replica_nodes=list(registration.replicas), isr_nodes=list(registration.isr),
-                eligible_leader_replicas=list(registration.eligible_leader_replicas),
-                last_known_elr=list(registration.last_known_elr),
-                offline_replicas=[r for r in registration.replicas if r not in alive]))
+            partitions.append(
+                Partition(
+                    error_code=errors.LeaderNotAvailableException.code
+                    if registration.leader == NO_LEADER
+                    else 0,
+                    partition_index=index,
+                    leader_id=registration.leader,
+                    leader_epoch=registration.leader_epoch,
+                    replica_nodes=list(registration.replicas),
+                    isr_nodes=list(registration.isr),
+                    eligible_leader_replicas=list(registration.eligible_leader_replicas),
+                    last_known_elr=list(registration.last_known_elr),
+                    offline_replicas=[r for r in registration.replicas if r not in alive],
+                )
+            )
             budget -= 1
-        topics.append(Topic(error_code=0, name=name, topic_id=topic.topic_id,
-                            is_internal=is_internal(name), partitions=partitions,
-                            topic_authorized_operations=ctx.authorized_operations(
-                                ACL_RESOURCE_TOPIC, name)))
+        topics.append(
+            Topic(
+                error_code=0,
+                name=name,
+                topic_id=topic.topic_id,
+                is_internal=is_internal(name),
+                partitions=partitions,
+                topic_authorized_operations=ctx.authorized_operations(ACL_RESOURCE_TOPIC, name),
+            )
+        )
         if next_cursor is not None:
             break
     return DescribeTopicPartitionsResponse(topics=topics, next_cursor=next_cursor)
@@ -549,22 +734,33 @@ def handle_list_partition_reassignments(ctx: RequestContext, request):
             continue
         partitions = [
             ListPartitionReassignmentsResponse.OngoingPartitionReassignment(
-                partition_index=index, replicas=list(r.replicas),
+                partition_index=index,
+                replicas=list(r.replicas),
                 adding_replicas=list(r.adding_replicas),
-                removing_replicas=list(r.removing_replicas))
+                removing_replicas=list(r.removing_replicas),
+            )
             for index, r in sorted(topic.partitions.items())
-            if (indexes is None or index in indexes) and (r.adding_replicas or r.removing_replicas)]
+            if (indexes is None or index in indexes) and (r.adding_replicas or r.removing_replicas)
+        ]
         if partitions:
-            out.append(ListPartitionReassignmentsResponse.OngoingTopicReassignment(
-                name=name, partitions=partitions))
+            out.append(
+                ListPartitionReassignmentsResponse.OngoingTopicReassignment(
+                    name=name, partitions=partitions
+                )
+            )
     return ListPartitionReassignmentsResponse(error_code=0, error_message=None, topics=out)
 
 
 # -- whole-request failures (controller not running, metadata log I/O error) ---------------
 def _create_topics_error(ctx, request, error):
-    return CreateTopicsResponse(topics=[CreateTopicsResponse.CreatableTopicResult(
-        name=t.name, error_code=error.code, error_message=_message(error))
-        for t in request.topics])
+    return CreateTopicsResponse(
+        topics=[
+            CreateTopicsResponse.CreatableTopicResult(
+                name=t.name, error_code=error.code, error_message=_message(error)
+            )
+            for t in request.topics
+        ]
+    )
 
 
 def _delete_topics_error(ctx, request, error):
@@ -573,25 +769,41 @@ def _delete_topics_error(ctx, request, error):
         entries = [(t.name, t.topic_id) for t in request.topics]
     else:
         entries = [(name, ZERO_UUID) for name in request.topic_names]
-    return DeleteTopicsResponse(responses=[
-        Result(name=name, topic_id=topic_id, error_code=error.code, error_message=_message(error))
-        for name, topic_id in entries])
+    return DeleteTopicsResponse(
+        responses=[
+            Result(
+                name=name, topic_id=topic_id, error_code=error.code, error_message=_message(error)
+            )
+            for name, topic_id in entries
+        ]
+    )
 
 
 def _create_partitions_error(ctx, request, error):
     Result = CreatePartitionsResponse.CreatePartitionsTopicResult
-    return CreatePartitionsResponse(results=[
-        Result(name=t.name, error_code=error.code, error_message=_message(error))
-        for t in request.topics])
+    return CreatePartitionsResponse(
+        results=[
+            Result(name=t.name, error_code=error.code, error_message=_message(error))
+            for t in request.topics
+        ]
+    )
 
 
 def _alter_configs_error(response_cls):
     def build(ctx, request, error):
         Result = response_cls.AlterConfigsResourceResponse
-        return response_cls(responses=[
-            Result(error_code=error.code, error_message=_message(error),
-                   resource_type=r.resource_type, resource_name=r.resource_name)
-            for r in request.resources])
+        return response_cls(
+            responses=[
+                Result(
+                    error_code=error.code,
+                    error_message=_message(error),
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                )
+                for r in request.resources
+            ]
+        )
+
     return build
 
 
@@ -599,25 +811,40 @@ def _alter_configs_error(response_cls):
 async def handle_alter_partition_reassignments(ctx: RequestContext, request):
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
-    requests = [(t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
-                for t in request.topics for p in t.partitions]
+    requests = [
+        (t.name, p.partition_index, None if p.replicas is None else list(p.replicas))
+        for t in request.topics
+        for p in t.partitions
+    ]
     results = await ctx.broker.controller.alter_partition_reassignments(requests, allow_rf_change)
     await _applied(ctx)
     Response = AlterPartitionReassignmentsResponse
-    return Response(error_code=0, error_message=None, responses=[
-        Response.ReassignableTopicResponse(name=t.name, partitions=[
-            Response.ReassignablePartitionResponse(
-                partition_index=p.partition_index,
-                error_code=results[t.name, p.partition_index].code
-                if results[t.name, p.partition_index] else 0,
-                error_message=_message(results[t.name, p.partition_index]))
-            for p in t.partitions])
-        for t in request.topics])
+    return Response(
+        error_code=0,
+        error_message=None,
+        responses=[
+            Response.ReassignableTopicResponse(
+                name=t.name,
+                partitions=[
+                    Response.ReassignablePartitionResponse(
+                        partition_index=p.partition_index,
+                        error_code=results[t.name, p.partition_index].code
+                        if results[t.name, p.partition_index]
+                        else 0,
+                        error_message=_message(results[t.name, p.partition_index]),
+                    )
+                    for p in t.partitions
+                ],
+            )
+            for t in request.topics
+        ],
+    )
 
 
 def _alter_partition_reassignments_error(ctx, request, error):
-    return AlterPartitionReassignmentsResponse(error_code=error.code,
-                                               error_message=_message(error), responses=[])
+    return AlterPartitionReassignmentsResponse(
+        error_code=error.code, error_message=_message(error), responses=[]
+    )
 
 
 # -- UpdateFeatures ---------------------------------------------------------------------------
@@ -625,25 +852,42 @@ async def handle_update_features(ctx: RequestContext, request):
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     names = [u.feature for u in request.feature_updates]
     if len(set(names)) != len(names):
-        return UpdateFeaturesResponse(error_code=errors.InvalidRequestException.code,
-                                      error_message="Duplicate feature in the request.")
+        return UpdateFeaturesResponse(
+            error_code=errors.InvalidRequestException.code,
+            error_message="Duplicate feature in the request.",
+        )
     version = ctx.api_version
     # v0 says allow_downgrade; v1+ names the upgrade type (1 upgrade, 2 safe
     # downgrade, 3 unsafe downgrade) and may ask to validate only.
     results = await ctx.broker.controller.update_features(
-        [(u.feature, u.max_version_level,
-          u.upgrade_type if version >= 1 else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE))
-         for u in request.feature_updates],
-        request.validate_only if version >= 1 else False)
+        [
+            (
+                u.feature,
+                u.max_version_level,
+                u.upgrade_type
+                if version >= 1
+                else (SAFE_DOWNGRADE if u.allow_downgrade else UPGRADE),
+            )
+            for u in request.feature_updates
+        ],
+        request.validate_only if version >= 1 else False,
+    )
     if ctx.api_version >= 2:
         # v2 has no per-feature results: the first failure answers for all.
         failed = next((e for e in results.values() if e is not None), None)
-        return UpdateFeaturesResponse(error_code=failed.code if failed else 0,
-                                      error_message=_message(failed))
-    return UpdateFeaturesResponse(error_code=0, error_message=None, results=[
-        UpdateFeaturesResponse.UpdatableFeatureResult(
-            feature=name, error_code=error.code if error else 0, error_message=_message(error))
-        for name, error in results.items()])
+        return UpdateFeaturesResponse(
+            error_code=failed.code if failed else 0, error_message=_message(failed)
+        )
+    return UpdateFeaturesResponse(
+        error_code=0,
+        error_message=None,
+        results=[
+            UpdateFeaturesResponse.UpdatableFeatureResult(
+                feature=name, error_code=error.code if error else 0, error_message=_message(error)
+            )
+            for name, error in results.items()
+        ],
+    )
 
 
 def _update_features_error(ctx, request, error):
@@ -657,8 +901,11 @@ def _replica_state(row):
     offset, so the last fetch time stands for the caught-up time too."""
     node_id, end, fetched = row
     return DescribeQuorumResponse.ReplicaState(
-        replica_id=node_id, log_end_offset=end, last_fetch_timestamp=fetched,
-        last_caught_up_timestamp=fetched)
+        replica_id=node_id,
+        log_end_offset=end,
+        last_fetch_timestamp=fetched,
+        last_caught_up_timestamp=fetched,
+    )
 
 
 def handle_describe_quorum(ctx: RequestContext, request):
@@ -671,31 +918,61 @@ def handle_describe_quorum(ctx: RequestContext, request):
         state = ctx.broker.controller.quorum_state()
     except errors.NotLeaderOrFollowerException as exc:
         # Kafka answers a non-leader's DescribeQuorum per partition.
-        return Response(error_code=0, topics=[Response.TopicData(
-            topic_name=topic.topic_name, partitions=[Response.PartitionData(
-                partition_index=p.partition_index, error_code=exc.code,
-                error_message=str(exc), leader_id=NO_LEADER, leader_epoch=-1, high_watermark=-1)
-                for p in topic.partitions]) for topic in request.topics])
+        return Response(
+            error_code=0,
+            topics=[
+                Response.TopicData(
+                    topic_name=topic.topic_name,
+                    partitions=[
+                        Response.PartitionData(
+                            partition_index=p.partition_index,
+                            error_code=exc.code,
+                            error_message=str(exc),
+                            leader_id=NO_LEADER,
+                            leader_epoch=-1,
+                            high_watermark=-1,
+                        )
+                        for p in topic.partitions
+                    ],
+                )
+                for topic in request.topics
+            ],
+        )
     topics = []
     for topic in request.topics:
         partitions = []
         for partition in topic.partitions:
             index = partition.partition_index
             if topic.topic_name != CLUSTER_METADATA_TOPIC_NAME or index != 0:
-                partitions.append(Response.PartitionData(
-                    partition_index=index, error_code=errors.UnknownTopicOrPartitionException.code,
-                    error_message=f"Unknown topic partition {topic.topic_name}-{index}",
-                    leader_id=NO_LEADER, leader_epoch=-1, high_watermark=-1))
+                partitions.append(
+                    Response.PartitionData(
+                        partition_index=index,
+                        error_code=errors.UnknownTopicOrPartitionException.code,
+                        error_message=f"Unknown topic partition {topic.topic_name}-{index}",
+                        leader_id=NO_LEADER,
+                        leader_epoch=-1,
+                        high_watermark=-1,
+                    )
+                )
                 continue
-            partitions.append(Response.PartitionData(
-                partition_index=0, error_code=0, leader_id=state["leader_id"],
-                leader_epoch=state["leader_epoch"], high_watermark=state["high_watermark"],
-                current_voters=[_replica_state(row) for row in state["voters"]],
-                observers=[_replica_state(row) for row in state["observers"]]))
+            partitions.append(
+                Response.PartitionData(
+                    partition_index=0,
+                    error_code=0,
+                    leader_id=state["leader_id"],
+                    leader_epoch=state["leader_epoch"],
+                    high_watermark=state["high_watermark"],
+                    current_voters=[_replica_state(row) for row in state["voters"]],
+                    observers=[_replica_state(row) for row in state["observers"]],
+                )
+            )
         topics.append(Response.TopicData(topic_name=topic.topic_name, partitions=partitions))
     # ``nodes`` is not ignorable: v0 and v1 cannot carry it, so only v2 fills it.
-    nodes = [Response.Node(node_id=voter, listeners=[]) for voter, *_ in state["voters"]] \
-        if ctx.api_version >= 2 else []
+    nodes = (
+        [Response.Node(node_id=voter, listeners=[]) for voter, *_ in state["voters"]]
+        if ctx.api_version >= 2
+        else []
+    )
     return Response(error_code=0, topics=topics, nodes=nodes)
 
 
@@ -705,8 +982,15 @@ def _list_config_resource_types(version: int) -> frozenset[int]:
     client-metrics resources."""
     if version == 0:
         return frozenset({CONFIG_RESOURCE_CLIENT_METRICS})
-    return frozenset({CONFIG_RESOURCE_TOPIC, CONFIG_RESOURCE_BROKER, CONFIG_RESOURCE_BROKER_LOGGER,
-                      CONFIG_RESOURCE_CLIENT_METRICS, CONFIG_RESOURCE_GROUP})
+    return frozenset(
+        {
+            CONFIG_RESOURCE_TOPIC,
+            CONFIG_RESOURCE_BROKER,
+            CONFIG_RESOURCE_BROKER_LOGGER,
+            CONFIG_RESOURCE_CLIENT_METRICS,
+            CONFIG_RESOURCE_GROUP,
+        }
+    )
 
 
 def handle_list_config_resources(ctx: RequestContext, request):
@@ -723,21 +1007,27 @@ def handle_list_config_resources(ctx: RequestContext, request):
         requested = set(supported)
     if not requested <= supported:
         return ListConfigResourcesResponse(
-            error_code=errors.UnsupportedVersionException.code, config_resources=[])
+            error_code=errors.UnsupportedVersionException.code, config_resources=[]
+        )
     image = ctx.broker.metadata_image
     # getBrokerNodes(listener): live brokers with an endpoint on this listener.
-    brokers = [str(broker_id) for broker_id, registration in sorted(image.brokers.items())
-               if ctx.listener_name in registration.listeners and not registration.fenced]
+    brokers = [
+        str(broker_id)
+        for broker_id, registration in sorted(image.brokers.items())
+        if ctx.listener_name in registration.listeners and not registration.fenced
+    ]
     Resource = ListConfigResourcesResponse.ConfigResource
     resources = []
-    for resource_type, names in ((CONFIG_RESOURCE_CLIENT_METRICS,
-                                  sorted(image.client_metrics_configs)),
-                                 (CONFIG_RESOURCE_BROKER_LOGGER, brokers),
-                                 (CONFIG_RESOURCE_BROKER, brokers),
-                                 (CONFIG_RESOURCE_TOPIC, sorted(image.topics_by_name))):
+    for resource_type, names in (
+        (CONFIG_RESOURCE_CLIENT_METRICS, sorted(image.client_metrics_configs)),
+        (CONFIG_RESOURCE_BROKER_LOGGER, brokers),
+        (CONFIG_RESOURCE_BROKER, brokers),
+        (CONFIG_RESOURCE_TOPIC, sorted(image.topics_by_name)),
+    ):
         if resource_type in requested:
-            resources += [Resource(resource_name=name, resource_type=resource_type)
-                          for name in names]
+            resources += [
+                Resource(resource_name=name, resource_type=resource_type) for name in names
+            ]
     return ListConfigResourcesResponse(error_code=0, config_resources=resources)
 
 
@@ -754,27 +1044,46 @@ def _unregister_broker_error(ctx, request, error):
 
 def register(apis: KafkaApis) -> None:
     key = api_keys.BY_NAME
-    apis.register(key["UnregisterBroker"].key, handle_unregister_broker,
-                  error_response=_unregister_broker_error)
-    apis.register(key["CreateTopics"].key, handle_create_topics,
-                  error_response=_create_topics_error)
-    apis.register(key["DeleteTopics"].key, handle_delete_topics,
-                  error_response=_delete_topics_error)
-    apis.register(key["CreatePartitions"].key, handle_create_partitions,
-                  error_response=_create_partitions_error)
+    apis.register(
+        key["UnregisterBroker"].key,
+        handle_unregister_broker,
+        error_response=_unregister_broker_error,
+    )
+    apis.register(
+        key["CreateTopics"].key, handle_create_topics, error_response=_create_topics_error
+    )
+    apis.register(
+        key["DeleteTopics"].key, handle_delete_topics, error_response=_delete_topics_error
+    )
+    apis.register(
+        key["CreatePartitions"].key,
+        handle_create_partitions,
+        error_response=_create_partitions_error,
+    )
     apis.register(key["DescribeConfigs"].key, handle_describe_configs)
-    apis.register(key["AlterConfigs"].key, handle_alter_configs,
-                  error_response=_alter_configs_error(AlterConfigsResponse))
-    apis.register(key["IncrementalAlterConfigs"].key, handle_incremental_alter_configs,
-                  error_response=_alter_configs_error(IncrementalAlterConfigsResponse))
+    apis.register(
+        key["AlterConfigs"].key,
+        handle_alter_configs,
+        error_response=_alter_configs_error(AlterConfigsResponse),
+    )
+    apis.register(
+        key["IncrementalAlterConfigs"].key,
+        handle_incremental_alter_configs,
+        error_response=_alter_configs_error(IncrementalAlterConfigsResponse),
+    )
     apis.register(key["DescribeCluster"].key, handle_describe_cluster)
-    apis.register(key["ElectLeaders"].key, handle_elect_leaders,
-                  error_response=_elect_leaders_error)
+    apis.register(
+        key["ElectLeaders"].key, handle_elect_leaders, error_response=_elect_leaders_error
+    )
     apis.register(key["DescribeTopicPartitions"].key, handle_describe_topic_partitions)
     apis.register(key["ListPartitionReassignments"].key, handle_list_partition_reassignments)
-    apis.register(key["AlterPartitionReassignments"].key, handle_alter_partition_reassignments,
-                  error_response=_alter_partition_reassignments_error)
+    apis.register(
+        key["AlterPartitionReassignments"].key,
+        handle_alter_partition_reassignments,
+        error_response=_alter_partition_reassignments_error,
+    )
     apis.register(key["DescribeQuorum"].key, handle_describe_quorum)
-    apis.register(key["UpdateFeatures"].key, handle_update_features,
-                  error_response=_update_features_error)
+    apis.register(
+        key["UpdateFeatures"].key, handle_update_features, error_response=_update_features_error
+    )
     apis.register(key["ListConfigResources"].key, handle_list_config_resources)

@@ -14,6 +14,7 @@ that is not the active controller, which sends the leader to the next) is
 the top-level ``error_code`` of an empty response: KafkaApis' generic error
 response, as Kafka's AlterPartitionRequest.getErrorResponse builds it.
 """
+
 from __future__ import annotations
 
 from kfast.controller.replication_control import (
@@ -32,41 +33,67 @@ ALTER_PARTITION = api_keys.BY_NAME["AlterPartition"].key
 
 def _new_isr(partition, version: int) -> tuple[BrokerState, ...]:
     if version >= 3:
-        return tuple(BrokerState(m.broker_id, m.broker_epoch)
-                     for m in partition.new_isr_with_epochs)
+        return tuple(
+            BrokerState(m.broker_id, m.broker_epoch) for m in partition.new_isr_with_epochs
+        )
     return tuple(BrokerState(broker_id) for broker_id in partition.new_isr)
 
 
 def _partition_response(result: AlterPartitionResult):
     if result.error is not None:
-        return AlterPartitionResponse.PartitionData(partition_index=result.partition_index,
-                                                    error_code=result.error.code)
+        return AlterPartitionResponse.PartitionData(
+            partition_index=result.partition_index, error_code=result.error.code
+        )
     registration = result.registration
     return AlterPartitionResponse.PartitionData(
-        partition_index=result.partition_index, error_code=0, leader_id=registration.leader,
-        leader_epoch=registration.leader_epoch, isr=list(registration.isr),
+        partition_index=result.partition_index,
+        error_code=0,
+        leader_id=registration.leader,
+        leader_epoch=registration.leader_epoch,
+        isr=list(registration.isr),
         # kfast's registrations are always RECOVERED.
         leader_recovery_state=LEADER_RECOVERY_RECOVERED,
-        partition_epoch=registration.partition_epoch)
+        partition_epoch=registration.partition_epoch,
+    )
 
 
 async def handle_alter_partition(ctx: RequestContext, request):
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     version = ctx.api_version
-    topics = [AlterPartitionTopic(
-        topic.topic_id if version > 1 else None, topic.topic_name if version < 2 else None,
-        [AlterPartitionData(p.partition_index, p.leader_epoch, _new_isr(p, version),
-                            p.leader_recovery_state, p.partition_epoch)
-         for p in topic.partitions])
-        for topic in request.topics]
+    topics = [
+        AlterPartitionTopic(
+            topic.topic_id if version > 1 else None,
+            topic.topic_name if version < 2 else None,
+            [
+                AlterPartitionData(
+                    p.partition_index,
+                    p.leader_epoch,
+                    _new_isr(p, version),
+                    p.leader_recovery_state,
+                    p.partition_epoch,
+                )
+                for p in topic.partitions
+            ],
+        )
+        for topic in request.topics
+    ]
     results = await ctx.broker.controller.alter_partition(
-        request.broker_id, request.broker_epoch, topics, version)
+        request.broker_id, request.broker_epoch, topics, version
+    )
     # Each topic is echoed as the request named it (the field the version
     # lacks is ignorable and left out of the encoding).
-    return AlterPartitionResponse(throttle_time_ms=0, error_code=0, topics=[
-        AlterPartitionResponse.TopicData(topic_name=topic.topic_name, topic_id=topic.topic_id,
-                                         partitions=[_partition_response(r) for r in partitions])
-        for topic, partitions in zip(request.topics, results)])
+    return AlterPartitionResponse(
+        throttle_time_ms=0,
+        error_code=0,
+        topics=[
+            AlterPartitionResponse.TopicData(
+                topic_name=topic.topic_name,
+                topic_id=topic.topic_id,
+                partitions=[_partition_response(r) for r in partitions],
+            )
+            for topic, partitions in zip(request.topics, results)
+        ],
+    )
 
 
 def register(apis: KafkaApis) -> None:

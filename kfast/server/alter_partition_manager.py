@@ -11,6 +11,7 @@ from the response at once (the metadata log brings the same state a little
 later); a refused or undeliverable one returns the partition to its
 committed ISR, and the next fetch or expiration check proposes again.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -36,8 +37,12 @@ class AlterPartitionManager:
         self._task: asyncio.Task | None = None
 
     def submit(self, partition, proposed: tuple[int, ...]) -> None:
-        self._unsent[partition.key] = (partition, proposed, partition.leader_epoch,
-                                       partition.partition_epoch)
+        self._unsent[partition.key] = (
+            partition,
+            proposed,
+            partition.leader_epoch,
+            partition.partition_epoch,
+        )
         if self._task is None or self._task.done():
             self._task = asyncio.get_running_loop().create_task(self._send_all())
 
@@ -45,8 +50,9 @@ class AlterPartitionManager:
         while self._unsent:
             batch, self._unsent = self._unsent, {}
             try:
-                response = await self._send(self._request(batch),
-                                            version=ALTER_PARTITION_VERSION, timeout=_TIMEOUT_S)
+                response = await self._send(
+                    self._request(batch), version=ALTER_PARTITION_VERSION, timeout=_TIMEOUT_S
+                )
                 if response.error_code:
                     raise errors.for_code(response.error_code)("AlterPartition refused")
             except asyncio.CancelledError:
@@ -64,16 +70,25 @@ class AlterPartitionManager:
             topic = topics.get(partition.topic_id)
             if topic is None:
                 topic = topics[partition.topic_id] = AlterPartitionRequest.TopicData(
-                    topic_name=partition.topic, topic_id=partition.topic_id, partitions=[])
-            topic.partitions.append(AlterPartitionRequest.PartitionData(
-                partition_index=partition.partition, leader_epoch=leader_epoch,
-                new_isr_with_epochs=[AlterPartitionRequest.BrokerState(broker_id=b,
-                                                                        broker_epoch=-1)
-                                     for b in proposed],
-                leader_recovery_state=0, partition_epoch=partition_epoch))
-        return AlterPartitionRequest(broker_id=self.broker.node_id,
-                                     broker_epoch=self.broker.broker_epoch,
-                                     topics=list(topics.values()))
+                    topic_name=partition.topic, topic_id=partition.topic_id, partitions=[]
+                )
+            topic.partitions.append(
+                AlterPartitionRequest.PartitionData(
+                    partition_index=partition.partition,
+                    leader_epoch=leader_epoch,
+                    new_isr_with_epochs=[
+                        AlterPartitionRequest.BrokerState(broker_id=b, broker_epoch=-1)
+                        for b in proposed
+                    ],
+                    leader_recovery_state=0,
+                    partition_epoch=partition_epoch,
+                )
+            )
+        return AlterPartitionRequest(
+            broker_id=self.broker.node_id,
+            broker_epoch=self.broker.broker_epoch,
+            topics=list(topics.values()),
+        )
 
     def _handle_response(self, batch: dict, response) -> None:
         replica_manager = self.broker.replica_manager
@@ -89,14 +104,18 @@ class AlterPartitionManager:
                 answered.add(key)
                 partition = entry[0]
                 if data.error_code:
-                    logger.info("AlterPartition of %s-%d refused: %s", partition.topic,
-                                partition.partition,
-                                errors.for_code(data.error_code).__name__)
+                    logger.info(
+                        "AlterPartition of %s-%d refused: %s",
+                        partition.topic,
+                        partition.partition,
+                        errors.for_code(data.error_code).__name__,
+                    )
                     self._refused(entry)
                 else:
                     before = len(partition.isr)
-                    if partition.on_isr_committed(data.leader_epoch, tuple(data.isr),
-                                                  data.partition_epoch):
+                    if partition.on_isr_committed(
+                        data.leader_epoch, tuple(data.isr), data.partition_epoch
+                    ):
                         replica_manager.complete_delayed_requests(partition.key)
                     replica_manager.replica_stats.count_isr_change(before, len(partition.isr))
         for key, entry in batch.items():
@@ -108,8 +127,11 @@ class AlterPartitionManager:
         since (metadata cleared this proposal and a newer one is pending):
         an answer only concerns the proposal it was made for."""
         partition, proposed, leader_epoch, partition_epoch = entry
-        if partition.pending_isr == proposed and partition.leader_epoch == leader_epoch and \
-                partition.partition_epoch == partition_epoch:
+        if (
+            partition.pending_isr == proposed
+            and partition.leader_epoch == leader_epoch
+            and partition.partition_epoch == partition_epoch
+        ):
             self.broker.replica_manager.on_isr_change_failed(partition)
 
     async def shutdown(self) -> None:

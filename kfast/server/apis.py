@@ -52,6 +52,7 @@ Dispatch rules, as Kafka's broker applies them
   building the request and closes the connection; so does kfast.
 * ApiVersions advertises exactly the APIs with a registered handler.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -121,11 +122,19 @@ def _is_awaitable(result) -> bool:
 class RequestContext:
     """One request as a handler sees it."""
 
-    __slots__ = ("header", "connection", "listener_name", "broker", "request_size",
-                 "throttle_time_ms", "forwarded")
+    __slots__ = (
+        "header",
+        "connection",
+        "listener_name",
+        "broker",
+        "request_size",
+        "throttle_time_ms",
+        "forwarded",
+    )
 
-    def __init__(self, header: RequestHeader, connection, listener_name: str, broker,
-                 request_size: int = 0):
+    def __init__(
+        self, header: RequestHeader, connection, listener_name: str, broker, request_size: int = 0
+    ):
         self.header = header
         self.connection = connection
         self.listener_name = listener_name
@@ -179,8 +188,9 @@ class RequestContext:
     def _authorizer(self):
         return None if self.in_process else getattr(self.broker, "authorizer", None)
 
-    def authorize(self, operation: int, resource_type: int, name: str,
-                  audit_denied: bool = True) -> bool:
+    def authorize(
+        self, operation: int, resource_type: int, name: str, audit_denied: bool = True
+    ) -> bool:
         """Whether the principal may perform ``operation`` on the resource.
         ``audit_denied=False``: a filter, whose denials are not audit-logged
         at INFO (Kafka's Action.logIfDenied)."""
@@ -189,42 +199,55 @@ class RequestContext:
             return True
         # A null name (a malformed request) is checked as the empty name.
         host = self._host()
-        allowed, rule = authorizer.decide(self.principal, host, operation, resource_type,
-                                          name or "")
+        allowed, rule = authorizer.decide(
+            self.principal, host, operation, resource_type, name or ""
+        )
         if allowed:
             if _AUDIT_LOG.isEnabledFor(logging.DEBUG):
-                _AUDIT_LOG.debug(self._audit_message(True, operation, host, resource_type,
-                                                     name, rule))
+                _AUDIT_LOG.debug(
+                    self._audit_message(True, operation, host, resource_type, name, rule)
+                )
         elif audit_denied and _AUDIT_LOG.isEnabledFor(logging.INFO):
-            _AUDIT_DENIALS.info("authorization denied", self._audit_message(
-                False, operation, host, resource_type, name, rule))
+            _AUDIT_DENIALS.info(
+                "authorization denied",
+                self._audit_message(False, operation, host, resource_type, name, rule),
+            )
         return allowed
 
-    def _audit_message(self, allowed: bool, operation: int, host: str, resource_type: int,
-                       name: str | None, rule: str) -> str:
+    def _audit_message(
+        self,
+        allowed: bool,
+        operation: int,
+        host: str,
+        resource_type: int,
+        name: str | None,
+        rule: str,
+    ) -> str:
         """StandardAuthorizerData.buildAuditMessage's line. The resource is
         the one asked about, so its pattern type is LITERAL; every check is
         of one reference (resourceRefCount 1)."""
         api = api_keys.BY_KEY.get(self.api_key)
-        return (f"Principal = {self.principal} is {'Allowed' if allowed else 'Denied'} "
-                f"operation = {OPERATION_NAMES.get(operation, 'UNKNOWN')} from host = {host} "
-                f"on resource = {_RESOURCE_TYPE_LOG_NAMES.get(resource_type, 'Unknown')}:"
-                f"LITERAL:{name or ''} for request = {api.name if api else self.api_key} "
-                f"with resourceRefCount = 1 based on rule {rule}")
+        return (
+            f"Principal = {self.principal} is {'Allowed' if allowed else 'Denied'} "
+            f"operation = {OPERATION_NAMES.get(operation, 'UNKNOWN')} from host = {host} "
+            f"on resource = {_RESOURCE_TYPE_LOG_NAMES.get(resource_type, 'Unknown')}:"
+            f"LITERAL:{name or ''} for request = {api.name if api else self.api_key} "
+            f"with resourceRefCount = 1 based on rule {rule}"
+        )
 
     def authorize_cluster(self, operation: int) -> None:
         """Kafka's authorizeClusterOperation: ClusterAuthorizationException
         (the API's error response) unless allowed on the cluster."""
         if not self.authorize(operation, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
-            raise errors.ClusterAuthorizationException(
-                f"Request {self!r} is not authorized.")
+            raise errors.ClusterAuthorizationException(f"Request {self!r} is not authorized.")
 
     def authorize_by_resource_type(self, operation: int, resource_type: int) -> bool:
         authorizer = self._authorizer()
         if authorizer is None:
             return True
-        return authorizer.authorize_by_resource_type(self.principal, self._host(), operation,
-                                                     resource_type)
+        return authorizer.authorize_by_resource_type(
+            self.principal, self._host(), operation, resource_type
+        )
 
     def authorized_operations(self, resource_type: int, name: str) -> int:
         """The authorized-operations bitfield of a resource (every supported
@@ -232,8 +255,7 @@ class RequestContext:
         authorizer = self._authorizer()
         if authorizer is None:
             return authorized_operations(*SUPPORTED_OPERATIONS[resource_type])
-        return authorizer.authorized_operations(self.principal, self._host(), resource_type,
-                                                name)
+        return authorizer.authorized_operations(self.principal, self._host(), resource_type, name)
 
     def _host(self) -> str:
         peer = self.client_address
@@ -245,8 +267,10 @@ class RequestContext:
 
     def __repr__(self) -> str:
         name = api_keys.BY_KEY[self.api_key].name
-        return (f"RequestContext({name} v{self.api_version}, correlation_id="
-                f"{self.correlation_id}, client_id={self.client_id!r})")
+        return (
+            f"RequestContext({name} v{self.api_version}, correlation_id="
+            f"{self.correlation_id}, client_id={self.client_id!r})"
+        )
 
 
 class _Registration:
@@ -268,8 +292,9 @@ class KafkaApis:
         # of an API Kafka still calls unstable (InitProducerId v6, KIP-939) is
         # served and advertised only with it.
         config = getattr(broker, "config", None)
-        self.unstable_api_versions = bool(config is not None
-                                          and config["unstable.api.versions.enable"])
+        self.unstable_api_versions = bool(
+            config is not None and config["unstable.api.versions.enable"]
+        )
         self._handlers: dict[int, _Registration] = {}
         self.register(api_keys.API_VERSIONS, self._handle_api_versions)
         # request_percentage quotas (a broker's; a controller's listener has none).
@@ -281,8 +306,9 @@ class KafkaApis:
         self.request_metrics = RequestMetrics()
 
     # -- registration ---------------------------------------------------------------
-    def register(self, api_key: int, handler: Handler,
-                 error_response: ErrorResponseBuilder | None = None) -> None:
+    def register(
+        self, api_key: int, handler: Handler, error_response: ErrorResponseBuilder | None = None
+    ) -> None:
         api = api_keys.BY_KEY.get(api_key)
         if api is None:
             raise ValueError(f"unknown API key {api_key}")
@@ -295,9 +321,11 @@ class KafkaApis:
 
     def supported_versions(self) -> list[tuple[int, int, int]]:
         """(key, min, max) of every API this broker answers (ApiVersions)."""
-        return [row for row in api_keys.supported_versions(self.listener_type,
-                                                           self.unstable_api_versions)
-                if row[0] in self._handlers]
+        return [
+            row
+            for row in api_keys.supported_versions(self.listener_type, self.unstable_api_versions)
+            if row[0] in self._handlers
+        ]
 
     def _max_version(self, api) -> int:
         return api.max_version if self.unstable_api_versions else api.max_stable_version
@@ -306,6 +334,7 @@ class KafkaApis:
     def network_handler(self, listener_name: str) -> Callable:
         def handle(connection, frame):
             return self.handle(connection, frame, listener_name)
+
         return handle
 
     def handle(self, connection, frame, listener_name: str = "PLAINTEXT"):
@@ -319,34 +348,51 @@ class KafkaApis:
         registration = self._handlers.get(header.api_key)
         api = api_keys.BY_KEY.get(header.api_key)
         if registration is None or api is None:
-            return self._close(connection, f"received request api key {header.api_key} "
-                                           f"which is not enabled")
+            return self._close(
+                connection, f"received request api key {header.api_key} which is not enabled"
+            )
         ctx = RequestContext(header, connection, listener_name, self.broker, len(frame))
-        if header.api_key == api_keys.API_VERSIONS and not \
-                api.min_version <= header.api_version <= api.max_stable_version:
+        if (
+            header.api_key == api_keys.API_VERSIONS
+            and not api.min_version <= header.api_version <= api.max_stable_version
+        ):
             return self._unsupported_api_versions(header)
         # Produce is advertised from v0 (KAFKA-18659) and accepted from v0 here.
         low = 0 if header.api_key == api_keys.PRODUCE else api.min_version
         if not low <= header.api_version <= self._max_version(api):
-            return self._close(connection, f"received request api key {api.name} with version "
-                                           f"{header.api_version} which is not enabled")
+            return self._close(
+                connection,
+                f"received request api key {api.name} with version "
+                f"{header.api_version} which is not enabled",
+            )
         try:
             request = decode_request_body(header, frame)
         except Exception as exc:
-            return self._close(connection, f"error getting request for apiKey {api.name}, "
-                                           f"apiVersion {header.api_version}: {exc}")
+            return self._close(
+                connection,
+                f"error getting request for apiKey {api.name}, "
+                f"apiVersion {header.api_version}: {exc}",
+            )
         forwarder = getattr(self.broker, "forwarder", None)
         if forwarder is not None and forwarder.wants(header.api_key, request):
             # A cluster's broker: the active controller answers this one.
-            return self._finish(ctx, registration, request,
-                                forwarder.forward(header.api_key, header.api_version, request,
-                                                  ctx),
-                                started, perf_counter())
+            return self._finish(
+                ctx,
+                registration,
+                request,
+                forwarder.forward(header.api_key, header.api_version, request, ctx),
+                started,
+                perf_counter(),
+            )
         request_quota = self._request_quota
-        if request_quota is not None and request_quota.enabled \
-                and not request_quota_exempt(header.api_key, header.api_version, request):
-            return self._handle_with_request_quota(ctx, registration, request, request_quota,
-                                                   started)
+        if (
+            request_quota is not None
+            and request_quota.enabled
+            and not request_quota_exempt(header.api_key, header.api_version, request)
+        ):
+            return self._handle_with_request_quota(
+                ctx, registration, request, request_quota, started
+            )
         try:
             result = registration.handler(ctx, request)
         except Exception as exc:
@@ -358,8 +404,14 @@ class KafkaApis:
         self.request_metrics.record(header.api_key, header.api_version, started, handled, handled)
         return parts
 
-    async def handle_enveloped(self, ctx: RequestContext, frame: bytes, principal: KafkaPrincipal,
-                               host: str, forwardable: frozenset) -> bytes:
+    async def handle_enveloped(
+        self,
+        ctx: RequestContext,
+        frame: bytes,
+        principal: KafkaPrincipal,
+        host: str,
+        forwardable: frozenset,
+    ) -> bytes:
         """A request a broker forwarded in an Envelope (KIP-590), run as the
         client ``principal`` from ``host``; returns its response's header and
         body. InvalidRequestException if ``frame`` is not a request, at a
@@ -369,13 +421,18 @@ class KafkaApis:
             request = decode_request_body(header, frame)
         except Exception as exc:
             raise errors.InvalidRequestException(
-                f"Cannot parse the enveloped request: {exc}") from None
+                f"Cannot parse the enveloped request: {exc}"
+            ) from None
         registration = self._handlers.get(header.api_key)
         api = api_keys.BY_KEY.get(header.api_key)
-        if registration is None or header.api_key not in forwardable or \
-                not api.min_version <= header.api_version <= self._max_version(api):
+        if (
+            registration is None
+            or header.api_key not in forwardable
+            or not api.min_version <= header.api_version <= self._max_version(api)
+        ):
             raise errors.InvalidRequestException(
-                f"API key {header.api_key} v{header.api_version} cannot be forwarded")
+                f"API key {header.api_key} v{header.api_version} cannot be forwarded"
+            )
         # No connection: an error must not close the broker's, which carries
         # other clients' requests.
         inner = RequestContext(header, None, ctx.listener_name, self.broker, len(frame))
@@ -391,8 +448,9 @@ class KafkaApis:
             raise errors.UnknownServerException("The enveloped request got no response")
         return b"".join(bytes(part) for part in parts)
 
-    def _handle_with_request_quota(self, ctx: RequestContext, registration: _Registration,
-                                   request, quota, started: float):
+    def _handle_with_request_quota(
+        self, ctx: RequestContext, registration: _Registration, request, quota, started: float
+    ):
         """Run the handler and count its time against the client's
         request_percentage quota (Kafka's ClientRequestQuotaManager: the
         handler's time on the request thread; here the synchronous part,
@@ -403,8 +461,12 @@ class KafkaApis:
         except Exception as exc:
             result = exc
         handled = perf_counter()
-        throttle_response(ctx, quota.record_and_get_throttle_time_ms(
-            ctx.principal.name, ctx.client_id, (handled - start) * 1e9 * NANOS_TO_PERCENTAGE))
+        throttle_response(
+            ctx,
+            quota.record_and_get_throttle_time_ms(
+                ctx.principal.name, ctx.client_id, (handled - start) * 1e9 * NANOS_TO_PERCENTAGE
+            ),
+        )
         if isinstance(result, Exception):
             return self._error(ctx, registration, request, result)
         if _is_awaitable(result):
@@ -413,15 +475,21 @@ class KafkaApis:
         self.request_metrics.record(ctx.api_key, ctx.api_version, started, handled, handled)
         return parts
 
-    async def _finish(self, ctx: RequestContext, registration: _Registration, request,
-                      result: Awaitable, started: float, handled: float):
+    async def _finish(
+        self,
+        ctx: RequestContext,
+        registration: _Registration,
+        request,
+        result: Awaitable,
+        started: float,
+        handled: float,
+    ):
         try:
             body = await result
         except Exception as exc:
             return self._error(ctx, registration, request, exc)
         parts = self._encode(ctx, body)
-        self.request_metrics.record(ctx.api_key, ctx.api_version, started, handled,
-                                    perf_counter())
+        self.request_metrics.record(ctx.api_key, ctx.api_version, started, handled, perf_counter())
         return parts
 
     def _encode(self, ctx: RequestContext, body):
@@ -445,8 +513,7 @@ class KafkaApis:
         if ctx.connection is not None:
             ctx.connection.throttle(ctx.throttle_time_ms)
 
-    def _error(self, ctx: RequestContext, registration: _Registration, request,
-               exc: Exception):
+    def _error(self, ctx: RequestContext, registration: _Registration, request, exc: Exception):
         if isinstance(exc, errors.KafkaError):
             error = exc
             logger.debug("%r failed: %s", ctx, exc)
@@ -459,8 +526,9 @@ class KafkaApis:
             else:
                 cls = response_class(ctx.api_key)
                 if "error_code" not in cls._field_names:
-                    return self._close(ctx.connection, f"{ctx!r}: no error response for "
-                                                       f"{error.name}")
+                    return self._close(
+                        ctx.connection, f"{ctx!r}: no error response for {error.name}"
+                    )
                 body = cls(error_code=error.code)
             return self._encode(ctx, body)
         except Exception:
@@ -470,8 +538,12 @@ class KafkaApis:
     def _close(self, connection, reason: str):
         # Kafka's Processor closes the channel on an unparseable request
         # instead of answering; log as it does and answer nothing.
-        self.warnings.warning("unparseable request", "%s: %s; closing the connection",
-                              getattr(connection, "connection_id", connection), reason)
+        self.warnings.warning(
+            "unparseable request",
+            "%s: %s; closing the connection",
+            getattr(connection, "connection_id", connection),
+            reason,
+        )
         if connection is not None:
             connection.close_when_drained()
         return None
@@ -489,23 +561,30 @@ class KafkaApis:
             features[KRAFT_VERSION] = getattr(self.broker, "kraft_version", lambda: 0)()
         return ApiVersionsResponse(
             error_code=error_code,
-            api_keys=[ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
-                      for k, lo, hi in self.supported_versions()],
+            api_keys=[
+                ApiVersionsResponse.ApiVersion(api_key=k, min_version=lo, max_version=hi)
+                for k, lo, hi in self.supported_versions()
+            ],
             # Supported ranges come from the controller's feature control (what
             # UpdateFeatures would accept), not from the finalized levels.
             # Below v4 a range starting at 0 is left out: older clients fail
             # to read it (KAFKA-17492).
             supported_features=[
-                ApiVersionsResponse.SupportedFeatureKey(name=name, min_version=low,
-                                                        max_version=high)
+                ApiVersionsResponse.SupportedFeatureKey(
+                    name=name, min_version=low, max_version=high
+                )
                 for name, (low, high) in self.broker.supported_features().items()
-                if version >= _SUPPORTED_MIN_0_FROM or low > 0],
+                if version >= _SUPPORTED_MIN_0_FROM or low > 0
+            ],
             finalized_features_epoch=image.offset if image is not None and features else -1,
             # A feature at level 0 is not finalized (Kafka's createFinalizedFeatureKeys).
             finalized_features=[
-                ApiVersionsResponse.FinalizedFeatureKey(name=name, max_version_level=level,
-                                                        min_version_level=level)
-                for name, level in features.items() if level != 0],
+                ApiVersionsResponse.FinalizedFeatureKey(
+                    name=name, max_version_level=level, min_version_level=level
+                )
+                for name, level in features.items()
+                if level != 0
+            ],
         )
 
     def _unsupported_api_versions(self, header: RequestHeader):
@@ -516,10 +595,11 @@ class KafkaApis:
         if ctx.api_version >= 3:
             name = request.client_software_name
             version = request.client_software_version
-            if not (_SOFTWARE_PATTERN.fullmatch(name or "")
-                    and _SOFTWARE_PATTERN.fullmatch(version or "")):
-                body = self._api_versions_body(errors.InvalidRequestException.code,
-                                               ctx.api_version)
+            if not (
+                _SOFTWARE_PATTERN.fullmatch(name or "")
+                and _SOFTWARE_PATTERN.fullmatch(version or "")
+            ):
+                body = self._api_versions_body(errors.InvalidRequestException.code, ctx.api_version)
                 body.api_keys = []
                 return body
             if ctx.connection is not None:

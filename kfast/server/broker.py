@@ -14,6 +14,7 @@ Periodic jobs run on the loop's timer with Kafka's intervals; the ones that
 touch the disk run in the default executor, and a job is rescheduled only
 after its previous run finished.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -100,8 +101,9 @@ def parse_listener(uri: str) -> tuple[str, str, int]:
     name, sep, rest = uri.partition("://")
     host, colon, port = rest.rpartition(":")
     if not sep or not colon or not port.isdigit() or not name:
-        raise ConfigException("listeners", uri, "Unable to parse the listener; expected "
-                                                "NAME://host:port")
+        raise ConfigException(
+            "listeners", uri, "Unable to parse the listener; expected NAME://host:port"
+        )
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     return name.upper(), host, int(port)
@@ -111,8 +113,14 @@ class _PeriodicJob:
     """``interval_ms``: a number, or a callable read at each scheduling (an
     interval that is a dynamic broker config)."""
 
-    def __init__(self, broker: KafkaBroker, name: str, interval_ms: int | Callable[[], int],
-                 job: Callable, in_executor: bool = True):
+    def __init__(
+        self,
+        broker: KafkaBroker,
+        name: str,
+        interval_ms: int | Callable[[], int],
+        job: Callable,
+        in_executor: bool = True,
+    ):
         self.broker = broker
         self.name = name
         self.interval_ms = interval_ms
@@ -194,20 +202,25 @@ class KafkaBroker:
         for name, _, _ in self.listeners:
             protocol = protocols.get(name)
             if protocol is None:
-                raise ConfigException("listener.security.protocol.map",
-                                      ",".join(config["listener.security.protocol.map"]),
-                                      f"No security protocol defined for listener {name}")
+                raise ConfigException(
+                    "listener.security.protocol.map",
+                    ",".join(config["listener.security.protocol.map"]),
+                    f"No security protocol defined for listener {name}",
+                )
         # Each listener's TLS and SASL settings, checked now: a listener kfast
         # cannot secure as configured stops the start.
         self.listener_security = {
             name: ListenerSecurity.from_config(config, name, protocols[name])
-            for name, _, _ in self.listeners}
+            for name, _, _ in self.listeners
+        }
         self._protocols = protocols
         # What this broker presents to the others' inter-broker listener
         # (replica fetchers, transaction markers and verification).
         self.inter_broker_security = ClientSecurity.for_listener(
-            config, (config["inter.broker.listener.name"] or self.listeners[0][0]).upper(),
-            "sasl.mechanism.inter.broker.protocol")
+            config,
+            (config["inter.broker.listener.name"] or self.listeners[0][0]).upper(),
+            "sasl.mechanism.inter.broker.protocol",
+        )
         # None without authorizer.class.name: every request is allowed.
         self.authorizer = StandardAuthorizer.from_config(config)
         self._controller_factory = controller_factory
@@ -218,7 +231,8 @@ class KafkaBroker:
         self.metadata_publisher: BrokerMetadataPublisher | None = None
         self.timer: SystemTimer | None = None
         self.fetch_session_cache = FetchSessionCache(
-            config["max.incremental.fetch.session.cache.slots"])
+            config["max.incremental.fetch.session.cache.slots"]
+        )
         # Client quotas (kfast.server.quota), fed by the metadata publisher.
         self.quotas = ClientQuotas(config)
         self.producer_id_manager: ProducerIdManager | None = None
@@ -276,13 +290,15 @@ class KafkaBroker:
         began = time.perf_counter()
         loop = asyncio.get_running_loop()
         self.timer = SystemTimer(loop)
-        self.log_manager = LogManager(self.config, cluster_id=self.cluster_id,
-                                      topic_configs=self._topic_configs)
+        self.log_manager = LogManager(
+            self.config, cluster_id=self.cluster_id, topic_configs=self._topic_configs
+        )
         await loop.run_in_executor(None, self.log_manager.startup)
         self.cluster_id = self.log_manager.cluster_id
         self.node_id = self.log_manager.node_id
-        self.replica_manager = ReplicaManager(self.node_id, self.log_manager, self.timer,
-                                              self.config)
+        self.replica_manager = ReplicaManager(
+            self.node_id, self.log_manager, self.timer, self.config
+        )
         self.replica_manager.metadata_image = lambda: self.metadata_image
         self.replica_manager.topic_stats = self.metrics.topics
         self.replica_manager.replica_stats = self.metrics.replicas
@@ -302,7 +318,8 @@ class KafkaBroker:
         if self.authorizer is not None:
             self.controller.subscribe(AclPublisher(self.authorizer).on_metadata_update)
         publisher = self.metadata_publisher = BrokerMetadataPublisher(
-            self, self.coordinator_partitions_changed)
+            self, self.coordinator_partitions_changed
+        )
         self.controller.subscribe(publisher.on_metadata_update)
         if not publisher.published:
             # The replayed image was delivered before we subscribed.
@@ -310,16 +327,21 @@ class KafkaBroker:
         await publisher.wait_idle()
         # Before the listeners: the group APIs answer from the first request.
         self.group_coordinator = GroupCoordinatorRuntime(
-            self.config, self.timer, CoordinatorPartitionWriter(self, GROUP_METADATA_TOPIC_NAME))
+            self.config, self.timer, CoordinatorPartitionWriter(self, GROUP_METADATA_TOPIC_NAME)
+        )
         # Group configs (GROUP config resources) live in the metadata image.
-        self.group_coordinator.coordinator.group_config_overrides = \
-            lambda group_id: self.metadata_image.group_configs.get(group_id, {})
+        self.group_coordinator.coordinator.group_config_overrides = lambda group_id: (
+            self.metadata_image.group_configs.get(group_id, {})
+        )
         self.txn_marker_channel = TransactionMarkerChannelManager(self)
         self.transaction_coordinator = TransactionCoordinatorRuntime(
-            self.config, self.timer,
+            self.config,
+            self.timer,
             CoordinatorPartitionWriter(self, TRANSACTION_STATE_TOPIC_NAME),
-            self.producer_id_manager.generate_producer_id_now, self.txn_marker_channel.send,
-            self.metadata_image.features.get(TRANSACTION_VERSION, 0))
+            self.producer_id_manager.generate_producer_id_now,
+            self.txn_marker_channel.send,
+            self.metadata_image.features.get(TRANSACTION_VERSION, 0),
+        )
         try:
             await self._start_listeners()
             wait_in_service = getattr(self.controller, "wait_in_service", None)
@@ -332,7 +354,8 @@ class KafkaBroker:
                     server.hold_accepting()
             advertised = self._advertised_endpoints()
             self.broker_epoch = await self.controller.register_broker(
-                self.node_id, self.incarnation_id, advertised, self.config.get("broker.rack"))
+                self.node_id, self.incarnation_id, advertised, self.config.get("broker.rack")
+            )
             if wait_in_service is not None:
                 await wait_in_service()
                 await publisher.wait_idle()
@@ -352,17 +375,21 @@ class KafkaBroker:
         self.transaction_coordinator.load_all()
         self.started = True
         self.startup_ms = (time.perf_counter() - began) * 1000
-        logger.info("kfast broker %d ready in %.1f ms, listening on %s (cluster %s)",
-                    self.node_id, self.startup_ms,
-                    ", ".join(f"{e.name}://{e.host}:{e.port}" for e in advertised),
-                    self.cluster_id)
+        logger.info(
+            "kfast broker %d ready in %.1f ms, listening on %s (cluster %s)",
+            self.node_id,
+            self.startup_ms,
+            ", ".join(f"{e.name}://{e.host}:{e.port}" for e in advertised),
+            self.cluster_id,
+        )
 
     async def _start_metrics_server(self, loop) -> None:
         from kfast.server.metrics_exporter import BrokerSnapshotter, start_metrics_server
 
         try:
             self.metrics_server = await start_metrics_server(
-                BrokerSnapshotter(self).take, self.config, loop)
+                BrokerSnapshotter(self).take, self.config, loop
+            )
         except BaseException:
             await self.shutdown()
             raise
@@ -374,6 +401,7 @@ class KafkaBroker:
                 loop.call_soon_threadsafe(self._handle_log_dir_failure, log_dir)
             except RuntimeError:
                 pass  # the loop is closed: the node is gone already
+
         return listener
 
     def _handle_log_dir_failure(self, log_dir: str) -> None:
@@ -384,8 +412,11 @@ class KafkaBroker:
         partitions = self.log_manager.handle_log_dir_failure(log_dir)
         self.replica_manager.handle_log_dir_failure(partitions)
         if partitions:
-            logger.warning("Stopped serving replicas in dir %s: %s", log_dir,
-                           ", ".join(f"{t}-{p}" for t, p in sorted(partitions)))
+            logger.warning(
+                "Stopped serving replicas in dir %s: %s",
+                log_dir,
+                ", ".join(f"{t}-{p}" for t, p in sorted(partitions)),
+            )
         if self.fatal_error is not None:
             return
         if not self.log_manager.live_log_dirs:
@@ -415,7 +446,8 @@ class KafkaBroker:
         if coordinator is None or self._stopping:
             return
         coordinator.set_transaction_version_level(
-            self.metadata_image.features.get(TRANSACTION_VERSION, 0))
+            self.metadata_image.features.get(TRANSACTION_VERSION, 0)
+        )
         if TRANSACTION_STATE_TOPIC_NAME in topics:
             coordinator.load_all()
 
@@ -441,8 +473,11 @@ class KafkaBroker:
         """A broker may join an ISR while registered, unfenced and not
         shutting down (Kafka's isReplicaIsrEligible)."""
         registration = self.metadata_image.brokers.get(broker_id)
-        return registration is not None and not registration.fenced and \
-            not registration.in_controlled_shutdown
+        return (
+            registration is not None
+            and not registration.fenced
+            and not registration.in_controlled_shutdown
+        )
 
     def supported_features(self) -> dict[str, tuple[int, int]]:
         """{feature: (min level, max level)} for ApiVersions'
@@ -466,7 +501,8 @@ class KafkaBroker:
             server.max_connections_per_ip = current["max.connections.per.ip"]
         self.replica_manager.update_replication_rates(
             current["leader.replication.throttled.rate"],
-            current["follower.replication.throttled.rate"])
+            current["follower.replication.throttled.rate"],
+        )
         if current["log.cleaner.backoff.ms"] != previous["log.cleaner.backoff.ms"]:
             # As Kafka restarts its cleaner threads on this change.
             for job in self._jobs:
@@ -479,14 +515,21 @@ class KafkaBroker:
 
     async def _start_listeners(self) -> None:
         for name, host, port in self.listeners:
-            server = secured_socket_server(self.apis, self.current_config, name,
-                                           self.listener_security[name], self,
-                                           host or "0.0.0.0", port)
+            server = secured_socket_server(
+                self.apis,
+                self.current_config,
+                name,
+                self.listener_security[name],
+                self,
+                host or "0.0.0.0",
+                port,
+            )
             try:
                 await server.start()
             except OSError as exc:
-                raise OSError(exc.errno, f"Cannot listen on {name}://{host}:{port}: "
-                                         f"{exc.strerror}") from exc
+                raise OSError(
+                    exc.errno, f"Cannot listen on {name}://{host}:{port}: {exc.strerror}"
+                ) from exc
             # KIP-714: a client instance goes with its connection.
             server.disconnect_listeners.append(self.client_metrics.connection_closed)
             server.connection_quotas = self.quotas.connection_creation
@@ -513,31 +556,63 @@ class KafkaBroker:
     def _start_jobs(self) -> None:
         config, log_manager = self.config, self.log_manager
         self._jobs = [
-            _PeriodicJob(self, "kafka-log-retention", config["log.retention.check.interval.ms"],
-                         log_manager.cleanup_logs),
-            _PeriodicJob(self, "kafka-log-flusher", config["log.flush.scheduler.interval.ms"],
-                         log_manager.flush_dirty_logs),
-            _PeriodicJob(self, "kafka-recovery-point-checkpoint",
-                         config["log.flush.offset.checkpoint.interval.ms"],
-                         log_manager.checkpoint_recovery_offsets),
-            _PeriodicJob(self, "kafka-log-start-offset-checkpoint",
-                         config["log.flush.start.offset.checkpoint.interval.ms"],
-                         log_manager.checkpoint_log_start_offsets),
-            _PeriodicJob(self, "highwatermark-checkpoint",
-                         config["replica.high.watermark.checkpoint.interval.ms"],
-                         log_manager.checkpoint_high_watermarks),
-            _PeriodicJob(self, "fetch-session-eviction", MIN_EVICTION_MS // 2,
-                         self.fetch_session_cache.evict_stale, in_executor=False),
+            _PeriodicJob(
+                self,
+                "kafka-log-retention",
+                config["log.retention.check.interval.ms"],
+                log_manager.cleanup_logs,
+            ),
+            _PeriodicJob(
+                self,
+                "kafka-log-flusher",
+                config["log.flush.scheduler.interval.ms"],
+                log_manager.flush_dirty_logs,
+            ),
+            _PeriodicJob(
+                self,
+                "kafka-recovery-point-checkpoint",
+                config["log.flush.offset.checkpoint.interval.ms"],
+                log_manager.checkpoint_recovery_offsets,
+            ),
+            _PeriodicJob(
+                self,
+                "kafka-log-start-offset-checkpoint",
+                config["log.flush.start.offset.checkpoint.interval.ms"],
+                log_manager.checkpoint_log_start_offsets,
+            ),
+            _PeriodicJob(
+                self,
+                "highwatermark-checkpoint",
+                config["replica.high.watermark.checkpoint.interval.ms"],
+                log_manager.checkpoint_high_watermarks,
+            ),
+            _PeriodicJob(
+                self,
+                "fetch-session-eviction",
+                MIN_EVICTION_MS // 2,
+                self.fetch_session_cache.evict_stale,
+                in_executor=False,
+            ),
             # Kafka's isr-expiration: followers that fell behind leave the ISR.
-            _PeriodicJob(self, "isr-expiration", config["replica.lag.time.max.ms"] // 2,
-                         self.replica_manager.maybe_shrink_isr, in_executor=False),
+            _PeriodicJob(
+                self,
+                "isr-expiration",
+                config["replica.lag.time.max.ms"] // 2,
+                self.replica_manager.maybe_shrink_isr,
+                in_executor=False,
+            ),
         ]
         if config["log.cleaner.enable"]:
             # Kafka's cleaner threads sleep log.cleaner.backoff.ms when no log
             # is dirty enough; kfast runs one pass per interval.
-            self._jobs.append(_PeriodicJob(
-                self, _LOG_CLEANER_JOB,
-                lambda: self.current_config["log.cleaner.backoff.ms"], log_manager.clean_logs))
+            self._jobs.append(
+                _PeriodicJob(
+                    self,
+                    _LOG_CLEANER_JOB,
+                    lambda: self.current_config["log.cleaner.backoff.ms"],
+                    log_manager.clean_logs,
+                )
+            )
         for job in self._jobs:
             job.schedule()
 
@@ -549,13 +624,19 @@ class KafkaBroker:
         began = time.perf_counter()
         loop = asyncio.get_running_loop()
         controlled_shutdown = getattr(self.controller, "controlled_shutdown", None)
-        if controlled_shutdown is not None and self.started and \
-                self.config["controlled.shutdown.enable"]:
+        if (
+            controlled_shutdown is not None
+            and self.started
+            and self.config["controlled.shutdown.enable"]
+        ):
             # Leaderships move away while the listeners still answer.
             moved = await controlled_shutdown(self.replica_manager.leads_any, timeout)
-            logger.info("controlled shutdown of broker %d %s in %.1f ms", self.node_id,
-                        "completed" if moved else "did not complete",
-                        (time.perf_counter() - began) * 1000)
+            logger.info(
+                "controlled shutdown of broker %d %s in %.1f ms",
+                self.node_id,
+                "completed" if moved else "did not complete",
+                (time.perf_counter() - began) * 1000,
+            )
         for server in self.socket_servers.values():
             server.stop_accepting()
         if self.metrics_server is not None:
@@ -578,8 +659,10 @@ class KafkaBroker:
             await job.stop()
         await self.replica_alter_log_dirs.shutdown()
         if self.replica_manager is not None:
-            for manager in (self.replica_manager.replica_fetchers,
-                            self.replica_manager.alter_partition_manager):
+            for manager in (
+                self.replica_manager.replica_fetchers,
+                self.replica_manager.alter_partition_manager,
+            ):
                 if manager is not None:
                     await manager.shutdown()
             self.replica_manager.shutdown()
@@ -598,5 +681,8 @@ class KafkaBroker:
         if self.timer is not None:
             self.timer.shutdown()
         self.started = False
-        logger.info("kfast broker %d shut down in %.1f ms", self.node_id,
-                    (time.perf_counter() - began) * 1000)
+        logger.info(
+            "kfast broker %d shut down in %.1f ms",
+            self.node_id,
+            (time.perf_counter() - began) * 1000,
+        )

@@ -9,6 +9,7 @@ controller unfences it once it has caught up, fences it when its session
 after it asked to. Any other controller answers NOT_CONTROLLER, and the
 broker tries the next.
 """
+
 from __future__ import annotations
 
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
@@ -26,48 +27,60 @@ async def handle_broker_registration(ctx: RequestContext, request):
     server = ctx.broker
     if request.cluster_id != server.cluster_id:
         return BrokerRegistrationResponse(
-            error_code=errors.InconsistentClusterIdException.code, broker_epoch=-1)
+            error_code=errors.InconsistentClusterIdException.code, broker_epoch=-1
+        )
     listeners = []
     for listener in request.listeners:
         protocol = _PROTOCOL_NAMES.get(listener.security_protocol)
         if protocol is None:
             raise errors.InvalidRegistrationException(
                 f"Unknown security protocol {listener.security_protocol} for listener "
-                f"{listener.name}")
+                f"{listener.name}"
+            )
         listeners.append(Endpoint(listener.name, listener.host, listener.port, protocol))
     # Every finalized feature, kraft.version included, must be in the
     # broker's range; a feature it does not list it supports at 0 only
     # (Kafka's ClusterControlManager.processRegistrationFeature).
-    finalized = {**server.controller.feature_control.finalized,
-                 KRAFT_VERSION: server.controller.kraft_version()}
-    ranges = {f.name: (f.min_supported_version, f.max_supported_version)
-              for f in request.features}
+    finalized = {
+        **server.controller.feature_control.finalized,
+        KRAFT_VERSION: server.controller.kraft_version(),
+    }
+    ranges = {f.name: (f.min_supported_version, f.max_supported_version) for f in request.features}
     for name, level in finalized.items():
         low, high = ranges.get(name, (0, 0))
         if not low <= level <= high:
             raise errors.UnsupportedVersionException(
                 f"Unable to register because the broker does not support finalized version "
                 f"{level} of {name}. The broker wants a version between {low} and {high}, "
-                f"inclusive.")
-    features = [(f.name, f.min_supported_version, f.max_supported_version)
-                for f in request.features]
-    epoch = await server.controller.register_broker(request.broker_id, request.incarnation_id,
-                                                    listeners, request.rack, features)
+                f"inclusive."
+            )
+    features = [
+        (f.name, f.min_supported_version, f.max_supported_version) for f in request.features
+    ]
+    epoch = await server.controller.register_broker(
+        request.broker_id, request.incarnation_id, listeners, request.rack, features
+    )
     return BrokerRegistrationResponse(error_code=0, broker_epoch=epoch)
 
 
 async def handle_broker_heartbeat(ctx: RequestContext, request):
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     caught_up, fenced, shut_down = await ctx.broker.controller.broker_heartbeat(
-        request.broker_id, request.broker_epoch, request.current_metadata_offset,
-        request.want_fence, request.want_shut_down)
-    return BrokerHeartbeatResponse(error_code=0, is_caught_up=caught_up, is_fenced=fenced,
-                                   should_shut_down=shut_down)
+        request.broker_id,
+        request.broker_epoch,
+        request.current_metadata_offset,
+        request.want_fence,
+        request.want_shut_down,
+    )
+    return BrokerHeartbeatResponse(
+        error_code=0, is_caught_up=caught_up, is_fenced=fenced, should_shut_down=shut_down
+    )
 
 
 def _heartbeat_error(ctx, request, error: errors.KafkaError):
-    return BrokerHeartbeatResponse(error_code=error.code, is_caught_up=False, is_fenced=True,
-                                   should_shut_down=False)
+    return BrokerHeartbeatResponse(
+        error_code=error.code, is_caught_up=False, is_fenced=True, should_shut_down=False
+    )
 
 
 def _registration_error(ctx, request, error: errors.KafkaError):
@@ -75,7 +88,13 @@ def _registration_error(ctx, request, error: errors.KafkaError):
 
 
 def register(apis: KafkaApis) -> None:
-    apis.register(api_keys.BY_NAME["BrokerRegistration"].key, handle_broker_registration,
-                  error_response=_registration_error)
-    apis.register(api_keys.BY_NAME["BrokerHeartbeat"].key, handle_broker_heartbeat,
-                  error_response=_heartbeat_error)
+    apis.register(
+        api_keys.BY_NAME["BrokerRegistration"].key,
+        handle_broker_registration,
+        error_response=_registration_error,
+    )
+    apis.register(
+        api_keys.BY_NAME["BrokerHeartbeat"].key,
+        handle_broker_heartbeat,
+        error_response=_heartbeat_error,
+    )

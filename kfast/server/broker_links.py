@@ -7,6 +7,7 @@ One connection per other broker, opened on first use and opened again
 after a failure or when the broker's advertised endpoint changed (it
 restarted elsewhere).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,8 +34,12 @@ class BrokerLink:
                 connection = self.connection = None
             if connection is None:
                 connection = await BrokerConnection.open(
-                    endpoint.host, endpoint.port, client_id=self.client_id,
-                    request_timeout=self.request_timeout_s, security=self.security)
+                    endpoint.host,
+                    endpoint.port,
+                    client_id=self.client_id,
+                    request_timeout=self.request_timeout_s,
+                    security=self.security,
+                )
                 self.connection, self.endpoint = connection, endpoint
             return connection
 
@@ -59,8 +64,9 @@ class BrokerLinks:
         self.purpose = purpose
         self._links: dict[int, BrokerLink] = {}
 
-    async def send(self, broker_id: int, request, api_key: int | None = None,
-                   min_version: int | None = None):
+    async def send(
+        self, broker_id: int, request, api_key: int | None = None, min_version: int | None = None
+    ):
         """``request``'s answer from ``broker_id`` (at the highest version
         both speak, at least ``min_version``). Raises NoEndpoint, OSError or
         a KafkaError."""
@@ -72,10 +78,14 @@ class BrokerLinks:
             link = self._links[broker_id] = BrokerLink(
                 f"broker-{self.broker.node_id}-{self.purpose}",
                 self.broker.config["request.timeout.ms"] / 1000,
-                getattr(self.broker, "inter_broker_security", None))
+                getattr(self.broker, "inter_broker_security", None),
+            )
         connection = await link.get(endpoint)
-        version = None if min_version is None else \
-            connection.version_for(api_key, min_version=min_version)
+        version = (
+            None
+            if min_version is None
+            else connection.version_for(api_key, min_version=min_version)
+        )
         return await connection.send(request, version=version)
 
     async def close(self) -> None:

@@ -26,6 +26,7 @@ instance was created on (or re-evaluated on, after a subscription change)
 is remembered, and when it closes the instance is forgotten with its
 metrics (``connection_closed``, a SocketServer disconnect listener).
 """
+
 from __future__ import annotations
 
 import logging
@@ -43,8 +44,12 @@ from kfast.storage.meta_properties import uuid_base64
 logger = logging.getLogger(__name__)
 
 # Kafka's ClientMetricsManager.SUPPORTED_COMPRESSION_TYPES, in its order.
-ACCEPTED_COMPRESSION_TYPES = (compression.COMPRESSION_ZSTD, compression.COMPRESSION_LZ4,
-                              compression.COMPRESSION_GZIP, compression.COMPRESSION_SNAPPY)
+ACCEPTED_COMPRESSION_TYPES = (
+    compression.COMPRESSION_ZSTD,
+    compression.COMPRESSION_LZ4,
+    compression.COMPRESSION_GZIP,
+    compression.COMPRESSION_SNAPPY,
+)
 CACHE_EXPIRY_MS = 60_000
 # Uuid.RESERVED: the zero id and the metadata topic's id (0...01).
 _RESERVED_IDS = frozenset({uuid.UUID(int=0), uuid.UUID(int=1)})
@@ -68,12 +73,30 @@ def subscription_id(metrics: list[str], interval_ms: int, instance_id: uuid.UUID
 
 
 class ClientInstance:
-    __slots__ = ("instance_id", "attributes", "subscription_version", "subscription_id",
-                 "metrics", "push_interval_ms", "last_get_ms", "last_push_ms", "last_seen_ms",
-                 "terminating", "last_error", "points")
+    __slots__ = (
+        "instance_id",
+        "attributes",
+        "subscription_version",
+        "subscription_id",
+        "metrics",
+        "push_interval_ms",
+        "last_get_ms",
+        "last_push_ms",
+        "last_seen_ms",
+        "terminating",
+        "last_error",
+        "points",
+    )
 
-    def __init__(self, instance_id: uuid.UUID, attributes: dict, version: int,
-                 metrics: list[str], interval_ms: int, now_ms: int):
+    def __init__(
+        self,
+        instance_id: uuid.UUID,
+        attributes: dict,
+        version: int,
+        metrics: list[str],
+        interval_ms: int,
+        now_ms: int,
+    ):
         self.instance_id = instance_id
         self.attributes = attributes
         self.subscription_version = version
@@ -83,7 +106,7 @@ class ClientInstance:
         self.last_get_ms = self.last_push_ms = 0
         self.last_seen_ms = now_ms
         self.terminating = False
-        self.last_error: type | None = None     # of the last push
+        self.last_error: type | None = None  # of the last push
         # (name, kind, attributes) -> [value, count, monotonic]
         self.points: dict[tuple, list] = {}
 
@@ -96,8 +119,10 @@ class ClientInstance:
     def may_push(self, now_ms: int) -> bool:
         # Right after GetTelemetrySubscriptions a push may come early: the
         # client jitters its interval between 0.5 and 1.5 times.
-        if self.last_get_ms > self.last_push_ms or \
-                now_ms - self.last_push_ms >= self.push_interval_ms:
+        if (
+            self.last_get_ms > self.last_push_ms
+            or now_ms - self.last_push_ms >= self.push_interval_ms
+        ):
             self.last_push_ms = now_ms
             return True
         return False
@@ -148,8 +173,9 @@ class ClientMetricsManager:
         everything = False
         for subscription in self.subscriptions.values():
             if subscriptions.matches(subscription, attributes):
-                everything = everything or subscriptions.ALL_SUBSCRIBED_METRICS in \
-                    subscription.metrics
+                everything = (
+                    everything or subscriptions.ALL_SUBSCRIBED_METRICS in subscription.metrics
+                )
                 metrics.update(m for m in subscription.metrics if m)
                 interval = min(interval, subscription.interval_ms)
         if everything:
@@ -168,14 +194,18 @@ class ClientMetricsManager:
                 # Ids as Kafka's Uuid.toString() writes them (base64url),
                 # the form clients report and match patterns use.
                 attributes = {
-                    "client_instance_id": uuid_base64(instance_id), "client_id": ctx.client_id,
-                    "client_software_name": software[0], "client_software_version": software[1],
+                    "client_instance_id": uuid_base64(instance_id),
+                    "client_id": ctx.client_id,
+                    "client_software_name": software[0],
+                    "client_software_version": software[1],
                     "client_source_address": peer[0] if peer else None,
-                    "client_source_port": str(peer[1]) if peer else None}
+                    "client_source_port": str(peer[1]) if peer else None,
+                }
             metrics, interval = self._evaluate(attributes)
             replaced = instance
-            instance = ClientInstance(instance_id, attributes, self.version, metrics, interval,
-                                      now_ms)
+            instance = ClientInstance(
+                instance_id, attributes, self.version, metrics, interval, now_ms
+            )
             if replaced is not None:
                 instance.points = replaced.points
             self.instances[instance_id] = instance
@@ -186,9 +216,11 @@ class ClientMetricsManager:
         return instance
 
     def expire(self, now_ms: int) -> None:
-        expired = {i for i, instance in self.instances.items()
-                   if now_ms - instance.last_seen_ms >
-                   max(CACHE_EXPIRY_MS, 3 * instance.push_interval_ms)}
+        expired = {
+            i
+            for i, instance in self.instances.items()
+            if now_ms - instance.last_seen_ms > max(CACHE_EXPIRY_MS, 3 * instance.push_interval_ms)
+        }
         if not expired:
             return
         for instance_id in expired:
@@ -218,21 +250,26 @@ class ClientMetricsManager:
         if not instance.may_get(now) and instance.last_error not in _ASK_AGAIN:
             raise errors.ThrottlingQuotaExceededException(
                 f"Request from the client [{client_instance_id}] arrived before the next push "
-                f"interval time")
+                f"interval time"
+            )
         instance.last_error = None
-        return dict(client_instance_id=client_instance_id,
-                    subscription_id=instance.subscription_id,
-                    accepted_compression_types=list(ACCEPTED_COMPRESSION_TYPES),
-                    push_interval_ms=instance.push_interval_ms,
-                    telemetry_max_bytes=self.telemetry_max_bytes,
-                    delta_temporality=True, requested_metrics=list(instance.metrics))
+        return dict(
+            client_instance_id=client_instance_id,
+            subscription_id=instance.subscription_id,
+            accepted_compression_types=list(ACCEPTED_COMPRESSION_TYPES),
+            push_interval_ms=instance.push_interval_ms,
+            telemetry_max_bytes=self.telemetry_max_bytes,
+            delta_temporality=True,
+            requested_metrics=list(instance.metrics),
+        )
 
     def push(self, ctx, request) -> None:
         """PushTelemetry; raises the KafkaError to answer."""
         instance_id = request.client_instance_id
         if instance_id is None or instance_id in _RESERVED_IDS:
             raise errors.InvalidRequestException(
-                f"Invalid request from the client [{instance_id}], invalid client instance id")
+                f"Invalid request from the client [{instance_id}], invalid client instance id"
+            )
         now = self.time_ms()
         instance = self._instance(instance_id, ctx, now)
         try:
@@ -247,8 +284,10 @@ class ClientMetricsManager:
         if payload:
             try:
                 data = compression.decompress(
-                    request.compression_type, payload,
-                    max_output=self.telemetry_max_bytes * _MAX_INFLATION)
+                    request.compression_type,
+                    payload,
+                    max_output=self.telemetry_max_bytes * _MAX_INFLATION,
+                )
                 instance.record(decode_metrics_data(data))
             except (OtlpDecodeError, errors.KafkaError) as exc:
                 logger.debug("telemetry push from %s not decoded: %s", instance_id, exc)
@@ -259,22 +298,27 @@ class ClientMetricsManager:
         if instance.terminating:
             raise errors.InvalidRequestException(
                 f"Client [{instance_id}] sent the previous request with state terminating to "
-                f"TRUE, can not accept any requests after that")
+                f"TRUE, can not accept any requests after that"
+            )
         if not instance.may_push(now) and not request.terminating:
             raise errors.ThrottlingQuotaExceededException(
                 f"Request from the client [{instance_id}] arrived before the next push "
-                f"interval time")
+                f"interval time"
+            )
         if request.subscription_id != instance.subscription_id:
             raise errors.UnknownSubscriptionIdException(
-                f"Unknown client subscription id for the client [{instance_id}]")
+                f"Unknown client subscription id for the client [{instance_id}]"
+            )
         if request.compression_type not in compression.CODEC_NAMES:
             raise errors.UnsupportedCompressionTypeException(
                 f"Unknown compression type [{request.compression_type}] is received in "
-                f"telemetry request from [{instance_id}]")
+                f"telemetry request from [{instance_id}]"
+            )
         if request.metrics is not None and len(request.metrics) > self.telemetry_max_bytes:
             raise errors.TelemetryTooLargeException(
                 f"Telemetry request from [{instance_id}] is larger than the maximum allowed "
-                f"size [{self.telemetry_max_bytes}]")
+                f"size [{self.telemetry_max_bytes}]"
+            )
 
     # -- for the Prometheus endpoint ---------------------------------------------------------
     def snapshot(self) -> list[tuple]:
@@ -283,10 +327,11 @@ class ClientMetricsManager:
         self.expire(self.time_ms())
         out = []
         for instance in self.instances.values():
-            identity = (("client_instance_id", instance.attributes["client_instance_id"]),
-                        ("client_id", instance.attributes.get("client_id") or ""),
-                        ("client_software_name",
-                         instance.attributes.get("client_software_name") or ""))
+            identity = (
+                ("client_instance_id", instance.attributes["client_instance_id"]),
+                ("client_id", instance.attributes.get("client_id") or ""),
+                ("client_software_name", instance.attributes.get("client_software_name") or ""),
+            )
             for (name, kind, attributes), (value, count, monotonic) in instance.points.items():
                 out.append((name, kind, identity + attributes, value, count, monotonic))
         return out

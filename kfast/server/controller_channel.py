@@ -22,6 +22,7 @@ committed record); writes go to the active controller as Kafka's RPCs
 (BrokerRegistration + BrokerHeartbeat, CreateTopics, AllocateProducerIds).
 Client admin requests are forwarded whole by KafkaApis (``forward``).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -59,15 +60,29 @@ logger = logging.getLogger(__name__)
 
 _NOT_CONTROLLER = errors.NotControllerException.code
 _ENVELOPE = api_keys.BY_NAME["Envelope"].key
-_SIZE_PREFIX = 4                # encode_request's frames start with their int32 size
+_SIZE_PREFIX = 4  # encode_request's frames start with their int32 size
 # Admin requests a broker forwards to the active controller (Kafka forwards
 # these through its ForwardingManager).
 _INCREMENTAL_ALTER_CONFIGS = api_keys.BY_NAME["IncrementalAlterConfigs"].key
-FORWARDED_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
-    "CreateTopics", "DeleteTopics", "CreatePartitions", "IncrementalAlterConfigs",
-    "AlterConfigs", "ElectLeaders", "AlterPartitionReassignments", "UpdateFeatures",
-    "DescribeQuorum", "UnregisterBroker", "CreateAcls", "DeleteAcls",
-    "AlterUserScramCredentials", "AlterClientQuotas"))
+FORWARDED_APIS = frozenset(
+    api_keys.BY_NAME[name].key
+    for name in (
+        "CreateTopics",
+        "DeleteTopics",
+        "CreatePartitions",
+        "IncrementalAlterConfigs",
+        "AlterConfigs",
+        "ElectLeaders",
+        "AlterPartitionReassignments",
+        "UpdateFeatures",
+        "DescribeQuorum",
+        "UnregisterBroker",
+        "CreateAcls",
+        "DeleteAcls",
+        "AlterUserScramCredentials",
+        "AlterClientQuotas",
+    )
+)
 
 
 def _error_codes(response):
@@ -85,13 +100,19 @@ class ControllerChannel:
     # Between the heartbeats of a controlled shutdown (a remote controller).
     heartbeat_backoff = 0.05
 
-    def __init__(self, node_id: int, voters: dict[int, tuple[str, int]], leader_hint,
-                 request_timeout: float = 30.0, security=None):
+    def __init__(
+        self,
+        node_id: int,
+        voters: dict[int, tuple[str, int]],
+        leader_hint,
+        request_timeout: float = 30.0,
+        security=None,
+    ):
         self.node_id = node_id
         # The controller listener's TLS/SASL (kfast.client.security.ClientSecurity).
         self.security = security
         self.voters = dict(voters)
-        self._leader_hint = leader_hint       # () -> the leader id this node knows, or -1
+        self._leader_hint = leader_hint  # () -> the leader id this node knows, or -1
         self.request_timeout = request_timeout
         self._connections: dict[int, BrokerConnection] = {}
         self._next = 0
@@ -101,21 +122,32 @@ class ControllerChannel:
         order = sorted(self.voters)
         start = self._next % len(order)
         rotated = order[start:] + order[:start]
-        return ([leader] if leader in self.voters else []) + \
-            [v for v in rotated if v != leader]
+        return ([leader] if leader in self.voters else []) + [v for v in rotated if v != leader]
 
     async def _connection(self, node_id: int) -> BrokerConnection:
         connection = self._connections.get(node_id)
         if connection is None or not connection.connected:
             host, port = self.voters[node_id]
-            connection = await asyncio.wait_for(BrokerConnection.open(
-                host, port, client_id=f"broker-{self.node_id}-to-controller",
-                request_timeout=self.request_timeout, security=self.security), 5)
+            connection = await asyncio.wait_for(
+                BrokerConnection.open(
+                    host,
+                    port,
+                    client_id=f"broker-{self.node_id}-to-controller",
+                    request_timeout=self.request_timeout,
+                    security=self.security,
+                ),
+                5,
+            )
             self._connections[node_id] = connection
         return connection
 
-    async def send(self, body, api_key: int | None = None, version: int | None = None,
-                   timeout: float | None = None):
+    async def send(
+        self,
+        body,
+        api_key: int | None = None,
+        version: int | None = None,
+        timeout: float | None = None,
+    ):
         """The active controller's response to ``body``; raises
         NotControllerException if no controller took it before the deadline."""
         deadline = time.monotonic() + (timeout or self.request_timeout)
@@ -126,7 +158,7 @@ class ControllerChannel:
                 try:
                     connection = await self._connection(node_id)
                     response = await connection.send(body, api_key=api_key, version=version)
-                except Exception as exc:   # a controller that is down: try the next
+                except Exception as exc:  # a controller that is down: try the next
                     last = exc
                     stale = self._connections.pop(node_id, None)
                     if stale is not None:
@@ -151,15 +183,23 @@ def registration_features() -> list:
     """What a broker can run, as Kafka's BrokerLifecycleManager sends its
     supported features in BrokerRegistration (the controller refuses a
     broker that cannot run a finalized level)."""
-    return [BrokerRegistrationRequest.Feature(
-        name=METADATA_VERSION, min_supported_version=1,
-        max_supported_version=METADATA_VERSION_LEVEL),
+    return [
         BrokerRegistrationRequest.Feature(
-            name=TRANSACTION_VERSION, min_supported_version=0,
-            max_supported_version=TRANSACTION_VERSION_LEVEL),
+            name=METADATA_VERSION,
+            min_supported_version=1,
+            max_supported_version=METADATA_VERSION_LEVEL,
+        ),
         BrokerRegistrationRequest.Feature(
-            name=KRAFT_VERSION, min_supported_version=KRAFT_VERSION_LEVELS[0],
-            max_supported_version=KRAFT_VERSION_LEVELS[-1])]
+            name=TRANSACTION_VERSION,
+            min_supported_version=0,
+            max_supported_version=TRANSACTION_VERSION_LEVEL,
+        ),
+        BrokerRegistrationRequest.Feature(
+            name=KRAFT_VERSION,
+            min_supported_version=KRAFT_VERSION_LEVELS[0],
+            max_supported_version=KRAFT_VERSION_LEVELS[-1],
+        ),
+    ]
 
 
 class LocalControllerChannel:
@@ -182,8 +222,13 @@ class LocalControllerChannel:
         self.request_timeout = request_timeout
         self._correlation_id = 0
 
-    async def send(self, body, api_key: int | None = None, version: int | None = None,
-                   timeout: float | None = None):
+    async def send(
+        self,
+        body,
+        api_key: int | None = None,
+        version: int | None = None,
+        timeout: float | None = None,
+    ):
         key = api_key if api_key is not None else api_key_of(body)
         if version is None:
             version = lookup_api(key).max_stable_version
@@ -191,15 +236,18 @@ class LocalControllerChannel:
         backoff = 0.001
         while True:
             self._correlation_id = (self._correlation_id + 1) & 0x7FFFFFFF
-            frame = encode_request(key, version, self._correlation_id,
-                                   f"broker-{self.node_id}-to-controller", body)
-            parts = self.apis.handle(None, bytearray(memoryview(frame)[self._SIZE_BYTES:]),
-                                     self.listener_name)
+            frame = encode_request(
+                key, version, self._correlation_id, f"broker-{self.node_id}-to-controller", body
+            )
+            parts = self.apis.handle(
+                None, bytearray(memoryview(frame)[self._SIZE_BYTES :]), self.listener_name
+            )
             if parts is not None and not isinstance(parts, (list, tuple)):
                 parts = await parts
             if parts is None:
                 raise errors.InvalidRequestException(
-                    f"the controller closed the in-process channel on {lookup_api(key).name}")
+                    f"the controller closed the in-process channel on {lookup_api(key).name}"
+                )
             _, response = decode_response(key, version, b"".join(bytes(p) for p in parts))
             if _NOT_CONTROLLER not in _error_codes(response) or time.monotonic() >= deadline:
                 return response
@@ -220,10 +268,13 @@ class Forwarder:
         self.local = local
 
     def wants(self, api_key: int, request=None) -> bool:
-        if api_key == _INCREMENTAL_ALTER_CONFIGS and request is not None and request.resources \
-                and all(r.resource_type == CONFIG_RESOURCE_BROKER_LOGGER
-                        for r in request.resources):
-            return False    # logger levels are this broker's own (Kafka answers them locally)
+        if (
+            api_key == _INCREMENTAL_ALTER_CONFIGS
+            and request is not None
+            and request.resources
+            and all(r.resource_type == CONFIG_RESOURCE_BROKER_LOGGER for r in request.resources)
+        ):
+            return False  # logger levels are this broker's own (Kafka answers them locally)
         return api_key in FORWARDED_APIS and not self.local.is_active
 
     async def forward(self, api_key: int, version: int, request, ctx=None):
@@ -238,7 +289,8 @@ class Forwarder:
         envelope = EnvelopeRequest(
             request_data=frame[_SIZE_PREFIX:],
             request_principal=serialize_principal(ctx.principal),
-            client_host_address=address_bytes(address[0] if address else "0.0.0.0"))
+            client_host_address=address_bytes(address[0] if address else "0.0.0.0"),
+        )
         response = await self.channel.send(envelope, api_key=_ENVELOPE, version=0)
         if response.error_code:
             raise errors.for_code(response.error_code)()
@@ -259,7 +311,7 @@ class QuorumControllerClient:
     those requests otherwise), so it is delegated to it."""
 
     def __init__(self, local, channel: ControllerChannel, config, cluster_id: str):
-        self.local = local                  # this node's RaftQuorumController
+        self.local = local  # this node's RaftQuorumController
         self.channel = channel
         self.config = config
         self.cluster_id = cluster_id
@@ -324,16 +376,27 @@ class QuorumControllerClient:
         await self.channel.close()
 
     # -- membership ------------------------------------------------------------------------
-    async def register_broker(self, broker_id: int, incarnation_id: uuid.UUID, listeners,
-                              rack: str | None) -> int:
+    async def register_broker(
+        self, broker_id: int, incarnation_id: uuid.UUID, listeners, rack: str | None
+    ) -> int:
         """BrokerRegistration with the active controller, then heartbeats every
         broker.heartbeat.interval.ms; returns the broker epoch."""
         request = BrokerRegistrationRequest(
-            broker_id=broker_id, cluster_id=self.cluster_id, incarnation_id=incarnation_id,
-            listeners=[BrokerRegistrationRequest.Listener(
-                name=e.name, host=e.host, port=e.port,
-                security_protocol=SECURITY_PROTOCOLS[e.security_protocol]) for e in listeners],
-            features=registration_features(), rack=rack)
+            broker_id=broker_id,
+            cluster_id=self.cluster_id,
+            incarnation_id=incarnation_id,
+            listeners=[
+                BrokerRegistrationRequest.Listener(
+                    name=e.name,
+                    host=e.host,
+                    port=e.port,
+                    security_protocol=SECURITY_PROTOCOLS[e.security_protocol],
+                )
+                for e in listeners
+            ],
+            features=registration_features(),
+            rack=rack,
+        )
         response = await self.channel.send(request, timeout=60)
         if response.error_code:
             raise errors.for_code(response.error_code)("broker registration refused")
@@ -344,16 +407,25 @@ class QuorumControllerClient:
         return self.broker_epoch
 
     async def _heartbeat(self, want_shut_down: bool = False):
-        response = await self.channel.send(BrokerHeartbeatRequest(
-            broker_id=self._broker_id, broker_epoch=self.broker_epoch,
-            current_metadata_offset=self.local.image.offset, want_fence=False,
-            want_shut_down=want_shut_down), timeout=10)
+        response = await self.channel.send(
+            BrokerHeartbeatRequest(
+                broker_id=self._broker_id,
+                broker_epoch=self.broker_epoch,
+                current_metadata_offset=self.local.image.offset,
+                want_fence=False,
+                want_shut_down=want_shut_down,
+            ),
+            timeout=10,
+        )
         if response.error_code == 0 and response.is_fenced != self.fenced:
             self.fenced = response.is_fenced
             if not self.fenced:
                 self._in_service.set()
-            logger.info("broker %d is %s", self._broker_id,
-                        "fenced" if self.fenced else "unfenced (in service)")
+            logger.info(
+                "broker %d is %s",
+                self._broker_id,
+                "fenced" if self.fenced else "unfenced (in service)",
+            )
         return response
 
     async def wait_in_service(self, timeout: float = 60.0) -> None:
@@ -373,21 +445,32 @@ class QuorumControllerClient:
                 logger.warning("broker heartbeat failed: %s", exc)
 
     # -- writes a broker makes itself ------------------------------------------------------
-    async def auto_create_topics(self, names, num_partitions=None, replication_factor=None,
-                                 configs=None) -> dict[str, int]:
+    async def auto_create_topics(
+        self, names, num_partitions=None, replication_factor=None, configs=None
+    ) -> dict[str, int]:
         Topic = CreateTopicsRequest.CreatableTopic
-        request = CreateTopicsRequest(timeout_ms=30_000, topics=[Topic(
-            name=name, num_partitions=-1 if num_partitions is None else num_partitions,
-            replication_factor=-1 if replication_factor is None else replication_factor,
-            configs=[CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
-                     for k, v in (configs or {}).items()])
-            for name in dict.fromkeys(names)])
+        request = CreateTopicsRequest(
+            timeout_ms=30_000,
+            topics=[
+                Topic(
+                    name=name,
+                    num_partitions=-1 if num_partitions is None else num_partitions,
+                    replication_factor=-1 if replication_factor is None else replication_factor,
+                    configs=[
+                        CreateTopicsRequest.CreatableTopicConfig(name=k, value=v)
+                        for k, v in (configs or {}).items()
+                    ],
+                )
+                for name in dict.fromkeys(names)
+            ],
+        )
         response = await self.channel.send(request)
         return {t.name: t.error_code for t in response.topics}
 
     async def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
-        response = await self.channel.send(AllocateProducerIdsRequest(
-            broker_id=broker_id, broker_epoch=self.broker_epoch))
+        response = await self.channel.send(
+            AllocateProducerIdsRequest(broker_id=broker_id, broker_epoch=self.broker_epoch)
+        )
         if response.error_code:
             raise errors.for_code(response.error_code)("producer id block refused")
         return response.producer_id_start, response.producer_id_len

@@ -34,6 +34,7 @@ DescribeConfigs reads the controller's image.
 Shutdown (SIGTERM): a leader resigns with EndQuorumEpoch so the others
 elect a successor at once, the listener stops, the log is closed cleanly.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -64,6 +65,7 @@ from kfast.storage.meta_properties import (
 
 logger = logging.getLogger("kfast.server")
 
+
 def controller_client_security(config: KafkaConfig) -> ClientSecurity:
     """kfast's client toward the controllers (Kafka's controller channel and
     Raft client): the first controller listener's TLS settings and a login
@@ -81,8 +83,11 @@ def controller_listeners(config: KafkaConfig) -> list[tuple[str, str, int]]:
     names = {n.upper() for n in config["controller.listener.names"]}
     found = [l for l in map(parse_listener, config["listeners"]) if l[0] in names]
     if not found:
-        raise ConfigException("controller.listener.names", config["controller.listener.names"],
-                              "None of the controller listener names is in listeners")
+        raise ConfigException(
+            "controller.listener.names",
+            config["controller.listener.names"],
+            "None of the controller listener names is in listeners",
+        )
     return found
 
 
@@ -130,37 +135,47 @@ class ControllerServer:
         try:
             self.static_voters = parse_quorum_voters(config["controller.quorum.voters"])
         except ValueError as exc:
-            raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
-                                  str(exc)) from exc
+            raise ConfigException(
+                "controller.quorum.voters", config["controller.quorum.voters"], str(exc)
+            ) from exc
         if embedded:
             # Whatever one voter the properties name, the quorum is this node.
             self.static_voters = {self.node_id: self.static_voters.get(self.node_id)}
         try:
             self.bootstrap_servers = parse_bootstrap_servers(
-                config["controller.quorum.bootstrap.servers"])
+                config["controller.quorum.bootstrap.servers"]
+            )
         except ValueError as exc:
-            raise ConfigException("controller.quorum.bootstrap.servers",
-                                  config["controller.quorum.bootstrap.servers"], str(exc)) from exc
+            raise ConfigException(
+                "controller.quorum.bootstrap.servers",
+                config["controller.quorum.bootstrap.servers"],
+                str(exc),
+            ) from exc
         if not self.static_voters and not self.bootstrap_servers:
-            raise ConfigException("controller.quorum.voters", "",
-                                  "A node of a multi-node cluster needs the quorum's voters or "
-                                  "controller.quorum.bootstrap.servers")
+            raise ConfigException(
+                "controller.quorum.voters",
+                "",
+                "A node of a multi-node cluster needs the quorum's voters or "
+                "controller.quorum.bootstrap.servers",
+            )
         if self.static_voters and (self.node_id in self.static_voters) == observer:
-            raise ConfigException("controller.quorum.voters", config["controller.quorum.voters"],
-                                  f"node.id {self.node_id} is "
-                                  f"{'one' if observer else 'not one'} of the voters")
+            raise ConfigException(
+                "controller.quorum.voters",
+                config["controller.quorum.voters"],
+                f"node.id {self.node_id} is {'one' if observer else 'not one'} of the voters",
+            )
         self.listeners = [] if observer or embedded else controller_listeners(config)
         # What this node presents to the controllers (Raft, the broker's
         # controller channel): the controller listener's TLS/SASL settings
         # (the embedded node's broker reaches its controller in-process).
-        self.client_security = ClientSecurity() if embedded else \
-            controller_client_security(config)
+        self.client_security = ClientSecurity() if embedded else controller_client_security(config)
         # The controller listeners' own TLS/SASL, checked now (a listener kfast
         # cannot secure as configured stops the start).
         protocols = listener_protocols(config)
         self.listener_security = {
             name: ListenerSecurity.from_config(config, name, protocols.get(name, "PLAINTEXT"))
-            for name, _, _ in self.listeners}
+            for name, _, _ in self.listeners
+        }
         self.endpoints = [] if observer or embedded else advertised_controller_endpoints(config)
         self.metadata_dir = config.get("metadata.log.dir") or config["log.dirs"][0]
         self.cluster_id: str | None = config["cluster.id"]
@@ -225,8 +240,9 @@ class ControllerServer:
         return None if self.controller is None else self.controller.image
 
     def supported_features(self) -> dict[str, tuple[int, int]]:
-        return {} if self.controller is None else \
-            self.controller.feature_control.supported_features()
+        return (
+            {} if self.controller is None else self.controller.feature_control.supported_features()
+        )
 
     def kraft_version(self) -> int:
         return 0 if self.controller is None else self.controller.kraft_version()
@@ -239,72 +255,103 @@ class ControllerServer:
         began = time.perf_counter()
         loop = asyncio.get_running_loop()
         self.cluster_id, _ = await loop.run_in_executor(
-            None, ensure_meta_properties, [self.metadata_dir], self.node_id, self.cluster_id)
+            None, ensure_meta_properties, [self.metadata_dir], self.node_id, self.cluster_id
+        )
         meta = await loop.run_in_executor(None, read_meta_properties, self.metadata_dir)
         directory_id = parse_uuid_base64(meta.directory_id) if meta.directory_id else None
         serde = RecordSerde(encode_record, lambda value: decode_record(value)[0])
-        log = FileReplicatedLog(self.metadata_dir, serde,
-                                segment_bytes=self.config["metadata.log.segment.bytes"],
-                                segment_ms=self.config["metadata.log.segment.ms"])
+        log = FileReplicatedLog(
+            self.metadata_dir,
+            serde,
+            segment_bytes=self.config["metadata.log.segment.bytes"],
+            segment_ms=self.config["metadata.log.segment.ms"],
+        )
         await loop.run_in_executor(None, log.open)
         # A static quorum's quorum-state names its voters (data_version 0);
         # a dynamic one's does not (data_version 1), its voters are in the log.
         store = await loop.run_in_executor(
-            None, FileQuorumStateStore.in_partition_dir, self.metadata_dir, log.dir,
-            tuple(sorted(self.static_voters)) if self.static_voters else None)
-        self.controller = RaftQuorumController(self.config, self.node_id, self.cluster_id,
-                                               self.metadata_dir, loop=loop)
+            None,
+            FileQuorumStateStore.in_partition_dir,
+            self.metadata_dir,
+            log.dir,
+            tuple(sorted(self.static_voters)) if self.static_voters else None,
+        )
+        self.controller = RaftQuorumController(
+            self.config, self.node_id, self.cluster_id, self.metadata_dir, loop=loop
+        )
         self.raft_manager = RaftManager(
-            self.node_id, self.static_voters, self.cluster_id, log, store,
-            RecordBatchCodec(serde), listener=self.controller,
+            self.node_id,
+            self.static_voters,
+            self.cluster_id,
+            log,
+            store,
+            RecordBatchCodec(serde),
+            listener=self.controller,
             config=QuorumConfig.from_config(self.config),
             # A static quorum's voters have no directory ids: neither do they.
             directory_id=directory_id if not self.static_voters and directory_id else ZERO_UUID,
-            endpoints=self.endpoints, bootstrap_servers=self.bootstrap_servers,
-            listener_name=self.listeners[0][0] if self.listeners else
-            (self.config["controller.listener.names"] or [None])[0],
-            security=self.client_security)
+            endpoints=self.endpoints,
+            bootstrap_servers=self.bootstrap_servers,
+            listener_name=self.listeners[0][0]
+            if self.listeners
+            else (self.config["controller.listener.names"] or [None])[0],
+            security=self.client_security,
+        )
         self.controller.attach(self.raft_manager)
-        self.controller.subscribe(
-            lambda delta, image: self.quotas.update(image.client_quotas))
+        self.controller.subscribe(lambda delta, image: self.quotas.update(image.client_quotas))
         if self.authorizer is not None:
             self.controller.subscribe(AclPublisher(self.authorizer).on_metadata_update)
         self._log = log
         try:
             for name, host, port in self.listeners:
-                server = secured_socket_server(self.apis, self.config, name,
-                                               self.listener_security[name], self,
-                                               host or "0.0.0.0", port)
+                server = secured_socket_server(
+                    self.apis,
+                    self.config,
+                    name,
+                    self.listener_security[name],
+                    self,
+                    host or "0.0.0.0",
+                    port,
+                )
                 await server.start()
                 self.socket_servers[name] = server
                 self.bound_ports[name] = server.port
             await self.controller.start()
-            if self.config["kfast.metrics.port"] >= 0 and \
-                    set(self.config["process.roles"]) == {"controller"}:
+            if self.config["kfast.metrics.port"] >= 0 and set(self.config["process.roles"]) == {
+                "controller"
+            }:
                 from kfast.server.metrics_exporter import (
                     ControllerSnapshotter,
                     start_metrics_server,
                 )
 
                 self.metrics_server = await start_metrics_server(
-                    ControllerSnapshotter(self).take, self.config, loop)
+                    ControllerSnapshotter(self).take, self.config, loop
+                )
         except BaseException:
             await self.shutdown()
             raise
         self.started = True
         if self.embedded:
             # The node's one "ready" line is its broker's.
-            logger.info("kfast embedded controller %d (the quorum's only voter) started in "
-                        "%.1f ms (cluster %s)", self.node_id,
-                        (time.perf_counter() - began) * 1000, self.cluster_id)
+            logger.info(
+                "kfast embedded controller %d (the quorum's only voter) started in "
+                "%.1f ms (cluster %s)",
+                self.node_id,
+                (time.perf_counter() - began) * 1000,
+                self.cluster_id,
+            )
             return
-        logger.info("kfast %s %d ready in %.1f ms, quorum voters %s, listening on %s "
-                    "(cluster %s)", "metadata observer" if self.observer else "controller",
-                    self.node_id, (time.perf_counter() - began) * 1000,
-                    ",".join(f"{n}@{a[0]}:{a[1]}" if a else str(n)
-                             for n, a in sorted(self.voters.items())) or "(not yet known)",
-                    ", ".join(f"{n}://{h}:{p}" for n, h, p in self.listeners) or "-",
-                    self.cluster_id)
+        logger.info(
+            "kfast %s %d ready in %.1f ms, quorum voters %s, listening on %s (cluster %s)",
+            "metadata observer" if self.observer else "controller",
+            self.node_id,
+            (time.perf_counter() - began) * 1000,
+            ",".join(f"{n}@{a[0]}:{a[1]}" if a else str(n) for n, a in sorted(self.voters.items()))
+            or "(not yet known)",
+            ", ".join(f"{n}://{h}:{p}" for n, h, p in self.listeners) or "-",
+            self.cluster_id,
+        )
 
     async def shutdown(self, timeout: float = 30.0) -> None:
         loop = asyncio.get_running_loop()

@@ -7,6 +7,7 @@ image the broker holds now, and appends go through the leader append path
 with acks=-1, so a coordinator record counts only once the in-sync
 replicas have it.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -21,8 +22,14 @@ class AppendResult:
     """The per-partition produce result ReplicaManager.append_records fills in
     (for an append that answers no Produce request)."""
 
-    __slots__ = ("error_code", "error_message", "base_offset", "log_append_time_ms",
-                 "log_start_offset", "record_errors")
+    __slots__ = (
+        "error_code",
+        "error_message",
+        "base_offset",
+        "log_append_time_ms",
+        "log_start_offset",
+        "record_errors",
+    )
 
     def __init__(self):
         self.error_code = 0
@@ -54,12 +61,16 @@ class CoordinatorPartitionWriter:
             return None
         return topic.partitions[index].leader
 
-    def append(self, index: int, batch: bytes, timeout_ms: int,
-               on_committed: Callable[[int], None]) -> None:
+    def append(
+        self, index: int, batch: bytes, timeout_ms: int, on_committed: Callable[[int], None]
+    ) -> None:
         result = AppendResult()
         waiting = self._broker.replica_manager.append_records(
-            timeout_ms, _ALL_IN_SYNC_REPLICAS, [(self.topic, index, batch, result)],
-            ORIGIN_COORDINATOR)
+            timeout_ms,
+            _ALL_IN_SYNC_REPLICAS,
+            [(self.topic, index, batch, result)],
+            ORIGIN_COORDINATOR,
+        )
         if waiting is None:
             on_committed(result.error_code)
         else:

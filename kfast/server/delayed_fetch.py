@@ -9,6 +9,7 @@ fetch's reads — index lookups that produce FileRegions, no record bytes are
 read — and completes once they add up to min_bytes or a partition has an
 error to report; on expiry the response carries whatever is there.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -18,8 +19,13 @@ from kfast.server_common.purgatory import DelayedOperation
 
 
 class DelayedFetch(DelayedOperation):
-    def __init__(self, delay_ms: int, min_bytes: int, read: Callable[[], tuple[list, int, bool]],
-                 future: asyncio.Future):
+    def __init__(
+        self,
+        delay_ms: int,
+        min_bytes: int,
+        read: Callable[[], tuple[list, int, bool]],
+        future: asyncio.Future,
+    ):
         """``read()`` returns (results, total bytes, has_error)."""
         super().__init__(delay_ms)
         self.min_bytes = min_bytes

@@ -9,6 +9,7 @@ replica manager calls ``check_and_complete(partition key)`` whenever a high
 watermark moves. On one node the high watermark follows each append, so the
 first try completes it; with followers, their fetches move it.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -30,13 +31,14 @@ class ProducePartitionStatus:
     def __init__(self, partition, required_offset: int, response):
         self.partition = partition
         self.required_offset = required_offset
-        self.response = response          # PartitionProduceResponse, error_code 0
+        self.response = response  # PartitionProduceResponse, error_code 0
         self.acks_pending = True
 
 
 class DelayedProduce(DelayedOperation):
-    def __init__(self, delay_ms: int, statuses: list[ProducePartitionStatus],
-                 future: asyncio.Future):
+    def __init__(
+        self, delay_ms: int, statuses: list[ProducePartitionStatus], future: asyncio.Future
+    ):
         super().__init__(delay_ms)
         self.statuses = statuses
         self.future = future

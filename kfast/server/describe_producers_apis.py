@@ -16,6 +16,7 @@ one whose transaction is not open: ``current_txn_start_offset`` is -1 then,
 ``coordinator_epoch`` is -1 until a marker of the producer was written and
 ``last_sequence`` is -1 for a producer that wrote only markers.
 """
+
 from __future__ import annotations
 
 from kfast.controller.topics import validate_topic_name
@@ -41,13 +42,19 @@ def _topic_error(ctx: RequestContext, name: str) -> E.KafkaError | None:
 
 
 def _active_producers(producer_state) -> list:
-    return [R.ProducerState(
-        producer_id=entry.producer_id, producer_epoch=entry.producer_epoch,
-        last_sequence=entry.last_seq, last_timestamp=entry.last_timestamp,
-        coordinator_epoch=entry.coordinator_epoch,
-        current_txn_start_offset=(-1 if entry.current_txn_first_offset is None
-                                  else entry.current_txn_first_offset))
-        for entry in producer_state.producers.values()]
+    return [
+        R.ProducerState(
+            producer_id=entry.producer_id,
+            producer_epoch=entry.producer_epoch,
+            last_sequence=entry.last_seq,
+            last_timestamp=entry.last_timestamp,
+            coordinator_epoch=entry.coordinator_epoch,
+            current_txn_start_offset=(
+                -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset
+            ),
+        )
+        for entry in producer_state.producers.values()
+    ]
 
 
 def _partition_response(ctx: RequestContext, topic: str, index: int):
@@ -55,20 +62,28 @@ def _partition_response(ctx: RequestContext, topic: str, index: int):
         partition = ctx.broker.replica_manager.partition_or_raise(topic, index)
     except Exception as exc:
         # Kafka's activeProducerState answers these without a message.
-        return R.PartitionResponse(partition_index=index, error_code=error_of(exc).code,
-                                   active_producers=[])
-    return R.PartitionResponse(partition_index=index, error_code=0,
-                               active_producers=_active_producers(partition.log.producer_state))
+        return R.PartitionResponse(
+            partition_index=index, error_code=error_of(exc).code, active_producers=[]
+        )
+    return R.PartitionResponse(
+        partition_index=index,
+        error_code=0,
+        active_producers=_active_producers(partition.log.producer_state),
+    )
 
 
 def handle_describe_producers(ctx: RequestContext, request):
     topics = []
     for topic in request.topics:
-        error = E.TopicAuthorizationException() if not ctx.authorize(
-            ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, topic.name) else _topic_error(ctx, topic.name)
+        error = (
+            E.TopicAuthorizationException()
+            if not ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, topic.name)
+            else _topic_error(ctx, topic.name)
+        )
         if error is None:
-            partitions = [_partition_response(ctx, topic.name, index)
-                          for index in topic.partition_indexes]
+            partitions = [
+                _partition_response(ctx, topic.name, index) for index in topic.partition_indexes
+            ]
         else:
             partitions = _error_partitions(topic.partition_indexes, error)
         topics.append(R.TopicResponse(name=topic.name, partitions=partitions))
@@ -76,16 +91,27 @@ def handle_describe_producers(ctx: RequestContext, request):
 
 
 def _error_partitions(indexes, error: E.KafkaError) -> list:
-    return [R.PartitionResponse(partition_index=index, error_code=error.code,
-                                error_message=error.message, active_producers=[])
-            for index in indexes]
+    return [
+        R.PartitionResponse(
+            partition_index=index,
+            error_code=error.code,
+            error_message=error.message,
+            active_producers=[],
+        )
+        for index in indexes
+    ]
 
 
 def _error_response(ctx, request, error):
-    return R(throttle_time_ms=0, topics=[
-        R.TopicResponse(name=topic.name,
-                        partitions=_error_partitions(topic.partition_indexes, error))
-        for topic in request.topics])
+    return R(
+        throttle_time_ms=0,
+        topics=[
+            R.TopicResponse(
+                name=topic.name, partitions=_error_partitions(topic.partition_indexes, error)
+            )
+            for topic in request.topics
+        ],
+    )
 
 
 def register(apis: KafkaApis) -> None:

@@ -21,6 +21,7 @@ read as it is: the Raft log takes its batches as committed history (a
 quorum of one committed everything it wrote) and the new leader's epoch
 follows the log's.
 """
+
 from __future__ import annotations
 
 from kfast.server.controller_channel import LocalControllerChannel, QuorumControllerClient
@@ -39,8 +40,9 @@ class EmbeddedController(QuorumControllerClient):
     def __init__(self, broker, loop=None):
         self.server = ControllerServer(broker.config, embedded=True)
         names = broker.config["controller.listener.names"]
-        channel = LocalControllerChannel(broker.node_id, self.server.apis,
-                                         names[0].upper() if names else _DEFAULT_LISTENER)
+        channel = LocalControllerChannel(
+            broker.node_id, self.server.apis, names[0].upper() if names else _DEFAULT_LISTENER
+        )
         super().__init__(None, channel, broker.config, broker.cluster_id)
         self.server.cluster_id = broker.cluster_id
 

@@ -16,6 +16,7 @@ answers with the inner response's header and body:
   an address that is not 4 or 16 bytes, an inner request that does not
   parse or is not forwardable: INVALID_REQUEST.
 """
+
 from __future__ import annotations
 
 import socket
@@ -46,8 +47,9 @@ async def handle_envelope(ctx: RequestContext, request) -> EnvelopeResponse:
     except ValueError:
         return EnvelopeResponse(error_code=errors.PrincipalDeserializationException.code)
     host = client_host(bytes(request.client_host_address))
-    data = await ctx.broker.apis.handle_enveloped(ctx, bytes(request.request_data), principal,
-                                                  host, FORWARDED_APIS)
+    data = await ctx.broker.apis.handle_enveloped(
+        ctx, bytes(request.request_data), principal, host, FORWARDED_APIS
+    )
     return EnvelopeResponse(response_data=data, error_code=0)
 
 
@@ -56,5 +58,4 @@ def _error_response(ctx, request, error: errors.KafkaError) -> EnvelopeResponse:
 
 
 def register(apis: KafkaApis) -> None:
-    apis.register(api_keys.BY_NAME["Envelope"].key, handle_envelope,
-                  error_response=_error_response)
+    apis.register(api_keys.BY_NAME["Envelope"].key, handle_envelope, error_response=_error_response)

@@ -9,6 +9,7 @@ to the socket, except for Fetch v0-v3, whose clients only read magic 0/1
 message sets: those responses are down-converted (which means reading the
 bytes, as Kafka does).
 """
+
 from __future__ import annotations
 
 import logging
@@ -53,8 +54,9 @@ def _down_convert(region, version: int):
     whole = complete_batches_size(data)
     if whole == 0:
         return b""
-    return convert_v2_to_message_set(memoryview(data)[:whole], 0 if version <= 1 else 1,
-                                     max_decompressed_bytes=_MAX_DECOMPRESSED)
+    return convert_v2_to_message_set(
+        memoryview(data)[:whole], 0 if version <= 1 else 1, max_decompressed_bytes=_MAX_DECOMPRESSED
+    )
 
 
 def handle_fetch(ctx: RequestContext, request):
@@ -66,12 +68,11 @@ def handle_fetch(ctx: RequestContext, request):
         return handle_follower_fetch(ctx, request, replica_id)
     by_id = version >= 13
     partitions: list[CachedPartition] = []
-    unknown_ids: list[tuple] = []           # (topic_id, partition) answered UNKNOWN_TOPIC_ID
-    denied: list[tuple] = []                # (topic, topic_id, partition): no READ on the topic
+    unknown_ids: list[tuple] = []  # (topic_id, partition) answered UNKNOWN_TOPIC_ID
+    denied: list[tuple] = []  # (topic, topic_id, partition): no READ on the topic
     for topic in request.topics:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
-        readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC,
-                                                      name)
+        readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, name)
         for p in topic.partitions:
             if name is None:
                 unknown_ids.append((topic.topic_id, p.partition))
@@ -79,17 +80,25 @@ def handle_fetch(ctx: RequestContext, request):
             if not readable:
                 denied.append((name, topic.topic_id if by_id else ZERO_UUID, p.partition))
                 continue
-            partitions.append(CachedPartition(
-                name, topic.topic_id if by_id else None, p.partition, p.fetch_offset,
-                p.partition_max_bytes, p.current_leader_epoch, p.log_start_offset))
+            partitions.append(
+                CachedPartition(
+                    name,
+                    topic.topic_id if by_id else None,
+                    p.partition,
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    p.current_leader_epoch,
+                    p.log_start_offset,
+                )
+            )
     forgotten = []
     for topic in request.forgotten_topics_data:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
         if name is not None:
             forgotten.extend((name, p) for p in topic.partitions)
     context = broker.fetch_session_cache.new_context(
-        request.session_id, request.session_epoch, partitions, forgotten,
-        sessionless=version < 7)
+        request.session_id, request.session_epoch, partitions, forgotten, sessionless=version < 7
+    )
     if context.error_code:
         return FetchResponse(error_code=context.error_code, session_id=0, responses=[])
     max_bytes = request.max_bytes if version >= 3 else INT32_MAX
@@ -97,17 +106,25 @@ def handle_fetch(ctx: RequestContext, request):
     # quota's: no more than the quota lets through in one window.
     max_bytes = min(max_bytes, broker.config["fetch.max.bytes"])
     if broker.quotas.fetch.enabled:
-        max_bytes = int(min(max_bytes, broker.quotas.fetch.max_value_in_quota_window(
-            ctx.principal.name, ctx.client_id)))
+        max_bytes = int(
+            min(
+                max_bytes,
+                broker.quotas.fetch.max_value_in_quota_window(ctx.principal.name, ctx.client_id),
+            )
+        )
     params = FetchParams(
-        max_wait_ms=request.max_wait_ms, min_bytes=request.min_bytes,
+        max_wait_ms=request.max_wait_ms,
+        min_bytes=request.min_bytes,
         max_bytes=max_bytes,
         isolation_level=request.isolation_level if version >= 4 else 0,
         hard_max_bytes_limit=version <= 2,
-        client_rack=request.rack_id if version >= 11 else None)
+        client_rack=request.rack_id if version >= 11 else None,
+    )
     cached = list(context.partitions)
-    requests = [PartitionFetchRequest(c.key, c.fetch_offset, c.max_bytes, c.current_leader_epoch)
-                for c in cached]
+    requests = [
+        PartitionFetchRequest(c.key, c.fetch_offset, c.max_bytes, c.current_leader_epoch)
+        for c in cached
+    ]
     if unknown_ids or denied:
         params = params._replace(max_wait_ms=0)  # an error to report: answer now
     results = replica_manager.fetch_messages(params, requests)
@@ -128,17 +145,28 @@ def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
         # Without last_fetched_epoch a follower could not learn where its log
         # diverges; kfast's followers use v12+ (Kafka's since 2.7).
         raise errors.UnsupportedVersionException(
-            f"Follower fetches need Fetch v12 or later, got v{version}")
+            f"Follower fetches need Fetch v12 or later, got v{version}"
+        )
     by_id = version >= 13
-    if not ctx.authorize(ACL_OPERATION_CLUSTER_ACTION, ACL_RESOURCE_CLUSTER,
-                         CLUSTER_RESOURCE_NAME):
+    if not ctx.authorize(ACL_OPERATION_CLUSTER_ACTION, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
         # Kafka: a replica without CLUSTER_ACTION reads nothing.
-        return FetchResponse(error_code=0, session_id=0, responses=_denied_topics([
-            (topic.topic if not by_id else replica_manager.topic_name(topic.topic_id),
-             topic.topic_id if by_id else ZERO_UUID, p.partition)
-            for topic in request.topics for p in topic.partitions]))
+        return FetchResponse(
+            error_code=0,
+            session_id=0,
+            responses=_denied_topics(
+                [
+                    (
+                        topic.topic if not by_id else replica_manager.topic_name(topic.topic_id),
+                        topic.topic_id if by_id else ZERO_UUID,
+                        p.partition,
+                    )
+                    for topic in request.topics
+                    for p in topic.partitions
+                ]
+            ),
+        )
     requests: list[PartitionFetchRequest] = []
-    named: list[tuple] = []                 # (topic, topic_id) per request
+    named: list[tuple] = []  # (topic, topic_id) per request
     unknown_ids: list[tuple] = []
     for topic in request.topics:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
@@ -146,13 +174,24 @@ def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
             if name is None:
                 unknown_ids.append((topic.topic_id, p.partition))
                 continue
-            requests.append(PartitionFetchRequest(
-                (name, p.partition), p.fetch_offset, p.partition_max_bytes,
-                p.current_leader_epoch, p.last_fetched_epoch, p.log_start_offset))
+            requests.append(
+                PartitionFetchRequest(
+                    (name, p.partition),
+                    p.fetch_offset,
+                    p.partition_max_bytes,
+                    p.current_leader_epoch,
+                    p.last_fetched_epoch,
+                    p.log_start_offset,
+                )
+            )
             named.append((name, topic.topic_id if by_id else None))
     params = FetchParams(
-        max_wait_ms=0 if unknown_ids else request.max_wait_ms, min_bytes=request.min_bytes,
-        max_bytes=request.max_bytes, isolation_level=0, replica_id=replica_id)
+        max_wait_ms=0 if unknown_ids else request.max_wait_ms,
+        min_bytes=request.min_bytes,
+        max_bytes=request.max_bytes,
+        isolation_level=0,
+        replica_id=replica_id,
+    )
     results = replica_manager.fetch_messages(params, requests)
     if isinstance(results, list):
         return _follower_response(named, results, unknown_ids, replica_manager)
@@ -167,8 +206,9 @@ def _record_throttled(quota, results: list) -> None:
     """Count what this response sends for throttled partitions, to in-sync
     followers too (Kafka's sizeOfThrottledPartitions; kfast counts the
     record bytes, which are all but a few dozen bytes per partition)."""
-    throttled = sum(data.size for request, data in results
-                    if data.size and quota.is_throttled(*request.key))
+    throttled = sum(
+        data.size for request, data in results if data.size and quota.is_throttled(*request.key)
+    )
     if throttled:
         quota.record(throttled)
 
@@ -184,10 +224,13 @@ def _follower_response(named: list, results: list, unknown_ids: list, replica_ma
             current = _TopicResponse(topic=name, topic_id=topic_id, partitions=[])
             responses.append(current)
         partition = _PartitionData(
-            partition_index=request.key[1], error_code=data.error_code,
-            high_watermark=data.high_watermark, last_stable_offset=data.last_stable_offset,
+            partition_index=request.key[1],
+            error_code=data.error_code,
+            high_watermark=data.high_watermark,
+            last_stable_offset=data.last_stable_offset,
             log_start_offset=data.log_start_offset,
-            records=data.records if data.records is not None else b"")
+            records=data.records if data.records is not None else b"",
+        )
         if data.diverging_epoch is not None:
             epoch, end_offset = data.diverging_epoch
             partition.diverging_epoch = _EpochEndOffset(epoch=epoch, end_offset=end_offset)
@@ -200,9 +243,20 @@ def _follower_response(named: list, results: list, unknown_ids: list, replica_ma
 
 def _unknown_topic_ids(unknown_ids: list) -> list:
     """UNKNOWN_TOPIC_ID for each (topic id, partition) no topic has."""
-    return [_TopicResponse(topic_id=topic_id, partitions=[_PartitionData(
-        partition_index=index, error_code=errors.UnknownTopicIdException.code,
-        high_watermark=-1, records=b"")]) for topic_id, index in unknown_ids]
+    return [
+        _TopicResponse(
+            topic_id=topic_id,
+            partitions=[
+                _PartitionData(
+                    partition_index=index,
+                    error_code=errors.UnknownTopicIdException.code,
+                    high_watermark=-1,
+                    records=b"",
+                )
+            ],
+        )
+        for topic_id, index in unknown_ids
+    ]
 
 
 def _replica_id(request, version: int) -> int:
@@ -216,17 +270,30 @@ def _replica_id(request, version: int) -> int:
 
 def _denied_topics(denied: list) -> list:
     """TOPIC_AUTHORIZATION_FAILED for each (topic, topic id, partition)."""
-    return [_TopicResponse(topic=name, topic_id=topic_id, partitions=[_PartitionData(
-        partition_index=index, error_code=errors.TopicAuthorizationException.code,
-        high_watermark=-1, records=b"")]) for name, topic_id, index in denied]
+    return [
+        _TopicResponse(
+            topic=name,
+            topic_id=topic_id,
+            partitions=[
+                _PartitionData(
+                    partition_index=index,
+                    error_code=errors.TopicAuthorizationException.code,
+                    high_watermark=-1,
+                    records=b"",
+                )
+            ],
+        )
+        for name, topic_id, index in denied
+    ]
 
 
 async def _await_response(ctx, waiting, context, cached, unknown_ids, denied):
     return _response(ctx, context, cached, await waiting, unknown_ids, denied)
 
 
-def _response(ctx: RequestContext, context, cached: list, results: list, unknown_ids: list,
-              denied: list = ()):
+def _response(
+    ctx: RequestContext, context, cached: list, results: list, unknown_ids: list, denied: list = ()
+):
     version = ctx.api_version
     quota = ctx.broker.quotas.fetch
     if quota.enabled and _throttled(ctx, quota, results):
@@ -234,9 +301,11 @@ def _response(ctx: RequestContext, context, cached: list, results: list, unknown
         # (a full fetch's new session is not kept).
         if isinstance(context, FullFetchContext) and context.session_id:
             ctx.broker.fetch_session_cache.remove(context.session_id)
-        return FetchResponse(error_code=0, session_id=context.session_id
-                             if isinstance(context, IncrementalFetchContext) else 0,
-                             responses=[])
+        return FetchResponse(
+            error_code=0,
+            session_id=context.session_id if isinstance(context, IncrementalFetchContext) else 0,
+            responses=[],
+        )
     selected = context.select([(c, data) for c, (_, data) in zip(cached, results)])
 
     responses: list = []
@@ -259,15 +328,23 @@ def _response(ctx: RequestContext, context, cached: list, results: list, unknown
         records = data.records
         if records is not None and version <= 3:
             records = _down_convert(records, version)
-        current.partitions.append(_PartitionData(
-            partition_index=c.partition, error_code=data.error_code,
-            high_watermark=data.high_watermark, last_stable_offset=data.last_stable_offset,
-            log_start_offset=data.log_start_offset,
-            aborted_transactions=None if data.aborted_transactions is None else [
-                _AbortedTransaction(producer_id=pid, first_offset=first)
-                for pid, first in data.aborted_transactions],
-            records=records if records is not None else b"",
-            preferred_read_replica=data.preferred_read_replica))
+        current.partitions.append(
+            _PartitionData(
+                partition_index=c.partition,
+                error_code=data.error_code,
+                high_watermark=data.high_watermark,
+                last_stable_offset=data.last_stable_offset,
+                log_start_offset=data.log_start_offset,
+                aborted_transactions=None
+                if data.aborted_transactions is None
+                else [
+                    _AbortedTransaction(producer_id=pid, first_offset=first)
+                    for pid, first in data.aborted_transactions
+                ],
+                records=records if records is not None else b"",
+                preferred_read_replica=data.preferred_read_replica,
+            )
+        )
     responses.extend(_unknown_topic_ids(unknown_ids))
     responses.extend(_denied_topics(denied))
     body = FetchResponse(error_code=0, session_id=context.session_id, responses=responses)
@@ -292,8 +369,12 @@ def _throttled(ctx: RequestContext, quota, results: list) -> bool:
 def _add_leader_hints(ctx: RequestContext, body) -> None:
     """Fetch v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
     current leader (KIP-951)."""
-    hinted = [(topic.topic, p.partition_index, p) for topic in body.responses
-              for p in topic.partitions if p.error_code in _LEADER_MOVED]
+    hinted = [
+        (topic.topic, p.partition_index, p)
+        for topic in body.responses
+        for p in topic.partitions
+        if p.error_code in _LEADER_MOVED
+    ]
     if hinted:
         body.node_endpoints = []
         leader_hints.fill(ctx, hinted, FetchResponse, body.node_endpoints)

@@ -26,6 +26,7 @@ min.incremental.fetch.session.eviction.ms, or else the smallest one if the
 new session has more partitions; otherwise the broker declines (answers
 session_id 0 and the client goes on with full fetches).
 """
+
 from __future__ import annotations
 
 import random
@@ -52,12 +53,29 @@ class CachedPartition:
     """A partition of a session: what the client asked for and what it was
     last told."""
 
-    __slots__ = ("topic", "topic_id", "partition", "fetch_offset", "max_bytes",
-                 "current_leader_epoch", "log_start_offset", "high_watermark",
-                 "last_stable_offset", "sent_log_start_offset")
+    __slots__ = (
+        "topic",
+        "topic_id",
+        "partition",
+        "fetch_offset",
+        "max_bytes",
+        "current_leader_epoch",
+        "log_start_offset",
+        "high_watermark",
+        "last_stable_offset",
+        "sent_log_start_offset",
+    )
 
-    def __init__(self, topic: str, topic_id, partition: int, fetch_offset: int, max_bytes: int,
-                 current_leader_epoch: int = -1, log_start_offset: int = -1):
+    def __init__(
+        self,
+        topic: str,
+        topic_id,
+        partition: int,
+        fetch_offset: int,
+        max_bytes: int,
+        current_leader_epoch: int = -1,
+        log_start_offset: int = -1,
+    ):
         self.topic = topic
         self.topic_id = topic_id
         self.partition = partition
@@ -83,8 +101,7 @@ class CachedPartition:
         """Whether an incremental response must carry this partition; records
         the values sent."""
         # A preferred read replica (KIP-392) is always sent, as Kafka does.
-        changed = data.size > 0 or data.error_code != 0 or \
-            data.preferred_read_replica >= 0
+        changed = data.size > 0 or data.error_code != 0 or data.preferred_read_replica >= 0
         if data.high_watermark != self.high_watermark:
             self.high_watermark = data.high_watermark
             changed = True
@@ -101,13 +118,12 @@ class CachedPartition:
 
 
 class FetchSession:
-    __slots__ = ("session_id", "privileged", "partitions", "epoch", "created_ms",
-                 "last_used_ms")
+    __slots__ = ("session_id", "privileged", "partitions", "epoch", "created_ms", "last_used_ms")
 
     def __init__(self, session_id: int, privileged: bool, partitions: OrderedDict, now_ms: int):
         self.session_id = session_id
         self.privileged = privileged
-        self.partitions = partitions       # key -> CachedPartition, in fetch order
+        self.partitions = partitions  # key -> CachedPartition, in fetch order
         self.epoch = next_epoch(INITIAL_EPOCH)
         self.created_ms = now_ms
         self.last_used_ms = now_ms
@@ -169,8 +185,12 @@ class IncrementalFetchContext(FetchContext):
 
 
 class FetchSessionCache:
-    def __init__(self, max_entries: int = 1000, eviction_ms: int = MIN_EVICTION_MS,
-                 time_ms=lambda: int(time.monotonic() * 1000)):
+    def __init__(
+        self,
+        max_entries: int = 1000,
+        eviction_ms: int = MIN_EVICTION_MS,
+        time_ms=lambda: int(time.monotonic() * 1000),
+    ):
         self.max_entries = max_entries
         self.eviction_ms = eviction_ms
         self.time_ms = time_ms
@@ -187,9 +207,15 @@ class FetchSessionCache:
     def total_partitions(self) -> int:
         return sum(s.size for s in self._sessions.values())
 
-    def new_context(self, session_id: int, epoch: int, partitions: list[CachedPartition],
-                    forgotten: Iterable[tuple], privileged: bool = False,
-                    sessionless: bool = False) -> FetchContext:
+    def new_context(
+        self,
+        session_id: int,
+        epoch: int,
+        partitions: list[CachedPartition],
+        forgotten: Iterable[tuple],
+        privileged: bool = False,
+        sessionless: bool = False,
+    ) -> FetchContext:
         """The fetch context for one request. ``sessionless``: a version
         without sessions (Fetch v0-v6)."""
         if sessionless:
@@ -233,8 +259,9 @@ class FetchSessionCache:
         if self.max_entries <= 0:
             return None
         now = self.time_ms()
-        if len(self._sessions) >= self.max_entries and not self._evict_one(now, privileged,
-                                                                           len(partitions)):
+        if len(self._sessions) >= self.max_entries and not self._evict_one(
+            now, privileged, len(partitions)
+        ):
             return None
         session = FetchSession(self._new_session_id(), privileged, partitions, now)
         self._sessions[session.session_id] = session
@@ -267,8 +294,9 @@ class FetchSessionCache:
         """Drop sessions idle for longer than the eviction time (the broker
         runs this periodically so idle sessions do not pin memory)."""
         now = self.time_ms()
-        stale = [sid for sid, s in self._sessions.items()
-                 if now - s.last_used_ms >= self.eviction_ms]
+        stale = [
+            sid for sid, s in self._sessions.items() if now - s.last_used_ms >= self.eviction_ms
+        ]
         for sid in stale:
             self._evict(sid)
         return len(stale)

@@ -13,6 +13,7 @@ COORDINATOR_LOAD_IN_PROGRESS, as Kafka does.
 ConsumerGroupHeartbeat and ConsumerGroupDescribe serve KIP-848 groups
 (server-side assignment; kfast.coordinator.group.consumer_group_manager).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -53,6 +54,7 @@ def _callback_future():
     def callback(result):
         if not future.done():
             future.set_result(result)
+
     return future, callback
 
 
@@ -110,35 +112,70 @@ async def handle_find_coordinator(ctx: RequestContext, request):
     results = []
     for key in keys:
         if request.key_type == GROUP_KEY_TYPE and not ctx.authorize(
-                ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, key):
+            ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, key
+        ):
             results.append((key, E.GroupAuthorizationException.code, -1, "", -1))
         elif request.key_type == TRANSACTION_KEY_TYPE and not ctx.authorize(
-                ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TRANSACTIONAL_ID, key):
+            ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TRANSACTIONAL_ID, key
+        ):
             results.append((key, E.TransactionalIdAuthorizationException.code, -1, "", -1))
         elif request.key_type == GROUP_KEY_TYPE:
-            results.append((key,) + await _find_coordinator(
-                ctx, GROUP_METADATA_TOPIC_NAME, ctx.broker.group_coordinator.partition_for(key)))
+            results.append(
+                (key,)
+                + await _find_coordinator(
+                    ctx, GROUP_METADATA_TOPIC_NAME, ctx.broker.group_coordinator.partition_for(key)
+                )
+            )
         elif request.key_type == TRANSACTION_KEY_TYPE:
-            results.append((key,) + await _find_coordinator(
-                ctx, TRANSACTION_STATE_TOPIC_NAME,
-                ctx.broker.transaction_coordinator.partition_for(key)))
+            results.append(
+                (key,)
+                + await _find_coordinator(
+                    ctx,
+                    TRANSACTION_STATE_TOPIC_NAME,
+                    ctx.broker.transaction_coordinator.partition_for(key),
+                )
+            )
         else:
             raise E.InvalidRequestException(f"Unknown coordinator type {request.key_type}")
     if ctx.api_version >= 4:
-        return {"coordinators": [
-            {"key": key, "node_id": node, "host": host, "port": port, "error_code": code,
-             "error_message": E.for_code(code)().message if code else None}
-            for key, code, node, host, port in results]}
+        return {
+            "coordinators": [
+                {
+                    "key": key,
+                    "node_id": node,
+                    "host": host,
+                    "port": port,
+                    "error_code": code,
+                    "error_message": E.for_code(code)().message if code else None,
+                }
+                for key, code, node, host, port in results
+            ]
+        }
     _, code, node, host, port = results[0]
-    return {"error_code": code, "error_message": E.for_code(code)().message if code else None,
-            "node_id": node, "host": host, "port": port}
+    return {
+        "error_code": code,
+        "error_message": E.for_code(code)().message if code else None,
+        "node_id": node,
+        "host": host,
+        "port": port,
+    }
 
 
 def _find_coordinator_error(ctx, request, error):
     if ctx.api_version >= 4:
-        return {"coordinators": [{"key": key, "node_id": -1, "host": "", "port": -1,
-                                  "error_code": error.code, "error_message": error.message}
-                                 for key in request.coordinator_keys]}
+        return {
+            "coordinators": [
+                {
+                    "key": key,
+                    "node_id": -1,
+                    "host": "",
+                    "port": -1,
+                    "error_code": error.code,
+                    "error_message": error.message,
+                }
+                for key in request.coordinator_keys
+            ]
+        }
     return {"error_code": error.code, "node_id": -1, "host": "", "port": -1}
 
 
@@ -147,10 +184,15 @@ async def handle_join_group(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or (
-        runtime.check_coordinator(request.group_id) if request.group_id else 0)
+        runtime.check_coordinator(request.group_id) if request.group_id else 0
+    )
     if code:
-        return {"error_code": code, "member_id": request.member_id, "leader": "",
-                "protocol_name": None if version >= 7 else ""}
+        return {
+            "error_code": code,
+            "member_id": request.member_id,
+            "leader": "",
+            "protocol_name": None if version >= 7 else "",
+        }
     instance_id = request.group_instance_id if version >= 5 else None
     previous_member_id = None
     if version < 9 and instance_id is not None and not request.member_id:
@@ -160,11 +202,18 @@ async def handle_join_group(ctx: RequestContext, request):
         previous_member_id = group.static_member_id(instance_id) if group else None
     future, callback = _callback_future()
     runtime.coordinator.join_group(
-        request.group_id, request.member_id, instance_id,
-        ctx.client_id or "", _client_host(ctx), request.session_timeout_ms,
-        request.rebalance_timeout_ms if version >= 1 else -1, request.protocol_type,
+        request.group_id,
+        request.member_id,
+        instance_id,
+        ctx.client_id or "",
+        _client_host(ctx),
+        request.session_timeout_ms,
+        request.rebalance_timeout_ms if version >= 1 else -1,
+        request.protocol_type,
         [(p.name, bytes(p.metadata)) for p in request.protocols],
-        version >= 4, callback)
+        version >= 4,
+        callback,
+    )
     result = await _await_if_pending(future)
     protocol_name = result["protocol_name"]
     if protocol_name is None and version < 7:
@@ -179,43 +228,59 @@ async def handle_join_group(ctx: RequestContext, request):
         # for one, rebalances the group as soon as its metadata changes.
         leader, members = previous_member_id or leader, []
     return {
-        "error_code": result["error_code"], "generation_id": result["generation_id"],
-        "protocol_type": result["protocol_type"], "protocol_name": protocol_name,
+        "error_code": result["error_code"],
+        "generation_id": result["generation_id"],
+        "protocol_type": result["protocol_type"],
+        "protocol_name": protocol_name,
         "leader": leader,
         "skip_assignment": result["skip_assignment"] and version >= 9,
         "member_id": result["member_id"],
-        "members": [{"member_id": m, "group_instance_id": i, "metadata": meta}
-                    for m, i, meta in members],
+        "members": [
+            {"member_id": m, "group_instance_id": i, "metadata": meta} for m, i, meta in members
+        ],
     }
 
 
 async def handle_sync_group(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
-    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or \
-        runtime.check_coordinator(request.group_id)
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or runtime.check_coordinator(
+        request.group_id
+    )
     if code:
         return {"error_code": code, "assignment": b""}
     future, callback = _callback_future()
     runtime.coordinator.sync_group(
-        request.group_id, request.generation_id, request.member_id,
+        request.group_id,
+        request.generation_id,
+        request.member_id,
         request.group_instance_id if version >= 3 else None,
         request.protocol_type if version >= 5 else None,
         request.protocol_name if version >= 5 else None,
-        {a.member_id: bytes(a.assignment) for a in request.assignments}, callback)
+        {a.member_id: bytes(a.assignment) for a in request.assignments},
+        callback,
+    )
     code, protocol_type, protocol_name, assignment = await _await_if_pending(future)
-    return {"error_code": code, "protocol_type": protocol_type, "protocol_name": protocol_name,
-            "assignment": assignment}
+    return {
+        "error_code": code,
+        "protocol_type": protocol_type,
+        "protocol_name": protocol_name,
+        "assignment": assignment,
+    }
 
 
 def handle_heartbeat(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
-    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or \
-        runtime.check_coordinator(request.group_id)
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or runtime.check_coordinator(
+        request.group_id
+    )
     if not code:
         code = runtime.coordinator.heartbeat(
-            request.group_id, request.member_id,
-            request.group_instance_id if ctx.api_version >= 3 else None, request.generation_id)
+            request.group_id,
+            request.member_id,
+            request.group_instance_id if ctx.api_version >= 3 else None,
+            request.generation_id,
+        )
     return {"error_code": code}
 
 
@@ -225,16 +290,21 @@ def handle_leave_group(ctx: RequestContext, request):
         members = [(m.member_id, m.group_instance_id) for m in request.members]
     else:
         members = [(request.member_id, None)]
-    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or \
-        runtime.check_coordinator(request.group_id)
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or runtime.check_coordinator(
+        request.group_id
+    )
     results = []
     if not code:
         code, results = runtime.coordinator.leave_group(request.group_id, members)
     if ctx.api_version < 3:
         return {"error_code": code or (results[0] if results else 0)}
-    return {"error_code": code, "members": [
-        {"member_id": m, "group_instance_id": i, "error_code": e}
-        for (m, i), e in zip(members, results)]}
+    return {
+        "error_code": code,
+        "members": [
+            {"member_id": m, "group_instance_id": i, "error_code": e}
+            for (m, i), e in zip(members, results)
+        ],
+    }
 
 
 # -- offsets ---------------------------------------------------------------------------
@@ -251,7 +321,8 @@ async def handle_offset_commit(ctx: RequestContext, request):
     by_id = version >= 10
     image = ctx.broker.metadata_image
     code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or (
-        runtime.check_coordinator(request.group_id) if request.group_id else 0)
+        runtime.check_coordinator(request.group_id) if request.group_id else 0
+    )
     expire = NO_EXPIRE_TIMESTAMP
     if 2 <= version <= 4 and request.retention_time_ms != -1:
         expire = int(time.time() * 1000) + request.retention_time_ms
@@ -260,54 +331,74 @@ async def handle_offset_commit(ctx: RequestContext, request):
     layout = []
     for topic in request.topics:
         name = _topic_name(ctx, topic, by_id)
-        readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC,
-                                                      name)
+        readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, name)
         rows = []
         for p in topic.partitions:
             tp = (name, p.partition_index)
             rows.append(tp)
-            known = name is not None and name in image.topics_by_name and \
-                p.partition_index in image.topics_by_name[name].partitions
+            known = (
+                name is not None
+                and name in image.topics_by_name
+                and p.partition_index in image.topics_by_name[name].partitions
+            )
             if code:
                 results[tp] = code
             elif name is not None and not readable:
                 results[tp] = E.TopicAuthorizationException.code
             elif not known:
-                results[tp] = (E.UnknownTopicIdException.code if by_id and name is None
-                               else E.UnknownTopicOrPartitionException.code)
+                results[tp] = (
+                    E.UnknownTopicIdException.code
+                    if by_id and name is None
+                    else E.UnknownTopicOrPartitionException.code
+                )
             else:
-                offsets[tp] = (p.committed_offset,
-                               p.committed_leader_epoch if version >= 6 else -1,
-                               p.committed_metadata)
+                offsets[tp] = (
+                    p.committed_offset,
+                    p.committed_leader_epoch if version >= 6 else -1,
+                    p.committed_metadata,
+                )
         layout.append((topic, rows))
     if offsets:
         future, callback = _callback_future()
         runtime.coordinator.commit_offsets(
-            request.group_id, request.member_id if version >= 1 else "",
+            request.group_id,
+            request.member_id if version >= 1 else "",
             request.group_instance_id if version >= 7 else None,
             request.generation_id_or_member_epoch if version >= 1 else -1,
-            offsets, expire, callback)
+            offsets,
+            expire,
+            callback,
+        )
         results.update(await _await_if_pending(future))
-    return {"topics": [
-        {"name": topic.name if not by_id else "", "topic_id": topic.topic_id if by_id else None,
-         "partitions": [{"partition_index": tp[1], "error_code": results[tp]} for tp in rows]}
-        for topic, rows in layout]}
+    return {
+        "topics": [
+            {
+                "name": topic.name if not by_id else "",
+                "topic_id": topic.topic_id if by_id else None,
+                "partitions": [
+                    {"partition_index": tp[1], "error_code": results[tp]} for tp in rows
+                ],
+            }
+            for topic, rows in layout
+        ]
+    }
 
 
-def _fetch_group_offsets(ctx: RequestContext, runtime, group_id: str, topics, by_id: bool,
-                         require_stable: bool = False):
+def _fetch_group_offsets(
+    ctx: RequestContext, runtime, group_id: str, topics, by_id: bool, require_stable: bool = False
+):
     """(group error, [(topic entry, name, [(partition, value)])]); ``topics``
     None = every committed partition. With ``require_stable`` a value may be
     UNSTABLE_OFFSET_COMMIT's code (a transaction may still change it)."""
-    code = _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE) or \
-        runtime.check_coordinator(group_id)
+    code = _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE) or runtime.check_coordinator(
+        group_id
+    )
     if code:
         return code, []
     coordinator = runtime.coordinator
     if topics is None:
         grouped: dict[str, list] = {}
-        for name, partition, value in coordinator.fetch_offsets(group_id, None,
-                                                                require_stable):
+        for name, partition, value in coordinator.fetch_offsets(group_id, None, require_stable):
             grouped.setdefault(name, []).append((partition, value))
         image = ctx.broker.metadata_image
         out = []
@@ -321,13 +412,21 @@ def _fetch_group_offsets(ctx: RequestContext, runtime, group_id: str, topics, by
     out = []
     for topic in topics:
         name = _topic_name(ctx, topic, by_id)
-        if name is not None and not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC,
-                                                  name):
-            out.append((getattr(topic, "topic_id", None), name, [
-                (p, E.TopicAuthorizationException.code) for p in topic.partition_indexes]))
+        if name is not None and not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
+            out.append(
+                (
+                    getattr(topic, "topic_id", None),
+                    name,
+                    [(p, E.TopicAuthorizationException.code) for p in topic.partition_indexes],
+                )
+            )
             continue
-        rows = [(p, v) for _, p, v in coordinator.fetch_offsets(
-            group_id, [(name, p) for p in topic.partition_indexes], require_stable)]
+        rows = [
+            (p, v)
+            for _, p, v in coordinator.fetch_offsets(
+                group_id, [(name, p) for p in topic.partition_indexes], require_stable
+            )
+        ]
         out.append((getattr(topic, "topic_id", None), name, rows))
     return 0, out
 
@@ -338,9 +437,15 @@ def _partition_rows(rows, code: int = 0):
     for p, v in rows:
         error = v if isinstance(v, int) else code
         v = None if isinstance(v, int) else v
-        out.append({"partition_index": p, "committed_offset": v.offset if v else -1,
-                    "committed_leader_epoch": v.leader_epoch if v else -1,
-                    "metadata": v.metadata if v else "", "error_code": error})
+        out.append(
+            {
+                "partition_index": p,
+                "committed_offset": v.offset if v else -1,
+                "committed_leader_epoch": v.leader_epoch if v else -1,
+                "metadata": v.metadata if v else "",
+                "error_code": error,
+            }
+        )
     return out
 
 
@@ -351,44 +456,92 @@ def handle_offset_fetch(ctx: RequestContext, request):
         by_id = version >= 10
         groups = []
         for group in request.groups:
-            code, topics = _fetch_group_offsets(ctx, runtime, group.group_id, group.topics, by_id,
-                                                request.require_stable)
-            groups.append({"group_id": group.group_id, "error_code": code, "topics": [
-                {"name": name or "", "topic_id": topic_id,
-                 "partitions": _partition_rows(rows)} for topic_id, name, rows in topics]})
+            code, topics = _fetch_group_offsets(
+                ctx, runtime, group.group_id, group.topics, by_id, request.require_stable
+            )
+            groups.append(
+                {
+                    "group_id": group.group_id,
+                    "error_code": code,
+                    "topics": [
+                        {
+                            "name": name or "",
+                            "topic_id": topic_id,
+                            "partitions": _partition_rows(rows),
+                        }
+                        for topic_id, name, rows in topics
+                    ],
+                }
+            )
         return {"groups": groups}
-    code, topics = _fetch_group_offsets(ctx, runtime, request.group_id, request.topics, False,
-                                        version >= 7 and request.require_stable)
+    code, topics = _fetch_group_offsets(
+        ctx,
+        runtime,
+        request.group_id,
+        request.topics,
+        False,
+        version >= 7 and request.require_stable,
+    )
     if code and version < 2:
         # v0-1 have no top-level error: every requested partition carries it.
-        return {"topics": [{"name": t.name, "partitions": _partition_rows(
-            [(p, None) for p in t.partition_indexes], code)} for t in request.topics or ()]}
-    return {"error_code": code, "topics": [
-        {"name": name, "partitions": _partition_rows(rows)} for _, name, rows in topics]}
+        return {
+            "topics": [
+                {
+                    "name": t.name,
+                    "partitions": _partition_rows([(p, None) for p in t.partition_indexes], code),
+                }
+                for t in request.topics or ()
+            ]
+        }
+    return {
+        "error_code": code,
+        "topics": [{"name": name, "partitions": _partition_rows(rows)} for _, name, rows in topics],
+    }
 
 
 async def handle_offset_delete(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
-    code = _group_denied(ctx, request.group_id, ACL_OPERATION_DELETE) or \
-        runtime.check_coordinator(request.group_id)
+    code = _group_denied(ctx, request.group_id, ACL_OPERATION_DELETE) or runtime.check_coordinator(
+        request.group_id
+    )
     if code:
         return {"error_code": code, "topics": []}
-    readable = {t.name for t in request.topics
-                if ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, t.name)}
-    partitions = [(t.name, p.partition_index) for t in request.topics for p in t.partitions
-                  if t.name in readable]
+    readable = {
+        t.name
+        for t in request.topics
+        if ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, t.name)
+    }
+    partitions = [
+        (t.name, p.partition_index)
+        for t in request.topics
+        for p in t.partitions
+        if t.name in readable
+    ]
     future, callback = _callback_future()
-    runtime.coordinator.delete_offsets(request.group_id, partitions,
-                                       lambda top, results: callback((top, results)))
+    runtime.coordinator.delete_offsets(
+        request.group_id, partitions, lambda top, results: callback((top, results))
+    )
     code, results = await _await_if_pending(future)
     if code:
         return {"error_code": code, "topics": []}
-    return {"error_code": 0, "topics": [
-        {"name": t.name, "partitions": [
-            {"partition_index": p.partition_index,
-             "error_code": results.get((t.name, p.partition_index), 0) if t.name in readable
-             else E.TopicAuthorizationException.code} for p in t.partitions]}
-        for t in request.topics]}
+    return {
+        "error_code": 0,
+        "topics": [
+            {
+                "name": t.name,
+                "partitions": [
+                    {
+                        "partition_index": p.partition_index,
+                        "error_code": results.get((t.name, p.partition_index), 0)
+                        if t.name in readable
+                        else E.TopicAuthorizationException.code,
+                    }
+                    for p in t.partitions
+                ],
+            }
+            for t in request.topics
+        ],
+    }
 
 
 # -- ListGroups / DescribeGroups / DeleteGroups ----------------------------------------
@@ -402,8 +555,14 @@ def handle_list_groups(ctx: RequestContext, request):
         for group_id, group in sorted(runtime.coordinator.consumer_groups.items()):
             if states and group.state.lower() not in states:
                 continue
-            listed.append({"group_id": group_id, "protocol_type": "consumer",
-                           "group_state": group.state, "group_type": _CONSUMER})
+            listed.append(
+                {
+                    "group_id": group_id,
+                    "protocol_type": "consumer",
+                    "group_state": group.state,
+                    "group_type": _CONSUMER,
+                }
+            )
     if types and _CLASSIC not in types:
         return {"error_code": 0, "groups": _describable_groups(ctx, listed)}
     for group_id, group in sorted(runtime.coordinator.groups.items()):
@@ -411,8 +570,14 @@ def handle_list_groups(ctx: RequestContext, request):
             continue
         if states and group.state.lower() not in states:
             continue
-        listed.append({"group_id": group_id, "protocol_type": group.protocol_type or "",
-                       "group_state": group.state, "group_type": _CLASSIC})
+        listed.append(
+            {
+                "group_id": group_id,
+                "protocol_type": group.protocol_type or "",
+                "group_state": group.state,
+                "group_type": _CLASSIC,
+            }
+        )
     return {"error_code": 0, "groups": _describable_groups(ctx, listed)}
 
 
@@ -421,43 +586,73 @@ def _describable_groups(ctx: RequestContext, listed: list) -> list:
     may describe (Kafka's handleListGroupsRequest)."""
     if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
         return listed
-    return [g for g in listed
-            if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, g["group_id"])]
+    return [
+        g
+        for g in listed
+        if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, g["group_id"])
+    ]
 
 
 def _describe_consumer_group(runtime, group, names: dict) -> dict:
     """A KIP-848 group through the classic DescribeGroups, as Kafka shows
     it: subscriptions and assignments in the consumer protocol's format."""
-    members = [{
-        "member_id": m.member_id, "group_instance_id": m.instance_id,
-        "client_id": m.client_id, "client_host": m.client_host,
-        "member_metadata": encode_subscription(list(m.subscribed_topic_names)),
-        "member_assignment": encode_assignment(
-            {names.get(t, str(t)): sorted(ps) for t, ps in m.assigned.items()})}
-        for m in group.members.values()]
-    return {"error_code": 0, "group_id": group.group_id, "group_state": group.state,
-            "protocol_type": CONSUMER_PROTOCOL_TYPE,
-            "protocol_data": group.assignor_name or runtime.coordinator.consumer_assignors[0],
-            "members": members}
+    members = [
+        {
+            "member_id": m.member_id,
+            "group_instance_id": m.instance_id,
+            "client_id": m.client_id,
+            "client_host": m.client_host,
+            "member_metadata": encode_subscription(list(m.subscribed_topic_names)),
+            "member_assignment": encode_assignment(
+                {names.get(t, str(t)): sorted(ps) for t, ps in m.assigned.items()}
+            ),
+        }
+        for m in group.members.values()
+    ]
+    return {
+        "error_code": 0,
+        "group_id": group.group_id,
+        "group_state": group.state,
+        "protocol_type": CONSUMER_PROTOCOL_TYPE,
+        "protocol_data": group.assignor_name or runtime.coordinator.consumer_assignors[0],
+        "members": members,
+    }
 
 
 def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
     code = runtime.check_coordinator(group_id)
     if code:
-        return {"error_code": code, "group_id": group_id, "group_state": "",
-                "protocol_type": "", "protocol_data": "", "members": []}
+        return {
+            "error_code": code,
+            "group_id": group_id,
+            "group_state": "",
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+        }
     consumer_group = runtime.coordinator.consumer_groups.get(group_id)
     if consumer_group is not None:
         return _describe_consumer_group(runtime, consumer_group, names)
     group = runtime.coordinator.group_or_none(group_id)
     if group is None:
         if version >= 6:
-            return {"error_code": E.GroupIdNotFoundException.code,
-                    "error_message": f"Group {group_id} not found.", "group_id": group_id,
-                    "group_state": DEAD, "protocol_type": "", "protocol_data": "",
-                    "members": []}
-        return {"error_code": 0, "group_id": group_id, "group_state": DEAD,
-                "protocol_type": "", "protocol_data": "", "members": []}
+            return {
+                "error_code": E.GroupIdNotFoundException.code,
+                "error_message": f"Group {group_id} not found.",
+                "group_id": group_id,
+                "group_state": DEAD,
+                "protocol_type": "",
+                "protocol_data": "",
+                "members": [],
+            }
+        return {
+            "error_code": 0,
+            "group_id": group_id,
+            "group_state": DEAD,
+            "protocol_type": "",
+            "protocol_data": "",
+            "members": [],
+        }
     stable = group.is_("Stable")
     members = []
     for member in group.members.values():
@@ -467,31 +662,48 @@ def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
                 metadata = member.metadata(group.protocol_name)
             except KeyError:
                 pass
-        members.append({"member_id": member.member_id,
-                        "group_instance_id": member.group_instance_id,
-                        "client_id": member.client_id, "client_host": member.client_host,
-                        "member_metadata": metadata,
-                        "member_assignment": member.assignment if stable else b""})
-    return {"error_code": 0, "group_id": group_id, "group_state": group.state,
-            "protocol_type": group.protocol_type or "",
-            "protocol_data": (group.protocol_name or "") if stable else "", "members": members}
+        members.append(
+            {
+                "member_id": member.member_id,
+                "group_instance_id": member.group_instance_id,
+                "client_id": member.client_id,
+                "client_host": member.client_host,
+                "member_metadata": metadata,
+                "member_assignment": member.assignment if stable else b"",
+            }
+        )
+    return {
+        "error_code": 0,
+        "group_id": group_id,
+        "group_state": group.state,
+        "protocol_type": group.protocol_type or "",
+        "protocol_data": (group.protocol_name or "") if stable else "",
+        "members": members,
+    }
 
 
 def handle_describe_groups(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
-    names = {topic.topic_id: name
-             for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
+    names = {
+        topic.topic_id: name for name, topic in ctx.broker.metadata_image.topics_by_name.items()
+    }
     groups = []
     for group_id in request.groups:
         if _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE):
-            groups.append({"error_code": E.GroupAuthorizationException.code,
-                           "group_id": group_id, "group_state": "", "protocol_type": "",
-                           "protocol_data": "", "members": []})
+            groups.append(
+                {
+                    "error_code": E.GroupAuthorizationException.code,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "protocol_type": "",
+                    "protocol_data": "",
+                    "members": [],
+                }
+            )
             continue
         group = _describe(runtime, group_id, ctx.api_version, names)
         if ctx.api_version >= 3 and request.include_authorized_operations:
-            group["authorized_operations"] = ctx.authorized_operations(ACL_RESOURCE_GROUP,
-                                                                       group_id)
+            group["authorized_operations"] = ctx.authorized_operations(ACL_RESOURCE_GROUP, group_id)
         groups.append(group)
     return {"groups": groups}
 
@@ -501,8 +713,9 @@ async def handle_delete_groups(ctx: RequestContext, request):
     results: dict[str, int] = {}
     owned = []
     for group_id in request.groups_names:
-        code = _group_denied(ctx, group_id, ACL_OPERATION_DELETE) or \
-            runtime.check_coordinator(group_id)
+        code = _group_denied(ctx, group_id, ACL_OPERATION_DELETE) or runtime.check_coordinator(
+            group_id
+        )
         if code:
             results[group_id] = code
         else:
@@ -511,23 +724,31 @@ async def handle_delete_groups(ctx: RequestContext, request):
         future, callback = _callback_future()
         runtime.coordinator.delete_groups(owned, callback)
         results.update(await _await_if_pending(future))
-    return {"results": [{"group_id": g, "error_code": results[g]}
-                        for g in dict.fromkeys(request.groups_names)]}
+    return {
+        "results": [
+            {"group_id": g, "error_code": results[g]} for g in dict.fromkeys(request.groups_names)
+        ]
+    }
 
 
 # -- KIP-848 ---------------------------------------------------------------------------
 def _topics_view(ctx: RequestContext) -> dict:
     """{name: (topic_id, partition count)} of the cluster's topics."""
-    return {name: (topic.topic_id, len(topic.partitions))
-            for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
+    return {
+        name: (topic.topic_id, len(topic.partitions))
+        for name, topic in ctx.broker.metadata_image.topics_by_name.items()
+    }
 
 
 async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
     code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or (
-        runtime.check_coordinator(request.group_id) if request.group_id else 0)
-    if not code and any(not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name)
-                        for name in request.subscribed_topic_names or ()):
+        runtime.check_coordinator(request.group_id) if request.group_id else 0
+    )
+    if not code and any(
+        not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name)
+        for name in request.subscribed_topic_names or ()
+    ):
         # Kafka: a subscription to a topic the member may not describe.
         code = E.TopicAuthorizationException.code
     if code:
@@ -541,43 +762,68 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
     # (at once on one node; after replication with replicas).
     future, callback = _callback_future()
     runtime.coordinator.consumer_group_heartbeat(
-        request.group_id, request.member_id, request.member_epoch, request.instance_id,
-        request.rack_id, request.rebalance_timeout_ms, request.subscribed_topic_names,
-        request.server_assignor, owned, ctx.client_id or "", _client_host(ctx),
-        _topics_view(ctx), request.subscribed_topic_regex if ctx.api_version >= 1 else None,
+        request.group_id,
+        request.member_id,
+        request.member_epoch,
+        request.instance_id,
+        request.rack_id,
+        request.rebalance_timeout_ms,
+        request.subscribed_topic_names,
+        request.server_assignor,
+        owned,
+        ctx.client_id or "",
+        _client_host(ctx),
+        _topics_view(ctx),
+        request.subscribed_topic_regex if ctx.api_version >= 1 else None,
         callback=callback,
         # A regex filters topics: no audit line per topic left out (Kafka's
         # logIfDenied=false).
-        may_describe=lambda topic: ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC,
-                                                 topic, audit_denied=False))
+        may_describe=lambda topic: ctx.authorize(
+            ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, topic, audit_denied=False
+        ),
+    )
     return await _await_if_pending(future)
 
 
 def handle_consumer_group_describe(ctx: RequestContext, request):
     runtime = ctx.broker.group_coordinator
-    names = {topic.topic_id: name
-             for name, topic in ctx.broker.metadata_image.topics_by_name.items()}
+    names = {
+        topic.topic_id: name for name, topic in ctx.broker.metadata_image.topics_by_name.items()
+    }
     groups = []
     for group_id in request.group_ids:
-        code = _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE) or \
-            runtime.check_coordinator(group_id)
+        code = _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE) or runtime.check_coordinator(
+            group_id
+        )
         if code:
-            groups.append({"error_code": code, "group_id": group_id, "group_state": "",
-                           "group_epoch": -1, "assignment_epoch": -1, "assignor_name": "",
-                           "members": []})
+            groups.append(
+                {
+                    "error_code": code,
+                    "group_id": group_id,
+                    "group_state": "",
+                    "group_epoch": -1,
+                    "assignment_epoch": -1,
+                    "assignor_name": "",
+                    "members": [],
+                }
+            )
         else:
             group = runtime.coordinator.consumer_group_describe(group_id, names)
             if request.include_authorized_operations and not group.get("error_code"):
-                group["authorized_operations"] = ctx.authorized_operations(ACL_RESOURCE_GROUP,
-                                                                           group_id)
+                group["authorized_operations"] = ctx.authorized_operations(
+                    ACL_RESOURCE_GROUP, group_id
+                )
             groups.append(group)
     return {"groups": groups}
 
 
 def register(apis: KafkaApis) -> None:
     by_name = api_keys.BY_NAME
-    apis.register(by_name["FindCoordinator"].key, handle_find_coordinator,
-                  error_response=_find_coordinator_error)
+    apis.register(
+        by_name["FindCoordinator"].key,
+        handle_find_coordinator,
+        error_response=_find_coordinator_error,
+    )
     apis.register(by_name["JoinGroup"].key, handle_join_group)
     apis.register(by_name["SyncGroup"].key, handle_sync_group)
     apis.register(by_name["Heartbeat"].key, handle_heartbeat)

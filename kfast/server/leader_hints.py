@@ -9,15 +9,16 @@ fetch position to the new leader from that, without a Metadata round trip
 first -- the gap a producer sees when a leadership moves (controlled
 shutdown, preferred election) is that round trip shorter.
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
 
 
 class CurrentLeader(NamedTuple):
-    leader_id: int          # -1 when unknown
-    leader_epoch: int       # -1 when unknown
-    host: str | None        # None: no endpoint on the request's listener
+    leader_id: int  # -1 when unknown
+    leader_epoch: int  # -1 when unknown
+    host: str | None  # None: no endpoint on the request's listener
     port: int
     rack: str | None
 
@@ -30,12 +31,12 @@ def current_leader(image, topic: str, partition: int, listener_name: str) -> Cur
     if registration is None:
         return UNKNOWN
     broker = image.brokers.get(registration.leader)
-    endpoint = None if broker is None or broker.fenced else \
-        broker.listeners.get(listener_name)
+    endpoint = None if broker is None or broker.fenced else broker.listeners.get(listener_name)
     if endpoint is None:
         return CurrentLeader(registration.leader, registration.leader_epoch, None, -1, None)
-    return CurrentLeader(registration.leader, registration.leader_epoch, endpoint.host,
-                         endpoint.port, broker.rack)
+    return CurrentLeader(
+        registration.leader, registration.leader_epoch, endpoint.host, endpoint.port, broker.rack
+    )
 
 
 def fill(ctx, hinted, response_type, node_endpoints: list) -> None:
@@ -48,8 +49,12 @@ def fill(ctx, hinted, response_type, node_endpoints: list) -> None:
     for topic, partition, partition_response in hinted:
         leader = current_leader(image, topic, partition, ctx.listener_name)
         partition_response.current_leader = response_type.LeaderIdAndEpoch(
-            leader_id=leader.leader_id, leader_epoch=leader.leader_epoch)
+            leader_id=leader.leader_id, leader_epoch=leader.leader_epoch
+        )
         if leader.host is not None and leader.leader_id not in listed:
             listed.add(leader.leader_id)
-            node_endpoints.append(response_type.NodeEndpoint(
-                node_id=leader.leader_id, host=leader.host, port=leader.port, rack=leader.rack))
+            node_endpoints.append(
+                response_type.NodeEndpoint(
+                    node_id=leader.leader_id, host=leader.host, port=leader.port, rack=leader.rack
+                )
+            )

@@ -2,6 +2,7 @@
 OffsetForLeaderEpoch (23), DeleteRecords (21); and the log dirs holding
 partition logs: DescribeLogDirs (35), AlterReplicaLogDirs (34).
 """
+
 from __future__ import annotations
 
 import bisect
@@ -64,7 +65,8 @@ def _list_offset(ctx: RequestContext, request, topic: str, p):
             f"Failed to fetch offsets for partition {topic}-{p.partition_index} with leader "
             f"epoch {partition.leader_epoch} as its high watermark ({log.high_watermark}) is "
             f"lagging behind the start offset of the epoch "
-            f"({partition.leader_epoch_start_offset})")
+            f"({partition.leader_epoch_start_offset})"
+        )
     # Consumers may only see committed offsets; a follower (replica_id >= 0)
     # asks for the leader's log end offset (Kafka: no isolation for it).
     if request.replica_id >= 0:
@@ -80,7 +82,7 @@ def _list_offset(ctx: RequestContext, request, topic: str, p):
         start = log.log_start_offset
         return -1, start, _epoch_for_offset(log, start)
     if timestamp == LATEST_TIERED_TIMESTAMP:
-        return -1, -1, -1        # no tiered storage: nothing is remote
+        return -1, -1, -1  # no tiered storage: nothing is remote
     found = log.fetch_offset_by_timestamp(timestamp)
     if found is None:
         return -1, -1, -1
@@ -98,20 +100,28 @@ def handle_list_offsets(ctx: RequestContext, request):
         describable = ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, topic.name)
         for p in topic.partitions:
             out = ListOffsetsResponse.ListOffsetsPartitionResponse(
-                partition_index=p.partition_index, error_code=0)
+                partition_index=p.partition_index, error_code=0
+            )
             try:
                 if not describable:
                     raise errors.TopicAuthorizationException()
-                if p.timestamp == MAX_TIMESTAMP and version < 7 or \
-                        p.timestamp == EARLIEST_LOCAL_TIMESTAMP and version < 8 or \
-                        p.timestamp == LATEST_TIERED_TIMESTAMP and version < 9:
+                if (
+                    p.timestamp == MAX_TIMESTAMP
+                    and version < 7
+                    or p.timestamp == EARLIEST_LOCAL_TIMESTAMP
+                    and version < 8
+                    or p.timestamp == LATEST_TIERED_TIMESTAMP
+                    and version < 9
+                ):
                     raise errors.UnsupportedVersionException(
-                        f"Timestamp {p.timestamp} needs a newer ListOffsets version")
+                        f"Timestamp {p.timestamp} needs a newer ListOffsets version"
+                    )
                 ts, offset, epoch = _list_offset(ctx, request, topic.name, p)
                 # Fields a version does not have must keep their defaults.
                 if version == 0:
-                    out.old_style_offsets = [offset] if offset >= 0 and p.max_num_offsets > 0 \
-                        else []
+                    out.old_style_offsets = (
+                        [offset] if offset >= 0 and p.max_num_offsets > 0 else []
+                    )
                 else:
                     out.timestamp, out.offset = ts, offset
                 if version >= 4:
@@ -119,36 +129,44 @@ def handle_list_offsets(ctx: RequestContext, request):
             except Exception as exc:
                 out.error_code = error_of(exc).code
             partitions.append(out)
-        topics.append(ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name,
-                                                                   partitions=partitions))
+        topics.append(
+            ListOffsetsResponse.ListOffsetsTopicResponse(name=topic.name, partitions=partitions)
+        )
     return ListOffsetsResponse(topics=topics)
 
 
 def handle_offset_for_leader_epoch(ctx: RequestContext, request):
     replica_manager = ctx.broker.replica_manager
     # Replicas need CLUSTER_ACTION; consumers (KIP-320) DESCRIBE on the topic.
-    replica = ctx.authorize(ACL_OPERATION_CLUSTER_ACTION, ACL_RESOURCE_CLUSTER,
-                            CLUSTER_RESOURCE_NAME)
+    replica = ctx.authorize(
+        ACL_OPERATION_CLUSTER_ACTION, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME
+    )
     topics = []
     for topic in request.topics:
         results = []
-        describable = replica or ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC,
-                                               topic.topic)
+        describable = replica or ctx.authorize(
+            ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, topic.topic
+        )
         for p in topic.partitions:
             out = OffsetForLeaderEpochResponse.EpochEndOffset(
-                error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1)
+                error_code=0, partition=p.partition, leader_epoch=-1, end_offset=-1
+            )
             try:
                 if not describable:
                     raise errors.TopicAuthorizationException()
                 partition = replica_manager.leader_partition_or_raise(topic.topic, p.partition)
                 epoch, end = partition.last_offset_for_leader_epoch(
-                    p.current_leader_epoch if ctx.api_version >= 2 else -1, p.leader_epoch)
+                    p.current_leader_epoch if ctx.api_version >= 2 else -1, p.leader_epoch
+                )
                 out.leader_epoch, out.end_offset = epoch, end
             except Exception as exc:
                 out.error_code = error_of(exc).code
             results.append(out)
-        topics.append(OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
-            topic=topic.topic, partitions=results))
+        topics.append(
+            OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult(
+                topic=topic.topic, partitions=results
+            )
+        )
     return OffsetForLeaderEpochResponse(topics=topics)
 
 
@@ -160,14 +178,16 @@ def handle_delete_records(ctx: RequestContext, request):
         deletable = ctx.authorize(ACL_OPERATION_DELETE, ACL_RESOURCE_TOPIC, topic.name)
         for p in topic.partitions:
             result = DeleteRecordsResponse.DeleteRecordsPartitionResult(
-                partition_index=p.partition_index, low_watermark=-1, error_code=0)
+                partition_index=p.partition_index, low_watermark=-1, error_code=0
+            )
             results.append(result)
             if not deletable:
                 result.error_code = errors.TopicAuthorizationException.code
                 continue
             entries.append((topic.name, p.partition_index, p.offset, result))
-        topics.append(DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name,
-                                                                     partitions=results))
+        topics.append(
+            DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name, partitions=results)
+        )
     body = DeleteRecordsResponse(topics=topics)
     waiting = ctx.broker.replica_manager.delete_records(request.timeout_ms, entries)
     if waiting is None:
@@ -176,6 +196,7 @@ def handle_delete_records(ctx: RequestContext, request):
     async def answer():
         await waiting
         return body
+
     return answer()
 
 
@@ -184,8 +205,9 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
     if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
         # v3+ says why; older versions get an empty list, as from Kafka.
         return DescribeLogDirsResponse(
-            error_code=errors.ClusterAuthorizationException.code if ctx.api_version >= 3
-            else 0, results=[])
+            error_code=errors.ClusterAuthorizationException.code if ctx.api_version >= 3 else 0,
+            results=[],
+        )
     wanted = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
@@ -193,16 +215,24 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
     live = log_manager.live_log_dirs
     for log_dir in log_manager.log_dirs:
         if log_dir not in live:
-            results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
-                error_code=errors.KafkaStorageException.code, log_dir=log_dir, topics=[]))
+            results.append(
+                DescribeLogDirsResponse.DescribeLogDirsResult(
+                    error_code=errors.KafkaStorageException.code, log_dir=log_dir, topics=[]
+                )
+            )
             continue
         by_topic: dict[str, list] = {}
 
         def add(log, offset_lag: int, is_future: bool) -> None:
             by_topic.setdefault(log.topic, []).append(  # noqa: B023 -- called within this iteration
                 DescribeLogDirsResponse.DescribeLogDirsPartition(
-                    partition_index=log.partition, partition_size=log.size,
-                    offset_lag=max(offset_lag, 0), is_future_key=is_future))
+                    partition_index=log.partition,
+                    partition_size=log.size,
+                    offset_lag=max(offset_lag, 0),
+                    is_future_key=is_future,
+                )
+            )
+
         for log in log_manager.all_logs():
             tp = (log.topic, log.partition)
             if log_manager.log_dir_of(*tp) == log_dir and (wanted is None or tp in wanted):
@@ -212,21 +242,34 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
         for future in log_manager.future_logs():
             tp = (future.topic, future.partition)
             current = log_manager.get_log(*tp)
-            if future.parent_dir == log_dir and current is not None and \
-                    (wanted is None or tp in wanted):
+            if (
+                future.parent_dir == log_dir
+                and current is not None
+                and (wanted is None or tp in wanted)
+            ):
                 add(future, current.log_end_offset - future.log_end_offset, True)
         try:
             usage = shutil.disk_usage(log_dir)
             total, usable = usage.total, usage.free
         except OSError:
             total = usable = -1
-        results.append(DescribeLogDirsResponse.DescribeLogDirsResult(
-            error_code=0, log_dir=os.path.abspath(log_dir),
-            topics=[DescribeLogDirsResponse.DescribeLogDirsTopic(
-                name=name, partitions=sorted(parts, key=lambda x: (x.partition_index,
-                                                                   x.is_future_key)))
-                for name, parts in sorted(by_topic.items())],
-            total_bytes=total, usable_bytes=usable))
+        results.append(
+            DescribeLogDirsResponse.DescribeLogDirsResult(
+                error_code=0,
+                log_dir=os.path.abspath(log_dir),
+                topics=[
+                    DescribeLogDirsResponse.DescribeLogDirsTopic(
+                        name=name,
+                        partitions=sorted(
+                            parts, key=lambda x: (x.partition_index, x.is_future_key)
+                        ),
+                    )
+                    for name, parts in sorted(by_topic.items())
+                ],
+                total_bytes=total,
+                usable_bytes=usable,
+            )
+        )
     return DescribeLogDirsResponse(error_code=0, results=results)
 
 
@@ -246,7 +289,8 @@ def _alter_replica_log_dir(ctx: RequestContext, topic: str, index: int, log_dir:
     except (errors.NotLeaderOrFollowerException, errors.UnknownTopicOrPartitionException):
         # Kafka keeps REPLICA_NOT_AVAILABLE here for compatibility.
         raise errors.ReplicaNotAvailableException(
-            f"Broker {ctx.broker.node_id} hosts no replica of {topic}-{index}") from None
+            f"Broker {ctx.broker.node_id} hosts no replica of {topic}-{index}"
+        ) from None
     key = partition.key
     if moves.destination(key) not in (None, log_dir):
         moves.cancel(key)  # a move elsewhere stops
@@ -274,9 +318,11 @@ def handle_alter_replica_log_dirs(ctx: RequestContext, request):
                 except Exception as exc:
                     code = error_of(exc).code
                 by_topic.setdefault(topic.name, []).append(
-                    PartitionResult(partition_index=index, error_code=code))
-    return AlterReplicaLogDirsResponse(results=[
-        Result(topic_name=name, partitions=parts) for name, parts in by_topic.items()])
+                    PartitionResult(partition_index=index, error_code=code)
+                )
+    return AlterReplicaLogDirsResponse(
+        results=[Result(topic_name=name, partitions=parts) for name, parts in by_topic.items()]
+    )
 
 
 def register(apis: KafkaApis) -> None:

@@ -19,6 +19,7 @@ A JSON line holds ``time`` (ISO 8601, UTC, milliseconds), ``level`` (log4j's
 name), ``logger`` and ``message``, plus ``exception`` (the formatted
 traceback) when one was logged.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -44,7 +45,8 @@ class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         line = {
             "time": datetime.datetime.fromtimestamp(record.created, datetime.UTC)
-            .isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            .isoformat(timespec="milliseconds")
+            .replace("+00:00", "Z"),
             "level": kafka_level_name(record.levelno),
             "logger": record.name,
             "message": record.getMessage(),
@@ -62,7 +64,7 @@ def configured_levels(config: KafkaConfig) -> dict[str, int]:
         if name == LOG4J_ROOT_LOGGER:
             logger = ""
         elif name.startswith(LOG4J_LOGGER_PREFIX) and len(name) > len(LOG4J_LOGGER_PREFIX):
-            logger = name[len(LOG4J_LOGGER_PREFIX):]
+            logger = name[len(LOG4J_LOGGER_PREFIX) :]
         else:
             continue
         # log4j's value is "LEVEL, appender, ...": the level comes first.

@@ -8,6 +8,7 @@ LEADER_NOT_AVAILABLE until its partitions are live on this broker, so the
 client retries. Names that are not legal topic names get
 INVALID_TOPIC_EXCEPTION (Kafka's Topic.validate).
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,15 +47,25 @@ def internal_topic_settings(config, name: str) -> tuple[int, int, dict]:
     topic it creates on demand (AutoTopicCreationManager): the offsets and
     transaction topics are compacted and sized by their own properties."""
     if name == GROUP_METADATA_TOPIC_NAME:
-        return (config["offsets.topic.num.partitions"],
-                config["offsets.topic.replication.factor"],
-                {"cleanup.policy": "compact", "compression.type": "producer",
-                 "segment.bytes": str(config["offsets.topic.segment.bytes"])})
-    return (config["transaction.state.log.num.partitions"],
-            config["transaction.state.log.replication.factor"],
-            {"cleanup.policy": "compact", "compression.type": "uncompressed",
-             "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
-             "min.insync.replicas": str(config["transaction.state.log.min.isr"])})
+        return (
+            config["offsets.topic.num.partitions"],
+            config["offsets.topic.replication.factor"],
+            {
+                "cleanup.policy": "compact",
+                "compression.type": "producer",
+                "segment.bytes": str(config["offsets.topic.segment.bytes"]),
+            },
+        )
+    return (
+        config["transaction.state.log.num.partitions"],
+        config["transaction.state.log.replication.factor"],
+        {
+            "cleanup.policy": "compact",
+            "compression.type": "uncompressed",
+            "segment.bytes": str(config["transaction.state.log.segment.bytes"]),
+            "min.insync.replicas": str(config["transaction.state.log.min.isr"]),
+        },
+    )
 
 
 def _brokers(image: MetadataImage, listener_name: str, self_id: int) -> list:
@@ -70,8 +81,11 @@ def _brokers(image: MetadataImage, listener_name: str, self_id: int) -> list:
         endpoint = registration.listeners.get(listener_name)
         if endpoint is None or (registration.fenced and broker_id != self_id):
             continue
-        out.append(_Broker(node_id=broker_id, host=endpoint.host, port=endpoint.port,
-                           rack=registration.rack))
+        out.append(
+            _Broker(
+                node_id=broker_id, host=endpoint.host, port=endpoint.port, rack=registration.rack
+            )
+        )
     return out
 
 
@@ -85,24 +99,43 @@ def _topic_response(ctx: RequestContext, image: MetadataImage, name: str, includ
         error = 0
         if registration.leader == NO_LEADER:
             error = errors.LeaderNotAvailableException.code
-        elif registration.leader == ctx.broker.node_id and \
-                replica_manager.get_partition(name, index) is None:
+        elif (
+            registration.leader == ctx.broker.node_id
+            and replica_manager.get_partition(name, index) is None
+        ):
             # Committed in the image but not yet applied to this broker.
             error = errors.LeaderNotAvailableException.code
-        partitions.append(_Partition(
-            error_code=error, partition_index=index, leader_id=registration.leader,
-            leader_epoch=registration.leader_epoch, replica_nodes=list(registration.replicas),
-            isr_nodes=list(registration.isr),
-            offline_replicas=[r for r in registration.replicas if r not in alive]))
-    return _Topic(error_code=0, name=name, topic_id=topic.topic_id,
-                  is_internal=name in INTERNAL_TOPICS, partitions=partitions,
-                  topic_authorized_operations=ctx.authorized_operations(ACL_RESOURCE_TOPIC, name)
-                  if include_ops else AUTHORIZED_OPERATIONS_OMITTED)
+        partitions.append(
+            _Partition(
+                error_code=error,
+                partition_index=index,
+                leader_id=registration.leader,
+                leader_epoch=registration.leader_epoch,
+                replica_nodes=list(registration.replicas),
+                isr_nodes=list(registration.isr),
+                offline_replicas=[r for r in registration.replicas if r not in alive],
+            )
+        )
+    return _Topic(
+        error_code=0,
+        name=name,
+        topic_id=topic.topic_id,
+        is_internal=name in INTERNAL_TOPICS,
+        partitions=partitions,
+        topic_authorized_operations=ctx.authorized_operations(ACL_RESOURCE_TOPIC, name)
+        if include_ops
+        else AUTHORIZED_OPERATIONS_OMITTED,
+    )
 
 
 def _error_topic(name, code: int, topic_id: uuid.UUID = ZERO_UUID):
-    return _Topic(error_code=code, name=name, topic_id=topic_id,
-                  is_internal=name in INTERNAL_TOPICS if name else False, partitions=[])
+    return _Topic(
+        error_code=code,
+        name=name,
+        topic_id=topic_id,
+        is_internal=name in INTERNAL_TOPICS if name else False,
+        partitions=[],
+    )
 
 
 async def handle_metadata(ctx: RequestContext, request):
@@ -120,8 +153,9 @@ async def handle_metadata(ctx: RequestContext, request):
             if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
                 topics.append(_topic_response(ctx, image, name, include_ops))
     else:
-        allow_auto = (request.allow_auto_topic_creation if version >= 4 else True) and \
-            broker.config["auto.create.topics.enable"]
+        allow_auto = (
+            request.allow_auto_topic_creation if version >= 4 else True
+        ) and broker.config["auto.create.topics.enable"]
         names: list = []
         for entry in requested:
             name = entry.name
@@ -131,14 +165,16 @@ async def handle_metadata(ctx: RequestContext, request):
             if version >= 10 and (name is None or entry.topic_id != ZERO_UUID):
                 found = image.topics_by_id.get(entry.topic_id)
                 if found is None:
-                    topics.append(_error_topic(None, errors.UnknownTopicIdException.code,
-                                               entry.topic_id))
+                    topics.append(
+                        _error_topic(None, errors.UnknownTopicIdException.code, entry.topic_id)
+                    )
                     continue
                 name = found.name
                 # Ids are not secret: an unauthorized one is answered by id.
                 if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
-                    topics.append(_error_topic(None, errors.TopicAuthorizationException
-                                               .code, entry.topic_id))
+                    topics.append(
+                        _error_topic(None, errors.TopicAuthorizationException.code, entry.topic_id)
+                    )
                     continue
             if name not in names:
                 names.append(name)
@@ -157,9 +193,13 @@ async def handle_metadata(ctx: RequestContext, request):
             except errors.InvalidTopicException as exc:
                 errors_by_name[name] = exc.code
                 continue
-            if allow_auto and not ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_CLUSTER,
-                                                CLUSTER_RESOURCE_NAME) and \
-                    not ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_TOPIC, name):
+            if (
+                allow_auto
+                and not ctx.authorize(
+                    ACL_OPERATION_CREATE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME
+                )
+                and not ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_TOPIC, name)
+            ):
                 unauthorized.add(name)
             elif allow_auto:
                 to_create.append(name)
@@ -173,8 +213,11 @@ async def handle_metadata(ctx: RequestContext, request):
                 created.update(await broker.controller.auto_create_topics(plain))
             for name in internal:
                 partitions, replication, configs = internal_topic_settings(broker.config, name)
-                created.update(await broker.controller.auto_create_topics(
-                    [name], partitions, replication, configs))
+                created.update(
+                    await broker.controller.auto_create_topics(
+                        [name], partitions, replication, configs
+                    )
+                )
             # Answer with the new partitions when their logs are ready (a
             # few ms); clients would otherwise just retry.
             await broker.metadata_publisher.wait_idle()
@@ -189,12 +232,18 @@ async def handle_metadata(ctx: RequestContext, request):
             elif name in image.topics_by_name:
                 response = _topic_response(ctx, image, name, include_ops)
                 if name in to_create and any(p.error_code for p in response.partitions):
-                    response = _error_topic(name, errors.LeaderNotAvailableException.code,
-                                            image.topics_by_name[name].topic_id)
+                    response = _error_topic(
+                        name,
+                        errors.LeaderNotAvailableException.code,
+                        image.topics_by_name[name].topic_id,
+                    )
                 topics.append(response)
             else:
-                topics.append(_error_topic(name, errors_by_name.get(
-                    name, errors.UnknownTopicOrPartitionException.code)))
+                topics.append(
+                    _error_topic(
+                        name, errors_by_name.get(name, errors.UnknownTopicOrPartitionException.code)
+                    )
+                )
     return MetadataResponse(
         brokers=_brokers(image, ctx.listener_name, broker.node_id),
         cluster_id=image.cluster_id,

@@ -29,6 +29,7 @@ DynamicLogConfig.reconfigure). The replication throttles follow the configs
 at once, in memory: the broker's rates through ``broker.reconfigure``, each
 topic's throttled replicas through the ReplicaManager.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -69,9 +70,10 @@ class BrokerMetadataPublisher:
         current_config = None
         if self._first or delta.changed_broker_configs:
             current_config = broker.config.with_dynamic(
-                dynamic_broker_overrides(image, broker.node_id))
+                dynamic_broker_overrides(image, broker.node_id)
+            )
             if current_config is self._config_in_force:
-                current_config = None   # still server.properties alone
+                current_config = None  # still server.properties alone
             else:
                 self._config_in_force = current_config
                 broker.reconfigure(current_config)
@@ -100,20 +102,25 @@ class BrokerMetadataPublisher:
                     continue
                 existing = replica_manager.get_partition(name, index)
                 if existing is not None and existing.topic_id == topic.topic_id:
-                    replica_manager.apply_partition(name, topic.topic_id, index, registration,
-                                                    existing.log)
+                    replica_manager.apply_partition(
+                        name, topic.topic_id, index, registration, existing.log
+                    )
                 else:
-                    to_create.append((name, topic.topic_id, index, registration,
-                                      image.topic_configs.get(name)))
-        configs = [(name, dict(image.topic_configs.get(name, {})))
-                   for name in delta.changed_topic_configs if name in image.topics_by_name]
+                    to_create.append(
+                        (name, topic.topic_id, index, registration, image.topic_configs.get(name))
+                    )
+        configs = [
+            (name, dict(image.topic_configs.get(name, {})))
+            for name in delta.changed_topic_configs
+            if name in image.topics_by_name
+        ]
         if doomed or to_create or configs or current_config is not None:
             self._tail = asyncio.ensure_future(
-                self._apply_on_disk(self._tail, doomed, to_create, configs, current_config))
+                self._apply_on_disk(self._tail, doomed, to_create, configs, current_config)
+            )
         self._on_partitions_applied(changed.keys() | delta.deleted_topics.keys())
 
-    async def _apply_on_disk(self, previous, doomed, to_create, configs,
-                             current_config) -> None:
+    async def _apply_on_disk(self, previous, doomed, to_create, configs, current_config) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         loop = asyncio.get_running_loop()
@@ -136,8 +143,11 @@ class BrokerMetadataPublisher:
             for name, topic_id, index, registration, overrides in to_create:
                 try:
                     log = log_manager.get_or_create_log(
-                        name, index, topic_id=kafka_uuid_string(topic_id),
-                        overrides=dict(overrides) if overrides else None)
+                        name,
+                        index,
+                        topic_id=kafka_uuid_string(topic_id),
+                        overrides=dict(overrides) if overrides else None,
+                    )
                 except KafkaStorageException as exc:
                     # A failed log dir (logged by the failure channel) or no
                     # descriptors left: no traceback for an expected error.

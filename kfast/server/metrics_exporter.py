@@ -14,6 +14,7 @@ Histograms (RequestMetrics' times, LogFlushRateAndTimeMs) appear as the JMX
 exporter shows a Yammer histogram: a summary with the quantiles 0.50 ..
 0.999 and ``_count``; kfast adds ``_sum``.
 """
+
 from __future__ import annotations
 
 import concurrent.futures
@@ -41,14 +42,26 @@ _TOPIC_METERS = (
     ("messages_in", "messagesin", "MessagesInPerSec: records appended"),
     ("bytes_in", "bytesin", "BytesInPerSec: record bytes appended"),
     ("bytes_out", "bytesout", "BytesOutPerSec: record bytes sent to consumers"),
-    ("total_produce_requests", "totalproducerequests",
-     "TotalProduceRequestsPerSec: partition appends requested"),
-    ("failed_produce_requests", "failedproducerequests",
-     "FailedProduceRequestsPerSec: partition appends that failed"),
-    ("total_fetch_requests", "totalfetchrequests",
-     "TotalFetchRequestsPerSec: partition reads by consumers"),
-    ("failed_fetch_requests", "failedfetchrequests",
-     "FailedFetchRequestsPerSec: partition reads by consumers that failed"),
+    (
+        "total_produce_requests",
+        "totalproducerequests",
+        "TotalProduceRequestsPerSec: partition appends requested",
+    ),
+    (
+        "failed_produce_requests",
+        "failedproducerequests",
+        "FailedProduceRequestsPerSec: partition appends that failed",
+    ),
+    (
+        "total_fetch_requests",
+        "totalfetchrequests",
+        "TotalFetchRequestsPerSec: partition reads by consumers",
+    ),
+    (
+        "failed_fetch_requests",
+        "failedfetchrequests",
+        "FailedFetchRequestsPerSec: partition reads by consumers that failed",
+    ),
 )
 
 
@@ -57,6 +70,7 @@ class Snapshot:
     """Everything one scrape reports, copied on the event loop. A
     controller-only node fills the request, controller and connection
     parts (``broker`` False)."""
+
     broker: bool = True
     topics: dict[str, TopicStats] = field(default_factory=dict)
     all_topics: TopicStats = field(default_factory=TopicStats)
@@ -96,8 +110,9 @@ def _controller_part(snap: Snapshot, active: bool, image, socket_servers, stats)
                 snap.global_partitions += 1
                 if registration.leader < 0:
                     snap.offline_partitions += 1
-    snap.connections = [(name, server.metrics().active_connections)
-                        for name, server in socket_servers.items()]
+    snap.connections = [
+        (name, server.metrics().active_connections) for name, server in socket_servers.items()
+    ]
 
 
 class ControllerSnapshotter:
@@ -110,9 +125,13 @@ class ControllerSnapshotter:
         server = self.server
         snap = Snapshot(broker=False, requests=server.apis.request_metrics.snapshot())
         controller = server.controller
-        _controller_part(snap, controller is not None and controller.is_active,
-                         server.metadata_image, server.socket_servers,
-                         None if controller is None else controller.stats)
+        _controller_part(
+            snap,
+            controller is not None and controller.is_active,
+            server.metadata_image,
+            server.socket_servers,
+            None if controller is None else controller.stats,
+        )
         return snap
 
 
@@ -142,19 +161,29 @@ class BrokerSnapshotter:
         group_runtime = broker.group_coordinator
         if group_runtime is not None:
             coordinator = group_runtime.coordinator
-            for name, purgatory in (("Rebalance", coordinator.join_purgatory),
-                                    ("Heartbeat", coordinator.heartbeat_purgatory)):
+            for name, purgatory in (
+                ("Rebalance", coordinator.join_purgatory),
+                ("Heartbeat", coordinator.heartbeat_purgatory),
+            ):
                 snap.purgatories.append((name, purgatory.watched(), purgatory.delayed()))
             self._groups(snap, coordinator, replica_manager)
-        _controller_part(snap, metrics.is_active_controller(), image, broker.socket_servers,
-                         metrics.controller_stats())
+        _controller_part(
+            snap,
+            metrics.is_active_controller(),
+            image,
+            broker.socket_servers,
+            metrics.controller_stats(),
+        )
         snap.telemetry = broker.client_metrics.snapshot()
         return snap
 
     @staticmethod
     def _partitions(snap: Snapshot, replica_manager) -> None:
-        for purgatory in (replica_manager.produce_purgatory, replica_manager.fetch_purgatory,
-                          replica_manager.delete_records_purgatory):
+        for purgatory in (
+            replica_manager.produce_purgatory,
+            replica_manager.fetch_purgatory,
+            replica_manager.delete_records_purgatory,
+        ):
             snap.purgatories.append((purgatory.name, purgatory.watched(), purgatory.delayed()))
         for partition in replica_manager.partitions():
             snap.partition_count += 1
@@ -224,8 +253,10 @@ class KafkaCollector:
         yield from self._groups(snap)
         yield from self._quota(snap)
         flush = LOG_FLUSH_STATS.snapshot()
-        metric = _summary("kafka_log_logflushstats_logflushrateandtimems",
-                          "LogFlushStats.LogFlushRateAndTimeMs: fsyncs of log segments (ms)")
+        metric = _summary(
+            "kafka_log_logflushstats_logflushrateandtimems",
+            "LogFlushStats.LogFlushRateAndTimeMs: fsyncs of log segments (ms)",
+        )
         _add_histogram(metric, {}, flush)
         yield metric
         yield from telemetry_families(snap.telemetry)
@@ -233,8 +264,9 @@ class KafkaCollector:
     @staticmethod
     def _topic_metrics(snap: Snapshot):
         for attribute, part, doc in _TOPIC_METERS:
-            metric = CounterMetricFamily(f"kafka_server_brokertopicmetrics_{part}", doc,
-                                         labels=["topic"])
+            metric = CounterMetricFamily(
+                f"kafka_server_brokertopicmetrics_{part}", doc, labels=["topic"]
+            )
             for topic, stats in sorted(snap.topics.items()):
                 metric.add_metric([topic], getattr(stats, attribute))
             # The all-topics meter (no topic key in its MBean name).
@@ -243,17 +275,25 @@ class KafkaCollector:
 
     @staticmethod
     def _request_metrics(snap: Snapshot):
-        requests = CounterMetricFamily("kafka_network_requestmetrics_requests",
-                                       "RequestMetrics.RequestsPerSec: requests per API and version",
-                                       labels=["request", "version"])
+        requests = CounterMetricFamily(
+            "kafka_network_requestmetrics_requests",
+            "RequestMetrics.RequestsPerSec: requests per API and version",
+            labels=["request", "version"],
+        )
         times = [
-            _summary("kafka_network_requestmetrics_totaltimems",
-                     "RequestMetrics.TotalTimeMs: request arrival to response ready (ms)"),
-            _summary("kafka_network_requestmetrics_localtimems",
-                     "RequestMetrics.LocalTimeMs: parsing and handling (ms)"),
-            _summary("kafka_network_requestmetrics_remotetimems",
-                     "RequestMetrics.RemoteTimeMs: waiting in purgatory or on the controller, "
-                     "a coordinator write (ms)"),
+            _summary(
+                "kafka_network_requestmetrics_totaltimems",
+                "RequestMetrics.TotalTimeMs: request arrival to response ready (ms)",
+            ),
+            _summary(
+                "kafka_network_requestmetrics_localtimems",
+                "RequestMetrics.LocalTimeMs: parsing and handling (ms)",
+            ),
+            _summary(
+                "kafka_network_requestmetrics_remotetimems",
+                "RequestMetrics.RemoteTimeMs: waiting in purgatory or on the controller, "
+                "a coordinator write (ms)",
+            ),
         ]
         for key, (versions, *histograms) in sorted(snap.requests.items()):
             name = api_keys.BY_KEY[key].name
@@ -267,93 +307,150 @@ class KafkaCollector:
     @staticmethod
     def _controller_gauges(snap: Snapshot):
         for name, value, doc in (
-                ("kafka_controller_kafkacontroller_activecontrollercount", snap.active_controller,
-                 "KafkaController.ActiveControllerCount: 1 on the active controller"),
-                ("kafka_controller_kafkacontroller_offlinepartitionscount",
-                 snap.offline_partitions,
-                 "KafkaController.OfflinePartitionsCount: partitions without a leader"),
-                ("kafka_controller_kafkacontroller_globaltopiccount", snap.global_topics,
-                 "KafkaController.GlobalTopicCount"),
-                ("kafka_controller_kafkacontroller_globalpartitioncount", snap.global_partitions,
-                 "KafkaController.GlobalPartitionCount")):
+            (
+                "kafka_controller_kafkacontroller_activecontrollercount",
+                snap.active_controller,
+                "KafkaController.ActiveControllerCount: 1 on the active controller",
+            ),
+            (
+                "kafka_controller_kafkacontroller_offlinepartitionscount",
+                snap.offline_partitions,
+                "KafkaController.OfflinePartitionsCount: partitions without a leader",
+            ),
+            (
+                "kafka_controller_kafkacontroller_globaltopiccount",
+                snap.global_topics,
+                "KafkaController.GlobalTopicCount",
+            ),
+            (
+                "kafka_controller_kafkacontroller_globalpartitioncount",
+                snap.global_partitions,
+                "KafkaController.GlobalPartitionCount",
+            ),
+        ):
             yield GaugeMetricFamily(name, doc, value=value)
         stats = snap.controller_stats
         if stats is not None:
             # Kafka's ControllerStats (a node with a controller only).
-            metric = _summary("kafka_controller_controllerstats_leaderelectionrateandtimems",
-                              "ControllerStats.LeaderElectionRateAndTimeMs: controller "
-                              "operations that elected leaders, and their time to commit (ms)")
+            metric = _summary(
+                "kafka_controller_controllerstats_leaderelectionrateandtimems",
+                "ControllerStats.LeaderElectionRateAndTimeMs: controller "
+                "operations that elected leaders, and their time to commit (ms)",
+            )
             _add_histogram(metric, {}, stats.leader_elections)
             yield metric
             yield CounterMetricFamily(
                 "kafka_controller_controllerstats_uncleanleaderelections",
                 "ControllerStats.UncleanLeaderElectionsPerSec: leaders elected from outside "
-                "the ISR", value=stats.unclean_leader_elections)
+                "the ISR",
+                value=stats.unclean_leader_elections,
+            )
             yield CounterMetricFamily(
                 "kfast_controller_controllerstats_leaderelections",
                 "Partitions given a new leader by this controller's elections",
-                value=stats.elected_partitions)
-        connections = GaugeMetricFamily("kafka_server_socket_server_metrics_connection_count",
-                                        "socket-server-metrics connection-count per listener",
-                                        labels=["listener"])
+                value=stats.elected_partitions,
+            )
+        connections = GaugeMetricFamily(
+            "kafka_server_socket_server_metrics_connection_count",
+            "socket-server-metrics connection-count per listener",
+            labels=["listener"],
+        )
         for listener, count in snap.connections:
             connections.add_metric([listener], count)
         yield connections
 
     @staticmethod
     def _broker_gauges(snap: Snapshot):
-        size = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_purgatorysize",
-                                 "DelayedOperationPurgatory.PurgatorySize: watch-list entries",
-                                 labels=["delayedOperation"])
-        delayed = GaugeMetricFamily("kafka_server_delayedoperationpurgatory_numdelayedoperations",
-                                    "DelayedOperationPurgatory.NumDelayedOperations",
-                                    labels=["delayedOperation"])
+        size = GaugeMetricFamily(
+            "kafka_server_delayedoperationpurgatory_purgatorysize",
+            "DelayedOperationPurgatory.PurgatorySize: watch-list entries",
+            labels=["delayedOperation"],
+        )
+        delayed = GaugeMetricFamily(
+            "kafka_server_delayedoperationpurgatory_numdelayedoperations",
+            "DelayedOperationPurgatory.NumDelayedOperations",
+            labels=["delayedOperation"],
+        )
         for name, watched, pending in snap.purgatories:
             size.add_metric([name], watched)
             delayed.add_metric([name], pending)
         yield size
         yield delayed
         for name, value, doc in (
-                ("kafka_server_replicamanager_partitioncount", snap.partition_count,
-                 "ReplicaManager.PartitionCount"),
-                ("kafka_server_replicamanager_leadercount", snap.leader_count,
-                 "ReplicaManager.LeaderCount"),
-                ("kafka_server_replicamanager_underreplicatedpartitions", snap.under_replicated,
-                 "ReplicaManager.UnderReplicatedPartitions: led here, ISR smaller than replicas"),
-                ("kafka_server_replicamanager_underminisrpartitioncount", snap.under_min_isr,
-                 "ReplicaManager.UnderMinIsrPartitionCount")):
+            (
+                "kafka_server_replicamanager_partitioncount",
+                snap.partition_count,
+                "ReplicaManager.PartitionCount",
+            ),
+            (
+                "kafka_server_replicamanager_leadercount",
+                snap.leader_count,
+                "ReplicaManager.LeaderCount",
+            ),
+            (
+                "kafka_server_replicamanager_underreplicatedpartitions",
+                snap.under_replicated,
+                "ReplicaManager.UnderReplicatedPartitions: led here, ISR smaller than replicas",
+            ),
+            (
+                "kafka_server_replicamanager_underminisrpartitioncount",
+                snap.under_min_isr,
+                "ReplicaManager.UnderMinIsrPartitionCount",
+            ),
+        ):
             yield GaugeMetricFamily(name, doc, value=value)
         for name, value, doc in (
-                ("kafka_server_replicamanager_isrshrinks", snap.isr_shrinks,
-                 "ReplicaManager.IsrShrinksPerSec"),
-                ("kafka_server_replicamanager_isrexpands", snap.isr_expands,
-                 "ReplicaManager.IsrExpandsPerSec"),
-                ("kafka_server_brokertopicmetrics_replicationbytesin",
-                 snap.replication_bytes_in,
-                 "BrokerTopicMetrics.ReplicationBytesInPerSec: bytes appended from leaders"),
-                ("kafka_server_brokertopicmetrics_replicationbytesout",
-                 snap.replication_bytes_out,
-                 "BrokerTopicMetrics.ReplicationBytesOutPerSec: bytes sent to followers")):
+            (
+                "kafka_server_replicamanager_isrshrinks",
+                snap.isr_shrinks,
+                "ReplicaManager.IsrShrinksPerSec",
+            ),
+            (
+                "kafka_server_replicamanager_isrexpands",
+                snap.isr_expands,
+                "ReplicaManager.IsrExpandsPerSec",
+            ),
+            (
+                "kafka_server_brokertopicmetrics_replicationbytesin",
+                snap.replication_bytes_in,
+                "BrokerTopicMetrics.ReplicationBytesInPerSec: bytes appended from leaders",
+            ),
+            (
+                "kafka_server_brokertopicmetrics_replicationbytesout",
+                snap.replication_bytes_out,
+                "BrokerTopicMetrics.ReplicationBytesOutPerSec: bytes sent to followers",
+            ),
+        ):
             yield CounterMetricFamily(name, doc, value=value)
 
     @staticmethod
     def _groups(snap: Snapshot):
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
-        yield GaugeMetricFamily(prefix + "numgroups", "GroupMetadataManager.NumGroups",
-                                value=sum(snap.groups_by_state.values()))
+        yield GaugeMetricFamily(
+            prefix + "numgroups",
+            "GroupMetadataManager.NumGroups",
+            value=sum(snap.groups_by_state.values()),
+        )
         for state in ("PreparingRebalance", "CompletingRebalance", "Stable", "Dead", "Empty"):
-            yield GaugeMetricFamily(prefix + "numgroups" + state.lower(),
-                                    f"GroupMetadataManager.NumGroups{state}",
-                                    value=snap.groups_by_state.get(state, 0))
-        yield GaugeMetricFamily(prefix + "numoffsets", "GroupMetadataManager.NumOffsets",
-                                value=snap.num_offsets)
+            yield GaugeMetricFamily(
+                prefix + "numgroups" + state.lower(),
+                f"GroupMetadataManager.NumGroups{state}",
+                value=snap.groups_by_state.get(state, 0),
+            )
+        yield GaugeMetricFamily(
+            prefix + "numoffsets", "GroupMetadataManager.NumOffsets", value=snap.num_offsets
+        )
         # kafka_exporter's names: Kafka brokers publish no lag of their own.
-        lag = GaugeMetricFamily("kafka_consumergroup_lag",
-                                "High watermark minus the group's committed offset",
-                                labels=["consumergroup", "topic", "partition"])
-        current = GaugeMetricFamily("kafka_consumergroup_current_offset",
-                                    "The group's committed offset",
-                                    labels=["consumergroup", "topic", "partition"])
+        lag = GaugeMetricFamily(
+            "kafka_consumergroup_lag",
+            "High watermark minus the group's committed offset",
+            labels=["consumergroup", "topic", "partition"],
+        )
+        current = GaugeMetricFamily(
+            "kafka_consumergroup_current_offset",
+            "The group's committed offset",
+            labels=["consumergroup", "topic", "partition"],
+        )
         for group, topic, index, offset, value in snap.lag:
             lag.add_metric([group, topic, str(index)], value)
             current.add_metric([group, topic, str(index)], offset)
@@ -362,12 +459,16 @@ class KafkaCollector:
 
     @staticmethod
     def _quota(snap: Snapshot):
-        metric = GaugeMetricFamily("kafka_server_quota_throttle_time",
-                                   "Quota throttle-time: mean throttle of throttled responses (ms)",
-                                   labels=["resource", "user", "clientId"])
-        total = CounterMetricFamily("kfast_server_quota_throttle_time_ms",
-                                    "Sum of the throttle times given (ms)",
-                                    labels=["resource", "user", "clientId"])
+        metric = GaugeMetricFamily(
+            "kafka_server_quota_throttle_time",
+            "Quota throttle-time: mean throttle of throttled responses (ms)",
+            labels=["resource", "user", "clientId"],
+        )
+        total = CounterMetricFamily(
+            "kfast_server_quota_throttle_time_ms",
+            "Sum of the throttle times given (ms)",
+            labels=["resource", "user", "clientId"],
+        )
         for (resource, user, client_id), (count, ms) in sorted(snap.throttles.items()):
             metric.add_metric([resource, user, client_id], ms / count if count else 0.0)
             total.add_metric([resource, user, client_id], ms)
@@ -397,11 +498,12 @@ def telemetry_families(points: list):
         else:
             prom_type = "gauge"
         if prom_type == "counter" and metric_name.endswith("_total"):
-            metric_name = metric_name[:-len("_total")]  # the sample gets it back
+            metric_name = metric_name[: -len("_total")]  # the sample gets it back
         family = families.get(metric_name)
         if family is None:
-            family = families[metric_name] = Metric(metric_name, f"KIP-714 client metric {name}",
-                                                    prom_type)
+            family = families[metric_name] = Metric(
+                metric_name, f"KIP-714 client metric {name}", prom_type
+            )
         elif family.type != prom_type:
             continue
         label_dict = {}
@@ -435,8 +537,9 @@ class MetricsServer:
         self._loop = loop
         registry = CollectorRegistry(auto_describe=False)
         registry.register(KafkaCollector(self.snapshot))
-        self._server, self._thread = start_http_server(self.requested_port, self.host,
-                                                       registry=registry)
+        self._server, self._thread = start_http_server(
+            self.requested_port, self.host, registry=registry
+        )
         self.port = self._server.server_port
         logger.info("Prometheus metrics on http://%s:%d/metrics", self.host, self.port)
         return self.port

@@ -68,6 +68,7 @@ Closed connections: ``disconnect_listeners`` are called with the
 it -- KIP-714 client instances -- is dropped there. A listener that raises
 is logged; the others still run.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -106,7 +107,7 @@ logger = logging.getLogger(__name__)
 _PROPERTIES = {
     "socket_request_max_bytes": "socket.request.max.bytes",
     "connections_max_idle_ms": "connections.max.idle.ms",
-    "socket_send_buffer_bytes": "socket.send.buffer.bytes",        # -1: OS default
+    "socket_send_buffer_bytes": "socket.send.buffer.bytes",  # -1: OS default
     "socket_receive_buffer_bytes": "socket.receive.buffer.bytes",  # -1: OS default
     "socket_listen_backlog_size": "socket.listen.backlog.size",
     "max_connections": "max.connections",
@@ -181,18 +182,22 @@ def security_for_listener(security, sasl_setup=None) -> dict:
 
         def tls_transport(sock: socket.socket, max_receive_size: int) -> Transport:
             return TlsTransport(sock, context, max_receive_size)
+
         settings["transport_factory"] = tls_transport
 
     def setup(connection: Connection) -> None:
         transport = connection.transport
         if security.uses_tls and not security.uses_sasl:
+
             def on_handshake(tls) -> None:
                 # SSL: the client certificate names the principal (SASL_SSL:
                 # SASL does, once authenticated).
                 connection.principal = security.certificate_principal(tls.peer_certificate())
+
             transport.on_handshake = on_handshake
         if sasl_setup is not None:
             sasl_setup(connection)
+
     settings["connection_setup"] = setup
     return settings
 
@@ -204,12 +209,12 @@ class NetworkMetrics:
     connections_accepted: int
     connections_closed: int
     active_connections: int
-    requests: int          # frames handed to the handler
-    responses: int         # responses queued for sending
+    requests: int  # frames handed to the handler
+    responses: int  # responses queued for sending
     bytes_received: int
-    bytes_sent: int        # sendfile_bytes + copied_bytes
-    sendfile_bytes: int    # file -> socket without passing through user space
-    copied_bytes: int      # written from memory (size prefixes, headers, bytes parts)
+    bytes_sent: int  # sendfile_bytes + copied_bytes
+    sendfile_bytes: int  # file -> socket without passing through user space
+    copied_bytes: int  # written from memory (size prefixes, headers, bytes parts)
 
 
 class _Totals:
@@ -255,8 +260,9 @@ class Connection:
     state, client software name from ApiVersions).
     """
 
-    def __init__(self, server: SocketServer, sock: socket.socket, peer, index: int,
-                 transport: Transport):
+    def __init__(
+        self, server: SocketServer, sock: socket.socket, peer, index: int, transport: Transport
+    ):
         self.server = server
         self.listener_name = server.listener_name
         self.peer = peer
@@ -340,8 +346,10 @@ class Connection:
 
     def _over_limits(self) -> bool:
         server = self.server
-        return (self.transport.unsent_bytes > server.max_queued_send_bytes
-                or len(self._pending) >= server.max_in_flight_requests)
+        return (
+            self.transport.unsent_bytes > server.max_queued_send_bytes
+            or len(self._pending) >= server.max_in_flight_requests
+        )
 
     def _set_reading(self, on: bool) -> None:
         if on and not self._reading:
@@ -391,8 +399,9 @@ class Connection:
                 try:
                     response = handler(self, frame)
                 except Exception:
-                    logger.exception("%s: request handler failed; closing the connection",
-                                     self.connection_id)
+                    logger.exception(
+                        "%s: request handler failed; closing the connection", self.connection_id
+                    )
                     self.close_when_drained()
                     break
                 del frame  # a handler that dropped it lets the buffer be reused
@@ -428,8 +437,7 @@ class Connection:
         if self._closed:
             # The handler closed its own connection; its work still runs.
             if inspect.isawaitable(response):
-                asyncio.ensure_future(response, loop=self._loop).add_done_callback(
-                    _consume_outcome)
+                asyncio.ensure_future(response, loop=self._loop).add_done_callback(_consume_outcome)
             return
         if isinstance(response, (list, tuple)):
             if self._pending:
@@ -442,9 +450,12 @@ class Connection:
             self._pending.append(future)
             future.add_done_callback(self._on_response_done)
             return
-        logger.error("%s: request handler returned %s (expected None, a list of parts "
-                     "or an awaitable); closing the connection", self.connection_id,
-                     type(response).__name__)
+        logger.error(
+            "%s: request handler returned %s (expected None, a list of parts "
+            "or an awaitable); closing the connection",
+            self.connection_id,
+            type(response).__name__,
+        )
         self.close_when_drained()
 
     # ----------------------------------------------------------------- sending
@@ -453,8 +464,7 @@ class Connection:
         try:
             self.transport.send(parts)
         except (TypeError, ValueError, BufferError, OSError):
-            logger.exception("%s: invalid response; closing the connection",
-                             self.connection_id)
+            logger.exception("%s: invalid response; closing the connection", self.connection_id)
             return False
         return True
 
@@ -478,22 +488,30 @@ class Connection:
                 if not head.done():
                     break
                 if head.cancelled():
-                    logger.error("%s: request handler was cancelled; closing the connection",
-                                 self.connection_id)
+                    logger.error(
+                        "%s: request handler was cancelled; closing the connection",
+                        self.connection_id,
+                    )
                     return self._request_failed()
                 exc = head.exception()
                 if exc is not None:
-                    logger.error("%s: request handler failed; closing the connection",
-                                 self.connection_id, exc_info=exc)
+                    logger.error(
+                        "%s: request handler failed; closing the connection",
+                        self.connection_id,
+                        exc_info=exc,
+                    )
                     return self._request_failed()
                 parts = head.result()
             if parts is None:
                 pending.popleft()
                 continue
             if not isinstance(parts, (list, tuple)):
-                logger.error("%s: request handler resolved to %s (expected None or a list "
-                             "of parts); closing the connection", self.connection_id,
-                             type(parts).__name__)
+                logger.error(
+                    "%s: request handler resolved to %s (expected None or a list "
+                    "of parts); closing the connection",
+                    self.connection_id,
+                    type(parts).__name__,
+                )
                 return self._request_failed()
             if not self._queue(parts):
                 return self._request_failed()
@@ -564,20 +582,24 @@ class Connection:
         if isinstance(exc, ssl.SSLError):
             # Kafka logs "Failed authentication with <host> (SSL handshake
             # failed)"; a scanner or a plaintext client makes one per connection.
-            self.server.warnings.warning("failed authentication",
-                                         "Failed authentication with /%s (SSL handshake "
-                                         "failed: %s)", self.peer[0],
-                                         exc.reason or exc.__class__.__name__)
+            self.server.warnings.warning(
+                "failed authentication",
+                "Failed authentication with /%s (SSL handshake failed: %s)",
+                self.peer[0],
+                exc.reason or exc.__class__.__name__,
+            )
         elif isinstance(exc, InvalidReceiveException):
             # Kafka logs this at WARN and closes the channel without answering;
             # one per garbage connection, so at a bounded rate.
-            self.server.warnings.warning("invalid receive", "%s: %s; closing the connection",
-                                         self.connection_id, exc)
+            self.server.warnings.warning(
+                "invalid receive", "%s: %s; closing the connection", self.connection_id, exc
+            )
         elif isinstance(exc, OSError):
             logger.debug("%s: connection error: %s", self.connection_id, exc)
         else:
-            logger.error("%s: unexpected error; closing the connection",
-                         self.connection_id, exc_info=exc)
+            logger.error(
+                "%s: unexpected error; closing the connection", self.connection_id, exc_info=exc
+            )
         self.close()
 
     def close_when_drained(self) -> None:
@@ -601,8 +623,12 @@ class Connection:
         self._maybe_finish_drain()
 
     def _maybe_finish_drain(self) -> None:
-        if self._draining and not self._closed and not self._pending \
-                and not self.transport.has_unsent:
+        if (
+            self._draining
+            and not self._closed
+            and not self._pending
+            and not self.transport.has_unsent
+        ):
             self.close()
 
     def close(self, cancel_pending: bool = False) -> None:
@@ -708,8 +734,9 @@ class SocketServer:
         self._throttled_sockets: dict[socket.socket, asyncio.TimerHandle] = {}
 
     @classmethod
-    def from_config(cls, handler: Handler, config: KafkaConfig, host: str, port: int,
-                    **overrides: Any) -> SocketServer:
+    def from_config(
+        cls, handler: Handler, config: KafkaConfig, host: str, port: int, **overrides: Any
+    ) -> SocketServer:
         """A server for one listener (pass ``listener_name=``), with the
         socket.*, max.connections* and connections.max.idle.ms properties of
         ``config``."""
@@ -724,16 +751,17 @@ class SocketServer:
             raise RuntimeError("SocketServer already started")
         self._loop = asyncio.get_running_loop()
         family, _, _, _, address = socket.getaddrinfo(
-            self.host, self._requested_port, type=socket.SOCK_STREAM,
-            flags=socket.AI_PASSIVE)[0]
+            self.host, self._requested_port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
         listener = socket.socket(family, socket.SOCK_STREAM)
         try:
             listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             if self.socket_receive_buffer_bytes != -1:
                 # Set before listen so accepted sockets get it from the start
                 # (it bounds the TCP window negotiated in the handshake).
-                listener.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
-                                    self.socket_receive_buffer_bytes)
+                listener.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_RCVBUF, self.socket_receive_buffer_bytes
+                )
             listener.bind(address)
             listener.listen(self.socket_listen_backlog_size)
             listener.setblocking(False)
@@ -810,14 +838,20 @@ class SocketServer:
             if quotas is not None and quotas.enabled:
                 throttle_ms = quotas.record_and_get_throttle_time_ms(host)
                 if throttle_ms > 0:
-                    logger.debug("Delaying closing of connection from %s for %d ms",
-                                 host, throttle_ms)
+                    logger.debug(
+                        "Delaying closing of connection from %s for %d ms", host, throttle_ms
+                    )
                     self._throttled_sockets[sock] = self._loop.call_later(
-                        throttle_ms / 1000.0, self._close_throttled, sock)
+                        throttle_ms / 1000.0, self._close_throttled, sock
+                    )
                     continue
             if self._connections_per_ip[host] >= self.max_connections_per_ip:
-                logger.info("Rejected connection from %s, address already has the configured "
-                            "maximum of %d connections.", host, self.max_connections_per_ip)
+                logger.info(
+                    "Rejected connection from %s, address already has the configured "
+                    "maximum of %d connections.",
+                    host,
+                    self.max_connections_per_ip,
+                )
                 sock.close()
                 continue
             try:
@@ -850,8 +884,7 @@ class SocketServer:
         if self.socket_send_buffer_bytes != -1:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, self.socket_send_buffer_bytes)
         if self.socket_receive_buffer_bytes != -1:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF,
-                            self.socket_receive_buffer_bytes)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, self.socket_receive_buffer_bytes)
         no_sigpipe = getattr(socket, "SO_NOSIGPIPE", None)
         if no_sigpipe is not None:  # macOS/BSD: no MSG_NOSIGNAL there
             sock.setsockopt(socket.SOL_SOCKET, no_sigpipe, 1)
@@ -868,8 +901,11 @@ class SocketServer:
         deadline = self._loop.time() - self.connections_max_idle_ms / 1000.0
         for connection in list(self._connections):
             if connection.last_activity < deadline and not connection._pending:
-                logger.debug("%s: idle for more than %d ms; closing",
-                             connection.connection_id, self.connections_max_idle_ms)
+                logger.debug(
+                    "%s: idle for more than %d ms; closing",
+                    connection.connection_id,
+                    self.connections_max_idle_ms,
+                )
                 connection.close()
         if not self._shutting_down:
             self._schedule_sweep()
@@ -910,12 +946,12 @@ class SocketServer:
                 try:
                     listener(connection.connection_id)
                 except Exception:
-                    logger.exception("disconnect listener %r failed for %s", listener,
-                                     connection.connection_id)
+                    logger.exception(
+                        "disconnect listener %r failed for %s", listener, connection.connection_id
+                    )
             if not self._shutting_down:
                 self._set_accepting(True)
-        if self._all_closed is not None and not self._connections \
-                and not self._all_closed.done():
+        if self._all_closed is not None and not self._connections and not self._all_closed.done():
             self._all_closed.set_result(None)
 
     # --------------------------------------------------------------- shutdown
@@ -951,8 +987,11 @@ class SocketServer:
         try:
             await asyncio.wait_for(asyncio.shield(self._all_closed), timeout)
         except TimeoutError:
-            logger.warning("shutdown: %d connection(s) still busy after %.1f s; closing them",
-                           len(self._connections), timeout)
+            logger.warning(
+                "shutdown: %d connection(s) still busy after %.1f s; closing them",
+                len(self._connections),
+                timeout,
+            )
         for connection in list(self._connections):
             connection.close(cancel_pending=True)
         self.warnings.flush()

@@ -20,6 +20,7 @@ and an expansion counts the joining replica at once (KIP-497).
 On one node the ISR is {this broker} and the high watermark follows the
 log end offset after each append.
 """
+
 from __future__ import annotations
 
 import base64
@@ -48,8 +49,13 @@ UNKNOWN_OFFSET = -1
 class ReplicaState:
     """What the leader knows of one follower (Kafka's ReplicaState)."""
 
-    __slots__ = ("log_end_offset", "log_start_offset", "last_caught_up_time_ms",
-                 "last_fetch_leader_log_end_offset", "last_fetch_time_ms")
+    __slots__ = (
+        "log_end_offset",
+        "log_start_offset",
+        "last_caught_up_time_ms",
+        "last_fetch_leader_log_end_offset",
+        "last_fetch_time_ms",
+    )
 
     def __init__(self, last_caught_up_time_ms: int = 0):
         self.log_end_offset = UNKNOWN_OFFSET
@@ -58,8 +64,9 @@ class ReplicaState:
         self.last_fetch_leader_log_end_offset = UNKNOWN_OFFSET
         self.last_fetch_time_ms = 0
 
-    def update(self, fetch_offset: int, log_start_offset: int, now_ms: int,
-               leader_end_offset: int) -> None:
+    def update(
+        self, fetch_offset: int, log_start_offset: int, now_ms: int, leader_end_offset: int
+    ) -> None:
         """A fetch at ``fetch_offset`` when the leader's log ended at
         ``leader_end_offset``. Caught up now if the fetch reached the end;
         caught up as of the previous fetch if it reached what the end was
@@ -67,16 +74,17 @@ class ReplicaState:
         if fetch_offset >= leader_end_offset:
             self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, now_ms)
         elif fetch_offset >= self.last_fetch_leader_log_end_offset:
-            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms,
-                                              self.last_fetch_time_ms)
+            self.last_caught_up_time_ms = max(self.last_caught_up_time_ms, self.last_fetch_time_ms)
         self.log_end_offset = fetch_offset
         self.log_start_offset = log_start_offset
         self.last_fetch_leader_log_end_offset = leader_end_offset
         self.last_fetch_time_ms = now_ms
 
     def is_caught_up(self, leader_end_offset: int, now_ms: int, lag_max_ms: int) -> bool:
-        return self.log_end_offset >= leader_end_offset or \
-            now_ms - self.last_caught_up_time_ms <= lag_max_ms
+        return (
+            self.log_end_offset >= leader_end_offset
+            or now_ms - self.last_caught_up_time_ms <= lag_max_ms
+        )
 
 
 def kafka_uuid_string(value: uuid.UUID) -> str:
@@ -86,9 +94,23 @@ def kafka_uuid_string(value: uuid.UUID) -> str:
 
 
 class Partition:
-    __slots__ = ("topic", "partition", "topic_id", "log", "node_id", "leader_id",
-                 "leader_epoch", "partition_epoch", "replicas", "isr", "replica_states",
-                 "pending_isr", "maximal_isr", "leader_epoch_start_offset", "key")
+    __slots__ = (
+        "topic",
+        "partition",
+        "topic_id",
+        "log",
+        "node_id",
+        "leader_id",
+        "leader_epoch",
+        "partition_epoch",
+        "replicas",
+        "isr",
+        "replica_states",
+        "pending_isr",
+        "maximal_isr",
+        "leader_epoch_start_offset",
+        "key",
+    )
 
     def __init__(self, topic: str, partition: int, topic_id: uuid.UUID, log: Log, node_id: int):
         self.topic = topic
@@ -114,8 +136,10 @@ class Partition:
         self.key = (topic, partition)
 
     def __repr__(self) -> str:
-        return (f"Partition({self.topic}-{self.partition}, leader={self.leader_id}, "
-                f"epoch={self.leader_epoch}, hw={self.log.high_watermark})")
+        return (
+            f"Partition({self.topic}-{self.partition}, leader={self.leader_id}, "
+            f"epoch={self.leader_epoch}, hw={self.log.high_watermark})"
+        )
 
     # -- leadership ---------------------------------------------------------------
     @property
@@ -127,15 +151,19 @@ class Partition:
         high watermark moved (a new leader or a smaller ISR can move it)."""
         was_leader = self.is_leader
         became_leader = registration.leader == self.node_id and (
-            not was_leader or registration.leader_epoch != self.leader_epoch)
+            not was_leader or registration.leader_epoch != self.leader_epoch
+        )
         if registration.partition_epoch != self.partition_epoch or became_leader:
             # A committed change supersedes any AlterPartition in flight
             # (which the controller either applied or will refuse).
             self.pending_isr = None
         self.replicas = tuple(registration.replicas)
         self.isr = tuple(registration.isr)
-        self.maximal_isr = self.isr if self.pending_isr is None else \
-            tuple(dict.fromkeys(self.isr + self.pending_isr))
+        self.maximal_isr = (
+            self.isr
+            if self.pending_isr is None
+            else tuple(dict.fromkeys(self.isr + self.pending_isr))
+        )
         self.partition_epoch = registration.partition_epoch
         self.leader_id = registration.leader
         self.leader_epoch = registration.leader_epoch
@@ -153,9 +181,11 @@ class Partition:
             # leader does not shrink them before they could fetch.
             self.replica_states = {
                 replica: ReplicaState(now_ms if replica in self.isr else 0)
-                for replica in self.replicas if replica != self.node_id}
+                for replica in self.replicas
+                if replica != self.node_id
+            }
         elif self.is_leader:
-            for replica in self.replicas:          # reassignment added replicas
+            for replica in self.replicas:  # reassignment added replicas
                 if replica != self.node_id and replica not in self.replica_states:
                     self.replica_states[replica] = ReplicaState()
         else:
@@ -171,30 +201,35 @@ class Partition:
         if current_leader_epoch < self.leader_epoch:
             raise FencedLeaderEpochException(
                 f"The leader epoch in the request {current_leader_epoch} is older than the "
-                f"current leader epoch {self.leader_epoch} of {self.topic}-{self.partition}")
+                f"current leader epoch {self.leader_epoch} of {self.topic}-{self.partition}"
+            )
         if current_leader_epoch > self.leader_epoch:
             raise UnknownLeaderEpochException(
                 f"The leader epoch in the request {current_leader_epoch} is newer than the "
-                f"current leader epoch {self.leader_epoch} of {self.topic}-{self.partition}")
+                f"current leader epoch {self.leader_epoch} of {self.topic}-{self.partition}"
+            )
 
     def leader_log_or_raise(self, current_leader_epoch: int = NO_EPOCH) -> Log:
         if not self.is_leader:
             raise NotLeaderOrFollowerException(
                 f"Leader not local for partition {self.topic}-{self.partition} on broker "
-                f"{self.node_id}")
+                f"{self.node_id}"
+            )
         self.check_leader_epoch(current_leader_epoch)
         return self.log
 
     # -- followers and the ISR (leader) -------------------------------------------------
-    def update_follower_fetch_state(self, replica_id: int, fetch_offset: int,
-                                    log_start_offset: int, now_ms: int) -> bool:
+    def update_follower_fetch_state(
+        self, replica_id: int, fetch_offset: int, log_start_offset: int, now_ms: int
+    ) -> bool:
         """A follower fetched at ``fetch_offset`` (its log end offset);
         returns whether the high watermark moved."""
         state = self.replica_states.get(replica_id)
         if state is None:
             raise NotLeaderOrFollowerException(
                 f"Replica {replica_id} is not in the replica assignment {list(self.replicas)} "
-                f"of {self.topic}-{self.partition}")
+                f"of {self.topic}-{self.partition}"
+            )
         state.update(fetch_offset, log_start_offset, now_ms, self.log.log_end_offset)
         return self.maybe_increment_high_watermark()
 
@@ -219,9 +254,15 @@ class Partition:
         if self.pending_isr is not None or not self.is_leader:
             return None
         leader_end = self.log.log_end_offset
-        lagging = [r for r in self.isr if r != self.node_id and not (
-            r in self.replica_states and
-            self.replica_states[r].is_caught_up(leader_end, now_ms, lag_max_ms))]
+        lagging = [
+            r
+            for r in self.isr
+            if r != self.node_id
+            and not (
+                r in self.replica_states
+                and self.replica_states[r].is_caught_up(leader_end, now_ms, lag_max_ms)
+            )
+        ]
         if not lagging:
             return None
         return tuple(r for r in self.isr if r not in lagging)
@@ -238,8 +279,9 @@ class Partition:
         self.maximal_isr = self.isr
         return self.maybe_increment_high_watermark()
 
-    def on_isr_committed(self, leader_epoch: int, isr: tuple[int, ...],
-                         partition_epoch: int) -> bool:
+    def on_isr_committed(
+        self, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int
+    ) -> bool:
         """The controller accepted an ISR change (AlterPartition response);
         returns whether the high watermark moved. Ignored if the metadata
         already brought this state or a newer one."""
@@ -278,7 +320,8 @@ class Partition:
             min_isr = log.config["min.insync.replicas"]
             raise NotEnoughReplicasException(
                 f"The size of the current ISR {set(self.isr)} is insufficient to satisfy the "
-                f"min.isr requirement of {min_isr} for partition {self.topic}-{self.partition}")
+                f"min.isr requirement of {min_isr} for partition {self.topic}-{self.partition}"
+            )
         info = log.append_as_leader(records, self.leader_epoch, origin)
         return info, self.maybe_increment_high_watermark()
 
@@ -288,9 +331,15 @@ class Partition:
             return log.last_stable_offset
         return log.high_watermark
 
-    def read_records(self, fetch_offset: int, max_bytes: int, isolation_level: int,
-                     min_one_message: bool, current_leader_epoch: int = NO_EPOCH,
-                     follower_read: bool = False) -> FetchDataInfo:
+    def read_records(
+        self,
+        fetch_offset: int,
+        max_bytes: int,
+        isolation_level: int,
+        min_one_message: bool,
+        current_leader_epoch: int = NO_EPOCH,
+        follower_read: bool = False,
+    ) -> FetchDataInfo:
         """A consumer's read, up to the high watermark (or last stable
         offset). ``follower_read``: a follower may serve it too (KIP-392:
         the leader sent the consumer here), bounded by its own high
@@ -307,8 +356,9 @@ class Partition:
             info = info._replace(aborted_transactions=aborted)
         return info
 
-    def preferred_read_replica(self, fetch_offset: int, client_rack: str, rack_of,
-                               now_ms: int, lag_max_ms: int) -> int:
+    def preferred_read_replica(
+        self, fetch_offset: int, client_rack: str, rack_of, now_ms: int, lag_max_ms: int
+    ) -> int:
         """Kafka's RackAwareReplicaSelector: among the leader and the
         followers that are caught up and hold ``fetch_offset``, one in the
         consumer's rack -- the leader if it is there, else the follower with
@@ -318,10 +368,13 @@ class Partition:
         leader_end = self.log.log_end_offset
         best, best_end = -1, -1
         for replica, state in self.replica_states.items():
-            if replica in self.isr and rack_of(replica) == client_rack and \
-                    state.log_start_offset <= fetch_offset <= state.log_end_offset and \
-                    state.is_caught_up(leader_end, now_ms, lag_max_ms) and \
-                    state.log_end_offset > best_end:
+            if (
+                replica in self.isr
+                and rack_of(replica) == client_rack
+                and state.log_start_offset <= fetch_offset <= state.log_end_offset
+                and state.is_caught_up(leader_end, now_ms, lag_max_ms)
+                and state.log_end_offset > best_end
+            ):
                 best, best_end = replica, state.log_end_offset
         return best
 

@@ -10,6 +10,7 @@ acks=0: nothing is sent back; if any partition failed, the connection is
 closed instead, as Kafka does, so the producer notices and refreshes its
 metadata.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -50,10 +51,12 @@ def _check_records(version: int, records):
     if records is None or len(records) == 0:
         raise errors.InvalidRecordException(
             f"Produce requests with version {version} must have at least one record batch "
-            f"per partition")
+            f"per partition"
+        )
     if len(records) < 17:
         raise errors.CorruptRecordException(
-            f"Record set of {len(records)} bytes is too short for a batch header")
+            f"Record set of {len(records)} bytes is too short for a batch header"
+        )
     magic = peek_magic(records, 0)
     if magic >= 2:
         if version >= 3:
@@ -61,19 +64,22 @@ def _check_records(version: int, records):
             if size != len(records):
                 raise errors.InvalidRecordException(
                     f"Produce requests with version {version} must have exactly one record "
-                    f"batch per partition")
+                    f"batch per partition"
+                )
         return records
     if version >= 3:
         raise errors.InvalidRecordException(
             f"Produce requests with version {version} are only allowed to contain record "
-            f"batches with magic version 2")
+            f"batches with magic version 2"
+        )
     if magic < 0:
         raise errors.CorruptRecordException(f"Invalid magic {magic}")
     from kfast._ext.legacy import convert_message_set_to_v2
 
     try:
         return convert_message_set_to_v2(
-            records, max_decompressed_bytes=len(records) * _MAX_DECOMPRESSED_BYTES_FACTOR + 65536)
+            records, max_decompressed_bytes=len(records) * _MAX_DECOMPRESSED_BYTES_FACTOR + 65536
+        )
     except errors.KafkaError:
         raise
     except Exception as exc:
@@ -91,17 +97,25 @@ def handle_produce(ctx: RequestContext, request):
     # Kafka refuses a transactional producer without WRITE on its id, then
     # each topic it may not WRITE to.
     txn_denied = request.transactional_id is not None and not ctx.authorize(
-        ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID, request.transactional_id)
+        ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID, request.transactional_id
+    )
     for topic_data in request.topic_data:
-        topic_response = _TopicResponse(name=topic_data.name, topic_id=topic_data.topic_id,
-                                        partition_responses=[])
+        topic_response = _TopicResponse(
+            name=topic_data.name, topic_id=topic_data.topic_id, partition_responses=[]
+        )
         responses.append(topic_response)
         name = replica_manager.topic_name(topic_data.topic_id) if by_id else topic_data.name
-        topic_denied = name is not None and not ctx.authorize(ACL_OPERATION_WRITE,
-                                                              ACL_RESOURCE_TOPIC, name)
+        topic_denied = name is not None and not ctx.authorize(
+            ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC, name
+        )
         for data in topic_data.partition_data:
-            response = _PartitionResponse(index=data.index, error_code=0, base_offset=-1,
-                                          log_append_time_ms=-1, log_start_offset=-1)
+            response = _PartitionResponse(
+                index=data.index,
+                error_code=0,
+                base_offset=-1,
+                log_append_time_ms=-1,
+                log_start_offset=-1,
+            )
             topic_response.partition_responses.append(response)
             try:
                 if txn_denied:
@@ -111,8 +125,7 @@ def handle_produce(ctx: RequestContext, request):
                 if topic_denied:
                     raise errors.TopicAuthorizationException()
                 if name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
-                    raise errors.InvalidTopicException(
-                        f"Cannot append to internal topic {name}")
+                    raise errors.InvalidTopicException(f"Cannot append to internal topic {name}")
                 replica_manager.partition_or_raise(name, data.index)
                 records = _check_records(version, data.records)
             except errors.KafkaError as exc:
@@ -141,8 +154,9 @@ def handle_produce(ctx: RequestContext, request):
             return _verify_then_append(ctx, request, responses, entries, failed, write)
     # Appends happen now, before any await: a producer's pipelined requests
     # reach the log in request order.
-    waiting = replica_manager.append_records(request.timeout_ms, request.acks, entries,
-                                             verification_guards=guards)
+    waiting = replica_manager.append_records(
+        request.timeout_ms, request.acks, entries, verification_guards=guards
+    )
     return _answer(ctx, request, responses, entries, failed, waiting)
 
 
@@ -155,12 +169,14 @@ async def _verify_then_append(ctx, request, responses, entries, failed, write):
         if code:
             response = entry[3]
             response.error_code, response.error_message = transaction_verification.answer(
-                code, ctx.api_version)
+                code, ctx.api_version
+            )
             failed = True
         else:
             appending.append(entry)
-    waiting = broker.replica_manager.append_records(request.timeout_ms, request.acks, appending,
-                                                    verification_guards=write.guards)
+    waiting = broker.replica_manager.append_records(
+        request.timeout_ms, request.acks, appending, verification_guards=write.guards
+    )
     body = _answer(ctx, request, responses, entries, failed, waiting)
     return await body if asyncio.iscoroutine(body) else body
 
@@ -171,8 +187,12 @@ def _answer(ctx, request, responses, entries, failed, waiting):
     The request's bytes count against the producer's byte-rate quota."""
     quota = ctx.broker.quotas.produce
     if quota.enabled:
-        throttle_response(ctx, quota.record_and_get_throttle_time_ms(
-            ctx.principal.name, ctx.client_id, ctx.request_size))
+        throttle_response(
+            ctx,
+            quota.record_and_get_throttle_time_ms(
+                ctx.principal.name, ctx.client_id, ctx.request_size
+            ),
+        )
     if request.acks == 0:
         if failed or any(response.error_code for _, _, _, response in entries):
             ctx.close_connection()
@@ -192,10 +212,16 @@ def _with_leader_hints(ctx: RequestContext, body):
     """Produce v10+: NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951)."""
     if ctx.api_version >= 10:
         replica_manager = ctx.broker.replica_manager
-        hinted = [(replica_manager.topic_name(topic.topic_id) if ctx.api_version >= 13
-                   else topic.name, p.index, p)
-                  for topic in body.responses
-                  for p in topic.partition_responses if p.error_code == _NOT_LEADER]
+        hinted = [
+            (
+                replica_manager.topic_name(topic.topic_id) if ctx.api_version >= 13 else topic.name,
+                p.index,
+                p,
+            )
+            for topic in body.responses
+            for p in topic.partition_responses
+            if p.error_code == _NOT_LEADER
+        ]
         if hinted:
             body.node_endpoints = []
             leader_hints.fill(ctx, hinted, ProduceResponse, body.node_endpoints)

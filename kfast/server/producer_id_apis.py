@@ -10,6 +10,7 @@ Transactional ids belong to the transaction coordinator: its InitProducerId
 handler (kfast.server.transaction_apis) is registered over this one and
 hands requests without a transactional id back here.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,7 +63,8 @@ class ProducerIdManager:
         if self._next >= self._end:
             self._request_next_block()
             raise errors.CoordinatorLoadInProgressException(
-                "Producer ID block is still being allocated")
+                "Producer ID block is still being allocated"
+            )
         producer_id = self._next
         self._next += 1
         if self._next >= self._prefetch_at:
@@ -78,8 +80,9 @@ class ProducerIdManager:
                 await asyncio.shield(self._fetching)
 
     def _request_next_block(self) -> None:
-        if self._next_block is not None or \
-                (self._fetching is not None and not self._fetching.done()):
+        if self._next_block is not None or (
+            self._fetching is not None and not self._fetching.done()
+        ):
             return
         self._fetching = asyncio.ensure_future(self._fetch_block())
         self._fetching.add_done_callback(_log_failed_fetch)
@@ -100,9 +103,9 @@ async def handle_init_producer_id(ctx: RequestContext, request):
     """An idempotent producer's id (the transaction coordinator's handler
     takes the requests with a transactional id). Kafka: IDEMPOTENT_WRITE on
     the cluster, or WRITE on some topic (authorizeByResourceType)."""
-    if not ctx.authorize(ACL_OPERATION_IDEMPOTENT_WRITE, ACL_RESOURCE_CLUSTER,
-                         CLUSTER_RESOURCE_NAME) and \
-            not ctx.authorize_by_resource_type(ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC):
+    if not ctx.authorize(
+        ACL_OPERATION_IDEMPOTENT_WRITE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME
+    ) and not ctx.authorize_by_resource_type(ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC):
         return _error_response(ctx, request, errors.ClusterAuthorizationException())
     producer_id = await ctx.broker.producer_id_manager.generate_producer_id()
     return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)
@@ -121,11 +124,14 @@ async def handle_allocate_producer_ids(ctx: RequestContext, request):
     ids for a broker of the cluster (the active controller's)."""
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     first, count = await ctx.broker.controller.allocate_producer_ids(request.broker_id)
-    return AllocateProducerIdsResponse(error_code=0, producer_id_start=first,
-                                       producer_id_len=count)
+    return AllocateProducerIdsResponse(error_code=0, producer_id_start=first, producer_id_len=count)
 
 
 def register_controller(apis: KafkaApis) -> None:
-    apis.register(api_keys.BY_NAME["AllocateProducerIds"].key, handle_allocate_producer_ids,
-                  error_response=lambda ctx, request, error: AllocateProducerIdsResponse(
-                      error_code=error.code))
+    apis.register(
+        api_keys.BY_NAME["AllocateProducerIds"].key,
+        handle_allocate_producer_ids,
+        error_response=lambda ctx, request, error: AllocateProducerIdsResponse(
+            error_code=error.code
+        ),
+    )

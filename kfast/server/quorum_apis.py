@@ -13,6 +13,7 @@ moves (up to the request's max_wait_ms). A Fetch for any other partition is
 not a quorum member's and is refused with INVALID_REQUEST: the controller
 listener serves no data partitions.
 """
+
 from __future__ import annotations
 
 import time
@@ -55,14 +56,23 @@ def handle_describe_cluster(ctx: RequestContext, request):
         return DescribeClusterResponse(
             error_code=errors.UnsupportedEndpointTypeException.code,
             error_message="The controller listener only describes controllers.",
-            endpoint_type=ENDPOINT_TYPE_BROKER, cluster_id=server.cluster_id or "")
+            endpoint_type=ENDPOINT_TYPE_BROKER,
+            cluster_id=server.cluster_id or "",
+        )
     controller = server.controller
     return DescribeClusterResponse(
-        error_code=0, endpoint_type=ENDPOINT_TYPE_CONTROLLER, cluster_id=server.cluster_id,
+        error_code=0,
+        endpoint_type=ENDPOINT_TYPE_CONTROLLER,
+        cluster_id=server.cluster_id,
         controller_id=controller.leader_id if controller is not None else -1,
-        brokers=[DescribeClusterResponse.DescribeClusterBroker(broker_id=node_id,
-                                                               host=address[0], port=address[1])
-                 for node_id, address in sorted(server.voters.items()) if address])
+        brokers=[
+            DescribeClusterResponse.DescribeClusterBroker(
+                broker_id=node_id, host=address[0], port=address[1]
+            )
+            for node_id, address in sorted(server.voters.items())
+            if address
+        ],
+    )
 
 
 def handle_describe_quorum(ctx: RequestContext, request):
@@ -76,22 +86,37 @@ def handle_describe_quorum(ctx: RequestContext, request):
     client = raft.client if raft is not None else None
 
     def refused(p, code, message):
-        return Response.PartitionData(partition_index=p.partition_index, error_code=code,
-                                      error_message=message, leader_id=NO_LEADER,
-                                      leader_epoch=-1, high_watermark=-1)
+        return Response.PartitionData(
+            partition_index=p.partition_index,
+            error_code=code,
+            error_message=message,
+            leader_id=NO_LEADER,
+            leader_epoch=-1,
+            high_watermark=-1,
+        )
+
     topics = []
     for topic in request.topics:
         partitions = []
         for p in topic.partitions:
             if topic.topic_name != CLUSTER_METADATA_TOPIC_NAME or p.partition_index != 0:
-                partitions.append(refused(p, errors.UnknownTopicOrPartitionException.code,
-                                          f"Unknown topic partition {topic.topic_name}-"
-                                          f"{p.partition_index}"))
+                partitions.append(
+                    refused(
+                        p,
+                        errors.UnknownTopicOrPartitionException.code,
+                        f"Unknown topic partition {topic.topic_name}-{p.partition_index}",
+                    )
+                )
             elif client is None or not client.is_leader:
                 leader = client.leader_id if client is not None else NO_LEADER
-                partitions.append(refused(p, errors.NotLeaderOrFollowerException.code,
-                                          f"Node {ctx.broker.node_id} is not the quorum leader "
-                                          f"(the leader is {leader})."))
+                partitions.append(
+                    refused(
+                        p,
+                        errors.NotLeaderOrFollowerException.code,
+                        f"Node {ctx.broker.node_id} is not the quorum leader "
+                        f"(the leader is {leader}).",
+                    )
+                )
             else:
                 partitions.append(_quorum_partition(raft))
         topics.append(Response.TopicData(topic_name=topic.topic_name, partitions=partitions))
@@ -99,9 +124,16 @@ def handle_describe_quorum(ctx: RequestContext, request):
     if ctx.api_version >= 2 and client is not None and client.is_leader:
         for voter in client.quorum.voter_set.nodes:
             # A static voter's address has no listener name to publish.
-            nodes.append(Response.Node(node_id=voter.voter_id, listeners=[
-                Response.Listener(name=e.name, host=e.host, port=e.port)
-                for e in voter.endpoints if e.name]))
+            nodes.append(
+                Response.Node(
+                    node_id=voter.voter_id,
+                    listeners=[
+                        Response.Listener(name=e.name, host=e.host, port=e.port)
+                        for e in voter.endpoints
+                        if e.name
+                    ],
+                )
+            )
     return Response(error_code=0, topics=topics, nodes=nodes)
 
 
@@ -120,21 +152,31 @@ def _quorum_partition(raft):
         if state is not None and state.last_fetch_ms >= 0:
             end = state.end_offset
             fetched = state.last_fetch_ms + wall_minus_loop
-            caught_up = state.last_caught_up_ms + wall_minus_loop \
-                if state.last_caught_up_ms >= 0 else -1
+            caught_up = (
+                state.last_caught_up_ms + wall_minus_loop if state.last_caught_up_ms >= 0 else -1
+            )
             directory_id = state.directory_id if directory_id is None else directory_id
         if node_id == client.node_id:
             caught_up = fetched
         return Response.ReplicaState(
-            replica_id=node_id, replica_directory_id=directory_id or ZERO_UUID,
-            log_end_offset=end, last_fetch_timestamp=fetched,
-            last_caught_up_timestamp=caught_up)
+            replica_id=node_id,
+            replica_directory_id=directory_id or ZERO_UUID,
+            log_end_offset=end,
+            last_fetch_timestamp=fetched,
+            last_caught_up_timestamp=caught_up,
+        )
+
     voters = [row(n.voter_id, n.directory_id) for n in voter_set.nodes]
-    observers = [row(node_id, None) for node_id in sorted(replicas)
-                 if node_id not in voter_set]
+    observers = [row(node_id, None) for node_id in sorted(replicas) if node_id not in voter_set]
     return Response.PartitionData(
-        partition_index=0, error_code=0, leader_id=client.node_id, leader_epoch=client.epoch,
-        high_watermark=client.high_watermark, current_voters=voters, observers=observers)
+        partition_index=0,
+        error_code=0,
+        leader_id=client.node_id,
+        leader_epoch=client.epoch,
+        high_watermark=client.high_watermark,
+        current_voters=voters,
+        observers=observers,
+    )
 
 
 def register_describe_quorum(apis: KafkaApis) -> None:

@@ -47,6 +47,7 @@ handler time of every request but the inter-broker ones and followers'
 fetches (KafkaApis). The response carries the largest throttle time and the
 connection is muted for it (KafkaApis._throttle).
 """
+
 from __future__ import annotations
 
 import math
@@ -79,7 +80,7 @@ class QuotaRate(SampledRate):
     """Kafka's Rate: SampledRate whose window is at least ``num_samples - 1``
     whole windows plus the elapsed part of the current one."""
 
-    last_used_ms = 0     # the client's last request (sensor expiration)
+    last_used_ms = 0  # the client's last request (sensor expiration)
 
     def window_size_ms(self, now_ms: int) -> int:
         self._purge_obsolete(now_ms)
@@ -90,8 +91,9 @@ class QuotaRate(SampledRate):
         return max(elapsed, 1)
 
 
-def live_sensor(sensors: dict, last_sweep_ms: int, key, now_ms: int, num_samples: int,
-                window_ms: int) -> tuple[QuotaRate, dict, int]:
+def live_sensor(
+    sensors: dict, last_sweep_ms: int, key, now_ms: int, num_samples: int, window_ms: int
+) -> tuple[QuotaRate, dict, int]:
     """The Rate of ``key`` in ``sensors``, made if new and marked used now;
     a new one first drops sensors unused for SENSOR_EXPIRATION_MS (at most
     once per SENSOR_SWEEP_MS). Returns (sensor, sensors, last sweep)."""
@@ -99,8 +101,9 @@ def live_sensor(sensors: dict, last_sweep_ms: int, key, now_ms: int, num_samples
     if sensor is None:
         if now_ms - last_sweep_ms >= SENSOR_SWEEP_MS:
             last_sweep_ms = now_ms
-            sensors = {k: s for k, s in sensors.items()
-                       if now_ms - s.last_used_ms < SENSOR_EXPIRATION_MS}
+            sensors = {
+                k: s for k, s in sensors.items() if now_ms - s.last_used_ms < SENSOR_EXPIRATION_MS
+            }
         sensor = sensors[key] = QuotaRate(num_samples, window_ms)
     sensor.last_used_ms = now_ms
     return sensor, sensors, last_sweep_ms
@@ -118,6 +121,7 @@ def quota_entity(entity) -> tuple | None:
         if entity_type not in parts:
             return None
         return DEFAULT_ENTITY if parts[entity_type] is None else parts[entity_type]
+
     return part(QUOTA_ENTITY_USER), part(QUOTA_ENTITY_CLIENT_ID)
 
 
@@ -140,8 +144,12 @@ def quota_limit(overrides: Mapping[tuple, float], tags: tuple[str, str]) -> floa
     DefaultQuotaCallback's quotaLimit)."""
     user, client_id = tags
     if user and client_id:
-        order = ((user, client_id), (user, DEFAULT_ENTITY), (DEFAULT_ENTITY, client_id),
-                 (DEFAULT_ENTITY, DEFAULT_ENTITY))
+        order = (
+            (user, client_id),
+            (user, DEFAULT_ENTITY),
+            (DEFAULT_ENTITY, client_id),
+            (DEFAULT_ENTITY, DEFAULT_ENTITY),
+        )
     elif user:
         order = ((user, None), (DEFAULT_ENTITY, None))
     elif client_id:
@@ -160,8 +168,14 @@ def _java_round(value: float) -> int:
 
 
 class ClientQuotaManager:
-    def __init__(self, quota_type: str, num_samples: int, window_seconds: int,
-                 clock_ms: Callable[[], int] | None = None, max_throttle_ms: int | None = None):
+    def __init__(
+        self,
+        quota_type: str,
+        num_samples: int,
+        window_seconds: int,
+        clock_ms: Callable[[], int] | None = None,
+        max_throttle_ms: int | None = None,
+    ):
         self.quota_type = quota_type
         self.num_samples = num_samples
         self.window_seconds = window_seconds
@@ -193,12 +207,18 @@ class ClientQuotaManager:
 
     def _sensor(self, tags: tuple[str, str], now_ms: int) -> QuotaRate:
         sensor, self._sensors, self._last_sweep_ms = live_sensor(
-            self._sensors, self._last_sweep_ms, tags, now_ms, self.num_samples,
-            self.window_seconds * 1000)
+            self._sensors,
+            self._last_sweep_ms,
+            tags,
+            now_ms,
+            self.num_samples,
+            self.window_seconds * 1000,
+        )
         return sensor
 
-    def record_and_get_throttle_time_ms(self, user: str, client_id: str, value: float,
-                                        now_ms: int | None = None) -> int:
+    def record_and_get_throttle_time_ms(
+        self, user: str, client_id: str, value: float, now_ms: int | None = None
+    ) -> int:
         """Count ``value`` for the client; the throttle time in ms its quota
         asks for now (0 within quota or without one)."""
         if not self.enabled:
@@ -272,8 +292,7 @@ class ControllerMutationQuota:
     throttle time is the time the bucket needs to refill to zero,
     round(-tokens / rate x 1000)."""
 
-    def __init__(self, bucket: TokenBucket, rate: float, strict: bool,
-                 clock_ms: Callable[[], int]):
+    def __init__(self, bucket: TokenBucket, rate: float, strict: bool, clock_ms: Callable[[], int]):
         self.bucket, self.rate, self.strict, self.clock_ms = bucket, rate, strict, clock_ms
         self.throttle_time_ms = 0
 
@@ -287,8 +306,7 @@ class ControllerMutationQuota:
         tokens = self.bucket.measure(self.rate, now)
         if self.strict and tokens < 0:
             self._throttle(tokens)
-            raise errors.ThrottlingQuotaExceededException(
-                "The throttling quota has been exceeded.")
+            raise errors.ThrottlingQuotaExceededException("The throttling quota has been exceeded.")
         self.bucket.record(permits, self.rate, now)
         tokens = self.bucket.measure(self.rate, now)
         if not self.strict and tokens < 0:
@@ -303,8 +321,9 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
     """controller_mutation_rate: partitions created or deleted per second,
     per KIP-55 entity, in token buckets."""
 
-    def __init__(self, num_samples: int, window_seconds: int,
-                 clock_ms: Callable[[], int] | None = None):
+    def __init__(
+        self, num_samples: int, window_seconds: int, clock_ms: Callable[[], int] | None = None
+    ):
         super().__init__(CONTROLLER_MUTATION, num_samples, window_seconds, clock_ms)
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
 
@@ -327,12 +346,14 @@ def controller_mutation_quota(ctx, strict_since_version: int) -> ControllerMutat
     quotas = getattr(ctx.broker, "quotas", None)
     if quotas is None or not quotas.controller_mutation.enabled:
         return None
-    return quotas.controller_mutation.new_quota(ctx.principal.name, ctx.client_id,
-                                                ctx.api_version >= strict_since_version)
+    return quotas.controller_mutation.new_quota(
+        ctx.principal.name, ctx.client_id, ctx.api_version >= strict_since_version
+    )
 
 
-def take_mutation_quota(ctx, quota: ControllerMutationQuota | None,
-                        items: list[tuple[str, int]]) -> dict[str, errors.KafkaError]:
+def take_mutation_quota(
+    ctx, quota: ControllerMutationQuota | None, items: list[tuple[str, int]]
+) -> dict[str, errors.KafkaError]:
     """Take each topic's partitions from the request's controller mutation
     quota in request order; {topic: THROTTLING_QUOTA_EXCEEDED} for the ones
     it refuses. The response carries the throttle time."""
@@ -348,8 +369,9 @@ def take_mutation_quota(ctx, quota: ControllerMutationQuota | None,
     return refused
 
 
-def refund_mutation_quota(quota: ControllerMutationQuota | None, items: list[tuple[str, int]],
-                          failed) -> None:
+def refund_mutation_quota(
+    quota: ControllerMutationQuota | None, items: list[tuple[str, int]], failed
+) -> None:
     """Give back the partitions of topics the controller then refused (Kafka
     takes them only for topics that pass validation)."""
     if quota is not None:
@@ -376,8 +398,9 @@ class ConnectionCreationQuotas:
     throttle time -- round((rate - quota) / quota x window), at most one
     window (quota.window.size.seconds). Without any IP quota: disabled."""
 
-    def __init__(self, num_samples: int, window_seconds: int,
-                 clock_ms: Callable[[], int] | None = None):
+    def __init__(
+        self, num_samples: int, window_seconds: int, clock_ms: Callable[[], int] | None = None
+    ):
         self.num_samples = num_samples
         self.window_ms = window_seconds * 1000
         self.clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
@@ -402,7 +425,8 @@ class ConnectionCreationQuotas:
             return 0
         now_ms = self.clock_ms() if now_ms is None else now_ms
         sensor, self._sensors, self._last_sweep_ms = live_sensor(
-            self._sensors, self._last_sweep_ms, ip, now_ms, self.num_samples, self.window_ms)
+            self._sensors, self._last_sweep_ms, ip, now_ms, self.num_samples, self.window_ms
+        )
         sensor.record(1.0, now_ms)
         rate = sensor.measure(now_ms)
         if rate <= limit:
@@ -419,11 +443,14 @@ class ClientQuotas:
         samples, seconds = config["quota.window.num"], config["quota.window.size.seconds"]
         self.produce = ClientQuotaManager(PRODUCE, samples, seconds, clock_ms)
         self.fetch = ClientQuotaManager(FETCH, samples, seconds, clock_ms)
-        self.request = ClientQuotaManager(REQUEST, samples, seconds, clock_ms,
-                                          max_throttle_ms=seconds * 1000)
+        self.request = ClientQuotaManager(
+            REQUEST, samples, seconds, clock_ms, max_throttle_ms=seconds * 1000
+        )
         self.controller_mutation = ControllerMutationQuotaManager(
-            config["controller.quota.window.num"], config["controller.quota.window.size.seconds"],
-            clock_ms)
+            config["controller.quota.window.num"],
+            config["controller.quota.window.size.seconds"],
+            clock_ms,
+        )
         self.connection_creation = ConnectionCreationQuotas(samples, seconds, clock_ms)
         self._image_quotas: Mapping | None = None
 
@@ -433,8 +460,12 @@ class ClientQuotas:
         if client_quotas == self._image_quotas:
             return
         self._image_quotas = client_quotas
-        by_type: dict[str, dict[tuple, float]] = {PRODUCE: {}, FETCH: {}, REQUEST: {},
-                                                  CONTROLLER_MUTATION: {}}
+        by_type: dict[str, dict[tuple, float]] = {
+            PRODUCE: {},
+            FETCH: {},
+            REQUEST: {},
+            CONTROLLER_MUTATION: {},
+        }
         per_ip: dict[str, int] = {}
         for entity, values in client_quotas.items():
             ip = ip_entity(entity)
@@ -456,11 +487,27 @@ class ClientQuotas:
 # Requests no request_percentage quota applies to: the handshake APIs, and
 # what brokers and controllers send each other (Kafka answers those with
 # sendResponseExemptThrottle; a follower's Fetch is checked below).
-_EXEMPT_APIS = frozenset(api_keys.BY_NAME[name].key for name in (
-    "ApiVersions", "SaslHandshake", "SaslAuthenticate", "WriteTxnMarkers", "Envelope",
-    "BrokerRegistration", "BrokerHeartbeat", "AlterPartition", "AllocateProducerIds",
-    "Vote", "BeginQuorumEpoch", "EndQuorumEpoch", "DescribeQuorum", "FetchSnapshot",
-    "UpdateRaftVoter") if name in api_keys.BY_NAME)
+_EXEMPT_APIS = frozenset(
+    api_keys.BY_NAME[name].key
+    for name in (
+        "ApiVersions",
+        "SaslHandshake",
+        "SaslAuthenticate",
+        "WriteTxnMarkers",
+        "Envelope",
+        "BrokerRegistration",
+        "BrokerHeartbeat",
+        "AlterPartition",
+        "AllocateProducerIds",
+        "Vote",
+        "BeginQuorumEpoch",
+        "EndQuorumEpoch",
+        "DescribeQuorum",
+        "FetchSnapshot",
+        "UpdateRaftVoter",
+    )
+    if name in api_keys.BY_NAME
+)
 _FETCH = api_keys.BY_NAME["Fetch"].key
 
 

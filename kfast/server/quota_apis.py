@@ -19,6 +19,7 @@ unknown entity type is UNSUPPORTED_VERSION; an unknown match type
 INVALID_REQUEST. Errors fail the whole request (error_code with entries
 null).
 """
+
 from __future__ import annotations
 
 from kfast.protocol import (
@@ -54,23 +55,27 @@ def _parse_filter(components) -> tuple[dict, set]:
             raise errors.InvalidRequestException("Invalid empty entity type.")
         if c.entity_type in exact or c.entity_type in specified:
             raise errors.InvalidRequestException(
-                f"Entity type {c.entity_type} cannot appear more than once in the filter.")
+                f"Entity type {c.entity_type} cannot appear more than once in the filter."
+            )
         if c.entity_type not in _ENTITY_TYPES:
             raise errors.UnsupportedVersionException(f"Unsupported entity type {c.entity_type}")
         if c.match_type == QUOTA_MATCH_EXACT:
             if c.match is None:
                 raise errors.InvalidRequestException(
-                    "Request specified MATCH_TYPE_EXACT, but set match string to null.")
+                    "Request specified MATCH_TYPE_EXACT, but set match string to null."
+                )
             exact[c.entity_type] = c.match
         elif c.match_type == QUOTA_MATCH_DEFAULT:
             if c.match is not None:
                 raise errors.InvalidRequestException(
-                    "Request specified MATCH_TYPE_DEFAULT, but also specified a match string.")
+                    "Request specified MATCH_TYPE_DEFAULT, but also specified a match string."
+                )
             exact[c.entity_type] = None
         elif c.match_type == QUOTA_MATCH_SPECIFIED:
             if c.match is not None:
                 raise errors.InvalidRequestException(
-                    "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string.")
+                    "Request specified MATCH_TYPE_SPECIFIED, but also specified a match string."
+                )
             specified.add(c.entity_type)
         else:
             raise errors.InvalidRequestException(f"Unknown match type {c.match_type}")
@@ -78,7 +83,8 @@ def _parse_filter(components) -> tuple[dict, set]:
     if QUOTA_ENTITY_IP in named and named & {QUOTA_ENTITY_USER, QUOTA_ENTITY_CLIENT_ID}:
         raise errors.InvalidRequestException(
             "Invalid entity filter component combination. IP filter component should not be "
-            "used with user or clientId filter component.")
+            "used with user or clientId filter component."
+        )
     return exact, specified
 
 
@@ -99,39 +105,58 @@ def handle_describe_client_quotas(ctx: RequestContext, request):
     entries = []
     for entity, values in ctx.broker.metadata_image.client_quotas.items():
         if matches(dict(entity), exact, specified, request.strict):
-            entries.append(Entry(
-                entity=[DescribeClientQuotasResponse.EntityData(entity_type=t, entity_name=n)
-                        for t, n in entity],
-                values=[DescribeClientQuotasResponse.ValueData(key=k, value=v)
-                        for k, v in sorted(values.items())]))
+            entries.append(
+                Entry(
+                    entity=[
+                        DescribeClientQuotasResponse.EntityData(entity_type=t, entity_name=n)
+                        for t, n in entity
+                    ],
+                    values=[
+                        DescribeClientQuotasResponse.ValueData(key=k, value=v)
+                        for k, v in sorted(values.items())
+                    ],
+                )
+            )
     return DescribeClientQuotasResponse(error_code=0, error_message=None, entries=entries)
 
 
 def _describe_error(ctx, request, error: errors.KafkaError):
-    return DescribeClientQuotasResponse(error_code=error.code, error_message=str(error) or None,
-                                        entries=None)
+    return DescribeClientQuotasResponse(
+        error_code=error.code, error_message=str(error) or None, entries=None
+    )
 
 
 # -- AlterClientQuotas --------------------------------------------------------------------
 async def handle_alter_client_quotas(ctx: RequestContext, request):
     ctx.authorize_cluster(ACL_OPERATION_ALTER_CONFIGS)
-    alterations = [([(e.entity_type, e.entity_name) for e in entry.entity],
-                    [(op.key, None if op.remove else op.value) for op in entry.ops])
-                   for entry in request.entries]
-    results = await ctx.broker.controller.alter_client_quotas(alterations,
-                                                              request.validate_only)
+    alterations = [
+        (
+            [(e.entity_type, e.entity_name) for e in entry.entity],
+            [(op.key, None if op.remove else op.value) for op in entry.ops],
+        )
+        for entry in request.entries
+    ]
+    results = await ctx.broker.controller.alter_client_quotas(alterations, request.validate_only)
     return _alter_response(request, results)
 
 
 def _alter_response(request, results):
     Entry = AlterClientQuotasResponse.EntryData
-    return AlterClientQuotasResponse(entries=[
-        Entry(error_code=0 if error is None else error.code,
-              error_message=None if error is None else str(error) or None,
-              entity=[AlterClientQuotasResponse.EntityData(entity_type=e.entity_type,
-                                                           entity_name=e.entity_name)
-                      for e in entry.entity])
-        for entry, error in zip(request.entries, results)])
+    return AlterClientQuotasResponse(
+        entries=[
+            Entry(
+                error_code=0 if error is None else error.code,
+                error_message=None if error is None else str(error) or None,
+                entity=[
+                    AlterClientQuotasResponse.EntityData(
+                        entity_type=e.entity_type, entity_name=e.entity_name
+                    )
+                    for e in entry.entity
+                ],
+            )
+            for entry, error in zip(request.entries, results)
+        ]
+    )
 
 
 def _alter_error(ctx, request, error: errors.KafkaError):
@@ -139,6 +164,7 @@ def _alter_error(ctx, request, error: errors.KafkaError):
 
 
 def register(apis: KafkaApis) -> None:
-    apis.register(DESCRIBE_CLIENT_QUOTAS, handle_describe_client_quotas,
-                  error_response=_describe_error)
+    apis.register(
+        DESCRIBE_CLIENT_QUOTAS, handle_describe_client_quotas, error_response=_describe_error
+    )
     apis.register(ALTER_CLIENT_QUOTAS, handle_alter_client_quotas, error_response=_alter_error)

@@ -20,6 +20,7 @@ controller when that is not this node. Shutdown: the broker first (a
 heartbeat asking to shut down moves its leaderships), then the controller
 (a leader resigns).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -78,15 +79,19 @@ class KafkaRaftServer:
 
     def _controller_client(self, broker: KafkaBroker, loop) -> QuorumControllerClient:
         local = self.controller_server.controller
-        channel = ControllerChannel(self.node_id, self.controller_server.voters,
-                                    leader_hint=lambda: local.leader_id,
-                                    security=self.controller_server.client_security)
+        channel = ControllerChannel(
+            self.node_id,
+            self.controller_server.voters,
+            leader_hint=lambda: local.leader_id,
+            security=self.controller_server.client_security,
+        )
         # The controllers are the quorum's voters as the log names them now
         # (a dynamic quorum's change while the broker runs), not at start.
         channel.voters = _KnownVoters(self.controller_server)
         broker.forwarder = Forwarder(channel, local)
-        return QuorumControllerClient(local, channel, self.config,
-                                      self.controller_server.cluster_id)
+        return QuorumControllerClient(
+            local, channel, self.config, self.controller_server.cluster_id
+        )
 
     @property
     def started(self) -> bool:
@@ -112,9 +117,11 @@ class KafkaRaftServer:
         deadline = asyncio.get_running_loop().time() + timeout
         while not known:
             if asyncio.get_running_loop().time() >= deadline:
-                raise ConfigException("controller.quorum.bootstrap.servers",
-                                      self.config["controller.quorum.bootstrap.servers"],
-                                      f"no controller found within {timeout:.0f} s")
+                raise ConfigException(
+                    "controller.quorum.bootstrap.servers",
+                    self.config["controller.quorum.bootstrap.servers"],
+                    f"no controller found within {timeout:.0f} s",
+                )
             await asyncio.sleep(0.05)
 
     async def shutdown(self) -> None:

@@ -15,6 +15,7 @@ Pending counts are written by a timer on the running event loop when the
 interval ends, by the next event of the kind after it, or by ``flush()``
 (the socket server flushes on shutdown, so no count is lost).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -37,15 +38,16 @@ class _Suppressed:
 
 
 class RateLimitedLogger:
-    def __init__(self, logger: logging.Logger, interval_s: float = WARNING_INTERVAL_S,
-                 clock=time.monotonic):
+    def __init__(
+        self, logger: logging.Logger, interval_s: float = WARNING_INTERVAL_S, clock=time.monotonic
+    ):
         self.logger = logger
         self.interval_s = interval_s
         self._clock = clock
         # kind -> when its current interval ends
         self._interval_end: dict[str, float] = {}
         self._suppressed: dict[str, _Suppressed] = {}
-        self._levels: dict[str, int] = {}      # kind -> the level it is logged at
+        self._levels: dict[str, int] = {}  # kind -> the level it is logged at
 
     def warning(self, kind: str, message: str, *args) -> None:
         self.log(logging.WARNING, kind, message, *args)
@@ -87,6 +89,11 @@ class RateLimitedLogger:
             return
         if suppressed.timer is not None:
             suppressed.timer.cancel()
-        self.logger.log(self._levels.get(kind, logging.WARNING),
-                        "%d more like this in the last %g s (%s), the first: %s",
-                        suppressed.count, self.interval_s, kind, suppressed.example)
+        self.logger.log(
+            self._levels.get(kind, logging.WARNING),
+            "%d more like this in the last %g s (%s), the first: %s",
+            suppressed.count,
+            self.interval_s,
+            kind,
+            suppressed.example,
+        )

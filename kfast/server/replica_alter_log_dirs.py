@@ -17,6 +17,7 @@ The current log shrinking under the copy (truncation on a follower,
 retention moving the log start) is followed: the future replica is cut to
 the current end, or restarted at the current log start.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -60,8 +61,7 @@ class ReplicaAlterLogDirsManager:
             while True:
                 partition = self.broker.replica_manager.get_partition(*key)
                 future = log_manager.get_future_log(*key)
-                if partition is None or future is None or partition.log.offline or \
-                        future.offline:
+                if partition is None or future is None or partition.log.offline or future.offline:
                     self._abandon(key)
                     return
                 source = partition.log

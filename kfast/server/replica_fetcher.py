@@ -32,6 +32,7 @@ each with the epoch of its last batch:
 
 Appends run on the event loop, as the leader's do.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -52,17 +53,25 @@ LIST_OFFSETS = api_keys.BY_NAME["ListOffsets"].key
 MIN_FOLLOWER_FETCH_VERSION = 12
 
 # Errors a later metadata update (new leader, new epoch) resolves: back off.
-_RETRY_LATER = frozenset(e.code for e in (
-    errors.NotLeaderOrFollowerException, errors.FencedLeaderEpochException,
-    errors.UnknownLeaderEpochException, errors.UnknownTopicOrPartitionException,
-    errors.UnknownTopicIdException, errors.KafkaStorageException,
-    errors.ReplicaNotAvailableException))
+_RETRY_LATER = frozenset(
+    e.code
+    for e in (
+        errors.NotLeaderOrFollowerException,
+        errors.FencedLeaderEpochException,
+        errors.UnknownLeaderEpochException,
+        errors.UnknownTopicOrPartitionException,
+        errors.UnknownTopicIdException,
+        errors.KafkaStorageException,
+        errors.ReplicaNotAvailableException,
+    )
+)
 # The leader has not applied the metadata this follower has (a leadership
 # just moved: the follower saw it first). Milliseconds away, so retry soon
 # instead of after replica.fetch.backoff.ms: until this follower fetches, a
 # new leader's high watermark -- and every acks=all produce -- waits.
-_LEADER_CATCHING_UP = frozenset(e.code for e in (
-    errors.NotLeaderOrFollowerException, errors.UnknownLeaderEpochException))
+_LEADER_CATCHING_UP = frozenset(
+    e.code for e in (errors.NotLeaderOrFollowerException, errors.UnknownLeaderEpochException)
+)
 _CATCH_UP_RETRY_S = 0.02
 _OUT_OF_RANGE = errors.OffsetOutOfRangeException.code
 
@@ -73,8 +82,9 @@ def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
     return (zlib.crc32(topic.encode()) + partition) % max(1, num_fetchers)
 
 
-def divergence_truncation_offset(epoch_cache, log_end_offset: int, high_watermark: int,
-                                 leader_epoch: int, leader_end_offset: int) -> int:
+def divergence_truncation_offset(
+    epoch_cache, log_end_offset: int, high_watermark: int, leader_epoch: int, leader_end_offset: int
+) -> int:
     """Where a follower truncates when the leader answers its fetch with a
     diverging epoch (Kafka's getOffsetTruncationState): at the end of the
     leader's epoch if this log has that epoch too; else at the end of this
@@ -114,8 +124,11 @@ def should_follower_throttle(quota, state: PartitionFetchState) -> bool:
     """Leave a partition out of the fetch: throttled, not caught up, and the
     quota exceeded (Kafka's shouldFollowerThrottle)."""
     partition = state.partition
-    return not state.is_replica_in_sync and \
-        quota.is_throttled(partition.topic, partition.partition) and quota.is_quota_exceeded()
+    return (
+        not state.is_replica_in_sync
+        and quota.is_throttled(partition.topic, partition.partition)
+        and quota.is_quota_exceeded()
+    )
 
 
 class ReplicaFetcherManager:
@@ -137,12 +150,18 @@ class ReplicaFetcherManager:
         current = self._assigned.get(key)
         if current is not None:
             state = current.partitions.get(key)
-            if state is not None and state.leader_id == partition.leader_id and \
-                    state.leader_epoch == partition.leader_epoch and state.partition is partition:
+            if (
+                state is not None
+                and state.leader_id == partition.leader_id
+                and state.leader_epoch == partition.leader_epoch
+                and state.partition is partition
+            ):
                 return
             current.remove(key)
-        fetcher_key = (partition.leader_id,
-                       fetcher_id(partition.topic, partition.partition, self.num_fetchers))
+        fetcher_key = (
+            partition.leader_id,
+            fetcher_id(partition.topic, partition.partition, self.num_fetchers),
+        )
         fetcher = self.fetchers.get(fetcher_key)
         if fetcher is None:
             fetcher = self.fetchers[fetcher_key] = ReplicaFetcher(self, *fetcher_key)
@@ -225,8 +244,12 @@ class ReplicaFetcher:
                 except (TimeoutError, errors.KafkaError, OSError) as exc:
                     if self._stopped:
                         break
-                    logger.info("fetch from broker %d failed (%s); retrying in %.0f ms",
-                                self.source_id, exc, self.backoff * 1000)
+                    logger.info(
+                        "fetch from broker %d failed (%s); retrying in %.0f ms",
+                        self.source_id,
+                        exc,
+                        self.backoff * 1000,
+                    )
                     await self._close_connection()
                     self._delay(ready, self.backoff)
         except asyncio.CancelledError:
@@ -265,11 +288,15 @@ class ReplicaFetcher:
         endpoint = self.broker.broker_endpoint(self.source_id)
         if endpoint is None:
             raise errors.BrokerNotAvailableException(
-                f"broker {self.source_id} has no endpoint in the metadata")
+                f"broker {self.source_id} has no endpoint in the metadata"
+            )
         self._connection = await BrokerConnection.open(
-            endpoint.host, endpoint.port, request_timeout=self.socket_timeout,
+            endpoint.host,
+            endpoint.port,
+            request_timeout=self.socket_timeout,
             client_id=f"broker-{self.broker.node_id}-fetcher-{self.key[1]}",
-            security=getattr(self.broker, "inter_broker_security", None))
+            security=getattr(self.broker, "inter_broker_security", None),
+        )
         return self._connection
 
     async def _close_connection(self) -> None:
@@ -287,23 +314,36 @@ class ReplicaFetcher:
             entry = topics.get(partition.topic_id)
             if entry is None:
                 entry = topics[partition.topic_id] = FetchRequest.FetchTopic(
-                    topic=partition.topic, topic_id=partition.topic_id, partitions=[])
+                    topic=partition.topic, topic_id=partition.topic_id, partitions=[]
+                )
             last_epoch = log.latest_epoch
-            entry.partitions.append(FetchRequest.FetchPartition(
-                partition=partition.partition, current_leader_epoch=state.leader_epoch,
-                fetch_offset=log.log_end_offset,
-                last_fetched_epoch=-1 if last_epoch is None else last_epoch,
-                log_start_offset=log.log_start_offset,
-                partition_max_bytes=self.partition_max_bytes))
+            entry.partitions.append(
+                FetchRequest.FetchPartition(
+                    partition=partition.partition,
+                    current_leader_epoch=state.leader_epoch,
+                    fetch_offset=log.log_end_offset,
+                    last_fetched_epoch=-1 if last_epoch is None else last_epoch,
+                    log_start_offset=log.log_start_offset,
+                    partition_max_bytes=self.partition_max_bytes,
+                )
+            )
         request = FetchRequest(
-            max_wait_ms=self.max_wait_ms, min_bytes=self.min_bytes, max_bytes=self.max_bytes,
-            isolation_level=0, session_id=0, session_epoch=-1, topics=list(topics.values()),
-            forgotten_topics_data=[], rack_id=broker.config.get("broker.rack") or "")
+            max_wait_ms=self.max_wait_ms,
+            min_bytes=self.min_bytes,
+            max_bytes=self.max_bytes,
+            isolation_level=0,
+            session_id=0,
+            session_epoch=-1,
+            topics=list(topics.values()),
+            forgotten_topics_data=[],
+            rack_id=broker.config.get("broker.rack") or "",
+        )
         # The follower names itself by replica_id up to v14, by the
         # ReplicaState tagged field (with its broker epoch, KIP-903) from v15.
         if version >= 15:
             request.replica_state = FetchRequest.ReplicaState(
-                replica_id=broker.node_id, replica_epoch=broker.broker_epoch)
+                replica_id=broker.node_id, replica_epoch=broker.broker_epoch
+            )
         else:
             request.replica_id = broker.node_id
         return request
@@ -316,11 +356,12 @@ class ReplicaFetcher:
         # assignment meanwhile).
         sent = {s.partition.key: (s, s.partition.log.log_end_offset) for s in ready}
         response = await connection.send(
-            self._fetch_request(ready, version), version=version,
-            timeout=self.socket_timeout + self.max_wait_ms / 1000)
+            self._fetch_request(ready, version),
+            version=version,
+            timeout=self.socket_timeout + self.max_wait_ms / 1000,
+        )
         if response.error_code:
-            raise errors.for_code(response.error_code)(
-                f"fetch from broker {self.source_id} failed")
+            raise errors.for_code(response.error_code)(f"fetch from broker {self.source_id} failed")
         by_id = version >= 13
         names = {s.partition.topic_id: s.partition.topic for s in ready}
         for topic in response.responses:
@@ -331,11 +372,10 @@ class ReplicaFetcher:
                     continue
                 state, fetch_offset = entry
                 if self.partitions.get(state.partition.key) is not state:
-                    continue                 # removed or re-added meanwhile
+                    continue  # removed or re-added meanwhile
                 await self._process_partition(state, fetch_offset, data)
 
-    async def _process_partition(self, state: PartitionFetchState, fetch_offset: int,
-                                 data) -> None:
+    async def _process_partition(self, state: PartitionFetchState, fetch_offset: int, data) -> None:
         partition = state.partition
         log = partition.log
         error = data.error_code
@@ -345,7 +385,7 @@ class ReplicaFetcher:
                 self._truncate_on_divergence(partition, diverging.epoch, diverging.end_offset)
                 return
             if log.log_end_offset != fetch_offset or partition.is_leader:
-                return                       # truncated or promoted meanwhile
+                return  # truncated or promoted meanwhile
             records = data.records
             appended = 0
             if records:
@@ -355,8 +395,12 @@ class ReplicaFetcher:
                     try:
                         self._append(log, view[:appended])
                     except Exception as exc:
-                        logger.error("follower append to %s-%d failed: %s", partition.topic,
-                                     partition.partition, exc)
+                        logger.error(
+                            "follower append to %s-%d failed: %s",
+                            partition.topic,
+                            partition.partition,
+                            exc,
+                        )
                         self._delay([state], self.backoff)
                         return
             self._after_append(state, appended, data.high_watermark)
@@ -375,12 +419,18 @@ class ReplicaFetcher:
             self._delay([state], min(self.backoff, _CATCH_UP_RETRY_S))
             return
         if error not in _RETRY_LATER:
-            logger.warning("fetch of %s-%d from broker %d failed: %s", partition.topic,
-                           partition.partition, self.source_id, errors.for_code(error).__name__)
+            logger.warning(
+                "fetch of %s-%d from broker %d failed: %s",
+                partition.topic,
+                partition.partition,
+                self.source_id,
+                errors.for_code(error).__name__,
+            )
         self._delay([state], self.backoff)
 
-    def _after_append(self, state: PartitionFetchState, appended: int,
-                      leader_high_watermark: int) -> None:
+    def _after_append(
+        self, state: PartitionFetchState, appended: int, leader_high_watermark: int
+    ) -> None:
         """The lag behind the leader's high watermark, as of a fetch that
         brought records (or the first one), and the bytes a throttled
         partition used of the follower quota."""
@@ -409,11 +459,18 @@ class ReplicaFetcher:
     def _truncate_on_divergence(self, partition, leader_epoch: int, leader_end: int) -> None:
         log = partition.log
         end = log.log_end_offset
-        target = divergence_truncation_offset(log.leader_epoch_cache, end, log.high_watermark,
-                                              leader_epoch, leader_end)
+        target = divergence_truncation_offset(
+            log.leader_epoch_cache, end, log.high_watermark, leader_epoch, leader_end
+        )
         if target < end:
-            logger.info("truncating %s-%d from %d to %d: diverged from leader epoch %d",
-                        partition.topic, partition.partition, end, target, leader_epoch)
+            logger.info(
+                "truncating %s-%d from %d to %d: diverged from leader epoch %d",
+                partition.topic,
+                partition.partition,
+                end,
+                target,
+                leader_epoch,
+            )
         # Also at the log end: epochs this log has past the point of
         # divergence go, or the next fetch names the same epoch again.
         log.truncate_to(target)
@@ -426,34 +483,60 @@ class ReplicaFetcher:
         try:
             leader_end = await self._leader_offset(state, LATEST_TIMESTAMP)
             if leader_end < log.log_end_offset:
-                logger.info("truncating %s-%d to the leader's log end offset %d",
-                            partition.topic, partition.partition, leader_end)
+                logger.info(
+                    "truncating %s-%d to the leader's log end offset %d",
+                    partition.topic,
+                    partition.partition,
+                    leader_end,
+                )
                 log.truncate_to(leader_end)
                 return
             leader_start = await self._leader_offset(state, EARLIEST_TIMESTAMP)
             if leader_start > log.log_end_offset:
-                logger.info("%s-%d restarts at the leader's log start offset %d",
-                            partition.topic, partition.partition, leader_start)
+                logger.info(
+                    "%s-%d restarts at the leader's log start offset %d",
+                    partition.topic,
+                    partition.partition,
+                    leader_start,
+                )
                 log.truncate_fully_and_start_at(leader_start)
                 return
         except (TimeoutError, errors.KafkaError, OSError) as exc:
-            logger.info("could not get the offsets of %s-%d from broker %d: %s",
-                        partition.topic, partition.partition, self.source_id, exc)
+            logger.info(
+                "could not get the offsets of %s-%d from broker %d: %s",
+                partition.topic,
+                partition.partition,
+                self.source_id,
+                exc,
+            )
         self._delay([state], self.backoff)
 
     async def _leader_offset(self, state: PartitionFetchState, timestamp: int) -> int:
         partition = state.partition
         connection = await self._connect()
         version = connection.version_for(LIST_OFFSETS, min_version=4)
-        response = await connection.send(ListOffsetsRequest(
-            replica_id=self.broker.node_id, isolation_level=0,
-            topics=[ListOffsetsRequest.ListOffsetsTopic(name=partition.topic, partitions=[
-                ListOffsetsRequest.ListOffsetsPartition(
-                    partition_index=partition.partition,
-                    current_leader_epoch=state.leader_epoch, timestamp=timestamp)])]),
-            version=version)
+        response = await connection.send(
+            ListOffsetsRequest(
+                replica_id=self.broker.node_id,
+                isolation_level=0,
+                topics=[
+                    ListOffsetsRequest.ListOffsetsTopic(
+                        name=partition.topic,
+                        partitions=[
+                            ListOffsetsRequest.ListOffsetsPartition(
+                                partition_index=partition.partition,
+                                current_leader_epoch=state.leader_epoch,
+                                timestamp=timestamp,
+                            )
+                        ],
+                    )
+                ],
+            ),
+            version=version,
+        )
         result = response.topics[0].partitions[0]
         if result.error_code:
             raise errors.for_code(result.error_code)(
-                f"ListOffsets for {partition.topic}-{partition.partition} failed")
+                f"ListOffsets for {partition.topic}-{partition.partition} failed"
+            )
         return result.offset

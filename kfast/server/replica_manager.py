@@ -23,6 +23,7 @@ partition the leader quota throttles gets no records while that quota is
 exceeded (Kafka's shouldLeaderThrottle); the fetchers consult
 ``follower_quota`` themselves.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -94,7 +95,7 @@ class FetchParams(NamedTuple):
 
 
 class PartitionFetchRequest(NamedTuple):
-    key: tuple                  # (topic, partition)
+    key: tuple  # (topic, partition)
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
@@ -107,13 +108,28 @@ class PartitionFetchRequest(NamedTuple):
 class FetchPartitionData:
     """What one partition contributes to a fetch response."""
 
-    __slots__ = ("error_code", "high_watermark", "last_stable_offset", "log_start_offset",
-                 "records", "aborted_transactions", "size", "diverging_epoch",
-                 "preferred_read_replica")
+    __slots__ = (
+        "error_code",
+        "high_watermark",
+        "last_stable_offset",
+        "log_start_offset",
+        "records",
+        "aborted_transactions",
+        "size",
+        "diverging_epoch",
+        "preferred_read_replica",
+    )
 
-    def __init__(self, error_code: int = 0, high_watermark: int = -1,
-                 last_stable_offset: int = -1, log_start_offset: int = -1,
-                 records=None, aborted_transactions=None, diverging_epoch=None):
+    def __init__(
+        self,
+        error_code: int = 0,
+        high_watermark: int = -1,
+        last_stable_offset: int = -1,
+        log_start_offset: int = -1,
+        records=None,
+        aborted_transactions=None,
+        diverging_epoch=None,
+    ):
         self.error_code = error_code
         self.high_watermark = high_watermark
         self.last_stable_offset = last_stable_offset
@@ -127,12 +143,16 @@ class FetchPartitionData:
         self.preferred_read_replica = -1
 
 
-def should_leader_throttle(quota: ReplicationQuotaManager, partition: Partition,
-                           replica_id: int) -> bool:
+def should_leader_throttle(
+    quota: ReplicationQuotaManager, partition: Partition, replica_id: int
+) -> bool:
     """Hold back records from a follower: only one outside the ISR, so a
     throttle never shrinks the ISR (Kafka's ReplicaManager.shouldLeaderThrottle)."""
-    return replica_id not in partition.isr and \
-        quota.is_throttled(partition.topic, partition.partition) and quota.is_quota_exceeded()
+    return (
+        replica_id not in partition.isr
+        and quota.is_throttled(partition.topic, partition.partition)
+        and quota.is_quota_exceeded()
+    )
 
 
 class ReplicaManager:
@@ -164,8 +184,10 @@ class ReplicaManager:
         self.metadata_image = lambda: None
         # Replication throttles: bytes sent to followers, bytes fetched from
         # leaders (the rates come with the dynamic broker configs).
-        window = (config["replication.quota.window.num"],
-                  config["replication.quota.window.size.seconds"])
+        window = (
+            config["replication.quota.window.num"],
+            config["replication.quota.window.size.seconds"],
+        )
         self.leader_quota = ReplicationQuotaManager(*window)
         self.follower_quota = ReplicationQuotaManager(*window)
         # KIP-392: replica.selector.class names Kafka's rack-aware selector.
@@ -209,24 +231,34 @@ class ReplicaManager:
         if found is not None:
             if found.log.offline:
                 raise KafkaStorageException(
-                    f"Partition {topic}-{partition} is in an offline log directory")
+                    f"Partition {topic}-{partition} is in an offline log directory"
+                )
             return found
         image = self.metadata_image()
         if image is not None and image.partition(topic, partition) is not None:
             raise NotLeaderOrFollowerException(
-                f"Broker {self.node_id} hosts no replica of {topic}-{partition}")
+                f"Broker {self.node_id} hosts no replica of {topic}-{partition}"
+            )
         raise UnknownTopicOrPartitionException(
-            f"This server does not host this topic-partition: {topic}-{partition}")
+            f"This server does not host this topic-partition: {topic}-{partition}"
+        )
 
     def leader_partition_or_raise(self, topic: str, partition: int) -> Partition:
         found = self.partition_or_raise(topic, partition)
         if not found.is_leader:
             raise NotLeaderOrFollowerException(
-                f"Leader not local for partition {topic}-{partition} on broker {self.node_id}")
+                f"Leader not local for partition {topic}-{partition} on broker {self.node_id}"
+            )
         return found
 
-    def apply_partition(self, topic: str, topic_id: uuid.UUID, index: int,
-                        registration: PartitionRegistration, log: Log) -> Partition:
+    def apply_partition(
+        self,
+        topic: str,
+        topic_id: uuid.UUID,
+        index: int,
+        registration: PartitionRegistration,
+        log: Log,
+    ) -> Partition:
         key = (topic, index)
         partition = self._partitions.get(key)
         if partition is None or partition.log is not log:
@@ -274,8 +306,10 @@ class ReplicaManager:
         overrides; none when deleted) say which of its partitions the two
         quotas throttle on this broker (Kafka's TopicConfigHandler)."""
         configs = configs or {}
-        for quota, name in ((self.leader_quota, "leader.replication.throttled.replicas"),
-                            (self.follower_quota, "follower.replication.throttled.replicas")):
+        for quota, name in (
+            (self.leader_quota, "leader.replication.throttled.replicas"),
+            (self.follower_quota, "follower.replication.throttled.replicas"),
+        ):
             quota.mark_throttled(topic, parse_throttled_replicas(configs.get(name), self.node_id))
 
     def update_replication_rates(self, leader_rate: int, follower_rate: int) -> None:
@@ -292,8 +326,14 @@ class ReplicaManager:
         self.delete_records_purgatory.check_and_complete(key)
 
     # -- produce --------------------------------------------------------------------
-    def append_records(self, timeout_ms: int, required_acks: int, entries: list,
-                       origin: str = ORIGIN_CLIENT, verification_guards: dict | None = None):
+    def append_records(
+        self,
+        timeout_ms: int,
+        required_acks: int,
+        entries: list,
+        origin: str = ORIGIN_CLIENT,
+        verification_guards: dict | None = None,
+    ):
         """Append each ``(topic, partition, records, response)``; ``response``
         (a PartitionProduceResponse) gets error_code, base_offset,
         log_append_time_ms and log_start_offset. Returns None when the
@@ -318,15 +358,15 @@ class ReplicaManager:
                 stats.total_produce_requests += 1
                 if verification_guards is not None and origin == ORIGIN_CLIENT:
                     check_verified(partition.log, records, verification_guards.get((topic, index)))
-                info, hw_moved = partition.append_records_to_leader(records, origin,
-                                                                    required_acks)
+                info, hw_moved = partition.append_records_to_leader(records, origin, required_acks)
                 clear_after_append(partition.log, records)
             except Exception as exc:
                 error = error_of(exc)
                 if stats is not None:
                     stats.failed_produce_requests += 1
-                if isinstance(error, KafkaStorageException) and \
-                        not self._in_offline_dir(topic, index):
+                if isinstance(error, KafkaStorageException) and not self._in_offline_dir(
+                    topic, index
+                ):
                     # A per-request failure (no descriptors left); a failed
                     # dir was logged once by the failure channel.
                     logger.error("append to %s-%d failed: %s", topic, index, error)
@@ -336,9 +376,11 @@ class ReplicaManager:
                 if isinstance(error, RecordValidationException):
                     # The records that made the batch invalid (KIP-467, v8+).
                     response.record_errors = [
-                        _BatchIndexAndErrorMessage(batch_index=index,
-                                                   batch_index_error_message=message)
-                        for index, message in error.record_errors]
+                        _BatchIndexAndErrorMessage(
+                            batch_index=index, batch_index_error_message=message
+                        )
+                        for index, message in error.record_errors
+                    ]
                 continue
             if not info.duplicate:
                 stats.messages_in += info.records_count
@@ -365,7 +407,8 @@ class ReplicaManager:
         future = asyncio.get_running_loop().create_future()
         operation = DelayedProduce(timeout_ms, statuses, future)
         if self.produce_purgatory.try_complete_else_watch(
-                operation, [status.partition.key for status in statuses]):
+            operation, [status.partition.key for status in statuses]
+        ):
             return None
         self._delayed.add(operation)
         return future
@@ -382,10 +425,11 @@ class ReplicaManager:
         total = 0
         has_error = False
         for request in requests:
-            data = self._read_partition(params, request, max(0, min(request.max_bytes, limit)),
-                                        min_one_message)
+            data = self._read_partition(
+                params, request, max(0, min(request.max_bytes, limit)), min_one_message
+            )
             if data.error_code or data.diverging_epoch is not None:
-                has_error = True           # something to report at once
+                has_error = True  # something to report at once
             elif data.size:
                 min_one_message = False
                 limit = max(0, limit - data.size)
@@ -393,40 +437,64 @@ class ReplicaManager:
             results.append((request, data))
         return results, total, has_error
 
-    def _read_partition(self, params: FetchParams, request: PartitionFetchRequest,
-                        max_bytes: int, min_one_message: bool) -> FetchPartitionData:
+    def _read_partition(
+        self,
+        params: FetchParams,
+        request: PartitionFetchRequest,
+        max_bytes: int,
+        min_one_message: bool,
+    ) -> FetchPartitionData:
         partition = None
         try:
             partition = self.partition_or_raise(*request.key)
             if params.replica_id >= 0:
-                return self._read_for_follower(partition, params.replica_id, request, max_bytes,
-                                               min_one_message, self.leader_quota)
+                return self._read_for_follower(
+                    partition,
+                    params.replica_id,
+                    request,
+                    max_bytes,
+                    min_one_message,
+                    self.leader_quota,
+                )
             log = partition.log
             high_watermark = log.high_watermark
             last_stable = log.last_stable_offset
             if params.client_rack and self.rack_aware_selector and partition.is_leader:
                 preferred = partition.preferred_read_replica(
-                    request.fetch_offset, params.client_rack, self.rack_of, self.time_ms(),
-                    self.config["replica.lag.time.max.ms"])
+                    request.fetch_offset,
+                    params.client_rack,
+                    self.rack_of,
+                    self.time_ms(),
+                    self.config["replica.lag.time.max.ms"],
+                )
                 if preferred >= 0:
                     # No records: the consumer goes to ``preferred`` (Kafka
                     # answers with the offsets and the replica only).
                     partition.leader_log_or_raise(request.current_leader_epoch)
-                    data = FetchPartitionData(0, high_watermark, last_stable,
-                                              log.log_start_offset)
+                    data = FetchPartitionData(0, high_watermark, last_stable, log.log_start_offset)
                     data.preferred_read_replica = preferred
                     return data
-            info = partition.read_records(request.fetch_offset, max_bytes,
-                                          params.isolation_level, min_one_message,
-                                          request.current_leader_epoch,
-                                          follower_read=params.client_rack is not None)
+            info = partition.read_records(
+                request.fetch_offset,
+                max_bytes,
+                params.isolation_level,
+                min_one_message,
+                request.current_leader_epoch,
+                follower_read=params.client_rack is not None,
+            )
             aborted = info.aborted_transactions
             if params.isolation_level == READ_COMMITTED and aborted is None:
                 aborted = []
             return FetchPartitionData(
-                0, high_watermark, last_stable, log.log_start_offset, info.records,
+                0,
+                high_watermark,
+                last_stable,
+                log.log_start_offset,
+                info.records,
                 [(txn.producer_id, txn.first_offset) for txn in aborted]
-                if aborted is not None else None)
+                if aborted is not None
+                else None,
+            )
         except Exception as exc:
             error = error_of(exc)
             data = FetchPartitionData(error.code)
@@ -437,9 +505,14 @@ class ReplicaManager:
             return data
 
     @staticmethod
-    def _read_for_follower(partition: Partition, replica_id: int,
-                           request: PartitionFetchRequest, max_bytes: int,
-                           min_one_message: bool, quota) -> FetchPartitionData:
+    def _read_for_follower(
+        partition: Partition,
+        replica_id: int,
+        request: PartitionFetchRequest,
+        max_bytes: int,
+        min_one_message: bool,
+        quota,
+    ) -> FetchPartitionData:
         """A follower's read (Kafka's Partition.readRecords from a follower):
         first check that its log still matches this leader's at its last
         fetched epoch -- if not, answer only where they diverge, and the
@@ -450,31 +523,41 @@ class ReplicaManager:
         if replica_id not in partition.replica_states:
             raise NotLeaderOrFollowerException(
                 f"Replica {replica_id} is not a follower of {partition.topic}-"
-                f"{partition.partition} (replicas {list(partition.replicas)})")
+                f"{partition.partition} (replicas {list(partition.replicas)})"
+            )
         fetch_offset = request.fetch_offset
         last_fetched_epoch = request.last_fetched_epoch
         if last_fetched_epoch >= 0:
-            epoch, end_offset = log.leader_epoch_cache.end_offset_for(last_fetched_epoch,
-                                                                      log.log_end_offset)
+            epoch, end_offset = log.leader_epoch_cache.end_offset_for(
+                last_fetched_epoch, log.log_end_offset
+            )
             if epoch < 0 or end_offset < 0:
                 raise OffsetOutOfRangeException(
                     f"Could not determine the end offset of the last fetched epoch "
-                    f"{last_fetched_epoch} of {partition.topic}-{partition.partition}")
+                    f"{last_fetched_epoch} of {partition.topic}-{partition.partition}"
+                )
             if fetch_offset < log.log_start_offset:
                 raise OffsetOutOfRangeException(
                     f"Fetch offset {fetch_offset} is below the log start offset "
-                    f"{log.log_start_offset} of {partition.topic}-{partition.partition}")
+                    f"{log.log_start_offset} of {partition.topic}-{partition.partition}"
+                )
             if epoch < last_fetched_epoch or end_offset < fetch_offset:
-                return FetchPartitionData(0, log.high_watermark, log.last_stable_offset,
-                                          log.log_start_offset,
-                                          diverging_epoch=(epoch, end_offset))
+                return FetchPartitionData(
+                    0,
+                    log.high_watermark,
+                    log.last_stable_offset,
+                    log.log_start_offset,
+                    diverging_epoch=(epoch, end_offset),
+                )
         high_watermark = log.high_watermark
         if should_leader_throttle(quota, partition, replica_id):
-            return FetchPartitionData(0, high_watermark, log.last_stable_offset,
-                                      log.log_start_offset)
+            return FetchPartitionData(
+                0, high_watermark, log.last_stable_offset, log.log_start_offset
+            )
         info = log.read(fetch_offset, max_bytes, None, min_one_message)
-        return FetchPartitionData(0, high_watermark, log.last_stable_offset,
-                                  log.log_start_offset, info.records)
+        return FetchPartitionData(
+            0, high_watermark, log.last_stable_offset, log.log_start_offset, info.records
+        )
 
     def _update_followers(self, replica_id: int, results: list) -> None:
         """After a follower's first read: its fetch offsets are its log end
@@ -489,7 +572,8 @@ class ReplicaManager:
                 continue
             try:
                 moved = partition.update_follower_fetch_state(
-                    replica_id, request.fetch_offset, request.log_start_offset, now)
+                    replica_id, request.fetch_offset, request.log_start_offset, now
+                )
             except KafkaError:
                 continue
             if moved:
@@ -521,8 +605,13 @@ class ReplicaManager:
             if partition.replica_states:
                 proposed = partition.isr_to_shrink(now, lag_max_ms)
                 if proposed is not None:
-                    logger.info("shrinking the ISR of %s-%d from %s to %s", partition.topic,
-                                partition.partition, list(partition.isr), list(proposed))
+                    logger.info(
+                        "shrinking the ISR of %s-%d from %s to %s",
+                        partition.topic,
+                        partition.partition,
+                        list(partition.isr),
+                        list(proposed),
+                    )
                     self.propose_isr(partition, proposed)
 
     def fetch_messages(self, params: FetchParams, requests: list[PartitionFetchRequest]):
@@ -536,8 +625,12 @@ class ReplicaManager:
         if params.max_wait_ms <= 0 or not requests or total >= params.min_bytes or has_error:
             return results
         future = asyncio.get_running_loop().create_future()
-        operation = DelayedFetch(params.max_wait_ms, params.min_bytes,
-                                 lambda: self.read_from_local_log(params, requests), future)
+        operation = DelayedFetch(
+            params.max_wait_ms,
+            params.min_bytes,
+            lambda: self.read_from_local_log(params, requests),
+            future,
+        )
         if self.fetch_purgatory.try_complete_else_watch(operation, [r.key for r in requests]):
             return future.result()
         self._delayed.add(operation)
@@ -558,7 +651,8 @@ class ReplicaManager:
                     raise OffsetOutOfRangeException(
                         f"Cannot increment the log start offset to {target} of partition "
                         f"{topic}-{index} since it is larger than the high watermark "
-                        f"{log.high_watermark}")
+                        f"{log.high_watermark}"
+                    )
                 log.delete_records_before(target)
             except Exception as exc:
                 error = error_of(exc)
@@ -574,7 +668,8 @@ class ReplicaManager:
         future = asyncio.get_running_loop().create_future()
         operation = DelayedDeleteRecords(timeout_ms, statuses, future)
         if self.delete_records_purgatory.try_complete_else_watch(
-                operation, [p.key for p, _, _ in statuses]):
+            operation, [p.key for p, _, _ in statuses]
+        ):
             return None
         self._delayed.add(operation)
         return future
@@ -587,6 +682,9 @@ class ReplicaManager:
 
     def shutdown(self) -> None:
         self.complete_delayed_operations()
-        for purgatory in (self.produce_purgatory, self.fetch_purgatory,
-                          self.delete_records_purgatory):
+        for purgatory in (
+            self.produce_purgatory,
+            self.fetch_purgatory,
+            self.delete_records_purgatory,
+        ):
             purgatory.shutdown()

@@ -26,6 +26,7 @@ emptied before each measurement. The quota is exceeded while that rate is
 above the bound; a caller then sends or fetches nothing for throttled
 partitions until enough time has passed for the rate to fall under it.
 """
+
 from __future__ import annotations
 
 import time
@@ -137,8 +138,13 @@ class ReplicationQuotaManager:
     """One side's throttle: which partitions it applies to, and whether the
     bytes recorded for them are over the configured rate right now."""
 
-    def __init__(self, num_samples: int, window_seconds: int,
-                 bound: int = LONG_MAX, clock_ms: Callable[[], int] | None = None):
+    def __init__(
+        self,
+        num_samples: int,
+        window_seconds: int,
+        bound: int = LONG_MAX,
+        clock_ms: Callable[[], int] | None = None,
+    ):
         self._rate = SampledRate(num_samples, window_seconds * 1000)
         self._clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
         self.upper_bound = bound
@@ -151,7 +157,7 @@ class ReplicationQuotaManager:
 
     def is_quota_exceeded(self) -> bool:
         if self.upper_bound >= LONG_MAX:
-            return False                    # unthrottled: no need to measure
+            return False  # unthrottled: no need to measure
         return self._rate.measure(self._clock_ms()) > self.upper_bound
 
     def is_throttled(self, topic: str, partition: int) -> bool:

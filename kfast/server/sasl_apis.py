@@ -4,6 +4,7 @@ on a PLAINTEXT or SSL listener, or a SaslAuthenticate after authentication
 A SASL listener's connections send these to their authenticator first
 (kfast.server.sasl_authenticator); what reaches KafkaApis is out of place.
 """
+
 from __future__ import annotations
 
 from kfast.protocol import SaslAuthenticateResponse, SaslHandshakeResponse, api_keys, errors
@@ -17,7 +18,8 @@ def handle_sasl_authenticate(ctx, request) -> SaslAuthenticateResponse:
     return SaslAuthenticateResponse(
         error_code=errors.IllegalSaslStateException.code,
         error_message="SaslAuthenticate request received after successful authentication",
-        auth_bytes=b"")
+        auth_bytes=b"",
+    )
 
 
 def register(apis) -> None:

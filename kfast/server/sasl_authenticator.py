@@ -25,6 +25,7 @@ States of one connection, as Kafka's::
   SaslHandshake on an expired session closes the connection, as Kafka's
   channel does. A re-authentication must keep the mechanism and principal.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -70,8 +71,14 @@ class SaslListenerHandler:
     through its SaslServerAuthenticator until it is authenticated, then to
     KafkaApis."""
 
-    def __init__(self, apis, listener_name: str, security: ListenerSecurity, broker,
-                 failed_authentication_delay_ms: int):
+    def __init__(
+        self,
+        apis,
+        listener_name: str,
+        security: ListenerSecurity,
+        broker,
+        failed_authentication_delay_ms: int,
+    ):
         self.apis = apis
         self.listener_name = listener_name
         self.security = security
@@ -125,15 +132,16 @@ class SaslServerAuthenticator:
                 self.state = HANDSHAKE
                 return self._kafka_request(frame)
             if self.session_expires_at is not None and time.monotonic() > self.session_expires_at:
-                logger.debug("%s: SASL session expired without re-authentication; closing",
-                             self.connection.connection_id)
+                logger.debug(
+                    "%s: SASL session expired without re-authentication; closing",
+                    self.connection.connection_id,
+                )
                 self.connection.close_when_drained()
                 return None
             return self.listener.apis.handle(self.connection, frame, self.listener.listener_name)
         if self.state == AUTHENTICATE:
             if len(frame) > self.listener.security.max_receive_size:
-                return self._fail("Failing SASL authentication due to invalid receive size",
-                                  None)
+                return self._fail("Failing SASL authentication due to invalid receive size", None)
             if self.handshake_version == 0:
                 return self._raw_token(bytes(frame))
             return self._authenticate_request(frame)
@@ -145,8 +153,11 @@ class SaslServerAuthenticator:
     def _illegal(self, message: str):
         self.state = FAILED
         self.listener.failures.warning(
-            "illegal sasl state", "%s: %s; closing the connection",
-            self.connection.connection_id, message)
+            "illegal sasl state",
+            "%s: %s; closing the connection",
+            self.connection.connection_id,
+            message,
+        )
         self.connection.close_when_drained()
         return None
 
@@ -154,15 +165,18 @@ class SaslServerAuthenticator:
         try:
             header = decode_request_header(frame)
         except Exception:
-            return self._illegal("the first packet is not a Kafka request (GSSAPI is not "
-                                 "supported)")
+            return self._illegal(
+                "the first packet is not a Kafka request (GSSAPI is not supported)"
+            )
         if header.api_key == api_keys.API_VERSIONS and self.state == HANDSHAKE_OR_VERSIONS:
             self.state = HANDSHAKE
             return self.listener.apis.handle(self.connection, frame, self.listener.listener_name)
         if header.api_key != SASL_HANDSHAKE:
             name = api_keys.BY_KEY.get(header.api_key)
-            return self._illegal(f"Unexpected Kafka request of type "
-                                 f"{name.name if name else header.api_key} during SASL handshake.")
+            return self._illegal(
+                f"Unexpected Kafka request of type "
+                f"{name.name if name else header.api_key} during SASL handshake."
+            )
         api = api_keys.BY_KEY[SASL_HANDSHAKE]
         if not api.min_version <= header.api_version <= api.max_version:
             return self._illegal(f"SaslHandshake version {header.api_version} is not supported")
@@ -175,16 +189,22 @@ class SaslServerAuthenticator:
         if mechanism not in enabled:
             self.state = FAILED
             self.connection.close_when_drained()
-            return self._respond(header, SaslHandshakeResponse(
-                error_code=errors.UnsupportedSaslMechanismException.code, mechanisms=enabled))
+            return self._respond(
+                header,
+                SaslHandshakeResponse(
+                    error_code=errors.UnsupportedSaslMechanismException.code, mechanisms=enabled
+                ),
+            )
         if self.reauthenticating and mechanism != self.mechanism:
             # Kafka's REAUTH_BAD_MECHANISM: the handshake is answered, the
             # SaslAuthenticate that follows fails.
             self.state = AUTHENTICATE
             self.server = None
-            self._bad_mechanism = (f"SASL mechanism '{mechanism}' requested by client is not "
-                                   f"supported for re-authentication of mechanism "
-                                   f"'{self.mechanism}'")
+            self._bad_mechanism = (
+                f"SASL mechanism '{mechanism}' requested by client is not "
+                f"supported for re-authentication of mechanism "
+                f"'{self.mechanism}'"
+            )
         else:
             self.mechanism = mechanism
             self.server = self.listener.new_mechanism_server(mechanism)
@@ -199,13 +219,16 @@ class SaslServerAuthenticator:
             return self._illegal("not a SaslAuthenticate request during SASL authentication")
         if header.api_key != SASL_AUTHENTICATE:
             name = api_keys.BY_KEY.get(header.api_key)
-            return self._illegal(f"Unexpected Kafka request of type "
-                                 f"{name.name if name else header.api_key} during SASL "
-                                 f"authentication.")
+            return self._illegal(
+                f"Unexpected Kafka request of type "
+                f"{name.name if name else header.api_key} during SASL "
+                f"authentication."
+            )
         api = api_keys.BY_KEY[SASL_AUTHENTICATE]
         if not api.min_version <= header.api_version <= api.max_version:
-            return self._illegal(f"Version {header.api_version} is not supported for apiKey "
-                                 f"SASL_AUTHENTICATE")
+            return self._illegal(
+                f"Version {header.api_version} is not supported for apiKey SASL_AUTHENTICATE"
+            )
         try:
             request = decode_request_body(header, frame)
         except Exception:
@@ -221,11 +244,16 @@ class SaslServerAuthenticator:
         except errors.SaslAuthenticationException as exc:
             return self._fail(exc.message, header)
         except Exception:
-            logger.exception("%s: SASL/%s server failed", self.connection.connection_id,
-                             self.mechanism)
+            logger.exception(
+                "%s: SASL/%s server failed", self.connection.connection_id, self.mechanism
+            )
             return self._fail(self._invalid_credentials(), header)
-        return self._respond(header, SaslAuthenticateResponse(
-            error_code=0, error_message=None, auth_bytes=token, session_lifetime_ms=lifetime_ms))
+        return self._respond(
+            header,
+            SaslAuthenticateResponse(
+                error_code=0, error_message=None, auth_bytes=token, session_lifetime_ms=lifetime_ms
+            ),
+        )
 
     def _raw_token(self, token: bytes):
         try:
@@ -233,15 +261,20 @@ class SaslServerAuthenticator:
             if self.server.complete:
                 self._complete()
         except Exception as exc:
-            message = exc.message if isinstance(exc, errors.SaslAuthenticationException) \
+            message = (
+                exc.message
+                if isinstance(exc, errors.SaslAuthenticationException)
                 else self._invalid_credentials()
+            )
             return self._fail(message, None)
         return [response]
 
     def _invalid_credentials(self) -> str:
-        return ("Authentication failed during "
-                f"{'re-authentication' if self.reauthenticating else 'authentication'} due to "
-                f"invalid credentials with SASL mechanism {self.mechanism}")
+        return (
+            "Authentication failed during "
+            f"{'re-authentication' if self.reauthenticating else 'authentication'} due to "
+            f"invalid credentials with SASL mechanism {self.mechanism}"
+        )
 
     # ------------------------------------------------------------- outcomes
 
@@ -254,7 +287,8 @@ class SaslServerAuthenticator:
             raise errors.SaslAuthenticationException(
                 f"Cannot change principals during re-authentication from "
                 f"{previous.principal_type}.{previous.name}: {principal.principal_type}."
-                f"{principal.name}")
+                f"{principal.name}"
+            )
         now_ms = time.time() * 1000.0
         max_reauth_ms = self.listener.security.reauth_ms.get(self.mechanism, 0)
         expires_at_ms = server.expires_at_ms
@@ -275,31 +309,43 @@ class SaslServerAuthenticator:
             self.listener.reauthentications += 1
         self.reauthenticating = False
         self.server = None
-        logger.debug("%s: authenticated as %s with SASL/%s", self.connection.connection_id,
-                     principal, self.mechanism)
+        logger.debug(
+            "%s: authenticated as %s with SASL/%s",
+            self.connection.connection_id,
+            principal,
+            self.mechanism,
+        )
         return lifetime_ms
 
     def _fail(self, message: str, header):
         self.state = FAILED
         host = self.connection.peer[0] if self.connection.peer else "?"
         self.listener.failures.warning(
-            "failed authentication", "Failed authentication with /%s (%s)", host, message)
+            "failed authentication", "Failed authentication with /%s (%s)", host, message
+        )
         self.connection.close_when_drained()
         if header is None:
             return None
         parts = encode_response_parts(
-            SASL_AUTHENTICATE, header.api_version, header.correlation_id,
-            SaslAuthenticateResponse(error_code=errors.SaslAuthenticationException.code,
-                                     error_message=message, auth_bytes=b"",
-                                     session_lifetime_ms=0))[1:]
+            SASL_AUTHENTICATE,
+            header.api_version,
+            header.correlation_id,
+            SaslAuthenticateResponse(
+                error_code=errors.SaslAuthenticationException.code,
+                error_message=message,
+                auth_bytes=b"",
+                session_lifetime_ms=0,
+            ),
+        )[1:]
         delay_ms = self.listener.failed_authentication_delay_ms
         if delay_ms <= 0:
             return parts
         return _after(delay_ms / 1000.0, parts)
 
     def _respond(self, header, body):
-        return encode_response_parts(header.api_key, header.api_version, header.correlation_id,
-                                     body)[1:]
+        return encode_response_parts(
+            header.api_key, header.api_version, header.correlation_id, body
+        )[1:]
 
 
 async def _after(delay_s: float, parts):

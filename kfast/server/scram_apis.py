@@ -11,6 +11,7 @@ Kafka's KafkaApis / ControllerApis handlers.
   cluster. A refused authorization is CLUSTER_AUTHORIZATION_FAILED: the
   top-level error of Describe, every user's error of Alter.
 """
+
 from __future__ import annotations
 
 from kfast.protocol import (
@@ -39,47 +40,84 @@ def handle_describe_user_scram_credentials(ctx, request) -> DescribeUserScramCre
     results = []
     for user in wanted:
         if user in duplicates:
-            results.append(Result(user=user, error_code=errors.DuplicateResourceException.code,
-                                  error_message=_DUPLICATE + user, credential_infos=[]))
+            results.append(
+                Result(
+                    user=user,
+                    error_code=errors.DuplicateResourceException.code,
+                    error_message=_DUPLICATE + user,
+                    credential_infos=[],
+                )
+            )
         elif user not in by_user:
-            results.append(Result(user=user, error_code=errors.ResourceNotFoundException.code,
-                                  error_message=_NOT_FOUND + user, credential_infos=[]))
+            results.append(
+                Result(
+                    user=user,
+                    error_code=errors.ResourceNotFoundException.code,
+                    error_message=_NOT_FOUND + user,
+                    credential_infos=[],
+                )
+            )
         else:
-            results.append(Result(user=user, error_code=0, error_message=None, credential_infos=[
-                Info(mechanism=m, iterations=i) for m, i in by_user[user]]))
-    return DescribeUserScramCredentialsResponse(error_code=0, error_message=None,
-                                                results=results)
+            results.append(
+                Result(
+                    user=user,
+                    error_code=0,
+                    error_message=None,
+                    credential_infos=[Info(mechanism=m, iterations=i) for m, i in by_user[user]],
+                )
+            )
+    return DescribeUserScramCredentialsResponse(error_code=0, error_message=None, results=results)
 
 
 def _describe_error(ctx, request, error: errors.KafkaError):
-    return DescribeUserScramCredentialsResponse(error_code=error.code,
-                                                error_message=str(error) or None, results=[])
+    return DescribeUserScramCredentialsResponse(
+        error_code=error.code, error_message=str(error) or None, results=[]
+    )
 
 
 async def handle_alter_user_scram_credentials(ctx, request) -> AlterUserScramCredentialsResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     results = await ctx.broker.controller.alter_user_scram_credentials(
         [(d.name, d.mechanism) for d in request.deletions],
-        [(u.name, u.mechanism, u.iterations, bytes(u.salt), bytes(u.salted_password))
-         for u in request.upsertions])
+        [
+            (u.name, u.mechanism, u.iterations, bytes(u.salt), bytes(u.salted_password))
+            for u in request.upsertions
+        ],
+    )
     Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
-    return AlterUserScramCredentialsResponse(results=[
-        Result(user=user, error_code=0 if error is None else error.code,
-               error_message=None if error is None else str(error) or None)
-        for user, error in results])
+    return AlterUserScramCredentialsResponse(
+        results=[
+            Result(
+                user=user,
+                error_code=0 if error is None else error.code,
+                error_message=None if error is None else str(error) or None,
+            )
+            for user, error in results
+        ]
+    )
 
 
 def _alter_error(ctx, request, error: errors.KafkaError):
-    users = dict.fromkeys([d.name for d in request.deletions]
-                          + [u.name for u in request.upsertions])
+    users = dict.fromkeys(
+        [d.name for d in request.deletions] + [u.name for u in request.upsertions]
+    )
     Result = AlterUserScramCredentialsResponse.AlterUserScramCredentialsResult
-    return AlterUserScramCredentialsResponse(results=[
-        Result(user=user, error_code=error.code, error_message=str(error) or None)
-        for user in users])
+    return AlterUserScramCredentialsResponse(
+        results=[
+            Result(user=user, error_code=error.code, error_message=str(error) or None)
+            for user in users
+        ]
+    )
 
 
 def register(apis) -> None:
-    apis.register(api_keys.BY_NAME["DescribeUserScramCredentials"].key,
-                  handle_describe_user_scram_credentials, error_response=_describe_error)
-    apis.register(api_keys.BY_NAME["AlterUserScramCredentials"].key,
-                  handle_alter_user_scram_credentials, error_response=_alter_error)
+    apis.register(
+        api_keys.BY_NAME["DescribeUserScramCredentials"].key,
+        handle_describe_user_scram_credentials,
+        error_response=_describe_error,
+    )
+    apis.register(
+        api_keys.BY_NAME["AlterUserScramCredentials"].key,
+        handle_alter_user_scram_credentials,
+        error_response=_alter_error,
+    )

@@ -8,6 +8,7 @@ registered (and advertised by ApiVersions) only when ``kfast.metrics.port``
 turns the endpoint on. Errors are answered in the response's error_code
 with throttle_time_ms 0, as Kafka's getErrorResponse does.
 """
+
 from __future__ import annotations
 
 from kfast.protocol import GetTelemetrySubscriptionsResponse, PushTelemetryResponse, api_keys
@@ -33,6 +34,7 @@ def handle_push_telemetry(ctx: RequestContext, request):
 def register(apis: KafkaApis) -> None:
     if apis.broker.config["kfast.metrics.port"] < 0:
         return
-    apis.register(api_keys.BY_NAME["GetTelemetrySubscriptions"].key,
-                  handle_get_telemetry_subscriptions)
+    apis.register(
+        api_keys.BY_NAME["GetTelemetrySubscriptions"].key, handle_get_telemetry_subscriptions
+    )
     apis.register(api_keys.BY_NAME["PushTelemetry"].key, handle_push_telemetry)

@@ -17,6 +17,7 @@ called once it completes (the listener sets the connection's principal from
 the client certificate there). A failed handshake raises ``ssl.SSLError``
 from ``receive``, which the connection logs at a bounded rate and closes.
 """
+
 from __future__ import annotations
 
 import collections
@@ -38,8 +39,13 @@ _SIZE = struct.Struct(">i")
 
 
 class TlsTransport:
-    def __init__(self, sock: socket.socket, context: ssl.SSLContext, max_receive_size: int,
-                 on_handshake: Callable[[TlsTransport], None] | None = None):
+    def __init__(
+        self,
+        sock: socket.socket,
+        context: ssl.SSLContext,
+        max_receive_size: int,
+        on_handshake: Callable[[TlsTransport], None] | None = None,
+    ):
         self._sock = sock
         self._incoming = ssl.MemoryBIO()
         self._outgoing = ssl.MemoryBIO()
@@ -137,11 +143,12 @@ class TlsTransport:
             raise InvalidReceiveException(f"Invalid receive (size = {size})")
         if size > self.max_receive_size:
             raise InvalidReceiveException(
-                f"Invalid receive (size = {size} larger than {self.max_receive_size})")
+                f"Invalid receive (size = {size} larger than {self.max_receive_size})"
+            )
         end = start + 4 + size
         if len(plain) < end:
             return None
-        frame = plain[start + 4:end]
+        frame = plain[start + 4 : end]
         if end == len(plain):
             plain.clear()
             self._plain_start = 0

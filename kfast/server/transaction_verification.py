@@ -36,6 +36,7 @@ that marker is written). A batch below the partition's epoch for the
 producer is left to the append, which refuses it as INVALID_PRODUCER_EPOCH
 -- a straggler of a transaction the bumped marker already ended.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -60,10 +61,15 @@ _ADD_PARTITIONS_TO_TXN = api_keys.BY_NAME["AddPartitionsToTxn"].key
 FIRST_ADDING_PRODUCE_VERSION = 12
 # Coordinator answers the writer may retry: the request is answered with a
 # retriable error of its own API.
-RETRIABLE_VERIFICATION_ERRORS = frozenset({
-    E.ConcurrentTransactionsException.code, E.NetworkException.code,
-    E.CoordinatorLoadInProgressException.code, E.CoordinatorNotAvailableException.code,
-    E.NotCoordinatorException.code})
+RETRIABLE_VERIFICATION_ERRORS = frozenset(
+    {
+        E.ConcurrentTransactionsException.code,
+        E.NetworkException.code,
+        E.CoordinatorLoadInProgressException.code,
+        E.CoordinatorNotAvailableException.code,
+        E.NotCoordinatorException.code,
+    }
+)
 NOT_ADDED = "Partition was not added to the transaction"
 
 
@@ -94,8 +100,9 @@ def needs_verification(state, producer_id: int, producer_epoch: int) -> bool:
     return entry is None or producer_epoch >= entry.producer_epoch
 
 
-def start_verification(broker, entries: list, produce_version: int = 0
-                       ) -> TransactionalWrite | None:
+def start_verification(
+    broker, entries: list, produce_version: int = 0
+) -> TransactionalWrite | None:
     """For each ``(topic, partition, records, response)`` holding a
     transactional batch whose producer has no transaction ongoing on the
     partition (at the batch's epoch): a guard (the partition's verification
@@ -108,11 +115,15 @@ def start_verification(broker, entries: list, produce_version: int = 0
         if not header.is_transactional or header.is_control:
             continue
         if write is None:
-            write = TransactionalWrite(header.producer_id, header.producer_epoch,
-                                       produce_version >= FIRST_ADDING_PRODUCE_VERSION)
+            write = TransactionalWrite(
+                header.producer_id,
+                header.producer_epoch,
+                produce_version >= FIRST_ADDING_PRODUCE_VERSION,
+            )
         elif header.producer_id != write.producer_id:
             raise E.InvalidPidMappingException(
-                "Transactional records contained more than one producer ID")
+                "Transactional records contained more than one producer ID"
+            )
         partition = broker.replica_manager.get_partition(topic, index)
         if partition is None or not partition.is_leader:
             continue
@@ -120,7 +131,8 @@ def start_verification(broker, entries: list, produce_version: int = 0
         if not needs_verification(state, header.producer_id, header.producer_epoch):
             continue
         entry = state.maybe_create_verification_state(
-            header.producer_id, header.base_sequence, header.producer_epoch, now_ms)
+            header.producer_id, header.base_sequence, header.producer_epoch, now_ms
+        )
         write.guards[(topic, index)] = entry.guard
     return write if write is not None and write.guards else None
 
@@ -144,7 +156,8 @@ def check_verified(log, records, guard) -> None:
         raise E.OutOfOrderSequenceException(
             f"Out of order sequence number for producer {header.producer_id}: "
             f"{header.base_sequence} (incoming seq. number), {entry.lowest_sequence} "
-            f"(earliest seen sequence)")
+            f"(earliest seen sequence)"
+        )
 
 
 def clear_after_append(log, records) -> None:
@@ -171,8 +184,9 @@ class AddPartitionsToTxnManager:
         partitions = list(write.guards)
         broker = self.broker
         image = broker.metadata_image
-        index = partition_for(transactional_id,
-                              broker.config["transaction.state.log.num.partitions"])
+        index = partition_for(
+            transactional_id, broker.config["transaction.state.log.num.partitions"]
+        )
         registration = image.partition(TRANSACTION_STATE_TOPIC_NAME, index)
         leader = NO_LEADER if registration is None else registration.leader
         if leader == NO_LEADER:
@@ -183,37 +197,59 @@ class AddPartitionsToTxnManager:
             if code:
                 return dict.fromkeys(partitions, code)
             if write.add_partitions:
-                return dict.fromkeys(partitions, await self._add_here(runtime, transactional_id,
-                                                                      write, partitions))
+                return dict.fromkeys(
+                    partitions, await self._add_here(runtime, transactional_id, write, partitions)
+                )
             return runtime.coordinator.handle_verify_partitions(
-                transactional_id, write.producer_id, write.producer_epoch, partitions)
+                transactional_id, write.producer_id, write.producer_epoch, partitions
+            )
         return await self._ask(leader, transactional_id, write, partitions)
 
     @staticmethod
-    async def _add_here(runtime, transactional_id: str, write: TransactionalWrite,
-                        partitions: list) -> int:
+    async def _add_here(
+        runtime, transactional_id: str, write: TransactionalWrite, partitions: list
+    ) -> int:
         """The coordinator on this broker adds ``partitions`` (transaction
         version 2); its one error code once the Ongoing record is written."""
         future = asyncio.get_running_loop().create_future()
-        runtime.run(runtime.coordinator.handle_add_partitions(
-            transactional_id, write.producer_id, write.producer_epoch, partitions,
-            wall_clock_ms(), TV_2), lambda code: future.done() or future.set_result(code))
+        runtime.run(
+            runtime.coordinator.handle_add_partitions(
+                transactional_id,
+                write.producer_id,
+                write.producer_epoch,
+                partitions,
+                wall_clock_ms(),
+                TV_2,
+            ),
+            lambda code: future.done() or future.set_result(code),
+        )
         return await future
 
-    async def _ask(self, leader: int, transactional_id: str, write: TransactionalWrite,
-                   partitions: list) -> dict:
+    async def _ask(
+        self, leader: int, transactional_id: str, write: TransactionalWrite, partitions: list
+    ) -> dict:
         by_topic: dict[str, list[int]] = {}
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(index)
         R = AddPartitionsToTxnRequest
-        request = R(transactions=[R.AddPartitionsToTxnTransaction(
-            transactional_id=transactional_id, producer_id=write.producer_id,
-            producer_epoch=write.producer_epoch, verify_only=not write.add_partitions,
-            topics=[R.AddPartitionsToTxnTopic(name=t, partitions=ps)
-                    for t, ps in by_topic.items()])])
+        request = R(
+            transactions=[
+                R.AddPartitionsToTxnTransaction(
+                    transactional_id=transactional_id,
+                    producer_id=write.producer_id,
+                    producer_epoch=write.producer_epoch,
+                    verify_only=not write.add_partitions,
+                    topics=[
+                        R.AddPartitionsToTxnTopic(name=t, partitions=ps)
+                        for t, ps in by_topic.items()
+                    ],
+                )
+            ]
+        )
         try:
-            response = await self._links.send(leader, request, _ADD_PARTITIONS_TO_TXN,
-                                              min_version=4)
+            response = await self._links.send(
+                leader, request, _ADD_PARTITIONS_TO_TXN, min_version=4
+            )
         except NoEndpoint:
             return dict.fromkeys(partitions, E.NotCoordinatorException.code)
         except (OSError, E.KafkaError) as exc:
@@ -249,5 +285,6 @@ def answer(code: int, produce_version: int) -> tuple[int, str | None]:
     if code in RETRIABLE_VERIFICATION_ERRORS:
         return E.NotEnoughReplicasException.code, (
             f"Unable to verify the partition has been added to the transaction. "
-            f"Underlying error: {E.for_code(code).__name__}")
+            f"Underlying error: {E.for_code(code).__name__}"
+        )
     return code, None

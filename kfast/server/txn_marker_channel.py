@@ -35,6 +35,7 @@ its next transaction, answered CONCURRENT_TRANSACTIONS while the previous
 one is not complete, cost the client a retry backoff (librdkafka: tens of
 milliseconds) -- the slow tail of flush + commit in bench/transactions.py.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -51,15 +52,23 @@ logger = logging.getLogger(__name__)
 RETRY_BACKOFF_MS = 100
 MAX_RETRY_BACKOFF_MS = 1000
 
-_DONE = frozenset({0, E.UnsupportedForMessageFormatException.code,
-                   E.UnsupportedVersionException.code})
-_FENCED = frozenset({E.InvalidProducerEpochException.code,
-                     E.TransactionCoordinatorFencedException.code})
-_RETRIABLE = frozenset({
-    E.UnknownTopicOrPartitionException.code, E.NotLeaderOrFollowerException.code,
-    E.NotEnoughReplicasException.code, E.NotEnoughReplicasAfterAppendException.code,
-    E.TimeoutException.code, E.KafkaStorageException.code, E.NetworkException.code,
-})
+_DONE = frozenset(
+    {0, E.UnsupportedForMessageFormatException.code, E.UnsupportedVersionException.code}
+)
+_FENCED = frozenset(
+    {E.InvalidProducerEpochException.code, E.TransactionCoordinatorFencedException.code}
+)
+_RETRIABLE = frozenset(
+    {
+        E.UnknownTopicOrPartitionException.code,
+        E.NotLeaderOrFollowerException.code,
+        E.NotEnoughReplicasException.code,
+        E.NotEnoughReplicasAfterAppendException.code,
+        E.TimeoutException.code,
+        E.KafkaStorageException.code,
+        E.NetworkException.code,
+    }
+)
 
 
 class TransactionMarkerChannelManager:
@@ -83,8 +92,14 @@ class TransactionMarkerChannelManager:
         if local:
             try:
                 first = start_markers(
-                    self.broker, markers.producer_id, markers.producer_epoch, markers.committed,
-                    markers.coordinator_epoch, markers.transaction_version, local)
+                    self.broker,
+                    markers.producer_id,
+                    markers.producer_epoch,
+                    markers.committed,
+                    markers.coordinator_epoch,
+                    markers.transaction_version,
+                    local,
+                )
             except Exception:
                 logger.exception("writing the markers of %s failed", markers.transactional_id)
             if first is not None and first.waiting is None:
@@ -110,9 +125,11 @@ class TransactionMarkerChannelManager:
         backoff_ms = RETRY_BACKOFF_MS
         while remaining and not self._stopped and runtime.markers_wanted(markers):
             done, by_leader = self._route(remaining)
-            rounds = [self._write(markers, leader, partitions)
-                      for leader, partitions in by_leader.items()
-                      if first is None or leader != self.broker.node_id]
+            rounds = [
+                self._write(markers, leader, partitions)
+                for leader, partitions in by_leader.items()
+                if first is None or leader != self.broker.node_id
+            ]
             if first is not None:
                 rounds.append(self._finish(first))
                 first = None
@@ -142,14 +159,20 @@ class TransactionMarkerChannelManager:
                 elif code in _FENCED:
                     fenced = True
                 elif code not in _RETRIABLE:
-                    logger.error("unexpected error %s writing the marker of %s to %s-%d; "
-                                 "retrying", E.for_code(code).__name__,
-                                 markers.transactional_id, *topic_partition)
+                    logger.error(
+                        "unexpected error %s writing the marker of %s to %s-%d; retrying",
+                        E.for_code(code).__name__,
+                        markers.transactional_id,
+                        *topic_partition,
+                    )
         if self._stopped or not runtime.markers_wanted(markers):
             return False
         if fenced:
-            logger.info("markers of %s fenced; the next coordinator or producer epoch "
-                        "completes the transaction", markers.transactional_id)
+            logger.info(
+                "markers of %s fenced; the next coordinator or producer epoch "
+                "completes the transaction",
+                markers.transactional_id,
+            )
             runtime.cancel_markers(markers)
             return False
         remaining -= done
@@ -182,8 +205,14 @@ class TransactionMarkerChannelManager:
         if leader == self.broker.node_id:
             try:
                 return await write_markers(
-                    self.broker, markers.producer_id, markers.producer_epoch, markers.committed,
-                    markers.coordinator_epoch, markers.transaction_version, partitions)
+                    self.broker,
+                    markers.producer_id,
+                    markers.producer_epoch,
+                    markers.committed,
+                    markers.coordinator_epoch,
+                    markers.transaction_version,
+                    partitions,
+                )
             except Exception:
                 # As a failed request to another broker: tried again.
                 logger.exception("writing the markers of %s failed", markers.transactional_id)
@@ -191,12 +220,21 @@ class TransactionMarkerChannelManager:
         by_topic: dict[str, list[int]] = {}
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(index)
-        request = WriteTxnMarkersRequest(markers=[WriteTxnMarkersRequest.WritableTxnMarker(
-            producer_id=markers.producer_id, producer_epoch=markers.producer_epoch,
-            transaction_result=markers.committed, coordinator_epoch=markers.coordinator_epoch,
-            transaction_version=markers.transaction_version,
-            topics=[WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
-                    for t, ps in by_topic.items()])])
+        request = WriteTxnMarkersRequest(
+            markers=[
+                WriteTxnMarkersRequest.WritableTxnMarker(
+                    producer_id=markers.producer_id,
+                    producer_epoch=markers.producer_epoch,
+                    transaction_result=markers.committed,
+                    coordinator_epoch=markers.coordinator_epoch,
+                    transaction_version=markers.transaction_version,
+                    topics=[
+                        WriteTxnMarkersRequest.WritableTxnMarkerTopic(name=t, partition_indexes=ps)
+                        for t, ps in by_topic.items()
+                    ],
+                )
+            ]
+        )
         try:
             response = await self._links.send(leader, request)
         except NoEndpoint:

@@ -23,6 +23,7 @@ partition: PRODUCER_FENCED as INVALID_PRODUCER_EPOCH, TRANSACTION_ABORTABLE
 as INVALID_TXN_STATE below v4, and a retriable coordinator error as
 COORDINATOR_NOT_AVAILABLE (the client finds the coordinator and retries).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -56,18 +57,23 @@ async def _verify_offsets_partition(ctx: RequestContext, request) -> int:
     broker = ctx.broker
     index = broker.group_coordinator.partition_for(request.group_id)
     partition = broker.replica_manager.get_partition(GROUP_METADATA_TOPIC_NAME, index)
-    if partition is None or not partition.is_leader or not needs_verification(
-            partition.log.producer_state, request.producer_id, request.producer_epoch):
+    if (
+        partition is None
+        or not partition.is_leader
+        or not needs_verification(
+            partition.log.producer_state, request.producer_id, request.producer_epoch
+        )
+    ):
         return 0
-    write = TransactionalWrite(request.producer_id, request.producer_epoch,
-                               ctx.api_version >= _FIRST_ADDING_VERSION)
+    write = TransactionalWrite(
+        request.producer_id, request.producer_epoch, ctx.api_version >= _FIRST_ADDING_VERSION
+    )
     write.guards[(GROUP_METADATA_TOPIC_NAME, index)] = None
     answers = await broker.add_partitions_to_txn_manager.verify(request.transactional_id, write)
     code = answers.get((GROUP_METADATA_TOPIC_NAME, index), 0)
     if code == E.ProducerFencedException.code:
         return E.InvalidProducerEpochException.code
-    if code == E.TransactionAbortableException.code and \
-            ctx.api_version < _FIRST_ABORTABLE_VERSION:
+    if code == E.TransactionAbortableException.code and ctx.api_version < _FIRST_ABORTABLE_VERSION:
         return E.InvalidTxnStateException.code
     if code in RETRIABLE_VERIFICATION_ERRORS:
         return E.CoordinatorNotAvailableException.code
@@ -79,8 +85,9 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
     version = ctx.api_version
     image = ctx.broker.metadata_image
     # Kafka: WRITE on the transactional id, READ on the group, READ per topic.
-    if not ctx.authorize(ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID,
-                         request.transactional_id or ""):
+    if not ctx.authorize(
+        ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID, request.transactional_id or ""
+    ):
         code = E.TransactionalIdAuthorizationException.code
     elif not ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_GROUP, request.group_id):
         code = E.GroupAuthorizationException.code
@@ -103,9 +110,11 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
             elif partitions is None or p.partition_index not in partitions.partitions:
                 results[tp] = E.UnknownTopicOrPartitionException.code
             else:
-                offsets[tp] = (p.committed_offset,
-                               p.committed_leader_epoch if version >= 2 else -1,
-                               p.committed_metadata)
+                offsets[tp] = (
+                    p.committed_offset,
+                    p.committed_leader_epoch if version >= 2 else -1,
+                    p.committed_metadata,
+                )
         layout.append((topic.name, rows))
     if offsets and ctx.broker.config["transaction.partition.verification.enable"]:
         code = await _verify_offsets_partition(ctx, request)
@@ -115,15 +124,27 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
     if offsets:
         future = asyncio.get_running_loop().create_future()
         runtime.coordinator.commit_transactional_offsets(
-            request.group_id, request.member_id if version >= 3 else "",
+            request.group_id,
+            request.member_id if version >= 3 else "",
             request.group_instance_id if version >= 3 else None,
             request.generation_id if version >= 3 else -1,
-            request.producer_id, request.producer_epoch, offsets,
-            lambda found: future.done() or future.set_result(found))
+            request.producer_id,
+            request.producer_epoch,
+            offsets,
+            lambda found: future.done() or future.set_result(found),
+        )
         results.update(future.result() if future.done() else await future)
-    return {"topics": [{"name": name, "partitions": [
-        {"partition_index": tp[1], "error_code": results[tp]} for tp in rows]}
-        for name, rows in layout]}
+    return {
+        "topics": [
+            {
+                "name": name,
+                "partitions": [
+                    {"partition_index": tp[1], "error_code": results[tp]} for tp in rows
+                ],
+            }
+            for name, rows in layout
+        ]
+    }
 
 
 def register(apis: KafkaApis) -> None:

@@ -17,6 +17,7 @@ coordinator also commits or drops the producer's pending offsets.
 calls it (or its two halves, ``start_markers`` and ``MarkerWrite.finish``)
 directly for the partitions this broker leads.
 """
+
 from __future__ import annotations
 
 import time
@@ -34,13 +35,14 @@ WRITE_TXN_MARKERS = api_keys.BY_NAME["WriteTxnMarkers"].key
 _ALL_IN_SYNC_REPLICAS = -1
 
 
-def _strict_epoch_error(broker, topic: str, index: int, producer_id: int,
-                        producer_epoch: int) -> int:
+def _strict_epoch_error(
+    broker, topic: str, index: int, producer_id: int, producer_epoch: int
+) -> int:
     """Transaction version 2: INVALID_PRODUCER_EPOCH unless the marker's
     epoch is above the one the partition last saw from the producer."""
     partition = broker.replica_manager.get_partition(topic, index)
     if partition is None or not partition.is_leader:
-        return 0        # the append answers (NOT_LEADER_OR_FOLLOWER, ...)
+        return 0  # the append answers (NOT_LEADER_OR_FOLLOWER, ...)
     entry = partition.log.producer_state.last_entry(producer_id)
     if entry is not None and entry.producer_epoch >= 0 and producer_epoch <= entry.producer_epoch:
         return E.InvalidProducerEpochException.code
@@ -54,8 +56,15 @@ class MarkerWrite:
     code. Split so that the marker channel can append at once, in the
     coordinator's own step, and finish without a task when nothing waits."""
 
-    __slots__ = ("broker", "producer_id", "producer_epoch", "committed", "results", "entries",
-                 "waiting")
+    __slots__ = (
+        "broker",
+        "producer_id",
+        "producer_epoch",
+        "committed",
+        "results",
+        "entries",
+        "waiting",
+    )
 
     def __init__(self, broker, producer_id: int, producer_epoch: int, committed: bool):
         self.broker = broker
@@ -74,13 +83,21 @@ class MarkerWrite:
             self.results[(topic, index)] = result.error_code
             if result.error_code == 0 and topic == GROUP_METADATA_TOPIC_NAME:
                 self.broker.group_coordinator.complete_transaction(
-                    index, self.producer_id, self.producer_epoch, self.committed)
+                    index, self.producer_id, self.producer_epoch, self.committed
+                )
         self.entries = []
         return self.results
 
 
-def start_markers(broker, producer_id: int, producer_epoch: int, committed: bool,
-                  coordinator_epoch: int, transaction_version: int, partitions) -> MarkerWrite:
+def start_markers(
+    broker,
+    producer_id: int,
+    producer_epoch: int,
+    committed: bool,
+    coordinator_epoch: int,
+    transaction_version: int,
+    partitions,
+) -> MarkerWrite:
     """Append the marker to each of ``partitions`` ((topic, index) this
     broker should lead), acks=-1; see MarkerWrite."""
     write = MarkerWrite(broker, producer_id, producer_epoch, committed)
@@ -92,23 +109,42 @@ def start_markers(broker, producer_id: int, producer_epoch: int, committed: bool
             if code:
                 write.results[(topic, index)] = code
                 continue
-        batch = bytearray(build_control_batch(control_type, producer_id, producer_epoch,
-                                              coordinator_epoch, now_ms))
+        batch = bytearray(
+            build_control_batch(
+                control_type, producer_id, producer_epoch, coordinator_epoch, now_ms
+            )
+        )
         write.entries.append((topic, index, batch, AppendResult()))
     if write.entries:
         write.waiting = broker.replica_manager.append_records(
-            broker.config["request.timeout.ms"], _ALL_IN_SYNC_REPLICAS, write.entries,
-            ORIGIN_COORDINATOR)
+            broker.config["request.timeout.ms"],
+            _ALL_IN_SYNC_REPLICAS,
+            write.entries,
+            ORIGIN_COORDINATOR,
+        )
     return write
 
 
-async def write_markers(broker, producer_id: int, producer_epoch: int, committed: bool,
-                        coordinator_epoch: int, transaction_version: int,
-                        partitions) -> dict[tuple[str, int], int]:
+async def write_markers(
+    broker,
+    producer_id: int,
+    producer_epoch: int,
+    committed: bool,
+    coordinator_epoch: int,
+    transaction_version: int,
+    partitions,
+) -> dict[tuple[str, int], int]:
     """Append the marker to each of ``partitions`` ((topic, index) this
     broker should lead); the error code of each once replicated (or not)."""
-    write = start_markers(broker, producer_id, producer_epoch, committed, coordinator_epoch,
-                          transaction_version, partitions)
+    write = start_markers(
+        broker,
+        producer_id,
+        producer_epoch,
+        committed,
+        coordinator_epoch,
+        transaction_version,
+        partitions,
+    )
     if write.waiting is not None:
         await write.waiting
     return write.finish()
@@ -120,32 +156,56 @@ async def handle_write_txn_markers(ctx: RequestContext, request):
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     answers = []
     for marker in request.markers:
-        partitions = [(topic.name, index) for topic in marker.topics
-                      for index in topic.partition_indexes]
+        partitions = [
+            (topic.name, index) for topic in marker.topics for index in topic.partition_indexes
+        ]
         results = await write_markers(
-            ctx.broker, marker.producer_id, marker.producer_epoch, marker.transaction_result,
-            marker.coordinator_epoch, marker.transaction_version if version >= 2 else 0,
-            partitions)
+            ctx.broker,
+            marker.producer_id,
+            marker.producer_epoch,
+            marker.transaction_result,
+            marker.coordinator_epoch,
+            marker.transaction_version if version >= 2 else 0,
+            partitions,
+        )
         answers.append(_marker_result(marker.producer_id, marker.topics, results))
     return WriteTxnMarkersResponse(markers=answers)
 
 
 def _marker_result(producer_id: int, topics, results: dict[tuple[str, int], int]):
     R = WriteTxnMarkersResponse
-    return R.WritableTxnMarkerResult(producer_id=producer_id, topics=[
-        R.WritableTxnMarkerTopicResult(name=topic.name, partitions=[
-            R.WritableTxnMarkerPartitionResult(partition_index=index,
-                                               error_code=results[(topic.name, index)])
-            for index in topic.partition_indexes])
-        for topic in topics])
+    return R.WritableTxnMarkerResult(
+        producer_id=producer_id,
+        topics=[
+            R.WritableTxnMarkerTopicResult(
+                name=topic.name,
+                partitions=[
+                    R.WritableTxnMarkerPartitionResult(
+                        partition_index=index, error_code=results[(topic.name, index)]
+                    )
+                    for index in topic.partition_indexes
+                ],
+            )
+            for topic in topics
+        ],
+    )
 
 
 def _error_response(ctx, request, error):
-    return WriteTxnMarkersResponse(markers=[
-        _marker_result(marker.producer_id, marker.topics,
-                       {(topic.name, index): error.code for topic in marker.topics
-                        for index in topic.partition_indexes})
-        for marker in request.markers])
+    return WriteTxnMarkersResponse(
+        markers=[
+            _marker_result(
+                marker.producer_id,
+                marker.topics,
+                {
+                    (topic.name, index): error.code
+                    for topic in marker.topics
+                    for index in topic.partition_indexes
+                },
+            )
+            for marker in request.markers
+        ]
+    )
 
 
 def register(apis: KafkaApis) -> None:

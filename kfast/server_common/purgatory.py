@@ -57,6 +57,7 @@ there are no locks and no reaper thread: the SystemTimer expires
 operations from the loop, and completed operations are purged from watch
 lists as new ones are watched.
 """
+
 from __future__ import annotations
 
 import abc
@@ -153,8 +154,9 @@ class DelayedOperationPurgatory:
         self._delayed_count = 0
         self._shutdown = False
 
-    def try_complete_else_watch(self, operation: DelayedOperation,
-                                watch_keys: Iterable[Hashable]) -> bool:
+    def try_complete_else_watch(
+        self, operation: DelayedOperation, watch_keys: Iterable[Hashable]
+    ) -> bool:
         """Complete ``operation`` now if it can; else watch it under every
         key and start its timeout. True iff it completed in this call.
 
@@ -260,5 +262,7 @@ class DelayedOperationPurgatory:
         self._watchers.clear()
 
     def __repr__(self) -> str:
-        return (f"<DelayedOperationPurgatory {self.name} keys={len(self._watchers)}"
-                f" delayed={self._delayed_count}>")
+        return (
+            f"<DelayedOperationPurgatory {self.name} keys={len(self._watchers)}"
+            f" delayed={self._delayed_count}>"
+        )

@@ -19,6 +19,7 @@ Every call happens on the loop's thread; nothing here locks.
     ...
     handle.cancel()                            # O(1); True if it was pending
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -62,8 +63,13 @@ class SystemTimer:
     callback, and the others still run.
     """
 
-    def __init__(self, loop: asyncio.AbstractEventLoop | None = None, *,
-                 tick_ms: int = 1, wheel_size: int = 20) -> None:
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop | None = None,
+        *,
+        tick_ms: int = 1,
+        wheel_size: int = 20,
+    ) -> None:
         if loop is None:
             loop = asyncio.get_running_loop()
         self._loop = loop
@@ -132,11 +138,13 @@ class SystemTimer:
             except (SystemExit, KeyboardInterrupt):
                 # The wheel has already handed these out: keep the rest.
                 if index + 1 < len(tasks):
-                    self._loop.call_soon(self._run, tasks[index + 1:])
+                    self._loop.call_soon(self._run, tasks[index + 1 :])
                 raise
             except BaseException as exc:
-                self._loop.call_exception_handler({
-                    "message": "Exception in SystemTimer callback",
-                    "exception": exc,
-                    "callback": task,
-                })
+                self._loop.call_exception_handler(
+                    {
+                        "message": "Exception in SystemTimer callback",
+                        "exception": exc,
+                        "callback": task,
+                    }
+                )

@@ -27,6 +27,7 @@ process dies, but a power loss may lose it. It is for files something else
 makes durable or rebuilds (a producer snapshot taken at a segment roll, a
 transaction index that recovery rebuilds from the log).
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,9 @@ TEMP_FILE_SUFFIX = ".tmp"
 
 
 @contextmanager
-def atomic_writer(path: str, sync: bool = True,
-                  temp_suffix: str = TEMP_FILE_SUFFIX) -> Iterator[BinaryIO]:
+def atomic_writer(
+    path: str, sync: bool = True, temp_suffix: str = TEMP_FILE_SUFFIX
+) -> Iterator[BinaryIO]:
     """A binary file to write the new contents of ``path`` into, for a
     writer that produces them piece by piece. When the block ends the file
     replaces ``path``; if the block raises, ``path`` is left as it was and
@@ -62,8 +64,9 @@ def atomic_writer(path: str, sync: bool = True,
         fsync_dir(os.path.dirname(path) or ".")
 
 
-def write_atomically(path: str, data: bytes, sync: bool = True,
-                     temp_suffix: str = TEMP_FILE_SUFFIX) -> None:
+def write_atomically(
+    path: str, data: bytes, sync: bool = True, temp_suffix: str = TEMP_FILE_SUFFIX
+) -> None:
     """Replace ``path`` with ``data`` (see the module docstring)."""
     with atomic_writer(path, sync, temp_suffix) as f:
         f.write(data)

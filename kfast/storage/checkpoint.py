@@ -9,6 +9,7 @@ entries ``<topic> <partition> <offset>``. A partition's
 leader-epoch-checkpoint is version 0 with entries ``<epoch> <startOffset>``.
 partition.metadata is ``version: 0`` / ``topic_id: <base64 uuid>``.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -33,8 +34,13 @@ class CheckpointCorruptException(Exception):
 class CheckpointFile:
     """A versioned list of entries; ``formatter``/``parser`` map entries to lines."""
 
-    def __init__(self, path: str, version: int, formatter: Callable[[object], str],
-                 parser: Callable[[str], object]):
+    def __init__(
+        self,
+        path: str,
+        version: int,
+        formatter: Callable[[object], str],
+        parser: Callable[[str], object],
+    ):
         self.path = path
         self.version = version
         self.formatter = formatter
@@ -65,7 +71,8 @@ class CheckpointFile:
             return [self.parser(line) for line in body]
         except (ValueError, IndexError) as exc:
             raise CheckpointCorruptException(
-                f"Malformed line in checkpoint file {self.path}: {exc}") from None
+                f"Malformed line in checkpoint file {self.path}: {exc}"
+            ) from None
 
 
 class TopicPartitionOffset(NamedTuple):
@@ -151,8 +158,9 @@ class LeaderEpochFileCache:
             last = self._entries[-1]
             if epoch == last.epoch and start_offset >= last.start_offset:
                 return False
-            while self._entries and (self._entries[-1].epoch >= epoch or
-                                     self._entries[-1].start_offset >= start_offset):
+            while self._entries and (
+                self._entries[-1].epoch >= epoch or self._entries[-1].start_offset >= start_offset
+            ):
                 self._entries.pop()
         self._entries.append(EpochEntry(epoch, start_offset))
         if flush:

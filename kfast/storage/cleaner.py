@@ -20,6 +20,7 @@ One pass over a log (``clean_log``):
    files take their final names. A crash at any point is finished or undone
    by the loader (``.cleaned`` deleted; ``.swap`` completed).
 """
+
 from __future__ import annotations
 
 import os
@@ -47,7 +48,7 @@ _LOG_APPEND_TIME_TYPE = 1
 
 class CleanResult(NamedTuple):
     first_dirty_offset: int
-    end_offset: int           # new cleaner checkpoint (first uncleanable offset)
+    end_offset: int  # new cleaner checkpoint (first uncleanable offset)
     bytes_before: int
     bytes_after: int
     records_removed: int
@@ -126,14 +127,18 @@ def _rewrite_batch(view, header, keep: list, is_last_of_producer: bool):
     if not keep and not (header.has_producer_id and is_last_of_producer):
         return None
     builder = RecordBatchBuilder(
-        header.compression, base_offset=header.base_offset,
+        header.compression,
+        base_offset=header.base_offset,
         partition_leader_epoch=header.partition_leader_epoch,
-        producer_id=header.producer_id, producer_epoch=header.producer_epoch,
+        producer_id=header.producer_id,
+        producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
-        timestamp_type=_LOG_APPEND_TIME_TYPE if header.is_log_append_time else 0)
+        timestamp_type=_LOG_APPEND_TIME_TYPE if header.is_log_append_time else 0,
+    )
     for record in keep:
-        builder.append(record.timestamp, record.key, record.value, record.headers,
-                       offset=record.offset)
+        builder.append(
+            record.timestamp, record.key, record.value, record.headers, offset=record.offset
+        )
     data = bytearray(builder.build())
     # Keep the original last offset (and so the last sequence) of the batch.
     struct.pack_into(">i", data, _LAST_OFFSET_DELTA_OFFSET, header.last_offset_delta)
@@ -178,8 +183,9 @@ def clean_log(log, first_dirty: int, now_ms: int) -> CleanResult | None:
                 if len(keep) == len(records):
                     chunks.append(bytes(view))
                     continue
-                rewritten = _rewrite_batch(view, header, keep,
-                                           last_batch_of.get(header.producer_id) == header.last_offset)
+                rewritten = _rewrite_batch(
+                    view, header, keep, last_batch_of.get(header.producer_id) == header.last_offset
+                )
                 if rewritten is not None:
                     chunks.append(bytes(rewritten))
         cleaned = _write_cleaned_segment(log, group, chunks)
@@ -190,13 +196,22 @@ def clean_log(log, first_dirty: int, now_ms: int) -> CleanResult | None:
 
 def _write_cleaned_segment(log, group: list[LogSegment], chunks: list[bytes]) -> LogSegment:
     base = group[0].base_offset
-    for suffix in (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX):
+    for suffix in (
+        LOG_FILE_SUFFIX,
+        INDEX_FILE_SUFFIX,
+        TIME_INDEX_FILE_SUFFIX,
+        TXN_INDEX_FILE_SUFFIX,
+    ):
         stale = segment_file(log.dir, base, suffix + CLEANED_FILE_SUFFIX)
         if os.path.exists(stale):
             os.unlink(stale)
-    cleaned = LogSegment.open(log.dir, base, index_interval_bytes=log.config.index_interval_bytes,
-                              max_index_size=log.config.max_index_size,
-                              file_suffix=CLEANED_FILE_SUFFIX)
+    cleaned = LogSegment.open(
+        log.dir,
+        base,
+        index_interval_bytes=log.config.index_interval_bytes,
+        max_index_size=log.config.max_index_size,
+        file_suffix=CLEANED_FILE_SUFFIX,
+    )
     if chunks:
         cleaned.log.append(b"".join(chunks))
     cleaned.recover()  # builds both indexes by Kafka's rule

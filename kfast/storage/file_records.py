@@ -27,6 +27,7 @@ messages. Writes go through one ``os.pwrite``/``os.pwritev`` per
 append at the tracked end of the file, so a failed write can be rolled back by
 truncating to the old size.
 """
+
 from __future__ import annotations
 
 import os
@@ -41,12 +42,12 @@ from kfast._ext.log_append import FileState
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
 
-LOG_OVERHEAD = 12            # baseOffset + batchLength
-RECORD_BATCH_OVERHEAD = 61   # a v2 batch with no records
+LOG_OVERHEAD = 12  # baseOffset + batchLength
+RECORD_BATCH_OVERHEAD = 61  # a v2 batch with no records
 CURRENT_MAGIC = 2
 MAGIC_OFFSET = 16
 CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21       # the CRC covers bytes 21..end
+ATTRIBUTES_OFFSET = 21  # the CRC covers bytes 21..end
 NO_PRODUCER_ID = -1
 NO_PRODUCER_EPOCH = -1
 NO_SEQUENCE = -1
@@ -72,6 +73,7 @@ _CONTROL_BIT = 0x20
 
 class BatchHeader(NamedTuple):
     """The fixed 61-byte header of a v2 record batch at ``position`` of a file."""
+
     base_offset: int
     batch_length: int
     partition_leader_epoch: int
@@ -123,9 +125,11 @@ class BatchHeader(NamedTuple):
         """Sequence of the last record (wraps at int32 max, as Kafka's)."""
         if self.base_sequence == NO_SEQUENCE:
             return NO_SEQUENCE
-        return (self.base_sequence + self.last_offset_delta) & INT32_MAX \
-            if self.base_sequence + self.last_offset_delta > INT32_MAX \
+        return (
+            (self.base_sequence + self.last_offset_delta) & INT32_MAX
+            if self.base_sequence + self.last_offset_delta > INT32_MAX
             else self.base_sequence + self.last_offset_delta
+        )
 
 
 def read_header(buf, offset: int = 0) -> BatchHeader:
@@ -140,10 +144,24 @@ def read_legacy_header(buf, offset: int, magic: int) -> BatchHeader:
         position, size, crc, magic, attributes = _LEGACY_HEADER_V0.unpack_from(buf, offset)
         timestamp = -1
     else:
-        position, size, crc, magic, attributes, timestamp = \
-            _LEGACY_HEADER_V1.unpack_from(buf, offset)
-    return BatchHeader(position, size, NO_PARTITION_LEADER_EPOCH, magic, crc, attributes & 0x0F,
-                       0, timestamp, timestamp, NO_PRODUCER_ID, NO_PRODUCER_EPOCH, NO_SEQUENCE, 1)
+        position, size, crc, magic, attributes, timestamp = _LEGACY_HEADER_V1.unpack_from(
+            buf, offset
+        )
+    return BatchHeader(
+        position,
+        size,
+        NO_PARTITION_LEADER_EPOCH,
+        magic,
+        crc,
+        attributes & 0x0F,
+        0,
+        timestamp,
+        timestamp,
+        NO_PRODUCER_ID,
+        NO_PRODUCER_EPOCH,
+        NO_SEQUENCE,
+        1,
+    )
 
 
 def check_batch(buf, offset: int, size: int) -> None:
@@ -155,24 +173,29 @@ def check_batch(buf, offset: int, size: int) -> None:
         if size < LEGACY_MIN_SIZE[magic]:
             raise CorruptRecordException(f"Legacy message size {size} is below the minimum")
         stored = struct.unpack_from(">I", buf, offset + 12)[0]
-        computed = zlib.crc32(memoryview(buf)[offset + MAGIC_OFFSET:offset + size])
+        computed = zlib.crc32(memoryview(buf)[offset + MAGIC_OFFSET : offset + size])
         if stored != computed:
             raise CorruptRecordException(
-                f"Message is corrupt (stored crc = {stored}, computed crc = {computed})")
+                f"Message is corrupt (stored crc = {stored}, computed crc = {computed})"
+            )
         return
     if size < RECORD_BATCH_OVERHEAD:
-        raise CorruptRecordException(f"Record batch size {size} is smaller than the minimum "
-                                     f"{RECORD_BATCH_OVERHEAD}")
+        raise CorruptRecordException(
+            f"Record batch size {size} is smaller than the minimum {RECORD_BATCH_OVERHEAD}"
+        )
     magic = buf[offset + MAGIC_OFFSET]
     if magic != CURRENT_MAGIC:
-        raise CorruptRecordException(f"Invalid magic {magic} in record batch at offset "
-                                     f"{struct.unpack_from('>q', buf, offset)[0]}")
+        raise CorruptRecordException(
+            f"Invalid magic {magic} in record batch at offset "
+            f"{struct.unpack_from('>q', buf, offset)[0]}"
+        )
     stored = struct.unpack_from(">I", buf, offset + CRC_OFFSET)[0]
-    view = memoryview(buf)[offset + ATTRIBUTES_OFFSET: offset + size]
+    view = memoryview(buf)[offset + ATTRIBUTES_OFFSET : offset + size]
     computed = crc32c(view)
     if stored != computed:
         raise CorruptRecordException(
-            f"Record batch is corrupt (stored crc = {stored}, computed crc = {computed})")
+            f"Record batch is corrupt (stored crc = {stored}, computed crc = {computed})"
+        )
 
 
 class FileHandle:
@@ -291,8 +314,10 @@ class FileRecords(FileState):
     def truncate_to(self, size: int) -> int:
         """Cut the file to ``size`` bytes; returns the bytes removed."""
         if size < 0 or size > self._size:
-            raise ValueError(f"Attempt to truncate log segment {self.path} to {size} bytes "
-                             f"failed, size of this log segment is {self._size} bytes.")
+            raise ValueError(
+                f"Attempt to truncate log segment {self.path} to {size} bytes "
+                f"failed, size of this log segment is {self._size} bytes."
+            )
         removed = self._size - size
         if removed:
             os.ftruncate(self._fd, size)
@@ -317,8 +342,9 @@ class FileRecords(FileState):
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fd, size, position)
 
-    def batches_from(self, start: int = 0, end: int | None = None, *,
-                     full: bool = False) -> Iterator[tuple[int, BatchHeader, object]]:
+    def batches_from(
+        self, start: int = 0, end: int | None = None, *, full: bool = False
+    ) -> Iterator[tuple[int, BatchHeader, object]]:
         """Yield ``(position, header, buffer_view)`` for each batch starting at
         ``start`` (a batch boundary) before ``end``.
 
@@ -347,21 +373,26 @@ class FileRecords(FileState):
             batch_length = struct.unpack_from(">i", buf, rel + 8)[0]
             size = LOG_OVERHEAD + batch_length
             magic = buf[rel + MAGIC_OFFSET]
-            min_size = RECORD_BATCH_OVERHEAD if magic == CURRENT_MAGIC \
+            min_size = (
+                RECORD_BATCH_OVERHEAD
+                if magic == CURRENT_MAGIC
                 else LEGACY_MIN_SIZE.get(magic, RECORD_BATCH_OVERHEAD)
+            )
             if position + size > end:
                 return  # torn: the batch runs past the end of the file
             if size < min_size:
                 raise CorruptRecordException(
                     f"Found record size {size} smaller than minimum record overhead "
-                    f"({min_size}) in file {self.path} at position {position}.")
+                    f"({min_size}) in file {self.path} at position {position}."
+                )
             if magic == CURRENT_MAGIC:
                 header = read_header(buf, rel)
             elif magic in LEGACY_MIN_SIZE:
                 header = read_legacy_header(buf, rel, magic)
             else:
                 raise CorruptRecordException(
-                    f"Invalid magic {magic} in batch at position {position} of {self.path}")
+                    f"Invalid magic {magic} in batch at position {position} of {self.path}"
+                )
             view = None
             if full:
                 if rel + size > len(buf):
@@ -369,7 +400,7 @@ class FileRecords(FileState):
                     buf_start, rel = position, 0
                     if len(buf) < size:
                         return
-                view = memoryview(buf)[rel:rel + size]
+                view = memoryview(buf)[rel : rel + size]
             yield position, header, view
             position += size
 

@@ -17,6 +17,7 @@ and a Kafka index file are interchangeable.
 relativeOffset is the offset minus the segment's base offset; position is a
 byte position in the segment's .log file.
 """
+
 from __future__ import annotations
 
 import os
@@ -97,8 +98,18 @@ class AbstractIndex(IndexState):
 
     # _view, _entries, _max_entries and _last are IndexState's C fields (the
     # append kernel writes entries and counts them); entries_written is its.
-    __slots__ = ("path", "base_offset", "max_index_size", "_writable", "_closed", "_buffered",
-                 "_flushed", "_length", "_io_lock", "_unsynced")
+    __slots__ = (
+        "path",
+        "base_offset",
+        "max_index_size",
+        "_writable",
+        "_closed",
+        "_buffered",
+        "_flushed",
+        "_length",
+        "_io_lock",
+        "_unsynced",
+    )
 
     # No descriptor is kept open (as Kafka's AbstractIndex closes its
     # RandomAccessFile once mapped): a mapping outlives the descriptor it was
@@ -106,8 +117,14 @@ class AbstractIndex(IndexState):
     # buffered active index reaches its file only on flush, resize and trim.
     # A partition holds one descriptor (its active .log), not three.
 
-    def __init__(self, path: str, base_offset: int, max_index_size: int = -1,
-                 writable: bool = True, discard_entries: bool = False):
+    def __init__(
+        self,
+        path: str,
+        base_offset: int,
+        max_index_size: int = -1,
+        writable: bool = True,
+        discard_entries: bool = False,
+    ):
         """Open (or create) the index at ``path``. ``discard_entries``: the
         caller rebuilds the index (recovery), so the file is neither mapped
         nor read - after kill -9 it is still at its preallocated size, and
@@ -223,7 +240,7 @@ class AbstractIndex(IndexState):
                     start = self._flushed * size
                     # A bytearray slice is a copy: no buffer export that would stop
                     # the appending thread from growing the bytearray.
-                    os.pwrite(fd, self._view[start:entries * size], start)
+                    os.pwrite(fd, self._view[start : entries * size], start)
                 elif entries < self._flushed:
                     start = entries * size
                     end = min(self._flushed * size, self._length)
@@ -307,20 +324,26 @@ class AbstractIndex(IndexState):
             self._unbuffer()
 
     # -- search ------------------------------------------------------------
-    def _largest_lower_bound_slot(self, target: int, key_pos: int | None = None,
-                                  key_width: int | None = None) -> int:
+    def _largest_lower_bound_slot(
+        self, target: int, key_pos: int | None = None, key_width: int | None = None
+    ) -> int:
         if self._entries == 0:
             return -1
         return largest_lower_bound_slot(
-            self._view, self._entries, self.ENTRY_SIZE,
+            self._view,
+            self._entries,
+            self.ENTRY_SIZE,
             self.KEY_POS if key_pos is None else key_pos,
-            self.KEY_WIDTH if key_width is None else key_width, target)
+            self.KEY_WIDTH if key_width is None else key_width,
+            target,
+        )
 
     def _relative_offset(self, offset: int) -> int:
         relative = offset - self.base_offset
         if relative < 0 or relative > INT32_MAX:
             raise IndexOffsetOverflowException(
-                f"Integer overflow for offset: {offset} ({self.path})")
+                f"Integer overflow for offset: {offset} ({self.path})"
+            )
         return relative
 
     def can_append_offset(self, offset: int) -> bool:
@@ -447,17 +470,27 @@ class AbstractIndex(IndexState):
         if self._length % self.ENTRY_SIZE != 0:
             raise CorruptIndexException(
                 f"Index file {self.path} is corrupt: its size {self._length} is not "
-                f"a multiple of {self.ENTRY_SIZE}")
+                f"a multiple of {self.ENTRY_SIZE}"
+            )
         if self._entries > 1:
-            bad = first_unordered_slot(self._view, self._entries, self.ENTRY_SIZE,
-                                       self.KEY_POS, self.KEY_WIDTH, self.STRICT)
+            bad = first_unordered_slot(
+                self._view,
+                self._entries,
+                self.ENTRY_SIZE,
+                self.KEY_POS,
+                self.KEY_WIDTH,
+                self.STRICT,
+            )
             if bad >= 0:
                 raise CorruptIndexException(
-                    f"Index file {self.path} is corrupt: entry {bad} is out of order")
+                    f"Index file {self.path} is corrupt: entry {bad} is out of order"
+                )
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}({self.path!r}, base_offset={self.base_offset}, "
-                f"entries={self._entries}/{self._max_entries})")
+        return (
+            f"{type(self).__name__}({self.path!r}, base_offset={self.base_offset}, "
+            f"entries={self._entries}/{self._max_entries})"
+        )
 
 
 class OffsetIndex(AbstractIndex):
@@ -510,12 +543,15 @@ class OffsetIndex(AbstractIndex):
         """Largest entry with offset <= target_offset, else (base_offset, 0)."""
         if self._entries == 0:
             return OffsetPosition(self.base_offset, 0)
-        return _make_offset_position(offset_index_lookup(self._view, self._entries,
-                                                         self.base_offset, target_offset))
+        return _make_offset_position(
+            offset_index_lookup(self._view, self._entries, self.base_offset, target_offset)
+        )
 
     def append(self, offset: int, position: int) -> None:
         if self._entries >= self._max_entries:
-            raise IndexError(f"Attempt to append to a full index (size = {self._entries}) {self.path}")
+            raise IndexError(
+                f"Attempt to append to a full index (size = {self._entries}) {self.path}"
+            )
         relative = offset - self.base_offset
         if relative < 0 or relative > INT32_MAX:
             self._relative_offset(offset)  # raises IndexOffsetOverflowException
@@ -523,7 +559,8 @@ class OffsetIndex(AbstractIndex):
         if last is not None and offset <= last[0]:
             raise InvalidOffsetException(
                 f"Attempt to append an offset ({offset}) to position {self._entries} no "
-                f"larger than the last offset appended ({last[0]}) to {self.path}")
+                f"larger than the last offset appended ({last[0]}) to {self.path}"
+            )
         start = self._entries * 8
         self._reserve(start + 8)
         self._ENTRY.pack_into(self._view, start, relative, position)
@@ -538,11 +575,13 @@ class OffsetIndex(AbstractIndex):
                 raise CorruptIndexException(
                     f"Corrupt index found, index file ({self.path}) has non-zero size but the "
                     f"last offset is {last.offset} which is less than the base offset "
-                    f"{self.base_offset}.")
+                    f"{self.base_offset}."
+                )
             if log_size is not None and last.position >= max(log_size, 1):
                 raise CorruptIndexException(
                     f"Index file {self.path} is corrupt: position {last.position} is past the "
-                    f"end of the log ({log_size} bytes)")
+                    f"end of the log ({log_size} bytes)"
+                )
 
 
 class TimeIndex(AbstractIndex):
@@ -591,22 +630,25 @@ class TimeIndex(AbstractIndex):
         if self._entries and timestamp == last.timestamp and offset >= last.offset:
             return  # nothing new: not an append, so fullness does not matter
         if not skip_full_check and self.is_full():
-            raise IndexError(f"Attempt to append to a full time index (size = {self._entries}) {self.path}")
+            raise IndexError(
+                f"Attempt to append to a full time index (size = {self._entries}) {self.path}"
+            )
         if self._entries >= self._max_entries:
             raise IndexError(f"Attempt to append to a full time index {self.path}")
         if self._entries and offset < last.offset:
             raise InvalidOffsetException(
                 f"Attempt to append an offset ({offset}) to slot {self._entries} no larger than "
-                f"the last offset appended ({last.offset}) to {self.path}")
+                f"the last offset appended ({last.offset}) to {self.path}"
+            )
         if self._entries and timestamp < last.timestamp:
             raise InvalidOffsetException(
                 f"Attempt to append a timestamp ({timestamp}) to slot {self._entries} no larger "
-                f"than the last timestamp appended ({last.timestamp}) to {self.path}")
+                f"than the last timestamp appended ({last.timestamp}) to {self.path}"
+            )
         if self._entries == 0 or timestamp > last.timestamp:
             start = self._entries * 12
             self._reserve(start + 12)
-            self._ENTRY.pack_into(self._view, start, timestamp,
-                                  self._relative_offset(offset))
+            self._ENTRY.pack_into(self._view, start, timestamp, self._relative_offset(offset))
             self._entries += 1
             self._last = TimestampOffset(timestamp, offset)
 
@@ -618,8 +660,12 @@ class TimeIndex(AbstractIndex):
                 raise CorruptIndexException(
                     f"Corrupt time index found, time index file ({self.path}) has non-zero size "
                     f"but the last offset is {last.offset} which is less than the first offset "
-                    f"{self.base_offset}")
-            if self._entries > 1 and first_unordered_slot(
-                    self._view, self._entries, 12, 8, 4, False) >= 0:
+                    f"{self.base_offset}"
+                )
+            if (
+                self._entries > 1
+                and first_unordered_slot(self._view, self._entries, 12, 8, 4, False) >= 0
+            ):
                 raise CorruptIndexException(
-                    f"Time index file {self.path} is corrupt: offsets are out of order")
+                    f"Time index file {self.path} is corrupt: offsets are out of order"
+                )

@@ -14,6 +14,7 @@
    entry); producer state is loaded from the newest snapshot and the log
    after it is replayed.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,11 +62,20 @@ def remove_temp_files(directory: str) -> None:
                 records.close()
             for name in os.listdir(directory):
                 other = _offset_prefix(name)
-                if other is not None and base < other < end and name.endswith(
-                        (LOG_FILE_SUFFIX, INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX,
-                         TXN_INDEX_FILE_SUFFIX)):
+                if (
+                    other is not None
+                    and base < other < end
+                    and name.endswith(
+                        (
+                            LOG_FILE_SUFFIX,
+                            INDEX_FILE_SUFFIX,
+                            TIME_INDEX_FILE_SUFFIX,
+                            TXN_INDEX_FILE_SUFFIX,
+                        )
+                    )
+                ):
                     os.unlink(os.path.join(directory, name))
-        os.replace(path, path[:-len(SWAP_FILE_SUFFIX)])
+        os.replace(path, path[: -len(SWAP_FILE_SUFFIX)])
 
 
 def load_log(log, had_clean_shutdown: bool) -> None:
@@ -74,12 +84,18 @@ def load_log(log, had_clean_shutdown: bool) -> None:
     config = log.config
     remove_temp_files(directory)
     names = set(os.listdir(directory))
-    bases = sorted(b for b in (_offset_prefix(n) for n in names if n.endswith(LOG_FILE_SUFFIX))
-                   if b is not None)
+    bases = sorted(
+        b
+        for b in (_offset_prefix(n) for n in names if n.endswith(LOG_FILE_SUFFIX))
+        if b is not None
+    )
     for name in names:
         base = _offset_prefix(name)
-        if base is not None and name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX,
-                                               TXN_INDEX_FILE_SUFFIX)) and base not in bases:
+        if (
+            base is not None
+            and name.endswith((INDEX_FILE_SUFFIX, TIME_INDEX_FILE_SUFFIX, TXN_INDEX_FILE_SUFFIX))
+            and base not in bases
+        ):
             os.unlink(os.path.join(directory, name))  # an index whose .log is gone
 
     # After a crash every segment from the one holding the recovery point is
@@ -96,11 +112,17 @@ def load_log(log, had_clean_shutdown: bool) -> None:
     needs_recovery = []
     for base in bases:
         prefix = f"{base:020d}"
-        indexes_exist = (prefix + INDEX_FILE_SUFFIX in names
-                         and prefix + TIME_INDEX_FILE_SUFFIX in names)
+        indexes_exist = (
+            prefix + INDEX_FILE_SUFFIX in names and prefix + TIME_INDEX_FILE_SUFFIX in names
+        )
         to_recover = recover_from is not None and base >= recover_from
-        segment = LogSegment.open(directory, base, index_interval_bytes=config.index_interval_bytes,
-                                  max_index_size=config.max_index_size, to_recover=to_recover)
+        segment = LogSegment.open(
+            directory,
+            base,
+            index_interval_bytes=config.index_interval_bytes,
+            max_index_size=config.max_index_size,
+            to_recover=to_recover,
+        )
         log._add_segment(segment)
         if to_recover:
             continue
@@ -124,12 +146,15 @@ def load_log(log, had_clean_shutdown: bool) -> None:
             recovered.append(segment)
             first_recovered = segment.base_offset if first_recovered is None else first_recovered
             if truncated > 0:
-                for later in unflushed[i + 1:]:
+                for later in unflushed[i + 1 :]:
                     log._remove_segment(later.base_offset).delete_files()
                 break
     for segment in needs_recovery:
-        if segment.base_offset in log._segments and segment.log.size >= 0 and \
-                (first_recovered is None or segment.base_offset < first_recovered):
+        if (
+            segment.base_offset in log._segments
+            and segment.log.size >= 0
+            and (first_recovered is None or segment.base_offset < first_recovered)
+        ):
             _recover_segment(log, segment)
             recovered.append(segment)
     # Recovery leaves indexes buffered at full size, as the active segment
@@ -168,8 +193,7 @@ def load_log(log, had_clean_shutdown: bool) -> None:
     # per partition): it was derived from the log, so another crash derives
     # it again, and the next flush or close writes it (flush_if_dirty), as
     # Kafka moved that write off the recovery path (KAFKA-15046).
-    rebuild_producer_state(log, log.log_end_offset,
-                           rebuild_txn_index_from=first_recovered)
+    rebuild_producer_state(log, log.log_end_offset, rebuild_txn_index_from=first_recovered)
 
 
 def _recover_segment(log, segment: LogSegment) -> int:
@@ -179,8 +203,9 @@ def _recover_segment(log, segment: LogSegment) -> int:
         cache.assign_recovered(header.partition_leader_epoch, header.base_offset)
 
     truncated = segment.recover(on_batch)
-    cache.truncate_from_end(segment.read_next_offset() if segment.size else segment.base_offset,
-                            flush=False)
+    cache.truncate_from_end(
+        segment.read_next_offset() if segment.size else segment.base_offset, flush=False
+    )
     return truncated
 
 
@@ -225,10 +250,18 @@ def rebuild_producer_state(log, end_offset: int, rebuild_txn_index_from: int | N
                 continue
             state.update(info)
             if done is not None:
-                if done.is_aborted and rebuild_txn_index_from is not None \
-                        and segment.base_offset >= rebuild_txn_index_from:
-                    segment.txn_index.append(AbortedTxn(done.producer_id, done.first_offset,
-                                                        done.last_offset,
-                                                        state.last_stable_offset(done)))
+                if (
+                    done.is_aborted
+                    and rebuild_txn_index_from is not None
+                    and segment.base_offset >= rebuild_txn_index_from
+                ):
+                    segment.txn_index.append(
+                        AbortedTxn(
+                            done.producer_id,
+                            done.first_offset,
+                            done.last_offset,
+                            state.last_stable_offset(done),
+                        )
+                    )
                 state.complete_txn(done)
     state.update_map_end_offset(end_offset)

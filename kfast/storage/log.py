@@ -13,6 +13,7 @@ loop (they do one write / no data reads) and runs ``flush`` and the periodic
 jobs in an executor. A per-log lock orders structural changes against those
 background jobs.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -72,8 +73,9 @@ def parse_topic_partition(directory: str) -> tuple[str, int]:
         name = future.group(1)
     topic, sep, partition = name.rpartition("-")
     if not sep or not topic or not partition.isdigit():
-        raise ValueError(f"Found directory {directory}, '{name}' is not in the form of "
-                         f"topic-partition")
+        raise ValueError(
+            f"Found directory {directory}, '{name}' is not in the form of topic-partition"
+        )
     return topic, int(partition)
 
 
@@ -82,7 +84,7 @@ class LogAppendInfo(NamedTuple):
     last_offset: int
     max_timestamp: int
     offset_of_max_timestamp: int
-    log_append_time: int          # -1 unless message.timestamp.type=LogAppendTime
+    log_append_time: int  # -1 unless message.timestamp.type=LogAppendTime
     log_start_offset: int
     records_count: int
     valid_bytes: int
@@ -99,11 +101,14 @@ class RecordValidationException(InvalidRecordException):
 
     def __init__(self, record_errors: list[tuple[int, str]]):
         self.record_errors = record_errors
-        shown = ", ".join(f"RecordError(batchIndex={index}, message='{message}')"
-                          for index, message in record_errors[:3])
+        shown = ", ".join(
+            f"RecordError(batchIndex={index}, message='{message}')"
+            for index, message in record_errors[:3]
+        )
         super().__init__(
             f"One or more records have been rejected due to {len(record_errors)} record errors "
-            f"in total, and only showing the first three errors at most: [{shown}]")
+            f"in total, and only showing the first three errors at most: [{shown}]"
+        )
 
 
 # LogAppendInfo(...) goes through the NamedTuple's Python __new__; the append
@@ -112,10 +117,20 @@ _new_tuple = tuple.__new__
 
 
 class Log(LogState):
-    def __init__(self, directory: str, config: LogConfig, *, recovery_point: int = 0,
-                 log_start_offset: int = 0, had_clean_shutdown: bool = False,
-                 topic_id: str | None = None, producer_id_expiration_ms: int = 86400000,
-                 time_ms=now_ms, flush_requester=None, failure_channel=None):
+    def __init__(
+        self,
+        directory: str,
+        config: LogConfig,
+        *,
+        recovery_point: int = 0,
+        log_start_offset: int = 0,
+        had_clean_shutdown: bool = False,
+        topic_id: str | None = None,
+        producer_id_expiration_ms: int = 86400000,
+        time_ms=now_ms,
+        flush_requester=None,
+        failure_channel=None,
+    ):
         from kfast.storage.loader import load_log  # loader builds on this module's types
 
         self.dir = directory
@@ -134,9 +149,12 @@ class Log(LogState):
         self._active_segment: LogSegment | None = None
         self._pending_deletes: list[tuple[int, LogSegment]] = []
         self.offline = False
-        self.leader_epoch_cache = LeaderEpochFileCache(os.path.join(directory, LEADER_EPOCH_CHECKPOINT))
-        self.producer_state = ProducerStateManager(directory, f"{self.topic}-{self.partition}",
-                                                   producer_id_expiration_ms)
+        self.leader_epoch_cache = LeaderEpochFileCache(
+            os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
+        )
+        self.producer_state = ProducerStateManager(
+            directory, f"{self.topic}-{self.partition}", producer_id_expiration_ms
+        )
         self.partition_metadata = PartitionMetadataFile(directory)
         self.topic_id = topic_id
         os.makedirs(directory, exist_ok=True)
@@ -168,9 +186,14 @@ class Log(LogState):
         self._compacted = config.compact
         self._fast_append = not config.compact
         self._flush_messages = config.flush_messages
-        self._scan.configure(self._max_message_bytes, self._log_append_time,
-                             self._timestamp_before_max_ms, self._timestamp_after_max_ms,
-                             self._segment_bytes, self._segment_ms)
+        self._scan.configure(
+            self._max_message_bytes,
+            self._log_append_time,
+            self._timestamp_before_max_ms,
+            self._timestamp_after_max_ms,
+            self._segment_bytes,
+            self._segment_ms,
+        )
 
     # -- segments ---------------------------------------------------------------
     def _add_segment(self, segment: LogSegment) -> None:
@@ -182,8 +205,9 @@ class Log(LogState):
     def _remove_segment(self, base_offset: int) -> LogSegment:
         segment = self._segments.pop(base_offset)
         del self._base_offsets[bisect.bisect_left(self._base_offsets, base_offset)]
-        self._active_segment = self._segments[self._base_offsets[-1]] \
-            if self._base_offsets else None
+        self._active_segment = (
+            self._segments[self._base_offsets[-1]] if self._base_offsets else None
+        )
         return segment
 
     @property
@@ -228,7 +252,8 @@ class Log(LogState):
     def _check_online(self) -> None:
         if self.offline:
             raise KafkaStorageException(
-                f"The log for partition {self.topic}-{self.partition} is offline after a disk error")
+                f"The log for partition {self.topic}-{self.partition} is offline after a disk error"
+            )
 
     @property
     def parent_dir(self) -> str:
@@ -251,7 +276,8 @@ class Log(LogState):
         value, other = scan.error_value, scan.error_other
         if status == scan_status.TRUNCATED:
             return CorruptRecordException(
-                f"Record batch at position {scan.error_position} is truncated ({value} bytes)")
+                f"Record batch at position {scan.error_position} is truncated ({value} bytes)"
+            )
         if status == scan_status.LEGACY_MAGIC:
             return LegacyRecordFormatError(value)
         if status == scan_status.UNKNOWN_MAGIC:
@@ -259,36 +285,43 @@ class Log(LogState):
         if status == scan_status.BATCH_TOO_SMALL:
             return CorruptRecordException(
                 f"Record batch is corrupt (the size {value} is smaller than the minimum allowed "
-                f"overhead {RECORD_BATCH_OVERHEAD})")
+                f"overhead {RECORD_BATCH_OVERHEAD})"
+            )
         if status == scan_status.BATCH_TRUNCATED:
             return CorruptRecordException(
-                f"Record batch is truncated: declares {value} bytes, {other} available")
+                f"Record batch is truncated: declares {value} bytes, {other} available"
+            )
         if status == scan_status.TOO_LARGE:
             return RecordTooLargeException(
                 f"The record batch size in the append to {self.topic}-{self.partition} is "
                 f"{value} bytes which exceeds the maximum configured value of "
-                f"{self._max_message_bytes}.")
+                f"{self._max_message_bytes}."
+            )
         if status == scan_status.BAD_CRC:
             return CorruptRecordException(
                 f"Record batch at offset {scan.error_base_offset} in the append to "
                 f"{self.topic}-{self.partition} is corrupt (stored crc = {value}, "
-                f"computed crc = {other})")
+                f"computed crc = {other})"
+            )
         if status == scan_status.CONTROL_FROM_CLIENT:
             return InvalidRecordException("Clients are not allowed to write control records")
         if status == scan_status.BAD_RECORDS_COUNT:
             return InvalidRecordException(
-                f"Record batch has {value} records but a last offset delta of {other}")
+                f"Record batch has {value} records but a last offset delta of {other}"
+            )
         if status == scan_status.TRANSACTIONAL_WITHOUT_PRODUCER_ID:
             return InvalidRecordException("Transactional records must have a producer id")
         if status == scan_status.BAD_TIMESTAMP:
             return InvalidTimestampException(
                 f"Timestamp {value} of a record in {self.topic}-{self.partition} is out "
                 f"of range. The timestamp should be within "
-                f"[{now - self._timestamp_before_max_ms}, {now + self._timestamp_after_max_ms}]")
+                f"[{now - self._timestamp_before_max_ms}, {now + self._timestamp_after_max_ms}]"
+            )
         if status == scan_status.OUT_OF_ORDER:
             return InvalidRecordException(
                 f"Out of order offsets in replicated batch: {scan.error_base_offset} is below "
-                f"the log end offset {other} of {self.topic}-{self.partition}")
+                f"the log end offset {other} of {self.topic}-{self.partition}"
+            )
         return CorruptRecordException(f"Record batch scan failed with status {status}")
 
     # -- append -----------------------------------------------------------------
@@ -333,12 +366,31 @@ class Log(LogState):
                 # The batch's first and largest timestamps must be in this window.
                 earliest = now - self._timestamp_before_max_ms
                 latest = now + self._timestamp_after_max_ms
-                status = scan.scan(view, assign_offsets, self.log_end_offset, leader_epoch or 0,
-                                   -1, True, self._max_message_bytes, True, earliest, latest)
+                status = scan.scan(
+                    view,
+                    assign_offsets,
+                    self.log_end_offset,
+                    leader_epoch or 0,
+                    -1,
+                    True,
+                    self._max_message_bytes,
+                    True,
+                    earliest,
+                    latest,
+                )
             else:
-                status = scan.scan(view, assign_offsets, self.log_end_offset, leader_epoch or 0,
-                                   log_append_time if assign_offsets else -1, from_client,
-                                   self._max_message_bytes, False, 0, 0)
+                status = scan.scan(
+                    view,
+                    assign_offsets,
+                    self.log_end_offset,
+                    leader_epoch or 0,
+                    log_append_time if assign_offsets else -1,
+                    from_client,
+                    self._max_message_bytes,
+                    False,
+                    0,
+                    0,
+                )
             if status:
                 raise self._scan_error(status, scan, now)
             if self._compacted and assign_offsets:
@@ -350,9 +402,14 @@ class Log(LogState):
         topic: a record without a key rejects its batch with INVALID_RECORD."""
         for batch in iter_batches(view):
             record_errors = [
-                (index, f"Compacted topic cannot accept message without key in topic "
-                        f"partition {self.topic}-{self.partition}")
-                for index, record in enumerate(batch) if record.key is None]
+                (
+                    index,
+                    f"Compacted topic cannot accept message without key in topic "
+                    f"partition {self.topic}-{self.partition}",
+                )
+                for index, record in enumerate(batch)
+                if record.key is None
+            ]
             if record_errors:
                 raise RecordValidationException(record_errors)
 
@@ -376,8 +433,9 @@ class Log(LogState):
         max_ts = scan.max_timestamp
         size = scan.valid_bytes
         segment = self._active_segment
-        if segment.should_roll(self._segment_bytes, self._segment_ms, max_ts, last_offset,
-                               size, now):
+        if segment.should_roll(
+            self._segment_bytes, self._segment_ms, max_ts, last_offset, size, now
+        ):
             segment = self.roll(first_offset)
         try:
             segment.append_scanned(view, scan)
@@ -398,9 +456,14 @@ class Log(LogState):
         if completed is not None:
             for txn in completed:
                 if txn.is_aborted:
-                    segment.txn_index.append(AbortedTxn(
-                        txn.producer_id, txn.first_offset, txn.last_offset,
-                        self.producer_state.last_stable_offset(txn)))
+                    segment.txn_index.append(
+                        AbortedTxn(
+                            txn.producer_id,
+                            txn.first_offset,
+                            txn.last_offset,
+                            self.producer_state.last_stable_offset(txn),
+                        )
+                    )
                 self.producer_state.complete_txn(txn)
         self.log_end_offset = offset
         self.producer_state.map_end_offset = offset
@@ -408,9 +471,20 @@ class Log(LogState):
         self._unflushed_messages += records_count
         if self._unflushed_messages >= self._flush_messages:
             self._request_flush()
-        return _new_tuple(LogAppendInfo, (first_offset, last_offset, max_ts,
-                                          scan.offset_of_max_timestamp, log_append_time,
-                                          self.log_start_offset, records_count, size, False))
+        return _new_tuple(
+            LogAppendInfo,
+            (
+                first_offset,
+                last_offset,
+                max_ts,
+                scan.offset_of_max_timestamp,
+                log_append_time,
+                self.log_start_offset,
+                records_count,
+                size,
+                False,
+            ),
+        )
 
     def _prepare_producer_updates(self, view, scan: BatchScan, origin: str):
         """Producer-state updates for the scanned batches that carry a producer
@@ -424,15 +498,24 @@ class Log(LogState):
             if origin == ORIGIN_CLIENT and not batch.is_control:
                 duplicate = self.producer_state.find_duplicate(batch)
                 if duplicate is not None:
-                    return LogAppendInfo(duplicate.first_offset, duplicate.last_offset,
-                                         duplicate.timestamp, duplicate.last_offset, -1,
-                                         self.log_start_offset, batch.records_count, 0, True)
+                    return LogAppendInfo(
+                        duplicate.first_offset,
+                        duplicate.last_offset,
+                        duplicate.timestamp,
+                        duplicate.last_offset,
+                        -1,
+                        self.log_start_offset,
+                        batch.records_count,
+                        0,
+                        True,
+                    )
             info = producer_infos.get(batch.producer_id)
             if info is None:
                 info = self.producer_state.prepare_update(batch.producer_id, origin)
                 producer_infos[batch.producer_id] = info
-            done = info.append(batch, view[position:position + batch.size_in_bytes]
-                               if batch.is_control else None)
+            done = info.append(
+                batch, view[position : position + batch.size_in_bytes] if batch.is_control else None
+            )
             if done is not None:
                 completed = (completed or []) + [done]
         return producer_infos, completed
@@ -451,7 +534,8 @@ class Log(LogState):
                     return active  # an empty active segment at that offset already
                 raise KafkaStorageException(
                     f"Trying to roll a new log segment for {self.topic}-{self.partition} with "
-                    f"start offset {new_offset} which already exists")
+                    f"start offset {new_offset} which already exists"
+                )
             try:
                 active.on_become_inactive()
                 self.producer_state.update_map_end_offset(new_offset)
@@ -469,11 +553,14 @@ class Log(LogState):
                 os.unlink(path)  # left behind by a truncation, as Kafka deletes them too
         jitter = self.config.segment_jitter_ms
         return LogSegment.open(
-            self.dir, base_offset, index_interval_bytes=self.config.index_interval_bytes,
+            self.dir,
+            base_offset,
+            index_interval_bytes=self.config.index_interval_bytes,
             max_index_size=self.config.max_index_size,
             roll_jitter_ms=random.randrange(jitter) if jitter > 0 else 0,
             created_ms=self.time_ms(),
-            preallocate_bytes=self.config.segment_bytes if self.config.preallocate else 0)
+            preallocate_bytes=self.config.segment_bytes if self.config.preallocate else 0,
+        )
 
     # -- read -------------------------------------------------------------------
     def _offset_metadata(self, offset: int) -> LogOffsetMetadata:
@@ -488,8 +575,13 @@ class Log(LogState):
         active = self.active_segment
         return LogOffsetMetadata(offset, active.base_offset, active.size)
 
-    def read(self, start_offset: int, max_bytes: int, upper_bound: int | None = None,
-             min_one_message: bool = True) -> FetchDataInfo:
+    def read(
+        self,
+        start_offset: int,
+        max_bytes: int,
+        upper_bound: int | None = None,
+        min_one_message: bool = True,
+    ) -> FetchDataInfo:
         """Batches from ``start_offset`` as a FileRegion of one segment, at
         most ``max_bytes`` (the first batch whole when ``min_one_message``),
         stopping before the batch holding ``upper_bound`` (the high watermark
@@ -502,13 +594,15 @@ class Log(LogState):
                 raise OffsetOutOfRangeException(
                     f"Received request for offset {start_offset} for partition "
                     f"{self.topic}-{self.partition}, but we only have log segments from offset "
-                    f"{self.log_start_offset} up to {end}.")
+                    f"{self.log_start_offset} up to {end}."
+                )
             bound = end if upper_bound is None else min(upper_bound, end)
             if start_offset >= bound:
                 return FetchDataInfo(LogOffsetMetadata(start_offset), None)
             if bound == end:
-                bound_meta = LogOffsetMetadata(end, self.active_segment.base_offset,
-                                               self.active_segment.size)
+                bound_meta = LogOffsetMetadata(
+                    end, self.active_segment.base_offset, self.active_segment.size
+                )
             elif self._hw_metadata is not None and self._hw_metadata.message_offset == bound:
                 bound_meta = self._hw_metadata
             else:
@@ -518,9 +612,11 @@ class Log(LogState):
             for segment in self._segments_from(start_offset):
                 if segment.base_offset > bound_meta.segment_base_offset:
                     break
-                max_position = (bound_meta.relative_position_in_segment
-                                if segment.base_offset == bound_meta.segment_base_offset
-                                else segment.size)
+                max_position = (
+                    bound_meta.relative_position_in_segment
+                    if segment.base_offset == bound_meta.segment_base_offset
+                    else segment.size
+                )
                 info = segment.read(start_offset, max_bytes, max_position, min_one_message)
                 if info is not None:
                     return info
@@ -557,7 +653,8 @@ class Log(LogState):
             for segment in self.segments:
                 if segment.largest_timestamp() >= timestamp or segment is self.active_segment:
                     found = segment.find_offset_by_timestamp(
-                        timestamp, max(self.log_start_offset, segment.base_offset))
+                        timestamp, max(self.log_start_offset, segment.base_offset)
+                    )
                     if found is not None:
                         return tuple(found)
             return None
@@ -579,7 +676,8 @@ class Log(LogState):
                 raise OffsetOutOfRangeException(
                     f"Cannot increment the log start offset to {new_start} of partition "
                     f"{self.topic}-{self.partition} since it is larger than the high watermark "
-                    f"{self.high_watermark}")
+                    f"{self.high_watermark}"
+                )
             if new_start <= self.log_start_offset:
                 return False
             self.log_start_offset = new_start
@@ -651,8 +749,10 @@ class Log(LogState):
         """Remove everything at and above ``target_offset`` (replica
         truncation); returns whether anything was removed."""
         if target_offset < 0:
-            raise ValueError(f"Cannot truncate partition {self.topic}-{self.partition} to a "
-                             f"negative offset ({target_offset}).")
+            raise ValueError(
+                f"Cannot truncate partition {self.topic}-{self.partition} to a "
+                f"negative offset ({target_offset})."
+            )
         with self._lock:
             if target_offset >= self.log_end_offset:
                 # Nothing to cut from the records, but an epoch this replica
@@ -697,6 +797,7 @@ class Log(LogState):
         self._hw_metadata = None
         if self.producer_state.map_end_offset > offset:
             from kfast.storage.loader import rebuild_producer_state
+
             rebuild_producer_state(self, offset)
 
     # -- flush ----------------------------------------------------------------------
@@ -708,8 +809,9 @@ class Log(LogState):
             target = self.log_end_offset if offset is None else min(offset, self.log_end_offset)
             if target <= self.recovery_point:
                 return
-            segments = [s for s in self._segments_from(self.recovery_point)
-                        if s.base_offset < target]
+            segments = [
+                s for s in self._segments_from(self.recovery_point) if s.base_offset < target
+            ]
             self._unflushed_messages = 0
         started = perf_counter()
         try:
@@ -737,8 +839,10 @@ class Log(LogState):
 
     def flush_if_due(self, now: int) -> bool:
         """flush.ms policy: flush if the oldest unflushed write is that old."""
-        if self.log_end_offset > self.recovery_point and \
-                now - self.last_flush_ms >= self.config.flush_ms:
+        if (
+            self.log_end_offset > self.recovery_point
+            and now - self.last_flush_ms >= self.config.flush_ms
+        ):
             self.flush()
             return True
         return False
@@ -779,13 +883,18 @@ class Log(LogState):
             os.rename(self.dir, new_dir)
             self.dir = new_dir
             for segment in self.segments:
-                for obj in (segment.log, segment.offset_index, segment.time_index,
-                            segment.txn_index):
+                for obj in (
+                    segment.log,
+                    segment.offset_index,
+                    segment.time_index,
+                    segment.txn_index,
+                ):
                     obj.path = os.path.join(new_dir, os.path.basename(obj.path))
             self.leader_epoch_cache.rename_dir(new_dir)
             self.producer_state.log_dir = new_dir
-            self.partition_metadata.path = os.path.join(new_dir, os.path.basename(
-                self.partition_metadata.path))
+            self.partition_metadata.path = os.path.join(
+                new_dir, os.path.basename(self.partition_metadata.path)
+            )
 
     def delete(self) -> None:
         """Close and remove the partition's directory."""
@@ -798,6 +907,8 @@ class Log(LogState):
             shutil.rmtree(self.dir, ignore_errors=True)
 
     def __repr__(self) -> str:
-        return (f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
-                f"end={self.log_end_offset}, hw={self.high_watermark}, "
-                f"segments={self.num_segments})")
+        return (
+            f"Log({self.topic}-{self.partition}, start={self.log_start_offset}, "
+            f"end={self.log_end_offset}, hw={self.high_watermark}, "
+            f"segments={self.num_segments})"
+        )

@@ -17,6 +17,7 @@ Not every OSError is a failing dir: running out of file descriptors
 KAFKA_STORAGE_ERROR while the dir stays online (issue 14 item 1), so
 ``is_log_dir_failure`` leaves those out.
 """
+
 from __future__ import annotations
 
 import errno

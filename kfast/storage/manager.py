@@ -21,6 +21,7 @@ log.flush.scheduler.interval.ms), ``checkpoint_recovery_offsets`` and
 ``checkpoint_log_start_offsets`` (every log.flush.*.checkpoint.interval.ms),
 in an executor, since they block on the disk.
 """
+
 from __future__ import annotations
 
 import fcntl
@@ -78,9 +79,15 @@ def _read_checkpoint(path: str) -> dict:
 
 
 class LogManager:
-    def __init__(self, config: KafkaConfig, *, cluster_id: str | None = None,
-                 topic_configs: Callable[[str], Mapping] | None = None, time_ms=now_ms,
-                 flush_requester: Callable[[Log], None] | None = None):
+    def __init__(
+        self,
+        config: KafkaConfig,
+        *,
+        cluster_id: str | None = None,
+        topic_configs: Callable[[str], Mapping] | None = None,
+        time_ms=now_ms,
+        flush_requester: Callable[[Log], None] | None = None,
+    ):
         self.config = config
         self.log_dirs = [os.path.abspath(d) for d in config.log_dirs]
         self.cluster_id = cluster_id if cluster_id is not None else config["cluster.id"]
@@ -123,7 +130,8 @@ class LogManager:
 
     def _load_dirs(self) -> None:
         self.cluster_id, self.node_id = ensure_meta_properties(
-            self.log_dirs, self.node_id, self.cluster_id, self.config["reserved.broker.max.id"])
+            self.log_dirs, self.node_id, self.cluster_id, self.config["reserved.broker.max.id"]
+        )
         for d in self.log_dirs:
             try:
                 self._load_dir(d)
@@ -133,7 +141,8 @@ class LogManager:
                 if not is_log_dir_failure(exc):
                     raise
                 self.failure_channel.maybe_add_offline_log_dir(
-                    d, f"Error while loading log dir {d}", exc)
+                    d, f"Error while loading log dir {d}", exc
+                )
                 self.handle_log_dir_failure(d)
             except KafkaStorageException:
                 if not self.failure_channel.has_offline_log_dir(d):
@@ -178,10 +187,16 @@ class LogManager:
 
         def load(job):
             tp, path = job
-            log = Log(path, self.log_config(tp[0]), recovery_point=recovery_points.get(tp, 0),
-                      log_start_offset=start_offsets.get(tp, 0), had_clean_shutdown=clean,
-                      time_ms=self.time_ms, flush_requester=self.flush_requester,
-                      failure_channel=self.failure_channel)
+            log = Log(
+                path,
+                self.log_config(tp[0]),
+                recovery_point=recovery_points.get(tp, 0),
+                log_start_offset=start_offsets.get(tp, 0),
+                had_clean_shutdown=clean,
+                time_ms=self.time_ms,
+                flush_requester=self.flush_requester,
+                failure_channel=self.failure_channel,
+            )
             log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
             return tp, path, log
 
@@ -190,7 +205,8 @@ class LogManager:
                 if tp in self._logs:
                     raise KafkaStorageException(
                         f"Duplicate log directories for {tp[0]}-{tp[1]} are found in both "
-                        f"{self._logs[tp].dir} and {path}")
+                        f"{self._logs[tp].dir} and {path}"
+                    )
                 self._logs[tp] = log
                 self._log_dir_of[tp] = d
         if clean:
@@ -219,7 +235,8 @@ class LogManager:
                 self._unlock_dirs()
                 raise KafkaStorageException(
                     f"Failed to acquire lock on file {LOCK_FILE} in {d}. A Kafka instance in "
-                    f"another process or thread is using this directory.") from None
+                    f"another process or thread is using this directory."
+                ) from None
             self._dir_locks.append(fd)
 
     def _unlock_dirs(self) -> None:
@@ -303,8 +320,11 @@ class LogManager:
     def live_log_dirs(self) -> list[str]:
         """The log dirs still online, in configured order."""
         channel = self.failure_channel
-        return [d for d in self.log_dirs
-                if d not in self.offline_dirs and not channel.has_offline_log_dir(d)]
+        return [
+            d
+            for d in self.log_dirs
+            if d not in self.offline_dirs and not channel.has_offline_log_dir(d)
+        ]
 
     def all_dirs_failed_message(self) -> str:
         return f"Shutdown broker because all log dirs in {', '.join(self.log_dirs)} have failed"
@@ -326,8 +346,14 @@ class LogManager:
                 counts[d] += 1
         return min(counts, key=lambda d: (counts[d], self.log_dirs.index(d)))
 
-    def get_or_create_log(self, topic: str, partition: int, topic_id: str | None = None,
-                          overrides: Mapping | None = None, log_dir: str | None = None) -> Log:
+    def get_or_create_log(
+        self,
+        topic: str,
+        partition: int,
+        topic_id: str | None = None,
+        overrides: Mapping | None = None,
+        log_dir: str | None = None,
+    ) -> Log:
         with self._lock:
             tp = (topic, partition)
             log = self._logs.get(tp)
@@ -341,10 +367,15 @@ class LogManager:
                 d = os.path.abspath(log_dir) if log_dir else self._next_log_dir()
                 path = os.path.join(d, f"{topic}-{partition}")
                 try:
-                    log = Log(path, self.log_config(topic), had_clean_shutdown=True,
-                              topic_id=topic_id, time_ms=self.time_ms,
-                              flush_requester=self.flush_requester,
-                              failure_channel=self.failure_channel)
+                    log = Log(
+                        path,
+                        self.log_config(topic),
+                        had_clean_shutdown=True,
+                        topic_id=topic_id,
+                        time_ms=self.time_ms,
+                        flush_requester=self.flush_requester,
+                        failure_channel=self.failure_channel,
+                    )
                     break
                 except OSError as exc:
                     message = f"Error while creating log for {topic}-{partition} in dir {d}"
@@ -373,18 +404,31 @@ class LogManager:
         with self._lock:
             tp = (topic, partition)
             current = self._logs[tp]
-            path = os.path.join(log_dir, f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}")
+            path = os.path.join(
+                log_dir, f"{topic}-{partition}.{uuid.uuid4().hex}{FUTURE_DIR_SUFFIX}"
+            )
             try:
-                log = Log(path, self.log_config(topic), had_clean_shutdown=True,
-                          topic_id=current.topic_id, log_start_offset=current.log_start_offset,
-                          time_ms=self.time_ms, flush_requester=self.flush_requester,
-                          failure_channel=self.failure_channel)
+                log = Log(
+                    path,
+                    self.log_config(topic),
+                    had_clean_shutdown=True,
+                    topic_id=current.topic_id,
+                    log_start_offset=current.log_start_offset,
+                    time_ms=self.time_ms,
+                    flush_requester=self.flush_requester,
+                    failure_channel=self.failure_channel,
+                )
             except OSError as exc:
                 shutil.rmtree(path, ignore_errors=True)
-                self._dir_failed(log_dir, f"Error while creating the future log of "
-                                          f"{topic}-{partition} in dir {log_dir}", exc)
-                raise KafkaStorageException(f"Error while creating the future log of "
-                                            f"{topic}-{partition} in dir {log_dir}: {exc}") from exc
+                self._dir_failed(
+                    log_dir,
+                    f"Error while creating the future log of {topic}-{partition} in dir {log_dir}",
+                    exc,
+                )
+                raise KafkaStorageException(
+                    f"Error while creating the future log of "
+                    f"{topic}-{partition} in dir {log_dir}: {exc}"
+                ) from exc
             self._future_logs[tp] = log
             return log
 
@@ -416,8 +460,9 @@ class LogManager:
         """Rename a log no longer served to ``<tp>.<uuid>-delete``, close it,
         and remove its files after log.segment.delete.delay.ms."""
         log.close()
-        renamed = os.path.join(log_dir, f"{log.topic}-{log.partition}.{uuid.uuid4().hex}"
-                                        f"{DELETE_DIR_SUFFIX}")
+        renamed = os.path.join(
+            log_dir, f"{log.topic}-{log.partition}.{uuid.uuid4().hex}{DELETE_DIR_SUFFIX}"
+        )
         log.rename_dir(renamed)
         due = self.time_ms() + self.config["log.segment.delete.delay.ms"]
         self._pending_dir_deletes.append((due, renamed))
@@ -498,13 +543,15 @@ class LogManager:
                 logger.error("flush failed for %s: %s", log, exc)
         return flushed
 
-    def _checkpoint(self, file_name: str, value: Callable[[Log], int],
-                    only_dir: str | None = None) -> None:
+    def _checkpoint(
+        self, file_name: str, value: Callable[[Log], int], only_dir: str | None = None
+    ) -> None:
         for d in self.live_log_dirs:
             if only_dir is not None and d != only_dir:
                 continue
-            offsets = {tp: value(log) for tp, log in self._logs.items()
-                       if self._log_dir_of.get(tp) == d}
+            offsets = {
+                tp: value(log) for tp, log in self._logs.items() if self._log_dir_of.get(tp) == d
+            }
             try:
                 OffsetCheckpointFile(os.path.join(d, file_name)).write(offsets)
             except OSError as exc:
@@ -522,13 +569,15 @@ class LogManager:
     def checkpoint_cleaner_offsets(self) -> None:
         """cleaner-offset-checkpoint: where each compacted log's dirty part starts."""
         for d in self.live_log_dirs:
-            offsets = {tp: offset for tp, offset in self._cleaner_offsets.items()
-                       if self._log_dir_of.get(tp) == d}
+            offsets = {
+                tp: offset
+                for tp, offset in self._cleaner_offsets.items()
+                if self._log_dir_of.get(tp) == d
+            }
             try:
                 OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT)).write(offsets)
             except OSError as exc:
-                self._dir_failed(d, f"Error while writing {CLEANER_OFFSET_CHECKPOINT} in {d}",
-                                 exc)
+                self._dir_failed(d, f"Error while writing {CLEANER_OFFSET_CHECKPOINT} in {d}", exc)
 
     def clean_logs(self, now: int | None = None) -> int:
         """One compaction pass over each compacted log whose dirty ratio is at
@@ -538,8 +587,11 @@ class LogManager:
         cleaned = 0
         for log in self.all_logs():
             # A partition being moved is not cleaned (Kafka pauses it).
-            if not log.config.compact or log.offline or \
-                    (log.topic, log.partition) in self._future_logs:
+            if (
+                not log.config.compact
+                or log.offline
+                or (log.topic, log.partition) in self._future_logs
+            ):
                 continue
             tp = (log.topic, log.partition)
             first_dirty = max(self._cleaner_offsets.get(tp, 0), log.log_start_offset)

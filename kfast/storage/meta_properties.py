@@ -10,6 +10,7 @@ Every log dir of a node must name the same cluster and node, and they must
 agree with node.id in the configuration; otherwise the node refuses to start
 and the error names the files involved.
 """
+
 from __future__ import annotations
 
 import base64
@@ -58,10 +59,12 @@ def uuid_base64(value: uuid.UUID) -> str:
 def parse_uuid_base64(text: str) -> uuid.UUID:
     """Kafka's Uuid.fromString: 22 characters of URL-safe base64 (ValueError otherwise)."""
     if len(text) != 22:
-        raise ValueError(f"Input string with prefix `{text[:22]}` is too long to be decoded "
-                         f"as a base64 UUID" if len(text) > 22 else
-                         f"Input string `{text}` decoded as {len(text) * 3 // 4} bytes, which "
-                         f"is not equal to the expected 16 bytes of a base64-encoded UUID")
+        raise ValueError(
+            f"Input string with prefix `{text[:22]}` is too long to be decoded as a base64 UUID"
+            if len(text) > 22
+            else f"Input string `{text}` decoded as {len(text) * 3 // 4} bytes, which "
+            f"is not equal to the expected 16 bytes of a base64-encoded UUID"
+        )
     try:
         raw = base64.urlsafe_b64decode(text + "==")
     except (ValueError, TypeError) as exc:
@@ -92,18 +95,27 @@ def read_meta_properties(log_dir: str) -> MetaProperties | None:
 
 
 def write_meta_properties(log_dir: str, meta: MetaProperties) -> None:
-    props = {"cluster.id": meta.cluster_id, "directory.id": meta.directory_id,
-             "node.id": meta.node_id, "version": meta.version}
+    props = {
+        "cluster.id": meta.cluster_id,
+        "directory.id": meta.directory_id,
+        "node.id": meta.node_id,
+        "version": meta.version,
+    }
     if meta.version == 0:
         props["broker.id"] = props.pop("node.id")
     props = {k: v for k, v in props.items() if v is not None}
-    text = format_properties(props, header=["", time.strftime("%a %b %d %H:%M:%S UTC %Y",
-                                                                time.gmtime())])
+    text = format_properties(
+        props, header=["", time.strftime("%a %b %d %H:%M:%S UTC %Y", time.gmtime())]
+    )
     write_atomically(os.path.join(log_dir, META_PROPERTIES_FILE), text.encode())
 
 
-def ensure_meta_properties(log_dirs: list[str], node_id: int, cluster_id: str | None = None,
-                           reserved_broker_max_id: int = 1000) -> tuple[str, int]:
+def ensure_meta_properties(
+    log_dirs: list[str],
+    node_id: int,
+    cluster_id: str | None = None,
+    reserved_broker_max_id: int = 1000,
+) -> tuple[str, int]:
     """Check the meta.properties of every dir against each other and the
     configuration, write one into dirs that have none, and return the
     (cluster_id, node_id) in force. A configured node.id of -1 is taken from
@@ -117,19 +129,21 @@ def ensure_meta_properties(log_dirs: list[str], node_id: int, cluster_id: str | 
     cluster_ids = {m.cluster_id for m in present.values() if m.cluster_id}
     if len(cluster_ids) > 1:
         raise InconsistentClusterIdException(
-            f"Found different cluster ids {sorted(cluster_ids)} in {files(present)}")
+            f"Found different cluster ids {sorted(cluster_ids)} in {files(present)}"
+        )
     if cluster_ids:
         stored = next(iter(cluster_ids))
         if cluster_id is not None and cluster_id != stored:
             raise InconsistentClusterIdException(
                 f"The cluster id {cluster_id} does not match the stored cluster id {stored} in "
-                f"{files(present)}")
+                f"{files(present)}"
+            )
         cluster_id = stored
     node_ids = {m.node_id for m in present.values()}
     if len(node_ids) > 1:
         raise InconsistentBrokerIdException(
-            f"Failed to match node.id across log.dirs: found {sorted(node_ids)} in "
-            f"{files(present)}")
+            f"Failed to match node.id across log.dirs: found {sorted(node_ids)} in {files(present)}"
+        )
     if node_ids:
         stored_node = next(iter(node_ids))
         if node_id >= 0 and node_id != stored_node:
@@ -137,7 +151,8 @@ def ensure_meta_properties(log_dirs: list[str], node_id: int, cluster_id: str | 
                 f"Configured node.id {node_id} doesn't match stored node.id {stored_node} in "
                 f"{files(present)}. If you moved your data, make sure your configured node.id "
                 f"matches. If you intend to create a new node, you should remove all data in "
-                f"your data directories.")
+                f"your data directories."
+            )
         node_id = stored_node
     if node_id < 0:
         node_id = reserved_broker_max_id + 1 + (uuid.uuid4().int % 1_000_000)

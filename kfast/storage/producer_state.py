@@ -26,6 +26,7 @@ Snapshot file ``<offset:020d>.snapshot`` (state as of that offset):
                 coordinatorEpoch int32, currentTxnFirstOffset int64 (-1: none)
                                                                (46 bytes)
 """
+
 from __future__ import annotations
 
 import bisect
@@ -94,9 +95,14 @@ class ProducerStateEntry:
     batch_metadata: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
 
     def copy(self) -> ProducerStateEntry:
-        return ProducerStateEntry(self.producer_id, self.producer_epoch, self.coordinator_epoch,
-                                  self.last_timestamp, self.current_txn_first_offset,
-                                  deque(self.batch_metadata, maxlen=NUM_BATCHES_TO_RETAIN))
+        return ProducerStateEntry(
+            self.producer_id,
+            self.producer_epoch,
+            self.coordinator_epoch,
+            self.last_timestamp,
+            self.current_txn_first_offset,
+            deque(self.batch_metadata, maxlen=NUM_BATCHES_TO_RETAIN),
+        )
 
     @property
     def is_empty(self) -> bool:
@@ -118,8 +124,9 @@ class ProducerStateEntry:
     def last_offset_delta(self) -> int:
         return 0 if self.is_empty else self.batch_metadata[-1].offset_delta
 
-    def add_batch(self, epoch: int, last_seq: int, last_offset: int, offset_delta: int,
-                  timestamp: int) -> None:
+    def add_batch(
+        self, epoch: int, last_seq: int, last_offset: int, offset_delta: int, timestamp: int
+    ) -> None:
         if epoch != self.producer_epoch:
             self.batch_metadata.clear()
             self.producer_epoch = epoch
@@ -153,6 +160,7 @@ class CompletedTxn(NamedTuple):
 
 class EndTransactionMarker(NamedTuple):
     """A control record: ABORT (0) or COMMIT (1) and the coordinator epoch."""
+
     control_type: int
     coordinator_epoch: int
 
@@ -163,8 +171,8 @@ class EndTransactionMarker(NamedTuple):
 def parse_end_txn_marker(batch_view) -> EndTransactionMarker:
     """The COMMIT/ABORT marker of a control batch (its one record):
 
-        key   := version int16, type int16
-        value := version int16, coordinatorEpoch int32
+    key   := version int16, type int16
+    value := version int16, coordinatorEpoch int32
     """
     key, value = first_record_key_value(batch_view)
     if key is None or len(key) < 4:
@@ -179,8 +187,13 @@ def parse_end_txn_marker(batch_view) -> EndTransactionMarker:
 class ProducerAppendInfo:
     """Validates and accumulates one producer's batches of one append."""
 
-    def __init__(self, topic_partition: str, producer_id: int,
-                 current: ProducerStateEntry | None, origin: str):
+    def __init__(
+        self,
+        topic_partition: str,
+        producer_id: int,
+        current: ProducerStateEntry | None,
+        origin: str,
+    ):
         self.topic_partition = topic_partition
         self.producer_id = producer_id
         self.origin = origin
@@ -195,7 +208,8 @@ class ProducerAppendInfo:
             raise InvalidProducerEpochException(
                 f"Epoch of producer {self.producer_id} at offset {offset} in "
                 f"{self.topic_partition} is {epoch}, which is smaller than the last seen epoch "
-                f"{self.updated.producer_epoch}")
+                f"{self.updated.producer_epoch}"
+            )
 
     def _check_sequence(self, epoch: int, first_seq: int, offset: int) -> None:
         if epoch != self.updated.producer_epoch:
@@ -204,7 +218,8 @@ class ProducerAppendInfo:
                     f"Invalid sequence number for new epoch of producer {self.producer_id} at "
                     f"offset {offset} in partition {self.topic_partition}: {epoch} (request "
                     f"epoch), {first_seq} (seq. number), {self.updated.producer_epoch} "
-                    f"(current producer epoch)")
+                    f"(current producer epoch)"
+                )
             return
         if not self.updated.is_empty:
             current_last_seq = self.updated.last_seq
@@ -212,12 +227,15 @@ class ProducerAppendInfo:
             current_last_seq = self.current.last_seq
         else:
             current_last_seq = NO_SEQUENCE
-        if not (self.current.producer_epoch == NO_PRODUCER_EPOCH
-                or in_sequence(current_last_seq, first_seq)):
+        if not (
+            self.current.producer_epoch == NO_PRODUCER_EPOCH
+            or in_sequence(current_last_seq, first_seq)
+        ):
             raise OutOfOrderSequenceException(
                 f"Out of order sequence number for producer {self.producer_id} at offset "
                 f"{offset} in partition {self.topic_partition}: {first_seq} (incoming seq. "
-                f"number), {current_last_seq} (current end sequence number)")
+                f"number), {current_last_seq} (current end sequence number)"
+            )
 
     def append(self, header: BatchHeader, batch_view=None) -> CompletedTxn | None:
         """Apply one batch (offsets already assigned); returns the completed
@@ -226,15 +244,30 @@ class ProducerAppendInfo:
             if batch_view is None:
                 raise ValueError("a control batch needs its bytes")
             marker = parse_end_txn_marker(batch_view)
-            return self.append_end_txn_marker(marker, header.producer_epoch, header.base_offset,
-                                              header.max_timestamp)
-        self.append_data_batch(header.producer_epoch, header.base_sequence, header.last_sequence,
-                               header.max_timestamp, header.base_offset, header.last_offset,
-                               header.is_transactional)
+            return self.append_end_txn_marker(
+                marker, header.producer_epoch, header.base_offset, header.max_timestamp
+            )
+        self.append_data_batch(
+            header.producer_epoch,
+            header.base_sequence,
+            header.last_sequence,
+            header.max_timestamp,
+            header.base_offset,
+            header.last_offset,
+            header.is_transactional,
+        )
         return None
 
-    def append_data_batch(self, epoch: int, first_seq: int, last_seq: int, timestamp: int,
-                          first_offset: int, last_offset: int, is_transactional: bool) -> None:
+    def append_data_batch(
+        self,
+        epoch: int,
+        first_seq: int,
+        last_seq: int,
+        timestamp: int,
+        first_offset: int,
+        last_offset: int,
+        is_transactional: bool,
+    ) -> None:
         self._check_producer_epoch(epoch, first_offset)
         if self.origin == ORIGIN_CLIENT:
             self._check_sequence(epoch, first_seq, first_offset)
@@ -246,17 +279,22 @@ class ProducerAppendInfo:
         elif self.updated.current_txn_first_offset is not None:
             raise InvalidTxnStateException(
                 f"Expected transactional write from producer {self.producer_id} at offset "
-                f"{first_offset} in partition {self.topic_partition}")
+                f"{first_offset} in partition {self.topic_partition}"
+            )
 
-    def append_end_txn_marker(self, marker: EndTransactionMarker, epoch: int, offset: int,
-                              timestamp: int) -> CompletedTxn:
+    def append_end_txn_marker(
+        self, marker: EndTransactionMarker, epoch: int, offset: int, timestamp: int
+    ) -> CompletedTxn:
         self._check_producer_epoch(epoch, offset)
-        if self.updated.coordinator_epoch > marker.coordinator_epoch \
-                and self.origin != ORIGIN_REPLICATION:
+        if (
+            self.updated.coordinator_epoch > marker.coordinator_epoch
+            and self.origin != ORIGIN_REPLICATION
+        ):
             raise TransactionCoordinatorFencedException(
                 f"Invalid coordinator epoch for producer {self.producer_id} at offset {offset} "
                 f"in partition {self.topic_partition}: {marker.coordinator_epoch} (zombie), "
-                f"{self.updated.coordinator_epoch} (current)")
+                f"{self.updated.coordinator_epoch} (current)"
+            )
         first_offset = self.updated.current_txn_first_offset
         if first_offset is None:
             first_offset = offset
@@ -266,8 +304,12 @@ class ProducerAppendInfo:
         self.updated.current_txn_first_offset = None
         self.updated.coordinator_epoch = marker.coordinator_epoch
         self.updated.last_timestamp = timestamp
-        return CompletedTxn(self.producer_id, first_offset, offset,
-                            marker.control_type == EndTransactionMarker.ABORT)
+        return CompletedTxn(
+            self.producer_id,
+            first_offset,
+            offset,
+            marker.control_type == EndTransactionMarker.ABORT,
+        )
 
     def to_entry(self) -> ProducerStateEntry:
         """The producer's state after this append (earlier batches kept)."""
@@ -312,8 +354,9 @@ class VerificationStateEntry:
 
 
 class ProducerStateManager:
-    def __init__(self, log_dir: str, topic_partition: str = "",
-                 producer_id_expiration_ms: int = 86400000):
+    def __init__(
+        self, log_dir: str, topic_partition: str = "", producer_id_expiration_ms: int = 86400000
+    ):
         self.log_dir = log_dir
         self.topic_partition = topic_partition
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -334,15 +377,20 @@ class ProducerStateManager:
         a newer epoch belongs to the next transaction, whose previous one may
         still wait for its marker (Kafka's UnifiedLog.hasOngoingTransaction)."""
         entry = self.producers.get(producer_id)
-        return entry is not None and entry.current_txn_first_offset is not None and \
-            (producer_epoch is None or entry.producer_epoch == producer_epoch)
+        return (
+            entry is not None
+            and entry.current_txn_first_offset is not None
+            and (producer_epoch is None or entry.producer_epoch == producer_epoch)
+        )
 
-    def maybe_create_verification_state(self, producer_id: int, sequence: int, epoch: int,
-                                        now_ms: int) -> VerificationStateEntry:
+    def maybe_create_verification_state(
+        self, producer_id: int, sequence: int, epoch: int, now_ms: int
+    ) -> VerificationStateEntry:
         entry = self.verification_states.get(producer_id)
         if entry is None:
             entry = self.verification_states[producer_id] = VerificationStateEntry(
-                now_ms, sequence, epoch)
+                now_ms, sequence, epoch
+            )
         else:
             entry.update(sequence, epoch)
         return entry
@@ -361,8 +409,9 @@ class ProducerStateManager:
         return None if entry is None else entry.find_duplicate_batch(header)
 
     def prepare_update(self, producer_id: int, origin: str = ORIGIN_CLIENT) -> ProducerAppendInfo:
-        return ProducerAppendInfo(self.topic_partition, producer_id,
-                                  self.producers.get(producer_id), origin)
+        return ProducerAppendInfo(
+            self.topic_partition, producer_id, self.producers.get(producer_id), origin
+        )
 
     def update(self, info: ProducerAppendInfo) -> None:
         self.producers[info.producer_id] = info.to_entry()
@@ -403,34 +452,42 @@ class ProducerStateManager:
         return dict(self._ongoing)
 
     def remove_expired_producers(self, now_ms: int) -> None:
-        for pid in [pid for pid, e in self.producers.items()
-                    if e.current_txn_first_offset is None
-                    and now_ms - e.last_timestamp >= self.producer_id_expiration_ms]:
+        for pid in [
+            pid
+            for pid, e in self.producers.items()
+            if e.current_txn_first_offset is None
+            and now_ms - e.last_timestamp >= self.producer_id_expiration_ms
+        ]:
             del self.producers[pid]
         # Verifications never answered (Kafka expires them with the producers).
-        for pid in [pid for pid, e in self.verification_states.items()
-                    if now_ms - e.timestamp >= self.producer_id_expiration_ms]:
+        for pid in [
+            pid
+            for pid, e in self.verification_states.items()
+            if now_ms - e.timestamp >= self.producer_id_expiration_ms
+        ]:
             del self.verification_states[pid]
 
     # -- snapshots ------------------------------------------------------------
     def snapshot_path(self, offset: int) -> str:
-        return os.path.join(self.log_dir,
-                            filename_prefix_from_offset(offset) + PRODUCER_SNAPSHOT_FILE_SUFFIX)
+        return os.path.join(
+            self.log_dir, filename_prefix_from_offset(offset) + PRODUCER_SNAPSHOT_FILE_SUFFIX
+        )
 
     def snapshot_offsets(self) -> list[int]:
         offsets = []
         for name in os.listdir(self.log_dir):
             if name.endswith(PRODUCER_SNAPSHOT_FILE_SUFFIX):
                 try:
-                    offsets.append(int(name[:-len(PRODUCER_SNAPSHOT_FILE_SUFFIX)]))
+                    offsets.append(int(name[: -len(PRODUCER_SNAPSHOT_FILE_SUFFIX)]))
                 except ValueError:
                     continue
         return sorted(offsets)
 
     def take_snapshot(self, sync: bool = True) -> str | None:
         """Write the state at map_end_offset (if not written yet)."""
-        if self.map_end_offset <= self.last_snapshot_offset and \
-                os.path.exists(self.snapshot_path(self.map_end_offset)):
+        if self.map_end_offset <= self.last_snapshot_offset and os.path.exists(
+            self.snapshot_path(self.map_end_offset)
+        ):
             return None
         path = self.snapshot_path(self.map_end_offset)
         write_snapshot(path, self.producers.values(), sync=sync)
@@ -483,8 +540,11 @@ class ProducerStateManager:
 
     def on_log_start_offset_incremented(self, log_start_offset: int) -> None:
         """Forget producers whose last write is below the new log start."""
-        for pid in [p for p, e in self.producers.items()
-                    if e.current_txn_first_offset is None and e.last_data_offset < log_start_offset]:
+        for pid in [
+            p
+            for p, e in self.producers.items()
+            if e.current_txn_first_offset is None and e.last_data_offset < log_start_offset
+        ]:
             del self.producers[pid]
         for first in [f for f, t in self._unreplicated.items() if t.last_offset < log_start_offset]:
             del self._unreplicated[first]
@@ -512,14 +572,18 @@ def encode_snapshot(entries) -> bytes:
     count = 0
     for entry in entries:
         last = entry.batch_metadata[-1] if entry.batch_metadata else None
-        body.append(_SNAPSHOT_ENTRY.pack(
-            entry.producer_id, entry.producer_epoch,
-            last.last_seq if last else NO_SEQUENCE,
-            last.last_offset if last else -1,
-            last.offset_delta if last else 0,
-            entry.last_timestamp,
-            entry.coordinator_epoch,
-            -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset))
+        body.append(
+            _SNAPSHOT_ENTRY.pack(
+                entry.producer_id,
+                entry.producer_epoch,
+                last.last_seq if last else NO_SEQUENCE,
+                last.last_offset if last else -1,
+                last.offset_delta if last else 0,
+                entry.last_timestamp,
+                entry.coordinator_epoch,
+                -1 if entry.current_txn_first_offset is None else entry.current_txn_first_offset,
+            )
+        )
         count += 1
     body[0] = struct.pack(">i", count)
     payload = b"".join(body)
@@ -538,12 +602,23 @@ def decode_snapshot(data: bytes, path: str = "<snapshot>") -> list[ProducerState
         raise CorruptRecordException(f"Snapshot file {path} has a bad entry count {count}")
     entries = []
     for i in range(count):
-        (pid, epoch, last_seq, last_offset, offset_delta, timestamp, coordinator_epoch,
-         txn_first) = _SNAPSHOT_ENTRY.unpack_from(data, _SNAPSHOT_HEADER.size + i * _SNAPSHOT_ENTRY.size)
-        entry = ProducerStateEntry(pid, epoch, coordinator_epoch, timestamp,
-                                   None if txn_first < 0 else txn_first)
+        (
+            pid,
+            epoch,
+            last_seq,
+            last_offset,
+            offset_delta,
+            timestamp,
+            coordinator_epoch,
+            txn_first,
+        ) = _SNAPSHOT_ENTRY.unpack_from(data, _SNAPSHOT_HEADER.size + i * _SNAPSHOT_ENTRY.size)
+        entry = ProducerStateEntry(
+            pid, epoch, coordinator_epoch, timestamp, None if txn_first < 0 else txn_first
+        )
         if last_offset >= 0:
-            entry.batch_metadata.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
+            entry.batch_metadata.append(
+                BatchMetadata(last_seq, last_offset, offset_delta, timestamp)
+            )
         entries.append(entry)
     return entries
 

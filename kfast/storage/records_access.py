@@ -4,6 +4,7 @@ Storage works on batch headers; only ListOffsets-by-timestamp, transaction
 markers and the dump-log tool look inside a batch. They go through the codec
 (``kfast.records``), the one implementation of the record grammar.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -31,19 +32,26 @@ def iter_records(batch_view) -> Iterator[Record]:
     codec raises CorruptRecordException on bad bytes."""
     if batch_view[MAGIC_OFFSET] < 2:
         for message in decode_message_set(batch_view):
-            yield Record(message.offset, message.timestamp, _bytes(message.key),
-                         _bytes(message.value), [])
+            yield Record(
+                message.offset, message.timestamp, _bytes(message.key), _bytes(message.value), []
+            )
         return
     for record in RecordBatch(batch_view, 0):
-        yield Record(record.offset, record.timestamp, _bytes(record.key), _bytes(record.value),
-                     [(k, _bytes(v)) for k, v in record.headers])
+        yield Record(
+            record.offset,
+            record.timestamp,
+            _bytes(record.key),
+            _bytes(record.value),
+            [(k, _bytes(v)) for k, v in record.headers],
+        )
 
 
 def first_record_at_or_after(batch_view, timestamp: int, starting_offset: int):
     """(timestamp, offset) of the first record of the batch with
     timestamp >= ``timestamp`` and offset >= ``starting_offset``, or None."""
-    records = (iter_records(batch_view) if batch_view[MAGIC_OFFSET] < 2
-               else RecordBatch(batch_view, 0))
+    records = (
+        iter_records(batch_view) if batch_view[MAGIC_OFFSET] < 2 else RecordBatch(batch_view, 0)
+    )
     for record in records:
         if record.timestamp >= timestamp and record.offset >= starting_offset:
             return record.timestamp, record.offset

@@ -13,6 +13,7 @@ records: retention works in whole segments. The active segment qualifies
 only once it holds data and is entirely below the high watermark; the log
 then rolls so it always has an active segment.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -61,15 +62,18 @@ def retention_size_breached(log) -> list[LogSegment]:
             excess[0] -= seg.size
             return True
         return False
+
     return _deletable(log, predicate)
 
 
 def delete_old_segments(log, now_ms: int) -> int:
     """Apply the rules above to ``log``; returns the number of segments deleted."""
     deleted = 0
-    for rule in (lambda: log_start_offset_breached(log),
-                 lambda: retention_ms_breached(log, now_ms) if log.config.delete else [],
-                 lambda: retention_size_breached(log) if log.config.delete else []):
+    for rule in (
+        lambda: log_start_offset_breached(log),
+        lambda: retention_ms_breached(log, now_ms) if log.config.delete else [],
+        lambda: retention_size_breached(log) if log.config.delete else [],
+    ):
         segments = rule()
         if segments:
             log.delete_segments(segments)

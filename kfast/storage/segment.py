@@ -9,6 +9,7 @@ offset) to the time index. The first batch of a segment is therefore never
 indexed. When the segment stops being active, a final time-index entry is
 added and both indexes are trimmed to their valid size.
 """
+
 from __future__ import annotations
 
 import os
@@ -53,6 +54,7 @@ def segment_file(directory: str, base_offset: int, suffix: str) -> str:
 class BatchInfo(NamedTuple):
     """What the segment needs to know about one batch it appends (plain
     ``(size, last_offset, max_timestamp)`` tuples are accepted too)."""
+
     size: int
     last_offset: int
     max_timestamp: int
@@ -60,6 +62,7 @@ class BatchInfo(NamedTuple):
 
 class LogOffsetPosition(NamedTuple):
     """The batch holding an offset: its last offset, position and size."""
+
     offset: int
     position: int
     size: int
@@ -67,6 +70,7 @@ class LogOffsetPosition(NamedTuple):
 
 class LogOffsetMetadata(NamedTuple):
     """An offset with where it lives (Kafka's LogOffsetMetadata)."""
+
     message_offset: int
     segment_base_offset: int = -1
     relative_position_in_segment: int = -1
@@ -89,10 +93,18 @@ class LogSegment(SegmentState):
     # SegmentState's C fields: the append kernel reads and updates them.
     __slots__ = ("txn_index", "max_index_size")
 
-    def __init__(self, log: FileRecords, offset_index: OffsetIndex, time_index: TimeIndex,
-                 txn_index: TransactionIndex, base_offset: int, index_interval_bytes: int,
-                 roll_jitter_ms: int = 0, created_ms: int | None = None,
-                 max_index_size: int = 10 * 1024 * 1024):
+    def __init__(
+        self,
+        log: FileRecords,
+        offset_index: OffsetIndex,
+        time_index: TimeIndex,
+        txn_index: TransactionIndex,
+        base_offset: int,
+        index_interval_bytes: int,
+        roll_jitter_ms: int = 0,
+        created_ms: int | None = None,
+        max_index_size: int = 10 * 1024 * 1024,
+    ):
         self.log = log
         self.max_index_size = max_index_size
         self.offset_index = offset_index
@@ -108,23 +120,45 @@ class LogSegment(SegmentState):
         self._rolling_based_timestamp: int | None = None
 
     @classmethod
-    def open(cls, directory: str, base_offset: int, *, index_interval_bytes: int = 4096,
-             max_index_size: int = 10 * 1024 * 1024, roll_jitter_ms: int = 0,
-             file_suffix: str = "", created_ms: int | None = None,
-             preallocate_bytes: int = 0, to_recover: bool = False) -> LogSegment:
+    def open(
+        cls,
+        directory: str,
+        base_offset: int,
+        *,
+        index_interval_bytes: int = 4096,
+        max_index_size: int = 10 * 1024 * 1024,
+        roll_jitter_ms: int = 0,
+        file_suffix: str = "",
+        created_ms: int | None = None,
+        preallocate_bytes: int = 0,
+        to_recover: bool = False,
+    ) -> LogSegment:
         """Open (or create) the segment at ``base_offset`` in ``directory``.
         ``to_recover``: ``recover`` is called next, so the index files are
         not read (AbstractIndex's ``discard_entries``)."""
+
         def path(suffix):
             return segment_file(directory, base_offset, suffix + file_suffix)
+
         log = FileRecords(path(LOG_FILE_SUFFIX), preallocate_bytes=preallocate_bytes)
-        offset_index = OffsetIndex(path(INDEX_FILE_SUFFIX), base_offset, max_index_size,
-                                   discard_entries=to_recover)
-        time_index = TimeIndex(path(TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size,
-                               discard_entries=to_recover)
+        offset_index = OffsetIndex(
+            path(INDEX_FILE_SUFFIX), base_offset, max_index_size, discard_entries=to_recover
+        )
+        time_index = TimeIndex(
+            path(TIME_INDEX_FILE_SUFFIX), base_offset, max_index_size, discard_entries=to_recover
+        )
         txn_index = TransactionIndex(base_offset, path(TXN_INDEX_FILE_SUFFIX))
-        return cls(log, offset_index, time_index, txn_index, base_offset,
-                   index_interval_bytes, roll_jitter_ms, created_ms, max_index_size)
+        return cls(
+            log,
+            offset_index,
+            time_index,
+            txn_index,
+            base_offset,
+            index_interval_bytes,
+            roll_jitter_ms,
+            created_ms,
+            max_index_size,
+        )
 
     # -- state ----------------------------------------------------------------
     @property
@@ -188,10 +222,19 @@ class LogSegment(SegmentState):
             self._load_max_timestamp()
         offset_index, time_index = self.offset_index, self.time_index
         done = scan.index_batches(
-            position, self._bytes_since_last_index_entry, self.index_interval_bytes,
-            self._max_timestamp_so_far, self._offset_of_max_timestamp_so_far, self.base_offset,
-            offset_index._view, offset_index._entries, offset_index._max_entries,
-            time_index._view, time_index._entries, time_index._max_entries)
+            position,
+            self._bytes_since_last_index_entry,
+            self.index_interval_bytes,
+            self._max_timestamp_so_far,
+            self._offset_of_max_timestamp_so_far,
+            self.base_offset,
+            offset_index._view,
+            offset_index._entries,
+            offset_index._max_entries,
+            time_index._view,
+            time_index._entries,
+            time_index._max_entries,
+        )
         if done is None:
             # A buffered index must grow first (amortised: it grows by up to
             # 1 MiB), or an entry is invalid: the per-entry path does both.
@@ -219,8 +262,11 @@ class LogSegment(SegmentState):
             # A request with many batches can fill the index mid-append (the
             # roll check runs once per append); the index is sparse, so an
             # entry is simply skipped then.
-            if since > interval and not self.offset_index.is_full() \
-                    and not self.time_index.is_full():
+            if (
+                since > interval
+                and not self.offset_index.is_full()
+                and not self.time_index.is_full()
+            ):
                 self.offset_index.append(last_offset, position)
                 self.time_index.maybe_append(max_ts, offset_of_max_ts)
                 since = 0
@@ -241,8 +287,13 @@ class LogSegment(SegmentState):
                 return LogOffsetPosition(header.last_offset, position, header.size_in_bytes)
         return None
 
-    def read(self, start_offset: int, max_size: int, max_position: int | None = None,
-             min_one_message: bool = False) -> FetchDataInfo | None:
+    def read(
+        self,
+        start_offset: int,
+        max_size: int,
+        max_position: int | None = None,
+        min_one_message: bool = False,
+    ) -> FetchDataInfo | None:
         """Batches from the one holding ``start_offset``, at most ``max_size``
         bytes and not past ``max_position``; with ``min_one_message`` the
         first batch is returned whole even if larger than ``max_size``. None
@@ -254,7 +305,9 @@ class LogSegment(SegmentState):
         when producers batch ~0.75 MB); the next fetch starts at that batch
         anyway."""
         if max_size < 0:
-            raise ValueError(f"Invalid max size {max_size} for log read from segment {self.log.path}")
+            raise ValueError(
+                f"Invalid max size {max_size} for log read from segment {self.log.path}"
+            )
         if max_position is None:
             max_position = self.log.size
         start = self.translate_offset(start_offset)
@@ -266,10 +319,13 @@ class LogSegment(SegmentState):
             return FetchDataInfo(metadata, None)
         fetch_size = min(max_position - start.position, adjusted)
         if start.size < fetch_size < max_position - start.position:
-            fetch_size = self._whole_batches_end(start.position + start.size,
-                                                 start.position + fetch_size) - start.position
-        return FetchDataInfo(metadata, FileRegion(self.log.handle, start.position, fetch_size),
-                             adjusted < start.size)
+            fetch_size = (
+                self._whole_batches_end(start.position + start.size, start.position + fetch_size)
+                - start.position
+            )
+        return FetchDataInfo(
+            metadata, FileRegion(self.log.handle, start.position, fetch_size), adjusted < start.size
+        )
 
     def _whole_batches_end(self, first_end: int, limit: int) -> int:
         """The end of the last batch that ends by ``limit``, at least
@@ -355,11 +411,14 @@ class LogSegment(SegmentState):
                 check_batch(view, 0, header.size_in_bytes)
                 # baseOffset is outside the CRC: offsets must still move forward
                 # and fit this segment's relative-offset range.
-                if header.base_offset < next_offset or \
-                        header.last_offset - self.base_offset > INT32_MAX:
+                if (
+                    header.base_offset < next_offset
+                    or header.last_offset - self.base_offset > INT32_MAX
+                ):
                     raise CorruptRecordException(
                         f"Batch at position {position} of {self.log.path} has base offset "
-                        f"{header.base_offset}, expected at least {next_offset}")
+                        f"{header.base_offset}, expected at least {next_offset}"
+                    )
                 next_offset = header.next_offset
                 if header.max_timestamp > max_ts:
                     max_ts, offset_of_max_ts = header.max_timestamp, header.last_offset
@@ -412,8 +471,15 @@ class LogSegment(SegmentState):
         self.time_index.sanity_check(self.log.size)
 
     # -- rolling ------------------------------------------------------------
-    def should_roll(self, segment_bytes: int, segment_ms: int, max_timestamp_in_messages: int,
-                    max_offset_in_messages: int, messages_size: int, now_ms: int) -> bool:
+    def should_roll(
+        self,
+        segment_bytes: int,
+        segment_ms: int,
+        max_timestamp_in_messages: int,
+        max_offset_in_messages: int,
+        messages_size: int,
+        now_ms: int,
+    ) -> bool:
         """Kafka's roll rule before appending ``messages_size`` bytes: the
         segment would pass segment.bytes, is older than segment.ms (minus its
         jitter), an index is full, or the last offset would not fit the
@@ -431,9 +497,11 @@ class LogSegment(SegmentState):
                 waited = self.time_waited_for_roll(now_ms, max_timestamp_in_messages)
             if waited > segment_ms - self.roll_jitter_ms:
                 return True
-        return (self.offset_index.is_full()
-                or self.time_index.is_full()
-                or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX)
+        return (
+            self.offset_index.is_full()
+            or self.time_index.is_full()
+            or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
+        )
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:
         """Kafka's rule: measured by record timestamps (the first batch's max
@@ -452,9 +520,11 @@ class LogSegment(SegmentState):
         """At roll: add the final time-index entry, trim the indexes."""
         self._load_max_timestamp()
         if self._max_timestamp_so_far >= 0:
-            self.time_index.maybe_append(self._max_timestamp_so_far,
-                                         self._offset_of_max_timestamp_so_far,
-                                         skip_full_check=True)
+            self.time_index.maybe_append(
+                self._max_timestamp_so_far,
+                self._offset_of_max_timestamp_so_far,
+                skip_full_check=True,
+            )
         self.offset_index.trim_to_valid_size()
         self.time_index.trim_to_valid_size()
         self.log.trim()
@@ -470,9 +540,11 @@ class LogSegment(SegmentState):
         if self.log.closed:
             return
         if self._max_timestamp_so_far is not None and self._max_timestamp_so_far >= 0:
-            self.time_index.maybe_append(self._max_timestamp_so_far,
-                                         self._offset_of_max_timestamp_so_far,
-                                         skip_full_check=True)
+            self.time_index.maybe_append(
+                self._max_timestamp_so_far,
+                self._offset_of_max_timestamp_so_far,
+                skip_full_check=True,
+            )
         self.offset_index.close()
         self.time_index.close()
         self.txn_index.close()
@@ -486,7 +558,7 @@ class LogSegment(SegmentState):
             path = obj.path
             if not path.endswith(old_suffix):
                 continue
-            stem = path[:len(path) - len(old_suffix)] if old_suffix else path
+            stem = path[: len(path) - len(old_suffix)] if old_suffix else path
             # The .txnindex exists only once an aborted transaction was written;
             # its rename_to handles a missing file.
             if os.path.exists(path) or obj is self.txn_index:

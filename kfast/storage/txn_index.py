@@ -9,6 +9,7 @@ aborted transactions overlapping its offset range so the consumer can drop
 their records. The file is created on the first entry and is small, so it is
 kept in memory as well and appended to with plain writes.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,7 +52,8 @@ class TransactionIndex:
                 version, *fields = _ENTRY.unpack_from(data, pos)
                 if version != VERSION:
                     raise CorruptRecordException(
-                        f"Unexpected aborted transaction version {version} in {path}")
+                        f"Unexpected aborted transaction version {version} in {path}"
+                    )
                 self._entries.append(AbortedTxn(*fields))
 
     @property
@@ -63,12 +65,15 @@ class TransactionIndex:
             raise ValueError(
                 f"The last offset of appended transactions must increase sequentially, but "
                 f"{txn.last_offset} is not greater than current last offset "
-                f"{self._entries[-1].last_offset} of index {self.path}")
+                f"{self._entries[-1].last_offset} of index {self.path}"
+            )
         with open(self.path, "ab") as f:
             f.write(_ENTRY.pack(VERSION, *txn))
         self._entries.append(txn)
 
-    def collect_aborted_txns(self, fetch_offset: int, upper_bound_offset: int) -> TxnIndexSearchResult:
+    def collect_aborted_txns(
+        self, fetch_offset: int, upper_bound_offset: int
+    ) -> TxnIndexSearchResult:
         """Aborted transactions that overlap [fetch_offset, upper_bound_offset)."""
         found = []
         for txn in self._entries:
@@ -97,8 +102,7 @@ class TransactionIndex:
             return
         # Not fsynced: flush() syncs it with its segment, and after a crash
         # recovery rebuilds it from the .log (LogSegment.recover).
-        write_atomically(self.path, b"".join(_ENTRY.pack(VERSION, *t) for t in entries),
-                         sync=False)
+        write_atomically(self.path, b"".join(_ENTRY.pack(VERSION, *t) for t in entries), sync=False)
 
     def flush(self) -> None:
         if os.path.exists(self.path):

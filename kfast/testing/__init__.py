@@ -10,6 +10,7 @@ synchronous tests and asyncio tests (any loop) use it the same way: over
 TCP at ``bootstrap_servers``. The pytest plugin (``kfast.testing.plugin``)
 wraps this in the ``kfast_broker`` fixture.
 """
+
 from kfast.testing.broker import KfastBroker
 
 __all__ = ["KfastBroker"]

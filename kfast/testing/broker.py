@@ -1,4 +1,5 @@
 """KfastBroker: a KafkaBroker on a background thread's event loop."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,8 +36,15 @@ class KfastBroker:
     (unit tests of the broker alone).
     """
 
-    def __init__(self, overrides: Mapping[str, Any] | None = None, *, data_dir: str | None = None,
-                 host: str = "127.0.0.1", port: int = 0, controller_factory=None):
+    def __init__(
+        self,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        data_dir: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        controller_factory=None,
+    ):
         self._controller_factory = controller_factory
         self._own_dir = data_dir is None
         self.data_dir = data_dir or tempfile.mkdtemp(prefix="kfast-test-")
@@ -60,12 +68,15 @@ class KfastBroker:
         from kfast.tools.serve import SERVE_DEFAULTS, SINGLE_NODE_DEFAULTS
 
         props = {**SERVE_DEFAULTS, **SINGLE_NODE_DEFAULTS}
-        props.update({
-            "listeners": f"PLAINTEXT://{self.host}:{self.port}",
-            "log.dirs": self.data_dir,
-        })
-        props.update({k: str(v) if not isinstance(v, str) else v
-                      for k, v in self.overrides.items()})
+        props.update(
+            {
+                "listeners": f"PLAINTEXT://{self.host}:{self.port}",
+                "log.dirs": self.data_dir,
+            }
+        )
+        props.update(
+            {k: str(v) if not isinstance(v, str) else v for k, v in self.overrides.items()}
+        )
         return KafkaConfig(props)
 
     # -- life cycle ---------------------------------------------------------------------
@@ -76,8 +87,9 @@ class KfastBroker:
             return self
         config = self.config()
         self.loop = _new_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name="kfast-broker",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=self.loop.run_forever, name="kfast-broker", daemon=True
+        )
         self._thread.start()
         self.broker = KafkaBroker(config, controller_factory=self._controller_factory)
         try:
@@ -143,8 +155,10 @@ class KfastBroker:
 
     def call_soon(self, function, *args):
         """Run a plain function on the broker's loop and return its result."""
+
         async def run():
             return function(*args)
+
         return self.call(run())
 
     # -- context managers -------------------------------------------------------------

@@ -9,6 +9,7 @@ server and client certificates it signs, written as PEM (and PKCS12) files.
 Keys are EC P-256 (fast to make); nothing here is a fixed secret: every key
 and password is random per instance.
 """
+
 from __future__ import annotations
 
 import datetime
@@ -28,24 +29,24 @@ __all__ = ["IssuedCertificate", "TestCA"]
 
 @dataclass
 class IssuedCertificate:
-    subject: str            # RFC 4514 form, as the broker maps it
+    subject: str  # RFC 4514 form, as the broker maps it
     key_pem: bytes
-    cert_pem: bytes         # the certificate, then the CA's
+    cert_pem: bytes  # the certificate, then the CA's
     key_path: str
     cert_path: str
-    keystore_path: str      # PEM: key + chain in one file (ssl.keystore.type=PEM)
+    keystore_path: str  # PEM: key + chain in one file (ssl.keystore.type=PEM)
     pkcs12_path: str
     pkcs12_password: str
 
 
-def _name(common_name: str, organizational_unit: str | None = None,
-          organization: str = "kfast test") -> x509.Name:
+def _name(
+    common_name: str, organizational_unit: str | None = None, organization: str = "kfast test"
+) -> x509.Name:
     # Most general first, as CAs issue them: the subject then reads
     # CN=...,OU=...,O=... in RFC 4514/2253 form (Java's getName()).
     attributes = [x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization)]
     if organizational_unit:
-        attributes.append(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME,
-                                             organizational_unit))
+        attributes.append(x509.NameAttribute(NameOID.ORGANIZATIONAL_UNIT_NAME, organizational_unit))
     attributes.append(x509.NameAttribute(NameOID.COMMON_NAME, common_name))
     return x509.Name(attributes)
 
@@ -59,14 +60,21 @@ class TestCA:
         self.key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
         subject = _name(name)
-        self.cert = (x509.CertificateBuilder().subject_name(subject).issuer_name(subject)
-                     .public_key(self.key.public_key()).serial_number(x509.random_serial_number())
-                     .not_valid_before(now - datetime.timedelta(days=1))
-                     .not_valid_after(now + datetime.timedelta(days=30))
-                     .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-                     .add_extension(x509.KeyUsage(False, False, False, False, False, True, True,
-                                                  False, False), critical=True)
-                     .sign(self.key, hashes.SHA256()))
+        self.cert = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(subject)
+            .public_key(self.key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .add_extension(
+                x509.KeyUsage(False, False, False, False, False, True, True, False, False),
+                critical=True,
+            )
+            .sign(self.key, hashes.SHA256())
+        )
         self.cert_pem = self.cert.public_bytes(serialization.Encoding.PEM)
         self.cert_path = self._write("ca.pem", self.cert_pem)
 
@@ -77,39 +85,60 @@ class TestCA:
             f.write(data)
         return path
 
-    def issue(self, common_name: str, *, server: bool = False,
-              organizational_unit: str | None = None) -> IssuedCertificate:
+    def issue(
+        self, common_name: str, *, server: bool = False, organizational_unit: str | None = None
+    ) -> IssuedCertificate:
         key = ec.generate_private_key(ec.SECP256R1())
         now = datetime.datetime.now(datetime.UTC)
         subject = _name(common_name, organizational_unit)
-        builder = (x509.CertificateBuilder().subject_name(subject)
-                   .issuer_name(self.cert.subject).public_key(key.public_key())
-                   .serial_number(x509.random_serial_number())
-                   .not_valid_before(now - datetime.timedelta(days=1))
-                   .not_valid_after(now + datetime.timedelta(days=30))
-                   .add_extension(x509.BasicConstraints(ca=False, path_length=None),
-                                  critical=True))
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(subject)
+            .issuer_name(self.cert.subject)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=30))
+            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
+        )
         if server:
-            builder = builder.add_extension(x509.SubjectAlternativeName([
-                x509.DNSName(common_name), x509.DNSName("localhost"),
-                x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName(
+                    [
+                        x509.DNSName(common_name),
+                        x509.DNSName("localhost"),
+                        x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+                    ]
+                ),
+                critical=False,
+            )
             usage = ExtendedKeyUsageOID.SERVER_AUTH
         else:
             usage = ExtendedKeyUsageOID.CLIENT_AUTH
         builder = builder.add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
         cert = builder.sign(self.key, hashes.SHA256())
-        key_pem = key.private_bytes(serialization.Encoding.PEM,
-                                    serialization.PrivateFormat.PKCS8,
-                                    serialization.NoEncryption())
+        key_pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
         cert_pem = cert.public_bytes(serialization.Encoding.PEM) + self.cert_pem
         stem = common_name.replace("/", "_")
         password = secrets.token_urlsafe(12)
         p12 = pkcs12.serialize_key_and_certificates(
-            stem.encode(), key, cert, [self.cert],
-            serialization.BestAvailableEncryption(password.encode()))
+            stem.encode(),
+            key,
+            cert,
+            [self.cert],
+            serialization.BestAvailableEncryption(password.encode()),
+        )
         return IssuedCertificate(
-            subject=subject.rfc4514_string(), key_pem=key_pem, cert_pem=cert_pem,
+            subject=subject.rfc4514_string(),
+            key_pem=key_pem,
+            cert_pem=cert_pem,
             key_path=self._write(f"{stem}.key", key_pem),
             cert_path=self._write(f"{stem}.crt", cert_pem),
             keystore_path=self._write(f"{stem}-keystore.pem", key_pem + cert_pem),
-            pkcs12_path=self._write(f"{stem}.p12", p12), pkcs12_password=password)
+            pkcs12_path=self._write(f"{stem}.p12", p12),
+            pkcs12_password=password,
+        )

@@ -46,6 +46,7 @@ so the FaultProxy links (isolate, partition) do not stand between them;
 kill, restart, pause work as for a static quorum. ``directory_id(node)`` is
 the directory id a node votes with.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -81,8 +82,8 @@ class PartitionInfo(NamedTuple):
 class ClusterNode:
     def __init__(self, node_id: int, port: int, data_dir: str, broker_port: int | None = None):
         self.node_id = node_id
-        self.port = port                    # the controller listener
-        self.broker_port = broker_port      # the client listener of a combined node
+        self.port = port  # the controller listener
+        self.broker_port = broker_port  # the client listener of a combined node
         self.data_dir = data_dir
         self.config_path = os.path.join(data_dir, "server.properties")
         self.log_path = os.path.join(data_dir, "kfast.log")
@@ -94,11 +95,18 @@ class ClusterNode:
 
 
 class KfastCluster:
-    def __init__(self, controllers: int = 3, overrides: dict | None = None,
-                 base_dir: str | None = None, combined: bool = False, brokers: int = 0,
-                 node_overrides: dict[int, dict] | None = None,
-                 replication_links: bool = False, dynamic_quorum: str | None = None,
-                 add_scram: list[str] | None = None):
+    def __init__(
+        self,
+        controllers: int = 3,
+        overrides: dict | None = None,
+        base_dir: str | None = None,
+        combined: bool = False,
+        brokers: int = 0,
+        node_overrides: dict[int, dict] | None = None,
+        replication_links: bool = False,
+        dynamic_quorum: str | None = None,
+        add_scram: list[str] | None = None,
+    ):
         """``overrides``: properties for every node; ``node_overrides``: per
         node id, over those (``{4: {"broker.rack": "a"}}``);
         ``replication_links``: replica fetches through proxies;
@@ -106,8 +114,7 @@ class KfastCluster:
         ``add_scram``: ``kfast storage format --add-scram`` arguments every
         node is formatted with before its first start."""
         if dynamic_quorum not in (None, "standalone", "initial"):
-            raise ValueError(f"dynamic_quorum is 'standalone' or 'initial', not "
-                             f"{dynamic_quorum!r}")
+            raise ValueError(f"dynamic_quorum is 'standalone' or 'initial', not {dynamic_quorum!r}")
         if dynamic_quorum and replication_links:
             raise ValueError("a dynamic quorum's nodes reach each other without proxies")
         self.dynamic_quorum = dynamic_quorum
@@ -117,7 +124,7 @@ class KfastCluster:
         self.node_overrides = {k: dict(v) for k, v in (node_overrides or {}).items()}
         self._own_dir = base_dir is None
         self.base_dir = base_dir or tempfile.mkdtemp(prefix="kfast-cluster-")
-        self.cluster_id = random_uuid_base64()     # never "-..." (a CLI option to argparse)
+        self.cluster_id = random_uuid_base64()  # never "-..." (a CLI option to argparse)
         self.overrides = dict(overrides or {})
         self.nodes: dict[int, ClusterNode] = {}
         self.controller_ids = tuple(range(1, controllers + 1))
@@ -126,8 +133,11 @@ class KfastCluster:
             os.makedirs(data_dir, exist_ok=True)
             is_controller = node_id in self.controller_ids
             self.nodes[node_id] = ClusterNode(
-                node_id, free_port() if is_controller else None, data_dir,
-                free_port() if combined or not is_controller else None)
+                node_id,
+                free_port() if is_controller else None,
+                data_dir,
+                free_port() if combined or not is_controller else None,
+            )
         # links[(a, b)]: the proxy node a uses to reach controller b (a
         # dynamic quorum's nodes reach each other at the voter set's endpoints).
         self.links: dict[tuple[int, int], FaultProxy] = {}
@@ -145,8 +155,7 @@ class KfastCluster:
                 for f in broker_ids:
                     self.replica_ports[(f, b)] = free_port()
                     if f != b:
-                        self.replica_links[(f, b)] = FaultProxy(
-                            self.replica_ports[(f, b)]).start()
+                        self.replica_links[(f, b)] = FaultProxy(self.replica_ports[(f, b)]).start()
         for node in self.nodes.values():
             self._write_config(node)
 
@@ -156,10 +165,10 @@ class KfastCluster:
         return ",".join(f"127.0.0.1:{self.nodes[n].port}" for n in self.controller_ids)
 
     def _write_dynamic_config(self, node: ClusterNode) -> None:
-        roles = (["broker"] if node.broker_port else []) + \
-            (["controller"] if node.port else [])
-        listeners = ([f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.broker_port else []) + \
-            ([f"CONTROLLER://127.0.0.1:{node.port}"] if node.port else [])
+        roles = (["broker"] if node.broker_port else []) + (["controller"] if node.port else [])
+        listeners = ([f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.broker_port else []) + (
+            [f"CONTROLLER://127.0.0.1:{node.port}"] if node.port else []
+        )
         properties = {
             "process.roles": ",".join(roles),
             "node.id": node.node_id,
@@ -193,14 +202,21 @@ class KfastCluster:
 
         parser = argparse.ArgumentParser()
         register(parser.add_subparsers())
-        initial = ",".join(f"{n}@127.0.0.1:{self.nodes[n].port}:{random_uuid_base64()}"
-                           for n in self.controller_ids)
+        initial = ",".join(
+            f"{n}@127.0.0.1:{self.nodes[n].port}:{random_uuid_base64()}"
+            for n in self.controller_ids
+        )
         for node_id in self.nodes:
-            argv = ["storage", "format", f"--cluster-id={self.cluster_id}", "--config",
-                    self.nodes[node_id].config_path]
+            argv = [
+                "storage",
+                "format",
+                f"--cluster-id={self.cluster_id}",
+                "--config",
+                self.nodes[node_id].config_path,
+            ]
             argv += [f"--add-scram={argument}" for argument in self.add_scram]
             if node_id not in self.controller_ids or not self.dynamic_quorum:
-                pass                     # a broker or a static voter: no voter set
+                pass  # a broker or a static voter: no voter set
             elif self.dynamic_quorum == "initial":
                 argv += ["--initial-controllers", initial]
             elif node_id == self.controller_ids[0]:
@@ -215,8 +231,7 @@ class KfastCluster:
         """The directory id node ``node_id``'s metadata log dir was formatted with."""
         from kfast.storage.meta_properties import read_meta_properties
 
-        return read_meta_properties(os.path.join(self.nodes[node_id].data_dir, "data")
-                                    ).directory_id
+        return read_meta_properties(os.path.join(self.nodes[node_id].data_dir, "data")).directory_id
 
     def _write_config(self, node: ClusterNode) -> None:
         if self.dynamic_quorum:
@@ -224,11 +239,12 @@ class KfastCluster:
             return
         voters = ",".join(
             f"{other}@127.0.0.1:{self.nodes[other].port if other == node.node_id else self.links[(node.node_id, other)].port}"
-            for other in self.controller_ids)
-        roles = (["broker"] if node.broker_port else []) + \
-            (["controller"] if node.port else [])
-        listeners = ([f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.broker_port else []) + \
-            ([f"CONTROLLER://127.0.0.1:{node.port}"] if node.port else [])
+            for other in self.controller_ids
+        )
+        roles = (["broker"] if node.broker_port else []) + (["controller"] if node.port else [])
+        listeners = ([f"PLAINTEXT://127.0.0.1:{node.broker_port}"] if node.broker_port else []) + (
+            [f"CONTROLLER://127.0.0.1:{node.port}"] if node.port else []
+        )
         protocols = ["PLAINTEXT:PLAINTEXT", "CONTROLLER:PLAINTEXT"]
         properties = {
             "process.roles": ",".join(roles),
@@ -243,8 +259,9 @@ class KfastCluster:
             listeners += [f"{name}://127.0.0.1:{port}" for name, port, _ in replication]
             protocols += [f"{name}:PLAINTEXT" for name, _, _ in replication]
             properties["advertised.listeners"] = ",".join(
-                [f"PLAINTEXT://127.0.0.1:{node.broker_port}"] +
-                [f"{name}://127.0.0.1:{advertised}" for name, _, advertised in replication])
+                [f"PLAINTEXT://127.0.0.1:{node.broker_port}"]
+                + [f"{name}://127.0.0.1:{advertised}" for name, _, advertised in replication]
+            )
             properties["inter.broker.listener.name"] = _replication_listener(node.node_id)
         properties["listeners"] = ",".join(listeners)
         properties["listener.security.protocol.map"] = ",".join(protocols)
@@ -255,15 +272,16 @@ class KfastCluster:
         REPLICATION_FROM_<f> listeners; its own one is advertised as bound
         (nothing fetches from itself, but Kafka wants the inter-broker
         listener among a broker's advertised ones)."""
-        return [(_replication_listener(f), port,
-                 port if f == b else self.replica_links[(f, b)].port)
-                for (f, b), port in sorted(self.replica_ports.items()) if b == broker_id]
+        return [
+            (_replication_listener(f), port, port if f == b else self.replica_links[(f, b)].port)
+            for (f, b), port in sorted(self.replica_ports.items())
+            if b == broker_id
+        ]
 
     @property
     def bootstrap_servers(self) -> str:
         """The brokers' client listeners (combined nodes)."""
-        return ",".join(f"127.0.0.1:{n.broker_port}" for n in self.nodes.values()
-                        if n.broker_port)
+        return ",".join(f"127.0.0.1:{n.broker_port}" for n in self.nodes.values() if n.broker_port)
 
     # -- processes ------------------------------------------------------------------------
     def start(self) -> KfastCluster:
@@ -286,15 +304,21 @@ class KfastCluster:
         with open(node.log_path, "ab") as log:
             node.process = subprocess.Popen(
                 [sys.executable, "-m", "kfast", "serve", "--config", node.config_path],
-                stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env)
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                env=env,
+            )
 
     def wait_listening(self, node_id: int, timeout: float = _READY_TIMEOUT_S) -> None:
         node = self.nodes[node_id]
 
         def listening():
             if not node.alive:
-                raise RuntimeError(f"node {node_id} exited with {node.process.returncode}:\n"
-                                   f"{self.log_tail(node_id)}")
+                raise RuntimeError(
+                    f"node {node_id} exited with {node.process.returncode}:\n"
+                    f"{self.log_tail(node_id)}"
+                )
             ports = [p for p in (node.port, node.broker_port) if p]
             try:
                 for port in ports:
@@ -303,6 +327,7 @@ class KfastCluster:
                 return True
             except OSError:
                 return False
+
         self.wait_until(listening, timeout, f"node {node_id} listening")
 
     def kill(self, node_id: int) -> None:
@@ -316,7 +341,7 @@ class KfastCluster:
         """SIGTERM and wait; the exit status."""
         node = self.nodes[node_id]
         if node.alive:
-            node.process.send_signal(signal.SIGCONT)     # a paused node could not stop
+            node.process.send_signal(signal.SIGCONT)  # a paused node could not stop
             node.process.send_signal(signal.SIGTERM)
             try:
                 node.process.wait(timeout)
@@ -374,13 +399,13 @@ class KfastCluster:
     def replication_link(self, follower: int, leader: int) -> FaultProxy:
         """The proxy ``follower``'s replica fetches from ``leader`` go through."""
         if not self.replica_links:
-            raise RuntimeError("KfastCluster(replication_links=True) routes replication "
-                               "through proxies")
+            raise RuntimeError(
+                "KfastCluster(replication_links=True) routes replication through proxies"
+            )
         return self.replica_links[(follower, leader)]
 
     def _follower_links(self, follower: int):
-        return [self.replication_link(follower, b) for f, b in self.replica_links
-                if f == follower]
+        return [self.replication_link(follower, b) for f, b in self.replica_links if f == follower]
 
     def stop_replication(self, follower: int, mode: str = DROP) -> None:
         """``follower`` stays up and registered but gets nothing from any
@@ -413,9 +438,14 @@ class KfastCluster:
 
         if not self.nodes[node_id].alive:
             return None
-        request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-            topic_name="__cluster_metadata",
-            partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+        request = DescribeQuorumRequest(
+            topics=[
+                DescribeQuorumRequest.TopicData(
+                    topic_name="__cluster_metadata",
+                    partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)],
+                )
+            ]
+        )
         try:
             with self.connect(node_id, request_timeout=timeout) as connection:
                 response = connection.send(request)
@@ -442,12 +472,16 @@ class KfastCluster:
         answers; None if none does."""
         from kfast.client.connection import BlockingConnection
 
-        nodes = [self.nodes[via]] if via is not None else \
-            [n for n in self.nodes.values() if n.alive and n.broker_port]
+        nodes = (
+            [self.nodes[via]]
+            if via is not None
+            else [n for n in self.nodes.values() if n.alive and n.broker_port]
+        )
         for node in nodes:
             try:
-                with BlockingConnection("127.0.0.1", node.broker_port,
-                                        request_timeout=2) as connection:
+                with BlockingConnection(
+                    "127.0.0.1", node.broker_port, request_timeout=2
+                ) as connection:
                     return connection.send(request)
             except Exception:
                 continue
@@ -467,20 +501,32 @@ class KfastCluster:
         from a live broker's Metadata; empty if none answers."""
         from kfast.protocol import MetadataRequest
 
-        response = self._metadata(MetadataRequest(
-            topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
-            allow_auto_topic_creation=False), via)
+        response = self._metadata(
+            MetadataRequest(
+                topics=[MetadataRequest.MetadataRequestTopic(name=topic)],
+                allow_auto_topic_creation=False,
+            ),
+            via,
+        )
         if response is None:
             return {}
-        return {p.partition_index: PartitionInfo(p.leader_id, p.leader_epoch,
-                                                 tuple(p.replica_nodes), tuple(p.isr_nodes))
-                for t in response.topics if t.error_code == 0 for p in t.partitions}
+        return {
+            p.partition_index: PartitionInfo(
+                p.leader_id, p.leader_epoch, tuple(p.replica_nodes), tuple(p.isr_nodes)
+            )
+            for t in response.topics
+            if t.error_code == 0
+            for p in t.partitions
+        }
 
-    def wait_for_isr(self, topic: str, partition: int, isr: set[int],
-                     timeout: float = _READY_TIMEOUT_S) -> None:
-        self.wait_until(lambda: set(getattr(self.partition_state(topic).get(partition),
-                                            "isr", ())) == isr,
-                        timeout, f"the ISR of {topic}-{partition} = {sorted(isr)}")
+    def wait_for_isr(
+        self, topic: str, partition: int, isr: set[int], timeout: float = _READY_TIMEOUT_S
+    ) -> None:
+        self.wait_until(
+            lambda: set(getattr(self.partition_state(topic).get(partition), "isr", ())) == isr,
+            timeout,
+            f"the ISR of {topic}-{partition} = {sorted(isr)}",
+        )
 
     def replica_log(self, node_id: int, topic: str, partition: int) -> bytes:
         """Every record batch of ``node_id``'s replica, segments in order."""
@@ -492,8 +538,9 @@ class KfastCluster:
                 data += f.read()
         return data
 
-    def wait_for_identical_replicas(self, topic: str, partition: int, nodes,
-                                    timeout: float = _READY_TIMEOUT_S) -> bytes:
+    def wait_for_identical_replicas(
+        self, topic: str, partition: int, nodes, timeout: float = _READY_TIMEOUT_S
+    ) -> bytes:
         """Until the replicas on ``nodes`` hold the same bytes; returns them."""
         found: list[bytes] = []
 
@@ -501,18 +548,28 @@ class KfastCluster:
             logs = {self.replica_log(n, topic, partition) for n in nodes}
             found[:] = list(logs)
             return len(logs) == 1
+
         self.wait_until(identical, timeout, f"identical replicas of {topic}-{partition}")
         return found[0]
 
-    def wait_for_brokers(self, expected: set[int] | None = None,
-                         timeout: float = _READY_TIMEOUT_S) -> None:
+    def wait_for_brokers(
+        self, expected: set[int] | None = None, timeout: float = _READY_TIMEOUT_S
+    ) -> None:
         """Until every live node's Metadata lists ``expected`` (default: the
         live nodes) as the cluster's brokers."""
+
         def listed():
-            want = expected if expected is not None else \
-                {n.node_id for n in self.nodes.values() if n.alive and n.broker_port}
-            return all(self.brokers(n.node_id) == want
-                       for n in self.nodes.values() if n.alive and n.broker_port)
+            want = (
+                expected
+                if expected is not None
+                else {n.node_id for n in self.nodes.values() if n.alive and n.broker_port}
+            )
+            return all(
+                self.brokers(n.node_id) == want
+                for n in self.nodes.values()
+                if n.alive and n.broker_port
+            )
+
         self.wait_until(listed, timeout, "the brokers in service")
 
     def wait_for_leader(self, timeout: float = _READY_TIMEOUT_S, exclude=()) -> int:
@@ -524,11 +581,16 @@ class KfastCluster:
                 found.append(leader)
                 return True
             return False
+
         self.wait_until(elected, timeout, "a quorum leader")
         return found[-1]
 
-    def wait_until(self, predicate: Callable[[], bool], timeout: float = _READY_TIMEOUT_S,
-                   what: str = "the condition") -> None:
+    def wait_until(
+        self,
+        predicate: Callable[[], bool],
+        timeout: float = _READY_TIMEOUT_S,
+        what: str = "the condition",
+    ) -> None:
         deadline = time.monotonic() + timeout
         while True:
             if predicate():

@@ -15,6 +15,7 @@ states it: every acknowledged record is read back, exactly once, at the
 offset it was acknowledged at. Used by the replication tests and
 bench/replication_chaos.py; usable in a project's own fault tests.
 """
+
 from __future__ import annotations
 
 import threading
@@ -23,8 +24,16 @@ from typing import NamedTuple
 
 
 class AckedLoad:
-    def __init__(self, bootstrap_servers: str, topic: str, partitions: int, *,
-                 linger_ms: int = 5, pause_every: int = 50, pause_s: float = 0.005):
+    def __init__(
+        self,
+        bootstrap_servers: str,
+        topic: str,
+        partitions: int,
+        *,
+        linger_ms: int = 5,
+        pause_every: int = 50,
+        pause_s: float = 0.005,
+    ):
         """Every ``pause_every`` records the producer sleeps ``pause_s``:
         a steady load that leaves the brokers' cores some room."""
         self.bootstrap_servers = bootstrap_servers
@@ -35,8 +44,7 @@ class AckedLoad:
         self.failures: list[str] = []
         self.unflushed = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"acked-load-{topic}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"acked-load-{topic}", daemon=True)
 
     @property
     def total(self) -> int:
@@ -63,30 +71,46 @@ class AckedLoad:
     def _run(self) -> None:
         from confluent_kafka import Producer
 
-        producer = Producer({"bootstrap.servers": self.bootstrap_servers, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": self.linger_ms})
+        producer = Producer(
+            {
+                "bootstrap.servers": self.bootstrap_servers,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": self.linger_ms,
+            }
+        )
         i = 0
         while not self._stop.is_set():
             try:
-                producer.produce(self.topic, value=f"v{i}", partition=i % self.partitions,
-                                 on_delivery=self._on_delivery)
+                producer.produce(
+                    self.topic,
+                    value=f"v{i}",
+                    partition=i % self.partitions,
+                    on_delivery=self._on_delivery,
+                )
                 i += 1
             except BufferError:
-                producer.poll(0.05)          # the local queue is full: let it drain
+                producer.poll(0.05)  # the local queue is full: let it drain
             producer.poll(0)
             if i % self.pause_every == 0:
                 time.sleep(self.pause_s)
         self.unflushed = producer.flush(self._flush_timeout)
 
 
-def read_back(bootstrap_servers: str, topic: str, partitions: int, count: int,
-              timeout: float = 60.0) -> dict[int, list[tuple[int, str]]]:
+def read_back(
+    bootstrap_servers: str, topic: str, partitions: int, count: int, timeout: float = 60.0
+) -> dict[int, list[tuple[int, str]]]:
     """{partition: [(offset, value)]} read from offset 0 (assigned, no
     group) until ``count`` records or ``timeout`` seconds."""
     from confluent_kafka import Consumer, TopicPartition
 
-    consumer = Consumer({"bootstrap.servers": bootstrap_servers, "group.id": "read-back",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": "read-back",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
     got: dict[int, list] = {p: [] for p in range(partitions)}
     deadline = time.monotonic() + timeout
@@ -101,9 +125,9 @@ def read_back(bootstrap_servers: str, topic: str, partitions: int, count: int,
 
 
 class Audit(NamedTuple):
-    lost: int           # acknowledged, never read back
-    duplicated: int     # read back more than once
-    moved: int          # read back at another offset than acknowledged
+    lost: int  # acknowledged, never read back
+    duplicated: int  # read back more than once
+    moved: int  # read back at another offset than acknowledged
 
 
 def audit(acked: dict[int, list], read: dict[int, list]) -> Audit:

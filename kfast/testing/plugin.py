@@ -16,6 +16,7 @@ network-fault controls between them; the number of controllers and their
 properties come from ``@pytest.mark.kfast_cluster_config(controllers=5,
 overrides={...})``.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -25,10 +26,13 @@ from kfast.testing.broker import KfastBroker
 
 def pytest_configure(config) -> None:
     config.addinivalue_line(
-        "markers", "kfast_broker_config(properties): broker properties for kfast_broker")
+        "markers", "kfast_broker_config(properties): broker properties for kfast_broker"
+    )
     config.addinivalue_line(
-        "markers", "kfast_cluster_config(controllers=3, overrides=None): the kfast_cluster "
-                   "quorum's size and properties")
+        "markers",
+        "kfast_cluster_config(controllers=3, overrides=None): the kfast_cluster "
+        "quorum's size and properties",
+    )
 
 
 def pytest_collection_finish(session) -> None:

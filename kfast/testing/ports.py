@@ -8,6 +8,7 @@ CI. Ports here come from below that range, checked free by binding, and
 never twice from one process. Under pytest-xdist each worker draws from its
 own slice of that range, so two workers never hand out the same port.
 """
+
 from __future__ import annotations
 
 import os
@@ -56,6 +57,6 @@ def free_port() -> int:
                 continue
         _handed_out.add(port)
         return port
-    with socket.socket() as s:            # a crowded range: the old way
+    with socket.socket() as s:  # a crowded range: the old way
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]

@@ -15,6 +15,7 @@ processes run, without touching the kernel's network:
 "drop" is what a network partition looks like to Raft: requests time out.
 "reset" is a crashed peer or a closed port: requests fail at once.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -26,8 +27,7 @@ PASS, DROP, RESET = "pass", "drop", "reset"
 
 
 class FaultProxy:
-    def __init__(self, target_port: int, target_host: str = "127.0.0.1",
-                 listen_port: int = 0):
+    def __init__(self, target_port: int, target_host: str = "127.0.0.1", listen_port: int = 0):
         self.target = (target_host, target_port)
         self.mode = PASS
         self.delay = 0.0
@@ -44,14 +44,16 @@ class FaultProxy:
 
         def run():
             asyncio.set_event_loop(self._loop)
-            self._server = self._loop.run_until_complete(asyncio.start_server(
-                self._accept, "127.0.0.1", self._listen_port))
+            self._server = self._loop.run_until_complete(
+                asyncio.start_server(self._accept, "127.0.0.1", self._listen_port)
+            )
             self.port = self._server.sockets[0].getsockname()[1]
             ready.set()
             self._loop.run_forever()
 
-        self._thread = threading.Thread(target=run, name=f"fault-proxy-{self.target[1]}",
-                                        daemon=True)
+        self._thread = threading.Thread(
+            target=run, name=f"fault-proxy-{self.target[1]}", daemon=True
+        )
         self._thread.start()
         ready.wait(10)
         return self
@@ -76,8 +78,10 @@ class FaultProxy:
             _abort(writer)
             return
         self._writers.update((writer, upstream_writer))
-        pipes = [asyncio.ensure_future(self._pipe(reader, upstream_writer)),
-                 asyncio.ensure_future(self._pipe(upstream_reader, writer))]
+        pipes = [
+            asyncio.ensure_future(self._pipe(reader, upstream_writer)),
+            asyncio.ensure_future(self._pipe(upstream_reader, writer)),
+        ]
         # One side closing (a killed process resets its sockets) closes the
         # other at once, as a direct connection would.
         _, pending = await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
@@ -125,8 +129,9 @@ def _abort(writer: asyncio.StreamWriter) -> None:
         try:
             if sock is not None:
                 # RST rather than FIN: the peer sees a reset connection.
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00"
-                                b"\x00\x00\x00\x00")
+                sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00"
+                )
         except OSError:
             pass
         transport.abort()

@@ -27,6 +27,7 @@ All by default; hosts default to ``*``. The output is the Kafka tool's:
 message and exits 1; a failed request prints "Error while executing ACL
 command: <message>" and exits 1, as AclCommand does.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -73,15 +74,21 @@ from kfast.security.acl import (
     Acl,
 )
 
-_PATTERN_TYPES = {PATTERN_TYPE_NAMES[c]: c for c in (
-    PATTERN_TYPE_ANY, PATTERN_TYPE_MATCH, PATTERN_TYPE_LITERAL, PATTERN_TYPE_PREFIXED)}
-_OPERATIONS = {name: code for code, name in OPERATION_NAMES.items()
-               if name not in ("UNKNOWN", "ANY")}
+_PATTERN_TYPES = {
+    PATTERN_TYPE_NAMES[c]: c
+    for c in (PATTERN_TYPE_ANY, PATTERN_TYPE_MATCH, PATTERN_TYPE_LITERAL, PATTERN_TYPE_PREFIXED)
+}
+_OPERATIONS = {
+    name: code for code, name in OPERATION_NAMES.items() if name not in ("UNKNOWN", "ANY")
+}
 # Resource options and the resource type each names.
-_RESOURCE_OPTIONS = (("topic", ACL_RESOURCE_TOPIC), ("group", ACL_RESOURCE_GROUP),
-                     ("transactional_id", ACL_RESOURCE_TRANSACTIONAL_ID),
-                     ("delegation_token", ACL_RESOURCE_DELEGATION_TOKEN),
-                     ("user_principal", ACL_RESOURCE_USER))
+_RESOURCE_OPTIONS = (
+    ("topic", ACL_RESOURCE_TOPIC),
+    ("group", ACL_RESOURCE_GROUP),
+    ("transactional_id", ACL_RESOURCE_TRANSACTIONAL_ID),
+    ("delegation_token", ACL_RESOURCE_DELEGATION_TOKEN),
+    ("user_principal", ACL_RESOURCE_USER),
+)
 
 
 class UsageError(Exception):
@@ -90,9 +97,11 @@ class UsageError(Exception):
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "acls", help="add, list and remove ACLs (like kafka-acls.sh)",
+        "acls",
+        help="add, list and remove ACLs (like kafka-acls.sh)",
         description="Manage the ACLs of a cluster whose brokers run an authorizer, like "
-                    "kafka-acls.sh.")
+        "kafka-acls.sh.",
+    )
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     p.add_argument("--add", action="store_true", help="add ACLs")
     p.add_argument("--remove", action="store_true", help="remove ACLs")
@@ -103,25 +112,45 @@ def register(subparsers) -> None:
     p.add_argument("--transactional-id", action="append", default=[], metavar="ID")
     p.add_argument("--delegation-token", action="append", default=[], metavar="TOKEN_ID")
     p.add_argument("--user-principal", action="append", default=[], metavar="PRINCIPAL")
-    p.add_argument("--resource-pattern-type", default="LITERAL", metavar="TYPE",
-                   help="LITERAL (default), PREFIXED; ANY or MATCH to list or remove")
-    p.add_argument("--operation", action="append", default=[], metavar="OPERATION",
-                   help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
-                        "AlterConfigs, DescribeConfigs, IdempotentWrite, CreateTokens, "
-                        "DescribeTokens, TwoPhaseCommit, All (default)")
+    p.add_argument(
+        "--resource-pattern-type",
+        default="LITERAL",
+        metavar="TYPE",
+        help="LITERAL (default), PREFIXED; ANY or MATCH to list or remove",
+    )
+    p.add_argument(
+        "--operation",
+        action="append",
+        default=[],
+        metavar="OPERATION",
+        help="Read, Write, Create, Delete, Alter, Describe, ClusterAction, "
+        "AlterConfigs, DescribeConfigs, IdempotentWrite, CreateTokens, "
+        "DescribeTokens, TwoPhaseCommit, All (default)",
+    )
     p.add_argument("--allow-principal", action="append", default=[], metavar="TYPE:NAME")
     p.add_argument("--deny-principal", action="append", default=[], metavar="TYPE:NAME")
     p.add_argument("--allow-host", action="append", default=[], metavar="HOST")
     p.add_argument("--deny-host", action="append", default=[], metavar="HOST")
-    p.add_argument("--principal", action="append", default=[], metavar="TYPE:NAME",
-                   help="--list: only the ACLs of this principal")
-    p.add_argument("--producer", action="store_true",
-                   help="WRITE, DESCRIBE and CREATE on the topics (WRITE, DESCRIBE on "
-                        "transactional ids)")
-    p.add_argument("--consumer", action="store_true",
-                   help="READ, DESCRIBE on the topics and READ on the groups")
-    p.add_argument("--idempotent", action="store_true",
-                   help="with --producer: IDEMPOTENT_WRITE on the cluster")
+    p.add_argument(
+        "--principal",
+        action="append",
+        default=[],
+        metavar="TYPE:NAME",
+        help="--list: only the ACLs of this principal",
+    )
+    p.add_argument(
+        "--producer",
+        action="store_true",
+        help="WRITE, DESCRIBE and CREATE on the topics (WRITE, DESCRIBE on transactional ids)",
+    )
+    p.add_argument(
+        "--consumer",
+        action="store_true",
+        help="READ, DESCRIBE on the topics and READ on the groups",
+    )
+    p.add_argument(
+        "--idempotent", action="store_true", help="with --producer: IDEMPOTENT_WRITE on the cluster"
+    )
     p.add_argument("--force", action="store_true", help="do not ask for confirmation")
     p.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS")
     p.set_defaults(handler=run)
@@ -158,31 +187,47 @@ def _message(exc: Exception) -> str:
 def _check_args(args) -> None:
     if sum((args.add, args.remove, args.list)) != 1:
         raise UsageError("Command must include exactly one action: --list, --add, --remove. ")
-    if args.list and (args.producer or args.consumer or args.allow_host or
-                      args.allow_principal or args.deny_host or args.deny_principal):
-        raise UsageError("Option \"[list]\" can't be used with option \"[producer], [consumer], "
-                         "[allow-host], [allow-principal], [deny-host], [deny-principal]\"")
+    if args.list and (
+        args.producer
+        or args.consumer
+        or args.allow_host
+        or args.allow_principal
+        or args.deny_host
+        or args.deny_principal
+    ):
+        raise UsageError(
+            'Option "[list]" can\'t be used with option "[producer], [consumer], '
+            '[allow-host], [allow-principal], [deny-host], [deny-principal]"'
+        )
     for role in ("producer", "consumer"):
         if getattr(args, role) and (args.operation or args.deny_principal or args.deny_host):
-            raise UsageError(f"Option \"[{role}]\" can't be used with option \"[operation], "
-                             f"[deny-principal], [deny-host]\"")
+            raise UsageError(
+                f'Option "[{role}]" can\'t be used with option "[operation], '
+                f'[deny-principal], [deny-host]"'
+            )
     if args.principal and not args.list:
         raise UsageError("The --principal option is only available if --list is set")
     if args.producer and not args.topic:
         raise UsageError("With --producer you must specify a --topic")
     if args.idempotent and not args.producer:
         raise UsageError("The --idempotent option is only available if --producer is set")
-    if args.consumer and (not args.topic or not args.group or (
-            not args.producer and (args.cluster or args.transactional_id))):
-        raise UsageError("With --consumer you must specify a --topic and a --group and no "
-                         "--cluster or --transactional-id option should be specified.")
+    if args.consumer and (
+        not args.topic
+        or not args.group
+        or (not args.producer and (args.cluster or args.transactional_id))
+    ):
+        raise UsageError(
+            "With --consumer you must specify a --topic and a --group and no "
+            "--cluster or --transactional-id option should be specified."
+        )
     pattern = args.resource_pattern_type.strip().upper()
     if pattern not in _PATTERN_TYPES:
         raise UsageError(f"Unknown resource-pattern-type: {args.resource_pattern_type}")
     args.pattern_type = _PATTERN_TYPES[pattern]
     if args.add and args.pattern_type not in (PATTERN_TYPE_LITERAL, PATTERN_TYPE_PREFIXED):
-        raise UsageError(f"A '--resource-pattern-type' value of '{pattern}' is not valid when "
-                         f"adding acls.")
+        raise UsageError(
+            f"A '--resource-pattern-type' value of '{pattern}' is not valid when adding acls."
+        )
 
 
 def parse_operation(name: str) -> int:
@@ -204,8 +249,9 @@ def operation_name(code: int) -> str:
 def _principal(text: str) -> str:
     principal_type, sep, name = text.strip().partition(":")
     if not sep or not principal_type:
-        raise UsageError(f"expected a string in format principalType:principalName but got "
-                         f"{text.strip()}")
+        raise UsageError(
+            f"expected a string in format principalType:principalName but got {text.strip()}"
+        )
     return f"{principal_type}:{name}"
 
 
@@ -223,10 +269,10 @@ def _filters(args) -> list[tuple[int, str]]:
 def _entries(args, operations) -> list[tuple[str, str, int, int]]:
     """(principal, host, operation, permission) of the allow and deny options."""
     out = []
-    for principals, hosts, permission in ((args.allow_principal, args.allow_host,
-                                           ACL_PERMISSION_ALLOW),
-                                          (args.deny_principal, args.deny_host,
-                                           ACL_PERMISSION_DENY)):
+    for principals, hosts, permission in (
+        (args.allow_principal, args.allow_host, ACL_PERMISSION_ALLOW),
+        (args.deny_principal, args.deny_host, ACL_PERMISSION_DENY),
+    ):
         hosts = [h.strip() for h in hosts] or [ACL_WILDCARD_HOST]
         for principal in principals:
             for operation in operations:
@@ -239,8 +285,10 @@ def _resource_acls(args, adding: bool) -> list[tuple[tuple[int, str], list]]:
     """[((resource type, name), [entry])] for --add / --remove."""
     filters = _filters(args)
     if not filters:
-        raise UsageError("You must provide at least one resource: --topic <topic> or --cluster "
-                         "or --group <group> or --delegation-token <Delegation Token ID>")
+        raise UsageError(
+            "You must provide at least one resource: --topic <topic> or --cluster "
+            "or --group <group> or --delegation-token <Delegation Token ID>"
+        )
     work: dict[tuple[int, str], list] = {}
     if not args.producer and not args.consumer:
         operations = [parse_operation(o) for o in args.operation] or [ACL_OPERATION_ALL]
@@ -249,37 +297,46 @@ def _resource_acls(args, adding: bool) -> list[tuple[tuple[int, str], list]]:
     if args.producer:
         for f in filters:
             if f[0] == ACL_RESOURCE_TOPIC:
-                work[f] = _entries(args, [ACL_OPERATION_WRITE, ACL_OPERATION_DESCRIBE,
-                                          ACL_OPERATION_CREATE])
+                work[f] = _entries(
+                    args, [ACL_OPERATION_WRITE, ACL_OPERATION_DESCRIBE, ACL_OPERATION_CREATE]
+                )
             elif f[0] == ACL_RESOURCE_TRANSACTIONAL_ID:
                 work[f] = _entries(args, [ACL_OPERATION_WRITE, ACL_OPERATION_DESCRIBE])
         if args.idempotent:
             work[(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)] = _entries(
-                args, [ACL_OPERATION_IDEMPOTENT_WRITE])
+                args, [ACL_OPERATION_IDEMPOTENT_WRITE]
+            )
     if args.consumer:
         for f in filters:
             if f[0] == ACL_RESOURCE_TOPIC:
-                work[f] = sorted(set(work.get(f, [])) | set(
-                    _entries(args, [ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE])))
+                work[f] = sorted(
+                    set(work.get(f, []))
+                    | set(_entries(args, [ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE]))
+                )
             elif f[0] == ACL_RESOURCE_GROUP:
                 work[f] = _entries(args, [ACL_OPERATION_READ])
     for (resource_type, _), entries in work.items():
         valid = set(SUPPORTED_OPERATIONS[resource_type]) | {ACL_OPERATION_ALL}
         if any(e[2] not in valid for e in entries):
-            raise UsageError(f"ResourceType {RESOURCE_TYPE_NAMES[resource_type]} only supports "
-                             f"operations {', '.join(operation_name(o) for o in sorted(valid))}")
+            raise UsageError(
+                f"ResourceType {RESOURCE_TYPE_NAMES[resource_type]} only supports "
+                f"operations {', '.join(operation_name(o) for o in sorted(valid))}"
+            )
     if adding and any(not entries for entries in work.values()):
-        raise UsageError("You must specify one of: --allow-principal, --deny-principal when "
-                         "trying to add ACLs.")
+        raise UsageError(
+            "You must specify one of: --allow-principal, --deny-principal when trying to add ACLs."
+        )
     return list(work.items())
 
 
 # -- output -------------------------------------------------------------------------------
 def _pattern(resource_type: int, name: str | None, pattern_type: int) -> str:
     """ResourcePattern(Filter).toString."""
-    return (f"ResourcePattern(resourceType={RESOURCE_TYPE_NAMES[resource_type]}, "
-            f"name={'<any>' if name is None else name}, "
-            f"patternType={PATTERN_TYPE_NAMES[pattern_type]})")
+    return (
+        f"ResourcePattern(resourceType={RESOURCE_TYPE_NAMES[resource_type]}, "
+        f"name={'<any>' if name is None else name}, "
+        f"patternType={PATTERN_TYPE_NAMES[pattern_type]})"
+    )
 
 
 def _entry(principal: str, host: str, operation: int, permission: int) -> str:
@@ -293,9 +350,12 @@ def _block(title: str, lines: list[str]) -> str:
 
 # -- requests -----------------------------------------------------------------------------
 async def _run(args, work, out, stdin) -> int:
-    admin = KafkaAdmin(args.bootstrap_server, client_id="kfast-acls",
-                       request_timeout=args.command_timeout,
-                       metadata_timeout=args.command_timeout)
+    admin = KafkaAdmin(
+        args.bootstrap_server,
+        client_id="kfast-acls",
+        request_timeout=args.command_timeout,
+        metadata_timeout=args.command_timeout,
+    )
     await admin.start()
     try:
         if args.add:
@@ -316,15 +376,29 @@ def _raise_for(code: int, message: str | None) -> None:
 
 async def _add(admin, args, work, out) -> None:
     for (resource_type, name), entries in work:
-        out.write(_block(f"Adding ACLs for resource "
-                         f"`{_pattern(resource_type, name, args.pattern_type)}`",
-                         [_entry(*e) for e in entries]))
-        response = await admin.cluster.send(None, CreateAclsRequest(creations=[
-            CreateAclsRequest.AclCreation(
-                resource_type=resource_type, resource_name=name,
-                resource_pattern_type=args.pattern_type, principal=principal, host=host,
-                operation=operation, permission_type=permission)
-            for principal, host, operation, permission in entries]))
+        out.write(
+            _block(
+                f"Adding ACLs for resource `{_pattern(resource_type, name, args.pattern_type)}`",
+                [_entry(*e) for e in entries],
+            )
+        )
+        response = await admin.cluster.send(
+            None,
+            CreateAclsRequest(
+                creations=[
+                    CreateAclsRequest.AclCreation(
+                        resource_type=resource_type,
+                        resource_name=name,
+                        resource_pattern_type=args.pattern_type,
+                        principal=principal,
+                        host=host,
+                        operation=operation,
+                        permission_type=permission,
+                    )
+                    for principal, host, operation, permission in entries
+                ]
+            ),
+        )
         for result in response.results:
             _raise_for(result.error_code, result.error_message)
 
@@ -333,35 +407,61 @@ async def _remove(admin, args, work, out, stdin) -> None:
     for (resource_type, name), entries in work:
         pattern = _pattern(resource_type, name, args.pattern_type)
         if not entries:
-            question = f"Are you sure you want to delete all ACLs for resource filter `{pattern}`? (y/n)"
+            question = (
+                f"Are you sure you want to delete all ACLs for resource filter `{pattern}`? (y/n)"
+            )
         else:
-            question = ("Are you sure you want to remove ACLs: \n "
-                        + "\n".join("\t" + _entry(*e) for e in entries)
-                        + f" \n from resource filter `{pattern}`? (y/n)")
+            question = (
+                "Are you sure you want to remove ACLs: \n "
+                + "\n".join("\t" + _entry(*e) for e in entries)
+                + f" \n from resource filter `{pattern}`? (y/n)"
+            )
         if not args.force:
             out.write(question + "\n")
             out.flush()
             if stdin.readline().strip().lower() != "y":
                 continue
         Filter = DeleteAclsRequest.DeleteAclsFilter
-        filters = [Filter(resource_type_filter=resource_type, resource_name_filter=name,
-                          pattern_type_filter=args.pattern_type, principal_filter=principal,
-                          host_filter=host, operation=operation, permission_type=permission)
-                   for principal, host, operation, permission in entries] or [
-            Filter(resource_type_filter=resource_type, resource_name_filter=name,
-                   pattern_type_filter=args.pattern_type, principal_filter=None,
-                   host_filter=None, operation=ACL_OPERATION_ANY,
-                   permission_type=ACL_PERMISSION_ANY)]
+        filters = [
+            Filter(
+                resource_type_filter=resource_type,
+                resource_name_filter=name,
+                pattern_type_filter=args.pattern_type,
+                principal_filter=principal,
+                host_filter=host,
+                operation=operation,
+                permission_type=permission,
+            )
+            for principal, host, operation, permission in entries
+        ] or [
+            Filter(
+                resource_type_filter=resource_type,
+                resource_name_filter=name,
+                pattern_type_filter=args.pattern_type,
+                principal_filter=None,
+                host_filter=None,
+                operation=ACL_OPERATION_ANY,
+                permission_type=ACL_PERMISSION_ANY,
+            )
+        ]
         response = await admin.cluster.send(None, DeleteAclsRequest(filters=filters))
         for result in response.filter_results:
             _raise_for(result.error_code, result.error_message)
 
 
 async def _describe(admin, resource_type: int, name: str | None, pattern_type: int) -> list:
-    response = await admin.cluster.send(None, DescribeAclsRequest(
-        resource_type_filter=resource_type, resource_name_filter=name,
-        pattern_type_filter=pattern_type, principal_filter=None, host_filter=None,
-        operation=ACL_OPERATION_ANY, permission_type=ACL_PERMISSION_ANY))
+    response = await admin.cluster.send(
+        None,
+        DescribeAclsRequest(
+            resource_type_filter=resource_type,
+            resource_name_filter=name,
+            pattern_type_filter=pattern_type,
+            principal_filter=None,
+            host_filter=None,
+            operation=ACL_OPERATION_ANY,
+            permission_type=ACL_PERMISSION_ANY,
+        ),
+    )
     _raise_for(response.error_code, response.error_message)
     return response.resources
 
@@ -377,7 +477,8 @@ async def _list(admin, args, out) -> None:
     by_pattern: dict[tuple, set] = {}
     for r in resources:
         by_pattern.setdefault((r.resource_type, r.resource_name, r.pattern_type), set()).update(
-            (a.principal, a.host, a.operation, a.permission_type) for a in r.acls)
+            (a.principal, a.host, a.operation, a.permission_type) for a in r.acls
+        )
     principals = [_principal(p) for p in args.principal]
     for principal in principals or [None]:
         if principal is not None:
@@ -385,6 +486,9 @@ async def _list(admin, args, out) -> None:
         for pattern, entries in by_pattern.items():
             shown = sorted(e for e in entries if principal is None or e[0] == principal)
             if shown:
-                out.write(_block(f"Current ACLs for resource `{_pattern(*pattern)}`",
-                                 [_entry(*e) for e in shown]))
-
+                out.write(
+                    _block(
+                        f"Current ACLs for resource `{_pattern(*pattern)}`",
+                        [_entry(*e) for e in shown],
+                    )
+                )

@@ -19,6 +19,7 @@ are:`` then ``  key=value`` lines. A usage error prints its message to
 stderr and exits 1; a failure reported by the cluster prints ``Error while
 executing client metrics command : <message>`` and exits 1.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -34,10 +35,11 @@ _ACTIONS = ("alter", "delete", "describe", "list")
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "client-metrics", help="KIP-714 client metrics subscriptions "
-                               "(like kafka-client-metrics.sh)",
+        "client-metrics",
+        help="KIP-714 client metrics subscriptions (like kafka-client-metrics.sh)",
         description="List, describe, alter and delete client metrics subscriptions, "
-                    "like kafka-client-metrics.sh.")
+        "like kafka-client-metrics.sh.",
+    )
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     for action in _ACTIONS:
         p.add_argument(f"--{action}", action="store_true")
@@ -53,17 +55,23 @@ def register(subparsers) -> None:
 def _check(args) -> str:
     actions = [a for a in _ACTIONS if getattr(args, a)]
     if len(actions) != 1:
-        raise ValueError("Command must include exactly one action: --alter, --delete, "
-                         "--describe or --list")
+        raise ValueError(
+            "Command must include exactly one action: --alter, --delete, --describe or --list"
+        )
     action = actions[0]
     if action == "alter" and bool(args.name) == args.generate_name:
         raise ValueError("One of --name or --generate-name must be specified with --alter.")
     if action == "delete" and not args.name:
         raise ValueError("A client metrics resource name must be specified with --delete.")
-    if action != "alter" and (args.generate_name or args.interval is not None or
-                              args.metrics is not None or args.match is not None):
-        raise ValueError("--generate-name, --interval, --metrics and --match can only be "
-                         "used with --alter.")
+    if action != "alter" and (
+        args.generate_name
+        or args.interval is not None
+        or args.metrics is not None
+        or args.match is not None
+    ):
+        raise ValueError(
+            "--generate-name, --interval, --metrics and --match can only be used with --alter."
+        )
     return action
 
 
@@ -82,40 +90,49 @@ def run(args, out=None, err=None) -> int:
         message = str(exc)
         resource = getattr(exc, "resource", None)
         if resource is not None and message.startswith(f"{resource}: "):
-            message = message[len(resource) + 2:]
+            message = message[len(resource) + 2 :]
         out.write(f"Error while executing client metrics command : {message}\n")
         return 1
 
 
 async def _run(args, action: str, out) -> int:
-    admin = KafkaAdmin(args.bootstrap_server, client_id="kfast-client-metrics",
-                       request_timeout=args.command_timeout,
-                       metadata_timeout=args.command_timeout)
+    admin = KafkaAdmin(
+        args.bootstrap_server,
+        client_id="kfast-client-metrics",
+        request_timeout=args.command_timeout,
+        metadata_timeout=args.command_timeout,
+    )
     await admin.start()
     try:
         if action == "alter":
             name = str(uuid.uuid4()) if args.generate_name else args.name
             changes = {}
-            for key, value in (("interval.ms", None if args.interval is None
-                                else str(args.interval)),
-                               ("metrics", args.metrics), ("match", args.match)):
+            for key, value in (
+                ("interval.ms", None if args.interval is None else str(args.interval)),
+                ("metrics", args.metrics),
+                ("match", args.match),
+            ):
                 if value is not None:
                     changes[key] = (OP_SET, value) if value else (OP_DELETE, None)
             await admin.incremental_alter_configs(CONFIG_RESOURCE_CLIENT_METRICS, name, changes)
             out.write(f"Altered client metrics config for {name}.\n")
         elif action == "delete":
-            entries = (await admin.describe_configs(CONFIG_RESOURCE_CLIENT_METRICS,
-                                                    [args.name]))[args.name]
+            entries = (await admin.describe_configs(CONFIG_RESOURCE_CLIENT_METRICS, [args.name]))[
+                args.name
+            ]
             await admin.incremental_alter_configs(
-                CONFIG_RESOURCE_CLIENT_METRICS, args.name,
-                {entry.name: (OP_DELETE, None) for entry in entries})
+                CONFIG_RESOURCE_CLIENT_METRICS,
+                args.name,
+                {entry.name: (OP_DELETE, None) for entry in entries},
+            )
             out.write(f"Deleted client metrics config for {args.name}.\n")
         elif action == "describe":
             names = [args.name] if args.name else await _names(admin)
             for name in names:
                 out.write(f"Client metrics configs for {name} are:\n")
-                for entry in (await admin.describe_configs(CONFIG_RESOURCE_CLIENT_METRICS,
-                                                           [name]))[name]:
+                for entry in (await admin.describe_configs(CONFIG_RESOURCE_CLIENT_METRICS, [name]))[
+                    name
+                ]:
                     out.write(f"  {entry.name}={entry.value}\n")
         else:
             out.write("\n".join(await _names(admin)) + "\n")
@@ -125,5 +142,4 @@ async def _run(args, action: str, out) -> int:
 
 
 async def _names(admin: KafkaAdmin) -> list[str]:
-    return [name for _, name in
-            await admin.list_config_resources([CONFIG_RESOURCE_CLIENT_METRICS])]
+    return [name for _, name in await admin.list_config_resources([CONFIG_RESOURCE_CLIENT_METRICS])]

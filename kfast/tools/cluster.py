@@ -8,6 +8,7 @@
 registration after its leaderships move away. Output lines and exit
 statuses are kafka-cluster.sh's; an error prints its message and exits 1.
 """
+
 from __future__ import annotations
 
 import sys
@@ -24,9 +25,10 @@ def _connect(bootstrap: str):
     for item in bootstrap.split(","):
         host, _, port = item.strip().rpartition(":")
         try:
-            return BlockingConnection(host.strip("[]") or "127.0.0.1", int(port),
-                                      request_timeout=30)
-        except Exception as exc:   # the next bootstrap server may answer
+            return BlockingConnection(
+                host.strip("[]") or "127.0.0.1", int(port), request_timeout=30
+            )
+        except Exception as exc:  # the next bootstrap server may answer
             last = exc
     raise ConnectionError(f"no bootstrap server answered: {last}")
 
@@ -39,8 +41,9 @@ def cluster_id(args) -> int:
         print(exc, file=sys.stderr)
         return EXIT_FAILURE
     if response.error_code:
-        print(response.error_message or errors.for_code(response.error_code).__name__,
-              file=sys.stderr)
+        print(
+            response.error_message or errors.for_code(response.error_code).__name__, file=sys.stderr
+        )
         return EXIT_FAILURE
     print(f"Cluster ID: {response.cluster_id}")
     return 0
@@ -55,17 +58,21 @@ def unregister(args) -> int:
         return EXIT_FAILURE
     if response.error_code:
         error = errors.for_code(response.error_code)
-        print(f"{error.__name__}: {response.error_message or error.__doc__ or ''}".strip(),
-              file=sys.stderr)
+        print(
+            f"{error.__name__}: {response.error_message or error.__doc__ or ''}".strip(),
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     print(f"Broker {args.id} is no longer registered.")
     return 0
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("cluster", help="cluster id and broker unregistration "
-                                              "(like kafka-cluster.sh)",
-                              description="Cluster-wide operations, like kafka-cluster.sh.")
+    p = subparsers.add_parser(
+        "cluster",
+        help="cluster id and broker unregistration (like kafka-cluster.sh)",
+        description="Cluster-wide operations, like kafka-cluster.sh.",
+    )
     actions = p.add_subparsers(dest="cluster_command", metavar="ACTION")
     actions.required = True
     cid = actions.add_parser("cluster-id", help="print the cluster id")

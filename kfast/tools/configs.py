@@ -35,6 +35,7 @@ modules named in USER_CONFIG_MODULES: each defines ``handles(key) ->
 bool``, ``async alter(admin, user, add: dict, delete: list)`` and ``async
 describe(admin, users: list, out)``.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -70,13 +71,23 @@ USERS, CLIENTS, IPS = "users", "clients", "ips"
 ENTITY_TYPES = (TOPICS, CLIENTS, USERS, BROKERS, BROKER_LOGGERS, IPS)
 _QUOTA_ENTITY = {USERS: QUOTA_ENTITY_USER, CLIENTS: QUOTA_ENTITY_CLIENT_ID, IPS: QUOTA_ENTITY_IP}
 # How kafka-configs.sh names each quota entity type in its output.
-_QUOTA_ENTITY_WORDS = ((QUOTA_ENTITY_USER, "user-principal"),
-                       (QUOTA_ENTITY_CLIENT_ID, "client-id"), (QUOTA_ENTITY_IP, "ip"))
+_QUOTA_ENTITY_WORDS = (
+    (QUOTA_ENTITY_USER, "user-principal"),
+    (QUOTA_ENTITY_CLIENT_ID, "client-id"),
+    (QUOTA_ENTITY_IP, "ip"),
+)
 # Kafka's ConfigEntry.ConfigSource names, by DescribeConfigs' config_source.
-SOURCE_NAMES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
-                3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG",
-                5: "DEFAULT_CONFIG", 6: "DYNAMIC_BROKER_LOGGER_CONFIG",
-                7: "DYNAMIC_CLIENT_METRICS_CONFIG", 8: "DYNAMIC_GROUP_CONFIG"}
+SOURCE_NAMES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "DYNAMIC_CLIENT_METRICS_CONFIG",
+    8: "DYNAMIC_GROUP_CONFIG",
+}
 _CONFIG_KEY = re.compile(r"[a-zA-Z0-9._-]*")
 # kafka-configs.sh splits --add-config on commas outside [...], and each
 # item on its first '=' outside [...].
@@ -103,29 +114,54 @@ class _EntityName(argparse.Action):
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "configs", help="describe and alter configs and client quotas (like kafka-configs.sh)",
+        "configs",
+        help="describe and alter configs and client quotas (like kafka-configs.sh)",
         description="Describe and alter dynamic configs of topics, brokers and broker loggers, "
-                    "and quotas of users, clients and IPs, like kafka-configs.sh.")
+        "and quotas of users, clients and IPs, like kafka-configs.sh.",
+    )
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     p.add_argument("--describe", action="store_true", help="list configs of the entity")
     p.add_argument("--alter", action="store_true", help="change configs of the entity")
     p.add_argument("--entity-type", action="append", default=[], choices=ENTITY_TYPES)
     p.add_argument("--entity-name", action=_EntityName, dest="entity_names")
-    p.add_argument("--entity-default", action=_EntityName, nargs=0, dest="entity_names",
-                   help="the default entity (clients, users, brokers, ips)")
-    for flag, entity_type in (("topic", TOPICS), ("client", CLIENTS), ("user", USERS),
-                              ("broker", BROKERS), ("broker-logger", BROKER_LOGGERS),
-                              ("ip", IPS)):
-        p.add_argument(f"--{flag}", dest=f"flag_{entity_type}", metavar="NAME",
-                       help=f"same as --entity-type {entity_type} --entity-name NAME")
-    for flag, entity_type in (("client-defaults", CLIENTS), ("user-defaults", USERS),
-                              ("broker-defaults", BROKERS), ("ip-defaults", IPS)):
-        p.add_argument(f"--{flag}", dest=f"default_{entity_type}", action="store_true",
-                       help=f"same as --entity-type {entity_type} --entity-default")
+    p.add_argument(
+        "--entity-default",
+        action=_EntityName,
+        nargs=0,
+        dest="entity_names",
+        help="the default entity (clients, users, brokers, ips)",
+    )
+    for flag, entity_type in (
+        ("topic", TOPICS),
+        ("client", CLIENTS),
+        ("user", USERS),
+        ("broker", BROKERS),
+        ("broker-logger", BROKER_LOGGERS),
+        ("ip", IPS),
+    ):
+        p.add_argument(
+            f"--{flag}",
+            dest=f"flag_{entity_type}",
+            metavar="NAME",
+            help=f"same as --entity-type {entity_type} --entity-name NAME",
+        )
+    for flag, entity_type in (
+        ("client-defaults", CLIENTS),
+        ("user-defaults", USERS),
+        ("broker-defaults", BROKERS),
+        ("ip-defaults", IPS),
+    ):
+        p.add_argument(
+            f"--{flag}",
+            dest=f"default_{entity_type}",
+            action="store_true",
+            help=f"same as --entity-type {entity_type} --entity-default",
+        )
     p.add_argument("--add-config", metavar="K=V,K=[V1,V2]", help="configs to set")
     p.add_argument("--add-config-file", metavar="FILE", help="a properties file of configs to set")
-    p.add_argument("--delete-config", action="append", default=[], metavar="K,K",
-                   help="configs to remove")
+    p.add_argument(
+        "--delete-config", action="append", default=[], metavar="K,K", help="configs to remove"
+    )
     p.add_argument("--all", action="store_true", help="describe: every config, not only overrides")
     p.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS")
     p.set_defaults(handler=run, entity_names=None)
@@ -144,8 +180,10 @@ def run(args, out=None, err=None) -> int:
         err.write(f"{exc}\n")
         return 1
     except errors.KafkaError as exc:
-        err.write(f"Error while executing config command with args '{_command_line(args)}'\n"
-                  f"{type(exc).__name__}: {exc}\n")
+        err.write(
+            f"Error while executing config command with args '{_command_line(args)}'\n"
+            f"{type(exc).__name__}: {exc}\n"
+        )
         return 1
 
 
@@ -159,17 +197,24 @@ def _entities(args) -> list[tuple[str, str | None]]:
     """[(entity type, name)]: name "" for the default entity, None when the
     command names none (describe every entity of the type)."""
     names = list(args.entity_names or [])
-    flags = [(t, getattr(args, f"flag_{t}")) for t in ENTITY_TYPES
-             if getattr(args, f"flag_{t}") is not None]
+    flags = [
+        (t, getattr(args, f"flag_{t}"))
+        for t in ENTITY_TYPES
+        if getattr(args, f"flag_{t}") is not None
+    ]
     flags += [(t, "") for t in ENTITY_TYPES if getattr(args, f"default_{t}", False)]
     if (args.entity_type or names) and flags:
-        raise UsageError("--entity-{type,name,default} should not be used in conjunction with "
-                         "specific entity flags")
+        raise UsageError(
+            "--entity-{type,name,default} should not be used in conjunction with "
+            "specific entity flags"
+        )
     if args.describe == args.alter:
         raise UsageError("Command must include exactly one action: --describe, --alter")
     if args.describe and (args.add_config or args.add_config_file or args.delete_config):
-        raise UsageError("Option \"[describe]\" can't be used with option "
-                         "\"[add-config, add-config-file, delete-config]\"")
+        raise UsageError(
+            'Option "[describe]" can\'t be used with option '
+            '"[add-config, add-config-file, delete-config]"'
+        )
     types = list(args.entity_type) + [t for t, _ in flags]
     names += [n for _, n in flags]
     if not types:
@@ -188,24 +233,31 @@ def _entities(args) -> list[tuple[str, str | None]]:
     if has_name and head in (BROKERS, BROKER_LOGGERS):
         for name in names:
             if name and not name.isdigit():
-                raise UsageError(f"The entity name for {head} must be a valid integer broker id, "
-                                 f"but it is: {name}")
+                raise UsageError(
+                    f"The entity name for {head} must be a valid integer broker id, "
+                    f"but it is: {name}"
+                )
     if args.describe:
         if "" in names and not set(types) & {USERS, CLIENTS, BROKERS, IPS}:
-            raise UsageError(f"--entity-default must not be specified with --describe of "
-                             f"{','.join(types)}")
+            raise UsageError(
+                f"--entity-default must not be specified with --describe of {','.join(types)}"
+            )
         if head == BROKER_LOGGERS and not has_name:
             raise UsageError(f"An entity name must be specified with --describe of {head}")
     if args.alter:
         if set(types) & {USERS, CLIENTS, BROKERS, IPS}:
             if not names:
-                raise UsageError("An entity-name or default entity must be specified with "
-                                 "--alter of users, clients, brokers or ips")
+                raise UsageError(
+                    "An entity-name or default entity must be specified with "
+                    "--alter of users, clients, brokers or ips"
+                )
         elif not has_name:
             raise UsageError(f"An entity name must be specified with --alter of {','.join(types)}")
         if not (args.add_config or args.add_config_file or args.delete_config):
-            raise UsageError("At least one of --add-config, --add-config-file, or "
-                             "--delete-config must be specified with --alter")
+            raise UsageError(
+                "At least one of --add-config, --add-config-file, or "
+                "--delete-config must be specified with --alter"
+            )
     return [(t, names[i] if i < len(names) else None) for i, t in enumerate(types)]
 
 
@@ -218,8 +270,9 @@ def parse_add_config(text: str | None) -> dict[str, str]:
     for item in re.split("," + _OUTSIDE_BRACKETS, text):
         pair = re.split(r"\s*=\s*" + _OUTSIDE_BRACKETS, item, maxsplit=1)
         if len(pair) != 2:
-            raise UsageError('Invalid entity config: all configs to be added must be in the '
-                             'format "key=val".')
+            raise UsageError(
+                'Invalid entity config: all configs to be added must be in the format "key=val".'
+            )
         configs[pair[0].strip()] = re.sub(r"\[?\]?", "", pair[1]).strip()
     return configs
 
@@ -242,9 +295,12 @@ def _configs_to_delete(args) -> list[str]:
 
 # -- running ------------------------------------------------------------------------------
 async def _run(args, entities, out) -> int:
-    admin = KafkaAdmin(args.bootstrap_server, client_id="kfast-configs",
-                       request_timeout=args.command_timeout,
-                       metadata_timeout=args.command_timeout)
+    admin = KafkaAdmin(
+        args.bootstrap_server,
+        client_id="kfast-configs",
+        request_timeout=args.command_timeout,
+        metadata_timeout=args.command_timeout,
+    )
     await admin.start()
     try:
         if args.alter:
@@ -276,31 +332,35 @@ async def _describe(admin: KafkaAdmin, args, entities, out) -> None:
         if entity == "":
             out.write(f"Default configs for {head} in the cluster are:\n")
         else:
-            out.write(f"{'All' if args.all else 'Dynamic'} configs for {head[:-1]} {entity} "
-                      f"are:\n")
+            out.write(f"{'All' if args.all else 'Dynamic'} configs for {head[:-1]} {entity} are:\n")
         for entry in await _resource_configs(admin, head, entity, True, args.all):
-            synonyms = ", ".join(f"{SOURCE_NAMES.get(s, 'UNKNOWN')}:{n}={_java(v)}"
-                                 for n, v, s in entry.synonyms)
-            out.write(f"  {entry.name}={_java(entry.value)} "
-                      f"sensitive={_java(entry.is_sensitive)} synonyms={{{synonyms}}}\n")
+            synonyms = ", ".join(
+                f"{SOURCE_NAMES.get(s, 'UNKNOWN')}:{n}={_java(v)}" for n, v, s in entry.synonyms
+            )
+            out.write(
+                f"  {entry.name}={_java(entry.value)} "
+                f"sensitive={_java(entry.is_sensitive)} synonyms={{{synonyms}}}\n"
+            )
 
 
-async def _resource_configs(admin: KafkaAdmin, entity_type: str, name: str,
-                            include_synonyms: bool, describe_all: bool):
+async def _resource_configs(
+    admin: KafkaAdmin, entity_type: str, name: str, include_synonyms: bool, describe_all: bool
+):
     """kafka-configs.sh's getResourceConfig: the entity's configs sorted by
     name, only its dynamic overrides unless ``describe_all``."""
     if entity_type == TOPICS:
         resource_type, source = CONFIG_RESOURCE_TOPIC, SOURCE_DYNAMIC_TOPIC_CONFIG
     elif entity_type == BROKERS:
         resource_type = CONFIG_RESOURCE_BROKER
-        source = SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG if name == "" \
-            else SOURCE_DYNAMIC_BROKER_CONFIG
+        source = (
+            SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG if name == "" else SOURCE_DYNAMIC_BROKER_CONFIG
+        )
     else:
         resource_type, source, describe_all = CONFIG_RESOURCE_BROKER_LOGGER, None, True
-    configs = (await admin.describe_configs(resource_type, [name],
-                                            include_synonyms=include_synonyms))[name]
-    return sorted((c for c in configs if describe_all or c.source == source),
-                  key=lambda c: c.name)
+    configs = (
+        await admin.describe_configs(resource_type, [name], include_synonyms=include_synonyms)
+    )[name]
+    return sorted((c for c in configs if describe_all or c.source == source), key=lambda c: c.name)
 
 
 async def _alter(admin: KafkaAdmin, args, entities, out) -> None:
@@ -320,22 +380,28 @@ async def _alter(admin: KafkaAdmin, args, entities, out) -> None:
         if sensitive:
             raise errors.InvalidConfigurationException(
                 f"All sensitive broker config entries must be specified for --alter, missing "
-                f"entries: [{', '.join(sensitive)}]")
+                f"entries: [{', '.join(sensitive)}]"
+            )
         await admin.alter_configs(CONFIG_RESOURCE_BROKER, name, new)
     elif head == BROKER_LOGGERS:
         loggers = {c.name for c in await _resource_configs(admin, head, name, True, False)}
         invalid = [k for k in delete if k not in loggers] + [k for k in add if k not in loggers]
         if invalid:
             raise errors.InvalidConfigurationException(
-                f"Invalid broker logger(s): {','.join(invalid)}")
+                f"Invalid broker logger(s): {','.join(invalid)}"
+            )
         await admin.incremental_alter_configs(
-            CONFIG_RESOURCE_BROKER_LOGGER, name,
-            {**{k: (OP_SET, v) for k, v in add.items()}, **{k: (OP_DELETE, "") for k in delete}})
+            CONFIG_RESOURCE_BROKER_LOGGER,
+            name,
+            {**{k: (OP_SET, v) for k, v in add.items()}, **{k: (OP_DELETE, "") for k in delete}},
+        )
     elif head == IPS:
         unknown = [k for k in list(add) + delete if k not in IP_QUOTA_CONFIGS]
         if unknown:
-            raise UsageError(f"Only connection quota configs can be added for '{IPS}' using "
-                             f"--bootstrap-server. Unexpected config names: {','.join(unknown)}")
+            raise UsageError(
+                f"Only connection quota configs can be added for '{IPS}' using "
+                f"--bootstrap-server. Unexpected config names: {','.join(unknown)}"
+            )
         await _alter_quotas(admin, entities, add, delete)
     else:
         await _alter_user_or_client(admin, entities, add, delete)
@@ -345,15 +411,18 @@ async def _alter(admin: KafkaAdmin, args, entities, out) -> None:
         out.write(f"Completed updating default config for {head} in the cluster.\n")
 
 
-async def _alter_incremental(admin: KafkaAdmin, resource_type: int, entity_type: str,
-                             name: str, add: dict, delete: list) -> None:
+async def _alter_incremental(
+    admin: KafkaAdmin, resource_type: int, entity_type: str, name: str, add: dict, delete: list
+) -> None:
     old = {c.name for c in await _resource_configs(admin, entity_type, name, False, False)}
     missing = [k for k in delete if k not in old]
     if missing:
         raise errors.InvalidConfigurationException(f"Invalid config(s): {','.join(missing)}")
     await admin.incremental_alter_configs(
-        resource_type, name,
-        {**{k: (OP_SET, v) for k, v in add.items()}, **{k: (OP_DELETE, "") for k in delete}})
+        resource_type,
+        name,
+        {**{k: (OP_SET, v) for k, v in add.items()}, **{k: (OP_DELETE, "") for k in delete}},
+    )
 
 
 async def _alter_user_or_client(admin: KafkaAdmin, entities, add: dict, delete: list) -> None:
@@ -372,29 +441,41 @@ async def _alter_user_or_client(admin: KafkaAdmin, entities, add: dict, delete: 
     other_delete = [k for k in delete if k not in CLIENT_QUOTA_CONFIGS]
     if head == CLIENTS or len(entities) == 2:
         if other_add:
-            raise UsageError(f"Only quota configs can be added for '{CLIENTS}' using "
-                             f"--bootstrap-server. Unexpected config names: {other_add}")
+            raise UsageError(
+                f"Only quota configs can be added for '{CLIENTS}' using "
+                f"--bootstrap-server. Unexpected config names: {other_add}"
+            )
         if other_delete:
-            raise UsageError(f"Only quota configs can be deleted for '{CLIENTS}' using "
-                             f"--bootstrap-server. Unexpected config names: {other_delete}")
+            raise UsageError(
+                f"Only quota configs can be deleted for '{CLIENTS}' using "
+                f"--bootstrap-server. Unexpected config names: {other_delete}"
+            )
     else:
         unknown_add = [k for k in other_add if handler(k) is None]
         unknown_delete = [k for k in other_delete if handler(k) is None]
         if unknown_add:
-            raise UsageError(f"Only quota and SCRAM credential configs can be added for "
-                             f"'{USERS}' using --bootstrap-server. Unexpected config names: "
-                             f"{unknown_add}")
+            raise UsageError(
+                f"Only quota and SCRAM credential configs can be added for "
+                f"'{USERS}' using --bootstrap-server. Unexpected config names: "
+                f"{unknown_add}"
+            )
         if unknown_delete:
-            raise UsageError(f"Only quota and SCRAM credential configs can be deleted for "
-                             f"'{USERS}' using --bootstrap-server. Unexpected config names: "
-                             f"{unknown_delete}")
+            raise UsageError(
+                f"Only quota and SCRAM credential configs can be deleted for "
+                f"'{USERS}' using --bootstrap-server. Unexpected config names: "
+                f"{unknown_delete}"
+            )
         if other_add or other_delete:
             if name == "":
-                raise UsageError("The use of --entity-default or --user-defaults is not allowed "
-                                 "with User SCRAM Credentials using --bootstrap-server.")
+                raise UsageError(
+                    "The use of --entity-default or --user-defaults is not allowed "
+                    "with User SCRAM Credentials using --bootstrap-server."
+                )
             if quota_add or quota_delete:
-                raise UsageError(f"Cannot alter both quota and SCRAM credential configs "
-                                 f"simultaneously for '{USERS}' using --bootstrap-server.")
+                raise UsageError(
+                    f"Cannot alter both quota and SCRAM credential configs "
+                    f"simultaneously for '{USERS}' using --bootstrap-server."
+                )
     if quota_add or quota_delete:
         await _alter_quotas(admin, entities, add, delete)
         return
@@ -436,8 +517,7 @@ async def _alter_quotas(admin: KafkaAdmin, entities, add: dict, delete: list) ->
         try:
             ops[key] = float(value)
         except ValueError:
-            raise UsageError(f"Cannot parse quota configuration value for {key}: {value}") \
-                from None
+            raise UsageError(f"Cannot parse quota configuration value for {key}: {value}") from None
     ops.update({k: None for k in delete})
     entity = {_QUOTA_ENTITY[t]: (n or None) for t, n in entities}
     await admin.alter_client_quotas([(entity, ops)])
@@ -456,8 +536,9 @@ def quota_entity_text(entity: dict[str, str | None]) -> str:
 
 async def _describe_quotas(admin: KafkaAdmin, entities, out) -> None:
     described = await admin.describe_client_quotas(_quota_filter(entities), strict=True)
-    for entity, values in sorted(described, key=lambda item: sorted(
-            (k, v or "") for k, v in item[0].items())):
+    for entity, values in sorted(
+        described, key=lambda item: sorted((k, v or "") for k, v in item[0].items())
+    ):
         text = ", ".join(f"{k}={_java(v)}" for k, v in sorted(values.items()))
         out.write(f"Quota configs for {quota_entity_text(entity)} are {text}\n")
 
@@ -472,7 +553,8 @@ def _java(value) -> str:
     if isinstance(value, float):
         if value == 0 or not math.isfinite(value) or 1e-3 <= abs(value) < 1e7:
             return {"inf": "Infinity", "-inf": "-Infinity", "nan": "NaN"}.get(
-                repr(value), repr(value))
+                repr(value), repr(value)
+            )
         # Java's Double.toString outside [1e-3, 1e7): d.dddE<n>, shortest digits.
         number = Decimal(repr(value))
         digits = "".join(map(str, number.normalize().as_tuple().digits))

@@ -41,6 +41,7 @@ stops the tool with Kafka's ConfigException message. TLS and SASL listeners
 are reached with Kafka's settings (security.protocol, ssl.truststore.*,
 ssl.keystore.*, sasl.mechanism, sasl.jaas.config).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -65,8 +66,12 @@ from kfast.records import TIMESTAMP_LOG_APPEND_TIME
 
 # The console producer's defaults where they differ from the producer's
 # (ConsoleProducer: linger.ms 1000, client.id console-producer).
-_PRODUCER_FLAGS = {"compression": ("compression.type", "none"), "acks": ("acks", "-1"),
-                   "batch_size": ("batch.size", "16384"), "linger_ms": ("linger.ms", "1000")}
+_PRODUCER_FLAGS = {
+    "compression": ("compression.type", "none"),
+    "acks": ("acks", "-1"),
+    "batch_size": ("batch.size", "16384"),
+    "linger_ms": ("linger.ms", "1000"),
+}
 
 
 def producer_properties(args) -> ClientProperties:
@@ -95,50 +100,102 @@ def consumer_properties(args) -> ClientProperties:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "produce", help="write lines of stdin as records (like kafka-console-producer.sh)",
-        description="Read records from stdin, one per line, and produce them to a topic.")
+        "produce",
+        help="write lines of stdin as records (like kafka-console-producer.sh)",
+        description="Read records from stdin, one per line, and produce them to a topic.",
+    )
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     p.add_argument("--topic", required=True)
     p.add_argument("--partition", type=int, help="write every record to this partition")
-    p.add_argument("--property", action="append", default=[], metavar="NAME=VALUE",
-                   help="line reader property (parse.key, key.separator, parse.headers, ...)")
+    p.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="line reader property (parse.key, key.separator, parse.headers, ...)",
+    )
     p.add_argument("--headers", action="store_true", help="same as --property parse.headers=true")
     # Explicit flags win over --producer-property / --producer.config, which
     # win over the flags' defaults (Kafka's CommandLineUtils.maybeMergeOptions).
-    p.add_argument("--compression", "--compression-codec", dest="compression", choices=sorted(CODECS),
-                   help="compression codec of the record batches (default none)")
-    p.add_argument("--acks", "--request-required-acks", dest="acks",
-                   choices=["0", "1", "-1", "all"], help="acknowledgements to wait for (default -1)")
+    p.add_argument(
+        "--compression",
+        "--compression-codec",
+        dest="compression",
+        choices=sorted(CODECS),
+        help="compression codec of the record batches (default none)",
+    )
+    p.add_argument(
+        "--acks",
+        "--request-required-acks",
+        dest="acks",
+        choices=["0", "1", "-1", "all"],
+        help="acknowledgements to wait for (default -1)",
+    )
     p.add_argument("--batch-size", help="record batch size in bytes (default 16384)")
-    p.add_argument("--linger-ms", "--timeout", dest="linger_ms",
-                   help="how long a batch may wait for more records (ms, default 1000)")
-    p.add_argument("--producer-property", action="append", default=[], metavar="NAME=VALUE",
-                   help="Kafka producer property (acks, linger.ms, client.id, ...)")
-    p.add_argument("--producer.config", dest="producer_config", metavar="FILE",
-                   help="producer properties file (--producer-property takes precedence)")
+    p.add_argument(
+        "--linger-ms",
+        "--timeout",
+        dest="linger_ms",
+        help="how long a batch may wait for more records (ms, default 1000)",
+    )
+    p.add_argument(
+        "--producer-property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="Kafka producer property (acks, linger.ms, client.id, ...)",
+    )
+    p.add_argument(
+        "--producer.config",
+        dest="producer_config",
+        metavar="FILE",
+        help="producer properties file (--producer-property takes precedence)",
+    )
     p.add_argument("--sync", action="store_true", help="wait for each record's acknowledgement")
     p.set_defaults(handler=run_produce)
 
     c = subparsers.add_parser(
-        "consume", help="print records of a topic (like kafka-console-consumer.sh, without groups)",
-        description="Read records from a topic's partitions and print them.")
+        "consume",
+        help="print records of a topic (like kafka-console-consumer.sh, without groups)",
+        description="Read records from a topic's partitions and print them.",
+    )
     c.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     c.add_argument("--topic", required=True)
     c.add_argument("--partition", type=int, help="read only this partition")
-    c.add_argument("--offset", default=None,
-                   help="earliest, latest or an offset (with --partition); default latest")
+    c.add_argument(
+        "--offset",
+        default=None,
+        help="earliest, latest or an offset (with --partition); default latest",
+    )
     c.add_argument("--from-beginning", action="store_true", help="start at the earliest offset")
     c.add_argument("--max-messages", type=int, help="stop after this many records")
     c.add_argument("--timeout-ms", type=int, help="stop after this long without a record")
-    c.add_argument("--property", action="append", default=[], metavar="NAME=VALUE",
-                   help="formatter property (print.key, print.timestamp, key.separator, ...)")
+    c.add_argument(
+        "--property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="formatter property (print.key, print.timestamp, key.separator, ...)",
+    )
     c.add_argument("--format", choices=["text", "json"], default="text")
-    c.add_argument("--isolation-level", choices=["read_uncommitted", "read_committed"],
-                   help="default read_uncommitted; wins over the isolation.level property")
-    c.add_argument("--consumer-property", action="append", default=[], metavar="NAME=VALUE",
-                   help="Kafka consumer property (fetch.max.bytes, client.id, ...)")
-    c.add_argument("--consumer.config", dest="consumer_config", metavar="FILE",
-                   help="consumer properties file (--consumer-property takes precedence)")
+    c.add_argument(
+        "--isolation-level",
+        choices=["read_uncommitted", "read_committed"],
+        help="default read_uncommitted; wins over the isolation.level property",
+    )
+    c.add_argument(
+        "--consumer-property",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="Kafka consumer property (fetch.max.bytes, client.id, ...)",
+    )
+    c.add_argument(
+        "--consumer.config",
+        dest="consumer_config",
+        metavar="FILE",
+        help="consumer properties file (--consumer-property takes precedence)",
+    )
     c.set_defaults(handler=run_consume)
 
 
@@ -184,15 +241,19 @@ class LineReader:
         if self.null_marker is not None:
             self.null_marker = _unescape(self.null_marker)
         if self.parse_headers:
-            self._check_distinct({"headers.delimiter": self.headers_delimiter,
-                                  "headers.separator": self.headers_separator,
-                                  "headers.key.separator": self.headers_key_separator})
+            self._check_distinct(
+                {
+                    "headers.delimiter": self.headers_delimiter,
+                    "headers.separator": self.headers_separator,
+                    "headers.key.separator": self.headers_key_separator,
+                }
+            )
 
     def _check_distinct(self, separators: dict[str, str]) -> None:
         # Kafka's LineMessageReader refuses settings that make a line ambiguous.
         names = list(separators)
         for i, first in enumerate(names):
-            for second in names[i + 1:]:
+            for second in names[i + 1 :]:
                 if separators[first] == separators[second]:
                     raise UsageError(f"{first} and {second} may not be equal")
         if self.null_marker is not None:
@@ -210,10 +271,14 @@ class LineReader:
         if not sep:
             if self.ignore_error:
                 return pair, None
-            raise UsageError(f"No header key separator found in pair '{pair}' on line number {line_number}")
+            raise UsageError(
+                f"No header key separator found in pair '{pair}' on line number {line_number}"
+            )
         if self.null_marker is not None and name == self.null_marker:
-            raise UsageError(f"Header keys should not be equal to the null marker "
-                             f"'{self.null_marker}' as they can't be null")
+            raise UsageError(
+                f"Header keys should not be equal to the null marker "
+                f"'{self.null_marker}' as they can't be null"
+            )
         return name, self._field(value)
 
     def read(self, line: str, line_number: int):
@@ -223,7 +288,9 @@ class LineReader:
             head, sep, tail = rest.partition(self.headers_delimiter)
             if not sep:
                 if not self.ignore_error:
-                    raise UsageError(f"No headers delimiter found on line number {line_number}: '{line}'")
+                    raise UsageError(
+                        f"No headers delimiter found on line number {line_number}: '{line}'"
+                    )
             else:
                 rest = tail
                 # A header section equal to the null marker means no headers;
@@ -236,7 +303,9 @@ class LineReader:
             key_text, sep, value_text = rest.partition(self.key_separator)
             if not sep:
                 if not self.ignore_error:
-                    raise UsageError(f"No key separator found on line number {line_number}: '{line}'")
+                    raise UsageError(
+                        f"No key separator found on line number {line_number}: '{line}'"
+                    )
                 value_text = rest
             else:
                 key = self._field(key_text)
@@ -259,8 +328,9 @@ def run_produce(args, stdin=None, err=None) -> int:
 
 
 async def _produce(args, props: ClientProperties, reader: LineReader, stdin, err) -> int:
-    producer = KafkaProducer(args.bootstrap_server, allow_auto_topic_creation=True,
-                             **props.producer_arguments())
+    producer = KafkaProducer(
+        args.bootstrap_server, allow_auto_topic_creation=True, **props.producer_arguments()
+    )
     await producer.start()
     failures = 0
     pending = []
@@ -272,8 +342,9 @@ async def _produce(args, props: ClientProperties, reader: LineReader, stdin, err
             if line.endswith("\r"):
                 line = line[:-1]
             key, value, headers = reader.read(line, number)
-            future = await producer.send(args.topic, value, key, partition=args.partition,
-                                         headers=headers)
+            future = await producer.send(
+                args.topic, value, key, partition=args.partition, headers=headers
+            )
             if args.sync:
                 await producer.flush()
             pending.append(future)
@@ -297,7 +368,7 @@ async def _lines(stdin):
         try:
             loop.call_soon_threadsafe(queue.put_nowait, item)
             return True
-        except RuntimeError:    # the loop is closed: the producer stopped reading
+        except RuntimeError:  # the loop is closed: the producer stopped reading
             return False
 
     def pump():
@@ -306,7 +377,7 @@ async def _lines(stdin):
                 if not hand_over(line):
                     return
         finally:
-            hand_over(None)     # end of input (or a read error): stop waiting
+            hand_over(None)  # end of input (or a read error): stop waiting
 
     threading.Thread(target=pump, name="kfast-produce-stdin", daemon=True).start()
     while True:
@@ -351,7 +422,11 @@ class MessageFormatter:
         if self.print_timestamp:
             # Kafka prints NO_TIMESTAMP only for magic-0 records, which have no
             # timestamp type; a v2 record without a timestamp is CreateTime:-1.
-            kind = "LogAppendTime" if record.timestamp_type == TIMESTAMP_LOG_APPEND_TIME else "CreateTime"
+            kind = (
+                "LogAppendTime"
+                if record.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
+                else "CreateTime"
+            )
             fields.append(f"{kind}:{record.timestamp}".encode())
         if self.print_partition:
             fields.append(b"Partition:%d" % record.partition)
@@ -359,9 +434,12 @@ class MessageFormatter:
             fields.append(b"Offset:%d" % record.offset)
         if self.print_headers:
             if record.headers:
-                fields.append(self.headers_separator.join(
-                    name.encode() + b":" + (self.null_literal if value is None else value)
-                    for name, value in record.headers))
+                fields.append(
+                    self.headers_separator.join(
+                        name.encode() + b":" + (self.null_literal if value is None else value)
+                        for name, value in record.headers
+                    )
+                )
             else:
                 fields.append(b"NO_HEADERS")
         if self.print_key:
@@ -375,15 +453,22 @@ class MessageFormatter:
 
 def json_line(record: ConsumerRecord, broker: int) -> bytes:
     """One record as kcat -J prints it."""
+
     def text(value):
         return None if value is None else value.decode("utf-8", "replace")
+
     envelope = {
-        "topic": record.topic, "partition": record.partition, "offset": record.offset,
+        "topic": record.topic,
+        "partition": record.partition,
+        "offset": record.offset,
         "tstype": "logappend" if record.timestamp_type == TIMESTAMP_LOG_APPEND_TIME else "create",
-        "ts": record.timestamp, "broker": broker,
+        "ts": record.timestamp,
+        "broker": broker,
     }
     if record.headers:
-        envelope["headers"] = [item for name, value in record.headers for item in (name, text(value))]
+        envelope["headers"] = [
+            item for name, value in record.headers for item in (name, text(value))
+        ]
     envelope["key"] = text(record.key)
     envelope["payload"] = text(record.value)
     return json.dumps(envelope, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
@@ -402,7 +487,9 @@ def _start_spec(args):
     try:
         offset = int(args.offset)
     except ValueError:
-        raise UsageError(f"--offset must be earliest, latest or a number, not {args.offset!r}") from None
+        raise UsageError(
+            f"--offset must be earliest, latest or a number, not {args.offset!r}"
+        ) from None
     if args.partition is None:
         raise UsageError("The partition is required when offset is specified.")
     if offset < 0:
@@ -416,8 +503,9 @@ def run_consume(args, out=None, err=None) -> int:
     try:
         properties = parse_properties(args.property)
         spec = _start_spec(args)
-        return asyncio.run(_consume(args, consumer_properties(args), spec,
-                                    MessageFormatter(properties), out, err))
+        return asyncio.run(
+            _consume(args, consumer_properties(args), spec, MessageFormatter(properties), out, err)
+        )
     except (UsageError, ConfigException, errors.KafkaError) as exc:
         err.write(f"ERROR {exc}\n")
         return 1
@@ -425,16 +513,20 @@ def run_consume(args, out=None, err=None) -> int:
         return 0
 
 
-async def _consume(args, props: ClientProperties, spec, formatter: MessageFormatter,
-                   out, err) -> int:
+async def _consume(
+    args, props: ClientProperties, spec, formatter: MessageFormatter, out, err
+) -> int:
     fetcher = Fetcher(args.bootstrap_server, **{"max_wait_ms": 500, **props.fetcher_arguments()})
     isolation = fetcher.isolation_level
     partition_max_bytes = props.get("max.partition.fetch.bytes", 1 << 20)
     await fetcher.start()
     processed = 0
     try:
-        partitions = ([args.partition] if args.partition is not None
-                      else await fetcher.cluster.partitions_for(args.topic))
+        partitions = (
+            [args.partition]
+            if args.partition is not None
+            else await fetcher.cluster.partitions_for(args.topic)
+        )
         keys = [(args.topic, p) for p in partitions]
         if isinstance(spec, tuple):
             positions = {key: spec[1] for key in keys}

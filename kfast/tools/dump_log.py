@@ -24,6 +24,7 @@ Per file a ``Dumping <file>`` line, then by suffix:
   .txnindex   one line per aborted transaction.
 The line formats are Kafka's, so scripts written for kafka-dump-log.sh work.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,7 +74,6 @@ CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
 _DELETE_HORIZON_BIT = 0x40
 
 
-
 def _control_record(control_type: int, value) -> str:
     """What kafka-dump-log.sh prints for a control record other than a
     transaction marker: KRaft's snapshot header/footer as JSON, other types
@@ -84,8 +84,9 @@ def _control_record(control_type: int, value) -> str:
         except CorruptRecordException:
             pass
         else:
-            return (f' SnapshotHeader {{"version":{version},'
-                    f'"lastContainedLogTimestamp":{timestamp}}}')
+            return (
+                f' SnapshotHeader {{"version":{version},"lastContainedLogTimestamp":{timestamp}}}'
+            )
     if control_type == SNAPSHOT_FOOTER and value is not None and len(value) >= 2:
         return f' SnapshotFooter {{"version":{struct.unpack_from(">h", bytes(value))[0]}}}'
     try:
@@ -98,6 +99,7 @@ def _control_record(control_type: int, value) -> str:
         pass
     return f" controlType: {CONTROL_TYPE_NAMES.get(control_type, 'UNKNOWN')}({control_type})"
 
+
 def _voters_json(voters) -> str:
     """VotersRecordJsonConverter's compact JSON: fields in schema order,
     names in lower camel case, directory ids as Kafka Uuid strings."""
@@ -105,36 +107,68 @@ def _voters_json(voters) -> str:
 
     def voter(node):
         endpoints = [{"name": e.name, "host": e.host, "port": e.port} for e in node.endpoints]
-        return {"voterId": node.voter_id, "voterDirectoryId": uuid_base64(node.directory_id),
-                "endpoints": endpoints,
-                "kRaftVersionFeature": {"minSupportedVersion": node.min_kraft_version,
-                                        "maxSupportedVersion": node.max_kraft_version}}
-    return json.dumps({"version": 0, "voters": [voter(n) for n in voters.nodes]},
-                      separators=(",", ":"))
+        return {
+            "voterId": node.voter_id,
+            "voterDirectoryId": uuid_base64(node.directory_id),
+            "endpoints": endpoints,
+            "kRaftVersionFeature": {
+                "minSupportedVersion": node.min_kraft_version,
+                "maxSupportedVersion": node.max_kraft_version,
+            },
+        }
+
+    return json.dumps(
+        {"version": 0, "voters": [voter(n) for n in voters.nodes]}, separators=(",", ":")
+    )
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "dump-log", help="print the contents of log segment, index and snapshot files",
+        "dump-log",
+        help="print the contents of log segment, index and snapshot files",
         description="Parse log, index, time index, producer snapshot and transaction index "
-                    "files and print their contents, like kafka-dump-log.sh.")
+        "files and print their contents, like kafka-dump-log.sh.",
+    )
     p.add_argument("paths", nargs="*", metavar="FILE", help="files to dump")
     p.add_argument("--files", default="", help="comma-separated files (kafka-dump-log.sh style)")
-    p.add_argument("--print-data-log", action="store_true",
-                   help="print the records' keys and values (implies --deep-iteration)")
+    p.add_argument(
+        "--print-data-log",
+        action="store_true",
+        help="print the records' keys and values (implies --deep-iteration)",
+    )
     p.add_argument("--deep-iteration", action="store_true", help="print every record")
-    p.add_argument("--skip-record-metadata", action="store_true",
-                   help="with --print-data-log, omit the record metadata")
-    p.add_argument("--verify-index-only", action="store_true",
-                   help="only report index entries that do not match the log")
-    p.add_argument("--index-sanity-check", action="store_true",
-                   help="only run the index sanity check used at startup")
-    p.add_argument("--offsets-decoder", action="store_true",
-                   help="decode records as __consumer_offsets keys and values")
-    p.add_argument("--max-bytes", type=int, default=INT32_MAX,
-                   help="read at most this many bytes of each .log file")
-    p.add_argument("--max-message-size", type=int, default=5 * 1024 * 1024,
-                   help="size of the largest batch (index verification)")
+    p.add_argument(
+        "--skip-record-metadata",
+        action="store_true",
+        help="with --print-data-log, omit the record metadata",
+    )
+    p.add_argument(
+        "--verify-index-only",
+        action="store_true",
+        help="only report index entries that do not match the log",
+    )
+    p.add_argument(
+        "--index-sanity-check",
+        action="store_true",
+        help="only run the index sanity check used at startup",
+    )
+    p.add_argument(
+        "--offsets-decoder",
+        action="store_true",
+        help="decode records as __consumer_offsets keys and values",
+    )
+    p.add_argument(
+        "--max-bytes",
+        type=int,
+        default=INT32_MAX,
+        help="read at most this many bytes of each .log file",
+    )
+    p.add_argument(
+        "--max-message-size",
+        type=int,
+        default=5 * 1024 * 1024,
+        help="size of the largest batch (index verification)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -151,25 +185,47 @@ def run(args, out=None, err=None) -> int:
     for path in files:
         out.write(f"Dumping {path}\n")
         name = os.path.basename(path)
-        suffix = name[name.rfind("."):] if "." in name else ""
+        suffix = name[name.rfind(".") :] if "." in name else ""
         try:
             if suffix == LOG_FILE_SUFFIX:
-                dump_log_file(path, out, deep=deep, print_data=args.print_data_log
-                              or args.offsets_decoder, offsets_decoder=args.offsets_decoder,
-                              skip_metadata=args.skip_record_metadata, max_bytes=args.max_bytes)
+                dump_log_file(
+                    path,
+                    out,
+                    deep=deep,
+                    print_data=args.print_data_log or args.offsets_decoder,
+                    offsets_decoder=args.offsets_decoder,
+                    skip_metadata=args.skip_record_metadata,
+                    max_bytes=args.max_bytes,
+                )
             elif suffix == SNAPSHOT_SUFFIX and parse_snapshot_name(name) is not None:
                 snapshot_id = parse_snapshot_name(name)
-                dump_log_file(path, out, deep=deep, print_data=args.print_data_log,
-                              offsets_decoder=False, skip_metadata=args.skip_record_metadata,
-                              max_bytes=args.max_bytes,
-                              first_line=f"Snapshot end offset: {snapshot_id.offset}, "
-                                         f"epoch: {snapshot_id.epoch}")
+                dump_log_file(
+                    path,
+                    out,
+                    deep=deep,
+                    print_data=args.print_data_log,
+                    offsets_decoder=False,
+                    skip_metadata=args.skip_record_metadata,
+                    max_bytes=args.max_bytes,
+                    first_line=f"Snapshot end offset: {snapshot_id.offset}, "
+                    f"epoch: {snapshot_id.epoch}",
+                )
             elif suffix == INDEX_FILE_SUFFIX:
-                dump_index(path, out, sanity_only=args.index_sanity_check,
-                           verify_only=args.verify_index_only, mismatches=mismatches)
+                dump_index(
+                    path,
+                    out,
+                    sanity_only=args.index_sanity_check,
+                    verify_only=args.verify_index_only,
+                    mismatches=mismatches,
+                )
             elif suffix == TIME_INDEX_FILE_SUFFIX:
-                dump_time_index(path, out, sanity_only=args.index_sanity_check,
-                                verify_only=args.verify_index_only, err=err)
+                dump_time_index(
+                    path,
+                    out,
+                    sanity_only=args.index_sanity_check,
+                    verify_only=args.verify_index_only,
+                    err=err,
+                )
             elif suffix == PRODUCER_SNAPSHOT_FILE_SUFFIX:
                 dump_snapshot(path, out, err)
             elif suffix == TXN_INDEX_FILE_SUFFIX:
@@ -194,9 +250,17 @@ def _bool(value: bool) -> str:
     return "true" if value else "false"
 
 
-def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decoder: bool,
-                  skip_metadata: bool, max_bytes: int = INT32_MAX,
-                  first_line: str | None = None) -> None:
+def dump_log_file(
+    path: str,
+    out,
+    *,
+    deep: bool,
+    print_data: bool,
+    offsets_decoder: bool,
+    skip_metadata: bool,
+    max_bytes: int = INT32_MAX,
+    first_line: str | None = None,
+) -> None:
     out.write((first_line or f"Log starting offset: {offset_from_filename(path)}") + "\n")
     with open(path, "rb") as f:
         data = f.read(max_bytes if max_bytes < INT32_MAX else -1)
@@ -209,17 +273,17 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
         if position + size > len(data):
             break
         if magic in LEGACY_MIN_SIZE and size >= LEGACY_MIN_SIZE[magic]:
-            _dump_legacy_message(out, view[position:position + size], position,
-                                               deep=deep, print_data=print_data)
+            _dump_legacy_message(
+                out, view[position : position + size], position, deep=deep, print_data=print_data
+            )
             position += size
             continue
         if batch_length < RECORD_BATCH_OVERHEAD - LOG_OVERHEAD:
             break
         header = read_header(data, position)
-        batch = view[position:position + size]
+        batch = view[position : position + size]
         valid = header.magic == 2 and crc32c(batch[ATTRIBUTES_OFFSET:]) == header.crc
-        delete_horizon = (header.base_timestamp if header.attributes & _DELETE_HORIZON_BIT
-                          else None)
+        delete_horizon = header.base_timestamp if header.attributes & _DELETE_HORIZON_BIT else None
         ts_type = "LogAppendTime" if header.is_log_append_time else "CreateTime"
         out.write(
             f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "
@@ -232,38 +296,53 @@ def dump_log_file(path: str, out, *, deep: bool, print_data: bool, offsets_decod
             f"deleteHorizonMs: {_optional_long(delete_horizon)} position: {position} "
             f"{ts_type}: {header.max_timestamp} size: {size} magic: {header.magic} "
             f"compresscodec: {CODEC_NAMES.get(header.compression, header.compression)} "
-            f"crc: {header.crc} isvalid: {_bool(valid)}\n")
+            f"crc: {header.crc} isvalid: {_bool(valid)}\n"
+        )
         if deep and valid:
             for record in iter_records(batch):
                 line = []
                 if not skip_metadata:
-                    sequence = (-1 if header.base_sequence < 0
-                                else header.base_sequence + record.offset - header.base_offset)
+                    sequence = (
+                        -1
+                        if header.base_sequence < 0
+                        else header.base_sequence + record.offset - header.base_offset
+                    )
                     line.append(
                         f"| offset: {record.offset} {ts_type}: {record.timestamp} "
                         f"keySize: {-1 if record.key is None else len(record.key)} "
                         f"valueSize: {-1 if record.value is None else len(record.value)} "
                         f"sequence: {sequence} "
-                        f"headerKeys: [{','.join(k for k, _ in record.headers)}]")
+                        f"headerKeys: [{','.join(k for k, _ in record.headers)}]"
+                    )
                     if header.is_control and record.key is not None and len(record.key) >= 4:
                         control_type = struct.unpack_from(">h", record.key, 2)[0]
-                        if control_type in (0, 1) and record.value is not None \
-                                and len(record.value) >= 6:
+                        if (
+                            control_type in (0, 1)
+                            and record.value is not None
+                            and len(record.value) >= 6
+                        ):
                             epoch = struct.unpack_from(">i", record.value, 2)[0]
-                            line.append(f" endTxnMarker: {'COMMIT' if control_type else 'ABORT'}"
-                                        f" coordinatorEpoch: {epoch}")
+                            line.append(
+                                f" endTxnMarker: {'COMMIT' if control_type else 'ABORT'}"
+                                f" coordinatorEpoch: {epoch}"
+                            )
                         else:
                             line.append(_control_record(control_type, record.value))
                 if print_data and not header.is_control:
                     prefix = "| " if skip_metadata else " "
                     if offsets_decoder:
-                        key_text, payload = format_offsets_record(record.offset, record.key,
-                                                                  record.value)
+                        key_text, payload = format_offsets_record(
+                            record.offset, record.key, record.value
+                        )
                     else:
-                        key_text = None if record.key is None else \
-                            record.key.decode("utf-8", "replace")
-                        payload = None if record.value is None else \
-                            record.value.decode("utf-8", "replace")
+                        key_text = (
+                            None if record.key is None else record.key.decode("utf-8", "replace")
+                        )
+                        payload = (
+                            None
+                            if record.value is None
+                            else record.value.decode("utf-8", "replace")
+                        )
                     if key_text is not None:
                         line.append(f"{prefix}key: {key_text}")
                         prefix = " "
@@ -284,17 +363,26 @@ def _dump_legacy_message(out, message, position: int, *, deep: bool, print_data:
         valid = True
     except CorruptRecordException:
         valid = False
-    ts_type = ("NoTimestampType" if header.magic == 0
-               else "LogAppendTime" if header.is_log_append_time else "CreateTime")
-    out.write(f"offset: {header.last_offset} position: {position} {ts_type}: "
-              f"{header.max_timestamp} size: {len(message)} magic: {header.magic} "
-              f"compresscodec: {CODEC_NAMES.get(header.compression, header.compression)} "
-              f"crc: {header.crc} isvalid: {_bool(valid)}\n")
+    ts_type = (
+        "NoTimestampType"
+        if header.magic == 0
+        else "LogAppendTime"
+        if header.is_log_append_time
+        else "CreateTime"
+    )
+    out.write(
+        f"offset: {header.last_offset} position: {position} {ts_type}: "
+        f"{header.max_timestamp} size: {len(message)} magic: {header.magic} "
+        f"compresscodec: {CODEC_NAMES.get(header.compression, header.compression)} "
+        f"crc: {header.crc} isvalid: {_bool(valid)}\n"
+    )
     if deep and valid:
         for record in iter_records(message):
-            line = (f"| offset: {record.offset} {ts_type}: {record.timestamp} "
-                    f"keySize: {-1 if record.key is None else len(record.key)} "
-                    f"valueSize: {-1 if record.value is None else len(record.value)}")
+            line = (
+                f"| offset: {record.offset} {ts_type}: {record.timestamp} "
+                f"keySize: {-1 if record.key is None else len(record.key)} "
+                f"valueSize: {-1 if record.value is None else len(record.value)}"
+            )
             if print_data:
                 if record.key is not None:
                     line += f" key: {record.key.decode('utf-8', 'replace')}"
@@ -322,8 +410,7 @@ def _batch_last_offset_at(log_path: str, position: int) -> int | None:
     return read_header(head).last_offset
 
 
-def dump_index(path: str, out, *, sanity_only: bool, verify_only: bool,
-               mismatches: dict) -> None:
+def dump_index(path: str, out, *, sanity_only: bool, verify_only: bool, mismatches: dict) -> None:
     base = offset_from_filename(path)
     index = OffsetIndex(path, base, writable=False)
     try:
@@ -342,8 +429,9 @@ def dump_index(path: str, out, *, sanity_only: bool, verify_only: bool,
                 return
             found = _batch_last_offset_at(log_path, entry.position)
             if found != entry.offset:
-                mismatches.setdefault(path, []).append((entry.offset, -1 if found is None
-                                                        else found))
+                mismatches.setdefault(path, []).append(
+                    (entry.offset, -1 if found is None else found)
+                )
             if not verify_only:
                 out.write(f"offset: {entry.offset} position: {entry.position}\n")
     finally:
@@ -364,9 +452,11 @@ def dump_time_index(path: str, out, *, sanity_only: bool, verify_only: bool, err
             if i > 0 and entry.offset == base:
                 return
             if previous >= entry.timestamp:
-                err.write(f"Found out of order timestamp in :{os.path.abspath(path)}\n"
-                          f"  Index timestamp: {entry.timestamp}, Previously indexed "
-                          f"timestamp: {previous}\n")
+                err.write(
+                    f"Found out of order timestamp in :{os.path.abspath(path)}\n"
+                    f"  Index timestamp: {entry.timestamp}, Previously indexed "
+                    f"timestamp: {previous}\n"
+                )
             if not verify_only:
                 out.write(f"timestamp: {entry.timestamp} offset: {entry.offset}\n")
             previous = entry.timestamp
@@ -381,19 +471,25 @@ def dump_snapshot(path: str, out, err) -> None:
         err.write(f"{exc}\n")
         return
     for entry in entries:
-        line = (f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
-                f"coordinatorEpoch: {entry.coordinator_epoch} "
-                f"currentTxnFirstOffset: {_optional_long(entry.current_txn_first_offset)} "
-                f"lastTimestamp: {entry.last_timestamp}")
+        line = (
+            f"producerId: {entry.producer_id} producerEpoch: {entry.producer_epoch} "
+            f"coordinatorEpoch: {entry.coordinator_epoch} "
+            f"currentTxnFirstOffset: {_optional_long(entry.current_txn_first_offset)} "
+            f"lastTimestamp: {entry.last_timestamp}"
+        )
         if entry.batch_metadata:
             meta = entry.batch_metadata[0]
-            line += (f" firstSequence: {meta.first_seq} lastSequence: {meta.last_seq} "
-                     f"lastOffset: {meta.last_offset} offsetDelta: {meta.offset_delta} "
-                     f"timestamp: {meta.timestamp}")
+            line += (
+                f" firstSequence: {meta.first_seq} lastSequence: {meta.last_seq} "
+                f"lastOffset: {meta.last_offset} offsetDelta: {meta.offset_delta} "
+                f"timestamp: {meta.timestamp}"
+            )
         out.write(line + "\n")
 
 
 def dump_txn_index(path: str, out) -> None:
     for txn in TransactionIndex(offset_from_filename(path), path).entries:
-        out.write(f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
-                  f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}\n")
+        out.write(
+            f"version: 0 producerId: {txn.producer_id} firstOffset: {txn.first_offset} "
+            f"lastOffset: {txn.last_offset} lastStableOffset: {txn.last_stable_offset}\n"
+        )

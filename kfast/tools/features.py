@@ -15,6 +15,7 @@ downgrade (``--unsafe``: unsafe), disable = a safe downgrade to level 0;
 prints it; any failure ends with "N out of M operation(s) failed." and exit
 status 1.
 """
+
 from __future__ import annotations
 
 import sys
@@ -42,9 +43,13 @@ def _level_text(feature: str, level: int) -> str:
 def describe(args) -> int:
     try:
         with _connect(args.bootstrap_server) as connection:
-            response = connection.send(ApiVersionsRequest(
-                client_software_name="kfast-features", client_software_version="1"),
-                api_key=18, version=4)
+            response = connection.send(
+                ApiVersionsRequest(
+                    client_software_name="kfast-features", client_software_version="1"
+                ),
+                api_key=18,
+                version=4,
+            )
     except Exception as exc:
         print(f"Error while making request: {exc}", file=sys.stderr)
         return EXIT_FAILURE
@@ -52,10 +57,12 @@ def describe(args) -> int:
     epoch = response.finalized_features_epoch
     for feature in sorted(response.supported_features, key=lambda f: f.name):
         name = feature.name
-        print(f"Feature: {name}\tSupportedMinVersion: {_level_text(name, feature.min_version)}"
-              f"\tSupportedMaxVersion: {_level_text(name, feature.max_version)}"
-              f"\tFinalizedVersionLevel: {_level_text(name, finalized.get(name, 0))}"
-              f"\tEpoch: {epoch if epoch >= 0 else '-'}")
+        print(
+            f"Feature: {name}\tSupportedMinVersion: {_level_text(name, feature.min_version)}"
+            f"\tSupportedMaxVersion: {_level_text(name, feature.max_version)}"
+            f"\tFinalizedVersionLevel: {_level_text(name, finalized.get(name, 0))}"
+            f"\tEpoch: {epoch if epoch >= 0 else '-'}"
+        )
     return 0
 
 
@@ -87,11 +94,14 @@ def update(args) -> int:
         print(updates, file=sys.stderr)
         return EXIT_FAILURE
     Key = UpdateFeaturesRequest.FeatureUpdateKey
-    request = UpdateFeaturesRequest(timeout_ms=args.timeout_ms, validate_only=args.dry_run,
-                                    feature_updates=[
-                                        Key(feature=name, max_version_level=level,
-                                            upgrade_type=kind)
-                                        for name, level, kind in updates])
+    request = UpdateFeaturesRequest(
+        timeout_ms=args.timeout_ms,
+        validate_only=args.dry_run,
+        feature_updates=[
+            Key(feature=name, max_version_level=level, upgrade_type=kind)
+            for name, level, kind in updates
+        ],
+    )
     try:
         with _connect(args.bootstrap_server) as connection:
             response = connection.send(request, version=1, timeout=args.timeout_ms / 1000 + 5)
@@ -123,24 +133,32 @@ def update(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("features", help="describe and update feature levels "
-                                               "(like kafka-features.sh)",
-                              description="The cluster's finalized feature levels, like "
-                                          "kafka-features.sh.")
+    p = subparsers.add_parser(
+        "features",
+        help="describe and update feature levels (like kafka-features.sh)",
+        description="The cluster's finalized feature levels, like kafka-features.sh.",
+    )
     p.add_argument("--bootstrap-server", "-b", required=True, metavar="HOST:PORT")
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     d = actions.add_parser("describe", help="supported and finalized levels")
     d.set_defaults(handler=describe)
-    for action, help_text in (("upgrade", "raise features (--feature NAME=LEVEL)"),
-                              ("downgrade", "lower features (--feature NAME=LEVEL)"),
-                              ("disable", "set features to 0 (--feature NAME)")):
+    for action, help_text in (
+        ("upgrade", "raise features (--feature NAME=LEVEL)"),
+        ("downgrade", "lower features (--feature NAME=LEVEL)"),
+        ("disable", "set features to 0 (--feature NAME)"),
+    ):
         a = actions.add_parser(action, help=help_text)
-        a.add_argument("--feature", action="append", required=True,
-                       metavar="NAME" if action == "disable" else "NAME=LEVEL")
+        a.add_argument(
+            "--feature",
+            action="append",
+            required=True,
+            metavar="NAME" if action == "disable" else "NAME=LEVEL",
+        )
         if action == "downgrade":
-            a.add_argument("--unsafe", action="store_true",
-                           help="an unsafe downgrade (metadata may be lost)")
+            a.add_argument(
+                "--unsafe", action="store_true", help="an unsafe downgrade (metadata may be lost)"
+            )
         a.add_argument("--dry-run", action="store_true", help="validate only")
         a.add_argument("--timeout-ms", type=int, default=30000)
         a.set_defaults(handler=update)

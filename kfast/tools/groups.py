@@ -15,6 +15,7 @@ The requests go over kfast.client.connection.BlockingConnection: to the
 group's coordinator (FindCoordinator) and to each partition's leader
 (ListOffsets).
 """
+
 from __future__ import annotations
 
 import sys
@@ -29,15 +30,21 @@ _KEY = api_keys.BY_NAME
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "groups", help="list, describe, delete consumer groups and reset their offsets "
-                       "(like kafka-consumer-groups.sh)",
-        description="Manage consumer groups on a running Kafka-compatible cluster.")
+        "groups",
+        help="list, describe, delete consumer groups and reset their offsets "
+        "(like kafka-consumer-groups.sh)",
+        description="Manage consumer groups on a running Kafka-compatible cluster.",
+    )
     p.add_argument("action", choices=("list", "describe", "delete", "reset-offsets"))
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     p.add_argument("--group", action="append", default=[], help="group id; repeatable")
     p.add_argument("--state", action="store_true", help="list: print each group's state")
-    p.add_argument("--topic", action="append", default=[],
-                   help="reset-offsets: topic, or topic:partition[,partition]; repeatable")
+    p.add_argument(
+        "--topic",
+        action="append",
+        default=[],
+        help="reset-offsets: topic, or topic:partition[,partition]; repeatable",
+    )
     target = p.add_mutually_exclusive_group()
     target.add_argument("--to-earliest", action="store_true")
     target.add_argument("--to-latest", action="store_true")
@@ -59,8 +66,9 @@ def _check(code: int, what: str) -> None:
 class GroupsTool:
     def __init__(self, bootstrap: str):
         host, _, port = bootstrap.split(",")[0].rpartition(":")
-        self.bootstrap = BlockingConnection(host or "localhost", int(port),
-                                            client_id="kfast-groups")
+        self.bootstrap = BlockingConnection(
+            host or "localhost", int(port), client_id="kfast-groups"
+        )
         self._connections = {}
 
     def close(self) -> None:
@@ -79,8 +87,9 @@ class GroupsTool:
 
     def coordinator(self, group: str) -> BlockingConnection:
         for _ in range(20):
-            response = self.send(self.bootstrap, "FindCoordinator", 3,
-                                 {"key": group, "key_type": 0})
+            response = self.send(
+                self.bootstrap, "FindCoordinator", 3, {"key": group, "key_type": 0}
+            )
             if response.error_code != errors.CoordinatorNotAvailableException.code:
                 break
         _check(response.error_code, f"finding the coordinator of group {group}")
@@ -93,27 +102,44 @@ class GroupsTool:
         return [(g.group_id, g.group_state) for g in response.groups]
 
     def describe(self, group: str):
-        response = self.send(self.coordinator(group), "DescribeGroups", 5,
-                             {"groups": [group], "include_authorized_operations": False})
+        response = self.send(
+            self.coordinator(group),
+            "DescribeGroups",
+            5,
+            {"groups": [group], "include_authorized_operations": False},
+        )
         described = response.groups[0]
         _check(described.error_code, f"describing group {group}")
         return described
 
     def committed(self, group: str) -> dict:
-        response = self.send(self.coordinator(group), "OffsetFetch", 7,
-                             {"group_id": group, "topics": None, "require_stable": False})
+        response = self.send(
+            self.coordinator(group),
+            "OffsetFetch",
+            7,
+            {"group_id": group, "topics": None, "require_stable": False},
+        )
         _check(response.error_code, f"fetching the offsets of group {group}")
-        return {(t.name, p.partition_index): p.committed_offset
-                for t in response.topics for p in t.partitions if p.committed_offset >= 0}
+        return {
+            (t.name, p.partition_index): p.committed_offset
+            for t in response.topics
+            for p in t.partitions
+            if p.committed_offset >= 0
+        }
 
     def list_offsets(self, partitions, timestamp: int) -> dict:
         """{(topic, partition): offset} from each partition's leader."""
         topics = sorted({t for t, _ in partitions})
-        metadata = self.send(self.bootstrap, "Metadata", 9, {
-            "topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False})
+        metadata = self.send(
+            self.bootstrap,
+            "Metadata",
+            9,
+            {"topics": [{"name": t} for t in topics], "allow_auto_topic_creation": False},
+        )
         brokers = {b.node_id: (b.host, b.port) for b in metadata.brokers}
-        leaders = {(t.name, p.partition_index): p.leader_id
-                   for t in metadata.topics for p in t.partitions}
+        leaders = {
+            (t.name, p.partition_index): p.leader_id for t in metadata.topics for p in t.partitions
+        }
         by_leader: dict[int, list] = {}
         for tp in partitions:
             if tp in leaders:
@@ -125,10 +151,18 @@ class GroupsTool:
             grouped: dict[str, list] = {}
             for topic, index in tps:
                 grouped.setdefault(topic, []).append(
-                    {"partition_index": index, "timestamp": timestamp})
-            response = self.send(self._node(*brokers[leader]), "ListOffsets", 4, {
-                "replica_id": -1, "isolation_level": 0,
-                "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()]})
+                    {"partition_index": index, "timestamp": timestamp}
+                )
+            response = self.send(
+                self._node(*brokers[leader]),
+                "ListOffsets",
+                4,
+                {
+                    "replica_id": -1,
+                    "isolation_level": 0,
+                    "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()],
+                },
+            )
             for t in response.topics:
                 for p in t.partitions:
                     if not p.error_code:
@@ -136,8 +170,12 @@ class GroupsTool:
         return offsets
 
     def topic_partitions(self, topic: str) -> list[tuple[str, int]]:
-        metadata = self.send(self.bootstrap, "Metadata", 9, {
-            "topics": [{"name": topic}], "allow_auto_topic_creation": False})
+        metadata = self.send(
+            self.bootstrap,
+            "Metadata",
+            9,
+            {"topics": [{"name": topic}], "allow_auto_topic_creation": False},
+        )
         found = metadata.topics[0]
         _check(found.error_code, f"topic {topic}")
         return sorted((topic, p.partition_index) for p in found.partitions)
@@ -172,17 +210,37 @@ def _describe(tool: GroupsTool, group: str, out) -> None:
     if not described.members:
         print(f"\nConsumer group '{group}' has no active members.", file=out)
     end_offsets = tool.list_offsets(partitions, LATEST_TIMESTAMP) if partitions else {}
-    rows = [["GROUP", "TOPIC", "PARTITION", "CURRENT-OFFSET", "LOG-END-OFFSET", "LAG",
-             "CONSUMER-ID", "HOST", "CLIENT-ID"]]
+    rows = [
+        [
+            "GROUP",
+            "TOPIC",
+            "PARTITION",
+            "CURRENT-OFFSET",
+            "LOG-END-OFFSET",
+            "LAG",
+            "CONSUMER-ID",
+            "HOST",
+            "CLIENT-ID",
+        ]
+    ]
     for tp in partitions:
         current = committed.get(tp)
         end = end_offsets.get(tp)
         lag = end - current if current is not None and end is not None else "-"
         member = owners.get(tp)
-        rows.append([group, tp[0], tp[1], "-" if current is None else current,
-                     "-" if end is None else end, lag,
-                     member.member_id if member else "-", member.client_host if member else "-",
-                     member.client_id if member else "-"])
+        rows.append(
+            [
+                group,
+                tp[0],
+                tp[1],
+                "-" if current is None else current,
+                "-" if end is None else end,
+                lag,
+                member.member_id if member else "-",
+                member.client_host if member else "-",
+                member.client_id if member else "-",
+            ]
+        )
     print(file=out)
     _table(rows, out)
 
@@ -190,8 +248,7 @@ def _describe(tool: GroupsTool, group: str, out) -> None:
 def _delete(tool: GroupsTool, groups: list[str], out) -> None:
     failures = {}
     for group in groups:
-        response = tool.send(tool.coordinator(group), "DeleteGroups", 2,
-                             {"groups_names": [group]})
+        response = tool.send(tool.coordinator(group), "DeleteGroups", 2, {"groups_names": [group]})
         code = response.results[0].error_code
         if code:
             failures[group] = errors.for_code(code).__name__
@@ -211,29 +268,49 @@ def _reset(tool: GroupsTool, group: str, args, out) -> None:
         raise CommandError("reset-offsets needs --topic")
     described = tool.describe(group)
     if described.group_state not in ("Empty", "Dead"):
-        raise CommandError(f"Assignments can only be reset if the group '{group}' is inactive, "
-                           f"but the current state is {described.group_state}.")
+        raise CommandError(
+            f"Assignments can only be reset if the group '{group}' is inactive, "
+            f"but the current state is {described.group_state}."
+        )
     partitions = []
     for spec in args.topic:
         topic, _, indexes = spec.partition(":")
-        partitions += ([(topic, int(i)) for i in indexes.split(",")] if indexes
-                       else tool.topic_partitions(topic))
+        partitions += (
+            [(topic, int(i)) for i in indexes.split(",")]
+            if indexes
+            else tool.topic_partitions(topic)
+        )
     if args.to_offset is not None:
         plan = {tp: args.to_offset for tp in partitions}
     elif args.to_earliest or args.to_latest:
-        plan = tool.list_offsets(partitions, EARLIEST_TIMESTAMP if args.to_earliest else LATEST_TIMESTAMP)
+        plan = tool.list_offsets(
+            partitions, EARLIEST_TIMESTAMP if args.to_earliest else LATEST_TIMESTAMP
+        )
     else:
         raise CommandError("give one of --to-earliest, --to-latest, --to-offset")
     if args.execute:
         grouped: dict[str, list] = {}
         for (topic, index), offset in sorted(plan.items()):
             grouped.setdefault(topic, []).append(
-                {"partition_index": index, "committed_offset": offset,
-                 "committed_leader_epoch": -1, "committed_metadata": ""})
-        response = tool.send(tool.coordinator(group), "OffsetCommit", 8, {
-            "group_id": group, "generation_id_or_member_epoch": -1, "member_id": "",
-            "group_instance_id": None,
-            "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()]})
+                {
+                    "partition_index": index,
+                    "committed_offset": offset,
+                    "committed_leader_epoch": -1,
+                    "committed_metadata": "",
+                }
+            )
+        response = tool.send(
+            tool.coordinator(group),
+            "OffsetCommit",
+            8,
+            {
+                "group_id": group,
+                "generation_id_or_member_epoch": -1,
+                "member_id": "",
+                "group_instance_id": None,
+                "topics": [{"name": t, "partitions": ps} for t, ps in grouped.items()],
+            },
+        )
         for topic in response.topics:
             for p in topic.partitions:
                 _check(p.error_code, f"committing {topic.name}-{p.partition_index}")

@@ -12,6 +12,7 @@ Kafka's: ``{"partitions": [{"topic": "t", "partition": 0}, ...]}``. Output
 lines and the exit status are the Kafka tool's: succeeded partitions, those
 that needed no election, then one line per failure and exit status 1.
 """
+
 from __future__ import annotations
 
 import json
@@ -41,8 +42,10 @@ def _partitions(args) -> list[tuple[str, int]] | None:
 def _validate(args) -> str | None:
     sources = [args.all_topic_partitions, args.topic is not None, bool(args.path_to_json_file)]
     if sum(sources) != 1:
-        return ("One and only one of the following options is required: "
-                "--all-topic-partitions, --topic, --path-to-json-file")
+        return (
+            "One and only one of the following options is required: "
+            "--all-topic-partitions, --topic, --path-to-json-file"
+        )
     if (args.topic is None) != (args.partition is None):
         return "Missing required option(s): --topic and --partition go together"
     return None
@@ -63,10 +66,14 @@ def elect(args) -> int:
     for topic, partition in wanted or ():
         by_topic.setdefault(topic, []).append(partition)
     request = ElectLeadersRequest(
-        election_type=ELECTION_TYPES[election], timeout_ms=args.timeout_ms,
-        topic_partitions=None if wanted is None else [
-            ElectLeadersRequest.TopicPartitions(topic=t, partitions=p)
-            for t, p in by_topic.items()])
+        election_type=ELECTION_TYPES[election],
+        timeout_ms=args.timeout_ms,
+        topic_partitions=None
+        if wanted is None
+        else [
+            ElectLeadersRequest.TopicPartitions(topic=t, partitions=p) for t, p in by_topic.items()
+        ],
+    )
     try:
         with _connect(args.bootstrap_server) as connection:
             response = connection.send(request, timeout=args.timeout_ms / 1000 + 5)
@@ -88,8 +95,10 @@ def elect(args) -> int:
                 error = errors.for_code(p.error_code)
                 failed.append((name, f"{error.__name__}: {p.error_message or ''}".rstrip(": ")))
     if succeeded:
-        print(f"Successfully completed leader election ({election}) for partitions "
-              f"{', '.join(succeeded)}")
+        print(
+            f"Successfully completed leader election ({election}) for partitions "
+            f"{', '.join(succeeded)}"
+        )
     if noop:
         print(f"Valid replica already elected for partitions {', '.join(noop)}")
     for name, message in failed:
@@ -101,18 +110,29 @@ def elect(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("leader-election", help="elect partition leaders "
-                                                      "(like kafka-leader-election.sh)",
-                              description="Preferred or unclean leader election, like "
-                                          "kafka-leader-election.sh.")
+    p = subparsers.add_parser(
+        "leader-election",
+        help="elect partition leaders (like kafka-leader-election.sh)",
+        description="Preferred or unclean leader election, like kafka-leader-election.sh.",
+    )
     p.add_argument("--bootstrap-server", "-b", required=True, metavar="HOST:PORT")
-    p.add_argument("--election-type", required=True, type=str.upper,
-                   choices=sorted(ELECTION_TYPES), help="PREFERRED or UNCLEAN")
+    p.add_argument(
+        "--election-type",
+        required=True,
+        type=str.upper,
+        choices=sorted(ELECTION_TYPES),
+        help="PREFERRED or UNCLEAN",
+    )
     p.add_argument("--topic", help="the topic of the partition to elect a leader for")
     p.add_argument("--partition", type=int, help="the partition (with --topic)")
-    p.add_argument("--all-topic-partitions", action="store_true",
-                   help="every partition of every topic")
+    p.add_argument(
+        "--all-topic-partitions", action="store_true", help="every partition of every topic"
+    )
     p.add_argument("--path-to-json-file", help='{"partitions": [{"topic": t, "partition": n}]}')
-    p.add_argument("--timeout-ms", type=int, default=30000,
-                   help="how long the controller may take (default 30000)")
+    p.add_argument(
+        "--timeout-ms",
+        type=int,
+        default=30000,
+        help="how long the controller may take (default 30000)",
+    )
     p.set_defaults(handler=elect)

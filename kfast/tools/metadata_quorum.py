@@ -23,6 +23,7 @@ type on a broker) for the cluster id. The output is
 kafka-metadata-quorum.sh's: ``--status`` prints ``Key: value`` lines,
 ``--replication`` a table with one row per voter and observer.
 """
+
 from __future__ import annotations
 
 import sys
@@ -56,9 +57,14 @@ def _query(addresses, endpoint_type: int):
     {id: ["NAME://host:port"]}) from the first address that leads the quorum."""
     from kfast.client.connection import BlockingConnection
 
-    request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-        topic_name=_METADATA_TOPIC,
-        partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+    request = DescribeQuorumRequest(
+        topics=[
+            DescribeQuorumRequest.TopicData(
+                topic_name=_METADATA_TOPIC,
+                partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)],
+            )
+        ]
+    )
     last_error = "no address answered"
     for host, port in addresses:
         try:
@@ -70,9 +76,12 @@ def _query(addresses, endpoint_type: int):
                     last_error = f"{host}:{port}: {errors.for_code(code).__name__}"
                     continue
                 cluster = connection.send(DescribeClusterRequest(endpoint_type=endpoint_type))
-                endpoints = {node.node_id: [_endpoint_text(l.name, l.host, l.port)
-                                            for l in node.listeners if l.name]
-                             for node in response.nodes or ()}
+                endpoints = {
+                    node.node_id: [
+                        _endpoint_text(l.name, l.host, l.port) for l in node.listeners if l.name
+                    ]
+                    for node in response.nodes or ()
+                }
                 return cluster.cluster_id, partition, endpoints
 
         except Exception as exc:  # the next address may answer
@@ -106,8 +115,10 @@ def _status(cluster_id: str, quorum, endpoints: dict | None = None) -> str:
         max_lag_ms = -1
 
     def node(replica):
-        text = f'{{"id": {replica.replica_id}, "directoryId": ' \
-               f'{_directory_text(replica.replica_directory_id)}'
+        text = (
+            f'{{"id": {replica.replica_id}, "directoryId": '
+            f"{_directory_text(replica.replica_directory_id)}"
+        )
         known = (endpoints or {}).get(replica.replica_id)
         if known:
             text += ', "endpoints": [' + ", ".join(f'"{e}"' for e in known) + "]"
@@ -115,14 +126,17 @@ def _status(cluster_id: str, quorum, endpoints: dict | None = None) -> str:
 
     def nodes(replicas):
         return "[" + ", ".join(node(r) for r in replicas) + "]"
-    return (f"ClusterId:              {cluster_id}\n"
-            f"LeaderId:               {quorum.leader_id}\n"
-            f"LeaderEpoch:            {quorum.leader_epoch}\n"
-            f"HighWatermark:          {quorum.high_watermark}\n"
-            f"MaxFollowerLag:         {max_lag}\n"
-            f"MaxFollowerLagTimeMs:   {max_lag_ms}\n"
-            f"CurrentVoters:          {nodes(quorum.current_voters)}\n"
-            f"CurrentObservers:       {nodes(quorum.observers)}")
+
+    return (
+        f"ClusterId:              {cluster_id}\n"
+        f"LeaderId:               {quorum.leader_id}\n"
+        f"LeaderEpoch:            {quorum.leader_epoch}\n"
+        f"HighWatermark:          {quorum.high_watermark}\n"
+        f"MaxFollowerLag:         {max_lag}\n"
+        f"MaxFollowerLagTimeMs:   {max_lag_ms}\n"
+        f"CurrentVoters:          {nodes(quorum.current_voters)}\n"
+        f"CurrentObservers:       {nodes(quorum.observers)}"
+    )
 
 
 def _replication(quorum, human_readable: bool) -> str:
@@ -136,44 +150,69 @@ def _replication(quorum, human_readable: bool) -> str:
         if timestamp < 0:
             return "-1"
         return f"{max(0, now - timestamp)} ms ago" if human_readable else str(timestamp)
+
     rows = []
-    ordered = [("Leader", leader)] + [("Follower", v) for v in quorum.current_voters
-                                      if v.replica_id != quorum.leader_id] + \
-        [("Observer", o) for o in quorum.observers]
+    ordered = (
+        [("Leader", leader)]
+        + [("Follower", v) for v in quorum.current_voters if v.replica_id != quorum.leader_id]
+        + [("Observer", o) for o in quorum.observers]
+    )
     for status, replica in ordered:
-        rows.append([str(replica.replica_id),
-                     uuid_base64(replica.replica_directory_id or ZERO_UUID),
-                     str(replica.log_end_offset),
-                     str(leader.log_end_offset - replica.log_end_offset),
-                     when(replica.last_fetch_timestamp, "last fetch"),
-                     when(replica.last_caught_up_timestamp, "last caught up"), status])
-    header = ["NodeId", "DirectoryId", "LogEndOffset", "Lag", "LastFetchTimestamp",
-              "LastCaughtUpTimestamp", "Status"]
+        rows.append(
+            [
+                str(replica.replica_id),
+                uuid_base64(replica.replica_directory_id or ZERO_UUID),
+                str(replica.log_end_offset),
+                str(leader.log_end_offset - replica.log_end_offset),
+                when(replica.last_fetch_timestamp, "last fetch"),
+                when(replica.last_caught_up_timestamp, "last caught up"),
+                status,
+            ]
+        )
+    header = [
+        "NodeId",
+        "DirectoryId",
+        "LogEndOffset",
+        "Lag",
+        "LastFetchTimestamp",
+        "LastCaughtUpTimestamp",
+        "Status",
+    ]
     widths = [max(len(row[i]) for row in rows + [header]) for i in range(len(header))]
     # Kafka's ToolsUtils.prettyPrintTable: columns left-aligned, two spaces apart.
-    return "\n".join("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
-                     for row in [header] + rows)
+    return "\n".join(
+        "  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip()
+        for row in [header] + rows
+    )
 
 
 def describe(args) -> int:
     if bool(args.bootstrap_server) == bool(args.bootstrap_controller):
-        print("kfast metadata-quorum: give exactly one of --bootstrap-server and "
-              "--bootstrap-controller", file=sys.stderr)
+        print(
+            "kfast metadata-quorum: give exactly one of --bootstrap-server and "
+            "--bootstrap-controller",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     if args.status == args.replication:
-        print("kfast metadata-quorum: describe takes one of --status and --replication",
-              file=sys.stderr)
+        print(
+            "kfast metadata-quorum: describe takes one of --status and --replication",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
-    endpoint_type = ENDPOINT_TYPE_CONTROLLER if args.bootstrap_controller else \
-        ENDPOINT_TYPE_BROKER
+    endpoint_type = ENDPOINT_TYPE_CONTROLLER if args.bootstrap_controller else ENDPOINT_TYPE_BROKER
     try:
-        cluster_id, quorum, endpoints = _query(_addresses(args.bootstrap_controller or
-                                                          args.bootstrap_server), endpoint_type)
+        cluster_id, quorum, endpoints = _query(
+            _addresses(args.bootstrap_controller or args.bootstrap_server), endpoint_type
+        )
     except RuntimeError as exc:
         print(f"kfast metadata-quorum: cannot describe the quorum: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    print(_status(cluster_id, quorum, endpoints) if args.status else
-          _replication(quorum, args.human_readable))
+    print(
+        _status(cluster_id, quorum, endpoints)
+        if args.status
+        else _replication(quorum, args.human_readable)
+    )
     return 0
 
 
@@ -194,26 +233,35 @@ def _read_properties(path: str) -> dict:
 
 def _controller_id(props: dict) -> int:
     if "node.id" not in props:
-        raise _Refused("node.id not found in configuration file. Is this a valid controller "
-                       "configuration file?")
+        raise _Refused(
+            "node.id not found in configuration file. Is this a valid controller "
+            "configuration file?"
+        )
     node_id = int(props["node.id"])
     if node_id < 0:
-        raise _Refused("node.id was negative in configuration file. Is this a valid "
-                       "controller configuration file?")
+        raise _Refused(
+            "node.id was negative in configuration file. Is this a valid "
+            "controller configuration file?"
+        )
     if "controller" not in str(props.get("process.roles", "")):
-        raise _Refused("process.roles did not contain 'controller' in configuration file. Is "
-                       "this a valid controller configuration file?")
+        raise _Refused(
+            "process.roles did not contain 'controller' in configuration file. Is "
+            "this a valid controller configuration file?"
+        )
     return node_id
 
 
 def _metadata_directory_id(props: dict):
     from kfast.storage.meta_properties import parse_uuid_base64, read_meta_properties
 
-    directory = props.get("metadata.log.dir") or \
-        (str(props.get("log.dirs") or props.get("log.dir") or "").split(",")[0].strip())
+    directory = props.get("metadata.log.dir") or (
+        str(props.get("log.dirs") or props.get("log.dir") or "").split(",")[0].strip()
+    )
     if not directory:
-        raise _Refused("Neither metadata.log.dir nor log.dirs were found. Is this a valid "
-                       "controller configuration file?")
+        raise _Refused(
+            "Neither metadata.log.dir nor log.dirs were found. Is this a valid "
+            "controller configuration file?"
+        )
     meta = read_meta_properties(directory)
     if meta is None:
         raise _Refused(f"Unable to read meta.properties from {directory}")
@@ -234,8 +282,10 @@ def _controller_endpoints(props: dict) -> list[tuple[str, str, int]]:
                 name, host, port = parse_listener(uri.strip())
                 listeners[name] = (name, host or "localhost", port)
     if "controller.listener.names" not in props:
-        raise _Refused("controller.listener.names was not found. Is this a valid controller "
-                       "configuration file?")
+        raise _Refused(
+            "controller.listener.names was not found. Is this a valid controller "
+            "configuration file?"
+        )
     out = []
     for name in str(props["controller.listener.names"]).split(","):
         name = name.strip().upper()
@@ -256,10 +306,12 @@ def _send_to_active_controller(addresses, request):
     for host, port in list(ordered):
         try:
             with BlockingConnection(host, port, request_timeout=10) as connection:
-                cluster = connection.send(DescribeClusterRequest(
-                    endpoint_type=ENDPOINT_TYPE_CONTROLLER))
+                cluster = connection.send(
+                    DescribeClusterRequest(endpoint_type=ENDPOINT_TYPE_CONTROLLER)
+                )
                 active = {b.broker_id: (b.host, b.port) for b in cluster.brokers}.get(
-                    cluster.controller_id)
+                    cluster.controller_id
+                )
                 if active is not None and active not in ordered[:1]:
                     ordered.insert(0, active)
                 break
@@ -293,8 +345,11 @@ def add_controller(args) -> int:
         print("kfast metadata-quorum: give --bootstrap-controller", file=sys.stderr)
         return EXIT_FAILURE
     if not args.command_config:
-        print("kfast metadata-quorum: You must supply the configuration file of the controller "
-              "you are adding when using add-controller.", file=sys.stderr)
+        print(
+            "kfast metadata-quorum: You must supply the configuration file of the controller "
+            "you are adding when using add-controller.",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     try:
         props = _read_properties(args.command_config)
@@ -308,13 +363,18 @@ def add_controller(args) -> int:
 
     if not args.dry_run:
         request = AddRaftVoterRequest(
-            cluster_id=None, timeout_ms=_VOTER_CHANGE_TIMEOUT_MS, voter_id=controller_id,
+            cluster_id=None,
+            timeout_ms=_VOTER_CHANGE_TIMEOUT_MS,
+            voter_id=controller_id,
             voter_directory_id=directory_id,
-            listeners=[AddRaftVoterRequest.Listener(name=n, host=h, port=p)
-                       for n, h, p in endpoints])
+            listeners=[
+                AddRaftVoterRequest.Listener(name=n, host=h, port=p) for n, h, p in endpoints
+            ],
+        )
         try:
             response = _send_to_active_controller(
-                _addresses(args.bootstrap_controller or args.bootstrap_server), request)
+                _addresses(args.bootstrap_controller or args.bootstrap_server), request
+            )
         except RuntimeError as exc:
             print(f"kfast metadata-quorum: cannot add the controller: {exc}", file=sys.stderr)
             return EXIT_FAILURE
@@ -322,9 +382,11 @@ def add_controller(args) -> int:
         if error:
             print(f"kfast metadata-quorum: {error}", file=sys.stderr)
             return EXIT_FAILURE
-    print(f"{'DRY RUN of adding' if args.dry_run else 'Added'} controller {controller_id} with "
-          f"directory id {uuid_base64(directory_id)} and endpoints: "
-          + ", ".join(_endpoint_text(n, h, p) for n, h, p in endpoints))
+    print(
+        f"{'DRY RUN of adding' if args.dry_run else 'Added'} controller {controller_id} with "
+        f"directory id {uuid_base64(directory_id)} and endpoints: "
+        + ", ".join(_endpoint_text(n, h, p) for n, h, p in endpoints)
+    )
     return 0
 
 
@@ -335,21 +397,27 @@ def remove_controller(args) -> int:
         print("kfast metadata-quorum: give --bootstrap-controller", file=sys.stderr)
         return EXIT_FAILURE
     if args.controller_id < 0:
-        print(f"kfast metadata-quorum: Invalid negative --controller-id: {args.controller_id}",
-              file=sys.stderr)
+        print(
+            f"kfast metadata-quorum: Invalid negative --controller-id: {args.controller_id}",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     try:
         directory_id = parse_uuid_base64(args.controller_directory_id)
     except ValueError as exc:
-        print(f"kfast metadata-quorum: Failed to parse --controller-directory-id: {exc}",
-              file=sys.stderr)
+        print(
+            f"kfast metadata-quorum: Failed to parse --controller-directory-id: {exc}",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     if not args.dry_run:
-        request = RemoveRaftVoterRequest(cluster_id=None, voter_id=args.controller_id,
-                                         voter_directory_id=directory_id)
+        request = RemoveRaftVoterRequest(
+            cluster_id=None, voter_id=args.controller_id, voter_directory_id=directory_id
+        )
         try:
             response = _send_to_active_controller(
-                _addresses(args.bootstrap_controller or args.bootstrap_server), request)
+                _addresses(args.bootstrap_controller or args.bootstrap_server), request
+            )
         except RuntimeError as exc:
             print(f"kfast metadata-quorum: cannot remove the controller: {exc}", file=sys.stderr)
             return EXIT_FAILURE
@@ -357,40 +425,59 @@ def remove_controller(args) -> int:
         if error:
             print(f"kfast metadata-quorum: {error}", file=sys.stderr)
             return EXIT_FAILURE
-    print(f"{'DRY RUN of removing ' if args.dry_run else 'Removed '} KRaft controller "
-          f"{args.controller_id} with directory id {uuid_base64(directory_id)}")
+    print(
+        f"{'DRY RUN of removing ' if args.dry_run else 'Removed '} KRaft controller "
+        f"{args.controller_id} with directory id {uuid_base64(directory_id)}"
+    )
     return 0
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("metadata-quorum",
-                              help="describe the KRaft quorum (like kafka-metadata-quorum.sh)",
-                              description="Describe the KRaft metadata quorum.")
-    p.add_argument("--bootstrap-server", metavar="HOST:PORT",
-                   help="brokers to ask (comma-separated)")
-    p.add_argument("--bootstrap-controller", metavar="HOST:PORT",
-                   help="controllers to ask (comma-separated)")
-    p.add_argument("--command-config", metavar="FILE",
-                   help="add-controller: the server.properties of the controller to add")
+    p = subparsers.add_parser(
+        "metadata-quorum",
+        help="describe the KRaft quorum (like kafka-metadata-quorum.sh)",
+        description="Describe the KRaft metadata quorum.",
+    )
+    p.add_argument(
+        "--bootstrap-server", metavar="HOST:PORT", help="brokers to ask (comma-separated)"
+    )
+    p.add_argument(
+        "--bootstrap-controller", metavar="HOST:PORT", help="controllers to ask (comma-separated)"
+    )
+    p.add_argument(
+        "--command-config",
+        metavar="FILE",
+        help="add-controller: the server.properties of the controller to add",
+    )
     actions = p.add_subparsers(dest="quorum_command", metavar="ACTION")
     actions.required = True
     d = actions.add_parser("describe", help="the quorum's leader, voters and observers")
     d.add_argument("--status", action="store_true", help="the leader, epoch, lag, voters")
     d.add_argument("--replication", action="store_true", help="one row per replica")
-    d.add_argument("--human-readable", action="store_true",
-                   help="times as 'N ms ago' (with --replication)")
+    d.add_argument(
+        "--human-readable", action="store_true", help="times as 'N ms ago' (with --replication)"
+    )
     d.set_defaults(handler=describe)
-    a = actions.add_parser("add-controller",
-                           help="Add a controller to the KRaft controller cluster")
-    a.add_argument("--dry-run", action="store_true",
-                   help="print what would be done, but do not do it")
+    a = actions.add_parser(
+        "add-controller", help="Add a controller to the KRaft controller cluster"
+    )
+    a.add_argument(
+        "--dry-run", action="store_true", help="print what would be done, but do not do it"
+    )
     a.set_defaults(handler=add_controller)
-    r = actions.add_parser("remove-controller",
-                           help="Remove a controller from the KRaft controller cluster")
-    r.add_argument("--controller-id", "-i", type=int, required=True,
-                   help="the id of the controller to remove")
-    r.add_argument("--controller-directory-id", "-d", required=True,
-                   help="the directory id of the controller to remove")
-    r.add_argument("--dry-run", action="store_true",
-                   help="print what would be done, but do not do it")
+    r = actions.add_parser(
+        "remove-controller", help="Remove a controller from the KRaft controller cluster"
+    )
+    r.add_argument(
+        "--controller-id", "-i", type=int, required=True, help="the id of the controller to remove"
+    )
+    r.add_argument(
+        "--controller-directory-id",
+        "-d",
+        required=True,
+        help="the directory id of the controller to remove",
+    )
+    r.add_argument(
+        "--dry-run", action="store_true", help="print what would be done, but do not do it"
+    )
     r.set_defaults(handler=remove_controller)

@@ -24,6 +24,7 @@ definition); this module only formats them. Output follows kafka-dump-log.sh: th
 print as Kafka's generated JsonConverters write them: camelCase field names,
 topic ids in Kafka's base64 Uuid form, tagged fields only when not default.
 """
+
 from __future__ import annotations
 
 import base64
@@ -59,8 +60,12 @@ def _offset_commit_json(version: int, value: records.OffsetCommitValue) -> dict:
 
 
 def _group_metadata_json(version: int, value: records.GroupMetadataValue) -> dict:
-    data = {"protocolType": value.protocol_type, "generation": value.generation,
-            "protocol": value.protocol, "leader": value.leader}
+    data = {
+        "protocolType": value.protocol_type,
+        "generation": value.generation,
+        "protocol": value.protocol,
+        "leader": value.leader,
+    }
     if version >= 2:
         data["currentStateTimestamp"] = value.current_state_timestamp
     members = []
@@ -100,7 +105,7 @@ def _message_json(message, specs) -> dict:
         if spec.tag is not None:
             default = spec.default if spec.has_default else 0
             if value is None or (spec.fields is None and value == default):
-                continue        # a tagged field at its default is not written
+                continue  # a tagged field at its default is not written
         data[_json_name(spec.name)] = _field_json(value, spec)
     return data
 
@@ -125,11 +130,15 @@ def _scalar_json(value):
     return value
 
 
-def format_offsets_record(offset: int, key: bytes | None, value: bytes | None) -> tuple[str, str | None]:
+def format_offsets_record(
+    offset: int, key: bytes | None, value: bytes | None
+) -> tuple[str, str | None]:
     """(key text, payload text) for one __consumer_offsets record."""
     if key is None:
-        raise ValueError(f"Failed to decode message at offset {offset} using the specified "
-                         f"decoder (message had a missing key)")
+        raise ValueError(
+            f"Failed to decode message at offset {offset} using the specified "
+            f"decoder (message had a missing key)"
+        )
     try:
         (key_type,) = struct.unpack_from(">h", key)
         if key_type not in _KNOWN_KEY_TYPES:
@@ -140,8 +149,9 @@ def format_offsets_record(offset: int, key: bytes | None, value: bytes | None) -
     key_data = decoded_key._asdict()
     if key_type in CONSUMER_GROUP_KEY_TYPES:
         key_data = {_json_name(k): v for k, v in key_data.items()}
-    key_text = _json({"type": str(1 if key_type in OFFSET_COMMIT_KEY_TYPES else key_type),
-                      "data": key_data})
+    key_text = _json(
+        {"type": str(1 if key_type in OFFSET_COMMIT_KEY_TYPES else key_type), "data": key_data}
+    )
     if value is None:
         return key_text, "<DELETE>"
     try:

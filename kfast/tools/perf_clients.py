@@ -6,6 +6,7 @@ broker.
 Each driver produces, consumes or does the end-to-end round trip and feeds
 a LatencyStats; option parsing and printing stay in kfast.tools.perf.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,6 +45,7 @@ def _kfast_properties(props: dict[str, str], client):
     name is logged and ignored, an invalid value stops the run."""
     from kfast.client.properties import parse_client_properties
     from kfast.config import ConfigException
+
     try:
         return parse_client_properties(props, client, strict=False)
     except ConfigException as exc:
@@ -52,21 +54,34 @@ def _kfast_properties(props: dict[str, str], client):
 
 def _kfast_producer_options(props: dict[str, str]) -> dict:
     from kfast.client.properties import Client
+
     return _kfast_properties(props, Client.PRODUCER).producer_arguments()
 
 
 def _kfast_fetcher_options(props: dict[str, str], fetch_max_wait_ms: int) -> dict:
     from kfast.client.properties import Client
-    return {**_kfast_properties(props, Client.CONSUMER).fetcher_arguments(),
-            "max_wait_ms": fetch_max_wait_ms}
+
+    return {
+        **_kfast_properties(props, Client.CONSUMER).fetcher_arguments(),
+        "max_wait_ms": fetch_max_wait_ms,
+    }
 
 
 # ---- produce ---------------------------------------------------------------------------
 
-def produce_confluent(bootstrap: str, topic: str, payloads, count: int, throughput: float,
-                      props: dict[str, str], stats: LatencyStats) -> int:
+
+def produce_confluent(
+    bootstrap: str,
+    topic: str,
+    payloads,
+    count: int,
+    throughput: float,
+    props: dict[str, str],
+    stats: LatencyStats,
+) -> int:
     """Returns the number of failed sends."""
     from confluent_kafka import Producer
+
     producer = Producer({"bootstrap.servers": bootstrap, **props})
     failed = 0
 
@@ -85,7 +100,7 @@ def produce_confluent(bootstrap: str, topic: str, payloads, count: int, throughp
             try:
                 producer.produce(topic, payload, on_delivery=lambda e, m, s=sent: done(e, m, s))
                 break
-            except BufferError:         # queue.buffering.max.messages: let deliveries drain
+            except BufferError:  # queue.buffering.max.messages: let deliveries drain
                 producer.poll(0.005)
         producer.poll(0)
         wait = throttler.delay(i + 1)
@@ -97,6 +112,7 @@ def produce_confluent(bootstrap: str, topic: str, payloads, count: int, throughp
 
 async def _produce_kfast(bootstrap, topic, payloads, count, throughput, props, stats) -> int:
     from kfast.client.producer import KafkaProducer
+
     failed = 0
 
     def done(future, sent, size):
@@ -126,16 +142,33 @@ def produce_kfast(*args) -> int:
 
 # ---- consume ---------------------------------------------------------------------------
 
-def consume_confluent(bootstrap: str, topic: str, group: str, messages: int, timeout_ms: int,
-                      from_latest: bool, fetch_max_wait_ms: int, props: dict[str, str],
-                      timeline: list | None = None):
+
+def consume_confluent(
+    bootstrap: str,
+    topic: str,
+    group: str,
+    messages: int,
+    timeout_ms: int,
+    from_latest: bool,
+    fetch_max_wait_ms: int,
+    props: dict[str, str],
+    timeline: list | None = None,
+):
     """Subscribe as ``group`` and read ``messages`` records: (records, bytes,
     rebalance ms), stopping early after ``timeout_ms`` without a record.
     ``timeline`` gets (monotonic time, records, bytes so far) per batch."""
     from confluent_kafka import Consumer
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "auto.offset.reset": "latest" if from_latest else "earliest",
-                         "fetch.wait.max.ms": fetch_max_wait_ms, "enable.auto.commit": True, **props})
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "latest" if from_latest else "earliest",
+            "fetch.wait.max.ms": fetch_max_wait_ms,
+            "enable.auto.commit": True,
+            **props,
+        }
+    )
     joined_at: list[float] = []
     started = time.monotonic()
     consumer.subscribe([topic], on_assign=lambda c, parts: joined_at.append(time.monotonic()))
@@ -159,12 +192,22 @@ def consume_confluent(bootstrap: str, topic: str, group: str, messages: int, tim
     return records, size, rebalance_ms
 
 
-async def _consume_kfast(bootstrap, topic, group, messages, timeout_ms, from_latest,
-                         fetch_max_wait_ms, props, timeline=None):
+async def _consume_kfast(
+    bootstrap,
+    topic,
+    group,
+    messages,
+    timeout_ms,
+    from_latest,
+    fetch_max_wait_ms,
+    props,
+    timeline=None,
+):
     """kfast's client has no group membership: it reads every partition by
     assignment (``group`` unused, rebalance time 0)."""
     from kfast.client.admin import EARLIEST, LATEST
     from kfast.client.fetcher import Fetcher, decode_records
+
     records = size = 0
     async with Fetcher(bootstrap, **_kfast_fetcher_options(props, fetch_max_wait_ms)) as fetcher:
         partitions = await fetcher.cluster.partitions_for(topic)
@@ -192,15 +235,32 @@ def consume_kfast(*args):
 
 # ---- end to end ------------------------------------------------------------------------
 
-def e2e_confluent(bootstrap: str, topic: str, payloads, count: int, acks: str,
-                  props: dict[str, str], stats: LatencyStats, timeout_s: float) -> None:
+
+def e2e_confluent(
+    bootstrap: str,
+    topic: str,
+    payloads,
+    count: int,
+    acks: str,
+    props: dict[str, str],
+    stats: LatencyStats,
+    timeout_s: float,
+) -> None:
     """EndToEndLatency: send one record, wait for its acknowledgement, poll
     until it comes back; the latency is send to receipt."""
     from confluent_kafka import Consumer, Producer, TopicPartition
+
     producer = Producer({"bootstrap.servers": bootstrap, "acks": acks, "linger.ms": 0, **props})
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"kfast-perf-e2e-{time.time_ns()}",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 100,
-                         "fetch.error.backoff.ms": 0, **props})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"kfast-perf-e2e-{time.time_ns()}",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 100,
+            "fetch.error.backoff.ms": 0,
+            **props,
+        }
+    )
     try:
         metadata = consumer.list_topics(topic, timeout=timeout_s)
         partitions = sorted(metadata.topics[topic].partitions)
@@ -217,7 +277,9 @@ def e2e_confluent(bootstrap: str, topic: str, payloads, count: int, acks: str,
                 raise SystemExit(f"record {i} was not acknowledged within {timeout_s} s")
             message = consumer.poll(timeout_s)
             if message is None:
-                raise SystemExit(f"poll() timed out before finding record {i} (timeout: {timeout_s} s)")
+                raise SystemExit(
+                    f"poll() timed out before finding record {i} (timeout: {timeout_s} s)"
+                )
             if message.error() is not None:
                 raise SystemExit(f"consumer error: {message.error()}")
             if message.value() != payload:
@@ -231,10 +293,13 @@ async def _e2e_kfast(bootstrap, topic, payloads, count, acks, props, stats, time
     from kfast.client.admin import LATEST
     from kfast.client.fetcher import Fetcher, decode_records
     from kfast.client.producer import KafkaProducer
+
     options = _kfast_producer_options({**props, "acks": acks})
     options["linger_ms"] = 0
-    async with KafkaProducer(bootstrap, **options) as producer, \
-            Fetcher(bootstrap, max_wait_ms=100) as fetcher:
+    async with (
+        KafkaProducer(bootstrap, **options) as producer,
+        Fetcher(bootstrap, max_wait_ms=100) as fetcher,
+    ):
         partitions = await fetcher.cluster.partitions_for(topic)
         positions = await fetcher.list_offsets({(topic, p): LATEST for p in partitions})
         for i in range(count):
@@ -244,7 +309,9 @@ async def _e2e_kfast(bootstrap, topic, payloads, count, acks, props, stats, time
             received = None
             while received is None:
                 if time.monotonic() - begin > timeout_s:
-                    raise SystemExit(f"fetch timed out before finding record {i} (timeout: {timeout_s} s)")
+                    raise SystemExit(
+                        f"fetch timed out before finding record {i} (timeout: {timeout_s} s)"
+                    )
                 fetched = await fetcher.fetch_many(positions)
                 for key, part in fetched.items():
                     for record in decode_records(part):

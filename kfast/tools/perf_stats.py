@@ -13,6 +13,7 @@ ConsumerPerformance's header and row, and EndToEndLatency's final two lines.
 The consumer's throughput over time comes from the running totals it notes
 after each batch, cut into one-second windows.
 """
+
 from __future__ import annotations
 
 import json
@@ -30,7 +31,9 @@ def _histogram():
     try:
         from hdrh.histogram import HdrHistogram
     except ImportError as exc:  # an extra, not a runtime dependency of the broker
-        raise SystemExit("kfast perf needs the hdrhistogram package: pip install 'kfast[perf]'") from exc
+        raise SystemExit(
+            "kfast perf needs the hdrhistogram package: pip install 'kfast[perf]'"
+        ) from exc
     return HdrHistogram(1, _HIGHEST_US, _SIGNIFICANT_FIGURES)
 
 
@@ -49,8 +52,8 @@ class LatencyStats:
         self.bytes = 0
         self.total_latency_ms = 0.0
         self.max_latency_ms = 0.0
-        self.at = array("d")            # seconds since start, per record
-        self.latency = array("d")       # ms, per record
+        self.at = array("d")  # seconds since start, per record
+        self.latency = array("d")  # ms, per record
         self.reporting_interval = reporting_interval_ms / 1000.0
         self.out = out
         self._window_start = self.start
@@ -91,10 +94,19 @@ class LatencyStats:
         self.windows.append(window)
         if self.out is not None:
             # ProducerPerformance.Stats.printWindow
-            print("%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, "
-                  "%.1f ms max latency." % (window["records"], window["records_per_sec"],
-                                           window["mb_per_sec"], window["avg_latency_ms"],
-                                           window["max_latency_ms"]), file=self.out, flush=True)
+            print(
+                "%d records sent, %.1f records/sec (%.2f MB/sec), %.1f ms avg latency, "
+                "%.1f ms max latency."
+                % (
+                    window["records"],
+                    window["records_per_sec"],
+                    window["mb_per_sec"],
+                    window["avg_latency_ms"],
+                    window["max_latency_ms"],
+                ),
+                file=self.out,
+                flush=True,
+            )
         self._window_start = now
         self._window_count = self._window_bytes = 0
         self._window_latency = self._window_max = 0.0
@@ -113,57 +125,95 @@ class LatencyStats:
             "avg_latency_ms": self.total_latency_ms / self.count if self.count else 0.0,
             "max_latency_ms": self.max_latency_ms,
             "percentiles_ms": {_percentile_name(p): self.percentile_ms(p) for p in PERCENTILES},
-            "histogram": {"unit": "us", "lowest": 1, "highest": _HIGHEST_US,
-                          "significant_figures": _SIGNIFICANT_FIGURES},
+            "histogram": {
+                "unit": "us",
+                "lowest": 1,
+                "highest": _HIGHEST_US,
+                "significant_figures": _SIGNIFICANT_FIGURES,
+            },
         }
 
 
 def producer_final_line(summary: dict) -> str:
     """ProducerPerformance.Stats.printTotal (percentiles as whole ms)."""
     p = summary["percentiles_ms"]
-    return ("%d records sent, %f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, "
-            "%d ms 50th, %d ms 95th, %d ms 99th, %d ms 99.9th." % (
-                summary["records"], summary["records_per_sec"], summary["mb_per_sec"],
-                summary["avg_latency_ms"], summary["max_latency_ms"],
-                p["p50"], p["p95"], p["p99"], p["p99.9"]))
+    return (
+        "%d records sent, %f records/sec (%.2f MB/sec), %.2f ms avg latency, %.2f ms max latency, "
+        "%d ms 50th, %d ms 95th, %d ms 99th, %d ms 99.9th."
+        % (
+            summary["records"],
+            summary["records_per_sec"],
+            summary["mb_per_sec"],
+            summary["avg_latency_ms"],
+            summary["max_latency_ms"],
+            p["p50"],
+            p["p95"],
+            p["p99"],
+            p["p99.9"],
+        )
+    )
 
 
-CONSUMER_HEADER = ("start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
-                   "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec")
+CONSUMER_HEADER = (
+    "start.time, end.time, data.consumed.in.MB, MB.sec, data.consumed.in.nMsg, nMsg.sec, "
+    "rebalance.time.ms, fetch.time.ms, fetch.MB.sec, fetch.nMsg.sec"
+)
 
 
 def _date(epoch_s: float) -> str:
     # ConsumerPerformance's default date format, yyyy-MM-dd HH:mm:ss:SSS
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch_s)) + ":%03d" % int(epoch_s * 1000 % 1000)
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(epoch_s)) + ":%03d" % int(
+        epoch_s * 1000 % 1000
+    )
 
 
-def consumer_row(start_epoch_s: float, end_epoch_s: float, records: int, size: int,
-                 rebalance_ms: int) -> str:
+def consumer_row(
+    start_epoch_s: float, end_epoch_s: float, records: int, size: int, rebalance_ms: int
+) -> str:
     """ConsumerPerformance's final row: totals over the whole run, then over
     the fetch time (the run less the time spent joining the group)."""
     elapsed = max(end_epoch_s - start_epoch_s, 1e-9)
     fetch_ms = max(int((end_epoch_s - start_epoch_s) * 1000) - rebalance_ms, 1)
     mb = size / MB
     return "%s, %s, %.4f, %.4f, %d, %.4f, %d, %d, %.4f, %.4f" % (
-        _date(start_epoch_s), _date(end_epoch_s), mb, mb / elapsed, records, records / elapsed,
-        rebalance_ms, fetch_ms, mb / (fetch_ms / 1000.0), records / (fetch_ms / 1000.0))
+        _date(start_epoch_s),
+        _date(end_epoch_s),
+        mb,
+        mb / elapsed,
+        records,
+        records / elapsed,
+        rebalance_ms,
+        fetch_ms,
+        mb / (fetch_ms / 1000.0),
+        records / (fetch_ms / 1000.0),
+    )
 
 
-def consumer_summary(start_epoch_s: float, end_epoch_s: float, records: int, size: int,
-                     rebalance_ms: int) -> dict:
+def consumer_summary(
+    start_epoch_s: float, end_epoch_s: float, records: int, size: int, rebalance_ms: int
+) -> dict:
     elapsed = max(end_epoch_s - start_epoch_s, 1e-9)
     fetch_s = max(elapsed - rebalance_ms / 1000.0, 1e-3)
-    return {"records": records, "bytes": size, "elapsed_s": elapsed, "rebalance_time_ms": rebalance_ms,
-            "fetch_time_ms": int(fetch_s * 1000), "records_per_sec": records / elapsed,
-            "mb_per_sec": size / MB / elapsed, "fetch_records_per_sec": records / fetch_s,
-            "fetch_mb_per_sec": size / MB / fetch_s}
+    return {
+        "records": records,
+        "bytes": size,
+        "elapsed_s": elapsed,
+        "rebalance_time_ms": rebalance_ms,
+        "fetch_time_ms": int(fetch_s * 1000),
+        "records_per_sec": records / elapsed,
+        "mb_per_sec": size / MB / elapsed,
+        "fetch_records_per_sec": records / fetch_s,
+        "fetch_mb_per_sec": size / MB / fetch_s,
+    }
 
 
 def e2e_final_lines(summary: dict) -> list[str]:
     """EndToEndLatency.printResults (percentiles as whole ms)."""
     p = summary["percentiles_ms"]
-    return ["Avg latency: %.4f ms" % summary["avg_latency_ms"],
-            "Percentiles: 50th = %d, 99th = %d, 99.9th = %d" % (p["p50"], p["p99"], p["p99.9"])]
+    return [
+        "Avg latency: %.4f ms" % summary["avg_latency_ms"],
+        "Percentiles: 50th = %d, 99th = %d, 99.9th = %d" % (p["p50"], p["p99"], p["p99.9"]),
+    ]
 
 
 def write_json(path: str, result: dict) -> None:
@@ -175,7 +225,7 @@ def write_json(path: str, result: dict) -> None:
             f.write(text + "\n")
 
 
-_PLOT_POINTS = 20000        # a scatter of more points only blurs into the same picture
+_PLOT_POINTS = 20000  # a scatter of more points only blurs into the same picture
 
 
 def _pyplot():
@@ -186,6 +236,7 @@ def _pyplot():
         raise SystemExit("--plot needs matplotlib: pip install 'kfast[perf]'") from exc
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
     return plt
 
 
@@ -235,7 +286,9 @@ def throughput_windows(timeline, start: float, width_s: float | None = None) -> 
         # Windows end at their at_s: a batch at exactly one's end is in it.
         index = max(0, math.ceil((at - start) / width_s - 1e-9) - 1)
         while len(windows) <= index:
-            windows.append({"at_s": round((len(windows) + 1) * width_s, 3), "records": 0, "bytes": 0})
+            windows.append(
+                {"at_s": round((len(windows) + 1) * width_s, 3), "records": 0, "bytes": 0}
+            )
         windows[index]["records"] += records - records_before
         windows[index]["bytes"] += size - bytes_before
         records_before, bytes_before = records, size
@@ -251,8 +304,10 @@ def plot_throughput(path: str, windows: list[dict], title: str) -> None:
     fig, (records, megabytes) = plt.subplots(1, 2, figsize=(10, 3.6), dpi=80)
     # Each window's rate holds from its start to its end (at_s).
     at = [0.0] + [w["at_s"] for w in windows]
-    for axes, key, label in ((records, "records_per_sec", "records/s"),
-                             (megabytes, "mb_per_sec", "MB/s")):
+    for axes, key, label in (
+        (records, "records_per_sec", "records/s"),
+        (megabytes, "mb_per_sec", "MB/s"),
+    ):
         rates = [w[key] for w in windows]
         axes.step(at, rates[:1] + rates, where="pre")
         axes.set_xlabel("time since start (s)")

@@ -35,6 +35,7 @@ Output lines and exit statuses are the Kafka tool's: a usage error prints
 the problem and the options on stderr, a failure prints ``Error: ...`` (or
 the message alone for the tool's own refusals) and exits 1.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -69,17 +70,36 @@ CANNOT_EXECUTE_BECAUSE_OF_EXISTING = (
     "Cannot execute because there is an existing partition assignment.  Use --additional to "
     "override this and create a new partition assignment in addition to the existing one. "
     "The --additional flag can also be used to change the throttle by resubmitting the "
-    "current reassignment.")
-RUN_VERIFY_PERIODICALLY = ("Warning: You must run --verify periodically, until the "
-                           "reassignment completes, to ensure the throttle is removed.")
+    "current reassignment."
+)
+RUN_VERIFY_PERIODICALLY = (
+    "Warning: You must run --verify periodically, until the "
+    "reassignment completes, to ensure the throttle is removed."
+)
 ACTIONS = ("generate", "execute", "verify", "cancel", "list")
-REQUIRED = {"generate": ("topics_to_move_json_file", "broker_list"),
-            "execute": ("reassignment_json_file",), "verify": ("reassignment_json_file",),
-            "cancel": ("reassignment_json_file",), "list": ()}
-PERMITTED = {"generate": ("disable_rack_aware",), "execute": ("additional", "throttle"),
-             "verify": ("preserve_throttles",), "cancel": ("preserve_throttles",), "list": ()}
-OPTION_NAMES = ("reassignment_json_file", "topics_to_move_json_file", "broker_list",
-                "disable_rack_aware", "throttle", "additional", "preserve_throttles")
+REQUIRED = {
+    "generate": ("topics_to_move_json_file", "broker_list"),
+    "execute": ("reassignment_json_file",),
+    "verify": ("reassignment_json_file",),
+    "cancel": ("reassignment_json_file",),
+    "list": (),
+}
+PERMITTED = {
+    "generate": ("disable_rack_aware",),
+    "execute": ("additional", "throttle"),
+    "verify": ("preserve_throttles",),
+    "cancel": ("preserve_throttles",),
+    "list": (),
+}
+OPTION_NAMES = (
+    "reassignment_json_file",
+    "topics_to_move_json_file",
+    "broker_list",
+    "disable_rack_aware",
+    "throttle",
+    "additional",
+    "preserve_throttles",
+)
 
 TopicPartition = tuple  # (topic, partition), as Kafka's TopicPartition
 
@@ -99,6 +119,7 @@ class UsageError(Exception):
 
 class PartitionMove(NamedTuple):
     """Where a partition's data comes from and where it is going."""
+
     sources: frozenset
     destinations: frozenset
 
@@ -158,8 +179,9 @@ def parse_topics_to_move(text: str) -> list[str]:
         topics.append(topic)
     duplicates = _duplicates(topics)
     if duplicates:
-        raise CommandFailed("List of topics to reassign contains duplicate entries: "
-                            f"{_set_text(duplicates)}")
+        raise CommandFailed(
+            f"List of topics to reassign contains duplicate entries: {_set_text(duplicates)}"
+        )
     return topics
 
 
@@ -189,14 +211,18 @@ def parse_reassignment(text: str) -> list[tuple[TopicPartition, list[int]]]:
         if log_dirs is None:
             log_dirs = [ANY_LOG_DIR] * len(replicas)
         if len(log_dirs) != len(replicas):
-            raise CommandFailed(f"Size of replicas list {_list_text(replicas)} is different from "
-                                f"size of log dirs list {_list_text(log_dirs)} for partition "
-                                f"{partition_name(part)}")
+            raise CommandFailed(
+                f"Size of replicas list {_list_text(replicas)} is different from "
+                f"size of log dirs list {_list_text(log_dirs)} for partition "
+                f"{partition_name(part)}"
+            )
         moved = [f"{r} -> {d}" for r, d in zip(replicas, log_dirs) if d != ANY_LOG_DIR]
         if moved:
-            raise CommandFailed(f"kfast does not move replicas between log directories; "
-                                f"{partition_name(part)} asks for {', '.join(moved)} "
-                                f"(use \"any\")")
+            raise CommandFailed(
+                f"kfast does not move replicas between log directories; "
+                f"{partition_name(part)} asks for {', '.join(moved)} "
+                f'(use "any")'
+            )
         out.append((part, replicas))
     return out
 
@@ -210,23 +236,43 @@ def validate_execute(entries) -> dict[TopicPartition, list[int]]:
         raise CommandFailed("Partition replica list cannot be empty")
     duplicate_parts = _duplicates([part for part, _ in entries])
     if duplicate_parts:
-        raise CommandFailed("Partition reassignment contains duplicate topic partitions: "
-                            + ",".join(partition_name(p) for p in _sorted_parts(duplicate_parts)))
-    repeated = [(part, _duplicates(replicas)) for part, replicas in entries
-                if _duplicates(replicas)]
+        raise CommandFailed(
+            "Partition reassignment contains duplicate topic partitions: "
+            + ",".join(partition_name(p) for p in _sorted_parts(duplicate_parts))
+        )
+    repeated = [
+        (part, _duplicates(replicas)) for part, replicas in entries if _duplicates(replicas)
+    ]
     if repeated:
-        raise CommandFailed("Partition replica lists may not contain duplicate entries: " + ". ".join(
-            f"{partition_name(part)} contains multiple entries for "
-            f"{','.join(map(str, sorted(dups)))}" for part, dups in repeated))
+        raise CommandFailed(
+            "Partition replica lists may not contain duplicate entries: "
+            + ". ".join(
+                f"{partition_name(part)} contains multiple entries for "
+                f"{','.join(map(str, sorted(dups)))}"
+                for part, dups in repeated
+            )
+        )
     return dict(entries)
 
 
 def format_reassignment_json(assignment: dict[TopicPartition, list[int]]) -> str:
     """Kafka's formatAsReassignmentJson: compact, partitions sorted."""
-    return json.dumps({"version": 1, "partitions": [
-        {"topic": part[0], "partition": part[1], "replicas": list(assignment[part]),
-         "log_dirs": [ANY_LOG_DIR] * len(assignment[part])}
-        for part in _sorted_parts(assignment)]}, separators=(",", ":"), ensure_ascii=False)
+    return json.dumps(
+        {
+            "version": 1,
+            "partitions": [
+                {
+                    "topic": part[0],
+                    "partition": part[1],
+                    "replicas": list(assignment[part]),
+                    "log_dirs": [ANY_LOG_DIR] * len(assignment[part]),
+                }
+                for part in _sorted_parts(assignment)
+            ],
+        },
+        separators=(",", ":"),
+        ensure_ascii=False,
+    )
 
 
 def _duplicates(items) -> set:
@@ -245,9 +291,11 @@ def _list_text(items) -> str:
 
 
 # -- plans ----------------------------------------------------------------------------------
-def calculate_assignment(current: dict[TopicPartition, list[int]], brokers: list[int],
-                         racks: dict[int, str | None] | None = None
-                         ) -> dict[TopicPartition, list[int]]:
+def calculate_assignment(
+    current: dict[TopicPartition, list[int]],
+    brokers: list[int],
+    racks: dict[int, str | None] | None = None,
+) -> dict[TopicPartition, list[int]]:
     """A proposal for --generate: each topic's partitions placed afresh on
     ``brokers`` (Kafka's assignReplicasToBrokers, with its random start),
     keeping the topic's replication factor."""
@@ -266,21 +314,24 @@ def calculate_assignment(current: dict[TopicPartition, list[int]], brokers: list
     return proposed
 
 
-def current_move_map(reassignments: dict[TopicPartition, OngoingReassignment]
-                     ) -> dict[str, dict[int, PartitionMove]]:
+def current_move_map(
+    reassignments: dict[TopicPartition, OngoingReassignment],
+) -> dict[str, dict[int, PartitionMove]]:
     """The moves in progress: sources are the replicas not being added."""
     moves: dict[str, dict[int, PartitionMove]] = {}
     for (topic, partition), ongoing in reassignments.items():
         adding = set(ongoing.adding_replicas)
         moves.setdefault(topic, {})[partition] = PartitionMove(
-            frozenset(r for r in ongoing.replicas if r not in adding), frozenset(adding))
+            frozenset(r for r in ongoing.replicas if r not in adding), frozenset(adding)
+        )
     return moves
 
 
-def proposed_move_map(reassignments: dict[TopicPartition, OngoingReassignment],
-                      proposed: dict[TopicPartition, list[int]],
-                      current: dict[TopicPartition, list[int]]
-                      ) -> dict[str, dict[int, PartitionMove]]:
+def proposed_move_map(
+    reassignments: dict[TopicPartition, OngoingReassignment],
+    proposed: dict[TopicPartition, list[int]],
+    current: dict[TopicPartition, list[int]],
+) -> dict[str, dict[int, PartitionMove]]:
     """Every partition moving once the proposal starts (Kafka's
     calculateProposedMoveMap): a partition already moving keeps its
     sources, otherwise they are its current replicas; destinations are the
@@ -293,8 +344,9 @@ def proposed_move_map(reassignments: dict[TopicPartition, OngoingReassignment],
         elif (topic, partition) in current:
             sources = frozenset(current[topic, partition])
         else:
-            raise CommandFailed(f"Trying to reassign a topic partition {topic}-{partition} "
-                                f"with 0 replicas")
+            raise CommandFailed(
+                f"Trying to reassign a topic partition {topic}-{partition} with 0 replicas"
+            )
         partition_moves[partition] = PartitionMove(sources, frozenset(replicas) - sources)
     return moves
 
@@ -302,33 +354,56 @@ def proposed_move_map(reassignments: dict[TopicPartition, OngoingReassignment],
 def leader_throttles(moves: dict[str, dict[int, PartitionMove]]) -> dict[str, str]:
     """leader.replication.throttled.replicas per topic: every source replica
     of every moving partition (whichever of them leads sends the data)."""
-    return {topic: ",".join(sorted({f"{partition}:{source}"
-                                    for partition, move in partition_moves.items()
-                                    for source in move.sources}))
-            for topic, partition_moves in moves.items()}
+    return {
+        topic: ",".join(
+            sorted(
+                {
+                    f"{partition}:{source}"
+                    for partition, move in partition_moves.items()
+                    for source in move.sources
+                }
+            )
+        )
+        for topic, partition_moves in moves.items()
+    }
 
 
 def follower_throttles(moves: dict[str, dict[int, PartitionMove]]) -> dict[str, str]:
     """follower.replication.throttled.replicas per topic: the replicas being
     added (the ones that fetch the data)."""
-    return {topic: ",".join(sorted({f"{partition}:{destination}"
-                                    for partition, move in partition_moves.items()
-                                    for destination in move.destinations
-                                    if destination not in move.sources}))
-            for topic, partition_moves in moves.items()}
+    return {
+        topic: ",".join(
+            sorted(
+                {
+                    f"{partition}:{destination}"
+                    for partition, move in partition_moves.items()
+                    for destination in move.destinations
+                    if destination not in move.sources
+                }
+            )
+        )
+        for topic, partition_moves in moves.items()
+    }
 
 
 def reassigning_brokers(moves: dict[str, dict[int, PartitionMove]]) -> list[int]:
-    return sorted({broker for partition_moves in moves.values()
-                   for move in partition_moves.values()
-                   for broker in move.sources | move.destinations})
+    return sorted(
+        {
+            broker
+            for partition_moves in moves.values()
+            for move in partition_moves.values()
+            for broker in move.sources | move.destinations
+        }
+    )
 
 
 # -- text -----------------------------------------------------------------------------------
 def current_assignment_text(proposed: dict, current: dict) -> str:
     moving = {part: replicas for part, replicas in current.items() if part in proposed}
-    return (f"Current partition replica assignment\n\n{format_reassignment_json(moving)}\n\n"
-            f"Save this to use as the --reassignment-json-file option during rollback")
+    return (
+        f"Current partition replica assignment\n\n{format_reassignment_json(moving)}\n\n"
+        f"Save this to use as the --reassignment-json-file option during rollback"
+    )
 
 
 def reassignment_states_text(states: dict[TopicPartition, PartitionReassignmentState]) -> str:
@@ -341,9 +416,11 @@ def reassignment_states_text(states: dict[TopicPartition, PartitionReassignmentS
         elif list(state.current_replicas) == list(state.target_replicas):
             lines.append(f"Reassignment of partition {name} is completed.")
         else:
-            lines.append(f"There is no active reassignment of partition {name}, but replica set "
-                         f"is {','.join(map(str, state.current_replicas))} rather than "
-                         f"{','.join(map(str, state.target_replicas))}.")
+            lines.append(
+                f"There is no active reassignment of partition {name}, but replica set "
+                f"is {','.join(map(str, state.current_replicas))} rather than "
+                f"{','.join(map(str, state.target_replicas))}."
+            )
     return "\n".join(lines)
 
 
@@ -380,32 +457,47 @@ class ReassignmentAdmin:
             by_topic: dict[str, list[int]] = {}
             for topic, partition in parts:
                 by_topic.setdefault(topic, []).append(partition)
-            topics = [Request.ListPartitionReassignmentsTopics(name=t, partition_indexes=p)
-                      for t, p in by_topic.items()]
+            topics = [
+                Request.ListPartitionReassignmentsTopics(name=t, partition_indexes=p)
+                for t, p in by_topic.items()
+            ]
         response = await self.admin.cluster.send(None, Request(topics=topics))
         _raise(response.error_code, response.error_message)
-        return {(t.name, p.partition_index): OngoingReassignment(
-                    list(p.replicas), list(p.adding_replicas), list(p.removing_replicas))
-                for t in response.topics for p in t.partitions}
+        return {
+            (t.name, p.partition_index): OngoingReassignment(
+                list(p.replicas), list(p.adding_replicas), list(p.removing_replicas)
+            )
+            for t in response.topics
+            for p in t.partitions
+        }
 
-    async def alter_reassignments(self, targets: dict[TopicPartition, list[int] | None]
-                                  ) -> dict[TopicPartition, str]:
+    async def alter_reassignments(
+        self, targets: dict[TopicPartition, list[int] | None]
+    ) -> dict[TopicPartition, str]:
         """Start (replicas) or cancel (None) reassignments; the failures'
         messages by partition."""
         Request = AlterPartitionReassignmentsRequest
         by_topic: dict[str, list] = {}
         for (topic, partition), replicas in targets.items():
             by_topic.setdefault(topic, []).append(
-                Request.ReassignablePartition(partition_index=partition, replicas=replicas))
-        response = await self.admin.cluster.send(None, Request(topics=[
-            Request.ReassignableTopic(name=t, partitions=p) for t, p in by_topic.items()]))
+                Request.ReassignablePartition(partition_index=partition, replicas=replicas)
+            )
+        response = await self.admin.cluster.send(
+            None,
+            Request(
+                topics=[
+                    Request.ReassignableTopic(name=t, partitions=p) for t, p in by_topic.items()
+                ]
+            ),
+        )
         _raise(response.error_code, response.error_message)
         failed = {}
         for topic in response.responses:
             for p in topic.partitions:
                 if p.error_code:
-                    failed[topic.name, p.partition_index] = \
+                    failed[topic.name, p.partition_index] = (
                         p.error_message or errors.for_code(p.error_code).default_message
+                    )
         return failed
 
     async def brokers(self) -> dict[int, str | None]:
@@ -428,8 +520,9 @@ class ReassignmentAdmin:
         found = await self.replica_assignment({topic for topic, _ in parts})
         missing = [p for p in _sorted_parts(parts) if p not in found]
         if missing:
-            raise CommandFailed("Unable to find partition: "
-                                + ", ".join(partition_name(p) for p in missing))
+            raise CommandFailed(
+                "Unable to find partition: " + ", ".join(partition_name(p) for p in missing)
+            )
         return {part: found[part] for part in parts}
 
     async def alter_configs(self, resource_type: int, name: str, operations: dict) -> None:
@@ -442,8 +535,9 @@ def _raise(code: int, message: str | None) -> None:
 
 
 # -- actions ----------------------------------------------------------------------------------
-async def generate(cluster: ReassignmentAdmin, topics_json: str, broker_list: str,
-                   rack_aware: bool, out) -> None:
+async def generate(
+    cluster: ReassignmentAdmin, topics_json: str, broker_list: str, rack_aware: bool, out
+) -> None:
     topics = parse_topics_to_move(topics_json)
     wanted = parse_broker_list(broker_list)
     current = await cluster.replica_assignment(topics)
@@ -452,16 +546,20 @@ async def generate(cluster: ReassignmentAdmin, topics_json: str, broker_list: st
     racks = {b: registered[b] for b in brokers} if rack_aware else {}
     rackless = sum(1 for b in brokers if racks.get(b) is None)
     if rack_aware and rackless not in (0, len(brokers)):
-        raise CommandFailed("Not all brokers have rack information. Add --disable-rack-aware in "
-                            "command line to make replica assignment without rack information.")
+        raise CommandFailed(
+            "Not all brokers have rack information. Add --disable-rack-aware in "
+            "command line to make replica assignment without rack information."
+        )
     proposed = calculate_assignment(current, brokers, racks)
     out.write(f"Current partition replica assignment\n{format_reassignment_json(current)}\n\n")
-    out.write(f"Proposed partition reassignment configuration\n"
-              f"{format_reassignment_json(proposed)}\n")
+    out.write(
+        f"Proposed partition reassignment configuration\n{format_reassignment_json(proposed)}\n"
+    )
 
 
-async def execute(cluster: ReassignmentAdmin, reassignment_json: str, additional: bool,
-                  throttle: int, out) -> None:
+async def execute(
+    cluster: ReassignmentAdmin, reassignment_json: str, additional: bool, throttle: int, out
+) -> None:
     proposed = validate_execute(parse_reassignment(reassignment_json))
     ongoing = await cluster.list_reassignments()
     if ongoing and not additional:
@@ -475,30 +573,45 @@ async def execute(cluster: ReassignmentAdmin, reassignment_json: str, additional
     if throttle >= 0:
         out.write(RUN_VERIFY_PERIODICALLY + "\n")
         await modify_reassignment_throttle(
-            cluster, proposed_move_map(ongoing, proposed, current), throttle, out)
+            cluster, proposed_move_map(ongoing, proposed, current), throttle, out
+        )
     failed = await cluster.alter_reassignments(proposed)
     if failed:
-        raise TerseError("Error reassigning partition(s):\n" + "\n".join(
-            f"{partition_name(p)}: {failed[p]}" for p in _sorted_parts(failed)))
-    out.write(f"Successfully started partition reassignment{_plural(proposed)} for "
-              f"{','.join(partition_name(p) for p in _sorted_parts(proposed))}\n")
+        raise TerseError(
+            "Error reassigning partition(s):\n"
+            + "\n".join(f"{partition_name(p)}: {failed[p]}" for p in _sorted_parts(failed))
+        )
+    out.write(
+        f"Successfully started partition reassignment{_plural(proposed)} for "
+        f"{','.join(partition_name(p) for p in _sorted_parts(proposed))}\n"
+    )
 
 
-async def modify_reassignment_throttle(cluster: ReassignmentAdmin, moves, throttle: int,
-                                       out) -> None:
+async def modify_reassignment_throttle(
+    cluster: ReassignmentAdmin, moves, throttle: int, out
+) -> None:
     leaders, followers = leader_throttles(moves), follower_throttles(moves)
     for topic in sorted(set(leaders) | set(followers)):
-        await cluster.alter_configs(RESOURCE_TOPIC, topic, {
-            LEADER_REPLICAS: (OP_SET, leaders.get(topic, "")),
-            FOLLOWER_REPLICAS: (OP_SET, followers.get(topic, ""))})
+        await cluster.alter_configs(
+            RESOURCE_TOPIC,
+            topic,
+            {
+                LEADER_REPLICAS: (OP_SET, leaders.get(topic, "")),
+                FOLLOWER_REPLICAS: (OP_SET, followers.get(topic, "")),
+            },
+        )
     for broker in reassigning_brokers(moves):
-        await cluster.alter_configs(RESOURCE_BROKER, str(broker), {
-            LEADER_RATE: (OP_SET, str(throttle)), FOLLOWER_RATE: (OP_SET, str(throttle))})
+        await cluster.alter_configs(
+            RESOURCE_BROKER,
+            str(broker),
+            {LEADER_RATE: (OP_SET, str(throttle)), FOLLOWER_RATE: (OP_SET, str(throttle))},
+        )
     out.write(f"The inter-broker throttle limit was set to {throttle} B/s\n")
 
 
-async def verify(cluster: ReassignmentAdmin, reassignment_json: str, preserve_throttles: bool,
-                 out) -> None:
+async def verify(
+    cluster: ReassignmentAdmin, reassignment_json: str, preserve_throttles: bool, out
+) -> None:
     targets = parse_reassignment(reassignment_json)
     states, ongoing = await reassignment_states(cluster, targets)
     out.write(reassignment_states_text(states) + "\n")
@@ -521,7 +634,7 @@ async def reassignment_states(cluster: ReassignmentAdmin, targets):
         try:
             assignment.update(await cluster.replica_assignment([topic]))
         except CommandFailed:
-            pass                              # a deleted topic: no replicas
+            pass  # a deleted topic: no replicas
     for part, replicas in targets:
         if part in ongoing:
             states[part] = PartitionReassignmentState(ongoing[part].replicas, replicas, False)
@@ -534,20 +647,27 @@ async def clear_all_throttles(cluster: ReassignmentAdmin, targets, out) -> None:
     brokers = set(await cluster.brokers())
     brokers |= {b for _, replicas in targets for b in replicas}
     brokers = sorted(brokers)
-    out.write(f"Clearing broker-level throttles on broker{_plural(brokers)} "
-              f"{','.join(map(str, brokers))}\n")
+    out.write(
+        f"Clearing broker-level throttles on broker{_plural(brokers)} "
+        f"{','.join(map(str, brokers))}\n"
+    )
     for broker in brokers:
-        await cluster.alter_configs(RESOURCE_BROKER, str(broker),
-                                    {name: (OP_DELETE, None) for name in BROKER_LEVEL_THROTTLES})
+        await cluster.alter_configs(
+            RESOURCE_BROKER,
+            str(broker),
+            {name: (OP_DELETE, None) for name in BROKER_LEVEL_THROTTLES},
+        )
     topics = sorted({part[0] for part, _ in targets})
     out.write(f"Clearing topic-level throttles on topic{_plural(topics)} {','.join(topics)}\n")
     for topic in topics:
-        await cluster.alter_configs(RESOURCE_TOPIC, topic,
-                                    {name: (OP_DELETE, None) for name in TOPIC_LEVEL_THROTTLES})
+        await cluster.alter_configs(
+            RESOURCE_TOPIC, topic, {name: (OP_DELETE, None) for name in TOPIC_LEVEL_THROTTLES}
+        )
 
 
-async def cancel(cluster: ReassignmentAdmin, reassignment_json: str, preserve_throttles: bool,
-                 out) -> None:
+async def cancel(
+    cluster: ReassignmentAdmin, reassignment_json: str, preserve_throttles: bool, out
+) -> None:
     targets = parse_reassignment(reassignment_json)
     ongoing = await cluster.list_reassignments([part for part, _ in targets])
     # Still moving: replicas being added or removed.
@@ -555,11 +675,14 @@ async def cancel(cluster: ReassignmentAdmin, reassignment_json: str, preserve_th
     if moving:
         failed = await cluster.alter_reassignments({part: None for part in moving})
         if failed:
-            raise TerseError(f"Error cancelling partition reassignment{_plural(failed)} for:\n"
-                             + "\n".join(f"{partition_name(p)}: {failed[p]}"
-                                         for p in _sorted_parts(failed)))
-        out.write(f"Successfully cancelled partition reassignment{_plural(moving)} for: "
-                  f"{','.join(partition_name(p) for p in _sorted_parts(moving))}\n")
+            raise TerseError(
+                f"Error cancelling partition reassignment{_plural(failed)} for:\n"
+                + "\n".join(f"{partition_name(p)}: {failed[p]}" for p in _sorted_parts(failed))
+            )
+        out.write(
+            f"Successfully cancelled partition reassignment{_plural(moving)} for: "
+            f"{','.join(partition_name(p) for p in _sorted_parts(moving))}\n"
+        )
     else:
         out.write("None of the specified partition reassignments are active.\n")
     out.write("None of the specified partition moves are active.\n")
@@ -575,8 +698,9 @@ async def list_reassignments(cluster: ReassignmentAdmin, out) -> None:
 def _action(args) -> str:
     chosen = [a for a in ACTIONS if getattr(args, a)]
     if len(chosen) != 1:
-        raise UsageError("Command must include exactly one action: "
-                         + ", ".join(f"--{a}" for a in ACTIONS))
+        raise UsageError(
+            "Command must include exactly one action: " + ", ".join(f"--{a}" for a in ACTIONS)
+        )
     action = chosen[0]
     for name in REQUIRED[action]:
         if getattr(args, name) is None:
@@ -584,8 +708,9 @@ def _action(args) -> str:
     for name in OPTION_NAMES:
         given = getattr(args, name)
         if given not in (None, False) and name not in REQUIRED[action] + PERMITTED[action]:
-            raise UsageError(f'Option "[{name.replace("_", "-")}]" can\'t be used with action '
-                             f'"[{action}]"')
+            raise UsageError(
+                f'Option "[{name.replace("_", "-")}]" can\'t be used with action "[{action}]"'
+            )
     return action
 
 
@@ -603,17 +728,25 @@ async def _run(action: str, args, out) -> None:
     try:
         cluster = ReassignmentAdmin(admin)
         if action == "generate":
-            await generate(cluster, _read(args.topics_to_move_json_file), args.broker_list,
-                           not args.disable_rack_aware, out)
+            await generate(
+                cluster,
+                _read(args.topics_to_move_json_file),
+                args.broker_list,
+                not args.disable_rack_aware,
+                out,
+            )
         elif action == "execute":
-            await execute(cluster, _read(args.reassignment_json_file), args.additional,
-                          -1 if args.throttle is None else args.throttle, out)
+            await execute(
+                cluster,
+                _read(args.reassignment_json_file),
+                args.additional,
+                -1 if args.throttle is None else args.throttle,
+                out,
+            )
         elif action == "verify":
-            await verify(cluster, _read(args.reassignment_json_file), args.preserve_throttles,
-                         out)
+            await verify(cluster, _read(args.reassignment_json_file), args.preserve_throttles, out)
         elif action == "cancel":
-            await cancel(cluster, _read(args.reassignment_json_file), args.preserve_throttles,
-                         out)
+            await cancel(cluster, _read(args.reassignment_json_file), args.preserve_throttles, out)
         else:
             await list_reassignments(cluster, out)
     finally:
@@ -641,35 +774,70 @@ def run(args, out=None) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "reassign-partitions", help="move partitions between brokers "
-                                    "(like kafka-reassign-partitions.sh)",
-        description="Move partition replicas between brokers, like kafka-reassign-partitions.sh.")
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
-                   help="the server(s) to use for bootstrapping")
-    p.add_argument("--generate", action="store_true",
-                   help="generate a candidate partition reassignment configuration (it does "
-                        "not execute it)")
-    p.add_argument("--execute", action="store_true",
-                   help="kick off the reassignment in --reassignment-json-file")
-    p.add_argument("--verify", action="store_true",
-                   help="verify the reassignment in --reassignment-json-file; once complete, "
-                        "remove the throttles")
+        "reassign-partitions",
+        help="move partitions between brokers (like kafka-reassign-partitions.sh)",
+        description="Move partition replicas between brokers, like kafka-reassign-partitions.sh.",
+    )
+    p.add_argument(
+        "--bootstrap-server",
+        required=True,
+        metavar="HOST:PORT",
+        help="the server(s) to use for bootstrapping",
+    )
+    p.add_argument(
+        "--generate",
+        action="store_true",
+        help="generate a candidate partition reassignment configuration (it does not execute it)",
+    )
+    p.add_argument(
+        "--execute",
+        action="store_true",
+        help="kick off the reassignment in --reassignment-json-file",
+    )
+    p.add_argument(
+        "--verify",
+        action="store_true",
+        help="verify the reassignment in --reassignment-json-file; once complete, "
+        "remove the throttles",
+    )
     p.add_argument("--cancel", action="store_true", help="cancel an active reassignment")
     p.add_argument("--list", action="store_true", help="list all active partition reassignments")
-    p.add_argument("--reassignment-json-file", metavar="FILE",
-                   help='{"version":1,"partitions":[{"topic":"foo","partition":1,'
-                        '"replicas":[1,2,3],"log_dirs":["any","any","any"]}]}')
-    p.add_argument("--topics-to-move-json-file", metavar="FILE",
-                   help='{"topics":[{"topic":"foo"},{"topic":"foo1"}],"version":1}')
-    p.add_argument("--broker-list", metavar="BROKERLIST",
-                   help='the brokers to move the topics to, as "0,1,2" (--generate)')
-    p.add_argument("--disable-rack-aware", action="store_true",
-                   help="disable rack aware replica assignment (--generate)")
-    p.add_argument("--throttle", type=int, metavar="BYTES_PER_SEC",
-                   help="throttle the movement of partitions between brokers to this rate "
-                        "(--execute; with --additional it changes an ongoing one's)")
-    p.add_argument("--additional", action="store_true",
-                   help="execute this reassignment in addition to ongoing ones")
-    p.add_argument("--preserve-throttles", action="store_true",
-                   help="do not modify broker or topic throttles (--verify, --cancel)")
+    p.add_argument(
+        "--reassignment-json-file",
+        metavar="FILE",
+        help='{"version":1,"partitions":[{"topic":"foo","partition":1,'
+        '"replicas":[1,2,3],"log_dirs":["any","any","any"]}]}',
+    )
+    p.add_argument(
+        "--topics-to-move-json-file",
+        metavar="FILE",
+        help='{"topics":[{"topic":"foo"},{"topic":"foo1"}],"version":1}',
+    )
+    p.add_argument(
+        "--broker-list",
+        metavar="BROKERLIST",
+        help='the brokers to move the topics to, as "0,1,2" (--generate)',
+    )
+    p.add_argument(
+        "--disable-rack-aware",
+        action="store_true",
+        help="disable rack aware replica assignment (--generate)",
+    )
+    p.add_argument(
+        "--throttle",
+        type=int,
+        metavar="BYTES_PER_SEC",
+        help="throttle the movement of partitions between brokers to this rate "
+        "(--execute; with --additional it changes an ongoing one's)",
+    )
+    p.add_argument(
+        "--additional",
+        action="store_true",
+        help="execute this reassignment in addition to ongoing ones",
+    )
+    p.add_argument(
+        "--preserve-throttles",
+        action="store_true",
+        help="do not modify broker or topic throttles (--verify, --cancel)",
+    )
     p.set_defaults(handler=run, parser=p)

@@ -25,6 +25,7 @@ metadata::
     keys      := name (required), password | salt + saltedpassword (base64),
                  iterations (4096 by default, within the mechanism's bounds)
 """
+
 from __future__ import annotations
 
 import base64
@@ -55,12 +56,14 @@ def parse_credential(mechanism: str, value: str) -> tuple[int, str]:
     if match is None:
         raise UsageError(f"Invalid credential property {mechanism}=[hidden]")
     iterations_text, password = match.groups()
-    iterations = int(iterations_text) if iterations_text not in (None, "", "-1") \
-        else DEFAULT_ITERATIONS
+    iterations = (
+        int(iterations_text) if iterations_text not in (None, "", "-1") else DEFAULT_ITERATIONS
+    )
     minimum = MECHANISMS[mechanism].min_iterations
     if iterations < minimum:
-        raise UsageError(f"Iterations {iterations} is less than the minimum {minimum} "
-                         f"required for {mechanism}")
+        raise UsageError(
+            f"Iterations {iterations} is less than the minimum {minimum} required for {mechanism}"
+        )
     return iterations, password
 
 
@@ -71,11 +74,21 @@ def alteration(user: str, add: dict[str, str], delete: list[str]):
         iterations, password = parse_credential(mechanism, value)
         scram = MECHANISMS[mechanism]
         salt = os.urandom(32)
-        upsertions.append(AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
-            name=user, mechanism=scram.type, iterations=iterations, salt=salt,
-            salted_password=scram.salted_password(password.encode("utf-8"), salt, iterations)))
-    deletions = [AlterUserScramCredentialsRequest.ScramCredentialDeletion(
-        name=user, mechanism=MECHANISMS[mechanism].type) for mechanism in delete]
+        upsertions.append(
+            AlterUserScramCredentialsRequest.ScramCredentialUpsertion(
+                name=user,
+                mechanism=scram.type,
+                iterations=iterations,
+                salt=salt,
+                salted_password=scram.salted_password(password.encode("utf-8"), salt, iterations),
+            )
+        )
+    deletions = [
+        AlterUserScramCredentialsRequest.ScramCredentialDeletion(
+            name=user, mechanism=MECHANISMS[mechanism].type
+        )
+        for mechanism in delete
+    ]
     return AlterUserScramCredentialsRequest(deletions=deletions, upsertions=upsertions)
 
 
@@ -89,7 +102,8 @@ async def alter(admin, user: str, add: dict[str, str], delete: list[str]) -> Non
 
 async def describe(admin, users: list[str] | None, out) -> None:
     request = DescribeUserScramCredentialsRequest(
-        users=[DescribeUserScramCredentialsRequest.UserName(name=u) for u in users or ()])
+        users=[DescribeUserScramCredentialsRequest.UserName(name=u) for u in users or ()]
+    )
     response = await admin.cluster.send(None, request)
     if response.error_code:
         error = errors.for_code(response.error_code)
@@ -99,11 +113,16 @@ async def describe(admin, users: list[str] | None, out) -> None:
             continue  # kafka-configs.sh lists only users that have credentials
         if result.error_code:
             error = errors.for_code(result.error_code)
-            out.write(f"Error retrieving SCRAM credential configs for user-principal "
-                      f"'{result.user}': {error.__name__}: {result.error_message}\n")
+            out.write(
+                f"Error retrieving SCRAM credential configs for user-principal "
+                f"'{result.user}': {error.__name__}: {result.error_message}\n"
+            )
             continue
-        text = ", ".join(f"{MECHANISM_TYPES[i.mechanism].name}=iterations={i.iterations}"
-                         for i in result.credential_infos if i.mechanism in MECHANISM_TYPES)
+        text = ", ".join(
+            f"{MECHANISM_TYPES[i.mechanism].name}=iterations={i.iterations}"
+            for i in result.credential_infos
+            if i.mechanism in MECHANISM_TYPES
+        )
         out.write(f"SCRAM credential configs for user-principal '{result.user}' are {text}\n")
 
 
@@ -161,12 +180,20 @@ def add_scram_record(argument: str):
     if components:
         raise AddScramError(f"Unknown SCRAM configurations: {', '.join(sorted(components))}")
     if iterations < scram.min_iterations:
-        raise AddScramError(f"The 'iterations' value must be >= {scram.min_iterations} for "
-                            f"add-scram using {scram.name}")
+        raise AddScramError(
+            f"The 'iterations' value must be >= {scram.min_iterations} for "
+            f"add-scram using {scram.name}"
+        )
     if iterations > scram.max_iterations:
-        raise AddScramError(f"The 'iterations' value must be <= {scram.max_iterations} for "
-                            f"add-scram using {scram.name}")
-    salted = scram.salted_password(password.encode("utf-8"), salt, iterations) \
-        if password is not None else _base64(salted_text, "saltedPassword")
-    return scram_record(name, scram.type,
-                        ScramCredential.from_salted_password(scram, salt, salted, iterations))
+        raise AddScramError(
+            f"The 'iterations' value must be <= {scram.max_iterations} for "
+            f"add-scram using {scram.name}"
+        )
+    salted = (
+        scram.salted_password(password.encode("utf-8"), salt, iterations)
+        if password is not None
+        else _base64(salted_text, "saltedPassword")
+    )
+    return scram_record(
+        name, scram.type, ScramCredential.from_salted_password(scram, salt, salted, iterations)
+    )

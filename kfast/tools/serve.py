@@ -14,6 +14,7 @@ fails (ENOSPC, EIO) goes offline; when none is left the node logs
 "Shutdown broker because all log dirs in ... have failed", stops and
 exits 1, as Kafka halts.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -79,8 +80,6 @@ def _single_node(props: dict) -> bool:
     return roles == {"broker", "controller"} and len(voters) <= 1 and not bootstrap
 
 
-
-
 def new_server(config: KafkaConfig):
     """The server ``process.roles`` asks for: a controller of a quorum, a
     broker (combined with a controller, or broker-only) of a multi-node
@@ -89,8 +88,9 @@ def new_server(config: KafkaConfig):
     # A combined node of a dynamic quorum (KIP-853) names no voters: its
     # formatted directory and controller.quorum.bootstrap.servers make it
     # a cluster node.
-    clustered = len(config["controller.quorum.voters"]) > 1 or \
-        bool(config["controller.quorum.bootstrap.servers"])
+    clustered = len(config["controller.quorum.voters"]) > 1 or bool(
+        config["controller.quorum.bootstrap.servers"]
+    )
     if roles == {"controller"}:
         from kfast.server.controller_server import ControllerServer
 
@@ -113,7 +113,9 @@ def _client_bootstrap(config: KafkaConfig) -> str:
         name, host, port = parse_listener(uri)
         if name not in controllers:
             return f"{host or '127.0.0.1'}:{port}"
-    raise ConfigException("listeners", ",".join(config["listeners"]), "no broker listener for the console")
+    raise ConfigException(
+        "listeners", ",".join(config["listeners"]), "no broker listener for the console"
+    )
 
 
 async def serve(config: KafkaConfig, console_port: int | None = None) -> int:
@@ -136,16 +138,19 @@ async def serve(config: KafkaConfig, console_port: int | None = None) -> int:
         from kfast.protocol.errors import KafkaError
 
         expected = isinstance(exc, (ConfigException, OSError, KafkaError))
-        logging.getLogger("kfast.server").error("kfast failed to start: %s", exc,
-                                                exc_info=not expected)
+        logging.getLogger("kfast.server").error(
+            "kfast failed to start: %s", exc, exc_info=not expected
+        )
         return EXIT_START_FAILED
     console = None
     if console_port is not None and "broker" in config["process.roles"]:
         from kfast.tools.console_web.command import import_app
 
         try:
-            console = await import_app().start_console(_client_bootstrap(config), "127.0.0.1", console_port)
-        except OSError as exc:      # the port is taken
+            console = await import_app().start_console(
+                _client_bootstrap(config), "127.0.0.1", console_port
+            )
+        except OSError as exc:  # the port is taken
             logging.getLogger("kfast.server").error("kfast console failed to start: %s", exc)
             await broker.shutdown()
             return EXIT_START_FAILED
@@ -201,15 +206,28 @@ def run(args) -> int:
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "serve", help="run a single-node broker (broker + controller)",
-        description="Run a kfast node in the combined broker and controller role.")
-    p.add_argument("--config", metavar="server.properties",
-                   help="a Kafka server.properties file")
-    p.add_argument("--override", action="append", metavar="key=value",
-                   help="set a property (repeatable; applied after --config)")
-    p.add_argument("--metrics-port", type=int, metavar="PORT",
-                   help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics "
-                        "(kfast.metrics.port; kfast.metrics.host sets the address)")
-    p.add_argument("--console-port", type=int, metavar="PORT",
-                   help="also serve the web console (kfast console) on 127.0.0.1:PORT")
+        "serve",
+        help="run a single-node broker (broker + controller)",
+        description="Run a kfast node in the combined broker and controller role.",
+    )
+    p.add_argument("--config", metavar="server.properties", help="a Kafka server.properties file")
+    p.add_argument(
+        "--override",
+        action="append",
+        metavar="key=value",
+        help="set a property (repeatable; applied after --config)",
+    )
+    p.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics on http://127.0.0.1:PORT/metrics "
+        "(kfast.metrics.port; kfast.metrics.host sets the address)",
+    )
+    p.add_argument(
+        "--console-port",
+        type=int,
+        metavar="PORT",
+        help="also serve the web console (kfast console) on 127.0.0.1:PORT",
+    )
     p.set_defaults(handler=run)

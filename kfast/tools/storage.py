@@ -39,6 +39,7 @@ itself, so no bootstrap.checkpoint is written; a combined node
 without any quorum setting (the embedded single node) needs none of the
 three options. Output lines are kafka-storage.sh's before 3.9.
 """
+
 from __future__ import annotations
 
 import os
@@ -91,8 +92,9 @@ def initial_voters(args, config):
         except ConfigException:
             raise FormatError("No controller listeners found.") from None
         host = f"[{endpoint.host}]" if ":" in endpoint.host else endpoint.host
-        return parse_dynamic_voters(f"{config.node_id}@{host}:{endpoint.port}:"
-                                    f"{random_uuid_base64()}", endpoint.name)
+        return parse_dynamic_voters(
+            f"{config.node_id}@{host}:{endpoint.port}:{random_uuid_base64()}", endpoint.name
+        )
     if args.initial_controllers:
         if not names:
             raise FormatError("You must specify the name of the initial controller listener.")
@@ -100,12 +102,17 @@ def initial_voters(args, config):
             return parse_dynamic_voters(args.initial_controllers, names[0].upper())
         except ValueError as exc:
             raise FormatError(str(exc)) from None
-    dynamic_controller = is_controller and not config["controller.quorum.voters"] and \
-        bool(config["controller.quorum.bootstrap.servers"])
+    dynamic_controller = (
+        is_controller
+        and not config["controller.quorum.voters"]
+        and bool(config["controller.quorum.bootstrap.servers"])
+    )
     if dynamic_controller and not args.no_initial_controllers:
-        raise FormatError("Because controller.quorum.voters is not set on this controller, you "
-                          "must specify one of the following: --standalone, "
-                          "--initial-controllers, or --no-initial-controllers.")
+        raise FormatError(
+            "Because controller.quorum.voters is not set on this controller, you "
+            "must specify one of the following: --standalone, "
+            "--initial-controllers, or --no-initial-controllers."
+        )
     return None
 
 
@@ -123,8 +130,12 @@ def write_bootstrap_checkpoint(metadata_dir: str, voters) -> str:
     directory = os.path.join(metadata_dir, METADATA_PARTITION_DIR)
     os.makedirs(directory, exist_ok=True)
     path = os.path.join(directory, snapshot_name(*BOOTSTRAP_SNAPSHOT_ID))
-    data = snapshot_bytes((), BOOTSTRAP_SNAPSHOT_ID.epoch, bytes, kraft_records=(
-        KRaftVersionRecord(KRAFT_VERSION_1), VotersRecord(voters)))
+    data = snapshot_bytes(
+        (),
+        BOOTSTRAP_SNAPSHOT_ID.epoch,
+        bytes,
+        kraft_records=(KRaftVersionRecord(KRAFT_VERSION_1), VotersRecord(voters)),
+    )
     write_snapshot_file(path, (data,))
     return path
 
@@ -138,8 +149,7 @@ def format_storage(args) -> int:
         print(f"kfast storage: {exc}", file=sys.stderr)
         return EXIT_FAILURE
     if config.node_id < 0:
-        print("kfast storage: node.id must be set to format a node's directories",
-              file=sys.stderr)
+        print("kfast storage: node.id must be set to format a node's directories", file=sys.stderr)
         return EXIT_FAILURE
     try:
         voters = initial_voters(args, config)
@@ -156,8 +166,11 @@ def format_storage(args) -> int:
         meta = read_meta_properties(directory) if os.path.isdir(directory) else None
         (formatted if meta is not None else unformatted).append(directory)
     if formatted and not args.ignore_formatted:
-        print(f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted to "
-              f"ignore this directory and format the others.", file=sys.stderr)
+        print(
+            f"Log directory {formatted[0]} is already formatted. Use --ignore-formatted to "
+            f"ignore this directory and format the others.",
+            file=sys.stderr,
+        )
         return EXIT_FAILURE
     if not unformatted:
         print("All of the log directories are already formatted.")
@@ -170,13 +183,15 @@ def format_storage(args) -> int:
         if directory == metadata_dir and own_voter is not None:
             # The voter set names this node's metadata directory by its id.
             directory_id = uuid_base64(own_voter.directory_id)
-        write_meta_properties(directory, MetaProperties(1, args.cluster_id, config.node_id,
-                                                        directory_id))
+        write_meta_properties(
+            directory, MetaProperties(1, args.cluster_id, config.node_id, directory_id)
+        )
         if directory == metadata_dir and voters is not None:
             write_bootstrap_checkpoint(directory, voters)
         if directory == metadata_dir and scram_records:
-            write_bootstrap_metadata(directory, FeatureControlManager().bootstrap_records() +
-                                     scram_records)
+            write_bootstrap_metadata(
+                directory, FeatureControlManager().bootstrap_records() + scram_records
+            )
         print(f"Formatting {directory} with cluster id {args.cluster_id}.")
     return 0
 
@@ -187,24 +202,45 @@ def random_uuid(args) -> int:
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("storage", help="format log directories (like kafka-storage.sh)",
-                              description="Prepare log directories, like kafka-storage.sh.")
+    p = subparsers.add_parser(
+        "storage",
+        help="format log directories (like kafka-storage.sh)",
+        description="Prepare log directories, like kafka-storage.sh.",
+    )
     actions = p.add_subparsers(dest="storage_command", metavar="ACTION")
     actions.required = True
     fmt = actions.add_parser("format", help="write meta.properties into the log directories")
     fmt.add_argument("--config", "-c", required=True, metavar="server.properties")
     fmt.add_argument("--cluster-id", "-t", required=True, help="the cluster id (a Kafka Uuid)")
-    fmt.add_argument("--ignore-formatted", "-g", action="store_true",
-                     help="skip directories that are already formatted")
+    fmt.add_argument(
+        "--ignore-formatted",
+        "-g",
+        action="store_true",
+        help="skip directories that are already formatted",
+    )
     voters = fmt.add_mutually_exclusive_group()
-    voters.add_argument("--standalone", "-s", action="store_true",
-                        help="a dynamic quorum of this controller alone")
-    voters.add_argument("--initial-controllers", "-I", metavar="ID@HOST:PORT:DIRID,...",
-                        help="the first voters of a dynamic quorum")
-    voters.add_argument("--no-initial-controllers", "-N", action="store_true",
-                        help="a controller that joins a dynamic quorum later")
-    fmt.add_argument("--add-scram", "-S", action="append", metavar="MECHANISM=[name=...,...]",
-                     help="a SCRAM credential for the bootstrap metadata (repeatable)")
+    voters.add_argument(
+        "--standalone", "-s", action="store_true", help="a dynamic quorum of this controller alone"
+    )
+    voters.add_argument(
+        "--initial-controllers",
+        "-I",
+        metavar="ID@HOST:PORT:DIRID,...",
+        help="the first voters of a dynamic quorum",
+    )
+    voters.add_argument(
+        "--no-initial-controllers",
+        "-N",
+        action="store_true",
+        help="a controller that joins a dynamic quorum later",
+    )
+    fmt.add_argument(
+        "--add-scram",
+        "-S",
+        action="append",
+        metavar="MECHANISM=[name=...,...]",
+        help="a SCRAM credential for the bootstrap metadata (repeatable)",
+    )
     fmt.set_defaults(handler=format_storage)
     uuid_parser = actions.add_parser("random-uuid", help="print a random cluster id")
     uuid_parser.set_defaults(handler=random_uuid)

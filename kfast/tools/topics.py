@@ -14,6 +14,7 @@ command : <message>`` and exits 1. Unlike kafka-topics.sh (which moved config
 changes to kafka-configs.sh), ``alter`` also sets (``--config``) and removes
 (``--delete-config``) topic configs, through IncrementalAlterConfigs.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -29,35 +30,79 @@ ACTIONS = ("create", "list", "describe", "alter", "delete")
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "topics", help="create, list, describe, alter and delete topics (like kafka-topics.sh)",
-        description="Manage topics on a running Kafka-compatible cluster, like kafka-topics.sh.")
+        "topics",
+        help="create, list, describe, alter and delete topics (like kafka-topics.sh)",
+        description="Manage topics on a running Kafka-compatible cluster, like kafka-topics.sh.",
+    )
     p.add_argument("action", nargs="?", choices=ACTIONS, help="what to do")
     for action in ACTIONS:
-        p.add_argument(f"--{action}", dest="action_flag", action="append_const", const=action,
-                       help=f"same as the '{action}' action")
-    p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT",
-                   help="comma-separated brokers to connect to")
+        p.add_argument(
+            f"--{action}",
+            dest="action_flag",
+            action="append_const",
+            const=action,
+            help=f"same as the '{action}' action",
+        )
+    p.add_argument(
+        "--bootstrap-server",
+        required=True,
+        metavar="HOST:PORT",
+        help="comma-separated brokers to connect to",
+    )
     p.add_argument("--topic", help="topic name (create) or regular expression (other actions)")
     p.add_argument("--partitions", type=int, help="partition count (create, alter: the new total)")
     p.add_argument("--replication-factor", type=int, help="replicas per partition (create)")
-    p.add_argument("--replica-assignment", metavar="B:B,B:B",
-                   help="explicit replicas: partitions separated by ',', brokers by ':'")
-    p.add_argument("--config", action="append", default=[], metavar="NAME=VALUE",
-                   help="topic config (create, alter); repeatable")
-    p.add_argument("--delete-config", action="append", default=[], metavar="NAME",
-                   help="topic config to remove (alter); repeatable")
-    p.add_argument("--if-not-exists", action="store_true", help="create: no error if the topic exists")
-    p.add_argument("--if-exists", action="store_true",
-                   help="alter, describe, delete: no error if no topic matches")
+    p.add_argument(
+        "--replica-assignment",
+        metavar="B:B,B:B",
+        help="explicit replicas: partitions separated by ',', brokers by ':'",
+    )
+    p.add_argument(
+        "--config",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="topic config (create, alter); repeatable",
+    )
+    p.add_argument(
+        "--delete-config",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="topic config to remove (alter); repeatable",
+    )
+    p.add_argument(
+        "--if-not-exists", action="store_true", help="create: no error if the topic exists"
+    )
+    p.add_argument(
+        "--if-exists",
+        action="store_true",
+        help="alter, describe, delete: no error if no topic matches",
+    )
     p.add_argument("--exclude-internal", action="store_true", help="leave internal topics out")
-    p.add_argument("--topics-with-overrides", action="store_true",
-                   help="describe: only topics with config overrides, without partitions")
-    for option in ("under-replicated-partitions", "unavailable-partitions",
-                   "under-min-isr-partitions", "at-min-isr-partitions"):
-        p.add_argument(f"--{option}", action="store_true",
-                       help=f"describe: only the {option.replace('-', ' ')}")
-    p.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS",
-                   help="give up on the cluster after this long")
+    p.add_argument(
+        "--topics-with-overrides",
+        action="store_true",
+        help="describe: only topics with config overrides, without partitions",
+    )
+    for option in (
+        "under-replicated-partitions",
+        "unavailable-partitions",
+        "under-min-isr-partitions",
+        "at-min-isr-partitions",
+    ):
+        p.add_argument(
+            f"--{option}",
+            action="store_true",
+            help=f"describe: only the {option.replace('-', ' ')}",
+        )
+    p.add_argument(
+        "--command-timeout",
+        type=float,
+        default=30.0,
+        metavar="SECONDS",
+        help="give up on the cluster after this long",
+    )
     p.set_defaults(handler=run)
 
 
@@ -80,13 +125,19 @@ def _action(args) -> str:
     if args.action:
         chosen.add(args.action)
     if len(chosen) != 1:
-        raise CommandError("Command must include exactly one action: create, list, describe, alter, delete")
+        raise CommandError(
+            "Command must include exactly one action: create, list, describe, alter, delete"
+        )
     return chosen.pop()
 
 
 async def _run(action: str, args, out) -> int:
-    admin = KafkaAdmin(args.bootstrap_server, client_id="kfast-topics",
-                       request_timeout=args.command_timeout, metadata_timeout=args.command_timeout)
+    admin = KafkaAdmin(
+        args.bootstrap_server,
+        client_id="kfast-topics",
+        request_timeout=args.command_timeout,
+        metadata_timeout=args.command_timeout,
+    )
     await admin.start()
     try:
         return await globals()[f"_{action}"](admin, args, out)
@@ -99,8 +150,10 @@ def parse_configs(items: list[str]) -> dict[str, str]:
     for item in items:
         name, sep, value = item.partition("=")
         if not sep or not name.strip():
-            raise CommandError('requirement failed: Invalid topic config: all configs to be added '
-                               'must be in the format "key=val".')
+            raise CommandError(
+                "requirement failed: Invalid topic config: all configs to be added "
+                'must be in the format "key=val".'
+            )
         configs[name.strip()] = value.strip()
     return configs
 
@@ -110,7 +163,9 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
     for partition, replicas in enumerate(text.split(",")):
         brokers = [int(b.strip()) for b in replicas.split(":")]
         if len(set(brokers)) != len(brokers):
-            raise CommandError(f"Partition replica lists may not contain duplicate entries: {replicas}")
+            raise CommandError(
+                f"Partition replica lists may not contain duplicate entries: {replicas}"
+            )
         if assignment and len(brokers) != len(assignment[0]):
             raise CommandError(f"Partition {partition} has different replication factor: {brokers}")
         assignment[partition] = brokers
@@ -119,7 +174,7 @@ def parse_replica_assignment(text: str) -> dict[int, list[int]]:
 
 def _require_topic(args) -> str:
     if not args.topic:
-        raise CommandError("Missing required argument \"[topic]\"")
+        raise CommandError('Missing required argument "[topic]"')
     return args.topic
 
 
@@ -143,15 +198,20 @@ async def _create(admin: KafkaAdmin, args, out) -> int:
         raise CommandError("The partitions must be greater than 0")
     if args.replication_factor is not None and not 1 <= args.replication_factor <= 32767:
         raise CommandError("The replication factor must be between 1 and 32767 inclusive")
-    topic = NewTopic(name, args.partitions if args.partitions is not None else -1,
-                     args.replication_factor if args.replication_factor is not None else -1,
-                     parse_configs(args.config))
+    topic = NewTopic(
+        name,
+        args.partitions if args.partitions is not None else -1,
+        args.replication_factor if args.replication_factor is not None else -1,
+        parse_configs(args.config),
+    )
     if args.replica_assignment:
         topic.assignments = parse_replica_assignment(args.replica_assignment)
     if ("." in name) or ("_" in name):
-        out.write("WARNING: Due to limitations in metric names, topics with a period ('.') or "
-                  "underscore ('_') could collide. To avoid issues it is best to use either, "
-                  "but not both.\n")
+        out.write(
+            "WARNING: Due to limitations in metric names, topics with a period ('.') or "
+            "underscore ('_') could collide. To avoid issues it is best to use either, "
+            "but not both.\n"
+        )
     try:
         await admin.create_topics([topic])
     except errors.TopicExistsException:
@@ -175,25 +235,30 @@ def _nodes(nodes: list[int] | None) -> str:
 
 def describe_lines(topic: TopicMetadata, configs) -> list[str]:
     """kafka-topics.sh --describe lines of one topic."""
-    return [topic_line(topic, configs)] + [partition_line(topic, topic.partitions[i])
-                                           for i in sorted(topic.partitions)]
+    return [topic_line(topic, configs)] + [
+        partition_line(topic, topic.partitions[i]) for i in sorted(topic.partitions)
+    ]
 
 
 def topic_line(topic: TopicMetadata, configs) -> str:
     overrides = ",".join(f"{c.name}={c.value}" for c in configs if not c.is_default)
     first = topic.partitions.get(min(topic.partitions)) if topic.partitions else None
     replication_factor = len(first.replicas) if first is not None else 0
-    return (f"Topic: {topic.name}\tTopicId: {topic_id_string(topic.topic_id)}\t"
-            f"PartitionCount: {len(topic.partitions)}\tReplicationFactor: {replication_factor}\t"
-            f"Configs: {overrides}")
+    return (
+        f"Topic: {topic.name}\tTopicId: {topic_id_string(topic.topic_id)}\t"
+        f"PartitionCount: {len(topic.partitions)}\tReplicationFactor: {replication_factor}\t"
+        f"Configs: {overrides}"
+    )
 
 
 def partition_line(topic: TopicMetadata, p: PartitionMetadata) -> str:
     leader = p.leader if p.leader >= 0 else "none"
-    return (f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"
-            f"Replicas: {_nodes(p.replicas)}\tIsr: {_nodes(p.isr)}\t"
-            f"Elr: {_nodes(p.eligible_leader_replicas)}\t"
-            f"LastKnownElr: {_nodes(p.last_known_elr)}")
+    return (
+        f"\tTopic: {topic.name}\tPartition: {p.partition}\tLeader: {leader}\t"
+        f"Replicas: {_nodes(p.replicas)}\tIsr: {_nodes(p.isr)}\t"
+        f"Elr: {_nodes(p.eligible_leader_replicas)}\t"
+        f"LastKnownElr: {_nodes(p.last_known_elr)}"
+    )
 
 
 # kafka-topics.sh's partition reports: (option, test of a partition given
@@ -219,7 +284,9 @@ async def _describe(admin: KafkaAdmin, args, out) -> int:
         entries = configs.get(topic.name, [])
         # As kafka-topics.sh: a partition report prints partitions only;
         # --topics-with-overrides prints topic lines only, of topics with overrides.
-        if not reports and (not args.topics_with_overrides or any(not c.is_default for c in entries)):
+        if not reports and (
+            not args.topics_with_overrides or any(not c.is_default for c in entries)
+        ):
             out.write(topic_line(topic, entries) + "\n")
         if args.topics_with_overrides:
             continue

@@ -9,6 +9,7 @@ kfast topics, decoded with kfast's own record codec.
 broker, through kfast's client (:mod:`kfast_spark.source`);
 ``kfast-segments`` reads a broker's log directory offline.
 """
+
 from kfast_spark.schema import arrow_schema, kafka_schema
 from kfast_spark.segments_source import KafkaSegmentsDataSource
 from kfast_spark.source import KafkaDataSource
@@ -23,4 +24,11 @@ def register(spark) -> None:
         spark.dataSource.register(source)
 
 
-__all__ = ["DATA_SOURCES", "KafkaDataSource", "KafkaSegmentsDataSource", "arrow_schema", "kafka_schema", "register"]
+__all__ = [
+    "DATA_SOURCES",
+    "KafkaDataSource",
+    "KafkaSegmentsDataSource",
+    "arrow_schema",
+    "kafka_schema",
+    "register",
+]

@@ -26,6 +26,7 @@ Data loss, as Spark's consumer sees it:
   truncated), still after that wait: the same rule, and the read stops
   there.
 """
+
 from __future__ import annotations
 
 import time
@@ -50,17 +51,26 @@ FETCH_MAX_BYTES = 8 * 1024 * 1024
 CATCH_UP_WAIT_MS = 500
 
 
-def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, start: int,
-                      end: int, include_headers: bool, *, fail_on_data_loss: bool = True,
-                      consumer: KafkaConsumerSettings | None = None
-                      ) -> Iterator[pa.RecordBatch]:
+def read_offset_range(
+    bootstrap_servers: str,
+    topic_partition: TopicPartition,
+    start: int,
+    end: int,
+    include_headers: bool,
+    *,
+    fail_on_data_loss: bool = True,
+    consumer: KafkaConsumerSettings | None = None,
+) -> Iterator[pa.RecordBatch]:
     """Rows of the records with offsets in ``[start, end)``, fetched with the
     client settings of ``consumer`` (the read's ``kafka.*`` options)."""
     if start >= end:
         return
     consumer = consumer or KafkaConsumerSettings()
-    partition_bytes = (FETCH_MAX_BYTES if consumer.max_partition_fetch_bytes is None
-                       else consumer.max_partition_fetch_bytes)
+    partition_bytes = (
+        FETCH_MAX_BYTES
+        if consumer.max_partition_fetch_bytes is None
+        else consumer.max_partition_fetch_bytes
+    )
     max_wait_ms = 0 if consumer.fetch_max_wait_ms is None else consumer.fetch_max_wait_ms
     topic, partition = topic_partition
     with BlockingFetcher(bootstrap_servers, **consumer.client_arguments()) as fetcher:
@@ -69,18 +79,33 @@ def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, s
         while offset < end:
             try:
                 fetched = fetcher.fetch_raw(
-                    topic, partition, offset, partition_bytes,
-                    max_wait_ms=max_wait_ms if catch_up_deadline is None
-                    else max(max_wait_ms, CATCH_UP_WAIT_MS))
+                    topic,
+                    partition,
+                    offset,
+                    partition_bytes,
+                    max_wait_ms=max_wait_ms
+                    if catch_up_deadline is None
+                    else max(max_wait_ms, CATCH_UP_WAIT_MS),
+                )
             except errors.OffsetOutOfRangeException:
                 log_start = fetcher.list_offsets({(topic, partition): EARLIEST})[topic, partition]
                 if offset >= log_start:
                     # Past the end of the log: nothing more of this range exists.
-                    _lost(fail_on_data_loss, topic_partition, offset, end,
-                          f"the log now ends before {offset}")
+                    _lost(
+                        fail_on_data_loss,
+                        topic_partition,
+                        offset,
+                        end,
+                        f"the log now ends before {offset}",
+                    )
                     return
-                _lost(fail_on_data_loss, topic_partition, offset, min(log_start, end),
-                      f"the log now starts at {log_start}")
+                _lost(
+                    fail_on_data_loss,
+                    topic_partition,
+                    offset,
+                    min(log_start, end),
+                    f"the log now starts at {log_start}",
+                )
                 offset = log_start
                 continue
             if fetched.next_offset <= offset:
@@ -92,20 +117,35 @@ def read_offset_range(bootstrap_servers: str, topic_partition: TopicPartition, s
                     catch_up_deadline = now + fetcher.metadata_timeout
                 if now < catch_up_deadline:
                     continue
-                _lost(fail_on_data_loss, topic_partition, offset, end,
-                      f"the high watermark is {fetched.high_watermark}")
+                _lost(
+                    fail_on_data_loss,
+                    topic_partition,
+                    offset,
+                    end,
+                    f"the high watermark is {fetched.high_watermark}",
+                )
                 return
             catch_up_deadline = None
-            batch = records_to_arrow(fetched.records, topic, partition, offset, end,
-                                     include_headers, check_crc=consumer.check_crcs)
+            batch = records_to_arrow(
+                fetched.records,
+                topic,
+                partition,
+                offset,
+                end,
+                include_headers,
+                check_crc=consumer.check_crcs,
+            )
             if batch is not None:
                 yield batch
             offset = fetched.next_offset
 
 
-def _lost(fail_on_data_loss: bool, topic_partition: TopicPartition, start: int, end: int,
-          why: str) -> None:
+def _lost(
+    fail_on_data_loss: bool, topic_partition: TopicPartition, start: int, end: int, why: str
+) -> None:
     report_data_loss(
-        fail_on_data_loss, "COULD_NOT_READ_OFFSET_RANGE",
+        fail_on_data_loss,
+        "COULD_NOT_READ_OFFSET_RANGE",
         f"Could not read records in offset [{start}, {end}) for topic partition "
-        f"{topic_partition}: {why}.")
+        f"{topic_partition}: {why}.",
+    )

@@ -13,6 +13,7 @@ adds what a Kafka *consumer* adds on top of the log:
 - a record without headers has ``headers = null`` in Spark, not ``[]``;
 - ``topic`` and ``partition`` are constant columns.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -22,17 +23,25 @@ from kfast.records import decode_columnar, decode_message_set
 from kfast_spark.schema import HEADERS_ARROW_TYPE, arrow_schema
 
 
-def records_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
-                     include_headers: bool, *, check_crc: bool = True
-                     ) -> pa.RecordBatch | None:
+def records_to_arrow(
+    buffer,
+    topic: str,
+    partition: int,
+    start: int,
+    end: int,
+    include_headers: bool,
+    *,
+    check_crc: bool = True,
+) -> pa.RecordBatch | None:
     """Rows of the records in ``buffer`` (concatenated v2 batches of one
     partition) whose offsets are in ``[start, end)``, or None if there are
     none. A trailing partial batch is ignored, as a consumer ignores one at the
     end of a fetch; corrupt batches raise CorruptRecordException (with
     ``check_crc=False``, the consumer's ``check.crcs=false``, a wrong CRC-32C
     alone is not looked for)."""
-    decoded = decode_columnar(buffer, arrow=True, include_headers=include_headers,
-                              check_crc=check_crc)
+    decoded = decode_columnar(
+        buffer, arrow=True, include_headers=include_headers, check_crc=check_crc
+    )
     offsets = decoded.column("offset")
     first = pc.sum(pc.less(offsets, start)).as_py() or 0
     last = pc.sum(pc.less(offsets, end)).as_py() or 0
@@ -54,8 +63,9 @@ def records_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
     return pa.RecordBatch.from_arrays(columns, schema=arrow_schema(include_headers))
 
 
-def message_set_to_arrow(buffer, topic: str, partition: int, start: int, end: int,
-                         include_headers: bool) -> pa.RecordBatch | None:
+def message_set_to_arrow(
+    buffer, topic: str, partition: int, start: int, end: int, include_headers: bool
+) -> pa.RecordBatch | None:
     """The same for a legacy message set (magic 0/1, logs written before Kafka
     0.11), record by record: such logs are old and rare, not a hot path.
     Magic 0 messages have no timestamp: -1 and timestampType -1, as a Kafka

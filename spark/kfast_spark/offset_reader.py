@@ -15,6 +15,7 @@ The driver calls this from synchronous code (Spark's planner), so it owns a
 private event loop, as kfast's BlockingFetcher does; one reader serves a
 whole query (a streaming query asks for latest offsets every trigger).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -33,7 +34,8 @@ class KafkaOffsetReader:
         self._loop = asyncio.new_event_loop()
         try:
             self._fetcher = self._loop.run_until_complete(
-                self._open(bootstrap_servers, consumer or KafkaConsumerSettings()))
+                self._open(bootstrap_servers, consumer or KafkaConsumerSettings())
+            )
         except BaseException:
             self._loop.close()
             raise
@@ -70,14 +72,21 @@ class KafkaOffsetReader:
         topics = getattr(strategy, "topics", None)
         if topics is None and hasattr(strategy, "partitions"):
             topics = sorted({tp.topic for tp in strategy.partitions})
-        answered = self._run(self._fetcher.cluster.refresh_metadata(
-            None if topics is None else list(topics)))
-        return {name: sorted(metadata.partitions) for name, metadata in answered.items()
-                if metadata.error_code == 0}
+        answered = self._run(
+            self._fetcher.cluster.refresh_metadata(None if topics is None else list(topics))
+        )
+        return {
+            name: sorted(metadata.partitions)
+            for name, metadata in answered.items()
+            if metadata.error_code == 0
+        }
 
-    def earliest_and_latest(self, partitions: Sequence[TopicPartition],
-                            available: Mapping[str, Sequence[int]],
-                            reached: Mapping[TopicPartition, int] | None = None):
+    def earliest_and_latest(
+        self,
+        partitions: Sequence[TopicPartition],
+        available: Mapping[str, Sequence[int]],
+        reached: Mapping[TopicPartition, int] | None = None,
+    ):
         """({partition: log start offset}, {partition: high watermark}) of the
         partitions that exist; the others are left out (deleted).
 
@@ -103,18 +112,24 @@ class KafkaOffsetReader:
             latest.update(self._list_offsets({tp: LATEST for tp in behind}))
         return earliest, latest
 
-    def offsets_for_times(self, timestamps: Mapping[TopicPartition, int]
-                          ) -> dict[TopicPartition, int | None]:
+    def offsets_for_times(
+        self, timestamps: Mapping[TopicPartition, int]
+    ) -> dict[TopicPartition, int | None]:
         found = self._list_offsets(timestamps)
         return {tp: None if offset < 0 else offset for tp, offset in found.items()}
 
     def _list_offsets(self, specs: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
         if not specs:
             return {}
-        listed = self._run(self._fetcher.list_offsets(
-            {(tp.topic, tp.partition): spec for tp, spec in specs.items()}))
-        return {TopicPartition(topic, partition): offset
-                for (topic, partition), offset in listed.items()}
+        listed = self._run(
+            self._fetcher.list_offsets(
+                {(tp.topic, tp.partition): spec for tp, spec in specs.items()}
+            )
+        )
+        return {
+            TopicPartition(topic, partition): offset
+            for (topic, partition), offset in listed.items()
+        }
 
     # ---- planning ------------------------------------------------------------------
 
@@ -123,13 +138,19 @@ class KafkaOffsetReader:
         resolved against the broker, split as ``minPartitions`` asks."""
         starting, ending = options.batch_offsets()
         return OffsetRangeCalculator(options.min_partitions).get_ranges(
-            self.resolve(options, starting, ending))
+            self.resolve(options, starting, ending)
+        )
 
     def resolve(self, options: KafkaSourceOptions, starting, ending) -> list[KafkaOffsetRange]:
         available = self.available_partitions(options)
         assigned = options.strategy.assigned(available)
         earliest, latest = self.earliest_and_latest(assigned, available)
         return resolve_offset_ranges(
-            assigned, starting, ending, earliest, latest,
+            assigned,
+            starting,
+            ending,
+            earliest,
+            latest,
             fail_on_data_loss=options.fail_on_data_loss,
-            offsets_for_times=self.offsets_for_times)
+            offsets_for_times=self.offsets_for_times,
+        )

@@ -15,6 +15,7 @@ Streaming reads add :func:`rate_limit`, which caps a micro-batch at
 ``maxOffsetsPerTrigger`` offsets shared among partitions in proportion to
 their backlog.
 """
+
 from __future__ import annotations
 
 import logging
@@ -42,7 +43,8 @@ DATA_LOSS_PREAMBLE = (
     "available in Kafka any more; either the data was aged out by Kafka or the topic may "
     "have been deleted before all the data in the topic was processed. If you don't want "
     "your query to fail on such cases, set the source option failOnDataLoss to false. "
-    "Reason: ")
+    "Reason: "
+)
 
 
 class KafkaDataLossError(RuntimeError):
@@ -58,12 +60,16 @@ def report_data_loss(fail_on_data_loss: bool, reason: str, detail: str) -> None:
     """Raise when the query asked to fail on data loss; log otherwise."""
     if fail_on_data_loss:
         raise KafkaDataLossError(reason, detail)
-    logger.warning("%s. Some data may have been lost because they are not available any "
-                   "more; failOnDataLoss is false, so the query goes on.", detail)
+    logger.warning(
+        "%s. Some data may have been lost because they are not available any "
+        "more; failOnDataLoss is false, so the query goes on.",
+        detail,
+    )
 
 
 class KafkaOffsetRange(NamedTuple):
     """Offsets ``[from_offset, until_offset)`` of one partition."""
+
     topic_partition: TopicPartition
     from_offset: int
     until_offset: int
@@ -82,14 +88,14 @@ OffsetsForTimes = Callable[[Mapping[TopicPartition, int]], Mapping[TopicPartitio
 
 
 def resolve_offset_ranges(
-        assigned: Sequence[TopicPartition],
-        starting: OffsetRangeLimit,
-        ending: OffsetRangeLimit,
-        earliest: Mapping[TopicPartition, int],
-        latest: Mapping[TopicPartition, int],
-        *,
-        fail_on_data_loss: bool,
-        offsets_for_times: OffsetsForTimes | None = None,
+    assigned: Sequence[TopicPartition],
+    starting: OffsetRangeLimit,
+    ending: OffsetRangeLimit,
+    earliest: Mapping[TopicPartition, int],
+    latest: Mapping[TopicPartition, int],
+    *,
+    fail_on_data_loss: bool,
+    offsets_for_times: OffsetsForTimes | None = None,
 ) -> list[KafkaOffsetRange]:
     """One ``[from, until)`` range per assigned partition, in partition order.
 
@@ -101,8 +107,11 @@ def resolve_offset_ranges(
     """
     missing = [tp for tp in assigned if tp not in earliest or tp not in latest]
     if missing:
-        report_data_loss(fail_on_data_loss, "PARTITIONS_DELETED",
-                         f"Partitions {_tp_list(missing)} have been deleted.")
+        report_data_loss(
+            fail_on_data_loss,
+            "PARTITIONS_DELETED",
+            f"Partitions {_tp_list(missing)} have been deleted.",
+        )
     present = [tp for tp in assigned if tp not in missing]
     starts = _resolve(present, starting, earliest, latest, offsets_for_times, "starting")
     ends = _resolve(present, ending, earliest, latest, offsets_for_times, "ending")
@@ -113,12 +122,15 @@ def resolve_offset_ranges(
             raise ValueError(
                 f"[RESOLVED_START_OFFSET_GREATER_THAN_END_OFFSET] The resolved start offset "
                 f"{start} is greater than the resolved end offset {end} for topic {tp.topic} "
-                f"partition {tp.partition}.")
+                f"partition {tp.partition}."
+            )
         if start < earliest[tp] or end > latest[tp]:
             report_data_loss(
-                fail_on_data_loss, "COULD_NOT_READ_OFFSET_RANGE",
+                fail_on_data_loss,
+                "COULD_NOT_READ_OFFSET_RANGE",
                 f"Could not read records in offset [{start}, {end}) for topic partition {tp}: "
-                f"the log holds [{earliest[tp]}, {latest[tp]}).")
+                f"the log holds [{earliest[tp]}, {latest[tp]}).",
+            )
             start = min(max(start, earliest[tp]), latest[tp])
             end = max(min(end, latest[tp]), start)
         ranges.append(KafkaOffsetRange(tp, start, end))
@@ -139,10 +151,13 @@ def _resolve(partitions, limit, earliest, latest, offsets_for_times, side) -> di
                 f"{side} offsets don't match what are assigned. Maybe topic partitions "
                 "are created or deleted while the query is running. Use -1 for latest, -2 "
                 f"for earliest. Specified: {_tp_list(specified)} "
-                f"Assigned: {_tp_list(partitions)}")
+                f"Assigned: {_tp_list(partitions)}"
+            )
         sentinels = {EARLIEST: earliest, LATEST: latest}
-        return {tp: sentinels[specified[tp]][tp] if specified[tp] in sentinels else specified[tp]
-                for tp in partitions}
+        return {
+            tp: sentinels[specified[tp]][tp] if specified[tp] in sentinels else specified[tp]
+            for tp in partitions
+        }
     if isinstance(limit, (SpecificTimestampRangeLimit, GlobalTimestampRangeLimit)):
         if offsets_for_times is None:
             raise ValueError("This source cannot resolve offsets by timestamp")
@@ -156,7 +171,8 @@ def _resolve(partitions, limit, earliest, latest, offsets_for_times, side) -> di
                     f"Kafka timestamp based {side} offsets don't match what are assigned. "
                     "Maybe topic partitions are created or deleted while the query is running, "
                     "or you didn't specify all the partitions. Specified: "
-                    f"{_tp_list(timestamps)} Assigned: {_tp_list(partitions)}")
+                    f"{_tp_list(timestamps)} Assigned: {_tp_list(partitions)}"
+                )
         found = offsets_for_times(timestamps)
         resolved = {}
         for tp in partitions:
@@ -164,11 +180,14 @@ def _resolve(partitions, limit, earliest, latest, offsets_for_times, side) -> di
             if offset is None:
                 # No record that recent. An end then means "everything"; a
                 # start follows startingOffsetsByTimestampStrategy.
-                if (side == "starting" and limit.strategy_on_no_match
-                        is StrategyOnNoMatchStartingOffset.ERROR):
+                if (
+                    side == "starting"
+                    and limit.strategy_on_no_match is StrategyOnNoMatchStartingOffset.ERROR
+                ):
                     raise ValueError(
                         f"No offset matched from request of topic-partition {tp} and timestamp "
-                        f"{timestamps[tp]}.")
+                        f"{timestamps[tp]}."
+                    )
                 offset = latest[tp]
             resolved[tp] = offset
         return resolved
@@ -193,15 +212,21 @@ class OffsetRangeCalculator:
         total = sum(r.size for r in ranges)
         # Ranges too small to be split stay whole, and their sizes are left
         # out of the proportions the split ranges are cut by.
-        unsplit = {r.topic_partition for r in ranges
-                   if _part_count(r.size, total, self.min_partitions) == 1}
+        unsplit = {
+            r.topic_partition
+            for r in ranges
+            if _part_count(r.size, total, self.min_partitions) == 1
+        }
         unsplit_total = sum(r.size for r in ranges if r.topic_partition in unsplit)
         split_total = total - unsplit_total
         split_min_partitions = max(self.min_partitions - len(unsplit), 1)
         result = []
         for r in ranges:
-            parts = (1 if r.topic_partition in unsplit
-                     else _part_count(r.size, split_total, split_min_partitions))
+            parts = (
+                1
+                if r.topic_partition in unsplit
+                else _part_count(r.size, split_total, split_min_partitions)
+            )
             result.extend(_divide(r, parts))
         return [r for r in result if r.size > 0]
 
@@ -225,10 +250,12 @@ def _divide(r: KafkaOffsetRange, parts: int) -> list[KafkaOffsetRange]:
     return pieces
 
 
-def rate_limit(limit: int,
-               start: Mapping[TopicPartition, int],
-               end: Mapping[TopicPartition, int],
-               earliest_of_new: Mapping[TopicPartition, int]) -> dict:
+def rate_limit(
+    limit: int,
+    start: Mapping[TopicPartition, int],
+    end: Mapping[TopicPartition, int],
+    earliest_of_new: Mapping[TopicPartition, int],
+) -> dict:
     """End offsets of a micro-batch reading at most about ``limit`` offsets
     (``maxOffsetsPerTrigger``), shared among partitions by backlog size.
 

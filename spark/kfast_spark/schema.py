@@ -16,6 +16,7 @@ yields ``pyarrow.RecordBatch``es: PySpark compares each batch's schema with
 the Arrow form of the declared Spark schema (timestamps as
 ``timestamp[us, tz=UTC]``), so the two are kept side by side.
 """
+
 from __future__ import annotations
 
 import pyarrow as pa
@@ -39,15 +40,17 @@ HEADERS_SPARK_TYPE = ArrayType(
     StructType([StructField("key", StringType()), StructField("value", BinaryType())])
 )
 
-KAFKA_SCHEMA = StructType([
-    StructField("key", BinaryType()),
-    StructField("value", BinaryType()),
-    StructField("topic", StringType()),
-    StructField("partition", IntegerType()),
-    StructField("offset", LongType()),
-    StructField("timestamp", TimestampType()),
-    StructField("timestampType", IntegerType()),
-])
+KAFKA_SCHEMA = StructType(
+    [
+        StructField("key", BinaryType()),
+        StructField("value", BinaryType()),
+        StructField("topic", StringType()),
+        StructField("partition", IntegerType()),
+        StructField("offset", LongType()),
+        StructField("timestamp", TimestampType()),
+        StructField("timestampType", IntegerType()),
+    ]
+)
 
 KAFKA_SCHEMA_WITH_HEADERS = StructType(
     KAFKA_SCHEMA.fields + [StructField("headers", HEADERS_SPARK_TYPE)]
@@ -58,15 +61,17 @@ HEADER_ARROW_TYPE = pa.struct([("key", pa.string()), ("value", pa.binary())])
 # compares types, so the name only matters to someone printing the schema.
 HEADERS_ARROW_TYPE = pa.list_(pa.field("element", HEADER_ARROW_TYPE))
 
-ARROW_SCHEMA = pa.schema([
-    ("key", pa.binary()),
-    ("value", pa.binary()),
-    ("topic", pa.string()),
-    ("partition", pa.int32()),
-    ("offset", pa.int64()),
-    ("timestamp", pa.timestamp("us", tz="UTC")),
-    ("timestampType", pa.int32()),
-])
+ARROW_SCHEMA = pa.schema(
+    [
+        ("key", pa.binary()),
+        ("value", pa.binary()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("timestamp", pa.timestamp("us", tz="UTC")),
+        ("timestampType", pa.int32()),
+    ]
+)
 
 ARROW_SCHEMA_WITH_HEADERS = ARROW_SCHEMA.append(pa.field("headers", HEADERS_ARROW_TYPE))
 
@@ -89,8 +94,10 @@ def validate_sink_schema(schema: StructType, topic_option: str | None) -> None:
     array<struct<key:string,value:binary>>. Names are case-sensitive."""
     columns = {f.name: f.dataType for f in schema.fields}
     if topic_option is None and "topic" not in columns:
-        raise ValueError("topic option required when no 'topic' attribute is present. "
-                         "Use the topic option for setting a topic.")
+        raise ValueError(
+            "topic option required when no 'topic' attribute is present. "
+            "Use the topic option for setting a topic."
+        )
     if "value" not in columns:
         raise ValueError("Required attribute 'value' not found")
     allowed = {
@@ -107,4 +114,5 @@ def validate_sink_schema(schema: StructType, topic_option: str | None) -> None:
         if columns[name].simpleString() not in {t.simpleString() for t in types}:
             raise ValueError(
                 f"{name} attribute unsupported type {columns[name].simpleString()}. {name} "
-                f"must be a(n) {' or '.join(t.simpleString() for t in types)}")
+                f"must be a(n) {' or '.join(t.simpleString() for t in types)}"
+            )

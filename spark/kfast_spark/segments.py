@@ -30,6 +30,7 @@ The last batch of the last segment may be torn by an unclean shutdown: it is
 ignored, as Kafka's log recovery truncates it. A bad batch anywhere else is
 corruption and raises.
 """
+
 from __future__ import annotations
 
 import os
@@ -67,8 +68,8 @@ _LOG_OVERHEAD = 12
 _MAGIC_AT = 16
 _LAST_OFFSET_DELTA_AT = 23
 _MAX_TIMESTAMP_AT = 35
-_HEADER_READ_SIZE = 27          # through lastOffsetDelta
-_HEADER_READ_SIZE_WITH_TIMESTAMP = 43   # through maxTimestamp
+_HEADER_READ_SIZE = 27  # through lastOffsetDelta
+_HEADER_READ_SIZE_WITH_TIMESTAMP = 43  # through maxTimestamp
 _MAGIC_READ_SIZE = _MAGIC_AT + 1
 #: Smallest length of an entry by magic: v0 crc+magic+attributes+key and
 #: value lengths; v1 adds a timestamp; v2 is its fixed batch header.
@@ -78,7 +79,7 @@ _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
 # Offset index entry: relative offset int32, position int32.
 _INDEX_ENTRY = struct.Struct(">ii")
-_INDEX_READ_SIZE = 64 * 1024   # a multiple of the entry size
+_INDEX_READ_SIZE = 64 * 1024  # a multiple of the entry size
 
 #: Bytes read from a segment per decoded chunk: bounds executor memory while
 #: keeping Arrow batches large.
@@ -92,13 +93,14 @@ class LogSegmentFile:
 
     @property
     def index_path(self) -> str:
-        return self.log_path[:-len(LOG_FILE_SUFFIX)] + INDEX_FILE_SUFFIX
+        return self.log_path[: -len(LOG_FILE_SUFFIX)] + INDEX_FILE_SUFFIX
 
 
 def check_log_dir(log_dir: str) -> None:
     if not os.path.isdir(log_dir):
-        raise ValueError(f"Log directory '{log_dir}' (option 'path') does not exist "
-                         "or is not a directory")
+        raise ValueError(
+            f"Log directory '{log_dir}' (option 'path') does not exist or is not a directory"
+        )
 
 
 def list_partition_dirs(log_dir: str) -> dict[TopicPartition, str]:
@@ -107,7 +109,8 @@ def list_partition_dirs(log_dir: str) -> dict[TopicPartition, str]:
     partitions = {}
     for entry in os.scandir(log_dir):
         if not entry.is_dir() or entry.name.endswith(
-                (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)):
+            (DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX)
+        ):
             continue
         try:
             topic, partition = parse_topic_partition(entry.path)
@@ -132,12 +135,12 @@ def list_segments(partition_dir: str) -> list[LogSegmentFile]:
 def read_log_start_offsets(log_dir: str) -> dict[TopicPartition, int]:
     """The log dir's ``log-start-offset-checkpoint`` (empty if absent)."""
     entries = OffsetCheckpointFile(os.path.join(log_dir, LOG_START_OFFSET_CHECKPOINT)).read()
-    return {TopicPartition(topic, partition): offset
-            for (topic, partition), offset in entries.items()}
+    return {
+        TopicPartition(topic, partition): offset for (topic, partition), offset in entries.items()
+    }
 
 
-def log_offsets(partition_dir: str, checkpointed_log_start: int | None = None
-                ) -> tuple[int, int]:
+def log_offsets(partition_dir: str, checkpointed_log_start: int | None = None) -> tuple[int, int]:
     """(log start offset, log end offset) of a partition."""
     segments = list_segments(partition_dir)
     if not segments:
@@ -154,9 +157,16 @@ def log_offsets(partition_dir: str, checkpointed_log_start: int | None = None
     return log_start, max(segments[-1].base_offset, log_start)
 
 
-def read_range(partition_dir: str, topic_partition: TopicPartition, start: int, end: int,
-               include_headers: bool, *, fail_on_data_loss: bool = True,
-               chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> Iterator[pa.RecordBatch]:
+def read_range(
+    partition_dir: str,
+    topic_partition: TopicPartition,
+    start: int,
+    end: int,
+    include_headers: bool,
+    *,
+    fail_on_data_loss: bool = True,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+) -> Iterator[pa.RecordBatch]:
     """Rows of the records with offsets in ``[start, end)``, as Arrow batches
     of Spark's Kafka schema, read from the partition's segment files."""
     if start >= end:
@@ -165,10 +175,12 @@ def read_range(partition_dir: str, topic_partition: TopicPartition, start: int, 
     if not segments or segments[0].base_offset > start:
         # Retention removed segments after the read was planned.
         report_data_loss(
-            fail_on_data_loss, "COULD_NOT_READ_OFFSET_RANGE",
+            fail_on_data_loss,
+            "COULD_NOT_READ_OFFSET_RANGE",
             f"Could not read records in offset [{start}, {end}) for topic partition "
             f"{topic_partition}: the first segment of {partition_dir} starts at "
-            f"{segments[0].base_offset if segments else 'no segment'}.")
+            f"{segments[0].base_offset if segments else 'no segment'}.",
+        )
     first = max((i for i, s in enumerate(segments) if s.base_offset <= start), default=0)
     for i in range(first, len(segments)):
         segment = segments[i]
@@ -177,14 +189,16 @@ def read_range(partition_dir: str, topic_partition: TopicPartition, start: int, 
         is_last = i == len(segments) - 1
         for chunk, legacy in _read_chunks(segment, start, end, is_last, chunk_bytes):
             decode = message_set_to_arrow if legacy else records_to_arrow
-            batch = decode(chunk, topic_partition.topic, topic_partition.partition,
-                           start, end, include_headers)
+            batch = decode(
+                chunk, topic_partition.topic, topic_partition.partition, start, end, include_headers
+            )
             if batch is not None:
                 yield batch
 
 
-def _read_chunks(segment: LogSegmentFile, start: int, end: int, is_last: bool,
-                 chunk_bytes: int) -> Iterator[tuple[memoryview, bool]]:
+def _read_chunks(
+    segment: LogSegmentFile, start: int, end: int, is_last: bool, chunk_bytes: int
+) -> Iterator[tuple[memoryview, bool]]:
     """Runs of whole entries of ``segment`` that hold offsets in ``[start,
     end)``, each about ``chunk_bytes`` long (or one entry if larger), and
     whether the run is legacy messages (else v2 batches)."""
@@ -196,7 +210,8 @@ def _read_chunks(segment: LogSegmentFile, start: int, end: int, is_last: bool,
         while position < file_size:
             block = os.pread(fd, min(chunk_bytes, file_size - position), position)
             walked, needed, done = _walk_entries(
-                block, segment, position, file_size, start, end, is_last)
+                block, segment, position, file_size, start, end, is_last
+            )
             view = memoryview(block)
             # Offsets grow through the log, so wanted entries are contiguous;
             # a run ends where the format changes (a log upgraded in place).
@@ -208,10 +223,10 @@ def _read_chunks(segment: LogSegmentFile, start: int, end: int, is_last: bool,
                     run[1] = stop
                     continue
                 if run:
-                    yield view[run[0]:run[1]], run[2]
+                    yield view[run[0] : run[1]], run[2]
                 run = [begin, stop, legacy]
             if run:
-                yield view[run[0]:run[1]], run[2]
+                yield view[run[0] : run[1]], run[2]
             if walked:
                 position += walked[-1][1]
             elif needed:
@@ -223,8 +238,15 @@ def _read_chunks(segment: LogSegmentFile, start: int, end: int, is_last: bool,
                 return
 
 
-def _walk_entries(block: bytes, segment: LogSegmentFile, block_position: int, file_size: int,
-                  start: int, end: int, is_last: bool):
+def _walk_entries(
+    block: bytes,
+    segment: LogSegmentFile,
+    block_position: int,
+    file_size: int,
+    start: int,
+    end: int,
+    is_last: bool,
+):
     """Walk the whole entries at the start of ``block``.
 
     Returns ``(entries, needed, done)``: ``entries`` lists ``(begin, end,
@@ -253,8 +275,9 @@ def _walk_entries(block: bytes, segment: LogSegmentFile, block_position: int, fi
             return entries, None, True
         if i + total > size:
             return entries, (total, legacy), False
-        last_offset = offset if legacy else \
-            offset + _INT32.unpack_from(block, i + _LAST_OFFSET_DELTA_AT)[0]
+        last_offset = (
+            offset if legacy else offset + _INT32.unpack_from(block, i + _LAST_OFFSET_DELTA_AT)[0]
+        )
         entries.append((i, i + total, last_offset >= start, legacy))
         i += total
         if last_offset >= end - 1:
@@ -266,20 +289,22 @@ def _torn_tail(segment: LogSegmentFile, position: int, is_last: bool) -> bool:
         return True  # an unclean shutdown's partial write: recovery would truncate it
     raise CorruptRecordException(
         f"Incomplete or invalid batch at position {position} of {segment.log_path}, "
-        "which is not the last segment of its partition")
+        "which is not the last segment of its partition"
+    )
 
 
 class _EntryHeader(NamedTuple):
     position: int
     size: int
     magic: int
-    offset: int            # v2: base offset; legacy: the entry's (last) offset
+    offset: int  # v2: base offset; legacy: the entry's (last) offset
     last_offset: int
-    max_timestamp: int     # v2 only (legacy: -1; decode to learn it)
+    max_timestamp: int  # v2 only (legacy: -1; decode to learn it)
 
 
-def _entry_headers(segment: LogSegmentFile, fd: int, file_size: int, position: int,
-                   is_last: bool) -> Iterator[_EntryHeader]:
+def _entry_headers(
+    segment: LogSegmentFile, fd: int, file_size: int, position: int, is_last: bool
+) -> Iterator[_EntryHeader]:
     """The headers of the complete entries from ``position`` on, one small
     read each: how a segment is walked without decoding it."""
     while position < file_size:
@@ -290,8 +315,11 @@ def _entry_headers(segment: LogSegmentFile, fd: int, file_size: int, position: i
         offset, length = _OFFSET_AND_LENGTH.unpack_from(header)
         magic = header[_MAGIC_AT]
         total = _LOG_OVERHEAD + length
-        if (magic not in _MIN_LENGTH_BY_MAGIC or length < _MIN_LENGTH_BY_MAGIC[magic]
-                or position + total > file_size):
+        if (
+            magic not in _MIN_LENGTH_BY_MAGIC
+            or length < _MIN_LENGTH_BY_MAGIC[magic]
+            or position + total > file_size
+        ):
             _torn_tail(segment, position, is_last)
             return
         if magic < 2:
@@ -310,14 +338,16 @@ def _segment_end_offset(segment: LogSegmentFile, is_last: bool) -> int | None:
         fd = f.fileno()
         file_size = os.fstat(fd).st_size
         last_offset = None
-        for header in _entry_headers(segment, fd, file_size,
-                                     _last_indexed_position(segment, file_size), is_last):
+        for header in _entry_headers(
+            segment, fd, file_size, _last_indexed_position(segment, file_size), is_last
+        ):
             last_offset = header.last_offset
     return None if last_offset is None else last_offset + 1
 
 
-def offset_for_timestamp(partition_dir: str, timestamp: int, log_start_offset: int = 0
-                         ) -> int | None:
+def offset_for_timestamp(
+    partition_dir: str, timestamp: int, log_start_offset: int = 0
+) -> int | None:
     """The offset of the first record at or after ``log_start_offset``, in
     log order, whose timestamp is at or after ``timestamp`` (ms), or None if
     there is none: what Kafka's ListOffsets answers for a timestamp. Batches
@@ -331,7 +361,8 @@ def offset_for_timestamp(partition_dir: str, timestamp: int, log_start_offset: i
             file_size = os.fstat(fd).st_size
             for header in _entry_headers(segment, fd, file_size, 0, i == len(segments) - 1):
                 if header.last_offset < log_start_offset or (
-                        header.magic == 2 and header.max_timestamp < timestamp):
+                    header.magic == 2 and header.max_timestamp < timestamp
+                ):
                     continue
                 data = os.pread(fd, header.size, header.position)
                 if header.magic < 2:
@@ -339,9 +370,10 @@ def offset_for_timestamp(partition_dir: str, timestamp: int, log_start_offset: i
                 else:
                     batch = decode_columnar(data, arrow=True, include_control_batches=True)
                     # Arrow holds microseconds; Kafka's timestamps are milliseconds.
-                    found = zip(batch.column("offset").to_pylist(),
-                                (t // 1000 for t in
-                                 batch.column("timestamp").cast(pa.int64()).to_pylist()))
+                    found = zip(
+                        batch.column("offset").to_pylist(),
+                        (t // 1000 for t in batch.column("timestamp").cast(pa.int64()).to_pylist()),
+                    )
                 for offset, record_timestamp in found:
                     if record_timestamp >= timestamp and offset >= log_start_offset:
                         return offset
@@ -349,6 +381,7 @@ def offset_for_timestamp(partition_dir: str, timestamp: int, log_start_offset: i
 
 
 # --- the sparse offset index ----------------------------------------------------
+
 
 def _index_entries(segment: LogSegmentFile, file_size: int) -> list[tuple[int, int]]:
     """Valid ``(offset, position)`` entries of the segment's offset index.
@@ -367,9 +400,13 @@ def _index_entries(segment: LogSegmentFile, file_size: int) -> list[tuple[int, i
             while True:
                 data = f.read(_INDEX_READ_SIZE)
                 for relative_offset, position in _INDEX_ENTRY.iter_unpack(
-                        data[:len(data) // _INDEX_ENTRY.size * _INDEX_ENTRY.size]):
-                    if (relative_offset <= last_offset or position <= last_position
-                            or position >= file_size):
+                    data[: len(data) // _INDEX_ENTRY.size * _INDEX_ENTRY.size]
+                ):
+                    if (
+                        relative_offset <= last_offset
+                        or position <= last_position
+                        or position >= file_size
+                    ):
                         return entries
                     entries.append((segment.base_offset + relative_offset, position))
                     last_offset, last_position = relative_offset, position
@@ -393,8 +430,11 @@ def _start_position(segment: LogSegmentFile, fd: int, file_size: int, start: int
         # which must then be at or below the start (else, being unsure, read
         # the whole segment).
         header = os.pread(fd, _MAGIC_READ_SIZE, position)
-        if (len(header) < _MAGIC_READ_SIZE or header[_MAGIC_AT] not in _MIN_LENGTH_BY_MAGIC
-                or _OFFSET_AND_LENGTH.unpack_from(header)[0] > start):
+        if (
+            len(header) < _MAGIC_READ_SIZE
+            or header[_MAGIC_AT] not in _MIN_LENGTH_BY_MAGIC
+            or _OFFSET_AND_LENGTH.unpack_from(header)[0] > start
+        ):
             return 0
     return position
 

@@ -16,6 +16,7 @@ Rows have Spark's Kafka source schema; the options are the Kafka source's
 offsets from the files; each Spark task reads one offset range of one
 partition from its segment files and decodes it with kfast's codec into Arrow.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -44,8 +45,9 @@ from kfast_spark.segments import (
 class SegmentRangePartition(InputPartition):
     """Offsets ``[from_offset, until_offset)`` of one partition directory."""
 
-    def __init__(self, topic: str, partition: int, partition_dir: str, from_offset: int,
-                 until_offset: int):
+    def __init__(
+        self, topic: str, partition: int, partition_dir: str, from_offset: int, until_offset: int
+    ):
         super().__init__((topic, partition, from_offset, until_offset))
         self.topic = topic
         self.partition = partition
@@ -55,7 +57,6 @@ class SegmentRangePartition(InputPartition):
 
 
 class KafkaSegmentsReader(DataSourceReader):
-
     def __init__(self, options: KafkaSourceOptions):
         self.options = options
         # Batch rules (no latest start, no earliest end, start <= end) fail
@@ -75,16 +76,28 @@ class KafkaSegmentsReader(DataSourceReader):
             if tp in partition_dirs:
                 earliest[tp], latest[tp] = log_offsets(partition_dirs[tp], checkpointed.get(tp))
         ranges = resolve_offset_ranges(
-            assigned, self.starting, self.ending, earliest, latest,
+            assigned,
+            self.starting,
+            self.ending,
+            earliest,
+            latest,
             fail_on_data_loss=self.options.fail_on_data_loss,
             offsets_for_times=lambda timestamps: {
                 tp: offset_for_timestamp(partition_dirs[tp], timestamp, earliest[tp])
-                for tp, timestamp in timestamps.items()})
+                for tp, timestamp in timestamps.items()
+            },
+        )
         ranges = OffsetRangeCalculator(self.options.min_partitions).get_ranges(ranges)
-        return [SegmentRangePartition(r.topic_partition.topic, r.topic_partition.partition,
-                                      partition_dirs[r.topic_partition], r.from_offset,
-                                      r.until_offset)
-                for r in ranges]
+        return [
+            SegmentRangePartition(
+                r.topic_partition.topic,
+                r.topic_partition.partition,
+                partition_dirs[r.topic_partition],
+                r.from_offset,
+                r.until_offset,
+            )
+            for r in ranges
+        ]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         if not isinstance(partition, SegmentRangePartition):
@@ -92,9 +105,13 @@ class KafkaSegmentsReader(DataSourceReader):
             # partitions() is empty: nothing to read.
             return
         yield from read_range(
-            partition.partition_dir, TopicPartition(partition.topic, partition.partition),
-            partition.from_offset, partition.until_offset, self.options.include_headers,
-            fail_on_data_loss=self.options.fail_on_data_loss)
+            partition.partition_dir,
+            TopicPartition(partition.topic, partition.partition),
+            partition.from_offset,
+            partition.until_offset,
+            self.options.include_headers,
+            fail_on_data_loss=self.options.fail_on_data_loss,
+        )
 
 
 class KafkaSegmentsDataSource(DataSource):

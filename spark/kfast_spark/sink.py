@@ -23,6 +23,7 @@ an invalid value is refused. As Kafka's producer, a failed send is retried witho
 ``delivery.timeout.ms`` (120 s): a leader killed with -9 stays the leader in
 Metadata until its session times out, and the task must outlast that.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -54,8 +55,9 @@ def producer_arguments(options: KafkaSinkOptions) -> dict:
         refuse_security(options.kafka_params, "the kfast sink")
         parsed = parse_client_properties(options.kafka_params, Client.PRODUCER, strict=False)
     except ConfigException as exc:
-        raise ValueError(f"Kafka option 'kafka.{exc.name}' refused by the kfast sink: "
-                         f"{exc}") from None
+        raise ValueError(
+            f"Kafka option 'kafka.{exc.name}' refused by the kfast sink: {exc}"
+        ) from None
     return {**_PRODUCER_DEFAULTS, **parsed.producer_arguments()}
 
 
@@ -69,7 +71,7 @@ def _bytes(value) -> bytes | None:
         return value
     if isinstance(value, str):
         return value.encode("utf-8")
-    return bytes(value)        # bytearray
+    return bytes(value)  # bytearray
 
 
 def write_rows(options: KafkaSinkOptions, columns: list[str], rows: Iterator[Row]) -> int:
@@ -87,21 +89,27 @@ async def _write_rows(options: KafkaSinkOptions, columns: set, rows: Iterator[Ro
     has_partition = "partition" in columns
     topic_column = options.topic is None
     futures = []
-    async with KafkaProducer(options.kafka_params["bootstrap.servers"],
-                             **producer_arguments(options)) as producer:
+    async with KafkaProducer(
+        options.kafka_params["bootstrap.servers"], **producer_arguments(options)
+    ) as producer:
         for row in rows:
             topic = row["topic"] if topic_column else options.topic
             if topic is None:
-                raise ValueError("Null topic present in the data. Use the topic option for "
-                                 "setting a topic.")
+                raise ValueError(
+                    "Null topic present in the data. Use the topic option for setting a topic."
+                )
             headers = None
             if has_headers and row["headers"] is not None:
                 headers = [(header["key"], _bytes(header["value"])) for header in row["headers"]]
-            futures.append(await producer.send(
-                topic, _bytes(row["value"]),
-                key=_bytes(row["key"]) if has_key else None,
-                partition=row["partition"] if has_partition else None,
-                headers=headers))
+            futures.append(
+                await producer.send(
+                    topic,
+                    _bytes(row["value"]),
+                    key=_bytes(row["key"]) if has_key else None,
+                    partition=row["partition"] if has_partition else None,
+                    headers=headers,
+                )
+            )
         await producer.flush()
     # Surface the first failed record, as Spark's task fails on a send error.
     for future in futures:

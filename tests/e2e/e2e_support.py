@@ -1,5 +1,6 @@
 """Helpers shared by the e2e tests (imported by name: a test module's
 ``from conftest import ...`` would be ambiguous across test directories)."""
+
 from __future__ import annotations
 
 import os
@@ -33,9 +34,16 @@ class ServeProcess:
         return f"127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
-        cmd = [sys.executable, "-m", "kfast", "serve",
-               "--override", f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
-               "--override", f"log.dirs={self.data_dir}"]
+        cmd = [
+            sys.executable,
+            "-m",
+            "kfast",
+            "serve",
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{self.port}",
+            "--override",
+            f"log.dirs={self.data_dir}",
+        ]
         for item in self.overrides:
             cmd += ["--override", item]
         return cmd
@@ -44,8 +52,14 @@ class ServeProcess:
         self._ready.clear()
         self.output = []
         env = dict(os.environ, PYTHONPATH=str(REPO))
-        self.proc = subprocess.Popen(self.command(), stderr=subprocess.PIPE, text=True, env=env,
-                                     cwd=str(REPO), preexec_fn=self._limit_fds)
+        self.proc = subprocess.Popen(
+            self.command(),
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=str(REPO),
+            preexec_fn=self._limit_fds,
+        )
         threading.Thread(target=self._pump, args=(self.proc,), daemon=True).start()
         if not self._ready.wait(timeout):
             self.kill()

@@ -23,6 +23,7 @@ commits. Progress goes to stdout, one line each:
 The worker stops with ``done`` once its consumer's position reached the end
 of every input partition.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -65,10 +66,17 @@ def run_confluent(args, progress: Progress) -> None:
     # coordinator and send_offsets_to_transaction waits for it forever
     # (confluentinc/librdkafka#5511, open).
     common = {"bootstrap.servers": args.bootstrap, "metadata.recovery.strategy": "none"}
-    consumer = Consumer({**common, "group.id": args.group,
-                         "isolation.level": "read_committed", "enable.auto.commit": False,
-                         "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
-                         "heartbeat.interval.ms": 500})
+    consumer = Consumer(
+        {
+            **common,
+            "group.id": args.group,
+            "isolation.level": "read_committed",
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 500,
+        }
+    )
     producer = Producer({**common, "transactional.id": args.transactional_id})
     producer.init_transactions(END_TIMEOUT_S)
     consumer.subscribe([args.input])
@@ -80,8 +88,9 @@ def run_confluent(args, progress: Progress) -> None:
             assignment = consumer.assignment()
             if len(assignment) == args.partitions:
                 if ends is None:
-                    ends = {tp.partition: consumer.get_watermark_offsets(tp, 10)[1]
-                            for tp in assignment}
+                    ends = {
+                        tp.partition: consumer.get_watermark_offsets(tp, 10)[1] for tp in assignment
+                    }
                 positions = consumer.position(assignment)
                 if all(tp.offset >= ends[tp.partition] for tp in positions):
                     break
@@ -89,12 +98,18 @@ def run_confluent(args, progress: Progress) -> None:
         producer.begin_transaction()
         next_offsets: dict[int, int] = {}
         for message in messages:
-            producer.produce(args.output, key=message.key(), value=transform(message.value()),
-                             partition=message.partition())
+            producer.produce(
+                args.output,
+                key=message.key(),
+                value=transform(message.value()),
+                partition=message.partition(),
+            )
             next_offsets[message.partition()] = message.offset() + 1
         producer.send_offsets_to_transaction(
             [TopicPartition(args.input, p, o) for p, o in next_offsets.items()],
-            consumer.consumer_group_metadata(), END_TIMEOUT_S)
+            consumer.consumer_group_metadata(),
+            END_TIMEOUT_S,
+        )
         if progress.pause_now():
             assert producer.flush(END_TIMEOUT_S) == 0
             say("open")
@@ -108,12 +123,19 @@ def run_kafka_python(args, progress: Progress) -> None:
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    consumer = KafkaConsumer(args.input, bootstrap_servers=args.bootstrap, group_id=args.group,
-                             isolation_level="read_committed", enable_auto_commit=False,
-                             auto_offset_reset="earliest", session_timeout_ms=6000,
-                             heartbeat_interval_ms=500)
-    producer = KafkaProducer(bootstrap_servers=args.bootstrap,
-                             transactional_id=args.transactional_id)
+    consumer = KafkaConsumer(
+        args.input,
+        bootstrap_servers=args.bootstrap,
+        group_id=args.group,
+        isolation_level="read_committed",
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        session_timeout_ms=6000,
+        heartbeat_interval_ms=500,
+    )
+    producer = KafkaProducer(
+        bootstrap_servers=args.bootstrap, transactional_id=args.transactional_id
+    )
     producer.init_transactions()
     say("ready")
     everything = [TopicPartition(args.input, p) for p in range(args.partitions)]
@@ -131,8 +153,12 @@ def run_kafka_python(args, progress: Progress) -> None:
         offsets = {}
         for tp, records in batches.items():
             for record in records:
-                producer.send(args.output, key=record.key, value=transform(record.value),
-                              partition=tp.partition)
+                producer.send(
+                    args.output,
+                    key=record.key,
+                    value=transform(record.value),
+                    partition=tp.partition,
+                )
             offsets[tp] = OffsetAndMetadata(records[-1].offset + 1, "", -1)
         producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
         if progress.pause_now():
@@ -150,12 +176,19 @@ def run_aiokafka(args, progress: Progress) -> None:
     from aiokafka.structs import TopicPartition
 
     async def main():
-        consumer = AIOKafkaConsumer(args.input, bootstrap_servers=args.bootstrap,
-                                    group_id=args.group, isolation_level="read_committed",
-                                    enable_auto_commit=False, auto_offset_reset="earliest",
-                                    session_timeout_ms=6000, heartbeat_interval_ms=500)
-        producer = AIOKafkaProducer(bootstrap_servers=args.bootstrap,
-                                    transactional_id=args.transactional_id)
+        consumer = AIOKafkaConsumer(
+            args.input,
+            bootstrap_servers=args.bootstrap,
+            group_id=args.group,
+            isolation_level="read_committed",
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+            session_timeout_ms=6000,
+            heartbeat_interval_ms=500,
+        )
+        producer = AIOKafkaProducer(
+            bootstrap_servers=args.bootstrap, transactional_id=args.transactional_id
+        )
         await producer.start()
         await consumer.start()
         say("ready")
@@ -177,9 +210,14 @@ def run_aiokafka(args, progress: Progress) -> None:
                 sent, offsets = [], {}
                 for tp, records in batches.items():
                     for record in records:
-                        sent.append(await producer.send(args.output, key=record.key,
-                                                        value=transform(record.value),
-                                                        partition=tp.partition))
+                        sent.append(
+                            await producer.send(
+                                args.output,
+                                key=record.key,
+                                value=transform(record.value),
+                                partition=tp.partition,
+                            )
+                        )
                     offsets[tp] = records[-1].offset + 1
                 await producer.send_offsets_to_transaction(offsets, args.group)
                 if progress.pause_now():
@@ -191,11 +229,15 @@ def run_aiokafka(args, progress: Progress) -> None:
         finally:
             await consumer.stop()
             await producer.stop()
+
     asyncio.run(main())
 
 
-CLIENTS = {"confluent-kafka": run_confluent, "kafka-python": run_kafka_python,
-           "aiokafka": run_aiokafka}
+CLIENTS = {
+    "confluent-kafka": run_confluent,
+    "kafka-python": run_kafka_python,
+    "aiokafka": run_aiokafka,
+}
 
 
 def main() -> int:

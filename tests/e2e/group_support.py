@@ -12,6 +12,7 @@ committed one). kcat reports rebalances on stderr ("% Group g rebalanced
 stdout; it commits on its own (auto commit), so for kcat a printed record is
 only a consumed one.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ from kfast.testing import KfastBroker
 SESSION_MS = 6000
 PARTITIONS = 6
 
-CONSUMER_SCRIPT = r'''
+CONSUMER_SCRIPT = r"""
 import json, signal, sys
 client, bootstrap, topic, group, instance, session = sys.argv[1:7]
 session = int(session)
@@ -121,7 +122,7 @@ elif client == "aiokafka":
             await c.stop()
     asyncio.run(main())
 emit(closed=True)
-'''
+"""
 
 # kcat -G, stderr: "% Group <g> rebalanced (memberid <m>): assigned: <t> [0], <t> [1]"
 # (or "revoked: ..."; an empty assignment has no partition list).
@@ -129,41 +130,84 @@ _KCAT_REBALANCE = re.compile(r"rebalanced \(memberid [^)]*\): (assigned|revoked)
 _KCAT_PARTITION = re.compile(r"\[(\d+)\]")
 
 
-def kcat_command(bootstrap: str, topic: str, group: str, instance: str | None = None,
-                 session_ms: int = SESSION_MS, *extra: str) -> list[str]:
+def kcat_command(
+    bootstrap: str,
+    topic: str,
+    group: str,
+    instance: str | None = None,
+    session_ms: int = SESSION_MS,
+    *extra: str,
+) -> list[str]:
     """kcat as a balanced consumer (-G) printing records as JSON lines. It
     starts from the committed offsets (-o would override them on every
     assignment), from the beginning where none are committed."""
-    cmd = ["kcat", "-b", bootstrap, "-G", group, "-u", "-J",
-           "-X", "auto.offset.reset=earliest",
-           "-X", f"session.timeout.ms={session_ms}", "-X", "heartbeat.interval.ms=500",
-           "-X", "topic.metadata.refresh.interval.ms=1000", *extra]
+    cmd = [
+        "kcat",
+        "-b",
+        bootstrap,
+        "-G",
+        group,
+        "-u",
+        "-J",
+        "-X",
+        "auto.offset.reset=earliest",
+        "-X",
+        f"session.timeout.ms={session_ms}",
+        "-X",
+        "heartbeat.interval.ms=500",
+        "-X",
+        "topic.metadata.refresh.interval.ms=1000",
+        *extra,
+    ]
     if instance:
         cmd += ["-X", f"group.instance.id={instance}"]
     return cmd + [topic]
 
 
 class ConsumerProcess:
-    def __init__(self, client: str, bootstrap: str, topic: str, group: str,
-                 instance: str | None = None, session_ms: int = SESSION_MS):
+    def __init__(
+        self,
+        client: str,
+        bootstrap: str,
+        topic: str,
+        group: str,
+        instance: str | None = None,
+        session_ms: int = SESSION_MS,
+    ):
         self.assigned: list[int] | None = None
         self.assignments: list[list[int]] = []
         self.values: set[str] = set()
-        self.consumed: list[tuple[int, str]] = []   # (partition, value), repeats kept
+        self.consumed: list[tuple[int, str]] = []  # (partition, value), repeats kept
         self.closed = False
         self.events: queue.Queue = queue.Queue()
         if client == "kcat":
             self.proc = subprocess.Popen(
                 kcat_command(bootstrap, topic, group, instance, session_ms),
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
             threading.Thread(target=self._pump_kcat_stderr, daemon=True).start()
             threading.Thread(target=self._pump_kcat_stdout, daemon=True).start()
             return
         env = dict(os.environ, PYTHONPATH=str(REPO))
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", CONSUMER_SCRIPT, client, bootstrap, topic, group,
-             instance or "", str(session_ms)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            [
+                sys.executable,
+                "-c",
+                CONSUMER_SCRIPT,
+                client,
+                bootstrap,
+                topic,
+                group,
+                instance or "",
+                str(session_ms),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _on_event(self, event: dict) -> None:
@@ -220,12 +264,17 @@ class ConsumerProcess:
 
 @pytest.fixture(scope="module")
 def group_broker(tmp_path_factory):
-    instance = KfastBroker({"num.partitions": 1, "group.initial.rebalance.delay.ms": 0,
-                            "group.min.session.timeout.ms": 1000,
-                            # KIP-848 members take their timings from the broker.
-                            "group.consumer.session.timeout.ms": SESSION_MS,
-                            "group.consumer.heartbeat.interval.ms": 500},
-                           data_dir=str(tmp_path_factory.mktemp("kfast-groups")))
+    instance = KfastBroker(
+        {
+            "num.partitions": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            "group.min.session.timeout.ms": 1000,
+            # KIP-848 members take their timings from the broker.
+            "group.consumer.session.timeout.ms": SESSION_MS,
+            "group.consumer.heartbeat.interval.ms": 500,
+        },
+        data_dir=str(tmp_path_factory.mktemp("kfast-groups")),
+    )
     instance.start()
     yield instance
     instance.close()

@@ -1,5 +1,6 @@
 """Helpers of the security e2e tests: a raw Kafka connection (plain or TLS)
 for exchanges no client library exposes, and client settings per library."""
+
 from __future__ import annotations
 
 import socket
@@ -14,12 +15,18 @@ class RawConnection:
     """One socket speaking Kafka's framing; ``request`` sends and decodes the
     answer, ``send_frame``/``read_frame`` for raw SASL v0 tokens."""
 
-    def __init__(self, port: int, context: ssl.SSLContext | None = None, timeout: float = 10,
-                 source: str | None = None):
+    def __init__(
+        self,
+        port: int,
+        context: ssl.SSLContext | None = None,
+        timeout: float = 10,
+        source: str | None = None,
+    ):
         # ``source``: the local address to connect from (ACL tests tell
         # clients apart by host).
-        sock = socket.create_connection(("127.0.0.1", port), timeout=timeout,
-                                        source_address=(source, 0) if source else None)
+        sock = socket.create_connection(
+            ("127.0.0.1", port), timeout=timeout, source_address=(source, 0) if source else None
+        )
         self.sock = context.wrap_socket(sock, server_hostname="localhost") if context else sock
         self.correlation_id = 0
 
@@ -42,8 +49,9 @@ class RawConnection:
     def send(self, name: str, version: int, **fields) -> int:
         self.correlation_id += 1
         body = p.request_class(name)(**fields)
-        self.sock.sendall(p.encode_request(api_keys.BY_NAME[name].key, version,
-                                           self.correlation_id, "raw", body))
+        self.sock.sendall(
+            p.encode_request(api_keys.BY_NAME[name].key, version, self.correlation_id, "raw", body)
+        )
         return self.correlation_id
 
     def request(self, name: str, version: int, **fields):

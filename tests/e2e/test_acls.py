@@ -10,6 +10,7 @@ first gives itself ALL on every topic, group, transactional id and the
 cluster. From then on every resource has an ACL, so clients on 127.0.0.1
 are denied everything until a test grants them ACLs (removed after it).
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -82,13 +83,25 @@ class Raw(RawConnection):
 
     def request(self, name: str, version: int | None = None, **fields):
         return super().request(
-            name, api_keys.BY_NAME[name].max_version if version is None else version, **fields)
+            name, api_keys.BY_NAME[name].max_version if version is None else version, **fields
+        )
 
     def create_acls(self, acls) -> None:
-        response = self.request("CreateAcls", creations=[p.CreateAclsRequest.AclCreation(
-            resource_type=a.resource_type, resource_name=a.resource_name,
-            resource_pattern_type=a.pattern_type, principal=a.principal, host=a.host,
-            operation=a.operation, permission_type=a.permission_type) for a in acls])
+        response = self.request(
+            "CreateAcls",
+            creations=[
+                p.CreateAclsRequest.AclCreation(
+                    resource_type=a.resource_type,
+                    resource_name=a.resource_name,
+                    resource_pattern_type=a.pattern_type,
+                    principal=a.principal,
+                    host=a.host,
+                    operation=a.operation,
+                    permission_type=a.permission_type,
+                )
+                for a in acls
+            ],
+        )
         assert [r.error_code for r in response.results] == [0] * len(acls), response
         self.await_acls(acls, present=True)
 
@@ -98,25 +111,41 @@ class Raw(RawConnection):
         (Kafka's tests wait the same way, TestUtils.waitAndVerifyAcls)."""
         deadline = time.monotonic() + timeout
         while True:
-            found = [bool(self.request("DescribeAcls", **_exact_filter(a)).resources)
-                     for a in acls]
+            found = [bool(self.request("DescribeAcls", **_exact_filter(a)).resources) for a in acls]
             if all(f == present for f in found):
                 return
             assert time.monotonic() < deadline, f"ACLs present={found}, wanted {present}"
             time.sleep(0.05)
 
     def delete_acls(self, acls) -> None:
-        response = self.request("DeleteAcls", filters=[p.DeleteAclsRequest.DeleteAclsFilter(
-            resource_type_filter=a.resource_type, resource_name_filter=a.resource_name,
-            pattern_type_filter=a.pattern_type, principal_filter=a.principal,
-            host_filter=a.host, operation=a.operation, permission_type=a.permission_type)
-            for a in acls])
+        response = self.request(
+            "DeleteAcls",
+            filters=[
+                p.DeleteAclsRequest.DeleteAclsFilter(
+                    resource_type_filter=a.resource_type,
+                    resource_name_filter=a.resource_name,
+                    pattern_type_filter=a.pattern_type,
+                    principal_filter=a.principal,
+                    host_filter=a.host,
+                    operation=a.operation,
+                    permission_type=a.permission_type,
+                )
+                for a in acls
+            ],
+        )
         assert all(r.error_code == 0 for r in response.filter_results), response
         self.await_acls(acls, present=False)
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
-        response = self.request("CreateTopics", topics=[p.CreateTopicsRequest.CreatableTopic(
-            name=name, num_partitions=partitions, replication_factor=-1)], timeout_ms=10000)
+        response = self.request(
+            "CreateTopics",
+            topics=[
+                p.CreateTopicsRequest.CreatableTopic(
+                    name=name, num_partitions=partitions, replication_factor=-1
+                )
+            ],
+            timeout_ms=10000,
+        )
         assert response.topics[0].error_code == 0, response
 
     def close(self) -> None:
@@ -125,31 +154,55 @@ class Raw(RawConnection):
 
 def _exact_filter(a: Acl) -> dict:
     """DescribeAcls fields matching exactly ``a``."""
-    return dict(resource_type_filter=a.resource_type, resource_name_filter=a.resource_name,
-                pattern_type_filter=a.pattern_type, principal_filter=a.principal,
-                host_filter=a.host, operation=a.operation, permission_type=a.permission_type)
+    return dict(
+        resource_type_filter=a.resource_type,
+        resource_name_filter=a.resource_name,
+        pattern_type_filter=a.pattern_type,
+        principal_filter=a.principal,
+        host_filter=a.host,
+        operation=a.operation,
+        permission_type=a.permission_type,
+    )
 
 
-def acl(resource_type, name, operation, permission=ACL_PERMISSION_ALLOW, *,
-        pattern=PATTERN_TYPE_LITERAL, principal=ANONYMOUS, host=CLIENT_HOST) -> Acl:
+def acl(
+    resource_type,
+    name,
+    operation,
+    permission=ACL_PERMISSION_ALLOW,
+    *,
+    pattern=PATTERN_TYPE_LITERAL,
+    principal=ANONYMOUS,
+    host=CLIENT_HOST,
+) -> Acl:
     return Acl(resource_type, name, pattern, principal, host, operation, permission)
 
 
-ADMIN_ACLS = [acl(rtype, name, ACL_OPERATION_ALL, host=ADMIN_HOST)
-              for rtype, name in ((ACL_RESOURCE_TOPIC, "*"), (ACL_RESOURCE_GROUP, "*"),
-                                  (ACL_RESOURCE_TRANSACTIONAL_ID, "*"),
-                                  (ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME))]
+ADMIN_ACLS = [
+    acl(rtype, name, ACL_OPERATION_ALL, host=ADMIN_HOST)
+    for rtype, name in (
+        (ACL_RESOURCE_TOPIC, "*"),
+        (ACL_RESOURCE_GROUP, "*"),
+        (ACL_RESOURCE_TRANSACTIONAL_ID, "*"),
+        (ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME),
+    )
+]
 
 
 @pytest.fixture(scope="module")
 def secured(tmp_path_factory):
-    broker = KfastBroker({"authorizer.class.name": AUTHORIZER, "num.partitions": 1,
-                          "group.initial.rebalance.delay.ms": 0,
-                          "allow.everyone.if.no.acl.found": "true",
-                          # InitProducerId v6 with enable2Pc (KIP-939) reaches its ACL check.
-                          "unstable.api.versions.enable": "true",
-                          "transaction.two.phase.commit.enable": "true"},
-                         data_dir=str(tmp_path_factory.mktemp("kfast-acls")))
+    broker = KfastBroker(
+        {
+            "authorizer.class.name": AUTHORIZER,
+            "num.partitions": 1,
+            "group.initial.rebalance.delay.ms": 0,
+            "allow.everyone.if.no.acl.found": "true",
+            # InitProducerId v6 with enable2Pc (KIP-939) reaches its ACL check.
+            "unstable.api.versions.enable": "true",
+            "transaction.two.phase.commit.enable": "true",
+        },
+        data_dir=str(tmp_path_factory.mktemp("kfast-acls")),
+    )
     broker.start()
     admin = Raw(broker.port, ADMIN_HOST)
     admin.create_acls(ADMIN_ACLS)
@@ -176,8 +229,14 @@ def name():
 
 def _produce(bootstrap: str, topic: str, **config) -> KafkaError | None:
     """One record with confluent-kafka; the delivery error, or None."""
-    producer = Producer({"bootstrap.servers": bootstrap, "message.timeout.ms": 10000,
-                         "topic.metadata.refresh.interval.ms": 1000, **config})
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "message.timeout.ms": 10000,
+            "topic.metadata.refresh.interval.ms": 1000,
+            **config,
+        }
+    )
     outcome = []
     producer.produce(topic, b"v", on_delivery=lambda err, msg: outcome.append(err))
     producer.flush(15)
@@ -203,9 +262,13 @@ def test_consume_needs_read_on_the_topic_and_the_group(secured, name):
     group = f"g-{name}"
 
     def consume():
-        consumer = KafkaConsumer(name, bootstrap_servers=broker.bootstrap_servers,
-                                 group_id=group, auto_offset_reset="earliest",
-                                 request_timeout_ms=11000)
+        consumer = KafkaConsumer(
+            name,
+            bootstrap_servers=broker.bootstrap_servers,
+            group_id=group,
+            auto_offset_reset="earliest",
+            request_timeout_ms=11000,
+        )
         try:
             records = []
             for _ in range(40):
@@ -220,12 +283,18 @@ def test_consume_needs_read_on_the_topic_and_the_group(secured, name):
     with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ)):
         with pytest.raises(kafka_errors.GroupAuthorizationFailedError):
             consume()
-    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE),
-                 acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ)):
+    with granted(
+        admin,
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE),
+        acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ),
+    ):
         with pytest.raises(kafka_errors.TopicAuthorizationFailedError):
             consume()
-    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ),
-                 acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ)):
+    with granted(
+        admin,
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ),
+        acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ),
+    ):
         assert [r.value for r in consume()] == [b"v"]
 
 
@@ -237,21 +306,30 @@ def test_metadata_hides_topics_the_principal_may_not_describe(secured, name):
     client = Raw(broker.port, CLIENT_HOST)
     try:
         with granted(admin, acl(ACL_RESOURCE_TOPIC, visible, ACL_OPERATION_READ)):
-            listed = AdminClient({"bootstrap.servers": broker.bootstrap_servers}).list_topics(
-                timeout=10).topics
+            listed = (
+                AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+                .list_topics(timeout=10)
+                .topics
+            )
             assert visible in listed and hidden not in listed
             # Named: refused, without saying whether it exists (nor auto-creating).
-            response = client.request("Metadata", 12, topics=[
-                p.MetadataRequest.MetadataRequestTopic(name=n)
-                for n in (visible, hidden, f"{name}-absent")],
-                allow_auto_topic_creation=True, include_topic_authorized_operations=True)
+            response = client.request(
+                "Metadata",
+                12,
+                topics=[
+                    p.MetadataRequest.MetadataRequestTopic(name=n)
+                    for n in (visible, hidden, f"{name}-absent")
+                ],
+                allow_auto_topic_creation=True,
+                include_topic_authorized_operations=True,
+            )
             by_name = {t.name: t for t in response.topics}
             assert by_name[visible].error_code == 0
             assert by_name[visible].topic_authorized_operations == authorized_operations(
-                ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE)
+                ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE
+            )
             assert by_name[hidden].error_code == errors.TopicAuthorizationException.code
-            assert by_name[f"{name}-absent"].error_code == \
-                errors.TopicAuthorizationException.code
+            assert by_name[f"{name}-absent"].error_code == errors.TopicAuthorizationException.code
             assert f"{name}-absent" not in broker.broker.metadata_image.topics_by_name
     finally:
         client.close()
@@ -270,10 +348,18 @@ def test_create_topics_with_prefixed_acls_and_deny_beats_allow(secured, name):
             return exc.args[0].code()
 
     team = f"{name}-team-"
-    with granted(admin, acl(ACL_RESOURCE_TOPIC, team, ACL_OPERATION_ALL,
-                            pattern=PATTERN_TYPE_PREFIXED, principal="User:*", host="*"),
-                 acl(ACL_RESOURCE_TOPIC, f"{team}b", ACL_OPERATION_CREATE,
-                     ACL_PERMISSION_DENY)):
+    with granted(
+        admin,
+        acl(
+            ACL_RESOURCE_TOPIC,
+            team,
+            ACL_OPERATION_ALL,
+            pattern=PATTERN_TYPE_PREFIXED,
+            principal="User:*",
+            host="*",
+        ),
+        acl(ACL_RESOURCE_TOPIC, f"{team}b", ACL_OPERATION_CREATE, ACL_PERMISSION_DENY),
+    ):
         assert create(f"{team}a") is None
         assert create(f"{name}-other") == KafkaError.TOPIC_AUTHORIZATION_FAILED
         assert create(f"{team}b") == KafkaError.TOPIC_AUTHORIZATION_FAILED
@@ -297,9 +383,13 @@ def test_configs_need_describe_configs_or_alter_configs(secured, name):
     with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_ALTER_CONFIGS)):
         # ALTER_CONFIGS implies DESCRIBE_CONFIGS.
         assert "retention.ms" in client.describe_configs([resource])[resource].result(15)
-        resource = ConfigResource(ConfigResource.Type.TOPIC, name, incremental_configs=[
-            ConfigEntry("retention.ms", "60000",
-                        incremental_operation=AlterConfigOpType.SET)])
+        resource = ConfigResource(
+            ConfigResource.Type.TOPIC,
+            name,
+            incremental_configs=[
+                ConfigEntry("retention.ms", "60000", incremental_operation=AlterConfigOpType.SET)
+            ],
+        )
         client.incremental_alter_configs([resource])[resource].result(15)
 
 
@@ -307,9 +397,9 @@ def test_cluster_operations_and_authorized_operations(secured):
     broker, admin = secured
     client = Raw(broker.port, CLIENT_HOST)
     try:
+
         def describe_cluster():
-            return client.request("DescribeCluster", 1,
-                                  include_cluster_authorized_operations=True)
+            return client.request("DescribeCluster", 1, include_cluster_authorized_operations=True)
 
         assert describe_cluster().error_code == errors.ClusterAuthorizationException.code
         with pytest.raises(kafka_errors.ClusterAuthorizationFailedError):
@@ -318,18 +408,18 @@ def test_cluster_operations_and_authorized_operations(secured):
                 kafka_admin.describe_acls(_any_acl_filter())
             finally:
                 kafka_admin.close()
-        with granted(admin, acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME,
-                                ACL_OPERATION_ALTER)):
+        with granted(admin, acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, ACL_OPERATION_ALTER)):
             described = describe_cluster()
             assert described.error_code == 0
             assert described.cluster_authorized_operations == authorized_operations(
-                ACL_OPERATION_ALTER, ACL_OPERATION_DESCRIBE)
+                ACL_OPERATION_ALTER, ACL_OPERATION_DESCRIBE
+            )
             # librdkafka asks Metadata for the cluster's bitfield.
             confluent = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-            cluster = confluent.describe_cluster(include_authorized_operations=True,
-                                                 request_timeout=10).result(15)
-            assert sorted(op.name for op in cluster.authorized_operations) == \
-                ["ALTER", "DESCRIBE"]
+            cluster = confluent.describe_cluster(
+                include_authorized_operations=True, request_timeout=10
+            ).result(15)
+            assert sorted(op.name for op in cluster.authorized_operations) == ["ALTER", "DESCRIBE"]
     finally:
         client.close()
 
@@ -339,9 +429,11 @@ def test_groups_are_described_and_listed_by_their_acls(secured, name):
     client = Raw(broker.port, CLIENT_HOST)
     group = f"g-{name}"
     try:
+
         def describe():
-            return client.request("DescribeGroups", 5, groups=[group],
-                                  include_authorized_operations=True).groups[0]
+            return client.request(
+                "DescribeGroups", 5, groups=[group], include_authorized_operations=True
+            ).groups[0]
 
         assert describe().error_code == errors.GroupAuthorizationException.code
         with granted(admin, acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ)):
@@ -350,17 +442,22 @@ def test_groups_are_described_and_listed_by_their_acls(secured, name):
             described = describe()
             assert described.error_code == 0
             assert described.authorized_operations == authorized_operations(
-                ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE)
+                ACL_OPERATION_READ, ACL_OPERATION_DESCRIBE
+            )
             # kafka-python commits as a group member would; ListGroups shows
             # the group to this principal only while it may describe it.
             kafka_admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
             try:
                 admin.create_topic(name)
                 with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ)):
-                    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
-                                             group_id=group, enable_auto_commit=False)
+                    consumer = KafkaConsumer(
+                        bootstrap_servers=broker.bootstrap_servers,
+                        group_id=group,
+                        enable_auto_commit=False,
+                    )
                     try:
                         from kafka import OffsetAndMetadata, TopicPartition
+
                         consumer.commit({TopicPartition(name, 0): OffsetAndMetadata(0, "", -1)})
                     finally:
                         consumer.close()
@@ -386,10 +483,13 @@ def _any_acl_filter():
         ResourceType,
     )
 
-    return ACLFilter(principal=None, host="*", operation=ACLOperation.ANY,
-                     permission_type=ACLPermissionType.ANY,
-                     resource_pattern=ResourcePatternFilter(ResourceType.ANY, None,
-                                                            ACLResourcePatternType.ANY))
+    return ACLFilter(
+        principal=None,
+        host="*",
+        operation=ACLOperation.ANY,
+        permission_type=ACLPermissionType.ANY,
+        resource_pattern=ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
+    )
 
 
 def test_transactional_producer_needs_write_on_its_transactional_id(secured, name):
@@ -398,20 +498,31 @@ def test_transactional_producer_needs_write_on_its_transactional_id(secured, nam
     txn = f"tx-{name}"
 
     def transaction():
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
-                             "transactional.id": txn, "transaction.timeout.ms": 10000})
+        producer = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "transactional.id": txn,
+                "transaction.timeout.ms": 10000,
+            }
+        )
         producer.init_transactions(15)
         producer.begin_transaction()
         producer.produce(name, b"t")
         producer.commit_transaction(15)
 
-    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE),
-                 acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_DESCRIBE)):
+    with granted(
+        admin,
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE),
+        acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_DESCRIBE),
+    ):
         with pytest.raises(KafkaException) as refused:
             transaction()
         assert refused.value.args[0].code() == KafkaError.TRANSACTIONAL_ID_AUTHORIZATION_FAILED
-    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE),
-                 acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE)):
+    with granted(
+        admin,
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE),
+        acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE),
+    ):
         transaction()
 
 
@@ -425,19 +536,32 @@ def test_two_phase_commit_needs_two_phase_commit_on_the_transactional_id(secured
         client.request("FindCoordinator", 3, key=txn, key_type=1)
         deadline = time.monotonic() + 15
         while True:
-            code = client.request("InitProducerId", 6, transactional_id=txn,
-                                  transaction_timeout_ms=60000, enable2_pc=True).error_code
-            if code not in (errors.CoordinatorLoadInProgressException.code,
-                            errors.CoordinatorNotAvailableException.code) \
-                    or time.monotonic() > deadline:
+            code = client.request(
+                "InitProducerId",
+                6,
+                transactional_id=txn,
+                transaction_timeout_ms=60000,
+                enable2_pc=True,
+            ).error_code
+            if (
+                code
+                not in (
+                    errors.CoordinatorLoadInProgressException.code,
+                    errors.CoordinatorNotAvailableException.code,
+                )
+                or time.monotonic() > deadline
+            ):
                 return code
             time.sleep(0.05)
 
     try:
         with granted(admin, acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE)):
             assert init_producer_id() == errors.TransactionalIdAuthorizationException.code
-        with granted(admin, acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE),
-                     acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_TWO_PHASE_COMMIT)):
+        with granted(
+            admin,
+            acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE),
+            acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_TWO_PHASE_COMMIT),
+        ):
             assert init_producer_id() == 0
     finally:
         client.close()
@@ -451,8 +575,11 @@ def test_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(secured,
     admin.create_topic(name)
 
     async def produce():
-        producer = AIOKafkaProducer(bootstrap_servers=broker.bootstrap_servers,
-                                    enable_idempotence=True, request_timeout_ms=10000)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=broker.bootstrap_servers,
+            enable_idempotence=True,
+            request_timeout_ms=10000,
+        )
         try:
             await producer.start()
             await producer.send_and_wait(name, b"i")
@@ -462,9 +589,11 @@ def test_idempotent_producer_needs_idempotent_write_or_write_on_a_topic(secured,
     with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE)):
         with pytest.raises(ClusterAuthorizationFailedError):
             asyncio.run(asyncio.wait_for(produce(), 30))
-    with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE),
-                 acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME,
-                     ACL_OPERATION_IDEMPOTENT_WRITE)):
+    with granted(
+        admin,
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_DESCRIBE),
+        acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, ACL_OPERATION_IDEMPOTENT_WRITE),
+    ):
         with pytest.raises(TopicAuthorizationFailedError):  # an id, but no WRITE on the topic
             asyncio.run(asyncio.wait_for(produce(), 30))
     with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE)):
@@ -476,7 +605,8 @@ def test_kfast_acls_cli_adds_lists_and_removes(secured, name):
 
     def kfast_acls(*argv, stdin=""):
         args = build_parser("acls").parse_args(
-            ["acls", "--bootstrap-server", broker.bootstrap_servers, *argv])
+            ["acls", "--bootstrap-server", broker.bootstrap_servers, *argv]
+        )
         out, err = io.StringIO(), io.StringIO()
         status = args.handler(args, out, err, io.StringIO(stdin))
         return status, out.getvalue() + err.getvalue()
@@ -485,21 +615,33 @@ def test_kfast_acls_cli_adds_lists_and_removes(secured, name):
     assert status == 1
     assert output.startswith("Error while executing ACL command: ")
     with granted(admin, acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, ACL_OPERATION_ALTER)):
-        status, output = kfast_acls("--add", "--allow-principal", "User:alice", "--operation",
-                                    "Read", "--topic", name, "--resource-pattern-type",
-                                    "prefixed")
+        status, output = kfast_acls(
+            "--add",
+            "--allow-principal",
+            "User:alice",
+            "--operation",
+            "Read",
+            "--topic",
+            name,
+            "--resource-pattern-type",
+            "prefixed",
+        )
         assert status == 0
         pattern = f"ResourcePattern(resourceType=TOPIC, name={name}, patternType=PREFIXED)"
         line = "(principal=User:alice, host=*, operation=READ, permissionType=ALLOW)"
         assert output == f"Adding ACLs for resource `{pattern}`: \n \t{line} \n\n"
-        status, output = kfast_acls("--list", "--topic", name, "--resource-pattern-type",
-                                    "prefixed")
+        status, output = kfast_acls(
+            "--list", "--topic", name, "--resource-pattern-type", "prefixed"
+        )
         assert (status, output) == (0, f"Current ACLs for resource `{pattern}`: \n \t{line} \n\n")
-        status, output = kfast_acls("--remove", "--topic", name, "--resource-pattern-type",
-                                    "prefixed", stdin="y\n")
+        status, output = kfast_acls(
+            "--remove", "--topic", name, "--resource-pattern-type", "prefixed", stdin="y\n"
+        )
         assert status == 0 and "Are you sure you want to delete all ACLs" in output
-        assert kfast_acls("--list", "--topic", name, "--resource-pattern-type",
-                          "prefixed") == (0, "")
+        assert kfast_acls("--list", "--topic", name, "--resource-pattern-type", "prefixed") == (
+            0,
+            "",
+        )
     status, output = kfast_acls("--add", "--topic", name)
     assert status == 1 and "--allow-principal, --deny-principal" in output
 
@@ -508,32 +650,42 @@ def test_super_users_may_do_anything(tmp_path):
     with KfastBroker({"authorizer.class.name": AUTHORIZER, "super.users": ANONYMOUS}) as broker:
         admin = Raw(broker.port, CLIENT_HOST)
         try:
-            admin.create_acls([acl(ACL_RESOURCE_TOPIC, "*", ACL_OPERATION_ALL,
-                                   ACL_PERMISSION_DENY, host="*")])
+            admin.create_acls(
+                [acl(ACL_RESOURCE_TOPIC, "*", ACL_OPERATION_ALL, ACL_PERMISSION_DENY, host="*")]
+            )
             assert _produce(broker.bootstrap_servers, "anything") is None
         finally:
             admin.close()
 
 
 def test_acls_survive_a_restart(tmp_path):
-    with KfastBroker({"authorizer.class.name": AUTHORIZER,
-                      "allow.everyone.if.no.acl.found": "true"},
-                     data_dir=str(tmp_path)) as broker:
+    with KfastBroker(
+        {"authorizer.class.name": AUTHORIZER, "allow.everyone.if.no.acl.found": "true"},
+        data_dir=str(tmp_path),
+    ) as broker:
         admin = Raw(broker.port, ADMIN_HOST)
         admin.create_acls(ADMIN_ACLS)
         admin.close()
         broker.restart()
-        assert _produce(broker.bootstrap_servers, "after-restart").code() == \
-            KafkaError.TOPIC_AUTHORIZATION_FAILED
+        assert (
+            _produce(broker.bootstrap_servers, "after-restart").code()
+            == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        )
         admin = Raw(broker.port, ADMIN_HOST)
         try:
-            described = admin.request("DescribeAcls", resource_type_filter=ACL_RESOURCE_ANY,
-                                      resource_name_filter=None, principal_filter=None,
-                                      host_filter=None, pattern_type_filter=PATTERN_TYPE_ANY,
-                                      operation=ACL_OPERATION_ANY,
-                                      permission_type=ACL_PERMISSION_ANY)
-            assert sorted((r.resource_type, r.resource_name) for r in described.resources) == \
-                sorted((a.resource_type, a.resource_name) for a in ADMIN_ACLS)
+            described = admin.request(
+                "DescribeAcls",
+                resource_type_filter=ACL_RESOURCE_ANY,
+                resource_name_filter=None,
+                principal_filter=None,
+                host_filter=None,
+                pattern_type_filter=PATTERN_TYPE_ANY,
+                operation=ACL_OPERATION_ANY,
+                permission_type=ACL_PERMISSION_ANY,
+            )
+            assert sorted(
+                (r.resource_type, r.resource_name) for r in described.resources
+            ) == sorted((a.resource_type, a.resource_name) for a in ADMIN_ACLS)
         finally:
             admin.close()
 
@@ -542,15 +694,28 @@ def test_without_an_authorizer_the_acl_apis_answer_security_disabled(broker):
     client = Raw(broker.port, CLIENT_HOST)
     try:
         for version in range(4):
-            response = client.request("DescribeAcls", version,
-                                      resource_type_filter=ACL_RESOURCE_ANY,
-                                      operation=ACL_OPERATION_ANY,
-                                      permission_type=ACL_PERMISSION_ANY)
+            response = client.request(
+                "DescribeAcls",
+                version,
+                resource_type_filter=ACL_RESOURCE_ANY,
+                operation=ACL_OPERATION_ANY,
+                permission_type=ACL_PERMISSION_ANY,
+            )
             assert response.error_code == errors.SecurityDisabledException.code
-        created = client.request("CreateAcls", creations=[p.CreateAclsRequest.AclCreation(
-            resource_type=ACL_RESOURCE_TOPIC, resource_name="t", resource_pattern_type=3,
-            principal=ANONYMOUS, host="*", operation=ACL_OPERATION_READ,
-            permission_type=ACL_PERMISSION_ALLOW)])
+        created = client.request(
+            "CreateAcls",
+            creations=[
+                p.CreateAclsRequest.AclCreation(
+                    resource_type=ACL_RESOURCE_TOPIC,
+                    resource_name="t",
+                    resource_pattern_type=3,
+                    principal=ANONYMOUS,
+                    host="*",
+                    operation=ACL_OPERATION_READ,
+                    permission_type=ACL_PERMISSION_ALLOW,
+                )
+            ],
+        )
         assert [r.error_code for r in created.results] == [errors.SecurityDisabledException.code]
     finally:
         client.close()
@@ -564,16 +729,21 @@ def test_without_an_authorizer_the_acl_apis_answer_security_disabled(broker):
 
 @pytest.mark.slow
 @pytest.mark.timeout(180)
-@pytest.mark.kfast_cluster_config(controllers=3, combined=True, overrides={
-    "authorizer.class.name": AUTHORIZER, "allow.everyone.if.no.acl.found": "true"})
+@pytest.mark.kfast_cluster_config(
+    controllers=3,
+    combined=True,
+    overrides={"authorizer.class.name": AUTHORIZER, "allow.everyone.if.no.acl.found": "true"},
+)
 def test_acls_reach_every_node_of_a_cluster(kfast_cluster, name):
     """CreateAcls on one node (forwarded to the active controller) reaches
     every node's authorizer through the metadata log; DeleteAcls too."""
     cluster = kfast_cluster
     cluster.wait_for_brokers()
     ports = [node.broker_port for node in cluster.nodes.values()]
-    rules = [acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_ALL, principal="User:*", host="*"),
-             acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE, ACL_PERMISSION_DENY, host="*")]
+    rules = [
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_ALL, principal="User:*", host="*"),
+        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE, ACL_PERMISSION_DENY, host="*"),
+    ]
     admin = Raw(ports[0], ADMIN_HOST)
     try:
         admin.create_topic(name, partitions=3)
@@ -584,43 +754,70 @@ def test_acls_reach_every_node_of_a_cluster(kfast_cluster, name):
             client = Raw(port, ADMIN_HOST)
             try:
                 resources = client.request(
-                    "DescribeAcls", resource_type_filter=resource_type,
+                    "DescribeAcls",
+                    resource_type_filter=resource_type,
                     resource_name_filter=name if resource_type == ACL_RESOURCE_TOPIC else None,
-                    pattern_type_filter=PATTERN_TYPE_ANY, principal_filter=None,
-                    host_filter=None, operation=ACL_OPERATION_ANY,
-                    permission_type=ACL_PERMISSION_ANY).resources
+                    pattern_type_filter=PATTERN_TYPE_ANY,
+                    principal_filter=None,
+                    host_filter=None,
+                    operation=ACL_OPERATION_ANY,
+                    permission_type=ACL_PERMISSION_ANY,
+                ).resources
                 if resource_type == ACL_RESOURCE_TOPIC:
                     return sum(len(r.acls) for r in resources)
                 return len(resources)
             finally:
                 client.close()
 
-        cluster.wait_until(lambda: all(described(port) == 2 for port in ports), 30,
-                           "both ACLs on every node")
+        cluster.wait_until(
+            lambda: all(described(port) == 2 for port in ports), 30, "both ACLs on every node"
+        )
         # Every partition's leader refuses the write (deny beats the wildcard allow).
         error = _produce(cluster.bootstrap_servers, name)
         assert error is not None and error.code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
         admin.delete_acls(rules[1:])
-        cluster.wait_until(lambda: all(described(port) == 1 for port in ports), 30,
-                           "the DENY gone from every node")
+        cluster.wait_until(
+            lambda: all(described(port) == 1 for port in ports), 30, "the DENY gone from every node"
+        )
         assert _produce(cluster.bootstrap_servers, name, acks="all") is None
         # Only 127.0.0.2 may alter the cluster (nodes keep CLUSTER_ACTION).
         # CreateAcls sent to a node that is not the active controller travels
         # in an Envelope with the client's address: allowed from 127.0.0.2,
         # refused from 127.0.0.1 -- the forwarding node's own address.
-        admin.create_acls([
-            acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, ACL_OPERATION_CLUSTER_ACTION,
-                principal="User:*", host="*"),
-            acl(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, ACL_OPERATION_ALL,
-                principal="User:*", host=ADMIN_HOST)])
+        admin.create_acls(
+            [
+                acl(
+                    ACL_RESOURCE_CLUSTER,
+                    CLUSTER_RESOURCE_NAME,
+                    ACL_OPERATION_CLUSTER_ACTION,
+                    principal="User:*",
+                    host="*",
+                ),
+                acl(
+                    ACL_RESOURCE_CLUSTER,
+                    CLUSTER_RESOURCE_NAME,
+                    ACL_OPERATION_ALL,
+                    principal="User:*",
+                    host=ADMIN_HOST,
+                ),
+            ]
+        )
         for index, port in enumerate(ports):
             rule = acl(ACL_RESOURCE_GROUP, f"{name}-{index}", ACL_OPERATION_READ)
-            cluster.wait_until(lambda: _create_acl(port, CLIENT_HOST, rule) ==
-                               errors.ClusterAuthorizationException.code, 30,
-                               "the cluster ACLs on the node")
+            cluster.wait_until(
+                lambda: (
+                    _create_acl(port, CLIENT_HOST, rule)
+                    == errors.ClusterAuthorizationException.code
+                ),
+                30,
+                "the cluster ACLs on the node",
+            )
             assert _create_acl(port, ADMIN_HOST, rule) == 0
-        cluster.wait_until(lambda: described(ports[0], ACL_RESOURCE_GROUP) == len(ports), 30,
-                           "one group ACL per node")
+        cluster.wait_until(
+            lambda: described(ports[0], ACL_RESOURCE_GROUP) == len(ports),
+            30,
+            "one group ACL per node",
+        )
         _check_malformed_envelopes(cluster)
     finally:
         admin.close()
@@ -631,30 +828,59 @@ def _check_malformed_envelopes(cluster) -> None:
     active controller, NOT_CONTROLLER from the others."""
     principal = serialize_principal(KafkaPrincipal("User", "alice"))
     metadata = p.encode_request(KEY["Metadata"], 12, 1, "c", p.MetadataRequest(topics=[]))[4:]
-    cases = [(b"\x07", b"\x7f\x00\x00\x01"), (principal, b"\x7f\x00\x01"),
-             (principal, b"\x7f\x00\x00\x01")]
+    cases = [
+        (b"\x07", b"\x7f\x00\x00\x01"),
+        (principal, b"\x7f\x00\x01"),
+        (principal, b"\x7f\x00\x00\x01"),
+    ]
     answers = []
     for node in cluster.nodes.values():
         client = Raw(node.port, CLIENT_HOST)
         try:
-            answers.append(tuple(client.request(
-                "Envelope", 0, request_data=metadata, request_principal=request_principal,
-                client_host_address=address).error_code for request_principal, address in cases))
+            answers.append(
+                tuple(
+                    client.request(
+                        "Envelope",
+                        0,
+                        request_data=metadata,
+                        request_principal=request_principal,
+                        client_host_address=address,
+                    ).error_code
+                    for request_principal, address in cases
+                )
+            )
         finally:
             client.close()
     not_controller = (errors.NotControllerException.code,) * len(cases)
-    assert sorted(answers) == sorted([not_controller] * (len(answers) - 1) + [(
-        errors.PrincipalDeserializationException.code, errors.InvalidRequestException.code,
-        errors.InvalidRequestException.code)])
+    assert sorted(answers) == sorted(
+        [not_controller] * (len(answers) - 1)
+        + [
+            (
+                errors.PrincipalDeserializationException.code,
+                errors.InvalidRequestException.code,
+                errors.InvalidRequestException.code,
+            )
+        ]
+    )
 
 
 def _create_acl(port: int, source: str, rule: Acl) -> int:
     client = Raw(port, source)
     try:
-        response = client.request("CreateAcls", creations=[p.CreateAclsRequest.AclCreation(
-            resource_type=rule.resource_type, resource_name=rule.resource_name,
-            resource_pattern_type=rule.pattern_type, principal=rule.principal, host=rule.host,
-            operation=rule.operation, permission_type=rule.permission_type)])
+        response = client.request(
+            "CreateAcls",
+            creations=[
+                p.CreateAclsRequest.AclCreation(
+                    resource_type=rule.resource_type,
+                    resource_name=rule.resource_name,
+                    resource_pattern_type=rule.pattern_type,
+                    principal=rule.principal,
+                    host=rule.host,
+                    operation=rule.operation,
+                    permission_type=rule.permission_type,
+                )
+            ],
+        )
         return response.results[0].error_code
     finally:
         client.close()
@@ -667,15 +893,23 @@ def sasl(tmp_path_factory):
     JAAS users with fresh passwords) and a PLAINTEXT one whose anonymous
     principal is the super user that sets the ACLs up."""
     users = {"alice": secrets.token_urlsafe(12), "bob": secrets.token_urlsafe(12)}
-    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
-            + " ".join(f'user_{u}="{pw}"' for u, pw in users.items()) + ";")
-    broker = KfastBroker({
-        "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
-        "sasl.enabled.mechanisms": "PLAIN",
-        "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
-        "authorizer.class.name": AUTHORIZER, "super.users": ANONYMOUS,
-        "num.partitions": 1, "group.initial.rebalance.delay.ms": 0},
-        data_dir=str(tmp_path_factory.mktemp("kfast-acls-sasl")))
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        + " ".join(f'user_{u}="{pw}"' for u, pw in users.items())
+        + ";"
+    )
+    broker = KfastBroker(
+        {
+            "listeners": "PLAINTEXT://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0",
+            "sasl.enabled.mechanisms": "PLAIN",
+            "listener.name.sasl_plaintext.plain.sasl.jaas.config": jaas,
+            "authorizer.class.name": AUTHORIZER,
+            "super.users": ANONYMOUS,
+            "num.partitions": 1,
+            "group.initial.rebalance.delay.ms": 0,
+        },
+        data_dir=str(tmp_path_factory.mktemp("kfast-acls-sasl")),
+    )
     broker.start()
     ports = dict(broker.broker.bound_ports)
     admin = Raw(ports["PLAINTEXT"], CLIENT_HOST)
@@ -692,21 +926,33 @@ def test_two_sasl_users_get_what_their_acls_allow(sasl, name):
     admin.create_topic(name)
 
     def confluent(user):
-        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "PLAIN",
-                "sasl.username": user, "sasl.password": users[user]}
+        return {
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.username": user,
+            "sasl.password": users[user],
+        }
 
     def kafka_python(user):
-        return {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
-                "sasl_plain_username": user, "sasl_plain_password": users[user]}
+        return {
+            "security_protocol": "SASL_PLAINTEXT",
+            "sasl_mechanism": "PLAIN",
+            "sasl_plain_username": user,
+            "sasl_plain_password": users[user],
+        }
 
     def consume(user):
-        consumer = KafkaConsumer(name, bootstrap_servers=bootstrap,
-                                 group_id=f"{name}-{user}", auto_offset_reset="earliest",
-                                 request_timeout_ms=11000, **kafka_python(user))
+        consumer = KafkaConsumer(
+            name,
+            bootstrap_servers=bootstrap,
+            group_id=f"{name}-{user}",
+            auto_offset_reset="earliest",
+            request_timeout_ms=11000,
+            **kafka_python(user),
+        )
         try:
             for _ in range(40):
-                records = [r for batch in consumer.poll(timeout_ms=250).values()
-                           for r in batch]
+                records = [r for batch in consumer.poll(timeout_ms=250).values() for r in batch]
                 if records:
                     return [r.value for r in records]
             return []
@@ -714,27 +960,51 @@ def test_two_sasl_users_get_what_their_acls_allow(sasl, name):
             consumer.close()
 
     async def aio_produce(user, topic):
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, request_timeout_ms=10000,
-                                    **kafka_python(user))
+        producer = AIOKafkaProducer(
+            bootstrap_servers=bootstrap, request_timeout_ms=10000, **kafka_python(user)
+        )
         try:
             await producer.start()
             await producer.send_and_wait(topic, b"aio")
         finally:
             await producer.stop()
 
-    admin.create_acls([
-        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE, principal="User:alice", host="*"),
-        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ, principal="User:*", host="*"),
-        acl(ACL_RESOURCE_GROUP, name, ACL_OPERATION_READ, principal="User:*", host="*",
-            pattern=PATTERN_TYPE_PREFIXED),
-        acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ, ACL_PERMISSION_DENY,
-            principal="User:bob", host="*"),
-        acl(ACL_RESOURCE_TOPIC, f"bob-{name}", ACL_OPERATION_ALL, principal="User:bob",
-            host="*", pattern=PATTERN_TYPE_PREFIXED)])
+    admin.create_acls(
+        [
+            acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE, principal="User:alice", host="*"),
+            acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_READ, principal="User:*", host="*"),
+            acl(
+                ACL_RESOURCE_GROUP,
+                name,
+                ACL_OPERATION_READ,
+                principal="User:*",
+                host="*",
+                pattern=PATTERN_TYPE_PREFIXED,
+            ),
+            acl(
+                ACL_RESOURCE_TOPIC,
+                name,
+                ACL_OPERATION_READ,
+                ACL_PERMISSION_DENY,
+                principal="User:bob",
+                host="*",
+            ),
+            acl(
+                ACL_RESOURCE_TOPIC,
+                f"bob-{name}",
+                ACL_OPERATION_ALL,
+                principal="User:bob",
+                host="*",
+                pattern=PATTERN_TYPE_PREFIXED,
+            ),
+        ]
+    )
     # WRITE: alice's, not bob's.
     assert _produce(bootstrap, name, **confluent("alice")) is None
-    assert _produce(bootstrap, name, **confluent("bob")).code() == \
-        KafkaError.TOPIC_AUTHORIZATION_FAILED
+    assert (
+        _produce(bootstrap, name, **confluent("bob")).code()
+        == KafkaError.TOPIC_AUTHORIZATION_FAILED
+    )
     # READ for every user, but bob's DENY wins.
     assert consume("alice") == [b"v"]
     with pytest.raises(kafka_errors.TopicAuthorizationFailedError):
@@ -755,30 +1025,46 @@ def test_transactions_are_described_and_listed_by_their_acls(secured, name):
     admin.create_topic(shown)
     admin.create_topic(hidden)
     txn = f"tx-{name}"
-    writes = [acl(ACL_RESOURCE_TOPIC, shown, ACL_OPERATION_WRITE),
-              acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE)]
+    writes = [
+        acl(ACL_RESOURCE_TOPIC, shown, ACL_OPERATION_WRITE),
+        acl(ACL_RESOURCE_TRANSACTIONAL_ID, txn, ACL_OPERATION_WRITE),
+    ]
     with granted(admin, *writes, acl(ACL_RESOURCE_TOPIC, hidden, ACL_OPERATION_WRITE)):
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
-                             "transactional.id": txn, "transaction.timeout.ms": 60000})
+        producer = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "transactional.id": txn,
+                "transaction.timeout.ms": 60000,
+            }
+        )
         producer.init_transactions(15)
         producer.begin_transaction()
         for topic in (shown, hidden):
             producer.produce(topic, b"t")
-        assert producer.flush(15) == 0     # both partitions are in the open transaction
+        assert producer.flush(15) == 0  # both partitions are in the open transaction
     # Gone without ending it (a live producer looking up its coordinator
     # without its ACLs would fail fatally); the coordinator aborts it on timeout.
     del producer
     client = Raw(broker.port, CLIENT_HOST)
     try:
+
         def described(conn):
-            [state] = conn.request("DescribeTransactions",
-                                   transactional_ids=[txn]).transaction_states
+            [state] = conn.request(
+                "DescribeTransactions", transactional_ids=[txn]
+            ).transaction_states
             return state.error_code, sorted(t.topic for t in state.topics or ())
 
         def listed(conn):
-            return [t.transactional_id for t in conn.request(
-                "ListTransactions", state_filters=[], producer_id_filters=[],
-                duration_filter=-1, transactional_id_pattern=None).transaction_states]
+            return [
+                t.transactional_id
+                for t in conn.request(
+                    "ListTransactions",
+                    state_filters=[],
+                    producer_id_filters=[],
+                    duration_filter=-1,
+                    transactional_id_pattern=None,
+                ).transaction_states
+            ]
 
         assert described(admin) == (0, sorted([shown, hidden]))
         assert txn in listed(admin)
@@ -791,8 +1077,9 @@ def test_transactions_are_described_and_listed_by_their_acls(secured, name):
         client.close()
 
 
-def test_authorizer_decisions_are_logged_as_kafka_authorizer_logger(secured, name, caplog,
-                                                                    monkeypatch):
+def test_authorizer_decisions_are_logged_as_kafka_authorizer_logger(
+    secured, name, caplog, monkeypatch
+):
     """kafka.authorizer.logger: a denial at INFO (repeats within the interval
     counted, not logged), an allowed check at DEBUG, in
     StandardAuthorizerData's words."""
@@ -806,28 +1093,38 @@ def test_authorizer_decisions_are_logged_as_kafka_authorizer_logger(secured, nam
     monkeypatch.setattr(apis, "_AUDIT_DENIALS", RateLimitedLogger(apis._AUDIT_LOG))
     caplog.set_level(logging.DEBUG, logger="kafka.authorizer.logger")
     for _ in range(3):
-        assert _produce(broker.bootstrap_servers, name).code() == \
-            KafkaError.TOPIC_AUTHORIZATION_FAILED
-    denied = [r for r in caplog.records
-              if r.name == "kafka.authorizer.logger" and r.levelno == logging.INFO]
+        assert (
+            _produce(broker.bootstrap_servers, name).code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+        )
+    denied = [
+        r
+        for r in caplog.records
+        if r.name == "kafka.authorizer.logger" and r.levelno == logging.INFO
+    ]
     assert denied, "no denial logged"
-    assert denied[0].getMessage().startswith(
-        "Principal = User:ANONYMOUS is Denied operation = ")
-    assert f"from host = 127.0.0.1 on resource = Topic:LITERAL:{name} for request = " \
+    assert denied[0].getMessage().startswith("Principal = User:ANONYMOUS is Denied operation = ")
+    assert (
+        f"from host = 127.0.0.1 on resource = Topic:LITERAL:{name} for request = "
         in denied[0].getMessage()
+    )
     assert denied[0].getMessage().endswith("with resourceRefCount = 1 based on rule DefaultDeny")
     # Three producers retried their refused calls: one line, the rest counted.
     assert len(denied) == 1
     caplog.clear()
     with granted(admin, acl(ACL_RESOURCE_TOPIC, name, ACL_OPERATION_WRITE)):
         assert _produce(broker.bootstrap_servers, name) is None
-    allowed = [r.getMessage() for r in caplog.records
-               if r.name == "kafka.authorizer.logger" and r.levelno == logging.DEBUG]
-    assert (f"Principal = User:ANONYMOUS is Allowed operation = WRITE from host = 127.0.0.1 "
-            f"on resource = Topic:LITERAL:{name} for request = Produce with resourceRefCount "
-            f"= 1 based on rule MatchingAcl(acl=StandardAcl(resourceType=TOPIC, "
-            f"resourceName={name}, patternType=LITERAL, principal=User:ANONYMOUS, "
-            f"host=127.0.0.1, operation=WRITE, permissionType=ALLOW))") in allowed
+    allowed = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "kafka.authorizer.logger" and r.levelno == logging.DEBUG
+    ]
+    assert (
+        f"Principal = User:ANONYMOUS is Allowed operation = WRITE from host = 127.0.0.1 "
+        f"on resource = Topic:LITERAL:{name} for request = Produce with resourceRefCount "
+        f"= 1 based on rule MatchingAcl(acl=StandardAcl(resourceType=TOPIC, "
+        f"resourceName={name}, patternType=LITERAL, principal=User:ANONYMOUS, "
+        f"host=127.0.0.1, operation=WRITE, permissionType=ALLOW))"
+    ) in allowed
 
 
 def test_a_regex_subscription_matches_only_topics_the_member_may_describe(secured, name):
@@ -844,31 +1141,56 @@ def test_a_regex_subscription_matches_only_topics_the_member_may_describe(secure
     ids = {t.topic_id: n for n, t in broker.broker.metadata_image.topics_by_name.items()}
     client = Raw(broker.port, CLIENT_HOST)
     try:
-        with granted(admin, acl(ACL_RESOURCE_TOPIC, readable, ACL_OPERATION_READ),
-                     acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ)):
+        with granted(
+            admin,
+            acl(ACL_RESOURCE_TOPIC, readable, ACL_OPERATION_READ),
+            acl(ACL_RESOURCE_GROUP, group, ACL_OPERATION_READ),
+        ):
             member_id, epoch, deadline = str(uuid.uuid4()), 0, time.monotonic() + 30
             # __consumer_offsets exists once FindCoordinator answers.
-            while client.request("FindCoordinator", key_type=0, coordinator_keys=[group]
-                                 ).coordinators[0].error_code:
+            while (
+                client.request("FindCoordinator", key_type=0, coordinator_keys=[group])
+                .coordinators[0]
+                .error_code
+            ):
                 assert time.monotonic() < deadline
             while True:
                 response = client.request(
-                    "ConsumerGroupHeartbeat", 1, group_id=group, member_id=member_id,
-                    member_epoch=epoch, instance_id=None, rack_id=None,
-                    rebalance_timeout_ms=30000, subscribed_topic_names=None,
-                    subscribed_topic_regex=f"{name}-.*", server_assignor=None,
-                    topic_partitions=None if epoch else [])
+                    "ConsumerGroupHeartbeat",
+                    1,
+                    group_id=group,
+                    member_id=member_id,
+                    member_epoch=epoch,
+                    instance_id=None,
+                    rack_id=None,
+                    rebalance_timeout_ms=30000,
+                    subscribed_topic_names=None,
+                    subscribed_topic_regex=f"{name}-.*",
+                    server_assignor=None,
+                    topic_partitions=None if epoch else [],
+                )
                 assert response.error_code == 0, response
                 epoch = response.member_epoch
-                assigned = {ids[t.topic_id] for t in (response.assignment.topic_partitions
-                                                      if response.assignment else ())}
+                assigned = {
+                    ids[t.topic_id]
+                    for t in (response.assignment.topic_partitions if response.assignment else ())
+                }
                 if assigned or time.monotonic() > deadline:
                     break
             assert assigned == {readable}
-            client.request("ConsumerGroupHeartbeat", 1, group_id=group, member_id=member_id,
-                           member_epoch=-1, instance_id=None, rack_id=None,
-                           rebalance_timeout_ms=-1, subscribed_topic_names=None,
-                           subscribed_topic_regex=None, server_assignor=None,
-                           topic_partitions=None)
+            client.request(
+                "ConsumerGroupHeartbeat",
+                1,
+                group_id=group,
+                member_id=member_id,
+                member_epoch=-1,
+                instance_id=None,
+                rack_id=None,
+                rebalance_timeout_ms=-1,
+                subscribed_topic_names=None,
+                subscribed_topic_regex=None,
+                server_assignor=None,
+                topic_partitions=None,
+            )
     finally:
         client.close()

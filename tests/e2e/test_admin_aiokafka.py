@@ -1,4 +1,5 @@
 """aiokafka's AIOKafkaAdminClient against kfast, driven from asyncio.run."""
+
 from __future__ import annotations
 
 import asyncio
@@ -21,24 +22,29 @@ def _admin_run(broker, body):
             return await asyncio.wait_for(body(admin), 30)
         finally:
             await admin.close()
+
     return asyncio.run(main())
 
 
 def test_topics_and_partitions(broker, topic):
     async def body(admin):
-        response = await admin.create_topics([NewTopic(topic, 2, 1,
-                                                       topic_configs={"retention.ms": "5000"})])
+        response = await admin.create_topics(
+            [NewTopic(topic, 2, 1, topic_configs={"retention.ms": "5000"})]
+        )
         # topic_errors: (name, error_code, error_message)
         assert response.topic_errors[0][:2] == (topic, 0)
         response = await admin.create_topics([NewTopic(topic, 2, 1), NewTopic("bad name", 1, 1)])
         assert [entry[:2] for entry in response.topic_errors] == [
-            (topic, TopicAlreadyExistsError.errno), ("bad name", InvalidTopicError.errno)]
+            (topic, TopicAlreadyExistsError.errno),
+            ("bad name", InvalidTopicError.errno),
+        ]
         assert topic in await admin.list_topics()
         await admin.create_partitions({topic: NewPartitions(total_count=3)})
         [description] = await admin.describe_topics([topic])
         partitions = description["partitions"]
-        assert sorted(p["partition"] if "partition" in p else p["partition_index"]
-                      for p in partitions) == [0, 1, 2]
+        assert sorted(
+            p["partition"] if "partition" in p else p["partition_index"] for p in partitions
+        ) == [0, 1, 2]
         await admin.delete_topics([topic])
         assert topic not in await admin.list_topics()
 
@@ -48,12 +54,13 @@ def test_topics_and_partitions(broker, topic):
 def test_configs(broker, topic):
     async def body(admin):
         await admin.create_topics([NewTopic(topic, 1, 1)])
-        await admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
-                                                  {"segment.bytes": "4000000"})])
-        [response] = await admin.describe_configs(
-            [ConfigResource(ConfigResourceType.TOPIC, topic)])
+        await admin.alter_configs(
+            [ConfigResource(ConfigResourceType.TOPIC, topic, {"segment.bytes": "4000000"})]
+        )
+        [response] = await admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
         return response, await admin.describe_configs(
-            [ConfigResource(ConfigResourceType.BROKER, "1")])
+            [ConfigResource(ConfigResourceType.BROKER, "1")]
+        )
 
     response, broker_responses = _admin_run(broker, body)
     [resource] = response.resources

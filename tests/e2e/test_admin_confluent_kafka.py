@@ -1,4 +1,5 @@
 """confluent-kafka's AdminClient (librdkafka) against kfast."""
+
 from __future__ import annotations
 
 import pytest
@@ -41,8 +42,9 @@ def test_create_describe_and_delete(broker, admin, topic):
     metadata = admin.list_topics(timeout=TIMEOUT)
     assert sorted(metadata.topics[topic].partitions) == [0, 1]
     assert _log(broker, topic, 1).config.compact
-    [description] = _result(admin.describe_topics(
-        __import__("confluent_kafka").TopicCollection([topic]))).values()
+    [description] = _result(
+        admin.describe_topics(__import__("confluent_kafka").TopicCollection([topic]))
+    ).values()
     assert [p.id for p in description.partitions] == [0, 1]
     assert description.partitions[0].leader.id == 1
     _result(admin.delete_topics([topic]))
@@ -51,8 +53,13 @@ def test_create_describe_and_delete(broker, admin, topic):
 
 def test_create_errors_and_validate_only(admin, topic):
     _result(admin.create_topics([NewTopic(topic, 1, 1)]))
-    futures = admin.create_topics([NewTopic(topic, 1, 1), NewTopic(topic + "-rf", 1, 2),
-                                   NewTopic(topic + "-bad", 1, 1, config={"retention.ms": "x"})])
+    futures = admin.create_topics(
+        [
+            NewTopic(topic, 1, 1),
+            NewTopic(topic + "-rf", 1, 2),
+            NewTopic(topic + "-bad", 1, 1, config={"retention.ms": "x"}),
+        ]
+    )
     assert _error_code(futures[topic]) == KafkaError.TOPIC_ALREADY_EXISTS
     assert _error_code(futures[topic + "-rf"]) == KafkaError.INVALID_REPLICATION_FACTOR
     assert _error_code(futures[topic + "-bad"]) == KafkaError.INVALID_CONFIG
@@ -70,9 +77,16 @@ def test_create_partitions(broker, admin, topic):
 
 def test_describe_and_incremental_alter_configs(broker, admin, topic):
     _result(admin.create_topics([NewTopic(topic, 1, 1)]))
-    resource = ConfigResource("topic", topic, incremental_configs=[
-        ConfigEntry("retention.ms", "120000", incremental_operation=AlterConfigOpType.SET),
-        ConfigEntry("cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND)])
+    resource = ConfigResource(
+        "topic",
+        topic,
+        incremental_configs=[
+            ConfigEntry("retention.ms", "120000", incremental_operation=AlterConfigOpType.SET),
+            ConfigEntry(
+                "cleanup.policy", "compact", incremental_operation=AlterConfigOpType.APPEND
+            ),
+        ],
+    )
     _result(admin.incremental_alter_configs([resource]))
     [configs] = _result(admin.describe_configs([ConfigResource("topic", topic)])).values()
     assert configs["retention.ms"].value == "120000"
@@ -82,8 +96,13 @@ def test_describe_and_incremental_alter_configs(broker, admin, topic):
     log = _log(broker, topic)
     assert log.config.retention_ms == 120000 and log.config.compact and log.config.delete
 
-    delete = ConfigResource("topic", topic, incremental_configs=[
-        ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)])
+    delete = ConfigResource(
+        "topic",
+        topic,
+        incremental_configs=[
+            ConfigEntry("retention.ms", None, incremental_operation=AlterConfigOpType.DELETE)
+        ],
+    )
     _result(admin.incremental_alter_configs([delete]))
     assert _log(broker, topic).config.retention_ms == 7 * 24 * 3600 * 1000
 
@@ -94,14 +113,27 @@ def test_broker_configs(admin):
     assert configs["node.id"].source == ConfigSource.STATIC_BROKER_CONFIG.value
     assert configs["log.retention.hours"].source == ConfigSource.DEFAULT_CONFIG.value
     # A read-only broker config cannot change at runtime.
-    resource = ConfigResource("broker", "1", incremental_configs=[
-        ConfigEntry("log.dirs", "/elsewhere", incremental_operation=AlterConfigOpType.SET)])
+    resource = ConfigResource(
+        "broker",
+        "1",
+        incremental_configs=[
+            ConfigEntry("log.dirs", "/elsewhere", incremental_operation=AlterConfigOpType.SET)
+        ],
+    )
     [future] = admin.incremental_alter_configs([resource]).values()
     assert _error_code(future) == KafkaError.INVALID_REQUEST
     # A dynamic one can, per broker; its source says so.
-    resource = ConfigResource("broker", "1", incremental_configs=[
-        ConfigEntry("log.cleaner.delete.retention.ms", "3600000",
-                    incremental_operation=AlterConfigOpType.SET)])
+    resource = ConfigResource(
+        "broker",
+        "1",
+        incremental_configs=[
+            ConfigEntry(
+                "log.cleaner.delete.retention.ms",
+                "3600000",
+                incremental_operation=AlterConfigOpType.SET,
+            )
+        ],
+    )
     _result(admin.incremental_alter_configs([resource]))
     [configs] = _result(admin.describe_configs([ConfigResource("broker", "1")])).values()
     entry = configs["log.cleaner.delete.retention.ms"]

@@ -1,5 +1,6 @@
 """kafka-python's KafkaAdminClient against kfast: topics, partitions, configs,
 cluster; changes take effect on the broker's logs."""
+
 from __future__ import annotations
 
 import pytest
@@ -35,8 +36,9 @@ def _log(broker, topic, partition=0):
 
 def test_create_list_describe_and_delete(broker, admin, topic):
     response = admin.create_topics([NewTopic(topic, 3, 1, topic_configs={"retention.ms": "1000"})])
-    [result] = response.to_object()["topics"] if hasattr(response, "to_object") \
-        else response["topics"]
+    [result] = (
+        response.to_object()["topics"] if hasattr(response, "to_object") else response["topics"]
+    )
     assert result["error_code"] == 0 and result["num_partitions"] == 3
     assert result["configs"]["retention.ms"]["value"] == "1000"
     assert result["configs"]["retention.ms"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
@@ -81,14 +83,16 @@ def test_create_partitions(broker, admin, topic):
 
 def test_describe_configs_with_sources(admin, topic):
     admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"cleanup.policy": "compact"})])
-    configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)],
-                                     config_filter="all")["topic"][topic]
+    configs = admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
+    )["topic"][topic]
     assert configs["cleanup.policy"]["value"] == "compact"
     assert configs["cleanup.policy"]["config_source"] == "DYNAMIC_TOPIC_CONFIG"
     assert configs["retention.ms"]["value"] == "604800000"
     assert configs["retention.ms"]["config_source"] == "DEFAULT_CONFIG"
-    broker_configs = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, "1")],
-                                            config_filter="all")["broker"]["1"]
+    broker_configs = admin.describe_configs(
+        [ConfigResource(ConfigResourceType.BROKER, "1")], config_filter="all"
+    )["broker"]["1"]
     assert broker_configs["node.id"]["value"] == "1"
     assert broker_configs["node.id"]["config_source"] == "STATIC_BROKER_CONFIG"
     assert broker_configs["node.id"]["read_only"] is True
@@ -97,9 +101,15 @@ def test_describe_configs_with_sources(admin, topic):
 
 def test_alter_configs_take_effect(broker, admin, topic):
     admin.create_topics([NewTopic(topic, 1, 1)])
-    admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
-                                        configs={"segment.bytes": "2000000",
-                                                 "retention.ms": "60000"})])
+    admin.alter_configs(
+        [
+            ConfigResource(
+                ConfigResourceType.TOPIC,
+                topic,
+                configs={"segment.bytes": "2000000", "retention.ms": "60000"},
+            )
+        ]
+    )
     configs = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)])
     assert configs["topic"][topic]["segment.bytes"]["value"] == "2000000"
     log = _log(broker, topic)

@@ -2,6 +2,7 @@
 serves (Kafka's future replica, caught up and swapped), with kafka-python's
 admin client as the oracle and an idempotent acks=all producer writing all
 along: no record lost, none duplicated, every offset in place."""
+
 from __future__ import annotations
 
 import threading
@@ -42,7 +43,10 @@ def _placement(admin: KafkaAdminClient, topic: str) -> dict:
         assert result["total_bytes"] > 0 and 0 <= result["usable_bytes"] <= result["total_bytes"]
         found[result["log_dir"]] = [
             (p["partition_index"], p["is_future_key"], p["partition_size"], p["offset_lag"])
-            for t in result["topics"] if t["name"] == topic for p in t["partitions"]]
+            for t in result["topics"]
+            if t["name"] == topic
+            for p in t["partitions"]
+        ]
     return found
 
 
@@ -59,19 +63,27 @@ def test_a_partition_moves_to_another_log_dir_while_a_producer_writes(kfast_brok
         stop = threading.Event()
 
         def produce():
-            producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
-                                 "enable.idempotence": True, "acks": "all", "linger.ms": 2})
+            producer = Producer(
+                {
+                    "bootstrap.servers": broker.bootstrap_servers,
+                    "enable.idempotence": True,
+                    "acks": "all",
+                    "linger.ms": 2,
+                }
+            )
 
             def on_delivery(err, msg):
                 if err is not None:
                     failures.append(err)
                 else:
                     acknowledged.append((msg.offset(), msg.value()))
+
             i = 0
             while not stop.is_set():
                 try:
-                    producer.produce(topic, b"%07d" % i + b"x" * 200, partition=0,
-                                     on_delivery=on_delivery)
+                    producer.produce(
+                        topic, b"%07d" % i + b"x" * 200, partition=0, on_delivery=on_delivery
+                    )
                     i += 1
                 except BufferError:
                     producer.poll(0.01)
@@ -85,16 +97,25 @@ def test_a_partition_moves_to_another_log_dir_while_a_producer_writes(kfast_brok
         try:
             wait_until(lambda: len(acknowledged) >= 20_000, timeout=60)
             moved = admin.alter_replica_log_dirs(
-                {TopicPartitionReplica(topic, 0, broker.broker.node_id): dir_b})
+                {TopicPartitionReplica(topic, 0, broker.broker.node_id): dir_b}
+            )
             assert list(moved.values()) == [NoError]
             # Right after: still copying (a future replica in b, the current
             # one in a) or already swapped; never both current, never none.
             during = _placement(admin, topic)
-            states = ([(p, f) for p, f, *_ in during[dir_a]],
-                      [(p, f) for p, f, *_ in during[dir_b]])
+            states = (
+                [(p, f) for p, f, *_ in during[dir_a]],
+                [(p, f) for p, f, *_ in during[dir_b]],
+            )
             assert states in (([(0, False)], [(0, True)]), ([], [(0, False)])), states
-            wait_until(lambda: [(p, future) for p, future, *_ in _placement(admin, topic)[dir_b]]
-                       == [(0, False)], timeout=60, message="the move to finish")
+            wait_until(
+                lambda: (
+                    [(p, future) for p, future, *_ in _placement(admin, topic)[dir_b]]
+                    == [(0, False)]
+                ),
+                timeout=60,
+                message="the move to finish",
+            )
             wait_until(lambda: len(acknowledged) >= 30_000, timeout=60)
         finally:
             stop.set()
@@ -106,8 +127,13 @@ def test_a_partition_moves_to_another_log_dir_while_a_producer_writes(kfast_brok
         admin.close()
 
     # Every acknowledged record once, at the offset it was acknowledged at.
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "audit",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "audit",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     seen: dict[int, bytes] = {}
     deadline = time.monotonic() + 60
@@ -127,8 +153,9 @@ def test_alter_replica_log_dirs_errors(kfast_broker_two_dirs, tmp_path):
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     node = broker.broker.node_id
     try:
-        answers = admin.alter_replica_log_dirs({
-            TopicPartitionReplica("stays", 0, node): str(tmp_path / "not-a-log-dir")})
+        answers = admin.alter_replica_log_dirs(
+            {TopicPartitionReplica("stays", 0, node): str(tmp_path / "not-a-log-dir")}
+        )
         assert [e.__name__ for e in answers.values()] == ["LogDirNotFoundError"]
         answers = admin.alter_replica_log_dirs({TopicPartitionReplica("nothere", 0, node): dir_b})
         assert [e.__name__ for e in answers.values()] == ["ReplicaNotAvailableError"]

@@ -1,6 +1,7 @@
 """ApiVersions v3+ advertises feature ranges from the controller's feature
 control (what UpdateFeatures accepts) and the finalized levels from the image
 and the Raft log (kraft.version)."""
+
 import pytest
 
 from kfast.client.connection import BlockingConnection
@@ -14,9 +15,11 @@ def api_versions(address: str, version: int):
     host, port = address.rsplit(":", 1)
     connection = BlockingConnection(host, int(port))
     try:
-        response = connection.send(ApiVersionsRequest(client_software_name="kfast-test",
-                                                      client_software_version="1"),
-                                   api_key=18, version=version)
+        response = connection.send(
+            ApiVersionsRequest(client_software_name="kfast-test", client_software_version="1"),
+            api_key=18,
+            version=version,
+        )
     finally:
         connection.close()
     supported = {f.name: (f.min_version, f.max_version) for f in response.supported_features}

@@ -2,6 +2,7 @@
 IncrementalAlterConfigs on broker "1" or on the cluster default "" changes
 the defaults of every log without a topic override, now and for logs
 created later, and after a restart; DescribeConfigs reports the sources."""
+
 from __future__ import annotations
 
 import asyncio
@@ -50,24 +51,40 @@ def _result(futures):
 
 def _alter(admin, resource_type, name, **ops):
     """ops: key (dots as underscores) -> value, or None to DELETE."""
-    entries = [ConfigEntry(key.replace("_", "."), value,
-                           incremental_operation=AlterConfigOpType.DELETE if value is None
-                           else AlterConfigOpType.SET)
-               for key, value in ops.items()]
-    _result(admin.incremental_alter_configs([ConfigResource(resource_type, name,
-                                                            incremental_configs=entries)]))
+    entries = [
+        ConfigEntry(
+            key.replace("_", "."),
+            value,
+            incremental_operation=AlterConfigOpType.DELETE
+            if value is None
+            else AlterConfigOpType.SET,
+        )
+        for key, value in ops.items()
+    ]
+    _result(
+        admin.incremental_alter_configs(
+            [ConfigResource(resource_type, name, incremental_configs=entries)]
+        )
+    )
 
 
 def _alter_cluster_default(broker, **ops):
     """The cluster-wide default (broker resource "", kafka-configs.sh
     --entity-default): neither confluent-kafka nor kafka-python can name it,
     so kfast's own admin client sends the IncrementalAlterConfigs."""
+
     async def alter():
         async with KafkaAdmin(broker.bootstrap_servers) as client:
-            await client.incremental_alter_configs(CONFIG_RESOURCE_BROKER, "", {
-                key.replace("_", "."): (OP_DELETE, None) if value is None else (OP_SET, value)
-                for key, value in ops.items()})
+            await client.incremental_alter_configs(
+                CONFIG_RESOURCE_BROKER,
+                "",
+                {
+                    key.replace("_", "."): (OP_DELETE, None) if value is None else (OP_SET, value)
+                    for key, value in ops.items()
+                },
+            )
             return await client.describe_configs(CONFIG_RESOURCE_BROKER, [""])
+
     return {entry.name: entry for entry in asyncio.run(alter())[""]}
 
 
@@ -85,8 +102,9 @@ def _segment_files(broker, topic) -> list[str]:
 
 
 def _produce(broker, topic, count, size):
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0,
-                         "batch.size": size + 1024})
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0, "batch.size": size + 1024}
+    )
     for _ in range(count):
         producer.produce(topic, b"x" * size)
         producer.poll(0)
@@ -99,11 +117,15 @@ def test_per_broker_segment_bytes_rolls_a_live_log(broker, admin, topic):
     _alter(admin, "broker", "1", log_segment_bytes=str(MIB))
 
     described = _describe(admin, "broker", "1")["log.segment.bytes"]
-    assert (described.value, described.source) == \
-        (str(MIB), ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    assert (described.value, described.source) == (
+        str(MIB),
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+    )
     described = _describe(admin, "topic", topic)["segment.bytes"]
-    assert (described.value, described.source) == \
-        (str(MIB), ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    assert (described.value, described.source) == (
+        str(MIB),
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+    )
     assert _log(broker, topic).config.segment_bytes == MIB
 
     _produce(broker, topic, 30, 100 * 1024)  # ~3 MiB: rolls at 1 MiB
@@ -115,20 +137,29 @@ def test_per_broker_segment_bytes_rolls_a_live_log(broker, admin, topic):
 
 
 def test_cluster_default_then_per_broker_then_topic_override(broker, admin, topic):
-    _result(admin.create_topics([NewTopic(topic, 1, 1),
-                                 NewTopic(topic + "-own", 1, 1,
-                                          config={"retention.ms": "777000"})]))
+    _result(
+        admin.create_topics(
+            [
+                NewTopic(topic, 1, 1),
+                NewTopic(topic + "-own", 1, 1, config={"retention.ms": "777000"}),
+            ]
+        )
+    )
     defaults = _alter_cluster_default(broker, log_retention_ms="3600000")
     assert defaults["log.retention.ms"].value == "3600000"
     retention = _describe(admin, "topic", topic)["retention.ms"]
-    assert (retention.value, retention.source) == \
-        ("3600000", ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value)
+    assert (retention.value, retention.source) == (
+        "3600000",
+        ConfigSource.DYNAMIC_DEFAULT_BROKER_CONFIG.value,
+    )
     assert _log(broker, topic).config.retention_ms == 3600000
 
     _alter(admin, "broker", "1", log_retention_ms="7200000")
     retention = _describe(admin, "topic", topic)["retention.ms"]
-    assert (retention.value, retention.source) == \
-        ("7200000", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    assert (retention.value, retention.source) == (
+        "7200000",
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+    )
     assert _log(broker, topic).config.retention_ms == 7200000
 
     # A topic override wins over every broker level.
@@ -148,8 +179,7 @@ def test_cluster_default_then_per_broker_then_topic_override(broker, admin, topi
 
 def test_dynamic_defaults_survive_a_restart(broker, admin, topic):
     _result(admin.create_topics([NewTopic(topic, 1, 1)]))
-    _alter_cluster_default(broker, log_segment_bytes=str(2 * MIB),
-                           log_cleanup_policy="compact")
+    _alter_cluster_default(broker, log_segment_bytes=str(2 * MIB), log_cleanup_policy="compact")
     broker.restart()
     log = _log(broker, topic)
     assert log.config.segment_bytes == 2 * MIB
@@ -159,15 +189,28 @@ def test_dynamic_defaults_survive_a_restart(broker, admin, topic):
 def test_thread_pools_are_dynamic_and_static_configs_are_not(broker, admin):
     _alter(admin, "broker", "1", num_io_threads="4", max_connections_per_ip="1000")
     described = _describe(admin, "broker", "1")
-    assert (described["num.io.threads"].value, described["num.io.threads"].source) == \
-        ("4", ConfigSource.DYNAMIC_BROKER_CONFIG.value)
+    assert (described["num.io.threads"].value, described["num.io.threads"].source) == (
+        "4",
+        ConfigSource.DYNAMIC_BROKER_CONFIG.value,
+    )
     assert not described["num.io.threads"].is_read_only
     assert described["log.dirs"].is_read_only
     [server] = broker.broker.socket_servers.values()
     assert server.max_connections_per_ip == 1000
 
-    futures = admin.incremental_alter_configs([ConfigResource("broker", "1", incremental_configs=[
-        ConfigEntry("log.dirs", "/elsewhere", incremental_operation=AlterConfigOpType.SET)])])
+    futures = admin.incremental_alter_configs(
+        [
+            ConfigResource(
+                "broker",
+                "1",
+                incremental_configs=[
+                    ConfigEntry(
+                        "log.dirs", "/elsewhere", incremental_operation=AlterConfigOpType.SET
+                    )
+                ],
+            )
+        ]
+    )
     with pytest.raises(KafkaException) as info:
         _result(futures)
     assert info.value.args[0].code() == KafkaError.INVALID_REQUEST
@@ -183,9 +226,22 @@ def test_the_log_cleaner_compacts_every_backoff_interval(tmp_path, topic):
     try:
         admin = AdminClient({"bootstrap.servers": instance.bootstrap_servers})
         _alter(admin, "broker", "1", log_cleaner_backoff_ms="100")
-        _result(admin.create_topics([NewTopic(topic, 1, 1, config={
-            "cleanup.policy": "compact", "min.cleanable.dirty.ratio": "0.01",
-            "segment.ms": "1"})]))
+        _result(
+            admin.create_topics(
+                [
+                    NewTopic(
+                        topic,
+                        1,
+                        1,
+                        config={
+                            "cleanup.policy": "compact",
+                            "min.cleanable.dirty.ratio": "0.01",
+                            "segment.ms": "1",
+                        },
+                    )
+                ]
+            )
+        )
         producer = Producer({"bootstrap.servers": instance.bootstrap_servers, "linger.ms": 0})
         first_timestamp = int(time.time() * 1000)
         for round_ in range(5):
@@ -193,13 +249,15 @@ def test_the_log_cleaner_compacts_every_backoff_interval(tmp_path, topic):
             # rolls a segment per round (rolls go by record timestamps), so
             # only the last round stays in the active, uncleanable segment.
             for key in (b"a", b"b"):
-                producer.produce(topic, key=key, value=b"%d" % round_,
-                                 timestamp=first_timestamp + 10 * round_)
+                producer.produce(
+                    topic, key=key, value=b"%d" % round_, timestamp=first_timestamp + 10 * round_
+                )
             assert producer.flush(TIMEOUT) == 0
         log = _log(instance, topic)
 
         def records_left():
             return sum(1 for _ in _read_all(instance, log))
+
         wait_until(lambda: records_left() <= 4, timeout=10, message="compaction")
         values = {}
         for key, value in _read_all(instance, log):
@@ -221,4 +279,5 @@ def _read_all(instance, log):
                 out += [(bytes(r.key), bytes(r.value)) for r in batch]
                 offset = batch.last_offset + 1
         return out
+
     return instance.call_soon(read)

@@ -2,6 +2,7 @@
 through Kafka's own RPCs: BrokerRegistration and BrokerHeartbeat, as a broker
 process sends them, with CreateTopics placement showing whether the
 controller counts the broker as in service (fenced brokers get no replicas)."""
+
 from __future__ import annotations
 
 import time
@@ -24,27 +25,39 @@ INVALID_REPLICATION_FACTOR = errors.InvalidReplicationFactorException.code
 
 @pytest.fixture
 def cluster(tmp_path):
-    overrides = {"broker.session.timeout.ms": SESSION_TIMEOUT_MS,
-                 "broker.heartbeat.interval.ms": 100}
+    overrides = {
+        "broker.session.timeout.ms": SESSION_TIMEOUT_MS,
+        "broker.heartbeat.interval.ms": 100,
+    }
     with KfastCluster(controllers=3, overrides=overrides, base_dir=str(tmp_path)) as cluster:
         yield cluster
 
 
 def register(cluster, node_id, cluster_id=None, incarnation=None):
     request = BrokerRegistrationRequest(
-        broker_id=BROKER, cluster_id=cluster_id or cluster.cluster_id,
+        broker_id=BROKER,
+        cluster_id=cluster_id or cluster.cluster_id,
         incarnation_id=incarnation or uuid.uuid4(),
-        listeners=[BrokerRegistrationRequest.Listener(name="PLAINTEXT", host="127.0.0.1",
-                                                      port=19092, security_protocol=0)],
-        features=registration_features(), rack="rack-a")
+        listeners=[
+            BrokerRegistrationRequest.Listener(
+                name="PLAINTEXT", host="127.0.0.1", port=19092, security_protocol=0
+            )
+        ],
+        features=registration_features(),
+        rack="rack-a",
+    )
     with cluster.connect(node_id, request_timeout=15) as connection:
         return connection.send(request)
 
 
 def heartbeat(cluster, node_id, epoch, offset, want_shut_down=False):
-    request = BrokerHeartbeatRequest(broker_id=BROKER, broker_epoch=epoch,
-                                     current_metadata_offset=offset, want_fence=False,
-                                     want_shut_down=want_shut_down)
+    request = BrokerHeartbeatRequest(
+        broker_id=BROKER,
+        broker_epoch=epoch,
+        current_metadata_offset=offset,
+        want_fence=False,
+        want_shut_down=want_shut_down,
+    )
     with cluster.connect(node_id, request_timeout=15) as connection:
         return connection.send(request)
 
@@ -53,8 +66,10 @@ def test_a_broker_is_fenced_until_caught_up_and_again_when_its_session_lapses(cl
     leader = write_on_leader(cluster, "log.retention.ms", "1")
     follower = next(n for n in cluster.nodes if n != leader)
     assert register(cluster, follower).error_code == NOT_CONTROLLER
-    assert register(cluster, leader, cluster_id="another-cluster").error_code == \
-        errors.InconsistentClusterIdException.code
+    assert (
+        register(cluster, leader, cluster_id="another-cluster").error_code
+        == errors.InconsistentClusterIdException.code
+    )
     response = register(cluster, leader)
     assert response.error_code == 0
     epoch = response.broker_epoch
@@ -69,12 +84,19 @@ def test_a_broker_is_fenced_until_caught_up_and_again_when_its_session_lapses(cl
     beat = heartbeat(cluster, leader, epoch, offset=epoch)
     assert (beat.error_code, beat.is_caught_up, beat.is_fenced) == (0, True, False)
     assert create_topic(cluster, leader, "placed") == 0
-    assert heartbeat(cluster, leader, epoch - 1, epoch).error_code == \
-        errors.StaleBrokerEpochException.code
+    assert (
+        heartbeat(cluster, leader, epoch - 1, epoch).error_code
+        == errors.StaleBrokerEpochException.code
+    )
     # No accepted heartbeat for broker.session.timeout.ms: the controller
     # fences it, and not before the session has lapsed.
-    cluster.wait_until(lambda: create_topic(cluster, leader, f"t{time.monotonic_ns()}")
-                       == INVALID_REPLICATION_FACTOR, 10, "the silent broker fenced")
+    cluster.wait_until(
+        lambda: (
+            create_topic(cluster, leader, f"t{time.monotonic_ns()}") == INVALID_REPLICATION_FACTOR
+        ),
+        10,
+        "the silent broker fenced",
+    )
     assert time.monotonic() - last_accepted_sent >= SESSION_TIMEOUT_MS / 1000
     # Its next heartbeat (still caught up) brings it back.
     beat = heartbeat(cluster, leader, epoch, offset=epoch + 100)

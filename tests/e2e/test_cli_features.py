@@ -2,6 +2,7 @@
 Kafka's line per feature; upgrade / downgrade / disable send UpdateFeatures
 with Kafka's upgrade types, print the tool's line per feature and exit 1
 when one fails; a new producer then runs the transaction version set."""
+
 from __future__ import annotations
 
 from types import SimpleNamespace
@@ -17,11 +18,13 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]
 def features(capsys):
     """Run ``kfast features -b BROKER ARGS`` in this process (the command's
     own code; a subprocess per call would only add interpreter starts)."""
+
     def run(broker, *args):
         capsys.readouterr()
         status = main(["features", "-b", broker.bootstrap_servers, *args])
         out, err = capsys.readouterr()
         return SimpleNamespace(returncode=status, stdout=out, stderr=err)
+
     return run
 
 
@@ -41,14 +44,22 @@ def test_describe_upgrade_downgrade_and_disable(kfast_broker, features):
     # embedded node is a static quorum of one voter.
     assert list(found) == ["kraft.version", "metadata.version", "transaction.version"]
     kraft = found["kraft.version"]
-    assert (kraft["SupportedMinVersion"], kraft["SupportedMaxVersion"],
-            kraft["FinalizedVersionLevel"]) == ("0", "1", "0")
+    assert (
+        kraft["SupportedMinVersion"],
+        kraft["SupportedMaxVersion"],
+        kraft["FinalizedVersionLevel"],
+    ) == ("0", "1", "0")
     assert {k: v for k, v in found["metadata.version"].items() if k != "Epoch"} == {
-        "SupportedMinVersion": "3.9-IV0", "SupportedMaxVersion": "3.9-IV0",
-        "FinalizedVersionLevel": "3.9-IV0"}
+        "SupportedMinVersion": "3.9-IV0",
+        "SupportedMaxVersion": "3.9-IV0",
+        "FinalizedVersionLevel": "3.9-IV0",
+    }
     transaction = found["transaction.version"]
-    assert (transaction["SupportedMinVersion"], transaction["SupportedMaxVersion"],
-            transaction["FinalizedVersionLevel"]) == ("0", "2", "2")
+    assert (
+        transaction["SupportedMinVersion"],
+        transaction["SupportedMaxVersion"],
+        transaction["FinalizedVersionLevel"],
+    ) == ("0", "2", "2")
     epoch = int(transaction["Epoch"])
 
     too_high = features(kfast_broker, "upgrade", "--feature", "transaction.version=3")
@@ -59,8 +70,7 @@ def test_describe_upgrade_downgrade_and_disable(kfast_broker, features):
     assert (dry.returncode, dry.stdout) == (0, "transaction.version can be downgraded to 1.\n")
     assert described(features, kfast_broker)["transaction.version"]["FinalizedVersionLevel"] == "2"
     # Lowering with the upgrade type is refused by the controller.
-    assert features(kfast_broker, "upgrade", "--feature",
-                    "transaction.version=1").returncode == 1
+    assert features(kfast_broker, "upgrade", "--feature", "transaction.version=1").returncode == 1
 
     disabled = features(kfast_broker, "disable", "--feature", "transaction.version")
     assert (disabled.returncode, disabled.stdout) == (0, "transaction.version was disabled.\n")

@@ -1,4 +1,5 @@
 """`kfast topics` against a kfast broker, cross-checked with kafka-python's admin client."""
+
 from __future__ import annotations
 
 import io
@@ -33,21 +34,35 @@ def topic(topic) -> str:
 
 
 def kfast_topics(broker, *argv) -> tuple[int, str]:
-    args = build_parser().parse_args(["topics", *argv, "--bootstrap-server", broker.bootstrap_servers])
+    args = build_parser().parse_args(
+        ["topics", *argv, "--bootstrap-server", broker.bootstrap_servers]
+    )
     out = io.StringIO()
     return topics_tool.run(args, out=out), out.getvalue()
 
 
 def topic_configs(admin, topic) -> dict:
-    described = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)],
-                                       config_filter="all")
+    described = admin.describe_configs(
+        [ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all"
+    )
     return {name: entry["value"] for name, entry in described["topic"][topic].items()}
 
 
 def test_create_is_seen_by_kafka_python(broker, admin, topic):
-    status, out = kfast_topics(broker, "create", "--topic", topic, "--partitions", "3",
-                               "--replication-factor", "1", "--config", "retention.ms=1000",
-                               "--config", "cleanup.policy=compact")
+    status, out = kfast_topics(
+        broker,
+        "create",
+        "--topic",
+        topic,
+        "--partitions",
+        "3",
+        "--replication-factor",
+        "1",
+        "--config",
+        "retention.ms=1000",
+        "--config",
+        "cleanup.policy=compact",
+    )
     assert (status, out) == (0, f"Created topic {topic}.\n")
     [described] = admin.describe_topics([topic])
     assert [p["partition_index"] for p in described["partitions"]] == [0, 1, 2]
@@ -61,7 +76,8 @@ def test_create_warns_about_collision_characters(broker, topic):
     assert out.splitlines() == [
         "WARNING: Due to limitations in metric names, topics with a period ('.') or underscore ('_') "
         "could collide. To avoid issues it is best to use either, but not both.",
-        f"Created topic {topic}_x."]
+        f"Created topic {topic}_x.",
+    ]
 
 
 def test_create_existing_fails_unless_if_not_exists(broker, admin, topic):
@@ -111,26 +127,39 @@ def test_describe_lines_without_eligible_leader_replicas_say_n_a():
     topic = TopicMetadata("t", uuid.UUID(int=1), {0: PartitionMetadata(0, -1, 0, [1, 2], [2], [])})
     assert topics_tool.describe_lines(topic, []) == [
         "Topic: t\tTopicId: AAAAAAAAAAAAAAAAAAAAAQ\tPartitionCount: 1\tReplicationFactor: 2\tConfigs: ",
-        "\tTopic: t\tPartition: 0\tLeader: none\tReplicas: 1,2\tIsr: 2\tElr: N/A\tLastKnownElr: N/A"]
+        "\tTopic: t\tPartition: 0\tLeader: none\tReplicas: 1,2\tIsr: 2\tElr: N/A\tLastKnownElr: N/A",
+    ]
 
 
 def test_describe_missing_topic(broker, topic):
     status, out = kfast_topics(broker, "describe", "--topic", topic)
     assert status == 1
-    assert out == f"Error while executing topic command : Topic '{topic}' does not exist as expected\n"
+    assert (
+        out == f"Error while executing topic command : Topic '{topic}' does not exist as expected\n"
+    )
     assert kfast_topics(broker, "describe", "--topic", topic, "--if-exists") == (0, "")
 
 
 def test_alter_adds_partitions_and_changes_configs(broker, admin, topic):
     admin.create_topics([NewTopic(topic, 1, 1, topic_configs={"retention.ms": "5000"})])
-    status, out = kfast_topics(broker, "alter", "--topic", topic, "--partitions", "4",
-                               "--config", "cleanup.policy=compact", "--delete-config", "retention.ms")
+    status, out = kfast_topics(
+        broker,
+        "alter",
+        "--topic",
+        topic,
+        "--partitions",
+        "4",
+        "--config",
+        "cleanup.policy=compact",
+        "--delete-config",
+        "retention.ms",
+    )
     assert (status, out) == (0, "")
     [described] = admin.describe_topics([topic])
     assert len(described["partitions"]) == 4
     configs = topic_configs(admin, topic)
     assert configs["cleanup.policy"] == "compact"
-    assert configs["retention.ms"] == "604800000"      # back to the default
+    assert configs["retention.ms"] == "604800000"  # back to the default
     status, out = kfast_topics(broker, "alter", "--topic", topic, "--partitions", "2")
     assert status == 1 and "Error while executing topic command : " in out
 
@@ -151,15 +180,32 @@ def test_exactly_one_action(broker):
 
 def test_the_kfast_command_runs_topics(broker, topic):
     result = subprocess.run(
-        [sys.executable, "-m", "kfast", "topics", "--create", "--topic", topic,
-         "--bootstrap-server", broker.bootstrap_servers],
-        capture_output=True, text=True, cwd=str(REPO), timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "kfast",
+            "topics",
+            "--create",
+            "--topic",
+            topic,
+            "--bootstrap-server",
+            broker.bootstrap_servers,
+        ],
+        capture_output=True,
+        text=True,
+        cwd=str(REPO),
+        timeout=60,
+    )
     assert (result.returncode, result.stdout) == (0, f"Created topic {topic}.\n")
 
 
 def test_describe_reports(broker, admin, topic):
-    admin.create_topics([NewTopic(topic + "-plain", 2, 1),
-                         NewTopic(topic + "-strict", 1, 1, topic_configs={"min.insync.replicas": "2"})])
+    admin.create_topics(
+        [
+            NewTopic(topic + "-plain", 2, 1),
+            NewTopic(topic + "-strict", 1, 1, topic_configs={"min.insync.replicas": "2"}),
+        ]
+    )
     pattern = topic + "-.*"
 
     def lines(*flags):
@@ -171,7 +217,11 @@ def test_describe_reports(broker, admin, topic):
     assert lines("--unavailable-partitions") == []
     # One broker: every ISR is one replica, below the strict topic's minimum.
     assert lines("--under-min-isr-partitions") == [f"\tTopic: {topic}-strict\tPartition: 0"]
-    assert lines("--at-min-isr-partitions") == [f"\tTopic: {topic}-plain\tPartition: 0",
-                                                f"\tTopic: {topic}-plain\tPartition: 1"]
+    assert lines("--at-min-isr-partitions") == [
+        f"\tTopic: {topic}-plain\tPartition: 0",
+        f"\tTopic: {topic}-plain\tPartition: 1",
+    ]
     [only] = lines("--topics-with-overrides")
-    assert only.startswith(f"Topic: {topic}-strict\t") and only.endswith("Configs: min.insync.replicas=2")
+    assert only.startswith(f"Topic: {topic}-strict\t") and only.endswith(
+        "Configs: min.insync.replicas=2"
+    )

@@ -1,5 +1,6 @@
 """kfast's own async client against a kfast broker, cross-checked with kafka-python;
 each scenario runs on asyncio's loop and on uvloop."""
+
 from __future__ import annotations
 
 import asyncio
@@ -35,12 +36,17 @@ def run(request):
             return loop.run_until_complete(coroutine)
         finally:
             loop.close()
+
     return runner
 
 
 def kafka_python_consume(broker, topic, partitions, count):
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, enable_auto_commit=False,
-                             auto_offset_reset="earliest", consumer_timeout_ms=10000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+    )
     try:
         consumer.assign([TopicPartition(topic, p) for p in partitions])
         out = []
@@ -54,8 +60,12 @@ def kafka_python_consume(broker, topic, partitions, count):
 
 
 def test_fetch_raw_and_decode_columnar_equal_what_kafka_python_consumes(broker, topic, run):
-    producer = KafkaPythonProducer(bootstrap_servers=broker.bootstrap_servers, compression_type="gzip",
-                                   linger_ms=5, batch_size=2000)
+    producer = KafkaPythonProducer(
+        bootstrap_servers=broker.bootstrap_servers,
+        compression_type="gzip",
+        linger_ms=5,
+        batch_size=2000,
+    )
     for i in range(300):
         producer.send(topic, key=b"k%d" % i if i % 7 else None, value=b"value-%d" % i, partition=0)
     producer.flush()
@@ -74,17 +84,25 @@ def test_fetch_raw_and_decode_columnar_equal_what_kafka_python_consumes(broker, 
                 assert columns.truncated_bytes == 0
                 for i in range(columns.num_records):
                     if columns.offsets[i] >= offset:
-                        rows.append((columns.offsets[i], columns.timestamps[i], columns.key(i),
-                                     columns.value(i)))
+                        rows.append(
+                            (
+                                columns.offsets[i],
+                                columns.timestamps[i],
+                                columns.key(i),
+                                columns.value(i),
+                            )
+                        )
                 offset = part.next_offset
             return rows
+
     rows = run(scenario())
     assert rows == [(m.offset, m.timestamp, m.key, m.value) for m in expected]
 
 
 def test_fetch_records_from_a_middle_offset(broker, topic, run):
-    producer = KafkaPythonProducer(bootstrap_servers=broker.bootstrap_servers, compression_type="lz4",
-                                   linger_ms=50)
+    producer = KafkaPythonProducer(
+        bootstrap_servers=broker.bootstrap_servers, compression_type="lz4", linger_ms=50
+    )
     for i in range(20):
         producer.send(topic, key=b"k", value=b"v%d" % i, headers=[("n", b"%d" % i)])
     producer.flush()
@@ -93,38 +111,53 @@ def test_fetch_records_from_a_middle_offset(broker, topic, run):
     async def scenario():
         async with Fetcher(broker.bootstrap_servers) as fetcher:
             return await fetcher.fetch_records(topic, 0, 7)
+
     records = run(scenario())
     assert [(r.offset, r.value, r.headers) for r in records] == [
-        (i, b"v%d" % i, [("n", b"%d" % i)]) for i in range(7, 20)]
+        (i, b"v%d" % i, [("n", b"%d" % i)]) for i in range(7, 20)
+    ]
 
 
-@pytest.mark.parametrize("codec", [COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY,
-                                   COMPRESSION_LZ4, COMPRESSION_ZSTD])
+@pytest.mark.parametrize(
+    "codec",
+    [COMPRESSION_NONE, COMPRESSION_GZIP, COMPRESSION_SNAPPY, COMPRESSION_LZ4, COMPRESSION_ZSTD],
+)
 def test_producer_codecs_read_by_kafka_python(broker, topic, codec):
     async def scenario():
         async with KafkaAdmin(broker.bootstrap_servers) as admin:
             await admin.create_topics([NewTopic(topic, 2, 1)])
         async with KafkaProducer(broker.bootstrap_servers, compression=codec) as producer:
-            futures = [await producer.send(topic, b"v%d" % i, key=b"key-%d" % i,
-                                           headers=[("h", b"%d" % i)]) for i in range(50)]
+            futures = [
+                await producer.send(
+                    topic, b"v%d" % i, key=b"key-%d" % i, headers=[("h", b"%d" % i)]
+                )
+                for i in range(50)
+            ]
             await producer.flush()
             return [f.result() for f in futures]
+
     metadata = asyncio.run(scenario())
     consumed = kafka_python_consume(broker, topic, [0, 1], 50)
     by_key = {m.key: m for m in consumed}
     assert len(by_key) == 50
     for i, sent in enumerate(metadata):
         message = by_key[b"key-%d" % i]
-        assert (message.partition, message.offset, message.value, message.headers) == \
-            (sent.partition, sent.offset, b"v%d" % i, [("h", b"%d" % i)])
+        assert (message.partition, message.offset, message.value, message.headers) == (
+            sent.partition,
+            sent.offset,
+            b"v%d" % i,
+            [("h", b"%d" % i)],
+        )
 
 
 @pytest.mark.parametrize("acks", [0, 1, -1])
 def test_producer_acks(broker, topic, acks, run):
     async def scenario():
-        async with KafkaProducer(broker.bootstrap_servers, acks=acks,
-                                 allow_auto_topic_creation=True) as producer:
+        async with KafkaProducer(
+            broker.bootstrap_servers, acks=acks, allow_auto_topic_creation=True
+        ) as producer:
             return [await producer.send_and_wait(topic, b"v%d" % i, partition=0) for i in range(3)]
+
     sent = run(scenario())
     # acks=0 gets no answer, so no offsets.
     assert [m.offset for m in sent] == ([-1, -1, -1] if acks == 0 else [0, 1, 2])
@@ -134,8 +167,12 @@ def test_producer_acks(broker, topic, acks, run):
 
 def test_idempotent_producer_numbers_batches(broker, topic, run):
     async def scenario():
-        async with KafkaProducer(broker.bootstrap_servers, enable_idempotence=True, batch_size=200,
-                                 allow_auto_topic_creation=True) as producer:
+        async with KafkaProducer(
+            broker.bootstrap_servers,
+            enable_idempotence=True,
+            batch_size=200,
+            allow_auto_topic_creation=True,
+        ) as producer:
             futures = [await producer.send(topic, b"%03d" % i, partition=0) for i in range(100)]
             await producer.flush()
             assert producer.producer_id >= 0
@@ -143,6 +180,7 @@ def test_idempotent_producer_numbers_batches(broker, topic, run):
         async with Fetcher(broker.bootstrap_servers) as fetcher:
             part = await fetcher.fetch_raw(topic, 0, offsets[0])
         return producer.producer_id, offsets, list(iter_batches(part.records))
+
     producer_id, offsets, batches = run(scenario())
     assert offsets == list(range(offsets[0], offsets[0] + 100))
     assert len(batches) > 1
@@ -164,8 +202,10 @@ def test_admin_offsets_delete_records_and_out_of_range(broker, topic, run):
     producer.close()
 
     async def scenario():
-        async with KafkaAdmin(broker.bootstrap_servers) as admin, \
-                Fetcher(broker.bootstrap_servers) as fetcher:
+        async with (
+            KafkaAdmin(broker.bootstrap_servers) as admin,
+            Fetcher(broker.bootstrap_servers) as fetcher,
+        ):
             key = (topic, 0)
             before = await admin.list_offsets({key: EARLIEST})
             latest = await admin.list_offsets({key: LATEST})
@@ -176,6 +216,7 @@ def test_admin_offsets_delete_records_and_out_of_range(broker, topic, run):
                 await fetcher.fetch_raw(topic, 0, 2)
             records = await fetcher.fetch_records(topic, 0, 6)
             return before, latest, by_time, low, after, caught.value, records
+
     before, latest, by_time, low, after, out_of_range, records = run(scenario())
     assert before[topic, 0].offset == 0 and latest[topic, 0].offset == 10
     assert (by_time[topic, 0].offset, by_time[topic, 0].timestamp) == (5, base + 5000)
@@ -199,6 +240,7 @@ def test_admin_topics_configs_and_cluster(broker, topic, run):
             listed = await admin.list_topics()
             await admin.delete_topics([topic])
             return created, described, configs, cluster, listed, await admin.list_topics()
+
     created, described, configs, cluster, listed, after = run(scenario())
     assert created[topic].num_partitions == 2 and created[topic].configs["retention.ms"] == "1234"
     assert described.topic_id == created[topic].topic_id and described.partition_count == 3
@@ -211,9 +253,12 @@ def test_admin_topics_configs_and_cluster(broker, topic, run):
 
 def test_fetch_from_an_unknown_topic_fails(broker, topic, run):
     async def scenario():
-        async with Fetcher(broker.bootstrap_servers, metadata_timeout=0.3, retry_backoff=0.01) as fetcher:
+        async with Fetcher(
+            broker.bootstrap_servers, metadata_timeout=0.3, retry_backoff=0.01
+        ) as fetcher:
             with pytest.raises(errors.UnknownTopicOrPartitionException):
                 await fetcher.fetch_raw(topic, 0, 0)
+
     run(scenario())
 
 
@@ -224,11 +269,16 @@ def test_a_recreated_topic_is_found_again_by_its_new_id(broker, topic, run):
     from kafka.admin import NewTopic as KafkaPythonNewTopic
 
     async def scenario():
-        async with KafkaProducer(broker.bootstrap_servers, allow_auto_topic_creation=True) as producer, \
-                Fetcher(broker.bootstrap_servers) as fetcher:
+        async with (
+            KafkaProducer(broker.bootstrap_servers, allow_auto_topic_creation=True) as producer,
+            Fetcher(broker.bootstrap_servers) as fetcher,
+        ):
             await producer.send_and_wait(topic, b"old-1", partition=0)
             await producer.send_and_wait(topic, b"old-2", partition=0)
-            assert [r.value for r in await fetcher.fetch_records(topic, 0, 0)] == [b"old-1", b"old-2"]
+            assert [r.value for r in await fetcher.fetch_records(topic, 0, 0)] == [
+                b"old-1",
+                b"old-2",
+            ]
             old_id = (await fetcher.cluster.topic(topic)).topic_id
 
             admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
@@ -241,6 +291,7 @@ def test_a_recreated_topic_is_found_again_by_its_new_id(broker, topic, run):
             sent = await producer.send_and_wait(topic, b"new", partition=0)
             records = await fetcher.fetch_records(topic, 0, 0)
             return old_id, (await fetcher.cluster.topic(topic)).topic_id, sent, records
+
     old_id, new_id, sent, records = run(scenario())
     assert new_id != old_id
     assert sent.offset == 0
@@ -252,9 +303,12 @@ def test_describe_topics_follows_the_partition_cursor(broker, topic, run):
         async with KafkaAdmin(broker.bootstrap_servers) as admin:
             await admin.create_topics([NewTopic(topic + "-a", 5, 1), NewTopic(topic + "-b", 3, 1)])
             return await admin.describe_topics([topic + "-b", topic + "-a"], partition_limit=2)
+
     described = run(scenario())
     assert [(t.name, sorted(t.partitions)) for t in described] == [
-        (topic + "-a", [0, 1, 2, 3, 4]), (topic + "-b", [0, 1, 2])]
+        (topic + "-a", [0, 1, 2, 3, 4]),
+        (topic + "-b", [0, 1, 2]),
+    ]
     assert all(p.eligible_leader_replicas == [] for t in described for p in t.partitions.values())
 
 
@@ -273,15 +327,18 @@ def test_blocking_fetcher_for_synchronous_readers(broker, topic):
         assert fetcher.list_offsets({(topic, 0): LATEST}) == {(topic, 0): 5}
         part = fetcher.fetch_raw(topic, 0, 0)
         records = fetcher.fetch_records(topic, 0, 2)
-    columns = decode_columnar(part.records)       # still valid after the fetcher closed
-    assert [(columns.offsets[i], columns.key(i), columns.value(i)) for i in range(columns.num_records)] == \
-        [(m.offset, m.key, m.value) for m in expected]
+    columns = decode_columnar(part.records)  # still valid after the fetcher closed
+    assert [
+        (columns.offsets[i], columns.key(i), columns.value(i)) for i in range(columns.num_records)
+    ] == [(m.offset, m.key, m.value) for m in expected]
     assert (part.high_watermark, part.next_offset) == (5, 5)
     assert [r.value for r in records] == [b"v2", b"v3", b"v4"]
 
 
 def test_iter_raw_reads_exactly_a_range(broker, topic, run):
-    producer = KafkaPythonProducer(bootstrap_servers=broker.bootstrap_servers, linger_ms=5, batch_size=500)
+    producer = KafkaPythonProducer(
+        bootstrap_servers=broker.bootstrap_servers, linger_ms=5, batch_size=500
+    )
     for i in range(100):
         producer.send(topic, value=b"value-%03d" % i, partition=0)
     producer.flush()
@@ -297,13 +354,19 @@ def test_iter_raw_reads_exactly_a_range(broker, topic, run):
     async def scenario():
         async with Fetcher(broker.bootstrap_servers) as fetcher:
             middle = [p async for p in fetcher.iter_raw(topic, 0, 10, 55, max_bytes=300)]
-            past_end = [p async for p in fetcher.iter_raw(topic, 0, 90, 1000)]   # stops at the high watermark
+            past_end = [
+                p async for p in fetcher.iter_raw(topic, 0, 90, 1000)
+            ]  # stops at the high watermark
             return middle, past_end
+
     middle, past_end = run(scenario())
     assert len(middle) > 1
     assert offsets_in(middle, 10, 55) == list(range(10, 55))
     assert offsets_in(past_end, 90, 1000) == list(range(90, 100))
 
     from kfast.client import BlockingFetcher
+
     with BlockingFetcher(broker.bootstrap_servers) as fetcher:
-        assert offsets_in(fetcher.iter_raw(topic, 0, 0, 100, max_bytes=1000), 0, 100) == list(range(100))
+        assert offsets_in(fetcher.iter_raw(topic, 0, 0, 100, max_bytes=1000), 0, 100) == list(
+            range(100)
+        )

@@ -2,6 +2,7 @@
 processes): AlterClientQuotas sent to the broker reaches the controller,
 the broker enforces what the metadata log says, and CreateTopics forwarded
 to the controller is held to the client's controller_mutation_rate there."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,12 @@ from kafka.admin import KafkaAdminClient
 
 from kfast.protocol import errors
 
-pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(120),
-              pytest.mark.kfast_cluster_config(controllers=1, brokers=1)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.slow,
+    pytest.mark.timeout(120),
+    pytest.mark.kfast_cluster_config(controllers=1, brokers=1),
+]
 
 
 def test_quotas_through_a_broker_and_the_controller(kfast_cluster):
@@ -21,23 +26,42 @@ def test_quotas_through_a_broker_and_the_controller(kfast_cluster):
 
     class Broker:
         bootstrap_servers = bootstrap
-    status, out, err = kfast_configs(Broker, "--client", "mutator", "--alter", "--add-config",
-                                     "controller_mutation_rate=2,producer_byte_rate=1000000")
+
+    status, out, err = kfast_configs(
+        Broker,
+        "--client",
+        "mutator",
+        "--alter",
+        "--add-config",
+        "controller_mutation_rate=2,producer_byte_rate=1000000",
+    )
     assert (status, err) == (0, "")
     # The broker answers DescribeClientQuotas from its copy of the metadata.
-    wait_until(lambda: kfast_configs(Broker, "--client", "mutator", "--describe")[1] ==
-               "Quota configs for client-id 'mutator' are controller_mutation_rate=2.0, "
-               "producer_byte_rate=1000000.0\n", message="the quota on the broker")
+    wait_until(
+        lambda: (
+            kfast_configs(Broker, "--client", "mutator", "--describe")[1]
+            == "Quota configs for client-id 'mutator' are controller_mutation_rate=2.0, "
+            "producer_byte_rate=1000000.0\n"
+        ),
+        message="the quota on the broker",
+    )
     admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="mutator")
     try:
-        response = admin.create_topics({"a": {"num_partitions": 15, "replication_factor": 1},
-                                        "b": {"num_partitions": 10, "replication_factor": 1},
-                                        "c": {"num_partitions": 1, "replication_factor": 1}},
-                                       raise_errors=False)
+        response = admin.create_topics(
+            {
+                "a": {"num_partitions": 15, "replication_factor": 1},
+                "b": {"num_partitions": 10, "replication_factor": 1},
+                "c": {"num_partitions": 1, "replication_factor": 1},
+            },
+            raise_errors=False,
+        )
     finally:
         admin.close()
     assert {t["name"]: t["error_code"] for t in response["topics"]} == {
-        "a": 0, "b": 0, "c": errors.ThrottlingQuotaExceededException.code}
+        "a": 0,
+        "b": 0,
+        "c": errors.ThrottlingQuotaExceededException.code,
+    }
 
 
 def test_broker_loggers_are_the_brokers_own(kfast_cluster):
@@ -49,9 +73,19 @@ def test_broker_loggers_are_the_brokers_own(kfast_cluster):
 
     class Broker:
         bootstrap_servers = kfast_cluster.bootstrap_servers
-    status, out, err = kfast_configs(Broker, "--broker-logger", str(broker_id), "--alter",
-                                     "--add-config", "kfast.server.fetch_apis=TRACE")
-    assert (status, out, err) == (0, f"Completed updating config for broker-logger "
-                                     f"{broker_id}.\n", "")
+
+    status, out, err = kfast_configs(
+        Broker,
+        "--broker-logger",
+        str(broker_id),
+        "--alter",
+        "--add-config",
+        "kfast.server.fetch_apis=TRACE",
+    )
+    assert (status, out, err) == (
+        0,
+        f"Completed updating config for broker-logger {broker_id}.\n",
+        "",
+    )
     _, out, _ = kfast_configs(Broker, "--broker-logger", str(broker_id), "--describe")
     assert "  kfast.server.fetch_apis=TRACE sensitive=false synonyms={}\n" in out

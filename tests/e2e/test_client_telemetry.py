@@ -4,6 +4,7 @@ kafka-client-metrics.sh sends), librdkafka pushing its metrics on its own,
 the pushed values on the Prometheus endpoint; and the protocol's error
 codes over a raw socket.
 """
+
 from __future__ import annotations
 
 import base64
@@ -25,9 +26,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 
 @pytest.fixture(scope="module")
 def metered(tmp_path_factory):
-    broker = KfastBroker({"num.partitions": 1, "kfast.metrics.port": 0,
-                          "telemetry.max.bytes": 8192},
-                         data_dir=str(tmp_path_factory.mktemp("kfast-telemetry")))
+    broker = KfastBroker(
+        {"num.partitions": 1, "kfast.metrics.port": 0, "telemetry.max.bytes": 8192},
+        data_dir=str(tmp_path_factory.mktemp("kfast-telemetry")),
+    )
     broker.start()
     yield broker
     broker.close()
@@ -36,35 +38,52 @@ def metered(tmp_path_factory):
 def subscribe(broker, name: str, **configs) -> None:
     admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
     try:
-        admin.alter_configs([ConfigResource(ConfigResourceType.CLIENT_METRICS, name,
-                                            configs=configs)],
-                            incremental=True, raise_on_unknown=False)
+        admin.alter_configs(
+            [ConfigResource(ConfigResourceType.CLIENT_METRICS, name, configs=configs)],
+            incremental=True,
+            raise_on_unknown=False,
+        )
     finally:
         admin.close()
 
 
 def test_librdkafka_pushes_its_metrics_to_the_endpoint(metered, topic):
-    subscribe(metered, "producers", **{"metrics": "org.apache.kafka.producer.",
-                                       "interval.ms": "500",
-                                       "match": "client_software_name=confluent-kafka-python"})
+    subscribe(
+        metered,
+        "producers",
+        **{
+            "metrics": "org.apache.kafka.producer.",
+            "interval.ms": "500",
+            "match": "client_software_name=confluent-kafka-python",
+        },
+    )
     admin = KafkaAdminClient(bootstrap_servers=metered.bootstrap_servers)
     try:
         described = admin.describe_configs(
-            [ConfigResource(ConfigResourceType.CLIENT_METRICS, "producers")])
-        entries = {name: (entry["value"], entry["config_source"])
-                   for name, entry in described["client_metrics"]["producers"].items()}
-        source = "DYNAMIC_CLIENT_METRICS_CONFIG"     # ConfigSource 7
+            [ConfigResource(ConfigResourceType.CLIENT_METRICS, "producers")]
+        )
+        entries = {
+            name: (entry["value"], entry["config_source"])
+            for name, entry in described["client_metrics"]["producers"].items()
+        }
+        source = "DYNAMIC_CLIENT_METRICS_CONFIG"  # ConfigSource 7
         assert entries == {
             "metrics": ("org.apache.kafka.producer.", source),
             "interval.ms": ("500", source),
-            "match": ("client_software_name=confluent-kafka-python", source)}
+            "match": ("client_software_name=confluent-kafka-python", source),
+        }
         listed = admin.list_config_resources([ConfigResourceType.CLIENT_METRICS])
         assert "producers" in listed["client_metrics"]
     finally:
         admin.close()
 
-    producer = Producer({"bootstrap.servers": metered.bootstrap_servers,
-                         "client.id": "telemetry-e2e", "enable.metrics.push": True})
+    producer = Producer(
+        {
+            "bootstrap.servers": metered.bootstrap_servers,
+            "client.id": "telemetry-e2e",
+            "enable.metrics.push": True,
+        }
+    )
     for i in range(20):
         producer.produce(topic, f"v{i}".encode())
     assert producer.flush(30) == 0
@@ -72,8 +91,11 @@ def test_librdkafka_pushes_its_metrics_to_the_endpoint(metered, topic):
 
     def pushed():
         samples, types = scrape(port)
-        found = {labels: value for (name, labels), value in samples.items()
-                 if name == "org_apache_kafka_producer_request_latency_avg"}
+        found = {
+            labels: value
+            for (name, labels), value in samples.items()
+            if name == "org_apache_kafka_producer_request_latency_avg"
+        }
         return (found, types) if found else None
 
     found, types = wait_until(pushed, 30, "a telemetry push from librdkafka")
@@ -89,8 +111,9 @@ def test_librdkafka_pushes_its_metrics_to_the_endpoint(metered, topic):
 
 
 def test_telemetry_errors_over_the_wire(metered):
-    subscribe(metered, "raw", **{"metrics": "*", "interval.ms": "60000",
-                                 "match": "client_id=t"})   # the raw client's id
+    subscribe(
+        metered, "raw", **{"metrics": "*", "interval.ms": "60000", "match": "client_id=t"}
+    )  # the raw client's id
     client = Client(metered)
     try:
         got = client.request("GetTelemetrySubscriptions", 0, client_instance_id=uuid.UUID(int=0))
@@ -103,25 +126,49 @@ def test_telemetry_errors_over_the_wire(metered):
         assert again.error_code == errors.ThrottlingQuotaExceededException.code
 
         def push(**fields):
-            body = dict(client_instance_id=instance, subscription_id=got.subscription_id,
-                        terminating=False, compression_type=0, metrics=b"")
+            body = dict(
+                client_instance_id=instance,
+                subscription_id=got.subscription_id,
+                terminating=False,
+                compression_type=0,
+                metrics=b"",
+            )
             body.update(fields)
             return client.request("PushTelemetry", 0, **body).error_code
 
         assert push(metrics=b"\x0b") == errors.InvalidRecordException.code  # not OTLP
-        assert push() == errors.ThrottlingQuotaExceededException.code     # one per interval
-        assert push(terminating=True, subscription_id=got.subscription_id + 1) == \
-            errors.UnknownSubscriptionIdException.code
-        assert push() == errors.InvalidRequestException.code              # after terminating
+        assert push() == errors.ThrottlingQuotaExceededException.code  # one per interval
+        assert (
+            push(terminating=True, subscription_id=got.subscription_id + 1)
+            == errors.UnknownSubscriptionIdException.code
+        )
+        assert push() == errors.InvalidRequestException.code  # after terminating
         other = client.request("GetTelemetrySubscriptions", 0, client_instance_id=None)
         assert other.error_code == 0 and other.client_instance_id != instance
-        assert client.request("PushTelemetry", 0, client_instance_id=other.client_instance_id,
-                              subscription_id=other.subscription_id, terminating=False,
-                              compression_type=0, metrics=b"\0" * 8193).error_code == \
-            errors.TelemetryTooLargeException.code
-        assert client.request("PushTelemetry", 0, client_instance_id=uuid.UUID(int=0),
-                              subscription_id=0, terminating=False, compression_type=0,
-                              metrics=b"").error_code == errors.InvalidRequestException.code
+        assert (
+            client.request(
+                "PushTelemetry",
+                0,
+                client_instance_id=other.client_instance_id,
+                subscription_id=other.subscription_id,
+                terminating=False,
+                compression_type=0,
+                metrics=b"\0" * 8193,
+            ).error_code
+            == errors.TelemetryTooLargeException.code
+        )
+        assert (
+            client.request(
+                "PushTelemetry",
+                0,
+                client_instance_id=uuid.UUID(int=0),
+                subscription_id=0,
+                terminating=False,
+                compression_type=0,
+                metrics=b"",
+            ).error_code
+            == errors.InvalidRequestException.code
+        )
     finally:
         client.close()
 
@@ -131,16 +178,18 @@ def test_an_instance_is_forgotten_when_its_connection_closes(metered):
     connection it was created on closes: the same instance id asking again
     on a new connection is answered at once instead of throttled for the
     rest of its push interval."""
-    subscribe(metered, "closing", **{"metrics": "*", "interval.ms": "60000",
-                                     "match": "client_id=t"})   # the raw client's id
+    subscribe(
+        metered, "closing", **{"metrics": "*", "interval.ms": "60000", "match": "client_id=t"}
+    )  # the raw client's id
     first = Client(metered)
     try:
         got = first.request("GetTelemetrySubscriptions", 0, client_instance_id=uuid.UUID(int=0))
         assert got.error_code == 0
         instance = got.client_instance_id
-        assert first.request("GetTelemetrySubscriptions", 0,
-                             client_instance_id=instance).error_code == \
-            errors.ThrottlingQuotaExceededException.code
+        assert (
+            first.request("GetTelemetrySubscriptions", 0, client_instance_id=instance).error_code
+            == errors.ThrottlingQuotaExceededException.code
+        )
     finally:
         first.close()
     second = Client(metered)
@@ -148,8 +197,7 @@ def test_an_instance_is_forgotten_when_its_connection_closes(metered):
         # The broker learns of the close asynchronously: ask until answered
         # (a throttled ask changes nothing), far sooner than the 60 s interval.
         def answered():
-            response = second.request("GetTelemetrySubscriptions", 0,
-                                      client_instance_id=instance)
+            response = second.request("GetTelemetrySubscriptions", 0, client_instance_id=instance)
             return response if response.error_code == 0 else None
 
         answer = wait_until(answered, 20, "the instance forgotten with its connection")
@@ -162,18 +210,30 @@ def test_an_instance_is_forgotten_when_its_connection_closes(metered):
 def test_librdkafka_series_leave_with_the_client(metered, topic):
     """A producer closed: its pushed series leave the endpoint with its
     connection, not max(60 s, 3 intervals) later."""
-    subscribe(metered, "producers", **{"metrics": "org.apache.kafka.producer.",
-                                       "interval.ms": "500",
-                                       "match": "client_software_name=confluent-kafka-python"})
-    producer = Producer({"bootstrap.servers": metered.bootstrap_servers,
-                         "client.id": "telemetry-close", "enable.metrics.push": True})
+    subscribe(
+        metered,
+        "producers",
+        **{
+            "metrics": "org.apache.kafka.producer.",
+            "interval.ms": "500",
+            "match": "client_software_name=confluent-kafka-python",
+        },
+    )
+    producer = Producer(
+        {
+            "bootstrap.servers": metered.bootstrap_servers,
+            "client.id": "telemetry-close",
+            "enable.metrics.push": True,
+        }
+    )
     producer.produce(topic, b"v")
     assert producer.flush(30) == 0
     port = metered.broker.metrics_server.port
 
     def series() -> int:
-        return sum(1 for (name, labels) in scrape(port)[0]
-                   if ("client_id", "telemetry-close") in labels)
+        return sum(
+            1 for (name, labels) in scrape(port)[0] if ("client_id", "telemetry-close") in labels
+        )
 
     wait_until(lambda: series() > 0, 30, "a telemetry push from librdkafka")
     producer.close()
@@ -183,8 +243,9 @@ def test_librdkafka_series_leave_with_the_client(metered, topic):
 def test_not_advertised_without_the_endpoint(broker):
     client = Client(broker)
     try:
-        versions = client.request("ApiVersions", 3, client_software_name="t",
-                                  client_software_version="1")
+        versions = client.request(
+            "ApiVersions", 3, client_software_name="t", client_software_version="1"
+        )
         keys = {api.api_key for api in versions.api_keys}
         assert 0 in keys and 71 not in keys and 72 not in keys
     finally:
@@ -198,30 +259,46 @@ def client_metrics(broker, *argv) -> tuple[int, str, str]:
     from kfast.tools import client_metrics as tool
 
     args = build_parser().parse_args(
-        ["client-metrics", "--bootstrap-server", broker.bootstrap_servers, *argv])
+        ["client-metrics", "--bootstrap-server", broker.bootstrap_servers, *argv]
+    )
     out, err = io.StringIO(), io.StringIO()
     return tool.run(args, out=out, err=err), out.getvalue(), err.getvalue()
 
 
 def test_kfast_client_metrics_is_kafka_client_metrics_sh(metered):
-    assert client_metrics(metered, "--alter", "--name", "cli", "--metrics",
-                          "org.apache.kafka.consumer.,org.apache.kafka.producer.",
-                          "--interval", "2000", "--match", "client_id=cli-.*") == \
-        (0, "Altered client metrics config for cli.\n", "")
+    assert client_metrics(
+        metered,
+        "--alter",
+        "--name",
+        "cli",
+        "--metrics",
+        "org.apache.kafka.consumer.,org.apache.kafka.producer.",
+        "--interval",
+        "2000",
+        "--match",
+        "client_id=cli-.*",
+    ) == (0, "Altered client metrics config for cli.\n", "")
     code, out, _ = client_metrics(metered, "--describe", "--name", "cli")
     assert code == 0 and out.splitlines()[0] == "Client metrics configs for cli are:"
     assert sorted(out.splitlines()[1:]) == [
-        "  interval.ms=2000", "  match=client_id=cli-.*",
-        "  metrics=org.apache.kafka.consumer.,org.apache.kafka.producer."]
+        "  interval.ms=2000",
+        "  match=client_id=cli-.*",
+        "  metrics=org.apache.kafka.consumer.,org.apache.kafka.producer.",
+    ]
     assert "cli" in client_metrics(metered, "--list")[1].split()
-    assert client_metrics(metered, "--alter", "--name", "cli", "--interval", "5")[1] == \
-        "Error while executing client metrics command : Invalid value 5 for interval.ms, " \
+    assert (
+        client_metrics(metered, "--alter", "--name", "cli", "--interval", "5")[1]
+        == "Error while executing client metrics command : Invalid value 5 for interval.ms, "
         "interval must be between 100 and 3600000 (1 hour)\n"
+    )
     code, out, _ = client_metrics(metered, "--alter", "--generate-name", "--metrics", "*")
     generated = out.split()[-1].rstrip(".")
     assert code == 0 and uuid.UUID(generated)
-    assert client_metrics(metered, "--delete", "--name", "cli") == \
-        (0, "Deleted client metrics config for cli.\n", "")
+    assert client_metrics(metered, "--delete", "--name", "cli") == (
+        0,
+        "Deleted client metrics config for cli.\n",
+        "",
+    )
     listed = client_metrics(metered, "--list")[1].split()
     assert "cli" not in listed and generated in listed
     assert client_metrics(metered, "--list", "--name", "x", "--interval", "100")[0] == 1

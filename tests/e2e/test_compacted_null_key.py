@@ -1,6 +1,7 @@
 """A record without a key produced to a compacted topic (cleanup.policy=compact)
 is rejected with INVALID_RECORD and per-record errors (KIP-467), as Kafka's
 LogValidator.validateKey does; the batch is not stored."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,9 @@ FIRST_RECORD_ERRORS_VERSION = 8
 
 def _create_compacted(broker, topic):
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})]
-                        )[topic].result(15)
+    admin.create_topics([NewTopic(topic, 1, 1, config={"cleanup.policy": "compact"})])[
+        topic
+    ].result(15)
 
 
 def _message(topic):
@@ -31,11 +33,26 @@ def _message(topic):
 
 
 def _log_end_offset(connection, topic):
-    Topic, Partition = p.ListOffsetsRequest.ListOffsetsTopic, \
-        p.ListOffsetsRequest.ListOffsetsPartition
-    response = connection.send(p.ListOffsetsRequest(replica_id=-1, topics=[Topic(
-        name=topic, partitions=[Partition(partition_index=0, timestamp=LATEST_TIMESTAMP,
-                                          current_leader_epoch=-1)])]), version=7)
+    Topic, Partition = (
+        p.ListOffsetsRequest.ListOffsetsTopic,
+        p.ListOffsetsRequest.ListOffsetsPartition,
+    )
+    response = connection.send(
+        p.ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                Topic(
+                    name=topic,
+                    partitions=[
+                        Partition(
+                            partition_index=0, timestamp=LATEST_TIMESTAMP, current_leader_epoch=-1
+                        )
+                    ],
+                )
+            ],
+        ),
+        version=7,
+    )
     return response.topics[0].partitions[0].offset
 
 
@@ -78,15 +95,29 @@ def test_raw_produce_reports_record_errors(broker, topic, version):
     builder = RecordBatchBuilder(COMPRESSION_NONE)
     for key in (b"a", None, b"c", None):
         builder.append(0, key, b"v")
-    TopicData, PartitionData = p.ProduceRequest.TopicProduceData, \
-        p.ProduceRequest.PartitionProduceData
+    TopicData, PartitionData = (
+        p.ProduceRequest.TopicProduceData,
+        p.ProduceRequest.PartitionProduceData,
+    )
     host, port = broker.bootstrap_servers.rsplit(":", 1)
     with BlockingConnection(host, int(port)) as connection:
-        topic_id = broker.call_soon(lambda: broker.broker.metadata_image.topics_by_name[topic]
-                                    .topic_id)
-        response = connection.send(p.ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
-            TopicData(name=topic, topic_id=topic_id, partition_data=[
-                PartitionData(index=0, records=builder.build())])]), version=version)
+        topic_id = broker.call_soon(
+            lambda: broker.broker.metadata_image.topics_by_name[topic].topic_id
+        )
+        response = connection.send(
+            p.ProduceRequest(
+                acks=-1,
+                timeout_ms=5000,
+                topic_data=[
+                    TopicData(
+                        name=topic,
+                        topic_id=topic_id,
+                        partition_data=[PartitionData(index=0, records=builder.build())],
+                    )
+                ],
+            ),
+            version=version,
+        )
         end_offset = _log_end_offset(connection, topic)
     [partition] = response.responses[0].partition_responses
     assert partition.error_code == errors.InvalidRecordException.code
@@ -94,10 +125,13 @@ def test_raw_produce_reports_record_errors(broker, topic, version):
     assert end_offset == 0
     if version < FIRST_RECORD_ERRORS_VERSION:
         return
-    assert [(e.batch_index, e.batch_index_error_message) for e in partition.record_errors] == \
-        [(1, _message(topic)), (3, _message(topic))]
+    assert [(e.batch_index, e.batch_index_error_message) for e in partition.record_errors] == [
+        (1, _message(topic)),
+        (3, _message(topic)),
+    ]
     assert partition.error_message == (
         "One or more records have been rejected due to 2 record errors in total, and only "
         "showing the first three errors at most: "
         f"[RecordError(batchIndex=1, message='{_message(topic)}'), "
-        f"RecordError(batchIndex=3, message='{_message(topic)}')]")
+        f"RecordError(batchIndex=3, message='{_message(topic)}')]"
+    )

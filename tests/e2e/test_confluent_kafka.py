@@ -1,4 +1,5 @@
 """confluent-kafka (librdkafka) against kfast."""
+
 from __future__ import annotations
 
 import time
@@ -20,18 +21,27 @@ CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 def produce(broker, topic, values, **config):
     reports = []
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5,
-                         **config})
+    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 5, **config})
     for i, value in enumerate(values):
-        producer.produce(topic, value=value, key=b"k%d" % i,
-                         on_delivery=lambda err, msg: reports.append((err, msg.offset())))
+        producer.produce(
+            topic,
+            value=value,
+            key=b"k%d" % i,
+            on_delivery=lambda err, msg: reports.append((err, msg.offset())),
+        )
     assert producer.flush(15) == 0
     return reports
 
 
 def consumer_for(broker, **config):
-    return Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "unused",
-                     "enable.auto.commit": False, **config})
+    return Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            **config,
+        }
+    )
 
 
 def consume(broker, topic, count, offset=OFFSET_BEGINNING, timeout=15.0, **config):
@@ -55,19 +65,26 @@ def consume(broker, topic, count, offset=OFFSET_BEGINNING, timeout=15.0, **confi
 @pytest.mark.parametrize("acks", ["0", "1", "all"])
 @pytest.mark.parametrize("codec", CODECS)
 def test_produce_and_consume(broker, topic, acks, codec):
-    reports = produce(broker, topic, [b"v%d" % i for i in range(20)], acks=acks,
-                      **{"compression.type": codec})
+    reports = produce(
+        broker, topic, [b"v%d" % i for i in range(20)], acks=acks, **{"compression.type": codec}
+    )
     assert [err for err, _ in reports] == [None] * 20
     if acks != "0":
         assert sorted(offset for _, offset in reports) == list(range(20))
     messages = consume(broker, topic, 20)
-    assert [(m.offset(), m.key(), m.value()) for m in messages] == \
-        [(i, b"k%d" % i, b"v%d" % i) for i in range(20)]
+    assert [(m.offset(), m.key(), m.value()) for m in messages] == [
+        (i, b"k%d" % i, b"v%d" % i) for i in range(20)
+    ]
 
 
 def test_idempotent_producer(broker, topic):
-    reports = produce(broker, topic, [b"%d" % i for i in range(50)], acks="all",
-                      **{"enable.idempotence": True, "compression.type": "lz4"})
+    reports = produce(
+        broker,
+        topic,
+        [b"%d" % i for i in range(50)],
+        acks="all",
+        **{"enable.idempotence": True, "compression.type": "lz4"},
+    )
     assert [offset for _, offset in reports] == list(range(50))
     assert [m.value() for m in consume(broker, topic, 50)] == [b"%d" % i for i in range(50)]
 

@@ -6,6 +6,7 @@ partitions, the group's lag, a browsed record's value and a live chart.
 ``kfast console`` on its own is checked through its JSON API, against kfast
 and against Tansu when installed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,7 +31,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 CHROMIUM = shutil.which("chromium")
 CHROMEDRIVER = shutil.which("chromedriver")
-GROUP_LAG = 7                   # records of partition 0 the group has not consumed
+GROUP_LAG = 7  # records of partition 0 the group has not consumed
 JSON_VALUE = b'{"id": 7, "item": "book", "tags": ["a", "b"]}'
 
 
@@ -41,6 +42,7 @@ def wait_http(url: str, timeout: float = 30.0) -> None:
             return True
         except (urllib.error.URLError, OSError):
             return False
+
     wait_until(answers, timeout, f"{url} answering")
 
 
@@ -62,7 +64,9 @@ def fill(bootstrap: str, topic: str, group: str) -> None:
         producer.produce(topic, f"plain-{i}".encode(), partition=0)
     producer.produce(topic, JSON_VALUE, key=b"order-7", headers=[("source", b"web")], partition=1)
     assert producer.flush(30) == 0
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": group, "enable.auto.commit": False}
+    )
     consumer.commit(offsets=[TopicPartition(topic, 0, 20 - GROUP_LAG)], asynchronous=False)
     consumer.close()
 
@@ -73,16 +77,29 @@ class ConsoleServe(ServeProcess):
     def command(self) -> list[str]:
         cmd = super().command()
         serve = cmd.index("serve")
-        return cmd[:serve + 1] + ["--console-port", str(self.console_port)] + cmd[serve + 1:]
+        return cmd[: serve + 1] + ["--console-port", str(self.console_port)] + cmd[serve + 1 :]
 
 
 @contextlib.contextmanager
 def running_console(bootstrap: str):
     """``kfast console`` as a user starts it; yields its base URL once it answers."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "kfast", "console", "--bootstrap-server", bootstrap,
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            cwd=str(REPO), env=dict(os.environ, PYTHONPATH=str(REPO)))
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "kfast",
+            "console",
+            "--bootstrap-server",
+            bootstrap,
+            "--port",
+            str(port),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=str(REPO),
+        env=dict(os.environ, PYTHONPATH=str(REPO)),
+    )
     try:
         base = f"http://127.0.0.1:{port}"
         wait_http(base + "/")
@@ -95,8 +112,11 @@ def running_console(bootstrap: str):
 def console(tmp_path_factory):
     """``kfast serve --console-port``: (bootstrap, console URL, topic, group)."""
     http_port = free_port()
-    process = ConsoleServe(str(tmp_path_factory.mktemp("console") / "data"), free_port(),
-                           ["num.partitions=3", "group.initial.rebalance.delay.ms=0"])
+    process = ConsoleServe(
+        str(tmp_path_factory.mktemp("console") / "data"),
+        free_port(),
+        ["num.partitions=3", "group.initial.rebalance.delay.ms=0"],
+    )
     process.console_port = http_port
     process.start()
     try:
@@ -112,13 +132,21 @@ def console(tmp_path_factory):
 @pytest.fixture(scope="module")
 def browser():
     if CHROMIUM is None or CHROMEDRIVER is None:
-        pytest.skip("Debian's chromium and chromium-driver are not installed (make deps installs them)")
+        pytest.skip(
+            "Debian's chromium and chromium-driver are not installed (make deps installs them)"
+        )
     webdriver = pytest.importorskip("selenium.webdriver")
     from selenium.webdriver.chrome.service import Service
+
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--window-size=1280,900"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--window-size=1280,900",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     try:
@@ -141,6 +169,7 @@ def shown(driver, css: str, timeout: float = 30.0):
             error = d.find_elements(By.ID, "error")
             assert not error, f"the page shows an error: {error[0].text}"
             return False
+
     return WebDriverWait(driver, timeout, poll_frequency=0.05).until(find)
 
 
@@ -163,7 +192,9 @@ def test_topic_page_shows_partitions_leaders_replicas_isr_and_configs(console, b
         assert row.find_element("css selector", ".replicas").text == "1"
         assert row.find_element("css selector", ".isr").text == "1"
     assert rows[0].find_element("css selector", ".latest").text == "20"
-    assert shown(browser, '#configs tr[data-config="cleanup.policy"]').text.startswith("cleanup.policy delete")
+    assert shown(browser, '#configs tr[data-config="cleanup.policy"]').text.startswith(
+        "cleanup.policy delete"
+    )
 
 
 def test_group_page_shows_members_assignments_and_lag(console, browser):
@@ -171,12 +202,18 @@ def test_group_page_shows_members_assignments_and_lag(console, browser):
     # A live member: it joins, takes the three partitions and commits nothing,
     # so the lag stays what fill() committed.
     assigned = threading.Event()
-    member = Consumer({"bootstrap.servers": bootstrap, "group.id": group, "client.id": "console-member",
-                       "enable.auto.commit": False})
+    member = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "client.id": "console-member",
+            "enable.auto.commit": False,
+        }
+    )
     member.subscribe([topic], on_assign=lambda consumer, partitions: assigned.set())
     try:
         deadline = time.monotonic() + 30
-        while not assigned.is_set():            # the assignment arrives inside poll()
+        while not assigned.is_set():  # the assignment arrives inside poll()
             assert time.monotonic() < deadline, "the member was never assigned partitions"
             member.poll(0.1)
         browser.get(f"{url}/#/groups/{group}")
@@ -187,7 +224,8 @@ def test_group_page_shows_members_assignments_and_lag(console, browser):
         (member_row,) = browser.find_elements("css selector", "#members tbody tr")
         assert member_row.find_element("css selector", ".client-id").text == "console-member"
         assert member_row.find_element("css selector", ".assignment").text == ", ".join(
-            f"{topic}-{p}" for p in range(3))
+            f"{topic}-{p}" for p in range(3)
+        )
     finally:
         member.close()
 
@@ -203,10 +241,18 @@ def test_message_browser_shows_key_headers_and_value(console, browser):
     browser.get(f"{url}/#/messages?topic={topic}&partition=1&offset=0&render=hex")
     from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
+
     hex_value = " ".join(f"{b:02x}" for b in JSON_VALUE)
-    WebDriverWait(browser, 30, poll_frequency=0.05,    # the old table is replaced while we look
-                  ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)).until(
-        lambda d: d.find_element("css selector", '#messages tr[data-offset="0"] .value').text == hex_value)
+    WebDriverWait(
+        browser,
+        30,
+        poll_frequency=0.05,  # the old table is replaced while we look
+        ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+    ).until(
+        lambda d: (
+            d.find_element("css selector", '#messages tr[data-offset="0"] .value').text == hex_value
+        )
+    )
 
 
 def test_overview_shows_brokers_quorum_and_live_throughput(console, browser, tmp_path):
@@ -219,6 +265,7 @@ def test_overview_shows_brokers_quorum_and_live_throughput(console, browser, tmp
             producer.produce(topic, b"x" * 100, partition=2)
             producer.poll(0.01)
         producer.flush(10)
+
     writer = threading.Thread(target=produce)
     writer.start()
     try:
@@ -230,17 +277,22 @@ def test_overview_shows_brokers_quorum_and_live_throughput(console, browser, tmp
         from selenium.webdriver.support.ui import WebDriverWait
 
         def rate_shown(d):
-            legend = d.find_elements("css selector", f'#throughput-legend span[data-topic="{topic}"]')
+            legend = d.find_elements(
+                "css selector", f'#throughput-legend span[data-topic="{topic}"]'
+            )
             if not legend:
                 return False
             rate = int(legend[0].text.rsplit(": ", 1)[1].split()[0].replace(",", ""))
             return rate > 0
+
         # the legend is redrawn every second, so an element can go stale under us
-        WebDriverWait(browser, 30, poll_frequency=0.1,
-                      ignored_exceptions=(StaleElementReferenceException,)).until(rate_shown)
+        WebDriverWait(
+            browser, 30, poll_frequency=0.1, ignored_exceptions=(StaleElementReferenceException,)
+        ).until(rate_shown)
         points = browser.execute_script(
             "return document.querySelector(arguments[0]).getAttribute('points')",
-            f'#throughput-chart polyline[data-topic="{topic}"]')
+            f'#throughput-chart polyline[data-topic="{topic}"]',
+        )
         assert len(points.split()) >= 1
     finally:
         stop.set()
@@ -248,12 +300,13 @@ def test_overview_shows_brokers_quorum_and_live_throughput(console, browser, tmp
     picture = tmp_path / "overview.png"
     assert browser.save_screenshot(str(picture))
     from PIL import Image
+
     image = Image.open(picture).convert("RGB")
     assert image.size[0] >= 1000
     colors = image.getcolors(maxcolors=1 << 16)
     # A blank or error page has a handful of colours; this one has text, tables and a chart.
     assert colors is None or len(colors) > 50
-    assert Image.open(picture).convert("L").getextrema()[0] < 80      # dark text and header drawn
+    assert Image.open(picture).convert("L").getextrema()[0] < 80  # dark text and header drawn
 
 
 def test_console_command_api_is_read_only_and_answers_errors_as_json(console):
@@ -261,11 +314,18 @@ def test_console_command_api_is_read_only_and_answers_errors_as_json(console):
     with running_console(bootstrap) as base:
         status, topics = get_json(base + "/api/topics")
         assert status == 200 and {"name": topic, "partitions": 3} == {
-            k: v for t in topics if t["name"] == topic for k, v in t.items() if k in ("name", "partitions")}
+            k: v
+            for t in topics
+            if t["name"] == topic
+            for k, v in t.items()
+            if k in ("name", "partitions")
+        }
         status, found = get_json(f"{base}/api/groups/{group}")
         assert status == 200 and found["total_lag"] == GROUP_LAG
         # browsing by time: from the first record at or after the timestamp
-        status, page = get_json(f"{base}/api/messages?topic={topic}&partition=0&timestamp=0&limit=3")
+        status, page = get_json(
+            f"{base}/api/messages?topic={topic}&partition=0&timestamp=0&limit=3"
+        )
         assert status == 200 and [r["offset"] for r in page["records"]] == [0, 1, 2]
         assert page["records"][0]["value"]["text"] == "plain-0"
         future = int(time.time() * 1000) + 3_600_000

@@ -8,6 +8,7 @@ leader, the voters' log end offsets) and CreateTopics sent to the active
 controller (TOPIC_ALREADY_EXISTS after a failover proves the metadata
 survived it).
 """
+
 from __future__ import annotations
 
 import os
@@ -33,8 +34,12 @@ RETENTION = "log.retention.ms"
 
 def create_topic(cluster: KfastCluster, node_id: int, name: str) -> int:
     """CreateTopics on one node; its error code for the topic."""
-    request = CreateTopicsRequest(topics=[CreateTopicsRequest.CreatableTopic(
-        name=name, num_partitions=1, replication_factor=1)], timeout_ms=10_000)
+    request = CreateTopicsRequest(
+        topics=[
+            CreateTopicsRequest.CreatableTopic(name=name, num_partitions=1, replication_factor=1)
+        ],
+        timeout_ms=10_000,
+    )
     with cluster.connect(node_id, request_timeout=15) as connection:
         response = connection.send(request)
     return response.topics[0].error_code
@@ -45,9 +50,15 @@ def set_cluster_config(cluster: KfastCluster, node_id: int, name: str, value: st
     a metadata write (ConfigRecord) a controller-only quorum can commit.
     Its error code."""
     Request = IncrementalAlterConfigsRequest
-    request = Request(resources=[Request.AlterConfigsResource(
-        resource_type=CONFIG_RESOURCE_BROKER, resource_name="",
-        configs=[Request.AlterableConfig(name=name, config_operation=0, value=value)])])
+    request = Request(
+        resources=[
+            Request.AlterConfigsResource(
+                resource_type=CONFIG_RESOURCE_BROKER,
+                resource_name="",
+                configs=[Request.AlterableConfig(name=name, config_operation=0, value=value)],
+            )
+        ]
+    )
     with cluster.connect(node_id, request_timeout=15) as connection:
         response = connection.send(request)
     return response.responses[0].error_code
@@ -56,8 +67,13 @@ def set_cluster_config(cluster: KfastCluster, node_id: int, name: str, value: st
 def cluster_config(cluster: KfastCluster, node_id: int, name: str) -> str | None:
     """The cluster-wide default of ``name`` as ``node_id``'s image holds it."""
     Request = DescribeConfigsRequest
-    request = Request(resources=[Request.DescribeConfigsResource(
-        resource_type=CONFIG_RESOURCE_BROKER, resource_name="", configuration_keys=[name])])
+    request = Request(
+        resources=[
+            Request.DescribeConfigsResource(
+                resource_type=CONFIG_RESOURCE_BROKER, resource_name="", configuration_keys=[name]
+            )
+        ]
+    )
     with cluster.connect(node_id, request_timeout=15) as connection:
         response = connection.send(request)
     result = response.results[0]
@@ -65,8 +81,9 @@ def cluster_config(cluster: KfastCluster, node_id: int, name: str) -> str | None
     return next((c.value for c in result.configs if c.name == name), None)
 
 
-def write_on_leader(cluster: KfastCluster, name: str, value: str,
-                    timeout: float = 30.0, exclude=()) -> int:
+def write_on_leader(
+    cluster: KfastCluster, name: str, value: str, timeout: float = 30.0, exclude=()
+) -> int:
     """Set a cluster config on whichever node is the active controller,
     retrying while leadership moves; the node that took it."""
     deadline = time.monotonic() + timeout
@@ -109,10 +126,14 @@ def test_three_controllers_elect_one_leader_and_replicate(cluster):
     # The followers catch up to the leader's high watermark and hold the
     # write in their images (hot standbys).
     for node_id in cluster.nodes:
-        cluster.wait_until(lambda: caught_up(cluster, leader, node_id), 10,
-                           f"node {node_id} caught up")
-        cluster.wait_until(lambda: cluster_config(cluster, node_id, RETENTION) == "3600000",
-                           10, f"node {node_id} applied the write")
+        cluster.wait_until(
+            lambda: caught_up(cluster, leader, node_id), 10, f"node {node_id} caught up"
+        )
+        cluster.wait_until(
+            lambda: cluster_config(cluster, node_id, RETENTION) == "3600000",
+            10,
+            f"node {node_id} applied the write",
+        )
     # Only the leader describes the quorum and takes writes; the standbys
     # answer NOT_CONTROLLER. With no broker registered, a topic cannot be
     # placed (Kafka answers the same).
@@ -131,16 +152,21 @@ def test_kill_9_of_the_active_controller_elects_another_with_the_metadata(cluste
     new_leader = write_on_leader(cluster, "log.retention.bytes", "1048576")
     failover = time.monotonic() - began
     assert new_leader != leader
-    assert cluster_config(cluster, new_leader, RETENTION) == "7200000", \
+    assert cluster_config(cluster, new_leader, RETENTION) == "7200000", (
         "the committed write was lost in the failover"
+    )
     # The issue's bound: admin requests succeed again within 2 s.
     assert failover < 2.0, f"failover took {failover:.2f} s\n{cluster_logs(cluster)}"
     # The killed node comes back as a follower, catches up, and has both writes.
     cluster.restart(leader)
-    cluster.wait_until(lambda: caught_up(cluster, new_leader, leader), 15,
-                       "the restarted node caught up")
-    cluster.wait_until(lambda: cluster_config(cluster, leader, "log.retention.bytes")
-                       == "1048576", 10, "the restarted node applied the new write")
+    cluster.wait_until(
+        lambda: caught_up(cluster, new_leader, leader), 15, "the restarted node caught up"
+    )
+    cluster.wait_until(
+        lambda: cluster_config(cluster, leader, "log.retention.bytes") == "1048576",
+        10,
+        "the restarted node applied the new write",
+    )
     assert cluster_config(cluster, leader, RETENTION) == "7200000"
     assert cluster.leader() == new_leader
 
@@ -159,10 +185,14 @@ def test_a_cut_off_leader_cannot_commit_and_the_majority_moves_on(cluster):
     assert code != 0
     cluster.heal()
     # Healed, it follows the new leader and holds what the majority committed.
-    cluster.wait_until(lambda: caught_up(cluster, new_leader, leader), 20,
-                       "the old leader caught up")
-    cluster.wait_until(lambda: cluster_config(cluster, leader, RETENTION) == "2000", 10,
-                       "the old leader applied the majority's write")
+    cluster.wait_until(
+        lambda: caught_up(cluster, new_leader, leader), 20, "the old leader caught up"
+    )
+    cluster.wait_until(
+        lambda: cluster_config(cluster, leader, RETENTION) == "2000",
+        10,
+        "the old leader applied the majority's write",
+    )
     assert cluster.leader() == new_leader
 
 
@@ -189,8 +219,9 @@ def test_a_five_voter_quorum_survives_two_failures(cluster):
             assert code != 0
 
 
-@pytest.mark.kfast_cluster_config(overrides={
-    "metadata.log.max.record.bytes.between.snapshots": 300})
+@pytest.mark.kfast_cluster_config(
+    overrides={"metadata.log.max.record.bytes.between.snapshots": 300}
+)
 def test_a_node_far_behind_catches_up_from_a_snapshot_and_restarts_from_one(cluster):
     """Every node snapshots its state every few hundred bytes of records and
     its log drops what the snapshot covers; a node that was down while that
@@ -202,13 +233,17 @@ def test_a_node_far_behind_catches_up_from_a_snapshot_and_restarts_from_one(clus
     for i in range(1, 40):
         assert set_cluster_config(cluster, leader, RETENTION, str(i)) == 0
     partition_dir = os.path.join(cluster.nodes[leader].data_dir, "data", "__cluster_metadata-0")
-    assert any(f.endswith(".checkpoint") for f in os.listdir(partition_dir)), \
+    assert any(f.endswith(".checkpoint") for f in os.listdir(partition_dir)), (
         "the leader wrote no snapshot"
+    )
     assert "loaded metadata snapshot" not in cluster.log_tail(behind, 1000)
     cluster.restart(behind)
     cluster.wait_until(lambda: caught_up(cluster, leader, behind), 20, "the node caught up")
-    cluster.wait_until(lambda: cluster_config(cluster, behind, RETENTION) == "39", 10,
-                       "the node applied the snapshot and the records after it")
+    cluster.wait_until(
+        lambda: cluster_config(cluster, behind, RETENTION) == "39",
+        10,
+        "the node applied the snapshot and the records after it",
+    )
     # It had applied nearly nothing of its own: the snapshot came from the leader.
     assert "loaded metadata snapshot" in cluster.log_tail(behind, 1000)
     behind_dir = os.path.join(cluster.nodes[behind].data_dir, "data", "__cluster_metadata-0")
@@ -218,8 +253,11 @@ def test_a_node_far_behind_catches_up_from_a_snapshot_and_restarts_from_one(clus
         cluster.restart(node_id)
     leader = write_on_leader(cluster, RETENTION, "40")
     for node_id in cluster.nodes:
-        cluster.wait_until(lambda: cluster_config(cluster, node_id, RETENTION) == "40", 15,
-                           f"node {node_id} rebuilt its image")
+        cluster.wait_until(
+            lambda: cluster_config(cluster, node_id, RETENTION) == "40",
+            15,
+            f"node {node_id} rebuilt its image",
+        )
 
 
 @pytest.mark.kfast_cluster_config(overrides={"metadata.log.max.snapshot.interval.ms": 300})
@@ -233,6 +271,7 @@ def test_snapshots_are_also_taken_by_time(cluster):
         # 20 MiB byte threshold, so only the interval can take a snapshot.
         assert set_cluster_config(cluster, leader, RETENTION, str(next(writes))) == 0
         return any(f.endswith(".checkpoint") for f in os.listdir(partition_dir))
+
     cluster.wait_until(snapshotted, 10, "a snapshot taken by time")
 
 

@@ -7,6 +7,7 @@ partitions, retention.ms=86400000, records v0..v4 in partition 1), a topic
 ``later`` and group ``legacy-group`` at offset 3 of legacy-1, with
 metadata.log.max.record.bytes.between.snapshots=400,
 offsets.topic.num.partitions=1 and num.partitions=1."""
+
 from __future__ import annotations
 
 import os
@@ -28,16 +29,22 @@ OVERRIDES = {"offsets.topic.num.partitions": 1, "num.partitions": 1}
 
 
 def quorum(broker: KfastBroker):
-    request = DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-        topic_name="__cluster_metadata",
-        partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])])
+    request = DescribeQuorumRequest(
+        topics=[
+            DescribeQuorumRequest.TopicData(
+                topic_name="__cluster_metadata",
+                partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)],
+            )
+        ]
+    )
     with BlockingConnection("127.0.0.1", broker.port) as connection:
         return connection.send(request, version=1).topics[0].partitions[0]
 
 
 def consume_legacy(bootstrap: str) -> list[bytes]:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "reader",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "reader", "enable.auto.commit": False}
+    )
     try:
         consumer.assign([TopicPartition("legacy", 1, 0)])
         values, deadline = [], time.monotonic() + 30
@@ -66,8 +73,7 @@ def test_a_data_dir_of_the_embedded_node_before_raft_starts_with_everything(tmp_
         assert {"legacy", "later"} <= set(topics) and len(topics["legacy"].partitions) == 2
         [configs] = admin.describe_configs([ConfigResource("topic", "legacy")]).values()
         assert configs.result(30)["retention.ms"].value == "86400000"
-        assert consume_legacy(broker.bootstrap_servers) == (
-            [b"v%d" % i for i in range(5)], 3)
+        assert consume_legacy(broker.bootstrap_servers) == ([b"v%d" % i for i in range(5)], 3)
         # The old log's batches are in epoch 1: the new leader takes a later one.
         state = quorum(broker)
         assert (state.error_code, state.leader_id, state.leader_epoch) == (0, 1, 2)
@@ -76,7 +82,9 @@ def test_a_data_dir_of_the_embedded_node_before_raft_starts_with_everything(tmp_
         broker.restart()
         assert {"legacy", "later", "after"} <= set(
             AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-            .list_topics(timeout=30).topics)
+            .list_topics(timeout=30)
+            .topics
+        )
         assert quorum(broker).leader_epoch == 3
     finally:
         broker.close()

@@ -2,6 +2,7 @@
 below what the request asks; the first batch still comes whole, a replica
 fetch from a broker that is no replica is refused, and DescribeConfigs
 reports the setting."""
+
 from __future__ import annotations
 
 import pytest
@@ -18,13 +19,14 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(90)]
 TIMEOUT = 15
 TOPIC = "capped"
 PARTITIONS = 3
-VALUE = b"v" * 700          # one batch per partition, each over half the cap
+VALUE = b"v" * 700  # one batch per partition, each over half the cap
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    instance = KfastBroker({"fetch.max.bytes": 1024},
-                           data_dir=str(tmp_path_factory.mktemp("kfast")))
+    instance = KfastBroker(
+        {"fetch.max.bytes": 1024}, data_dir=str(tmp_path_factory.mktemp("kfast"))
+    )
     instance.start()
     admin = AdminClient({"bootstrap.servers": instance.bootstrap_servers})
     admin.create_topics([NewTopic(TOPIC, PARTITIONS, 1)])[TOPIC].result(TIMEOUT)
@@ -42,15 +44,29 @@ def _fetch(broker, version: int, replica_id: int = -1, error_code: int = 0) -> d
     all: partition -> whole batches answered (after the cap a partition may
     get the head of a batch, as from Kafka, which clients drop)."""
     with BlockingConnection(broker.host, broker.port) as connection:
-        metadata = connection.send(p.MetadataRequest(topics=[
-            p.MetadataRequest.MetadataRequestTopic(name=TOPIC)]), api_keys.BY_NAME["Metadata"].key, 12)
+        metadata = connection.send(
+            p.MetadataRequest(topics=[p.MetadataRequest.MetadataRequestTopic(name=TOPIC)]),
+            api_keys.BY_NAME["Metadata"].key,
+            12,
+        )
         topic_id = metadata.topics[0].topic_id  # Fetch v13+ names topics by id
     body = p.FetchRequest(
-        max_wait_ms=0, min_bytes=1, max_bytes=50 * 1024 * 1024,
-        topics=[p.FetchRequest.FetchTopic(topic=TOPIC, topic_id=topic_id, partitions=[
-            p.FetchRequest.FetchPartition(partition=i, fetch_offset=0,
-                                          partition_max_bytes=1024 * 1024)
-            for i in range(PARTITIONS)])])
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=50 * 1024 * 1024,
+        topics=[
+            p.FetchRequest.FetchTopic(
+                topic=TOPIC,
+                topic_id=topic_id,
+                partitions=[
+                    p.FetchRequest.FetchPartition(
+                        partition=i, fetch_offset=0, partition_max_bytes=1024 * 1024
+                    )
+                    for i in range(PARTITIONS)
+                ],
+            )
+        ],
+    )
     if version >= 15:
         body.replica_state = p.FetchRequest.ReplicaState(replica_id=replica_id)
     else:
@@ -61,8 +77,9 @@ def _fetch(broker, version: int, replica_id: int = -1, error_code: int = 0) -> d
     for topic in response.responses:
         for part in topic.partitions:
             assert part.error_code == error_code
-            answered[part.partition_index] = len(list(iter_batches(part.records or b"",
-                                                                    allow_partial=True)))
+            answered[part.partition_index] = len(
+                list(iter_batches(part.records or b"", allow_partial=True))
+            )
     return answered
 
 
@@ -78,14 +95,19 @@ def test_a_replica_fetch_from_a_broker_that_is_no_replica_is_refused(broker, ver
     # Followers' fetches are not capped (they read to the log end, see
     # tests/e2e/test_replication.py), but only a replica of the partition
     # may fetch as one: Kafka answers NOT_LEADER_OR_FOLLOWER.
-    assert _fetch(broker, version, replica_id=2,
-                  error_code=p.errors.NotLeaderOrFollowerException.code) == \
-        {i: 0 for i in range(PARTITIONS)}
+    assert _fetch(
+        broker, version, replica_id=2, error_code=p.errors.NotLeaderOrFollowerException.code
+    ) == {i: 0 for i in range(PARTITIONS)}
 
 
 def test_a_consumer_reads_everything_through_the_cap(broker):
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "g",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "g",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(TOPIC, i, 0) for i in range(PARTITIONS)])
     got = []
     while len(got) < PARTITIONS:

@@ -7,6 +7,7 @@ accept pauses and a produce that needs a new segment fails with
 KAFKA_STORAGE_ERROR; once descriptors are free again the broker accepts and
 appends as before.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,8 +44,9 @@ def _create(broker, topics: dict[str, int], configs=None) -> None:
         # records per operation (MAX_RECORDS_PER_USER_OP), across topics.
         # librdkafka's admin request times out after 60 s by default: 5,000
         # partitions on a loaded 2-core machine may need longer.
-        request = admin.create_topics([NewTopic(name, count, 1, config=configs or {})],
-                                      request_timeout=180)
+        request = admin.create_topics(
+            [NewTopic(name, count, 1, config=configs or {})], request_timeout=180
+        )
         request[name].result(200)
 
 
@@ -54,39 +56,58 @@ def _produce_to_every_partition(broker, topics: dict[str, int]) -> None:
     def on_delivery(err, msg):
         delivered[(msg.topic(), msg.partition())] = (err, msg.offset())
 
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all",
-                         "linger.ms": 20, "queue.buffering.max.messages": 200_000})
+    producer = Producer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "acks": "all",
+            "linger.ms": 20,
+            "queue.buffering.max.messages": 200_000,
+        }
+    )
     for name, count in topics.items():
         for partition in range(count):
-            producer.produce(name, value=b"%s/%d" % (name.encode(), partition),
-                             partition=partition, on_delivery=on_delivery)
+            producer.produce(
+                name,
+                value=b"%s/%d" % (name.encode(), partition),
+                partition=partition,
+                on_delivery=on_delivery,
+            )
             producer.poll(0)
     assert producer.flush(300) == 0
     expected = {(name, p) for name, count in topics.items() for p in range(count)}
     assert set(delivered) == expected
-    assert all(result == (None, 0) for result in delivered.values()), \
-        [r for r in delivered.items() if r[1] != (None, 0)][:5]
+    assert all(result == (None, 0) for result in delivered.values()), [
+        r for r in delivered.items() if r[1] != (None, 0)
+    ][:5]
 
 
 def _consume_every_partition(broker, topics: dict[str, int]) -> None:
     from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "unused",
-                         "enable.auto.commit": False, "fetch.wait.max.ms": 50})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+            "fetch.wait.max.ms": 50,
+        }
+    )
     try:
-        consumer.assign([TopicPartition(name, p, 0)
-                         for name, count in topics.items() for p in range(count)])
+        consumer.assign(
+            [TopicPartition(name, p, 0) for name, count in topics.items() for p in range(count)]
+        )
         seen = {}
         total = sum(topics.values())
         deadline = time.monotonic() + 300
         while len(seen) < total and time.monotonic() < deadline:
             for message in consumer.consume(5000, 1.0):
                 assert message.error() is None, message.error()
-                seen[(message.topic(), message.partition())] = (message.offset(),
-                                                                message.value())
+                seen[(message.topic(), message.partition())] = (message.offset(), message.value())
         assert len(seen) == total
-        assert all(value == (0, b"%s/%d" % (name.encode(), partition))
-                   for (name, partition), value in seen.items())
+        assert all(
+            value == (0, b"%s/%d" % (name.encode(), partition))
+            for (name, partition), value in seen.items()
+        )
     finally:
         consumer.close()
 
@@ -123,13 +144,16 @@ def _exhaust(broker, fd_limit: int) -> list[socket.socket]:
         # the rest wait in its listen backlog.
         for _ in range(fd_limit - broker.open_fds()):
             idle.append(socket.create_connection(("127.0.0.1", broker.port), timeout=5))
-        wait_until(lambda: broker.open_fds() >= fd_limit or len(idle) > 4 * fd_limit,
-                   message="the broker accepting the idle connections")
+        wait_until(
+            lambda: broker.open_fds() >= fd_limit or len(idle) > 4 * fd_limit,
+            message="the broker accepting the idle connections",
+        )
     # And clients the broker cannot accept now: they wait in its backlog.
-    idle += [socket.create_connection(("127.0.0.1", broker.port), timeout=5)
-             for _ in range(3)]
-    wait_until(lambda: any("accept failed" in line for line in broker.output),
-               message="accept failing for want of descriptors")
+    idle += [socket.create_connection(("127.0.0.1", broker.port), timeout=5) for _ in range(3)]
+    wait_until(
+        lambda: any("accept failed" in line for line in broker.output),
+        message="accept failing for want of descriptors",
+    )
     return idle
 
 
@@ -145,13 +169,19 @@ def test_out_of_descriptors_fails_requests_then_recovers(serve_limited, topic):
     # first one needs a new segment (a new .log descriptor).
     _create(broker, {topic: 1}, {"segment.ms": "1000"})
     results = []
-    producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all",
-                         "retries": 0, "linger.ms": 0})
+    producer = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "retries": 0, "linger.ms": 0}
+    )
 
     def produce(timestamp_ms: int, value: bytes):
         results.clear()
-        producer.produce(topic, value=value, partition=0, timestamp=timestamp_ms,
-                         on_delivery=lambda err, msg: results.append((err, msg.offset())))
+        producer.produce(
+            topic,
+            value=value,
+            partition=0,
+            timestamp=timestamp_ms,
+            on_delivery=lambda err, msg: results.append((err, msg.offset())),
+        )
         assert producer.flush(30) == 0
         return results[0]
 
@@ -180,8 +210,13 @@ def test_out_of_descriptors_fails_requests_then_recovers(serve_limited, topic):
     assert produce(now + 10_000, b"after") == (None, 2)
     from confluent_kafka import Consumer
 
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "unused",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         values = []

@@ -1,5 +1,6 @@
 """The pytest plugin's ``kfast_broker`` fixture and ``KfastBroker`` itself,
 from sync and async code."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,6 +38,7 @@ def test_fixture_from_async_code(kfast_broker):
             return (await producer.send_and_wait("async", b"x")).offset
         finally:
             await producer.stop()
+
     assert asyncio.run(main()) == 0
 
 
@@ -50,8 +52,12 @@ def test_context_manager_restart_keeps_data(tmp_path):
         port = broker.port
         broker.restart()
         assert broker.port == port
-        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None,
-                                 auto_offset_reset="earliest", consumer_timeout_ms=10000)
+        consumer = KafkaConsumer(
+            bootstrap_servers=broker.bootstrap_servers,
+            group_id=None,
+            auto_offset_reset="earliest",
+            consumer_timeout_ms=10000,
+        )
         consumer.assign([TopicPartition("kept", 0)])
         values = [m.value for _, m in zip(range(10), consumer)]
         consumer.close()
@@ -67,6 +73,7 @@ def test_async_context_manager(tmp_path):
                 return (await producer.send_and_wait("ctx", b"x")).offset
             finally:
                 await producer.stop()
+
     assert asyncio.run(main()) == 0
 
 
@@ -112,8 +119,21 @@ def test_plugin_preloads_the_broker_only_for_sessions_using_the_fixture(tmp_path
     # older numbered dirs under /tmp/pytest-of-<user> -- whole suites' temp
     # files from earlier runs, which took it past a minute in CI.
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-         "--basetemp", str(tmp_path / "inner"), str(tmp_path / "test_probe.py")],
-        cwd=tmp_path, capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "inner"),
+            str(tmp_path / "test_probe.py"),
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert ("2 passed" if uses_fixture else "1 passed") in result.stdout

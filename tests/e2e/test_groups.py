@@ -3,6 +3,7 @@ protocol and group.protocol=consumer, KIP-848), aiokafka and kcat -G
 against one kfast broker (helpers and the consumer subprocess script in
 group_support.py; the client-by-scenario matrix in test_groups_clients.py).
 """
+
 from __future__ import annotations
 
 import subprocess
@@ -26,8 +27,7 @@ pytestmark = pytest.mark.e2e
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("client", ["kafka-python", "confluent", "confluent-consumer",
-                                    "aiokafka"])
+@pytest.mark.parametrize("client", ["kafka-python", "confluent", "confluent-consumer", "aiokafka"])
 def test_three_consumers_split_rebalance_on_kill_and_close(group_broker, names, client):
     bootstrap = group_broker.bootstrap_servers
     topic, group = names
@@ -36,27 +36,44 @@ def test_three_consumers_split_rebalance_on_kill_and_close(group_broker, names, 
     produce(bootstrap, topic, first)
     consumers = [ConsumerProcess(client, bootstrap, topic, group) for _ in range(3)]
     try:
-        wait_until(lambda: owned(consumers) == list(range(PARTITIONS))
-                   and all(len(c.assigned or []) == 2 for c in consumers),
-                   30, "three consumers sharing six partitions")
-        wait_until(lambda: set().union(*(c.values for c in consumers)) >= set(first), 30,
-                   "every record consumed")
+        wait_until(
+            lambda: (
+                owned(consumers) == list(range(PARTITIONS))
+                and all(len(c.assigned or []) == 2 for c in consumers)
+            ),
+            30,
+            "three consumers sharing six partitions",
+        )
+        wait_until(
+            lambda: set().union(*(c.values for c in consumers)) >= set(first),
+            30,
+            "every record consumed",
+        )
         # kill -9: the session timeout moves the partitions to the others.
         killed_at = time.monotonic()
         consumers[0].kill()
         survivors = consumers[1:]
-        wait_until(lambda: owned(survivors) == list(range(PARTITIONS)),
-                   SESSION_MS / 1000 + 15, "partitions of the killed consumer reassigned")
+        wait_until(
+            lambda: owned(survivors) == list(range(PARTITIONS)),
+            SESSION_MS / 1000 + 15,
+            "partitions of the killed consumer reassigned",
+        )
         assert time.monotonic() - killed_at >= SESSION_MS / 1000 * 0.5
         second = [f"b{i}" for i in range(30)]
         produce(bootstrap, topic, second)
-        wait_until(lambda: set().union(*(c.values for c in survivors)) >= set(second), 30,
-                   "records after the kill consumed")
+        wait_until(
+            lambda: set().union(*(c.values for c in survivors)) >= set(second),
+            30,
+            "records after the kill consumed",
+        )
         # A graceful close leaves the group at once: no session timeout wait.
         closed_at = time.monotonic()
         survivors[0].terminate()
-        wait_until(lambda: owned(survivors[1:]) == list(range(PARTITIONS)),
-                   SESSION_MS / 1000, "partitions of the closed consumer reassigned")
+        wait_until(
+            lambda: owned(survivors[1:]) == list(range(PARTITIONS)),
+            SESSION_MS / 1000,
+            "partitions of the closed consumer reassigned",
+        )
         assert time.monotonic() - closed_at < SESSION_MS / 1000
         third = [f"c{i}" for i in range(12)]
         produce(bootstrap, topic, third)
@@ -75,8 +92,11 @@ def test_static_member_restart_gets_its_partitions_back_without_rebalance(group_
     b = ConsumerProcess("confluent", bootstrap, topic, group, "static-b", session)
     restarted = None
     try:
-        wait_until(lambda: owned([a, b]) == list(range(PARTITIONS))
-                   and a.assigned and b.assigned, 30, "two static members share the topic")
+        wait_until(
+            lambda: owned([a, b]) == list(range(PARTITIONS)) and a.assigned and b.assigned,
+            30,
+            "two static members share the topic",
+        )
         mine, b_assignments = list(a.assigned), len(b.assignments)
         a.kill()
         restarted = ConsumerProcess("confluent", bootstrap, topic, group, "static-a", session)
@@ -84,7 +104,7 @@ def test_static_member_restart_gets_its_partitions_back_without_rebalance(group_
         assert restarted.assigned == mine
         produce(bootstrap, topic, [f"s{i}" for i in range(12)])
         wait_until(lambda: len(restarted.values | b.values) == 12, 20, "records consumed")
-        assert len(b.assignments) == b_assignments   # b saw no rebalance
+        assert len(b.assignments) == b_assignments  # b saw no rebalance
     finally:
         for consumer in (a, b, restarted):
             if consumer is not None:
@@ -106,26 +126,50 @@ def test_kcat_balanced_consumers(group_broker, names):
     try:
         for out in outputs:
             proc = subprocess.Popen(
-                ["kcat", "-b", bootstrap, "-G", group, "-o", "beginning", "-u",
-                 "-X", "session.timeout.ms=6000", "-X", "heartbeat.interval.ms=500", topic],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+                [
+                    "kcat",
+                    "-b",
+                    bootstrap,
+                    "-G",
+                    group,
+                    "-o",
+                    "beginning",
+                    "-u",
+                    "-X",
+                    "session.timeout.ms=6000",
+                    "-X",
+                    "heartbeat.interval.ms=500",
+                    topic,
+                ],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
             procs.append(proc)
             threading.Thread(target=pump, args=(proc, out), daemon=True).start()
         wait_until(lambda: outputs[0] | outputs[1] >= set(values), 30, "kcat consumed all")
         from kafka import KafkaAdminClient
+
         admin = KafkaAdminClient(bootstrap_servers=bootstrap)
         try:
+
             def split():
                 desc = admin.describe_groups([group])[group]
                 # Assignments are only described in Stable (else empty bytes).
-                if desc["group_state"] != "Stable" or len(desc["members"]) != 2 or \
-                        not all(isinstance(m["member_assignment"], dict)
-                                for m in desc["members"]):
+                if (
+                    desc["group_state"] != "Stable"
+                    or len(desc["members"]) != 2
+                    or not all(isinstance(m["member_assignment"], dict) for m in desc["members"])
+                ):
                     return False
-                parts = [p for m in desc["members"]
-                         for a in m["member_assignment"]["assigned_partitions"]
-                         for p in a["partitions"]]
+                parts = [
+                    p
+                    for m in desc["members"]
+                    for a in m["member_assignment"]["assigned_partitions"]
+                    for p in a["partitions"]
+                ]
                 return sorted(parts) == list(range(PARTITIONS))
+
             wait_until(split, 30, "two kcat members splitting the partitions")
         finally:
             admin.close()
@@ -146,8 +190,10 @@ def test_commit_and_fetch_offsets_with_metadata(group_broker, names):
     create_topic(bootstrap, topic, 2)
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        consumer.commit(offsets=[TopicPartition(topic, 0, 5, metadata="hello"),
-                                 TopicPartition(topic, 1, 7)], asynchronous=False)
+        consumer.commit(
+            offsets=[TopicPartition(topic, 0, 5, metadata="hello"), TopicPartition(topic, 1, 7)],
+            asynchronous=False,
+        )
         got = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 10)
         assert [(p.partition, p.offset) for p in got] == [(0, 5), (1, 7)]
         assert got[0].metadata == "hello"
@@ -163,8 +209,10 @@ def test_commit_and_fetch_offsets_with_metadata(group_broker, names):
         too_big = OffsetAndMetadata(1, "x" * 5000, -1)
         with pytest.raises(Exception) as info:
             kp.commit({tp: too_big})
-        assert "OffsetMetadataTooLarge" in repr(info.value) or \
-            "METADATA_TOO_LARGE" in repr(info.value).upper()
+        assert (
+            "OffsetMetadataTooLarge" in repr(info.value)
+            or "METADATA_TOO_LARGE" in repr(info.value).upper()
+        )
         assert kp.committed(tp) == 9
     finally:
         kp.close()
@@ -178,9 +226,17 @@ def test_twenty_consumers_converge_to_one_generation(group_broker, names):
     topic, group = names
     partitions = 40
     create_topic(bootstrap, topic, partitions)
-    consumers = [Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                           "session.timeout.ms": 10000, "heartbeat.interval.ms": 1000})
-                 for _ in range(20)]
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "session.timeout.ms": 10000,
+                "heartbeat.interval.ms": 1000,
+            }
+        )
+        for _ in range(20)
+    ]
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     stop = threading.Event()
 
@@ -195,8 +251,10 @@ def test_twenty_consumers_converge_to_one_generation(group_broker, names):
 
     def subscribe(i, consumer):
         consumer.subscribe(
-            [topic], on_assign=lambda c, ps: assigned.__setitem__(i, [p.partition for p in ps]),
-            on_revoke=lambda c, ps: assigned.__setitem__(i, []))
+            [topic],
+            on_assign=lambda c, ps: assigned.__setitem__(i, [p.partition for p in ps]),
+            on_revoke=lambda c, ps: assigned.__setitem__(i, []),
+        )
 
     try:
         for i, consumer in enumerate(consumers):
@@ -206,19 +264,39 @@ def test_twenty_consumers_converge_to_one_generation(group_broker, names):
 
         def converged():
             desc = admin.describe_groups([group])[group]
-            if desc["group_state"] != "Stable" or len(desc["members"]) != 20 or \
-                    not all(isinstance(m["member_assignment"], dict) for m in desc["members"]):
+            if (
+                desc["group_state"] != "Stable"
+                or len(desc["members"]) != 20
+                or not all(isinstance(m["member_assignment"], dict) for m in desc["members"])
+            ):
                 return None
-            parts = [p for m in desc["members"]
-                     for a in m["member_assignment"]["assigned_partitions"]
-                     for p in a["partitions"]]
+            parts = [
+                p
+                for m in desc["members"]
+                for a in m["member_assignment"]["assigned_partitions"]
+                for p in a["partitions"]
+            ]
             return sorted(parts) == list(range(partitions)) and all(
-                len([p for a in m["member_assignment"]["assigned_partitions"]
-                     for p in a["partitions"]]) == 2 for m in desc["members"])
+                len(
+                    [
+                        p
+                        for a in m["member_assignment"]["assigned_partitions"]
+                        for p in a["partitions"]
+                    ]
+                )
+                == 2
+                for m in desc["members"]
+            )
+
         wait_until(converged, 60, "20 members in one Stable generation")
-        wait_until(lambda: sorted(p for ps in list(assigned.values()) for p in ps)
-                   == list(range(partitions)) and len(assigned) == 20, 20,
-                   "every consumer holding its two partitions")
+        wait_until(
+            lambda: (
+                sorted(p for ps in list(assigned.values()) for p in ps) == list(range(partitions))
+                and len(assigned) == 20
+            ),
+            20,
+            "every consumer holding its two partitions",
+        )
     finally:
         stop.set()
         for thread in threads:
@@ -235,16 +313,30 @@ def test_broker_restart_keeps_groups_and_offsets(group_broker, names):
     topic, group = names
     create_topic(bootstrap, topic, 2)
     produce(bootstrap, topic, [f"r{i}" for i in range(10)], 2)
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
-    consumer.commit(offsets=[TopicPartition(topic, 0, 3, metadata="before"),
-                             TopicPartition(topic, 1, 4)], asynchronous=False)
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    consumer.commit(
+        offsets=[TopicPartition(topic, 0, 3, metadata="before"), TopicPartition(topic, 1, 4)],
+        asynchronous=False,
+    )
     consumer.close()
     group_broker.restart()
     # Loaded at start, before any client asks (read from the test thread).
     assert group in group_broker.broker.group_coordinator.coordinator.offsets
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         got = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 20)
         assert [p.offset for p in got] == [3, 4]
@@ -261,6 +353,7 @@ def test_broker_restart_keeps_groups_and_offsets(group_broker, names):
     finally:
         consumer.close()
     from kafka import KafkaAdminClient
+
     admin = KafkaAdminClient(bootstrap_servers=bootstrap)
     try:
         assert group in [g["group_id"] for g in admin.list_groups()]
@@ -278,8 +371,13 @@ def test_confluent_admin_lists_and_describes_classic_and_kip848_groups(group_bro
     consumers = {}
     try:
         for protocol in ("classic", "consumer"):
-            consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"{group}-{protocol}",
-                                 "group.protocol": protocol})
+            consumer = Consumer(
+                {
+                    "bootstrap.servers": bootstrap,
+                    "group.id": f"{group}-{protocol}",
+                    "group.protocol": protocol,
+                }
+            )
             consumer.subscribe([topic])
             consumers[protocol] = consumer
             deadline = time.monotonic() + 20

@@ -1,4 +1,5 @@
 """``kfast groups`` against a broker with real confluent-kafka groups."""
+
 from __future__ import annotations
 
 import uuid
@@ -13,9 +14,10 @@ pytestmark = pytest.mark.e2e
 
 @pytest.fixture(scope="module")
 def cli_broker(tmp_path_factory):
-    instance = KfastBroker({"group.initial.rebalance.delay.ms": 0,
-                            "group.consumer.heartbeat.interval.ms": 500},
-                           data_dir=str(tmp_path_factory.mktemp("kfast-groups-cli")))
+    instance = KfastBroker(
+        {"group.initial.rebalance.delay.ms": 0, "group.consumer.heartbeat.interval.ms": 500},
+        data_dir=str(tmp_path_factory.mktemp("kfast-groups-cli")),
+    )
     instance.start()
     yield instance
     instance.close()
@@ -31,7 +33,7 @@ def kfast_groups(capsys, broker, *args) -> tuple[int, str, str]:
 def rows(out: str) -> list[list[str]]:
     lines = out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("GROUP"))
-    return [line.split() for line in lines[start + 1:] if line.strip()]
+    return [line.split() for line in lines[start + 1 :] if line.strip()]
 
 
 @pytest.fixture
@@ -54,9 +56,15 @@ def test_describe_shows_members_offsets_and_lag(capsys, cli_broker, loaded):
     from confluent_kafka import Consumer, TopicPartition
 
     topic, group = loaded
-    consumer = Consumer({"bootstrap.servers": cli_broker.bootstrap_servers, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False,
-                         "client.id": "cli-test-client"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cli_broker.bootstrap_servers,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "client.id": "cli-test-client",
+        }
+    )
     try:
         consumer.subscribe([topic])
         consumed = 0
@@ -71,13 +79,22 @@ def test_describe_shows_members_offsets_and_lag(capsys, cli_broker, loaded):
         assert status == 0
         table = {int(r[2]): r for r in rows(out)}
         assert sorted(table) == [0, 1, 2]
-        assert table[0][3:6] == ["4", "10", "6"]       # committed, log end, lag
+        assert table[0][3:6] == ["4", "10", "6"]  # committed, log end, lag
         assert table[1][3] == "-" and table[1][4] == "10"
         assert all(r[8] == "cli-test-client" for r in table.values())
         status, out, _ = kfast_groups(capsys, cli_broker, "list", "--state")
         assert [group, "Stable"] in [line.split() for line in out.splitlines()]
-        status, _, err = kfast_groups(capsys, cli_broker, "reset-offsets", "--group", group,
-                                      "--topic", topic, "--to-earliest", "--execute")
+        status, _, err = kfast_groups(
+            capsys,
+            cli_broker,
+            "reset-offsets",
+            "--group",
+            group,
+            "--topic",
+            topic,
+            "--to-earliest",
+            "--execute",
+        )
         assert status == 1 and "inactive" in err
     finally:
         consumer.close()
@@ -85,13 +102,24 @@ def test_describe_shows_members_offsets_and_lag(capsys, cli_broker, loaded):
 
 def test_reset_offsets_then_delete(capsys, cli_broker, loaded):
     topic, group = loaded
-    status, out, _ = kfast_groups(capsys, cli_broker, "reset-offsets", "--group", group,
-                                  "--topic", topic, "--to-latest")
+    status, out, _ = kfast_groups(
+        capsys, cli_broker, "reset-offsets", "--group", group, "--topic", topic, "--to-latest"
+    )
     assert status == 0 and [r[3] for r in rows(out)] == ["10", "10", "10"]
     status, out, _ = kfast_groups(capsys, cli_broker, "list")
-    assert group not in out.split()          # a dry run commits nothing
-    status, out, _ = kfast_groups(capsys, cli_broker, "reset-offsets", "--group", group,
-                                  "--topic", f"{topic}:1", "--to-offset", "7", "--execute")
+    assert group not in out.split()  # a dry run commits nothing
+    status, out, _ = kfast_groups(
+        capsys,
+        cli_broker,
+        "reset-offsets",
+        "--group",
+        group,
+        "--topic",
+        f"{topic}:1",
+        "--to-offset",
+        "7",
+        "--execute",
+    )
     assert status == 0
     status, out, _ = kfast_groups(capsys, cli_broker, "describe", "--group", group)
     assert [(r[2], r[3], r[5]) for r in rows(out)] == [("1", "7", "3")]
@@ -108,13 +136,18 @@ def test_describe_a_kip848_group(capsys, cli_broker, loaded):
     from confluent_kafka import Consumer
 
     topic, group = loaded
-    consumer = Consumer({"bootstrap.servers": cli_broker.bootstrap_servers, "group.id": group,
-                         "group.protocol": "consumer", "auto.offset.reset": "earliest",
-                         "client.id": "kip848-client"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cli_broker.bootstrap_servers,
+            "group.id": group,
+            "group.protocol": "consumer",
+            "auto.offset.reset": "earliest",
+            "client.id": "kip848-client",
+        }
+    )
     owned: set[int] = set()
     try:
-        consumer.subscribe([topic], on_assign=lambda c, ps: owned.update(
-            p.partition for p in ps))
+        consumer.subscribe([topic], on_assign=lambda c, ps: owned.update(p.partition for p in ps))
         for _ in range(100):
             consumer.poll(0.1)
             if len(owned) == 3:

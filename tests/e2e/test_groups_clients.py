@@ -20,6 +20,7 @@ fills the rest of the matrix:
 What the broker believes is read on the broker's own loop (``group_view``);
 what each client believes comes from its rebalance callbacks.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -61,37 +62,56 @@ def group_view(broker, group_id: str):
         coordinator = broker.broker.group_coordinator.coordinator
         classic = coordinator.groups.get(group_id)
         if classic is not None:
-            return (classic.state, classic.generation_id,
-                    {m.member_id: sorted(p for _, p in assigned_partitions(m.assignment))
-                     for m in classic.members.values()},
-                    {classic.generation_id})
+            return (
+                classic.state,
+                classic.generation_id,
+                {
+                    m.member_id: sorted(p for _, p in assigned_partitions(m.assignment))
+                    for m in classic.members.values()
+                },
+                {classic.generation_id},
+            )
         group = coordinator.consumer_groups.get(group_id)
         if group is None:
             return None
-        return (group.state, group.group_epoch,
-                {m.member_id: sorted(p for ps in m.assigned.values() for p in ps)
-                 for m in group.members.values()},
-                {m.member_epoch for m in group.members.values()})
+        return (
+            group.state,
+            group.group_epoch,
+            {
+                m.member_id: sorted(p for ps in m.assigned.values() for p in ps)
+                for m in group.members.values()
+            },
+            {m.member_epoch for m in group.members.values()},
+        )
+
     return broker.call_soon(read)
 
 
 def assert_converged(broker, group_id: str, client_views, partitions: int):
     """One Stable generation of TWENTY members on the broker, each owning
     two partitions, and the clients agreeing: every partition owned once."""
+
     def stable():
         view = group_view(broker, group_id)
         if view is None:
             return False
         state, epoch, members, member_epochs = view
-        return (state == "Stable" and len(members) == TWENTY and member_epochs == {epoch}
-                and sorted(p for ps in members.values() for p in ps) == list(range(partitions))
-                and all(len(ps) == partitions // TWENTY for ps in members.values()))
+        return (
+            state == "Stable"
+            and len(members) == TWENTY
+            and member_epochs == {epoch}
+            and sorted(p for ps in members.values() for p in ps) == list(range(partitions))
+            and all(len(ps) == partitions // TWENTY for ps in members.values())
+        )
+
     wait_until(stable, 60, f"{TWENTY} members in one Stable generation")
 
     def clients_agree():
         views = client_views()
-        return len(views) == TWENTY and \
-            sorted(p for ps in views for p in ps) == list(range(partitions))
+        return len(views) == TWENTY and sorted(p for ps in views for p in ps) == list(
+            range(partitions)
+        )
+
     wait_until(clients_agree, 30, "every consumer holding its partitions")
     # Stable again after the clients' views settled: no late rebalance.
     state, epoch, _, _ = group_view(broker, group_id)
@@ -100,12 +120,18 @@ def assert_converged(broker, group_id: str, client_views, partitions: int):
 
 
 # -- static membership -----------------------------------------------------------------
-@pytest.mark.parametrize("client", [
-    "kafka-python", "aiokafka", "kcat",
-    "confluent-consumer",
-])
+@pytest.mark.parametrize(
+    "client",
+    [
+        "kafka-python",
+        "aiokafka",
+        "kcat",
+        "confluent-consumer",
+    ],
+)
 def test_static_member_restart_gets_its_partitions_back_without_rebalance(
-        group_broker, names, client):
+    group_broker, names, client
+):
     bootstrap = group_broker.bootstrap_servers
     topic, group = names
     create_topic(bootstrap, topic, PARTITIONS)
@@ -113,8 +139,11 @@ def test_static_member_restart_gets_its_partitions_back_without_rebalance(
     b = ConsumerProcess(client, bootstrap, topic, group, "static-b", STATIC_SESSION_MS)
     restarted = None
     try:
-        wait_until(lambda: owned([a, b]) == list(range(PARTITIONS))
-                   and a.assigned and b.assigned, 30, "two static members share the topic")
+        wait_until(
+            lambda: owned([a, b]) == list(range(PARTITIONS)) and a.assigned and b.assigned,
+            30,
+            "two static members share the topic",
+        )
         wait_until(lambda: group_view(group_broker, group)[0] == "Stable", 15, "group Stable")
         _, generation, _, _ = group_view(group_broker, group)
         mine, b_assignments = list(a.assigned), len(b.assignments)
@@ -128,13 +157,12 @@ def test_static_member_restart_gets_its_partitions_back_without_rebalance(
             # Classic static members never send LeaveGroup: a crash and a
             # close look the same to the coordinator.
             a.kill()
-        restarted = ConsumerProcess(client, bootstrap, topic, group, "static-a",
-                                    STATIC_SESSION_MS)
+        restarted = ConsumerProcess(client, bootstrap, topic, group, "static-a", STATIC_SESSION_MS)
         wait_until(lambda: restarted.assigned is not None, 20, "restarted member assigned")
         assert restarted.assigned == mine
         produce(bootstrap, topic, [f"s{i}" for i in range(12)])
         wait_until(lambda: len(restarted.values | b.values) == 12, 20, "records consumed")
-        assert len(b.assignments) == b_assignments   # b saw no rebalance
+        assert len(b.assignments) == b_assignments  # b saw no rebalance
         state, generation_after, members, _ = group_view(group_broker, group)
         assert (state, generation_after, len(members)) == ("Stable", generation, 2)
     finally:
@@ -153,24 +181,41 @@ def test_static_leader_rejoining_a_stable_group_on_the_wire(group_broker, versio
     from kfast.coordinator.group.consumer_protocol import encode_assignment, encode_subscription
     from kfast.protocol import api_keys
 
-    find_key, join_key, sync_key = (api_keys.BY_NAME[n].key
-                                    for n in ("FindCoordinator", "JoinGroup", "SyncGroup"))
+    find_key, join_key, sync_key = (
+        api_keys.BY_NAME[n].key for n in ("FindCoordinator", "JoinGroup", "SyncGroup")
+    )
     group = f"wire-{uuid.uuid4().hex[:8]}"
     assignment = encode_assignment({"t": [0, 1]})
 
     def join(conn):
-        return conn.send({"group_id": group, "session_timeout_ms": STATIC_SESSION_MS,
-                          "rebalance_timeout_ms": 10000, "member_id": "",
-                          "group_instance_id": "leader", "protocol_type": "consumer",
-                          "protocols": [{"name": "range",
-                                         "metadata": encode_subscription(["t"])}]},
-                         api_key=join_key, version=version)
+        return conn.send(
+            {
+                "group_id": group,
+                "session_timeout_ms": STATIC_SESSION_MS,
+                "rebalance_timeout_ms": 10000,
+                "member_id": "",
+                "group_instance_id": "leader",
+                "protocol_type": "consumer",
+                "protocols": [{"name": "range", "metadata": encode_subscription(["t"])}],
+            },
+            api_key=join_key,
+            version=version,
+        )
 
     def sync(conn, member_id, assignments):
-        return conn.send({"group_id": group, "generation_id": 1, "member_id": member_id,
-                          "group_instance_id": "leader", "protocol_type": "consumer",
-                          "protocol_name": "range", "assignments": assignments},
-                         api_key=sync_key, version=3)
+        return conn.send(
+            {
+                "group_id": group,
+                "generation_id": 1,
+                "member_id": member_id,
+                "group_instance_id": "leader",
+                "protocol_type": "consumer",
+                "protocol_name": "range",
+                "assignments": assignments,
+            },
+            api_key=sync_key,
+            version=3,
+        )
 
     conn = BlockingConnection(group_broker.host, group_broker.port)
     try:
@@ -178,16 +223,17 @@ def test_static_leader_rejoining_a_stable_group_on_the_wire(group_broker, versio
         # may still be loading (retriable errors) for the first join.
         find = conn.send({"key": group, "key_type": 0}, api_key=find_key, version=3)
         assert find.error_code == 0
-        first = wait_until(lambda: (lambda r: r if r.error_code == 0 else None)(join(conn)),
-                           15, "first JoinGroup")
-        assert (first.error_code, first.generation_id, first.leader) == \
-            (0, 1, first.member_id)
-        stored = sync(conn, first.member_id,
-                      [{"member_id": first.member_id, "assignment": assignment}])
+        first = wait_until(
+            lambda: (lambda r: r if r.error_code == 0 else None)(join(conn)), 15, "first JoinGroup"
+        )
+        assert (first.error_code, first.generation_id, first.leader) == (0, 1, first.member_id)
+        stored = sync(
+            conn, first.member_id, [{"member_id": first.member_id, "assignment": assignment}]
+        )
         assert (stored.error_code, bytes(stored.assignment)) == (0, assignment)
         again = join(conn)
         assert again.error_code == 0 and again.member_id != first.member_id
-        assert again.generation_id == 1   # no rebalance
+        assert again.generation_id == 1  # no rebalance
         if version >= 9:
             assert again.skip_assignment and again.leader == again.member_id
             assert [m.member_id for m in again.members] == [again.member_id]
@@ -203,6 +249,7 @@ def test_static_leader_rejoining_a_stable_group_on_the_wire(group_broker, versio
 def _recording_listener(base, assigned: dict[int, list[int]]):
     """A rebalance listener class (kafka-python's or aiokafka's ``base``)
     whose instance ``Listener(index)`` records member ``index``'s partitions."""
+
     class Listener(base):
         def __init__(self, index):
             self.index = index
@@ -226,12 +273,16 @@ def _twenty_kafka_python(broker, topic, group):
     Listener = _recording_listener(ConsumerRebalanceListener, assigned)
 
     def run(index):
-        consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=group,
-                                 session_timeout_ms=10000, heartbeat_interval_ms=1000,
-                                 metadata_max_age_ms=1000)
+        consumer = KafkaConsumer(
+            bootstrap_servers=broker.bootstrap_servers,
+            group_id=group,
+            session_timeout_ms=10000,
+            heartbeat_interval_ms=1000,
+            metadata_max_age_ms=1000,
+        )
         try:
             subscribe_kafka_python(consumer, topic, Listener(index))
-            ready.wait(30)   # subscribed together, then all join at once
+            ready.wait(30)  # subscribed together, then all join at once
             while not stop.is_set():
                 consumer.poll(100)
         finally:
@@ -242,8 +293,7 @@ def _twenty_kafka_python(broker, topic, group):
         thread.start()
     try:
         ready.wait(30)
-        return assert_converged(broker, group, lambda: list(assigned.values()),
-                                TWENTY_PARTITIONS)
+        return assert_converged(broker, group, lambda: list(assigned.values()), TWENTY_PARTITIONS)
     finally:
         stop.set()
         for thread in threads:
@@ -258,10 +308,16 @@ def _twenty_aiokafka(broker, topic, group):
     Listener = _recording_listener(ConsumerRebalanceListener, assigned)
 
     async def main():
-        consumers = [AIOKafkaConsumer(bootstrap_servers=broker.bootstrap_servers,
-                                      group_id=group, session_timeout_ms=10000,
-                                      heartbeat_interval_ms=1000, metadata_max_age_ms=1000)
-                     for _ in range(TWENTY)]
+        consumers = [
+            AIOKafkaConsumer(
+                bootstrap_servers=broker.bootstrap_servers,
+                group_id=group,
+                session_timeout_ms=10000,
+                heartbeat_interval_ms=1000,
+                metadata_max_age_ms=1000,
+            )
+            for _ in range(TWENTY)
+        ]
         stop = asyncio.Event()
 
         async def run(index, consumer):
@@ -274,8 +330,8 @@ def _twenty_aiokafka(broker, topic, group):
         try:
             # The broker is read from another thread: keep this loop running.
             return await asyncio.to_thread(
-                assert_converged, broker, group, lambda: list(assigned.values()),
-                TWENTY_PARTITIONS)
+                assert_converged, broker, group, lambda: list(assigned.values()), TWENTY_PARTITIONS
+            )
         finally:
             stop.set()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -287,10 +343,17 @@ def _twenty_aiokafka(broker, topic, group):
 def _twenty_confluent_consumer(broker, topic, group):
     from confluent_kafka import Consumer
 
-    consumers = [Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": group,
-                           "group.protocol": "consumer",
-                           "topic.metadata.refresh.interval.ms": 1000})
-                 for _ in range(TWENTY)]
+    consumers = [
+        Consumer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "group.id": group,
+                "group.protocol": "consumer",
+                "topic.metadata.refresh.interval.ms": 1000,
+            }
+        )
+        for _ in range(TWENTY)
+    ]
     stop = threading.Event()
     # KIP-848 callbacks are incremental; assignment() from another thread
     # than poll() blocks in librdkafka, so the poll threads keep the sets.
@@ -299,20 +362,23 @@ def _twenty_confluent_consumer(broker, topic, group):
     def run(index, consumer):
         mine = assigned.setdefault(index, set())
         consumer.subscribe(
-            [topic], on_assign=lambda c, ps: mine.update(p.partition for p in ps),
+            [topic],
+            on_assign=lambda c, ps: mine.update(p.partition for p in ps),
             on_revoke=lambda c, ps: mine.difference_update(p.partition for p in ps),
-            on_lost=lambda c, ps: mine.difference_update(p.partition for p in ps))
+            on_lost=lambda c, ps: mine.difference_update(p.partition for p in ps),
+        )
         while not stop.is_set():
             consumer.poll(0.1)
 
-    threads = [threading.Thread(target=run, args=(i, c), daemon=True)
-               for i, c in enumerate(consumers)]
+    threads = [
+        threading.Thread(target=run, args=(i, c), daemon=True) for i, c in enumerate(consumers)
+    ]
     for thread in threads:
         thread.start()
     try:
-        return assert_converged(broker, group,
-                                lambda: [sorted(ps) for ps in list(assigned.values())],
-                                TWENTY_PARTITIONS)
+        return assert_converged(
+            broker, group, lambda: [sorted(ps) for ps in list(assigned.values())], TWENTY_PARTITIONS
+        )
     finally:
         stop.set()
         for thread in threads:
@@ -322,12 +388,17 @@ def _twenty_confluent_consumer(broker, topic, group):
 
 
 def _twenty_kcat(broker, topic, group):
-    consumers = [ConsumerProcess("kcat", broker.bootstrap_servers, topic, group,
-                                 session_ms=10000) for _ in range(TWENTY)]
+    consumers = [
+        ConsumerProcess("kcat", broker.bootstrap_servers, topic, group, session_ms=10000)
+        for _ in range(TWENTY)
+    ]
     try:
-        return assert_converged(broker, group,
-                                lambda: [c.assigned for c in consumers if c.assigned is not None],
-                                TWENTY_PARTITIONS)
+        return assert_converged(
+            broker,
+            group,
+            lambda: [c.assigned for c in consumers if c.assigned is not None],
+            TWENTY_PARTITIONS,
+        )
     finally:
         for consumer in consumers:
             consumer.stop()
@@ -337,8 +408,12 @@ def _twenty_kcat(broker, topic, group):
 def test_twenty_consumers_converge_to_one_generation(group_broker, names, client):
     topic, group = names
     create_topic(group_broker.bootstrap_servers, topic, TWENTY_PARTITIONS)
-    run = {"kafka-python": _twenty_kafka_python, "aiokafka": _twenty_aiokafka,
-           "kcat": _twenty_kcat, "confluent-consumer": _twenty_confluent_consumer}[client]
+    run = {
+        "kafka-python": _twenty_kafka_python,
+        "aiokafka": _twenty_aiokafka,
+        "kcat": _twenty_kcat,
+        "confluent-consumer": _twenty_confluent_consumer,
+    }[client]
     assert run(group_broker, topic, group) >= 1
 
 
@@ -356,10 +431,15 @@ def _restart_kafka_python_commit(bootstrap, topic, group):
     from kafka import KafkaConsumer, TopicPartition
     from kafka.structs import OffsetAndMetadata
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500,
-                             metadata_max_age_ms=1000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=500,
+        metadata_max_age_ms=1000,
+    )
     try:
         subscribe_kafka_python(consumer, topic)
         seen = 0
@@ -368,8 +448,12 @@ def _restart_kafka_python_commit(bootstrap, topic, group):
             seen += sum(len(rs) for rs in consumer.poll(200).values())
         assert seen == FIRST
         # A member's commit: it carries the generation.
-        consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, m, -1)
-                         for p, (o, m) in RESTART_COMMITS.items()})
+        consumer.commit(
+            {
+                TopicPartition(topic, p): OffsetAndMetadata(o, m, -1)
+                for p, (o, m) in RESTART_COMMITS.items()
+            }
+        )
     finally:
         consumer.close()
     return RESTART_COMMITS
@@ -378,9 +462,14 @@ def _restart_kafka_python_commit(bootstrap, topic, group):
 def _restart_kafka_python_resume(bootstrap, topic, group, expected):
     from kafka import KafkaConsumer, TopicPartition
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                             auto_offset_reset="earliest", enable_auto_commit=False,
-                             session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        auto_offset_reset="earliest",
+        enable_auto_commit=False,
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=500,
+    )
     try:
         read_back = {}
         for p in RESTART_COMMITS:
@@ -402,10 +491,16 @@ def _restart_aiokafka_commit(bootstrap, topic, group):
     from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
     async def main():
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                    auto_offset_reset="earliest", enable_auto_commit=False,
-                                    session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500,
-                                    metadata_max_age_ms=1000)
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=500,
+            metadata_max_age_ms=1000,
+        )
         await consumer.start()
         try:
             seen = 0
@@ -413,10 +508,15 @@ def _restart_aiokafka_commit(bootstrap, topic, group):
                 while seen < FIRST:
                     batch = await consumer.getmany(timeout_ms=200)
                     seen += sum(len(rs) for rs in batch.values())
-            await consumer.commit({TopicPartition(topic, p): OffsetAndMetadata(o, m)
-                                   for p, (o, m) in RESTART_COMMITS.items()})
+            await consumer.commit(
+                {
+                    TopicPartition(topic, p): OffsetAndMetadata(o, m)
+                    for p, (o, m) in RESTART_COMMITS.items()
+                }
+            )
         finally:
             await consumer.stop()
+
     asyncio.run(main())
     return RESTART_COMMITS
 
@@ -432,12 +532,21 @@ def _restart_aiokafka_resume(bootstrap, topic, group, expected):
             offsets = await admin.list_consumer_group_offsets(group)
         finally:
             await admin.close()
-        read_back = {tp.partition: (om.offset, om.metadata) for tp, om in offsets.items()
-                     if tp.topic == topic}
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                    auto_offset_reset="earliest", enable_auto_commit=False,
-                                    session_timeout_ms=SESSION_MS, heartbeat_interval_ms=500,
-                                    metadata_max_age_ms=1000)
+        read_back = {
+            tp.partition: (om.offset, om.metadata)
+            for tp, om in offsets.items()
+            if tp.topic == topic
+        }
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            auto_offset_reset="earliest",
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=500,
+            metadata_max_age_ms=1000,
+        )
         await consumer.start()
         seen = []
         try:
@@ -449,6 +558,7 @@ def _restart_aiokafka_resume(bootstrap, topic, group, expected):
         finally:
             await consumer.stop()
         return read_back, seen
+
     return asyncio.run(main())
 
 
@@ -457,8 +567,12 @@ def _kcat_to_end(bootstrap, topic, group):
     (auto commit on close) and exit; [(partition, offset)] consumed."""
     import json
 
-    proc = subprocess.run(kcat_command(bootstrap, topic, group, None, SESSION_MS, "-e"),
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        kcat_command(bootstrap, topic, group, None, SESSION_MS, "-e"),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     return [(r["partition"], r["offset"]) for r in map(json.loads, proc.stdout.splitlines())]
 
@@ -471,8 +585,9 @@ def _committed_by_admin(bootstrap, topic, group):
         offsets = admin.list_group_offsets({group: None})[group]
     finally:
         admin.close()
-    return {tp.partition: (om.offset, om.metadata) for tp, om in offsets.items()
-            if tp.topic == topic}
+    return {
+        tp.partition: (om.offset, om.metadata) for tp, om in offsets.items() if tp.topic == topic
+    }
 
 
 def _restart_kcat_commit(bootstrap, topic, group):
@@ -513,8 +628,7 @@ def test_broker_restart_keeps_group_and_committed_offsets(group_broker, names, c
     try:
         assert group in [g["group_id"] for g in admin.list_groups()]
         description = admin.describe_groups([group])[group]
-        assert (description["group_state"], description["protocol_type"]) == \
-            ("Empty", "consumer")
+        assert (description["group_state"], description["protocol_type"]) == ("Empty", "consumer")
     finally:
         admin.close()
     produce(bootstrap, topic, [f"s{i}" for i in range(SECOND)], 2)
@@ -556,7 +670,7 @@ def test_consumer_runs_through_a_broker_restart_without_rebalance(group_broker, 
 
 
 # -- commit and fetch with metadata ------------------------------------------------------
-METADATA_TOO_LARGE = "x" * 5000   # offset.metadata.max.bytes is 4096
+METADATA_TOO_LARGE = "x" * 5000  # offset.metadata.max.bytes is 4096
 
 
 def _member_metadata_kafka_python(bootstrap, topic, group):
@@ -564,16 +678,25 @@ def _member_metadata_kafka_python(bootstrap, topic, group):
     from kafka.errors import OffsetMetadataTooLargeError
     from kafka.structs import OffsetAndMetadata
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=group,
-                             enable_auto_commit=False, session_timeout_ms=SESSION_MS,
-                             heartbeat_interval_ms=500, metadata_max_age_ms=1000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        group_id=group,
+        enable_auto_commit=False,
+        session_timeout_ms=SESSION_MS,
+        heartbeat_interval_ms=500,
+        metadata_max_age_ms=1000,
+    )
     try:
         subscribe_kafka_python(consumer, topic)
-        wait_until(lambda: consumer.poll(100) is not None and len(consumer.assignment()) == 2,
-                   20, "kafka-python member assigned")
+        wait_until(
+            lambda: consumer.poll(100) is not None and len(consumer.assignment()) == 2,
+            20,
+            "kafka-python member assigned",
+        )
         tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
-        consumer.commit({tp0: OffsetAndMetadata(5, "kp-meta", -1),
-                         tp1: OffsetAndMetadata(7, "", -1)})
+        consumer.commit(
+            {tp0: OffsetAndMetadata(5, "kp-meta", -1), tp1: OffsetAndMetadata(7, "", -1)}
+        )
         with pytest.raises(OffsetMetadataTooLargeError):
             consumer.commit({tp0: OffsetAndMetadata(6, METADATA_TOO_LARGE, -1)})
         got = [consumer.committed(tp, metadata=True) for tp in (tp0, tp1)]
@@ -589,17 +712,24 @@ def _member_metadata_aiokafka(bootstrap, topic, group):
     from aiokafka.structs import OffsetAndMetadata, TopicPartition
 
     async def main():
-        consumer = AIOKafkaConsumer(topic, bootstrap_servers=bootstrap, group_id=group,
-                                    enable_auto_commit=False, session_timeout_ms=SESSION_MS,
-                                    heartbeat_interval_ms=500, metadata_max_age_ms=1000)
+        consumer = AIOKafkaConsumer(
+            topic,
+            bootstrap_servers=bootstrap,
+            group_id=group,
+            enable_auto_commit=False,
+            session_timeout_ms=SESSION_MS,
+            heartbeat_interval_ms=500,
+            metadata_max_age_ms=1000,
+        )
         await consumer.start()
         tp0, tp1 = TopicPartition(topic, 0), TopicPartition(topic, 1)
         try:
             async with asyncio.timeout(20):
                 while len(consumer.assignment()) != 2:
                     await consumer.getmany(timeout_ms=100)
-            await consumer.commit({tp0: OffsetAndMetadata(5, "aio-meta"),
-                                   tp1: OffsetAndMetadata(7, "")})
+            await consumer.commit(
+                {tp0: OffsetAndMetadata(5, "aio-meta"), tp1: OffsetAndMetadata(7, "")}
+            )
             with pytest.raises(OffsetMetadataTooLargeError):
                 await consumer.commit({tp0: OffsetAndMetadata(6, METADATA_TOO_LARGE)})
             assert [await consumer.committed(tp) for tp in (tp0, tp1)] == [5, 7]
@@ -613,6 +743,7 @@ def _member_metadata_aiokafka(bootstrap, topic, group):
         finally:
             await admin.close()
         return [(offsets[tp].offset, offsets[tp].metadata) for tp in (tp0, tp1)]
+
     return asyncio.run(main())
 
 
@@ -620,30 +751,42 @@ def _member_metadata_confluent(protocol):
     def run(bootstrap, topic, group):
         from confluent_kafka import Consumer, KafkaException, TopicPartition
 
-        consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                             "group.protocol": protocol, "enable.auto.commit": False})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": group,
+                "group.protocol": protocol,
+                "enable.auto.commit": False,
+            }
+        )
         try:
             consumer.subscribe([topic])
             deadline = time.monotonic() + 20
             while len(consumer.assignment()) != 2 and time.monotonic() < deadline:
                 consumer.poll(0.1)
             assert len(consumer.assignment()) == 2
-            consumer.commit(offsets=[TopicPartition(topic, 0, 5, metadata="rdk-meta"),
-                                     TopicPartition(topic, 1, 7)], asynchronous=False)
+            consumer.commit(
+                offsets=[
+                    TopicPartition(topic, 0, 5, metadata="rdk-meta"),
+                    TopicPartition(topic, 1, 7),
+                ],
+                asynchronous=False,
+            )
             with pytest.raises(KafkaException) as info:
-                consumer.commit(offsets=[TopicPartition(topic, 0, 6,
-                                                        metadata=METADATA_TOO_LARGE)],
-                                asynchronous=False)
+                consumer.commit(
+                    offsets=[TopicPartition(topic, 0, 6, metadata=METADATA_TOO_LARGE)],
+                    asynchronous=False,
+                )
             assert "METADATA_TOO_LARGE" in repr(info.value).upper()
             got = consumer.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], 10)
             return [(p.offset, p.metadata or "") for p in got]
         finally:
             consumer.close()
+
     return run
 
 
-@pytest.mark.parametrize("client", ["kafka-python", "aiokafka", "confluent",
-                                    "confluent-consumer"])
+@pytest.mark.parametrize("client", ["kafka-python", "aiokafka", "confluent", "confluent-consumer"])
 def test_member_commits_and_fetches_offsets_with_metadata(group_broker, names, client):
     run, metadata = {
         "kafka-python": (_member_metadata_kafka_python, "kp-meta"),

@@ -4,6 +4,7 @@ so the group is described with the same members and epochs afterwards, the
 members carry on with their epochs (no rebalance), no record is lost and the
 committed offsets are intact. Without persistence the group would be gone
 after the restart and its members would rejoin at epoch 0."""
+
 from __future__ import annotations
 
 import asyncio
@@ -44,9 +45,13 @@ def describe(bootstrap: str):
 
 
 def members_of(group) -> dict:
-    return {m.member_id: (m.member_epoch, sorted(p for tp in m.assignment.topic_partitions
-                                                 for p in tp.partitions))
-            for m in group.members}
+    return {
+        m.member_id: (
+            m.member_epoch,
+            sorted(p for tp in m.assignment.topic_partitions for p in tp.partitions),
+        )
+        for m in group.members
+    }
 
 
 def produce(bootstrap: str, values) -> None:
@@ -65,10 +70,16 @@ class Member:
     def __init__(self, bootstrap: str):
         from confluent_kafka import Consumer
 
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": GROUP, "group.protocol": "consumer",
-            "auto.offset.reset": "earliest", "enable.auto.commit": False,
-            "client.id": "kip848-restart"})
+        self.consumer = Consumer(
+            {
+                "bootstrap.servers": bootstrap,
+                "group.id": GROUP,
+                "group.protocol": "consumer",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+                "client.id": "kip848-restart",
+            }
+        )
         self.consumer.subscribe([TOPIC])
         self.values: list[str] = []
 
@@ -97,7 +108,7 @@ def kfast_groups_describe(capsys, bootstrap: str) -> list[list[str]]:
     assert main(["groups", "describe", "--group", GROUP, "--bootstrap-server", bootstrap]) == 0
     lines = capsys.readouterr().out.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("GROUP"))
-    return [line.split() for line in lines[start + 1:] if line.strip()]
+    return [line.split() for line in lines[start + 1 :] if line.strip()]
 
 
 def test_a_kip848_group_survives_a_broker_restart(tmp_path, capsys):
@@ -119,14 +130,21 @@ def test_a_kip848_group_survives_a_broker_restart(tmp_path, capsys):
 
         def stable_with_both():
             group = describe(bootstrap)
-            return group.group_state == "Stable" and len(group.members) == 2 and all(
-                m.assignment.topic_partitions for m in group.members)
+            return (
+                group.group_state == "Stable"
+                and len(group.members) == 2
+                and all(m.assignment.topic_partitions for m in group.members)
+            )
 
-        poll_until(members, lambda: len(consumed()) == len(first) and stable_with_both(),
-                   message="both members to consume the first records")
+        poll_until(
+            members,
+            lambda: len(consumed()) == len(first) and stable_with_both(),
+            message="both members to consume the first records",
+        )
         before = describe(bootstrap)
         committed = members[0].consumer.committed(
-            [TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+            [TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10
+        )
         assert sum(tp.offset for tp in committed) == len(first)
 
         broker.restart()
@@ -135,24 +153,31 @@ def test_a_kip848_group_survives_a_broker_restart(tmp_path, capsys):
         # again (the first request loads the partition).
         after = describe(bootstrap)
         assert after.error_code == 0 and after.group_state == "Stable"
-        assert (after.group_epoch, after.assignment_epoch) == \
-            (before.group_epoch, before.assignment_epoch)
+        assert (after.group_epoch, after.assignment_epoch) == (
+            before.group_epoch,
+            before.assignment_epoch,
+        )
         assert members_of(after) == members_of(before)
         assert {m.client_id for m in after.members} == {"kip848-restart"}
         # kfast groups describe: the same owners, the committed offsets, no lag
         table = kfast_groups_describe(capsys, bootstrap)
         owners = {p: m for m, (_, ps) in members_of(before).items() for p in ps}
-        assert sorted((int(r[2]), r[3], r[5], r[6]) for r in table) == \
-            [(p, "25", "0", owners[p]) for p in range(PARTITIONS)]
+        assert sorted((int(r[2]), r[3], r[5], r[6]) for r in table) == [
+            (p, "25", "0", owners[p]) for p in range(PARTITIONS)
+        ]
 
         # Consumption carries on: every record once, no record lost.
         second = [f"b{i}" for i in range(100)]
         produce(bootstrap, second)
-        poll_until(members, lambda: len(consumed()) >= len(first) + len(second),
-                   message="the records produced after the restart")
+        poll_until(
+            members,
+            lambda: len(consumed()) >= len(first) + len(second),
+            message="the records produced after the restart",
+        )
         assert sorted(consumed()) == sorted(first + second)
         committed = members[1].consumer.committed(
-            [TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10)
+            [TopicPartition(TOPIC, p) for p in range(PARTITIONS)], timeout=10
+        )
         assert sum(tp.offset for tp in committed) == len(first) + len(second)
 
         # The members kept their ids and epochs: no rebalance happened.

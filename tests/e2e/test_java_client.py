@@ -5,6 +5,7 @@ in its own JVM against a fresh broker and asserts on the ``key=value`` lines
 it prints. ``make deps`` builds the program and its class path into
 build/java (tests/java/build.py); this module builds nothing.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,9 +28,13 @@ pytestmark = [
     # Groups form at once (no initial rebalance delay) and KIP-848 members
     # heartbeat every 500 ms, so rebalances take a fraction of a second (a
     # group may set its own interval down to 100 ms).
-    pytest.mark.kfast_broker_config({"group.initial.rebalance.delay.ms": 0,
-                                     "group.consumer.heartbeat.interval.ms": 500,
-                                     "group.consumer.min.heartbeat.interval.ms": 100}),
+    pytest.mark.kfast_broker_config(
+        {
+            "group.initial.rebalance.delay.ms": 0,
+            "group.consumer.heartbeat.interval.ms": 500,
+            "group.consumer.min.heartbeat.interval.ms": 100,
+        }
+    ),
 ]
 
 JAVA_BUILD = REPO / "build" / "java"
@@ -63,23 +68,43 @@ class Facts:
         return values[0]
 
 
-def run_client_check(broker, scenario: str, topic: str, bootstrap: str | None = None,
-                     client_properties: str | None = None) -> Facts:
+def run_client_check(
+    broker,
+    scenario: str,
+    topic: str,
+    bootstrap: str | None = None,
+    client_properties: str | None = None,
+) -> Facts:
     """``bootstrap``: another listener than the broker's first;
     ``client_properties``: a properties file every client of the run takes
     (ClientCheck's KFAST_CLIENT_PROPERTIES)."""
     if not CLIENT_CHECK_CLASS.exists():
-        pytest.fail(f"{CLIENT_CHECK_CLASS.relative_to(REPO)} is missing: run `make deps` "
-                    "(it builds the Java client check with tests/java/build.py)")
+        pytest.fail(
+            f"{CLIENT_CHECK_CLASS.relative_to(REPO)} is missing: run `make deps` "
+            "(it builds the Java client check with tests/java/build.py)"
+        )
     java = shutil.which("java")
     if java is None:
         pytest.fail("no `java` on PATH: the Java client tests need a JDK 17 (`make deps`)")
     env = dict(os.environ)
     if client_properties is not None:
         env["KFAST_CLIENT_PROPERTIES"] = client_properties
-    result = subprocess.run([java, *JVM_OPTIONS, "-cp", CLASS_PATH, "kfast.ClientCheck", scenario,
-                             bootstrap or broker.bootstrap_servers, topic],
-                            capture_output=True, text=True, timeout=SCENARIO_TIMEOUT_S, env=env)
+    result = subprocess.run(
+        [
+            java,
+            *JVM_OPTIONS,
+            "-cp",
+            CLASS_PATH,
+            "kfast.ClientCheck",
+            scenario,
+            bootstrap or broker.bootstrap_servers,
+            topic,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=SCENARIO_TIMEOUT_S,
+        env=env,
+    )
     output = f"--- stdout\n{result.stdout}--- stderr\n{result.stderr}"
     assert result.returncode == 0, output
     facts = Facts(result.stdout)
@@ -98,8 +123,9 @@ def test_idempotent_produce_and_classic_group_consume(kfast_broker, topic):
 
     assert facts.all("produced") == [f"{codec} 10" for codec in CODECS]
     records = [line.split(":", 3) for line in facts.all("record")]
-    assert sorted(value for _, _, _, value in records) == \
-        sorted(f"{codec}-{i}" for codec in CODECS for i in range(10))
+    assert sorted(value for _, _, _, value in records) == sorted(
+        f"{codec}-{i}" for codec in CODECS for i in range(10)
+    )
     by_partition: dict[int, list[int]] = defaultdict(list)
     by_key: dict[str, list[tuple[int, str]]] = defaultdict(list)
     for partition, offset, key, value in records:
@@ -150,10 +176,10 @@ def test_consumer_group_protocol(kfast_broker, topic):
     # which the coordinator gives the members (ConsumerGroupHeartbeat).
     assert facts["group_config.consumer.session.timeout.ms"] == "45000 DEFAULT_CONFIG"
     assert facts["group_config.consumer.heartbeat.interval.ms"] == "500 DEFAULT_CONFIG"
-    assert facts["group_config_altered.consumer.session.timeout.ms"] == \
-        "50000 DYNAMIC_GROUP_CONFIG"
-    assert facts["group_config_altered.consumer.heartbeat.interval.ms"] == \
-        "400 DYNAMIC_GROUP_CONFIG"
+    assert facts["group_config_altered.consumer.session.timeout.ms"] == "50000 DYNAMIC_GROUP_CONFIG"
+    assert (
+        facts["group_config_altered.consumer.heartbeat.interval.ms"] == "400 DYNAMIC_GROUP_CONFIG"
+    )
     group = facts["group_id"]
     coordinator = kfast_broker.broker.group_coordinator.coordinator
     assert coordinator.group_config(group, "consumer.heartbeat.interval.ms") == 400
@@ -187,13 +213,18 @@ def test_admin_client(kfast_broker, topic):
     assert facts["alter_unknown_config"] == "InvalidConfigurationException"
     # Broker resource: every Kafka 4.2 broker config (kfast.kafka_broker_configs).
     assert int(facts["broker_config_count"]) >= len(KAFKA_BROKER_CONFIGS)
-    assert facts["broker_config.remote.log.manager.task.interval.ms"] == \
-        "30000 DEFAULT_CONFIG true LONG"
-    assert facts["broker_config.sasl.kerberos.min.time.before.relogin"] == \
-        "60000 DEFAULT_CONFIG false LONG"
+    assert (
+        facts["broker_config.remote.log.manager.task.interval.ms"]
+        == "30000 DEFAULT_CONFIG true LONG"
+    )
+    assert (
+        facts["broker_config.sasl.kerberos.min.time.before.relogin"]
+        == "60000 DEFAULT_CONFIG false LONG"
+    )
     assert facts["broker_config.log.retention.hours"].endswith("true INT")
     assert facts["alter_read_only_broker_config"] == (
-        "InvalidRequestException Cannot update these configs dynamically: Set(log.retention.hours)")
+        "InvalidRequestException Cannot update these configs dynamically: Set(log.retention.hours)"
+    )
     assert facts["partitions_after_increase"] == "4"
 
     # Five records at timestamps 1000, 1010, ... 1040 in partition 0.
@@ -269,8 +300,9 @@ def test_transactional_producer(kfast_broker, topic):
     # read_committed consumers of the Python clients (none of which speaks
     # transaction version 2) see exactly what the version 2 producer committed.
     for name, consume in CONSUMERS.items():
-        assert consume(kfast_broker.bootstrap_servers, f"{topic}-in", "read_committed",
-                       until=b"c2-4") == [value.encode() for value in committed], name
+        assert consume(
+            kfast_broker.bootstrap_servers, f"{topic}-in", "read_committed", until=b"c2-4"
+        ) == [value.encode() for value in committed], name
 
 
 def test_transaction_version_follows_update_features(kfast_broker, topic):
@@ -282,15 +314,22 @@ def test_transaction_version_follows_update_features(kfast_broker, topic):
     assert facts.all("finalized_transaction_version") == ["none", "2"]
     assert facts.all("supported_transaction_version") == ["0-2", "0-2"]
     assert [facts[f"epoch.tv0.{step}"] for step in ("init", "commit", "abort")] == [
-        "0 Empty", "0 CompleteCommit", "0 CompleteAbort"]
+        "0 Empty",
+        "0 CompleteCommit",
+        "0 CompleteAbort",
+    ]
     # Raised to 2: the epoch bumps at each end.
     assert [facts[f"epoch.tv2.{step}"] for step in ("init", "commit", "abort")] == [
-        "0 Empty", "1 CompleteCommit", "2 CompleteAbort"]
+        "0 Empty",
+        "1 CompleteCommit",
+        "2 CompleteAbort",
+    ]
     # Offsets committed with the transaction in both versions; the aborted
     # ones never.
     assert facts["group_offsets.tv0"] == "0:1"
     assert facts["group_offsets.tv2"] == "0:3"
     assert facts["committed_read"].split(",") == ["tv0-commit", "tv2-commit"]
+
 
 @pytest.mark.kfast_broker_config({"kfast.metrics.port": 0})
 def test_java_client_pushes_telemetry(kfast_broker, topic):
@@ -303,9 +342,21 @@ def test_java_client_pushes_telemetry(kfast_broker, topic):
 
     assert CLIENT_CHECK_CLASS.exists(), "run `make deps` (tests/java/build.py)"
     process = subprocess.Popen(
-        [shutil.which("java"), *JVM_OPTIONS, "-cp", CLASS_PATH, "kfast.ClientCheck", "telemetry",
-         kfast_broker.bootstrap_servers, topic],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [
+            shutil.which("java"),
+            *JVM_OPTIONS,
+            "-cp",
+            CLASS_PATH,
+            "kfast.ClientCheck",
+            "telemetry",
+            kfast_broker.bootstrap_servers,
+            topic,
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         lines = []
         while not lines or not lines[-1].startswith("client_instance_id="):
@@ -316,8 +367,11 @@ def test_java_client_pushes_telemetry(kfast_broker, topic):
         port = kfast_broker.broker.metrics_server.port
 
         def pushed():
-            return {name: dict(labels) for (name, labels) in scrape(port)[0]
-                    if ("client_instance_id", instance) in labels}
+            return {
+                name: dict(labels)
+                for (name, labels) in scrape(port)[0]
+                if ("client_instance_id", instance) in labels
+            }
 
         names = wait_until(pushed, 30, "a telemetry push from the Java producer")
         assert "org_apache_kafka_producer_record_send_total" in names, sorted(names)
@@ -333,15 +387,19 @@ def test_java_client_pushes_telemetry(kfast_broker, topic):
             process.wait()
 
 
-@pytest.mark.kfast_broker_config({
-    "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-    "super.users": "User:ANONYMOUS"})
+@pytest.mark.kfast_broker_config(
+    {
+        "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
+        "super.users": "User:ANONYMOUS",
+    }
+)
 def test_admin_acls(kfast_broker, topic):
     facts = run_client_check(kfast_broker, "acls", topic)
     assert sorted(facts.all("acl")) == [
         f"TOPIC {topic} LITERAL User:alice READ ALLOW",
-        f"TOPIC {topic} PREFIXED User:* WRITE DENY"]
-    assert facts["matched"] == "1"          # the prefix applies to <topic>-x, the literal not
+        f"TOPIC {topic} PREFIXED User:* WRITE DENY",
+    ]
+    assert facts["matched"] == "1"  # the prefix applies to <topic>-x, the literal not
     assert facts["deleted"] == "1"
     assert facts["left"] == "1"
     assert facts["bad_cluster_name"] == "InvalidRequestException"
@@ -349,19 +407,26 @@ def test_admin_acls(kfast_broker, topic):
 
 def test_admin_client_quotas(kfast_broker, topic):
     facts = run_client_check(kfast_broker, "quotas", topic)
-    assert sorted(facts.all("quota")) == sorted([
-        "{client-id=null, user=alice} {producer_byte_rate=1024.0, request_percentage=25.5}",
-        f"{{client-id={topic}}} {{consumer_byte_rate=2048.0}}"])
-    assert facts["alice_only"] == "0"        # strict: alice's entity also names a client id
-    assert facts["fractional"] == \
-        "InvalidRequestException: producer_byte_rate cannot be a fractional value."
+    assert sorted(facts.all("quota")) == sorted(
+        [
+            "{client-id=null, user=alice} {producer_byte_rate=1024.0, request_percentage=25.5}",
+            f"{{client-id={topic}}} {{consumer_byte_rate=2048.0}}",
+        ]
+    )
+    assert facts["alice_only"] == "0"  # strict: alice's entity also names a client id
+    assert (
+        facts["fractional"]
+        == "InvalidRequestException: producer_byte_rate cannot be a fractional value."
+    )
     assert facts["after_remove"] == "1"
 
 
 def _write_client_properties(path, properties: dict) -> str:
     """A Java properties file (values escaped: PEM blocks span lines)."""
+
     def escape(value: str) -> str:
         return value.replace("\\", "\\\\").replace("\n", "\\n")
+
     path.write_text("".join(f"{k}={escape(str(v))}\n" for k, v in properties.items()))
     return str(path)
 
@@ -381,36 +446,66 @@ def test_produce_consume_and_admin_over_sasl_ssl_scram_and_mtls(tmp_path, topic)
     props = {
         "listeners": "PLAINTEXT://127.0.0.1:0,SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0",
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,SASL_SSL:SASL_SSL,MTLS:SSL",
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": server.keystore_path,
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": server.keystore_path,
         "listener.name.mtls.ssl.truststore.type": "PEM",
         "listener.name.mtls.ssl.truststore.location": ca.cert_path,
         "listener.name.mtls.ssl.client.auth": "required",
         "sasl.enabled.mechanisms": "SCRAM-SHA-512",
-        "num.partitions": 1, "group.initial.rebalance.delay.ms": 0,
+        "num.partitions": 1,
+        "group.initial.rebalance.delay.ms": 0,
     }
     trust = {"ssl.truststore.type": "PEM", "ssl.truststore.location": ca.cert_path}
     ways = {
-        "SASL_SSL": {"security.protocol": "SASL_SSL", **trust, "sasl.mechanism": "SCRAM-SHA-512",
-                     "sasl.jaas.config": "org.apache.kafka.common.security.scram."
-                                         f'ScramLoginModule required username="alice" '
-                                         f'password="{password}";'},
-        "MTLS": {"security.protocol": "SSL", **trust, "ssl.keystore.type": "PEM",
-                 "ssl.keystore.key": client.key_pem.decode(),
-                 "ssl.keystore.certificate.chain": client.cert_pem.decode()},
+        "SASL_SSL": {
+            "security.protocol": "SASL_SSL",
+            **trust,
+            "sasl.mechanism": "SCRAM-SHA-512",
+            "sasl.jaas.config": "org.apache.kafka.common.security.scram."
+            f'ScramLoginModule required username="alice" '
+            f'password="{password}";',
+        },
+        "MTLS": {
+            "security.protocol": "SSL",
+            **trust,
+            "ssl.keystore.type": "PEM",
+            "ssl.keystore.key": client.key_pem.decode(),
+            "ssl.keystore.certificate.chain": client.cert_pem.decode(),
+        },
     }
     with KfastBroker(props, data_dir=str(tmp_path / "data")) as broker:
         ports = dict(broker.broker.bound_ports)
-        subprocess.run([sys.executable, "-m", "kfast", "configs", "--bootstrap-server",
-                        f"127.0.0.1:{ports['PLAINTEXT']}", "--entity-type", "users",
-                        "--entity-name", "alice", "--alter", "--add-config",
-                        f"SCRAM-SHA-512=[password={password}]"],
-                       capture_output=True, text=True, timeout=60, check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "kfast",
+                "configs",
+                "--bootstrap-server",
+                f"127.0.0.1:{ports['PLAINTEXT']}",
+                "--entity-type",
+                "users",
+                "--entity-name",
+                "alice",
+                "--alter",
+                "--add-config",
+                f"SCRAM-SHA-512=[password={password}]",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
         for listener, settings in ways.items():
             facts = run_client_check(
-                broker, "produce-consume", f"{topic}-{listener.lower()}",
+                broker,
+                "produce-consume",
+                f"{topic}-{listener.lower()}",
                 bootstrap=f"127.0.0.1:{ports[listener]}",
-                client_properties=_write_client_properties(tmp_path / f"{listener}.properties",
-                                                           settings))
+                client_properties=_write_client_properties(
+                    tmp_path / f"{listener}.properties", settings
+                ),
+            )
             assert facts.all("produced") == [f"{codec} 10" for codec in CODECS], listener
             assert len(facts.all("record")) == 10 * len(CODECS), listener
             assert facts["assignment"] == "0,1", listener

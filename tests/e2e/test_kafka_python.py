@@ -1,4 +1,5 @@
 """kafka-python (pure Python client) against kfast."""
+
 from __future__ import annotations
 
 import pytest
@@ -11,8 +12,12 @@ CODECS = [None, "gzip", "snappy", "lz4", "zstd"]
 
 
 def consume(broker, topic, count, *, seek=None, partition=0, timeout_ms=10000):
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None,
-                             auto_offset_reset="earliest", consumer_timeout_ms=timeout_ms)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        group_id=None,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=timeout_ms,
+    )
     try:
         tp = TopicPartition(topic, partition)
         consumer.assign([tp])
@@ -31,8 +36,9 @@ def consume(broker, topic, count, *, seek=None, partition=0, timeout_ms=10000):
 @pytest.mark.parametrize("acks", [0, 1, "all"])
 @pytest.mark.parametrize("codec", CODECS)
 def test_produce_and_consume(broker, topic, acks, codec):
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks=acks,
-                             compression_type=codec, linger_ms=5)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, acks=acks, compression_type=codec, linger_ms=5
+    )
     futures = [producer.send(topic, key=b"k%d" % i, value=b"v%d" % i) for i in range(20)]
     producer.flush(10)
     metadata = [f.get(timeout=10) for f in futures]
@@ -40,13 +46,15 @@ def test_produce_and_consume(broker, topic, acks, codec):
     if acks != 0:
         assert [m.offset for m in metadata] == list(range(20))
     messages = consume(broker, topic, 20)
-    assert [(m.offset, m.key, m.value) for m in messages] == \
-        [(i, b"k%d" % i, b"v%d" % i) for i in range(20)]
+    assert [(m.offset, m.key, m.value) for m in messages] == [
+        (i, b"k%d" % i, b"v%d" % i) for i in range(20)
+    ]
 
 
 def test_idempotent_producer(broker, topic):
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers, acks="all",
-                             enable_idempotence=True)
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, acks="all", enable_idempotence=True
+    )
     offsets = [producer.send(topic, value=b"%d" % i).get(timeout=10).offset for i in range(10)]
     producer.close()
     assert offsets == list(range(10))
@@ -72,12 +80,18 @@ def test_offsets_for_times_latest_and_list_offsets(broker, topic):
 
     def seek_to_time(consumer, tp):
         consumer.seek(tp, consumer.offsets_for_times({tp: base + 2000})[tp].offset)
-    assert [m.value for m in consume(broker, topic, 4, seek=seek_to_time)] == \
-        [b"2", b"3", b"4", b"5"]
+
+    assert [m.value for m in consume(broker, topic, 4, seek=seek_to_time)] == [
+        b"2",
+        b"3",
+        b"4",
+        b"5",
+    ]
 
     # From latest: only what is produced after the seek.
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, group_id=None,
-                             consumer_timeout_ms=10000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers, group_id=None, consumer_timeout_ms=10000
+    )
     try:
         consumer.assign([tp])
         consumer.seek_to_end(tp)
@@ -121,26 +135,40 @@ def test_admin_describe_log_dirs(broker, topic):
 # Old protocol versions: Produce v1/v2 with magic 0/1 message sets (converted
 # to v2 batches on append) and Fetch v1-v3 (down-converted on the way out).
 # kafka-python needs xxhash for lz4 with magic 0, so that pair is left out.
-@pytest.mark.parametrize("api_version, codec", [
-    ((0, 9), None), ((0, 9), "gzip"), ((0, 9), "snappy"),
-    ((0, 10, 1), None), ((0, 10, 1), "gzip"), ((0, 10, 1), "lz4"),
-])
+@pytest.mark.parametrize(
+    "api_version, codec",
+    [
+        ((0, 9), None),
+        ((0, 9), "gzip"),
+        ((0, 9), "snappy"),
+        ((0, 10, 1), None),
+        ((0, 10, 1), "gzip"),
+        ((0, 10, 1), "lz4"),
+    ],
+)
 def test_legacy_message_formats(broker, topic, api_version, codec):
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap_servers,
-                             api_version=api_version, compression_type=codec)
-    offsets = [producer.send(topic, key=b"k", value=b"v%d" % i).get(timeout=10).offset
-               for i in range(5)]
+    producer = KafkaProducer(
+        bootstrap_servers=broker.bootstrap_servers, api_version=api_version, compression_type=codec
+    )
+    offsets = [
+        producer.send(topic, key=b"k", value=b"v%d" % i).get(timeout=10).offset for i in range(5)
+    ]
     producer.close()
     assert offsets == list(range(5))
-    consumer = KafkaConsumer(bootstrap_servers=broker.bootstrap_servers, api_version=api_version,
-                             group_id=None, auto_offset_reset="earliest",
-                             consumer_timeout_ms=10000)
+    consumer = KafkaConsumer(
+        bootstrap_servers=broker.bootstrap_servers,
+        api_version=api_version,
+        group_id=None,
+        auto_offset_reset="earliest",
+        consumer_timeout_ms=10000,
+    )
     try:
         consumer.assign([TopicPartition(topic, 0)])
         messages = [m for _, m in zip(range(5), consumer)]
     finally:
         consumer.close()
-    assert [(m.offset, m.key, m.value) for m in messages] == [(i, b"k", b"v%d" % i)
-                                                              for i in range(5)]
+    assert [(m.offset, m.key, m.value) for m in messages] == [
+        (i, b"k", b"v%d" % i) for i in range(5)
+    ]
     # Modern clients read the converted records too.
     assert [m.value for m in consume(broker, topic, 5)] == [b"v%d" % i for i in range(5)]

@@ -1,4 +1,5 @@
 """kcat (Debian's, librdkafka 2.0.2) against kfast."""
+
 from __future__ import annotations
 
 import json
@@ -7,16 +8,23 @@ import subprocess
 
 import pytest
 
-pytestmark = [pytest.mark.e2e,
-              pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed"),
-              pytest.mark.timeout(60)]
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(shutil.which("kcat") is None, reason="kcat is not installed"),
+    pytest.mark.timeout(60),
+]
 
 CODECS = ["none", "gzip", "snappy", "lz4", "zstd"]
 
 
 def kcat(broker, *args, input_text=None, timeout=30):
-    result = subprocess.run(["kcat", "-b", broker.bootstrap_servers, *args], input=input_text,
-                            capture_output=True, text=True, timeout=timeout)
+    result = subprocess.run(
+        ["kcat", "-b", broker.bootstrap_servers, *args],
+        input=input_text,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 
@@ -25,10 +33,22 @@ def kcat(broker, *args, input_text=None, timeout=30):
 @pytest.mark.parametrize("codec", CODECS)
 def test_produce_and_consume(broker, topic, acks, codec):
     lines = "".join(f"k{i}:v{i}\n" for i in range(20))
-    kcat(broker, "-P", "-t", topic, "-K", ":", "-z", codec, "-X", f"acks={acks}",
-         input_text=lines)
-    out = kcat(broker, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-c", "20",
-               "-f", "%o %k %s\n")
+    kcat(broker, "-P", "-t", topic, "-K", ":", "-z", codec, "-X", f"acks={acks}", input_text=lines)
+    out = kcat(
+        broker,
+        "-C",
+        "-t",
+        topic,
+        "-p",
+        "0",
+        "-o",
+        "beginning",
+        "-e",
+        "-c",
+        "20",
+        "-f",
+        "%o %k %s\n",
+    )
     assert out.splitlines() == [f"{i} k{i} v{i}" for i in range(20)]
 
 
@@ -49,7 +69,6 @@ def test_offsets_metadata_and_tail(broker, topic):
 
 def test_idempotent_produce(broker, topic):
     lines = "".join(f"m{i}\n" for i in range(50))
-    kcat(broker, "-P", "-t", topic, "-X", "enable.idempotence=true", "-z", "zstd",
-         input_text=lines)
+    kcat(broker, "-P", "-t", topic, "-X", "enable.idempotence=true", "-z", "zstd", input_text=lines)
     out = kcat(broker, "-C", "-t", topic, "-p", "0", "-o", "beginning", "-e", "-f", "%o %s\n")
     assert out.splitlines() == [f"{i} m{i}" for i in range(50)]

@@ -2,6 +2,7 @@
 the record with the largest timestamp, even when it is not the last record of
 its batch (KAFKA-16310), through confluent-kafka's and kafka-python's admin
 clients and on the wire."""
+
 from __future__ import annotations
 
 import time
@@ -46,10 +47,15 @@ def _produce_batches(broker, topic, batches):
 
 def _batch_layout(broker, topic):
     """(base offset, last offset) of each batch the broker stored."""
+
     def layout():
         log = broker.broker.replica_manager.get_partition(topic, 0).log
-        return [(header.base_offset, header.last_offset)
-                for segment in log.segments for _, header, _ in segment.log.batches_from(0)]
+        return [
+            (header.base_offset, header.last_offset)
+            for segment in log.segments
+            for _, header, _ in segment.log.batches_from(0)
+        ]
+
     return broker.call_soon(layout)
 
 
@@ -89,19 +95,37 @@ def test_kafka_python_admin_list_partition_offsets_max_timestamp(broker, topic):
 
 
 def _list_max_timestamp(connection, topic, version):
-    Topic, Partition = p.ListOffsetsRequest.ListOffsetsTopic, \
-        p.ListOffsetsRequest.ListOffsetsPartition
-    response = connection.send(p.ListOffsetsRequest(replica_id=-1, topics=[Topic(
-        name=topic, partitions=[Partition(partition_index=0, timestamp=MAX_TIMESTAMP,
-                                          current_leader_epoch=-1, max_num_offsets=1)])]),
-        version=version)
+    Topic, Partition = (
+        p.ListOffsetsRequest.ListOffsetsTopic,
+        p.ListOffsetsRequest.ListOffsetsPartition,
+    )
+    response = connection.send(
+        p.ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                Topic(
+                    name=topic,
+                    partitions=[
+                        Partition(
+                            partition_index=0,
+                            timestamp=MAX_TIMESTAMP,
+                            current_leader_epoch=-1,
+                            max_num_offsets=1,
+                        )
+                    ],
+                )
+            ],
+        ),
+        version=version,
+    )
     [topic_response] = response.topics
     [partition] = topic_response.partitions
     return partition
 
 
-@pytest.mark.parametrize("version", range(LIST_OFFSETS.min_version,
-                                          LIST_OFFSETS.max_stable_version + 1))
+@pytest.mark.parametrize(
+    "version", range(LIST_OFFSETS.min_version, LIST_OFFSETS.max_stable_version + 1)
+)
 def test_list_offsets_max_timestamp_on_the_wire(broker, topic, version):
     _create(broker, topic)
     t, first, second = _timestamps()
@@ -111,11 +135,23 @@ def test_list_offsets_max_timestamp_on_the_wire(broker, topic, version):
             builder = RecordBatchBuilder(COMPRESSION_NONE)
             for i, timestamp in enumerate(timestamps):
                 builder.append(timestamp, b"k%d" % i, b"v")
-            TopicData, PartitionData = p.ProduceRequest.TopicProduceData, \
-                p.ProduceRequest.PartitionProduceData
-            produced = connection.send(p.ProduceRequest(acks=-1, timeout_ms=5000, topic_data=[
-                TopicData(name=topic, partition_data=[
-                    PartitionData(index=0, records=builder.build())])]), version=9)
+            TopicData, PartitionData = (
+                p.ProduceRequest.TopicProduceData,
+                p.ProduceRequest.PartitionProduceData,
+            )
+            produced = connection.send(
+                p.ProduceRequest(
+                    acks=-1,
+                    timeout_ms=5000,
+                    topic_data=[
+                        TopicData(
+                            name=topic,
+                            partition_data=[PartitionData(index=0, records=builder.build())],
+                        )
+                    ],
+                ),
+                version=9,
+            )
             assert produced.responses[0].partition_responses[0].error_code == 0
         partition = _list_max_timestamp(connection, topic, version)
     if version < FIRST_MAX_TIMESTAMP_VERSION:

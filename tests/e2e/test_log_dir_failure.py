@@ -12,6 +12,7 @@ writes with a real client until the disk is full:
   DescribeLogDirs reports the dir with KAFKA_STORAGE_ERROR, while the other
   dir's partition keeps taking and serving records; SIGTERM still exits 0.
 """
+
 from __future__ import annotations
 
 import os
@@ -35,8 +36,11 @@ def small_disk(tmp_path):
     """A 8 MiB tmpfs at a fresh mount point; unmounted afterwards."""
     mount_point = tmp_path / "disk"
     mount_point.mkdir()
-    mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
-                             capture_output=True, text=True)
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
+        capture_output=True,
+        text=True,
+    )
     if mounted.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
     yield mount_point
@@ -63,8 +67,13 @@ def _create_topic(broker, name: str, partitions: int) -> None:
 
 
 def _consume_values(broker, topic: str, partitions: list[int], expected: int) -> set[bytes]:
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "audit",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "audit",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
     values: set[bytes] = set()
     deadline = time.monotonic() + 30
@@ -88,14 +97,18 @@ def _log_dirs(broker) -> dict[str, tuple[int, dict]]:
     (answer,) = answers
     found = {}
     for result in answer["log_dirs"]:
-        sizes = {(t["name"], p["partition_index"]): p["partition_size"]
-                 for t in result["topics"] for p in t["partitions"]}
+        sizes = {
+            (t["name"], p["partition_index"]): p["partition_size"]
+            for t in result["topics"]
+            for p in t["partitions"]
+        }
         found[result["log_dir"]] = (result["error_code"], sizes)
     return found
 
 
 def test_the_only_log_dir_full_stops_the_broker_and_a_restart_has_every_acknowledged_record(
-        small_disk):
+    small_disk,
+):
     data = str(small_disk / "data")
     broker = ServeProcess(data, free_port())
     try:
@@ -108,9 +121,15 @@ def test_the_only_log_dir_full_stops_the_broker_and_a_restart_has_every_acknowle
         def on_delivery(err, msg):
             (failed.append(err) if err is not None else acknowledged.append(msg.value()))
 
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers,
-                             "enable.idempotence": True, "acks": "all", "linger.ms": 5,
-                             "message.timeout.ms": 5000})
+        producer = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "enable.idempotence": True,
+                "acks": "all",
+                "linger.ms": 5,
+                "message.timeout.ms": 5000,
+            }
+        )
         sent = 0
         deadline = time.monotonic() + 60
         while broker.proc.poll() is None and time.monotonic() < deadline:
@@ -162,14 +181,22 @@ def test_a_full_log_dir_goes_offline_while_the_other_keeps_serving(tmp_path, sma
             target = errors if err is not None else acknowledged
             target[msg.partition()].append(err.code() if err is not None else msg.value())
 
-        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all",
-                             "retries": 0, "linger.ms": 5, "message.timeout.ms": 10000})
+        producer = Producer(
+            {
+                "bootstrap.servers": broker.bootstrap_servers,
+                "acks": "all",
+                "retries": 0,
+                "linger.ms": 5,
+                "message.timeout.ms": 10000,
+            }
+        )
         sent = 0
         deadline = time.monotonic() + 60
         while not errors[1] and time.monotonic() < deadline:
             try:
-                producer.produce("jbod", b"%08d" % sent + VALUE_PAD, partition=1,
-                                 on_delivery=on_delivery)
+                producer.produce(
+                    "jbod", b"%08d" % sent + VALUE_PAD, partition=1, on_delivery=on_delivery
+                )
                 sent += 1
             except BufferError:
                 producer.poll(0.05)
@@ -210,7 +237,8 @@ def test_a_full_log_dir_goes_offline_while_the_other_keeps_serving(tmp_path, sma
 
 @pytest.mark.slow
 def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_move(
-        tmp_path, small_disk):
+    tmp_path, small_disk
+):
     """Three brokers, RF 3: one of broker 4's two log dirs is the small
     disk. When it fills, broker 4 halts although its other dir is fine (as
     Kafka without directory assignment: the controller would not know which
@@ -222,33 +250,49 @@ def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_mov
     from kfast.testing.load import AckedLoad, audit
 
     fast_sessions = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
-    with KfastCluster(controllers=1, brokers=3, overrides=fast_sessions,
-                      base_dir=str(tmp_path / "cluster"),
-                      node_overrides={4: {"log.dirs": f"{tmp_path / 'node4-logs'},"
-                                                      f"{small_disk / 'data'}",
-                                          "metadata.log.dir": str(tmp_path / "node4-meta")}}
-                      ) as cluster:
+    with KfastCluster(
+        controllers=1,
+        brokers=3,
+        overrides=fast_sessions,
+        base_dir=str(tmp_path / "cluster"),
+        node_overrides={
+            4: {
+                "log.dirs": f"{tmp_path / 'node4-logs'},{small_disk / 'data'}",
+                "metadata.log.dir": str(tmp_path / "node4-meta"),
+            }
+        },
+    ) as cluster:
         cluster.wait_for_brokers({2, 3, 4})
         create(cluster, "filling", partitions=3)
-        led_by_4 = [p for p, state in cluster.partition_state("filling").items()
-                    if state.leader == 4]
+        led_by_4 = [
+            p for p, state in cluster.partition_state("filling").items() if state.leader == 4
+        ]
         assert led_by_4
         _fill(small_disk, leave_bytes=256 << 10)
         load = AckedLoad(cluster.bootstrap_servers, "filling", 3).start()
         try:
             # Large records on every partition fill the disk at once (the
             # audited load is small records).
-            bulk = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "1",
-                             "linger.ms": 5})
+            bulk = Producer(
+                {"bootstrap.servers": cluster.bootstrap_servers, "acks": "1", "linger.ms": 5}
+            )
             bulk_acked = []
             for i in range(150):
-                bulk.produce("filling", b"bulk-%d-" % i + b"b" * 8192, partition=i % 3,
-                             on_delivery=lambda err, msg: err or bulk_acked.append(msg))
+                bulk.produce(
+                    "filling",
+                    b"bulk-%d-" % i + b"b" * 8192,
+                    partition=i % 3,
+                    on_delivery=lambda err, msg: err or bulk_acked.append(msg),
+                )
             bulk.flush(30)
             cluster.wait_until(lambda: not cluster.nodes[4].alive, 60, "broker 4 to stop")
-            cluster.wait_until(lambda: all(
-                cluster.partition_state("filling", via=2)[p].leader in (2, 3)
-                for p in led_by_4), 30, "leaderships to move")
+            cluster.wait_until(
+                lambda: all(
+                    cluster.partition_state("filling", via=2)[p].leader in (2, 3) for p in led_by_4
+                ),
+                30,
+                "leaderships to move",
+            )
             before = load.total
             cluster.wait_until(lambda: load.total > before + 500, 30, "acks after the move")
         finally:

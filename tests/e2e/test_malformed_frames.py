@@ -1,6 +1,7 @@
 """Malformed frames get Kafka's treatment (the connection is closed without
 an answer, as Kafka's Processor does for requests it cannot parse) and the
 broker goes on serving every other connection."""
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,15 @@ def closed_without_answer(sock: socket.socket) -> bool:
 
 def api_versions_works(broker) -> bool:
     with connect(broker) as sock:
-        sock.sendall(p.encode_request(18, 3, 1, "check", p.ApiVersionsRequest(
-            client_software_name="check", client_software_version="1")))
+        sock.sendall(
+            p.encode_request(
+                18,
+                3,
+                1,
+                "check",
+                p.ApiVersionsRequest(client_software_name="check", client_software_version="1"),
+            )
+        )
         header = sock.recv(4, socket.MSG_WAITALL)
         (size,) = struct.unpack(">i", header)
         frame = sock.recv(size, socket.MSG_WAITALL)
@@ -61,8 +69,9 @@ def test_malformed_frame_closes_only_its_connection(broker, name):
         # An established connection and a new one both still work.
         bystander.sendall(metadata_frame())
         (size,) = struct.unpack(">i", bystander.recv(4, socket.MSG_WAITALL))
-        correlation_id, response = p.decode_response(3, 12, bystander.recv(size,
-                                                                           socket.MSG_WAITALL))
+        correlation_id, response = p.decode_response(
+            3, 12, bystander.recv(size, socket.MSG_WAITALL)
+        )
         assert correlation_id == 5 and response.cluster_id == broker.broker.cluster_id
         assert api_versions_works(broker)
     finally:

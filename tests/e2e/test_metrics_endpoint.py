@@ -3,6 +3,7 @@ after real clients produced and consumed, parsed with prometheus_client's
 text parser (which rejects a malformed exposition), values checked against
 what the clients did. docs/metrics.md lists the names.
 """
+
 from __future__ import annotations
 
 import time
@@ -39,14 +40,15 @@ def value(samples: dict, name: str, **labels) -> float:
 
 def total(samples: dict, name: str, **labels) -> float:
     """Sum over the series of ``name`` whose labels include ``labels``."""
-    return sum(v for (n, ls), v in samples.items()
-               if n == name and set(labels.items()) <= set(ls))
+    return sum(v for (n, ls), v in samples.items() if n == name and set(labels.items()) <= set(ls))
 
 
 @pytest.fixture(scope="module")
 def metered(tmp_path_factory):
-    broker = KfastBroker({"num.partitions": 1, "kfast.metrics.port": 0},
-                         data_dir=str(tmp_path_factory.mktemp("kfast-metrics")))
+    broker = KfastBroker(
+        {"num.partitions": 1, "kfast.metrics.port": 0},
+        data_dir=str(tmp_path_factory.mktemp("kfast-metrics")),
+    )
     broker.start()
     yield broker
     broker.close()
@@ -70,8 +72,7 @@ def test_topic_request_and_group_metrics_follow_real_clients(metered, topic):
     assert value(before, "kafka_server_brokertopicmetrics_messagesin_total") >= 25
     assert value(before, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic) == 0
     assert total(before, "kafka_network_requestmetrics_requests_total", request="Produce") >= 1
-    assert value(before, "kafka_network_requestmetrics_totaltimems_count",
-                 request="Produce") >= 1
+    assert value(before, "kafka_network_requestmetrics_totaltimems_count", request="Produce") >= 1
     assert types["kafka_server_brokertopicmetrics_messagesin"] == "counter"
     assert types["kafka_network_requestmetrics_totaltimems"] == "summary"
     assert types["kafka_server_replicamanager_underreplicatedpartitions"] == "gauge"
@@ -79,8 +80,14 @@ def test_topic_request_and_group_metrics_follow_real_clients(metered, topic):
     assert value(before, "kafka_server_replicamanager_underreplicatedpartitions") == 0
 
     group = f"g-{topic}"
-    consumer = Consumer({"bootstrap.servers": metered.bootstrap_servers, "group.id": group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": metered.bootstrap_servers,
+            "group.id": group,
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     consumer.subscribe([topic])
     received = 0
     deadline = time.monotonic() + 30
@@ -93,20 +100,34 @@ def test_topic_request_and_group_metrics_follow_real_clients(metered, topic):
     consumer.close()
 
     after, _ = scrape(port)
-    assert value(after, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic) >= \
-        value(before, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic)
+    assert value(after, "kafka_server_brokertopicmetrics_bytesout_total", topic=topic) >= value(
+        before, "kafka_server_brokertopicmetrics_bytesin_total", topic=topic
+    )
     assert total(after, "kafka_network_requestmetrics_requests_total", request="Fetch") >= 1
     assert total(after, "kafka_network_requestmetrics_requests_total", request="OffsetCommit") >= 1
-    assert value(after, "kafka_server_brokertopicmetrics_totalfetchrequests_total",
-                 topic=topic) >= 1
+    assert (
+        value(after, "kafka_server_brokertopicmetrics_totalfetchrequests_total", topic=topic) >= 1
+    )
     # Lag = log end (25 records) minus the committed offset (17).
-    assert value(after, "kafka_consumergroup_lag", consumergroup=group, topic=topic,
-                 partition="0") == 8
-    assert value(after, "kafka_consumergroup_current_offset", consumergroup=group,
-                 topic=topic, partition="0") == 17
+    assert (
+        value(after, "kafka_consumergroup_lag", consumergroup=group, topic=topic, partition="0")
+        == 8
+    )
+    assert (
+        value(
+            after,
+            "kafka_consumergroup_current_offset",
+            consumergroup=group,
+            topic=topic,
+            partition="0",
+        )
+        == 17
+    )
     assert value(after, "kafka_coordinator_group_groupmetadatamanager_numgroups") >= 1
-    assert value(after, "kafka_network_requestmetrics_totaltimems", request="Fetch",
-                 quantile="0.99") >= 0
+    assert (
+        value(after, "kafka_network_requestmetrics_totaltimems", request="Fetch", quantile="0.99")
+        >= 0
+    )
 
 
 class _ServeWithMetrics(ServeProcess):
@@ -127,8 +148,9 @@ def test_kfast_serve_metrics_port(tmp_path):
         producer.produce("served", b"x")
         assert producer.flush(30) == 0
         samples, _ = scrape(metrics_port)
-        assert value(samples, "kafka_server_brokertopicmetrics_messagesin_total",
-                     topic="served") == 1
+        assert (
+            value(samples, "kafka_server_brokertopicmetrics_messagesin_total", topic="served") == 1
+        )
         assert value(samples, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
     finally:
         process.kill()
@@ -142,13 +164,18 @@ def test_under_replicated_partitions_with_a_stopped_follower(tmp_path):
     shrink on the leader's endpoint; healed, 0 again and an expand. The
     controller-only node's endpoint reports the controller's gauges."""
     ports = {1: free_port(), 2: free_port(), 3: free_port()}
-    with KfastCluster(controllers=1, brokers=2, replication_links=True,
-                      base_dir=str(tmp_path / "cluster"),
-                      overrides={"replica.lag.time.max.ms": 1500,
-                                 "broker.session.timeout.ms": 30000,
-                                 "replica.socket.timeout.ms": 3000},
-                      node_overrides={n: {"kfast.metrics.port": p}
-                                      for n, p in ports.items()}) as cluster:
+    with KfastCluster(
+        controllers=1,
+        brokers=2,
+        replication_links=True,
+        base_dir=str(tmp_path / "cluster"),
+        overrides={
+            "replica.lag.time.max.ms": 1500,
+            "broker.session.timeout.ms": 30000,
+            "replica.socket.timeout.ms": 3000,
+        },
+        node_overrides={n: {"kfast.metrics.port": p} for n, p in ports.items()},
+    ) as cluster:
         cluster.wait_for_brokers({2, 3})
         from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -165,8 +192,9 @@ def test_under_replicated_partitions_with_a_stopped_follower(tmp_path):
         leader_port = ports[state.leader]
 
         def urp() -> float:
-            return value(scrape(leader_port)[0],
-                         "kafka_server_replicamanager_underreplicatedpartitions")
+            return value(
+                scrape(leader_port)[0], "kafka_server_replicamanager_underreplicatedpartitions"
+            )
 
         assert urp() == 0
         cluster.stop_replication(follower)
@@ -182,16 +210,25 @@ def test_under_replicated_partitions_with_a_stopped_follower(tmp_path):
         assert value(healed, "kafka_server_replicamanager_isrexpands_total") >= 1
         # The write reached the follower by a replica fetch: counted on both sides.
         assert value(healed, "kafka_server_brokertopicmetrics_replicationbytesout_total") > 0
-        assert value(scrape(ports[follower])[0],
-                     "kafka_server_brokertopicmetrics_replicationbytesin_total") > 0
+        assert (
+            value(
+                scrape(ports[follower])[0],
+                "kafka_server_brokertopicmetrics_replicationbytesin_total",
+            )
+            > 0
+        )
         # Only the controller node is the active controller; brokers say 0.
         assert value(samples, "kafka_controller_kafkacontroller_activecontrollercount") == 0
         controller, types = scrape(ports[1])
         assert value(controller, "kafka_controller_kafkacontroller_activecontrollercount") == 1
         assert value(controller, "kafka_controller_kafkacontroller_offlinepartitionscount") == 0
         assert value(controller, "kafka_controller_kafkacontroller_globalpartitioncount") >= 1
-        assert total(controller, "kafka_network_requestmetrics_requests_total",
-                     request="BrokerHeartbeat") >= 2
+        assert (
+            total(
+                controller, "kafka_network_requestmetrics_requests_total", request="BrokerHeartbeat"
+            )
+            >= 2
+        )
         # A controller-only node has no broker metrics.
         assert "kafka_server_brokertopicmetrics_messagesin" not in types
 
@@ -204,10 +241,13 @@ def test_leader_election_metrics_after_kill_9(tmp_path):
     UncleanLeaderElectionsPerSec does not. The controller restarted replays
     that election from its log but does not count it again."""
     controller_port = free_port()
-    with KfastCluster(controllers=1, brokers=2, base_dir=str(tmp_path / "cluster"),
-                      overrides={"broker.heartbeat.interval.ms": 500,
-                                 "broker.session.timeout.ms": 3000},
-                      node_overrides={1: {"kfast.metrics.port": controller_port}}) as cluster:
+    with KfastCluster(
+        controllers=1,
+        brokers=2,
+        base_dir=str(tmp_path / "cluster"),
+        overrides={"broker.heartbeat.interval.ms": 500, "broker.session.timeout.ms": 3000},
+        node_overrides={1: {"kfast.metrics.port": controller_port}},
+    ) as cluster:
         cluster.wait_for_brokers({2, 3})
         from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -224,15 +264,19 @@ def test_leader_election_metrics_after_kill_9(tmp_path):
         def elections() -> tuple[float, float]:
             samples = scrape(controller_port)[0]
             prefix = "kafka_controller_controllerstats_"
-            return (value(samples, prefix + "leaderelectionrateandtimems_count"),
-                    value(samples, prefix + "uncleanleaderelections_total"))
+            return (
+                value(samples, prefix + "leaderelectionrateandtimems_count"),
+                value(samples, prefix + "uncleanleaderelections_total"),
+            )
 
         before, unclean_before = elections()
         assert unclean_before == 0
         cluster.kill(leader)
         cluster.wait_until(
             lambda: cluster.partition_state("elected")[0].leader not in (leader, -1),
-            20, "the surviving replica elected")
+            20,
+            "the surviving replica elected",
+        )
         after, unclean_after = elections()
         assert after >= before + 1
         assert unclean_after == 0

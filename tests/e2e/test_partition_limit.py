@@ -2,6 +2,7 @@
 partitions (Kafka's controller writes at most MAX_RECORDS_PER_USER_OP records
 per operation): the request is refused with POLICY_VIOLATION and Kafka's
 message, nothing is created, and the broker keeps serving."""
+
 from __future__ import annotations
 
 import pytest
@@ -29,8 +30,13 @@ def _produce_and_consume(broker, topic):
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers})
     producer.produce(topic, key=b"k", value=b"after the refusal")
     assert producer.flush(15) == 0
-    consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "unused",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": broker.bootstrap_servers,
+            "group.id": "unused",
+            "enable.auto.commit": False,
+        }
+    )
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         message = wait_until(lambda: consumer.poll(0.5), message="the produced record")
@@ -52,8 +58,7 @@ def test_create_topics_with_100000_partitions_is_refused(broker, topic):
 def test_partitions_are_counted_over_the_whole_request(broker, topic):
     admin = _admin(broker)
     names = [f"{topic}-{i}" for i in range(3)]
-    futures = admin.create_topics([NewTopic(name, 5_000, 1) for name in names],
-                                  validate_only=True)
+    futures = admin.create_topics([NewTopic(name, 5_000, 1) for name in names], validate_only=True)
     for name in names:
         error = _failure(futures[name])
         assert error.code() == KafkaError.POLICY_VIOLATION
@@ -63,8 +68,7 @@ def test_records_beyond_one_batch_are_refused(broker, topic):
     # 10,000 partitions pass the partition count; with the TopicRecord they
     # are 10,001 records, one more than a batch may hold.
     admin = _admin(broker)
-    error = _failure(admin.create_topics([NewTopic(topic, 10_000, 1)],
-                                         validate_only=True)[topic])
+    error = _failure(admin.create_topics([NewTopic(topic, 10_000, 1)], validate_only=True)[topic])
     assert error.code() == KafkaError.POLICY_VIOLATION
     assert error.str() == "Unable to perform excessively large batch operation."
 

@@ -11,6 +11,7 @@ request's version (a field the version lacks, such as DescribeQuorum's v2-only
 client. An API the broker does not advertise is Kafka's "not enabled" case:
 the connection is closed without an answer.
 """
+
 from __future__ import annotations
 
 import socket
@@ -37,9 +38,14 @@ _BODIES = {
     # A null transactional id asks for an idempotent producer id.
     "InitProducerId": dict(transactional_id=None, transaction_timeout_ms=60000),
     # Ask for the metadata partition so the partition-level fields are written.
-    "DescribeQuorum": dict(topics=[p.DescribeQuorumRequest.TopicData(
-        topic_name=CLUSTER_METADATA_TOPIC_NAME,
-        partitions=[p.DescribeQuorumRequest.PartitionData(partition_index=0)])]),
+    "DescribeQuorum": dict(
+        topics=[
+            p.DescribeQuorumRequest.TopicData(
+                topic_name=CLUSTER_METADATA_TOPIC_NAME,
+                partitions=[p.DescribeQuorumRequest.PartitionData(partition_index=0)],
+            )
+        ]
+    ),
 }
 
 
@@ -56,8 +62,13 @@ def _versions():
 def advertised(broker):
     """{api_key: (min, max)} from the broker's own ApiVersions answer."""
     with socket.create_connection(("127.0.0.1", broker.port), timeout=10) as sock:
-        response = _round_trip(sock, api_keys.BY_KEY[api_keys.API_VERSIONS], 3, 1,
-                               p.ApiVersionsRequest(**_BODIES["ApiVersions"]))
+        response = _round_trip(
+            sock,
+            api_keys.BY_KEY[api_keys.API_VERSIONS],
+            3,
+            1,
+            p.ApiVersionsRequest(**_BODIES["ApiVersions"]),
+        )
     assert response is not None, "ApiVersions closed the connection"
     _, body = response
     assert body.error_code == 0
@@ -119,8 +130,9 @@ def test_every_version_round_trips(broker, advertised, api, version):
     for code in codes:
         # for_code maps a code Kafka does not define to UNKNOWN_SERVER_ERROR.
         assert errors.for_code(code).code == code, f"{api.name} v{version}: unknown code {code}"
-        assert code not in _NOT_SENSIBLE, \
+        assert code not in _NOT_SENSIBLE, (
             f"{api.name} v{version} answered {errors.for_code(code).name}"
+        )
 
 
 def test_every_served_api_is_covered(advertised):
@@ -129,5 +141,7 @@ def test_every_served_api_is_covered(advertised):
     for key, (low, high) in advertised.items():
         api = api_keys.BY_KEY[key]
         assert "broker" in api.listeners
-        assert (low, high) == (0 if key == api_keys.PRODUCE else api.min_version,
-                               api.max_stable_version)
+        assert (low, high) == (
+            0 if key == api_keys.PRODUCE else api.min_version,
+            api.max_stable_version,
+        )

@@ -1,6 +1,7 @@
 """Garbage connections do not flood the log: ``kfast serve`` sent 500
 connections of non-Kafka bytes writes a handful of WARNING lines, and every
 connection is either logged or counted in them."""
+
 from __future__ import annotations
 
 import re
@@ -36,8 +37,9 @@ def test_garbage_connections_log_a_few_lines_with_counts(serve):
         _send_garbage(node.port, UNKNOWN_API_KEY)
     assert node.terminate() == 0
     # The pump thread may still be reading the last lines after the exit.
-    wait_until(lambda: any(" shut down in " in line for line in node.output),
-               message="the shutdown line")
+    wait_until(
+        lambda: any(" shut down in " in line for line in node.output), message="the shutdown line"
+    )
     warnings = [line for line in node.output if " WARNING " in line]
     assert 2 <= len(warnings) <= 8, "".join(warnings)
     logged = {"invalid receive": 0, "unparseable request": 0}

@@ -8,6 +8,7 @@ Two layouts: three combined nodes (the controller quorum dies with the
 brokers), and one controller with three brokers (node 1 controls, 2-4
 broker), where two brokers can be down while the controller decides.
 """
+
 from __future__ import annotations
 
 import os
@@ -27,8 +28,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
 FAST_SESSIONS = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
 COMBINED = pytest.mark.kfast_cluster_config(combined=True, overrides=FAST_SESSIONS)
-ONE_CONTROLLER = pytest.mark.kfast_cluster_config(controllers=1, brokers=3,
-                                                  overrides=FAST_SESSIONS)
+ONE_CONTROLLER = pytest.mark.kfast_cluster_config(controllers=1, brokers=3, overrides=FAST_SESSIONS)
 
 
 @COMBINED
@@ -40,14 +40,16 @@ def test_acks_all_records_reach_every_replica_byte_for_byte(kfast_cluster):
         producer.send("orders", value=f"kp{i}".encode(), partition=i % 2)
     producer.flush(30)
     producer.close()
-    confluent = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
-                          "enable.idempotence": True})
+    confluent = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "enable.idempotence": True}
+    )
     for i in range(300):
         confluent.produce("orders", value=f"ck{i}", partition=i % 2)
     assert confluent.flush(30) == 0
     got = read_all(cluster.bootstrap_servers, "orders", 2, 600)
     assert sorted(v for p in got.values() for _, v in p) == sorted(
-        [f"kp{i}" for i in range(300)] + [f"ck{i}" for i in range(300)])
+        [f"kp{i}" for i in range(300)] + [f"ck{i}" for i in range(300)]
+    )
     for partition in (0, 1):
         data = cluster.wait_for_identical_replicas("orders", partition, (1, 2, 3), 15)
         assert len(data) > 0
@@ -74,11 +76,16 @@ def test_kill_9_of_leaders_under_idempotent_acks_all_load_loses_nothing(kfast_cl
             before = load.total
             cluster.kill(victim)
             # Leadership moves to an in-sync replica; writes go on.
-            cluster.wait_until(lambda: all(
-                p.leader not in (victim, -1) for p in cluster.partition_state(topic).values()),
-                15, "leaders away from the killed broker")
-            cluster.wait_until(lambda: load.total > before + 100, 15,
-                               "acknowledgements after the failover")
+            cluster.wait_until(
+                lambda: all(
+                    p.leader not in (victim, -1) for p in cluster.partition_state(topic).values()
+                ),
+                15,
+                "leaders away from the killed broker",
+            )
+            cluster.wait_until(
+                lambda: load.total > before + 100, 15, "acknowledgements after the failover"
+            )
             cluster.restart(victim)
             for p in range(partitions):
                 cluster.wait_for_isr(topic, p, {1, 2, 3}, 30)
@@ -115,16 +122,24 @@ def test_min_insync_replicas_with_two_brokers_down(kfast_cluster):
     producer = kafka_python_producer(cluster, "all", retries=0)
     assert producer.send("guarded", b"accepted again").get(10).offset == 1
     producer.close()
-    assert [v for _, v in read_all(cluster.bootstrap_servers, "guarded", 1, 2)[0]] == \
-        ["acks=1 accepted", "accepted again"]
+    assert [v for _, v in read_all(cluster.bootstrap_servers, "guarded", 1, 2)[0]] == [
+        "acks=1 accepted",
+        "accepted again",
+    ]
 
 
-@pytest.mark.kfast_cluster_config(controllers=1, brokers=3, overrides={
-    # The followers' pause must not outlast their sessions (a fenced
-    # follower would leave the ISR, and nobody in sync would remain).
-    "broker.session.timeout.ms": 8000, "broker.heartbeat.interval.ms": 200,
-    # Short parked follower fetches: see the pause below.
-    "replica.fetch.wait.max.ms": 50})
+@pytest.mark.kfast_cluster_config(
+    controllers=1,
+    brokers=3,
+    overrides={
+        # The followers' pause must not outlast their sessions (a fenced
+        # follower would leave the ISR, and nobody in sync would remain).
+        "broker.session.timeout.ms": 8000,
+        "broker.heartbeat.interval.ms": 200,
+        # Short parked follower fetches: see the pause below.
+        "replica.fetch.wait.max.ms": 50,
+    },
+)
 def test_a_deposed_leader_truncates_what_it_never_replicated(kfast_cluster):
     """The followers freeze, the leader takes acks=1 writes only it has and
     dies; a follower becomes leader in the next epoch and takes acks=all
@@ -152,9 +167,9 @@ def test_a_deposed_leader_truncates_what_it_never_replicated(kfast_cluster):
     time.sleep(0.5)
     try:
         # Straight to the leader (the frozen brokers answer nobody).
-        producer = Producer({"bootstrap.servers":
-                             f"127.0.0.1:{cluster.nodes[old.leader].broker_port}",
-                             "acks": 1})
+        producer = Producer(
+            {"bootstrap.servers": f"127.0.0.1:{cluster.nodes[old.leader].broker_port}", "acks": 1}
+        )
         for i in range(20):
             producer.produce("epochs", f"doomed-{i}")
         assert producer.flush(10) == 0
@@ -162,9 +177,14 @@ def test_a_deposed_leader_truncates_what_it_never_replicated(kfast_cluster):
     finally:
         for node in followers:
             cluster.resume(node)
-    cluster.wait_until(lambda: cluster.partition_state("epochs").get(0) is not None and
-                       cluster.partition_state("epochs")[0].leader in followers, 30,
-                       "a follower elected")
+    cluster.wait_until(
+        lambda: (
+            cluster.partition_state("epochs").get(0) is not None
+            and cluster.partition_state("epochs")[0].leader in followers
+        ),
+        30,
+        "a follower elected",
+    )
     new = cluster.partition_state("epochs")[0]
     assert new.leader_epoch > old.leader_epoch
     producer = kafka_python_producer(cluster, "all")
@@ -181,10 +201,16 @@ def test_a_deposed_leader_truncates_what_it_never_replicated(kfast_cluster):
         assert "diverged from leader epoch" in f.read()
 
 
-@pytest.mark.kfast_cluster_config(controllers=1, brokers=3, overrides={
-    # Sessions outlast the freeze: the leader, not the controller's fencing,
-    # takes the follower out of the ISR.
-    "broker.session.timeout.ms": 30000, "replica.lag.time.max.ms": 1500})
+@pytest.mark.kfast_cluster_config(
+    controllers=1,
+    brokers=3,
+    overrides={
+        # Sessions outlast the freeze: the leader, not the controller's fencing,
+        # takes the follower out of the ISR.
+        "broker.session.timeout.ms": 30000,
+        "replica.lag.time.max.ms": 1500,
+    },
+)
 def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(kfast_cluster):
     cluster = kfast_cluster
     create(cluster, "lagging")
@@ -202,8 +228,7 @@ def test_a_frozen_follower_leaves_the_isr_and_rejoins_it(kfast_cluster):
         producer.flush(15)
         assert [f.get(1).offset for f in futures] == list(range(100))
         producer.close()
-        assert set(cluster.partition_state("lagging")[0].isr) == \
-            set(state.replicas) - {frozen}
+        assert set(cluster.partition_state("lagging")[0].isr) == set(state.replicas) - {frozen}
     finally:
         cluster.resume(frozen)
     cluster.wait_for_isr("lagging", 0, set(state.replicas), 15)
@@ -226,13 +251,28 @@ def test_sigterm_moves_leaderships_before_the_broker_stops(kfast_cluster):
     stop = threading.Event()
 
     def produce():
-        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
-                             "enable.idempotence": True, "linger.ms": 2})
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "acks": "all",
+                "enable.idempotence": True,
+                "linger.ms": 2,
+            }
+        )
         i = 0
         while not stop.is_set():
-            producer.produce(topic, value=f"v{i}", partition=i % partitions, on_delivery=(
-                lambda err, m: failures.append(str(err)) if err else
-                acked.append((time.monotonic(), m.value().decode()))))
+            producer.produce(
+                topic,
+                value=f"v{i}",
+                partition=i % partitions,
+                on_delivery=(
+                    lambda err, m: (
+                        failures.append(str(err))
+                        if err
+                        else acked.append((time.monotonic(), m.value().decode()))
+                    )
+                ),
+            )
             i += 1
             producer.poll(0.002)
         assert producer.flush(30) == 0
@@ -265,16 +305,22 @@ def _fail_over_and_return(cluster, topic: str) -> tuple[int, set[int]]:
     victim = state[0].leader
     preferred = {p for p, info in state.items() if info.replicas[0] == victim}
     cluster.kill(victim)
-    cluster.wait_until(lambda: all(cluster.partition_state(topic)[p].leader not in (victim, -1)
-                                   for p in preferred), 15, "leaderships moved")
+    cluster.wait_until(
+        lambda: all(
+            cluster.partition_state(topic)[p].leader not in (victim, -1) for p in preferred
+        ),
+        15,
+        "leaderships moved",
+    )
     cluster.restart(victim)
     for p in state:
         cluster.wait_for_isr(topic, p, {1, 2, 3}, 30)
     return victim, preferred
 
 
-@pytest.mark.kfast_cluster_config(combined=True, overrides={
-    **FAST_SESSIONS, "auto.leader.rebalance.enable": "false"})
+@pytest.mark.kfast_cluster_config(
+    combined=True, overrides={**FAST_SESSIONS, "auto.leader.rebalance.enable": "false"}
+)
 def test_leader_election_cli_moves_leaderships_back_to_preferred_replicas(kfast_cluster):
     import subprocess
     import sys
@@ -286,34 +332,57 @@ def test_leader_election_cli_moves_leaderships_back_to_preferred_replicas(kfast_
 
     def election(*options):
         return subprocess.run(
-            [sys.executable, "-m", "kfast", "leader-election", "-b", cluster.bootstrap_servers,
-             *options], capture_output=True, text=True, timeout=60)
+            [
+                sys.executable,
+                "-m",
+                "kfast",
+                "leader-election",
+                "-b",
+                cluster.bootstrap_servers,
+                *options,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
 
     done = election("--election-type", "preferred", "--all-topic-partitions")
     assert done.returncode == 0, done.stderr
     moved = ", ".join(f"preferred-{p}" for p in sorted(preferred))
-    assert f"Successfully completed leader election (PREFERRED) for partitions {moved}" in \
-        done.stdout
-    cluster.wait_until(lambda: all(info.leader == info.replicas[0] for info in
-                                   cluster.partition_state("preferred").values()), 10,
-                       "every partition led by its preferred replica")
+    assert (
+        f"Successfully completed leader election (PREFERRED) for partitions {moved}" in done.stdout
+    )
+    cluster.wait_until(
+        lambda: all(
+            info.leader == info.replicas[0]
+            for info in cluster.partition_state("preferred").values()
+        ),
+        10,
+        "every partition led by its preferred replica",
+    )
     again = election("--election-type", "PREFERRED", "--topic", "preferred", "--partition", "0")
     assert again.returncode == 0
     assert again.stdout.strip() == "Valid replica already elected for partitions preferred-0"
     missing = election("--election-type", "UNCLEAN", "--topic", "nope", "--partition", "0")
     assert missing.returncode == 1
-    assert "Error completing leader election (UNCLEAN) for partition: nope-0: " \
-           "UnknownTopicOrPartitionException" in missing.stdout
+    assert (
+        "Error completing leader election (UNCLEAN) for partition: nope-0: "
+        "UnknownTopicOrPartitionException" in missing.stdout
+    )
 
 
-@pytest.mark.kfast_cluster_config(combined=True, overrides={
-    **FAST_SESSIONS, "leader.imbalance.check.interval.seconds": 1})
+@pytest.mark.kfast_cluster_config(
+    combined=True, overrides={**FAST_SESSIONS, "leader.imbalance.check.interval.seconds": 1}
+)
 def test_auto_leader_rebalance_returns_leaderships_after_a_failover(kfast_cluster):
     cluster = kfast_cluster
     create(cluster, "balanced", partitions=3)
     victim, preferred = _fail_over_and_return(cluster, "balanced")
-    cluster.wait_until(lambda: all(cluster.partition_state("balanced")[p].leader == victim
-                                   for p in preferred), 15, "leaderships back on the broker")
+    cluster.wait_until(
+        lambda: all(cluster.partition_state("balanced")[p].leader == victim for p in preferred),
+        15,
+        "leaderships back on the broker",
+    )
 
 
 def _only_the_leader_has_the_last_records(cluster, topic: str, config: dict) -> tuple:
@@ -321,8 +390,9 @@ def _only_the_leader_has_the_last_records(cluster, topic: str, config: dict) -> 
     takes acks=1 records alone and dies, the followers come back out of
     sync. Returns (old leader, followers)."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "1",
-                                                       **config})])[topic].result(30)
+    admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "1", **config})])[
+        topic
+    ].result(30)
     cluster.wait_for_isr(topic, 0, {2, 3, 4}, 15)
     leader = cluster.partition_state(topic)[0].leader
     followers = [n for n in (2, 3, 4) if n != leader]
@@ -353,12 +423,27 @@ def test_unclean_leader_election_off_keeps_the_partition_offline_until_asked(kfa
 
     cluster = kfast_cluster
     leader, followers = _only_the_leader_has_the_last_records(cluster, "careful", {})
-    time.sleep(1)     # nothing to await: the absence of an election is the point
+    time.sleep(1)  # nothing to await: the absence of an election is the point
     assert cluster.partition_state("careful")[0].leader == -1
     done = subprocess.run(
-        [sys.executable, "-m", "kfast", "leader-election", "-b", cluster.bootstrap_servers,
-         "--election-type", "UNCLEAN", "--topic", "careful", "--partition", "0"],
-        capture_output=True, text=True, timeout=60)
+        [
+            sys.executable,
+            "-m",
+            "kfast",
+            "leader-election",
+            "-b",
+            cluster.bootstrap_servers,
+            "--election-type",
+            "UNCLEAN",
+            "--topic",
+            "careful",
+            "--partition",
+            "0",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     state = cluster.partition_state("careful")[0]
     assert state.leader in followers and state.isr[0] == state.leader
@@ -368,12 +453,17 @@ def test_unclean_leader_election_off_keeps_the_partition_offline_until_asked(kfa
 
 @ONE_CONTROLLER
 def test_unclean_leader_election_on_brings_the_partition_back_with_the_documented_loss(
-        kfast_cluster):
+    kfast_cluster,
+):
     cluster = kfast_cluster
     leader, followers = _only_the_leader_has_the_last_records(
-        cluster, "hasty", {"unclean.leader.election.enable": "true"})
-    cluster.wait_until(lambda: cluster.partition_state("hasty")[0].leader in followers, 15,
-                       "an out-of-sync replica elected")
+        cluster, "hasty", {"unclean.leader.election.enable": "true"}
+    )
+    cluster.wait_until(
+        lambda: cluster.partition_state("hasty")[0].leader in followers,
+        15,
+        "an out-of-sync replica elected",
+    )
     producer = kafka_python_producer(cluster, "all")
     producer.send("hasty", b"after").get(10)
     producer.close()
@@ -401,8 +491,14 @@ def test_consumer_group_offsets_survive_kill_9_of_their_coordinator(kfast_cluste
     seen: list[str] = []
 
     def consume(count: int) -> None:
-        consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "crew",
-                             "auto.offset.reset": "earliest", "enable.auto.commit": False})
+        consumer = Consumer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "group.id": "crew",
+                "auto.offset.reset": "earliest",
+                "enable.auto.commit": False,
+            }
+        )
         consumer.subscribe(["work"])
         taken, deadline = 0, time.monotonic() + 60
         try:
@@ -445,18 +541,28 @@ def test_reassignment_under_load_moves_a_partition_to_other_brokers(kfast_cluste
 
     cluster = kfast_cluster
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic("moving", num_partitions=1, replica_assignment=[[2]])])["moving"].result(30)
+    admin.create_topics([NewTopic("moving", num_partitions=1, replica_assignment=[[2]])])[
+        "moving"
+    ].result(30)
     cluster.wait_for_isr("moving", 0, {2}, 15)
     acked: list[str] = []
     stop = threading.Event()
 
     def produce():
-        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
-                             "enable.idempotence": True})
+        producer = Producer(
+            {
+                "bootstrap.servers": cluster.bootstrap_servers,
+                "acks": "all",
+                "enable.idempotence": True,
+            }
+        )
         i = 0
         while not stop.is_set():
-            producer.produce("moving", value=f"m{i}", on_delivery=lambda err, m: (
-                None if err else acked.append(m.value().decode())))
+            producer.produce(
+                "moving",
+                value=f"m{i}",
+                on_delivery=lambda err, m: None if err else acked.append(m.value().decode()),
+            )
             i += 1
             producer.poll(0.001)
         assert producer.flush(30) == 0
@@ -467,10 +573,14 @@ def test_reassignment_under_load_moves_a_partition_to_other_brokers(kfast_cluste
         cluster.wait_until(lambda: len(acked) > 500, 15, "the producer running")
         kafka_admin = KafkaAdminClient(bootstrap_servers=cluster.bootstrap_servers)
         result = kafka_admin.alter_partition_reassignments(
-            {KafkaTopicPartition("moving", 0): [3, 4]})
+            {KafkaTopicPartition("moving", 0): [3, 4]}
+        )
         assert list(result.values()) == [None]
-        cluster.wait_until(lambda: cluster.partition_state("moving")[0].replicas == (3, 4), 30,
-                           "the reassignment finalized")
+        cluster.wait_until(
+            lambda: cluster.partition_state("moving")[0].replicas == (3, 4),
+            30,
+            "the reassignment finalized",
+        )
         assert not kafka_admin.list_partition_reassignments()
         kafka_admin.close()
         count = len(acked)
@@ -481,17 +591,27 @@ def test_reassignment_under_load_moves_a_partition_to_other_brokers(kfast_cluste
     state = cluster.partition_state("moving")[0]
     assert state.leader in (3, 4) and set(state.isr) == {3, 4}
     cluster.wait_for_identical_replicas("moving", 0, (3, 4), 15)
-    cluster.wait_until(lambda: not os.path.exists(os.path.join(
-        cluster.nodes[2].data_dir, "data", "moving-0")), 15, "the removed replica deleted")
+    cluster.wait_until(
+        lambda: not os.path.exists(os.path.join(cluster.nodes[2].data_dir, "data", "moving-0")),
+        15,
+        "the removed replica deleted",
+    )
     values = [v for _, v in read_all(cluster.bootstrap_servers, "moving", 1, len(acked))[0]]
     assert set(acked) <= set(values) and len(values) == len(set(values))
 
 
-@pytest.mark.kfast_cluster_config(combined=True, overrides={
-    **FAST_SESSIONS,
-    "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector"},
-    node_overrides={1: {"broker.rack": "rack-a"}, 2: {"broker.rack": "rack-b"},
-                    3: {"broker.rack": "rack-c"}})
+@pytest.mark.kfast_cluster_config(
+    combined=True,
+    overrides={
+        **FAST_SESSIONS,
+        "replica.selector.class": "org.apache.kafka.common.replica.RackAwareReplicaSelector",
+    },
+    node_overrides={
+        1: {"broker.rack": "rack-a"},
+        2: {"broker.rack": "rack-b"},
+        3: {"broker.rack": "rack-c"},
+    },
+)
 def test_a_consumer_fetches_from_the_in_sync_replica_in_its_rack(kfast_cluster):
     """KIP-392: with RackAwareReplicaSelector the leader answers a consumer
     from another rack with the in-sync follower in the consumer's rack, and
@@ -511,14 +631,22 @@ def test_a_consumer_fetches_from_the_in_sync_replica_in_its_rack(kfast_cluster):
     fetched_from: list[int] = []
 
     def on_stats(raw: str) -> None:
-        partition = json.loads(raw).get("topics", {}).get("nearby", {}).get(
-            "partitions", {}).get("0")
+        partition = (
+            json.loads(raw).get("topics", {}).get("nearby", {}).get("partitions", {}).get("0")
+        )
         if partition is not None:
             fetched_from.append(partition["broker"])
 
-    consumer = Consumer({"bootstrap.servers": cluster.bootstrap_servers, "group.id": "near",
-                         "client.rack": rack, "auto.offset.reset": "earliest",
-                         "statistics.interval.ms": 100, "stats_cb": on_stats})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "group.id": "near",
+            "client.rack": rack,
+            "auto.offset.reset": "earliest",
+            "statistics.interval.ms": 100,
+            "stats_cb": on_stats,
+        }
+    )
     consumer.subscribe(["nearby"])
     values, deadline = [], time.monotonic() + 30
     while (len(values) < 200 or follower not in fetched_from) and time.monotonic() < deadline:
@@ -546,10 +674,13 @@ def test_kfasts_own_client_follows_a_leader_change(kfast_cluster):
     leader = cluster.partition_state("own")[0].leader
 
     async def write(start: int, count: int) -> list[int]:
-        async with KfastProducer(cluster.bootstrap_servers, enable_idempotence=True,
-                                 retries=30) as producer:
-            futures = [await producer.send("own", f"r{i}".encode(), partition=0)
-                       for i in range(start, start + count)]
+        async with KfastProducer(
+            cluster.bootstrap_servers, enable_idempotence=True, retries=30
+        ) as producer:
+            futures = [
+                await producer.send("own", f"r{i}".encode(), partition=0)
+                for i in range(start, start + count)
+            ]
             return [(await f).offset for f in futures]
 
     async def read(count: int) -> list[str]:
@@ -586,9 +717,13 @@ def test_aiokafka_idempotent_producer_and_consumer_through_a_leader_kill(kfast_c
     acked: dict[int, list] = {0: []}
 
     async def produce(start: int, count: int) -> None:
-        producer = AIOKafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
-                                    enable_idempotence=True, request_timeout_ms=10000,
-                                    retry_backoff_ms=100)
+        producer = AIOKafkaProducer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            acks="all",
+            enable_idempotence=True,
+            request_timeout_ms=10000,
+            retry_backoff_ms=100,
+        )
         await producer.start()
         try:
             for i in range(start, start + count, 50):
@@ -600,8 +735,11 @@ def test_aiokafka_idempotent_producer_and_consumer_through_a_leader_kill(kfast_c
             await producer.stop()
 
     async def consume(count: int) -> dict[int, list]:
-        consumer = AIOKafkaConsumer(bootstrap_servers=cluster.bootstrap_servers,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=cluster.bootstrap_servers,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         await consumer.start()
         try:
             partition = AioTopicPartition("aio", 0)

@@ -5,6 +5,7 @@ partition replication while every process stays up, registered and
 heartbeating -- faults a kill or a SIGSTOP cannot produce. Seen by real
 clients: kafka-python and confluent-kafka producers with acks=all.
 """
+
 from __future__ import annotations
 
 import time
@@ -18,18 +19,25 @@ from replication_support import create, read_all
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(180)]
 
 LINKED = pytest.mark.kfast_cluster_config(
-    controllers=1, brokers=3, replication_links=True, overrides={
+    controllers=1,
+    brokers=3,
+    replication_links=True,
+    overrides={
         # The controller never fences anyone here: only the leaders' view
         # of their followers (replica.lag.time.max.ms) moves the ISRs.
-        "broker.session.timeout.ms": 30000, "replica.lag.time.max.ms": 1500,
+        "broker.session.timeout.ms": 30000,
+        "replica.lag.time.max.ms": 1500,
         # A fetch lost in a dropping link is given up after this, and the
         # follower reconnects (Kafka's default is 30 s).
-        "replica.socket.timeout.ms": 3000})
+        "replica.socket.timeout.ms": 3000,
+    },
+)
 
 
 def acks_all_producer(cluster, **kwargs) -> KafkaProducer:
-    return KafkaProducer(bootstrap_servers=cluster.bootstrap_servers, acks="all",
-                         request_timeout_ms=10000, **kwargs)
+    return KafkaProducer(
+        bootstrap_servers=cluster.bootstrap_servers, acks="all", request_timeout_ms=10000, **kwargs
+    )
 
 
 @LINKED
@@ -54,7 +62,7 @@ def test_a_follower_cut_off_from_replication_leaves_the_isr_and_rejoins(kfast_cl
     # shrank (replica.lag.time.max.ms 1.5 s); without the cut it takes ms.
     assert stalled >= 1.0
     assert set(cluster.partition_state("cut")[0].isr) == set(state.replicas) - {follower}
-    assert follower in cluster.brokers()          # up and registered all along
+    assert follower in cluster.brokers()  # up and registered all along
     cluster.resume_replication(follower)
     cluster.wait_for_isr("cut", 0, set(state.replicas), 20)
     data = cluster.wait_for_identical_replicas("cut", 0, state.replicas, 15)
@@ -111,25 +119,29 @@ def test_acks_all_waits_for_a_slow_in_sync_follower(kfast_cluster):
     create(cluster, "slow")
     state = cluster.partition_state("slow")[0]
     follower = next(n for n in state.replicas if n != state.leader)
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
-                         "linger.ms": 0})
+    producer = Producer(
+        {"bootstrap.servers": cluster.bootstrap_servers, "acks": "all", "linger.ms": 0}
+    )
 
     def latencies(count: int) -> list[float]:
         seen = []
         for i in range(count):
             started = time.monotonic()
-            producer.produce("slow", value=f"x{i}", on_delivery=lambda err, m: seen.append(
-                err or time.monotonic() - started))
+            producer.produce(
+                "slow",
+                value=f"x{i}",
+                on_delivery=lambda err, m: seen.append(err or time.monotonic() - started),
+            )
             producer.flush(15)
         assert all(isinstance(s, float) for s in seen), seen
         return sorted(seen)
 
-    latencies(3)                                          # connections warmed up
+    latencies(3)  # connections warmed up
     cluster.slow_replication(follower, 0.3)
     slow = latencies(6)
     assert set(cluster.partition_state("slow")[0].isr) == set(state.replicas)
     cluster.resume_replication(follower)
     fast = latencies(6)
-    assert slow[len(slow) // 2] >= 0.3                    # waited for the follower
+    assert slow[len(slow) // 2] >= 0.3  # waited for the follower
     assert fast[len(fast) // 2] < 0.3
     assert len(read_all(cluster.bootstrap_servers, "slow", 1, 15)[0]) == 15

@@ -5,6 +5,7 @@ replicate through TLS and SASL, with kfast's own client presenting the
 listener's truststore and the JAAS username/password of
 sasl.mechanism.controller.protocol / sasl.mechanism.inter.broker.protocol.
 Clients use the PLAINTEXT listener. Secrets come from the fixtures."""
+
 from __future__ import annotations
 
 import os
@@ -42,22 +43,32 @@ def test_controller_and_replication_over_sasl_ssl(tmp_path):
     ca = TestCA(str(tmp_path / "ca"))
     server = ca.issue("localhost", server=True)
     password = secrets.token_urlsafe(12)
-    jaas = ("org.apache.kafka.common.security.plain.PlainLoginModule required "
-            f'username="kfast" password="{password}" user_kfast="{password}";')
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        f'username="kfast" password="{password}" user_kfast="{password}";'
+    )
     secured = ["CONTROLLER", "REPLICATION_FROM_2", "REPLICATION_FROM_3"]
     overrides = {
         "listener.security.protocol.map": ",".join(
-            ["PLAINTEXT:PLAINTEXT"] + [f"{name}:SASL_SSL" for name in secured]),
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": server.keystore_path,
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": ca.cert_path,
+            ["PLAINTEXT:PLAINTEXT"] + [f"{name}:SASL_SSL" for name in secured]
+        ),
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": server.keystore_path,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": ca.cert_path,
         "sasl.enabled.mechanisms": "PLAIN",
         "sasl.mechanism.controller.protocol": "PLAIN",
         "sasl.mechanism.inter.broker.protocol": "PLAIN",
         **{f"listener.name.{name.lower()}.plain.sasl.jaas.config": jaas for name in secured},
     }
-    with KfastCluster(controllers=1, brokers=2, replication_links=True, overrides=overrides,
-                      base_dir=str(tmp_path / "cluster")) as cluster:
-        cluster.start()   # returns once both brokers registered through SASL_SSL
+    with KfastCluster(
+        controllers=1,
+        brokers=2,
+        replication_links=True,
+        overrides=overrides,
+        base_dir=str(tmp_path / "cluster"),
+    ) as cluster:
+        cluster.start()  # returns once both brokers registered through SASL_SSL
         replicate_and_check(cluster, "secured")
 
 
@@ -70,25 +81,38 @@ def test_scram_between_nodes_from_the_first_start(tmp_path):
     ca = TestCA(str(tmp_path / "ca"))
     server = ca.issue("localhost", server=True)
     password = secrets.token_urlsafe(12)
-    jaas = ("org.apache.kafka.common.security.scram.ScramLoginModule required "
-            f'username="kfast" password="{password}";')
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="kfast" password="{password}";'
+    )
     replication = ["REPLICATION_FROM_2", "REPLICATION_FROM_3"]
     overrides = {
         "listener.security.protocol.map": ",".join(
-            ["PLAINTEXT:PLAINTEXT", "CONTROLLER:SASL_PLAINTEXT"] +
-            [f"{name}:SASL_SSL" for name in replication]),
-        "ssl.keystore.type": "PEM", "ssl.keystore.location": server.keystore_path,
-        "ssl.truststore.type": "PEM", "ssl.truststore.location": ca.cert_path,
+            ["PLAINTEXT:PLAINTEXT", "CONTROLLER:SASL_PLAINTEXT"]
+            + [f"{name}:SASL_SSL" for name in replication]
+        ),
+        "ssl.keystore.type": "PEM",
+        "ssl.keystore.location": server.keystore_path,
+        "ssl.truststore.type": "PEM",
+        "ssl.truststore.location": ca.cert_path,
         "sasl.enabled.mechanisms": "SCRAM-SHA-512",
         "sasl.mechanism.controller.protocol": "SCRAM-SHA-512",
         "sasl.mechanism.inter.broker.protocol": "SCRAM-SHA-512",
-        **{f"listener.name.{name.lower()}.scram-sha-512.sasl.jaas.config": jaas
-           for name in ["CONTROLLER"] + replication},
+        **{
+            f"listener.name.{name.lower()}.scram-sha-512.sasl.jaas.config": jaas
+            for name in ["CONTROLLER"] + replication
+        },
     }
-    with KfastCluster(controllers=1, brokers=2, replication_links=True, overrides=overrides,
-                      base_dir=str(tmp_path / "cluster"),
-                      add_scram=[f"SCRAM-SHA-512=[name=kfast,password={password}]"]) as cluster:
-        assert os.path.exists(os.path.join(cluster.nodes[1].data_dir, "data",
-                                           "bootstrap.checkpoint"))
-        cluster.start()   # returns once both brokers registered through SCRAM
+    with KfastCluster(
+        controllers=1,
+        brokers=2,
+        replication_links=True,
+        overrides=overrides,
+        base_dir=str(tmp_path / "cluster"),
+        add_scram=[f"SCRAM-SHA-512=[name=kfast,password={password}]"],
+    ) as cluster:
+        assert os.path.exists(
+            os.path.join(cluster.nodes[1].data_dir, "data", "bootstrap.checkpoint")
+        )
+        cluster.start()  # returns once both brokers registered through SCRAM
         replicate_and_check(cluster, "scram-secured")

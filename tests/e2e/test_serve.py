@@ -1,5 +1,6 @@
 """``kfast serve`` as a subprocess: configuration errors, SIGTERM, restart,
 and kill -9 in the middle of a produce stream."""
+
 from __future__ import annotations
 
 import os
@@ -17,42 +18,57 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 def run_serve(*args, timeout=30):
     env = dict(os.environ, PYTHONPATH=str(REPO))
-    return subprocess.run([sys.executable, "-m", "kfast", "serve", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env, cwd=str(REPO))
+    return subprocess.run(
+        [sys.executable, "-m", "kfast", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        cwd=str(REPO),
+    )
 
 
-@pytest.mark.parametrize("args, named", [
-    (["--override", "no.such.property=1"], "no.such.property"),
-    (["--override", "num.partitions=many"], "num.partitions"),
-    (["--override", "log.message.timestamp.type=Sometimes"], "log.message.timestamp.type"),
-    (["--override", "novalue"], "--override"),
-])
+@pytest.mark.parametrize(
+    "args, named",
+    [
+        (["--override", "no.such.property=1"], "no.such.property"),
+        (["--override", "num.partitions=many"], "num.partitions"),
+        (["--override", "log.message.timestamp.type=Sometimes"], "log.message.timestamp.type"),
+        (["--override", "novalue"], "--override"),
+    ],
+)
 def test_invalid_configuration_stops_the_start(args, named):
     result = run_serve(*args)
     assert result.returncode != 0
     assert named in result.stderr
 
 
-@pytest.mark.parametrize("listeners,named", [
-    # Kafka's default sasl.enabled.mechanisms is GSSAPI, which kfast lacks.
-    ("SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms"),
-    ("SSL://127.0.0.1:0", "ssl.keystore.location"),   # TLS without a key
-    ("PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0", "listener.security.protocol.map")])
-def test_configuration_the_broker_cannot_serve_stops_like_an_invalid_property(listeners, named,
-                                                                              tmp_path):
+@pytest.mark.parametrize(
+    "listeners,named",
+    [
+        # Kafka's default sasl.enabled.mechanisms is GSSAPI, which kfast lacks.
+        ("SASL_PLAINTEXT://127.0.0.1:0", "sasl.enabled.mechanisms"),
+        ("SSL://127.0.0.1:0", "ssl.keystore.location"),  # TLS without a key
+        ("PLAINTEXT://127.0.0.1:0,EXTERNAL://127.0.0.1:0", "listener.security.protocol.map"),
+    ],
+)
+def test_configuration_the_broker_cannot_serve_stops_like_an_invalid_property(
+    listeners, named, tmp_path
+):
     """Valid properties kfast cannot serve (GSSAPI, a TLS listener without a
     keystore, a listener without a security protocol) are refused as an
     unknown property is: one line naming the property, exit status 2, no
     traceback."""
     unknown = run_serve("--override", "no.such.property=1")
-    refused = run_serve("--override", f"listeners={listeners}",
-                        "--override", f"log.dirs={tmp_path / 'data'}")
+    refused = run_serve(
+        "--override", f"listeners={listeners}", "--override", f"log.dirs={tmp_path / 'data'}"
+    )
     for result in (unknown, refused):
         assert result.returncode == 2
         assert len(result.stderr.splitlines()) == 1, result.stderr
         assert result.stderr.startswith("kfast serve: Invalid value ")
     assert f" for configuration {named}" in refused.stderr
-    assert "'" not in refused.stderr.split(" for configuration ")[0]   # the value as written
+    assert "'" not in refused.stderr.split(" for configuration ")[0]  # the value as written
     assert not (tmp_path / "data").exists()
 
 
@@ -64,8 +80,9 @@ def test_invalid_property_in_config_file(tmp_path):
 
 
 def consume_all(bootstrap, topic, expected_count, timeout=20.0):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
     try:
         consumer.assign([TopicPartition(topic, 0, OFFSET_BEGINNING)])
         out = []
@@ -94,9 +111,8 @@ def test_sigterm_shuts_down_cleanly_and_restart_keeps_records(serve, tmp_path):
     marker = os.path.join(node.data_dir, ".kafka_cleanshutdown")
     assert os.path.exists(marker)
     node.start()
-    assert not os.path.exists(marker)        # removed at start, rewritten at the next stop
-    assert consume_all(node.bootstrap_servers, "kept", 100) == \
-        [(i, b"%d" % i) for i in range(100)]
+    assert not os.path.exists(marker)  # removed at start, rewritten at the next stop
+    assert consume_all(node.bootstrap_servers, "kept", 100) == [(i, b"%d" % i) for i in range(100)]
     assert node.terminate() == 0
 
 
@@ -114,9 +130,15 @@ def test_kill_9_keeps_every_acknowledged_record(serve):
                 enough.set()
 
     def produce_stream():
-        producer = Producer({"bootstrap.servers": node.bootstrap_servers, "acks": "all",
-                             "linger.ms": 2, "message.timeout.ms": 5000,
-                             "enable.idempotence": True})
+        producer = Producer(
+            {
+                "bootstrap.servers": node.bootstrap_servers,
+                "acks": "all",
+                "linger.ms": 2,
+                "message.timeout.ms": 5000,
+                "enable.idempotence": True,
+            }
+        )
         i = 0
         while not stop.is_set():
             try:
@@ -131,7 +153,7 @@ def test_kill_9_keeps_every_acknowledged_record(serve):
     thread.start()
     try:
         assert enough.wait(60), "the producer made no progress"
-        node.kill()                      # SIGKILL while the stream is running
+        node.kill()  # SIGKILL while the stream is running
     finally:
         stop.set()
         thread.join(30)
@@ -202,8 +224,12 @@ def test_port_in_use_fails_the_start(tmp_path):
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = run_serve("--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-                           "--override", f"log.dirs={tmp_path}")
+        result = run_serve(
+            "--override",
+            f"listeners=PLAINTEXT://127.0.0.1:{port}",
+            "--override",
+            f"log.dirs={tmp_path}",
+        )
     assert result.returncode == 1
     assert f"Cannot listen on PLAINTEXT://127.0.0.1:{port}" in result.stderr
     assert "Traceback" not in result.stderr

@@ -7,6 +7,7 @@ the last stable offset moves on; an open transaction survives neither a
 clean restart nor kill -9 of the broker: it is aborted afterwards and a
 read_committed consumer is not stuck behind it; an idle transactional id
 expires (transactional.id.expiration.ms) and can be used again."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,16 +38,23 @@ ABORTED = [b"a0", b"a1"]
 AFTER = [b"after"]
 # librdkafka's fencing errors (it reports INVALID_PRODUCER_EPOCH and
 # PRODUCER_FENCED as _FENCED once fatal).
-CONFLUENT_FENCED = {KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
-                    KafkaError.INVALID_PRODUCER_EPOCH}
+CONFLUENT_FENCED = {
+    KafkaError._FENCED,
+    KafkaError.PRODUCER_FENCED,
+    KafkaError.INVALID_PRODUCER_EPOCH,
+}
 
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    instance = KfastBroker({"num.partitions": 1,
-                            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,
-                            "group.initial.rebalance.delay.ms": 0},
-                           data_dir=str(tmp_path_factory.mktemp("kfast-txn")))
+    instance = KfastBroker(
+        {
+            "num.partitions": 1,
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms": 200,
+            "group.initial.rebalance.delay.ms": 0,
+        },
+        data_dir=str(tmp_path_factory.mktemp("kfast-txn")),
+    )
     instance.start()
     yield instance
     instance.close()
@@ -62,9 +70,11 @@ def new_topic(bootstrap: str) -> str:
 def transaction_state(bootstrap: str, transactional_id: str) -> str:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     with BlockingConnection(host, int(port)) as connection:
-        response = connection.send({"transactional_ids": [transactional_id]},
-                                   api_key=api_keys.BY_NAME["DescribeTransactions"].key,
-                                   version=0)
+        response = connection.send(
+            {"transactional_ids": [transactional_id]},
+            api_key=api_keys.BY_NAME["DescribeTransactions"].key,
+            version=0,
+        )
     return response.transaction_states[0].transaction_state
 
 
@@ -97,8 +107,7 @@ def produce_kafka_python(bootstrap, topic, transactional_id):
 
 def produce_aiokafka(bootstrap, topic, transactional_id):
     async def main():
-        producer = AIOKafkaProducer(bootstrap_servers=bootstrap,
-                                    transactional_id=transactional_id)
+        producer = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
         await producer.start()
         try:
             for values, commit in ((COMMITTED, True), (ABORTED, False), (AFTER, True)):
@@ -111,13 +120,20 @@ def produce_aiokafka(bootstrap, topic, transactional_id):
                     await producer.abort_transaction()
         finally:
             await producer.stop()
+
     asyncio.run(asyncio.wait_for(main(), 60))
 
 
 # -- consumers: every value up to and including b"after" ----------------------------------
 def consume_confluent(bootstrap, topic, isolation, until=AFTER[0], timeout=20):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex}",
-                         "isolation.level": isolation, "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex}",
+            "isolation.level": isolation,
+            "enable.auto.commit": False,
+        }
+    )
     consumer.assign([TopicPartition(topic, 0, 0)])
     values, deadline = [], time.monotonic() + timeout
     try:
@@ -131,8 +147,12 @@ def consume_confluent(bootstrap, topic, isolation, until=AFTER[0], timeout=20):
 
 
 def consume_kafka_python(bootstrap, topic, isolation, until=AFTER[0], timeout=20):
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
-                             enable_auto_commit=False, auto_offset_reset="earliest")
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap,
+        isolation_level=isolation,
+        enable_auto_commit=False,
+        auto_offset_reset="earliest",
+    )
     partition = KafkaPythonTopicPartition(topic, 0)
     consumer.assign([partition])
     consumer.seek(partition, 0)
@@ -148,8 +168,12 @@ def consume_kafka_python(bootstrap, topic, isolation, until=AFTER[0], timeout=20
 
 def consume_aiokafka(bootstrap, topic, isolation, until=AFTER[0], timeout=20):
     async def main():
-        consumer = AIOKafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
-                                    enable_auto_commit=False, auto_offset_reset="earliest")
+        consumer = AIOKafkaConsumer(
+            bootstrap_servers=bootstrap,
+            isolation_level=isolation,
+            enable_auto_commit=False,
+            auto_offset_reset="earliest",
+        )
         await consumer.start()
         partition = AioTopicPartition(topic, 0)
         consumer.assign([partition])
@@ -162,13 +186,20 @@ def consume_aiokafka(bootstrap, topic, isolation, until=AFTER[0], timeout=20):
         finally:
             await consumer.stop()
         return values
+
     return asyncio.run(main())
 
 
-PRODUCERS = {"confluent-kafka": produce_confluent, "kafka-python": produce_kafka_python,
-             "aiokafka": produce_aiokafka}
-CONSUMERS = {"confluent-kafka": consume_confluent, "kafka-python": consume_kafka_python,
-             "aiokafka": consume_aiokafka}
+PRODUCERS = {
+    "confluent-kafka": produce_confluent,
+    "kafka-python": produce_kafka_python,
+    "aiokafka": produce_aiokafka,
+}
+CONSUMERS = {
+    "confluent-kafka": consume_confluent,
+    "kafka-python": consume_kafka_python,
+    "aiokafka": consume_aiokafka,
+}
 
 
 @pytest.mark.parametrize("client", PRODUCERS)
@@ -190,9 +221,11 @@ def test_commit_and_abort_seen_by_every_client(broker, client):
 def test_the_broker_finalizes_transaction_version_2(broker):
     host, port = broker.bootstrap_servers.rsplit(":", 1)
     with BlockingConnection(host, int(port)) as connection:
-        response = connection.send({"client_software_name": "kfast-test",
-                                    "client_software_version": "1"},
-                                   api_key=api_keys.BY_NAME["ApiVersions"].key, version=3)
+        response = connection.send(
+            {"client_software_name": "kfast-test", "client_software_version": "1"},
+            api_key=api_keys.BY_NAME["ApiVersions"].key,
+            version=3,
+        )
     finalized = {f.name: f.max_version_level for f in response.finalized_features}
     assert finalized["transaction.version"] == 2
 
@@ -251,8 +284,7 @@ def test_a_second_aiokafka_producer_fences_the_first(broker):
 
     async def main():
         zombie = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
-        successor = AIOKafkaProducer(bootstrap_servers=bootstrap,
-                                     transactional_id=transactional_id)
+        successor = AIOKafkaProducer(bootstrap_servers=bootstrap, transactional_id=transactional_id)
         await zombie.start()
         try:
             await zombie.begin_transaction()
@@ -265,6 +297,7 @@ def test_a_second_aiokafka_producer_fences_the_first(broker):
         finally:
             await successor.stop()
             await zombie.stop()
+
     asyncio.run(asyncio.wait_for(main(), 60))
     assert consume_aiokafka(bootstrap, topic, "read_committed") == [b"after"]
 
@@ -300,8 +333,11 @@ def test_the_coordinator_aborts_a_transaction_past_its_timeout(broker):
     # Not readable while the transaction is open, readable once it is aborted.
     assert consume_confluent(bootstrap, topic, "read_committed", timeout=20) == [b"after"]
     assert time.monotonic() - began >= 1.5
-    wait_until(lambda: transaction_state(bootstrap, transactional_id) == "CompleteAbort", 10,
-               "the timed-out transaction to be aborted")
+    wait_until(
+        lambda: transaction_state(bootstrap, transactional_id) == "CompleteAbort",
+        10,
+        "the timed-out transaction to be aborted",
+    )
     with pytest.raises(KafkaException) as raised:
         producer.commit_transaction(30)
     assert raised.value.args[0].code() in CONFLUENT_FENCED | {KafkaError._STATE}
@@ -314,8 +350,9 @@ def test_an_open_transaction_is_aborted_after_a_broker_restart(serve, stop):
     restarted coordinator loads it and aborts it once its timeout has
     passed, so the last stable offset moves and a new producer with the
     same transactional.id goes on."""
-    process = serve("transaction.abort.timed.out.transaction.cleanup.interval.ms=200",
-                    "num.partitions=1").start()
+    process = serve(
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms=200", "num.partitions=1"
+    ).start()
     bootstrap = process.bootstrap_servers
     topic = new_topic(bootstrap)
     transactional_id = f"restart-{uuid.uuid4().hex[:8]}"
@@ -324,7 +361,7 @@ def test_an_open_transaction_is_aborted_after_a_broker_restart(serve, stop):
         assert process.terminate() == 0
     else:
         process.kill()
-    del producer            # the producer died with its broker's connections
+    del producer  # the producer died with its broker's connections
     process.start()
     append_after(bootstrap, topic)
     assert consume_confluent(bootstrap, topic, "read_committed", timeout=30) == [b"after"]
@@ -334,8 +371,10 @@ def test_an_open_transaction_is_aborted_after_a_broker_restart(serve, stop):
     successor.begin_transaction()
     successor.produce(topic, value=b"next", partition=0)
     successor.commit_transaction(30)
-    assert consume_confluent(bootstrap, topic, "read_committed", until=b"next") == \
-        [b"after", b"next"]
+    assert consume_confluent(bootstrap, topic, "read_committed", until=b"next") == [
+        b"after",
+        b"next",
+    ]
 
 
 # -- consume-transform-produce -------------------------------------------------------------
@@ -351,12 +390,19 @@ def test_send_offsets_to_transaction_commits_the_offsets_with_the_output(broker)
         feeder.produce(source, value=f"in-{i}".encode(), partition=0)
     assert feeder.flush(30) == 0
     group = f"eos-{uuid.uuid4().hex[:8]}"
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group,
-                         "enable.auto.commit": False, "auto.offset.reset": "earliest",
-                         "isolation.level": "read_committed"})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": group,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "isolation.level": "read_committed",
+        }
+    )
     consumer.assign([TopicPartition(source, 0, 0)])
-    producer = Producer({"bootstrap.servers": bootstrap,
-                         "transactional.id": f"eos-{uuid.uuid4().hex[:8]}"})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "transactional.id": f"eos-{uuid.uuid4().hex[:8]}"}
+    )
     producer.init_transactions(30)
     try:
         for batch, commit in ((3, True), (3, False)):
@@ -367,35 +413,44 @@ def test_send_offsets_to_transaction_commits_the_offsets_with_the_output(broker)
                 taken.append(message)
             producer.begin_transaction()
             for message in taken:
-                producer.produce(sink, value=message.value().replace(b"in", b"out"),
-                                 partition=0)
+                producer.produce(sink, value=message.value().replace(b"in", b"out"), partition=0)
             producer.send_offsets_to_transaction(
                 [TopicPartition(source, 0, taken[-1].offset() + 1)],
-                consumer.consumer_group_metadata(), 30)
+                consumer.consumer_group_metadata(),
+                30,
+            )
             (producer.commit_transaction if commit else producer.abort_transaction)(30)
         committed = consumer.committed([TopicPartition(source, 0)], 30)
-        assert committed[0].offset == 3           # the aborted transaction's offsets are gone
+        assert committed[0].offset == 3  # the aborted transaction's offsets are gone
     finally:
         consumer.close()
-    assert consume_confluent(bootstrap, sink, "read_committed", until=b"out-2") == \
-        [b"out-0", b"out-1", b"out-2"]
+    assert consume_confluent(bootstrap, sink, "read_committed", until=b"out-2") == [
+        b"out-0",
+        b"out-1",
+        b"out-2",
+    ]
 
 
 # -- transactional.id expiration -----------------------------------------------------------
 def describe_transaction(bootstrap: str, transactional_id: str):
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     with BlockingConnection(host, int(port)) as connection:
-        response = connection.send({"transactional_ids": [transactional_id]},
-                                   api_key=api_keys.BY_NAME["DescribeTransactions"].key,
-                                   version=0)
+        response = connection.send(
+            {"transactional_ids": [transactional_id]},
+            api_key=api_keys.BY_NAME["DescribeTransactions"].key,
+            version=0,
+        )
     return response.transaction_states[0]
 
 
 def listed_transactions(bootstrap: str) -> set[str]:
     host, port = bootstrap.split(",")[0].rsplit(":", 1)
     with BlockingConnection(host, int(port)) as connection:
-        response = connection.send({"state_filters": [], "producer_id_filters": []},
-                                   api_key=api_keys.BY_NAME["ListTransactions"].key, version=0)
+        response = connection.send(
+            {"state_filters": [], "producer_id_filters": []},
+            api_key=api_keys.BY_NAME["ListTransactions"].key,
+            version=0,
+        )
     assert response.error_code == 0
     return {state.transactional_id for state in response.transaction_states}
 
@@ -404,9 +459,15 @@ def transaction_log_records(bootstrap: str, transactional_id: str) -> list[bytes
     """The values of ``transactional_id``'s records in its __transaction_state
     partition (None: a tombstone), in log order."""
     key = encode_key(transactional_id)
-    partition = partition_for(transactional_id, 50)   # transaction.state.log.num.partitions
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"r-{uuid.uuid4().hex}",
-                         "enable.auto.commit": False, "enable.partition.eof": True})
+    partition = partition_for(transactional_id, 50)  # transaction.state.log.num.partitions
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"r-{uuid.uuid4().hex}",
+            "enable.auto.commit": False,
+            "enable.partition.eof": True,
+        }
+    )
     consumer.assign([TopicPartition("__transaction_state", partition, 0)])
     values, deadline = [], time.monotonic() + 20
     try:
@@ -425,9 +486,13 @@ def transaction_log_records(bootstrap: str, transactional_id: str) -> list[bytes
     raise AssertionError("__transaction_state not read to its end")
 
 
-@pytest.mark.kfast_broker_config({"num.partitions": 1, "transactional.id.expiration.ms": 1500,
-                                  "transaction.remove.expired.transaction.cleanup.interval.ms":
-                                  200})
+@pytest.mark.kfast_broker_config(
+    {
+        "num.partitions": 1,
+        "transactional.id.expiration.ms": 1500,
+        "transaction.remove.expired.transaction.cleanup.interval.ms": 200,
+    }
+)
 def test_an_idle_transactional_id_expires(kfast_broker):
     """After transactional.id.expiration.ms without a transaction, a
     completed transactional id is removed (a tombstone in
@@ -443,29 +508,43 @@ def test_an_idle_transactional_id_expires(kfast_broker):
     producer.produce(topic, value=b"before", partition=0)
     producer.commit_transaction(30)
     # The commit is answered once PrepareCommit is written; the markers follow.
-    wait_until(lambda: describe_transaction(bootstrap, idle_id).transaction_state ==
-               "CompleteCommit", 10, "the commit markers")
+    wait_until(
+        lambda: describe_transaction(bootstrap, idle_id).transaction_state == "CompleteCommit",
+        10,
+        "the commit markers",
+    )
     before = describe_transaction(bootstrap, idle_id)
     del producer
     # Open longer than the expiration: not expired, as Kafka expires only
     # Empty, CompleteCommit and CompleteAbort.
     still_open = open_transaction(bootstrap, topic, open_id, timeout_ms=60000)
-    wait_until(lambda: describe_transaction(bootstrap, idle_id).error_code ==
-               E.TransactionalIdNotFoundException.code, 20, f"{idle_id} to expire")
+    wait_until(
+        lambda: (
+            describe_transaction(bootstrap, idle_id).error_code
+            == E.TransactionalIdNotFoundException.code
+        ),
+        20,
+        f"{idle_id} to expire",
+    )
     assert describe_transaction(bootstrap, open_id).transaction_state == "Ongoing"
     assert open_id in listed_transactions(bootstrap)
     assert idle_id not in listed_transactions(bootstrap)
     records = transaction_log_records(bootstrap, idle_id)
-    assert records[-1] is None and len(records) > 1       # states, then the tombstone
+    assert records[-1] is None and len(records) > 1  # states, then the tombstone
     successor = Producer({"bootstrap.servers": bootstrap, "transactional.id": idle_id})
     successor.init_transactions(30)
     successor.begin_transaction()
     successor.produce(topic, value=b"again", partition=0)
     successor.commit_transaction(30)
-    wait_until(lambda: describe_transaction(bootstrap, idle_id).transaction_state ==
-               "CompleteCommit", 10, "the commit markers")
+    wait_until(
+        lambda: describe_transaction(bootstrap, idle_id).transaction_state == "CompleteCommit",
+        10,
+        "the commit markers",
+    )
     again = describe_transaction(bootstrap, idle_id)
     assert again.producer_id != before.producer_id
     still_open.abort_transaction(30)
-    assert consume_confluent(bootstrap, topic, "read_committed", until=b"again") == \
-        [b"before", b"again"]
+    assert consume_confluent(bootstrap, topic, "read_committed", until=b"again") == [
+        b"before",
+        b"again",
+    ]

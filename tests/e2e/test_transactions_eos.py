@@ -15,6 +15,7 @@ with each transaction are the ones the restarted worker resumes from.
 On a 3-broker cluster, the broker coordinating the worker's transactional
 id is killed mid-run, with the same outcome.
 """
+
 from __future__ import annotations
 
 import os
@@ -43,26 +44,49 @@ BATCH = 100
 # Transactions committed before the one left open.
 PAUSE_AFTER = 3
 WORKER = os.path.join(os.path.dirname(__file__), "eos_worker.py")
-BROKER_SETTINGS = ("num.partitions=3", "group.initial.rebalance.delay.ms=0",
-                   "transaction.abort.timed.out.transaction.cleanup.interval.ms=500")
+BROKER_SETTINGS = (
+    "num.partitions=3",
+    "group.initial.rebalance.delay.ms=0",
+    "transaction.abort.timed.out.transaction.cleanup.interval.ms=500",
+)
 
 
 class Worker:
     """An eos_worker.py process and the lines it printed."""
 
     def __init__(self, client: str, bootstrap: str, names: dict, pause_after: int | None = None):
-        command = [sys.executable, WORKER, client, bootstrap, "--input", names["input"],
-                   "--output", names["output"], "--group", names["group"],
-                   "--transactional-id", names["transactional_id"],
-                   "--partitions", str(PARTITIONS), "--batch", str(BATCH)]
+        command = [
+            sys.executable,
+            WORKER,
+            client,
+            bootstrap,
+            "--input",
+            names["input"],
+            "--output",
+            names["output"],
+            "--group",
+            names["group"],
+            "--transactional-id",
+            names["transactional_id"],
+            "--partitions",
+            str(PARTITIONS),
+            "--batch",
+            str(BATCH),
+        ]
         if pause_after is not None:
             command += ["--pause-after", str(pause_after)]
         self.lines: queue.Queue[str | None] = queue.Queue()
         self.seen: list[str] = []
         self.stderr: list[str] = []
-        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, text=True, cwd=str(REPO),
-                                     env=dict(os.environ, PYTHONPATH=str(REPO)))
+        self.proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=str(REPO),
+            env=dict(os.environ, PYTHONPATH=str(REPO)),
+        )
         threading.Thread(target=self._pump_stdout, daemon=True).start()
         self._stderr_pump = threading.Thread(target=self._pump_stderr, daemon=True)
         self._stderr_pump.start()
@@ -70,7 +94,7 @@ class Worker:
     def _pump_stdout(self) -> None:
         for line in self.proc.stdout:
             self.lines.put(line.strip())
-        self.lines.put(None)                      # end of output: the worker exited
+        self.lines.put(None)  # end of output: the worker exited
 
     def _pump_stderr(self) -> None:
         for line in self.proc.stderr:
@@ -84,8 +108,10 @@ class Worker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 self._abort()
-                raise AssertionError(f"worker printed no {prefix!r} in {timeout} s: "
-                                     f"{self.seen}\n{''.join(self.stderr[-40:])}")
+                raise AssertionError(
+                    f"worker printed no {prefix!r} in {timeout} s: "
+                    f"{self.seen}\n{''.join(self.stderr[-40:])}"
+                )
             try:
                 line = self.lines.get(timeout=remaining)
             except queue.Empty:
@@ -129,6 +155,7 @@ def workers():
         worker = Worker(*args, **kwargs)
         started.append(worker)
         return worker
+
     yield start
     for worker in started:
         worker.kill()
@@ -137,18 +164,27 @@ def workers():
 def prepare(bootstrap: str, client: str, replication_factor: int = 1) -> dict:
     """Input and output topics, the input's records, the worker's names."""
     suffix = uuid.uuid4().hex[:8]
-    names = {"input": f"eos-in-{suffix}", "output": f"eos-out-{suffix}",
-             "group": f"eos-group-{suffix}", "transactional_id": f"eos-{client}-{suffix}"}
+    names = {
+        "input": f"eos-in-{suffix}",
+        "output": f"eos-out-{suffix}",
+        "group": f"eos-group-{suffix}",
+        "transactional_id": f"eos-{client}-{suffix}",
+    }
     admin = AdminClient({"bootstrap.servers": bootstrap})
     for future in admin.create_topics(
-            [NewTopic(names["input"], PARTITIONS, replication_factor),
-             NewTopic(names["output"], PARTITIONS, replication_factor)]).values():
+        [
+            NewTopic(names["input"], PARTITIONS, replication_factor),
+            NewTopic(names["output"], PARTITIONS, replication_factor),
+        ]
+    ).values():
         future.result(30)
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True,
-                         "linger.ms": 5})
+    producer = Producer(
+        {"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5}
+    )
     for i in range(RECORDS):
-        producer.produce(names["input"], key=str(i).encode(), value=f"v{i}".encode(),
-                         partition=i % PARTITIONS)
+        producer.produce(
+            names["input"], key=str(i).encode(), value=f"v{i}".encode(), partition=i % PARTITIONS
+        )
     assert producer.flush(30) == 0
     return names
 
@@ -169,9 +205,10 @@ def assert_exactly_once(bootstrap: str, names: dict, aborted: bool) -> None:
     duplicated = sorted(v for v, n in committed.items() if n > 1)
     missing = sorted(expected - committed)
     extra = sorted(committed - expected)
-    assert not duplicated and not missing and not extra, \
-        f"duplicated {duplicated[:10]} ({len(duplicated)}), missing {missing[:10]} " \
+    assert not duplicated and not missing and not extra, (
+        f"duplicated {duplicated[:10]} ({len(duplicated)}), missing {missing[:10]} "
         f"({len(missing)}), unexpected {extra[:10]}"
+    )
     if aborted:
         # The transaction open at the kill wrote its records: they are in
         # the log, aborted, so only a read_uncommitted reader sees them twice.
@@ -179,8 +216,9 @@ def assert_exactly_once(bootstrap: str, names: dict, aborted: bool) -> None:
         assert len(uncommitted) > RECORDS
 
 
-def run_to_the_end(start_worker, client: str, bootstrap: str, names: dict,
-                   attempts: int = 3, timeout: float = 120) -> None:
+def run_to_the_end(
+    start_worker, client: str, bootstrap: str, names: dict, attempts: int = 3, timeout: float = 120
+) -> None:
     """Restart the worker (same transactional.id and group) until it has
     consumed everything; a worker that fails is restarted like a crashed one."""
     for _ in range(attempts):
@@ -241,13 +279,17 @@ def test_exactly_once_through_kill_9_of_the_broker(serve, workers, client, worke
 # the new coordinator. A client bug, reduced to
 # bench/kafka_python_coordinator_kill.py (its docstring has the diagnosis).
 @pytest.mark.kfast_cluster_config(
-    controllers=1, brokers=3,
-    overrides={"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200,
-               "group.initial.rebalance.delay.ms": 0,
-               "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500})
+    controllers=1,
+    brokers=3,
+    overrides={
+        "broker.session.timeout.ms": 2000,
+        "broker.heartbeat.interval.ms": 200,
+        "group.initial.rebalance.delay.ms": 0,
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": 500,
+    },
+)
 @pytest.mark.parametrize("client", ["confluent-kafka", "aiokafka"])
-def test_exactly_once_through_kill_9_of_the_transaction_coordinator(kfast_cluster, workers,
-                                                                    client):
+def test_exactly_once_through_kill_9_of_the_transaction_coordinator(kfast_cluster, workers, client):
     """On a 3-broker cluster (topics with three replicas) the broker that
     coordinates the worker's transactional id dies mid-run: the id's
     __transaction_state partition moves to another broker, which finishes

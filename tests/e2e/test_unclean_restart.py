@@ -1,6 +1,7 @@
 """kill -9 and restart: recovery re-reads the segments past the recovery
 point, so a batch torn by the crash is cut away and everything acknowledged
 before it is served, at its offsets."""
+
 from __future__ import annotations
 
 import glob
@@ -14,8 +15,9 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 
 def _consume(bootstrap, topic, count):
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "unused",
-                         "enable.auto.commit": False})
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "unused", "enable.auto.commit": False}
+    )
     try:
         consumer.assign([TopicPartition(topic, 0, 0)])
         out = []
@@ -32,11 +34,12 @@ def _consume(bootstrap, topic, count):
 
 def test_torn_last_batch_is_cut_and_acknowledged_records_stay(serve, topic):
     node = serve("num.partitions=1").start()
-    producer = Producer({"bootstrap.servers": node.bootstrap_servers, "acks": "all",
-                         "linger.ms": 0})
+    producer = Producer(
+        {"bootstrap.servers": node.bootstrap_servers, "acks": "all", "linger.ms": 0}
+    )
     for i in range(20):
         producer.produce(topic, value=b"record %d" % i, partition=0)
-        assert producer.flush(15) == 0   # one batch per record
+        assert producer.flush(15) == 0  # one batch per record
     node.kill()
     [log_file] = glob.glob(os.path.join(node.data_dir, f"{topic}-0", "*.log"))
     size = os.path.getsize(log_file)
@@ -52,8 +55,12 @@ def test_torn_last_batch_is_cut_and_acknowledged_records_stay(serve, topic):
     assert 7 < batch_size < 200
     producer = Producer({"bootstrap.servers": node.bootstrap_servers, "acks": "all"})
     delivered = []
-    producer.produce(topic, value=b"after", partition=0,
-                     on_delivery=lambda err, msg: delivered.append((err, msg.offset())))
+    producer.produce(
+        topic,
+        value=b"after",
+        partition=0,
+        on_delivery=lambda err, msg: delivered.append((err, msg.offset())),
+    )
     assert producer.flush(15) == 0
     assert delivered == [(None, 19)]
     assert _consume(node.bootstrap_servers, topic, 20)[-1] == (19, b"after")

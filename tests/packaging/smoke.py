@@ -23,6 +23,7 @@ Checks, each failing with an AssertionError naming what broke:
 On success the last line of stdout is a JSON report the pytest wrapper
 asserts on.
 """
+
 from __future__ import annotations
 
 import importlib
@@ -57,8 +58,11 @@ def compiled_kernels() -> dict[str, str]:
         module = importlib.import_module(f"kfast._ext.{info.name}")
         found[info.name] = module.__file__
     assert found, "kfast._ext has no modules"
-    not_compiled = {name: path for name, path in found.items()
-                    if not path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))}
+    not_compiled = {
+        name: path
+        for name, path in found.items()
+        if not path.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES))
+    }
     assert not not_compiled, f"kfast._ext modules that are not compiled extensions: {not_compiled}"
     return found
 
@@ -74,10 +78,12 @@ def kfast_script() -> str:
 
 
 def run(*argv: str, stdin: str = "") -> str:
-    result = subprocess.run(argv, input=stdin, capture_output=True, text=True,
-                            timeout=COMMAND_TIMEOUT)
-    assert result.returncode == 0, \
+    result = subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, timeout=COMMAND_TIMEOUT
+    )
+    assert result.returncode == 0, (
         f"{' '.join(argv)} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+    )
     return result.stdout
 
 
@@ -87,9 +93,20 @@ class Serve:
     def __init__(self, kfast: str, port: int, data_dir: str):
         self.output: list[str] = []
         self.proc = subprocess.Popen(
-            [kfast, "serve", "--override", f"listeners=PLAINTEXT://127.0.0.1:{port}",
-             "--override", f"log.dirs={data_dir}", "--override", "num.partitions=1"],
-            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+            [
+                kfast,
+                "serve",
+                "--override",
+                f"listeners=PLAINTEXT://127.0.0.1:{port}",
+                "--override",
+                f"log.dirs={data_dir}",
+                "--override",
+                "num.partitions=1",
+            ],
+            stderr=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            text=True,
+        )
         self.ready = threading.Event()
         threading.Thread(target=self._pump, daemon=True).start()
 
@@ -121,9 +138,11 @@ def decode_segment(segment: str) -> dict:
     with open(segment, "rb") as f:
         buffer = f.read()
     columns = decode_columnar(buffer)
-    decoded = {"values": [columns.value(i).decode() for i in range(len(columns))],
-               "offsets": columns.offsets.tolist(),
-               "compression": sorted({batch.compression for batch in columns.batches})}
+    decoded = {
+        "values": [columns.value(i).decode() for i in range(len(columns))],
+        "offsets": columns.offsets.tolist(),
+        "compression": sorted({batch.compression for batch in columns.batches}),
+    }
     try:
         import pyarrow  # noqa: F401  (optional: the Spark path's output type)
     except ImportError:
@@ -146,17 +165,48 @@ def main() -> dict:
         serve = Serve(kfast_cli, port, data_dir)
         try:
             report["ready_seconds"] = round(serve.wait_ready(), 3)
-            run(kfast_cli, "topics", "create", "--bootstrap-server", bootstrap,
-                "--topic", TOPIC, "--partitions", "1")
-            run(kfast_cli, "produce", "--bootstrap-server", bootstrap, "--topic", TOPIC,
-                "--compression", "zstd", stdin="".join(f"{r}\n" for r in RECORDS))
-            consumed = run(kfast_cli, "consume", "--bootstrap-server", bootstrap, "--topic", TOPIC,
-                           "--from-beginning", "--max-messages", str(len(RECORDS)),
-                           "--timeout-ms", "20000").splitlines()
+            run(
+                kfast_cli,
+                "topics",
+                "create",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                TOPIC,
+                "--partitions",
+                "1",
+            )
+            run(
+                kfast_cli,
+                "produce",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                TOPIC,
+                "--compression",
+                "zstd",
+                stdin="".join(f"{r}\n" for r in RECORDS),
+            )
+            consumed = run(
+                kfast_cli,
+                "consume",
+                "--bootstrap-server",
+                bootstrap,
+                "--topic",
+                TOPIC,
+                "--from-beginning",
+                "--max-messages",
+                str(len(RECORDS)),
+                "--timeout-ms",
+                "20000",
+            ).splitlines()
             assert consumed == RECORDS, f"kfast consume printed {consumed!r}"
             report["consumed"] = consumed
             report["serve_exit_status"] = status = serve.terminate()
-            assert status == 0, "kfast serve exited %d on SIGTERM:\n%s" % (status, "".join(serve.output))
+            assert status == 0, "kfast serve exited %d on SIGTERM:\n%s" % (
+                status,
+                "".join(serve.output),
+            )
         finally:
             serve.kill()
         segment = os.path.join(data_dir, f"{TOPIC}-0", "00000000000000000000.log")

@@ -2,6 +2,7 @@
 Python package expects to find on PyPI. cibuildwheel needs Docker (Linux) or
 a Mac to run, so its selectors are evaluated here the way it evaluates them:
 fnmatch of `build` and `skip` patterns against build identifiers."""
+
 from __future__ import annotations
 
 import fnmatch
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-tomllib = pytest.importorskip("tomllib")   # Python 3.11+
+tomllib = pytest.importorskip("tomllib")  # Python 3.11+
 
 REPO = Path(__file__).resolve().parents[2]
 PYTHONS = ("cp310", "cp311", "cp312", "cp313")
@@ -33,8 +34,9 @@ def patterns(value) -> list[str]:
 def selected(config, identifier: str) -> bool:
     build = patterns(config.get("build", "*"))
     skip = patterns(config.get("skip", ""))
-    return (any(fnmatch.fnmatch(identifier, p) for p in build)
-            and not any(fnmatch.fnmatch(identifier, p) for p in skip))
+    return any(fnmatch.fnmatch(identifier, p) for p in build) and not any(
+        fnmatch.fnmatch(identifier, p) for p in skip
+    )
 
 
 @pytest.mark.parametrize("platform", sorted(PLATFORMS))

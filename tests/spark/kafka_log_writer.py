@@ -6,6 +6,7 @@ them (base offset; LogAppendTime) or compressed with kfast.compression (whose
 codecs have their own tests), the CRC-32C recomputed with the crc32c package.
 Each append returns the rows Spark's Kafka source would give for it.
 """
+
 import os
 import struct
 from dataclasses import dataclass, field
@@ -25,13 +26,19 @@ def _recrc(batch: bytearray) -> bytearray:
     return batch
 
 
-def build_batch(base_offset, records, *, codec=0, log_append_time=None, transactional=False,
-                control=False) -> bytearray:
+def build_batch(
+    base_offset, records, *, codec=0, log_append_time=None, transactional=False, control=False
+) -> bytearray:
     """records: (timestamp, key, value, headers) tuples."""
-    builder = DefaultRecordBatchBuilder(2, 0, 1 if transactional or control else 0,
-                                        1000 if transactional or control else -1,
-                                        0 if transactional or control else -1,
-                                        -1 if control else 0, 1 << 30)
+    builder = DefaultRecordBatchBuilder(
+        2,
+        0,
+        1 if transactional or control else 0,
+        1000 if transactional or control else -1,
+        0 if transactional or control else -1,
+        -1 if control else 0,
+        1 << 30,
+    )
     for delta, (timestamp, key, value, headers) in enumerate(records):
         builder.append(delta, timestamp, key, value, headers)
     batch = bytearray(builder.build())
@@ -54,11 +61,12 @@ def build_batch(base_offset, records, *, codec=0, log_append_time=None, transact
 @dataclass
 class PartitionLogWriter:
     """Appends batches to ``<log_dir>/<topic>-<partition>/`` segment by segment."""
+
     log_dir: str
     topic: str
     partition: int
     next_offset: int = 0
-    rows: list[dict] = field(default_factory=list)   # every data record written
+    rows: list[dict] = field(default_factory=list)  # every data record written
     _segment_base: int | None = None
     _segment_size: int = 0
     _index: bytearray = field(default_factory=bytearray)
@@ -85,27 +93,34 @@ class PartitionLogWriter:
         # Index every batch but the first of a segment (Kafka never indexes the
         # first), so that reads seek through the index.
         if self._segment_size:
-            self._index += struct.pack(">ii", last_offset - self._segment_base,
-                                       self._segment_size)
+            self._index += struct.pack(">ii", last_offset - self._segment_base, self._segment_size)
         with open(self._path(".log"), "ab") as f:
             f.write(batch)
         self._segment_size += len(batch)
 
-    def append(self, records, *, codec=0, log_append_time=None, transactional=False,
-               offset_gap=0) -> list[dict]:
+    def append(
+        self, records, *, codec=0, log_append_time=None, transactional=False, offset_gap=0
+    ) -> list[dict]:
         """Append one batch; ``offset_gap`` skips offsets first (as compaction leaves)."""
         self.next_offset += offset_gap
         base = self.next_offset
-        batch = build_batch(base, records, codec=codec, log_append_time=log_append_time,
-                            transactional=transactional)
+        batch = build_batch(
+            base, records, codec=codec, log_append_time=log_append_time, transactional=transactional
+        )
         self._write(batch, base + len(records) - 1)
-        rows = [{
-            "key": key, "value": value, "topic": self.topic, "partition": self.partition,
-            "offset": base + i,
-            "timestamp_ms": log_append_time if log_append_time is not None else timestamp,
-            "timestampType": 1 if log_append_time is not None else 0,
-            "headers": [(k, v) for k, v in headers] or None,
-        } for i, (timestamp, key, value, headers) in enumerate(records)]
+        rows = [
+            {
+                "key": key,
+                "value": value,
+                "topic": self.topic,
+                "partition": self.partition,
+                "offset": base + i,
+                "timestamp_ms": log_append_time if log_append_time is not None else timestamp,
+                "timestampType": 1 if log_append_time is not None else 0,
+                "headers": [(k, v) for k, v in headers] or None,
+            }
+            for i, (timestamp, key, value, headers) in enumerate(records)
+        ]
         self.rows.extend(rows)
         self.next_offset = base + len(records)
         return rows
@@ -122,11 +137,19 @@ class PartitionLogWriter:
         if codec:
             struct.pack_into(">q", entry, 0, base + len(records) - 1)  # not CRC-covered
         self._write(bytes(entry), base + len(records) - 1)
-        rows = [{
-            "key": key, "value": value, "topic": self.topic, "partition": self.partition,
-            "offset": base + i, "timestamp_ms": timestamp if magic else -1,
-            "timestampType": 0 if magic else -1, "headers": None,
-        } for i, (timestamp, key, value, _) in enumerate(records)]
+        rows = [
+            {
+                "key": key,
+                "value": value,
+                "topic": self.topic,
+                "partition": self.partition,
+                "offset": base + i,
+                "timestamp_ms": timestamp if magic else -1,
+                "timestampType": 0 if magic else -1,
+                "headers": None,
+            }
+            for i, (timestamp, key, value, _) in enumerate(records)
+        ]
         self.rows.extend(rows)
         self.next_offset = base + len(records)
         return rows
@@ -135,8 +158,9 @@ class PartitionLogWriter:
         """A transaction marker: takes an offset, is no record for consumers."""
         key = struct.pack(">hh", 0, 1 if commit else 0)
         value = struct.pack(">hi", 0, 7)
-        self._write(build_batch(self.next_offset, [(0, key, value, [])], control=True),
-                    self.next_offset)
+        self._write(
+            build_batch(self.next_offset, [(0, key, value, [])], control=True), self.next_offset
+        )
         self.next_offset += 1
 
     def close(self):
@@ -147,10 +171,18 @@ class PartitionLogWriter:
         """Half a batch at the end, as an unclean shutdown leaves one."""
         batch = build_batch(self.next_offset, records)
         with open(self._path(".log"), "ab") as f:
-            f.write(batch[:len(batch) // 2])
+            f.write(batch[: len(batch) // 2])
 
 
-def records(n, *, start=0, key=lambda i: f"k{i}".encode(), headers=lambda i: [],
-            timestamp=lambda i: 1_700_000_000_000 + i):
-    return [(timestamp(start + i), key(start + i), f"value-{start + i}".encode(),
-             headers(start + i)) for i in range(n)]
+def records(
+    n,
+    *,
+    start=0,
+    key=lambda i: f"k{i}".encode(),
+    headers=lambda i: [],
+    timestamp=lambda i: 1_700_000_000_000 + i,
+):
+    return [
+        (timestamp(start + i), key(start + i), f"value-{start + i}".encode(), headers(start + i))
+        for i in range(n)
+    ]

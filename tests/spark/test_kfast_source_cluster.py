@@ -13,6 +13,7 @@ leader, so the reader and the writer must follow leadership in time (refresh
 metadata, retry with backoff, bounded in time), not count a few quick
 retries.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -31,18 +32,27 @@ SESSIONS = {"broker.session.timeout.ms": 9000, "broker.heartbeat.interval.ms": 2
 
 @pytest.fixture
 def cluster(tmp_path):
-    with KfastCluster(controllers=1, brokers=3, overrides=SESSIONS,
-                      base_dir=str(tmp_path / "cluster")) as cluster:
+    with KfastCluster(
+        controllers=1, brokers=3, overrides=SESSIONS, base_dir=str(tmp_path / "cluster")
+    ) as cluster:
         yield cluster
 
 
 def create_topic(cluster, topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 3, config={
-        "min.insync.replicas": "2"})])[topic].result(30)
-    cluster.wait_until(lambda: len(cluster.partition_state(topic)) == PARTITIONS and all(
-        len(p.isr) == 3 and p.leader >= 0 for p in cluster.partition_state(topic).values()),
-        30, f"{topic} with three in-sync replicas")
+    admin.create_topics([NewTopic(topic, PARTITIONS, 3, config={"min.insync.replicas": "2"})])[
+        topic
+    ].result(30)
+    cluster.wait_until(
+        lambda: (
+            len(cluster.partition_state(topic)) == PARTITIONS
+            and all(
+                len(p.isr) == 3 and p.leader >= 0 for p in cluster.partition_state(topic).values()
+            )
+        ),
+        30,
+        f"{topic} with three in-sync replicas",
+    )
 
 
 def produce(cluster, topic: str, values: list[str]) -> dict[int, list[tuple[int, str]]]:
@@ -57,8 +67,14 @@ def produce(cluster, topic: str, values: list[str]) -> dict[int, list[tuple[int,
         else:
             acked[message.partition()].append((message.offset(), message.value().decode()))
 
-    producer = Producer({"bootstrap.servers": cluster.bootstrap_servers, "acks": "all",
-                         "enable.idempotence": True, "linger.ms": 5})
+    producer = Producer(
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "acks": "all",
+            "enable.idempotence": True,
+            "linger.ms": 5,
+        }
+    )
     for i, value in enumerate(values):
         producer.produce(topic, value=value, partition=i % PARTITIONS, on_delivery=on_delivery)
     assert producer.flush(60) == 0
@@ -80,9 +96,11 @@ def merged(*acks) -> dict[int, list[tuple[int, str]]]:
 
 
 def read(spark, cluster, topic: str, **options):
-    reader = (spark.read.format("kfast")
-              .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-              .option("subscribe", topic))
+    reader = (
+        spark.read.format("kfast")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("subscribe", topic)
+    )
     for name, value in options.items():
         reader = reader.option(name, value)
     return reader.load().select("partition", "offset", "value")
@@ -98,15 +116,22 @@ def kill_leader(cluster, topic: str, partition: int) -> int:
 
 
 def wait_for_new_leaders(cluster, topic: str, victim: int) -> None:
-    cluster.wait_until(lambda: len(cluster.partition_state(topic)) == PARTITIONS and all(
-        p.leader not in (victim, -1) for p in cluster.partition_state(topic).values()),
-        30, f"every leader of {topic} away from broker {victim}")
+    cluster.wait_until(
+        lambda: (
+            len(cluster.partition_state(topic)) == PARTITIONS
+            and all(p.leader not in (victim, -1) for p in cluster.partition_state(topic).values())
+        ),
+        30,
+        f"every leader of {topic} away from broker {victim}",
+    )
 
 
 # ---- batch ----------------------------------------------------------------------------
 
+
 def test_batch_read_planned_before_a_kill_9_of_a_leader_returns_every_acknowledged_record(
-        spark, cluster):
+    spark, cluster
+):
     """The offset ranges are fixed (``df.rdd`` plans the scan: Metadata and
     ListOffsets against the old leaders), then the leader of partition 0
     dies, then the tasks run: each finds the partition's new leader and
@@ -157,18 +182,24 @@ def test_batch_write_sent_while_the_metadata_names_a_dead_leader(spark, cluster,
     # Two tasks (ids [0, 150) and [150, 300)) write at once: each task's
     # records keep their order within a partition, the two interleave.
     written = spark.range(0, 300, numPartitions=2).selectExpr(
-        "concat('w', id) AS value", f"CAST(id % {PARTITIONS} AS INT) AS partition")
-    (written.write.format("kfast").mode("append")
-     .option("kafka.bootstrap.servers", cluster.bootstrap_servers).option("topic", topic)
-     .option("kafka.acks", acks).option("kafka.enable.idempotence", str(acks == "all"))
-     .save())
+        "concat('w', id) AS value", f"CAST(id % {PARTITIONS} AS INT) AS partition"
+    )
+    (
+        written.write.format("kfast")
+        .mode("append")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("topic", topic)
+        .option("kafka.acks", acks)
+        .option("kafka.enable.idempotence", str(acks == "all"))
+        .save()
+    )
     wait_for_new_leaders(cluster, topic, victim)
     after = by_partition(read(spark, cluster, topic).collect())
     for p in range(PARTITIONS):
         offsets = [offset for offset, _ in after[p]]
         assert offsets == list(range(len(offsets))), f"partition {p} not dense and in order"
-        assert after[p][:len(acked[p])] == acked[p]
-        ids = [int(value[1:]) for _, value in after[p][len(acked[p]):]]
+        assert after[p][: len(acked[p])] == acked[p]
+        ids = [int(value[1:]) for _, value in after[p][len(acked[p]) :]]
         assert sorted(ids) == list(range(p, 300, PARTITIONS)), f"partition {p}"
         for task in (range(0, 150), range(150, 300)):
             mine = [i for i in ids if i in task]
@@ -177,8 +208,10 @@ def test_batch_write_sent_while_the_metadata_names_a_dead_leader(spark, cluster,
 
 # ---- streaming ------------------------------------------------------------------------
 
+
 def test_stream_reads_every_record_exactly_once_across_a_kill_9_of_a_leader(
-        spark, cluster, tmp_path):
+    spark, cluster, tmp_path
+):
     """A processing-time query into a memory sink: records written before the
     kill arrive; the leader of partition 2 dies (triggers keep running while
     Metadata names the dead broker); records written after the kill, through
@@ -187,13 +220,19 @@ def test_stream_reads_every_record_exactly_once_across_a_kill_9_of_a_leader(
     topic = "streamed"
     create_topic(cluster, topic)
     before = produce(cluster, topic, [f"a{i}" for i in range(300)])
-    query = (spark.readStream.format("kfast")
-             .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
-             .option("subscribe", topic).option("startingOffsets", "earliest").load()
-             .select("partition", "offset", "value")
-             .writeStream.format("memory").queryName("streamed_rows")
-             .option("checkpointLocation", str(tmp_path / "checkpoint"))
-             .trigger(processingTime="500 milliseconds").start())
+    query = (
+        spark.readStream.format("kfast")
+        .option("kafka.bootstrap.servers", cluster.bootstrap_servers)
+        .option("subscribe", topic)
+        .option("startingOffsets", "earliest")
+        .load()
+        .select("partition", "offset", "value")
+        .writeStream.format("memory")
+        .queryName("streamed_rows")
+        .option("checkpointLocation", str(tmp_path / "checkpoint"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
 
     def sunk(count: int):
         def arrived() -> bool:
@@ -201,6 +240,7 @@ def test_stream_reads_every_record_exactly_once_across_a_kill_9_of_a_leader(
                 raise AssertionError(f"the query failed: {query.exception()}")
             assert query.isActive
             return spark.table("streamed_rows").count() >= count
+
         return arrived
 
     try:
@@ -212,6 +252,7 @@ def test_stream_reads_every_record_exactly_once_across_a_kill_9_of_a_leader(
         assert query.exception() is None
     finally:
         query.stop()
-    rows = sorted(spark.table("streamed_rows").collect(),
-                  key=lambda r: (r["partition"], r["offset"]))
+    rows = sorted(
+        spark.table("streamed_rows").collect(), key=lambda r: (r["partition"], r["offset"])
+    )
     assert by_partition(rows) == merged(before, after)

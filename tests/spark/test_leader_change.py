@@ -14,6 +14,7 @@ that answers as such a leader does:
 The sink's producer retries, as Kafka's, until delivery.timeout.ms rather
 than a few times: a dead leader stays in Metadata for a session timeout.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -44,8 +45,9 @@ def records(first: int, last: int) -> bytes:
 
 
 def fetched(offset: int, data: bytes, high_watermark: int, next_offset: int) -> FetchedPartition:
-    return FetchedPartition("t", 0, offset, memoryview(data), high_watermark, high_watermark, 0,
-                            next_offset)
+    return FetchedPartition(
+        "t", 0, offset, memoryview(data), high_watermark, high_watermark, 0, next_offset
+    )
 
 
 class LaggingLeaderFetcher:
@@ -55,7 +57,7 @@ class LaggingLeaderFetcher:
     def __init__(self, empty_answers: int, metadata_timeout: float):
         self.empty_answers = empty_answers
         self.metadata_timeout = metadata_timeout
-        self.fetches: list[tuple[int, int]] = []      # (offset, max_wait_ms)
+        self.fetches: list[tuple[int, int]] = []  # (offset, max_wait_ms)
 
     def __call__(self, bootstrap_servers, **options):
         return self
@@ -78,9 +80,15 @@ class LaggingLeaderFetcher:
 
 def read(monkeypatch, fetcher, fail_on_data_loss=True):
     monkeypatch.setattr(data_consumer, "BlockingFetcher", fetcher)
-    batches = data_consumer.read_offset_range("127.0.0.1:1", TP, 0, 10, False,
-                                              fail_on_data_loss=fail_on_data_loss,
-                                              consumer=KafkaConsumerSettings())
+    batches = data_consumer.read_offset_range(
+        "127.0.0.1:1",
+        TP,
+        0,
+        10,
+        False,
+        fail_on_data_loss=fail_on_data_loss,
+        consumer=KafkaConsumerSettings(),
+    )
     return [offset for batch in batches for offset in batch.column("offset").to_pylist()]
 
 
@@ -93,12 +101,12 @@ def test_a_task_waits_for_a_new_leaders_high_watermark(monkeypatch):
 
 
 def test_a_log_that_stays_short_is_data_loss_after_the_timeout(monkeypatch):
-    fetcher = LaggingLeaderFetcher(empty_answers=10 ** 9, metadata_timeout=0.2)
+    fetcher = LaggingLeaderFetcher(empty_answers=10**9, metadata_timeout=0.2)
     started = time.monotonic()
     with pytest.raises(KafkaDataLossError, match="high watermark is 5"):
         read(monkeypatch, fetcher)
     assert time.monotonic() - started >= 0.2
-    fetcher = LaggingLeaderFetcher(empty_answers=10 ** 9, metadata_timeout=0.2)
+    fetcher = LaggingLeaderFetcher(empty_answers=10**9, metadata_timeout=0.2)
     assert read(monkeypatch, fetcher, fail_on_data_loss=False) == list(range(5))
 
 
@@ -107,9 +115,14 @@ def offset_reader(latest_answers: list[int], metadata_timeout: float):
     ``latest_answers`` in turn (the last one from then on); EARLIEST is 0."""
     reader = KafkaOffsetReader.__new__(KafkaOffsetReader)
     reader._loop = asyncio.new_event_loop()
-    reader._fetcher = SimpleNamespace(cluster=Cluster(
-        "127.0.0.1:1", retry_backoff=0.001, retry_backoff_max=0.002,
-        metadata_timeout=metadata_timeout))
+    reader._fetcher = SimpleNamespace(
+        cluster=Cluster(
+            "127.0.0.1:1",
+            retry_backoff=0.001,
+            retry_backoff_max=0.002,
+            metadata_timeout=metadata_timeout,
+        )
+    )
     asked = []
 
     def list_offsets(specs):
@@ -147,10 +160,19 @@ def test_latest_offsets_are_taken_as_they_are_without_a_position_or_after_the_ti
 
 def test_the_sink_retries_until_the_delivery_timeout_as_kafkas_producer():
     def arguments(**kafka):
-        return producer_arguments(parse_kafka_sink_options({
-            "kafka.bootstrap.servers": "127.0.0.1:9092", "topic": "t",
-            **{f"kafka.{name.replace('_', '.')}": value for name, value in kafka.items()}}))
+        return producer_arguments(
+            parse_kafka_sink_options(
+                {
+                    "kafka.bootstrap.servers": "127.0.0.1:9092",
+                    "topic": "t",
+                    **{f"kafka.{name.replace('_', '.')}": value for name, value in kafka.items()},
+                }
+            )
+        )
 
-    assert arguments() == {"acks": -1, "retries": 2 ** 31 - 1, "delivery_timeout_ms": 120_000}
+    assert arguments() == {"acks": -1, "retries": 2**31 - 1, "delivery_timeout_ms": 120_000}
     assert arguments(retries="3", delivery_timeout_ms="5000", acks="1") == {
-        "acks": 1, "retries": 3, "delivery_timeout_ms": 5000}
+        "acks": 1,
+        "retries": 3,
+        "delivery_timeout_ms": 5000,
+    }

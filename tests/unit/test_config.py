@@ -1,4 +1,5 @@
 """kfast.config: Kafka property names, defaults, precedence and validation."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -40,20 +41,30 @@ def test_kafka_defaults():
 
 def test_retention_precedence():
     assert KafkaConfig({"log.retention.hours": "1"}).log_retention_ms == 3600000
-    assert KafkaConfig({"log.retention.hours": "1", "log.retention.minutes": "2"}
-                       ).log_retention_ms == 120000
-    assert KafkaConfig({"log.retention.hours": "1", "log.retention.minutes": "2",
-                        "log.retention.ms": "5"}).log_retention_ms == 5
+    assert (
+        KafkaConfig({"log.retention.hours": "1", "log.retention.minutes": "2"}).log_retention_ms
+        == 120000
+    )
+    assert (
+        KafkaConfig(
+            {"log.retention.hours": "1", "log.retention.minutes": "2", "log.retention.ms": "5"}
+        ).log_retention_ms
+        == 5
+    )
     assert KafkaConfig({"log.retention.ms": "-5"}).log_retention_ms == -1
 
 
 def test_roll_and_flush_precedence():
-    config = KafkaConfig({"log.roll.hours": "2", "log.roll.jitter.hours": "1",
-                          "log.flush.scheduler.interval.ms": "7"})
+    config = KafkaConfig(
+        {
+            "log.roll.hours": "2",
+            "log.roll.jitter.hours": "1",
+            "log.flush.scheduler.interval.ms": "7",
+        }
+    )
     assert config.log_roll_ms == 7200000 and config.log_roll_jitter_ms == 3600000
     assert config.log_flush_interval_ms == 7
-    config = KafkaConfig({"log.roll.hours": "2", "log.roll.ms": "9",
-                          "log.flush.interval.ms": "3"})
+    config = KafkaConfig({"log.roll.hours": "2", "log.roll.ms": "9", "log.flush.interval.ms": "3"})
     assert config.log_roll_ms == 9 and config.log_flush_interval_ms == 3
 
 
@@ -96,10 +107,17 @@ def test_unknown_and_invalid_properties_are_named():
 
 
 def test_log_config_inherits_broker_synonyms():
-    broker = KafkaConfig({"log.segment.bytes": str(2 * 1024 * 1024), "log.retention.minutes": "3",
-                          "log.roll.hours": "1", "log.segment.delete.delay.ms": "5",
-                          "message.max.bytes": "100", "log.cleanup.policy": "compact",
-                          "log.message.timestamp.type": "LogAppendTime"})
+    broker = KafkaConfig(
+        {
+            "log.segment.bytes": str(2 * 1024 * 1024),
+            "log.retention.minutes": "3",
+            "log.roll.hours": "1",
+            "log.segment.delete.delay.ms": "5",
+            "message.max.bytes": "100",
+            "log.cleanup.policy": "compact",
+            "log.message.timestamp.type": "LogAppendTime",
+        }
+    )
     config = LogConfig.from_broker(broker)
     assert config.segment_bytes == 2 * 1024 * 1024
     assert config.retention_ms == 180000
@@ -131,8 +149,12 @@ def test_every_synonym_names_a_topic_config():
             assert key.topic_synonym in TOPIC_CONFIGS, key.name
 
 
-@given(st.dictionaries(st.from_regex(r"[a-z][a-z.]{0,20}", fullmatch=True),
-                       st.from_regex(r"[A-Za-z0-9/,:._-]{0,20}", fullmatch=True)))
+@given(
+    st.dictionaries(
+        st.from_regex(r"[a-z][a-z.]{0,20}", fullmatch=True),
+        st.from_regex(r"[A-Za-z0-9/,:._-]{0,20}", fullmatch=True),
+    )
+)
 def test_properties_round_trip(props):
     text = "\n".join(f"{k}={v}" for k, v in props.items())
     assert parse_properties(text) == props

@@ -5,6 +5,7 @@ Every module under kfast/ is parsed (Python with ast; the Cython kernels'
 .pyx/.pxd/.pxi by their import lines) and each kfast import it makes,
 at module level or inside a function, is checked against LAYERS.
 """
+
 from __future__ import annotations
 
 import ast
@@ -54,7 +55,8 @@ KNOWN_EXCEPTIONS: dict[tuple[str, str], str] = {}
 # Cython's import lines: `from kfast.x cimport a, b`, `from kfast.x import (a,
 # b)` over several lines, `cimport kfast.x`, `import kfast.x`.
 _CYTHON_FROM_IMPORT = re.compile(
-    r"^[ \t]*from[ \t]+(kfast[\w.]*)[ \t]+c?import[ \t]+(\([^)]*\)|[^\n#]+)", re.MULTILINE)
+    r"^[ \t]*from[ \t]+(kfast[\w.]*)[ \t]+c?import[ \t]+(\([^)]*\)|[^\n#]+)", re.MULTILINE
+)
 _CYTHON_IMPORT = re.compile(r"^[ \t]*c?import[ \t]+(kfast[\w.]*)", re.MULTILINE)
 
 
@@ -81,13 +83,13 @@ def _python_imports(path: Path, module: str) -> set[str]:
     tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     imported: set[str] = set()
-    for node in ast.walk(tree):       # every level: function-local imports count too
+    for node in ast.walk(tree):  # every level: function-local imports count too
         if isinstance(node, ast.Import):
             imported |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                anchor = package.split(".")[:len(package.split(".")) - node.level + 1]
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
             imported |= _targets(base, [alias.name for alias in node.names])
     return imported
@@ -113,7 +115,8 @@ def import_graph() -> dict[str, set[str]]:
         else:
             continue
         graph.setdefault(_module_name(path), set()).update(
-            name for name in imported if name == "kfast" or name.startswith("kfast."))
+            name for name in imported if name == "kfast" or name.startswith("kfast.")
+        )
     return graph
 
 
@@ -134,8 +137,12 @@ def violations(graph: dict[str, set[str]]) -> list[tuple[str, str]]:
     for module, imported in sorted(graph.items()):
         for target in sorted(imported):
             below, above = layer_of(module), layer_of(target)
-            if below is not None and above is not None and above > below and \
-                    (module, target) not in KNOWN_EXCEPTIONS:
+            if (
+                below is not None
+                and above is not None
+                and above > below
+                and (module, target) not in KNOWN_EXCEPTIONS
+            ):
                 found.append((module, target))
     return found
 
@@ -151,7 +158,9 @@ def test_no_layer_imports_a_layer_above_it():
     found = violations(import_graph())
     assert found == [], "\n".join(
         f"{module} ({LAYERS[layer_of(module)][0]} layer) imports {target} "
-        f"({LAYERS[layer_of(target)][0]} layer)" for module, target in found)
+        f"({LAYERS[layer_of(target)][0]} layer)"
+        for module, target in found
+    )
 
 
 def test_known_exceptions_are_still_needed():
@@ -168,26 +177,37 @@ def test_the_graph_sees_module_level_function_level_and_cython_imports():
     # inside a function (KafkaBroker._new_controller)
     assert "kfast.server.embedded_controller" in graph["kfast.server.broker"]
     # a Cython kernel: cimport and import
-    assert {"kfast._ext.crc32c", "kfast.protocol.errors", "kfast.compression"} <= \
-        graph["kfast._ext.batch"]
+    assert {"kfast._ext.crc32c", "kfast.protocol.errors", "kfast.compression"} <= graph[
+        "kfast._ext.batch"
+    ]
 
 
 def test_an_upward_import_is_reported_and_a_downward_one_is_not():
-    graph = {"kfast.coordinator.group.delayed": {"kfast.server.purgatory",
-                                                 "kfast.server_common.purgatory"},
-             "kfast.server.broker": {"kfast.coordinator.group.runtime"},
-             "kfast.storage.log": {"kfast._ext.log_append", "kfast.client.admin"}}
+    graph = {
+        "kfast.coordinator.group.delayed": {
+            "kfast.server.purgatory",
+            "kfast.server_common.purgatory",
+        },
+        "kfast.server.broker": {"kfast.coordinator.group.runtime"},
+        "kfast.storage.log": {"kfast._ext.log_append", "kfast.client.admin"},
+    }
     assert violations(graph) == [
         ("kfast.coordinator.group.delayed", "kfast.server.purgatory"),
-        ("kfast.storage.log", "kfast.client.admin")]
+        ("kfast.storage.log", "kfast.client.admin"),
+    ]
 
 
 def test_kfast_never_imports_the_spark_data_source():
     importers = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             if any(name.split(".")[0] == "kfast_spark" for name in names):
                 importers.append(_module_name(path))
     assert importers == []

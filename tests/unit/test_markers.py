@@ -8,6 +8,7 @@ tests/spark carries ``pytest.mark.spark``; unit tests carry no e2e mark, so
 The modules are read with ast, not imported: a module that forgot its mark
 is found without starting a broker or a JVM.
 """
+
 from __future__ import annotations
 
 import ast
@@ -24,7 +25,8 @@ def _module_marks(path: Path) -> set[str]:
     marks: set[str] = set()
     for node in tree.body:
         if isinstance(node, ast.Assign) and any(
-                isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
             for sub in ast.walk(node.value):
                 name = _mark_name(sub)
                 if name:
@@ -34,9 +36,13 @@ def _module_marks(path: Path) -> set[str]:
 
 def _mark_name(node: ast.AST) -> str | None:
     # pytest.mark.<name>, also when called: pytest.mark.<name>(...)
-    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Attribute)
-            and node.value.attr == "mark" and isinstance(node.value.value, ast.Name)
-            and node.value.value.id == "pytest"):
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Attribute)
+        and node.value.attr == "mark"
+        and isinstance(node.value.value, ast.Name)
+        and node.value.value.id == "pytest"
+    ):
         return node.attr
     return None
 
@@ -47,10 +53,12 @@ def _test_modules(folder: str) -> list[Path]:
 
 def test_the_marks_are_read_from_pytestmark(tmp_path):
     module = tmp_path / "test_example.py"
-    module.write_text("import pytest\n"
-                      "pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]\n"
-                      "@pytest.mark.slow\n"
-                      "def test_x():\n    pass\n")
+    module.write_text(
+        "import pytest\n"
+        "pytestmark = [pytest.mark.e2e, pytest.mark.timeout(60)]\n"
+        "@pytest.mark.slow\n"
+        "def test_x():\n    pass\n"
+    )
     assert _module_marks(module) == {"e2e", "timeout"}
     module.write_text("import pytest\n\ndef test_x():\n    pass\n")
     assert _module_marks(module) == set()
@@ -65,7 +73,11 @@ def test_every_module_carries_its_folder_mark(folder, mark):
 
 
 def test_unit_tests_carry_no_e2e_mark():
-    marked = [str(p.relative_to(TESTS)) for p in _test_modules("unit")
-              if any(_mark_name(node) == "e2e"
-                     for node in ast.walk(ast.parse(p.read_text(encoding="utf-8"))))]
+    marked = [
+        str(p.relative_to(TESTS))
+        for p in _test_modules("unit")
+        if any(
+            _mark_name(node) == "e2e" for node in ast.walk(ast.parse(p.read_text(encoding="utf-8")))
+        )
+    ]
     assert not marked, f"unit tests marked e2e (move them to tests/e2e): {marked}"

@@ -11,6 +11,7 @@ a handler that read an image sees one consistent cluster state.
     image.topic_configs.get("orders", {})                    -> overrides only
     image.brokers[1].listeners["PLAINTEXT"]                  -> Endpoint(...)
 """
+
 from __future__ import annotations
 
 import uuid
@@ -24,7 +25,8 @@ from kfast.storage.manager import METADATA_TOPIC_ID  # noqa: F401 (re-exported)
 @dataclass(frozen=True, slots=True)
 class Endpoint:
     """One listener of a broker as clients reach it (advertised)."""
-    name: str               # listener name, e.g. "PLAINTEXT"
+
+    name: str  # listener name, e.g. "PLAINTEXT"
     host: str
     port: int
     security_protocol: str  # PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL
@@ -33,6 +35,7 @@ class Endpoint:
 @dataclass(frozen=True, slots=True)
 class PartitionRegistration:
     """Assignment and leadership of one partition (KRaft PartitionRecord state)."""
+
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
     leader: int
@@ -40,9 +43,9 @@ class PartitionRegistration:
     partition_epoch: int
     removing_replicas: tuple[int, ...] = ()
     adding_replicas: tuple[int, ...] = ()
-    eligible_leader_replicas: tuple[int, ...] = ()   # KIP-966 ELR
+    eligible_leader_replicas: tuple[int, ...] = ()  # KIP-966 ELR
     last_known_elr: tuple[int, ...] = ()
-    directories: tuple[uuid.UUID, ...] = ()          # log dir id per replica
+    directories: tuple[uuid.UUID, ...] = ()  # log dir id per replica
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,7 +69,7 @@ class BrokerRegistration:
 @dataclass(frozen=True, slots=True)
 class MetadataImage:
     cluster_id: str
-    offset: int = -1                       # last metadata log offset applied
+    offset: int = -1  # last metadata log offset applied
     controller_id: int = -1
     topics_by_name: Mapping[str, TopicImage] = field(default_factory=dict)
     topics_by_id: Mapping[uuid.UUID, TopicImage] = field(default_factory=dict)
@@ -97,11 +100,12 @@ class MetadataImage:
 @dataclass(frozen=True, slots=True)
 class MetadataDelta:
     """What changed between two images, for the broker's metadata publisher."""
-    changed_topics: Mapping[str, TopicImage] = field(default_factory=dict)   # created or altered
+
+    changed_topics: Mapping[str, TopicImage] = field(default_factory=dict)  # created or altered
     deleted_topics: Mapping[str, TopicImage] = field(default_factory=dict)
     changed_topic_configs: frozenset[str] = frozenset()
     changed_broker_configs: frozenset[str] = frozenset()
     changed_group_configs: frozenset[str] = frozenset()
     changed_brokers: frozenset[int] = frozenset()
     changed_acls: Mapping[uuid.UUID, Acl | None] = field(default_factory=dict)  # None: removed
-    changed_client_quotas: frozenset[tuple] = frozenset()   # entities set, changed or removed
+    changed_client_quotas: frozenset[tuple] = frozenset()  # entities set, changed or removed

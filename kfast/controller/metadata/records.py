@@ -17,6 +17,7 @@ wire protocol writes the metadata log.
     >>> raw = encode_record(TopicRecord(name="orders", topic_id=uuid.uuid4()))
     >>> decode_record(raw)          # -> (TopicRecord(...), version)
 """
+
 from __future__ import annotations
 
 from typing import NamedTuple
@@ -32,7 +33,7 @@ FRAME_VERSION = 1
 class _RecordSchema(NamedTuple):
     record_type: int
     name: str
-    version: int        # the version kfast writes
+    version: int  # the version kfast writes
     max_version: int
     grammar: str
 
@@ -41,7 +42,12 @@ class _RecordSchema(NamedTuple):
 # kfast.protocol.constants' CONFIG_RESOURCE_*.
 
 _SCHEMAS = (
-    _RecordSchema(0, "RegisterBrokerRecord", 3, 3, """
+    _RecordSchema(
+        0,
+        "RegisterBrokerRecord",
+        3,
+        3,
+        """
     broker_id                          int32                          0+
     is_migrating_zk_broker             bool                           2+
     incarnation_id                     uuid                           0+
@@ -59,16 +65,34 @@ _SCHEMAS = (
     fenced                             bool                           0+     default=true
     in_controlled_shutdown             bool                           1+
     log_dirs                           []uuid                         3+     tag=0 tagged=3+
-"""),
-    _RecordSchema(1, "UnregisterBrokerRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        1,
+        "UnregisterBrokerRecord",
+        0,
+        0,
+        """
     broker_id                          int32                          0+
     broker_epoch                       int64                          0+
-"""),
-    _RecordSchema(2, "TopicRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        2,
+        "TopicRecord",
+        0,
+        0,
+        """
     name                               string                         0+
     topic_id                           uuid                           0+
-"""),
-    _RecordSchema(3, "PartitionRecord", 0, 2, """
+""",
+    ),
+    _RecordSchema(
+        3,
+        "PartitionRecord",
+        0,
+        2,
+        """
     partition_id                       int32                          0+     default=-1
     topic_id                           uuid                           0+
     replicas                           []int32                        0+
@@ -82,14 +106,26 @@ _SCHEMAS = (
     directories                        []uuid                         1+
     eligible_leader_replicas           []int32                        2+     default=null nullable=2+ tag=1 tagged=2+
     last_known_elr                     []int32                        2+     default=null nullable=2+ tag=2 tagged=2+
-"""),
-    _RecordSchema(4, "ConfigRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        4,
+        "ConfigRecord",
+        0,
+        0,
+        """
     resource_type                      int8                           0+
     resource_name                      string                         0+
     name                               string                         0+
     value                              string                         0+     nullable=0+
-"""),
-    _RecordSchema(5, "PartitionChangeRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        5,
+        "PartitionChangeRecord",
+        0,
+        0,
+        """
     partition_id                       int32                          0+     default=-1
     topic_id                           uuid                           0+
     isr                                []int32                        0+     default=null nullable=0+ tag=0 tagged=0+
@@ -98,51 +134,105 @@ _SCHEMAS = (
     removing_replicas                  []int32                        0+     default=null nullable=0+ tag=3 tagged=0+
     adding_replicas                    []int32                        0+     default=null nullable=0+ tag=4 tagged=0+
     leader_recovery_state              int8                           0+     default=-1 tag=5 tagged=0+
-"""),
-    _RecordSchema(7, "FenceBrokerRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        7,
+        "FenceBrokerRecord",
+        0,
+        0,
+        """
     id                                 int32                          0+
     epoch                              int64                          0+
-"""),
-    _RecordSchema(8, "UnfenceBrokerRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        8,
+        "UnfenceBrokerRecord",
+        0,
+        0,
+        """
     id                                 int32                          0+
     epoch                              int64                          0+
-"""),
-    _RecordSchema(9, "RemoveTopicRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        9,
+        "RemoveTopicRecord",
+        0,
+        0,
+        """
     topic_id                           uuid                           0+
-"""),
-    _RecordSchema(11, "UserScramCredentialRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        11,
+        "UserScramCredentialRecord",
+        0,
+        0,
+        """
     name                               string                         0+
     mechanism                          int8                           0+
     salt                               bytes                          0+
     stored_key                         bytes                          0+
     server_key                         bytes                          0+
     iterations                         int32                          0+
-"""),
-    _RecordSchema(12, "FeatureLevelRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        12,
+        "FeatureLevelRecord",
+        0,
+        0,
+        """
     name                               string                         0+
     feature_level                      int16                          0+
-"""),
+""",
+    ),
     # One quota key of one entity (entity_name null: the default entity).
-    _RecordSchema(14, "ClientQuotaRecord", 0, 0, """
+    _RecordSchema(
+        14,
+        "ClientQuotaRecord",
+        0,
+        0,
+        """
     entity                             []EntityData                   0+
       entity_type                      string                         0+
       entity_name                      string                         0+     nullable=0+
     key                                string                         0+
     value                              float64                        0+
     remove                             bool                           0+
-"""),
-    _RecordSchema(15, "ProducerIdsRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        15,
+        "ProducerIdsRecord",
+        0,
+        0,
+        """
     broker_id                          int32                          0+
     broker_epoch                       int64                          0+
     next_producer_id                   int64                          0+
-"""),
-    _RecordSchema(17, "BrokerRegistrationChangeRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        17,
+        "BrokerRegistrationChangeRecord",
+        0,
+        0,
+        """
     broker_id                          int32                          0+
     broker_epoch                       int64                          0+
     fenced                             int8                           0+     tag=0 tagged=0+
     in_controlled_shutdown             int8                           0+     tag=1 tagged=0+
-"""),
-    _RecordSchema(18, "AccessControlEntryRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        18,
+        "AccessControlEntryRecord",
+        0,
+        0,
+        """
     id                                 uuid                           0+
     resource_type                      int8                           0+
     resource_name                      string                         0+
@@ -151,16 +241,35 @@ _SCHEMAS = (
     host                               string                         0+
     operation                          int8                           0+
     permission_type                    int8                           0+
-"""),
-    _RecordSchema(19, "RemoveAccessControlEntryRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        19,
+        "RemoveAccessControlEntryRecord",
+        0,
+        0,
+        """
     id                                 uuid                           0+
-"""),
-    _RecordSchema(20, "NoOpRecord", 0, 0, """
-"""),
-    _RecordSchema(22, "RemoveUserScramCredentialRecord", 0, 0, """
+""",
+    ),
+    _RecordSchema(
+        20,
+        "NoOpRecord",
+        0,
+        0,
+        """
+""",
+    ),
+    _RecordSchema(
+        22,
+        "RemoveUserScramCredentialRecord",
+        0,
+        0,
+        """
     name                               string                         0+
     mechanism                          int8                           0+
-"""),
+""",
+    ),
 )
 
 
@@ -169,8 +278,9 @@ class _MetadataRecordSchema(MessageSchema):
     is synthesised from the record type (every version flexible)."""
 
     def __init__(self, spec: _RecordSchema):
-        api = ApiKey(spec.record_type, spec.name[:-len("Record")], 0, spec.max_version, 0,
-                     False, ())
+        api = ApiKey(
+            spec.record_type, spec.name[: -len("Record")], 0, spec.max_version, 0, False, ()
+        )
         super().__init__(api, "Record", spec.grammar)
         self.cls.__module__ = __name__
         self.record_type = spec.record_type
@@ -261,5 +371,6 @@ def decode_record(value) -> tuple[object, int]:
         raise errors.CorruptRecordException(str(exc)) from None
     if end != len(view):
         raise errors.CorruptRecordException(
-            f"{schema.name} v{version}: {len(view) - end} bytes after the record")
+            f"{schema.name} v{version}: {len(view) - end} bytes after the record"
+        )
     return record, version

@@ -10,6 +10,7 @@ An assignor maps members to partitions:
 the uniform assignor keeps as far as balance allows (sticky), so a member
 joining or leaving moves as few partitions as possible.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -28,22 +29,27 @@ def uniform(members: dict[str, set], topics: dict, previous: Assignment) -> Assi
     result: Assignment = {m: {} for m in members}
     if not members:
         return result
-    partitions = [(t, p) for t in sorted(topics, key=_topic_order)
-                  if any(t in subs for subs in members.values())
-                  for p in range(topics[t])]
+    partitions = [
+        (t, p)
+        for t in sorted(topics, key=_topic_order)
+        if any(t in subs for subs in members.values())
+        for p in range(topics[t])
+    ]
     total, count = len(partitions), len(members)
     base, extra = divmod(total, count)
     counts = {m: 0 for m in members}
     taken: set = set()
     # Members with the most previous partitions claim the "+1" slots first,
     # which keeps the most partitions in place.
-    by_previous = sorted(members, key=lambda m: (-sum(len(v) for v in
-                                                      previous.get(m, {}).values()), m))
+    by_previous = sorted(
+        members, key=lambda m: (-sum(len(v) for v in previous.get(m, {}).values()), m)
+    )
     for member in by_previous:
         quota = base + 1 if extra > 0 else base
         kept = 0
-        for topic_id, owned in sorted(previous.get(member, {}).items(),
-                                      key=lambda item: _topic_order(item[0])):
+        for topic_id, owned in sorted(
+            previous.get(member, {}).items(), key=lambda item: _topic_order(item[0])
+        ):
             if topic_id not in members[member] or topic_id not in topics:
                 continue
             for partition in sorted(owned):

@@ -12,6 +12,7 @@ States and the transitions Kafka allows::
 The group holds no timers; the coordinator drives it and keeps the
 DelayedJoin/DelayedHeartbeat operations.
 """
+
 from __future__ import annotations
 
 from collections import Counter
@@ -35,14 +36,33 @@ _VALID_PREVIOUS = {
 
 
 class ClassicGroupMember:
-    __slots__ = ("member_id", "group_instance_id", "client_id", "client_host",
-                 "rebalance_timeout_ms", "session_timeout_ms", "protocol_type", "protocols",
-                 "assignment", "join_callback", "sync_callback", "heartbeat_satisfied",
-                 "is_leaving")
+    __slots__ = (
+        "member_id",
+        "group_instance_id",
+        "client_id",
+        "client_host",
+        "rebalance_timeout_ms",
+        "session_timeout_ms",
+        "protocol_type",
+        "protocols",
+        "assignment",
+        "join_callback",
+        "sync_callback",
+        "heartbeat_satisfied",
+        "is_leaving",
+    )
 
-    def __init__(self, member_id: str, group_instance_id: str | None, client_id: str,
-                 client_host: str, rebalance_timeout_ms: int, session_timeout_ms: int,
-                 protocol_type: str, protocols: list[tuple[str, bytes]]):
+    def __init__(
+        self,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        rebalance_timeout_ms: int,
+        session_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+    ):
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.client_id = client_id
@@ -97,7 +117,7 @@ class ClassicGroup:
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
         self.members: dict[str, ClassicGroupMember] = {}
-        self.static_members: dict[str, str] = {}   # group_instance_id -> member_id
+        self.static_members: dict[str, str] = {}  # group_instance_id -> member_id
         # Member ids handed out with MEMBER_ID_REQUIRED, not yet joined (KIP-394).
         self.pending_members: set[str] = set()
         # New members joined during the initial rebalance delay (InitialDelayedJoin).
@@ -105,8 +125,10 @@ class ClassicGroup:
         self._supported: Counter = Counter()
 
     def __repr__(self) -> str:
-        return (f"ClassicGroup({self.group_id!r}, {self.state}, generation={self.generation_id}, "
-                f"members={len(self.members)})")
+        return (
+            f"ClassicGroup({self.group_id!r}, {self.state}, generation={self.generation_id}, "
+            f"members={len(self.members)})"
+        )
 
     # -- state ---------------------------------------------------------------------------
     def is_(self, state: str) -> bool:
@@ -151,15 +173,17 @@ class ClassicGroup:
             self.leader_id = next(iter(self.members), None)
         return member
 
-    def update_protocols(self, member: ClassicGroupMember,
-                         protocols: list[tuple[str, bytes]]) -> None:
+    def update_protocols(
+        self, member: ClassicGroupMember, protocols: list[tuple[str, bytes]]
+    ) -> None:
         self._supported.subtract(member.protocol_names())
         member.protocols = protocols
         self._supported.update(member.protocol_names())
         self._supported = +self._supported
 
-    def replace_static_member(self, instance_id: str, old_member_id: str,
-                              new_member_id: str) -> ClassicGroupMember:
+    def replace_static_member(
+        self, instance_id: str, old_member_id: str, new_member_id: str
+    ) -> ClassicGroupMember:
         """A static member rejoined with a new member id (KIP-345): it keeps its
         place and assignment; the old id is fenced."""
         member = self.members.pop(old_member_id)
@@ -182,8 +206,10 @@ class ClassicGroup:
         return [m for m in self.members.values() if not m.is_awaiting_join]
 
     def has_all_members_joined(self) -> bool:
-        return (len(self.members) == sum(m.is_awaiting_join for m in self.members.values())
-                and not self.pending_members)
+        return (
+            len(self.members) == sum(m.is_awaiting_join for m in self.members.values())
+            and not self.pending_members
+        )
 
     def rebalance_timeout_ms(self) -> int:
         return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
@@ -194,8 +220,9 @@ class ClassicGroup:
         n = len(self.members)
         return {name for name, count in self._supported.items() if count == n}
 
-    def is_protocol_consistent(self, protocol_type: str,
-                               protocols: list[tuple[str, bytes]]) -> bool:
+    def is_protocol_consistent(
+        self, protocol_type: str, protocols: list[tuple[str, bytes]]
+    ) -> bool:
         names = {name for name, _ in protocols}
         if not self.members:
             return bool(protocol_type) and bool(names)
@@ -237,28 +264,50 @@ class ClassicGroup:
     # -- persistence ---------------------------------------------------------------------
     def to_record_value(self, now_ms: int) -> GroupMetadataValue:
         members = tuple(
-            MemberMetadata(m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                           m.rebalance_timeout_ms, m.session_timeout_ms,
-                           m.metadata(self.protocol_name) if self.protocol_name else b"",
-                           m.assignment)
-            for m in self.members.values())
-        return GroupMetadataValue(self.protocol_type or "", self.generation_id,
-                                  self.protocol_name, self.leader_id, self.state_timestamp,
-                                  members)
+            MemberMetadata(
+                m.member_id,
+                m.group_instance_id,
+                m.client_id,
+                m.client_host,
+                m.rebalance_timeout_ms,
+                m.session_timeout_ms,
+                m.metadata(self.protocol_name) if self.protocol_name else b"",
+                m.assignment,
+            )
+            for m in self.members.values()
+        )
+        return GroupMetadataValue(
+            self.protocol_type or "",
+            self.generation_id,
+            self.protocol_name,
+            self.leader_id,
+            self.state_timestamp,
+            members,
+        )
 
     @classmethod
-    def from_record_value(cls, group_id: str, value: GroupMetadataValue,
-                          now_ms: int) -> ClassicGroup:
-        group = cls(group_id, value.current_state_timestamp if value.current_state_timestamp >= 0
-                    else now_ms, EMPTY if not value.members else STABLE)
+    def from_record_value(
+        cls, group_id: str, value: GroupMetadataValue, now_ms: int
+    ) -> ClassicGroup:
+        group = cls(
+            group_id,
+            value.current_state_timestamp if value.current_state_timestamp >= 0 else now_ms,
+            EMPTY if not value.members else STABLE,
+        )
         group.generation_id = value.generation
         group.protocol_type = value.protocol_type or None
         group.protocol_name = value.protocol
         for meta in value.members:
-            member = ClassicGroupMember(meta.member_id, meta.group_instance_id, meta.client_id,
-                                        meta.client_host, meta.rebalance_timeout_ms,
-                                        meta.session_timeout_ms, value.protocol_type,
-                                        [(value.protocol or "", meta.subscription)])
+            member = ClassicGroupMember(
+                meta.member_id,
+                meta.group_instance_id,
+                meta.client_id,
+                meta.client_host,
+                meta.rebalance_timeout_ms,
+                meta.session_timeout_ms,
+                value.protocol_type,
+                [(value.protocol or "", meta.subscription)],
+            )
             member.assignment = meta.assignment
             group.add(member)
         group.protocol_type = value.protocol_type or None

@@ -19,6 +19,7 @@ So no partition is ever owned by two members at once.
 States: Empty (no members), Assigning (target behind the group epoch),
 Reconciling (some member not at the target epoch), Stable.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -44,11 +45,27 @@ def _intersect(a: Partitions, b: Partitions) -> Partitions:
 
 
 class ConsumerGroupMember:
-    __slots__ = ("member_id", "instance_id", "rack_id", "client_id", "client_host",
-                 "member_epoch", "previous_member_epoch", "state", "rebalance_timeout_ms",
-                 "subscribed_topic_names", "server_assignor", "assigned", "pending_revocation",
-                 "sent_assignment", "heartbeat_satisfied", "is_leaving",
-                 "explicit_topic_names", "subscribed_topic_regex", "revocation_timeout")
+    __slots__ = (
+        "member_id",
+        "instance_id",
+        "rack_id",
+        "client_id",
+        "client_host",
+        "member_epoch",
+        "previous_member_epoch",
+        "state",
+        "rebalance_timeout_ms",
+        "subscribed_topic_names",
+        "server_assignor",
+        "assigned",
+        "pending_revocation",
+        "sent_assignment",
+        "heartbeat_satisfied",
+        "is_leaving",
+        "explicit_topic_names",
+        "subscribed_topic_regex",
+        "revocation_timeout",
+    )
 
     def __init__(self, member_id: str):
         self.member_id = member_id
@@ -81,7 +98,7 @@ class ConsumerGroup:
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.target: dict[str, Partitions] = {}
-        self.subscription_metadata: dict = {}   # {topic name: (topic_id, partitions)}
+        self.subscription_metadata: dict = {}  # {topic name: (topic_id, partitions)}
         self.assignor_name: str | None = None
         self.dead = False
         # Only classic groups hand out pending member ids (DelayedHeartbeat reads this).
@@ -101,8 +118,10 @@ class ConsumerGroup:
             return EMPTY
         if self.assignment_epoch < self.group_epoch:
             return ASSIGNING
-        if any(m.member_epoch != self.assignment_epoch or m.state != MEMBER_STABLE
-               for m in self.members.values()):
+        if any(
+            m.member_epoch != self.assignment_epoch or m.state != MEMBER_STABLE
+            for m in self.members.values()
+        ):
             return RECONCILING
         return STABLE
 
@@ -129,8 +148,11 @@ class ConsumerGroup:
         when the request did not say)."""
         target = self.target.get(member.member_id, {})
         if member.state == UNREVOKED_PARTITIONS:
-            still_owned = _intersect(member.pending_revocation, owned) if owned is not None \
+            still_owned = (
+                _intersect(member.pending_revocation, owned)
+                if owned is not None
                 else member.pending_revocation
+            )
             if still_owned:
                 return
             member.pending_revocation = {}

@@ -18,6 +18,7 @@ the same groups and the next change writes only what changed; a member that
 comes back after a restart continues with its member epoch. A failed write
 marks its keys unknown, so the next change writes them again.
 """
+
 from __future__ import annotations
 
 import re
@@ -45,13 +46,23 @@ from kfast.protocol import errors as E
 # built only to write.
 GROUP_EPOCH, SUBSCRIPTION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
-_KEY_CLASS = {3: R.ConsumerGroupMetadataKey, 4: R.ConsumerGroupPartitionMetadataKey,
-              5: R.ConsumerGroupMemberMetadataKey, 6: R.ConsumerGroupTargetAssignmentMetadataKey,
-              7: R.ConsumerGroupTargetAssignmentMemberKey,
-              8: R.ConsumerGroupCurrentMemberAssignmentKey}
+_KEY_CLASS = {
+    3: R.ConsumerGroupMetadataKey,
+    4: R.ConsumerGroupPartitionMetadataKey,
+    5: R.ConsumerGroupMemberMetadataKey,
+    6: R.ConsumerGroupTargetAssignmentMetadataKey,
+    7: R.ConsumerGroupTargetAssignmentMemberKey,
+    8: R.ConsumerGroupCurrentMemberAssignmentKey,
+}
 _KEY_TYPE = {cls: t for t, cls in _KEY_CLASS.items()}
-_WRITE_ORDER = {MEMBER_METADATA: 0, SUBSCRIPTION_METADATA: 1, GROUP_EPOCH: 2, TARGET_MEMBER: 3,
-                TARGET_METADATA: 4, CURRENT_ASSIGNMENT: 5}
+_WRITE_ORDER = {
+    MEMBER_METADATA: 0,
+    SUBSCRIPTION_METADATA: 1,
+    GROUP_EPOCH: 2,
+    TARGET_MEMBER: 3,
+    TARGET_METADATA: 4,
+    CURRENT_ASSIGNMENT: 5,
+}
 _MEMBER_KEY_TYPES = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
 
 
@@ -59,6 +70,8 @@ def _record_key(group_id: str, key: tuple):
     key_type, member_id = key
     cls = _KEY_CLASS[key_type]
     return cls(group_id) if member_id is None else cls(group_id, member_id)
+
+
 _STATE_BY_CODE = {code: name for name, code in R.MEMBER_STATE_CODES.items()}
 
 
@@ -111,11 +124,23 @@ def _state_of(kind: int, value) -> tuple:
     if kind == TARGET_MEMBER:
         return _flat_of(value.topic_partitions)
     if kind == MEMBER_METADATA:
-        return (value.instance_id, value.rack_id, value.client_id, value.client_host,
-                tuple(sorted(value.subscribed_topic_names)), value.subscribed_topic_regex or None,
-                value.rebalance_timeout_ms, value.server_assignor)
-    return (value.member_epoch, value.previous_member_epoch, value.state,
-            _flat_of(value.assigned_partitions), _flat_of(value.partitions_pending_revocation))
+        return (
+            value.instance_id,
+            value.rack_id,
+            value.client_id,
+            value.client_host,
+            tuple(sorted(value.subscribed_topic_names)),
+            value.subscribed_topic_regex or None,
+            value.rebalance_timeout_ms,
+            value.server_assignor,
+        )
+    return (
+        value.member_epoch,
+        value.previous_member_epoch,
+        value.state,
+        _flat_of(value.assigned_partitions),
+        _flat_of(value.partitions_pending_revocation),
+    )
 
 
 def _persisted_key(key) -> tuple:
@@ -127,9 +152,12 @@ def _value_of(kind: int, state: tuple):
         return R.ConsumerGroupMetadataValue(epoch=state[0])
     if kind == SUBSCRIPTION_METADATA:
         cls = R.ConsumerGroupPartitionMetadataValue
-        return cls(topics=[cls.TopicMetadata(topic_id=topic_id, topic_name=name,
-                                             num_partitions=count)
-                           for name, topic_id, count in state])
+        return cls(
+            topics=[
+                cls.TopicMetadata(topic_id=topic_id, topic_name=name, num_partitions=count)
+                for name, topic_id, count in state
+            ]
+        )
     if kind == TARGET_METADATA:
         return R.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=state[0])
     if kind == TARGET_MEMBER:
@@ -138,15 +166,24 @@ def _value_of(kind: int, state: tuple):
     if kind == MEMBER_METADATA:
         instance_id, rack_id, client_id, client_host, names, regex, timeout, assignor = state
         return R.ConsumerGroupMemberMetadataValue(
-            instance_id=instance_id, rack_id=rack_id, client_id=client_id,
-            client_host=client_host, subscribed_topic_names=list(names),
-            subscribed_topic_regex=regex, rebalance_timeout_ms=timeout,
-            server_assignor=assignor)
+            instance_id=instance_id,
+            rack_id=rack_id,
+            client_id=client_id,
+            client_host=client_host,
+            subscribed_topic_names=list(names),
+            subscribed_topic_regex=regex,
+            rebalance_timeout_ms=timeout,
+            server_assignor=assignor,
+        )
     cls = R.ConsumerGroupCurrentMemberAssignmentValue
     epoch, previous, state_code, assigned, pending = state
-    return cls(member_epoch=epoch, previous_member_epoch=previous, state=state_code,
-               assigned_partitions=_topic_partitions(cls.TopicPartitions, assigned),
-               partitions_pending_revocation=_topic_partitions(cls.TopicPartitions, pending))
+    return cls(
+        member_epoch=epoch,
+        previous_member_epoch=previous,
+        state=state_code,
+        assigned_partitions=_topic_partitions(cls.TopicPartitions, assigned),
+        partitions_pending_revocation=_topic_partitions(cls.TopicPartitions, pending),
+    )
 
 
 JOIN_EPOCH = 0
@@ -171,12 +208,24 @@ class ConsumerGroupManager:
         group.consumer.* property (Kafka's GroupConfigManager)."""
         return group_config_value(self.config, self.group_config_overrides(group_id), name)
 
-    def consumer_group_heartbeat(self, group_id: str, member_id: str, member_epoch: int,
-                                 instance_id, rack_id, rebalance_timeout_ms: int,
-                                 subscribed_topic_names, server_assignor, owned,
-                                 client_id: str, client_host: str, topics: dict,
-                                 subscribed_topic_regex: str | None = None,
-                                 callback=None, may_describe=None) -> dict | None:
+    def consumer_group_heartbeat(
+        self,
+        group_id: str,
+        member_id: str,
+        member_epoch: int,
+        instance_id,
+        rack_id,
+        rebalance_timeout_ms: int,
+        subscribed_topic_names,
+        server_assignor,
+        owned,
+        client_id: str,
+        client_host: str,
+        topics: dict,
+        subscribed_topic_regex: str | None = None,
+        callback=None,
+        may_describe=None,
+    ) -> dict | None:
         """The ConsumerGroupHeartbeatResponse fields. ``owned``: {topic_id:
         set(partitions)} the member reports holding, or None.
         ``may_describe(topic)``: whether the member may DESCRIBE the topic
@@ -186,6 +235,7 @@ class ConsumerGroupManager:
         The response is final once the change's records are appended: with
         ``callback`` it is passed there then; without, it is returned (the
         append's error if the write completed at once and failed)."""
+
         def reply(response: dict) -> dict | None:
             if callback is None:
                 return response
@@ -193,31 +243,46 @@ class ConsumerGroupManager:
             return None
 
         def error(code: int, message: str | None = None) -> dict | None:
-            return reply({"error_code": code, "error_message": message,
-                          "member_id": member_id or None, "member_epoch": -1,
-                          "heartbeat_interval_ms": 0, "assignment": None})
+            return reply(
+                {
+                    "error_code": code,
+                    "error_message": message,
+                    "member_id": member_id or None,
+                    "member_epoch": -1,
+                    "heartbeat_interval_ms": 0,
+                    "assignment": None,
+                }
+            )
 
         if not group_id:
             return error(E.InvalidRequestException.code, "GroupId can't be empty.")
         if server_assignor is not None and server_assignor not in ASSIGNORS:
-            return error(E.UnsupportedAssignorException.code,
-                         f"Assignor {server_assignor} is not supported.")
+            return error(
+                E.UnsupportedAssignorException.code, f"Assignor {server_assignor} is not supported."
+            )
         classic = self.groups.get(group_id)
         if classic is not None and not classic.is_("Empty") and not classic.is_("Dead"):
-            return error(E.GroupIdNotFoundException.code,
-                         f"Group {group_id} is not a consumer group.")
+            return error(
+                E.GroupIdNotFoundException.code, f"Group {group_id} is not a consumer group."
+            )
         group = self.consumer_groups.get(group_id)
         # Whatever changes in one heartbeat bumps the group epoch once.
         bump = False
-        extra = []      # records of a classic group this one replaces
-        before = None if group is None else (group.group_epoch, group.assignment_epoch,
-                                             tuple(group.members))
+        extra = []  # records of a classic group this one replaces
+        before = (
+            None
+            if group is None
+            else (group.group_epoch, group.assignment_epoch, tuple(group.members))
+        )
         if member_epoch == JOIN_EPOCH:
-            if rebalance_timeout_ms < 0 or (subscribed_topic_names is None
-                                            and not subscribed_topic_regex):
-                return error(E.InvalidRequestException.code,
-                             "RebalanceTimeoutMs and SubscribedTopicNames or "
-                             "SubscribedTopicRegex must be set when joining.")
+            if rebalance_timeout_ms < 0 or (
+                subscribed_topic_names is None and not subscribed_topic_regex
+            ):
+                return error(
+                    E.InvalidRequestException.code,
+                    "RebalanceTimeoutMs and SubscribedTopicNames or "
+                    "SubscribedTopicRegex must be set when joining.",
+                )
             if group is None:
                 if classic is not None:
                     # An empty classic group is taken over (its record deleted).
@@ -231,8 +296,10 @@ class ConsumerGroupManager:
             static = self._static_member(group, instance_id)
             if static is not None and static.member_id != member_id:
                 if static.member_epoch != STATIC_LEAVE_EPOCH:
-                    return error(E.UnreleasedInstanceIdException.code,
-                                 f"Static member {instance_id} is still in the group.")
+                    return error(
+                        E.UnreleasedInstanceIdException.code,
+                        f"Static member {instance_id} is still in the group.",
+                    )
                 # KIP-345 in KIP-848: the restarted instance takes over the
                 # member it was, assignment and epoch included; no rebalance.
                 member = self._replace_static_member(group, static, member_id)
@@ -250,23 +317,43 @@ class ConsumerGroupManager:
                 # until its session expires or its instance rejoins.
                 member.previous_member_epoch = member.member_epoch
                 member.member_epoch = STATIC_LEAVE_EPOCH
-                return self._persist_and_reply(group, [member_id], {
-                    "error_code": 0, "error_message": None, "member_id": member_id,
-                    "member_epoch": STATIC_LEAVE_EPOCH, "heartbeat_interval_ms": 0,
-                    "assignment": None}, callback)
+                return self._persist_and_reply(
+                    group,
+                    [member_id],
+                    {
+                        "error_code": 0,
+                        "error_message": None,
+                        "member_id": member_id,
+                        "member_epoch": STATIC_LEAVE_EPOCH,
+                        "heartbeat_interval_ms": 0,
+                        "assignment": None,
+                    },
+                    callback,
+                )
             if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 self._remove_consumer_member(group, member_id)
                 group.group_epoch += 1
                 self._compute_target(group, topics)
-                return self._persist_and_reply(group, None, {
-                    "error_code": 0, "error_message": None, "member_id": member_id,
-                    "member_epoch": member_epoch, "heartbeat_interval_ms": 0,
-                    "assignment": None}, callback)
+                return self._persist_and_reply(
+                    group,
+                    None,
+                    {
+                        "error_code": 0,
+                        "error_message": None,
+                        "member_id": member_id,
+                        "member_epoch": member_epoch,
+                        "heartbeat_interval_ms": 0,
+                        "assignment": None,
+                    },
+                    callback,
+                )
             if member_epoch > member.member_epoch:
                 return error(E.FencedMemberEpochException.code)
             if member_epoch < member.member_epoch and not (
-                    member_epoch == member.previous_member_epoch and owned is not None
-                    and all(ps <= member.assigned.get(t, set()) for t, ps in owned.items())):
+                member_epoch == member.previous_member_epoch
+                and owned is not None
+                and all(ps <= member.assigned.get(t, set()) for t, ps in owned.items())
+            ):
                 return error(E.FencedMemberEpochException.code)
         member.client_id, member.client_host = client_id, client_host
         # Heartbeats after the join may leave the instance id out (null:
@@ -283,17 +370,22 @@ class ConsumerGroupManager:
             member.explicit_topic_names = set(subscribed_topic_names)
         if subscribed_topic_regex is not None:
             try:
-                member.subscribed_topic_regex = (re.compile(subscribed_topic_regex)
-                                                 if subscribed_topic_regex else None)
+                member.subscribed_topic_regex = (
+                    re.compile(subscribed_topic_regex) if subscribed_topic_regex else None
+                )
             except re.error as exc:
                 return error(E.InvalidRegularExpression.code, str(exc))
         # A regex is resolved against the topics of each heartbeat; internal
         # topics never match (as in Kafka).
         resolved = set(member.explicit_topic_names)
         if member.subscribed_topic_regex is not None:
-            resolved |= {t for t in topics if not t.startswith("__")
-                         and member.subscribed_topic_regex.fullmatch(t)
-                         and (may_describe is None or may_describe(t))}
+            resolved |= {
+                t
+                for t in topics
+                if not t.startswith("__")
+                and member.subscribed_topic_regex.fullmatch(t)
+                and (may_describe is None or may_describe(t))
+            }
         if sorted(resolved) != member.subscribed_topic_names:
             member.subscribed_topic_names = sorted(resolved)
             bump = True
@@ -311,17 +403,26 @@ class ConsumerGroupManager:
         if member.state == UNREVOKED_PARTITIONS and not was_revoking:
             self._schedule_revocation_timeout(group, member)
         assignment = None
-        if member_epoch == JOIN_EPOCH or owned is not None or \
-                member.sent_assignment != member.assigned:
+        if (
+            member_epoch == JOIN_EPOCH
+            or owned is not None
+            or member.sent_assignment != member.assigned
+        ):
             member.sent_assignment = {t: set(ps) for t, ps in member.assigned.items()}
-            assignment = {"topic_partitions": [
-                {"topic_id": t, "partitions": sorted(ps)}
-                for t, ps in sorted(member.assigned.items(), key=lambda i: str(i[0]))]}
-        response = {"error_code": 0, "error_message": None, "member_id": member_id,
-                    "member_epoch": member.member_epoch,
-                    "heartbeat_interval_ms": self.group_config(
-                        group_id, "consumer.heartbeat.interval.ms"),
-                    "assignment": assignment}
+            assignment = {
+                "topic_partitions": [
+                    {"topic_id": t, "partitions": sorted(ps)}
+                    for t, ps in sorted(member.assigned.items(), key=lambda i: str(i[0]))
+                ]
+            }
+        response = {
+            "error_code": 0,
+            "error_message": None,
+            "member_id": member_id,
+            "member_epoch": member.member_epoch,
+            "heartbeat_interval_ms": self.group_config(group_id, "consumer.heartbeat.interval.ms"),
+            "assignment": assignment,
+        }
         # Only this member's records can have changed unless an epoch moved
         # or the membership did.
         after = (group.group_epoch, group.assignment_epoch, tuple(group.members))
@@ -335,10 +436,14 @@ class ConsumerGroupManager:
 
     def _compute_target(self, group: ConsumerGroup, topics: dict) -> None:
         name = group.assignor_name = self._preferred_assignor(group)
-        members = {m.member_id: {topics[t][0] for t in m.subscribed_topic_names if t in topics}
-                   for m in group.members.values()}
-        counts = {topics_id: count for topics_id, count in
-                  (topics[t] for t in group.subscribed_topics() if t in topics)}
+        members = {
+            m.member_id: {topics[t][0] for t in m.subscribed_topic_names if t in topics}
+            for m in group.members.values()
+        }
+        counts = {
+            topics_id: count
+            for topics_id, count in (topics[t] for t in group.subscribed_topics() if t in topics)
+        }
         group.target = ASSIGNORS[name](members, counts, group.target)
         group.assignment_epoch = group.group_epoch
 
@@ -348,8 +453,9 @@ class ConsumerGroupManager:
             return None
         return next((m for m in group.members.values() if m.instance_id == instance_id), None)
 
-    def _replace_static_member(self, group: ConsumerGroup, old: ConsumerGroupMember,
-                               member_id: str) -> ConsumerGroupMember:
+    def _replace_static_member(
+        self, group: ConsumerGroup, old: ConsumerGroupMember, member_id: str
+    ) -> ConsumerGroupMember:
         self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, old.member_id))
         del group.members[old.member_id]
         if old.member_id in group.target:
@@ -367,8 +473,9 @@ class ConsumerGroupManager:
         if member is not None and member.revocation_timeout is not None:
             member.revocation_timeout.cancel()
 
-    def _schedule_revocation_timeout(self, group: ConsumerGroup,
-                                     member: ConsumerGroupMember) -> None:
+    def _schedule_revocation_timeout(
+        self, group: ConsumerGroup, member: ConsumerGroupMember
+    ) -> None:
         """A member must release revoked partitions within its rebalance
         timeout, or it is fenced (removed) so others can have them."""
         if member.revocation_timeout is not None:
@@ -377,15 +484,20 @@ class ConsumerGroupManager:
 
         def expired() -> None:
             member.revocation_timeout = None
-            if group.members.get(member.member_id) is member and \
-                    member.state == UNREVOKED_PARTITIONS and member.member_epoch == epoch:
+            if (
+                group.members.get(member.member_id) is member
+                and member.state == UNREVOKED_PARTITIONS
+                and member.member_epoch == epoch
+            ):
                 self.on_consumer_session_expired(group, member.member_id)
 
-        member.revocation_timeout = self.timer.schedule(max(member.rebalance_timeout_ms, 0),
-                                                        expired)
+        member.revocation_timeout = self.timer.schedule(
+            max(member.rebalance_timeout_ms, 0), expired
+        )
 
-    def _consumer_heartbeat_received(self, group: ConsumerGroup,
-                                     member: ConsumerGroupMember) -> None:
+    def _consumer_heartbeat_received(
+        self, group: ConsumerGroup, member: ConsumerGroupMember
+    ) -> None:
         from kfast.coordinator.group.delayed import DelayedHeartbeat
 
         key = heartbeat_key(group.group_id, member.member_id)
@@ -393,9 +505,14 @@ class ConsumerGroupManager:
         self.heartbeat_purgatory.check_and_complete(key)
         member.heartbeat_satisfied = False
         self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member.member_id,
-                             self.group_config(group.group_id, "consumer.session.timeout.ms")),
-            [key])
+            DelayedHeartbeat(
+                self,
+                group,
+                member.member_id,
+                self.group_config(group.group_id, "consumer.session.timeout.ms"),
+            ),
+            [key],
+        )
 
     def on_consumer_session_expired(self, group: ConsumerGroup, member_id: str) -> None:
         if member_id in group.members:
@@ -409,34 +526,56 @@ class ConsumerGroupManager:
         """DescribedGroup fields; ``topic_names``: {topic_id: name}."""
         group = self.consumer_groups.get(group_id)
         if group is None:
-            return {"error_code": E.GroupIdNotFoundException.code,
-                    "error_message": f"Group {group_id} not found.", "group_id": group_id,
-                    "group_state": "Dead", "group_epoch": -1, "assignment_epoch": -1,
-                    "assignor_name": "", "members": []}
+            return {
+                "error_code": E.GroupIdNotFoundException.code,
+                "error_message": f"Group {group_id} not found.",
+                "group_id": group_id,
+                "group_state": "Dead",
+                "group_epoch": -1,
+                "assignment_epoch": -1,
+                "assignor_name": "",
+                "members": [],
+            }
 
         def assignment(partitions):
-            return {"topic_partitions": [
-                {"topic_id": t, "topic_name": topic_names.get(t, ""), "partitions": sorted(ps)}
-                for t, ps in sorted(partitions.items(), key=lambda i: str(i[0]))]}
+            return {
+                "topic_partitions": [
+                    {"topic_id": t, "topic_name": topic_names.get(t, ""), "partitions": sorted(ps)}
+                    for t, ps in sorted(partitions.items(), key=lambda i: str(i[0]))
+                ]
+            }
 
-        return {"error_code": 0, "error_message": None, "group_id": group_id,
-                "group_state": group.state, "group_epoch": group.group_epoch,
-                "assignment_epoch": group.assignment_epoch,
-                "assignor_name": self._preferred_assignor(group),
-                "members": [{
-                    "member_id": m.member_id, "instance_id": m.instance_id,
-                    "rack_id": m.rack_id, "member_epoch": m.member_epoch,
-                    "client_id": m.client_id, "client_host": m.client_host,
+        return {
+            "error_code": 0,
+            "error_message": None,
+            "group_id": group_id,
+            "group_state": group.state,
+            "group_epoch": group.group_epoch,
+            "assignment_epoch": group.assignment_epoch,
+            "assignor_name": self._preferred_assignor(group),
+            "members": [
+                {
+                    "member_id": m.member_id,
+                    "instance_id": m.instance_id,
+                    "rack_id": m.rack_id,
+                    "member_epoch": m.member_epoch,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
                     "subscribed_topic_names": list(m.subscribed_topic_names),
                     "subscribed_topic_regex": m.subscribed_topic_regex.pattern
-                    if m.subscribed_topic_regex is not None else None,
+                    if m.subscribed_topic_regex is not None
+                    else None,
                     "assignment": assignment(m.assigned),
                     "target_assignment": assignment(group.target.get(m.member_id, {})),
-                    "member_type": 1}
-                    for m in group.members.values()]}
+                    "member_type": 1,
+                }
+                for m in group.members.values()
+            ],
+        }
 
-    def validate_consumer_commit(self, group: ConsumerGroup, member_id: str,
-                                 member_epoch: int) -> int:
+    def validate_consumer_commit(
+        self, group: ConsumerGroup, member_id: str, member_epoch: int
+    ) -> int:
         """0 if an OffsetCommit for this KIP-848 group may proceed."""
         if member_epoch < 0 and not member_id and not group.members:
             return 0
@@ -450,16 +589,26 @@ class ConsumerGroupManager:
         return 0
 
     # -- persistence -------------------------------------------------------------------
-    def _persist_and_reply(self, group: ConsumerGroup, member_ids, response: dict, callback,
-                           extra=()) -> dict | None:
+    def _persist_and_reply(
+        self, group: ConsumerGroup, member_ids, response: dict, callback, extra=()
+    ) -> dict | None:
         """Write the group's changed records, then answer: ``response``, or
         the append's error."""
         result = []
 
         def done(code: int) -> None:
-            answer = response if not code else {
-                "error_code": code, "error_message": None, "member_id": response["member_id"],
-                "member_epoch": -1, "heartbeat_interval_ms": 0, "assignment": None}
+            answer = (
+                response
+                if not code
+                else {
+                    "error_code": code,
+                    "error_message": None,
+                    "member_id": response["member_id"],
+                    "member_epoch": -1,
+                    "heartbeat_interval_ms": 0,
+                    "assignment": None,
+                }
+            )
             if callback is not None:
                 callback(answer)
             else:
@@ -472,8 +621,7 @@ class ConsumerGroupManager:
             return result[0] if result else response
         return None
 
-    def _persist_consumer_group(self, group: ConsumerGroup, member_ids, done,
-                                extra=()) -> None:
+    def _persist_consumer_group(self, group: ConsumerGroup, member_ids, done, extra=()) -> None:
         """Append the records of ``group`` that differ from ``group.persisted``
         (all of them, or only the group's and ``member_ids``' records), plus
         ``extra``; ``done(error_code)`` after the append, at once if there
@@ -485,8 +633,13 @@ class ConsumerGroupManager:
         if member_ids is None:
             stale = [k for k in persisted if k not in wanted]
         else:
-            stale = [k for m in member_ids for t in _MEMBER_KEY_TYPES
-                     for k in ((t, m),) if k in persisted and k not in wanted]
+            stale = [
+                k
+                for m in member_ids
+                for t in _MEMBER_KEY_TYPES
+                for k in ((t, m),)
+                if k in persisted and k not in wanted
+            ]
         changes = [(k, v) for k, v in wanted.items() if persisted.get(k) != v]
         if not changes and not stale and not extra:
             return done(0)
@@ -499,8 +652,13 @@ class ConsumerGroupManager:
             else:
                 persisted[key] = value
         gid = group.group_id
-        records = list(extra) + [(R.encode_key(_record_key(gid, k)), None if v is None else
-                                  R.encode_value(_value_of(k[0], v))) for k, v in changes]
+        records = list(extra) + [
+            (
+                R.encode_key(_record_key(gid, k)),
+                None if v is None else R.encode_value(_value_of(k[0], v)),
+            )
+            for k, v in changes
+        ]
 
         def written(code: int) -> None:
             if code:
@@ -516,27 +674,45 @@ class ConsumerGroupManager:
         the group-level records and those of ``member_ids`` when given)."""
         out = {
             (GROUP_EPOCH, None): (group.group_epoch,),
-            (SUBSCRIPTION_METADATA, None): tuple(sorted(
-                (name, topic_id, count)
-                for name, (topic_id, count) in group.subscription_metadata.items())),
+            (SUBSCRIPTION_METADATA, None): tuple(
+                sorted(
+                    (name, topic_id, count)
+                    for name, (topic_id, count) in group.subscription_metadata.items()
+                )
+            ),
             (TARGET_METADATA, None): (group.assignment_epoch,),
         }
-        members = group.members.values() if member_ids is None else \
-            [group.members[m] for m in member_ids if m in group.members]
+        members = (
+            group.members.values()
+            if member_ids is None
+            else [group.members[m] for m in member_ids if m in group.members]
+        )
         for member in members:
             mid = member.member_id
             out[MEMBER_METADATA, mid] = (
-                member.instance_id, member.rack_id, member.client_id, member.client_host,
+                member.instance_id,
+                member.rack_id,
+                member.client_id,
+                member.client_host,
                 tuple(sorted(member.explicit_topic_names)),
                 member.subscribed_topic_regex.pattern
-                if member.subscribed_topic_regex is not None else None,
-                member.rebalance_timeout_ms, member.server_assignor)
+                if member.subscribed_topic_regex is not None
+                else None,
+                member.rebalance_timeout_ms,
+                member.server_assignor,
+            )
             out[CURRENT_ASSIGNMENT, mid] = (
-                member.member_epoch, member.previous_member_epoch,
-                R.MEMBER_STATE_CODES[member.state], _flat(member.assigned),
-                _flat(member.pending_revocation))
-        targets = group.target.items() if member_ids is None else \
-            [(m, group.target[m]) for m in member_ids if m in group.target]
+                member.member_epoch,
+                member.previous_member_epoch,
+                R.MEMBER_STATE_CODES[member.state],
+                _flat(member.assigned),
+                _flat(member.pending_revocation),
+            )
+        targets = (
+            group.target.items()
+            if member_ids is None
+            else [(m, group.target[m]) for m in member_ids if m in group.target]
+        )
         for mid, partitions in targets:
             out[TARGET_MEMBER, mid] = _flat(partitions)
         return out
@@ -570,8 +746,7 @@ class ConsumerGroupManager:
                 member = group.members.get(key.member_id)
                 if member is not None:
                     member.member_epoch, member.previous_member_epoch = 0, -1
-                    member.state, member.assigned, member.pending_revocation = \
-                        MEMBER_STABLE, {}, {}
+                    member.state, member.assigned, member.pending_revocation = MEMBER_STABLE, {}, {}
             elif isinstance(key, R.ConsumerGroupPartitionMetadataKey):
                 group.subscription_metadata = {}
             elif isinstance(key, R.ConsumerGroupTargetAssignmentMetadataKey):
@@ -588,8 +763,9 @@ class ConsumerGroupManager:
         if isinstance(key, R.ConsumerGroupMetadataKey):
             group.group_epoch = value.epoch
         elif isinstance(key, R.ConsumerGroupPartitionMetadataKey):
-            group.subscription_metadata = {t.topic_name: (t.topic_id, t.num_partitions)
-                                           for t in value.topics}
+            group.subscription_metadata = {
+                t.topic_name: (t.topic_id, t.num_partitions) for t in value.topics
+            }
             for member in group.members.values():
                 self._resolve_loaded_subscription(group, member)
         elif isinstance(key, R.ConsumerGroupTargetAssignmentMetadataKey):
@@ -604,8 +780,11 @@ class ConsumerGroupManager:
                 member.instance_id, member.rack_id = value.instance_id, value.rack_id
                 member.client_id, member.client_host = value.client_id, value.client_host
                 member.explicit_topic_names = set(value.subscribed_topic_names)
-                member.subscribed_topic_regex = re.compile(value.subscribed_topic_regex) \
-                    if value.subscribed_topic_regex else None
+                member.subscribed_topic_regex = (
+                    re.compile(value.subscribed_topic_regex)
+                    if value.subscribed_topic_regex
+                    else None
+                )
                 member.rebalance_timeout_ms = value.rebalance_timeout_ms
                 member.server_assignor = value.server_assignor
                 self._resolve_loaded_subscription(group, member)
@@ -623,8 +802,9 @@ class ConsumerGroupManager:
         group's metadata was written with)."""
         resolved = set(member.explicit_topic_names)
         if member.subscribed_topic_regex is not None:
-            resolved |= {t for t in group.subscription_metadata
-                         if member.subscribed_topic_regex.fullmatch(t)}
+            resolved |= {
+                t for t in group.subscription_metadata if member.subscribed_topic_regex.fullmatch(t)
+            }
         member.subscribed_topic_names = sorted(resolved)
 
     def on_consumer_groups_loaded(self, group_ids) -> None:
@@ -642,20 +822,41 @@ class ConsumerGroupManager:
 
     def consumer_groups_snapshot(self) -> dict:
         """The persisted state of every KIP-848 group, comparable by value."""
+
         def flat(assignment):
             return tuple(sorted((str(t), tuple(sorted(ps))) for t, ps in assignment.items() if ps))
 
         out = {}
         for group_id, group in self.consumer_groups.items():
-            members = tuple(sorted(
-                (m.member_id, m.instance_id, m.rack_id, m.client_id, m.client_host,
-                 m.member_epoch, m.previous_member_epoch, m.state, m.rebalance_timeout_ms,
-                 tuple(m.subscribed_topic_names), tuple(sorted(m.explicit_topic_names)),
-                 m.subscribed_topic_regex.pattern if m.subscribed_topic_regex else None,
-                 m.server_assignor, flat(m.assigned), flat(m.pending_revocation))
-                for m in group.members.values()))
-            out[group_id] = (group.group_epoch, group.assignment_epoch, group.state,
-                             tuple(sorted(group.subscription_metadata.items())),
-                             tuple(sorted((m, flat(a)) for m, a in group.target.items())),
-                             self._preferred_assignor(group), members)
+            members = tuple(
+                sorted(
+                    (
+                        m.member_id,
+                        m.instance_id,
+                        m.rack_id,
+                        m.client_id,
+                        m.client_host,
+                        m.member_epoch,
+                        m.previous_member_epoch,
+                        m.state,
+                        m.rebalance_timeout_ms,
+                        tuple(m.subscribed_topic_names),
+                        tuple(sorted(m.explicit_topic_names)),
+                        m.subscribed_topic_regex.pattern if m.subscribed_topic_regex else None,
+                        m.server_assignor,
+                        flat(m.assigned),
+                        flat(m.pending_revocation),
+                    )
+                    for m in group.members.values()
+                )
+            )
+            out[group_id] = (
+                group.group_epoch,
+                group.assignment_epoch,
+                group.state,
+                tuple(sorted(group.subscription_metadata.items())),
+                tuple(sorted((m, flat(a)) for m, a in group.target.items())),
+                self._preferred_assignor(group),
+                members,
+            )
         return out

@@ -11,6 +11,7 @@ describe); members and their leader own the bytes.
 Only the leading fields are read; later versions append fields, so any
 version parses.
 """
+
 from __future__ import annotations
 
 import struct
@@ -23,7 +24,7 @@ def _string(data: bytes, pos: int) -> tuple[str, int]:
     pos += 2
     if n < 0 or pos + n > len(data):
         raise ValueError("bad string")
-    return data[pos:pos + n].decode("utf-8"), pos + n
+    return data[pos : pos + n].decode("utf-8"), pos + n
 
 
 def subscribed_topics(subscription: bytes) -> set[str]:
@@ -75,7 +76,10 @@ def encode_assignment(partitions: dict[str, list[int]], version: int = 0) -> byt
     parts = [struct.pack(">hi", version, len(partitions))]
     for topic, indexes in partitions.items():
         data = topic.encode()
-        parts.append(struct.pack(">h", len(data)) + data
-                     + struct.pack(f">i{len(indexes)}i", len(indexes), *indexes))
+        parts.append(
+            struct.pack(">h", len(data))
+            + data
+            + struct.pack(f">i{len(indexes)}i", len(indexes), *indexes)
+        )
     parts.append(struct.pack(">i", -1))
     return b"".join(parts)

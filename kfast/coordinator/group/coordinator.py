@@ -12,6 +12,7 @@ client sees (a commit acknowledged, a generation made Stable) happens in
 ``done(error_code)``, after the append. ``replay(key, value)`` rebuilds the
 same state from those records, so loading a partition's log = restart.
 """
+
 from __future__ import annotations
 
 import uuid
@@ -60,8 +61,16 @@ class JoinResult(dict):
 
 
 def join_error(member_id: str, code: int) -> JoinResult:
-    return JoinResult(error_code=code, generation_id=-1, protocol_type=None, protocol_name=None,
-                      leader="", skip_assignment=False, member_id=member_id, members=[])
+    return JoinResult(
+        error_code=code,
+        generation_id=-1,
+        protocol_type=None,
+        protocol_name=None,
+        leader="",
+        skip_assignment=False,
+        member_id=member_id,
+        members=[],
+    )
 
 
 class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
@@ -91,17 +100,26 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         self._consumer_config()
 
     # -- JoinGroup ---------------------------------------------------------------------
-    def join_group(self, group_id: str, member_id: str, group_instance_id: str | None,
-                   client_id: str, client_host: str, session_timeout_ms: int,
-                   rebalance_timeout_ms: int, protocol_type: str,
-                   protocols: list[tuple[str, bytes]], require_known_member_id: bool,
-                   callback: Callable[[JoinResult], None]) -> None:
+    def join_group(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        client_id: str,
+        client_host: str,
+        session_timeout_ms: int,
+        rebalance_timeout_ms: int,
+        protocol_type: str,
+        protocols: list[tuple[str, bytes]],
+        require_known_member_id: bool,
+        callback: Callable[[JoinResult], None],
+    ) -> None:
         if not group_id:
             return callback(join_error(member_id, E.InvalidGroupIdException.code))
         if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
             return callback(join_error(member_id, E.InvalidSessionTimeoutException.code))
         if rebalance_timeout_ms < 0:
-            rebalance_timeout_ms = session_timeout_ms   # JoinGroup v0
+            rebalance_timeout_ms = session_timeout_ms  # JoinGroup v0
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None and consumer_group.members:
             # A KIP-848 group in use: classic members cannot join it.
@@ -120,17 +138,25 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
         if group.is_(DEAD):
             return callback(join_error(member_id, E.CoordinatorNotAvailableException.code))
-        is_new = (member_id == UNKNOWN_MEMBER_ID
-                  and group.static_member_id(group_instance_id) is None)
+        is_new = (
+            member_id == UNKNOWN_MEMBER_ID and group.static_member_id(group_instance_id) is None
+        )
         if is_new and len(group.members) + len(group.pending_members) >= self.max_group_size:
             return callback(join_error(member_id, E.GroupMaxSizeReachedException.code))
         if not group.is_protocol_consistent(protocol_type, protocols):
             return callback(join_error(member_id, E.InconsistentGroupProtocolException.code))
-        args = (client_id, client_host, session_timeout_ms, rebalance_timeout_ms, protocol_type,
-                protocols)
+        args = (
+            client_id,
+            client_host,
+            session_timeout_ms,
+            rebalance_timeout_ms,
+            protocol_type,
+            protocols,
+        )
         if member_id == UNKNOWN_MEMBER_ID:
-            self._join_unknown_member(group, group_instance_id, require_known_member_id,
-                                      args, callback)
+            self._join_unknown_member(
+                group, group_instance_id, require_known_member_id, args, callback
+            )
         else:
             self._join_known_member(group, member_id, group_instance_id, args, callback)
 
@@ -140,8 +166,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         if instance_id is not None:
             old_member_id = group.static_member_id(instance_id)
             if old_member_id is not None:
-                return self._update_static_member(group, old_member_id, new_member_id, args,
-                                                   callback)
+                return self._update_static_member(
+                    group, old_member_id, new_member_id, args, callback
+                )
         elif require_known_member_id:
             # KIP-394: hand out the id first, so a client that gives up does
             # not leave a member behind.
@@ -177,22 +204,38 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         else:
             callback(join_error(member_id, E.UnknownMemberIdException.code))
 
-    def _join_result(self, group: ClassicGroup, member: ClassicGroupMember,
-                     skip_assignment: bool = False) -> JoinResult:
+    def _join_result(
+        self, group: ClassicGroup, member: ClassicGroupMember, skip_assignment: bool = False
+    ) -> JoinResult:
         members = []
         if group.is_leader(member.member_id):
-            members = [(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
-                       for m in group.members.values()]
-        return JoinResult(error_code=NONE, generation_id=group.generation_id,
-                          protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                          leader=group.leader_id or "", skip_assignment=skip_assignment,
-                          member_id=member.member_id, members=members)
+            members = [
+                (m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+                for m in group.members.values()
+            ]
+        return JoinResult(
+            error_code=NONE,
+            generation_id=group.generation_id,
+            protocol_type=group.protocol_type,
+            protocol_name=group.protocol_name,
+            leader=group.leader_id or "",
+            skip_assignment=skip_assignment,
+            member_id=member.member_id,
+            members=members,
+        )
 
     def _add_member_and_rebalance(self, group, member_id, instance_id, args, callback):
         client_id, client_host, session_timeout, rebalance_timeout, protocol_type, protocols = args
-        member = ClassicGroupMember(member_id, instance_id, client_id, client_host,
-                                    rebalance_timeout, session_timeout, protocol_type,
-                                    [(n, bytes(m)) for n, m in protocols])
+        member = ClassicGroupMember(
+            member_id,
+            instance_id,
+            client_id,
+            client_host,
+            rebalance_timeout,
+            session_timeout,
+            protocol_type,
+            [(n, bytes(m)) for n, m in protocols],
+        )
         member.join_callback = callback
         group.add(member)
         group.new_member_added = True
@@ -217,20 +260,26 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         if old_member.sync_callback is not None:
             sync, old_member.sync_callback = old_member.sync_callback, None
             sync((E.FencedInstanceIdException.code, None, None, b""))
-        member = group.replace_static_member(old_member.group_instance_id, old_member_id,
-                                             new_member_id)
+        member = group.replace_static_member(
+            old_member.group_instance_id, old_member_id, new_member_id
+        )
         if old_callback is not None:
             old_callback(join_error(old_member_id, E.FencedInstanceIdException.code))
         member.client_id, member.client_host = args[0], args[1]
         member.session_timeout_ms, member.rebalance_timeout_ms = args[2], args[3]
         self.complete_and_schedule_next_heartbeat(group, member)
         if group.is_(STABLE) and unchanged:
+
             def done(error: int) -> None:
                 if error:
                     callback(join_error(new_member_id, error))
                 else:
-                    callback(self._join_result(group, member,
-                                               skip_assignment=group.is_leader(new_member_id)))
+                    callback(
+                        self._join_result(
+                            group, member, skip_assignment=group.is_leader(new_member_id)
+                        )
+                    )
+
             self._store_group(group, None, done)
             return
         self._update_member_and_rebalance(group, member, args, callback)
@@ -243,13 +292,17 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
 
     def _prepare_rebalance(self, group: ClassicGroup) -> None:
         if group.is_(COMPLETING_REBALANCE):
-            self._reset_and_propagate_assignment_error(group,
-                                                       E.RebalanceInProgressException.code)
+            self._reset_and_propagate_assignment_error(group, E.RebalanceInProgressException.code)
         rebalance_timeout = group.rebalance_timeout_ms()
         if group.is_(EMPTY) and self.initial_rebalance_delay_ms > 0:
             delay = min(self.initial_rebalance_delay_ms, rebalance_timeout)
-            operation = InitialDelayedJoin(self, group, delay, self.initial_rebalance_delay_ms,
-                                           max(rebalance_timeout - delay, 0))
+            operation = InitialDelayedJoin(
+                self,
+                group,
+                delay,
+                self.initial_rebalance_delay_ms,
+                max(rebalance_timeout - delay, 0),
+            )
         else:
             operation = DelayedJoin(self, group, rebalance_timeout)
         group.new_member_added = False
@@ -265,8 +318,11 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             if not member.is_static:
                 self._remove_member(group, member.member_id)
         group.pending_members.clear()
-        if group.leader_id is not None and group.leader_id in group.members and \
-                not group.members[group.leader_id].is_awaiting_join:
+        if (
+            group.leader_id is not None
+            and group.leader_id in group.members
+            and not group.members[group.leader_id].is_awaiting_join
+        ):
             joined = [m.member_id for m in group.members.values() if m.is_awaiting_join]
             if joined:
                 group.leader_id = joined[0]
@@ -281,11 +337,19 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             self.complete_and_schedule_next_heartbeat(group, member)
 
     # -- SyncGroup ---------------------------------------------------------------------
-    def sync_group(self, group_id: str, generation_id: int, member_id: str,
-                   group_instance_id: str | None, protocol_type: str | None,
-                   protocol_name: str | None, assignments: dict[str, bytes],
-                   callback: Callable[[tuple], None]) -> None:
+    def sync_group(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+        callback: Callable[[tuple], None],
+    ) -> None:
         """callback((error_code, protocol_type, protocol_name, assignment))."""
+
         def error(code: int):
             callback((code, None, None, b""))
 
@@ -301,8 +365,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             return error(E.UnknownMemberIdException.code)
         if generation_id != group.generation_id:
             return error(E.IllegalGenerationException.code)
-        if (protocol_type is not None and protocol_type != group.protocol_type) or \
-                (protocol_name is not None and protocol_name != group.protocol_name):
+        if (protocol_type is not None and protocol_type != group.protocol_type) or (
+            protocol_name is not None and protocol_name != group.protocol_name
+        ):
             return error(E.InconsistentGroupProtocolException.code)
         if group.is_(EMPTY):
             return error(E.UnknownMemberIdException.code)
@@ -347,8 +412,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
                 callback((code, None, None, b""))
 
     # -- Heartbeat / LeaveGroup --------------------------------------------------------
-    def heartbeat(self, group_id: str, member_id: str, group_instance_id: str | None,
-                  generation_id: int) -> int:
+    def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
         group = self.groups.get(group_id)
         if group is None:
             return E.UnknownMemberIdException.code
@@ -366,8 +432,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             return E.RebalanceInProgressException.code
         return NONE
 
-    def leave_group(self, group_id: str, members: list[tuple[str, str | None]]
-                    ) -> tuple[int, list[int]]:
+    def leave_group(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> tuple[int, list[int]]:
         """(top-level error, error per (member_id, group_instance_id))."""
         group = self.groups.get(group_id)
         if group is None:
@@ -407,13 +474,13 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             self.join_purgatory.check_and_complete(group.group_id)
             return
         member = group.members.get(member_id)
-        if member is None or group.is_(DEAD) or member.is_awaiting_join or \
-                member.is_awaiting_sync:
+        if member is None or group.is_(DEAD) or member.is_awaiting_join or member.is_awaiting_sync:
             return
         self._remove_member_and_update_group(group, member_id)
 
-    def _remove_member(self, group: ClassicGroup, member_id: str,
-                       code: int = E.UnknownMemberIdException.code) -> None:
+    def _remove_member(
+        self, group: ClassicGroup, member_id: str, code: int = E.UnknownMemberIdException.code
+    ) -> None:
         member = group.remove(member_id)
         self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, member_id))
         if member is not None:
@@ -431,8 +498,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         elif group.is_(PREPARING_REBALANCE):
             self.join_purgatory.check_and_complete(group.group_id)
 
-    def complete_and_schedule_next_heartbeat(self, group: ClassicGroup,
-                                             member: ClassicGroupMember) -> None:
+    def complete_and_schedule_next_heartbeat(
+        self, group: ClassicGroup, member: ClassicGroupMember
+    ) -> None:
         key = heartbeat_key(group.group_id, member.member_id)
         member.heartbeat_satisfied = True
         self.heartbeat_purgatory.check_and_complete(key)
@@ -442,17 +510,25 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
     def _schedule_heartbeat(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
         self.heartbeat_purgatory.try_complete_else_watch(
             DelayedHeartbeat(self, group, member_id, timeout_ms),
-            [heartbeat_key(group.group_id, member_id)])
+            [heartbeat_key(group.group_id, member_id)],
+        )
 
     # -- persistence -------------------------------------------------------------------
-    def _store_group(self, group: ClassicGroup, assignments: dict[str, bytes] | None,
-                     done: Callable[[int], None]) -> None:
+    def _store_group(
+        self, group: ClassicGroup, assignments: dict[str, bytes] | None, done: Callable[[int], None]
+    ) -> None:
         value = group.to_record_value(self.time_ms())
         if assignments is not None:
-            value = value._replace(members=tuple(
-                m._replace(assignment=assignments.get(m.member_id, b"")) for m in value.members))
-        self.writer(group.group_id, [(encode_key(GroupMetadataKey(group.group_id)),
-                                      encode_value(value))], done)
+            value = value._replace(
+                members=tuple(
+                    m._replace(assignment=assignments.get(m.member_id, b"")) for m in value.members
+                )
+            )
+        self.writer(
+            group.group_id,
+            [(encode_key(GroupMetadataKey(group.group_id)), encode_value(value))],
+            done,
+        )
 
     def replay(self, key_bytes, value_bytes, producer_id: int = -1) -> None:
         """Apply one __consumer_offsets record (latest per key wins;
@@ -531,17 +607,27 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         for group_id, group in self.groups.items():
             if group.is_(DEAD):
                 continue
-            groups[group_id] = (group.generation_id, group.protocol_type, group.protocol_name,
-                                group.leader_id if group.members else None,
-                                sorted((m.member_id, m.group_instance_id, bytes(m.assignment))
-                                       for m in group.members.values()))
-        return {"groups": groups,
-                "consumer_groups": self.consumer_groups_snapshot(),
-                "offsets": {g: dict(o) for g, o in self.offsets.items() if o},
-                "pending_transactional_offsets": {
-                    producer_id: {g: {tp: value for tp, (_, value) in o.items()}
-                                  for g, o in by_group.items()}
-                    for producer_id, by_group in self.pending_transactional_offsets.items()}}
+            groups[group_id] = (
+                group.generation_id,
+                group.protocol_type,
+                group.protocol_name,
+                group.leader_id if group.members else None,
+                sorted(
+                    (m.member_id, m.group_instance_id, bytes(m.assignment))
+                    for m in group.members.values()
+                ),
+            )
+        return {
+            "groups": groups,
+            "consumer_groups": self.consumer_groups_snapshot(),
+            "offsets": {g: dict(o) for g, o in self.offsets.items() if o},
+            "pending_transactional_offsets": {
+                producer_id: {
+                    g: {tp: value for tp, (_, value) in o.items()} for g, o in by_group.items()
+                }
+                for producer_id, by_group in self.pending_transactional_offsets.items()
+            },
+        }
 
     def group_or_none(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)

@@ -16,6 +16,7 @@ broker's timing wheel.
   the member is removed (unless it is waiting in JoinGroup/SyncGroup, in
   which case the rebalance decides its fate).
 """
+
 from __future__ import annotations
 
 from kfast.server_common.purgatory import DelayedOperation
@@ -44,8 +45,7 @@ class DelayedJoin(DelayedOperation):
 
 
 class InitialDelayedJoin(DelayedJoin):
-    def __init__(self, coordinator, group, delay_ms: int, initial_delay_ms: int,
-                 remaining_ms: int):
+    def __init__(self, coordinator, group, delay_ms: int, initial_delay_ms: int, remaining_ms: int):
         DelayedOperation.__init__(self, delay_ms)
         self.coordinator = coordinator
         self.group = group
@@ -63,8 +63,11 @@ class InitialDelayedJoin(DelayedJoin):
             delay = min(self.initial_delay_ms, self.remaining_ms)
             remaining = max(self.remaining_ms - self.initial_delay_ms, 0)
             self.coordinator.join_purgatory.try_complete_else_watch(
-                InitialDelayedJoin(self.coordinator, group, delay, self.initial_delay_ms,
-                                   remaining), [group.group_id])
+                InitialDelayedJoin(
+                    self.coordinator, group, delay, self.initial_delay_ms, remaining
+                ),
+                [group.group_id],
+            )
         else:
             self.coordinator.on_complete_join(group)
 

@@ -16,6 +16,7 @@ transactional and plain commits, the one written last wins, as Kafka
 orders them by record offset (kfast by the order they were applied, which
 is log order).
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -54,11 +55,19 @@ class OffsetMetadataManager:
     _next_order: int
 
     # -- OffsetCommit ------------------------------------------------------------------
-    def commit_offsets(self, group_id: str, member_id: str, group_instance_id: str | None,
-                       generation_id: int, offsets: dict, expire_timestamp: int,
-                       callback: Callable[[dict], None]) -> None:
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: dict,
+        expire_timestamp: int,
+        callback: Callable[[dict], None],
+    ) -> None:
         """``offsets``: {(topic, partition): (offset, leader_epoch, metadata)};
         callback({(topic, partition): error_code})."""
+
         def fail(code: int):
             callback({tp: code for tp in offsets})
 
@@ -120,12 +129,14 @@ class OffsetMetadataManager:
                 continue
             value = OffsetCommitValue(offset, leader_epoch, metadata, now, expire_timestamp)
             values[tp] = value
-            records.append((encode_key(OffsetCommitKey(group_id, tp[0], tp[1])),
-                            encode_value(value)))
+            records.append(
+                (encode_key(OffsetCommitKey(group_id, tp[0], tp[1])), encode_value(value))
+            )
         return results, values, records
 
-    def _set_committed(self, group_id: str, tp: TopicPartition, value: OffsetCommitValue,
-                       order: int | None = None) -> None:
+    def _set_committed(
+        self, group_id: str, tp: TopicPartition, value: OffsetCommitValue, order: int | None = None
+    ) -> None:
         self.offsets.setdefault(group_id, {})[tp] = value
         if order is None:
             order = self._next_order
@@ -133,18 +144,27 @@ class OffsetMetadataManager:
         self.offset_order.setdefault(group_id, {})[tp] = order
 
     # -- TxnOffsetCommit ---------------------------------------------------------------
-    def commit_transactional_offsets(self, group_id: str, member_id: str,
-                                     group_instance_id: str | None, generation_id: int,
-                                     producer_id: int, producer_epoch: int, offsets: dict,
-                                     callback: Callable[[dict], None]) -> None:
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: dict,
+        callback: Callable[[dict], None],
+    ) -> None:
         """TxnOffsetCommit: ``offsets`` as for commit_offsets; the records go
         in a transactional batch of the producer and stay pending until its
         transaction ends. callback({(topic, partition): error_code})."""
+
         def fail(code: int):
             callback({tp: code for tp in offsets})
 
-        code = self._validate_transactional_commit(group_id, member_id, group_instance_id,
-                                                   generation_id)
+        code = self._validate_transactional_commit(
+            group_id, member_id, group_instance_id, generation_id
+        )
         if code:
             return fail(code)
         results, values, records = self._offset_records(group_id, offsets, NO_EXPIRE_TIMESTAMP)
@@ -161,9 +181,9 @@ class OffsetMetadataManager:
 
         self.writer(group_id, records, done, (producer_id, producer_epoch))
 
-    def _validate_transactional_commit(self, group_id: str, member_id: str,
-                                       group_instance_id: str | None,
-                                       generation_id: int) -> int:
+    def _validate_transactional_commit(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
         """Kafka's validateTransactionalOffsetCommit: a group that does not
         exist is created as a simple group for generation -1 (a producer
         whose consumer uses no group management); a member must be the
@@ -174,8 +194,11 @@ class OffsetMetadataManager:
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             code = self.validate_consumer_commit(consumer_group, member_id, generation_id)
-            return E.IllegalGenerationException.code \
-                if code == E.StaleMemberEpochException.code else code
+            return (
+                E.IllegalGenerationException.code
+                if code == E.StaleMemberEpochException.code
+                else code
+            )
         group = self.groups.get(group_id)
         if group is None:
             if generation_id >= 0:
@@ -195,17 +218,20 @@ class OffsetMetadataManager:
                 return E.IllegalGenerationException.code
         return NONE
 
-    def _add_pending(self, producer_id: int, group_id: str, tp: TopicPartition,
-                     value: OffsetCommitValue) -> None:
+    def _add_pending(
+        self, producer_id: int, group_id: str, tp: TopicPartition, value: OffsetCommitValue
+    ) -> None:
         order = self._next_order
         self._next_order += 1
-        self.pending_transactional_offsets.setdefault(producer_id, {}).setdefault(
-            group_id, {})[tp] = (order, value)
+        self.pending_transactional_offsets.setdefault(producer_id, {}).setdefault(group_id, {})[
+            tp
+        ] = (order, value)
         if group_id not in self.groups and group_id not in self.consumer_groups:
             self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
 
-    def complete_transaction(self, producer_id: int, committed: bool,
-                             owns_group: Callable[[str], bool]) -> None:
+    def complete_transaction(
+        self, producer_id: int, committed: bool, owns_group: Callable[[str], bool]
+    ) -> None:
         """The producer's transaction ended on a partition of
         __consumer_offsets (its marker is there): its pending offsets of the
         groups ``owns_group`` accepts (that partition's) become the
@@ -222,8 +248,10 @@ class OffsetMetadataManager:
             del self.pending_transactional_offsets[producer_id]
 
     def has_pending_offset(self, group_id: str, tp: TopicPartition) -> bool:
-        return any(tp in by_group.get(group_id, ())
-                   for by_group in self.pending_transactional_offsets.values())
+        return any(
+            tp in by_group.get(group_id, ())
+            for by_group in self.pending_transactional_offsets.values()
+        )
 
     def _drop_pending(self, group_ids) -> None:
         """Unloading groups: their pending offsets go with them (the next
@@ -236,9 +264,9 @@ class OffsetMetadataManager:
                 del self.pending_transactional_offsets[producer_id]
 
     # -- OffsetFetch -------------------------------------------------------------------
-    def fetch_offsets(self, group_id: str, partitions: list[TopicPartition] | None,
-                      require_stable: bool = False
-                      ) -> list[tuple[str, int, OffsetCommitValue | None | int]]:
+    def fetch_offsets(
+        self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool = False
+    ) -> list[tuple[str, int, OffsetCommitValue | None | int]]:
         """(topic, partition, value or None) per requested partition; every
         committed partition when ``partitions`` is None. With
         ``require_stable`` (OffsetFetch v7+) a partition with a pending
@@ -250,13 +278,16 @@ class OffsetMetadataManager:
         else:
             rows = [(t, p, committed.get((t, p))) for t, p in partitions]
         if require_stable and self.pending_transactional_offsets:
-            rows = [(t, p, UNSTABLE if self.has_pending_offset(group_id, (t, p)) else v)
-                    for t, p, v in rows]
+            rows = [
+                (t, p, UNSTABLE if self.has_pending_offset(group_id, (t, p)) else v)
+                for t, p, v in rows
+            ]
         return rows
 
     # -- OffsetDelete / DeleteGroups ---------------------------------------------------
-    def delete_offsets(self, group_id: str, partitions: list[TopicPartition],
-                       callback: Callable[[int, dict], None]) -> None:
+    def delete_offsets(
+        self, group_id: str, partitions: list[TopicPartition], callback: Callable[[int, dict], None]
+    ) -> None:
         """callback(top-level error, {(topic, partition): error})."""
         group = self.groups.get(group_id)
         consumer_group = self.consumer_groups.get(group_id)
@@ -326,8 +357,10 @@ class OffsetMetadataManager:
             self.writer(group_id, records, done)
 
     def _group_tombstones(self, group_id: str) -> list:
-        records = [(encode_key(OffsetCommitKey(group_id, t, p)), None)
-                   for t, p in self.offsets.get(group_id, {})]
+        records = [
+            (encode_key(OffsetCommitKey(group_id, t, p)), None)
+            for t, p in self.offsets.get(group_id, {})
+        ]
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
             records += self.consumer_group_tombstones(consumer_group)
@@ -371,7 +404,7 @@ class OffsetMetadataManager:
             expired = []
             for tp, value in committed.items():
                 if self.pending_transactional_offsets and self.has_pending_offset(group_id, tp):
-                    continue            # a transaction may still commit it (as Kafka)
+                    continue  # a transaction may still commit it (as Kafka)
                 if value.expire_timestamp != NO_EXPIRE_TIMESTAMP:
                     due = value.expire_timestamp <= now
                 else:
@@ -385,8 +418,7 @@ class OffsetMetadataManager:
             if whole:
                 records = self._group_tombstones(group_id)
             else:
-                records = [(encode_key(OffsetCommitKey(group_id, t, p)), None)
-                           for t, p in expired]
+                records = [(encode_key(OffsetCommitKey(group_id, t, p)), None) for t, p in expired]
             expired_total += len(expired)
 
             def done(code: int, group_id=group_id, records=records, whole=whole) -> None:
@@ -397,7 +429,7 @@ class OffsetMetadataManager:
                     self._apply_tombstones(group_id, records)
                 else:
                     for key_bytes, value in records:
-                        if not key_bytes.startswith(b"\x00\x02"):   # keep the group
+                        if not key_bytes.startswith(b"\x00\x02"):  # keep the group
                             self.replay(key_bytes, value)
 
             self.writer(group_id, records, done)

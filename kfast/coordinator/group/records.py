@@ -65,6 +65,7 @@ below (the same compiled codec as the wire protocol).
 This module is the one definition of these layouts; ``kfast dump-log
 --offsets-decoder`` decodes through it.
 """
+
 from __future__ import annotations
 
 import struct
@@ -76,23 +77,41 @@ from kfast.protocol.api_keys import ApiKey
 from kfast.protocol.schema import MessageSchema
 
 __all__ = [
-    "OFFSET_COMMIT_KEY_TYPES", "GROUP_METADATA_KEY_TYPE",
-    "OffsetCommitKey", "OffsetCommitValue", "GroupMetadataKey", "GroupMetadataValue",
-    "MemberMetadata", "java_string_hash_code", "partition_for",
-    "CONSUMER_GROUP_KEY_TYPES", "CONSUMER_GROUP_KEY_CLASSES", "ConsumerGroupMetadataKey",
+    "OFFSET_COMMIT_KEY_TYPES",
+    "GROUP_METADATA_KEY_TYPE",
+    "OffsetCommitKey",
+    "OffsetCommitValue",
+    "GroupMetadataKey",
+    "GroupMetadataValue",
+    "MemberMetadata",
+    "java_string_hash_code",
+    "partition_for",
+    "CONSUMER_GROUP_KEY_TYPES",
+    "CONSUMER_GROUP_KEY_CLASSES",
+    "ConsumerGroupMetadataKey",
     "ConsumerGroupPartitionMetadataKey",
-    "ConsumerGroupMemberMetadataKey", "ConsumerGroupTargetAssignmentMetadataKey",
-    "ConsumerGroupTargetAssignmentMemberKey", "ConsumerGroupCurrentMemberAssignmentKey",
-    "ConsumerGroupMetadataValue", "ConsumerGroupPartitionMetadataValue",
-    "ConsumerGroupMemberMetadataValue", "ConsumerGroupTargetAssignmentMetadataValue",
-    "ConsumerGroupTargetAssignmentMemberValue", "ConsumerGroupCurrentMemberAssignmentValue",
-    "MEMBER_STATE_CODES", "consumer_group_value_fields", "UnknownRecordTypeError",
-    "encode_key", "encode_value", "decode_key", "decode_value",
+    "ConsumerGroupMemberMetadataKey",
+    "ConsumerGroupTargetAssignmentMetadataKey",
+    "ConsumerGroupTargetAssignmentMemberKey",
+    "ConsumerGroupCurrentMemberAssignmentKey",
+    "ConsumerGroupMetadataValue",
+    "ConsumerGroupPartitionMetadataValue",
+    "ConsumerGroupMemberMetadataValue",
+    "ConsumerGroupTargetAssignmentMetadataValue",
+    "ConsumerGroupTargetAssignmentMemberValue",
+    "ConsumerGroupCurrentMemberAssignmentValue",
+    "MEMBER_STATE_CODES",
+    "consumer_group_value_fields",
+    "UnknownRecordTypeError",
+    "encode_key",
+    "encode_value",
+    "decode_key",
+    "decode_value",
 ]
 
 OFFSET_COMMIT_KEY_TYPES = (0, 1)
 GROUP_METADATA_KEY_TYPE = 2
-OFFSET_COMMIT_KEY_TYPE = 1          # what Kafka writes today
+OFFSET_COMMIT_KEY_TYPE = 1  # what Kafka writes today
 OFFSET_COMMIT_VALUE_VERSION = 3
 OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY = 1
 GROUP_METADATA_VALUE_VERSION = 3
@@ -167,9 +186,12 @@ class ConsumerGroupCurrentMemberAssignmentKey(NamedTuple):
 
 
 _CONSUMER_GROUP_KEYS = {
-    3: ConsumerGroupMetadataKey, 4: ConsumerGroupPartitionMetadataKey,
-    5: ConsumerGroupMemberMetadataKey, 6: ConsumerGroupTargetAssignmentMetadataKey,
-    7: ConsumerGroupTargetAssignmentMemberKey, 8: ConsumerGroupCurrentMemberAssignmentKey,
+    3: ConsumerGroupMetadataKey,
+    4: ConsumerGroupPartitionMetadataKey,
+    5: ConsumerGroupMemberMetadataKey,
+    6: ConsumerGroupTargetAssignmentMetadataKey,
+    7: ConsumerGroupTargetAssignmentMemberKey,
+    8: ConsumerGroupCurrentMemberAssignmentKey,
 }
 _CONSUMER_GROUP_KEY_TYPE = {cls: t for t, cls in _CONSUMER_GROUP_KEYS.items()}
 
@@ -204,11 +226,16 @@ _TOPIC_PARTITIONS = """
       partitions                       []int32                        0+
 """
 _VALUE_GRAMMARS = {
-    3: ("ConsumerGroupMetadataValue", """
+    3: (
+        "ConsumerGroupMetadataValue",
+        """
     epoch                              int32                          0+
     metadata_hash                      int64                          0+     tag=0 tagged=0+
-"""),
-    4: ("ConsumerGroupPartitionMetadataValue", """
+""",
+    ),
+    4: (
+        "ConsumerGroupPartitionMetadataValue",
+        """
     topics                             []TopicMetadata                0+
       topic_id                         uuid                           0+
       topic_name                       string                         0+
@@ -216,8 +243,11 @@ _VALUE_GRAMMARS = {
       partition_metadata               []PartitionMetadata            0+
         partition                      int32                          0+
         racks                          []string                       0+
-"""),
-    5: ("ConsumerGroupMemberMetadataValue", """
+""",
+    ),
+    5: (
+        "ConsumerGroupMemberMetadataValue",
+        """
     instance_id                        string                         0+     nullable=0+
     rack_id                            string                         0+     nullable=0+
     client_id                          string                         0+
@@ -231,20 +261,32 @@ _VALUE_GRAMMARS = {
       supported_protocols              []ClassicProtocol              0+
         name                           string                         0+
         metadata                       bytes                          0+
-"""),
-    6: ("ConsumerGroupTargetAssignmentMetadataValue", """
+""",
+    ),
+    6: (
+        "ConsumerGroupTargetAssignmentMetadataValue",
+        """
     assignment_epoch                   int32                          0+
-"""),
-    7: ("ConsumerGroupTargetAssignmentMemberValue", """
-    topic_partitions                   []TopicPartition               0+""" + _TOPIC_PARTITIONS),
-    8: ("ConsumerGroupCurrentMemberAssignmentValue", """
+""",
+    ),
+    7: (
+        "ConsumerGroupTargetAssignmentMemberValue",
+        """
+    topic_partitions                   []TopicPartition               0+"""
+        + _TOPIC_PARTITIONS,
+    ),
+    8: (
+        "ConsumerGroupCurrentMemberAssignmentValue",
+        """
     member_epoch                       int32                          0+
     previous_member_epoch              int32                          0+
     state                              int8                           0+
-    assigned_partitions                []TopicPartitions              0+""" + _TOPIC_PARTITIONS
+    assigned_partitions                []TopicPartitions              0+"""
+        + _TOPIC_PARTITIONS
         + """
     partitions_pending_revocation      []TopicPartitions              0+
-"""),
+""",
+    ),
 }
 CONSUMER_GROUP_VALUE_VERSION = 0
 
@@ -255,14 +297,16 @@ class _ValueSchema(MessageSchema):
     records."""
 
     def __init__(self, key_type: int, name: str, grammar: str):
-        super().__init__(ApiKey(key_type, name[:-len("Value")], 0, 0, 0, False, ()), "Value",
-                         grammar)
+        super().__init__(
+            ApiKey(key_type, name[: -len("Value")], 0, 0, 0, False, ()), "Value", grammar
+        )
         self.cls.__module__ = __name__
         self.key_type = key_type
 
 
-_VALUE_SCHEMAS = {t: _ValueSchema(t, name, grammar)
-                  for t, (name, grammar) in _VALUE_GRAMMARS.items()}
+_VALUE_SCHEMAS = {
+    t: _ValueSchema(t, name, grammar) for t, (name, grammar) in _VALUE_GRAMMARS.items()
+}
 _VALUE_SCHEMA_BY_CLASS = {schema.cls: schema for schema in _VALUE_SCHEMAS.values()}
 
 
@@ -320,8 +364,12 @@ def encode_key(key) -> bytes:
     if key_type is not None:
         return struct.pack(">h", key_type) + b"".join(_string(field) for field in key)
     if isinstance(key, OffsetCommitKey):
-        return (struct.pack(">h", OFFSET_COMMIT_KEY_TYPE) + _string(key.group)
-                + _string(key.topic) + struct.pack(">i", key.partition))
+        return (
+            struct.pack(">h", OFFSET_COMMIT_KEY_TYPE)
+            + _string(key.group)
+            + _string(key.topic)
+            + struct.pack(">i", key.partition)
+        )
     return struct.pack(">h", GROUP_METADATA_KEY_TYPE) + _string(key.group)
 
 
@@ -330,24 +378,39 @@ def encode_value(value) -> bytes | None:
         return None
     schema = _VALUE_SCHEMA_BY_CLASS.get(type(value))
     if schema is not None:
-        return struct.pack(">h", CONSUMER_GROUP_VALUE_VERSION) + \
-            _codec.encode(schema.program(CONSUMER_GROUP_VALUE_VERSION), value)
+        return struct.pack(">h", CONSUMER_GROUP_VALUE_VERSION) + _codec.encode(
+            schema.program(CONSUMER_GROUP_VALUE_VERSION), value
+        )
     if isinstance(value, OffsetCommitValue):
         if value.expire_timestamp != NO_EXPIRE_TIMESTAMP:
-            return (struct.pack(">hq", OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY, value.offset)
-                    + _string(value.metadata)
-                    + struct.pack(">qq", value.commit_timestamp, value.expire_timestamp))
-        return (struct.pack(">hqi", OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch)
-                + _string(value.metadata) + struct.pack(">q", value.commit_timestamp))
-    parts = [struct.pack(">h", GROUP_METADATA_VALUE_VERSION), _string(value.protocol_type),
-             struct.pack(">i", value.generation), _nullable_string(value.protocol),
-             _nullable_string(value.leader), struct.pack(">qi", value.current_state_timestamp,
-                                                          len(value.members))]
+            return (
+                struct.pack(">hq", OFFSET_COMMIT_VALUE_VERSION_WITH_EXPIRY, value.offset)
+                + _string(value.metadata)
+                + struct.pack(">qq", value.commit_timestamp, value.expire_timestamp)
+            )
+        return (
+            struct.pack(">hqi", OFFSET_COMMIT_VALUE_VERSION, value.offset, value.leader_epoch)
+            + _string(value.metadata)
+            + struct.pack(">q", value.commit_timestamp)
+        )
+    parts = [
+        struct.pack(">h", GROUP_METADATA_VALUE_VERSION),
+        _string(value.protocol_type),
+        struct.pack(">i", value.generation),
+        _nullable_string(value.protocol),
+        _nullable_string(value.leader),
+        struct.pack(">qi", value.current_state_timestamp, len(value.members)),
+    ]
     for member in value.members:
-        parts += [_string(member.member_id), _nullable_string(member.group_instance_id),
-                  _string(member.client_id), _string(member.client_host),
-                  struct.pack(">ii", member.rebalance_timeout_ms, member.session_timeout_ms),
-                  _bytes(member.subscription), _bytes(member.assignment)]
+        parts += [
+            _string(member.member_id),
+            _nullable_string(member.group_instance_id),
+            _string(member.client_id),
+            _string(member.client_host),
+            struct.pack(">ii", member.rebalance_timeout_ms, member.session_timeout_ms),
+            _bytes(member.subscription),
+            _bytes(member.assignment),
+        ]
     return b"".join(parts)
 
 
@@ -362,7 +425,7 @@ class _Reader:
     def _take(self, n: int) -> bytes:
         if n < 0 or self.pos + n > len(self.data):
             raise ValueError(f"field of {n} bytes runs past the end at {self.pos}")
-        chunk = self.data[self.pos:self.pos + n]
+        chunk = self.data[self.pos : self.pos + n]
         self.pos += n
         return chunk
 
@@ -444,11 +507,21 @@ def decode_value(key: OffsetCommitKey | GroupMetadataKey, data):
         if version >= 1:
             # v1+ put the rebalance timeout first.
             rebalance_timeout, session_timeout = session_timeout, reader.int32()
-        members.append(MemberMetadata(member_id, instance_id, client_id, client_host,
-                                      rebalance_timeout, session_timeout, reader.bytes(),
-                                      reader.bytes()))
-    return GroupMetadataValue(protocol_type, generation, protocol, leader, state_timestamp,
-                              tuple(members))
+        members.append(
+            MemberMetadata(
+                member_id,
+                instance_id,
+                client_id,
+                client_host,
+                rebalance_timeout,
+                session_timeout,
+                reader.bytes(),
+                reader.bytes(),
+            )
+        )
+    return GroupMetadataValue(
+        protocol_type, generation, protocol, leader, state_timestamp, tuple(members)
+    )
 
 
 def _decode_consumer_group_value(key_type: int, data: bytes):

@@ -17,6 +17,7 @@ per write with acks=-1).
 * Retention: every offsets.retention.check.interval.ms the coordinator
   expires the offsets of empty groups (on the timer it is given).
 """
+
 from __future__ import annotations
 
 import logging
@@ -46,8 +47,12 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
     ``config``: the broker's static configuration (offsets.*, group.*)."""
 
     def __init__(self, config: KafkaConfig, timer: Timer, partitions: PartitionWriter):
-        super().__init__(GROUP_METADATA_TOPIC_NAME, config["offsets.topic.num.partitions"],
-                         config["offsets.load.buffer.size"], partitions)
+        super().__init__(
+            GROUP_METADATA_TOPIC_NAME,
+            config["offsets.topic.num.partitions"],
+            config["offsets.load.buffer.size"],
+            partitions,
+        )
         self.timer = timer
         self.commit_timeout_ms = config["offsets.commit.timeout.ms"]
         self.coordinator = GroupCoordinator(config, timer, self._write, wall_clock_ms)
@@ -68,8 +73,11 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
         return self.check_coordinator_partition(self.partition_for(group_id))
 
     def _groups_of(self, index: int) -> list[str]:
-        return [g for g in (*self.coordinator.groups, *self.coordinator.consumer_groups)
-                if self.partition_for(g) == index]
+        return [
+            g
+            for g in (*self.coordinator.groups, *self.coordinator.consumer_groups)
+            if self.partition_for(g) == index
+        ]
 
     # -- loading -----------------------------------------------------------------------
     def _begin_load(self, index: int, leader_epoch: int) -> None:
@@ -99,8 +107,7 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
         for record in batch:
             if record.key is not None and len(record.key) >= 4:
                 control_type = struct.unpack_from(">h", bytes(record.key), 2)[0]
-                self._end_transaction(index, batch.producer_id,
-                                      control_type == CONTROL_TYPE_COMMIT)
+                self._end_transaction(index, batch.producer_id, control_type == CONTROL_TYPE_COMMIT)
             break
 
     def _complete_load(self, index: int, leader_epoch: int) -> None:
@@ -113,8 +120,9 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
         self.coordinator.unload(self._groups_of(index))
 
     # -- transactions ------------------------------------------------------------------
-    def complete_transaction(self, index: int, producer_id: int, producer_epoch: int,
-                             committed: bool) -> None:
+    def complete_transaction(
+        self, index: int, producer_id: int, producer_epoch: int, committed: bool
+    ) -> None:
         """The producer's transaction marker was appended to partition
         ``index`` of __consumer_offsets (WriteTxnMarkers): its pending
         offsets of that partition's groups become committed or go. While
@@ -127,11 +135,13 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
 
     def _end_transaction(self, index: int, producer_id: int, committed: bool) -> None:
         self.coordinator.complete_transaction(
-            producer_id, committed, lambda group_id: self.partition_for(group_id) == index)
+            producer_id, committed, lambda group_id: self.partition_for(group_id) == index
+        )
 
     # -- writing -----------------------------------------------------------------------
-    def _write(self, group_id: str, records: list, done,
-               transaction: tuple[int, int] | None = None) -> None:
+    def _write(
+        self, group_id: str, records: list, done, transaction: tuple[int, int] | None = None
+    ) -> None:
         """``transaction``: (producer id, producer epoch) of a TxnOffsetCommit,
         whose offsets go in a transactional batch of that producer (the
         transaction's COMMIT/ABORT marker on this partition settles them)."""
@@ -140,20 +150,33 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
             producer_id, producer_epoch = transaction
             # Sequence 0 as Kafka's coordinator writes them: a coordinator
             # append is not sequence-checked, only epoch-checked.
-            builder = RecordBatchBuilder(0, producer_id=producer_id,
-                                         producer_epoch=producer_epoch, base_sequence=0,
-                                         is_transactional=True)
-        self.append(self.partition_for(group_id), records, self.commit_timeout_ms,
-                    lambda append_error: done(coordinator_error(
-                        append_error, too_large=E.InvalidCommitOffsetSizeException.code,
-                        other=E.UnknownServerException.code)),
-                    builder)
+            builder = RecordBatchBuilder(
+                0,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=0,
+                is_transactional=True,
+            )
+        self.append(
+            self.partition_for(group_id),
+            records,
+            self.commit_timeout_ms,
+            lambda append_error: done(
+                coordinator_error(
+                    append_error,
+                    too_large=E.InvalidCommitOffsetSizeException.code,
+                    other=E.UnknownServerException.code,
+                )
+            ),
+            builder,
+        )
 
     # -- retention ---------------------------------------------------------------------
     def _schedule_retention(self) -> None:
         if not self._stopped and self._retention_interval_ms < 2**31:
-            self._retention_entry = self.timer.schedule(self._retention_interval_ms,
-                                                        self._expire_offsets)
+            self._retention_entry = self.timer.schedule(
+                self._retention_interval_ms, self._expire_offsets
+            )
 
     def _expire_offsets(self) -> None:
         if self.loading:

@@ -22,6 +22,7 @@ is written ``complete_markers`` returns the CompleteCommit/CompleteAbort
 append. A coordinator that loads a partition with a decision whose markers
 were not all confirmed sends them again.
 """
+
 from __future__ import annotations
 
 import logging
@@ -70,8 +71,13 @@ class _PendingCompleteTxn:
 
     __slots__ = ("transactional_id", "coordinator_epoch", "metadata", "transit")
 
-    def __init__(self, transactional_id: str, coordinator_epoch: int,
-                 metadata: TransactionMetadata, transit: TxnTransitMetadata):
+    def __init__(
+        self,
+        transactional_id: str,
+        coordinator_epoch: int,
+        metadata: TransactionMetadata,
+        transit: TxnTransitMetadata,
+    ):
         self.transactional_id = transactional_id
         self.coordinator_epoch = coordinator_epoch
         self.metadata = metadata
@@ -84,12 +90,16 @@ class TransactionCoordinator:
     ``transaction_version_level``: the cluster's finalized transaction.version
     (``self.state.transaction_version_level`` follows later changes)."""
 
-    def __init__(self, config, producer_id_allocator: Callable[[], int],
-                 transaction_version_level: int = 2):
+    def __init__(
+        self, config, producer_id_allocator: Callable[[], int], transaction_version_level: int = 2
+    ):
         self.state = TransactionStateManager(
             config["transaction.state.log.num.partitions"],
-            config["transactional.id.expiration.ms"], config["transaction.max.timeout.ms"],
-            config["request.timeout.ms"], transaction_version_level)
+            config["transactional.id.expiration.ms"],
+            config["transaction.max.timeout.ms"],
+            config["request.timeout.ms"],
+            transaction_version_level,
+        )
         self.offsets_topic_partitions = config["offsets.topic.num.partitions"]
         self.two_phase_commit_enabled = config["transaction.two.phase.commit.enable"]
         self.producer_id_allocator = producer_id_allocator
@@ -104,11 +114,16 @@ class TransactionCoordinator:
             return exc.code, NO_PRODUCER_ID
 
     # -- InitProducerId --------------------------------------------------------------------
-    def handle_init_producer_id(self, transactional_id: str | None, transaction_timeout_ms: int,
-                                now_ms: int, producer_id: int = NO_PRODUCER_ID,
-                                producer_epoch: int = NO_PRODUCER_EPOCH,
-                                enable_two_phase_commit: bool = False,
-                                keep_prepared_txn: bool = False) -> CoordinatorResult:
+    def handle_init_producer_id(
+        self,
+        transactional_id: str | None,
+        transaction_timeout_ms: int,
+        now_ms: int,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        enable_two_phase_commit: bool = False,
+        keep_prepared_txn: bool = False,
+    ) -> CoordinatorResult:
         """``producer_id``/``producer_epoch``: what a KIP-360 producer holds
         (InitProducerId v3+), -1/-1 otherwise. ``enable_two_phase_commit``
         (v6, KIP-939): the producer's transactions never time out; refused
@@ -116,11 +131,12 @@ class TransactionCoordinator:
         transaction.two.phase.commit.enable. ``keep_prepared_txn`` (v6):
         answered UNSUPPORTED_VERSION, as Kafka's coordinator answers it while
         the recovery of a prepared transaction is not served."""
+
         def error(code: int) -> CoordinatorResult:
             return CoordinatorResult(InitProducerIdResult(code))
 
         if (producer_id == NO_PRODUCER_ID) != (producer_epoch == NO_PRODUCER_EPOCH):
-            return error(_INVALID_REQUEST)          # KafkaApis: half a pair
+            return error(_INVALID_REQUEST)  # KafkaApis: half a pair
         expected = None if producer_id == NO_PRODUCER_ID else (producer_id, producer_epoch)
         if transactional_id is None:
             # An idempotent producer: a fresh id at epoch 0, nothing to store.
@@ -133,8 +149,9 @@ class TransactionCoordinator:
             return error(E.TransactionalIdAuthorizationException.code)
         if keep_prepared_txn:
             return error(E.UnsupportedVersionException.code)
-        if not self.state.validate_transaction_timeout(transaction_timeout_ms,
-                                                       enable_two_phase_commit):
+        if not self.state.validate_transaction_timeout(
+            transaction_timeout_ms, enable_two_phase_commit
+        ):
             return error(E.InvalidTxnTimeoutException.code)
         if enable_two_phase_commit:
             transaction_timeout_ms = TWO_PHASE_COMMIT_TIMEOUT_MS
@@ -145,12 +162,26 @@ class TransactionCoordinator:
             code, new_id = self._new_producer_id()
             if code:
                 return error(code)
-            found = self.state.put_if_not_exists(TransactionMetadata(
-                transactional_id, new_id, NO_PRODUCER_ID, NO_PRODUCER_ID, NO_PRODUCER_EPOCH,
-                NO_PRODUCER_EPOCH, transaction_timeout_ms, _S.EMPTY, (), -1, now_ms, TV_0))
+            found = self.state.put_if_not_exists(
+                TransactionMetadata(
+                    transactional_id,
+                    new_id,
+                    NO_PRODUCER_ID,
+                    NO_PRODUCER_ID,
+                    NO_PRODUCER_EPOCH,
+                    NO_PRODUCER_EPOCH,
+                    transaction_timeout_ms,
+                    _S.EMPTY,
+                    (),
+                    -1,
+                    now_ms,
+                    TV_0,
+                )
+            )
         metadata, coordinator_epoch = found.metadata, found.coordinator_epoch
-        code, transit = self._prepare_init_producer_id(metadata, transaction_timeout_ms,
-                                                       expected, now_ms)
+        code, transit = self._prepare_init_producer_id(
+            metadata, transaction_timeout_ms, expected, now_ms
+        )
         if code:
             return error(code)
         if transit.txn_state is _S.PREPARE_EPOCH_FENCE:
@@ -159,19 +190,34 @@ class TransactionCoordinator:
             # bumps again -- onto a new producer id if the fence exhausted it.
             def answer(code: int, _producer_id: int, _epoch: int) -> InitProducerIdResult:
                 return InitProducerIdResult(code or _CONCURRENT)
-            return self._end_transaction(transactional_id, transit.producer_id,
-                                         transit.producer_epoch, False, False,
-                                         self.state.transaction_version_level, answer, now_ms)
+
+            return self._end_transaction(
+                transactional_id,
+                transit.producer_id,
+                transit.producer_epoch,
+                False,
+                False,
+                self.state.transaction_version_level,
+                answer,
+                now_ms,
+            )
 
         def written(code: int, _now_ms: int) -> CoordinatorResult:
             if code:
                 return error(code)
-            return CoordinatorResult(InitProducerIdResult(NONE, transit.producer_id,
-                                                          transit.producer_epoch))
+            return CoordinatorResult(
+                InitProducerIdResult(NONE, transit.producer_id, transit.producer_epoch)
+            )
+
         return self.state.append(transactional_id, coordinator_epoch, transit, written, now_ms)
 
-    def _prepare_init_producer_id(self, metadata: TransactionMetadata, timeout_ms: int,
-                                  expected: tuple[int, int] | None, now_ms: int):
+    def _prepare_init_producer_id(
+        self,
+        metadata: TransactionMetadata,
+        timeout_ms: int,
+        expected: tuple[int, int] | None,
+        now_ms: int,
+    ):
         if metadata.pending_transition_in_progress:
             return _CONCURRENT, None
         if expected is not None:
@@ -180,25 +226,32 @@ class TransactionCoordinator:
             # UNKNOWN_PRODUCER_ID may take it), the id is current (the epoch
             # is checked by the bump), or it is the previous id at an
             # exhausted epoch (a retry of a rotation it never heard of).
-            if not (metadata.producer_epoch == NO_PRODUCER_EPOCH
-                    or expected_id == metadata.producer_id
-                    or (expected_id == metadata.prev_producer_id
-                        and expected_epoch >= MAX_PRODUCER_EPOCH - 1)):
+            if not (
+                metadata.producer_epoch == NO_PRODUCER_EPOCH
+                or expected_id == metadata.producer_id
+                or (
+                    expected_id == metadata.prev_producer_id
+                    and expected_epoch >= MAX_PRODUCER_EPOCH - 1
+                )
+            ):
                 return _FENCED, None
         state = metadata.state
         if state in (_S.PREPARE_ABORT, _S.PREPARE_COMMIT):
             return _CONCURRENT, None
         if state in (_S.COMPLETE_ABORT, _S.COMPLETE_COMMIT, _S.EMPTY):
-            if metadata.is_producer_epoch_exhausted and \
-                    (expected is None or expected[1] == metadata.producer_epoch):
+            if metadata.is_producer_epoch_exhausted and (
+                expected is None or expected[1] == metadata.producer_epoch
+            ):
                 code, new_id = self._new_producer_id()
                 if code:
                     return code, None
-                return NONE, metadata.prepare_producer_id_rotation(new_id, timeout_ms, now_ms,
-                                                                   expected is not None)
+                return NONE, metadata.prepare_producer_id_rotation(
+                    new_id, timeout_ms, now_ms, expected is not None
+                )
             try:
                 return NONE, metadata.prepare_increment_producer_epoch(
-                    timeout_ms, None if expected is None else expected[1], now_ms)
+                    timeout_ms, None if expected is None else expected[1], now_ms
+                )
             except E.ProducerFencedException:
                 return _FENCED, None
         if state is _S.ONGOING:
@@ -206,9 +259,15 @@ class TransactionCoordinator:
         raise IllegalStateError(f"{metadata.transactional_id} found in state {state.name}")
 
     # -- AddPartitionsToTxn / AddOffsetsToTxn ----------------------------------------------
-    def handle_add_partitions(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                              partitions: Iterable[tuple[str, int]], now_ms: int,
-                              client_transaction_version: int = TV_0) -> CoordinatorResult:
+    def handle_add_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+        now_ms: int,
+        client_transaction_version: int = TV_0,
+    ) -> CoordinatorResult:
         """The response is one error code for every partition (the API layer
         builds the per-partition results)."""
         partitions = frozenset(partitions)
@@ -231,14 +290,23 @@ class TransactionCoordinator:
         if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             return CoordinatorResult(_CONCURRENT)
         if metadata.state is _S.ONGOING and partitions <= metadata.topic_partitions:
-            return CoordinatorResult(NONE)          # nothing new to write
+            return CoordinatorResult(NONE)  # nothing new to write
         transit = metadata.prepare_add_partitions(partitions, now_ms, client_transaction_version)
-        return self.state.append(transactional_id, found.coordinator_epoch, transit,
-                                 lambda code, _now: CoordinatorResult(code), now_ms)
+        return self.state.append(
+            transactional_id,
+            found.coordinator_epoch,
+            transit,
+            lambda code, _now: CoordinatorResult(code),
+            now_ms,
+        )
 
-    def handle_verify_partitions(self, transactional_id: str, producer_id: int,
-                                 producer_epoch: int, partitions: Iterable[tuple[str, int]]
-                                 ) -> dict[tuple[str, int], int]:
+    def handle_verify_partitions(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        partitions: Iterable[tuple[str, int]],
+    ) -> dict[tuple[str, int], int]:
         """AddPartitionsToTxn with verify_only (KIP-890 part 1, sent by a
         partition leader before it appends a transactional batch): per
         partition, NONE if it is in the transaction, TRANSACTION_ABORTABLE
@@ -248,6 +316,7 @@ class TransactionCoordinator:
 
         def every(code: int) -> dict:
             return dict.fromkeys(partitions, code)
+
         if not transactional_id:
             return every(_INVALID_REQUEST)
         found = self.state.get(transactional_id)
@@ -260,29 +329,63 @@ class TransactionCoordinator:
             return every(_FENCED)
         if metadata.state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             return every(_CONCURRENT)
-        return {tp: NONE if tp in metadata.topic_partitions
-                else E.TransactionAbortableException.code for tp in partitions}
+        return {
+            tp: NONE if tp in metadata.topic_partitions else E.TransactionAbortableException.code
+            for tp in partitions
+        }
 
-    def handle_add_offsets(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                           group_id: str, now_ms: int) -> CoordinatorResult:
+    def handle_add_offsets(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        group_id: str,
+        now_ms: int,
+    ) -> CoordinatorResult:
         """AddOffsetsToTxn: the group's __consumer_offsets partition joins the
         transaction (its TxnOffsetCommit records get the markers too)."""
-        offsets_partition = (GROUP_METADATA_TOPIC_NAME,
-                             partition_for(group_id, self.offsets_topic_partitions))
-        return self.handle_add_partitions(transactional_id, producer_id, producer_epoch,
-                                          [offsets_partition], now_ms, TV_0)
+        offsets_partition = (
+            GROUP_METADATA_TOPIC_NAME,
+            partition_for(group_id, self.offsets_topic_partitions),
+        )
+        return self.handle_add_partitions(
+            transactional_id, producer_id, producer_epoch, [offsets_partition], now_ms, TV_0
+        )
 
     # -- EndTxn ----------------------------------------------------------------------------
-    def handle_end_transaction(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                               committed: bool, client_transaction_version: int,
-                               now_ms: int) -> CoordinatorResult:
+    def handle_end_transaction(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        client_transaction_version: int,
+        now_ms: int,
+    ) -> CoordinatorResult:
         """``client_transaction_version``: 2 for EndTxn v5+ (KIP-890 part 2),
         else 0."""
-        return self._end_transaction(transactional_id, producer_id, producer_epoch, committed,
-                                     True, client_transaction_version, EndTxnResult, now_ms)
+        return self._end_transaction(
+            transactional_id,
+            producer_id,
+            producer_epoch,
+            committed,
+            True,
+            client_transaction_version,
+            EndTxnResult,
+            now_ms,
+        )
 
-    def _end_transaction(self, transactional_id, producer_id, producer_epoch, committed,
-                         from_client, client_transaction_version, respond, now_ms):
+    def _end_transaction(
+        self,
+        transactional_id,
+        producer_id,
+        producer_epoch,
+        committed,
+        from_client,
+        client_transaction_version,
+        respond,
+        now_ms,
+    ):
         """EndTxn from a client, or an abort the coordinator starts itself
         (``from_client`` false: after an epoch fence). ``respond(error,
         producer_id, epoch)`` builds the answer."""
@@ -297,12 +400,26 @@ class TransactionCoordinator:
         is_epoch_fence = metadata.pending_state is _S.PREPARE_EPOCH_FENCE
         current = (metadata.producer_id, metadata.producer_epoch)
         if version2:
-            code, transit = self._prepare_end_v2(metadata, producer_id, producer_epoch, committed,
-                                                 from_client, is_epoch_fence,
-                                                 client_transaction_version, now_ms)
+            code, transit = self._prepare_end_v2(
+                metadata,
+                producer_id,
+                producer_epoch,
+                committed,
+                from_client,
+                is_epoch_fence,
+                client_transaction_version,
+                now_ms,
+            )
         else:
-            code, transit = self._prepare_end_v1(metadata, producer_id, producer_epoch, committed,
-                                                 from_client, is_epoch_fence, now_ms)
+            code, transit = self._prepare_end_v1(
+                metadata,
+                producer_id,
+                producer_epoch,
+                committed,
+                from_client,
+                is_epoch_fence,
+                now_ms,
+            )
         if transit is None:
             if is_epoch_fence and metadata.pending_state is _S.PREPARE_EPOCH_FENCE:
                 # The abort did not start (no producer id for the rotation):
@@ -319,24 +436,38 @@ class TransactionCoordinator:
                     # The bumped epoch stays in memory, unwritten: the next
                     # fence reuses it (KAFKA-9666).
                     again = self.state.get(transactional_id)
-                    if not again.error_code and again.metadata is not None and \
-                            again.coordinator_epoch == coordinator_epoch:
+                    if (
+                        not again.error_code
+                        and again.metadata is not None
+                        and again.coordinator_epoch == coordinator_epoch
+                    ):
                         again.metadata.has_failed_epoch_fence = True
                 return CoordinatorResult(respond(code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
-            return self._send_markers(transactional_id, coordinator_epoch, producer_id,
-                                      producer_epoch, committed, version2, respond, now_ms)
+            return self._send_markers(
+                transactional_id,
+                coordinator_epoch,
+                producer_id,
+                producer_epoch,
+                committed,
+                version2,
+                respond,
+                now_ms,
+            )
+
         return self.state.append(transactional_id, coordinator_epoch, transit, written, now_ms)
 
-    def _prepare_end_v1(self, metadata, producer_id, producer_epoch, committed, from_client,
-                        is_epoch_fence, now_ms):
+    def _prepare_end_v1(
+        self, metadata, producer_id, producer_epoch, committed, from_client, is_epoch_fence, now_ms
+    ):
         """Transaction versions 0 and 1: the epoch stays; a retry of a
         completed end is answered NONE by its state."""
         if metadata.producer_id != producer_id:
             return _BAD_MAPPING, None
         # A client must hold the current epoch; the coordinator's own abort
         # carries the fencing epoch, which may be higher.
-        if (from_client and producer_epoch != metadata.producer_epoch) or \
-                producer_epoch < metadata.producer_epoch:
+        if (
+            from_client and producer_epoch != metadata.producer_epoch
+        ) or producer_epoch < metadata.producer_epoch:
             return _FENCED, None
         if metadata.pending_transition_in_progress and not is_epoch_fence:
             return _CONCURRENT, None
@@ -349,12 +480,22 @@ class TransactionCoordinator:
                 metadata.pending_state = None
                 metadata.producer_epoch = producer_epoch
                 metadata.last_producer_epoch = NO_PRODUCER_EPOCH
-            return NONE, metadata.prepare_abort_or_commit(next_state, TV_0, NO_PRODUCER_ID,
-                                                          now_ms, False)
+            return NONE, metadata.prepare_abort_or_commit(
+                next_state, TV_0, NO_PRODUCER_ID, now_ms, False
+            )
         return self._end_in_other_state(metadata, state, committed, retry=True), None
 
-    def _prepare_end_v2(self, metadata, producer_id, producer_epoch, committed, from_client,
-                        is_epoch_fence, client_transaction_version, now_ms):
+    def _prepare_end_v2(
+        self,
+        metadata,
+        producer_id,
+        producer_epoch,
+        committed,
+        from_client,
+        is_epoch_fence,
+        client_transaction_version,
+        now_ms,
+    ):
         """Transaction version 2: every end bumps the epoch, so the epoch
         tells a retry (the client's epoch is one behind) from the next
         transaction's end (the same epoch):
@@ -364,19 +505,26 @@ class TransactionCoordinator:
             CompleteAbort   NONE / bump             INVALID_TXN_STATE / same
             CompleteCommit  INVALID_TXN_STATE / bump  NONE / INVALID_TXN_STATE
         """
-        retry_on_overflow = (not is_epoch_fence and metadata.prev_producer_id == producer_id
-                             and producer_epoch == MAX_PRODUCER_EPOCH - 1
-                             and metadata.producer_epoch == 0)
+        retry_on_overflow = (
+            not is_epoch_fence
+            and metadata.prev_producer_id == producer_id
+            and producer_epoch == MAX_PRODUCER_EPOCH - 1
+            and metadata.producer_epoch == 0
+        )
         retry_on_epoch_bump = not is_epoch_fence and metadata.producer_epoch == producer_epoch + 1
         state = metadata.state
         if is_epoch_fence:
-            valid_epoch = (not from_client or producer_epoch == metadata.producer_epoch) and \
-                producer_epoch >= metadata.producer_epoch
+            valid_epoch = (
+                not from_client or producer_epoch == metadata.producer_epoch
+            ) and producer_epoch >= metadata.producer_epoch
         elif state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
             valid_epoch = retry_on_epoch_bump
         elif state in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
-            valid_epoch = retry_on_epoch_bump or retry_on_overflow or \
-                producer_epoch == metadata.producer_epoch
+            valid_epoch = (
+                retry_on_epoch_bump
+                or retry_on_overflow
+                or producer_epoch == metadata.producer_epoch
+            )
         else:
             valid_epoch = producer_epoch == metadata.producer_epoch
         is_retry = retry_on_epoch_bump or retry_on_overflow
@@ -394,8 +542,8 @@ class TransactionCoordinator:
                 # The abort's own bump fences; no second bump (KAFKA-19367).
                 metadata.pending_state = None
             return NONE, metadata.prepare_abort_or_commit(
-                next_state, client_transaction_version, next_producer_id, now_ms,
-                no_partition_added)
+                next_state, client_transaction_version, next_producer_id, now_ms, no_partition_added
+            )
 
         if metadata.producer_id != producer_id and not retry_on_overflow:
             return _BAD_MAPPING, None
@@ -435,8 +583,17 @@ class TransactionCoordinator:
         raise IllegalStateError(f"{metadata.transactional_id} found in state {state.name}")
 
     # -- markers ---------------------------------------------------------------------------
-    def _send_markers(self, transactional_id, coordinator_epoch, producer_id, producer_epoch,
-                      committed, version2, respond, now_ms) -> CoordinatorResult:
+    def _send_markers(
+        self,
+        transactional_id,
+        coordinator_epoch,
+        producer_id,
+        producer_epoch,
+        committed,
+        version2,
+        respond,
+        now_ms,
+    ) -> CoordinatorResult:
         """The decision is replicated: check it is still ours, answer, and
         hand out the markers."""
         found = self.state.get(transactional_id)
@@ -448,8 +605,9 @@ class TransactionCoordinator:
             code = E.NotCoordinatorException.code
         elif metadata.producer_id != producer_id:
             code = _BAD_MAPPING
-        elif metadata.producer_epoch != producer_epoch and \
-                not (version2 and metadata.producer_epoch == producer_epoch + 1):
+        elif metadata.producer_epoch != producer_epoch and not (
+            version2 and metadata.producer_epoch == producer_epoch + 1
+        ):
             code = _FENCED
         elif metadata.pending_transition_in_progress:
             code = _CONCURRENT
@@ -460,35 +618,54 @@ class TransactionCoordinator:
         complete = metadata.prepare_complete(now_ms)
         # A version 2 client continues with the completed id and epoch (the
         # next producer id at epoch 0 after an overflow, KAFKA-18660).
-        answer = respond(NONE, complete.producer_id, complete.producer_epoch) if version2 \
+        answer = (
+            respond(NONE, complete.producer_id, complete.producer_epoch)
+            if version2
             else respond(NONE, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
-        return CoordinatorResult(answer) + self._markers_for(transactional_id, coordinator_epoch,
-                                                              metadata, complete, committed, now_ms)
+        )
+        return CoordinatorResult(answer) + self._markers_for(
+            transactional_id, coordinator_epoch, metadata, complete, committed, now_ms
+        )
 
-    def _markers_for(self, transactional_id, coordinator_epoch, metadata, complete, committed,
-                     now_ms) -> CoordinatorResult:
+    def _markers_for(
+        self, transactional_id, coordinator_epoch, metadata, complete, committed, now_ms
+    ) -> CoordinatorResult:
         pending = _PendingCompleteTxn(transactional_id, coordinator_epoch, metadata, complete)
         self.pending_markers[transactional_id] = pending
         markers = ()
         if metadata.topic_partitions:
-            markers = (TxnMarkers(transactional_id, metadata.producer_id, metadata.producer_epoch,
-                                  committed, coordinator_epoch, frozenset(metadata.topic_partitions),
-                                  metadata.client_transaction_version, pending),)
-        return CoordinatorResult(markers=markers) + self._maybe_write_completion(transactional_id,
-                                                                                 now_ms)
+            markers = (
+                TxnMarkers(
+                    transactional_id,
+                    metadata.producer_id,
+                    metadata.producer_epoch,
+                    committed,
+                    coordinator_epoch,
+                    frozenset(metadata.topic_partitions),
+                    metadata.client_transaction_version,
+                    pending,
+                ),
+            )
+        return CoordinatorResult(markers=markers) + self._maybe_write_completion(
+            transactional_id, now_ms
+        )
 
-    def complete_markers(self, markers: TxnMarkers, partitions: Iterable[tuple[str, int]],
-                         now_ms: int) -> CoordinatorResult:
+    def complete_markers(
+        self, markers: TxnMarkers, partitions: Iterable[tuple[str, int]], now_ms: int
+    ) -> CoordinatorResult:
         """The markers of ``partitions`` are written (or given up, see
         TxnMarkers). After the last partition of the transaction: the
         CompleteCommit/CompleteAbort append."""
         pending = markers._pending
         transactional_id = markers.transactional_id
         if self.pending_markers.get(transactional_id) is not pending:
-            return _EMPTY                             # superseded or cancelled
+            return _EMPTY  # superseded or cancelled
         found = self.state.get(transactional_id)
-        if found.error_code or found.metadata is not pending.metadata or \
-                found.coordinator_epoch != markers.coordinator_epoch:
+        if (
+            found.error_code
+            or found.metadata is not pending.metadata
+            or found.coordinator_epoch != markers.coordinator_epoch
+        ):
             # No longer ours, or reloaded: the loading coordinator resends.
             del self.pending_markers[transactional_id]
             return _EMPTY
@@ -518,24 +695,41 @@ class TransactionCoordinator:
 
     def _write_completion(self, pending: _PendingCompleteTxn, now_ms: int) -> CoordinatorResult:
         found = self.state.get(pending.transactional_id)
-        if found.error_code or found.metadata is not pending.metadata or \
-                found.coordinator_epoch != pending.coordinator_epoch:
+        if (
+            found.error_code
+            or found.metadata is not pending.metadata
+            or found.coordinator_epoch != pending.coordinator_epoch
+        ):
             return _EMPTY
 
         def written(code: int, now_ms: int) -> CoordinatorResult:
             if code in _RETRY_COMPLETION_ON:
                 # Still pending: write it again (after the runtime's backoff).
                 return self._write_completion(pending, now_ms)
-            if code not in (NONE, E.NotCoordinatorException.code,
-                            E.CoordinatorLoadInProgressException.code):
-                logger.error("completing the transaction of %s failed: %s",
-                             pending.transactional_id, E.for_code(code).__name__)
+            if code not in (
+                NONE,
+                E.NotCoordinatorException.code,
+                E.CoordinatorLoadInProgressException.code,
+            ):
+                logger.error(
+                    "completing the transaction of %s failed: %s",
+                    pending.transactional_id,
+                    E.for_code(code).__name__,
+                )
             return _EMPTY
-        return self.state.append(pending.transactional_id, pending.coordinator_epoch,
-                                 pending.transit, written, now_ms, _RETRY_COMPLETION_ON)
 
-    def complete_append(self, append: TxnLogAppend, error_code: int, now_ms: int
-                        ) -> CoordinatorResult:
+        return self.state.append(
+            pending.transactional_id,
+            pending.coordinator_epoch,
+            pending.transit,
+            written,
+            now_ms,
+            _RETRY_COMPLETION_ON,
+        )
+
+    def complete_append(
+        self, append: TxnLogAppend, error_code: int, now_ms: int
+    ) -> CoordinatorResult:
         """An append of a CoordinatorResult is done: ``error_code`` is 0 once
         replicated, else the produce error."""
         return append._on_complete(error_code, now_ms)
@@ -557,8 +751,14 @@ class TransactionCoordinator:
         result = _EMPTY
         for metadata in self.state.complete_load(index, coordinator_epoch):
             complete = metadata.prepare_complete(now_ms)
-            result += self._markers_for(metadata.transactional_id, coordinator_epoch, metadata,
-                                        complete, metadata.state is _S.PREPARE_COMMIT, now_ms)
+            result += self._markers_for(
+                metadata.transactional_id,
+                coordinator_epoch,
+                metadata,
+                complete,
+                metadata.state is _S.PREPARE_COMMIT,
+                now_ms,
+            )
         return result
 
     def unload_partition(self, index: int, coordinator_epoch: int | None = None) -> None:
@@ -567,8 +767,9 @@ class TransactionCoordinator:
         self.state.unload(index, coordinator_epoch)
 
     def _drop_markers(self, index: int) -> None:
-        for transactional_id in [t for t in self.pending_markers
-                                 if self.state.partition_for(t) == index]:
+        for transactional_id in [
+            t for t in self.pending_markers if self.state.partition_for(t) == index
+        ]:
             del self.pending_markers[transactional_id]
 
     def shutdown(self) -> None:
@@ -585,14 +786,24 @@ class TransactionCoordinator:
         for timed_out in self.state.timed_out_transactions(now_ms):
             found = self.state.get(timed_out.transactional_id)
             metadata = found.metadata
-            if found.error_code or metadata is None or \
-                    metadata.producer_id != timed_out.producer_id or \
-                    metadata.pending_transition_in_progress:
+            if (
+                found.error_code
+                or metadata is None
+                or metadata.producer_id != timed_out.producer_id
+                or metadata.pending_transition_in_progress
+            ):
                 continue
             fence = metadata.prepare_fence_producer_epoch()
             result += self._end_transaction(
-                timed_out.transactional_id, fence.producer_id, fence.producer_epoch, False, False,
-                self.state.transaction_version_level, lambda *_: None, now_ms)
+                timed_out.transactional_id,
+                fence.producer_id,
+                fence.producer_epoch,
+                False,
+                False,
+                self.state.transaction_version_level,
+                lambda *_: None,
+                now_ms,
+            )
         return result
 
     def expire_transactional_ids(self, now_ms: int) -> CoordinatorResult:
@@ -626,15 +837,23 @@ class TransactionCoordinator:
             entry.transaction_state = metadata.state.state_name
             entry.transaction_timeout_ms = metadata.txn_timeout_ms
             entry.transaction_start_time_ms = metadata.txn_start_timestamp
-            entry.topics = [DescribeTransactionsResponse.TopicData(topic=t, partitions=ps)
-                            for t, ps in by_topic.items()]
+            entry.topics = [
+                DescribeTransactionsResponse.TopicData(topic=t, partitions=ps)
+                for t, ps in by_topic.items()
+            ]
         return entry
 
-    def handle_list_transactions(self, state_filters=(), producer_id_filters=(),
-                                 duration_filter_ms: int = -1,
-                                 transactional_id_pattern: str | None = None, now_ms: int = 0):
+    def handle_list_transactions(
+        self,
+        state_filters=(),
+        producer_id_filters=(),
+        duration_filter_ms: int = -1,
+        transactional_id_pattern: str | None = None,
+        now_ms: int = 0,
+    ):
         """ListTransactionsResponse (before the API layer's ACL filtering)."""
         if not self.active:
             return ListTransactionsResponse(error_code=E.CoordinatorNotAvailableException.code)
-        return self.state.list_transactions(state_filters, producer_id_filters,
-                                            duration_filter_ms, transactional_id_pattern, now_ms)
+        return self.state.list_transactions(
+            state_filters, producer_id_filters, duration_filter_ms, transactional_id_pattern, now_ms
+        )

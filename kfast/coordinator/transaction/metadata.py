@@ -22,6 +22,7 @@ Transaction versions are Kafka's ``transaction.version`` feature levels: 0
 (original protocol), 1 (flexible __transaction_state records), 2 (epoch
 bump per transaction).
 """
+
 from __future__ import annotations
 
 import enum
@@ -40,8 +41,16 @@ from kfast.coordinator.transaction.records import (
 from kfast.protocol import errors as E
 
 __all__ = [
-    "TransactionState", "TxnTransitMetadata", "TransactionMetadata", "IllegalStateError",
-    "MAX_PRODUCER_EPOCH", "TV_0", "TV_1", "TV_2", "supports_epoch_bump", "is_epoch_exhausted",
+    "TransactionState",
+    "TxnTransitMetadata",
+    "TransactionMetadata",
+    "IllegalStateError",
+    "MAX_PRODUCER_EPOCH",
+    "TV_0",
+    "TV_1",
+    "TV_2",
+    "supports_epoch_bump",
+    "is_epoch_exhausted",
     "TWO_PHASE_COMMIT_TIMEOUT_MS",
 ]
 
@@ -112,8 +121,9 @@ _VALID_PREVIOUS_STATES = {
     _S.EMPTY: frozenset({_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
     _S.ONGOING: frozenset({_S.ONGOING, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
     _S.PREPARE_COMMIT: frozenset({_S.ONGOING}),
-    _S.PREPARE_ABORT: frozenset({_S.ONGOING, _S.PREPARE_EPOCH_FENCE, _S.EMPTY,
-                                 _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}),
+    _S.PREPARE_ABORT: frozenset(
+        {_S.ONGOING, _S.PREPARE_EPOCH_FENCE, _S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT}
+    ),
     _S.COMPLETE_COMMIT: frozenset({_S.PREPARE_COMMIT}),
     _S.COMPLETE_ABORT: frozenset({_S.PREPARE_ABORT}),
     _S.DEAD: frozenset({_S.EMPTY, _S.COMPLETE_ABORT, _S.COMPLETE_COMMIT}),
@@ -152,34 +162,62 @@ class TxnTransitMetadata(NamedTuple):
                 by_topic.setdefault(topic, []).append(partition)
             partitions = [PartitionsSchema(topic=t, partition_ids=ps) for t, ps in by_topic.items()]
         return TransactionLogValue(
-            producer_id=self.producer_id, previous_producer_id=self.prev_producer_id,
-            next_producer_id=self.next_producer_id, producer_epoch=self.producer_epoch,
-            transaction_timeout_ms=self.txn_timeout_ms, transaction_status=self.txn_state.id,
+            producer_id=self.producer_id,
+            previous_producer_id=self.prev_producer_id,
+            next_producer_id=self.next_producer_id,
+            producer_epoch=self.producer_epoch,
+            transaction_timeout_ms=self.txn_timeout_ms,
+            transaction_status=self.txn_state.id,
             transaction_partitions=partitions,
             transaction_last_update_timestamp_ms=self.txn_last_update_timestamp,
             transaction_start_timestamp_ms=self.txn_start_timestamp,
-            client_transaction_version=self.client_transaction_version)
+            client_transaction_version=self.client_transaction_version,
+        )
 
     def record(self, transactional_id: str, transaction_version_level: int) -> tuple[bytes, bytes]:
         """(key, value) of the __transaction_state record, at the value
         version the cluster's transaction.version level calls for."""
-        return (encode_key(transactional_id),
-                encode_value(self.log_value(), value_version(transaction_version_level)))
+        return (
+            encode_key(transactional_id),
+            encode_value(self.log_value(), value_version(transaction_version_level)),
+        )
 
 
 class TransactionMetadata:
     """One transactional id's state as the coordinator holds it."""
 
-    __slots__ = ("transactional_id", "producer_id", "prev_producer_id", "next_producer_id",
-                 "producer_epoch", "last_producer_epoch", "txn_timeout_ms", "state",
-                 "topic_partitions", "txn_start_timestamp", "txn_last_update_timestamp",
-                 "client_transaction_version", "pending_state", "has_failed_epoch_fence")
+    __slots__ = (
+        "transactional_id",
+        "producer_id",
+        "prev_producer_id",
+        "next_producer_id",
+        "producer_epoch",
+        "last_producer_epoch",
+        "txn_timeout_ms",
+        "state",
+        "topic_partitions",
+        "txn_start_timestamp",
+        "txn_last_update_timestamp",
+        "client_transaction_version",
+        "pending_state",
+        "has_failed_epoch_fence",
+    )
 
-    def __init__(self, transactional_id: str, producer_id: int, prev_producer_id: int,
-                 next_producer_id: int, producer_epoch: int, last_producer_epoch: int,
-                 txn_timeout_ms: int, state: TransactionState, topic_partitions=(),
-                 txn_start_timestamp: int = -1, txn_last_update_timestamp: int = -1,
-                 client_transaction_version: int = TV_0):
+    def __init__(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        prev_producer_id: int,
+        next_producer_id: int,
+        producer_epoch: int,
+        last_producer_epoch: int,
+        txn_timeout_ms: int,
+        state: TransactionState,
+        topic_partitions=(),
+        txn_start_timestamp: int = -1,
+        txn_last_update_timestamp: int = -1,
+        client_transaction_version: int = TV_0,
+    ):
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.prev_producer_id = prev_producer_id
@@ -199,8 +237,9 @@ class TransactionMetadata:
         self.has_failed_epoch_fence = False
 
     @classmethod
-    def from_log_value(cls, transactional_id: str, value: TransactionLogValue
-                       ) -> TransactionMetadata:
+    def from_log_value(
+        cls, transactional_id: str, value: TransactionLogValue
+    ) -> TransactionMetadata:
         """The metadata a loaded record describes. The last epoch is not in
         the log, so it comes back as NO_PRODUCER_EPOCH, as in Kafka."""
         state = TransactionState.from_id(value.transaction_status)
@@ -208,18 +247,28 @@ class TransactionMetadata:
         if state is not _S.EMPTY:
             for entry in value.transaction_partitions or ():
                 partitions.update((entry.topic, p) for p in entry.partition_ids)
-        return cls(transactional_id, value.producer_id, value.previous_producer_id,
-                   value.next_producer_id, value.producer_epoch, NO_PRODUCER_EPOCH,
-                   value.transaction_timeout_ms, state, partitions,
-                   value.transaction_start_timestamp_ms,
-                   value.transaction_last_update_timestamp_ms,
-                   value.client_transaction_version)
+        return cls(
+            transactional_id,
+            value.producer_id,
+            value.previous_producer_id,
+            value.next_producer_id,
+            value.producer_epoch,
+            NO_PRODUCER_EPOCH,
+            value.transaction_timeout_ms,
+            state,
+            partitions,
+            value.transaction_start_timestamp_ms,
+            value.transaction_last_update_timestamp_ms,
+            value.client_transaction_version,
+        )
 
     def __repr__(self) -> str:
-        return (f"TransactionMetadata({self.transactional_id!r}, producer_id={self.producer_id}, "
-                f"epoch={self.producer_epoch}, last_epoch={self.last_producer_epoch}, "
-                f"state={self.state.name}, pending={self.pending_state and self.pending_state.name}, "
-                f"partitions={sorted(self.topic_partitions)}, tv={self.client_transaction_version})")
+        return (
+            f"TransactionMetadata({self.transactional_id!r}, producer_id={self.producer_id}, "
+            f"epoch={self.producer_epoch}, last_epoch={self.last_producer_epoch}, "
+            f"state={self.state.name}, pending={self.pending_state and self.pending_state.name}, "
+            f"partitions={sorted(self.topic_partitions)}, tv={self.client_transaction_version})"
+        )
 
     # -- queries -------------------------------------------------------------------------
     @property
@@ -246,7 +295,8 @@ class TransactionMetadata:
         if self.state not in PREPARE_STATES:
             raise IllegalStateError(
                 f"{self.transactional_id}: removing a partition whose marker was written "
-                f"in state {self.state.name}")
+                f"in state {self.state.name}"
+            )
         self.topic_partitions.discard(topic_partition)
 
     # -- prepare ---------------------------------------------------------------------------
@@ -260,22 +310,26 @@ class TransactionMetadata:
             bumped = self.producer_epoch + 1
         return self._prepare(_S.PREPARE_EPOCH_FENCE, producer_epoch=bumped)
 
-    def prepare_increment_producer_epoch(self, new_txn_timeout_ms: int,
-                                         expected_producer_epoch: int | None,
-                                         update_timestamp: int) -> TxnTransitMetadata:
+    def prepare_increment_producer_epoch(
+        self, new_txn_timeout_ms: int, expected_producer_epoch: int | None, update_timestamp: int
+    ) -> TxnTransitMetadata:
         """InitProducerId on the same producer id. ``expected_producer_epoch``
         is the epoch a KIP-360 producer says it holds (None for a new
         producer). Raises ProducerFencedException when it is neither the
         current nor the previous epoch."""
         if self.is_producer_epoch_exhausted:
             raise IllegalStateError(
-                f"cannot allocate any more producer epochs for producer id {self.producer_id}")
+                f"cannot allocate any more producer epochs for producer id {self.producer_id}"
+            )
         bumped = self.producer_epoch + 1
         if expected_producer_epoch is None:
             # A new producer (epoch -1 becomes 0) or one that gave up its
             # epoch: bump, and forget the last epoch so a zombie retry fails.
             epoch, last_epoch = bumped, NO_PRODUCER_EPOCH
-        elif self.producer_epoch == NO_PRODUCER_EPOCH or expected_producer_epoch == self.producer_epoch:
+        elif (
+            self.producer_epoch == NO_PRODUCER_EPOCH
+            or expected_producer_epoch == self.producer_epoch
+        ):
             # The producer recovers from an error and nobody took over since.
             epoch, last_epoch = bumped, self.producer_epoch
         elif expected_producer_epoch == self.last_producer_epoch:
@@ -284,40 +338,66 @@ class TransactionMetadata:
         else:
             raise E.ProducerFencedException(
                 f"expected epoch {expected_producer_epoch} is neither the current epoch "
-                f"{self.producer_epoch} nor the previous {self.last_producer_epoch}")
-        return self._prepare(_S.EMPTY, producer_epoch=epoch, last_producer_epoch=last_epoch,
-                             txn_timeout_ms=new_txn_timeout_ms, topic_partitions=frozenset(),
-                             txn_start_timestamp=-1, txn_last_update_timestamp=update_timestamp)
+                f"{self.producer_epoch} nor the previous {self.last_producer_epoch}"
+            )
+        return self._prepare(
+            _S.EMPTY,
+            producer_epoch=epoch,
+            last_producer_epoch=last_epoch,
+            txn_timeout_ms=new_txn_timeout_ms,
+            topic_partitions=frozenset(),
+            txn_start_timestamp=-1,
+            txn_last_update_timestamp=update_timestamp,
+        )
 
-    def prepare_producer_id_rotation(self, new_producer_id: int, new_txn_timeout_ms: int,
-                                     update_timestamp: int,
-                                     record_last_epoch: bool) -> TxnTransitMetadata:
+    def prepare_producer_id_rotation(
+        self,
+        new_producer_id: int,
+        new_txn_timeout_ms: int,
+        update_timestamp: int,
+        record_last_epoch: bool,
+    ) -> TxnTransitMetadata:
         """Exhausted epochs: continue on a fresh producer id at epoch 0.
         ``record_last_epoch`` keeps the old epoch so that a KIP-360 retry of
         this very request is recognised."""
         if self.has_pending_transaction:
             raise IllegalStateError("cannot rotate producer ids while a transaction is pending")
         return self._prepare(
-            _S.EMPTY, producer_id=new_producer_id, producer_epoch=0,
+            _S.EMPTY,
+            producer_id=new_producer_id,
+            producer_epoch=0,
             last_producer_epoch=self.producer_epoch if record_last_epoch else NO_PRODUCER_EPOCH,
-            txn_timeout_ms=new_txn_timeout_ms, topic_partitions=frozenset(),
-            txn_start_timestamp=-1, txn_last_update_timestamp=update_timestamp)
+            txn_timeout_ms=new_txn_timeout_ms,
+            topic_partitions=frozenset(),
+            txn_start_timestamp=-1,
+            txn_last_update_timestamp=update_timestamp,
+        )
 
-    def prepare_add_partitions(self, added, update_timestamp: int,
-                               client_transaction_version: int) -> TxnTransitMetadata:
+    def prepare_add_partitions(
+        self, added, update_timestamp: int, client_transaction_version: int
+    ) -> TxnTransitMetadata:
         """Ongoing with ``added`` partitions; a transaction starts (its start
         time set) when the first partition joins."""
         if self.state in (_S.EMPTY, _S.COMPLETE_ABORT, _S.COMPLETE_COMMIT):
             start = update_timestamp
         else:
             start = self.txn_start_timestamp
-        return self._prepare(_S.ONGOING, topic_partitions=frozenset(self.topic_partitions) | set(added),
-                             txn_start_timestamp=start, txn_last_update_timestamp=update_timestamp,
-                             client_transaction_version=client_transaction_version)
+        return self._prepare(
+            _S.ONGOING,
+            topic_partitions=frozenset(self.topic_partitions) | set(added),
+            txn_start_timestamp=start,
+            txn_last_update_timestamp=update_timestamp,
+            client_transaction_version=client_transaction_version,
+        )
 
-    def prepare_abort_or_commit(self, new_state: TransactionState, client_transaction_version: int,
-                                next_producer_id: int, update_timestamp: int,
-                                no_partition_added: bool) -> TxnTransitMetadata:
+    def prepare_abort_or_commit(
+        self,
+        new_state: TransactionState,
+        client_transaction_version: int,
+        next_producer_id: int,
+        update_timestamp: int,
+        no_partition_added: bool,
+    ) -> TxnTransitMetadata:
         """PrepareCommit or PrepareAbort. Transaction version 2 bumps the
         epoch here (the markers carry the bumped epoch, which fences any
         late write of this transaction); ``next_producer_id`` is the id to
@@ -329,10 +409,15 @@ class TransactionMetadata:
         # A version 2 abort may come with no partition added: the start time
         # is then unknown but required, so the abort's own time stands in.
         start = update_timestamp if no_partition_added else self.txn_start_timestamp
-        return self._prepare(new_state, producer_epoch=epoch, last_producer_epoch=last_epoch,
-                             next_producer_id=next_producer_id, txn_start_timestamp=start,
-                             txn_last_update_timestamp=update_timestamp,
-                             client_transaction_version=client_transaction_version)
+        return self._prepare(
+            new_state,
+            producer_epoch=epoch,
+            last_producer_epoch=last_epoch,
+            next_producer_id=next_producer_id,
+            txn_start_timestamp=start,
+            txn_last_update_timestamp=update_timestamp,
+            client_transaction_version=client_transaction_version,
+        )
 
     def prepare_complete(self, update_timestamp: int) -> TxnTransitMetadata:
         """CompleteCommit or CompleteAbort, once every marker is written. On
@@ -341,14 +426,21 @@ class TransactionMetadata:
         # The prepare record is durable, so a failed fence is behind us.
         self.has_failed_epoch_fence = False
         new_state = _S.COMPLETE_COMMIT if self.state is _S.PREPARE_COMMIT else _S.COMPLETE_ABORT
-        if supports_epoch_bump(self.client_transaction_version) and \
-                self.next_producer_id != NO_PRODUCER_ID:
+        if (
+            supports_epoch_bump(self.client_transaction_version)
+            and self.next_producer_id != NO_PRODUCER_ID
+        ):
             producer_id, epoch = self.next_producer_id, 0
         else:
             producer_id, epoch = self.producer_id, self.producer_epoch
-        return self._prepare(new_state, producer_id=producer_id, producer_epoch=epoch,
-                             next_producer_id=NO_PRODUCER_ID, topic_partitions=frozenset(),
-                             txn_last_update_timestamp=update_timestamp)
+        return self._prepare(
+            new_state,
+            producer_id=producer_id,
+            producer_epoch=epoch,
+            next_producer_id=NO_PRODUCER_ID,
+            topic_partitions=frozenset(),
+            txn_last_update_timestamp=update_timestamp,
+        )
 
     def prepare_dead(self) -> TxnTransitMetadata:
         """The transactional id expires (its tombstone is written next)."""
@@ -358,7 +450,8 @@ class TransactionMetadata:
         if self.pending_state is not None:
             raise IllegalStateError(
                 f"{self.transactional_id}: preparing a transition to {state.name} while "
-                f"{self.pending_state.name} is pending")
+                f"{self.pending_state.name} is pending"
+            )
         transit = TxnTransitMetadata(
             producer_id=changes.get("producer_id", self.producer_id),
             # The id before this transition: a retry after a producer id
@@ -371,10 +464,13 @@ class TransactionMetadata:
             txn_state=state,
             topic_partitions=changes.get("topic_partitions", frozenset(self.topic_partitions)),
             txn_start_timestamp=changes.get("txn_start_timestamp", self.txn_start_timestamp),
-            txn_last_update_timestamp=changes.get("txn_last_update_timestamp",
-                                                  self.txn_last_update_timestamp),
-            client_transaction_version=changes.get("client_transaction_version",
-                                                   self.client_transaction_version))
+            txn_last_update_timestamp=changes.get(
+                "txn_last_update_timestamp", self.txn_last_update_timestamp
+            ),
+            client_transaction_version=changes.get(
+                "client_transaction_version", self.client_transaction_version
+            ),
+        )
         if transit.producer_id < 0:
             raise IllegalStateError(f"illegal new producer id {transit.producer_id}")
         # A new metadata stays at epoch -1 until its first InitProducerId
@@ -383,7 +479,8 @@ class TransactionMetadata:
             raise IllegalStateError(f"illegal new producer epoch {transit.producer_epoch}")
         if self.state not in state.valid_previous_states:
             raise IllegalStateError(
-                f"{self.transactional_id}: {state.name} cannot follow {self.state.name}")
+                f"{self.transactional_id}: {state.name} cannot follow {self.state.name}"
+            )
         self.pending_state = state
         return transit
 
@@ -394,34 +491,48 @@ class TransactionMetadata:
         to_state = self.pending_state
         if to_state is None:
             raise IllegalStateError(
-                f"{self.transactional_id}: completing a transition with none pending")
+                f"{self.transactional_id}: completing a transition with none pending"
+            )
         if to_state is not transit.txn_state:
             self._fail(transit)
-        if to_state is _S.EMPTY:                       # InitProducerId
-            if (self.producer_epoch != transit.producer_epoch
-                    and not self._valid_epoch_bump(transit)) \
-                    or transit.topic_partitions or transit.txn_start_timestamp != -1:
+        if to_state is _S.EMPTY:  # InitProducerId
+            if (
+                (
+                    self.producer_epoch != transit.producer_epoch
+                    and not self._valid_epoch_bump(transit)
+                )
+                or transit.topic_partitions
+                or transit.txn_start_timestamp != -1
+            ):
                 self._fail(transit)
-        elif to_state is _S.ONGOING:                   # AddPartitions
-            if not self._valid_producer_epoch(transit) \
-                    or not transit.topic_partitions >= self.topic_partitions \
-                    or self.txn_timeout_ms != transit.txn_timeout_ms:
+        elif to_state is _S.ONGOING:  # AddPartitions
+            if (
+                not self._valid_producer_epoch(transit)
+                or not transit.topic_partitions >= self.topic_partitions
+                or self.txn_timeout_ms != transit.txn_timeout_ms
+            ):
                 self._fail(transit)
-        elif to_state in PREPARE_STATES:               # EndTxn
+        elif to_state in PREPARE_STATES:  # EndTxn
             # Version 2 may abort from Empty or a completed transaction, whose
             # start time the transit replaces.
-            empty_abort = (to_state is _S.PREPARE_ABORT
-                           and supports_epoch_bump(transit.client_transaction_version)
-                           and self.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT))
-            if not self._valid_producer_epoch(transit) \
-                    or self.topic_partitions != transit.topic_partitions \
-                    or self.txn_timeout_ms != transit.txn_timeout_ms \
-                    or not (empty_abort or self.txn_start_timestamp == transit.txn_start_timestamp):
+            empty_abort = (
+                to_state is _S.PREPARE_ABORT
+                and supports_epoch_bump(transit.client_transaction_version)
+                and self.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
+            )
+            if (
+                not self._valid_producer_epoch(transit)
+                or self.topic_partitions != transit.topic_partitions
+                or self.txn_timeout_ms != transit.txn_timeout_ms
+                or not (empty_abort or self.txn_start_timestamp == transit.txn_start_timestamp)
+            ):
                 self._fail(transit)
-        elif to_state in COMPLETE_STATES:              # markers written
-            if not self._valid_producer_epoch(transit) \
-                    or self.txn_timeout_ms != transit.txn_timeout_ms \
-                    or transit.txn_start_timestamp == -1:
+        elif to_state in COMPLETE_STATES:  # markers written
+            if (
+                not self._valid_producer_epoch(transit)
+                or self.txn_timeout_ms != transit.txn_timeout_ms
+                or transit.txn_start_timestamp == -1
+            ):
                 self._fail(transit)
         else:
             # PrepareEpochFence is immediately replaced by PrepareAbort, and an
@@ -444,32 +555,46 @@ class TransactionMetadata:
         version2 = supports_epoch_bump(transit.client_transaction_version)
         if version2 and transit.txn_state in COMPLETE_STATES and transit.producer_epoch == 0:
             # Epoch overflow: the completion moved to the next producer id.
-            return (transit.last_producer_epoch == self.last_producer_epoch
-                    and transit.prev_producer_id == self.producer_id)
+            return (
+                transit.last_producer_epoch == self.last_producer_epoch
+                and transit.prev_producer_id == self.producer_id
+            )
         if version2 and transit.txn_state in PREPARE_STATES:
             # The prepare record carries the bumped epoch.
-            return (transit.last_producer_epoch == self.producer_epoch
-                    and transit.producer_id == self.producer_id)
-        return transit.producer_epoch == self.producer_epoch and \
-            transit.producer_id == self.producer_id
+            return (
+                transit.last_producer_epoch == self.producer_epoch
+                and transit.producer_id == self.producer_id
+            )
+        return (
+            transit.producer_epoch == self.producer_epoch
+            and transit.producer_id == self.producer_id
+        )
 
     def _valid_epoch_bump(self, transit: TxnTransitMetadata) -> bool:
-        return transit.producer_epoch == self.producer_epoch + 1 or \
-            (transit.producer_epoch == 0 and transit.producer_id != self.producer_id)
+        return transit.producer_epoch == self.producer_epoch + 1 or (
+            transit.producer_epoch == 0 and transit.producer_id != self.producer_id
+        )
 
     def _fail(self, transit: TxnTransitMetadata):
         raise IllegalStateError(
-            f"{self.transactional_id}: illegal transition from {self!r} to {transit}")
+            f"{self.transactional_id}: illegal transition from {self!r} to {transit}"
+        )
 
     # -- comparisons (tests, replay checks) ------------------------------------------------
     def persisted_view(self, transaction_version_level: int = TV_2) -> tuple:
         """What a record of this metadata holds, to compare a live metadata
         with one rebuilt by replay (log version 0 has no prev/next ids)."""
         tagged = value_version(transaction_version_level) >= 1
-        return (self.transactional_id, self.producer_id,
-                self.prev_producer_id if tagged else NO_PRODUCER_ID,
-                self.next_producer_id if tagged else NO_PRODUCER_ID,
-                self.producer_epoch, self.txn_timeout_ms, self.state,
-                frozenset(self.topic_partitions) if self.state is not _S.EMPTY else frozenset(),
-                self.txn_start_timestamp, self.txn_last_update_timestamp,
-                self.client_transaction_version if tagged else TV_0)
+        return (
+            self.transactional_id,
+            self.producer_id,
+            self.prev_producer_id if tagged else NO_PRODUCER_ID,
+            self.next_producer_id if tagged else NO_PRODUCER_ID,
+            self.producer_epoch,
+            self.txn_timeout_ms,
+            self.state,
+            frozenset(self.topic_partitions) if self.state is not _S.EMPTY else frozenset(),
+            self.txn_start_timestamp,
+            self.txn_last_update_timestamp,
+            self.client_transaction_version if tagged else TV_0,
+        )

@@ -49,6 +49,7 @@ Placement: the transactional id goes to partition
 rule __consumer_offsets uses for groups, so both share one definition
 (kfast.coordinator.group.records.partition_for).
 """
+
 from __future__ import annotations
 
 import struct
@@ -61,9 +62,17 @@ from kfast.protocol.api_keys import ApiKey
 from kfast.protocol.schema import MessageSchema
 
 __all__ = [
-    "TRANSACTION_LOG_KEY_VERSION", "TransactionLogKey", "TransactionLogValue", "PartitionsSchema",
-    "UnknownRecordTypeError", "partition_for", "value_version", "encode_key", "decode_key",
-    "encode_value", "decode_value",
+    "TRANSACTION_LOG_KEY_VERSION",
+    "TransactionLogKey",
+    "TransactionLogValue",
+    "PartitionsSchema",
+    "UnknownRecordTypeError",
+    "partition_for",
+    "value_version",
+    "encode_key",
+    "decode_key",
+    "encode_value",
+    "decode_value",
 ]
 
 TRANSACTION_LOG_KEY_VERSION = 0
@@ -85,8 +94,12 @@ _VALUE_GRAMMAR = """
     transaction_start_timestamp_ms        int64               0+
     client_transaction_version            int16               1+  default=0 tag=2 tagged=1+
 """
-_TAGGED_FIELDS = ("previous_producer_id", "next_producer_id", "next_producer_epoch",
-                  "client_transaction_version")
+_TAGGED_FIELDS = (
+    "previous_producer_id",
+    "next_producer_id",
+    "next_producer_epoch",
+    "client_transaction_version",
+)
 
 
 class _ValueSchema(MessageSchema):
@@ -149,11 +162,16 @@ def encode_value(value, version: int) -> bytes | None:
         return None
     if version not in (0, 1):
         raise ValueError(f"unknown TransactionLogValue version {version}")
-    if version == 0 and any(getattr(value, name) != getattr(TransactionLogValue, name)
-                            for name in _TAGGED_FIELDS):
-        value = TransactionLogValue(**{name: getattr(value, name)
-                                       for name in value._field_names
-                                       if name not in _TAGGED_FIELDS})
+    if version == 0 and any(
+        getattr(value, name) != getattr(TransactionLogValue, name) for name in _TAGGED_FIELDS
+    ):
+        value = TransactionLogValue(
+            **{
+                name: getattr(value, name)
+                for name in value._field_names
+                if name not in _TAGGED_FIELDS
+            }
+        )
     return struct.pack(">h", version) + _codec.encode(_SCHEMA.program(version), value)
 
 

@@ -18,13 +18,19 @@ append; the answer comes from that append's completion. Appends and markers
 with no one waiting (completing a transaction, expiring ids, aborting a
 timed-out transaction) produce results whose response is None.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-__all__ = ["TxnLogAppend", "TxnMarkers", "CoordinatorResult", "InitProducerIdResult",
-           "EndTxnResult"]
+__all__ = [
+    "TxnLogAppend",
+    "TxnMarkers",
+    "CoordinatorResult",
+    "InitProducerIdResult",
+    "EndTxnResult",
+]
 
 
 class TxnLogAppend:
@@ -36,8 +42,13 @@ class TxnLogAppend:
 
     __slots__ = ("partition", "records", "timeout_ms", "_on_complete")
 
-    def __init__(self, partition: int, records: list[tuple[bytes, bytes | None]], timeout_ms: int,
-                 on_complete: Callable[[int, int], CoordinatorResult]):
+    def __init__(
+        self,
+        partition: int,
+        records: list[tuple[bytes, bytes | None]],
+        timeout_ms: int,
+        on_complete: Callable[[int, int], CoordinatorResult],
+    ):
         self.partition = partition
         self.records = records
         self.timeout_ms = timeout_ms
@@ -67,12 +78,28 @@ class TxnMarkers:
     ``TransactionCoordinator.cancel_markers(this)`` (the next coordinator
     finishes the transaction when it loads the partition)."""
 
-    __slots__ = ("transactional_id", "producer_id", "producer_epoch", "committed",
-                 "coordinator_epoch", "partitions", "transaction_version", "_pending")
+    __slots__ = (
+        "transactional_id",
+        "producer_id",
+        "producer_epoch",
+        "committed",
+        "coordinator_epoch",
+        "partitions",
+        "transaction_version",
+        "_pending",
+    )
 
-    def __init__(self, transactional_id: str, producer_id: int, producer_epoch: int,
-                 committed: bool, coordinator_epoch: int, partitions: frozenset,
-                 transaction_version: int, pending):
+    def __init__(
+        self,
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        coordinator_epoch: int,
+        partitions: frozenset,
+        transaction_version: int,
+        pending,
+    ):
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -83,9 +110,11 @@ class TxnMarkers:
         self._pending = pending
 
     def __repr__(self) -> str:
-        return (f"TxnMarkers({self.transactional_id!r}, producer_id={self.producer_id}, "
-                f"epoch={self.producer_epoch}, {'COMMIT' if self.committed else 'ABORT'}, "
-                f"coordinator_epoch={self.coordinator_epoch}, partitions={sorted(self.partitions)})")
+        return (
+            f"TxnMarkers({self.transactional_id!r}, producer_id={self.producer_id}, "
+            f"epoch={self.producer_epoch}, {'COMMIT' if self.committed else 'ABORT'}, "
+            f"coordinator_epoch={self.coordinator_epoch}, partitions={sorted(self.partitions)})"
+        )
 
 
 class CoordinatorResult(NamedTuple):
@@ -100,8 +129,11 @@ class CoordinatorResult(NamedTuple):
     def __add__(self, other: CoordinatorResult) -> CoordinatorResult:
         if self.response is not None and other.response is not None:
             raise ValueError("two responses for one request")
-        return CoordinatorResult(self.response if self.response is not None else other.response,
-                                 self.appends + other.appends, self.markers + other.markers)
+        return CoordinatorResult(
+            self.response if self.response is not None else other.response,
+            self.appends + other.appends,
+            self.markers + other.markers,
+        )
 
 
 class InitProducerIdResult(NamedTuple):

@@ -20,6 +20,7 @@ broker, on the CoordinatorRuntime it shares with the group coordinator
   removing idle transactional ids
   (transaction.remove.expired.transaction.cleanup.interval.ms).
 """
+
 from __future__ import annotations
 
 import logging
@@ -50,21 +51,32 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime):
     ``complete_markers`` / ``cancel_markers``; ``transaction_version_level``:
     the cluster's finalized transaction.version."""
 
-    def __init__(self, config, timer: Timer, partitions: PartitionWriter,
-                 producer_id_allocator: Callable[[], int],
-                 send_markers: Callable[[TxnMarkers], None],
-                 transaction_version_level: int = 0):
-        super().__init__(TRANSACTION_STATE_TOPIC_NAME,
-                         config["transaction.state.log.num.partitions"],
-                         config["transaction.state.log.load.buffer.size"], partitions)
+    def __init__(
+        self,
+        config,
+        timer: Timer,
+        partitions: PartitionWriter,
+        producer_id_allocator: Callable[[], int],
+        send_markers: Callable[[TxnMarkers], None],
+        transaction_version_level: int = 0,
+    ):
+        super().__init__(
+            TRANSACTION_STATE_TOPIC_NAME,
+            config["transaction.state.log.num.partitions"],
+            config["transaction.state.log.load.buffer.size"],
+            partitions,
+        )
         self.timer = timer
         self.send_markers = send_markers
-        self.coordinator = TransactionCoordinator(config, producer_id_allocator,
-                                                  transaction_version_level)
-        self._abort_interval_ms = \
-            config["transaction.abort.timed.out.transaction.cleanup.interval.ms"]
-        self._expire_interval_ms = \
-            config["transaction.remove.expired.transaction.cleanup.interval.ms"]
+        self.coordinator = TransactionCoordinator(
+            config, producer_id_allocator, transaction_version_level
+        )
+        self._abort_interval_ms = config[
+            "transaction.abort.timed.out.transaction.cleanup.interval.ms"
+        ]
+        self._expire_interval_ms = config[
+            "transaction.remove.expired.transaction.cleanup.interval.ms"
+        ]
         self._timer_entries = {}
         self._schedule("abort", self._abort_interval_ms, self._abort_timed_out_transactions)
         self._schedule("expire", self._expire_interval_ms, self._expire_transactional_ids)
@@ -104,8 +116,9 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime):
         self.coordinator.unload_partition(index)
 
     # -- effects -----------------------------------------------------------------------
-    def run(self, result: CoordinatorResult, reply: Reply | None = None,
-            append_delay_ms: int = 0) -> None:
+    def run(
+        self, result: CoordinatorResult, reply: Reply | None = None, append_delay_ms: int = 0
+    ) -> None:
         """Carry out ``result``: markers to the channel, appends to the log
         (after ``append_delay_ms``), the answer to ``reply``. The answer to
         a request that waits for an append comes from that append's
@@ -114,8 +127,9 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime):
             self.send_markers(markers)
         for append in result.appends:
             if append_delay_ms > 0:
-                self.timer.schedule(append_delay_ms,
-                                    lambda append=append: self._append(append, reply))
+                self.timer.schedule(
+                    append_delay_ms, lambda append=append: self._append(append, reply)
+                )
             else:
                 self._append(append, reply)
         if result.response is not None and reply is not None:
@@ -157,6 +171,7 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime):
             except Exception:
                 logger.exception("transaction coordinator job %s failed", name)
             self._schedule(name, interval_ms, job)
+
         self._timer_entries[name] = self.timer.schedule(interval_ms, fire)
 
     def _abort_timed_out_transactions(self) -> None:

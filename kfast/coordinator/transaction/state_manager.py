@@ -18,6 +18,7 @@ partitions this broker leads (Kafka's TransactionStateManager).
   (``timed_out_transactions``) and idle ids past
   transactional.id.expiration.ms (``expire_transactional_ids``, tombstones).
 """
+
 from __future__ import annotations
 
 import logging
@@ -78,9 +79,14 @@ class TimedOutTransaction(NamedTuple):
 
 
 class TransactionStateManager:
-    def __init__(self, num_partitions: int, transactional_id_expiration_ms: int,
-                 transaction_max_timeout_ms: int, request_timeout_ms: int = 30000,
-                 transaction_version_level: int = TV_2):
+    def __init__(
+        self,
+        num_partitions: int,
+        transactional_id_expiration_ms: int,
+        transaction_max_timeout_ms: int,
+        request_timeout_ms: int = 30000,
+        transaction_version_level: int = TV_2,
+    ):
         self.num_partitions = num_partitions
         self.transactional_id_expiration_ms = transactional_id_expiration_ms
         self.transaction_max_timeout_ms = transaction_max_timeout_ms
@@ -103,14 +109,17 @@ class TransactionStateManager:
         partition = self.partitions.get(index)
         if partition is None:
             return Lookup(E.NotCoordinatorException.code)
-        return Lookup(NONE, partition.coordinator_epoch, partition.transactions.get(transactional_id))
+        return Lookup(
+            NONE, partition.coordinator_epoch, partition.transactions.get(transactional_id)
+        )
 
     def put_if_not_exists(self, metadata: TransactionMetadata) -> Lookup:
         found = self.get(metadata.transactional_id)
         if found.error_code or found.metadata is not None:
             return found
-        self.partitions[self.partition_for(metadata.transactional_id)] \
-            .transactions[metadata.transactional_id] = metadata
+        self.partitions[self.partition_for(metadata.transactional_id)].transactions[
+            metadata.transactional_id
+        ] = metadata
         return Lookup(NONE, found.coordinator_epoch, metadata)
 
     def transactions(self) -> Iterator[tuple[int, TransactionMetadata]]:
@@ -119,8 +128,9 @@ class TransactionStateManager:
             for metadata in partition.transactions.values():
                 yield partition.coordinator_epoch, metadata
 
-    def validate_transaction_timeout(self, txn_timeout_ms: int,
-                                     enable_two_phase_commit: bool = False) -> bool:
+    def validate_transaction_timeout(
+        self, txn_timeout_ms: int, enable_two_phase_commit: bool = False
+    ) -> bool:
         """A two-phase commit producer's timeout is not checked: it is
         replaced by TWO_PHASE_COMMIT_TIMEOUT_MS (Kafka's
         validateTransactionTimeoutMs)."""
@@ -140,13 +150,16 @@ class TransactionStateManager:
         index = self.partition_for(transactional_id)
         partition = self.loading.get(index)
         if partition is None:
-            raise IllegalStateError(f"replaying a record of partition {index}, which is not loading")
+            raise IllegalStateError(
+                f"replaying a record of partition {index}, which is not loading"
+            )
         decoded = decode_value(value)
         if decoded is None:
             partition.transactions.pop(transactional_id, None)
         else:
-            partition.transactions[transactional_id] = \
-                TransactionMetadata.from_log_value(transactional_id, decoded)
+            partition.transactions[transactional_id] = TransactionMetadata.from_log_value(
+                transactional_id, decoded
+            )
 
     def complete_load(self, index: int, coordinator_epoch: int) -> list[TransactionMetadata]:
         """Finish loading: the partition serves requests from now on. Returns
@@ -157,8 +170,11 @@ class TransactionStateManager:
             return []
         del self.loading[index]
         self.partitions[index] = partition
-        return [m for m in partition.transactions.values()
-                if m.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)]
+        return [
+            m
+            for m in partition.transactions.values()
+            if m.state in (TransactionState.PREPARE_COMMIT, TransactionState.PREPARE_ABORT)
+        ]
 
     def unload(self, index: int, coordinator_epoch: int | None = None) -> None:
         """Forget partition ``index`` (another broker leads it now). With a
@@ -169,9 +185,15 @@ class TransactionStateManager:
                 del held[index]
 
     # -- appends ---------------------------------------------------------------------------
-    def append(self, transactional_id: str, coordinator_epoch: int, transit: TxnTransitMetadata,
-               on_done: Callable[[int, int], CoordinatorResult], now_ms: int,
-               retry_on: frozenset[int] = frozenset()) -> CoordinatorResult:
+    def append(
+        self,
+        transactional_id: str,
+        coordinator_epoch: int,
+        transit: TxnTransitMetadata,
+        on_done: Callable[[int, int], CoordinatorResult],
+        now_ms: int,
+        retry_on: frozenset[int] = frozenset(),
+    ) -> CoordinatorResult:
         """Write ``transit`` for ``transactional_id``; ``on_done(error, now_ms)``
         follows the write. On success the transition is installed first; on
         failure the pending state is cleared, unless the error is in
@@ -187,8 +209,11 @@ class TransactionStateManager:
             # Kafka's appendTransactionToLog passes unexpected errors through.
             error = coordinator_error(append_error)
             current = self.get(transactional_id)
-            stale = current.error_code or current.metadata is None or \
-                current.coordinator_epoch != coordinator_epoch
+            stale = (
+                current.error_code
+                or current.metadata is None
+                or current.coordinator_epoch != coordinator_epoch
+            )
             if error == NONE:
                 if current.error_code:
                     error = current.error_code
@@ -208,20 +233,31 @@ class TransactionStateManager:
 
         # The write waits for the ISR up to the transaction's timeout, as
         # Kafka's; a two-phase commit transaction has none, so request.timeout.ms.
-        timeout_ms = (self.request_timeout_ms if transit.txn_timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS
-                      else transit.txn_timeout_ms)
-        return CoordinatorResult(appends=(TxnLogAppend(
-            self.partition_for(transactional_id), [(key, value)], timeout_ms, complete),))
+        timeout_ms = (
+            self.request_timeout_ms
+            if transit.txn_timeout_ms == TWO_PHASE_COMMIT_TIMEOUT_MS
+            else transit.txn_timeout_ms
+        )
+        return CoordinatorResult(
+            appends=(
+                TxnLogAppend(
+                    self.partition_for(transactional_id), [(key, value)], timeout_ms, complete
+                ),
+            )
+        )
 
     # -- timeouts and expiration -----------------------------------------------------------
     def timed_out_transactions(self, now_ms: int) -> list[TimedOutTransaction]:
         """Ongoing transactions open longer than their timeout (a best
         effort: the abort checks the metadata again)."""
-        return [TimedOutTransaction(m.transactional_id, m.producer_id, m.producer_epoch)
-                for _, m in self.transactions()
-                if m.pending_state is None and m.state is TransactionState.ONGOING
-                and not m.is_distributed_two_phase_commit_txn
-                and m.txn_start_timestamp + m.txn_timeout_ms < now_ms]
+        return [
+            TimedOutTransaction(m.transactional_id, m.producer_id, m.producer_epoch)
+            for _, m in self.transactions()
+            if m.pending_state is None
+            and m.state is TransactionState.ONGOING
+            and not m.is_distributed_two_phase_commit_txn
+            and m.txn_start_timestamp + m.txn_timeout_ms < now_ms
+        ]
 
     def expire_transactional_ids(self, now_ms: int) -> CoordinatorResult:
         """Tombstones for ids idle for transactional.id.expiration.ms in a
@@ -231,15 +267,23 @@ class TransactionStateManager:
         for index, partition in self.partitions.items():
             expired: list[tuple[TransactionMetadata, TxnTransitMetadata]] = []
             for metadata in partition.transactions.values():
-                if metadata.pending_state is None and metadata.state.expiration_allowed and \
-                        metadata.txn_last_update_timestamp <= now_ms - self.transactional_id_expiration_ms:
+                if (
+                    metadata.pending_state is None
+                    and metadata.state.expiration_allowed
+                    and metadata.txn_last_update_timestamp
+                    <= now_ms - self.transactional_id_expiration_ms
+                ):
                     expired.append((metadata, metadata.prepare_dead()))
             for start in range(0, len(expired), MAX_TOMBSTONES_PER_APPEND):
-                chunk = expired[start:start + MAX_TOMBSTONES_PER_APPEND]
-                appends.append(TxnLogAppend(
-                    index, [(encode_key(m.transactional_id), None) for m, _ in chunk],
-                    self.request_timeout_ms,
-                    self._tombstones_written(index, partition.coordinator_epoch, chunk)))
+                chunk = expired[start : start + MAX_TOMBSTONES_PER_APPEND]
+                appends.append(
+                    TxnLogAppend(
+                        index,
+                        [(encode_key(m.transactional_id), None) for m, _ in chunk],
+                        self.request_timeout_ms,
+                        self._tombstones_written(index, partition.coordinator_epoch, chunk),
+                    )
+                )
         return CoordinatorResult(appends=tuple(appends))
 
     def _tombstones_written(self, index, coordinator_epoch, expired):
@@ -251,20 +295,33 @@ class TransactionStateManager:
                 current = partition.transactions.get(metadata.transactional_id)
                 if current is None:
                     continue
-                if append_error == NONE and partition.coordinator_epoch == coordinator_epoch \
-                        and current.pending_state is TransactionState.DEAD \
-                        and current.producer_epoch == transit.producer_epoch:
+                if (
+                    append_error == NONE
+                    and partition.coordinator_epoch == coordinator_epoch
+                    and current.pending_state is TransactionState.DEAD
+                    and current.producer_epoch == transit.producer_epoch
+                ):
                     del partition.transactions[metadata.transactional_id]
                 else:
-                    logger.warning("failed to remove expired transactional id %s (error %d)",
-                                   metadata.transactional_id, append_error)
+                    logger.warning(
+                        "failed to remove expired transactional id %s (error %d)",
+                        metadata.transactional_id,
+                        append_error,
+                    )
                     current.pending_state = None
             return CoordinatorResult()
+
         return complete
 
     # -- listing ---------------------------------------------------------------------------
-    def list_transactions(self, state_filters, producer_id_filters, duration_filter_ms: int,
-                          transactional_id_pattern: str | None, now_ms: int):
+    def list_transactions(
+        self,
+        state_filters,
+        producer_id_filters,
+        duration_filter_ms: int,
+        transactional_id_pattern: str | None,
+        now_ms: int,
+    ):
         """ListTransactionsResponse of the loaded partitions (Kafka's
         listTransactionStates, with KIP-994's duration and KIP-1152's
         pattern filters)."""
@@ -293,12 +350,20 @@ class TransactionStateManager:
                 continue
             if state_filters and metadata.state not in states:
                 continue
-            if duration_filter_ms >= 0 and now_ms - metadata.txn_start_timestamp <= duration_filter_ms:
+            if (
+                duration_filter_ms >= 0
+                and now_ms - metadata.txn_start_timestamp <= duration_filter_ms
+            ):
                 continue
             if pattern is not None and pattern.fullmatch(metadata.transactional_id) is None:
                 continue
-            listed.append(ListTransactionsResponse.TransactionState(
-                transactional_id=metadata.transactional_id, producer_id=metadata.producer_id,
-                transaction_state=metadata.state.state_name))
-        return ListTransactionsResponse(error_code=NONE, unknown_state_filters=unknown,
-                                        transaction_states=listed)
+            listed.append(
+                ListTransactionsResponse.TransactionState(
+                    transactional_id=metadata.transactional_id,
+                    producer_id=metadata.producer_id,
+                    transaction_state=metadata.state.state_name,
+                )
+            )
+        return ListTransactionsResponse(
+            error_code=NONE, unknown_state_filters=unknown, transaction_states=listed
+        )

@@ -9,6 +9,7 @@ end, for OAUTHBEARER; None otherwise). A failed exchange raises
 sends the client, which names no secret and does not say whether the user
 exists.
 """
+
 from __future__ import annotations
 
 PLAIN = "PLAIN"

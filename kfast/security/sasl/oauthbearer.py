@@ -25,6 +25,7 @@ A token that fails validation is answered with the JSON error challenge
 (``{"status":"invalid_token"}``); the client acknowledges with a single
 %x01 and the exchange fails with that JSON as the message, as in Kafka.
 """
+
 from __future__ import annotations
 
 import base64
@@ -43,12 +44,25 @@ __all__ = ["JwksValidator", "OAuthBearerServer", "UnsecuredValidator"]
 JWKS_VALIDATOR = "org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
 _SASLNAME = r"(?:[\x01-\x2b\x2d-\x3c\x3e-\x7f]|=2C|=3D)+"
 _CLIENT_RESPONSE = re.compile(
-    r"n,(?:a=(?P<authzid>" + _SASLNAME + r"))?,\x01(?P<kvpairs>(?:[A-Za-z]+=[\x21-\x7e \t\r\n]+\x01)*)\x01",
-    re.S)
+    r"n,(?:a=(?P<authzid>"
+    + _SASLNAME
+    + r"))?,\x01(?P<kvpairs>(?:[A-Za-z]+=[\x21-\x7e \t\r\n]+\x01)*)\x01",
+    re.S,
+)
 _AUTH = re.compile(r"(?P<scheme>\w+) +(?P<token>[-_.a-zA-Z0-9]+)")
 # Asymmetric JWS algorithms (Kafka's jose4j defaults; never "none" or HMAC).
-_SIGNED_ALGORITHMS = ["RS256", "RS384", "RS512", "PS256", "PS384", "PS512",
-                      "ES256", "ES384", "ES512", "EdDSA"]
+_SIGNED_ALGORITHMS = [
+    "RS256",
+    "RS384",
+    "RS512",
+    "PS256",
+    "PS384",
+    "PS512",
+    "ES256",
+    "ES384",
+    "ES512",
+    "EdDSA",
+]
 
 
 class _Invalid(Exception):
@@ -122,9 +136,11 @@ class UnsecuredValidator:
         try:
             self.skew_s = int(options.get("unsecuredValidatorAllowableClockSkewMs", "0")) / 1000
         except ValueError:
-            raise ConfigException("unsecuredValidatorAllowableClockSkewMs",
-                                  options.get("unsecuredValidatorAllowableClockSkewMs"),
-                                  "not a number") from None
+            raise ConfigException(
+                "unsecuredValidatorAllowableClockSkewMs",
+                options.get("unsecuredValidatorAllowableClockSkewMs"),
+                "not a number",
+            ) from None
 
     def validate(self, token: str) -> ValidToken:
         parts = token.split(".")
@@ -136,8 +152,9 @@ class UnsecuredValidator:
         valid = _check_times_and_subject(claims, self.subject_claim, self.skew_s)
         missing = self.required_scope - _scopes(claims, self.scope_claim)
         if missing:
-            raise _Invalid("insufficient scope", "insufficient_scope",
-                           " ".join(sorted(self.required_scope)))
+            raise _Invalid(
+                "insufficient scope", "insufficient_scope", " ".join(sorted(self.required_scope))
+            )
         return valid
 
 
@@ -145,18 +162,26 @@ class JwksValidator:
     def __init__(self, settings: dict):
         url = settings.get("sasl.oauthbearer.jwks.endpoint.url")
         if not url:
-            raise ConfigException("sasl.oauthbearer.jwks.endpoint.url", None,
-                                  f"{JWKS_VALIDATOR} needs the JWKS location")
+            raise ConfigException(
+                "sasl.oauthbearer.jwks.endpoint.url",
+                None,
+                f"{JWKS_VALIDATOR} needs the JWKS location",
+            )
         parsed = urlparse(str(url))
         if parsed.scheme != "file":
-            raise ConfigException("sasl.oauthbearer.jwks.endpoint.url", url,
-                                  "not supported: kfast reads the JWKS from a file: URL only")
+            raise ConfigException(
+                "sasl.oauthbearer.jwks.endpoint.url",
+                url,
+                "not supported: kfast reads the JWKS from a file: URL only",
+            )
         try:
             import joserfc  # noqa: F401
         except ImportError:
-            raise ConfigException("sasl.server.callback.handler.class", JWKS_VALIDATOR,
-                                  "verifying tokens needs joserfc: pip install kfast[oauth]"
-                                  ) from None
+            raise ConfigException(
+                "sasl.server.callback.handler.class",
+                JWKS_VALIDATOR,
+                "verifying tokens needs joserfc: pip install kfast[oauth]",
+            ) from None
         self.path = unquote(parsed.path)
         self.audience = set(settings.get("sasl.oauthbearer.expected.audience") or ())
         self.issuer = settings.get("sasl.oauthbearer.expected.issuer")
@@ -178,8 +203,9 @@ class JwksValidator:
             self._mtime = mtime
         except (OSError, ValueError) as exc:
             if self._keys is None:
-                raise ConfigException("sasl.oauthbearer.jwks.endpoint.url", self.path,
-                                      f"cannot read the JWKS: {exc}") from None
+                raise ConfigException(
+                    "sasl.oauthbearer.jwks.endpoint.url", self.path, f"cannot read the JWKS: {exc}"
+                ) from None
         return self._keys
 
     def validate(self, token: str) -> ValidToken:
@@ -202,8 +228,13 @@ class JwksValidator:
             raise _Invalid("unexpected issuer")
         if self.audience:
             audience = claims.get("aud")
-            audience = {audience} if isinstance(audience, str) else set(audience or ()) \
-                if isinstance(audience, list) else set()
+            audience = (
+                {audience}
+                if isinstance(audience, str)
+                else set(audience or ())
+                if isinstance(audience, list)
+                else set()
+            )
             if not audience & self.audience:
                 raise _Invalid("unexpected audience")
         return valid
@@ -231,13 +262,17 @@ class OAuthBearerServer:
         except UnicodeDecodeError:
             text = ""
         match = _CLIENT_RESPONSE.fullmatch(text)
-        pairs = dict(kv.split("=", 1) for kv in match.group("kvpairs").split("\x01") if kv) \
-            if match else {}
+        pairs = (
+            dict(kv.split("=", 1) for kv in match.group("kvpairs").split("\x01") if kv)
+            if match
+            else {}
+        )
         auth = _AUTH.fullmatch(pairs.get("auth", ""))
         if match is None or auth is None or auth.group("scheme").lower() != "bearer":
             raise SaslAuthenticationException(
                 "Authentication failed during authentication due to invalid credentials with "
-                "SASL mechanism OAUTHBEARER")
+                "SASL mechanism OAUTHBEARER"
+            )
         try:
             valid = self._validator.validate(auth.group("token"))
         except _Invalid as exc:
@@ -250,7 +285,8 @@ class OAuthBearerServer:
         if authzid and authzid != valid.principal_name:
             raise SaslAuthenticationException(
                 f"Authentication failed: Client requested an authorization id ({authzid}) that "
-                f"is different from the token's principal name ({valid.principal_name})")
+                f"is different from the token's principal name ({valid.principal_name})"
+            )
         self.authorization_id = valid.principal_name
         self.expires_at_ms = valid.expires_at_ms
         self.complete = True

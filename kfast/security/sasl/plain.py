@@ -5,6 +5,7 @@ Client token grammar::
 
     message := [authzid] NUL authcid NUL passwd      (UTF-8)
 """
+
 from __future__ import annotations
 
 import hmac
@@ -19,8 +20,11 @@ _USER_PREFIX = "user_"
 
 
 def plain_users(entry: JaasEntry) -> dict[str, str]:
-    return {name[len(_USER_PREFIX):]: password for name, password in entry.options.items()
-            if name.startswith(_USER_PREFIX)}
+    return {
+        name[len(_USER_PREFIX) :]: password
+        for name, password in entry.options.items()
+        if name.startswith(_USER_PREFIX)
+    }
 
 
 class PlainServer:
@@ -42,7 +46,8 @@ class PlainServer:
         parts = text.split("\0")
         if len(parts) != 3:
             raise SaslAuthenticationException(
-                f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}")
+                f"Invalid SASL/PLAIN response: expected 3 tokens, got {len(parts)}"
+            )
         authzid, username, password = parts
         if not username:
             raise SaslAuthenticationException("Authentication failed: username not specified")
@@ -50,14 +55,16 @@ class PlainServer:
             raise SaslAuthenticationException("Authentication failed: password not specified")
         expected = self._users.get(username)
         # Compare even for an unknown user, so timing does not tell users apart.
-        matches = hmac.compare_digest((expected if expected is not None else "\0").encode(),
-                                      password.encode())
+        matches = hmac.compare_digest(
+            (expected if expected is not None else "\0").encode(), password.encode()
+        )
         if expected is None or not matches:
             raise SaslAuthenticationException("Authentication failed: Invalid username or password")
         if authzid and authzid != username:
             raise SaslAuthenticationException(
                 "Authentication failed: Client requested an authorization id that is different "
-                "from username")
+                "from username"
+            )
         self.authorization_id = username
         self.complete = True
         return b""

@@ -14,6 +14,7 @@ Message grammar (RFC 5802 section 7, the parts a server reads)::
 Kafka's client-first extensions (``tokenauth=true`` for delegation tokens)
 are refused: kfast has no delegation tokens.
 """
+
 from __future__ import annotations
 
 import base64
@@ -31,7 +32,6 @@ __all__ = ["ScramServer", "CredentialLookup"]
 CredentialLookup = Callable[[str, str], "ScramCredential | None"]  # (mechanism, user)
 
 _PRINTABLE_NONCE = re.compile(r"[\x21-\x2b\x2d-\x7e]+")
-
 
 
 def _decode_saslname(name: str) -> str:
@@ -72,7 +72,8 @@ class ScramServer:
             return SaslAuthenticationException(message)
         return SaslAuthenticationException(
             "Authentication failed during authentication due to invalid credentials with SASL "
-            f"mechanism {self.mechanism}")
+            f"mechanism {self.mechanism}"
+        )
 
     def evaluate(self, token: bytes) -> bytes:
         try:
@@ -106,16 +107,21 @@ class ScramServer:
         if credential is None:
             raise self._fail()
         if authzid and authzid[2:] != attributes[0][1]:
-            raise self._fail("Authentication failed: Client requested an authorization id that "
-                             "is different from username")
+            raise self._fail(
+                "Authentication failed: Client requested an authorization id that "
+                "is different from username"
+            )
         self._credential = credential
         self._username = username
         self._client_first_bare = bare
         self._client_nonce = client_nonce
-        self._nonce = client_nonce + base64.b64encode(os.urandom(24)).decode().rstrip("=") \
-            .replace("+", "-").replace("/", "_")
-        self._server_first = (f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
-                              f"i={credential.iterations}")
+        self._nonce = client_nonce + base64.b64encode(os.urandom(24)).decode().rstrip("=").replace(
+            "+", "-"
+        ).replace("/", "_")
+        self._server_first = (
+            f"r={self._nonce},s={base64.b64encode(credential.salt).decode()},"
+            f"i={credential.iterations}"
+        )
         self._state = "client-final"
         return self._server_first.encode()
 

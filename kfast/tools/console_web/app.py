@@ -15,6 +15,7 @@ Only GET routes exist, so the console cannot change the cluster (aiohttp
 answers 405 to anything else). A Kafka error is answered as JSON
 ``{"error": ...}`` with a 4xx/5xx status, never a traceback.
 """
+
 from __future__ import annotations
 
 import logging
@@ -82,9 +83,15 @@ async def _messages(request):
     topic = request.query.get("topic")
     if not topic:
         raise QueryError("query parameter topic is required")
-    return web.json_response(await request.app[_QUERIES].messages(
-        topic, _int(request, "partition", required=True), offset=_int(request, "offset"),
-        timestamp=_int(request, "timestamp"), limit=_int(request, "limit") or 50))
+    return web.json_response(
+        await request.app[_QUERIES].messages(
+            topic,
+            _int(request, "partition", required=True),
+            offset=_int(request, "offset"),
+            timestamp=_int(request, "timestamp"),
+            limit=_int(request, "limit") or 50,
+        )
+    )
 
 
 async def _end_offsets(request):

@@ -1,6 +1,7 @@
 """``kfast console --bootstrap-server H:P [--host 127.0.0.1] [--port 8080]``:
 serve the web console until SIGINT/SIGTERM. Needs the ``console`` extra
 (aiohttp)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -13,12 +14,16 @@ DEFAULT_PORT = 8080
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
-        "console", help="a read-only web console for a Kafka-compatible cluster",
+        "console",
+        help="a read-only web console for a Kafka-compatible cluster",
         description="Serve a web UI showing brokers, topics, consumer groups and messages of a "
-                    "Kafka-compatible cluster, through the Kafka protocol only.")
+        "Kafka-compatible cluster, through the Kafka protocol only.",
+    )
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
     p.add_argument("--host", default="127.0.0.1", help="address to serve the console on")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})")
+    p.add_argument(
+        "--port", type=int, default=DEFAULT_PORT, help=f"HTTP port (default {DEFAULT_PORT})"
+    )
     p.set_defaults(handler=run)
 
 
@@ -26,7 +31,9 @@ def import_app():
     try:
         from kfast.tools.console_web import app
     except ImportError as exc:
-        raise SystemExit(f"kfast console needs aiohttp: pip install 'kfast[console]' ({exc})") from exc
+        raise SystemExit(
+            f"kfast console needs aiohttp: pip install 'kfast[console]' ({exc})"
+        ) from exc
     return app
 
 
@@ -43,6 +50,9 @@ async def _serve(bootstrap: str, host: str, port: int) -> int:
 
 
 def run(args) -> int:
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)")
+    logging.basicConfig(
+        level=logging.INFO,
+        stream=sys.stderr,
+        format="[%(asctime)s] %(levelname)s %(message)s (%(name)s)",
+    )
     return asyncio.run(_serve(args.bootstrap_server, args.host, args.port))

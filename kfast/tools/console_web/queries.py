@@ -14,6 +14,7 @@ as JSON-ready dicts. Nothing here writes to the cluster.
 One ``ClusterQueries`` holds one kfast client ``Cluster`` (its connections
 and metadata cache) for the console's life.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -41,13 +42,21 @@ _METADATA_TOPIC = "__cluster_metadata"
 # answers a list of coordinators, OffsetFetch v8+ batches groups.
 _FIND_COORDINATOR_MAX = 3
 _OFFSET_FETCH_MAX = 7
-_GROUP_COORDINATOR_KEY = 0      # FindCoordinator key_type of a group
+_GROUP_COORDINATOR_KEY = 0  # FindCoordinator key_type of a group
 # Kafka's ConfigEntry.ConfigSource, by DescribeConfigs' config_source code.
-_CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
-                   3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
-                   6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
+_CONFIG_SOURCES = {
+    0: "UNKNOWN",
+    1: "DYNAMIC_TOPIC_CONFIG",
+    2: "DYNAMIC_BROKER_CONFIG",
+    3: "DYNAMIC_DEFAULT_BROKER_CONFIG",
+    4: "STATIC_BROKER_CONFIG",
+    5: "DEFAULT_CONFIG",
+    6: "DYNAMIC_BROKER_LOGGER_CONFIG",
+    7: "CLIENT_METRICS_CONFIG",
+    8: "GROUP_CONFIG",
+}
 _FETCH_MAX_WAIT_MS = 100
-MAX_BROWSE = 500                # records one message-browser page may ask for
+MAX_BROWSE = 500  # records one message-browser page may ask for
 
 
 class QueryError(Exception):
@@ -60,8 +69,13 @@ class QueryError(Exception):
 
 def _check(code: int, what: str) -> None:
     if code:
-        raise QueryError(f"{what}: {errors.for_code(code).__name__}", 404 if code in (
-            errors.UnknownTopicOrPartitionException.code, errors.GroupIdNotFoundException.code) else 502)
+        raise QueryError(
+            f"{what}: {errors.for_code(code).__name__}",
+            404
+            if code
+            in (errors.UnknownTopicOrPartitionException.code, errors.GroupIdNotFoundException.code)
+            else 502,
+        )
 
 
 def render_bytes(data: bytes | None) -> dict | None:
@@ -80,8 +94,13 @@ def render_bytes(data: bytes | None) -> dict | None:
             parsed = json.loads(text)
         except ValueError:
             parsed = None
-    return {"text": text, "json": parsed, "hex": data.hex(), "size": len(data),
-            "base64": base64.b64encode(data).decode()}
+    return {
+        "text": text,
+        "json": parsed,
+        "hex": data.hex(),
+        "size": len(data),
+        "base64": base64.b64encode(data).decode(),
+    }
 
 
 class ClusterQueries:
@@ -111,9 +130,12 @@ class ClusterQueries:
             # A KRaft broker's DescribeCluster names a random live broker as
             # the controller (KIP-919: clients cannot reach the controllers),
             # so the active controller is the quorum's leader where offered.
-            "active_controller_id": quorum["leader_id"] if quorum and quorum["leader_id"] >= 0
+            "active_controller_id": quorum["leader_id"]
+            if quorum and quorum["leader_id"] >= 0
             else described.controller_id,
-            "brokers": [{"node_id": n, "host": h, "port": p, "rack": r} for n, h, p, r in described.brokers],
+            "brokers": [
+                {"node_id": n, "host": h, "port": p, "rack": r} for n, h, p, r in described.brokers
+            ],
             "quorum": quorum,
         }
 
@@ -124,8 +146,17 @@ class ClusterQueries:
             await self.cluster.version_for(None, api_keys.BY_NAME["DescribeQuorum"].key)
         except errors.UnsupportedVersionException:
             return None
-        response = await self.cluster.send(None, DescribeQuorumRequest(topics=[DescribeQuorumRequest.TopicData(
-            topic_name=_METADATA_TOPIC, partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)])]))
+        response = await self.cluster.send(
+            None,
+            DescribeQuorumRequest(
+                topics=[
+                    DescribeQuorumRequest.TopicData(
+                        topic_name=_METADATA_TOPIC,
+                        partitions=[DescribeQuorumRequest.PartitionData(partition_index=0)],
+                    )
+                ]
+            ),
+        )
         if response.error_code or not response.topics:
             return None
         quorum = response.topics[0].partitions[0]
@@ -133,13 +164,24 @@ class ClusterQueries:
             return None
 
         def replicas(states):
-            return [{"replica_id": r.replica_id, "log_end_offset": r.log_end_offset,
-                     "lag": max(quorum.high_watermark - r.log_end_offset, 0),
-                     "last_fetch_timestamp": r.last_fetch_timestamp,
-                     "last_caught_up_timestamp": r.last_caught_up_timestamp} for r in states]
-        return {"leader_id": quorum.leader_id, "leader_epoch": quorum.leader_epoch,
-                "high_watermark": quorum.high_watermark, "voters": replicas(quorum.current_voters),
-                "observers": replicas(quorum.observers)}
+            return [
+                {
+                    "replica_id": r.replica_id,
+                    "log_end_offset": r.log_end_offset,
+                    "lag": max(quorum.high_watermark - r.log_end_offset, 0),
+                    "last_fetch_timestamp": r.last_fetch_timestamp,
+                    "last_caught_up_timestamp": r.last_caught_up_timestamp,
+                }
+                for r in states
+            ]
+
+        return {
+            "leader_id": quorum.leader_id,
+            "leader_epoch": quorum.leader_epoch,
+            "high_watermark": quorum.high_watermark,
+            "voters": replicas(quorum.current_voters),
+            "observers": replicas(quorum.observers),
+        }
 
     # ---- topics ----------------------------------------------------------------------
 
@@ -148,8 +190,10 @@ class ClusterQueries:
         on every broker (a broker that does not answer is left out)."""
         sizes: dict[tuple[str, int], dict[int, int]] = {}
         nodes = await self._brokers()
-        answers = await asyncio.gather(*(self.cluster.send(n, DescribeLogDirsRequest(topics=None))
-                                         for n in nodes), return_exceptions=True)
+        answers = await asyncio.gather(
+            *(self.cluster.send(n, DescribeLogDirsRequest(topics=None)) for n in nodes),
+            return_exceptions=True,
+        )
         for node, answer in zip(nodes, answers):
             if isinstance(answer, BaseException):
                 continue
@@ -157,10 +201,14 @@ class ClusterQueries:
                 for topic in result.topics:
                     for p in topic.partitions:
                         if not p.is_future_key:
-                            sizes.setdefault((topic.name, p.partition_index), {})[node] = p.partition_size
+                            sizes.setdefault((topic.name, p.partition_index), {})[node] = (
+                                p.partition_size
+                            )
         return sizes
 
-    async def _offsets(self, partitions: list[tuple[str, int]], spec: int) -> dict[tuple[str, int], int]:
+    async def _offsets(
+        self, partitions: list[tuple[str, int]], spec: int
+    ) -> dict[tuple[str, int], int]:
         if not partitions:
             return {}
         listed = await self.admin.list_offsets({tp: spec for tp in partitions})
@@ -170,18 +218,27 @@ class ClusterQueries:
         described = await self.admin.describe_topics(None, include_internal=True)
         partitions = [(t.name, p) for t in described for p in t.partitions]
         sizes, starts, ends = await asyncio.gather(
-            self._sizes(), self._offsets(partitions, EARLIEST), self._offsets(partitions, LATEST))
+            self._sizes(), self._offsets(partitions, EARLIEST), self._offsets(partitions, LATEST)
+        )
         out = []
         for t in described:
             keys = [(t.name, p) for p in t.partitions]
-            out.append({
-                "name": t.name, "internal": t.is_internal, "partitions": t.partition_count,
-                "replication_factor": max((len(p.replicas) for p in t.partitions.values()), default=0),
-                "under_replicated": sum(1 for p in t.partitions.values() if len(p.isr) < len(p.replicas)),
-                "records": sum(ends.get(k, 0) - starts.get(k, 0) for k in keys),
-                "end_offsets": sum(ends.get(k, 0) for k in keys),
-                "size": sum(max(sizes.get(k, {0: 0}).values()) for k in keys),
-            })
+            out.append(
+                {
+                    "name": t.name,
+                    "internal": t.is_internal,
+                    "partitions": t.partition_count,
+                    "replication_factor": max(
+                        (len(p.replicas) for p in t.partitions.values()), default=0
+                    ),
+                    "under_replicated": sum(
+                        1 for p in t.partitions.values() if len(p.isr) < len(p.replicas)
+                    ),
+                    "records": sum(ends.get(k, 0) - starts.get(k, 0) for k in keys),
+                    "end_offsets": sum(ends.get(k, 0) for k in keys),
+                    "size": sum(max(sizes.get(k, {0: 0}).values()) for k in keys),
+                }
+            )
         return out
 
     async def topic(self, name: str) -> dict:
@@ -191,20 +248,42 @@ class ClusterQueries:
             raise QueryError(f"topic {name}: UnknownTopicOrPartitionException", 404) from None
         keys = [(name, p) for p in sorted(t.partitions)]
         sizes, starts, ends, configs = await asyncio.gather(
-            self._sizes(), self._offsets(keys, EARLIEST), self._offsets(keys, LATEST),
-            self.admin.describe_configs(CONFIG_RESOURCE_TOPIC, [name]))
+            self._sizes(),
+            self._offsets(keys, EARLIEST),
+            self._offsets(keys, LATEST),
+            self.admin.describe_configs(CONFIG_RESOURCE_TOPIC, [name]),
+        )
         return {
-            "name": name, "topic_id": str(t.topic_id), "internal": t.is_internal,
-            "partitions": [{
-                "partition": p.partition, "leader": p.leader, "leader_epoch": p.leader_epoch,
-                "replicas": p.replicas, "isr": p.isr, "offline_replicas": p.offline_replicas,
-                "earliest_offset": starts.get((name, p.partition)), "latest_offset": ends.get((name, p.partition)),
-                "size": sizes.get((name, p.partition), {}).get(p.leader),
-                "replica_sizes": {str(n): s for n, s in sizes.get((name, p.partition), {}).items()},
-            } for p in (t.partitions[i] for i in sorted(t.partitions))],
-            "configs": [{"name": c.name, "value": None if c.is_sensitive else c.value,
-                         "source": _CONFIG_SOURCES.get(c.source, str(c.source)), "read_only": c.read_only,
-                         "sensitive": c.is_sensitive} for c in configs.get(name, [])],
+            "name": name,
+            "topic_id": str(t.topic_id),
+            "internal": t.is_internal,
+            "partitions": [
+                {
+                    "partition": p.partition,
+                    "leader": p.leader,
+                    "leader_epoch": p.leader_epoch,
+                    "replicas": p.replicas,
+                    "isr": p.isr,
+                    "offline_replicas": p.offline_replicas,
+                    "earliest_offset": starts.get((name, p.partition)),
+                    "latest_offset": ends.get((name, p.partition)),
+                    "size": sizes.get((name, p.partition), {}).get(p.leader),
+                    "replica_sizes": {
+                        str(n): s for n, s in sizes.get((name, p.partition), {}).items()
+                    },
+                }
+                for p in (t.partitions[i] for i in sorted(t.partitions))
+            ],
+            "configs": [
+                {
+                    "name": c.name,
+                    "value": None if c.is_sensitive else c.value,
+                    "source": _CONFIG_SOURCES.get(c.source, str(c.source)),
+                    "read_only": c.read_only,
+                    "sensitive": c.is_sensitive,
+                }
+                for c in configs.get(name, [])
+            ],
         }
 
     async def end_offsets(self) -> dict:
@@ -223,23 +302,33 @@ class ClusterQueries:
         """ListGroups asks one broker for the groups it coordinates, so every
         broker is asked (as Kafka's admin client does)."""
         nodes = await self._brokers()
-        answers = await asyncio.gather(*(self.cluster.send(n, ListGroupsRequest(states_filter=[]))
-                                         for n in nodes), return_exceptions=True)
+        answers = await asyncio.gather(
+            *(self.cluster.send(n, ListGroupsRequest(states_filter=[])) for n in nodes),
+            return_exceptions=True,
+        )
         found = {}
         for node, answer in zip(nodes, answers):
             if isinstance(answer, BaseException) or answer.error_code:
                 continue
             for g in answer.groups:
-                found[g.group_id] = {"group_id": g.group_id, "protocol_type": g.protocol_type,
-                                     "state": g.group_state or None, "coordinator": node}
+                found[g.group_id] = {
+                    "group_id": g.group_id,
+                    "protocol_type": g.protocol_type,
+                    "state": g.group_state or None,
+                    "coordinator": node,
+                }
         return [found[g] for g in sorted(found)]
 
     async def _coordinator(self, group: str) -> int:
-        version = await self.cluster.version_for(None, api_keys.BY_NAME["FindCoordinator"].key,
-                                                 _FIND_COORDINATOR_MAX)
+        version = await self.cluster.version_for(
+            None, api_keys.BY_NAME["FindCoordinator"].key, _FIND_COORDINATOR_MAX
+        )
         for attempt in range(20):
-            response = await self.cluster.send(None, FindCoordinatorRequest(
-                key=group, key_type=_GROUP_COORDINATOR_KEY), version=version)
+            response = await self.cluster.send(
+                None,
+                FindCoordinatorRequest(key=group, key_type=_GROUP_COORDINATOR_KEY),
+                version=version,
+            )
             if response.error_code != errors.CoordinatorNotAvailableException.code:
                 break
             await self.cluster.backoff(attempt)
@@ -250,42 +339,83 @@ class ClusterQueries:
 
     async def group(self, group_id: str) -> dict:
         node = await self._coordinator(group_id)
-        described = (await self.cluster.send(node, DescribeGroupsRequest(
-            groups=[group_id], include_authorized_operations=False))).groups[0]
+        described = (
+            await self.cluster.send(
+                node, DescribeGroupsRequest(groups=[group_id], include_authorized_operations=False)
+            )
+        ).groups[0]
         _check(described.error_code, f"describing group {group_id}")
         if described.group_state == "Dead":
             raise QueryError(f"consumer group {group_id} does not exist", 404)
-        version = await self.cluster.version_for(node, api_keys.BY_NAME["OffsetFetch"].key, _OFFSET_FETCH_MAX)
-        fetched = await self.cluster.send(node, OffsetFetchRequest(
-            group_id=group_id, topics=None, require_stable=False), version=version)
+        version = await self.cluster.version_for(
+            node, api_keys.BY_NAME["OffsetFetch"].key, _OFFSET_FETCH_MAX
+        )
+        fetched = await self.cluster.send(
+            node,
+            OffsetFetchRequest(group_id=group_id, topics=None, require_stable=False),
+            version=version,
+        )
         _check(fetched.error_code, f"fetching the offsets of group {group_id}")
-        committed = {(t.name, p.partition_index): p.committed_offset
-                     for t in fetched.topics for p in t.partitions if p.committed_offset >= 0}
+        committed = {
+            (t.name, p.partition_index): p.committed_offset
+            for t in fetched.topics
+            for p in t.partitions
+            if p.committed_offset >= 0
+        }
         owners, members = {}, []
         for m in described.members:
-            assigned = (assigned_partitions(m.member_assignment)
-                        if described.protocol_type == "consumer" else [])
+            assigned = (
+                assigned_partitions(m.member_assignment)
+                if described.protocol_type == "consumer"
+                else []
+            )
             for tp in assigned:
                 owners[tp] = m.member_id
-            members.append({"member_id": m.member_id, "client_id": m.client_id, "client_host": m.client_host,
-                            "group_instance_id": m.group_instance_id,
-                            "assignment": [{"topic": t, "partition": p} for t, p in sorted(assigned)]})
+            members.append(
+                {
+                    "member_id": m.member_id,
+                    "client_id": m.client_id,
+                    "client_host": m.client_host,
+                    "group_instance_id": m.group_instance_id,
+                    "assignment": [{"topic": t, "partition": p} for t, p in sorted(assigned)],
+                }
+            )
         partitions = sorted(set(committed) | set(owners))
         ends = await self._offsets(partitions, LATEST)
         offsets = []
         for tp in partitions:
             current, end = committed.get(tp), ends.get(tp)
-            offsets.append({"topic": tp[0], "partition": tp[1], "committed_offset": current,
-                            "log_end_offset": end, "member_id": owners.get(tp),
-                            "lag": end - current if current is not None and end is not None else None})
-        return {"group_id": group_id, "state": described.group_state, "protocol_type": described.protocol_type,
-                "protocol": described.protocol_data, "coordinator": node, "members": members,
-                "offsets": offsets, "total_lag": sum(o["lag"] or 0 for o in offsets)}
+            offsets.append(
+                {
+                    "topic": tp[0],
+                    "partition": tp[1],
+                    "committed_offset": current,
+                    "log_end_offset": end,
+                    "member_id": owners.get(tp),
+                    "lag": end - current if current is not None and end is not None else None,
+                }
+            )
+        return {
+            "group_id": group_id,
+            "state": described.group_state,
+            "protocol_type": described.protocol_type,
+            "protocol": described.protocol_data,
+            "coordinator": node,
+            "members": members,
+            "offsets": offsets,
+            "total_lag": sum(o["lag"] or 0 for o in offsets),
+        }
 
     # ---- messages --------------------------------------------------------------------
 
-    async def messages(self, topic: str, partition: int, offset: int | None = None,
-                       timestamp: int | None = None, limit: int = 50) -> dict:
+    async def messages(
+        self,
+        topic: str,
+        partition: int,
+        offset: int | None = None,
+        timestamp: int | None = None,
+        limit: int = 50,
+    ) -> dict:
         """Up to ``limit`` records of one partition from ``offset``, or from
         the first record at or after ``timestamp`` (ms), or, with neither,
         the last ``limit`` records."""
@@ -313,12 +443,23 @@ class ClusterQueries:
             part = await self.fetcher.fetch_raw(topic, partition, position)
             for r in decode_records(part):
                 if r.offset >= position and len(records) < limit:
-                    records.append({"offset": r.offset, "timestamp": r.timestamp,
-                                    "timestamp_type": r.timestamp_type, "key": render_bytes(r.key),
-                                    "value": render_bytes(r.value),
-                                    "headers": [{"key": k, "value": render_bytes(v)} for k, v in r.headers]})
+                    records.append(
+                        {
+                            "offset": r.offset,
+                            "timestamp": r.timestamp,
+                            "timestamp_type": r.timestamp_type,
+                            "key": render_bytes(r.key),
+                            "value": render_bytes(r.value),
+                            "headers": [{"key": k, "value": render_bytes(v)} for k, v in r.headers],
+                        }
+                    )
             if part.next_offset <= position:
-                break                   # nothing readable below the end (an aborted tail, say)
+                break  # nothing readable below the end (an aborted tail, say)
             position = part.next_offset
-        return {"topic": topic, "partition": partition, "earliest_offset": start_offset,
-                "latest_offset": end_offset, "records": records}
+        return {
+            "topic": topic,
+            "partition": partition,
+            "earliest_offset": start_offset,
+            "latest_offset": end_offset,
+            "records": records,
+        }

@@ -1,4 +1,5 @@
 """Cluster: bootstrap parsing, topic id text, metadata cache and refresh, connections."""
+
 from __future__ import annotations
 
 import time
@@ -30,7 +31,9 @@ def test_metadata_cache_connections_and_unknown_topics(broker, run, request):
     name = f"cluster-{request.node.callspec.id}"
 
     async def scenario():
-        async with Cluster(broker.bootstrap_servers, metadata_timeout=0.3, retry_backoff=0.01) as cluster:
+        async with Cluster(
+            broker.bootstrap_servers, metadata_timeout=0.3, retry_backoff=0.01
+        ) as cluster:
             assert list(cluster.brokers) == [1] and cluster.controller_id == 1
             assert cluster.cluster_id
             async with KafkaAdmin(cluster=cluster) as admin:
@@ -38,15 +41,16 @@ def test_metadata_cache_connections_and_unknown_topics(broker, run, request):
             assert await cluster.partitions_for(name) == [0, 1, 2]
             assert await cluster.leader_for(name, 2) == 1
             first = await cluster.connection(1)
-            assert await cluster.connection(1) is first            # reused
+            assert await cluster.connection(1) is first  # reused
             await first.close()
-            assert await cluster.connection(1) is not first        # reopened after it died
+            assert await cluster.connection(1) is not first  # reopened after it died
             started = time.monotonic()
             with pytest.raises(errors.UnknownTopicOrPartitionException):
-                await cluster.topic(name + "-missing")             # retried until metadata_timeout
+                await cluster.topic(name + "-missing")  # retried until metadata_timeout
             assert time.monotonic() - started >= 0.3
             with pytest.raises(errors.UnknownTopicOrPartitionException):
                 await cluster.leader_for(name, 7)
+
     run(scenario())
 
 
@@ -56,4 +60,5 @@ def test_no_reachable_bootstrap_server(run):
         with pytest.raises(errors.NetworkException):
             await cluster.start()
         await cluster.close()
+
     run(scenario())

@@ -1,5 +1,6 @@
 """BrokerConnection against a real kfast broker: versions, pipelining,
 correlation, timeouts and lost connections."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,6 +38,7 @@ def test_negotiated_versions_are_the_newest_both_sides_support(broker, run):
             assert connection.version_for(3, max_version=9) == 9
             with pytest.raises(errors.UnsupportedVersionException):
                 connection.version_for(3, max_version=-1)
+
     run(scenario())
 
 
@@ -46,11 +48,19 @@ def test_pipelined_requests_get_their_own_responses(broker, run):
             names = [f"pipelined-{i}" for i in range(40)]
             # Not-yet-existing topics, auto-creation off: each answer names
             # exactly the topic its request asked about.
-            requests = [MetadataRequest(topics=[MetadataRequest.MetadataRequestTopic(name=name)],
-                                        allow_auto_topic_creation=False) for name in names]
+            requests = [
+                MetadataRequest(
+                    topics=[MetadataRequest.MetadataRequestTopic(name=name)],
+                    allow_auto_topic_creation=False,
+                )
+                for name in names
+            ]
             responses = await asyncio.gather(*(connection.send(r) for r in requests))
-            assert [[t.name for t in response.topics] for response in responses] == [[n] for n in names]
+            assert [[t.name for t in response.topics] for response in responses] == [
+                [n] for n in names
+            ]
             assert connection._in_flight == {}
+
     run(scenario())
 
 
@@ -60,14 +70,15 @@ def test_a_request_without_an_answer_times_out_and_closes(run):
 
         async def silent(reader, writer):
             accepted.set()
-            await reader.read()          # never answers; returns when the client closes
+            await reader.read()  # never answers; returns when the client closes
             writer.close()
 
         server = await asyncio.start_server(silent, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         try:
-            connection = await BrokerConnection.open("127.0.0.1", port, negotiate=False,
-                                                     request_timeout=0.2)
+            connection = await BrokerConnection.open(
+                "127.0.0.1", port, negotiate=False, request_timeout=0.2
+            )
             with pytest.raises(errors.TimeoutException):
                 await connection.send(MetadataRequest(topics=None), version=12)
             assert not connection.connected
@@ -77,13 +88,14 @@ def test_a_request_without_an_answer_times_out_and_closes(run):
         finally:
             server.close()
             await server.wait_closed()
+
     run(scenario())
 
 
 def test_a_lost_connection_fails_requests_in_flight(run):
     async def scenario():
         async def hang_up(reader, writer):
-            await reader.readexactly(4)     # a request started: hang up mid-conversation
+            await reader.readexactly(4)  # a request started: hang up mid-conversation
             writer.close()
 
         server = await asyncio.start_server(hang_up, "127.0.0.1", 0)
@@ -96,6 +108,7 @@ def test_a_lost_connection_fails_requests_in_flight(run):
         finally:
             server.close()
             await server.wait_closed()
+
     run(scenario())
 
 
@@ -107,6 +120,7 @@ def test_connect_refused_is_a_network_exception(run):
         await server.wait_closed()
         with pytest.raises(errors.NetworkException):
             await BrokerConnection.open("127.0.0.1", port)
+
     run(scenario())
 
 
@@ -114,8 +128,9 @@ def test_blocking_connection(broker):
     with BlockingConnection(*address(broker)) as connection:
         response = connection.send(MetadataRequest(topics=None))
         assert [b.port for b in response.brokers] == [address(broker)[1]]
-        assert connection.version_for(3) == min(connection.broker_versions[3][1],
-                                                api_key(3).max_stable_version)
+        assert connection.version_for(3) == min(
+            connection.broker_versions[3][1], api_key(3).max_stable_version
+        )
 
 
 def test_negotiation_falls_back_to_the_brokers_api_versions_version(run):
@@ -135,16 +150,22 @@ def test_negotiation_falls_back_to_the_brokers_api_versions_version(run):
             version = int.from_bytes(frame[2:4], "big")
             correlation_id = int.from_bytes(frame[4:8], "big")
             seen_versions.append(version)
-            ranges = [ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2),
-                      ApiVersionsResponse.ApiVersion(api_key=3, min_version=0, max_version=8)]
+            ranges = [
+                ApiVersionsResponse.ApiVersion(api_key=18, min_version=0, max_version=2),
+                ApiVersionsResponse.ApiVersion(api_key=3, min_version=0, max_version=8),
+            ]
             if version > 2:
-                body = ApiVersionsResponse(error_code=errors.UnsupportedVersionException.code,
-                                           api_keys=ranges)
+                body = ApiVersionsResponse(
+                    error_code=errors.UnsupportedVersionException.code, api_keys=ranges
+                )
                 writer.write(encode_response(18, 0, correlation_id, body))
             else:
                 decode_request(frame)
-                writer.write(encode_response(18, version, correlation_id,
-                                             ApiVersionsResponse(api_keys=ranges)))
+                writer.write(
+                    encode_response(
+                        18, version, correlation_id, ApiVersionsResponse(api_keys=ranges)
+                    )
+                )
         writer.close()
 
     async def scenario():
@@ -155,7 +176,7 @@ def test_negotiation_falls_back_to_the_brokers_api_versions_version(run):
                 assert connection.broker_versions == {18: (0, 2), 3: (0, 8)}
                 assert connection.version_for(3) == 8
                 with pytest.raises(errors.UnsupportedVersionException):
-                    connection.version_for(0)      # Produce not offered
+                    connection.version_for(0)  # Produce not offered
         finally:
             server.close()
             await server.wait_closed()
@@ -176,11 +197,24 @@ def test_a_cancelled_request_leaves_the_connection_usable(broker, run, request):
             topic_id = (await admin.describe_topics([name]))[0].topic_id
         async with await BrokerConnection.open(*address(broker)) as connection:
             # An empty partition: the broker holds this fetch for max_wait_ms.
-            fetch = FetchRequest(max_wait_ms=1000, min_bytes=1, topics=[FetchRequest.FetchTopic(
-                topic=name, topic_id=topic_id, partitions=[FetchRequest.FetchPartition(
-                    partition=0, fetch_offset=0, partition_max_bytes=1024)])])
+            fetch = FetchRequest(
+                max_wait_ms=1000,
+                min_bytes=1,
+                topics=[
+                    FetchRequest.FetchTopic(
+                        topic=name,
+                        topic_id=topic_id,
+                        partitions=[
+                            FetchRequest.FetchPartition(
+                                partition=0, fetch_offset=0, partition_max_bytes=1024
+                            )
+                        ],
+                    )
+                ],
+            )
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(connection.send(fetch), 0.1)
             response = await connection.send(MetadataRequest(topics=None))
             assert connection.connected and any(t.name == name for t in response.topics)
+
     run(scenario())

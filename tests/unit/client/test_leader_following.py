@@ -6,6 +6,7 @@ killed with -9 stays the leader in Metadata until its session times out
 connections, answers with retriable errors), except where a real one is
 needed; the cluster tests (tests/spark/test_kfast_source_cluster.py,
 tests/e2e/test_replication.py) kill real brokers."""
+
 from __future__ import annotations
 
 import time
@@ -24,8 +25,12 @@ DEAD_LEADER = 7
 
 def quick_cluster(metadata_timeout: float) -> Cluster:
     """A cluster nobody connects to, with short backoffs (tests patch the I/O)."""
-    cluster = Cluster("127.0.0.1:1", retry_backoff=0.005, retry_backoff_max=0.01,
-                      metadata_timeout=metadata_timeout)
+    cluster = Cluster(
+        "127.0.0.1:1",
+        retry_backoff=0.005,
+        retry_backoff_max=0.01,
+        metadata_timeout=metadata_timeout,
+    )
 
     async def leader_for(topic, partition):
         return DEAD_LEADER
@@ -40,6 +45,7 @@ def refused():
 
 # ---- Fetcher ----------------------------------------------------------------------------
 
+
 def fetcher_failing(times: int, metadata_timeout: float):
     """A Fetcher whose leader refuses connections ``times`` times, then answers."""
     fetcher = Fetcher(cluster=quick_cluster(metadata_timeout))
@@ -49,8 +55,14 @@ def fetcher_failing(times: int, metadata_timeout: float):
         calls.append(time.monotonic())
         if len(calls) <= times:
             raise refused()
-        return {key: FetchedPartition(key[0], key[1], offset, memoryview(b""), 10, 10, 0, offset)
-                for key, offset in positions.items()}, [], None
+        return (
+            {
+                key: FetchedPartition(key[0], key[1], offset, memoryview(b""), 10, 10, 0, offset)
+                for key, offset in positions.items()
+            },
+            [],
+            None,
+        )
 
     fetcher._fetch_from = fetch_from
     return fetcher, calls
@@ -64,15 +76,16 @@ def test_fetch_outlasts_more_refusals_than_its_retry_count_within_the_timeout(ru
 
 
 def test_fetch_gives_up_on_a_dead_leader_once_the_timeout_has_passed(run):
-    fetcher, calls = fetcher_failing(times=10 ** 9, metadata_timeout=0.3)
+    fetcher, calls = fetcher_failing(times=10**9, metadata_timeout=0.3)
     started = time.monotonic()
     with pytest.raises(errors.NetworkException):
         run(fetcher.fetch_raw("t", 0, 0))
     assert 0.3 <= time.monotonic() - started < 2
-    assert len(calls) > fetcher.retries + 1       # not stopped by the count
+    assert len(calls) > fetcher.retries + 1  # not stopped by the count
 
 
 # ---- ListOffsets ------------------------------------------------------------------------
+
 
 def admin_answering(answers, metadata_timeout: float = 10):
     """A KafkaAdmin whose leader answers ListOffsets with ``answers`` in turn:
@@ -88,23 +101,39 @@ def admin_answering(answers, metadata_timeout: float = 10):
         answer = remaining.pop(0) if len(remaining) > 1 else remaining[0]
         if isinstance(answer, Exception):
             raise answer
-        return ListOffsetsResponse(topics=[ListOffsetsResponse.ListOffsetsTopicResponse(
-            name="t", partitions=[ListOffsetsResponse.ListOffsetsPartitionResponse(
-                partition_index=0, error_code=answer, offset=42 if answer == 0 else -1,
-                timestamp=-1, leader_epoch=3)])])
+        return ListOffsetsResponse(
+            topics=[
+                ListOffsetsResponse.ListOffsetsTopicResponse(
+                    name="t",
+                    partitions=[
+                        ListOffsetsResponse.ListOffsetsPartitionResponse(
+                            partition_index=0,
+                            error_code=answer,
+                            offset=42 if answer == 0 else -1,
+                            timestamp=-1,
+                            leader_epoch=3,
+                        )
+                    ],
+                )
+            ]
+        )
 
     admin.cluster.send = send
     return admin, invalidated
 
 
 def test_list_offsets_retries_a_refused_connection_and_a_lagging_new_leader(run):
-    admin, invalidated = admin_answering([
-        refused(), refused(),
-        errors.NotLeaderOrFollowerException.code,
-        # A new leader whose high watermark has not reached its epoch's start.
-        errors.OffsetNotAvailableException.code,
-        errors.TimeoutException("ListOffsets timed out"),
-        0])
+    admin, invalidated = admin_answering(
+        [
+            refused(),
+            refused(),
+            errors.NotLeaderOrFollowerException.code,
+            # A new leader whose high watermark has not reached its epoch's start.
+            errors.OffsetNotAvailableException.code,
+            errors.TimeoutException("ListOffsets timed out"),
+            0,
+        ]
+    )
     listed = run(admin.list_offsets({("t", 0): LATEST}))
     assert listed[("t", 0)].offset == 42
     # The dead or moved leader is looked up afresh after each of those.
@@ -126,6 +155,7 @@ def test_list_offsets_raises_a_non_retriable_error_at_once(run):
 
 
 # ---- Metadata ---------------------------------------------------------------------------
+
 
 class DeadConnection:
     """A connection that looks open until a request finds its broker gone
@@ -152,15 +182,17 @@ def test_metadata_refresh_passes_over_a_connection_found_dead(broker, run):
             assert dead.connected is False
             assert list(cluster.brokers) == [1]
             return answered
+
     assert isinstance(run(scenario()), dict)
 
 
 def test_backoff_survives_attempt_counts_of_time_bounded_retries(run):
     cluster = Cluster("127.0.0.1:1", retry_backoff=0.0001, retry_backoff_max=0.001)
-    run(cluster.backoff(100_000))       # 2 ** 100000 as a float would overflow
+    run(cluster.backoff(100_000))  # 2 ** 100000 as a float would overflow
 
 
 # ---- Producer ---------------------------------------------------------------------------
+
 
 def test_producer_retries_until_the_delivery_timeout_not_a_count(broker, run, request):
     """The partition's leader (node 7, not reachable: not even listed)
@@ -169,10 +201,14 @@ def test_producer_retries_until_the_delivery_timeout_not_a_count(broker, run, re
     name = f"dead-leader-{request.node.callspec.id}"
 
     async def scenario():
-        async with KafkaProducer(broker.bootstrap_servers, retries=INT32_MAX,
-                                 delivery_timeout_ms=500, retry_backoff=0.01,
-                                 retry_backoff_max=0.02,
-                                 allow_auto_topic_creation=True) as producer:
+        async with KafkaProducer(
+            broker.bootstrap_servers,
+            retries=INT32_MAX,
+            delivery_timeout_ms=500,
+            retry_backoff=0.01,
+            retry_backoff_max=0.02,
+            allow_auto_topic_creation=True,
+        ) as producer:
             await producer.send_and_wait(name, b"v", partition=0)
             attempts = []
             produce = producer._produce
@@ -190,6 +226,7 @@ def test_producer_retries_until_the_delivery_timeout_not_a_count(broker, run, re
             with pytest.raises(errors.LeaderNotAvailableException):
                 await producer.send_and_wait(name, b"lost", partition=0)
             return time.monotonic() - started, attempts
+
     elapsed, attempts = run(scenario())
     assert 0.5 <= elapsed < 3
     assert len(attempts) > 6 and set(attempts) == {DEAD_LEADER}

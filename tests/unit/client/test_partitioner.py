@@ -1,4 +1,5 @@
 """The default partitioner agrees with Kafka's Java client and kafka-python."""
+
 from __future__ import annotations
 
 import random
@@ -38,7 +39,7 @@ def test_sticky_partitioner_stays_until_the_batch_closes_then_moves():
     sticky.next_batch("t", 4, first)
     second = sticky.partition("t", 4)
     assert second != first
-    sticky.next_batch("t", 4, first)         # not the current partition: no move
+    sticky.next_batch("t", 4, first)  # not the current partition: no move
     assert sticky.partition("t", 4) == second
     sticky.next_batch("single", 1, sticky.partition("single", 1))
     assert sticky.partition("single", 1) == 0

@@ -1,4 +1,5 @@
 """KafkaProducer batching, partitioning and failure handling against a real kfast broker."""
+
 from __future__ import annotations
 
 import pytest
@@ -27,12 +28,17 @@ def test_batch_size_bounds_each_batch(broker, run, request):
 
     async def scenario():
         await create(broker, name)
-        async with KafkaProducer(broker.bootstrap_servers, batch_size=1000, linger_ms=10_000,
-                                 compression=COMPRESSION_NONE) as producer:
+        async with KafkaProducer(
+            broker.bootstrap_servers,
+            batch_size=1000,
+            linger_ms=10_000,
+            compression=COMPRESSION_NONE,
+        ) as producer:
             for _i in range(100):
                 await producer.send(name, b"x" * 50, partition=0)
             await producer.flush()
         return await batches_of(broker, name)
+
     batches = run(scenario())
     assert sum(b.records_count for b in batches) == 100
     assert len(batches) > 1
@@ -46,10 +52,11 @@ def test_records_sent_together_share_a_batch_until_flush(broker, run, request):
         await create(broker, name)
         async with KafkaProducer(broker.bootstrap_servers, linger_ms=10_000) as producer:
             futures = [await producer.send(name, b"v%d" % i, partition=0) for i in range(10)]
-            assert not any(f.done() for f in futures)      # lingering
+            assert not any(f.done() for f in futures)  # lingering
             await producer.flush()
             offsets = [f.result().offset for f in futures]
         return offsets, await batches_of(broker, name)
+
     offsets, batches = run(scenario())
     assert offsets == list(range(10))
     assert [b.records_count for b in batches] == [10]
@@ -65,6 +72,7 @@ def test_keyed_records_follow_murmur2_and_unkeyed_stick_to_one_partition(broker,
             unkeyed = [await producer.send(name, b"v") for _ in range(10)]
             await producer.flush()
         return [f.result() for f in keyed], [f.result() for f in unkeyed]
+
     keyed, unkeyed = run(scenario())
     assert [m.partition for m in keyed] == [partition_for_key(b"key-%d" % i, 5) for i in range(30)]
     assert len({m.partition for m in unkeyed}) == 1
@@ -75,12 +83,14 @@ def test_a_missing_partition_fails_the_record(broker, run, request):
 
     async def scenario():
         await create(broker, name)
-        async with KafkaProducer(broker.bootstrap_servers, retries=1, metadata_timeout=0.5,
-                                 retry_backoff=0.01) as producer:
+        async with KafkaProducer(
+            broker.bootstrap_servers, retries=1, metadata_timeout=0.5, retry_backoff=0.01
+        ) as producer:
             with pytest.raises(errors.UnknownTopicOrPartitionException):
                 await producer.send_and_wait(name, b"v", partition=3)
             # The producer still works for good partitions.
             return await producer.send_and_wait(name, b"ok", partition=0)
+
     assert run(scenario()).offset == 0
 
 
@@ -89,6 +99,7 @@ def test_send_before_start_is_an_error(run):
         producer = KafkaProducer("127.0.0.1:1")
         with pytest.raises(RuntimeError):
             await producer.send("t", b"v")
+
     run(scenario())
 
 
@@ -102,14 +113,16 @@ def test_send_waits_while_the_buffer_is_full(broker, run, request):
 
     async def scenario():
         await create(broker, name)
-        async with KafkaProducer(broker.bootstrap_servers, batch_size=500, buffer_memory=2000,
-                                 linger_ms=0) as producer:
+        async with KafkaProducer(
+            broker.bootstrap_servers, batch_size=500, buffer_memory=2000, linger_ms=0
+        ) as producer:
             futures = []
             for _i in range(200):
                 futures.append(await producer.send(name, b"x" * 100, partition=0))
-                assert producer._buffered < 2000 + 600     # at most one batch past the limit
+                assert producer._buffered < 2000 + 600  # at most one batch past the limit
             await producer.flush()
             return [f.result().offset for f in futures]
+
     assert run(scenario()) == list(range(200))
 
 
@@ -119,13 +132,15 @@ def test_records_fail_instead_of_hanging_when_the_broker_goes_away(run, tmp_path
     gone = KfastBroker(data_dir=str(tmp_path)).start()
 
     async def scenario():
-        async with KafkaProducer(gone.bootstrap_servers, retries=2, retry_backoff=0.01,
-                                 allow_auto_topic_creation=True) as producer:
+        async with KafkaProducer(
+            gone.bootstrap_servers, retries=2, retry_backoff=0.01, allow_auto_topic_creation=True
+        ) as producer:
             first = await producer.send_and_wait("t", b"v", partition=0)
             gone.close()
             with pytest.raises(errors.NetworkException):
                 await producer.send_and_wait("t", b"lost", partition=0)
             return first
+
     try:
         assert run(scenario()).offset == 0
     finally:

@@ -1,5 +1,6 @@
 """AclControlManager through the QuorumController: CreateAcls / DeleteAcls
 records, Kafka's validation errors, replay on restart and from a snapshot."""
+
 from __future__ import annotations
 
 import asyncio
@@ -30,29 +31,48 @@ from kfast.protocol.constants import (
 )
 from kfast.security.acl import Acl, AclFilter
 
-READ = Acl(ACL_RESOURCE_TOPIC, "orders", PATTERN_TYPE_LITERAL, "User:alice", "*",
-           ACL_OPERATION_READ, ACL_PERMISSION_ALLOW)
-PREFIX = Acl(ACL_RESOURCE_TOPIC, "ord", PATTERN_TYPE_PREFIXED, "User:bob", "*",
-             ACL_OPERATION_WRITE, ACL_PERMISSION_DENY)
-EVERYTHING = AclFilter(ACL_RESOURCE_ANY, None, PATTERN_TYPE_ANY, None, None, ACL_OPERATION_ANY,
-                       ACL_PERMISSION_ANY)
+READ = Acl(
+    ACL_RESOURCE_TOPIC,
+    "orders",
+    PATTERN_TYPE_LITERAL,
+    "User:alice",
+    "*",
+    ACL_OPERATION_READ,
+    ACL_PERMISSION_ALLOW,
+)
+PREFIX = Acl(
+    ACL_RESOURCE_TOPIC,
+    "ord",
+    PATTERN_TYPE_PREFIXED,
+    "User:bob",
+    "*",
+    ACL_OPERATION_WRITE,
+    ACL_PERMISSION_DENY,
+)
+EVERYTHING = AclFilter(
+    ACL_RESOURCE_ANY, None, PATTERN_TYPE_ANY, None, None, ACL_OPERATION_ANY, ACL_PERMISSION_ANY
+)
 
 
 def controller(path) -> QuorumController:
-    return QuorumController(KafkaConfig({"node.id": 1, "log.dirs": str(path)}), 1,
-                            "test-cluster-id-000000", str(path))
+    return QuorumController(
+        KafkaConfig({"node.id": 1, "log.dirs": str(path)}), 1, "test-cluster-id-000000", str(path)
+    )
 
 
 def test_create_validate_delete_and_replay(tmp_path):
     async def main():
         c = controller(tmp_path)
         await c.start()
-        bad = [READ._replace(resource_type=ACL_RESOURCE_ANY),
-               READ._replace(pattern_type=PATTERN_TYPE_MATCH),
-               READ._replace(operation=ACL_OPERATION_UNKNOWN),
-               READ._replace(permission_type=ACL_PERMISSION_ANY),
-               READ._replace(resource_type=ACL_RESOURCE_CLUSTER),
-               READ._replace(resource_name=""), READ._replace(principal="alice")]
+        bad = [
+            READ._replace(resource_type=ACL_RESOURCE_ANY),
+            READ._replace(pattern_type=PATTERN_TYPE_MATCH),
+            READ._replace(operation=ACL_OPERATION_UNKNOWN),
+            READ._replace(permission_type=ACL_PERMISSION_ANY),
+            READ._replace(resource_type=ACL_RESOURCE_CLUSTER),
+            READ._replace(resource_name=""),
+            READ._replace(principal="alice"),
+        ]
         results = await c.create_acls([READ, PREFIX, READ, *bad])
         assert results[:3] == [None, None, None]
         assert all(isinstance(r, errors.InvalidRequestException) for r in results[3:])
@@ -61,11 +81,13 @@ def test_create_validate_delete_and_replay(tmp_path):
         assert await c.create_acls([READ]) == [None] and c.image.offset == offset  # no record
         assert sorted(c.image.acls.values()) == sorted([READ, PREFIX])
         # MATCH finds the ACLs that apply to a name, two filters delete one ACL once.
-        match = EVERYTHING._replace(resource_type=ACL_RESOURCE_TOPIC, resource_name="orders",
-                                    pattern_type=PATTERN_TYPE_MATCH)
+        match = EVERYTHING._replace(
+            resource_type=ACL_RESOURCE_TOPIC,
+            resource_name="orders",
+            pattern_type=PATTERN_TYPE_MATCH,
+        )
         unknown = EVERYTHING._replace(pattern_type=PATTERN_TYPE_UNKNOWN)
-        results = await c.delete_acls([match, EVERYTHING._replace(principal="User:bob"),
-                                       unknown])
+        results = await c.delete_acls([match, EVERYTHING._replace(principal="User:bob"), unknown])
         assert results[0] == (None, [READ, PREFIX]) or results[0] == (None, [PREFIX, READ])
         assert results[1] == (None, [PREFIX])
         assert isinstance(results[2][0], errors.InvalidRequestException)

@@ -2,6 +2,7 @@
 ReplicationControlManager.alterPartition does, the PartitionChangeRecord it
 writes (completing a reassignment when it can), and the handler at every
 request version."""
+
 from __future__ import annotations
 
 import asyncio
@@ -42,17 +43,30 @@ class AlterPartitionHarness(Harness):
         self.create(TopicSpec("t", assignments=assignments or {0: [1, 2, 3]}))
         self.topic = self.manager.topic("t")
 
-    def alter(self, new_isr, partition=0, leader_epoch=None, partition_epoch=None,
-              broker_id=1, broker_epoch=None, recovery=0, version=3, topic_id=None):
+    def alter(
+        self,
+        new_isr,
+        partition=0,
+        leader_epoch=None,
+        partition_epoch=None,
+        broker_id=1,
+        broker_epoch=None,
+        recovery=0,
+        version=3,
+        topic_id=None,
+    ):
         """The first partition result, after replaying the records."""
         current = self.topic.partitions.get(partition) or self.topic.partitions[0]
         data = AlterPartitionData(
             partition,
             current.leader_epoch if leader_epoch is None else leader_epoch,
-            new_isr, recovery,
-            current.partition_epoch if partition_epoch is None else partition_epoch)
-        topic = AlterPartitionTopic(topic_id or self.topic.topic_id,
-                                    "t" if version < 2 else None, [data])
+            new_isr,
+            recovery,
+            current.partition_epoch if partition_epoch is None else partition_epoch,
+        )
+        topic = AlterPartitionTopic(
+            topic_id or self.topic.topic_id, "t" if version < 2 else None, [data]
+        )
         epoch = self.cluster.broker_epoch(broker_id) if broker_epoch is None else broker_epoch
         result = self.manager.alter_partition(broker_id, epoch, [topic], version)
         self.records = result.records
@@ -70,8 +84,11 @@ def test_shrink_writes_only_the_isr_and_bumps_only_the_partition_epoch():
     [record] = h.records
     assert isinstance(record, PartitionChangeRecord)
     assert record.isr == [1, 2] and record.leader == NO_LEADER_CHANGE
-    assert record.replicas is None and record.adding_replicas is None \
+    assert (
+        record.replicas is None
+        and record.adding_replicas is None
         and record.removing_replicas is None
+    )
     registration = result.registration
     assert registration == h.partition()
     assert (registration.leader, registration.isr) == (1, (1, 2))
@@ -113,11 +130,19 @@ def test_unknown_topic_by_id_and_by_name():
     result = h.alter(isr(1, 2), topic_id=uuid.uuid4())
     assert isinstance(result.error, errors.UnknownTopicIdException)
     # Versions 0-1 name the topic; the id is not looked at.
-    by_name = h.manager.alter_partition(1, h.cluster.broker_epoch(1), [
-        AlterPartitionTopic(None, "nope", [AlterPartitionData(0, 0, isr(1), 0, 0),
-                                           AlterPartitionData(1, 0, isr(1), 0, 0)]),
-        AlterPartitionTopic(None, "t", [AlterPartitionData(0, 0, isr(1, 3), 0, 0)]),
-    ], version=1)
+    by_name = h.manager.alter_partition(
+        1,
+        h.cluster.broker_epoch(1),
+        [
+            AlterPartitionTopic(
+                None,
+                "nope",
+                [AlterPartitionData(0, 0, isr(1), 0, 0), AlterPartitionData(1, 0, isr(1), 0, 0)],
+            ),
+            AlterPartitionTopic(None, "t", [AlterPartitionData(0, 0, isr(1, 3), 0, 0)]),
+        ],
+        version=1,
+    )
     [unknown, known] = by_name.response
     assert [r.partition_index for r in unknown] == [0, 1]
     assert all(isinstance(r.error, errors.UnknownTopicOrPartitionException) for r in unknown)
@@ -125,33 +150,45 @@ def test_unknown_topic_by_id_and_by_name():
     assert len(by_name.records) == 1
 
 
-@pytest.mark.parametrize("change, version, error", [
-    (dict(partition=7), 3, errors.UnknownTopicOrPartitionException),
-    # A leader that saw newer epochs met a newer controller.
-    (dict(leader_epoch=1), 3, errors.NotControllerException),
-    (dict(partition_epoch=1), 3, errors.NotControllerException),
-    (dict(leader_epoch=1, broker_id=2), 3, errors.NotControllerException),
-    (dict(leader_epoch=-1), 3, errors.FencedLeaderEpochException),
-    (dict(leader_epoch=-1, broker_id=2), 3, errors.FencedLeaderEpochException),
-    (dict(broker_id=2, new_isr=isr(2)), 3, errors.InvalidRequestException),
-    (dict(broker_id=2, partition_epoch=-1), 3, errors.InvalidRequestException),
-    (dict(partition_epoch=-1), 3, errors.InvalidUpdateVersionException),
-    (dict(partition_epoch=-1, new_isr=isr(9)), 3, errors.InvalidUpdateVersionException),
-    (dict(new_isr=isr(1, 9)), 3, errors.InvalidRequestException),      # not a replica
-    (dict(new_isr=isr(1, 1)), 3, errors.InvalidRequestException),      # duplicate
-    (dict(new_isr=isr(1, -1)), 3, errors.InvalidRequestException),
-    (dict(new_isr=isr(2, 3)), 3, errors.InvalidRequestException),      # leader missing
-    (dict(new_isr=()), 3, errors.InvalidRequestException),
-    (dict(new_isr=isr(1, 2), recovery=LEADER_RECOVERY_RECOVERING), 3,
-     errors.InvalidRequestException),
-    # RECOVERED (every registration here) never goes back to RECOVERING.
-    (dict(new_isr=isr(1), recovery=LEADER_RECOVERY_RECOVERING), 3,
-     errors.InvalidRequestException),
-    (dict(new_isr=isr(1), recovery=5), 3, errors.InvalidRequestException),
-    # A replica of another registration of broker 2 (KIP-903).
-    (dict(new_isr=(BrokerState(1), BrokerState(2, 12345))), 3,
-     errors.IneligibleReplicaException),
-])
+@pytest.mark.parametrize(
+    "change, version, error",
+    [
+        (dict(partition=7), 3, errors.UnknownTopicOrPartitionException),
+        # A leader that saw newer epochs met a newer controller.
+        (dict(leader_epoch=1), 3, errors.NotControllerException),
+        (dict(partition_epoch=1), 3, errors.NotControllerException),
+        (dict(leader_epoch=1, broker_id=2), 3, errors.NotControllerException),
+        (dict(leader_epoch=-1), 3, errors.FencedLeaderEpochException),
+        (dict(leader_epoch=-1, broker_id=2), 3, errors.FencedLeaderEpochException),
+        (dict(broker_id=2, new_isr=isr(2)), 3, errors.InvalidRequestException),
+        (dict(broker_id=2, partition_epoch=-1), 3, errors.InvalidRequestException),
+        (dict(partition_epoch=-1), 3, errors.InvalidUpdateVersionException),
+        (dict(partition_epoch=-1, new_isr=isr(9)), 3, errors.InvalidUpdateVersionException),
+        (dict(new_isr=isr(1, 9)), 3, errors.InvalidRequestException),  # not a replica
+        (dict(new_isr=isr(1, 1)), 3, errors.InvalidRequestException),  # duplicate
+        (dict(new_isr=isr(1, -1)), 3, errors.InvalidRequestException),
+        (dict(new_isr=isr(2, 3)), 3, errors.InvalidRequestException),  # leader missing
+        (dict(new_isr=()), 3, errors.InvalidRequestException),
+        (
+            dict(new_isr=isr(1, 2), recovery=LEADER_RECOVERY_RECOVERING),
+            3,
+            errors.InvalidRequestException,
+        ),
+        # RECOVERED (every registration here) never goes back to RECOVERING.
+        (
+            dict(new_isr=isr(1), recovery=LEADER_RECOVERY_RECOVERING),
+            3,
+            errors.InvalidRequestException,
+        ),
+        (dict(new_isr=isr(1), recovery=5), 3, errors.InvalidRequestException),
+        # A replica of another registration of broker 2 (KIP-903).
+        (
+            dict(new_isr=(BrokerState(1), BrokerState(2, 12345))),
+            3,
+            errors.IneligibleReplicaException,
+        ),
+    ],
+)
 def test_validation_errors_write_nothing(change, version, error):
     h = AlterPartitionHarness()
     new_isr = change.pop("new_isr", isr(1, 2))
@@ -167,12 +204,15 @@ def _fenced(h, broker_id):
         h.cluster.replay(record)
 
 
-@pytest.mark.parametrize("version, error", [
-    (0, errors.OperationNotAttemptedException),
-    (1, errors.OperationNotAttemptedException),
-    (2, errors.IneligibleReplicaException),
-    (3, errors.IneligibleReplicaException),
-])
+@pytest.mark.parametrize(
+    "version, error",
+    [
+        (0, errors.OperationNotAttemptedException),
+        (1, errors.OperationNotAttemptedException),
+        (2, errors.IneligibleReplicaException),
+        (3, errors.IneligibleReplicaException),
+    ],
+)
 def test_a_fenced_replica_may_not_join_the_isr(version, error):
     h = AlterPartitionHarness()
     h.alter(isr(1, 2))
@@ -184,8 +224,9 @@ def test_a_fenced_replica_may_not_join_the_isr(version, error):
 def test_brokers_shutting_down_or_unregistered_are_ineligible():
     h = AlterPartitionHarness()
     h.alter(isr(1))
-    h.cluster.replay(BrokerRegistrationChangeRecord(broker_id=2, broker_epoch=2,
-                                                    in_controlled_shutdown=1))
+    h.cluster.replay(
+        BrokerRegistrationChangeRecord(broker_id=2, broker_epoch=2, in_controlled_shutdown=1)
+    )
     assert type(h.alter(isr(1, 2)).error) is errors.IneligibleReplicaException
     for record in h.cluster.unregister_broker(3).records:
         h.cluster.replay(record)
@@ -196,9 +237,20 @@ def test_brokers_shutting_down_or_unregistered_are_ineligible():
 def test_one_partition_failing_does_not_stop_the_others():
     h = AlterPartitionHarness(assignments={0: [1, 2, 3], 1: [1, 2, 3]})
     topic_id = h.topic.topic_id
-    result = h.manager.alter_partition(1, h.cluster.broker_epoch(1), [AlterPartitionTopic(
-        topic_id, None, [AlterPartitionData(0, 0, isr(2, 3), 0, 0),
-                         AlterPartitionData(1, 0, isr(1, 3), 0, 0)])])
+    result = h.manager.alter_partition(
+        1,
+        h.cluster.broker_epoch(1),
+        [
+            AlterPartitionTopic(
+                topic_id,
+                None,
+                [
+                    AlterPartitionData(0, 0, isr(2, 3), 0, 0),
+                    AlterPartitionData(1, 0, isr(1, 3), 0, 0),
+                ],
+            )
+        ],
+    )
     [[bad, good]] = result.response
     assert type(bad.error) is errors.InvalidRequestException
     assert good.error is None and good.registration.isr == (1, 3)
@@ -248,8 +300,11 @@ def test_completing_a_reassignment_that_keeps_the_leader_bumps_its_epoch():
     # The leader field set to the leader itself: removed replicas are fenced.
     assert record.leader == 1 and record.replicas == [1, 2, 4] and record.isr == [1, 2, 4]
     registration = result.registration
-    assert (registration.replicas, registration.isr, registration.leader) == \
-        ((1, 2, 4), (1, 2, 4), 1)
+    assert (registration.replicas, registration.isr, registration.leader) == (
+        (1, 2, 4),
+        (1, 2, 4),
+        1,
+    )
     assert (registration.leader_epoch, registration.partition_epoch) == (1, 2)
     assert (registration.adding_replicas, registration.removing_replicas) == ((), ())
 
@@ -283,14 +338,27 @@ def test_a_reassignment_stays_pending_until_every_added_replica_is_in_sync():
 # -- QuorumController and the handler ---------------------------------------------
 
 
-def _alter_partition_request(version, broker_id, broker_epoch, topic_id, new_isr,
-                             topic_name="t", leader_epoch=0, partition_epoch=0):
+def _alter_partition_request(
+    version,
+    broker_id,
+    broker_epoch,
+    topic_id,
+    new_isr,
+    topic_name="t",
+    leader_epoch=0,
+    partition_epoch=0,
+):
     R = p.AlterPartitionRequest
-    partition = R.PartitionData(partition_index=0, leader_epoch=leader_epoch,
-                                leader_recovery_state=0, partition_epoch=partition_epoch)
+    partition = R.PartitionData(
+        partition_index=0,
+        leader_epoch=leader_epoch,
+        leader_recovery_state=0,
+        partition_epoch=partition_epoch,
+    )
     if version >= 3:
-        partition.new_isr_with_epochs = [R.BrokerState(broker_id=b, broker_epoch=-1)
-                                         for b in new_isr]
+        partition.new_isr_with_epochs = [
+            R.BrokerState(broker_id=b, broker_epoch=-1) for b in new_isr
+        ]
     else:
         partition.new_isr = list(new_isr)
     topic = R.TopicData(partitions=[partition])
@@ -309,12 +377,13 @@ class _ControllerNode:
 
 
 async def _round_trip(apis, version, request):
-    frame = p.encode_request(p.api_keys.BY_NAME["AlterPartition"].key, version, 5, "broker-1",
-                             request)
+    frame = p.encode_request(
+        p.api_keys.BY_NAME["AlterPartition"].key, version, 5, "broker-1", request
+    )
     parts = await apis.handle(None, frame[4:], "CONTROLLER")
     correlation_id, response = p.decode_response(
-        p.api_keys.BY_NAME["AlterPartition"].key, version,
-        b"".join(bytes(part) for part in parts))
+        p.api_keys.BY_NAME["AlterPartition"].key, version, b"".join(bytes(part) for part in parts)
+    )
     assert correlation_id == 5
     return response
 
@@ -323,21 +392,30 @@ async def _round_trip(apis, version, request):
 def test_the_handler_at_every_version(tmp_path, version):
     async def main():
         controller = await started(tmp_path)
-        epochs = {b: await controller.register_broker(b, uuid.uuid4(), ENDPOINTS, None)
-                  for b in (1, 2, 3)}
+        epochs = {
+            b: await controller.register_broker(b, uuid.uuid4(), ENDPOINTS, None) for b in (1, 2, 3)
+        }
         await controller.create_topics([TopicSpec("t", assignments={0: [1, 2, 3]})])
         topic_id = controller.image.topics_by_name["t"].topic_id
         apis = KafkaApis(_ControllerNode(controller), listener_type="controller")
         alter_partition_apis.register(apis)
         try:
-            shrunk = await _round_trip(apis, version, _alter_partition_request(
-                version, 1, epochs[1], topic_id, [1, 3]))
-            stale = await _round_trip(apis, version, _alter_partition_request(
-                version, 1, epochs[1], topic_id, [1, 2, 3]))
-            wrong_epoch = await _round_trip(apis, version, _alter_partition_request(
-                version, 1, epochs[1] + 1, topic_id, [1]))
-            unknown = await _round_trip(apis, version, _alter_partition_request(
-                version, 1, epochs[1], uuid.uuid4(), [1], topic_name="nope"))
+            shrunk = await _round_trip(
+                apis, version, _alter_partition_request(version, 1, epochs[1], topic_id, [1, 3])
+            )
+            stale = await _round_trip(
+                apis, version, _alter_partition_request(version, 1, epochs[1], topic_id, [1, 2, 3])
+            )
+            wrong_epoch = await _round_trip(
+                apis, version, _alter_partition_request(version, 1, epochs[1] + 1, topic_id, [1])
+            )
+            unknown = await _round_trip(
+                apis,
+                version,
+                _alter_partition_request(
+                    version, 1, epochs[1], uuid.uuid4(), [1], topic_name="nope"
+                ),
+            )
             image = controller.image
         finally:
             await controller.shutdown()
@@ -347,19 +425,33 @@ def test_the_handler_at_every_version(tmp_path, version):
     assert shrunk.error_code == 0
     [topic] = shrunk.topics
     # The topic as the request named it; the other field is absent ("" / zero id).
-    assert (topic.topic_id, topic.topic_name) == \
-        ((topic_id, "") if version >= 2 else (p.constants.ZERO_UUID, "t"))
+    assert (topic.topic_id, topic.topic_name) == (
+        (topic_id, "") if version >= 2 else (p.constants.ZERO_UUID, "t")
+    )
     [partition] = topic.partitions
-    assert (partition.partition_index, partition.error_code, partition.leader_id,
-            partition.leader_epoch, partition.isr, partition.leader_recovery_state,
-            partition.partition_epoch) == (0, 0, 1, 0, [1, 3], 0, 1)
+    assert (
+        partition.partition_index,
+        partition.error_code,
+        partition.leader_id,
+        partition.leader_epoch,
+        partition.isr,
+        partition.leader_recovery_state,
+        partition.partition_epoch,
+    ) == (0, 0, 1, 0, [1, 3], 0, 1)
     assert image.topics_by_name["t"].partitions[0].isr == (1, 3)
     assert stale.topics[0].partitions[0].error_code == errors.InvalidUpdateVersionException.code
-    assert (wrong_epoch.error_code, wrong_epoch.topics) == \
-        (errors.StaleBrokerEpochException.code, [])
-    assert unknown.topics[0].partitions[0].error_code == (
-        errors.UnknownTopicIdException if version >= 2
-        else errors.UnknownTopicOrPartitionException).code
+    assert (wrong_epoch.error_code, wrong_epoch.topics) == (
+        errors.StaleBrokerEpochException.code,
+        [],
+    )
+    assert (
+        unknown.topics[0].partitions[0].error_code
+        == (
+            errors.UnknownTopicIdException
+            if version >= 2
+            else errors.UnknownTopicOrPartitionException
+        ).code
+    )
 
 
 def test_a_controller_that_is_not_running_answers_not_controller(tmp_path):
@@ -379,8 +471,11 @@ def test_the_change_is_committed_and_survives_a_restart(tmp_path):
         await controller.register_broker(2, uuid.uuid4(), ENDPOINTS, None)
         await controller.create_topics([TopicSpec("t", assignments={0: [1, 2]})])
         topic_id = controller.image.topics_by_name["t"].topic_id
-        [[result]] = await controller.alter_partition(1, epoch, [AlterPartitionTopic(
-            topic_id, None, [AlterPartitionData(0, 0, isr(1), 0, 0)])])
+        [[result]] = await controller.alter_partition(
+            1,
+            epoch,
+            [AlterPartitionTopic(topic_id, None, [AlterPartitionData(0, 0, isr(1), 0, 0)])],
+        )
         image = controller.image
         await controller.shutdown()
         return result, image

@@ -1,4 +1,5 @@
 """ConfigurationControlManager: incremental and legacy alters, validation, replay."""
+
 from __future__ import annotations
 
 import pytest
@@ -19,8 +20,9 @@ TOPIC, BROKER = 2, 4
 
 class Harness:
     def __init__(self):
-        self.manager = ConfigurationControlManager(lambda name: name in ("orders", "logs"),
-                                                   lambda broker_id: broker_id == 1)
+        self.manager = ConfigurationControlManager(
+            lambda name: name in ("orders", "logs"), lambda broker_id: broker_id == 1
+        )
         self.log = []
 
     def apply(self, result):
@@ -35,16 +37,22 @@ class Harness:
 
 def test_set_delete_and_records():
     h = Harness()
-    assert h.incremental((TOPIC, "orders", [("retention.ms", OP_SET, "1000"),
-                                            ("segment.bytes", OP_SET, "2000000")])) == [None]
+    assert h.incremental(
+        (TOPIC, "orders", [("retention.ms", OP_SET, "1000"), ("segment.bytes", OP_SET, "2000000")])
+    ) == [None]
     assert h.manager.get(TOPIC, "orders") == {"retention.ms": "1000", "segment.bytes": "2000000"}
     assert h.incremental((TOPIC, "orders", [("retention.ms", OP_DELETE, None)])) == [None]
     assert h.manager.get(TOPIC, "orders") == {"segment.bytes": "2000000"}
-    assert h.log[-1] == ConfigRecord(resource_type=TOPIC, resource_name="orders",
-                                     name="retention.ms", value=None)
+    assert h.log[-1] == ConfigRecord(
+        resource_type=TOPIC, resource_name="orders", name="retention.ms", value=None
+    )
     # Setting the same value again writes nothing.
-    assert h.manager.incremental_alter_configs(
-        [(TOPIC, "orders", [("segment.bytes", OP_SET, "2000000")])]).records == []
+    assert (
+        h.manager.incremental_alter_configs(
+            [(TOPIC, "orders", [("segment.bytes", OP_SET, "2000000")])]
+        ).records
+        == []
+    )
 
 
 def test_append_and_subtract_on_lists():
@@ -61,24 +69,37 @@ def test_append_and_subtract_on_lists():
 def test_legacy_alter_replaces_the_whole_set():
     h = Harness()
     h.incremental((TOPIC, "orders", [("retention.ms", OP_SET, "1000")]))
-    assert h.apply(h.manager.legacy_alter_configs(
-        [(TOPIC, "orders", {"segment.bytes": "2000000"})])) == [None]
+    assert h.apply(
+        h.manager.legacy_alter_configs([(TOPIC, "orders", {"segment.bytes": "2000000"})])
+    ) == [None]
     assert h.manager.get(TOPIC, "orders") == {"segment.bytes": "2000000"}
 
 
-@pytest.mark.parametrize("change, error", [
-    ((TOPIC, "nope", [("retention.ms", OP_SET, "1")]), errors.UnknownTopicOrPartitionException),
-    ((TOPIC, "orders", [("no.such", OP_SET, "1")]), errors.InvalidConfigurationException),
-    ((TOPIC, "orders", [("retention.ms", OP_SET, "x")]), errors.InvalidConfigurationException),
-    ((TOPIC, "orders", [("segment.bytes", OP_SET, "10")]), errors.InvalidConfigurationException),
-    ((TOPIC, "orders", [("retention.ms", 9, "1")]), errors.InvalidRequestException),
-    ((BROKER, "1", [("log.dirs", OP_SET, "/x")]), errors.InvalidRequestException),
-    ((BROKER, "1", [("no.such.broker.config", OP_SET, "1")]), errors.InvalidConfigurationException),
-    ((BROKER, "1", [("log.retention.ms", OP_SET, "abc")]), errors.InvalidConfigurationException),
-    ((BROKER, "2", [("log.retention.ms", OP_SET, "1")]), errors.BrokerIdNotRegisteredException),
-    ((BROKER, "x", [("log.retention.ms", OP_SET, "1")]), errors.InvalidRequestException),
-    ((99, "x", [("a", OP_SET, "1")]), errors.InvalidRequestException),
-])
+@pytest.mark.parametrize(
+    "change, error",
+    [
+        ((TOPIC, "nope", [("retention.ms", OP_SET, "1")]), errors.UnknownTopicOrPartitionException),
+        ((TOPIC, "orders", [("no.such", OP_SET, "1")]), errors.InvalidConfigurationException),
+        ((TOPIC, "orders", [("retention.ms", OP_SET, "x")]), errors.InvalidConfigurationException),
+        (
+            (TOPIC, "orders", [("segment.bytes", OP_SET, "10")]),
+            errors.InvalidConfigurationException,
+        ),
+        ((TOPIC, "orders", [("retention.ms", 9, "1")]), errors.InvalidRequestException),
+        ((BROKER, "1", [("log.dirs", OP_SET, "/x")]), errors.InvalidRequestException),
+        (
+            (BROKER, "1", [("no.such.broker.config", OP_SET, "1")]),
+            errors.InvalidConfigurationException,
+        ),
+        (
+            (BROKER, "1", [("log.retention.ms", OP_SET, "abc")]),
+            errors.InvalidConfigurationException,
+        ),
+        ((BROKER, "2", [("log.retention.ms", OP_SET, "1")]), errors.BrokerIdNotRegisteredException),
+        ((BROKER, "x", [("log.retention.ms", OP_SET, "1")]), errors.InvalidRequestException),
+        ((99, "x", [("a", OP_SET, "1")]), errors.InvalidRequestException),
+    ],
+)
 def test_errors_write_nothing(change, error):
     h = Harness()
     result = h.manager.incremental_alter_configs([change])
@@ -88,8 +109,10 @@ def test_errors_write_nothing(change, error):
 
 def test_one_bad_resource_does_not_block_the_others():
     h = Harness()
-    results = h.incremental((TOPIC, "orders", [("retention.ms", OP_SET, "x")]),
-                            (TOPIC, "logs", [("retention.ms", OP_SET, "5")]))
+    results = h.incremental(
+        (TOPIC, "orders", [("retention.ms", OP_SET, "x")]),
+        (TOPIC, "logs", [("retention.ms", OP_SET, "5")]),
+    )
     assert isinstance(results[0], errors.InvalidConfigurationException) and results[1] is None
     assert h.manager.get(TOPIC, "logs") == {"retention.ms": "5"}
     assert h.manager.get(TOPIC, "orders") == {}
@@ -104,8 +127,10 @@ def test_duplicate_resources_are_rejected():
 def test_broker_dynamic_configs_per_broker_and_cluster_default():
     h = Harness()
     assert "log.retention.ms" in DYNAMIC_BROKER_CONFIGS and "log.dirs" not in DYNAMIC_BROKER_CONFIGS
-    assert h.incremental((BROKER, "1", [("log.retention.ms", OP_SET, "1000")]),
-                         (BROKER, "", [("log.segment.bytes", OP_SET, "2000000")])) == [None, None]
+    assert h.incremental(
+        (BROKER, "1", [("log.retention.ms", OP_SET, "1000")]),
+        (BROKER, "", [("log.segment.bytes", OP_SET, "2000000")]),
+    ) == [None, None]
     assert h.manager.get(BROKER, "1") == {"log.retention.ms": "1000"}
     assert h.manager.get(BROKER, "") == {"log.segment.bytes": "2000000"}
 

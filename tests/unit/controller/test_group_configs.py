@@ -1,6 +1,7 @@
 """GROUP config resources (type 32): Kafka's GroupConfig names, validation
 against the broker's bounds, replay, description, snapshots, and the
 coordinator giving a KIP-848 group its own session timeout and heartbeat."""
+
 from __future__ import annotations
 
 import uuid
@@ -27,8 +28,9 @@ BROKER_CONFIG = KafkaConfig({"node.id": "1", "log.dirs": "/tmp/unused"})
 
 
 def manager():
-    return ConfigurationControlManager(lambda name: False, lambda broker_id: broker_id == 1,
-                                       BROKER_CONFIG)
+    return ConfigurationControlManager(
+        lambda name: False, lambda broker_id: broker_id == 1, BROKER_CONFIG
+    )
 
 
 def alter(m, name, *ops):
@@ -40,46 +42,74 @@ def alter(m, name, *ops):
 
 def test_kafka_group_config_names():
     assert set(GROUP_CONFIGS) == {
-        "consumer.session.timeout.ms", "consumer.heartbeat.interval.ms",
-        "share.session.timeout.ms", "share.heartbeat.interval.ms",
-        "share.record.lock.duration.ms", "share.delivery.count.limit",
-        "share.partition.max.record.locks", "share.auto.offset.reset", "share.isolation.level",
-        "share.renew.acknowledge.enable", "streams.session.timeout.ms",
-        "streams.heartbeat.interval.ms", "streams.num.standby.replicas",
-        "streams.initial.rebalance.delay.ms"}
+        "consumer.session.timeout.ms",
+        "consumer.heartbeat.interval.ms",
+        "share.session.timeout.ms",
+        "share.heartbeat.interval.ms",
+        "share.record.lock.duration.ms",
+        "share.delivery.count.limit",
+        "share.partition.max.record.locks",
+        "share.auto.offset.reset",
+        "share.isolation.level",
+        "share.renew.acknowledge.enable",
+        "streams.session.timeout.ms",
+        "streams.heartbeat.interval.ms",
+        "streams.num.standby.replicas",
+        "streams.initial.rebalance.delay.ms",
+    }
 
 
 def test_a_group_takes_overrides_and_loses_them_on_delete():
     m = manager()
-    assert alter(m, "g", ("consumer.session.timeout.ms", OP_SET, "50000"),
-                 ("share.auto.offset.reset", OP_SET, "by_duration:PT1H")) is None
-    assert m.get(GROUP, "g") == {"consumer.session.timeout.ms": "50000",
-                                 "share.auto.offset.reset": "by_duration:PT1H"}
+    assert (
+        alter(
+            m,
+            "g",
+            ("consumer.session.timeout.ms", OP_SET, "50000"),
+            ("share.auto.offset.reset", OP_SET, "by_duration:PT1H"),
+        )
+        is None
+    )
+    assert m.get(GROUP, "g") == {
+        "consumer.session.timeout.ms": "50000",
+        "share.auto.offset.reset": "by_duration:PT1H",
+    }
     values = effective_group_config(BROKER_CONFIG, m.get(GROUP, "g"))
     assert values["consumer.session.timeout.ms"] == 50000
-    assert values["consumer.heartbeat.interval.ms"] == 5000   # the broker's default
+    assert values["consumer.heartbeat.interval.ms"] == 5000  # the broker's default
     assert alter(m, "g", ("consumer.session.timeout.ms", OP_DELETE, None)) is None
     assert m.get(GROUP, "g") == {"share.auto.offset.reset": "by_duration:PT1H"}
 
 
-@pytest.mark.parametrize("ops, message", [
-    ([("no.such.config", OP_SET, "1")], "Unknown group config name: no.such.config"),
-    ([("consumer.session.timeout.ms", OP_SET, "ten")], "consumer.session.timeout.ms"),
-    ([("consumer.session.timeout.ms", OP_SET, "30000")],
-     "consumer.session.timeout.ms must be greater than or equal to "
-     "group.consumer.min.session.timeout.ms"),
-    ([("consumer.session.timeout.ms", OP_SET, "70000")],
-     "consumer.session.timeout.ms must be less than or equal to "
-     "group.consumer.max.session.timeout.ms"),
-    ([("consumer.heartbeat.interval.ms", OP_SET, "4000")],
-     "consumer.heartbeat.interval.ms must be greater than or equal to "
-     "group.consumer.min.heartbeat.interval.ms"),
-    ([("share.session.timeout.ms", OP_SET, "5000")],
-     "share.session.timeout.ms must be greater than share.heartbeat.interval.ms"),
-    ([("share.record.lock.duration.ms", OP_SET, "999")], "share.record.lock.duration.ms"),
-    ([("share.isolation.level", OP_SET, "dirty")], "share.isolation.level"),
-    ([("share.auto.offset.reset", OP_SET, "sometimes")], "share.auto.offset.reset"),
-])
+@pytest.mark.parametrize(
+    "ops, message",
+    [
+        ([("no.such.config", OP_SET, "1")], "Unknown group config name: no.such.config"),
+        ([("consumer.session.timeout.ms", OP_SET, "ten")], "consumer.session.timeout.ms"),
+        (
+            [("consumer.session.timeout.ms", OP_SET, "30000")],
+            "consumer.session.timeout.ms must be greater than or equal to "
+            "group.consumer.min.session.timeout.ms",
+        ),
+        (
+            [("consumer.session.timeout.ms", OP_SET, "70000")],
+            "consumer.session.timeout.ms must be less than or equal to "
+            "group.consumer.max.session.timeout.ms",
+        ),
+        (
+            [("consumer.heartbeat.interval.ms", OP_SET, "4000")],
+            "consumer.heartbeat.interval.ms must be greater than or equal to "
+            "group.consumer.min.heartbeat.interval.ms",
+        ),
+        (
+            [("share.session.timeout.ms", OP_SET, "5000")],
+            "share.session.timeout.ms must be greater than share.heartbeat.interval.ms",
+        ),
+        ([("share.record.lock.duration.ms", OP_SET, "999")], "share.record.lock.duration.ms"),
+        ([("share.isolation.level", OP_SET, "dirty")], "share.isolation.level"),
+        ([("share.auto.offset.reset", OP_SET, "sometimes")], "share.auto.offset.reset"),
+    ],
+)
 def test_invalid_group_configs_are_refused_with_invalid_config(ops, message):
     m = manager()
     error = alter(m, "g", *ops)
@@ -99,22 +129,32 @@ def test_legacy_alter_refuses_null_values():
 
 
 def test_describe_a_group_sources_and_read_only():
-    described = {c.name: c for c in ConfigDescriber(BROKER_CONFIG, 1).describe_group(
-        {"consumer.heartbeat.interval.ms": "6000"}, include_synonyms=True)}
+    described = {
+        c.name: c
+        for c in ConfigDescriber(BROKER_CONFIG, 1).describe_group(
+            {"consumer.heartbeat.interval.ms": "6000"}, include_synonyms=True
+        )
+    }
     assert set(described) == set(GROUP_CONFIGS)
     overridden = described["consumer.heartbeat.interval.ms"]
-    assert (overridden.value, overridden.source, overridden.read_only) == \
-        ("6000", SOURCE_GROUP_CONFIG, False)
+    assert (overridden.value, overridden.source, overridden.read_only) == (
+        "6000",
+        SOURCE_GROUP_CONFIG,
+        False,
+    )
     default = described["consumer.session.timeout.ms"]
     assert (default.value, default.source) == ("45000", SOURCE_DEFAULT_CONFIG)
     assert described["share.isolation.level"].value == "read_uncommitted"
 
 
 def test_group_configs_are_in_snapshots():
-    image = MetadataImage(cluster_id="c", group_configs={"g": {"consumer.session.timeout.ms": "50000"}})
+    image = MetadataImage(
+        cluster_id="c", group_configs={"g": {"consumer.session.timeout.ms": "50000"}}
+    )
     records = [r for r in image_records(image, 0) if getattr(r, "resource_type", None) == GROUP]
-    assert [(r.resource_name, r.name, r.value) for r in records] == \
-        [("g", "consumer.session.timeout.ms", "50000")]
+    assert [(r.resource_name, r.name, r.value) for r in records] == [
+        ("g", "consumer.session.timeout.ms", "50000")
+    ]
 
 
 def test_the_coordinator_gives_a_group_its_own_heartbeat_interval():
@@ -125,6 +165,8 @@ def test_the_coordinator_gives_a_group_its_own_heartbeat_interval():
 
     def beat(group):
         return h.coordinator.consumer_group_heartbeat(
-            group, "", 0, None, None, 5000, ["t"], None, None, "client", "/h", topics)
+            group, "", 0, None, None, 5000, ["t"], None, None, "client", "/h", topics
+        )
+
     assert beat("cg")["heartbeat_interval_ms"] == 7000
     assert beat("other")["heartbeat_interval_ms"] == 5000

@@ -1,4 +1,5 @@
 """Replica placement (Kafka's assignReplicasToBrokers), with and without racks."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -14,8 +15,17 @@ from kfast.protocol import errors
 def test_rack_unaware_matches_kafkas_documented_example():
     # AdminUtils' doc example: 5 brokers, 10 partitions, rf 3, start 0.
     assert place_replicas([0, 1, 2, 3, 4], 10, 3, start=0, shift=0) == [
-        [0, 1, 2], [1, 2, 3], [2, 3, 4], [3, 4, 0], [4, 0, 1],
-        [0, 2, 3], [1, 3, 4], [2, 4, 0], [3, 0, 1], [4, 1, 2]]
+        [0, 1, 2],
+        [1, 2, 3],
+        [2, 3, 4],
+        [3, 4, 0],
+        [4, 0, 1],
+        [0, 2, 3],
+        [1, 3, 4],
+        [2, 4, 0],
+        [3, 0, 1],
+        [4, 1, 2],
+    ]
 
 
 def test_brokers_are_sorted_by_id():
@@ -41,12 +51,15 @@ def test_start_partition_continues_the_walk():
     assert place_replicas([1, 2, 3], 3, 2, start=1, shift=2, start_partition=3) == whole[3:]
 
 
-@pytest.mark.parametrize("brokers, partitions, rf, error", [
-    ([1], 1, 2, errors.InvalidReplicationFactorException),
-    ([1, 2], 1, 0, errors.InvalidReplicationFactorException),
-    ([], 1, 1, errors.InvalidReplicationFactorException),
-    ([1], 0, 1, errors.InvalidPartitionsException),
-])
+@pytest.mark.parametrize(
+    "brokers, partitions, rf, error",
+    [
+        ([1], 1, 2, errors.InvalidReplicationFactorException),
+        ([1, 2], 1, 0, errors.InvalidReplicationFactorException),
+        ([], 1, 1, errors.InvalidReplicationFactorException),
+        ([1], 0, 1, errors.InvalidPartitionsException),
+    ],
+)
 def test_invalid_requests(brokers, partitions, rf, error):
     with pytest.raises(error):
         place_replicas(brokers, partitions, rf)
@@ -75,14 +88,14 @@ def test_placement_properties(cluster):
     assert len(placed) == partitions
     for replicas in placed:
         assert len(replicas) == rf
-        assert len(set(replicas)) == rf                    # distinct brokers
+        assert len(set(replicas)) == rf  # distinct brokers
         assert set(replicas) <= set(brokers)
         if racks:
             # As many racks as possible hold a replica.
             assert len({racks[r] for r in replicas}) == min(rf, len(set(racks.values())))
     leaders = Counter(replicas[0] for replicas in placed)
     counts = [leaders.get(b, 0) for b in brokers]
-    assert max(counts) - min(counts) <= 1                  # leaders spread evenly
+    assert max(counts) - min(counts) <= 1  # leaders spread evenly
 
 
 @given(clusters())

@@ -1,4 +1,5 @@
 """QuorumController end to end without sockets: commit, publish, restart = replay."""
+
 from __future__ import annotations
 
 import asyncio
@@ -44,7 +45,7 @@ def test_bootstrap_formats_the_log(tmp_path):
     image = run(main())
     assert image.features == {"metadata.version": 21, "transaction.version": 2}
     assert image.cluster_id == "test-cluster-id-000000" and image.controller_id == 1
-    assert image.offset == 1            # the two FeatureLevelRecords: offsets 0 and 1
+    assert image.offset == 1  # the two FeatureLevelRecords: offsets 0 and 1
     assert os.path.exists(tmp_path / METADATA_PARTITION_DIR / "00000000000000000000.log")
 
 
@@ -53,8 +54,9 @@ def test_restart_replays_to_an_identical_image(tmp_path):
         controller = await started(tmp_path, **{"num.partitions": 3})
         epoch = await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, "rack-a")
         await controller.auto_create_topics(["orders", "payments"])
-        await controller.create_topics([TopicSpec("compacted", 2, 1, None,
-                                                  {"cleanup.policy": "compact"})])
+        await controller.create_topics(
+            [TopicSpec("compacted", 2, 1, None, {"cleanup.policy": "compact"})]
+        )
         await controller.delete_topics(["payments"], [uuid.UUID(int=0)])
         await controller.incremental_alter_configs([(2, "orders", [("retention.ms", 0, "1000")])])
         await controller.create_partitions([("orders", 5, None)])
@@ -75,8 +77,10 @@ def test_restart_replays_to_an_identical_image(tmp_path):
     assert after == before
     assert set(after.topics_by_name) == {"orders", "compacted"}
     assert len(after.topics_by_name["orders"].partitions) == 5
-    assert after.topic_configs == {"orders": {"retention.ms": "1000"},
-                                   "compacted": {"cleanup.policy": "compact"}}
+    assert after.topic_configs == {
+        "orders": {"retention.ms": "1000"},
+        "compacted": {"cleanup.policy": "compact"},
+    }
     assert after.brokers[1].epoch == epoch and after.brokers[1].rack == "rack-a"
     assert not after.brokers[1].fenced
     assert ids == (0, 1000) and next_ids == (1000, 1000)
@@ -136,8 +140,10 @@ def test_auto_create_reports_error_codes(tmp_path):
 
     first, second = run(main())
     assert first == {"a": 0, "bad name": errors.InvalidTopicException.code}
-    assert second == {"a": errors.TopicExistsException.code,
-                      "b": errors.InvalidReplicationFactorException.code}
+    assert second == {
+        "a": errors.TopicExistsException.code,
+        "b": errors.InvalidReplicationFactorException.code,
+    }
 
 
 def test_reregistration_gets_a_new_epoch_and_listeners(tmp_path):
@@ -179,7 +185,7 @@ def test_torn_tail_of_the_metadata_log_is_dropped(tmp_path):
     os.unlink(tmp_path / METADATA_PARTITION_DIR / CLEAN_SHUTDOWN_FILE)
     segment = tmp_path / METADATA_PARTITION_DIR / "00000000000000000000.log"
     with open(segment, "ab") as f:
-        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x01")   # a torn batch header
+        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x01")  # a torn batch header
 
     async def second():
         controller = await started(tmp_path)
@@ -196,23 +202,25 @@ def test_clean_shutdown_marker_skips_recovery_once(tmp_path, monkeypatch):
 
     recovered = []
     real_recover = loader._recover_segment
-    monkeypatch.setattr(loader, "_recover_segment",
-                        lambda log, segment: recovered.append(segment) or
-                        real_recover(log, segment))
+    monkeypatch.setattr(
+        loader,
+        "_recover_segment",
+        lambda log, segment: recovered.append(segment) or real_recover(log, segment),
+    )
     marker = tmp_path / METADATA_PARTITION_DIR / CLEAN_SHUTDOWN_FILE
 
     async def cycle(clean: bool):
         controller = await started(tmp_path)
         opened_clean = controller.metadata_log.had_clean_shutdown
-        assert not marker.exists()          # gone before anything is appended
+        assert not marker.exists()  # gone before anything is appended
         await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
         if clean:
             await controller.shutdown()
         else:
-            controller.metadata_log.log.close_handlers()   # kill -9: nothing written
+            controller.metadata_log.log.close_handlers()  # kill -9: nothing written
         return opened_clean, controller.image
 
-    assert run(cycle(True))[0] is False     # a new log: nothing to trust
+    assert run(cycle(True))[0] is False  # a new log: nothing to trust
     assert marker.exists()
     recovered.clear()
     opened_clean, image = run(cycle(False))
@@ -237,7 +245,7 @@ def test_a_failed_append_stops_the_controller(tmp_path):
         controller.metadata_log.append = failing_append
         with pytest.raises(errors.KafkaStorageException):
             await controller.auto_create_topics(["t"])
-        assert controller.image is image                  # nothing applied
+        assert controller.image is image  # nothing applied
         with pytest.raises(errors.NotControllerException):
             await controller.auto_create_topics(["u"])
         del controller.metadata_log.append
@@ -258,7 +266,7 @@ def test_fence_and_reregister_a_broker(tmp_path):
         await controller.create_topics([TopicSpec("t", -1, -1, {0: [2, 1]})])
         await controller.fence_broker(2)
         fenced = controller.image
-        await controller.fence_broker(2)                      # already fenced: no change
+        await controller.fence_broker(2)  # already fenced: no change
         assert controller.image is fenced
         await controller.register_broker(2, uuid.uuid4(), ENDPOINTS, None)
         back = controller.image
@@ -281,37 +289,60 @@ def test_cluster_id_from_meta_properties_or_generated(tmp_path):
     generated = QuorumController(config, 1, None, str(tmp_path)).cluster_id
     assert len(generated) == 22 and "=" not in generated
     write_meta_properties(str(tmp_path), MetaProperties(1, "fromMetaPropertiesAAAAA", 1))
-    assert QuorumController(config, 1, None, str(tmp_path)).cluster_id == \
-        "fromMetaPropertiesAAAAA"
+    assert QuorumController(config, 1, None, str(tmp_path)).cluster_id == "fromMetaPropertiesAAAAA"
 
 
 def test_update_features(tmp_path):
     async def main():
         controller = await started(tmp_path)
         formatted = dict(controller.image.features)
-        results = await controller.update_features([("metadata.version", 21, UPGRADE),
-                                                    ("transaction.version", 3, UPGRADE)])
+        results = await controller.update_features(
+            [("metadata.version", 21, UPGRADE), ("transaction.version", 3, UPGRADE)]
+        )
         unchanged = dict(controller.image.features)
         disable = await controller.update_features([("metadata.version", 0, SAFE_DOWNGRADE)])
         refused = await controller.update_features([("transaction.version", 1, UPGRADE)])
-        checked = await controller.update_features([("transaction.version", 0, SAFE_DOWNGRADE)],
-                                                   validate_only=True)
+        checked = await controller.update_features(
+            [("transaction.version", 0, SAFE_DOWNGRADE)], validate_only=True
+        )
         after_check = dict(controller.image.features)
         lowered = await controller.update_features([("transaction.version", 0, SAFE_DOWNGRADE)])
         at_zero = dict(controller.image.features)
         raised = await controller.update_features([("transaction.version", 1, UPGRADE)])
         image = controller.image
         await controller.shutdown()
-        return (formatted, results, unchanged, disable, refused, checked, after_check, lowered,
-                at_zero, raised, image)
+        return (
+            formatted,
+            results,
+            unchanged,
+            disable,
+            refused,
+            checked,
+            after_check,
+            lowered,
+            at_zero,
+            raised,
+            image,
+        )
 
-    (formatted, results, unchanged, disable, refused, checked, after_check, lowered, at_zero,
-     raised, image) = run(main())
+    (
+        formatted,
+        results,
+        unchanged,
+        disable,
+        refused,
+        checked,
+        after_check,
+        lowered,
+        at_zero,
+        raised,
+        image,
+    ) = run(main())
     # A new cluster runs transaction version 2, as kafka-storage format gives 4.x.
     assert formatted == {"metadata.version": 21, "transaction.version": 2}
     assert results["metadata.version"] is None
     assert isinstance(results["transaction.version"], errors.InvalidUpdateVersionException)
-    assert unchanged == formatted               # one invalid update: nothing written
+    assert unchanged == formatted  # one invalid update: nothing written
     assert isinstance(disable["metadata.version"], errors.InvalidUpdateVersionException)
     # Lowering needs a downgrade upgrade type.
     assert "downgrade" in str(refused["transaction.version"])
@@ -325,11 +356,19 @@ def test_update_features(tmp_path):
 def test_supported_features_are_the_levels_update_features_accepts(tmp_path):
     controller = make_controller(tmp_path)
     supported = controller.feature_control.supported_features()
-    assert supported == {"metadata.version": (21, 21), "transaction.version": (0, 2),
-                         "kraft.version": (0, 1)}
+    assert supported == {
+        "metadata.version": (21, 21),
+        "transaction.version": (0, 2),
+        "kraft.version": (0, 1),
+    }
     # kraft.version: the Raft log's level only (tests/unit/controller/test_kraft_version.py).
     for name, (low, high) in supported.items() - {("kraft.version", (0, 1))}:
-        assert controller.feature_control.update_features([(name, high, UPGRADE)], 1).response \
-            == {name: None}
-        assert controller.feature_control.update_features(
-            [(name, low - 1, UNSAFE_DOWNGRADE)], 1).response[name] is not None
+        assert controller.feature_control.update_features([(name, high, UPGRADE)], 1).response == {
+            name: None
+        }
+        assert (
+            controller.feature_control.update_features(
+                [(name, low - 1, UNSAFE_DOWNGRADE)], 1
+            ).response[name]
+            is not None
+        )

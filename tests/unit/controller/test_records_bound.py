@@ -3,6 +3,7 @@
 fails as a whole with POLICY_VIOLATION before anything is placed
 (KAFKA-17870), and an operation whose records would exceed the bound fails
 with Kafka's "excessively large batch" policy violation."""
+
 from __future__ import annotations
 
 import uuid
@@ -24,9 +25,9 @@ class Harness:
 
     def __init__(self, defaults=(1, 1)):
         cluster = ClusterControlManager()
-        registered = cluster.register_broker(1, uuid.uuid4(),
-                                             [Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT")],
-                                             None, next_offset=1)
+        registered = cluster.register_broker(
+            1, uuid.uuid4(), [Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT")], None, next_offset=1
+        )
         for record in registered.records:
             cluster.replay(record)
         self.manager = ReplicationControlManager(cluster, lambda: defaults)
@@ -40,10 +41,15 @@ class Harness:
 
 def test_more_partitions_than_the_bound_fail_the_whole_request():
     h = Harness(defaults=(3, 1))
-    specs = [TopicSpec("small", 1), TopicSpec("big", MAX_RECORDS_PER_USER_OP - 3),
-             TopicSpec("default")]   # 1 + 9,997 + 3 = 10,001 partitions
-    with pytest.raises(errors.PolicyViolationException,
-                       match=r"^Excessively large number of partitions per request\.$"):
+    specs = [
+        TopicSpec("small", 1),
+        TopicSpec("big", MAX_RECORDS_PER_USER_OP - 3),
+        TopicSpec("default"),
+    ]  # 1 + 9,997 + 3 = 10,001 partitions
+    with pytest.raises(
+        errors.PolicyViolationException,
+        match=r"^Excessively large number of partitions per request\.$",
+    ):
         h.manager.create_topics(specs)
     assert h.manager.topics == {}
 

@@ -1,5 +1,6 @@
 """ReplicationControlManager as a state machine: operations return records,
 replaying them changes the state, errors write nothing."""
+
 from __future__ import annotations
 
 import uuid
@@ -26,9 +27,13 @@ from kfast.protocol import errors
 def make_cluster(broker_ids=(1,), racks=None):
     cluster = ClusterControlManager()
     for broker_id in broker_ids:
-        result = cluster.register_broker(broker_id, uuid.uuid4(),
-                                         [Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT")],
-                                         (racks or {}).get(broker_id), next_offset=broker_id)
+        result = cluster.register_broker(
+            broker_id,
+            uuid.uuid4(),
+            [Endpoint("PLAINTEXT", "h", 9092, "PLAINTEXT")],
+            (racks or {}).get(broker_id),
+            next_offset=broker_id,
+        )
         for record in result.records:
             cluster.replay(record)
     return cluster
@@ -74,31 +79,37 @@ def test_replay_of_the_records_rebuilds_the_same_state():
     for record in h.log:
         if not isinstance(record, ConfigRecord):
             replayed.replay(record)
-    assert {n: t.image() for n, t in (
-        (name, replayed.topic(name)) for name in replayed.topics_by_name)} == \
-        {n: h.manager.topic(n).image() for n in h.manager.topics_by_name}
+    assert {
+        n: t.image() for n, t in ((name, replayed.topic(name)) for name in replayed.topics_by_name)
+    } == {n: h.manager.topic(n).image() for n in h.manager.topics_by_name}
 
 
-@pytest.mark.parametrize("spec, error", [
-    (TopicSpec(""), errors.InvalidTopicException),
-    (TopicSpec(".."), errors.InvalidTopicException),
-    (TopicSpec("a" * 250), errors.InvalidTopicException),
-    (TopicSpec("bad name"), errors.InvalidTopicException),
-    (TopicSpec("__cluster_metadata"), errors.InvalidRequestException),
-    (TopicSpec("t", num_partitions=0), errors.InvalidPartitionsException),
-    (TopicSpec("t", num_partitions=-2), errors.InvalidPartitionsException),
-    (TopicSpec("t", replication_factor=0), errors.InvalidReplicationFactorException),
-    (TopicSpec("t", replication_factor=2), errors.InvalidReplicationFactorException),
-    (TopicSpec("t", configs={"retention.ms": "abc"}), errors.InvalidConfigurationException),
-    (TopicSpec("t", configs={"no.such.config": "1"}), errors.InvalidConfigurationException),
-    (TopicSpec("t", configs={"retention.ms": None}), errors.InvalidRequestException),
-    (TopicSpec("t", num_partitions=2, assignments={0: [1]}), errors.InvalidRequestException),
-    (TopicSpec("t", replication_factor=1, assignments={0: [1]}), errors.InvalidRequestException),
-    (TopicSpec("t", assignments={1: [1]}), errors.InvalidReplicaAssignmentException),
-    (TopicSpec("t", assignments={0: []}), errors.InvalidReplicaAssignmentException),
-    (TopicSpec("t", assignments={0: [1, 1]}), errors.InvalidReplicaAssignmentException),
-    (TopicSpec("t", assignments={0: [7]}), errors.InvalidReplicaAssignmentException),
-])
+@pytest.mark.parametrize(
+    "spec, error",
+    [
+        (TopicSpec(""), errors.InvalidTopicException),
+        (TopicSpec(".."), errors.InvalidTopicException),
+        (TopicSpec("a" * 250), errors.InvalidTopicException),
+        (TopicSpec("bad name"), errors.InvalidTopicException),
+        (TopicSpec("__cluster_metadata"), errors.InvalidRequestException),
+        (TopicSpec("t", num_partitions=0), errors.InvalidPartitionsException),
+        (TopicSpec("t", num_partitions=-2), errors.InvalidPartitionsException),
+        (TopicSpec("t", replication_factor=0), errors.InvalidReplicationFactorException),
+        (TopicSpec("t", replication_factor=2), errors.InvalidReplicationFactorException),
+        (TopicSpec("t", configs={"retention.ms": "abc"}), errors.InvalidConfigurationException),
+        (TopicSpec("t", configs={"no.such.config": "1"}), errors.InvalidConfigurationException),
+        (TopicSpec("t", configs={"retention.ms": None}), errors.InvalidRequestException),
+        (TopicSpec("t", num_partitions=2, assignments={0: [1]}), errors.InvalidRequestException),
+        (
+            TopicSpec("t", replication_factor=1, assignments={0: [1]}),
+            errors.InvalidRequestException,
+        ),
+        (TopicSpec("t", assignments={1: [1]}), errors.InvalidReplicaAssignmentException),
+        (TopicSpec("t", assignments={0: []}), errors.InvalidReplicaAssignmentException),
+        (TopicSpec("t", assignments={0: [1, 1]}), errors.InvalidReplicaAssignmentException),
+        (TopicSpec("t", assignments={0: [7]}), errors.InvalidReplicaAssignmentException),
+    ],
+)
 def test_create_errors_write_nothing(spec, error):
     h = Harness()
     result = h.manager.create_topics([spec])
@@ -123,12 +134,22 @@ def test_explicit_assignment_is_used():
 def test_existing_duplicate_and_colliding_names():
     h = Harness()
     h.create(TopicSpec("a.b"))
-    results = h.create(TopicSpec("a.b"), TopicSpec("a_b"), TopicSpec("dup"), TopicSpec("dup"),
-                       TopicSpec("x.y"), TopicSpec("x_y"))
+    results = h.create(
+        TopicSpec("a.b"),
+        TopicSpec("a_b"),
+        TopicSpec("dup"),
+        TopicSpec("dup"),
+        TopicSpec("x.y"),
+        TopicSpec("x_y"),
+    )
     assert [type(r.error) for r in results] == [
-        errors.TopicExistsException, errors.InvalidTopicException,
-        errors.InvalidRequestException, errors.InvalidRequestException,
-        type(None), errors.InvalidTopicException]
+        errors.TopicExistsException,
+        errors.InvalidTopicException,
+        errors.InvalidRequestException,
+        errors.InvalidRequestException,
+        type(None),
+        errors.InvalidTopicException,
+    ]
     assert "collides" in str(results[1].error)
     assert set(h.manager.topics_by_name) == {"a.b", "x.y"}
 
@@ -138,11 +159,17 @@ def test_delete_by_name_and_id():
     h.create(TopicSpec("a"), TopicSpec("b"))
     b_id = h.manager.topics_by_name["b"]
     missing = uuid.uuid4()
-    results = h.apply(h.manager.delete_topics(["a", None, "nope", None],
-                                              [uuid.UUID(int=0), b_id, uuid.UUID(int=0), missing]))
+    results = h.apply(
+        h.manager.delete_topics(
+            ["a", None, "nope", None], [uuid.UUID(int=0), b_id, uuid.UUID(int=0), missing]
+        )
+    )
     assert [(n, type(e)) for n, _, e in results] == [
-        ("a", type(None)), ("b", type(None)),
-        ("nope", errors.UnknownTopicOrPartitionException), (None, errors.UnknownTopicIdException)]
+        ("a", type(None)),
+        ("b", type(None)),
+        ("nope", errors.UnknownTopicOrPartitionException),
+        (None, errors.UnknownTopicIdException),
+    ]
     assert [type(r) for r in h.log[-2:]] == [RemoveTopicRecord, RemoveTopicRecord]
     assert h.manager.topics == {} and h.manager.topics_by_name == {}
     # A deleted name no longer collides.
@@ -169,14 +196,17 @@ def test_create_partitions():
     assert topic.partitions[5].replicas == (3, 2)
 
 
-@pytest.mark.parametrize("name, count, assignments, error", [
-    ("nope", 3, None, errors.UnknownTopicOrPartitionException),
-    ("t", 1, None, errors.InvalidPartitionsException),
-    ("t", 2, None, errors.InvalidPartitionsException),
-    ("t", 4, [[1, 2]], errors.InvalidReplicaAssignmentException),
-    ("t", 3, [[1]], errors.InvalidReplicaAssignmentException),
-    ("t", 3, [[1, 9]], errors.InvalidReplicaAssignmentException),
-])
+@pytest.mark.parametrize(
+    "name, count, assignments, error",
+    [
+        ("nope", 3, None, errors.UnknownTopicOrPartitionException),
+        ("t", 1, None, errors.InvalidPartitionsException),
+        ("t", 2, None, errors.InvalidPartitionsException),
+        ("t", 4, [[1, 2]], errors.InvalidReplicaAssignmentException),
+        ("t", 3, [[1]], errors.InvalidReplicaAssignmentException),
+        ("t", 3, [[1, 9]], errors.InvalidReplicaAssignmentException),
+    ],
+)
 def test_create_partitions_errors(name, count, assignments, error):
     h = Harness(broker_ids=(1, 2))
     h.create(TopicSpec("t", 2, 2))
@@ -193,6 +223,7 @@ def test_preferred_election_moves_leadership_back():
     assert isinstance(results["t", 9], errors.UnknownTopicOrPartitionException)
     # Make broker 2 the leader through a change record, then elect back.
     from kfast.controller.metadata.records import PartitionChangeRecord
+
     h.manager.replay(PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, leader=2))
     assert topic.partitions[0].leader == 2 and topic.partitions[0].leader_epoch == 1
     results = h.apply(h.manager.elect_leaders(ELECTION_PREFERRED, None))
@@ -226,7 +257,7 @@ def test_fencing_moves_leadership_and_shrinks_the_isr():
     _fence(h, 1)
     p0, p1 = topic.partitions[0], topic.partitions[1]
     assert (p0.leader, p0.isr, p0.leader_epoch) == (2, (2, 3), 1)
-    assert (p1.leader, p1.isr, p1.leader_epoch) == (2, (2, 3), 0)   # only the ISR changed
+    assert (p1.leader, p1.isr, p1.leader_epoch) == (2, (2, 3), 0)  # only the ISR changed
     assert p1.partition_epoch == 1
     _fence(h, 2)
     _fence(h, 3)
@@ -247,6 +278,7 @@ def test_unclean_election_picks_an_out_of_sync_replica():
     h.create(TopicSpec("t", assignments={0: [1, 2]}))
     topic = h.manager.topic("t")
     from kfast.controller.metadata.records import PartitionChangeRecord
+
     h.manager.replay(PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, isr=[1]))
     _fence(h, 1)
     assert (topic.partitions[0].leader, topic.partitions[0].isr) == (2, (2,))
@@ -282,17 +314,21 @@ def test_reassignment_that_only_drops_in_sync_replicas_completes():
     assert h.manager.alter_partition_reassignments([("t", 0, [3, 2])]).records == []
 
 
-@pytest.mark.parametrize("target, allow_rf_change, error", [
-    ([], True, errors.InvalidReplicaAssignmentException),
-    ([1, 1], True, errors.InvalidReplicaAssignmentException),
-    ([9], True, errors.InvalidReplicaAssignmentException),
-    ([1, 2], False, errors.InvalidReplicationFactorException),
-])
+@pytest.mark.parametrize(
+    "target, allow_rf_change, error",
+    [
+        ([], True, errors.InvalidReplicaAssignmentException),
+        ([1, 1], True, errors.InvalidReplicaAssignmentException),
+        ([9], True, errors.InvalidReplicaAssignmentException),
+        ([1, 2], False, errors.InvalidReplicationFactorException),
+    ],
+)
 def test_reassignment_errors(target, allow_rf_change, error):
     h = Harness(broker_ids=(1, 2))
     h.create(TopicSpec("t", assignments={0: [1]}))
-    result = h.manager.alter_partition_reassignments([("t", 0, target), ("u", 0, [1])],
-                                                     allow_rf_change)
+    result = h.manager.alter_partition_reassignments(
+        [("t", 0, target), ("u", 0, [1])], allow_rf_change
+    )
     assert isinstance(result.response["t", 0], error)
     assert isinstance(result.response["u", 0], errors.UnknownTopicOrPartitionException)
     assert result.records == []
@@ -305,15 +341,17 @@ def test_count_elections_clean_unclean_and_not_elections():
     h = Harness(broker_ids=(1, 2, 3))
     h.create(TopicSpec("t", assignments={0: [1, 2, 3], 1: [2, 3, 1]}))
     from kfast.controller.metadata.records import PartitionChangeRecord
+
     topic = h.manager.topic("t")
-    assert h.manager.count_elections(h.log) == (0, 0)        # TopicRecord, PartitionRecords
+    assert h.manager.count_elections(h.log) == (0, 0)  # TopicRecord, PartitionRecords
     fenced = h.cluster.fence_broker(1).records + h.manager.broker_fenced(1)
     # p0 moves 1 -> 2 (in sync); p1 only shrinks its ISR.
     assert h.manager.count_elections(fenced) == (1, 0)
     h.manager.unclean_election_enabled = lambda name: True
     h.manager.replay(PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, isr=[1]))
-    unclean = [PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, leader=3,
-                                     isr=[3]),
-               PartitionChangeRecord(partition_id=1, topic_id=topic.topic_id, leader=-1),
-               PartitionChangeRecord(partition_id=1, topic_id=topic.topic_id, leader=2)]
+    unclean = [
+        PartitionChangeRecord(partition_id=0, topic_id=topic.topic_id, leader=3, isr=[3]),
+        PartitionChangeRecord(partition_id=1, topic_id=topic.topic_id, leader=-1),
+        PartitionChangeRecord(partition_id=1, topic_id=topic.topic_id, leader=2),
+    ]
     assert h.manager.count_elections(unclean) == (1, 1)

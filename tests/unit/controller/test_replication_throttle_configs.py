@@ -2,6 +2,7 @@
 broker or cluster-wide, validated, described only where set, never in
 server.properties) and the topic lists of throttled replicas (Kafka's
 ThrottledReplicaListValidator)."""
+
 from __future__ import annotations
 
 import pytest
@@ -31,7 +32,9 @@ STATIC = {"node.id": 1, "log.dirs": "/tmp/x"}
 
 
 def manager() -> ConfigurationControlManager:
-    return ConfigurationControlManager(lambda name: name == "orders", lambda broker: broker in (1, 2))
+    return ConfigurationControlManager(
+        lambda name: name == "orders", lambda broker: broker in (1, 2)
+    )
 
 
 def alter(control, *changes):
@@ -54,16 +57,19 @@ def test_rates_cannot_be_set_in_server_properties():
 
 
 def test_the_dynamic_rates_make_the_current_config():
-    image = MetadataImage(cluster_id="c", broker_configs={
-        "": {LEADER_RATE: "500", FOLLOWER_RATE: "600"}, "1": {LEADER_RATE: "700"}})
+    image = MetadataImage(
+        cluster_id="c",
+        broker_configs={"": {LEADER_RATE: "500", FOLLOWER_RATE: "600"}, "1": {LEADER_RATE: "700"}},
+    )
     current = KafkaConfig(STATIC).with_dynamic(dynamic_broker_overrides(image, 1))
     assert (current[LEADER_RATE], current[FOLLOWER_RATE]) == (700, 600)
 
 
 def test_rates_are_set_per_broker_or_cluster_wide_and_validated():
     control = manager()
-    assert alter(control, (BROKER, "1", [(LEADER_RATE, OP_SET, "1000"),
-                                         (FOLLOWER_RATE, OP_SET, "2000")])) == [None]
+    assert alter(
+        control, (BROKER, "1", [(LEADER_RATE, OP_SET, "1000"), (FOLLOWER_RATE, OP_SET, "2000")])
+    ) == [None]
     assert alter(control, (BROKER, "", [(LEADER_RATE, OP_SET, "5")])) == [None]
     assert control.get(BROKER, "1") == {LEADER_RATE: "1000", FOLLOWER_RATE: "2000"}
     [negative] = alter(control, (BROKER, "1", [(LEADER_RATE, OP_SET, "-1")]))
@@ -72,8 +78,9 @@ def test_rates_are_set_per_broker_or_cluster_wide_and_validated():
     assert isinstance(not_a_number, errors.InvalidConfigurationException)
     [not_a_list] = alter(control, (BROKER, "1", [(LEADER_RATE, OP_APPEND, "1")]))
     assert isinstance(not_a_list, errors.InvalidConfigurationException)
-    assert alter(control, (BROKER, "1", [(LEADER_RATE, OP_DELETE, None),
-                                         (FOLLOWER_RATE, OP_DELETE, None)])) == [None]
+    assert alter(
+        control, (BROKER, "1", [(LEADER_RATE, OP_DELETE, None), (FOLLOWER_RATE, OP_DELETE, None)])
+    ) == [None]
     assert control.get(BROKER, "1") == {}
 
 
@@ -81,18 +88,27 @@ def test_rates_are_described_only_where_set_with_their_source():
     describer = ConfigDescriber(KafkaConfig(STATIC), 1)
     unset = {c.name for c in describer.describe_broker(MetadataImage(cluster_id="c"), "1")}
     assert LEADER_RATE not in unset and "replication.quota.window.num" in unset
-    image = MetadataImage(cluster_id="c", broker_configs={
-        "": {LEADER_RATE: "500"}, "1": {LEADER_RATE: "700", FOLLOWER_RATE: "800"}})
+    image = MetadataImage(
+        cluster_id="c",
+        broker_configs={"": {LEADER_RATE: "500"}, "1": {LEADER_RATE: "700", FOLLOWER_RATE: "800"}},
+    )
     described = {c.name: c for c in describer.describe_broker(image, "1", include_synonyms=True)}
     leader = described[LEADER_RATE]
-    assert (leader.value, leader.source, leader.read_only) == \
-        ("700", SOURCE_DYNAMIC_BROKER_CONFIG, True)
-    assert leader.synonyms == [(LEADER_RATE, "700", SOURCE_DYNAMIC_BROKER_CONFIG),
-                               (LEADER_RATE, "500", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)]
+    assert (leader.value, leader.source, leader.read_only) == (
+        "700",
+        SOURCE_DYNAMIC_BROKER_CONFIG,
+        True,
+    )
+    assert leader.synonyms == [
+        (LEADER_RATE, "700", SOURCE_DYNAMIC_BROKER_CONFIG),
+        (LEADER_RATE, "500", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG),
+    ]
     assert described[FOLLOWER_RATE].value == "800"
     cluster = {c.name: c for c in describer.describe_broker(image, "")}
-    assert (cluster[LEADER_RATE].value, cluster[LEADER_RATE].source) == \
-        ("500", SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+    assert (cluster[LEADER_RATE].value, cluster[LEADER_RATE].source) == (
+        "500",
+        SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
+    )
     assert FOLLOWER_RATE not in cluster
     names = [c.name for c in describer.describe_broker(image, "1")]
     assert names == sorted(names)
@@ -105,8 +121,7 @@ def test_throttled_replica_lists_accept_kafkas_forms(value):
 
 @pytest.mark.parametrize("value", ["foo", "0:1,*", "0-1", "0:", ":1", "a:1", "**"])
 def test_throttled_replica_lists_reject_other_forms(value):
-    with pytest.raises(ConfigException,
-                       match="must be the literal '\\*' or a list of replicas"):
+    with pytest.raises(ConfigException, match="must be the literal '\\*' or a list of replicas"):
         LogConfig.validate({FOLLOWER_REPLICAS: value})
 
 

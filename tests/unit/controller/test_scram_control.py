@@ -1,6 +1,7 @@
 """ScramControlManager through the QuorumController: AlterUserScramCredentials
 validation with Kafka's errors, replay on restart and from a snapshot; and
 the kafka-configs.sh value grammar of ``kfast configs``."""
+
 from __future__ import annotations
 
 import asyncio
@@ -23,24 +24,40 @@ PASSWORD = os.urandom(8).hex()
 
 
 def controller(path) -> QuorumController:
-    return QuorumController(KafkaConfig({"node.id": 1, "log.dirs": str(path)}), 1,
-                            "test-cluster-id-000000", str(path))
+    return QuorumController(
+        KafkaConfig({"node.id": 1, "log.dirs": str(path)}), 1, "test-cluster-id-000000", str(path)
+    )
 
 
 def upsertion(user, mechanism=SHA256, iterations=4096, salt=b"salt-1234"):
-    return (user, mechanism.type, iterations, salt,
-            mechanism.salted_password(PASSWORD.encode(), salt, iterations))
+    return (
+        user,
+        mechanism.type,
+        iterations,
+        salt,
+        mechanism.salted_password(PASSWORD.encode(), salt, iterations),
+    )
 
 
 def test_alter_validate_and_replay(tmp_path):
     async def main():
         c = controller(tmp_path)
         await c.start()
-        results = dict(await c.alter_user_scram_credentials(
-            [("ghost", SHA256.type)],
-            [upsertion("alice"), upsertion("alice", SHA512, 8192), upsertion(""),
-             upsertion("few", iterations=4095), upsertion("many", iterations=16385),
-             ("odd", 3, 4096, b"s", b"p"), upsertion("twice"), upsertion("twice")]))
+        results = dict(
+            await c.alter_user_scram_credentials(
+                [("ghost", SHA256.type)],
+                [
+                    upsertion("alice"),
+                    upsertion("alice", SHA512, 8192),
+                    upsertion(""),
+                    upsertion("few", iterations=4095),
+                    upsertion("many", iterations=16385),
+                    ("odd", 3, 4096, b"s", b"p"),
+                    upsertion("twice"),
+                    upsertion("twice"),
+                ],
+            )
+        )
         assert results["alice"] is None
         assert isinstance(results["ghost"], errors.ResourceNotFoundException)
         assert isinstance(results[""], errors.UnacceptableCredentialException)
@@ -52,8 +69,9 @@ def test_alter_validate_and_replay(tmp_path):
         assert c.image.scram_credentials[("alice", SHA512.type)] == expected
         assert set(c.image.scram_credentials) == {("alice", 1), ("alice", 2)}
         # Deleting one mechanism keeps the other.
-        assert await c.alter_user_scram_credentials([("alice", SHA256.type)], []) == \
-            [("alice", None)]
+        assert await c.alter_user_scram_credentials([("alice", SHA256.type)], []) == [
+            ("alice", None)
+        ]
         await c.shutdown()
         again = controller(tmp_path)
         await again.start()
@@ -69,8 +87,10 @@ def test_alter_validate_and_replay(tmp_path):
 
 
 def test_kafka_configs_credential_values():
-    assert parse_credential("SCRAM-SHA-256", f"iterations=8192,password={PASSWORD}") == \
-        (8192, PASSWORD)
+    assert parse_credential("SCRAM-SHA-256", f"iterations=8192,password={PASSWORD}") == (
+        8192,
+        PASSWORD,
+    )
     assert parse_credential("SCRAM-SHA-512", "password=a,b=c") == (4096, "a,b=c")
     with pytest.raises(UsageError, match="less than the minimum 4096"):
         parse_credential("SCRAM-SHA-256", "iterations=10,password=x")

@@ -1,4 +1,5 @@
 """A GroupCoordinator on a manual clock with an in-memory log, for tests."""
+
 from __future__ import annotations
 
 from kfast._ext.timer import TimingWheel
@@ -34,8 +35,9 @@ class Harness:
         self.timer = ManualTimer()
         self.log: list = []
         self.fail_next = 0
-        self.coordinator = GroupCoordinator(KafkaConfig(props), self.timer, self._write,
-                                            lambda: 1_000_000 + self.timer.now_ms)
+        self.coordinator = GroupCoordinator(
+            KafkaConfig(props), self.timer, self._write, lambda: 1_000_000 + self.timer.now_ms
+        )
 
     def _write(self, group_id, records, done, transaction=None):
         code, self.fail_next = self.fail_next, 0
@@ -44,26 +46,53 @@ class Harness:
         done(code)
 
     # -- client actions -----------------------------------------------------------------
-    def join(self, group, member_id="", instance_id=None, topics=("t",), protocols=None,
-             session=1000, rebalance=2000, require_known=False, client_id="c"):
+    def join(
+        self,
+        group,
+        member_id="",
+        instance_id=None,
+        topics=("t",),
+        protocols=None,
+        session=1000,
+        rebalance=2000,
+        require_known=False,
+        client_id="c",
+    ):
         results = []
         protocols = protocols or [("range", encode_subscription(list(topics)))]
-        self.coordinator.join_group(group, member_id, instance_id, client_id, "/h", session,
-                                    rebalance, "consumer", protocols, require_known,
-                                    results.append)
+        self.coordinator.join_group(
+            group,
+            member_id,
+            instance_id,
+            client_id,
+            "/h",
+            session,
+            rebalance,
+            "consumer",
+            protocols,
+            require_known,
+            results.append,
+        )
         return results
 
     def sync(self, group, generation, member_id, assignments=None, instance_id=None):
         results = []
-        self.coordinator.sync_group(group, generation, member_id, instance_id, None, None,
-                                    assignments or {}, results.append)
+        self.coordinator.sync_group(
+            group, generation, member_id, instance_id, None, None, assignments or {}, results.append
+        )
         return results
 
     def commit(self, group, offsets, member_id="", generation=-1, instance_id=None):
         results = []
-        self.coordinator.commit_offsets(group, member_id, instance_id, generation,
-                                        {tp: (o, -1, md) for tp, (o, md) in offsets.items()},
-                                        -1, results.append)
+        self.coordinator.commit_offsets(
+            group,
+            member_id,
+            instance_id,
+            generation,
+            {tp: (o, -1, md) for tp, (o, md) in offsets.items()},
+            -1,
+            results.append,
+        )
         return results[0]
 
     def replayed(self) -> GroupCoordinator:

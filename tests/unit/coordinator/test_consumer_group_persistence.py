@@ -1,5 +1,6 @@
 """KIP-848 groups on __consumer_offsets: what the heartbeats write, replay
 rebuilding the same groups, and members carrying on after a restart."""
+
 import uuid
 
 from kfast.coordinator.group import records as R
@@ -13,12 +14,35 @@ TOPICS = {"t": (T, 4), "u": (U, 2)}
 G = "cg"
 
 
-def beat(h, member_id="", epoch=0, owned=None, topics=("t",), cluster=TOPICS, instance=None,
-         regex=None, rebalance=5000, assignor=None, callback=None):
+def beat(
+    h,
+    member_id="",
+    epoch=0,
+    owned=None,
+    topics=("t",),
+    cluster=TOPICS,
+    instance=None,
+    regex=None,
+    rebalance=5000,
+    assignor=None,
+    callback=None,
+):
     return h.coordinator.consumer_group_heartbeat(
-        G, member_id, epoch, instance, "rack-1", rebalance,
-        list(topics) if topics is not None else None, assignor, owned, "client", "/10.0.0.1",
-        cluster, regex, callback)
+        G,
+        member_id,
+        epoch,
+        instance,
+        "rack-1",
+        rebalance,
+        list(topics) if topics is not None else None,
+        assignor,
+        owned,
+        "client",
+        "/10.0.0.1",
+        cluster,
+        regex,
+        callback,
+    )
 
 
 def owned_of(response):
@@ -30,8 +54,9 @@ def owned_of(response):
 
 
 def decoded(log):
-    return [(R.decode_key(k), None if v is None else R.decode_value(R.decode_key(k), v))
-            for k, v in log]
+    return [
+        (R.decode_key(k), None if v is None else R.decode_value(R.decode_key(k), v)) for k, v in log
+    ]
 
 
 def assert_replay_matches(h):
@@ -56,9 +81,12 @@ def test_every_step_of_a_rebalance_replays_to_the_same_state():
     assert group.state == "Stable"
     fresh = assert_replay_matches(h)
     member_b = fresh.consumer_groups[G].members[b["member_id"]]
-    assert (member_b.instance_id, member_b.rack_id, member_b.subscribed_topic_regex.pattern) \
-        == ("inst-b", "rack-1", "u.*")
-    assert member_b.subscribed_topic_names == ["u"]          # the regex's resolution
+    assert (member_b.instance_id, member_b.rack_id, member_b.subscribed_topic_regex.pattern) == (
+        "inst-b",
+        "rack-1",
+        "u.*",
+    )
+    assert member_b.subscribed_topic_names == ["u"]  # the regex's resolution
     # a leaves: its records are deleted
     beat(h, a["member_id"], -1)
     fresh = assert_replay_matches(h)
@@ -84,20 +112,29 @@ def test_the_records_kafka_writes_for_a_first_member():
     a = beat(h)
     mid = a["member_id"]
     types = [type(k).__name__ for k, _ in decoded(h.log)]
-    assert types == ["ConsumerGroupMemberMetadataKey", "ConsumerGroupPartitionMetadataKey",
-                     "ConsumerGroupMetadataKey", "ConsumerGroupTargetAssignmentMemberKey",
-                     "ConsumerGroupTargetAssignmentMetadataKey",
-                     "ConsumerGroupCurrentMemberAssignmentKey"]
+    assert types == [
+        "ConsumerGroupMemberMetadataKey",
+        "ConsumerGroupPartitionMetadataKey",
+        "ConsumerGroupMetadataKey",
+        "ConsumerGroupTargetAssignmentMemberKey",
+        "ConsumerGroupTargetAssignmentMetadataKey",
+        "ConsumerGroupCurrentMemberAssignmentKey",
+    ]
     values = dict(decoded(h.log))
     assert values[R.ConsumerGroupMetadataKey(G)].epoch == 1
     assert values[R.ConsumerGroupTargetAssignmentMetadataKey(G)].assignment_epoch == 1
     current = values[R.ConsumerGroupCurrentMemberAssignmentKey(G, mid)]
     assert (current.member_epoch, current.previous_member_epoch, current.state) == (1, 0, 0)
-    assert [(tp.topic_id, tp.partitions) for tp in current.assigned_partitions] == \
-        [(T, [0, 1, 2, 3])]
+    assert [(tp.topic_id, tp.partitions) for tp in current.assigned_partitions] == [
+        (T, [0, 1, 2, 3])
+    ]
     meta = values[R.ConsumerGroupMemberMetadataKey(G, mid)]
-    assert (meta.client_id, meta.client_host, meta.subscribed_topic_names,
-            meta.rebalance_timeout_ms) == ("client", "/10.0.0.1", ["t"], 5000)
+    assert (
+        meta.client_id,
+        meta.client_host,
+        meta.subscribed_topic_names,
+        meta.rebalance_timeout_ms,
+    ) == ("client", "/10.0.0.1", ["t"], 5000)
     [topic] = values[R.ConsumerGroupPartitionMetadataKey(G)].topics
     assert (topic.topic_id, topic.topic_name, topic.num_partitions) == (T, "t", 4)
 
@@ -121,8 +158,8 @@ def test_a_member_continues_with_its_epoch_after_a_restart():
     assert again["error_code"] == 0 and again["member_epoch"] == 2
     # the assignment is sent again (the restarted coordinator never sent it)
     assert owned_of(again) == owned_of(b)
-    assert group.group_epoch == before.group_epoch         # no rebalance
-    assert not restarted.log                                # nothing changed
+    assert group.group_epoch == before.group_epoch  # no rebalance
+    assert not restarted.log  # nothing changed
     # a never comes back: its session, started at load, expires
     restarted.timer.advance(999)
     beat(restarted, b["member_id"], 2)
@@ -190,8 +227,9 @@ def test_offsets_replayed_before_the_group_leave_no_classic_placeholder():
     h = Harness()
     a = beat(h)
     out = []
-    h.coordinator.commit_offsets(G, a["member_id"], None, 1, {("t", 0): (3, -1, "")}, -1,
-                                 out.append)
+    h.coordinator.commit_offsets(
+        G, a["member_id"], None, 1, {("t", 0): (3, -1, "")}, -1, out.append
+    )
     offsets = [r for r in h.log if R.decode_key(r[0]).__class__ is R.OffsetCommitKey]
     rest = [r for r in h.log if r not in offsets]
     fresh = Harness()

@@ -1,4 +1,5 @@
 """The classic group state machine, driven without sockets on a manual clock."""
+
 from kfast.coordinator.group.classic_group import (
     COMPLETING_REBALANCE,
     EMPTY,
@@ -26,8 +27,9 @@ def form_group(h, n, **kwargs):
         ids += [p[0]["member_id"] for p in pending]
     generation = h.coordinator.groups[G].generation_id
     leader = h.coordinator.groups[G].leader_id
-    syncs = [h.sync(G, generation, m, {m: m.encode() for m in ids} if m == leader else None)
-             for m in ids]
+    syncs = [
+        h.sync(G, generation, m, {m: m.encode() for m in ids} if m == leader else None) for m in ids
+    ]
     assert all(s and s[0][0] == 0 for s in syncs)
     assert h.coordinator.groups[G].is_(STABLE)
     return ids
@@ -46,7 +48,7 @@ def test_single_member_join_and_sync():
     [sync] = h.sync(G, 1, result["member_id"], {result["member_id"]: b"A"})
     assert sync == (0, "consumer", "range", b"A")
     assert group.is_(STABLE)
-    assert len(h.log) == 1     # the group's metadata record
+    assert len(h.log) == 1  # the group's metadata record
 
 
 def test_second_member_triggers_rebalance_and_both_get_the_new_generation():
@@ -91,7 +93,7 @@ def test_session_expiry_removes_member_and_rebalances():
         assert h.coordinator.heartbeat(G, a, None, 2) == 0
     group = h.coordinator.groups[G]
     assert b in group.members
-    h.timer.advance(201)    # b silent for 1001 ms > its 1000 ms session; a's is renewed
+    h.timer.advance(201)  # b silent for 1001 ms > its 1000 ms session; a's is renewed
     assert h.coordinator.heartbeat(G, a, None, 2) == E.RebalanceInProgressException.code
     assert b not in group.members
     assert group.is_(PREPARING_REBALANCE)
@@ -117,7 +119,7 @@ def test_initial_rebalance_delay_collects_members_into_one_generation():
     h.timer.advance(50)
     joins.append(h.join(G, rebalance=5000))
     assert not any(joins)
-    h.timer.advance(100)   # a member arrived during the first delay: one more delay
+    h.timer.advance(100)  # a member arrived during the first delay: one more delay
     assert not any(joins)
     h.timer.advance(101)
     assert all(j and j[0]["generation_id"] == 1 for j in joins)
@@ -135,7 +137,7 @@ def test_static_member_rejoin_keeps_assignment_without_rebalance():
     static.sync(G, 2, s2, instance_id="i2")
     group = static.coordinator.groups[G]
     assert group.is_(STABLE)
-    [again] = static.join(G, instance_id="i2")   # restarted: no member id
+    [again] = static.join(G, instance_id="i2")  # restarted: no member id
     assert again["error_code"] == 0 and again["generation_id"] == 2
     assert again["member_id"] != s2
     assert group.is_(STABLE)
@@ -165,18 +167,22 @@ def test_protocol_selection_and_consistency():
     [bad] = h.join(G, protocols=[("sticky", sub)])
     assert bad["error_code"] == E.InconsistentGroupProtocolException.code
     results = []
-    h.coordinator.join_group(G, "", None, "c", "/h", 1000, 1000, "connect", [("range", sub)],
-                             False, results.append)
+    h.coordinator.join_group(
+        G, "", None, "c", "/h", 1000, 1000, "connect", [("range", sub)], False, results.append
+    )
     assert results[0]["error_code"] == E.InconsistentGroupProtocolException.code
 
 
 def test_most_votes_win():
     h = Harness(**{"group.initial.rebalance.delay.ms": 100})
     sub = encode_subscription(["t"])
-    prefs = [[("range", sub), ("rr", sub)], [("rr", sub), ("range", sub)],
-             [("rr", sub), ("range", sub)]]
+    prefs = [
+        [("range", sub), ("rr", sub)],
+        [("rr", sub), ("range", sub)],
+        [("rr", sub), ("range", sub)],
+    ]
     joins = [h.join(G, protocols=p) for p in prefs]
-    h.timer.advance(201)   # members arrived in the first delay: a second one
+    h.timer.advance(201)  # members arrived in the first delay: a second one
     assert {j[0]["protocol_name"] for j in joins} == {"rr"}
 
 
@@ -194,7 +200,7 @@ def test_sync_errors():
     a, b = form_group(h, 2)
     assert h.sync(G, 1, a)[0][0] == E.IllegalGenerationException.code
     assert h.sync(G, 2, "nobody")[0][0] == E.UnknownMemberIdException.code
-    h.join(G)   # a third member: the group prepares a rebalance
+    h.join(G)  # a third member: the group prepares a rebalance
     assert h.sync(G, 2, a)[0][0] == E.RebalanceInProgressException.code
     assert h.coordinator.heartbeat(G, a, None, 1) == E.IllegalGenerationException.code
 

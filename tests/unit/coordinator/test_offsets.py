@@ -1,4 +1,5 @@
 """Committed offsets, retention, deletion and replay of __consumer_offsets."""
+
 from kfast.coordinator.group.classic_group import EMPTY
 from kfast.coordinator.group.records import OffsetCommitValue, decode_key
 from kfast.protocol import errors as E
@@ -8,14 +9,15 @@ from .test_group_coordinator import G, form_group
 
 
 def fetched(h, group, tps=None):
-    return {(t, p): (v.offset, v.metadata) if v else None
-            for t, p, v in h.coordinator.fetch_offsets(group, tps)}
+    return {
+        (t, p): (v.offset, v.metadata) if v else None
+        for t, p, v in h.coordinator.fetch_offsets(group, tps)
+    }
 
 
 def test_standalone_commit_and_fetch():
     h = Harness()
-    assert h.commit("solo", {("t", 0): (5, "m0"), ("t", 1): (7, "")}) == \
-        {("t", 0): 0, ("t", 1): 0}
+    assert h.commit("solo", {("t", 0): (5, "m0"), ("t", 1): (7, "")}) == {("t", 0): 0, ("t", 1): 0}
     assert fetched(h, "solo") == {("t", 0): (5, "m0"), ("t", 1): (7, "")}
     assert fetched(h, "solo", [("t", 0), ("t", 9)]) == {("t", 0): (5, "m0"), ("t", 9): None}
     assert h.coordinator.groups["solo"].is_(EMPTY)
@@ -24,21 +26,23 @@ def test_standalone_commit_and_fetch():
 
 def test_metadata_too_large_rejects_only_that_partition():
     h = Harness(**{"offset.metadata.max.bytes": 4})
-    assert h.commit(G, {("t", 0): (1, "12345"), ("t", 1): (2, "1234")}) == \
-        {("t", 0): E.OffsetMetadataTooLarge.code, ("t", 1): 0}
+    assert h.commit(G, {("t", 0): (1, "12345"), ("t", 1): (2, "1234")}) == {
+        ("t", 0): E.OffsetMetadataTooLarge.code,
+        ("t", 1): 0,
+    }
     assert fetched(h, G) == {("t", 1): (2, "1234")}
 
 
 def test_member_commit_checks_generation_and_member():
     h = Harness()
-    a, = form_group(h, 1)
+    (a,) = form_group(h, 1)
     assert h.commit(G, {("t", 0): (1, "")}, a, 1) == {("t", 0): 0}
-    assert h.commit(G, {("t", 0): (2, "")}, a, 7) == \
-        {("t", 0): E.IllegalGenerationException.code}
+    assert h.commit(G, {("t", 0): (2, "")}, a, 7) == {("t", 0): E.IllegalGenerationException.code}
     assert h.commit(G, {("t", 0): (2, "")}, "x", 1) == {("t", 0): E.UnknownMemberIdException.code}
     assert h.commit(G, {("t", 0): (2, "")}) == {("t", 0): E.UnknownMemberIdException.code}
-    assert h.commit("nogroup", {("t", 0): (2, "")}, "x", 3) == \
-        {("t", 0): E.IllegalGenerationException.code}
+    assert h.commit("nogroup", {("t", 0): (2, "")}, "x", 3) == {
+        ("t", 0): E.IllegalGenerationException.code
+    }
     assert fetched(h, G) == {("t", 0): (1, "")}
 
 
@@ -51,7 +55,7 @@ def test_failed_append_commits_nothing():
 
 def test_offset_commit_counts_as_heartbeat():
     h = Harness()
-    a, = form_group(h, 1)
+    (a,) = form_group(h, 1)
     for _ in range(3):
         h.timer.advance(600)
         assert h.commit(G, {("t", 0): (1, "")}, a, 1) == {("t", 0): 0}
@@ -61,7 +65,7 @@ def test_offset_commit_counts_as_heartbeat():
 def test_offsets_of_empty_group_expire_after_retention():
     h = Harness(**{"offsets.retention.minutes": 1})
     h.commit("old", {("t", 0): (1, "")})
-    a, = form_group(h, 1)
+    (a,) = form_group(h, 1)
     h.commit(G, {("t", 0): (3, "")}, a, 1)
     h.timer.advance(30_000)
     assert h.coordinator.cleanup_expired_offsets() == 0
@@ -83,15 +87,16 @@ def test_delete_groups():
     form_group(h, 1)
     results = []
     h.coordinator.delete_groups(["empty", G, "missing"], results.append)
-    assert results == [{"empty": 0, G: E.GroupNotEmptyException.code,
-                        "missing": E.GroupIdNotFoundException.code}]
+    assert results == [
+        {"empty": 0, G: E.GroupNotEmptyException.code, "missing": E.GroupIdNotFoundException.code}
+    ]
     assert "empty" not in h.coordinator.groups and fetched(h, "empty") == {}
     assert "empty" not in h.replayed().groups
 
 
 def test_delete_offsets_refuses_subscribed_topics():
     h = Harness()
-    a, = form_group(h, 1, topics=("t",))
+    (a,) = form_group(h, 1, topics=("t",))
     h.commit(G, {("t", 0): (1, ""), ("u", 0): (2, "")}, a, 1)
     results = []
     h.coordinator.delete_offsets(G, [("t", 0), ("u", 0)], lambda *r: results.append(r))
@@ -125,7 +130,7 @@ def test_replay_of_uncompacted_log_keeps_latest_per_key():
 
 def test_loaded_members_must_heartbeat_within_their_session():
     h = Harness()
-    a, = form_group(h, 1)
+    (a,) = form_group(h, 1)
     fresh = Harness()
     for key, value in h.log:
         fresh.coordinator.replay(key, value)

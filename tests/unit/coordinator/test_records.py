@@ -1,4 +1,5 @@
 """__consumer_offsets record codecs and group placement (docs/formats.md)."""
+
 import struct
 
 import pytest
@@ -20,8 +21,9 @@ from kfast.coordinator.group.records import (
 )
 
 
-@pytest.mark.parametrize("group, partition", [
-    ("my-group", 12), ("console-consumer-12345", 6), ("é😀", 12)])
+@pytest.mark.parametrize(
+    "group, partition", [("my-group", 12), ("console-consumer-12345", 6), ("é😀", 12)]
+)
 def test_partition_vectors(group, partition):
     assert partition_for(group, 50) == partition
 
@@ -36,8 +38,10 @@ def test_java_hash_code_matches_java():
 
 
 def test_offset_commit_key_bytes():
-    assert encode_key(OffsetCommitKey("g", "t", 3)) == \
-        b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x03"
+    assert (
+        encode_key(OffsetCommitKey("g", "t", 3))
+        == b"\x00\x01" + b"\x00\x01g" + b"\x00\x01t" + b"\x00\x00\x00\x03"
+    )
 
 
 def test_group_metadata_key_bytes():
@@ -46,8 +50,9 @@ def test_group_metadata_key_bytes():
 
 def test_offset_commit_value_v3_bytes():
     value = OffsetCommitValue(42, 7, "md", 1000)
-    assert encode_value(value) == (struct.pack(">hqi", 3, 42, 7) + b"\x00\x02md"
-                                   + struct.pack(">q", 1000))
+    assert encode_value(value) == (
+        struct.pack(">hqi", 3, 42, 7) + b"\x00\x02md" + struct.pack(">q", 1000)
+    )
     key = OffsetCommitKey("g", "t", 0)
     assert decode_value(key, encode_value(value)) == value
 
@@ -63,18 +68,39 @@ def test_offset_commit_value_v1_with_expiry():
 def test_group_metadata_value_v3_bytes():
     member = MemberMetadata("m1", None, "c", "/h", 300, 100, b"S", b"A")
     value = GroupMetadataValue("consumer", 2, "range", "m1", 99, (member,))
-    expected = (b"\x00\x03" + b"\x00\x08consumer" + struct.pack(">i", 2) + b"\x00\x05range"
-                + b"\x00\x02m1" + struct.pack(">qi", 99, 1)
-                + b"\x00\x02m1" + b"\xff\xff" + b"\x00\x01c" + b"\x00\x02/h"
-                + struct.pack(">ii", 300, 100) + b"\x00\x00\x00\x01S" + b"\x00\x00\x00\x01A")
+    expected = (
+        b"\x00\x03"
+        + b"\x00\x08consumer"
+        + struct.pack(">i", 2)
+        + b"\x00\x05range"
+        + b"\x00\x02m1"
+        + struct.pack(">qi", 99, 1)
+        + b"\x00\x02m1"
+        + b"\xff\xff"
+        + b"\x00\x01c"
+        + b"\x00\x02/h"
+        + struct.pack(">ii", 300, 100)
+        + b"\x00\x00\x00\x01S"
+        + b"\x00\x00\x00\x01A"
+    )
     assert encode_value(value) == expected
     assert decode_value(GroupMetadataKey("g"), expected) == value
 
 
 def test_group_metadata_value_v0_has_no_rebalance_timeout():
-    data = (b"\x00\x00" + b"\x00\x08consumer" + struct.pack(">i", 1) + b"\xff\xff\xff\xff"
-            + struct.pack(">i", 1) + b"\x00\x02m1" + b"\x00\x01c" + b"\x00\x02/h"
-            + struct.pack(">i", 100) + b"\x00\x00\x00\x00" + b"\x00\x00\x00\x00")
+    data = (
+        b"\x00\x00"
+        + b"\x00\x08consumer"
+        + struct.pack(">i", 1)
+        + b"\xff\xff\xff\xff"
+        + struct.pack(">i", 1)
+        + b"\x00\x02m1"
+        + b"\x00\x01c"
+        + b"\x00\x02/h"
+        + struct.pack(">i", 100)
+        + b"\x00\x00\x00\x00"
+        + b"\x00\x00\x00\x00"
+    )
     value = decode_value(GroupMetadataKey("g"), data)
     assert value.members[0].session_timeout_ms == 100
     assert value.members[0].rebalance_timeout_ms == 100
@@ -92,8 +118,15 @@ def test_tombstone_and_errors():
 texts = st.text(max_size=20)
 
 
-@given(texts, texts, st.integers(0, 2**31 - 1), st.integers(-1, 2**62),
-       st.integers(-1, 2**31 - 1), texts, st.integers(0, 2**62))
+@given(
+    texts,
+    texts,
+    st.integers(0, 2**31 - 1),
+    st.integers(-1, 2**62),
+    st.integers(-1, 2**31 - 1),
+    texts,
+    st.integers(0, 2**62),
+)
 def test_offset_commit_round_trip(group, topic, partition, offset, epoch, metadata, ts):
     key = OffsetCommitKey(group, topic, partition)
     value = OffsetCommitValue(offset, epoch, metadata, ts)
@@ -101,11 +134,22 @@ def test_offset_commit_round_trip(group, topic, partition, offset, epoch, metada
     assert decode_value(key, encode_value(value)) == value
 
 
-@given(st.lists(st.tuples(texts, st.none() | texts, st.binary(max_size=30),
-                          st.binary(max_size=30)), max_size=5), st.none() | texts)
+@given(
+    st.lists(
+        st.tuples(texts, st.none() | texts, st.binary(max_size=30), st.binary(max_size=30)),
+        max_size=5,
+    ),
+    st.none() | texts,
+)
 def test_group_metadata_round_trip(members, protocol):
-    value = GroupMetadataValue("consumer", 3, protocol, None, 5, tuple(
-        MemberMetadata(m, i, "cid", "/h", 1, 2, s, a) for m, i, s, a in members))
+    value = GroupMetadataValue(
+        "consumer",
+        3,
+        protocol,
+        None,
+        5,
+        tuple(MemberMetadata(m, i, "cid", "/h", 1, 2, s, a) for m, i, s, a in members),
+    )
     assert decode_value(GroupMetadataKey("g"), encode_value(value)) == value
 
 

@@ -1,6 +1,7 @@
 """GroupCoordinatorRuntime loads a __consumer_offsets partition in slices:
 a small one within the request that asks, a large one over several loop
 iterations while its groups are answered COORDINATOR_LOAD_IN_PROGRESS."""
+
 import asyncio
 import uuid
 
@@ -49,7 +50,7 @@ class FakeBroker:
 
     def append(self, index, batch, timeout_ms, on_committed):
         self.appended += 1
-        on_committed(0)     # committed at once
+        on_committed(0)  # committed at once
 
 
 def written_log(tmp_path, records):
@@ -68,7 +69,8 @@ def history():
     """A coordinator's records: a KIP-848 group and many offset commits."""
     h = Harness()
     response = h.coordinator.consumer_group_heartbeat(
-        "cg", "", 0, None, None, 5000, ["t"], None, None, "c", "/h", {"t": (T, 4)})
+        "cg", "", 0, None, None, 5000, ["t"], None, None, "c", "/h", {"t": (T, 4)}
+    )
     for i in range(200):
         h.commit("cg", {("t", i % 4): (i, "")}, response["member_id"], 1)
         h.commit(f"g{i % 7}", {("t", 0): (i, "")})
@@ -93,7 +95,7 @@ def test_a_small_partition_loads_within_the_request(tmp_path, monkeypatch):
 def test_a_large_partition_loads_over_several_loop_iterations(tmp_path, monkeypatch):
     h = history()
     broker = FakeBroker(written_log(tmp_path, h.log))
-    monkeypatch.setattr(runtime_module, "LOAD_SLICE_MS", 0.0)   # one batch per slice
+    monkeypatch.setattr(runtime_module, "LOAD_SLICE_MS", 0.0)  # one batch per slice
 
     async def main():
         runtime = broker.runtime()
@@ -105,7 +107,7 @@ def test_a_large_partition_loads_over_several_loop_iterations(tmp_path, monkeypa
         iterations = 0
         while runtime.loading:
             assert iterations < 10 * len(h.log)
-            await asyncio.sleep(0)      # yield to the loop: the load's slices run
+            await asyncio.sleep(0)  # yield to the loop: the load's slices run
             iterations += 1
         # the loop ran other callbacks while the partition was loading
         assert other_work == ["served"] and iterations > len(h.log) // 2
@@ -118,7 +120,7 @@ def test_a_large_partition_loads_over_several_loop_iterations(tmp_path, monkeypa
     group = runtime.coordinator.consumer_groups["cg"]
     assert len(group.members) == 1
     broker.timer.advance(runtime.coordinator.group_config("cg", "consumer.session.timeout.ms") + 1)
-    assert group.members == {} and broker.appended == 1     # its tombstones
+    assert group.members == {} and broker.appended == 1  # its tombstones
 
 
 def test_losing_leadership_while_loading_drops_the_partial_state(tmp_path, monkeypatch):

@@ -1,6 +1,7 @@
 """GroupCoordinatorRuntime through its PartitionWriter alone (no broker):
 who coordinates a group, and what an offset commit answers when the append
 to __consumer_offsets fails."""
+
 import asyncio
 
 import pytest
@@ -28,7 +29,7 @@ class FakeOffsetsTopic(FakeBroker):
         return self.leader_in_metadata if index == 0 else None
 
     def append(self, index, batch, timeout_ms, on_committed):
-        assert index == 0 and timeout_ms == 5000     # offsets.commit.timeout.ms
+        assert index == 0 and timeout_ms == 5000  # offsets.commit.timeout.ms
         self.appended += 1
         on_committed(self.append_error)
 
@@ -41,11 +42,11 @@ def offsets_topic(tmp_path):
 def test_without_a_replica_the_metadata_decides_the_answer(offsets_topic):
     runtime = offsets_topic.runtime()
     offsets_topic.has_replica = False
-    offsets_topic.leader_in_metadata = None          # no such partition yet
+    offsets_topic.leader_in_metadata = None  # no such partition yet
     assert runtime.check_coordinator("g") == E.CoordinatorNotAvailableException.code
-    offsets_topic.leader_in_metadata = 2             # another broker leads it
+    offsets_topic.leader_in_metadata = 2  # another broker leads it
     assert runtime.check_coordinator("g") == E.NotCoordinatorException.code
-    offsets_topic.leader_in_metadata = offsets_topic.node_id    # ours, log not created yet
+    offsets_topic.leader_in_metadata = offsets_topic.node_id  # ours, log not created yet
     assert runtime.check_coordinator("g") == E.CoordinatorLoadInProgressException.code
     assert not runtime.loaded
 
@@ -61,21 +62,25 @@ def test_a_replica_it_leads_is_loaded_and_unloaded_when_leadership_moves(offsets
     asyncio.run(main())
 
 
-@pytest.mark.parametrize("append_error,answer", [
-    (0, 0),
-    (E.NotLeaderOrFollowerException.code, E.NotCoordinatorException.code),
-    (E.TimeoutException.code, E.CoordinatorNotAvailableException.code),
-    (E.RecordTooLargeException.code, E.InvalidCommitOffsetSizeException.code),
-    (E.CorruptRecordException.code, E.UnknownServerException.code),
-])
+@pytest.mark.parametrize(
+    "append_error,answer",
+    [
+        (0, 0),
+        (E.NotLeaderOrFollowerException.code, E.NotCoordinatorException.code),
+        (E.TimeoutException.code, E.CoordinatorNotAvailableException.code),
+        (E.RecordTooLargeException.code, E.InvalidCommitOffsetSizeException.code),
+        (E.CorruptRecordException.code, E.UnknownServerException.code),
+    ],
+)
 def test_an_offset_commit_answers_what_the_append_did(offsets_topic, append_error, answer):
     async def main():
         runtime = offsets_topic.runtime()
         assert runtime.check_coordinator("g") == 0
         offsets_topic.append_error = append_error
         results = []
-        runtime.coordinator.commit_offsets("g", "", None, -1, {("t", 0): (5, -1, "")}, -1,
-                                           results.append)
+        runtime.coordinator.commit_offsets(
+            "g", "", None, -1, {("t", 0): (5, -1, "")}, -1, results.append
+        )
         return results
 
     assert asyncio.run(main()) == [{("t", 0): answer}]

@@ -1,4 +1,5 @@
 """netio kernel on a real socketpair: framing, buffer ownership, sends."""
+
 import errno
 import os
 import socket
@@ -66,7 +67,7 @@ def test_frame_split_byte_by_byte(pair):
     data = frame(b"split across segments") + frame(b"second")
     got = []
     for i in range(len(data)):
-        client.send(data[i:i + 1])
+        client.send(data[i : i + 1])
         assert t.receive() == 1
         got.extend(drain_frames(t))
         if i < 24:
@@ -82,12 +83,15 @@ def test_receive_reports_eof_and_would_block(pair):
     assert t.receive() == 0
 
 
-@pytest.mark.parametrize("prefix, message", [
-    (struct.pack(">I", 0x80000000), "size = -2147483648"),     # 2 GiB: negative int32
-    (struct.pack(">i", -1), "size = -1"),
-    (struct.pack(">i", 0x7FFFFFFF), "larger than 104857600"),  # 2 GiB - 1
-    (struct.pack(">i", 104857601), "larger than 104857600"),
-])
+@pytest.mark.parametrize(
+    "prefix, message",
+    [
+        (struct.pack(">I", 0x80000000), "size = -2147483648"),  # 2 GiB: negative int32
+        (struct.pack(">i", -1), "size = -1"),
+        (struct.pack(">i", 0x7FFFFFFF), "larger than 104857600"),  # 2 GiB - 1
+        (struct.pack(">i", 104857601), "larger than 104857600"),
+    ],
+)
 def test_invalid_size_prefix_raises_before_buffering(pair, prefix, message):
     server, client = pair
     t = PlaintextTransport(server.fileno(), MAX)
@@ -117,7 +121,7 @@ def test_large_frame_grows_with_received_bytes_only(pair):
     sent = 0
     result = None
     while sent < len(data):
-        step = client.send(data[sent:sent + 50000])
+        step = client.send(data[sent : sent + 50000])
         sent += step
         while t.receive() > 0:
             # Capacity never exceeds twice the bytes received so far (or the
@@ -157,7 +161,7 @@ def test_held_frames_survive_buffer_reuse(sizes, data):
             if sent < len(wire):
                 step = data.draw(st.integers(1, 70000))
                 try:
-                    sent += client.send(wire[sent:sent + step])
+                    sent += client.send(wire[sent : sent + step])
                 except BlockingIOError:
                     pass
             while t.receive() > 0:
@@ -340,10 +344,19 @@ _FILE_CONTENT = os.urandom(1 << 16)
 
 
 @settings(max_examples=60)
-@given(st.lists(st.lists(st.one_of(
-    st.binary(max_size=1500),                                        # small and held parts
-    st.tuples(st.integers(0, 1 << 16), st.integers(0, 5000)),        # file regions
-), max_size=12), min_size=1, max_size=6))
+@given(
+    st.lists(
+        st.lists(
+            st.one_of(
+                st.binary(max_size=1500),  # small and held parts
+                st.tuples(st.integers(0, 1 << 16), st.integers(0, 5000)),  # file regions
+            ),
+            max_size=12,
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
 def test_any_mix_of_parts_arrives_exactly(responses):
     """Small parts are coalesced, large ones held, regions sent from the
     file: whatever the mix, the wire carries prefix + parts in order."""
@@ -366,7 +379,7 @@ def test_any_mix_of_parts_arrives_exactly(responses):
                         position, length = p
                         length = min(length, len(_FILE_CONTENT) - position)
                         wire_parts.append(FileRegion(f, position, length))
-                        body += _FILE_CONTENT[position:position + length]
+                        body += _FILE_CONTENT[position : position + length]
                         file_bytes += length
                 t.send(wire_parts)
                 expected += frame(bytes(body))
@@ -407,12 +420,14 @@ def _sendfile_refuses(path):
     return False
 
 
-@pytest.mark.skipif(not _sendfile_refuses("/proc/self/status"),
-                    reason="needs a file sendfile(2) refuses with EINVAL")
+@pytest.mark.skipif(
+    not _sendfile_refuses("/proc/self/status"),
+    reason="needs a file sendfile(2) refuses with EINVAL",
+)
 def test_file_that_cannot_splice_falls_back_to_copy(pair):
     server, client = pair
     with open("/proc/self/status", "rb") as f:
-        head = os.pread(f.fileno(), 5, 0)          # "Name:", stable
+        head = os.pread(f.fileno(), 5, 0)  # "Name:", stable
         t = PlaintextTransport(server.fileno(), MAX)
         t.send([FileRegion(f, 0, 5)])
         assert t.flush() is True

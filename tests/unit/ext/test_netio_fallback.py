@@ -2,6 +2,7 @@
 this machine with KFAST_NO_SENDFILE so it is exercised where wheels for
 macOS/BSD cannot be tested: partial sends on a full non-blocking socket must
 resume without losing or repeating a byte."""
+
 import os
 import shutil
 import subprocess
@@ -65,11 +66,18 @@ def test_pread_send_fallback_resumes_partial_sends(tmp_path):
     source.write_text(HARNESS)
     binary = tmp_path / "harness"
     include = os.path.dirname(kfast._ext.__file__)
-    subprocess.run(CC + ["-O1", "-DKFAST_NO_SENDFILE", "-I", include, str(source),
-                         "-o", str(binary)], check=True, capture_output=True)
+    subprocess.run(
+        CC + ["-O1", "-DKFAST_NO_SENDFILE", "-I", include, str(source), "-o", str(binary)],
+        check=True,
+        capture_output=True,
+    )
     data = tmp_path / "segment.log"
     data.write_bytes(os.urandom(3 * 1024 * 1024 + 5))
-    result = subprocess.run([str(binary), str(data), str(data.stat().st_size)],
-                            capture_output=True, text=True, timeout=60)
+    result = subprocess.run(
+        [str(binary), str(data), str(data.stat().st_size)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert result.returncode == 0, result.returncode
     assert int(result.stdout) > 0  # the socket really filled up and resumed

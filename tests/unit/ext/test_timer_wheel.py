@@ -1,5 +1,6 @@
 """Timing wheel kernel: the worked numbers of docs/architecture.md, O(1)
 cancel, the expiry queue, and a state-machine comparison against a plain model."""
+
 import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
@@ -102,7 +103,7 @@ def test_cancel_unlinks_in_place_and_is_idempotent():
     assert entries[2].cancel() is False
     assert wheel.size == 4
     assert wheel.advance_clock(5) == [0, 1, 3, 4]
-    assert entries[0].cancel() is False   # already expired
+    assert entries[0].cancel() is False  # already expired
 
 
 def test_cancelled_bucket_is_skipped_by_next_expiration():
@@ -120,7 +121,7 @@ def test_cancelled_bucket_is_skipped_by_next_expiration():
 def test_tasks_already_expired_are_handed_out_by_the_next_advance():
     wheel = TimingWheel(start_ms=100)
     late = wheel.add(50, "late")
-    now = wheel.add(100, "now")          # within the current tick
+    now = wheel.add(100, "now")  # within the current tick
     assert late.level == 0 and now.level == 0
     assert wheel.next_expiration() == 100
     assert wheel.size == 2
@@ -142,13 +143,13 @@ def test_on_earlier_expiration_reports_only_earlier_buckets():
     wheel = TimingWheel()
     calls = []
     wheel.on_earlier_expiration = calls.append
-    wheel.add(50, "a")         # first bucket: earlier than nothing
-    wheel.add(50, "b")         # same bucket
-    wheel.add(60, "c")         # later bucket
-    wheel.add(45, "d")         # same level-2 bucket as 50 (40..59)
-    wheel.add(15, "g")         # earlier bucket, level 1
-    wheel.add(0, "e")          # due now
-    wheel.add(1, "f")          # due list already non-empty
+    wheel.add(50, "a")  # first bucket: earlier than nothing
+    wheel.add(50, "b")  # same bucket
+    wheel.add(60, "c")  # later bucket
+    wheel.add(45, "d")  # same level-2 bucket as 50 (40..59)
+    wheel.add(15, "g")  # earlier bucket, level 1
+    wheel.add(0, "e")  # due now
+    wheel.add(1, "f")  # due list already non-empty
     assert calls == [40, 15, 0]
 
 
@@ -157,7 +158,7 @@ def test_on_earlier_expiration_is_silent_during_advance():
     calls = []
     wheel.add(450, "t")
     wheel.on_earlier_expiration = calls.append
-    wheel.advance_clock(400)   # cascades into a new, earliest bucket
+    wheel.advance_clock(400)  # cascades into a new, earliest bucket
     assert calls == []
 
 
@@ -231,23 +232,24 @@ class WheelVersusModel(RuleBasedStateMachine):
     reaches its expiration rounded down to the tick (or at once, if it was
     already expired when added), exactly once, unless cancelled first."""
 
-    @initialize(tick=st.sampled_from([1, 1, 3, 10]),
-                wheel_size=st.sampled_from([2, 3, 8, 20]),
-                start=st.integers(0, 5_000))
+    @initialize(
+        tick=st.sampled_from([1, 1, 3, 10]),
+        wheel_size=st.sampled_from([2, 3, 8, 20]),
+        start=st.integers(0, 5_000),
+    )
     def setup(self, tick, wheel_size, start):
         self.tick = tick
         self.wheel = TimingWheel(tick_ms=tick, wheel_size=wheel_size, start_ms=start)
         self.now = start - start % tick
-        self.pending = {}       # task id -> (expiration, entry)
-        self.finished = {}      # fired or cancelled: task id -> entry
+        self.pending = {}  # task id -> (expiration, entry)
+        self.finished = {}  # fired or cancelled: task id -> entry
         self.next_id = 0
         self.added_due = set()  # ids that went straight to the due list
 
     def _due_tick(self, expiration):
         return expiration - expiration % self.tick
 
-    @rule(delay=st.one_of(st.integers(0, 100), st.integers(0, 100_000)),
-          jitter=st.integers(-3, 3))
+    @rule(delay=st.one_of(st.integers(0, 100), st.integers(0, 100_000)), jitter=st.integers(-3, 3))
     def add(self, delay, jitter):
         expiration = max(0, self.now + delay + jitter)
         task = self.next_id
@@ -290,15 +292,14 @@ class WheelVersusModel(RuleBasedStateMachine):
     def _advance_to(self, target):
         fired = self.wheel.advance_clock(target)
         self.now = max(self.now, target - target % self.tick)
-        expected = {t for t, (exp, _) in self.pending.items()
-                    if self._due_tick(exp) <= self.now}
+        expected = {t for t, (exp, _) in self.pending.items() if self._due_tick(exp) <= self.now}
         assert len(fired) == len(set(fired)), "a task fired twice"
         assert set(fired) == expected
         # Due-list tasks come first (in the order added), then the rest in
         # expiration order at tick granularity.
         due = [t for t in fired if t in self.added_due]
-        assert fired[:len(due)] == sorted(due)
-        ticks = [self._due_tick(self.pending[t][0]) for t in fired[len(due):]]
+        assert fired[: len(due)] == sorted(due)
+        ticks = [self._due_tick(self.pending[t][0]) for t in fired[len(due) :]]
         assert ticks == sorted(ticks)
         for task in fired:
             _, entry = self.pending.pop(task)

@@ -1,5 +1,6 @@
 """Varint kernel: zigzag round trips, agreement with an independent encoder,
 and strict handling of truncated/overlong input."""
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -50,12 +51,15 @@ def test_every_truncation_raises(value, data):
         varint.decode_varlong(encoded[:cut])
 
 
-@pytest.mark.parametrize("decode, raw", [
-    (varint.decode_varint, b"\x80\x80\x80\x80\x80\x01"),   # 6 bytes for an int32
-    (varint.decode_varint, b"\xff\xff\xff\xff\x1f"),        # 5th byte carries > 32 bits
-    (varint.decode_varlong, b"\x80" * 10 + b"\x01"),       # 11 bytes for an int64
-    (varint.decode_varlong, b"\xff" * 9 + b"\x02"),         # 10th byte carries > 64 bits
-])
+@pytest.mark.parametrize(
+    "decode, raw",
+    [
+        (varint.decode_varint, b"\x80\x80\x80\x80\x80\x01"),  # 6 bytes for an int32
+        (varint.decode_varint, b"\xff\xff\xff\xff\x1f"),  # 5th byte carries > 32 bits
+        (varint.decode_varlong, b"\x80" * 10 + b"\x01"),  # 11 bytes for an int64
+        (varint.decode_varlong, b"\xff" * 9 + b"\x02"),  # 10th byte carries > 64 bits
+    ],
+)
 def test_overlong_encodings_are_corrupt(decode, raw):
     with pytest.raises(CorruptRecordException):
         decode(raw)

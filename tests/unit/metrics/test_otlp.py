@@ -1,6 +1,7 @@
 """kfast.metrics.otlp: OTLP MetricsData decoded against the reference
 encoder (opentelemetry-proto's generated protobuf classes), and never
 anything but OtlpDecodeError on bytes that are not one."""
+
 from __future__ import annotations
 
 import pytest
@@ -46,20 +47,42 @@ def metrics_data() -> bytes:
     total.sum.data_points.add(as_int=-7).attributes.append(key_value("flag", True))
     histogram = scope.metrics.add(name="latency")
     histogram.histogram.aggregation_temporality = TEMPORALITY_CUMULATIVE
-    h = histogram.histogram.data_points.add(count=4, sum=10.5, bucket_counts=[1, 3],
-                                            explicit_bounds=[1.0])
+    h = histogram.histogram.data_points.add(
+        count=4, sum=10.5, bucket_counts=[1, 3], explicit_bounds=[1.0]
+    )
     h.attributes.append(key_value("n", 42))
     return data.SerializeToString()
 
 
 def test_decodes_what_the_reference_encoder_writes():
     assert decode_metrics_data(metrics_data()) == [
-        MetricPoint("org.apache.kafka.producer.record.queue.time.avg", "gauge",
-                    (("client_rack", "r1"), ("node_id", "1")), 2.5, 0, 0, False),
-        MetricPoint("org.apache.kafka.producer.connection.creation.total", "sum",
-                    (("client_rack", "r1"), ("flag", "true")), -7.0, 0, TEMPORALITY_DELTA, True),
-        MetricPoint("latency", "histogram", (("client_rack", "r1"), ("n", "42")), 10.5, 4,
-                    TEMPORALITY_CUMULATIVE, False),
+        MetricPoint(
+            "org.apache.kafka.producer.record.queue.time.avg",
+            "gauge",
+            (("client_rack", "r1"), ("node_id", "1")),
+            2.5,
+            0,
+            0,
+            False,
+        ),
+        MetricPoint(
+            "org.apache.kafka.producer.connection.creation.total",
+            "sum",
+            (("client_rack", "r1"), ("flag", "true")),
+            -7.0,
+            0,
+            TEMPORALITY_DELTA,
+            True,
+        ),
+        MetricPoint(
+            "latency",
+            "histogram",
+            (("client_rack", "r1"), ("n", "42")),
+            10.5,
+            4,
+            TEMPORALITY_CUMULATIVE,
+            False,
+        ),
     ]
 
 
@@ -74,11 +97,11 @@ def test_every_truncation_is_an_error_or_a_prefix():
 
 def test_groups_and_overlong_varints_are_rejected():
     with pytest.raises(OtlpDecodeError):
-        decode_metrics_data(b"\x0b\x0c")                    # field 1, start group
+        decode_metrics_data(b"\x0b\x0c")  # field 1, start group
     with pytest.raises(OtlpDecodeError):
         decode_metrics_data(b"\x08" + b"\xff" * 10 + b"\x01")
     with pytest.raises(OtlpDecodeError):
-        decode_metrics_data(b"\x0a\x05ab")                  # length past the end
+        decode_metrics_data(b"\x0a\x05ab")  # length past the end
 
 
 @given(st.binary(max_size=400))

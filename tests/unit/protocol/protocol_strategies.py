@@ -1,6 +1,7 @@
 """Hypothesis strategies derived from kfast's schemas: a message of one
 version with random values in exactly the fields that version carries (the
 others keep their defaults, as a decoder would leave them)."""
+
 import uuid
 
 from hypothesis import strategies as st
@@ -8,13 +9,18 @@ from hypothesis import strategies as st
 from kfast.protocol.schema import MessageSchema
 
 _INT_RANGES = {
-    "int8": (-(1 << 7), (1 << 7) - 1), "int16": (-(1 << 15), (1 << 15) - 1),
-    "int32": (-(1 << 31), (1 << 31) - 1), "int64": (-(1 << 63), (1 << 63) - 1),
-    "uint16": (0, (1 << 16) - 1), "uint32": (0, (1 << 32) - 1),
+    "int8": (-(1 << 7), (1 << 7) - 1),
+    "int16": (-(1 << 15), (1 << 15) - 1),
+    "int32": (-(1 << 31), (1 << 31) - 1),
+    "int64": (-(1 << 63), (1 << 63) - 1),
+    "uint16": (0, (1 << 16) - 1),
+    "uint32": (0, (1 << 32) - 1),
 }
 _text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=12)
 _small_bytes = st.binary(max_size=24)
-_uuids = st.one_of(st.just(uuid.UUID(int=0)), st.integers(0, (1 << 128) - 1).map(lambda i: uuid.UUID(int=i)))
+_uuids = st.one_of(
+    st.just(uuid.UUID(int=0)), st.integers(0, (1 << 128) - 1).map(lambda i: uuid.UUID(int=i))
+)
 
 
 def _primitive(type_name: str):
@@ -74,9 +80,18 @@ def sample(schema: MessageSchema, version: int):
 
 
 _SAMPLES = {
-    "int8": 7, "int16": 300, "int32": 70000, "int64": 1 << 40, "uint16": 65000,
-    "uint32": 1 << 31, "float64": 0.5, "bool": True, "string": "sample-é",
-    "bytes": b"\x01\x02\x03", "records": b"records!", "uuid": uuid.UUID(int=(1 << 127) | 5),
+    "int8": 7,
+    "int16": 300,
+    "int32": 70000,
+    "int64": 1 << 40,
+    "uint16": 65000,
+    "uint32": 1 << 31,
+    "float64": 0.5,
+    "bool": True,
+    "string": "sample-é",
+    "bytes": b"\x01\x02\x03",
+    "records": b"records!",
+    "uuid": uuid.UUID(int=(1 << 127) | 5),
 }
 
 
@@ -87,7 +102,9 @@ def _sample_struct(schema, cls, specs, version, flexible):
         if version not in spec.versions or (spec.tag is not None and not tagged):
             continue
         if spec.struct_name is not None:
-            element = _sample_struct(schema, schema.classes[spec.struct_name], spec.fields, version, flexible)
+            element = _sample_struct(
+                schema, schema.classes[spec.struct_name], spec.fields, version, flexible
+            )
         else:
             element = _SAMPLES[spec.element_type]
         fields[spec.name] = [element, element] if spec.is_array else element

@@ -1,4 +1,5 @@
 """The error table: complete, unique, and consistent with its classes."""
+
 import pytest
 
 from kfast.protocol import errors
@@ -23,12 +24,19 @@ def test_class_matches_row(code):
     assert cls().message == info.message
 
 
-@pytest.mark.parametrize("name,retriable", [
-    ("NOT_LEADER_OR_FOLLOWER", True), ("NOT_COORDINATOR", True),
-    ("REQUEST_TIMED_OUT", True), ("UNKNOWN_TOPIC_ID", True),
-    ("INVALID_REQUEST", False), ("TOPIC_AUTHORIZATION_FAILED", False),
-    ("THROTTLING_QUOTA_EXCEEDED", True), ("SHARE_SESSION_LIMIT_REACHED", True),
-])
+@pytest.mark.parametrize(
+    "name,retriable",
+    [
+        ("NOT_LEADER_OR_FOLLOWER", True),
+        ("NOT_COORDINATOR", True),
+        ("REQUEST_TIMED_OUT", True),
+        ("UNKNOWN_TOPIC_ID", True),
+        ("INVALID_REQUEST", False),
+        ("TOPIC_AUTHORIZATION_FAILED", False),
+        ("THROTTLING_QUOTA_EXCEEDED", True),
+        ("SHARE_SESSION_LIMIT_REACHED", True),
+    ],
+)
 def test_retriable_follows_kafkas_exception_hierarchy(name, retriable):
     [info] = [i for i in errors.ERRORS.values() if i.name == name]
     assert info.retriable is retriable

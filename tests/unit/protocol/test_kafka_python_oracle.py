@@ -8,6 +8,7 @@ kafka-python ships Kafka's message definitions (JSON) and its own codec.
    re-encodes it to the same bytes, and kfast decodes those bytes back to the
    same values.
 """
+
 import importlib
 import json
 import os
@@ -163,8 +164,13 @@ def test_bytes_agree_with_kafka_python(key, kind, version):
     ms = getattr(schema(key), kind)
     program = ms.program(version)
 
-    @settings(max_examples=3, deadline=None, database=None, suppress_health_check=list(HealthCheck),
-              phases=(Phase.explicit, Phase.generate))
+    @settings(
+        max_examples=3,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+        phases=(Phase.explicit, Phase.generate),
+    )
     @given(message(ms, version))
     def check(value):
         if (key, kind) == (18, "response"):

@@ -1,5 +1,6 @@
 """Malformed input raises MalformedRequestException at once, without
 allocating what the input claims."""
+
 import struct
 import tracemalloc
 
@@ -14,12 +15,14 @@ from .protocol_strategies import sample
 
 Malformed = errors.MalformedRequestException
 
-VERSIONS = sorted({
-    (api.name, v)
-    for api in api_keys.API_KEYS
-    for v in {api.min_version, api.max_version, api.flexible_from or api.min_version}
-    if api.min_version <= v <= api.max_version
-})
+VERSIONS = sorted(
+    {
+        (api.name, v)
+        for api in api_keys.API_KEYS
+        for v in {api.min_version, api.max_version, api.flexible_from or api.min_version}
+        if api.min_version <= v <= api.max_version
+    }
+)
 
 
 @pytest.mark.parametrize("name,version", VERSIONS)
@@ -65,24 +68,41 @@ def _request(api, version, body_bytes):
     return header + body_bytes
 
 
-@pytest.mark.parametrize("frame", [
-    # Metadata v4: topics int32 count 2^31-1 with nothing after it
-    _request(3, 4, struct.pack(">i", 0x7FFFFFFF)),
-    # Metadata v9: compact topics count 2^32-2 (uvarint ff ff ff ff 0f)
-    _request(3, 9, b"\xff\xff\xff\xff\x0f"),
-    # Produce v3: records length 2^31-1
-    _request(0, 3, struct.pack(">hhii", -1, 1, 100, 1) + struct.pack(">h", 1) + b"t"
-             + struct.pack(">iii", 1, 0, 0x7FFFFFFF)),
-    # Produce v3: negative array count other than -1
-    _request(0, 3, struct.pack(">hhii", -1, 1, 100, -7)),
-    # DeleteTopics v0: string length 32767 with 3 bytes left
-    _request(20, 0, struct.pack(">ih", 1, 32767) + b"abc"),
-    # Heartbeat v0: negative string length
-    _request(12, 0, struct.pack(">h", -2)),
-    # Metadata v9: overlong unsigned varint
-    _request(3, 9, b"\xff\xff\xff\xff\xff\xff\x01"),
-], ids=["int32-count", "compact-count", "records-length", "negative-count",
-        "string-length", "negative-string", "overlong-varint"])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        # Metadata v4: topics int32 count 2^31-1 with nothing after it
+        _request(3, 4, struct.pack(">i", 0x7FFFFFFF)),
+        # Metadata v9: compact topics count 2^32-2 (uvarint ff ff ff ff 0f)
+        _request(3, 9, b"\xff\xff\xff\xff\x0f"),
+        # Produce v3: records length 2^31-1
+        _request(
+            0,
+            3,
+            struct.pack(">hhii", -1, 1, 100, 1)
+            + struct.pack(">h", 1)
+            + b"t"
+            + struct.pack(">iii", 1, 0, 0x7FFFFFFF),
+        ),
+        # Produce v3: negative array count other than -1
+        _request(0, 3, struct.pack(">hhii", -1, 1, 100, -7)),
+        # DeleteTopics v0: string length 32767 with 3 bytes left
+        _request(20, 0, struct.pack(">ih", 1, 32767) + b"abc"),
+        # Heartbeat v0: negative string length
+        _request(12, 0, struct.pack(">h", -2)),
+        # Metadata v9: overlong unsigned varint
+        _request(3, 9, b"\xff\xff\xff\xff\xff\xff\x01"),
+    ],
+    ids=[
+        "int32-count",
+        "compact-count",
+        "records-length",
+        "negative-count",
+        "string-length",
+        "negative-string",
+        "overlong-varint",
+    ],
+)
 def test_oversized_or_negative_lengths_raise_without_allocating(frame):
     _no_big_allocation(lambda: protocol.decode_request(frame))
 
@@ -108,10 +128,10 @@ def test_tagged_field_whose_size_disagrees_with_its_value_raises():
     assert frame.endswith(tail)
     good = protocol.decode_request(bytes(frame))[1]
     assert good.cluster_id == "abc"
-    short = frame[:-len(tail)] + bytes([1, 0, 5, 4]) + b"abc" + b"\x00"   # size 5, value takes 4
+    short = frame[: -len(tail)] + bytes([1, 0, 5, 4]) + b"abc" + b"\x00"  # size 5, value takes 4
     with pytest.raises(Malformed):
         protocol.decode_request(bytes(short))
-    inside = frame[:-len(tail)] + bytes([1, 0, 2, 4]) + b"abc"           # value overruns its size
+    inside = frame[: -len(tail)] + bytes([1, 0, 2, 4]) + b"abc"  # value overruns its size
     with pytest.raises(Malformed):
         protocol.decode_request(bytes(inside))
 
@@ -120,7 +140,9 @@ def test_unknown_tagged_fields_are_skipped():
     frame = _fetch_v12_with_cluster_id()
     tail = bytes([1, 0, 4, 4]) + b"abc"
     # tags 0 and 9 (unknown, 2 bytes)
-    patched = frame[:-len(tail)] + bytes([2, 0, 4, 4]) + b"abc" + bytes([9, 2, 0xAA, 0xBB])
+    patched = frame[: -len(tail)] + bytes([2, 0, 4, 4]) + b"abc" + bytes([9, 2, 0xAA, 0xBB])
     assert protocol.decode_request(bytes(patched))[1].cluster_id == "abc"
-    huge = frame[:-len(tail)] + bytes([1, 9, 0xFF, 0xFF, 0xFF, 0x7F])   # unknown tag claiming 256 MiB
+    huge = frame[: -len(tail)] + bytes(
+        [1, 9, 0xFF, 0xFF, 0xFF, 0x7F]
+    )  # unknown tag claiming 256 MiB
     _no_big_allocation(lambda: protocol.decode_request(bytes(huge)))

@@ -1,5 +1,6 @@
 """Every API, every version, both directions: random messages survive
 encode -> decode -> encode unchanged."""
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -22,8 +23,7 @@ def test_roundtrip(name, version, direction):
     ms = getattr(schema(name), direction)
     program = ms.program(version)
 
-    @settings(max_examples=4, deadline=None, database=None,
-              suppress_health_check=list(HealthCheck))
+    @settings(max_examples=4, deadline=None, database=None, suppress_health_check=list(HealthCheck))
     @given(message(ms, version))
     def check(value):
         encoded = codec.encode(program, value)
@@ -64,7 +64,9 @@ def test_frames_through_the_public_api(key, version):
     assert header.api_key == key and header.api_version == version
     assert header.correlation_id == 123 and header.client_id == "client-é"
     # header v1: 2+2+4+2+len(client id); v2 adds the tagged-field count
-    expected = 10 + len("client-é".encode()) + (1 if api.request_header_version(version) == 2 else 0)
+    expected = (
+        10 + len("client-é".encode()) + (1 if api.request_header_version(version) == 2 else 0)
+    )
     assert header.header_length == expected
     assert body == request
     response = sample(s.response, version)

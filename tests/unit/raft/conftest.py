@@ -1,5 +1,6 @@
 """Fixtures shared by the ReplicatedLog tests: every behavioural test of a
 ReplicatedLog runs against each implementation (in memory, on disk)."""
+
 from __future__ import annotations
 
 import json

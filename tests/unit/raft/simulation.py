@@ -27,6 +27,7 @@ AddRaftVoter / RemoveRaftVoter to the leader as an administrator would.
     sim.run_for(5_000)
     sim.propose("x")
 """
+
 from __future__ import annotations
 
 import heapq
@@ -52,7 +53,7 @@ from kfast.raft.voter_set import (
     VotersRecord,
 )
 
-ADMIN_ID = 0            # the administrator's address in the simulated network
+ADMIN_ID = 0  # the administrator's address in the simulated network
 
 
 class InvariantViolation(AssertionError):
@@ -86,15 +87,17 @@ class StateMachine:
     def __init__(self, sim: Simulation, node_id: int):
         self.sim = sim
         self.node_id = node_id
-        self.applied: list = []          # (offset, record) of data records
+        self.applied: list = []  # (offset, record) of data records
         self.next_offset = 0
         self.last_epoch = 0
         self.leader = (-1, 0)
 
     def handle_commit(self, batch) -> None:
         if batch.base_offset != self.next_offset:
-            raise InvariantViolation(f"node {self.node_id} applied batch {batch.base_offset} "
-                                     f"after offset {self.next_offset}")
+            raise InvariantViolation(
+                f"node {self.node_id} applied batch {batch.base_offset} "
+                f"after offset {self.next_offset}"
+            )
         self.sim.check_committed_batch(self.node_id, batch)
         if not batch.is_control:
             for index, record in enumerate(batch.records):
@@ -108,26 +111,28 @@ class StateMachine:
         self.last_epoch = snapshot_id.epoch
         committed = self.sim.committed_records_below(snapshot_id.offset)
         if committed is not None and committed != self.applied:
-            raise InvariantViolation(f"node {self.node_id}: snapshot {snapshot_id} differs "
-                                     f"from the committed records")
+            raise InvariantViolation(
+                f"node {self.node_id}: snapshot {snapshot_id} differs from the committed records"
+            )
 
     def handle_leader_change(self, leader_id: int, epoch: int) -> None:
         self.leader = (leader_id, epoch)
 
     def snapshot(self) -> tuple[OffsetAndEpoch, bytes]:
-        return (OffsetAndEpoch(self.next_offset, self.last_epoch),
-                self.sim.logs.snapshot_data(self.applied, self.last_epoch))
+        return (
+            OffsetAndEpoch(self.next_offset, self.last_epoch),
+            self.sim.logs.snapshot_data(self.applied, self.last_epoch),
+        )
 
 
 class SimNode:
-    def __init__(self, sim: Simulation, node_id: int, voters, directory_id=None,
-                 bootstrap_ids=()):
+    def __init__(self, sim: Simulation, node_id: int, voters, directory_id=None, bootstrap_ids=()):
         self.sim = sim
         self.node_id = node_id
         self.voters = voters
         self.directory_id = directory_id or uuid.UUID(int=0)
         self.bootstrap_ids = tuple(bootstrap_ids)
-        self.port = 9093                # its controller listener (a restart may move it)
+        self.port = 9093  # its controller listener (a restart may move it)
         self.log = sim.logs.create(node_id)
         self.store = MemoryQuorumStateStore()
         self.alive = False
@@ -137,11 +142,18 @@ class SimNode:
 
     def start(self, now_ms: int) -> None:
         self.machine = StateMachine(self.sim, self.node_id)
-        self.client = RaftClient(self.node_id, self.voters, self.log, self.store,
-                                 self.sim.config, random.Random(self.sim.rng.random()),
-                                 self.machine, directory_id=self.directory_id,
-                                 endpoints=self.endpoints,
-                                 bootstrap_ids=self.bootstrap_ids)
+        self.client = RaftClient(
+            self.node_id,
+            self.voters,
+            self.log,
+            self.store,
+            self.sim.config,
+            random.Random(self.sim.rng.random()),
+            self.machine,
+            directory_id=self.directory_id,
+            endpoints=self.endpoints,
+            bootstrap_ids=self.bootstrap_ids,
+        )
         self.client.start(now_ms)
         self.alive = True
         self.last_high_watermark = -1
@@ -161,10 +173,19 @@ class SimNode:
 
 
 class Simulation:
-    def __init__(self, seed: int, voters: int = 3, observers: int = 0,
-                 drop_rate: float = 0.0, min_delay_ms: int = 1, max_delay_ms: int = 10,
-                 snapshot_every: int = 0, config: QuorumConfig | None = None,
-                 logs=None, dynamic: bool = False):
+    def __init__(
+        self,
+        seed: int,
+        voters: int = 3,
+        observers: int = 0,
+        drop_rate: float = 0.0,
+        min_delay_ms: int = 1,
+        max_delay_ms: int = 10,
+        snapshot_every: int = 0,
+        config: QuorumConfig | None = None,
+        logs=None,
+        dynamic: bool = False,
+    ):
         self.rng = random.Random(seed)
         self.logs = logs or MemoryLogs()
         self.config = config or QuorumConfig(fetch_max_batches=4, fetch_snapshot_max_bytes=256)
@@ -172,14 +193,20 @@ class Simulation:
         ids = voter_ids + tuple(range(voters + 1, voters + observers + 1))
         self.dynamic = dynamic
         if dynamic:
-            self.nodes = {i: SimNode(self, i, (), uuid.UUID(int=self.rng.getrandbits(128)),
-                                     bootstrap_ids=voter_ids) for i in ids}
+            self.nodes = {
+                i: SimNode(
+                    self, i, (), uuid.UUID(int=self.rng.getrandbits(128)), bootstrap_ids=voter_ids
+                )
+                for i in ids
+            }
             bootstrap = VoterSet.of(self.nodes[i].voter_node() for i in voter_ids)
             for i in voter_ids:
                 # kafka-storage.sh format --initial-controllers: the checkpoint 0-0.
                 self.nodes[i].log.create_snapshot(
-                    OffsetAndEpoch(0, 0), self.logs.snapshot_data([], 0),
-                    (KRaftVersionRecord(KRAFT_VERSION_1), VotersRecord(bootstrap)))
+                    OffsetAndEpoch(0, 0),
+                    self.logs.snapshot_data([], 0),
+                    (KRaftVersionRecord(KRAFT_VERSION_1), VotersRecord(bootstrap)),
+                )
         else:
             self.nodes = {i: SimNode(self, i, voter_ids) for i in ids}
         self.voter_ids = voter_ids
@@ -193,7 +220,7 @@ class Simulation:
         self.now = 0
         self._queue: list = []
         self._seq = 0
-        self.cut: set[frozenset] = set()       # links that drop everything
+        self.cut: set[frozenset] = set()  # links that drop everything
         self.leaders_by_epoch: dict[int, int] = {}
         # The one committed sequence: base offset -> (epoch, records, is_control).
         self.committed: dict[int, tuple] = {}
@@ -257,12 +284,12 @@ class Simulation:
 
     def add_voter(self, node_id: int, timeout_ms: int = 5000) -> int | None:
         node = self.nodes[node_id]
-        return self.admin_request(AddRaftVoterRequest(node_id, node.directory_id,
-                                                      node.endpoints, timeout_ms))
+        return self.admin_request(
+            AddRaftVoterRequest(node_id, node.directory_id, node.endpoints, timeout_ms)
+        )
 
     def remove_voter(self, node_id: int) -> int | None:
-        return self.admin_request(RemoveRaftVoterRequest(node_id,
-                                                         self.nodes[node_id].directory_id))
+        return self.admin_request(RemoveRaftVoterRequest(node_id, self.nodes[node_id].directory_id))
 
     def leader(self) -> SimNode | None:
         leaders = [n for n in self.nodes.values() if n.alive and n.client.is_leader]
@@ -297,8 +324,10 @@ class Simulation:
             if next_time <= self.now:
                 spins += 1
                 if spins > 10_000:
-                    raise InvariantViolation(f"livelock at {self.now} ms: a replica keeps "
-                                             f"asking to be polled without progress")
+                    raise InvariantViolation(
+                        f"livelock at {self.now} ms: a replica keeps "
+                        f"asking to be polled without progress"
+                    )
             else:
                 spins = 0
             self.now = max(self.now, next_time)
@@ -364,15 +393,20 @@ class Simulation:
                 if batch.base_offset > self.committed_end:
                     raise InvariantViolation(
                         f"node {node_id} committed batch {batch.base_offset} past the "
-                        f"committed end {self.committed_end}")
-                raise InvariantViolation(f"node {node_id}: batch at {batch.base_offset} is "
-                                         f"not on a committed batch boundary")
+                        f"committed end {self.committed_end}"
+                    )
+                raise InvariantViolation(
+                    f"node {node_id}: batch at {batch.base_offset} is "
+                    f"not on a committed batch boundary"
+                )
             self.committed[batch.base_offset] = entry
             self.committed_end = batch.next_offset
             self.committed_epoch = max(self.committed_epoch, batch.epoch)
         elif known != entry:
-            raise InvariantViolation(f"node {node_id}: committed batch at {batch.base_offset} "
-                                     f"changed from {known} to {entry}")
+            raise InvariantViolation(
+                f"node {node_id}: committed batch at {batch.base_offset} "
+                f"changed from {known} to {entry}"
+            )
 
     def committed_records_below(self, offset: int) -> list | None:
         if offset > self.committed_end:
@@ -394,12 +428,15 @@ class Simulation:
             if client.is_leader:
                 first = self.leaders_by_epoch.setdefault(client.epoch, node.node_id)
                 if first != node.node_id:
-                    raise InvariantViolation(f"epoch {client.epoch} has two leaders: {first} "
-                                             f"and {node.node_id}")
+                    raise InvariantViolation(
+                        f"epoch {client.epoch} has two leaders: {first} and {node.node_id}"
+                    )
             high_watermark = client.high_watermark
             if high_watermark < node.last_high_watermark:
-                raise InvariantViolation(f"node {node.node_id}: high watermark went back from "
-                                         f"{node.last_high_watermark} to {high_watermark}")
+                raise InvariantViolation(
+                    f"node {node.node_id}: high watermark went back from "
+                    f"{node.last_high_watermark} to {high_watermark}"
+                )
             node.last_high_watermark = high_watermark
             self._check_log_prefix(node, high_watermark)
             if client.is_leader and client.epoch >= self.committed_epoch:
@@ -431,16 +468,20 @@ class Simulation:
             if log.end_offset < high_watermark:
                 continue
             if last < log.start_offset:
-                holders += 1                   # below its snapshot: committed there
+                holders += 1  # below its snapshot: committed there
                 continue
             batch = log.read(last, 1)
-            if batch and (batch[0].epoch, batch[0].records, batch[0].is_control) == \
-                    self.committed[last]:
+            if (
+                batch
+                and (batch[0].epoch, batch[0].records, batch[0].is_control) == self.committed[last]
+            ):
                 holders += 1
         voters = leader.client.quorum.voters
         if holders < len(voters) // 2 + 1:
-            raise InvariantViolation(f"leader {leader.node_id} moved its high watermark to "
-                                     f"{high_watermark} with {holders} of voters {voters}")
+            raise InvariantViolation(
+                f"leader {leader.node_id} moved its high watermark to "
+                f"{high_watermark} with {holders} of voters {voters}"
+            )
 
     def _check_one_voter_change_in_flight(self) -> None:
         for node in self.nodes.values():
@@ -449,8 +490,10 @@ class Simulation:
             history = node.client.kraft.voters
             pending = [o for o in history.offsets() if o >= self.committed_end]
             if len(pending) > 1:
-                raise InvariantViolation(f"node {node.node_id} has voter changes at {pending}, "
-                                         f"all above the committed end {self.committed_end}")
+                raise InvariantViolation(
+                    f"node {node.node_id} has voter changes at {pending}, "
+                    f"all above the committed end {self.committed_end}"
+                )
 
     def _check_log_prefix(self, node: SimNode, high_watermark: int) -> None:
         """The replica's log below its high watermark is committed data."""
@@ -469,16 +512,22 @@ class Simulation:
     def _check_leader_completeness(self, node: SimNode) -> None:
         log = node.log
         if log.end_offset < self.committed_end:
-            raise InvariantViolation(f"leader {node.node_id} (epoch {node.client.epoch}) ends at "
-                                     f"{log.end_offset}, before the committed end "
-                                     f"{self.committed_end}")
+            raise InvariantViolation(
+                f"leader {node.node_id} (epoch {node.client.epoch}) ends at "
+                f"{log.end_offset}, before the committed end "
+                f"{self.committed_end}"
+            )
         last_base = max(self.committed) if self.committed else None
         if last_base is not None and last_base >= log.start_offset:
             batch = log.read(last_base, 1)
-            if not batch or (batch[0].epoch, batch[0].records, batch[0].is_control) != \
-                    self.committed[last_base]:
-                raise InvariantViolation(f"leader {node.node_id} lacks the committed batch at "
-                                         f"{last_base}")
+            if (
+                not batch
+                or (batch[0].epoch, batch[0].records, batch[0].is_control)
+                != self.committed[last_base]
+            ):
+                raise InvariantViolation(
+                    f"leader {node.node_id} lacks the committed batch at {last_base}"
+                )
 
     # -- liveness helpers --------------------------------------------------------------------
     def alive_voters(self) -> list[SimNode]:
@@ -486,10 +535,12 @@ class Simulation:
 
     def all_applied_value(self, value) -> bool:
         """Every live replica's state machine has applied ``value``."""
-        return all(any(r == value for _, r in n.machine.applied[-50:])
-                   for n in self.nodes.values() if n.alive)
+        return all(
+            any(r == value for _, r in n.machine.applied[-50:])
+            for n in self.nodes.values()
+            if n.alive
+        )
 
     def all_applied(self, offset: int) -> bool:
         """Every live replica's state machine has applied up to ``offset``."""
         return all(n.machine.next_offset > offset for n in self.nodes.values() if n.alive)
-

@@ -1,4 +1,5 @@
 """The quorum-state file in Kafka's format (QuorumStateData as one JSON line)."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,15 @@ def test_static_quorum_writes_data_version_0(tmp_path):
     store.write(ElectionState(epoch=7, leader_id=2, voted_id=2))
     text = (tmp_path / QUORUM_STATE_FILE).read_text()
     assert "\n" not in text
-    assert json.loads(text) == {"clusterId": "", "leaderId": 2, "leaderEpoch": 7, "votedId": 2,
-                                "appliedOffset": 0,
-                                "currentVoters": [{"voterId": 1}, {"voterId": 2}, {"voterId": 3}],
-                                "data_version": 0}
+    assert json.loads(text) == {
+        "clusterId": "",
+        "leaderId": 2,
+        "leaderEpoch": 7,
+        "votedId": 2,
+        "appliedOffset": 0,
+        "currentVoters": [{"voterId": 1}, {"voterId": 2}, {"voterId": 3}],
+        "data_version": 0,
+    }
     assert store.read() == ElectionState(7, 2, 2)
 
 
@@ -30,8 +36,13 @@ def test_dynamic_quorum_writes_data_version_1(tmp_path):
     store = FileQuorumStateStore(str(tmp_path))
     store.write(ElectionState(epoch=3, voted_id=5))
     data = json.loads((tmp_path / QUORUM_STATE_FILE).read_text())
-    assert data == {"leaderId": -1, "leaderEpoch": 3, "votedId": 5,
-                    "votedDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA", "data_version": 1}
+    assert data == {
+        "leaderId": -1,
+        "leaderEpoch": 3,
+        "votedId": 5,
+        "votedDirectoryId": "AAAAAAAAAAAAAAAAAAAAAA",
+        "data_version": 1,
+    }
     assert store.read() == ElectionState(3, -1, 5)
 
 
@@ -39,7 +50,8 @@ def test_reads_a_file_kafka_wrote(tmp_path):
     # As Kafka 3.x's FileQuorumStateStore writes it for a static quorum.
     (tmp_path / QUORUM_STATE_FILE).write_text(
         '{"clusterId":"","leaderId":1,"leaderEpoch":12,"votedId":-1,"appliedOffset":0,'
-        '"currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}')
+        '"currentVoters":[{"voterId":1},{"voterId":2},{"voterId":3}],"data_version":0}'
+    )
     assert FileQuorumStateStore(str(tmp_path)).read() == ElectionState(12, 1, -1)
 
 

@@ -7,6 +7,7 @@ answer. The rest is the file log's own: restart, crash recovery, the files
 being Kafka's (segments, leader-epoch-checkpoint, snapshot files), and the
 Raft simulation with every node on a file log.
 """
+
 from __future__ import annotations
 
 import io
@@ -95,12 +96,12 @@ def test_snapshot_moves_the_start_and_drops_older_snapshots(make_log):
     log.delete_before_snapshot(first)
     second_data = snapshot_data(["s2"], 2)
     log.create_snapshot(second, second_data)
-    assert log.start_offset == 4                       # until the delete
+    assert log.start_offset == 4  # until the delete
     log.delete_before_snapshot(second)
     assert (log.start_offset, log.end_offset, log.latest_snapshot_id()) == (8, 10, second)
     assert log.read_snapshot(first) is None
     assert log.read_snapshot(second) == second_data
-    assert log.read(4, 10) == ()                       # below the start
+    assert log.read(4, 10) == ()  # below the start
     assert log.epochs == [(2, 8), (3, 8)]
     assert log.end_offset_for_epoch(2) == OffsetAndEpoch(8, 2)
     assert log.end_offset_for_epoch(1) == OffsetAndEpoch(8, 0)
@@ -109,7 +110,7 @@ def test_snapshot_moves_the_start_and_drops_older_snapshots(make_log):
     with pytest.raises(ValueError):
         log.truncate_to(7)
     with pytest.raises(ValueError):
-        log.create_snapshot(OffsetAndEpoch(9, 2), snapshot_data([], 2))   # past the end
+        log.create_snapshot(OffsetAndEpoch(9, 2), snapshot_data([], 2))  # past the end
 
 
 def test_install_snapshot_replaces_the_log(make_log):
@@ -127,8 +128,9 @@ def test_install_snapshot_replaces_the_log(make_log):
 
 
 _operation = st.one_of(
-    st.tuples(st.just("append"), st.integers(0, 2), st.integers(1, 3), st.booleans(),
-              st.booleans()),
+    st.tuples(
+        st.just("append"), st.integers(0, 2), st.integers(1, 3), st.booleans(), st.booleans()
+    ),
     st.tuples(st.just("truncate"), st.integers(0, 20)),
     st.tuples(st.just("snapshot"), st.integers(0, 20)),
     st.tuples(st.just("install"), st.integers(0, 3), st.integers(0, 2)),
@@ -136,8 +138,9 @@ _operation = st.one_of(
 )
 
 
-@settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None,
-          max_examples=60)
+@settings(
+    suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None, max_examples=60
+)
 @given(st.lists(_operation, max_size=25))
 def test_the_file_log_answers_as_the_memory_log(file_logs, operations):
     """The same operations on both logs (what RaftClient does: appends as
@@ -151,14 +154,18 @@ def test_the_file_log_answers_as_the_memory_log(file_logs, operations):
         if kind == "append":
             _, bump, size, control, as_follower = operation
             epoch = memory.last_fetched_epoch + bump
-            records = ((LeaderChangeMessage(epoch % 3 + 1, (1, 2, 3)),) if control
-                       else tuple(f"r{memory.end_offset + i}" for i in range(size)))
+            records = (
+                (LeaderChangeMessage(epoch % 3 + 1, (1, 2, 3)),)
+                if control
+                else tuple(f"r{memory.end_offset + i}" for i in range(size))
+            )
             if as_follower:
                 for log in (memory, disk):
                     log.append_as_follower([Batch(log.end_offset, epoch, records, control)])
             else:
-                assert memory.append_as_leader(records, epoch, control) == \
-                    disk.append_as_leader(records, epoch, control)
+                assert memory.append_as_leader(records, epoch, control) == disk.append_as_leader(
+                    records, epoch, control
+                )
         elif kind == "truncate":
             offset = boundaries[operation[1] % len(boundaries)]
             for log in (memory, disk):
@@ -175,8 +182,7 @@ def test_the_file_log_answers_as_the_memory_log(file_logs, operations):
                 log.delete_before_snapshot(snapshot_id)
         elif kind == "install":
             _, gap, bump = operation
-            snapshot_id = OffsetAndEpoch(memory.end_offset + gap,
-                                         memory.last_fetched_epoch + bump)
+            snapshot_id = OffsetAndEpoch(memory.end_offset + gap, memory.last_fetched_epoch + bump)
             data = snapshot_data(["installed"], snapshot_id.epoch)
             for log in (memory, disk):
                 log.install_snapshot(snapshot_id, data)
@@ -214,16 +220,16 @@ def test_a_torn_tail_is_dropped_on_open(file_logs):
     path = os.path.join(log.dir, SEGMENT)
     size = os.path.getsize(path)
     log.append_as_leader(["being written when the process died"], 3)
-    log.log.close_handlers()                                  # kill -9
+    log.log.close_handlers()  # kill -9
     log.log = None
     with open(path, "r+b") as f:
-        f.truncate(size + 30)                                 # half of the last batch
+        f.truncate(size + 30)  # half of the last batch
     log = file_logs.open(os.path.dirname(log.dir))
     assert not log.had_clean_shutdown
     assert (log.end_offset, log.last_fetched_epoch, log.epochs) == (3, 2, [(1, 0), (2, 1)])
     assert [b.records for b in all_batches(log)] == [("a",), ("b", "c")]
     assert os.path.getsize(path) == size
-    log.append_as_leader(["d"], 3)                            # the log goes on from there
+    log.append_as_leader(["d"], 3)  # the log goes on from there
     assert log.read(3, 1) == (Batch(3, 3, ("d",)),)
 
 
@@ -236,11 +242,14 @@ def test_the_partition_is_in_kafkas_format(file_logs):
     assert os.path.basename(log.dir) == METADATA_PARTITION_DIR == "__cluster_metadata-0"
     with open(os.path.join(log.dir, SEGMENT), "rb") as f:
         batches = list(iter_batches(f.read()))
-    assert [(b.base_offset, b.partition_leader_epoch, b.is_control) for b in batches] == \
-        [(0, 5, True), (1, 5, False), (3, 7, True)]
+    assert [(b.base_offset, b.partition_leader_epoch, b.is_control) for b in batches] == [
+        (0, 5, True),
+        (1, 5, False),
+        (3, 7, True),
+    ]
     assert all(b.is_valid() for b in batches)
     control = next(iter(batches[2]))
-    assert bytes(control.key) == b"\x00\x00\x00\x02"        # version 0, LEADER_CHANGE
+    assert bytes(control.key) == b"\x00\x00\x00\x02"  # version 0, LEADER_CHANGE
     assert control_type_of(control.key) == LEADER_CHANGE
     assert decode_leader_change(control.value).leader_id == 3
     data = list(batches[1])
@@ -248,14 +257,16 @@ def test_the_partition_is_in_kafkas_format(file_logs):
     with open(os.path.join(log.dir, "leader-epoch-checkpoint")) as f:
         assert f.read() == "0\n2\n5 0\n7 3\n"
     with open(os.path.join(log.dir, "partition.metadata")) as f:
-        assert "topic_id: AAAAAAAAAAAAAAAAAAAAAQ" in f.read()    # Uuid.METADATA_TOPIC_ID
+        assert "topic_id: AAAAAAAAAAAAAAAAAAAAAQ" in f.read()  # Uuid.METADATA_TOPIC_ID
     out, err = io.StringIO(), io.StringIO()
-    args = build_parser().parse_args(["dump-log", "--deep-iteration",
-                                      os.path.join(log.dir, SEGMENT)])
+    args = build_parser().parse_args(
+        ["dump-log", "--deep-iteration", os.path.join(log.dir, SEGMENT)]
+    )
     assert dump_log(args, out, err) == 0
     lines = out.getvalue().splitlines()
-    assert sum("isControl: true" in line and "partitionLeaderEpoch: 7" in line
-               for line in lines) == 1
+    assert (
+        sum("isControl: true" in line and "partitionLeaderEpoch: 7" in line for line in lines) == 1
+    )
     assert sum(line.startswith("baseOffset:") for line in lines) == 3
 
 
@@ -263,7 +274,8 @@ def test_leader_change_message_bytes():
     # Version 0, LeaderId 2, Voters [1, 3] (compact array: length + 1, each
     # voter's empty tagged fields), GrantingVoters [], no tagged fields.
     assert encode_leader_change(LeaderChangeMessage(2, (1, 3))) == bytes.fromhex(
-        "0000" "00000002" "03" "00000001" "00" "00000003" "00" "01" "00")
+        "00000000000203000000010000000003000100"
+    )
 
 
 @given(st.integers(-1, 2**31 - 1), st.lists(st.integers(0, 2**31 - 1), max_size=200))
@@ -284,7 +296,7 @@ def test_snapshot_files(file_logs):
         assert f.read() == data == log.read_snapshot(snapshot_id)
     assert log.snapshot_records(snapshot_id) == [{"topic": "t"}, "b"]
     with pytest.raises(ValueError):
-        log.create_snapshot(OffsetAndEpoch(1, 1), data[:-5])    # torn: no footer
+        log.create_snapshot(OffsetAndEpoch(1, 1), data[:-5])  # torn: no footer
     assert log.latest_snapshot_id() == snapshot_id
     # A crash mid-write leaves a .part file: open() removes it.
     with open(path + ".part", "wb") as f:
@@ -301,13 +313,17 @@ def test_snapshot_deletes_the_segments_below_it(file_logs):
     log.append_as_leader(["c"], 1)
     log.log.roll()
     log.append_as_leader(["d"], 2)
-    assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == \
-        [SEGMENT, "00000000000000000002.log", "00000000000000000003.log"]
+    assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == [
+        SEGMENT,
+        "00000000000000000002.log",
+        "00000000000000000003.log",
+    ]
     snapshot_id = OffsetAndEpoch(3, 1)
     log.create_snapshot(snapshot_id, snapshot_data(["a", "b", "c"], 1))
     log.delete_before_snapshot(snapshot_id)
-    assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == \
-        ["00000000000000000003.log"]
+    assert sorted(n for n in os.listdir(log.dir) if n.endswith(".log")) == [
+        "00000000000000000003.log"
+    ]
     assert log.read(3, 10) == (Batch(3, 2, ("d",)),)
 
 
@@ -318,8 +334,7 @@ def test_open_finishes_an_install_a_crash_interrupted(file_logs):
     log.append_as_leader(["a", "b"], 1)
     log.flush()
     snapshot_id = OffsetAndEpoch(10, 3)
-    write_snapshot_file(os.path.join(log.dir, snapshot_name(10, 3)),
-                        [snapshot_data(["state"], 3)])
+    write_snapshot_file(os.path.join(log.dir, snapshot_name(10, 3)), [snapshot_data(["state"], 3)])
     log = reopen(file_logs, log, clean=False)
     assert (log.start_offset, log.end_offset, log.last_fetched_epoch) == (10, 10, 3)
     assert log.latest_snapshot_id() == snapshot_id and all_batches(log) == ()
@@ -341,6 +356,7 @@ class SimulationFileLogs(FileLogs):
 
     def snapshot_applied(self, data: bytes) -> list:
         from kfast.raft.snapshots import snapshot_records
+
         return snapshot_records(data, JsonSerde.decode)
 
 
@@ -360,7 +376,8 @@ def test_simulation_on_file_logs(seed):
                 sim.run_for(20)
             # The leader on even rounds (if there is one), else a follower.
             victim = (sim.leader() if round_ % 2 == 0 else None) or next(
-                n for n in sim.alive_voters() if not n.client.is_leader)
+                n for n in sim.alive_voters() if not n.client.is_leader
+            )
             sim.crash(victim.node_id)
             sim.run_for(1_000)
             sim.restart(victim.node_id)
@@ -371,10 +388,13 @@ def test_simulation_on_file_logs(seed):
         assert sim.run_until(sim.now + 20_000, lambda: sim.all_applied(offset))
         for node in sim.nodes.values():
             log = reopen(logs, node.log, clean=True)
-            assert log.start_offset > 0                       # snapshots trimmed it
+            assert log.start_offset > 0  # snapshots trimmed it
             for batch in log.read(log.start_offset, 1 << 30):
                 if batch.next_offset <= sim.committed_end:
-                    assert sim.committed[batch.base_offset] == \
-                        (batch.epoch, batch.records, batch.is_control)
+                    assert sim.committed[batch.base_offset] == (
+                        batch.epoch,
+                        batch.records,
+                        batch.is_control,
+                    )
     finally:
         logs.cleanup()

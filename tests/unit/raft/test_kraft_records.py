@@ -1,6 +1,7 @@
 """KIP-853's control records (KRaftVersionRecord, VotersRecord) byte for byte,
 the VoterSet rules, kafka-storage.sh's dynamic voter strings, and snapshots
 carrying the voter set in their header batch."""
+
 from __future__ import annotations
 
 import struct
@@ -56,14 +57,20 @@ def test_kraft_version_record_bytes():
 
 def test_voters_record_bytes_follow_the_message_grammar():
     expected = (
-        b"\x00\x00"                          # Version 0
-        + b"\x02"                            # compact array: 1 voter
-        + struct.pack(">i", 7) + DIR_1.bytes
-        + b"\x02"                            # 1 endpoint
-        + b"\x0bCONTROLLER" + b"\x0alocalhost" + struct.pack(">H", 9093) + b"\x00"
-        + struct.pack(">hh", 0, 1) + b"\x00"    # KRaftVersionFeature + its tags
-        + b"\x00"                            # the voter's tags
-        + b"\x00")                           # the record's tags
+        b"\x00\x00"  # Version 0
+        + b"\x02"  # compact array: 1 voter
+        + struct.pack(">i", 7)
+        + DIR_1.bytes
+        + b"\x02"  # 1 endpoint
+        + b"\x0bCONTROLLER"
+        + b"\x0alocalhost"
+        + struct.pack(">H", 9093)
+        + b"\x00"
+        + struct.pack(">hh", 0, 1)
+        + b"\x00"  # KRaftVersionFeature + its tags
+        + b"\x00"  # the voter's tags
+        + b"\x00"
+    )  # the record's tags
     record = VotersRecord(VoterSet.of([node(7)]))
     assert encode_voters(record) == expected
     assert decode_voters(expected) == record
@@ -76,10 +83,18 @@ def test_truncated_voters_record_is_corrupt():
             decode_voters(data[:cut])
 
 
-endpoints = st.lists(st.builds(Endpoint, st.text(max_size=8), st.text(max_size=12),
-                               st.integers(0, 65535)), max_size=3).map(tuple)
-voter_nodes = st.builds(VoterNode, st.integers(0, 2**31 - 1),
-                        st.uuids(), endpoints, st.integers(0, 1), st.integers(0, 1))
+endpoints = st.lists(
+    st.builds(Endpoint, st.text(max_size=8), st.text(max_size=12), st.integers(0, 65535)),
+    max_size=3,
+).map(tuple)
+voter_nodes = st.builds(
+    VoterNode,
+    st.integers(0, 2**31 - 1),
+    st.uuids(),
+    endpoints,
+    st.integers(0, 1),
+    st.integers(0, 1),
+)
 
 
 @given(st.lists(voter_nodes, max_size=5))
@@ -91,8 +106,9 @@ def test_voters_record_round_trips(nodes):
 def test_control_batches_carry_kraft_records_through_the_codec():
     codec = RecordBatchCodec(RecordSerde(lambda r: r.encode(), lambda v: v.decode()))
     voters = VoterSet.of([node(1)])
-    batch = Batch(5, 2, (LeaderChangeMessage(1, (1,)), KRaftVersionRecord(1),
-                         VotersRecord(voters)), True)
+    batch = Batch(
+        5, 2, (LeaderChangeMessage(1, (1,)), KRaftVersionRecord(1), VotersRecord(voters)), True
+    )
     data = codec.encode([batch])
     [decoded] = codec.decode(data)
     assert decoded == batch
@@ -102,12 +118,12 @@ def test_control_batches_carry_kraft_records_through_the_codec():
 
 def test_voter_set_changes():
     voters = VoterSet.of([node(1), node(2, DIR_2)])
-    assert voters.add_voter(node(2)) is None                    # id taken: DUPLICATE_VOTER
+    assert voters.add_voter(node(2)) is None  # id taken: DUPLICATE_VOTER
     grown = voters.add_voter(node(3))
     assert grown.ids == (1, 2, 3) and voters.ids == (1, 2)
-    assert voters.remove_voter(2, DIR_1) is None                # wrong directory
+    assert voters.remove_voter(2, DIR_1) is None  # wrong directory
     assert voters.remove_voter(2, DIR_2).ids == (1,)
-    assert VoterSet.of([node(1)]).remove_voter(1, DIR_1) is None   # never the last
+    assert VoterSet.of([node(1)]).remove_voter(1, DIR_1) is None  # never the last
     assert voters.update_voter(node(1, port=1)).get(1).endpoints[0].port == 1
     assert voters.update_voter(node(1, DIR_2)) is None
     assert voters.has_overlapping_majority(grown)
@@ -119,15 +135,21 @@ def test_voter_set_changes():
 
 def test_dynamic_voter_strings_as_kafka_storage_reads_them():
     text = uuid_base64(DIR_1)
-    assert parse_dynamic_voter(f"3@h1:9093:{text}", "CONTROLLER") == \
-        VoterNode(3, DIR_1, (Endpoint("CONTROLLER", "h1", 9093),), 0, 1)
+    assert parse_dynamic_voter(f"3@h1:9093:{text}", "CONTROLLER") == VoterNode(
+        3, DIR_1, (Endpoint("CONTROLLER", "h1", 9093),), 0, 1
+    )
     assert parse_dynamic_voter(f"4@[::1]:9094:{text}", "C").endpoints[0].host == "::1"
     voters = parse_dynamic_voters(f"1@a:1:{text},2@b:2:{uuid_base64(DIR_2)}", "CONTROLLER")
     assert voters.ids == (1, 2)
-    for bad, message in [(f"a:1:{text}", "No @"), (f"@a:1:{text}", "beginning"),
-                         (f"x@a:1:{text}", "node id"), (f"1@a1:{text}", "port"),
-                         (f"1@a:99999:{text}", "Invalid port"), ("1@a:1:nope", "directory"),
-                         (f"1@a:1:{text},1@b:2:{text}", "more than once")]:
+    for bad, message in [
+        (f"a:1:{text}", "No @"),
+        (f"@a:1:{text}", "beginning"),
+        (f"x@a:1:{text}", "node id"),
+        (f"1@a1:{text}", "port"),
+        (f"1@a:99999:{text}", "Invalid port"),
+        ("1@a:1:nope", "directory"),
+        (f"1@a:1:{text},1@b:2:{text}", "more than once"),
+    ]:
         with pytest.raises(ValueError, match=message):
             parse_dynamic_voters(bad, "CONTROLLER")
     assert parse_uuid_base64(text) == DIR_1
@@ -160,10 +182,11 @@ def test_voter_set_history_follows_appends_truncations_and_snapshots(make_log):
     state.update_state()
     assert state.last_voter_set() == static and state.last_kraft_version() == 0
     assert state.last_voter_set_offset() is None
-    for batch in (log.append_as_leader(["a"], 1),
-                  log.append_as_leader([KRaftVersionRecord(1), VotersRecord(one)], 1,
-                                       is_control=True),
-                  log.append_as_leader(["b"], 1)):
+    for batch in (
+        log.append_as_leader(["a"], 1),
+        log.append_as_leader([KRaftVersionRecord(1), VotersRecord(one)], 1, is_control=True),
+        log.append_as_leader(["b"], 1),
+    ):
         state.observe(batch)
     assert state.last_voter_set() == one and state.last_voter_set_offset() == 2
     state.observe(log.append_as_leader([VotersRecord(two)], 2, is_control=True))
@@ -179,13 +202,16 @@ def test_voter_set_history_follows_appends_truncations_and_snapshots(make_log):
         state.observe(log.append_as_leader([VotersRecord(far)], 2, is_control=True))
     # A replica starting from the log's snapshot finds the voter set in it.
     fresh = make_log()
-    data = b'{"applied": []}' if not hasattr(fresh, "dir") else \
-        snapshot_bytes([], 1, lambda r: r.encode())
+    data = (
+        b'{"applied": []}'
+        if not hasattr(fresh, "dir")
+        else snapshot_bytes([], 1, lambda r: r.encode())
+    )
     fresh.create_snapshot(OffsetAndEpoch(0, 0), data, state.kraft_records_at(3))
     restarted = KRaftControlRecordStateMachine(static, fresh)
     restarted.update_state()
     assert restarted.last_voter_set() == one and restarted.last_kraft_version() == 1
-    assert restarted.last_voter_set_offset() == -1        # the bootstrap checkpoint's
+    assert restarted.last_voter_set_offset() == -1  # the bootstrap checkpoint's
 
 
 def test_log_history_keeps_the_value_below_the_log_start():
@@ -194,8 +220,8 @@ def test_log_history_keeps_the_value_below_the_log_start():
     history = LogHistory()
     for offset, value in ((-1, "bootstrap"), (5, "a"), (9, "b"), (12, "c")):
         history.add_at(offset, value)
-    history.truncate_old_entries(12)       # a snapshot ending at 12: "b" holds at 11
+    history.truncate_old_entries(12)  # a snapshot ending at 12: "b" holds at 11
     assert history.offsets() == [9, 12]
-    history.truncate_new_entries(12)       # a divergence truncates the log to its start
+    history.truncate_new_entries(12)  # a divergence truncates the log to its start
     assert history.last_entry() == (9, "b") and history.value_at_or_before(11) == "b"
     assert history.value_at_or_before(8) is None

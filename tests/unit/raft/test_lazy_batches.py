@@ -1,6 +1,7 @@
 """Batches that keep their bytes (Batch.raw): what a FileReplicatedLog
 reads and a Fetch response carries leaves again byte for byte, and each
 record is decoded only when something reads it -- once."""
+
 from __future__ import annotations
 
 import json
@@ -26,13 +27,13 @@ class CountingSerde(JsonSerde):
 
 
 def segment_bytes(directory: str) -> bytes:
-    with open(os.path.join(directory, METADATA_PARTITION_DIR,
-                           "00000000000000000000.log"), "rb") as f:
+    with open(
+        os.path.join(directory, METADATA_PARTITION_DIR, "00000000000000000000.log"), "rb"
+    ) as f:
         return f.read()
 
 
-records = st.lists(st.lists(st.integers(0, 1000), min_size=1, max_size=5), min_size=1,
-                   max_size=8)
+records = st.lists(st.lists(st.integers(0, 1000), min_size=1, max_size=5), min_size=1, max_size=8)
 
 
 @settings(max_examples=40, deadline=None)

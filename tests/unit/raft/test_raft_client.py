@@ -1,5 +1,6 @@
 """RaftClient's rules one message at a time: votes, pre-votes, fencing,
 fetch validation, the high watermark (the simulation tests run them together)."""
+
 from __future__ import annotations
 
 import random
@@ -30,8 +31,9 @@ def client(node_id=1, voters=(1, 2, 3), state=None, log=None, now=0):
     store = MemoryQuorumStateStore()
     if state is not None:
         store.write(state)
-    c = RaftClient(node_id, voters, log or MemoryReplicatedLog(), store, QuorumConfig(),
-                   random.Random(0))
+    c = RaftClient(
+        node_id, voters, log or MemoryReplicatedLog(), store, QuorumConfig(), random.Random(0)
+    )
     c.start(now)
     return c
 
@@ -106,8 +108,11 @@ def test_a_fetch_to_a_non_leader_names_the_leader():
     c = client(state=ElectionState(6, leader_id=2))
     out = c.handle(0, request(FetchRequest(4, 6, 0, 0, 500), source=4))
     response = bodies(out, FetchResponse)[0]
-    assert (response.error_code, response.leader_id, response.leader_epoch) == \
-        (NOT_LEADER_OR_FOLLOWER, 2, 6)
+    assert (response.error_code, response.leader_id, response.leader_epoch) == (
+        NOT_LEADER_OR_FOLLOWER,
+        2,
+        6,
+    )
 
 
 def elect(c: RaftClient, now=0) -> None:
@@ -116,12 +121,23 @@ def elect(c: RaftClient, now=0) -> None:
     out = c.poll(now)
     pre_votes = [m for m in out if isinstance(m.body, VoteRequest)]
     assert pre_votes and all(m.body.pre_vote for m in pre_votes)
-    out = c.handle(now, RaftResponse(pre_votes[0].correlation_id, pre_votes[0].destination, 1,
-                                     VoteResponse(0, -1, c.epoch, True)))
+    out = c.handle(
+        now,
+        RaftResponse(
+            pre_votes[0].correlation_id,
+            pre_votes[0].destination,
+            1,
+            VoteResponse(0, -1, c.epoch, True),
+        ),
+    )
     votes = [m for m in out if isinstance(m.body, VoteRequest)]
     assert votes and not any(m.body.pre_vote for m in votes)
-    c.handle(now, RaftResponse(votes[0].correlation_id, votes[0].destination, 1,
-                               VoteResponse(0, -1, c.epoch, True)))
+    c.handle(
+        now,
+        RaftResponse(
+            votes[0].correlation_id, votes[0].destination, 1, VoteResponse(0, -1, c.epoch, True)
+        ),
+    )
     assert c.is_leader
 
 
@@ -157,13 +173,27 @@ def test_a_diverging_follower_is_told_where_to_truncate():
 def test_a_follower_never_truncates_below_its_high_watermark():
     c = client(state=ElectionState(2, leader_id=2))
     fetch = bodies_and_ids(c.poll(0))
-    c.handle(1, RaftResponse(fetch, 2, 1, FetchResponse(
-        0, 2, 2, high_watermark=2, batches=(Batch(0, 2, ("a", "b")),))))
+    c.handle(
+        1,
+        RaftResponse(
+            fetch,
+            2,
+            1,
+            FetchResponse(0, 2, 2, high_watermark=2, batches=(Batch(0, 2, ("a", "b")),)),
+        ),
+    )
     assert c.high_watermark == 2
-    fetch = c.requests._in_flight[2].correlation_id      # the next fetch, sent at once
+    fetch = c.requests._in_flight[2].correlation_id  # the next fetch, sent at once
     with pytest.raises(AssertionError, match="below the high watermark"):
-        c.handle(2, RaftResponse(fetch, 2, 1, FetchResponse(
-            0, 2, 2, high_watermark=2, diverging_epoch=OffsetAndEpoch(0, 1))))
+        c.handle(
+            2,
+            RaftResponse(
+                fetch,
+                2,
+                1,
+                FetchResponse(0, 2, 2, high_watermark=2, diverging_epoch=OffsetAndEpoch(0, 1)),
+            ),
+        )
 
 
 def bodies_and_ids(out) -> int:
@@ -177,8 +207,9 @@ def test_end_quorum_epoch_sends_the_first_successor_to_an_election_at_once():
     c.quorum.state.has_fetched = True
     out = c.handle(10, request(EndQuorumEpochRequest(2, 3, (1, 3))))
     assert c.state_name == "Prospective"
-    assert sorted(m.destination for m in out if isinstance(m.body, VoteRequest)
-                  and m.body.pre_vote) == [2, 3]
+    assert sorted(
+        m.destination for m in out if isinstance(m.body, VoteRequest) and m.body.pre_vote
+    ) == [2, 3]
 
 
 def test_end_quorum_epoch_makes_a_later_successor_wait_its_turn():
@@ -230,8 +261,15 @@ def test_committed_records_reach_the_listener_in_slices_between_polls():
     all delivered, so the driver's loop runs between slices."""
     listener = RecordingListener()
     log = MemoryReplicatedLog()
-    c = RaftClient(1, (1,), log, MemoryQuorumStateStore(),
-                   QuorumConfig(max_records_per_delivery=3), random.Random(0), listener)
+    c = RaftClient(
+        1,
+        (1,),
+        log,
+        MemoryQuorumStateStore(),
+        QuorumConfig(max_records_per_delivery=3),
+        random.Random(0),
+        listener,
+    )
     c.start(0)
     for i in range(4):
         c.propose(0, [f"r{i}a", f"r{i}b"])

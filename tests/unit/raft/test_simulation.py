@@ -7,6 +7,7 @@ everything and checks liveness: a leader is elected and a new proposal
 reaches every replica's state machine within a bound of simulated time.
 A failing example prints its seed and fault schedule; it replays exactly.
 """
+
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -59,8 +60,9 @@ def run_scenario(sim: Simulation, faults, step_ms: int, proposals_per_step: int)
     for node_id in sim.nodes:
         sim.restart(node_id)
     deadline = sim.now + HEAL_BOUND_MS
-    assert sim.run_until(deadline, lambda: sim.leader() is not None), \
+    assert sim.run_until(deadline, lambda: sim.leader() is not None), (
         f"no leader {HEAL_BOUND_MS} ms after healing"
+    )
     # A proposal can be lost to a leader change that happens right after
     # it (never a committed one): propose until one commits everywhere.
     attempt = 0
@@ -83,14 +85,18 @@ def run_scenario(sim: Simulation, faults, step_ms: int, proposals_per_step: int)
 
 
 @settings(max_examples=150)
-@given(seed=st.integers(0, 2**32), voters=st.sampled_from([1, 3, 5]),
-       observers=st.integers(0, 1), drop_rate=st.sampled_from([0.0, 0.01, 0.1, 0.3]),
-       max_delay_ms=st.sampled_from([5, 50, 400]),
-       faults=st.lists(fault, max_size=25))
-def test_safety_and_liveness_under_faults(seed, voters, observers, drop_rate, max_delay_ms,
-                                          faults):
-    sim = Simulation(seed, voters=voters, observers=observers, drop_rate=drop_rate,
-                     max_delay_ms=max_delay_ms)
+@given(
+    seed=st.integers(0, 2**32),
+    voters=st.sampled_from([1, 3, 5]),
+    observers=st.integers(0, 1),
+    drop_rate=st.sampled_from([0.0, 0.01, 0.1, 0.3]),
+    max_delay_ms=st.sampled_from([5, 50, 400]),
+    faults=st.lists(fault, max_size=25),
+)
+def test_safety_and_liveness_under_faults(seed, voters, observers, drop_rate, max_delay_ms, faults):
+    sim = Simulation(
+        seed, voters=voters, observers=observers, drop_rate=drop_rate, max_delay_ms=max_delay_ms
+    )
     run_scenario(sim, faults, step_ms=1000, proposals_per_step=5)
     assert sim.committed_end > 0
 
@@ -101,8 +107,7 @@ def test_snapshots_under_faults(seed, faults):
     """State machines snapshot every few batches and the log drops what the
     snapshot covers, so a replica that falls behind catches up from a
     snapshot (FetchSnapshot) and its state still matches the committed one."""
-    sim = Simulation(seed, voters=3, observers=1, drop_rate=0.02, max_delay_ms=30,
-                     snapshot_every=5)
+    sim = Simulation(seed, voters=3, observers=1, drop_rate=0.02, max_delay_ms=30, snapshot_every=5)
     run_scenario(sim, faults, step_ms=600, proposals_per_step=4)
 
 

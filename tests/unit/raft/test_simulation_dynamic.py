@@ -3,6 +3,7 @@ removed at runtime by AddRaftVoter / RemoveRaftVoter, under message loss,
 partitions and crashes, with the simulation's invariants after every event
 (one leader per epoch, committed entries never lost, one voter change in
 flight, high watermarks only on a majority of the voter set in force)."""
+
 from __future__ import annotations
 
 import pytest
@@ -52,16 +53,20 @@ def test_a_standalone_voter_grows_to_three_and_survives_the_loss_of_its_first_no
     sim.propose("before")
     assert add(sim, 2) == NONE
     assert add(sim, 3) == NONE
-    assert sim.run_until(sim.now + 2_000, lambda: all(
-        n.client.quorum.voters == (1, 2, 3) for n in sim.nodes.values()))
+    assert sim.run_until(
+        sim.now + 2_000,
+        lambda: all(n.client.quorum.voters == (1, 2, 3) for n in sim.nodes.values()),
+    )
     assert sim.nodes[3].client.quorum.is_voter
     sim.crash(1)
-    assert sim.run_until(sim.now + 10_000,
-                         lambda: sim.leader() is not None and sim.leader().node_id != 1)
+    assert sim.run_until(
+        sim.now + 10_000, lambda: sim.leader() is not None and sim.leader().node_id != 1
+    )
     offset = sim.propose("after")
-    assert sim.run_until(sim.now + 10_000,
-                         lambda: all(n.machine.next_offset > offset
-                                     for n in sim.nodes.values() if n.alive))
+    assert sim.run_until(
+        sim.now + 10_000,
+        lambda: all(n.machine.next_offset > offset for n in sim.nodes.values() if n.alive),
+    )
     # Node 1 is gone for good: remove it, and the two left are the quorum.
     assert answer(sim, sim.remove_voter(1)) == NONE
     assert sim.current_voters() == (2, 3)
@@ -77,8 +82,9 @@ def test_a_leader_that_removes_itself_resigns_once_the_change_commits():
     old = sim.leader()
     correlation_id = sim.remove_voter(old.node_id)
     assert answer(sim, correlation_id) == NONE
-    assert sim.run_until(sim.now + 10_000, lambda: sim.leader() is not None
-                         and sim.leader() is not old)
+    assert sim.run_until(
+        sim.now + 10_000, lambda: sim.leader() is not None and sim.leader() is not old
+    )
     assert not old.client.quorum.is_voter and old.node_id not in sim.leader().client.quorum.voters
     # The removed node follows the log as an observer.
     offset = sim.propose("after")
@@ -92,11 +98,11 @@ def test_voter_changes_are_refused_as_kafka_refuses_them():
     sim.run_for(200)
     assert answer(sim, sim.add_voter(1)) == DuplicateVoterException.code
     assert answer(sim, sim.remove_voter(3)) == VoterNotFoundException.code
-    assert answer(sim, sim.remove_voter(1)) == VoterNotFoundException.code   # the last voter
+    assert answer(sim, sim.remove_voter(1)) == VoterNotFoundException.code  # the last voter
     # An observer that never fetched from the leader is not caught up.
     fresh = Simulation(6, voters=1, observers=1, dynamic=True)
     assert fresh.run_until(1_000, lambda: fresh.leader() is not None)
-    fresh.crash(2)                       # before its first fetch
+    fresh.crash(2)  # before its first fetch
     assert answer(fresh, fresh.add_voter(2)) == TimeoutException.code
     # One change at a time: a second request while the first is in flight.
     assert sim.run_until(sim.now + 5_000, lambda: caught_up(sim, 2))
@@ -106,8 +112,12 @@ def test_voter_changes_are_refused_as_kafka_refuses_them():
     assert answer(sim, first) == NONE
     # A follower is not the leader.
     follower = sim.nodes[2]
-    request = RaftRequest(999, ADMIN_ID, 2, AddRaftVoterRequest(
-        3, sim.nodes[3].directory_id, sim.nodes[3].endpoints, 1000))
+    request = RaftRequest(
+        999,
+        ADMIN_ID,
+        2,
+        AddRaftVoterRequest(3, sim.nodes[3].directory_id, sim.nodes[3].endpoints, 1000),
+    )
     sim._after(follower, follower.client.handle(sim.now, request))
     assert sim.admin_responses[999].error_code == NotLeaderOrFollowerException.code
 
@@ -131,15 +141,18 @@ def test_an_uncommitted_voter_change_is_reverted_by_truncation():
     # Old leader and the observer on one side, the other two voters apart.
     sim.partition({old.node_id, 4})
     correlation_id = sim.add_voter(4)
-    assert old.client.quorum.voters == (1, 2, 3, 4)          # in force when appended
+    assert old.client.quorum.voters == (1, 2, 3, 4)  # in force when appended
     assert sim.nodes[4].client.quorum.voters in ((1, 2, 3), (1, 2, 3, 4))
-    assert sim.run_until(sim.now + 10_000, lambda: sim.leader() is not None
-                         and sim.leader().node_id in others)
+    assert sim.run_until(
+        sim.now + 10_000, lambda: sim.leader() is not None and sim.leader().node_id in others
+    )
     sim.propose("new leader")
     sim.heal()
     assert answer(sim, correlation_id, 15_000) != NONE
-    assert sim.run_until(sim.now + 10_000, lambda: all(
-        n.client.quorum.voters == (1, 2, 3) for n in sim.nodes.values()))
+    assert sim.run_until(
+        sim.now + 10_000,
+        lambda: all(n.client.quorum.voters == (1, 2, 3) for n in sim.nodes.values()),
+    )
     assert sim.nodes[4].client.quorum.is_voter is False
 
 
@@ -174,16 +187,28 @@ def apply(sim: Simulation, op) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(seed=st.integers(0, 2**32), initial=st.sampled_from([1, 3]),
-       drop_rate=st.sampled_from([0.0, 0.02, 0.1]), max_delay_ms=st.sampled_from([5, 60]),
-       snapshot_every=st.sampled_from([0, 4]), ops=st.lists(operation, max_size=25))
+@given(
+    seed=st.integers(0, 2**32),
+    initial=st.sampled_from([1, 3]),
+    drop_rate=st.sampled_from([0.0, 0.02, 0.1]),
+    max_delay_ms=st.sampled_from([5, 60]),
+    snapshot_every=st.sampled_from([0, 4]),
+    ops=st.lists(operation, max_size=25),
+)
 def test_voter_changes_under_faults_keep_the_log_safe_and_the_quorum_live(
-        seed, initial, drop_rate, max_delay_ms, snapshot_every, ops):
+    seed, initial, drop_rate, max_delay_ms, snapshot_every, ops
+):
     """With ``snapshot_every`` the logs are trimmed behind snapshots, so a
     replica that falls behind learns the voter set from a snapshot."""
-    sim = Simulation(seed, voters=initial, observers=5 - initial, dynamic=True,
-                     drop_rate=drop_rate, max_delay_ms=max_delay_ms,
-                     snapshot_every=snapshot_every)
+    sim = Simulation(
+        seed,
+        voters=initial,
+        observers=5 - initial,
+        dynamic=True,
+        drop_rate=drop_rate,
+        max_delay_ms=max_delay_ms,
+        snapshot_every=snapshot_every,
+    )
     sim.run_until(10_000, lambda: sim.leader() is not None)
     value = 0
     for op in ops:
@@ -225,8 +250,10 @@ def test_a_replica_behind_the_log_start_learns_the_voters_from_the_snapshot():
     leader = sim.leader()
     assert leader.log.start_offset > 0
     # The leader's voter set now lives only in its snapshot and the log after it.
-    assert leader.log.snapshot_kraft_records(leader.log.latest_snapshot_id())[1].voters.ids \
-        == (1, 3)
+    assert leader.log.snapshot_kraft_records(leader.log.latest_snapshot_id())[1].voters.ids == (
+        1,
+        3,
+    )
     sim.restart(2)
     target = leader.log.end_offset - 1
     assert sim.run_until(sim.now + 10_000, lambda: sim.all_applied(target))
@@ -244,8 +271,9 @@ def test_voter_changes_on_file_logs(seed):
 
     logs = SimulationFileLogs()
     try:
-        sim = Simulation(seed, voters=1, observers=2, dynamic=True, snapshot_every=5,
-                         logs=logs, drop_rate=0.02)
+        sim = Simulation(
+            seed, voters=1, observers=2, dynamic=True, snapshot_every=5, logs=logs, drop_rate=0.02
+        )
         assert sim.run_until(1_000, lambda: sim.leader() is not None)
         assert add(sim, 2) == NONE
         assert add(sim, 3) == NONE
@@ -259,8 +287,9 @@ def test_voter_changes_on_file_logs(seed):
             assert sim.run_until(sim.now + 10_000, lambda: sim.leader() is not None)
             assert sim.nodes[victim].client.quorum.voters == (1, 2, 3)
         offset = sim.propose("last")
-        assert offset is not None and sim.run_until(sim.now + 10_000,
-                                                    lambda: sim.all_applied(offset))
+        assert offset is not None and sim.run_until(
+            sim.now + 10_000, lambda: sim.all_applied(offset)
+        )
         for node in sim.nodes.values():
             log = reopen(logs, node.log, clean=True)
             kraft = log.snapshot_kraft_records(log.latest_snapshot_id())
@@ -283,10 +312,15 @@ def test_a_voter_that_moved_updates_its_endpoints_with_update_raft_voter():
         leader = sim.leader()
         node = leader.client.quorum.voter_set.get(follower.node_id) if leader else None
         return node is not None and node.endpoints[0].port == 19093
+
     assert sim.run_until(sim.now + 10_000, moved)
-    assert sim.run_until(sim.now + 5_000, lambda: all(
-        n.client.quorum.voter_set.get(follower.node_id).endpoints[0].port == 19093
-        for n in sim.nodes.values()))
+    assert sim.run_until(
+        sim.now + 5_000,
+        lambda: all(
+            n.client.quorum.voter_set.get(follower.node_id).endpoints[0].port == 19093
+            for n in sim.nodes.values()
+        ),
+    )
     assert sim.leader().client.quorum.voters == (1, 2, 3)
 
 
@@ -321,14 +355,16 @@ def test_a_voter_with_a_new_disk_is_not_that_voter():
     sim.crash(other)
     offset = sim.propose("needs a majority")
     sim.run_for(1_000)
-    assert node.log.end_offset > offset                     # it has the record...
-    assert leader.client.high_watermark <= offset           # ...which is not committed
+    assert node.log.end_offset > offset  # it has the record...
+    assert leader.client.high_watermark <= offset  # ...which is not committed
     sim.restart(other)
     assert sim.run_until(sim.now + 10_000, lambda: sim.all_applied(offset))
     # The voter is named by its old directory; the new one is no voter.
     assert answer(sim, sim.remove_voter(victim)) == VoterNotFoundException.code
-    assert answer(sim, sim.admin_request(RemoveRaftVoterRequest(victim, old_directory)),
-                  15_000) == NONE
+    assert (
+        answer(sim, sim.admin_request(RemoveRaftVoterRequest(victim, old_directory)), 15_000)
+        == NONE
+    )
     assert sim.leader().client.quorum.voter_set.get(victim) is None
     assert add(sim, victim) == NONE
     assert sim.run_until(sim.now + 5_000, lambda: node.client.quorum.is_voter)

@@ -1,5 +1,6 @@
 """The Raft core's messages through Kafka's RPC encodings and back, at every
 version the quorum APIs define (the bytes a Kafka controller would send)."""
+
 from __future__ import annotations
 
 import pytest
@@ -36,6 +37,7 @@ class ReprCodec:
 
     def decode(self, data):
         import ast
+
         return tuple(Batch(*row) for row in ast.literal_eval(data.decode()))
 
 
@@ -61,30 +63,55 @@ def test_vote_with_pre_vote(version):
     assert decoded.cluster_id == "cid"
     assert wire.from_vote_request(decoded) == request
     response = VoteResponse(0, 1, 5, True)
-    assert wire.from_vote_response(through_response(
-        "Vote", wire.vote_response(response), version)) == response
+    assert (
+        wire.from_vote_response(through_response("Vote", wire.vote_response(response), version))
+        == response
+    )
 
 
 @pytest.mark.parametrize("version", [0, 1, 2])
 def test_vote_without_pre_vote_at_every_version(version):
     request = VoteRequest(5, 2, 4, 120, pre_vote=False)
-    assert wire.from_vote_request(through_request(
-        "Vote", wire.vote_request(request, "cid", 3), version)) == request
+    assert (
+        wire.from_vote_request(
+            through_request("Vote", wire.vote_request(request, "cid", 3), version)
+        )
+        == request
+    )
 
 
 @pytest.mark.parametrize("version", [0, 1])
 def test_begin_and_end_quorum_epoch(version):
     begin = BeginQuorumEpochRequest(1, 9)
-    assert wire.from_begin_quorum_epoch_request(through_request(
-        "BeginQuorumEpoch", wire.begin_quorum_epoch_request(begin, "c", 2), version)) == begin
+    assert (
+        wire.from_begin_quorum_epoch_request(
+            through_request(
+                "BeginQuorumEpoch", wire.begin_quorum_epoch_request(begin, "c", 2), version
+            )
+        )
+        == begin
+    )
     end = EndQuorumEpochRequest(1, 9, (3, 2))
-    assert wire.from_end_quorum_epoch_request(through_request(
-        "EndQuorumEpoch", wire.end_quorum_epoch_request(end, "c"), version)) == end
+    assert (
+        wire.from_end_quorum_epoch_request(
+            through_request("EndQuorumEpoch", wire.end_quorum_epoch_request(end, "c"), version)
+        )
+        == end
+    )
     for name, body, to_wire, from_wire in (
-            ("BeginQuorumEpoch", BeginQuorumEpochResponse(74, 2, 10),
-             wire.begin_quorum_epoch_response, wire.from_begin_quorum_epoch_response),
-            ("EndQuorumEpoch", EndQuorumEpochResponse(0, 2, 10),
-             wire.end_quorum_epoch_response, wire.from_end_quorum_epoch_response)):
+        (
+            "BeginQuorumEpoch",
+            BeginQuorumEpochResponse(74, 2, 10),
+            wire.begin_quorum_epoch_response,
+            wire.from_begin_quorum_epoch_response,
+        ),
+        (
+            "EndQuorumEpoch",
+            EndQuorumEpochResponse(0, 2, 10),
+            wire.end_quorum_epoch_response,
+            wire.from_end_quorum_epoch_response,
+        ),
+    ):
         assert from_wire(through_response(name, to_wire(body), version)) == body
 
 
@@ -97,11 +124,11 @@ def test_fetch_of_the_metadata_partition(version):
     assert wire.from_fetch_request(decoded) == expected
     codec = ReprCodec()
     for response in (
-            FetchResponse(0, 1, 6, 38, 0, batches=(Batch(40, 6, ("a", "b")),
-                                                   Batch(42, 6, ("c",)))),
-            FetchResponse(0, 1, 6, 38, 0, diverging_epoch=OffsetAndEpoch(30, 4)),
-            FetchResponse(0, 1, 6, 38, 10, snapshot_id=OffsetAndEpoch(10, 3)),
-            FetchResponse(6, 1, 6, 38, 0)):
+        FetchResponse(0, 1, 6, 38, 0, batches=(Batch(40, 6, ("a", "b")), Batch(42, 6, ("c",)))),
+        FetchResponse(0, 1, 6, 38, 0, diverging_epoch=OffsetAndEpoch(30, 4)),
+        FetchResponse(0, 1, 6, 38, 10, snapshot_id=OffsetAndEpoch(10, 3)),
+        FetchResponse(6, 1, 6, 38, 0),
+    ):
         decoded = through_response("Fetch", wire.fetch_response(response, codec), version)
         assert wire.from_fetch_response(decoded, codec) == response
 
@@ -109,21 +136,27 @@ def test_fetch_of_the_metadata_partition(version):
 @pytest.mark.parametrize("version", [0, 1])
 def test_fetch_snapshot(version):
     request = FetchSnapshotRequest(3, 6, OffsetAndEpoch(100, 5), 4096, 1 << 20)
-    assert wire.from_fetch_snapshot_request(through_request(
-        "FetchSnapshot", wire.fetch_snapshot_request(request, "cid"), version)) == request
+    assert (
+        wire.from_fetch_snapshot_request(
+            through_request("FetchSnapshot", wire.fetch_snapshot_request(request, "cid"), version)
+        )
+        == request
+    )
     response = FetchSnapshotResponse(0, 1, 6, OffsetAndEpoch(100, 5), 9000, 4096, b"x" * 100)
-    assert wire.from_fetch_snapshot_response(through_response(
-        "FetchSnapshot", wire.fetch_snapshot_response(response), version)) == response
+    assert (
+        wire.from_fetch_snapshot_response(
+            through_response("FetchSnapshot", wire.fetch_snapshot_response(response), version)
+        )
+        == response
+    )
 
 
 def test_a_fetch_for_another_partition_is_not_the_quorums():
-    request = through_request("Fetch", wire.fetch_request(FetchRequest(2, 6, 0, 0, 0), "c", 16),
-                              16)
+    request = through_request("Fetch", wire.fetch_request(FetchRequest(2, 6, 0, 0, 0), "c", 16), 16)
     request.topics[0].topic_id = __import__("uuid").uuid4()
     request.topics[0].topic = "orders"
     assert not wire.is_quorum_fetch(request)
-    request = through_request("Vote", wire.vote_request(VoteRequest(1, 2, 0, 0, False), "c", 1),
-                              2)
+    request = through_request("Vote", wire.vote_request(VoteRequest(1, 2, 0, 0, False), "c", 1), 2)
     request.topics[0].partitions[0].partition_index = 1
     with pytest.raises(wire.WireError):
         wire.from_vote_request(request)

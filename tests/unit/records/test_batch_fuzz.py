@@ -1,4 +1,5 @@
 """Truncated and bit-flipped batches end in a kfast error, never a crash or a wrong read."""
+
 import struct
 
 import pytest
@@ -75,6 +76,7 @@ def test_bit_flip(records, codec, data):
 def test_garbage_records_section_with_valid_crc(records, data):
     """Records that are malformed but carry a correct CRC (a buggy or hostile client)."""
     import crc32c
+
     full = bytearray(_build(0, records))
     section = data.draw(st.binary(max_size=200))
     full[61:] = section
@@ -99,6 +101,7 @@ def test_garbage_records_section_with_valid_crc(records, data):
 def test_mutated_records_section_walk_agrees_with_iteration(records, data):
     """Flip bytes inside real records (CRC recomputed): validate and iterate agree."""
     import crc32c
+
     full = bytearray(_build(0, records))
     for _ in range(data.draw(st.integers(1, 3))):
         position = data.draw(st.integers(61, len(full) - 1)) if len(full) > 61 else None

@@ -1,4 +1,5 @@
 """RecordBatch header view, validation rules, patching, batch walking, BufferSlice."""
+
 import gc
 import mmap
 import struct
@@ -32,11 +33,13 @@ def _batch(n=3, codec=0, **kw):
 
 
 def _recrc(buf, offset=0):
-    struct.pack_into(">I", buf, offset + 17, crc32c.crc32c(bytes(buf[offset + 21:])))
+    struct.pack_into(">I", buf, offset + 17, crc32c.crc32c(bytes(buf[offset + 21 :])))
 
 
 # ---- construction
-@pytest.mark.parametrize("wrap", [bytes, bytearray, lambda b: memoryview(b), lambda b: memoryview(bytearray(b))])
+@pytest.mark.parametrize(
+    "wrap", [bytes, bytearray, lambda b: memoryview(b), lambda b: memoryview(bytearray(b))]
+)
 def test_any_buffer(wrap):
     data = _batch()
     batch = RecordBatch(wrap(data))
@@ -62,8 +65,16 @@ def test_mmap_and_offset(tmp_path):
 
 
 def test_header_fields():
-    data = _batch(4, codec=2, base_offset=10, partition_leader_epoch=3, producer_id=99,
-                  producer_epoch=7, base_sequence=2**31 - 2, is_transactional=True)
+    data = _batch(
+        4,
+        codec=2,
+        base_offset=10,
+        partition_leader_epoch=3,
+        producer_id=99,
+        producer_epoch=7,
+        base_sequence=2**31 - 2,
+        is_transactional=True,
+    )
     b = RecordBatch(data)
     assert (b.base_offset, b.last_offset, b.next_offset, b.last_offset_delta) == (10, 13, 14, 3)
     assert b.partition_leader_epoch == 3 and b.magic == 2
@@ -72,7 +83,7 @@ def test_header_fields():
     assert b.delete_horizon_ms is None
     assert (b.producer_id, b.producer_epoch, b.base_sequence) == (99, 7, 2**31 - 2)
     assert b.has_producer_id
-    assert b.last_sequence == 1          # wraps like DefaultRecordBatch.incrementSequence
+    assert b.last_sequence == 1  # wraps like DefaultRecordBatch.incrementSequence
     assert b.base_timestamp == 1000 and b.max_timestamp == 1003
     assert b.size_in_bytes == len(data) == b.batch_length + 12
     assert b.crc == crc32c.crc32c(data[21:]) == b.compute_crc()
@@ -157,7 +168,7 @@ def test_records_count_must_match_records():
 
 def test_client_rules():
     data = bytearray(_batch(3))
-    struct.pack_into(">i", data, 23, 5)           # lastOffsetDelta 5 with 3 records
+    struct.pack_into(">i", data, 23, 5)  # lastOffsetDelta 5 with 3 records
     _recrc(data)
     with pytest.raises(InvalidRecordException, match="Inconsistent"):
         RecordBatch(data).validate()
@@ -172,7 +183,7 @@ def test_compressed_payload_bounds_and_corruption():
     with pytest.raises(CorruptRecordException, match="max_output"):
         RecordBatch(data).validate(max_output=100)
     bad = bytearray(data)
-    bad[61:65] = b"XXXX"        # wreck the zstd frame magic, keep the CRC right
+    bad[61:65] = b"XXXX"  # wreck the zstd frame magic, keep the CRC right
     _recrc(bad)
     with pytest.raises(CorruptRecordException):
         RecordBatch(bad).validate()
@@ -258,7 +269,7 @@ def test_buffer_slice_keeps_buffer_alive_and_pins_bytearray():
     value = RecordBatch(buf).records()[0].value
     gc.collect()
     with pytest.raises(BufferError):
-        buf.extend(b"more")      # a live view pins the bytearray
+        buf.extend(b"more")  # a live view pins the bytearray
     assert value == b"value0"
     del value
     gc.collect()
@@ -277,6 +288,7 @@ def test_record_repr_and_flags():
 
 def test_validation_on_the_software_crc_path():
     from kfast._ext import crc32c as kcrc
+
     data = bytearray(_batch(40))
     kcrc._force_implementation("software")
     try:
@@ -298,12 +310,12 @@ def test_header_keys_with_invalid_utf8_are_replaced_like_java():
 
 def test_check_records_false_skips_only_the_uncompressed_walk():
     data = bytearray(_batch(3))
-    struct.pack_into(">i", data, 57, 4)          # count no longer matches the records
+    struct.pack_into(">i", data, 57, 4)  # count no longer matches the records
     _recrc(data)
     RecordBatch(data).validate(from_client=False, check_records=False)
     with pytest.raises(CorruptRecordException):
         RecordBatch(data).validate(from_client=False)
-    data[-1] ^= 1                                # the CRC is still checked
+    data[-1] ^= 1  # the CRC is still checked
     with pytest.raises(CorruptRecordException, match="crc"):
         RecordBatch(data).validate(from_client=False, check_records=False)
     compressed = bytearray(_batch(3, codec=1))

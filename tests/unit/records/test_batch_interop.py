@@ -1,4 +1,5 @@
 """kfast's batches against kafka-python's and aiokafka's codecs, both directions."""
+
 import types
 
 import aiokafka.record._crecords as aiokafka_records
@@ -31,17 +32,38 @@ def kafka_python_codecs():
     """
     with pytest.MonkeyPatch.context() as mp:
         if not kafka.codec.has_snappy():
-            mp.setattr(kafka.codec, "snappy", types.SimpleNamespace(
-                compress=lambda data: bytes(cramjam.snappy.compress_raw(bytes(data))),
-                decompress=lambda data: bytes(cramjam.snappy.decompress_raw(bytes(data)))))
+            mp.setattr(
+                kafka.codec,
+                "snappy",
+                types.SimpleNamespace(
+                    compress=lambda data: bytes(cramjam.snappy.compress_raw(bytes(data))),
+                    decompress=lambda data: bytes(cramjam.snappy.decompress_raw(bytes(data))),
+                ),
+            )
         if not kafka.codec.has_lz4():
             mp.setattr(kafka.codec, "lz4", types.SimpleNamespace())
-            mp.setattr(kafka_python_records, "lz4_encode", lambda data: bytes(cramjam.lz4.compress(bytes(data))))
-            mp.setattr(kafka_python_records, "lz4_decode", lambda data: bytes(cramjam.lz4.decompress(bytes(data))))
+            mp.setattr(
+                kafka_python_records,
+                "lz4_encode",
+                lambda data: bytes(cramjam.lz4.compress(bytes(data))),
+            )
+            mp.setattr(
+                kafka_python_records,
+                "lz4_decode",
+                lambda data: bytes(cramjam.lz4.decompress(bytes(data))),
+            )
         if not kafka.codec.has_zstd():
             mp.setattr(kafka.codec, "zstd", types.SimpleNamespace())
-            mp.setattr(kafka_python_records, "zstd_encode", lambda data: bytes(cramjam.zstd.compress(bytes(data))))
-            mp.setattr(kafka_python_records, "zstd_decode", lambda data: bytes(cramjam.zstd.decompress(bytes(data))))
+            mp.setattr(
+                kafka_python_records,
+                "zstd_encode",
+                lambda data: bytes(cramjam.zstd.compress(bytes(data))),
+            )
+            mp.setattr(
+                kafka_python_records,
+                "zstd_decode",
+                lambda data: bytes(cramjam.zstd.decompress(bytes(data))),
+            )
         yield
 
 
@@ -89,9 +111,15 @@ def test_kafka_python_reads_kfast(codec, records):
 @settings(max_examples=40)
 @given(records=record_lists())
 def test_kfast_reads_kafka_python(codec, records):
-    builder = KafkaPythonBuilder(magic=2, compression_type=codec, is_transactional=False,
-                                 producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                 batch_size=2**30)
+    builder = KafkaPythonBuilder(
+        magic=2,
+        compression_type=codec,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=2**30,
+    )
     for i, (ts, key, value, headers) in enumerate(records):
         assert builder.append(i, ts, key, value, headers) is not None
     data = bytes(builder.build())
@@ -106,10 +134,12 @@ def test_kfast_reads_kafka_python(codec, records):
 
 
 # ---- aiokafka (compiled)
-def _aiokafka_build(codec, records, producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                    is_transactional=False):
+def _aiokafka_build(
+    codec, records, producer_id=-1, producer_epoch=-1, base_sequence=-1, is_transactional=False
+):
     builder = aiokafka_records.DefaultRecordBatchBuilder(
-        2, codec, int(is_transactional), producer_id, producer_epoch, base_sequence, 2**30)
+        2, codec, int(is_transactional), producer_id, producer_epoch, base_sequence, 2**30
+    )
     for i, (ts, key, value, headers) in enumerate(records):
         assert builder.append(i, ts, key, value, headers) is not None
     return bytes(builder.build())
@@ -119,8 +149,9 @@ def _aiokafka_build(codec, records, producer_id=-1, producer_epoch=-1, base_sequ
 @settings(max_examples=40)
 @given(records=record_lists())
 def test_aiokafka_reads_kfast(codec, records):
-    data = _build_kfast(codec, records, producer_id=9, producer_epoch=1, base_sequence=0,
-                        is_transactional=True)
+    data = _build_kfast(
+        codec, records, producer_id=9, producer_epoch=1, base_sequence=0, is_transactional=True
+    )
     theirs = aiokafka_records.DefaultRecordBatch(data)
     assert theirs.validate_crc()
     assert theirs.is_transactional and theirs.producer_id == 9
@@ -140,8 +171,10 @@ def test_kfast_reads_aiokafka(codec, records):
 
 
 def test_uncompressed_encoding_is_byte_identical_to_aiokafka():
-    records = [(1_700_000_000_000 + i, b"k%d" % i, b"v" * i, [("h", b"x")] if i % 2 else [])
-               for i in range(50)]
+    records = [
+        (1_700_000_000_000 + i, b"k%d" % i, b"v" * i, [("h", b"x")] if i % 2 else [])
+        for i in range(50)
+    ]
     assert _build_kfast(0, records) == _aiokafka_build(0, records)
 
 

@@ -1,4 +1,5 @@
 """Build with RecordBatchBuilder, read with RecordBatch: every field survives."""
+
 import crc32c
 import pytest
 from hypothesis import given
@@ -70,7 +71,7 @@ def test_records_outlive_the_batch_object(records, codec):
     builder = RecordBatchBuilder(codec)
     for ts, key, value, headers in records:
         builder.append(ts, key, value, headers=headers)
-    decoded = list(RecordBatch(bytearray(builder.build())))   # nothing else holds the buffer
+    decoded = list(RecordBatch(bytearray(builder.build())))  # nothing else holds the buffer
     for record, (_ts, _key, value, headers) in zip(decoded, records):
         assert record.value == value
         assert [(k, None if v is None else bytes(v)) for k, v in record.headers] == headers
@@ -120,7 +121,7 @@ def test_empty_builder_builds_an_empty_batch():
 
 def test_max_batch_bytes():
     builder = RecordBatchBuilder(max_batch_bytes=200)
-    assert builder.append(1, None, b"x" * 500)          # the first record always fits
+    assert builder.append(1, None, b"x" * 500)  # the first record always fits
     assert not builder.append(2, None, b"y")
     assert builder.records_count == 1
     builder = RecordBatchBuilder(max_batch_bytes=200)
@@ -140,6 +141,7 @@ def test_builder_accepts_any_buffer_and_bytes_header_keys():
 
 def test_builder_rejects_bad_arguments():
     from kfast.protocol.errors import UnsupportedCompressionTypeException
+
     with pytest.raises(UnsupportedCompressionTypeException):
         RecordBatchBuilder(5)
     with pytest.raises(ValueError):
@@ -152,8 +154,15 @@ def test_builder_rejects_bad_arguments():
 
 @pytest.mark.parametrize("control_type", [0, 1])
 def test_control_batch(control_type):
-    data = build_control_batch(control_type, producer_id=42, producer_epoch=3, coordinator_epoch=9,
-                               timestamp=1234, base_offset=77, partition_leader_epoch=5)
+    data = build_control_batch(
+        control_type,
+        producer_id=42,
+        producer_epoch=3,
+        coordinator_epoch=9,
+        timestamp=1234,
+        base_offset=77,
+        partition_leader_epoch=5,
+    )
     batch = RecordBatch(data)
     batch.validate(from_client=False)
     assert batch.is_control and batch.is_transactional

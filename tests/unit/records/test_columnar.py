@@ -1,5 +1,6 @@
 """Columnar decoder: equal to a record-by-record decode, strict on corrupt
 input, zero copy where it can be, and Spark's Arrow types."""
+
 import struct
 
 import crc32c
@@ -27,7 +28,13 @@ def batch_specs(draw):
     count = draw(st.integers(1, 12))
     base_timestamp = draw(st.integers(0, 2**41))
     records = [
-        (i, base_timestamp + draw(st.integers(-1000, 10**6)), draw(blobs), draw(blobs), draw(headers))
+        (
+            i,
+            base_timestamp + draw(st.integers(-1000, 10**6)),
+            draw(blobs),
+            draw(blobs),
+            draw(headers),
+        )
         for i in range(count)
     ]
     return draw(st.integers(0, 4)), draw(st.integers(0, 2**40)), records
@@ -36,22 +43,31 @@ def batch_specs(draw):
 def _columns(result, with_headers=True):
     rows = []
     for i in range(len(result)):
-        rows.append((result.offsets[i], result.timestamps[i], result.timestamp_types[i],
-                     result.key(i), result.value(i),
-                     result.headers(i) if with_headers else None))
+        rows.append(
+            (
+                result.offsets[i],
+                result.timestamps[i],
+                result.timestamp_types[i],
+                result.key(i),
+                result.value(i),
+                result.headers(i) if with_headers else None,
+            )
+        )
     return rows
 
 
 def _build(specs):
-    return b"".join(kafka_python_v2_batch(records, compression=codec, base_offset=base)
-                    for codec, base, records in specs)
+    return b"".join(
+        kafka_python_v2_batch(records, compression=codec, base_offset=base)
+        for codec, base, records in specs
+    )
 
 
 def _split(buffer):
     out, pos = [], 0
     while pos < len(buffer):
         size = 12 + struct.unpack_from(">i", buffer, pos + 8)[0]
-        out.append(buffer[pos:pos + size])
+        out.append(buffer[pos : pos + size])
         pos += size
     return out
 
@@ -96,25 +112,28 @@ def test_uncompressed_input_is_not_copied():
     result = decode_columnar(buffer)
     assert result.data.obj is buffer
     start = result.value_offsets[0]
-    assert bytes(buffer[start:start + 5]) == b"value"
+    assert bytes(buffer[start : start + 5]) == b"value"
 
 
 def test_compressed_and_plain_batches_share_one_data_buffer():
     with kafka_python_codecs_installed():
-        buffer = (kafka_python_v2_batch([(0, 5, b"a", b"plain", [])], base_offset=0)
-                  + kafka_python_v2_batch([(0, 6, b"b", b"zipped" * 50, [])], compression=1,
-                                          base_offset=1))
+        buffer = kafka_python_v2_batch(
+            [(0, 5, b"a", b"plain", [])], base_offset=0
+        ) + kafka_python_v2_batch([(0, 6, b"b", b"zipped" * 50, [])], compression=1, base_offset=1)
     result = decode_columnar(buffer)
     assert [b.compression for b in result.batches] == [0, 1]
     assert isinstance(result.data, bytes)
     data = result.data
-    assert [bytes(data[result.value_offsets[i]:result.value_offsets[i] + result.value_lengths[i]])
-            for i in range(2)] == [b"plain", b"zipped" * 50]
+    assert [
+        bytes(data[result.value_offsets[i] : result.value_offsets[i] + result.value_lengths[i]])
+        for i in range(2)
+    ] == [b"plain", b"zipped" * 50]
 
 
 def test_log_append_time_batches_use_max_timestamp():
-    batch = kafka_python_v2_batch([(0, 100, b"a", b"1", []), (1, 300, b"b", b"2", []),
-                                   (2, 200, b"c", b"3", [])])
+    batch = kafka_python_v2_batch(
+        [(0, 100, b"a", b"1", []), (1, 300, b"b", b"2", []), (2, 200, b"c", b"3", [])]
+    )
     result = decode_columnar(_patch_attributes(batch, 0x08))
     assert result.timestamps.tolist() == [300, 300, 300]
     assert result.timestamp_types.tolist() == [1, 1, 1]
@@ -123,21 +142,32 @@ def test_log_append_time_batches_use_max_timestamp():
 
 def _control_batch(base_offset):
     # COMMIT marker: key = version 0, type 1; value = version 0, coordinator epoch 5.
-    batch = kafka_python_v2_batch([(0, 7, struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 5), [])],
-                                  base_offset=base_offset, producer_id=9, producer_epoch=1,
-                                  transactional=True)
+    batch = kafka_python_v2_batch(
+        [(0, 7, struct.pack(">hh", 0, 1), struct.pack(">hi", 0, 5), [])],
+        base_offset=base_offset,
+        producer_id=9,
+        producer_epoch=1,
+        transactional=True,
+    )
     return _patch_attributes(batch, 0x20)
 
 
 def test_control_batches_are_left_out_unless_requested():
-    data = kafka_python_v2_batch([(0, 1, b"k", b"v", [])], producer_id=9, producer_epoch=1,
-                                 base_sequence=0, transactional=True)
+    data = kafka_python_v2_batch(
+        [(0, 1, b"k", b"v", [])],
+        producer_id=9,
+        producer_epoch=1,
+        base_sequence=0,
+        transactional=True,
+    )
     buffer = data + _control_batch(1)
     result = decode_columnar(buffer)
     assert result.offsets.tolist() == [0]
     batches = result.batches
     assert [(b.is_control, b.is_transactional, b.first_record, b.producer_id) for b in batches] == [
-        (False, True, 0, 9), (True, True, -1, 9)]
+        (False, True, 0, 9),
+        (True, True, -1, 9),
+    ]
     assert decode_columnar(buffer, include_control_batches=True).offsets.tolist() == [0, 1]
 
 
@@ -162,7 +192,7 @@ def test_columns_export_typed_read_only_buffers():
 # ---------------------------------------------------------------- corruption
 def test_bad_crc_raises():
     batch = bytearray(kafka_python_v2_batch([(0, 1, b"k", b"v", [])]))
-    batch[-2] ^= 0x01                    # the last byte of the value "v"
+    batch[-2] ^= 0x01  # the last byte of the value "v"
     with pytest.raises(CorruptRecordException, match="CRC"):
         decode_columnar(bytes(batch))
     # Without the CRC check the same input is structurally valid.
@@ -211,8 +241,10 @@ def test_bit_flips_raise_kafka_errors_or_decode_within_bounds(specs, data):
     # Whatever decoded must point inside its data buffer.
     size = len(result.data)
     for i in range(len(result)):
-        for offsets, lengths in ((result.key_offsets, result.key_lengths),
-                                 (result.value_offsets, result.value_lengths)):
+        for offsets, lengths in (
+            (result.key_offsets, result.key_lengths),
+            (result.value_offsets, result.value_lengths),
+        ):
             assert 0 <= offsets[i] and offsets[i] + max(lengths[i], 0) <= size
 
 
@@ -223,7 +255,7 @@ def test_truncated_records_sections_raise(specs, data):
     with kafka_python_codecs_installed():
         batch = bytearray(kafka_python_v2_batch(specs[0][2], compression=0))
     cut = data.draw(st.integers(1, len(batch) - 61))
-    batch = batch[:len(batch) - cut]
+    batch = batch[: len(batch) - cut]
     struct.pack_into(">i", batch, 8, len(batch) - 12)
     batch[17:21] = struct.pack(">I", crc32c.crc32c(bytes(batch[21:])))
     with pytest.raises(CorruptRecordException):
@@ -231,8 +263,9 @@ def test_truncated_records_sections_raise(specs, data):
 
 
 # ---------------------------------------------------------------- Arrow
-SPARK_HEADERS = pa.list_(pa.field("element", pa.struct([
-    pa.field("key", pa.string()), pa.field("value", pa.binary())])))
+SPARK_HEADERS = pa.list_(
+    pa.field("element", pa.struct([pa.field("key", pa.string()), pa.field("value", pa.binary())]))
+)
 
 
 def test_arrow_schema_is_exactly_sparks():
@@ -241,8 +274,13 @@ def test_arrow_schema_is_exactly_sparks():
     assert isinstance(table, pa.RecordBatch)
     assert table.schema.names == ["key", "value", "offset", "timestamp", "timestampType", "headers"]
     assert [f.type for f in table.schema] == [
-        pa.binary(), pa.binary(), pa.int64(), pa.timestamp("us", tz="UTC"), pa.int32(),
-        SPARK_HEADERS]
+        pa.binary(),
+        pa.binary(),
+        pa.int64(),
+        pa.timestamp("us", tz="UTC"),
+        pa.int32(),
+        SPARK_HEADERS,
+    ]
     assert table.schema.field("headers").type.value_field.name == "element"
     no_headers = decode_columnar(batch, arrow=True)
     assert no_headers.schema.names == ["key", "value", "offset", "timestamp", "timestampType"]
@@ -261,7 +299,8 @@ def test_arrow_values_equal_the_columns(specs):
     assert table.column("timestamp").cast(pa.int64()).to_pylist() == [r[1] * 1000 for r in expected]
     assert table.column("timestampType").to_pylist() == [r[2] for r in expected]
     assert table.column("headers").to_pylist() == [
-        [{"key": k, "value": v} for k, v in r[5]] for r in expected]
+        [{"key": k, "value": v} for k, v in r[5]] for r in expected
+    ]
     assert table.column("key").null_count == sum(r[3] is None for r in expected)
 
 
@@ -277,6 +316,7 @@ def test_to_arrow_requires_decoded_headers():
 @given(st.lists(batch_specs(), min_size=1, max_size=3), st.booleans())
 def test_columns_equal_kfast_record_batch_iteration(specs, log_append_time):
     from kfast.records import RecordBatchBuilder, iter_batches
+
     buffer = b""
     for codec, base, records in specs:
         builder = RecordBatchBuilder(codec, base_offset=base, timestamp_type=int(log_append_time))
@@ -284,12 +324,22 @@ def test_columns_equal_kfast_record_batch_iteration(specs, log_append_time):
             builder.append(timestamp, key, value, headers=record_headers, offset=base + delta)
         buffer += builder.build()
     expected = [
-        (r.offset, r.timestamp, batch.timestamp_type, _bytes(r.key), _bytes(r.value),
-         [(k, _bytes(v)) for k, v in r.headers])
-        for batch in iter_batches(buffer) for r in batch]
+        (
+            r.offset,
+            r.timestamp,
+            batch.timestamp_type,
+            _bytes(r.key),
+            _bytes(r.value),
+            [(k, _bytes(v)) for k, v in r.headers],
+        )
+        for batch in iter_batches(buffer)
+        for r in batch
+    ]
     assert _columns(decode_columnar(buffer, include_headers=True)) == expected
     with kafka_python_codecs_installed():
-        assert _columns(decode_columnar(buffer, include_headers=True)) == kafka_python_v2_records(buffer)
+        assert _columns(decode_columnar(buffer, include_headers=True)) == kafka_python_v2_records(
+            buffer
+        )
 
 
 def _bytes(value):
@@ -301,7 +351,7 @@ def test_invalid_utf8_header_keys_are_replaced_like_java_does():
     # Overwrite the header key "ok" with two bytes that are not UTF-8.
     batch = bytearray(batch)
     at = batch.rindex(b"ok")
-    batch[at:at + 2] = b"\xff\xfe"
+    batch[at : at + 2] = b"\xff\xfe"
     batch[17:21] = struct.pack(">I", crc32c.crc32c(bytes(batch[21:])))
     result = decode_columnar(bytes(batch), include_headers=True)
     assert result.headers(0) == [("\ufffd\ufffd", b"1")]
@@ -311,8 +361,12 @@ def test_invalid_utf8_header_keys_are_replaced_like_java_does():
 
 
 def test_column_indexing_and_slicing():
-    result = decode_columnar(b"".join(
-        kafka_python_v2_batch([(0, 10 + i, b"k", b"v", [])], base_offset=5 + i) for i in range(3)))
+    result = decode_columnar(
+        b"".join(
+            kafka_python_v2_batch([(0, 10 + i, b"k", b"v", [])], base_offset=5 + i)
+            for i in range(3)
+        )
+    )
     offsets = result.offsets
     assert (len(offsets), offsets[0], offsets[-1], offsets.tolist()) == (3, 5, 7, [5, 6, 7])
     assert offsets[1:].tolist() == [6, 7]
@@ -324,10 +378,15 @@ def test_column_indexing_and_slicing():
 
 def test_any_contiguous_buffer_is_read_as_bytes():
     import array
+
     batch = kafka_python_v2_batch([(0, 1, b"key", b"value", [])])
     padded = batch + b"\x00" * (-len(batch) % 8)
     result = decode_columnar(array.array("q", padded))
-    assert (result.key(0), result.value(0), result.truncated_bytes) == (b"key", b"value", len(padded) - len(batch))
+    assert (result.key(0), result.value(0), result.truncated_bytes) == (
+        b"key",
+        b"value",
+        len(padded) - len(batch),
+    )
 
 
 def test_decompression_is_bounded():
@@ -340,14 +399,16 @@ def test_decompression_is_bounded():
 
 def test_reads_a_memory_mapped_segment_in_place(tmp_path):
     import mmap
-    batches = b"".join(kafka_python_v2_batch([(0, 1, b"k%d" % i, b"v" * i, [])], base_offset=i)
-                       for i in range(3))
+
+    batches = b"".join(
+        kafka_python_v2_batch([(0, 1, b"k%d" % i, b"v" * i, [])], base_offset=i) for i in range(3)
+    )
     path = tmp_path / "00000000000000000000.log"
-    path.write_bytes(batches + batches[:30])          # a segment being written: partial tail
+    path.write_bytes(batches + batches[:30])  # a segment being written: partial tail
     with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as segment:
         result = decode_columnar(segment)
         assert (result.offsets.tolist(), result.truncated_bytes) == ([0, 1, 2], 30)
         assert [result.value(i) for i in range(3)] == [b"", b"v", b"vv"]
         table = decode_columnar(segment, arrow=True)
-        del result                                    # releases the export of the mmap
-    assert table.column("key").to_pylist() == [b"k0", b"k1", b"k2"]   # Arrow owns its bytes
+        del result  # releases the export of the mmap
+    assert table.column("key").to_pylist() == [b"k0", b"k1", b"k2"]  # Arrow owns its bytes

@@ -1,4 +1,5 @@
 """kfast.compression: round trips, Java-compatible framing, bounded output."""
+
 import gzip
 import struct
 import zlib
@@ -26,8 +27,10 @@ COMPRESSED = CODECS[1:]
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@given(data=st.binary(max_size=5000) | st.builds(lambda b, n: b * n, st.binary(min_size=1, max_size=50),
-                                                  st.integers(1, 4000)))
+@given(
+    data=st.binary(max_size=5000)
+    | st.builds(lambda b, n: b * n, st.binary(min_size=1, max_size=50), st.integers(1, 4000))
+)
 def test_round_trip(codec, data):
     packed = compress(codec, data)
     assert isinstance(packed, bytes)
@@ -38,7 +41,7 @@ def test_round_trip(codec, data):
 
 @pytest.mark.parametrize("codec", CODECS)
 def test_multi_block_payload(codec):
-    data = bytes(range(256)) * 1200 + bytes(200_000)   # > 64 KiB lz4 and 32 KiB snappy blocks
+    data = bytes(range(256)) * 1200 + bytes(200_000)  # > 64 KiB lz4 and 32 KiB snappy blocks
     assert decompress(codec, compress(codec, data)) == data
 
 
@@ -49,7 +52,7 @@ def test_snappy_writes_xerial_framing_like_java():
     pos, out = 16, b""
     while pos < len(packed):
         (n,) = struct.unpack_from(">i", packed, pos)
-        block = bytes(cramjam.snappy.decompress_raw(packed[pos + 4:pos + 4 + n]))
+        block = bytes(cramjam.snappy.decompress_raw(packed[pos + 4 : pos + 4 + n]))
         assert len(block) <= 32 * 1024
         out += block
         pos += 4 + n
@@ -133,23 +136,31 @@ def test_zstd_bomb_without_content_size_is_refused_before_decompression():
 
 
 @pytest.mark.parametrize("codec", COMPRESSED)
-@given(data=st.binary(min_size=1, max_size=3000), cut=st.integers(0, 10_000), flip=st.integers(0, 80_000))
+@given(
+    data=st.binary(min_size=1, max_size=3000),
+    cut=st.integers(0, 10_000),
+    flip=st.integers(0, 80_000),
+)
 def test_corrupt_input_raises_corrupt_record(codec, data, cut, flip):
     packed = bytearray(compress(codec, data * 3))
     if flip // 8 < len(packed):
         packed[flip // 8] ^= 1 << (flip % 8)
-    del packed[cut % (len(packed) + 1):]
+    del packed[cut % (len(packed) + 1) :]
     try:
         decompress(codec, bytes(packed))
     except CorruptRecordException:
-        pass   # anything else (IndexError, cramjam errors, ...) fails the test
+        pass  # anything else (IndexError, cramjam errors, ...) fails the test
 
 
 @pytest.mark.parametrize("codec", COMPRESSED)
 def test_garbage_raises_corrupt_record(codec):
-    junks = [b"", b"not compressed at all", b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01\xff\xff\xff\xff"]
+    junks = [
+        b"",
+        b"not compressed at all",
+        b"\x82SNAPPY\x00\x00\x00\x00\x01\x00\x00\x00\x01\xff\xff\xff\xff",
+    ]
     if codec != COMPRESSION_SNAPPY:
-        junks.append(b"\x00")   # (a lone 0 is a valid, empty raw snappy stream)
+        junks.append(b"\x00")  # (a lone 0 is a valid, empty raw snappy stream)
     for junk in junks:
         with pytest.raises(CorruptRecordException):
             decompress(codec, junk)

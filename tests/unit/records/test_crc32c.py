@@ -5,6 +5,7 @@ instruction, three streams), 'pclmul' and 'vpclmul' (carry-less-multiply
 folding fused with three crc32 streams; x86-64 only). Every test that takes
 the ``path`` fixture runs once per path this CPU supports.
 """
+
 import os
 import random
 
@@ -52,8 +53,8 @@ def test_forcing_an_unsupported_path_raises():
 
 def test_known_vectors(path):
     assert kcrc.crc32c(b"") == 0
-    assert kcrc.crc32c(b"123456789") == 0xE3069283       # the CRC-32C check value
-    assert kcrc.crc32c(bytes(32)) == 0x8A9136AA            # RFC 3720 B.4
+    assert kcrc.crc32c(b"123456789") == 0xE3069283  # the CRC-32C check value
+    assert kcrc.crc32c(bytes(32)) == 0x8A9136AA  # RFC 3720 B.4
     assert kcrc.crc32c(b"\xff" * 32) == 0x62A8AB43
     assert kcrc.crc32c(bytes(1 << 20)) == reference.crc32c(bytes(1 << 20))
 
@@ -65,13 +66,58 @@ def test_known_vectors(path):
 # (16384 - 21) and 1 MiB.
 FUSED_XMM = 64 * (3 * 40 + 64)
 FUSED_YMM = 64 * (3 * 40 + 128)
-SIZES = sorted({0, 1, 7, 8, 9, 15, 16, 255, 256, 257, 271, 272, 287, 288, 319, 320, 383, 384, 385,
-                767, 768, 769, 1536, 24575, 24576, 24577, 49152 + 768 + 13, 300_001,
-                FUSED_XMM - 1, FUSED_XMM, FUSED_XMM + 1, FUSED_XMM + 255, FUSED_XMM + 256,
-                2 * FUSED_XMM, 2 * FUSED_XMM + 300,
-                FUSED_YMM - 1, FUSED_YMM, FUSED_YMM + 1, FUSED_YMM + 31, FUSED_YMM + 255,
-                FUSED_YMM + 256, FUSED_YMM + 257, 2 * FUSED_YMM, 2 * FUSED_YMM + 129,
-                16384 - 21, 16384, 1 << 20, (1 << 20) + 61})
+SIZES = sorted(
+    {
+        0,
+        1,
+        7,
+        8,
+        9,
+        15,
+        16,
+        255,
+        256,
+        257,
+        271,
+        272,
+        287,
+        288,
+        319,
+        320,
+        383,
+        384,
+        385,
+        767,
+        768,
+        769,
+        1536,
+        24575,
+        24576,
+        24577,
+        49152 + 768 + 13,
+        300_001,
+        FUSED_XMM - 1,
+        FUSED_XMM,
+        FUSED_XMM + 1,
+        FUSED_XMM + 255,
+        FUSED_XMM + 256,
+        2 * FUSED_XMM,
+        2 * FUSED_XMM + 300,
+        FUSED_YMM - 1,
+        FUSED_YMM,
+        FUSED_YMM + 1,
+        FUSED_YMM + 31,
+        FUSED_YMM + 255,
+        FUSED_YMM + 256,
+        FUSED_YMM + 257,
+        2 * FUSED_YMM,
+        2 * FUSED_YMM + 129,
+        16384 - 21,
+        16384,
+        1 << 20,
+        (1 << 20) + 61,
+    }
+)
 
 
 @pytest.mark.parametrize("size", SIZES)
@@ -90,7 +136,9 @@ def test_chaining_and_random_data(data, split, seed):
         try:
             split_at = split % (len(data) + 1)
             assert kcrc.crc32c(data) == reference.crc32c(data)
-            assert kcrc.crc32c(data[split_at:], kcrc.crc32c(data[:split_at])) == reference.crc32c(data)
+            assert kcrc.crc32c(data[split_at:], kcrc.crc32c(data[:split_at])) == reference.crc32c(
+                data
+            )
             assert kcrc.crc32c(data, seed) == reference.crc32c(data, seed)
         finally:
             kcrc._force_implementation("auto")
@@ -103,10 +151,14 @@ BUFFER = random.Random(4).randbytes(100_000 + 64)
 
 
 @settings(max_examples=60, deadline=None)
-@given(length=st.integers(0, 100_000), offset=st.integers(0, 63), seed=st.integers(0, 2**32 - 1),
-       cuts=st.lists(st.integers(0, 100_000), max_size=4))
+@given(
+    length=st.integers(0, 100_000),
+    offset=st.integers(0, 63),
+    seed=st.integers(0, 2**32 - 1),
+    cuts=st.lists(st.integers(0, 100_000), max_size=4),
+)
 def test_every_path_matches_reference_for_long_unaligned_chained_input(length, offset, seed, cuts):
-    view = memoryview(BUFFER)[offset:offset + length]
+    view = memoryview(BUFFER)[offset : offset + length]
     expected = reference.crc32c(bytes(view), seed)
     points = sorted({c % (length + 1) for c in cuts} | {0, length})
     for p in PATHS:
@@ -122,8 +174,12 @@ def test_every_path_matches_reference_for_long_unaligned_chained_input(length, o
 
 
 @settings(max_examples=30, deadline=None)
-@given(length=st.integers(0, 100_000), split=st.integers(0, 100_000),
-       first=st.sampled_from(PATHS), second=st.sampled_from(PATHS))
+@given(
+    length=st.integers(0, 100_000),
+    split=st.integers(0, 100_000),
+    first=st.sampled_from(PATHS),
+    second=st.sampled_from(PATHS),
+)
 def test_paths_continue_each_others_crc(length, split, first, second):
     """All paths keep the same (finalised) register, so a CRC begun on one
     continues on another."""
@@ -144,6 +200,7 @@ def test_accepts_any_buffer(path):
     assert kcrc.crc32c(bytearray(data)) == expected
     assert kcrc.crc32c(memoryview(data)) == expected
     import array
+
     arr = array.array("B", data)
     assert kcrc.crc32c(arr) == expected
     with pytest.raises(TypeError):

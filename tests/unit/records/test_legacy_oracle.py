@@ -11,6 +11,7 @@ checksum of magic 0, message-set wrapping) stays what is under test.
 Other test modules import ``kafka_python_codecs`` and the helpers below; the
 tests here check the stand-ins themselves.
 """
+
 import types
 
 import cramjam
@@ -119,18 +120,34 @@ def kafka_python_codecs_installed():
 
 
 # ---------------------------------------------------------------- builders
-def kafka_python_v2_batch(records, compression=0, base_offset=0, producer_id=-1,
-                          producer_epoch=-1, base_sequence=-1, transactional=False):
+def kafka_python_v2_batch(
+    records,
+    compression=0,
+    base_offset=0,
+    producer_id=-1,
+    producer_epoch=-1,
+    base_sequence=-1,
+    transactional=False,
+):
     """A v2 batch built by kafka-python; records are (offset_delta, timestamp,
     key, value, headers). baseOffset is patched in (the builder writes 0);
     it is not covered by the CRC."""
     builder = DefaultRecordBatchBuilder(
-        magic=2, compression_type=compression, is_transactional=transactional,
-        producer_id=producer_id, producer_epoch=producer_epoch,
-        base_sequence=base_sequence, batch_size=2**31 - 1)
+        magic=2,
+        compression_type=compression,
+        is_transactional=transactional,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        batch_size=2**31 - 1,
+    )
     for offset_delta, timestamp, key, value, headers in records:
-        assert builder.append(offset_delta, timestamp=timestamp, key=key, value=value,
-                              headers=list(headers)) is not None
+        assert (
+            builder.append(
+                offset_delta, timestamp=timestamp, key=key, value=value, headers=list(headers)
+            )
+            is not None
+        )
     out = bytearray(builder.build())
     out[0:8] = base_offset.to_bytes(8, "big", signed=True)
     return bytes(out)
@@ -144,15 +161,23 @@ def kafka_python_v2_records(buffer):
     view = memoryview(buffer)
     pos = 0
     while pos + 12 <= len(view):
-        size = 12 + int.from_bytes(view[pos + 8:pos + 12], "big")
+        size = 12 + int.from_bytes(view[pos + 8 : pos + 12], "big")
         if pos + size > len(view):
             break
-        batch = DefaultRecordBatch(bytes(view[pos:pos + size]))
+        batch = DefaultRecordBatch(bytes(view[pos : pos + size]))
         assert batch.validate_crc()
         if not batch.is_control_batch:
             for r in batch:
-                out.append((r.offset, r.timestamp, r.timestamp_type, r.key, r.value,
-                            [(k, v) for k, v in r.headers]))
+                out.append(
+                    (
+                        r.offset,
+                        r.timestamp,
+                        r.timestamp_type,
+                        r.key,
+                        r.value,
+                        [(k, v) for k, v in r.headers],
+                    )
+                )
         pos += size
     return out
 
@@ -173,10 +198,10 @@ def kafka_python_legacy_records(buffer, magic):
     view = memoryview(buffer)
     pos = 0
     while pos + 12 <= len(view):
-        size = 12 + int.from_bytes(view[pos + 8:pos + 12], "big")
+        size = 12 + int.from_bytes(view[pos + 8 : pos + 12], "big")
         if pos + size > len(view):
             break
-        batch = LegacyRecordBatch(bytes(view[pos:pos + size]), magic)
+        batch = LegacyRecordBatch(bytes(view[pos : pos + size]), magic)
         assert batch.validate_crc()
         for r in batch:
             out.append((r.offset, r.timestamp, r.timestamp_type, r.key, r.value))
@@ -203,7 +228,8 @@ def test_kafka_python_round_trips_v2_with_stand_ins(kafka_python_codecs, codec):
     batch = kafka_python_v2_batch(records, compression=codec, base_offset=42)
     decoded = kafka_python_v2_records(batch)
     assert [(o, t, k, v) for o, t, _, k, v, _ in decoded] == [
-        (42 + i, 1000 + i, b"k%d" % i, b"v" * i) for i in range(10)]
+        (42 + i, 1000 + i, b"k%d" % i, b"v" * i) for i in range(10)
+    ]
 
 
 @pytest.mark.parametrize("magic", [0, 1])
@@ -211,6 +237,6 @@ def test_kafka_python_round_trips_v2_with_stand_ins(kafka_python_codecs, codec):
 def test_kafka_python_round_trips_legacy_with_stand_ins(kafka_python_codecs, magic, codec):
     records = [(i, 1000 + i, b"k%d" % i, b"v" * i) for i in range(10)]
     message_set = kafka_python_message_set(magic, records, codec)
-    assert message_set[16 + 1] & 0x07 == codec        # one wrapper message
+    assert message_set[16 + 1] & 0x07 == codec  # one wrapper message
     decoded = kafka_python_legacy_records(message_set, magic)
     assert [(k, v) for _, _, _, k, v in decoded] == [(b"k%d" % i, b"v" * i) for i in range(10)]

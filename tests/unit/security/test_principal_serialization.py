@@ -1,6 +1,7 @@
 """The principal a broker puts in an Envelope (Kafka's
 DefaultKafkaPrincipalBuilder serialization): round trips, and malformed
 bytes are a ValueError, never anything else."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,9 @@ def test_round_trip(principal_type, name, token):
 
 def test_the_bytes_of_kafkas_format():
     # version 0, compact strings "User" and "alice", not token-authenticated, no tags
-    assert serialize_principal(KafkaPrincipal("User", "alice")) == \
-        b"\x00\x00\x05User\x06alice\x00\x00"
+    assert (
+        serialize_principal(KafkaPrincipal("User", "alice")) == b"\x00\x00\x05User\x06alice\x00\x00"
+    )
 
 
 @given(st.binary(max_size=40))
@@ -35,8 +37,17 @@ def test_malformed_bytes_are_a_value_error(data):
     assert serialize_principal(principal) == data
 
 
-@pytest.mark.parametrize("data", [b"", b"\x00\x01", b"\x00\x00\x05Us", b"\x00\x00\xff\xff\xff\xff\xff",
-                                  b"\x00\x00\x01\x01\x02\x00", b"\x00\x00\x01\x01\x00\x01"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00\x01",
+        b"\x00\x00\x05Us",
+        b"\x00\x00\xff\xff\xff\xff\xff",
+        b"\x00\x00\x01\x01\x02\x00",
+        b"\x00\x00\x01\x01\x00\x01",
+    ],
+)
 def test_refused(data):
     with pytest.raises(ValueError):
         deserialize_principal(data)

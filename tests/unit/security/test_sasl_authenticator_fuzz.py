@@ -2,6 +2,7 @@
 hypothesis-made frames: well-formed SaslHandshake/SaslAuthenticate requests
 with random tokens, mixed with random bytes. It never raises, never
 authenticates without the password, and once it fails it only closes."""
+
 import secrets
 
 from hypothesis import given
@@ -15,11 +16,17 @@ from kfast.security.principal import ANONYMOUS
 from kfast.server.sasl_authenticator import SaslListenerHandler, SaslServerAuthenticator
 
 PASSWORD = secrets.token_hex(8)
-SECURITY = ListenerSecurity.from_config(KafkaConfig({
-    "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
-    "listener.name.sasl.plain.sasl.jaas.config":
-        "org.apache.kafka.common.security.plain.PlainLoginModule required "
-        f'user_alice="{PASSWORD}";'}), "SASL", "SASL_PLAINTEXT")
+SECURITY = ListenerSecurity.from_config(
+    KafkaConfig(
+        {
+            "sasl.enabled.mechanisms": "PLAIN,SCRAM-SHA-256,OAUTHBEARER",
+            "listener.name.sasl.plain.sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'user_alice="{PASSWORD}";',
+        }
+    ),
+    "SASL",
+    "SASL_PLAINTEXT",
+)
 
 
 class _Connection:
@@ -43,22 +50,31 @@ class _Broker:
 
 
 def _request(name: str, version: int, **fields) -> bytes:
-    encoded = p.encode_request(api_keys.BY_NAME[name].key, version, 7, "fuzz",
-                               p.request_class(name)(**fields))
+    encoded = p.encode_request(
+        api_keys.BY_NAME[name].key, version, 7, "fuzz", p.request_class(name)(**fields)
+    )
     return encoded[4:]  # the network layer strips the size prefix
 
 
 frames = st.one_of(
     st.binary(max_size=64),
-    st.builds(lambda m, v: _request("SaslHandshake", v, mechanism=m),
-              st.sampled_from(["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER", "GSSAPI", ""]),
-              st.integers(0, 1)),
-    st.builds(lambda t, v: _request("SaslAuthenticate", v, auth_bytes=t),
-              st.one_of(st.binary(max_size=80),
-                        st.builds(lambda u, pw: f"\0{u}\0{pw}".encode(),
-                                  st.sampled_from(["alice", "bob", ""]),
-                                  st.text(max_size=12))),
-              st.integers(0, 2)),
+    st.builds(
+        lambda m, v: _request("SaslHandshake", v, mechanism=m),
+        st.sampled_from(["PLAIN", "SCRAM-SHA-256", "OAUTHBEARER", "GSSAPI", ""]),
+        st.integers(0, 1),
+    ),
+    st.builds(
+        lambda t, v: _request("SaslAuthenticate", v, auth_bytes=t),
+        st.one_of(
+            st.binary(max_size=80),
+            st.builds(
+                lambda u, pw: f"\0{u}\0{pw}".encode(),
+                st.sampled_from(["alice", "bob", ""]),
+                st.text(max_size=12),
+            ),
+        ),
+        st.integers(0, 2),
+    ),
     st.builds(lambda v: _request("ApiVersions", v), st.integers(0, 3)),
     st.builds(lambda: _request("Metadata", 4, topics=None)),
 )
@@ -82,8 +98,11 @@ def test_the_real_password_authenticates():
     connection = _Connection()
     authenticator = SaslServerAuthenticator(handler, connection)
     authenticator.handle(memoryview(bytearray(_request("SaslHandshake", 1, mechanism="PLAIN"))))
-    parts = authenticator.handle(memoryview(bytearray(
-        _request("SaslAuthenticate", 2, auth_bytes=f"\0alice\0{PASSWORD}".encode()))))
+    parts = authenticator.handle(
+        memoryview(
+            bytearray(_request("SaslAuthenticate", 2, auth_bytes=f"\0alice\0{PASSWORD}".encode()))
+        )
+    )
     assert str(connection.principal) == "User:alice" and not connection.closing
     _, answer = p.decode_response(36, 2, b"".join(bytes(x) for x in parts))
     assert answer.error_code == 0

@@ -1,6 +1,7 @@
 """SASL mechanism servers as state machines: PLAIN and SCRAM against their
 RFCs, and fuzzed tokens that never authenticate nor fail other than with
 SASL_AUTHENTICATION_FAILED."""
+
 import base64
 import hashlib
 import hmac
@@ -22,9 +23,11 @@ PASSWORD = os.urandom(8).hex()
 
 
 def test_plain_users_from_jaas():
-    entry = parse_jaas_config('org.apache.kafka.common.security.plain.PlainLoginModule '
-                              f'required username="admin" password="x" user_alice="{PASSWORD}" '
-                              'user_b="q\\"uote";')
+    entry = parse_jaas_config(
+        "org.apache.kafka.common.security.plain.PlainLoginModule "
+        f'required username="admin" password="x" user_alice="{PASSWORD}" '
+        'user_b="q\\"uote";'
+    )
     assert plain_users(entry) == {"alice": PASSWORD, "b": 'q"uote'}
     for bad in ("Module required", "Module bogus a=b;", "A required; B required;", "M required a;"):
         with pytest.raises(ConfigException) as info:
@@ -36,10 +39,13 @@ def test_plain_exchange():
     server = PlainServer({"alice": PASSWORD})
     assert server.evaluate(f"\0alice\0{PASSWORD}".encode()) == b""
     assert server.complete and server.authorization_id == "alice"
-    for token, message in [(b"\0alice\0nope", "Invalid username or password"),
-                           (b"\0eve\0nope", "Invalid username or password"),
-                           (b"bob\0alice\0" + PASSWORD.encode(), "authorization id"),
-                           (b"\0\0x", "username not specified"), (b"a\0b", "expected 3 tokens")]:
+    for token, message in [
+        (b"\0alice\0nope", "Invalid username or password"),
+        (b"\0eve\0nope", "Invalid username or password"),
+        (b"bob\0alice\0" + PASSWORD.encode(), "authorization id"),
+        (b"\0\0x", "username not specified"),
+        (b"a\0b", "expected 3 tokens"),
+    ]:
         with pytest.raises(SaslAuthenticationException, match=message):
             PlainServer({"alice": PASSWORD}).evaluate(token)
 
@@ -52,8 +58,9 @@ def _scram_client(mechanism, user, password, server):
     server_first = server.evaluate(f"n,,{bare}".encode()).decode()
     fields = dict(item.split("=", 1) for item in server_first.split(","))
     assert fields["r"].startswith(client_nonce)
-    salted = hashlib.pbkdf2_hmac(scram.hash_name, password.encode(),
-                                 base64.b64decode(fields["s"]), int(fields["i"]))
+    salted = hashlib.pbkdf2_hmac(
+        scram.hash_name, password.encode(), base64.b64decode(fields["s"]), int(fields["i"])
+    )
     client_key = hmac.new(salted, b"Client Key", scram.hash_name).digest()
     stored_key = hashlib.new(scram.hash_name, client_key).digest()
     without_proof = f"c=biws,r={fields['r']}"
@@ -74,22 +81,26 @@ def test_scram_exchange(mechanism):
     _scram_client(mechanism, "alice", PASSWORD, server)
     assert server.complete and server.authorization_id == "alice"
     with pytest.raises(SaslAuthenticationException, match="invalid credentials"):
-        _scram_client(mechanism, "alice", "wrong", ScramServer(mechanism,
-                                                               lambda m, u: store.get((m, u))))
+        _scram_client(
+            mechanism, "alice", "wrong", ScramServer(mechanism, lambda m, u: store.get((m, u)))
+        )
     with pytest.raises(SaslAuthenticationException, match="invalid credentials"):
         _scram_client(mechanism, "eve", PASSWORD, ScramServer(mechanism, lambda m, u: None))
 
 
-FUZZ_CREDENTIAL = ScramCredential.generate(MECHANISMS["SCRAM-SHA-256"], PASSWORD, 4096,
-                                          salt=b"s" * 16)
+FUZZ_CREDENTIAL = ScramCredential.generate(
+    MECHANISMS["SCRAM-SHA-256"], PASSWORD, 4096, salt=b"s" * 16
+)
 
 
 @given(st.lists(st.binary(max_size=200), min_size=1, max_size=3))
 def test_fuzzed_tokens_never_authenticate(tokens):
     credential = FUZZ_CREDENTIAL
-    for server in (PlainServer({"alice": PASSWORD}),
-                   ScramServer("SCRAM-SHA-256", lambda m, u: credential),
-                   OAuthBearerServer(UnsecuredValidator({}))):
+    for server in (
+        PlainServer({"alice": PASSWORD}),
+        ScramServer("SCRAM-SHA-256", lambda m, u: credential),
+        OAuthBearerServer(UnsecuredValidator({})),
+    ):
         try:
             for token in tokens:
                 server.evaluate(token)
@@ -104,22 +115,32 @@ def _unsecured(claims: dict) -> bytes:
 
     def part(value) -> str:
         return base64.urlsafe_b64encode(json.dumps(value).encode()).decode().rstrip("=")
+
     claims = {"exp": time.time() + 60, **claims}
     return f"n,,\x01auth=Bearer {part({'alg': 'none'})}.{part(claims)}.\x01\x01".encode()
 
 
 def test_oauthbearer_unsecured_validator_options():
-    server = OAuthBearerServer(UnsecuredValidator({"unsecuredValidatorRequiredScope": "kafka",
-                                                   "unsecuredValidatorPrincipalClaimName": "u"}))
+    server = OAuthBearerServer(
+        UnsecuredValidator(
+            {
+                "unsecuredValidatorRequiredScope": "kafka",
+                "unsecuredValidatorPrincipalClaimName": "u",
+            }
+        )
+    )
     assert server.evaluate(_unsecured({"u": "frank", "scope": "kafka other"})) == b""
     assert server.authorization_id == "frank" and server.expires_at_ms > 0
     server = OAuthBearerServer(UnsecuredValidator({"unsecuredValidatorRequiredScope": "kafka"}))
-    assert server.evaluate(_unsecured({"sub": "frank", "scope": "other"})) == \
-        b'{"status":"insufficient_scope","scope":"kafka"}'
+    assert (
+        server.evaluate(_unsecured({"sub": "frank", "scope": "other"}))
+        == b'{"status":"insufficient_scope","scope":"kafka"}'
+    )
     with pytest.raises(SaslAuthenticationException, match="insufficient_scope"):
         server.evaluate(b"\x01")
     for claims in ({"sub": ""}, {"sub": "x", "exp": "soon"}, {"sub": "x", "exp": None}):
         assert b"invalid_token" in OAuthBearerServer(UnsecuredValidator({})).evaluate(
-            _unsecured(claims))
+            _unsecured(claims)
+        )
     with pytest.raises(SaslAuthenticationException, match="OAUTHBEARER"):
         OAuthBearerServer(UnsecuredValidator({})).evaluate(b"n,,auth=Bearer x")

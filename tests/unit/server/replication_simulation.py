@@ -64,6 +64,7 @@ LeaderEpochFileCache.assign now re-derives as Kafka's does).
     sim.quiesce()
     sim.close()
 """
+
 from __future__ import annotations
 
 import os
@@ -134,11 +135,12 @@ def batch_header(data: bytes):
 
 class Acknowledged(NamedTuple):
     base_offset: int
-    data: bytes                 # the batch as the leader wrote it
+    data: bytes  # the batch as the leader wrote it
 
 
 class PendingProduce(NamedTuple):
     """An acks=all append waiting for the high watermark (DelayedProduce)."""
+
     broker: int
     partition: Partition
     required_offset: int
@@ -147,12 +149,12 @@ class PendingProduce(NamedTuple):
 
 
 class InFlightFetch(NamedTuple):
-    partition: Partition        # the follower's, when it sent the request
+    partition: Partition  # the follower's, when it sent the request
     leader_id: int
     leader_epoch: int
     fetch_offset: int
     error: KafkaError | None
-    data: object                # FetchPartitionData
+    data: object  # FetchPartitionData
     records: bytes | None
 
 
@@ -169,9 +171,9 @@ class Controller:
 
     def __init__(self, replicas: tuple[int, ...]):
         self.fenced: set[int] = set()
-        self.registration = PartitionRegistration(replicas=replicas, isr=replicas,
-                                                  leader=replicas[0], leader_epoch=0,
-                                                  partition_epoch=0)
+        self.registration = PartitionRegistration(
+            replicas=replicas, isr=replicas, leader=replicas[0], leader_epoch=0, partition_epoch=0
+        )
         self.unclean_elections = 0
 
     def _update(self, isr: tuple[int, ...], leader: int) -> None:
@@ -179,9 +181,12 @@ class Controller:
         if isr == current.isr and leader == current.leader:
             return
         self.registration = PartitionRegistration(
-            replicas=current.replicas, isr=isr, leader=leader,
+            replicas=current.replicas,
+            isr=isr,
+            leader=leader,
             leader_epoch=current.leader_epoch + (leader != current.leader),
-            partition_epoch=current.partition_epoch + 1)
+            partition_epoch=current.partition_epoch + 1,
+        )
 
     def fence(self, broker: int) -> None:
         """The broker stopped heartbeating: out of the ISR, unless it is the
@@ -240,8 +245,13 @@ class Broker:
     def __init__(self, sim: ReplicationSimulation, node_id: int, directory: str):
         self.sim = sim
         self.node_id = node_id
-        self.config = KafkaConfig({"node.id": str(node_id), "log.dirs": directory,
-                                   "min.insync.replicas": str(sim.min_insync)})
+        self.config = KafkaConfig(
+            {
+                "node.id": str(node_id),
+                "log.dirs": directory,
+                "min.insync.replicas": str(sim.min_insync),
+            }
+        )
         self.log_manager: LogManager | None = None
         self.log = None
         self.partition: Partition | None = None
@@ -272,14 +282,13 @@ class ReplicationSimulation:
         self.min_insync = min_insync
         self.now = 1_000_000
         self.controller = Controller(tuple(brokers))
-        self.brokers = {b: Broker(self, b, os.path.join(directory, f"broker-{b}"))
-                        for b in brokers}
+        self.brokers = {b: Broker(self, b, os.path.join(directory, f"broker-{b}")) for b in brokers}
         for broker in self.brokers.values():
             broker.start(self.controller.registration, self.now)
         self.acknowledged: list[Acknowledged] = []
         self.pending: list[PendingProduce] = []
         self.failed_produces = 0
-        self.acks1: list[tuple[int, int, bytes]] = []     # (broker, base offset, batch)
+        self.acks1: list[tuple[int, int, bytes]] = []  # (broker, base offset, batch)
         self.fetches: dict[int, InFlightFetch] = {}
         self.alter_partitions: list[InFlightAlterPartition] = []
         self.value = 0
@@ -306,8 +315,12 @@ class ReplicationSimulation:
         """The controller's leader, if it is up and knows it leads."""
         leader = self.registration.leader
         broker = self.brokers.get(leader)
-        if broker is None or not broker.up or not broker.partition.is_leader or \
-                broker.partition.leader_epoch != self.registration.leader_epoch:
+        if (
+            broker is None
+            or not broker.up
+            or not broker.partition.is_leader
+            or broker.partition.leader_epoch != self.registration.leader_epoch
+        ):
             return None
         return broker
 
@@ -320,9 +333,15 @@ class ReplicationSimulation:
         queued = [r for r in self.alter_partitions if r.partition is partition]
         if len(queued) >= 2:
             self.alter_partitions.remove(queued[1])
-        self.alter_partitions.append(InFlightAlterPartition(
-            broker.node_id, partition, partition.leader_epoch, partition.partition_epoch,
-            proposed))
+        self.alter_partitions.append(
+            InFlightAlterPartition(
+                broker.node_id,
+                partition,
+                partition.leader_epoch,
+                partition.partition_epoch,
+                proposed,
+            )
+        )
 
     # -- steps -------------------------------------------------------------------------
     def step(self, action: tuple) -> None:
@@ -348,19 +367,28 @@ class ReplicationSimulation:
         else:
             payload = values
         try:
-            info, _ = broker.partition.append_records_to_leader(batch(*payload), ORIGIN_CLIENT,
-                                                                acks)
+            info, _ = broker.partition.append_records_to_leader(
+                batch(*payload), ORIGIN_CLIENT, acks
+            )
         except NotEnoughReplicasException:
             self.failed_produces += 1
             return False
         written = log_batches(broker.log, info.first_offset, info.last_offset + 1)
         if len(written) != 1:
-            raise InvariantViolation(f"broker {broker.node_id}: the batch appended at "
-                                     f"{info.first_offset} reads back as {len(written)} batches")
+            raise InvariantViolation(
+                f"broker {broker.node_id}: the batch appended at "
+                f"{info.first_offset} reads back as {len(written)} batches"
+            )
         if acks == -1:
-            self.pending.append(PendingProduce(broker.node_id, broker.partition,
-                                               info.last_offset + 1, info.first_offset,
-                                               written[0]))
+            self.pending.append(
+                PendingProduce(
+                    broker.node_id,
+                    broker.partition,
+                    info.last_offset + 1,
+                    info.first_offset,
+                    written[0],
+                )
+            )
         else:
             self.acks1.append((broker.node_id, info.first_offset, written[0]))
         return True
@@ -372,18 +400,19 @@ class ReplicationSimulation:
             broker = self.brokers[pending.broker]
             partition = pending.partition
             if not broker.up or broker.partition is not partition or not partition.is_leader:
-                self.failed_produces += 1          # NOT_LEADER_OR_FOLLOWER
+                self.failed_produces += 1  # NOT_LEADER_OR_FOLLOWER
             elif partition.log.high_watermark >= pending.required_offset:
                 if len(partition.maximal_isr) >= self.min_insync:
                     self.acknowledged.append(Acknowledged(pending.base_offset, pending.data))
                 else:
-                    self.failed_produces += 1      # NOT_ENOUGH_REPLICAS_AFTER_APPEND
+                    self.failed_produces += 1  # NOT_ENOUGH_REPLICAS_AFTER_APPEND
             else:
                 still.append(pending)
         self.pending = still
 
-    def fetch(self, follower: int, max_bytes: int = FETCH_MAX_BYTES,
-              round_trip: bool = True) -> None:
+    def fetch(
+        self, follower: int, max_bytes: int = FETCH_MAX_BYTES, round_trip: bool = True
+    ) -> None:
         """A follower's fetch: if a response is in flight, apply it; else send
         a request (the leader answers at once and records the follower's
         fetch state) and, for a ``round_trip``, apply the response too."""
@@ -412,34 +441,48 @@ class ReplicationSimulation:
         log = broker.log
         last_epoch = log.latest_epoch
         request = PartitionFetchRequest(
-            (TOPIC, PARTITION), log.log_end_offset, max_bytes, partition.leader_epoch,
-            -1 if last_epoch is None else last_epoch, log.log_start_offset)
+            (TOPIC, PARTITION),
+            log.log_end_offset,
+            max_bytes,
+            partition.leader_epoch,
+            -1 if last_epoch is None else last_epoch,
+            log.log_start_offset,
+        )
         source = self.brokers[partition.leader_id]
         if not source.up:
-            return                                 # connection refused
+            return  # connection refused
         error = data = records = None
         try:
-            data = ReplicaManager._read_for_follower(source.partition, follower, request,
-                                                     max_bytes, True, UNTHROTTLED)
+            data = ReplicaManager._read_for_follower(
+                source.partition, follower, request, max_bytes, True, UNTHROTTLED
+            )
         except KafkaError as exc:
             error = exc
         else:
             records = None if data.records is None else data.records.read()
             if data.diverging_epoch is None:
                 self._update_follower(source, follower, request)
-        self.fetches[follower] = InFlightFetch(partition, partition.leader_id,
-                                               partition.leader_epoch, request.fetch_offset,
-                                               error, data, records)
+        self.fetches[follower] = InFlightFetch(
+            partition,
+            partition.leader_id,
+            partition.leader_epoch,
+            request.fetch_offset,
+            error,
+            data,
+            records,
+        )
 
-    def _update_follower(self, source: Broker, follower: int,
-                         request: PartitionFetchRequest) -> None:
+    def _update_follower(
+        self, source: Broker, follower: int, request: PartitionFetchRequest
+    ) -> None:
         """ReplicaManager._update_followers on the leader."""
         partition = source.partition
         if not partition.is_leader:
             return
         try:
-            partition.update_follower_fetch_state(follower, request.fetch_offset,
-                                                  request.log_start_offset, self.now)
+            partition.update_follower_fetch_state(
+                follower, request.fetch_offset, request.log_start_offset, self.now
+            )
         except KafkaError:
             return
         proposed = partition.isr_to_expand(follower)
@@ -470,7 +513,8 @@ class ReplicationSimulation:
             if epoch >= 0 or end_offset >= 0:
                 end = log.log_end_offset
                 target = divergence_truncation_offset(
-                    log.leader_epoch_cache, end, log.high_watermark, epoch, end_offset)
+                    log.leader_epoch_cache, end, log.high_watermark, epoch, end_offset
+                )
                 # As the fetcher: always, so that at the log end an epoch
                 # this replica began and wrote nothing in goes too.
                 log.truncate_to(target)
@@ -487,12 +531,11 @@ class ReplicationSimulation:
                     # Kafka's appendRecordsToFollowerOrFutureReplica).
                     ReplicaFetcher._append(log, view[:complete])
                 except KafkaError:
-                    return                         # logged; backs off, fetches again
+                    return  # logged; backs off, fetches again
         log.update_high_watermark(min(data.high_watermark, log.log_end_offset))
         if data.log_start_offset > log.log_start_offset:
             try:
-                log.maybe_increment_log_start_offset(min(data.log_start_offset,
-                                                         log.high_watermark))
+                log.maybe_increment_log_start_offset(min(data.log_start_offset, log.high_watermark))
             except KafkaError:
                 pass
 
@@ -527,13 +570,16 @@ class ReplicationSimulation:
         broker = self.brokers[request.broker]
         partition = request.partition
         if not broker.up or broker.partition is not partition:
-            return                                 # the answer finds nobody
+            return  # the answer finds nobody
         if accepted is not None:
-            partition.on_isr_committed(accepted.leader_epoch, accepted.isr,
-                                       accepted.partition_epoch)
-        elif partition.pending_isr == request.proposed and \
-                partition.leader_epoch == request.leader_epoch and \
-                partition.partition_epoch == request.partition_epoch:
+            partition.on_isr_committed(
+                accepted.leader_epoch, accepted.isr, accepted.partition_epoch
+            )
+        elif (
+            partition.pending_isr == request.proposed
+            and partition.leader_epoch == request.leader_epoch
+            and partition.partition_epoch == request.partition_epoch
+        ):
             # As AlterPartitionManager._refused (and Kafka's
             # submitAlterPartition callback): an answer only concerns the
             # proposal it was made for.
@@ -542,8 +588,7 @@ class ReplicationSimulation:
     def metadata(self, broker_id: int | None) -> None:
         """The broker (None: every broker) catches up with the controller's
         registration."""
-        for broker in self.brokers.values() if broker_id is None else \
-                [self.brokers[broker_id]]:
+        for broker in self.brokers.values() if broker_id is None else [self.brokers[broker_id]]:
             if broker.up:
                 broker.partition.apply_registration(self.registration, self.now)
 
@@ -554,8 +599,9 @@ class ReplicationSimulation:
         # Its fetch and unsent AlterPartition die with it; a request already
         # sent may still reach the controller.
         sent = next((r for r in self.alter_partitions if r.partition is broker.partition), None)
-        self.alter_partitions = [r for r in self.alter_partitions
-                                 if r.partition is not broker.partition or r is sent]
+        self.alter_partitions = [
+            r for r in self.alter_partitions if r.partition is not broker.partition or r is sent
+        ]
         broker.stop(clean)
         self.fetches.pop(broker_id, None)
         self._leader_high_watermarks.pop(broker_id, None)
@@ -621,14 +667,19 @@ class ReplicationSimulation:
         entries = log.leader_epoch_cache.entries
         for previous, entry in zip(entries, entries[1:]):
             if not (previous.epoch < entry.epoch and previous.start_offset < entry.start_offset):
-                raise InvariantViolation(f"broker {broker.node_id}: leader epoch cache not "
-                                         f"increasing: {entries}")
+                raise InvariantViolation(
+                    f"broker {broker.node_id}: leader epoch cache not increasing: {entries}"
+                )
         if entries and entries[-1].start_offset > log.log_end_offset:
-            raise InvariantViolation(f"broker {broker.node_id}: epoch cache {entries} goes past "
-                                     f"the log end offset {log.log_end_offset}")
+            raise InvariantViolation(
+                f"broker {broker.node_id}: epoch cache {entries} goes past "
+                f"the log end offset {log.log_end_offset}"
+            )
         if entries and entries[0].start_offset < log.log_start_offset:
-            raise InvariantViolation(f"broker {broker.node_id}: epoch cache {entries} starts "
-                                     f"below the log start offset {log.log_start_offset}")
+            raise InvariantViolation(
+                f"broker {broker.node_id}: epoch cache {entries} starts "
+                f"below the log start offset {log.log_start_offset}"
+            )
         index = -1
         for data in batches:
             header = batch_header(data)
@@ -641,7 +692,8 @@ class ReplicationSimulation:
                 raise InvariantViolation(
                     f"broker {broker.node_id}: batch at {header.base_offset} has leader epoch "
                     f"{header.partition_leader_epoch} but the epoch cache {entries} says "
-                    f"{entries[index].epoch if index >= 0 else None}")
+                    f"{entries[index].epoch if index >= 0 else None}"
+                )
 
     def _check_leader_high_watermarks(self) -> None:
         """Invariant 3."""
@@ -653,22 +705,28 @@ class ReplicationSimulation:
             high_watermark = broker.log.high_watermark
             seen = self._leader_high_watermarks.get(broker.node_id)
             if seen is not None and seen[0] is partition and high_watermark < seen[1]:
-                raise InvariantViolation(f"leader {broker.node_id} (epoch "
-                                         f"{partition.leader_epoch}): high watermark went back "
-                                         f"from {seen[1]} to {high_watermark}")
+                raise InvariantViolation(
+                    f"leader {broker.node_id} (epoch "
+                    f"{partition.leader_epoch}): high watermark went back "
+                    f"from {seen[1]} to {high_watermark}"
+                )
             self._leader_high_watermarks[broker.node_id] = (partition, high_watermark)
             if self.unclean:
                 continue
             for replica in partition.maximal_isr:
                 state = partition.replica_states.get(replica)
-                if replica == broker.node_id or state is None or \
-                        state.log_end_offset == UNKNOWN_OFFSET:
+                if (
+                    replica == broker.node_id
+                    or state is None
+                    or state.log_end_offset == UNKNOWN_OFFSET
+                ):
                     continue
                 if high_watermark > state.log_end_offset:
                     raise InvariantViolation(
                         f"leader {broker.node_id} (epoch {partition.leader_epoch}): high "
                         f"watermark {high_watermark} is past the log end offset "
-                        f"{state.log_end_offset} of ISR member {replica}")
+                        f"{state.log_end_offset} of ISR member {replica}"
+                    )
 
     def _check_acknowledged(self, batches: dict[int, list[bytes]]) -> None:
         """Invariant 1: on the controller's leader and on every ISR member."""
@@ -685,13 +743,14 @@ class ReplicationSimulation:
             by_offset = {batch_header(d).base_offset: d for d in batches[holder]}
             for acked in self.acknowledged:
                 if batch_header(acked.data).next_offset <= log_start:
-                    continue                       # deleted by DeleteRecords
+                    continue  # deleted by DeleteRecords
                 if by_offset.get(acked.base_offset) != acked.data:
                     raise InvariantViolation(
                         f"acknowledged batch at offset {acked.base_offset} is missing or "
                         f"different on broker {holder} ("
                         f"{'leader' if holder == registration.leader else 'ISR member'}, "
-                        f"registration {registration})")
+                        f"registration {registration})"
+                    )
 
     def _check_isr_agreement(self) -> None:
         """Invariant 2: below the controller leader's high watermark, the
@@ -712,23 +771,36 @@ class ReplicationSimulation:
             if covered < high_watermark:
                 raise InvariantViolation(
                     f"ISR member {member.node_id} has data only up to {covered}, below the "
-                    f"leader's high watermark {high_watermark} ({registration})")
+                    f"leader's high watermark {high_watermark} ({registration})"
+                )
             if reference is None:
                 reference = (member.node_id, below)
             elif below != reference[1]:
                 raise InvariantViolation(
                     f"ISR members {reference[0]} and {member.node_id} disagree below the "
-                    f"high watermark {high_watermark} ({registration})")
+                    f"high watermark {high_watermark} ({registration})"
+                )
 
     # -- quiescence --------------------------------------------------------------------
     def state_signature(self) -> tuple:
-        return (self.registration, tuple(
-            (b.node_id, b.up, b.log.log_start_offset, b.log.log_end_offset,
-             b.log.high_watermark,
-             tuple(b.log.leader_epoch_cache.entries),
-             b.partition.partition_epoch if b.up else None)
-            for b in self.brokers.values() if b.log is not None),
-            len(self.alter_partitions), len(self.fetches))
+        return (
+            self.registration,
+            tuple(
+                (
+                    b.node_id,
+                    b.up,
+                    b.log.log_start_offset,
+                    b.log.log_end_offset,
+                    b.log.high_watermark,
+                    tuple(b.log.leader_epoch_cache.entries),
+                    b.partition.partition_epoch if b.up else None,
+                )
+                for b in self.brokers.values()
+                if b.log is not None
+            ),
+            len(self.alter_partitions),
+            len(self.fetches),
+        )
 
     def quiesce(self, max_rounds: int = 60) -> int:
         """Every broker up and told the current registration; then rounds of
@@ -754,8 +826,8 @@ class ReplicationSimulation:
                 break
             if rounds >= max_rounds:
                 raise InvariantViolation(
-                    f"no quiescence after {max_rounds} rounds of fetching: "
-                    f"{self.describe()}")
+                    f"no quiescence after {max_rounds} rounds of fetching: {self.describe()}"
+                )
         self.check_converged()
         return rounds
 
@@ -766,24 +838,32 @@ class ReplicationSimulation:
         if leader is None:
             raise InvariantViolation(f"no leader after quiescence: {self.describe()}")
         if set(registration.isr) != set(self.brokers):
-            raise InvariantViolation(f"not every replica is in the ISR after quiescence: "
-                                     f"{self.describe()}")
+            raise InvariantViolation(
+                f"not every replica is in the ISR after quiescence: {self.describe()}"
+            )
         # Log starts may differ: a follower's never goes back, and a new
         # leader may not have seen an old leader's DeleteRecords.
         start = max(b.log.log_start_offset for b in self.brokers.values())
         expected = log_batches(leader.log, start)
         for broker in self.brokers.values():
-            if broker.log.log_end_offset != leader.log.log_end_offset or \
-                    log_batches(broker.log, start) != expected:
-                raise InvariantViolation(f"broker {broker.node_id}'s log differs from the "
-                                         f"leader's after quiescence: {self.describe()}")
+            if (
+                broker.log.log_end_offset != leader.log.log_end_offset
+                or log_batches(broker.log, start) != expected
+            ):
+                raise InvariantViolation(
+                    f"broker {broker.node_id}'s log differs from the "
+                    f"leader's after quiescence: {self.describe()}"
+                )
             if broker.log.high_watermark != leader.log.log_end_offset:
-                raise InvariantViolation(f"broker {broker.node_id}'s high watermark "
-                                         f"{broker.log.high_watermark} is not the log end "
-                                         f"offset {leader.log.log_end_offset}")
+                raise InvariantViolation(
+                    f"broker {broker.node_id}'s high watermark "
+                    f"{broker.log.high_watermark} is not the log end "
+                    f"offset {leader.log.log_end_offset}"
+                )
         if self.pending:
-            raise InvariantViolation(f"acks=all produces still waiting after quiescence: "
-                                     f"{self.pending}")
+            raise InvariantViolation(
+                f"acks=all produces still waiting after quiescence: {self.pending}"
+            )
 
     def describe(self) -> str:
         parts = [f"controller {self.registration}, fenced {sorted(self.controller.fenced)}"]
@@ -798,7 +878,8 @@ class ReplicationSimulation:
                 f"epoch={partition.leader_epoch} isr={partition.isr} "
                 f"pending={partition.pending_isr} start={log.log_start_offset} "
                 f"end={log.log_end_offset} hw={log.high_watermark} "
-                f"epochs={[tuple(e) for e in log.leader_epoch_cache.entries]}")
+                f"epochs={[tuple(e) for e in log.leader_epoch_cache.entries]}"
+            )
         return "; ".join(parts)
 
     def close(self) -> None:

@@ -5,6 +5,7 @@ QuorumController interface that builds MetadataImages by hand, so these
 tests exercise the broker alone (the real controller has its own tests, and
 tests/e2e runs the two together).
 """
+
 from __future__ import annotations
 
 import socket
@@ -32,8 +33,9 @@ class ControllerDouble:
     def __init__(self, broker, loop):
         self.broker = broker
         self.node_id = broker.node_id
-        self.image = MetadataImage(cluster_id=broker.cluster_id or "test-cluster",
-                                   offset=0, controller_id=self.node_id)
+        self.image = MetadataImage(
+            cluster_id=broker.cluster_id or "test-cluster", offset=0, controller_id=self.node_id
+        )
         self._subscribers = []
         self._next_producer_id = 1000
 
@@ -53,16 +55,20 @@ class ControllerDouble:
             callback(delta, image)
 
     async def register_broker(self, broker_id, incarnation_id, listeners, rack):
-        registration = BrokerRegistration(broker_id, incarnation_id, 1,
-                                          {e.name: e for e in listeners}, rack)
+        registration = BrokerRegistration(
+            broker_id, incarnation_id, 1, {e.name: e for e in listeners}, rack
+        )
         brokers = dict(self.image.brokers)
         brokers[broker_id] = registration
-        self._publish(_replace(self.image, brokers=brokers, offset=self.image.offset + 1),
-                      MetadataDelta(changed_brokers=frozenset({broker_id})))
+        self._publish(
+            _replace(self.image, brokers=brokers, offset=self.image.offset + 1),
+            MetadataDelta(changed_brokers=frozenset({broker_id})),
+        )
         return 1
 
-    async def auto_create_topics(self, names, num_partitions=None, replication_factor=None,
-                                 configs=None):
+    async def auto_create_topics(
+        self, names, num_partitions=None, replication_factor=None, configs=None
+    ):
         count = num_partitions or self.broker.config["num.partitions"]
         by_name = dict(self.image.topics_by_name)
         by_id = dict(self.image.topics_by_id)
@@ -72,14 +78,22 @@ class ControllerDouble:
             if name in by_name:
                 result[name] = errors.TopicExistsException.code
                 continue
-            topic = TopicImage(name, uuid.uuid4(), {
-                i: PartitionRegistration((self.node_id,), (self.node_id,), self.node_id, 0, 0)
-                for i in range(count)})
+            topic = TopicImage(
+                name,
+                uuid.uuid4(),
+                {
+                    i: PartitionRegistration((self.node_id,), (self.node_id,), self.node_id, 0, 0)
+                    for i in range(count)
+                },
+            )
             by_name[name] = by_id[topic.topic_id] = changed[name] = topic
             result[name] = 0
-        self._publish(_replace(self.image, topics_by_name=by_name, topics_by_id=by_id,
-                               offset=self.image.offset + 1),
-                      MetadataDelta(changed_topics=changed))
+        self._publish(
+            _replace(
+                self.image, topics_by_name=by_name, topics_by_id=by_id, offset=self.image.offset + 1
+            ),
+            MetadataDelta(changed_topics=changed),
+        )
         return result
 
     async def allocate_producer_ids(self, broker_id):
@@ -96,9 +110,11 @@ def _replace(image, **changes):
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    instance = KfastBroker({"num.partitions": 2},
-                           data_dir=str(tmp_path_factory.mktemp("kfast")),
-                           controller_factory=ControllerDouble)
+    instance = KfastBroker(
+        {"num.partitions": 2},
+        data_dir=str(tmp_path_factory.mktemp("kfast")),
+        controller_factory=ControllerDouble,
+    )
     instance.start()
     yield instance
     instance.close()
@@ -164,28 +180,61 @@ def _batch(values, **kwargs) -> bytes:
 
 
 def _produce(client, topic, partition, records, acks=-1, version=9):
-    body = p.ProduceRequest(acks=acks, timeout_ms=5000, topic_data=[
-        p.ProduceRequest.TopicProduceData(name=topic, partition_data=[
-            p.ProduceRequest.PartitionProduceData(index=partition, records=records)])])
+    body = p.ProduceRequest(
+        acks=acks,
+        timeout_ms=5000,
+        topic_data=[
+            p.ProduceRequest.TopicProduceData(
+                name=topic,
+                partition_data=[
+                    p.ProduceRequest.PartitionProduceData(index=partition, records=records)
+                ],
+            )
+        ],
+    )
     return client.request(0, version, body)
 
 
 def _metadata(client, topics, version=12, allow_auto=True):
     body = p.MetadataRequest(
-        topics=None if topics is None else [p.MetadataRequest.MetadataRequestTopic(name=t)
-                                            for t in topics],
-        allow_auto_topic_creation=allow_auto)
+        topics=None
+        if topics is None
+        else [p.MetadataRequest.MetadataRequestTopic(name=t) for t in topics],
+        allow_auto_topic_creation=allow_auto,
+    )
     return client.request(3, version, body)
 
 
-def _fetch(client, topic, partition, offset, version=12, max_wait_ms=0, min_bytes=1,
-           session_id=0, epoch=-1, isolation_level=0):
+def _fetch(
+    client,
+    topic,
+    partition,
+    offset,
+    version=12,
+    max_wait_ms=0,
+    min_bytes=1,
+    session_id=0,
+    epoch=-1,
+    isolation_level=0,
+):
     body = p.FetchRequest(
-        max_wait_ms=max_wait_ms, min_bytes=min_bytes, max_bytes=1 << 20,
-        isolation_level=isolation_level, session_id=session_id, session_epoch=epoch,
-        topics=[p.FetchRequest.FetchTopic(topic=topic, partitions=[
-            p.FetchRequest.FetchPartition(partition=partition, fetch_offset=offset,
-                                          partition_max_bytes=1 << 20)])])
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=1 << 20,
+        isolation_level=isolation_level,
+        session_id=session_id,
+        session_epoch=epoch,
+        topics=[
+            p.FetchRequest.FetchTopic(
+                topic=topic,
+                partitions=[
+                    p.FetchRequest.FetchPartition(
+                        partition=partition, fetch_offset=offset, partition_max_bytes=1 << 20
+                    )
+                ],
+            )
+        ],
+    )
     return client.request(1, version, body)
 
 
@@ -195,12 +244,15 @@ def _values(records) -> list[bytes]:
 
 # -- ApiVersions -----------------------------------------------------------------------------
 def test_api_versions_lists_registered_apis(broker, client):
-    response = client.request(18, 3, p.ApiVersionsRequest(client_software_name="kfast-test",
-                                                          client_software_version="1.0"))
+    response = client.request(
+        18,
+        3,
+        p.ApiVersionsRequest(client_software_name="kfast-test", client_software_version="1.0"),
+    )
     assert response.error_code == 0
     keys = {k.api_key: (k.min_version, k.max_version) for k in response.api_keys}
     table = p.api_keys.BY_KEY
-    assert keys[0] == (0, table[0].max_stable_version)   # Produce from v0 (KAFKA-18659)
+    assert keys[0] == (0, table[0].max_stable_version)  # Produce from v0 (KAFKA-18659)
     for key in (1, 2, 3, 18, 21, 22, 23, 35):
         assert keys[key] == (table[key].min_version, table[key].max_stable_version)
     # Exactly the APIs with a handler are advertised: nothing a client would
@@ -222,24 +274,28 @@ def test_api_versions_unsupported_version_answers_v0(client):
 
 
 def test_api_versions_rejects_bad_software_name(client):
-    response = client.request(18, 3, p.ApiVersionsRequest(client_software_name="-bad",
-                                                          client_software_version="1"))
+    response = client.request(
+        18, 3, p.ApiVersionsRequest(client_software_name="-bad", client_software_version="1")
+    )
     assert response.error_code == errors.InvalidRequestException.code
 
 
-@pytest.mark.parametrize("frame", [
-    struct.pack(">hhih", 200, 0, 1, -1),             # unknown API key
-    struct.pack(">hhih", 3, 99, 1, -1),              # unsupported Metadata version
-    struct.pack(">hhih", 11, 0, 1, -1),              # JoinGroup: not served by this broker
-    struct.pack(">hhih", 3, 1, 1, -1) + b"\xff",     # truncated Metadata body
-    b"\x00",                                         # truncated header
-])
+@pytest.mark.parametrize(
+    "frame",
+    [
+        struct.pack(">hhih", 200, 0, 1, -1),  # unknown API key
+        struct.pack(">hhih", 3, 99, 1, -1),  # unsupported Metadata version
+        struct.pack(">hhih", 11, 0, 1, -1),  # JoinGroup: not served by this broker
+        struct.pack(">hhih", 3, 1, 1, -1) + b"\xff",  # truncated Metadata body
+        b"\x00",  # truncated header
+    ],
+)
 def test_unparseable_requests_close_the_connection(broker, client, frame):
     client.send_frame(struct.pack(">i", len(frame)) + frame)
     assert client.closed_by_peer()
     other = Client(broker)
     try:
-        assert other.request(18, 0, {}).error_code == 0    # the broker still serves
+        assert other.request(18, 0, {}).error_code == 0  # the broker still serves
     finally:
         other.close()
 
@@ -254,8 +310,10 @@ def test_metadata_auto_creates_topics(client, broker):
     response = _metadata(client, ["auto-a"])
     (topic,) = response.topics
     assert topic.error_code == 0 and topic.topic_id != uuid.UUID(int=0)
-    assert [(q.partition_index, q.leader_id, q.error_code) for q in topic.partitions] == \
-        [(0, 1, 0), (1, 1, 0)]
+    assert [(q.partition_index, q.leader_id, q.error_code) for q in topic.partitions] == [
+        (0, 1, 0),
+        (1, 1, 0),
+    ]
 
 
 def test_metadata_without_auto_creation(client):
@@ -299,9 +357,18 @@ def test_produce_errors_per_partition(client):
 
 def test_acks_zero_sends_nothing_and_closes_on_error(client, broker):
     _metadata(client, ["zero"])
-    body = p.ProduceRequest(acks=0, timeout_ms=1000, topic_data=[
-        p.ProduceRequest.TopicProduceData(name="zero", partition_data=[
-            p.ProduceRequest.PartitionProduceData(index=0, records=_batch([b"q"]))])])
+    body = p.ProduceRequest(
+        acks=0,
+        timeout_ms=1000,
+        topic_data=[
+            p.ProduceRequest.TopicProduceData(
+                name="zero",
+                partition_data=[
+                    p.ProduceRequest.PartitionProduceData(index=0, records=_batch([b"q"]))
+                ],
+            )
+        ],
+    )
     client.send_frame(p.encode_request(0, 9, 500, "test", body))
     # The next response on the connection is the Metadata one: acks=0 got none.
     (topic,) = _metadata(client, ["zero"]).topics
@@ -317,10 +384,21 @@ def test_delayed_fetch_completes_on_append(broker, client):
     _metadata(client, ["wait"])
     waiter = Client(broker)
     try:
-        body = p.FetchRequest(max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20, topics=[
-            p.FetchRequest.FetchTopic(topic="wait", partitions=[
-                p.FetchRequest.FetchPartition(partition=0, fetch_offset=0,
-                                              partition_max_bytes=1 << 20)])])
+        body = p.FetchRequest(
+            max_wait_ms=5000,
+            min_bytes=1,
+            max_bytes=1 << 20,
+            topics=[
+                p.FetchRequest.FetchTopic(
+                    topic="wait",
+                    partitions=[
+                        p.FetchRequest.FetchPartition(
+                            partition=0, fetch_offset=0, partition_max_bytes=1 << 20
+                        )
+                    ],
+                )
+            ],
+        )
         waiter.send_frame(p.encode_request(1, 12, 77, "test", body))
         # The fetch is parked in the purgatory until this append.
         purgatory = broker.broker.replica_manager.fetch_purgatory
@@ -354,8 +432,14 @@ def test_fetch_sessions_incremental(client):
     assert empty.error_code == 0 and empty.responses == []
     # With no partition listed, the session's remembered position is used.
     _produce(client, "sess", 0, _batch([b"3"]))
-    body = p.FetchRequest(max_wait_ms=0, min_bytes=1, max_bytes=1 << 20,
-                          session_id=full.session_id, session_epoch=2, topics=[])
+    body = p.FetchRequest(
+        max_wait_ms=0,
+        min_bytes=1,
+        max_bytes=1 << 20,
+        session_id=full.session_id,
+        session_epoch=2,
+        topics=[],
+    )
     incremental = client.request(1, 12, body)
     assert incremental.session_id == full.session_id
     (topic,) = incremental.responses
@@ -381,10 +465,12 @@ def test_produce_v2_magic_1_is_converted(client):
     from kfast._ext.legacy import build_message_set
 
     _metadata(client, ["legacyin"])
-    message_set = build_message_set(1, [(0, 1_700_000_000_000, b"k", b"v1"),
-                                        (1, 1_700_000_000_001, None, b"v2")])
-    part = _produce(client, "legacyin", 0, message_set, version=2).responses[0] \
-        .partition_responses[0]
+    message_set = build_message_set(
+        1, [(0, 1_700_000_000_000, b"k", b"v1"), (1, 1_700_000_000_001, None, b"v2")]
+    )
+    part = (
+        _produce(client, "legacyin", 0, message_set, version=2).responses[0].partition_responses[0]
+    )
     assert (part.error_code, part.base_offset) == (0, 0)
     fetched = _fetch(client, "legacyin", 0, 0).responses[0].partitions[0]
     assert _values(fetched.records) == [b"v1", b"v2"]
@@ -396,9 +482,19 @@ def test_list_offsets(client):
     _produce(client, "lo", 0, _batch([b"a", b"b", b"c"]))
 
     def list_offset(timestamp, version=7):
-        body = p.ListOffsetsRequest(replica_id=-1, topics=[p.ListOffsetsRequest.ListOffsetsTopic(
-            name="lo", partitions=[p.ListOffsetsRequest.ListOffsetsPartition(
-                partition_index=0, timestamp=timestamp)])])
+        body = p.ListOffsetsRequest(
+            replica_id=-1,
+            topics=[
+                p.ListOffsetsRequest.ListOffsetsTopic(
+                    name="lo",
+                    partitions=[
+                        p.ListOffsetsRequest.ListOffsetsPartition(
+                            partition_index=0, timestamp=timestamp
+                        )
+                    ],
+                )
+            ],
+        )
         return client.request(2, version, body).topics[0].partitions[0]
 
     assert list_offset(-2).offset == 0
@@ -416,8 +512,9 @@ def test_list_offsets(client):
 
 def test_idempotent_produce(client):
     _metadata(client, ["idem"])
-    response = client.request(22, 4, p.InitProducerIdRequest(transactional_id=None,
-                                                              transaction_timeout_ms=60000))
+    response = client.request(
+        22, 4, p.InitProducerIdRequest(transactional_id=None, transaction_timeout_ms=60000)
+    )
     assert response.error_code == 0 and response.producer_id >= 0
     pid = response.producer_id
 
@@ -437,13 +534,23 @@ def test_idempotent_produce(client):
 def test_delete_records_moves_log_start(client):
     _metadata(client, ["dr"])
     _produce(client, "dr", 0, _batch([b"a", b"b", b"c"]))
-    body = p.DeleteRecordsRequest(timeout_ms=5000, topics=[
-        p.DeleteRecordsRequest.DeleteRecordsTopic(name="dr", partitions=[
-            p.DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=2)])])
+    body = p.DeleteRecordsRequest(
+        timeout_ms=5000,
+        topics=[
+            p.DeleteRecordsRequest.DeleteRecordsTopic(
+                name="dr",
+                partitions=[
+                    p.DeleteRecordsRequest.DeleteRecordsPartition(partition_index=0, offset=2)
+                ],
+            )
+        ],
+    )
     result = client.request(21, 2, body).topics[0].partitions[0]
     assert (result.error_code, result.low_watermark) == (0, 2)
-    assert _fetch(client, "dr", 0, 0).responses[0].partitions[0].error_code == \
-        errors.OffsetOutOfRangeException.code
+    assert (
+        _fetch(client, "dr", 0, 0).responses[0].partitions[0].error_code
+        == errors.OffsetOutOfRangeException.code
+    )
     body.topics[0].partitions[0].offset = 99
     result = client.request(21, 2, body).topics[0].partitions[0]
     assert result.error_code == errors.OffsetOutOfRangeException.code
@@ -455,8 +562,9 @@ def test_describe_log_dirs(client, broker):
     response = client.request(35, 2, p.DescribeLogDirsRequest(topics=None))
     (result,) = response.results
     assert result.error_code == 0
-    sizes = {(t.name, q.partition_index): q.partition_size for t in result.topics
-             for q in t.partitions}
+    sizes = {
+        (t.name, q.partition_index): q.partition_size for t in result.topics for q in t.partitions
+    }
     assert sizes[("dld", 0)] > 0
 
 

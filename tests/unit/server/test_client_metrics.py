@@ -1,5 +1,6 @@
 """kfast.server.client_metrics: KIP-714 subscriptions, push timing and
 errors as Kafka's ClientMetricsManager applies them (simulated clock)."""
+
 from __future__ import annotations
 
 import uuid
@@ -23,13 +24,21 @@ class Clock:
 
 
 def ctx(client_id="producer-1", software=("librdkafka", "2.5.0")):
-    return SimpleNamespace(client_id=client_id, client_address=("127.0.0.1", 5555),
-                           connection=SimpleNamespace(client_software=software))
+    return SimpleNamespace(
+        client_id=client_id,
+        client_address=("127.0.0.1", 5555),
+        connection=SimpleNamespace(client_software=software),
+    )
 
 
 def push(instance_id, subscription_id, metrics=b"", terminating=False, codec=0):
-    return SimpleNamespace(client_instance_id=instance_id, subscription_id=subscription_id,
-                           terminating=terminating, compression_type=codec, metrics=metrics)
+    return SimpleNamespace(
+        client_instance_id=instance_id,
+        subscription_id=subscription_id,
+        terminating=terminating,
+        compression_type=codec,
+        metrics=metrics,
+    )
 
 
 def gauge(value: float) -> bytes:
@@ -44,10 +53,16 @@ def manager():
     clock = Clock()
     m = ClientMetricsManager(1024, time_ms=clock)
     m.clock = clock
-    m.update_subscriptions({"prod": {"metrics": "org.apache.kafka.producer.,m.",
-                                     "interval.ms": "1000",
-                                     "match": "client_software_name=librdkafka"},
-                            "slow": {"metrics": "x.", "interval.ms": "5000"}})
+    m.update_subscriptions(
+        {
+            "prod": {
+                "metrics": "org.apache.kafka.producer.,m.",
+                "interval.ms": "1000",
+                "match": "client_software_name=librdkafka",
+            },
+            "slow": {"metrics": "x.", "interval.ms": "5000"},
+        }
+    )
     return m
 
 
@@ -66,8 +81,8 @@ def test_push_timing_errors_and_terminating(manager):
     got = manager.get_subscriptions(ctx(), None)
     instance, sub = got["client_instance_id"], got["subscription_id"]
     with pytest.raises(errors.ThrottlingQuotaExceededException):
-        manager.get_subscriptions(ctx(), instance)          # before one interval
-    manager.push(ctx(), push(instance, sub, gauge(1.5)))     # right after the get: accepted
+        manager.get_subscriptions(ctx(), instance)  # before one interval
+    manager.push(ctx(), push(instance, sub, gauge(1.5)))  # right after the get: accepted
     with pytest.raises(errors.ThrottlingQuotaExceededException):
         manager.push(ctx(), push(instance, sub, gauge(2.0)))
     manager.clock.now += 1000
@@ -86,7 +101,7 @@ def test_push_timing_errors_and_terminating(manager):
     payload = compression.compress(compression.COMPRESSION_ZSTD, gauge(3.0))
     manager.push(ctx(), push(instance, sub, payload, codec=compression.COMPRESSION_ZSTD))
     assert [(name, value) for name, _, _, value, *_ in manager.snapshot()] == [("m.avg", 3.0)]
-    manager.push(ctx(), push(instance, sub, terminating=True))   # early: terminating is let in
+    manager.push(ctx(), push(instance, sub, terminating=True))  # early: terminating is let in
     manager.clock.now += 5000
     with pytest.raises(errors.InvalidRequestException):
         manager.push(ctx(), push(instance, sub))
@@ -98,7 +113,7 @@ def test_a_subscription_change_gives_a_new_id(manager):
     manager.update_subscriptions({"prod": {"metrics": "*", "interval.ms": "200"}})
     with pytest.raises(errors.UnknownSubscriptionIdException):
         manager.push(ctx(), push(instance, got["subscription_id"]))
-    again = manager.get_subscriptions(ctx(), instance)        # re-evaluated: not early
+    again = manager.get_subscriptions(ctx(), instance)  # re-evaluated: not early
     assert again["requested_metrics"] == ["*"] and again["push_interval_ms"] == 200
     assert again["subscription_id"] != got["subscription_id"]
 
@@ -109,5 +124,5 @@ def test_reserved_ids_and_expiry(manager):
     got = manager.get_subscriptions(ctx(), None)
     manager.push(ctx(), push(got["client_instance_id"], got["subscription_id"], gauge(1.0)))
     assert manager.snapshot()
-    manager.clock.now += 60_001          # max(60 s, 3 x 1 s) without a request
+    manager.clock.now += 60_001  # max(60 s, 3 x 1 s) without a request
     assert manager.snapshot() == [] and not manager.instances

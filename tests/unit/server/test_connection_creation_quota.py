@@ -1,6 +1,7 @@
 """connection_creation_rate per IP (KIP-612): which IP quota applies, the
 sampled rate of accepted connections and the throttle time after which a
 connection over the quota is closed (Kafka's ConnectionQuotas)."""
+
 from __future__ import annotations
 
 from kfast.config import KafkaConfig
@@ -24,7 +25,11 @@ def test_an_ip_over_its_rate_is_throttled_by_the_excess_over_the_window():
     # num=2, 1 s windows: the rate divides by at least one whole window, so
     # two connections at t=0 are 2/s; the third would be 3/s, throttled for
     # (3 - 2) / 2 x 1000 ms and not counted.
-    assert [q.record_and_get_throttle_time_ms("10.0.0.1", now_ms=0) for _ in range(3)] == [0, 0, 500]
+    assert [q.record_and_get_throttle_time_ms("10.0.0.1", now_ms=0) for _ in range(3)] == [
+        0,
+        0,
+        500,
+    ]
     assert q.record_and_get_throttle_time_ms("10.0.0.1", now_ms=0) == 500
     # Others have no quota.
     assert q.record_and_get_throttle_time_ms("10.0.0.2", now_ms=0) == 0
@@ -48,9 +53,13 @@ def test_the_ip_quota_takes_precedence_over_the_default():
 
 def test_client_quotas_take_ip_entities_from_the_image():
     cq = ClientQuotas(KafkaConfig({}))
-    cq.update({(("ip", "127.0.0.1"),): {"connection_creation_rate": 2.0},
-               (("ip", None),): {"connection_creation_rate": 5.0},
-               (("user", "alice"),): {"producer_byte_rate": 1000.0}})
+    cq.update(
+        {
+            (("ip", "127.0.0.1"),): {"connection_creation_rate": 2.0},
+            (("ip", None),): {"connection_creation_rate": 5.0},
+            (("user", "alice"),): {"producer_byte_rate": 1000.0},
+        }
+    )
     assert cq.connection_creation.overrides == {"127.0.0.1": 2, DEFAULT_ENTITY: 5}
     assert not cq.fetch.enabled and cq.produce.enabled
     cq.update({})

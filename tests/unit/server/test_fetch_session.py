@@ -1,4 +1,5 @@
 """FetchSessionCache: session life cycle, epochs and eviction (KIP-227)."""
+
 from __future__ import annotations
 
 from kfast.protocol import errors
@@ -67,8 +68,10 @@ def test_session_errors():
     wrong_epoch = cache.new_context(full.session_id, 5, [], [])
     assert isinstance(wrong_epoch, SessionErrorContext)
     assert wrong_epoch.error_code == errors.InvalidFetchSessionEpochException.code
-    assert cache.new_context(full.session_id + 1, 1, [], []).error_code == \
-        errors.FetchSessionIdNotFoundException.code
+    assert (
+        cache.new_context(full.session_id + 1, 1, [], []).error_code
+        == errors.FetchSessionIdNotFoundException.code
+    )
     # FINAL closes the session; it is gone afterwards.
     closing = cache.new_context(full.session_id, FINAL_EPOCH, [part()], [])
     assert closing.session_id == 0 and cache.get(full.session_id) is None

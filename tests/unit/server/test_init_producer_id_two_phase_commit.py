@@ -2,6 +2,7 @@
 KafkaApis.handleInitProducerIdRequest): WRITE on the transactional id, and
 for enable2Pc also TWO_PHASE_COMMIT; keepPreparedTxn while
 transaction.two.phase.commit.enable is false is refused there too."""
+
 from __future__ import annotations
 
 import asyncio
@@ -31,7 +32,8 @@ class Context:
         self.asked = []
         self.broker = SimpleNamespace(
             config={"transaction.two.phase.commit.enable": enabled},
-            transaction_coordinator=SimpleNamespace(check_coordinator=lambda _id: PASSED))
+            transaction_coordinator=SimpleNamespace(check_coordinator=lambda _id: PASSED),
+        )
 
     def authorize(self, operation, resource_type, name):
         self.asked.append((operation, resource_type, name))
@@ -39,17 +41,19 @@ class Context:
 
 
 def init(ctx, **fields):
-    request = InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000,
-                                    **fields)
+    request = InitProducerIdRequest(transactional_id="tx", transaction_timeout_ms=60000, **fields)
     return asyncio.run(handle_init_producer_id(ctx, request)).error_code
 
 
-@pytest.mark.parametrize("allowed, expected", [
-    ((), DENIED),
-    ((ACL_OPERATION_WRITE,), DENIED),
-    ((ACL_OPERATION_TWO_PHASE_COMMIT,), DENIED),
-    ((ACL_OPERATION_WRITE, ACL_OPERATION_TWO_PHASE_COMMIT), PASSED),
-])
+@pytest.mark.parametrize(
+    "allowed, expected",
+    [
+        ((), DENIED),
+        ((ACL_OPERATION_WRITE,), DENIED),
+        ((ACL_OPERATION_TWO_PHASE_COMMIT,), DENIED),
+        ((ACL_OPERATION_WRITE, ACL_OPERATION_TWO_PHASE_COMMIT), PASSED),
+    ],
+)
 def test_enable2pc_needs_write_and_two_phase_commit(allowed, expected):
     ctx = Context(allowed)
     assert init(ctx, enable2_pc=True) == expected

@@ -2,6 +2,7 @@
 start of its epoch (Kafka's Partition.fetchOffsetForTimestamp): clients get
 OFFSET_NOT_AVAILABLE, which they retry, instead of offsets older than what
 the previous leader already gave out; followers are answered as before."""
+
 from __future__ import annotations
 
 import asyncio
@@ -26,19 +27,32 @@ TOPIC_ID = uuid.uuid4()
 
 @pytest.fixture
 def log_manager(tmp_path):
-    manager = LogManager(KafkaConfig({"node.id": str(NODE), "log.dirs": str(tmp_path)}),
-                         cluster_id="c1")
+    manager = LogManager(
+        KafkaConfig({"node.id": str(NODE), "log.dirs": str(tmp_path)}), cluster_id="c1"
+    )
     manager.startup()
     yield manager
     manager.shutdown()
 
 
 def list_offset(manager: ReplicaManager, timestamp: int, replica_id: int = -1):
-    request = ListOffsetsRequest(replica_id=replica_id, isolation_level=0, topics=[
-        ListOffsetsRequest.ListOffsetsTopic(name="t", partitions=[
-            ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=timestamp)])])
-    ctx = SimpleNamespace(api_version=7, broker=SimpleNamespace(replica_manager=manager),
-                          authorize=lambda *action: True)  # no authorizer
+    request = ListOffsetsRequest(
+        replica_id=replica_id,
+        isolation_level=0,
+        topics=[
+            ListOffsetsRequest.ListOffsetsTopic(
+                name="t",
+                partitions=[
+                    ListOffsetsRequest.ListOffsetsPartition(partition_index=0, timestamp=timestamp)
+                ],
+            )
+        ],
+    )
+    ctx = SimpleNamespace(
+        api_version=7,
+        broker=SimpleNamespace(replica_manager=manager),
+        authorize=lambda *action: True,
+    )  # no authorizer
     answer = handle_list_offsets(ctx, request).topics[0].partitions[0]
     return answer.error_code, answer.offset
 
@@ -46,14 +60,23 @@ def list_offset(manager: ReplicaManager, timestamp: int, replica_id: int = -1):
 def test_a_new_leader_answers_clients_once_its_high_watermark_reaches_its_epoch(log_manager):
     async def main():
         config = KafkaConfig({"node.id": str(NODE), "log.dirs": "unused"})
-        manager = ReplicaManager(NODE, log_manager, SystemTimer(asyncio.get_running_loop()),
-                                 config)
+        manager = ReplicaManager(NODE, log_manager, SystemTimer(asyncio.get_running_loop()), config)
         log = log_manager.get_or_create_log("t", 0)
 
         def lead(epoch: int):
-            manager.apply_partition("t", TOPIC_ID, 0, PartitionRegistration(
-                replicas=(NODE, FOLLOWER), isr=(NODE, FOLLOWER), leader=NODE,
-                leader_epoch=epoch, partition_epoch=epoch), log)
+            manager.apply_partition(
+                "t",
+                TOPIC_ID,
+                0,
+                PartitionRegistration(
+                    replicas=(NODE, FOLLOWER),
+                    isr=(NODE, FOLLOWER),
+                    leader=NODE,
+                    leader_epoch=epoch,
+                    partition_epoch=epoch,
+                ),
+                log,
+            )
 
         lead(3)
         builder = RecordBatchBuilder(0)
@@ -76,4 +99,5 @@ def test_a_new_leader_answers_clients_once_its_high_watermark_reaches_its_epoch(
         assert partition.update_follower_fetch_state(FOLLOWER, 2, 0, 1)
         assert list_offset(manager, LATEST_TIMESTAMP) == (0, 2)
         assert list_offset(manager, EARLIEST_TIMESTAMP) == (0, 0)
+
     asyncio.run(asyncio.wait_for(main(), 10))

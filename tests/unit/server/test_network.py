@@ -1,4 +1,5 @@
 """SocketServer over real 127.0.0.1 sockets, each test on asyncio and uvloop."""
+
 import asyncio
 import gc
 import logging
@@ -23,18 +24,21 @@ LOOPS = {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}
 def run(request):
     """run(async_fn) runs it on a fresh loop of the parametrized kind and
     fails the test if anything reached the loop's exception handler."""
+
     def runner(fn, timeout=60.0):
         errors = []
 
         async def main():
             asyncio.get_running_loop().set_exception_handler(
-                lambda loop, context: errors.append(context))
+                lambda loop, context: errors.append(context)
+            )
             return await asyncio.wait_for(fn(), timeout)
 
         with asyncio.Runner(loop_factory=LOOPS[request.param]) as r:
             result = r.run(main())
         assert errors == []
         return result
+
     return runner
 
 
@@ -92,6 +96,7 @@ def data_file():
 
 # ------------------------------------------------------------------- framing
 
+
 def test_many_frames_in_one_segment(run):
     async def body():
         async with SocketServer(echo, "127.0.0.1", 0) as server:
@@ -105,6 +110,7 @@ def test_many_frames_in_one_segment(run):
             assert m.bytes_received == sum(4 + len(b) for b in bodies)
             assert m.bytes_sent == sum(4 + 5 + len(b) for b in bodies) == m.copied_bytes
             writer.close()
+
     run(body)
 
 
@@ -119,23 +125,28 @@ def test_frame_split_byte_by_byte(run):
         async with SocketServer(handler, "127.0.0.1", 0) as server:
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.transport.get_extra_info("socket").setsockopt(
-                socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                socket.IPPROTO_TCP, socket.TCP_NODELAY, 1
+            )
             data = frame(b"one byte at a time") + frame(b"")
             for i in range(len(data)):
-                writer.write(data[i:i + 1])
+                writer.write(data[i : i + 1])
                 await writer.drain()
             assert await read_frame(reader) == b"emit a ta etyb eno"
             assert await read_frame(reader) == b""
             assert seen == [b"one byte at a time", b""]
             writer.close()
+
     run(body)
 
 
-@pytest.mark.parametrize("prefix", [
-    struct.pack(">I", 0x80000000),   # 2 GiB: a negative int32
-    struct.pack(">i", -1),
-    struct.pack(">i", 0x7FFFFFFF),   # above socket.request.max.bytes
-])
+@pytest.mark.parametrize(
+    "prefix",
+    [
+        struct.pack(">I", 0x80000000),  # 2 GiB: a negative int32
+        struct.pack(">i", -1),
+        struct.pack(">i", 0x7FFFFFFF),  # above socket.request.max.bytes
+    ],
+)
 def test_invalid_size_prefix_closes_only_that_connection(run, prefix, caplog):
     async def body():
         calls = []
@@ -148,13 +159,14 @@ def test_invalid_size_prefix_closes_only_that_connection(run, prefix, caplog):
             good_r, good_w = await asyncio.open_connection("127.0.0.1", server.port)
             bad_r, bad_w = await asyncio.open_connection("127.0.0.1", server.port)
             bad_w.write(prefix + b"\x00" * 64)
-            assert await bad_r.read() == b""          # closed, nothing answered
+            assert await bad_r.read() == b""  # closed, nothing answered
             good_w.write(frame(b"still fine"))
             assert await read_frame(good_r) == b"ok"
             assert calls == [b"still fine"]
             assert server.metrics().connections_closed == 1
             good_w.close()
             bad_w.close()
+
     with caplog.at_level(logging.WARNING, logger="kfast.server.network"):
         run(body)
     assert "Invalid receive" in caplog.text
@@ -169,10 +181,12 @@ def test_oversized_request_limit_is_configurable(run):
             writer.write(frame(b"123456789"))
             assert await reader.read() == b""
             writer.close()
+
     run(body)
 
 
 # ---------------------------------------------------------------- pipelining
+
 
 def test_out_of_order_completion_keeps_request_order(run):
     async def body():
@@ -184,9 +198,9 @@ def test_out_of_order_completion_keeps_request_order(run):
         def handler(connection, frame):
             i = int(bytes(frame))
             if i % 5 == 0:
-                return None                       # e.g. acks=0: no response
+                return None  # e.g. acks=0: no response
             if i % 3 == 0:
-                return [b"sync-%d" % i]           # finishes at once
+                return [b"sync-%d" % i]  # finishes at once
             fut = loop.create_future()
             futures.append((i, fut))
             if i == n - 1:
@@ -208,11 +222,13 @@ def test_out_of_order_completion_keeps_request_order(run):
             got = [await read_frame(reader) for _ in expected]
             assert got == expected
             writer.close()
+
     run(body)
 
 
 def test_async_handler_may_hold_frames_without_copying(run):
     """Frames kept by coroutines stay intact while later requests arrive."""
+
     async def body():
         release = asyncio.Event()
         started = Arrivals()
@@ -233,10 +249,12 @@ def test_async_handler_may_hold_frames_without_copying(run):
             for b in bodies:
                 assert await read_frame(reader) == b
             writer.close()
+
     run(body)
 
 
 # ----------------------------------------------------------------- zero-copy
+
 
 def test_file_regions_travel_by_sendfile(run, data_file):
     f, content = data_file
@@ -252,7 +270,9 @@ def test_file_regions_travel_by_sendfile(run, data_file):
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(b"".join(frame(b"%d" % i) for i in range(len(regions))))
             for i, (position, length) in enumerate(regions):
-                assert await read_frame(reader) == b"hdr%d" % i + content[position:position + length]
+                assert (
+                    await read_frame(reader) == b"hdr%d" % i + content[position : position + length]
+                )
             m = server.metrics()
             file_bytes = sum(length for _, length in regions)
             headers = sum(4 + 4 for _ in regions)
@@ -265,6 +285,7 @@ def test_file_regions_travel_by_sendfile(run, data_file):
             conn = server.connections[0]
             assert conn.transport.sendfile_bytes == m.sendfile_bytes
             writer.close()
+
     run(body)
 
 
@@ -293,7 +314,7 @@ def test_slow_reader_forces_partial_sendfile(run, data_file):
             expected = frame(b"H" + content + b"T")
             received = bytearray()
             while len(received) < len(expected):
-                chunk = await loop.sock_recv(sock, 3000)   # read late, in small steps
+                chunk = await loop.sock_recv(sock, 3000)  # read late, in small steps
                 assert chunk
                 received += chunk
             assert bytes(received) == expected
@@ -302,10 +323,12 @@ def test_slow_reader_forces_partial_sendfile(run, data_file):
                 assert conn.transport.sendfile_bytes == len(content)
                 assert conn.transport.copied_bytes == 6
             sock.close()
+
     run(body)
 
 
 # -------------------------------------------------------------- backpressure
+
 
 def test_in_flight_bound_pauses_reading(run):
     async def body():
@@ -325,18 +348,19 @@ def test_in_flight_bound_pauses_reading(run):
             await writer.drain()
             await arrivals.reach(5)
             conn = arrivals.connections[0]
-            for _ in range(50):          # let any readable event fire
+            for _ in range(50):  # let any readable event fire
                 await asyncio.sleep(0)
             assert len(futures) == 5 and conn.reading_paused
             futures[0].set_result([b"0"])
             assert await read_frame(reader) == b"0"
-            await arrivals.reach(6)     # one slot freed, one more request read
+            await arrivals.reach(6)  # one slot freed, one more request read
             assert len(futures) == 6
             for i in range(1, 20):
                 await arrivals.reach(i + 1)
                 futures[i].set_result([b"%d" % i])
                 assert await read_frame(reader) == b"%d" % i
             writer.close()
+
     run(body)
 
 
@@ -353,8 +377,13 @@ def test_client_that_never_reads_is_paused_then_resumed(run):
             arrivals.add(connection)
             return [response]
 
-        async with SocketServer(handler, "127.0.0.1", 0, max_queued_send_bytes=512 * 1024,
-                                socket_send_buffer_bytes=16384) as server:
+        async with SocketServer(
+            handler,
+            "127.0.0.1",
+            0,
+            max_queued_send_bytes=512 * 1024,
+            socket_send_buffer_bytes=16384,
+        ) as server:
             sock = socket.socket()
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16384)
             sock.setblocking(False)
@@ -380,10 +409,12 @@ def test_client_that_never_reads_is_paused_then_resumed(run):
             assert handled == list(range(n))
             assert not conn.reading_paused
             sock.close()
+
     run(body)
 
 
 # --------------------------------------------------------- closing paths
+
 
 def test_idle_connection_is_closed(run):
     async def body():
@@ -391,10 +422,11 @@ def test_idle_connection_is_closed(run):
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(frame(b"x"))
             assert await read_frame(reader) == b"echo:x"
-            assert await reader.read() == b""        # the sweep closed it
+            assert await reader.read() == b""  # the sweep closed it
             assert server.metrics().connections_closed == 1
             assert server.connections == []
             writer.close()
+
     run(body)
 
 
@@ -408,8 +440,7 @@ def test_connection_with_request_in_flight_is_not_idle(run):
             arrivals.add(connection)
             return fut
 
-        async with SocketServer(handler, "127.0.0.1", 0,
-                                connections_max_idle_ms=50) as server:
+        async with SocketServer(handler, "127.0.0.1", 0, connections_max_idle_ms=50) as server:
             r1, w1 = await asyncio.open_connection("127.0.0.1", server.port)
             w1.write(frame(b"long poll"))
             await arrivals.reach(1)
@@ -423,6 +454,7 @@ def test_connection_with_request_in_flight_is_not_idle(run):
             assert await read_frame(r1) == b"done"
             w1.close()
             w2.close()
+
     run(body)
 
 
@@ -453,7 +485,7 @@ def test_client_vanishing_mid_response_leaves_others_alone(run, data_file):
             await loop.sock_connect(vanishing, ("127.0.0.1", server.port))
             await loop.sock_sendall(vanishing, frame(b"big"))
             await big_requests.reach(1)
-            await loop.sock_recv(vanishing, 1000)       # read a little, then RST
+            await loop.sock_recv(vanishing, 1000)  # read a little, then RST
             vanishing.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             doomed = big_requests.connections[0]
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -463,9 +495,10 @@ def test_client_vanishing_mid_response_leaves_others_alone(run, data_file):
                 writer.write(frame(b"ping"))
                 assert await read_frame(reader) == b"pong"
             gc.collect()
-            assert regions[0]() is None                 # the region was released
+            assert regions[0]() is None  # the region was released
             assert len(server.connections) == 1
             writer.close()
+
     run(body)
 
 
@@ -492,6 +525,7 @@ def test_handler_exception_closes_the_connection_and_is_logged(run, caplog):
             writer.write(frame(b"ok"))
             assert await read_frame(reader) == b"fine"
             writer.close()
+
     with caplog.at_level(logging.ERROR, logger="kfast.server.network"):
         run(body)
     assert "sync boom" in caplog.text and "async boom" in caplog.text
@@ -516,7 +550,7 @@ def test_graceful_shutdown_flushes_in_flight_responses(run, data_file):
         writer.write(frame(b"req"))
         await handled.wait()
         shutdown = asyncio.ensure_future(server.shutdown(timeout=30))
-        await asyncio.sleep(0)   # one turn: shutdown runs up to its wait
+        await asyncio.sleep(0)  # one turn: shutdown runs up to its wait
         with pytest.raises(OSError):
             await asyncio.open_connection("127.0.0.1", port)
         assert not shutdown.done()
@@ -526,6 +560,7 @@ def test_graceful_shutdown_flushes_in_flight_responses(run, data_file):
         assert await reader.read() == b""
         assert server.connections == []
         writer.close()
+
     run(body)
 
 
@@ -551,6 +586,7 @@ def test_shutdown_deadline_cancels_stuck_handlers(run):
         assert conn.closed
         assert await reader.read() == b""
         writer.close()
+
     run(body)
 
 
@@ -573,17 +609,27 @@ def test_connection_identity_and_metrics(run):
             await conn.wait_closed()
             m = server.metrics()
             assert (m.active_connections, m.connections_closed, m.requests) == (0, 1, 1)
+
     run(body)
 
 
 def test_from_config_reads_the_kafka_properties(run):
     from kfast.config import KafkaConfig
 
-    config = KafkaConfig({"socket.request.max.bytes": 16, "connections.max.idle.ms": 60000,
-                          "socket.send.buffer.bytes": -1})
+    config = KafkaConfig(
+        {
+            "socket.request.max.bytes": 16,
+            "connections.max.idle.ms": 60000,
+            "socket.send.buffer.bytes": -1,
+        }
+    )
     server = SocketServer.from_config(echo, config, "127.0.0.1", 0)
-    assert (server.socket_request_max_bytes, server.connections_max_idle_ms,
-            server.socket_send_buffer_bytes, server.socket_listen_backlog_size) == (16, 60000, -1, 50)
+    assert (
+        server.socket_request_max_bytes,
+        server.connections_max_idle_ms,
+        server.socket_send_buffer_bytes,
+        server.socket_listen_backlog_size,
+    ) == (16, 60000, -1, 50)
 
     async def body():
         async with server:
@@ -593,6 +639,7 @@ def test_from_config_reads_the_kafka_properties(run):
             writer.write(frame(b"x" * 17))
             assert await reader.read() == b""
             writer.close()
+
     run(body)
 
 
@@ -612,6 +659,7 @@ def test_handler_can_answer_then_close(run):
             assert await reader.read() == b""
             assert calls == [b"auth"]
             writer.close()
+
     run(body)
 
 
@@ -633,7 +681,8 @@ def test_handler_closing_its_connection_is_not_an_error(run, caplog):
                 writer.write(frame(kind))
                 assert await reader.read() == b""
                 writer.close()
-            await ran.wait()           # the coroutine's work still ran
+            await ran.wait()  # the coroutine's work still ran
+
     with caplog.at_level(logging.WARNING, logger="kfast.server.network"):
         run(body)
     assert caplog.records == []
@@ -656,7 +705,7 @@ def test_random_pipelines_answer_in_order(run, seed):
                 await asyncio.sleep(0)
             if kinds[i] == "async-none":
                 return None
-            return [b"%d:" % i, frame]        # the held frame goes out as is
+            return [b"%d:" % i, frame]  # the held frame goes out as is
 
         count = 0
 
@@ -677,7 +726,7 @@ def test_random_pipelines_answer_in_order(run, seed):
             pos = 0
             while pos < len(wire):
                 step = rng.choice([1, 7, 500, 65536, 300000])
-                writer.write(wire[pos:pos + step])
+                writer.write(wire[pos : pos + step])
                 pos += step
                 if rng.random() < 0.3:
                     await writer.drain()
@@ -686,6 +735,7 @@ def test_random_pipelines_answer_in_order(run, seed):
                     continue
                 assert await read_frame(reader) == b"%d:" % i + bodies[i]
             writer.close()
+
     run(body)
 
 
@@ -710,6 +760,7 @@ def test_max_connections_waits_for_a_free_slot(run):
             for _, writer in clients[1:]:
                 writer.close()
             w3.close()
+
     run(body)
 
 
@@ -718,7 +769,7 @@ def test_max_connections_per_ip_rejects_the_extra_connection(run, caplog):
         async with SocketServer(echo, "127.0.0.1", 0, max_connections_per_ip=1) as server:
             r1, w1 = await asyncio.open_connection("127.0.0.1", server.port)
             r2, w2 = await asyncio.open_connection("127.0.0.1", server.port)
-            assert await r2.read() == b""               # rejected: closed at once
+            assert await r2.read() == b""  # rejected: closed at once
             w1.write(frame(b"first"))
             assert await read_frame(r1) == b"echo:first"
             w1.close()
@@ -729,6 +780,7 @@ def test_max_connections_per_ip_rejects_the_extra_connection(run, caplog):
             assert await read_frame(r3) == b"echo:again"
             w2.close()
             w3.close()
+
     with caplog.at_level(logging.INFO, logger="kfast.server.network"):
         run(body)
     assert "Rejected connection from 127.0.0.1" in caplog.text
@@ -749,11 +801,12 @@ def test_throttle_mutes_reading_but_not_responses(run):
         async with SocketServer(handler, "127.0.0.1", 0) as server:
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(frame(b"over quota") + frame(b"next"))
-            assert await read_frame(reader) == b"over quota"    # answered at once
-            assert await read_frame(reader) == b"next"          # read after the throttle
+            assert await read_frame(reader) == b"over quota"  # answered at once
+            assert await read_frame(reader) == b"next"  # read after the throttle
             assert handled_at[1] - handled_at[0] >= 0.15 - 0.005
             assert not server.connections[0].throttled
             writer.close()
+
     run(body)
 
 
@@ -770,13 +823,13 @@ def test_many_clients_at_once(run, data_file):
             i = int(bytes(frame))
             if i % 2:
                 return handler(connection, frame)
-            return [b"%d|" % i, content[i * 1000:i * 1000 + 5000]]
+            return [b"%d|" % i, content[i * 1000 : i * 1000 + 5000]]
 
         async def client(port):
             reader, writer = await asyncio.open_connection("127.0.0.1", port)
             writer.write(b"".join(frame(b"%d" % i) for i in range(50)))
             for i in range(50):
-                assert await read_frame(reader) == b"%d|" % i + content[i * 1000:i * 1000 + 5000]
+                assert await read_frame(reader) == b"%d|" % i + content[i * 1000 : i * 1000 + 5000]
             writer.close()
 
         async with SocketServer(dispatch, "127.0.0.1", 0) as server:
@@ -785,6 +838,7 @@ def test_many_clients_at_once(run, data_file):
             assert m.connections_accepted == 30 and m.requests == 1500
             if netio.HAVE_SENDFILE:
                 assert m.sendfile_bytes == 30 * 25 * 5000
+
     run(body)
 
 
@@ -806,6 +860,7 @@ def test_large_request_then_buffer_shrinks_back(run):
             transport = arrivals.connections[0].transport
             assert transport.receive_capacity == netio.RECEIVE_CHUNK_SIZE
             writer.close()
+
     run(body)
 
 
@@ -813,6 +868,7 @@ def test_held_listener_leaves_clients_in_the_backlog_until_released(run):
     """A cluster's broker binds its listener before it is in service and
     holds it: clients connect (the kernel's backlog) but nothing is
     accepted or answered, even when other connections close, until release."""
+
     async def body():
         async with SocketServer(echo, "127.0.0.1", 0) as server:
             early_reader, early_writer = await asyncio.open_connection("127.0.0.1", server.port)
@@ -821,11 +877,12 @@ def test_held_listener_leaves_clients_in_the_backlog_until_released(run):
             server.hold_accepting()
             reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
             writer.write(frame(b"waiting"))
-            early_writer.close()               # a closing connection must not resume it
+            early_writer.close()  # a closing connection must not resume it
             await until(lambda: len(server.connections) == 0)
             with pytest.raises(asyncio.TimeoutError):
                 await asyncio.wait_for(read_frame(reader), 0.3)
             server.release_accepting()
             assert await read_frame(reader) == b"echo:waiting"
             writer.close()
+
     run(body)

@@ -1,5 +1,6 @@
 """Client quota resolution (KIP-55's precedence), Kafka's Rate and throttle
 time, against Kafka's numbers and a brute-force oracle."""
+
 from __future__ import annotations
 
 import pytest
@@ -24,21 +25,32 @@ CLIENTS = ("app", "tool")
 def kip55_order(user: str, client_id: str) -> list[tuple]:
     """KIP-55: the quota entities that can apply to (user, client-id), most
     specific first."""
-    return [(user, client_id), (user, DEFAULT_ENTITY), (user, None),
-            (DEFAULT_ENTITY, client_id), (DEFAULT_ENTITY, DEFAULT_ENTITY),
-            (DEFAULT_ENTITY, None), (None, client_id), (None, DEFAULT_ENTITY)]
+    return [
+        (user, client_id),
+        (user, DEFAULT_ENTITY),
+        (user, None),
+        (DEFAULT_ENTITY, client_id),
+        (DEFAULT_ENTITY, DEFAULT_ENTITY),
+        (DEFAULT_ENTITY, None),
+        (None, client_id),
+        (None, DEFAULT_ENTITY),
+    ]
 
 
 def oracle(overrides: dict, user: str, client_id: str):
     return next((overrides[e] for e in kip55_order(user, client_id) if e in overrides), None)
 
 
-_ENTITIES = st.sampled_from(sorted(
-    {e for u in USERS for c in CLIENTS for e in kip55_order(u, c)}, key=repr))
+_ENTITIES = st.sampled_from(
+    sorted({e for u in USERS for c in CLIENTS for e in kip55_order(u, c)}, key=repr)
+)
 
 
-@given(st.dictionaries(_ENTITIES, st.integers(1, 10**6).map(float), max_size=12),
-       st.sampled_from(USERS), st.sampled_from(CLIENTS))
+@given(
+    st.dictionaries(_ENTITIES, st.integers(1, 10**6).map(float), max_size=12),
+    st.sampled_from(USERS),
+    st.sampled_from(CLIENTS),
+)
 def test_the_limit_is_the_first_entity_in_kip55_order(overrides, user, client_id):
     manager = ClientQuotaManager(PRODUCE, 11, 1)
     manager.update(overrides)
@@ -62,8 +74,9 @@ def test_image_entities_become_callback_keys():
     assert quota_entity((("user", None),)) == (DEFAULT_ENTITY, None)
     assert quota_entity((("ip", "1.2.3.4"),)) is None
     quotas = ClientQuotas(KafkaConfig({}))
-    quotas.update({(("client-id", "app"),): {"producer_byte_rate": 10.0,
-                                            "consumer_byte_rate": 20.0}})
+    quotas.update(
+        {(("client-id", "app"),): {"producer_byte_rate": 10.0, "consumer_byte_rate": 20.0}}
+    )
     assert quotas.produce.enabled and quotas.fetch.enabled and not quotas.request.enabled
     assert quotas.fetch.resolve("ANONYMOUS", "app")[1] == 20.0
 
@@ -73,7 +86,7 @@ def test_kafka_rate_counts_at_least_num_minus_one_windows():
     rate.record(5000, 0)
     assert rate.window_size_ms(0) == 10_000
     assert rate.measure(500) == 5000 / 10.5
-    assert rate.window_size_ms(12_000) == 10_000     # the sample was purged
+    assert rate.window_size_ms(12_000) == 10_000  # the sample was purged
 
 
 def test_throttle_time_is_kafkas():
@@ -138,14 +151,14 @@ def test_controller_mutation_quota_is_a_token_bucket():
     quotas.update({(("client-id", "admin"),): {"controller_mutation_rate": 2.0}})
     strict = quotas.controller_mutation.new_quota("ANONYMOUS", "admin", strict=True)
     strict.record(15)
-    strict.record(10)                        # allowed: the bucket was not empty yet
+    strict.record(10)  # allowed: the bucket was not empty yet
     assert strict.throttle_time_ms == 0
     with pytest.raises(errors.ThrottlingQuotaExceededException):
-        strict.record(1)                     # 20 - 25 = -5 tokens
-    assert strict.throttle_time_ms == 2500   # 5 tokens at 2/s
+        strict.record(1)  # 20 - 25 = -5 tokens
+    assert strict.throttle_time_ms == 2500  # 5 tokens at 2/s
     clock[0] += 2500
     later = quotas.controller_mutation.new_quota("ANONYMOUS", "admin", strict=True)
-    later.record(1)                          # refilled to 0: allowed again
+    later.record(1)  # refilled to 0: allowed again
     # Permissive (old versions): never refused, throttled by the deficit.
     permissive = quotas.controller_mutation.new_quota("ANONYMOUS", "admin", strict=False)
     permissive.record(3)

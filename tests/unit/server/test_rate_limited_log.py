@@ -1,5 +1,6 @@
 """RateLimitedLogger: the first warning of a kind at once, then one line with
 the count and the first example per interval; every event logged or counted."""
+
 from __future__ import annotations
 
 import asyncio
@@ -42,11 +43,12 @@ def test_first_at_once_then_the_count_with_the_first_example(records):
         log.warning("garbage", "connection %d sent garbage", i)
     assert [r.getMessage() for r in captured] == ["connection 0 sent garbage"]
     clock.now += 10.0
-    log.warning("garbage", "connection %d sent garbage", 5)   # a new interval
+    log.warning("garbage", "connection %d sent garbage", 5)  # a new interval
     assert [r.getMessage() for r in captured] == [
         "connection 0 sent garbage",
         "4 more like this in the last 10 s (garbage), the first: connection 1 sent garbage",
-        "connection 5 sent garbage"]
+        "connection 5 sent garbage",
+    ]
 
 
 def test_kinds_are_counted_separately_and_flush_writes_the_counts(records):
@@ -56,11 +58,13 @@ def test_kinds_are_counted_separately_and_flush_writes_the_counts(records):
         log.warning("a", "kind a")
         log.warning("b", "kind b")
     log.flush()
-    log.flush()   # nothing pending any more
+    log.flush()  # nothing pending any more
     assert sorted(r.getMessage() for r in captured) == [
         "2 more like this in the last 10 s (a), the first: kind a",
         "2 more like this in the last 10 s (b), the first: kind b",
-        "kind a", "kind b"]
+        "kind a",
+        "kind b",
+    ]
 
 
 def test_a_timer_on_the_loop_writes_the_count_when_the_interval_ends(records):
@@ -70,8 +74,9 @@ def test_a_timer_on_the_loop_writes_the_count_when_the_interval_ends(records):
     async def burst():
         written = asyncio.Event()
         handler = logging.Handler()
-        handler.emit = lambda record: written.set() if "more like this" in \
-            record.getMessage() else None
+        handler.emit = lambda record: (
+            written.set() if "more like this" in record.getMessage() else None
+        )
         logger.addHandler(handler)
         try:
             for i in range(100):
@@ -82,7 +87,9 @@ def test_a_timer_on_the_loop_writes_the_count_when_the_interval_ends(records):
 
     asyncio.run(burst())
     assert [r.getMessage() for r in captured] == [
-        "event 0", "99 more like this in the last 0.05 s (garbage), the first: event 1"]
+        "event 0",
+        "99 more like this in the last 0.05 s (garbage), the first: event 1",
+    ]
 
 
 def test_nothing_is_counted_when_warnings_are_off(records):

@@ -1,6 +1,7 @@
 """ReplicaManager and Partition on a real LogManager and SystemTimer: the
 high watermark rule, DelayedProduce completed by a high watermark advance,
 DelayedFetch completed by appends or by its timeout, read_committed bounds."""
+
 from __future__ import annotations
 
 import asyncio
@@ -37,8 +38,13 @@ def setup(tmp_path):
     def make(loop, isr=(NODE,)):
         manager = ReplicaManager(NODE, log_manager, SystemTimer(loop), config)
         log = log_manager.get_or_create_log("t", 0)
-        registration = PartitionRegistration(replicas=tuple(sorted(set(isr))), isr=isr,
-                                             leader=NODE, leader_epoch=3, partition_epoch=0)
+        registration = PartitionRegistration(
+            replicas=tuple(sorted(set(isr))),
+            isr=isr,
+            leader=NODE,
+            leader_epoch=3,
+            partition_epoch=0,
+        )
         manager.apply_partition("t", uuid.uuid4(), 0, registration, log)
         return manager
 
@@ -59,11 +65,12 @@ def test_single_replica_acks_all_completes_at_once(setup):
         manager = setup(asyncio.get_running_loop())
         out = response()
         waiting = manager.append_records(1000, -1, [("t", 0, batch(b"a", b"b"), out)])
-        assert waiting is None        # the HW covered the append on the first try
+        assert waiting is None  # the HW covered the append on the first try
         assert (out.error_code, out.base_offset) == (0, 0)
         partition = manager.get_partition("t", 0)
         assert partition.log.high_watermark == 2
         assert partition.log.leader_epoch_cache.latest_epoch() == 3
+
     run(main())
 
 
@@ -83,6 +90,7 @@ def test_delayed_produce_waits_for_the_high_watermark(setup):
         assert out.error_code == 0 and partition.log.high_watermark == 2
         # acks=1 does not wait.
         assert manager.append_records(5000, 1, [("t", 0, batch(b"c"), response())]) is None
+
     run(main())
 
 
@@ -93,6 +101,7 @@ def test_delayed_produce_times_out(setup):
         waiting = manager.append_records(20, -1, [("t", 0, batch(b"a"), out)])
         await waiting
         assert out.error_code == errors.TimeoutException.code
+
     run(main())
 
 
@@ -100,17 +109,17 @@ def test_min_insync_replicas_and_unknown_partition(setup):
     async def main():
         manager = setup(asyncio.get_running_loop())
         partition = manager.get_partition("t", 0)
-        partition.log.update_config(partition.log.config.with_overrides(
-            {"min.insync.replicas": 2}))
+        partition.log.update_config(partition.log.config.with_overrides({"min.insync.replicas": 2}))
         out = response()
         assert manager.append_records(100, -1, [("t", 0, batch(b"a"), out)]) is None
         assert out.error_code == errors.NotEnoughReplicasException.code
         out = response()
         manager.append_records(100, 1, [("t", 0, batch(b"a"), out)])
-        assert out.error_code == 0      # acks=1 ignores min.insync.replicas
+        assert out.error_code == 0  # acks=1 ignores min.insync.replicas
         out = response()
         manager.append_records(100, 1, [("t", 5, batch(b"a"), out)])
         assert out.error_code == errors.UnknownTopicOrPartitionException.code
+
     run(main())
 
 
@@ -120,7 +129,7 @@ def test_delayed_fetch_completes_on_append_and_on_timeout(setup):
         params = FetchParams(max_wait_ms=5000, min_bytes=1, max_bytes=1 << 20, isolation_level=0)
         request = PartitionFetchRequest(("t", 0), 0, 1 << 20)
         fetch = manager.fetch_messages(params, [request])
-        assert isinstance(fetch, asyncio.Future)     # nothing to read yet: it waits
+        assert isinstance(fetch, asyncio.Future)  # nothing to read yet: it waits
         assert manager.fetch_purgatory.delayed() == 1 and not fetch.done()
         manager.append_records(1000, 1, [("t", 0, batch(b"x"), response())])
         ((_, data),) = await fetch
@@ -129,6 +138,7 @@ def test_delayed_fetch_completes_on_append_and_on_timeout(setup):
         params = params._replace(max_wait_ms=30, min_bytes=1 << 20)
         ((_, data),) = await manager.fetch_messages(params, [request])
         assert data.size > 0
+
     run(main())
 
 
@@ -147,6 +157,7 @@ def test_fetch_byte_budget_first_batch_rule(setup):
         params = params._replace(hard_max_bytes_limit=True)
         ((_, data),), total, _ = manager.read_from_local_log(params, [request])
         assert data.size <= 10
+
     run(main())
 
 
@@ -154,8 +165,9 @@ def test_read_committed_stops_at_the_last_stable_offset(setup):
     async def main():
         manager = setup(asyncio.get_running_loop())
         manager.append_records(1000, 1, [("t", 0, batch(b"plain"), response())])
-        txn = batch(b"open", producer_id=7, producer_epoch=0, base_sequence=0,
-                    is_transactional=True)
+        txn = batch(
+            b"open", producer_id=7, producer_epoch=0, base_sequence=0, is_transactional=True
+        )
         out = response()
         manager.append_records(1000, 1, [("t", 0, txn, out)])
         assert out.error_code == 0
@@ -168,6 +180,7 @@ def test_read_committed_stops_at_the_last_stable_offset(setup):
         uncommitted = committed._replace(isolation_level=0)
         ((_, data),), _, _ = manager.read_from_local_log(uncommitted, [request])
         assert data.size > 0
+
     run(main())
 
 
@@ -175,9 +188,14 @@ def test_fenced_and_unknown_leader_epochs(setup):
     async def main():
         manager = setup(asyncio.get_running_loop())
         params = FetchParams(0, 1, 1 << 20, 0)
-        for epoch, code in ((2, errors.FencedLeaderEpochException.code),
-                            (4, errors.UnknownLeaderEpochException.code), (3, 0), (-1, 0)):
+        for epoch, code in (
+            (2, errors.FencedLeaderEpochException.code),
+            (4, errors.UnknownLeaderEpochException.code),
+            (3, 0),
+            (-1, 0),
+        ):
             request = PartitionFetchRequest(("t", 0), 0, 1 << 20, epoch)
             ((_, data),), _, _ = manager.read_from_local_log(params, [request])
             assert data.error_code == code
+
     run(main())

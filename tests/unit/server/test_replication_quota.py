@@ -1,6 +1,7 @@
 """The replication throttle's rate and quota (kfast.server.replication_quota):
 Kafka's ReplicationQuotaManagerTest scenario on a fake clock, the throttled
 replica lists, and properties of a sender that obeys the quota."""
+
 from __future__ import annotations
 
 import pytest
@@ -34,20 +35,20 @@ def test_quota_is_exceeded_then_falls_back_under_the_bound_as_time_passes():
     quota = ReplicationQuotaManager(10, 1, clock_ms=clock)
     quota.update_quota(100)
     rate = quota._rate
-    assert not quota.is_quota_exceeded()          # starts the first sample at 0 s
+    assert not quota.is_quota_exceeded()  # starts the first sample at 0 s
     clock.sleep(1500)
     quota.record(1)
     assert not quota.is_quota_exceeded()
-    quota.record(149)                             # 150 B in 1.5 s
+    quota.record(149)  # 150 B in 1.5 s
     assert not quota.is_quota_exceeded()
-    quota.record(1)                               # 151 B in 1.5 s
+    quota.record(1)  # 151 B in 1.5 s
     assert rate.measure(clock()) == pytest.approx(151 / 1.5)
     assert quota.is_quota_exceeded()
     clock.sleep(500)
     assert not quota.is_quota_exceeded()
     assert rate.measure(clock()) == pytest.approx(151 / 2, abs=0.1)
     clock.sleep(500)
-    quota.record(99)                              # 250 B in 2.5 s
+    quota.record(99)  # 250 B in 2.5 s
     assert rate.measure(clock()) == pytest.approx(250 / 2.5)
     assert not quota.is_quota_exceeded()
     quota.record(1)
@@ -79,10 +80,10 @@ def test_unthrottled_by_default_and_when_the_rate_is_removed():
     clock = FakeClock()
     quota = ReplicationQuotaManager(11, 1, clock_ms=clock)
     assert quota.upper_bound == LONG_MAX
-    quota.record(10 ** 12)
+    quota.record(10**12)
     assert not quota.is_quota_exceeded()
     quota.update_quota(1000)
-    assert quota.is_quota_exceeded()               # the bytes recorded still count
+    assert quota.is_quota_exceeded()  # the bytes recorded still count
     quota.update_quota(LONG_MAX)
     assert not quota.is_quota_exceeded()
 
@@ -100,17 +101,20 @@ def test_only_the_listed_partitions_are_throttled():
     assert quota.throttled_topics == {}
 
 
-@pytest.mark.parametrize("value, broker, expected", [
-    ("0:1,0:2,1:2", 2, frozenset({0, 1})),
-    ("0:1,0:2,1:2", 1, frozenset({0})),
-    ("0:1", 3, frozenset()),
-    (" 0:1 , 5:1 ", 1, frozenset({0, 5})),
-    (["3:4", "7:4"], 4, frozenset({3, 7})),
-    ("*", 9, ALL_REPLICAS),
-    (["*"], 9, ALL_REPLICAS),
-    ("", 1, frozenset()),
-    (None, 1, frozenset()),
-])
+@pytest.mark.parametrize(
+    "value, broker, expected",
+    [
+        ("0:1,0:2,1:2", 2, frozenset({0, 1})),
+        ("0:1,0:2,1:2", 1, frozenset({0})),
+        ("0:1", 3, frozenset()),
+        (" 0:1 , 5:1 ", 1, frozenset({0, 5})),
+        (["3:4", "7:4"], 4, frozenset({3, 7})),
+        ("*", 9, ALL_REPLICAS),
+        (["*"], 9, ALL_REPLICAS),
+        ("", 1, frozenset()),
+        (None, 1, frozenset()),
+    ],
+)
 def test_throttled_replica_lists_name_partitions_per_broker(value, broker, expected):
     assert parse_throttled_replicas(value, broker) == expected
 
@@ -130,11 +134,17 @@ def _obeying_sender(num_samples, window_s, bound, chunk, step_ms, duration_ms) -
 
 
 @settings(max_examples=100, deadline=None)
-@given(num_samples=st.integers(2, 12), window_s=st.integers(1, 3),
-       bound=st.integers(100, 10 ** 6), chunk_share=st.floats(0.001, 1.0),
-       step_ms=st.integers(5, 500), duration_s=st.integers(30, 120))
-def test_a_sender_that_obeys_the_quota_stays_near_the_rate(num_samples, window_s, bound,
-                                                            chunk_share, step_ms, duration_s):
+@given(
+    num_samples=st.integers(2, 12),
+    window_s=st.integers(1, 3),
+    bound=st.integers(100, 10**6),
+    chunk_share=st.floats(0.001, 1.0),
+    step_ms=st.integers(5, 500),
+    duration_s=st.integers(30, 120),
+)
+def test_a_sender_that_obeys_the_quota_stays_near_the_rate(
+    num_samples, window_s, bound, chunk_share, step_ms, duration_s
+):
     """With chunks of at most one window's worth of the rate, the bytes over
     a run stay within half again of the rate (plus one chunk); a sender able
     to go twice as fast gets at least half of it."""
@@ -147,8 +157,11 @@ def test_a_sender_that_obeys_the_quota_stays_near_the_rate(num_samples, window_s
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 10 ** 6)), max_size=60),
-       st.integers(1, 12), st.integers(1, 3000))
+@given(
+    st.lists(st.tuples(st.integers(0, 3000), st.integers(0, 10**6)), max_size=60),
+    st.integers(1, 12),
+    st.integers(1, 3000),
+)
 def test_the_rate_is_never_negative_nor_above_what_was_recorded(events, num_samples, window_ms):
     rate = SampledRate(num_samples, window_ms)
     now = 0

@@ -12,6 +12,7 @@ behind, ``divergence_truncation_offset``, the ISR's caught-up rule; and,
 as strict xfails, the places where kfast departs from Kafka (each also run
 with the simulation doing what Kafka does).
 """
+
 from __future__ import annotations
 
 import tempfile
@@ -38,13 +39,14 @@ from .replication_simulation import (
 
 broker = st.sampled_from(BROKERS)
 STEPS = {
-    "produce": st.tuples(st.just("produce"), st.sampled_from([-1, -1, 1]), st.integers(1, 3),
-                         st.integers(0, 1)),
+    "produce": st.tuples(
+        st.just("produce"), st.sampled_from([-1, -1, 1]), st.integers(1, 3), st.integers(0, 1)
+    ),
     # A 1-byte budget still returns one batch (KIP-74): partial catch-up.
-    "fetch": st.tuples(st.just("fetch"), broker, st.sampled_from([FETCH_MAX_BYTES, 1]),
-                       st.booleans()),
-    "tick": st.tuples(st.just("tick"), st.sampled_from([10, 10, LAG_MAX_MS // 2,
-                                                        LAG_MAX_MS + 1])),
+    "fetch": st.tuples(
+        st.just("fetch"), broker, st.sampled_from([FETCH_MAX_BYTES, 1]), st.booleans()
+    ),
+    "tick": st.tuples(st.just("tick"), st.sampled_from([10, 10, LAG_MAX_MS // 2, LAG_MAX_MS + 1])),
     "replicate": st.tuples(st.just("replicate")),
     "alter_partition": st.tuples(st.just("alter_partition")),
     # None: every broker (the common case: metadata propagates fast).
@@ -59,10 +61,19 @@ STEPS = {
 # How often each kind is drawn: each example draws its own weights within
 # these bounds (swarm testing: some runs are mostly elections, others mostly
 # restarts or ISR churn), so rare interleavings are not always diluted.
-CLEAN_WEIGHTS = {"produce": (1, 5), "fetch": (2, 8), "metadata": (1, 5), "replicate": (0, 2),
-                 "tick": (0, 2), "alter_partition": (0, 3), "down": (0, 2), "up": (0, 3),
-                 "elect": (0, 3), "roll": (0, 1),
-                 "delete_records": (0, 1)}
+CLEAN_WEIGHTS = {
+    "produce": (1, 5),
+    "fetch": (2, 8),
+    "metadata": (1, 5),
+    "replicate": (0, 2),
+    "tick": (0, 2),
+    "alter_partition": (0, 3),
+    "down": (0, 2),
+    "up": (0, 3),
+    "elect": (0, 3),
+    "roll": (0, 1),
+    "delete_records": (0, 1),
+}
 UNCLEAN_WEIGHTS = {**CLEAN_WEIGHTS, "down": (1, 3), "up": (1, 3), "unclean_elect": (1, 3)}
 
 
@@ -71,9 +82,10 @@ def steps(weights, max_size=80):
         kinds = [kind for kind, weight in drawn.items() for _ in range(weight)]
         step = st.sampled_from(kinds).flatmap(lambda kind: STEPS[kind])
         return st.lists(step, min_size=max_size // 2, max_size=max_size)
-    return st.fixed_dictionaries({kind: st.integers(low, high)
-                                  for kind, (low, high) in weights.items()}
-                                 ).flatmap(from_weights)
+
+    return st.fixed_dictionaries(
+        {kind: st.integers(low, high) for kind, (low, high) in weights.items()}
+    ).flatmap(from_weights)
 
 
 def run(min_insync: int, actions) -> ReplicationSimulation:
@@ -93,8 +105,13 @@ def run(min_insync: int, actions) -> ReplicationSimulation:
 # the drawn steps as they are (they replay exactly) and the invariant's
 # message says what broke where.
 NO_SHRINK = (Phase.explicit, Phase.reuse, Phase.generate, Phase.target)
-SETTINGS = settings(max_examples=40, deadline=None, phases=NO_SHRINK,
-                    report_multiple_bugs=False, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=40,
+    deadline=None,
+    phases=NO_SHRINK,
+    report_multiple_bugs=False,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 @SETTINGS
@@ -209,14 +226,14 @@ def test_divergence_truncation_offset(tmp_path):
     log_end, high_watermark = 30, 5
     cases = [
         # (leader's diverging epoch, its end offset) -> truncation offset
-        ((2, 15), 15),    # epoch known here: the leader's end of it
-        ((2, 25), 20),    # ... or this log's end of it, whichever is lower
+        ((2, 15), 15),  # epoch known here: the leader's end of it
+        ((2, 25), 20),  # ... or this log's end of it, whichever is lower
         ((0, 7), 7),
-        ((3, 18), 20),    # unknown here: the end of this log's epoch below (2)
-        ((1, 4), 10),     # unknown here: the end of epoch 0
-        ((4, 40), 30),    # never past the log end offset
-        ((-1, -1), 5),    # the leader could not tell: the high watermark
-        ((-1, 12), 5),    # either half undefined: the high watermark too
+        ((3, 18), 20),  # unknown here: the end of this log's epoch below (2)
+        ((1, 4), 10),  # unknown here: the end of epoch 0
+        ((4, 40), 30),  # never past the log end offset
+        ((-1, -1), 5),  # the leader could not tell: the high watermark
+        ((-1, 12), 5),  # either half undefined: the high watermark too
     ]
     for (epoch, end), expected in cases:
         got = divergence_truncation_offset(cache, log_end, high_watermark, epoch, end)
@@ -251,7 +268,7 @@ def test_a_follower_with_nothing_to_fetch_stays_in_sync_a_lagging_one_does_not(s
     round_trip(sim, 3)
     sim.step(("tick", LAG_MAX_MS // 2 + 30))
     assert leader.pending_isr == (1, 3)
-    assert leader.maximal_isr == (1, 2, 3)      # the HW still counts 2 until committed
+    assert leader.maximal_isr == (1, 2, 3)  # the HW still counts 2 until committed
     sim.step(("alter_partition",))
     assert leader.isr == (1, 3) and sim.registration.isr == (1, 3)
     assert leader.log.high_watermark == leader.log.log_end_offset == 3
@@ -290,8 +307,8 @@ def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_one(tmp_path)
     try:
         sim.step(("produce", -1, 2, 0))
         sim.step(("replicate",))
-        elect_everywhere(sim, 2)           # epoch 1 starts at 2 on broker 2 ...
-        elect_everywhere(sim, 3)           # ... and ends before any append
+        elect_everywhere(sim, 2)  # epoch 1 starts at 2 on broker 2 ...
+        elect_everywhere(sim, 3)  # ... and ends before any append
         sim.step(("produce", -1, 1, 0))
         stale = sim.brokers[2].log
         assert stale.leader_epoch_cache.entries == [(0, 0), (1, 2)]
@@ -300,7 +317,7 @@ def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_one(tmp_path)
             round_trip(sim, 2)
         assert stale.leader_epoch_cache.entries == [(0, 0), (2, 2)]
         assert log_batches(stale) == log_batches(sim.brokers[3].log)
-        assert len(sim.acknowledged) == 2   # the ISR, 2 included, has it
+        assert len(sim.acknowledged) == 2  # the ISR, 2 included, has it
     finally:
         sim.close()
 
@@ -308,22 +325,22 @@ def test_a_leader_that_wrote_nothing_in_its_epoch_follows_the_next_one(tmp_path)
 def test_a_stale_isr_refusal_leaves_a_newer_expansion_pending(tmp_path):
     sim = ReplicationSimulation(str(tmp_path))
     try:
-        sim.step(("produce", -1, 1, 0))                      # offset 0
+        sim.step(("produce", -1, 1, 0))  # offset 0
         round_trip(sim, 3)
-        sim.step(("fetch", 3, FETCH_MAX_BYTES, False))       # 3 is at 1
-        sim.step(("down", 2, True))                          # controller: ISR (1, 3), pe 1
-        sim.step(("tick", LAG_MAX_MS + 1))                   # leader: (1, 3) at pe 0, sent
-        sim.step(("metadata", 1))                            # pe 1 clears that proposal
+        sim.step(("fetch", 3, FETCH_MAX_BYTES, False))  # 3 is at 1
+        sim.step(("down", 2, True))  # controller: ISR (1, 3), pe 1
+        sim.step(("tick", LAG_MAX_MS + 1))  # leader: (1, 3) at pe 0, sent
+        sim.step(("metadata", 1))  # pe 1 clears that proposal
         assert [a.base_offset for a in sim.acknowledged] == [0]
         sim.step(("up", 2))
-        round_trip(sim, 2)                                   # 2 fetches 0
-        sim.step(("produce", -1, 1, 0))                      # offset 1
-        sim.step(("fetch", 2, FETCH_MAX_BYTES, False))       # 2 at 1 = HW: (1, 3, 2) queued
+        round_trip(sim, 2)  # 2 fetches 0
+        sim.step(("produce", -1, 1, 0))  # offset 1
+        sim.step(("fetch", 2, FETCH_MAX_BYTES, False))  # 2 at 1 = HW: (1, 3, 2) queued
         sim.step(("deliver_fetch", 3))
         round_trip(sim, 3)
-        sim.step(("fetch", 3, FETCH_MAX_BYTES, False))       # 3 at 2; the HW waits for 2
-        sim.step(("alter_partition",))                       # (1, 3) @ pe 0: refused
-        sim.step(("alter_partition",))                       # (1, 3, 2) @ pe 1: accepted
+        sim.step(("fetch", 3, FETCH_MAX_BYTES, False))  # 3 at 2; the HW waits for 2
+        sim.step(("alter_partition",))  # (1, 3) @ pe 0: refused
+        sim.step(("alter_partition",))  # (1, 3, 2) @ pe 1: accepted
         assert set(sim.brokers[1].partition.isr) == {1, 2, 3}
         # (kfast: the refusal put the HW at 2 without 2, which is at 1, and
         # the batch at 1 was acknowledged.)
@@ -331,7 +348,7 @@ def test_a_stale_isr_refusal_leaves_a_newer_expansion_pending(tmp_path):
         sim.step(("down", 3, True))
         sim.step(("down", 1, True))
         sim.step(("metadata", 2))
-        sim.step(("deliver_fetch", 2))                       # from the old leader: dropped
+        sim.step(("deliver_fetch", 2))  # from the old leader: dropped
         assert sim.leader().node_id == 2
         new_leader = log_batches(sim.brokers[2].log)
         lost = [a.base_offset for a in sim.acknowledged if a.data not in new_leader]
@@ -345,14 +362,14 @@ def test_a_new_follower_starts_inside_a_batch_after_delete_records(tmp_path):
     try:
         sim.step(("down", 3, True))
         sim.step(("metadata", None))
-        sim.step(("produce", -1, 3, 0))                   # one batch, offsets 0-2
+        sim.step(("produce", -1, 3, 0))  # one batch, offsets 0-2
         sim.step(("replicate",))
-        sim.step(("delete_records", 0.5, True))           # log start 1, inside it
+        sim.step(("delete_records", 0.5, True))  # log start 1, inside it
         leader = sim.brokers[1].log
         assert (leader.log_start_offset, leader.high_watermark) == (1, 3)
         sim.step(("up", 3))
         follower = sim.brokers[3].log
-        round_trip(sim, 3)                                # out of range: start at 1
+        round_trip(sim, 3)  # out of range: start at 1
         assert (follower.log_start_offset, follower.log_end_offset) == (1, 1)
         round_trip(sim, 3)
         round_trip(sim, 3)
@@ -373,12 +390,12 @@ def test_recovery_restores_the_epoch_of_batches_below_a_stale_log_start(tmp_path
     log.append_as_leader(batch(b"b"), 4)
     log.update_high_watermark(2)
     log.delete_records_before(deleted_to)
-    manager.abandon()                      # kill -9 before the log start checkpoint
+    manager.abandon()  # kill -9 before the log start checkpoint
     manager = LogManager(config, cluster_id=CLUSTER_ID)
     manager.startup()
     try:
         log = manager.get_log("t", 0)
-        assert (log.log_start_offset, log.log_end_offset) == (0, 2)   # as Kafka: data back
+        assert (log.log_start_offset, log.log_end_offset) == (0, 2)  # as Kafka: data back
         assert log.leader_epoch_cache.entries == [(4, 0)]
     finally:
         manager.shutdown()
@@ -396,12 +413,12 @@ def test_recovery_keeps_the_epochs_the_checkpoint_holds_below_a_recovered_batch(
     log = manager.get_or_create_log("t", 0)
     log.append_as_leader(batch(b"a", b"b", b"c", b"d"), 1)
     log.roll()
-    log.flush(log.log_end_offset)          # the recovery point: the roll
+    log.flush(log.log_end_offset)  # the recovery point: the roll
     log.append_as_leader(batch(b"e"), 1)
     log.append_as_leader(batch(b"f"), 3)
     assert log.recovery_point == 4
     manager.checkpoint_recovery_offsets()  # the periodic checkpoint: 4
-    manager.abandon()                      # kill -9: the segment at 4 is recovered
+    manager.abandon()  # kill -9: the segment at 4 is recovered
     manager = LogManager(config, cluster_id=CLUSTER_ID)
     manager.startup()
     try:

@@ -2,6 +2,7 @@
 producer until its transactional write (or marker) is appended; the append
 needs the guard still held; pipelined later sequences wait for the lowest;
 a newer epoch restarts the count."""
+
 from __future__ import annotations
 
 import pytest
@@ -22,8 +23,9 @@ PID = 42
 
 
 def txn_batch(sequence: int, epoch: int = 0) -> bytes:
-    builder = RecordBatchBuilder(0, producer_id=PID, producer_epoch=epoch,
-                                 base_sequence=sequence, is_transactional=True)
+    builder = RecordBatchBuilder(
+        0, producer_id=PID, producer_epoch=epoch, base_sequence=sequence, is_transactional=True
+    )
     builder.append(1, None, b"v")
     return bytes(builder.build())
 
@@ -45,10 +47,10 @@ def test_the_first_write_needs_the_guard_the_next_ones_do_not(log):
     state = log.producer_state
     guard = state.maybe_create_verification_state(PID, 0, 0, now_ms=1).guard
     with pytest.raises(E.InvalidTxnStateException):
-        append(log, txn_batch(0), None)                   # no verification
+        append(log, txn_batch(0), None)  # no verification
     append(log, txn_batch(0), guard)
     assert state.has_ongoing_transaction(PID) and PID not in state.verification_states
-    append(log, txn_batch(1), None)                       # ongoing: no question asked
+    append(log, txn_batch(1), None)  # ongoing: no question asked
 
 
 def test_a_marker_in_between_makes_the_verified_guard_stale(log):
@@ -113,5 +115,7 @@ def test_coordinator_answers_as_produce_errors():
     assert answer(abortable, 11)[0] == abortable
     assert answer(E.ProducerFencedException.code, 9)[0] == E.InvalidProducerEpochException.code
     assert answer(E.NotCoordinatorException.code, 9)[0] == E.NotEnoughReplicasException.code
-    assert answer(E.InvalidProducerEpochException.code, 9) == \
-        (E.InvalidProducerEpochException.code, None)
+    assert answer(E.InvalidProducerEpochException.code, 9) == (
+        E.InvalidProducerEpochException.code,
+        None,
+    )

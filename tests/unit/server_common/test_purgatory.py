@@ -1,5 +1,6 @@
 """DelayedOperationPurgatory: watch, complete on events, expire on time,
 purge completed operations; on a manual clock and on real event loops."""
+
 import asyncio
 
 import pytest
@@ -76,10 +77,10 @@ def test_completes_immediately_when_possible(timer, purgatory):
 def test_watched_operation_completes_once_on_any_key(timer, purgatory):
     op = Recorder(1000)
     assert purgatory.try_complete_else_watch(op, ["a", "b", "c"]) is False
-    assert op.tries == 2     # before and after watching
+    assert op.tries == 2  # before and after watching
     assert [purgatory.watched(k) for k in "abc"] == [1, 1, 1]
     assert purgatory.delayed() == 1 and timer.size == 1
-    assert purgatory.check_and_complete("b") == 0    # not ready yet
+    assert purgatory.check_and_complete("b") == 0  # not ready yet
     op.ready = True
     assert purgatory.check_and_complete("b") == 1
     assert purgatory.check_and_complete("a") == 0
@@ -194,7 +195,7 @@ def test_completion_may_watch_new_operations_under_the_same_key(timer, purgatory
     purgatory.try_complete_else_watch(first, ["k"])
     first.ready = True
     assert purgatory.check_and_complete("k") == 1
-    assert purgatory.watched("k") == 1       # only the new, pending one
+    assert purgatory.watched("k") == 1  # only the new, pending one
     late.ready = True
     assert purgatory.check_and_complete("k") == 1
     assert late.events == ["complete"]
@@ -309,10 +310,13 @@ class PurgatoryVersusModel(RuleBasedStateMachine):
     def setup(self, purge_interval):
         self.timer = ManualTimer()
         self.purgatory = DelayedOperationPurgatory("Model", self.timer, purge_interval)
-        self.ops = []           # (operation, keys, deadline_ms)
+        self.ops = []  # (operation, keys, deadline_ms)
 
-    @rule(keys=st.lists(st.sampled_from(KEYS), min_size=1, max_size=4, unique=True),
-          delay=st.integers(0, 200), ready=st.booleans())
+    @rule(
+        keys=st.lists(st.sampled_from(KEYS), min_size=1, max_size=4, unique=True),
+        delay=st.integers(0, 200),
+        ready=st.booleans(),
+    )
     def watch(self, keys, delay, ready):
         op = Recorder(delay, ready=ready)
         completed = self.purgatory.try_complete_else_watch(op, keys)

@@ -1,5 +1,6 @@
 """SystemTimer on real event loops (uvloop and asyncio): callbacks fire on
 time, cancelled ones never do, and the loop timer is armed sparingly."""
+
 import asyncio
 import time
 
@@ -8,7 +9,7 @@ import uvloop
 
 from kfast.server_common.timer import SystemTimer, _clock_for
 
-WAIT_S = 10.0   # generous: a slow CI machine must not fail these
+WAIT_S = 10.0  # generous: a slow CI machine must not fail these
 
 
 @pytest.fixture(params=["uvloop", "asyncio"])
@@ -36,6 +37,7 @@ def test_callback_fires_no_earlier_than_its_delay(loop):
         # (the expiration counts from the current ms, rounded down).
         assert loop_fired_at >= loop_start + 0.029 - 1e-9
         assert timer.size == 0
+
     run(loop, main)
 
 
@@ -50,6 +52,7 @@ def test_cancelled_callback_never_fires(loop):
         await done
         assert ran == []
         assert cancelled.is_cancelled
+
     run(loop, main)
 
 
@@ -58,8 +61,10 @@ def test_callbacks_run_in_expiration_order(loop):
         timer = SystemTimer()
         order = []
         done = loop.create_future()
-        handles = [(timer.schedule(delay, lambda d=delay: order.append(d)), delay)
-                   for delay in (45, 5, 25, 0, 15)]
+        handles = [
+            (timer.schedule(delay, lambda d=delay: order.append(d)), delay)
+            for delay in (45, 5, 25, 0, 15)
+        ]
         timer.schedule(60, lambda: done.set_result(None))
         await done
         # By expiration (a loaded machine may stretch the scheduling itself
@@ -67,6 +72,7 @@ def test_callbacks_run_in_expiration_order(loop):
         expected = [d for h, d in sorted(handles, key=lambda hd: hd[0].expiration_ms)]
         assert order == expected
         assert sorted(order) == [0, 5, 15, 25, 45]
+
     run(loop, main)
 
 
@@ -93,6 +99,7 @@ def test_many_callbacks_in_one_bucket_arm_the_loop_once(loop):
         # level 1 after the cascade, per distinct expiration.
         assert timer.arm_count <= 1 + 2 * len(expirations)
         assert timer.size == 0
+
     run(loop, main)
 
 
@@ -110,6 +117,7 @@ def test_cancelling_everything_arms_nothing_more(loop):
         await done
         assert timer.arm_count <= 3
         assert timer._handle is None
+
     run(loop, main)
 
 
@@ -123,6 +131,7 @@ def test_an_earlier_callback_rearms_the_loop(loop):
         assert await fired
         assert late.is_pending
         timer.shutdown()
+
     run(loop, main)
 
 
@@ -133,6 +142,7 @@ def test_zero_delay_runs_on_a_later_iteration_not_inside_schedule(loop):
         timer.schedule(0, lambda: fired.set_result(True))
         assert not fired.done()
         assert await fired
+
     run(loop, main)
 
 
@@ -142,6 +152,7 @@ def test_callback_can_schedule_another(loop):
         done = loop.create_future()
         timer.schedule(5, lambda: timer.schedule(5, lambda: done.set_result(True)))
         assert await done
+
     run(loop, main)
 
 
@@ -160,6 +171,7 @@ def test_failing_callback_is_reported_and_others_still_run(loop):
         assert await done
         assert len(reported) == 1
         assert isinstance(reported[0]["exception"], ValueError)
+
     run(loop, main)
 
 
@@ -179,6 +191,7 @@ def test_shutdown_cancels_pending_and_refuses_new(loop):
         loop.call_later(0.03, probe.set_result, None)
         await probe
         assert ran == []
+
     run(loop, main)
 
 

@@ -1,4 +1,5 @@
 """kfast.storage.atomic_file: the one way kfast replaces a file whole."""
+
 import os
 import stat
 
@@ -74,8 +75,7 @@ def test_sync_fsyncs_the_file_before_the_rename_and_the_directory_after(tmp_path
     assert steps == ["fsync file", "rename", "fsync dir"]
 
 
-def test_without_sync_the_file_is_still_renamed_into_place_but_not_fsynced(tmp_path,
-                                                                           monkeypatch):
+def test_without_sync_the_file_is_still_renamed_into_place_but_not_fsynced(tmp_path, monkeypatch):
     steps = _record_steps(monkeypatch)
     write_atomically(str(tmp_path / "00000000000000000000.snapshot"), b"state", sync=False)
     assert steps == ["rename"]

@@ -10,6 +10,7 @@ reads the target with kfast's own reader, as a restart would. A second test
 kills a child that rewrites a metadata snapshot in a loop at arbitrary
 moments.
 """
+
 import functools
 import os
 import random
@@ -69,6 +70,7 @@ class OffsetCheckpoint:
 
 class ProducerSnapshot:
     """Rewritten at the same offset, as after a truncation to that offset."""
+
     synced = True
     old = [1]
     new = list(range(1, 2001))
@@ -84,13 +86,13 @@ class ProducerSnapshot:
         write_producer_snapshot(self.path(directory), [ProducerStateEntry(p) for p in self.new])
 
     def read(self, directory):
-        remove_temp_files(directory)        # what opening the partition does first
+        remove_temp_files(directory)  # what opening the partition does first
         assert ProducerStateManager(directory).snapshot_offsets() == [100]
         return [e.producer_id for e in read_producer_snapshot(self.path(directory))]
 
 
 class TransactionIndexTruncation:
-    synced = False      # rebuilt by recovery after a crash, so not fsynced
+    synced = False  # rebuilt by recovery after a crash, so not fsynced
     old = [AbortedTxn(7, 10 * i, 10 * i + 5, 10 * i) for i in range(1, 4)]
     new = old[:1]
 
@@ -114,17 +116,19 @@ class TransactionIndexTruncation:
 class MetadataSnapshot:
     """A new snapshot file next to the previous one: 'old' is the directory
     without it, 'new' with it (complete)."""
+
     synced = True
     old = [(10, ["a"])]
     new = [(10, ["a"]), (20, [f"t{i}" for i in range(2500)])]
 
     @staticmethod
     def _records(names):
-        return [TopicRecord(name=name, topic_id=uuid.UUID(int=i + 1))
-                for i, name in enumerate(names)]
+        return [
+            TopicRecord(name=name, topic_id=uuid.UUID(int=i + 1)) for i, name in enumerate(names)
+        ]
 
     def write_old(self, directory):
-        (end_offset, names), = self.old
+        ((end_offset, names),) = self.old
         write_metadata_snapshot(directory, end_offset, 1, self._records(names))
 
     def write_new(self, directory):
@@ -137,13 +141,15 @@ class MetadataSnapshot:
             records = read_snapshot(path)
             assert records is not None, f"{path} is listed but not a whole snapshot"
             found.append((end_offset, [r.name for r in records]))
-        delete_snapshots_before(directory, found[0][0])    # the controller's cleanup
+        delete_snapshots_before(directory, found[0][0])  # the controller's cleanup
         assert not [n for n in os.listdir(directory) if n.endswith(".part")]
         return found
 
 
-WRITERS = {cls.__name__: cls() for cls in (OffsetCheckpoint, ProducerSnapshot,
-                                          TransactionIndexTruncation, MetadataSnapshot)}
+WRITERS = {
+    cls.__name__: cls()
+    for cls in (OffsetCheckpoint, ProducerSnapshot, TransactionIndexTruncation, MetadataSnapshot)
+}
 
 # Where the child kills itself, and whether the target then holds the new contents.
 KILL_POINTS = {
@@ -162,6 +168,7 @@ def _die() -> None:
 def _kill_at(point: str) -> None:
     """Make this process SIGKILL itself at ``point`` of the next atomic write."""
     if point == "half-way through the temp file":
+
         class TornFile:
             def __init__(self, f):
                 self._f = f
@@ -173,8 +180,8 @@ def _kill_at(point: str) -> None:
                 return self._f.__exit__(*exc)
 
             def write(self, data):
-                self._f.write(bytes(data[:len(data) // 2]))
-                self._f.flush()     # the half reaches the file, as a write(2) would
+                self._f.write(bytes(data[: len(data) // 2]))
+                self._f.flush()  # the half reaches the file, as a write(2) would
                 _die()
 
         real_open = open
@@ -183,8 +190,11 @@ def _kill_at(point: str) -> None:
 
     def fsync(fd):
         is_dir = stat.S_ISDIR(os.fstat(fd).st_mode)
-        if point == ("after the rename, before fsyncing the directory" if is_dir
-                     else "before fsyncing the temp file"):
+        if point == (
+            "after the rename, before fsyncing the directory"
+            if is_dir
+            else "before fsyncing the temp file"
+        ):
             _die()
         real_fsync(fd)
 
@@ -197,13 +207,23 @@ def _kill_at(point: str) -> None:
 
 
 def _run_child(*args: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, __file__, *args], stdout=subprocess.PIPE,
-                            cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": os.getcwd()})
+    return subprocess.Popen(
+        [sys.executable, __file__, *args],
+        stdout=subprocess.PIPE,
+        cwd=os.getcwd(),
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
 
 
-@pytest.mark.parametrize("writer,point", [
-    (writer, point) for writer, spec in sorted(WRITERS.items()) for point in KILL_POINTS
-    if spec.synced or point not in SYNC_ONLY])
+@pytest.mark.parametrize(
+    "writer,point",
+    [
+        (writer, point)
+        for writer, spec in sorted(WRITERS.items())
+        for point in KILL_POINTS
+        if spec.synced or point not in SYNC_ONLY
+    ],
+)
 def test_a_write_killed_at_any_step_leaves_the_old_or_the_new_file(tmp_path, writer, point):
     spec = WRITERS[writer]
     directory = str(tmp_path)
@@ -223,8 +243,7 @@ def _versioned_snapshot(parity: int) -> list:
     """The records of every other version (built once, so the child spends
     its time writing). Several record batches: the file is written in
     several pieces."""
-    return [TopicRecord(name=f"v{parity}-{i}", topic_id=uuid.UUID(int=i + 1))
-            for i in range(3000)]
+    return [TopicRecord(name=f"v{parity}-{i}", topic_id=uuid.UUID(int=i + 1)) for i in range(3000)]
 
 
 @pytest.mark.parametrize("seed", range(8))
@@ -252,12 +271,14 @@ def test_a_snapshot_rewritten_in_a_loop_survives_kill9_at_any_moment(tmp_path, s
         child.kill()
         child.wait()
     assert acknowledged >= kill_after
-    (_, _, path), = list_snapshots(directory)
+    ((_, _, path),) = list_snapshots(directory)
     records = read_snapshot(path)
     assert records is not None, "the snapshot file is torn"
     # Consecutive versions differ, so this is "the last acknowledged or the next".
-    assert records in (_versioned_snapshot(acknowledged % 2),
-                       _versioned_snapshot((acknowledged + 1) % 2))
+    assert records in (
+        _versioned_snapshot(acknowledged % 2),
+        _versioned_snapshot((acknowledged + 1) % 2),
+    )
 
 
 def _child_main(argv: list[str]) -> None:

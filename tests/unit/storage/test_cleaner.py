@@ -1,4 +1,5 @@
 """Log compaction: last value per key, offsets kept, tombstones, crash safety."""
+
 import os
 
 from kafka.record.default_records import DefaultRecordBatchBuilder
@@ -10,14 +11,24 @@ from kfast.storage.manager import LogManager
 
 from .batches import now_ms, record_values
 
-COMPACT = {"cleanup.policy": "compact", "segment.bytes": "1048576",
-           "file.delete.delay.ms": "0", "min.cleanable.dirty.ratio": "0.01"}
+COMPACT = {
+    "cleanup.policy": "compact",
+    "segment.bytes": "1048576",
+    "file.delete.delay.ms": "0",
+    "min.cleanable.dirty.ratio": "0.01",
+}
 
 
 def keyed_batch(items, timestamp=None, producer_id=-1, epoch=-1, seq=-1):
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                  producer_id=producer_id, producer_epoch=epoch,
-                                  base_sequence=seq, batch_size=1 << 30)
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=producer_id,
+        producer_epoch=epoch,
+        base_sequence=seq,
+        batch_size=1 << 30,
+    )
     ts = now_ms() if timestamp is None else timestamp
     for i, (key, value) in enumerate(items):
         b.append(i, timestamp=ts, key=key, value=value, headers=[])
@@ -26,6 +37,7 @@ def keyed_batch(items, timestamp=None, producer_id=-1, epoch=-1, seq=-1):
 
 def read_records(log):
     from kfast.storage.records_access import iter_records
+
     out = []
     for segment in log.segments:
         for _, _header, view in segment.log.batches_from(0, full=True):
@@ -113,11 +125,13 @@ def test_crash_during_swap_is_completed_on_load(tmp_path):
     expected_end = log.log_end_offset
     before = read_records(log)
     import kfast.storage.cleaner as cleaner
+
     original = cleaner._swap_in
 
     def crash_after_swap_files(log_, group, cleaned):
         cleaned.change_file_suffixes(cleaner.CLEANED_FILE_SUFFIX, cleaner.SWAP_FILE_SUFFIX)
         raise KeyboardInterrupt  # the process dies here
+
     cleaner._swap_in = crash_after_swap_files
     try:
         clean_log(log, 0, now_ms())
@@ -150,7 +164,8 @@ def test_manager_clean_logs_and_checkpoint(tmp_path):
         lg.roll()
         lg.update_high_watermark(lg.log_end_offset)
     assert manager.clean_logs() == 1
-    assert (tmp_path / "d" / "cleaner-offset-checkpoint").read_text() == \
-        f"0\n1\n__consumer_offsets 0 {log.active_segment.base_offset}\n"
+    assert (
+        tmp_path / "d" / "cleaner-offset-checkpoint"
+    ).read_text() == f"0\n1\n__consumer_offsets 0 {log.active_segment.base_offset}\n"
     assert manager.clean_logs() == 0  # nothing dirty any more
     manager.shutdown()

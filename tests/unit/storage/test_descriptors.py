@@ -1,4 +1,5 @@
 """Descriptors a log holds, and what an unclean open reads."""
+
 import os
 
 from kfast.config import LogConfig

@@ -1,4 +1,5 @@
 """Flush policy: flush.messages, flush.ms, recovery point, and the scheduler entry points."""
+
 import os
 
 from kfast.config import KafkaConfig, LogConfig
@@ -16,6 +17,7 @@ def count_fsyncs(monkeypatch):
     def fsync(fd):
         calls.append(fd)
         return original(fd)
+
     monkeypatch.setattr(os, "fsync", fsync)
     return calls
 
@@ -44,8 +46,9 @@ def test_flush_messages(tmp_path, monkeypatch):
 
 
 def test_flush_ms_via_manager(tmp_path, monkeypatch):
-    config = KafkaConfig({"log.dirs": str(tmp_path / "d"), "node.id": "1",
-                          "log.flush.interval.ms": "1000"})
+    config = KafkaConfig(
+        {"log.dirs": str(tmp_path / "d"), "node.id": "1", "log.flush.interval.ms": "1000"}
+    )
     clock = [1_000_000]
     manager = LogManager(config, cluster_id="abcdefghijklmnopqrstuv", time_ms=lambda: clock[0])
     manager.startup()
@@ -66,8 +69,9 @@ def test_flush_covers_rolled_segments(tmp_path, monkeypatch):
         log.append_as_leader(make_batch(5, 2000))
     flushed = []
     original = LogSegment.flush
-    monkeypatch.setattr(LogSegment, "flush", lambda self: (flushed.append(self.base_offset),
-                                                           original(self)))
+    monkeypatch.setattr(
+        LogSegment, "flush", lambda self: (flushed.append(self.base_offset), original(self))
+    )
     log.flush()
     assert flushed == [s.base_offset for s in log.segments]
     assert log.recovery_point == log.log_end_offset
@@ -84,8 +88,10 @@ def test_flush_on_another_thread_while_appending(tmp_path):
     """The broker's executor flushes while the event loop appends and rolls."""
     import threading
 
-    log = Log(str(tmp_path / "f-0"), LogConfig({"segment.bytes": "1048576",
-                                                "index.interval.bytes": "100"}))
+    log = Log(
+        str(tmp_path / "f-0"),
+        LogConfig({"segment.bytes": "1048576", "index.interval.bytes": "100"}),
+    )
     stop = threading.Event()
     errors = []
 
@@ -109,8 +115,9 @@ def test_flush_on_another_thread_while_appending(tmp_path):
     assert log.num_segments >= 3
     log.flush()
     log.close()
-    reopened = Log(str(tmp_path / "f-0"), LogConfig({"segment.bytes": "1048576"}),
-                   had_clean_shutdown=True)
+    reopened = Log(
+        str(tmp_path / "f-0"), LogConfig({"segment.bytes": "1048576"}), had_clean_shutdown=True
+    )
     for segment in reopened.segments:
         segment.sanity_check_indexes()
     assert reopened.log_end_offset == 3000
@@ -119,8 +126,9 @@ def test_flush_on_another_thread_while_appending(tmp_path):
 
 def test_flush_messages_can_be_handed_to_the_broker(tmp_path, monkeypatch):
     requested = []
-    log = Log(str(tmp_path / "f-0"), LogConfig({"flush.messages": "4"}),
-              flush_requester=requested.append)
+    log = Log(
+        str(tmp_path / "f-0"), LogConfig({"flush.messages": "4"}), flush_requester=requested.append
+    )
     calls = count_fsyncs(monkeypatch)
     for _ in range(5):
         log.append_as_leader(make_batch(2))

@@ -2,6 +2,7 @@
 dir by follower appends, swapped in for the current log (Kafka's
 LogManager.replaceCurrentWithFutureLog); DescribeLogDirs lists it with
 is_future_key and its lag."""
+
 import os
 from types import SimpleNamespace
 
@@ -36,8 +37,10 @@ def test_a_future_replica_is_built_and_swapped_in(tmp_path):
     assert swapped is future and m.get_log("t", 0) is future
     assert m.log_dir_of("t", 0) == d2 and future.dir == os.path.join(d2, "t-0")
     assert (future.log_end_offset, future.high_watermark) == (12, 8)
-    assert [(e.epoch, e.start_offset) for e in future.leader_epoch_cache.entries] == \
-        [(0, 0), (3, 8)]
+    assert [(e.epoch, e.start_offset) for e in future.leader_epoch_cache.entries] == [
+        (0, 0),
+        (3, 8),
+    ]
     assert future.topic_id == source.topic_id
     assert m.get_future_log("t", 0) is None
     # The old copy is renamed for deletion in its dir, and removed later.
@@ -82,6 +85,6 @@ def test_describe_log_dirs_lists_a_future_replica_with_its_lag(tmp_path):
     [moving] = by_dir[d2].topics[0].partitions
     assert (current.is_future_key, moving.is_future_key) == (False, True)
     assert moving.offset_lag == 2 and moving.partition_size == future.size > 0
-    assert current.offset_lag == 0    # its high watermark is behind its end
+    assert current.offset_lag == 0  # its high watermark is behind its end
     assert by_dir[d2].total_bytes > 0
     m.shutdown()

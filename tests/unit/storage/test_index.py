@@ -1,4 +1,5 @@
 """OffsetIndex / TimeIndex and the Cython search kernel."""
+
 import bisect
 import os
 import struct
@@ -27,8 +28,7 @@ def _pack_keys(keys, entry_size=8):
     return b"".join(struct.pack(">ii", k, i) for i, k in enumerate(keys))
 
 
-@given(st.lists(st.integers(0, 2**31 - 1), unique=True).map(sorted),
-       st.integers(-10, 2**31 + 10))
+@given(st.lists(st.integers(0, 2**31 - 1), unique=True).map(sorted), st.integers(-10, 2**31 + 10))
 def test_kernel_matches_bisect(keys, target):
     buf = _pack_keys(keys)
     target = max(min(target, 2**63 - 1), -(2**63))
@@ -36,17 +36,22 @@ def test_kernel_matches_bisect(keys, target):
     assert largest_lower_bound_slot(buf, len(keys), 8, 0, 4, target) == expected
     upper = bisect.bisect_left(keys, target)
     assert smallest_upper_bound_slot(buf, len(keys), 8, 0, 4, target) == (
-        upper if upper < len(keys) else -1)
+        upper if upper < len(keys) else -1
+    )
 
 
-@given(st.lists(st.integers(-(2**62), 2**62), unique=True, min_size=1, max_size=3000).map(sorted),
-       st.data())
+@given(
+    st.lists(st.integers(-(2**62), 2**62), unique=True, min_size=1, max_size=3000).map(sorted),
+    st.data(),
+)
 def test_kernel_64bit_keys_and_warm_section(keys, data):
     # More than 8192 / 12 entries exercises the warm-tail branch.
     buf = b"".join(struct.pack(">qi", k, 0) for k in keys)
     target = data.draw(st.one_of(st.sampled_from(keys), st.integers(-(2**63), 2**63 - 1)))
-    assert largest_lower_bound_slot(buf, len(keys), 12, 0, 8, target) == \
-        bisect.bisect_right(keys, target) - 1
+    assert (
+        largest_lower_bound_slot(buf, len(keys), 12, 0, 8, target)
+        == bisect.bisect_right(keys, target) - 1
+    )
 
 
 def test_kernel_rejects_counts_beyond_buffer():
@@ -167,10 +172,14 @@ def test_resize_keeps_entries(tmp_path):
     index.close()
 
 
-@given(st.lists(st.integers(1, 2**31 - 1), unique=True, max_size=3000).map(sorted),
-       st.integers(0, 2**40), st.integers(-10, 2**31 + 10))
+@given(
+    st.lists(st.integers(1, 2**31 - 1), unique=True, max_size=3000).map(sorted),
+    st.integers(0, 2**40),
+    st.integers(-10, 2**31 + 10),
+)
 def test_offset_index_lookup_kernel_matches_bisect(relatives, base_offset, target_delta):
     from kfast._ext.index import offset_index_lookup
+
     buf = b"".join(struct.pack(">ii", r, i * 7) for i, r in enumerate(relatives))
     target = base_offset + target_delta
     slot = bisect.bisect_right(relatives, target - base_offset) - 1

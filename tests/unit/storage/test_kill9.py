@@ -1,4 +1,5 @@
 """kill -9 while appending: every acknowledged record survives reopening."""
+
 import os
 import signal
 import subprocess
@@ -38,8 +39,12 @@ CHILD = textwrap.dedent("""
 
 def test_kill9_loses_no_acknowledged_record(tmp_path):
     data_dir = str(tmp_path / "data")
-    child = subprocess.Popen([sys.executable, "-c", CHILD, data_dir], stdout=subprocess.PIPE,
-                             cwd=os.getcwd(), env={**os.environ, "PYTHONPATH": os.getcwd()})
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, data_dir],
+        stdout=subprocess.PIPE,
+        cwd=os.getcwd(),
+        env={**os.environ, "PYTHONPATH": os.getcwd()},
+    )
     acknowledged = -1
     try:
         for line in child.stdout:
@@ -54,8 +59,9 @@ def test_kill9_loses_no_acknowledged_record(tmp_path):
         child.kill()
         child.wait()
     assert acknowledged > 0
-    manager = LogManager(KafkaConfig({"log.dirs": data_dir, "node.id": "1",
-                                      "log.segment.bytes": "1048576"}))
+    manager = LogManager(
+        KafkaConfig({"log.dirs": data_dir, "node.id": "1", "log.segment.bytes": "1048576"})
+    )
     manager.startup()
     assert manager.had_clean_shutdown[os.path.abspath(data_dir)] is False
     log = manager.get_log("k", 0)

@@ -1,6 +1,7 @@
 """LeaderEpochFileCache.assign against Kafka's rule (LeaderEpochFileCache
 .isUpdateNeeded + maybeTruncateNonMonotonicEntries), written here as a
 sorted-dict oracle, and the file it checkpoints."""
+
 from __future__ import annotations
 
 from hypothesis import given, settings
@@ -35,7 +36,7 @@ def test_assign_matches_kafka(tmp_path_factory, assignments):
         assert cache.assign(epoch, start, flush=False) == kafka_assign(oracle, epoch, start)
         assert cache.entries == sorted(oracle.items())
         starts = [entry.start_offset for entry in cache.entries]
-        assert starts == sorted(set(starts))          # epochs and starts increase
+        assert starts == sorted(set(starts))  # epochs and starts increase
     cache.flush()
     assert LeaderEpochFileCache(path).entries == cache.entries
 
@@ -47,7 +48,7 @@ def test_the_latest_epoch_at_an_earlier_start_moves_it_back(tmp_path):
     cache.assign(4, 2)
     assert cache.assign(4, 0)
     assert cache.entries == [(4, 0)]
-    assert not cache.assign(4, 5)                    # a later start changes nothing
+    assert not cache.assign(4, 5)  # a later start changes nothing
 
 
 def test_an_older_epoch_drops_the_entries_it_contradicts(tmp_path):
@@ -72,6 +73,6 @@ def test_recovery_assigns_only_where_the_log_disagrees(tmp_path):
     for epoch, start in [(1, 0), (2, 4), (4, 12)]:
         cache.assign(epoch, start)
     assert cache.assign_recovered(2, 3)
-    assert cache.entries == [(1, 0), (2, 3)]          # the batches after 3 re-add epoch 4
+    assert cache.entries == [(1, 0), (2, 3)]  # the batches after 3 re-add epoch 4
     assert cache.assign_recovered(4, 12)
     assert cache.entries == [(1, 0), (2, 3), (4, 12)]

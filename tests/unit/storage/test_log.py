@@ -1,4 +1,5 @@
 """Log: append, read, roll, truncate, delete_records_before, indexes on disk."""
+
 import os
 import struct
 
@@ -160,6 +161,7 @@ def test_log_append_time(tmp_path):
     assert attributes & 0x08
     assert struct.unpack_from(">q", data, 35)[0] == 123456
     from crc32c import crc32c
+
     assert struct.unpack_from(">I", data, 17)[0] == crc32c(data[21:])
     log.close()
 
@@ -262,20 +264,26 @@ def test_reads_a_kafka_layout_directory(tmp_path):
 
 
 @settings(max_examples=40)
-@given(st.lists(st.one_of(
-    st.tuples(st.just("append"), st.integers(1, 5), st.integers(1, 400)),
-    st.tuples(st.just("truncate"), st.integers(0, 200)),
-    st.tuples(st.just("delete_records"), st.integers(0, 200)),
-    st.tuples(st.just("roll")),
-    st.tuples(st.just("reopen"), st.sampled_from(["clean", "flushed", "crash"]))),
-    max_size=40))
+@given(
+    st.lists(
+        st.one_of(
+            st.tuples(st.just("append"), st.integers(1, 5), st.integers(1, 400)),
+            st.tuples(st.just("truncate"), st.integers(0, 200)),
+            st.tuples(st.just("delete_records"), st.integers(0, 200)),
+            st.tuples(st.just("roll")),
+            st.tuples(st.just("reopen"), st.sampled_from(["clean", "flushed", "crash"])),
+        ),
+        max_size=40,
+    )
+)
 def test_append_read_truncate_against_model(tmp_path_factory, ops):
     """Random appends, truncations, DeleteRecords, rolls, clean reopens and
     crashes against a model: a list of batches (first offset, values) and a
     log start offset."""
     base = tmp_path_factory.mktemp("model")
-    config = LogConfig({"segment.bytes": MiB, "index.interval.bytes": 200,
-                        "file.delete.delay.ms": 0})
+    config = LogConfig(
+        {"segment.bytes": MiB, "index.interval.bytes": 200, "file.delete.delay.ms": 0}
+    )
     path = str(base / "m-0")
     log = Log(path, config)
     batches: list[tuple[int, list[bytes]]] = []
@@ -311,11 +319,20 @@ def test_append_read_truncate_against_model(tmp_path_factory, ops):
                 if op[1] == "flushed":
                     log.flush()
                 log.close()
-            log = Log(path, config, recovery_point=log.recovery_point, log_start_offset=start,
-                      had_clean_shutdown=op[1] == "clean")
+            log = Log(
+                path,
+                config,
+                recovery_point=log.recovery_point,
+                log_start_offset=start,
+                had_clean_shutdown=op[1] == "clean",
+            )
         assert (log.log_start_offset, log.log_end_offset) == (start, model_end())
-    expected = [(first + i, v) for first, values in batches for i, v in enumerate(values)
-                if first + i >= start]
+    expected = [
+        (first + i, v)
+        for first, values in batches
+        for i, v in enumerate(values)
+        if first + i >= start
+    ]
     got = [r for r in read_all(log, start) if r[0] >= start]
     assert got == expected
     for probe in range(start, model_end(), 7):
@@ -370,9 +387,12 @@ def test_preallocate(tmp_path):
     log.flush()
     log.close_handlers()  # crash: the new segment is still preallocated
     assert os.path.getsize(new_path) == MiB
-    recovered = Log(str(tmp_path / "topic-0"), LogConfig({"segment.bytes": MiB,
-                                                          "preallocate": "true"}),
-                    recovery_point=0, had_clean_shutdown=False)
+    recovered = Log(
+        str(tmp_path / "topic-0"),
+        LogConfig({"segment.bytes": MiB, "preallocate": "true"}),
+        recovery_point=0,
+        had_clean_shutdown=False,
+    )
     assert recovered.log_end_offset == end
     assert os.path.getsize(new_path) == recovered.active_segment.size
     recovered.close()
@@ -423,10 +443,14 @@ def test_epoch_assigned_without_fsync_is_written_by_the_next_flush_or_close(tmp_
 
 
 @settings(max_examples=60, deadline=None)
-@given(sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=40),
-       interval=st.sampled_from([1, 512, 4096]), data=st.data())
-def test_read_ends_at_a_batch_boundary_once_the_first_batch_fits(tmp_path_factory, sizes,
-                                                                  interval, data):
+@given(
+    sizes=st.lists(st.integers(1, 3000), min_size=1, max_size=40),
+    interval=st.sampled_from([1, 512, 4096]),
+    data=st.data(),
+)
+def test_read_ends_at_a_batch_boundary_once_the_first_batch_fits(
+    tmp_path_factory, sizes, interval, data
+):
     """A read returns the batches that fit whole in max_bytes (no partial
     batch at the tail): exactly the longest prefix of whole batches, and the
     first batch whole whatever max_bytes is (min_one_message)."""
@@ -446,8 +470,9 @@ def test_read_ends_at_a_batch_boundary_once_the_first_batch_fits(tmp_path_factor
         total += length
         expected += 1
     assert info.records.length == total
-    assert [first for first, _ in batch_offsets(info.records.read())] == \
-        list(range(start, start + expected))
+    assert [first for first, _ in batch_offsets(info.records.read())] == list(
+        range(start, start + expected)
+    )
     log.close()
 
 
@@ -465,8 +490,9 @@ def test_a_log_start_above_every_record_survives_a_reopen(tmp_path):
     log.truncate_to(1)
     assert (log.log_start_offset, log.log_end_offset) == (1, 1)
     log.close()
-    log = Log(path, config, recovery_point=log.recovery_point, log_start_offset=1,
-              had_clean_shutdown=True)
+    log = Log(
+        path, config, recovery_point=log.recovery_point, log_start_offset=1, had_clean_shutdown=True
+    )
     try:
         assert (log.log_start_offset, log.log_end_offset) == (1, 1)
         assert log.append_as_leader(make_batch(1)).first_offset == 1

@@ -4,6 +4,7 @@ general path it short-cuts: the same appends must leave byte-identical
 LogAppendInfo or raise the same exception. ``Log._fast_append = False``
 forces the general path.
 """
+
 import errno
 import os
 import threading
@@ -28,19 +29,23 @@ NOW = 1_700_000_000_000
 #   producer   an idempotent batch (producer state: the general path)
 #   corrupt    a plain batch with a flipped value byte (CRC error)
 #   old        a plain batch 3 days in the past (timestamp check)
-APPEND = st.tuples(st.sampled_from(["plain", "plain", "plain", "multi", "producer", "corrupt",
-                                    "old"]),
-                   st.integers(1, 5), st.one_of(st.integers(1, 300), st.integers(1, 300), st.integers(20_000, 60_000)),
-                   st.integers(-50, 400),
-                   st.integers(0, 400))
-CONFIG = st.fixed_dictionaries({
-    "index.interval.bytes": st.sampled_from([0, 1, 100, 700, 4096]),
-    "segment.bytes": st.sampled_from([1 << 20, 1 << 30]),  # at least 1 MiB (Kafka's minimum)
-    "segment.index.bytes": st.sampled_from([24, 40, 10 * 1024 * 1024]),
-    "segment.ms": st.sampled_from([500, 3000, 7 * 24 * 3600 * 1000]),
-    "message.timestamp.type": st.sampled_from(["CreateTime", "LogAppendTime"]),
-    "message.timestamp.before.max.ms": st.sampled_from([24 * 3600 * 1000, 2**63 - 1]),
-})
+APPEND = st.tuples(
+    st.sampled_from(["plain", "plain", "plain", "multi", "producer", "corrupt", "old"]),
+    st.integers(1, 5),
+    st.one_of(st.integers(1, 300), st.integers(1, 300), st.integers(20_000, 60_000)),
+    st.integers(-50, 400),
+    st.integers(0, 400),
+)
+CONFIG = st.fixed_dictionaries(
+    {
+        "index.interval.bytes": st.sampled_from([0, 1, 100, 700, 4096]),
+        "segment.bytes": st.sampled_from([1 << 20, 1 << 30]),  # at least 1 MiB (Kafka's minimum)
+        "segment.index.bytes": st.sampled_from([24, 40, 10 * 1024 * 1024]),
+        "segment.ms": st.sampled_from([500, 3000, 7 * 24 * 3600 * 1000]),
+        "message.timestamp.type": st.sampled_from(["CreateTime", "LogAppendTime"]),
+        "message.timestamp.before.max.ms": st.sampled_from([24 * 3600 * 1000, 2**63 - 1]),
+    }
+)
 
 
 def _payloads(ops):
@@ -51,8 +56,9 @@ def _payloads(ops):
         if kind == "multi":
             data = b"".join(make_batch(count, size, timestamp=ts + i) for i in range(1 + count % 3))
         elif kind == "producer":
-            data = make_batch(count, size, timestamp=ts, producer_id=7, producer_epoch=0,
-                              base_sequence=sequence)
+            data = make_batch(
+                count, size, timestamp=ts, producer_id=7, producer_epoch=0, base_sequence=sequence
+            )
             sequence += count
         elif kind == "old":
             data = make_batch(count, size, timestamp=NOW - 3 * 24 * 3600 * 1000)
@@ -77,10 +83,21 @@ def _run(directory, config, ops, payloads, fast, counts=None):
             results.append(tuple(log.append_as_leader(bytearray(data), leader_epoch=3)))
         except Exception as exc:  # the same exception, message included, on both paths
             results.append((type(exc).__name__, str(exc)))
-    state = (log.log_end_offset, log.num_segments,
-             [(s.base_offset, s.size, s.offset_index.entries, s.time_index.entries,
-               s.max_timestamp_so_far, s.offset_of_max_timestamp_so_far)
-              for s in log.segments])
+    state = (
+        log.log_end_offset,
+        log.num_segments,
+        [
+            (
+                s.base_offset,
+                s.size,
+                s.offset_index.entries,
+                s.time_index.entries,
+                s.max_timestamp_so_far,
+                s.offset_of_max_timestamp_so_far,
+            )
+            for s in log.segments
+        ],
+    )
     log.close()
     if counts is not None:
         counts.append(log._scan.appends_written)
@@ -91,8 +108,9 @@ def _run(directory, config, ops, payloads, fast, counts=None):
     return results, state, files
 
 
-@settings(max_examples=50, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=50, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(CONFIG, st.lists(APPEND, min_size=1, max_size=30))
 def test_fast_path_writes_what_the_general_path_writes(tmp_path_factory, config, ops):
     base = tmp_path_factory.mktemp("parity")
@@ -107,15 +125,20 @@ def test_fast_path_writes_what_the_general_path_writes(tmp_path_factory, config,
         assert fast[2][name] == general[2][name], name
 
 
-@pytest.mark.parametrize("config", [
-    {"index.interval.bytes": 100, "segment.index.bytes": 40},       # rolls on a full index
-    {"index.interval.bytes": 0, "segment.ms": 1000},                # rolls on segment.ms
-    {"segment.bytes": 1 << 20},                                     # rolls on segment.bytes
-    {"message.timestamp.type": "LogAppendTime", "index.interval.bytes": 1, "segment.ms": 2000},
-])
+@pytest.mark.parametrize(
+    "config",
+    [
+        {"index.interval.bytes": 100, "segment.index.bytes": 40},  # rolls on a full index
+        {"index.interval.bytes": 0, "segment.ms": 1000},  # rolls on segment.ms
+        {"segment.bytes": 1 << 20},  # rolls on segment.bytes
+        {"message.timestamp.type": "LogAppendTime", "index.interval.bytes": 1, "segment.ms": 2000},
+    ],
+)
 def test_parity_with_rolls(tmp_path, config):
-    ops = [("plain", 1 + i % 4, 300 if i % 5 else 60_000, 100 + (-1) ** i * 120, 150)
-           for i in range(60)]
+    ops = [
+        ("plain", 1 + i % 4, 300 if i % 5 else 60_000, 100 + (-1) ** i * 120, 150)
+        for i in range(60)
+    ]
     ops[7] = ("producer",) + ops[7][1:]
     ops[20] = ("multi",) + ops[20][1:]
     payloads = _payloads(ops)
@@ -166,8 +189,9 @@ def test_unusual_appends_are_left_to_the_general_path(tmp_path, case):
     segment = log.active_segment
     size = segment.size
     if case == "producer_id":
-        data = bytearray(make_batch(1, timestamp=NOW, producer_id=1, producer_epoch=0,
-                                    base_sequence=0))
+        data = bytearray(
+            make_batch(1, timestamp=NOW, producer_id=1, producer_epoch=0, base_sequence=0)
+        )
     elif case == "roll_by_size":
         data = bytearray(make_batch(1, 1 << 20, timestamp=NOW))
     else:
@@ -182,11 +206,13 @@ def test_unusual_appends_are_left_to_the_general_path(tmp_path, case):
 
 def test_scan_errors_come_back_as_statuses(tmp_path):
     log = _log(tmp_path, **{"max.message.bytes": 200})
-    got = log._scan.append_to_segment(bytearray(make_batch(1, 300, timestamp=NOW)),
-                                      log.active_segment, 0, 0, NOW, True, 0)
+    got = log._scan.append_to_segment(
+        bytearray(make_batch(1, 300, timestamp=NOW)), log.active_segment, 0, 0, NOW, True, 0
+    )
     assert got == status.TOO_LARGE
-    got = log._scan.append_to_segment(bytearray(make_batch(1, timestamp=NOW + 7200_000)),
-                                      log.active_segment, 0, 0, NOW, True, 0)
+    got = log._scan.append_to_segment(
+        bytearray(make_batch(1, timestamp=NOW + 7200_000)), log.active_segment, 0, 0, NOW, True, 0
+    )
     assert got == status.BAD_TIMESTAMP  # message.timestamp.after.max.ms = 1 hour
     assert log.active_segment.size == 0
     log.close()
@@ -218,7 +244,7 @@ def test_a_failed_kernel_write_leaves_the_log_unchanged(tmp_path):
 
 def test_the_fast_path_returns_a_log_append_info_and_keeps_the_log_state(tmp_path):
     log = _log(tmp_path)
-    log.append_as_leader(make_batch(2, timestamp=NOW), now=NOW)   # loads the segment state
+    log.append_as_leader(make_batch(2, timestamp=NOW), now=NOW)  # loads the segment state
     written = log._scan.appends_written
     info = log.append_as_leader(bytearray(make_batch(3, timestamp=NOW + 1)), leader_epoch=0)
     assert log._scan.appends_written == written + 1
@@ -268,7 +294,8 @@ def test_an_append_waits_for_a_background_job_holding_the_log(tmp_path):
     assert held.wait(10)
     done = []
     appender = threading.Thread(
-        target=lambda: done.append(log.append_as_leader(bytearray(make_batch(1, timestamp=NOW)))))
+        target=lambda: done.append(log.append_as_leader(bytearray(make_batch(1, timestamp=NOW))))
+    )
     appender.start()
     appender.join(0.2)
     assert not done  # blocked on the lock, not appended around it

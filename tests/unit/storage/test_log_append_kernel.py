@@ -3,6 +3,7 @@
 Batches come from kafka-python (an independent codec); CRCs are checked with
 the ``crc32c`` package, index entries against the pure-Python rule.
 """
+
 import struct
 
 import pytest
@@ -20,10 +21,32 @@ from .batches import make_batch
 FAR = 1 << 62
 
 
-def _scan(scan, data, *, assign=True, next_offset=0, epoch=0, log_append_time=-1,
-          from_client=True, max_bytes=1 << 30, check_time=False, earliest=0, latest=FAR):
-    return scan.scan(data, assign, next_offset, epoch, log_append_time, from_client, max_bytes,
-                     check_time, earliest, latest)
+def _scan(
+    scan,
+    data,
+    *,
+    assign=True,
+    next_offset=0,
+    epoch=0,
+    log_append_time=-1,
+    from_client=True,
+    max_bytes=1 << 30,
+    check_time=False,
+    earliest=0,
+    latest=FAR,
+):
+    return scan.scan(
+        data,
+        assign,
+        next_offset,
+        epoch,
+        log_append_time,
+        from_client,
+        max_bytes,
+        check_time,
+        earliest,
+        latest,
+    )
 
 
 def _headers(data):
@@ -34,24 +57,33 @@ def _headers(data):
         crc = struct.unpack_from(">I", data, pos + 17)[0]
         delta = struct.unpack_from(">i", data, pos + 23)[0]
         max_ts = struct.unpack_from(">q", data, pos + 35)[0]
-        ok = crc == crc32c(bytes(data[pos + 21:pos + 12 + length]))
+        ok = crc == crc32c(bytes(data[pos + 21 : pos + 12 + length]))
         out.append((base, epoch, delta, max_ts, ok))
         pos += 12 + length
     return out
 
 
-batch_specs = st.lists(st.tuples(st.integers(1, 20), st.integers(0, 3000),
-                                 st.integers(0, 2_000_000_000_000)), min_size=1, max_size=8)
+batch_specs = st.lists(
+    st.tuples(st.integers(1, 20), st.integers(0, 3000), st.integers(0, 2_000_000_000_000)),
+    min_size=1,
+    max_size=8,
+)
 
 
 @settings(max_examples=60, deadline=None)
-@given(specs=batch_specs, start=st.integers(0, 1 << 40), epoch=st.integers(0, 1000),
-       log_append_time=st.one_of(st.just(-1), st.integers(0, 2_000_000_000_000)))
+@given(
+    specs=batch_specs,
+    start=st.integers(0, 1 << 40),
+    epoch=st.integers(0, 1000),
+    log_append_time=st.one_of(st.just(-1), st.integers(0, 2_000_000_000_000)),
+)
 def test_scan_assigns_offsets_and_summarises(specs, start, epoch, log_append_time):
     data = bytearray(b"".join(make_batch(count, size, timestamp=ts) for count, size, ts in specs))
     scan = BatchScan()
-    assert _scan(scan, data, next_offset=start, epoch=epoch,
-                 log_append_time=log_append_time) == status.OK
+    assert (
+        _scan(scan, data, next_offset=start, epoch=epoch, log_append_time=log_append_time)
+        == status.OK
+    )
     headers = _headers(data)
     offset = start
     max_ts, offset_of_max_ts = -1, -1
@@ -71,31 +103,37 @@ def test_scan_assigns_offsets_and_summarises(specs, start, epoch, log_append_tim
     assert scan.valid_bytes == len(data)
     assert not scan.has_producer_id
     assert scan.batch_infos() == [
-        (size, last, ts) for size, last, ts in zip(
+        (size, last, ts)
+        for size, last, ts in zip(
             [12 + struct.unpack_from(">i", data, p + 8)[0] for p in scan.positions()],
             [base + delta for base, _, delta, _, _ in headers],
-            [h[3] for h in headers])]
+            [h[3] for h in headers],
+        )
+    ]
 
 
 def _corrupt(data, position, fmt, value, fix_crc=True):
     struct.pack_into(fmt, data, position, value)
     if fix_crc:
         length = struct.unpack_from(">i", data, 8)[0]
-        struct.pack_into(">I", data, 17, crc32c(bytes(data[21:12 + length])))
+        struct.pack_into(">I", data, 17, crc32c(bytes(data[21 : 12 + length])))
     return data
 
 
-@pytest.mark.parametrize("mutate, expected", [
-    (lambda d: d[:40], status.TRUNCATED),
-    (lambda d: _corrupt(d, 16, ">b", 1, False), status.LEGACY_MAGIC),
-    (lambda d: _corrupt(d, 16, ">b", 7, False), status.UNKNOWN_MAGIC),
-    (lambda d: _corrupt(d, 8, ">i", 10, False), status.BATCH_TOO_SMALL),
-    (lambda d: _corrupt(d, 8, ">i", 100000, False), status.BATCH_TRUNCATED),
-    (lambda d: _corrupt(d, 30, ">b", 3, False), status.BAD_CRC),
-    (lambda d: _corrupt(d, 21, ">h", 0x20), status.CONTROL_FROM_CLIENT),
-    (lambda d: _corrupt(d, 57, ">i", 9), status.BAD_RECORDS_COUNT),
-    (lambda d: _corrupt(d, 21, ">h", 0x10), status.TRANSACTIONAL_WITHOUT_PRODUCER_ID),
-])
+@pytest.mark.parametrize(
+    "mutate, expected",
+    [
+        (lambda d: d[:40], status.TRUNCATED),
+        (lambda d: _corrupt(d, 16, ">b", 1, False), status.LEGACY_MAGIC),
+        (lambda d: _corrupt(d, 16, ">b", 7, False), status.UNKNOWN_MAGIC),
+        (lambda d: _corrupt(d, 8, ">i", 10, False), status.BATCH_TOO_SMALL),
+        (lambda d: _corrupt(d, 8, ">i", 100000, False), status.BATCH_TRUNCATED),
+        (lambda d: _corrupt(d, 30, ">b", 3, False), status.BAD_CRC),
+        (lambda d: _corrupt(d, 21, ">h", 0x20), status.CONTROL_FROM_CLIENT),
+        (lambda d: _corrupt(d, 57, ">i", 9), status.BAD_RECORDS_COUNT),
+        (lambda d: _corrupt(d, 21, ">h", 0x10), status.TRANSACTIONAL_WITHOUT_PRODUCER_ID),
+    ],
+)
 def test_scan_rejects_bad_batches_without_patching(mutate, expected):
     good = make_batch(3, 50, timestamp=1000)
     bad = bytearray(mutate(bytearray(make_batch(2, 50, timestamp=1000))))
@@ -132,8 +170,9 @@ def test_follower_scan_keeps_offsets_and_checks_their_order():
     assert _scan(scan, data, assign=False, next_offset=100, from_client=False) == status.OK
     assert (scan.first_offset, scan.next_offset) == (100, 105)
     assert scan.leader_epochs() == [(4, 100), (5, 102)]
-    assert _scan(scan, data, assign=False, next_offset=101, from_client=False) \
-        == status.OUT_OF_ORDER
+    assert (
+        _scan(scan, data, assign=False, next_offset=101, from_client=False) == status.OUT_OF_ORDER
+    )
     assert (scan.error_base_offset, scan.error_other) == (100, 101)
 
 
@@ -149,19 +188,26 @@ def _python_index_rule(batch_infos, interval):
     return entries
 
 
-@settings(max_examples=30, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(requests=st.lists(st.lists(st.tuples(st.integers(1, 5), st.integers(0, 2000)),
-                                  min_size=1, max_size=4), min_size=1, max_size=12),
-       interval=st.sampled_from([0, 100, 4096]))
+@settings(
+    max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    requests=st.lists(
+        st.lists(st.tuples(st.integers(1, 5), st.integers(0, 2000)), min_size=1, max_size=4),
+        min_size=1,
+        max_size=12,
+    ),
+    interval=st.sampled_from([0, 100, 4096]),
+)
 def test_appended_indexes_match_kafkas_rule_and_recovery(tmp_path_factory, requests, interval):
     directory = tmp_path_factory.mktemp("log") / "t-0"
     log = Log(str(directory), LogConfig({"index.interval.bytes": interval}))
     infos = []
     offset = 0
     for request in requests:
-        data = b"".join(make_batch(count, size, timestamp=1_000 + offset)
-                        for count, size in request)
+        data = b"".join(
+            make_batch(count, size, timestamp=1_000 + offset) for count, size in request
+        )
         log.append_as_leader(data, leader_epoch=0)
         for count, _ in request:
             offset += count
@@ -177,15 +223,16 @@ def test_appended_indexes_match_kafkas_rule_and_recovery(tmp_path_factory, reque
     assert [tuple(index.entry(i)) for i in range(index.entries)] == entries
     rebuilt = [tuple(segment.time_index.entry(i)) for i in range(segment.time_index.entries)]
     # recover() adds the roll-time entry for the max timestamp at the end.
-    assert rebuilt[:len(time_entries)] == time_entries
+    assert rebuilt[: len(time_entries)] == time_entries
     log.close()
 
 
 def test_request_filling_the_index_skips_entries(tmp_path):
     # Room for 3 offset entries (2 time entries + the roll slot): a request of
     # 6 batches fills it mid-append; later batches simply get no entry.
-    log = Log(str(tmp_path / "t-0"), LogConfig({"index.interval.bytes": 0,
-                                                "segment.index.bytes": 36}))
+    log = Log(
+        str(tmp_path / "t-0"), LogConfig({"index.interval.bytes": 0, "segment.index.bytes": 36})
+    )
     log.append_as_leader(b"".join(make_batch(1, 100, timestamp=10 + i) for i in range(6)))
     segment = log.active_segment
     assert segment.offset_index.entries == 2

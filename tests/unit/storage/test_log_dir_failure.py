@@ -1,6 +1,7 @@
 """LogDirFailureChannel and LogManager after a disk error (Kafka's
 LogDirFailureChannel / LogManager.handleLogDirFailure); the real full disk
 is in tests/e2e/test_log_dir_failure.py."""
+
 import errno
 import os
 
@@ -66,6 +67,7 @@ def test_a_failed_flush_at_shutdown_leaves_that_dir_to_recovery(tmp_path):
 
     def failing_flush(offset=None):
         raise log._storage_error(OSError(errno.EIO, "Input/output error"), "flushing")
+
     log.flush = failing_flush
     m.shutdown()  # no exception: the dir is reported and skipped
     assert m.failure_channel.has_offline_log_dir(d1)
@@ -73,8 +75,7 @@ def test_a_failed_flush_at_shutdown_leaves_that_dir_to_recovery(tmp_path):
     assert os.path.exists(os.path.join(d2, CLEAN_SHUTDOWN_FILE))
 
 
-def test_a_log_that_cannot_be_created_in_a_failing_dir_is_created_in_another(
-        tmp_path, monkeypatch):
+def test_a_log_that_cannot_be_created_in_a_failing_dir_is_created_in_another(tmp_path, monkeypatch):
     m = manager(tmp_path, dirs=("d1", "d2"))
     d1, d2 = str(tmp_path / "d1"), str(tmp_path / "d2")
     real_log = manager_module.Log
@@ -84,6 +85,7 @@ def test_a_log_that_cannot_be_created_in_a_failing_dir_is_created_in_another(
             os.makedirs(path)  # half made, as a full disk leaves it
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_log(path, *args, **kwargs)
+
     monkeypatch.setattr(manager_module, "Log", log_failing_in_d1)
     log = m.get_or_create_log("a", 0)
     assert m.log_dir_of("a", 0) == d2 and log.dir.startswith(d2)
@@ -101,6 +103,7 @@ def test_a_start_with_every_dir_unreadable_fails_with_one_message(tmp_path, monk
 
     def unreadable(d):
         raise OSError(errno.EIO, "Input/output error")
+
     monkeypatch.setattr(m, "_load_dir", unreadable)
     with pytest.raises(KafkaStorageException, match="Shutdown broker because all log dirs in"):
         m.startup()
@@ -115,6 +118,7 @@ def test_a_start_with_one_dir_unreadable_serves_the_other(tmp_path, monkeypatch)
         if d == d1:
             raise OSError(errno.EIO, "Input/output error")
         real(d)
+
     monkeypatch.setattr(m, "_load_dir", load)
     m.startup()
     assert m.live_log_dirs == [d2] and d1 in m.offline_dirs

@@ -1,4 +1,5 @@
 """LogManager: dirs, identity, checkpoints, clean shutdown, deletion, retention."""
+
 import json
 import os
 
@@ -18,8 +19,9 @@ from .batches import make_batch, now_ms
 
 
 def manager(tmp_path, dirs=("d1",), start=True, cluster_id="abcdefghijklmnopqrstuv", **props):
-    config = KafkaConfig({"log.dirs": ",".join(str(tmp_path / d) for d in dirs),
-                          "node.id": "1", **props})
+    config = KafkaConfig(
+        {"log.dirs": ",".join(str(tmp_path / d) for d in dirs), "node.id": "1", **props}
+    )
     m = LogManager(config, cluster_id=cluster_id)
     if start:
         m.startup()
@@ -39,7 +41,8 @@ def test_meta_properties_written_and_checked(tmp_path):
         manager(tmp_path, dirs=("d1",), cluster_id="another-cluster-id-000")
     # Two dirs that disagree with each other.
     (tmp_path / "d2" / "meta.properties").write_text(
-        "version=1\ncluster.id=abcdefghijklmnopqrstuv\nnode.id=5\n")
+        "version=1\ncluster.id=abcdefghijklmnopqrstuv\nnode.id=5\n"
+    )
     with pytest.raises(InconsistentBrokerIdException, match="d2"):
         manager(tmp_path, dirs=("d1", "d2"))
 
@@ -71,8 +74,9 @@ def test_checkpoints_and_clean_shutdown(tmp_path):
     assert (d / "log-start-offset-checkpoint").read_text() == "0\n1\nt 0 0\n"
     assert (d / "replication-offset-checkpoint").read_text() == "0\n1\nt 0 8\n"
     assert (d / "t-0" / "leader-epoch-checkpoint").read_text() == "0\n1\n3 0\n"
-    assert (d / "t-0" / "partition.metadata").read_text() == \
-        "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n"
+    assert (
+        d / "t-0" / "partition.metadata"
+    ).read_text() == "version: 0\ntopic_id: AAAAAAAAAAAAAAAAAAAAAA\n"
     assert not any(n.endswith(".tmp") for n in os.listdir(d))
 
     again = manager(tmp_path)
@@ -142,8 +146,7 @@ def test_retention_by_time_size_and_live_overrides(tmp_path):
     assert deleted >= 1
     assert log.num_segments == segments - deleted
     assert log.log_start_offset == log.segments[0].base_offset > 0
-    assert all(s.largest_timestamp() > now_ms() - 7 * 24 * 3600 * 1000
-               for s in log.segments[1:])
+    assert all(s.largest_timestamp() > now_ms() - 7 * 24 * 3600 * 1000 for s in log.segments[1:])
     # A live override of retention.bytes shrinks the log to whole segments.
     m.update_topic_config("r", {"segment.bytes": "1048576", "retention.bytes": "1048576"})
     m.cleanup_logs()
@@ -215,6 +218,7 @@ def test_offset_checkpoint_round_trip(tmp_path):
 
 def test_a_log_dir_is_used_by_one_node_at_a_time(tmp_path):
     from kfast.protocol.errors import KafkaStorageException
+
     first = manager(tmp_path, dirs=("d1", "d2"))
     with pytest.raises(KafkaStorageException, match="lock"):
         manager(tmp_path, dirs=("d3", "d2"))

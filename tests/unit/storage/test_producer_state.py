@@ -1,4 +1,5 @@
 """Idempotent and transactional producer state on the log."""
+
 import os
 import struct
 
@@ -35,8 +36,15 @@ def open_log(tmp_path, clean=True):
 
 
 def produce(log, pid, epoch, seq, count=2, transactional=False):
-    return log.append_as_leader(make_batch(count, producer_id=pid, producer_epoch=epoch,
-                                           base_sequence=seq, transactional=transactional))
+    return log.append_as_leader(
+        make_batch(
+            count,
+            producer_id=pid,
+            producer_epoch=epoch,
+            base_sequence=seq,
+            transactional=transactional,
+        )
+    )
 
 
 def test_duplicate_returns_original_offsets(tmp_path):
@@ -63,7 +71,7 @@ def test_sequence_and_epoch_rules(tmp_path):
     produce(log, 1, 0, 2)
     with pytest.raises(OutOfOrderSequenceException):
         produce(log, 1, 1, 3)  # a new epoch must start at 0
-    produce(log, 1, 1, 0)      # bumped epoch
+    produce(log, 1, 1, 0)  # bumped epoch
     with pytest.raises(InvalidProducerEpochException):
         produce(log, 1, 0, 4)  # the old epoch is fenced
     # An unknown producer may start at any sequence (its state may have expired).
@@ -77,23 +85,25 @@ def test_sequence_and_epoch_rules(tmp_path):
 
 def test_transactions_lso_and_txn_index(tmp_path):
     log = open_log(tmp_path)
-    produce(log, 5, 0, 0, transactional=True)          # offsets 0-1, txn opens at 0
-    produce(log, 6, 0, 0)                              # 2-3, not transactional
+    produce(log, 5, 0, 0, transactional=True)  # offsets 0-1, txn opens at 0
+    produce(log, 6, 0, 0)  # 2-3, not transactional
     log.update_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == 0
     with pytest.raises(InvalidTxnStateException):
-        produce(log, 5, 0, 2)                          # non-transactional inside a txn
-    produce(log, 5, 0, 2, transactional=True)          # 4-5
-    abort = log.append_as_leader(make_control_batch(5, 0, commit=False, coordinator_epoch=3),
-                                 origin=ORIGIN_COORDINATOR)
+        produce(log, 5, 0, 2)  # non-transactional inside a txn
+    produce(log, 5, 0, 2, transactional=True)  # 4-5
+    abort = log.append_as_leader(
+        make_control_batch(5, 0, commit=False, coordinator_epoch=3), origin=ORIGIN_COORDINATOR
+    )
     assert abort.first_offset == 6
     log.update_high_watermark(log.log_end_offset)
     assert log.last_stable_offset == log.log_end_offset == 7
     aborted = log.collect_aborted_transactions(0, 7)
     assert aborted == [AbortedTxn(5, 0, 6, 7)]
     with pytest.raises(TransactionCoordinatorFencedException):
-        log.append_as_leader(make_control_batch(5, 0, commit=True, coordinator_epoch=2),
-                             origin=ORIGIN_COORDINATOR)
+        log.append_as_leader(
+            make_control_batch(5, 0, commit=True, coordinator_epoch=2), origin=ORIGIN_COORDINATOR
+        )
     path = log.active_segment.txn_index.path
     log.close()
     # .txnindex on disk: version 0, pid, first, last, lso (34 bytes).
@@ -102,10 +112,16 @@ def test_transactions_lso_and_txn_index(tmp_path):
 
 
 def test_snapshot_format_matches_kafka(tmp_path):
-    entry = ProducerStateEntry(producer_id=99, producer_epoch=2, coordinator_epoch=4,
-                               last_timestamp=1234, current_txn_first_offset=50)
-    entry.batch_metadata.append(BatchMetadata(last_seq=9, last_offset=60, offset_delta=4,
-                                              timestamp=1234))
+    entry = ProducerStateEntry(
+        producer_id=99,
+        producer_epoch=2,
+        coordinator_epoch=4,
+        last_timestamp=1234,
+        current_txn_first_offset=50,
+    )
+    entry.batch_metadata.append(
+        BatchMetadata(last_seq=9, last_offset=60, offset_delta=4, timestamp=1234)
+    )
     data = encode_snapshot([entry])
     body = struct.pack(">i", 1) + struct.pack(">qhiqiqiq", 99, 2, 9, 60, 4, 1234, 4, 50)
     assert data == struct.pack(">hI", 1, crc32c(body)) + body
@@ -113,6 +129,7 @@ def test_snapshot_format_matches_kafka(tmp_path):
     assert decoded.producer_epoch == 2 and decoded.last_seq == 9 and decoded.first_seq == 5
     assert decoded.current_txn_first_offset == 50 and decoded.coordinator_epoch == 4
     from kfast.protocol.errors import CorruptRecordException
+
     corrupt = bytearray(data)
     corrupt[-1] ^= 1
     with pytest.raises(CorruptRecordException):
@@ -169,8 +186,7 @@ def test_txn_index_search(tmp_path):
     assert TransactionIndex(0, index.path).entries == [AbortedTxn(1, 0, 10, 11)]
 
 
-@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1), st.integers(-6, 3)),
-                max_size=40))
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1), st.integers(-6, 3)), max_size=40))
 def test_sequence_state_machine_against_model(tmp_path_factory, steps):
     """Random (producer, epoch, sequence) appends vs a model of Kafka's rules."""
     log = Log(str(tmp_path_factory.mktemp("ps") / "m-0"), CONFIG)
@@ -209,14 +225,16 @@ def test_sequence_state_machine_against_model(tmp_path_factory, steps):
 
 def test_unclean_recovery_rebuilds_txn_index_and_open_transactions(tmp_path):
     log = open_log(tmp_path)
-    produce(log, 5, 0, 0, transactional=True)              # 0-1
-    log.append_as_leader(make_control_batch(5, 0, commit=False, coordinator_epoch=1),
-                         origin=ORIGIN_COORDINATOR)        # 2: abort
-    log.roll()                                             # snapshot at 3
-    produce(log, 6, 0, 0, transactional=True)              # 3-4
-    log.append_as_leader(make_control_batch(6, 0, commit=False, coordinator_epoch=1),
-                         origin=ORIGIN_COORDINATOR)        # 5: abort
-    produce(log, 7, 0, 0, transactional=True)              # 6-7, still open
+    produce(log, 5, 0, 0, transactional=True)  # 0-1
+    log.append_as_leader(
+        make_control_batch(5, 0, commit=False, coordinator_epoch=1), origin=ORIGIN_COORDINATOR
+    )  # 2: abort
+    log.roll()  # snapshot at 3
+    produce(log, 6, 0, 0, transactional=True)  # 3-4
+    log.append_as_leader(
+        make_control_batch(6, 0, commit=False, coordinator_epoch=1), origin=ORIGIN_COORDINATOR
+    )  # 5: abort
+    produce(log, 7, 0, 0, transactional=True)  # 6-7, still open
     expected = log.collect_aborted_transactions(0, 100)
     assert [t.producer_id for t in expected] == [5, 6]
     log.flush()

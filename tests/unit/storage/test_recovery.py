@@ -1,4 +1,5 @@
 """Recovery after crashes and disk faults."""
+
 import errno
 import os
 
@@ -45,8 +46,9 @@ def crash(log):
     log.close_handlers()
 
 
-@pytest.mark.parametrize("damage", ["truncated_tail", "torn_mid_batch", "bit_flip",
-                                    "garbage_length"])
+@pytest.mark.parametrize(
+    "damage", ["truncated_tail", "torn_mid_batch", "bit_flip", "garbage_length"]
+)
 def test_recovery_truncates_to_last_valid_batch(tmp_path, damage):
     path = str(tmp_path / "t-0")
     log = build_log(path)
@@ -125,8 +127,9 @@ def test_index_rebuilt(tmp_path, fault):
             f.write(b"\x01\x02\x03")
     reopened = Log(path, CONFIG, recovery_point=reopened_point(log), had_clean_shutdown=True)
     rebuilt = reopened.segments[0]
-    assert [rebuilt.offset_index.entry(i) for i in range(rebuilt.offset_index.entries)] \
-        == entries_before
+    assert [
+        rebuilt.offset_index.entry(i) for i in range(rebuilt.offset_index.entries)
+    ] == entries_before
     assert [rebuilt.time_index.entry(i) for i in range(rebuilt.time_index.entries)] == time_before
     assert [batch_offsets(reopened.read(p, 1).records.read()) for p in probes] == reads_before
     assert reopened.fetch_offset_by_timestamp(0) == ts_before
@@ -149,6 +152,7 @@ def test_clean_open_does_not_scan(tmp_path, monkeypatch):
         for item in original(self, start, end, full=full):
             scanned.append(item[0])
             yield item
+
     monkeypatch.setattr(FileRecords, "batches_from", counting)
     reopened = Log(path, CONFIG, recovery_point=end, had_clean_shutdown=True)
     assert reopened.log_end_offset == end
@@ -197,10 +201,12 @@ def test_disk_error_on_append(tmp_path, code):
     healthy.close()
 
 
-
 @settings(max_examples=30)
-@given(st.lists(st.integers(1, 4), min_size=1, max_size=25), st.floats(0, 1),
-       st.sampled_from(["cut", "flip"]))
+@given(
+    st.lists(st.integers(1, 4), min_size=1, max_size=25),
+    st.floats(0, 1),
+    st.sampled_from(["cut", "flip"]),
+)
 def test_recovery_keeps_exactly_the_intact_prefix(tmp_path_factory, counts, where, damage):
     """Cut the active segment anywhere (or flip any byte): recovery keeps
     every batch before the damaged one and nothing after it."""
@@ -233,8 +239,9 @@ def test_recovery_keeps_exactly_the_intact_prefix(tmp_path_factory, counts, wher
     intact = [b for b in bounds if b[1] <= point]
     expected_end = intact[-1][2] if intact else 0
     expected_size = intact[-1][1] if intact else 0
-    recovered = Log(path, LogConfig({"segment.bytes": MiB}), recovery_point=0,
-                    had_clean_shutdown=False)
+    recovered = Log(
+        path, LogConfig({"segment.bytes": MiB}), recovery_point=0, had_clean_shutdown=False
+    )
     assert recovered.log_end_offset == expected_end
     assert os.path.getsize(seg_path) == expected_size
     assert [o for o, _ in all_records(recovered)] == list(range(expected_end))
@@ -243,6 +250,7 @@ def test_recovery_keeps_exactly_the_intact_prefix(tmp_path_factory, counts, wher
 
 def test_recovery_stops_at_offsets_going_backwards(tmp_path):
     import struct
+
     path = str(tmp_path / "t-0")
     log = Log(path, CONFIG)
     for _ in range(5):

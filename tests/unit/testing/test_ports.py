@@ -1,4 +1,5 @@
 """free_port: below the ephemeral range, and disjoint between xdist workers."""
+
 from kfast.testing import ports
 
 

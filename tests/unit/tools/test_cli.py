@@ -1,4 +1,5 @@
 """The kfast command imports only the module of the subcommand it runs."""
+
 import subprocess
 import sys
 
@@ -19,12 +20,15 @@ MUST_NOT_IMPORT = {
 
 @pytest.mark.parametrize("command", sorted(MUST_NOT_IMPORT))
 def test_a_subcommand_imports_only_its_module(command):
-    probe = (f"import sys\nsys.argv = ['kfast', {command!r}, '--help']\n"
-             "from kfast import cli\n"
-             "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
-             "print(sorted(m for m in sys.modules if m.startswith('kfast.')))\n")
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
-                         check=True).stdout
+    probe = (
+        f"import sys\nsys.argv = ['kfast', {command!r}, '--help']\n"
+        "from kfast import cli\n"
+        "try:\n    cli.main()\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('kfast.')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    ).stdout
     loaded = out.strip().splitlines()[-1]
     assert COMMANDS[command] in loaded
     for module in MUST_NOT_IMPORT[command]:

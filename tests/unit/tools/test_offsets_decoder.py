@@ -1,5 +1,6 @@
 """dump-log --offsets-decoder prints KIP-848 consumer group records as Kafka's
 tool does (camelCase JSON, Kafka's Uuid form, tagged fields when set)."""
+
 import base64
 import io
 import json
@@ -22,9 +23,15 @@ T_TEXT = base64.urlsafe_b64encode(T.bytes).rstrip(b"=").decode()
 
 def dump_records(tmp_path, records) -> list[str]:
     log = Log(str(tmp_path / "__consumer_offsets-3"), LogConfig())
-    b = DefaultRecordBatchBuilder(magic=2, compression_type=0, is_transactional=False,
-                                  producer_id=-1, producer_epoch=-1, base_sequence=-1,
-                                  batch_size=1 << 30)
+    b = DefaultRecordBatchBuilder(
+        magic=2,
+        compression_type=0,
+        is_transactional=False,
+        producer_id=-1,
+        producer_epoch=-1,
+        base_sequence=-1,
+        batch_size=1 << 30,
+    )
     for i, (key, value) in enumerate(records):
         b.append(i, timestamp=1, key=key, value=value, headers=[])
     log.append_as_leader(bytes(b.build()), now=1)
@@ -44,31 +51,80 @@ def parsed(line: str):
 def test_a_heartbeats_records_as_dump_log_prints_them(tmp_path):
     h = Harness()
     response = h.coordinator.consumer_group_heartbeat(
-        "cg", "", 0, "inst", None, 3000, ["orders"], "range", None, "cli", "/10.1.2.3",
-        {"orders": (T, 2)})
+        "cg",
+        "",
+        0,
+        "inst",
+        None,
+        3000,
+        ["orders"],
+        "range",
+        None,
+        "cli",
+        "/10.1.2.3",
+        {"orders": (T, 2)},
+    )
     member = response["member_id"]
     lines = dump_records(tmp_path, h.log)
     got = [parsed(line) for line in lines]
     assert got == [
-        ({"type": "5", "data": {"groupId": "cg", "memberId": member}},
-         {"version": "0", "data": {"instanceId": "inst", "rackId": None, "clientId": "cli",
-                                   "clientHost": "/10.1.2.3", "subscribedTopicNames": ["orders"],
-                                   "subscribedTopicRegex": None, "rebalanceTimeoutMs": 3000,
-                                   "serverAssignor": "range"}}),
-        ({"type": "4", "data": {"groupId": "cg"}},
-         {"version": "0", "data": {"topics": [{"topicId": T_TEXT, "topicName": "orders",
-                                               "numPartitions": 2, "partitionMetadata": []}]}}),
+        (
+            {"type": "5", "data": {"groupId": "cg", "memberId": member}},
+            {
+                "version": "0",
+                "data": {
+                    "instanceId": "inst",
+                    "rackId": None,
+                    "clientId": "cli",
+                    "clientHost": "/10.1.2.3",
+                    "subscribedTopicNames": ["orders"],
+                    "subscribedTopicRegex": None,
+                    "rebalanceTimeoutMs": 3000,
+                    "serverAssignor": "range",
+                },
+            },
+        ),
+        (
+            {"type": "4", "data": {"groupId": "cg"}},
+            {
+                "version": "0",
+                "data": {
+                    "topics": [
+                        {
+                            "topicId": T_TEXT,
+                            "topicName": "orders",
+                            "numPartitions": 2,
+                            "partitionMetadata": [],
+                        }
+                    ]
+                },
+            },
+        ),
         ({"type": "3", "data": {"groupId": "cg"}}, {"version": "0", "data": {"epoch": 1}}),
-        ({"type": "7", "data": {"groupId": "cg", "memberId": member}},
-         {"version": "0", "data": {"topicPartitions": [{"topicId": T_TEXT,
-                                                         "partitions": [0, 1]}]}}),
-        ({"type": "6", "data": {"groupId": "cg"}},
-         {"version": "0", "data": {"assignmentEpoch": 1}}),
-        ({"type": "8", "data": {"groupId": "cg", "memberId": member}},
-         {"version": "0", "data": {"memberEpoch": 1, "previousMemberEpoch": 0, "state": 0,
-                                   "assignedPartitions": [{"topicId": T_TEXT,
-                                                           "partitions": [0, 1]}],
-                                   "partitionsPendingRevocation": []}}),
+        (
+            {"type": "7", "data": {"groupId": "cg", "memberId": member}},
+            {
+                "version": "0",
+                "data": {"topicPartitions": [{"topicId": T_TEXT, "partitions": [0, 1]}]},
+            },
+        ),
+        (
+            {"type": "6", "data": {"groupId": "cg"}},
+            {"version": "0", "data": {"assignmentEpoch": 1}},
+        ),
+        (
+            {"type": "8", "data": {"groupId": "cg", "memberId": member}},
+            {
+                "version": "0",
+                "data": {
+                    "memberEpoch": 1,
+                    "previousMemberEpoch": 0,
+                    "state": 0,
+                    "assignedPartitions": [{"topicId": T_TEXT, "partitions": [0, 1]}],
+                    "partitionsPendingRevocation": [],
+                },
+            },
+        ),
     ]
 
 
@@ -83,15 +139,25 @@ def test_tombstones_tagged_fields_and_bad_values(tmp_path):
 
 def test_classic_member_metadata_prints_its_protocols():
     cls = R.ConsumerGroupMemberMetadataValue
-    value = cls(client_id="c", client_host="h", instance_id=None, rack_id=None,
-                subscribed_topic_regex=None, server_assignor=None,
-                classic_member_metadata=cls.ClassicMemberMetadata(
-                    session_timeout_ms=10_000,
-                    supported_protocols=[cls.ClassicProtocol(name="range", metadata=b"\x01")]))
+    value = cls(
+        client_id="c",
+        client_host="h",
+        instance_id=None,
+        rack_id=None,
+        subscribed_topic_regex=None,
+        server_assignor=None,
+        classic_member_metadata=cls.ClassicMemberMetadata(
+            session_timeout_ms=10_000,
+            supported_protocols=[cls.ClassicProtocol(name="range", metadata=b"\x01")],
+        ),
+    )
     _, payload = format_offsets_record(
-        0, R.encode_key(R.ConsumerGroupMemberMetadataKey("g", "m")), R.encode_value(value))
+        0, R.encode_key(R.ConsumerGroupMemberMetadataKey("g", "m")), R.encode_value(value)
+    )
     assert json.loads(payload)["data"]["classicMemberMetadata"] == {
-        "sessionTimeoutMs": 10_000, "supportedProtocols": [{"name": "range", "metadata": "AQ=="}]}
+        "sessionTimeoutMs": 10_000,
+        "supportedProtocols": [{"name": "range", "metadata": "AQ=="}],
+    }
 
 
 def test_unknown_types_are_still_skipped():

@@ -1,5 +1,6 @@
 """kfast perf's statistics: HDR-histogram percentiles against exact ones,
 the windows of the periodic line, and Kafka's line formats."""
+
 from __future__ import annotations
 
 import io
@@ -19,7 +20,9 @@ from kfast.tools.perf_stats import (
     producer_final_line,
 )
 
-latencies_ms = st.lists(st.floats(min_value=0.001, max_value=60_000, allow_nan=False), min_size=1, max_size=300)
+latencies_ms = st.lists(
+    st.floats(min_value=0.001, max_value=60_000, allow_nan=False), min_size=1, max_size=300
+)
 
 
 def exact_percentile(values: list[float], p: float) -> float:
@@ -30,7 +33,7 @@ def exact_percentile(values: list[float], p: float) -> float:
     return ordered[rank - 1]
 
 
-@settings(max_examples=15)      # each example builds a histogram of ~47k counters
+@settings(max_examples=15)  # each example builds a histogram of ~47k counters
 @given(latencies_ms)
 def test_percentiles_are_within_the_histograms_precision(values):
     stats = LatencyStats(reporting_interval_ms=10**9)
@@ -50,12 +53,14 @@ def test_a_window_line_is_printed_every_reporting_interval():
     out = io.StringIO()
     stats = LatencyStats(reporting_interval_ms=1000, out=out)
     t0 = stats.start
-    for i in range(10):                         # 10 records in the first 0.9 s
+    for i in range(10):  # 10 records in the first 0.9 s
         stats.record(2.0 + i, 1024 * 1024, now=t0 + i * 0.1)
     assert out.getvalue() == ""
     stats.record(4.0, 1024 * 1024, now=t0 + 1.0)  # 1 s in: the window closes with 11 records
-    assert out.getvalue() == ("11 records sent, 11.0 records/sec (11.00 MB/sec), 6.3 ms avg latency, "
-                              "11.0 ms max latency.\n")
+    assert out.getvalue() == (
+        "11 records sent, 11.0 records/sec (11.00 MB/sec), 6.3 ms avg latency, "
+        "11.0 ms max latency.\n"
+    )
     assert stats.windows[0]["records"] == 11
 
 
@@ -66,13 +71,26 @@ def test_kafka_line_formats():
     summary = stats.summary(elapsed_s=2.0)
     assert producer_final_line(summary) == (
         "4 records sent, 2.000000 records/sec (0.00 MB/sec), 26.50 ms avg latency, 100.00 ms max latency, "
-        "2 ms 50th, 100 ms 95th, 100 ms 99th, 100 ms 99.9th.")
-    assert e2e_final_lines(summary) == ["Avg latency: 26.5000 ms", "Percentiles: 50th = 2, 99th = 100, 99.9th = 100"]
+        "2 ms 50th, 100 ms 95th, 100 ms 99th, 100 ms 99.9th."
+    )
+    assert e2e_final_lines(summary) == [
+        "Avg latency: 26.5000 ms",
+        "Percentiles: 50th = 2, 99th = 100, 99.9th = 100",
+    ]
     assert len(CONSUMER_HEADER.split(", ")) == 10
     row = consumer_row(1_700_000_000.0, 1_700_000_010.0, 1000, 1024 * 1024, rebalance_ms=3000)
     fields = row.split(", ")
     assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d:000", fields[0])
-    assert fields[2:] == ["1.0000", "0.1000", "1000", "100.0000", "3000", "7000", "0.1429", "142.8571"]
+    assert fields[2:] == [
+        "1.0000",
+        "0.1000",
+        "1000",
+        "100.0000",
+        "3000",
+        "7000",
+        "0.1429",
+        "142.8571",
+    ]
 
 
 def test_throughput_windows_cut_the_consumer_timeline_per_second():

@@ -1,10 +1,14 @@
 """kfast serve's configuration defaults: the embedded single node hosts its
 internal topics with one replica; a node of a multi-node cluster keeps
 Kafka's defaults (3 replicas, 2 in sync for transactions)."""
+
 from kfast.tools.serve import build_config
 
-INTERNAL = ("offsets.topic.replication.factor", "transaction.state.log.replication.factor",
-            "transaction.state.log.min.isr")
+INTERNAL = (
+    "offsets.topic.replication.factor",
+    "transaction.state.log.replication.factor",
+    "transaction.state.log.min.isr",
+)
 
 
 def internal(config) -> tuple:
@@ -13,8 +17,7 @@ def internal(config) -> tuple:
 
 def test_the_embedded_single_node_hosts_internal_topics_on_itself():
     assert internal(build_config(None, [])) == (1, 1, 1)
-    assert internal(build_config(None, ["controller.quorum.voters=1@127.0.0.1:9093"])) == \
-        (1, 1, 1)
+    assert internal(build_config(None, ["controller.quorum.voters=1@127.0.0.1:9093"])) == (1, 1, 1)
 
 
 def test_a_cluster_node_keeps_kafkas_defaults():
@@ -34,11 +37,14 @@ def test_a_combined_node_of_a_dynamic_quorum_is_a_cluster_node():
     from kfast.server.raft_server import KafkaRaftServer
     from kfast.tools.serve import new_server
 
-    config = build_config(None, ["controller.quorum.bootstrap.servers=127.0.0.1:9093",
-                                 "listeners=PLAINTEXT://127.0.0.1:9092,"
-                                 "CONTROLLER://127.0.0.1:9093",
-                                 "controller.listener.names=CONTROLLER",
-                                 "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,"
-                                 "CONTROLLER:PLAINTEXT"])
+    config = build_config(
+        None,
+        [
+            "controller.quorum.bootstrap.servers=127.0.0.1:9093",
+            "listeners=PLAINTEXT://127.0.0.1:9092,CONTROLLER://127.0.0.1:9093",
+            "controller.listener.names=CONTROLLER",
+            "listener.security.protocol.map=PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        ],
+    )
     assert internal(config) == (3, 3, 2)
     assert isinstance(new_server(config), KafkaRaftServer)

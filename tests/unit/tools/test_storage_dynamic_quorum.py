@@ -1,6 +1,7 @@
 """kfast storage format for KIP-853 dynamic quorums (--standalone,
 --initial-controllers, --no-initial-controllers) writes what kafka-storage.sh
 writes, and kfast dump-log prints the bootstrap checkpoint as kafka-dump-log.sh."""
+
 from __future__ import annotations
 
 import io
@@ -20,10 +21,12 @@ CHECKPOINT = os.path.join("__cluster_metadata-0", "00000000000000000000-00000000
 def write_config(tmp_path, node_id=1, port=9093, extra=""):
     data = tmp_path / f"node-{node_id}"
     config = tmp_path / f"server-{node_id}.properties"
-    config.write_text(f"process.roles=controller\nnode.id={node_id}\n"
-                      f"listeners=CONTROLLER://:{port}\ncontroller.listener.names=CONTROLLER\n"
-                      f"controller.quorum.bootstrap.servers=localhost:9093\n"
-                      f"log.dirs={data}\n{extra}")
+    config.write_text(
+        f"process.roles=controller\nnode.id={node_id}\n"
+        f"listeners=CONTROLLER://:{port}\ncontroller.listener.names=CONTROLLER\n"
+        f"controller.quorum.bootstrap.servers=localhost:9093\n"
+        f"log.dirs={data}\n{extra}"
+    )
     return config, data
 
 
@@ -56,10 +59,12 @@ def test_standalone_writes_the_bootstrap_checkpoint_with_this_controller_alone(t
     text = out.getvalue()
     assert "Snapshot end offset: 0, epoch: 0" in text
     assert ' KRaftVersion {"version":0,"kRaftVersion":1}' in text
-    assert (' KRaftVoters {"version":0,"voters":[{"voterId":1,"voterDirectoryId":"'
-            f'{meta.directory_id}","endpoints":[{{"name":"CONTROLLER","host":"localhost",'
-            f'"port":9093}}],"kRaftVersionFeature":{{"minSupportedVersion":0,'
-            f'"maxSupportedVersion":1}}}}]}}') in text
+    assert (
+        ' KRaftVoters {"version":0,"voters":[{"voterId":1,"voterDirectoryId":"'
+        f'{meta.directory_id}","endpoints":[{{"name":"CONTROLLER","host":"localhost",'
+        f'"port":9093}}],"kRaftVersionFeature":{{"minSupportedVersion":0,'
+        f'"maxSupportedVersion":1}}}}]}}'
+    ) in text
     assert re.search(r"\| offset: 0 .* SnapshotHeader", text)
     assert re.search(r"\| offset: 3 .* SnapshotFooter", text)
 
@@ -92,11 +97,14 @@ def test_a_dynamic_controller_must_say_how_it_joins(tmp_path, capsys):
 
 def test_standalone_refuses_a_broker_and_bad_voter_strings(tmp_path, capsys):
     broker = tmp_path / "broker.properties"
-    broker.write_text(f"process.roles=broker\nnode.id=9\nlog.dirs={tmp_path}/b\n"
-                      f"controller.listener.names=CONTROLLER\n")
+    broker.write_text(
+        f"process.roles=broker\nnode.id=9\nlog.dirs={tmp_path}/b\n"
+        f"controller.listener.names=CONTROLLER\n"
+    )
     status, _, err = storage(capsys, "--config", str(broker), "--standalone")
     assert status == 1 and "only use --standalone on a controller" in err
     config, _ = write_config(tmp_path, node_id=1)
-    status, _, err = storage(capsys, "--config", str(config), "--initial-controllers",
-                             "1@localhost:9093")
+    status, _, err = storage(
+        capsys, "--config", str(config), "--initial-controllers", "1@localhost:9093"
+    )
     assert status == 1 and "No colon following port" in err

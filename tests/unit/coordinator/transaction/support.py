@@ -1,6 +1,7 @@
 """A test runtime for the TransactionCoordinator: appends complete at once
 (or with an injected error) and land in a per-partition log; markers wait
 until the test writes them."""
+
 from __future__ import annotations
 
 from collections import deque
@@ -13,11 +14,14 @@ FIRST_PRODUCER_ID = 1000
 
 
 def config(**overrides):
-    values = {"transaction.state.log.num.partitions": PARTITIONS,
-              "transactional.id.expiration.ms": 7 * 24 * 3600 * 1000,
-              "transaction.max.timeout.ms": 900000, "request.timeout.ms": 30000,
-              "offsets.topic.num.partitions": 50,
-              "transaction.two.phase.commit.enable": False}
+    values = {
+        "transaction.state.log.num.partitions": PARTITIONS,
+        "transactional.id.expiration.ms": 7 * 24 * 3600 * 1000,
+        "transaction.max.timeout.ms": 900000,
+        "request.timeout.ms": 30000,
+        "offsets.topic.num.partitions": 50,
+        "transaction.two.phase.commit.enable": False,
+    }
     values.update(overrides)
     return values
 
@@ -27,8 +31,9 @@ class Harness:
         self.next_producer_id = FIRST_PRODUCER_ID
         self.allocator_error = None
         self.coordinator_config = config(**overrides)
-        self.coordinator = TransactionCoordinator(self.coordinator_config, self._allocate,
-                                                  transaction_version_level)
+        self.coordinator = TransactionCoordinator(
+            self.coordinator_config, self._allocate, transaction_version_level
+        )
         self.log: dict[int, list[tuple[bytes, bytes | None]]] = {p: [] for p in range(PARTITIONS)}
         self.append_errors: deque[int] = deque()
         self.markers: list = []
@@ -68,19 +73,44 @@ class Harness:
                 self.markers.append(markers)
 
     # -- requests --------------------------------------------------------------------------
-    def init(self, transactional_id, now_ms=0, timeout_ms=60000, producer_id=-1, producer_epoch=-1,
-             enable_two_phase_commit=False, keep_prepared_txn=False):
-        return self.run(self.coordinator.handle_init_producer_id(
-            transactional_id, timeout_ms, now_ms, producer_id, producer_epoch,
-            enable_two_phase_commit, keep_prepared_txn), now_ms)
+    def init(
+        self,
+        transactional_id,
+        now_ms=0,
+        timeout_ms=60000,
+        producer_id=-1,
+        producer_epoch=-1,
+        enable_two_phase_commit=False,
+        keep_prepared_txn=False,
+    ):
+        return self.run(
+            self.coordinator.handle_init_producer_id(
+                transactional_id,
+                timeout_ms,
+                now_ms,
+                producer_id,
+                producer_epoch,
+                enable_two_phase_commit,
+                keep_prepared_txn,
+            ),
+            now_ms,
+        )
 
     def add(self, transactional_id, producer_id, epoch, partitions, now_ms=0, tv=0):
-        return self.run(self.coordinator.handle_add_partitions(
-            transactional_id, producer_id, epoch, partitions, now_ms, tv), now_ms)
+        return self.run(
+            self.coordinator.handle_add_partitions(
+                transactional_id, producer_id, epoch, partitions, now_ms, tv
+            ),
+            now_ms,
+        )
 
     def end(self, transactional_id, producer_id, epoch, committed, tv=0, now_ms=0):
-        return self.run(self.coordinator.handle_end_transaction(
-            transactional_id, producer_id, epoch, committed, tv, now_ms), now_ms)
+        return self.run(
+            self.coordinator.handle_end_transaction(
+                transactional_id, producer_id, epoch, committed, tv, now_ms
+            ),
+            now_ms,
+        )
 
     def metadata(self, transactional_id):
         return self.coordinator.state.get(transactional_id).metadata
@@ -88,8 +118,11 @@ class Harness:
     # -- replay ----------------------------------------------------------------------------
     def replayed(self, now_ms: int = 0) -> TransactionCoordinator:
         """A fresh coordinator loaded from the records written so far."""
-        other = TransactionCoordinator(self.coordinator_config, self._allocate,
-                                       self.coordinator.state.transaction_version_level)
+        other = TransactionCoordinator(
+            self.coordinator_config,
+            self._allocate,
+            self.coordinator.state.transaction_version_level,
+        )
         for index, records in self.log.items():
             other.load_partition(index, 1)
             for key, value in records:

@@ -1,5 +1,6 @@
 """TransactionCoordinator handlers, error paths and background work, after
 Kafka's TransactionCoordinatorTest / TransactionStateManagerTest."""
+
 import pytest
 
 from kfast.coordinator.group.records import partition_for
@@ -33,12 +34,15 @@ def test_null_transactional_id_gets_a_fresh_producer_id(h):
     assert all(not records for records in h.log.values())
 
 
-@pytest.mark.parametrize("kwargs, code", [
-    (dict(transactional_id=""), E.InvalidRequestException.code),
-    (dict(transactional_id="t", producer_id=5), E.InvalidRequestException.code),
-    (dict(transactional_id="t", timeout_ms=900001), E.InvalidTxnTimeoutException.code),
-    (dict(transactional_id="t", timeout_ms=0), E.InvalidTxnTimeoutException.code),
-])
+@pytest.mark.parametrize(
+    "kwargs, code",
+    [
+        (dict(transactional_id=""), E.InvalidRequestException.code),
+        (dict(transactional_id="t", producer_id=5), E.InvalidRequestException.code),
+        (dict(transactional_id="t", timeout_ms=900001), E.InvalidTxnTimeoutException.code),
+        (dict(transactional_id="t", timeout_ms=0), E.InvalidTxnTimeoutException.code),
+    ],
+)
 def test_init_rejects_bad_requests(h, kwargs, code):
     assert h.init(**kwargs) == InitProducerIdResult(code)
 
@@ -70,8 +74,11 @@ def test_init_with_ongoing_transaction_aborts_it_first(h):
     producer_id, epoch = begin(h, tv=0)
     assert h.init("txn") == InitProducerIdResult(E.ConcurrentTransactionsException.code)
     [markers] = h.markers
-    assert (markers.committed, markers.producer_id, markers.producer_epoch) == \
-        (False, producer_id, epoch + 1)
+    assert (markers.committed, markers.producer_id, markers.producer_epoch) == (
+        False,
+        producer_id,
+        epoch + 1,
+    )
     assert h.metadata("txn").state is S.PREPARE_ABORT
     # While the markers are being written the client keeps retrying.
     assert h.init("txn").error_code == E.ConcurrentTransactionsException.code
@@ -92,7 +99,7 @@ def test_init_with_ongoing_v2_transaction_bumps_once(h):
 def test_init_while_a_transition_is_pending(h):
     producer_id, epoch = begin(h)
     h.end("txn", producer_id, epoch, True)
-    assert h.metadata("txn").pending_state is S.COMPLETE_COMMIT   # markers under way
+    assert h.metadata("txn").pending_state is S.COMPLETE_COMMIT  # markers under way
     assert h.init("txn").error_code == E.ConcurrentTransactionsException.code
 
 
@@ -106,11 +113,14 @@ def test_kip360_init_with_current_epoch_and_its_retry(h):
 def test_kip360_init_with_unknown_producer_or_epoch_is_fenced(h):
     h.init("t")
     h.init("t")
-    assert h.init("t", producer_id=PID + 7, producer_epoch=1).error_code == \
-        E.ProducerFencedException.code
+    assert (
+        h.init("t", producer_id=PID + 7, producer_epoch=1).error_code
+        == E.ProducerFencedException.code
+    )
     # Epoch 0 is neither current (1) nor the last (-1 after a plain bump).
-    assert h.init("t", producer_id=PID, producer_epoch=0).error_code == \
-        E.ProducerFencedException.code
+    assert (
+        h.init("t", producer_id=PID, producer_epoch=0).error_code == E.ProducerFencedException.code
+    )
 
 
 def test_init_on_exhausted_epoch_rotates_the_producer_id(h):
@@ -121,18 +131,23 @@ def test_init_on_exhausted_epoch_rotates_the_producer_id(h):
     assert (md.prev_producer_id, md.last_producer_epoch) == (PID, -1)
     # A KIP-360 producer still on the old id at the exhausted epoch is a retry.
     h.metadata("t").producer_epoch = MAX_PRODUCER_EPOCH - 1
-    assert h.init("t", producer_id=PID + 1, producer_epoch=MAX_PRODUCER_EPOCH - 1) == \
-        InitProducerIdResult(NONE, PID + 2, 0)
-    assert h.init("t", producer_id=PID + 1, producer_epoch=MAX_PRODUCER_EPOCH - 1) == \
-        InitProducerIdResult(NONE, PID + 2, 0)
+    assert h.init(
+        "t", producer_id=PID + 1, producer_epoch=MAX_PRODUCER_EPOCH - 1
+    ) == InitProducerIdResult(NONE, PID + 2, 0)
+    assert h.init(
+        "t", producer_id=PID + 1, producer_epoch=MAX_PRODUCER_EPOCH - 1
+    ) == InitProducerIdResult(NONE, PID + 2, 0)
 
 
-@pytest.mark.parametrize("append_error, code", [
-    (E.NotEnoughReplicasException.code, E.CoordinatorNotAvailableException.code),
-    (E.TimeoutException.code, E.CoordinatorNotAvailableException.code),
-    (E.NotLeaderOrFollowerException.code, E.NotCoordinatorException.code),
-    (E.RecordTooLargeException.code, E.UnknownServerException.code),
-])
+@pytest.mark.parametrize(
+    "append_error, code",
+    [
+        (E.NotEnoughReplicasException.code, E.CoordinatorNotAvailableException.code),
+        (E.TimeoutException.code, E.CoordinatorNotAvailableException.code),
+        (E.NotLeaderOrFollowerException.code, E.NotCoordinatorException.code),
+        (E.RecordTooLargeException.code, E.UnknownServerException.code),
+    ],
+)
 def test_init_append_errors_are_mapped_and_leave_no_pending_state(h, append_error, code):
     h.append_errors.append(append_error)
     assert h.init("t").error_code == code
@@ -162,7 +177,7 @@ def test_add_partitions_errors(h):
     assert h.add("t", PID, 3, [TP0]) == E.ProducerFencedException.code
     assert h.add("t", PID, 0, [TP0]) == NONE
     written = len(h.log[h.coordinator.state.partition_for("t")])
-    assert h.add("t", PID, 0, [TP0]) == NONE              # already in: nothing written
+    assert h.add("t", PID, 0, [TP0]) == NONE  # already in: nothing written
     assert len(h.log[h.coordinator.state.partition_for("t")]) == written
     h.end("t", PID, 0, True)
     assert h.add("t", PID, 0, [TP1]) == E.ConcurrentTransactionsException.code
@@ -198,8 +213,9 @@ def test_verify_partitions(h):
 def test_add_offsets_adds_the_groups_offsets_partition(h):
     h.init("t")
     assert h.run(h.coordinator.handle_add_offsets("t", PID, 0, "my-group", 0)) == NONE
-    assert h.metadata("t").topic_partitions == {("__consumer_offsets",
-                                                 partition_for("my-group", 50))}
+    assert h.metadata("t").topic_partitions == {
+        ("__consumer_offsets", partition_for("my-group", 50))
+    }
 
 
 # -- EndTxn --------------------------------------------------------------------------------
@@ -207,14 +223,23 @@ def test_end_v0_commit_and_its_retries(h):
     producer_id, epoch = begin(h)
     assert h.end("txn", producer_id, epoch, True) == EndTxnResult(NONE)
     [markers] = h.markers
-    assert (markers.committed, markers.producer_epoch, markers.partitions, markers.coordinator_epoch,
-            markers.transaction_version) == (True, epoch, {TP0}, 0, 0)
+    assert (
+        markers.committed,
+        markers.producer_epoch,
+        markers.partitions,
+        markers.coordinator_epoch,
+        markers.transaction_version,
+    ) == (True, epoch, {TP0}, 0, 0)
     # The completion is pending while markers are written: any end waits.
-    assert h.end("txn", producer_id, epoch, True).error_code == E.ConcurrentTransactionsException.code
-    assert h.end("txn", producer_id, epoch, False).error_code == E.ConcurrentTransactionsException.code
+    assert (
+        h.end("txn", producer_id, epoch, True).error_code == E.ConcurrentTransactionsException.code
+    )
+    assert (
+        h.end("txn", producer_id, epoch, False).error_code == E.ConcurrentTransactionsException.code
+    )
     h.write_markers()
     assert h.metadata("txn").state is S.COMPLETE_COMMIT
-    assert h.end("txn", producer_id, epoch, True) == EndTxnResult(NONE)   # retry
+    assert h.end("txn", producer_id, epoch, True) == EndTxnResult(NONE)  # retry
     assert h.end("txn", producer_id, epoch, False).error_code == E.InvalidTxnStateException.code
 
 
@@ -222,7 +247,7 @@ def test_end_v0_errors(h):
     assert h.end("", PID, 0, True).error_code == E.InvalidRequestException.code
     assert h.end("nobody", PID, 0, True).error_code == E.InvalidPidMappingException.code
     h.init("t")
-    assert h.end("t", PID, 0, True).error_code == E.InvalidTxnStateException.code   # Empty
+    assert h.end("t", PID, 0, True).error_code == E.InvalidTxnStateException.code  # Empty
     h.add("t", PID, 0, [TP0])
     assert h.end("t", PID + 1, 0, True).error_code == E.InvalidPidMappingException.code
     assert h.end("t", PID, 1, True).error_code == E.ProducerFencedException.code
@@ -233,21 +258,32 @@ def test_end_v0_errors(h):
 
 def test_end_v2_bumps_and_answers_the_new_epoch(h):
     producer_id, epoch = begin(h, tv=2)
-    assert h.end("txn", producer_id, epoch, True, tv=2) == EndTxnResult(NONE, producer_id, epoch + 1)
+    assert h.end("txn", producer_id, epoch, True, tv=2) == EndTxnResult(
+        NONE, producer_id, epoch + 1
+    )
     assert h.markers[0].producer_epoch == epoch + 1 and h.markers[0].transaction_version == 2
     # Retry while the markers are written: CONCURRENT_TRANSACTIONS.
-    assert h.end("txn", producer_id, epoch, True, tv=2).error_code == \
-        E.ConcurrentTransactionsException.code
+    assert (
+        h.end("txn", producer_id, epoch, True, tv=2).error_code
+        == E.ConcurrentTransactionsException.code
+    )
     h.write_markers()
     # Retry after: NONE with the current id and epoch.
-    assert h.end("txn", producer_id, epoch, True, tv=2) == EndTxnResult(NONE, producer_id, epoch + 1)
-    assert h.end("txn", producer_id, epoch, False, tv=2).error_code == \
-        E.InvalidTxnStateException.code
+    assert h.end("txn", producer_id, epoch, True, tv=2) == EndTxnResult(
+        NONE, producer_id, epoch + 1
+    )
+    assert (
+        h.end("txn", producer_id, epoch, False, tv=2).error_code == E.InvalidTxnStateException.code
+    )
     # The current epoch committing again: no transaction.
-    assert h.end("txn", producer_id, epoch + 1, True, tv=2).error_code == \
-        E.InvalidTxnStateException.code
-    assert h.end("txn", producer_id, epoch + 2, True, tv=2).error_code == \
-        E.ProducerFencedException.code
+    assert (
+        h.end("txn", producer_id, epoch + 1, True, tv=2).error_code
+        == E.InvalidTxnStateException.code
+    )
+    assert (
+        h.end("txn", producer_id, epoch + 2, True, tv=2).error_code
+        == E.ProducerFencedException.code
+    )
 
 
 def test_end_v2_abort_without_partitions_completes_at_once(h):
@@ -256,9 +292,9 @@ def test_end_v2_abort_without_partitions_completes_at_once(h):
     assert h.markers == []
     md = h.metadata("t")
     assert (md.state, md.producer_epoch, md.pending_state) == (S.COMPLETE_ABORT, 1, None)
-    assert h.end("t", PID, 0, False, tv=2) == EndTxnResult(NONE, PID, 1)        # retry
+    assert h.end("t", PID, 0, False, tv=2) == EndTxnResult(NONE, PID, 1)  # retry
     assert h.end("t", PID, 0, True, tv=2).error_code == E.InvalidTxnStateException.code
-    assert h.end("t", PID, 1, False, tv=2) == EndTxnResult(NONE, PID, 2)        # next abort
+    assert h.end("t", PID, 1, False, tv=2) == EndTxnResult(NONE, PID, 2)  # next abort
 
 
 def test_end_v2_from_empty_with_a_stale_epoch_is_fenced(h):
@@ -300,7 +336,7 @@ def test_v2_partitions_added_by_their_leaders_start_each_transaction(h):
     assert h.add("t", PID, 0, [TP0], now_ms=2, tv=2) == NONE
     md = h.metadata("t")
     assert (md.state, md.txn_start_timestamp, md.client_transaction_version) == (S.ONGOING, 2, 2)
-    assert h.add("t", PID, 0, [TP0], now_ms=3, tv=2) == NONE        # already in: no write
+    assert h.add("t", PID, 0, [TP0], now_ms=3, tv=2) == NONE  # already in: no write
     assert h.end("t", PID, 0, True, tv=2) == EndTxnResult(NONE, PID, 1)
     # Until the markers are written the next transaction must wait: its
     # first write would otherwise join the one being committed.
@@ -310,8 +346,12 @@ def test_v2_partitions_added_by_their_leaders_start_each_transaction(h):
     assert h.add("t", PID, 0, [TP1], tv=2) == E.ProducerFencedException.code
     assert h.add("t", PID, 1, [TP1], now_ms=9, tv=2) == NONE
     md = h.metadata("t")
-    assert (md.state, md.producer_epoch, md.topic_partitions, md.txn_start_timestamp) == \
-        (S.ONGOING, 1, {TP1}, 9)
+    assert (md.state, md.producer_epoch, md.topic_partitions, md.txn_start_timestamp) == (
+        S.ONGOING,
+        1,
+        {TP1},
+        9,
+    )
     assert h.end("t", PID, 1, False, tv=2) == EndTxnResult(NONE, PID, 2)
     h.write_markers()
     assert (h.metadata("t").state, h.metadata("t").producer_epoch) == (S.COMPLETE_ABORT, 2)
@@ -327,7 +367,9 @@ def test_v2_verify_only_still_answers_per_partition(h):
     h.init("t")
     h.add("t", PID, 0, [TP0], tv=2)
     assert h.coordinator.handle_verify_partitions("t", PID, 0, [TP0, TP1]) == {
-        TP0: NONE, TP1: E.TransactionAbortableException.code}
+        TP0: NONE,
+        TP1: E.TransactionAbortableException.code,
+    }
     assert h.metadata("t").topic_partitions == {TP0}
 
 
@@ -336,8 +378,10 @@ def test_completion_waits_for_every_partition(h):
     producer_id, epoch = begin(h, partitions=(TP0, TP1))
     h.end("txn", producer_id, epoch, True)
     h.write_markers(only=[TP0])
-    assert (h.metadata("txn").state, h.metadata("txn").topic_partitions) == \
-        (S.PREPARE_COMMIT, {TP1})
+    assert (h.metadata("txn").state, h.metadata("txn").topic_partitions) == (
+        S.PREPARE_COMMIT,
+        {TP1},
+    )
     h.write_markers()
     assert h.metadata("txn").state is S.COMPLETE_COMMIT
 
@@ -362,7 +406,7 @@ def test_completion_append_is_retried_when_unavailable(h):
 def test_load_resends_markers_of_decided_transactions(h):
     producer_id, epoch = begin(h, partitions=(TP0, TP1))
     h.end("txn", producer_id, epoch, True)
-    h.markers.clear()                          # the coordinator dies before sending
+    h.markers.clear()  # the coordinator dies before sending
     index = h.coordinator.state.partition_for("txn")
     records = list(h.log[index])
     h.coordinator.unload_partition(index)
@@ -371,8 +415,11 @@ def test_load_resends_markers_of_decided_transactions(h):
         h.coordinator.replay(key, value)
     assert h.run(h.coordinator.complete_load(index, 5, 100)) is None
     [markers] = h.markers
-    assert (markers.coordinator_epoch, markers.partitions, markers.committed) == \
-        (5, {TP0, TP1}, True)
+    assert (markers.coordinator_epoch, markers.partitions, markers.committed) == (
+        5,
+        {TP0, TP1},
+        True,
+    )
     h.write_markers(now_ms=100)
     assert h.metadata("txn").state is S.COMPLETE_COMMIT
 
@@ -397,7 +444,7 @@ def test_markers_of_a_previous_coordinator_epoch_are_ignored(h):
 # -- timeouts and expiration ---------------------------------------------------------------
 def test_timed_out_transaction_is_fenced_and_aborted(h):
     producer_id, epoch = begin(h, now_ms=1000)
-    assert h.run(h.coordinator.abort_timed_out_transactions(61000)) is None    # not yet
+    assert h.run(h.coordinator.abort_timed_out_transactions(61000)) is None  # not yet
     assert h.markers == []
     h.run(h.coordinator.abort_timed_out_transactions(61001))
     [markers] = h.markers
@@ -418,14 +465,14 @@ def test_idle_transactional_ids_expire(h):
     h.run(h.coordinator.expire_transactional_ids(expiration))
     assert h.metadata("idle") is None and h.metadata("busy") is not None
     index = h.coordinator.state.partition_for("idle")
-    assert h.log[index][-1][1] is None                   # the tombstone
+    assert h.log[index][-1][1] is None  # the tombstone
     assert h.replayed().state.get("idle").metadata is None
 
 
 def test_failed_tombstone_keeps_the_id(h):
     h.init("idle")
     h.append_errors.append(E.NotEnoughReplicasException.code)
-    h.run(h.coordinator.expire_transactional_ids(10 ** 12))
+    h.run(h.coordinator.expire_transactional_ids(10**12))
     md = h.metadata("idle")
     assert md is not None and md.pending_state is None
 
@@ -437,9 +484,14 @@ def test_describe(h):
     assert describe("").error_code == E.InvalidRequestException.code
     begin(h, "t", partitions=(TP1, TP0, ("a", 3)), now_ms=7)
     entry = describe("t")
-    assert (entry.error_code, entry.producer_id, entry.producer_epoch, entry.transaction_state,
-            entry.transaction_timeout_ms, entry.transaction_start_time_ms) == \
-        (NONE, PID, 0, "Ongoing", 60000, 7)
+    assert (
+        entry.error_code,
+        entry.producer_id,
+        entry.producer_epoch,
+        entry.transaction_state,
+        entry.transaction_timeout_ms,
+        entry.transaction_start_time_ms,
+    ) == (NONE, PID, 0, "Ongoing", 60000, 7)
     assert [(t.topic, t.partitions) for t in entry.topics] == [("a", [3]), ("orders", [0, 1])]
     h.coordinator.unload_partition(h.coordinator.state.partition_for("t"))
     assert describe("t").error_code == E.NotCoordinatorException.code
@@ -454,11 +506,12 @@ def test_list_filters(h):
     def ids(response):
         assert response.error_code == NONE
         return sorted(s.transactional_id for s in response.transaction_states)
+
     assert ids(lst()) == ["billing", "orders-1", "orders-2"]
     assert ids(lst(state_filters=["Ongoing"])) == ["orders-1"]
     assert ids(lst(producer_id_filters=[PID + 1])) == ["orders-2"]
     assert ids(lst(transactional_id_pattern="orders-.*")) == ["orders-1", "orders-2"]
-    assert ids(lst(transactional_id_pattern="orders")) == []           # whole-id match
+    assert ids(lst(transactional_id_pattern="orders")) == []  # whole-id match
     # Duration: only transactions running longer than the filter (start -1
     # for ids with no transaction counts from the epoch, as in Kafka).
     assert "orders-1" in ids(lst(duration_filter_ms=10, now_ms=11))

@@ -1,5 +1,6 @@
 """TransactionState and TransactionMetadata transitions (metadata.py), after
 Kafka's TransactionMetadataTest."""
+
 import pytest
 
 from kfast.coordinator.transaction.metadata import (
@@ -19,10 +20,12 @@ from kfast.protocol import errors as E
 TP0, TP1 = ("t", 0), ("t", 1)
 
 
-def metadata(state=S.EMPTY, epoch=5, last_epoch=-1, partitions=(), start=-1, tv=TV_0,
-             producer_id=100):
-    return TransactionMetadata("txn", producer_id, -1, -1, epoch, last_epoch, 60000, state,
-                               partitions, start, 1000, tv)
+def metadata(
+    state=S.EMPTY, epoch=5, last_epoch=-1, partitions=(), start=-1, tv=TV_0, producer_id=100
+):
+    return TransactionMetadata(
+        "txn", producer_id, -1, -1, epoch, last_epoch, 60000, state, partitions, start, 1000, tv
+    )
 
 
 def transit_and_complete(md, transit):
@@ -36,8 +39,13 @@ def test_state_table_is_kafkas():
     assert S.from_name("Nope") is None
     with pytest.raises(IllegalStateError):
         S.from_id(8)
-    assert S.PREPARE_ABORT.valid_previous_states == {S.ONGOING, S.PREPARE_EPOCH_FENCE, S.EMPTY,
-                                                     S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
+    assert S.PREPARE_ABORT.valid_previous_states == {
+        S.ONGOING,
+        S.PREPARE_EPOCH_FENCE,
+        S.EMPTY,
+        S.COMPLETE_COMMIT,
+        S.COMPLETE_ABORT,
+    }
     assert S.PREPARE_COMMIT.valid_previous_states == {S.ONGOING}
     assert S.DEAD.valid_previous_states == {S.EMPTY, S.COMPLETE_ABORT, S.COMPLETE_COMMIT}
     assert {s for s in S if s.expiration_allowed} == {S.EMPTY, S.COMPLETE_COMMIT, S.COMPLETE_ABORT}
@@ -53,8 +61,12 @@ def test_new_producer_gets_epoch_zero():
     transit = md.prepare_increment_producer_epoch(30000, None, 2000)
     assert (transit.producer_epoch, transit.last_producer_epoch) == (0, -1)
     md.complete_transition_to(transit)
-    assert (md.state, md.producer_epoch, md.txn_timeout_ms, md.txn_last_update_timestamp) == \
-        (S.EMPTY, 0, 30000, 2000)
+    assert (md.state, md.producer_epoch, md.txn_timeout_ms, md.txn_last_update_timestamp) == (
+        S.EMPTY,
+        0,
+        30000,
+        2000,
+    )
 
 
 def test_kip360_expected_epoch_current_bumps_and_remembers_last():
@@ -83,8 +95,12 @@ def test_increment_on_exhausted_epoch_is_refused():
 def test_producer_id_rotation():
     md = metadata(epoch=MAX_PRODUCER_EPOCH - 1)
     transit = md.prepare_producer_id_rotation(200, 60000, 2000, record_last_epoch=True)
-    assert (transit.producer_id, transit.producer_epoch, transit.last_producer_epoch,
-            transit.prev_producer_id) == (200, 0, MAX_PRODUCER_EPOCH - 1, 100)
+    assert (
+        transit.producer_id,
+        transit.producer_epoch,
+        transit.last_producer_epoch,
+        transit.prev_producer_id,
+    ) == (200, 0, MAX_PRODUCER_EPOCH - 1, 100)
     md.complete_transition_to(transit)
     assert (md.producer_id, md.producer_epoch, md.prev_producer_id) == (200, 0, 100)
 
@@ -100,8 +116,11 @@ def test_add_partitions_sets_start_time_once():
     md.complete_transition_to(md.prepare_add_partitions({TP0}, 2000, TV_0))
     assert (md.state, md.topic_partitions, md.txn_start_timestamp) == (S.ONGOING, {TP0}, 2000)
     md.complete_transition_to(md.prepare_add_partitions({TP1}, 3000, TV_0))
-    assert (md.topic_partitions, md.txn_start_timestamp, md.txn_last_update_timestamp) == \
-        ({TP0, TP1}, 2000, 3000)
+    assert (md.topic_partitions, md.txn_start_timestamp, md.txn_last_update_timestamp) == (
+        {TP0, TP1},
+        2000,
+        3000,
+    )
 
 
 def test_pending_transition_blocks_another():
@@ -126,8 +145,12 @@ def test_commit_v0_keeps_epoch_and_complete():
     md.complete_transition_to(transit)
     md.remove_partition(TP0)
     md.complete_transition_to(md.prepare_complete(3000))
-    assert (md.state, md.producer_epoch, md.topic_partitions, md.txn_start_timestamp) == \
-        (S.COMPLETE_COMMIT, 5, set(), 1500)
+    assert (md.state, md.producer_epoch, md.topic_partitions, md.txn_start_timestamp) == (
+        S.COMPLETE_COMMIT,
+        5,
+        set(),
+        1500,
+    )
 
 
 def test_commit_v2_bumps_epoch():
@@ -140,14 +163,23 @@ def test_commit_v2_bumps_epoch():
 
 
 def test_v2_epoch_overflow_moves_to_next_producer_id():
-    md = metadata(state=S.ONGOING, epoch=MAX_PRODUCER_EPOCH - 1, partitions=[TP0], start=1500,
-                  tv=TV_2)
+    md = metadata(
+        state=S.ONGOING, epoch=MAX_PRODUCER_EPOCH - 1, partitions=[TP0], start=1500, tv=TV_2
+    )
     md.complete_transition_to(md.prepare_abort_or_commit(S.PREPARE_COMMIT, TV_2, 300, 2000, False))
-    assert (md.producer_id, md.producer_epoch, md.next_producer_id) == (100, MAX_PRODUCER_EPOCH, 300)
+    assert (md.producer_id, md.producer_epoch, md.next_producer_id) == (
+        100,
+        MAX_PRODUCER_EPOCH,
+        300,
+    )
     complete = md.prepare_complete(3000)
-    assert (complete.producer_id, complete.producer_epoch, complete.last_producer_epoch,
-            complete.next_producer_id, complete.prev_producer_id) == \
-        (300, 0, MAX_PRODUCER_EPOCH - 1, -1, 100)
+    assert (
+        complete.producer_id,
+        complete.producer_epoch,
+        complete.last_producer_epoch,
+        complete.next_producer_id,
+        complete.prev_producer_id,
+    ) == (300, 0, MAX_PRODUCER_EPOCH - 1, -1, 100)
     md.complete_transition_to(complete)
     assert (md.producer_id, md.producer_epoch, md.prev_producer_id) == (300, 0, 100)
 
@@ -205,7 +237,7 @@ def test_record_round_trip_through_the_log_value():
     loaded = TransactionMetadata.from_log_value("txn", decode_value(value))
     md.complete_transition_to(transit)
     assert loaded.persisted_view() == md.persisted_view()
-    assert loaded.last_producer_epoch == -1        # not in the log, as in Kafka
+    assert loaded.last_producer_epoch == -1  # not in the log, as in Kafka
     # Log version 0 drops the tagged ids.
     loaded0 = TransactionMetadata.from_log_value("txn", decode_value(transit.record("txn", 0)[1]))
     assert loaded0.persisted_view(0) == md.persisted_view(0)

@@ -1,6 +1,7 @@
 """__transaction_state record codecs and placement (records.py), checked
 against bytes laid out by hand from Kafka's TransactionLogKey.json /
 TransactionLogValue.json."""
+
 import struct
 
 import pytest
@@ -27,10 +28,15 @@ def _string(text: str) -> bytes:
 
 
 def _value(**fields):
-    base = dict(producer_id=4001, producer_epoch=7, transaction_timeout_ms=60000,
-                transaction_status=1, transaction_last_update_timestamp_ms=1700000000123,
-                transaction_start_timestamp_ms=1700000000000,
-                transaction_partitions=[PartitionsSchema(topic="orders", partition_ids=[0, 2])])
+    base = dict(
+        producer_id=4001,
+        producer_epoch=7,
+        transaction_timeout_ms=60000,
+        transaction_status=1,
+        transaction_last_update_timestamp_ms=1700000000123,
+        transaction_start_timestamp_ms=1700000000000,
+        transaction_partitions=[PartitionsSchema(topic="orders", partition_ids=[0, 2])],
+    )
     base.update(fields)
     return TransactionLogValue(**base)
 
@@ -54,17 +60,30 @@ def test_unknown_key_version_is_skippable():
         decode_key(b"\x00\x01" + _string("x"))
 
 
-@pytest.mark.parametrize("data", [b"", b"\x00", b"\x00\x00\x00", b"\x00\x00\x00\x05ab",
-                                  b"\x00\x00\xff\xff", b"\x00\x00\x00\x01ab"])
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"",
+        b"\x00",
+        b"\x00\x00\x00",
+        b"\x00\x00\x00\x05ab",
+        b"\x00\x00\xff\xff",
+        b"\x00\x00\x00\x01ab",
+    ],
+)
 def test_malformed_key(data):
     with pytest.raises(ValueError):
         decode_key(data)
 
 
 def test_value_v0_bytes_by_hand():
-    expected = (struct.pack(">hqhib", 0, 4001, 7, 60000, 1)
-                + struct.pack(">i", 1) + _string("orders") + struct.pack(">iii", 2, 0, 2)
-                + struct.pack(">qq", 1700000000123, 1700000000000))
+    expected = (
+        struct.pack(">hqhib", 0, 4001, 7, 60000, 1)
+        + struct.pack(">i", 1)
+        + _string("orders")
+        + struct.pack(">iii", 2, 0, 2)
+        + struct.pack(">qq", 1700000000123, 1700000000000)
+    )
     assert encode_value(_value(), 0) == expected
     decoded = decode_value(expected)
     assert decoded == _value()
@@ -79,35 +98,46 @@ def test_value_v0_leaves_tagged_fields_out():
 
 def test_value_v0_empty_has_null_partitions():
     data = encode_value(_value(transaction_status=0, transaction_partitions=None), 0)
-    assert data[2 + 8 + 2 + 4 + 1:][:4] == b"\xff\xff\xff\xff"
+    assert data[2 + 8 + 2 + 4 + 1 :][:4] == b"\xff\xff\xff\xff"
     assert decode_value(data).transaction_partitions is None
 
 
 def test_value_v1_bytes_by_hand():
     value = _value(previous_producer_id=4000, client_transaction_version=2)
-    expected = (struct.pack(">hqhib", 1, 4001, 7, 60000, 1)
-                + b"\x02"                       # one partition entry (compact: n + 1)
-                + b"\x07orders"                 # compact string: length + 1
-                + b"\x03" + struct.pack(">ii", 0, 2) + b"\x00"   # ids, entry's tags
-                + struct.pack(">qq", 1700000000123, 1700000000000)
-                + b"\x02"                       # two tagged fields, in tag order
-                + b"\x00\x08" + struct.pack(">q", 4000)          # tag 0 previousProducerId
-                + b"\x02\x02" + struct.pack(">h", 2))            # tag 2 clientTransactionVersion
+    expected = (
+        struct.pack(">hqhib", 1, 4001, 7, 60000, 1)
+        + b"\x02"  # one partition entry (compact: n + 1)
+        + b"\x07orders"  # compact string: length + 1
+        + b"\x03"
+        + struct.pack(">ii", 0, 2)
+        + b"\x00"  # ids, entry's tags
+        + struct.pack(">qq", 1700000000123, 1700000000000)
+        + b"\x02"  # two tagged fields, in tag order
+        + b"\x00\x08"
+        + struct.pack(">q", 4000)  # tag 0 previousProducerId
+        + b"\x02\x02"
+        + struct.pack(">h", 2)
+    )  # tag 2 clientTransactionVersion
     assert encode_value(value, 1) == expected
     assert decode_value(expected) == value
 
 
 def test_value_v1_defaults_write_no_tags_and_null_partitions():
     data = encode_value(_value(transaction_status=0, transaction_partitions=None), 1)
-    assert data == (struct.pack(">hqhib", 1, 4001, 7, 60000, 0) + b"\x00"
-                    + struct.pack(">qq", 1700000000123, 1700000000000) + b"\x00")
+    assert data == (
+        struct.pack(">hqhib", 1, 4001, 7, 60000, 0)
+        + b"\x00"
+        + struct.pack(">qq", 1700000000123, 1700000000000)
+        + b"\x00"
+    )
 
 
 def test_value_v1_next_producer_id_and_epoch_tags():
     value = _value(next_producer_id=5000, next_producer_epoch=3)
     data = encode_value(value, 1)
-    assert data.endswith(b"\x02" + b"\x01\x08" + struct.pack(">q", 5000)
-                         + b"\x03\x02" + struct.pack(">h", 3))
+    assert data.endswith(
+        b"\x02" + b"\x01\x08" + struct.pack(">q", 5000) + b"\x03\x02" + struct.pack(">h", 3)
+    )
     assert decode_value(data) == value
 
 
@@ -145,23 +175,34 @@ def test_value_version_by_feature_level():
 
 _int64 = st.integers(-(1 << 63), (1 << 63) - 1)
 _int16 = st.integers(-(1 << 15), (1 << 15) - 1)
-_partitions = st.lists(st.builds(PartitionsSchema, topic=st.text(max_size=20),
-                                 partition_ids=st.lists(st.integers(0, (1 << 31) - 1),
-                                                        max_size=5)),
-                       max_size=4)
+_partitions = st.lists(
+    st.builds(
+        PartitionsSchema,
+        topic=st.text(max_size=20),
+        partition_ids=st.lists(st.integers(0, (1 << 31) - 1), max_size=5),
+    ),
+    max_size=4,
+)
 
 
 @st.composite
 def _values(draw, version):
-    fields = dict(producer_id=draw(_int64), producer_epoch=draw(_int16),
-                  transaction_timeout_ms=draw(st.integers(-(1 << 31), (1 << 31) - 1)),
-                  transaction_status=draw(st.integers(0, 7)),
-                  transaction_partitions=draw(st.none() | _partitions),
-                  transaction_last_update_timestamp_ms=draw(_int64),
-                  transaction_start_timestamp_ms=draw(_int64))
+    fields = dict(
+        producer_id=draw(_int64),
+        producer_epoch=draw(_int16),
+        transaction_timeout_ms=draw(st.integers(-(1 << 31), (1 << 31) - 1)),
+        transaction_status=draw(st.integers(0, 7)),
+        transaction_partitions=draw(st.none() | _partitions),
+        transaction_last_update_timestamp_ms=draw(_int64),
+        transaction_start_timestamp_ms=draw(_int64),
+    )
     if version == 1:
-        fields.update(previous_producer_id=draw(_int64), next_producer_id=draw(_int64),
-                      next_producer_epoch=draw(_int16), client_transaction_version=draw(_int16))
+        fields.update(
+            previous_producer_id=draw(_int64),
+            next_producer_id=draw(_int64),
+            next_producer_epoch=draw(_int16),
+            client_transaction_version=draw(_int16),
+        )
     return TransactionLogValue(**fields)
 
 

@@ -8,6 +8,7 @@ TransactionCoordinator, checking after every step that:
 * every ongoing transaction completes or aborts (teardown drives the
   coordinator the way a broker would: markers written, timeouts, reloads).
 """
+
 import logging
 
 from hypothesis import strategies as st
@@ -22,8 +23,11 @@ from .support import PARTITIONS, Harness
 IDS = ("a", "b", "c")
 TOPIC_PARTITIONS = [("t", 0), ("t", 1), ("u", 0)]
 TIMEOUT_MS = 60000
-APPEND_ERRORS = [E.NotEnoughReplicasException.code, E.NotLeaderOrFollowerException.code,
-                 E.TimeoutException.code]
+APPEND_ERRORS = [
+    E.NotEnoughReplicasException.code,
+    E.NotLeaderOrFollowerException.code,
+    E.TimeoutException.code,
+]
 
 
 class _Errors(logging.Handler):
@@ -69,8 +73,10 @@ class TransactionCoordinatorMachine(RuleBasedStateMachine):
             self._answered(result.producer_id, result.producer_epoch)
             self.clients[tid] = (result.producer_id, result.producer_epoch, version)
 
-    @rule(tid=st.sampled_from(IDS), partitions=st.sets(st.sampled_from(TOPIC_PARTITIONS),
-                                                         min_size=1, max_size=2))
+    @rule(
+        tid=st.sampled_from(IDS),
+        partitions=st.sets(st.sampled_from(TOPIC_PARTITIONS), min_size=1, max_size=2),
+    )
     def add_partitions(self, tid, partitions):
         if tid in self.clients:
             pid, epoch, version = self.clients[tid]
@@ -89,8 +95,11 @@ class TransactionCoordinatorMachine(RuleBasedStateMachine):
     def stale_producer(self, tid, data):
         """A zombie with an epoch older than the current one is refused."""
         md = self.h.metadata(tid)
-        stale = sorted((p, e) for p, e in self.handed_out
-                       if md is not None and p == md.producer_id and e < md.producer_epoch)
+        stale = sorted(
+            (p, e)
+            for p, e in self.handed_out
+            if md is not None and p == md.producer_id and e < md.producer_epoch
+        )
         if not stale:
             return
         pid, epoch = data.draw(st.sampled_from(stale))
@@ -117,7 +126,7 @@ class TransactionCoordinatorMachine(RuleBasedStateMachine):
     @rule()
     def expire_ids(self):
         # Far in the future for the ids, not for the machine's clock.
-        self.h.run(self.h.coordinator.expire_transactional_ids(self.now + 10 ** 10), self.now)
+        self.h.run(self.h.coordinator.expire_transactional_ids(self.now + 10**10), self.now)
         for tid in IDS:
             if self.h.metadata(tid) is None:
                 self.clients.pop(tid, None)
@@ -131,8 +140,7 @@ class TransactionCoordinatorMachine(RuleBasedStateMachine):
         coordinator.load_partition(index, self.coordinator_epoch)
         for key, value in self.h.log[index]:
             coordinator.replay(key, value)
-        self.h.run(coordinator.complete_load(index, self.coordinator_epoch, self._tick()),
-                   self.now)
+        self.h.run(coordinator.complete_load(index, self.coordinator_epoch, self._tick()), self.now)
 
     # -- invariants ------------------------------------------------------------------------
     @invariant()
