@@ -3,12 +3,21 @@
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test test-fast deps build wheel bench clean
+.PHONY: test test-fast lint deps build wheel bench clean
 
 # Three pytest-xdist workers on two cores (tests/conftest.py says why): a
 # module's tests stay on one worker, tests/spark shares one SparkSession.
-test: deps
+test: deps lint
 	$(PYTHON) -m pytest -n 3 --dist loadgroup
+
+# The gate every change passes first: ruff's lint rules and formatter, mypy
+# (pyproject.toml's [tool.mypy]: strict for controller/, coordinator/,
+# storage/ and server/). The layer rule is a test (tests/unit/test_layers.py).
+LINTED := kfast spark tests bench setup.py
+lint:
+	$(PYTHON) -m ruff check $(LINTED)
+	$(PYTHON) -m ruff format --check $(LINTED)
+	$(PYTHON) -m mypy
 
 # The unit tests without e2e or slow ones: under a minute, no deps step.
 test-fast:
