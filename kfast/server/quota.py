@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping
+from typing import Protocol, TypeVar
 
 from kfast.config import KafkaConfig
 from kfast.protocol import api_keys, errors
@@ -76,6 +77,13 @@ RESOLVED_MAX = 10_000
 NANOS_TO_PERCENTAGE = 100.0 / 1e9
 
 
+class _Expirable(Protocol):
+    last_used_ms: int
+
+
+_Sensor = TypeVar("_Sensor", bound=_Expirable)
+
+
 class QuotaRate(SampledRate):
     """Kafka's Rate: SampledRate whose window is at least ``num_samples - 1``
     whole windows plus the elapsed part of the current one."""
@@ -92,11 +100,12 @@ class QuotaRate(SampledRate):
 
 
 def live_sensor(
-    sensors: dict, last_sweep_ms: int, key, now_ms: int, num_samples: int, window_ms: int
-) -> tuple[QuotaRate, dict, int]:
-    """The Rate of ``key`` in ``sensors``, made if new and marked used now;
-    a new one first drops sensors unused for SENSOR_EXPIRATION_MS (at most
-    once per SENSOR_SWEEP_MS). Returns (sensor, sensors, last sweep)."""
+    sensors: dict, last_sweep_ms: int, key, now_ms: int, make: Callable[[], _Sensor]
+) -> tuple[_Sensor, dict, int]:
+    """The sensor of ``key`` in ``sensors`` (a Rate, a token bucket), made by
+    ``make`` if new and marked used now; a new one first drops sensors
+    unused for SENSOR_EXPIRATION_MS (at most once per SENSOR_SWEEP_MS).
+    Returns (sensor, sensors, last sweep)."""
     sensor = sensors.get(key)
     if sensor is None:
         if now_ms - last_sweep_ms >= SENSOR_SWEEP_MS:
@@ -104,7 +113,7 @@ def live_sensor(
             sensors = {
                 k: s for k, s in sensors.items() if now_ms - s.last_used_ms < SENSOR_EXPIRATION_MS
             }
-        sensor = sensors[key] = QuotaRate(num_samples, window_ms)
+        sensor = sensors[key] = make()
     sensor.last_used_ms = now_ms
     return sensor, sensors, last_sweep_ms
 
@@ -211,8 +220,7 @@ class ClientQuotaManager:
             self._last_sweep_ms,
             tags,
             now_ms,
-            self.num_samples,
-            self.window_seconds * 1000,
+            lambda: QuotaRate(self.num_samples, self.window_seconds * 1000),
         )
         return sensor
 
@@ -263,6 +271,7 @@ class TokenBucket:
         self.burst_seconds = (num_samples - 1) * window_seconds
         self.tokens: float | None = None
         self.last_ms = 0
+        self.last_used_ms = 0  # the client's last request (sensor expiration)
 
     def _refill(self, rate: float, now_ms: int) -> float:
         burst = self.burst_seconds * rate
@@ -325,7 +334,10 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         self, num_samples: int, window_seconds: int, clock_ms: Callable[[], int] | None = None
     ):
         super().__init__(CONTROLLER_MUTATION, num_samples, window_seconds, clock_ms)
+        # Expired like the Rates of the other quota types (Kafka keeps the
+        # bucket in a sensor with the same inactive-sensor expiration).
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
+        self._last_bucket_sweep_ms = 0
 
     def new_quota(self, user: str, client_id: str, strict: bool) -> ControllerMutationQuota | None:
         """The request's quota, None when none applies to the client."""
@@ -334,9 +346,13 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         tags, limit = self.resolve(user, client_id or "")
         if limit is None:
             return None
-        bucket = self._buckets.get(tags)
-        if bucket is None:
-            bucket = self._buckets[tags] = TokenBucket(self.num_samples, self.window_seconds)
+        bucket, self._buckets, self._last_bucket_sweep_ms = live_sensor(
+            self._buckets,
+            self._last_bucket_sweep_ms,
+            tags,
+            self.clock_ms(),
+            lambda: TokenBucket(self.num_samples, self.window_seconds),
+        )
         return ControllerMutationQuota(bucket, limit, strict, self.clock_ms)
 
 
@@ -425,7 +441,11 @@ class ConnectionCreationQuotas:
             return 0
         now_ms = self.clock_ms() if now_ms is None else now_ms
         sensor, self._sensors, self._last_sweep_ms = live_sensor(
-            self._sensors, self._last_sweep_ms, ip, now_ms, self.num_samples, self.window_ms
+            self._sensors,
+            self._last_sweep_ms,
+            ip,
+            now_ms,
+            lambda: QuotaRate(self.num_samples, self.window_ms),
         )
         sensor.record(1.0, now_ms)
         rate = sensor.measure(now_ms)

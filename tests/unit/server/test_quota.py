@@ -176,3 +176,26 @@ def test_sensors_of_inactive_clients_expire():
     clock[0] += SENSOR_EXPIRATION_MS
     manager.record_and_get_throttle_time_ms("u", "new", 10)
     assert set(manager._sensors) == {("", "new")}
+
+
+def test_idle_controller_mutation_buckets_expire():
+    # Kafka keeps each client's controller_mutation_rate token bucket in a
+    # quota sensor, dropped after an hour unused like the other quota types'.
+    from kfast.server.quota import SENSOR_EXPIRATION_MS
+
+    clock = [0]
+    quotas = ClientQuotas(KafkaConfig({}), clock_ms=lambda: clock[0])
+    quotas.update({(("client-id", None),): {"controller_mutation_rate": 2.0}})
+    manager = quotas.controller_mutation
+    manager.new_quota("ANONYMOUS", "old", strict=True).record(25)
+    manager.new_quota("ANONYMOUS", "busy", strict=True).record(1)
+    assert set(manager._buckets) == {("", "old"), ("", "busy")}
+    clock[0] += SENSOR_EXPIRATION_MS - 1
+    manager.new_quota("ANONYMOUS", "busy", strict=True)  # used again: stays
+    clock[0] += 1
+    manager.new_quota("ANONYMOUS", "new", strict=True)
+    assert set(manager._buckets) == {("", "busy"), ("", "new")}
+    # A bucket made again after expiry starts full, as a new client's does.
+    fresh = manager.new_quota("ANONYMOUS", "old", strict=True)
+    fresh.record(20)
+    assert fresh.throttle_time_ms == 0
