@@ -50,3 +50,27 @@ def test_malformed_request_is_an_invalid_request():
     exc = errors.MalformedRequestException("truncated")
     assert isinstance(exc, errors.InvalidRequestException)
     assert exc.code == 42 and exc.message == "truncated"
+
+
+def test_type_stub_declares_exactly_the_tables_classes():
+    # errors.pyi is what mypy reads instead of errors.py (whose classes are
+    # made at import time): a row added to the table without its stub class
+    # would be an unknown attribute to every typed module, and a stub class
+    # without a row would type-check code that fails at run time.
+    import ast
+    from pathlib import Path
+
+    stub = ast.parse(Path(errors.__file__).with_suffix(".pyi").read_text())
+    classes = {
+        node.name: [ast.unparse(b) for b in node.bases]
+        for node in stub.body
+        if isinstance(node, ast.ClassDef)
+    }
+    generated = {name for name, bases in classes.items() if bases == ["KafkaError"]}
+    assert generated == {info.exception_name for info in errors.ERRORS.values()}
+    assert classes["MalformedRequestException"] == ["InvalidRequestException"]
+    public = {
+        n for n in vars(errors) if not n.startswith("_") and n[0].isupper() or n == "for_code"
+    }
+    declared = set(classes) | {"ERRORS", "for_code"}
+    assert public - {"NamedTuple"} == declared
