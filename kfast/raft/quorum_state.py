@@ -162,6 +162,10 @@ class LeaderState:
     high_watermark: int = -1
     replicas: dict = field(default_factory=dict)  # node id -> ReplicaState
     begin_epoch_acked: set = field(default_factory=set)
+    # When BeginQuorumEpoch goes to every other voter again (Kafka's
+    # beginQuorumEpochTimer, every fetch timeout / 2): the leader's heartbeat,
+    # which also tells a leader that a voter has moved on to a newer epoch.
+    begin_epoch_resend_ms: int = 0
     voter_change: VoterChange | None = None
     # The directory each voter votes with (zero: any). A replica fetching
     # under a voter's id from another directory -- the node with a new

@@ -264,7 +264,12 @@ class RaftClient:
         state = self.quorum.state
         deadlines = [self.requests.next_deadline()]
         if self.quorum.is_voter or not isinstance(state, UnattachedState):
-            for attr in ("election_deadline_ms", "fetch_deadline_ms", "check_quorum_deadline_ms"):
+            for attr in (
+                "election_deadline_ms",
+                "fetch_deadline_ms",
+                "check_quorum_deadline_ms",
+                "begin_epoch_resend_ms",
+            ):
                 deadlines.append(getattr(state, attr, None))
         elif not any(self.requests.is_in_flight(v) for v in self._leader_finders()):
             # An observer looking for the leader asks the first voter it may.
@@ -593,6 +598,13 @@ class RaftClient:
             # cut off, and a new one elected on the other side.
             self._resign(now_ms, state)
             return
+        if now_ms >= state.begin_epoch_resend_ms:
+            # Without this heartbeat a leader that removed itself would never
+            # learn that the last voter, having the change but a lost fetch,
+            # elected itself: that voter sends nothing to non-voters, and the
+            # old leader would serve its observers a dead epoch forever.
+            state.begin_epoch_acked.clear()
+            state.begin_epoch_resend_ms = now_ms + self.config.fetch_timeout_ms // 2
         for voter in self._other_voters():
             if voter not in state.begin_epoch_acked and self.requests.is_ready(voter, now_ms):
                 self._send(
