@@ -117,8 +117,10 @@ async def handle_create_topics(ctx: RequestContext, request):
                 {c.name: c.value for c in topic.configs},
             )
         )
-    # Kafka: CREATE on the cluster, or else on each topic.
-    may_create = ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
+    # Kafka: CREATE on the cluster, or else on each topic (the audited check).
+    may_create = ctx.authorize(
+        ACL_OPERATION_CREATE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, audit_denied=False
+    )
     denied = {
         spec.name
         for spec in specs

@@ -583,13 +583,18 @@ def handle_list_groups(ctx: RequestContext, request):
 
 def _describable_groups(ctx: RequestContext, listed: list) -> list:
     """DESCRIBE on the cluster lists every group, else those the principal
-    may describe (Kafka's handleListGroupsRequest)."""
-    if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
+    may describe (Kafka's handleListGroupsRequest). Both are filters: their
+    denials are not audited at INFO (logIfDenied = false)."""
+    if ctx.authorize(
+        ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME, audit_denied=False
+    ):
         return listed
     return [
         g
         for g in listed
-        if ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, g["group_id"])
+        if ctx.authorize(
+            ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, g["group_id"], audit_denied=False
+        )
     ]
 
 

@@ -139,7 +139,10 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request):
     replica_manager = ctx.broker.replica_manager
     # Replicas need CLUSTER_ACTION; consumers (KIP-320) DESCRIBE on the topic.
     replica = ctx.authorize(
-        ACL_OPERATION_CLUSTER_ACTION, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME
+        ACL_OPERATION_CLUSTER_ACTION,
+        ACL_RESOURCE_CLUSTER,
+        CLUSTER_RESOURCE_NAME,
+        audit_denied=False,  # consumers are expected to lack it
     )
     topics = []
     for topic in request.topics:

@@ -22,7 +22,7 @@ import uuid
 
 import kafka.errors as kafka_errors
 import pytest
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import KafkaError, KafkaException, Producer, TopicCollection
 from confluent_kafka.admin import (
     AdminClient,
     AlterConfigOpType,
@@ -1194,3 +1194,44 @@ def test_a_regex_subscription_matches_only_topics_the_member_may_describe(secure
             )
     finally:
         client.close()
+
+
+def test_filtering_checks_are_not_audited_as_denials(secured, name, caplog, monkeypatch):
+    """Kafka's logIfDenied=false: the topics an all-topics Metadata leaves
+    out, and ListGroups' cluster check, are filters, not refused requests,
+    so kafka.authorizer.logger gets no INFO line for them; a topic named in
+    the request and refused is still audited at INFO."""
+    import logging
+
+    import kfast.server.apis as apis
+    from kfast.server.rate_limited_log import RateLimitedLogger
+
+    broker, admin = secured
+    visible, hidden = f"{name}-visible", f"{name}-hidden"
+    admin.create_topic(visible)
+    admin.create_topic(hidden)
+    monkeypatch.setattr(apis, "_AUDIT_DENIALS", RateLimitedLogger(apis._AUDIT_LOG))
+    caplog.set_level(logging.DEBUG, logger="kafka.authorizer.logger")
+
+    def audited(level: int, resource: str) -> list[str]:
+        return [
+            r.getMessage()
+            for r in caplog.records
+            if r.name == "kafka.authorizer.logger"
+            and r.levelno == level
+            and r.getMessage().split(" for request = ")[0].endswith(resource)
+        ]
+
+    with granted(admin, acl(ACL_RESOURCE_TOPIC, visible, ACL_OPERATION_DESCRIBE)):
+        client = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        listed = client.list_topics(timeout=10).topics
+        assert visible in listed and hidden not in listed
+        client.list_consumer_groups(request_timeout=10).result()
+        assert audited(logging.INFO, f"Topic:LITERAL:{hidden}") == []
+        assert audited(logging.INFO, "Cluster:LITERAL:kafka-cluster") == []
+        assert audited(logging.DEBUG, f"Topic:LITERAL:{visible}")
+        # Asked for by name: a refused request, audited at INFO.
+        with pytest.raises(KafkaException):
+            client.describe_topics(TopicCollection([hidden]))[hidden].result(timeout=10)
+        [line] = audited(logging.INFO, f"Topic:LITERAL:{hidden}")
+        assert line.startswith("Principal = User:ANONYMOUS is Denied operation = DESCRIBE ")
