@@ -1449,6 +1449,34 @@ define(
     at_least(-1),
 )
 define("kfast.metrics.host", S, "127.0.0.1", "Address the Prometheus metrics endpoint binds.")
+# Free space kept in every log dir (kfast.storage.free_space; Redpanda's
+# storage_min_free_bytes, Kafka has none): below min(bytes, percent of the
+# filesystem) client produce and topic creation are refused until space is
+# freed. Either at 0 turns the check off.
+define(
+    "kfast.log.dirs.min.free.bytes",
+    L,
+    1 << 30,
+    "Free bytes to keep in each log dir (the smaller of this and "
+    "kfast.log.dirs.min.free.percent applies); below it produce and topic creation are "
+    "refused. 0: no check.",
+    at_least(0),
+)
+define(
+    "kfast.log.dirs.min.free.percent",
+    D,
+    5.0,
+    "Percent of each log dir's filesystem to keep free (the smaller of this and "
+    "kfast.log.dirs.min.free.bytes applies). 0: no check.",
+    between(0, 100),
+)
+define(
+    "kfast.log.dirs.free.space.check.interval.ms",
+    I,
+    1000,
+    "How often a log dir's free space is read (statvfs) at most.",
+    at_least(1),
+)
 # KIP-714 client telemetry (Kafka's ServerConfigs.TELEMETRY_MAX_BYTES).
 define(
     "telemetry.max.bytes",

@@ -101,6 +101,23 @@ def _describer(ctx: RequestContext) -> ConfigDescriber:
     return ConfigDescriber(ctx.broker.config, ctx.broker.node_id)
 
 
+def _no_room(ctx: RequestContext) -> errors.KafkaError | None:
+    """POLICY_VIOLATION when every log dir of this broker is below the
+    free-space threshold (kfast.storage.free_space): new partitions are
+    refused with the reason. Not KAFKA_STORAGE_ERROR: nothing failed, and an
+    admin client does not retry a topic's error anyway. A forwarded request
+    is checked by the broker the client sent it to only when that broker
+    runs the handler (the embedded node); a cluster's controller does not
+    know its brokers' free space."""
+    log_manager = getattr(ctx.broker, "log_manager", None)
+    message = log_manager.all_dirs_low_message() if log_manager is not None else None
+    if message is None:
+        return None
+    return errors.PolicyViolationException(
+        f"Cannot create partitions on broker {ctx.broker.node_id}: {message}"
+    )
+
+
 # -- CreateTopics -------------------------------------------------------------------------
 async def handle_create_topics(ctx: RequestContext, request):
     version = ctx.api_version
@@ -126,6 +143,22 @@ async def handle_create_topics(ctx: RequestContext, request):
         for spec in specs
         if not may_create and not ctx.authorize(ACL_OPERATION_CREATE, ACL_RESOURCE_TOPIC, spec.name)
     }
+    no_room = _no_room(ctx)
+    if no_room is not None:
+        return CreateTopicsResponse(
+            topics=[
+                CreateTopicsResponse.CreatableTopicResult(
+                    name=spec.name,
+                    error_code=(
+                        errors.TopicAuthorizationException.code
+                        if spec.name in denied
+                        else no_room.code
+                    ),
+                    error_message="Authorization failed." if spec.name in denied else str(no_room),
+                )
+                for spec in specs
+            ]
+        )
     # controller_mutation_rate: partitions created, strict from v6.
     quota = controller_mutation_quota(ctx, 6)
     permits = (
@@ -288,6 +321,18 @@ async def handle_create_partitions(ctx: RequestContext, request):
         for t in request.topics
     ]
     allowed = [ctx.authorize(ACL_OPERATION_ALTER, ACL_RESOURCE_TOPIC, t[0]) for t in topics]
+    no_room = _no_room(ctx)
+    if no_room is not None:
+        return CreatePartitionsResponse(
+            results=[
+                CreatePartitionsResponse.CreatePartitionsTopicResult(
+                    name=name,
+                    error_code=no_room.code if ok else errors.TopicAuthorizationException.code,
+                    error_message=str(no_room) if ok else "The topic authorization is failed.",
+                )
+                for (name, _, _), ok in zip(topics, allowed)
+            ]
+        )
     # controller_mutation_rate: partitions added, strict from v3.
     quota = controller_mutation_quota(ctx, 3)
     image = ctx.broker.metadata_image

@@ -4,7 +4,9 @@ Per partition: resolve the topic (by name, or by topic id from v13), check
 the request's record format, convert magic 0/1 message sets (Produce v0-v2
 clients) to v2 batches, then append through the ReplicaManager, which
 validates each batch (CRC, record count, size against max.message.bytes,
-timestamps) and applies the producer-state rules of idempotence.
+timestamps) and applies the producer-state rules of idempotence. A
+partition whose log dir is below the free-space threshold
+(kfast.storage.free_space) answers KAFKA_STORAGE_ERROR with the reason.
 
 acks=0: nothing is sent back; if any partition failed, the connection is
 closed instead, as Kafka does, so the producer notices and refreshes its
@@ -89,6 +91,7 @@ def _check_records(version: int, records):
 def handle_produce(ctx: RequestContext, request):
     broker = ctx.broker
     replica_manager = broker.replica_manager
+    log_manager = broker.log_manager
     version = ctx.api_version
     by_id = version >= 13
     responses = []
@@ -127,6 +130,12 @@ def handle_produce(ctx: RequestContext, request):
                 if name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
                     raise errors.InvalidTopicException(f"Cannot append to internal topic {name}")
                 replica_manager.partition_or_raise(name, data.index)
+                low_space = log_manager.low_space_message(name, data.index)
+                if low_space is not None:
+                    # Retriable (librdkafka and the Java producer retry it
+                    # within delivery.timeout.ms), so producers wait for
+                    # space rather than fail; POLICY_VIOLATION would not be.
+                    raise errors.KafkaStorageException(low_space)
                 records = _check_records(version, data.records)
             except errors.KafkaError as exc:
                 response.error_code = exc.code

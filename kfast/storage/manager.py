@@ -46,6 +46,12 @@ from kfast.storage.checkpoint import (
     OffsetCheckpointFile,
 )
 from kfast.storage.cleaner import clean_log, dirty_ratio
+from kfast.storage.free_space import (
+    CHECK_INTERVAL_MS,
+    MIN_FREE_BYTES,
+    MIN_FREE_PERCENT,
+    FreeSpaceMonitor,
+)
 from kfast.storage.log import Log, now_ms, parse_topic_partition
 from kfast.storage.log_dir_failure_channel import LogDirFailureChannel, is_log_dir_failure
 from kfast.storage.meta_properties import ensure_meta_properties
@@ -108,6 +114,9 @@ class LogManager:
         # channel knows a failed dir first; handle_log_dir_failure moves it here).
         self.offline_dirs: set[str] = set()
         self.failure_channel = LogDirFailureChannel()
+        self.free_space = FreeSpaceMonitor(
+            config[MIN_FREE_BYTES], config[MIN_FREE_PERCENT], config[CHECK_INTERVAL_MS]
+        )
         self._lock = threading.RLock()
         self.had_clean_shutdown: dict[str, bool] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
@@ -336,9 +345,26 @@ class LogManager:
         else:
             logger.error("%s: %s", message, exc)
 
+    def low_space_message(self, topic: str, partition: int) -> str | None:
+        """Why client writes to this partition are refused now (its log dir
+        is below the free-space threshold), or None."""
+        log_dir = self._log_dir_of.get((topic, partition))
+        return None if log_dir is None else self.free_space.low_space_message(log_dir)
+
+    def all_dirs_low_message(self) -> str | None:
+        """Why no new partition can be placed on this node (every online
+        log dir is below the free-space threshold), or None."""
+        messages = [self.free_space.low_space_message(d) for d in self.live_log_dirs]
+        if not messages or not all(messages):
+            return None
+        return "; ".join(m for m in messages if m)
+
     def _next_log_dir(self) -> str:
-        """The online dir holding the fewest partitions (first listed wins ties)."""
-        counts = {d: 0 for d in self.live_log_dirs}
+        """The online dir holding the fewest partitions (first listed wins
+        ties), among those above the free-space threshold when there are any."""
+        live = self.live_log_dirs
+        roomy = [d for d in live if self.free_space.low_space_message(d) is None]
+        counts = {d: 0 for d in roomy or live}
         if not counts:
             raise KafkaStorageException("No log directories are online")
         for _tp, d in self._log_dir_of.items():

@@ -16,12 +16,12 @@ writes with a real client until the disk is full:
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 
 import pytest
-from confluent_kafka import Consumer, KafkaError, Producer, TopicPartition
+from confluent_kafka import KafkaError, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
+from disk_support import consume_values, fill, mounted_tmpfs
 from e2e_support import ServeProcess, free_port, wait_until
 from kafka.admin import KafkaAdminClient
 
@@ -29,36 +29,16 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
 ALL_DIRS_FAILED = "Shutdown broker because all log dirs in"
 VALUE_PAD = b"x" * 1000
+# These tests fill the disk to ENOSPC, Kafka's failure: kfast's free-space
+# threshold (test_free_space.py) would refuse the writes before that.
+NO_THRESHOLD = "kfast.log.dirs.min.free.bytes=0"
 
 
 @pytest.fixture
 def small_disk(tmp_path):
     """A 8 MiB tmpfs at a fresh mount point; unmounted afterwards."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    mounted = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount_point)],
-        capture_output=True,
-        text=True,
-    )
-    if mounted.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here (needs root): {mounted.stderr.strip()}")
-    yield mount_point
-    subprocess.run(["umount", "-l", str(mount_point)], check=False)
-
-
-def _fill(mount_point, leave_bytes: int) -> str:
-    """A filler file taking all but ``leave_bytes`` of the disk."""
-    stat = os.statvfs(mount_point)
-    free = stat.f_bavail * stat.f_frsize
-    filler = os.path.join(mount_point, "filler")
-    with open(filler, "wb") as f:
-        try:
-            f.write(b"\0" * max(free - leave_bytes, 0))
-            f.flush()
-        except OSError:
-            pass  # full already: what the caller wants
-    return filler
+    with mounted_tmpfs(tmp_path / "disk", "8m") as mount_point:
+        yield mount_point
 
 
 def _create_topic(broker, name: str, partitions: int) -> None:
@@ -67,24 +47,7 @@ def _create_topic(broker, name: str, partitions: int) -> None:
 
 
 def _consume_values(broker, topic: str, partitions: list[int], expected: int) -> set[bytes]:
-    consumer = Consumer(
-        {
-            "bootstrap.servers": broker.bootstrap_servers,
-            "group.id": "audit",
-            "enable.auto.commit": False,
-        }
-    )
-    consumer.assign([TopicPartition(topic, p, 0) for p in partitions])
-    values: set[bytes] = set()
-    deadline = time.monotonic() + 30
-    try:
-        while len(values) < expected and time.monotonic() < deadline:
-            message = consumer.poll(0.5)
-            if message is not None and message.error() is None:
-                values.add(message.value())
-    finally:
-        consumer.close()
-    return values
+    return consume_values(broker.bootstrap_servers, topic, partitions, expected)
 
 
 def _log_dirs(broker) -> dict[str, tuple[int, dict]]:
@@ -110,11 +73,11 @@ def test_the_only_log_dir_full_stops_the_broker_and_a_restart_has_every_acknowle
     small_disk,
 ):
     data = str(small_disk / "data")
-    broker = ServeProcess(data, free_port())
+    broker = ServeProcess(data, free_port(), [NO_THRESHOLD])
     try:
         broker.start()
         _create_topic(broker, "full", 2)
-        filler = _fill(small_disk, leave_bytes=2 << 20)
+        filler = fill(small_disk, leave_bytes=2 << 20)
         acknowledged: list[bytes] = []
         failed: list[KafkaError] = []
 
@@ -164,14 +127,14 @@ def test_a_full_log_dir_goes_offline_while_the_other_keeps_serving(tmp_path, sma
     full = str(small_disk / "data")
     # The healthy dir first: it holds the metadata log (metadata.log.dir
     # defaults to the first log dir) and the first partition.
-    broker = ServeProcess(healthy, free_port(), [f"log.dirs={healthy},{full}"])
+    broker = ServeProcess(healthy, free_port(), [f"log.dirs={healthy},{full}", NO_THRESHOLD])
     try:
         broker.start()
         _create_topic(broker, "jbod", 2)
         placement = {d: sizes for d, (_, sizes) in _log_dirs(broker).items()}
         assert set(placement[healthy]) == {("jbod", 0)}
         assert set(placement[full]) == {("jbod", 1)}
-        filler = _fill(small_disk, leave_bytes=1 << 20)
+        filler = fill(small_disk, leave_bytes=1 << 20)
 
         # A producer without retries sees the partition's own error.
         errors: dict[int, list] = {0: [], 1: []}
@@ -249,7 +212,11 @@ def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_mov
     from kfast.testing.cluster import KfastCluster
     from kfast.testing.load import AckedLoad, audit
 
-    fast_sessions = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
+    fast_sessions = {
+        "broker.session.timeout.ms": 2000,
+        "broker.heartbeat.interval.ms": 200,
+        "kfast.log.dirs.min.free.bytes": 0,
+    }
     with KfastCluster(
         controllers=1,
         brokers=3,
@@ -268,7 +235,7 @@ def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_mov
             p for p, state in cluster.partition_state("filling").items() if state.leader == 4
         ]
         assert led_by_4
-        _fill(small_disk, leave_bytes=256 << 10)
+        fill(small_disk, leave_bytes=256 << 10)
         load = AckedLoad(cluster.bootstrap_servers, "filling", 3).start()
         try:
             # Large records on every partition fill the disk at once (the
@@ -312,10 +279,10 @@ def test_a_topic_created_on_a_full_disk_stops_the_broker_with_one_line(small_dis
     topic (as Kafka's does), the broker cannot create its logs, the only dir
     goes offline and the broker stops, with no traceback (also none from
     closing the metadata log on the full disk)."""
-    broker = ServeProcess(str(small_disk / "data"), free_port())
+    broker = ServeProcess(str(small_disk / "data"), free_port(), [NO_THRESHOLD])
     try:
         broker.start()
-        _fill(small_disk, leave_bytes=0)
+        fill(small_disk, leave_bytes=0)
         admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
         try:
             admin.create_topics([NewTopic("late", 3, 1)])["late"].result(15)
