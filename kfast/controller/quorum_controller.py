@@ -1,33 +1,27 @@
-"""QuorumController: the single-node KRaft controller.
+"""QuorumController: the KRaft controller's state and operations.
 
-This process is the only voter of the metadata quorum, so it is always the
-active controller (epoch 1). Every operation runs one at a time (an asyncio
-lock plays the role of Kafka's single-threaded controller event queue):
+The control managers, the replay of metadata records into them, the
+MetadataImage built after each commit and its subscribers, and every
+operation the controller APIs call. Every operation runs one at a time (an
+asyncio lock plays the role of Kafka's single-threaded controller event
+queue):
 
     1. a control manager reads the current state and returns a
        ControllerResult (response + records); nothing has changed yet;
-    2. the records are appended to ``__cluster_metadata-0`` as one batch and
-       fsynced, in an executor (the loop never waits on the disk);
+    2. ``_commit`` makes the records durable in the metadata log as one
+       batch (where and how is the subclass's: RaftQuorumController
+       proposes them to the Raft log and waits until they are committed);
     3. only then each record is replayed into the managers, a new immutable
        MetadataImage is built, and every subscriber gets
        ``callback(delta, image)`` on the event loop;
     4. the response is returned.
 
-A failed append leaves the state untouched. ``start()`` replays the whole
-log, so a restart rebuilds the same image (topic ids, configs, partition
-epochs); an empty log is first formatted with the bootstrap records
-(metadata.version).
-
-    controller = QuorumController(config, node_id=1, cluster_id=None,
-                                  metadata_log_dir="/var/lib/kfast")
-    await controller.start()
-    controller.subscribe(lambda delta, image: ...)
-    epoch = await controller.register_broker(1, uuid.uuid4(), endpoints, None)
-    await controller.auto_create_topics(["orders"])   # {"orders": 0}
+A failed commit leaves the state untouched.
 """
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import logging
 import time
@@ -76,7 +70,6 @@ from kfast.controller.metadata.records import (
     UnregisterBrokerRecord,
     UserScramCredentialRecord,
 )
-from kfast.controller.metadata_log import MetadataLog
 from kfast.controller.producer_id_control import ProducerIdControlManager
 from kfast.controller.replication_control import (
     AlterPartitionTopic,
@@ -85,13 +78,6 @@ from kfast.controller.replication_control import (
     TopicSpec,
 )
 from kfast.controller.scram_control import ScramControlManager
-from kfast.controller.snapshot import (
-    delete_snapshots_before,
-    image_records,
-    list_snapshots,
-    read_snapshot,
-    write_snapshot,
-)
 from kfast.metrics.controller_stats import ControllerStats
 from kfast.protocol import errors
 from kfast.protocol.constants import (
@@ -100,13 +86,8 @@ from kfast.protocol.constants import (
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
 )
-from kfast.storage.meta_properties import random_uuid_base64, read_meta_properties
 
 logger = logging.getLogger(__name__)
-
-# The single voter's quorum epoch (Raft term); the partition leader epoch of
-# every metadata batch.
-QUORUM_EPOCH = 1
 
 _TOPIC_RECORDS = (TopicRecord, PartitionRecord, PartitionChangeRecord, RemoveTopicRecord)
 _CLUSTER_RECORDS = (
@@ -135,34 +116,22 @@ class _DeltaBuilder:
         self.changed_client_quotas: set[tuple] = set()
 
 
-def _resolve_cluster_id(cluster_id: str | None, metadata_log_dir: str) -> str:
-    if cluster_id:
-        return cluster_id
-    meta = read_meta_properties(metadata_log_dir)
-    if meta is not None and meta.cluster_id:
-        return meta.cluster_id
-    return random_uuid_base64()
+class QuorumController(abc.ABC):
+    """The state and the operations; a subclass says where records go
+    (``_commit``) and how the node joins the quorum (``start``)."""
 
-
-class QuorumController:
     def __init__(
         self,
         config: KafkaConfig,
         node_id: int,
-        cluster_id: str | None,
+        cluster_id: str,
         metadata_log_dir: str,
         loop: asyncio.AbstractEventLoop | None = None,
     ):
         self.config = config
         self.node_id = node_id
-        self.cluster_id = _resolve_cluster_id(cluster_id, metadata_log_dir)
-        self.epoch = QUORUM_EPOCH
+        self.cluster_id = cluster_id
         self._loop = loop
-        self.metadata_log = MetadataLog(
-            metadata_log_dir,
-            segment_bytes=config["metadata.log.segment.bytes"],
-            segment_ms=config["metadata.log.segment.ms"],
-        )
         self._new_control_managers()
         # What an empty metadata log is formatted with: kfast storage
         # format's bootstrap.checkpoint (--add-scram), else the defaults.
@@ -174,8 +143,6 @@ class QuorumController:
         self.started = False
         # A new snapshot after this many bytes of metadata records.
         self.snapshot_max_bytes = config["metadata.log.max.record.bytes.between.snapshots"]
-        self._bytes_since_snapshot = 0
-        self._snapshot_task: asyncio.Future | None = None
         self.snapshot_end_offset = 0  # end offset of the snapshot loaded or written last
         # ControllerStats: the elections this controller performs (never
         # those it replays), for the metrics endpoint.
@@ -221,31 +188,13 @@ class QuorumController:
             return bool(self.config[key])
         return value.strip().lower() == "true"
 
-    # -- life cycle --------------------------------------------------------------------
+    # -- life cycle: the quorum's -------------------------------------------------------
+    @abc.abstractmethod
     async def start(self) -> None:
-        loop = self._loop or asyncio.get_running_loop()
-        self._loop = loop
-        snapshot_end, snapshot, records = await loop.run_in_executor(None, self._open_and_read)
-        delta = _DeltaBuilder()
-        for record in snapshot:
-            self._replay(record, snapshot_end - 1, delta)
-        for offset, record in records:
-            self._replay(record, offset, delta)
-        self._publish(delta, notify=False)
-        if self._last_offset < 0:
-            await self._commit(self.bootstrap_records(), notify=False)
-        self.started = True
-        logger.info(
-            "metadata replayed: snapshot up to offset %d (%d records), then %d log "
-            "records; %d topics, last offset %d",
-            snapshot_end,
-            len(snapshot),
-            len(records),
-            len(self.image.topics_by_name),
-            self._last_offset,
-        )
-        for callback in list(self._subscribers):
-            callback(self.full_delta(), self.image)
+        """Join the metadata quorum; committed records arrive by replay."""
+
+    @abc.abstractmethod
+    async def shutdown(self) -> None: ...
 
     def full_delta(self) -> MetadataDelta:
         """The current image as a delta from an empty one: what a
@@ -261,30 +210,6 @@ class QuorumController:
             changed_acls=dict(image.acls),
             changed_client_quotas=frozenset(image.client_quotas),
         )
-
-    def _open_and_read(self) -> tuple[int, list, list]:
-        """(snapshot end offset, snapshot records, log records after it):
-        the newest whole snapshot the log reaches, else none."""
-        log = self.metadata_log
-        log.open()
-        for end_offset, _, path in reversed(list_snapshots(log.dir)):
-            if end_offset > log.end_offset:
-                continue  # beyond the log (its tail was lost): not usable
-            snapshot = read_snapshot(path)
-            if snapshot is not None:
-                self.snapshot_end_offset = end_offset
-                return end_offset, snapshot, list(log.read_all(end_offset))
-            logger.warning("ignoring the incomplete metadata snapshot %s", path)
-        return 0, [], list(log.read_all())
-
-    async def shutdown(self) -> None:
-        if self.metadata_log.log is None:
-            return
-        async with self._lock:
-            self.started = False
-            if self._snapshot_task is not None:
-                await asyncio.gather(self._snapshot_task, return_exceptions=True)
-            await self._loop.run_in_executor(None, self.metadata_log.close)
 
     def subscribe(self, callback: MetadataCallback) -> None:
         """``callback(delta, image)`` after every committed change; called at
@@ -316,57 +241,10 @@ class QuorumController:
                 self.stats.record(elections, unclean, (time.monotonic() - started) * 1000)
             return result.response
 
+    @abc.abstractmethod
     async def _commit(self, records: list, notify: bool = True) -> None:
-        try:
-            first, size = await self._loop.run_in_executor(
-                None, self.metadata_log.append, records, self.epoch
-            )
-        except Exception as exc:
-            # Whether the batch reached the disk is unknown: the in-memory
-            # state may no longer match the log, so this controller stops
-            # (Kafka's fatal fault handler); a restart replays the log.
-            self.started = False
-            logger.critical("cannot append to the metadata log; the controller stops: %s", exc)
-            if isinstance(exc, errors.KafkaError):
-                raise
-            raise errors.KafkaStorageException(f"Cannot append to the metadata log: {exc}") from exc
-        delta = _DeltaBuilder()
-        for index, record in enumerate(records):
-            self._replay(record, first + index, delta)
-        self._publish(delta, notify)
-        self._bytes_since_snapshot += size
-        if self._bytes_since_snapshot >= self.snapshot_max_bytes:
-            self._start_snapshot()
-
-    def _start_snapshot(self) -> None:
-        """Write a snapshot of the current state in the background (at most
-        one at a time); the records are taken now, so later commits do not
-        leak into it."""
-        if self._snapshot_task is not None and not self._snapshot_task.done():
-            return
-        self._bytes_since_snapshot = 0
-        end_offset = self._last_offset + 1
-        records = image_records(self.image, self.producer_id_control.next_producer_id)
-        directory = self.metadata_log.dir
-
-        def write():
-            write_snapshot(directory, end_offset, self.epoch, records)
-            delete_snapshots_before(directory, end_offset)
-            return end_offset
-
-        def done(future: asyncio.Future) -> None:
-            if future.cancelled():
-                return
-            if future.exception() is not None:
-                logger.error(
-                    "metadata snapshot at offset %d failed", end_offset, exc_info=future.exception()
-                )
-            else:
-                self.snapshot_end_offset = future.result()
-                logger.info("metadata snapshot written up to offset %d", end_offset)
-
-        self._snapshot_task = self._loop.run_in_executor(None, write)
-        self._snapshot_task.add_done_callback(done)
+        """Make ``records`` durable in the metadata log as one batch and
+        replay them (``_replay`` then ``_publish``) before returning."""
 
     def _replay(self, record, offset: int, delta: _DeltaBuilder) -> None:
         if isinstance(record, _TOPIC_RECORDS):
@@ -484,29 +362,19 @@ class QuorumController:
         """The node Metadata and DescribeCluster name as the controller."""
         return self.node_id
 
-    def _log_end_offset(self) -> int:
-        return self.metadata_log.end_offset
+    @abc.abstractmethod
+    def _log_end_offset(self) -> int: ...
 
+    @abc.abstractmethod
     def quorum_state(self) -> dict:
         """DescribeQuorum's view: leader, epoch, high watermark, and (node id,
         log end offset, last fetch time in ms since the epoch) of every voter
-        and observer. Here this node is the only voter and the leader; every
-        committed record is fsynced before it is applied, so the high
-        watermark is the log end offset."""
-        end = self.metadata_log.end_offset if self.metadata_log.log is not None else 0
-        now = int(time.time() * 1000)
-        return {
-            "leader_id": self.node_id,
-            "leader_epoch": self.epoch,
-            "high_watermark": end,
-            "voters": [(self.node_id, end, now)],
-            "observers": [],
-        }
+        and observer."""
 
     # -- brokers and producer ids ---------------------------------------------------------
-    # The single node's in-process broker registers after replaying the
-    # whole log, so it is in service at once; a quorum's brokers are fenced
-    # until a heartbeat shows them caught up (RaftQuorumController).
+    # Whether a broker is in service as soon as it registers; a quorum's
+    # brokers are fenced until a heartbeat shows them caught up
+    # (RaftQuorumController sets False).
     _unfence_on_register = True
 
     async def register_broker(

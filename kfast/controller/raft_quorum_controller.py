@@ -1,7 +1,8 @@
-"""RaftQuorumController: the QuorumController of a controller quorum.
+"""RaftQuorumController: the QuorumController of a controller quorum (the
+embedded single node's too: a quorum of one voter).
 
-Same control managers, same records, same MetadataImage as the single-node
-QuorumController; what changes is where records go and when they apply:
+The control managers, records and MetadataImage of QuorumController; this
+class says where records go and when they apply:
 
 - An operation runs only on the active controller: the Raft leader, once it
   has applied every committed record up to the start of its epoch (Kafka's
@@ -64,6 +65,7 @@ class RaftQuorumController(QuorumController):
         super().__init__(*args, **kwargs)
         self.raft = None  # kfast.raft.manager.RaftManager
         self.leader_id = NO_LEADER
+        self.epoch = 0  # the quorum epoch (Raft term) of ``leader_id``
         self._epoch_start_offset: int | None = None
         self._bootstrap_task: asyncio.Task | None = None
         # broker id -> loop time (s) of its last heartbeat, on the active controller.

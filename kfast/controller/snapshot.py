@@ -4,15 +4,10 @@ The file format (``<end offset %020d>-<epoch %010d>.checkpoint`` next to the
 metadata log segments; a SnapshotHeader control batch, the records, a
 SnapshotFooter control batch; published atomically) is KRaft's and lives in
 kfast.raft.snapshots. This module adds what is the controller's: which
-records rebuild a MetadataImage, and the metadata record serde. At start the
-controller replays the newest snapshot and then only the log records from
-its end offset on, so a restart does not re-read every change since the
-cluster was formatted.
+records rebuild a MetadataImage.
 """
 
 from __future__ import annotations
-
-import os
 
 from kfast.controller.acl_control import acl_record
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
@@ -24,8 +19,6 @@ from kfast.controller.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     TopicRecord,
-    decode_record,
-    encode_record,
 )
 from kfast.controller.scram_control import scram_record
 from kfast.protocol.constants import (
@@ -33,14 +26,6 @@ from kfast.protocol.constants import (
     CONFIG_RESOURCE_CLIENT_METRICS,
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
-)
-from kfast.raft.snapshots import (  # noqa: F401 (the controller's snapshot API)
-    delete_snapshots_before,
-    iter_snapshot_batches,
-    list_snapshots,
-    read_snapshot_file,
-    snapshot_name,
-    write_snapshot_file,
 )
 
 
@@ -127,18 +112,3 @@ def image_records(image, next_producer_id: int) -> list:
             ProducerIdsRecord(broker_id=-1, broker_epoch=-1, next_producer_id=next_producer_id)
         )
     return records
-
-
-def write_snapshot(
-    directory: str, end_offset: int, epoch: int, records: list, last_timestamp: int | None = None
-) -> str:
-    """Write, fsync and publish a snapshot file; returns its path. Blocking."""
-    path = os.path.join(directory, snapshot_name(end_offset, epoch))
-    write_snapshot_file(path, iter_snapshot_batches(records, epoch, encode_record, last_timestamp))
-    return path
-
-
-def read_snapshot(path: str) -> list | None:
-    """The metadata records of a snapshot, or None if the file is not a
-    whole snapshot (bad CRC, no header, no footer)."""
-    return read_snapshot_file(path, lambda value: decode_record(value)[0])

@@ -229,14 +229,3 @@ def _skip(value: bytes) -> None:
 def read_snapshot_file(path: str, decode: Callable[[bytes], object]) -> list | None:
     with open(path, "rb") as f:
         return snapshot_records(f.read(), decode)
-
-
-def delete_snapshots_before(directory: str, end_offset: int) -> None:
-    """Remove snapshots older than the one ending at ``end_offset`` and any
-    unfinished ``.part`` file."""
-    for offset, _, path in list_snapshots(directory):
-        if offset < end_offset:
-            os.unlink(path)
-    for name in os.listdir(directory):
-        if name.endswith(SNAPSHOT_SUFFIX + PARTIAL_SUFFIX):
-            os.unlink(os.path.join(directory, name))

@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from kfast.config import KafkaConfig
 from kfast.controller.acl_control import AclControlManager
 from kfast.controller.controller_result import MAX_RECORDS_PER_USER_OP
 from kfast.controller.metadata.records import AccessControlEntryRecord
-from kfast.controller.quorum_controller import QuorumController
 from kfast.controller.snapshot import image_records
 from kfast.protocol import errors
 from kfast.protocol.constants import (
@@ -30,6 +28,8 @@ from kfast.protocol.constants import (
     PATTERN_TYPE_UNKNOWN,
 )
 from kfast.security.acl import Acl, AclFilter
+
+from .memory_controller import InMemoryController, make_controller
 
 READ = Acl(
     ACL_RESOURCE_TOPIC,
@@ -54,10 +54,8 @@ EVERYTHING = AclFilter(
 )
 
 
-def controller(path) -> QuorumController:
-    return QuorumController(
-        KafkaConfig({"node.id": 1, "log.dirs": str(path)}), 1, "test-cluster-id-000000", str(path)
-    )
+def controller(path, log=None) -> InMemoryController:
+    return make_controller(path, log)
 
 
 def test_create_validate_delete_and_replay(tmp_path):
@@ -94,7 +92,7 @@ def test_create_validate_delete_and_replay(tmp_path):
         assert not c.image.acls
         await c.create_acls([PREFIX])
         await c.shutdown()
-        again = controller(tmp_path)
+        again = controller(tmp_path, c.log)  # a restart: the log replayed
         await again.start()
         assert list(again.image.acls.values()) == [PREFIX]
         # A snapshot carries the ACLs with their ids: replayed, the same state.

@@ -27,7 +27,7 @@ from kfast.protocol import errors
 from kfast.server import alter_partition_apis
 from kfast.server.apis import KafkaApis
 
-from .test_quorum_controller import ENDPOINTS, make_controller, started
+from .memory_controller import ENDPOINTS, make_controller, started
 from .test_replication_control import Harness
 
 
@@ -335,7 +335,7 @@ def test_a_reassignment_stays_pending_until_every_added_replica_is_in_sync():
     assert result.registration.isr == (1, 3, 4)
 
 
-# -- QuorumController and the handler ---------------------------------------------
+# -- the controller and the handler ---------------------------------------------
 
 
 def _alter_partition_request(
@@ -478,16 +478,16 @@ def test_the_change_is_committed_and_survives_a_restart(tmp_path):
         )
         image = controller.image
         await controller.shutdown()
-        return result, image
+        return result, image, controller.log
 
-    async def second():
-        controller = await started(tmp_path)
+    async def second(log):
+        controller = await started(tmp_path, log)
         image = controller.image
         await controller.shutdown()
         return image
 
-    result, before = asyncio.run(first())
+    result, before, log = asyncio.run(first())
     assert result.error is None and result.registration.isr == (1,)
     assert before.topics_by_name["t"].partitions[0] == result.registration
-    after = asyncio.run(second())
+    after = asyncio.run(second(log))
     assert after.topics_by_name["t"].partitions[0] == result.registration

@@ -1,34 +1,19 @@
-"""QuorumController end to end without sockets: commit, publish, restart = replay."""
+"""QuorumController's operations over an in-memory metadata log: commit,
+publish, restart = replay (the Raft log's durability: tests/unit/raft)."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 
 import pytest
 
-from kfast.config import KafkaConfig
 from kfast.controller.feature_control import SAFE_DOWNGRADE, UNSAFE_DOWNGRADE, UPGRADE
 from kfast.controller.metadata.image import Endpoint, MetadataImage
-from kfast.controller.metadata_log import METADATA_PARTITION_DIR
-from kfast.controller.quorum_controller import QuorumController
 from kfast.controller.replication_control import TopicSpec
 from kfast.protocol import errors
-from kfast.storage.manager import CLEAN_SHUTDOWN_FILE
 
-ENDPOINTS = [Endpoint("PLAINTEXT", "localhost", 9092, "PLAINTEXT")]
-
-
-def make_controller(path, **props) -> QuorumController:
-    config = KafkaConfig({"node.id": 1, "log.dirs": str(path), **props})
-    return QuorumController(config, 1, "test-cluster-id-000000", str(path))
-
-
-async def started(path, **props) -> QuorumController:
-    controller = make_controller(path, **props)
-    await controller.start()
-    return controller
+from .memory_controller import ENDPOINTS, make_controller, started
 
 
 def run(coro):
@@ -38,15 +23,15 @@ def run(coro):
 def test_bootstrap_formats_the_log(tmp_path):
     async def main():
         controller = await started(tmp_path)
-        image = controller.image
         await controller.shutdown()
-        return image
+        return controller
 
-    image = run(main())
+    controller = run(main())
+    image = controller.image
     assert image.features == {"metadata.version": 21, "transaction.version": 2}
     assert image.cluster_id == "test-cluster-id-000000" and image.controller_id == 1
     assert image.offset == 1  # the two FeatureLevelRecords: offsets 0 and 1
-    assert os.path.exists(tmp_path / METADATA_PARTITION_DIR / "00000000000000000000.log")
+    assert len(controller.log) == 2
 
 
 def test_restart_replays_to_an_identical_image(tmp_path):
@@ -63,17 +48,17 @@ def test_restart_replays_to_an_identical_image(tmp_path):
         ids = await controller.allocate_producer_ids(1)
         image = controller.image
         await controller.shutdown()
-        return epoch, ids, image
+        return epoch, ids, image, controller.log
 
-    async def second():
-        controller = await started(tmp_path)
+    async def second(log):
+        controller = await started(tmp_path, log)
         image = controller.image
         ids = await controller.allocate_producer_ids(1)
         await controller.shutdown()
         return image, ids
 
-    epoch, ids, before = run(first())
-    after, next_ids = run(second())
+    epoch, ids, before, log = run(first())
+    after, next_ids = run(second(log))
     assert after == before
     assert set(after.topics_by_name) == {"orders", "compacted"}
     assert len(after.topics_by_name["orders"].partitions) == 5
@@ -120,7 +105,7 @@ def test_validate_only_writes_nothing(tmp_path):
         assert result.error is None and result.num_partitions == 2
         [error] = await controller.create_partitions([("nope", 2, None)], validate_only=True)
         assert isinstance(error, errors.UnknownTopicOrPartitionException)
-        end = controller.metadata_log.end_offset
+        end = len(controller.log)
         await controller.shutdown()
         return offset, controller.image, end
 
@@ -171,93 +156,6 @@ def test_operations_before_start_are_refused(tmp_path):
     run(main())
 
 
-def test_torn_tail_of_the_metadata_log_is_dropped(tmp_path):
-    async def first():
-        controller = await started(tmp_path)
-        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
-        await controller.auto_create_topics(["kept"])
-        image = controller.image
-        await controller.shutdown()
-        return image
-
-    before = run(first())
-    # A crash while appending: a torn batch and no clean-shutdown marker.
-    os.unlink(tmp_path / METADATA_PARTITION_DIR / CLEAN_SHUTDOWN_FILE)
-    segment = tmp_path / METADATA_PARTITION_DIR / "00000000000000000000.log"
-    with open(segment, "ab") as f:
-        f.write(b"\x00\x00\x00\x00\x00\x00\x00\x09\x00\x00\x01")  # a torn batch header
-
-    async def second():
-        controller = await started(tmp_path)
-        image = controller.image
-        await controller.auto_create_topics(["after"])
-        await controller.shutdown()
-        return image
-
-    assert run(second()) == before
-
-
-def test_clean_shutdown_marker_skips_recovery_once(tmp_path, monkeypatch):
-    from kfast.storage import loader
-
-    recovered = []
-    real_recover = loader._recover_segment
-    monkeypatch.setattr(
-        loader,
-        "_recover_segment",
-        lambda log, segment: recovered.append(segment) or real_recover(log, segment),
-    )
-    marker = tmp_path / METADATA_PARTITION_DIR / CLEAN_SHUTDOWN_FILE
-
-    async def cycle(clean: bool):
-        controller = await started(tmp_path)
-        opened_clean = controller.metadata_log.had_clean_shutdown
-        assert not marker.exists()  # gone before anything is appended
-        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
-        if clean:
-            await controller.shutdown()
-        else:
-            controller.metadata_log.log.close_handlers()  # kill -9: nothing written
-        return opened_clean, controller.image
-
-    assert run(cycle(True))[0] is False  # a new log: nothing to trust
-    assert marker.exists()
-    recovered.clear()
-    opened_clean, image = run(cycle(False))
-    assert opened_clean is True and recovered == []
-    assert not marker.exists()
-    opened_clean, after_crash = run(cycle(True))
-    assert opened_clean is False and recovered
-    # The crashed run's commit was fsynced: recovery keeps it.
-    assert after_crash.offset > image.offset
-    assert after_crash.brokers[1].epoch > image.brokers[1].epoch
-
-
-def test_a_failed_append_stops_the_controller(tmp_path):
-    async def main():
-        controller = await started(tmp_path)
-        await controller.register_broker(1, uuid.uuid4(), ENDPOINTS, None)
-        image = controller.image
-
-        def failing_append(records, epoch):
-            raise OSError(28, "No space left on device")
-
-        controller.metadata_log.append = failing_append
-        with pytest.raises(errors.KafkaStorageException):
-            await controller.auto_create_topics(["t"])
-        assert controller.image is image  # nothing applied
-        with pytest.raises(errors.NotControllerException):
-            await controller.auto_create_topics(["u"])
-        del controller.metadata_log.append
-        await controller.shutdown()
-        restarted = await started(tmp_path)
-        names = set(restarted.image.topics_by_name)
-        await restarted.shutdown()
-        return names
-
-    assert run(main()) == set()
-
-
 def test_fence_and_reregister_a_broker(tmp_path):
     async def main():
         controller = await started(tmp_path)
@@ -280,16 +178,6 @@ def test_fence_and_reregister_a_broker(tmp_path):
     # Broker 2 is back but out of sync: broker 1 keeps leading.
     assert not back.brokers[2].fenced
     assert back.topics_by_name["t"].partitions[0].leader == 1
-
-
-def test_cluster_id_from_meta_properties_or_generated(tmp_path):
-    from kfast.storage.meta_properties import MetaProperties, write_meta_properties
-
-    config = KafkaConfig({"node.id": 1, "log.dirs": str(tmp_path)})
-    generated = QuorumController(config, 1, None, str(tmp_path)).cluster_id
-    assert len(generated) == 22 and "=" not in generated
-    write_meta_properties(str(tmp_path), MetaProperties(1, "fromMetaPropertiesAAAAA", 1))
-    assert QuorumController(config, 1, None, str(tmp_path)).cluster_id == "fromMetaPropertiesAAAAA"
 
 
 def test_update_features(tmp_path):

@@ -9,9 +9,7 @@ import os
 
 import pytest
 
-from kfast.config import KafkaConfig
 from kfast.controller.metadata.records import UserScramCredentialRecord
-from kfast.controller.quorum_controller import QuorumController
 from kfast.controller.scram_control import ScramControlManager
 from kfast.controller.snapshot import image_records
 from kfast.protocol import errors
@@ -19,14 +17,14 @@ from kfast.security.scram import MECHANISMS, ScramCredential
 from kfast.tools.configs import UsageError
 from kfast.tools.scram_credentials import alteration, parse_credential
 
+from .memory_controller import InMemoryController, make_controller
+
 SHA256, SHA512 = MECHANISMS["SCRAM-SHA-256"], MECHANISMS["SCRAM-SHA-512"]
 PASSWORD = os.urandom(8).hex()
 
 
-def controller(path) -> QuorumController:
-    return QuorumController(
-        KafkaConfig({"node.id": 1, "log.dirs": str(path)}), 1, "test-cluster-id-000000", str(path)
-    )
+def controller(path, log=None) -> InMemoryController:
+    return make_controller(path, log)
 
 
 def upsertion(user, mechanism=SHA256, iterations=4096, salt=b"salt-1234"):
@@ -73,7 +71,7 @@ def test_alter_validate_and_replay(tmp_path):
             ("alice", None)
         ]
         await c.shutdown()
-        again = controller(tmp_path)
+        again = controller(tmp_path, c.log)  # a restart: the log replayed
         await again.start()
         assert set(again.image.scram_credentials) == {("alice", 2)}
         fresh = ScramControlManager()

@@ -23,14 +23,14 @@ import uuid
 
 import pytest
 
-from kfast.controller.metadata.records import TopicRecord
-from kfast.controller.snapshot import (
-    delete_snapshots_before,
+from kfast.controller.metadata.records import TopicRecord, decode_record, encode_record
+from kfast.raft.snapshots import (
+    PARTIAL_SUFFIX,
+    iter_snapshot_batches,
     list_snapshots,
-    read_snapshot,
-)
-from kfast.controller.snapshot import (
-    write_snapshot as write_metadata_snapshot,
+    read_snapshot_file,
+    snapshot_name,
+    write_snapshot_file,
 )
 from kfast.storage import atomic_file
 from kfast.storage.checkpoint import RECOVERY_POINT_CHECKPOINT, OffsetCheckpointFile
@@ -46,6 +46,16 @@ from kfast.storage.producer_state import (
     write_snapshot as write_producer_snapshot,
 )
 from kfast.storage.txn_index import AbortedTxn, TransactionIndex
+
+
+def write_metadata_snapshot(directory: str, end_offset: int, epoch: int, records: list) -> None:
+    """A metadata snapshot written in several pieces (one per batch)."""
+    path = os.path.join(directory, snapshot_name(end_offset, epoch))
+    write_snapshot_file(path, iter_snapshot_batches(records, epoch, encode_record))
+
+
+def read_snapshot(path: str) -> list | None:
+    return read_snapshot_file(path, lambda value: decode_record(value)[0])
 
 
 # -- the writers: old contents (written by the parent), new contents (by the child) --
@@ -141,8 +151,11 @@ class MetadataSnapshot:
             records = read_snapshot(path)
             assert records is not None, f"{path} is listed but not a whole snapshot"
             found.append((end_offset, [r.name for r in records]))
-        delete_snapshots_before(directory, found[0][0])  # the controller's cleanup
-        assert not [n for n in os.listdir(directory) if n.endswith(".part")]
+        # A temp file the crash left is never listed as a snapshot.
+        assert all(not path.endswith(PARTIAL_SUFFIX) for _, _, path in list_snapshots(directory))
+        for name in os.listdir(directory):
+            if name.endswith(PARTIAL_SUFFIX):
+                os.unlink(os.path.join(directory, name))
         return found
 
 
