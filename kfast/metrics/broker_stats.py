@@ -6,8 +6,10 @@ Who writes what:
 - ``BrokerTopicStats``: the replica manager's produce path (messages and
   bytes in, produce requests per partition, failures) and the Fetch handler
   (bytes out, fetch requests per partition, failures), on the event loop;
-- ``RequestMetrics``: ``KafkaApis`` once per request (count per version,
-  total/local/remote time), on the event loop;
+- ``RequestMetrics``: once per request, when its response was sent (the
+  network layer, through the ``RequestTiming`` KafkaApis attached to the
+  response) or when it got none (count per version, the six times), on
+  the event loop;
 - ``ReplicaStats``: ISR shrinks and expands committed by the controller;
 - ``QuotaStats``: whoever throttles a client calls ``record_throttle``;
 - ``LOG_FLUSH_STATS``: ``Log.flush``, in executor threads, so it alone takes
@@ -79,30 +81,40 @@ class BrokerTopicStats:
         return per_topic, total
 
 
+# RequestMetrics' time histograms, in the order RequestStats keeps them
+# (Kafka's RequestMetrics names without the "TimeMs" suffix).
+REQUEST_TIMES: tuple[str, ...] = (
+    "Total",
+    "RequestQueue",
+    "Local",
+    "Remote",
+    "ResponseQueue",
+    "ResponseSend",
+)
+_TOTAL, _REQUEST_QUEUE, _LOCAL, _REMOTE, _RESPONSE_QUEUE, _RESPONSE_SEND = range(6)
+
+
 class RequestStats:
     """One API's RequestMetrics: requests per version, and where the time
-    went: three histograms (total, local, remote) in one list of counts,
-    so a request costs three bisects and five additions."""
+    went: six histograms (REQUEST_TIMES) in one list of counts, so a
+    request costs six bisects and a few additions."""
 
-    __slots__ = ("requests", "counts", "count", "total_sum", "local_sum")
+    __slots__ = ("requests", "counts", "count", "sums")
 
     def __init__(self):
         self.requests = [0] * 32  # per version (grown if needed)
-        self.counts = [0] * (3 * _SLOTS)
+        self.counts = [0] * (len(REQUEST_TIMES) * _SLOTS)
         self.count = 0
-        self.total_sum = self.local_sum = 0.0
+        self.sums = [0.0] * len(REQUEST_TIMES)
 
-    def snapshot(
-        self,
-    ) -> tuple[dict[int, int], HistogramSnapshot, HistogramSnapshot, HistogramSnapshot]:
+    def snapshot(self) -> tuple[dict[int, int], list[HistogramSnapshot]]:
+        """(requests per version, one snapshot per REQUEST_TIMES entry)."""
         counts, n = self.counts, self.count
         versions = {v: c for v, c in enumerate(self.requests) if c}
-        return (
-            versions,
-            HistogramSnapshot(counts[:_SLOTS], n, self.total_sum),
-            HistogramSnapshot(counts[_SLOTS : 2 * _SLOTS], n, self.local_sum),
-            HistogramSnapshot(counts[2 * _SLOTS :], n, self.total_sum - self.local_sum),
-        )
+        return versions, [
+            HistogramSnapshot(counts[i * _SLOTS : (i + 1) * _SLOTS], n, self.sums[i])
+            for i in range(len(REQUEST_TIMES))
+        ]
 
 
 _SLOTS = len(BOUNDS_MS) + 1
@@ -113,14 +125,33 @@ class RequestMetrics:
         self.by_key: dict[int, RequestStats] = {}
 
     def record(
-        self, api_key: int, version: int, started: float, handled: float, finished: float
+        self,
+        api_key: int,
+        version: int,
+        received: float,
+        started: float,
+        handled: float,
+        finished: float,
+        dequeued: float,
+        sent: float,
     ) -> None:
-        """Times in seconds (time.perf_counter): ``started`` when the frame
-        reached the dispatcher, ``handled`` when the handler returned (the
-        local part: parse, handler, encode of a synchronous answer),
-        ``finished`` when the response was ready; the time between handled
-        and finished is spent waiting (purgatory, the controller, a
-        coordinator write): Kafka's remote time."""
+        """One request's points in time, in seconds of time.perf_counter
+        (Kafka's RequestChannel.Request timestamps):
+
+        - ``received``: its frame was fully read (startTimeNanos);
+        - ``started``: its handler started (requestDequeueTimeNanos), the
+          time between is RequestQueueTime;
+        - ``handled``: the handler returned (apiLocalCompleteTimeNanos):
+          LocalTime, parse, handler, encode of a synchronous answer;
+        - ``finished``: the response was ready (responseCompleteTimeNanos):
+          RemoteTime, waiting on purgatory, the controller, a coordinator write;
+        - ``dequeued``: its send began (responseDequeueTimeNanos):
+          ResponseQueueTime, behind earlier responses of the connection;
+        - ``sent``: its last byte was handed to the socket (endTimeNanos):
+          ResponseSendTime.
+
+        TotalTime is the sum of the five parts, as Kafka's
+        (endTimeNanos - startTimeNanos)."""
         stats = self.by_key.get(api_key)
         if stats is None:
             stats = self.by_key[api_key] = RequestStats()
@@ -129,19 +160,63 @@ class RequestMetrics:
         except IndexError:
             stats.requests += [0] * (version + 1 - len(stats.requests))
             stats.requests[version] += 1
-        total = (finished - started) * 1000.0
+        request_queue = (started - received) * 1000.0
         local = (handled - started) * 1000.0
-        counts = stats.counts
-        counts[bisect_left(BOUNDS_MS, total)] += 1
-        counts[_SLOTS + bisect_left(BOUNDS_MS, local)] += 1
-        counts[2 * _SLOTS + bisect_left(BOUNDS_MS, total - local)] += 1
+        remote = (finished - handled) * 1000.0
+        response_queue = (dequeued - finished) * 1000.0
+        response_send = (sent - dequeued) * 1000.0
+        total = request_queue + local + remote + response_queue + response_send
+        counts, sums = stats.counts, stats.sums
+        for index, value in (
+            (_TOTAL, total),
+            (_REQUEST_QUEUE, request_queue),
+            (_LOCAL, local),
+            (_REMOTE, remote),
+            (_RESPONSE_QUEUE, response_queue),
+            (_RESPONSE_SEND, response_send),
+        ):
+            counts[index * _SLOTS + bisect_left(BOUNDS_MS, value)] += 1
+            sums[index] += value
         stats.count += 1
-        stats.total_sum += total
-        stats.local_sum += local
 
-    def snapshot(self) -> dict[int, tuple]:
-        """{api key: (requests per version, total, local, remote)}."""
+    def snapshot(self) -> dict[int, tuple[dict[int, int], list[HistogramSnapshot]]]:
+        """{api key: (requests per version, histograms in REQUEST_TIMES order)}."""
         return {key: stats.snapshot() for key, stats in self.by_key.items()}
+
+
+class RequestTiming:
+    """A request's points in time until its response is sent: the network
+    layer sets ``dequeued`` when the response is handed to the transport and
+    calls ``sent`` once its last byte went to the socket, which records it."""
+
+    __slots__ = ("metrics", "api_key", "version", "received", "started", "handled", "finished")
+
+    def __init__(
+        self,
+        metrics: RequestMetrics,
+        api_key: int,
+        version: int,
+        received: float,
+        started: float,
+        handled: float,
+        finished: float,
+    ):
+        self.metrics = metrics
+        self.api_key, self.version = api_key, version
+        self.received, self.started = received, started
+        self.handled, self.finished = handled, finished
+
+    def sent(self, dequeued: float, now: float) -> None:
+        self.metrics.record(
+            self.api_key,
+            self.version,
+            self.received,
+            self.started,
+            self.handled,
+            self.finished,
+            dequeued,
+            now,
+        )
 
 
 class ReplicaStats:

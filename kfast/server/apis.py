@@ -64,7 +64,7 @@ from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import Any
 
-from kfast.metrics.broker_stats import RequestMetrics
+from kfast.metrics.broker_stats import RequestMetrics, RequestTiming
 from kfast.protocol import (
     RequestHeader,
     api_keys,
@@ -87,6 +87,7 @@ from kfast.security.acl import (
     RESOURCE_TYPE_LOG_NAMES as _RESOURCE_TYPE_LOG_NAMES,
 )
 from kfast.security.principal import ANONYMOUS, KafkaPrincipal
+from kfast.server.network import TimedResponse
 from kfast.server.quota import NANOS_TO_PERCENTAGE, request_quota_exempt, throttle_response
 from kfast.server.rate_limited_log import RateLimitedLogger
 
@@ -341,6 +342,8 @@ class KafkaApis:
         """Parse one frame, run its handler; returns response parts, an
         awaitable of them, or None (no response / connection closing)."""
         started = perf_counter()
+        # When the frame was fully read (an in-process caller has no queue).
+        received = getattr(connection, "received_at", 0.0) or started
         try:
             header = decode_request_header(frame)
         except Exception as exc:  # unknown key, truncated header
@@ -381,6 +384,7 @@ class KafkaApis:
                 registration,
                 request,
                 forwarder.forward(header.api_key, header.api_version, request, ctx),
+                received,
                 started,
                 perf_counter(),
             )
@@ -391,18 +395,19 @@ class KafkaApis:
             and not request_quota_exempt(header.api_key, header.api_version, request)
         ):
             return self._handle_with_request_quota(
-                ctx, registration, request, request_quota, started
+                ctx, registration, request, request_quota, received, started
             )
         try:
             result = registration.handler(ctx, request)
         except Exception as exc:
             return self._error(ctx, registration, request, exc)
         if _is_awaitable(result):
-            return self._finish(ctx, registration, request, result, started, perf_counter())
+            return self._finish(
+                ctx, registration, request, result, received, started, perf_counter()
+            )
         parts = self._encode(ctx, result)
         handled = perf_counter()
-        self.request_metrics.record(header.api_key, header.api_version, started, handled, handled)
-        return parts
+        return self._timed(ctx, parts, received, started, handled, handled)
 
     async def handle_enveloped(
         self,
@@ -449,7 +454,13 @@ class KafkaApis:
         return b"".join(bytes(part) for part in parts)
 
     def _handle_with_request_quota(
-        self, ctx: RequestContext, registration: _Registration, request, quota, started: float
+        self,
+        ctx: RequestContext,
+        registration: _Registration,
+        request,
+        quota,
+        received: float,
+        started: float,
     ):
         """Run the handler and count its time against the client's
         request_percentage quota (Kafka's ClientRequestQuotaManager: the
@@ -470,10 +481,9 @@ class KafkaApis:
         if isinstance(result, Exception):
             return self._error(ctx, registration, request, result)
         if _is_awaitable(result):
-            return self._finish(ctx, registration, request, result, started, handled)
+            return self._finish(ctx, registration, request, result, received, started, handled)
         parts = self._encode(ctx, result)
-        self.request_metrics.record(ctx.api_key, ctx.api_version, started, handled, handled)
-        return parts
+        return self._timed(ctx, parts, received, started, handled, handled)
 
     async def _finish(
         self,
@@ -481,6 +491,7 @@ class KafkaApis:
         registration: _Registration,
         request,
         result: Awaitable,
+        received: float,
         started: float,
         handled: float,
     ):
@@ -489,8 +500,37 @@ class KafkaApis:
         except Exception as exc:
             return self._error(ctx, registration, request, exc)
         parts = self._encode(ctx, body)
-        self.request_metrics.record(ctx.api_key, ctx.api_version, started, handled, perf_counter())
-        return parts
+        return self._timed(ctx, parts, received, started, handled, perf_counter())
+
+    def _timed(
+        self,
+        ctx: RequestContext,
+        parts,
+        received: float,
+        started: float,
+        handled: float,
+        finished: float,
+    ):
+        """The response, timed until the network layer has sent it
+        (RequestMetrics are recorded then, as Kafka records them when the
+        send completes); a request with no response, or from an in-process
+        caller, is recorded now."""
+        if parts is None or ctx.connection is None:
+            self.request_metrics.record(
+                ctx.api_key,
+                ctx.api_version,
+                received,
+                started,
+                handled,
+                finished,
+                finished,
+                finished,
+            )
+            return parts
+        timing = RequestTiming(
+            self.request_metrics, ctx.api_key, ctx.api_version, received, started, handled, finished
+        )
+        return TimedResponse(parts, timing)
 
     def _encode(self, ctx: RequestContext, body):
         if ctx.throttle_time_ms:

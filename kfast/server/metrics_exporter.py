@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from kfast.metrics.broker_stats import LOG_FLUSH_STATS, TopicStats
+from kfast.metrics.broker_stats import LOG_FLUSH_STATS, REQUEST_TIMES, TopicStats
 from kfast.metrics.histogram import HistogramSnapshot
 from kfast.protocol import api_keys
 
@@ -220,6 +220,19 @@ class BrokerSnapshotter:
                 snap.lag.append((group_id, topic, index, value.offset, lag))
 
 
+_REQUEST_TIME_DOCS = (
+    "RequestMetrics.TotalTimeMs: frame read to last response byte sent, the sum "
+    "of the other five (ms)",
+    "RequestMetrics.RequestQueueTimeMs: frame read to handler start (ms)",
+    "RequestMetrics.LocalTimeMs: parsing and handling (ms)",
+    "RequestMetrics.RemoteTimeMs: waiting in purgatory or on the controller, "
+    "a coordinator write (ms)",
+    "RequestMetrics.ResponseQueueTimeMs: response ready to its send begun, behind "
+    "the connection's earlier responses (ms)",
+    "RequestMetrics.ResponseSendTimeMs: send begun to last byte handed to the socket (ms)",
+)
+
+
 def _summary(name: str, documentation: str) -> Metric:
     return Metric(name, documentation, "summary")
 
@@ -281,21 +294,10 @@ class KafkaCollector:
             labels=["request", "version"],
         )
         times = [
-            _summary(
-                "kafka_network_requestmetrics_totaltimems",
-                "RequestMetrics.TotalTimeMs: request arrival to response ready (ms)",
-            ),
-            _summary(
-                "kafka_network_requestmetrics_localtimems",
-                "RequestMetrics.LocalTimeMs: parsing and handling (ms)",
-            ),
-            _summary(
-                "kafka_network_requestmetrics_remotetimems",
-                "RequestMetrics.RemoteTimeMs: waiting in purgatory or on the controller, "
-                "a coordinator write (ms)",
-            ),
+            _summary(f"kafka_network_requestmetrics_{name.lower()}timems", doc)
+            for name, doc in zip(REQUEST_TIMES, _REQUEST_TIME_DOCS, strict=True)
         ]
-        for key, (versions, *histograms) in sorted(snap.requests.items()):
+        for key, (versions, histograms) in sorted(snap.requests.items()):
             name = api_keys.BY_KEY[key].name
             for version, count in sorted(versions.items()):
                 requests.add_metric([name, str(version)], count)

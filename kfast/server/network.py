@@ -81,6 +81,7 @@ import socket
 import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any, Protocol, Union
 
 from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
@@ -92,6 +93,7 @@ from kfast.server.rate_limited_log import RateLimitedLogger
 
 __all__ = [
     "Connection",
+    "TimedResponse",
     "Handler",
     "InvalidReceiveException",
     "NetworkMetrics",
@@ -136,6 +138,27 @@ _ACCEPT_RETRY_DELAY_S = 0.1
 _RESOURCE_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 Part = Union[bytes, bytearray, memoryview, FileRegion]
+
+
+class SendTiming(Protocol):
+    def sent(self, dequeued: float, now: float) -> None: ...
+
+
+class TimedResponse(list):
+    """Response parts whose request is timed until its response is sent
+    (Kafka's RequestMetrics ResponseQueueTime and ResponseSendTime): once
+    the last byte is handed to the socket, ``timing.sent(dequeued, now)`` is
+    called with the time.perf_counter() values of when the response was
+    handed to the transport (its send began) and now. Responses of a
+    connection that closes first are not reported."""
+
+    __slots__ = ("timing",)
+
+    def __init__(self, parts: Iterable[Part], timing: SendTiming):
+        super().__init__(parts)
+        self.timing = timing
+
+
 Response = Union[None, Sequence[Part]]
 Handler = Callable[["Connection", memoryview], Response | Awaitable[Response]]
 
@@ -288,6 +311,13 @@ class Connection:
         self._closed = False
         self._closed_future: asyncio.Future | None = None
         self.last_activity = self._loop.time()
+        # time.perf_counter() of the last receive: every frame cut was
+        # completed by it, since reading pauses while frames wait (Kafka's
+        # request startTimeNanos, the start of its RequestQueueTime).
+        self.received_at = 0.0
+        # (bytes the transport will have sent once it is out, when its send
+        # began, timing) of each TimedResponse queued and not yet sent.
+        self._timed: collections.deque = collections.deque()
 
     # ------------------------------------------------------------------ state
 
@@ -373,6 +403,7 @@ class Connection:
                 return
             if n < 0:
                 return
+            self.received_at = perf_counter()
             self.last_activity = self._loop.time()
             self._process_frames()
         except Exception as exc:
@@ -408,7 +439,7 @@ class Connection:
                 if response is None:
                     continue
                 # The common case inline: a synchronous response, nothing ahead.
-                if type(response) is list and not pending and not self._closed:
+                if isinstance(response, list) and not pending and not self._closed:
                     if not self._queue(response):
                         self.close_when_drained()
                     continue
@@ -461,12 +492,32 @@ class Connection:
     # ----------------------------------------------------------------- sending
 
     def _queue(self, parts) -> bool:
+        transport = self.transport
         try:
-            self.transport.send(parts)
+            transport.send(parts)
         except (TypeError, ValueError, BufferError, OSError):
             logger.exception("%s: invalid response; closing the connection", self.connection_id)
             return False
+        if type(parts) is TimedResponse:
+            # Its last byte is out once the transport's sent count reaches
+            # what it has sent plus what it now holds.
+            end = transport.sendfile_bytes + transport.copied_bytes + transport.unsent_bytes
+            self._timed.append((end, perf_counter(), parts.timing))
         return True
+
+    def _report_sent(self, done: bool) -> None:
+        """Report the timed responses whose last byte has gone to the
+        socket. A TLS transport counts ciphertext as sent, so a response may
+        be reported a record's overhead early; all are when nothing is left."""
+        transport = self.transport
+        sent = transport.sendfile_bytes + transport.copied_bytes
+        timed = self._timed
+        now = 0.0
+        while timed and (done or timed[0][0] <= sent):
+            _, dequeued, timing = timed.popleft()
+            if not now:
+                now = perf_counter()
+            timing.sent(dequeued, now)
 
     def _on_response_done(self, future: asyncio.Future) -> None:
         if self._closed:
@@ -554,6 +605,8 @@ class Connection:
             return
         if transport.unsent_bytes != before:
             self.last_activity = self._loop.time()
+        if self._timed:
+            self._report_sent(done)
         if done:
             if self._writing:
                 self._loop.remove_writer(self._fd)
@@ -648,6 +701,7 @@ class Connection:
             self._loop.remove_writer(self._fd)
             self._writing = False
         self._discard_pending(cancel_pending)
+        self._timed.clear()
         self.transport.close()
         try:
             self._sock.close()

@@ -6,6 +6,9 @@ what the clients did. docs/metrics.md lists the names.
 
 from __future__ import annotations
 
+import math
+import socket
+import struct
 import time
 import urllib.request
 
@@ -14,6 +17,8 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from e2e_support import ServeProcess, free_port, wait_until
 from prometheus_client.parser import text_string_to_metric_families
 
+import kfast.protocol as p
+from kfast.protocol import api_keys
 from kfast.testing import KfastBroker
 from kfast.testing.cluster import KfastCluster
 
@@ -294,3 +299,127 @@ def _scrapes(port: int) -> bool:
         return True
     except OSError:
         return False
+
+
+class _SlowReader:
+    """A raw client connection whose receive buffer is small, so a large
+    response waits in the broker until the client reads it."""
+
+    def __init__(self, port: int):
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        self.sock.settimeout(30)
+        self.sock.connect(("127.0.0.1", port))
+        self.correlation_id = 0
+
+    def send(self, name: str, version: int, **fields) -> None:
+        self.correlation_id += 1
+        body = p.request_class(name)(**fields)
+        key = api_keys.BY_NAME[name].key
+        self.sock.sendall(p.encode_request(key, version, self.correlation_id, "raw", body))
+
+    def read(self, name: str, version: int):
+        size = struct.unpack(">i", self._read(4))[0]
+        return p.decode_response(api_keys.BY_NAME[name].key, version, self._read(size))[1]
+
+    def _read(self, n: int) -> bytes:
+        data = bytearray()
+        while len(data) < n:
+            chunk = self.sock.recv(n - len(data))
+            assert chunk, "closed by the broker"
+            data += chunk
+        return bytes(data)
+
+
+def _fetch(topic: str, max_wait_ms: int, min_bytes: int, max_bytes: int) -> dict:
+    return dict(
+        replica_id=-1,
+        max_wait_ms=max_wait_ms,
+        min_bytes=min_bytes,
+        max_bytes=max_bytes,
+        session_epoch=-1,
+        topics=[
+            p.FetchRequest.FetchTopic(
+                topic=topic,
+                partitions=[
+                    p.FetchRequest.FetchPartition(
+                        partition=0, fetch_offset=0, partition_max_bytes=max_bytes
+                    )
+                ],
+            )
+        ],
+    )
+
+
+def test_request_and_response_queue_and_send_times(metered, topic):
+    """RequestMetrics' RequestQueueTimeMs, ResponseQueueTimeMs and
+    ResponseSendTimeMs, each made long on purpose: a long-poll Fetch holds
+    the 99 ApiVersions pipelined behind it in the response queue (responses
+    go out in request order) and the 100th in the request queue (at most 100
+    requests in flight); a 4 MB Fetch waits for a client that does not read.
+    TotalTimeMs is the sum of the five parts, as Kafka's."""
+    port = metered.broker.metrics_server.port
+    producer = Producer({"bootstrap.servers": metered.bootstrap_servers, "linger.ms": 20})
+    for _ in range(40):
+        producer.produce(topic, b"x" * 100_000)
+    assert producer.flush(30) == 0
+    empty = f"{topic}-empty"
+    producer.produce(empty, b"")  # auto-created; read past its one record below
+    assert producer.flush(30) == 0
+    before, _ = scrape(port)
+
+    def part(samples, name: str, request: str) -> float:
+        return samples.get((f"kafka_network_requestmetrics_{name}_sum", (("request", request),)), 0)
+
+    client = _SlowReader(metered.port)
+    try:
+        hold_ms = 600
+        long_poll = _fetch(empty, hold_ms, 10**6, 1024)
+        long_poll["topics"][0].partitions[0].fetch_offset = 1
+        client.send("Fetch", 12, **long_poll)
+        for _ in range(100):
+            client.send("ApiVersions", 3, client_software_name="raw", client_software_version="1")
+        assert not client.read("Fetch", 12).responses[0].partitions[0].records
+        for _ in range(100):
+            assert client.read("ApiVersions", 3).error_code == 0
+        client.send("Fetch", 12, **_fetch(topic, 0, 1, 8 * 1024 * 1024))
+        # The slow reader: the broker cannot hand 4 MB to a socket whose peer
+        # buffers 16 kB until the client reads.
+        time.sleep(hold_ms / 1000)
+        fetched = client.read("Fetch", 12).responses[0].partitions[0].records
+        assert len(fetched) >= 4_000_000
+    finally:
+        client.sock.close()
+    wait_until(
+        lambda: (
+            part(scrape(port)[0], "responsesendtimems", "Fetch")
+            - part(before, "responsesendtimems", "Fetch")
+            >= hold_ms * 0.8
+        ),
+        message="the slow reader's Fetch send time",
+    )
+    after, types = scrape(port)
+
+    def grew(name: str, request: str) -> float:
+        return part(after, name, request) - part(before, name, request)
+
+    for name in ("requestqueuetimems", "responsequeuetimems", "responsesendtimems"):
+        assert types[f"kafka_network_requestmetrics_{name}"] == "summary"
+    # 99 responses ready at once but sent after the long poll's.
+    assert grew("responsequeuetimems", "ApiVersions") >= 99 * hold_ms * 0.8
+    # The 100th ApiVersions was read only when the long poll answered.
+    assert grew("requestqueuetimems", "ApiVersions") >= hold_ms * 0.8
+    assert grew("remotetimems", "Fetch") >= hold_ms * 0.8
+    parts = ("requestqueuetimems", "localtimems", "remotetimems")
+    parts += ("responsequeuetimems", "responsesendtimems")
+    for request in ("ApiVersions", "Fetch", "Produce", "Metadata"):
+        counts = {
+            value(after, f"kafka_network_requestmetrics_{n}_count", request=request)
+            for n in ("totaltimems", *parts)
+        }
+        assert len(counts) == 1 and counts.pop() >= 1, request
+        assert math.isclose(
+            part(after, "totaltimems", request),
+            sum(part(after, n, request) for n in parts),
+            rel_tol=1e-9,
+        ), request

@@ -39,15 +39,24 @@ def test_empty_zero_and_overflow():
     assert histogram.snapshot().quantiles()[0] == (0.5, 0.0)
 
 
-def test_request_metrics_split_total_into_local_and_remote():
-    from kfast.metrics.broker_stats import RequestMetrics
+def test_request_metrics_total_is_the_sum_of_the_five_parts():
+    from kfast.metrics.broker_stats import REQUEST_TIMES, RequestMetrics
 
     metrics = RequestMetrics()
-    metrics.record(0, 9, 10.0, 10.002, 10.010)  # 2 ms local, 8 ms waiting
-    metrics.record(0, 40, 20.0, 20.001, 20.001)  # synchronous, a version past 31
-    versions, total, local, remote = metrics.snapshot()[0]
+    # received, started, handled, finished, dequeued, sent: 1 ms in the
+    # request queue, 2 local, 8 remote, 3 in the response queue, 4 sending.
+    metrics.record(0, 9, 10.0, 10.001, 10.003, 10.011, 10.014, 10.018)
+    metrics.record(0, 40, 20.0, 20.0, 20.001, 20.001, 20.001, 20.001)  # a version past 31
+    versions, histograms = metrics.snapshot()[0]
+    times = dict(zip(REQUEST_TIMES, histograms, strict=True))
     assert versions == {9: 1, 40: 1}
-    assert total.count == local.count == remote.count == 2
-    assert math.isclose(total.sum, 11.0) and math.isclose(local.sum, 3.0)
-    assert math.isclose(remote.sum, 8.0)
+    assert all(h.count == 2 for h in histograms)
+    expected = {"RequestQueue": 1.0, "Local": 3.0, "Remote": 8.0}
+    expected |= {"ResponseQueue": 3.0, "ResponseSend": 4.0, "Total": 19.0}
+    for name, ms in expected.items():
+        assert math.isclose(times[name].sum, ms, abs_tol=1e-6), name
+    assert math.isclose(
+        times["Total"].sum, sum(h.sum for n, h in times.items() if n != "Total"), abs_tol=1e-9
+    )
+    remote = times["Remote"]
     assert 8.0 <= remote.quantile(0.99) <= 8.0 * WIDTH and remote.quantile(0.5) == 0.0
