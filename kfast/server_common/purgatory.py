@@ -62,17 +62,24 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Callable, Hashable, Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 __all__ = ["DelayedOperation", "DelayedOperationPurgatory", "Timer"]
+
+
+class TimerHandle(Protocol):
+    """A scheduled callback (kfast._ext.timer.TimerTaskEntry in the broker)."""
+
+    def cancel(self) -> bool:
+        """True if the callback was still pending (it will not run now)."""
 
 
 class Timer(Protocol):
     """What a purgatory needs from its timer: kfast.server_common.timer.SystemTimer
     in the broker; a TimingWheel with a manual clock works too."""
 
-    def schedule(self, delay_ms: int, callback: Callable[[], object]) -> Any:
-        """Return a handle whose cancel() returns True if it was pending."""
+    def schedule(self, delay_ms: int, callback: Callable[[], object]) -> TimerHandle:
+        """Run ``callback()`` ``delay_ms`` from now."""
 
 
 class DelayedOperation(abc.ABC):
@@ -83,7 +90,9 @@ class DelayedOperation(abc.ABC):
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
         self._completed = False
-        self._timer_entry = None
+        self._timer_entry: TimerHandle | None = None
+        # Set by DelayedOperationPurgatory.watch() before it schedules the
+        # timeout, so an operation with a timer entry always has one.
         self._purgatory: DelayedOperationPurgatory | None = None
 
     @abc.abstractmethod
@@ -120,13 +129,17 @@ class DelayedOperation(abc.ABC):
         self._timer_entry = None
         if not entry.cancel():
             return False
-        self._purgatory._delayed_count -= 1
+        purgatory = self._purgatory
+        assert purgatory is not None  # set before the timer entry (see __init__)
+        purgatory._delayed_count -= 1
         return True
 
     def run(self) -> None:
         """The timer's callback: the delay elapsed."""
         self._timer_entry = None
-        self._purgatory._delayed_count -= 1
+        purgatory = self._purgatory
+        assert purgatory is not None  # only a watched operation has a timeout
+        purgatory._delayed_count -= 1
         if self.force_complete():
             self.on_expiration()
 

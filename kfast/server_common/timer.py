@@ -80,13 +80,13 @@ class SystemTimer:
         self._armed_ms = 0
         #: How many times the loop timer has been armed (a cost metric).
         self.arm_count = 0
-        # The kernel's bound method replaces the delegating method below, so
-        # a schedule() from Python is a single C call.
+        # The kernel's bound method itself, not a method delegating to it,
+        # so a schedule() from Python is a single C call.
         self.schedule = wheel.schedule
 
-    def schedule(self, delay_ms: int, callback: Callable[[], object]) -> TimerTaskEntry:
-        """Run ``callback()`` ``delay_ms`` from now; return its handle."""
-        return self._wheel.schedule(delay_ms, callback)
+    #: ``schedule(delay_ms, callback)``: run ``callback()`` ``delay_ms`` from
+    #: now; return its handle.
+    schedule: Callable[[int, Callable[[], object]], TimerTaskEntry]
 
     @property
     def size(self) -> int:
@@ -131,7 +131,7 @@ class SystemTimer:
         if expired:
             self._run(expired)
 
-    def _run(self, tasks: list) -> None:
+    def _run(self, tasks: list[Callable[[], object]]) -> None:
         for index, task in enumerate(tasks):
             try:
                 task()
