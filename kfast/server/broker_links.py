@@ -11,22 +11,30 @@ restarted elsewhere).
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Any
 
-from kfast.client.connection import BrokerConnection
+from kfast.client.connection import BrokerConnection, api_key_of
+from kfast.client.security import ClientSecurity
+from kfast.controller.metadata.image import Endpoint
+
+if TYPE_CHECKING:
+    from kfast.server.broker import KafkaBroker
 
 
 class BrokerLink:
     """The connection to one other broker."""
 
-    def __init__(self, client_id: str, request_timeout_s: float, security=None):
+    def __init__(
+        self, client_id: str, request_timeout_s: float, security: ClientSecurity | None = None
+    ) -> None:
         self.client_id = client_id
         self.request_timeout_s = request_timeout_s
         self.security = security  # the inter-broker listener's TLS/SASL (ClientSecurity)
-        self.endpoint = None
+        self.endpoint: Endpoint | None = None
         self.connection: BrokerConnection | None = None
         self.lock = asyncio.Lock()
 
-    async def get(self, endpoint) -> BrokerConnection:
+    async def get(self, endpoint: Endpoint) -> BrokerConnection:
         async with self.lock:
             connection = self.connection
             if connection is not None and (not connection.connected or endpoint != self.endpoint):
@@ -59,14 +67,12 @@ class BrokerLinks:
     ``broker-<id>-<purpose>``); ``broker``: the KafkaBroker, whose metadata
     gives each broker's endpoint at each send."""
 
-    def __init__(self, broker, purpose: str):
+    def __init__(self, broker: KafkaBroker, purpose: str) -> None:
         self.broker = broker
         self.purpose = purpose
         self._links: dict[int, BrokerLink] = {}
 
-    async def send(
-        self, broker_id: int, request, api_key: int | None = None, min_version: int | None = None
-    ):
+    async def send(self, broker_id: int, request: Any, min_version: int | None = None) -> Any:
         """``request``'s answer from ``broker_id`` (at the highest version
         both speak, at least ``min_version``). Raises NoEndpoint, OSError or
         a KafkaError."""
@@ -84,7 +90,7 @@ class BrokerLinks:
         version = (
             None
             if min_version is None
-            else connection.version_for(api_key, min_version=min_version)
+            else connection.version_for(api_key_of(request), min_version=min_version)
         )
         return await connection.send(request, version=version)
 

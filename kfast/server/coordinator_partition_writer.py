@@ -11,8 +11,14 @@ replicas have it.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kfast.storage.producer_state import ORIGIN_COORDINATOR
+
+if TYPE_CHECKING:
+    from kfast.protocol import ProduceResponse
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.partition import Partition
 
 # acks=-1: the coordinator hears back once the high watermark covers its batch.
 _ALL_IN_SYNC_REPLICAS = -1
@@ -31,28 +37,32 @@ class AppendResult:
         "record_errors",
     )
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.error_code = 0
-        self.error_message = None
+        self.error_message: str | None = None
         self.base_offset = -1
         self.log_append_time_ms = -1
         self.log_start_offset = -1
-        self.record_errors = []
+        self.record_errors: list[ProduceResponse.BatchIndexAndErrorMessage] = []
 
 
 class CoordinatorPartitionWriter:
-    def __init__(self, broker, topic: str):
+    def __init__(self, broker: KafkaBroker, topic: str) -> None:
         # The broker, not its parts: the metadata image is replaced on every
-        # update and is read at each call.
+        # update and is read at each call. The replica manager stays.
+        replica_manager = broker.replica_manager
+        if replica_manager is None:
+            raise ValueError("a coordinator's partitions need the started broker's replicas")
         self._broker = broker
+        self._replica_manager = replica_manager
         self.topic = topic
 
     @property
     def node_id(self) -> int:
         return self._broker.node_id
 
-    def replica(self, index: int):
-        return self._broker.replica_manager.get_partition(self.topic, index)
+    def replica(self, index: int) -> Partition | None:
+        return self._replica_manager.get_partition(self.topic, index)
 
     def metadata_leader(self, index: int) -> int | None:
         image = self._broker.metadata_image
@@ -65,7 +75,7 @@ class CoordinatorPartitionWriter:
         self, index: int, batch: bytes, timeout_ms: int, on_committed: Callable[[int], None]
     ) -> None:
         result = AppendResult()
-        waiting = self._broker.replica_manager.append_records(
+        waiting = self._replica_manager.append_records(
             timeout_ms,
             _ALL_IN_SYNC_REPLICAS,
             [(self.topic, index, batch, result)],

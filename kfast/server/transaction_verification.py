@@ -247,9 +247,7 @@ class AddPartitionsToTxnManager:
             ]
         )
         try:
-            response = await self._links.send(
-                leader, request, _ADD_PARTITIONS_TO_TXN, min_version=4
-            )
+            response = await self._links.send(leader, request, min_version=4)
         except NoEndpoint:
             return dict.fromkeys(partitions, E.NotCoordinatorException.code)
         except (OSError, E.KafkaError) as exc:

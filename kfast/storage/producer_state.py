@@ -39,8 +39,10 @@ from typing import NamedTuple
 from kfast._ext.crc32c import crc32c
 
 # Who appends (the log's append kernel defines them): ORIGIN_CLIENT,
-# ORIGIN_REPLICATION, ORIGIN_COORDINATOR.
-from kfast._ext.log_append import ORIGIN_CLIENT, ORIGIN_COORDINATOR, ORIGIN_REPLICATION  # noqa: F401
+# ORIGIN_REPLICATION, ORIGIN_COORDINATOR; re-exported from here (the `as`).
+from kfast._ext.log_append import ORIGIN_CLIENT as ORIGIN_CLIENT
+from kfast._ext.log_append import ORIGIN_COORDINATOR as ORIGIN_COORDINATOR
+from kfast._ext.log_append import ORIGIN_REPLICATION as ORIGIN_REPLICATION
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import (
     CorruptRecordException,
