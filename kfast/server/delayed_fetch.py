@@ -14,8 +14,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kfast.server_common.purgatory import DelayedOperation
+
+if TYPE_CHECKING:
+    from kfast.server.replica_manager import FetchPartitionData, PartitionFetchRequest
+
+    # What a fetch reads: each partition's request and its data, in request order.
+    FetchResults = list[tuple[PartitionFetchRequest, FetchPartitionData]]
 
 
 class DelayedFetch(DelayedOperation):
@@ -23,15 +30,15 @@ class DelayedFetch(DelayedOperation):
         self,
         delay_ms: int,
         min_bytes: int,
-        read: Callable[[], tuple[list, int, bool]],
-        future: asyncio.Future,
-    ):
+        read: Callable[[], tuple[FetchResults, int, bool]],
+        future: asyncio.Future[FetchResults],
+    ) -> None:
         """``read()`` returns (results, total bytes, has_error)."""
         super().__init__(delay_ms)
         self.min_bytes = min_bytes
         self.read = read
         self.future = future
-        self._results = None
+        self._results: FetchResults | None = None
 
     def try_complete(self) -> bool:
         results, total_bytes, has_error = self.read()

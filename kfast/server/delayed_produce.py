@@ -13,6 +13,7 @@ first try completes it; with followers, their fetches move it.
 from __future__ import annotations
 
 import asyncio
+from typing import TYPE_CHECKING, Protocol
 
 from kfast.protocol.errors import (
     NotEnoughReplicasAfterAppendException,
@@ -21,6 +22,22 @@ from kfast.protocol.errors import (
 )
 from kfast.server_common.purgatory import DelayedOperation
 
+if TYPE_CHECKING:
+    from kfast.protocol import DeleteRecordsResponse, ProduceResponse
+    from kfast.server.partition import Partition
+
+
+class PartitionProduceResult(Protocol):
+    """What an append to one partition fills in: the Produce response's
+    PartitionProduceResponse, or a coordinator's AppendResult."""
+
+    error_code: int
+    error_message: str | None
+    base_offset: int
+    log_append_time_ms: int
+    log_start_offset: int
+    record_errors: list[ProduceResponse.BatchIndexAndErrorMessage]
+
 
 class ProducePartitionStatus:
     """One partition of a delayed produce: the offset the high watermark must
@@ -28,7 +45,9 @@ class ProducePartitionStatus:
 
     __slots__ = ("partition", "required_offset", "response", "acks_pending")
 
-    def __init__(self, partition, required_offset: int, response):
+    def __init__(
+        self, partition: Partition, required_offset: int, response: PartitionProduceResult
+    ) -> None:
         self.partition = partition
         self.required_offset = required_offset
         self.response = response  # PartitionProduceResponse, error_code 0
@@ -37,8 +56,8 @@ class ProducePartitionStatus:
 
 class DelayedProduce(DelayedOperation):
     def __init__(
-        self, delay_ms: int, statuses: list[ProducePartitionStatus], future: asyncio.Future
-    ):
+        self, delay_ms: int, statuses: list[ProducePartitionStatus], future: asyncio.Future[None]
+    ) -> None:
         super().__init__(delay_ms)
         self.statuses = statuses
         self.future = future
@@ -80,7 +99,12 @@ class DelayedDeleteRecords(DelayedOperation):
     own log start offset has moved before this is created; followers move
     theirs when they see it in fetch responses."""
 
-    def __init__(self, delay_ms: int, statuses: list, future: asyncio.Future):
+    def __init__(
+        self,
+        delay_ms: int,
+        statuses: list[tuple[Partition, int, DeleteRecordsResponse.DeleteRecordsPartitionResult]],
+        future: asyncio.Future[None],
+    ) -> None:
         # statuses: (partition, requested_offset, result) with result a
         # DeleteRecordsPartitionResult whose low_watermark is filled in here.
         super().__init__(delay_ms)

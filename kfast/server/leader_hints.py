@@ -12,7 +12,14 @@ shutdown, preferred election) is that round trip shorter.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from kfast.controller.metadata.image import MetadataImage
+
+if TYPE_CHECKING:
+    from kfast.protocol import FetchResponse, ProduceResponse
+    from kfast.server.apis import RequestContext
 
 
 class CurrentLeader(NamedTuple):
@@ -26,20 +33,34 @@ class CurrentLeader(NamedTuple):
 UNKNOWN = CurrentLeader(-1, -1, None, -1, None)
 
 
-def current_leader(image, topic: str, partition: int, listener_name: str) -> CurrentLeader:
+def current_leader(
+    image: MetadataImage | None, topic: str, partition: int, listener_name: str
+) -> CurrentLeader:
     registration = None if image is None else image.partition(topic, partition)
-    if registration is None:
+    if image is None or registration is None:
         return UNKNOWN
     broker = image.brokers.get(registration.leader)
-    endpoint = None if broker is None or broker.fenced else broker.listeners.get(listener_name)
-    if endpoint is None:
-        return CurrentLeader(registration.leader, registration.leader_epoch, None, -1, None)
-    return CurrentLeader(
-        registration.leader, registration.leader_epoch, endpoint.host, endpoint.port, broker.rack
-    )
+    if broker is not None and not broker.fenced:
+        endpoint = broker.listeners.get(listener_name)
+        if endpoint is not None:
+            return CurrentLeader(
+                registration.leader,
+                registration.leader_epoch,
+                endpoint.host,
+                endpoint.port,
+                broker.rack,
+            )
+    return CurrentLeader(registration.leader, registration.leader_epoch, None, -1, None)
 
 
-def fill(ctx, hinted, response_type, node_endpoints: list) -> None:
+def fill(
+    ctx: RequestContext,
+    hinted: Iterable[
+        tuple[str, int, ProduceResponse.PartitionProduceResponse | FetchResponse.PartitionData]
+    ],
+    response_type: type[ProduceResponse] | type[FetchResponse],
+    node_endpoints: list[Any],  # of response_type.NodeEndpoint
+) -> None:
     """For each (topic, partition, partition response) in ``hinted``: set
     the response's current_leader and add the leader's endpoint to
     ``node_endpoints`` (once per node). ``response_type`` is the response

@@ -26,6 +26,7 @@ import datetime
 import json
 import logging
 import sys
+from typing import TextIO
 
 from kfast.config import (
     LOG4J_LOGGER_PREFIX,
@@ -75,7 +76,7 @@ def configured_levels(config: KafkaConfig) -> dict[str, int]:
     return levels
 
 
-def configure_logging(config: KafkaConfig | None = None, stream=None) -> None:
+def configure_logging(config: KafkaConfig | None = None, stream: TextIO | None = None) -> None:
     """The process's log handler (text or JSON lines on stderr) and the
     configured logger levels; INFO for the root unless configured."""
     fmt = str(config.extra.get(LOG_FORMAT, "text")).strip().lower() if config else "text"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 
 __all__ = ["RateLimitedLogger", "WARNING_INTERVAL_S"]
 
@@ -31,7 +32,7 @@ WARNING_INTERVAL_S = 10.0
 class _Suppressed:
     __slots__ = ("count", "example", "timer")
 
-    def __init__(self, example: str):
+    def __init__(self, example: str) -> None:
         self.count = 1
         self.example = example
         self.timer: asyncio.TimerHandle | None = None
@@ -39,8 +40,11 @@ class _Suppressed:
 
 class RateLimitedLogger:
     def __init__(
-        self, logger: logging.Logger, interval_s: float = WARNING_INTERVAL_S, clock=time.monotonic
-    ):
+        self,
+        logger: logging.Logger,
+        interval_s: float = WARNING_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.logger = logger
         self.interval_s = interval_s
         self._clock = clock
@@ -49,13 +53,13 @@ class RateLimitedLogger:
         self._suppressed: dict[str, _Suppressed] = {}
         self._levels: dict[str, int] = {}  # kind -> the level it is logged at
 
-    def warning(self, kind: str, message: str, *args) -> None:
+    def warning(self, kind: str, message: str, *args: object) -> None:
         self.log(logging.WARNING, kind, message, *args)
 
-    def info(self, kind: str, message: str, *args) -> None:
+    def info(self, kind: str, message: str, *args: object) -> None:
         self.log(logging.INFO, kind, message, *args)
 
-    def log(self, level: int, kind: str, message: str, *args) -> None:
+    def log(self, level: int, kind: str, message: str, *args: object) -> None:
         """One event of ``kind`` at ``level`` (its count line at the same level)."""
         if not self.logger.isEnabledFor(level):
             return

@@ -31,11 +31,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable
+from typing import Final
 
 from kfast.config import LONG_MAX
 
 # Every partition of a topic is throttled (the config's ``*``).
-ALL_REPLICAS = None
+ALL_REPLICAS: Final = None
+
+# A topic's throttled partitions: their ids, or ALL_REPLICAS.
+ThrottledPartitions = frozenset[int] | None
 
 
 class _Sample:
@@ -114,7 +118,9 @@ class SampledRate:
                 sample.reset(now_ms)
 
 
-def parse_throttled_replicas(value: Iterable[str] | str | None, broker_id: int):
+def parse_throttled_replicas(
+    value: Iterable[str] | str | None, broker_id: int
+) -> ThrottledPartitions:
     """The partitions a ``*.replication.throttled.replicas`` topic config
     throttles on ``broker_id``: ALL_REPLICAS for ``*``, else the partitions
     of its ``partition:broker`` entries naming this broker (Kafka's
@@ -126,7 +132,7 @@ def parse_throttled_replicas(value: Iterable[str] | str | None, broker_id: int):
     items = [v for v in items if v]
     if items == ["*"]:
         return ALL_REPLICAS
-    partitions = set()
+    partitions: set[int] = set()
     for item in items:
         partition, _, broker = item.partition(":")
         if int(broker) == broker_id:
@@ -149,7 +155,7 @@ class ReplicationQuotaManager:
         self._clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
         self.upper_bound = bound
         # topic -> throttled partitions (ALL_REPLICAS: every one).
-        self._throttled: dict[str, frozenset | None] = {}
+        self._throttled: dict[str, ThrottledPartitions] = {}
 
     def update_quota(self, bound: int) -> None:
         """A new rate in bytes/s; the bytes already recorded still count."""
@@ -171,7 +177,7 @@ class ReplicationQuotaManager:
         not the quota is exceeded."""
         self._rate.record(size, self._clock_ms())
 
-    def mark_throttled(self, topic: str, partitions) -> None:
+    def mark_throttled(self, topic: str, partitions: ThrottledPartitions) -> None:
         """Throttle ``partitions`` of ``topic`` (ALL_REPLICAS: all of them),
         replacing what was throttled of it before; none removes the topic."""
         if partitions is ALL_REPLICAS or partitions:
@@ -183,5 +189,5 @@ class ReplicationQuotaManager:
         self._throttled.pop(topic, None)
 
     @property
-    def throttled_topics(self) -> dict:
+    def throttled_topics(self) -> dict[str, ThrottledPartitions]:
         return dict(self._throttled)

@@ -4,23 +4,37 @@ KafkaApis. Brokers and controllers build their listeners with it."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kfast.config import KafkaConfig
 from kfast.security.listener import ListenerSecurity
-from kfast.server.network import SocketServer, security_for_listener
+from kfast.server.network import Handler, SocketServer, security_for_listener
 from kfast.server.sasl_authenticator import SaslListenerHandler
+
+if TYPE_CHECKING:
+    from kfast.server.apis import KafkaApis
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.controller_server import ControllerServer
 
 
 def secured_socket_server(
-    apis, config: KafkaConfig, name: str, security: ListenerSecurity, owner, host: str, port: int
+    apis: KafkaApis,
+    config: KafkaConfig,
+    name: str,
+    security: ListenerSecurity,
+    owner: KafkaBroker | ControllerServer,
+    host: str,
+    port: int,
 ) -> SocketServer:
     """``owner``: the KafkaBroker or ControllerServer whose metadata image
     holds the SCRAM credentials."""
-    handler, sasl_setup = apis.network_handler(name), None
+    handler: Handler = apis.network_handler(name)
+    sasl_setup = None
     if security.uses_sasl:
-        handler = SaslListenerHandler(
+        sasl = SaslListenerHandler(
             apis, name, security, owner, config["connection.failed.authentication.delay.ms"]
         )
-        sasl_setup = handler.setup
+        handler, sasl_setup = sasl, sasl.setup
     return SocketServer.from_config(
         handler,
         config,

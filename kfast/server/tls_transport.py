@@ -26,9 +26,13 @@ import socket
 import ssl
 import struct
 from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
 
 from kfast._ext.netio import InvalidReceiveException
 from kfast.protocol.file_region import FileRegion
+
+if TYPE_CHECKING:
+    from kfast.server.network import Part
 
 __all__ = ["TlsTransport"]
 
@@ -56,7 +60,7 @@ class TlsTransport:
         self._plain = bytearray()
         self._plain_start = 0
         # Unsent plaintext parts: bytes-likes and [FileRegion, position, remaining].
-        self._queue: collections.deque = collections.deque()
+        self._queue: collections.deque[bytes | memoryview | list[Any]] = collections.deque()
         self._queued_plain = 0
         self._wire = memoryview(b"")
         self.closed = False
@@ -85,7 +89,7 @@ class TlsTransport:
         return self._ssl.version()
 
     @property
-    def cipher(self):
+    def cipher(self) -> tuple[str, str, int] | None:
         return self._ssl.cipher()
 
     # --------------------------------------------------------------- receiving
@@ -162,10 +166,11 @@ class TlsTransport:
 
     # ----------------------------------------------------------------- sending
 
-    def send(self, parts: Iterable) -> None:
+    def send(self, parts: Iterable[Part]) -> None:
         if self.closed:
             raise OSError("send on a closed transport")
-        staged, total = [], 0
+        staged: list[bytes | memoryview | list[Any]] = []
+        total = 0
         for part in parts:
             if isinstance(part, FileRegion):
                 if part.length:
@@ -184,11 +189,11 @@ class TlsTransport:
     def _encrypt_next(self) -> None:
         """Move up to _ENCRYPT_CHUNK queued plaintext bytes through OpenSSL."""
         budget = _ENCRYPT_CHUNK
-        pieces = []
+        pieces: list[bytes | memoryview] = []
         queue = self._queue
         while queue and budget > 0:
             head = queue[0]
-            if type(head) is list:
+            if isinstance(head, list):  # as cheap as type() is: exact type first
                 region, position, remaining = head
                 n = min(remaining, budget)
                 data = os.pread(region.file.fileno(), n, position)
