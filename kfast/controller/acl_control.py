@@ -19,13 +19,14 @@ from kfast.controller.controller_result import (
 )
 from kfast.controller.metadata.records import (
     AccessControlEntryRecord,
+    MetadataRecord,
     RemoveAccessControlEntryRecord,
 )
 from kfast.protocol import errors
 from kfast.security.acl import Acl, AclFilter, validate_new_acl
 
 
-def acl_record(acl_id: uuid.UUID, acl: Acl):
+def acl_record(acl_id: uuid.UUID, acl: Acl) -> AccessControlEntryRecord:
     return AccessControlEntryRecord(
         id=acl_id,
         resource_type=acl.resource_type,
@@ -39,13 +40,15 @@ def acl_record(acl_id: uuid.UUID, acl: Acl):
 
 
 class AclControlManager:
-    def __init__(self):
+    def __init__(self) -> None:
         self.acls: dict[uuid.UUID, Acl] = {}
         self._existing: set[Acl] = set()
 
-    def create_acls(self, acls: list[Acl]) -> ControllerResult:
+    def create_acls(self, acls: list[Acl]) -> ControllerResult[list[errors.KafkaError | None]]:
         """KafkaError | None per ACL, and the records of the new ones."""
-        results, records, adding = [], [], set()
+        results: list[errors.KafkaError | None] = []
+        records: list[MetadataRecord] = []
+        adding: set[Acl] = set()
         for acl in acls:
             try:
                 validate_new_acl(acl)
@@ -68,14 +71,17 @@ class AclControlManager:
             if acl_id not in self.acls:
                 return acl_id
 
-    def delete_acls(self, filters: list[AclFilter]) -> ControllerResult:
+    def delete_acls(
+        self, filters: list[AclFilter]
+    ) -> ControllerResult[list[tuple[errors.KafkaError | None, list[Acl]]]]:
         """Per filter: (KafkaError | None, [deleted Acl]); the records."""
-        results, removed = [], {}
+        results: list[tuple[errors.KafkaError | None, list[Acl]]] = []
+        removed: dict[uuid.UUID, MetadataRecord] = {}
         for acl_filter in filters:
             if acl_filter.is_unknown():
                 results.append((errors.InvalidRequestException("Unknown filter."), []))
                 continue
-            matched = []
+            matched: list[Acl] = []
             for acl_id, acl in self.acls.items():
                 if acl_filter.matches(acl):
                     matched.append(acl)
@@ -88,7 +94,9 @@ class AclControlManager:
             results.append((None, matched))
         return ControllerResult(results, list(removed.values()))
 
-    def replay(self, record) -> tuple[uuid.UUID, Acl | None]:
+    def replay(
+        self, record: AccessControlEntryRecord | RemoveAccessControlEntryRecord
+    ) -> tuple[uuid.UUID, Acl | None]:
         """Apply one record; (id, the ACL now, or None if removed)."""
         if isinstance(record, AccessControlEntryRecord):
             acl = Acl(
@@ -103,8 +111,8 @@ class AclControlManager:
             self.acls[record.id] = acl
             self._existing.add(acl)
             return record.id, acl
-        acl = self.acls.pop(record.id, None)
-        if acl is None:
+        removed = self.acls.pop(record.id, None)
+        if removed is None:
             raise ValueError(f"cannot replay {record}: no ACL with that id")
-        self._existing.discard(acl)
+        self._existing.discard(removed)
         return record.id, None

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 
-from kfast.controller.metadata.records import decode_record, encode_record
+from kfast.controller.metadata.records import MetadataRecord, decode_record, encode_record
 from kfast.raft.snapshots import (
     BOOTSTRAP_SNAPSHOT_ID,
     iter_snapshot_batches,
@@ -37,7 +37,7 @@ def bootstrap_path(metadata_dir: str) -> str:
     return os.path.join(metadata_dir, BOOTSTRAP_FILENAME)
 
 
-def write_bootstrap_metadata(metadata_dir: str, records: list) -> str:
+def write_bootstrap_metadata(metadata_dir: str, records: list[MetadataRecord]) -> str:
     """Write ``records`` as the bootstrap metadata (atomically, fsynced)."""
     path = bootstrap_path(metadata_dir)
     write_snapshot_file(
@@ -46,7 +46,7 @@ def write_bootstrap_metadata(metadata_dir: str, records: list) -> str:
     return path
 
 
-def read_bootstrap_records(metadata_dir: str) -> list | None:
+def read_bootstrap_records(metadata_dir: str) -> list[MetadataRecord] | None:
     """The records of ``metadata_dir``'s bootstrap.checkpoint, None without one."""
     path = bootstrap_path(metadata_dir)
     if not os.path.exists(path):

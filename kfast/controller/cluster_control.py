@@ -4,20 +4,21 @@ A broker registers with its incarnation id (new for every process start),
 listeners and rack; the controller answers with a broker epoch, the metadata
 offset of its RegisterBrokerRecord (as Kafka does), so an epoch identifies
 one registration and a restarted broker gets a larger one. A registration is
-fenced until the broker has caught up with the metadata log; the in-process
-broker of a single-node kfast registers after the replay, so its
-registration is followed at once by an UnfenceBrokerRecord.
+fenced until the broker has caught up with the metadata log (``heartbeat``),
+unless the caller registers it unfenced.
 """
 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable
 
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.metadata.image import BrokerRegistration, Endpoint
 from kfast.controller.metadata.records import (
     BrokerRegistrationChangeRecord,
     FenceBrokerRecord,
+    MetadataRecord,
     RegisterBrokerRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
@@ -30,7 +31,7 @@ _PROTOCOL_NAMES = {v: k for k, v in SECURITY_PROTOCOLS.items()}
 
 
 class ClusterControlManager:
-    def __init__(self):
+    def __init__(self) -> None:
         self.brokers: dict[int, BrokerRegistration] = {}
 
     # -- queries -------------------------------------------------------------------
@@ -65,12 +66,12 @@ class ClusterControlManager:
         self,
         broker_id: int,
         incarnation_id: uuid.UUID,
-        listeners,
+        listeners: Iterable[Endpoint],
         rack: str | None,
         next_offset: int,
-        features=(),
+        features: Iterable[tuple[str, int, int]] = (),
         unfence: bool = True,
-    ) -> ControllerResult:
+    ) -> ControllerResult[int]:
         """Response: the new broker epoch. ``next_offset`` is the metadata
         offset the RegisterBrokerRecord will get. ``unfence``: the broker is
         in service at once (the in-process broker of a single node, which has
@@ -115,12 +116,14 @@ class ClusterControlManager:
                 for name, lo, hi in features
             ],
         )
-        records = [register] + ([UnfenceBrokerRecord(id=broker_id, epoch=epoch)] if unfence else [])
+        records: list[MetadataRecord] = [register]
+        if unfence:
+            records.append(UnfenceBrokerRecord(id=broker_id, epoch=epoch))
         return ControllerResult(epoch, records)
 
     def heartbeat(
         self, broker_id: int, broker_epoch: int, caught_up: bool, want_fence: bool
-    ) -> ControllerResult:
+    ) -> ControllerResult[bool]:
         """BrokerHeartbeat's fencing decision (Kafka's ClusterControlManager +
         BrokerHeartbeatManager): a broker of the current registration is
         unfenced once caught up with the metadata log, fenced when it asks.
@@ -138,7 +141,7 @@ class ClusterControlManager:
             return ControllerResult(False, [UnfenceBrokerRecord(id=broker_id, epoch=broker_epoch)])
         return ControllerResult(registration.fenced, [])
 
-    def unregister_broker(self, broker_id: int) -> ControllerResult:
+    def unregister_broker(self, broker_id: int) -> ControllerResult[None]:
         """UnregisterBroker (kafka-cluster.sh unregister): the registration
         is removed; a broker that comes back registers anew."""
         registration = self.brokers.get(broker_id)
@@ -150,7 +153,7 @@ class ClusterControlManager:
             None, [UnregisterBrokerRecord(broker_id=broker_id, broker_epoch=registration.epoch)]
         )
 
-    def fence_broker(self, broker_id: int) -> ControllerResult:
+    def fence_broker(self, broker_id: int) -> ControllerResult[int]:
         """Take a registered broker out of service (its session expired or
         it shut down); response: its epoch."""
         registration = self.brokers.get(broker_id)
@@ -163,7 +166,14 @@ class ClusterControlManager:
         )
 
     # -- replay --------------------------------------------------------------------
-    def replay(self, record) -> int | None:
+    def replay(
+        self,
+        record: RegisterBrokerRecord
+        | UnregisterBrokerRecord
+        | FenceBrokerRecord
+        | UnfenceBrokerRecord
+        | BrokerRegistrationChangeRecord,
+    ) -> int | None:
         """Apply one record; returns the id of the broker it changed."""
         if isinstance(record, RegisterBrokerRecord):
             listeners = {
@@ -193,7 +203,7 @@ class ClusterControlManager:
             # Tagged int8 fields, 0 = unchanged (Kafka's
             # BrokerRegistrationFencingChange: 1 fence, -1 unfence;
             # BrokerRegistrationInControlledShutdownChange: 1 = entered).
-            changes = {}
+            changes: dict[str, bool] = {}
             if record.fenced:
                 changes["fenced"] = record.fenced == 1
             if record.in_controlled_shutdown == 1:
@@ -201,7 +211,7 @@ class ClusterControlManager:
             return self._change(record.broker_id, record.broker_epoch, **changes)
         raise TypeError(f"not a cluster record: {type(record).__name__}")
 
-    def _change(self, broker_id: int, epoch: int, **changes) -> int | None:
+    def _change(self, broker_id: int, epoch: int, **changes: bool) -> int | None:
         current = self.brokers.get(broker_id)
         if current is None or current.epoch != epoch:
             return None  # a record of an older registration

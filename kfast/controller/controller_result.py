@@ -14,12 +14,16 @@ controller answers with POLICY_VIOLATION.
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Generic, NamedTuple, TypeVar
+
+from kfast.controller.metadata.records import MetadataRecord
+
+T = TypeVar("T")
 
 
-class ControllerResult(NamedTuple):
-    response: Any
-    records: list
+class ControllerResult(NamedTuple, Generic[T]):
+    response: T
+    records: list[MetadataRecord]
 
 
 # Kafka's QuorumController.MAX_RECORDS_PER_USER_OP (= MAX_RECORDS_PER_BATCH);

@@ -21,7 +21,7 @@ FeatureLevelRecords:
 from __future__ import annotations
 
 from kfast.controller.controller_result import ControllerResult
-from kfast.controller.metadata.records import FeatureLevelRecord
+from kfast.controller.metadata.records import FeatureLevelRecord, MetadataRecord
 from kfast.protocol import errors
 
 METADATA_VERSION = "metadata.version"
@@ -43,10 +43,10 @@ KRAFT_VERSION_LEVELS = (0, 1)
 
 
 class FeatureControlManager:
-    def __init__(self):
+    def __init__(self) -> None:
         self.finalized: dict[str, int] = {}
 
-    def bootstrap_records(self) -> list:
+    def bootstrap_records(self) -> list[MetadataRecord]:
         """Records that format a new cluster (an empty metadata log)."""
         return [
             FeatureLevelRecord(name=METADATA_VERSION, feature_level=METADATA_VERSION_LEVEL),
@@ -77,7 +77,7 @@ class FeatureControlManager:
 
     def update_features(
         self, updates: list[tuple[str, int, int]], node_id: int, kraft_version: int = 0
-    ) -> ControllerResult:
+    ) -> ControllerResult[dict[str, errors.KafkaError | None]]:
         """UpdateFeatures: (feature, level, upgrade type) triples; response
         {feature: KafkaError | None}. metadata.version accepts only its
         level; transaction.version any level in its range, a lower one only
@@ -86,8 +86,8 @@ class FeatureControlManager:
         every update is valid (Kafka applies a request atomically).
         kraft.version accepts only ``kraft_version``, the Raft log's level
         (kfast does not upgrade a static quorum to a dynamic one)."""
-        results = {}
-        records = []
+        results: dict[str, errors.KafkaError | None] = {}
+        records: list[MetadataRecord] = []
         for name, level, upgrade_type in updates:
             low, high = self.supported_range(name)
             current = self.finalized.get(name, 0)
@@ -116,7 +116,7 @@ class FeatureControlManager:
             records = []
         return ControllerResult(results, records)
 
-    def replay(self, record) -> None:
+    def replay(self, record: FeatureLevelRecord) -> None:
         if record.feature_level == 0:
             # Level 0 removes the feature (Kafka's convention).
             self.finalized.pop(record.name, None)

@@ -76,13 +76,14 @@ def validate_group_configs(broker_config: KafkaConfig, overrides: Mapping[str, s
         raise errors.InvalidConfigurationException(
             f"Null value not supported for group configs: {','.join(nulls)}"
         )
+    given = {name: value for name, value in overrides.items() if value is not None}
     try:
-        for name, value in overrides.items():
+        for name, value in given.items():
             key = GROUP_CONFIGS[name]
             typed = coerce(name, key.type, value)
             if key.validator is not None:
                 key.validator(name, typed)
-        values = effective_group_config(broker_config, overrides)
+        values = effective_group_config(broker_config, given)
     except ConfigException as exc:
         raise errors.InvalidConfigurationException(str(exc)) from None
     for name, low, high in _BOUNDS:

@@ -74,18 +74,20 @@ def place_replicas(
             f"replication factor of {replication_factor} cannot be reached because only "
             f"{len(brokers)} broker(s) are registered."
         )
-    racks = racks or {}
-    rack_aware = bool(brokers) and all(racks.get(b) is not None for b in brokers)
+    known = {b: rack for b in brokers if (rack := (racks or {}).get(b)) is not None}
+    # Rack-aware when every broker has a rack.
+    rack_aware = bool(brokers) and all(b in known for b in brokers)
     if rack_aware:
-        ordered = rack_alternated_brokers({b: racks[b] for b in brokers})
-        num_racks = len({racks[b] for b in brokers})
+        ordered = rack_alternated_brokers(known)
+        num_racks = len(set(known.values()))
     else:
         ordered = sorted(brokers)
         num_racks = 1
     n = len(ordered)
-    rng = random.Random() if start is None or shift is None else None
-    start = rng.randrange(n) if start is None else start
-    shift = rng.randrange(n) if shift is None else shift
+    if start is None or shift is None:
+        rng = random.Random()
+        start = rng.randrange(n) if start is None else start
+        shift = rng.randrange(n) if shift is None else shift
     out: list[list[int]] = []
     for partition in range(start_partition, start_partition + num_partitions):
         if partition > 0 and partition % n == 0:
@@ -97,12 +99,12 @@ def place_replicas(
                 ordered[_follower_index(first, shift, j, n)] for j in range(replication_factor - 1)
             ]
         else:
-            used_racks = {racks[ordered[first]]}
+            used_racks = {known[ordered[first]]}
             k = 0
             while len(replicas) < replication_factor:
                 candidate = ordered[_follower_index(first, shift * num_racks, k, n)]
                 k += 1
-                rack = racks[candidate]
+                rack = known[candidate]
                 if (rack not in used_racks or len(used_racks) == num_racks) and (
                     candidate not in replicas or len(replicas) == n
                 ):

@@ -18,10 +18,12 @@ MAX_PRODUCER_ID = 2**63 - 1
 
 
 class ProducerIdControlManager:
-    def __init__(self):
+    def __init__(self) -> None:
         self.next_producer_id = 0
 
-    def generate_next_producer_id(self, broker_id: int, broker_epoch: int) -> ControllerResult:
+    def generate_next_producer_id(
+        self, broker_id: int, broker_epoch: int
+    ) -> ControllerResult[tuple[int, int]]:
         """Response: (first id, block size)."""
         first = self.next_producer_id
         if first > MAX_PRODUCER_ID - PRODUCER_ID_BLOCK_SIZE:
@@ -33,6 +35,6 @@ class ProducerIdControlManager:
         )
         return ControllerResult((first, PRODUCER_ID_BLOCK_SIZE), [record])
 
-    def replay(self, record) -> None:
+    def replay(self, record: ProducerIdsRecord) -> None:
         # Ids only move forward, whatever order blocks were recorded in.
         self.next_producer_id = max(self.next_producer_id, record.next_producer_id)

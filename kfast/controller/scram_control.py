@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.metadata.records import (
+    MetadataRecord,
     RemoveUserScramCredentialRecord,
     UserScramCredentialRecord,
 )
@@ -34,7 +35,9 @@ __all__ = ["ScramControlManager", "scram_record"]
 _TWICE = "A user credential cannot be altered twice in the same request"
 
 
-def scram_record(user: str, mechanism_type: int, credential: ScramCredential):
+def scram_record(
+    user: str, mechanism_type: int, credential: ScramCredential
+) -> UserScramCredentialRecord:
     return UserScramCredentialRecord(
         name=user,
         mechanism=mechanism_type,
@@ -46,7 +49,7 @@ def scram_record(user: str, mechanism_type: int, credential: ScramCredential):
 
 
 class ScramControlManager:
-    def __init__(self):
+    def __init__(self) -> None:
         self.credentials: dict[tuple[str, int], ScramCredential] = {}
 
     @staticmethod
@@ -59,12 +62,12 @@ class ScramControlManager:
 
     def alter_credentials(
         self, deletions: list[tuple[str, int]], upsertions: list[tuple[str, int, int, bytes, bytes]]
-    ) -> ControllerResult:
+    ) -> ControllerResult[list[tuple[str, errors.KafkaError | None]]]:
         """deletions: (user, mechanism type); upsertions: (user, mechanism
         type, iterations, salt, salted password). Response: [(user,
         KafkaError | None)], deletions first, then upsertions, then errors."""
         to_delete: dict[tuple[str, int], tuple[str, int]] = {}
-        to_upsert: dict[tuple[str, int], tuple] = {}
+        to_upsert: dict[tuple[str, int], tuple[str, int, int, bytes, bytes]] = {}
         failed: dict[str, errors.KafkaError] = {}
         for user, mechanism_type in deletions:
             key = (user, mechanism_type)
@@ -102,7 +105,9 @@ class ScramControlManager:
             else:
                 to_upsert[key] = upsertion
         # A user with one failed alteration has none applied (one result per user).
-        results, records, succeeded = [], [], {}
+        results: list[tuple[str, errors.KafkaError | None]] = []
+        records: list[MetadataRecord] = []
+        succeeded: dict[str, errors.KafkaError | None] = {}
         for user, mechanism_type in to_delete.values():
             if user not in failed:
                 succeeded[user] = None
@@ -118,7 +123,7 @@ class ScramControlManager:
         results.extend(failed.items())
         return ControllerResult(results, records)
 
-    def replay(self, record) -> None:
+    def replay(self, record: UserScramCredentialRecord | RemoveUserScramCredentialRecord) -> None:
         key = (record.name, record.mechanism)
         if isinstance(record, UserScramCredentialRecord):
             self.credentials[key] = ScramCredential(

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 from kfast.controller.acl_control import acl_record
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
+from kfast.controller.metadata.image import MetadataImage
 from kfast.controller.metadata.records import (
     ClientQuotaRecord,
     ConfigRecord,
     FeatureLevelRecord,
+    MetadataRecord,
     PartitionRecord,
     ProducerIdsRecord,
     RegisterBrokerRecord,
@@ -29,10 +31,10 @@ from kfast.protocol.constants import (
 )
 
 
-def image_records(image, next_producer_id: int) -> list:
+def image_records(image: MetadataImage, next_producer_id: int) -> list[MetadataRecord]:
     """Records whose replay, into empty control managers, rebuilds ``image``
     (and the producer id allocation point)."""
-    records: list = [
+    records: list[MetadataRecord] = [
         FeatureLevelRecord(name=name, feature_level=level)
         for name, level in sorted(image.features.items())
     ]
@@ -96,15 +98,15 @@ def image_records(image, next_producer_id: int) -> list:
     for entity in sorted(
         image.client_quotas, key=lambda e: [(t, n or "", n is None) for t, n in e]
     ):
-        for key, value in sorted(image.client_quotas[entity].items()):
+        for quota_key, quota in sorted(image.client_quotas[entity].items()):
             records.append(
                 ClientQuotaRecord(
                     entity=[
                         ClientQuotaRecord.EntityData(entity_type=t, entity_name=n)
                         for t, n in entity
                     ],
-                    key=key,
-                    value=value,
+                    key=quota_key,
+                    value=quota,
                 )
             )
     if next_producer_id > 0:

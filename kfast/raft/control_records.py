@@ -39,6 +39,8 @@ from __future__ import annotations
 
 import struct
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 from kfast._ext.varint import decode_uvarint, encode_uvarint
 from kfast.protocol.errors import CorruptRecordException
@@ -246,7 +248,11 @@ def decode_voters(value) -> VotersRecord:
 
 # What a control record of each KRaft type decodes to, and how it is encoded:
 # type -> (class, encode, decode).
-KRAFT_CONTROL_CODECS = {
+# control type -> (class, encode, decode); a heterogeneous table, so each
+# codec takes and gives Any: encode_control_record picks by the record's class.
+KRAFT_CONTROL_CODECS: dict[
+    int, tuple[type, Callable[[Any], bytes], Callable[[Any], KRaftControlRecord]]
+] = {
     LEADER_CHANGE: (LeaderChangeMessage, encode_leader_change, decode_leader_change),
     KRAFT_VERSION: (KRaftVersionRecord, encode_kraft_version, decode_kraft_version),
     KRAFT_VOTERS: (VotersRecord, encode_voters, decode_voters),
@@ -254,7 +260,11 @@ KRAFT_CONTROL_CODECS = {
 CONTROL_TYPE_OF = {cls: control_type for control_type, (cls, _, _) in KRAFT_CONTROL_CODECS.items()}
 
 
-def encode_control_record(record) -> tuple[int, bytes]:
+# The records of KRaft's own control batches (besides snapshot header/footer).
+KRaftControlRecord = LeaderChangeMessage | KRaftVersionRecord | VotersRecord
+
+
+def encode_control_record(record: KRaftControlRecord) -> tuple[int, bytes]:
     """(control type, value) of a KRaft control record object."""
     control_type = CONTROL_TYPE_OF.get(type(record))
     if control_type is None:

@@ -28,6 +28,7 @@ import re
 import struct
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, TypeVar
 
 from kfast.raft.control_records import (
     KRAFT_VERSION,
@@ -45,6 +46,9 @@ from kfast.raft.control_records import (
 from kfast.raft.log import OffsetAndEpoch
 from kfast.records import RecordBatchBuilder, iter_batches
 from kfast.storage.atomic_file import atomic_writer
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 SNAPSHOT_SUFFIX = ".checkpoint"
 PARTIAL_SUFFIX = ".part"
@@ -96,10 +100,15 @@ def header_batch(
     return builder.build()
 
 
+# The state machine's record type: the snapshot functions frame records
+# they never look into.
+R = TypeVar("R")
+
+
 def iter_snapshot_batches(
-    records: Iterable,
+    records: Iterable[R],
     epoch: int,
-    encode: Callable[[object], bytes],
+    encode: Callable[[R], bytes],
     last_contained_log_timestamp: int | None = None,
     kraft_records: tuple = (),
 ) -> Iterator[bytes]:
@@ -124,9 +133,9 @@ def iter_snapshot_batches(
 
 
 def snapshot_bytes(
-    records: Iterable,
+    records: Iterable[R],
     epoch: int,
-    encode: Callable[[object], bytes],
+    encode: Callable[[R], bytes],
     last_contained_log_timestamp: int | None = None,
     kraft_records: tuple = (),
 ) -> bytes:
@@ -166,6 +175,8 @@ def with_kraft_records(data: bytes, kraft_records: tuple) -> bytes:
     if first.records_count != 1:
         raise ValueError("the snapshot's header batch already holds more than its header")
     epoch = first.partition_leader_epoch
+    if header.value is None:
+        raise ValueError("the snapshot's SnapshotHeaderRecord has no value")
     _, last_timestamp = struct.unpack_from(">hq", bytes(header.value))
     out = bytearray(header_batch(epoch, last_timestamp, header.timestamp, kraft_records))
     position = first.size_in_bytes
@@ -186,10 +197,11 @@ def write_snapshot_file(path: str, chunks: Iterable[bytes]) -> None:
             f.write(chunk)
 
 
-def snapshot_records(data, decode: Callable[[bytes], object]) -> list | None:
+def snapshot_records(data: Buffer, decode: Callable[[bytes], R]) -> list[R] | None:
     """The data records of a snapshot file's bytes, decoded; None if the
     bytes are not a whole snapshot (bad CRC, no header first, no footer last)."""
-    records, header, footer = [], False, False
+    records: list[R] = []
+    header = footer = False
     try:
         for batch in iter_batches(data):
             if not batch.is_valid() or footer:
@@ -209,6 +221,8 @@ def snapshot_records(data, decode: Callable[[bytes], object]) -> list | None:
             if not header:
                 return None
             for record in batch:
+                if record.value is None:
+                    return None  # a data record without a value holds no state
                 records.append(decode(bytes(record.value)))
     except Exception:
         # Whatever the damage (truncated batch, undecodable record), the
@@ -217,7 +231,7 @@ def snapshot_records(data, decode: Callable[[bytes], object]) -> list | None:
     return records if footer else None
 
 
-def is_whole_snapshot(data) -> bool:
+def is_whole_snapshot(data: Buffer) -> bool:
     """Header first, footer last, every CRC right; records are not decoded."""
     return snapshot_records(data, _skip) is not None
 
@@ -226,6 +240,6 @@ def _skip(value: bytes) -> None:
     return None
 
 
-def read_snapshot_file(path: str, decode: Callable[[bytes], object]) -> list | None:
+def read_snapshot_file(path: str, decode: Callable[[bytes], R]) -> list[R] | None:
     with open(path, "rb") as f:
         return snapshot_records(f.read(), decode)

@@ -19,7 +19,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kfast.security.acl import Acl
+from kfast.security.scram import ScramCredential
 from kfast.storage.manager import METADATA_TOPIC_ID  # noqa: F401 (re-exported)
+
+# A client quota entity: its (entity type, name or None for the default)
+# pairs, sorted by type (kfast.controller.client_quota_control).
+QuotaEntity = tuple[tuple[str, str | None], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,10 +89,10 @@ class MetadataImage:
     features: Mapping[str, int] = field(default_factory=dict)  # e.g. {"metadata.version": 27}
     acls: Mapping[uuid.UUID, Acl] = field(default_factory=dict)  # ACL id -> ACL
     # (user, SCRAM mechanism type) -> ScramCredential (kfast.security.scram)
-    scram_credentials: Mapping[tuple[str, int], object] = field(default_factory=dict)
+    scram_credentials: Mapping[tuple[str, int], ScramCredential] = field(default_factory=dict)
     # Client quotas: entity ((type, name or None for the default), ... sorted
     # by type) -> {quota key: value} (kfast.controller.client_quota_control).
-    client_quotas: Mapping[tuple, Mapping[str, float]] = field(default_factory=dict)
+    client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)
@@ -108,4 +113,4 @@ class MetadataDelta:
     changed_group_configs: frozenset[str] = frozenset()
     changed_brokers: frozenset[int] = frozenset()
     changed_acls: Mapping[uuid.UUID, Acl | None] = field(default_factory=dict)  # None: removed
-    changed_client_quotas: frozenset[tuple] = frozenset()  # entities set, changed or removed
+    changed_client_quotas: frozenset[QuotaEntity] = frozenset()  # entities set, changed or removed

@@ -20,7 +20,7 @@ wire protocol writes the metadata log.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, Union
 
 from kfast._ext import protocol_codec as _codec
 from kfast.protocol import errors
@@ -315,6 +315,9 @@ AccessControlEntryRecord = _BY_TYPE[18].cls
 RemoveAccessControlEntryRecord = _BY_TYPE[19].cls
 NoOpRecord = _BY_TYPE[20].cls
 RemoveUserScramCredentialRecord = _BY_TYPE[22].cls
+
+# Any metadata record: the union of the classes (records.pyi spells it out).
+MetadataRecord = Union[tuple(_BY_CLASS)]
 
 
 def _uvarint(value: int) -> bytes:
