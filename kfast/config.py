@@ -396,6 +396,14 @@ define("socket.listen.backlog.size", I, 50, "Max pending connections on the sock
 define("connections.max.idle.ms", L, 10 * 60 * 1000, "Idle connections timeout.")
 define("max.connections", I, INT_MAX, "Max connections allowed in the broker.", at_least(0))
 define("max.connections.per.ip", I, INT_MAX, "Max connections from each ip address.", at_least(0))
+# KIP-612; also per listener as listener.name.<listener>.max.connection.creation.rate.
+define(
+    "max.connection.creation.rate",
+    I,
+    INT_MAX,
+    "The maximum connection creation rate the broker allows in any listener at any time.",
+    at_least(0),
+)
 define(
     "queued.max.requests",
     I,
@@ -1725,6 +1733,10 @@ def _check_security_support(name: str, property_name: str, value: Any) -> None:
         )
 
 
+# Per-listener limits checked as their broker-wide property.
+_LISTENER_LIMITS = frozenset({"max.connection.creation.rate"})
+
+
 def _check_listener_property(name: str, value: Any) -> None:
     """listener.name.<listener>.<property> and
     listener.name.<listener>.<mechanism>.<property>: a security property
@@ -1740,6 +1752,9 @@ def _check_listener_property(name: str, value: Any) -> None:
         rest = mechanism_rest
     elif rest == "sasl.jaas.config":
         raise ConfigException(name, "[hidden]", f"not used: {_JAAS_PER_MECHANISM}")
+    elif rest in _LISTENER_LIMITS:
+        _validate(SERVER_CONFIGS, rest, value)
+        return
     elif not rest.startswith(("ssl.", "sasl.", "connections.max.reauth.ms")):
         return  # other per-listener settings (e.g. max.connections) are not security's
     if not listener:
@@ -1832,6 +1847,13 @@ class KafkaConfig:
         merged = dict(self.originals)
         merged.update(dynamic)
         return KafkaConfig(merged, strict=False)
+
+    def listener_override(self, listener: str, name: str) -> Any:
+        """listener.name.<listener>.<name> when set (validated as ``name``),
+        else None: for settings whose listener value does not fall back to
+        the broker's (max.connection.creation.rate, a separate limit)."""
+        raw = self.originals.get(f"{LISTENER_PREFIX}{listener.lower()}.{name}")
+        return None if raw is None else _validate(SERVER_CONFIGS, name, raw)
 
     def listener_value(self, listener: str, name: str, mechanism: str | None = None) -> Any:
         """``name`` for one listener, with Kafka's precedence:

@@ -80,8 +80,16 @@ from kfast.protocol.constants import (
 #   no client-visible effect; kfast runs one event loop plus an executor, so
 #   it stores and describes them and otherwise ignores them.
 APPLIED_BROKER_CONFIGS = frozenset(
-    {"max.connections", "max.connections.per.ip", "log.cleaner.backoff.ms"}
+    {
+        "max.connections",
+        "max.connections.per.ip",
+        "max.connection.creation.rate",
+        "log.cleaner.backoff.ms",
+    }
 )
+# Listener-prefixed configs kfast applies per listener
+# (listener.name.<l>.<config>).
+APPLIED_LISTENER_CONFIGS = frozenset({"max.connection.creation.rate"})
 THREAD_POOL_CONFIGS = frozenset(
     {
         "num.io.threads",
@@ -377,12 +385,14 @@ def _check_broker_update_modes(changed, per_broker: bool) -> None:
                 "Cannot update these configs at default cluster level, broker id must be "
                 f"specified: {_scala_set(only_per_broker)}"
             )
-    # With a listener prefix only the SASL login settings (no effect either
-    # way): kfast applies its connection limits to the broker as a whole.
+    # With a listener prefix only the connection creation rate and the SASL
+    # login settings (no effect either way): kfast applies its other
+    # connection limits to the broker as a whole.
     unserved = [
         k
         for k in modes
-        if k not in DYNAMIC_BROKER_CONFIGS and listener_base_name(k) not in SASL_LOGIN_CONFIGS
+        if k not in DYNAMIC_BROKER_CONFIGS
+        and listener_base_name(k) not in SASL_LOGIN_CONFIGS | APPLIED_LISTENER_CONFIGS
     ]
     if unserved:
         raise errors.InvalidRequestException(

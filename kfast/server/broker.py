@@ -38,6 +38,7 @@ from kfast.security.listener import ListenerSecurity
 from kfast.server.alter_partition_manager import AlterPartitionManager
 from kfast.server.apis import KafkaApis
 from kfast.server.client_metrics import ClientMetricsManager
+from kfast.server.connection_rate_quota import ConnectionRateQuotas
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
@@ -235,6 +236,14 @@ class KafkaBroker:
         )
         # Client quotas (kfast.server.quota), fed by the metadata publisher.
         self.quotas = ClientQuotas(config)
+        # max.connection.creation.rate, broker-wide and per listener (dynamic).
+        self.connection_rate = ConnectionRateQuotas(
+            config["quota.window.num"],
+            config["quota.window.size.seconds"],
+            config["inter.broker.listener.name"] or self.listeners[0][0],
+            [name for name, _, _ in self.listeners],
+        )
+        self.connection_rate.configure(config)
         self.producer_id_manager: ProducerIdManager | None = None
         self.group_coordinator: GroupCoordinatorRuntime | None = None
         self.transaction_coordinator: TransactionCoordinatorRuntime | None = None
@@ -496,6 +505,7 @@ class KafkaBroker:
         server.properties with the dynamic overrides in force on this
         broker. Thread-pool sizes are accepted and ignored (one event loop)."""
         previous, self.current_config = self.current_config, current
+        self.connection_rate.configure(current)
         for server in self.socket_servers.values():
             server.max_connections = current["max.connections"]
             server.max_connections_per_ip = current["max.connections.per.ip"]
@@ -533,6 +543,7 @@ class KafkaBroker:
             # KIP-714: a client instance goes with its connection.
             server.disconnect_listeners.append(self.client_metrics.connection_closed)
             server.connection_quotas = self.quotas.connection_creation
+            server.connection_rate = self.connection_rate
             self.socket_servers[name] = server
             self.bound_ports[name] = server.port
 

@@ -52,6 +52,10 @@ periodic sweep, not a timer per connection.
 Connection limits follow Kafka: at ``max.connections`` the server stops
 accepting (clients wait in the listen backlog) until a connection closes; a
 connection beyond ``max.connections.per.ip`` is closed as soon as accepted.
+Over a ``max.connection.creation.rate`` (``connection_rate``) the
+connection just accepted waits, and nothing more is accepted, for the
+throttle time; over an IP's ``connection_creation_rate`` quota
+(``connection_quotas``) the connection is closed unserved after it.
 
 Security: ``transport_factory`` makes each connection's transport (the
 plaintext one in C, or ``kfast.server.tls_transport.TlsTransport`` for SSL
@@ -786,6 +790,13 @@ class SocketServer:
         # throttle time (Kafka's throttledSockets).
         self.connection_quotas = None
         self._throttled_sockets: dict[socket.socket, asyncio.TimerHandle] = {}
+        # The broker's max.connection.creation.rate limits (a
+        # ConnectionRateQuotas), None on servers without them. Over the
+        # rate, the connection just accepted waits here and nothing more is
+        # accepted until its throttle time has passed (Kafka's acceptor
+        # blocked in waitForConnectionSlot).
+        self.connection_rate = None
+        self._rate_wait: tuple[socket.socket, Any, asyncio.TimerHandle] | None = None
 
     @classmethod
     def from_config(
@@ -858,7 +869,7 @@ class SocketServer:
             self._set_accepting(True)
 
     def _set_accepting(self, on: bool) -> None:
-        if on and self._held:
+        if on and (self._held or self._rate_wait is not None):
             return
         if on and not self._accepting and self._listener is not None:
             self._loop.add_reader(self._listener.fileno(), self._on_acceptable)
@@ -887,41 +898,67 @@ class SocketServer:
                     self._set_accepting(False)
                     self._loop.call_later(_ACCEPT_RETRY_DELAY_S, self._resume_accepting)
                 return
-            host = peer[0]
-            quotas = self.connection_quotas
-            if quotas is not None and quotas.enabled:
-                throttle_ms = quotas.record_and_get_throttle_time_ms(host)
+            rate = self.connection_rate
+            if rate is not None and rate.enabled:
+                throttle_ms = rate.record_and_get_throttle_time_ms(self.listener_name)
                 if throttle_ms > 0:
-                    logger.debug(
-                        "Delaying closing of connection from %s for %d ms", host, throttle_ms
+                    self._set_accepting(False)
+                    self._rate_wait = (
+                        sock,
+                        peer,
+                        self._loop.call_later(throttle_ms / 1000.0, self._end_rate_wait),
                     )
-                    self._throttled_sockets[sock] = self._loop.call_later(
-                        throttle_ms / 1000.0, self._close_throttled, sock
-                    )
-                    continue
-            if self._connections_per_ip[host] >= self.max_connections_per_ip:
-                logger.info(
-                    "Rejected connection from %s, address already has the configured "
-                    "maximum of %d connections.",
-                    host,
-                    self.max_connections_per_ip,
+                    return
+            self._admit(sock, peer)
+
+    def _end_rate_wait(self) -> None:
+        """The connection creation rate is back within its limit: serve the
+        connection that waited, and accept again."""
+        if self._rate_wait is None:
+            return
+        sock, peer, _ = self._rate_wait
+        self._rate_wait = None
+        self._admit(sock, peer)
+        self._resume_accepting()
+
+    def _admit(self, sock: socket.socket, peer) -> None:
+        """An accepted connection: the per-IP rate and count, then served."""
+        host = peer[0]
+        quotas = self.connection_quotas
+        if quotas is not None and quotas.enabled:
+            throttle_ms = quotas.record_and_get_throttle_time_ms(host)
+            if throttle_ms > 0:
+                rate = self.connection_rate
+                if rate is not None:
+                    rate.unrecord(self.listener_name)
+                logger.debug("Delaying closing of connection from %s for %d ms", host, throttle_ms)
+                self._throttled_sockets[sock] = self._loop.call_later(
+                    throttle_ms / 1000.0, self._close_throttled, sock
                 )
-                sock.close()
-                continue
-            try:
-                self._configure(sock)
-                transport = self._transport_factory(sock, self.socket_request_max_bytes)
-                connection = Connection(self, sock, peer, next(self._index), transport)
-                if self._connection_setup is not None:
-                    self._connection_setup(connection)
-            except Exception:
-                logger.exception("could not set up the connection from %s", peer)
-                sock.close()
-                continue
-            self._connections[connection] = None
-            self._connections_per_ip[host] += 1
-            self._accepted += 1
-            connection._start()
+                return
+        if self._connections_per_ip[host] >= self.max_connections_per_ip:
+            logger.info(
+                "Rejected connection from %s, address already has the configured "
+                "maximum of %d connections.",
+                host,
+                self.max_connections_per_ip,
+            )
+            sock.close()
+            return
+        try:
+            self._configure(sock)
+            transport = self._transport_factory(sock, self.socket_request_max_bytes)
+            connection = Connection(self, sock, peer, next(self._index), transport)
+            if self._connection_setup is not None:
+                self._connection_setup(connection)
+        except Exception:
+            logger.exception("could not set up the connection from %s", peer)
+            sock.close()
+            return
+        self._connections[connection] = None
+        self._connections_per_ip[host] += 1
+        self._accepted += 1
+        connection._start()
 
     def _close_throttled(self, sock: socket.socket) -> None:
         self._throttled_sockets.pop(sock, None)
@@ -1036,6 +1073,11 @@ class SocketServer:
             handle.cancel()
             sock.close()
         self._throttled_sockets.clear()
+        if self._rate_wait is not None:
+            sock, _, handle = self._rate_wait
+            self._rate_wait = None
+            handle.cancel()
+            sock.close()
         for connection in list(self._connections):
             connection.close_when_drained()
         try:

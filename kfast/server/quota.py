@@ -172,7 +172,7 @@ def quota_limit(overrides: Mapping[tuple, float], tags: tuple[str, str]) -> floa
     return None
 
 
-def _java_round(value: float) -> int:
+def java_round(value: float) -> int:
     return int(math.floor(value + 0.5))
 
 
@@ -240,7 +240,7 @@ class ClientQuotaManager:
         rate = sensor.measure(now_ms)
         if rate <= limit:
             return 0
-        throttle = _java_round((rate - limit) / limit * sensor.window_size_ms(now_ms))
+        throttle = java_round((rate - limit) / limit * sensor.window_size_ms(now_ms))
         if self.max_throttle_ms is not None:
             throttle = min(throttle, self.max_throttle_ms)
         return throttle
@@ -306,7 +306,7 @@ class ControllerMutationQuota:
         self.throttle_time_ms = 0
 
     def _throttle(self, tokens: float) -> None:
-        self.throttle_time_ms = max(self.throttle_time_ms, _java_round(-tokens / self.rate * 1000))
+        self.throttle_time_ms = max(self.throttle_time_ms, java_round(-tokens / self.rate * 1000))
 
     def record(self, permits: float) -> None:
         """Take ``permits`` (partitions created or deleted); strict:
@@ -451,7 +451,7 @@ class ConnectionCreationQuotas:
         rate = sensor.measure(now_ms)
         if rate <= limit:
             return 0
-        throttle = _java_round((rate - limit) / limit * sensor.window_size_ms(now_ms))
+        throttle = java_round((rate - limit) / limit * sensor.window_size_ms(now_ms))
         sensor.record(-1.0, now_ms)  # not accepted: it does not count
         return max(min(throttle, self.window_ms), 0)
 
