@@ -1,5 +1,6 @@
-from collections.abc import Buffer
 from typing import Any, NamedTuple, overload
+
+from typing_extensions import Buffer  # collections.abc.Buffer is Python 3.12+
 
 class Column:
     """Read-only 1-D array ('q' int64, 'i' int32, 'B' bytes) with the buffer protocol."""

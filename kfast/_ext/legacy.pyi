@@ -1,5 +1,7 @@
-from collections.abc import Buffer, Iterable
+from collections.abc import Iterable
 from typing import NamedTuple
+
+from typing_extensions import Buffer  # collections.abc.Buffer is Python 3.12+
 
 NO_TIMESTAMP: int
 NO_TIMESTAMP_TYPE: int

@@ -1,6 +1,8 @@
 """Type stub of the schema-driven protocol codec (see protocol_codec.pyx)."""
 
-from typing import Any
+from typing import Any, Literal, overload
+
+from kfast.protocol.file_region import FileRegion
 
 KIND_INT8: int
 KIND_INT16: int
@@ -67,8 +69,13 @@ def decode_request_header(
     buf: Any, flexible_from: list[int | None]
 ) -> tuple[int, int, int, str | None, int]: ...
 def decode_response_header(buf: Any, flexible: bool) -> tuple[int, int]: ...
+@overload
 def encode_frame(
-    header: bytes, prog: StructProgram, body: Any, parts: bool = False
-) -> bytes | list[Any]: ...
+    header: bytes, prog: StructProgram, body: object, parts: Literal[False] = False
+) -> bytes: ...
+@overload
+def encode_frame(
+    header: bytes, prog: StructProgram, body: object, parts: Literal[True]
+) -> list[bytes | memoryview | FileRegion]: ...
 def encode(prog: StructProgram, body: Any) -> bytes: ...
 def init_message(self: Any, fields: dict) -> None: ...

@@ -1,3 +1,7 @@
+"""Type stub of the varint kernel's Python wrappers (see varint.pyx; the
+grammar is in varint.pxd). Decoders raise CorruptRecordException on truncated
+or overlong input and ValueError on an offset outside the buffer."""
+
 from typing_extensions import Buffer
 
 def decode_varint(buf: Buffer, offset: int = 0) -> tuple[int, int]:

@@ -64,18 +64,27 @@ ranges, flexible versions, listeners, header versions) in
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kfast._ext import protocol_codec as _codec
 from kfast.protocol import api_keys, errors
 from kfast.protocol.api_keys import API_KEYS, ApiKey, api_key, supported_versions
 from kfast.protocol.file_region import FileRegion
+from kfast.protocol.schema import Message
 from kfast.protocol.schema import schema as _schema
+
+if TYPE_CHECKING:
+    # The message classes' fields, generated from the grammars; at run time the
+    # classes come from __getattr__ below.
+    from kfast.protocol.message_classes import *  # noqa: F403
+    from kfast.protocol.message_classes import RequestRecords as RequestRecords
+    from kfast.protocol.message_classes import ResponseRecords as ResponseRecords
 
 __all__ = [
     "API_KEYS",
     "ApiKey",
     "FileRegion",
+    "Message",
     "RequestHeader",
     "api_key",
     "api_keys",
@@ -93,6 +102,10 @@ __all__ = [
 ]
 
 
+# What the encoders take as a body: a message object, or a plain dict of fields.
+Body = Message | dict[str, Any]
+
+
 class RequestHeader(NamedTuple):
     api_key: int
     api_version: int
@@ -107,11 +120,11 @@ _RESPONSE_HEADER = struct.Struct(">i")
 # Compiled programs by (api_key, version): one dict probe per message on the
 # hot path. Responses also cache whether their header carries tagged fields
 # (header v1).
-_REQUEST_PROGRAMS: dict = {}
-_RESPONSE_PROGRAMS: dict = {}
+_REQUEST_PROGRAMS: dict[tuple[int, int], _codec.StructProgram] = {}
+_RESPONSE_PROGRAMS: dict[tuple[int, int], tuple[_codec.StructProgram, bool]] = {}
 
 
-def _request_program(key: int, version: int):
+def _request_program(key: int, version: int) -> _codec.StructProgram:
     program = _REQUEST_PROGRAMS.get((key, version))
     if program is None:
         program = _schema(key).request.program(version)
@@ -119,7 +132,7 @@ def _request_program(key: int, version: int):
     return program
 
 
-def _response_program(key: int, version: int):
+def _response_program(key: int, version: int) -> tuple[_codec.StructProgram, bool]:
     found = _RESPONSE_PROGRAMS.get((key, version))
     if found is None:
         program = _schema(key).response.program(version)
@@ -128,21 +141,21 @@ def _response_program(key: int, version: int):
     return found
 
 
-def request_class(key: int | str) -> type:
+def request_class(key: int | str) -> type[Message]:
     """The request message class of an API (by key or name)."""
     return _schema(key).request.cls
 
 
-def response_class(key: int | str) -> type:
+def response_class(key: int | str) -> type[Message]:
     """The response message class of an API (by key or name)."""
     return _schema(key).response.cls
 
 
-def decode_request_header(buf) -> RequestHeader:
+def decode_request_header(buf: bytes | bytearray | memoryview) -> RequestHeader:
     return RequestHeader(*_codec.decode_request_header(buf, api_keys.FLEXIBLE_FROM))
 
 
-def decode_request_body(header: RequestHeader, buf):
+def decode_request_body(header: RequestHeader, buf: bytes | bytearray | memoryview) -> Message:
     try:
         program = _request_program(header.api_key, header.api_version)
     except errors.UnsupportedVersionException as exc:
@@ -151,13 +164,13 @@ def decode_request_body(header: RequestHeader, buf):
     return _codec.decode(program, buf, header.header_length)[0]
 
 
-def decode_request(buf) -> tuple[RequestHeader, object]:
+def decode_request(buf: bytes | bytearray | memoryview) -> tuple[RequestHeader, Message]:
     header = decode_request_header(buf)
     return header, decode_request_body(header, buf)
 
 
 def encode_request(
-    key: int, version: int, correlation_id: int, client_id: str | None, body
+    key: int, version: int, correlation_id: int, client_id: str | None, body: Body
 ) -> bytes:
     program = _request_program(key, version)
     if client_id is None:
@@ -175,24 +188,28 @@ def _response_header(correlation_id: int, tagged: bool) -> bytes:
     return header + b"\x00" if tagged else header
 
 
-def encode_response(key: int, version: int, correlation_id: int, body) -> bytes:
+def encode_response(key: int, version: int, correlation_id: int, body: Body) -> bytes:
     program, tagged = _response_program(key, version)
     return _codec.encode_frame(_response_header(correlation_id, tagged), program, body)
 
 
-def encode_response_parts(key: int, version: int, correlation_id: int, body) -> list:
+def encode_response_parts(
+    key: int, version: int, correlation_id: int, body: Body
+) -> list[bytes | memoryview | FileRegion]:
     program, tagged = _response_program(key, version)
     return _codec.encode_frame(_response_header(correlation_id, tagged), program, body, True)
 
 
-def decode_response(key: int, version: int, buf) -> tuple[int, object]:
+def decode_response(
+    key: int, version: int, buf: bytes | bytearray | memoryview
+) -> tuple[int, Message]:
     program, tagged = _response_program(key, version)
     correlation_id, offset = _codec.decode_response_header(buf, tagged)
     body, _ = _codec.decode(program, buf, offset)
     return correlation_id, body
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> type[Message]:
     # ProduceRequest, MetadataResponse, ...: built on first access.
     for suffix, attr in (("Request", "request"), ("Response", "response")):
         if name.endswith(suffix) and name[: -len(suffix)] in api_keys.BY_NAME:

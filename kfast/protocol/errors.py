@@ -1,11 +1,11 @@
 """Kafka error codes, defined once.
 
-Each error is one row: wire code, Kafka's constant name (as in
-``org.apache.kafka.common.protocol.Errors``), the name of Kafka's exception
-class, whether a client may retry, and Kafka's default message. For every row
-an exception class of that name exists in this module, so Python code raises
-and catches the same names a Kafka engineer knows, and the broker turns any of
-them into its wire code with ``exc.code``.
+Each error is one class statement named as Kafka's exception class, carrying
+its wire code, Kafka's constant name (as in
+``org.apache.kafka.common.protocol.Errors``), whether a client may retry, and
+Kafka's default message. Python code raises and catches the same names a Kafka
+engineer knows (and type checkers see them), and the broker turns any of them
+into its wire code with ``exc.code``.
 
     >>> from kfast.protocol import errors
     >>> errors.CorruptRecordException.code
@@ -16,7 +16,10 @@ them into its wire code with ``exc.code``.
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
+
+if TYPE_CHECKING:
+    from kfast.protocol import RequestHeader
 
 
 class ErrorCode(NamedTuple):
@@ -27,13 +30,37 @@ class ErrorCode(NamedTuple):
     message: str
 
 
+_BY_CODE: dict[int, type[KafkaError]] = {}
+ERRORS: dict[int, ErrorCode] = {}
+
+
 class KafkaError(Exception):
-    """Base of every Kafka error; subclasses carry their wire code."""
+    """Base of every Kafka error; subclasses carry their wire code.
+
+    A class statement naming a ``code`` defines that code (the table below);
+    a subclass without one is a finer-grained name for its parent's code
+    (MalformedRequestException is INVALID_REQUEST)."""
 
     code: int = -1
     name: str = "UNKNOWN_SERVER_ERROR"
     retriable: bool = False
     default_message: str = ""
+
+    def __init_subclass__(
+        cls,
+        *,
+        code: int | None = None,
+        name: str = "",
+        retriable: bool = False,
+        message: str = "",
+    ) -> None:
+        super().__init_subclass__()
+        if code is None:
+            return
+        cls.code, cls.name, cls.retriable, cls.default_message = code, name, retriable, message
+        cls.__doc__ = f"Kafka error {code} {name}: {message}"
+        ERRORS[code] = ErrorCode(code, name, cls.__name__, retriable, message)
+        _BY_CODE[code] = cls
 
     def __init__(self, message: str | None = None):
         super().__init__(message or self.default_message)
@@ -43,951 +70,1366 @@ class KafkaError(Exception):
         return str(self)
 
 
-# (code, NAME, ExceptionClass, retriable, default message): every code of
-# org.apache.kafka.common.protocol.Errors as of Kafka 4.2 (-1 and 0..133).
+# Every code of org.apache.kafka.common.protocol.Errors as of Kafka 4.2 (-1 and
+# 0..133), one class each: Kafka's exception class name, its wire code and
+# constant name, whether a client may retry, and Kafka's default message.
 # `retriable` is true exactly when Kafka's exception class extends
 # RetriableException. Messages are Kafka's, because clients log them verbatim.
-_TABLE = [
-    (
-        -1,
-        "UNKNOWN_SERVER_ERROR",
-        "UnknownServerException",
-        False,
-        "The server experienced an unexpected error when processing the request.",
-    ),
-    (0, "NONE", "NoError", False, ""),
-    (
-        1,
-        "OFFSET_OUT_OF_RANGE",
-        "OffsetOutOfRangeException",
-        False,
-        "The requested offset is not within the range of offsets maintained by the server.",
-    ),
-    (
-        2,
-        "CORRUPT_MESSAGE",
-        "CorruptRecordException",
-        True,
-        "This message has failed its CRC checksum, exceeds the valid size, has a null key for a compacted topic, or is otherwise corrupt.",
-    ),
-    (
-        3,
-        "UNKNOWN_TOPIC_OR_PARTITION",
-        "UnknownTopicOrPartitionException",
-        True,
-        "This server does not host this topic-partition.",
-    ),
-    (
-        4,
-        "INVALID_FETCH_SIZE",
-        "InvalidFetchSizeException",
-        False,
-        "The requested fetch size is invalid.",
-    ),
-    (
-        5,
-        "LEADER_NOT_AVAILABLE",
-        "LeaderNotAvailableException",
-        True,
-        "There is no leader for this topic-partition as we are in the middle of a leadership election.",
-    ),
-    (
-        6,
-        "NOT_LEADER_OR_FOLLOWER",
-        "NotLeaderOrFollowerException",
-        True,
-        "For requests intended only for the leader, this error indicates that the broker is not the current leader. For requests intended for any replica, this error indicates that the broker is not a replica of the topic partition.",
-    ),
-    (7, "REQUEST_TIMED_OUT", "TimeoutException", True, "The request timed out."),
-    (
-        8,
-        "BROKER_NOT_AVAILABLE",
-        "BrokerNotAvailableException",
-        False,
-        "The broker is not available.",
-    ),
-    (
-        9,
-        "REPLICA_NOT_AVAILABLE",
-        "ReplicaNotAvailableException",
-        True,
-        "The replica is not available for the requested topic-partition. Produce/Fetch requests and other requests intended only for the leader or follower return NOT_LEADER_OR_FOLLOWER if the broker is not a replica of the topic-partition.",
-    ),
-    (
-        10,
-        "MESSAGE_TOO_LARGE",
-        "RecordTooLargeException",
-        False,
-        "The request included a message larger than the max message size the server will accept.",
-    ),
-    (
-        11,
-        "STALE_CONTROLLER_EPOCH",
-        "ControllerMovedException",
-        False,
-        "The controller moved to another broker.",
-    ),
-    (
-        12,
-        "OFFSET_METADATA_TOO_LARGE",
-        "OffsetMetadataTooLarge",
-        False,
-        "The metadata field of the offset request was too large.",
-    ),
-    (
-        13,
-        "NETWORK_EXCEPTION",
-        "NetworkException",
-        True,
-        "The server disconnected before a response was received.",
-    ),
-    (
-        14,
-        "COORDINATOR_LOAD_IN_PROGRESS",
-        "CoordinatorLoadInProgressException",
-        True,
-        "The coordinator is loading and hence can't process requests.",
-    ),
-    (
-        15,
-        "COORDINATOR_NOT_AVAILABLE",
-        "CoordinatorNotAvailableException",
-        True,
-        "The coordinator is not available.",
-    ),
-    (
-        16,
-        "NOT_COORDINATOR",
-        "NotCoordinatorException",
-        True,
-        "This is not the correct coordinator.",
-    ),
-    (
-        17,
-        "INVALID_TOPIC_EXCEPTION",
-        "InvalidTopicException",
-        False,
-        "The request attempted to perform an operation on an invalid topic.",
-    ),
-    (
-        18,
-        "RECORD_LIST_TOO_LARGE",
-        "RecordBatchTooLargeException",
-        False,
-        "The request included message batch larger than the configured segment size on the server.",
-    ),
-    (
-        19,
-        "NOT_ENOUGH_REPLICAS",
-        "NotEnoughReplicasException",
-        True,
-        "Messages are rejected since there are fewer in-sync replicas than required.",
-    ),
-    (
-        20,
-        "NOT_ENOUGH_REPLICAS_AFTER_APPEND",
-        "NotEnoughReplicasAfterAppendException",
-        True,
-        "Messages are written to the log, but to fewer in-sync replicas than required.",
-    ),
-    (
-        21,
-        "INVALID_REQUIRED_ACKS",
-        "InvalidRequiredAcksException",
-        False,
-        "Produce request specified an invalid value for required acks.",
-    ),
-    (
-        22,
-        "ILLEGAL_GENERATION",
-        "IllegalGenerationException",
-        False,
-        "Specified group generation id is not valid.",
-    ),
-    (
-        23,
-        "INCONSISTENT_GROUP_PROTOCOL",
-        "InconsistentGroupProtocolException",
-        False,
-        "The group member's supported protocols are incompatible with those of existing members or first group member tried to join with empty protocol type or empty protocol list.",
-    ),
-    (
-        24,
-        "INVALID_GROUP_ID",
-        "InvalidGroupIdException",
-        False,
-        "The configured groupId is invalid.",
-    ),
-    (
-        25,
-        "UNKNOWN_MEMBER_ID",
-        "UnknownMemberIdException",
-        False,
-        "The coordinator is not aware of this member.",
-    ),
-    (
-        26,
-        "INVALID_SESSION_TIMEOUT",
-        "InvalidSessionTimeoutException",
-        False,
-        "The session timeout is not within the range allowed by the broker (as configured by group.min.session.timeout.ms and group.max.session.timeout.ms).",
-    ),
-    (
-        27,
-        "REBALANCE_IN_PROGRESS",
-        "RebalanceInProgressException",
-        False,
-        "The group is rebalancing, so a rejoin is needed.",
-    ),
-    (
-        28,
-        "INVALID_COMMIT_OFFSET_SIZE",
-        "InvalidCommitOffsetSizeException",
-        False,
-        "The committing offset data size is not valid.",
-    ),
-    (
-        29,
-        "TOPIC_AUTHORIZATION_FAILED",
-        "TopicAuthorizationException",
-        False,
-        "Topic authorization failed.",
-    ),
-    (
-        30,
-        "GROUP_AUTHORIZATION_FAILED",
-        "GroupAuthorizationException",
-        False,
-        "Group authorization failed.",
-    ),
-    (
-        31,
-        "CLUSTER_AUTHORIZATION_FAILED",
-        "ClusterAuthorizationException",
-        False,
-        "Cluster authorization failed.",
-    ),
-    (
-        32,
-        "INVALID_TIMESTAMP",
-        "InvalidTimestampException",
-        False,
-        "The timestamp of the message is out of acceptable range.",
-    ),
-    (
-        33,
-        "UNSUPPORTED_SASL_MECHANISM",
-        "UnsupportedSaslMechanismException",
-        False,
-        "The broker does not support the requested SASL mechanism.",
-    ),
-    (
-        34,
-        "ILLEGAL_SASL_STATE",
-        "IllegalSaslStateException",
-        False,
-        "Request is not valid given the current SASL state.",
-    ),
-    (
-        35,
-        "UNSUPPORTED_VERSION",
-        "UnsupportedVersionException",
-        False,
-        "The version of API is not supported.",
-    ),
-    (
-        36,
-        "TOPIC_ALREADY_EXISTS",
-        "TopicExistsException",
-        False,
-        "Topic with this name already exists.",
-    ),
-    (
-        37,
-        "INVALID_PARTITIONS",
-        "InvalidPartitionsException",
-        False,
-        "Number of partitions is below 1.",
-    ),
-    (
-        38,
-        "INVALID_REPLICATION_FACTOR",
-        "InvalidReplicationFactorException",
-        False,
-        "Replication factor is below 1 or larger than the number of available brokers.",
-    ),
-    (
-        39,
-        "INVALID_REPLICA_ASSIGNMENT",
-        "InvalidReplicaAssignmentException",
-        False,
-        "Replica assignment is invalid.",
-    ),
-    (40, "INVALID_CONFIG", "InvalidConfigurationException", False, "Configuration is invalid."),
-    (
-        41,
-        "NOT_CONTROLLER",
-        "NotControllerException",
-        True,
-        "This is not the correct controller for this cluster.",
-    ),
-    (
-        42,
-        "INVALID_REQUEST",
-        "InvalidRequestException",
-        False,
-        "This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
-    ),
-    (
-        43,
-        "UNSUPPORTED_FOR_MESSAGE_FORMAT",
-        "UnsupportedForMessageFormatException",
-        False,
-        "The message format version on the broker does not support the request.",
-    ),
-    (
-        44,
-        "POLICY_VIOLATION",
-        "PolicyViolationException",
-        False,
-        "Request parameters do not satisfy the configured policy.",
-    ),
-    (
-        45,
-        "OUT_OF_ORDER_SEQUENCE_NUMBER",
-        "OutOfOrderSequenceException",
-        False,
-        "The broker received an out of order sequence number.",
-    ),
-    (
-        46,
-        "DUPLICATE_SEQUENCE_NUMBER",
-        "DuplicateSequenceException",
-        False,
-        "The broker received a duplicate sequence number.",
-    ),
-    (
-        47,
-        "INVALID_PRODUCER_EPOCH",
-        "InvalidProducerEpochException",
-        False,
-        "Producer attempted to produce with an old epoch.",
-    ),
-    (
-        48,
-        "INVALID_TXN_STATE",
-        "InvalidTxnStateException",
-        False,
-        "The producer attempted a transactional operation in an invalid state.",
-    ),
-    (
-        49,
-        "INVALID_PRODUCER_ID_MAPPING",
-        "InvalidPidMappingException",
-        False,
-        "The producer attempted to use a producer id which is not currently assigned to its transactional id.",
-    ),
-    (
-        50,
-        "INVALID_TRANSACTION_TIMEOUT",
-        "InvalidTxnTimeoutException",
-        False,
-        "The transaction timeout is larger than the maximum value allowed by the broker (as configured by transaction.max.timeout.ms).",
-    ),
-    (
-        51,
-        "CONCURRENT_TRANSACTIONS",
-        "ConcurrentTransactionsException",
-        True,
-        "The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing.",
-    ),
-    (
-        52,
-        "TRANSACTION_COORDINATOR_FENCED",
-        "TransactionCoordinatorFencedException",
-        False,
-        "Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the current coordinator for a given producer.",
-    ),
-    (
-        53,
-        "TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
-        "TransactionalIdAuthorizationException",
-        False,
-        "Transactional Id authorization failed.",
-    ),
-    (
-        54,
-        "SECURITY_DISABLED",
-        "SecurityDisabledException",
-        False,
-        "Security features are disabled.",
-    ),
-    (
-        55,
-        "OPERATION_NOT_ATTEMPTED",
-        "OperationNotAttemptedException",
-        False,
-        "The broker did not attempt to execute this operation. This may happen for batched RPCs where some operations in the batch failed, causing the broker to respond without trying the rest.",
-    ),
-    (
-        56,
-        "KAFKA_STORAGE_ERROR",
-        "KafkaStorageException",
-        True,
-        "Disk error when trying to access log file on the disk.",
-    ),
-    (
-        57,
-        "LOG_DIR_NOT_FOUND",
-        "LogDirNotFoundException",
-        False,
-        "The user-specified log directory is not found in the broker config.",
-    ),
-    (
-        58,
-        "SASL_AUTHENTICATION_FAILED",
-        "SaslAuthenticationException",
-        False,
-        "SASL Authentication failed.",
-    ),
-    (
-        59,
-        "UNKNOWN_PRODUCER_ID",
-        "UnknownProducerIdException",
-        False,
-        "This exception is raised by the broker if it could not locate the producer metadata associated with the producerId in question. This could happen if, for instance, the producer's records were deleted because their retention time had elapsed. Once the last records of the producerId are removed, the producer's metadata is removed from the broker, and future appends by the producer will return this exception.",
-    ),
-    (
-        60,
-        "REASSIGNMENT_IN_PROGRESS",
-        "ReassignmentInProgressException",
-        False,
-        "A partition reassignment is in progress.",
-    ),
-    (
-        61,
-        "DELEGATION_TOKEN_AUTH_DISABLED",
-        "DelegationTokenDisabledException",
-        False,
-        "Delegation Token feature is not enabled.",
-    ),
-    (
-        62,
-        "DELEGATION_TOKEN_NOT_FOUND",
-        "DelegationTokenNotFoundException",
-        False,
-        "Delegation Token is not found on server.",
-    ),
-    (
-        63,
-        "DELEGATION_TOKEN_OWNER_MISMATCH",
-        "DelegationTokenOwnerMismatchException",
-        False,
-        "Specified Principal is not valid Owner/Renewer.",
-    ),
-    (
-        64,
-        "DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
-        "UnsupportedByAuthenticationException",
-        False,
-        "Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on delegation token authenticated channels.",
-    ),
-    (
-        65,
-        "DELEGATION_TOKEN_AUTHORIZATION_FAILED",
-        "DelegationTokenAuthorizationException",
-        False,
-        "Delegation Token authorization failed.",
-    ),
-    (
-        66,
-        "DELEGATION_TOKEN_EXPIRED",
-        "DelegationTokenExpiredException",
-        False,
-        "Delegation Token is expired.",
-    ),
-    (
-        67,
-        "INVALID_PRINCIPAL_TYPE",
-        "InvalidPrincipalTypeException",
-        False,
-        "Supplied principalType is not supported.",
-    ),
-    (68, "NON_EMPTY_GROUP", "GroupNotEmptyException", False, "The group is not empty."),
-    (69, "GROUP_ID_NOT_FOUND", "GroupIdNotFoundException", False, "The group id does not exist."),
-    (
-        70,
-        "FETCH_SESSION_ID_NOT_FOUND",
-        "FetchSessionIdNotFoundException",
-        True,
-        "The fetch session ID was not found.",
-    ),
-    (
-        71,
-        "INVALID_FETCH_SESSION_EPOCH",
-        "InvalidFetchSessionEpochException",
-        True,
-        "The fetch session epoch is invalid.",
-    ),
-    (
-        72,
-        "LISTENER_NOT_FOUND",
-        "ListenerNotFoundException",
-        True,
-        "There is no listener on the leader broker that matches the listener on which metadata request was processed.",
-    ),
-    (
-        73,
-        "TOPIC_DELETION_DISABLED",
-        "TopicDeletionDisabledException",
-        False,
-        "Topic deletion is disabled.",
-    ),
-    (
-        74,
-        "FENCED_LEADER_EPOCH",
-        "FencedLeaderEpochException",
-        True,
-        "The leader epoch in the request is older than the epoch on the broker.",
-    ),
-    (
-        75,
-        "UNKNOWN_LEADER_EPOCH",
-        "UnknownLeaderEpochException",
-        True,
-        "The leader epoch in the request is newer than the epoch on the broker.",
-    ),
-    (
-        76,
-        "UNSUPPORTED_COMPRESSION_TYPE",
-        "UnsupportedCompressionTypeException",
-        False,
-        "The requesting client does not support the compression type of given partition.",
-    ),
-    (77, "STALE_BROKER_EPOCH", "StaleBrokerEpochException", False, "Broker epoch has changed."),
-    (
-        78,
-        "OFFSET_NOT_AVAILABLE",
-        "OffsetNotAvailableException",
-        True,
-        "The leader high watermark has not caught up from a recent leader election so the offsets cannot be guaranteed to be monotonically increasing.",
-    ),
-    (
-        79,
-        "MEMBER_ID_REQUIRED",
-        "MemberIdRequiredException",
-        False,
-        "The group member needs to have a valid member id before actually entering a consumer group.",
-    ),
-    (
-        80,
-        "PREFERRED_LEADER_NOT_AVAILABLE",
-        "PreferredLeaderNotAvailableException",
-        True,
-        "The preferred leader was not available.",
-    ),
-    (
-        81,
-        "GROUP_MAX_SIZE_REACHED",
-        "GroupMaxSizeReachedException",
-        False,
-        "The consumer group has reached its max size.",
-    ),
-    (
-        82,
-        "FENCED_INSTANCE_ID",
-        "FencedInstanceIdException",
-        False,
-        "The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id.",
-    ),
-    (
-        83,
-        "ELIGIBLE_LEADERS_NOT_AVAILABLE",
-        "EligibleLeadersNotAvailableException",
-        True,
-        "Eligible topic partition leaders are not available.",
-    ),
-    (
-        84,
-        "ELECTION_NOT_NEEDED",
-        "ElectionNotNeededException",
-        True,
-        "Leader election not needed for topic partition.",
-    ),
-    (
-        85,
-        "NO_REASSIGNMENT_IN_PROGRESS",
-        "NoReassignmentInProgressException",
-        False,
-        "No partition reassignment is in progress.",
-    ),
-    (
-        86,
-        "GROUP_SUBSCRIBED_TO_TOPIC",
-        "GroupSubscribedToTopicException",
-        False,
-        "Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it.",
-    ),
-    (
-        87,
-        "INVALID_RECORD",
-        "InvalidRecordException",
-        False,
-        "This record has failed the validation on broker and hence will be rejected.",
-    ),
-    (
-        88,
-        "UNSTABLE_OFFSET_COMMIT",
-        "UnstableOffsetCommitException",
-        True,
-        "There are unstable offsets that need to be cleared.",
-    ),
-    (
-        89,
-        "THROTTLING_QUOTA_EXCEEDED",
-        "ThrottlingQuotaExceededException",
-        True,
-        "The throttling quota has been exceeded.",
-    ),
-    (
-        90,
-        "PRODUCER_FENCED",
-        "ProducerFencedException",
-        False,
-        "There is a newer producer with the same transactionalId which fences the current one.",
-    ),
-    (
-        91,
-        "RESOURCE_NOT_FOUND",
-        "ResourceNotFoundException",
-        False,
-        "A request illegally referred to a resource that does not exist.",
-    ),
-    (
-        92,
-        "DUPLICATE_RESOURCE",
-        "DuplicateResourceException",
-        False,
-        "A request illegally referred to the same resource twice.",
-    ),
-    (
-        93,
-        "UNACCEPTABLE_CREDENTIAL",
-        "UnacceptableCredentialException",
-        False,
-        "Requested credential would not meet criteria for acceptability.",
-    ),
-    (
-        94,
-        "INCONSISTENT_VOTER_SET",
-        "InconsistentVoterSetException",
-        False,
-        "Indicates that the either the sender or recipient of a voter-only request is not one of the expected voters.",
-    ),
-    (
-        95,
-        "INVALID_UPDATE_VERSION",
-        "InvalidUpdateVersionException",
-        False,
-        "The given update version was invalid.",
-    ),
-    (
-        96,
-        "FEATURE_UPDATE_FAILED",
-        "FeatureUpdateFailedException",
-        False,
-        "Unable to update finalized features due to an unexpected server error.",
-    ),
-    (
-        97,
-        "PRINCIPAL_DESERIALIZATION_FAILURE",
-        "PrincipalDeserializationException",
-        False,
-        "Request principal deserialization failed during forwarding. This indicates an internal error on the broker cluster security setup.",
-    ),
-    (
-        98,
-        "SNAPSHOT_NOT_FOUND",
-        "SnapshotNotFoundException",
-        False,
-        "Requested snapshot was not found.",
-    ),
-    (
-        99,
-        "POSITION_OUT_OF_RANGE",
-        "PositionOutOfRangeException",
-        False,
-        "Requested position is not greater than or equal to zero, and less than the size of the snapshot.",
-    ),
-    (
-        100,
-        "UNKNOWN_TOPIC_ID",
-        "UnknownTopicIdException",
-        True,
-        "This server does not host this topic ID.",
-    ),
-    (
-        101,
-        "DUPLICATE_BROKER_REGISTRATION",
-        "DuplicateBrokerRegistrationException",
-        False,
-        "This broker ID is already in use.",
-    ),
-    (
-        102,
-        "BROKER_ID_NOT_REGISTERED",
-        "BrokerIdNotRegisteredException",
-        False,
-        "The given broker ID was not registered.",
-    ),
-    (
-        103,
-        "INCONSISTENT_TOPIC_ID",
-        "InconsistentTopicIdException",
-        True,
-        "The log's topic ID did not match the topic ID in the request.",
-    ),
-    (
-        104,
-        "INCONSISTENT_CLUSTER_ID",
-        "InconsistentClusterIdException",
-        False,
-        "The clusterId in the request does not match that found on the server.",
-    ),
-    (
-        105,
-        "TRANSACTIONAL_ID_NOT_FOUND",
-        "TransactionalIdNotFoundException",
-        False,
-        "The transactionalId could not be found.",
-    ),
-    (
-        106,
-        "FETCH_SESSION_TOPIC_ID_ERROR",
-        "FetchSessionTopicIdException",
-        True,
-        "The fetch session encountered inconsistent topic ID usage.",
-    ),
-    (
-        107,
-        "INELIGIBLE_REPLICA",
-        "IneligibleReplicaException",
-        False,
-        "The new ISR contains at least one ineligible replica.",
-    ),
-    (
-        108,
-        "NEW_LEADER_ELECTED",
-        "NewLeaderElectedException",
-        False,
-        "The AlterPartition request successfully updated the partition state but the leader has changed.",
-    ),
-    (
-        109,
-        "OFFSET_MOVED_TO_TIERED_STORAGE",
-        "OffsetMovedToTieredStorageException",
-        False,
-        "The requested offset is moved to tiered storage.",
-    ),
-    (
-        110,
-        "FENCED_MEMBER_EPOCH",
-        "FencedMemberEpochException",
-        False,
-        "The member epoch is fenced by the group coordinator. The member must abandon all its partitions and rejoin.",
-    ),
-    (
-        111,
-        "UNRELEASED_INSTANCE_ID",
-        "UnreleasedInstanceIdException",
-        False,
-        "The instance ID is still used by another member in the consumer group. That member must leave first.",
-    ),
-    (
-        112,
-        "UNSUPPORTED_ASSIGNOR",
-        "UnsupportedAssignorException",
-        False,
-        "The assignor or its version range is not supported by the consumer group.",
-    ),
-    (
-        113,
-        "STALE_MEMBER_EPOCH",
-        "StaleMemberEpochException",
-        False,
-        "The member epoch is stale. The member must retry after receiving its updated member epoch via the ConsumerGroupHeartbeat API.",
-    ),
-    (
-        114,
-        "MISMATCHED_ENDPOINT_TYPE",
-        "MismatchedEndpointTypeException",
-        False,
-        "The request was sent to an endpoint of the wrong type.",
-    ),
-    (
-        115,
-        "UNSUPPORTED_ENDPOINT_TYPE",
-        "UnsupportedEndpointTypeException",
-        False,
-        "This endpoint type is not supported yet.",
-    ),
-    (
-        116,
-        "UNKNOWN_CONTROLLER_ID",
-        "UnknownControllerIdException",
-        False,
-        "This controller ID is not known.",
-    ),
-    (
-        117,
-        "UNKNOWN_SUBSCRIPTION_ID",
-        "UnknownSubscriptionIdException",
-        False,
-        "Client sent a push telemetry request with an invalid or outdated subscription ID.",
-    ),
-    (
-        118,
-        "TELEMETRY_TOO_LARGE",
-        "TelemetryTooLargeException",
-        False,
-        "Client sent a push telemetry request larger than the maximum size the broker will accept.",
-    ),
-    (
-        119,
-        "INVALID_REGISTRATION",
-        "InvalidRegistrationException",
-        False,
-        "The controller has considered the broker registration to be invalid.",
-    ),
-    (
-        120,
-        "TRANSACTION_ABORTABLE",
-        "TransactionAbortableException",
-        False,
-        "The server encountered an error with the transaction. The client can abort the transaction to continue using this transactional ID.",
-    ),
-    (
-        121,
-        "INVALID_RECORD_STATE",
-        "InvalidRecordStateException",
-        False,
-        "The record state is invalid. The acknowledgement of delivery could not be completed.",
-    ),
-    (
-        122,
-        "SHARE_SESSION_NOT_FOUND",
-        "ShareSessionNotFoundException",
-        True,
-        "The share session was not found.",
-    ),
-    (
-        123,
-        "INVALID_SHARE_SESSION_EPOCH",
-        "InvalidShareSessionEpochException",
-        True,
-        "The share session epoch is invalid.",
-    ),
-    (
-        124,
-        "FENCED_STATE_EPOCH",
-        "FencedStateEpochException",
-        False,
-        "The share coordinator rejected the request because the share-group state epoch did not match.",
-    ),
-    (
-        125,
-        "INVALID_VOTER_KEY",
-        "InvalidVoterKeyException",
-        False,
-        "The voter key doesn't match the receiving replica's key.",
-    ),
-    (
-        126,
-        "DUPLICATE_VOTER",
-        "DuplicateVoterException",
-        False,
-        "The voter is already part of the set of voters.",
-    ),
-    (
-        127,
-        "VOTER_NOT_FOUND",
-        "VoterNotFoundException",
-        False,
-        "The voter is not part of the set of voters.",
-    ),
-    (
-        128,
-        "INVALID_REGULAR_EXPRESSION",
-        "InvalidRegularExpression",
-        False,
-        "The regular expression is not valid.",
-    ),
-    (
-        129,
-        "REBOOTSTRAP_REQUIRED",
-        "RebootstrapRequiredException",
-        False,
-        "Client metadata is stale. The client should rebootstrap to obtain new metadata.",
-    ),
-    (
-        130,
-        "STREAMS_INVALID_TOPOLOGY",
-        "StreamsInvalidTopologyException",
-        False,
-        "The supplied topology is invalid.",
-    ),
-    (
-        131,
-        "STREAMS_INVALID_TOPOLOGY_EPOCH",
-        "StreamsInvalidTopologyEpochException",
-        False,
-        "The supplied topology epoch is invalid.",
-    ),
-    (
-        132,
-        "STREAMS_TOPOLOGY_FENCED",
-        "StreamsTopologyFencedException",
-        False,
-        "The supplied topology epoch is outdated.",
-    ),
-    (
-        133,
-        "SHARE_SESSION_LIMIT_REACHED",
-        "ShareSessionLimitReachedException",
-        True,
-        "The limit of share sessions has been reached.",
-    ),
-]
-
-_BY_CODE: dict[int, type[KafkaError]] = {}
-ERRORS: dict[int, ErrorCode] = {}
 
 
-def _define(row: tuple) -> None:
-    info = ErrorCode(*row)
-    ERRORS[info.code] = info
-    cls = type(
-        info.exception_name,
-        (KafkaError,),
-        {
-            "code": info.code,
-            "name": info.name,
-            "retriable": info.retriable,
-            "default_message": info.message,
-            "__doc__": f"Kafka error {info.code} {info.name}: {info.message}",
-            "__module__": __name__,
-        },
-    )
-    globals()[info.exception_name] = cls
-    _BY_CODE[info.code] = cls
+class UnknownServerException(
+    KafkaError,
+    code=-1,
+    name="UNKNOWN_SERVER_ERROR",
+    retriable=False,
+    message="The server experienced an unexpected error when processing the request.",
+):
+    pass
 
 
-for _row in _TABLE:
-    _define(_row)
-del _row
+class NoError(
+    KafkaError,
+    code=0,
+    name="NONE",
+    retriable=False,
+    message="",
+):
+    pass
 
 
-class MalformedRequestException(InvalidRequestException):  # noqa: F821 (defined by the table)
+class OffsetOutOfRangeException(
+    KafkaError,
+    code=1,
+    name="OFFSET_OUT_OF_RANGE",
+    retriable=False,
+    message="The requested offset is not within the range of offsets maintained by the server.",
+):
+    pass
+
+
+class CorruptRecordException(
+    KafkaError,
+    code=2,
+    name="CORRUPT_MESSAGE",
+    retriable=True,
+    message="This message has failed its CRC checksum, exceeds the valid size, has a null key for a compacted topic, or is otherwise corrupt.",
+):
+    pass
+
+
+class UnknownTopicOrPartitionException(
+    KafkaError,
+    code=3,
+    name="UNKNOWN_TOPIC_OR_PARTITION",
+    retriable=True,
+    message="This server does not host this topic-partition.",
+):
+    pass
+
+
+class InvalidFetchSizeException(
+    KafkaError,
+    code=4,
+    name="INVALID_FETCH_SIZE",
+    retriable=False,
+    message="The requested fetch size is invalid.",
+):
+    pass
+
+
+class LeaderNotAvailableException(
+    KafkaError,
+    code=5,
+    name="LEADER_NOT_AVAILABLE",
+    retriable=True,
+    message="There is no leader for this topic-partition as we are in the middle of a leadership election.",
+):
+    pass
+
+
+class NotLeaderOrFollowerException(
+    KafkaError,
+    code=6,
+    name="NOT_LEADER_OR_FOLLOWER",
+    retriable=True,
+    message="For requests intended only for the leader, this error indicates that the broker is not the current leader. For requests intended for any replica, this error indicates that the broker is not a replica of the topic partition.",
+):
+    pass
+
+
+class TimeoutException(
+    KafkaError,
+    code=7,
+    name="REQUEST_TIMED_OUT",
+    retriable=True,
+    message="The request timed out.",
+):
+    pass
+
+
+class BrokerNotAvailableException(
+    KafkaError,
+    code=8,
+    name="BROKER_NOT_AVAILABLE",
+    retriable=False,
+    message="The broker is not available.",
+):
+    pass
+
+
+class ReplicaNotAvailableException(
+    KafkaError,
+    code=9,
+    name="REPLICA_NOT_AVAILABLE",
+    retriable=True,
+    message="The replica is not available for the requested topic-partition. Produce/Fetch requests and other requests intended only for the leader or follower return NOT_LEADER_OR_FOLLOWER if the broker is not a replica of the topic-partition.",
+):
+    pass
+
+
+class RecordTooLargeException(
+    KafkaError,
+    code=10,
+    name="MESSAGE_TOO_LARGE",
+    retriable=False,
+    message="The request included a message larger than the max message size the server will accept.",
+):
+    pass
+
+
+class ControllerMovedException(
+    KafkaError,
+    code=11,
+    name="STALE_CONTROLLER_EPOCH",
+    retriable=False,
+    message="The controller moved to another broker.",
+):
+    pass
+
+
+class OffsetMetadataTooLarge(
+    KafkaError,
+    code=12,
+    name="OFFSET_METADATA_TOO_LARGE",
+    retriable=False,
+    message="The metadata field of the offset request was too large.",
+):
+    pass
+
+
+class NetworkException(
+    KafkaError,
+    code=13,
+    name="NETWORK_EXCEPTION",
+    retriable=True,
+    message="The server disconnected before a response was received.",
+):
+    pass
+
+
+class CoordinatorLoadInProgressException(
+    KafkaError,
+    code=14,
+    name="COORDINATOR_LOAD_IN_PROGRESS",
+    retriable=True,
+    message="The coordinator is loading and hence can't process requests.",
+):
+    pass
+
+
+class CoordinatorNotAvailableException(
+    KafkaError,
+    code=15,
+    name="COORDINATOR_NOT_AVAILABLE",
+    retriable=True,
+    message="The coordinator is not available.",
+):
+    pass
+
+
+class NotCoordinatorException(
+    KafkaError,
+    code=16,
+    name="NOT_COORDINATOR",
+    retriable=True,
+    message="This is not the correct coordinator.",
+):
+    pass
+
+
+class InvalidTopicException(
+    KafkaError,
+    code=17,
+    name="INVALID_TOPIC_EXCEPTION",
+    retriable=False,
+    message="The request attempted to perform an operation on an invalid topic.",
+):
+    pass
+
+
+class RecordBatchTooLargeException(
+    KafkaError,
+    code=18,
+    name="RECORD_LIST_TOO_LARGE",
+    retriable=False,
+    message="The request included message batch larger than the configured segment size on the server.",
+):
+    pass
+
+
+class NotEnoughReplicasException(
+    KafkaError,
+    code=19,
+    name="NOT_ENOUGH_REPLICAS",
+    retriable=True,
+    message="Messages are rejected since there are fewer in-sync replicas than required.",
+):
+    pass
+
+
+class NotEnoughReplicasAfterAppendException(
+    KafkaError,
+    code=20,
+    name="NOT_ENOUGH_REPLICAS_AFTER_APPEND",
+    retriable=True,
+    message="Messages are written to the log, but to fewer in-sync replicas than required.",
+):
+    pass
+
+
+class InvalidRequiredAcksException(
+    KafkaError,
+    code=21,
+    name="INVALID_REQUIRED_ACKS",
+    retriable=False,
+    message="Produce request specified an invalid value for required acks.",
+):
+    pass
+
+
+class IllegalGenerationException(
+    KafkaError,
+    code=22,
+    name="ILLEGAL_GENERATION",
+    retriable=False,
+    message="Specified group generation id is not valid.",
+):
+    pass
+
+
+class InconsistentGroupProtocolException(
+    KafkaError,
+    code=23,
+    name="INCONSISTENT_GROUP_PROTOCOL",
+    retriable=False,
+    message="The group member's supported protocols are incompatible with those of existing members or first group member tried to join with empty protocol type or empty protocol list.",
+):
+    pass
+
+
+class InvalidGroupIdException(
+    KafkaError,
+    code=24,
+    name="INVALID_GROUP_ID",
+    retriable=False,
+    message="The configured groupId is invalid.",
+):
+    pass
+
+
+class UnknownMemberIdException(
+    KafkaError,
+    code=25,
+    name="UNKNOWN_MEMBER_ID",
+    retriable=False,
+    message="The coordinator is not aware of this member.",
+):
+    pass
+
+
+class InvalidSessionTimeoutException(
+    KafkaError,
+    code=26,
+    name="INVALID_SESSION_TIMEOUT",
+    retriable=False,
+    message="The session timeout is not within the range allowed by the broker (as configured by group.min.session.timeout.ms and group.max.session.timeout.ms).",
+):
+    pass
+
+
+class RebalanceInProgressException(
+    KafkaError,
+    code=27,
+    name="REBALANCE_IN_PROGRESS",
+    retriable=False,
+    message="The group is rebalancing, so a rejoin is needed.",
+):
+    pass
+
+
+class InvalidCommitOffsetSizeException(
+    KafkaError,
+    code=28,
+    name="INVALID_COMMIT_OFFSET_SIZE",
+    retriable=False,
+    message="The committing offset data size is not valid.",
+):
+    pass
+
+
+class TopicAuthorizationException(
+    KafkaError,
+    code=29,
+    name="TOPIC_AUTHORIZATION_FAILED",
+    retriable=False,
+    message="Topic authorization failed.",
+):
+    pass
+
+
+class GroupAuthorizationException(
+    KafkaError,
+    code=30,
+    name="GROUP_AUTHORIZATION_FAILED",
+    retriable=False,
+    message="Group authorization failed.",
+):
+    pass
+
+
+class ClusterAuthorizationException(
+    KafkaError,
+    code=31,
+    name="CLUSTER_AUTHORIZATION_FAILED",
+    retriable=False,
+    message="Cluster authorization failed.",
+):
+    pass
+
+
+class InvalidTimestampException(
+    KafkaError,
+    code=32,
+    name="INVALID_TIMESTAMP",
+    retriable=False,
+    message="The timestamp of the message is out of acceptable range.",
+):
+    pass
+
+
+class UnsupportedSaslMechanismException(
+    KafkaError,
+    code=33,
+    name="UNSUPPORTED_SASL_MECHANISM",
+    retriable=False,
+    message="The broker does not support the requested SASL mechanism.",
+):
+    pass
+
+
+class IllegalSaslStateException(
+    KafkaError,
+    code=34,
+    name="ILLEGAL_SASL_STATE",
+    retriable=False,
+    message="Request is not valid given the current SASL state.",
+):
+    pass
+
+
+class UnsupportedVersionException(
+    KafkaError,
+    code=35,
+    name="UNSUPPORTED_VERSION",
+    retriable=False,
+    message="The version of API is not supported.",
+):
+    # Set by kfast.protocol.decode_request_body: the request's header, so an
+    # unsupported version can still be answered.
+    header: RequestHeader | None = None
+
+
+class TopicExistsException(
+    KafkaError,
+    code=36,
+    name="TOPIC_ALREADY_EXISTS",
+    retriable=False,
+    message="Topic with this name already exists.",
+):
+    pass
+
+
+class InvalidPartitionsException(
+    KafkaError,
+    code=37,
+    name="INVALID_PARTITIONS",
+    retriable=False,
+    message="Number of partitions is below 1.",
+):
+    pass
+
+
+class InvalidReplicationFactorException(
+    KafkaError,
+    code=38,
+    name="INVALID_REPLICATION_FACTOR",
+    retriable=False,
+    message="Replication factor is below 1 or larger than the number of available brokers.",
+):
+    pass
+
+
+class InvalidReplicaAssignmentException(
+    KafkaError,
+    code=39,
+    name="INVALID_REPLICA_ASSIGNMENT",
+    retriable=False,
+    message="Replica assignment is invalid.",
+):
+    pass
+
+
+class InvalidConfigurationException(
+    KafkaError,
+    code=40,
+    name="INVALID_CONFIG",
+    retriable=False,
+    message="Configuration is invalid.",
+):
+    pass
+
+
+class NotControllerException(
+    KafkaError,
+    code=41,
+    name="NOT_CONTROLLER",
+    retriable=True,
+    message="This is not the correct controller for this cluster.",
+):
+    pass
+
+
+class InvalidRequestException(
+    KafkaError,
+    code=42,
+    name="INVALID_REQUEST",
+    retriable=False,
+    message="This most likely occurs because of a request being malformed by the client library or the message was sent to an incompatible broker. See the broker logs for more details.",
+):
+    pass
+
+
+class UnsupportedForMessageFormatException(
+    KafkaError,
+    code=43,
+    name="UNSUPPORTED_FOR_MESSAGE_FORMAT",
+    retriable=False,
+    message="The message format version on the broker does not support the request.",
+):
+    pass
+
+
+class PolicyViolationException(
+    KafkaError,
+    code=44,
+    name="POLICY_VIOLATION",
+    retriable=False,
+    message="Request parameters do not satisfy the configured policy.",
+):
+    pass
+
+
+class OutOfOrderSequenceException(
+    KafkaError,
+    code=45,
+    name="OUT_OF_ORDER_SEQUENCE_NUMBER",
+    retriable=False,
+    message="The broker received an out of order sequence number.",
+):
+    pass
+
+
+class DuplicateSequenceException(
+    KafkaError,
+    code=46,
+    name="DUPLICATE_SEQUENCE_NUMBER",
+    retriable=False,
+    message="The broker received a duplicate sequence number.",
+):
+    pass
+
+
+class InvalidProducerEpochException(
+    KafkaError,
+    code=47,
+    name="INVALID_PRODUCER_EPOCH",
+    retriable=False,
+    message="Producer attempted to produce with an old epoch.",
+):
+    pass
+
+
+class InvalidTxnStateException(
+    KafkaError,
+    code=48,
+    name="INVALID_TXN_STATE",
+    retriable=False,
+    message="The producer attempted a transactional operation in an invalid state.",
+):
+    pass
+
+
+class InvalidPidMappingException(
+    KafkaError,
+    code=49,
+    name="INVALID_PRODUCER_ID_MAPPING",
+    retriable=False,
+    message="The producer attempted to use a producer id which is not currently assigned to its transactional id.",
+):
+    pass
+
+
+class InvalidTxnTimeoutException(
+    KafkaError,
+    code=50,
+    name="INVALID_TRANSACTION_TIMEOUT",
+    retriable=False,
+    message="The transaction timeout is larger than the maximum value allowed by the broker (as configured by transaction.max.timeout.ms).",
+):
+    pass
+
+
+class ConcurrentTransactionsException(
+    KafkaError,
+    code=51,
+    name="CONCURRENT_TRANSACTIONS",
+    retriable=True,
+    message="The producer attempted to update a transaction while another concurrent operation on the same transaction was ongoing.",
+):
+    pass
+
+
+class TransactionCoordinatorFencedException(
+    KafkaError,
+    code=52,
+    name="TRANSACTION_COORDINATOR_FENCED",
+    retriable=False,
+    message="Indicates that the transaction coordinator sending a WriteTxnMarker is no longer the current coordinator for a given producer.",
+):
+    pass
+
+
+class TransactionalIdAuthorizationException(
+    KafkaError,
+    code=53,
+    name="TRANSACTIONAL_ID_AUTHORIZATION_FAILED",
+    retriable=False,
+    message="Transactional Id authorization failed.",
+):
+    pass
+
+
+class SecurityDisabledException(
+    KafkaError,
+    code=54,
+    name="SECURITY_DISABLED",
+    retriable=False,
+    message="Security features are disabled.",
+):
+    pass
+
+
+class OperationNotAttemptedException(
+    KafkaError,
+    code=55,
+    name="OPERATION_NOT_ATTEMPTED",
+    retriable=False,
+    message="The broker did not attempt to execute this operation. This may happen for batched RPCs where some operations in the batch failed, causing the broker to respond without trying the rest.",
+):
+    pass
+
+
+class KafkaStorageException(
+    KafkaError,
+    code=56,
+    name="KAFKA_STORAGE_ERROR",
+    retriable=True,
+    message="Disk error when trying to access log file on the disk.",
+):
+    pass
+
+
+class LogDirNotFoundException(
+    KafkaError,
+    code=57,
+    name="LOG_DIR_NOT_FOUND",
+    retriable=False,
+    message="The user-specified log directory is not found in the broker config.",
+):
+    pass
+
+
+class SaslAuthenticationException(
+    KafkaError,
+    code=58,
+    name="SASL_AUTHENTICATION_FAILED",
+    retriable=False,
+    message="SASL Authentication failed.",
+):
+    pass
+
+
+class UnknownProducerIdException(
+    KafkaError,
+    code=59,
+    name="UNKNOWN_PRODUCER_ID",
+    retriable=False,
+    message="This exception is raised by the broker if it could not locate the producer metadata associated with the producerId in question. This could happen if, for instance, the producer's records were deleted because their retention time had elapsed. Once the last records of the producerId are removed, the producer's metadata is removed from the broker, and future appends by the producer will return this exception.",
+):
+    pass
+
+
+class ReassignmentInProgressException(
+    KafkaError,
+    code=60,
+    name="REASSIGNMENT_IN_PROGRESS",
+    retriable=False,
+    message="A partition reassignment is in progress.",
+):
+    pass
+
+
+class DelegationTokenDisabledException(
+    KafkaError,
+    code=61,
+    name="DELEGATION_TOKEN_AUTH_DISABLED",
+    retriable=False,
+    message="Delegation Token feature is not enabled.",
+):
+    pass
+
+
+class DelegationTokenNotFoundException(
+    KafkaError,
+    code=62,
+    name="DELEGATION_TOKEN_NOT_FOUND",
+    retriable=False,
+    message="Delegation Token is not found on server.",
+):
+    pass
+
+
+class DelegationTokenOwnerMismatchException(
+    KafkaError,
+    code=63,
+    name="DELEGATION_TOKEN_OWNER_MISMATCH",
+    retriable=False,
+    message="Specified Principal is not valid Owner/Renewer.",
+):
+    pass
+
+
+class UnsupportedByAuthenticationException(
+    KafkaError,
+    code=64,
+    name="DELEGATION_TOKEN_REQUEST_NOT_ALLOWED",
+    retriable=False,
+    message="Delegation Token requests are not allowed on PLAINTEXT/1-way SSL channels and on delegation token authenticated channels.",
+):
+    pass
+
+
+class DelegationTokenAuthorizationException(
+    KafkaError,
+    code=65,
+    name="DELEGATION_TOKEN_AUTHORIZATION_FAILED",
+    retriable=False,
+    message="Delegation Token authorization failed.",
+):
+    pass
+
+
+class DelegationTokenExpiredException(
+    KafkaError,
+    code=66,
+    name="DELEGATION_TOKEN_EXPIRED",
+    retriable=False,
+    message="Delegation Token is expired.",
+):
+    pass
+
+
+class InvalidPrincipalTypeException(
+    KafkaError,
+    code=67,
+    name="INVALID_PRINCIPAL_TYPE",
+    retriable=False,
+    message="Supplied principalType is not supported.",
+):
+    pass
+
+
+class GroupNotEmptyException(
+    KafkaError,
+    code=68,
+    name="NON_EMPTY_GROUP",
+    retriable=False,
+    message="The group is not empty.",
+):
+    pass
+
+
+class GroupIdNotFoundException(
+    KafkaError,
+    code=69,
+    name="GROUP_ID_NOT_FOUND",
+    retriable=False,
+    message="The group id does not exist.",
+):
+    pass
+
+
+class FetchSessionIdNotFoundException(
+    KafkaError,
+    code=70,
+    name="FETCH_SESSION_ID_NOT_FOUND",
+    retriable=True,
+    message="The fetch session ID was not found.",
+):
+    pass
+
+
+class InvalidFetchSessionEpochException(
+    KafkaError,
+    code=71,
+    name="INVALID_FETCH_SESSION_EPOCH",
+    retriable=True,
+    message="The fetch session epoch is invalid.",
+):
+    pass
+
+
+class ListenerNotFoundException(
+    KafkaError,
+    code=72,
+    name="LISTENER_NOT_FOUND",
+    retriable=True,
+    message="There is no listener on the leader broker that matches the listener on which metadata request was processed.",
+):
+    pass
+
+
+class TopicDeletionDisabledException(
+    KafkaError,
+    code=73,
+    name="TOPIC_DELETION_DISABLED",
+    retriable=False,
+    message="Topic deletion is disabled.",
+):
+    pass
+
+
+class FencedLeaderEpochException(
+    KafkaError,
+    code=74,
+    name="FENCED_LEADER_EPOCH",
+    retriable=True,
+    message="The leader epoch in the request is older than the epoch on the broker.",
+):
+    pass
+
+
+class UnknownLeaderEpochException(
+    KafkaError,
+    code=75,
+    name="UNKNOWN_LEADER_EPOCH",
+    retriable=True,
+    message="The leader epoch in the request is newer than the epoch on the broker.",
+):
+    pass
+
+
+class UnsupportedCompressionTypeException(
+    KafkaError,
+    code=76,
+    name="UNSUPPORTED_COMPRESSION_TYPE",
+    retriable=False,
+    message="The requesting client does not support the compression type of given partition.",
+):
+    pass
+
+
+class StaleBrokerEpochException(
+    KafkaError,
+    code=77,
+    name="STALE_BROKER_EPOCH",
+    retriable=False,
+    message="Broker epoch has changed.",
+):
+    pass
+
+
+class OffsetNotAvailableException(
+    KafkaError,
+    code=78,
+    name="OFFSET_NOT_AVAILABLE",
+    retriable=True,
+    message="The leader high watermark has not caught up from a recent leader election so the offsets cannot be guaranteed to be monotonically increasing.",
+):
+    pass
+
+
+class MemberIdRequiredException(
+    KafkaError,
+    code=79,
+    name="MEMBER_ID_REQUIRED",
+    retriable=False,
+    message="The group member needs to have a valid member id before actually entering a consumer group.",
+):
+    pass
+
+
+class PreferredLeaderNotAvailableException(
+    KafkaError,
+    code=80,
+    name="PREFERRED_LEADER_NOT_AVAILABLE",
+    retriable=True,
+    message="The preferred leader was not available.",
+):
+    pass
+
+
+class GroupMaxSizeReachedException(
+    KafkaError,
+    code=81,
+    name="GROUP_MAX_SIZE_REACHED",
+    retriable=False,
+    message="The consumer group has reached its max size.",
+):
+    pass
+
+
+class FencedInstanceIdException(
+    KafkaError,
+    code=82,
+    name="FENCED_INSTANCE_ID",
+    retriable=False,
+    message="The broker rejected this static consumer since another consumer with the same group.instance.id has registered with a different member.id.",
+):
+    pass
+
+
+class EligibleLeadersNotAvailableException(
+    KafkaError,
+    code=83,
+    name="ELIGIBLE_LEADERS_NOT_AVAILABLE",
+    retriable=True,
+    message="Eligible topic partition leaders are not available.",
+):
+    pass
+
+
+class ElectionNotNeededException(
+    KafkaError,
+    code=84,
+    name="ELECTION_NOT_NEEDED",
+    retriable=True,
+    message="Leader election not needed for topic partition.",
+):
+    pass
+
+
+class NoReassignmentInProgressException(
+    KafkaError,
+    code=85,
+    name="NO_REASSIGNMENT_IN_PROGRESS",
+    retriable=False,
+    message="No partition reassignment is in progress.",
+):
+    pass
+
+
+class GroupSubscribedToTopicException(
+    KafkaError,
+    code=86,
+    name="GROUP_SUBSCRIBED_TO_TOPIC",
+    retriable=False,
+    message="Deleting offsets of a topic is forbidden while the consumer group is actively subscribed to it.",
+):
+    pass
+
+
+class InvalidRecordException(
+    KafkaError,
+    code=87,
+    name="INVALID_RECORD",
+    retriable=False,
+    message="This record has failed the validation on broker and hence will be rejected.",
+):
+    pass
+
+
+class UnstableOffsetCommitException(
+    KafkaError,
+    code=88,
+    name="UNSTABLE_OFFSET_COMMIT",
+    retriable=True,
+    message="There are unstable offsets that need to be cleared.",
+):
+    pass
+
+
+class ThrottlingQuotaExceededException(
+    KafkaError,
+    code=89,
+    name="THROTTLING_QUOTA_EXCEEDED",
+    retriable=True,
+    message="The throttling quota has been exceeded.",
+):
+    pass
+
+
+class ProducerFencedException(
+    KafkaError,
+    code=90,
+    name="PRODUCER_FENCED",
+    retriable=False,
+    message="There is a newer producer with the same transactionalId which fences the current one.",
+):
+    pass
+
+
+class ResourceNotFoundException(
+    KafkaError,
+    code=91,
+    name="RESOURCE_NOT_FOUND",
+    retriable=False,
+    message="A request illegally referred to a resource that does not exist.",
+):
+    pass
+
+
+class DuplicateResourceException(
+    KafkaError,
+    code=92,
+    name="DUPLICATE_RESOURCE",
+    retriable=False,
+    message="A request illegally referred to the same resource twice.",
+):
+    pass
+
+
+class UnacceptableCredentialException(
+    KafkaError,
+    code=93,
+    name="UNACCEPTABLE_CREDENTIAL",
+    retriable=False,
+    message="Requested credential would not meet criteria for acceptability.",
+):
+    pass
+
+
+class InconsistentVoterSetException(
+    KafkaError,
+    code=94,
+    name="INCONSISTENT_VOTER_SET",
+    retriable=False,
+    message="Indicates that the either the sender or recipient of a voter-only request is not one of the expected voters.",
+):
+    pass
+
+
+class InvalidUpdateVersionException(
+    KafkaError,
+    code=95,
+    name="INVALID_UPDATE_VERSION",
+    retriable=False,
+    message="The given update version was invalid.",
+):
+    pass
+
+
+class FeatureUpdateFailedException(
+    KafkaError,
+    code=96,
+    name="FEATURE_UPDATE_FAILED",
+    retriable=False,
+    message="Unable to update finalized features due to an unexpected server error.",
+):
+    pass
+
+
+class PrincipalDeserializationException(
+    KafkaError,
+    code=97,
+    name="PRINCIPAL_DESERIALIZATION_FAILURE",
+    retriable=False,
+    message="Request principal deserialization failed during forwarding. This indicates an internal error on the broker cluster security setup.",
+):
+    pass
+
+
+class SnapshotNotFoundException(
+    KafkaError,
+    code=98,
+    name="SNAPSHOT_NOT_FOUND",
+    retriable=False,
+    message="Requested snapshot was not found.",
+):
+    pass
+
+
+class PositionOutOfRangeException(
+    KafkaError,
+    code=99,
+    name="POSITION_OUT_OF_RANGE",
+    retriable=False,
+    message="Requested position is not greater than or equal to zero, and less than the size of the snapshot.",
+):
+    pass
+
+
+class UnknownTopicIdException(
+    KafkaError,
+    code=100,
+    name="UNKNOWN_TOPIC_ID",
+    retriable=True,
+    message="This server does not host this topic ID.",
+):
+    pass
+
+
+class DuplicateBrokerRegistrationException(
+    KafkaError,
+    code=101,
+    name="DUPLICATE_BROKER_REGISTRATION",
+    retriable=False,
+    message="This broker ID is already in use.",
+):
+    pass
+
+
+class BrokerIdNotRegisteredException(
+    KafkaError,
+    code=102,
+    name="BROKER_ID_NOT_REGISTERED",
+    retriable=False,
+    message="The given broker ID was not registered.",
+):
+    pass
+
+
+class InconsistentTopicIdException(
+    KafkaError,
+    code=103,
+    name="INCONSISTENT_TOPIC_ID",
+    retriable=True,
+    message="The log's topic ID did not match the topic ID in the request.",
+):
+    pass
+
+
+class InconsistentClusterIdException(
+    KafkaError,
+    code=104,
+    name="INCONSISTENT_CLUSTER_ID",
+    retriable=False,
+    message="The clusterId in the request does not match that found on the server.",
+):
+    pass
+
+
+class TransactionalIdNotFoundException(
+    KafkaError,
+    code=105,
+    name="TRANSACTIONAL_ID_NOT_FOUND",
+    retriable=False,
+    message="The transactionalId could not be found.",
+):
+    pass
+
+
+class FetchSessionTopicIdException(
+    KafkaError,
+    code=106,
+    name="FETCH_SESSION_TOPIC_ID_ERROR",
+    retriable=True,
+    message="The fetch session encountered inconsistent topic ID usage.",
+):
+    pass
+
+
+class IneligibleReplicaException(
+    KafkaError,
+    code=107,
+    name="INELIGIBLE_REPLICA",
+    retriable=False,
+    message="The new ISR contains at least one ineligible replica.",
+):
+    pass
+
+
+class NewLeaderElectedException(
+    KafkaError,
+    code=108,
+    name="NEW_LEADER_ELECTED",
+    retriable=False,
+    message="The AlterPartition request successfully updated the partition state but the leader has changed.",
+):
+    pass
+
+
+class OffsetMovedToTieredStorageException(
+    KafkaError,
+    code=109,
+    name="OFFSET_MOVED_TO_TIERED_STORAGE",
+    retriable=False,
+    message="The requested offset is moved to tiered storage.",
+):
+    pass
+
+
+class FencedMemberEpochException(
+    KafkaError,
+    code=110,
+    name="FENCED_MEMBER_EPOCH",
+    retriable=False,
+    message="The member epoch is fenced by the group coordinator. The member must abandon all its partitions and rejoin.",
+):
+    pass
+
+
+class UnreleasedInstanceIdException(
+    KafkaError,
+    code=111,
+    name="UNRELEASED_INSTANCE_ID",
+    retriable=False,
+    message="The instance ID is still used by another member in the consumer group. That member must leave first.",
+):
+    pass
+
+
+class UnsupportedAssignorException(
+    KafkaError,
+    code=112,
+    name="UNSUPPORTED_ASSIGNOR",
+    retriable=False,
+    message="The assignor or its version range is not supported by the consumer group.",
+):
+    pass
+
+
+class StaleMemberEpochException(
+    KafkaError,
+    code=113,
+    name="STALE_MEMBER_EPOCH",
+    retriable=False,
+    message="The member epoch is stale. The member must retry after receiving its updated member epoch via the ConsumerGroupHeartbeat API.",
+):
+    pass
+
+
+class MismatchedEndpointTypeException(
+    KafkaError,
+    code=114,
+    name="MISMATCHED_ENDPOINT_TYPE",
+    retriable=False,
+    message="The request was sent to an endpoint of the wrong type.",
+):
+    pass
+
+
+class UnsupportedEndpointTypeException(
+    KafkaError,
+    code=115,
+    name="UNSUPPORTED_ENDPOINT_TYPE",
+    retriable=False,
+    message="This endpoint type is not supported yet.",
+):
+    pass
+
+
+class UnknownControllerIdException(
+    KafkaError,
+    code=116,
+    name="UNKNOWN_CONTROLLER_ID",
+    retriable=False,
+    message="This controller ID is not known.",
+):
+    pass
+
+
+class UnknownSubscriptionIdException(
+    KafkaError,
+    code=117,
+    name="UNKNOWN_SUBSCRIPTION_ID",
+    retriable=False,
+    message="Client sent a push telemetry request with an invalid or outdated subscription ID.",
+):
+    pass
+
+
+class TelemetryTooLargeException(
+    KafkaError,
+    code=118,
+    name="TELEMETRY_TOO_LARGE",
+    retriable=False,
+    message="Client sent a push telemetry request larger than the maximum size the broker will accept.",
+):
+    pass
+
+
+class InvalidRegistrationException(
+    KafkaError,
+    code=119,
+    name="INVALID_REGISTRATION",
+    retriable=False,
+    message="The controller has considered the broker registration to be invalid.",
+):
+    pass
+
+
+class TransactionAbortableException(
+    KafkaError,
+    code=120,
+    name="TRANSACTION_ABORTABLE",
+    retriable=False,
+    message="The server encountered an error with the transaction. The client can abort the transaction to continue using this transactional ID.",
+):
+    pass
+
+
+class InvalidRecordStateException(
+    KafkaError,
+    code=121,
+    name="INVALID_RECORD_STATE",
+    retriable=False,
+    message="The record state is invalid. The acknowledgement of delivery could not be completed.",
+):
+    pass
+
+
+class ShareSessionNotFoundException(
+    KafkaError,
+    code=122,
+    name="SHARE_SESSION_NOT_FOUND",
+    retriable=True,
+    message="The share session was not found.",
+):
+    pass
+
+
+class InvalidShareSessionEpochException(
+    KafkaError,
+    code=123,
+    name="INVALID_SHARE_SESSION_EPOCH",
+    retriable=True,
+    message="The share session epoch is invalid.",
+):
+    pass
+
+
+class FencedStateEpochException(
+    KafkaError,
+    code=124,
+    name="FENCED_STATE_EPOCH",
+    retriable=False,
+    message="The share coordinator rejected the request because the share-group state epoch did not match.",
+):
+    pass
+
+
+class InvalidVoterKeyException(
+    KafkaError,
+    code=125,
+    name="INVALID_VOTER_KEY",
+    retriable=False,
+    message="The voter key doesn't match the receiving replica's key.",
+):
+    pass
+
+
+class DuplicateVoterException(
+    KafkaError,
+    code=126,
+    name="DUPLICATE_VOTER",
+    retriable=False,
+    message="The voter is already part of the set of voters.",
+):
+    pass
+
+
+class VoterNotFoundException(
+    KafkaError,
+    code=127,
+    name="VOTER_NOT_FOUND",
+    retriable=False,
+    message="The voter is not part of the set of voters.",
+):
+    pass
+
+
+class InvalidRegularExpression(
+    KafkaError,
+    code=128,
+    name="INVALID_REGULAR_EXPRESSION",
+    retriable=False,
+    message="The regular expression is not valid.",
+):
+    pass
+
+
+class RebootstrapRequiredException(
+    KafkaError,
+    code=129,
+    name="REBOOTSTRAP_REQUIRED",
+    retriable=False,
+    message="Client metadata is stale. The client should rebootstrap to obtain new metadata.",
+):
+    pass
+
+
+class StreamsInvalidTopologyException(
+    KafkaError,
+    code=130,
+    name="STREAMS_INVALID_TOPOLOGY",
+    retriable=False,
+    message="The supplied topology is invalid.",
+):
+    pass
+
+
+class StreamsInvalidTopologyEpochException(
+    KafkaError,
+    code=131,
+    name="STREAMS_INVALID_TOPOLOGY_EPOCH",
+    retriable=False,
+    message="The supplied topology epoch is invalid.",
+):
+    pass
+
+
+class StreamsTopologyFencedException(
+    KafkaError,
+    code=132,
+    name="STREAMS_TOPOLOGY_FENCED",
+    retriable=False,
+    message="The supplied topology epoch is outdated.",
+):
+    pass
+
+
+class ShareSessionLimitReachedException(
+    KafkaError,
+    code=133,
+    name="SHARE_SESSION_LIMIT_REACHED",
+    retriable=True,
+    message="The limit of share sessions has been reached.",
+):
+    pass
+
+
+class MalformedRequestException(InvalidRequestException):
     """A request or response whose bytes do not parse: truncated, a negative or
     oversized length, an array count larger than the bytes that remain, a tagged
     field whose size does not match its value. Raised by ``kfast.protocol``

@@ -46,6 +46,7 @@ import json
 import sys
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from kfast._ext import protocol_codec as _codec
 from kfast._ext.protocol_codec import FieldOp, StructProgram
@@ -128,7 +129,7 @@ class FieldSpec:
     nullable: Versions = _NONE
     tag: int | None = None
     tagged: Versions = _NONE
-    default: object = None  # parsed literal, or _IMPLICIT
+    default: int | bool | str | None = None  # the parsed literal of default=
     has_default: bool = False
     ignorable: bool = False
     flexible_never: bool = False
@@ -148,7 +149,7 @@ class FieldSpec:
         return None if t in _PRIMITIVE_KINDS else t
 
 
-def _literal(text: str):
+def _literal(text: str) -> int | bool | str | None:
     if text == "null":
         return None
     if text == "true":
@@ -219,30 +220,37 @@ class Message:
     for fields it does not use.
     """
 
-    _field_names: tuple = ()
-    _field_set: frozenset = frozenset()
-    _mutable: dict = {}  # name -> struct class, or None for a list
+    _field_names: ClassVar[tuple[str, ...]] = ()
+    _field_set: ClassVar[frozenset[str]] = frozenset()
+    # name -> struct class, or None for a list
+    _mutable: ClassVar[dict[str, type[Message] | None]] = {}
 
-    def __init__(self, **fields):
+    def __init__(self, **fields: Any):
         _codec.init_message(self, fields)
 
-    def __getattr__(self, name):
-        mutable = type(self)._mutable
-        if name not in mutable:
-            raise AttributeError(f"{type(self).__qualname__} has no field {name!r}")
-        factory = mutable[name]
-        value = [] if factory is None else factory()
-        self.__dict__[name] = value
-        return value
+    # Hidden from type checkers: every field is declared by the generated
+    # stub (kfast.protocol.message_classes), so a misspelt field is an error
+    # rather than an Any.
+    if not TYPE_CHECKING:
 
-    def __eq__(self, other):
+        def __getattr__(self, name):
+            mutable = type(self)._mutable
+            if name not in mutable:
+                raise AttributeError(f"{type(self).__qualname__} has no field {name!r}")
+            factory = mutable[name]
+            value = [] if factory is None else factory()
+            self.__dict__[name] = value
+            return value
+
+    def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
         return all(getattr(self, n) == getattr(other, n) for n in self._field_names)
 
-    __hash__ = None
+    # Mutable, compared by value: unhashable, as a dataclass with eq=True.
+    __hash__ = None  # type: ignore[assignment]  # object's slot is a method; None is the protocol
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         inner = ", ".join(f"{k}={v!r}" for k, v in self.__dict__.items())
         return f"{type(self).__qualname__}({inner})"
 
@@ -259,13 +267,13 @@ class Message:
                 return False
         return True
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         """Every field as plain nested dicts/lists (records and bytes as
         bytes), for tests and logs."""
         return {name: _plain(getattr(self, name)) for name in self._field_names}
 
 
-def _plain(value):
+def _plain(value: object) -> object:
     if isinstance(value, Message):
         return value.to_dict()
     if isinstance(value, list):
@@ -275,7 +283,9 @@ def _plain(value):
     return value
 
 
-def _default_kind(spec: FieldSpec, classes: dict) -> tuple:
+def _default_kind(
+    spec: FieldSpec, classes: dict[str, type[Message]]
+) -> tuple[object, int, type[Message] | None]:
     """(default, default_kind, factory) for a field."""
     if spec.has_default and spec.default is None:
         return None, _codec.DEFAULT_VALUE, None
@@ -283,12 +293,13 @@ def _default_kind(spec: FieldSpec, classes: dict) -> tuple:
         return None, _codec.DEFAULT_LIST, None
     if spec.struct_name is not None:
         return None, _codec.DEFAULT_STRUCT, classes[spec.struct_name]
-    if spec.has_default:
-        value = spec.default
+    literal = spec.default
+    if spec.has_default and literal is not None:
+        value: object = literal
         if spec.element_type == "float64":
-            value = float(value)
+            value = float(literal)
         elif spec.element_type == "bool":
-            value = bool(value)
+            value = bool(literal)
         return value, _codec.DEFAULT_VALUE, None
     return _IMPLICIT_DEFAULTS[spec.element_type], _codec.DEFAULT_VALUE, None
 
@@ -301,15 +312,15 @@ class MessageSchema:
         self.direction = direction  # "Request" or "Response"
         self.fields = parse(grammar)
         self.name = api.name + direction
-        self.classes: dict[str, type] = {}
+        self.classes: dict[str, type[Message]] = {}
         self.cls = self._build_classes()
         self._programs: dict[int, StructProgram] = {}
 
-    def _build_classes(self) -> type:
+    def _build_classes(self) -> type[Message]:
         module = f"kfast.protocol.messages.{self.api.module}"
         top = type(self.name, (Message,), {"__module__": module})
 
-        def declare(specs):
+        def declare(specs: list[FieldSpec]) -> None:
             for spec in specs:
                 name = spec.struct_name
                 if name is not None and name not in self.classes:
@@ -327,9 +338,9 @@ class MessageSchema:
         self.classes[self.name] = top
         # A name used twice (a Kafka "common struct") is one class whose
         # fields are the same wherever it appears.
-        done = set()
+        done: set[type[Message]] = set()
 
-        def define(cls, specs):
+        def define(cls: type[Message], specs: list[FieldSpec]) -> None:
             if cls in done:
                 return
             done.add(cls)
@@ -343,7 +354,7 @@ class MessageSchema:
                 else:
                     cls._mutable[s.name] = factory
             for s in specs:
-                if s.fields is not None:
+                if s.fields is not None and s.struct_name is not None:
                     define(self.classes[s.struct_name], s.fields)
 
         define(top, self.fields)
@@ -361,7 +372,14 @@ class MessageSchema:
             self._programs[version] = prog
         return prog
 
-    def _compile(self, cls, specs, version, flexible, memo) -> StructProgram:
+    def _compile(
+        self,
+        cls: type[Message],
+        specs: list[FieldSpec],
+        version: int,
+        flexible: bool,
+        memo: dict[type[Message], StructProgram],
+    ) -> StructProgram:
         prog = memo.get(cls)
         if prog is not None:
             return prog
@@ -373,7 +391,7 @@ class MessageSchema:
             present = version in spec.versions and (spec.tag is None or is_tagged)
             element = spec.element_type
             sub = None
-            if spec.fields is not None and present:
+            if spec.fields is not None and spec.struct_name is not None and present:
                 sub = self._compile(
                     self.classes[spec.struct_name], spec.fields, version, flexible, memo
                 )
@@ -414,7 +432,7 @@ class ApiSchema:
     api: ApiKey
     request: MessageSchema
     response: MessageSchema
-    extra: dict = dataclass_field(default_factory=dict)
+    extra: dict[str, Any] = dataclass_field(default_factory=dict)
 
 
 _SCHEMAS: dict[int, ApiSchema] = {}

@@ -52,25 +52,38 @@ def test_malformed_request_is_an_invalid_request():
     assert exc.code == 42 and exc.message == "truncated"
 
 
-def test_type_stub_declares_exactly_the_tables_classes():
-    # errors.pyi is what mypy reads instead of errors.py (whose classes are
-    # made at import time): a row added to the table without its stub class
-    # would be an unknown attribute to every typed module, and a stub class
-    # without a row would type-check code that fails at run time.
+def test_every_error_is_a_class_statement_mypy_sees():
+    # Each error is written as a class statement in errors.py (not made at
+    # import time), so mypy checks every ``errors.SomeException`` a module
+    # raises or catches; and every class statement naming a code registers it.
     import ast
     from pathlib import Path
 
-    stub = ast.parse(Path(errors.__file__).with_suffix(".pyi").read_text())
+    module = ast.parse(Path(errors.__file__).read_text())
     classes = {
         node.name: [ast.unparse(b) for b in node.bases]
-        for node in stub.body
+        for node in module.body
         if isinstance(node, ast.ClassDef)
     }
-    generated = {name for name, bases in classes.items() if bases == ["KafkaError"]}
-    assert generated == {info.exception_name for info in errors.ERRORS.values()}
-    assert classes["MalformedRequestException"] == ["InvalidRequestException"]
-    public = {
-        n for n in vars(errors) if not n.startswith("_") and n[0].isupper() or n == "for_code"
+    coded = {
+        node.name
+        for node in module.body
+        if isinstance(node, ast.ClassDef) and any(k.arg == "code" for k in node.keywords)
     }
-    declared = set(classes) | {"ERRORS", "for_code"}
-    assert public - {"NamedTuple"} == declared
+    assert coded == {info.exception_name for info in errors.ERRORS.values()}
+    assert all(classes[name] == ["KafkaError"] for name in coded)
+    assert classes["MalformedRequestException"] == ["InvalidRequestException"]
+    assert not Path(errors.__file__).with_suffix(".pyi").exists()  # it would hide errors.py
+
+
+def test_unsupported_version_carries_the_request_header():
+    # decode_request_body attaches the header so the broker can still answer.
+    from kfast import protocol
+
+    header = protocol.RequestHeader(0, 99, 7, "c", 10)
+    try:
+        protocol.decode_request_body(header, b"")
+    except errors.UnsupportedVersionException as exc:
+        assert exc.header == header and exc.code == 35
+    else:
+        raise AssertionError("version 99 of Produce was accepted")
