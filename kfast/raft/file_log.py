@@ -182,27 +182,37 @@ class FileReplicatedLog(AppendRules):
             close_metadata_partition(self.log)
             self.log = None
 
+    @property
+    def _log(self) -> Log:
+        """The partition's Log, between open() and close()."""
+        log = self.log
+        if log is None:
+            raise RuntimeError(f"the metadata log {self.dir} is not open")
+        return log
+
     # -- offsets and epochs ----------------------------------------------------------------
     @property
     def start_offset(self) -> int:
-        return self.log.log_start_offset
+        return self._log.log_start_offset
 
     @property
     def end_offset(self) -> int:
-        return self.log.log_end_offset
+        return self._log.log_end_offset
 
     @property
     def last_fetched_epoch(self) -> int:
-        if self.log.log_end_offset > self.log.log_start_offset:
-            return self.log.latest_epoch
+        log = self._log
+        epoch = log.latest_epoch
+        if log.log_end_offset > log.log_start_offset and epoch is not None:
+            return epoch
         return self._start_epoch
 
     @property
     def epochs(self) -> list[tuple[int, int]]:
         """(epoch, start offset) pairs, as MemoryReplicatedLog.epochs: the
         leader-epoch-checkpoint's, with the snapshot the log starts at first."""
-        start = self.log.log_start_offset
-        cached = [(e.epoch, e.start_offset) for e in self.log.leader_epoch_cache.entries]
+        start = self._log.log_start_offset
+        cached = [(e.epoch, e.start_offset) for e in self._log.leader_epoch_cache.entries]
         base = base_epochs(start, self._start_epoch)
         if not base:
             return cached
@@ -221,7 +231,7 @@ class FileReplicatedLog(AppendRules):
             raise ValueError("empty batch")
         # The offsets are the Batch's, so the log takes it as a replica's
         # append (no offset assignment); it adds the epoch to its cache.
-        self.log.append_as_follower(bytearray(self._codec.encode_batch(batch)))
+        self._log.append_as_follower(bytearray(self._codec.encode_batch(batch)))
 
     # -- read and truncate -----------------------------------------------------------------
     def read(self, start_offset: int, max_batches: int) -> tuple[Batch, ...]:
@@ -229,7 +239,7 @@ class FileReplicatedLog(AppendRules):
         offset, end = start_offset, self.end_offset
         while len(out) < max_batches and offset < end:
             try:
-                info = self.log.read(offset, _READ_CHUNK_BYTES)
+                info = self._log.read(offset, _READ_CHUNK_BYTES)
             except OffsetOutOfRangeException:
                 return ()  # below the log start
             if info.records is None or not len(info.records):
@@ -251,10 +261,10 @@ class FileReplicatedLog(AppendRules):
         if offset < self.start_offset:
             raise ValueError(f"truncation to {offset} below the log start {self.start_offset}")
         self.read(offset, 1)  # raises unless a batch boundary
-        self.log.truncate_to(offset)
+        self._log.truncate_to(offset)
 
     def flush(self) -> None:
-        self.log.flush()
+        self._log.flush()
 
     # -- snapshots -------------------------------------------------------------------------
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
@@ -311,7 +321,7 @@ class FileReplicatedLog(AppendRules):
         leader. The snapshot is published first: a crash before the log is
         replaced is finished by open()."""
         self._write_snapshot(snapshot_id, data)
-        self.log.truncate_fully_and_start_at(snapshot_id.offset)
+        self._log.truncate_fully_and_start_at(snapshot_id.offset)
         self._start_epoch = snapshot_id.epoch
 
     def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
@@ -321,7 +331,7 @@ class FileReplicatedLog(AppendRules):
             return
         if snapshot_id.offset < self.end_offset:
             self.read(snapshot_id.offset, 1)  # raises unless a batch boundary
-        log = self.log
+        log = self._log
         # The storage Log moves its start only up to its high watermark,
         # which Raft tracks itself; the snapshot is committed by definition.
         log.update_high_watermark(log.log_end_offset)

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import uuid
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple, Protocol
 
 
@@ -54,13 +54,19 @@ class Batch:
         self.epoch = epoch
         self.is_control = is_control
         self.raw: bytes | None = None
-        self._records = records
+        self._records: tuple | None = records
         self._count = len(records)
-        self._decode = None
+        self._decode: Callable[[bytes], tuple] | None = None
 
     @classmethod
     def of_raw(
-        cls, base_offset: int, epoch: int, is_control: bool, count: int, raw: bytes, decode
+        cls,
+        base_offset: int,
+        epoch: int,
+        is_control: bool,
+        count: int,
+        raw: bytes,
+        decode: Callable[[bytes], tuple],
     ) -> Batch:
         """A batch of ``count`` records held as ``raw``; ``decode(raw)``
         gives the records tuple when they are read."""
@@ -70,9 +76,14 @@ class Batch:
 
     @property
     def records(self) -> tuple:
-        if self._records is None:
-            self._records = self._decode(self.raw)
-        return self._records
+        records = self._records
+        if records is None:
+            # Only of_raw leaves the records unset, and it gives both.
+            decode, raw = self._decode, self.raw
+            if decode is None or raw is None:
+                raise AssertionError("a lazy batch without its bytes or decoder")
+            records = self._records = decode(raw)
+        return records
 
     @property
     def next_offset(self) -> int:
@@ -119,9 +130,14 @@ VALID, DIVERGING, SNAPSHOT = "valid", "diverging", "snapshot"
 
 
 class ReplicatedLog(Protocol):
-    start_offset: int
-    end_offset: int
-    last_fetched_epoch: int
+    @property
+    def start_offset(self) -> int: ...
+
+    @property
+    def end_offset(self) -> int: ...
+
+    @property
+    def last_fetched_epoch(self) -> int: ...
 
     def append_as_leader(
         self, records: Sequence, epoch: int, is_control: bool = False
@@ -201,18 +217,32 @@ def end_offset_for_epoch(
     return OffsetAndEpoch(end_offset, found_epoch)
 
 
+class _AppendTarget(Protocol):
+    """What AppendRules needs of the log it is mixed into."""
+
+    @property
+    def end_offset(self) -> int: ...
+
+    @property
+    def last_fetched_epoch(self) -> int: ...
+
+    def _append(self, batch: Batch) -> None: ...
+
+
 class AppendRules:
     """The append rules every ReplicatedLog enforces (offsets follow on,
     epochs never go back), over the log's own ``_append(batch)``."""
 
-    def append_as_leader(self, records: Sequence, epoch: int, is_control: bool = False) -> Batch:
+    def append_as_leader(
+        self: _AppendTarget, records: Sequence, epoch: int, is_control: bool = False
+    ) -> Batch:
         if epoch < self.last_fetched_epoch:
             raise ValueError(f"append in epoch {epoch} after epoch {self.last_fetched_epoch}")
         batch = Batch(self.end_offset, epoch, tuple(records), is_control)
         self._append(batch)
         return batch
 
-    def append_as_follower(self, batches: Sequence[Batch]) -> None:
+    def append_as_follower(self: _AppendTarget, batches: Sequence[Batch]) -> None:
         for batch in batches:
             if batch.base_offset != self.end_offset:
                 raise ValueError(
@@ -384,7 +414,7 @@ def _embedded_kraft_records(data: bytes) -> tuple:
         entries = json.loads(data).get("kraft", [])
     except (ValueError, AttributeError):
         return ()
-    records = []
+    records: list[KRaftVersionRecord | VotersRecord] = []
     for kind, value in entries:
         if kind == "kraft.version":
             records.append(KRaftVersionRecord(value))

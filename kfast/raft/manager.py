@@ -35,8 +35,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
-from collections.abc import Callable
-from typing import NamedTuple
+from collections.abc import Callable, Coroutine
+from typing import Any, NamedTuple
 
 from kfast.client.connection import BrokerConnection
 from kfast.protocol import api_keys, errors
@@ -52,6 +52,7 @@ from kfast.raft.messages import (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
+    RaftMessage,
     RaftRequest,
     RaftResponse,
     UpdateRaftVoterRequest,
@@ -121,6 +122,8 @@ class RaftManager:
     listeners as voter sets name them; ``listener_name``: the controller
     listener other members are reached on."""
 
+    _loop: asyncio.AbstractEventLoop  # the running loop, from start()
+
     def __init__(
         self,
         node_id: int,
@@ -132,7 +135,7 @@ class RaftManager:
         listener: RaftListener | None = None,
         config: QuorumConfig | None = None,
         rng: random.Random | None = None,
-        connect: Callable | None = None,
+        connect: Callable[[int], Coroutine[Any, Any, BrokerConnection]] | None = None,
         *,
         directory_id=ZERO_UUID,
         endpoints=(),
@@ -166,11 +169,10 @@ class RaftManager:
         # replica learned of before its log named it).
         self._learned_addresses: dict[int, tuple[str, int]] = {}
         self._connect = connect or self._open_connection
-        self._loop: asyncio.AbstractEventLoop | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._timer_at: float | None = None
         self._connections: dict[int, BrokerConnection] = {}
-        self._connecting: dict[int, asyncio.Future] = {}
+        self._connecting: dict[int, asyncio.Task[BrokerConnection]] = {}
         self._tasks: set[asyncio.Task] = set()
         # Incoming requests waiting for the core's answer: id -> future.
         self._inbound: dict[int, asyncio.Future] = {}
@@ -342,7 +344,8 @@ class RaftManager:
             return connection
         pending = self._connecting.get(node_id)
         if pending is None:
-            pending = self._connecting[node_id] = self._loop.create_task(self._connect(node_id))
+            pending = self._loop.create_task(self._connect(node_id))
+            self._connecting[node_id] = pending
         try:
             connection = await asyncio.shield(pending)
         finally:
@@ -411,7 +414,7 @@ class RaftManager:
             stale = self._connections.pop(request.destination, None)
             if stale is not None:
                 self._spawn(stale.close())
-            self._dispatch_call(lambda now: self.client.on_send_failed(now, request) or [])
+            self._dispatch_call(lambda now: self._send_failed(now, request))
             return
         if getattr(response, "error_code", 0) == _INCONSISTENT_CLUSTER_ID:
             logger.error(
@@ -419,12 +422,17 @@ class RaftManager:
                 request.destination,
                 self.cluster_id,
             )
-            self._dispatch_call(lambda now: self.client.on_send_failed(now, request) or [])
+            self._dispatch_call(lambda now: self._send_failed(now, request))
             return
         reply = RaftResponse(request.correlation_id, request.destination, self.node_id, decoded)
         self._dispatch_call(lambda now: self.client.handle(now, reply))
 
-    def _dispatch_call(self, call) -> None:
+    def _send_failed(self, now_ms: int, request: RaftRequest) -> list[RaftMessage]:
+        """The core learns a request was not delivered; it sends nothing."""
+        self.client.on_send_failed(now_ms, request)
+        return []
+
+    def _dispatch_call(self, call: Callable[[int], list[RaftMessage]]) -> None:
         if not self._stopped:
             self._dispatch(call(self.now_ms()))
 

@@ -259,10 +259,23 @@ class ResignedState:
         return self.leader_id
 
 
+# The role of a replica in its current epoch.
+EpochState = (
+    UnattachedState
+    | ProspectiveState
+    | CandidateState
+    | LeaderState
+    | FollowerState
+    | ResignedState
+)
+
+
 class QuorumState:
     """The current role of ``node_id`` and the transitions between roles;
     each transition persists the ElectionState before it takes effect.
     ``voter_sets`` answers ``last_voter_set()`` (KRaftControlRecordStateMachine)."""
+
+    state: EpochState  # from initialize(), which the driver calls first
 
     def __init__(
         self,
@@ -279,7 +292,6 @@ class QuorumState:
         self.store = store
         self.config = config
         self.rng = rng
-        self.state = None
 
     @property
     def voter_set(self) -> VoterSet:

@@ -23,8 +23,8 @@ re-encode.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 from kfast.raft.control_records import (
     control_key,
@@ -39,12 +39,14 @@ from kfast.records import RecordBatchBuilder, iter_batches
 class RecordSerde(NamedTuple):
     """How data records become record values and back (Kafka's RecordSerde)."""
 
-    encode: object
-    decode: object
+    # The state machine's records are opaque to Raft (Any): the serde is
+    # the one place that knows them.
+    encode: Callable[[Any], bytes]
+    decode: Callable[[bytes], Any]
 
 
 class RecordBatchCodec:
-    def __init__(self, serde):
+    def __init__(self, serde: RecordSerde):
         self.serde = serde
 
     def encode_batch(self, batch: Batch, now_ms: int | None = None) -> bytes:
