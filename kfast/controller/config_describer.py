@@ -4,7 +4,9 @@
 A broker resource lists every Kafka 4.2 broker config
 (kfast.kafka_broker_configs): kfast's own value where kfast defines the
 config, Kafka's default otherwise, read-only unless kfast updates it
-dynamically.
+dynamically. Properties outside that catalogue (kfast.*, Kafka's internal
+ones such as unstable.api.versions.enable, the authorizer's) are listed
+only where set, as Kafka lists a config's originals.
 
 A config's value comes from the first level that sets it, in precedence
 order; each level is a config source:
@@ -208,6 +210,15 @@ class ConfigDescriber:
                 levels = [(cluster_defaults[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)]
             else:
                 levels = self._broker_levels(image, name)
+                if name not in KAFKA_BROKER_CONFIGS and (
+                    not levels or levels[0][1] == SOURCE_DEFAULT_CONFIG
+                ):
+                    # kfast's own properties (kfast.*) and the ones Kafka
+                    # defines as internal (unstable.api.versions.enable) are
+                    # listed only where set, named or not, as Kafka's
+                    # ConfigHelper.allConfigs lists originals plus the
+                    # non-internal values: clients and tools do not expect them.
+                    continue
             if levels:
                 value, source = levels[0]
             else:

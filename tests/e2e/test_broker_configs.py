@@ -281,3 +281,35 @@ def _read_all(instance, log):
         return out
 
     return instance.call_soon(read)
+
+
+def test_kfast_and_internal_properties_are_listed_only_where_set(tmp_path):
+    """Kafka's ConfigHelper lists a broker's originals plus its non-internal
+    values: a property outside Kafka's catalogue (kfast.*, the internal
+    unstable.api.versions.enable) appears only when set, whether named or
+    not, so clients and tools see the rows a Kafka broker shows."""
+    with KfastBroker(
+        {"unstable.api.versions.enable": "true", "kfast.metrics.host": "127.0.0.1"},
+        data_dir=str(tmp_path / "data"),
+    ) as broker:
+        admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        described = _describe(admin, "broker", "1")
+        assert described["unstable.api.versions.enable"].value == "true"
+        assert described["unstable.api.versions.enable"].source == (
+            ConfigSource.STATIC_BROKER_CONFIG.value
+        )
+        assert described["kfast.metrics.host"].value == "127.0.0.1"
+        unset = {"kfast.metrics.port", "kfast.log.dirs.min.free.bytes", "super.users"}
+        assert not unset & described.keys()
+        assert not {n for n in described if n.startswith("kfast.")} - {"kfast.metrics.host"}
+        # Every Kafka broker config is still there.
+        assert {"log.retention.ms", "num.io.threads", "max.connections"} <= described.keys()
+
+        # Named, an unset one is not returned either; a set one is.
+        async def named():
+            async with KafkaAdmin(broker.bootstrap_servers) as client:
+                keys = ["kfast.metrics.port", "kfast.metrics.host", "num.io.threads"]
+                return await client.describe_configs(CONFIG_RESOURCE_BROKER, ["1"], keys)
+
+        [entries] = asyncio.run(named()).values()
+        assert sorted(e.name for e in entries) == ["kfast.metrics.host", "num.io.threads"]
