@@ -20,7 +20,7 @@ import asyncio
 import time
 
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
-from kfast.coordinator.group.classic_group import DEAD
+from kfast.coordinator.group.classic_group import ClassicGroupState
 from kfast.coordinator.group.consumer_protocol import (
     CONSUMER_PROTOCOL_TYPE,
     encode_assignment,
@@ -566,7 +566,10 @@ def handle_list_groups(ctx: RequestContext, request):
     if types and _CLASSIC not in types:
         return {"error_code": 0, "groups": _describable_groups(ctx, listed)}
     for group_id, group in sorted(runtime.coordinator.groups.items()):
-        if group.is_(DEAD) or runtime.partition_for(group_id) not in runtime.loaded:
+        if (
+            group.is_(ClassicGroupState.DEAD)
+            or runtime.partition_for(group_id) not in runtime.loaded
+        ):
             continue
         if states and group.state.lower() not in states:
             continue
@@ -645,7 +648,7 @@ def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
                 "error_code": E.GroupIdNotFoundException.code,
                 "error_message": f"Group {group_id} not found.",
                 "group_id": group_id,
-                "group_state": DEAD,
+                "group_state": ClassicGroupState.DEAD,
                 "protocol_type": "",
                 "protocol_data": "",
                 "members": [],
@@ -653,12 +656,12 @@ def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
         return {
             "error_code": 0,
             "group_id": group_id,
-            "group_state": DEAD,
+            "group_state": ClassicGroupState.DEAD,
             "protocol_type": "",
             "protocol_data": "",
             "members": [],
         }
-    stable = group.is_("Stable")
+    stable = group.is_(ClassicGroupState.STABLE)
     members = []
     for member in group.members.values():
         metadata = b""

@@ -16,22 +16,30 @@ DelayedJoin/DelayedHeartbeat operations.
 from __future__ import annotations
 
 from collections import Counter
+from enum import StrEnum
 
 from kfast.coordinator.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from kfast.coordinator.group.records import GroupMetadataValue, MemberMetadata
 
-EMPTY = "Empty"
-PREPARING_REBALANCE = "PreparingRebalance"
-COMPLETING_REBALANCE = "CompletingRebalance"
-STABLE = "Stable"
-DEAD = "Dead"
 
-_VALID_PREVIOUS = {
-    PREPARING_REBALANCE: {STABLE, COMPLETING_REBALANCE, EMPTY},
-    COMPLETING_REBALANCE: {PREPARING_REBALANCE},
-    STABLE: {COMPLETING_REBALANCE},
-    EMPTY: {PREPARING_REBALANCE},
-    DEAD: {STABLE, PREPARING_REBALANCE, COMPLETING_REBALANCE, EMPTY, DEAD},
+class ClassicGroupState(StrEnum):
+    """Kafka's ClassicGroupState. The value is the name clients see
+    (DescribeGroups, ListGroups), so a state is also the string it was."""
+
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+_S = ClassicGroupState
+_VALID_PREVIOUS: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
+    _S.PREPARING_REBALANCE: frozenset({_S.STABLE, _S.COMPLETING_REBALANCE, _S.EMPTY}),
+    _S.COMPLETING_REBALANCE: frozenset({_S.PREPARING_REBALANCE}),
+    _S.STABLE: frozenset({_S.COMPLETING_REBALANCE}),
+    _S.EMPTY: frozenset({_S.PREPARING_REBALANCE}),
+    _S.DEAD: frozenset(_S),
 }
 
 
@@ -108,7 +116,9 @@ class ClassicGroupMember:
 
 
 class ClassicGroup:
-    def __init__(self, group_id: str, now_ms: int, state: str = EMPTY):
+    def __init__(
+        self, group_id: str, now_ms: int, state: ClassicGroupState = ClassicGroupState.EMPTY
+    ):
         self.group_id = group_id
         self.state = state
         self.state_timestamp = now_ms
@@ -131,17 +141,17 @@ class ClassicGroup:
         )
 
     # -- state ---------------------------------------------------------------------------
-    def is_(self, state: str) -> bool:
+    def is_(self, state: ClassicGroupState) -> bool:
         return self.state == state
 
-    def transition_to(self, state: str, now_ms: int) -> None:
+    def transition_to(self, state: ClassicGroupState, now_ms: int) -> None:
         if self.state not in _VALID_PREVIOUS[state]:
             raise AssertionError(f"group {self.group_id} cannot go from {self.state} to {state}")
         self.state = state
         self.state_timestamp = now_ms
 
     def can_rebalance(self) -> bool:
-        return self.state in _VALID_PREVIOUS[PREPARING_REBALANCE]
+        return self.state in _VALID_PREVIOUS[ClassicGroupState.PREPARING_REBALANCE]
 
     # -- members -------------------------------------------------------------------------
     def has(self, member_id: str) -> bool:
@@ -243,10 +253,10 @@ class ClassicGroup:
         self.generation_id += 1
         if self.members:
             self.protocol_name = self.select_protocol()
-            self.transition_to(COMPLETING_REBALANCE, now_ms)
+            self.transition_to(ClassicGroupState.COMPLETING_REBALANCE, now_ms)
         else:
             self.protocol_name = None
-            self.transition_to(EMPTY, now_ms)
+            self.transition_to(ClassicGroupState.EMPTY, now_ms)
 
     def subscribed_topics(self) -> set[str] | None:
         """Topics the consumer members subscribe to; None when the group does
@@ -292,7 +302,7 @@ class ClassicGroup:
         group = cls(
             group_id,
             value.current_state_timestamp if value.current_state_timestamp >= 0 else now_ms,
-            EMPTY if not value.members else STABLE,
+            ClassicGroupState.EMPTY if not value.members else ClassicGroupState.STABLE,
         )
         group.generation_id = value.generation
         group.protocol_type = value.protocol_type or None

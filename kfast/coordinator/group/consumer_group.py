@@ -23,11 +23,28 @@ Reconciling (some member not at the target epoch), Stable.
 from __future__ import annotations
 
 import uuid
+from enum import StrEnum
 
-EMPTY, ASSIGNING, RECONCILING, STABLE, DEAD = "Empty", "Assigning", "Reconciling", "Stable", "Dead"
-MEMBER_STABLE = "STABLE"
-UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
-UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
+
+class ConsumerGroupState(StrEnum):
+    """Kafka's ConsumerGroup.ConsumerGroupState; the value is the name
+    clients see (ConsumerGroupDescribe, ListGroups)."""
+
+    EMPTY = "Empty"
+    ASSIGNING = "Assigning"
+    RECONCILING = "Reconciling"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+class MemberState(StrEnum):
+    """Kafka's MemberState of a KIP-848 member (its name; the record's
+    int8 code is records.MEMBER_STATE_CODES)."""
+
+    STABLE = "STABLE"
+    UNREVOKED_PARTITIONS = "UNREVOKED_PARTITIONS"
+    UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
+
 
 Partitions = dict  # {topic_id: set(partitions)}
 
@@ -75,7 +92,7 @@ class ConsumerGroupMember:
         self.client_host = ""
         self.member_epoch = 0
         self.previous_member_epoch = -1
-        self.state = MEMBER_STABLE
+        self.state = MemberState.STABLE
         self.rebalance_timeout_ms = -1
         # Explicit names plus the topics the regex matched at the last heartbeat.
         self.subscribed_topic_names: list[str] = []
@@ -111,21 +128,21 @@ class ConsumerGroup:
         self.unwritten = False
 
     @property
-    def state(self) -> str:
+    def state(self) -> ConsumerGroupState:
         if self.dead:
-            return DEAD
+            return ConsumerGroupState.DEAD
         if not self.members:
-            return EMPTY
+            return ConsumerGroupState.EMPTY
         if self.assignment_epoch < self.group_epoch:
-            return ASSIGNING
+            return ConsumerGroupState.ASSIGNING
         if any(
-            m.member_epoch != self.assignment_epoch or m.state != MEMBER_STABLE
+            m.member_epoch != self.assignment_epoch or m.state != MemberState.STABLE
             for m in self.members.values()
         ):
-            return RECONCILING
-        return STABLE
+            return ConsumerGroupState.RECONCILING
+        return ConsumerGroupState.STABLE
 
-    def is_(self, state: str) -> bool:
+    def is_(self, state: ConsumerGroupState) -> bool:
         return self.state == state
 
     def subscribed_topics(self) -> set[str]:
@@ -147,7 +164,7 @@ class ConsumerGroup:
         ``owned``: the partitions the heartbeat says the member holds (None
         when the request did not say)."""
         target = self.target.get(member.member_id, {})
-        if member.state == UNREVOKED_PARTITIONS:
+        if member.state == MemberState.UNREVOKED_PARTITIONS:
             still_owned = (
                 _intersect(member.pending_revocation, owned)
                 if owned is not None
@@ -156,15 +173,15 @@ class ConsumerGroup:
             if still_owned:
                 return
             member.pending_revocation = {}
-            member.state = MEMBER_STABLE
-        if member.member_epoch == self.assignment_epoch and member.state == MEMBER_STABLE:
+            member.state = MemberState.STABLE
+        if member.member_epoch == self.assignment_epoch and member.state == MemberState.STABLE:
             return
         if member.member_epoch != self.assignment_epoch:
             to_revoke = _minus(member.assigned, target)
             if to_revoke:
                 member.assigned = _intersect(member.assigned, target)
                 member.pending_revocation = to_revoke
-                member.state = UNREVOKED_PARTITIONS
+                member.state = MemberState.UNREVOKED_PARTITIONS
                 return
             member.previous_member_epoch = member.member_epoch
             member.member_epoch = self.assignment_epoch
@@ -177,7 +194,7 @@ class ConsumerGroup:
                 member.assigned.setdefault(topic_id, set()).update(free)
             if free != partitions:
                 unreleased = True
-        member.state = UNRELEASED_PARTITIONS if unreleased else MEMBER_STABLE
+        member.state = MemberState.UNRELEASED_PARTITIONS if unreleased else MemberState.STABLE
 
 
 def new_member_id() -> str:

@@ -22,16 +22,20 @@ marks its keys unknown, so the next change writes them again.
 from __future__ import annotations
 
 import re
+import uuid
 from collections.abc import Callable, Mapping
+from typing import Any, NamedTuple
 
 from kfast.controller.group_config import group_config_value
 from kfast.coordinator.group import records as R
 from kfast.coordinator.group.assignors import ASSIGNORS
+from kfast.coordinator.group.classic_group import ClassicGroupState
 from kfast.coordinator.group.consumer_group import (
-    MEMBER_STABLE,
-    UNREVOKED_PARTITIONS,
     ConsumerGroup,
     ConsumerGroupMember,
+    ConsumerGroupState,
+    MemberState,
+    Partitions,
     new_member_id,
 )
 from kfast.coordinator.group.delayed import heartbeat_key
@@ -72,7 +76,7 @@ def _record_key(group_id: str, key: tuple):
     return cls(group_id) if member_id is None else cls(group_id, member_id)
 
 
-_STATE_BY_CODE = {code: name for name, code in R.MEMBER_STATE_CODES.items()}
+_STATE_BY_CODE = {code: MemberState(name) for name, code in R.MEMBER_STATE_CODES.items()}
 
 
 class _Unknown:
@@ -190,6 +194,96 @@ JOIN_EPOCH = 0
 LEAVE_EPOCH = -1
 STATIC_LEAVE_EPOCH = -2
 
+# {topic name: (topic id, partition count)}: the cluster's topics as the
+# handler passes them in.
+TopicsView = Mapping[str, tuple[uuid.UUID, int]]
+# A ConsumerGroupHeartbeatResponse's fields.
+HeartbeatResponse = dict[str, Any]
+HeartbeatCallback = Callable[[HeartbeatResponse], None]
+# (key bytes, value bytes or None for a tombstone): one __consumer_offsets record.
+Record = tuple[bytes, bytes | None]
+
+
+class ConsumerHeartbeat(NamedTuple):
+    """The fields of one ConsumerGroupHeartbeat the coordinator reads."""
+
+    group_id: str
+    member_id: str
+    member_epoch: int
+    instance_id: str | None
+    rack_id: str | None
+    rebalance_timeout_ms: int
+    subscribed_topic_names: list[str] | None
+    server_assignor: str | None
+    owned: Partitions | None
+    client_id: str
+    client_host: str
+    topics: TopicsView
+    subscribed_topic_regex: str | None
+    may_describe: Callable[[str], bool] | None
+
+
+class _HeartbeatRejected(Exception):
+    """A heartbeat answered with an error (Kafka's GroupMetadataManager
+    throws the ApiException); ``member_id`` is the id the answer carries."""
+
+    def __init__(self, member_id: str, code: int, message: str | None = None):
+        super().__init__(code, message)
+        self.member_id, self.code, self.message = member_id, code, message
+
+
+def _heartbeat_error(member_id: str, code: int, message: str | None = None) -> HeartbeatResponse:
+    return {
+        "error_code": code,
+        "error_message": message,
+        "member_id": member_id or None,
+        "member_epoch": -1,
+        "heartbeat_interval_ms": 0,
+        "assignment": None,
+    }
+
+
+def _epochs_and_members(group: ConsumerGroup | None) -> tuple[int, int, tuple[str, ...]] | None:
+    """What, unchanged by a heartbeat, limits its writes to the member's records."""
+    if group is None:
+        return None
+    return group.group_epoch, group.assignment_epoch, tuple(group.members)
+
+
+def _check_member_epoch(member: ConsumerGroupMember, request: ConsumerHeartbeat) -> None:
+    """A member ahead of its epoch is fenced; one behind is too, unless it
+    is at its previous epoch and owns nothing beyond its assignment (a
+    response it missed)."""
+    epoch, owned = request.member_epoch, request.owned
+    if epoch > member.member_epoch:
+        raise _HeartbeatRejected(member.member_id, E.FencedMemberEpochException.code)
+    if epoch < member.member_epoch and not (
+        epoch == member.previous_member_epoch
+        and owned is not None
+        and all(ps <= member.assigned.get(t, set()) for t, ps in owned.items())
+    ):
+        raise _HeartbeatRejected(member.member_id, E.FencedMemberEpochException.code)
+
+
+def _assignment_to_send(
+    member: ConsumerGroupMember, request: ConsumerHeartbeat
+) -> dict[str, Any] | None:
+    """The response's assignment: sent on a join, when the member reported
+    what it owns, or when it changed since last sent; else null."""
+    if not (
+        request.member_epoch == JOIN_EPOCH
+        or request.owned is not None
+        or member.sent_assignment != member.assigned
+    ):
+        return None
+    member.sent_assignment = {t: set(ps) for t, ps in member.assigned.items()}
+    return {
+        "topic_partitions": [
+            {"topic_id": t, "partitions": sorted(ps)}
+            for t, ps in sorted(member.assigned.items(), key=lambda i: str(i[0]))
+        ]
+    }
+
 
 class ConsumerGroupManager:
     consumer_groups: dict
@@ -213,19 +307,19 @@ class ConsumerGroupManager:
         group_id: str,
         member_id: str,
         member_epoch: int,
-        instance_id,
-        rack_id,
+        instance_id: str | None,
+        rack_id: str | None,
         rebalance_timeout_ms: int,
-        subscribed_topic_names,
-        server_assignor,
-        owned,
+        subscribed_topic_names: list[str] | None,
+        server_assignor: str | None,
+        owned: Partitions | None,
         client_id: str,
         client_host: str,
-        topics: dict,
+        topics: TopicsView,
         subscribed_topic_regex: str | None = None,
-        callback=None,
-        may_describe=None,
-    ) -> dict | None:
+        callback: HeartbeatCallback | None = None,
+        may_describe: Callable[[str], bool] | None = None,
+    ) -> HeartbeatResponse | None:
         """The ConsumerGroupHeartbeatResponse fields. ``owned``: {topic_id:
         set(partitions)} the member reports holding, or None.
         ``may_describe(topic)``: whether the member may DESCRIBE the topic
@@ -235,199 +329,226 @@ class ConsumerGroupManager:
         The response is final once the change's records are appended: with
         ``callback`` it is passed there then; without, it is returned (the
         append's error if the write completed at once and failed)."""
-
-        def reply(response: dict) -> dict | None:
+        request = ConsumerHeartbeat(
+            group_id,
+            member_id,
+            member_epoch,
+            instance_id,
+            rack_id,
+            rebalance_timeout_ms,
+            subscribed_topic_names,
+            server_assignor,
+            owned,
+            client_id,
+            client_host,
+            topics,
+            subscribed_topic_regex,
+            may_describe,
+        )
+        try:
+            return self._consumer_group_heartbeat(request, callback)
+        except _HeartbeatRejected as rejected:
+            response = _heartbeat_error(rejected.member_id, rejected.code, rejected.message)
             if callback is None:
                 return response
             callback(response)
             return None
 
-        def error(code: int, message: str | None = None) -> dict | None:
-            return reply(
-                {
-                    "error_code": code,
-                    "error_message": message,
-                    "member_id": member_id or None,
-                    "member_epoch": -1,
-                    "heartbeat_interval_ms": 0,
-                    "assignment": None,
-                }
+    def _consumer_group_heartbeat(
+        self, request: ConsumerHeartbeat, callback: HeartbeatCallback | None
+    ) -> HeartbeatResponse | None:
+        """consumer_group_heartbeat's steps; a refusal raises _HeartbeatRejected."""
+        self._check_heartbeat(request)
+        group = self.consumer_groups.get(request.group_id)
+        before = _epochs_and_members(group)
+        extra: list[Record] = []  # records of a classic group this one replaces
+        if request.member_epoch == JOIN_EPOCH:
+            group, member, bump = self._join_consumer_group(request, extra)
+        else:
+            member = group.members.get(request.member_id) if group is not None else None
+            if group is None or member is None:
+                raise _HeartbeatRejected(request.member_id, E.UnknownMemberIdException.code)
+            if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
+                return self._leave_consumer_group(group, member, request, callback)
+            _check_member_epoch(member, request)
+            bump = False
+        self._update_consumer_member(member, request)
+        # Whatever changes in one heartbeat bumps the group epoch once.
+        if self._update_subscriptions(group, member, request) or bump:
+            group.group_epoch += 1
+        if group.assignment_epoch < group.group_epoch:
+            self._compute_target(group, request.topics)
+        was_revoking = member.state == MemberState.UNREVOKED_PARTITIONS
+        group.reconcile(member, request.owned)
+        self._consumer_heartbeat_received(group, member)
+        if member.state == MemberState.UNREVOKED_PARTITIONS and not was_revoking:
+            self._schedule_revocation_timeout(group, member)
+        response: HeartbeatResponse = {
+            "error_code": 0,
+            "error_message": None,
+            "member_id": member.member_id,
+            "member_epoch": member.member_epoch,
+            "heartbeat_interval_ms": self.group_config(
+                request.group_id, "consumer.heartbeat.interval.ms"
+            ),
+            "assignment": _assignment_to_send(member, request),
+        }
+        # Only this member's records can have changed unless an epoch moved
+        # or the membership did.
+        scope = [member.member_id] if _epochs_and_members(group) == before else None
+        return self._persist_and_reply(group, scope, response, callback, extra)
+
+    def _check_heartbeat(self, request: ConsumerHeartbeat) -> None:
+        """What makes a heartbeat invalid whoever sends it."""
+        if not request.group_id:
+            raise _HeartbeatRejected(
+                request.member_id, E.InvalidRequestException.code, "GroupId can't be empty."
+            )
+        assignor = request.server_assignor
+        if assignor is not None and assignor not in ASSIGNORS:
+            raise _HeartbeatRejected(
+                request.member_id,
+                E.UnsupportedAssignorException.code,
+                f"Assignor {assignor} is not supported.",
+            )
+        classic = self.groups.get(request.group_id)
+        if (
+            classic is not None
+            and not classic.is_(ClassicGroupState.EMPTY)
+            and not classic.is_(ClassicGroupState.DEAD)
+        ):
+            raise _HeartbeatRejected(
+                request.member_id,
+                E.GroupIdNotFoundException.code,
+                f"Group {request.group_id} is not a consumer group.",
             )
 
-        if not group_id:
-            return error(E.InvalidRequestException.code, "GroupId can't be empty.")
-        if server_assignor is not None and server_assignor not in ASSIGNORS:
-            return error(
-                E.UnsupportedAssignorException.code, f"Assignor {server_assignor} is not supported."
+    def _join_consumer_group(
+        self, request: ConsumerHeartbeat, extra: list[Record]
+    ) -> tuple[ConsumerGroup, ConsumerGroupMember, bool]:
+        """A member joins (epoch 0): (its group, the member, whether the
+        group epoch must move). An empty classic group of that id is taken
+        over: its tombstone goes into ``extra``."""
+        if request.rebalance_timeout_ms < 0 or (
+            request.subscribed_topic_names is None and not request.subscribed_topic_regex
+        ):
+            raise _HeartbeatRejected(
+                request.member_id,
+                E.InvalidRequestException.code,
+                "RebalanceTimeoutMs and SubscribedTopicNames or "
+                "SubscribedTopicRegex must be set when joining.",
             )
-        classic = self.groups.get(group_id)
-        if classic is not None and not classic.is_("Empty") and not classic.is_("Dead"):
-            return error(
-                E.GroupIdNotFoundException.code, f"Group {group_id} is not a consumer group."
-            )
+        group_id = request.group_id
         group = self.consumer_groups.get(group_id)
-        # Whatever changes in one heartbeat bumps the group epoch once.
-        bump = False
-        extra = []  # records of a classic group this one replaces
-        before = (
-            None
-            if group is None
-            else (group.group_epoch, group.assignment_epoch, tuple(group.members))
-        )
-        if member_epoch == JOIN_EPOCH:
-            if rebalance_timeout_ms < 0 or (
-                subscribed_topic_names is None and not subscribed_topic_regex
-            ):
-                return error(
-                    E.InvalidRequestException.code,
-                    "RebalanceTimeoutMs and SubscribedTopicNames or "
-                    "SubscribedTopicRegex must be set when joining.",
+        if group is None:
+            if self.groups.pop(group_id, None) is not None:
+                # An empty classic group is taken over (its record deleted).
+                extra.append((R.encode_key(R.GroupMetadataKey(group_id)), None))
+            group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
+        member_id = request.member_id or new_member_id()
+        if member_id in group.members:
+            self._remove_consumer_member(group, member_id)
+        static = self._static_member(group, request.instance_id)
+        if static is not None and static.member_id != member_id:
+            if static.member_epoch != STATIC_LEAVE_EPOCH:
+                raise _HeartbeatRejected(
+                    member_id,
+                    E.UnreleasedInstanceIdException.code,
+                    f"Static member {request.instance_id} is still in the group.",
                 )
-            if group is None:
-                if classic is not None:
-                    # An empty classic group is taken over (its record deleted).
-                    self.groups.pop(group_id)
-                    extra.append((R.encode_key(R.GroupMetadataKey(group_id)), None))
-                group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
-            member_id = member_id or new_member_id()
-            member = group.members.get(member_id)
-            if member is not None:
-                self._remove_consumer_member(group, member_id)
-            static = self._static_member(group, instance_id)
-            if static is not None and static.member_id != member_id:
-                if static.member_epoch != STATIC_LEAVE_EPOCH:
-                    return error(
-                        E.UnreleasedInstanceIdException.code,
-                        f"Static member {instance_id} is still in the group.",
-                    )
-                # KIP-345 in KIP-848: the restarted instance takes over the
-                # member it was, assignment and epoch included; no rebalance.
-                member = self._replace_static_member(group, static, member_id)
-            else:
-                if len(group.members) >= self.consumer_max_size:
-                    return error(E.GroupMaxSizeReachedException.code)
-                member = group.members[member_id] = ConsumerGroupMember(member_id)
-                bump = True
+            # KIP-345 in KIP-848: the restarted instance takes over the
+            # member it was, assignment and epoch included; no rebalance.
+            return group, self._replace_static_member(group, static, member_id), False
+        if len(group.members) >= self.consumer_max_size:
+            raise _HeartbeatRejected(member_id, E.GroupMaxSizeReachedException.code)
+        member = group.members[member_id] = ConsumerGroupMember(member_id)
+        return group, member, True
+
+    def _leave_consumer_group(
+        self,
+        group: ConsumerGroup,
+        member: ConsumerGroupMember,
+        request: ConsumerHeartbeat,
+        callback: HeartbeatCallback | None,
+    ) -> HeartbeatResponse | None:
+        """Epoch -1 (leave) or -2 (a static member leaving for a while)."""
+        member_id, member_epoch = member.member_id, request.member_epoch
+        if member_epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
+            # A static member leaving for a while keeps its partitions
+            # until its session expires or its instance rejoins.
+            member.previous_member_epoch = member.member_epoch
+            member.member_epoch = STATIC_LEAVE_EPOCH
+            scope: list[str] | None = [member_id]
         else:
-            member = group.members.get(member_id) if group is not None else None
-            if member is None:
-                return error(E.UnknownMemberIdException.code)
-            if member_epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
-                # A static member leaving for a while keeps its partitions
-                # until its session expires or its instance rejoins.
-                member.previous_member_epoch = member.member_epoch
-                member.member_epoch = STATIC_LEAVE_EPOCH
-                return self._persist_and_reply(
-                    group,
-                    [member_id],
-                    {
-                        "error_code": 0,
-                        "error_message": None,
-                        "member_id": member_id,
-                        "member_epoch": STATIC_LEAVE_EPOCH,
-                        "heartbeat_interval_ms": 0,
-                        "assignment": None,
-                    },
-                    callback,
-                )
-            if member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                self._remove_consumer_member(group, member_id)
-                group.group_epoch += 1
-                self._compute_target(group, topics)
-                return self._persist_and_reply(
-                    group,
-                    None,
-                    {
-                        "error_code": 0,
-                        "error_message": None,
-                        "member_id": member_id,
-                        "member_epoch": member_epoch,
-                        "heartbeat_interval_ms": 0,
-                        "assignment": None,
-                    },
-                    callback,
-                )
-            if member_epoch > member.member_epoch:
-                return error(E.FencedMemberEpochException.code)
-            if member_epoch < member.member_epoch and not (
-                member_epoch == member.previous_member_epoch
-                and owned is not None
-                and all(ps <= member.assigned.get(t, set()) for t, ps in owned.items())
-            ):
-                return error(E.FencedMemberEpochException.code)
-        member.client_id, member.client_host = client_id, client_host
+            self._remove_consumer_member(group, member_id)
+            group.group_epoch += 1
+            self._compute_target(group, request.topics)
+            scope = None
+        response: HeartbeatResponse = {
+            "error_code": 0,
+            "error_message": None,
+            "member_id": member_id,
+            "member_epoch": member_epoch,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        }
+        return self._persist_and_reply(group, scope, response, callback)
+
+    @staticmethod
+    def _update_consumer_member(member: ConsumerGroupMember, request: ConsumerHeartbeat) -> None:
+        """The member's fields the heartbeat sets (a field left out keeps
+        its value)."""
+        member.client_id, member.client_host = request.client_id, request.client_host
         # Heartbeats after the join may leave the instance id out (null:
         # unchanged, as Kafka's maybeUpdateInstanceId); clearing it would
         # make a static member dynamic and its restart a rebalance.
-        if instance_id is not None:
-            member.instance_id = instance_id
-        member.rack_id = rack_id or member.rack_id
-        if rebalance_timeout_ms >= 0:
-            member.rebalance_timeout_ms = rebalance_timeout_ms
-        if server_assignor is not None:
-            member.server_assignor = server_assignor
-        if subscribed_topic_names is not None:
-            member.explicit_topic_names = set(subscribed_topic_names)
-        if subscribed_topic_regex is not None:
+        if request.instance_id is not None:
+            member.instance_id = request.instance_id
+        member.rack_id = request.rack_id or member.rack_id
+        if request.rebalance_timeout_ms >= 0:
+            member.rebalance_timeout_ms = request.rebalance_timeout_ms
+        if request.server_assignor is not None:
+            member.server_assignor = request.server_assignor
+        if request.subscribed_topic_names is not None:
+            member.explicit_topic_names = set(request.subscribed_topic_names)
+        regex = request.subscribed_topic_regex
+        if regex is not None:
             try:
-                member.subscribed_topic_regex = (
-                    re.compile(subscribed_topic_regex) if subscribed_topic_regex else None
-                )
+                member.subscribed_topic_regex = re.compile(regex) if regex else None
             except re.error as exc:
-                return error(E.InvalidRegularExpression.code, str(exc))
+                raise _HeartbeatRejected(
+                    member.member_id, E.InvalidRegularExpression.code, str(exc)
+                ) from exc
+
+    @staticmethod
+    def _update_subscriptions(
+        group: ConsumerGroup, member: ConsumerGroupMember, request: ConsumerHeartbeat
+    ) -> bool:
+        """Resolve the member's subscription and the group's subscribed
+        topics' metadata against this heartbeat's topics: whether either
+        changed (a new group epoch)."""
+        changed = False
+        topics = request.topics
         # A regex is resolved against the topics of each heartbeat; internal
         # topics never match (as in Kafka).
         resolved = set(member.explicit_topic_names)
-        if member.subscribed_topic_regex is not None:
+        regex, may_describe = member.subscribed_topic_regex, request.may_describe
+        if regex is not None:
             resolved |= {
                 t
                 for t in topics
                 if not t.startswith("__")
-                and member.subscribed_topic_regex.fullmatch(t)
+                and regex.fullmatch(t)
                 and (may_describe is None or may_describe(t))
             }
         if sorted(resolved) != member.subscribed_topic_names:
             member.subscribed_topic_names = sorted(resolved)
-            bump = True
+            changed = True
         metadata = {name: topics[name] for name in group.subscribed_topics() if name in topics}
         if metadata != group.subscription_metadata:
             group.subscription_metadata = metadata
-            bump = True
-        if bump:
-            group.group_epoch += 1
-        if group.assignment_epoch < group.group_epoch:
-            self._compute_target(group, topics)
-        was_revoking = member.state == UNREVOKED_PARTITIONS
-        group.reconcile(member, owned)
-        self._consumer_heartbeat_received(group, member)
-        if member.state == UNREVOKED_PARTITIONS and not was_revoking:
-            self._schedule_revocation_timeout(group, member)
-        assignment = None
-        if (
-            member_epoch == JOIN_EPOCH
-            or owned is not None
-            or member.sent_assignment != member.assigned
-        ):
-            member.sent_assignment = {t: set(ps) for t, ps in member.assigned.items()}
-            assignment = {
-                "topic_partitions": [
-                    {"topic_id": t, "partitions": sorted(ps)}
-                    for t, ps in sorted(member.assigned.items(), key=lambda i: str(i[0]))
-                ]
-            }
-        response = {
-            "error_code": 0,
-            "error_message": None,
-            "member_id": member_id,
-            "member_epoch": member.member_epoch,
-            "heartbeat_interval_ms": self.group_config(group_id, "consumer.heartbeat.interval.ms"),
-            "assignment": assignment,
-        }
-        # Only this member's records can have changed unless an epoch moved
-        # or the membership did.
-        after = (group.group_epoch, group.assignment_epoch, tuple(group.members))
-        scope = [member_id] if after == before else None
-        return self._persist_and_reply(group, scope, response, callback, extra)
+            changed = True
+        return changed
 
     def _preferred_assignor(self, group: ConsumerGroup) -> str:
         """The assignor most members ask for, else the first configured."""
@@ -486,7 +607,7 @@ class ConsumerGroupManager:
             member.revocation_timeout = None
             if (
                 group.members.get(member.member_id) is member
-                and member.state == UNREVOKED_PARTITIONS
+                and member.state == MemberState.UNREVOKED_PARTITIONS
                 and member.member_epoch == epoch
             ):
                 self.on_consumer_session_expired(group, member.member_id)
@@ -530,7 +651,7 @@ class ConsumerGroupManager:
                 "error_code": E.GroupIdNotFoundException.code,
                 "error_message": f"Group {group_id} not found.",
                 "group_id": group_id,
-                "group_state": "Dead",
+                "group_state": ConsumerGroupState.DEAD,
                 "group_epoch": -1,
                 "assignment_epoch": -1,
                 "assignor_name": "",
@@ -727,37 +848,13 @@ class ConsumerGroupManager:
     def replay_consumer_group(self, key, value) -> None:
         """Apply one KIP-848 record (any order; latest per key wins; a
         tombstone of the group's epoch record deletes the group)."""
-        group_id = key.group_id
-        group = self.consumer_groups.get(group_id)
         if value is None:
-            if group is None:
-                return
-            group.persisted.pop(_persisted_key(key), None)
-            if isinstance(key, R.ConsumerGroupMetadataKey):
-                for member_id in list(group.members):
-                    self._remove_consumer_member(group, member_id)
-                del self.consumer_groups[group_id]
-                group.dead = True
-            elif isinstance(key, R.ConsumerGroupMemberMetadataKey):
-                self._remove_consumer_member(group, key.member_id)
-            elif isinstance(key, R.ConsumerGroupTargetAssignmentMemberKey):
-                group.target.pop(key.member_id, None)
-            elif isinstance(key, R.ConsumerGroupCurrentMemberAssignmentKey):
-                member = group.members.get(key.member_id)
-                if member is not None:
-                    member.member_epoch, member.previous_member_epoch = 0, -1
-                    member.state, member.assigned, member.pending_revocation = MEMBER_STABLE, {}, {}
-            elif isinstance(key, R.ConsumerGroupPartitionMetadataKey):
-                group.subscription_metadata = {}
-            elif isinstance(key, R.ConsumerGroupTargetAssignmentMetadataKey):
-                group.assignment_epoch = 0
+            group = self.consumer_groups.get(key.group_id)
+            if group is not None:
+                group.persisted.pop(_persisted_key(key), None)
+                self._replay_consumer_tombstone(group, key)
             return
-        if group is None:
-            group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
-            classic = self.groups.get(group_id)
-            if classic is not None and classic.is_("Empty"):
-                # The offsets' placeholder, or a classic group this one replaced.
-                del self.groups[group_id]
+        group = self._replayed_consumer_group(key.group_id)
         persisted_key = _persisted_key(key)
         group.persisted[persisted_key] = _state_of(persisted_key[0], value)
         if isinstance(key, R.ConsumerGroupMetadataKey):
@@ -773,27 +870,64 @@ class ConsumerGroupManager:
         elif isinstance(key, R.ConsumerGroupTargetAssignmentMemberKey):
             group.target[key.member_id] = _assignment(value.topic_partitions)
         else:
+            self._replay_member_record(group, key, value)
+
+    def _replayed_consumer_group(self, group_id: str) -> ConsumerGroup:
+        """The group a replayed record belongs to, created by its first record."""
+        group = self.consumer_groups.get(group_id)
+        if group is None:
+            group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
+            classic = self.groups.get(group_id)
+            if classic is not None and classic.is_(ClassicGroupState.EMPTY):
+                # The offsets' placeholder, or a classic group this one replaced.
+                del self.groups[group_id]
+        return group
+
+    def _replay_consumer_tombstone(self, group: ConsumerGroup, key) -> None:
+        if isinstance(key, R.ConsumerGroupMetadataKey):
+            for member_id in list(group.members):
+                self._remove_consumer_member(group, member_id)
+            del self.consumer_groups[group.group_id]
+            group.dead = True
+        elif isinstance(key, R.ConsumerGroupMemberMetadataKey):
+            self._remove_consumer_member(group, key.member_id)
+        elif isinstance(key, R.ConsumerGroupTargetAssignmentMemberKey):
+            group.target.pop(key.member_id, None)
+        elif isinstance(key, R.ConsumerGroupCurrentMemberAssignmentKey):
             member = group.members.get(key.member_id)
-            if member is None:
-                member = group.members[key.member_id] = ConsumerGroupMember(key.member_id)
-            if isinstance(key, R.ConsumerGroupMemberMetadataKey):
-                member.instance_id, member.rack_id = value.instance_id, value.rack_id
-                member.client_id, member.client_host = value.client_id, value.client_host
-                member.explicit_topic_names = set(value.subscribed_topic_names)
-                member.subscribed_topic_regex = (
-                    re.compile(value.subscribed_topic_regex)
-                    if value.subscribed_topic_regex
-                    else None
+            if member is not None:
+                member.member_epoch, member.previous_member_epoch = 0, -1
+                member.state, member.assigned, member.pending_revocation = (
+                    MemberState.STABLE,
+                    {},
+                    {},
                 )
-                member.rebalance_timeout_ms = value.rebalance_timeout_ms
-                member.server_assignor = value.server_assignor
-                self._resolve_loaded_subscription(group, member)
-            else:
-                member.member_epoch = value.member_epoch
-                member.previous_member_epoch = value.previous_member_epoch
-                member.state = _STATE_BY_CODE.get(value.state, MEMBER_STABLE)
-                member.assigned = _assignment(value.assigned_partitions)
-                member.pending_revocation = _assignment(value.partitions_pending_revocation)
+        elif isinstance(key, R.ConsumerGroupPartitionMetadataKey):
+            group.subscription_metadata = {}
+        elif isinstance(key, R.ConsumerGroupTargetAssignmentMetadataKey):
+            group.assignment_epoch = 0
+
+    def _replay_member_record(self, group: ConsumerGroup, key, value) -> None:
+        """A member's metadata or current assignment record."""
+        member = group.members.get(key.member_id)
+        if member is None:
+            member = group.members[key.member_id] = ConsumerGroupMember(key.member_id)
+        if isinstance(key, R.ConsumerGroupMemberMetadataKey):
+            member.instance_id, member.rack_id = value.instance_id, value.rack_id
+            member.client_id, member.client_host = value.client_id, value.client_host
+            member.explicit_topic_names = set(value.subscribed_topic_names)
+            member.subscribed_topic_regex = (
+                re.compile(value.subscribed_topic_regex) if value.subscribed_topic_regex else None
+            )
+            member.rebalance_timeout_ms = value.rebalance_timeout_ms
+            member.server_assignor = value.server_assignor
+            self._resolve_loaded_subscription(group, member)
+        else:
+            member.member_epoch = value.member_epoch
+            member.previous_member_epoch = value.previous_member_epoch
+            member.state = _STATE_BY_CODE.get(value.state, MemberState.STABLE)
+            member.assigned = _assignment(value.assigned_partitions)
+            member.pending_revocation = _assignment(value.partitions_pending_revocation)
 
     @staticmethod
     def _resolve_loaded_subscription(group: ConsumerGroup, member: ConsumerGroupMember) -> None:
@@ -817,7 +951,7 @@ class ConsumerGroupManager:
                 continue
             for member in list(group.members.values()):
                 self._consumer_heartbeat_received(group, member)
-                if member.state == UNREVOKED_PARTITIONS:
+                if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_revocation_timeout(group, member)
 
     def consumer_groups_snapshot(self) -> dict:

@@ -19,13 +19,9 @@ import uuid
 from collections.abc import Callable
 
 from kfast.coordinator.group.classic_group import (
-    COMPLETING_REBALANCE,
-    DEAD,
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
     ClassicGroup,
     ClassicGroupMember,
+    ClassicGroupState,
 )
 from kfast.coordinator.group.consumer_group import ConsumerGroup
 from kfast.coordinator.group.consumer_group_manager import ConsumerGroupManager
@@ -136,7 +132,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
                 if tombstones:
                     self.writer(group_id, tombstones, lambda code: None)
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
-        if group.is_(DEAD):
+        if group.is_(ClassicGroupState.DEAD):
             return callback(join_error(member_id, E.CoordinatorNotAvailableException.code))
         is_new = (
             member_id == UNKNOWN_MEMBER_ID and group.static_member_id(group_instance_id) is None
@@ -188,15 +184,15 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         if member is None:
             return callback(join_error(member_id, E.UnknownMemberIdException.code))
         protocols = args[5]
-        if group.is_(PREPARING_REBALANCE):
+        if group.is_(ClassicGroupState.PREPARING_REBALANCE):
             self._update_member_and_rebalance(group, member, args, callback)
-        elif group.is_(COMPLETING_REBALANCE):
+        elif group.is_(ClassicGroupState.COMPLETING_REBALANCE):
             if member.matches(protocols):
                 # A retried JoinGroup: answer with the generation it missed.
                 callback(self._join_result(group, member))
             else:
                 self._update_member_and_rebalance(group, member, args, callback)
-        elif group.is_(STABLE):
+        elif group.is_(ClassicGroupState.STABLE):
             if group.is_leader(member_id) or not member.matches(protocols):
                 self._update_member_and_rebalance(group, member, args, callback)
             else:
@@ -268,7 +264,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         member.client_id, member.client_host = args[0], args[1]
         member.session_timeout_ms, member.rebalance_timeout_ms = args[2], args[3]
         self.complete_and_schedule_next_heartbeat(group, member)
-        if group.is_(STABLE) and unchanged:
+        if group.is_(ClassicGroupState.STABLE) and unchanged:
 
             def done(error: int) -> None:
                 if error:
@@ -287,14 +283,14 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
     def _maybe_prepare_rebalance(self, group: ClassicGroup) -> None:
         if group.can_rebalance():
             self._prepare_rebalance(group)
-        elif group.is_(PREPARING_REBALANCE):
+        elif group.is_(ClassicGroupState.PREPARING_REBALANCE):
             self.join_purgatory.check_and_complete(group.group_id)
 
     def _prepare_rebalance(self, group: ClassicGroup) -> None:
-        if group.is_(COMPLETING_REBALANCE):
+        if group.is_(ClassicGroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, E.RebalanceInProgressException.code)
         rebalance_timeout = group.rebalance_timeout_ms()
-        if group.is_(EMPTY) and self.initial_rebalance_delay_ms > 0:
+        if group.is_(ClassicGroupState.EMPTY) and self.initial_rebalance_delay_ms > 0:
             delay = min(self.initial_rebalance_delay_ms, rebalance_timeout)
             operation = InitialDelayedJoin(
                 self,
@@ -306,13 +302,15 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         else:
             operation = DelayedJoin(self, group, rebalance_timeout)
         group.new_member_added = False
-        group.transition_to(PREPARING_REBALANCE, self.time_ms())
+        group.transition_to(ClassicGroupState.PREPARING_REBALANCE, self.time_ms())
         self.join_purgatory.try_complete_else_watch(operation, [group.group_id])
 
     def on_complete_join(self, group: ClassicGroup) -> None:
         """The join phase ends: drop dynamic members that did not rejoin,
         start the next generation and answer every waiting JoinGroup."""
-        if group.is_(DEAD) or not group.is_(PREPARING_REBALANCE):
+        if group.is_(ClassicGroupState.DEAD) or not group.is_(
+            ClassicGroupState.PREPARING_REBALANCE
+        ):
             return
         for member in group.not_yet_rejoined():
             if not member.is_static:
@@ -327,7 +325,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             if joined:
                 group.leader_id = joined[0]
         group.init_next_generation(self.time_ms())
-        if group.is_(EMPTY):
+        if group.is_(ClassicGroupState.EMPTY):
             self._store_group(group, None, lambda error: None)
             return
         for member in group.members.values():
@@ -356,7 +354,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         group = self.groups.get(group_id)
         if group is None:
             return error(E.UnknownMemberIdException.code)
-        if group.is_(DEAD):
+        if group.is_(ClassicGroupState.DEAD):
             return error(E.CoordinatorNotAvailableException.code)
         if group.is_static_member_fenced(member_id, group_instance_id):
             return error(E.FencedInstanceIdException.code)
@@ -369,33 +367,41 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             protocol_name is not None and protocol_name != group.protocol_name
         ):
             return error(E.InconsistentGroupProtocolException.code)
-        if group.is_(EMPTY):
+        if group.is_(ClassicGroupState.EMPTY):
             return error(E.UnknownMemberIdException.code)
-        if group.is_(PREPARING_REBALANCE):
+        if group.is_(ClassicGroupState.PREPARING_REBALANCE):
             return error(E.RebalanceInProgressException.code)
         self.complete_and_schedule_next_heartbeat(group, member)
-        if group.is_(STABLE):
+        if group.is_(ClassicGroupState.STABLE):
             return callback((NONE, group.protocol_type, group.protocol_name, member.assignment))
         member.sync_callback = callback
         if not group.is_leader(member_id):
             return
         full = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
         generation = group.generation_id
+        self._store_group(
+            group, full, lambda code: self._assignment_stored(group, generation, full, code)
+        )
 
-        def stored(code: int) -> None:
-            if not group.is_(COMPLETING_REBALANCE) or group.generation_id != generation:
-                return
-            if code:
-                self._reset_and_propagate_assignment_error(group, code)
-                self._maybe_prepare_rebalance(group)
-                return
-            for mid, assignment in full.items():
-                if mid in group.members:
-                    group.members[mid].assignment = assignment
-            self._propagate_assignment(group)
-            group.transition_to(STABLE, self.time_ms())
-
-        self._store_group(group, full, stored)
+    def _assignment_stored(
+        self, group: ClassicGroup, generation: int, assignments: dict[str, bytes], code: int
+    ) -> None:
+        """The leader's assignment reached the log (or failed to): the
+        generation becomes Stable and every waiting SyncGroup is answered."""
+        if (
+            not group.is_(ClassicGroupState.COMPLETING_REBALANCE)
+            or group.generation_id != generation
+        ):
+            return
+        if code:
+            self._reset_and_propagate_assignment_error(group, code)
+            self._maybe_prepare_rebalance(group)
+            return
+        for mid, assignment in assignments.items():
+            if mid in group.members:
+                group.members[mid].assignment = assignment
+        self._propagate_assignment(group)
+        group.transition_to(ClassicGroupState.STABLE, self.time_ms())
 
     def _propagate_assignment(self, group: ClassicGroup) -> None:
         for member in group.members.values():
@@ -418,17 +424,17 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         group = self.groups.get(group_id)
         if group is None:
             return E.UnknownMemberIdException.code
-        if group.is_(DEAD):
+        if group.is_(ClassicGroupState.DEAD):
             return E.CoordinatorNotAvailableException.code
         if group.is_static_member_fenced(member_id, group_instance_id):
             return E.FencedInstanceIdException.code
         member = group.members.get(member_id)
-        if member is None or group.is_(EMPTY):
+        if member is None or group.is_(ClassicGroupState.EMPTY):
             return E.UnknownMemberIdException.code
         if generation_id != group.generation_id:
             return E.IllegalGenerationException.code
         self.complete_and_schedule_next_heartbeat(group, member)
-        if group.is_(PREPARING_REBALANCE):
+        if group.is_(ClassicGroupState.PREPARING_REBALANCE):
             return E.RebalanceInProgressException.code
         return NONE
 
@@ -439,7 +445,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         group = self.groups.get(group_id)
         if group is None:
             return NONE, [E.UnknownMemberIdException.code] * len(members)
-        if group.is_(DEAD):
+        if group.is_(ClassicGroupState.DEAD):
             return E.CoordinatorNotAvailableException.code, []
         results = []
         for member_id, instance_id in members:
@@ -474,7 +480,12 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             self.join_purgatory.check_and_complete(group.group_id)
             return
         member = group.members.get(member_id)
-        if member is None or group.is_(DEAD) or member.is_awaiting_join or member.is_awaiting_sync:
+        if (
+            member is None
+            or group.is_(ClassicGroupState.DEAD)
+            or member.is_awaiting_join
+            or member.is_awaiting_sync
+        ):
             return
         self._remove_member_and_update_group(group, member_id)
 
@@ -493,9 +504,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
 
     def _remove_member_and_update_group(self, group: ClassicGroup, member_id: str) -> None:
         self._remove_member(group, member_id)
-        if group.is_(STABLE) or group.is_(COMPLETING_REBALANCE):
+        if group.is_(ClassicGroupState.STABLE) or group.is_(ClassicGroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group)
-        elif group.is_(PREPARING_REBALANCE):
+        elif group.is_(ClassicGroupState.PREPARING_REBALANCE):
             self.join_purgatory.check_and_complete(group.group_id)
 
     def complete_and_schedule_next_heartbeat(
@@ -559,7 +570,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         if value is None:
             group = self.groups.pop(key.group, None)
             if group is not None:
-                group.state = DEAD
+                group.state = ClassicGroupState.DEAD
             return
         self.groups[key.group] = ClassicGroup.from_record_value(key.group, value, now)
 
@@ -591,7 +602,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
             # Waiting members look the coordinator up again.
             for member_id in list(group.members):
                 self._remove_member(group, member_id, E.NotCoordinatorException.code)
-            group.state = DEAD
+            group.state = ClassicGroupState.DEAD
             self.join_purgatory.check_and_complete(group_id)
 
     def shutdown(self) -> None:
@@ -605,7 +616,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         each KIP-848 group's epochs, target and members."""
         groups = {}
         for group_id, group in self.groups.items():
-            if group.is_(DEAD):
+            if group.is_(ClassicGroupState.DEAD):
                 continue
             groups[group_id] = (
                 group.generation_id,
@@ -631,4 +642,4 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
 
     def group_or_none(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)
-        return None if group is None or group.is_(DEAD) else group
+        return None if group is None or group.is_(ClassicGroupState.DEAD) else group

@@ -21,12 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from kfast.coordinator.group.classic_group import (
-    COMPLETING_REBALANCE,
-    DEAD,
-    EMPTY,
-    ClassicGroup,
-)
+from kfast.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
 from kfast.coordinator.group.records import (
     NO_EXPIRE_TIMESTAMP,
     GroupMetadataKey,
@@ -89,10 +84,10 @@ class OffsetMetadataManager:
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
         if consumer_group is not None:
             pass
-        elif group.is_(DEAD):
+        elif group.is_(ClassicGroupState.DEAD):
             return fail(E.CoordinatorNotAvailableException.code)
-        elif not (generation_id < 0 and group.is_(EMPTY)):
-            if group.is_(COMPLETING_REBALANCE):
+        elif not (generation_id < 0 and group.is_(ClassicGroupState.EMPTY)):
+            if group.is_(ClassicGroupState.COMPLETING_REBALANCE):
                 return fail(E.RebalanceInProgressException.code)
             if group.is_static_member_fenced(member_id, group_instance_id):
                 return fail(E.FencedInstanceIdException.code)
@@ -205,9 +200,9 @@ class OffsetMetadataManager:
                 return E.IllegalGenerationException.code
             self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
             return NONE
-        if group.is_(DEAD):
+        if group.is_(ClassicGroupState.DEAD):
             return E.CoordinatorNotAvailableException.code
-        if generation_id < 0 and group.is_(EMPTY):
+        if generation_id < 0 and group.is_(ClassicGroupState.EMPTY):
             return NONE
         if generation_id >= 0 or member_id or group_instance_id is not None:
             if group.is_static_member_fenced(member_id, group_instance_id):
@@ -294,9 +289,9 @@ class OffsetMetadataManager:
         subscribed: set[str] = set()
         if consumer_group is not None:
             subscribed = consumer_group.subscribed_topics()
-        elif group is None or group.is_(DEAD):
+        elif group is None or group.is_(ClassicGroupState.DEAD):
             return callback(E.GroupIdNotFoundException.code, {})
-        elif not group.is_(EMPTY):
+        elif not group.is_(ClassicGroupState.EMPTY):
             found = group.subscribed_topics()
             if found is None:
                 return callback(E.GroupNotEmptyException.code, {})
@@ -334,9 +329,9 @@ class OffsetMetadataManager:
                     results[group_id] = E.GroupNotEmptyException.code
                 else:
                     waiting.append(group_id)
-            elif group is None or group.is_(DEAD):
+            elif group is None or group.is_(ClassicGroupState.DEAD):
                 results[group_id] = E.GroupIdNotFoundException.code
-            elif not group.is_(EMPTY):
+            elif not group.is_(ClassicGroupState.EMPTY):
                 results[group_id] = E.GroupNotEmptyException.code
             else:
                 waiting.append(group_id)
@@ -373,7 +368,7 @@ class OffsetMetadataManager:
             self.replay(key_bytes, None)
         group = self.groups.pop(group_id, None)
         if group is not None:
-            group.state = DEAD
+            group.state = ClassicGroupState.DEAD
         consumer_group = self.consumer_groups.pop(group_id, None)
         if consumer_group is not None:
             consumer_group.dead = True
@@ -395,7 +390,7 @@ class OffsetMetadataManager:
                     continue
                 empty_since = None
             elif group is not None:
-                if not group.is_(EMPTY):
+                if not group.is_(ClassicGroupState.EMPTY):
                     continue
                 empty_since = group.state_timestamp if group.protocol_type else None
             else:
@@ -425,7 +420,7 @@ class OffsetMetadataManager:
                 if code:
                     return
                 group = self.groups.get(group_id)
-                if whole and group is not None and group.is_(EMPTY):
+                if whole and group is not None and group.is_(ClassicGroupState.EMPTY):
                     self._apply_tombstones(group_id, records)
                 else:
                     for key_bytes, value in records:

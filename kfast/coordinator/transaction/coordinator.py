@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.coordinator.group.records import partition_for
@@ -48,7 +49,7 @@ from kfast.coordinator.transaction.results import (
     TxnLogAppend,
     TxnMarkers,
 )
-from kfast.coordinator.transaction.state_manager import TransactionStateManager
+from kfast.coordinator.transaction.state_manager import Lookup, TransactionStateManager
 from kfast.protocol import DescribeTransactionsResponse, ListTransactionsResponse
 from kfast.protocol import errors as E
 
@@ -63,6 +64,71 @@ _BAD_STATE = E.InvalidTxnStateException.code
 _INVALID_REQUEST = E.InvalidRequestException.code
 _RETRY_COMPLETION_ON = frozenset({E.CoordinatorNotAvailableException.code})
 _EMPTY = CoordinatorResult()
+
+
+# respond(error code, producer id, producer epoch): an EndTxn's answer, or
+# InitProducerId's after the abort an epoch fence starts.
+Respond = Callable[[int, int, int], EndTxnResult | InitProducerIdResult]
+# (error code, the transition to append or None when nothing is written).
+Prepared = tuple[int, TxnTransitMetadata | None]
+
+
+class _EndTxn(NamedTuple):
+    """One end of a transaction as _end_transaction's steps read it."""
+
+    producer_id: int
+    producer_epoch: int
+    committed: bool
+    from_client: bool  # false: the coordinator's own abort after an epoch fence
+    is_epoch_fence: bool
+    client_transaction_version: int
+    version2: bool  # the client's transaction version bumps the epoch at every end
+    now_ms: int
+
+
+def _end_not_written(
+    metadata: TransactionMetadata,
+    end: _EndTxn,
+    code: int,
+    current: tuple[int, int],
+    respond: Respond,
+) -> EndTxnResult | InitProducerIdResult:
+    """The answer of an end that appends nothing: a retry answered NONE
+    (with the current id and epoch under transaction version 2), or the error."""
+    if end.is_epoch_fence and metadata.pending_state is _S.PREPARE_EPOCH_FENCE:
+        # The abort did not start (no producer id for the rotation):
+        # the fence must not block the id for good.
+        metadata.pending_state = None
+    if code == NONE and end.version2:
+        return respond(NONE, *current)
+    return respond(code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH)
+
+
+def _end_v2_epoch(metadata: TransactionMetadata, end: _EndTxn) -> tuple[bool, bool, bool]:
+    """(the epoch is valid, the end is a retry, a retry across an epoch
+    overflow) under transaction version 2."""
+    is_epoch_fence, producer_epoch = end.is_epoch_fence, end.producer_epoch
+    retry_on_overflow = (
+        not is_epoch_fence
+        and metadata.prev_producer_id == end.producer_id
+        and producer_epoch == MAX_PRODUCER_EPOCH - 1
+        and metadata.producer_epoch == 0
+    )
+    retry_on_epoch_bump = not is_epoch_fence and metadata.producer_epoch == producer_epoch + 1
+    state = metadata.state
+    if is_epoch_fence:
+        valid_epoch = (
+            not end.from_client or producer_epoch == metadata.producer_epoch
+        ) and producer_epoch >= metadata.producer_epoch
+    elif state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
+        valid_epoch = retry_on_epoch_bump
+    elif state in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
+        valid_epoch = (
+            retry_on_epoch_bump or retry_on_overflow or producer_epoch == metadata.producer_epoch
+        )
+    else:
+        valid_epoch = producer_epoch == metadata.producer_epoch
+    return valid_epoch, retry_on_epoch_bump or retry_on_overflow, retry_on_overflow
 
 
 class _PendingCompleteTxn:
@@ -142,42 +208,16 @@ class TransactionCoordinator:
             # An idempotent producer: a fresh id at epoch 0, nothing to store.
             code, new_id = self._new_producer_id()
             return error(code) if code else CoordinatorResult(InitProducerIdResult(NONE, new_id, 0))
-        if not transactional_id:
-            return error(_INVALID_REQUEST)
-        if enable_two_phase_commit and not self.two_phase_commit_enabled:
-            # Not UNSUPPORTED_*: a client cannot probe the broker's setting.
-            return error(E.TransactionalIdAuthorizationException.code)
-        if keep_prepared_txn:
-            return error(E.UnsupportedVersionException.code)
-        if not self.state.validate_transaction_timeout(
-            transaction_timeout_ms, enable_two_phase_commit
-        ):
-            return error(E.InvalidTxnTimeoutException.code)
+        code = self._check_init_producer_id(
+            transactional_id, transaction_timeout_ms, enable_two_phase_commit, keep_prepared_txn
+        )
+        if code:
+            return error(code)
         if enable_two_phase_commit:
             transaction_timeout_ms = TWO_PHASE_COMMIT_TIMEOUT_MS
-        found = self.state.get(transactional_id)
+        found = self._metadata_for_init(transactional_id, transaction_timeout_ms, now_ms)
         if found.error_code:
             return error(found.error_code)
-        if found.metadata is None:
-            code, new_id = self._new_producer_id()
-            if code:
-                return error(code)
-            found = self.state.put_if_not_exists(
-                TransactionMetadata(
-                    transactional_id,
-                    new_id,
-                    NO_PRODUCER_ID,
-                    NO_PRODUCER_ID,
-                    NO_PRODUCER_EPOCH,
-                    NO_PRODUCER_EPOCH,
-                    transaction_timeout_ms,
-                    _S.EMPTY,
-                    (),
-                    -1,
-                    now_ms,
-                    TV_0,
-                )
-            )
         metadata, coordinator_epoch = found.metadata, found.coordinator_epoch
         code, transit = self._prepare_init_producer_id(
             metadata, transaction_timeout_ms, expected, now_ms
@@ -185,22 +225,7 @@ class TransactionCoordinator:
         if code:
             return error(code)
         if transit.txn_state is _S.PREPARE_EPOCH_FENCE:
-            # The previous holder left a transaction open: abort it under a
-            # bumped epoch (never handed out) and let the client retry, which
-            # bumps again -- onto a new producer id if the fence exhausted it.
-            def answer(code: int, _producer_id: int, _epoch: int) -> InitProducerIdResult:
-                return InitProducerIdResult(code or _CONCURRENT)
-
-            return self._end_transaction(
-                transactional_id,
-                transit.producer_id,
-                transit.producer_epoch,
-                False,
-                False,
-                self.state.transaction_version_level,
-                answer,
-                now_ms,
-            )
+            return self._abort_fenced_transaction(transactional_id, transit, now_ms)
 
         def written(code: int, _now_ms: int) -> CoordinatorResult:
             if code:
@@ -210,6 +235,77 @@ class TransactionCoordinator:
             )
 
         return self.state.append(transactional_id, coordinator_epoch, transit, written, now_ms)
+
+    def _abort_fenced_transaction(
+        self, transactional_id: str, fence: TxnTransitMetadata, now_ms: int
+    ) -> CoordinatorResult:
+        """The previous holder left a transaction open: abort it under a
+        bumped epoch (never handed out) and let the client retry, which
+        bumps again -- onto a new producer id if the fence exhausted it."""
+
+        def answer(code: int, _producer_id: int, _epoch: int) -> InitProducerIdResult:
+            return InitProducerIdResult(code or _CONCURRENT)
+
+        return self._end_transaction(
+            transactional_id,
+            fence.producer_id,
+            fence.producer_epoch,
+            False,
+            False,
+            self.state.transaction_version_level,
+            answer,
+            now_ms,
+        )
+
+    def _check_init_producer_id(
+        self,
+        transactional_id: str,
+        transaction_timeout_ms: int,
+        enable_two_phase_commit: bool,
+        keep_prepared_txn: bool,
+    ) -> int:
+        """The error of an InitProducerId with a transactional id that no
+        state is needed to refuse, else NONE."""
+        if not transactional_id:
+            return _INVALID_REQUEST
+        if enable_two_phase_commit and not self.two_phase_commit_enabled:
+            # Not UNSUPPORTED_*: a client cannot probe the broker's setting.
+            return E.TransactionalIdAuthorizationException.code
+        if keep_prepared_txn:
+            return E.UnsupportedVersionException.code
+        if not self.state.validate_transaction_timeout(
+            transaction_timeout_ms, enable_two_phase_commit
+        ):
+            return E.InvalidTxnTimeoutException.code
+        return NONE
+
+    def _metadata_for_init(
+        self, transactional_id: str, transaction_timeout_ms: int, now_ms: int
+    ) -> Lookup:
+        """The id's metadata; a new one (Empty, a fresh producer id) if it
+        has none."""
+        found = self.state.get(transactional_id)
+        if found.error_code or found.metadata is not None:
+            return found
+        code, new_id = self._new_producer_id()
+        if code:
+            return Lookup(code)
+        return self.state.put_if_not_exists(
+            TransactionMetadata(
+                transactional_id,
+                new_id,
+                NO_PRODUCER_ID,
+                NO_PRODUCER_ID,
+                NO_PRODUCER_EPOCH,
+                NO_PRODUCER_EPOCH,
+                transaction_timeout_ms,
+                _S.EMPTY,
+                (),
+                -1,
+                now_ms,
+                TV_0,
+            )
+        )
 
     def _prepare_init_producer_id(
         self,
@@ -377,15 +473,15 @@ class TransactionCoordinator:
 
     def _end_transaction(
         self,
-        transactional_id,
-        producer_id,
-        producer_epoch,
-        committed,
-        from_client,
-        client_transaction_version,
-        respond,
-        now_ms,
-    ):
+        transactional_id: str,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        from_client: bool,
+        client_transaction_version: int,
+        respond: Respond,
+        now_ms: int,
+    ) -> CoordinatorResult:
         """EndTxn from a client, or an abort the coordinator starts itself
         (``from_client`` false: after an epoch fence). ``respond(error,
         producer_id, epoch)`` builds the answer."""
@@ -396,52 +492,29 @@ class TransactionCoordinator:
             code = found.error_code or _BAD_MAPPING
             return CoordinatorResult(respond(code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
         metadata = found.metadata
-        version2 = supports_epoch_bump(client_transaction_version)
-        is_epoch_fence = metadata.pending_state is _S.PREPARE_EPOCH_FENCE
+        end = _EndTxn(
+            producer_id,
+            producer_epoch,
+            committed,
+            from_client,
+            metadata.pending_state is _S.PREPARE_EPOCH_FENCE,
+            client_transaction_version,
+            supports_epoch_bump(client_transaction_version),
+            now_ms,
+        )
         current = (metadata.producer_id, metadata.producer_epoch)
-        if version2:
-            code, transit = self._prepare_end_v2(
-                metadata,
-                producer_id,
-                producer_epoch,
-                committed,
-                from_client,
-                is_epoch_fence,
-                client_transaction_version,
-                now_ms,
-            )
+        if end.version2:
+            code, transit = self._prepare_end_v2(metadata, end)
         else:
-            code, transit = self._prepare_end_v1(
-                metadata,
-                producer_id,
-                producer_epoch,
-                committed,
-                from_client,
-                is_epoch_fence,
-                now_ms,
-            )
+            code, transit = self._prepare_end_v1(metadata, end)
         if transit is None:
-            if is_epoch_fence and metadata.pending_state is _S.PREPARE_EPOCH_FENCE:
-                # The abort did not start (no producer id for the rotation):
-                # the fence must not block the id for good.
-                metadata.pending_state = None
-            if code == NONE and version2:
-                return CoordinatorResult(respond(NONE, *current))
-            return CoordinatorResult(respond(code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
+            return CoordinatorResult(_end_not_written(metadata, end, code, current, respond))
         coordinator_epoch = found.coordinator_epoch
 
         def written(code: int, now_ms: int) -> CoordinatorResult:
             if code:
-                if is_epoch_fence and not version2:
-                    # The bumped epoch stays in memory, unwritten: the next
-                    # fence reuses it (KAFKA-9666).
-                    again = self.state.get(transactional_id)
-                    if (
-                        not again.error_code
-                        and again.metadata is not None
-                        and again.coordinator_epoch == coordinator_epoch
-                    ):
-                        again.metadata.has_failed_epoch_fence = True
+                if end.is_epoch_fence and not end.version2:
+                    self._keep_failed_epoch_fence(transactional_id, coordinator_epoch)
                 return CoordinatorResult(respond(code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
             return self._send_markers(
                 transactional_id,
@@ -449,53 +522,52 @@ class TransactionCoordinator:
                 producer_id,
                 producer_epoch,
                 committed,
-                version2,
+                end.version2,
                 respond,
                 now_ms,
             )
 
         return self.state.append(transactional_id, coordinator_epoch, transit, written, now_ms)
 
-    def _prepare_end_v1(
-        self, metadata, producer_id, producer_epoch, committed, from_client, is_epoch_fence, now_ms
-    ):
+    def _keep_failed_epoch_fence(self, transactional_id: str, coordinator_epoch: int) -> None:
+        """The bumped epoch of a fence whose abort failed to append stays in
+        memory, unwritten: the next fence reuses it (KAFKA-9666)."""
+        again = self.state.get(transactional_id)
+        if (
+            not again.error_code
+            and again.metadata is not None
+            and again.coordinator_epoch == coordinator_epoch
+        ):
+            again.metadata.has_failed_epoch_fence = True
+
+    def _prepare_end_v1(self, metadata: TransactionMetadata, end: _EndTxn) -> Prepared:
         """Transaction versions 0 and 1: the epoch stays; a retry of a
         completed end is answered NONE by its state."""
-        if metadata.producer_id != producer_id:
+        if metadata.producer_id != end.producer_id:
             return _BAD_MAPPING, None
         # A client must hold the current epoch; the coordinator's own abort
         # carries the fencing epoch, which may be higher.
         if (
-            from_client and producer_epoch != metadata.producer_epoch
-        ) or producer_epoch < metadata.producer_epoch:
+            end.from_client and end.producer_epoch != metadata.producer_epoch
+        ) or end.producer_epoch < metadata.producer_epoch:
             return _FENCED, None
-        if metadata.pending_transition_in_progress and not is_epoch_fence:
+        if metadata.pending_transition_in_progress and not end.is_epoch_fence:
             return _CONCURRENT, None
         state = metadata.state
         if state is _S.ONGOING:
-            next_state = _S.PREPARE_COMMIT if committed else _S.PREPARE_ABORT
-            if next_state is _S.PREPARE_ABORT and is_epoch_fence:
+            next_state = _S.PREPARE_COMMIT if end.committed else _S.PREPARE_ABORT
+            if next_state is _S.PREPARE_ABORT and end.is_epoch_fence:
                 # The fence's epoch becomes the transaction's, in memory now
                 # and in the log with the PrepareAbort.
                 metadata.pending_state = None
-                metadata.producer_epoch = producer_epoch
+                metadata.producer_epoch = end.producer_epoch
                 metadata.last_producer_epoch = NO_PRODUCER_EPOCH
             return NONE, metadata.prepare_abort_or_commit(
-                next_state, TV_0, NO_PRODUCER_ID, now_ms, False
+                next_state, TV_0, NO_PRODUCER_ID, end.now_ms, False
             )
-        return self._end_in_other_state(metadata, state, committed, retry=True), None
+        return self._end_in_other_state(metadata, state, end.committed, retry=True), None
 
-    def _prepare_end_v2(
-        self,
-        metadata,
-        producer_id,
-        producer_epoch,
-        committed,
-        from_client,
-        is_epoch_fence,
-        client_transaction_version,
-        now_ms,
-    ):
+    def _prepare_end_v2(self, metadata: TransactionMetadata, end: _EndTxn) -> Prepared:
         """Transaction version 2: every end bumps the epoch, so the epoch
         tells a retry (the client's epoch is one behind) from the next
         transaction's end (the same epoch):
@@ -505,65 +577,60 @@ class TransactionCoordinator:
             CompleteAbort   NONE / bump             INVALID_TXN_STATE / same
             CompleteCommit  INVALID_TXN_STATE / bump  NONE / INVALID_TXN_STATE
         """
-        retry_on_overflow = (
-            not is_epoch_fence
-            and metadata.prev_producer_id == producer_id
-            and producer_epoch == MAX_PRODUCER_EPOCH - 1
-            and metadata.producer_epoch == 0
-        )
-        retry_on_epoch_bump = not is_epoch_fence and metadata.producer_epoch == producer_epoch + 1
-        state = metadata.state
-        if is_epoch_fence:
-            valid_epoch = (
-                not from_client or producer_epoch == metadata.producer_epoch
-            ) and producer_epoch >= metadata.producer_epoch
-        elif state in (_S.PREPARE_COMMIT, _S.PREPARE_ABORT):
-            valid_epoch = retry_on_epoch_bump
-        elif state in (_S.COMPLETE_COMMIT, _S.COMPLETE_ABORT):
-            valid_epoch = (
-                retry_on_epoch_bump
-                or retry_on_overflow
-                or producer_epoch == metadata.producer_epoch
-            )
-        else:
-            valid_epoch = producer_epoch == metadata.producer_epoch
-        is_retry = retry_on_epoch_bump or retry_on_overflow
-
-        def prepare(next_state, no_partition_added):
-            next_producer_id = NO_PRODUCER_ID
-            # The bump below exhausts the epochs: the completion moves to a
-            # new producer id (also for the coordinator's own abort,
-            # KAFKA-20090).
-            if metadata.is_producer_epoch_exhausted:
-                code, next_producer_id = self._new_producer_id()
-                if code:
-                    return code, None
-            if is_epoch_fence:
-                # The abort's own bump fences; no second bump (KAFKA-19367).
-                metadata.pending_state = None
-            return NONE, metadata.prepare_abort_or_commit(
-                next_state, client_transaction_version, next_producer_id, now_ms, no_partition_added
-            )
-
-        if metadata.producer_id != producer_id and not retry_on_overflow:
+        valid_epoch, is_retry, retry_on_overflow = _end_v2_epoch(metadata, end)
+        if metadata.producer_id != end.producer_id and not retry_on_overflow:
             return _BAD_MAPPING, None
         if not valid_epoch:
             return _FENCED, None
-        if metadata.pending_transition_in_progress and not is_epoch_fence:
+        if metadata.pending_transition_in_progress and not end.is_epoch_fence:
             return _CONCURRENT, None
+        state, committed = metadata.state, end.committed
         if state is _S.ONGOING:
-            return prepare(_S.PREPARE_COMMIT if committed else _S.PREPARE_ABORT, False)
+            next_state = _S.PREPARE_COMMIT if committed else _S.PREPARE_ABORT
+            return self._prepare_end_v2_transition(metadata, end, next_state, False)
         if state is _S.COMPLETE_COMMIT:
             if committed:
                 return (NONE if is_retry else _BAD_STATE), None
-            return (_BAD_STATE, None) if is_retry else prepare(_S.PREPARE_ABORT, True)
+            if is_retry:
+                return _BAD_STATE, None
+            return self._prepare_end_v2_transition(metadata, end, _S.PREPARE_ABORT, True)
         if state is _S.COMPLETE_ABORT:
-            if not committed:
-                return (NONE, None) if is_retry else prepare(_S.PREPARE_ABORT, True)
-            return _BAD_STATE, None
+            if committed:
+                return _BAD_STATE, None
+            if is_retry:
+                return NONE, None
+            return self._prepare_end_v2_transition(metadata, end, _S.PREPARE_ABORT, True)
         if state is _S.EMPTY:
-            return prepare(_S.PREPARE_ABORT, True) if not committed else (_BAD_STATE, None)
+            if committed:
+                return _BAD_STATE, None
+            return self._prepare_end_v2_transition(metadata, end, _S.PREPARE_ABORT, True)
         return self._end_in_other_state(metadata, state, committed, retry=False), None
+
+    def _prepare_end_v2_transition(
+        self,
+        metadata: TransactionMetadata,
+        end: _EndTxn,
+        next_state: TransactionState,
+        no_partition_added: bool,
+    ) -> Prepared:
+        next_producer_id = NO_PRODUCER_ID
+        # The bump below exhausts the epochs: the completion moves to a
+        # new producer id (also for the coordinator's own abort,
+        # KAFKA-20090).
+        if metadata.is_producer_epoch_exhausted:
+            code, next_producer_id = self._new_producer_id()
+            if code:
+                return code, None
+        if end.is_epoch_fence:
+            # The abort's own bump fences; no second bump (KAFKA-19367).
+            metadata.pending_state = None
+        return NONE, metadata.prepare_abort_or_commit(
+            next_state,
+            end.client_transaction_version,
+            next_producer_id,
+            end.now_ms,
+            no_partition_added,
+        )
 
     @staticmethod
     def _end_in_other_state(metadata, state, committed, retry: bool) -> int:

@@ -493,50 +493,7 @@ class TransactionMetadata:
             raise IllegalStateError(
                 f"{self.transactional_id}: completing a transition with none pending"
             )
-        if to_state is not transit.txn_state:
-            self._fail(transit)
-        if to_state is _S.EMPTY:  # InitProducerId
-            if (
-                (
-                    self.producer_epoch != transit.producer_epoch
-                    and not self._valid_epoch_bump(transit)
-                )
-                or transit.topic_partitions
-                or transit.txn_start_timestamp != -1
-            ):
-                self._fail(transit)
-        elif to_state is _S.ONGOING:  # AddPartitions
-            if (
-                not self._valid_producer_epoch(transit)
-                or not transit.topic_partitions >= self.topic_partitions
-                or self.txn_timeout_ms != transit.txn_timeout_ms
-            ):
-                self._fail(transit)
-        elif to_state in PREPARE_STATES:  # EndTxn
-            # Version 2 may abort from Empty or a completed transaction, whose
-            # start time the transit replaces.
-            empty_abort = (
-                to_state is _S.PREPARE_ABORT
-                and supports_epoch_bump(transit.client_transaction_version)
-                and self.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
-            )
-            if (
-                not self._valid_producer_epoch(transit)
-                or self.topic_partitions != transit.topic_partitions
-                or self.txn_timeout_ms != transit.txn_timeout_ms
-                or not (empty_abort or self.txn_start_timestamp == transit.txn_start_timestamp)
-            ):
-                self._fail(transit)
-        elif to_state in COMPLETE_STATES:  # markers written
-            if (
-                not self._valid_producer_epoch(transit)
-                or self.txn_timeout_ms != transit.txn_timeout_ms
-                or transit.txn_start_timestamp == -1
-            ):
-                self._fail(transit)
-        else:
-            # PrepareEpochFence is immediately replaced by PrepareAbort, and an
-            # expired id is removed, never installed as Dead.
+        if to_state is not transit.txn_state or not self._is_consistent(to_state, transit):
             self._fail(transit)
         self.producer_id = transit.producer_id
         self.prev_producer_id = transit.prev_producer_id
@@ -550,6 +507,47 @@ class TransactionMetadata:
         self.client_transaction_version = transit.client_transaction_version
         self.pending_state = None
         self.state = to_state
+
+    def _is_consistent(self, to_state: TransactionState, transit: TxnTransitMetadata) -> bool:
+        """Kafka's completeTransitionTo checks, per target state."""
+        if to_state is _S.EMPTY:  # InitProducerId
+            return not (
+                (
+                    self.producer_epoch != transit.producer_epoch
+                    and not self._valid_epoch_bump(transit)
+                )
+                or transit.topic_partitions
+                or transit.txn_start_timestamp != -1
+            )
+        if to_state is _S.ONGOING:  # AddPartitions
+            return (
+                self._valid_producer_epoch(transit)
+                and transit.topic_partitions >= self.topic_partitions
+                and self.txn_timeout_ms == transit.txn_timeout_ms
+            )
+        if to_state in PREPARE_STATES:  # EndTxn
+            # Version 2 may abort from Empty or a completed transaction, whose
+            # start time the transit replaces.
+            empty_abort = (
+                to_state is _S.PREPARE_ABORT
+                and supports_epoch_bump(transit.client_transaction_version)
+                and self.state in (_S.EMPTY, _S.COMPLETE_COMMIT, _S.COMPLETE_ABORT)
+            )
+            return (
+                self._valid_producer_epoch(transit)
+                and self.topic_partitions == transit.topic_partitions
+                and self.txn_timeout_ms == transit.txn_timeout_ms
+                and (empty_abort or self.txn_start_timestamp == transit.txn_start_timestamp)
+            )
+        if to_state in COMPLETE_STATES:  # markers written
+            return (
+                self._valid_producer_epoch(transit)
+                and self.txn_timeout_ms == transit.txn_timeout_ms
+                and transit.txn_start_timestamp != -1
+            )
+        # PrepareEpochFence is immediately replaced by PrepareAbort, and an
+        # expired id is removed, never installed as Dead.
+        return False
 
     def _valid_producer_epoch(self, transit: TxnTransitMetadata) -> bool:
         version2 = supports_epoch_bump(transit.client_transaction_version)

@@ -1,11 +1,6 @@
 """The classic group state machine, driven without sockets on a manual clock."""
 
-from kfast.coordinator.group.classic_group import (
-    COMPLETING_REBALANCE,
-    EMPTY,
-    PREPARING_REBALANCE,
-    STABLE,
-)
+from kfast.coordinator.group.classic_group import ClassicGroupState
 from kfast.coordinator.group.consumer_protocol import encode_subscription
 from kfast.protocol import errors as E
 
@@ -31,7 +26,7 @@ def form_group(h, n, **kwargs):
         h.sync(G, generation, m, {m: m.encode() for m in ids} if m == leader else None) for m in ids
     ]
     assert all(s and s[0][0] == 0 for s in syncs)
-    assert h.coordinator.groups[G].is_(STABLE)
+    assert h.coordinator.groups[G].is_(ClassicGroupState.STABLE)
     return ids
 
 
@@ -44,10 +39,10 @@ def test_single_member_join_and_sync():
     assert result["protocol_name"] == "range"
     assert [m[0] for m in result["members"]] == [result["member_id"]]
     group = h.coordinator.groups[G]
-    assert group.is_(COMPLETING_REBALANCE)
+    assert group.is_(ClassicGroupState.COMPLETING_REBALANCE)
     [sync] = h.sync(G, 1, result["member_id"], {result["member_id"]: b"A"})
     assert sync == (0, "consumer", "range", b"A")
-    assert group.is_(STABLE)
+    assert group.is_(ClassicGroupState.STABLE)
     assert len(h.log) == 1  # the group's metadata record
 
 
@@ -57,7 +52,7 @@ def test_second_member_triggers_rebalance_and_both_get_the_new_generation():
     h.sync(G, 1, a, {a: b"x"})
     waiting = h.join(G)
     assert waiting == []
-    assert h.coordinator.groups[G].is_(PREPARING_REBALANCE)
+    assert h.coordinator.groups[G].is_(ClassicGroupState.PREPARING_REBALANCE)
     assert h.coordinator.heartbeat(G, a, None, 1) == E.RebalanceInProgressException.code
     leader_result = h.join(G, member_id=a)
     assert leader_result[0]["generation_id"] == 2 and waiting[0]["generation_id"] == 2
@@ -96,7 +91,7 @@ def test_session_expiry_removes_member_and_rebalances():
     h.timer.advance(201)  # b silent for 1001 ms > its 1000 ms session; a's is renewed
     assert h.coordinator.heartbeat(G, a, None, 2) == E.RebalanceInProgressException.code
     assert b not in group.members
-    assert group.is_(PREPARING_REBALANCE)
+    assert group.is_(ClassicGroupState.PREPARING_REBALANCE)
     [rejoin] = h.join(G, member_id=a)
     assert rejoin["generation_id"] == 3 and [m[0] for m in rejoin["members"]] == [a]
 
@@ -136,11 +131,11 @@ def test_static_member_rejoin_keeps_assignment_without_rebalance():
     static.sync(G, 2, s1, {s1: b"P1", s2: b"P2"}, instance_id="i1")
     static.sync(G, 2, s2, instance_id="i2")
     group = static.coordinator.groups[G]
-    assert group.is_(STABLE)
+    assert group.is_(ClassicGroupState.STABLE)
     [again] = static.join(G, instance_id="i2")  # restarted: no member id
     assert again["error_code"] == 0 and again["generation_id"] == 2
     assert again["member_id"] != s2
-    assert group.is_(STABLE)
+    assert group.is_(ClassicGroupState.STABLE)
     assert static.sync(G, 2, again["member_id"], instance_id="i2")[0][3] == b"P2"
     assert static.coordinator.heartbeat(G, s2, "i2", 2) == E.FencedInstanceIdException.code
 
@@ -216,7 +211,7 @@ def test_follower_sync_waits_for_leader_and_failed_store_rebalances():
     h.fail_next = E.NotCoordinatorException.code
     leader = h.sync(G, 2, a, {a: b"1", b: b"2"})
     assert leader[0][0] == follower[0][0] == E.NotCoordinatorException.code
-    assert h.coordinator.groups[G].is_(PREPARING_REBALANCE)
+    assert h.coordinator.groups[G].is_(ClassicGroupState.PREPARING_REBALANCE)
 
 
 def test_leave_group():
@@ -224,12 +219,12 @@ def test_leave_group():
     a, b = form_group(h, 2)
     top, results = h.coordinator.leave_group(G, [(b, None), ("ghost", None)])
     assert top == 0 and results == [0, E.UnknownMemberIdException.code]
-    assert h.coordinator.groups[G].is_(PREPARING_REBALANCE)
+    assert h.coordinator.groups[G].is_(ClassicGroupState.PREPARING_REBALANCE)
     assert h.join(G, member_id=a)[0]["generation_id"] == 3
     top, results = h.coordinator.leave_group(G, [("", "nope")])
     assert results == [E.UnknownMemberIdException.code]
     _, results = h.coordinator.leave_group(G, [(a, None)])
-    assert results == [0] and h.coordinator.groups[G].is_(EMPTY)
+    assert results == [0] and h.coordinator.groups[G].is_(ClassicGroupState.EMPTY)
 
 
 def test_static_leave_with_wrong_member_id_is_fenced():

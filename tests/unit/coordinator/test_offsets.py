@@ -1,6 +1,6 @@
 """Committed offsets, retention, deletion and replay of __consumer_offsets."""
 
-from kfast.coordinator.group.classic_group import EMPTY
+from kfast.coordinator.group.classic_group import ClassicGroupState
 from kfast.coordinator.group.records import OffsetCommitValue, decode_key
 from kfast.protocol import errors as E
 
@@ -20,7 +20,7 @@ def test_standalone_commit_and_fetch():
     assert h.commit("solo", {("t", 0): (5, "m0"), ("t", 1): (7, "")}) == {("t", 0): 0, ("t", 1): 0}
     assert fetched(h, "solo") == {("t", 0): (5, "m0"), ("t", 1): (7, "")}
     assert fetched(h, "solo", [("t", 0), ("t", 9)]) == {("t", 0): (5, "m0"), ("t", 9): None}
-    assert h.coordinator.groups["solo"].is_(EMPTY)
+    assert h.coordinator.groups["solo"].is_(ClassicGroupState.EMPTY)
     assert len(h.log) == 2
 
 
@@ -138,4 +138,4 @@ def test_loaded_members_must_heartbeat_within_their_session():
     group = fresh.coordinator.groups[G]
     assert group.is_("Stable") and a in group.members
     fresh.timer.advance(1001)
-    assert a not in group.members and group.is_(EMPTY)
+    assert a not in group.members and group.is_(ClassicGroupState.EMPTY)

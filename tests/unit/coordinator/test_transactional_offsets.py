@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kfast.config import LogConfig
-from kfast.coordinator.group.classic_group import COMPLETING_REBALANCE
+from kfast.coordinator.group.classic_group import ClassicGroupState
 from kfast.coordinator.group.offsets import UNSTABLE
 from kfast.protocol import errors as E
 from kfast.records import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
@@ -103,7 +103,7 @@ def test_a_member_of_a_rebalancing_group_may_commit_transactionally():
     h = Harness()
     [joined] = h.join("g")
     generation, member = joined["generation_id"], joined["member_id"]
-    assert h.coordinator.groups["g"].is_(COMPLETING_REBALANCE)
+    assert h.coordinator.groups["g"].is_(ClassicGroupState.COMPLETING_REBALANCE)
     # Awaiting SyncGroup: a plain commit would be refused, not this one.
     assert h.commit("g", {TP: (3, "")}, member, generation) == {
         TP: E.RebalanceInProgressException.code

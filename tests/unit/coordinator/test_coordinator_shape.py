@@ -1,0 +1,97 @@
+"""The coordinators' shape (issue 15): small functions, and states that are
+enums rather than strings compared by value."""
+
+import ast
+import enum
+import pathlib
+
+import kfast.coordinator
+from kfast.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
+from kfast.coordinator.group.consumer_group import (
+    ConsumerGroup,
+    ConsumerGroupMember,
+    ConsumerGroupState,
+    MemberState,
+)
+from kfast.coordinator.transaction.metadata import TransactionState
+
+MAX_FUNCTION_LINES = 60
+COORDINATOR = pathlib.Path(kfast.coordinator.__file__).parent
+KFAST = COORDINATOR.parent
+
+
+def _functions(path: pathlib.Path):
+    tree = ast.parse(path.read_text(), str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            yield node
+
+
+def test_no_coordinator_function_exceeds_60_lines():
+    too_long = [
+        f"{path.relative_to(KFAST.parent)}:{node.lineno} {node.name} "
+        f"({node.end_lineno - node.lineno + 1} lines)"
+        for path in sorted(COORDINATOR.rglob("*.py"))
+        for node in _functions(path)
+        if node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES
+    ]
+    assert not too_long, "\n".join(too_long)
+
+
+def test_the_line_count_sees_a_long_function(tmp_path):
+    # The check above would pass vacuously if it found no functions.
+    body = "\n".join(f"    x{i} = {i}" for i in range(MAX_FUNCTION_LINES))
+    path = tmp_path / "long.py"
+    path.write_text(f"def f():\n{body}\n")
+    [node] = _functions(path)
+    assert node.end_lineno - node.lineno + 1 == MAX_FUNCTION_LINES + 1
+
+
+def test_group_states_are_enums_with_kafkas_names():
+    # The names are what DescribeGroups / ListGroups / ConsumerGroupDescribe
+    # send, so each enum value is Kafka's string.
+    assert [s.value for s in ClassicGroupState] == [
+        "Empty",
+        "PreparingRebalance",
+        "CompletingRebalance",
+        "Stable",
+        "Dead",
+    ]
+    assert [s.value for s in ConsumerGroupState] == [
+        "Empty",
+        "Assigning",
+        "Reconciling",
+        "Stable",
+        "Dead",
+    ]
+    assert [s.value for s in MemberState] == [
+        "STABLE",
+        "UNREVOKED_PARTITIONS",
+        "UNRELEASED_PARTITIONS",
+    ]
+    assert issubclass(TransactionState, enum.Enum)
+    assert isinstance(ClassicGroup("g", 0).state, ClassicGroupState)
+    assert ConsumerGroup("g").state is ConsumerGroupState.EMPTY
+    assert isinstance(ConsumerGroupMember("m").state, MemberState)
+
+
+def test_no_state_is_compared_with_a_string():
+    """``group.is_("Stable")`` or ``group.state == "Empty"`` anywhere in kfast
+    bypasses the enums."""
+    names = {s.value for s in (*ClassicGroupState, *ConsumerGroupState, *MemberState)}
+    found = []
+    for path in sorted(KFAST.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "is_"
+                and any(isinstance(a, ast.Constant) and a.value in names for a in node.args)
+            ) or (
+                isinstance(node, ast.Compare)
+                and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "state"
+                and any(isinstance(c, ast.Constant) and c.value in names for c in node.comparators)
+            ):
+                found.append(f"{path.relative_to(KFAST.parent)}:{node.lineno}")
+    assert not found, found
