@@ -40,7 +40,7 @@ class TopicStats:
         "failed_fetch_requests",
     )
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.messages_in = self.bytes_in = self.bytes_out = 0
         self.total_produce_requests = self.failed_produce_requests = 0
         self.total_fetch_requests = self.failed_fetch_requests = 0
@@ -56,7 +56,7 @@ class TopicStats:
 
 
 class BrokerTopicStats:
-    def __init__(self):
+    def __init__(self) -> None:
         self.topics: dict[str, TopicStats] = {}
         self.retired = TopicStats()
 
@@ -101,7 +101,7 @@ class RequestStats:
 
     __slots__ = ("requests", "counts", "count", "sums")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.requests = [0] * 32  # per version (grown if needed)
         self.counts = [0] * (len(REQUEST_TIMES) * _SLOTS)
         self.count = 0
@@ -121,7 +121,7 @@ _SLOTS = len(BOUNDS_MS) + 1
 
 
 class RequestMetrics:
-    def __init__(self):
+    def __init__(self) -> None:
         self.by_key: dict[int, RequestStats] = {}
 
     def record(
@@ -227,7 +227,7 @@ class ReplicaStats:
 
     __slots__ = ("isr_shrinks", "isr_expands", "replication_bytes_in", "replication_bytes_out")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.isr_shrinks = self.isr_expands = 0
         self.replication_bytes_in = self.replication_bytes_out = 0
 
@@ -245,7 +245,7 @@ class QuotaStats:
     user=...,client-id=...). The quota manager calls ``record_throttle``
     for each throttled response (0 ms responses need not be recorded)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         # (quota type, user, client id) -> [throttled responses, total ms]
         self.throttles: dict[tuple[str, str, str], list] = {}
 
@@ -266,7 +266,7 @@ class LogFlushStats:
     """LogFlushStats.LogFlushRateAndTimeMs: every fsync of a log's segments,
     from the executor threads that run them."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._lock = threading.Lock()
         self._histogram = Histogram()
 
@@ -286,7 +286,7 @@ LOG_FLUSH_STATS = LogFlushStats()
 class BrokerMetrics:
     """The counters of one broker (``KafkaBroker.metrics``)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.topics = BrokerTopicStats()
         self.requests = RequestMetrics()
         self.replicas = ReplicaStats()

@@ -31,11 +31,19 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import FetchSessionIdNotFoundException, InvalidFetchSessionEpochException
+
+if TYPE_CHECKING:
+    from kfast.server.replica_manager import FetchPartitionData, PartitionKey
+
+    # [(CachedPartition, what the fetch read for it)], in the session's order.
+    FetchSessionResults = list[tuple["CachedPartition", FetchPartitionData]]
 
 INVALID_SESSION_ID = 0
 INITIAL_EPOCH = 0
@@ -69,13 +77,13 @@ class CachedPartition:
     def __init__(
         self,
         topic: str,
-        topic_id,
+        topic_id: uuid.UUID | None,  # None: a request naming topics (Fetch v0-v12)
         partition: int,
         fetch_offset: int,
         max_bytes: int,
         current_leader_epoch: int = -1,
         log_start_offset: int = -1,
-    ):
+    ) -> None:
         self.topic = topic
         self.topic_id = topic_id
         self.partition = partition
@@ -88,7 +96,7 @@ class CachedPartition:
         self.sent_log_start_offset = -1
 
     @property
-    def key(self) -> tuple:
+    def key(self) -> PartitionKey:
         return (self.topic, self.partition)
 
     def update_request(self, other: CachedPartition) -> None:
@@ -97,7 +105,7 @@ class CachedPartition:
         self.current_leader_epoch = other.current_leader_epoch
         self.log_start_offset = other.log_start_offset
 
-    def must_respond(self, data) -> bool:
+    def must_respond(self, data: FetchPartitionData) -> bool:
         """Whether an incremental response must carry this partition; records
         the values sent."""
         # A preferred read replica (KIP-392) is always sent, as Kafka does.
@@ -120,7 +128,13 @@ class CachedPartition:
 class FetchSession:
     __slots__ = ("session_id", "privileged", "partitions", "epoch", "created_ms", "last_used_ms")
 
-    def __init__(self, session_id: int, privileged: bool, partitions: OrderedDict, now_ms: int):
+    def __init__(
+        self,
+        session_id: int,
+        privileged: bool,
+        partitions: OrderedDict[PartitionKey, CachedPartition],
+        now_ms: int,
+    ) -> None:
         self.session_id = session_id
         self.privileged = privileged
         self.partitions = partitions  # key -> CachedPartition, in fetch order
@@ -137,29 +151,29 @@ class FetchContext:
     session_id = INVALID_SESSION_ID
     error_code = 0
 
-    def __init__(self, partitions: list[CachedPartition]):
+    def __init__(self, partitions: list[CachedPartition]) -> None:
         self.partitions = partitions
 
-    def select(self, results: list) -> list:
+    def select(self, results: FetchSessionResults) -> FetchSessionResults:
         """``results``: [(CachedPartition, data)] in ``partitions`` order;
         returns the entries the response carries."""
         return results
 
 
 class SessionErrorContext(FetchContext):
-    def __init__(self, error_code: int):
+    def __init__(self, error_code: int) -> None:
         super().__init__([])
         self.error_code = error_code
 
 
 class FullFetchContext(FetchContext):
-    def __init__(self, partitions: list[CachedPartition], session: FetchSession | None):
+    def __init__(self, partitions: list[CachedPartition], session: FetchSession | None) -> None:
         super().__init__(partitions)
         self.session = session
         if session is not None:
             self.session_id = session.session_id
 
-    def select(self, results: list) -> list:
+    def select(self, results: FetchSessionResults) -> FetchSessionResults:
         if self.session is not None:
             for cached, data in results:
                 cached.must_respond(data)
@@ -167,13 +181,13 @@ class FullFetchContext(FetchContext):
 
 
 class IncrementalFetchContext(FetchContext):
-    def __init__(self, session: FetchSession):
+    def __init__(self, session: FetchSession) -> None:
         super().__init__(list(session.partitions.values()))
         self.session = session
         self.session_id = session.session_id
 
-    def select(self, results: list) -> list:
-        chosen = []
+    def select(self, results: FetchSessionResults) -> FetchSessionResults:
+        chosen: FetchSessionResults = []
         for cached, data in results:
             if cached.must_respond(data):
                 chosen.append((cached, data))
@@ -189,8 +203,8 @@ class FetchSessionCache:
         self,
         max_entries: int = 1000,
         eviction_ms: int = MIN_EVICTION_MS,
-        time_ms=lambda: int(time.monotonic() * 1000),
-    ):
+        time_ms: Callable[[], int] = lambda: int(time.monotonic() * 1000),
+    ) -> None:
         self.max_entries = max_entries
         self.eviction_ms = eviction_ms
         self.time_ms = time_ms
@@ -212,7 +226,7 @@ class FetchSessionCache:
         session_id: int,
         epoch: int,
         partitions: list[CachedPartition],
-        forgotten: Iterable[tuple],
+        forgotten: Iterable[PartitionKey],
         privileged: bool = False,
         sessionless: bool = False,
     ) -> FetchContext:
@@ -255,7 +269,9 @@ class FetchSessionCache:
             if candidate not in self._sessions:
                 return candidate
 
-    def _create(self, privileged: bool, partitions: OrderedDict) -> FetchSession | None:
+    def _create(
+        self, privileged: bool, partitions: OrderedDict[PartitionKey, CachedPartition]
+    ) -> FetchSession | None:
         if self.max_entries <= 0:
             return None
         now = self.time_ms()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import uuid
+from collections.abc import Callable
 
 from kfast.controller.metadata.image import PartitionRegistration
 from kfast.protocol.constants import NO_LEADER
@@ -34,7 +35,7 @@ from kfast.protocol.errors import (
     NotLeaderOrFollowerException,
     UnknownLeaderEpochException,
 )
-from kfast.storage.log import Log
+from kfast.storage.log import Log, LogAppendInfo
 from kfast.storage.segment import FetchDataInfo
 
 # Fetch and ListOffsets isolation levels.
@@ -310,7 +311,9 @@ class Partition:
         return False
 
     # -- append / read ----------------------------------------------------------------
-    def append_records_to_leader(self, records, origin: str, required_acks: int):
+    def append_records_to_leader(
+        self, records: bytes | memoryview, origin: str, required_acks: int
+    ) -> tuple[LogAppendInfo, bool]:
         """Append as leader; returns (LogAppendInfo, high_watermark_moved)."""
         log = self.leader_log_or_raise()
         # Item access: LogConfig's attribute form goes through __getattr__
@@ -357,7 +360,12 @@ class Partition:
         return info
 
     def preferred_read_replica(
-        self, fetch_offset: int, client_rack: str, rack_of, now_ms: int, lag_max_ms: int
+        self,
+        fetch_offset: int,
+        client_rack: str,
+        rack_of: Callable[[int], str | None],
+        now_ms: int,
+        lag_max_ms: int,
     ) -> int:
         """Kafka's RackAwareReplicaSelector: among the leader and the
         followers that are caught up and hold ``fetch_offset``, one in the
@@ -378,7 +386,9 @@ class Partition:
                 best, best_end = replica, state.log_end_offset
         return best
 
-    def last_offset_for_leader_epoch(self, current_leader_epoch: int, leader_epoch: int):
+    def last_offset_for_leader_epoch(
+        self, current_leader_epoch: int, leader_epoch: int
+    ) -> tuple[int, int]:
         """(epoch, end offset) for OffsetForLeaderEpoch: the largest epoch <=
         ``leader_epoch`` and the start offset of the epoch after it (or the
         log end offset for the latest)."""

@@ -31,9 +31,11 @@ import logging
 import time
 import uuid
 import weakref
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, NamedTuple
 
-from kfast.controller.metadata.image import PartitionRegistration
+from kfast.config import KafkaConfig
+from kfast.controller.metadata.image import MetadataImage, PartitionRegistration
 from kfast.metrics.broker_stats import BrokerTopicStats, ReplicaStats
 from kfast.protocol import ProduceResponse
 from kfast.protocol.constants import NO_LEADER
@@ -50,12 +52,13 @@ from kfast.server.delayed_fetch import DelayedFetch
 from kfast.server.delayed_produce import (
     DelayedDeleteRecords,
     DelayedProduce,
+    PartitionProduceResult,
     ProducePartitionStatus,
 )
 from kfast.server.partition import READ_COMMITTED, Partition
 from kfast.server.replication_quota import ReplicationQuotaManager, parse_throttled_replicas
 from kfast.server.transaction_verification import check_verified, clear_after_append
-from kfast.server_common.purgatory import DelayedOperationPurgatory
+from kfast.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
 from kfast.storage.log import Log, RecordValidationException
 from kfast.storage.producer_state import ORIGIN_CLIENT
 
@@ -78,6 +81,19 @@ def error_of(exc: BaseException) -> KafkaError:
     return UnknownServerException(str(exc) or None)
 
 
+if TYPE_CHECKING:
+    from kfast.protocol import DeleteRecordsResponse
+    from kfast.protocol.file_region import FileRegion
+    from kfast.server.alter_partition_manager import AlterPartitionManager
+    from kfast.server.delayed_fetch import FetchResults
+    from kfast.server.replica_fetcher import ReplicaFetcherManager
+    from kfast.storage.manager import LogManager
+    from kfast.storage.producer_state import VerificationGuard
+
+# A partition's key: (topic, partition index).
+PartitionKey = tuple[str, int]
+
+
 class FetchParams(NamedTuple):
     max_wait_ms: int
     min_bytes: int
@@ -95,7 +111,7 @@ class FetchParams(NamedTuple):
 
 
 class PartitionFetchRequest(NamedTuple):
-    key: tuple  # (topic, partition)
+    key: PartitionKey
     fetch_offset: int
     max_bytes: int
     current_leader_epoch: int = -1
@@ -126,10 +142,10 @@ class FetchPartitionData:
         high_watermark: int = -1,
         last_stable_offset: int = -1,
         log_start_offset: int = -1,
-        records=None,
-        aborted_transactions=None,
-        diverging_epoch=None,
-    ):
+        records: FileRegion | None = None,
+        aborted_transactions: list[tuple[int, int]] | None = None,  # (producer id, first offset)
+        diverging_epoch: tuple[int, int] | None = None,
+    ) -> None:
         self.error_code = error_code
         self.high_watermark = high_watermark
         self.last_stable_offset = last_stable_offset
@@ -156,11 +172,13 @@ def should_leader_throttle(
 
 
 class ReplicaManager:
-    def __init__(self, node_id: int, log_manager, timer, config):
+    def __init__(
+        self, node_id: int, log_manager: LogManager, timer: Timer, config: KafkaConfig
+    ) -> None:
         self.node_id = node_id
         self.log_manager = log_manager
         self.config = config
-        self._partitions: dict[tuple, Partition] = {}
+        self._partitions: dict[PartitionKey, Partition] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
         self.produce_purgatory = DelayedOperationPurgatory("Produce", timer)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", timer)
@@ -169,19 +187,19 @@ class ReplicaManager:
         self.topic_stats = BrokerTopicStats()
         self.replica_stats = ReplicaStats()
         # Operations still waiting, so shutdown can answer them.
-        self._delayed: weakref.WeakSet = weakref.WeakSet()
+        self._delayed: weakref.WeakSet[DelayedOperation] = weakref.WeakSet()
         # Cluster mode: the ReplicaFetcherManager and the AlterPartitionManager.
-        self.replica_fetchers = None
-        self.alter_partition_manager = None
+        self.replica_fetchers: ReplicaFetcherManager | None = None
+        self.alter_partition_manager: AlterPartitionManager | None = None
         # Brokers that may join an ISR (registered, unfenced, not shutting
         # down); the broker keeps it current from the metadata image.
-        self.isr_eligible = lambda broker_id: True
+        self.isr_eligible: Callable[[int], bool] = lambda broker_id: True
         # broker id -> its broker.rack (None unknown); kept by the broker.
-        self.rack_of = lambda broker_id: None
+        self.rack_of: Callable[[int], str | None] = lambda broker_id: None
         # The broker's current MetadataImage (None before the first); set
         # by the broker, for what the metadata knows beyond the partitions
         # hosted here (partition_or_raise, topic_name).
-        self.metadata_image = lambda: None
+        self.metadata_image: Callable[[], MetadataImage | None] = lambda: None
         # Replication throttles: bytes sent to followers, bytes fetched from
         # leaders (the rates come with the dynamic broker configs).
         window = (
@@ -291,7 +309,7 @@ class ReplicaManager:
         found = self._partitions.get((topic, index))
         return found is not None and found.log.offline
 
-    def handle_log_dir_failure(self, partitions) -> None:
+    def handle_log_dir_failure(self, partitions: Iterable[PartitionKey]) -> None:
         """``partitions`` (keys) lost their log dir: they stay hosted but
         answer KAFKA_STORAGE_ERROR (partition_or_raise), stop fetching from
         their leader, and requests waiting on them answer now (Kafka's
@@ -301,7 +319,7 @@ class ReplicaManager:
                 self.replica_fetchers.remove_partition(key)
             self.complete_delayed_requests(key)
 
-    def update_replication_throttles(self, topic: str, configs) -> None:
+    def update_replication_throttles(self, topic: str, configs: Mapping[str, str] | None) -> None:
         """A topic's ``*.replication.throttled.replicas`` configs (its
         overrides; none when deleted) say which of its partitions the two
         quotas throttle on this broker (Kafka's TopicConfigHandler)."""
@@ -317,7 +335,7 @@ class ReplicaManager:
         self.leader_quota.update_quota(leader_rate)
         self.follower_quota.update_quota(follower_rate)
 
-    def complete_delayed_requests(self, key) -> None:
+    def complete_delayed_requests(self, key: PartitionKey) -> None:
         """Something changed for partition ``key`` (high watermark, log start
         offset, leadership): let the requests waiting on it re-check. Whoever
         moves a high watermark outside append_records calls this."""
@@ -330,10 +348,10 @@ class ReplicaManager:
         self,
         timeout_ms: int,
         required_acks: int,
-        entries: list,
+        entries: list[tuple[str, int, bytes | memoryview, PartitionProduceResult]],
         origin: str = ORIGIN_CLIENT,
-        verification_guards: dict | None = None,
-    ):
+        verification_guards: dict[PartitionKey, VerificationGuard] | None = None,
+    ) -> asyncio.Future[None] | None:
         """Append each ``(topic, partition, records, response)``; ``response``
         (a PartitionProduceResponse) gets error_code, base_offset,
         log_append_time_ms and log_start_offset. Returns None when the
@@ -414,14 +432,16 @@ class ReplicaManager:
         return future
 
     # -- fetch ----------------------------------------------------------------------
-    def read_from_local_log(self, params: FetchParams, requests: list[PartitionFetchRequest]):
+    def read_from_local_log(
+        self, params: FetchParams, requests: list[PartitionFetchRequest]
+    ) -> tuple[FetchResults, int, bool]:
         """Read each partition in request order within the response byte
         budget: (results, total bytes, has_error). The first partition with
         data may exceed the budget by one batch (KIP-74) unless the hard
         limit applies; later ones stop at it."""
         limit = params.max_bytes
         min_one_message = not params.hard_max_bytes_limit
-        results = []
+        results: FetchResults = []
         total = 0
         has_error = False
         for request in requests:
@@ -511,7 +531,7 @@ class ReplicaManager:
         request: PartitionFetchRequest,
         max_bytes: int,
         min_one_message: bool,
-        quota,
+        quota: ReplicationQuotaManager,
     ) -> FetchPartitionData:
         """A follower's read (Kafka's Partition.readRecords from a follower):
         first check that its log still matches this leader's at its last
@@ -559,7 +579,7 @@ class ReplicaManager:
             0, high_watermark, log.last_stable_offset, log.log_start_offset, info.records
         )
 
-    def _update_followers(self, replica_id: int, results: list) -> None:
+    def _update_followers(self, replica_id: int, results: FetchResults) -> None:
         """After a follower's first read: its fetch offsets are its log end
         offsets. Moves high watermarks (waking produces and fetches waiting
         on them) and admits a caught-up follower to the ISR."""
@@ -614,7 +634,9 @@ class ReplicaManager:
                     )
                     self.propose_isr(partition, proposed)
 
-    def fetch_messages(self, params: FetchParams, requests: list[PartitionFetchRequest]):
+    def fetch_messages(
+        self, params: FetchParams, requests: list[PartitionFetchRequest]
+    ) -> FetchResults | asyncio.Future[FetchResults]:
         """Read now; if that is not enough (min_bytes) and the client will
         wait, park a DelayedFetch until appends make it enough or max_wait_ms
         passes. Returns [(request, FetchPartitionData)], or a future of it
@@ -624,7 +646,7 @@ class ReplicaManager:
             self._update_followers(params.replica_id, results)
         if params.max_wait_ms <= 0 or not requests or total >= params.min_bytes or has_error:
             return results
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[FetchResults] = asyncio.get_running_loop().create_future()
         operation = DelayedFetch(
             params.max_wait_ms,
             params.min_bytes,
@@ -637,7 +659,11 @@ class ReplicaManager:
         return future
 
     # -- delete records ----------------------------------------------------------------
-    def delete_records(self, timeout_ms: int, entries: list):
+    def delete_records(
+        self,
+        timeout_ms: int,
+        entries: list[tuple[str, int, int, DeleteRecordsResponse.DeleteRecordsPartitionResult]],
+    ) -> asyncio.Future[None] | None:
         """``entries``: (topic, partition, offset, result) with result a
         DeleteRecordsPartitionResult (low_watermark, error_code filled in).
         Offset -1 means the high watermark. Returns None or a future."""
