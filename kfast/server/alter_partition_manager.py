@@ -16,8 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
+from typing import TYPE_CHECKING
 
-from kfast.protocol import AlterPartitionRequest, errors
+from kfast.protocol import AlterPartitionRequest, AlterPartitionResponse, errors
+
+if TYPE_CHECKING:
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.controller_channel import ControllerSend
+    from kfast.server.partition import Partition
+    from kfast.server.replica_manager import PartitionKey
+
+    # A proposal: (partition, proposed ISR, its leader epoch, its partition epoch).
+    _Proposal = tuple[Partition, tuple[int, ...], int, int]
 
 logger = logging.getLogger(__name__)
 
@@ -27,16 +38,19 @@ _TIMEOUT_S = 10.0
 
 
 class AlterPartitionManager:
-    def __init__(self, broker, send):
+    def __init__(self, broker: KafkaBroker, send: ControllerSend) -> None:
         """``send(request, version=..., timeout=...)``: deliver to the active
         controller (ControllerChannel.send)."""
+        replica_manager = broker.replica_manager
+        if replica_manager is None:
+            raise ValueError("ISR changes need the started broker's replica manager")
         self.broker = broker
+        self._replica_manager = replica_manager
         self._send = send
-        # partition key -> (partition, proposed isr, leader epoch, partition epoch)
-        self._unsent: dict[tuple, tuple] = {}
-        self._task: asyncio.Task | None = None
+        self._unsent: dict[PartitionKey, _Proposal] = {}
+        self._task: asyncio.Task[None] | None = None
 
-    def submit(self, partition, proposed: tuple[int, ...]) -> None:
+    def submit(self, partition: Partition, proposed: tuple[int, ...]) -> None:
         self._unsent[partition.key] = (
             partition,
             proposed,
@@ -64,8 +78,8 @@ class AlterPartitionManager:
                 continue
             self._handle_response(batch, response)
 
-    def _request(self, batch: dict) -> AlterPartitionRequest:
-        topics: dict = {}
+    def _request(self, batch: dict[PartitionKey, _Proposal]) -> AlterPartitionRequest:
+        topics: dict[uuid.UUID, AlterPartitionRequest.TopicData] = {}
         for partition, proposed, leader_epoch, partition_epoch in batch.values():
             topic = topics.get(partition.topic_id)
             if topic is None:
@@ -90,12 +104,16 @@ class AlterPartitionManager:
             topics=list(topics.values()),
         )
 
-    def _handle_response(self, batch: dict, response) -> None:
-        replica_manager = self.broker.replica_manager
+    def _handle_response(
+        self, batch: dict[PartitionKey, _Proposal], response: AlterPartitionResponse
+    ) -> None:
+        replica_manager = self._replica_manager
         answered = set()
         by_id = {p.topic_id: p.topic for p, *_ in batch.values()}
         for topic in response.topics:
             name = by_id.get(topic.topic_id)
+            if name is None:
+                continue  # not asked about: nothing of it is in the batch
             for data in topic.partitions:
                 key = (name, data.partition_index)
                 entry = batch.get(key)
@@ -122,7 +140,7 @@ class AlterPartitionManager:
             if key not in answered:
                 self._refused(entry)
 
-    def _refused(self, entry: tuple) -> None:
+    def _refused(self, entry: _Proposal) -> None:
         """Back to the committed ISR -- unless the partition has moved on
         since (metadata cleared this proposal and a newer one is pending):
         an answer only concerns the proposal it was made for."""
@@ -132,7 +150,7 @@ class AlterPartitionManager:
             and partition.leader_epoch == leader_epoch
             and partition.partition_epoch == partition_epoch
         ):
-            self.broker.replica_manager.on_isr_change_failed(partition)
+            self._replica_manager.on_isr_change_failed(partition)
 
     async def shutdown(self) -> None:
         self._unsent.clear()

@@ -30,8 +30,12 @@ import logging
 import socket
 import time
 import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kfast.client.connection import BrokerConnection, api_key_of
+from kfast.client.security import ClientSecurity
+from kfast.config import KafkaConfig
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.feature_control import (
     KRAFT_VERSION,
@@ -41,6 +45,7 @@ from kfast.controller.feature_control import (
     TRANSACTION_VERSION,
     TRANSACTION_VERSION_LEVEL,
 )
+from kfast.controller.metadata.image import Endpoint, MetadataImage
 from kfast.protocol import (
     AllocateProducerIdsRequest,
     BrokerHeartbeatRequest,
@@ -55,6 +60,11 @@ from kfast.protocol import (
 from kfast.protocol.api_keys import api_key as lookup_api
 from kfast.protocol.constants import CONFIG_RESOURCE_BROKER_LOGGER
 from kfast.security.principal import serialize_principal
+
+if TYPE_CHECKING:
+    from kfast.controller.raft_quorum_controller import RaftQuorumController
+    from kfast.protocol.schema import Message
+    from kfast.server.apis import KafkaApis, RequestContext
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +95,32 @@ FORWARDED_APIS = frozenset(
 )
 
 
-def _error_codes(response):
+class ControllerSend(Protocol):
+    """``send`` of a channel to the active controller: the response body of
+    ``body``'s API (a decoded message, hence Any to its callers)."""
+
+    def __call__(
+        self,
+        body: Message,
+        api_key: int | None = None,
+        version: int | None = None,
+        timeout: float | None = None,
+    ) -> Awaitable[Any]: ...
+
+
+class ControllerSender(Protocol):
+    """A broker's way to the active controller: a ControllerChannel (over
+    the controller listener) or a LocalControllerChannel (in this process)."""
+
+    heartbeat_backoff: float
+
+    @property
+    def send(self) -> ControllerSend: ...
+
+    async def close(self) -> None: ...
+
+
+def _error_codes(response: object) -> list[int]:
     """Every error_code in a response body, top level and one level down."""
     codes = [getattr(response, "error_code", 0)]
     for field in ("topics", "results", "responses", "replica_election_results"):
@@ -103,11 +138,11 @@ class ControllerChannel:
     def __init__(
         self,
         node_id: int,
-        voters: dict[int, tuple[str, int]],
-        leader_hint,
+        voters: Mapping[int, tuple[str, int]],
+        leader_hint: Callable[[], int],
         request_timeout: float = 30.0,
-        security=None,
-    ):
+        security: ClientSecurity | None = None,
+    ) -> None:
         self.node_id = node_id
         # The controller listener's TLS/SASL (kfast.client.security.ClientSecurity).
         self.security = security
@@ -143,11 +178,11 @@ class ControllerChannel:
 
     async def send(
         self,
-        body,
+        body: Message,
         api_key: int | None = None,
         version: int | None = None,
         timeout: float | None = None,
-    ):
+    ) -> Any:
         """The active controller's response to ``body``; raises
         NotControllerException if no controller took it before the deadline."""
         deadline = time.monotonic() + (timeout or self.request_timeout)
@@ -179,7 +214,7 @@ class ControllerChannel:
         self._connections.clear()
 
 
-def registration_features() -> list:
+def registration_features() -> list[BrokerRegistrationRequest.Feature]:
     """What a broker can run, as Kafka's BrokerLifecycleManager sends its
     supported features in BrokerRegistration (the controller refuses a
     broker that cannot run a finalized level)."""
@@ -215,7 +250,9 @@ class LocalControllerChannel:
     # controlled shutdown can follow at once.
     heartbeat_backoff = 0.001
 
-    def __init__(self, node_id: int, apis, listener_name: str, request_timeout: float = 30.0):
+    def __init__(
+        self, node_id: int, apis: KafkaApis, listener_name: str, request_timeout: float = 30.0
+    ) -> None:
         self.node_id = node_id
         self.apis = apis
         self.listener_name = listener_name
@@ -224,11 +261,11 @@ class LocalControllerChannel:
 
     async def send(
         self,
-        body,
+        body: Message,
         api_key: int | None = None,
         version: int | None = None,
         timeout: float | None = None,
-    ):
+    ) -> Any:
         key = api_key if api_key is not None else api_key_of(body)
         if version is None:
             version = lookup_api(key).max_stable_version
@@ -263,11 +300,11 @@ class Forwarder:
     answer (it is not the active one) goes whole to the one that can, at the
     client's version, and its response comes back unchanged."""
 
-    def __init__(self, channel: ControllerChannel, local):
+    def __init__(self, channel: ControllerChannel, local: RaftQuorumController) -> None:
         self.channel = channel
         self.local = local
 
-    def wants(self, api_key: int, request=None) -> bool:
+    def wants(self, api_key: int, request: Any = None) -> bool:
         if (
             api_key == _INCREMENTAL_ALTER_CONFIGS
             and request is not None
@@ -277,7 +314,9 @@ class Forwarder:
             return False  # logger levels are this broker's own (Kafka answers them locally)
         return api_key in FORWARDED_APIS and not self.local.is_active
 
-    async def forward(self, api_key: int, version: int, request, ctx=None):
+    async def forward(
+        self, api_key: int, version: int, request: Message, ctx: RequestContext | None = None
+    ) -> Any:
         """The controller's answer; with the client's ``ctx`` the request
         travels in an Envelope (KIP-590) carrying the client's principal and
         address, so that the controller authorizes the client, not this
@@ -310,28 +349,44 @@ class QuorumControllerClient:
     reached only when the local controller is active (KafkaApis forwards
     those requests otherwise), so it is delegated to it."""
 
-    def __init__(self, local, channel: ControllerChannel, config, cluster_id: str):
-        self.local = local  # this node's RaftQuorumController
+    def __init__(
+        self,
+        local: RaftQuorumController | None,
+        channel: ControllerSender,
+        config: KafkaConfig,
+        cluster_id: str | None,
+    ) -> None:
+        # This node's controller (the embedded node's: set once started).
+        self.local = local
         self.channel = channel
         self.config = config
         self.cluster_id = cluster_id
         self.broker_epoch = -1
-        self._heartbeat_task: asyncio.Task | None = None
+        self._heartbeat_task: asyncio.Task[None] | None = None
         self.fenced = True
         self._in_service = asyncio.Event()
         self._shut_down_acknowledged = False
 
-    def __getattr__(self, name):
+    def __getattr__(self, name: str) -> Any:
         return getattr(self.local, name)
 
     @property
-    def image(self):
-        return self.local.image
+    def image(self) -> MetadataImage:
+        return self._local.image
+
+    @property
+    def _local(self) -> RaftQuorumController:
+        local = self.local
+        if local is None:  # as getattr(None, ...) did: hasattr() stays False
+            raise AttributeError("the controller is not started")
+        return local
 
     async def start(self) -> None:
         """The local controller is started by the ControllerServer."""
 
-    async def controlled_shutdown(self, leads_any, timeout: float = 30.0) -> bool:
+    async def controlled_shutdown(
+        self, leads_any: Callable[[], bool], timeout: float = 30.0
+    ) -> bool:
         """Kafka's controlled shutdown (KIP-631): heartbeat with
         want_shut_down until the active controller answers should_shut_down
         -- it has moved this broker's leaderships to other in-sync replicas
@@ -377,7 +432,11 @@ class QuorumControllerClient:
 
     # -- membership ------------------------------------------------------------------------
     async def register_broker(
-        self, broker_id: int, incarnation_id: uuid.UUID, listeners, rack: str | None
+        self,
+        broker_id: int,
+        incarnation_id: uuid.UUID,
+        listeners: Iterable[Endpoint],
+        rack: str | None,
     ) -> int:
         """BrokerRegistration with the active controller, then heartbeats every
         broker.heartbeat.interval.ms; returns the broker epoch."""
@@ -406,12 +465,12 @@ class QuorumControllerClient:
         self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
         return self.broker_epoch
 
-    async def _heartbeat(self, want_shut_down: bool = False):
+    async def _heartbeat(self, want_shut_down: bool = False) -> Any:
         response = await self.channel.send(
             BrokerHeartbeatRequest(
                 broker_id=self._broker_id,
                 broker_epoch=self.broker_epoch,
-                current_metadata_offset=self.local.image.offset,
+                current_metadata_offset=self._local.image.offset,
                 want_fence=False,
                 want_shut_down=want_shut_down,
             ),
@@ -446,7 +505,11 @@ class QuorumControllerClient:
 
     # -- writes a broker makes itself ------------------------------------------------------
     async def auto_create_topics(
-        self, names, num_partitions=None, replication_factor=None, configs=None
+        self,
+        names: Iterable[str],
+        num_partitions: int | None = None,
+        replication_factor: int | None = None,
+        configs: Mapping[str, str] | None = None,
     ) -> dict[str, int]:
         Topic = CreateTopicsRequest.CreatableTopic
         request = CreateTopicsRequest(

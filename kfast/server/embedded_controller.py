@@ -24,8 +24,14 @@ follows the log's.
 
 from __future__ import annotations
 
+import asyncio
+from typing import TYPE_CHECKING
+
 from kfast.server.controller_channel import LocalControllerChannel, QuorumControllerClient
 from kfast.server.controller_server import ControllerServer
+
+if TYPE_CHECKING:
+    from kfast.server.broker import KafkaBroker
 
 # The name the in-process channel's requests arrive on: the controller
 # listener's name where the properties give one, else Kafka's usual one.
@@ -37,7 +43,7 @@ class EmbeddedController(QuorumControllerClient):
     stops the in-process quorum with the broker (after the broker's logs
     are loaded, before its partitions)."""
 
-    def __init__(self, broker, loop=None):
+    def __init__(self, broker: KafkaBroker, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.server = ControllerServer(broker.config, embedded=True)
         names = broker.config["controller.listener.names"]
         channel = LocalControllerChannel(
@@ -48,9 +54,12 @@ class EmbeddedController(QuorumControllerClient):
 
     async def start(self) -> None:
         await self.server.start()
-        self.local = self.server.controller
+        local = self.server.controller
+        if local is None:
+            raise RuntimeError("the controller server started without its controller")
+        self.local = local
         self.cluster_id = self.server.cluster_id
-        self.local.local_broker_id = self.server.node_id
+        local.local_broker_id = self.server.node_id
 
     async def shutdown(self) -> None:
         try:
