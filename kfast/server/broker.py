@@ -279,6 +279,18 @@ class KafkaBroker:
         self.replica_alter_log_dirs = ReplicaAlterLogDirsManager(self)
         self._register_apis()
 
+    def started_log_manager(self) -> LogManager:
+        """The log manager, for what runs only on a started broker."""
+        if self.log_manager is None:
+            raise RuntimeError(f"broker {self.node_id} is not started")
+        return self.log_manager
+
+    def started_replica_manager(self) -> ReplicaManager:
+        """The replica manager, for what runs only on a started broker."""
+        if self.replica_manager is None:
+            raise RuntimeError(f"broker {self.node_id} is not started")
+        return self.replica_manager
+
     def _register_apis(self) -> None:
         for module in handler_modules():
             module.register(self.apis)

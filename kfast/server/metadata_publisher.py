@@ -34,11 +34,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING
 
+from kfast.config import KafkaConfig
 from kfast.controller.config_describer import dynamic_broker_overrides
-from kfast.controller.metadata.image import MetadataDelta, MetadataImage
+from kfast.controller.metadata.image import (
+    MetadataDelta,
+    MetadataImage,
+    PartitionRegistration,
+    TopicImage,
+)
 from kfast.protocol.errors import KafkaStorageException
 from kfast.server.partition import kafka_uuid_string
+
+if TYPE_CHECKING:
+    from kfast.server.broker import KafkaBroker
+    from kfast.storage.log import Log
+
+    # A partition to create on disk: (topic, topic id, index, registration,
+    # the topic's config overrides).
+    _ToCreate = tuple[str, uuid.UUID, int, PartitionRegistration, Mapping[str, str] | None]
+    # A created one: (topic, topic id, index, registration, its log).
+    _Created = tuple[str, uuid.UUID, int, PartitionRegistration, Log]
 
 logger = logging.getLogger(__name__)
 
@@ -48,11 +67,15 @@ class BrokerMetadataPublisher:
     partitions were just applied to this broker (leadership included), so
     that coordinators follow the leadership of their internal topics."""
 
-    def __init__(self, broker, on_partitions_applied=None):
+    def __init__(
+        self,
+        broker: KafkaBroker,
+        on_partitions_applied: Callable[[set[str]], None] | None = None,
+    ) -> None:
         self.broker = broker
         self._on_partitions_applied = on_partitions_applied or (lambda topics: None)
         self._first = True
-        self._tail: asyncio.Future | None = None
+        self._tail: asyncio.Future[None] | None = None
         # The configuration last given to broker.reconfigure (compared by
         # identity: with_dynamic returns the static config itself when no
         # dynamic config is left).
@@ -67,6 +90,8 @@ class BrokerMetadataPublisher:
         broker.metadata_image = image
         broker.quotas.update(image.client_quotas)
         replica_manager = broker.replica_manager
+        if replica_manager is None:
+            raise RuntimeError("metadata published to a broker that is not started")
         current_config = None
         if self._first or delta.changed_broker_configs:
             current_config = broker.config.with_dynamic(
@@ -83,8 +108,7 @@ class BrokerMetadataPublisher:
         if self._first:
             # The first call carries the replayed image: every topic in it is
             # new to this process.
-            changed = dict(image.topics_by_name)
-            changed.update(delta.changed_topics)
+            changed: Mapping[str, TopicImage] = {**image.topics_by_name, **delta.changed_topics}
             self._first = False
         else:
             changed = delta.changed_topics
@@ -93,7 +117,7 @@ class BrokerMetadataPublisher:
             for index in topic.partitions:
                 replica_manager.remove_partition(name, index)
                 doomed.append((name, index))
-        to_create = []
+        to_create: list[_ToCreate] = []
         for name, topic in changed.items():
             for index, registration in topic.partitions.items():
                 if broker.node_id not in registration.replicas:
@@ -120,14 +144,23 @@ class BrokerMetadataPublisher:
             )
         self._on_partitions_applied(changed.keys() | delta.deleted_topics.keys())
 
-    async def _apply_on_disk(self, previous, doomed, to_create, configs, current_config) -> None:
+    async def _apply_on_disk(
+        self,
+        previous: asyncio.Future[None] | None,
+        doomed: list[tuple[str, int]],
+        to_create: list[_ToCreate],
+        configs: list[tuple[str, dict[str, str]]],
+        current_config: KafkaConfig | None,
+    ) -> None:
         if previous is not None:
             await asyncio.gather(previous, return_exceptions=True)
         loop = asyncio.get_running_loop()
         log_manager = self.broker.log_manager
         replica_manager = self.broker.replica_manager
+        if log_manager is None or replica_manager is None:
+            raise RuntimeError("metadata published to a broker that is not started")
 
-        def delete_and_create():
+        def delete_and_create() -> list[_Created]:
             for name, index in doomed:
                 try:
                     log_manager.delete_log(name, index)
@@ -139,7 +172,7 @@ class BrokerMetadataPublisher:
                     log_manager.reconfigure_default_log_config(current_config)
                 except Exception:
                     logger.exception("could not apply the dynamic broker configs")
-            created = []
+            created: list[_Created] = []
             for name, topic_id, index, registration, overrides in to_create:
                 try:
                     log = log_manager.get_or_create_log(
@@ -166,6 +199,8 @@ class BrokerMetadataPublisher:
 
         created = await loop.run_in_executor(None, delete_and_create)
         image = self.broker.metadata_image
+        if image is None:
+            return  # unreachable: the image was published before this ran
         for name, topic_id, index, registration, log in created:
             # A later change may have deleted the topic meanwhile.
             current = image.topics_by_name.get(name)

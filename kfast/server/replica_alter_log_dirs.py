@@ -22,44 +22,53 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import TYPE_CHECKING
 
 from kfast.protocol.errors import KafkaStorageException, OffsetOutOfRangeException
+
+if TYPE_CHECKING:
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.partition import Partition
+    from kfast.server.replica_manager import PartitionKey
 
 logger = logging.getLogger(__name__)
 
 
 class ReplicaAlterLogDirsManager:
-    def __init__(self, broker) -> None:
+    def __init__(self, broker: KafkaBroker) -> None:
         self.broker = broker
-        self._moves: dict[tuple, asyncio.Task] = {}
+        self._moves: dict[PartitionKey, asyncio.Task[None]] = {}
         # Set when a move finishes (tests and shutdown wait on it).
         self.moved = asyncio.Event()
 
-    def destination(self, key) -> str | None:
+    def destination(self, key: PartitionKey) -> str | None:
         """The log dir a partition is moving to, if it is moving."""
-        future = self.broker.log_manager.get_future_log(*key)
+        future = self.broker.started_log_manager().get_future_log(*key)
         return None if future is None else future.parent_dir
 
-    def start(self, partition, log_dir: str) -> None:
+    def start(self, partition: Partition, log_dir: str) -> None:
         """Move ``partition`` into ``log_dir`` (a different, online dir)."""
         key = partition.key
         self.cancel(key)
-        self.broker.log_manager.create_future_log(partition.topic, partition.partition, log_dir)
+        self.broker.started_log_manager().create_future_log(
+            partition.topic, partition.partition, log_dir
+        )
         self._moves[key] = asyncio.get_running_loop().create_task(self._move(key))
 
-    def cancel(self, key) -> None:
+    def cancel(self, key: PartitionKey) -> None:
         """Stop a move and remove its future replica."""
         task = self._moves.pop(key, None)
         if task is not None:
             task.cancel()
-        self.broker.log_manager.remove_future_log(*key)
+        self.broker.started_log_manager().remove_future_log(*key)
 
-    async def _move(self, key) -> None:
-        log_manager = self.broker.log_manager
+    async def _move(self, key: PartitionKey) -> None:
+        log_manager = self.broker.started_log_manager()
+        replica_manager = self.broker.started_replica_manager()
         chunk = self.broker.config["replica.fetch.max.bytes"]
         try:
             while True:
-                partition = self.broker.replica_manager.get_partition(*key)
+                partition = replica_manager.get_partition(*key)
                 future = log_manager.get_future_log(*key)
                 if partition is None or future is None or partition.log.offline or future.offline:
                     self._abandon(key)
@@ -89,16 +98,16 @@ class ReplicaAlterLogDirsManager:
             logger.exception("moving %s-%d failed", key[0], key[1])
             self._abandon(key)
 
-    def _abandon(self, key) -> None:
+    def _abandon(self, key: PartitionKey) -> None:
         self._moves.pop(key, None)
-        self.broker.log_manager.remove_future_log(*key)
+        self.broker.started_log_manager().remove_future_log(*key)
 
-    def _swap(self, partition, key) -> None:
-        log = self.broker.log_manager.replace_current_with_future_log(*key)
+    def _swap(self, partition: Partition, key: PartitionKey) -> None:
+        log = self.broker.started_log_manager().replace_current_with_future_log(*key)
         partition.log = log
         self._moves.pop(key, None)
         logger.info("%s-%d now lives in %s", key[0], key[1], log.parent_dir)
-        self.broker.replica_manager.complete_delayed_requests(key)
+        self.broker.started_replica_manager().complete_delayed_requests(key)
         self.moved.set()
 
     async def shutdown(self) -> None:
