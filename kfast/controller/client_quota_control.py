@@ -28,13 +28,20 @@ import ipaddress
 import socket
 from collections.abc import Iterable, Mapping
 
-from kfast.config import CLIENT_QUOTA_CONFIGS, INT_MAX, IP_QUOTA_CONFIGS, LONG_MAX, Type
+from kfast.config import (
+    CLIENT_QUOTA_CONFIGS,
+    INT_MAX,
+    IP_QUOTA_CONFIGS,
+    LONG_MAX,
+    ConfigKey,
+    Type,
+)
 from kfast.controller.controller_result import ControllerResult, check_records_bound
-from kfast.controller.metadata.records import ClientQuotaRecord
+from kfast.controller.metadata.image import QuotaEntity
+from kfast.controller.metadata.records import ClientQuotaRecord, MetadataRecord
 from kfast.protocol import errors
 from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP, QUOTA_ENTITY_USER
 
-QuotaEntity = tuple  # ((entity type, name | None), ...) sorted by type
 ENTITY_TYPES = (QUOTA_ENTITY_USER, QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP)
 _INTEGRAL_MAX = {
     Type.SHORT: (32767, "a SHORT"),
@@ -74,18 +81,18 @@ def is_valid_ip_entity(name: str | None) -> bool:
 
 
 class ClientQuotaControlManager:
-    def __init__(self):
+    def __init__(self) -> None:
         self.quotas: dict[QuotaEntity, dict[str, float]] = {}
 
     # -- operations ----------------------------------------------------------------
     def alter_client_quotas(
         self, alterations: list[tuple[list[tuple[str, str | None]], list[tuple[str, float | None]]]]
-    ) -> ControllerResult:
+    ) -> ControllerResult[list[errors.KafkaError | None]]:
         """``alterations``: (entity pairs, [(key, value or None to remove)])
         per request entry. Response: one KafkaError or None per entry."""
-        results: list = []
-        records: list = []
-        seen: set = set()
+        results: list[errors.KafkaError | None] = []
+        records: list[MetadataRecord] = []
+        seen: set[QuotaEntity] = set()
         for pairs, ops in alterations:
             try:
                 entity = self._validated_entity(pairs)
@@ -120,7 +127,9 @@ class ClientQuotaControlManager:
             types[entity_type] = name
         return entity_key(types.items())
 
-    def _entity_records(self, entity: QuotaEntity, ops: list[tuple[str, float | None]]) -> list:
+    def _entity_records(
+        self, entity: QuotaEntity, ops: list[tuple[str, float | None]]
+    ) -> list[MetadataRecord]:
         types = dict(entity)
         if QUOTA_ENTITY_IP in types:
             if len(types) > 1:
@@ -144,7 +153,7 @@ class ClientQuotaControlManager:
                 )
             new[key] = value
         current = self.quotas.get(entity, {})
-        records = []
+        records: list[MetadataRecord] = []
         for key, value in new.items():
             if value is None:
                 if key in current:
@@ -156,7 +165,9 @@ class ClientQuotaControlManager:
         return records
 
     @staticmethod
-    def _record(entity: QuotaEntity, key: str, value: float, remove: bool = False):
+    def _record(
+        entity: QuotaEntity, key: str, value: float, remove: bool = False
+    ) -> ClientQuotaRecord:
         return ClientQuotaRecord(
             entity=[ClientQuotaRecord.EntityData(entity_type=t, entity_name=n) for t, n in entity],
             key=key,
@@ -178,7 +189,7 @@ class ClientQuotaControlManager:
         return entity
 
 
-def _validate_value(valid_keys: Mapping, key: str, value: float) -> None:
+def _validate_value(valid_keys: Mapping[str, ConfigKey], key: str, value: float) -> None:
     definition = valid_keys.get(key)
     if definition is None:
         raise errors.InvalidRequestException(f"Invalid configuration key {key}")

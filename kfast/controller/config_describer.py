@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import NamedTuple
 
 from kfast.config import (
@@ -42,6 +42,7 @@ from kfast.config import (
 )
 from kfast.controller.configuration_control import DYNAMIC_BROKER_CONFIGS, format_value
 from kfast.controller.group_config import group_config_default
+from kfast.controller.metadata.image import MetadataImage
 from kfast.kafka_broker_configs import KAFKA_BROKER_CONFIGS, listener_base_name
 from kfast.protocol.constants import (
     SOURCE_CLIENT_METRICS_CONFIG,
@@ -71,13 +72,17 @@ CONFIG_TYPES = {
 _UNIT_FACTORS = ((".hours", 3600 * 1000), (".minutes", 60 * 1000))
 
 
+# (name, value, source) of one level that sets a config.
+Synonym = tuple[str, str | None, int]
+
+
 class DescribedConfig(NamedTuple):
     name: str
     value: str | None
     read_only: bool
     source: int
     is_sensitive: bool
-    synonyms: list  # [(name, value, source)]
+    synonyms: list[Synonym]
     config_type: int
     documentation: str | None
 
@@ -90,14 +95,14 @@ def _server_synonyms(topic_name: str) -> tuple[str, ...]:
     return tuple(name for name, key in SERVER_CONFIGS.items() if key.topic_synonym == topic_name)
 
 
-def _in_topic_units(server_name: str, value):
+def _in_topic_units(server_name: str, value: str | None) -> object:
     for suffix, factor in _UNIT_FACTORS:
         if server_name.endswith(suffix) and value is not None:
             return int(value) * factor
     return value
 
 
-def dynamic_broker_overrides(image, broker_id: int) -> dict[str, str]:
+def dynamic_broker_overrides(image: MetadataImage | None, broker_id: int) -> dict[str, str]:
     """The dynamic broker configs in force on ``broker_id``: the cluster-wide
     defaults ("") with this broker's own overrides over them, key by key
     (Kafka's DynamicBrokerConfig). ``KafkaConfig.with_dynamic`` lays them
@@ -117,9 +122,11 @@ class ConfigDescriber:
         self.config = config
         self.broker_id = broker_id
 
-    def _broker_levels(self, image, name: str) -> list[tuple[str | None, int]]:
+    def _broker_levels(
+        self, image: MetadataImage | None, name: str
+    ) -> list[tuple[str | None, int]]:
         """(value, source) of broker property ``name`` at every level that sets it."""
-        levels = []
+        levels: list[tuple[str | None, int]] = []
         per_broker = image.broker_configs.get(str(self.broker_id), {}) if image else {}
         cluster = image.broker_configs.get("", {}) if image else {}
         if name in per_broker:
@@ -140,9 +147,9 @@ class ConfigDescriber:
     # -- topics ----------------------------------------------------------------------
     def describe_topic(
         self,
-        image,
+        image: MetadataImage | None,
         overrides: Mapping[str, str],
-        keys=None,
+        keys: Collection[str] | None = None,
         include_synonyms: bool = False,
         include_documentation: bool = False,
     ) -> list[DescribedConfig]:
@@ -151,10 +158,10 @@ class ConfigDescriber:
             if keys is not None and name not in keys:
                 continue
             key = TOPIC_CONFIGS[name]
-            synonyms = []
+            synonyms: list[Synonym] = []
             if name in overrides:
                 synonyms.append((name, overrides[name], SOURCE_DYNAMIC_TOPIC_CONFIG))
-            broker_entries = []
+            broker_entries: list[Synonym] = []
             for server_name in _server_synonyms(name):
                 for value, source in self._broker_levels(image, server_name):
                     broker_entries.append((server_name, value, source))
@@ -188,9 +195,9 @@ class ConfigDescriber:
     # -- brokers ---------------------------------------------------------------------
     def describe_broker(
         self,
-        image,
+        image: MetadataImage | None,
         resource_name: str,
-        keys=None,
+        keys: Collection[str] | None = None,
         include_synonyms: bool = False,
         include_documentation: bool = False,
     ) -> list[DescribedConfig]:
@@ -207,7 +214,9 @@ class ConfigDescriber:
             if resource_name == "":
                 if name not in cluster_defaults:
                     continue
-                levels = [(cluster_defaults[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)]
+                levels: list[tuple[str | None, int]] = [
+                    (cluster_defaults[name], SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG)
+                ]
             else:
                 levels = self._broker_levels(image, name)
                 if name not in KAFKA_BROKER_CONFIGS and (
@@ -256,7 +265,12 @@ class ConfigDescriber:
         return out
 
     def _describe_dynamic_only(
-        self, image, resource_name: str, keys, include_synonyms: bool, include_documentation: bool
+        self,
+        image: MetadataImage | None,
+        resource_name: str,
+        keys: Collection[str] | None,
+        include_synonyms: bool,
+        include_documentation: bool,
     ) -> list[DescribedConfig]:
         """The dynamic-only configs (replication throttle rates) set for this
         broker or cluster-wide. Kafka lists them only where set, and
@@ -293,7 +307,11 @@ class ConfigDescriber:
         return out
 
     def _describe_listener_overrides(
-        self, image, resource_name: str, keys, include_synonyms: bool
+        self,
+        image: MetadataImage | None,
+        resource_name: str,
+        keys: Collection[str] | None,
+        include_synonyms: bool,
     ) -> list[DescribedConfig]:
         """Dynamic listener-prefixed configs (listener.name.<l>.<config>):
         Kafka lists them as set, with the unprefixed config as a synonym
@@ -305,7 +323,7 @@ class ConfigDescriber:
             base = listener_base_name(name)
             if base is None or (keys is not None and name not in keys):
                 continue
-            levels = (
+            levels: list[Synonym] = (
                 []
                 if resource_name == "" or name not in per_broker
                 else [(name, per_broker[name], SOURCE_DYNAMIC_BROKER_CONFIG)]
@@ -344,7 +362,7 @@ class ConfigDescriber:
     def describe_group(
         self,
         overrides: Mapping[str, str],
-        keys=None,
+        keys: Collection[str] | None = None,
         include_synonyms: bool = False,
         include_documentation: bool = False,
     ) -> list[DescribedConfig]:
@@ -357,7 +375,8 @@ class ConfigDescriber:
                 continue
             key = GROUP_CONFIGS[name]
             if name in overrides:
-                value, source = overrides[name], SOURCE_GROUP_CONFIG
+                value: str | None = overrides[name]
+                source = SOURCE_GROUP_CONFIG
             else:
                 value = format_value(group_config_default(self.config, name))
                 source = SOURCE_DEFAULT_CONFIG
@@ -376,7 +395,7 @@ class ConfigDescriber:
         return out
 
     # -- broker loggers ------------------------------------------------------------------
-    def describe_loggers(self, keys=None) -> list[DescribedConfig]:
+    def describe_loggers(self, keys: Collection[str] | None = None) -> list[DescribedConfig]:
         """Python loggers with Kafka's level names (the root logger is
         "root", as log4j's)."""
         names = ["root"] + sorted(logging.Logger.manager.loggerDict)
@@ -402,7 +421,10 @@ class ConfigDescriber:
     # -- client metrics subscriptions (KIP-714) ------------------------------------------
     @staticmethod
     def describe_client_metrics(
-        image, name: str, keys=None, include_docs: bool = False
+        image: MetadataImage | None,
+        name: str,
+        keys: Collection[str] | None = None,
+        include_docs: bool = False,
     ) -> list[DescribedConfig]:
         """The configs set on the subscription, and only those (Kafka's
         ConfigHelper: no defaults, no synonyms); none for an unknown name."""

@@ -26,7 +26,7 @@ ignored.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import NamedTuple
 
 from kfast.config import (
@@ -37,15 +37,15 @@ from kfast.config import (
     TOPIC_CONFIGS,
     TOPIC_TO_SERVER,
     ConfigException,
+    ConfigKey,
+    KafkaConfig,
     LogConfig,
     Type,
     coerce,
 )
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.group_config import validate_group_configs
-from kfast.controller.metadata.records import (
-    ConfigRecord,
-)
+from kfast.controller.metadata.records import ConfigRecord, MetadataRecord
 from kfast.kafka_broker_configs import (
     KAFKA_BROKER_CONFIGS,
     LISTENER_ONLY_SECURITY_CONFIGS,
@@ -140,7 +140,7 @@ def broker_config_type(name: str) -> tuple[Type, object] | None:
     return (catalogued.type, catalogued.default) if catalogued else None
 
 
-def config_type(resource_type: int, key: str):
+def config_type(resource_type: int, key: str) -> ConfigKey | _TypeOnly | None:
     """The ConfigKey defining ``key`` for a resource type, or None."""
     if resource_type == CONFIG_RESOURCE_TOPIC:
         return TOPIC_CONFIGS.get(key)
@@ -157,7 +157,7 @@ class _TypeOnly(NamedTuple):
     default: object
 
 
-def format_value(value) -> str | None:
+def format_value(value: object) -> str | None:
     """A config value as Kafka prints it (lists comma-separated, booleans
     lower case)."""
     if value is None:
@@ -179,7 +179,7 @@ class ConfigurationControlManager:
         self,
         topic_exists: Callable[[str], bool],
         broker_exists: Callable[[int], bool],
-        broker_config=None,
+        broker_config: KafkaConfig | None = None,
     ):
         self.topic_exists = topic_exists
         self.broker_exists = broker_exists
@@ -192,10 +192,11 @@ class ConfigurationControlManager:
     # -- operations ----------------------------------------------------------------
     def incremental_alter_configs(
         self, changes: list[tuple[int, str, list[tuple[str, int, str | None]]]]
-    ) -> ControllerResult:
+    ) -> ControllerResult[list[errors.KafkaError | None]]:
         """``changes``: (resource type, name, [(key, op, value)]) per resource.
         Response: one KafkaError or None per resource."""
-        results, records = [], []
+        results: list[errors.KafkaError | None] = []
+        records: list[MetadataRecord] = []
         counts = _resource_counts(changes)
         for resource_type, name, ops in changes:
             try:
@@ -203,7 +204,7 @@ class ConfigurationControlManager:
                     raise errors.InvalidRequestException("Duplicate resource.")
                 self._check_resource(resource_type, name)
                 current = self.get(resource_type, name)
-                updated = dict(current)
+                updated: dict[str, str | None] = dict(current)
                 for key, op, value in ops:
                     self._apply_op(resource_type, updated, key, op, value)
                 records += self._validated_records(resource_type, name, current, updated)
@@ -214,9 +215,10 @@ class ConfigurationControlManager:
 
     def legacy_alter_configs(
         self, changes: list[tuple[int, str, Mapping[str, str | None]]]
-    ) -> ControllerResult:
+    ) -> ControllerResult[list[errors.KafkaError | None]]:
         """AlterConfigs: each resource's set becomes exactly the given one."""
-        results, records = [], []
+        results: list[errors.KafkaError | None] = []
+        records: list[MetadataRecord] = []
         counts = _resource_counts(changes)
         for resource_type, name, new_set in changes:
             try:
@@ -262,7 +264,12 @@ class ConfigurationControlManager:
             )
 
     def _apply_op(
-        self, resource_type: int, updated: dict, key: str, op: int, value: str | None
+        self,
+        resource_type: int,
+        updated: dict[str, str | None],
+        key: str,
+        op: int,
+        value: str | None,
     ) -> None:
         if op == OP_SET:
             updated[key] = value
@@ -275,10 +282,17 @@ class ConfigurationControlManager:
                 raise errors.InvalidConfigurationException(
                     f"Can't {verb} key {key} because its type is not LIST."
                 )
-            if key in updated:
-                items = [v.strip() for v in updated[key].split(",") if v.strip()]
+            present = updated.get(key)
+            if present is not None:
+                items = [v.strip() for v in present.split(",") if v.strip()]
             else:
-                items = list(_default_value(resource_type, key) or [])
+                default = _default_value(resource_type, key, key_type)
+                if isinstance(default, str):  # Kafka's catalogue spells LIST defaults as text
+                    items = [v.strip() for v in default.split(",") if v.strip()]
+                elif isinstance(default, (list, tuple)):
+                    items = [str(v) for v in default]
+                else:
+                    items = []
             given = [v.strip() for v in (value or "").split(",") if v.strip()]
             if op == OP_APPEND:
                 items += [v for v in given if v not in items]
@@ -293,9 +307,9 @@ class ConfigurationControlManager:
         resource_type: int,
         name: str,
         current: Mapping[str, str],
-        updated: Mapping[str, str | None],
-    ) -> list:
-        updated = {k: v for k, v in updated.items() if v is not None}
+        requested: Mapping[str, str | None],
+    ) -> list[MetadataRecord]:
+        updated = {k: v for k, v in requested.items() if v is not None}
         if resource_type == CONFIG_RESOURCE_TOPIC:
             try:
                 LogConfig.validate(updated)
@@ -304,6 +318,10 @@ class ConfigurationControlManager:
         elif resource_type == CONFIG_RESOURCE_CLIENT_METRICS:
             subscriptions.validate(name, updated)
         elif resource_type == CONFIG_RESOURCE_GROUP:
+            if self.broker_config is None:  # _check_resource refused it already
+                raise errors.InvalidRequestException(
+                    f"Unsupported resource type {resource_type} for altering configs"
+                )
             validate_group_configs(self.broker_config, updated)
         else:
             changed = {k for k in set(updated) | set(current) if updated.get(k) != current.get(k)}
@@ -326,7 +344,7 @@ class ConfigurationControlManager:
                         definition.validator(key, coerced)
                 except ConfigException as exc:
                     raise errors.InvalidConfigurationException(str(exc)) from None
-        records = []
+        records: list[MetadataRecord] = []
         for key in sorted(set(current) | set(updated)):
             if current.get(key) != updated.get(key):
                 records.append(
@@ -357,12 +375,12 @@ class ConfigurationControlManager:
         return self.configs.pop((CONFIG_RESOURCE_TOPIC, name), None) is not None
 
 
-def _scala_set(names) -> str:
+def _scala_set(names: Iterable[str]) -> str:
     """A set of names as Kafka's messages print it (a Scala Set)."""
     return f"Set({', '.join(sorted(names))})"
 
 
-def _check_broker_update_modes(changed, per_broker: bool) -> None:
+def _check_broker_update_modes(changed: Collection[str], per_broker: bool) -> None:
     """Kafka's DynamicBrokerConfig.validateConfigs over the changed names, in
     its order, then kfast's own limit: a dynamic config kfast does not apply."""
     dynamic_only = {k for k in changed if k in DYNAMIC_ONLY_BROKER_CONFIGS}
@@ -400,17 +418,17 @@ def _check_broker_update_modes(changed, per_broker: bool) -> None:
         )
 
 
-def _resource_counts(changes) -> dict:
-    counts: dict = {}
+def _resource_counts(changes: Iterable[tuple[int, str, object]]) -> dict[tuple[int, str], int]:
+    counts: dict[tuple[int, str], int] = {}
     for resource_type, name, _ in changes:
         counts[resource_type, name] = counts.get((resource_type, name), 0) + 1
     return counts
 
 
-def _default_value(resource_type: int, key: str):
+def _default_value(resource_type: int, key: str, definition: ConfigKey | _TypeOnly) -> object:
     if resource_type == CONFIG_RESOURCE_TOPIC:
         server = TOPIC_TO_SERVER.get(key)
         if server is not None and SERVER_CONFIGS[server].default is not None:
             return SERVER_CONFIGS[server].default
         return TOPIC_CONFIGS[key].default
-    return config_type(resource_type, key).default
+    return definition.default

@@ -140,3 +140,13 @@ def test_deleting_topic_configs():
     h.incremental((TOPIC, "orders", [("retention.ms", OP_SET, "1")]))
     assert h.manager.delete_topic_configs("orders") is True
     assert h.manager.get(TOPIC, "orders") == {}
+
+
+def test_append_to_a_list_config_whose_default_is_text():
+    """A LIST config known only from Kafka's catalogue has its default as
+    comma-separated text; APPEND adds to its items (mypy found the text
+    split into characters)."""
+    manager = Harness().manager
+    updated: dict[str, str | None] = {}
+    manager._apply_op(BROKER, updated, "metric.reporters", OP_APPEND, "x.Reporter")
+    assert updated == {"metric.reporters": "org.apache.kafka.common.metrics.JmxReporter,x.Reporter"}
