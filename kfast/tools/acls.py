@@ -35,6 +35,7 @@ import re
 import sys
 
 from kfast.client.admin import KafkaAdmin
+from kfast.config import ConfigException
 from kfast.protocol import (
     CreateAclsRequest,
     DeleteAclsRequest,
@@ -73,6 +74,7 @@ from kfast.security.acl import (
     SUPPORTED_OPERATIONS,
     Acl,
 )
+from kfast.tools.command_config import add_command_config, admin_options
 
 _PATTERN_TYPES = {
     PATTERN_TYPE_NAMES[c]: c
@@ -153,6 +155,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--force", action="store_true", help="do not ask for confirmation")
     p.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS")
+    add_command_config(p)
     p.set_defaults(handler=run)
 
 
@@ -172,7 +175,7 @@ def run(args, out=None, err=None, stdin=None) -> int:
         return 1
     try:
         return asyncio.run(_run(args, work, out, stdin or sys.stdin))
-    except (TimeoutError, errors.KafkaError, OSError) as exc:
+    except (TimeoutError, errors.KafkaError, OSError, ConfigException) as exc:
         out.write(f"Error while executing ACL command: {_message(exc)}\n")
         return 1
 
@@ -352,9 +355,12 @@ def _block(title: str, lines: list[str]) -> str:
 async def _run(args, work, out, stdin) -> int:
     admin = KafkaAdmin(
         args.bootstrap_server,
-        client_id="kfast-acls",
-        request_timeout=args.command_timeout,
-        metadata_timeout=args.command_timeout,
+        **admin_options(
+            args,
+            client_id="kfast-acls",
+            request_timeout=args.command_timeout,
+            metadata_timeout=args.command_timeout,
+        ),
     )
     await admin.start()
     try:

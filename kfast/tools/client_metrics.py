@@ -27,8 +27,10 @@ import sys
 import uuid
 
 from kfast.client.admin import KafkaAdmin
+from kfast.config import ConfigException
 from kfast.protocol import errors
 from kfast.protocol.constants import CONFIG_RESOURCE_CLIENT_METRICS, OP_DELETE, OP_SET
+from kfast.tools.command_config import add_command_config, admin_options
 
 _ACTIONS = ("alter", "delete", "describe", "list")
 
@@ -49,6 +51,7 @@ def register(subparsers) -> None:
     p.add_argument("--metrics", metavar="m1,m2", help="telemetry metric name prefixes")
     p.add_argument("--match", metavar="k1=v1,k2=v2", help="client matching selectors")
     p.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS")
+    add_command_config(p)
     p.set_defaults(handler=run)
 
 
@@ -85,6 +88,9 @@ def run(args, out=None, err=None) -> int:
         return 1
     try:
         return asyncio.run(_run(args, action, out))
+    except ConfigException as exc:
+        out.write(f"Error while executing client metrics command : {exc}\n")
+        return 1
     except errors.KafkaError as exc:
         # The broker's message, without the admin client's "<resource>: ".
         message = str(exc)
@@ -98,9 +104,12 @@ def run(args, out=None, err=None) -> int:
 async def _run(args, action: str, out) -> int:
     admin = KafkaAdmin(
         args.bootstrap_server,
-        client_id="kfast-client-metrics",
-        request_timeout=args.command_timeout,
-        metadata_timeout=args.command_timeout,
+        **admin_options(
+            args,
+            client_id="kfast-client-metrics",
+            request_timeout=args.command_timeout,
+            metadata_timeout=args.command_timeout,
+        ),
     )
     await admin.start()
     try:

@@ -47,7 +47,12 @@ import sys
 from decimal import Decimal
 
 from kfast.client.admin import KafkaAdmin
-from kfast.config import CLIENT_QUOTA_CONFIGS, IP_QUOTA_CONFIGS, parse_properties
+from kfast.config import (
+    CLIENT_QUOTA_CONFIGS,
+    IP_QUOTA_CONFIGS,
+    ConfigException,
+    parse_properties,
+)
 from kfast.protocol import errors
 from kfast.protocol.constants import (
     CONFIG_RESOURCE_BROKER,
@@ -65,6 +70,7 @@ from kfast.protocol.constants import (
     SOURCE_DYNAMIC_DEFAULT_BROKER_CONFIG,
     SOURCE_DYNAMIC_TOPIC_CONFIG,
 )
+from kfast.tools.command_config import add_command_config, admin_options
 
 TOPICS, BROKERS, BROKER_LOGGERS = "topics", "brokers", "broker-loggers"
 USERS, CLIENTS, IPS = "users", "clients", "ips"
@@ -164,6 +170,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("--all", action="store_true", help="describe: every config, not only overrides")
     p.add_argument("--command-timeout", type=float, default=30.0, metavar="SECONDS")
+    add_command_config(p)
     p.set_defaults(handler=run, entity_names=None)
 
 
@@ -176,7 +183,7 @@ def run(args, out=None, err=None) -> int:
     except UsageError as exc:
         err.write(f"{exc}\n")
         return 1
-    except errors.InvalidConfigurationException as exc:
+    except (errors.InvalidConfigurationException, ConfigException) as exc:
         err.write(f"{exc}\n")
         return 1
     except errors.KafkaError as exc:
@@ -297,9 +304,12 @@ def _configs_to_delete(args) -> list[str]:
 async def _run(args, entities, out) -> int:
     admin = KafkaAdmin(
         args.bootstrap_server,
-        client_id="kfast-configs",
-        request_timeout=args.command_timeout,
-        metadata_timeout=args.command_timeout,
+        **admin_options(
+            args,
+            client_id="kfast-configs",
+            request_timeout=args.command_timeout,
+            metadata_timeout=args.command_timeout,
+        ),
     )
     await admin.start()
     try:

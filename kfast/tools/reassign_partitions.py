@@ -50,12 +50,14 @@ from kfast.client.admin import (
     RESOURCE_TOPIC,
     KafkaAdmin,
 )
+from kfast.config import ConfigException
 from kfast.controller.placement import place_replicas
 from kfast.protocol import (
     AlterPartitionReassignmentsRequest,
     ListPartitionReassignmentsRequest,
     errors,
 )
+from kfast.tools.command_config import add_command_config, admin_options
 
 ANY_LOG_DIR = "any"
 EARLIEST_VERSION = 1
@@ -723,7 +725,9 @@ def _read(path: str) -> str:
 
 
 async def _run(action: str, args, out) -> None:
-    admin = KafkaAdmin(args.bootstrap_server, client_id="reassign-partitions-tool")
+    admin = KafkaAdmin(
+        args.bootstrap_server, **admin_options(args, client_id="reassign-partitions-tool")
+    )
     await admin.start()
     try:
         cluster = ReassignmentAdmin(admin)
@@ -766,7 +770,7 @@ def run(args, out=None) -> int:
     except TerseError as exc:
         out.write(f"{exc}\n")
         return 1
-    except (TimeoutError, CommandFailed, errors.KafkaError, OSError) as exc:
+    except (TimeoutError, CommandFailed, errors.KafkaError, OSError, ConfigException) as exc:
         out.write(f"Error: {exc}\n")
         return 1
     return 0
@@ -784,6 +788,7 @@ def register(subparsers) -> None:
         metavar="HOST:PORT",
         help="the server(s) to use for bootstrapping",
     )
+    add_command_config(p)
     p.add_argument(
         "--generate",
         action="store_true",

@@ -23,7 +23,9 @@ import sys
 
 from kfast.client.admin import OP_DELETE, OP_SET, RESOURCE_TOPIC, KafkaAdmin, NewTopic
 from kfast.client.cluster import PartitionMetadata, TopicMetadata, topic_id_string
+from kfast.config import ConfigException
 from kfast.protocol import errors
+from kfast.tools.command_config import add_command_config, admin_options
 
 ACTIONS = ("create", "list", "describe", "alter", "delete")
 
@@ -103,6 +105,7 @@ def register(subparsers) -> None:
         metavar="SECONDS",
         help="give up on the cluster after this long",
     )
+    add_command_config(p)
     p.set_defaults(handler=run)
 
 
@@ -115,7 +118,7 @@ def run(args, out=None) -> int:
     try:
         action = _action(args)
         return asyncio.run(_run(action, args, out))
-    except (CommandError, errors.KafkaError, ValueError) as exc:
+    except (CommandError, errors.KafkaError, ValueError, ConfigException) as exc:
         out.write(f"Error while executing topic command : {exc}\n")
         return 1
 
@@ -134,9 +137,12 @@ def _action(args) -> str:
 async def _run(action: str, args, out) -> int:
     admin = KafkaAdmin(
         args.bootstrap_server,
-        client_id="kfast-topics",
-        request_timeout=args.command_timeout,
-        metadata_timeout=args.command_timeout,
+        **admin_options(
+            args,
+            client_id="kfast-topics",
+            request_timeout=args.command_timeout,
+            metadata_timeout=args.command_timeout,
+        ),
     )
     await admin.start()
     try:
