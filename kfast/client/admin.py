@@ -85,13 +85,15 @@ DELETE_TOPICS = api_key("DeleteTopics").key
 DESCRIBE_TOPIC_PARTITIONS = api_key("DescribeTopicPartitions").key
 
 
+def _error_for(code: int, message: str | None, resource: str) -> errors.KafkaError:
+    exc = errors.for_code(code)(f"{resource}: {message or errors.for_code(code).default_message}")
+    exc.resource = resource
+    return exc
+
+
 def _raise_for(code: int, message: str | None, resource: str) -> None:
     if code:
-        exc = errors.for_code(code)(
-            f"{resource}: {message or errors.for_code(code).default_message}"
-        )
-        exc.resource = resource
-        raise exc
+        raise _error_for(code, message, resource)
 
 
 @dataclass
@@ -250,11 +252,9 @@ class KafkaAdmin(ClusterClient):
         out = []
         for name in names:
             topic = answered.get(name)
-            _raise_for(
-                errors.UnknownTopicOrPartitionException.code if topic is None else topic.error_code,
-                None,
-                name,
-            )
+            if topic is None:
+                raise _error_for(errors.UnknownTopicOrPartitionException.code, None, name)
+            _raise_for(topic.error_code, None, name)
             out.append(topic)
         return out
 
@@ -531,6 +531,7 @@ class KafkaAdmin(ClusterClient):
                         _raise_for(p.error_code, None, f"{topic.name}-{p.partition_index}")
                         out[key] = ListedOffset(p.offset, p.timestamp, p.leader_epoch)
             if retry and time.monotonic() >= deadline:
+                assert last_error is not None  # every retried partition recorded its error
                 raise last_error
             if retry:
                 await self.cluster.backoff(attempt)

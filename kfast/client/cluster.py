@@ -339,16 +339,18 @@ class Cluster:
         while True:
             answered = await self.refresh_metadata([name])
             topic = answered.get(name)
-            code = (
-                topic.error_code
-                if topic is not None
-                else errors.UnknownTopicOrPartitionException.code
-            )
-            if code == 0 and self._leaders_known(topic):
+            error: type[errors.KafkaError]
+            if topic is None:
+                error = errors.UnknownTopicOrPartitionException
+            elif topic.error_code:
+                error = errors.for_code(topic.error_code)
+            elif self._leaders_known(topic):
                 return topic
-            error = errors.for_code(code) if code else errors.LeaderNotAvailableException
+            else:
+                error = errors.LeaderNotAvailableException
             if not error.retriable or time.monotonic() >= deadline:
-                if code == 0:  # a topic without leaders past the deadline: say so but return it
+                if topic is not None and topic.error_code == 0:
+                    # a topic without leaders past the deadline: say so but return it
                     return topic
                 raise error(f"topic {name!r}")
             await self.backoff(attempt)

@@ -73,7 +73,6 @@ class BrokerConnection:
         self.port: int | None = None
         # api_key -> (min_version, max_version) the broker advertised.
         self.broker_versions: dict[int, tuple[int, int]] = {}
-        self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._read_task: asyncio.Task | None = None
         self._correlation_ids = itertools.count(1)
@@ -103,13 +102,13 @@ class BrokerConnection:
             }
         )
         try:
-            self._reader, self._writer = await asyncio.wait_for(
+            reader, self._writer = await asyncio.wait_for(
                 asyncio.open_connection(host, port, **tls), self.request_timeout
             )
         except (TimeoutError, OSError) as exc:
             raise errors.NetworkException(f"cannot connect to {host}:{port}: {exc}") from exc
         self._closed_error = None
-        self._read_task = asyncio.get_running_loop().create_task(self._read_responses())
+        self._read_task = asyncio.get_running_loop().create_task(self._read_responses(reader))
         try:
             if negotiate:
                 await self.negotiate_versions()
@@ -240,18 +239,16 @@ class BrokerConnection:
             self._shut(error)
             raise error from None
         except (OSError, ConnectionError) as exc:
-            self._shut(
+            raise self._shut(
                 errors.NetworkException(f"connection to {self.host}:{self.port} lost: {exc}")
-            )
-            raise self._closed_error from exc
+            ) from exc
         finally:
             # A caller that gives up (cancellation) leaves its entry: the
             # reader drops the answer when it comes, and the connection lives on.
             if not future.done():
                 future.cancel()
 
-    async def _read_responses(self) -> None:
-        reader = self._reader
+    async def _read_responses(self, reader: asyncio.StreamReader) -> None:
         try:
             while True:
                 size = _SIZE.unpack(await reader.readexactly(4))[0]
@@ -296,13 +293,16 @@ class BrokerConnection:
                 errors.NetworkException(f"reading from {self.host}:{self.port} failed: {exc!r}")
             )
 
-    def _shut(self, error: Exception) -> None:
-        """Mark the connection dead with ``error`` and fail everything in flight."""
+    def _shut(self, error: Exception) -> Exception:
+        """Mark the connection dead with ``error`` and fail everything in flight;
+        return the error it is closed with (the first one, if already dead)."""
         if self._closed_error is None:
             self._closed_error = error
+        closed = self._closed_error
         self._fail_in_flight(error)
         if self._writer is not None:
             self._writer.close()
+        return closed
 
     def _fail_in_flight(self, error: Exception) -> None:
         in_flight, self._in_flight = self._in_flight, {}

@@ -329,7 +329,10 @@ class Fetcher(ClusterClient):
         stale: list[tuple[str, int]] = []
         error = None
         for topic in response.responses:
-            name = topic.topic if version < 13 else self.cluster.topic_name(topic.topic_id)
+            found = topic.topic if version < 13 else self.cluster.topic_name(topic.topic_id)
+            if found is None:  # an unknown topic id: none of the partitions asked for
+                continue
+            name = found
             for p in topic.partitions:
                 key = (name, p.partition_index)
                 if key not in positions:

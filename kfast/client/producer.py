@@ -71,7 +71,7 @@ class _Batch:
         self.futures: list[asyncio.Future] = []
         self.timestamps: list[int] = []
         self.created = time.monotonic()
-        self.data: bytes | None = None
+        self.data = b""  # the built batch, once closed
         self.attempts = 0
         self.finished = False
 
@@ -351,7 +351,10 @@ class KafkaProducer(ClusterClient):
             return []
         by_partition = {}
         for topic in response.responses:
-            name = topic.name if version < 13 else self.cluster.topic_name(topic.topic_id)
+            found = topic.name if version < 13 else self.cluster.topic_name(topic.topic_id)
+            if found is None:  # an unknown topic id: none of our batches
+                continue
+            name = found
             for p in topic.partition_responses:
                 by_partition[name, p.index] = p
         retry = []

@@ -148,6 +148,8 @@ class ClientSecurity:
 
     async def _scram(self, connection, scram) -> None:
         """RFC 5802 client: client-first, client-final, the server's signature."""
+        # _build refuses a SCRAM configuration without both.
+        assert self.username is not None and self.password is not None
         name = self.username.replace("=", "=3D").replace(",", "=2C")
         nonce = base64.b64encode(os.urandom(24)).decode()
         bare = f"n={name},r={nonce}"

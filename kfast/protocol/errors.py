@@ -45,6 +45,13 @@ class KafkaError(Exception):
     name: str = "UNKNOWN_SERVER_ERROR"
     retriable: bool = False
     default_message: str = ""
+    # What kfast's client attaches to an error it raises for one resource of a
+    # request: the resource's name (admin), or the partition with its log start
+    # offset and high watermark (a fetch's OFFSET_OUT_OF_RANGE).
+    resource: str | None = None
+    topic_partition: tuple[str, int] | None = None
+    log_start_offset: int | None = None
+    high_watermark: int | None = None
 
     def __init_subclass__(
         cls,

@@ -270,8 +270,10 @@ class StandardAuthorizer:
         if self.authorize(principal, host, operation, resource_type, "hardcode"):
             return True
         wildcard_allow = False
-        deny_literal, deny_prefixed = set(), set()
-        allow_literal, allow_prefixed = set(), set()
+        deny_literal: set[str] = set()
+        deny_prefixed: set[str] = set()
+        allow_literal: set[str] = set()
+        allow_prefixed: set[str] = set()
         for (rtype, _), acls in (*self._literal.items(), *self._prefixed.items()):
             if rtype != resource_type:
                 continue

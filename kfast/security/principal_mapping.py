@@ -19,6 +19,7 @@ authentication, as in Kafka.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 __all__ = ["NoMatchingRule", "SslPrincipalMapper"]
 
@@ -39,7 +40,7 @@ class _Rule:
     def __init__(
         self,
         pattern: str | None,
-        replacement: str | None = None,
+        replacement: str = "",  # always given with a pattern (the grammar's group 4)
         lower: bool = False,
         upper: bool = False,
     ):
@@ -61,12 +62,12 @@ class _Rule:
         return result
 
 
-def _java_replacement(replacement: str, groups: int):
+def _java_replacement(replacement: str, groups: int) -> Callable[[re.Match[str]], str]:
     """Java's replaceAll replacement: $n is a group (a number above the
     group count loses digits from the right until it is one, as Kafka's
     escapeLiteralBackReferences; with no group it stays literal), "\\x" is x."""
 
-    def expand(match: re.Match) -> str:
+    def expand(match: re.Match[str]) -> str:
         out = []
         i, text = 0, replacement
         while i < len(text):
@@ -95,8 +96,8 @@ def _java_replacement(replacement: str, groups: int):
 
 class SslPrincipalMapper:
     def __init__(self, rules: str | None = "DEFAULT"):
-        self.rules = [self._parse(rule) for rule in self._split(rules or "DEFAULT")]
-        self.rules = [rule for rule in self.rules if rule is not None]
+        parsed = [self._parse(rule) for rule in self._split(rules or "DEFAULT")]
+        self.rules = [rule for rule in parsed if rule is not None]
 
     @staticmethod
     def _split(text: str) -> list[str]:

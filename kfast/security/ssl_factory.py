@@ -161,7 +161,8 @@ def _load_keystore(context: ssl.SSLContext, setting: Setting) -> bool:
 
 
 def _pem_blocks(data: bytes) -> list[bytes]:
-    blocks, rest = [], data
+    blocks: list[bytes] = []
+    rest = data
     while True:
         start = rest.find(b"-----BEGIN ")
         if start < 0:
@@ -226,8 +227,18 @@ def _load_truststore(context: ssl.SSLContext, setting: Setting) -> bool:
         ) from None
 
 
+def _names(setting: Setting, name: str) -> list[str]:
+    """A LIST-typed property's value (kfast.config parses it into a list)."""
+    value = setting(name)
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigException(name, value, "expected a comma-separated list")
+    return [str(v) for v in value]
+
+
 def _apply_protocols(context: ssl.SSLContext, setting: Setting) -> None:
-    enabled = [p for p in setting("ssl.enabled.protocols") or [] if p in _TLS_VERSIONS]
+    enabled = [p for p in _names(setting, "ssl.enabled.protocols") if p in _TLS_VERSIONS]
     if not enabled:
         raise ConfigException(
             "ssl.enabled.protocols",
@@ -236,7 +247,7 @@ def _apply_protocols(context: ssl.SSLContext, setting: Setting) -> None:
         )
     versions = sorted(_TLS_VERSIONS[p] for p in enabled)
     context.minimum_version, context.maximum_version = versions[0], versions[-1]
-    suites = setting("ssl.cipher.suites")
+    suites = _names(setting, "ssl.cipher.suites")
     if suites:
         tls12 = [_openssl_name(s) for s in suites if s not in _TLS13_SUITES]
         if ssl.TLSVersion.TLSv1_3 in versions and set(suites) & _TLS13_SUITES != _TLS13_SUITES:

@@ -84,11 +84,9 @@ def _b64url_json(part: str) -> dict:
     return value
 
 
-def _number(claims: dict, name: str, required: bool) -> float | None:
+def _number(claims: dict[str, object], name: str) -> float | None:
     value = claims.get(name)
     if value is None:
-        if required:
-            raise _Invalid(f"Required claim missing: {name}")
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         raise _Invalid(f"Claim {name} is not a number")
@@ -116,8 +114,10 @@ class ValidToken:
 
 def _check_times_and_subject(claims: dict, subject_claim: str, skew_s: float) -> ValidToken:
     now = time.time()
-    expires = _number(claims, "exp", True)
-    issued = _number(claims, "iat", False)
+    expires = _number(claims, "exp")
+    if expires is None:
+        raise _Invalid("Required claim missing: exp")
+    issued = _number(claims, "iat")
     if expires <= now - skew_s:
         raise _Invalid("The token is expired")
     if issued is not None and issued > now + skew_s:

@@ -144,6 +144,7 @@ class ScramServer:
         if nonce != self._nonce and nonce != self._client_nonce + self._nonce:
             raise self._fail()
         scram, credential = self._scram, self._credential
+        assert credential is not None  # found by client-first, which led to this state
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode()
         client_signature = scram.hmac(credential.stored_key, auth_message)
         if len(proof) != len(client_signature):
