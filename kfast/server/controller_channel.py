@@ -440,9 +440,12 @@ class QuorumControllerClient:
     ) -> int:
         """BrokerRegistration with the active controller, then heartbeats every
         broker.heartbeat.interval.ms; returns the broker epoch."""
+        cluster_id = self.cluster_id
+        if cluster_id is None:  # known once the metadata log is loaded (start)
+            raise RuntimeError("a broker registers only once its cluster id is known")
         request = BrokerRegistrationRequest(
             broker_id=broker_id,
-            cluster_id=self.cluster_id,
+            cluster_id=cluster_id,
             incarnation_id=incarnation_id,
             listeners=[
                 BrokerRegistrationRequest.Listener(
