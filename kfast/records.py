@@ -2,7 +2,8 @@
 
 Everything the log, the broker and clients need to read, check, patch and
 write record batches, backed by the Cython kernel ``kfast._ext.batch`` (byte
-layout and grammar: ``kfast/_ext/batch.pxd``) and ``kfast.compression``.
+layout: ``kfast/_ext/layout.pxd``; grammar: ``kfast/_ext/batch.pxd``) and
+``kfast.compression``.
 
 Reading::
 
@@ -67,12 +68,7 @@ from kfast._ext.batch import (
     patch_batch,
     peek_magic,
 )
-from kfast._ext.batch import (
-    LOG_OVERHEAD_BYTES as LOG_OVERHEAD,
-)
-from kfast._ext.batch import (
-    RECORD_BATCH_OVERHEAD_BYTES as RECORD_BATCH_OVERHEAD,
-)
+from kfast._ext.layout import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from kfast.compression import (
     COMPRESSION_GZIP,
     COMPRESSION_LZ4,

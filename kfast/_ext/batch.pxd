@@ -1,22 +1,9 @@
-# Record batch v2 (magic 2), shared declarations. Layout (big-endian), from
+# Record batch v2 (magic 2), shared declarations. Grammar (big-endian), from
 # Kafka's DefaultRecordBatch:
 #
 #   RecordBatch :=
-#     0  baseOffset            int64    not covered by the CRC
-#     8  batchLength           int32    bytes after this field (total = 12 + batchLength)
-#    12  partitionLeaderEpoch  int32    not covered by the CRC
-#    16  magic                 int8     = 2
-#    17  crc                   uint32   CRC-32C of bytes 21 .. end
-#    21  attributes            int16    bits 0-2 codec, 3 timestampType (1 = LogAppendTime),
-#                                       4 isTransactional, 5 isControl, 6 hasDeleteHorizon
-#    23  lastOffsetDelta       int32
-#    27  baseTimestamp         int64
-#    35  maxTimestamp          int64
-#    43  producerId            int64
-#    51  producerEpoch         int16
-#    53  baseSequence          int32
-#    57  recordsCount          int32
-#    61  records               Record * recordsCount (the only part that is compressed)
+#     the 61-byte header (offsets, attribute bits: kfast/_ext/layout.pxd)
+#     records            Record * recordsCount (the only part that is compressed)
 #
 #   Record :=                                   (DefaultRecord; all varints zigzag)
 #     length          varint   bytes after this field
@@ -43,34 +30,6 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from kfast._ext.varint cimport read_varint, read_varint_fast, read_varlong, VARINT_OK
 
 cdef enum:
-    BASE_OFFSET_OFFSET = 0
-    LENGTH_OFFSET = 8
-    PARTITION_LEADER_EPOCH_OFFSET = 12
-    MAGIC_OFFSET = 16
-    CRC_OFFSET = 17
-    ATTRIBUTES_OFFSET = 21
-    LAST_OFFSET_DELTA_OFFSET = 23
-    BASE_TIMESTAMP_OFFSET = 27
-    MAX_TIMESTAMP_OFFSET = 35
-    PRODUCER_ID_OFFSET = 43
-    PRODUCER_EPOCH_OFFSET = 51
-    BASE_SEQUENCE_OFFSET = 53
-    RECORDS_COUNT_OFFSET = 57
-    RECORDS_OFFSET = 61
-    # = RECORDS_OFFSET: the header of a batch; also the smallest valid batch.
-    RECORD_BATCH_OVERHEAD = 61
-    # baseOffset + batchLength: the part outside batchLength.
-    LOG_OVERHEAD = 12
-    # batchLength of a batch with no records.
-    MIN_BATCH_LENGTH = 49
-    CURRENT_MAGIC = 2
-
-    COMPRESSION_CODEC_MASK = 0x07
-    TIMESTAMP_TYPE_MASK = 0x08
-    TRANSACTIONAL_FLAG_MASK = 0x10
-    CONTROL_FLAG_MASK = 0x20
-    DELETE_HORIZON_FLAG_MASK = 0x40
-
     # Outcome of parse_record.
     RECORD_OK = 0
     RECORD_BAD_LENGTH = 1          # length varint malformed, <= 0 or past the section

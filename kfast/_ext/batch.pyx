@@ -22,6 +22,15 @@ from libc.string cimport memcpy, memcmp
 from libc.stdint cimport INT32_MAX
 
 from kfast._ext.crc32c cimport crc32c_update
+# The batch header layout's one home (batch_builder.pxi uses these too).
+from kfast._ext.layout cimport (
+    ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET,
+    COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, CRC_OFFSET, CURRENT_MAGIC,
+    DELETE_HORIZON_FLAG_MASK, LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD,
+    MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET, MIN_BATCH_LENGTH, PARTITION_LEADER_EPOCH_OFFSET,
+    PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET, RECORD_BATCH_OVERHEAD, RECORDS_COUNT_OFFSET,
+    RECORDS_OFFSET, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK,
+)
 from kfast._ext.varint cimport (read_varint, write_varint, write_varlong, varint_size,
                                 varlong_size, VARINT_OK)
 

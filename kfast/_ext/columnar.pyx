@@ -49,14 +49,14 @@ from kfast.compression import DEFAULT_MAX_OUTPUT, decompress
 from kfast.protocol.errors import CorruptRecordException
 
 
-# Batch layout: kfast/_ext/batch.pxd (the one definition of the v2 format).
-from kfast._ext.batch cimport (
+# Batch layout: kfast/_ext/layout.pxd (the one definition of the v2 format).
+from kfast._ext.batch cimport load_be16, load_be32, load_be64
+from kfast._ext.layout cimport (
     ATTRIBUTES_OFFSET, BASE_OFFSET_OFFSET, BASE_SEQUENCE_OFFSET, BASE_TIMESTAMP_OFFSET,
     COMPRESSION_CODEC_MASK, CONTROL_FLAG_MASK, CRC_OFFSET, CURRENT_MAGIC,
     LAST_OFFSET_DELTA_OFFSET, LENGTH_OFFSET, LOG_OVERHEAD, MAGIC_OFFSET, MAX_TIMESTAMP_OFFSET,
     MIN_BATCH_LENGTH, PARTITION_LEADER_EPOCH_OFFSET, PRODUCER_EPOCH_OFFSET, PRODUCER_ID_OFFSET,
     RECORDS_COUNT_OFFSET, RECORDS_OFFSET, TIMESTAMP_TYPE_MASK, TRANSACTIONAL_FLAG_MASK,
-    load_be16, load_be32, load_be64,
 )
 
 cdef enum:

@@ -9,6 +9,11 @@ from libc.stdint cimport int64_t, uint8_t, uint32_t, uint64_t
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_FillInfo, PyObject_GetBuffer, PyBuffer_Release
 from cpython.exc cimport PyErr_SetFromErrno
 
+from kfast._ext.layout cimport (
+    INDEX_RELATIVE_OFFSET_MAX, OFFSET_INDEX_ENTRY_SIZE, INDEX_RELATIVE_OFFSET_WIDTH,
+    OFFSET_INDEX_POSITION_AT, OFFSET_INDEX_RELATIVE_OFFSET_AT,
+)
+
 
 cdef inline int64_t _be32(const uint8_t* p) noexcept nogil:
     return <int64_t><int>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16)
@@ -153,13 +158,16 @@ def offset_index_lookup(buf, Py_ssize_t entries, int64_t base_offset, int64_t ta
     cdef int64_t found_relative = 0, position = 0
     if entries <= 0 or relative < 0:
         return base_offset, 0
-    if relative > 0x7FFFFFFF:
-        relative = 0x7FFFFFFF
-    base = _acquire(buf, &view, entries, 8, 0, 4)
-    slot = largest_lower_bound(base, entries, 8, 0, 4, relative)
+    if relative > INDEX_RELATIVE_OFFSET_MAX:
+        relative = INDEX_RELATIVE_OFFSET_MAX
+    base = _acquire(buf, &view, entries, OFFSET_INDEX_ENTRY_SIZE,
+                    OFFSET_INDEX_RELATIVE_OFFSET_AT, INDEX_RELATIVE_OFFSET_WIDTH)
+    slot = largest_lower_bound(base, entries, OFFSET_INDEX_ENTRY_SIZE,
+                               OFFSET_INDEX_RELATIVE_OFFSET_AT, INDEX_RELATIVE_OFFSET_WIDTH, relative)
     if slot >= 0:
-        found_relative = _be32(base + slot * 8)
-        position = _be32(base + slot * 8 + 4)
+        found_relative = _be32(base + slot * OFFSET_INDEX_ENTRY_SIZE
+                               + OFFSET_INDEX_RELATIVE_OFFSET_AT)
+        position = _be32(base + slot * OFFSET_INDEX_ENTRY_SIZE + OFFSET_INDEX_POSITION_AT)
     PyBuffer_Release(&view)
     return base_offset + found_relative, position
 

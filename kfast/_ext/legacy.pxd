@@ -18,18 +18,6 @@
 # absolute. A LogAppendTime wrapper's timestamp is every inner message's.
 from libc.stdint cimport int32_t
 
+# Offsets, sizes and attribute bits of a message: kfast/_ext/layout.pxd.
 cdef enum:
-    LEGACY_OFFSET_AT = 0
-    LEGACY_SIZE_AT = 8
-    LEGACY_CRC_AT = 12
-    LEGACY_MAGIC_AT = 16
-    LEGACY_ATTRIBUTES_AT = 17
-    LEGACY_TIMESTAMP_AT = 18          # magic 1 only
-    LEGACY_LOG_OVERHEAD = 12          # offset + message_size
-    # crc + magic + attributes + key length + value length
-    RECORD_OVERHEAD_V0 = 14
-    # ... + timestamp
-    RECORD_OVERHEAD_V1 = 22
-    LEGACY_CODEC_MASK = 0x07
-    LEGACY_TIMESTAMP_TYPE_MASK = 0x08
     LEGACY_MAX_CODEC = 3              # zstd exists only for magic 2

@@ -11,7 +11,13 @@ per-message work here creates Python objects; every read is still checked
 against the end of its buffer before it happens.
 """
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
-from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int8_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t, INT32_MAX
+
+from kfast._ext.layout cimport (
+    LEGACY_ATTRIBUTES_AT, LEGACY_CODEC_MASK, LEGACY_CRC_AT, LEGACY_MAGIC_AT, LEGACY_SIZE_AT,
+    LEGACY_TIMESTAMP_AT, LEGACY_TIMESTAMP_TYPE_MASK, LOG_OVERHEAD, RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+)
 
 from collections import namedtuple
 import struct
@@ -24,6 +30,7 @@ from kfast._ext.batch import (
     TIMESTAMP_LOG_APPEND_TIME as LOG_APPEND_TIME,
 )
 from kfast._ext.columnar import decode_columnar
+from kfast._ext.layout import LEGACY_HEADER_V0, LEGACY_HEADER_V1
 from kfast.compression import (
     COMPRESSION_LZ4,
     COMPRESSION_NONE,
@@ -46,8 +53,8 @@ LegacyRecord.__doc__ = """One message of a legacy message set, after unwrapping.
 timestamp is NO_TIMESTAMP (-1) and timestamp_type NO_TIMESTAMP_TYPE (-1) for
 magic 0; key and value are bytes or None."""
 
-_entry_header_v0 = struct.Struct(">qiIbb")     # offset, size, crc, magic, attributes
-_entry_header_v1 = struct.Struct(">qiIbbq")    # ... timestamp
+_entry_header_v0 = LEGACY_HEADER_V0
+_entry_header_v1 = LEGACY_HEADER_V1
 _int32 = struct.Struct(">i")
 _crc_field = struct.Struct(">I")
 
@@ -82,7 +89,7 @@ cdef int _parse_entry(const uint8_t* base, Py_ssize_t n, Py_ssize_t pos, object 
     cdef Py_ssize_t remaining = n - pos
     cdef int32_t size, length
     cdef Py_ssize_t at, end
-    if remaining < LEGACY_LOG_OVERHEAD:
+    if remaining < LOG_OVERHEAD:
         return 0
     size = _be32(p + LEGACY_SIZE_AT)
     # Checked before knowing whether the entry is whole, as Kafka's
@@ -90,9 +97,9 @@ cdef int _parse_entry(const uint8_t* base, Py_ssize_t n, Py_ssize_t pos, object 
     if size < RECORD_OVERHEAD_V0:
         raise CorruptRecordException(
             f"Message at byte {pos} has size {size}, below the minimum {RECORD_OVERHEAD_V0}")
-    if size > remaining - LEGACY_LOG_OVERHEAD:
+    if size > remaining - LOG_OVERHEAD:
         return 0
-    end = pos + LEGACY_LOG_OVERHEAD + size
+    end = pos + LOG_OVERHEAD + size
     m.offset = _be64(p)
     m.magic = <int8_t>p[LEGACY_MAGIC_AT]
     m.attributes = p[LEGACY_ATTRIBUTES_AT]
@@ -246,7 +253,7 @@ cdef void _append_message(bytearray out, int64_t offset, int magic, int attribut
     cdef Py_ssize_t value_length = -1 if value is None else len(value)
     cdef Py_ssize_t size = ((RECORD_OVERHEAD_V0 if magic == 0 else RECORD_OVERHEAD_V1)
                             + max(key_length, 0) + max(value_length, 0))
-    if size > 0x7FFFFFFF:
+    if size > INT32_MAX:
         raise ValueError("message larger than 2 GiB")
     if magic == 0:
         out += _entry_header_v0.pack(offset, size, 0, 0, attributes)

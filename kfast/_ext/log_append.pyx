@@ -14,16 +14,22 @@ from cpython.list cimport PyList_CheckExact, PyList_GET_ITEM, PyList_GET_SIZE
 from cpython.memoryview cimport PyMemoryView_Check, PyMemoryView_GET_BUFFER
 from cpython.mem cimport PyMem_Realloc, PyMem_Free
 from libc.stdint cimport (
-    int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT64_MIN, INT64_MAX,
+    int8_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t, INT32_MAX, INT64_MIN,
+    INT64_MAX,
 )
 
 from kfast._ext.batch cimport (
     load_be16, load_be32, load_be64, store_be32, store_be64, patch_batch_header,
+)
+from kfast._ext.layout cimport (
     LENGTH_OFFSET, PARTITION_LEADER_EPOCH_OFFSET, MAGIC_OFFSET, CRC_OFFSET,
     ATTRIBUTES_OFFSET, LAST_OFFSET_DELTA_OFFSET, BASE_TIMESTAMP_OFFSET,
     MAX_TIMESTAMP_OFFSET, PRODUCER_ID_OFFSET, RECORDS_COUNT_OFFSET,
     RECORD_BATCH_OVERHEAD, LOG_OVERHEAD, MIN_BATCH_LENGTH, CURRENT_MAGIC,
     TRANSACTIONAL_FLAG_MASK, CONTROL_FLAG_MASK,
+    OFFSET_INDEX_ENTRY_SIZE, OFFSET_INDEX_RELATIVE_OFFSET_AT, OFFSET_INDEX_POSITION_AT,
+    TIME_INDEX_ENTRY_SIZE, TIME_INDEX_TIMESTAMP_AT, TIME_INDEX_RELATIVE_OFFSET_AT,
+    INDEX_RELATIVE_OFFSET_MAX,
 )
 from kfast._ext.crc32c cimport crc32c_update
 from cpython.exc cimport PyErr_CheckSignals
@@ -157,7 +163,7 @@ cdef class BatchScan:
         # append_info is an instance of this tuple subclass (the log's
         # LogAppendInfo), or a plain tuple.
         self._info_type = info_type
-        self.configure(0x7FFFFFFF, False, INT64_MAX, INT64_MAX, 0x7FFFFFFF, INT64_MAX)
+        self.configure(INT32_MAX, False, INT64_MAX, INT64_MAX, INT32_MAX, INT64_MAX)
 
     def __dealloc__(self):
         PyMem_Free(self._batches)
@@ -443,7 +449,7 @@ cdef class BatchScan:
             if waited > segment_ms - seg.roll_jitter_ms:
                 return SCAN_OK
         base_offset = seg.base_offset
-        if not 0 <= self.next_offset - 1 - base_offset <= 0x7FFFFFFF:
+        if not 0 <= self.next_offset - 1 - base_offset <= INDEX_RELATIVE_OFFSET_MAX:
             return SCAN_OK
         if not isinstance(seg.offset_index, IndexState) or not isinstance(seg.time_index, IndexState):
             return SCAN_OK
@@ -515,15 +521,15 @@ cdef class BatchScan:
         bounds both callers need: 1 when the existing entries are inside the
         buffers and every planned entry fits after them, 0 otherwise (the
         caller then writes nothing)."""
-        if offset_entries < 0 or time_entries < 0 or offset_entries * 8 > oview.len \
-                or time_entries * 12 > tview.len:
+        if offset_entries < 0 or time_entries < 0 or offset_entries * OFFSET_INDEX_ENTRY_SIZE > oview.len \
+                or time_entries * TIME_INDEX_ENTRY_SIZE > tview.len:
             return 0
         if not self._plan_index(<uint8_t*>oview.buf, offset_entries, offset_max_entries,
                                 <uint8_t*>tview.buf, time_entries, time_max_entries,
                                 position, base_offset, index_interval_bytes, plan):
             return 0
-        return (offset_entries + plan.added_offset) * 8 <= oview.len \
-            and (time_entries + plan.added_time) * 12 <= tview.len
+        return (offset_entries + plan.added_offset) * OFFSET_INDEX_ENTRY_SIZE <= oview.len \
+            and (time_entries + plan.added_time) * TIME_INDEX_ENTRY_SIZE <= tview.len
 
     cdef int _plan_index(self, const uint8_t* offset_index, Py_ssize_t offset_entries,
                          Py_ssize_t offset_max_entries, const uint8_t* time_index,
@@ -545,11 +551,13 @@ cdef class BatchScan:
         cdef bint have_offset_entry = offset_entries > 0
         cdef bint have_time_entry = time_entries > 0
         if have_offset_entry:
-            last_offset = base_offset + <int32_t>load_be32(offset_index + (offset_entries - 1) * 8)
+            last_offset = base_offset + <int32_t>load_be32(
+                offset_index + (offset_entries - 1) * OFFSET_INDEX_ENTRY_SIZE
+                + OFFSET_INDEX_RELATIVE_OFFSET_AT)
         if have_time_entry:
-            q = time_index + (time_entries - 1) * 12
-            last_ts = <int64_t>load_be64(q)
-            last_ts_offset = base_offset + <int32_t>load_be32(q + 8)
+            q = time_index + (time_entries - 1) * TIME_INDEX_ENTRY_SIZE
+            last_ts = <int64_t>load_be64(q + TIME_INDEX_TIMESTAMP_AT)
+            last_ts_offset = base_offset + <int32_t>load_be32(q + TIME_INDEX_RELATIVE_OFFSET_AT)
         for i in range(self.batch_count):
             b = &self._batches[i]
             b.index_action = INDEX_NONE
@@ -559,7 +567,7 @@ cdef class BatchScan:
             if since > index_interval_bytes \
                     and offset_entries + added_offset < offset_max_entries \
                     and time_entries + added_time < time_max_entries - 1:
-                if not 0 <= b.last_offset - base_offset <= 0x7FFFFFFF:
+                if not 0 <= b.last_offset - base_offset <= INDEX_RELATIVE_OFFSET_MAX:
                     return 0
                 if have_offset_entry and b.last_offset <= last_offset:
                     return 0
@@ -571,7 +579,7 @@ cdef class BatchScan:
                 if not have_time_entry or max_timestamp > last_ts:
                     if have_time_entry and offset_of_max_timestamp < last_ts_offset:
                         return 0
-                    if not 0 <= offset_of_max_timestamp - base_offset <= 0x7FFFFFFF:
+                    if not 0 <= offset_of_max_timestamp - base_offset <= INDEX_RELATIVE_OFFSET_MAX:
                         return 0
                     have_time_entry = True
                     last_ts = max_timestamp
@@ -604,14 +612,16 @@ cdef class BatchScan:
             b = &self._batches[i]
             if b.index_action == INDEX_NONE:
                 continue
-            q = offset_index + offset_entries * 8
-            store_be32(q, <uint32_t>(b.last_offset - base_offset))
-            store_be32(q + 4, <uint32_t>b.segment_position)
+            q = offset_index + offset_entries * OFFSET_INDEX_ENTRY_SIZE
+            store_be32(q + OFFSET_INDEX_RELATIVE_OFFSET_AT,
+                       <uint32_t>(b.last_offset - base_offset))
+            store_be32(q + OFFSET_INDEX_POSITION_AT, <uint32_t>b.segment_position)
             offset_entries += 1
             if b.index_action == INDEX_OFFSET_AND_TIME:
-                q = time_index + time_entries * 12
-                store_be64(q, <uint64_t>b.index_timestamp)
-                store_be32(q + 8, <uint32_t>(b.index_timestamp_offset - base_offset))
+                q = time_index + time_entries * TIME_INDEX_ENTRY_SIZE
+                store_be64(q + TIME_INDEX_TIMESTAMP_AT, <uint64_t>b.index_timestamp)
+                store_be32(q + TIME_INDEX_RELATIVE_OFFSET_AT,
+                           <uint32_t>(b.index_timestamp_offset - base_offset))
                 time_entries += 1
 
     def index_batches(self, Py_ssize_t position, int64_t since, int64_t index_interval_bytes,

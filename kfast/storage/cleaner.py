@@ -28,9 +28,18 @@ import struct
 from typing import NamedTuple
 
 from kfast._ext.crc32c import crc32c
-from kfast.protocol.constants import INT32_MAX
-from kfast.records import RecordBatch, RecordBatchBuilder
-from kfast.storage.file_records import ATTRIBUTES_OFFSET, CRC_OFFSET
+from kfast._ext.layout import (
+    ATTRIBUTES_OFFSET,
+    CRC_OFFSET,
+    INDEX_RELATIVE_OFFSET_MAX,
+    LAST_OFFSET_DELTA_OFFSET,
+)
+from kfast.records import (
+    TIMESTAMP_CREATE_TIME,
+    TIMESTAMP_LOG_APPEND_TIME,
+    RecordBatch,
+    RecordBatchBuilder,
+)
 from kfast.storage.segment import (
     CLEANED_FILE_SUFFIX,
     INDEX_FILE_SUFFIX,
@@ -41,9 +50,6 @@ from kfast.storage.segment import (
     LogSegment,
     segment_file,
 )
-
-_LAST_OFFSET_DELTA_OFFSET = 23
-_LOG_APPEND_TIME_TYPE = 1
 
 
 class CleanResult(NamedTuple):
@@ -114,7 +120,9 @@ def _group_segments(segments: list[LogSegment], max_size: int) -> list[list[LogS
         if groups:
             group = groups[-1]
             size = sum(s.size for s in group) + segment.size
-            last_offset_fits = segment.read_next_offset() - group[0].base_offset <= INT32_MAX
+            last_offset_fits = (
+                segment.read_next_offset() - group[0].base_offset <= INDEX_RELATIVE_OFFSET_MAX
+            )
             if size <= max_size and last_offset_fits:
                 group.append(segment)
                 continue
@@ -133,7 +141,9 @@ def _rewrite_batch(view, header, keep: list, is_last_of_producer: bool):
         producer_id=header.producer_id,
         producer_epoch=header.producer_epoch,
         base_sequence=header.base_sequence,
-        timestamp_type=_LOG_APPEND_TIME_TYPE if header.is_log_append_time else 0,
+        timestamp_type=TIMESTAMP_LOG_APPEND_TIME
+        if header.is_log_append_time
+        else TIMESTAMP_CREATE_TIME,
     )
     for record in keep:
         builder.append(
@@ -141,9 +151,9 @@ def _rewrite_batch(view, header, keep: list, is_last_of_producer: bool):
         )
     data = bytearray(builder.build())
     # Keep the original last offset (and so the last sequence) of the batch.
-    struct.pack_into(">i", data, _LAST_OFFSET_DELTA_OFFSET, header.last_offset_delta)
+    struct.pack_into(">i", data, LAST_OFFSET_DELTA_OFFSET, header.last_offset_delta)
     if header.is_log_append_time:
-        RecordBatch(data, 0).set_max_timestamp(_LOG_APPEND_TIME_TYPE, header.max_timestamp)
+        RecordBatch(data, 0).set_max_timestamp(TIMESTAMP_LOG_APPEND_TIME, header.max_timestamp)
     struct.pack_into(">I", data, CRC_OFFSET, crc32c(memoryview(data)[ATTRIBUTES_OFFSET:]))
     return data
 

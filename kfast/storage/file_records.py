@@ -38,27 +38,41 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from kfast._ext.crc32c import crc32c
+from kfast._ext.layout import (
+    ATTRIBUTES_OFFSET,
+    BATCH_HEADER,
+    COMPRESSION_CODEC_MASK,
+    CONTROL_FLAG_MASK,
+    CRC_OFFSET,
+    CURRENT_MAGIC,
+    LEGACY_CODEC_MASK,
+    LEGACY_CRC_AT,
+    LEGACY_HEADER_V0,
+    LEGACY_HEADER_V1,
+    LEGACY_MAGIC_AT,
+    LEGACY_TIMESTAMP_TYPE_MASK,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+    TIMESTAMP_TYPE_MASK,
+    TRANSACTIONAL_FLAG_MASK,
+)
 from kfast._ext.log_append import FileState
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
+from kfast.records import (
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+)
 
-LOG_OVERHEAD = 12  # baseOffset + batchLength
-RECORD_BATCH_OVERHEAD = 61  # a v2 batch with no records
-CURRENT_MAGIC = 2
-MAGIC_OFFSET = 16
-CRC_OFFSET = 17
-ATTRIBUTES_OFFSET = 21  # the CRC covers bytes 21..end
-NO_PRODUCER_ID = -1
-NO_PRODUCER_EPOCH = -1
-NO_SEQUENCE = -1
-NO_PARTITION_LEADER_EPOCH = -1
-
-_HEADER = struct.Struct(">qiibIhiqqqhii")
-_LEGACY_HEADER_V0 = struct.Struct(">qiIbb")
-_LEGACY_HEADER_V1 = struct.Struct(">qiIbbq")
-# Smallest legacy message (key and value null), with the 12-byte log overhead.
-LEGACY_MIN_SIZE = {0: LOG_OVERHEAD + 14, 1: LOG_OVERHEAD + 22}
-_LEGACY_HEADER_SIZE = {0: _LEGACY_HEADER_V0.size, 1: _LEGACY_HEADER_V1.size}
+# Smallest legacy message (key and value null), with its log overhead.
+LEGACY_MIN_SIZE = {0: LOG_OVERHEAD + RECORD_OVERHEAD_V0, 1: LOG_OVERHEAD + RECORD_OVERHEAD_V1}
+_LEGACY_HEADER_SIZE = {0: LEGACY_HEADER_V0.size, 1: LEGACY_HEADER_V1.size}
 # Header scans (offset lookups from an index entry, which is at most about
 # index.interval.bytes before the target) start with a small read and grow;
 # full scans (recovery, CRC checks) read big chunks to keep syscalls few.
@@ -66,13 +80,9 @@ _FIRST_SCAN_CHUNK = 8 * 1024
 _SCAN_CHUNK = 64 * 1024
 _FULL_SCAN_CHUNK = 1024 * 1024
 
-_TIMESTAMP_TYPE_BIT = 0x08
-_TRANSACTIONAL_BIT = 0x10
-_CONTROL_BIT = 0x20
-
 
 class BatchHeader(NamedTuple):
-    """The fixed 61-byte header of a v2 record batch at ``position`` of a file."""
+    """The fixed header (RECORD_BATCH_OVERHEAD bytes) of a v2 record batch."""
 
     base_offset: int
     batch_length: int
@@ -102,19 +112,19 @@ class BatchHeader(NamedTuple):
 
     @property
     def compression(self) -> int:
-        return self.attributes & 0x07
+        return self.attributes & COMPRESSION_CODEC_MASK
 
     @property
     def is_log_append_time(self) -> bool:
-        return bool(self.attributes & _TIMESTAMP_TYPE_BIT)
+        return bool(self.attributes & TIMESTAMP_TYPE_MASK)
 
     @property
     def is_transactional(self) -> bool:
-        return bool(self.attributes & _TRANSACTIONAL_BIT)
+        return bool(self.attributes & TRANSACTIONAL_FLAG_MASK)
 
     @property
     def is_control(self) -> bool:
-        return bool(self.attributes & _CONTROL_BIT)
+        return bool(self.attributes & CONTROL_FLAG_MASK)
 
     @property
     def has_producer_id(self) -> bool:
@@ -133,18 +143,19 @@ class BatchHeader(NamedTuple):
 
 
 def read_header(buf, offset: int = 0) -> BatchHeader:
-    """Parse the header at ``offset`` of ``buf`` (which must hold 61 bytes there)."""
-    return BatchHeader._make(_HEADER.unpack_from(buf, offset))
+    """Parse the header at ``offset`` of ``buf`` (which must hold
+    RECORD_BATCH_OVERHEAD bytes there)."""
+    return BatchHeader._make(BATCH_HEADER.unpack_from(buf, offset))
 
 
 def read_legacy_header(buf, offset: int, magic: int) -> BatchHeader:
     """A legacy message's header in BatchHeader's shape (one record, no
     producer, offset = last offset; v0 has no timestamp)."""
     if magic == 0:
-        position, size, crc, magic, attributes = _LEGACY_HEADER_V0.unpack_from(buf, offset)
+        position, size, crc, magic, attributes = LEGACY_HEADER_V0.unpack_from(buf, offset)
         timestamp = -1
     else:
-        position, size, crc, magic, attributes, timestamp = _LEGACY_HEADER_V1.unpack_from(
+        position, size, crc, magic, attributes, timestamp = LEGACY_HEADER_V1.unpack_from(
             buf, offset
         )
     return BatchHeader(
@@ -153,7 +164,7 @@ def read_legacy_header(buf, offset: int, magic: int) -> BatchHeader:
         NO_PARTITION_LEADER_EPOCH,
         magic,
         crc,
-        attributes & 0x0F,
+        attributes & (LEGACY_CODEC_MASK | LEGACY_TIMESTAMP_TYPE_MASK),
         0,
         timestamp,
         timestamp,
@@ -172,8 +183,8 @@ def check_batch(buf, offset: int, size: int) -> None:
     if magic in LEGACY_MIN_SIZE:
         if size < LEGACY_MIN_SIZE[magic]:
             raise CorruptRecordException(f"Legacy message size {size} is below the minimum")
-        stored = struct.unpack_from(">I", buf, offset + 12)[0]
-        computed = zlib.crc32(memoryview(buf)[offset + MAGIC_OFFSET : offset + size])
+        stored = struct.unpack_from(">I", buf, offset + LEGACY_CRC_AT)[0]
+        computed = zlib.crc32(memoryview(buf)[offset + LEGACY_MAGIC_AT : offset + size])
         if stored != computed:
             raise CorruptRecordException(
                 f"Message is corrupt (stored crc = {stored}, computed crc = {computed})"
@@ -370,7 +381,7 @@ class FileRecords(FileState):
                 buf_start, rel = position, 0
             if len(buf) - rel <= MAGIC_OFFSET:
                 return  # torn before the magic byte
-            batch_length = struct.unpack_from(">i", buf, rel + 8)[0]
+            batch_length = struct.unpack_from(">i", buf, rel + LENGTH_OFFSET)[0]
             size = LOG_OVERHEAD + batch_length
             magic = buf[rel + MAGIC_OFFSET]
             min_size = (

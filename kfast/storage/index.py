@@ -1,7 +1,8 @@
 """Sparse indexes of a log segment: OffsetIndex and TimeIndex.
 
-Both files are arrays of fixed-size big-endian entries (grammar below and in
-``kfast/_ext/index.pxd``). While a segment is active its index files are
+Both files are arrays of fixed-size big-endian entries (grammar below; the
+offsets and sizes have their one home in ``kfast/_ext/layout.pxd``, whose
+names ``kfast._ext.layout`` shares). While a segment is active its index files are
 preallocated to ``segment.index.bytes`` (rounded down to a whole entry, as a
 sparse file) and its entries are kept in a buffer written to the file with
 pwrite; inactive indexes are memory-mapped for reading. Nothing is ever
@@ -21,7 +22,6 @@ byte position in the segment's .log file.
 from __future__ import annotations
 
 import os
-import struct
 import threading
 from typing import NamedTuple
 
@@ -31,8 +31,19 @@ from kfast._ext.index import (
     largest_lower_bound_slot,
     offset_index_lookup,
 )
+from kfast._ext.layout import (
+    INDEX_RELATIVE_OFFSET_MAX,
+    INDEX_RELATIVE_OFFSET_WIDTH,
+    INDEX_TIMESTAMP_WIDTH,
+    OFFSET_INDEX_ENTRY,
+    OFFSET_INDEX_ENTRY_SIZE,
+    OFFSET_INDEX_RELATIVE_OFFSET_AT,
+    TIME_INDEX_ENTRY,
+    TIME_INDEX_ENTRY_SIZE,
+    TIME_INDEX_RELATIVE_OFFSET_AT,
+    TIME_INDEX_TIMESTAMP_AT,
+)
 from kfast._ext.log_append import INDEX_LAST_STALE, IndexState
-from kfast.protocol.constants import INT32_MAX
 
 NO_TIMESTAMP = -1
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -340,14 +351,14 @@ class AbstractIndex(IndexState):
 
     def _relative_offset(self, offset: int) -> int:
         relative = offset - self.base_offset
-        if relative < 0 or relative > INT32_MAX:
+        if relative < 0 or relative > INDEX_RELATIVE_OFFSET_MAX:
             raise IndexOffsetOverflowException(
                 f"Integer overflow for offset: {offset} ({self.path})"
             )
         return relative
 
     def can_append_offset(self, offset: int) -> bool:
-        return 0 <= offset - self.base_offset <= INT32_MAX
+        return 0 <= offset - self.base_offset <= INDEX_RELATIVE_OFFSET_MAX
 
     # -- truncation ----------------------------------------------------------
     def truncate_to(self, offset: int) -> None:
@@ -358,7 +369,9 @@ class AbstractIndex(IndexState):
         if relative < 0:
             self._truncate_to_entries(0)
             return
-        slot = self._largest_lower_bound_slot(min(relative, INT32_MAX), self.OFFSET_POS, 4)
+        slot = self._largest_lower_bound_slot(
+            min(relative, INDEX_RELATIVE_OFFSET_MAX), self.OFFSET_POS, INDEX_RELATIVE_OFFSET_WIDTH
+        )
         if slot < 0:
             new_entries = 0
         elif self.entry(slot).offset == offset:
@@ -501,18 +514,18 @@ class OffsetIndex(AbstractIndex):
     forward from there.
     """
 
-    ENTRY_SIZE = 8
-    KEY_POS = 0
-    KEY_WIDTH = 4
-    OFFSET_POS = 0
-    _ENTRY = struct.Struct(">ii")
+    ENTRY_SIZE = OFFSET_INDEX_ENTRY_SIZE
+    KEY_POS = OFFSET_INDEX_RELATIVE_OFFSET_AT
+    KEY_WIDTH = INDEX_RELATIVE_OFFSET_WIDTH
+    OFFSET_POS = OFFSET_INDEX_RELATIVE_OFFSET_AT
+    _ENTRY = OFFSET_INDEX_ENTRY
 
     __slots__ = ()
 
     def entry(self, slot: int) -> OffsetPosition:
         if slot < 0 or slot >= self._entries:
             raise IndexError(f"slot {slot} outside 0..{self._entries - 1} of {self.path}")
-        relative, position = self._ENTRY.unpack_from(self._view, slot * 8)
+        relative, position = self._ENTRY.unpack_from(self._view, slot * OFFSET_INDEX_ENTRY_SIZE)
         return OffsetPosition(self.base_offset + relative, position)
 
     raw_entry = entry
@@ -532,7 +545,7 @@ class OffsetIndex(AbstractIndex):
         found = 0
         while low <= high:
             middle = (low + high) >> 1
-            position = self._ENTRY.unpack_from(self._view, middle * 8)[1]
+            position = self._ENTRY.unpack_from(self._view, middle * OFFSET_INDEX_ENTRY_SIZE)[1]
             if position <= target_position:
                 found, low = position, middle + 1
             else:
@@ -553,7 +566,7 @@ class OffsetIndex(AbstractIndex):
                 f"Attempt to append to a full index (size = {self._entries}) {self.path}"
             )
         relative = offset - self.base_offset
-        if relative < 0 or relative > INT32_MAX:
+        if relative < 0 or relative > INDEX_RELATIVE_OFFSET_MAX:
             self._relative_offset(offset)  # raises IndexOffsetOverflowException
         last = self._last_or_none()
         if last is not None and offset <= last[0]:
@@ -561,8 +574,8 @@ class OffsetIndex(AbstractIndex):
                 f"Attempt to append an offset ({offset}) to position {self._entries} no "
                 f"larger than the last offset appended ({last[0]}) to {self.path}"
             )
-        start = self._entries * 8
-        self._reserve(start + 8)
+        start = self._entries * OFFSET_INDEX_ENTRY_SIZE
+        self._reserve(start + OFFSET_INDEX_ENTRY_SIZE)
         self._ENTRY.pack_into(self._view, start, relative, position)
         self._entries += 1
         self._last = OffsetPosition(offset, position)
@@ -593,11 +606,11 @@ class TimeIndex(AbstractIndex):
     the segment rolls, so the index is "full" one entry early.
     """
 
-    ENTRY_SIZE = 12
-    KEY_POS = 0
-    KEY_WIDTH = 8
-    OFFSET_POS = 8
-    _ENTRY = struct.Struct(">qi")
+    ENTRY_SIZE = TIME_INDEX_ENTRY_SIZE
+    KEY_POS = TIME_INDEX_TIMESTAMP_AT
+    KEY_WIDTH = INDEX_TIMESTAMP_WIDTH
+    OFFSET_POS = TIME_INDEX_RELATIVE_OFFSET_AT
+    _ENTRY = TIME_INDEX_ENTRY
 
     __slots__ = ()
 
@@ -607,7 +620,7 @@ class TimeIndex(AbstractIndex):
     def entry(self, slot: int) -> TimestampOffset:
         if slot < 0 or slot >= self._entries:
             raise IndexError(f"slot {slot} outside 0..{self._entries - 1} of {self.path}")
-        timestamp, relative = self._ENTRY.unpack_from(self._view, slot * 12)
+        timestamp, relative = self._ENTRY.unpack_from(self._view, slot * TIME_INDEX_ENTRY_SIZE)
         return TimestampOffset(timestamp, self.base_offset + relative)
 
     raw_entry = entry
@@ -646,8 +659,8 @@ class TimeIndex(AbstractIndex):
                 f"than the last timestamp appended ({last.timestamp}) to {self.path}"
             )
         if self._entries == 0 or timestamp > last.timestamp:
-            start = self._entries * 12
-            self._reserve(start + 12)
+            start = self._entries * TIME_INDEX_ENTRY_SIZE
+            self._reserve(start + TIME_INDEX_ENTRY_SIZE)
             self._ENTRY.pack_into(self._view, start, timestamp, self._relative_offset(offset))
             self._entries += 1
             self._last = TimestampOffset(timestamp, offset)
@@ -664,7 +677,15 @@ class TimeIndex(AbstractIndex):
                 )
             if (
                 self._entries > 1
-                and first_unordered_slot(self._view, self._entries, 12, 8, 4, False) >= 0
+                and first_unordered_slot(
+                    self._view,
+                    self._entries,
+                    TIME_INDEX_ENTRY_SIZE,
+                    TIME_INDEX_RELATIVE_OFFSET_AT,
+                    INDEX_RELATIVE_OFFSET_WIDTH,
+                    False,
+                )
+                >= 0
             ):
                 raise CorruptIndexException(
                     f"Time index file {self.path} is corrupt: offsets are out of order"

@@ -26,6 +26,7 @@ from time import perf_counter
 from typing import NamedTuple
 
 from kfast._ext import log_append as scan_status
+from kfast._ext.layout import RECORD_BATCH_OVERHEAD
 from kfast._ext.log_append import BatchScan, LogState, now_ms
 from kfast.config import LogConfig
 from kfast.metrics.broker_stats import LOG_FLUSH_STATS
@@ -44,7 +45,7 @@ from kfast.storage.checkpoint import (
     LeaderEpochFileCache,
     PartitionMetadataFile,
 )
-from kfast.storage.file_records import RECORD_BATCH_OVERHEAD, FileRecords
+from kfast.storage.file_records import FileRecords
 from kfast.storage.log_dir_failure_channel import is_log_dir_failure
 from kfast.storage.producer_state import (
     ORIGIN_CLIENT,

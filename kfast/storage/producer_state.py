@@ -51,8 +51,9 @@ from kfast.protocol.errors import (
     OutOfOrderSequenceException,
     TransactionCoordinatorFencedException,
 )
+from kfast.records import NO_PRODUCER_EPOCH, NO_SEQUENCE
 from kfast.storage.atomic_file import write_atomically
-from kfast.storage.file_records import NO_PRODUCER_EPOCH, NO_SEQUENCE, BatchHeader
+from kfast.storage.file_records import BatchHeader
 from kfast.storage.records_access import first_record_key_value
 from kfast.storage.segment import PRODUCER_SNAPSHOT_FILE_SUFFIX, filename_prefix_from_offset
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import NamedTuple
 
+from kfast._ext.layout import CURRENT_MAGIC, MAGIC_OFFSET
 from kfast.records import RecordBatch, decode_message_set
-from kfast.storage.file_records import MAGIC_OFFSET
 
 
 class Record(NamedTuple):
@@ -30,7 +30,7 @@ def iter_records(batch_view) -> Iterator[Record]:
     """Records of one whole batch (``batch_view`` starts at its baseOffset),
     decompressed if needed; a legacy (magic 0/1) message is unwrapped. The
     codec raises CorruptRecordException on bad bytes."""
-    if batch_view[MAGIC_OFFSET] < 2:
+    if batch_view[MAGIC_OFFSET] < CURRENT_MAGIC:
         for message in decode_message_set(batch_view):
             yield Record(
                 message.offset, message.timestamp, _bytes(message.key), _bytes(message.value), []
@@ -50,7 +50,9 @@ def first_record_at_or_after(batch_view, timestamp: int, starting_offset: int):
     """(timestamp, offset) of the first record of the batch with
     timestamp >= ``timestamp`` and offset >= ``starting_offset``, or None."""
     records = (
-        iter_records(batch_view) if batch_view[MAGIC_OFFSET] < 2 else RecordBatch(batch_view, 0)
+        iter_records(batch_view)
+        if batch_view[MAGIC_OFFSET] < CURRENT_MAGIC
+        else RecordBatch(batch_view, 0)
     )
     for record in records:
         if record.timestamp >= timestamp and record.offset >= starting_offset:

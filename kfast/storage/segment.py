@@ -16,8 +16,8 @@ import os
 import time
 from typing import NamedTuple
 
+from kfast._ext.layout import INDEX_RELATIVE_OFFSET_MAX
 from kfast._ext.log_append import SegmentState
-from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
 from kfast.protocol.file_region import FileRegion
 from kfast.storage.file_records import BatchHeader, FileRecords, check_batch
@@ -413,7 +413,7 @@ class LogSegment(SegmentState):
                 # and fit this segment's relative-offset range.
                 if (
                     header.base_offset < next_offset
-                    or header.last_offset - self.base_offset > INT32_MAX
+                    or header.last_offset - self.base_offset > INDEX_RELATIVE_OFFSET_MAX
                 ):
                     raise CorruptRecordException(
                         f"Batch at position {position} of {self.log.path} has base offset "
@@ -500,7 +500,7 @@ class LogSegment(SegmentState):
         return (
             self.offset_index.is_full()
             or self.time_index.is_full()
-            or not 0 <= max_offset_in_messages - self.base_offset <= INT32_MAX
+            or not 0 <= max_offset_in_messages - self.base_offset <= INDEX_RELATIVE_OFFSET_MAX
         )
 
     def time_waited_for_roll(self, now_ms: int, message_timestamp: int) -> int:

@@ -33,6 +33,15 @@ import struct
 import sys
 
 from kfast._ext.crc32c import crc32c
+from kfast._ext.layout import (
+    ATTRIBUTES_OFFSET,
+    CURRENT_MAGIC,
+    DELETE_HORIZON_FLAG_MASK,
+    LENGTH_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    RECORD_BATCH_OVERHEAD,
+)
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import CorruptRecordException
 from kfast.raft.control_records import (
@@ -47,11 +56,7 @@ from kfast.raft.control_records import (
 )
 from kfast.raft.snapshots import SNAPSHOT_SUFFIX, parse_snapshot_name
 from kfast.storage.file_records import (
-    ATTRIBUTES_OFFSET,
     LEGACY_MIN_SIZE,
-    LOG_OVERHEAD,
-    MAGIC_OFFSET,
-    RECORD_BATCH_OVERHEAD,
     check_batch,
     read_header,
     read_legacy_header,
@@ -71,7 +76,6 @@ from kfast.storage.txn_index import TransactionIndex
 from kfast.tools.offsets_decoder import format_offsets_record
 
 CODEC_NAMES = {0: "none", 1: "gzip", 2: "snappy", 3: "lz4", 4: "zstd"}
-_DELETE_HORIZON_BIT = 0x40
 
 
 def _control_record(control_type: int, value) -> str:
@@ -267,7 +271,7 @@ def dump_log_file(
     view = memoryview(data)
     position = 0
     while position + MAGIC_OFFSET < len(data):
-        batch_length = struct.unpack_from(">i", data, position + 8)[0]
+        batch_length = struct.unpack_from(">i", data, position + LENGTH_OFFSET)[0]
         size = LOG_OVERHEAD + batch_length
         magic = data[position + MAGIC_OFFSET]
         if position + size > len(data):
@@ -282,8 +286,10 @@ def dump_log_file(
             break
         header = read_header(data, position)
         batch = view[position : position + size]
-        valid = header.magic == 2 and crc32c(batch[ATTRIBUTES_OFFSET:]) == header.crc
-        delete_horizon = header.base_timestamp if header.attributes & _DELETE_HORIZON_BIT else None
+        valid = header.magic == CURRENT_MAGIC and crc32c(batch[ATTRIBUTES_OFFSET:]) == header.crc
+        delete_horizon = (
+            header.base_timestamp if header.attributes & DELETE_HORIZON_FLAG_MASK else None
+        )
         ts_type = "LogAppendTime" if header.is_log_append_time else "CreateTime"
         out.write(
             f"baseOffset: {header.base_offset} lastOffset: {header.last_offset} "

@@ -42,6 +42,19 @@ from typing import NamedTuple
 
 import pyarrow as pa
 
+from kfast._ext.layout import (
+    BASE_TIMESTAMP_OFFSET,
+    CURRENT_MAGIC,
+    LAST_OFFSET_DELTA_OFFSET,
+    LOG_OVERHEAD,
+    MAGIC_OFFSET,
+    MAX_TIMESTAMP_OFFSET,
+    MIN_BATCH_LENGTH,
+    OFFSET_INDEX_ENTRY,
+    PRODUCER_ID_OFFSET,
+    RECORD_OVERHEAD_V0,
+    RECORD_OVERHEAD_V1,
+)
 from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
 from kfast.protocol.errors import CorruptRecordException
 from kfast.records import decode_columnar, decode_message_set
@@ -57,28 +70,29 @@ from kfast_spark.planning import report_data_loss
 # with a temporary suffix after it, e.g. ".log.deleted", is not a segment).
 _SEGMENT_FILE = re.compile(r"^(\d{20})" + re.escape(LOG_FILE_SUFFIX) + "$")
 
-# Log entry headers, as far as needed to walk a segment without decoding:
-#   record batch v2 (Kafka 0.11+): baseOffset int64 @0, batchLength int32 @8,
-#       magic int8 = 2 @16, lastOffsetDelta int32 @23, maxTimestamp int64 @35
-#   legacy message (magic 0/1, older logs): offset int64 @0 (for a compressed
-#       wrapper, the offset of its LAST inner message), messageSize int32 @8,
-#       crc uint32 @12, magic int8 @16
-# Either way an entry takes 12 + length bytes.
-_LOG_OVERHEAD = 12
-_MAGIC_AT = 16
-_LAST_OFFSET_DELTA_AT = 23
-_MAX_TIMESTAMP_AT = 35
-_HEADER_READ_SIZE = 27  # through lastOffsetDelta
-_HEADER_READ_SIZE_WITH_TIMESTAMP = 43  # through maxTimestamp
-_MAGIC_READ_SIZE = _MAGIC_AT + 1
+# Log entry headers, as far as needed to walk a segment without decoding
+# (offsets and sizes from kfast._ext.layout, the layouts' one home):
+#   record batch v2 (Kafka 0.11+): baseOffset int64, batchLength int32,
+#       magic int8 = 2, lastOffsetDelta int32, maxTimestamp int64
+#   legacy message (magic 0/1, older logs): offset int64 (for a compressed
+#       wrapper, the offset of its LAST inner message), messageSize int32,
+#       crc uint32, magic int8 (at the v2 magic's offset)
+# Either way an entry takes LOG_OVERHEAD + length bytes.
+_HEADER_READ_SIZE = BASE_TIMESTAMP_OFFSET  # through lastOffsetDelta
+_HEADER_READ_SIZE_WITH_TIMESTAMP = PRODUCER_ID_OFFSET  # through maxTimestamp
+_MAGIC_READ_SIZE = MAGIC_OFFSET + 1
 #: Smallest length of an entry by magic: v0 crc+magic+attributes+key and
 #: value lengths; v1 adds a timestamp; v2 is its fixed batch header.
-_MIN_LENGTH_BY_MAGIC = {0: 14, 1: 22, 2: 49}
+_MIN_LENGTH_BY_MAGIC = {
+    0: RECORD_OVERHEAD_V0,
+    1: RECORD_OVERHEAD_V1,
+    CURRENT_MAGIC: MIN_BATCH_LENGTH,
+}
+# baseOffset and batchLength (legacy: offset and messageSize) start every entry.
 _OFFSET_AND_LENGTH = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
 _INT64 = struct.Struct(">q")
-# Offset index entry: relative offset int32, position int32.
-_INDEX_ENTRY = struct.Struct(">ii")
+_INDEX_ENTRY = OFFSET_INDEX_ENTRY
 _INDEX_READ_SIZE = 64 * 1024  # a multiple of the entry size
 
 #: Bytes read from a segment per decoded chunk: bounds executor memory while
@@ -264,19 +278,21 @@ def _walk_entries(
                 return entries, None, _torn_tail(segment, block_position + i, is_last)
             return entries, None, reaches_file_end and i == size
         offset, length = _OFFSET_AND_LENGTH.unpack_from(block, i)
-        magic = block[i + _MAGIC_AT]
+        magic = block[i + MAGIC_OFFSET]
         if magic not in _MIN_LENGTH_BY_MAGIC or length < _MIN_LENGTH_BY_MAGIC[magic]:
             return entries, None, _torn_tail(segment, block_position + i, is_last)
-        total = _LOG_OVERHEAD + length
+        total = LOG_OVERHEAD + length
         if block_position + i + total > file_size:
             return entries, None, _torn_tail(segment, block_position + i, is_last)
-        legacy = magic < 2
+        legacy = magic < CURRENT_MAGIC
         if not legacy and offset >= end:
             return entries, None, True
         if i + total > size:
             return entries, (total, legacy), False
         last_offset = (
-            offset if legacy else offset + _INT32.unpack_from(block, i + _LAST_OFFSET_DELTA_AT)[0]
+            offset
+            if legacy
+            else offset + _INT32.unpack_from(block, i + LAST_OFFSET_DELTA_OFFSET)[0]
         )
         entries.append((i, i + total, last_offset >= start, legacy))
         i += total
@@ -313,8 +329,8 @@ def _entry_headers(
             _torn_tail(segment, position, is_last)
             return
         offset, length = _OFFSET_AND_LENGTH.unpack_from(header)
-        magic = header[_MAGIC_AT]
-        total = _LOG_OVERHEAD + length
+        magic = header[MAGIC_OFFSET]
+        total = LOG_OVERHEAD + length
         if (
             magic not in _MIN_LENGTH_BY_MAGIC
             or length < _MIN_LENGTH_BY_MAGIC[magic]
@@ -322,11 +338,11 @@ def _entry_headers(
         ):
             _torn_tail(segment, position, is_last)
             return
-        if magic < 2:
+        if magic < CURRENT_MAGIC:
             yield _EntryHeader(position, total, magic, offset, offset, -1)
         else:
-            delta = _INT32.unpack_from(header, _LAST_OFFSET_DELTA_AT)[0]
-            max_timestamp = _INT64.unpack_from(header, _MAX_TIMESTAMP_AT)[0]
+            delta = _INT32.unpack_from(header, LAST_OFFSET_DELTA_OFFSET)[0]
+            max_timestamp = _INT64.unpack_from(header, MAX_TIMESTAMP_OFFSET)[0]
             yield _EntryHeader(position, total, magic, offset, offset + delta, max_timestamp)
         position += total
 
@@ -361,11 +377,11 @@ def offset_for_timestamp(
             file_size = os.fstat(fd).st_size
             for header in _entry_headers(segment, fd, file_size, 0, i == len(segments) - 1):
                 if header.last_offset < log_start_offset or (
-                    header.magic == 2 and header.max_timestamp < timestamp
+                    header.magic == CURRENT_MAGIC and header.max_timestamp < timestamp
                 ):
                     continue
                 data = os.pread(fd, header.size, header.position)
-                if header.magic < 2:
+                if header.magic < CURRENT_MAGIC:
                     found = [(r.offset, r.timestamp) for r in decode_message_set(data)]
                 else:
                     batch = decode_columnar(data, arrow=True, include_control_batches=True)
@@ -432,7 +448,7 @@ def _start_position(segment: LogSegmentFile, fd: int, file_size: int, start: int
         header = os.pread(fd, _MAGIC_READ_SIZE, position)
         if (
             len(header) < _MAGIC_READ_SIZE
-            or header[_MAGIC_AT] not in _MIN_LENGTH_BY_MAGIC
+            or header[MAGIC_OFFSET] not in _MIN_LENGTH_BY_MAGIC
             or _OFFSET_AND_LENGTH.unpack_from(header)[0] > start
         ):
             return 0
