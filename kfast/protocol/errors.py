@@ -16,10 +16,7 @@ into its wire code with ``exc.code``.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
-
-if TYPE_CHECKING:
-    from kfast.protocol import RequestHeader
+from typing import NamedTuple
 
 
 class ErrorCode(NamedTuple):
@@ -451,9 +448,10 @@ class UnsupportedVersionException(
     retriable=False,
     message="The version of API is not supported.",
 ):
-    # Set by kfast.protocol.decode_request_body: the request's header, so an
-    # unsupported version can still be answered.
-    header: RequestHeader | None = None
+    # Set by kfast.protocol.decode_request_body: the request's header (a
+    # kfast.protocol.RequestHeader, which this lower layer does not import), so
+    # an unsupported version can still be answered.
+    header: tuple[int, int, int, str | None, int] | None = None
 
 
 class TopicExistsException(
