@@ -14,20 +14,22 @@ from __future__ import annotations
 import sys
 
 from kfast.protocol import DescribeClusterRequest, UnregisterBrokerRequest, errors
+from kfast.tools.command_config import add_command_config, connection_options
 
 EXIT_FAILURE = 1
 
 
-def _connect(bootstrap: str):
+def _connect(args):
+    """A connection to the first of --bootstrap-server that answers, with
+    the --command-config settings."""
     from kfast.client.connection import BlockingConnection
 
+    options = connection_options(args, request_timeout=30)
     last: Exception | None = None
-    for item in bootstrap.split(","):
+    for item in args.bootstrap_server.split(","):
         host, _, port = item.strip().rpartition(":")
         try:
-            return BlockingConnection(
-                host.strip("[]") or "127.0.0.1", int(port), request_timeout=30
-            )
+            return BlockingConnection(host.strip("[]") or "127.0.0.1", int(port), **options)
         except Exception as exc:  # the next bootstrap server may answer
             last = exc
     raise ConnectionError(f"no bootstrap server answered: {last}")
@@ -35,7 +37,7 @@ def _connect(bootstrap: str):
 
 def cluster_id(args) -> int:
     try:
-        with _connect(args.bootstrap_server) as connection:
+        with _connect(args) as connection:
             response = connection.send(DescribeClusterRequest())
     except Exception as exc:
         print(exc, file=sys.stderr)
@@ -51,7 +53,7 @@ def cluster_id(args) -> int:
 
 def unregister(args) -> int:
     try:
-        with _connect(args.bootstrap_server) as connection:
+        with _connect(args) as connection:
             response = connection.send(UnregisterBrokerRequest(broker_id=args.id))
     except Exception as exc:
         print(exc, file=sys.stderr)
@@ -77,8 +79,10 @@ def register(subparsers) -> None:
     actions.required = True
     cid = actions.add_parser("cluster-id", help="print the cluster id")
     cid.add_argument("--bootstrap-server", "-b", required=True, metavar="HOST:PORT")
+    add_command_config(cid)
     cid.set_defaults(handler=cluster_id)
     unreg = actions.add_parser("unregister", help="unregister a broker")
     unreg.add_argument("--bootstrap-server", "-b", required=True, metavar="HOST:PORT")
+    add_command_config(unreg)
     unreg.add_argument("--id", "-i", type=int, required=True, help="the broker id")
     unreg.set_defaults(handler=unregister)

@@ -28,6 +28,7 @@ from kfast.controller.feature_control import (
 )
 from kfast.protocol import ApiVersionsRequest, UpdateFeaturesRequest, errors
 from kfast.tools.cluster import EXIT_FAILURE, _connect
+from kfast.tools.command_config import add_command_config
 
 # metadata.version levels by their MetadataVersion names (the ones a kfast
 # cluster can report; others print as numbers).
@@ -42,7 +43,7 @@ def _level_text(feature: str, level: int) -> str:
 
 def describe(args) -> int:
     try:
-        with _connect(args.bootstrap_server) as connection:
+        with _connect(args) as connection:
             response = connection.send(
                 ApiVersionsRequest(
                     client_software_name="kfast-features", client_software_version="1"
@@ -103,7 +104,7 @@ def update(args) -> int:
         ],
     )
     try:
-        with _connect(args.bootstrap_server) as connection:
+        with _connect(args) as connection:
             response = connection.send(request, version=1, timeout=args.timeout_ms / 1000 + 5)
     except Exception as exc:
         print(f"Error while making request: {exc}", file=sys.stderr)
@@ -139,6 +140,7 @@ def register(subparsers) -> None:
         description="The cluster's finalized feature levels, like kafka-features.sh.",
     )
     p.add_argument("--bootstrap-server", "-b", required=True, metavar="HOST:PORT")
+    add_command_config(p)
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     actions.required = True
     d = actions.add_parser("describe", help="supported and finalized levels")

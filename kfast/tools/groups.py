@@ -21,9 +21,11 @@ from __future__ import annotations
 import sys
 
 from kfast.client.connection import BlockingConnection
+from kfast.config import ConfigException
 from kfast.coordinator.group.consumer_protocol import assigned_partitions
 from kfast.protocol import api_keys, errors
 from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
+from kfast.tools.command_config import add_command_config, connection_options
 
 _KEY = api_keys.BY_NAME
 
@@ -37,6 +39,7 @@ def register(subparsers) -> None:
     )
     p.add_argument("action", choices=("list", "describe", "delete", "reset-offsets"))
     p.add_argument("--bootstrap-server", required=True, metavar="HOST:PORT")
+    add_command_config(p)
     p.add_argument("--group", action="append", default=[], help="group id; repeatable")
     p.add_argument("--state", action="store_true", help="list: print each group's state")
     p.add_argument(
@@ -64,11 +67,11 @@ def _check(code: int, what: str) -> None:
 
 
 class GroupsTool:
-    def __init__(self, bootstrap: str):
+    def __init__(self, bootstrap: str, options: dict | None = None):
+        # BlockingConnection settings (client id, --command-config security).
+        self._options = {"client_id": "kfast-groups", **(options or {})}
         host, _, port = bootstrap.split(",")[0].rpartition(":")
-        self.bootstrap = BlockingConnection(
-            host or "localhost", int(port), client_id="kfast-groups"
-        )
+        self.bootstrap = BlockingConnection(host or "localhost", int(port), **self._options)
         self._connections = {}
 
     def close(self) -> None:
@@ -79,7 +82,7 @@ class GroupsTool:
     def _node(self, host: str, port: int) -> BlockingConnection:
         key = (host, port)
         if key not in self._connections:
-            self._connections[key] = BlockingConnection(host, port, client_id="kfast-groups")
+            self._connections[key] = BlockingConnection(host, port, **self._options)
         return self._connections[key]
 
     def send(self, connection, api: str, version: int, body: dict):
@@ -323,8 +326,8 @@ def _reset(tool: GroupsTool, group: str, args, out) -> None:
 def run(args, out=None) -> int:
     out = out or sys.stdout
     try:
-        tool = GroupsTool(args.bootstrap_server)
-    except (OSError, errors.KafkaError) as exc:
+        tool = GroupsTool(args.bootstrap_server, connection_options(args))
+    except (OSError, errors.KafkaError, ConfigException) as exc:
         print(f"Error: cannot connect to {args.bootstrap_server}: {exc}", file=sys.stderr)
         return 1
     try:

@@ -20,6 +20,7 @@ import sys
 
 from kfast.protocol import ElectLeadersRequest, errors
 from kfast.tools.cluster import EXIT_FAILURE, _connect
+from kfast.tools.command_config import add_command_config
 
 ELECTION_TYPES = {"PREFERRED": 0, "UNCLEAN": 1}
 _NOT_NEEDED = errors.ElectionNotNeededException.code
@@ -75,7 +76,7 @@ def elect(args) -> int:
         ],
     )
     try:
-        with _connect(args.bootstrap_server) as connection:
+        with _connect(args) as connection:
             response = connection.send(request, timeout=args.timeout_ms / 1000 + 5)
     except Exception as exc:
         print(f"Error while making request: {exc}", file=sys.stderr)
@@ -116,6 +117,7 @@ def register(subparsers) -> None:
         description="Preferred or unclean leader election, like kafka-leader-election.sh.",
     )
     p.add_argument("--bootstrap-server", "-b", required=True, metavar="HOST:PORT")
+    add_command_config(p)
     p.add_argument(
         "--election-type",
         required=True,

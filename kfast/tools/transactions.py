@@ -34,6 +34,8 @@ import argparse
 import sys
 import time
 
+from kfast.config import ConfigException
+from kfast.tools.command_config import COMMAND_CONFIG_HELP, connection_options
 from kfast.tools.transactions_admin import (
     AbortTransactionSpec,
     AdminError,
@@ -345,9 +347,9 @@ def run(args, out=None) -> int:
         print("Missing required argument --bootstrap-server", file=sys.stderr)
         return EXIT_FAILURE
     try:
-        with TransactionsAdmin(args.bootstrap_server) as admin:
+        with TransactionsAdmin(args.bootstrap_server, options=connection_options(args)) as admin:
             COMMANDS[args.transactions_command](admin, args, out)
-    except CommandError as exc:
+    except (CommandError, ConfigException) as exc:
         print(exc, file=sys.stderr)
         return EXIT_FAILURE
     except AdminError as exc:
@@ -362,6 +364,9 @@ def _bootstrap_argument(parser, default) -> None:
         metavar="host:port",
         default=default,
         help="the broker(s) to connect to (comma-separated host:port)",
+    )
+    parser.add_argument(
+        "--command-config", metavar="FILE", default=default, help=COMMAND_CONFIG_HELP
     )
 
 

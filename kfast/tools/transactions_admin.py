@@ -61,23 +61,25 @@ def _error(code: int, message: str | None = None) -> E.KafkaError:
 
 
 class TransactionsAdmin:
-    def __init__(self, bootstrap: str, timeout_s: float = 60.0):
+    def __init__(self, bootstrap: str, timeout_s: float = 60.0, options: dict | None = None):
         self.timeout_s = timeout_s
+        # BlockingConnection settings (client id, --command-config security).
+        self._options = {
+            "client_id": "kfast-transactions",
+            "request_timeout": 30,
+            **(options or {}),
+        }
         self._bootstrap = self._connect_any(bootstrap)
         self._connections: dict[tuple[str, int], BlockingConnection] = {}
         self.brokers: dict[int, tuple[str, int]] = {}
 
-    @staticmethod
-    def _connect_any(bootstrap: str) -> BlockingConnection:
+    def _connect_any(self, bootstrap: str) -> BlockingConnection:
         last: Exception | None = None
         for item in bootstrap.split(","):
             host, _, port = item.strip().rpartition(":")
             try:
                 return BlockingConnection(
-                    host.strip("[]") or "localhost",
-                    int(port),
-                    client_id="kfast-transactions",
-                    request_timeout=30,
+                    host.strip("[]") or "localhost", int(port), **self._options
                 )
             except Exception as exc:
                 last = exc
@@ -102,9 +104,7 @@ class TransactionsAdmin:
         address = self.brokers[broker_id]
         connection = self._connections.get(address)
         if connection is None:
-            connection = BlockingConnection(
-                *address, client_id="kfast-transactions", request_timeout=30
-            )
+            connection = BlockingConnection(*address, **self._options)
             self._connections[address] = connection
         return connection
 

@@ -111,6 +111,31 @@ def test_admin_tools_authenticate_with_the_command_config(sasl, capsys):
     assert code == 0, out
 
 
+def test_connection_tools_authenticate_with_the_command_config(sasl, capsys):
+    """The tools that talk to single brokers (kafka-consumer-groups.sh,
+    kafka-transactions.sh, kafka-cluster.sh, kafka-features.sh,
+    kafka-leader-election.sh)."""
+    bootstrap, admin, wrong, _ = sasl
+    common = ("--bootstrap-server", bootstrap, "--command-config", admin)
+    code, out = kfast(capsys, "cluster", "cluster-id", *common)
+    assert code == 0 and out.startswith("Cluster ID: "), out
+    code, out = kfast(capsys, "features", *common, "describe")
+    assert code == 0 and "metadata.version" in out, out
+    code, out = kfast(capsys, "groups", "list", *common)
+    assert code == 0, out
+    code, out = kfast(capsys, "transactions", *common, "list")
+    assert code == 0 and "TransactionalId" in out, out
+    code, out = kfast(
+        capsys, "leader-election", *common, "--election-type", "PREFERRED", "--all-topic-partitions"
+    )
+    assert code == 0, out
+    # The same tools with a wrong password fail on authentication (options
+    # after the command: kafka-transactions.sh takes them there too).
+    for argv in (("cluster", "cluster-id"), ("groups", "list"), ("transactions", "list")):
+        code, out = kfast(capsys, *argv, "--bootstrap-server", bootstrap, "--command-config", wrong)
+        assert code == 1 and "Authentication failed" in out, (argv, out)
+
+
 def test_the_file_decides_who_the_tool_is(sasl, capsys):
     bootstrap, _, wrong, other = sasl
     # A wrong password: the broker's SASL answer, not a hang.
