@@ -100,7 +100,16 @@ class LogState:
 
     log_end_offset: int
     log_start_offset: int
+    _unflushed_messages: int
+    _flush_messages: int  # log.flush.interval.messages
     offline: bool
+    _fast_append: bool
+    _scan: BatchScan
+    _active_segment: Any
+    _lock: Any
+    leader_epoch_cache: Any
+    producer_state: Any
+    time_ms: Any
     def append_as_leader(
         self,
         records: Buffer,
@@ -108,3 +117,35 @@ class LogState:
         origin: str = ...,
         now: int | None = None,
     ) -> Any: ...
+
+def now_ms() -> int: ...
+
+# IndexState._last once entries were written past it (read back on demand).
+INDEX_LAST_STALE: object
+
+# The C fields of the storage objects the append kernel reads and writes
+# (log_append.pxd). Fields the kernel holds as ``object`` are Any here; the
+# kfast.storage subclasses declare what they store in them.
+class FileState:
+    _fd: int  # -1 once closed
+    _size: int
+
+class IndexState:
+    _view: Any  # bytearray (buffered), FileMapping or None
+    _entries: int
+    _max_entries: int
+    _last: Any  # the last entry, None, or INDEX_LAST_STALE
+    def entries_written(self, count: int) -> None: ...
+
+class SegmentState:
+    log: Any
+    offset_index: Any
+    time_index: Any
+    base_offset: int
+    index_interval_bytes: int
+    roll_jitter_ms: int
+    created_ms: int
+    _max_timestamp_so_far: int | None
+    _offset_of_max_timestamp_so_far: int
+    _bytes_since_last_index_entry: int
+    _rolling_based_timestamp: int | None

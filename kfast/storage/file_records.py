@@ -34,8 +34,8 @@ import os
 import struct
 import weakref
 import zlib
-from collections.abc import Iterator
-from typing import NamedTuple
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Literal, NamedTuple, overload
 
 from kfast._ext.crc32c import crc32c
 from kfast._ext.layout import (
@@ -69,6 +69,12 @@ from kfast.records import (
     NO_PRODUCER_ID,
     NO_SEQUENCE,
 )
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
+
+# Bytes a header is read from: indexed and unpacked, so not any buffer.
+BytesLike = bytes | bytearray | memoryview
 
 # Smallest legacy message (key and value null), with its log overhead.
 LEGACY_MIN_SIZE = {0: LOG_OVERHEAD + RECORD_OVERHEAD_V0, 1: LOG_OVERHEAD + RECORD_OVERHEAD_V1}
@@ -142,13 +148,13 @@ class BatchHeader(NamedTuple):
         )
 
 
-def read_header(buf, offset: int = 0) -> BatchHeader:
+def read_header(buf: BytesLike, offset: int = 0) -> BatchHeader:
     """Parse the header at ``offset`` of ``buf`` (which must hold
     RECORD_BATCH_OVERHEAD bytes there)."""
     return BatchHeader._make(BATCH_HEADER.unpack_from(buf, offset))
 
 
-def read_legacy_header(buf, offset: int, magic: int) -> BatchHeader:
+def read_legacy_header(buf: BytesLike, offset: int, magic: int) -> BatchHeader:
     """A legacy message's header in BatchHeader's shape (one record, no
     producer, offset = last offset; v0 has no timestamp)."""
     if magic == 0:
@@ -175,7 +181,7 @@ def read_legacy_header(buf, offset: int, magic: int) -> BatchHeader:
     )
 
 
-def check_batch(buf, offset: int, size: int) -> None:
+def check_batch(buf: BytesLike, offset: int, size: int) -> None:
     """Raise CorruptRecordException unless the batch of ``size`` bytes at
     ``offset`` has a v2 header and a matching CRC-32C (or is a legacy
     message with a matching CRC-32)."""
@@ -235,6 +241,8 @@ class FileRecords(FileState):
     append kernel (kfast._ext.log_append) reads and advances them."""
 
     __slots__ = ("path", "handle", "__weakref__")
+    # None once closed (FileRegions still holding it keep the descriptor open).
+    handle: FileHandle | None
 
     def __init__(self, path: str, *, create: bool = True, preallocate_bytes: int = 0):
         """Open ``path``; a new file is preallocated to ``preallocate_bytes``
@@ -273,7 +281,7 @@ class FileRecords(FileState):
         return self._fd < 0
 
     # -- writes ---------------------------------------------------------------
-    def append(self, data) -> int:
+    def append(self, data: BytesLike) -> int:
         """Write ``data`` at the end; returns bytes written. On an OSError the
         file is truncated back to its previous size before re-raising."""
         position = self._size
@@ -290,7 +298,7 @@ class FileRecords(FileState):
         self._size = position + total
         return total
 
-    def append_many(self, buffers: list) -> int:
+    def append_many(self, buffers: Sequence[BytesLike]) -> int:
         """Write several buffers with one pwritev (falls back to a loop for the
         remainder after a short write)."""
         position = self._size
@@ -310,10 +318,10 @@ class FileRecords(FileState):
         return total
 
     # The two system calls, separate so a test can wrap them to inject faults.
-    def _pwrite(self, data, position: int) -> int:
+    def _pwrite(self, data: Buffer, position: int) -> int:
         return os.pwrite(self._fd, data, position)
 
-    def _pwritev(self, buffers: list, position: int) -> int:
+    def _pwritev(self, buffers: Sequence[Buffer], position: int) -> int:
         return os.pwritev(self._fd, buffers, position)
 
     def _rollback(self, size: int) -> None:
@@ -353,9 +361,21 @@ class FileRecords(FileState):
     def read(self, position: int, size: int) -> bytes:
         return os.pread(self._fd, size, position)
 
+    @overload
+    def batches_from(
+        self, start: int = 0, end: int | None = None, *, full: Literal[True]
+    ) -> Iterator[tuple[int, BatchHeader, memoryview]]: ...
+    @overload
+    def batches_from(
+        self, start: int = 0, end: int | None = None, *, full: Literal[False] = False
+    ) -> Iterator[tuple[int, BatchHeader, None]]: ...
+    @overload
     def batches_from(
         self, start: int = 0, end: int | None = None, *, full: bool = False
-    ) -> Iterator[tuple[int, BatchHeader, object]]:
+    ) -> Iterator[tuple[int, BatchHeader, memoryview | None]]: ...
+    def batches_from(
+        self, start: int = 0, end: int | None = None, *, full: bool = False
+    ) -> Iterator[tuple[int, BatchHeader, memoryview | None]]:
         """Yield ``(position, header, buffer_view)`` for each batch starting at
         ``start`` (a batch boundary) before ``end``.
 
@@ -404,7 +424,7 @@ class FileRecords(FileState):
                 raise CorruptRecordException(
                     f"Invalid magic {magic} in batch at position {position} of {self.path}"
                 )
-            view = None
+            view: memoryview | None = None
             if full:
                 if rel + size > len(buf):
                     buf = os.pread(fd, max(size, min(chunk, end - position)), position)

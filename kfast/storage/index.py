@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import NamedTuple
+from collections.abc import Callable
+from typing import Generic, NamedTuple, TypeVar
 
 from kfast._ext.index import (
     FileMapping,
@@ -73,6 +74,8 @@ class TimestampOffset(NamedTuple):
 
 
 _make_offset_position = OffsetPosition._make
+# An index's entry type: OffsetPosition or TimestampOffset.
+EntryT = TypeVar("EntryT", OffsetPosition, TimestampOffset)
 # AbstractIndex._last after entries_written: read the last entry back on demand.
 _STALE = INDEX_LAST_STALE
 
@@ -81,7 +84,7 @@ def _round_down(value: int, factor: int) -> int:
     return factor * (value // factor)
 
 
-class AbstractIndex(IndexState):
+class AbstractIndex(IndexState, Generic[EntryT]):
     """A sorted array of fixed-size entries; subclasses define the entry.
 
     Entries are sorted by the key at ``KEY_POS`` (``KEY_WIDTH`` bytes). The
@@ -236,7 +239,7 @@ class AbstractIndex(IndexState):
     def _write_pending(self) -> None:
         self._write_pending_and(None)
 
-    def _write_pending_and(self, then) -> None:
+    def _write_pending_and(self, then: Callable[[int], object] | None) -> None:
         """Write the entries not yet in the file, then ``then(fd)`` (fsync,
         ftruncate) on the same descriptor."""
         with self._io_lock:
@@ -374,7 +377,7 @@ class AbstractIndex(IndexState):
         )
         if slot < 0:
             new_entries = 0
-        elif self.entry(slot).offset == offset:
+        elif self.raw_entry(slot).offset == offset:
             new_entries = slot
         else:
             new_entries = slot + 1
@@ -430,8 +433,9 @@ class AbstractIndex(IndexState):
         """Cache the last entry so appends need not read the entries back."""
         self._last = self.raw_entry(self._entries - 1) if self._entries else None
 
-    def _last_or_none(self):
-        last = self._last
+    def _last_or_none(self) -> EntryT | None:
+        # _last is an entry, None, or _STALE (a C field: Any to mypy).
+        last: EntryT | None = self._last
         if last is _STALE:
             self._refresh_last()
             last = self._last
@@ -474,7 +478,7 @@ class AbstractIndex(IndexState):
         except FileNotFoundError:
             pass
 
-    def raw_entry(self, slot: int) -> tuple:
+    def raw_entry(self, slot: int) -> EntryT:
         raise NotImplementedError  # defined by each entry format
 
     def sanity_check(self, log_size: int | None = None) -> None:
@@ -506,7 +510,7 @@ class AbstractIndex(IndexState):
         )
 
 
-class OffsetIndex(AbstractIndex):
+class OffsetIndex(AbstractIndex[OffsetPosition]):
     """Maps offsets to positions in the .log: entry (relativeOffset, position).
 
     ``lookup(offset)`` gives the largest indexed offset <= offset and the
@@ -597,7 +601,7 @@ class OffsetIndex(AbstractIndex):
                 )
 
 
-class TimeIndex(AbstractIndex):
+class TimeIndex(AbstractIndex[TimestampOffset]):
     """Maps timestamps to offsets: entry (timestamp, relativeOffset).
 
     An entry is appended only when its timestamp is larger than the last

@@ -22,6 +22,7 @@ import random
 import re
 import shutil
 import threading
+from collections.abc import Callable
 from time import perf_counter
 from typing import NamedTuple
 
@@ -118,6 +119,11 @@ _new_tuple = tuple.__new__
 
 
 class Log(LogState):
+    # What this log keeps in LogState's C fields (Any to the kernel's stub).
+    leader_epoch_cache: LeaderEpochFileCache
+    producer_state: ProducerStateManager
+    time_ms: Callable[[], int]
+
     def __init__(
         self,
         directory: str,

@@ -8,10 +8,14 @@ markers and the dump-log tool look inside a batch. They go through the codec
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kfast._ext.layout import CURRENT_MAGIC, MAGIC_OFFSET
 from kfast.records import RecordBatch, decode_message_set
+from kfast.storage.file_records import BytesLike
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 
 class Record(NamedTuple):
@@ -19,14 +23,14 @@ class Record(NamedTuple):
     timestamp: int
     key: bytes | None
     value: bytes | None
-    headers: list
+    headers: list[tuple[str, bytes | None]]
 
 
-def _bytes(value) -> bytes | None:
+def _bytes(value: Buffer | None) -> bytes | None:
     return None if value is None else bytes(value)
 
 
-def iter_records(batch_view) -> Iterator[Record]:
+def iter_records(batch_view: BytesLike) -> Iterator[Record]:
     """Records of one whole batch (``batch_view`` starts at its baseOffset),
     decompressed if needed; a legacy (magic 0/1) message is unwrapped. The
     codec raises CorruptRecordException on bad bytes."""
@@ -46,7 +50,9 @@ def iter_records(batch_view) -> Iterator[Record]:
         )
 
 
-def first_record_at_or_after(batch_view, timestamp: int, starting_offset: int):
+def first_record_at_or_after(
+    batch_view: BytesLike, timestamp: int, starting_offset: int
+) -> tuple[int, int] | None:
     """(timestamp, offset) of the first record of the batch with
     timestamp >= ``timestamp`` and offset >= ``starting_offset``, or None."""
     records = (
@@ -60,7 +66,7 @@ def first_record_at_or_after(batch_view, timestamp: int, starting_offset: int):
     return None
 
 
-def first_record_key_value(batch_view) -> tuple[bytes | None, bytes | None]:
+def first_record_key_value(batch_view: BytesLike) -> tuple[bytes | None, bytes | None]:
     """Key and value of a batch's first record (control batches hold one)."""
     for record in RecordBatch(batch_view, 0):
         return _bytes(record.key), _bytes(record.value)

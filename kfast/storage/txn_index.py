@@ -32,7 +32,7 @@ class AbortedTxn(NamedTuple):
 
 
 class TxnIndexSearchResult(NamedTuple):
-    aborted_transactions: list
+    aborted_transactions: list[AbortedTxn]
     # True when no later segment can hold an aborted txn overlapping the range.
     is_complete: bool
 
