@@ -38,6 +38,10 @@ from kfast.protocol.errors import (
 from kfast.storage.log import Log, LogAppendInfo
 from kfast.storage.segment import FetchDataInfo
 
+# The records of an append: a produce request's slice of its frame, a
+# follower's fetched bytes, a batch built by a coordinator.
+RecordsBuffer = bytes | bytearray | memoryview
+
 # Fetch and ListOffsets isolation levels.
 READ_UNCOMMITTED = 0
 READ_COMMITTED = 1
@@ -312,7 +316,7 @@ class Partition:
 
     # -- append / read ----------------------------------------------------------------
     def append_records_to_leader(
-        self, records: bytes | memoryview, origin: str, required_acks: int
+        self, records: RecordsBuffer, origin: str, required_acks: int
     ) -> tuple[LogAppendInfo, bool]:
         """Append as leader; returns (LogAppendInfo, high_watermark_moved)."""
         log = self.leader_log_or_raise()

@@ -31,7 +31,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from kfast.config import KafkaConfig
@@ -55,7 +55,7 @@ from kfast.server.delayed_produce import (
     PartitionProduceResult,
     ProducePartitionStatus,
 )
-from kfast.server.partition import READ_COMMITTED, Partition
+from kfast.server.partition import READ_COMMITTED, Partition, RecordsBuffer
 from kfast.server.replication_quota import ReplicationQuotaManager, parse_throttled_replicas
 from kfast.server.transaction_verification import check_verified, clear_after_append
 from kfast.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
@@ -348,7 +348,7 @@ class ReplicaManager:
         self,
         timeout_ms: int,
         required_acks: int,
-        entries: list[tuple[str, int, bytes | memoryview, PartitionProduceResult]],
+        entries: Sequence[tuple[str, int, RecordsBuffer, PartitionProduceResult]],
         origin: str = ORIGIN_CLIENT,
         verification_guards: dict[PartitionKey, VerificationGuard] | None = None,
     ) -> asyncio.Future[None] | None:

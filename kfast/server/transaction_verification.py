@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from kfast.controller.topics import TRANSACTION_STATE_TOPIC_NAME
 from kfast.coordinator.runtime import wall_clock_ms
@@ -51,6 +53,15 @@ from kfast.protocol import errors as E
 from kfast.protocol.constants import NO_LEADER
 from kfast.records import RecordBatch
 from kfast.server.broker_links import BrokerLinks, NoEndpoint
+from kfast.storage.log import Log
+from kfast.storage.producer_state import ProducerStateManager, VerificationGuard
+
+if TYPE_CHECKING:
+    from kfast.coordinator.transaction.runtime import TransactionCoordinatorRuntime
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.delayed_produce import PartitionProduceResult
+    from kfast.server.partition import RecordsBuffer
+    from kfast.server.replica_manager import PartitionKey
 
 logger = logging.getLogger(__name__)
 
@@ -84,11 +95,11 @@ class TransactionalWrite:
     def __init__(self, producer_id: int, producer_epoch: int, add_partitions: bool = False):
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
-        self.guards: dict[tuple[str, int], object] = {}
+        self.guards: dict[PartitionKey, VerificationGuard] = {}
         self.add_partitions = add_partitions
 
 
-def needs_verification(state, producer_id: int, producer_epoch: int) -> bool:
+def needs_verification(state: ProducerStateManager, producer_id: int, producer_epoch: int) -> bool:
     """A transactional write of (``producer_id``, ``producer_epoch``) to the
     partition of producer state ``state`` asks the coordinator first: no
     transaction of the producer is ongoing there at that epoch, and the
@@ -101,7 +112,9 @@ def needs_verification(state, producer_id: int, producer_epoch: int) -> bool:
 
 
 def start_verification(
-    broker, entries: list, produce_version: int = 0
+    broker: KafkaBroker,
+    entries: Sequence[tuple[str, int, RecordsBuffer, PartitionProduceResult]],
+    produce_version: int = 0,
 ) -> TransactionalWrite | None:
     """For each ``(topic, partition, records, response)`` holding a
     transactional batch whose producer has no transaction ongoing on the
@@ -109,7 +122,8 @@ def start_verification(
     state). None when nothing needs verifying. A partition that fails here
     (not hosted, not leader) is left for the append to answer."""
     write = None
-    now_ms = broker.replica_manager.time_ms()
+    replica_manager = broker.started_replica_manager()
+    now_ms = replica_manager.time_ms()
     for topic, index, records, _ in entries:
         header = RecordBatch(records)
         if not header.is_transactional or header.is_control:
@@ -124,7 +138,7 @@ def start_verification(
             raise E.InvalidPidMappingException(
                 "Transactional records contained more than one producer ID"
             )
-        partition = broker.replica_manager.get_partition(topic, index)
+        partition = replica_manager.get_partition(topic, index)
         if partition is None or not partition.is_leader:
             continue
         state = partition.log.producer_state
@@ -137,7 +151,7 @@ def start_verification(
     return write if write is not None and write.guards else None
 
 
-def check_verified(log, records, guard) -> None:
+def check_verified(log: Log, records: RecordsBuffer, guard: VerificationGuard | None) -> None:
     """At append time, under no await since the guard was handed out: a
     transactional data batch of a producer with no transaction ongoing here
     must carry the partition's current guard; and while a verification is
@@ -160,7 +174,7 @@ def check_verified(log, records, guard) -> None:
         )
 
 
-def clear_after_append(log, records) -> None:
+def clear_after_append(log: Log, records: RecordsBuffer) -> None:
     """A transactional batch or marker was written: the producer's
     verification, if any, is over (Kafka's UnifiedLog.updateProducers)."""
     states = log.producer_state.verification_states
@@ -175,15 +189,19 @@ class AddPartitionsToTxnManager:
     additions) to transaction coordinators (Kafka's AddPartitionsToTxnManager,
     without its batching across requests)."""
 
-    def __init__(self, broker):
+    def __init__(self, broker: KafkaBroker) -> None:
         self.broker = broker
         self._links = BrokerLinks(broker, "txn-verifier")
 
-    async def verify(self, transactional_id: str, write: TransactionalWrite) -> dict:
+    async def verify(
+        self, transactional_id: str, write: TransactionalWrite
+    ) -> dict[PartitionKey, int]:
         """{(topic, partition): error code} for every guarded partition."""
         partitions = list(write.guards)
         broker = self.broker
         image = broker.metadata_image
+        if image is None:  # not yet: verify() runs on a started broker
+            return dict.fromkeys(partitions, E.CoordinatorNotAvailableException.code)
         index = partition_for(
             transactional_id, broker.config["transaction.state.log.num.partitions"]
         )
@@ -191,8 +209,8 @@ class AddPartitionsToTxnManager:
         leader = NO_LEADER if registration is None else registration.leader
         if leader == NO_LEADER:
             return dict.fromkeys(partitions, E.CoordinatorNotAvailableException.code)
-        if leader == broker.node_id:
-            runtime = broker.transaction_coordinator
+        runtime = broker.transaction_coordinator
+        if leader == broker.node_id and runtime is not None:  # None: not started yet
             code = runtime.check_coordinator(transactional_id)
             if code:
                 return dict.fromkeys(partitions, code)
@@ -207,11 +225,19 @@ class AddPartitionsToTxnManager:
 
     @staticmethod
     async def _add_here(
-        runtime, transactional_id: str, write: TransactionalWrite, partitions: list
+        runtime: TransactionCoordinatorRuntime,
+        transactional_id: str,
+        write: TransactionalWrite,
+        partitions: list[PartitionKey],
     ) -> int:
         """The coordinator on this broker adds ``partitions`` (transaction
         version 2); its one error code once the Ongoing record is written."""
-        future = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+        def reply(code: object) -> None:
+            if not future.done():
+                future.set_result(code)
+
         runtime.run(
             runtime.coordinator.handle_add_partitions(
                 transactional_id,
@@ -221,13 +247,19 @@ class AddPartitionsToTxnManager:
                 wall_clock_ms(),
                 TV_2,
             ),
-            lambda code: future.done() or future.set_result(code),
+            reply,
         )
-        return await future
+        code = await future
+        assert isinstance(code, int)  # handle_add_partitions answers an error code
+        return code
 
     async def _ask(
-        self, leader: int, transactional_id: str, write: TransactionalWrite, partitions: list
-    ) -> dict:
+        self,
+        leader: int,
+        transactional_id: str,
+        write: TransactionalWrite,
+        partitions: list[PartitionKey],
+    ) -> dict[PartitionKey, int]:
         by_topic: dict[str, list[int]] = {}
         for topic, index in partitions:
             by_topic.setdefault(topic, []).append(index)

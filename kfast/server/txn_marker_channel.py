@@ -40,12 +40,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
+from kfast.coordinator.transaction.results import TxnMarkers
 from kfast.protocol import WriteTxnMarkersRequest
 from kfast.protocol import errors as E
 from kfast.protocol.constants import NO_LEADER
 from kfast.server.broker_links import BrokerLinks, NoEndpoint
-from kfast.server.write_txn_markers_apis import start_markers, write_markers
+from kfast.server.write_txn_markers_apis import MarkerWrite, start_markers, write_markers
+
+if TYPE_CHECKING:
+    from kfast.coordinator.transaction.runtime import TransactionCoordinatorRuntime
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.replica_manager import PartitionKey
 
 logger = logging.getLogger(__name__)
 
@@ -75,13 +83,20 @@ class TransactionMarkerChannelManager:
     """``broker``: the KafkaBroker (its metadata image, endpoints and
     ``transaction_coordinator`` runtime are read at each use)."""
 
-    def __init__(self, broker):
+    def __init__(self, broker: KafkaBroker) -> None:
         self.broker = broker
         self._links = BrokerLinks(broker, "txn-marker-sender")
-        self._deliveries: set[asyncio.Task] = set()
+        self._deliveries: set[asyncio.Task[None]] = set()
         self._stopped = False
 
-    def send(self, markers) -> None:
+    def _runtime(self) -> TransactionCoordinatorRuntime:
+        # Created after this channel (it is given our send), before any marker.
+        runtime = self.broker.transaction_coordinator
+        if runtime is None:
+            raise RuntimeError("transaction markers before the transaction coordinator")
+        return runtime
+
+    def send(self, markers: TxnMarkers) -> None:
         """Deliver ``markers`` (a TxnMarkers): this broker's partitions at
         once, the rest (and any retry) in the background."""
         if self._stopped:
@@ -113,15 +128,17 @@ class TransactionMarkerChannelManager:
         self._deliveries.add(task)
         task.add_done_callback(self._delivered)
 
-    def _delivered(self, task: asyncio.Task) -> None:
+    def _delivered(self, task: asyncio.Task[None]) -> None:
         self._deliveries.discard(task)
         if not task.cancelled() and task.exception() is not None:
             logger.error("delivering transaction markers failed", exc_info=task.exception())
 
-    async def _deliver(self, markers, remaining: set, first=None) -> None:
+    async def _deliver(
+        self, markers: TxnMarkers, remaining: set[PartitionKey], first: MarkerWrite | None = None
+    ) -> None:
         """Write ``remaining`` until each is done; ``first``: a MarkerWrite
         to this broker's partitions already appended, still waiting."""
-        runtime = self.broker.transaction_coordinator
+        runtime = self._runtime()
         backoff_ms = RETRY_BACKOFF_MS
         while remaining and not self._stopped and runtime.markers_wanted(markers):
             done, by_leader = self._route(remaining)
@@ -146,12 +163,18 @@ class TransactionMarkerChannelManager:
             await asyncio.sleep(backoff_ms / 1000)
             backoff_ms = min(backoff_ms * 2, MAX_RETRY_BACKOFF_MS)
 
-    def _round_done(self, markers, remaining: set, answers) -> bool:
+    def _round_done(
+        self,
+        markers: TxnMarkers,
+        remaining: set[PartitionKey],
+        answers: Iterable[Mapping[PartitionKey, int]],
+    ) -> bool:
         """Take one round's per-partition answers: the written (or given
         up) partitions leave ``remaining`` and go to the coordinator.
         False when the delivery is over (fenced, stopped, unwanted)."""
-        runtime = self.broker.transaction_coordinator
-        done, fenced = set(), False
+        runtime = self._runtime()
+        done: set[PartitionKey] = set()
+        fenced = False
         for results in answers:
             for topic_partition, code in results.items():
                 if code in _DONE:
@@ -181,16 +204,23 @@ class TransactionMarkerChannelManager:
         return True
 
     @staticmethod
-    async def _finish(write) -> dict:
-        await write.waiting
+    async def _finish(write: MarkerWrite) -> dict[PartitionKey, int]:
+        waiting = write.waiting
+        if waiting is not None:  # a write that waits is the only kind finished here
+            await waiting
         return write.finish()
 
-    def _route(self, partitions) -> tuple[set, dict[int, list]]:
+    def _route(
+        self, partitions: Iterable[PartitionKey]
+    ) -> tuple[set[PartitionKey], dict[int, list[PartitionKey]]]:
         """(partitions done without a write, the rest by leader). A
         partition whose topic is gone counts as done; one without a live
         leader waits for the next round."""
         image = self.broker.metadata_image
-        done, by_leader = set(), {}
+        if image is None:
+            raise RuntimeError("transaction markers before the first metadata image")
+        done: set[PartitionKey] = set()
+        by_leader: dict[int, list[PartitionKey]] = {}
         for topic_partition in partitions:
             registration = image.partition(*topic_partition)
             if registration is None:
@@ -200,7 +230,9 @@ class TransactionMarkerChannelManager:
                 by_leader.setdefault(registration.leader, []).append(topic_partition)
         return done, by_leader
 
-    async def _write(self, markers, leader: int, partitions: list) -> dict:
+    async def _write(
+        self, markers: TxnMarkers, leader: int, partitions: list[PartitionKey]
+    ) -> dict[PartitionKey, int]:
         """Per-partition error codes of one leader's write."""
         if leader == self.broker.node_id:
             try:
