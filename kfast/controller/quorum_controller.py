@@ -26,7 +26,8 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypedDict, TypeVar
 
 from kfast.config import KafkaConfig
 from kfast.controller.acl_control import AclControlManager
@@ -48,6 +49,7 @@ from kfast.controller.metadata.image import (
     Endpoint,
     MetadataDelta,
     MetadataImage,
+    QuotaEntity,
     TopicImage,
 )
 from kfast.controller.metadata.records import (
@@ -57,6 +59,7 @@ from kfast.controller.metadata.records import (
     ConfigRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
+    MetadataRecord,
     NoOpRecord,
     PartitionChangeRecord,
     PartitionRecord,
@@ -72,8 +75,10 @@ from kfast.controller.metadata.records import (
 )
 from kfast.controller.producer_id_control import ProducerIdControlManager
 from kfast.controller.replication_control import (
+    AlterPartitionResult,
     AlterPartitionTopic,
     CreatedTopic,
+    PartitionErrors,
     ReplicationControlManager,
     TopicSpec,
 )
@@ -86,6 +91,7 @@ from kfast.protocol.constants import (
     CONFIG_RESOURCE_GROUP,
     CONFIG_RESOURCE_TOPIC,
 )
+from kfast.security.acl import Acl, AclFilter
 
 logger = logging.getLogger(__name__)
 
@@ -101,19 +107,34 @@ _CLUSTER_RECORDS = (
 MetadataCallback = Callable[[MetadataDelta, MetadataImage], None]
 
 
+T = TypeVar("T")
+
+
+class QuorumView(TypedDict):
+    """DescribeQuorum's view of the metadata partition: voters and
+    observers as (node id, log end offset, last fetch time in ms since the
+    epoch), -1 where unknown."""
+
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: list[tuple[int, int, int]]
+    observers: list[tuple[int, int, int]]
+
+
 class _DeltaBuilder:
     """What one commit changed, collected while its records are replayed."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.changed_topics: set[str] = set()
         self.deleted_topics: dict[str, TopicImage] = {}
         self.changed_topic_configs: set[str] = set()
         self.changed_broker_configs: set[str] = set()
         self.changed_group_configs: set[str] = set()
         self.changed_brokers: set[int] = set()
-        self.changed_acls: dict = {}
+        self.changed_acls: dict[uuid.UUID, Acl | None] = {}
         self.changed_scram = False
-        self.changed_client_quotas: set[tuple] = set()
+        self.changed_client_quotas: set[QuotaEntity] = set()
 
 
 class QuorumController(abc.ABC):
@@ -148,7 +169,7 @@ class QuorumController(abc.ABC):
         # those it replays), for the metrics endpoint.
         self.stats = ControllerStats()
 
-    def bootstrap_records(self) -> list:
+    def bootstrap_records(self) -> list[MetadataRecord]:
         """The records the first active controller commits into an empty log."""
         if self._bootstrap_file_records is not None:
             return list(self._bootstrap_file_records)
@@ -220,7 +241,9 @@ class QuorumController(abc.ABC):
             callback(self.full_delta(), self.image)
 
     # -- commit and replay -----------------------------------------------------------------
-    async def _run(self, operation: Callable[[], ControllerResult], validate_only: bool = False):
+    async def _run(
+        self, operation: Callable[[], ControllerResult[T]], validate_only: bool = False
+    ) -> T:
         """Run one operation against the current state; commit its records
         unless ``validate_only``. Returns the operation's response."""
         async with self._lock:
@@ -242,11 +265,11 @@ class QuorumController(abc.ABC):
             return result.response
 
     @abc.abstractmethod
-    async def _commit(self, records: list, notify: bool = True) -> None:
+    async def _commit(self, records: list[MetadataRecord], notify: bool = True) -> None:
         """Make ``records`` durable in the metadata log as one batch and
         replay them (``_replay`` then ``_publish``) before returning."""
 
-    def _replay(self, record, offset: int, delta: _DeltaBuilder) -> None:
+    def _replay(self, record: MetadataRecord, offset: int, delta: _DeltaBuilder) -> None:
         if isinstance(record, _TOPIC_RECORDS):
             if isinstance(record, RemoveTopicRecord):
                 topic = self.replication_control.topics.get(record.topic_id)
@@ -366,7 +389,7 @@ class QuorumController(abc.ABC):
     def _log_end_offset(self) -> int: ...
 
     @abc.abstractmethod
-    def quorum_state(self) -> dict:
+    def quorum_state(self) -> QuorumView:
         """DescribeQuorum's view: leader, epoch, high watermark, and (node id,
         log end offset, last fetch time in ms since the epoch) of every voter
         and observer."""
@@ -383,12 +406,12 @@ class QuorumController(abc.ABC):
         incarnation_id: uuid.UUID,
         listeners: list[Endpoint],
         rack: str | None,
-        features=((METADATA_VERSION, 1, METADATA_VERSION_LEVEL),),
+        features: Iterable[tuple[str, int, int]] = ((METADATA_VERSION, 1, METADATA_VERSION_LEVEL),),
     ) -> int:
         """Register (or re-register) a broker; returns its new broker epoch.
         ``features``: (name, min, max) levels the broker supports."""
 
-        def operation():
+        def operation() -> ControllerResult[int]:
             result = self.cluster_control.register_broker(
                 broker_id,
                 incarnation_id,
@@ -412,7 +435,7 @@ class QuorumController(abc.ABC):
         """Remove a broker's registration; its leaderships and ISR places go
         first, as when it is fenced (Kafka's handleBrokerUnregistered)."""
 
-        def operation():
+        def operation() -> ControllerResult[None]:
             result = self.cluster_control.unregister_broker(broker_id)
             return ControllerResult(
                 None, self.replication_control.broker_fenced(broker_id) + result.records
@@ -424,20 +447,18 @@ class QuorumController(abc.ABC):
         """Take a broker out of service: FenceBrokerRecord plus the
         leadership and ISR changes of its partitions."""
 
-        def operation():
-            result = self.cluster_control.fence_broker(broker_id)
-            if not result.records:
-                return result
-            return ControllerResult(
-                None, result.records + self.replication_control.broker_fenced(broker_id)
-            )
+        def operation() -> ControllerResult[None]:
+            records = self.cluster_control.fence_broker(broker_id).records
+            if records:  # not fenced yet
+                records = records + self.replication_control.broker_fenced(broker_id)
+            return ControllerResult(None, records)
 
         await self._run(operation)
 
     async def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
         """A block of producer ids for ``broker_id``: (first id, count)."""
 
-        def operation():
+        def operation() -> ControllerResult[tuple[int, int]]:
             registration = self.cluster_control.brokers.get(broker_id)
             epoch = registration.epoch if registration is not None else -1
             return self.producer_id_control.generate_next_producer_id(broker_id, epoch)
@@ -472,20 +493,23 @@ class QuorumController(abc.ABC):
         results = await self.create_topics(specs)
         return {r.name: (r.error.code if r.error is not None else 0) for r in results}
 
-    async def delete_topics(self, names: list[str | None], topic_ids: list[uuid.UUID]) -> list:
+    async def delete_topics(
+        self, names: list[str | None], topic_ids: list[uuid.UUID]
+    ) -> list[tuple[str | None, uuid.UUID, errors.KafkaError | None]]:
         """(name, topic_id, KafkaError | None) per entry."""
         return await self._run(lambda: self.replication_control.delete_topics(names, topic_ids))
 
     async def create_partitions(
         self, topics: list[tuple[str, int, list[list[int]] | None]], validate_only: bool = False
-    ) -> list:
+    ) -> list[errors.KafkaError | None]:
         """topics: (name, new total count, assignments); KafkaError | None per topic."""
 
-        def operation():
+        def operation() -> ControllerResult[list[errors.KafkaError | None]]:
             counts: dict[str, int] = {}
             for name, _, _ in topics:
                 counts[name] = counts.get(name, 0) + 1
-            results, records = [], []
+            results: list[errors.KafkaError | None] = []
+            records: list[MetadataRecord] = []
             for name, count, assignments in topics:
                 try:
                     if counts[name] > 1:
@@ -505,15 +529,19 @@ class QuorumController(abc.ABC):
 
         return await self._run(operation, validate_only)
 
-    async def elect_leaders(self, election_type: int, partitions) -> dict:
+    async def elect_leaders(
+        self, election_type: int, partitions: Iterable[tuple[str, int]] | None
+    ) -> PartitionErrors:
         """{(topic, partition): KafkaError | None}; ``partitions`` None = all."""
         return await self._run(
             lambda: self.replication_control.elect_leaders(election_type, partitions)
         )
 
     async def alter_partition_reassignments(
-        self, requests, allow_replication_factor_change=True
-    ) -> dict:
+        self,
+        requests: Iterable[tuple[str, int, Sequence[int] | None]],
+        allow_replication_factor_change: bool = True,
+    ) -> PartitionErrors:
         """requests: (topic, index, target replicas | None); {(topic, index): KafkaError | None}."""
         return await self._run(
             lambda: self.replication_control.alter_partition_reassignments(
@@ -523,7 +551,7 @@ class QuorumController(abc.ABC):
 
     async def alter_partition(
         self, broker_id: int, broker_epoch: int, topics: list[AlterPartitionTopic], version: int = 3
-    ) -> list:
+    ) -> list[list[AlterPartitionResult]]:
         """A partition leader's ISR change; per topic, a list of
         AlterPartitionResult (ReplicationControlManager.alter_partition)."""
         return await self._run(
@@ -534,7 +562,7 @@ class QuorumController(abc.ABC):
 
     async def update_features(
         self, updates: list[tuple[str, int, int]], validate_only: bool = False
-    ) -> dict:
+    ) -> dict[str, errors.KafkaError | None]:
         """(feature, max level, upgrade type) triples; {feature: KafkaError | None}."""
         return await self._run(
             lambda: self.feature_control.update_features(
@@ -548,33 +576,49 @@ class QuorumController(abc.ABC):
         return 0
 
     # -- ACLs ------------------------------------------------------------------------------------
-    async def create_acls(self, acls: list) -> list:
+    async def create_acls(self, acls: list[Acl]) -> list[errors.KafkaError | None]:
         """KafkaError | None per ACL (AclControlManager.create_acls)."""
         return await self._run(lambda: self.acl_control.create_acls(acls))
 
-    async def delete_acls(self, filters: list) -> list:
+    async def delete_acls(
+        self, filters: list[AclFilter]
+    ) -> list[tuple[errors.KafkaError | None, list[Acl]]]:
         """(KafkaError | None, [deleted Acl]) per filter."""
         return await self._run(lambda: self.acl_control.delete_acls(filters))
 
     # -- SCRAM credentials ---------------------------------------------------------------------
-    async def alter_user_scram_credentials(self, deletions: list, upsertions: list) -> list:
+    async def alter_user_scram_credentials(
+        self,
+        deletions: list[tuple[str, int]],
+        upsertions: list[tuple[str, int, int, bytes, bytes]],
+    ) -> list[tuple[str, errors.KafkaError | None]]:
         """[(user, KafkaError | None)] (ScramControlManager.alter_credentials)."""
         return await self._run(lambda: self.scram_control.alter_credentials(deletions, upsertions))
 
     # -- configs -------------------------------------------------------------------------------
-    async def incremental_alter_configs(self, changes: list, validate_only: bool = False) -> list:
+    async def incremental_alter_configs(
+        self,
+        changes: list[tuple[int, str, list[tuple[str, int, str | None]]]],
+        validate_only: bool = False,
+    ) -> list[errors.KafkaError | None]:
         """changes: (resource type, name, [(key, op, value)]); KafkaError | None each."""
         return await self._run(
             lambda: self.configuration_control.incremental_alter_configs(changes), validate_only
         )
 
-    async def alter_client_quotas(self, alterations: list, validate_only: bool = False) -> list:
+    async def alter_client_quotas(
+        self,
+        alterations: list[tuple[list[tuple[str, str | None]], list[tuple[str, float | None]]]],
+        validate_only: bool = False,
+    ) -> list[errors.KafkaError | None]:
         """alterations: (entity pairs, [(key, value or None)]); KafkaError | None each."""
         return await self._run(
             lambda: self.client_quota_control.alter_client_quotas(alterations), validate_only
         )
 
-    async def legacy_alter_configs(self, changes: list, validate_only: bool = False) -> list:
+    async def legacy_alter_configs(
+        self, changes: list[tuple[int, str, Mapping[str, str | None]]], validate_only: bool = False
+    ) -> list[errors.KafkaError | None]:
         """changes: (resource type, name, {key: value}); KafkaError | None each."""
         return await self._run(
             lambda: self.configuration_control.legacy_alter_configs(changes), validate_only

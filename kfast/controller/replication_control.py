@@ -18,11 +18,12 @@ from __future__ import annotations
 
 import logging
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from kfast.config import ConfigException, LogConfig
+from kfast.controller.cluster_control import ClusterControlManager
 from kfast.controller.controller_result import (
     MAX_RECORDS_PER_USER_OP,
     ControllerResult,
@@ -31,24 +32,27 @@ from kfast.controller.controller_result import (
 from kfast.controller.metadata.image import PartitionRegistration, TopicImage
 from kfast.controller.metadata.records import (
     ConfigRecord,
+    MetadataRecord,
     PartitionChangeRecord,
     PartitionRecord,
     RemoveTopicRecord,
     TopicRecord,
 )
 from kfast.controller.placement import place_replicas
-from kfast.controller.topics import (
-    CLUSTER_METADATA_TOPIC_NAME,
-    unify_collision_chars,
-    validate_topic_name,
-)
+from kfast.controller.topics import unify_collision_chars, validate_topic_name
 from kfast.protocol import errors
 from kfast.protocol.constants import CONFIG_RESOURCE_TOPIC, NO_LEADER, ZERO_UUID
+from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME
 
 logger = logging.getLogger(__name__)
 
 # PartitionChangeRecord.leader: -2 means "leader unchanged".
 NO_LEADER_CHANGE = -2
+# What the topic operations answer: per (topic, partition), an error or None.
+PartitionErrors = dict[tuple[str, int], errors.KafkaError | None]
+# Places replicas: (live brokers, partition count, replication factor, racks,
+# start_partition=...) -> replica lists (kfast.controller.placement).
+Placement = Callable[..., list[list[int]]]
 # ElectLeaders election types (Kafka's ElectionType).
 ELECTION_PREFERRED, ELECTION_UNCLEAN = 0, 1
 # Kafka's LeaderRecoveryState (KIP-704). kfast's elections never leave a
@@ -128,9 +132,9 @@ class ReplicationControlManager:
 
     def __init__(
         self,
-        cluster,
+        cluster: ClusterControlManager,
         defaults: Callable[[], tuple[int, int]],
-        placement: Callable = place_replicas,
+        placement: Placement = place_replicas,
         unclean_election_enabled: Callable[[str], bool] = lambda topic: False,
     ):
         self.cluster = cluster
@@ -155,7 +159,7 @@ class ReplicationControlManager:
     # -- CreateTopics --------------------------------------------------------------
     def create_topics(
         self, specs: list[TopicSpec], new_topic_id: Callable[[], uuid.UUID] = uuid.uuid4
-    ) -> ControllerResult:
+    ) -> ControllerResult[list[CreatedTopic]]:
         """Response: one CreatedTopic per spec, in order. Names repeated in
         one request fail with INVALID_REQUEST (all their occurrences). A
         request for more than MAX_RECORDS_PER_USER_OP partitions, or whose
@@ -164,7 +168,8 @@ class ReplicationControlManager:
         seen: dict[str, int] = {}
         for spec in specs:
             seen[spec.name] = seen.get(spec.name, 0) + 1
-        results, records = [], []
+        results: list[CreatedTopic] = []
+        records: list[MetadataRecord] = []
         planned: set[str] = set()
         for spec in specs:
             if seen[spec.name] > 1:
@@ -200,7 +205,9 @@ class ReplicationControlManager:
                 "Excessively large number of partitions per request."
             )
 
-    def _create_topic(self, spec: TopicSpec, planned: set[str], new_topic_id):
+    def _create_topic(
+        self, spec: TopicSpec, planned: set[str], new_topic_id: Callable[[], uuid.UUID]
+    ) -> tuple[CreatedTopic, list[MetadataRecord]]:
         name = spec.name
         validate_topic_name(name)
         if name == CLUSTER_METADATA_TOPIC_NAME:
@@ -256,18 +263,19 @@ class ReplicationControlManager:
             assignment = self.placement(
                 self.cluster.active_brokers(), partitions, rf, self.cluster.racks()
             )
-        configs = dict(spec.configs or {})
-        for key, value in configs.items():
+        configs: dict[str, str] = {}
+        for key, value in (spec.configs or {}).items():
             if value is None:
                 raise errors.InvalidRequestException(
                     f"Null value not supported for topic configs: {key}"
                 )
+            configs[key] = value
         try:
             LogConfig.validate(configs)
         except ConfigException as exc:
             raise errors.InvalidConfigurationException(str(exc)) from None
         topic_id = new_topic_id()
-        records = [
+        records: list[MetadataRecord] = [
             ConfigRecord(
                 resource_type=CONFIG_RESOURCE_TOPIC, resource_name=name, name=key, value=value
             )
@@ -296,7 +304,9 @@ class ReplicationControlManager:
                 )
         return replicas
 
-    def _new_partition_record(self, topic_id: uuid.UUID, index: int, replicas: list[int]):
+    def _new_partition_record(
+        self, topic_id: uuid.UUID, index: int, replicas: list[int]
+    ) -> PartitionRecord:
         isr = [r for r in replicas if self.cluster.is_active(r)]
         if not isr:
             raise errors.InvalidReplicationFactorException(
@@ -315,10 +325,11 @@ class ReplicationControlManager:
     # -- DeleteTopics --------------------------------------------------------------
     def delete_topics(
         self, names: list[str | None], topic_ids: list[uuid.UUID]
-    ) -> ControllerResult:
+    ) -> ControllerResult[list[tuple[str | None, uuid.UUID, errors.KafkaError | None]]]:
         """``names[i]`` or ``topic_ids[i]`` (the other None / ZERO_UUID)
         names the i-th topic. Response: (name, topic_id, error) per entry."""
-        results, records = [], []
+        results: list[tuple[str | None, uuid.UUID, errors.KafkaError | None]] = []
+        records: list[MetadataRecord] = []
         name_counts: dict[str, int] = {}
         id_counts: dict[uuid.UUID, int] = {}
         for name, topic_id in zip(names, topic_ids):
@@ -328,7 +339,7 @@ class ReplicationControlManager:
                 id_counts[topic_id] = id_counts.get(topic_id, 0) + 1
         removed: set[uuid.UUID] = set()
         for name, topic_id in zip(names, topic_ids):
-            error = None
+            error: errors.KafkaError | None = None
             if name is not None and topic_id != ZERO_UUID:
                 error = errors.InvalidRequestException(
                     "You may not specify both topic name and topic id."
@@ -364,7 +375,7 @@ class ReplicationControlManager:
     # -- CreatePartitions ----------------------------------------------------------
     def create_partitions(
         self, name: str, count: int, assignments: list[list[int]] | None
-    ) -> ControllerResult:
+    ) -> ControllerResult[None]:
         """Response: None on success (raises the topic's KafkaError)."""
         topic = self.topic(name)
         if topic is None:
@@ -390,8 +401,8 @@ class ReplicationControlManager:
                     f"{len(assignments)} assignment(s) were specified."
                 )
             placed = []
-            for replicas in assignments:
-                replicas = self._check_assignment(list(replicas))
+            for assigned in assignments:
+                replicas = self._check_assignment(list(assigned))
                 if len(replicas) != rf:
                     raise errors.InvalidReplicaAssignmentException(
                         f"The manual partition assignment includes a partition with "
@@ -407,20 +418,23 @@ class ReplicationControlManager:
                 self.cluster.racks(),
                 start_partition=current,
             )
-        records = [
+        records: list[MetadataRecord] = [
             self._new_partition_record(topic.topic_id, current + i, replicas)
             for i, replicas in enumerate(placed)
         ]
         return ControllerResult(None, records)
 
     # -- ElectLeaders --------------------------------------------------------------
-    def elect_leaders(self, election_type: int, partitions) -> ControllerResult:
+    def elect_leaders(
+        self, election_type: int, partitions: Iterable[tuple[str, int]] | None
+    ) -> ControllerResult[PartitionErrors]:
         """Preferred (0) or unclean (1) election for ``partitions``
         ((topic, index) pairs; None = every partition). Response:
         {(topic, index): KafkaError | None}."""
         if partitions is None:
             partitions = [(t.name, i) for t in self.topics.values() for i in sorted(t.partitions)]
-        results, records = {}, []
+        results: PartitionErrors = {}
+        records: list[MetadataRecord] = []
         for name, index in partitions:
             topic = self.topic(name)
             if topic is None or index not in topic.partitions:
@@ -478,8 +492,10 @@ class ReplicationControlManager:
 
     # -- partition reassignments -----------------------------------------------------
     def alter_partition_reassignments(
-        self, requests, allow_replication_factor_change=True
-    ) -> ControllerResult:
+        self,
+        requests: Iterable[tuple[str, int, Sequence[int] | None]],
+        allow_replication_factor_change: bool = True,
+    ) -> ControllerResult[PartitionErrors]:
         """requests: (topic, index, target replicas or None to cancel).
         Response: {(topic, index): KafkaError | None}.
 
@@ -487,7 +503,8 @@ class ReplicationControlManager:
         once; one that adds replicas stays pending (replicas = target + the
         ones being removed, with adding/removing recorded) until the new
         replicas join the ISR -- follower replication finishes it."""
-        results, records = {}, []
+        results: PartitionErrors = {}
+        records: list[MetadataRecord] = []
         for name, index, target in requests:
             try:
                 topic = self.topic(name)
@@ -496,6 +513,7 @@ class ReplicationControlManager:
                         f"Unable to find partition {name}-{index}."
                     )
                 registration = topic.partitions[index]
+                change: PartitionChangeRecord | None
                 if target is None:
                     change = self._cancel_reassignment(topic, index, registration)
                 else:
@@ -513,10 +531,10 @@ class ReplicationControlManager:
         self,
         topic: TopicControlInfo,
         index: int,
-        registration,
+        registration: PartitionRegistration,
         target: list[int],
         allow_replication_factor_change: bool,
-    ):
+    ) -> PartitionChangeRecord | None:
         self._check_assignment(target)
         original = [r for r in registration.replicas if r not in registration.adding_replicas]
         if not allow_replication_factor_change and len(target) != len(original):
@@ -544,7 +562,9 @@ class ReplicationControlManager:
         change.removing_replicas = removing
         return change
 
-    def _cancel_reassignment(self, topic: TopicControlInfo, index: int, registration):
+    def _cancel_reassignment(
+        self, topic: TopicControlInfo, index: int, registration: PartitionRegistration
+    ) -> PartitionChangeRecord:
         if not registration.adding_replicas and not registration.removing_replicas:
             raise errors.NoReassignmentInProgressException(
                 f"Unable to find an ongoing reassignment for {topic.name}-{index}."
@@ -571,7 +591,7 @@ class ReplicationControlManager:
         broker_epoch: int,
         topics: Sequence[AlterPartitionTopic],
         version: int = 3,
-    ) -> ControllerResult:
+    ) -> ControllerResult[list[list[AlterPartitionResult]]]:
         """A partition leader's ISR shrink or expansion (Kafka's
         ReplicationControlManager.alterPartition); ``version`` is the
         request's, which decides how topics are named and which error codes
@@ -594,12 +614,17 @@ class ReplicationControlManager:
             raise errors.StaleBrokerEpochException(
                 f"Expected broker epoch {registered_epoch}, but got broker epoch {broker_epoch}"
             )
-        results, records = [], []
+        results: list[list[AlterPartitionResult]] = []
+        records: list[MetadataRecord] = []
         for entry in topics:
-            topic_id = entry.topic_id if version > 1 else self.topics_by_name.get(entry.topic_name)
-            topic = self.topics.get(topic_id)
+            if version > 1:
+                topic_id = entry.topic_id
+            else:
+                name = entry.topic_name
+                topic_id = None if name is None else self.topics_by_name.get(name)
+            topic = None if topic_id is None else self.topics.get(topic_id)
             if topic is None:
-                error = (
+                error: errors.KafkaError | None = (
                     errors.UnknownTopicIdException()
                     if version > 1
                     else errors.UnknownTopicOrPartitionException()
@@ -608,14 +633,20 @@ class ReplicationControlManager:
                     [AlterPartitionResult(p.partition_index, error) for p in entry.partitions]
                 )
                 continue
-            partition_results = []
+            partition_results: list[AlterPartitionResult] = []
             for data in entry.partitions:
                 index = data.partition_index
                 registration = topic.partitions.get(index)
-                error = self._validate_alter_partition(
-                    broker_id, topic, registration, data, version
+                error = (
+                    errors.UnknownTopicOrPartitionException(
+                        f"Unknown partition {topic.name}-{index}."
+                    )
+                    if registration is None
+                    else self._validate_alter_partition(
+                        broker_id, topic, registration, data, version
+                    )
                 )
-                if error is not None:
+                if registration is None or error is not None:
                     partition_results.append(AlterPartitionResult(index, error))
                     continue
                 change = self._isr_change(
@@ -650,14 +681,13 @@ class ReplicationControlManager:
         self,
         broker_id: int,
         topic: TopicControlInfo,
-        registration: PartitionRegistration | None,
+        registration: PartitionRegistration,
         data: AlterPartitionData,
         version: int,
     ) -> errors.KafkaError | None:
-        """Kafka's validateAlterPartitionData: the first rule broken, or None."""
+        """Kafka's validateAlterPartitionData (of an existing partition): the
+        first rule broken, or None."""
         name = f"{topic.name}-{data.partition_index}"
-        if registration is None:
-            return errors.UnknownTopicOrPartitionException(f"Unknown partition {name}.")
         # A leader that knows a newer epoch than this controller has heard
         # from a newer controller: NOT_CONTROLLER sends it looking for it.
         if (
@@ -790,7 +820,7 @@ class ReplicationControlManager:
         self,
         topic_name: str,
         registration: PartitionRegistration,
-        isr,
+        isr: Sequence[int],
         excluded: int | None = None,
         also_active: int | None = None,
     ) -> int:
@@ -810,7 +840,7 @@ class ReplicationControlManager:
                     return replica
         return NO_LEADER
 
-    def count_elections(self, records) -> tuple[int, int]:
+    def count_elections(self, records: Iterable[MetadataRecord]) -> tuple[int, int]:
         """(elections, unclean elections) among ``records`` this controller
         is about to commit: PartitionChangeRecords giving a partition a
         leader other than its current one. Unclean as Kafka's
@@ -834,7 +864,7 @@ class ReplicationControlManager:
         assignment) although it is in sync and active: what a preferred
         election would move (Kafka's imbalancedPartitions), at most
         ``limit`` of them (maxElectionsPerImbalance)."""
-        found = []
+        found: list[tuple[str, int]] = []
         for topic in self.topics.values():
             for index, registration in sorted(topic.partitions.items()):
                 preferred = registration.replicas[0] if registration.replicas else NO_LEADER
@@ -856,7 +886,9 @@ class ReplicationControlManager:
             if registration.leader == broker_id
         )
 
-    def _partitions_of(self, broker_id: int):
+    def _partitions_of(
+        self, broker_id: int
+    ) -> list[tuple[TopicControlInfo, int, PartitionRegistration]]:
         """(topic, index, registration) of the partitions ``broker_id`` is a
         replica of, by topic name and index."""
         found = [
@@ -866,7 +898,13 @@ class ReplicationControlManager:
         found.sort(key=lambda entry: (entry[0].name, entry[1]))
         return [(topic, index, topic.partitions[index]) for topic, index in found]
 
-    def _index_replicas(self, topic_id: uuid.UUID, index: int, old, new) -> None:
+    def _index_replicas(
+        self,
+        topic_id: uuid.UUID,
+        index: int,
+        old: PartitionRegistration | None,
+        new: PartitionRegistration | None,
+    ) -> None:
         if old is not None and new is not None and old.replicas == new.replicas:
             return  # most changes: a leader or an ISR, not the replicas
         key = (topic_id, index)
@@ -878,12 +916,12 @@ class ReplicationControlManager:
         for broker_id in new.replicas if new else ():
             self._replica_partitions.setdefault(broker_id, set()).add(key)
 
-    def broker_fenced(self, broker_id: int) -> list:
+    def broker_fenced(self, broker_id: int) -> list[MetadataRecord]:
         """PartitionChangeRecords for a broker leaving service: it leaves
         every ISR (except as the last member: without eligible leader
         replicas the ISR never becomes empty) and its leaderships move to
         another in-sync replica, or to no leader."""
-        records = []
+        records: list[MetadataRecord] = []
         for topic, index, registration in self._partitions_of(broker_id):
             if broker_id not in registration.isr and registration.leader != broker_id:
                 continue
@@ -903,13 +941,13 @@ class ReplicationControlManager:
                 records.append(change)
         return records
 
-    def broker_unfenced(self, broker_id: int) -> list:
+    def broker_unfenced(self, broker_id: int) -> list[MetadataRecord]:
         """PartitionChangeRecords electing a returning broker where a
         partition it is a replica of has no leader: if it is in sync, or
         -- unclean.leader.election.enable for the topic -- if no in-sync
         replica is alive (its ISR becomes just the new leader, and what
         only the lost replicas had is gone, as Kafka documents)."""
-        records = []
+        records: list[MetadataRecord] = []
         for topic, index, registration in self._partitions_of(broker_id):
             if registration.leader != NO_LEADER:
                 continue
@@ -927,7 +965,9 @@ class ReplicationControlManager:
         return records
 
     # -- replay --------------------------------------------------------------------
-    def replay(self, record) -> tuple[str, str] | None:
+    def replay(
+        self, record: TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord
+    ) -> tuple[str, str]:
         """Apply one record; returns ("changed" | "deleted", topic name)."""
         if isinstance(record, TopicRecord):
             self.topics[record.topic_id] = TopicControlInfo(record.name, record.topic_id)
@@ -970,7 +1010,9 @@ class ReplicationControlManager:
         raise TypeError(f"not a replication record: {type(record).__name__}")
 
 
-def apply_partition_change(current: PartitionRegistration, change) -> PartitionRegistration:
+def apply_partition_change(
+    current: PartitionRegistration, change: PartitionChangeRecord
+) -> PartitionRegistration:
     """PartitionRegistration.merge: fields the change carries replace the
     current ones; a new leader bumps the leader epoch; every change bumps
     the partition epoch."""

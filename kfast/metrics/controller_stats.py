@@ -20,7 +20,7 @@ class ControllerStats:
 
     __slots__ = ("leader_elections", "elected_partitions", "unclean_leader_elections")
 
-    def __init__(self):
+    def __init__(self) -> None:
         # One sample per operation that moved at least one leadership (a
         # broker fenced, a preferred or unclean ElectLeaders, an ISR change
         # without its leader, a reassignment): the ZooKeeper controller
