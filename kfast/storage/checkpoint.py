@@ -15,7 +15,7 @@ from __future__ import annotations
 import bisect
 import os
 from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from typing import Generic, NamedTuple, TypeVar
 
 from kfast.storage.atomic_file import write_atomically
 
@@ -31,28 +31,32 @@ class CheckpointCorruptException(Exception):
     """A checkpoint file could not be parsed (Kafka: IOException naming the file)."""
 
 
-class CheckpointFile:
+# A checkpoint's entry type (one line each).
+EntryT = TypeVar("EntryT")
+
+
+class CheckpointFile(Generic[EntryT]):
     """A versioned list of entries; ``formatter``/``parser`` map entries to lines."""
 
     def __init__(
         self,
         path: str,
         version: int,
-        formatter: Callable[[object], str],
-        parser: Callable[[str], object],
+        formatter: Callable[[EntryT], str],
+        parser: Callable[[str], EntryT],
     ):
         self.path = path
         self.version = version
         self.formatter = formatter
         self.parser = parser
 
-    def write(self, entries: Iterable, sync: bool = True) -> None:
-        entries = list(entries)
-        lines = [str(self.version), str(len(entries))]
-        lines += [self.formatter(e) for e in entries]
+    def write(self, entries: Iterable[EntryT], sync: bool = True) -> None:
+        listed = list(entries)
+        lines = [str(self.version), str(len(listed))]
+        lines += [self.formatter(e) for e in listed]
         write_atomically(self.path, ("\n".join(lines) + "\n").encode(), sync)
 
-    def read(self) -> list:
+    def read(self) -> list[EntryT]:
         try:
             with open(self.path, encoding="utf-8") as f:
                 lines = f.read().splitlines()
@@ -81,12 +85,16 @@ class TopicPartitionOffset(NamedTuple):
     offset: int
 
 
-def _format_tp_offset(entry) -> str:
+# An offset checkpoint's entry: ((topic, partition), offset).
+_TopicPartitionOffset = tuple[tuple[str, int], int]
+
+
+def _format_tp_offset(entry: _TopicPartitionOffset) -> str:
     (topic, partition), offset = entry
     return f"{topic} {partition} {offset}"
 
 
-def _parse_tp_offset(line: str):
+def _parse_tp_offset(line: str) -> _TopicPartitionOffset:
     topic, partition, offset = line.split(" ")
     return (topic, int(partition)), int(offset)
 
@@ -101,16 +109,20 @@ class OffsetCheckpointFile:
     def path(self) -> str:
         return self._file.path
 
-    def write(self, offsets: dict, sync: bool = True) -> None:
+    def write(self, offsets: dict[tuple[str, int], int], sync: bool = True) -> None:
         self._file.write(sorted(offsets.items()), sync)
 
-    def read(self) -> dict:
+    def read(self) -> dict[tuple[str, int], int]:
         return dict(self._file.read())
 
 
 class EpochEntry(NamedTuple):
     epoch: int
     start_offset: int
+
+
+def _format_epoch(entry: EpochEntry) -> str:
+    return f"{entry.epoch} {entry.start_offset}"
 
 
 def _parse_epoch(line: str) -> EpochEntry:
@@ -123,7 +135,7 @@ class LeaderEpochFileCache:
     and replica truncation). Entries have increasing epochs and offsets."""
 
     def __init__(self, path: str):
-        self._file = CheckpointFile(path, 0, lambda e: f"{e.epoch} {e.start_offset}", _parse_epoch)
+        self._file = CheckpointFile(path, 0, _format_epoch, _parse_epoch)
         try:
             self._entries: list[EpochEntry] = self._file.read()
         except CheckpointCorruptException:

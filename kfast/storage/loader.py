@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 from kfast.protocol.errors import CorruptRecordException
 from kfast.storage.atomic_file import TEMP_FILE_SUFFIX
@@ -35,6 +36,10 @@ from kfast.storage.segment import (
     LogSegment,
 )
 from kfast.storage.txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    from kfast.storage.file_records import BatchHeader
+    from kfast.storage.log import Log
 
 
 def _offset_prefix(name: str) -> int | None:
@@ -55,6 +60,8 @@ def remove_temp_files(directory: str) -> None:
         if path.endswith(LOG_FILE_SUFFIX + SWAP_FILE_SUFFIX):
             # A cleaned segment replaces every old segment its offsets cover.
             base = _offset_prefix(os.path.basename(path))
+            if base is None:
+                continue  # not a segment's name: no cleaner wrote it, leave it be
             records = FileRecords(path, create=False)
             try:
                 end = max((h.next_offset for _, h, _ in records.batches_from(0)), default=base)
@@ -78,7 +85,7 @@ def remove_temp_files(directory: str) -> None:
         os.replace(path, path[: -len(SWAP_FILE_SUFFIX)])
 
 
-def load_log(log, had_clean_shutdown: bool) -> None:
+def load_log(log: Log, had_clean_shutdown: bool) -> None:
     """Populate ``log`` (a kfast.storage.log.Log under construction) from its dir."""
     directory = log.dir
     config = log.config
@@ -196,10 +203,10 @@ def load_log(log, had_clean_shutdown: bool) -> None:
     rebuild_producer_state(log, log.log_end_offset, rebuild_txn_index_from=first_recovered)
 
 
-def _recover_segment(log, segment: LogSegment) -> int:
+def _recover_segment(log: Log, segment: LogSegment) -> int:
     cache = log.leader_epoch_cache
 
-    def on_batch(header, view):
+    def on_batch(header: BatchHeader, view: memoryview) -> None:
         cache.assign_recovered(header.partition_leader_epoch, header.base_offset)
 
     truncated = segment.recover(on_batch)
@@ -209,7 +216,9 @@ def _recover_segment(log, segment: LogSegment) -> int:
     return truncated
 
 
-def rebuild_producer_state(log, end_offset: int, rebuild_txn_index_from: int | None = None) -> None:
+def rebuild_producer_state(
+    log: Log, end_offset: int, rebuild_txn_index_from: int | None = None
+) -> None:
     """Load the newest producer snapshot at or below ``end_offset`` and replay
     the log from it to ``end_offset``. Aborted transactions met in segments
     at or after ``rebuild_txn_index_from`` are written to their .txnindex

@@ -17,6 +17,7 @@ import base64
 import os
 import time
 import uuid
+from collections.abc import Iterable
 from typing import NamedTuple
 
 from kfast.config import format_properties, parse_properties
@@ -123,7 +124,7 @@ def ensure_meta_properties(
     found = {d: read_meta_properties(d) for d in log_dirs}
     present = {d: m for d, m in found.items() if m is not None}
 
-    def files(dirs):
+    def files(dirs: Iterable[str]) -> str:
         return ", ".join(os.path.join(d, META_PROPERTIES_FILE) for d in dirs)
 
     cluster_ids = {m.cluster_id for m in present.values() if m.cluster_id}

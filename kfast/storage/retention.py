@@ -17,13 +17,19 @@ then rolls so it always has an active segment.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kfast.storage.segment import LogSegment
 
+if TYPE_CHECKING:
+    from kfast.storage.log import Log
 
-def _deletable(log, predicate: Callable[[LogSegment, LogSegment | None], bool]) -> list[LogSegment]:
+
+def _deletable(
+    log: Log, predicate: Callable[[LogSegment, LogSegment | None], bool]
+) -> list[LogSegment]:
     segments = log.segments
-    out = []
+    out: list[LogSegment] = []
     hw = log.high_watermark
     for i, segment in enumerate(segments):
         following = segments[i + 1] if i + 1 < len(segments) else None
@@ -37,19 +43,19 @@ def _deletable(log, predicate: Callable[[LogSegment, LogSegment | None], bool]) 
     return out
 
 
-def log_start_offset_breached(log) -> list[LogSegment]:
+def log_start_offset_breached(log: Log) -> list[LogSegment]:
     start = log.log_start_offset
     return _deletable(log, lambda seg, nxt: nxt is not None and nxt.base_offset <= start)
 
 
-def retention_ms_breached(log, now_ms: int) -> list[LogSegment]:
+def retention_ms_breached(log: Log, now_ms: int) -> list[LogSegment]:
     retention_ms = log.config.retention_ms
     if retention_ms < 0:
         return []
     return _deletable(log, lambda seg, nxt: now_ms - seg.largest_timestamp() > retention_ms)
 
 
-def retention_size_breached(log) -> list[LogSegment]:
+def retention_size_breached(log: Log) -> list[LogSegment]:
     retention_bytes = log.config.retention_bytes
     if retention_bytes < 0:
         return []
@@ -57,7 +63,7 @@ def retention_size_breached(log) -> list[LogSegment]:
     if excess[0] < 0:
         return []
 
-    def predicate(seg, nxt):
+    def predicate(seg: LogSegment, nxt: LogSegment | None) -> bool:
         if excess[0] - seg.size >= 0:
             excess[0] -= seg.size
             return True
@@ -66,14 +72,15 @@ def retention_size_breached(log) -> list[LogSegment]:
     return _deletable(log, predicate)
 
 
-def delete_old_segments(log, now_ms: int) -> int:
+def delete_old_segments(log: Log, now_ms: int) -> int:
     """Apply the rules above to ``log``; returns the number of segments deleted."""
     deleted = 0
-    for rule in (
+    rules: tuple[Callable[[], list[LogSegment]], ...] = (
         lambda: log_start_offset_breached(log),
         lambda: retention_ms_breached(log, now_ms) if log.config.delete else [],
         lambda: retention_size_breached(log) if log.config.delete else [],
-    ):
+    )
+    for rule in rules:
         segments = rule()
         if segments:
             log.delete_segments(segments)

@@ -265,3 +265,20 @@ def test_recovery_stops_at_offsets_going_backwards(tmp_path):
     assert recovered.log_end_offset == 6
     assert os.path.getsize(seg_path) == positions[3]
     recovered.close()
+
+
+def test_a_swap_file_not_named_for_an_offset_is_left_alone(tmp_path):
+    # Only the cleaner writes .log.swap files, named for a base offset; a
+    # stray one must not stop the partition from loading (it used to raise
+    # TypeError comparing None with an offset).
+    path = str(tmp_path / "t-0")
+    log = build_log(path, batches=20)
+    end = log.log_end_offset
+    log.close()
+    stray = os.path.join(path, "notes.log.swap")
+    with open(stray, "wb") as f:
+        f.write(b"not a segment")
+    reopened = Log(path, CONFIG, had_clean_shutdown=False)
+    assert reopened.log_end_offset == end
+    assert os.path.exists(stray)
+    reopened.close()
