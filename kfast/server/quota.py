@@ -52,13 +52,18 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Mapping
-from typing import Protocol, TypeVar
+from collections.abc import Callable, Container, Mapping
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kfast.config import KafkaConfig
+from kfast.controller.metadata.image import QuotaEntity
 from kfast.protocol import api_keys, errors
 from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP, QUOTA_ENTITY_USER
 from kfast.server.replication_quota import SampledRate
+
+if TYPE_CHECKING:
+    from kfast.protocol.schema import Message
+    from kfast.server.apis import RequestContext
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
 CONNECTION_CREATION = "connection_creation_rate"
@@ -76,12 +81,17 @@ RESOLVED_MAX = 10_000
 # ClientQuotaManager.NanosToPercentagePerSecond).
 NANOS_TO_PERCENTAGE = 100.0 / 1e9
 
+# A client quota's key: (user part, client-id part), each None (absent),
+# DEFAULT_ENTITY or a name.
+QuotaKey = tuple[str | None, str | None]
+
 
 class _Expirable(Protocol):
     last_used_ms: int
 
 
 _Sensor = TypeVar("_Sensor", bound=_Expirable)
+_SensorKey = TypeVar("_SensorKey")
 
 
 class QuotaRate(SampledRate):
@@ -100,8 +110,12 @@ class QuotaRate(SampledRate):
 
 
 def live_sensor(
-    sensors: dict, last_sweep_ms: int, key, now_ms: int, make: Callable[[], _Sensor]
-) -> tuple[_Sensor, dict, int]:
+    sensors: dict[_SensorKey, _Sensor],
+    last_sweep_ms: int,
+    key: _SensorKey,
+    now_ms: int,
+    make: Callable[[], _Sensor],
+) -> tuple[_Sensor, dict[_SensorKey, _Sensor], int]:
     """The sensor of ``key`` in ``sensors`` (a Rate, a token bucket), made by
     ``make`` if new and marked used now; a new one first drops sensors
     unused for SENSOR_EXPIRATION_MS (at most once per SENSOR_SWEEP_MS).
@@ -118,7 +132,7 @@ def live_sensor(
     return sensor, sensors, last_sweep_ms
 
 
-def quota_entity(entity) -> tuple | None:
+def quota_entity(entity: QuotaEntity) -> QuotaKey | None:
     """An image entity ((type, name or None), ...) as the callback's key
     (user part, client-id part): None absent, DEFAULT_ENTITY the default.
     None for entities no client quota applies to (IP entities)."""
@@ -126,7 +140,7 @@ def quota_entity(entity) -> tuple | None:
     if set(parts) - {QUOTA_ENTITY_USER, QUOTA_ENTITY_CLIENT_ID}:
         return None
 
-    def part(entity_type):
+    def part(entity_type: str) -> str | None:
         if entity_type not in parts:
             return None
         return DEFAULT_ENTITY if parts[entity_type] is None else parts[entity_type]
@@ -134,7 +148,7 @@ def quota_entity(entity) -> tuple | None:
     return part(QUOTA_ENTITY_USER), part(QUOTA_ENTITY_CLIENT_ID)
 
 
-def metric_tags(overrides: Mapping[tuple, float], user: str, client_id: str) -> tuple[str, str]:
+def metric_tags(overrides: Mapping[QuotaKey, float], user: str, client_id: str) -> tuple[str, str]:
     """KIP-55's sensor tags (user, client-id) for a request (see the module
     docstring): the DefaultQuotaCallback's quotaMetricTags."""
     if (user, client_id) in overrides or (user, DEFAULT_ENTITY) in overrides:
@@ -148,10 +162,11 @@ def metric_tags(overrides: Mapping[tuple, float], user: str, client_id: str) -> 
     return "", client_id
 
 
-def quota_limit(overrides: Mapping[tuple, float], tags: tuple[str, str]) -> float | None:
+def quota_limit(overrides: Mapping[QuotaKey, float], tags: tuple[str, str]) -> float | None:
     """The limit for a sensor's tags, None if none applies (the
     DefaultQuotaCallback's quotaLimit)."""
     user, client_id = tags
+    order: tuple[QuotaKey, ...]
     if user and client_id:
         order = (
             (user, client_id),
@@ -184,20 +199,20 @@ class ClientQuotaManager:
         window_seconds: int,
         clock_ms: Callable[[], int] | None = None,
         max_throttle_ms: int | None = None,
-    ):
+    ) -> None:
         self.quota_type = quota_type
         self.num_samples = num_samples
         self.window_seconds = window_seconds
         self.clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
         self.max_throttle_ms = max_throttle_ms
-        self.overrides: dict[tuple, float] = {}
+        self.overrides: dict[QuotaKey, float] = {}
         self.enabled = False
         self._sensors: dict[tuple[str, str], QuotaRate] = {}
         self._last_sweep_ms = 0
         # (user, client id) -> (tags, limit); cleared when the quotas change.
-        self._resolved: dict[tuple[str, str], tuple] = {}
+        self._resolved: dict[tuple[str, str], tuple[tuple[str, str], float | None]] = {}
 
-    def update(self, overrides: Mapping[tuple, float]) -> None:
+    def update(self, overrides: Mapping[QuotaKey, float]) -> None:
         """The quotas of this type in force, {(user part, client part): value}.
         Rates already recorded keep counting against the new limits."""
         self.overrides = dict(overrides)
@@ -225,7 +240,7 @@ class ClientQuotaManager:
         return sensor
 
     def record_and_get_throttle_time_ms(
-        self, user: str, client_id: str, value: float, now_ms: int | None = None
+        self, user: str, client_id: str | None, value: float, now_ms: int | None = None
     ) -> int:
         """Count ``value`` for the client; the throttle time in ms its quota
         asks for now (0 within quota or without one)."""
@@ -245,13 +260,15 @@ class ClientQuotaManager:
             throttle = min(throttle, self.max_throttle_ms)
         return throttle
 
-    def unrecord(self, user: str, client_id: str, value: float, now_ms: int | None = None) -> None:
+    def unrecord(
+        self, user: str, client_id: str | None, value: float, now_ms: int | None = None
+    ) -> None:
         """Take back a recorded value (a throttled fetch sends no records)."""
         if self.enabled:
             now_ms = self.clock_ms() if now_ms is None else now_ms
             self._sensor(self.resolve(user, client_id or "")[0], now_ms).record(-value, now_ms)
 
-    def max_value_in_quota_window(self, user: str, client_id: str) -> float:
+    def max_value_in_quota_window(self, user: str, client_id: str | None) -> float:
         """The most a client can be given at once without being sure to be
         throttled: limit x (samples - 1) x window (a fetch's byte cap)."""
         if not self.enabled:
@@ -267,28 +284,29 @@ class TokenBucket:
     a burst of (samples - 1) x window x rate; a new bucket starts full.
     Recording takes tokens, which may go below zero."""
 
-    def __init__(self, num_samples: int, window_seconds: int):
+    def __init__(self, num_samples: int, window_seconds: int) -> None:
         self.burst_seconds = (num_samples - 1) * window_seconds
         self.tokens: float | None = None
         self.last_ms = 0
         self.last_used_ms = 0  # the client's last request (sensor expiration)
 
-    def _refill(self, rate: float, now_ms: int) -> float:
+    def _refill(self, rate: float, now_ms: int) -> tuple[float, float]:
+        """(burst, tokens) after refilling up to now."""
         burst = self.burst_seconds * rate
         if self.tokens is None:
-            self.tokens = burst
+            tokens = burst
         else:
-            self.tokens = min(burst, self.tokens + rate * (now_ms - self.last_ms) / 1000.0)
+            tokens = min(burst, self.tokens + rate * (now_ms - self.last_ms) / 1000.0)
+        self.tokens = tokens
         self.last_ms = now_ms
-        return burst
+        return burst, tokens
 
     def measure(self, rate: float, now_ms: int) -> float:
-        self._refill(rate, now_ms)
-        return self.tokens
+        return self._refill(rate, now_ms)[1]
 
     def record(self, value: float, rate: float, now_ms: int) -> None:
-        burst = self._refill(rate, now_ms)
-        self.tokens = min(burst, self.tokens - value)
+        burst, tokens = self._refill(rate, now_ms)
+        self.tokens = min(burst, tokens - value)
 
 
 class ControllerMutationQuota:
@@ -301,7 +319,9 @@ class ControllerMutationQuota:
     throttle time is the time the bucket needs to refill to zero,
     round(-tokens / rate x 1000)."""
 
-    def __init__(self, bucket: TokenBucket, rate: float, strict: bool, clock_ms: Callable[[], int]):
+    def __init__(
+        self, bucket: TokenBucket, rate: float, strict: bool, clock_ms: Callable[[], int]
+    ) -> None:
         self.bucket, self.rate, self.strict, self.clock_ms = bucket, rate, strict, clock_ms
         self.throttle_time_ms = 0
 
@@ -332,14 +352,16 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
 
     def __init__(
         self, num_samples: int, window_seconds: int, clock_ms: Callable[[], int] | None = None
-    ):
+    ) -> None:
         super().__init__(CONTROLLER_MUTATION, num_samples, window_seconds, clock_ms)
         # Expired like the Rates of the other quota types (Kafka keeps the
         # bucket in a sensor with the same inactive-sensor expiration).
         self._buckets: dict[tuple[str, str], TokenBucket] = {}
         self._last_bucket_sweep_ms = 0
 
-    def new_quota(self, user: str, client_id: str, strict: bool) -> ControllerMutationQuota | None:
+    def new_quota(
+        self, user: str, client_id: str | None, strict: bool
+    ) -> ControllerMutationQuota | None:
         """The request's quota, None when none applies to the client."""
         if not self.enabled:
             return None
@@ -356,10 +378,12 @@ class ControllerMutationQuotaManager(ClientQuotaManager):
         return ControllerMutationQuota(bucket, limit, strict, self.clock_ms)
 
 
-def controller_mutation_quota(ctx, strict_since_version: int) -> ControllerMutationQuota | None:
+def controller_mutation_quota(
+    ctx: RequestContext, strict_since_version: int
+) -> ControllerMutationQuota | None:
     """The controller mutation quota of an admin request's client, None
     without one (or on a node with no client quotas)."""
-    quotas = getattr(ctx.broker, "quotas", None)
+    quotas: ClientQuotas | None = getattr(ctx.broker, "quotas", None)
     if quotas is None or not quotas.controller_mutation.enabled:
         return None
     return quotas.controller_mutation.new_quota(
@@ -368,7 +392,7 @@ def controller_mutation_quota(ctx, strict_since_version: int) -> ControllerMutat
 
 
 def take_mutation_quota(
-    ctx, quota: ControllerMutationQuota | None, items: list[tuple[str, int]]
+    ctx: RequestContext, quota: ControllerMutationQuota | None, items: list[tuple[str, int]]
 ) -> dict[str, errors.KafkaError]:
     """Take each topic's partitions from the request's controller mutation
     quota in request order; {topic: THROTTLING_QUOTA_EXCEEDED} for the ones
@@ -386,7 +410,9 @@ def take_mutation_quota(
 
 
 def refund_mutation_quota(
-    quota: ControllerMutationQuota | None, items: list[tuple[str, int]], failed
+    quota: ControllerMutationQuota | None,
+    items: list[tuple[str, int]],
+    failed: Container[str],
 ) -> None:
     """Give back the partitions of topics the controller then refused (Kafka
     takes them only for topics that pass validation)."""
@@ -396,7 +422,7 @@ def refund_mutation_quota(
                 quota.refund(permits)
 
 
-def ip_entity(entity) -> str | None:
+def ip_entity(entity: QuotaEntity) -> str | None:
     """An image entity's IP part: the address, DEFAULT_ENTITY for the
     default IP entity; None when it is not an IP entity."""
     parts = dict(entity)
@@ -416,7 +442,7 @@ class ConnectionCreationQuotas:
 
     def __init__(
         self, num_samples: int, window_seconds: int, clock_ms: Callable[[], int] | None = None
-    ):
+    ) -> None:
         self.num_samples = num_samples
         self.window_ms = window_seconds * 1000
         self.clock_ms = clock_ms or (lambda: int(time.monotonic() * 1000))
@@ -459,7 +485,7 @@ class ConnectionCreationQuotas:
 class ClientQuotas:
     """The broker's quota managers (``broker.quotas``)."""
 
-    def __init__(self, config: KafkaConfig, clock_ms: Callable[[], int] | None = None):
+    def __init__(self, config: KafkaConfig, clock_ms: Callable[[], int] | None = None) -> None:
         samples, seconds = config["quota.window.num"], config["quota.window.size.seconds"]
         self.produce = ClientQuotaManager(PRODUCE, samples, seconds, clock_ms)
         self.fetch = ClientQuotaManager(FETCH, samples, seconds, clock_ms)
@@ -472,15 +498,15 @@ class ClientQuotas:
             clock_ms,
         )
         self.connection_creation = ConnectionCreationQuotas(samples, seconds, clock_ms)
-        self._image_quotas: Mapping | None = None
+        self._image_quotas: Mapping[QuotaEntity, Mapping[str, float]] | None = None
 
-    def update(self, client_quotas: Mapping[tuple, Mapping[str, float]]) -> None:
+    def update(self, client_quotas: Mapping[QuotaEntity, Mapping[str, float]]) -> None:
         """The image's client quotas (entity -> {key: value}); a no-op when
         they did not change."""
         if client_quotas == self._image_quotas:
             return
         self._image_quotas = client_quotas
-        by_type: dict[str, dict[tuple, float]] = {
+        by_type: dict[str, dict[QuotaKey, float]] = {
             PRODUCE: {},
             FETCH: {},
             REQUEST: {},
@@ -531,7 +557,7 @@ _EXEMPT_APIS = frozenset(
 _FETCH = api_keys.BY_NAME["Fetch"].key
 
 
-def request_quota_exempt(api_key: int, api_version: int, request) -> bool:
+def request_quota_exempt(api_key: int, api_version: int, request: Message) -> bool:
     """True for a request request_percentage never throttles: inter-broker
     APIs, and a follower's Fetch (replication is never client-throttled)."""
     if api_key in _EXEMPT_APIS:
@@ -543,7 +569,7 @@ def request_quota_exempt(api_key: int, api_version: int, request) -> bool:
     return False
 
 
-def throttle_response(ctx, throttle_time_ms: int) -> None:
+def throttle_response(ctx: RequestContext, throttle_time_ms: int) -> None:
     """Answer with ``throttle_time_ms`` and mute the channel for that long
     (KIP-219): the response goes out at once, the next request is read
     after the throttle time. A longer throttle already set on the request
