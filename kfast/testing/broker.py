@@ -8,9 +8,12 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kfast.config import KafkaConfig
+
+if TYPE_CHECKING:
+    from kfast.server.broker import KafkaBroker
 
 _START_TIMEOUT_S = 30.0
 _STOP_TIMEOUT_S = 60.0
@@ -51,7 +54,7 @@ class KfastBroker:
         self.host = host
         self.port = port
         self.overrides = dict(overrides or {})
-        self.broker = None
+        self.broker: KafkaBroker | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
@@ -86,18 +89,16 @@ class KfastBroker:
         if self.running:
             return self
         config = self.config()
-        self.loop = _new_loop()
-        self._thread = threading.Thread(
-            target=self.loop.run_forever, name="kfast-broker", daemon=True
-        )
+        self.loop = loop = _new_loop()
+        self._thread = threading.Thread(target=loop.run_forever, name="kfast-broker", daemon=True)
         self._thread.start()
-        self.broker = KafkaBroker(config, controller_factory=self._controller_factory)
+        self.broker = broker = KafkaBroker(config, controller_factory=self._controller_factory)
         try:
-            self.call(self.broker.start(), timeout=_START_TIMEOUT_S)
+            self.call(broker.start(), timeout=_START_TIMEOUT_S)
         except BaseException:
             self._stop_loop()
             raise
-        self.port = self.broker.bound_ports[next(iter(self.broker.bound_ports))]
+        self.port = broker.bound_ports[next(iter(broker.bound_ports))]
         return self
 
     def stop(self) -> None:
@@ -146,6 +147,9 @@ class KfastBroker:
     # -- running code on the broker's loop ------------------------------------------------
     def call(self, coroutine, timeout: float | None = None):
         """Run a coroutine on the broker's loop and wait for its result."""
+        if self.loop is None:
+            coroutine.close()
+            raise RuntimeError("the broker is not running: call start() first")
         future = asyncio.run_coroutine_threadsafe(coroutine, self.loop)
         try:
             return future.result(timeout)

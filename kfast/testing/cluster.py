@@ -80,18 +80,26 @@ class PartitionInfo(NamedTuple):
 
 
 class ClusterNode:
-    def __init__(self, node_id: int, port: int, data_dir: str, broker_port: int | None = None):
+    def __init__(
+        self, node_id: int, port: int | None, data_dir: str, broker_port: int | None = None
+    ):
         self.node_id = node_id
-        self.port = port  # the controller listener
+        self.port = port  # the controller listener (None: a broker-only node)
         self.broker_port = broker_port  # the client listener of a combined node
         self.data_dir = data_dir
         self.config_path = os.path.join(data_dir, "server.properties")
         self.log_path = os.path.join(data_dir, "kfast.log")
-        self.process: subprocess.Popen | None = None
+        self.process: subprocess.Popen[bytes] | None = None
 
     @property
     def alive(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self.running is not None
+
+    @property
+    def running(self) -> subprocess.Popen[bytes] | None:
+        """The node's process while it runs."""
+        process = self.process
+        return process if process is not None and process.poll() is None else None
 
 
 class KfastCluster:
@@ -144,7 +152,7 @@ class KfastCluster:
         for a in self.nodes if not dynamic_quorum else ():
             for b in self.controller_ids:
                 if a != b:
-                    self.links[(a, b)] = FaultProxy(self.nodes[b].port).start()
+                    self.links[(a, b)] = FaultProxy(self.controller_port(b)).start()
         # replica_links[(f, b)]: the proxy follower f fetches from broker b
         # through; replica_ports[(f, b)]: b's REPLICATION_FROM_<f> listener.
         self.replica_links: dict[tuple[int, int], FaultProxy] = {}
@@ -231,7 +239,10 @@ class KfastCluster:
         """The directory id node ``node_id``'s metadata log dir was formatted with."""
         from kfast.storage.meta_properties import read_meta_properties
 
-        return read_meta_properties(os.path.join(self.nodes[node_id].data_dir, "data")).directory_id
+        meta = read_meta_properties(os.path.join(self.nodes[node_id].data_dir, "data"))
+        if meta is None or meta.directory_id is None:
+            raise RuntimeError(f"node {node_id}'s metadata log dir is not formatted")
+        return meta.directory_id
 
     def _write_config(self, node: ClusterNode) -> None:
         if self.dynamic_quorum:
@@ -332,35 +343,38 @@ class KfastCluster:
 
     def kill(self, node_id: int) -> None:
         """kill -9."""
-        node = self.nodes[node_id]
-        if node.alive:
-            node.process.send_signal(signal.SIGKILL)
-            node.process.wait(10)
+        process = self.nodes[node_id].running
+        if process is not None:
+            process.send_signal(signal.SIGKILL)
+            process.wait(10)
 
     def stop(self, node_id: int, timeout: float = 30.0) -> int:
         """SIGTERM and wait; the exit status."""
         node = self.nodes[node_id]
-        if node.alive:
-            node.process.send_signal(signal.SIGCONT)  # a paused node could not stop
-            node.process.send_signal(signal.SIGTERM)
+        process = node.running
+        if process is not None:
+            process.send_signal(signal.SIGCONT)  # a paused node could not stop
+            process.send_signal(signal.SIGTERM)
             try:
-                node.process.wait(timeout)
+                process.wait(timeout)
             except subprocess.TimeoutExpired:
-                node.process.kill()
-                node.process.wait(10)
+                process.kill()
+                process.wait(10)
+        if node.process is None:
+            raise RuntimeError(f"node {node_id} was never started")
         return node.process.returncode
 
     def pause(self, node_id: int) -> None:
         """SIGSTOP: the process stays, silent (no fetches, no heartbeats) --
         a follower frozen by a GC pause or a stalled disk."""
-        node = self.nodes[node_id]
-        if node.alive:
-            node.process.send_signal(signal.SIGSTOP)
+        process = self.nodes[node_id].running
+        if process is not None:
+            process.send_signal(signal.SIGSTOP)
 
     def resume(self, node_id: int) -> None:
-        node = self.nodes[node_id]
-        if node.alive:
-            node.process.send_signal(signal.SIGCONT)
+        process = self.nodes[node_id].running
+        if process is not None:
+            process.send_signal(signal.SIGCONT)
 
     def restart(self, node_id: int) -> None:
         self.kill(node_id)
@@ -429,7 +443,14 @@ class KfastCluster:
     def connect(self, node_id: int, **kwargs):
         from kfast.client.connection import BlockingConnection
 
-        return BlockingConnection("127.0.0.1", self.nodes[node_id].port, **kwargs)
+        return BlockingConnection("127.0.0.1", self.controller_port(node_id), **kwargs)
+
+    def controller_port(self, node_id: int) -> int:
+        """The controller listener's port of node ``node_id``."""
+        port = self.nodes[node_id].port
+        if port is None:
+            raise ValueError(f"node {node_id} is a broker-only node: no controller listener")
+        return port
 
     def describe_quorum(self, node_id: int, timeout: float = 5.0):
         """DescribeQuorum's partition data from ``node_id``, or None if it
@@ -478,6 +499,8 @@ class KfastCluster:
             else [n for n in self.nodes.values() if n.alive and n.broker_port]
         )
         for node in nodes:
+            if node.broker_port is None:  # a controller-only node answers no Metadata
+                continue
             try:
                 with BlockingConnection(
                     "127.0.0.1", node.broker_port, request_timeout=2

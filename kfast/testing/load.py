@@ -118,7 +118,11 @@ def read_back(
         while sum(map(len, got.values())) < count and time.monotonic() < deadline:
             message = consumer.poll(0.5)
             if message is not None and not message.error():
-                got[message.partition()].append((message.offset(), message.value().decode()))
+                # assign()ed partitions: every message has a partition and offset;
+                # the load's values are never null.
+                partition, value = message.partition(), message.value()
+                assert partition is not None and value is not None
+                got[partition].append((message.offset(), value.decode()))
     finally:
         consumer.close()
     return got

@@ -117,7 +117,8 @@ class FaultProxy:
 
         asyncio.run_coroutine_threadsafe(stop(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
+        if self._thread is not None:
+            self._thread.join(10)
         self._loop.close()
         self._loop = None
 
