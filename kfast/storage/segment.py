@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import os
 import time
-from typing import NamedTuple
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, NamedTuple
 
 from kfast._ext.layout import INDEX_RELATIVE_OFFSET_MAX
 from kfast._ext.log_append import SegmentState
@@ -27,7 +28,11 @@ from kfast.storage.index import (
     TimeIndex,
     TimestampOffset,
 )
-from kfast.storage.txn_index import TransactionIndex
+from kfast.storage.txn_index import AbortedTxn, TransactionIndex
+
+if TYPE_CHECKING:
+    from kfast._ext.log_append import BatchScan
+    from kfast.storage.file_records import BytesLike
 
 LOG_FILE_SUFFIX = ".log"
 INDEX_FILE_SUFFIX = ".index"
@@ -80,7 +85,7 @@ class FetchDataInfo(NamedTuple):
     fetch_offset_metadata: LogOffsetMetadata
     records: FileRegion | None
     first_entry_incomplete: bool = False
-    aborted_transactions: list | None = None
+    aborted_transactions: list[AbortedTxn] | None = None
 
     @property
     def size(self) -> int:
@@ -92,6 +97,10 @@ class LogSegment(SegmentState):
     # roll_jitter_ms, created_ms and the index and roll state below are
     # SegmentState's C fields: the append kernel reads and updates them.
     __slots__ = ("txn_index", "max_index_size")
+    # What this segment keeps in SegmentState's C fields (Any to the kernel's stub).
+    log: FileRecords
+    offset_index: OffsetIndex
+    time_index: TimeIndex
 
     def __init__(
         self,
@@ -137,7 +146,7 @@ class LogSegment(SegmentState):
         ``to_recover``: ``recover`` is called next, so the index files are
         not read (AbstractIndex's ``discard_entries``)."""
 
-        def path(suffix):
+        def path(suffix: str) -> str:
             return segment_file(directory, base_offset, suffix + file_suffix)
 
         log = FileRecords(path(LOG_FILE_SUFFIX), preallocate_bytes=preallocate_bytes)
@@ -165,16 +174,18 @@ class LogSegment(SegmentState):
     def size(self) -> int:
         return self.log.size
 
-    def _load_max_timestamp(self) -> None:
-        if self._max_timestamp_so_far is None:
+    def _load_max_timestamp(self) -> int:
+        """The largest timestamp so far, read from the time index the first time."""
+        max_timestamp = self._max_timestamp_so_far
+        if max_timestamp is None:
             last = self.time_index.last_entry()
-            self._max_timestamp_so_far = last.timestamp
+            max_timestamp = self._max_timestamp_so_far = last.timestamp
             self._offset_of_max_timestamp_so_far = last.offset
+        return max_timestamp
 
     @property
     def max_timestamp_so_far(self) -> int:
-        self._load_max_timestamp()
-        return self._max_timestamp_so_far
+        return self._load_max_timestamp()
 
     @property
     def offset_of_max_timestamp_so_far(self) -> int:
@@ -193,7 +204,7 @@ class LogSegment(SegmentState):
         return self.offset_index.can_append_offset(offset)
 
     # -- append -------------------------------------------------------------
-    def append(self, data, batches: list) -> None:
+    def append(self, data: BytesLike, batches: Sequence[tuple[int, int, int]]) -> None:
         """Write ``data`` (the batches, offsets already assigned) with one
         write, then index them. OSError propagates with the file unchanged."""
         if not batches:
@@ -204,7 +215,7 @@ class LogSegment(SegmentState):
         self.log.append(data)
         self._index_batches(position, batches)
 
-    def append_scanned(self, data, scan) -> None:
+    def append_scanned(self, data: BytesLike, scan: BatchScan) -> None:
         """``append`` for a payload the log's BatchScan (kfast._ext.log_append)
         validated and patched: the kernel applies the index rule over the
         headers it remembered and writes the entries into the index buffers,
@@ -218,14 +229,15 @@ class LogSegment(SegmentState):
         if position == 0:
             self._rolling_based_timestamp = scan.first_max_timestamp
         self.log.append(data)
-        if self._max_timestamp_so_far is None:
-            self._load_max_timestamp()
+        max_timestamp = self._max_timestamp_so_far
+        if max_timestamp is None:
+            max_timestamp = self._load_max_timestamp()
         offset_index, time_index = self.offset_index, self.time_index
         done = scan.index_batches(
             position,
             self._bytes_since_last_index_entry,
             self.index_interval_bytes,
-            self._max_timestamp_so_far,
+            max_timestamp,
             self._offset_of_max_timestamp_so_far,
             self.base_offset,
             offset_index._view,
@@ -249,12 +261,12 @@ class LogSegment(SegmentState):
         self._max_timestamp_so_far = max_ts
         self._offset_of_max_timestamp_so_far = offset_of_max_ts
 
-    def _index_batches(self, position: int, batches: list[BatchInfo]) -> None:
-        if self._max_timestamp_so_far is None:
-            self._load_max_timestamp()
+    def _index_batches(self, position: int, batches: Sequence[tuple[int, int, int]]) -> None:
+        max_ts = self._max_timestamp_so_far
+        if max_ts is None:
+            max_ts = self._load_max_timestamp()
         interval = self.index_interval_bytes
         since = self._bytes_since_last_index_entry
-        max_ts = self._max_timestamp_so_far
         offset_of_max_ts = self._offset_of_max_timestamp_so_far
         for size, last_offset, max_timestamp in batches:
             if max_timestamp > max_ts:
@@ -339,7 +351,9 @@ class LogSegment(SegmentState):
             end = batch_end
         return end
 
-    def find_offset_by_timestamp(self, timestamp: int, starting_offset: int | None = None):
+    def find_offset_by_timestamp(
+        self, timestamp: int, starting_offset: int | None = None
+    ) -> TimestampOffset | None:
         """(timestamp, offset) of the first record with timestamp >= ``timestamp``
         at or after ``starting_offset``, or None."""
         from kfast.storage.records_access import first_record_at_or_after
@@ -354,7 +368,7 @@ class LogSegment(SegmentState):
                     return TimestampOffset(*found)
         return None
 
-    def find_max_timestamp_record(self):
+    def find_max_timestamp_record(self) -> TimestampOffset | None:
         """(timestamp, offset) of the first record that holds the segment's
         largest timestamp, or None if no batch has a timestamp (ListOffsets
         MAX_TIMESTAMP, KAFKA-16310). The time index keeps the last offset of
@@ -389,7 +403,7 @@ class LogSegment(SegmentState):
         return None
 
     # -- recovery and truncation --------------------------------------------
-    def recover(self, on_batch=None) -> int:
+    def recover(self, on_batch: Callable[[BatchHeader, memoryview], None] | None = None) -> int:
         """Rebuild the indexes by reading every batch; truncate the .log at
         the first invalid batch (bad CRC, bad magic, impossible length) or
         torn tail. The indexes are left buffered at their full size (see
@@ -518,10 +532,10 @@ class LogSegment(SegmentState):
 
     def on_become_inactive(self) -> None:
         """At roll: add the final time-index entry, trim the indexes."""
-        self._load_max_timestamp()
-        if self._max_timestamp_so_far >= 0:
+        max_timestamp = self._load_max_timestamp()
+        if max_timestamp >= 0:
             self.time_index.maybe_append(
-                self._max_timestamp_so_far,
+                max_timestamp,
                 self._offset_of_max_timestamp_so_far,
                 skip_full_check=True,
             )
