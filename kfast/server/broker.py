@@ -255,6 +255,8 @@ class KafkaBroker:
         # Counters the hot paths update and the Prometheus endpoint reads
         # (kfast.metrics, kfast.server.metrics_exporter).
         self.metrics = BrokerMetrics()
+        for manager in (self.quotas.produce, self.quotas.fetch, self.quotas.request):
+            manager.throttle_stats = self.metrics.quotas
         self.apis.request_metrics = self.metrics.requests
         if controller_factory is None:
             # The embedded single node's controller is the only voter.

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from kfast.config import KafkaConfig
 from kfast.controller.metadata.image import QuotaEntity
+from kfast.metrics.broker_stats import QuotaStats
 from kfast.protocol import api_keys, errors
 from kfast.protocol.constants import QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP, QUOTA_ENTITY_USER
 from kfast.server.replication_quota import SampledRate
@@ -66,6 +67,8 @@ if TYPE_CHECKING:
     from kfast.server.apis import RequestContext
 
 PRODUCE, FETCH, REQUEST = "producer_byte_rate", "consumer_byte_rate", "request_percentage"
+# Kafka's quota sensor type of each (kafka.server:type=Produce|Fetch|Request).
+SENSOR_TYPES = {PRODUCE: "Produce", FETCH: "Fetch", REQUEST: "Request"}
 CONNECTION_CREATION = "connection_creation_rate"
 CONTROLLER_MUTATION = "controller_mutation_rate"
 # An entity part: absent (None), the default entity, or a name.
@@ -207,6 +210,8 @@ class ClientQuotaManager:
         self.max_throttle_ms = max_throttle_ms
         self.overrides: dict[QuotaKey, float] = {}
         self.enabled = False
+        # The broker's QuotaStats (its throttle-time sensors), when it has one.
+        self.throttle_stats: QuotaStats | None = None
         self._sensors: dict[tuple[str, str], QuotaRate] = {}
         self._last_sweep_ms = 0
         # (user, client id) -> (tags, limit); cleared when the quotas change.
@@ -258,6 +263,11 @@ class ClientQuotaManager:
         throttle = java_round((rate - limit) / limit * sensor.window_size_ms(now_ms))
         if self.max_throttle_ms is not None:
             throttle = min(throttle, self.max_throttle_ms)
+        if throttle > 0 and self.throttle_stats is not None:
+            # The quota entity's throttle-time sensor, tagged as its rate is.
+            self.throttle_stats.record_throttle(
+                SENSOR_TYPES.get(self.quota_type, self.quota_type), tags[0], tags[1], throttle
+            )
         return throttle
 
     def unrecord(

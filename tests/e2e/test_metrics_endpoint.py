@@ -13,6 +13,7 @@ import time
 import urllib.request
 
 import pytest
+from configs_support import kfast_configs
 from confluent_kafka import Consumer, Producer, TopicPartition
 from e2e_support import ServeProcess, free_port, wait_until
 from prometheus_client.parser import text_string_to_metric_families
@@ -423,3 +424,67 @@ def test_request_and_response_queue_and_send_times(metered, topic):
             sum(part(after, n, request) for n in parts),
             rel_tol=1e-9,
         ), request
+
+
+def test_purgatory_log_flush_and_quota_throttle_metrics(metered, topic):
+    """DelayedOperationPurgatory sizes while a consumer's long poll waits,
+    LogFlushRateAndTimeMs on a topic that fsyncs every record, and the quota
+    throttle time of a producer over its producer_byte_rate."""
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    port = metered.broker.metrics_server.port
+    admin = AdminClient({"bootstrap.servers": metered.bootstrap_servers})
+    admin.create_topics([NewTopic(topic, 1, 1, config={"flush.messages": "1"})])[topic].result(15)
+    flushes = "kafka_log_logflushstats_logflushrateandtimems_count"
+    before, types = scrape(port)
+    assert types["kafka_log_logflushstats_logflushrateandtimems"] == "summary"
+    producer = Producer({"bootstrap.servers": metered.bootstrap_servers, "linger.ms": 0})
+    for i in range(3):
+        producer.produce(topic, f"v{i}".encode())
+        assert producer.flush(15) == 0
+    wait_until(
+        lambda: value(scrape(port)[0], flushes) >= value(before, flushes) + 3,
+        message="a flush per record",
+    )
+
+    client = _SlowReader(metered.port)
+    try:
+        long_poll = _fetch(topic, 20_000, 10**6, 1024)
+        long_poll["topics"][0].partitions[0].fetch_offset = 3  # the log end
+        client.send("Fetch", 12, **long_poll)
+        size = "kafka_server_delayedoperationpurgatory_purgatorysize"
+        pending = "kafka_server_delayedoperationpurgatory_numdelayedoperations"
+        wait_until(
+            lambda: value(scrape(port)[0], size, delayedOperation="Fetch") >= 1,
+            message="the long poll in the fetch purgatory",
+        )
+        assert value(scrape(port)[0], pending, delayedOperation="Fetch") >= 1
+    finally:
+        client.sock.close()
+
+    client_id = f"slow-{topic}"
+    quota = ("--entity-type", "clients", "--entity-name", client_id, "--alter")
+    code, _, err = kfast_configs(metered, *quota, "--add-config", "producer_byte_rate=2048")
+    assert code == 0, err
+
+    async def quota_set() -> bool:
+        return metered.broker.quotas.produce.enabled
+
+    wait_until(lambda: metered.call(quota_set()), message="the quota on the broker")
+    try:
+        slow = Producer({"bootstrap.servers": metered.bootstrap_servers, "client.id": client_id})
+        for _ in range(8):
+            slow.produce(topic, b"y" * 4096)
+            slow.poll(0)
+        assert slow.flush(30) == 0
+        throttled = {"resource": "Produce", "clientId": client_id}
+        wait_until(
+            lambda: (
+                total(scrape(port)[0], "kfast_server_quota_throttle_time_ms_total", **throttled) > 0
+            ),
+            message="the producer's throttle time",
+        )
+        assert total(scrape(port)[0], "kafka_server_quota_throttle_time", **throttled) > 0
+    finally:
+        code, _, err = kfast_configs(metered, *quota, "--delete-config", "producer_byte_rate")
+        assert code == 0, err

@@ -199,3 +199,17 @@ def test_idle_controller_mutation_buckets_expire():
     fresh = manager.new_quota("ANONYMOUS", "old", strict=True)
     fresh.record(20)
     assert fresh.throttle_time_ms == 0
+
+
+def test_throttles_feed_the_quota_throttle_time_sensors():
+    # Kafka's throttle-time sensor per quota type and entity tags
+    # (kafka.server:type=Produce,user=,client-id=app): the exporter's source.
+    from kfast.metrics.broker_stats import QuotaStats
+
+    manager = ClientQuotaManager(PRODUCE, 11, 1, clock_ms=lambda: 0)
+    manager.throttle_stats = stats = QuotaStats()
+    manager.update({(None, "app"): 100.0})
+    assert manager.record_and_get_throttle_time_ms("u", "app", 100) == 0
+    throttle = manager.record_and_get_throttle_time_ms("u", "app", 1000)
+    assert throttle > 0
+    assert stats.snapshot() == {("Produce", "", "app"): (1, float(throttle))}
