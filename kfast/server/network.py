@@ -86,7 +86,7 @@ import ssl
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
-from typing import Any, Protocol, Union
+from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Union, final
 
 from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
 from kfast.config import SERVER_CONFIGS, KafkaConfig
@@ -94,6 +94,13 @@ from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.file_region import FileRegion
 from kfast.security.principal import ANONYMOUS
 from kfast.server.rate_limited_log import RateLimitedLogger
+
+if TYPE_CHECKING:
+    from kfast.security.listener import ListenerSecurity
+    from kfast.security.principal import KafkaPrincipal
+    from kfast.server.connection_rate_quota import ConnectionRateQuotas
+    from kfast.server.quota import ConnectionCreationQuotas
+    from kfast.server.sasl_authenticator import SaslServerAuthenticator
 
 __all__ = [
     "Connection",
@@ -142,13 +149,16 @@ _ACCEPT_RETRY_DELAY_S = 0.1
 _RESOURCE_ERRNOS = (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM)
 
 Part = Union[bytes, bytearray, memoryview, FileRegion]
+# A client's address as accept() gives it: (host, port) over IPv4,
+# (host, port, flowinfo, scope id) over IPv6.
+Peer = Union[tuple[str, int], tuple[str, int, int, int]]
 
 
 class SendTiming(Protocol):
     def sent(self, dequeued: float, now: float) -> None: ...
 
 
-class TimedResponse(list):
+class TimedResponse(list[Part]):
     """Response parts whose request is timed until its response is sent
     (Kafka's RequestMetrics ResponseQueueTime and ResponseSendTime): once
     the last byte is handed to the socket, ``timing.sent(dequeued, now)`` is
@@ -158,7 +168,7 @@ class TimedResponse(list):
 
     __slots__ = ("timing",)
 
-    def __init__(self, parts: Iterable[Part], timing: SendTiming):
+    def __init__(self, parts: Iterable[Part], timing: SendTiming) -> None:
         super().__init__(parts)
         self.timing = timing
 
@@ -171,12 +181,19 @@ class Transport(Protocol):
     """What a Connection needs from its transport (PlaintextTransport; a TLS
     transport would be a second implementation)."""
 
-    unsent_bytes: int
-    bytes_received: int
-    frames_received: int
-    responses_queued: int
-    sendfile_bytes: int
-    copied_bytes: int
+    # Read-only to a connection (TlsTransport computes unsent_bytes).
+    @property
+    def unsent_bytes(self) -> int: ...
+    @property
+    def bytes_received(self) -> int: ...
+    @property
+    def frames_received(self) -> int: ...
+    @property
+    def responses_queued(self) -> int: ...
+    @property
+    def sendfile_bytes(self) -> int: ...
+    @property
+    def copied_bytes(self) -> int: ...
 
     def receive(self) -> int: ...
     def next_frame(self) -> memoryview | None: ...
@@ -194,18 +211,30 @@ def _plaintext_transport(sock: socket.socket, max_receive_size: int) -> Transpor
     return PlaintextTransport(sock.fileno(), max_receive_size)
 
 
-def security_for_listener(security, sasl_setup=None) -> dict:
+class ListenerSettings(TypedDict, total=False):
+    """SocketServer arguments that secure a listener."""
+
+    transport_factory: TransportFactory
+    connection_setup: Callable[[Connection], None]
+
+
+def security_for_listener(
+    security: ListenerSecurity | None,
+    sasl_setup: Callable[[Connection], None] | None = None,
+) -> ListenerSettings:
     """SocketServer arguments for a listener's ``ListenerSecurity``
     (kfast.security.listener): the TLS transport whose completed handshake
     sets the connection's principal from the client certificate, and the
     per-connection SASL setup. Empty for PLAINTEXT."""
-    settings: dict = {}
+    settings: ListenerSettings = {}
     if security is None:
         return settings
     if security.uses_tls:
         from kfast.server.tls_transport import TlsTransport
 
         context = security.ssl_context
+        if context is None:
+            raise ValueError("a TLS listener without an SSL context")
 
         def tls_transport(sock: socket.socket, max_receive_size: int) -> Transport:
             return TlsTransport(sock, context, max_receive_size)
@@ -215,8 +244,9 @@ def security_for_listener(security, sasl_setup=None) -> dict:
     def setup(connection: Connection) -> None:
         transport = connection.transport
         if security.uses_tls and not security.uses_sasl:
+            assert isinstance(transport, TlsTransport)  # per connection, not per request
 
-            def on_handshake(tls) -> None:
+            def on_handshake(tls: TlsTransport) -> None:
                 # SSL: the client certificate names the principal (SASL_SSL:
                 # SASL does, once authenticated).
                 connection.principal = security.certificate_principal(tls.peer_certificate())
@@ -249,7 +279,7 @@ class _Totals:
 
     __slots__ = ("requests", "responses", "bytes_received", "sendfile_bytes", "copied_bytes")
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.requests = self.responses = self.bytes_received = 0
         self.sendfile_bytes = self.copied_bytes = 0
 
@@ -261,19 +291,20 @@ class _Totals:
         self.copied_bytes += transport.copied_bytes
 
 
-def _consume_outcome(future: asyncio.Future) -> None:
+def _consume_outcome(future: asyncio.Future[Any]) -> None:
     """Retrieve the outcome of a response nobody will send, so asyncio does
     not report its exception as never retrieved."""
     if not future.cancelled():
         future.exception()
 
 
+@final  # lets `type(head) is _Ready` tell a pending future from it, for mypy too
 class _Ready:
     """A synchronous response waiting behind an earlier, unfinished one."""
 
     __slots__ = ("parts",)
 
-    def __init__(self, parts):
+    def __init__(self, parts: Sequence[Part]) -> None:
         self.parts = parts
 
 
@@ -287,9 +318,17 @@ class Connection:
     state, client software name from ApiVersions).
     """
 
+    # (name, version) a client's ApiVersions v3+ gave (KIP-511); unset before.
+    client_software: tuple[str, str]
+
     def __init__(
-        self, server: SocketServer, sock: socket.socket, peer, index: int, transport: Transport
-    ):
+        self,
+        server: SocketServer,
+        sock: socket.socket,
+        peer: Peer,
+        index: int,
+        transport: Transport,
+    ) -> None:
         self.server = server
         self.listener_name = server.listener_name
         self.peer = peer
@@ -298,22 +337,22 @@ class Connection:
         self.transport = transport
         # Who the connection's requests act as: anonymous until TLS or SASL
         # authenticates it (kfast.security).
-        self.principal = ANONYMOUS
+        self.principal: KafkaPrincipal = ANONYMOUS
         # A SASL listener's per-connection authenticator (kfast.server.sasl_authenticator).
-        self.sasl = None
+        self.sasl: SaslServerAuthenticator | None = None
         self._sock = sock
         self._fd = sock.fileno()
-        self._loop = server._loop
+        self._loop = server._started_loop()
         self._handler = server._handler
         # Unanswered requests in request order: futures of async handlers and
         # _Ready sync responses that finished behind them.
-        self._pending: collections.deque = collections.deque()
+        self._pending: collections.deque[_Ready | asyncio.Future[Response]] = collections.deque()
         self._reading = False
         self._writing = False
         self._draining = False
         self._throttle_handle: asyncio.TimerHandle | None = None
         self._closed = False
-        self._closed_future: asyncio.Future | None = None
+        self._closed_future: asyncio.Future[None] | None = None
         self.last_activity = self._loop.time()
         # time.perf_counter() of the last receive: every frame cut was
         # completed by it, since reading pauses while frames wait (Kafka's
@@ -321,7 +360,7 @@ class Connection:
         self.received_at = 0.0
         # (bytes the transport will have sent once it is out, when its send
         # began, timing) of each TimedResponse queued and not yet sent.
-        self._timed: collections.deque = collections.deque()
+        self._timed: collections.deque[tuple[int, float, SendTiming]] = collections.deque()
 
     # ------------------------------------------------------------------ state
 
@@ -466,7 +505,7 @@ class Connection:
             self._set_reading(not limited)
             return
 
-    def _handle_response(self, response) -> None:
+    def _handle_response(self, response: Response | Awaitable[Response]) -> None:
         """What the handler returned (not None): queue it, wait behind the
         requests ahead of it, or wait for it."""
         if self._closed:
@@ -495,7 +534,7 @@ class Connection:
 
     # ----------------------------------------------------------------- sending
 
-    def _queue(self, parts) -> bool:
+    def _queue(self, parts: Sequence[Part]) -> bool:
         transport = self.transport
         try:
             transport.send(parts)
@@ -523,7 +562,7 @@ class Connection:
                 now = perf_counter()
             timing.sent(dequeued, now)
 
-    def _on_response_done(self, future: asyncio.Future) -> None:
+    def _on_response_done(self, future: asyncio.Future[Response]) -> None:
         if self._closed:
             _consume_outcome(future)
             return
@@ -537,6 +576,7 @@ class Connection:
         pending = self._pending
         while pending:
             head = pending[0]
+            parts: Response
             if type(head) is _Ready:
                 parts = head.parts
             else:
@@ -770,7 +810,7 @@ class SocketServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._listener: socket.socket | None = None
         self._connections: dict[Connection, None] = {}  # insertion-ordered set
-        self._connections_per_ip: collections.Counter = collections.Counter()
+        self._connections_per_ip: collections.Counter[str] = collections.Counter()
         self._accepting = False
         self._index = itertools.count()
         self._accepted = 0
@@ -779,7 +819,7 @@ class SocketServer:
         self._sweep_handle: asyncio.TimerHandle | None = None
         self._shutting_down = False
         self._held = False
-        self._all_closed: asyncio.Future | None = None
+        self._all_closed: asyncio.Future[None] | None = None
         # Per-connection warnings (garbage received, accept failures).
         self.warnings = RateLimitedLogger(logger)
         # Called with the connection_id of every connection closed.
@@ -788,15 +828,21 @@ class SocketServer:
         # ConnectionCreationQuotas), None on servers without them; sockets
         # over the quota wait here, unserved, until closed after their
         # throttle time (Kafka's throttledSockets).
-        self.connection_quotas = None
+        self.connection_quotas: ConnectionCreationQuotas | None = None
         self._throttled_sockets: dict[socket.socket, asyncio.TimerHandle] = {}
         # The broker's max.connection.creation.rate limits (a
         # ConnectionRateQuotas), None on servers without them. Over the
         # rate, the connection just accepted waits here and nothing more is
         # accepted until its throttle time has passed (Kafka's acceptor
         # blocked in waitForConnectionSlot).
-        self.connection_rate = None
-        self._rate_wait: tuple[socket.socket, Any, asyncio.TimerHandle] | None = None
+        self.connection_rate: ConnectionRateQuotas | None = None
+        self._rate_wait: tuple[socket.socket, Peer, asyncio.TimerHandle] | None = None
+
+    def _started_loop(self) -> asyncio.AbstractEventLoop:
+        """The loop the server runs on, for what happens only once started."""
+        if self._loop is None:
+            raise RuntimeError("SocketServer is not started")
+        return self._loop
 
     @classmethod
     def from_config(
@@ -841,14 +887,15 @@ class SocketServer:
         await self.start()
         return self
 
-    async def __aexit__(self, *exc_info) -> None:
+    async def __aexit__(self, *exc_info: object) -> None:
         await self.shutdown()
 
     @property
     def port(self) -> int:
         if self._listener is None:
             raise RuntimeError("SocketServer is not listening")
-        return self._listener.getsockname()[1]
+        port: int = self._listener.getsockname()[1]
+        return port
 
     @property
     def connections(self) -> list[Connection]:
@@ -871,11 +918,12 @@ class SocketServer:
     def _set_accepting(self, on: bool) -> None:
         if on and (self._held or self._rate_wait is not None):
             return
-        if on and not self._accepting and self._listener is not None:
-            self._loop.add_reader(self._listener.fileno(), self._on_acceptable)
+        listener = self._listener
+        if on and not self._accepting and listener is not None:
+            self._started_loop().add_reader(listener.fileno(), self._on_acceptable)
             self._accepting = True
-        elif not on and self._accepting:
-            self._loop.remove_reader(self._listener.fileno())
+        elif not on and self._accepting and listener is not None:  # closed after this
+            self._started_loop().remove_reader(listener.fileno())
             self._accepting = False
 
     def _on_acceptable(self) -> None:
@@ -896,7 +944,7 @@ class SocketServer:
                 self.warnings.warning("accept failed", "accept failed: %s", exc)
                 if exc.errno in _RESOURCE_ERRNOS:
                     self._set_accepting(False)
-                    self._loop.call_later(_ACCEPT_RETRY_DELAY_S, self._resume_accepting)
+                    self._started_loop().call_later(_ACCEPT_RETRY_DELAY_S, self._resume_accepting)
                 return
             rate = self.connection_rate
             if rate is not None and rate.enabled:
@@ -906,7 +954,7 @@ class SocketServer:
                     self._rate_wait = (
                         sock,
                         peer,
-                        self._loop.call_later(throttle_ms / 1000.0, self._end_rate_wait),
+                        self._started_loop().call_later(throttle_ms / 1000.0, self._end_rate_wait),
                     )
                     return
             self._admit(sock, peer)
@@ -921,7 +969,7 @@ class SocketServer:
         self._admit(sock, peer)
         self._resume_accepting()
 
-    def _admit(self, sock: socket.socket, peer) -> None:
+    def _admit(self, sock: socket.socket, peer: Peer) -> None:
         """An accepted connection: the per-IP rate and count, then served."""
         host = peer[0]
         quotas = self.connection_quotas
@@ -932,7 +980,7 @@ class SocketServer:
                 if rate is not None:
                     rate.unrecord(self.listener_name)
                 logger.debug("Delaying closing of connection from %s for %d ms", host, throttle_ms)
-                self._throttled_sockets[sock] = self._loop.call_later(
+                self._throttled_sockets[sock] = self._started_loop().call_later(
                     throttle_ms / 1000.0, self._close_throttled, sock
                 )
                 return
@@ -986,10 +1034,10 @@ class SocketServer:
         # A tenth of the idle timeout (between 10 ms and 10 s): a connection
         # is closed at most ~10% late, for one timer in the whole server.
         interval = min(max(self.connections_max_idle_ms / 10000.0, 0.01), 10.0)
-        self._sweep_handle = self._loop.call_later(interval, self._sweep_idle)
+        self._sweep_handle = self._started_loop().call_later(interval, self._sweep_idle)
 
     def _sweep_idle(self) -> None:
-        deadline = self._loop.time() - self.connections_max_idle_ms / 1000.0
+        deadline = self._started_loop().time() - self.connections_max_idle_ms / 1000.0
         for connection in list(self._connections):
             if connection.last_activity < deadline and not connection._pending:
                 logger.debug(
