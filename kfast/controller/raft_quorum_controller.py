@@ -40,19 +40,38 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
 
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.feature_control import METADATA_VERSION
-from kfast.controller.metadata.records import BrokerRegistrationChangeRecord, encode_record
-from kfast.controller.quorum_controller import QuorumController, _DeltaBuilder
+from kfast.controller.metadata.image import BrokerRegistration, Endpoint
+from kfast.controller.metadata.records import (
+    BrokerRegistrationChangeRecord,
+    MetadataRecord,
+    decode_record,
+    encode_record,
+)
+from kfast.controller.quorum_controller import QuorumController, QuorumView, _DeltaBuilder
 from kfast.controller.replication_control import ELECTION_PREFERRED
 from kfast.controller.snapshot import image_records
 from kfast.protocol import errors
 from kfast.protocol.constants import NO_LEADER
-from kfast.raft.log import OffsetAndEpoch
-from kfast.raft.snapshots import snapshot_bytes
+from kfast.raft.log import Batch, OffsetAndEpoch
+from kfast.raft.manager import RaftManager
+from kfast.raft.snapshots import snapshot_bytes, snapshot_records
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+# (is_caught_up, is_fenced, should_shut_down): a BrokerHeartbeat's answer.
+Heartbeat = tuple[bool, bool, bool]
+
+
+def _decode_record(value: bytes) -> MetadataRecord:
+    return decode_record(value)[0]
+
 
 # Preferred elections per balancing round (Kafka's maxElectionsPerImbalance).
 _MAX_ELECTIONS_PER_IMBALANCE = 1000
@@ -61,13 +80,13 @@ _MAX_ELECTIONS_PER_IMBALANCE = 1000
 class RaftQuorumController(QuorumController):
     _unfence_on_register = False
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.raft = None  # kfast.raft.manager.RaftManager
+        self.raft: RaftManager | None = None  # attach()
         self.leader_id = NO_LEADER
         self.epoch = 0  # the quorum epoch (Raft term) of ``leader_id``
         self._epoch_start_offset: int | None = None
-        self._bootstrap_task: asyncio.Task | None = None
+        self._bootstrap_task: asyncio.Task[None] | None = None
         # broker id -> loop time (s) of its last heartbeat, on the active controller.
         self._sessions: dict[int, float] = {}
         # broker id -> metadata offset in its last heartbeat; broker in
@@ -83,15 +102,30 @@ class RaftQuorumController(QuorumController):
         self._bytes_since_snapshot = 0
         self._last_snapshot_time = 0.0
 
-    def attach(self, raft) -> None:
+    def attach(self, raft: RaftManager) -> None:
         self.raft = raft
+
+    @property
+    def _attached(self) -> RaftManager:
+        """The Raft layer, which the server attaches before start()."""
+        raft = self.raft
+        if raft is None:
+            raise errors.NotControllerException("The controller has no Raft layer yet.")
+        return raft
+
+    @property
+    def _running_loop(self) -> asyncio.AbstractEventLoop:
+        loop = self._loop
+        if loop is None:
+            raise errors.NotControllerException("The controller is not running.")
+        return loop
 
     # -- life cycle ----------------------------------------------------------------------
     async def start(self) -> None:
-        self._loop = self._loop or asyncio.get_running_loop()
-        self._last_snapshot_time = self._loop.time()
+        loop = self._loop = self._loop or asyncio.get_running_loop()
+        self._last_snapshot_time = loop.time()
         self.started = True
-        await self.raft.start()
+        await self._attached.start()
 
     async def shutdown(self) -> None:
         for timer in (self._session_timer, self._balance_timer):
@@ -101,10 +135,10 @@ class RaftQuorumController(QuorumController):
             self.started = False
         if self._bootstrap_task is not None:
             self._bootstrap_task.cancel()
-        await self.raft.shutdown()
+        await self._attached.shutdown()
 
     # -- the Raft listener -----------------------------------------------------------------
-    def handle_commit(self, batch) -> None:
+    def handle_commit(self, batch: Batch) -> None:
         if batch.is_control:
             self._last_offset = batch.next_offset - 1
         else:
@@ -115,7 +149,8 @@ class RaftQuorumController(QuorumController):
             self._publish(delta)
             interval_ms = self.config["metadata.log.max.snapshot.interval.ms"]
             if self._bytes_since_snapshot >= self.snapshot_max_bytes or (
-                interval_ms and (self._loop.time() - self._last_snapshot_time) * 1000 >= interval_ms
+                interval_ms
+                and (self._running_loop.time() - self._last_snapshot_time) * 1000 >= interval_ms
             ):
                 self._snapshot(OffsetAndEpoch(batch.next_offset, batch.epoch))
         self._maybe_activate()
@@ -125,11 +160,11 @@ class RaftQuorumController(QuorumController):
         ``snapshot_id.offset`` and let the log drop what it covers. Blocking:
         metadata snapshots are small next to the records between them."""
         self._bytes_since_snapshot = 0
-        self._last_snapshot_time = self._loop.time()
+        self._last_snapshot_time = self._running_loop.time()
         records = image_records(self.image, self.producer_id_control.next_producer_id)
         data = snapshot_bytes(records, snapshot_id.epoch, encode_record)
         try:
-            self.raft.client.create_snapshot(snapshot_id, data)
+            self._attached.client.create_snapshot(snapshot_id, data)
         except (OSError, ValueError) as exc:
             logger.error("metadata snapshot %s failed: %s", snapshot_id, exc)
             return
@@ -141,10 +176,10 @@ class RaftQuorumController(QuorumController):
             len(records),
         )
 
-    def handle_load_snapshot(self, snapshot_id, data: bytes) -> None:
+    def handle_load_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """Replace the whole state with a snapshot's (a follower fetched it
         from the leader, or a restart finds the log starting at one)."""
-        records = self.raft.client.log.snapshot_records(snapshot_id)
+        records = snapshot_records(data, _decode_record)
         if records is None:
             raise errors.CorruptRecordException(f"metadata snapshot {snapshot_id} is damaged")
         self._new_control_managers()
@@ -169,7 +204,7 @@ class RaftQuorumController(QuorumController):
         self.epoch = epoch
         self._epoch_start_offset = None
         if leader_id == self.node_id:
-            state = self.raft.client.quorum.state
+            state = self._attached.client.quorum.state
             self._epoch_start_offset = getattr(state, "epoch_start_offset", None)
         self._maybe_activate()
 
@@ -198,7 +233,7 @@ class RaftQuorumController(QuorumController):
             if active:
                 # Every registered broker gets a full session with the new
                 # active controller.
-                now = self._loop.time()
+                now = self._running_loop.time()
                 self._sessions = {broker_id: now for broker_id in self.cluster_control.brokers}
                 self._schedule_session_check()
                 self._schedule_leader_balance()
@@ -210,7 +245,7 @@ class RaftQuorumController(QuorumController):
         if not active or METADATA_VERSION in self.feature_control.finalized:
             return
         if self._bootstrap_task is None or self._bootstrap_task.done():
-            self._bootstrap_task = self._loop.create_task(self._bootstrap())
+            self._bootstrap_task = self._running_loop.create_task(self._bootstrap())
 
     async def _bootstrap(self) -> None:
         try:
@@ -220,11 +255,20 @@ class RaftQuorumController(QuorumController):
 
     # -- broker membership ------------------------------------------------------------------
     async def register_broker(
-        self, broker_id, incarnation_id, listeners, rack, features=None
+        self,
+        broker_id: int,
+        incarnation_id: uuid.UUID,
+        listeners: list[Endpoint],
+        rack: str | None,
+        features: Iterable[tuple[str, int, int]] | None = None,
     ) -> int:
-        kwargs = {} if features is None else {"features": features}
-        epoch = await super().register_broker(broker_id, incarnation_id, listeners, rack, **kwargs)
-        self._sessions[broker_id] = self._loop.time()
+        if features is None:
+            epoch = await super().register_broker(broker_id, incarnation_id, listeners, rack)
+        else:
+            epoch = await super().register_broker(
+                broker_id, incarnation_id, listeners, rack, features
+            )
+        self._sessions[broker_id] = self._running_loop.time()
         return epoch
 
     async def broker_heartbeat(
@@ -234,7 +278,7 @@ class RaftQuorumController(QuorumController):
         current_metadata_offset: int,
         want_fence: bool,
         want_shut_down: bool,
-    ) -> tuple[bool, bool, bool]:
+    ) -> Heartbeat:
         """(is_caught_up, is_fenced, should_shut_down) for a BrokerHeartbeat.
         Caught up: the broker has replayed the metadata log up to its own
         registration. A broker that wants to shut down goes through Kafka's
@@ -246,7 +290,7 @@ class RaftQuorumController(QuorumController):
         broker has replayed the metadata that moved them, so clients asking
         any broker learn the new leaders."""
 
-        def operation():
+        def operation() -> ControllerResult[Heartbeat]:
             registration = self.cluster_control.brokers.get(broker_id)
             caught_up = registration is not None and current_metadata_offset >= registration.epoch
             if (
@@ -259,7 +303,7 @@ class RaftQuorumController(QuorumController):
             result = self.cluster_control.heartbeat(
                 broker_id, broker_epoch, caught_up, want_fence or want_shut_down
             )
-            records = list(result.records)
+            records: list[MetadataRecord] = list(result.records)
             if records and result.response:  # being fenced now
                 records += self.replication_control.broker_fenced(broker_id)
             elif records:  # being unfenced now
@@ -267,16 +311,16 @@ class RaftQuorumController(QuorumController):
             return ControllerResult((caught_up, result.response, want_shut_down), records)
 
         response = await self._run(operation)
-        self._sessions[broker_id] = self._loop.time()
+        self._sessions[broker_id] = self._running_loop.time()
         self._metadata_offsets[broker_id] = current_metadata_offset
         return response
 
     def _controlled_shutdown(
-        self, broker_id: int, broker_epoch: int, registration, caught_up: bool
-    ) -> ControllerResult:
+        self, broker_id: int, broker_epoch: int, registration: BrokerRegistration, caught_up: bool
+    ) -> ControllerResult[Heartbeat]:
         leads = self.replication_control.leaderships(broker_id)
         if not registration.in_controlled_shutdown and leads:
-            records = [
+            records: list[MetadataRecord] = [
                 BrokerRegistrationChangeRecord(
                     broker_id=broker_id, broker_epoch=broker_epoch, in_controlled_shutdown=1
                 )
@@ -309,7 +353,7 @@ class RaftQuorumController(QuorumController):
     # -- preferred leaders (auto.leader.rebalance.enable) ---------------------------------
     def _schedule_leader_balance(self) -> None:
         if self.config["auto.leader.rebalance.enable"]:
-            self._balance_timer = self._loop.call_later(
+            self._balance_timer = self._running_loop.call_later(
                 self.config["leader.imbalance.check.interval.seconds"], self._balance_leaders
             )
 
@@ -323,10 +367,10 @@ class RaftQuorumController(QuorumController):
             return
         imbalanced = self.replication_control.imbalanced_partitions(_MAX_ELECTIONS_PER_IMBALANCE)
         if imbalanced:
-            self._loop.create_task(self._elect_preferred(imbalanced))
+            self._running_loop.create_task(self._elect_preferred(imbalanced))
         self._schedule_leader_balance()
 
-    async def _elect_preferred(self, partitions) -> None:
+    async def _elect_preferred(self, partitions: list[tuple[str, int]]) -> None:
         try:
             results = await self.elect_leaders(ELECTION_PREFERRED, partitions)
         except errors.KafkaError as exc:
@@ -338,14 +382,14 @@ class RaftQuorumController(QuorumController):
 
     def _schedule_session_check(self) -> None:
         interval = self.config["broker.heartbeat.interval.ms"] / 1000
-        self._session_timer = self._loop.call_later(interval, self._check_sessions)
+        self._session_timer = self._running_loop.call_later(interval, self._check_sessions)
 
     def _check_sessions(self) -> None:
         self._session_timer = None
         if not self.is_active:
             return
         timeout = self.config["broker.session.timeout.ms"] / 1000
-        now = self._loop.time()
+        now = self._running_loop.time()
         expired = [
             broker_id
             for broker_id, registration in self.cluster_control.brokers.items()
@@ -354,7 +398,7 @@ class RaftQuorumController(QuorumController):
             and now - self._sessions.get(broker_id, now) >= timeout
         ]
         if expired:
-            self._loop.create_task(self._fence_expired(expired))
+            self._running_loop.create_task(self._fence_expired(expired))
         else:
             self._schedule_session_check()
 
@@ -373,7 +417,9 @@ class RaftQuorumController(QuorumController):
             if self.is_active and self._session_timer is None:
                 self._schedule_session_check()
 
-    async def _run(self, operation, validate_only: bool = False):
+    async def _run(
+        self, operation: Callable[[], ControllerResult[T]], validate_only: bool = False
+    ) -> T:
         if not self.is_active:
             raise errors.NotControllerException(
                 f"Node {self.node_id} is not the active controller (the controller is "
@@ -381,21 +427,23 @@ class RaftQuorumController(QuorumController):
             )
         return await super()._run(operation, validate_only)
 
-    async def _commit(self, records: list, notify: bool = True) -> None:
+    async def _commit(self, records: list[MetadataRecord], notify: bool = True) -> None:
         """Propose ``records`` as one batch and return once it is committed
         and applied (the Raft layer applies it through handle_commit)."""
         if not self.is_active:
             raise errors.NotControllerException("The controller lost its leadership.")
-        offset = self.raft.propose(records)
-        await self.raft.wait_committed(offset)
+        raft = self._attached
+        offset = raft.propose(records)
+        await raft.wait_committed(offset)
 
     def _log_end_offset(self) -> int:
-        return self.raft.client.log.end_offset
+        return self._attached.client.log.end_offset
 
-    def quorum_state(self) -> dict:
+    def quorum_state(self) -> QuorumView:
         """DescribeQuorum as the leader answers it: every voter's log end
         offset as last fetched, and the observers (brokers)."""
-        client = self.raft.client
+        raft = self._attached
+        client = raft.client
         if not client.is_leader:
             raise errors.NotLeaderOrFollowerException(
                 f"Node {self.node_id} is not the quorum leader (the leader is {self.leader_id})."
@@ -404,9 +452,9 @@ class RaftQuorumController(QuorumController):
         voters = client.quorum.voters
         # The Raft layer's clock is the loop's (monotonic); DescribeQuorum
         # reports wall-clock times.
-        wall_minus_loop = int(time.time() * 1000) - self.raft.now_ms()
+        wall_minus_loop = int(time.time() * 1000) - raft.now_ms()
 
-        def row(node_id):
+        def row(node_id: int) -> tuple[int, int, int]:
             state = replicas.get(node_id)
             if state is None or state.last_fetch_ms < 0:
                 return node_id, -1, -1
