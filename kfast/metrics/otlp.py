@@ -65,9 +65,16 @@ class MetricPoint(NamedTuple):
     kind: str
     attributes: tuple[tuple[str, str], ...]  # resource attributes, then the point's
     value: float
-    count: int
+    # OTLP's name for it; as a NamedTuple field it hides tuple.count (a method).
+    count: int  # type: ignore[assignment]
     temporality: int
     monotonic: bool
+
+
+Span = tuple[int, int]  # (start, end) of a length-delimited field in the buffer
+# A field's value by wire type: 0 an int, 1 and 5 the 8 or 4 raw bytes, 2 a Span.
+FieldValue = int | bytes | Span
+Attributes = tuple[tuple[str, str], ...]
 
 
 def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
@@ -85,7 +92,7 @@ def _varint(buf: bytes, pos: int, end: int) -> tuple[int, int]:
             raise OtlpDecodeError("varint longer than 10 bytes")
 
 
-def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, object]]:
+def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, FieldValue]]:
     """(field number, wire type, value): an int for varints, the 8 or 4 raw
     bytes for fixed fields, (start, end) for length-delimited ones."""
     while pos < end:
@@ -93,6 +100,7 @@ def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, object]]
         number, wire_type = key >> 3, key & 7
         if number == 0:
             raise OtlpDecodeError("field number 0")
+        value: FieldValue
         if wire_type == 0:
             value, pos = _varint(buf, pos, end)
         elif wire_type == 1:
@@ -113,12 +121,31 @@ def _fields(buf: bytes, pos: int, end: int) -> Iterator[tuple[int, int, object]]
         yield number, wire_type, value
 
 
-def _expect(wire_type: int, wanted: int, what: str) -> None:
-    if wire_type != wanted:
-        raise OtlpDecodeError(f"{what}: wire type {wire_type}, expected {wanted}")
+def _wrong_type(wire_type: int, wanted: int, what: str) -> OtlpDecodeError:
+    return OtlpDecodeError(f"{what}: wire type {wire_type}, expected {wanted}")
 
 
-def _string(buf: bytes, span) -> str:
+# A value's Python type follows from its wire type (_fields), so checking the
+# type is checking the wire type.
+def _span(wire_type: int, value: FieldValue, what: str) -> Span:
+    if not isinstance(value, tuple):
+        raise _wrong_type(wire_type, 2, what)
+    return value
+
+
+def _int(wire_type: int, value: FieldValue, what: str) -> int:
+    if not isinstance(value, int):
+        raise _wrong_type(wire_type, 0, what)
+    return value
+
+
+def _fixed64(wire_type: int, value: FieldValue, what: str) -> bytes:
+    if wire_type != 1 or not isinstance(value, bytes):
+        raise _wrong_type(wire_type, 1, what)
+    return value
+
+
+def _string(buf: bytes, span: Span) -> str:
     try:
         return buf[span[0] : span[1]].decode("utf-8")
     except UnicodeDecodeError:
@@ -126,14 +153,14 @@ def _string(buf: bytes, span) -> str:
 
 
 def _any_value(buf: bytes, start: int, end: int) -> str | None:
-    for number, wire_type, value in _fields(buf, start, end):
-        if number == 1 and wire_type == 2:
+    for number, _, value in _fields(buf, start, end):
+        if number == 1 and isinstance(value, tuple):
             return _string(buf, value)
-        if number == 2 and wire_type == 0:
+        if number == 2 and isinstance(value, int):
             return "true" if value else "false"
-        if number == 3 and wire_type == 0:
+        if number == 3 and isinstance(value, int):
             return str(value - (1 << 64) if value >= 1 << 63 else value)
-        if number == 4 and wire_type == 1:
+        if number == 4 and isinstance(value, bytes) and len(value) == 8:
             return repr(_DOUBLE.unpack(value)[0])
     return None
 
@@ -142,69 +169,69 @@ def _key_value(buf: bytes, start: int, end: int) -> tuple[str, str] | None:
     key = value = None
     for number, wire_type, field in _fields(buf, start, end):
         if number == 1:
-            _expect(wire_type, 2, "KeyValue.key")
-            key = _string(buf, field)
+            key = _string(buf, _span(wire_type, field, "KeyValue.key"))
         elif number == 2:
-            _expect(wire_type, 2, "KeyValue.value")
-            value = _any_value(buf, *field)
+            value = _any_value(buf, *_span(wire_type, field, "KeyValue.value"))
     return None if key is None or value is None else (key, value)
 
 
-def _attributes(buf: bytes, spans: list) -> tuple[tuple[str, str], ...]:
+def _attributes(buf: bytes, spans: list[Span]) -> Attributes:
     pairs = (_key_value(buf, *span) for span in spans)
     return tuple(pair for pair in pairs if pair is not None)
 
 
-# What a data point's fields are: field number -> (role, wire type).
-_NUMBER_POINT = {7: ("attributes", 2), 4: ("double", 1), 6: ("int", 1)}
-_HISTOGRAM_POINT = {9: ("attributes", 2), 5: ("double", 1), 4: ("count", 1)}
+# What a data point's fields are: field number -> role (attributes are
+# length-delimited, the numbers fixed64).
+_NUMBER_POINT = {7: "attributes", 4: "double", 6: "int"}
+_HISTOGRAM_POINT = {9: "attributes", 5: "double", 4: "count"}
 
 
-def _point(buf: bytes, start: int, end: int, layout: dict):
+def _point(
+    buf: bytes, start: int, end: int, layout: dict[int, str]
+) -> tuple[Attributes, float, int]:
     """(attributes, value, count) of a NumberDataPoint or HistogramDataPoint."""
-    spans, value, count = [], 0.0, 0
+    spans: list[Span] = []
+    value, count = 0.0, 0
     for number, wire_type, field in _fields(buf, start, end):
-        entry = layout.get(number)
-        if entry is None:
+        role = layout.get(number)
+        if role is None:
             continue
-        role, wanted = entry
-        _expect(wire_type, wanted, f"data point field {number}")
+        what = f"data point field {number}"
         if role == "attributes":
-            spans.append(field)
+            spans.append(_span(wire_type, field, what))
         elif role == "double":
-            value = _DOUBLE.unpack(field)[0]
+            value = _DOUBLE.unpack(_fixed64(wire_type, field, what))[0]
         elif role == "int":
-            value = float(_INT64.unpack(field)[0])
+            value = float(_INT64.unpack(_fixed64(wire_type, field, what))[0])
         else:
-            count = _UINT64.unpack(field)[0]
+            count = _UINT64.unpack(_fixed64(wire_type, field, what))[0]
     return _attributes(buf, spans), value, count
 
 
-def _metric(buf: bytes, start: int, end: int, resource: tuple, out: list) -> None:
+_METRIC_KINDS = {5: "gauge", 7: "sum", 9: "histogram"}
+
+
+def _metric(buf: bytes, start: int, end: int, resource: Attributes, out: list[MetricPoint]) -> None:
     name = None
-    data = None  # (kind, start, end)
+    data: tuple[str, Span] | None = None
     for number, wire_type, field in _fields(buf, start, end):
         if number == 1:
-            _expect(wire_type, 2, "Metric.name")
-            name = _string(buf, field)
-        elif number in (5, 7, 9):
-            _expect(wire_type, 2, "Metric.data")
-            data = ({5: "gauge", 7: "sum", 9: "histogram"}[number], *field)
+            name = _string(buf, _span(wire_type, field, "Metric.name"))
+        elif number in _METRIC_KINDS:
+            data = (_METRIC_KINDS[number], _span(wire_type, field, "Metric.data"))
     if name is None or data is None:
         return
-    kind, data_start, data_end = data
+    kind, (data_start, data_end) = data
     layout = _HISTOGRAM_POINT if kind == "histogram" else _NUMBER_POINT
-    spans, temporality, monotonic = [], 0, False
+    spans: list[Span] = []
+    temporality, monotonic = 0, False
     for number, wire_type, field in _fields(buf, data_start, data_end):
         if number == 1:
-            _expect(wire_type, 2, "data_points")
-            spans.append(field)
+            spans.append(_span(wire_type, field, "data_points"))
         elif number == 2 and kind != "gauge":
-            _expect(wire_type, 0, "aggregation_temporality")
-            temporality = field
+            temporality = _int(wire_type, field, "aggregation_temporality")
         elif number == 3 and kind == "sum":
-            _expect(wire_type, 0, "is_monotonic")
-            monotonic = bool(field)
+            monotonic = bool(_int(wire_type, field, "is_monotonic"))
     for span in spans:
         attributes, value, count = _point(buf, *span, layout)
         out.append(
@@ -219,24 +246,24 @@ def decode_metrics_data(data: bytes) -> list[MetricPoint]:
     for number, wire_type, resource_metrics in _fields(buf, 0, len(buf)):
         if number != 1:
             continue
-        _expect(wire_type, 2, "MetricsData.resource_metrics")
-        resource: tuple = ()
-        scopes = []
-        for field_number, field_type, field in _fields(buf, *resource_metrics):
+        what = "MetricsData.resource_metrics"
+        resource: Attributes = ()
+        scopes: list[Span] = []
+        for field_number, field_type, field in _fields(
+            buf, *_span(wire_type, resource_metrics, what)
+        ):
             if field_number == 1:
-                _expect(field_type, 2, "ResourceMetrics.resource")
-                spans = []
-                for n, t, attribute in _fields(buf, *field):
+                spans: list[Span] = []
+                for n, t, attribute in _fields(
+                    buf, *_span(field_type, field, "ResourceMetrics.resource")
+                ):
                     if n == 1:
-                        _expect(t, 2, "Resource.attributes")
-                        spans.append(attribute)
+                        spans.append(_span(t, attribute, "Resource.attributes"))
                 resource = _attributes(buf, spans)
             elif field_number == 2:
-                _expect(field_type, 2, "ResourceMetrics.scope_metrics")
-                scopes.append(field)
+                scopes.append(_span(field_type, field, "ResourceMetrics.scope_metrics"))
         for scope in scopes:
             for n, t, metric in _fields(buf, *scope):
                 if n == 2:
-                    _expect(t, 2, "ScopeMetrics.metrics")
-                    _metric(buf, *metric, resource, out)
+                    _metric(buf, *_span(t, metric, "ScopeMetrics.metrics"), resource, out)
     return out

@@ -85,6 +85,11 @@ KERNEL_SOURCE_SUFFIXES = (".pyx", ".pxd", ".pxi", ".h", ".pyi")
 CONSOLE_ASSETS = tuple(
     f"kfast/tools/console_web/static/{name}" for name in ("index.html", "app.js", "style.css")
 )
+# PEP 561 (issue 15 item 7): kfast is typed, so the marker and every stub ship
+# in the sdist and the wheel (a missing stub would make the types lie).
+TYPING_FILES = ("kfast/py.typed",) + tuple(
+    sorted(str(p.relative_to(REPO)) for p in (REPO / "kfast").rglob("*.pyi"))
+)
 COMPILERS = ("cc", "gcc", "clang", "c99", "x86_64-linux-gnu-gcc", "aarch64-linux-gnu-gcc")
 
 
@@ -300,6 +305,7 @@ def test_sdist_ships_every_kernel_source_and_no_generated_code(artifacts):
         "README.md",
         "spark/kfast_spark/__init__.py",
         *CONSOLE_ASSETS,
+        *TYPING_FILES,
     ):
         assert needed in names
 
@@ -324,6 +330,7 @@ def test_wheel_is_manylinux_and_ships_every_kernel_compiled(artifacts):
         "kfast/testing/plugin.py",
     } <= names
     assert set(CONSOLE_ASSETS) <= names  # kfast console's page, script and styles
+    assert set(TYPING_FILES) <= names  # PEP 561: py.typed and every .pyi
     assert entry_points["console_scripts"]["kfast"] == "kfast.cli:main"
     assert entry_points["pytest11"]["kfast"] == "kfast.testing.plugin"
     assert [n for n in names if n.endswith((".c", ".pyx"))] == []
