@@ -33,6 +33,7 @@ import bisect
 import os
 import struct
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
@@ -51,9 +52,9 @@ from kfast.protocol.errors import (
     OutOfOrderSequenceException,
     TransactionCoordinatorFencedException,
 )
-from kfast.records import NO_PRODUCER_EPOCH, NO_SEQUENCE
+from kfast.records import CONTROL_TYPE_ABORT, NO_PRODUCER_EPOCH, NO_SEQUENCE
 from kfast.storage.atomic_file import write_atomically
-from kfast.storage.file_records import BatchHeader
+from kfast.storage.file_records import BatchHeader, BytesLike
 from kfast.storage.records_access import first_record_key_value
 from kfast.storage.segment import PRODUCER_SNAPSHOT_FILE_SUFFIX, filename_prefix_from_offset
 
@@ -95,7 +96,9 @@ class ProducerStateEntry:
     coordinator_epoch: int = -1
     last_timestamp: int = -1
     current_txn_first_offset: int | None = None
-    batch_metadata: deque = field(default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN))
+    batch_metadata: deque[BatchMetadata] = field(
+        default_factory=lambda: deque(maxlen=NUM_BATCHES_TO_RETAIN)
+    )
 
     def copy(self) -> ProducerStateEntry:
         return ProducerStateEntry(
@@ -162,16 +165,14 @@ class CompletedTxn(NamedTuple):
 
 
 class EndTransactionMarker(NamedTuple):
-    """A control record: ABORT (0) or COMMIT (1) and the coordinator epoch."""
+    """A control record: CONTROL_TYPE_ABORT or CONTROL_TYPE_COMMIT
+    (kfast.records) and the coordinator epoch."""
 
     control_type: int
     coordinator_epoch: int
 
-    ABORT = 0
-    COMMIT = 1
 
-
-def parse_end_txn_marker(batch_view) -> EndTransactionMarker:
+def parse_end_txn_marker(batch_view: BytesLike) -> EndTransactionMarker:
     """The COMMIT/ABORT marker of a control batch (its one record):
 
     key   := version int16, type int16
@@ -240,7 +241,9 @@ class ProducerAppendInfo:
                 f"number), {current_last_seq} (current end sequence number)"
             )
 
-    def append(self, header: BatchHeader, batch_view=None) -> CompletedTxn | None:
+    def append(
+        self, header: BatchHeader, batch_view: BytesLike | None = None
+    ) -> CompletedTxn | None:
         """Apply one batch (offsets already assigned); returns the completed
         transaction when the batch is a COMMIT/ABORT marker."""
         if header.is_control:
@@ -311,7 +314,7 @@ class ProducerAppendInfo:
             self.producer_id,
             first_offset,
             offset,
-            marker.control_type == EndTransactionMarker.ABORT,
+            marker.control_type == CONTROL_TYPE_ABORT,
         )
 
     def to_entry(self) -> ProducerStateEntry:
@@ -367,7 +370,7 @@ class ProducerStateManager:
         # first offset -> TxnMetadata, for open transactions and for completed
         # ones the high watermark has not passed yet.
         self._ongoing: dict[int, TxnMetadata] = {}
-        self._unreplicated: dict[int, TxnMetadata] = {}
+        self._unreplicated: dict[int, CompletedTxn] = {}
         self.map_end_offset = 0
         self.last_snapshot_offset = 0
         # producer id -> its transaction verification in progress (KIP-890).
@@ -425,11 +428,10 @@ class ProducerStateManager:
         self.map_end_offset = offset
 
     def complete_txn(self, txn: CompletedTxn) -> None:
-        metadata = self._ongoing.pop(txn.first_offset, None)
-        if metadata is None:
+        if self._ongoing.pop(txn.first_offset, None) is None:
             return  # a marker with no data (e.g. an empty aborted transaction)
-        metadata.last_offset = txn.last_offset
-        self._unreplicated[txn.first_offset] = metadata
+        # Complete but not yet below the high watermark: still unstable.
+        self._unreplicated[txn.first_offset] = txn
 
     def last_stable_offset(self, completed: CompletedTxn) -> int:
         """The LSO once ``completed`` is done: the first offset of another
@@ -570,7 +572,7 @@ def _unlink(path: str) -> None:
         pass
 
 
-def encode_snapshot(entries) -> bytes:
+def encode_snapshot(entries: Iterable[ProducerStateEntry]) -> bytes:
     body = [struct.pack(">i", 0)]
     count = 0
     for entry in entries:
@@ -626,7 +628,7 @@ def decode_snapshot(data: bytes, path: str = "<snapshot>") -> list[ProducerState
     return entries
 
 
-def write_snapshot(path: str, entries, sync: bool = True) -> None:
+def write_snapshot(path: str, entries: Iterable[ProducerStateEntry], sync: bool = True) -> None:
     write_atomically(path, encode_snapshot(entries), sync)
 
 
