@@ -15,10 +15,18 @@ carries all three.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
     from kfast.storage.log import Log
+
+
+class ConfigLookup(Protocol):
+    """The broker's configuration as a coordinator reads it: a value by
+    Kafka's name (a KafkaConfig in the broker, a dict in unit tests)."""
+
+    def __getitem__(self, name: str) -> Any:
+        """The value of config ``name``, of the type its definition gives."""
 
 
 class CoordinatorReplica(Protocol):

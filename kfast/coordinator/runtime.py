@@ -35,10 +35,11 @@ import abc
 import asyncio
 import logging
 import time
+from collections.abc import Callable, Iterable, Iterator
 
 from kfast.coordinator.partition_writer import CoordinatorReplica, PartitionWriter
 from kfast.protocol import errors as E
-from kfast.records import RecordBatchBuilder, iter_batches
+from kfast.records import RecordBatch, RecordBatchBuilder, iter_batches
 
 logger = logging.getLogger(__name__)
 
@@ -85,7 +86,7 @@ def coordinator_error(
     return append_error if other is None else other
 
 
-def keyed_records(batch):
+def keyed_records(batch: RecordBatch) -> Iterator[tuple[int, bytes, bytes | None]]:
     """(offset, key, value) of each keyed record of a data batch; nothing
     for a control batch (a transaction marker holds no coordinator record)."""
     if batch.is_control:
@@ -129,7 +130,7 @@ class _PartitionLoad:
         self.leader_epoch = getattr(partition, "leader_epoch", -1)
         self.records = 0
         self.began = time.perf_counter()
-        self.handle = None
+        self.handle: asyncio.Handle | None = None
 
 
 class CoordinatorRuntime(abc.ABC):
@@ -156,7 +157,7 @@ class CoordinatorRuntime(abc.ABC):
         """A load of partition ``index`` starts (its records follow)."""
 
     @abc.abstractmethod
-    def _replay_batch(self, index: int, batch) -> int:
+    def _replay_batch(self, index: int, batch: RecordBatch) -> int:
         """Apply one batch of a loading partition (``keyed_records`` gives
         its records); returns the records applied."""
 
@@ -236,6 +237,9 @@ class CoordinatorRuntime(abc.ABC):
             self._unload(load.index)
             return False
         if not finished:
+            # Only a load with a loop to come back on stops early (without
+            # one the deadline is infinite).
+            assert loop is not None
             load.handle = loop.call_soon(self._load_slice, load)
             return False
         del self.loading[load.index]
@@ -282,9 +286,9 @@ class CoordinatorRuntime(abc.ABC):
     def append(
         self,
         index: int,
-        records,
+        records: Iterable[tuple[bytes, bytes | None]],
         timeout_ms: int,
-        on_committed,
+        on_committed: Callable[[int], None],
         builder: RecordBatchBuilder | None = None,
     ) -> None:
         """Append ``records`` ((key, value) pairs) to partition ``index`` as

@@ -18,11 +18,13 @@ import uuid
 Assignment = dict[str, dict[uuid.UUID, set[int]]]
 
 
-def _topic_order(topic_id) -> str:
+def _topic_order(topic_id: uuid.UUID) -> str:
     return str(topic_id)
 
 
-def uniform(members: dict[str, set], topics: dict, previous: Assignment) -> Assignment:
+def uniform(
+    members: dict[str, set[uuid.UUID]], topics: dict[uuid.UUID, int], previous: Assignment
+) -> Assignment:
     """Every partition of a subscribed topic goes to exactly one member
     subscribed to it; with identical subscriptions counts differ by at most
     one. Previous owners keep their partitions up to their fair share."""
@@ -38,7 +40,7 @@ def uniform(members: dict[str, set], topics: dict, previous: Assignment) -> Assi
     total, count = len(partitions), len(members)
     base, extra = divmod(total, count)
     counts = {m: 0 for m in members}
-    taken: set = set()
+    taken: set[tuple[uuid.UUID, int]] = set()
     # Members with the most previous partitions claim the "+1" slots first,
     # which keeps the most partitions in place.
     by_previous = sorted(
@@ -72,7 +74,9 @@ def uniform(members: dict[str, set], topics: dict, previous: Assignment) -> Assi
     return result
 
 
-def range_(members: dict[str, set], topics: dict, previous: Assignment) -> Assignment:
+def range_(
+    members: dict[str, set[uuid.UUID]], topics: dict[uuid.UUID, int], previous: Assignment
+) -> Assignment:
     """Per topic, the subscribed members in member id order get contiguous
     ranges; the first (count % members) get one partition more."""
     result: Assignment = {m: {} for m in members}

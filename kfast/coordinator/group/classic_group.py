@@ -16,7 +16,9 @@ DelayedJoin/DelayedHeartbeat operations.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from enum import StrEnum
+from typing import Any
 
 from kfast.coordinator.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from kfast.coordinator.group.records import GroupMetadataValue, MemberMetadata
@@ -41,6 +43,12 @@ _VALID_PREVIOUS: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
     _S.EMPTY: frozenset({_S.PREPARING_REBALANCE}),
     _S.DEAD: frozenset(_S),
 }
+
+
+# A JoinGroupResponse's fields, handed to the member's waiting JoinGroup.
+JoinResponse = dict[str, Any]
+# (error code, protocol type, protocol name, assignment): a SyncGroupResponse.
+SyncResponse = tuple[int, str | None, str | None, bytes]
 
 
 class ClassicGroupMember:
@@ -70,7 +78,7 @@ class ClassicGroupMember:
         session_timeout_ms: int,
         protocol_type: str,
         protocols: list[tuple[str, bytes]],
-    ):
+    ) -> None:
         self.member_id = member_id
         self.group_instance_id = group_instance_id
         self.client_id = client_id
@@ -81,8 +89,8 @@ class ClassicGroupMember:
         self.protocols = protocols
         self.assignment = b""
         # Set while the member's JoinGroup / SyncGroup waits for the group.
-        self.join_callback = None
-        self.sync_callback = None
+        self.join_callback: Callable[[JoinResponse], None] | None = None
+        self.sync_callback: Callable[[SyncResponse], None] | None = None
         self.heartbeat_satisfied = False
         self.is_leaving = False
 
@@ -132,7 +140,8 @@ class ClassicGroup:
         self.pending_members: set[str] = set()
         # New members joined during the initial rebalance delay (InitialDelayedJoin).
         self.new_member_added = False
-        self._supported: Counter = Counter()
+        # protocol name -> how many members support it
+        self._supported: Counter[str] = Counter()
 
     def __repr__(self) -> str:
         return (
@@ -165,7 +174,7 @@ class ClassicGroup:
             self.protocol_type = member.protocol_type
         self.members[member.member_id] = member
         self._supported.update(member.protocol_names())
-        if member.is_static:
+        if member.group_instance_id is not None:  # a static member
             self.static_members[member.group_instance_id] = member.member_id
         if self.leader_id is None:
             self.leader_id = member.member_id
@@ -177,8 +186,9 @@ class ClassicGroup:
             return None
         self._supported.subtract(member.protocol_names())
         self._supported = +self._supported
-        if member.is_static and self.static_members.get(member.group_instance_id) == member_id:
-            del self.static_members[member.group_instance_id]
+        instance_id = member.group_instance_id
+        if instance_id is not None and self.static_members.get(instance_id) == member_id:
+            del self.static_members[instance_id]
         if self.leader_id == member_id:
             self.leader_id = next(iter(self.members), None)
         return member

@@ -22,8 +22,13 @@ Reconciling (some member not at the target epoch), Stable.
 
 from __future__ import annotations
 
+import re
 import uuid
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from kfast.server_common.purgatory import TimerHandle
 
 
 class ConsumerGroupState(StrEnum):
@@ -46,7 +51,7 @@ class MemberState(StrEnum):
     UNRELEASED_PARTITIONS = "UNRELEASED_PARTITIONS"
 
 
-Partitions = dict  # {topic_id: set(partitions)}
+Partitions = dict[uuid.UUID, set[int]]  # {topic_id: set(partitions)}
 
 
 def _copy(assignment: Partitions) -> Partitions:
@@ -84,10 +89,10 @@ class ConsumerGroupMember:
         "revocation_timeout",
     )
 
-    def __init__(self, member_id: str):
+    def __init__(self, member_id: str) -> None:
         self.member_id = member_id
-        self.instance_id = None
-        self.rack_id = None
+        self.instance_id: str | None = None
+        self.rack_id: str | None = None
         self.client_id = ""
         self.client_host = ""
         self.member_epoch = 0
@@ -97,9 +102,9 @@ class ConsumerGroupMember:
         # Explicit names plus the topics the regex matched at the last heartbeat.
         self.subscribed_topic_names: list[str] = []
         self.explicit_topic_names: set[str] = set()
-        self.subscribed_topic_regex = None
-        self.revocation_timeout = None
-        self.server_assignor = None
+        self.subscribed_topic_regex: re.Pattern[str] | None = None
+        self.revocation_timeout: TimerHandle | None = None
+        self.server_assignor: str | None = None
         self.assigned: Partitions = {}
         self.pending_revocation: Partitions = {}
         # The assignment last returned, so unchanged ones are not resent.
@@ -109,20 +114,23 @@ class ConsumerGroupMember:
 
 
 class ConsumerGroup:
-    def __init__(self, group_id: str):
+    def __init__(self, group_id: str) -> None:
         self.group_id = group_id
         self.group_epoch = 0
         self.assignment_epoch = 0
         self.members: dict[str, ConsumerGroupMember] = {}
         self.target: dict[str, Partitions] = {}
-        self.subscription_metadata: dict = {}  # {topic name: (topic_id, partitions)}
+        # {topic name: (topic_id, partition count)}
+        self.subscription_metadata: dict[str, tuple[uuid.UUID, int]] = {}
         self.assignor_name: str | None = None
         self.dead = False
         # Only classic groups hand out pending member ids (DelayedHeartbeat reads this).
-        self.pending_members: frozenset = frozenset()
+        self.pending_members: frozenset[str] = frozenset()
         # What the log holds for this group: {record key: value} as last
         # written or replayed (consumer_group_manager's persistence).
-        self.persisted: dict = {}
+        # Keyed by (record key type, member id or None); the value is the
+        # record's content tuple, or a marker that compares unequal to any.
+        self.persisted: dict[tuple[int, str | None], object] = {}
         # A write failed: the next one compares every record, not just the
         # heartbeating member's.
         self.unwritten = False
@@ -148,9 +156,9 @@ class ConsumerGroup:
     def subscribed_topics(self) -> set[str]:
         return {t for m in self.members.values() for t in m.subscribed_topic_names}
 
-    def owner_elsewhere(self, member_id: str) -> set:
+    def owner_elsewhere(self, member_id: str) -> set[tuple[uuid.UUID, int]]:
         """(topic_id, partition) owned or being revoked by other members."""
-        held = set()
+        held: set[tuple[uuid.UUID, int]] = set()
         for other in self.members.values():
             if other.member_id == member_id:
                 continue

@@ -19,7 +19,29 @@ broker's timing wheel.
 
 from __future__ import annotations
 
-from kfast.server_common.purgatory import DelayedOperation
+from typing import Protocol
+
+from kfast.coordinator.group.classic_group import ClassicGroup
+from kfast.coordinator.group.consumer_group import ConsumerGroup
+from kfast.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
+
+
+class JoinCoordinator(Protocol):
+    """What a DelayedJoin needs of the group coordinator."""
+
+    @property
+    def join_purgatory(self) -> DelayedOperationPurgatory:
+        """Where a follow-up InitialDelayedJoin waits."""
+
+    def on_complete_join(self, group: ClassicGroup) -> None:
+        """The join phase of ``group`` ends."""
+
+
+class HeartbeatCoordinator(Protocol):
+    """What a DelayedHeartbeat needs of the group coordinator."""
+
+    def on_heartbeat_expired(self, group: ClassicGroup | ConsumerGroup, member_id: str) -> None:
+        """The member's session timed out."""
 
 
 def heartbeat_key(group_id: str, member_id: str) -> str:
@@ -27,7 +49,9 @@ def heartbeat_key(group_id: str, member_id: str) -> str:
 
 
 class DelayedJoin(DelayedOperation):
-    def __init__(self, coordinator, group, rebalance_timeout_ms: int):
+    def __init__(
+        self, coordinator: JoinCoordinator, group: ClassicGroup, rebalance_timeout_ms: int
+    ) -> None:
         super().__init__(rebalance_timeout_ms)
         self.coordinator = coordinator
         self.group = group
@@ -45,7 +69,14 @@ class DelayedJoin(DelayedOperation):
 
 
 class InitialDelayedJoin(DelayedJoin):
-    def __init__(self, coordinator, group, delay_ms: int, initial_delay_ms: int, remaining_ms: int):
+    def __init__(
+        self,
+        coordinator: JoinCoordinator,
+        group: ClassicGroup,
+        delay_ms: int,
+        initial_delay_ms: int,
+        remaining_ms: int,
+    ) -> None:
         DelayedOperation.__init__(self, delay_ms)
         self.coordinator = coordinator
         self.group = group
@@ -73,7 +104,13 @@ class InitialDelayedJoin(DelayedJoin):
 
 
 class DelayedHeartbeat(DelayedOperation):
-    def __init__(self, coordinator, group, member_id: str, session_timeout_ms: int):
+    def __init__(
+        self,
+        coordinator: HeartbeatCoordinator,
+        group: ClassicGroup | ConsumerGroup,
+        member_id: str,
+        session_timeout_ms: int,
+    ) -> None:
         super().__init__(session_timeout_ms)
         self.coordinator = coordinator
         self.group = group

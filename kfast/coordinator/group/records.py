@@ -69,12 +69,12 @@ This module is the one definition of these layouts; ``kfast dump-log
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import NamedTuple, TypeAlias
 
 from kfast._ext import protocol_codec as _codec
 from kfast.protocol import errors
 from kfast.protocol.api_keys import ApiKey
-from kfast.protocol.schema import MessageSchema
+from kfast.protocol.schema import FieldSpec, Message, MessageSchema
 
 __all__ = [
     "OFFSET_COMMIT_KEY_TYPES",
@@ -185,7 +185,21 @@ class ConsumerGroupCurrentMemberAssignmentKey(NamedTuple):
     member_id: str
 
 
-_CONSUMER_GROUP_KEYS = {
+ConsumerGroupKey: TypeAlias = (
+    ConsumerGroupMetadataKey
+    | ConsumerGroupPartitionMetadataKey
+    | ConsumerGroupMemberMetadataKey
+    | ConsumerGroupTargetAssignmentMetadataKey
+    | ConsumerGroupTargetAssignmentMemberKey
+    | ConsumerGroupCurrentMemberAssignmentKey
+)
+# Any __consumer_offsets record key kfast knows.
+GroupRecordKey: TypeAlias = OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey
+# Its value: a KIP-848 value is a message class of _VALUE_GRAMMARS; None is a tombstone.
+GroupRecordValue: TypeAlias = OffsetCommitValue | GroupMetadataValue | Message
+
+
+_CONSUMER_GROUP_KEYS: dict[int, type[ConsumerGroupKey]] = {
     3: ConsumerGroupMetadataKey,
     4: ConsumerGroupPartitionMetadataKey,
     5: ConsumerGroupMemberMetadataKey,
@@ -193,25 +207,32 @@ _CONSUMER_GROUP_KEYS = {
     7: ConsumerGroupTargetAssignmentMemberKey,
     8: ConsumerGroupCurrentMemberAssignmentKey,
 }
-_CONSUMER_GROUP_KEY_TYPE = {cls: t for t, cls in _CONSUMER_GROUP_KEYS.items()}
+_CONSUMER_GROUP_KEY_TYPE: dict[type[GroupRecordKey], int] = {
+    cls: t for t, cls in _CONSUMER_GROUP_KEYS.items()
+}
 
 
-def _key_eq(a, b):
+def _key_eq(a: tuple[str, ...], b: object) -> bool:
     return type(a) is type(b) and tuple.__eq__(a, b)
 
 
-def _key_ne(a, b):
+def _key_ne(a: tuple[str, ...], b: object) -> bool:
     return not _key_eq(a, b)
 
 
-def _key_hash(key):
+def _key_hash(key: ConsumerGroupKey) -> int:
     return hash((_CONSUMER_GROUP_KEY_TYPE[type(key)], *key))
 
 
 # Keys of different types with the same fields (a member's metadata and its
 # target, say) are different records: equality and hash include the type.
 for _cls in _CONSUMER_GROUP_KEYS.values():
-    _cls.__eq__, _cls.__ne__, _cls.__hash__ = _key_eq, _key_ne, _key_hash
+    # Patched onto the six classes at once, one definition for all (mypy
+    # does not allow assigning to a method of a class, nor __ne__ and __hash__
+    # taking the union of the key classes).
+    _cls.__eq__ = _key_eq  # type: ignore[method-assign]
+    _cls.__ne__ = _key_ne  # type: ignore[method-assign,assignment]
+    _cls.__hash__ = _key_hash  # type: ignore[method-assign,assignment]
 del _cls
 CONSUMER_GROUP_KEY_TYPES = tuple(_CONSUMER_GROUP_KEYS)
 CONSUMER_GROUP_KEY_CLASSES = tuple(_CONSUMER_GROUP_KEYS.values())
@@ -296,7 +317,7 @@ class _ValueSchema(MessageSchema):
     0, flexible), as kfast.controller.metadata.records does for metadata
     records."""
 
-    def __init__(self, key_type: int, name: str, grammar: str):
+    def __init__(self, key_type: int, name: str, grammar: str) -> None:
         super().__init__(
             ApiKey(key_type, name[: -len("Value")], 0, 0, 0, False, ()), "Value", grammar
         )
@@ -310,7 +331,7 @@ _VALUE_SCHEMAS = {
 _VALUE_SCHEMA_BY_CLASS = {schema.cls: schema for schema in _VALUE_SCHEMAS.values()}
 
 
-def consumer_group_value_fields(key_type: int) -> list:
+def consumer_group_value_fields(key_type: int) -> list[FieldSpec]:
     """The FieldSpec tree of a KIP-848 value (tools format values by it)."""
     return _VALUE_SCHEMAS[key_type].fields
 
@@ -359,10 +380,7 @@ def _bytes(value: bytes) -> bytes:
     return struct.pack(">i", len(value)) + bytes(value)
 
 
-def encode_key(key) -> bytes:
-    key_type = _CONSUMER_GROUP_KEY_TYPE.get(type(key))
-    if key_type is not None:
-        return struct.pack(">h", key_type) + b"".join(_string(field) for field in key)
+def encode_key(key: GroupRecordKey) -> bytes:
     if isinstance(key, OffsetCommitKey):
         return (
             struct.pack(">h", OFFSET_COMMIT_KEY_TYPE)
@@ -370,17 +388,19 @@ def encode_key(key) -> bytes:
             + _string(key.topic)
             + struct.pack(">i", key.partition)
         )
-    return struct.pack(">h", GROUP_METADATA_KEY_TYPE) + _string(key.group)
+    if isinstance(key, GroupMetadataKey):
+        return struct.pack(">h", GROUP_METADATA_KEY_TYPE) + _string(key.group)
+    key_type = _CONSUMER_GROUP_KEY_TYPE[type(key)]
+    return struct.pack(">h", key_type) + b"".join(_string(field) for field in key)
 
 
-def encode_value(value) -> bytes | None:
+def encode_value(value: GroupRecordValue | None) -> bytes | None:
     if value is None:
         return None
-    schema = _VALUE_SCHEMA_BY_CLASS.get(type(value))
-    if schema is not None:
-        return struct.pack(">h", CONSUMER_GROUP_VALUE_VERSION) + _codec.encode(
-            schema.program(CONSUMER_GROUP_VALUE_VERSION), value
-        )
+    if isinstance(value, Message):
+        schema = _VALUE_SCHEMA_BY_CLASS[type(value)]
+        encoded: bytes = _codec.encode(schema.program(CONSUMER_GROUP_VALUE_VERSION), value)
+        return struct.pack(">h", CONSUMER_GROUP_VALUE_VERSION) + encoded
     if isinstance(value, OffsetCommitValue):
         if value.expire_timestamp != NO_EXPIRE_TIMESTAMP:
             return (
@@ -418,7 +438,7 @@ def encode_value(value) -> bytes | None:
 class _Reader:
     __slots__ = ("data", "pos")
 
-    def __init__(self, data):
+    def __init__(self, data: bytes | bytearray | memoryview) -> None:
         self.data = bytes(data)
         self.pos = 0
 
@@ -430,13 +450,19 @@ class _Reader:
         return chunk
 
     def int16(self) -> int:
-        return struct.unpack(">h", self._take(2))[0]
+        value: int
+        (value,) = struct.unpack(">h", self._take(2))
+        return value
 
     def int32(self) -> int:
-        return struct.unpack(">i", self._take(4))[0]
+        value: int
+        (value,) = struct.unpack(">i", self._take(4))
+        return value
 
     def int64(self) -> int:
-        return struct.unpack(">q", self._take(8))[0]
+        value: int
+        (value,) = struct.unpack(">q", self._take(8))
+        return value
 
     def string(self) -> str:
         n = self.int16()
@@ -453,14 +479,14 @@ class _Reader:
         return b"" if n < 0 else self._take(n)
 
 
-def decode_key(data):
+def decode_key(data: bytes | bytearray | memoryview) -> GroupRecordKey:
     """The key's NamedTuple; ValueError for an unknown key type or a
     malformed key."""
     reader = _Reader(data)
     key_type = reader.int16()
     cls = _CONSUMER_GROUP_KEYS.get(key_type)
     if cls is not None:
-        key = cls(*(reader.string() for _ in cls._fields))
+        key: ConsumerGroupKey = cls(*(reader.string() for _ in cls._fields))
         if reader.pos != len(reader.data):
             raise ValueError(f"{len(reader.data) - reader.pos} bytes after the key")
         return key
@@ -471,7 +497,9 @@ def decode_key(data):
     raise UnknownRecordTypeError(f"unknown __consumer_offsets key type {key_type}")
 
 
-def decode_value(key: OffsetCommitKey | GroupMetadataKey, data):
+def decode_value(
+    key: GroupRecordKey, data: bytes | bytearray | memoryview | None
+) -> GroupRecordValue | None:
     """The value for ``key``'s type; None for a tombstone (null value)."""
     if data is None:
         return None
@@ -524,7 +552,7 @@ def decode_value(key: OffsetCommitKey | GroupMetadataKey, data):
     )
 
 
-def _decode_consumer_group_value(key_type: int, data: bytes):
+def _decode_consumer_group_value(key_type: int, data: bytes) -> Message:
     if len(data) < 2:
         raise ValueError("value shorter than its version")
     (version,) = struct.unpack_from(">h", data)
@@ -532,9 +560,10 @@ def _decode_consumer_group_value(key_type: int, data: bytes):
     if version != CONSUMER_GROUP_VALUE_VERSION:
         raise ValueError(f"unknown {schema.name} version {version}")
     try:
-        value, end = _codec.decode(schema.program(version), data, 2)
+        decoded: tuple[Message, int] = _codec.decode(schema.program(version), data, 2)
     except (errors.MalformedRequestException, errors.UnsupportedVersionException) as exc:
         raise ValueError(f"malformed {schema.name}: {exc}") from None
+    value, end = decoded
     if end != len(data):
         raise ValueError(f"{schema.name}: {len(data) - end} bytes after the value")
     return value

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import struct
+from collections.abc import Callable
 
 from kfast.config import KafkaConfig
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
@@ -35,8 +36,8 @@ from kfast.coordinator.runtime import (
     wall_clock_ms,
 )
 from kfast.protocol import errors as E
-from kfast.records import CONTROL_TYPE_COMMIT, RecordBatchBuilder
-from kfast.server_common.purgatory import Timer
+from kfast.records import CONTROL_TYPE_COMMIT, RecordBatch, RecordBatchBuilder
+from kfast.server_common.purgatory import Timer, TimerHandle
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +61,7 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
         # WriteTxnMarkers appended while it loads (past the replayed part).
         self._markers_while_loading: dict[int, list[tuple[int, bool]]] = {}
         self._retention_interval_ms = config["offsets.retention.check.interval.ms"]
-        self._retention_entry = None
+        self._retention_entry: TimerHandle | None = None
         self._schedule_retention()
 
     # -- ownership ---------------------------------------------------------------------
@@ -83,7 +84,7 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
     def _begin_load(self, index: int, leader_epoch: int) -> None:
         self._markers_while_loading[index] = []
 
-    def _replay_batch(self, index: int, batch) -> int:
+    def _replay_batch(self, index: int, batch: RecordBatch) -> int:
         if batch.is_control:
             self._replay_marker(index, batch)
             return 0
@@ -99,7 +100,7 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
             applied += 1
         return applied
 
-    def _replay_marker(self, index: int, batch) -> None:
+    def _replay_marker(self, index: int, batch: RecordBatch) -> None:
         """A transaction marker in the log: the producer's pending offsets
         of this partition's groups are committed or dropped."""
         if not batch.is_transactional:
@@ -140,7 +141,11 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
 
     # -- writing -----------------------------------------------------------------------
     def _write(
-        self, group_id: str, records: list, done, transaction: tuple[int, int] | None = None
+        self,
+        group_id: str,
+        records: list[tuple[bytes, bytes | None]],
+        done: Callable[[int], None],
+        transaction: tuple[int, int] | None = None,
     ) -> None:
         """``transaction``: (producer id, producer epoch) of a TxnOffsetCommit,
         whose offsets go in a transactional batch of that producer (the

@@ -31,6 +31,7 @@ from typing import NamedTuple
 
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.coordinator.group.records import partition_for
+from kfast.coordinator.partition_writer import ConfigLookup
 from kfast.coordinator.transaction.metadata import (
     MAX_PRODUCER_EPOCH,
     TV_0,
@@ -46,6 +47,7 @@ from kfast.coordinator.transaction.results import (
     CoordinatorResult,
     EndTxnResult,
     InitProducerIdResult,
+    PendingCompleteTxn,
     TxnLogAppend,
     TxnMarkers,
 )
@@ -68,7 +70,8 @@ _EMPTY = CoordinatorResult()
 
 # respond(error code, producer id, producer epoch): an EndTxn's answer, or
 # InitProducerId's after the abort an epoch fence starts.
-Respond = Callable[[int, int, int], EndTxnResult | InitProducerIdResult]
+# None: no client waits (the coordinator's own abort of a timed-out transaction).
+Respond = Callable[[int, int, int], EndTxnResult | InitProducerIdResult | None]
 # (error code, the transition to append or None when nothing is written).
 Prepared = tuple[int, TxnTransitMetadata | None]
 
@@ -92,7 +95,7 @@ def _end_not_written(
     code: int,
     current: tuple[int, int],
     respond: Respond,
-) -> EndTxnResult | InitProducerIdResult:
+) -> EndTxnResult | InitProducerIdResult | None:
     """The answer of an end that appends nothing: a retry answered NONE
     (with the current id and epoch under transaction version 2), or the error."""
     if end.is_epoch_fence and metadata.pending_state is _S.PREPARE_EPOCH_FENCE:
@@ -131,25 +134,6 @@ def _end_v2_epoch(metadata: TransactionMetadata, end: _EndTxn) -> tuple[bool, bo
     return valid_epoch, retry_on_epoch_bump or retry_on_overflow, retry_on_overflow
 
 
-class _PendingCompleteTxn:
-    """A decided transaction whose markers are being written, and the
-    completion to append after the last one (Kafka's PendingCompleteTxn)."""
-
-    __slots__ = ("transactional_id", "coordinator_epoch", "metadata", "transit")
-
-    def __init__(
-        self,
-        transactional_id: str,
-        coordinator_epoch: int,
-        metadata: TransactionMetadata,
-        transit: TxnTransitMetadata,
-    ):
-        self.transactional_id = transactional_id
-        self.coordinator_epoch = coordinator_epoch
-        self.metadata = metadata
-        self.transit = transit
-
-
 class TransactionCoordinator:
     """``config``: the broker's configuration (transaction.*, transactional.*,
     offsets.topic.num.partitions, request.timeout.ms by Kafka's names);
@@ -157,8 +141,11 @@ class TransactionCoordinator:
     (``self.state.transaction_version_level`` follows later changes)."""
 
     def __init__(
-        self, config, producer_id_allocator: Callable[[], int], transaction_version_level: int = 2
-    ):
+        self,
+        config: ConfigLookup,
+        producer_id_allocator: Callable[[], int],
+        transaction_version_level: int = 2,
+    ) -> None:
         self.state = TransactionStateManager(
             config["transaction.state.log.num.partitions"],
             config["transactional.id.expiration.ms"],
@@ -169,7 +156,7 @@ class TransactionCoordinator:
         self.offsets_topic_partitions = config["offsets.topic.num.partitions"]
         self.two_phase_commit_enabled = config["transaction.two.phase.commit.enable"]
         self.producer_id_allocator = producer_id_allocator
-        self.pending_markers: dict[str, _PendingCompleteTxn] = {}
+        self.pending_markers: dict[str, PendingCompleteTxn] = {}
         self.active = True
 
     def _new_producer_id(self) -> tuple[int, int]:
@@ -216,13 +203,13 @@ class TransactionCoordinator:
         if enable_two_phase_commit:
             transaction_timeout_ms = TWO_PHASE_COMMIT_TIMEOUT_MS
         found = self._metadata_for_init(transactional_id, transaction_timeout_ms, now_ms)
-        if found.error_code:
-            return error(found.error_code)
         metadata, coordinator_epoch = found.metadata, found.coordinator_epoch
+        if found.error_code or metadata is None:  # (never without an error)
+            return error(found.error_code)
         code, transit = self._prepare_init_producer_id(
             metadata, transaction_timeout_ms, expected, now_ms
         )
-        if code:
+        if transit is None:
             return error(code)
         if transit.txn_state is _S.PREPARE_EPOCH_FENCE:
             return self._abort_fenced_transaction(transactional_id, transit, now_ms)
@@ -313,7 +300,7 @@ class TransactionCoordinator:
         timeout_ms: int,
         expected: tuple[int, int] | None,
         now_ms: int,
-    ):
+    ) -> Prepared:
         if metadata.pending_transition_in_progress:
             return _CONCURRENT, None
         if expected is not None:
@@ -410,7 +397,7 @@ class TransactionCoordinator:
         validates again."""
         partitions = frozenset(partitions)
 
-        def every(code: int) -> dict:
+        def every(code: int) -> dict[tuple[str, int], int]:
             return dict.fromkeys(partitions, code)
 
         if not transactional_id:
@@ -633,7 +620,9 @@ class TransactionCoordinator:
         )
 
     @staticmethod
-    def _end_in_other_state(metadata, state, committed, retry: bool) -> int:
+    def _end_in_other_state(
+        metadata: TransactionMetadata, state: TransactionState, committed: bool, retry: bool
+    ) -> int:
         """The answer when no prepare is written: a decision under way is
         CONCURRENT_TRANSACTIONS (the client retries until it completes), a
         completed one NONE when ``retry`` allows it, the other outcome
@@ -652,14 +641,14 @@ class TransactionCoordinator:
     # -- markers ---------------------------------------------------------------------------
     def _send_markers(
         self,
-        transactional_id,
-        coordinator_epoch,
-        producer_id,
-        producer_epoch,
-        committed,
-        version2,
-        respond,
-        now_ms,
+        transactional_id: str,
+        coordinator_epoch: int,
+        producer_id: int,
+        producer_epoch: int,
+        committed: bool,
+        version2: bool,
+        respond: Respond,
+        now_ms: int,
     ) -> CoordinatorResult:
         """The decision is replicated: check it is still ours, answer, and
         hand out the markers."""
@@ -680,7 +669,7 @@ class TransactionCoordinator:
             code = _CONCURRENT
         elif metadata.state is not (_S.PREPARE_COMMIT if committed else _S.PREPARE_ABORT):
             code = _BAD_STATE
-        if code:
+        if code or metadata is None:
             return CoordinatorResult(respond(code, NO_PRODUCER_ID, NO_PRODUCER_EPOCH))
         complete = metadata.prepare_complete(now_ms)
         # A version 2 client continues with the completed id and epoch (the
@@ -695,11 +684,17 @@ class TransactionCoordinator:
         )
 
     def _markers_for(
-        self, transactional_id, coordinator_epoch, metadata, complete, committed, now_ms
+        self,
+        transactional_id: str,
+        coordinator_epoch: int,
+        metadata: TransactionMetadata,
+        complete: TxnTransitMetadata,
+        committed: bool,
+        now_ms: int,
     ) -> CoordinatorResult:
-        pending = _PendingCompleteTxn(transactional_id, coordinator_epoch, metadata, complete)
+        pending = PendingCompleteTxn(transactional_id, coordinator_epoch, metadata, complete)
         self.pending_markers[transactional_id] = pending
-        markers = ()
+        markers: tuple[TxnMarkers, ...] = ()
         if metadata.topic_partitions:
             markers = (
                 TxnMarkers(
@@ -760,7 +755,7 @@ class TransactionCoordinator:
         del self.pending_markers[transactional_id]
         return self._write_completion(pending, now_ms)
 
-    def _write_completion(self, pending: _PendingCompleteTxn, now_ms: int) -> CoordinatorResult:
+    def _write_completion(self, pending: PendingCompleteTxn, now_ms: int) -> CoordinatorResult:
         found = self.state.get(pending.transactional_id)
         if (
             found.error_code
@@ -879,7 +874,9 @@ class TransactionCoordinator:
         return self.state.expire_transactional_ids(now_ms)
 
     # -- DescribeTransactions / ListTransactions -------------------------------------------
-    def handle_describe_transactions(self, transactional_id: str):
+    def handle_describe_transactions(
+        self, transactional_id: str
+    ) -> DescribeTransactionsResponse.TransactionState:
         """One DescribeTransactionsResponse.TransactionState."""
         entry = DescribeTransactionsResponse.TransactionState(transactional_id=transactional_id)
         if not self.active:
@@ -912,12 +909,12 @@ class TransactionCoordinator:
 
     def handle_list_transactions(
         self,
-        state_filters=(),
-        producer_id_filters=(),
+        state_filters: Iterable[str] = (),
+        producer_id_filters: Iterable[int] = (),
         duration_filter_ms: int = -1,
         transactional_id_pattern: str | None = None,
         now_ms: int = 0,
-    ):
+    ) -> ListTransactionsResponse:
         """ListTransactionsResponse (before the API layer's ACL filtering)."""
         if not self.active:
             return ListTransactionsResponse(error_code=E.CoordinatorNotAvailableException.code)

@@ -26,7 +26,8 @@ bump per transaction).
 from __future__ import annotations
 
 import enum
-from typing import NamedTuple
+from collections.abc import Iterable
+from typing import Any, NamedTuple, NoReturn
 
 from kfast.config import INT_MAX
 from kfast.coordinator.transaction.records import (
@@ -213,7 +214,7 @@ class TransactionMetadata:
         last_producer_epoch: int,
         txn_timeout_ms: int,
         state: TransactionState,
-        topic_partitions=(),
+        topic_partitions: Iterable[TopicPartition] = (),
         txn_start_timestamp: int = -1,
         txn_last_update_timestamp: int = -1,
         client_transaction_version: int = TV_0,
@@ -243,7 +244,7 @@ class TransactionMetadata:
         """The metadata a loaded record describes. The last epoch is not in
         the log, so it comes back as NO_PRODUCER_EPOCH, as in Kafka."""
         state = TransactionState.from_id(value.transaction_status)
-        partitions = set()
+        partitions: set[TopicPartition] = set()
         if state is not _S.EMPTY:
             for entry in value.transaction_partitions or ():
                 partitions.update((entry.topic, p) for p in entry.partition_ids)
@@ -374,7 +375,10 @@ class TransactionMetadata:
         )
 
     def prepare_add_partitions(
-        self, added, update_timestamp: int, client_transaction_version: int
+        self,
+        added: Iterable[TopicPartition],
+        update_timestamp: int,
+        client_transaction_version: int,
     ) -> TxnTransitMetadata:
         """Ongoing with ``added`` partitions; a transaction starts (its start
         time set) when the first partition joins."""
@@ -446,7 +450,9 @@ class TransactionMetadata:
         """The transactional id expires (its tombstone is written next)."""
         return self._prepare(_S.DEAD, topic_partitions=frozenset())
 
-    def _prepare(self, state: TransactionState, **changes) -> TxnTransitMetadata:
+    def _prepare(self, state: TransactionState, **changes: Any) -> TxnTransitMetadata:
+        """``changes``: TxnTransitMetadata fields that differ from the current
+        metadata's (each of its own type)."""
         if self.pending_state is not None:
             raise IllegalStateError(
                 f"{self.transactional_id}: preparing a transition to {state.name} while "
@@ -573,13 +579,13 @@ class TransactionMetadata:
             transit.producer_epoch == 0 and transit.producer_id != self.producer_id
         )
 
-    def _fail(self, transit: TxnTransitMetadata):
+    def _fail(self, transit: TxnTransitMetadata) -> NoReturn:
         raise IllegalStateError(
             f"{self.transactional_id}: illegal transition from {self!r} to {transit}"
         )
 
     # -- comparisons (tests, replay checks) ------------------------------------------------
-    def persisted_view(self, transaction_version_level: int = TV_2) -> tuple:
+    def persisted_view(self, transaction_version_level: int = TV_2) -> tuple[object, ...]:
         """What a record of this metadata holds, to compare a live metadata
         with one rebuilt by replay (log version 0 has no prev/next ids)."""
         tagged = value_version(transaction_version_level) >= 1

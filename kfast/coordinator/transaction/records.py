@@ -53,7 +53,7 @@ rule __consumer_offsets uses for groups, so both share one definition
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, overload
 
 from kfast._ext import protocol_codec as _codec
 from kfast.coordinator.group.records import UnknownRecordTypeError, partition_for
@@ -106,15 +106,55 @@ class _ValueSchema(MessageSchema):
     """TransactionLogValue as a one-direction MessageSchema (versions 0-1,
     flexible from 1), compiled by the same codec as the wire protocol."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         super().__init__(ApiKey(0, "TransactionLog", 0, 1, 1, False, ()), "Value", _VALUE_GRAMMAR)
         for cls in self.classes.values():
             cls.__module__ = __name__
 
 
 _SCHEMA = _ValueSchema()
-TransactionLogValue = _SCHEMA.cls
-PartitionsSchema = _SCHEMA.classes["PartitionsSchema"]
+if TYPE_CHECKING:
+    # What the classes the schema generates from _VALUE_GRAMMAR hold (the
+    # codec builds them at run time; fields take their defaults when left out).
+    class PartitionsSchema:
+        topic: str
+        partition_ids: list[int]
+
+        def __init__(self, *, topic: str = ..., partition_ids: list[int] = ...) -> None: ...
+
+    class TransactionLogValue:
+        _field_names: tuple[str, ...]
+        producer_id: int
+        previous_producer_id: int
+        next_producer_id: int
+        producer_epoch: int
+        next_producer_epoch: int
+        transaction_timeout_ms: int
+        transaction_status: int
+        transaction_partitions: list[PartitionsSchema] | None
+        transaction_last_update_timestamp_ms: int
+        transaction_start_timestamp_ms: int
+        client_transaction_version: int
+
+        def __init__(
+            self,
+            *,
+            producer_id: int = ...,
+            previous_producer_id: int = ...,
+            next_producer_id: int = ...,
+            producer_epoch: int = ...,
+            next_producer_epoch: int = ...,
+            transaction_timeout_ms: int = ...,
+            transaction_status: int = ...,
+            transaction_partitions: list[PartitionsSchema] | None = ...,
+            transaction_last_update_timestamp_ms: int = ...,
+            transaction_start_timestamp_ms: int = ...,
+            client_transaction_version: int = ...,
+        ) -> None: ...
+
+else:
+    TransactionLogValue = _SCHEMA.cls
+    PartitionsSchema = _SCHEMA.classes["PartitionsSchema"]
 
 
 class TransactionLogKey(NamedTuple):
@@ -133,7 +173,7 @@ def encode_key(transactional_id: str) -> bytes:
     return struct.pack(">hh", TRANSACTION_LOG_KEY_VERSION, len(data)) + data
 
 
-def decode_key(data) -> str:
+def decode_key(data: bytes | bytearray | memoryview) -> str:
     """The transactional id; UnknownRecordTypeError for a key version kfast
     does not know (the loader skips the record, as Kafka's does), ValueError
     for a malformed key."""
@@ -154,7 +194,11 @@ def decode_key(data) -> str:
 
 
 # -- values ------------------------------------------------------------------------------
-def encode_value(value, version: int) -> bytes | None:
+@overload
+def encode_value(value: TransactionLogValue, version: int) -> bytes: ...
+@overload
+def encode_value(value: None, version: int) -> None: ...
+def encode_value(value: TransactionLogValue | None, version: int) -> bytes | None:
     """``value`` (a TransactionLogValue, or None for a tombstone) at
     ``version``. v0 has no tagged fields: their values are left out, as
     Kafka leaves them unset at log version 0."""
@@ -175,7 +219,7 @@ def encode_value(value, version: int) -> bytes | None:
     return struct.pack(">h", version) + _codec.encode(_SCHEMA.program(version), value)
 
 
-def decode_value(data):
+def decode_value(data: bytes | bytearray | memoryview | None) -> TransactionLogValue | None:
     """The TransactionLogValue, or None for a tombstone (null value).
     UnknownRecordTypeError for a value version kfast does not know,
     ValueError for a malformed value."""
@@ -188,7 +232,8 @@ def decode_value(data):
     if version not in (0, 1):
         raise UnknownRecordTypeError(f"unknown TransactionLogValue version {version}")
     try:
-        value, end = _codec.decode(_SCHEMA.program(version), data, 2)
+        decoded: tuple[TransactionLogValue, int] = _codec.decode(_SCHEMA.program(version), data, 2)
+        value, end = decoded
     except (errors.MalformedRequestException, errors.UnsupportedVersionException) as exc:
         raise ValueError(f"malformed TransactionLogValue: {exc}") from None
     if end != len(data):

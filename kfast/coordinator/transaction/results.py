@@ -24,9 +24,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from kfast.coordinator.transaction.metadata import TransactionMetadata, TxnTransitMetadata
+
 __all__ = [
     "TxnLogAppend",
     "TxnMarkers",
+    "PendingCompleteTxn",
     "CoordinatorResult",
     "InitProducerIdResult",
     "EndTxnResult",
@@ -48,7 +51,7 @@ class TxnLogAppend:
         records: list[tuple[bytes, bytes | None]],
         timeout_ms: int,
         on_complete: Callable[[int, int], CoordinatorResult],
-    ):
+    ) -> None:
         self.partition = partition
         self.records = records
         self.timeout_ms = timeout_ms
@@ -56,6 +59,25 @@ class TxnLogAppend:
 
     def __repr__(self) -> str:
         return f"TxnLogAppend(partition={self.partition}, records={len(self.records)})"
+
+
+class PendingCompleteTxn:
+    """A decided transaction whose markers are being written, and the
+    completion to append after the last one (Kafka's PendingCompleteTxn)."""
+
+    __slots__ = ("transactional_id", "coordinator_epoch", "metadata", "transit")
+
+    def __init__(
+        self,
+        transactional_id: str,
+        coordinator_epoch: int,
+        metadata: TransactionMetadata,
+        transit: TxnTransitMetadata,
+    ) -> None:
+        self.transactional_id = transactional_id
+        self.coordinator_epoch = coordinator_epoch
+        self.metadata = metadata
+        self.transit = transit
 
 
 class TxnMarkers:
@@ -96,10 +118,10 @@ class TxnMarkers:
         producer_epoch: int,
         committed: bool,
         coordinator_epoch: int,
-        partitions: frozenset,
+        partitions: frozenset[tuple[str, int]],
         transaction_version: int,
-        pending,
-    ):
+        pending: PendingCompleteTxn,
+    ) -> None:
         self.transactional_id = transactional_id
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
@@ -107,6 +129,8 @@ class TxnMarkers:
         self.coordinator_epoch = coordinator_epoch
         self.partitions = partitions
         self.transaction_version = transaction_version
+        # The decision these markers carry, compared by identity (a resent
+        # decision is a new one).
         self._pending = pending
 
     def __repr__(self) -> str:
@@ -126,7 +150,9 @@ class CoordinatorResult(NamedTuple):
     appends: tuple[TxnLogAppend, ...] = ()
     markers: tuple[TxnMarkers, ...] = ()
 
-    def __add__(self, other: CoordinatorResult) -> CoordinatorResult:
+    # A result adds as a result (responses and writes combined), not as the
+    # tuple it is built on.
+    def __add__(self, other: CoordinatorResult) -> CoordinatorResult:  # type: ignore[override]
         if self.response is not None and other.response is not None:
             raise ValueError("two responses for one request")
         return CoordinatorResult(

@@ -25,14 +25,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable
+from functools import partial
 
 from kfast.controller.topics import TRANSACTION_STATE_TOPIC_NAME
-from kfast.coordinator.partition_writer import PartitionWriter
+from kfast.coordinator.partition_writer import ConfigLookup, PartitionWriter
 from kfast.coordinator.runtime import CoordinatorRuntime, keyed_records, wall_clock_ms
 from kfast.coordinator.transaction.coordinator import TransactionCoordinator
 from kfast.coordinator.transaction.records import UnknownRecordTypeError, partition_for
 from kfast.coordinator.transaction.results import CoordinatorResult, TxnLogAppend, TxnMarkers
-from kfast.server_common.purgatory import Timer
+from kfast.records import RecordBatch
+from kfast.server_common.purgatory import Timer, TimerHandle
 
 logger = logging.getLogger(__name__)
 
@@ -53,13 +55,13 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime):
 
     def __init__(
         self,
-        config,
+        config: ConfigLookup,
         timer: Timer,
         partitions: PartitionWriter,
         producer_id_allocator: Callable[[], int],
         send_markers: Callable[[TxnMarkers], None],
         transaction_version_level: int = 0,
-    ):
+    ) -> None:
         super().__init__(
             TRANSACTION_STATE_TOPIC_NAME,
             config["transaction.state.log.num.partitions"],
@@ -77,7 +79,7 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime):
         self._expire_interval_ms = config[
             "transaction.remove.expired.transaction.cleanup.interval.ms"
         ]
-        self._timer_entries = {}
+        self._timer_entries: dict[str, TimerHandle] = {}
         self._schedule("abort", self._abort_interval_ms, self._abort_timed_out_transactions)
         self._schedule("expire", self._expire_interval_ms, self._expire_transactional_ids)
 
@@ -98,7 +100,7 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime):
     def _begin_load(self, index: int, leader_epoch: int) -> None:
         self.coordinator.load_partition(index, leader_epoch)
 
-    def _replay_batch(self, index: int, batch) -> int:
+    def _replay_batch(self, index: int, batch: RecordBatch) -> int:
         applied = 0
         for offset, key, value in keyed_records(batch):
             try:
@@ -127,9 +129,7 @@ class TransactionCoordinatorRuntime(CoordinatorRuntime):
             self.send_markers(markers)
         for append in result.appends:
             if append_delay_ms > 0:
-                self.timer.schedule(
-                    append_delay_ms, lambda append=append: self._append(append, reply)
-                )
+                self.timer.schedule(append_delay_ms, partial(self._append, append, reply))
             else:
                 self._append(append, reply)
         if result.response is not None and reply is not None:

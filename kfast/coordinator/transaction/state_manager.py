@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 from kfast.coordinator.runtime import coordinator_error
@@ -76,6 +76,18 @@ class TimedOutTransaction(NamedTuple):
     transactional_id: str
     producer_id: int
     producer_epoch: int
+
+
+def _install(metadata: TransactionMetadata, transit: TxnTransitMetadata) -> int:
+    """Complete a replicated transition: NONE, or UNKNOWN_SERVER_ERROR if it
+    no longer fits the metadata (the pending state is dropped)."""
+    try:
+        metadata.complete_transition_to(transit)
+    except IllegalStateError:
+        logger.exception("installing the transition of %s failed", metadata.transactional_id)
+        metadata.pending_state = None
+        return E.UnknownServerException.code
+    return NONE
 
 
 class TransactionStateManager:
@@ -209,26 +221,22 @@ class TransactionStateManager:
             # Kafka's appendTransactionToLog passes unexpected errors through.
             error = coordinator_error(append_error)
             current = self.get(transactional_id)
-            stale = (
-                current.error_code
-                or current.metadata is None
-                or current.coordinator_epoch != coordinator_epoch
+            # None when the id's partition was reloaded or lost meanwhile.
+            metadata = (
+                None
+                if current.error_code or current.coordinator_epoch != coordinator_epoch
+                else current.metadata
             )
             if error == NONE:
                 if current.error_code:
                     error = current.error_code
-                elif stale:
+                elif metadata is None:
                     # Reloaded meanwhile: the client finds the coordinator again.
                     error = E.NotCoordinatorException.code
                 else:
-                    try:
-                        current.metadata.complete_transition_to(transit)
-                    except IllegalStateError:
-                        logger.exception("installing the transition of %s failed", transactional_id)
-                        current.metadata.pending_state = None
-                        error = E.UnknownServerException.code
-            elif not stale and error not in retry_on:
-                current.metadata.pending_state = None
+                    error = _install(metadata, transit)
+            elif metadata is not None and error not in retry_on:
+                metadata.pending_state = None
             return on_done(error, now_ms)
 
         # The write waits for the ISR up to the transaction's timeout, as
@@ -286,7 +294,12 @@ class TransactionStateManager:
                 )
         return CoordinatorResult(appends=tuple(appends))
 
-    def _tombstones_written(self, index, coordinator_epoch, expired):
+    def _tombstones_written(
+        self,
+        index: int,
+        coordinator_epoch: int,
+        expired: list[tuple[TransactionMetadata, TxnTransitMetadata]],
+    ) -> Callable[[int, int], CoordinatorResult]:
         def complete(append_error: int, now_ms: int) -> CoordinatorResult:
             partition = self.partitions.get(index)
             if partition is None:
@@ -316,12 +329,12 @@ class TransactionStateManager:
     # -- listing ---------------------------------------------------------------------------
     def list_transactions(
         self,
-        state_filters,
-        producer_id_filters,
+        state_filters: Iterable[str],
+        producer_id_filters: Iterable[int],
         duration_filter_ms: int,
         transactional_id_pattern: str | None,
         now_ms: int,
-    ):
+    ) -> ListTransactionsResponse:
         """ListTransactionsResponse of the loaded partitions (Kafka's
         listTransactionStates, with KIP-994's duration and KIP-1152's
         pattern filters)."""
