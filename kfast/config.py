@@ -667,6 +667,14 @@ define(
 define("log.dirs", LI, None, "Directories where the log data is stored (falls back to log.dir).")
 define("log.dir", S, "/tmp/kafka-logs", "The directory where the log data is kept (see log.dirs).")
 define(
+    "log.dir.failure.timeout.ms",
+    L,
+    30000,
+    "If the broker is unable to successfully communicate to the controller that some log "
+    "directory has failed for longer than this time, the broker will fail and shut down.",
+    at_least(1),
+)
+define(
     "log.segment.bytes",
     I,
     1024 * 1024 * 1024,

@@ -11,7 +11,7 @@ unless the caller registers it unfenced.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.metadata.image import BrokerRegistration, Endpoint
@@ -24,6 +24,7 @@ from kfast.controller.metadata.records import (
     UnregisterBrokerRecord,
 )
 from kfast.protocol import errors
+from kfast.protocol.constants import DIRECTORY_MIGRATING, DIRECTORY_UNASSIGNED
 
 # Kafka's SecurityProtocol ids.
 SECURITY_PROTOCOLS = {"PLAINTEXT": 0, "SSL": 1, "SASL_PLAINTEXT": 2, "SASL_SSL": 3}
@@ -55,6 +56,23 @@ class ClusterControlManager:
             and not registration.in_controlled_shutdown
         )
 
+    def default_dir(self, broker_id: int) -> uuid.UUID:
+        """The log dir a new replica on ``broker_id`` is assigned (Kafka's
+        defaultDir): its only dir, else UNASSIGNED (the broker says where
+        with AssignReplicasToDirs), or MIGRATING if it registered none."""
+        registration = self.brokers.get(broker_id)
+        if registration is None:
+            return DIRECTORY_UNASSIGNED
+        if not registration.directories:
+            return DIRECTORY_MIGRATING
+        if len(registration.directories) == 1:
+            return registration.directories[0]
+        return DIRECTORY_UNASSIGNED
+
+    def has_online_dir(self, broker_id: int, directory: uuid.UUID) -> bool:
+        registration = self.brokers.get(broker_id)
+        return registration is not None and registration.has_online_dir(directory)
+
     def broker_epoch(self, broker_id: int) -> int:
         registration = self.brokers.get(broker_id)
         if registration is None:
@@ -71,12 +89,14 @@ class ClusterControlManager:
         next_offset: int,
         features: Iterable[tuple[str, int, int]] = (),
         unfence: bool = True,
+        log_dirs: Sequence[uuid.UUID] = (),
     ) -> ControllerResult[int]:
         """Response: the new broker epoch. ``next_offset`` is the metadata
         offset the RegisterBrokerRecord will get. ``unfence``: the broker is
         in service at once (the in-process broker of a single node, which has
         replayed everything); otherwise it stays fenced until a heartbeat
-        shows it caught up (``heartbeat``)."""
+        shows it caught up (``heartbeat``). ``log_dirs``: the ids of its
+        online log dirs (KIP-858)."""
         if broker_id < 0:
             raise errors.InvalidRegistrationException(f"Invalid broker id {broker_id}")
         existing = self.brokers.get(broker_id)
@@ -109,6 +129,7 @@ class ClusterControlManager:
             end_points=endpoints,
             rack=rack,
             fenced=True,
+            log_dirs=list(log_dirs),
             features=[
                 RegisterBrokerRecord.BrokerFeature(
                     name=name, min_supported_version=lo, max_supported_version=hi
@@ -190,6 +211,7 @@ class ClusterControlManager:
                 record.rack,
                 record.fenced,
                 record.in_controlled_shutdown,
+                tuple(sorted(record.log_dirs or ())),
             )
             return record.broker_id
         if isinstance(record, UnregisterBrokerRecord):
@@ -203,15 +225,19 @@ class ClusterControlManager:
             # Tagged int8 fields, 0 = unchanged (Kafka's
             # BrokerRegistrationFencingChange: 1 fence, -1 unfence;
             # BrokerRegistrationInControlledShutdownChange: 1 = entered).
-            changes: dict[str, bool] = {}
+            changes: dict[str, bool | tuple[uuid.UUID, ...]] = {}
             if record.fenced:
                 changes["fenced"] = record.fenced == 1
             if record.in_controlled_shutdown == 1:
                 changes["in_controlled_shutdown"] = True
+            if record.log_dirs:  # empty: unchanged (KIP-858)
+                changes["directories"] = tuple(sorted(record.log_dirs))
             return self._change(record.broker_id, record.broker_epoch, **changes)
         raise TypeError(f"not a cluster record: {type(record).__name__}")
 
-    def _change(self, broker_id: int, epoch: int, **changes: bool) -> int | None:
+    def _change(
+        self, broker_id: int, epoch: int, **changes: bool | tuple[uuid.UUID, ...]
+    ) -> int | None:
         current = self.brokers.get(broker_id)
         if current is None or current.epoch != epoch:
             return None  # a record of an older registration

@@ -407,9 +407,11 @@ class QuorumController(abc.ABC):
         listeners: list[Endpoint],
         rack: str | None,
         features: Iterable[tuple[str, int, int]] = ((METADATA_VERSION, 1, METADATA_VERSION_LEVEL),),
+        log_dirs: Sequence[uuid.UUID] = (),
     ) -> int:
         """Register (or re-register) a broker; returns its new broker epoch.
-        ``features``: (name, min, max) levels the broker supports."""
+        ``features``: (name, min, max) levels the broker supports;
+        ``log_dirs``: the ids of its online log dirs (KIP-858)."""
 
         def operation() -> ControllerResult[int]:
             result = self.cluster_control.register_broker(
@@ -420,6 +422,7 @@ class QuorumController(abc.ABC):
                 self._log_end_offset(),
                 list(features),
                 unfence=self._unfence_on_register,
+                log_dirs=log_dirs,
             )
             if not result.records or not self._unfence_on_register:
                 return result
@@ -454,6 +457,19 @@ class QuorumController(abc.ABC):
             return ControllerResult(None, records)
 
         await self._run(operation)
+
+    async def assign_replicas_to_dirs(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        assignments: Mapping[uuid.UUID, Sequence[tuple[uuid.UUID, int]]],
+    ) -> dict[tuple[uuid.UUID, uuid.UUID, int], int]:
+        """AssignReplicasToDirs: {(directory, topic id, partition): error code}."""
+        return await self._run(
+            lambda: self.replication_control.assign_replicas_to_dirs(
+                broker_id, broker_epoch, assignments
+            )
+        )
 
     async def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]:
         """A block of producer ids for ``broker_id``: (first id, count)."""

@@ -41,7 +41,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
 from kfast.controller.controller_result import ControllerResult
@@ -261,12 +261,15 @@ class RaftQuorumController(QuorumController):
         listeners: list[Endpoint],
         rack: str | None,
         features: Iterable[tuple[str, int, int]] | None = None,
+        log_dirs: Sequence[uuid.UUID] = (),
     ) -> int:
         if features is None:
-            epoch = await super().register_broker(broker_id, incarnation_id, listeners, rack)
+            epoch = await super().register_broker(
+                broker_id, incarnation_id, listeners, rack, log_dirs=log_dirs
+            )
         else:
             epoch = await super().register_broker(
-                broker_id, incarnation_id, listeners, rack, features
+                broker_id, incarnation_id, listeners, rack, features, log_dirs
             )
         self._sessions[broker_id] = self._running_loop.time()
         return epoch
@@ -278,6 +281,7 @@ class RaftQuorumController(QuorumController):
         current_metadata_offset: int,
         want_fence: bool,
         want_shut_down: bool,
+        offline_log_dirs: Sequence[uuid.UUID] = (),
     ) -> Heartbeat:
         """(is_caught_up, is_fenced, should_shut_down) for a BrokerHeartbeat.
         Caught up: the broker has replayed the metadata log up to its own
@@ -288,11 +292,27 @@ class RaftQuorumController(QuorumController):
         leaderships move to other in-sync replicas; it is told to shut down
         (and fenced) only once it leads nothing and every other active
         broker has replayed the metadata that moved them, so clients asking
-        any broker learn the new leaders."""
+        any broker learn the new leaders. ``offline_log_dirs``: log dirs
+        that failed on the broker (KIP-858): their replicas leave their ISRs
+        and leaderships (handle_directories_offline) while the broker keeps
+        serving its other dirs."""
 
         def operation() -> ControllerResult[Heartbeat]:
             registration = self.cluster_control.brokers.get(broker_id)
             caught_up = registration is not None and current_metadata_offset >= registration.epoch
+            dir_records = (
+                self.replication_control.handle_directories_offline(
+                    broker_id, broker_epoch, offline_log_dirs
+                )
+                if offline_log_dirs
+                else []
+            )
+            if dir_records and registration is not None:
+                # Newly offline dirs are this heartbeat's only change: a
+                # fencing or shutdown decision waits for the next one, so
+                # no two changes of one partition are computed from the same
+                # state.
+                return ControllerResult((caught_up, registration.fenced, False), dir_records)
             if (
                 want_shut_down
                 and registration is not None

@@ -31,6 +31,7 @@ from kfast.controller.controller_result import (
 )
 from kfast.controller.metadata.image import PartitionRegistration, TopicImage
 from kfast.controller.metadata.records import (
+    BrokerRegistrationChangeRecord,
     ConfigRecord,
     MetadataRecord,
     PartitionChangeRecord,
@@ -41,7 +42,13 @@ from kfast.controller.metadata.records import (
 from kfast.controller.placement import place_replicas
 from kfast.controller.topics import unify_collision_chars, validate_topic_name
 from kfast.protocol import errors
-from kfast.protocol.constants import CONFIG_RESOURCE_TOPIC, NO_LEADER, ZERO_UUID
+from kfast.protocol.constants import (
+    CONFIG_RESOURCE_TOPIC,
+    DIRECTORY_MIGRATING,
+    DIRECTORY_UNASSIGNED,
+    NO_LEADER,
+    ZERO_UUID,
+)
 from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME
 
 logger = logging.getLogger(__name__)
@@ -320,6 +327,7 @@ class ReplicationControlManager:
             leader=isr[0],
             leader_epoch=0,
             partition_epoch=0,
+            directories=[self.cluster.default_dir(r) for r in replicas],
         )
 
     # -- DeleteTopics --------------------------------------------------------------
@@ -829,7 +837,11 @@ class ReplicationControlManager:
         election enabled, else the first alive replica."""
 
         def alive(broker: int) -> bool:
-            return broker != excluded and (broker == also_active or self.cluster.is_active(broker))
+            return (
+                broker != excluded
+                and (broker == also_active or self.cluster.is_active(broker))
+                and self._in_online_dir(registration, broker)
+            )
 
         for replica in registration.replicas:
             if replica in isr and alive(replica):
@@ -916,14 +928,24 @@ class ReplicationControlManager:
         for broker_id in new.replicas if new else ():
             self._replica_partitions.setdefault(broker_id, set()).add(key)
 
-    def broker_fenced(self, broker_id: int) -> list[MetadataRecord]:
+    def _in_online_dir(self, registration: PartitionRegistration, broker: int) -> bool:
+        """Whether ``broker``'s replica is in a log dir it has online (KIP-858)."""
+        directory = _directory_of(registration, broker)
+        return directory is None or self.cluster.has_online_dir(broker, directory)
+
+    def broker_fenced(
+        self, broker_id: int, only_dirs: set[uuid.UUID] | None = None
+    ) -> list[MetadataRecord]:
         """PartitionChangeRecords for a broker leaving service: it leaves
         every ISR (except as the last member: without eligible leader
         replicas the ISR never becomes empty) and its leaderships move to
-        another in-sync replica, or to no leader."""
+        another in-sync replica, or to no leader. ``only_dirs``: only its
+        replicas assigned to these log dirs (they went offline)."""
         records: list[MetadataRecord] = []
         for topic, index, registration in self._partitions_of(broker_id):
             if broker_id not in registration.isr and registration.leader != broker_id:
+                continue
+            if only_dirs is not None and _directory_of(registration, broker_id) not in only_dirs:
                 continue
             isr = [r for r in registration.isr if r != broker_id] or list(registration.isr)
             leader = registration.leader
@@ -964,6 +986,89 @@ class ReplicationControlManager:
             records.append(change)
         return records
 
+    # -- log directories (KIP-858) ----------------------------------------------------
+    def handle_directories_offline(
+        self, broker_id: int, broker_epoch: int, offline: Sequence[uuid.UUID]
+    ) -> list[MetadataRecord]:
+        """Kafka's handleDirectoriesOffline: for each of ``offline`` the
+        broker still had online, its replicas there leave their ISRs and
+        their leaderships move (as if the broker were fenced for those
+        partitions only), and the broker's registration keeps the other
+        dirs. Call with the broker's registration current."""
+        registration = self.cluster.brokers.get(broker_id)
+        if registration is None or registration.epoch != broker_epoch:
+            return []
+        newly = {d for d in offline if d in registration.directories}
+        if not newly:
+            return []
+        online = [d for d in registration.directories if d not in newly]
+        records = self.broker_fenced(broker_id, only_dirs=newly)
+        records.append(
+            BrokerRegistrationChangeRecord(
+                broker_id=broker_id,
+                broker_epoch=broker_epoch,
+                # Empty means "unchanged" (as Kafka): with no dir left the
+                # broker halts anyway.
+                log_dirs=online,
+            )
+        )
+        logger.warning(
+            "Directories %s in broker %d marked offline, remaining directories: %s",
+            sorted(str(d) for d in newly),
+            broker_id,
+            [str(d) for d in online],
+        )
+        return records
+
+    def assign_replicas_to_dirs(
+        self,
+        broker_id: int,
+        broker_epoch: int,
+        assignments: Mapping[uuid.UUID, Sequence[tuple[uuid.UUID, int]]],
+    ) -> ControllerResult[dict[tuple[uuid.UUID, uuid.UUID, int], int]]:
+        """AssignReplicasToDirs (Kafka's handleAssignReplicasToDirs):
+        ``assignments``: directory id -> [(topic id, partition)]. Response:
+        {(directory, topic id, partition): error code}; a PartitionChangeRecord
+        with the new directories for each replica that moved."""
+        registration = self.cluster.brokers.get(broker_id)
+        if registration is None:
+            raise errors.BrokerIdNotRegisteredException(f"Broker {broker_id} is not registered.")
+        if registration.epoch != broker_epoch:
+            raise errors.StaleBrokerEpochException(
+                f"Expected broker epoch {registration.epoch}, but got broker epoch {broker_epoch}"
+            )
+        results: dict[tuple[uuid.UUID, uuid.UUID, int], int] = {}
+        records: list[MetadataRecord] = []
+        for directory, partitions in assignments.items():
+            for topic_id, index in partitions:
+                key = (directory, topic_id, index)
+                if not registration.has_online_dir(directory):
+                    results[key] = errors.LogDirNotFoundException.code
+                    continue
+                topic = self.topics.get(topic_id)
+                if topic is None:
+                    results[key] = errors.UnknownTopicIdException.code
+                    continue
+                current = topic.partitions.get(index)
+                if current is None:
+                    results[key] = errors.UnknownTopicOrPartitionException.code
+                    continue
+                if broker_id not in current.replicas:
+                    results[key] = errors.NotLeaderOrFollowerException.code
+                    continue
+                results[key] = 0
+                position = current.replicas.index(broker_id)
+                directories = list(_directories(current))
+                if directories[position] == directory:
+                    continue
+                directories[position] = directory
+                records.append(
+                    PartitionChangeRecord(
+                        partition_id=index, topic_id=topic_id, directories=directories
+                    )
+                )
+        return ControllerResult(results, records)
+
     # -- replay --------------------------------------------------------------------
     def replay(
         self, record: TopicRecord | PartitionRecord | PartitionChangeRecord | RemoveTopicRecord
@@ -987,6 +1092,7 @@ class ReplicationControlManager:
                 record.partition_epoch,
                 tuple(record.removing_replicas or ()),
                 tuple(record.adding_replicas or ()),
+                directories=tuple(record.directories or ()),
             )
             self._index_replicas(record.topic_id, record.partition_id, old, new)
             return "changed", topic.name
@@ -1031,6 +1137,15 @@ def apply_partition_change(
         if change.adding_replicas is not None
         else current.adding_replicas
     )
+    if change.directories is not None:
+        directories = tuple(change.directories)
+    elif change.replicas is not None and current.directories:
+        # Kafka's DirectoryId.createDirectoriesFrom: a kept replica keeps its
+        # dir, a new one is UNASSIGNED until its broker says.
+        old = dict(zip(current.replicas, current.directories))
+        directories = tuple(old.get(r, DIRECTORY_UNASSIGNED) for r in replicas)
+    else:
+        directories = current.directories
     return PartitionRegistration(
         replicas,
         isr,
@@ -1041,8 +1156,23 @@ def apply_partition_change(
         adding,
         current.eligible_leader_replicas,
         current.last_known_elr,
-        current.directories,
+        directories,
     )
+
+
+def _directories(registration: PartitionRegistration) -> tuple[uuid.UUID, ...]:
+    """One dir per replica (MIGRATING where the log has none: written
+    before KIP-858)."""
+    if len(registration.directories) == len(registration.replicas):
+        return registration.directories
+    return (DIRECTORY_MIGRATING,) * len(registration.replicas)
+
+
+def _directory_of(registration: PartitionRegistration, broker: int) -> uuid.UUID | None:
+    """The log dir of ``broker``'s replica, None if it is not a replica."""
+    if broker not in registration.replicas:
+        return None
+    return _directories(registration)[registration.replicas.index(broker)]
 
 
 def _valid_isr(replicas: Sequence[int], isr: Sequence[int]) -> bool:

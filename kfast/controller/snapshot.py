@@ -48,6 +48,7 @@ def image_records(image: MetadataImage, next_producer_id: int) -> list[MetadataR
                 rack=registration.rack,
                 fenced=registration.fenced,
                 in_controlled_shutdown=registration.in_controlled_shutdown,
+                log_dirs=list(registration.directories),
                 end_points=[
                     RegisterBrokerRecord.BrokerEndpoint(
                         name=e.name,
@@ -75,6 +76,7 @@ def image_records(image: MetadataImage, next_producer_id: int) -> list[MetadataR
                     leader=p.leader,
                     leader_epoch=p.leader_epoch,
                     partition_epoch=p.partition_epoch,
+                    directories=list(p.directories),
                 )
             )
     for resource_type, configs in (

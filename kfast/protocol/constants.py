@@ -14,6 +14,14 @@ INT32_MIN = -0x80000000
 # Kafka's Uuid.ZERO_UUID: "no id" in every uuid field (topic ids, directory
 # ids) and the default of a uuid field absent from a version.
 ZERO_UUID = uuid.UUID(int=0)
+# Kafka's DirectoryId (KIP-858): the log dir of a replica in PartitionRecord's
+# directories, where it is not a real directory.id. MIGRATING: the broker
+# registered no dirs (an older broker); UNASSIGNED: the broker has several
+# dirs and has not said which holds the replica yet (it sends
+# AssignReplicasToDirs); LOST: its dir is gone.
+DIRECTORY_MIGRATING = ZERO_UUID
+DIRECTORY_UNASSIGNED = uuid.UUID(int=1)
+DIRECTORY_LOST = uuid.UUID(int=2)
 
 # The leader id of a partition without a leader (Kafka's
 # MetadataResponse.NO_LEADER_ID, LeaderAndIsr.NO_LEADER) and of a Raft quorum

@@ -40,6 +40,7 @@ from kfast.server.apis import KafkaApis
 from kfast.server.client_metrics import ClientMetricsManager
 from kfast.server.connection_rate_quota import ConnectionRateQuotas
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
+from kfast.server.directory_assignments import DirectoryAssignments
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
 from kfast.server.metadata_publisher import BrokerMetadataPublisher
 from kfast.server.network import SocketServer
@@ -279,6 +280,8 @@ class KafkaBroker:
         self.fatal_error: str | None = None
         # Partitions moving between log dirs (AlterReplicaLogDirs).
         self.replica_alter_log_dirs = ReplicaAlterLogDirsManager(self)
+        self.directory_assignments = DirectoryAssignments(self)
+        self._background_tasks: set[asyncio.Task[None]] = set()
         self._register_apis()
 
     def started_log_manager(self) -> LogManager:
@@ -376,8 +379,24 @@ class KafkaBroker:
                 for server in self.socket_servers.values():
                     server.hold_accepting()
             advertised = self._advertised_endpoints()
+            log_manager = self.log_manager
+            # KIP-858: the controller learns the online dirs at registration
+            # and those that failed while loading with the first heartbeat.
+            self.controller.offline_log_dirs.update(
+                log_manager.directory_ids[d]
+                for d in log_manager.log_dirs
+                if d not in log_manager.live_log_dirs and d in log_manager.directory_ids
+            )
             self.broker_epoch = await self.controller.register_broker(
-                self.node_id, self.incarnation_id, advertised, self.config.get("broker.rack")
+                self.node_id,
+                self.incarnation_id,
+                advertised,
+                self.config.get("broker.rack"),
+                log_dirs=[
+                    log_manager.directory_ids[d]
+                    for d in log_manager.live_log_dirs
+                    if d in log_manager.directory_ids
+                ],
             )
             if wait_in_service is not None:
                 await wait_in_service()
@@ -443,19 +462,37 @@ class KafkaBroker:
         if self.fatal_error is not None:
             return
         if not self.log_manager.live_log_dirs:
-            self.fatal_error = self.log_manager.all_dirs_failed_message()
+            self._halt(self.log_manager.all_dirs_failed_message())
         elif self._other_brokers_registered():
-            # A cluster's controller learns nothing of failed directories
-            # from kfast (no KIP-858 directory assignment), so the failed
-            # dir's partitions would stay led by this broker and unavailable.
-            # Kafka halts the broker in that case (metadata versions without
-            # JBOD support); its leaderships then move to other replicas.
-            # A single node (the embedded one included, which also runs on
-            # the KRaft path) has nobody to move them to: it keeps serving
-            # its other dirs.
-            self.fatal_error = f"Halting broker because dir {log_dir} is offline"
-        else:
+            # KIP-858: the controller is told (heartbeat offline_log_dirs) and
+            # moves the leaderships of the failed dir's replicas, which it
+            # knows from the directory assignments; this broker keeps serving
+            # its other dirs, and halts only if the controller cannot be told
+            # within log.dir.failure.timeout.ms (Kafka's BrokerLifecycleManager).
+            # A single node has nobody to move them to: it keeps serving its
+            # other dirs, the failed dir's partitions answer KAFKA_STORAGE_ERROR.
+            task = asyncio.get_running_loop().create_task(
+                self._propagate_directory_failure(log_dir)
+            )
+            self._background_tasks.add(task)
+            task.add_done_callback(self._background_tasks.discard)
+
+    async def _propagate_directory_failure(self, log_dir: str) -> None:
+        directory = self.log_manager.directory_ids.get(log_dir)
+        timeout = self.config["log.dir.failure.timeout.ms"] / 1000
+        if directory is not None and await self.controller.propagate_directory_failure(
+            directory, timeout
+        ):
+            logger.info("the controller knows log dir %s (%s) is offline", log_dir, directory)
             return
+        self._halt(
+            f"Shutting down because couldn't communicate offline log dir {log_dir} with controllers"
+        )
+
+    def _halt(self, message: str) -> None:
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = message
         logger.critical("%s", self.fatal_error)
         self.failed.set()
 
@@ -464,7 +501,9 @@ class KafkaBroker:
         this broker: a coordinator whose internal topic is among them loads
         the partitions it now leads and drops the others (Kafka's
         onElection / onResignation). The finalized transaction.version is
-        read again too."""
+        read again too. Replicas created or moved in another log dir
+        than the metadata says are assigned there (KIP-858)."""
+        self.directory_assignments.reconcile(topics)
         coordinator = self.transaction_coordinator
         if coordinator is None or self._stopping:
             return
@@ -683,6 +722,7 @@ class KafkaBroker:
         for job in self._jobs:
             await job.stop()
         await self.replica_alter_log_dirs.shutdown()
+        await self.directory_assignments.close()
         if self.replica_manager is not None:
             for manager in (
                 self.replica_manager.replica_fetchers,

@@ -15,7 +15,13 @@ from __future__ import annotations
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.feature_control import KRAFT_VERSION
 from kfast.controller.metadata.image import Endpoint
-from kfast.protocol import BrokerHeartbeatResponse, BrokerRegistrationResponse, api_keys, errors
+from kfast.protocol import (
+    AssignReplicasToDirsResponse,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationResponse,
+    api_keys,
+    errors,
+)
 from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
 from kfast.server.apis import KafkaApis, RequestContext
 
@@ -58,7 +64,12 @@ async def handle_broker_registration(ctx: RequestContext, request):
         (f.name, f.min_supported_version, f.max_supported_version) for f in request.features
     ]
     epoch = await server.controller.register_broker(
-        request.broker_id, request.incarnation_id, listeners, request.rack, features
+        request.broker_id,
+        request.incarnation_id,
+        listeners,
+        request.rack,
+        features,
+        log_dirs=list(request.log_dirs or ()),
     )
     return BrokerRegistrationResponse(error_code=0, broker_epoch=epoch)
 
@@ -71,10 +82,54 @@ async def handle_broker_heartbeat(ctx: RequestContext, request):
         request.current_metadata_offset,
         request.want_fence,
         request.want_shut_down,
+        offline_log_dirs=list(request.offline_log_dirs or ()),
     )
     return BrokerHeartbeatResponse(
         error_code=0, is_caught_up=caught_up, is_fenced=fenced, should_shut_down=shut_down
     )
+
+
+async def handle_assign_replicas_to_dirs(ctx: RequestContext, request):
+    """AssignReplicasToDirs (KIP-858): a broker with several log dirs says
+    which dir holds each of its replicas, so that when a dir fails the
+    controller knows which replicas went with it."""
+    ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
+    assignments = {
+        d.id: [(t.topic_id, p.partition_index) for t in d.topics for p in t.partitions]
+        for d in request.directories
+    }
+    results = await ctx.broker.controller.assign_replicas_to_dirs(
+        request.broker_id, request.broker_epoch, assignments
+    )
+    Dir = AssignReplicasToDirsResponse.DirectoryData
+    Topic = AssignReplicasToDirsResponse.TopicData
+    Partition = AssignReplicasToDirsResponse.PartitionData
+    return AssignReplicasToDirsResponse(
+        error_code=0,
+        directories=[
+            Dir(
+                id=d.id,
+                topics=[
+                    Topic(
+                        topic_id=t.topic_id,
+                        partitions=[
+                            Partition(
+                                partition_index=p.partition_index,
+                                error_code=results[(d.id, t.topic_id, p.partition_index)],
+                            )
+                            for p in t.partitions
+                        ],
+                    )
+                    for t in d.topics
+                ],
+            )
+            for d in request.directories
+        ],
+    )
+
+
+def _assign_error(ctx, request, error: errors.KafkaError):
+    return AssignReplicasToDirsResponse(error_code=error.code, directories=[])
 
 
 def _heartbeat_error(ctx, request, error: errors.KafkaError):
@@ -97,4 +152,9 @@ def register(apis: KafkaApis) -> None:
         api_keys.BY_NAME["BrokerHeartbeat"].key,
         handle_broker_heartbeat,
         error_response=_heartbeat_error,
+    )
+    apis.register(
+        api_keys.BY_NAME["AssignReplicasToDirs"].key,
+        handle_assign_replicas_to_dirs,
+        error_response=_assign_error,
     )

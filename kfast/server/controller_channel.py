@@ -30,7 +30,7 @@ import logging
 import socket
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from kfast.client.connection import BrokerConnection, api_key_of
@@ -48,6 +48,7 @@ from kfast.controller.feature_control import (
 from kfast.controller.metadata.image import Endpoint, MetadataImage
 from kfast.protocol import (
     AllocateProducerIdsRequest,
+    AssignReplicasToDirsRequest,
     BrokerHeartbeatRequest,
     BrokerRegistrationRequest,
     CreateTopicsRequest,
@@ -366,6 +367,9 @@ class QuorumControllerClient:
         self.fenced = True
         self._in_service = asyncio.Event()
         self._shut_down_acknowledged = False
+        # KIP-858: ids of this broker's failed log dirs, sent with every
+        # heartbeat (Kafka's BrokerLifecycleManager.offlineDirs).
+        self.offline_log_dirs: set[uuid.UUID] = set()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.local, name)
@@ -437,9 +441,11 @@ class QuorumControllerClient:
         incarnation_id: uuid.UUID,
         listeners: Iterable[Endpoint],
         rack: str | None,
+        log_dirs: Sequence[uuid.UUID] = (),
     ) -> int:
         """BrokerRegistration with the active controller, then heartbeats every
-        broker.heartbeat.interval.ms; returns the broker epoch."""
+        broker.heartbeat.interval.ms; returns the broker epoch. ``log_dirs``:
+        the ids of the online log dirs (KIP-858)."""
         cluster_id = self.cluster_id
         if cluster_id is None:  # known once the metadata log is loaded (start)
             raise RuntimeError("a broker registers only once its cluster id is known")
@@ -458,6 +464,7 @@ class QuorumControllerClient:
             ],
             features=registration_features(),
             rack=rack,
+            log_dirs=list(log_dirs),
         )
         response = await self.channel.send(request, timeout=60)
         if response.error_code:
@@ -476,6 +483,7 @@ class QuorumControllerClient:
                 current_metadata_offset=self._local.image.offset,
                 want_fence=False,
                 want_shut_down=want_shut_down,
+                offline_log_dirs=sorted(self.offline_log_dirs),
             ),
             timeout=10,
         )
@@ -489,6 +497,67 @@ class QuorumControllerClient:
                 "fenced" if self.fenced else "unfenced (in service)",
             )
         return response
+
+    async def propagate_directory_failure(self, directory: uuid.UUID, timeout: float) -> bool:
+        """KIP-858 (Kafka's BrokerLifecycleManager.propagateDirectoryFailure):
+        heartbeat at once with ``directory`` among the offline log dirs, so
+        the controller moves the leaderships of its replicas; returns whether
+        the controller acknowledged it within ``timeout`` seconds (the
+        broker halts otherwise)."""
+        self.offline_log_dirs.add(directory)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            try:
+                response = await asyncio.wait_for(self._heartbeat(), deadline - loop.time())
+                if response.error_code == 0:
+                    return True
+                logger.warning(
+                    "offline log dir heartbeat refused: %s", errors.for_code(response.error_code)
+                )
+            except (TimeoutError, errors.KafkaError) as exc:
+                logger.warning("offline log dir heartbeat failed: %s", exc)
+            await asyncio.sleep(self.channel.heartbeat_backoff)
+        return False
+
+    async def assign_replicas_to_dirs(
+        self, assignments: Mapping[uuid.UUID, Sequence[tuple[uuid.UUID, int]]]
+    ) -> dict[tuple[uuid.UUID, uuid.UUID, int], int]:
+        """AssignReplicasToDirs (KIP-858): ``assignments``: directory id ->
+        [(topic id, partition)]; the error code of each."""
+        Dir = AssignReplicasToDirsRequest.DirectoryData
+        Topic = AssignReplicasToDirsRequest.TopicData
+        Partition = AssignReplicasToDirsRequest.PartitionData
+        directories = []
+        for directory, partitions in assignments.items():
+            by_topic: dict[uuid.UUID, list[int]] = {}
+            for topic_id, index in partitions:
+                by_topic.setdefault(topic_id, []).append(index)
+            directories.append(
+                Dir(
+                    id=directory,
+                    topics=[
+                        Topic(
+                            topic_id=topic_id,
+                            partitions=[Partition(partition_index=i) for i in indexes],
+                        )
+                        for topic_id, indexes in by_topic.items()
+                    ],
+                )
+            )
+        response = await self.channel.send(
+            AssignReplicasToDirsRequest(
+                broker_id=self._broker_id, broker_epoch=self.broker_epoch, directories=directories
+            )
+        )
+        if response.error_code:
+            raise errors.for_code(response.error_code)("directory assignment refused")
+        return {
+            (d.id, t.topic_id, p.partition_index): p.error_code
+            for d in response.directories
+            for t in d.topics
+            for p in t.partitions
+        }
 
     async def wait_in_service(self, timeout: float = 60.0) -> None:
         """Until the active controller has unfenced this broker."""

@@ -108,6 +108,7 @@ class ReplicaAlterLogDirsManager:
         self._moves.pop(key, None)
         logger.info("%s-%d now lives in %s", key[0], key[1], log.parent_dir)
         self.broker.started_replica_manager().complete_delayed_requests(key)
+        self.broker.directory_assignments.reconcile([key[0]])
         self.moved.set()
 
     async def shutdown(self) -> None:

@@ -286,7 +286,9 @@ class ReplicaManager:
         partition.apply_registration(registration, self.time_ms())
         fetchers = self.replica_fetchers
         if fetchers is not None:
-            if partition.is_leader or partition.leader_id == NO_LEADER:
+            if partition.is_leader or partition.leader_id == NO_LEADER or log.offline:
+                # A replica in a failed log dir fetches nothing (KIP-858: the
+                # controller has taken it out of the ISR).
                 fetchers.remove_partition(key)
             else:
                 fetchers.add_partition(partition)

@@ -54,7 +54,7 @@ from kfast.storage.free_space import (
 )
 from kfast.storage.log import Log, now_ms, parse_topic_partition
 from kfast.storage.log_dir_failure_channel import LogDirFailureChannel, is_log_dir_failure
-from kfast.storage.meta_properties import ensure_meta_properties
+from kfast.storage.meta_properties import ensure_directory_id, ensure_meta_properties
 from kfast.storage.retention import delete_old_segments
 
 logger = logging.getLogger(__name__)
@@ -114,6 +114,8 @@ class LogManager:
         # channel knows a failed dir first; handle_log_dir_failure moves it here).
         self.offline_dirs: set[str] = set()
         self.failure_channel = LogDirFailureChannel()
+        # log dir -> its directory.id (KIP-858), for the dirs loaded at start.
+        self.directory_ids: dict[str, uuid.UUID] = {}
         self.free_space = FreeSpaceMonitor(
             config[MIN_FREE_BYTES], config[MIN_FREE_PERCENT], config[CHECK_INTERVAL_MS]
         )
@@ -143,6 +145,7 @@ class LogManager:
         )
         for d in self.log_dirs:
             try:
+                self.directory_ids[d] = ensure_directory_id(d)
                 self._load_dir(d)
             except OSError as exc:
                 # A dir that cannot be read goes offline; the others serve

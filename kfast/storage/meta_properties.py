@@ -164,3 +164,17 @@ def ensure_meta_properties(
             os.makedirs(d, exist_ok=True)
             write_meta_properties(d, MetaProperties(1, cluster_id, node_id, random_uuid_base64()))
     return cluster_id, node_id
+
+
+def ensure_directory_id(log_dir: str) -> uuid.UUID:
+    """The dir's directory.id (KIP-858), written into its meta.properties
+    first if it has none (a dir formatted before directory ids, as Kafka's
+    MetaPropertiesEnsemble does at start)."""
+    meta = read_meta_properties(log_dir)
+    if meta is None:
+        raise FileNotFoundError(os.path.join(log_dir, META_PROPERTIES_FILE))
+    if meta.directory_id is not None:
+        return parse_uuid_base64(meta.directory_id)
+    directory_id = random_uuid_base64()
+    write_meta_properties(log_dir, meta._replace(directory_id=directory_id))
+    return parse_uuid_base64(directory_id)

@@ -10,7 +10,9 @@ writes with a real client until the disk is full:
   and after the filler is removed a restart has every acknowledged record;
 - two log dirs, one full: its partition answers KAFKA_STORAGE_ERROR and
   DescribeLogDirs reports the dir with KAFKA_STORAGE_ERROR, while the other
-  dir's partition keeps taking and serving records; SIGTERM still exits 0.
+  dir's partition keeps taking and serving records; SIGTERM still exits 0;
+- a broker of a cluster with two log dirs, one full: the controller moves
+  that dir's leaderships (KIP-858) and the broker serves its other dir.
 """
 
 from __future__ import annotations
@@ -199,15 +201,18 @@ def test_a_full_log_dir_goes_offline_while_the_other_keeps_serving(tmp_path, sma
 
 
 @pytest.mark.slow
-def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_move(
+def test_a_broker_of_a_cluster_whose_log_dir_fills_keeps_serving_its_other_dir(
     tmp_path, small_disk
 ):
-    """Three brokers, RF 3: one of broker 4's two log dirs is the small
-    disk. When it fills, broker 4 halts although its other dir is fine (as
-    Kafka without directory assignment: the controller would not know which
-    replicas are gone), its leaderships move, and the producer's every
-    acknowledged record is there once, at its offset."""
-    from replication_support import create, read_all
+    """KIP-858. Three brokers, RF 3; broker 4 has two log dirs, the second
+    the small disk, and leads partition 0 (first dir) and 1 (small disk).
+    When the small disk fills, broker 4 tells the controller (heartbeat
+    offline_log_dirs): partition 1's leadership moves and 4 leaves the ISRs
+    of the small disk's partitions, while 4 stays up and keeps leading
+    partition 0. Every record an idempotent acks=all producer had
+    acknowledged is there once, at its offset."""
+    from confluent_kafka.admin import NewTopic as Topic
+    from replication_support import read_all
 
     from kfast.testing.cluster import KfastCluster
     from kfast.testing.load import AckedLoad, audit
@@ -217,6 +222,7 @@ def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_mov
         "broker.heartbeat.interval.ms": 200,
         "kfast.log.dirs.min.free.bytes": 0,
     }
+    healthy, failing = tmp_path / "node4-logs", small_disk / "data"
     with KfastCluster(
         controllers=1,
         brokers=3,
@@ -224,22 +230,45 @@ def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_mov
         base_dir=str(tmp_path / "cluster"),
         node_overrides={
             4: {
-                "log.dirs": f"{tmp_path / 'node4-logs'},{small_disk / 'data'}",
+                "log.dirs": f"{healthy},{failing}",
                 "metadata.log.dir": str(tmp_path / "node4-meta"),
             }
         },
     ) as cluster:
         cluster.wait_for_brokers({2, 3, 4})
-        create(cluster, "filling", partitions=3)
-        led_by_4 = [
-            p for p, state in cluster.partition_state("filling").items() if state.leader == 4
-        ]
-        assert led_by_4
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        assignment = [[4, 2, 3], [4, 3, 2], [2, 3, 4], [3, 2, 4]]
+        admin.create_topics(
+            [
+                Topic(
+                    "filling",
+                    num_partitions=4,
+                    replica_assignment=assignment,
+                    config={"min.insync.replicas": "2"},
+                )
+            ]
+        )["filling"].result(30)
+        cluster.wait_until(
+            lambda: all(len(p.isr) == 3 for p in cluster.partition_state("filling").values()),
+            30,
+            "three in-sync replicas",
+        )
+
+        # New logs go to the dir with fewer partitions: 0 and 2 to the
+        # first, 1 and 3 to the small disk.
+        def placed():
+            return {n for n in os.listdir(healthy) if n.startswith("filling")} | {
+                n for n in os.listdir(failing) if n.startswith("filling")
+            }
+
+        cluster.wait_until(lambda: len(placed()) == 4, 30, "broker 4's logs")
+        assert {n for n in os.listdir(failing) if n.startswith("filling")} == {
+            "filling-1",
+            "filling-3",
+        }
         fill(small_disk, leave_bytes=256 << 10)
-        load = AckedLoad(cluster.bootstrap_servers, "filling", 3).start()
+        load = AckedLoad(cluster.bootstrap_servers, "filling", 4).start()
         try:
-            # Large records on every partition fill the disk at once (the
-            # audited load is small records).
             bulk = Producer(
                 {"bootstrap.servers": cluster.bootstrap_servers, "acks": "1", "linger.ms": 5}
             )
@@ -248,28 +277,30 @@ def test_a_broker_of_a_cluster_whose_log_dir_fills_stops_and_its_leaderships_mov
                 bulk.produce(
                     "filling",
                     b"bulk-%d-" % i + b"b" * 8192,
-                    partition=i % 3,
+                    partition=(1, 3)[i % 2],
                     on_delivery=lambda err, msg: err or bulk_acked.append(msg),
                 )
             bulk.flush(30)
-            cluster.wait_until(lambda: not cluster.nodes[4].alive, 60, "broker 4 to stop")
-            cluster.wait_until(
-                lambda: all(
-                    cluster.partition_state("filling", via=2)[p].leader in (2, 3) for p in led_by_4
-                ),
-                30,
-                "leaderships to move",
-            )
+
+            def moved():
+                state = cluster.partition_state("filling", via=2)
+                return state[1].leader in (2, 3) and 4 not in state[1].isr and 4 not in state[3].isr
+
+            cluster.wait_until(moved, 60, "partition 1 to move off broker 4's failed dir")
             before = load.total
             cluster.wait_until(lambda: load.total > before + 500, 30, "acks after the move")
+            state = cluster.partition_state("filling", via=2)
+            assert state[0].leader == 4 and 4 in state[0].isr
+            assert 4 in state[2].isr
         finally:
             load.stop()
-        assert cluster.nodes[4].process.returncode == 1
+        assert cluster.nodes[4].alive
         log = cluster.log_tail(4, 400)
-        assert f"Halting broker because dir {small_disk / 'data'} is offline" in log, log
+        assert f"the controller knows log dir {failing} " in log, log
+        assert "Halting" not in log and "Shutting down because" not in log, log
         assert ALL_DIRS_FAILED not in log and "Traceback" not in log, log
         assert load.unflushed == 0
-        read = read_all(cluster.bootstrap_servers, "filling", 3, load.total + len(bulk_acked))
+        read = read_all(cluster.bootstrap_servers, "filling", 4, load.total + len(bulk_acked))
         result = audit(load.acked, read)
         assert result == (0, 0, 0), result
 

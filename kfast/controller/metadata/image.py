@@ -18,6 +18,11 @@ import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kfast.protocol.constants import (
+    DIRECTORY_LOST,
+    DIRECTORY_MIGRATING,
+    DIRECTORY_UNASSIGNED,
+)
 from kfast.security.acl import Acl
 from kfast.security.scram import ScramCredential
 from kfast.storage.manager import METADATA_TOPIC_ID  # noqa: F401 (re-exported)
@@ -69,6 +74,18 @@ class BrokerRegistration:
     rack: str | None = None
     fenced: bool = False
     in_controlled_shutdown: bool = False
+    # KIP-858: the ids of its online log dirs (meta.properties directory.id).
+    directories: tuple[uuid.UUID, ...] = ()
+
+    def has_online_dir(self, directory: uuid.UUID) -> bool:
+        """Kafka's DirectoryId.isOnline: an unassigned or migrating replica
+        may be anywhere, so counts as online, as does any dir of a broker
+        that registered none; LOST never is."""
+        if directory in (DIRECTORY_UNASSIGNED, DIRECTORY_MIGRATING):
+            return True
+        if directory == DIRECTORY_LOST:
+            return False
+        return not self.directories or directory in self.directories
 
 
 @dataclass(frozen=True, slots=True)

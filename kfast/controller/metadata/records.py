@@ -90,7 +90,7 @@ _SCHEMAS = (
     _RecordSchema(
         3,
         "PartitionRecord",
-        0,
+        1,
         2,
         """
     partition_id                       int32                          0+     default=-1
@@ -123,8 +123,8 @@ _SCHEMAS = (
     _RecordSchema(
         5,
         "PartitionChangeRecord",
-        0,
-        0,
+        1,
+        1,
         """
     partition_id                       int32                          0+     default=-1
     topic_id                           uuid                           0+
@@ -134,6 +134,7 @@ _SCHEMAS = (
     removing_replicas                  []int32                        0+     default=null nullable=0+ tag=3 tagged=0+
     adding_replicas                    []int32                        0+     default=null nullable=0+ tag=4 tagged=0+
     leader_recovery_state              int8                           0+     default=-1 tag=5 tagged=0+
+    directories                        []uuid                         1+     default=null nullable=1+ tag=8 tagged=1+
 """,
     ),
     _RecordSchema(
@@ -218,13 +219,14 @@ _SCHEMAS = (
     _RecordSchema(
         17,
         "BrokerRegistrationChangeRecord",
-        0,
-        0,
+        2,
+        2,
         """
     broker_id                          int32                          0+
     broker_epoch                       int64                          0+
     fenced                             int8                           0+     tag=0 tagged=0+
-    in_controlled_shutdown             int8                           0+     tag=1 tagged=0+
+    in_controlled_shutdown             int8                           1+     tag=1 tagged=1+
+    log_dirs                           []uuid                         2+     tag=2 tagged=2+
 """,
     ),
     _RecordSchema(

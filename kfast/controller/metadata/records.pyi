@@ -138,6 +138,7 @@ class PartitionChangeRecord(Message):
     removing_replicas: list[int] | None
     adding_replicas: list[int] | None
     leader_recovery_state: int
+    directories: list[uuid.UUID] | None
     def __init__(
         self,
         *,
@@ -149,6 +150,7 @@ class PartitionChangeRecord(Message):
         removing_replicas: list[int] | None = ...,
         adding_replicas: list[int] | None = ...,
         leader_recovery_state: int = ...,
+        directories: list[uuid.UUID] | None = ...,
     ) -> None: ...
 
 class FenceBrokerRecord(Message):
@@ -220,6 +222,7 @@ class BrokerRegistrationChangeRecord(Message):
     broker_epoch: int
     fenced: int
     in_controlled_shutdown: int
+    log_dirs: list[uuid.UUID]
     def __init__(
         self,
         *,
@@ -227,6 +230,7 @@ class BrokerRegistrationChangeRecord(Message):
         broker_epoch: int = ...,
         fenced: int = ...,
         in_controlled_shutdown: int = ...,
+        log_dirs: list[uuid.UUID] = ...,
     ) -> None: ...
 
 class AccessControlEntryRecord(Message):

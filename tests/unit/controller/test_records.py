@@ -44,10 +44,13 @@ def test_partition_record_bytes():
             leader=3,
             leader_epoch=5,
             partition_epoch=7,
+            directories=[uuid.UUID(int=1), TOPIC_ID],
         )
     )
+    # Version 1 (KIP-858 directories), as Kafka writes it at metadata
+    # versions with directory assignment.
     assert raw == bytes.fromhex(
-        "010300"
+        "010301"
         "00000002"  # partition id
         "00112233445566778899aabbccddeeff"  # topic id
         "03"
@@ -60,6 +63,9 @@ def test_partition_record_bytes():
         "00000003"
         "00000005"
         "00000007"  # leader, leader epoch, partition epoch
+        "03"
+        "00000000000000000000000000000001"
+        "00112233445566778899aabbccddeeff"  # directories: UNASSIGNED, a dir id
         "00"
     )  # no tagged fields (recovery state 0)
 
@@ -76,7 +82,17 @@ def test_partition_change_record_tagged_fields():
     # Only the leader (tag 1, 4 bytes) is written; ISR and replicas stay null.
     assert raw.endswith(bytes.fromhex("01010400000002"))
     record, version = decode_record(raw)
-    assert record.leader == 2 and record.isr is None and version == 0
+    assert record.leader == 2 and record.isr is None and record.directories is None
+    assert version == 1
+
+
+def test_partition_change_record_directories_tag_8():
+    raw = encode_record(
+        PartitionChangeRecord(partition_id=0, topic_id=TOPIC_ID, directories=[TOPIC_ID])
+    )
+    # Tag 8 (KIP-858), 1 + 16 bytes: a compact array of one uuid.
+    assert raw.endswith(bytes.fromhex("01081102" + TOPIC_ID.hex))
+    assert decode_record(raw)[0].directories == [TOPIC_ID]
 
 
 @pytest.mark.parametrize(

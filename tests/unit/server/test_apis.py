@@ -38,6 +38,7 @@ class ControllerDouble:
         )
         self._subscribers = []
         self._next_producer_id = 1000
+        self.offline_log_dirs = set()
 
     async def start(self):
         pass
@@ -54,7 +55,10 @@ class ControllerDouble:
         for callback in self._subscribers:
             callback(delta, image)
 
-    async def register_broker(self, broker_id, incarnation_id, listeners, rack):
+    async def assign_replicas_to_dirs(self, assignments):
+        return {}
+
+    async def register_broker(self, broker_id, incarnation_id, listeners, rack, log_dirs=()):
         registration = BrokerRegistration(
             broker_id, incarnation_id, 1, {e.name: e for e in listeners}, rack
         )
