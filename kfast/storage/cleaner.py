@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 import struct
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kfast._ext.crc32c import crc32c
 from kfast._ext.layout import (
@@ -51,6 +51,11 @@ from kfast.storage.segment import (
     segment_file,
 )
 
+if TYPE_CHECKING:
+    from kfast.records import Record
+    from kfast.storage.file_records import BatchHeader
+    from kfast.storage.log import Log
+
 
 class CleanResult(NamedTuple):
     first_dirty_offset: int
@@ -60,7 +65,7 @@ class CleanResult(NamedTuple):
     records_removed: int
 
 
-def first_uncleanable_offset(log, now_ms: int) -> int:
+def first_uncleanable_offset(log: Log, now_ms: int) -> int:
     bound = min(log.active_segment.base_offset, log.high_watermark)
     undecided = log.producer_state.first_undecided_offset()
     if undecided is not None:
@@ -76,7 +81,7 @@ def first_uncleanable_offset(log, now_ms: int) -> int:
     return bound
 
 
-def dirty_ratio(log, first_dirty: int, now_ms: int) -> float:
+def dirty_ratio(log: Log, first_dirty: int, now_ms: int) -> float:
     end = first_uncleanable_offset(log, now_ms)
     clean = dirty = 0
     for segment in log.segments:
@@ -90,9 +95,9 @@ def dirty_ratio(log, first_dirty: int, now_ms: int) -> float:
     return dirty / total if total else 0.0
 
 
-def _segments_in(log, end: int) -> list[LogSegment]:
+def _segments_in(log: Log, end: int) -> list[LogSegment]:
     """Segments wholly below ``end`` (a segment ends where the next begins)."""
-    out = []
+    out: list[LogSegment] = []
     segments = log.segments
     for i, segment in enumerate(segments[:-1]):
         if segments[i + 1].base_offset <= end:
@@ -100,7 +105,7 @@ def _segments_in(log, end: int) -> list[LogSegment]:
     return out
 
 
-def _build_offset_map(segments: list[LogSegment], first_dirty: int, end: int) -> dict:
+def _build_offset_map(segments: list[LogSegment], first_dirty: int, end: int) -> dict[bytes, int]:
     offsets: dict[bytes, int] = {}
     for segment in segments:
         for _, header, view in segment.log.batches_from(0, full=True):
@@ -130,7 +135,9 @@ def _group_segments(segments: list[LogSegment], max_size: int) -> list[list[LogS
     return groups
 
 
-def _rewrite_batch(view, header, keep: list, is_last_of_producer: bool):
+def _rewrite_batch(
+    view: memoryview, header: BatchHeader, keep: list[Record], is_last_of_producer: bool
+) -> bytearray | None:
     """The batch with only the ``keep`` records (None: drop the batch)."""
     if not keep and not (header.has_producer_id and is_last_of_producer):
         return None
@@ -158,7 +165,7 @@ def _rewrite_batch(view, header, keep: list, is_last_of_producer: bool):
     return data
 
 
-def clean_log(log, first_dirty: int, now_ms: int) -> CleanResult | None:
+def clean_log(log: Log, first_dirty: int, now_ms: int) -> CleanResult | None:
     """One compaction pass; returns None if there is nothing to clean."""
     first_dirty = max(first_dirty, log.log_start_offset)
     end = first_uncleanable_offset(log, now_ms)
@@ -204,7 +211,7 @@ def clean_log(log, first_dirty: int, now_ms: int) -> CleanResult | None:
     return CleanResult(first_dirty, end, before, after, removed)
 
 
-def _write_cleaned_segment(log, group: list[LogSegment], chunks: list[bytes]) -> LogSegment:
+def _write_cleaned_segment(log: Log, group: list[LogSegment], chunks: list[bytes]) -> LogSegment:
     base = group[0].base_offset
     for suffix in (
         LOG_FILE_SUFFIX,
@@ -234,7 +241,7 @@ def _write_cleaned_segment(log, group: list[LogSegment], chunks: list[bytes]) ->
     return cleaned
 
 
-def _swap_in(log, group: list[LogSegment], cleaned: LogSegment) -> None:
+def _swap_in(log: Log, group: list[LogSegment], cleaned: LogSegment) -> None:
     """.cleaned -> .swap, old segments out (as .deleted), .swap -> final."""
     cleaned.change_file_suffixes(CLEANED_FILE_SUFFIX, SWAP_FILE_SUFFIX)
     with log._lock:
