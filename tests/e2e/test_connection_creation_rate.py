@@ -66,7 +66,10 @@ def _served_at(broker, count: int) -> list[float]:
 
 
 def _steady_rate(served: list[float], burst: int) -> float:
-    """Connections served per second after the burst."""
+    """Connections served per second after the burst. Never above the
+    limit; below it on a loaded machine, where each wait ends late (the
+    acceptor accepts again only when the loop gets to it), so the tests
+    bound it from below loosely."""
     return (len(served) - 1 - burst) / (served[-1] - served[burst])
 
 
@@ -101,7 +104,7 @@ def test_broker_wide_then_listener_rate_set_at_run_time(broker):
     _await_limits(broker, 10, {})
     served = _served_at(broker, 40)
     # 10 at once (one window's worth), then ~10/s: 30 more take ~3 s.
-    assert 6 <= _steady_rate(served, 12) <= 14, served
+    assert 4 <= _steady_rate(served, 12) <= 14, served
     assert served[-1] >= 2.0, served
 
     # Per listener, on this broker, with the broker-wide limit removed.
@@ -121,7 +124,7 @@ def test_broker_wide_then_listener_rate_set_at_run_time(broker):
     # The listener's rate starts empty (nothing was recorded without a
     # limit): 20 at once, then ~20/s.
     served = _served_at(broker, 50)
-    assert 12 <= _steady_rate(served, 22) <= 28, served
+    assert 8 <= _steady_rate(served, 22) <= 28, served
     assert served[-1] >= 1.0, served
 
     resource = ConfigResource(

@@ -374,7 +374,7 @@ def test_request_and_response_queue_and_send_times(metered, topic):
 
     client = _SlowReader(metered.port)
     try:
-        hold_ms = 600
+        hold_ms = 1000
         long_poll = _fetch(empty, hold_ms, 10**6, 1024)
         long_poll["topics"][0].partitions[0].fetch_offset = 1
         client.send("Fetch", 12, **long_poll)
@@ -406,10 +406,12 @@ def test_request_and_response_queue_and_send_times(metered, topic):
 
     for name in ("requestqueuetimems", "responsequeuetimems", "responsesendtimems"):
         assert types[f"kafka_network_requestmetrics_{name}"] == "summary"
-    # 99 responses ready at once but sent after the long poll's.
-    assert grew("responsequeuetimems", "ApiVersions") >= 99 * hold_ms * 0.8
+    # 99 responses ready at once but sent after the long poll's (each ready
+    # a little later than the one before: half the hold leaves room for a
+    # loaded machine).
+    assert grew("responsequeuetimems", "ApiVersions") >= 99 * hold_ms * 0.5
     # The 100th ApiVersions was read only when the long poll answered.
-    assert grew("requestqueuetimems", "ApiVersions") >= hold_ms * 0.8
+    assert grew("requestqueuetimems", "ApiVersions") >= hold_ms * 0.5
     assert grew("remotetimems", "Fetch") >= hold_ms * 0.8
     parts = ("requestqueuetimems", "localtimems", "remotetimems")
     parts += ("responsequeuetimems", "responsesendtimems")
