@@ -33,7 +33,9 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
+from kfast._ext.log_append import now_ms
 from kfast.config import KafkaConfig, LogConfig
 from kfast.protocol.errors import KafkaStorageException, LogDirNotFoundException
 from kfast.storage.atomic_file import write_atomically
@@ -52,7 +54,7 @@ from kfast.storage.free_space import (
     MIN_FREE_PERCENT,
     FreeSpaceMonitor,
 )
-from kfast.storage.log import Log, now_ms, parse_topic_partition
+from kfast.storage.log import Log, parse_topic_partition
 from kfast.storage.log_dir_failure_channel import LogDirFailureChannel, is_log_dir_failure
 from kfast.storage.meta_properties import ensure_directory_id, ensure_meta_properties
 from kfast.storage.retention import delete_old_segments
@@ -73,10 +75,10 @@ CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
 # Its fixed topic id (Uuid.METADATA_TOPIC_ID = AAAAAAAAAAAAAAAAAAAAAQ).
 METADATA_TOPIC_ID = uuid.UUID(int=1)
 
-TopicPartition = tuple  # (topic, partition)
+TopicPartition = tuple[str, int]  # (topic, partition)
 
 
-def _read_checkpoint(path: str) -> dict:
+def _read_checkpoint(path: str) -> dict[TopicPartition, int]:
     try:
         return OffsetCheckpointFile(path).read()
     except CheckpointCorruptException as exc:
@@ -90,8 +92,8 @@ class LogManager:
         config: KafkaConfig,
         *,
         cluster_id: str | None = None,
-        topic_configs: Callable[[str], Mapping] | None = None,
-        time_ms=now_ms,
+        topic_configs: Callable[[str], Mapping[str, Any]] | None = None,
+        time_ms: Callable[[], int] = now_ms,
         flush_requester: Callable[[Log], None] | None = None,
     ):
         self.config = config
@@ -103,7 +105,7 @@ class LogManager:
         # flushes inline on the appending thread.
         self.flush_requester = flush_requester
         self._topic_configs = topic_configs or (lambda topic: {})
-        self._overrides: dict[str, dict] = {}
+        self._overrides: dict[str, dict[str, Any]] = {}
         self._logs: dict[TopicPartition, Log] = {}
         self._log_dir_of: dict[TopicPartition, str] = {}
         # Future replicas (AlterReplicaLogDirs): the copy of a partition being
@@ -197,7 +199,7 @@ class LogManager:
                 continue
             jobs.append((tp, path))
 
-        def load(job):
+        def load(job: tuple[TopicPartition, str]) -> tuple[TopicPartition, str, Log]:
             tp, path = job
             log = Log(
                 path,
@@ -288,7 +290,7 @@ class LogManager:
             self.started = False
 
     # -- topic configuration ---------------------------------------------------------
-    def log_config(self, topic: str, overrides: Mapping | None = None) -> LogConfig:
+    def log_config(self, topic: str, overrides: Mapping[str, Any] | None = None) -> LogConfig:
         if overrides is None:
             overrides = self._overrides.get(topic)
         if overrides is None:
@@ -308,7 +310,7 @@ class LogManager:
                     by_topic[topic] = self.log_config(topic)
                 log.update_config(by_topic[topic])
 
-    def update_topic_config(self, topic: str, overrides: Mapping) -> LogConfig:
+    def update_topic_config(self, topic: str, overrides: Mapping[str, Any]) -> LogConfig:
         """Apply a topic's new overrides to its live logs (AlterConfigs)."""
         config = self.log_config(topic, overrides)
         with self._lock:
@@ -380,7 +382,7 @@ class LogManager:
         topic: str,
         partition: int,
         topic_id: str | None = None,
-        overrides: Mapping | None = None,
+        overrides: Mapping[str, Any] | None = None,
         log_dir: str | None = None,
     ) -> Log:
         with self._lock:
@@ -510,7 +512,8 @@ class LogManager:
             if log is None:
                 return None
             self.remove_future_log(topic, partition)
-            return self._retire(log, d)
+            # A served log always has its dir recorded; its parent is the same dir.
+            return self._retire(log, d if d is not None else os.path.dirname(log.dir))
 
     def delete_pending_dirs(self, now: int | None = None) -> int:
         now = self.time_ms() if now is None else now
@@ -521,7 +524,7 @@ class LogManager:
             shutil.rmtree(path, ignore_errors=True)
         return len(ready)
 
-    def handle_log_dir_failure(self, log_dir: str) -> list[tuple]:
+    def handle_log_dir_failure(self, log_dir: str) -> list[TopicPartition]:
         """After a disk failure: stop using the dir, let go of its logs
         without writing anything; returns its partitions (Kafka's
         LogManager.handleLogDirFailure). The caller checks ``live_log_dirs``."""
