@@ -38,12 +38,23 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import uuid
 import zlib
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from kfast.client.connection import BrokerConnection
-from kfast.protocol import FetchRequest, ListOffsetsRequest, api_keys, errors
+from kfast.protocol import FetchRequest, FetchResponse, ListOffsetsRequest, api_keys, errors
 from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP
 from kfast.records import complete_batches_size, iter_batches
+from kfast.server.replication_quota import ReplicationQuotaManager
+from kfast.storage.checkpoint import LeaderEpochFileCache
+from kfast.storage.log import Log
+
+if TYPE_CHECKING:
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.partition import Partition
+    from kfast.server.replica_manager import PartitionKey
 
 logger = logging.getLogger(__name__)
 
@@ -83,7 +94,11 @@ def fetcher_id(topic: str, partition: int, num_fetchers: int) -> int:
 
 
 def divergence_truncation_offset(
-    epoch_cache, log_end_offset: int, high_watermark: int, leader_epoch: int, leader_end_offset: int
+    epoch_cache: LeaderEpochFileCache,
+    log_end_offset: int,
+    high_watermark: int,
+    leader_epoch: int,
+    leader_end_offset: int,
 ) -> int:
     """Where a follower truncates when the leader answers its fetch with a
     diverging epoch (Kafka's getOffsetTruncationState): at the end of the
@@ -108,7 +123,7 @@ class PartitionFetchState:
 
     __slots__ = ("partition", "leader_id", "leader_epoch", "delayed_until", "lag")
 
-    def __init__(self, partition, leader_id: int, leader_epoch: int):
+    def __init__(self, partition: Partition, leader_id: int, leader_epoch: int) -> None:
         self.partition = partition
         self.leader_id = leader_id
         self.leader_epoch = leader_epoch
@@ -120,7 +135,7 @@ class PartitionFetchState:
         return self.lag is not None and self.lag <= 0
 
 
-def should_follower_throttle(quota, state: PartitionFetchState) -> bool:
+def should_follower_throttle(quota: ReplicationQuotaManager, state: PartitionFetchState) -> bool:
     """Leave a partition out of the fetch: throttled, not caught up, and the
     quota exceeded (Kafka's shouldFollowerThrottle)."""
     partition = state.partition
@@ -132,16 +147,20 @@ def should_follower_throttle(quota, state: PartitionFetchState) -> bool:
 
 
 class ReplicaFetcherManager:
-    def __init__(self, broker):
+    def __init__(self, broker: KafkaBroker) -> None:
+        replica_manager = broker.replica_manager
+        if replica_manager is None:
+            raise ValueError("replica fetchers need the started broker's replica manager")
         self.broker = broker
+        self.replica_manager = replica_manager
         config = broker.config
         self.num_fetchers = config["num.replica.fetchers"]
         self.fetchers: dict[tuple[int, int], ReplicaFetcher] = {}
         # partition key -> the fetcher serving it.
-        self._assigned: dict[tuple, ReplicaFetcher] = {}
+        self._assigned: dict[PartitionKey, ReplicaFetcher] = {}
         self._closed = False
 
-    def add_partition(self, partition) -> None:
+    def add_partition(self, partition: Partition) -> None:
         """Fetch ``partition`` from its current leader at its current epoch
         (a no-op when already doing exactly that)."""
         if self._closed:
@@ -168,7 +187,7 @@ class ReplicaFetcherManager:
         fetcher.add(PartitionFetchState(partition, partition.leader_id, partition.leader_epoch))
         self._assigned[key] = fetcher
 
-    def remove_partition(self, key) -> None:
+    def remove_partition(self, key: PartitionKey) -> None:
         fetcher = self._assigned.pop(key, None)
         if fetcher is not None:
             fetcher.remove(key)
@@ -189,12 +208,12 @@ class ReplicaFetcherManager:
 
 
 class ReplicaFetcher:
-    def __init__(self, manager: ReplicaFetcherManager, source_id: int, fetcher_id: int):
+    def __init__(self, manager: ReplicaFetcherManager, source_id: int, fetcher_id: int) -> None:
         self.manager = manager
         self.broker = manager.broker
         self.source_id = source_id
         self.key = (source_id, fetcher_id)
-        self.partitions: dict[tuple, PartitionFetchState] = {}
+        self.partitions: dict[PartitionKey, PartitionFetchState] = {}
         config = self.broker.config
         self.max_wait_ms = config["replica.fetch.wait.max.ms"]
         self.min_bytes = config["replica.fetch.min.bytes"]
@@ -202,7 +221,8 @@ class ReplicaFetcher:
         self.partition_max_bytes = config["replica.fetch.max.bytes"]
         self.backoff = config["replica.fetch.backoff.ms"] / 1000
         self.socket_timeout = config["replica.socket.timeout.ms"] / 1000
-        self.quota = self.broker.replica_manager.follower_quota
+        self.replica_stats = manager.replica_manager.replica_stats
+        self.quota = manager.replica_manager.follower_quota
         self._connection: BrokerConnection | None = None
         self._changed = asyncio.Event()
         self._stopped = False
@@ -215,7 +235,7 @@ class ReplicaFetcher:
         self.partitions[state.partition.key] = state
         self._changed.set()
 
-    def remove(self, key) -> None:
+    def remove(self, key: PartitionKey) -> None:
         if self.partitions.pop(key, None) is not None and not self.partitions:
             self.manager._idle(self)
 
@@ -276,7 +296,7 @@ class ReplicaFetcher:
         except TimeoutError:
             pass
 
-    def _delay(self, states, seconds: float) -> None:
+    def _delay(self, states: Iterable[PartitionFetchState], seconds: float) -> None:
         until = time.monotonic() + seconds
         for state in states:
             state.delayed_until = until
@@ -307,7 +327,7 @@ class ReplicaFetcher:
     # -- one fetch -----------------------------------------------------------------------
     def _fetch_request(self, ready: list[PartitionFetchState], version: int) -> FetchRequest:
         broker = self.broker
-        topics: dict = {}
+        topics: dict[uuid.UUID, FetchRequest.FetchTopic] = {}
         for state in ready:
             partition = state.partition
             log = partition.log
@@ -354,7 +374,10 @@ class ReplicaFetcher:
         # The offsets this request asks from: a response is applied only if
         # the partition is still where it was (no truncation, no new
         # assignment meanwhile).
-        sent = {s.partition.key: (s, s.partition.log.log_end_offset) for s in ready}
+        # Keyed as looked up: a topic id this request did not name has no name.
+        sent: dict[tuple[str | None, int], tuple[PartitionFetchState, int]] = {
+            s.partition.key: (s, s.partition.log.log_end_offset) for s in ready
+        }
         response = await connection.send(
             self._fetch_request(ready, version),
             version=version,
@@ -375,7 +398,9 @@ class ReplicaFetcher:
                     continue  # removed or re-added meanwhile
                 await self._process_partition(state, fetch_offset, data)
 
-    async def _process_partition(self, state: PartitionFetchState, fetch_offset: int, data) -> None:
+    async def _process_partition(
+        self, state: PartitionFetchState, fetch_offset: int, data: FetchResponse.PartitionData
+    ) -> None:
         partition = state.partition
         log = partition.log
         error = data.error_code
@@ -389,7 +414,9 @@ class ReplicaFetcher:
             records = data.records
             appended = 0
             if records:
-                view = memoryview(records)
+                # Decoded from the wire: a memoryview (the FileRegions and
+                # lists of ResponseRecords are in responses a broker builds).
+                view = memoryview(records)  # type: ignore[arg-type]
                 appended = complete_batches_size(view)
                 if appended:
                     try:
@@ -436,14 +463,14 @@ class ReplicaFetcher:
         partition used of the follower quota."""
         partition = state.partition
         # BrokerTopicMetrics ReplicationBytesInPerSec (all topics only).
-        self.broker.replica_manager.replica_stats.replication_bytes_in += appended
+        self.replica_stats.replication_bytes_in += appended
         if appended or state.lag is None:
             state.lag = max(0, leader_high_watermark - partition.log.log_end_offset)
         if appended and self.quota.is_throttled(partition.topic, partition.partition):
             self.quota.record(appended)
 
     @staticmethod
-    def _append(log, records) -> None:
+    def _append(log: Log, records: memoryview) -> None:
         """append_as_follower -- except that an empty log whose start lies
         inside the leader's first batch (it restarted at the leader's log
         start, which DeleteRecords put mid-batch) first restarts at that
@@ -456,7 +483,9 @@ class ReplicaFetcher:
                 log.truncate_fully_and_start_at(first.base_offset)
         log.append_as_follower(records)
 
-    def _truncate_on_divergence(self, partition, leader_epoch: int, leader_end: int) -> None:
+    def _truncate_on_divergence(
+        self, partition: Partition, leader_epoch: int, leader_end: int
+    ) -> None:
         log = partition.log
         end = log.log_end_offset
         target = divergence_truncation_offset(
@@ -539,4 +568,5 @@ class ReplicaFetcher:
             raise errors.for_code(result.error_code)(
                 f"ListOffsets for {partition.topic}-{partition.partition} failed"
             )
-        return result.offset
+        offset: int = result.offset
+        return offset
