@@ -102,7 +102,8 @@ def _render_class(
     return lines
 
 
-def _render_message(schema: MessageSchema) -> list[str]:
+def render_message(schema: MessageSchema) -> list[str]:
+    """One message class and its nested struct classes, as stub lines."""
     records = "RequestRecords" if schema.direction == "Request" else "ResponseRecords"
     top = schema.name
     structs: dict[str, list[FieldSpec]] = {}
@@ -134,7 +135,7 @@ def render() -> str:
     for api in API_KEYS:
         found = schema(api.key)
         for message in (found.request, found.response):
-            out.append("\n".join(_render_message(message)))
+            out.append("\n".join(render_message(message)))
     return "\n\n".join(out) + "\n"
 
 

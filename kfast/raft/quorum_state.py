@@ -43,6 +43,8 @@ from dataclasses import dataclass, field
 
 from kfast.protocol.constants import NO_LEADER, ZERO_UUID
 from kfast.raft.election_state import ElectionState, QuorumStateStore
+from kfast.raft.log import OffsetAndEpoch
+from kfast.raft.messages import RaftRequest
 from kfast.raft.voter_set import VoterSet
 
 
@@ -146,7 +148,7 @@ class VoterChange:
     request to answer, the offset of its VotersRecord once appended, and
     when to give up waiting for the commit."""
 
-    request: object
+    request: RaftRequest
     last_offset: int
     deadline_ms: int
 
@@ -237,7 +239,7 @@ class FollowerState:
     # that each learned of a dead leader from the other would ping-pong
     # between Follower and Prospective (KIP-996).
     has_fetched: bool = False
-    snapshot_id: object = None  # OffsetAndEpoch being fetched, if any
+    snapshot_id: OffsetAndEpoch | None = None  # being fetched, if any
     snapshot_data: bytearray = field(default_factory=bytearray)
     # The leader of this epoch took this voter's UpdateRaftVoter (KIP-853):
     # the voter set holds its current endpoints.
@@ -351,7 +353,9 @@ class QuorumState:
     def _persist(self, epoch: int, leader_id: int = -1, voted_id: int = -1) -> None:
         self.store.write(ElectionState(epoch, leader_id, voted_id))
 
-    def transition_to_unattached(self, now_ms: int, epoch: int, voted_id: int = -1) -> None:
+    def transition_to_unattached(
+        self, now_ms: int, epoch: int, voted_id: int = -1
+    ) -> UnattachedState:
         # In the same epoch only a replica that has not voted for itself
         # may be Unattached again; an observer also after losing its leader.
         same_epoch_ok = isinstance(self.state, (UnattachedState, ProspectiveState)) or (
@@ -363,9 +367,11 @@ class QuorumState:
                 f"{self.state.name} in epoch {self.epoch}"
             )
         self._persist(epoch, voted_id=voted_id)
-        self.state = UnattachedState(epoch, voted_id, now_ms + self.random_election_timeout())
+        state = UnattachedState(epoch, voted_id, now_ms + self.random_election_timeout())
+        self.state = state
+        return state
 
-    def transition_to_prospective(self, now_ms: int) -> None:
+    def transition_to_prospective(self, now_ms: int) -> ProspectiveState:
         voted_id = getattr(self.state, "voted_id", -1)
         if isinstance(self.state, (CandidateState, LeaderState)):
             voted_id = self.node_id
@@ -374,29 +380,33 @@ class QuorumState:
             if isinstance(self.state, (FollowerState, ProspectiveState))
             else -1
         )
-        self.state = ProspectiveState(
+        state = ProspectiveState(
             self.epoch,
             voted_id,
             now_ms + self.random_election_timeout(),
             leader_id,
             granted={self.node_id},
         )
+        self.state = state
+        return state
 
-    def transition_to_candidate(self, now_ms: int, persist: bool = True) -> None:
+    def transition_to_candidate(self, now_ms: int, persist: bool = True) -> CandidateState:
         """``persist=False``: a quorum of one, which becomes leader at once;
         the leader's quorum-state (its epoch, its vote) is the only write."""
         epoch = self.epoch + 1
         if persist:
             self._persist(epoch, voted_id=self.node_id)
-        self.state = CandidateState(
+        state = CandidateState(
             epoch, now_ms + self.random_election_timeout(), granted={self.node_id}
         )
+        self.state = state
+        return state
 
     def transition_to_leader(self, now_ms: int, epoch_start_offset: int) -> LeaderState:
         if not isinstance(self.state, CandidateState):
             raise AssertionError(f"{self.node_id}: Leader from {self.state.name}")
         self._persist(self.epoch, leader_id=self.node_id, voted_id=self.node_id)
-        self.state = LeaderState(
+        state = LeaderState(
             self.epoch,
             self.node_id,
             epoch_start_offset,
@@ -404,14 +414,15 @@ class QuorumState:
             now_ms + self.check_quorum_timeout(),
             elected_ms=now_ms,
         )
-        return self.state
+        self.state = state
+        return state
 
     def check_quorum_timeout(self) -> int:
         # Kafka's leader resigns after 1.5 fetch timeouts without fetches
         # from a majority (KAFKA-15489).
         return self.config.fetch_timeout_ms * 3 // 2
 
-    def transition_to_follower(self, now_ms: int, epoch: int, leader_id: int) -> None:
+    def transition_to_follower(self, now_ms: int, epoch: int, leader_id: int) -> FollowerState:
         if (
             epoch < self.epoch
             or (
@@ -428,13 +439,17 @@ class QuorumState:
         if isinstance(self.state, CandidateState) and epoch == self.epoch:
             voted_id = self.node_id
         self._persist(epoch, leader_id=leader_id, voted_id=voted_id)
-        self.state = FollowerState(
-            epoch, leader_id, voted_id, now_ms + self.config.fetch_timeout_ms
-        )
+        state = FollowerState(epoch, leader_id, voted_id, now_ms + self.config.fetch_timeout_ms)
+        self.state = state
+        return state
 
-    def transition_to_resigned(self, now_ms: int, preferred_successors: tuple[int, ...]) -> None:
+    def transition_to_resigned(
+        self, now_ms: int, preferred_successors: tuple[int, ...]
+    ) -> ResignedState:
         if not isinstance(self.state, LeaderState):
             raise AssertionError(f"{self.node_id}: Resigned from {self.state.name}")
-        self.state = ResignedState(
+        state = ResignedState(
             self.epoch, self.node_id, now_ms + self.random_election_timeout(), preferred_successors
         )
+        self.state = state
+        return state

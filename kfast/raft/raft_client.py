@@ -44,6 +44,7 @@ from typing import Protocol
 
 from kfast.protocol.constants import ZERO_UUID
 from kfast.protocol.errors import (
+    CorruptRecordException,
     DuplicateVoterException,
     FencedLeaderEpochException,
     InvalidRequestException,
@@ -54,6 +55,7 @@ from kfast.protocol.errors import (
     UnsupportedVersionException,
     VoterNotFoundException,
 )
+from kfast.raft.control_records import KRaftControlRecord
 from kfast.raft.election_state import QuorumStateStore
 from kfast.raft.kraft_control import KRaftControlRecordStateMachine
 from kfast.raft.log import (
@@ -201,8 +203,8 @@ class RaftClient:
             # majority, so the candidate's quorum-state write would be
             # followed at once by the leader's, which records the same vote.
             self._leave_role()
-            self.quorum.transition_to_candidate(now_ms, persist=False)
-            self._maybe_win_election(now_ms, self.quorum.state)
+            candidate = self.quorum.transition_to_candidate(now_ms, persist=False)
+            self._maybe_win_election(now_ms, candidate)
 
     @property
     def epoch(self) -> int:
@@ -262,7 +264,7 @@ class RaftClient:
     def next_poll_ms(self) -> int:
         """The earliest time ``poll`` has something to do."""
         state = self.quorum.state
-        deadlines = [self.requests.next_deadline()]
+        deadlines: list[int | None] = [self.requests.next_deadline()]
         if self.quorum.is_voter or not isinstance(state, UnattachedState):
             for attr in (
                 "election_deadline_ms",
@@ -273,9 +275,8 @@ class RaftClient:
                 deadlines.append(getattr(state, attr, None))
         elif not any(self.requests.is_in_flight(v) for v in self._leader_finders()):
             # An observer looking for the leader asks the first voter it may.
-            deadlines.append(
-                min((self.requests.ready_ms(v) for v in self._leader_finders()), default=None)
-            )
+            ready = (self.requests.ready_ms(v) for v in self._leader_finders())
+            deadlines.append(min((r for r in ready if r is not None), default=None))
         deadlines += [deadline for _, deadline in self._parked_fetches.values()]
         if self._delivery_pending:
             deadlines.append(0)  # committed records still to hand over
@@ -385,26 +386,26 @@ class RaftClient:
         return node.directory_id if node is not None else ZERO_UUID
 
     # -- role changes ------------------------------------------------------------------------
-    def _become_unattached(self, now_ms: int, epoch: int, voted_id: int = -1) -> None:
+    def _become_unattached(self, now_ms: int, epoch: int, voted_id: int = -1) -> UnattachedState:
         self._leave_role()
-        self.quorum.transition_to_unattached(now_ms, epoch, voted_id)
+        state = self.quorum.transition_to_unattached(now_ms, epoch, voted_id)
         if not self.quorum.is_voter:
-            self.quorum.state.election_deadline_ms = now_ms
+            state.election_deadline_ms = now_ms
+        return state
 
-    def _become_follower(self, now_ms: int, epoch: int, leader_id: int) -> None:
+    def _become_follower(self, now_ms: int, epoch: int, leader_id: int) -> FollowerState:
         self._leave_role()
-        self.quorum.transition_to_follower(now_ms, epoch, leader_id)
-        self.quorum.state.high_watermark = self._high_watermark
+        state = self.quorum.transition_to_follower(now_ms, epoch, leader_id)
+        state.high_watermark = self._high_watermark
+        return state
 
     def _become_prospective(self, now_ms: int) -> None:
         self._leave_role()
-        self.quorum.transition_to_prospective(now_ms)
-        self._maybe_win_pre_vote(now_ms, self.quorum.state)
+        self._maybe_win_pre_vote(now_ms, self.quorum.transition_to_prospective(now_ms))
 
     def _become_candidate(self, now_ms: int) -> None:
         self._leave_role()
-        self.quorum.transition_to_candidate(now_ms)
-        self._maybe_win_election(now_ms, self.quorum.state)
+        self._maybe_win_election(now_ms, self.quorum.transition_to_candidate(now_ms))
 
     def _leave_role(self) -> None:
         self._remember_high_watermark()
@@ -472,7 +473,7 @@ class RaftClient:
         VotersRecord when the voter set is only in the bootstrap checkpoint
         (not yet in the log) or lists this leader with other endpoints
         (Kafka's LeaderState.appendStartOfEpochControlRecords)."""
-        records = [LeaderChangeMessage(self.node_id, self.quorum.voters)]
+        records: list[KRaftControlRecord] = [LeaderChangeMessage(self.node_id, self.quorum.voters)]
         kraft_version = self.kraft.last_kraft_version()
         if kraft_version == KRAFT_VERSION_0:
             return tuple(records)
@@ -536,8 +537,8 @@ class RaftClient:
             return
         if now_ms >= state.election_deadline_ms:
             if state.leader_id >= 0:
-                self._become_follower(now_ms, state.epoch, state.leader_id)
-                self._poll_follower(now_ms, self.quorum.state)
+                follower = self._become_follower(now_ms, state.epoch, state.leader_id)
+                self._poll_follower(now_ms, follower)
                 return
             self._become_prospective(now_ms)
             state = self.quorum.state
@@ -625,8 +626,7 @@ class RaftClient:
                 self._become_prospective(now_ms)
                 self._poll_prospective(now_ms, self.quorum.state)
             else:
-                self._become_unattached(now_ms, state.epoch)
-                self._poll_unattached(now_ms, self.quorum.state)
+                self._poll_unattached(now_ms, self._become_unattached(now_ms, state.epoch))
             return
         if not self.requests.is_ready(state.leader_id, now_ms):
             return
@@ -715,9 +715,9 @@ class RaftClient:
                 # a new epoch so that no fetch answer names it leader of
                 # the old one (Kafka's pollResigned).
                 self._leave_role()
-                self.quorum.transition_to_unattached(now_ms, state.epoch + 1)
-                self.quorum.state.election_deadline_ms = now_ms
-                self._poll_unattached(now_ms, self.quorum.state)
+                unattached = self.quorum.transition_to_unattached(now_ms, state.epoch + 1)
+                unattached.election_deadline_ms = now_ms
+                self._poll_unattached(now_ms, unattached)
                 return
             self._become_prospective(now_ms)
             self._poll_prospective(now_ms, self.quorum.state)
@@ -792,7 +792,7 @@ class RaftClient:
             if granted and voted_id == -1:
                 self._leave_role()
                 self.quorum.transition_to_unattached(now_ms, state.epoch, body.replica_id)
-            elif granted:
+            elif granted and isinstance(state, (UnattachedState, ProspectiveState)):
                 state.election_deadline_ms = now_ms + self.quorum.random_election_timeout()
         self._respond(
             request, VoteResponse(NONE, self.quorum.leader_id, self.quorum.epoch, granted)
@@ -934,6 +934,8 @@ class RaftClient:
 
     def _answer_fetch(self, request: RaftRequest, state: LeaderState) -> None:
         body = request.body
+        if not isinstance(body, FetchRequest):  # only fetches are answered or parked here
+            raise TypeError(f"not a Fetch: {type(body).__name__}")
         batches = self.log.read(body.fetch_offset, self.config.fetch_max_batches)
         self._respond(
             request,
@@ -1010,9 +1012,9 @@ class RaftClient:
         )
 
     # -- voter changes (KIP-853) ---------------------------------------------------------
-    def _voter_change_refusal(self, now_ms: int) -> tuple[int, str] | None:
-        """Why the leader cannot start a voter change now (Kafka's checks,
-        in Kafka's order), or None."""
+    def _voter_change_leader(self, now_ms: int) -> LeaderState | tuple[int, str]:
+        """The leader's state if it can start a voter change now, else why
+        not: (error code, message), Kafka's checks in Kafka's order."""
         state = self.quorum.state
         if not isinstance(state, LeaderState):
             return NOT_LEADER_OR_FOLLOWER, f"Node {self.node_id} is not the leader"
@@ -1038,7 +1040,7 @@ class RaftClient:
                 f"latest voter change at {offset} with HWM "
                 f"{state.high_watermark}"
             )
-        return None
+        return state
 
     def _respond_voter_change(
         self, request: RaftRequest, error_code: int, message: str | None
@@ -1065,11 +1067,10 @@ class RaftClient:
     def _handle_add_voter(
         self, now_ms: int, request: RaftRequest, body: AddRaftVoterRequest
     ) -> None:
-        refusal = self._voter_change_refusal(now_ms)
-        if refusal is not None:
-            self._respond_voter_change(request, *refusal)
+        state = self._voter_change_leader(now_ms)
+        if not isinstance(state, LeaderState):
+            self._respond_voter_change(request, *state)
             return
-        state = self.quorum.state
         voters = self.quorum.voter_set
         if body.voter_id in voters:
             self._respond_voter_change(
@@ -1110,17 +1111,19 @@ class RaftClient:
         node = VoterNode(
             body.voter_id, body.voter_directory_id, tuple(body.endpoints), *SUPPORTED_KRAFT_VERSIONS
         )
-        last_offset = self._append_voters(now_ms, state, voters.add_voter(node))
+        added = voters.add_voter(node)
+        if added is None:  # refused above as DUPLICATE_VOTER
+            raise AssertionError(f"voter {body.voter_id} is already in {sorted(voters.ids)}")
+        last_offset = self._append_voters(now_ms, state, added)
         state.voter_change = VoterChange(request, last_offset, now_ms + body.timeout_ms)
 
     def _handle_remove_voter(
         self, now_ms: int, request: RaftRequest, body: RemoveRaftVoterRequest
     ) -> None:
-        refusal = self._voter_change_refusal(now_ms)
-        if refusal is not None:
-            self._respond_voter_change(request, *refusal)
+        state = self._voter_change_leader(now_ms)
+        if not isinstance(state, LeaderState):
+            self._respond_voter_change(request, *state)
             return
-        state = self.quorum.state
         voters = self.quorum.voter_set
         removed = voters.remove_voter(body.voter_id, body.voter_directory_id)
         if removed is None:
@@ -1151,9 +1154,9 @@ class RaftClient:
             )
             self._respond_voter_change(request, code, None)
             return
-        refusal = self._voter_change_refusal(now_ms)
-        if refusal is not None:
-            self._respond_voter_change(request, *refusal)
+        state = self._voter_change_leader(now_ms)
+        if not isinstance(state, LeaderState):
+            self._respond_voter_change(request, *state)
             return
         kraft_version = self.kraft.last_kraft_version()
         if (
@@ -1162,7 +1165,6 @@ class RaftClient:
         ):
             self._respond_voter_change(request, INVALID_REQUEST, None)
             return
-        state = self.quorum.state
         updated = self.quorum.voter_set.update_voter(
             VoterNode(
                 body.voter_id,
@@ -1313,7 +1315,12 @@ class RaftClient:
             # The records it needs are gone behind a snapshot (a restart, or
             # a snapshot fetched from the leader): its state starts over there.
             snapshot_id = self.log.latest_snapshot_id()
-            listener.handle_load_snapshot(snapshot_id, self.log.read_snapshot(snapshot_id))
+            data = None if snapshot_id is None else self.log.read_snapshot(snapshot_id)
+            if snapshot_id is None or data is None:
+                raise CorruptRecordException(
+                    f"the log starts at {self.log.start_offset} without its snapshot"
+                )
+            listener.handle_load_snapshot(snapshot_id, data)
             self._listener_offset = snapshot_id.offset
         self._delivery_pending = False
         budget = self.config.max_records_per_delivery

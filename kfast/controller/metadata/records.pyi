@@ -3,8 +3,8 @@ grammars at import time. Rendered from those grammars by
 tests/unit/controller/test_records_stub.py (run it as a module to rewrite
 this file); edit the grammars, not this file."""
 
-import uuid
 from typing import NamedTuple, TypeAlias
+from uuid import UUID
 
 from kfast.protocol.schema import Message, MessageSchema
 
@@ -33,7 +33,12 @@ class RegisterBrokerRecord(Message):
         port: int
         security_protocol: int
         def __init__(
-            self, *, name: str = ..., host: str = ..., port: int = ..., security_protocol: int = ...
+            self,
+            *,
+            name: str = ...,
+            host: str = ...,
+            port: int = ...,
+            security_protocol: int = ...,
         ) -> None: ...
 
     class BrokerFeature(Message):
@@ -50,42 +55,52 @@ class RegisterBrokerRecord(Message):
 
     broker_id: int
     is_migrating_zk_broker: bool
-    incarnation_id: uuid.UUID
+    incarnation_id: UUID
     broker_epoch: int
     end_points: list[RegisterBrokerRecord.BrokerEndpoint]
     features: list[RegisterBrokerRecord.BrokerFeature]
     rack: str | None
     fenced: bool
     in_controlled_shutdown: bool
-    log_dirs: list[uuid.UUID]
+    log_dirs: list[UUID]
     def __init__(
         self,
         *,
         broker_id: int = ...,
         is_migrating_zk_broker: bool = ...,
-        incarnation_id: uuid.UUID = ...,
+        incarnation_id: UUID = ...,
         broker_epoch: int = ...,
         end_points: list[RegisterBrokerRecord.BrokerEndpoint] = ...,
         features: list[RegisterBrokerRecord.BrokerFeature] = ...,
         rack: str | None = ...,
         fenced: bool = ...,
         in_controlled_shutdown: bool = ...,
-        log_dirs: list[uuid.UUID] = ...,
+        log_dirs: list[UUID] = ...,
     ) -> None: ...
 
 class UnregisterBrokerRecord(Message):
     broker_id: int
     broker_epoch: int
-    def __init__(self, *, broker_id: int = ..., broker_epoch: int = ...) -> None: ...
+    def __init__(
+        self,
+        *,
+        broker_id: int = ...,
+        broker_epoch: int = ...,
+    ) -> None: ...
 
 class TopicRecord(Message):
     name: str
-    topic_id: uuid.UUID
-    def __init__(self, *, name: str = ..., topic_id: uuid.UUID = ...) -> None: ...
+    topic_id: UUID
+    def __init__(
+        self,
+        *,
+        name: str = ...,
+        topic_id: UUID = ...,
+    ) -> None: ...
 
 class PartitionRecord(Message):
     partition_id: int
-    topic_id: uuid.UUID
+    topic_id: UUID
     replicas: list[int]
     isr: list[int]
     removing_replicas: list[int]
@@ -94,14 +109,14 @@ class PartitionRecord(Message):
     leader_recovery_state: int
     leader_epoch: int
     partition_epoch: int
-    directories: list[uuid.UUID]
+    directories: list[UUID]
     eligible_leader_replicas: list[int] | None
     last_known_elr: list[int] | None
     def __init__(
         self,
         *,
         partition_id: int = ...,
-        topic_id: uuid.UUID = ...,
+        topic_id: UUID = ...,
         replicas: list[int] = ...,
         isr: list[int] = ...,
         removing_replicas: list[int] = ...,
@@ -110,7 +125,7 @@ class PartitionRecord(Message):
         leader_recovery_state: int = ...,
         leader_epoch: int = ...,
         partition_epoch: int = ...,
-        directories: list[uuid.UUID] = ...,
+        directories: list[UUID] = ...,
         eligible_leader_replicas: list[int] | None = ...,
         last_known_elr: list[int] | None = ...,
     ) -> None: ...
@@ -131,7 +146,7 @@ class ConfigRecord(Message):
 
 class PartitionChangeRecord(Message):
     partition_id: int
-    topic_id: uuid.UUID
+    topic_id: UUID
     isr: list[int] | None
     leader: int
     replicas: list[int] | None
@@ -143,7 +158,7 @@ class PartitionChangeRecord(Message):
         self,
         *,
         partition_id: int = ...,
-        topic_id: uuid.UUID = ...,
+        topic_id: UUID = ...,
         isr: list[int] | None = ...,
         leader: int = ...,
         replicas: list[int] | None = ...,
@@ -156,16 +171,30 @@ class PartitionChangeRecord(Message):
 class FenceBrokerRecord(Message):
     id: int
     epoch: int
-    def __init__(self, *, id: int = ..., epoch: int = ...) -> None: ...
+    def __init__(
+        self,
+        *,
+        id: int = ...,
+        epoch: int = ...,
+    ) -> None: ...
 
 class UnfenceBrokerRecord(Message):
     id: int
     epoch: int
-    def __init__(self, *, id: int = ..., epoch: int = ...) -> None: ...
+    def __init__(
+        self,
+        *,
+        id: int = ...,
+        epoch: int = ...,
+    ) -> None: ...
 
 class RemoveTopicRecord(Message):
-    topic_id: uuid.UUID
-    def __init__(self, *, topic_id: uuid.UUID = ...) -> None: ...
+    topic_id: UUID
+    def __init__(
+        self,
+        *,
+        topic_id: UUID = ...,
+    ) -> None: ...
 
 class UserScramCredentialRecord(Message):
     name: str
@@ -188,13 +217,23 @@ class UserScramCredentialRecord(Message):
 class FeatureLevelRecord(Message):
     name: str
     feature_level: int
-    def __init__(self, *, name: str = ..., feature_level: int = ...) -> None: ...
+    def __init__(
+        self,
+        *,
+        name: str = ...,
+        feature_level: int = ...,
+    ) -> None: ...
 
 class ClientQuotaRecord(Message):
     class EntityData(Message):
         entity_type: str
         entity_name: str | None
-        def __init__(self, *, entity_type: str = ..., entity_name: str | None = ...) -> None: ...
+        def __init__(
+            self,
+            *,
+            entity_type: str = ...,
+            entity_name: str | None = ...,
+        ) -> None: ...
 
     entity: list[ClientQuotaRecord.EntityData]
     key: str
@@ -214,7 +253,11 @@ class ProducerIdsRecord(Message):
     broker_epoch: int
     next_producer_id: int
     def __init__(
-        self, *, broker_id: int = ..., broker_epoch: int = ..., next_producer_id: int = ...
+        self,
+        *,
+        broker_id: int = ...,
+        broker_epoch: int = ...,
+        next_producer_id: int = ...,
     ) -> None: ...
 
 class BrokerRegistrationChangeRecord(Message):
@@ -234,7 +277,7 @@ class BrokerRegistrationChangeRecord(Message):
     ) -> None: ...
 
 class AccessControlEntryRecord(Message):
-    id: uuid.UUID
+    id: UUID
     resource_type: int
     resource_name: str
     pattern_type: int
@@ -245,7 +288,7 @@ class AccessControlEntryRecord(Message):
     def __init__(
         self,
         *,
-        id: uuid.UUID = ...,
+        id: UUID = ...,
         resource_type: int = ...,
         resource_name: str = ...,
         pattern_type: int = ...,
@@ -256,16 +299,27 @@ class AccessControlEntryRecord(Message):
     ) -> None: ...
 
 class RemoveAccessControlEntryRecord(Message):
-    id: uuid.UUID
-    def __init__(self, *, id: uuid.UUID = ...) -> None: ...
+    id: UUID
+    def __init__(
+        self,
+        *,
+        id: UUID = ...,
+    ) -> None: ...
 
 class NoOpRecord(Message):
-    def __init__(self) -> None: ...
+    def __init__(
+        self,
+    ) -> None: ...
 
 class RemoveUserScramCredentialRecord(Message):
     name: str
     mechanism: int
-    def __init__(self, *, name: str = ..., mechanism: int = ...) -> None: ...
+    def __init__(
+        self,
+        *,
+        name: str = ...,
+        mechanism: int = ...,
+    ) -> None: ...
 
 MetadataRecord: TypeAlias = (
     RegisterBrokerRecord
