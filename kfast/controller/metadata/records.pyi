@@ -153,7 +153,7 @@ class PartitionChangeRecord(Message):
     removing_replicas: list[int] | None
     adding_replicas: list[int] | None
     leader_recovery_state: int
-    directories: list[uuid.UUID] | None
+    directories: list[UUID] | None
     def __init__(
         self,
         *,
@@ -165,7 +165,7 @@ class PartitionChangeRecord(Message):
         removing_replicas: list[int] | None = ...,
         adding_replicas: list[int] | None = ...,
         leader_recovery_state: int = ...,
-        directories: list[uuid.UUID] | None = ...,
+        directories: list[UUID] | None = ...,
     ) -> None: ...
 
 class FenceBrokerRecord(Message):
@@ -265,7 +265,7 @@ class BrokerRegistrationChangeRecord(Message):
     broker_epoch: int
     fenced: int
     in_controlled_shutdown: int
-    log_dirs: list[uuid.UUID]
+    log_dirs: list[UUID]
     def __init__(
         self,
         *,
@@ -273,7 +273,7 @@ class BrokerRegistrationChangeRecord(Message):
         broker_epoch: int = ...,
         fenced: int = ...,
         in_controlled_shutdown: int = ...,
-        log_dirs: list[uuid.UUID] = ...,
+        log_dirs: list[UUID] = ...,
     ) -> None: ...
 
 class AccessControlEntryRecord(Message):
