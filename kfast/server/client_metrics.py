@@ -32,14 +32,24 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 
 from kfast import compression
 from kfast._ext.crc32c import crc32c
 from kfast.metrics import subscriptions
-from kfast.metrics.otlp import TEMPORALITY_DELTA, OtlpDecodeError, decode_metrics_data
+from kfast.metrics.otlp import TEMPORALITY_DELTA, MetricPoint, OtlpDecodeError, decode_metrics_data
 from kfast.protocol import errors
 from kfast.storage.meta_properties import uuid_base64
+
+if TYPE_CHECKING:
+    from kfast.protocol import PushTelemetryRequest
+    from kfast.server.apis import RequestContext
+
+# A stored point's key: (name, kind, attributes).
+PointKey = tuple[str, str, tuple[tuple[str, str], ...]]
+# A point for the Prometheus endpoint: (name, kind, labels, value, count, monotonic).
+TelemetryPoint = tuple[str, str, tuple[tuple[str, str], ...], float, int, bool]
 
 logger = logging.getLogger(__name__)
 
@@ -91,12 +101,12 @@ class ClientInstance:
     def __init__(
         self,
         instance_id: uuid.UUID,
-        attributes: dict,
+        attributes: dict[str, str | None],
         version: int,
         metrics: list[str],
         interval_ms: int,
         now_ms: int,
-    ):
+    ) -> None:
         self.instance_id = instance_id
         self.attributes = attributes
         self.subscription_version = version
@@ -106,9 +116,9 @@ class ClientInstance:
         self.last_get_ms = self.last_push_ms = 0
         self.last_seen_ms = now_ms
         self.terminating = False
-        self.last_error: type | None = None  # of the last push
+        self.last_error: type[errors.KafkaError] | None = None  # of the last push
         # (name, kind, attributes) -> [value, count, monotonic]
-        self.points: dict[tuple, list] = {}
+        self.points: dict[PointKey, list[Any]] = {}
 
     def may_get(self, now_ms: int) -> bool:
         if now_ms - max(self.last_get_ms, self.last_push_ms) >= self.push_interval_ms:
@@ -127,7 +137,7 @@ class ClientInstance:
             return True
         return False
 
-    def record(self, points) -> None:
+    def record(self, points: Iterable[MetricPoint]) -> None:
         stored = self.points
         for point in points:
             key = (point.name, point.kind, point.attributes)
@@ -141,13 +151,13 @@ class ClientInstance:
 
 
 class ClientMetricsManager:
-    def __init__(self, telemetry_max_bytes: int, time_ms=None):
+    def __init__(self, telemetry_max_bytes: int, time_ms: Callable[[], int] | None = None) -> None:
         self.telemetry_max_bytes = telemetry_max_bytes
         self.time_ms = time_ms or (lambda: int(time.time() * 1000))
         self.instances: dict[uuid.UUID, ClientInstance] = {}
         self.subscriptions: dict[str, subscriptions.Subscription] = {}
         self.version = 0
-        self._configs: Mapping | None = None
+        self._configs: Mapping[str, Mapping[str, str]] | None = None
         # connection_id -> the instance created on it (Kafka's clientConnectionIdMap).
         self.connections: dict[str, uuid.UUID] = {}
 
@@ -167,7 +177,7 @@ class ClientMetricsManager:
         self._configs = {name: dict(values) for name, values in configs.items()}
         self.version += 1
 
-    def _evaluate(self, attributes: dict) -> tuple[list[str], int]:
+    def _evaluate(self, attributes: Mapping[str, str | None]) -> tuple[list[str], int]:
         metrics: set[str] = set()
         interval = subscriptions.DEFAULT_INTERVAL_MS
         everything = False
@@ -182,7 +192,7 @@ class ClientMetricsManager:
             return [subscriptions.ALL_SUBSCRIBED_METRICS], interval
         return sorted(metrics), interval
 
-    def _instance(self, instance_id: uuid.UUID, ctx, now_ms: int) -> ClientInstance:
+    def _instance(self, instance_id: uuid.UUID, ctx: RequestContext, now_ms: int) -> ClientInstance:
         instance = self.instances.get(instance_id)
         if instance is None or instance.subscription_version < self.version:
             if instance is not None:
@@ -235,7 +245,9 @@ class ClientMetricsManager:
             self.instances.pop(instance_id, None)
 
     # -- the two APIs ----------------------------------------------------------------------
-    def get_subscriptions(self, ctx, client_instance_id: uuid.UUID) -> dict:
+    def get_subscriptions(
+        self, ctx: RequestContext, client_instance_id: uuid.UUID | None
+    ) -> dict[str, Any]:
         """GetTelemetrySubscriptions' response fields; raises the KafkaError
         to answer instead."""
         now = self.time_ms()
@@ -263,7 +275,7 @@ class ClientMetricsManager:
             requested_metrics=list(instance.metrics),
         )
 
-    def push(self, ctx, request) -> None:
+    def push(self, ctx: RequestContext, request: PushTelemetryRequest) -> None:
         """PushTelemetry; raises the KafkaError to answer."""
         instance_id = request.client_instance_id
         if instance_id is None or instance_id in _RESERVED_IDS:
@@ -293,7 +305,9 @@ class ClientMetricsManager:
                 logger.debug("telemetry push from %s not decoded: %s", instance_id, exc)
                 raise errors.InvalidRecordException(str(exc)) from None
 
-    def _validate_push(self, instance: ClientInstance, request, now: int) -> None:
+    def _validate_push(
+        self, instance: ClientInstance, request: PushTelemetryRequest, now: int
+    ) -> None:
         instance_id = request.client_instance_id
         if instance.terminating:
             raise errors.InvalidRequestException(
@@ -321,14 +335,14 @@ class ClientMetricsManager:
             )
 
     # -- for the Prometheus endpoint ---------------------------------------------------------
-    def snapshot(self) -> list[tuple]:
+    def snapshot(self) -> list[TelemetryPoint]:
         """(name, kind, labels, value, count, monotonic) per stored point,
         labels the instance's identity then the point's attributes."""
         self.expire(self.time_ms())
-        out = []
+        out: list[TelemetryPoint] = []
         for instance in self.instances.values():
             identity = (
-                ("client_instance_id", instance.attributes["client_instance_id"]),
+                ("client_instance_id", instance.attributes["client_instance_id"] or ""),
                 ("client_id", instance.attributes.get("client_id") or ""),
                 ("client_software_name", instance.attributes.get("client_software_name") or ""),
             )
