@@ -13,12 +13,16 @@ from __future__ import annotations
 
 import ssl
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from kfast.config import ConfigException, KafkaConfig
 from kfast.security.jaas import JaasEntry, parse_jaas_config
 from kfast.security.principal import ANONYMOUS, USER_TYPE, KafkaPrincipal
 from kfast.security.principal_mapping import SslPrincipalMapper
 from kfast.security.sasl import GSSAPI, OAUTHBEARER, SUPPORTED_MECHANISMS
+
+if TYPE_CHECKING:
+    from kfast.security.sasl.oauthbearer import TokenValidator
 
 __all__ = ["SECURITY_PROTOCOLS", "ListenerSecurity", "principal_from_certificate"]
 
@@ -48,7 +52,7 @@ class ListenerSecurity:
     settings: dict[str, object] = field(default_factory=dict)
     max_receive_size: int = 524288
     # OAUTHBEARER's token validator (kfast.security.sasl.oauthbearer).
-    oauthbearer_validator: object = None
+    oauthbearer_validator: TokenValidator | None = None
 
     @property
     def uses_tls(self) -> bool:

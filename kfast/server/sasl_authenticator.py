@@ -32,9 +32,13 @@ import asyncio
 import logging
 import struct
 import time
+from collections.abc import Awaitable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
 
 from kfast.protocol import (
+    SaslAuthenticateRequest,
     SaslAuthenticateResponse,
+    SaslHandshakeRequest,
     SaslHandshakeResponse,
     api_keys,
     decode_request_body,
@@ -44,12 +48,24 @@ from kfast.protocol import (
 )
 from kfast.security.listener import ListenerSecurity
 from kfast.security.principal import USER_TYPE, KafkaPrincipal
-from kfast.security.sasl import OAUTHBEARER, PLAIN
+from kfast.security.sasl import OAUTHBEARER, PLAIN, SaslServer
 from kfast.security.sasl.oauthbearer import OAuthBearerServer
 from kfast.security.sasl.plain import PlainServer, plain_users
 from kfast.security.sasl.scram import ScramServer
 from kfast.security.scram import MECHANISMS
 from kfast.server.rate_limited_log import RateLimitedLogger
+
+if TYPE_CHECKING:
+    from kfast.protocol import RequestHeader
+    from kfast.protocol.schema import Message
+    from kfast.security.scram import ScramCredential
+    from kfast.server.apis import KafkaApis
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.controller_server import ControllerServer
+    from kfast.server.network import Connection, Part, Response
+
+    # What a frame gets: response parts, an awaitable of them, or None.
+    _Answer: TypeAlias = Response | Awaitable[Response]
 
 __all__ = ["SaslListenerHandler", "SaslServerAuthenticator"]
 
@@ -73,12 +89,12 @@ class SaslListenerHandler:
 
     def __init__(
         self,
-        apis,
+        apis: KafkaApis,
         listener_name: str,
         security: ListenerSecurity,
-        broker,
+        broker: KafkaBroker | ControllerServer,
         failed_authentication_delay_ms: int,
-    ):
+    ) -> None:
         self.apis = apis
         self.listener_name = listener_name
         self.security = security
@@ -88,20 +104,24 @@ class SaslListenerHandler:
         # Completed KIP-368 re-authentications (Kafka's successful-reauthentication count).
         self.reauthentications = 0
 
-    def setup(self, connection) -> None:
+    def setup(self, connection: Connection) -> None:
         connection.sasl = SaslServerAuthenticator(self, connection)
 
-    def __call__(self, connection, frame):
-        return connection.sasl.handle(frame)
+    def __call__(self, connection: Connection, frame: memoryview) -> _Answer:
+        # setup() gave every connection of this listener its authenticator.
+        return connection.sasl.handle(frame)  # type: ignore[union-attr]
 
-    def new_mechanism_server(self, mechanism: str):
+    def new_mechanism_server(self, mechanism: str) -> SaslServer:
         if mechanism == PLAIN:
             return PlainServer(plain_users(self.security.jaas[PLAIN]))
         if mechanism == OAUTHBEARER:
-            return OAuthBearerServer(self.security.oauthbearer_validator)
+            validator = self.security.oauthbearer_validator
+            if validator is None:  # built with the listener when OAUTHBEARER is enabled
+                raise errors.SaslAuthenticationException("OAUTHBEARER is not configured")
+            return OAuthBearerServer(validator)
         return ScramServer(mechanism, self._scram_credential)
 
-    def _scram_credential(self, mechanism: str, user: str):
+    def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
         # The committed credentials (UserScramCredentialRecords): a user added
         # or removed at runtime counts from the next authentication on.
         image = self.broker.metadata_image
@@ -111,12 +131,13 @@ class SaslListenerHandler:
 
 
 class SaslServerAuthenticator:
-    def __init__(self, listener: SaslListenerHandler, connection):
+    def __init__(self, listener: SaslListenerHandler, connection: Connection) -> None:
         self.listener = listener
         self.connection = connection
         self.state = HANDSHAKE_OR_VERSIONS
         self.mechanism: str | None = None
-        self.server = None
+        self.server: SaslServer | None = None
+        self._bad_mechanism = ""
         self.handshake_version = 1
         self.reauthenticating = False
         # time.monotonic() after which the session has expired (None: never).
@@ -124,7 +145,7 @@ class SaslServerAuthenticator:
 
     # ---------------------------------------------------------------- frames
 
-    def handle(self, frame: memoryview):
+    def handle(self, frame: memoryview) -> _Answer:
         if self.state == COMPLETE:
             api_key = _API_KEY.unpack_from(frame)[0] if len(frame) >= 2 else -1
             if api_key == SASL_HANDSHAKE:
@@ -138,7 +159,10 @@ class SaslServerAuthenticator:
                 )
                 self.connection.close_when_drained()
                 return None
-            return self.listener.apis.handle(self.connection, frame, self.listener.listener_name)
+            answer: _Answer = self.listener.apis.handle(
+                self.connection, frame, self.listener.listener_name
+            )
+            return answer
         if self.state == AUTHENTICATE:
             if len(frame) > self.listener.security.max_receive_size:
                 return self._fail("Failing SASL authentication due to invalid receive size", None)
@@ -150,7 +174,7 @@ class SaslServerAuthenticator:
         self.connection.close_when_drained()
         return None
 
-    def _illegal(self, message: str):
+    def _illegal(self, message: str) -> None:
         self.state = FAILED
         self.listener.failures.warning(
             "illegal sasl state",
@@ -161,29 +185,35 @@ class SaslServerAuthenticator:
         self.connection.close_when_drained()
         return None
 
-    def _kafka_request(self, frame):
+    def _kafka_request(self, frame: memoryview) -> _Answer:
         try:
             header = decode_request_header(frame)
         except Exception:
-            return self._illegal(
-                "the first packet is not a Kafka request (GSSAPI is not supported)"
-            )
+            self._illegal("the first packet is not a Kafka request (GSSAPI is not supported)")
+            return None
         if header.api_key == api_keys.API_VERSIONS and self.state == HANDSHAKE_OR_VERSIONS:
             self.state = HANDSHAKE
-            return self.listener.apis.handle(self.connection, frame, self.listener.listener_name)
+            answer: _Answer = self.listener.apis.handle(
+                self.connection, frame, self.listener.listener_name
+            )
+            return answer
         if header.api_key != SASL_HANDSHAKE:
             name = api_keys.BY_KEY.get(header.api_key)
-            return self._illegal(
+            self._illegal(
                 f"Unexpected Kafka request of type "
                 f"{name.name if name else header.api_key} during SASL handshake."
             )
+            return None
         api = api_keys.BY_KEY[SASL_HANDSHAKE]
         if not api.min_version <= header.api_version <= api.max_version:
-            return self._illegal(f"SaslHandshake version {header.api_version} is not supported")
+            self._illegal(f"SaslHandshake version {header.api_version} is not supported")
+            return None
         try:
             request = decode_request_body(header, frame)
         except Exception:
-            return self._illegal("cannot parse SaslHandshake")
+            self._illegal("cannot parse SaslHandshake")
+            return None
+        assert isinstance(request, SaslHandshakeRequest)  # decoded by its header's key
         enabled = list(self.listener.security.mechanisms)
         mechanism = request.mechanism
         if mechanism not in enabled:
@@ -212,32 +242,38 @@ class SaslServerAuthenticator:
         self.handshake_version = header.api_version
         return self._respond(header, SaslHandshakeResponse(error_code=0, mechanisms=enabled))
 
-    def _authenticate_request(self, frame):
+    def _authenticate_request(self, frame: memoryview) -> _Answer:
         try:
             header = decode_request_header(frame)
         except Exception:
-            return self._illegal("not a SaslAuthenticate request during SASL authentication")
+            self._illegal("not a SaslAuthenticate request during SASL authentication")
+            return None
         if header.api_key != SASL_AUTHENTICATE:
             name = api_keys.BY_KEY.get(header.api_key)
-            return self._illegal(
+            self._illegal(
                 f"Unexpected Kafka request of type "
                 f"{name.name if name else header.api_key} during SASL "
                 f"authentication."
             )
+            return None
         api = api_keys.BY_KEY[SASL_AUTHENTICATE]
         if not api.min_version <= header.api_version <= api.max_version:
-            return self._illegal(
+            self._illegal(
                 f"Version {header.api_version} is not supported for apiKey SASL_AUTHENTICATE"
             )
+            return None
         try:
             request = decode_request_body(header, frame)
         except Exception:
-            return self._illegal("cannot parse SaslAuthenticate")
-        if self.server is None:
+            self._illegal("cannot parse SaslAuthenticate")
+            return None
+        assert isinstance(request, SaslAuthenticateRequest)  # decoded by its header's key
+        server = self.server
+        if server is None:
             return self._fail(self._bad_mechanism, header)
         try:
-            token = self.server.evaluate(bytes(request.auth_bytes))
-            if self.server.complete:
+            token = server.evaluate(bytes(request.auth_bytes))
+            if server.complete:
                 lifetime_ms = self._complete()
             else:
                 lifetime_ms = 0
@@ -255,10 +291,13 @@ class SaslServerAuthenticator:
             ),
         )
 
-    def _raw_token(self, token: bytes):
+    def _raw_token(self, token: bytes) -> _Answer:
+        server = self.server
+        if server is None:  # a re-authentication's other mechanism (logged as before)
+            return self._fail(self._invalid_credentials(), None)
         try:
-            response = self.server.evaluate(token)
-            if self.server.complete:
+            response = server.evaluate(token)
+            if server.complete:
                 self._complete()
         except Exception as exc:
             message = (
@@ -281,6 +320,9 @@ class SaslServerAuthenticator:
     def _complete(self) -> int:
         """Authenticated: set the principal, return the session lifetime (ms)."""
         server = self.server
+        mechanism = self.mechanism
+        if server is None or mechanism is None or server.authorization_id is None:
+            raise RuntimeError("SASL completed without a mechanism server and user")
         principal = KafkaPrincipal(USER_TYPE, server.authorization_id)
         if self.reauthenticating and principal != self.connection.principal:
             previous = self.connection.principal
@@ -290,11 +332,11 @@ class SaslServerAuthenticator:
                 f"{principal.name}"
             )
         now_ms = time.time() * 1000.0
-        max_reauth_ms = self.listener.security.reauth_ms.get(self.mechanism, 0)
+        max_reauth_ms = self.listener.security.reauth_ms.get(mechanism, 0)
         expires_at_ms = server.expires_at_ms
         lifetime_ms = 0
         if expires_at_ms is not None or max_reauth_ms > 0:
-            candidates = []
+            candidates: list[float] = []
             if expires_at_ms is not None:
                 candidates.append(expires_at_ms - now_ms)
             if max_reauth_ms > 0:
@@ -317,7 +359,7 @@ class SaslServerAuthenticator:
         )
         return lifetime_ms
 
-    def _fail(self, message: str, header):
+    def _fail(self, message: str, header: RequestHeader | None) -> _Answer:
         self.state = FAILED
         host = self.connection.peer[0] if self.connection.peer else "?"
         self.listener.failures.warning(
@@ -342,13 +384,13 @@ class SaslServerAuthenticator:
             return parts
         return _after(delay_ms / 1000.0, parts)
 
-    def _respond(self, header, body):
+    def _respond(self, header: RequestHeader, body: Message) -> Sequence[Part]:
         return encode_response_parts(
             header.api_key, header.api_version, header.correlation_id, body
         )[1:]
 
 
-async def _after(delay_s: float, parts):
+async def _after(delay_s: float, parts: Sequence[Part]) -> Sequence[Part]:
     # Kafka delays the failure response (and the close) to slow down
     # password guessing over new connections.
     await asyncio.sleep(delay_s)

@@ -12,6 +12,21 @@ exists.
 
 from __future__ import annotations
 
+from typing import Protocol
+
+
+class SaslServer(Protocol):
+    """A mechanism server, as the module docstring describes it."""
+
+    def evaluate(self, token: bytes) -> bytes: ...
+    @property
+    def complete(self) -> bool: ...
+    @property
+    def authorization_id(self) -> str | None: ...
+    @property
+    def expires_at_ms(self) -> float | None: ...
+
+
 PLAIN = "PLAIN"
 SCRAM_SHA_256 = "SCRAM-SHA-256"
 SCRAM_SHA_512 = "SCRAM-SHA-512"

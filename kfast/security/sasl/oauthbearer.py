@@ -34,6 +34,7 @@ import math
 import os
 import re
 import time
+from typing import Protocol
 from urllib.parse import unquote, urlparse
 
 from kfast.config import ConfigException
@@ -110,6 +111,13 @@ class ValidToken:
     def __init__(self, principal_name: str, expires_at_ms: float):
         self.principal_name = principal_name
         self.expires_at_ms = expires_at_ms
+
+
+class TokenValidator(Protocol):
+    """What OAuthBearerServer asks of a validator (UnsecuredValidator,
+    JwksValidator): the token's principal and end, or SaslAuthenticationException."""
+
+    def validate(self, token: str) -> ValidToken: ...
 
 
 def _check_times_and_subject(claims: dict, subject_claim: str, skew_s: float) -> ValidToken:
@@ -243,7 +251,7 @@ class JwksValidator:
 class OAuthBearerServer:
     mechanism = "OAUTHBEARER"
 
-    def __init__(self, validator):
+    def __init__(self, validator: TokenValidator) -> None:
         self._validator = validator
         self._error: str | None = None
         self.complete = False
