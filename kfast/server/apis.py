@@ -60,9 +60,9 @@ import inspect
 import logging
 import re
 import types
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from time import perf_counter
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
 from kfast.metrics.broker_stats import RequestMetrics, RequestTiming
 from kfast.protocol import (
@@ -91,7 +91,25 @@ from kfast.server.network import TimedResponse
 from kfast.server.quota import NANOS_TO_PERCENTAGE, request_quota_exempt, throttle_response
 from kfast.server.rate_limited_log import RateLimitedLogger
 
-__all__ = ["KafkaApis", "RequestContext", "Handler", "ErrorResponseBuilder"]
+if TYPE_CHECKING:
+    from typing_extensions import TypeIs
+
+    from kfast.protocol import ApiVersionsRequest, ApiVersionsResponse
+    from kfast.protocol.api_keys import ApiKey
+    from kfast.protocol.schema import Message
+    from kfast.security.authorizer import StandardAuthorizer
+    from kfast.server.network import Connection, Part, Response
+    from kfast.server.quota import ClientQuotaManager
+
+__all__ = [
+    "KafkaApis",
+    "RequestContext",
+    "Handler",
+    "ErrorResponseBuilder",
+    "ApiRegistry",
+    "ResponseBody",
+    "HandlerResult",
+]
 
 logger = logging.getLogger(__name__)
 # Kafka's authorizer audit log: allowed checks at DEBUG, denied ones at INFO,
@@ -99,8 +117,34 @@ logger = logging.getLogger(__name__)
 _AUDIT_LOG = logging.getLogger("kafka.authorizer.logger")
 _AUDIT_DENIALS = RateLimitedLogger(_AUDIT_LOG)
 
-Handler = Callable[["RequestContext", Any], Any]
-ErrorResponseBuilder = Callable[["RequestContext", Any, errors.KafkaError], Any]
+# A response body: a message object, or a dict of its fields (values of
+# every field type, hence Any).
+ResponseBody: TypeAlias = "Message | dict[str, Any]"
+# What a handler returns: the body, an awaitable of it, or None (no response).
+HandlerResult: TypeAlias = "ResponseBody | Awaitable[ResponseBody | None] | None"
+# The request parameter is Any here: each handler takes its own API's message
+# class, which a table of handlers of every API cannot name; ``register``
+# checks a handler against its error response builder.
+Handler = Callable[["RequestContext", Any], HandlerResult]
+ErrorResponseBuilder = Callable[["RequestContext", Any, errors.KafkaError], ResponseBody]
+# What the network layer gets for one request is network.Response (the
+# response's parts after the size prefix, or None for no response) or an
+# awaitable of one: network.Handler's result.
+_Request = TypeVar("_Request")
+
+
+class ApiRegistry(Protocol):
+    """Where handler modules' ``register(apis)`` put their handlers: a
+    ``KafkaApis``, or a wrapper that keeps some of them (the controller's)."""
+
+    def register(
+        self,
+        api_key: int,
+        handler: Callable[[RequestContext, _Request], HandlerResult],
+        error_response: Callable[[RequestContext, _Request, errors.KafkaError], ResponseBody]
+        | None = None,
+    ) -> None: ...
+
 
 # KIP-511: ApiVersions v3+ names the client software; Kafka rejects names and
 # versions outside this pattern with INVALID_REQUEST.
@@ -110,7 +154,7 @@ _SUPPORTED_MIN_0_FROM = 4
 _SOFTWARE_PATTERN = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
 
 
-def _is_awaitable(result) -> bool:
+def _is_awaitable(result: HandlerResult) -> TypeIs[Awaitable[ResponseBody | None]]:
     # Coroutines and futures first: inspect.isawaitable is slow on the
     # common case, a plain message body.
     if type(result) is _CoroutineType or isinstance(result, asyncio.Future):
@@ -134,11 +178,18 @@ class RequestContext:
     )
 
     def __init__(
-        self, header: RequestHeader, connection, listener_name: str, broker, request_size: int = 0
-    ):
+        self,
+        header: RequestHeader,
+        connection: Connection | None,
+        listener_name: str,
+        broker: Any,
+        request_size: int = 0,
+    ) -> None:
         self.header = header
         self.connection = connection
         self.listener_name = listener_name
+        # The KafkaBroker, or the ControllerServer on a controller listener:
+        # handler modules serving both listeners use what the two share.
         self.broker = broker
         self.request_size = request_size
         # Set by a quota (kfast.server.quota.throttle_response): the response
@@ -173,7 +224,7 @@ class RequestContext:
         return ANONYMOUS if self.connection is None else self.connection.principal
 
     @property
-    def client_address(self):
+    def client_address(self) -> tuple[str, int] | None:
         if self.forwarded is not None:
             return (self.forwarded[1], 0)
         return None if self.connection is None else self.connection.peer
@@ -186,7 +237,7 @@ class RequestContext:
         it acts as the node, which Kafka operators make a super user."""
         return self.connection is None and self.forwarded is None
 
-    def _authorizer(self):
+    def _authorizer(self) -> StandardAuthorizer | None:
         return None if self.in_process else getattr(self.broker, "authorizer", None)
 
     def authorize(
@@ -286,7 +337,7 @@ class KafkaApis:
     """Request dispatch for one broker. ``network_handler(listener)`` gives
     the callable a ``SocketServer`` takes."""
 
-    def __init__(self, broker, listener_type: str = "broker"):
+    def __init__(self, broker: Any, listener_type: str = "broker") -> None:
         self.broker = broker
         self.listener_type = listener_type
         # Kafka's internal unstable.api.versions.enable: the newest version
@@ -300,7 +351,7 @@ class KafkaApis:
         self.register(api_keys.API_VERSIONS, self._handle_api_versions)
         # request_percentage quotas (a broker's; a controller's listener has none).
         quotas = getattr(broker, "quotas", None)
-        self._request_quota = None if quotas is None else quotas.request
+        self._request_quota: ClientQuotaManager | None = None if quotas is None else quotas.request
         # One per connection that sends what it cannot parse: bounded rate.
         self.warnings = RateLimitedLogger(logger)
         # Requests and their times per API (the broker passes its own).
@@ -308,7 +359,11 @@ class KafkaApis:
 
     # -- registration ---------------------------------------------------------------
     def register(
-        self, api_key: int, handler: Handler, error_response: ErrorResponseBuilder | None = None
+        self,
+        api_key: int,
+        handler: Callable[[RequestContext, _Request], HandlerResult],
+        error_response: Callable[[RequestContext, _Request, errors.KafkaError], ResponseBody]
+        | None = None,
     ) -> None:
         api = api_keys.BY_KEY.get(api_key)
         if api is None:
@@ -328,17 +383,21 @@ class KafkaApis:
             if row[0] in self._handlers
         ]
 
-    def _max_version(self, api) -> int:
+    def _max_version(self, api: ApiKey) -> int:
         return api.max_version if self.unstable_api_versions else api.max_stable_version
 
     # -- dispatch ---------------------------------------------------------------------
-    def network_handler(self, listener_name: str) -> Callable:
-        def handle(connection, frame):
+    def network_handler(
+        self, listener_name: str
+    ) -> Callable[[Connection, memoryview], Response | Awaitable[Response]]:
+        def handle(connection: Connection, frame: memoryview) -> Response | Awaitable[Response]:
             return self.handle(connection, frame, listener_name)
 
         return handle
 
-    def handle(self, connection, frame, listener_name: str = "PLAINTEXT"):
+    def handle(
+        self, connection: Connection | None, frame: memoryview, listener_name: str = "PLAINTEXT"
+    ) -> Response | Awaitable[Response]:
         """Parse one frame, run its handler; returns response parts, an
         awaitable of them, or None (no response / connection closing)."""
         started = perf_counter()
@@ -347,13 +406,15 @@ class KafkaApis:
         try:
             header = decode_request_header(frame)
         except Exception as exc:  # unknown key, truncated header
-            return self._close(connection, f"cannot parse the request header: {exc}")
+            self._close(connection, f"cannot parse the request header: {exc}")
+            return None
         registration = self._handlers.get(header.api_key)
         api = api_keys.BY_KEY.get(header.api_key)
         if registration is None or api is None:
-            return self._close(
+            self._close(
                 connection, f"received request api key {header.api_key} which is not enabled"
             )
+            return None
         ctx = RequestContext(header, connection, listener_name, self.broker, len(frame))
         if (
             header.api_key == api_keys.API_VERSIONS
@@ -363,19 +424,21 @@ class KafkaApis:
         # Produce is advertised from v0 (KAFKA-18659) and accepted from v0 here.
         low = 0 if header.api_key == api_keys.PRODUCE else api.min_version
         if not low <= header.api_version <= self._max_version(api):
-            return self._close(
+            self._close(
                 connection,
                 f"received request api key {api.name} with version "
                 f"{header.api_version} which is not enabled",
             )
+            return None
         try:
             request = decode_request_body(header, frame)
         except Exception as exc:
-            return self._close(
+            self._close(
                 connection,
                 f"error getting request for apiKey {api.name}, "
                 f"apiVersion {header.api_version}: {exc}",
             )
+            return None
         forwarder = getattr(self.broker, "forwarder", None)
         if forwarder is not None and forwarder.wants(header.api_key, request):
             # A cluster's broker: the active controller answers this one.
@@ -415,7 +478,7 @@ class KafkaApis:
         frame: bytes,
         principal: KafkaPrincipal,
         host: str,
-        forwardable: frozenset,
+        forwardable: frozenset[int],
     ) -> bytes:
         """A request a broker forwarded in an Envelope (KIP-590), run as the
         client ``principal`` from ``host``; returns its response's header and
@@ -432,6 +495,7 @@ class KafkaApis:
         api = api_keys.BY_KEY.get(header.api_key)
         if (
             registration is None
+            or api is None
             or header.api_key not in forwardable
             or not api.min_version <= header.api_version <= self._max_version(api)
         ):
@@ -445,41 +509,50 @@ class KafkaApis:
         try:
             result = registration.handler(inner, request)
             if _is_awaitable(result):
-                result = await result
-            parts = self._encode(inner, result)
+                # Message's __getattr__ lets mypy think a body may be awaitable too.
+                body = await result  # type: ignore[union-attr]
+            else:
+                body = result
+            parts = self._encode(inner, body)
         except Exception as exc:
             parts = self._error(inner, registration, request, exc)
         if parts is None:
             raise errors.UnknownServerException("The enveloped request got no response")
-        return b"".join(bytes(part) for part in parts)
+        # Forwardable APIs are admin writes: their responses carry no
+        # records, so every part is bytes-like, never a FileRegion.
+        return b"".join(bytes(part) for part in parts)  # type: ignore[arg-type]
 
     def _handle_with_request_quota(
         self,
         ctx: RequestContext,
         registration: _Registration,
-        request,
-        quota,
+        request: Any,
+        quota: ClientQuotaManager,
         received: float,
         started: float,
-    ):
+    ) -> Response | Awaitable[Response]:
         """Run the handler and count its time against the client's
         request_percentage quota (Kafka's ClientRequestQuotaManager: the
         handler's time on the request thread; here the synchronous part,
         which is the time the event loop spends on it)."""
         start = perf_counter()
+        result: HandlerResult = None
+        failure: Exception | None = None
         try:
             result = registration.handler(ctx, request)
         except Exception as exc:
-            result = exc
+            failure = exc
         handled = perf_counter()
         throttle_response(
             ctx,
             quota.record_and_get_throttle_time_ms(
-                ctx.principal.name, ctx.client_id, (handled - start) * 1e9 * NANOS_TO_PERCENTAGE
+                ctx.principal.name,
+                ctx.client_id or "",
+                (handled - start) * 1e9 * NANOS_TO_PERCENTAGE,
             ),
         )
-        if isinstance(result, Exception):
-            return self._error(ctx, registration, request, result)
+        if failure is not None:
+            return self._error(ctx, registration, request, failure)
         if _is_awaitable(result):
             return self._finish(ctx, registration, request, result, received, started, handled)
         parts = self._encode(ctx, result)
@@ -489,12 +562,12 @@ class KafkaApis:
         self,
         ctx: RequestContext,
         registration: _Registration,
-        request,
-        result: Awaitable,
+        request: Any,
+        result: Awaitable[ResponseBody | None],
         received: float,
         started: float,
         handled: float,
-    ):
+    ) -> Response:
         try:
             body = await result
         except Exception as exc:
@@ -505,12 +578,12 @@ class KafkaApis:
     def _timed(
         self,
         ctx: RequestContext,
-        parts,
+        parts: Sequence[Part] | None,
         received: float,
         started: float,
         handled: float,
         finished: float,
-    ):
+    ) -> Response:
         """The response, timed until the network layer has sent it
         (RequestMetrics are recorded then, as Kafka records them when the
         send completes); a request with no response, or from an in-process
@@ -532,7 +605,7 @@ class KafkaApis:
         )
         return TimedResponse(parts, timing)
 
-    def _encode(self, ctx: RequestContext, body):
+    def _encode(self, ctx: RequestContext, body: ResponseBody | None) -> Sequence[Part] | None:
         if ctx.throttle_time_ms:
             self._throttle(ctx, body)
         if body is None:
@@ -542,7 +615,7 @@ class KafkaApis:
         return parts[1:]
 
     @staticmethod
-    def _throttle(ctx: RequestContext, body) -> None:
+    def _throttle(ctx: RequestContext, body: ResponseBody | None) -> None:
         """A quota was exceeded: throttle_time_ms in the response, and the
         channel muted for that time once the response is queued (KIP-219;
         clients of older versions are held back by the mute alone)."""
@@ -553,7 +626,9 @@ class KafkaApis:
         if ctx.connection is not None:
             ctx.connection.throttle(ctx.throttle_time_ms)
 
-    def _error(self, ctx: RequestContext, registration: _Registration, request, exc: Exception):
+    def _error(
+        self, ctx: RequestContext, registration: _Registration, request: Any, exc: Exception
+    ) -> Sequence[Part] | None:
         if isinstance(exc, errors.KafkaError):
             error = exc
             logger.debug("%r failed: %s", ctx, exc)
@@ -566,16 +641,16 @@ class KafkaApis:
             else:
                 cls = response_class(ctx.api_key)
                 if "error_code" not in cls._field_names:
-                    return self._close(
-                        ctx.connection, f"{ctx!r}: no error response for {error.name}"
-                    )
+                    self._close(ctx.connection, f"{ctx!r}: no error response for {error.name}")
+                    return None
                 body = cls(error_code=error.code)
             return self._encode(ctx, body)
         except Exception:
             logger.exception("%r: cannot build the error response", ctx)
-            return self._close(ctx.connection, "error response failed")
+            self._close(ctx.connection, "error response failed")
+            return None
 
-    def _close(self, connection, reason: str):
+    def _close(self, connection: Connection | None, reason: str) -> None:
         # Kafka's Processor closes the channel on an unparseable request
         # instead of answering; log as it does and answer nothing.
         self.warnings.warning(
@@ -589,7 +664,7 @@ class KafkaApis:
         return None
 
     # -- ApiVersions ------------------------------------------------------------------
-    def _api_versions_body(self, error_code: int = 0, version: int = 4):
+    def _api_versions_body(self, error_code: int = 0, version: int = 4) -> ApiVersionsResponse:
         from kfast.controller.feature_control import KRAFT_VERSION
         from kfast.protocol import ApiVersionsResponse
 
@@ -627,11 +702,13 @@ class KafkaApis:
             ],
         )
 
-    def _unsupported_api_versions(self, header: RequestHeader):
+    def _unsupported_api_versions(self, header: RequestHeader) -> Sequence[Part]:
         body = self._api_versions_body(errors.UnsupportedVersionException.code)
         return encode_response_parts(api_keys.API_VERSIONS, 0, header.correlation_id, body)[1:]
 
-    def _handle_api_versions(self, ctx: RequestContext, request):
+    def _handle_api_versions(
+        self, ctx: RequestContext, request: ApiVersionsRequest
+    ) -> ApiVersionsResponse:
         if ctx.api_version >= 3:
             name = request.client_software_name
             version = request.client_software_version
