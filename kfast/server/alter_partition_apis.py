@@ -24,14 +24,16 @@ from kfast.controller.replication_control import (
     AlterPartitionTopic,
     BrokerState,
 )
-from kfast.protocol import AlterPartitionResponse, api_keys
+from kfast.protocol import AlterPartitionRequest, AlterPartitionResponse, api_keys
 from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 
 ALTER_PARTITION = api_keys.BY_NAME["AlterPartition"].key
 
 
-def _new_isr(partition, version: int) -> tuple[BrokerState, ...]:
+def _new_isr(
+    partition: AlterPartitionRequest.PartitionData, version: int
+) -> tuple[BrokerState, ...]:
     if version >= 3:
         return tuple(
             BrokerState(m.broker_id, m.broker_epoch) for m in partition.new_isr_with_epochs
@@ -39,12 +41,14 @@ def _new_isr(partition, version: int) -> tuple[BrokerState, ...]:
     return tuple(BrokerState(broker_id) for broker_id in partition.new_isr)
 
 
-def _partition_response(result: AlterPartitionResult):
+def _partition_response(result: AlterPartitionResult) -> AlterPartitionResponse.PartitionData:
     if result.error is not None:
         return AlterPartitionResponse.PartitionData(
             partition_index=result.partition_index, error_code=result.error.code
         )
     registration = result.registration
+    # A result without an error carries the registration after the change.
+    assert registration is not None
     return AlterPartitionResponse.PartitionData(
         partition_index=result.partition_index,
         error_code=0,
@@ -57,7 +61,9 @@ def _partition_response(result: AlterPartitionResult):
     )
 
 
-async def handle_alter_partition(ctx: RequestContext, request):
+async def handle_alter_partition(
+    ctx: RequestContext, request: AlterPartitionRequest
+) -> AlterPartitionResponse:
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     version = ctx.api_version
     topics = [
@@ -77,7 +83,7 @@ async def handle_alter_partition(ctx: RequestContext, request):
         )
         for topic in request.topics
     ]
-    results = await ctx.broker.controller.alter_partition(
+    results: list[list[AlterPartitionResult]] = await ctx.broker.controller.alter_partition(
         request.broker_id, request.broker_epoch, topics, version
     )
     # Each topic is echoed as the request named it (the field the version
@@ -96,5 +102,5 @@ async def handle_alter_partition(ctx: RequestContext, request):
     )
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(ALTER_PARTITION, handle_alter_partition)

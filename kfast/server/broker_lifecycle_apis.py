@@ -12,30 +12,37 @@ broker tries the next.
 
 from __future__ import annotations
 
+from uuid import UUID
+
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
 from kfast.controller.feature_control import KRAFT_VERSION
 from kfast.controller.metadata.image import Endpoint
 from kfast.protocol import (
+    AssignReplicasToDirsRequest,
     AssignReplicasToDirsResponse,
+    BrokerHeartbeatRequest,
     BrokerHeartbeatResponse,
+    BrokerRegistrationRequest,
     BrokerRegistrationResponse,
     api_keys,
     errors,
 )
 from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 
 _PROTOCOL_NAMES = {code: name for name, code in SECURITY_PROTOCOLS.items()}
 
 
-async def handle_broker_registration(ctx: RequestContext, request):
+async def handle_broker_registration(
+    ctx: RequestContext, request: BrokerRegistrationRequest
+) -> BrokerRegistrationResponse:
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     server = ctx.broker
     if request.cluster_id != server.cluster_id:
         return BrokerRegistrationResponse(
             error_code=errors.InconsistentClusterIdException.code, broker_epoch=-1
         )
-    listeners = []
+    listeners: list[Endpoint] = []
     for listener in request.listeners:
         protocol = _PROTOCOL_NAMES.get(listener.security_protocol)
         if protocol is None:
@@ -74,7 +81,9 @@ async def handle_broker_registration(ctx: RequestContext, request):
     return BrokerRegistrationResponse(error_code=0, broker_epoch=epoch)
 
 
-async def handle_broker_heartbeat(ctx: RequestContext, request):
+async def handle_broker_heartbeat(
+    ctx: RequestContext, request: BrokerHeartbeatRequest
+) -> BrokerHeartbeatResponse:
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     caught_up, fenced, shut_down = await ctx.broker.controller.broker_heartbeat(
         request.broker_id,
@@ -89,7 +98,9 @@ async def handle_broker_heartbeat(ctx: RequestContext, request):
     )
 
 
-async def handle_assign_replicas_to_dirs(ctx: RequestContext, request):
+async def handle_assign_replicas_to_dirs(
+    ctx: RequestContext, request: AssignReplicasToDirsRequest
+) -> AssignReplicasToDirsResponse:
     """AssignReplicasToDirs (KIP-858): a broker with several log dirs says
     which dir holds each of its replicas, so that when a dir fails the
     controller knows which replicas went with it."""
@@ -98,6 +109,8 @@ async def handle_assign_replicas_to_dirs(ctx: RequestContext, request):
         d.id: [(t.topic_id, p.partition_index) for t in d.topics for p in t.partitions]
         for d in request.directories
     }
+    # (directory id, topic id, partition): error code
+    results: dict[tuple[UUID, UUID, int], int]
     results = await ctx.broker.controller.assign_replicas_to_dirs(
         request.broker_id, request.broker_epoch, assignments
     )
@@ -128,21 +141,27 @@ async def handle_assign_replicas_to_dirs(ctx: RequestContext, request):
     )
 
 
-def _assign_error(ctx, request, error: errors.KafkaError):
+def _assign_error(
+    ctx: RequestContext, request: AssignReplicasToDirsRequest, error: errors.KafkaError
+) -> AssignReplicasToDirsResponse:
     return AssignReplicasToDirsResponse(error_code=error.code, directories=[])
 
 
-def _heartbeat_error(ctx, request, error: errors.KafkaError):
+def _heartbeat_error(
+    ctx: RequestContext, request: BrokerHeartbeatRequest, error: errors.KafkaError
+) -> BrokerHeartbeatResponse:
     return BrokerHeartbeatResponse(
         error_code=error.code, is_caught_up=False, is_fenced=True, should_shut_down=False
     )
 
 
-def _registration_error(ctx, request, error: errors.KafkaError):
+def _registration_error(
+    ctx: RequestContext, request: BrokerRegistrationRequest, error: errors.KafkaError
+) -> BrokerRegistrationResponse:
     return BrokerRegistrationResponse(error_code=error.code, broker_epoch=-1)
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(
         api_keys.BY_NAME["BrokerRegistration"].key,
         handle_broker_registration,

@@ -19,12 +19,17 @@ one whose transaction is not open: ``current_txn_start_offset`` is -1 then,
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kfast.controller.topics import validate_topic_name
-from kfast.protocol import DescribeProducersResponse, api_keys
+from kfast.protocol import DescribeProducersRequest, DescribeProducersResponse, api_keys
 from kfast.protocol import errors as E
 from kfast.protocol.constants import ACL_OPERATION_READ, ACL_RESOURCE_TOPIC
-from kfast.server.apis import KafkaApis, RequestContext
-from kfast.server.replica_manager import error_of
+from kfast.server.apis import ApiRegistry, RequestContext
+from kfast.server.replica_manager import ReplicaManager, error_of
+
+if TYPE_CHECKING:
+    from kfast.storage.producer_state import ProducerStateManager
 
 DESCRIBE_PRODUCERS = api_keys.BY_NAME["DescribeProducers"].key
 R = DescribeProducersResponse
@@ -41,7 +46,9 @@ def _topic_error(ctx: RequestContext, name: str) -> E.KafkaError | None:
     return None
 
 
-def _active_producers(producer_state) -> list:
+def _active_producers(
+    producer_state: ProducerStateManager,
+) -> list[DescribeProducersResponse.ProducerState]:
     return [
         R.ProducerState(
             producer_id=entry.producer_id,
@@ -57,9 +64,12 @@ def _active_producers(producer_state) -> list:
     ]
 
 
-def _partition_response(ctx: RequestContext, topic: str, index: int):
+def _partition_response(
+    ctx: RequestContext, topic: str, index: int
+) -> DescribeProducersResponse.PartitionResponse:
     try:
-        partition = ctx.broker.replica_manager.partition_or_raise(topic, index)
+        replica_manager: ReplicaManager = ctx.broker.replica_manager
+        partition = replica_manager.partition_or_raise(topic, index)
     except Exception as exc:
         # Kafka's activeProducerState answers these without a message.
         return R.PartitionResponse(
@@ -72,8 +82,10 @@ def _partition_response(ctx: RequestContext, topic: str, index: int):
     )
 
 
-def handle_describe_producers(ctx: RequestContext, request):
-    topics = []
+def handle_describe_producers(
+    ctx: RequestContext, request: DescribeProducersRequest
+) -> DescribeProducersResponse:
+    topics: list[DescribeProducersResponse.TopicResponse] = []
     for topic in request.topics:
         error = (
             E.TopicAuthorizationException()
@@ -90,7 +102,9 @@ def handle_describe_producers(ctx: RequestContext, request):
     return R(throttle_time_ms=0, topics=topics)
 
 
-def _error_partitions(indexes, error: E.KafkaError) -> list:
+def _error_partitions(
+    indexes: list[int], error: E.KafkaError
+) -> list[DescribeProducersResponse.PartitionResponse]:
     return [
         R.PartitionResponse(
             partition_index=index,
@@ -102,7 +116,9 @@ def _error_partitions(indexes, error: E.KafkaError) -> list:
     ]
 
 
-def _error_response(ctx, request, error):
+def _error_response(
+    ctx: RequestContext, request: DescribeProducersRequest, error: E.KafkaError
+) -> DescribeProducersResponse:
     return R(
         throttle_time_ms=0,
         topics=[
@@ -114,5 +130,5 @@ def _error_response(ctx, request, error):
     )
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(DESCRIBE_PRODUCERS, handle_describe_producers, error_response=_error_response)

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 import socket
 
-from kfast.protocol import EnvelopeResponse, api_keys, errors
+from kfast.protocol import EnvelopeRequest, EnvelopeResponse, api_keys, errors
 from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
 from kfast.security.principal import deserialize_principal
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, KafkaApis, RequestContext
 from kfast.server.controller_channel import FORWARDED_APIS
 
 
@@ -37,7 +37,7 @@ def client_host(address: bytes) -> str:
     raise errors.InvalidRequestException(f"Invalid client address of {len(address)} bytes")
 
 
-async def handle_envelope(ctx: RequestContext, request) -> EnvelopeResponse:
+async def handle_envelope(ctx: RequestContext, request: EnvelopeRequest) -> EnvelopeResponse:
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     controller = ctx.broker.controller
     if controller is None or not controller.is_active:
@@ -47,15 +47,18 @@ async def handle_envelope(ctx: RequestContext, request) -> EnvelopeResponse:
     except ValueError:
         return EnvelopeResponse(error_code=errors.PrincipalDeserializationException.code)
     host = client_host(bytes(request.client_host_address))
-    data = await ctx.broker.apis.handle_enveloped(
+    apis: KafkaApis = ctx.broker.apis
+    data = await apis.handle_enveloped(
         ctx, bytes(request.request_data), principal, host, FORWARDED_APIS
     )
     return EnvelopeResponse(response_data=data, error_code=0)
 
 
-def _error_response(ctx, request, error: errors.KafkaError) -> EnvelopeResponse:
+def _error_response(
+    ctx: RequestContext, request: EnvelopeRequest, error: errors.KafkaError
+) -> EnvelopeResponse:
     return EnvelopeResponse(error_code=error.code)
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(api_keys.BY_NAME["Envelope"].key, handle_envelope, error_response=_error_response)

@@ -15,8 +15,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from typing import Protocol
 
-from kfast.protocol import AllocateProducerIdsResponse, InitProducerIdResponse, api_keys, errors
+from kfast.protocol import (
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    InitProducerIdRequest,
+    InitProducerIdResponse,
+    api_keys,
+    errors,
+)
 from kfast.protocol.constants import (
     ACL_OPERATION_CLUSTER_ACTION,
     ACL_OPERATION_IDEMPOTENT_WRITE,
@@ -25,11 +33,18 @@ from kfast.protocol.constants import (
     ACL_RESOURCE_TOPIC,
     CLUSTER_RESOURCE_NAME,
 )
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 
 logger = logging.getLogger(__name__)
 
 INIT_PRODUCER_ID = api_keys.BY_NAME["InitProducerId"].key
+
+
+class ProducerIdAllocator(Protocol):
+    """Where blocks of producer ids come from: the active controller, in
+    process or over the controller channel."""
+
+    async def allocate_producer_ids(self, broker_id: int) -> tuple[int, int]: ...
 
 
 class ProducerIdManager:
@@ -41,14 +56,14 @@ class ProducerIdManager:
     # this share of the current one is handed out.
     PREFETCH_THRESHOLD = 0.9
 
-    def __init__(self, controller, broker_id: int):
+    def __init__(self, controller: ProducerIdAllocator, broker_id: int) -> None:
         self.controller = controller
         self.broker_id = broker_id
         self._next = 0
         self._end = 0
         self._prefetch_at = 0
         self._next_block: tuple[int, int] | None = None
-        self._fetching: asyncio.Future | None = None
+        self._fetching: asyncio.Future[None] | None = None
 
     def generate_producer_id_now(self) -> int:
         """A producer id without waiting (the transaction coordinator's
@@ -77,6 +92,8 @@ class ProducerIdManager:
             try:
                 return self.generate_producer_id_now()
             except errors.CoordinatorLoadInProgressException:
+                # Raised only once _request_next_block has a fetch under way.
+                assert self._fetching is not None
                 await asyncio.shield(self._fetching)
 
     def _request_next_block(self) -> None:
@@ -92,14 +109,16 @@ class ProducerIdManager:
         self._next_block = (first, count)
 
 
-def _log_failed_fetch(future: asyncio.Future) -> None:
+def _log_failed_fetch(future: asyncio.Future[None]) -> None:
     # Retrieved here so that a failure nobody awaited is logged once; the
     # next request for an id asks again.
     if not future.cancelled() and future.exception() is not None:
         logger.warning("allocating a producer id block failed: %s", future.exception())
 
 
-async def handle_init_producer_id(ctx: RequestContext, request):
+async def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
     """An idempotent producer's id (the transaction coordinator's handler
     takes the requests with a transactional id). Kafka: IDEMPOTENT_WRITE on
     the cluster, or WRITE on some topic (authorizeByResourceType)."""
@@ -107,31 +126,41 @@ async def handle_init_producer_id(ctx: RequestContext, request):
         ACL_OPERATION_IDEMPOTENT_WRITE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME
     ) and not ctx.authorize_by_resource_type(ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC):
         return _error_response(ctx, request, errors.ClusterAuthorizationException())
-    producer_id = await ctx.broker.producer_id_manager.generate_producer_id()
+    manager: ProducerIdManager = ctx.broker.producer_id_manager
+    producer_id = await manager.generate_producer_id()
     return InitProducerIdResponse(error_code=0, producer_id=producer_id, producer_epoch=0)
 
 
-def _error_response(ctx, request, error):
+def _error_response(
+    ctx: RequestContext, request: InitProducerIdRequest, error: errors.KafkaError
+) -> InitProducerIdResponse:
     return InitProducerIdResponse(error_code=error.code, producer_id=-1, producer_epoch=-1)
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(INIT_PRODUCER_ID, handle_init_producer_id, error_response=_error_response)
 
 
-async def handle_allocate_producer_ids(ctx: RequestContext, request):
+async def handle_allocate_producer_ids(
+    ctx: RequestContext, request: AllocateProducerIdsRequest
+) -> AllocateProducerIdsResponse:
     """AllocateProducerIds on the controller listener: a block of producer
     ids for a broker of the cluster (the active controller's)."""
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
-    first, count = await ctx.broker.controller.allocate_producer_ids(request.broker_id)
+    controller: ProducerIdAllocator = ctx.broker.controller
+    first, count = await controller.allocate_producer_ids(request.broker_id)
     return AllocateProducerIdsResponse(error_code=0, producer_id_start=first, producer_id_len=count)
 
 
-def register_controller(apis: KafkaApis) -> None:
+def _allocate_error_response(
+    ctx: RequestContext, request: AllocateProducerIdsRequest, error: errors.KafkaError
+) -> AllocateProducerIdsResponse:
+    return AllocateProducerIdsResponse(error_code=error.code)
+
+
+def register_controller(apis: ApiRegistry) -> None:
     apis.register(
         api_keys.BY_NAME["AllocateProducerIds"].key,
         handle_allocate_producer_ids,
-        error_response=lambda ctx, request, error: AllocateProducerIdsResponse(
-            error_code=error.code
-        ),
+        error_response=_allocate_error_response,
     )

@@ -17,9 +17,12 @@ listener serves no data partitions.
 from __future__ import annotations
 
 import time
+from uuid import UUID
 
 from kfast.protocol import (
+    DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeQuorumRequest,
     DescribeQuorumResponse,
     FetchResponse,
     api_keys,
@@ -33,21 +36,26 @@ from kfast.protocol.constants import (
     NO_LEADER,
     ZERO_UUID,
 )
+from kfast.protocol.schema import Message
 from kfast.raft import wire
-from kfast.raft.manager import FETCH, QUORUM_API_KEYS
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.raft.manager import FETCH, QUORUM_API_KEYS, RaftManager
+from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME
 
 
-async def handle_quorum_request(ctx: RequestContext, request):
+async def handle_quorum_request(ctx: RequestContext, request: Message) -> Message:
+    """Any of the quorum's RPCs (QUORUM_API_KEYS): the Raft core answers."""
     # Kafka's ControllerApis: only nodes of the cluster (CLUSTER_ACTION).
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
     if ctx.api_key == FETCH and not wire.is_quorum_fetch(request):
         return FetchResponse(error_code=errors.InvalidRequestException.code)
-    return await ctx.broker.raft_manager.handle_request(ctx.api_key, request)
+    raft: RaftManager = ctx.broker.raft_manager
+    return await raft.handle_request(ctx.api_key, request)
 
 
-def handle_describe_cluster(ctx: RequestContext, request):
+def handle_describe_cluster(
+    ctx: RequestContext, request: DescribeClusterRequest
+) -> DescribeClusterResponse:
     """The controllers, as a controller listener describes the cluster: each
     voter with its configured endpoint; controller_id is the active one."""
     server = ctx.broker
@@ -75,17 +83,21 @@ def handle_describe_cluster(ctx: RequestContext, request):
     )
 
 
-def handle_describe_quorum(ctx: RequestContext, request):
+def handle_describe_quorum(
+    ctx: RequestContext, request: DescribeQuorumRequest
+) -> DescribeQuorumResponse:
     """``__cluster_metadata-0`` as its leader sees it: every voter of the set
     in force and every observer, with directory ids (v2), log end offsets,
     fetch and caught-up times; ``nodes`` (v2) the voters' endpoints. A
     replica that does not lead answers NOT_LEADER_OR_FOLLOWER per partition."""
     Response = DescribeQuorumResponse
     ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
-    raft = ctx.broker.raft_manager
+    raft: RaftManager | None = ctx.broker.raft_manager
     client = raft.client if raft is not None else None
 
-    def refused(p, code, message):
+    def refused(
+        p: DescribeQuorumRequest.PartitionData, code: int, message: str
+    ) -> DescribeQuorumResponse.PartitionData:
         return Response.PartitionData(
             partition_index=p.partition_index,
             error_code=code,
@@ -95,9 +107,9 @@ def handle_describe_quorum(ctx: RequestContext, request):
             high_watermark=-1,
         )
 
-    topics = []
+    topics: list[DescribeQuorumResponse.TopicData] = []
     for topic in request.topics:
-        partitions = []
+        partitions: list[DescribeQuorumResponse.PartitionData] = []
         for p in topic.partitions:
             if topic.topic_name != CLUSTER_METADATA_TOPIC_NAME or p.partition_index != 0:
                 partitions.append(
@@ -107,7 +119,7 @@ def handle_describe_quorum(ctx: RequestContext, request):
                         f"Unknown topic partition {topic.topic_name}-{p.partition_index}",
                     )
                 )
-            elif client is None or not client.is_leader:
+            elif raft is None or client is None or not client.is_leader:
                 leader = client.leader_id if client is not None else NO_LEADER
                 partitions.append(
                     refused(
@@ -120,7 +132,7 @@ def handle_describe_quorum(ctx: RequestContext, request):
             else:
                 partitions.append(_quorum_partition(raft))
         topics.append(Response.TopicData(topic_name=topic.topic_name, partitions=partitions))
-    nodes = []
+    nodes: list[DescribeQuorumResponse.Node] = []
     if ctx.api_version >= 2 and client is not None and client.is_leader:
         for voter in client.quorum.voter_set.nodes:
             # A static voter's address has no listener name to publish.
@@ -137,7 +149,7 @@ def handle_describe_quorum(ctx: RequestContext, request):
     return Response(error_code=0, topics=topics, nodes=nodes)
 
 
-def _quorum_partition(raft):
+def _quorum_partition(raft: RaftManager) -> DescribeQuorumResponse.PartitionData:
     Response = DescribeQuorumResponse
     client = raft.client
     replicas = client.leader_replica_states()
@@ -145,7 +157,7 @@ def _quorum_partition(raft):
     # The Raft layer's clock is the loop's; DescribeQuorum reports wall time.
     wall_minus_loop = int(time.time() * 1000) - raft.now_ms()
 
-    def row(node_id, directory_id):
+    def row(node_id: int, directory_id: UUID | None) -> DescribeQuorumResponse.ReplicaState:
         state = replicas.get(node_id)
         fetched = caught_up = -1
         end = -1
@@ -179,11 +191,11 @@ def _quorum_partition(raft):
     )
 
 
-def register_describe_quorum(apis: KafkaApis) -> None:
+def register_describe_quorum(apis: ApiRegistry) -> None:
     apis.register(api_keys.BY_NAME["DescribeQuorum"].key, handle_describe_quorum)
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     for api_key in QUORUM_API_KEYS:
         apis.register(api_key, handle_quorum_request)
     apis.register(api_keys.BY_NAME["DescribeCluster"].key, handle_describe_cluster)

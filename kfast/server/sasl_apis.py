@@ -7,14 +7,26 @@ A SASL listener's connections send these to their authenticator first
 
 from __future__ import annotations
 
-from kfast.protocol import SaslAuthenticateResponse, SaslHandshakeResponse, api_keys, errors
+from kfast.protocol import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
+    api_keys,
+    errors,
+)
+from kfast.server.apis import ApiRegistry, RequestContext
 
 
-def handle_sasl_handshake(ctx, request) -> SaslHandshakeResponse:
+def handle_sasl_handshake(
+    ctx: RequestContext, request: SaslHandshakeRequest
+) -> SaslHandshakeResponse:
     return SaslHandshakeResponse(error_code=errors.IllegalSaslStateException.code, mechanisms=[])
 
 
-def handle_sasl_authenticate(ctx, request) -> SaslAuthenticateResponse:
+def handle_sasl_authenticate(
+    ctx: RequestContext, request: SaslAuthenticateRequest
+) -> SaslAuthenticateResponse:
     return SaslAuthenticateResponse(
         error_code=errors.IllegalSaslStateException.code,
         error_message="SaslAuthenticate request received after successful authentication",
@@ -22,6 +34,6 @@ def handle_sasl_authenticate(ctx, request) -> SaslAuthenticateResponse:
     )
 
 
-def register(apis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(api_keys.BY_NAME["SaslHandshake"].key, handle_sasl_handshake)
     apis.register(api_keys.BY_NAME["SaslAuthenticate"].key, handle_sasl_authenticate)

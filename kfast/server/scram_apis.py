@@ -15,18 +15,23 @@ Kafka's KafkaApis / ControllerApis handlers.
 from __future__ import annotations
 
 from kfast.protocol import (
+    AlterUserScramCredentialsRequest,
     AlterUserScramCredentialsResponse,
+    DescribeUserScramCredentialsRequest,
     DescribeUserScramCredentialsResponse,
     api_keys,
     errors,
 )
 from kfast.protocol.constants import ACL_OPERATION_ALTER, ACL_OPERATION_DESCRIBE
+from kfast.server.apis import ApiRegistry, RequestContext
 
 _NOT_FOUND = "Attempt to describe a user credential that does not exist: "
 _DUPLICATE = "Cannot describe SCRAM credentials for the same user twice in a single request: "
 
 
-def handle_describe_user_scram_credentials(ctx, request) -> DescribeUserScramCredentialsResponse:
+def handle_describe_user_scram_credentials(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest
+) -> DescribeUserScramCredentialsResponse:
     ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     credentials = ctx.broker.metadata_image.scram_credentials
     by_user: dict[str, list[tuple[int, int]]] = {}
@@ -37,7 +42,7 @@ def handle_describe_user_scram_credentials(ctx, request) -> DescribeUserScramCre
     wanted = list(dict.fromkeys(named)) if named else sorted(by_user)
     Result = DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult
     Info = DescribeUserScramCredentialsResponse.CredentialInfo
-    results = []
+    results: list[DescribeUserScramCredentialsResponse.DescribeUserScramCredentialsResult] = []
     for user in wanted:
         if user in duplicates:
             results.append(
@@ -69,14 +74,19 @@ def handle_describe_user_scram_credentials(ctx, request) -> DescribeUserScramCre
     return DescribeUserScramCredentialsResponse(error_code=0, error_message=None, results=results)
 
 
-def _describe_error(ctx, request, error: errors.KafkaError):
+def _describe_error(
+    ctx: RequestContext, request: DescribeUserScramCredentialsRequest, error: errors.KafkaError
+) -> DescribeUserScramCredentialsResponse:
     return DescribeUserScramCredentialsResponse(
         error_code=error.code, error_message=str(error) or None, results=[]
     )
 
 
-async def handle_alter_user_scram_credentials(ctx, request) -> AlterUserScramCredentialsResponse:
+async def handle_alter_user_scram_credentials(
+    ctx: RequestContext, request: AlterUserScramCredentialsRequest
+) -> AlterUserScramCredentialsResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
+    results: list[tuple[str, errors.KafkaError | None]]
     results = await ctx.broker.controller.alter_user_scram_credentials(
         [(d.name, d.mechanism) for d in request.deletions],
         [
@@ -97,7 +107,9 @@ async def handle_alter_user_scram_credentials(ctx, request) -> AlterUserScramCre
     )
 
 
-def _alter_error(ctx, request, error: errors.KafkaError):
+def _alter_error(
+    ctx: RequestContext, request: AlterUserScramCredentialsRequest, error: errors.KafkaError
+) -> AlterUserScramCredentialsResponse:
     users = dict.fromkeys(
         [d.name for d in request.deletions] + [u.name for u in request.upsertions]
     )
@@ -110,7 +122,7 @@ def _alter_error(ctx, request, error: errors.KafkaError):
     )
 
 
-def register(apis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(
         api_keys.BY_NAME["DescribeUserScramCredentials"].key,
         handle_describe_user_scram_credentials,

@@ -11,22 +11,37 @@ with throttle_time_ms 0, as Kafka's getErrorResponse does.
 
 from __future__ import annotations
 
-from kfast.protocol import GetTelemetrySubscriptionsResponse, PushTelemetryResponse, api_keys
+from typing import TYPE_CHECKING
+
+from kfast.protocol import (
+    GetTelemetrySubscriptionsRequest,
+    GetTelemetrySubscriptionsResponse,
+    PushTelemetryRequest,
+    PushTelemetryResponse,
+    api_keys,
+)
 from kfast.server.apis import KafkaApis, RequestContext
 
+if TYPE_CHECKING:
+    from kfast.server.client_metrics import ClientMetricsManager
 
-def _manager(ctx: RequestContext):
-    manager = ctx.broker.client_metrics
+
+def _manager(ctx: RequestContext) -> ClientMetricsManager:
+    manager: ClientMetricsManager = ctx.broker.client_metrics
     manager.update_subscriptions(ctx.broker.metadata_image.client_metrics_configs)
     return manager
 
 
-def handle_get_telemetry_subscriptions(ctx: RequestContext, request):
+def handle_get_telemetry_subscriptions(
+    ctx: RequestContext, request: GetTelemetrySubscriptionsRequest
+) -> GetTelemetrySubscriptionsResponse:
     fields = _manager(ctx).get_subscriptions(ctx, request.client_instance_id)
     return GetTelemetrySubscriptionsResponse(throttle_time_ms=0, error_code=0, **fields)
 
 
-def handle_push_telemetry(ctx: RequestContext, request):
+def handle_push_telemetry(
+    ctx: RequestContext, request: PushTelemetryRequest
+) -> PushTelemetryResponse:
     _manager(ctx).push(ctx, request)
     return PushTelemetryResponse(throttle_time_ms=0, error_code=0)
 
