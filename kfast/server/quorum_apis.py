@@ -24,6 +24,7 @@ from kfast.protocol import (
     DescribeClusterResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
+    FetchRequest,
     FetchResponse,
     api_keys,
     errors,
@@ -44,13 +45,21 @@ from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME
 
 
 async def handle_quorum_request(ctx: RequestContext, request: Message) -> Message:
-    """Any of the quorum's RPCs (QUORUM_API_KEYS): the Raft core answers."""
+    """Any of the quorum's RPCs (QUORUM_API_KEYS) but Fetch: the Raft core answers."""
     # Kafka's ControllerApis: only nodes of the cluster (CLUSTER_ACTION).
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
-    if ctx.api_key == FETCH and not wire.is_quorum_fetch(request):
-        return FetchResponse(error_code=errors.InvalidRequestException.code)
     raft: RaftManager = ctx.broker.raft_manager
-    return await raft.handle_request(ctx.api_key, request)
+    response: Message = await raft.handle_request(ctx.api_key, request)
+    return response
+
+
+async def handle_quorum_fetch(ctx: RequestContext, request: FetchRequest) -> Message:
+    """A Fetch on the controller listener: the Raft core answers one of
+    ``__cluster_metadata-0``; any other is refused."""
+    if not wire.is_quorum_fetch(request):
+        ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
+        return FetchResponse(error_code=errors.InvalidRequestException.code)
+    return await handle_quorum_request(ctx, request)
 
 
 def handle_describe_cluster(
@@ -197,5 +206,8 @@ def register_describe_quorum(apis: ApiRegistry) -> None:
 
 def register(apis: ApiRegistry) -> None:
     for api_key in QUORUM_API_KEYS:
-        apis.register(api_key, handle_quorum_request)
+        if api_key == FETCH:
+            apis.register(api_key, handle_quorum_fetch)
+        else:
+            apis.register(api_key, handle_quorum_request)
     apis.register(api_keys.BY_NAME["DescribeCluster"].key, handle_describe_cluster)
