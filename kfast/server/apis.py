@@ -622,7 +622,8 @@ class KafkaApis:
         if isinstance(body, dict):
             body["throttle_time_ms"] = ctx.throttle_time_ms
         elif body is not None and "throttle_time_ms" in body._field_names:
-            body.throttle_time_ms = ctx.throttle_time_ms
+            # A field of most APIs' responses, not of Message: set by name.
+            setattr(body, "throttle_time_ms", ctx.throttle_time_ms)  # noqa: B010
         if ctx.connection is not None:
             ctx.connection.throttle(ctx.throttle_time_ms)
 
@@ -639,7 +640,7 @@ class KafkaApis:
             if registration.error_response is not None:
                 body = registration.error_response(ctx, request, error)
             else:
-                cls = response_class(ctx.api_key)
+                cls: type[Message] = response_class(ctx.api_key)
                 if "error_code" not in cls._field_names:
                     self._close(ctx.connection, f"{ctx!r}: no error response for {error.name}")
                     return None
