@@ -18,9 +18,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from kfast.protocol import (
+    CreateAclsRequest,
     CreateAclsResponse,
+    DeleteAclsRequest,
     DeleteAclsResponse,
+    DescribeAclsRequest,
     DescribeAclsResponse,
     api_keys,
     errors,
@@ -32,15 +37,22 @@ from kfast.protocol.constants import (
     PATTERN_TYPE_LITERAL,
 )
 from kfast.security.acl import Acl, AclFilter
+from kfast.server.apis import ApiRegistry, RequestContext
+
+if TYPE_CHECKING:
+    from kfast.security.authorizer import StandardAuthorizer
 
 _NO_AUTHORIZER = "No Authorizer is configured on the broker"
 
 
-def _authorizer(ctx):
-    return getattr(ctx.broker, "authorizer", None)
+def _authorizer(ctx: RequestContext) -> StandardAuthorizer | None:
+    authorizer: StandardAuthorizer | None = getattr(ctx.broker, "authorizer", None)
+    return authorizer
 
 
-def _filter(ctx, f) -> AclFilter:
+def _filter(
+    ctx: RequestContext, f: DescribeAclsRequest | DeleteAclsRequest.DeleteAclsFilter
+) -> AclFilter:
     pattern_type = f.pattern_type_filter
     if ctx.api_version == 0 and pattern_type == PATTERN_TYPE_ANY:
         pattern_type = PATTERN_TYPE_LITERAL
@@ -55,7 +67,7 @@ def _filter(ctx, f) -> AclFilter:
     )
 
 
-def handle_describe_acls(ctx, request) -> DescribeAclsResponse:
+def handle_describe_acls(ctx: RequestContext, request: DescribeAclsRequest) -> DescribeAclsResponse:
     ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     authorizer = _authorizer(ctx)
     if authorizer is None:
@@ -68,7 +80,8 @@ def handle_describe_acls(ctx, request) -> DescribeAclsResponse:
             error_code=errors.InvalidRequestException.code,
             error_message="Filter contain UNKNOWN elements",
         )
-    resources: dict[tuple, list[Acl]] = {}
+    # (resource type, name, pattern type): its ACLs
+    resources: dict[tuple[int, str, int], list[Acl]] = {}
     for acl in authorizer.acls(acl_filter):
         resources.setdefault((acl.resource_type, acl.resource_name, acl.pattern_type), []).append(
             acl
@@ -94,11 +107,13 @@ def handle_describe_acls(ctx, request) -> DescribeAclsResponse:
     )
 
 
-def _describe_error(ctx, request, error: errors.KafkaError) -> DescribeAclsResponse:
+def _describe_error(
+    ctx: RequestContext, request: DescribeAclsRequest, error: errors.KafkaError
+) -> DescribeAclsResponse:
     return DescribeAclsResponse(error_code=error.code, error_message=str(error) or None)
 
 
-async def handle_create_acls(ctx, request) -> CreateAclsResponse:
+async def handle_create_acls(ctx: RequestContext, request: CreateAclsRequest) -> CreateAclsResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     if _authorizer(ctx) is None:
         return _create_error(ctx, request, errors.SecurityDisabledException(_NO_AUTHORIZER))
@@ -114,7 +129,7 @@ async def handle_create_acls(ctx, request) -> CreateAclsResponse:
         )
         for c in request.creations
     ]
-    results = await ctx.broker.controller.create_acls(acls)
+    results: list[errors.KafkaError | None] = await ctx.broker.controller.create_acls(acls)
     return CreateAclsResponse(
         results=[
             CreateAclsResponse.AclCreationResult(
@@ -126,7 +141,9 @@ async def handle_create_acls(ctx, request) -> CreateAclsResponse:
     )
 
 
-def _create_error(ctx, request, error: errors.KafkaError) -> CreateAclsResponse:
+def _create_error(
+    ctx: RequestContext, request: CreateAclsRequest, error: errors.KafkaError
+) -> CreateAclsResponse:
     return CreateAclsResponse(
         results=[
             CreateAclsResponse.AclCreationResult(
@@ -137,11 +154,12 @@ def _create_error(ctx, request, error: errors.KafkaError) -> CreateAclsResponse:
     )
 
 
-async def handle_delete_acls(ctx, request) -> DeleteAclsResponse:
+async def handle_delete_acls(ctx: RequestContext, request: DeleteAclsRequest) -> DeleteAclsResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     if _authorizer(ctx) is None:
         return _delete_error(ctx, request, errors.SecurityDisabledException(_NO_AUTHORIZER))
     filters = [_filter(ctx, f) for f in request.filters]
+    results: list[tuple[errors.KafkaError | None, list[Acl]]]
     results = await ctx.broker.controller.delete_acls(filters)
     matching = DeleteAclsResponse.DeleteAclsMatchingAcl
     return DeleteAclsResponse(
@@ -167,7 +185,9 @@ async def handle_delete_acls(ctx, request) -> DeleteAclsResponse:
     )
 
 
-def _delete_error(ctx, request, error: errors.KafkaError) -> DeleteAclsResponse:
+def _delete_error(
+    ctx: RequestContext, request: DeleteAclsRequest, error: errors.KafkaError
+) -> DeleteAclsResponse:
     return DeleteAclsResponse(
         filter_results=[
             DeleteAclsResponse.DeleteAclsFilterResult(
@@ -178,7 +198,7 @@ def _delete_error(ctx, request, error: errors.KafkaError) -> DeleteAclsResponse:
     )
 
 
-def register(apis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(
         api_keys.BY_NAME["DescribeAcls"].key, handle_describe_acls, error_response=_describe_error
     )
