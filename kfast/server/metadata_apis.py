@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import TYPE_CHECKING
 
 from kfast.controller.metadata.image import MetadataImage
 from kfast.controller.topics import (
@@ -20,7 +21,7 @@ from kfast.controller.topics import (
     INTERNAL_TOPICS,
     validate_topic_name,
 )
-from kfast.protocol import MetadataResponse, api_keys, errors
+from kfast.protocol import MetadataRequest, MetadataResponse, api_keys, errors
 from kfast.protocol.constants import (
     ACL_OPERATION_CREATE,
     ACL_OPERATION_DESCRIBE,
@@ -31,7 +32,10 @@ from kfast.protocol.constants import (
     NO_LEADER,
     ZERO_UUID,
 )
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
+
+if TYPE_CHECKING:
+    from kfast.config import KafkaConfig
 
 logger = logging.getLogger(__name__)
 
@@ -42,7 +46,7 @@ _Partition = MetadataResponse.MetadataResponsePartition
 METADATA = api_keys.BY_NAME["Metadata"].key
 
 
-def internal_topic_settings(config, name: str) -> tuple[int, int, dict]:
+def internal_topic_settings(config: KafkaConfig, name: str) -> tuple[int, int, dict[str, str]]:
     """Partitions, replication factor and configs Kafka gives an internal
     topic it creates on demand (AutoTopicCreationManager): the offsets and
     transaction topics are compacted and sized by their own properties."""
@@ -68,14 +72,16 @@ def internal_topic_settings(config, name: str) -> tuple[int, int, dict]:
     )
 
 
-def _brokers(image: MetadataImage, listener_name: str, self_id: int) -> list:
+def _brokers(
+    image: MetadataImage, listener_name: str, self_id: int
+) -> list[MetadataResponse.MetadataResponseBroker]:
     """The live brokers: unfenced ones, and always the answering broker
     itself. A broker fenced by its own controlled shutdown still answers
     until its listeners close; Kafka's broker stops applying metadata when
     that shutdown begins, so it keeps listing itself. Listing no broker at
     all makes librdkafka (>= 2.10) decommission the only one it knows and
     never connect again once it is back."""
-    out = []
+    out: list[MetadataResponse.MetadataResponseBroker] = []
     for broker_id in sorted(image.brokers):
         registration = image.brokers[broker_id]
         endpoint = registration.listeners.get(listener_name)
@@ -89,11 +95,13 @@ def _brokers(image: MetadataImage, listener_name: str, self_id: int) -> list:
     return out
 
 
-def _topic_response(ctx: RequestContext, image: MetadataImage, name: str, include_ops: bool):
+def _topic_response(
+    ctx: RequestContext, image: MetadataImage, name: str, include_ops: bool
+) -> MetadataResponse.MetadataResponseTopic:
     topic = image.topics_by_name[name]
     replica_manager = ctx.broker.replica_manager
     alive = {b for b, r in image.brokers.items() if not r.fenced}
-    partitions = []
+    partitions: list[MetadataResponse.MetadataResponsePartition] = []
     for index in sorted(topic.partitions):
         registration = topic.partitions[index]
         error = 0
@@ -128,7 +136,9 @@ def _topic_response(ctx: RequestContext, image: MetadataImage, name: str, includ
     )
 
 
-def _error_topic(name, code: int, topic_id: uuid.UUID = ZERO_UUID):
+def _error_topic(
+    name: str | None, code: int, topic_id: uuid.UUID = ZERO_UUID
+) -> MetadataResponse.MetadataResponseTopic:
     return _Topic(
         error_code=code,
         name=name,
@@ -138,16 +148,15 @@ def _error_topic(name, code: int, topic_id: uuid.UUID = ZERO_UUID):
     )
 
 
-async def handle_metadata(ctx: RequestContext, request):
+async def handle_metadata(ctx: RequestContext, request: MetadataRequest) -> MetadataResponse:
     broker = ctx.broker
     version = ctx.api_version
     image: MetadataImage = broker.metadata_image
     include_ops = version >= 8 and request.include_topic_authorized_operations
     requested = request.topics
     # v0: an empty list means all topics; v1+: null means all, [] none.
-    all_topics = requested is None or (version == 0 and not requested)
-    topics = []
-    if all_topics:
+    topics: list[MetadataResponse.MetadataResponseTopic] = []
+    if requested is None or (version == 0 and not requested):
         for name in sorted(image.topics_by_name):
             # Topics the principal may not describe are left out: a filter,
             # so its denials are not audited at INFO (Kafka's logIfDenied =
@@ -158,29 +167,31 @@ async def handle_metadata(ctx: RequestContext, request):
         allow_auto = (
             request.allow_auto_topic_creation if version >= 4 else True
         ) and broker.config["auto.create.topics.enable"]
-        names: list = []
+        names: list[str] = []
         for entry in requested:
-            name = entry.name
+            entry_name = entry.name
             # A topic id, when set, names the topic whatever the name says: the
             # Java client sends its ids with name "" (the field's default), and
             # Kafka looks up every non-zero id (KafkaApis.handleTopicMetadataRequest).
-            if version >= 10 and (name is None or entry.topic_id != ZERO_UUID):
+            if version >= 10 and (entry_name is None or entry.topic_id != ZERO_UUID):
                 found = image.topics_by_id.get(entry.topic_id)
                 if found is None:
                     topics.append(
                         _error_topic(None, errors.UnknownTopicIdException.code, entry.topic_id)
                     )
                     continue
-                name = found.name
+                entry_name = found.name
                 # Ids are not secret: an unauthorized one is answered by id.
-                if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
+                if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, entry_name):
                     topics.append(
                         _error_topic(None, errors.TopicAuthorizationException.code, entry.topic_id)
                     )
                     continue
-            if name not in names:
-                names.append(name)
-        to_create = []
+            # Null only from v10 on, where the branch above named the topic.
+            assert entry_name is not None
+            if entry_name not in names:
+                names.append(entry_name)
+        to_create: list[str] = []
         errors_by_name: dict[str, int] = {}
         unauthorized: set[str] = set()
         for name in names:
@@ -211,7 +222,7 @@ async def handle_metadata(ctx: RequestContext, request):
             else:
                 errors_by_name[name] = errors.UnknownTopicOrPartitionException.code
         if to_create:
-            created = {}
+            created: dict[str, int] = {}
             internal = [name for name in to_create if name in INTERNAL_TOPICS]
             plain = [name for name in to_create if name not in INTERNAL_TOPICS]
             if plain:
@@ -260,7 +271,7 @@ async def handle_metadata(ctx: RequestContext, request):
     )
 
 
-def _cluster_operations(ctx: RequestContext, request) -> int:
+def _cluster_operations(ctx: RequestContext, request: MetadataRequest) -> int:
     """v8-v10's cluster bitfield: 0 without DESCRIBE on the cluster."""
     if not 8 <= ctx.api_version <= 10 or not request.include_cluster_authorized_operations:
         return AUTHORIZED_OPERATIONS_OMITTED
@@ -269,5 +280,5 @@ def _cluster_operations(ctx: RequestContext, request) -> int:
     return ctx.authorized_operations(ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(METADATA, handle_metadata)
