@@ -27,9 +27,10 @@ COORDINATOR_NOT_AVAILABLE (the client finds the coordinator and retries).
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
-from kfast.protocol import api_keys
+from kfast.protocol import TxnOffsetCommitRequest, api_keys
 from kfast.protocol import errors as E
 from kfast.protocol.constants import (
     ACL_OPERATION_READ,
@@ -38,7 +39,7 @@ from kfast.protocol.constants import (
     ACL_RESOURCE_TOPIC,
     ACL_RESOURCE_TRANSACTIONAL_ID,
 )
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.server.transaction_verification import (
     RETRIABLE_VERIFICATION_ERRORS,
     TransactionalWrite,
@@ -51,7 +52,7 @@ _FIRST_ABORTABLE_VERSION = 4
 _FIRST_ADDING_VERSION = 5
 
 
-async def _verify_offsets_partition(ctx: RequestContext, request) -> int:
+async def _verify_offsets_partition(ctx: RequestContext, request: TxnOffsetCommitRequest) -> int:
     """0, or the error of every partition of the request: the transaction
     coordinator's answer for the group's __consumer_offsets partition."""
     broker = ctx.broker
@@ -69,7 +70,9 @@ async def _verify_offsets_partition(ctx: RequestContext, request) -> int:
         request.producer_id, request.producer_epoch, ctx.api_version >= _FIRST_ADDING_VERSION
     )
     write.guards[(GROUP_METADATA_TOPIC_NAME, index)] = None
-    answers = await broker.add_partitions_to_txn_manager.verify(request.transactional_id, write)
+    answers: dict[tuple[str, int], int] = await broker.add_partitions_to_txn_manager.verify(
+        request.transactional_id, write
+    )
     code = answers.get((GROUP_METADATA_TOPIC_NAME, index), 0)
     if code == E.ProducerFencedException.code:
         return E.InvalidProducerEpochException.code
@@ -80,7 +83,9 @@ async def _verify_offsets_partition(ctx: RequestContext, request) -> int:
     return code
 
 
-async def handle_txn_offset_commit(ctx: RequestContext, request):
+async def handle_txn_offset_commit(
+    ctx: RequestContext, request: TxnOffsetCommitRequest
+) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     image = ctx.broker.metadata_image
@@ -93,11 +98,12 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
         code = E.GroupAuthorizationException.code
     else:
         code = runtime.check_coordinator(request.group_id)
-    results: dict[tuple, int] = {}
-    offsets = {}
-    layout = []
+    results: dict[tuple[str, int], int] = {}
+    # (topic, partition): (offset, leader epoch, metadata)
+    offsets: dict[tuple[str, int], tuple[int, int, str | None]] = {}
+    layout: list[tuple[str, list[tuple[str, int]]]] = []
     for topic in request.topics:
-        rows = []
+        rows: list[tuple[str, int]] = []
         partitions = image.topics_by_name.get(topic.name)
         readable = ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, topic.name)
         for p in topic.partitions:
@@ -122,7 +128,13 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
             results.update(dict.fromkeys(offsets, code))
             offsets = {}
     if offsets:
+        future: asyncio.Future[dict[tuple[str, int], int]]
         future = asyncio.get_running_loop().create_future()
+
+        def committed(found: dict[tuple[str, int], int]) -> None:
+            if not future.done():
+                future.set_result(found)
+
         runtime.coordinator.commit_transactional_offsets(
             request.group_id,
             request.member_id if version >= 3 else "",
@@ -131,7 +143,7 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
             request.producer_id,
             request.producer_epoch,
             offsets,
-            lambda found: future.done() or future.set_result(found),
+            committed,
         )
         results.update(future.result() if future.done() else await future)
     return {
@@ -147,5 +159,5 @@ async def handle_txn_offset_commit(ctx: RequestContext, request):
     }
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(api_keys.BY_NAME["TxnOffsetCommit"].key, handle_txn_offset_commit)
