@@ -21,22 +21,27 @@ directly for the partitions this broker leads.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Iterable
+from typing import Any
 
+from kfast._ext.log_append import ORIGIN_COORDINATOR
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
-from kfast.protocol import WriteTxnMarkersResponse, api_keys
+from kfast.protocol import WriteTxnMarkersRequest, WriteTxnMarkersResponse, api_keys
 from kfast.protocol import errors as E
 from kfast.protocol.constants import ACL_OPERATION_CLUSTER_ACTION
 from kfast.records import CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT, build_control_batch
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.server.coordinator_partition_writer import AppendResult
-from kfast.storage.producer_state import ORIGIN_COORDINATOR
+
+# ``broker`` below is the KafkaBroker, typed as RequestContext.broker is (Any):
+# the attributes its start() sets are still declared Optional there.
 
 WRITE_TXN_MARKERS = api_keys.BY_NAME["WriteTxnMarkers"].key
 _ALL_IN_SYNC_REPLICAS = -1
 
 
 def _strict_epoch_error(
-    broker, topic: str, index: int, producer_id: int, producer_epoch: int
+    broker: Any, topic: str, index: int, producer_id: int, producer_epoch: int
 ) -> int:
     """Transaction version 2: INVALID_PRODUCER_EPOCH unless the marker's
     epoch is above the one the partition last saw from the producer."""
@@ -66,14 +71,15 @@ class MarkerWrite:
         "waiting",
     )
 
-    def __init__(self, broker, producer_id: int, producer_epoch: int, committed: bool):
+    def __init__(self, broker: Any, producer_id: int, producer_epoch: int, committed: bool) -> None:
         self.broker = broker
         self.producer_id = producer_id
         self.producer_epoch = producer_epoch
         self.committed = committed
         self.results: dict[tuple[str, int], int] = {}
-        self.entries: list = []
-        self.waiting = None
+        # (topic, index, marker batch, result) of each append under way
+        self.entries: list[tuple[str, int, bytearray, AppendResult]] = []
+        self.waiting: Awaitable[object] | None = None
 
     def finish(self) -> dict[tuple[str, int], int]:
         """Each partition's error code, once ``waiting`` is done; a written
@@ -90,13 +96,13 @@ class MarkerWrite:
 
 
 def start_markers(
-    broker,
+    broker: Any,
     producer_id: int,
     producer_epoch: int,
     committed: bool,
     coordinator_epoch: int,
     transaction_version: int,
-    partitions,
+    partitions: Iterable[tuple[str, int]],
 ) -> MarkerWrite:
     """Append the marker to each of ``partitions`` ((topic, index) this
     broker should lead), acks=-1; see MarkerWrite."""
@@ -126,13 +132,13 @@ def start_markers(
 
 
 async def write_markers(
-    broker,
+    broker: Any,
     producer_id: int,
     producer_epoch: int,
     committed: bool,
     coordinator_epoch: int,
     transaction_version: int,
-    partitions,
+    partitions: Iterable[tuple[str, int]],
 ) -> dict[tuple[str, int], int]:
     """Append the marker to each of ``partitions`` ((topic, index) this
     broker should lead); the error code of each once replicated (or not)."""
@@ -150,11 +156,13 @@ async def write_markers(
     return write.finish()
 
 
-async def handle_write_txn_markers(ctx: RequestContext, request):
+async def handle_write_txn_markers(
+    ctx: RequestContext, request: WriteTxnMarkersRequest
+) -> WriteTxnMarkersResponse:
     version = ctx.api_version
     # Only brokers (CLUSTER_ACTION) write markers: the whole request fails.
     ctx.authorize_cluster(ACL_OPERATION_CLUSTER_ACTION)
-    answers = []
+    answers: list[WriteTxnMarkersResponse.WritableTxnMarkerResult] = []
     for marker in request.markers:
         partitions = [
             (topic.name, index) for topic in marker.topics for index in topic.partition_indexes
@@ -172,7 +180,11 @@ async def handle_write_txn_markers(ctx: RequestContext, request):
     return WriteTxnMarkersResponse(markers=answers)
 
 
-def _marker_result(producer_id: int, topics, results: dict[tuple[str, int], int]):
+def _marker_result(
+    producer_id: int,
+    topics: list[WriteTxnMarkersRequest.WritableTxnMarkerTopic],
+    results: dict[tuple[str, int], int],
+) -> WriteTxnMarkersResponse.WritableTxnMarkerResult:
     R = WriteTxnMarkersResponse
     return R.WritableTxnMarkerResult(
         producer_id=producer_id,
@@ -191,7 +203,9 @@ def _marker_result(producer_id: int, topics, results: dict[tuple[str, int], int]
     )
 
 
-def _error_response(ctx, request, error):
+def _error_response(
+    ctx: RequestContext, request: WriteTxnMarkersRequest, error: E.KafkaError
+) -> WriteTxnMarkersResponse:
     return WriteTxnMarkersResponse(
         markers=[
             _marker_result(
@@ -208,5 +222,5 @@ def _error_response(ctx, request, error):
     )
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(WRITE_TXN_MARKERS, handle_write_txn_markers, error_response=_error_response)
