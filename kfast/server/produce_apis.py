@@ -15,12 +15,13 @@ metadata.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import struct
+from collections.abc import Awaitable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from kfast.controller.topics import INTERNAL_TOPICS
-from kfast.protocol import ProduceResponse, api_keys, errors
+from kfast.protocol import ProduceRequest, ProduceResponse, api_keys, errors
 from kfast.protocol.constants import (
     ACL_OPERATION_WRITE,
     ACL_RESOURCE_TOPIC,
@@ -28,9 +29,12 @@ from kfast.protocol.constants import (
 )
 from kfast.records import peek_magic
 from kfast.server import leader_hints, transaction_verification
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.server.quota import throttle_response
-from kfast.server.transaction_verification import start_verification
+from kfast.server.transaction_verification import TransactionalWrite, start_verification
+
+if TYPE_CHECKING:
+    from kfast.protocol import RequestRecords
 
 # Kafka lets only its admin tooling write to internal topics directly.
 ADMIN_CLIENT_ID = "__admin_client"
@@ -46,8 +50,13 @@ _BATCH_LENGTH = struct.Struct(">i")
 _BATCH_LENGTH_OFFSET = 8
 _BATCH_LENGTH_END = 12
 
+# (topic, partition, v2 records, the partition's response) of one append
+_Entry: TypeAlias = "tuple[str, int, RequestRecords, ProduceResponse.PartitionProduceResponse]"
+# What ReplicaManager.append_records returns: None, or what acks=-1 awaits
+_Waiting: TypeAlias = "Awaitable[object] | None"
 
-def _check_records(version: int, records):
+
+def _check_records(version: int, records: RequestRecords | None) -> RequestRecords:
     """Kafka's ProduceRequest.validateRecords plus the legacy conversion;
     returns the v2 bytes to append."""
     if records is None or len(records) == 0:
@@ -88,14 +97,16 @@ def _check_records(version: int, records):
         raise errors.CorruptRecordException(f"Invalid legacy message set: {exc}") from exc
 
 
-def handle_produce(ctx: RequestContext, request):
+def handle_produce(
+    ctx: RequestContext, request: ProduceRequest
+) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
     broker = ctx.broker
     replica_manager = broker.replica_manager
     log_manager = broker.log_manager
     version = ctx.api_version
     by_id = version >= 13
-    responses = []
-    entries = []
+    responses: list[ProduceResponse.TopicProduceResponse] = []
+    entries: list[_Entry] = []
     failed = False
     # Kafka refuses a transactional producer without WRITE on its id, then
     # each topic it may not WRITE to.
@@ -143,10 +154,10 @@ def handle_produce(ctx: RequestContext, request):
                 failed = True
                 continue
             entries.append((name, data.index, records, response))
-    guards = None
+    guards: dict[tuple[str, int], object] | None = None
     if broker.config["transaction.partition.verification.enable"]:
         guards = {}
-        write = None
+        write: TransactionalWrite | None = None
         if request.transactional_id is not None:
             try:
                 # Produce v12+ (transaction version 2): the coordinator adds
@@ -163,16 +174,25 @@ def handle_produce(ctx: RequestContext, request):
             return _verify_then_append(ctx, request, responses, entries, failed, write)
     # Appends happen now, before any await: a producer's pipelined requests
     # reach the log in request order.
-    waiting = replica_manager.append_records(
+    waiting: _Waiting = replica_manager.append_records(
         request.timeout_ms, request.acks, entries, verification_guards=guards
     )
     return _answer(ctx, request, responses, entries, failed, waiting)
 
 
-async def _verify_then_append(ctx, request, responses, entries, failed, write):
+async def _verify_then_append(
+    ctx: RequestContext,
+    request: ProduceRequest,
+    responses: list[ProduceResponse.TopicProduceResponse],
+    entries: list[_Entry],
+    failed: bool,
+    write: TransactionalWrite,
+) -> ProduceResponse | None:
     broker = ctx.broker
-    verified = await broker.add_partitions_to_txn_manager.verify(request.transactional_id, write)
-    appending = []
+    verified: dict[tuple[str, int], int] = await broker.add_partitions_to_txn_manager.verify(
+        request.transactional_id, write
+    )
+    appending: list[_Entry] = []
     for entry in entries:
         code = verified.get((entry[0], entry[1]), 0)
         if code:
@@ -183,14 +203,23 @@ async def _verify_then_append(ctx, request, responses, entries, failed, write):
             failed = True
         else:
             appending.append(entry)
-    waiting = broker.replica_manager.append_records(
+    waiting: _Waiting = broker.replica_manager.append_records(
         request.timeout_ms, request.acks, appending, verification_guards=write.guards
     )
     body = _answer(ctx, request, responses, entries, failed, waiting)
-    return await body if asyncio.iscoroutine(body) else body
+    if body is None or isinstance(body, ProduceResponse):
+        return body
+    return await body
 
 
-def _answer(ctx, request, responses, entries, failed, waiting):
+def _answer(
+    ctx: RequestContext,
+    request: ProduceRequest,
+    responses: list[ProduceResponse.TopicProduceResponse],
+    entries: list[_Entry],
+    failed: bool,
+    waiting: _Waiting,
+) -> ProduceResponse | Coroutine[Any, Any, ProduceResponse] | None:
     """The response once the appends are done (``waiting``: acks=-1 still
     to come), or None for acks=0 (a failed partition closes the connection).
     The request's bytes count against the producer's byte-rate quota."""
@@ -212,12 +241,14 @@ def _answer(ctx, request, responses, entries, failed, waiting):
     return _await_acks(ctx, waiting, body)
 
 
-async def _await_acks(ctx, waiting, body):
+async def _await_acks(
+    ctx: RequestContext, waiting: Awaitable[object], body: ProduceResponse
+) -> ProduceResponse:
     await waiting
     return _with_leader_hints(ctx, body)
 
 
-def _with_leader_hints(ctx: RequestContext, body):
+def _with_leader_hints(ctx: RequestContext, body: ProduceResponse) -> ProduceResponse:
     """Produce v10+: NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951)."""
     if ctx.api_version >= 10:
         replica_manager = ctx.broker.replica_manager
@@ -237,5 +268,5 @@ def _with_leader_hints(ctx: RequestContext, body):
     return body
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(api_keys.PRODUCE, handle_produce)
