@@ -8,12 +8,19 @@ from __future__ import annotations
 import bisect
 import os
 import shutil
+from collections.abc import Awaitable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from kfast.protocol import (
+    AlterReplicaLogDirsRequest,
     AlterReplicaLogDirsResponse,
+    DeleteRecordsRequest,
     DeleteRecordsResponse,
+    DescribeLogDirsRequest,
     DescribeLogDirsResponse,
+    ListOffsetsRequest,
     ListOffsetsResponse,
+    OffsetForLeaderEpochRequest,
     OffsetForLeaderEpochResponse,
     api_keys,
     errors,
@@ -32,9 +39,12 @@ from kfast.protocol.constants import (
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
 )
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.server.partition import READ_COMMITTED
 from kfast.server.replica_manager import error_of
+
+if TYPE_CHECKING:
+    from kfast.storage.log import Log
 
 LIST_OFFSETS = api_keys.BY_NAME["ListOffsets"].key
 OFFSET_FOR_LEADER_EPOCH = api_keys.BY_NAME["OffsetForLeaderEpoch"].key
@@ -43,7 +53,7 @@ DESCRIBE_LOG_DIRS = api_keys.BY_NAME["DescribeLogDirs"].key
 ALTER_REPLICA_LOG_DIRS = api_keys.BY_NAME["AlterReplicaLogDirs"].key
 
 
-def _epoch_for_offset(log, offset: int) -> int:
+def _epoch_for_offset(log: Log, offset: int) -> int:
     """The leader epoch that wrote ``offset`` (-1 if unknown)."""
     entries = log.leader_epoch_cache.entries
     starts = [e.start_offset for e in entries]
@@ -51,7 +61,13 @@ def _epoch_for_offset(log, offset: int) -> int:
     return entries[i - 1].epoch if i else -1
 
 
-def _list_offset(ctx: RequestContext, request, topic: str, p):
+def _list_offset(
+    ctx: RequestContext,
+    request: ListOffsetsRequest,
+    topic: str,
+    p: ListOffsetsRequest.ListOffsetsPartition,
+) -> tuple[int, int, int]:
+    """(timestamp, offset, leader epoch) of the partition's answer."""
     partition = ctx.broker.replica_manager.leader_partition_or_raise(topic, p.partition_index)
     log = partition.leader_log_or_raise(p.current_leader_epoch if ctx.api_version >= 4 else -1)
     isolation = request.isolation_level if ctx.api_version >= 2 else 0
@@ -92,11 +108,11 @@ def _list_offset(ctx: RequestContext, request, topic: str, p):
     return ts, offset, _epoch_for_offset(log, offset)
 
 
-def handle_list_offsets(ctx: RequestContext, request):
+def handle_list_offsets(ctx: RequestContext, request: ListOffsetsRequest) -> ListOffsetsResponse:
     version = ctx.api_version
-    topics = []
+    topics: list[ListOffsetsResponse.ListOffsetsTopicResponse] = []
     for topic in request.topics:
-        partitions = []
+        partitions: list[ListOffsetsResponse.ListOffsetsPartitionResponse] = []
         describable = ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, topic.name)
         for p in topic.partitions:
             out = ListOffsetsResponse.ListOffsetsPartitionResponse(
@@ -135,7 +151,9 @@ def handle_list_offsets(ctx: RequestContext, request):
     return ListOffsetsResponse(topics=topics)
 
 
-def handle_offset_for_leader_epoch(ctx: RequestContext, request):
+def handle_offset_for_leader_epoch(
+    ctx: RequestContext, request: OffsetForLeaderEpochRequest
+) -> OffsetForLeaderEpochResponse:
     replica_manager = ctx.broker.replica_manager
     # Replicas need CLUSTER_ACTION; consumers (KIP-320) DESCRIBE on the topic.
     replica = ctx.authorize(
@@ -144,9 +162,9 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request):
         CLUSTER_RESOURCE_NAME,
         audit_denied=False,  # consumers are expected to lack it
     )
-    topics = []
+    topics: list[OffsetForLeaderEpochResponse.OffsetForLeaderTopicResult] = []
     for topic in request.topics:
-        results = []
+        results: list[OffsetForLeaderEpochResponse.EpochEndOffset] = []
         describable = replica or ctx.authorize(
             ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, topic.topic
         )
@@ -173,11 +191,14 @@ def handle_offset_for_leader_epoch(ctx: RequestContext, request):
     return OffsetForLeaderEpochResponse(topics=topics)
 
 
-def handle_delete_records(ctx: RequestContext, request):
-    topics = []
-    entries = []
+def handle_delete_records(
+    ctx: RequestContext, request: DeleteRecordsRequest
+) -> DeleteRecordsResponse | Coroutine[Any, Any, DeleteRecordsResponse]:
+    topics: list[DeleteRecordsResponse.DeleteRecordsTopicResult] = []
+    # (topic, partition, offset to delete before, the partition's result)
+    entries: list[tuple[str, int, int, DeleteRecordsResponse.DeleteRecordsPartitionResult]] = []
     for topic in request.topics:
-        results = []
+        results: list[DeleteRecordsResponse.DeleteRecordsPartitionResult] = []
         deletable = ctx.authorize(ACL_OPERATION_DELETE, ACL_RESOURCE_TOPIC, topic.name)
         for p in topic.partitions:
             result = DeleteRecordsResponse.DeleteRecordsPartitionResult(
@@ -192,18 +213,22 @@ def handle_delete_records(ctx: RequestContext, request):
             DeleteRecordsResponse.DeleteRecordsTopicResult(name=topic.name, partitions=results)
         )
     body = DeleteRecordsResponse(topics=topics)
-    waiting = ctx.broker.replica_manager.delete_records(request.timeout_ms, entries)
+    waiting: Awaitable[object] | None = ctx.broker.replica_manager.delete_records(
+        request.timeout_ms, entries
+    )
     if waiting is None:
         return body
 
-    async def answer():
+    async def answer() -> DeleteRecordsResponse:
         await waiting
         return body
 
     return answer()
 
 
-def handle_describe_log_dirs(ctx: RequestContext, request):
+def handle_describe_log_dirs(
+    ctx: RequestContext, request: DescribeLogDirsRequest
+) -> DescribeLogDirsResponse:
     log_manager = ctx.broker.log_manager
     if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME):
         # v3+ says why; older versions get an empty list, as from Kafka.
@@ -211,10 +236,10 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
             error_code=errors.ClusterAuthorizationException.code if ctx.api_version >= 3 else 0,
             results=[],
         )
-    wanted = None
+    wanted: set[tuple[str, int]] | None = None
     if request.topics is not None:
         wanted = {(t.topic, p) for t in request.topics for p in t.partitions}
-    results = []
+    results: list[DescribeLogDirsResponse.DescribeLogDirsResult] = []
     live = log_manager.live_log_dirs
     for log_dir in log_manager.log_dirs:
         if log_dir not in live:
@@ -224,9 +249,9 @@ def handle_describe_log_dirs(ctx: RequestContext, request):
                 )
             )
             continue
-        by_topic: dict[str, list] = {}
+        by_topic: dict[str, list[DescribeLogDirsResponse.DescribeLogDirsPartition]] = {}
 
-        def add(log, offset_lag: int, is_future: bool) -> None:
+        def add(log: Log, offset_lag: int, is_future: bool) -> None:
             by_topic.setdefault(log.topic, []).append(  # noqa: B023 -- called within this iteration
                 DescribeLogDirsResponse.DescribeLogDirsPartition(
                     partition_index=log.partition,
@@ -303,10 +328,12 @@ def _alter_replica_log_dir(ctx: RequestContext, topic: str, index: int, log_dir:
         moves.start(partition, log_dir)
 
 
-def handle_alter_replica_log_dirs(ctx: RequestContext, request):
+def handle_alter_replica_log_dirs(
+    ctx: RequestContext, request: AlterReplicaLogDirsRequest
+) -> AlterReplicaLogDirsResponse:
     Result = AlterReplicaLogDirsResponse.AlterReplicaLogDirTopicResult
     PartitionResult = AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list[AlterReplicaLogDirsResponse.AlterReplicaLogDirPartitionResult]] = {}
     # Kafka: ALTER on the cluster, else every partition is refused.
     allowed = ctx.authorize(ACL_OPERATION_ALTER, ACL_RESOURCE_CLUSTER, CLUSTER_RESOURCE_NAME)
     for entry in request.dirs:
@@ -328,7 +355,7 @@ def handle_alter_replica_log_dirs(ctx: RequestContext, request):
     )
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(LIST_OFFSETS, handle_list_offsets)
     apis.register(OFFSET_FOR_LEADER_EPOCH, handle_offset_for_leader_epoch)
     apis.register(DELETE_RECORDS, handle_delete_records)
