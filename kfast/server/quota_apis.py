@@ -23,7 +23,9 @@ null).
 from __future__ import annotations
 
 from kfast.protocol import (
+    AlterClientQuotasRequest,
     AlterClientQuotasResponse,
+    DescribeClientQuotasRequest,
     DescribeClientQuotasResponse,
     api_keys,
     errors,
@@ -38,7 +40,7 @@ from kfast.protocol.constants import (
     QUOTA_MATCH_EXACT,
     QUOTA_MATCH_SPECIFIED,
 )
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 
 ALTER_CLIENT_QUOTAS = api_keys.BY_NAME["AlterClientQuotas"].key
 DESCRIBE_CLIENT_QUOTAS = api_keys.BY_NAME["DescribeClientQuotas"].key
@@ -46,10 +48,12 @@ _ENTITY_TYPES = (QUOTA_ENTITY_USER, QUOTA_ENTITY_CLIENT_ID, QUOTA_ENTITY_IP)
 
 
 # -- DescribeClientQuotas ---------------------------------------------------------------
-def _parse_filter(components) -> tuple[dict, set]:
+def _parse_filter(
+    components: list[DescribeClientQuotasRequest.ComponentData],
+) -> tuple[dict[str, str | None], set[str]]:
     """(exact: {type: name or None}, specified: {type}) of a request's filter."""
-    exact: dict = {}
-    specified: set = set()
+    exact: dict[str, str | None] = {}
+    specified: set[str] = set()
     for c in components:
         if not c.entity_type:
             raise errors.InvalidRequestException("Invalid empty entity type.")
@@ -88,7 +92,12 @@ def _parse_filter(components) -> tuple[dict, set]:
     return exact, specified
 
 
-def matches(entity: dict, exact: dict, specified: set, strict: bool) -> bool:
+def matches(
+    entity: dict[str, str | None],
+    exact: dict[str, str | None],
+    specified: set[str],
+    strict: bool,
+) -> bool:
     """Kafka's ClientQuotasImage.matches: ``entity`` is {type: name or None}."""
     if strict and len(entity) != len(exact) + len(specified):
         return False
@@ -98,11 +107,13 @@ def matches(entity: dict, exact: dict, specified: set, strict: bool) -> bool:
     return all(entity_type in entity for entity_type in specified)
 
 
-def handle_describe_client_quotas(ctx: RequestContext, request):
+def handle_describe_client_quotas(
+    ctx: RequestContext, request: DescribeClientQuotasRequest
+) -> DescribeClientQuotasResponse:
     ctx.authorize_cluster(ACL_OPERATION_DESCRIBE_CONFIGS)
     exact, specified = _parse_filter(request.components)
     Entry = DescribeClientQuotasResponse.EntryData
-    entries = []
+    entries: list[DescribeClientQuotasResponse.EntryData] = []
     for entity, values in ctx.broker.metadata_image.client_quotas.items():
         if matches(dict(entity), exact, specified, request.strict):
             entries.append(
@@ -120,14 +131,18 @@ def handle_describe_client_quotas(ctx: RequestContext, request):
     return DescribeClientQuotasResponse(error_code=0, error_message=None, entries=entries)
 
 
-def _describe_error(ctx, request, error: errors.KafkaError):
+def _describe_error(
+    ctx: RequestContext, request: DescribeClientQuotasRequest, error: errors.KafkaError
+) -> DescribeClientQuotasResponse:
     return DescribeClientQuotasResponse(
         error_code=error.code, error_message=str(error) or None, entries=None
     )
 
 
 # -- AlterClientQuotas --------------------------------------------------------------------
-async def handle_alter_client_quotas(ctx: RequestContext, request):
+async def handle_alter_client_quotas(
+    ctx: RequestContext, request: AlterClientQuotasRequest
+) -> AlterClientQuotasResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER_CONFIGS)
     alterations = [
         (
@@ -136,11 +151,15 @@ async def handle_alter_client_quotas(ctx: RequestContext, request):
         )
         for entry in request.entries
     ]
-    results = await ctx.broker.controller.alter_client_quotas(alterations, request.validate_only)
+    results: list[errors.KafkaError | None] = await ctx.broker.controller.alter_client_quotas(
+        alterations, request.validate_only
+    )
     return _alter_response(request, results)
 
 
-def _alter_response(request, results):
+def _alter_response(
+    request: AlterClientQuotasRequest, results: list[errors.KafkaError | None]
+) -> AlterClientQuotasResponse:
     Entry = AlterClientQuotasResponse.EntryData
     return AlterClientQuotasResponse(
         entries=[
@@ -159,11 +178,13 @@ def _alter_response(request, results):
     )
 
 
-def _alter_error(ctx, request, error: errors.KafkaError):
+def _alter_error(
+    ctx: RequestContext, request: AlterClientQuotasRequest, error: errors.KafkaError
+) -> AlterClientQuotasResponse:
     return _alter_response(request, [error] * len(request.entries))
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(
         DESCRIBE_CLIENT_QUOTAS, handle_describe_client_quotas, error_response=_describe_error
     )
