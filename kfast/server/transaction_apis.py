@@ -29,14 +29,22 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from kfast.coordinator.transaction.metadata import TV_0, TV_2
 from kfast.protocol import (
+    AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
+    AddPartitionsToTxnRequest,
     AddPartitionsToTxnResponse,
+    DescribeTransactionsRequest,
     DescribeTransactionsResponse,
+    EndTxnRequest,
     EndTxnResponse,
+    InitProducerIdRequest,
     InitProducerIdResponse,
+    ListTransactionsRequest,
     ListTransactionsResponse,
     api_keys,
 )
@@ -52,7 +60,11 @@ from kfast.protocol.constants import (
     ACL_RESOURCE_TRANSACTIONAL_ID,
 )
 from kfast.server import producer_id_apis
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
+
+if TYPE_CHECKING:
+    from kfast.coordinator.transaction.results import CoordinatorResult
+    from kfast.coordinator.transaction.runtime import TransactionCoordinatorRuntime
 
 _FENCED = E.ProducerFencedException.code
 _INVALID_EPOCH = E.InvalidProducerEpochException.code
@@ -67,12 +79,13 @@ def _fenced_below(version: int, first: int, code: int) -> int:
     return _INVALID_EPOCH if code == _FENCED and version < first else code
 
 
-def _run(runtime, result) -> asyncio.Future:
+def _run(runtime: TransactionCoordinatorRuntime, result: CoordinatorResult) -> asyncio.Future[Any]:
     """The answer of a CoordinatorResult (after its appends, if it waits
-    for them)."""
-    future = asyncio.get_running_loop().create_future()
+    for them): its ``response``, of the type the coordinator's handler
+    gives (CoordinatorResult.response is Any)."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
-    def reply(response) -> None:
+    def reply(response: Any) -> None:
         if not future.done():
             future.set_result(response)
 
@@ -81,7 +94,9 @@ def _run(runtime, result) -> asyncio.Future:
 
 
 # -- InitProducerId ------------------------------------------------------------------------
-async def handle_init_producer_id(ctx: RequestContext, request):
+async def handle_init_producer_id(
+    ctx: RequestContext, request: InitProducerIdRequest
+) -> InitProducerIdResponse:
     transactional_id = request.transactional_id
     if transactional_id is None:
         return await producer_id_apis.handle_init_producer_id(ctx, request)
@@ -127,7 +142,7 @@ def _may_write(ctx: RequestContext, transactional_id: str) -> bool:
     return ctx.authorize(ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID, transactional_id or "")
 
 
-def _init_error(code: int):
+def _init_error(code: int) -> InitProducerIdResponse:
     return InitProducerIdResponse(error_code=code, producer_id=-1, producer_epoch=-1)
 
 
@@ -135,8 +150,10 @@ def _init_error(code: int):
 R = AddPartitionsToTxnResponse
 
 
-def _topic_results(errors_by_partition: dict[tuple[str, int], int]) -> list:
-    by_topic: dict[str, list] = {}
+def _topic_results(
+    errors_by_partition: dict[tuple[str, int], int],
+) -> list[AddPartitionsToTxnResponse.AddPartitionsToTxnTopicResult]:
+    by_topic: dict[str, list[AddPartitionsToTxnResponse.AddPartitionsToTxnPartitionResult]] = {}
     for (topic, index), code in errors_by_partition.items():
         by_topic.setdefault(topic, []).append(
             R.AddPartitionsToTxnPartitionResult(partition_index=index, partition_error_code=code)
@@ -147,7 +164,9 @@ def _topic_results(errors_by_partition: dict[tuple[str, int], int]) -> list:
     ]
 
 
-def _missing_partitions(ctx: RequestContext, partitions) -> dict[tuple[str, int], int] | None:
+def _missing_partitions(
+    ctx: RequestContext, partitions: list[tuple[str, int]]
+) -> dict[tuple[str, int], int] | None:
     """Kafka fails the whole request when a partition is not in the
     metadata: UNKNOWN_TOPIC_OR_PARTITION for those, OPERATION_NOT_ATTEMPTED
     for the others. None when every partition exists."""
@@ -168,7 +187,7 @@ async def _add_partitions(
     transactional_id: str,
     producer_id: int,
     producer_epoch: int,
-    partitions: list,
+    partitions: list[tuple[str, int]],
     verify_only: bool,
     client_transaction_version: int,
 ) -> dict[tuple[str, int], int]:
@@ -194,9 +213,10 @@ async def _add_partitions(
         return dict.fromkeys(partitions, code)
     coordinator = runtime.coordinator
     if verify_only:
-        return coordinator.handle_verify_partitions(
+        verified: dict[tuple[str, int], int] = coordinator.handle_verify_partitions(
             transactional_id, producer_id, producer_epoch, partitions
         )
+        return verified
     code = await _run(
         runtime,
         coordinator.handle_add_partitions(
@@ -211,14 +231,18 @@ async def _add_partitions(
     return dict.fromkeys(partitions, code)
 
 
-def _partitions_of(topics) -> list[tuple[str, int]]:
+def _partitions_of(
+    topics: Iterable[AddPartitionsToTxnRequest.AddPartitionsToTxnTopic],
+) -> list[tuple[str, int]]:
     # dict.fromkeys: a partition named twice is one partition, in order.
     return list(
         dict.fromkeys((topic.name, index) for topic in topics for index in topic.partitions)
     )
 
 
-async def handle_add_partitions_to_txn(ctx: RequestContext, request):
+async def handle_add_partitions_to_txn(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest
+) -> AddPartitionsToTxnResponse:
     version = ctx.api_version
     if version < 4:
         results = await _add_partitions(
@@ -262,7 +286,9 @@ async def handle_add_partitions_to_txn(ctx: RequestContext, request):
     )
 
 
-def _add_partitions_error(ctx, request, error):
+def _add_partitions_error(
+    ctx: RequestContext, request: AddPartitionsToTxnRequest, error: E.KafkaError
+) -> AddPartitionsToTxnResponse:
     if ctx.api_version < 4:
         return R(
             throttle_time_ms=0,
@@ -274,7 +300,9 @@ def _add_partitions_error(ctx, request, error):
 
 
 # -- AddOffsetsToTxn -----------------------------------------------------------------------
-async def handle_add_offsets_to_txn(ctx: RequestContext, request):
+async def handle_add_offsets_to_txn(
+    ctx: RequestContext, request: AddOffsetsToTxnRequest
+) -> AddOffsetsToTxnResponse:
     runtime = ctx.broker.transaction_coordinator
     transactional_id = request.transactional_id
     if not _may_write(ctx, transactional_id):
@@ -300,7 +328,7 @@ async def handle_add_offsets_to_txn(ctx: RequestContext, request):
 
 
 # -- EndTxn --------------------------------------------------------------------------------
-async def handle_end_txn(ctx: RequestContext, request):
+async def handle_end_txn(ctx: RequestContext, request: EndTxnRequest) -> EndTxnResponse:
     version = ctx.api_version
     runtime = ctx.broker.transaction_coordinator
     transactional_id = request.transactional_id
@@ -333,9 +361,11 @@ async def handle_end_txn(ctx: RequestContext, request):
 
 
 # -- DescribeTransactions / ListTransactions ----------------------------------------------
-def handle_describe_transactions(ctx: RequestContext, request):
+def handle_describe_transactions(
+    ctx: RequestContext, request: DescribeTransactionsRequest
+) -> DescribeTransactionsResponse:
     runtime = ctx.broker.transaction_coordinator
-    states = []
+    states: list[DescribeTransactionsResponse.TransactionState] = []
     for transactional_id in request.transactional_ids:
         code = runtime.check_coordinator(transactional_id) if transactional_id else 0
         if not ctx.authorize(
@@ -349,6 +379,7 @@ def handle_describe_transactions(ctx: RequestContext, request):
                 )
             )
             continue
+        state: DescribeTransactionsResponse.TransactionState
         state = runtime.coordinator.handle_describe_transactions(transactional_id)
         # Only the partitions of topics the principal may describe (Kafka's
         # handleDescribeTransactionsRequest).
@@ -361,12 +392,14 @@ def handle_describe_transactions(ctx: RequestContext, request):
     return DescribeTransactionsResponse(throttle_time_ms=0, transaction_states=states)
 
 
-def handle_list_transactions(ctx: RequestContext, request):
+def handle_list_transactions(
+    ctx: RequestContext, request: ListTransactionsRequest
+) -> ListTransactionsResponse:
     runtime = ctx.broker.transaction_coordinator
     # Every partition this broker leads, loaded before it is listed.
     runtime.load_all()
     version = ctx.api_version
-    response = runtime.coordinator.handle_list_transactions(
+    response: ListTransactionsResponse = runtime.coordinator.handle_list_transactions(
         request.state_filters,
         request.producer_id_filters,
         request.duration_filter if version >= 1 else -1,
@@ -383,7 +416,7 @@ def handle_list_transactions(ctx: RequestContext, request):
     return response
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     key = api_keys.BY_NAME
     # Over producer_id_apis' handler, which keeps the idempotent producers.
     apis.register(
