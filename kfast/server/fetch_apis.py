@@ -13,8 +13,11 @@ bytes, as Kafka does).
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Coroutine, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
+from uuid import UUID
 
-from kfast.protocol import FetchResponse, api_keys, errors
+from kfast.protocol import FetchRequest, FetchResponse, api_keys, errors
 from kfast.protocol.constants import (
     ACL_OPERATION_CLUSTER_ACTION,
     ACL_OPERATION_READ,
@@ -25,14 +28,22 @@ from kfast.protocol.constants import (
     ZERO_UUID,
 )
 from kfast.server import leader_hints
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.server.fetch_session import (
     CachedPartition,
+    FetchContext,
     FullFetchContext,
     IncrementalFetchContext,
 )
 from kfast.server.quota import throttle_response
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
+
+if TYPE_CHECKING:
+    from kfast.protocol import ResponseRecords
+    from kfast.server.delayed_fetch import FetchResults
+    from kfast.server.quota import ClientQuotaManager
+    from kfast.server.replica_manager import ReplicaManager
+    from kfast.server.replication_quota import ReplicationQuotaManager
 
 logger = logging.getLogger(__name__)
 
@@ -42,9 +53,13 @@ _AbortedTransaction = FetchResponse.AbortedTransaction
 _EpochEndOffset = FetchResponse.EpochEndOffset
 _MAX_DECOMPRESSED = 64 * 1024 * 1024
 _LEADER_MOVED = (errors.NotLeaderOrFollowerException.code, errors.FencedLeaderEpochException.code)
+# (topic id, partition) of a topic id no topic has
+_UnknownId: TypeAlias = "tuple[UUID, int]"
+# (topic, topic id, partition) the principal may not READ
+_Denied: TypeAlias = "tuple[str, UUID, int]"
 
 
-def _down_convert(region, version: int):
+def _down_convert(region: ResponseRecords, version: int) -> bytes:
     """Fetch v0-v1 read magic 0, v2-v3 magic 1 (KIP-31/32)."""
     from kfast._ext.legacy import convert_v2_to_message_set
     from kfast.records import complete_batches_size
@@ -59,7 +74,9 @@ def _down_convert(region, version: int):
     )
 
 
-def handle_fetch(ctx: RequestContext, request):
+def handle_fetch(
+    ctx: RequestContext, request: FetchRequest
+) -> FetchResponse | Coroutine[Any, Any, FetchResponse]:
     broker = ctx.broker
     replica_manager = broker.replica_manager
     version = ctx.api_version
@@ -68,8 +85,8 @@ def handle_fetch(ctx: RequestContext, request):
         return handle_follower_fetch(ctx, request, replica_id)
     by_id = version >= 13
     partitions: list[CachedPartition] = []
-    unknown_ids: list[tuple] = []  # (topic_id, partition) answered UNKNOWN_TOPIC_ID
-    denied: list[tuple] = []  # (topic, topic_id, partition): no READ on the topic
+    unknown_ids: list[_UnknownId] = []  # answered UNKNOWN_TOPIC_ID
+    denied: list[_Denied] = []  # no READ on the topic
     for topic in request.topics:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
         readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, name)
@@ -91,12 +108,12 @@ def handle_fetch(ctx: RequestContext, request):
                     p.log_start_offset,
                 )
             )
-    forgotten = []
+    forgotten: list[tuple[str, int]] = []
     for topic in request.forgotten_topics_data:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
         if name is not None:
             forgotten.extend((name, p) for p in topic.partitions)
-    context = broker.fetch_session_cache.new_context(
+    context: FetchContext = broker.fetch_session_cache.new_context(
         request.session_id, request.session_epoch, partitions, forgotten, sessionless=version < 7
     )
     if context.error_code:
@@ -127,19 +144,23 @@ def handle_fetch(ctx: RequestContext, request):
     ]
     if unknown_ids or denied:
         params = params._replace(max_wait_ms=0)  # an error to report: answer now
-    results = replica_manager.fetch_messages(params, requests)
+    results: FetchResults | Awaitable[FetchResults] = replica_manager.fetch_messages(
+        params, requests
+    )
     if isinstance(results, list):
         return _response(ctx, context, cached, results, unknown_ids, denied)
     return _await_response(ctx, results, context, cached, unknown_ids, denied)
 
 
-def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
+def handle_follower_fetch(
+    ctx: RequestContext, request: FetchRequest, replica_id: int
+) -> FetchResponse | Coroutine[Any, Any, FetchResponse]:
     """A follower's fetch (Kafka's replica fetcher protocol): sessionless
     (kfast's fetchers send full requests; a session id is ignored), read up
     to each log end offset, last_fetched_epoch checked for divergence, and
     the fetch offsets recorded as the follower's progress. The record bytes
     of partitions the leader quota throttles count against it."""
-    replica_manager = ctx.broker.replica_manager
+    replica_manager: ReplicaManager = ctx.broker.replica_manager
     version = ctx.api_version
     if version < 12:
         # Without last_fetched_epoch a follower could not learn where its log
@@ -166,8 +187,8 @@ def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
             ),
         )
     requests: list[PartitionFetchRequest] = []
-    named: list[tuple] = []  # (topic, topic_id) per request
-    unknown_ids: list[tuple] = []
+    named: list[tuple[str, UUID | None]] = []  # (topic, topic_id) per request
+    unknown_ids: list[_UnknownId] = []
     for topic in request.topics:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
         for p in topic.partitions:
@@ -192,17 +213,24 @@ def handle_follower_fetch(ctx: RequestContext, request, replica_id: int):
         isolation_level=0,
         replica_id=replica_id,
     )
-    results = replica_manager.fetch_messages(params, requests)
+    results: FetchResults | Awaitable[FetchResults] = replica_manager.fetch_messages(
+        params, requests
+    )
     if isinstance(results, list):
         return _follower_response(named, results, unknown_ids, replica_manager)
     return _await_follower_response(named, results, unknown_ids, replica_manager)
 
 
-async def _await_follower_response(named, waiting, unknown_ids, replica_manager):
+async def _await_follower_response(
+    named: list[tuple[str, UUID | None]],
+    waiting: Awaitable[FetchResults],
+    unknown_ids: list[_UnknownId],
+    replica_manager: ReplicaManager,
+) -> FetchResponse:
     return _follower_response(named, await waiting, unknown_ids, replica_manager)
 
 
-def _record_throttled(quota, results: list) -> None:
+def _record_throttled(quota: ReplicationQuotaManager, results: FetchResults) -> None:
     """Count what this response sends for throttled partitions, to in-sync
     followers too (Kafka's sizeOfThrottledPartitions; kfast counts the
     record bytes, which are all but a few dozen bytes per partition)."""
@@ -213,10 +241,15 @@ def _record_throttled(quota, results: list) -> None:
         quota.record(throttled)
 
 
-def _follower_response(named: list, results: list, unknown_ids: list, replica_manager):
+def _follower_response(
+    named: list[tuple[str, UUID | None]],
+    results: FetchResults,
+    unknown_ids: list[_UnknownId],
+    replica_manager: ReplicaManager,
+) -> FetchResponse:
     _record_throttled(replica_manager.leader_quota, results)
-    responses: list = []
-    current = None
+    responses: list[FetchResponse.FetchableTopicResponse] = []
+    current: FetchResponse.FetchableTopicResponse | None = None
     replicated = 0
     for (name, topic_id), (request, data) in zip(named, results):
         replicated += data.size
@@ -241,7 +274,9 @@ def _follower_response(named: list, results: list, unknown_ids: list, replica_ma
     return FetchResponse(error_code=0, session_id=0, responses=responses)
 
 
-def _unknown_topic_ids(unknown_ids: list) -> list:
+def _unknown_topic_ids(
+    unknown_ids: list[_UnknownId],
+) -> list[FetchResponse.FetchableTopicResponse]:
     """UNKNOWN_TOPIC_ID for each (topic id, partition) no topic has."""
     return [
         _TopicResponse(
@@ -259,7 +294,7 @@ def _unknown_topic_ids(unknown_ids: list) -> list:
     ]
 
 
-def _replica_id(request, version: int) -> int:
+def _replica_id(request: FetchRequest, version: int) -> int:
     """The fetching replica's id; -1 for a consumer (v15+ moved it into the
     ReplicaState tagged field)."""
     if version >= 15:
@@ -268,7 +303,9 @@ def _replica_id(request, version: int) -> int:
     return request.replica_id
 
 
-def _denied_topics(denied: list) -> list:
+def _denied_topics(
+    denied: Sequence[_Denied],
+) -> list[FetchResponse.FetchableTopicResponse]:
     """TOPIC_AUTHORIZATION_FAILED for each (topic, topic id, partition)."""
     return [
         _TopicResponse(
@@ -287,13 +324,25 @@ def _denied_topics(denied: list) -> list:
     ]
 
 
-async def _await_response(ctx, waiting, context, cached, unknown_ids, denied):
+async def _await_response(
+    ctx: RequestContext,
+    waiting: Awaitable[FetchResults],
+    context: FetchContext,
+    cached: list[CachedPartition],
+    unknown_ids: list[_UnknownId],
+    denied: list[_Denied],
+) -> FetchResponse:
     return _response(ctx, context, cached, await waiting, unknown_ids, denied)
 
 
 def _response(
-    ctx: RequestContext, context, cached: list, results: list, unknown_ids: list, denied: list = ()
-):
+    ctx: RequestContext,
+    context: FetchContext,
+    cached: list[CachedPartition],
+    results: FetchResults,
+    unknown_ids: list[_UnknownId],
+    denied: Sequence[_Denied] = (),
+) -> FetchResponse:
     version = ctx.api_version
     quota = ctx.broker.quotas.fetch
     if quota.enabled and _throttled(ctx, quota, results):
@@ -308,8 +357,8 @@ def _response(
         )
     selected = context.select([(c, data) for c, (_, data) in zip(cached, results)])
 
-    responses: list = []
-    current = None
+    responses: list[FetchResponse.FetchableTopicResponse] = []
+    current: FetchResponse.FetchableTopicResponse | None = None
     topic_stats = ctx.broker.replica_manager.topic_stats
     stats = None
     for c, data in selected:
@@ -353,7 +402,7 @@ def _response(
     return body
 
 
-def _throttled(ctx: RequestContext, quota, results: list) -> bool:
+def _throttled(ctx: RequestContext, quota: ClientQuotaManager, results: FetchResults) -> bool:
     """Count the response's record bytes against the consumer's byte-rate
     quota; over it, take them back (nothing is sent) and throttle."""
     size = sum(data.size for _, data in results)
@@ -366,7 +415,7 @@ def _throttled(ctx: RequestContext, quota, results: list) -> bool:
     return True
 
 
-def _add_leader_hints(ctx: RequestContext, body) -> None:
+def _add_leader_hints(ctx: RequestContext, body: FetchResponse) -> None:
     """Fetch v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
     current leader (KIP-951)."""
     hinted = [
@@ -380,5 +429,5 @@ def _add_leader_hints(ctx: RequestContext, body) -> None:
         leader_hints.fill(ctx, hinted, FetchResponse, body.node_endpoints)
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     apis.register(api_keys.FETCH, handle_fetch)
