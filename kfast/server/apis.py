@@ -546,9 +546,7 @@ class KafkaApis:
         throttle_response(
             ctx,
             quota.record_and_get_throttle_time_ms(
-                ctx.principal.name,
-                ctx.client_id or "",
-                (handled - start) * 1e9 * NANOS_TO_PERCENTAGE,
+                ctx.principal.name, ctx.client_id, (handled - start) * 1e9 * NANOS_TO_PERCENTAGE
             ),
         )
         if failure is not None:

@@ -55,8 +55,9 @@ _MAX_DECOMPRESSED = 64 * 1024 * 1024
 _LEADER_MOVED = (errors.NotLeaderOrFollowerException.code, errors.FencedLeaderEpochException.code)
 # (topic id, partition) of a topic id no topic has
 _UnknownId: TypeAlias = "tuple[UUID, int]"
-# (topic, topic id, partition) the principal may not READ
-_Denied: TypeAlias = "tuple[str, UUID, int]"
+# (topic, topic id, partition) the principal may not READ (the topic None for
+# an id no topic has, in a follower's fetch)
+_Denied: TypeAlias = "tuple[str | None, UUID, int]"
 
 
 def _down_convert(region: ResponseRecords, version: int) -> bytes:
