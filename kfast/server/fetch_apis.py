@@ -27,6 +27,7 @@ from kfast.protocol.constants import (
     INT32_MAX,
     ZERO_UUID,
 )
+from kfast.protocol.file_region import FileRegion
 from kfast.server import leader_hints
 from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.server.fetch_session import (
@@ -39,7 +40,6 @@ from kfast.server.quota import throttle_response
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
 
 if TYPE_CHECKING:
-    from kfast.protocol import ResponseRecords
     from kfast.server.delayed_fetch import FetchResults
     from kfast.server.quota import ClientQuotaManager
     from kfast.server.replica_manager import ReplicaManager
@@ -55,17 +55,16 @@ _MAX_DECOMPRESSED = 64 * 1024 * 1024
 _LEADER_MOVED = (errors.NotLeaderOrFollowerException.code, errors.FencedLeaderEpochException.code)
 # (topic id, partition) of a topic id no topic has
 _UnknownId: TypeAlias = "tuple[UUID, int]"
-# (topic, topic id, partition) the principal may not READ (the topic None for
-# an id no topic has, in a follower's fetch)
-_Denied: TypeAlias = "tuple[str | None, UUID, int]"
+# (topic, topic id, partition) the principal may not READ
+_Denied: TypeAlias = "tuple[str, UUID, int]"
 
 
-def _down_convert(region: ResponseRecords, version: int) -> bytes:
+def _down_convert(region: FileRegion | bytes | bytearray | memoryview, version: int) -> bytes:
     """Fetch v0-v1 read magic 0, v2-v3 magic 1 (KIP-31/32)."""
     from kfast._ext.legacy import convert_v2_to_message_set
     from kfast.records import complete_batches_size
 
-    data = region.read() if hasattr(region, "read") else bytes(region)
+    data = region.read() if isinstance(region, FileRegion) else bytes(region)
     # A trailing partial batch cannot be converted; old clients skip it anyway.
     whole = complete_batches_size(data)
     if whole == 0:
@@ -110,10 +109,12 @@ def handle_fetch(
                 )
             )
     forgotten: list[tuple[str, int]] = []
-    for topic in request.forgotten_topics_data:
-        name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
+    for forgotten_topic in request.forgotten_topics_data:
+        name = (
+            replica_manager.topic_name(forgotten_topic.topic_id) if by_id else forgotten_topic.topic
+        )
         if name is not None:
-            forgotten.extend((name, p) for p in topic.partitions)
+            forgotten.extend((name, index) for index in forgotten_topic.partitions)
     context: FetchContext = broker.fetch_session_cache.new_context(
         request.session_id, request.session_epoch, partitions, forgotten, sessionless=version < 7
     )
@@ -178,7 +179,10 @@ def handle_follower_fetch(
             responses=_denied_topics(
                 [
                     (
-                        topic.topic if not by_id else replica_manager.topic_name(topic.topic_id),
+                        # v13+ answers by topic id: an unknown one's name is not sent.
+                        topic.topic
+                        if not by_id
+                        else replica_manager.topic_name(topic.topic_id) or "",
                         topic.topic_id if by_id else ZERO_UUID,
                         p.partition,
                     )
@@ -188,7 +192,7 @@ def handle_follower_fetch(
             ),
         )
     requests: list[PartitionFetchRequest] = []
-    named: list[tuple[str, UUID | None]] = []  # (topic, topic_id) per request
+    named: list[tuple[str, UUID]] = []  # (topic, topic_id) per request
     unknown_ids: list[_UnknownId] = []
     for topic in request.topics:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
@@ -206,7 +210,7 @@ def handle_follower_fetch(
                     p.log_start_offset,
                 )
             )
-            named.append((name, topic.topic_id if by_id else None))
+            named.append((name, topic.topic_id if by_id else ZERO_UUID))
     params = FetchParams(
         max_wait_ms=0 if unknown_ids else request.max_wait_ms,
         min_bytes=request.min_bytes,
@@ -223,7 +227,7 @@ def handle_follower_fetch(
 
 
 async def _await_follower_response(
-    named: list[tuple[str, UUID | None]],
+    named: list[tuple[str, UUID]],
     waiting: Awaitable[FetchResults],
     unknown_ids: list[_UnknownId],
     replica_manager: ReplicaManager,
@@ -243,7 +247,7 @@ def _record_throttled(quota: ReplicationQuotaManager, results: FetchResults) -> 
 
 
 def _follower_response(
-    named: list[tuple[str, UUID | None]],
+    named: list[tuple[str, UUID]],
     results: FetchResults,
     unknown_ids: list[_UnknownId],
     replica_manager: ReplicaManager,
