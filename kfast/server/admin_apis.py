@@ -19,30 +19,43 @@ controller endpoint type).
 from __future__ import annotations
 
 import logging
+from typing import Any
+from uuid import UUID
 
-from kfast.controller.config_describer import (
-    LOG4J_LEVELS,
-    SOURCE_DEFAULT_CONFIG,
-    ConfigDescriber,
-)
+from kfast.controller.config_describer import LOG4J_LEVELS, ConfigDescriber
 from kfast.controller.feature_control import SAFE_DOWNGRADE, UPGRADE
 from kfast.controller.replication_control import ELECTION_PREFERRED, CreatedTopic, TopicSpec
-from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME, is_internal, validate_topic_name
+from kfast.controller.topics import is_internal, validate_topic_name
 from kfast.protocol import (
+    AlterConfigsRequest,
     AlterConfigsResponse,
+    AlterPartitionReassignmentsRequest,
     AlterPartitionReassignmentsResponse,
+    CreatePartitionsRequest,
     CreatePartitionsResponse,
+    CreateTopicsRequest,
     CreateTopicsResponse,
+    DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
     DescribeConfigsResponse,
+    DescribeQuorumRequest,
     DescribeQuorumResponse,
+    DescribeTopicPartitionsRequest,
     DescribeTopicPartitionsResponse,
+    ElectLeadersRequest,
     ElectLeadersResponse,
+    IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
+    ListConfigResourcesRequest,
     ListConfigResourcesResponse,
+    ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsResponse,
+    UnregisterBrokerRequest,
     UnregisterBrokerResponse,
+    UpdateFeaturesRequest,
     UpdateFeaturesResponse,
     api_keys,
     errors,
@@ -70,14 +83,16 @@ from kfast.protocol.constants import (
     OP_DELETE,
     OP_SET,
     OP_SUBTRACT,
+    SOURCE_DEFAULT_CONFIG,
     ZERO_UUID,
 )
-from kfast.server.apis import KafkaApis, RequestContext
+from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.server.quota import (
     controller_mutation_quota,
     refund_mutation_quota,
     take_mutation_quota,
 )
+from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME
 
 logger = logging.getLogger(__name__)
 
@@ -119,7 +134,9 @@ def _no_room(ctx: RequestContext) -> errors.KafkaError | None:
 
 
 # -- CreateTopics -------------------------------------------------------------------------
-async def handle_create_topics(ctx: RequestContext, request):
+async def handle_create_topics(
+    ctx: RequestContext, request: CreateTopicsRequest
+) -> CreateTopicsResponse:
     version = ctx.api_version
     validate_only = request.validate_only if version >= 1 else False
     specs = []
@@ -218,14 +235,19 @@ async def handle_create_topics(ctx: RequestContext, request):
                         config_source=c.source,
                         is_sensitive=c.is_sensitive,
                     )
-                    for c in describer.describe_topic(image, dict(spec.configs))
+                    # A created topic has no null value (the controller refuses them).
+                    for c in describer.describe_topic(
+                        image, {k: v for k, v in spec.configs.items() if v is not None}
+                    )
                 ]
         out.append(entry)
     return CreateTopicsResponse(topics=out)
 
 
 # -- DeleteTopics ---------------------------------------------------------------------------
-async def handle_delete_topics(ctx: RequestContext, request):
+async def handle_delete_topics(
+    ctx: RequestContext, request: DeleteTopicsRequest
+) -> DeleteTopicsResponse:
     version = ctx.api_version
     if version >= 6:
         names = [t.name for t in request.topics]
@@ -276,9 +298,10 @@ async def handle_delete_topics(ctx: RequestContext, request):
                 permits.append((found.name, len(found.partitions)))
     throttled = take_mutation_quota(ctx, quota, permits)
 
-    def refused(name, topic_id):
+    def refused(name: str | None, topic_id: UUID) -> errors.KafkaError | None:
         found = image.topics_by_id.get(topic_id) if topic_id != ZERO_UUID else None
-        return throttled.get(found.name if found is not None else name)
+        key = found.name if found is not None else name
+        return None if key is None else throttled.get(key)
 
     allowed = [ok and refused(n, i) is None for n, i, ok in zip(names, ids, allowed)]
     deleted = iter(
@@ -311,7 +334,9 @@ async def handle_delete_topics(ctx: RequestContext, request):
 
 
 # -- CreatePartitions ---------------------------------------------------------------------
-async def handle_create_partitions(ctx: RequestContext, request):
+async def handle_create_partitions(
+    ctx: RequestContext, request: CreatePartitionsRequest
+) -> CreatePartitionsResponse:
     topics = [
         (
             t.name,
@@ -392,7 +417,9 @@ def _check_broker_name(ctx: RequestContext, name: str, allow_default: bool) -> N
         )
 
 
-def handle_describe_configs(ctx: RequestContext, request):
+def handle_describe_configs(
+    ctx: RequestContext, request: DescribeConfigsRequest
+) -> DescribeConfigsResponse:
     version = ctx.api_version
     include_synonyms = version >= 1 and request.include_synonyms
     include_docs = version >= 3 and request.include_documentation
@@ -513,15 +540,29 @@ def _check_alter_resource(ctx: RequestContext, resource_type: int, name: str) ->
         raise errors.InvalidRequestException(f"Unsupported resource type: {resource_type}")
 
 
-async def _alter(ctx: RequestContext, request, incremental: bool, response_cls):
+async def _alter(
+    ctx: RequestContext, request: AlterConfigsRequest | IncrementalAlterConfigsRequest
+) -> list[errors.KafkaError | None]:
+    """Each resource's error (None: altered) of an AlterConfigs or an
+    IncrementalAlterConfigs request."""
     controller = ctx.broker.controller
-    responses: list = [None] * len(request.resources)
-    pending, positions = [], []
-    for i, resource in enumerate(request.resources):
+    incremental = isinstance(request, IncrementalAlterConfigsRequest)
+    responses: list[errors.KafkaError | None] = [None] * len(request.resources)
+    # (resource type, name, [(key, op, value)] or {key: value}) for the controller
+    pending: list[tuple[int, str, list[tuple[str, int, str | None]] | dict[str, str | None]]] = []
+    positions: list[int] = []
+    resources: list[
+        AlterConfigsRequest.AlterConfigsResource
+        | IncrementalAlterConfigsRequest.AlterConfigsResource
+    ] = list(request.resources)
+    for i, resource in enumerate(resources):
         resource_type, name = resource.resource_type, resource.resource_name
         try:
             _authorize_config(ctx, resource_type, name, ACL_OPERATION_ALTER_CONFIGS)
-            if incremental and resource_type == CONFIG_RESOURCE_BROKER_LOGGER:
+            if (
+                isinstance(resource, IncrementalAlterConfigsRequest.AlterConfigsResource)
+                and resource_type == CONFIG_RESOURCE_BROKER_LOGGER
+            ):
                 _check_broker_name(ctx, name, allow_default=False)
                 _alter_loggers(resource.configs, request.validate_only)
                 responses[i] = None
@@ -530,7 +571,7 @@ async def _alter(ctx: RequestContext, request, incremental: bool, response_cls):
         except errors.KafkaError as exc:
             responses[i] = exc
             continue
-        if incremental:
+        if isinstance(resource, IncrementalAlterConfigsRequest.AlterConfigsResource):
             pending.append(
                 (
                     resource_type,
@@ -548,24 +589,30 @@ async def _alter(ctx: RequestContext, request, incremental: bool, response_cls):
         for i, error in zip(positions, await alter(pending, request.validate_only)):
             responses[i] = error
         await _applied(ctx)
-    Result = response_cls.AlterConfigsResourceResponse
-    return response_cls(
-        responses=[
-            Result(
-                error_code=error.code if error else 0,
-                error_message=_message(error),
-                resource_type=resource.resource_type,
-                resource_name=resource.resource_name,
-            )
-            for resource, error in zip(request.resources, responses)
-        ]
-    )
+    return responses
 
 
-def _alter_loggers(configs, validate_only: bool) -> None:
+def _alter_result(
+    resource: AlterConfigsRequest.AlterConfigsResource
+    | IncrementalAlterConfigsRequest.AlterConfigsResource,
+    error: errors.KafkaError | None,
+) -> dict[str, Any]:
+    """The fields of a resource's AlterConfigsResourceResponse (the same in
+    both APIs' responses)."""
+    return {
+        "error_code": error.code if error else 0,
+        "error_message": _message(error),
+        "resource_type": resource.resource_type,
+        "resource_name": resource.resource_name,
+    }
+
+
+def _alter_loggers(
+    configs: list[IncrementalAlterConfigsRequest.AlterableConfig], validate_only: bool
+) -> None:
     """BROKER_LOGGER changes act on this process's Python loggers at once;
     like Kafka's log4j changes they are not persisted."""
-    changes = []
+    changes: list[tuple[str, int]] = []
     for c in configs:
         if c.config_operation in (OP_APPEND, OP_SUBTRACT):
             raise errors.InvalidRequestException(
@@ -596,16 +643,30 @@ def _alter_loggers(configs, validate_only: bool) -> None:
         (logging.getLogger() if name == "root" else logging.getLogger(name)).setLevel(level)
 
 
-def handle_alter_configs(ctx: RequestContext, request):
-    return _alter(ctx, request, False, AlterConfigsResponse)
+async def handle_alter_configs(
+    ctx: RequestContext, request: AlterConfigsRequest
+) -> AlterConfigsResponse:
+    results = await _alter(ctx, request)
+    Result = AlterConfigsResponse.AlterConfigsResourceResponse
+    return AlterConfigsResponse(
+        responses=[Result(**_alter_result(r, e)) for r, e in zip(request.resources, results)]
+    )
 
 
-def handle_incremental_alter_configs(ctx: RequestContext, request):
-    return _alter(ctx, request, True, IncrementalAlterConfigsResponse)
+async def handle_incremental_alter_configs(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest
+) -> IncrementalAlterConfigsResponse:
+    results = await _alter(ctx, request)
+    Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+    return IncrementalAlterConfigsResponse(
+        responses=[Result(**_alter_result(r, e)) for r, e in zip(request.resources, results)]
+    )
 
 
 # -- DescribeCluster -----------------------------------------------------------------------
-def handle_describe_cluster(ctx: RequestContext, request):
+def handle_describe_cluster(
+    ctx: RequestContext, request: DescribeClusterRequest
+) -> DescribeClusterResponse:
     version = ctx.api_version
     image = ctx.broker.metadata_image
     ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
@@ -648,14 +709,17 @@ def handle_describe_cluster(ctx: RequestContext, request):
 
 
 # -- ElectLeaders --------------------------------------------------------------------------
-async def handle_elect_leaders(ctx: RequestContext, request):
+async def handle_elect_leaders(
+    ctx: RequestContext, request: ElectLeadersRequest
+) -> ElectLeadersResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     election_type = request.election_type if ctx.api_version >= 1 else ELECTION_PREFERRED
-    requested = None
+    requested: list[tuple[str, int]] | None = None
     if request.topic_partitions is not None:
         requested = [(t.topic, p) for t in request.topic_partitions for p in t.partitions]
+    results: dict[tuple[str, int], errors.KafkaError | None]
     results = await ctx.broker.controller.elect_leaders(election_type, requested)
-    by_topic: dict[str, list] = {}
+    by_topic: dict[str, list[ElectLeadersResponse.PartitionResult]] = {}
     for (topic, partition), error in results.items():
         if requested is None and isinstance(error, errors.ElectionNotNeededException):
             continue  # an election over all partitions lists only those elected
@@ -675,12 +739,16 @@ async def handle_elect_leaders(ctx: RequestContext, request):
     )
 
 
-def _elect_leaders_error(ctx, request, error):
+def _elect_leaders_error(
+    ctx: RequestContext, request: ElectLeadersRequest, error: errors.KafkaError
+) -> ElectLeadersResponse:
     return ElectLeadersResponse(error_code=error.code, replica_election_results=[])
 
 
 # -- DescribeTopicPartitions (KIP-966) -------------------------------------------------------
-def handle_describe_topic_partitions(ctx: RequestContext, request):
+def handle_describe_topic_partitions(
+    ctx: RequestContext, request: DescribeTopicPartitionsRequest
+) -> DescribeTopicPartitionsResponse:
     image = ctx.broker.metadata_image
     Topic = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponseTopic
     Partition = DescribeTopicPartitionsResponse.DescribeTopicPartitionsResponsePartition
@@ -764,12 +832,16 @@ def handle_describe_topic_partitions(ctx: RequestContext, request):
 
 
 # -- ListPartitionReassignments -------------------------------------------------------------
-def handle_list_partition_reassignments(ctx: RequestContext, request):
+def handle_list_partition_reassignments(
+    ctx: RequestContext, request: ListPartitionReassignmentsRequest
+) -> ListPartitionReassignmentsResponse:
     """Ongoing reassignments are partitions with adding or removing
     replicas (AlterPartitionReassignments started them, and the new
     replicas have not all joined the ISR yet)."""
     ctx.authorize_cluster(ACL_OPERATION_DESCRIBE)
     image = ctx.broker.metadata_image
+    # topic: its partitions asked about, None for all
+    wanted: dict[str, set[int] | None]
     if request.topics is None:
         wanted = {name: None for name in image.topics_by_name}
     else:
@@ -799,7 +871,9 @@ def handle_list_partition_reassignments(ctx: RequestContext, request):
 
 
 # -- whole-request failures (controller not running, metadata log I/O error) ---------------
-def _create_topics_error(ctx, request, error):
+def _create_topics_error(
+    ctx: RequestContext, request: CreateTopicsRequest, error: errors.KafkaError
+) -> CreateTopicsResponse:
     return CreateTopicsResponse(
         topics=[
             CreateTopicsResponse.CreatableTopicResult(
@@ -810,7 +884,9 @@ def _create_topics_error(ctx, request, error):
     )
 
 
-def _delete_topics_error(ctx, request, error):
+def _delete_topics_error(
+    ctx: RequestContext, request: DeleteTopicsRequest, error: errors.KafkaError
+) -> DeleteTopicsResponse:
     Result = DeleteTopicsResponse.DeletableTopicResult
     if ctx.api_version >= 6:
         entries = [(t.name, t.topic_id) for t in request.topics]
@@ -826,7 +902,9 @@ def _delete_topics_error(ctx, request, error):
     )
 
 
-def _create_partitions_error(ctx, request, error):
+def _create_partitions_error(
+    ctx: RequestContext, request: CreatePartitionsRequest, error: errors.KafkaError
+) -> CreatePartitionsResponse:
     Result = CreatePartitionsResponse.CreatePartitionsTopicResult
     return CreatePartitionsResponse(
         results=[
@@ -836,26 +914,28 @@ def _create_partitions_error(ctx, request, error):
     )
 
 
-def _alter_configs_error(response_cls):
-    def build(ctx, request, error):
-        Result = response_cls.AlterConfigsResourceResponse
-        return response_cls(
-            responses=[
-                Result(
-                    error_code=error.code,
-                    error_message=_message(error),
-                    resource_type=r.resource_type,
-                    resource_name=r.resource_name,
-                )
-                for r in request.resources
-            ]
-        )
+def _alter_configs_error(
+    ctx: RequestContext, request: AlterConfigsRequest, error: errors.KafkaError
+) -> AlterConfigsResponse:
+    Result = AlterConfigsResponse.AlterConfigsResourceResponse
+    return AlterConfigsResponse(
+        responses=[Result(**_alter_result(r, error)) for r in request.resources]
+    )
 
-    return build
+
+def _incremental_alter_configs_error(
+    ctx: RequestContext, request: IncrementalAlterConfigsRequest, error: errors.KafkaError
+) -> IncrementalAlterConfigsResponse:
+    Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+    return IncrementalAlterConfigsResponse(
+        responses=[Result(**_alter_result(r, error)) for r in request.resources]
+    )
 
 
 # -- AlterPartitionReassignments -------------------------------------------------------------
-async def handle_alter_partition_reassignments(ctx: RequestContext, request):
+async def handle_alter_partition_reassignments(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest
+) -> AlterPartitionReassignmentsResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     allow_rf_change = request.allow_replication_factor_change if ctx.api_version >= 1 else True
     requests = [
@@ -888,14 +968,18 @@ async def handle_alter_partition_reassignments(ctx: RequestContext, request):
     )
 
 
-def _alter_partition_reassignments_error(ctx, request, error):
+def _alter_partition_reassignments_error(
+    ctx: RequestContext, request: AlterPartitionReassignmentsRequest, error: errors.KafkaError
+) -> AlterPartitionReassignmentsResponse:
     return AlterPartitionReassignmentsResponse(
         error_code=error.code, error_message=_message(error), responses=[]
     )
 
 
 # -- UpdateFeatures ---------------------------------------------------------------------------
-async def handle_update_features(ctx: RequestContext, request):
+async def handle_update_features(
+    ctx: RequestContext, request: UpdateFeaturesRequest
+) -> UpdateFeaturesResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     names = [u.feature for u in request.feature_updates]
     if len(set(names)) != len(names):
@@ -937,12 +1021,14 @@ async def handle_update_features(ctx: RequestContext, request):
     )
 
 
-def _update_features_error(ctx, request, error):
+def _update_features_error(
+    ctx: RequestContext, request: UpdateFeaturesRequest, error: errors.KafkaError
+) -> UpdateFeaturesResponse:
     return UpdateFeaturesResponse(error_code=error.code, error_message=_message(error))
 
 
 # -- DescribeQuorum ---------------------------------------------------------------------------
-def _replica_state(row):
+def _replica_state(row: tuple[int, int, int]) -> DescribeQuorumResponse.ReplicaState:
     """(node id, log end offset, last fetch time) -> DescribeQuorum's ReplicaState.
     The leader does not yet track when a replica last reached its end
     offset, so the last fetch time stands for the caught-up time too."""
@@ -955,7 +1041,9 @@ def _replica_state(row):
     )
 
 
-def handle_describe_quorum(ctx: RequestContext, request):
+def handle_describe_quorum(
+    ctx: RequestContext, request: DescribeQuorumRequest
+) -> DescribeQuorumResponse:
     """The metadata quorum (__cluster_metadata-0) as its leader sees it
     (a node that does not lead it answers NOT_LEADER_OR_FOLLOWER). ``nodes``
     (v2+) lists the voters without endpoints."""
@@ -1040,7 +1128,9 @@ def _list_config_resource_types(version: int) -> frozenset[int]:
     )
 
 
-def handle_list_config_resources(ctx: RequestContext, request):
+def handle_list_config_resources(
+    ctx: RequestContext, request: ListConfigResourcesRequest
+) -> ListConfigResourcesResponse:
     """Names of the resources of the requested types (none: every type the
     version supports), in Kafka's order: groups, client-metrics
     subscriptions, broker loggers, brokers, topics. A type the version does
@@ -1079,17 +1169,21 @@ def handle_list_config_resources(ctx: RequestContext, request):
 
 
 # -- UnregisterBroker ------------------------------------------------------------------------
-async def handle_unregister_broker(ctx: RequestContext, request):
+async def handle_unregister_broker(
+    ctx: RequestContext, request: UnregisterBrokerRequest
+) -> UnregisterBrokerResponse:
     ctx.authorize_cluster(ACL_OPERATION_ALTER)
     await ctx.broker.controller.unregister_broker(request.broker_id)
     return UnregisterBrokerResponse(error_code=0)
 
 
-def _unregister_broker_error(ctx, request, error):
+def _unregister_broker_error(
+    ctx: RequestContext, request: UnregisterBrokerRequest, error: errors.KafkaError
+) -> UnregisterBrokerResponse:
     return UnregisterBrokerResponse(error_code=error.code, error_message=_message(error))
 
 
-def register(apis: KafkaApis) -> None:
+def register(apis: ApiRegistry) -> None:
     key = api_keys.BY_NAME
     apis.register(
         key["UnregisterBroker"].key,
@@ -1111,12 +1205,12 @@ def register(apis: KafkaApis) -> None:
     apis.register(
         key["AlterConfigs"].key,
         handle_alter_configs,
-        error_response=_alter_configs_error(AlterConfigsResponse),
+        error_response=_alter_configs_error,
     )
     apis.register(
         key["IncrementalAlterConfigs"].key,
         handle_incremental_alter_configs,
-        error_response=_alter_configs_error(IncrementalAlterConfigsResponse),
+        error_response=_incremental_alter_configs_error,
     )
     apis.register(key["DescribeCluster"].key, handle_describe_cluster)
     apis.register(
