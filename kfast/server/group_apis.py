@@ -18,6 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE_TOPIC_NAME
 from kfast.coordinator.group.classic_group import ClassicGroupState
@@ -27,7 +30,22 @@ from kfast.coordinator.group.consumer_protocol import (
     encode_subscription,
 )
 from kfast.coordinator.group.records import NO_EXPIRE_TIMESTAMP
-from kfast.protocol import api_keys
+from kfast.protocol import (
+    ConsumerGroupDescribeRequest,
+    ConsumerGroupHeartbeatRequest,
+    DeleteGroupsRequest,
+    DescribeGroupsRequest,
+    FindCoordinatorRequest,
+    HeartbeatRequest,
+    JoinGroupRequest,
+    LeaveGroupRequest,
+    ListGroupsRequest,
+    OffsetCommitRequest,
+    OffsetDeleteRequest,
+    OffsetFetchRequest,
+    SyncGroupRequest,
+    api_keys,
+)
 from kfast.protocol import errors as E
 from kfast.protocol.constants import (
     ACL_OPERATION_DELETE,
@@ -42,23 +60,29 @@ from kfast.protocol.constants import (
 from kfast.server.apis import KafkaApis, RequestContext
 from kfast.server.metadata_apis import internal_topic_settings
 
+if TYPE_CHECKING:
+    from kfast.coordinator.group.consumer_group import ConsumerGroup
+    from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
+
 GROUP_KEY_TYPE = 0
 TRANSACTION_KEY_TYPE = 1
 _CLASSIC = "classic"
 _CONSUMER = "consumer"
 
 
-def _callback_future():
-    future = asyncio.get_running_loop().create_future()
+def _callback_future() -> tuple[asyncio.Future[Any], Callable[[Any], None]]:
+    """A future and the callback that completes it. The group coordinator's
+    callbacks give results of its own making (dicts, tuples): Any here."""
+    future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
 
-    def callback(result):
+    def callback(result: Any) -> None:
         if not future.done():
             future.set_result(result)
 
     return future, callback
 
 
-async def _await_if_pending(future):
+async def _await_if_pending(future: asyncio.Future[Any]) -> Any:
     return future.result() if future.done() else await future
 
 
@@ -92,7 +116,9 @@ async def ensure_internal_topic(ctx: RequestContext, name: str) -> int:
     return 0 if code in (0, E.TopicExistsException.code) else code
 
 
-async def _find_coordinator(ctx: RequestContext, topic_name: str, index: int):
+async def _find_coordinator(
+    ctx: RequestContext, topic_name: str, index: int
+) -> tuple[int, int, str, int]:
     """(error, node_id, host, port) of the leader of partition ``index`` of
     the coordinator's internal topic."""
     if await ensure_internal_topic(ctx, topic_name):
@@ -102,14 +128,16 @@ async def _find_coordinator(ctx: RequestContext, topic_name: str, index: int):
     registration = topic.partitions.get(index) if topic is not None else None
     broker = image.brokers.get(registration.leader) if registration is not None else None
     endpoint = broker.listeners.get(ctx.listener_name) if broker is not None else None
-    if endpoint is None or broker.fenced:
+    if broker is None or endpoint is None or broker.fenced:
         return E.CoordinatorNotAvailableException.code, -1, "", -1
     return 0, broker.broker_id, endpoint.host, endpoint.port
 
 
-async def handle_find_coordinator(ctx: RequestContext, request):
+async def handle_find_coordinator(
+    ctx: RequestContext, request: FindCoordinatorRequest
+) -> dict[str, Any]:
     keys = request.coordinator_keys if ctx.api_version >= 4 else [request.key]
-    results = []
+    results: list[tuple[str, int, int, str, int]] = []  # (key, error, node, host, port)
     for key in keys:
         if request.key_type == GROUP_KEY_TYPE and not ctx.authorize(
             ACL_OPERATION_DESCRIBE, ACL_RESOURCE_GROUP, key
@@ -161,7 +189,9 @@ async def handle_find_coordinator(ctx: RequestContext, request):
     }
 
 
-def _find_coordinator_error(ctx, request, error):
+def _find_coordinator_error(
+    ctx: RequestContext, request: FindCoordinatorRequest, error: E.KafkaError
+) -> dict[str, Any]:
     if ctx.api_version >= 4:
         return {
             "coordinators": [
@@ -180,7 +210,7 @@ def _find_coordinator_error(ctx, request, error):
 
 
 # -- JoinGroup / SyncGroup / Heartbeat / LeaveGroup ------------------------------------
-async def handle_join_group(ctx: RequestContext, request):
+async def handle_join_group(ctx: RequestContext, request: JoinGroupRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or (
@@ -241,7 +271,7 @@ async def handle_join_group(ctx: RequestContext, request):
     }
 
 
-async def handle_sync_group(ctx: RequestContext, request):
+async def handle_sync_group(ctx: RequestContext, request: SyncGroupRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or runtime.check_coordinator(
@@ -269,7 +299,7 @@ async def handle_sync_group(ctx: RequestContext, request):
     }
 
 
-def handle_heartbeat(ctx: RequestContext, request):
+def handle_heartbeat(ctx: RequestContext, request: HeartbeatRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or runtime.check_coordinator(
         request.group_id
@@ -284,7 +314,7 @@ def handle_heartbeat(ctx: RequestContext, request):
     return {"error_code": code}
 
 
-def handle_leave_group(ctx: RequestContext, request):
+def handle_leave_group(ctx: RequestContext, request: LeaveGroupRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     if ctx.api_version >= 3:
         members = [(m.member_id, m.group_instance_id) for m in request.members]
@@ -308,14 +338,21 @@ def handle_leave_group(ctx: RequestContext, request):
 
 
 # -- offsets ---------------------------------------------------------------------------
-def _topic_name(ctx: RequestContext, topic, by_id: bool):
-    if not by_id:
+def _topic_name(
+    ctx: RequestContext,
+    topic: OffsetCommitRequest.OffsetCommitRequestTopic
+    | OffsetFetchRequest.OffsetFetchRequestTopics
+    | OffsetFetchRequest.OffsetFetchRequestTopic,
+    by_id: bool,
+) -> str | None:
+    # OffsetFetch v0-7 topics (OffsetFetchRequestTopic) have no id.
+    if not by_id or isinstance(topic, OffsetFetchRequest.OffsetFetchRequestTopic):
         return topic.name
     found = ctx.broker.metadata_image.topics_by_id.get(topic.topic_id)
     return None if found is None else found.name
 
 
-async def handle_offset_commit(ctx: RequestContext, request):
+async def handle_offset_commit(ctx: RequestContext, request: OffsetCommitRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     by_id = version >= 10
@@ -326,13 +363,15 @@ async def handle_offset_commit(ctx: RequestContext, request):
     expire = NO_EXPIRE_TIMESTAMP
     if 2 <= version <= 4 and request.retention_time_ms != -1:
         expire = int(time.time() * 1000) + request.retention_time_ms
-    results: dict[tuple, int] = {}
-    offsets = {}
+    results: dict[tuple[str | None, int], int] = {}
+    # (topic, partition): (offset, leader epoch, metadata)
+    offsets: dict[tuple[str | None, int], tuple[int, int, str | None]] = {}
+    layout: list[tuple[OffsetCommitRequest.OffsetCommitRequestTopic, list[tuple[str | None, int]]]]
     layout = []
     for topic in request.topics:
         name = _topic_name(ctx, topic, by_id)
         readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, name)
-        rows = []
+        rows: list[tuple[str | None, int]] = []
         for p in topic.partitions:
             tp = (name, p.partition_index)
             rows.append(tp)
@@ -385,8 +424,16 @@ async def handle_offset_commit(ctx: RequestContext, request):
 
 
 def _fetch_group_offsets(
-    ctx: RequestContext, runtime, group_id: str, topics, by_id: bool, require_stable: bool = False
-):
+    ctx: RequestContext,
+    runtime: GroupCoordinatorRuntime,
+    group_id: str,
+    topics: Iterable[
+        OffsetFetchRequest.OffsetFetchRequestTopics | OffsetFetchRequest.OffsetFetchRequestTopic
+    ]
+    | None,
+    by_id: bool,
+    require_stable: bool = False,
+) -> tuple[int, list[tuple[UUID | None, str | None, list[tuple[int, Any]]]]]:
     """(group error, [(topic entry, name, [(partition, value)])]); ``topics``
     None = every committed partition. With ``require_stable`` a value may be
     UNSTABLE_OFFSET_COMMIT's code (a transaction may still change it)."""
@@ -396,12 +443,12 @@ def _fetch_group_offsets(
     if code:
         return code, []
     coordinator = runtime.coordinator
+    out: list[tuple[UUID | None, str | None, list[tuple[int, Any]]]] = []
     if topics is None:
-        grouped: dict[str, list] = {}
+        grouped: dict[str, list[tuple[int, Any]]] = {}
         for name, partition, value in coordinator.fetch_offsets(group_id, None, require_stable):
             grouped.setdefault(name, []).append((partition, value))
         image = ctx.broker.metadata_image
-        out = []
         for name, rows in grouped.items():
             # Every committed offset: topics the principal may not describe are left out.
             if not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
@@ -409,14 +456,15 @@ def _fetch_group_offsets(
             found = image.topics_by_name.get(name)
             out.append((found.topic_id if found is not None else None, name, rows))
         return 0, out
-    out = []
     for topic in topics:
-        name = _topic_name(ctx, topic, by_id)
-        if name is not None and not ctx.authorize(ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, name):
+        topic_name = _topic_name(ctx, topic, by_id)
+        if topic_name is not None and not ctx.authorize(
+            ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, topic_name
+        ):
             out.append(
                 (
                     getattr(topic, "topic_id", None),
-                    name,
+                    topic_name,
                     [(p, E.TopicAuthorizationException.code) for p in topic.partition_indexes],
                 )
             )
@@ -424,16 +472,17 @@ def _fetch_group_offsets(
         rows = [
             (p, v)
             for _, p, v in coordinator.fetch_offsets(
-                group_id, [(name, p) for p in topic.partition_indexes], require_stable
+                group_id, [(topic_name, p) for p in topic.partition_indexes], require_stable
             )
         ]
-        out.append((getattr(topic, "topic_id", None), name, rows))
+        out.append((getattr(topic, "topic_id", None), topic_name, rows))
     return 0, out
 
 
-def _partition_rows(rows, code: int = 0):
-    """A value that is an int is the partition's own error (UNSTABLE_OFFSET_COMMIT)."""
-    out = []
+def _partition_rows(rows: Iterable[tuple[int, Any]], code: int = 0) -> list[dict[str, Any]]:
+    """(partition, committed offset, None, or an int: the partition's own
+    error, UNSTABLE_OFFSET_COMMIT) rows as OffsetFetch partitions."""
+    out: list[dict[str, Any]] = []
     for p, v in rows:
         error = v if isinstance(v, int) else code
         v = None if isinstance(v, int) else v
@@ -449,12 +498,12 @@ def _partition_rows(rows, code: int = 0):
     return out
 
 
-def handle_offset_fetch(ctx: RequestContext, request):
+def handle_offset_fetch(ctx: RequestContext, request: OffsetFetchRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     version = ctx.api_version
     if version >= 8:
         by_id = version >= 10
-        groups = []
+        groups: list[dict[str, Any]] = []
         for group in request.groups:
             code, topics = _fetch_group_offsets(
                 ctx, runtime, group.group_id, group.topics, by_id, request.require_stable
@@ -499,7 +548,7 @@ def handle_offset_fetch(ctx: RequestContext, request):
     }
 
 
-async def handle_offset_delete(ctx: RequestContext, request):
+async def handle_offset_delete(ctx: RequestContext, request: OffsetDeleteRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     code = _group_denied(ctx, request.group_id, ACL_OPERATION_DELETE) or runtime.check_coordinator(
         request.group_id
@@ -545,12 +594,12 @@ async def handle_offset_delete(ctx: RequestContext, request):
 
 
 # -- ListGroups / DescribeGroups / DeleteGroups ----------------------------------------
-def handle_list_groups(ctx: RequestContext, request):
+def handle_list_groups(ctx: RequestContext, request: ListGroupsRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     states = {s.lower() for s in request.states_filter} if ctx.api_version >= 4 else set()
     types = {t.lower() for t in request.types_filter} if ctx.api_version >= 5 else set()
     runtime.load_all()
-    listed = []
+    listed: list[dict[str, Any]] = []
     if not types or _CONSUMER in types:
         for group_id, group in sorted(runtime.coordinator.consumer_groups.items()):
             if states and group.state.lower() not in states:
@@ -584,7 +633,7 @@ def handle_list_groups(ctx: RequestContext, request):
     return {"error_code": 0, "groups": _describable_groups(ctx, listed)}
 
 
-def _describable_groups(ctx: RequestContext, listed: list) -> list:
+def _describable_groups(ctx: RequestContext, listed: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """DESCRIBE on the cluster lists every group, else those the principal
     may describe (Kafka's handleListGroupsRequest). Both are filters: their
     denials are not audited at INFO (logIfDenied = false)."""
@@ -601,7 +650,9 @@ def _describable_groups(ctx: RequestContext, listed: list) -> list:
     ]
 
 
-def _describe_consumer_group(runtime, group, names: dict) -> dict:
+def _describe_consumer_group(
+    runtime: GroupCoordinatorRuntime, group: ConsumerGroup, names: dict[UUID, str]
+) -> dict[str, Any]:
     """A KIP-848 group through the classic DescribeGroups, as Kafka shows
     it: subscriptions and assignments in the consumer protocol's format."""
     members = [
@@ -627,7 +678,9 @@ def _describe_consumer_group(runtime, group, names: dict) -> dict:
     }
 
 
-def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
+def _describe(
+    runtime: GroupCoordinatorRuntime, group_id: str, version: int, names: dict[UUID, str]
+) -> dict[str, Any]:
     code = runtime.check_coordinator(group_id)
     if code:
         return {
@@ -662,10 +715,11 @@ def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
             "members": [],
         }
     stable = group.is_(ClassicGroupState.STABLE)
-    members = []
+    members: list[dict[str, Any]] = []
     for member in group.members.values():
         metadata = b""
-        if stable:
+        # A Stable group has chosen its protocol.
+        if stable and group.protocol_name is not None:
             try:
                 metadata = member.metadata(group.protocol_name)
             except KeyError:
@@ -690,12 +744,12 @@ def _describe(runtime, group_id: str, version: int, names: dict) -> dict:
     }
 
 
-def handle_describe_groups(ctx: RequestContext, request):
+def handle_describe_groups(ctx: RequestContext, request: DescribeGroupsRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     names = {
         topic.topic_id: name for name, topic in ctx.broker.metadata_image.topics_by_name.items()
     }
-    groups = []
+    groups: list[dict[str, Any]] = []
     for group_id in request.groups:
         if _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE):
             groups.append(
@@ -716,10 +770,10 @@ def handle_describe_groups(ctx: RequestContext, request):
     return {"groups": groups}
 
 
-async def handle_delete_groups(ctx: RequestContext, request):
+async def handle_delete_groups(ctx: RequestContext, request: DeleteGroupsRequest) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     results: dict[str, int] = {}
-    owned = []
+    owned: list[str] = []
     for group_id in request.groups_names:
         code = _group_denied(ctx, group_id, ACL_OPERATION_DELETE) or runtime.check_coordinator(
             group_id
@@ -740,7 +794,7 @@ async def handle_delete_groups(ctx: RequestContext, request):
 
 
 # -- KIP-848 ---------------------------------------------------------------------------
-def _topics_view(ctx: RequestContext) -> dict:
+def _topics_view(ctx: RequestContext) -> dict[str, tuple[UUID, int]]:
     """{name: (topic_id, partition count)} of the cluster's topics."""
     return {
         name: (topic.topic_id, len(topic.partitions))
@@ -748,7 +802,9 @@ def _topics_view(ctx: RequestContext) -> dict:
     }
 
 
-async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
+async def handle_consumer_group_heartbeat(
+    ctx: RequestContext, request: ConsumerGroupHeartbeatRequest
+) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     code = _group_denied(ctx, request.group_id, ACL_OPERATION_READ) or (
         runtime.check_coordinator(request.group_id) if request.group_id else 0
@@ -761,7 +817,8 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
         code = E.TopicAuthorizationException.code
     if code:
         return {"error_code": code, "member_id": request.member_id or None, "member_epoch": -1}
-    owned = None
+    # topic id: the partitions the member owns (None: the request does not say)
+    owned: dict[UUID, set[int]] | None = None
     if request.topic_partitions is not None:
         owned = {}
         for topic in request.topic_partitions:
@@ -790,15 +847,18 @@ async def handle_consumer_group_heartbeat(ctx: RequestContext, request):
             ACL_OPERATION_DESCRIBE, ACL_RESOURCE_TOPIC, topic, audit_denied=False
         ),
     )
-    return await _await_if_pending(future)
+    response: dict[str, Any] = await _await_if_pending(future)
+    return response
 
 
-def handle_consumer_group_describe(ctx: RequestContext, request):
+def handle_consumer_group_describe(
+    ctx: RequestContext, request: ConsumerGroupDescribeRequest
+) -> dict[str, Any]:
     runtime = ctx.broker.group_coordinator
     names = {
         topic.topic_id: name for name, topic in ctx.broker.metadata_image.topics_by_name.items()
     }
-    groups = []
+    groups: list[dict[str, Any]] = []
     for group_id in request.group_ids:
         code = _group_denied(ctx, group_id, ACL_OPERATION_DESCRIBE) or runtime.check_coordinator(
             group_id
