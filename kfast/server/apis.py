@@ -60,7 +60,7 @@ import inspect
 import logging
 import re
 import types
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
@@ -96,9 +96,10 @@ if TYPE_CHECKING:
 
     from kfast.protocol import ApiVersionsRequest, ApiVersionsResponse
     from kfast.protocol.api_keys import ApiKey
+    from kfast.protocol.file_region import FileRegion
     from kfast.protocol.schema import Message
     from kfast.security.authorizer import StandardAuthorizer
-    from kfast.server.network import Connection, Part, Response
+    from kfast.server.network import Connection
     from kfast.server.quota import ClientQuotaManager
 
 __all__ = [
@@ -109,6 +110,8 @@ __all__ = [
     "ApiRegistry",
     "ResponseBody",
     "HandlerResult",
+    "ResponseParts",
+    "Answer",
 ]
 
 logger = logging.getLogger(__name__)
@@ -127,9 +130,11 @@ HandlerResult: TypeAlias = "ResponseBody | Awaitable[ResponseBody | None] | None
 # checks a handler against its error response builder.
 Handler = Callable[["RequestContext", Any], HandlerResult]
 ErrorResponseBuilder = Callable[["RequestContext", Any, errors.KafkaError], ResponseBody]
-# What the network layer gets for one request is network.Response (the
-# response's parts after the size prefix, or None for no response) or an
-# awaitable of one: network.Handler's result.
+# A response's parts after the size prefix, as encode_response_parts gives them.
+ResponseParts: TypeAlias = "list[bytes | memoryview | FileRegion]"
+# What the network layer gets for one request (a network.Response): the
+# parts, timed until sent, or None for no response.
+Answer: TypeAlias = "ResponseParts | TimedResponse | None"
 _Request = TypeVar("_Request")
 
 
@@ -389,17 +394,22 @@ class KafkaApis:
     # -- dispatch ---------------------------------------------------------------------
     def network_handler(
         self, listener_name: str
-    ) -> Callable[[Connection, memoryview], Response | Awaitable[Response]]:
-        def handle(connection: Connection, frame: memoryview) -> Response | Awaitable[Response]:
+    ) -> Callable[[Connection, memoryview], Answer | Awaitable[Answer]]:
+        def handle(connection: Connection, frame: memoryview) -> Answer | Awaitable[Answer]:
             return self.handle(connection, frame, listener_name)
 
         return handle
 
     def handle(
-        self, connection: Connection | None, frame: memoryview, listener_name: str = "PLAINTEXT"
-    ) -> Response | Awaitable[Response]:
-        """Parse one frame, run its handler; returns response parts, an
-        awaitable of them, or None (no response / connection closing)."""
+        self,
+        connection: Connection | None,
+        frame: memoryview | bytearray,
+        listener_name: str = "PLAINTEXT",
+    ) -> Answer | Awaitable[Answer]:
+        """Parse one frame (a view into the receive buffer; a bytearray from
+        the in-process controller channel), run its handler; returns response
+        parts, an awaitable of them, or None (no response / connection
+        closing)."""
         started = perf_counter()
         # When the frame was fully read (an in-process caller has no queue).
         received = getattr(connection, "received_at", 0.0) or started
@@ -530,7 +540,7 @@ class KafkaApis:
         quota: ClientQuotaManager,
         received: float,
         started: float,
-    ) -> Response | Awaitable[Response]:
+    ) -> Answer | Awaitable[Answer]:
         """Run the handler and count its time against the client's
         request_percentage quota (Kafka's ClientRequestQuotaManager: the
         handler's time on the request thread; here the synchronous part,
@@ -565,7 +575,7 @@ class KafkaApis:
         received: float,
         started: float,
         handled: float,
-    ) -> Response:
+    ) -> Answer:
         try:
             body = await result
         except Exception as exc:
@@ -576,12 +586,12 @@ class KafkaApis:
     def _timed(
         self,
         ctx: RequestContext,
-        parts: Sequence[Part] | None,
+        parts: ResponseParts | None,
         received: float,
         started: float,
         handled: float,
         finished: float,
-    ) -> Response:
+    ) -> Answer:
         """The response, timed until the network layer has sent it
         (RequestMetrics are recorded then, as Kafka records them when the
         send completes); a request with no response, or from an in-process
@@ -603,7 +613,7 @@ class KafkaApis:
         )
         return TimedResponse(parts, timing)
 
-    def _encode(self, ctx: RequestContext, body: ResponseBody | None) -> Sequence[Part] | None:
+    def _encode(self, ctx: RequestContext, body: ResponseBody | None) -> ResponseParts | None:
         if ctx.throttle_time_ms:
             self._throttle(ctx, body)
         if body is None:
@@ -627,7 +637,7 @@ class KafkaApis:
 
     def _error(
         self, ctx: RequestContext, registration: _Registration, request: Any, exc: Exception
-    ) -> Sequence[Part] | None:
+    ) -> ResponseParts | None:
         if isinstance(exc, errors.KafkaError):
             error = exc
             logger.debug("%r failed: %s", ctx, exc)
@@ -701,7 +711,7 @@ class KafkaApis:
             ],
         )
 
-    def _unsupported_api_versions(self, header: RequestHeader) -> Sequence[Part]:
+    def _unsupported_api_versions(self, header: RequestHeader) -> ResponseParts:
         body = self._api_versions_body(errors.UnsupportedVersionException.code)
         return encode_response_parts(api_keys.API_VERSIONS, 0, header.correlation_id, body)[1:]
 
