@@ -286,7 +286,9 @@ class LocalControllerChannel:
                 raise errors.InvalidRequestException(
                     f"the controller closed the in-process channel on {lookup_api(key).name}"
                 )
-            _, response = decode_response(key, version, b"".join(bytes(p) for p in parts))
+            # Responses of controller APIs carry no records, so no FileRegion.
+            data = b"".join(bytes(p) for p in parts)  # type: ignore[arg-type]
+            _, response = decode_response(key, version, data)
             if _NOT_CONTROLLER not in _error_codes(response) or time.monotonic() >= deadline:
                 return response
             await asyncio.sleep(backoff)
