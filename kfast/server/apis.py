@@ -518,11 +518,7 @@ class KafkaApis:
         inner.forwarded = (principal, host)
         try:
             result = registration.handler(inner, request)
-            if _is_awaitable(result):
-                # Message's __getattr__ lets mypy think a body may be awaitable too.
-                body = await result  # type: ignore[union-attr]
-            else:
-                body = result
+            body = (await result) if _is_awaitable(result) else result
             parts = self._encode(inner, body)
         except Exception as exc:
             parts = self._error(inner, registration, request, exc)

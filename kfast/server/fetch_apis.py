@@ -368,7 +368,12 @@ def _response(
     stats = None
     for c, data in selected:
         if current is None or current.topic != c.topic:
-            current = _TopicResponse(topic=c.topic, topic_id=c.topic_id, partitions=[])
+            # A session partition's topic id is None below v13, which send no id.
+            current = _TopicResponse(
+                topic=c.topic,
+                topic_id=c.topic_id,  # type: ignore[arg-type]
+                partitions=[],
+            )
             responses.append(current)
             stats = topic_stats.topics.get(c.topic)
         # BrokerTopicMetrics: no meters for a topic this broker never had.
@@ -379,7 +384,7 @@ def _response(
             if data.error_code:
                 stats.failed_fetch_requests += 1
             stats.bytes_out += data.size
-        records = data.records
+        records: FileRegion | bytes | None = data.records
         if records is not None and version <= 3:
             records = _down_convert(records, version)
         current.partitions.append(
