@@ -19,7 +19,8 @@ controller endpoint type).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, TypeAlias
 from uuid import UUID
 
 from kfast.controller.config_describer import LOG4J_LEVELS, ConfigDescriber
@@ -95,6 +96,12 @@ from kfast.server.quota import (
 from kfast.storage.manager import CLUSTER_METADATA_TOPIC_NAME
 
 logger = logging.getLogger(__name__)
+
+# A resource of AlterConfigs or of IncrementalAlterConfigs (the same fields
+# but for the configs' operation)
+_AlterResource: TypeAlias = (
+    "AlterConfigsRequest.AlterConfigsResource | IncrementalAlterConfigsRequest.AlterConfigsResource"
+)
 
 
 def _message(error: errors.KafkaError | None) -> str | None:
@@ -542,19 +549,16 @@ def _check_alter_resource(ctx: RequestContext, resource_type: int, name: str) ->
 
 async def _alter(
     ctx: RequestContext, request: AlterConfigsRequest | IncrementalAlterConfigsRequest
-) -> list[errors.KafkaError | None]:
-    """Each resource's error (None: altered) of an AlterConfigs or an
-    IncrementalAlterConfigs request."""
+) -> list[dict[str, Any]]:
+    """The result of each resource of an AlterConfigs or an
+    IncrementalAlterConfigs request (see _alter_results)."""
     controller = ctx.broker.controller
     incremental = isinstance(request, IncrementalAlterConfigsRequest)
     responses: list[errors.KafkaError | None] = [None] * len(request.resources)
     # (resource type, name, [(key, op, value)] or {key: value}) for the controller
     pending: list[tuple[int, str, list[tuple[str, int, str | None]] | dict[str, str | None]]] = []
     positions: list[int] = []
-    resources: list[
-        AlterConfigsRequest.AlterConfigsResource
-        | IncrementalAlterConfigsRequest.AlterConfigsResource
-    ] = list(request.resources)
+    resources: list[_AlterResource] = list(request.resources)
     for i, resource in enumerate(resources):
         resource_type, name = resource.resource_type, resource.resource_name
         try:
@@ -589,22 +593,23 @@ async def _alter(
         for i, error in zip(positions, await alter(pending, request.validate_only)):
             responses[i] = error
         await _applied(ctx)
-    return responses
+    return _alter_results(resources, responses)
 
 
-def _alter_result(
-    resource: AlterConfigsRequest.AlterConfigsResource
-    | IncrementalAlterConfigsRequest.AlterConfigsResource,
-    error: errors.KafkaError | None,
-) -> dict[str, Any]:
-    """The fields of a resource's AlterConfigsResourceResponse (the same in
-    both APIs' responses)."""
-    return {
-        "error_code": error.code if error else 0,
-        "error_message": _message(error),
-        "resource_type": resource.resource_type,
-        "resource_name": resource.resource_name,
-    }
+def _alter_results(
+    resources: Sequence[_AlterResource], results: Sequence[errors.KafkaError | None]
+) -> list[dict[str, Any]]:
+    """The fields of each resource's AlterConfigsResourceResponse (the same in
+    both APIs' responses), from its error (None: altered)."""
+    return [
+        {
+            "error_code": error.code if error else 0,
+            "error_message": _message(error),
+            "resource_type": resource.resource_type,
+            "resource_name": resource.resource_name,
+        }
+        for resource, error in zip(resources, results)
+    ]
 
 
 def _alter_loggers(
@@ -646,21 +651,16 @@ def _alter_loggers(
 async def handle_alter_configs(
     ctx: RequestContext, request: AlterConfigsRequest
 ) -> AlterConfigsResponse:
-    results = await _alter(ctx, request)
     Result = AlterConfigsResponse.AlterConfigsResourceResponse
-    return AlterConfigsResponse(
-        responses=[Result(**_alter_result(r, e)) for r, e in zip(request.resources, results)]
-    )
+    return AlterConfigsResponse(responses=[Result(**f) for f in await _alter(ctx, request)])
 
 
 async def handle_incremental_alter_configs(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest
 ) -> IncrementalAlterConfigsResponse:
-    results = await _alter(ctx, request)
     Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
-    return IncrementalAlterConfigsResponse(
-        responses=[Result(**_alter_result(r, e)) for r, e in zip(request.resources, results)]
-    )
+    fields = await _alter(ctx, request)
+    return IncrementalAlterConfigsResponse(responses=[Result(**f) for f in fields])
 
 
 # -- DescribeCluster -----------------------------------------------------------------------
@@ -917,18 +917,19 @@ def _create_partitions_error(
 def _alter_configs_error(
     ctx: RequestContext, request: AlterConfigsRequest, error: errors.KafkaError
 ) -> AlterConfigsResponse:
+    fields = _alter_results(request.resources, [error] * len(request.resources))
     Result = AlterConfigsResponse.AlterConfigsResourceResponse
-    return AlterConfigsResponse(
-        responses=[Result(**_alter_result(r, error)) for r in request.resources]
-    )
+    return AlterConfigsResponse(responses=[Result(**f) for f in fields])
 
 
 def _incremental_alter_configs_error(
     ctx: RequestContext, request: IncrementalAlterConfigsRequest, error: errors.KafkaError
 ) -> IncrementalAlterConfigsResponse:
-    Result = IncrementalAlterConfigsResponse.AlterConfigsResourceResponse
+    results = _alter_results(request.resources, [error] * len(request.resources))
     return IncrementalAlterConfigsResponse(
-        responses=[Result(**_alter_result(r, error)) for r in request.resources]
+        responses=[
+            IncrementalAlterConfigsResponse.AlterConfigsResourceResponse(**f) for f in results
+        ]
     )
 
 

@@ -128,14 +128,19 @@ HandlerResult: TypeAlias = "ResponseBody | Awaitable[ResponseBody | None] | None
 # The request parameter is Any here: each handler takes its own API's message
 # class, which a table of handlers of every API cannot name; ``register``
 # checks a handler against its error response builder.
-Handler = Callable[["RequestContext", Any], HandlerResult]
-ErrorResponseBuilder = Callable[["RequestContext", Any, errors.KafkaError], ResponseBody]
+_Request = TypeVar("_Request")
+# A handler of requests of type _Request, and its error response builder.
+_HandlerOf: TypeAlias = Callable[["RequestContext", _Request], HandlerResult]
+_ErrorResponseOf: TypeAlias = Callable[
+    ["RequestContext", _Request, errors.KafkaError], ResponseBody
+]
+Handler = _HandlerOf[Any]
+ErrorResponseBuilder = _ErrorResponseOf[Any]
 # A response's parts after the size prefix, as encode_response_parts gives them.
 ResponseParts: TypeAlias = "list[bytes | memoryview | FileRegion]"
 # What the network layer gets for one request (a network.Response): the
 # parts, timed until sent, or None for no response.
 Answer: TypeAlias = "ResponseParts | TimedResponse | None"
-_Request = TypeVar("_Request")
 
 
 class ApiRegistry(Protocol):
@@ -145,9 +150,8 @@ class ApiRegistry(Protocol):
     def register(
         self,
         api_key: int,
-        handler: Callable[[RequestContext, _Request], HandlerResult],
-        error_response: Callable[[RequestContext, _Request, errors.KafkaError], ResponseBody]
-        | None = None,
+        handler: _HandlerOf[_Request],
+        error_response: _ErrorResponseOf[_Request] | None = None,
     ) -> None: ...
 
 
@@ -366,9 +370,8 @@ class KafkaApis:
     def register(
         self,
         api_key: int,
-        handler: Callable[[RequestContext, _Request], HandlerResult],
-        error_response: Callable[[RequestContext, _Request, errors.KafkaError], ResponseBody]
-        | None = None,
+        handler: _HandlerOf[_Request],
+        error_response: _ErrorResponseOf[_Request] | None = None,
     ) -> None:
         api = api_keys.BY_KEY.get(api_key)
         if api is None:
