@@ -69,7 +69,9 @@ async def _verify_offsets_partition(ctx: RequestContext, request: TxnOffsetCommi
     write = TransactionalWrite(
         request.producer_id, request.producer_epoch, ctx.api_version >= _FIRST_ADDING_VERSION
     )
-    write.guards[(GROUP_METADATA_TOPIC_NAME, index)] = None
+    # The partition to verify, with no guard: verify() reads only the keys,
+    # and the group coordinator's offsets append checks none.
+    write.guards[(GROUP_METADATA_TOPIC_NAME, index)] = None  # type: ignore[assignment]
     answers: dict[tuple[str, int], int] = await broker.add_partitions_to_txn_manager.verify(
         request.transactional_id, write
     )
