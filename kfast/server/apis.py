@@ -8,11 +8,18 @@ such as ``admin_apis.py`` code against)
 
 Registration::
 
-    def register(apis: KafkaApis) -> None:
+    def register(apis: ApiRegistry) -> None:   # a KafkaApis, or a wrapper of one
         apis.register(api_keys.BY_NAME["CreateTopics"].key, handle_create_topics)
 
-    def handle_create_topics(ctx: RequestContext, request) -> CreateTopicsResponse: ...
-    async def handle_create_topics(ctx, request) -> CreateTopicsResponse: ...   # also fine
+    def handle_create_topics(
+        ctx: RequestContext, request: CreateTopicsRequest
+    ) -> CreateTopicsResponse: ...
+    async def handle_create_topics(...) -> CreateTopicsResponse: ...   # also fine
+
+  The handler modules are type-checked with mypy's strict flags: the request
+  and response classes' fields come from the generated stub
+  (kfast.protocol.message_classes), and ``register`` checks that a handler
+  and its ``error_response`` take the same request class.
 
 * ``request`` is the decoded body (``kfast.protocol`` message object) of any
   version in the API's range; ``ctx.api_version`` says which. Record fields
