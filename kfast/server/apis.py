@@ -106,7 +106,7 @@ if TYPE_CHECKING:
     from kfast.protocol.file_region import FileRegion
     from kfast.protocol.schema import Message
     from kfast.security.authorizer import StandardAuthorizer
-    from kfast.server.network import Connection
+    from kfast.server.network import Connection, Peer
     from kfast.server.quota import ClientQuotaManager
 
 __all__ = [
@@ -240,7 +240,7 @@ class RequestContext:
         return ANONYMOUS if self.connection is None else self.connection.principal
 
     @property
-    def client_address(self) -> tuple[str, int] | None:
+    def client_address(self) -> Peer | None:
         if self.forwarded is not None:
             return (self.forwarded[1], 0)
         return None if self.connection is None else self.connection.peer

@@ -573,9 +573,11 @@ def request_quota_exempt(api_key: int, api_version: int, request: Message) -> bo
     if api_key in _EXEMPT_APIS:
         return True
     if api_key == _FETCH:
+        from kfast.protocol import FetchRequest
         from kfast.server.fetch_apis import _replica_id  # (fetch_apis imports this module)
 
-        return _replica_id(request, api_version) >= 0
+        # Always true for a Fetch key's body; it says so to the type checker.
+        return isinstance(request, FetchRequest) and _replica_id(request, api_version) >= 0
     return False
 
 
