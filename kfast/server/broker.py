@@ -2,7 +2,7 @@
 (Kafka's KafkaRaftServer with BrokerServer and ControllerServer).
 
 Start order: timer -> LogManager (loads and recovers the partition logs, in
-an executor) -> QuorumController (replays __cluster_metadata) -> metadata
+an executor) -> controller (its Raft log replays __cluster_metadata) -> metadata
 publisher (creates the Partitions of the replayed image) -> listeners ->
 broker registration (publishes this broker's endpoints) -> periodic jobs.
 

@@ -67,10 +67,10 @@ DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
 STRAY_DIR_SUFFIX = "-stray"
 # KRaft's metadata topic (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME). Its
-# partition belongs to the controller's MetadataLog; Kafka's LogManager skips
-# it when loading (KafkaRaftServer.MetadataTopic), and so does this one: a
-# second Log over the same files would apply retention to them and trim them
-# to its stale size at shutdown.
+# partition belongs to the controller's Raft log (kfast.raft.file_log);
+# Kafka's LogManager skips it when loading (KafkaRaftServer.MetadataTopic),
+# and so does this one: a second Log over the same files would apply
+# retention to them and trim them to its stale size at shutdown.
 CLUSTER_METADATA_TOPIC_NAME = "__cluster_metadata"
 # Its fixed topic id (Uuid.METADATA_TOPIC_ID = AAAAAAAAAAAAAAAAAAAAAQ).
 METADATA_TOPIC_ID = uuid.UUID(int=1)
