@@ -35,7 +35,7 @@ import struct
 import weakref
 import zlib
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Literal, NamedTuple, overload
+from typing import TYPE_CHECKING, Literal, NamedTuple, Protocol, overload
 
 from kfast._ext.crc32c import crc32c
 from kfast._ext.layout import (
@@ -85,6 +85,31 @@ _LEGACY_HEADER_SIZE = {0: LEGACY_HEADER_V0.size, 1: LEGACY_HEADER_V1.size}
 _FIRST_SCAN_CHUNK = 8 * 1024
 _SCAN_CHUNK = 64 * 1024
 _FULL_SCAN_CHUNK = 1024 * 1024
+
+
+class BatchHeaderView(Protocol):
+    """What producer state and the append path read of a v2 batch's header:
+    a BatchHeader parsed from a file, or a kfast.records.RecordBatch over
+    the bytes of a request."""
+
+    @property
+    def base_offset(self) -> int: ...
+    @property
+    def last_offset(self) -> int: ...
+    @property
+    def max_timestamp(self) -> int: ...
+    @property
+    def producer_id(self) -> int: ...
+    @property
+    def producer_epoch(self) -> int: ...
+    @property
+    def base_sequence(self) -> int: ...
+    @property
+    def last_sequence(self) -> int: ...
+    @property
+    def is_control(self) -> bool: ...
+    @property
+    def is_transactional(self) -> bool: ...
 
 
 class BatchHeader(NamedTuple):

@@ -24,7 +24,7 @@ import shutil
 import threading
 from collections.abc import Callable
 from time import perf_counter
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kfast._ext import log_append as scan_status
 from kfast._ext.layout import RECORD_BATCH_OVERHEAD
@@ -47,10 +47,12 @@ from kfast.storage.checkpoint import (
     PartitionMetadataFile,
 )
 from kfast.storage.file_records import FileRecords
-from kfast.storage.log_dir_failure_channel import is_log_dir_failure
+from kfast.storage.log_dir_failure_channel import LogDirFailureChannel, is_log_dir_failure
 from kfast.storage.producer_state import (
     ORIGIN_CLIENT,
     ORIGIN_REPLICATION,
+    CompletedTxn,
+    ProducerAppendInfo,
     ProducerStateManager,
 )
 from kfast.storage.segment import (
@@ -60,6 +62,9 @@ from kfast.storage.segment import (
     LogSegment,
 )
 from kfast.storage.txn_index import AbortedTxn
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer
 
 # A future replica's directory (JBOD moves): <topic>-<partition>.<uuid>-future
 # (Kafka's LocalLog.FutureDirPattern).
@@ -134,9 +139,9 @@ class Log(LogState):
         had_clean_shutdown: bool = False,
         topic_id: str | None = None,
         producer_id_expiration_ms: int = 86400000,
-        time_ms=now_ms,
-        flush_requester=None,
-        failure_channel=None,
+        time_ms: Callable[[], int] = now_ms,
+        flush_requester: Callable[[Log], None] | None = None,
+        failure_channel: LogDirFailureChannel | None = None,
     ):
         from kfast.storage.loader import load_log  # loader builds on this module's types
 
@@ -336,7 +341,9 @@ class Log(LogState):
     # is LogState's (kfast/_ext/log_append.pyx): its plain appends never leave
     # C; the rest comes back here.
 
-    def _append_as_leader_general(self, records, leader_epoch, origin, now) -> LogAppendInfo:
+    def _append_as_leader_general(
+        self, records: Buffer, leader_epoch: int | None, origin: str, now: int | None
+    ) -> LogAppendInfo:
         """append_as_leader for what its fast path leaves: a read-only buffer
         (copied once, then appended as a writable one), the general path
         forced or no leader epoch, an offline log (raises) or the lock held
@@ -346,24 +353,32 @@ class Log(LogState):
         if view.readonly:
             view = memoryview(bytearray(view))
             if self._fast_append and leader_epoch is not None:
-                return self.append_as_leader(view, leader_epoch, origin, now)
+                info: LogAppendInfo = self.append_as_leader(view, leader_epoch, origin, now)
+                return info
         return self._append(view, origin, leader_epoch, now, True)
 
     def _append_failed(self, exc: OSError) -> KafkaStorageException:
         """The exception for a write that failed in the append kernel. The
         kernel cut the file back to its previous size, so nothing changed;
         if it could not, the log goes offline."""
-        segment = self._active_segment
+        segment = self.active_segment
         if segment.log.size != self._expected_size(segment):
             self.offline = True
         return self._storage_error(exc, "appending records")
 
-    def append_as_follower(self, records, now: int | None = None) -> LogAppendInfo:
+    def append_as_follower(self, records: Buffer, now: int | None = None) -> LogAppendInfo:
         """Append batches that already carry offsets (replication)."""
         now = self.time_ms() if now is None else now
         return self._append(memoryview(records), ORIGIN_REPLICATION, None, now, False)
 
-    def _append(self, view, origin, leader_epoch, now, assign_offsets) -> LogAppendInfo:
+    def _append(
+        self,
+        view: memoryview,
+        origin: str,
+        leader_epoch: int | None,
+        now: int,
+        assign_offsets: bool,
+    ) -> LogAppendInfo:
         """The general path: scan, then _append_scanned."""
         from_client = origin == ORIGIN_CLIENT
         log_append_time = now if self._log_append_time else -1
@@ -404,7 +419,7 @@ class Log(LogState):
                 self._check_keys(view)
             return self._append_scanned(view, scan, origin, leader_epoch, now)
 
-    def _check_keys(self, view) -> None:
+    def _check_keys(self, view: memoryview) -> None:
         """Kafka's LogValidator.validateKey for a leader append to a compacted
         topic: a record without a key rejects its batch with INVALID_RECORD."""
         for batch in iter_batches(view):
@@ -420,7 +435,9 @@ class Log(LogState):
             if record_errors:
                 raise RecordValidationException(record_errors)
 
-    def _append_scanned(self, view, scan, origin, leader_epoch, now) -> LogAppendInfo:
+    def _append_scanned(
+        self, view: memoryview, scan: BatchScan, origin: str, leader_epoch: int | None, now: int
+    ) -> LogAppendInfo:
         """Everything after a successful scan (under the lock): producer
         state, roll, write, index, epochs, flush policy."""
         log_append_time = now if self._log_append_time else -1
@@ -429,7 +446,8 @@ class Log(LogState):
         if not scan.batch_count:
             return LogAppendInfo(-1, -1, -1, -1, -1, self.log_start_offset, 0, 0)
         first_offset = scan.first_offset
-        producer_infos = completed = None
+        producer_infos: dict[int, ProducerAppendInfo] | None = None
+        completed: list[CompletedTxn] | None = None
         if scan.has_producer_id:
             found = self._prepare_producer_updates(view, scan, origin)
             if isinstance(found, LogAppendInfo):
@@ -439,7 +457,9 @@ class Log(LogState):
         last_offset = offset - 1
         max_ts = scan.max_timestamp
         size = scan.valid_bytes
-        segment = self._active_segment
+        # Never None from load_log (which gives every log a segment) until
+        # delete(); the active_segment property's check is left off this path.
+        segment: LogSegment = self._active_segment  # type: ignore[assignment]
         if segment.should_roll(
             self._segment_bytes, self._segment_ms, max_ts, last_offset, size, now
         ):
@@ -493,13 +513,15 @@ class Log(LogState):
             ),
         )
 
-    def _prepare_producer_updates(self, view, scan: BatchScan, origin: str):
+    def _prepare_producer_updates(
+        self, view: memoryview, scan: BatchScan, origin: str
+    ) -> LogAppendInfo | tuple[dict[int, ProducerAppendInfo], list[CompletedTxn] | None]:
         """Producer-state updates for the scanned batches that carry a producer
         id: ``(infos by producer id, completed transactions or None)``, or the
         LogAppendInfo of the original append if a client batch is a retry
         already in the log (idempotence)."""
-        producer_infos = {}
-        completed = None
+        producer_infos: dict[int, ProducerAppendInfo] = {}
+        completed: list[CompletedTxn] | None = None
         for position in scan.positions(True):
             batch = RecordBatch(view, position)
             if origin == ORIGIN_CLIENT and not batch.is_control:
@@ -639,7 +661,7 @@ class Log(LogState):
                 break
         return found
 
-    def fetch_offset_by_timestamp(self, timestamp: int):
+    def fetch_offset_by_timestamp(self, timestamp: int) -> tuple[int, int] | None:
         """ListOffsets: (timestamp, offset) of the first record at or after
         ``timestamp``; -1 latest, -2 earliest, -3 the max timestamp. None if
         no record is that late."""
@@ -656,14 +678,14 @@ class Log(LogState):
                     if segment.max_timestamp_so_far > best_timestamp:
                         best, best_timestamp = segment, segment.max_timestamp_so_far
                 found = None if best is None else best.find_max_timestamp_record()
-                return None if found is None else tuple(found)
+                return None if found is None else (found.timestamp, found.offset)
             for segment in self.segments:
                 if segment.largest_timestamp() >= timestamp or segment is self.active_segment:
                     found = segment.find_offset_by_timestamp(
                         timestamp, max(self.log_start_offset, segment.base_offset)
                     )
                     if found is not None:
-                        return tuple(found)
+                        return (found.timestamp, found.offset)
             return None
 
     # -- offsets ------------------------------------------------------------------

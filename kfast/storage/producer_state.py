@@ -54,7 +54,7 @@ from kfast.protocol.errors import (
 )
 from kfast.records import CONTROL_TYPE_ABORT, NO_PRODUCER_EPOCH, NO_SEQUENCE
 from kfast.storage.atomic_file import write_atomically
-from kfast.storage.file_records import BatchHeader, BytesLike
+from kfast.storage.file_records import BatchHeaderView, BytesLike
 from kfast.storage.records_access import first_record_key_value
 from kfast.storage.segment import PRODUCER_SNAPSHOT_FILE_SUFFIX, filename_prefix_from_offset
 
@@ -139,7 +139,7 @@ class ProducerStateEntry:
         self.batch_metadata.append(BatchMetadata(last_seq, last_offset, offset_delta, timestamp))
         self.last_timestamp = timestamp
 
-    def find_duplicate_batch(self, header: BatchHeader) -> BatchMetadata | None:
+    def find_duplicate_batch(self, header: BatchHeaderView) -> BatchMetadata | None:
         if header.producer_epoch != self.producer_epoch:
             return None
         for meta in self.batch_metadata:
@@ -242,7 +242,7 @@ class ProducerAppendInfo:
             )
 
     def append(
-        self, header: BatchHeader, batch_view: BytesLike | None = None
+        self, header: BatchHeaderView, batch_view: BytesLike | None = None
     ) -> CompletedTxn | None:
         """Apply one batch (offsets already assigned); returns the completed
         transaction when the batch is a COMMIT/ABORT marker."""
@@ -410,7 +410,7 @@ class ProducerStateManager:
     def last_entry(self, producer_id: int) -> ProducerStateEntry | None:
         return self.producers.get(producer_id)
 
-    def find_duplicate(self, header: BatchHeader) -> BatchMetadata | None:
+    def find_duplicate(self, header: BatchHeaderView) -> BatchMetadata | None:
         entry = self.producers.get(header.producer_id)
         return None if entry is None else entry.find_duplicate_batch(header)
 
