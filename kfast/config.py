@@ -1036,6 +1036,14 @@ define_dynamic_only(
     at_least(0),
 )
 define_dynamic_only(
+    "replica.alter.log.dirs.io.max.bytes.per.second",
+    L,
+    LONG_MAX,
+    "A long representing the upper bound (bytes/sec) on disk IO used for moving replica "
+    "between log directories on the same broker.",
+    at_least(0),
+)
+define_dynamic_only(
     "follower.replication.throttled.rate",
     L,
     LONG_MAX,

@@ -504,6 +504,7 @@ class KafkaBroker:
         read again too. Replicas created or moved in another log dir
         than the metadata says are assigned there (KIP-858)."""
         self.directory_assignments.reconcile(topics)
+        self.replica_alter_log_dirs.resume_interrupted()
         coordinator = self.transaction_coordinator
         if coordinator is None or self._stopping:
             return

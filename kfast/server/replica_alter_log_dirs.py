@@ -16,6 +16,10 @@ partition's log; the old one is renamed ``-delete`` and removed later.
 The current log shrinking under the copy (truncation on a follower,
 retention moving the log start) is followed: the future replica is cut to
 the current end, or restarted at the current log start.
+
+A restart in the middle of a move keeps the future replica: the log
+manager loads it (and checkpoints its recovery point like any log's), and
+the move resumes from its log end once the partition is served again.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
+from kfast.config import LONG_MAX
 from kfast.protocol.errors import KafkaStorageException, OffsetOutOfRangeException
 
 if TYPE_CHECKING:
@@ -40,6 +45,8 @@ class ReplicaAlterLogDirsManager:
         self._moves: dict[PartitionKey, asyncio.Task[None]] = {}
         # Set when a move finishes (tests and shutdown wait on it).
         self.moved = asyncio.Event()
+        # Loop time the next chunk may be copied (the IO quota).
+        self._next_copy_at = 0.0
 
     def destination(self, key: PartitionKey) -> str | None:
         """The log dir a partition is moving to, if it is moving."""
@@ -54,6 +61,40 @@ class ReplicaAlterLogDirsManager:
             partition.topic, partition.partition, log_dir
         )
         self._moves[key] = asyncio.get_running_loop().create_task(self._move(key))
+
+    async def _throttle(self, copied: int) -> None:
+        """replica.alter.log.dirs.io.max.bytes.per.second (Kafka's
+        alter-log-dirs replication quota, over all moves of the broker):
+        each chunk copied pushes the time the next may start by its share."""
+        rate = self.broker.current_config["replica.alter.log.dirs.io.max.bytes.per.second"]
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if rate <= 0 or rate >= LONG_MAX:
+            self._next_copy_at = now
+            await asyncio.sleep(0)
+            return
+        self._next_copy_at = max(self._next_copy_at, now) + copied / rate
+        await asyncio.sleep(max(0.0, self._next_copy_at - now))
+
+    def resume_interrupted(self) -> None:
+        """Resume the moves a restart interrupted: a future replica loaded
+        from disk whose partition this broker now hosts is filled on from
+        where it stopped (Kafka's ReplicaManager adds a log dir fetcher for
+        every hosted partition with a future log)."""
+        log_manager = self.broker.started_log_manager()
+        replica_manager = self.broker.started_replica_manager()
+        for future in log_manager.future_logs():
+            key = (future.topic, future.partition)
+            if key in self._moves or replica_manager.get_partition(*key) is None:
+                continue
+            logger.info(
+                "resuming the move of %s-%d to %s at offset %d",
+                key[0],
+                key[1],
+                future.parent_dir,
+                future.log_end_offset,
+            )
+            self._moves[key] = asyncio.get_running_loop().create_task(self._move(key))
 
     def cancel(self, key: PartitionKey) -> None:
         """Stop a move and remove its future replica."""
@@ -88,7 +129,9 @@ class ReplicaAlterLogDirsManager:
                     continue
                 if info.records is not None and info.records.length:
                     future.append_as_follower(info.records.read())
-                await asyncio.sleep(0)
+                    await self._throttle(info.records.length)
+                else:
+                    await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
         except KafkaStorageException as exc:

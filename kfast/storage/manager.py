@@ -164,6 +164,13 @@ class LogManager:
                 self.handle_log_dir_failure(d)
         if not self.live_log_dirs:
             raise KafkaStorageException(self.all_dirs_failed_message())
+        for tp, future in list(self._future_logs.items()):
+            if tp not in self._logs:
+                # No current replica left to copy from: nothing to resume.
+                logger.info("removing the future replica %s: no current log", future.dir)
+                del self._future_logs[tp]
+                future.close_handlers()
+                self._pending_dir_deletes.append((0, future.dir))
 
     def _load_dir(self, d: str) -> None:
         threads = self.config["num.recovery.threads.per.data.dir"]
@@ -182,12 +189,6 @@ class LogManager:
             if name.endswith(DELETE_DIR_SUFFIX):
                 self._pending_dir_deletes.append((0, path))
                 continue
-            if name.endswith(FUTURE_DIR_SUFFIX):
-                # A move interrupted by a restart starts over when asked
-                # again (Kafka resumes it; kfast keeps no record of the move).
-                logger.info("removing the unfinished future replica %s", path)
-                self._pending_dir_deletes.append((0, path))
-                continue
             if name.endswith(STRAY_DIR_SUFFIX):
                 continue
             try:
@@ -197,10 +198,14 @@ class LogManager:
                 continue
             if tp[0] == CLUSTER_METADATA_TOPIC_NAME:
                 continue
-            jobs.append((tp, path))
+            # A future replica (a move interrupted by a restart) is loaded
+            # too, and the move resumes once the partition is served
+            # (Kafka's LogManager loads it with isFuture, ReplicaManager
+            # restarts its ReplicaAlterLogDirsThread).
+            jobs.append((tp, path, name.endswith(FUTURE_DIR_SUFFIX)))
 
-        def load(job: tuple[TopicPartition, str]) -> tuple[TopicPartition, str, Log]:
-            tp, path = job
+        def load(job: tuple[TopicPartition, str, bool]) -> tuple[TopicPartition, str, Log]:
+            tp, path, _future = job
             log = Log(
                 path,
                 self.log_config(tp[0]),
@@ -215,7 +220,14 @@ class LogManager:
             return tp, path, log
 
         with ThreadPoolExecutor(max_workers=threads) as pool:
-            for tp, path, log in pool.map(load, jobs):
+            for (tp, path, log), (*_, future) in zip(pool.map(load, jobs), jobs):
+                if future:
+                    if tp in self._future_logs:  # one move per partition: the other is stale
+                        self._pending_dir_deletes.append((0, path))
+                        log.close_handlers()
+                    else:
+                        self._future_logs[tp] = log
+                    continue
                 if tp in self._logs:
                     raise KafkaStorageException(
                         f"Duplicate log directories for {tp[0]}-{tp[1]} are found in both "
@@ -231,9 +243,10 @@ class LogManager:
         checkpoint, no marker): what a crash leaves behind. For a failed
         start, and for tests that simulate kill -9 in-process."""
         with self._lock:
-            for log in self._logs.values():
+            for log in [*self._logs.values(), *self._future_logs.values()]:
                 log.close_handlers()
             self._logs.clear()
+            self._future_logs.clear()
             self._log_dir_of.clear()
             self._unlock_dirs()
             self.started = False
@@ -262,10 +275,8 @@ class LogManager:
         """Flush, snapshot producer state, write checkpoints, close every log
         and mark each dir cleanly shut down."""
         with self._lock:
-            for log in self._future_logs.values():
-                log.close_handlers()  # unfinished: removed at the next start
-            self._future_logs.clear()
-            for log in list(self._logs.values()):
+            # Unfinished moves' future replicas too: the next start resumes them.
+            for log in [*self._logs.values(), *self._future_logs.values()]:
                 if log.offline:
                     continue
                 try:
@@ -286,6 +297,7 @@ class LogManager:
                 except OSError as exc:
                     self._dir_failed(d, f"Error while writing {CLEAN_SHUTDOWN_FILE} in {d}", exc)
             self._logs.clear()
+            self._future_logs.clear()
             self._unlock_dirs()
             self.started = False
 
@@ -584,6 +596,12 @@ class LogManager:
             offsets = {
                 tp: value(log) for tp, log in self._logs.items() if self._log_dir_of.get(tp) == d
             }
+            # A future replica is the only log of its partition in its dir
+            # (Kafka checkpoints it there too), so a move resumed after a
+            # restart does not recover it from scratch.
+            offsets.update(
+                (tp, value(log)) for tp, log in self._future_logs.items() if log.parent_dir == d
+            )
             try:
                 OffsetCheckpointFile(os.path.join(d, file_name)).write(offsets)
             except OSError as exc:

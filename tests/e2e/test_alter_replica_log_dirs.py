@@ -5,8 +5,11 @@ along: no record lost, none duplicated, every offset in place."""
 
 from __future__ import annotations
 
+import os
+import re
 import threading
 import time
+from unittest.mock import ANY
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
@@ -165,3 +168,93 @@ def test_alter_replica_log_dirs_errors(kfast_broker_two_dirs, tmp_path):
         assert [p for p, future, *_ in _placement(admin, "stays")[dir_a]] == [0]
     finally:
         admin.close()
+
+
+def test_a_move_interrupted_by_kill_9_resumes_at_the_restart(tmp_path):
+    """Kafka keeps the -future replica of a move across a restart and
+    resumes the copy from its log end. A kfast serve process with two log
+    dirs moves an 8 MiB partition under a 2 MiB/s
+    replica.alter.log.dirs.io.max.bytes.per.second; it is killed with
+    SIGKILL a quarter of the way, restarted, and the move completes from
+    where it stopped, every record at its offset."""
+    from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+    from e2e_support import ServeProcess, free_port
+
+    dir_a, dir_b = str(tmp_path / "a"), str(tmp_path / "b")
+    broker = ServeProcess(dir_a, free_port(), [f"log.dirs={dir_a},{dir_b}"])
+    admin = None
+    try:
+        broker.start()
+        _create(broker, "big")
+        producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all"})
+        acknowledged: dict[int, bytes] = {}
+        for i in range(8192):
+            producer.produce(
+                "big",
+                b"%07d" % i + b"v" * 1017,
+                partition=0,
+                on_delivery=lambda err, msg: (
+                    err or acknowledged.update({msg.offset(): msg.value()})
+                ),
+            )
+            producer.poll(0)
+        assert producer.flush(30) == 0 and len(acknowledged) == 8192
+
+        creator = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        node = creator.describe_cluster().result(30).nodes[0].id
+        quota = ConfigResource(
+            ConfigResource.Type.BROKER,
+            str(node),
+            incremental_configs=[
+                ConfigEntry(
+                    "replica.alter.log.dirs.io.max.bytes.per.second",
+                    str(2 << 20),
+                    incremental_operation=AlterConfigOpType.SET,
+                )
+            ],
+        )
+        creator.incremental_alter_configs([quota])[quota].result(30)
+        moved = admin.alter_replica_log_dirs({TopicPartitionReplica("big", 0, node): dir_b})
+        assert list(moved.values()) == [NoError]
+
+        def future_size() -> int:
+            sizes = [s for p, future, s, _ in _placement(admin, "big")[dir_b] if future]
+            return sizes[0] if sizes else 0
+
+        wait_until(lambda: future_size() >= 2 << 20, timeout=30, message="a quarter copied")
+        admin.close()
+        admin = None
+        broker.kill()
+        assert any(name.endswith("-future") for name in os.listdir(dir_b))
+
+        broker.start()
+        admin = KafkaAdminClient(bootstrap_servers=broker.bootstrap_servers)
+        wait_until(
+            lambda: _placement(admin, "big") == {dir_a: [], dir_b: [(0, False, ANY, 0)]},
+            timeout=60,
+            message="the resumed move to finish",
+        )
+        output = "".join(broker.output)
+        resumed = re.search(
+            rf"resuming the move of big-0 to {re.escape(dir_b)} at offset (\d+)", output
+        )
+        assert resumed is not None, output[-3000:]
+        assert int(resumed.group(1)) >= 1024  # from where it stopped, not from 0
+        assert "Traceback" not in output, output[-5000:]
+
+        consumer = Consumer({"bootstrap.servers": broker.bootstrap_servers, "group.id": "audit"})
+        consumer.assign([TopicPartition("big", 0, 0)])
+        seen: dict[int, bytes] = {}
+        deadline = time.monotonic() + 30
+        while len(seen) < len(acknowledged) and time.monotonic() < deadline:
+            for message in consumer.consume(10_000, 0.5):
+                if message.error() is None:
+                    seen[message.offset()] = message.value()
+        consumer.close()
+        assert seen == acknowledged
+        assert broker.terminate() == 0
+    finally:
+        if admin is not None:
+            admin.close()
+        broker.kill()

@@ -4,6 +4,7 @@ LogManager.replaceCurrentWithFutureLog); DescribeLogDirs lists it with
 is_future_key and its lag."""
 
 import os
+import shutil
 from types import SimpleNamespace
 
 from kfast.protocol import DescribeLogDirsRequest
@@ -55,15 +56,35 @@ def test_a_future_replica_is_built_and_swapped_in(tmp_path):
     m.shutdown()
 
 
-def test_an_unfinished_future_replica_is_removed_at_the_next_start(tmp_path):
+def test_an_unfinished_future_replica_is_loaded_at_the_next_start(tmp_path):
+    """Kafka keeps a move's future replica across a restart (the broker
+    resumes the copy); its recovery point is checkpointed in its own dir."""
+    m = manager(tmp_path, dirs=("d1", "d2"))
+    d1, d2 = str(tmp_path / "d1"), str(tmp_path / "d2")
+    source = m.get_or_create_log("t", 0)
+    source.append_as_leader(make_batch(3), leader_epoch=0)
+    future = m.create_future_log("t", 0, d2)
+    _copy(source, future)
+    future_dir = future.dir
+    m.shutdown()
+    assert os.path.exists(os.path.join(d2, CLEAN_SHUTDOWN_FILE))
+    m = manager(tmp_path, dirs=("d1", "d2"))
+    loaded = m.get_future_log("t", 0)
+    assert loaded is not None and loaded.dir == future_dir
+    assert (loaded.log_end_offset, loaded.recovery_point) == (3, 3)
+    assert m.log_dir_of("t", 0) == d1
+    m.shutdown()
+
+
+def test_a_future_replica_without_a_current_log_is_removed_at_the_next_start(tmp_path):
     m = manager(tmp_path, dirs=("d1", "d2"))
     d2 = str(tmp_path / "d2")
     m.get_or_create_log("t", 0).append_as_leader(make_batch(2), leader_epoch=0)
     future_dir = m.create_future_log("t", 0, d2).dir
     m.shutdown()
-    assert os.path.exists(os.path.join(d2, CLEAN_SHUTDOWN_FILE))
+    shutil.rmtree(os.path.join(tmp_path, "d1", "t-0"))
     m = manager(tmp_path, dirs=("d1", "d2"))
-    assert m.get_future_log("t", 0) is None and m.log_dir_of("t", 0) == str(tmp_path / "d1")
+    assert m.get_future_log("t", 0) is None and m.get_log("t", 0) is None
     m.delete_pending_dirs()
     assert not os.path.exists(future_dir)
     m.shutdown()
