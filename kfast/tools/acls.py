@@ -485,7 +485,7 @@ async def _list(admin, args, out) -> None:
         by_pattern.setdefault((r.resource_type, r.resource_name, r.pattern_type), set()).update(
             (a.principal, a.host, a.operation, a.permission_type) for a in r.acls
         )
-    principals = [_principal(p) for p in args.principal]
+    principals: list[str | None] = [_principal(p) for p in args.principal]
     for principal in principals or [None]:
         if principal is not None:
             out.write(f"ACLs for principal `{principal}`\n")

@@ -504,7 +504,7 @@ def _user_config_modules() -> list:
 def _quota_filter(entities) -> list[tuple[str, int, str | None]]:
     """kafka-configs.sh's filter: a named entity matches exactly, "" the
     default, no name any entity of the type (strict: no other types)."""
-    components = []
+    components: list[tuple[str, int, str | None]] = []
     for entity_type, name in entities:
         quota_type = _QUOTA_ENTITY[entity_type]
         if name is None:

@@ -548,6 +548,8 @@ async def _consume(
                 # earliest with it: the partition moves to that end.
                 reset = EARLIEST if spec == EARLIEST else LATEST
                 key = exc.topic_partition
+                if key is None:  # the fetcher names the partition of every such error
+                    raise
                 positions[key] = (await fetcher.list_offsets({key: reset}))[key]
                 continue
             got_any = False

@@ -201,8 +201,9 @@ def run(args, out=None, err=None) -> int:
                     skip_metadata=args.skip_record_metadata,
                     max_bytes=args.max_bytes,
                 )
-            elif suffix == SNAPSHOT_SUFFIX and parse_snapshot_name(name) is not None:
-                snapshot_id = parse_snapshot_name(name)
+            elif (
+                suffix == SNAPSHOT_SUFFIX and (snapshot_id := parse_snapshot_name(name)) is not None
+            ):
                 dump_log_file(
                     path,
                     out,
@@ -336,6 +337,7 @@ def dump_log_file(
                             line.append(_control_record(control_type, record.value))
                 if print_data and not header.is_control:
                     prefix = "| " if skip_metadata else " "
+                    key_text: str | None
                     if offsets_decoder:
                         key_text, payload = format_offsets_record(
                             record.offset, record.key, record.value

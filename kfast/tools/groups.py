@@ -72,7 +72,7 @@ class GroupsTool:
         self._options = {"client_id": "kfast-groups", **(options or {})}
         host, _, port = bootstrap.split(",")[0].rpartition(":")
         self.bootstrap = BlockingConnection(host or "localhost", int(port), **self._options)
-        self._connections = {}
+        self._connections: dict[tuple[str, int], BlockingConnection] = {}
 
     def close(self) -> None:
         self.bootstrap.close()
@@ -213,7 +213,7 @@ def _describe(tool: GroupsTool, group: str, out) -> None:
     if not described.members:
         print(f"\nConsumer group '{group}' has no active members.", file=out)
     end_offsets = tool.list_offsets(partitions, LATEST_TIMESTAMP) if partitions else {}
-    rows = [
+    rows: list[list[object]] = [
         [
             "GROUP",
             "TOPIC",
@@ -275,7 +275,7 @@ def _reset(tool: GroupsTool, group: str, args, out) -> None:
             f"Assignments can only be reset if the group '{group}' is inactive, "
             f"but the current state is {described.group_state}."
         )
-    partitions = []
+    partitions: list[tuple[str, int]] = []
     for spec in args.topic:
         topic, _, indexes = spec.partition(":")
         partitions += (
@@ -317,7 +317,7 @@ def _reset(tool: GroupsTool, group: str, args, out) -> None:
         for topic in response.topics:
             for p in topic.partitions:
                 _check(p.error_code, f"committing {topic.name}-{p.partition_index}")
-    rows = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]]
+    rows: list[list[object]] = [["GROUP", "TOPIC", "PARTITION", "NEW-OFFSET"]]
     rows += [[group, t, p, offset] for (t, p), offset in sorted(plan.items())]
     print(file=out)
     _table(rows, out)

@@ -49,7 +49,7 @@ def _json(obj) -> str:
 
 def _offset_commit_json(version: int, value: records.OffsetCommitValue) -> dict:
     # Only the fields the value's version has, in Kafka's order and names.
-    data = {"offset": value.offset}
+    data: dict[str, object] = {"offset": value.offset}
     if version >= 3:
         data["leaderEpoch"] = value.leader_epoch
     data["metadata"] = value.metadata
@@ -60,7 +60,7 @@ def _offset_commit_json(version: int, value: records.OffsetCommitValue) -> dict:
 
 
 def _group_metadata_json(version: int, value: records.GroupMetadataValue) -> dict:
-    data = {
+    data: dict[str, object] = {
         "protocolType": value.protocol_type,
         "generation": value.generation,
         "protocol": value.protocol,
@@ -70,7 +70,7 @@ def _group_metadata_json(version: int, value: records.GroupMetadataValue) -> dic
         data["currentStateTimestamp"] = value.current_state_timestamp
     members = []
     for m in value.members:
-        member = {"memberId": m.member_id}
+        member: dict[str, object] = {"memberId": m.member_id}
         if version >= 3:
             member["groupInstanceId"] = m.group_instance_id
         member["clientId"] = m.client_id
@@ -159,10 +159,11 @@ def format_offsets_record(
         decoded = records.decode_value(decoded_key, value)
     except _DECODE_ERRORS as exc:
         return f"Error at offset {offset}, skipping. {exc}", None
+    # The value's class follows from the key's type (decode_value).
     if isinstance(decoded, records.OffsetCommitValue):
         data = _offset_commit_json(version, decoded)
-    elif key_type in CONSUMER_GROUP_KEY_TYPES:
-        data = _message_json(decoded, records.consumer_group_value_fields(key_type))
-    else:
+    elif isinstance(decoded, records.GroupMetadataValue):
         data = _group_metadata_json(version, decoded)
+    else:
+        data = _message_json(decoded, records.consumer_group_value_fields(key_type))
     return key_text, _json({"version": str(version), "data": data})

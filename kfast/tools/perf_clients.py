@@ -10,6 +10,7 @@ a LatencyStats; option parsing and printing stay in kfast.tools.perf.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 
 from kfast.tools.perf_stats import LatencyStats
@@ -98,7 +99,7 @@ def produce_confluent(
         sent = time.monotonic()
         while True:
             try:
-                producer.produce(topic, payload, on_delivery=lambda e, m, s=sent: done(e, m, s))
+                producer.produce(topic, payload, on_delivery=functools.partial(done, sent=sent))
                 break
             except BufferError:  # queue.buffering.max.messages: let deliveries drain
                 producer.poll(0.005)

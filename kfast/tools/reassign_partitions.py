@@ -41,7 +41,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from typing import NamedTuple
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple, TypeVar
 
 from kfast.client.admin import (
     OP_DELETE,
@@ -104,6 +105,8 @@ OPTION_NAMES = (
 )
 
 TopicPartition = tuple  # (topic, partition), as Kafka's TopicPartition
+
+_T = TypeVar("_T")
 
 
 class TerseError(Exception):
@@ -277,8 +280,9 @@ def format_reassignment_json(assignment: dict[TopicPartition, list[int]]) -> str
     )
 
 
-def _duplicates(items) -> set:
-    seen, repeated = set(), set()
+def _duplicates(items: Iterable[_T]) -> set[_T]:
+    seen: set[_T] = set()
+    repeated: set[_T] = set()
     for item in items:
         (repeated if item in seen else seen).add(item)
     return repeated
@@ -474,7 +478,7 @@ class ReassignmentAdmin:
         }
 
     async def alter_reassignments(
-        self, targets: dict[TopicPartition, list[int] | None]
+        self, targets: Mapping[TopicPartition, list[int] | None]
     ) -> dict[TopicPartition, str]:
         """Start (replicas) or cancel (None) reassignments; the failures'
         messages by partition."""
@@ -646,9 +650,9 @@ async def reassignment_states(cluster: ReassignmentAdmin, targets):
 
 
 async def clear_all_throttles(cluster: ReassignmentAdmin, targets, out) -> None:
-    brokers = set(await cluster.brokers())
-    brokers |= {b for _, replicas in targets for b in replicas}
-    brokers = sorted(brokers)
+    brokers = sorted(
+        set(await cluster.brokers()) | {b for _, replicas in targets for b in replicas}
+    )
     out.write(
         f"Clearing broker-level throttles on broker{_plural(brokers)} "
         f"{','.join(map(str, brokers))}\n"

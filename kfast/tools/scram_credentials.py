@@ -189,11 +189,11 @@ def add_scram_record(argument: str):
             f"The 'iterations' value must be <= {scram.max_iterations} for "
             f"add-scram using {scram.name}"
         )
-    salted = (
-        scram.salted_password(password.encode("utf-8"), salt, iterations)
-        if password is not None
-        else _base64(salted_text, "saltedPassword")
-    )
+    if password is not None:
+        salted = scram.salted_password(password.encode("utf-8"), salt, iterations)
+    else:
+        assert salted_text is not None  # refused above when neither is given
+        salted = _base64(salted_text, "saltedPassword")
     return scram_record(
         name, scram.type, ScramCredential.from_salted_password(scram, salt, salted, iterations)
     )

@@ -161,7 +161,8 @@ def format_storage(args) -> int:
     except AddScramError as exc:
         print(f"kfast storage: {exc}", file=sys.stderr)
         return EXIT_FAILURE
-    formatted, unformatted = [], []
+    formatted: list[str] = []
+    unformatted: list[str] = []
     for directory in _directories(config):
         meta = read_meta_properties(directory) if os.path.isdir(directory) else None
         (formatted if meta is not None else unformatted).append(directory)

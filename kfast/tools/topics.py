@@ -165,7 +165,7 @@ def parse_configs(items: list[str]) -> dict[str, str]:
 
 
 def parse_replica_assignment(text: str) -> dict[int, list[int]]:
-    assignment = {}
+    assignment: dict[int, list[int]] = {}
     for partition, replicas in enumerate(text.split(",")):
         brokers = [int(b.strip()) for b in replicas.split(":")]
         if len(set(brokers)) != len(brokers):
@@ -296,7 +296,14 @@ async def _describe(admin: KafkaAdmin, args, out) -> int:
             out.write(topic_line(topic, entries) + "\n")
         if args.topics_with_overrides:
             continue
-        min_isr = next((int(c.value) for c in entries if c.name == "min.insync.replicas"), 1)
+        min_isr = next(
+            (
+                int(c.value)
+                for c in entries
+                if c.name == "min.insync.replicas" and c.value is not None
+            ),
+            1,
+        )
         for index in sorted(topic.partitions):
             partition = topic.partitions[index]
             if not reports or any(test(partition, live, min_isr) for test in reports):

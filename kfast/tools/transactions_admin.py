@@ -211,7 +211,10 @@ class TransactionsAdmin:
         coordinator knows the transactional ids of the __transaction_state
         partitions it leads."""
         self.metadata([])
-        body = {"state_filters": list(state_filters), "producer_id_filters": list(producer_ids)}
+        body: dict[str, object] = {
+            "state_filters": list(state_filters),
+            "producer_id_filters": list(producer_ids),
+        }
         if duration_ms >= 0:
             body["duration_filter"] = duration_ms
         if pattern is not None:

@@ -438,7 +438,7 @@ class ClusterQueries:
         else:
             position = max(end_offset - limit, start_offset)
         position = max(position, start_offset)
-        records = []
+        records: list[dict[str, object]] = []
         while position < end_offset and len(records) < limit:
             part = await self.fetcher.fetch_raw(topic, partition, position)
             for r in decode_records(part):
