@@ -469,12 +469,16 @@ def _fetch_group_offsets(
                 )
             )
             continue
-        rows = [
-            (p, v)
-            for _, p, v in coordinator.fetch_offsets(
-                group_id, [(topic_name, p) for p in topic.partition_indexes], require_stable
-            )
-        ]
+        if topic_name is None:
+            # An unknown topic id: no offset is committed under it.
+            rows = [(p, None) for p in topic.partition_indexes]
+        else:
+            rows = [
+                (p, v)
+                for _, p, v in coordinator.fetch_offsets(
+                    group_id, [(topic_name, p) for p in topic.partition_indexes], require_stable
+                )
+            ]
         out.append((getattr(topic, "topic_id", None), topic_name, rows))
     return 0, out
 

@@ -380,7 +380,7 @@ class ConsumerGroupManager:
             self._compute_target(group, request.topics)
         was_revoking = member.state == MemberState.UNREVOKED_PARTITIONS
         group.reconcile(member, request.owned)
-        self._consumer_heartbeat_received(group, member)
+        self.consumer_heartbeat_received(group, member)
         if member.state == MemberState.UNREVOKED_PARTITIONS and not was_revoking:
             self._schedule_revocation_timeout(group, member)
         response: HeartbeatResponse = {
@@ -616,7 +616,7 @@ class ConsumerGroupManager:
             max(member.rebalance_timeout_ms, 0), expired
         )
 
-    def _consumer_heartbeat_received(
+    def consumer_heartbeat_received(
         self, group: ConsumerGroup, member: ConsumerGroupMember
     ) -> None:
         from kfast.coordinator.group.delayed import DelayedHeartbeat
@@ -950,7 +950,7 @@ class ConsumerGroupManager:
             if group is None:
                 continue
             for member in list(group.members.values()):
-                self._consumer_heartbeat_received(group, member)
+                self.consumer_heartbeat_received(group, member)
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_revocation_timeout(group, member)
 

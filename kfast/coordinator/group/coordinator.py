@@ -1,7 +1,8 @@
 """GroupCoordinator: classic and KIP-848 consumer groups and committed
 offsets of the __consumer_offsets partitions this broker leads (Kafka's
 GroupCoordinator with its GroupMetadataManager / OffsetMetadataManager
-state; KIP-848 groups in the ConsumerGroupManager mixin).
+state; KIP-848 groups in the ConsumerGroupManager mixin, committed offsets in
+the OffsetMetadataManager it holds).
 
 A deterministic state machine: no sockets, no clock of its own (``time_ms``
 is injected), timeouts through purgatories on the timer it is given.
@@ -36,7 +37,6 @@ from kfast.coordinator.group.records import (
     CONSUMER_GROUP_KEY_CLASSES,
     GroupMetadataKey,
     OffsetCommitKey,
-    OffsetCommitValue,
     decode_key,
     decode_value,
     encode_key,
@@ -69,7 +69,7 @@ def join_error(member_id: str, code: int) -> JoinResult:
     )
 
 
-class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
+class GroupCoordinator(ConsumerGroupManager):
     def __init__(self, config, timer, writer: Writer, time_ms: Callable[[], int]):
         self.config = config
         self.timer = timer
@@ -78,22 +78,27 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         self.groups: dict[str, ClassicGroup] = {}
         # KIP-848 groups (ConsumerGroupHeartbeat).
         self.consumer_groups: dict[str, ConsumerGroup] = {}
-        # group_id -> {(topic, partition): OffsetCommitValue}
-        self.offsets: dict[str, dict[tuple[str, int], OffsetCommitValue]] = {}
-        # Transactional offsets until their transaction ends, and the apply
-        # order of committed offsets (see kfast.coordinator.group.offsets).
-        self.pending_transactional_offsets: dict[int, dict] = {}
-        self.offset_order: dict[str, dict[tuple[str, int], int]] = {}
-        self._next_order = 0
+        # Committed and transactional offsets (Kafka's OffsetMetadataManager).
+        self.offset_manager = OffsetMetadataManager(config, self, writer, time_ms)
         self.join_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
         self.min_session_timeout_ms = config["group.min.session.timeout.ms"]
         self.max_session_timeout_ms = config["group.max.session.timeout.ms"]
         self.initial_rebalance_delay_ms = config["group.initial.rebalance.delay.ms"]
         self.max_group_size = config["group.max.size"]
-        self.max_metadata_size = config["offset.metadata.max.bytes"]
-        self.offsets_retention_ms = config["offsets.retention.minutes"] * 60_000
         self._consumer_config()
+        # The offsets' requests and state, served by the offset manager.
+        manager = self.offset_manager
+        self.commit_offsets = manager.commit_offsets
+        self.commit_transactional_offsets = manager.commit_transactional_offsets
+        self.complete_transaction = manager.complete_transaction
+        self.has_pending_offset = manager.has_pending_offset
+        self.fetch_offsets = manager.fetch_offsets
+        self.delete_offsets = manager.delete_offsets
+        self.delete_groups = manager.delete_groups
+        self.cleanup_expired_offsets = manager.cleanup_expired_offsets
+        self.offsets = manager.offsets
+        self.pending_transactional_offsets = manager.pending_transactional_offsets
 
     # -- JoinGroup ---------------------------------------------------------------------
     def join_group(
@@ -550,23 +555,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         value = decode_value(key, value_bytes)
         if isinstance(key, CONSUMER_GROUP_KEY_CLASSES):
             return self.replay_consumer_group(key, value)
-        now = self.time_ms()
         if isinstance(key, OffsetCommitKey):
-            tp = (key.topic, key.partition)
-            if value is not None and producer_id >= 0:
-                return self._add_pending(producer_id, key.group, tp, value)
-            if value is None:
-                offsets = self.offsets.get(key.group, {})
-                offsets.pop(tp, None)
-                self.offset_order.get(key.group, {}).pop(tp, None)
-                if not offsets:
-                    self.offsets.pop(key.group, None)
-                    self.offset_order.pop(key.group, None)
-            else:
-                self._set_committed(key.group, tp, value)
-                if key.group not in self.groups and key.group not in self.consumer_groups:
-                    self.groups[key.group] = ClassicGroup(key.group, now)
-            return
+            return self.offset_manager.replay_offset_commit(key, value, producer_id)
+        now = self.time_ms()
         if value is None:
             group = self.groups.pop(key.group, None)
             if group is not None:
@@ -587,11 +578,9 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
 
     def unload(self, group_ids) -> None:
         group_ids = list(group_ids)
-        self._drop_pending(group_ids)
+        self.offset_manager.unload(group_ids)
         for group_id in group_ids:
             group = self.groups.pop(group_id, None)
-            self.offsets.pop(group_id, None)
-            self.offset_order.pop(group_id, None)
             consumer_group = self.consumer_groups.pop(group_id, None)
             if consumer_group is not None:
                 for member_id in list(consumer_group.members):
@@ -631,13 +620,7 @@ class GroupCoordinator(OffsetMetadataManager, ConsumerGroupManager):
         return {
             "groups": groups,
             "consumer_groups": self.consumer_groups_snapshot(),
-            "offsets": {g: dict(o) for g, o in self.offsets.items() if o},
-            "pending_transactional_offsets": {
-                producer_id: {
-                    g: {tp: value for tp, (_, value) in o.items()} for g, o in by_group.items()
-                }
-                for producer_id, by_group in self.pending_transactional_offsets.items()
-            },
+            **self.offset_manager.snapshot(),
         }
 
     def group_or_none(self, group_id: str) -> ClassicGroup | None:

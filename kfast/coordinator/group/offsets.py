@@ -1,6 +1,7 @@
 """OffsetMetadataManager: committed offsets of the coordinator's groups
-(Kafka's OffsetMetadataManager), mixed into GroupCoordinator, which owns
-``groups``, ``offsets``, ``writer`` and ``time_ms``.
+(Kafka's OffsetMetadataManager). The GroupCoordinator holds one beside its
+group managers; what it needs of the groups (their membership, to validate a
+commit; their records, to delete a group) it reads through ``GroupMetadata``.
 
 Offsets change only once their records are appended (the ``done``
 callback), so an acknowledged commit is on the log and a failed append
@@ -19,9 +20,15 @@ is log order).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import Protocol
 
-from kfast.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
+from kfast.coordinator.group.classic_group import (
+    ClassicGroup,
+    ClassicGroupMember,
+    ClassicGroupState,
+)
+from kfast.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupMember
 from kfast.coordinator.group.records import (
     NO_EXPIRE_TIMESTAMP,
     GroupMetadataKey,
@@ -30,24 +37,95 @@ from kfast.coordinator.group.records import (
     encode_key,
     encode_value,
 )
+from kfast.coordinator.partition_writer import ConfigLookup
 from kfast.protocol import errors as E
 
 NONE = 0
-TopicPartition = tuple  # (topic, partition)
+TopicPartition = tuple[str, int]
 # fetch_offsets' value for a partition whose offset a transaction may still change.
 UNSTABLE = E.UnstableOffsetCommitException.code
+# (key bytes, value bytes or None for a tombstone): one __consumer_offsets record.
+Record = tuple[bytes, bytes | None]
+# {(topic, partition): (offset, leader epoch, metadata)}: what a commit asks for.
+CommitRequest = dict[TopicPartition, tuple[int, int, str | None]]
+# (topic, partition, its committed value, None without one, or UNSTABLE).
+FetchedOffset = tuple[str, int, OffsetCommitValue | None | int]
+# writer(group_id, records, done(error_code)[, (producer id, epoch)]): one
+# batch to the group's partition; the pair makes it a transactional batch.
+Writer = Callable[..., None]
+
+
+class GroupMetadata(Protocol):
+    """What the offsets need of the group side of the coordinator (Kafka's
+    OffsetMetadataManager reads its GroupMetadataManager)."""
+
+    @property
+    def groups(self) -> dict[str, ClassicGroup]:
+        """Classic groups by id (a group that only commits offsets is one)."""
+
+    @property
+    def consumer_groups(self) -> dict[str, ConsumerGroup]:
+        """KIP-848 groups by id."""
+
+    def validate_consumer_commit(
+        self, group: ConsumerGroup, member_id: str, member_epoch: int
+    ) -> int:
+        """0 if an OffsetCommit for this KIP-848 group may proceed."""
+
+    def consumer_heartbeat_received(
+        self, group: ConsumerGroup, member: ConsumerGroupMember
+    ) -> None:
+        """A KIP-848 member showed it is alive (its session restarts)."""
+
+    def complete_and_schedule_next_heartbeat(
+        self, group: ClassicGroup, member: ClassicGroupMember
+    ) -> None:
+        """A classic member showed it is alive (its session restarts)."""
+
+    def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
+        """The tombstones deleting every record of ``group``."""
+
+    def replay(
+        self,
+        key_bytes: bytes | bytearray | memoryview,
+        value_bytes: bytes | bytearray | memoryview | None,
+        producer_id: int = -1,
+    ) -> None:
+        """Apply one __consumer_offsets record of any type."""
 
 
 class OffsetMetadataManager:
-    groups: dict
-    offsets: dict
-    writer: Callable
-    time_ms: Callable
-    # producer id -> {group id: {(topic, partition): (order, OffsetCommitValue)}}
-    pending_transactional_offsets: dict
-    # group id -> {(topic, partition): order} of the committed offsets
-    offset_order: dict
-    _next_order: int
+    def __init__(
+        self,
+        config: ConfigLookup,
+        group_metadata: GroupMetadata,
+        writer: Writer,
+        time_ms: Callable[[], int],
+    ) -> None:
+        self.group_metadata = group_metadata
+        self.writer = writer
+        self.time_ms = time_ms
+        self.max_metadata_size: int = config["offset.metadata.max.bytes"]
+        self.offsets_retention_ms: int = config["offsets.retention.minutes"] * 60_000
+        # group_id -> {(topic, partition): OffsetCommitValue}
+        self.offsets: dict[str, dict[TopicPartition, OffsetCommitValue]] = {}
+        # Transactional offsets until their transaction ends:
+        # producer id -> {group id: {(topic, partition): (order, OffsetCommitValue)}}
+        self.pending_transactional_offsets: dict[
+            int, dict[str, dict[TopicPartition, tuple[int, OffsetCommitValue]]]
+        ] = {}
+        # group id -> {(topic, partition): order} of the committed offsets,
+        # the order they were applied in (log order).
+        self.offset_order: dict[str, dict[TopicPartition, int]] = {}
+        self._next_order = 0
+
+    @property
+    def groups(self) -> dict[str, ClassicGroup]:
+        return self.group_metadata.groups
+
+    @property
+    def consumer_groups(self) -> dict[str, ConsumerGroup]:
+        return self.group_metadata.consumer_groups
 
     # -- OffsetCommit ------------------------------------------------------------------
     def commit_offsets(
@@ -56,47 +134,16 @@ class OffsetMetadataManager:
         member_id: str,
         group_instance_id: str | None,
         generation_id: int,
-        offsets: dict,
+        offsets: CommitRequest,
         expire_timestamp: int,
-        callback: Callable[[dict], None],
+        callback: Callable[[dict[TopicPartition, int]], None],
     ) -> None:
         """``offsets``: {(topic, partition): (offset, leader_epoch, metadata)};
         callback({(topic, partition): error_code})."""
 
-        def fail(code: int):
-            callback({tp: code for tp in offsets})
-
-        if not group_id:
-            return fail(E.InvalidGroupIdException.code)
-        consumer_group = self.consumer_groups.get(group_id)
-        group = self.groups.get(group_id)
-        if consumer_group is not None:
-            code = self.validate_consumer_commit(consumer_group, member_id, generation_id)
-            if code:
-                return fail(code)
-            member = consumer_group.members.get(member_id)
-            if member is not None:
-                self._consumer_heartbeat_received(consumer_group, member)
-        elif group is None:
-            if generation_id >= 0:
-                return fail(E.IllegalGenerationException.code)
-            # A consumer committing without a group (assign(), kcat -o).
-            group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
-        if consumer_group is not None:
-            pass
-        elif group.is_(ClassicGroupState.DEAD):
-            return fail(E.CoordinatorNotAvailableException.code)
-        elif not (generation_id < 0 and group.is_(ClassicGroupState.EMPTY)):
-            if group.is_(ClassicGroupState.COMPLETING_REBALANCE):
-                return fail(E.RebalanceInProgressException.code)
-            if group.is_static_member_fenced(member_id, group_instance_id):
-                return fail(E.FencedInstanceIdException.code)
-            member = group.members.get(member_id)
-            if member is None:
-                return fail(E.UnknownMemberIdException.code)
-            if generation_id != group.generation_id:
-                return fail(E.IllegalGenerationException.code)
-            self.complete_and_schedule_next_heartbeat(group, member)
+        code = self._validate_offset_commit(group_id, member_id, group_instance_id, generation_id)
+        if code:
+            return callback({tp: code for tp in offsets})
         results, values, records = self._offset_records(group_id, offsets, expire_timestamp)
         if not records:
             return callback(results)
@@ -111,12 +158,57 @@ class OffsetMetadataManager:
 
         self.writer(group_id, records, done)
 
-    def _offset_records(self, group_id: str, offsets: dict, expire_timestamp: int):
+    def _validate_offset_commit(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        """Kafka's validateOffsetCommit: NONE if the commit may proceed (a
+        member's commit shows it is alive). A group that does not exist is
+        created as a simple group for generation -1 (a consumer committing
+        without a group: assign(), kcat -o)."""
+        if not group_id:
+            return E.InvalidGroupIdException.code
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            code = self.group_metadata.validate_consumer_commit(
+                consumer_group, member_id, generation_id
+            )
+            if code:
+                return code
+            consumer_member = consumer_group.members.get(member_id)
+            if consumer_member is not None:
+                self.group_metadata.consumer_heartbeat_received(consumer_group, consumer_member)
+            return NONE
+        group = self.groups.get(group_id)
+        if group is None:
+            if generation_id >= 0:
+                return E.IllegalGenerationException.code
+            group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
+        if group.is_(ClassicGroupState.DEAD):
+            return E.CoordinatorNotAvailableException.code
+        if generation_id < 0 and group.is_(ClassicGroupState.EMPTY):
+            return NONE
+        if group.is_(ClassicGroupState.COMPLETING_REBALANCE):
+            return E.RebalanceInProgressException.code
+        if group.is_static_member_fenced(member_id, group_instance_id):
+            return E.FencedInstanceIdException.code
+        member = group.members.get(member_id)
+        if member is None:
+            return E.UnknownMemberIdException.code
+        if generation_id != group.generation_id:
+            return E.IllegalGenerationException.code
+        self.group_metadata.complete_and_schedule_next_heartbeat(group, member)
+        return NONE
+
+    def _offset_records(
+        self, group_id: str, offsets: CommitRequest, expire_timestamp: int
+    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetCommitValue], list[Record]]:
         """(results so far, {tp: value}, [(key, value)]) of a commit: a
         partition whose metadata is too long gets OFFSET_METADATA_TOO_LARGE
         and no record."""
         now = self.time_ms()
-        results, values, records = {}, {}, []
+        results: dict[TopicPartition, int] = {}
+        values: dict[TopicPartition, OffsetCommitValue] = {}
+        records: list[Record] = []
         for tp, (offset, leader_epoch, metadata) in offsets.items():
             metadata = metadata or ""
             if len(metadata.encode("utf-8")) > self.max_metadata_size:
@@ -147,14 +239,14 @@ class OffsetMetadataManager:
         generation_id: int,
         producer_id: int,
         producer_epoch: int,
-        offsets: dict,
-        callback: Callable[[dict], None],
+        offsets: CommitRequest,
+        callback: Callable[[dict[TopicPartition, int]], None],
     ) -> None:
         """TxnOffsetCommit: ``offsets`` as for commit_offsets; the records go
         in a transactional batch of the producer and stay pending until its
         transaction ends. callback({(topic, partition): error_code})."""
 
-        def fail(code: int):
+        def fail(code: int) -> None:
             callback({tp: code for tp in offsets})
 
         code = self._validate_transactional_commit(
@@ -188,7 +280,9 @@ class OffsetMetadataManager:
             return E.InvalidGroupIdException.code
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
-            code = self.validate_consumer_commit(consumer_group, member_id, generation_id)
+            code = self.group_metadata.validate_consumer_commit(
+                consumer_group, member_id, generation_id
+            )
             return (
                 E.IllegalGenerationException.code
                 if code == E.StaleMemberEpochException.code
@@ -248,7 +342,7 @@ class OffsetMetadataManager:
             for by_group in self.pending_transactional_offsets.values()
         )
 
-    def _drop_pending(self, group_ids) -> None:
+    def _drop_pending(self, group_ids: Iterable[str]) -> None:
         """Unloading groups: their pending offsets go with them (the next
         coordinator replays them from the log)."""
         for producer_id in list(self.pending_transactional_offsets):
@@ -258,16 +352,58 @@ class OffsetMetadataManager:
             if not by_group:
                 del self.pending_transactional_offsets[producer_id]
 
+    # -- replay / unload -----------------------------------------------------------------
+    def replay_offset_commit(
+        self, key: OffsetCommitKey, value: OffsetCommitValue | None, producer_id: int = -1
+    ) -> None:
+        """Apply an OffsetCommit record (a tombstone deletes the offset). A
+        group that only commits offsets exists as an empty classic group."""
+        tp = (key.topic, key.partition)
+        if value is not None and producer_id >= 0:
+            return self._add_pending(producer_id, key.group, tp, value)
+        if value is None:
+            offsets = self.offsets.get(key.group, {})
+            offsets.pop(tp, None)
+            self.offset_order.get(key.group, {}).pop(tp, None)
+            if not offsets:
+                self.offsets.pop(key.group, None)
+                self.offset_order.pop(key.group, None)
+            return None
+        self._set_committed(key.group, tp, value)
+        if key.group not in self.groups and key.group not in self.consumer_groups:
+            self.groups[key.group] = ClassicGroup(key.group, self.time_ms())
+        return None
+
+    def unload(self, group_ids: list[str]) -> None:
+        """The groups' partition is no longer ours: their offsets go."""
+        self._drop_pending(group_ids)
+        for group_id in group_ids:
+            self.offsets.pop(group_id, None)
+            self.offset_order.pop(group_id, None)
+
+    def snapshot(self) -> dict[str, object]:
+        """The committed and the pending transactional offsets, comparable by value."""
+        return {
+            "offsets": {g: dict(o) for g, o in self.offsets.items() if o},
+            "pending_transactional_offsets": {
+                producer_id: {
+                    g: {tp: value for tp, (_, value) in o.items()} for g, o in by_group.items()
+                }
+                for producer_id, by_group in self.pending_transactional_offsets.items()
+            },
+        }
+
     # -- OffsetFetch -------------------------------------------------------------------
     def fetch_offsets(
         self, group_id: str, partitions: list[TopicPartition] | None, require_stable: bool = False
-    ) -> list[tuple[str, int, OffsetCommitValue | None | int]]:
+    ) -> list[FetchedOffset]:
         """(topic, partition, value or None) per requested partition; every
         committed partition when ``partitions`` is None. With
         ``require_stable`` (OffsetFetch v7+) a partition with a pending
         transactional offset has the error UNSTABLE_OFFSET_COMMIT instead
         of a value."""
         committed = self.offsets.get(group_id, {})
+        rows: list[FetchedOffset]
         if partitions is None:
             rows = [(t, p, v) for (t, p), v in sorted(committed.items())]
         else:
@@ -281,7 +417,10 @@ class OffsetMetadataManager:
 
     # -- OffsetDelete / DeleteGroups ---------------------------------------------------
     def delete_offsets(
-        self, group_id: str, partitions: list[TopicPartition], callback: Callable[[int, dict], None]
+        self,
+        group_id: str,
+        partitions: list[TopicPartition],
+        callback: Callable[[int, dict[TopicPartition, int]], None],
     ) -> None:
         """callback(top-level error, {(topic, partition): error})."""
         group = self.groups.get(group_id)
@@ -296,7 +435,8 @@ class OffsetMetadataManager:
             if found is None:
                 return callback(E.GroupNotEmptyException.code, {})
             subscribed = found
-        results, records = {}, []
+        results: dict[TopicPartition, int] = {}
+        records: list[Record] = []
         committed = self.offsets.get(group_id, {})
         for tp in partitions:
             if tp[0] in subscribed:
@@ -312,12 +452,14 @@ class OffsetMetadataManager:
             if code:
                 return callback(code, {})
             for key_bytes, _ in records:
-                self.replay(key_bytes, None)
+                self.group_metadata.replay(key_bytes, None)
             callback(NONE, results)
 
         self.writer(group_id, records, done)
 
-    def delete_groups(self, group_ids: list[str], callback: Callable[[dict], None]) -> None:
+    def delete_groups(
+        self, group_ids: list[str], callback: Callable[[dict[str, int]], None]
+    ) -> None:
         """callback({group_id: error})."""
         results: dict[str, int] = {}
         waiting = []
@@ -341,7 +483,7 @@ class OffsetMetadataManager:
         for group_id in waiting:
             records = self._group_tombstones(group_id)
 
-            def done(code: int, group_id=group_id, records=records) -> None:
+            def done(code: int, group_id: str = group_id, records: list[Record] = records) -> None:
                 if not code:
                     self._apply_tombstones(group_id, records)
                 results[group_id] = code
@@ -351,21 +493,21 @@ class OffsetMetadataManager:
 
             self.writer(group_id, records, done)
 
-    def _group_tombstones(self, group_id: str) -> list:
-        records = [
+    def _group_tombstones(self, group_id: str) -> list[Record]:
+        records: list[Record] = [
             (encode_key(OffsetCommitKey(group_id, t, p)), None)
             for t, p in self.offsets.get(group_id, {})
         ]
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
-            records += self.consumer_group_tombstones(consumer_group)
+            records += self.group_metadata.consumer_group_tombstones(consumer_group)
         else:
             records.append((encode_key(GroupMetadataKey(group_id)), None))
         return records
 
-    def _apply_tombstones(self, group_id: str, records: list) -> None:
+    def _apply_tombstones(self, group_id: str, records: list[Record]) -> None:
         for key_bytes, _ in records:
-            self.replay(key_bytes, None)
+            self.group_metadata.replay(key_bytes, None)
         group = self.groups.pop(group_id, None)
         if group is not None:
             group.state = ClassicGroupState.DEAD
@@ -416,7 +558,12 @@ class OffsetMetadataManager:
                 records = [(encode_key(OffsetCommitKey(group_id, t, p)), None) for t, p in expired]
             expired_total += len(expired)
 
-            def done(code: int, group_id=group_id, records=records, whole=whole) -> None:
+            def done(
+                code: int,
+                group_id: str = group_id,
+                records: list[Record] = records,
+                whole: bool = whole,
+            ) -> None:
                 if code:
                     return
                 group = self.groups.get(group_id)
@@ -425,7 +572,7 @@ class OffsetMetadataManager:
                 else:
                     for key_bytes, value in records:
                         if not key_bytes.startswith(b"\x00\x02"):  # keep the group
-                            self.replay(key_bytes, value)
+                            self.group_metadata.replay(key_bytes, value)
 
             self.writer(group_id, records, done)
         return expired_total
