@@ -42,8 +42,9 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from kfast.config import KafkaConfig
 from kfast.controller.controller_result import ControllerResult
 from kfast.controller.feature_control import METADATA_VERSION
 from kfast.controller.metadata.image import BrokerRegistration, Endpoint
@@ -80,8 +81,15 @@ _MAX_ELECTIONS_PER_IMBALANCE = 1000
 class RaftQuorumController(QuorumController):
     _unfence_on_register = False
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        config: KafkaConfig,
+        node_id: int,
+        cluster_id: str,
+        metadata_log_dir: str,
+        loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, node_id, cluster_id, metadata_log_dir, loop)
         self.raft: RaftManager | None = None  # attach()
         self.leader_id = NO_LEADER
         self.epoch = 0  # the quorum epoch (Raft term) of ``leader_id``
