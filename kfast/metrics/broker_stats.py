@@ -23,7 +23,9 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left
+from collections.abc import Callable
 
+from kfast.metrics.controller_stats import ControllerStats
 from kfast.metrics.histogram import BOUNDS_MS, Histogram, HistogramSnapshot
 
 
@@ -292,7 +294,7 @@ class BrokerMetrics:
         self.replicas = ReplicaStats()
         self.quotas = QuotaStats()
         # Whether this node is the active controller (its server sets it).
-        self.is_active_controller = lambda: False
+        self.is_active_controller: Callable[[], bool] = lambda: False
         # The ControllerStats of this node's controller, None on a broker
         # without one (its server sets it).
-        self.controller_stats = lambda: None
+        self.controller_stats: Callable[[], ControllerStats | None] = lambda: None

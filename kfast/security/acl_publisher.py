@@ -7,12 +7,17 @@ layer imports no controller code.
 
 from __future__ import annotations
 
+from typing import Any
+
+from kfast.security.authorizer import StandardAuthorizer
+
 
 class AclPublisher:
-    def __init__(self, authorizer):
+    def __init__(self, authorizer: StandardAuthorizer) -> None:
         self.authorizer = authorizer
 
-    def on_metadata_update(self, delta, image) -> None:
+    # Any: the controller's MetadataDelta and MetadataImage (duck-typed above).
+    def on_metadata_update(self, delta: Any, image: Any) -> None:
         changes = delta.changed_acls
         if not changes and len(self.authorizer) == len(image.acls):
             return

@@ -21,7 +21,9 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from kfast.client.security import ClientSecurity
 from kfast.config import ConfigException, KafkaConfig
@@ -31,6 +33,7 @@ from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME, TRANSACTION_STATE
 from kfast.coordinator.group.runtime import GroupCoordinatorRuntime
 from kfast.coordinator.transaction.runtime import TransactionCoordinatorRuntime
 from kfast.metrics.broker_stats import BrokerMetrics
+from kfast.metrics.controller_stats import ControllerStats
 from kfast.protocol.errors import KafkaStorageException
 from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
@@ -39,6 +42,7 @@ from kfast.server.alter_partition_manager import AlterPartitionManager
 from kfast.server.apis import KafkaApis
 from kfast.server.client_metrics import ClientMetricsManager
 from kfast.server.connection_rate_quota import ConnectionRateQuotas
+from kfast.server.controller_channel import Forwarder, QuorumControllerClient
 from kfast.server.coordinator_partition_writer import CoordinatorPartitionWriter
 from kfast.server.directory_assignments import DirectoryAssignments
 from kfast.server.fetch_session import MIN_EVICTION_MS, FetchSessionCache
@@ -54,6 +58,13 @@ from kfast.server.transaction_verification import AddPartitionsToTxnManager
 from kfast.server.txn_marker_channel import TransactionMarkerChannelManager
 from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
+
+if TYPE_CHECKING:
+    from kfast.server.metrics_exporter import MetricsServer
+
+# Makes a cluster node's controller client (kfast.server.raft_server); the
+# embedded single node makes its EmbeddedController itself.
+ControllerFactory = Callable[["KafkaBroker", asyncio.AbstractEventLoop], QuorumControllerClient]
 
 logger = logging.getLogger("kfast.server")
 
@@ -81,7 +92,7 @@ _NEVER_MS = 2**31
 _LOG_CLEANER_JOB = "kafka-log-cleaner"
 
 
-def handler_modules() -> list:
+def handler_modules() -> list[ModuleType]:
     """The request handler modules, imported (each has ``register(apis)``)."""
     import importlib
 
@@ -120,16 +131,16 @@ class _PeriodicJob:
         broker: KafkaBroker,
         name: str,
         interval_ms: int | Callable[[], int],
-        job: Callable,
+        job: Callable[[], object],
         in_executor: bool = True,
-    ):
+    ) -> None:
         self.broker = broker
         self.name = name
         self.interval_ms = interval_ms
         self.job = job
         self.in_executor = in_executor
         self.handle: asyncio.TimerHandle | None = None
-        self.running: asyncio.Future | None = None
+        self.running: asyncio.Future[object] | None = None
 
     def schedule(self) -> None:
         interval_ms = self.interval_ms() if callable(self.interval_ms) else self.interval_ms
@@ -149,7 +160,7 @@ class _PeriodicJob:
         self.running = loop.run_in_executor(None, self.job)
         self.running.add_done_callback(self._done)
 
-    def _done(self, future: asyncio.Future) -> None:
+    def _done(self, future: asyncio.Future[object]) -> None:
         self.running = None
         if not future.cancelled() and future.exception() is not None:
             logger.error("periodic job %s failed", self.name, exc_info=future.exception())
@@ -187,7 +198,9 @@ class KafkaBroker:
     port 0).
     """
 
-    def __init__(self, config: KafkaConfig, *, controller_factory: Callable | None = None):
+    def __init__(
+        self, config: KafkaConfig, *, controller_factory: ControllerFactory | None = None
+    ) -> None:
         self.config = config
         # server.properties with the dynamic broker configs over it (see
         # reconfigure); ``config`` stays the static configuration.
@@ -226,7 +239,7 @@ class KafkaBroker:
         # None without authorizer.class.name: every request is allowed.
         self.authorizer = StandardAuthorizer.from_config(config)
         self._controller_factory = controller_factory
-        self.controller = None
+        self.controller: QuorumControllerClient | None = None
         self.log_manager: LogManager | None = None
         self.replica_manager: ReplicaManager | None = None
         self.metadata_image: MetadataImage | None = None
@@ -263,7 +276,10 @@ class KafkaBroker:
             # The embedded single node's controller is the only voter.
             self.metrics.is_active_controller = lambda: True
             self.metrics.controller_stats = self._embedded_controller_stats
-        self.metrics_server = None
+        self.metrics_server: MetricsServer | None = None
+        # A cluster node's forwarding of admin requests to the active
+        # controller (kfast.server.raft_server); None on the embedded node.
+        self.forwarder: Forwarder | None = None
         # KIP-714 client instances and what they pushed (kfast.server.telemetry_apis).
         self.client_metrics = ClientMetricsManager(config["telemetry.max.bytes"])
         self.socket_servers: dict[str, SocketServer] = {}
@@ -301,11 +317,12 @@ class KafkaBroker:
             module.register(self.apis)
 
     # -- start ---------------------------------------------------------------------------
-    def _embedded_controller_stats(self):
-        local = getattr(self.controller, "local", None)
+    def _embedded_controller_stats(self) -> ControllerStats | None:
+        controller = self.controller
+        local = None if controller is None else controller.local
         return None if local is None else local.stats
 
-    def _new_controller(self, loop):
+    def _new_controller(self, loop: asyncio.AbstractEventLoop) -> QuorumControllerClient:
         if self._controller_factory is not None:
             return self._controller_factory(self, loop)
         from kfast.server.embedded_controller import EmbeddedController
@@ -356,9 +373,7 @@ class KafkaBroker:
             self.config, self.timer, CoordinatorPartitionWriter(self, GROUP_METADATA_TOPIC_NAME)
         )
         # Group configs (GROUP config resources) live in the metadata image.
-        self.group_coordinator.coordinator.group_config_overrides = lambda group_id: (
-            self.metadata_image.group_configs.get(group_id, {})
-        )
+        self.group_coordinator.coordinator.group_config_overrides = self._group_configs
         self.txn_marker_channel = TransactionMarkerChannelManager(self)
         self.transaction_coordinator = TransactionCoordinatorRuntime(
             self.config,
@@ -425,7 +440,11 @@ class KafkaBroker:
             self.cluster_id,
         )
 
-    async def _start_metrics_server(self, loop) -> None:
+    def _group_configs(self, group_id: str) -> Mapping[str, str]:
+        image = self.metadata_image
+        return {} if image is None else image.group_configs.get(group_id, {})
+
+    async def _start_metrics_server(self, loop: asyncio.AbstractEventLoop) -> None:
         from kfast.server.metrics_exporter import BrokerSnapshotter, start_metrics_server
 
         try:
@@ -436,7 +455,7 @@ class KafkaBroker:
             await self.shutdown()
             raise
 
-    def _log_dir_failure_listener(self, loop):
+    def _log_dir_failure_listener(self, loop: asyncio.AbstractEventLoop) -> Callable[[str], None]:
         def listener(log_dir: str) -> None:
             # Reports come from executor threads too: handle on the loop.
             try:
@@ -451,8 +470,9 @@ class KafkaBroker:
         no log dir left, or any failed dir in a cluster, the broker stops
         (Kafka's ReplicaManager.handleLogDirFailure and its halts).
         Stopping is a controlled shutdown: leaderships move first."""
-        partitions = self.log_manager.handle_log_dir_failure(log_dir)
-        self.replica_manager.handle_log_dir_failure(partitions)
+        log_manager = self.started_log_manager()
+        partitions = log_manager.handle_log_dir_failure(log_dir)
+        self.started_replica_manager().handle_log_dir_failure(partitions)
         if partitions:
             logger.warning(
                 "Stopped serving replicas in dir %s: %s",
@@ -461,8 +481,8 @@ class KafkaBroker:
             )
         if self.fatal_error is not None:
             return
-        if not self.log_manager.live_log_dirs:
-            self._halt(self.log_manager.all_dirs_failed_message())
+        if not log_manager.live_log_dirs:
+            self._halt(log_manager.all_dirs_failed_message())
         elif self._other_brokers_registered():
             # KIP-858: the controller is told (heartbeat offline_log_dirs) and
             # moves the leaderships of the failed dir's replicas, which it
@@ -478,10 +498,13 @@ class KafkaBroker:
             task.add_done_callback(self._background_tasks.discard)
 
     async def _propagate_directory_failure(self, log_dir: str) -> None:
-        directory = self.log_manager.directory_ids.get(log_dir)
+        directory = self.started_log_manager().directory_ids.get(log_dir)
         timeout = self.config["log.dir.failure.timeout.ms"] / 1000
-        if directory is not None and await self.controller.propagate_directory_failure(
-            directory, timeout
+        controller = self.controller
+        if (
+            directory is not None
+            and controller is not None
+            and await controller.propagate_directory_failure(directory, timeout)
         ):
             logger.info("the controller knows log dir %s (%s) is offline", log_dir, directory)
             return
@@ -496,7 +519,7 @@ class KafkaBroker:
         logger.critical("%s", self.fatal_error)
         self.failed.set()
 
-    def coordinator_partitions_changed(self, topics) -> None:
+    def coordinator_partitions_changed(self, topics: Collection[str]) -> None:
         """The metadata publisher applied changes to ``topics`` (names) on
         this broker: a coordinator whose internal topic is among them loads
         the partitions it now leads and drops the others (Kafka's
@@ -506,15 +529,14 @@ class KafkaBroker:
         self.directory_assignments.reconcile(topics)
         self.replica_alter_log_dirs.resume_interrupted()
         coordinator = self.transaction_coordinator
-        if coordinator is None or self._stopping:
+        image = self.metadata_image
+        if coordinator is None or image is None or self._stopping:
             return
-        coordinator.set_transaction_version_level(
-            self.metadata_image.features.get(TRANSACTION_VERSION, 0)
-        )
+        coordinator.set_transaction_version_level(image.features.get(TRANSACTION_VERSION, 0))
         if TRANSACTION_STATE_TOPIC_NAME in topics:
             coordinator.load_all()
 
-    def broker_endpoint(self, broker_id: int):
+    def broker_endpoint(self, broker_id: int) -> Endpoint | None:
         """Where this broker reaches another (replica fetches): its endpoint
         on inter.broker.listener.name, else on this broker's first listener."""
         image = self.metadata_image
@@ -529,13 +551,15 @@ class KafkaBroker:
         return image is not None and any(b != self.node_id for b in image.brokers)
 
     def _rack_of(self, broker_id: int) -> str | None:
-        registration = self.metadata_image.brokers.get(broker_id)
+        image = self.metadata_image
+        registration = None if image is None else image.brokers.get(broker_id)
         return None if registration is None else registration.rack
 
     def _isr_eligible(self, broker_id: int) -> bool:
         """A broker may join an ISR while registered, unfenced and not
         shutting down (Kafka's isReplicaIsrEligible)."""
-        registration = self.metadata_image.brokers.get(broker_id)
+        image = self.metadata_image
+        registration = None if image is None else image.brokers.get(broker_id)
         return (
             registration is not None
             and not registration.fenced
@@ -563,7 +587,7 @@ class KafkaBroker:
         for server in self.socket_servers.values():
             server.max_connections = current["max.connections"]
             server.max_connections_per_ip = current["max.connections.per.ip"]
-        self.replica_manager.update_replication_rates(
+        self.started_replica_manager().update_replication_rates(
             current["leader.replication.throttled.rate"],
             current["follower.replication.throttled.rate"],
         )
@@ -573,7 +597,7 @@ class KafkaBroker:
                 if job.name == _LOG_CLEANER_JOB:
                     job.reschedule()
 
-    def _topic_configs(self, topic: str):
+    def _topic_configs(self, topic: str) -> dict[str, str]:
         image = self.metadata_image
         return {} if image is None else dict(image.topic_configs.get(topic, {}))
 
@@ -619,7 +643,7 @@ class KafkaBroker:
         return endpoints
 
     def _start_jobs(self) -> None:
-        config, log_manager = self.config, self.log_manager
+        config, log_manager = self.config, self.started_log_manager()
         self._jobs = [
             _PeriodicJob(
                 self,
@@ -663,7 +687,7 @@ class KafkaBroker:
                 self,
                 "isr-expiration",
                 config["replica.lag.time.max.ms"] // 2,
-                self.replica_manager.maybe_shrink_isr,
+                self.started_replica_manager().maybe_shrink_isr,
                 in_executor=False,
             ),
         ]
@@ -695,7 +719,7 @@ class KafkaBroker:
             and self.config["controlled.shutdown.enable"]
         ):
             # Leaderships move away while the listeners still answer.
-            moved = await controlled_shutdown(self.replica_manager.leads_any, timeout)
+            moved = await controlled_shutdown(self.started_replica_manager().leads_any, timeout)
             logger.info(
                 "controlled shutdown of broker %d %s in %.1f ms",
                 self.node_id,

@@ -147,7 +147,8 @@ class ControllerChannel:
         self.node_id = node_id
         # The controller listener's TLS/SASL (kfast.client.security.ClientSecurity).
         self.security = security
-        self.voters = dict(voters)
+        # Replaced by a live view of the voters in force (KafkaRaftServer).
+        self.voters: Mapping[int, tuple[str, int]] = dict(voters)
         self._leader_hint = leader_hint  # () -> the leader id this node knows, or -1
         self.request_timeout = request_timeout
         self._connections: dict[int, BrokerConnection] = {}

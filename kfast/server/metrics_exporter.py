@@ -21,6 +21,7 @@ import concurrent.futures
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
@@ -28,6 +29,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from kfast.metrics.broker_stats import LOG_FLUSH_STATS, REQUEST_TIMES, TopicStats
 from kfast.metrics.histogram import HistogramSnapshot
 from kfast.protocol import api_keys
+
+if TYPE_CHECKING:
+    from kfast.server.broker import KafkaBroker
+    from kfast.server.controller_server import ControllerServer
 
 logger = logging.getLogger(__name__)
 
@@ -118,7 +123,7 @@ def _controller_part(snap: Snapshot, active: bool, image, socket_servers, stats)
 class ControllerSnapshotter:
     """A controller-only node's ``Snapshot``; call only on its loop."""
 
-    def __init__(self, server):
+    def __init__(self, server: ControllerServer) -> None:
         self.server = server
 
     def take(self) -> Snapshot:
@@ -138,7 +143,7 @@ class ControllerSnapshotter:
 class BrokerSnapshotter:
     """Builds a ``Snapshot`` of one KafkaBroker; call only on its loop."""
 
-    def __init__(self, broker):
+    def __init__(self, broker: KafkaBroker) -> None:
         self.broker = broker
 
     def take(self) -> Snapshot:

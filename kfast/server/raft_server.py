@@ -24,23 +24,24 @@ heartbeat asking to shut down moves its leaderships), then the controller
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 from kfast.config import ConfigException, KafkaConfig
+from kfast.metrics.controller_stats import ControllerStats
 from kfast.server.broker import KafkaBroker
 from kfast.server.controller_channel import ControllerChannel, Forwarder, QuorumControllerClient
 from kfast.server.controller_server import ControllerServer
 
 
-class _KnownVoters(Mapping):
+class _KnownVoters(Mapping[int, tuple[str, int]]):
     """{voter id: (host, port)} of the voters in force whose address is known,
     and the quorum's leader (a broker of a dynamic quorum learns where the
     leader is before its log names the voters)."""
 
-    def __init__(self, controller_server: ControllerServer):
+    def __init__(self, controller_server: ControllerServer) -> None:
         self.controller_server = controller_server
 
-    def _current(self) -> dict:
+    def _current(self) -> dict[int, tuple[str, int]]:
         known = {k: v for k, v in self.controller_server.voters.items() if v is not None}
         raft = self.controller_server.raft_manager
         if raft is not None and raft.client.leader_id >= 0:
@@ -49,10 +50,10 @@ class _KnownVoters(Mapping):
                 known.setdefault(raft.client.leader_id, address)
         return known
 
-    def __getitem__(self, node_id: int):
+    def __getitem__(self, node_id: int) -> tuple[str, int]:
         return self._current()[node_id]
 
-    def __iter__(self):
+    def __iter__(self) -> Iterator[int]:
         return iter(self._current())
 
     def __len__(self) -> int:
@@ -60,7 +61,7 @@ class _KnownVoters(Mapping):
 
 
 class KafkaRaftServer:
-    def __init__(self, config: KafkaConfig):
+    def __init__(self, config: KafkaConfig) -> None:
         self.config = config
         observer = "controller" not in config["process.roles"]
         self.controller_server = ControllerServer(config, observer=observer)
@@ -73,12 +74,16 @@ class KafkaRaftServer:
         controller = getattr(self.controller_server, "controller", None)
         return controller is not None and controller.is_active
 
-    def _controller_stats(self):
+    def _controller_stats(self) -> ControllerStats | None:
         controller = getattr(self.controller_server, "controller", None)
         return None if controller is None else controller.stats
 
-    def _controller_client(self, broker: KafkaBroker, loop) -> QuorumControllerClient:
+    def _controller_client(
+        self, broker: KafkaBroker, loop: asyncio.AbstractEventLoop
+    ) -> QuorumControllerClient:
         local = self.controller_server.controller
+        if local is None:  # the broker starts after its node's controller server
+            raise RuntimeError("the broker's controller client before the controller")
         channel = ControllerChannel(
             self.node_id,
             self.controller_server.voters,
