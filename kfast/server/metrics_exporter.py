@@ -17,22 +17,33 @@ exporter shows a Yammer histogram: a summary with the quantiles 0.50 ..
 
 from __future__ import annotations
 
+import asyncio
 import concurrent.futures
 import logging
 import re
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 
+from kfast.config import KafkaConfig
+from kfast.controller.metadata.image import MetadataImage
 from kfast.metrics.broker_stats import LOG_FLUSH_STATS, REQUEST_TIMES, TopicStats
+from kfast.metrics.controller_stats import ControllerStats, ControllerStatsSnapshot
 from kfast.metrics.histogram import HistogramSnapshot
 from kfast.protocol import api_keys
 
 if TYPE_CHECKING:
+    from kfast.coordinator.group.coordinator import GroupCoordinator
     from kfast.server.broker import KafkaBroker
+    from kfast.server.client_metrics import TelemetryPoint
     from kfast.server.controller_server import ControllerServer
+    from kfast.server.network import SocketServer
+    from kfast.server.replica_manager import ReplicaManager
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +90,10 @@ class Snapshot:
     broker: bool = True
     topics: dict[str, TopicStats] = field(default_factory=dict)
     all_topics: TopicStats = field(default_factory=TopicStats)
-    requests: dict = field(default_factory=dict)
+    # api key -> ({version: count}, the request time histograms)
+    requests: dict[int, tuple[dict[int, int], list[HistogramSnapshot]]] = field(
+        default_factory=dict
+    )
     purgatories: list[tuple[str, int, int]] = field(default_factory=list)  # name, size, delayed
     partition_count: int = 0
     leader_count: int = 0
@@ -93,18 +107,25 @@ class Snapshot:
     offline_partitions: int = 0
     global_topics: int = 0
     global_partitions: int = 0
-    controller_stats: object = None  # ControllerStatsSnapshot of this node's controller
+    controller_stats: ControllerStatsSnapshot | None = None  # of this node's controller
     groups_by_state: dict[str, int] = field(default_factory=dict)
     num_offsets: int = 0
     # (group, topic, partition, committed offset, lag)
     lag: list[tuple[str, str, int, int, int]] = field(default_factory=list)
-    throttles: dict = field(default_factory=dict)
+    # (quota type, user, client id) -> (throttled requests, throttle time ms)
+    throttles: dict[tuple[str, str, str], tuple[int, float]] = field(default_factory=dict)
     connections: list[tuple[str, int]] = field(default_factory=list)  # listener, count
     # KIP-714 pushes: (name, kind, labels, value, count, monotonic)
-    telemetry: list = field(default_factory=list)
+    telemetry: list[TelemetryPoint] = field(default_factory=list)
 
 
-def _controller_part(snap: Snapshot, active: bool, image, socket_servers, stats) -> None:
+def _controller_part(
+    snap: Snapshot,
+    active: bool,
+    image: MetadataImage | None,
+    socket_servers: Mapping[str, SocketServer],
+    stats: ControllerStats | None,
+) -> None:
     snap.active_controller = 1 if active else 0
     snap.controller_stats = None if stats is None else stats.snapshot()
     if active and image is not None:
@@ -183,7 +204,7 @@ class BrokerSnapshotter:
         return snap
 
     @staticmethod
-    def _partitions(snap: Snapshot, replica_manager) -> None:
+    def _partitions(snap: Snapshot, replica_manager: ReplicaManager) -> None:
         for purgatory in (
             replica_manager.produce_purgatory,
             replica_manager.fetch_purgatory,
@@ -203,12 +224,14 @@ class BrokerSnapshotter:
                 snap.under_min_isr += 1
 
     @staticmethod
-    def _groups(snap: Snapshot, coordinator, replica_manager) -> None:
+    def _groups(
+        snap: Snapshot, coordinator: GroupCoordinator, replica_manager: ReplicaManager | None
+    ) -> None:
         states: dict[str, int] = {}
         for group in coordinator.groups.values():
             states[group.state] = states.get(group.state, 0) + 1
-        for group in coordinator.consumer_groups.values():
-            state = group.state
+        for consumer_group in coordinator.consumer_groups.values():
+            state = consumer_group.state
             states[state] = states.get(state, 0) + 1
         snap.groups_by_state = states
         for group_id, offsets in coordinator.offsets.items():
@@ -257,10 +280,10 @@ def _quantile_label(q: float) -> str:
 class KafkaCollector:
     """A prometheus_client custom collector over broker snapshots."""
 
-    def __init__(self, snapshot):
-        self._snapshot = snapshot  # () -> Snapshot, safe to call from any thread
+    def __init__(self, snapshot: Callable[[], Snapshot]) -> None:
+        self._snapshot = snapshot  # safe to call from any thread
 
-    def collect(self):
+    def collect(self) -> Iterator[Metric]:
         snap = self._snapshot()
         yield from self._request_metrics(snap)
         yield from self._controller_gauges(snap)
@@ -280,7 +303,7 @@ class KafkaCollector:
         yield from telemetry_families(snap.telemetry)
 
     @staticmethod
-    def _topic_metrics(snap: Snapshot):
+    def _topic_metrics(snap: Snapshot) -> Iterator[Metric]:
         for attribute, part, doc in _TOPIC_METERS:
             metric = CounterMetricFamily(
                 f"kafka_server_brokertopicmetrics_{part}", doc, labels=["topic"]
@@ -292,7 +315,7 @@ class KafkaCollector:
             yield metric
 
     @staticmethod
-    def _request_metrics(snap: Snapshot):
+    def _request_metrics(snap: Snapshot) -> Iterator[Metric]:
         requests = CounterMetricFamily(
             "kafka_network_requestmetrics_requests",
             "RequestMetrics.RequestsPerSec: requests per API and version",
@@ -312,7 +335,7 @@ class KafkaCollector:
         yield from times
 
     @staticmethod
-    def _controller_gauges(snap: Snapshot):
+    def _controller_gauges(snap: Snapshot) -> Iterator[Metric]:
         for name, value, doc in (
             (
                 "kafka_controller_kafkacontroller_activecontrollercount",
@@ -367,7 +390,7 @@ class KafkaCollector:
         yield connections
 
     @staticmethod
-    def _broker_gauges(snap: Snapshot):
+    def _broker_gauges(snap: Snapshot) -> Iterator[Metric]:
         size = GaugeMetricFamily(
             "kafka_server_delayedoperationpurgatory_purgatorysize",
             "DelayedOperationPurgatory.PurgatorySize: watch-list entries",
@@ -431,7 +454,7 @@ class KafkaCollector:
             yield CounterMetricFamily(name, doc, value=value)
 
     @staticmethod
-    def _groups(snap: Snapshot):
+    def _groups(snap: Snapshot) -> Iterator[Metric]:
         prefix = "kafka_coordinator_group_groupmetadatamanager_"
         yield GaugeMetricFamily(
             prefix + "numgroups",
@@ -465,7 +488,7 @@ class KafkaCollector:
         yield current
 
     @staticmethod
-    def _quota(snap: Snapshot):
+    def _quota(snap: Snapshot) -> Iterator[Metric]:
         metric = GaugeMetricFamily(
             "kafka_server_quota_throttle_time",
             "Quota throttle-time: mean throttle of throttled responses (ms)",
@@ -491,7 +514,7 @@ def prometheus_name(otlp_name: str) -> str:
     return "_" + name if not name or name[0].isdigit() else name
 
 
-def telemetry_families(points: list):
+def telemetry_families(points: list[TelemetryPoint]) -> list[Metric]:
     """The latest pushed values: monotonic sums as counters (deltas added
     up), gauges and other sums as gauges, histograms as summaries of count
     and sum. A name pushed with two kinds keeps the first."""
@@ -513,7 +536,7 @@ def telemetry_families(points: list):
             )
         elif family.type != prom_type:
             continue
-        label_dict = {}
+        label_dict: dict[str, str] = {}
         for key, label_value in labels:
             label_dict.setdefault(prometheus_name(key), label_value)
         if prom_type == "counter":
@@ -531,31 +554,34 @@ class MetricsServer:
     loop; ``start()`` from the loop's executor once the node is up; ``port``
     is the bound port; ``stop()`` from anywhere."""
 
-    def __init__(self, take, host: str, port: int):
+    def __init__(self, take: Callable[[], Snapshot], host: str, port: int) -> None:
         self._take = take
         self.host = host
         self.requested_port = port
         self.port: int | None = None
-        self._loop = None
-        self._server = None
-        self._thread = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._server: WSGIServer | None = None
+        self._thread: threading.Thread | None = None
 
-    def start(self, loop) -> int:
+    def start(self, loop: asyncio.AbstractEventLoop) -> int:
         self._loop = loop
         registry = CollectorRegistry(auto_describe=False)
         registry.register(KafkaCollector(self.snapshot))
-        self._server, self._thread = start_http_server(
-            self.requested_port, self.host, registry=registry
-        )
-        self.port = self._server.server_port
-        logger.info("Prometheus metrics on http://%s:%d/metrics", self.host, self.port)
-        return self.port
+        server, self._thread = start_http_server(self.requested_port, self.host, registry=registry)
+        self._server = server
+        port: int = server.server_port
+        self.port = port
+        logger.info("Prometheus metrics on http://%s:%d/metrics", self.host, port)
+        return port
 
     def snapshot(self) -> Snapshot:
         """From the HTTP thread: the loop takes the snapshot, we wait."""
-        future: concurrent.futures.Future = concurrent.futures.Future()
+        future: concurrent.futures.Future[Snapshot] = concurrent.futures.Future()
+        loop = self._loop
+        if loop is None:
+            raise RuntimeError("the metrics server is not started")
 
-        def take():
+        def take() -> None:
             if not future.set_running_or_notify_cancel():
                 return
             try:
@@ -563,18 +589,21 @@ class MetricsServer:
             except BaseException as exc:  # reported to the scraper as a 500
                 future.set_exception(exc)
 
-        self._loop.call_soon_threadsafe(take)
+        loop.call_soon_threadsafe(take)
         return future.result(SNAPSHOT_TIMEOUT_S)
 
     def stop(self) -> None:
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
-            self._thread.join(5)
+            if self._thread is not None:
+                self._thread.join(5)
             self._server = None
 
 
-async def start_metrics_server(take, config, loop) -> MetricsServer:
+async def start_metrics_server(
+    take: Callable[[], Snapshot], config: KafkaConfig, loop: asyncio.AbstractEventLoop
+) -> MetricsServer:
     """The endpoint ``kfast.metrics.port`` / ``kfast.metrics.host`` ask for
     (binding and the thread's start are blocking: run in the executor)."""
     server = MetricsServer(take, config["kfast.metrics.host"], config["kfast.metrics.port"])
