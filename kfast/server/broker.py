@@ -757,6 +757,7 @@ class KafkaBroker:
                     await manager.shutdown()
             self.replica_manager.shutdown()
         if self.metadata_publisher is not None:
+            self.metadata_publisher.close()
             await self.metadata_publisher.wait_idle()
         if self.controller is not None:
             try:

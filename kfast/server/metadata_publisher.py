@@ -16,8 +16,13 @@ one change after the other in commit order, so a topic deleted and created
 again under the same name never sees its old directory. Until a new
 partition's log exists, Metadata reports it LEADER_NOT_AVAILABLE and
 produce/fetch get UNKNOWN_TOPIC_OR_PARTITION, both retriable, as with
-Kafka while a new topic propagates. ``await wait_idle()`` waits for the
-disk work of every change published so far.
+Kafka while a new topic propagates. A log that cannot be created (no file
+descriptors left) leaves its partition offline, answering
+KAFKA_STORAGE_ERROR as Kafka's markPartitionOffline does; unlike Kafka
+(which would take the whole log dir offline until a restart) the creation
+is tried again with a backoff, so the partition comes online once
+descriptors are free. ``await wait_idle()`` waits for the disk work of
+every change published so far.
 
 Dynamic broker configs (``delta.changed_broker_configs``, and the replayed
 image at start) give the broker a new current configuration (Kafka's
@@ -61,6 +66,10 @@ if TYPE_CHECKING:
 
 logger = logging.getLogger(__name__)
 
+# Backoff of the retries of logs that could not be created.
+_RETRY_MIN_S = 0.5
+_RETRY_MAX_S = 8.0
+
 
 class BrokerMetadataPublisher:
     """``on_partitions_applied(topics)``: told the names of the topics whose
@@ -80,6 +89,11 @@ class BrokerMetadataPublisher:
         # identity: with_dynamic returns the static config itself when no
         # dynamic config is left).
         self._config_in_force = broker.config
+        # Logs that could not be created are tried again after this delay
+        # (doubling up to _RETRY_MAX_S while they keep failing).
+        self._retry_delay = _RETRY_MIN_S
+        self._retry: asyncio.TimerHandle | None = None
+        self._closed = False
 
     @property
     def published(self) -> bool:
@@ -160,6 +174,8 @@ class BrokerMetadataPublisher:
         if log_manager is None or replica_manager is None:
             raise RuntimeError("metadata published to a broker that is not started")
 
+        uncreated: list[tuple[str, uuid.UUID, int, str]] = []
+
         def delete_and_create() -> list[_Created]:
             for name, index in doomed:
                 try:
@@ -174,6 +190,9 @@ class BrokerMetadataPublisher:
                     logger.exception("could not apply the dynamic broker configs")
             created: list[_Created] = []
             for name, topic_id, index, registration, overrides in to_create:
+                existing = replica_manager.get_partition(name, index)
+                if existing is not None and existing.topic_id == topic_id:
+                    continue  # a retry racing a change that created it
                 try:
                     log = log_manager.get_or_create_log(
                         name,
@@ -185,6 +204,7 @@ class BrokerMetadataPublisher:
                     # A failed log dir (logged by the failure channel) or no
                     # descriptors left: no traceback for an expected error.
                     logger.error("could not create the log of %s-%d: %s", name, index, exc)
+                    uncreated.append((name, topic_id, index, str(exc)))
                     continue
                 except Exception:
                     logger.exception("could not create the log of %s-%d", name, index)
@@ -210,6 +230,62 @@ class BrokerMetadataPublisher:
             replica_manager.apply_partition(name, topic_id, index, registration, log)
         if created:
             self._on_partitions_applied({name for name, *_ in created})
+        self._mark_uncreated(image, uncreated)
+
+    def _mark_uncreated(
+        self, image: MetadataImage, uncreated: list[tuple[str, uuid.UUID, int, str]]
+    ) -> None:
+        """Logs that could not be created (no descriptors left, Kafka's
+        markPartitionOffline): their partitions answer KAFKA_STORAGE_ERROR,
+        and creating them is tried again, with a backoff, until it works or
+        they leave this broker -- not only at the next metadata change."""
+        replica_manager = self.broker.replica_manager
+        if replica_manager is None:
+            return
+        for name, topic_id, index, reason in uncreated:
+            current = image.topics_by_name.get(name)
+            registration = current.partitions.get(index) if current is not None else None
+            if (
+                current is not None
+                and current.topic_id == topic_id
+                and registration is not None
+                and self.broker.node_id in registration.replicas
+            ):
+                replica_manager.mark_uncreated(name, index, reason)
+        if not replica_manager.uncreated_partitions():
+            self._retry_delay = _RETRY_MIN_S
+        elif self._retry is None and not self._closed:
+            self._retry = asyncio.get_running_loop().call_later(
+                self._retry_delay, self._retry_uncreated
+            )
+            self._retry_delay = min(self._retry_delay * 2, _RETRY_MAX_S)
+
+    def _retry_uncreated(self) -> None:
+        self._retry = None
+        image = self.broker.metadata_image
+        replica_manager = self.broker.replica_manager
+        if self._closed or image is None or replica_manager is None:
+            return
+        to_create: list[_ToCreate] = []
+        for name, index in replica_manager.uncreated_partitions():
+            topic = image.topics_by_name.get(name)
+            registration = topic.partitions.get(index) if topic is not None else None
+            if topic is None or registration is None:
+                continue
+            to_create.append(
+                (name, topic.topic_id, index, registration, image.topic_configs.get(name))
+            )
+        if to_create:
+            self._tail = asyncio.ensure_future(
+                self._apply_on_disk(self._tail, [], to_create, [], None)
+            )
+
+    def close(self) -> None:
+        """No more retries (the broker is stopping)."""
+        self._closed = True
+        if self._retry is not None:
+            self._retry.cancel()
+            self._retry = None
 
     async def wait_idle(self) -> None:
         """Wait until the disk work of every published change is done."""

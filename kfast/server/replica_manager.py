@@ -179,6 +179,10 @@ class ReplicaManager:
         self.log_manager = log_manager
         self.config = config
         self._partitions: dict[PartitionKey, Partition] = {}
+        # Partitions of this broker whose log could not be created (no
+        # descriptors left): offline, as Kafka's markPartitionOffline, until
+        # the publisher's retry creates them. key -> why.
+        self._uncreated: dict[PartitionKey, str] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
         self.produce_purgatory = DelayedOperationPurgatory("Produce", timer)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", timer)
@@ -252,6 +256,9 @@ class ReplicaManager:
                     f"Partition {topic}-{partition} is in an offline log directory"
                 )
             return found
+        uncreated = self._uncreated.get((topic, partition))
+        if uncreated is not None:
+            raise KafkaStorageException(uncreated)
         image = self.metadata_image()
         if image is not None and image.partition(topic, partition) is not None:
             raise NotLeaderOrFollowerException(
@@ -278,6 +285,7 @@ class ReplicaManager:
         log: Log,
     ) -> Partition:
         key = (topic, index)
+        self._uncreated.pop(key, None)
         partition = self._partitions.get(key)
         if partition is None or partition.log is not log:
             partition = Partition(topic, index, topic_id, log, self.node_id)
@@ -295,8 +303,17 @@ class ReplicaManager:
         self.complete_delayed_requests(key)
         return partition
 
+    def mark_uncreated(self, topic: str, index: int, reason: str) -> None:
+        """The log of a partition this broker should host could not be
+        created: it answers KAFKA_STORAGE_ERROR with ``reason``."""
+        self._uncreated[(topic, index)] = reason
+
+    def uncreated_partitions(self) -> list[PartitionKey]:
+        return list(self._uncreated)
+
     def remove_partition(self, topic: str, index: int) -> Partition | None:
         key = (topic, index)
+        self._uncreated.pop(key, None)
         partition = self._partitions.pop(key, None)
         if partition is not None:
             partition.leader_id = NO_LEADER

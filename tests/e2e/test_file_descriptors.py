@@ -229,3 +229,46 @@ def test_out_of_descriptors_fails_requests_then_recovers(serve_limited, topic):
         assert values == [(0, b"first"), (1, b"second"), (2, b"after")]
     finally:
         consumer.close()
+
+
+def test_a_partition_created_without_descriptors_comes_online_once_they_are_free(
+    serve_limited, topic
+):
+    """A topic created while the broker is out of descriptors: the
+    controller takes it, the broker cannot create the log, and the partition
+    is offline (KAFKA_STORAGE_ERROR, as Kafka's markPartitionOffline) -- not
+    until the next metadata change but until descriptors are free: the
+    creation is tried again, and a waiting producer's record is appended."""
+    fd_limit = 128
+    broker = serve_limited(fd_limit)
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    strict = Producer({"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "retries": 0})
+    waiting = Producer(
+        {"bootstrap.servers": broker.bootstrap_servers, "acks": "all", "linger.ms": 0}
+    )
+    # Connected before the descriptors run out.
+    for client in (admin, strict, waiting):
+        client.list_topics(timeout=10)
+    results: dict[bytes, tuple] = {}
+
+    def on_delivery(err, msg):
+        results[msg.value()] = (err.code() if err is not None else None, msg.offset())
+
+    idle = _exhaust(broker, fd_limit)
+    try:
+        admin.create_topics([NewTopic(topic, 1, 1)])[topic].result(30)
+        wait_until(
+            lambda: any(f"could not create the log of {topic}-0" in l for l in broker.output),
+            message="the log creation failing",
+        )
+        strict.produce(topic, b"refused", partition=0, on_delivery=on_delivery)
+        assert strict.flush(30) == 0
+        assert results[b"refused"][0] == KafkaError.KAFKA_STORAGE_ERROR
+        waiting.produce(topic, b"waits", partition=0, on_delivery=on_delivery)
+    finally:
+        for sock in idle:
+            sock.close()
+    # No metadata change: the broker's retry creates the log.
+    assert waiting.flush(60) == 0
+    assert results[b"waits"] == (None, 0)
+    assert "Traceback" not in "".join(broker.output)
