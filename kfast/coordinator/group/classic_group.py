@@ -45,8 +45,10 @@ _VALID_PREVIOUS: dict[ClassicGroupState, frozenset[ClassicGroupState]] = {
 }
 
 
-# A JoinGroupResponse's fields, handed to the member's waiting JoinGroup.
-JoinResponse = dict[str, Any]
+class JoinResult(dict[str, Any]):
+    """Fields of a JoinGroupResponse, handed to the member's waiting JoinGroup."""
+
+
 # (error code, protocol type, protocol name, assignment): a SyncGroupResponse.
 SyncResponse = tuple[int, str | None, str | None, bytes]
 
@@ -89,7 +91,7 @@ class ClassicGroupMember:
         self.protocols = protocols
         self.assignment = b""
         # Set while the member's JoinGroup / SyncGroup waits for the group.
-        self.join_callback: Callable[[JoinResponse], None] | None = None
+        self.join_callback: Callable[[JoinResult], None] | None = None
         self.sync_callback: Callable[[SyncResponse], None] | None = None
         self.heartbeat_satisfied = False
         self.is_leaving = False

@@ -17,12 +17,15 @@ same state from those records, so loading a partition's log = restart.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from typing import NamedTuple
 
 from kfast.coordinator.group.classic_group import (
     ClassicGroup,
     ClassicGroupMember,
     ClassicGroupState,
+    JoinResult,
+    SyncResponse,
 )
 from kfast.coordinator.group.consumer_group import ConsumerGroup
 from kfast.coordinator.group.consumer_group_manager import ConsumerGroupManager
@@ -34,7 +37,6 @@ from kfast.coordinator.group.delayed import (
 )
 from kfast.coordinator.group.offsets import OffsetMetadataManager
 from kfast.coordinator.group.records import (
-    CONSUMER_GROUP_KEY_CLASSES,
     GroupMetadataKey,
     OffsetCommitKey,
     decode_key,
@@ -42,18 +44,27 @@ from kfast.coordinator.group.records import (
     encode_key,
     encode_value,
 )
+from kfast.coordinator.partition_writer import ConfigLookup
 from kfast.protocol import errors as E
-from kfast.server_common.purgatory import DelayedOperationPurgatory
+from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
 
 NONE = 0
 UNKNOWN_MEMBER_ID = ""
 # writer(group_id, [(key, value)], done(error_code)[, (producer id, epoch)]):
 # one batch to the group's partition; the tuple makes it transactional.
 Writer = Callable[..., None]
+JoinCallback = Callable[[JoinResult], None]
 
 
-class JoinResult(dict):
-    """Fields of a JoinGroupResponse."""
+class JoinMember(NamedTuple):
+    """What a JoinGroup says of its member."""
+
+    client_id: str
+    client_host: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
 
 
 def join_error(member_id: str, code: int) -> JoinResult:
@@ -70,7 +81,9 @@ def join_error(member_id: str, code: int) -> JoinResult:
 
 
 class GroupCoordinator(ConsumerGroupManager):
-    def __init__(self, config, timer, writer: Writer, time_ms: Callable[[], int]):
+    def __init__(
+        self, config: ConfigLookup, timer: Timer, writer: Writer, time_ms: Callable[[], int]
+    ) -> None:
         self.config = config
         self.timer = timer
         self.writer = writer
@@ -146,7 +159,7 @@ class GroupCoordinator(ConsumerGroupManager):
             return callback(join_error(member_id, E.GroupMaxSizeReachedException.code))
         if not group.is_protocol_consistent(protocol_type, protocols):
             return callback(join_error(member_id, E.InconsistentGroupProtocolException.code))
-        args = (
+        args = JoinMember(
             client_id,
             client_host,
             session_timeout_ms,
@@ -161,14 +174,21 @@ class GroupCoordinator(ConsumerGroupManager):
         else:
             self._join_known_member(group, member_id, group_instance_id, args, callback)
 
-    def _join_unknown_member(self, group, instance_id, require_known_member_id, args, callback):
+    def _join_unknown_member(
+        self,
+        group: ClassicGroup,
+        instance_id: str | None,
+        require_known_member_id: bool,
+        args: JoinMember,
+        callback: JoinCallback,
+    ) -> None:
         client_id = args[0]
         new_member_id = f"{instance_id or client_id}-{uuid.uuid4()}"
         if instance_id is not None:
             old_member_id = group.static_member_id(instance_id)
             if old_member_id is not None:
                 return self._update_static_member(
-                    group, old_member_id, new_member_id, args, callback
+                    group, instance_id, old_member_id, new_member_id, args, callback
                 )
         elif require_known_member_id:
             # KIP-394: hand out the id first, so a client that gives up does
@@ -178,7 +198,14 @@ class GroupCoordinator(ConsumerGroupManager):
             return callback(join_error(new_member_id, E.MemberIdRequiredException.code))
         self._add_member_and_rebalance(group, new_member_id, instance_id, args, callback)
 
-    def _join_known_member(self, group, member_id, instance_id, args, callback):
+    def _join_known_member(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        instance_id: str | None,
+        args: JoinMember,
+        callback: JoinCallback,
+    ) -> None:
         if member_id in group.pending_members:
             if instance_id is not None:
                 return callback(join_error(member_id, E.FencedInstanceIdException.code))
@@ -208,10 +235,13 @@ class GroupCoordinator(ConsumerGroupManager):
     def _join_result(
         self, group: ClassicGroup, member: ClassicGroupMember, skip_assignment: bool = False
     ) -> JoinResult:
-        members = []
+        members: list[tuple[str, str | None, bytes]] = []
         if group.is_leader(member.member_id):
+            protocol = group.protocol_name
+            # A generation with members has chosen its protocol.
+            assert protocol is not None
             members = [
-                (m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+                (m.member_id, m.group_instance_id, m.metadata(protocol))
                 for m in group.members.values()
             ]
         return JoinResult(
@@ -225,7 +255,14 @@ class GroupCoordinator(ConsumerGroupManager):
             members=members,
         )
 
-    def _add_member_and_rebalance(self, group, member_id, instance_id, args, callback):
+    def _add_member_and_rebalance(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        instance_id: str | None,
+        args: JoinMember,
+        callback: JoinCallback,
+    ) -> None:
         client_id, client_host, session_timeout, rebalance_timeout, protocol_type, protocols = args
         member = ClassicGroupMember(
             member_id,
@@ -243,14 +280,28 @@ class GroupCoordinator(ConsumerGroupManager):
         self.complete_and_schedule_next_heartbeat(group, member)
         self._maybe_prepare_rebalance(group)
 
-    def _update_member_and_rebalance(self, group, member, args, callback):
+    def _update_member_and_rebalance(
+        self,
+        group: ClassicGroup,
+        member: ClassicGroupMember,
+        args: JoinMember,
+        callback: JoinCallback,
+    ) -> None:
         member.rebalance_timeout_ms = args[3]
         member.session_timeout_ms = args[2]
         group.update_protocols(member, [(n, bytes(m)) for n, m in args[5]])
         member.join_callback = callback
         self._maybe_prepare_rebalance(group)
 
-    def _update_static_member(self, group, old_member_id, new_member_id, args, callback):
+    def _update_static_member(
+        self,
+        group: ClassicGroup,
+        instance_id: str,
+        old_member_id: str,
+        new_member_id: str,
+        args: JoinMember,
+        callback: JoinCallback,
+    ) -> None:
         """KIP-345: a static member restarted. It takes over its old identity
         and assignment; in a Stable group with unchanged protocols there is no
         rebalance."""
@@ -261,9 +312,7 @@ class GroupCoordinator(ConsumerGroupManager):
         if old_member.sync_callback is not None:
             sync, old_member.sync_callback = old_member.sync_callback, None
             sync((E.FencedInstanceIdException.code, None, None, b""))
-        member = group.replace_static_member(
-            old_member.group_instance_id, old_member_id, new_member_id
-        )
+        member = group.replace_static_member(instance_id, old_member_id, new_member_id)
         if old_callback is not None:
             old_callback(join_error(old_member_id, E.FencedInstanceIdException.code))
         member.client_id, member.client_host = args[0], args[1]
@@ -295,6 +344,7 @@ class GroupCoordinator(ConsumerGroupManager):
         if group.is_(ClassicGroupState.COMPLETING_REBALANCE):
             self._reset_and_propagate_assignment_error(group, E.RebalanceInProgressException.code)
         rebalance_timeout = group.rebalance_timeout_ms()
+        operation: DelayedJoin
         if group.is_(ClassicGroupState.EMPTY) and self.initial_rebalance_delay_ms > 0:
             delay = min(self.initial_rebalance_delay_ms, rebalance_timeout)
             operation = InitialDelayedJoin(
@@ -349,11 +399,11 @@ class GroupCoordinator(ConsumerGroupManager):
         protocol_type: str | None,
         protocol_name: str | None,
         assignments: dict[str, bytes],
-        callback: Callable[[tuple], None],
+        callback: Callable[[SyncResponse], None],
     ) -> None:
         """callback((error_code, protocol_type, protocol_name, assignment))."""
 
-        def error(code: int):
+        def error(code: int) -> None:
             callback((code, None, None, b""))
 
         group = self.groups.get(group_id)
@@ -477,7 +527,7 @@ class GroupCoordinator(ConsumerGroupManager):
             results.append(NONE)
         return NONE, results
 
-    def on_heartbeat_expired(self, group: ClassicGroup, member_id: str) -> None:
+    def on_heartbeat_expired(self, group: ClassicGroup | ConsumerGroup, member_id: str) -> None:
         if isinstance(group, ConsumerGroup):
             return self.on_consumer_session_expired(group, member_id)
         if member_id in group.pending_members:
@@ -546,26 +596,34 @@ class GroupCoordinator(ConsumerGroupManager):
             done,
         )
 
-    def replay(self, key_bytes, value_bytes, producer_id: int = -1) -> None:
+    def replay(
+        self,
+        key_bytes: bytes | bytearray | memoryview,
+        value_bytes: bytes | bytearray | memoryview | None,
+        producer_id: int = -1,
+    ) -> None:
         """Apply one __consumer_offsets record (latest per key wins;
         tombstones delete). ``producer_id``: the producer of the
         transactional batch it came in (a TxnOffsetCommit), whose offsets
         stay pending until its transaction's marker (complete_transaction)."""
         key = decode_key(key_bytes)
-        value = decode_value(key, value_bytes)
-        if isinstance(key, CONSUMER_GROUP_KEY_CLASSES):
-            return self.replay_consumer_group(key, value)
         if isinstance(key, OffsetCommitKey):
+            value = decode_value(key, value_bytes)
             return self.offset_manager.replay_offset_commit(key, value, producer_id)
-        now = self.time_ms()
-        if value is None:
+        if not isinstance(key, GroupMetadataKey):
+            return self.replay_consumer_group(key, decode_value(key, value_bytes))
+        group_value = decode_value(key, value_bytes)
+        if group_value is None:
             group = self.groups.pop(key.group, None)
             if group is not None:
                 group.state = ClassicGroupState.DEAD
-            return
-        self.groups[key.group] = ClassicGroup.from_record_value(key.group, value, now)
+            return None
+        self.groups[key.group] = ClassicGroup.from_record_value(
+            key.group, group_value, self.time_ms()
+        )
+        return None
 
-    def on_loaded(self, group_ids) -> None:
+    def on_loaded(self, group_ids: Iterable[str]) -> None:
         """After replaying a partition: loaded members (classic and KIP-848)
         must heartbeat within their session timeout, as after a rebalance."""
         group_ids = list(group_ids)
@@ -576,7 +634,7 @@ class GroupCoordinator(ConsumerGroupManager):
                     self.complete_and_schedule_next_heartbeat(group, member)
         self.on_consumer_groups_loaded(group_ids)
 
-    def unload(self, group_ids) -> None:
+    def unload(self, group_ids: Iterable[str]) -> None:
         group_ids = list(group_ids)
         self.offset_manager.unload(group_ids)
         for group_id in group_ids:
@@ -599,11 +657,11 @@ class GroupCoordinator(ConsumerGroupManager):
         self.heartbeat_purgatory.shutdown()
 
     # -- introspection -----------------------------------------------------------------
-    def snapshot(self) -> dict:
+    def snapshot(self) -> dict[str, object]:
         """What replay must reproduce: offsets, each classic group's
         generation, protocol, leader and members with their assignments, and
         each KIP-848 group's epochs, target and members."""
-        groups = {}
+        groups: dict[str, object] = {}
         for group_id, group in self.groups.items():
             if group.is_(ClassicGroupState.DEAD):
                 continue

@@ -69,7 +69,7 @@ This module is the one definition of these layouts; ``kfast dump-log
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple, TypeAlias
+from typing import NamedTuple, TypeAlias, overload
 
 from kfast._ext import protocol_codec as _codec
 from kfast.protocol import errors
@@ -497,6 +497,22 @@ def decode_key(data: bytes | bytearray | memoryview) -> GroupRecordKey:
     raise UnknownRecordTypeError(f"unknown __consumer_offsets key type {key_type}")
 
 
+@overload
+def decode_value(
+    key: OffsetCommitKey, data: bytes | bytearray | memoryview | None
+) -> OffsetCommitValue | None: ...
+@overload
+def decode_value(
+    key: GroupMetadataKey, data: bytes | bytearray | memoryview | None
+) -> GroupMetadataValue | None: ...
+@overload
+def decode_value(
+    key: ConsumerGroupKey, data: bytes | bytearray | memoryview | None
+) -> Message | None: ...
+@overload
+def decode_value(
+    key: GroupRecordKey, data: bytes | bytearray | memoryview | None
+) -> GroupRecordValue | None: ...
 def decode_value(
     key: GroupRecordKey, data: bytes | bytearray | memoryview | None
 ) -> GroupRecordValue | None:
