@@ -127,7 +127,8 @@ class RaftManager:
     def __init__(
         self,
         node_id: int,
-        voters: dict[int, tuple[str, int]],
+        # None: a voter no one reaches (the embedded single node; VoterSet.static).
+        voters: dict[int, tuple[str, int] | None],
         cluster_id: str,
         log: ReplicatedLog,
         store,

@@ -40,9 +40,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from kfast.client.security import ClientSecurity
 from kfast.config import ConfigException, KafkaConfig
+from kfast.controller.metadata.image import MetadataImage
 from kfast.controller.metadata.records import decode_record, encode_record
 from kfast.controller.raft_quorum_controller import RaftQuorumController
 from kfast.protocol import api_keys
@@ -53,7 +56,7 @@ from kfast.raft.quorum_state import QuorumConfig
 from kfast.security.acl_publisher import AclPublisher
 from kfast.security.authorizer import StandardAuthorizer
 from kfast.security.listener import ListenerSecurity, listener_protocols
-from kfast.server.apis import KafkaApis
+from kfast.server.apis import ErrorResponseBuilder, Handler, KafkaApis
 from kfast.server.network import SocketServer
 from kfast.server.quota import ClientQuotas
 from kfast.server.secured_listener import secured_socket_server
@@ -62,6 +65,11 @@ from kfast.storage.meta_properties import (
     parse_uuid_base64,
     read_meta_properties,
 )
+
+if TYPE_CHECKING:
+    from kfast.raft.file_log import FileReplicatedLog
+    from kfast.raft.voter_set import Endpoint as VoterEndpoint
+    from kfast.server.metrics_exporter import MetricsServer
 
 logger = logging.getLogger("kfast.server")
 
@@ -91,7 +99,7 @@ def controller_listeners(config: KafkaConfig) -> list[tuple[str, str, int]]:
     return found
 
 
-def advertised_controller_endpoints(config: KafkaConfig):
+def advertised_controller_endpoints(config: KafkaConfig) -> list[VoterEndpoint]:
     """The controller listeners as other nodes reach them (Kafka's
     effectiveAdvertisedControllerListeners): advertised.listeners where it
     names a controller listener, else listeners; a listener bound to every
@@ -132,8 +140,10 @@ class ControllerServer:
         self.embedded = embedded
         if self.node_id < 0:
             raise ConfigException("node.id", self.node_id, "A KRaft node needs a node.id")
+        # {voter id: (host, port)}; the embedded node's may have no address.
+        self.static_voters: dict[int, tuple[str, int] | None]
         try:
-            self.static_voters = parse_quorum_voters(config["controller.quorum.voters"])
+            self.static_voters = dict(parse_quorum_voters(config["controller.quorum.voters"]))
         except ValueError as exc:
             raise ConfigException(
                 "controller.quorum.voters", config["controller.quorum.voters"], str(exc)
@@ -192,7 +202,8 @@ class ControllerServer:
         self.started = False
         # A controller-only node serves its own Prometheus endpoint; on a
         # broker node the broker's endpoint reports for the process.
-        self.metrics_server = None
+        self.metrics_server: MetricsServer | None = None
+        self._log: FileReplicatedLog | None = None
 
     def _register_apis(self) -> None:
         from kfast.server import (
@@ -228,7 +239,7 @@ class ControllerServer:
         quorum_apis.register_describe_quorum(self.apis)
 
     @property
-    def voters(self) -> dict:
+    def voters(self) -> dict[int, tuple[str, int] | None]:
         """The voters in force, {id: (host, port)}: the log's voter set once
         the quorum runs, controller.quorum.voters before."""
         if self.raft_manager is not None:
@@ -236,7 +247,7 @@ class ControllerServer:
         return dict(self.static_voters)
 
     @property
-    def metadata_image(self):
+    def metadata_image(self) -> MetadataImage | None:
         return None if self.controller is None else self.controller.image
 
     def supported_features(self) -> dict[str, tuple[int, int]]:
@@ -254,10 +265,13 @@ class ControllerServer:
 
         began = time.perf_counter()
         loop = asyncio.get_running_loop()
-        self.cluster_id, _ = await loop.run_in_executor(
+        cluster_id, _ = await loop.run_in_executor(
             None, ensure_meta_properties, [self.metadata_dir], self.node_id, self.cluster_id
         )
+        self.cluster_id = cluster_id
         meta = await loop.run_in_executor(None, read_meta_properties, self.metadata_dir)
+        if meta is None:  # ensure_meta_properties wrote it
+            raise RuntimeError(f"no meta.properties in {self.metadata_dir}")
         directory_id = parse_uuid_base64(meta.directory_id) if meta.directory_id else None
         serde = RecordSerde(encode_record, lambda value: decode_record(value)[0])
         log = FileReplicatedLog(
@@ -277,12 +291,12 @@ class ControllerServer:
             tuple(sorted(self.static_voters)) if self.static_voters else None,
         )
         self.controller = RaftQuorumController(
-            self.config, self.node_id, self.cluster_id, self.metadata_dir, loop=loop
+            self.config, self.node_id, cluster_id, self.metadata_dir, loop=loop
         )
         self.raft_manager = RaftManager(
             self.node_id,
             self.static_voters,
-            self.cluster_id,
+            cluster_id,
             log,
             store,
             RecordBatchCodec(serde),
@@ -376,10 +390,15 @@ class ControllerServer:
 class _Only:
     """A KafkaApis that takes only the registrations of ``keys``."""
 
-    def __init__(self, apis: KafkaApis, keys):
+    def __init__(self, apis: KafkaApis, keys: Iterable[int]) -> None:
         self.apis = apis
         self.keys = frozenset(keys)
 
-    def register(self, api_key: int, handler, error_response=None) -> None:
+    def register(
+        self,
+        api_key: int,
+        handler: Handler,
+        error_response: ErrorResponseBuilder | None = None,
+    ) -> None:
         if api_key in self.keys:
             self.apis.register(api_key, handler, error_response=error_response)

@@ -84,15 +84,17 @@ class KafkaRaftServer:
         local = self.controller_server.controller
         if local is None:  # the broker starts after its node's controller server
             raise RuntimeError("the broker's controller client before the controller")
+        # The controllers are the quorum's voters as the log names them now
+        # (a dynamic quorum's change while the broker runs), not at start:
+        # the channel's copy of them is replaced by the live view.
+        known = _KnownVoters(self.controller_server)
         channel = ControllerChannel(
             self.node_id,
-            self.controller_server.voters,
+            known,
             leader_hint=lambda: local.leader_id,
             security=self.controller_server.client_security,
         )
-        # The controllers are the quorum's voters as the log names them now
-        # (a dynamic quorum's change while the broker runs), not at start.
-        channel.voters = _KnownVoters(self.controller_server)
+        channel.voters = known
         broker.forwarder = Forwarder(channel, local)
         return QuorumControllerClient(
             local, channel, self.config, self.controller_server.cluster_id
