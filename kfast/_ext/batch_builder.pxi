@@ -260,19 +260,19 @@ def build_control_batch(int control_type, int64_t producer_id, int16_t producer_
     Value: int16 version 0, int32 coordinatorEpoch. Uncompressed,
     transactional + control, baseSequence -1.
     """
-    cdef uint8_t key[4]
-    cdef uint8_t value[6]
+    cdef uint8_t key[CONTROL_KEY_SIZE]
+    cdef uint8_t value[END_TXN_MARKER_SIZE]
     if control_type not in (CONTROL_TYPE_ABORT, CONTROL_TYPE_COMMIT):
         raise ValueError(f"control_type must be 0 (ABORT) or 1 (COMMIT), not {control_type}")
-    store_be16(key, 0)
-    store_be16(key + 2, <uint16_t>control_type)
-    store_be16(value, 0)
-    store_be32(value + 2, <uint32_t>coordinator_epoch)
+    store_be16(key + CONTROL_KEY_VERSION_AT, 0)
+    store_be16(key + CONTROL_KEY_TYPE_AT, <uint16_t>control_type)
+    store_be16(value + END_TXN_MARKER_VERSION_AT, 0)
+    store_be32(value + END_TXN_MARKER_COORDINATOR_EPOCH_AT, <uint32_t>coordinator_epoch)
     builder = RecordBatchBuilder(
         COMPRESSION_NONE, base_offset=base_offset, partition_leader_epoch=partition_leader_epoch,
         producer_id=producer_id, producer_epoch=producer_epoch, base_sequence=NO_SEQUENCE,
         is_transactional=True, is_control=True)
-    builder.append(timestamp, PyBytes_FromStringAndSize(<char*>key, 4),
-                   PyBytes_FromStringAndSize(<char*>value, 6))
+    builder.append(timestamp, PyBytes_FromStringAndSize(<char*>key, CONTROL_KEY_SIZE),
+                   PyBytes_FromStringAndSize(<char*>value, END_TXN_MARKER_SIZE))
     return builder.build()
 

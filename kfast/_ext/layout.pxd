@@ -44,6 +44,11 @@
 #
 # relativeOffset = offset - the segment's base offset, so a segment spans at
 # most INDEX_RELATIVE_OFFSET_MAX offsets (Kafka's LogSegment.canConvertToRelativeOffset).
+#
+# A control batch's record (Kafka's ControlRecordType and EndTransactionMarker):
+#
+#   key               := version int16 @0 (= 0), type int16 @2                 (4 bytes)
+#   value (COMMIT/ABORT) := version int16 @0 (= 0), coordinatorEpoch int32 @2  (6 bytes)
 
 cdef enum:
     # Record batch v2 header.
@@ -104,3 +109,11 @@ cdef enum:
     INDEX_TIMESTAMP_WIDTH = 8         # the key searched: timestamp int64
     # Largest relativeOffset an index entry holds (int32).
     INDEX_RELATIVE_OFFSET_MAX = 0x7FFFFFFF
+
+    # Control record key, and the value of a transaction marker.
+    CONTROL_KEY_VERSION_AT = 0
+    CONTROL_KEY_TYPE_AT = 2
+    CONTROL_KEY_SIZE = 4
+    END_TXN_MARKER_VERSION_AT = 0
+    END_TXN_MARKER_COORDINATOR_EPOCH_AT = 2
+    END_TXN_MARKER_SIZE = 6

@@ -75,6 +75,14 @@ INDEX_TIMESTAMP_WIDTH: Final = 8  # the key searched: timestamp int64
 # Largest relativeOffset an index entry holds (int32).
 INDEX_RELATIVE_OFFSET_MAX: Final = 0x7FFFFFFF
 
+# Control record key, and the value of a transaction marker (COMMIT/ABORT).
+CONTROL_KEY_VERSION_AT: Final = 0
+CONTROL_KEY_TYPE_AT: Final = 2
+CONTROL_KEY_SIZE: Final = 4
+END_TXN_MARKER_VERSION_AT: Final = 0
+END_TXN_MARKER_COORDINATOR_EPOCH_AT: Final = 2
+END_TXN_MARKER_SIZE: Final = 6
+
 # The same layouts as struct formats, for readers that unpack whole headers
 # (the test checks each field lands at its offset above).
 #   batch header: baseOffset .. recordsCount
@@ -85,3 +93,6 @@ LEGACY_HEADER_V1: Final = struct.Struct(">qiIbbq")
 #   index entries
 OFFSET_INDEX_ENTRY: Final = struct.Struct(">ii")
 TIME_INDEX_ENTRY: Final = struct.Struct(">qi")
+#   control record key: version, type; transaction marker value: version, coordinatorEpoch
+CONTROL_RECORD_KEY: Final = struct.Struct(">hh")
+END_TXN_MARKER_VALUE: Final = struct.Struct(">hi")

@@ -42,6 +42,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kfast._ext.layout import CONTROL_RECORD_KEY
 from kfast._ext.varint import decode_uvarint, encode_uvarint
 from kfast.protocol.errors import CorruptRecordException
 from kfast.raft.log import LeaderChangeMessage
@@ -65,7 +66,6 @@ CONTROL_TYPE_NAMES = {
     KRAFT_VOTERS: "KRAFT_VOTERS",
 }
 
-CONTROL_KEY = struct.Struct(">hh")  # version 0, control type
 _INT16 = struct.Struct(">h")
 _INT32 = struct.Struct(">i")
 _HEADER_VALUE = struct.Struct(">hqB")
@@ -77,14 +77,14 @@ _NO_TAGGED_FIELDS = b"\x00"
 
 
 def control_key(control_type: int) -> bytes:
-    return CONTROL_KEY.pack(0, control_type)
+    return CONTROL_RECORD_KEY.pack(0, control_type)
 
 
 def control_type_of(key) -> int:
     """The control type in a control record's key."""
-    if key is None or len(key) < CONTROL_KEY.size:
+    if key is None or len(key) < CONTROL_RECORD_KEY.size:
         raise CorruptRecordException("control record without a 4-byte key")
-    return CONTROL_KEY.unpack(bytes(key)[: CONTROL_KEY.size])[1]
+    return CONTROL_RECORD_KEY.unpack(bytes(key)[: CONTROL_RECORD_KEY.size])[1]
 
 
 def control_batch(

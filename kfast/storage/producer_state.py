@@ -38,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from kfast._ext.crc32c import crc32c
+from kfast._ext.layout import CONTROL_RECORD_KEY, END_TXN_MARKER_VALUE
 
 # Who appends (the log's append kernel defines them): ORIGIN_CLIENT,
 # ORIGIN_REPLICATION, ORIGIN_COORDINATOR; re-exported from here (the `as`).
@@ -179,12 +180,12 @@ def parse_end_txn_marker(batch_view: BytesLike) -> EndTransactionMarker:
     value := version int16, coordinatorEpoch int32
     """
     key, value = first_record_key_value(batch_view)
-    if key is None or len(key) < 4:
+    if key is None or len(key) < CONTROL_RECORD_KEY.size:
         raise CorruptRecordException("invalid control record key")
-    if value is None or len(value) < 6:
+    if value is None or len(value) < END_TXN_MARKER_VALUE.size:
         raise CorruptRecordException("invalid end transaction marker value")
-    _, control_type = struct.unpack_from(">hh", key, 0)
-    _, coordinator_epoch = struct.unpack_from(">hi", value, 0)
+    _, control_type = CONTROL_RECORD_KEY.unpack_from(key, 0)
+    _, coordinator_epoch = END_TXN_MARKER_VALUE.unpack_from(value, 0)
     return EndTransactionMarker(control_type, coordinator_epoch)
 
 

@@ -35,8 +35,10 @@ import sys
 from kfast._ext.crc32c import crc32c
 from kfast._ext.layout import (
     ATTRIBUTES_OFFSET,
+    CONTROL_RECORD_KEY,
     CURRENT_MAGIC,
     DELETE_HORIZON_FLAG_MASK,
+    END_TXN_MARKER_VALUE,
     LENGTH_OFFSET,
     LOG_OVERHEAD,
     MAGIC_OFFSET,
@@ -321,14 +323,18 @@ def dump_log_file(
                         f"sequence: {sequence} "
                         f"headerKeys: [{','.join(k for k, _ in record.headers)}]"
                     )
-                    if header.is_control and record.key is not None and len(record.key) >= 4:
-                        control_type = struct.unpack_from(">h", record.key, 2)[0]
+                    if (
+                        header.is_control
+                        and record.key is not None
+                        and len(record.key) >= CONTROL_RECORD_KEY.size
+                    ):
+                        control_type = CONTROL_RECORD_KEY.unpack_from(record.key)[1]
                         if (
                             control_type in (0, 1)
                             and record.value is not None
-                            and len(record.value) >= 6
+                            and len(record.value) >= END_TXN_MARKER_VALUE.size
                         ):
-                            epoch = struct.unpack_from(">i", record.value, 2)[0]
+                            epoch = END_TXN_MARKER_VALUE.unpack_from(record.value)[1]
                             line.append(
                                 f" endTxnMarker: {'COMMIT' if control_type else 'ABORT'}"
                                 f" coordinatorEpoch: {epoch}"

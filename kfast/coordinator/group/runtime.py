@@ -21,9 +21,9 @@ per write with acks=-1).
 from __future__ import annotations
 
 import logging
-import struct
 from collections.abc import Callable
 
+from kfast._ext.layout import CONTROL_RECORD_KEY
 from kfast.config import KafkaConfig
 from kfast.controller.topics import GROUP_METADATA_TOPIC_NAME
 from kfast.coordinator.group.coordinator import GroupCoordinator
@@ -106,8 +106,8 @@ class GroupCoordinatorRuntime(CoordinatorRuntime):
         if not batch.is_transactional:
             return
         for record in batch:
-            if record.key is not None and len(record.key) >= 4:
-                control_type = struct.unpack_from(">h", bytes(record.key), 2)[0]
+            if record.key is not None and len(record.key) >= CONTROL_RECORD_KEY.size:
+                control_type = CONTROL_RECORD_KEY.unpack_from(bytes(record.key))[1]
                 self._end_transaction(index, batch.producer_id, control_type == CONTROL_TYPE_COMMIT)
             break
 

@@ -27,6 +27,7 @@ from kfast.records import (
     build_control_batch,
 )
 from kfast.storage.file_records import check_batch, read_header, read_legacy_header
+from kfast.storage.producer_state import parse_end_txn_marker
 
 ROOT = Path(__file__).resolve().parents[3]
 PXD = ROOT / "kfast" / "_ext" / "layout.pxd"
@@ -41,6 +42,8 @@ PYTHON_READERS = [
     "kfast/storage/log.py",
     "kfast/storage/loader.py",
     "kfast/storage/records_access.py",
+    "kfast/storage/producer_state.py",
+    "kfast/coordinator/group/runtime.py",
     "kfast/records.py",
     "kfast/tools/dump_log.py",
     "spark/kfast_spark/segments.py",
@@ -146,6 +149,16 @@ def test_struct_formats_put_each_field_at_its_offset():
     assert struct.calcsize(">i") == layout.INDEX_RELATIVE_OFFSET_WIDTH
     assert struct.calcsize(">q") == layout.INDEX_TIMESTAMP_WIDTH
     assert layout.INDEX_RELATIVE_OFFSET_MAX == 2**31 - 1
+    assert _field_offsets(layout.CONTROL_RECORD_KEY.format) == [
+        layout.CONTROL_KEY_VERSION_AT,
+        layout.CONTROL_KEY_TYPE_AT,
+    ]
+    assert layout.CONTROL_RECORD_KEY.size == layout.CONTROL_KEY_SIZE
+    assert _field_offsets(layout.END_TXN_MARKER_VALUE.format) == [
+        layout.END_TXN_MARKER_VERSION_AT,
+        layout.END_TXN_MARKER_COORDINATOR_EPOCH_AT,
+    ]
+    assert layout.END_TXN_MARKER_VALUE.size == layout.END_TXN_MARKER_SIZE
 
 
 def test_compiled_kernels_agree_with_the_python_layout():
@@ -174,8 +187,11 @@ def test_compiled_kernels_agree_with_the_python_layout():
     assert header.base_sequence == 11 and header.records_count == 5
     assert header.compression == COMPRESSION_GZIP == kernel.compression
     assert header.is_transactional and header.is_log_append_time and not header.is_control
-    control = read_header(build_control_batch(CONTROL_TYPE_COMMIT, 7, 3, 0, 2_000), 0)
+    marker = build_control_batch(CONTROL_TYPE_COMMIT, 7, 3, 42, 2_000)
+    control = read_header(marker, 0)
     assert control.is_control and control.attributes & layout.CONTROL_FLAG_MASK
+    # The kernel's control record, read with the Python layout.
+    assert parse_end_txn_marker(marker) == (CONTROL_TYPE_COMMIT, 42)
 
 
 def test_legacy_header_reads_the_legacy_layout():
@@ -190,11 +206,11 @@ def test_legacy_header_reads_the_legacy_layout():
 
 # ------------------------------------------------------------ bare numbers
 # Values that are layout facts wherever they appear in a reader. 0, 1, 2, 4,
-# 8, 32 and 64 have other everyday uses (sizes in KiB, doubling, widths), so
+# 6, 8, 32 and 64 have other everyday uses (sizes in KiB, doubling, widths), so
 # they are caught only where they act as layout: added to a position
 # (``position + 8``), as an entry stride (``slot * 8``), or compared with a
 # magic byte (``magic == 2``).
-_EVERYDAY = {0, 1, 2, 4, 8, 32, 64}
+_EVERYDAY = {0, 1, 2, 4, 6, 8, 32, 64}
 _LAYOUT_VALUES = set(py_constants().values()) | {2**31 - 1}
 _DISTINCTIVE = _LAYOUT_VALUES - _EVERYDAY
 _OFFSETS = _LAYOUT_VALUES - {0, 1, 2}
