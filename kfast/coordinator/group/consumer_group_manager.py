@@ -23,13 +23,14 @@ from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, NamedTuple, Protocol, TypeVar
 
+from kfast.config import KafkaConfig
 from kfast.controller.group_config import group_config_value
 from kfast.coordinator.group import records as R
 from kfast.coordinator.group.assignors import ASSIGNORS
-from kfast.coordinator.group.classic_group import ClassicGroupState
+from kfast.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
 from kfast.coordinator.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
@@ -40,6 +41,8 @@ from kfast.coordinator.group.consumer_group import (
 )
 from kfast.coordinator.group.delayed import heartbeat_key
 from kfast.protocol import errors as E
+from kfast.protocol.schema import Message
+from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
 
 # The order Kafka writes a change in (a member's metadata before the group
 # epoch it bumps, the target before its epoch, the current assignment
@@ -50,7 +53,25 @@ from kfast.protocol import errors as E
 # built only to write.
 GROUP_EPOCH, SUBSCRIPTION_METADATA, MEMBER_METADATA = 3, 4, 5
 TARGET_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT = 6, 7, 8
-_KEY_CLASS = {
+# (record key type, member id or None): a record of a group, as ``group.persisted`` keys it.
+PersistedKey = tuple[int, str | None]
+# A record's content as a plain tuple; its layout depends on the record's kind
+# (see _state_of), so its items are typed by that kind, not here.
+Content = tuple[Any, ...]
+# An assignment as a sorted tuple: ((topic_id, (partitions...)), ...).
+FlatAssignment = tuple[tuple[uuid.UUID, tuple[int, ...]], ...]
+
+
+class _TopicPartitions(Protocol):
+    """A record's (topic id, partitions) entry (TopicPartition(s) of the values)."""
+
+    topic_id: uuid.UUID
+    partitions: list[int]
+
+
+_TP = TypeVar("_TP", bound=Message)
+
+_KEY_CLASS: dict[int, Callable[..., R.ConsumerGroupKey]] = {
     3: R.ConsumerGroupMetadataKey,
     4: R.ConsumerGroupPartitionMetadataKey,
     5: R.ConsumerGroupMemberMetadataKey,
@@ -58,7 +79,7 @@ _KEY_CLASS = {
     7: R.ConsumerGroupTargetAssignmentMemberKey,
     8: R.ConsumerGroupCurrentMemberAssignmentKey,
 }
-_KEY_TYPE = {cls: t for t, cls in _KEY_CLASS.items()}
+_KEY_TYPE: dict[Callable[..., R.ConsumerGroupKey], int] = {cls: t for t, cls in _KEY_CLASS.items()}
 _WRITE_ORDER = {
     MEMBER_METADATA: 0,
     SUBSCRIPTION_METADATA: 1,
@@ -70,7 +91,7 @@ _WRITE_ORDER = {
 _MEMBER_KEY_TYPES = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
 
 
-def _record_key(group_id: str, key: tuple):
+def _record_key(group_id: str, key: PersistedKey) -> R.ConsumerGroupKey:
     key_type, member_id = key
     cls = _KEY_CLASS[key_type]
     return cls(group_id) if member_id is None else cls(group_id, member_id)
@@ -83,51 +104,53 @@ class _Unknown:
     """What ``group.persisted`` holds for a key whose write failed: equal to
     no value, so the key is written again."""
 
-    def __eq__(self, other):
+    def __eq__(self, other: object) -> bool:
         return False
 
-    __hash__ = None
+    # Unhashable, as a value equal to nothing must be.
+    __hash__ = None  # type: ignore[assignment]
 
 
 _UNKNOWN = _Unknown()
 
 
-def _flat(assignment) -> tuple:
+def _flat(assignment: Mapping[uuid.UUID, Iterable[int]] | None) -> FlatAssignment:
     """An assignment as a sorted tuple: ((topic_id, (partitions...)), ...)."""
     if not assignment:
         return ()
     return tuple(sorted((t, tuple(sorted(ps))) for t, ps in assignment.items() if ps))
 
 
-def _flat_of(topic_partitions) -> tuple:
+def _flat_of(topic_partitions: Iterable[_TopicPartitions]) -> FlatAssignment:
     return _flat(_assignment(topic_partitions))
 
 
-def _assignment(topic_partitions) -> dict:
-    out = {}
+def _assignment(topic_partitions: Iterable[_TopicPartitions]) -> Partitions:
+    out: Partitions = {}
     for tp in topic_partitions:
         if tp.partitions:
             out.setdefault(tp.topic_id, set()).update(tp.partitions)
     return out
 
 
-def _topic_partitions(cls, flat: tuple) -> list:
+def _topic_partitions(cls: type[_TP], flat: FlatAssignment) -> list[_TP]:
     return [cls(topic_id=t, partitions=list(ps)) for t, ps in flat]
 
 
 # A record's content as a plain tuple, the form ``group.persisted`` keeps
 # (cheap to build and compare on every heartbeat): from a decoded value
 # (replay), and back to the value (write).
-def _state_of(kind: int, value) -> tuple:
-    if kind == GROUP_EPOCH:
+def _state_of(value: Message) -> Content:
+    """The content tuple of a decoded value (its class says its kind)."""
+    if isinstance(value, R.ConsumerGroupMetadataValue):
         return (value.epoch,)
-    if kind == SUBSCRIPTION_METADATA:
+    if isinstance(value, R.ConsumerGroupPartitionMetadataValue):
         return tuple(sorted((t.topic_name, t.topic_id, t.num_partitions) for t in value.topics))
-    if kind == TARGET_METADATA:
+    if isinstance(value, R.ConsumerGroupTargetAssignmentMetadataValue):
         return (value.assignment_epoch,)
-    if kind == TARGET_MEMBER:
+    if isinstance(value, R.ConsumerGroupTargetAssignmentMemberValue):
         return _flat_of(value.topic_partitions)
-    if kind == MEMBER_METADATA:
+    if isinstance(value, R.ConsumerGroupMemberMetadataValue):
         return (
             value.instance_id,
             value.rack_id,
@@ -138,6 +161,7 @@ def _state_of(kind: int, value) -> tuple:
             value.rebalance_timeout_ms,
             value.server_assignor,
         )
+    assert isinstance(value, R.ConsumerGroupCurrentMemberAssignmentValue)
     return (
         value.member_epoch,
         value.previous_member_epoch,
@@ -147,26 +171,26 @@ def _state_of(kind: int, value) -> tuple:
     )
 
 
-def _persisted_key(key) -> tuple:
+def _persisted_key(key: R.ConsumerGroupKey) -> PersistedKey:
     return (_KEY_TYPE[type(key)], getattr(key, "member_id", None))
 
 
-def _value_of(kind: int, state: tuple):
+def _value_of(kind: int, state: Content) -> Message:
     if kind == GROUP_EPOCH:
         return R.ConsumerGroupMetadataValue(epoch=state[0])
     if kind == SUBSCRIPTION_METADATA:
-        cls = R.ConsumerGroupPartitionMetadataValue
-        return cls(
+        metadata = R.ConsumerGroupPartitionMetadataValue
+        return metadata(
             topics=[
-                cls.TopicMetadata(topic_id=topic_id, topic_name=name, num_partitions=count)
+                metadata.TopicMetadata(topic_id=topic_id, topic_name=name, num_partitions=count)
                 for name, topic_id, count in state
             ]
         )
     if kind == TARGET_METADATA:
         return R.ConsumerGroupTargetAssignmentMetadataValue(assignment_epoch=state[0])
     if kind == TARGET_MEMBER:
-        cls = R.ConsumerGroupTargetAssignmentMemberValue
-        return cls(topic_partitions=_topic_partitions(cls.TopicPartition, state))
+        target = R.ConsumerGroupTargetAssignmentMemberValue
+        return target(topic_partitions=_topic_partitions(target.TopicPartition, state))
     if kind == MEMBER_METADATA:
         instance_id, rack_id, client_id, client_host, names, regex, timeout, assignor = state
         return R.ConsumerGroupMemberMetadataValue(
@@ -179,14 +203,14 @@ def _value_of(kind: int, state: tuple):
             rebalance_timeout_ms=timeout,
             server_assignor=assignor,
         )
-    cls = R.ConsumerGroupCurrentMemberAssignmentValue
+    current = R.ConsumerGroupCurrentMemberAssignmentValue
     epoch, previous, state_code, assigned, pending = state
-    return cls(
+    return current(
         member_epoch=epoch,
         previous_member_epoch=previous,
         state=state_code,
-        assigned_partitions=_topic_partitions(cls.TopicPartitions, assigned),
-        partitions_pending_revocation=_topic_partitions(cls.TopicPartitions, pending),
+        assigned_partitions=_topic_partitions(current.TopicPartitions, assigned),
+        partitions_pending_revocation=_topic_partitions(current.TopicPartitions, pending),
     )
 
 
@@ -286,7 +310,14 @@ def _assignment_to_send(
 
 
 class ConsumerGroupManager:
-    consumer_groups: dict
+    # What the GroupCoordinator this is mixed into holds.
+    config: KafkaConfig
+    timer: Timer
+    writer: Callable[..., None]
+    groups: dict[str, ClassicGroup]
+    consumer_groups: dict[str, ConsumerGroup]
+    heartbeat_purgatory: DelayedOperationPurgatory
+    on_heartbeat_expired: Callable[[ClassicGroup | ConsumerGroup, str], None]
 
     def _consumer_config(self) -> None:
         config = self.config
@@ -296,7 +327,7 @@ class ConsumerGroupManager:
         self.consumer_assignors = list(config["group.consumer.assignors"]) or ["uniform"]
         self.consumer_max_size = config["group.consumer.max.size"]
 
-    def group_config(self, group_id: str, name: str):
+    def group_config(self, group_id: str, name: str) -> Any:
         """The group's value of group config ``name`` (consumer.session.timeout.ms,
         consumer.heartbeat.interval.ms): its override, else the broker's
         group.consumer.* property (Kafka's GroupConfigManager)."""
@@ -365,9 +396,10 @@ class ConsumerGroupManager:
         if request.member_epoch == JOIN_EPOCH:
             group, member, bump = self._join_consumer_group(request, extra)
         else:
-            member = group.members.get(request.member_id) if group is not None else None
-            if group is None or member is None:
+            found = group.members.get(request.member_id) if group is not None else None
+            if group is None or found is None:
                 raise _HeartbeatRejected(request.member_id, E.UnknownMemberIdException.code)
+            member = found
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave_consumer_group(group, member, request, callback)
             _check_member_epoch(member, request)
@@ -555,7 +587,7 @@ class ConsumerGroupManager:
         names = [m.server_assignor for m in group.members.values() if m.server_assignor]
         return max(sorted(set(names)), key=names.count) if names else self.consumer_assignors[0]
 
-    def _compute_target(self, group: ConsumerGroup, topics: dict) -> None:
+    def _compute_target(self, group: ConsumerGroup, topics: TopicsView) -> None:
         name = group.assignor_name = self._preferred_assignor(group)
         members = {
             m.member_id: {topics[t][0] for t in m.subscribed_topic_names if t in topics}
@@ -569,7 +601,7 @@ class ConsumerGroupManager:
         group.assignment_epoch = group.group_epoch
 
     @staticmethod
-    def _static_member(group: ConsumerGroup, instance_id):
+    def _static_member(group: ConsumerGroup, instance_id: str | None) -> ConsumerGroupMember | None:
         if instance_id is None:
             return None
         return next((m for m in group.members.values() if m.instance_id == instance_id), None)
@@ -643,7 +675,9 @@ class ConsumerGroupManager:
             # The target is recomputed on the next heartbeat of any member,
             # with the topics that heartbeat brings.
 
-    def consumer_group_describe(self, group_id: str, topic_names: dict) -> dict:
+    def consumer_group_describe(
+        self, group_id: str, topic_names: Mapping[uuid.UUID, str]
+    ) -> dict[str, Any]:
         """DescribedGroup fields; ``topic_names``: {topic_id: name}."""
         group = self.consumer_groups.get(group_id)
         if group is None:
@@ -658,7 +692,7 @@ class ConsumerGroupManager:
                 "members": [],
             }
 
-        def assignment(partitions):
+        def assignment(partitions: Partitions) -> dict[str, Any]:
             return {
                 "topic_partitions": [
                     {"topic_id": t, "topic_name": topic_names.get(t, ""), "partitions": sorted(ps)}
@@ -711,11 +745,16 @@ class ConsumerGroupManager:
 
     # -- persistence -------------------------------------------------------------------
     def _persist_and_reply(
-        self, group: ConsumerGroup, member_ids, response: dict, callback, extra=()
-    ) -> dict | None:
+        self,
+        group: ConsumerGroup,
+        member_ids: list[str] | None,
+        response: HeartbeatResponse,
+        callback: HeartbeatCallback | None,
+        extra: Sequence[Record] = (),
+    ) -> HeartbeatResponse | None:
         """Write the group's changed records, then answer: ``response``, or
         the append's error."""
-        result = []
+        result: list[HeartbeatResponse] = []
 
         def done(code: int) -> None:
             answer = (
@@ -742,7 +781,13 @@ class ConsumerGroupManager:
             return result[0] if result else response
         return None
 
-    def _persist_consumer_group(self, group: ConsumerGroup, member_ids, done, extra=()) -> None:
+    def _persist_consumer_group(
+        self,
+        group: ConsumerGroup,
+        member_ids: list[str] | None,
+        done: Callable[[int], None],
+        extra: Sequence[Record] = (),
+    ) -> None:
         """Append the records of ``group`` that differ from ``group.persisted``
         (all of them, or only the group's and ``member_ids``' records), plus
         ``extra``; ``done(error_code)`` after the append, at once if there
@@ -761,9 +806,13 @@ class ConsumerGroupManager:
                 for k in ((t, m),)
                 if k in persisted and k not in wanted
             ]
-        changes = [(k, v) for k, v in wanted.items() if persisted.get(k) != v]
+        # (key, content; None for a tombstone)
+        changes: list[tuple[PersistedKey, Content | None]] = [
+            (k, v) for k, v in wanted.items() if persisted.get(k) != v
+        ]
         if not changes and not stale and not extra:
-            return done(0)
+            done(0)
+            return
         changes.sort(key=lambda kv: _WRITE_ORDER[kv[0][0]])
         stale.sort(key=lambda k: -_WRITE_ORDER[k[0]])
         changes += [(k, None) for k in stale]
@@ -790,10 +839,12 @@ class ConsumerGroupManager:
 
         self.writer(group.group_id, records, written)
 
-    def _consumer_group_records(self, group: ConsumerGroup, member_ids=None) -> dict:
+    def _consumer_group_records(
+        self, group: ConsumerGroup, member_ids: list[str] | None = None
+    ) -> dict[PersistedKey, Content]:
         """{key: content tuple (see _state_of)} that describe ``group`` (only
         the group-level records and those of ``member_ids`` when given)."""
-        out = {
+        out: dict[PersistedKey, Content] = {
             (GROUP_EPOCH, None): (group.group_epoch,),
             (SUBSCRIPTION_METADATA, None): tuple(
                 sorted(
@@ -839,13 +890,13 @@ class ConsumerGroupManager:
         return out
 
     @staticmethod
-    def consumer_group_tombstones(group: ConsumerGroup) -> list:
+    def consumer_group_tombstones(group: ConsumerGroup) -> list[Record]:
         """(key bytes, None) for every record ``group`` has on the log,
         members' records first (deleting the group)."""
         keys = sorted(group.persisted, key=lambda k: -_WRITE_ORDER[k[0]])
         return [(R.encode_key(_record_key(group.group_id, k)), None) for k in keys]
 
-    def replay_consumer_group(self, key, value) -> None:
+    def replay_consumer_group(self, key: R.ConsumerGroupKey, value: Message | None) -> None:
         """Apply one KIP-848 record (any order; latest per key wins; a
         tombstone of the group's epoch record deletes the group)."""
         if value is None:
@@ -856,21 +907,25 @@ class ConsumerGroupManager:
             return
         group = self._replayed_consumer_group(key.group_id)
         persisted_key = _persisted_key(key)
-        group.persisted[persisted_key] = _state_of(persisted_key[0], value)
-        if isinstance(key, R.ConsumerGroupMetadataKey):
+        group.persisted[persisted_key] = _state_of(value)
+        # The value's class is its key's kind (decode_value decodes by key).
+        if isinstance(value, R.ConsumerGroupMetadataValue):
             group.group_epoch = value.epoch
-        elif isinstance(key, R.ConsumerGroupPartitionMetadataKey):
+        elif isinstance(value, R.ConsumerGroupPartitionMetadataValue):
             group.subscription_metadata = {
                 t.topic_name: (t.topic_id, t.num_partitions) for t in value.topics
             }
             for member in group.members.values():
                 self._resolve_loaded_subscription(group, member)
-        elif isinstance(key, R.ConsumerGroupTargetAssignmentMetadataKey):
+        elif isinstance(value, R.ConsumerGroupTargetAssignmentMetadataValue):
             group.assignment_epoch = value.assignment_epoch
-        elif isinstance(key, R.ConsumerGroupTargetAssignmentMemberKey):
-            group.target[key.member_id] = _assignment(value.topic_partitions)
         else:
-            self._replay_member_record(group, key, value)
+            member_id = persisted_key[1]  # the other records are a member's
+            assert member_id is not None
+            if isinstance(value, R.ConsumerGroupTargetAssignmentMemberValue):
+                group.target[member_id] = _assignment(value.topic_partitions)
+            else:
+                self._replay_member_record(group, member_id, value)
 
     def _replayed_consumer_group(self, group_id: str) -> ConsumerGroup:
         """The group a replayed record belongs to, created by its first record."""
@@ -883,7 +938,7 @@ class ConsumerGroupManager:
                 del self.groups[group_id]
         return group
 
-    def _replay_consumer_tombstone(self, group: ConsumerGroup, key) -> None:
+    def _replay_consumer_tombstone(self, group: ConsumerGroup, key: R.ConsumerGroupKey) -> None:
         if isinstance(key, R.ConsumerGroupMetadataKey):
             for member_id in list(group.members):
                 self._remove_consumer_member(group, member_id)
@@ -907,12 +962,12 @@ class ConsumerGroupManager:
         elif isinstance(key, R.ConsumerGroupTargetAssignmentMetadataKey):
             group.assignment_epoch = 0
 
-    def _replay_member_record(self, group: ConsumerGroup, key, value) -> None:
+    def _replay_member_record(self, group: ConsumerGroup, member_id: str, value: Message) -> None:
         """A member's metadata or current assignment record."""
-        member = group.members.get(key.member_id)
+        member = group.members.get(member_id)
         if member is None:
-            member = group.members[key.member_id] = ConsumerGroupMember(key.member_id)
-        if isinstance(key, R.ConsumerGroupMemberMetadataKey):
+            member = group.members[member_id] = ConsumerGroupMember(member_id)
+        if isinstance(value, R.ConsumerGroupMemberMetadataValue):
             member.instance_id, member.rack_id = value.instance_id, value.rack_id
             member.client_id, member.client_host = value.client_id, value.client_host
             member.explicit_topic_names = set(value.subscribed_topic_names)
@@ -923,6 +978,7 @@ class ConsumerGroupManager:
             member.server_assignor = value.server_assignor
             self._resolve_loaded_subscription(group, member)
         else:
+            assert isinstance(value, R.ConsumerGroupCurrentMemberAssignmentValue)
             member.member_epoch = value.member_epoch
             member.previous_member_epoch = value.previous_member_epoch
             member.state = _STATE_BY_CODE.get(value.state, MemberState.STABLE)
@@ -941,7 +997,7 @@ class ConsumerGroupManager:
             }
         member.subscribed_topic_names = sorted(resolved)
 
-    def on_consumer_groups_loaded(self, group_ids) -> None:
+    def on_consumer_groups_loaded(self, group_ids: Iterable[str]) -> None:
         """After replaying a partition: each member must heartbeat within the
         session timeout, and one still revoking must finish within its
         rebalance timeout."""
@@ -954,13 +1010,13 @@ class ConsumerGroupManager:
                 if member.state == MemberState.UNREVOKED_PARTITIONS:
                     self._schedule_revocation_timeout(group, member)
 
-    def consumer_groups_snapshot(self) -> dict:
+    def consumer_groups_snapshot(self) -> dict[str, object]:
         """The persisted state of every KIP-848 group, comparable by value."""
 
-        def flat(assignment):
+        def flat(assignment: Partitions) -> tuple[tuple[str, tuple[int, ...]], ...]:
             return tuple(sorted((str(t), tuple(sorted(ps))) for t, ps in assignment.items() if ps))
 
-        out = {}
+        out: dict[str, object] = {}
         for group_id, group in self.consumer_groups.items():
             members = tuple(
                 sorted(

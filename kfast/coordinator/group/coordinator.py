@@ -20,6 +20,7 @@ import uuid
 from collections.abc import Callable, Iterable
 from typing import NamedTuple
 
+from kfast.config import KafkaConfig
 from kfast.coordinator.group.classic_group import (
     ClassicGroup,
     ClassicGroupMember,
@@ -44,7 +45,6 @@ from kfast.coordinator.group.records import (
     encode_key,
     encode_value,
 )
-from kfast.coordinator.partition_writer import ConfigLookup
 from kfast.protocol import errors as E
 from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
 
@@ -82,7 +82,7 @@ def join_error(member_id: str, code: int) -> JoinResult:
 
 class GroupCoordinator(ConsumerGroupManager):
     def __init__(
-        self, config: ConfigLookup, timer: Timer, writer: Writer, time_ms: Callable[[], int]
+        self, config: KafkaConfig, timer: Timer, writer: Writer, time_ms: Callable[[], int]
     ) -> None:
         self.config = config
         self.timer = timer

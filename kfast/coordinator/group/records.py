@@ -69,7 +69,8 @@ This module is the one definition of these layouts; ``kfast dump-log
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple, TypeAlias, overload
+import uuid
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias, overload
 
 from kfast._ext import protocol_codec as _codec
 from kfast.protocol import errors
@@ -336,12 +337,126 @@ def consumer_group_value_fields(key_type: int) -> list[FieldSpec]:
     return _VALUE_SCHEMAS[key_type].fields
 
 
-ConsumerGroupMetadataValue = _VALUE_SCHEMAS[3].cls
-ConsumerGroupPartitionMetadataValue = _VALUE_SCHEMAS[4].cls
-ConsumerGroupMemberMetadataValue = _VALUE_SCHEMAS[5].cls
-ConsumerGroupTargetAssignmentMetadataValue = _VALUE_SCHEMAS[6].cls
-ConsumerGroupTargetAssignmentMemberValue = _VALUE_SCHEMAS[7].cls
-ConsumerGroupCurrentMemberAssignmentValue = _VALUE_SCHEMAS[8].cls
+if TYPE_CHECKING:
+    # What the classes the schemas build from _VALUE_GRAMMARS hold (fields
+    # left out of a constructor take the grammar's defaults);
+    # tests/unit/coordinator/test_consumer_group_records.py checks them
+    # against the run-time classes.
+    class ConsumerGroupMetadataValue(Message):
+        epoch: int
+        metadata_hash: int
+
+        def __init__(self, *, epoch: int = ..., metadata_hash: int = ...) -> None: ...
+
+    class ConsumerGroupPartitionMetadataValue(Message):
+        class PartitionMetadata(Message):
+            partition: int
+            racks: list[str]
+
+        class TopicMetadata(Message):
+            topic_id: uuid.UUID
+            topic_name: str
+            num_partitions: int
+            partition_metadata: list[ConsumerGroupPartitionMetadataValue.PartitionMetadata]
+
+            def __init__(
+                self,
+                *,
+                topic_id: uuid.UUID = ...,
+                topic_name: str = ...,
+                num_partitions: int = ...,
+                partition_metadata: list[
+                    ConsumerGroupPartitionMetadataValue.PartitionMetadata
+                ] = ...,
+            ) -> None: ...
+
+        topics: list[TopicMetadata]
+
+        def __init__(self, *, topics: list[TopicMetadata] = ...) -> None: ...
+
+    class ConsumerGroupMemberMetadataValue(Message):
+        class ClassicProtocol(Message):
+            name: str
+            metadata: bytes
+
+        class ClassicMemberMetadata(Message):
+            session_timeout_ms: int
+            supported_protocols: list[ConsumerGroupMemberMetadataValue.ClassicProtocol]
+
+        instance_id: str | None
+        rack_id: str | None
+        client_id: str
+        client_host: str
+        subscribed_topic_names: list[str]
+        subscribed_topic_regex: str | None
+        rebalance_timeout_ms: int
+        server_assignor: str | None
+        classic_member_metadata: ClassicMemberMetadata | None
+
+        def __init__(
+            self,
+            *,
+            instance_id: str | None = ...,
+            rack_id: str | None = ...,
+            client_id: str = ...,
+            client_host: str = ...,
+            subscribed_topic_names: list[str] = ...,
+            subscribed_topic_regex: str | None = ...,
+            rebalance_timeout_ms: int = ...,
+            server_assignor: str | None = ...,
+            classic_member_metadata: ClassicMemberMetadata | None = ...,
+        ) -> None: ...
+
+    class ConsumerGroupTargetAssignmentMetadataValue(Message):
+        assignment_epoch: int
+
+        def __init__(self, *, assignment_epoch: int = ...) -> None: ...
+
+    class ConsumerGroupTargetAssignmentMemberValue(Message):
+        class TopicPartition(Message):
+            topic_id: uuid.UUID
+            partitions: list[int]
+
+            def __init__(
+                self, *, topic_id: uuid.UUID = ..., partitions: list[int] = ...
+            ) -> None: ...
+
+        topic_partitions: list[TopicPartition]
+
+        def __init__(self, *, topic_partitions: list[TopicPartition] = ...) -> None: ...
+
+    class ConsumerGroupCurrentMemberAssignmentValue(Message):
+        class TopicPartitions(Message):
+            topic_id: uuid.UUID
+            partitions: list[int]
+
+            def __init__(
+                self, *, topic_id: uuid.UUID = ..., partitions: list[int] = ...
+            ) -> None: ...
+
+        member_epoch: int
+        previous_member_epoch: int
+        state: int
+        assigned_partitions: list[TopicPartitions]
+        partitions_pending_revocation: list[TopicPartitions]
+
+        def __init__(
+            self,
+            *,
+            member_epoch: int = ...,
+            previous_member_epoch: int = ...,
+            state: int = ...,
+            assigned_partitions: list[TopicPartitions] = ...,
+            partitions_pending_revocation: list[TopicPartitions] = ...,
+        ) -> None: ...
+
+else:
+    ConsumerGroupMetadataValue = _VALUE_SCHEMAS[3].cls
+    ConsumerGroupPartitionMetadataValue = _VALUE_SCHEMAS[4].cls
+    ConsumerGroupMemberMetadataValue = _VALUE_SCHEMAS[5].cls
+    ConsumerGroupTargetAssignmentMetadataValue = _VALUE_SCHEMAS[6].cls
+    ConsumerGroupTargetAssignmentMemberValue = _VALUE_SCHEMAS[7].cls
+    ConsumerGroupCurrentMemberAssignmentValue = _VALUE_SCHEMAS[8].cls
 
 
 class UnknownRecordTypeError(ValueError):

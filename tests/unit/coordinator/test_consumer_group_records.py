@@ -287,3 +287,50 @@ def test_truncated_values_never_decode_silently(kv, data):
     cut = data.draw(st.integers(0, len(encoded) - 1))
     with pytest.raises(ValueError):
         R.decode_value(key, encoded[:cut])
+
+
+def _declared_value_classes() -> dict[str, list[str]]:
+    """qualified name -> fields, of the classes records.py declares for the
+    type checker under ``if TYPE_CHECKING:``."""
+    import ast
+    import pathlib
+
+    tree = ast.parse(pathlib.Path(R.__file__).read_text())
+    [block] = [
+        node
+        for node in tree.body
+        if isinstance(node, ast.If)
+        and isinstance(node.test, ast.Name)
+        and node.test.id == "TYPE_CHECKING"
+        and any(
+            isinstance(c, ast.ClassDef) and c.name == "ConsumerGroupMetadataValue"
+            for c in node.body
+        )
+    ]
+    found: dict[str, list[str]] = {}
+
+    def walk(body: list, prefix: str) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                name = prefix + node.name
+                found[name] = [
+                    n.target.id
+                    for n in node.body
+                    if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
+                ]
+                walk(node.body, name + ".")
+
+    walk(block.body, "")
+    return found
+
+
+def test_declared_value_classes_match_the_schemas():
+    # The type checker reads the declarations; the codec builds the real
+    # classes from the grammars. They must name the same fields.
+    declared = _declared_value_classes()
+    assert len([n for n in declared if "." not in n]) == 6
+    for qualified, fields in declared.items():
+        cls = R
+        for part in qualified.split("."):
+            cls = getattr(cls, part)
+        assert tuple(fields) == tuple(cls._field_names), qualified
