@@ -1,6 +1,8 @@
 """ConsumerGroupManager: ConsumerGroupHeartbeat and ConsumerGroupDescribe of
-KIP-848 groups, mixed into GroupCoordinator (which owns
-``consumer_groups``, the heartbeat purgatory and ``time_ms``).
+KIP-848 groups (the consumer-group half of Kafka's GroupMetadataManager). The
+GroupCoordinator holds one beside its classic groups and its
+OffsetMetadataManager, and shares with it the heartbeat purgatory and its
+classic groups (a KIP-848 group takes over an empty classic group of its id).
 
 The handler passes the cluster's topics in ({name: (topic_id, partition
 count)}), so the state machine stays free of metadata lookups.
@@ -310,22 +312,42 @@ def _assignment_to_send(
 
 
 class ConsumerGroupManager:
-    # What the GroupCoordinator this is mixed into holds.
-    config: KafkaConfig
-    timer: Timer
-    writer: Callable[..., None]
-    groups: dict[str, ClassicGroup]
-    consumer_groups: dict[str, ConsumerGroup]
-    heartbeat_purgatory: DelayedOperationPurgatory
-    on_heartbeat_expired: Callable[[ClassicGroup | ConsumerGroup, str], None]
+    """``groups``: the coordinator's classic groups; ``writer``: as the
+    GroupCoordinator's (one batch to the group's partition)."""
 
-    def _consumer_config(self) -> None:
-        config = self.config
+    def __init__(
+        self,
+        config: KafkaConfig,
+        timer: Timer,
+        writer: Callable[..., None],
+        groups: dict[str, ClassicGroup],
+        heartbeat_purgatory: DelayedOperationPurgatory,
+    ) -> None:
+        self.config = config
+        self.timer = timer
+        self.writer = writer
+        self.groups = groups
+        self.heartbeat_purgatory = heartbeat_purgatory
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         # A group's own overrides ({name: value}, the GROUP config resource,
         # kept in the metadata image); the broker sets the lookup.
         self.group_config_overrides: Callable[[str], Mapping[str, str]] = lambda group_id: {}
-        self.consumer_assignors = list(config["group.consumer.assignors"]) or ["uniform"]
-        self.consumer_max_size = config["group.consumer.max.size"]
+        self.consumer_assignors: list[str] = list(config["group.consumer.assignors"]) or ["uniform"]
+        self.consumer_max_size: int = config["group.consumer.max.size"]
+
+    def on_heartbeat_expired(self, group: ClassicGroup | ConsumerGroup, member_id: str) -> None:
+        """A member's DelayedHeartbeat expired (only KIP-848 members' come here)."""
+        if isinstance(group, ConsumerGroup):
+            self.on_consumer_session_expired(group, member_id)
+
+    def unload(self, group_ids: list[str]) -> None:
+        """The groups' partition is no longer ours: their members go."""
+        for group_id in group_ids:
+            consumer_group = self.consumer_groups.pop(group_id, None)
+            if consumer_group is not None:
+                for member_id in list(consumer_group.members):
+                    self._remove_consumer_member(consumer_group, member_id)
+                consumer_group.dead = True
 
     def group_config(self, group_id: str, name: str) -> Any:
         """The group's value of group config ``name`` (consumer.session.timeout.ms,

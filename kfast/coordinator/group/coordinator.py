@@ -1,8 +1,9 @@
 """GroupCoordinator: classic and KIP-848 consumer groups and committed
 offsets of the __consumer_offsets partitions this broker leads (Kafka's
 GroupCoordinator with its GroupMetadataManager / OffsetMetadataManager
-state; KIP-848 groups in the ConsumerGroupManager mixin, committed offsets in
-the OffsetMetadataManager it holds).
+state): the classic groups here, KIP-848 groups in the ConsumerGroupManager
+and committed offsets in the OffsetMetadataManager it holds, each serving its
+requests (the coordinator hands them on, so callers see one object).
 
 A deterministic state machine: no sockets, no clock of its own (``time_ms``
 is injected), timeouts through purgatories on the timer it is given.
@@ -17,8 +18,8 @@ same state from those records, so loading a partition's log = restart.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterable
-from typing import NamedTuple
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, NamedTuple
 
 from kfast.config import KafkaConfig
 from kfast.coordinator.group.classic_group import (
@@ -80,7 +81,7 @@ def join_error(member_id: str, code: int) -> JoinResult:
     )
 
 
-class GroupCoordinator(ConsumerGroupManager):
+class GroupCoordinator:
     def __init__(
         self, config: KafkaConfig, timer: Timer, writer: Writer, time_ms: Callable[[], int]
     ) -> None:
@@ -89,17 +90,30 @@ class GroupCoordinator(ConsumerGroupManager):
         self.writer = writer
         self.time_ms = time_ms
         self.groups: dict[str, ClassicGroup] = {}
-        # KIP-848 groups (ConsumerGroupHeartbeat).
-        self.consumer_groups: dict[str, ConsumerGroup] = {}
-        # Committed and transactional offsets (Kafka's OffsetMetadataManager).
-        self.offset_manager = OffsetMetadataManager(config, self, writer, time_ms)
         self.join_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
+        # KIP-848 groups (ConsumerGroupHeartbeat).
+        # The managers write through the coordinator's writer, looked up at
+        # each write: one place to inject it.
+        self.consumer_group_manager = ConsumerGroupManager(
+            config, timer, self._write, self.groups, self.heartbeat_purgatory
+        )
+        # Committed and transactional offsets (Kafka's OffsetMetadataManager).
+        self.offset_manager = OffsetMetadataManager(config, self, self._write, time_ms)
         self.min_session_timeout_ms = config["group.min.session.timeout.ms"]
         self.max_session_timeout_ms = config["group.max.session.timeout.ms"]
         self.initial_rebalance_delay_ms = config["group.initial.rebalance.delay.ms"]
         self.max_group_size = config["group.max.size"]
-        self._consumer_config()
+        # The KIP-848 groups' requests and state, served by their manager.
+        consumers = self.consumer_group_manager
+        self.consumer_groups = consumers.consumer_groups
+        self.consumer_group_heartbeat = consumers.consumer_group_heartbeat
+        self.consumer_group_describe = consumers.consumer_group_describe
+        self.group_config = consumers.group_config
+        self.consumer_assignors = consumers.consumer_assignors
+        self.validate_consumer_commit = consumers.validate_consumer_commit
+        self.consumer_heartbeat_received = consumers.consumer_heartbeat_received
+        self.consumer_group_tombstones = consumers.consumer_group_tombstones
         # The offsets' requests and state, served by the offset manager.
         manager = self.offset_manager
         self.commit_offsets = manager.commit_offsets
@@ -112,6 +126,18 @@ class GroupCoordinator(ConsumerGroupManager):
         self.cleanup_expired_offsets = manager.cleanup_expired_offsets
         self.offsets = manager.offsets
         self.pending_transactional_offsets = manager.pending_transactional_offsets
+
+    def _write(self, *args: Any) -> None:
+        self.writer(*args)
+
+    @property
+    def group_config_overrides(self) -> Callable[[str], Mapping[str, str]]:
+        """The lookup of a group's own configs (the broker sets it)."""
+        return self.consumer_group_manager.group_config_overrides
+
+    @group_config_overrides.setter
+    def group_config_overrides(self, lookup: Callable[[str], Mapping[str, str]]) -> None:
+        self.consumer_group_manager.group_config_overrides = lookup
 
     # -- JoinGroup ---------------------------------------------------------------------
     def join_group(
@@ -529,7 +555,7 @@ class GroupCoordinator(ConsumerGroupManager):
 
     def on_heartbeat_expired(self, group: ClassicGroup | ConsumerGroup, member_id: str) -> None:
         if isinstance(group, ConsumerGroup):
-            return self.on_consumer_session_expired(group, member_id)
+            return self.consumer_group_manager.on_consumer_session_expired(group, member_id)
         if member_id in group.pending_members:
             group.pending_members.discard(member_id)
             self.join_purgatory.check_and_complete(group.group_id)
@@ -611,7 +637,8 @@ class GroupCoordinator(ConsumerGroupManager):
             value = decode_value(key, value_bytes)
             return self.offset_manager.replay_offset_commit(key, value, producer_id)
         if not isinstance(key, GroupMetadataKey):
-            return self.replay_consumer_group(key, decode_value(key, value_bytes))
+            consumer_value = decode_value(key, value_bytes)
+            return self.consumer_group_manager.replay_consumer_group(key, consumer_value)
         group_value = decode_value(key, value_bytes)
         if group_value is None:
             group = self.groups.pop(key.group, None)
@@ -632,18 +659,14 @@ class GroupCoordinator(ConsumerGroupManager):
             if group is not None:
                 for member in group.members.values():
                     self.complete_and_schedule_next_heartbeat(group, member)
-        self.on_consumer_groups_loaded(group_ids)
+        self.consumer_group_manager.on_consumer_groups_loaded(group_ids)
 
     def unload(self, group_ids: Iterable[str]) -> None:
         group_ids = list(group_ids)
         self.offset_manager.unload(group_ids)
+        self.consumer_group_manager.unload(group_ids)
         for group_id in group_ids:
             group = self.groups.pop(group_id, None)
-            consumer_group = self.consumer_groups.pop(group_id, None)
-            if consumer_group is not None:
-                for member_id in list(consumer_group.members):
-                    self._remove_consumer_member(consumer_group, member_id)
-                consumer_group.dead = True
             if group is None:
                 continue
             # Waiting members look the coordinator up again.
@@ -677,7 +700,7 @@ class GroupCoordinator(ConsumerGroupManager):
             )
         return {
             "groups": groups,
-            "consumer_groups": self.consumer_groups_snapshot(),
+            "consumer_groups": self.consumer_group_manager.consumer_groups_snapshot(),
             **self.offset_manager.snapshot(),
         }
 
