@@ -1,4 +1,4 @@
-from typing import Any, NamedTuple, overload
+from typing import Any, Literal, NamedTuple, overload
 
 from typing_extensions import Buffer  # collections.abc.Buffer is Python 3.12+
 
@@ -62,12 +62,33 @@ class ColumnarRecords:
     def headers(self, i: int) -> list[tuple[str, bytes | None]]: ...
     def to_arrow(self, include_headers: bool | None = None) -> Any: ...  # pyarrow.RecordBatch
 
+@overload
 def decode_columnar(
     buffer: Buffer,
     *,
-    arrow: bool = False,
+    arrow: Literal[False] = False,
     include_headers: bool = False,
     include_control_batches: bool = False,
     check_crc: bool = True,
     max_decompressed_bytes: int = ...,
-) -> ColumnarRecords | Any: ...  # Any: pyarrow.RecordBatch when arrow=True
+) -> ColumnarRecords: ...
+@overload
+def decode_columnar(
+    buffer: Buffer,
+    *,
+    arrow: Literal[True],
+    include_headers: bool = False,
+    include_control_batches: bool = False,
+    check_crc: bool = True,
+    max_decompressed_bytes: int = ...,
+) -> Any: ...  # pyarrow.RecordBatch (pyarrow has no type information)
+@overload
+def decode_columnar(
+    buffer: Buffer,
+    *,
+    arrow: bool,
+    include_headers: bool = False,
+    include_control_batches: bool = False,
+    check_crc: bool = True,
+    max_decompressed_bytes: int = ...,
+) -> ColumnarRecords | Any: ...

@@ -38,7 +38,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple, Union
+from typing import NamedTuple, Union, overload
 
 # EARLIEST, LATEST: Kafka's ListOffsets sentinels, also used in the offsets
 # JSON options.
@@ -822,6 +822,10 @@ def _boolean_option(opts: Mapping[str, str], name: str, default: bool) -> bool:
     return lowered == "true"
 
 
+@overload
+def _long_option(opts: Mapping[str, str], name: str) -> int | None: ...
+@overload
+def _long_option(opts: Mapping[str, str], name: str, default: int) -> int: ...
 def _long_option(opts: Mapping[str, str], name: str, default: int | None = None) -> int | None:
     value = opts.get(name.lower())
     if value is None:

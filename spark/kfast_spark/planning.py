@@ -264,11 +264,12 @@ def rate_limit(
     ``limit * backlog / total`` rounded down, except that a share below one is
     rounded up so that small partitions are never starved.
     """
-    sizes = {}
+    sizes: dict[TopicPartition, int] = {}
+    begins: dict[TopicPartition, int] = {}
     for tp, until in end.items():
         begin = start.get(tp, earliest_of_new.get(tp))
         if begin is not None and until - begin > 0:
-            sizes[tp] = until - begin
+            sizes[tp], begins[tp] = until - begin, begin
     total = sum(sizes.values())
     if total < 1:
         return dict(end)
@@ -277,10 +278,9 @@ def rate_limit(
         if tp not in sizes:
             limited[tp] = until
             continue
-        begin = start.get(tp, earliest_of_new.get(tp))
         share = limit * (sizes[tp] / total)
-        share = math.ceil(share) if share < 1 else math.floor(share)
-        limited[tp] = min(until, begin + share)
+        rounded = math.ceil(share) if share < 1 else math.floor(share)
+        limited[tp] = min(until, begins[tp] + rounded)
     return limited
 
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 import os
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -55,12 +55,16 @@ from kfast._ext.layout import (
     RECORD_OVERHEAD_V0,
     RECORD_OVERHEAD_V1,
 )
-from kfast.controller.topics import CLUSTER_METADATA_TOPIC_NAME
 from kfast.protocol.errors import CorruptRecordException
 from kfast.records import decode_columnar, decode_message_set
 from kfast.storage.checkpoint import LOG_START_OFFSET_CHECKPOINT, OffsetCheckpointFile
 from kfast.storage.log import parse_topic_partition
-from kfast.storage.manager import DELETE_DIR_SUFFIX, FUTURE_DIR_SUFFIX, STRAY_DIR_SUFFIX
+from kfast.storage.manager import (
+    CLUSTER_METADATA_TOPIC_NAME,
+    DELETE_DIR_SUFFIX,
+    FUTURE_DIR_SUFFIX,
+    STRAY_DIR_SUFFIX,
+)
 from kfast.storage.segment import INDEX_FILE_SUFFIX, LOG_FILE_SUFFIX
 from kfast_spark.decoding import message_set_to_arrow, records_to_arrow
 from kfast_spark.options import TopicPartition
@@ -268,7 +272,7 @@ def _walk_entries(
     legacy)`` of an entry that starts in the block but does not fit it;
     ``done`` says the segment has nothing more for this range (past ``end``,
     or its torn tail)."""
-    entries = []
+    entries: list[tuple[int, int, bool, bool]] = []
     i = 0
     size = len(block)
     reaches_file_end = block_position + size >= file_size
@@ -381,6 +385,7 @@ def offset_for_timestamp(
                 ):
                     continue
                 data = os.pread(fd, header.size, header.position)
+                found: Iterable[tuple[int, int]]
                 if header.magic < CURRENT_MAGIC:
                     found = [(r.offset, r.timestamp) for r in decode_message_set(data)]
                 else:
@@ -407,7 +412,7 @@ def _index_entries(segment: LogSegmentFile, file_size: int) -> list[tuple[int, i
     positions grow and positions fall inside the log, so reading stops at the
     first that does not. The index only speeds reading up: a missing or
     damaged one just means reading from the segment's start."""
-    entries = []
+    entries: list[tuple[int, int]] = []
     # The first batch of a segment is never indexed: a valid entry's
     # position is above 0, which also stops at an all-zero index.
     last_offset, last_position = -1, 0

@@ -65,6 +65,7 @@ class KafkaSegmentsReader(DataSourceReader):
 
     def partitions(self) -> list[SegmentRangePartition]:
         log_dir = self.options.path
+        assert log_dir is not None  # the kfast-segments options refuse a missing path
         partition_dirs = list_partition_dirs(log_dir)
         available: dict = {}
         for tp in sorted(partition_dirs):

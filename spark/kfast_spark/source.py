@@ -66,7 +66,8 @@ try:  # PySpark 4.2+: admission control (ReadLimit) and Trigger.AvailableNow.
     #: for Python sources (4.2+).
     ADMISSION_CONTROL = True
 except ImportError:  # pragma: no cover - older PySpark
-    ReadAllAvailable = ReadMaxRows = None
+    # Names of what this PySpark lacks: None, checked before use.
+    ReadAllAvailable = ReadMaxRows = None  # type: ignore[misc, assignment]
     ADMISSION_CONTROL = False
 
     class SupportsTriggerAvailableNow:  # type: ignore[no-redef]
@@ -250,6 +251,7 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
         else:
             max_offsets = None
         assumed_new_query = False
+        start_offsets: dict[TopicPartition, int] | None
         if start is not None:
             start_offsets = parse_partition_offsets_json(start)
         else:
@@ -277,6 +279,8 @@ class KafkaMicroBatchStreamReader(DataSourceStreamReader, SupportsTriggerAvailab
                 for tp, offset in end.items()
             }
         if max_offsets is not None:
+            # Resolved above whenever there is a limit.
+            assert start_offsets is not None
             # Limited within the AvailableNow cap, not beyond it.
             end = rate_limit(max_offsets, start_offsets, end, earliest)
         self._known_end = end
