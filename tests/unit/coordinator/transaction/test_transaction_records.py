@@ -225,3 +225,33 @@ def test_decode_never_crashes_on_garbage(data):
             decode(data)
         except ValueError:
             pass
+
+
+def test_declared_value_classes_match_the_schema():
+    # records.py declares TransactionLogValue and PartitionsSchema for the
+    # type checker under ``if TYPE_CHECKING:``; the codec builds the real
+    # classes from the grammar. They must name the same fields.
+    import ast
+    import pathlib
+
+    from kfast.coordinator.transaction import records
+
+    tree = ast.parse(pathlib.Path(records.__file__).read_text())
+    declared = {
+        node.name: [
+            n.target.id
+            for n in node.body
+            if isinstance(n, ast.AnnAssign)
+            and isinstance(n.target, ast.Name)
+            and not n.target.id.startswith("_")
+        ]
+        for block in tree.body
+        if isinstance(block, ast.If)
+        and isinstance(block.test, ast.Name)
+        and block.test.id == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ClassDef)
+    }
+    assert sorted(declared) == ["PartitionsSchema", "TransactionLogValue"]
+    for name, fields in declared.items():
+        assert tuple(fields) == tuple(getattr(records, name)._field_names), name
