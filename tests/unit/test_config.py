@@ -149,6 +149,7 @@ def test_every_synonym_names_a_topic_config():
             assert key.topic_synonym in TOPIC_CONFIGS, key.name
 
 
+@pytest.mark.slow
 @given(
     st.dictionaries(
         st.from_regex(r"[a-z][a-z.]{0,20}", fullmatch=True),

@@ -9,6 +9,7 @@ at module level or inside a function, is checked against LAYERS.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -67,6 +68,7 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
+@functools.cache
 def _is_module(name: str) -> bool:
     path = PACKAGE_DIR.parent.joinpath(*name.split("."))
     return path.is_dir() or any(path.with_suffix(s).exists() for s in (".py", ".pyx", ".pxd"))
@@ -79,8 +81,13 @@ def _targets(base: str, names: list[str]) -> set[str]:
     return found if names and len(found) == len(names) else found | {base}
 
 
+@functools.cache
+def _tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), str(path))
+
+
 def _python_imports(path: Path, module: str) -> set[str]:
-    tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+    tree = _tree(path)
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     imported: set[str] = set()
     for node in ast.walk(tree):  # every level: function-local imports count too
@@ -104,6 +111,7 @@ def _cython_imports(path: Path) -> set[str]:
     return imported
 
 
+@functools.cache  # built once per worker: the tests below only read it
 def import_graph() -> dict[str, set[str]]:
     """{module: the kfast modules it imports}, for every module under kfast/."""
     graph: dict[str, set[str]] = {}
@@ -200,7 +208,7 @@ def test_an_upward_import_is_reported_and_a_downward_one_is_not():
 def test_kfast_never_imports_the_spark_data_source():
     importers = []
     for path in sorted(PACKAGE_DIR.rglob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in ast.walk(_tree(path)):
             names = (
                 [a.name for a in node.names]
                 if isinstance(node, ast.Import)

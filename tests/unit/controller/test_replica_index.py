@@ -5,6 +5,7 @@ scan of every partition finds, and fencing answers as if it had scanned."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -40,6 +41,7 @@ def scanned(manager, broker_id: int) -> list:
     )
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(steps)
 def test_the_index_matches_a_scan(plan):

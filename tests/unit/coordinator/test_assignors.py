@@ -3,6 +3,7 @@ balanced, and (uniform) sticky."""
 
 import uuid
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -35,6 +36,7 @@ def test_uniform_homogeneous_exactly_once_and_balanced(members, topics):
     assert max(counts(result)) - min(counts(result)) <= 1
 
 
+@pytest.mark.slow
 @given(members_st, topics_st, st.data())
 def test_uniform_stays_balanced_and_sticky_after_membership_change(members, topics, data):
     subs = {m: set(topics) for m in members}
@@ -53,6 +55,7 @@ def test_uniform_stays_balanced_and_sticky_after_membership_change(members, topi
         assert len(kept) >= min(share, len(flatten({m: before[m]})))
 
 
+@pytest.mark.slow
 @given(members_st, topics_st, st.data())
 def test_uniform_heterogeneous_only_to_subscribers(members, topics, data):
     subs = {

@@ -7,6 +7,7 @@ from that log (markers included) has the same state as the live one."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -155,6 +156,7 @@ ops = st.lists(
 )
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(ops)
 def test_a_coordinator_loaded_from_the_log_has_the_live_state(tmp_path_factory, plan):

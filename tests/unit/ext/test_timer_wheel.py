@@ -334,4 +334,4 @@ class WheelVersusModel(RuleBasedStateMachine):
             assert nxt > self.now
 
 
-TestWheelVersusModel = WheelVersusModel.TestCase
+TestWheelVersusModel = pytest.mark.slow(WheelVersusModel.TestCase)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ def segment_bytes(directory: str) -> bytes:
 records = st.lists(st.lists(st.integers(0, 1000), min_size=1, max_size=5), min_size=1, max_size=8)
 
 
+@pytest.mark.slow
 @settings(max_examples=40, deadline=None)
 @given(records)
 def test_read_batches_leave_as_they_were_written_without_a_decode(tmp_path_factory, appends):

@@ -117,6 +117,7 @@ def test_snapshot_trims_the_log_and_answers_for_old_epochs(make_log):
     assert follower.end_offset_for_epoch(2) == OffsetAndEpoch(4, 2)
 
 
+@pytest.mark.slow
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture], deadline=None)
 @given(
     st.lists(st.tuples(st.integers(1, 3), st.integers(1, 3)), min_size=1, max_size=10),

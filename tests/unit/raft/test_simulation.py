@@ -10,6 +10,7 @@ A failing example prints its seed and fault schedule; it replays exactly.
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -84,6 +85,7 @@ def run_scenario(sim: Simulation, faults, step_ms: int, proposals_per_step: int)
                 assert leader_log.read(batch.base_offset, 1)[0] == batch
 
 
+@pytest.mark.slow
 @settings(max_examples=150)
 @given(
     seed=st.integers(0, 2**32),
@@ -101,6 +103,7 @@ def test_safety_and_liveness_under_faults(seed, voters, observers, drop_rate, ma
     assert sim.committed_end > 0
 
 
+@pytest.mark.slow
 @settings(max_examples=60)
 @given(seed=st.integers(0, 2**32), faults=st.lists(fault, min_size=2, max_size=20))
 def test_snapshots_under_faults(seed, faults):

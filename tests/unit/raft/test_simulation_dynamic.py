@@ -191,6 +191,7 @@ def apply(sim: Simulation, op) -> None:
 # next fetch is lost, so it elects itself, and 1 -- no longer sent anything
 # by the only voter -- stayed leader of epoch 1 for its observers forever.
 # Kafka's BeginQuorumEpoch heartbeat tells it of epoch 2.
+@pytest.mark.slow
 @example(
     seed=1,
     initial=1,

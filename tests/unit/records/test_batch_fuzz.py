@@ -42,6 +42,7 @@ def _consume_without_validation(data):
         record.offset, record.timestamp, record.key, record.value, record.headers
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(records=record_lists(max_records=6), codec=st.sampled_from(CODECS), data=st.data())
 def test_truncation(records, codec, data):
@@ -53,6 +54,7 @@ def test_truncation(records, codec, data):
         _consume_without_validation(full[:cut])
 
 
+@pytest.mark.slow
 @settings(max_examples=500)
 @given(records=record_lists(max_records=6), codec=st.sampled_from(CODECS), data=st.data())
 def test_bit_flip(records, codec, data):
@@ -71,6 +73,7 @@ def test_bit_flip(records, codec, data):
         pass
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(records=record_lists(max_records=4), data=st.data())
 def test_garbage_records_section_with_valid_crc(records, data):
@@ -96,6 +99,7 @@ def test_garbage_records_section_with_valid_crc(records, data):
     assert validated == iterated
 
 
+@pytest.mark.slow
 @settings(max_examples=300)
 @given(records=record_lists(max_records=4), data=st.data())
 def test_mutated_records_section_walk_agrees_with_iteration(records, data):

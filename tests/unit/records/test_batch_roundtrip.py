@@ -24,6 +24,7 @@ def _expected_last_sequence(base, delta):
     return (base + delta) % 2**31 if base + delta > 2**31 - 1 else base + delta
 
 
+@pytest.mark.slow
 @given(records=record_lists(), codec=st.sampled_from(CODECS), fields=producer_fields)
 def test_round_trip(records, codec, fields):
     builder = RecordBatchBuilder(codec, **fields)

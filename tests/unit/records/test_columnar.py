@@ -82,6 +82,7 @@ def _patch_attributes(batch: bytes, set_bits: int) -> bytes:
 
 
 # ---------------------------------------------------------------- equivalence
+@pytest.mark.slow
 @given(st.lists(batch_specs(), min_size=1, max_size=4))
 def test_columns_equal_kafka_python_record_by_record(specs):
     with kafka_python_codecs_installed():
@@ -94,6 +95,7 @@ def test_columns_equal_kafka_python_record_by_record(specs):
     assert [b.compression for b in result.batches] == [batch[22] & 7 for batch in _split(buffer)]
 
 
+@pytest.mark.slow
 @given(st.lists(batch_specs(), min_size=1, max_size=3), st.data())
 def test_trailing_partial_batch_is_ignored_and_reported(specs, data):
     with kafka_python_codecs_installed():
@@ -226,6 +228,7 @@ def test_records_count_lower_than_records_present_raises():
         decode_columnar(bytes(batch))
 
 
+@pytest.mark.slow
 @given(st.lists(batch_specs(), min_size=1, max_size=2), st.data())
 def test_bit_flips_raise_kafka_errors_or_decode_within_bounds(specs, data):
     with kafka_python_codecs_installed():
@@ -248,6 +251,7 @@ def test_bit_flips_raise_kafka_errors_or_decode_within_bounds(specs, data):
             assert 0 <= offsets[i] and offsets[i] + max(lengths[i], 0) <= size
 
 
+@pytest.mark.slow
 @given(st.lists(batch_specs(), min_size=1, max_size=2), st.data())
 def test_truncated_records_sections_raise(specs, data):
     # Shrink batchLength (and the buffer) so the records section ends early;
@@ -286,6 +290,7 @@ def test_arrow_schema_is_exactly_sparks():
     assert no_headers.schema.names == ["key", "value", "offset", "timestamp", "timestampType"]
 
 
+@pytest.mark.slow
 @given(st.lists(batch_specs(), min_size=1, max_size=3))
 def test_arrow_values_equal_the_columns(specs):
     with kafka_python_codecs_installed():
@@ -313,6 +318,7 @@ def test_to_arrow_requires_decoded_headers():
 
 
 # ---------------------------------------------------------------- kfast's own builder and reader
+@pytest.mark.slow
 @given(st.lists(batch_specs(), min_size=1, max_size=3), st.booleans())
 def test_columns_equal_kfast_record_batch_iteration(specs, log_append_time):
     from kfast.records import RecordBatchBuilder, iter_batches

@@ -311,6 +311,7 @@ def test_bit_flips_raise_kafka_errors_or_decode(codec, records, data):
         pass
 
 
+@pytest.mark.slow
 @given(
     specs=st.lists(
         st.tuples(st.sampled_from(MAGICS), st.sampled_from(LEGACY_CODECS), message_specs()),

@@ -115,6 +115,7 @@ def authorizer_with(acls, **kwargs) -> StandardAuthorizer:
     return authorizer
 
 
+@pytest.mark.slow
 @settings(max_examples=200)
 @given(
     acls_strategy,

@@ -5,6 +5,7 @@ authenticates without the password, and once it fails it only closes."""
 
 import secrets
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -80,6 +81,7 @@ frames = st.one_of(
 )
 
 
+@pytest.mark.slow
 @given(st.lists(frames, min_size=1, max_size=8))
 def test_fuzzed_exchanges_never_crash_nor_authenticate(sequence):
     handler = SaslListenerHandler(_Apis(), "SASL", SECURITY, _Broker(), 0)

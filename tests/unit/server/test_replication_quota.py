@@ -133,6 +133,7 @@ def _obeying_sender(num_samples, window_s, bound, chunk, step_ms, duration_ms) -
     return total
 
 
+@pytest.mark.slow
 @settings(max_examples=100, deadline=None)
 @given(
     num_samples=st.integers(2, 12),

@@ -114,18 +114,21 @@ SETTINGS = settings(
 )
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(actions=steps(CLEAN_WEIGHTS))
 def test_no_acknowledged_loss_with_min_insync_2(actions):
     run(2, actions)
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(actions=steps(CLEAN_WEIGHTS))
 def test_no_acknowledged_loss_with_min_insync_1(actions):
     run(1, actions)
 
 
+@pytest.mark.slow
 @settings(SETTINGS, max_examples=25)
 @given(actions=steps(UNCLEAN_WEIGHTS))
 def test_replicas_converge_after_unclean_elections(actions):

@@ -358,4 +358,4 @@ class PurgatoryVersusModel(RuleBasedStateMachine):
                     assert op in self.purgatory._watchers[key]
 
 
-TestPurgatoryVersusModel = PurgatoryVersusModel.TestCase
+TestPurgatoryVersusModel = pytest.mark.slow(PurgatoryVersusModel.TestCase)

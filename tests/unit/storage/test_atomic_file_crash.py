@@ -259,6 +259,7 @@ def _versioned_snapshot(parity: int) -> list:
     return [TopicRecord(name=f"v{parity}-{i}", topic_id=uuid.UUID(int=i + 1)) for i in range(3000)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("seed", range(8))
 def test_a_snapshot_rewritten_in_a_loop_survives_kill9_at_any_moment(tmp_path, seed):
     directory = str(tmp_path)

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from kfast.config import KafkaConfig
 from kfast.storage.manager import LogManager
 
@@ -37,6 +39,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_kill9_loses_no_acknowledged_record(tmp_path):
     data_dir = str(tmp_path / "data")
     child = subprocess.Popen(

@@ -4,6 +4,7 @@ sorted-dict oracle, and the file it checkpoints."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +28,7 @@ def kafka_assign(epochs: dict[int, int], epoch: int, start: int) -> bool:
     return True
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.integers(-1, 8), st.integers(0, 50)), max_size=30))
 def test_assign_matches_kafka(tmp_path_factory, assignments):

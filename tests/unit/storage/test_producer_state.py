@@ -186,6 +186,7 @@ def test_txn_index_search(tmp_path):
     assert TransactionIndex(0, index.path).entries == [AbortedTxn(1, 0, 10, 11)]
 
 
+@pytest.mark.slow
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 1), st.integers(-6, 3)), max_size=40))
 def test_sequence_state_machine_against_model(tmp_path_factory, steps):
     """Random (producer, epoch, sequence) appends vs a model of Kafka's rules."""

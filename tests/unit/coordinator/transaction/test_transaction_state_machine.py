@@ -11,6 +11,7 @@ TransactionCoordinator, checking after every step that:
 
 import logging
 
+import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
@@ -206,4 +207,4 @@ class TransactionCoordinatorMachine(RuleBasedStateMachine):
         assert not self.errors.records, [r.getMessage() for r in self.errors.records]
 
 
-TestTransactionCoordinatorMachine = TransactionCoordinatorMachine.TestCase
+TestTransactionCoordinatorMachine = pytest.mark.slow(TransactionCoordinatorMachine.TestCase)
