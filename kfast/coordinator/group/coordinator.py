@@ -8,9 +8,11 @@ requests (the coordinator hands them on, so callers see one object).
 A deterministic state machine: no sockets, no clock of its own (``time_ms``
 is injected), timeouts through purgatories on the timer it is given.
 Handlers report through callbacks (a JoinGroup waits for the other
-members); whatever must be durable is handed to ``writer(group_id,
-[(key, value)], done)`` as __consumer_offsets records, and the effect the
-client sees (a commit acknowledged, a generation made Stable) happens in
+members). The offset commits' handlers return a CoordinatorResult (response,
+records) that ``_run`` appends through ``writer`` and, once committed,
+replays (``replay_record``, the record objects) before answering; the other
+handlers still hand their records to ``writer(group_id, [(key, value)],
+done)`` and make the effect the client sees (a generation made Stable) in
 ``done(error_code)``, after the append. ``replay(key, value)`` rebuilds the
 same state from those records, so loading a partition's log = restart.
 """
@@ -19,7 +21,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 
 from kfast.config import KafkaConfig
 from kfast.coordinator.group.classic_group import (
@@ -37,15 +39,25 @@ from kfast.coordinator.group.delayed import (
     InitialDelayedJoin,
     heartbeat_key,
 )
-from kfast.coordinator.group.offsets import OffsetMetadataManager
+from kfast.coordinator.group.offsets import (
+    CommitRequest,
+    OffsetMetadataManager,
+    TopicPartition,
+)
 from kfast.coordinator.group.records import (
     GroupMetadataKey,
+    GroupMetadataValue,
+    GroupRecord,
+    GroupRecordKey,
+    GroupRecordValue,
     OffsetCommitKey,
+    OffsetCommitValue,
     decode_key,
     decode_value,
     encode_key,
     encode_value,
 )
+from kfast.coordinator.result import CoordinatorResult
 from kfast.protocol import errors as E
 from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
 
@@ -55,6 +67,8 @@ UNKNOWN_MEMBER_ID = ""
 # one batch to the group's partition; the tuple makes it transactional.
 Writer = Callable[..., None]
 JoinCallback = Callable[[JoinResult], None]
+# A handler's response type (CoordinatorResult).
+T = TypeVar("T")
 
 
 class JoinMember(NamedTuple):
@@ -116,8 +130,6 @@ class GroupCoordinator:
         self.consumer_group_tombstones = consumers.consumer_group_tombstones
         # The offsets' requests and state, served by the offset manager.
         manager = self.offset_manager
-        self.commit_offsets = manager.commit_offsets
-        self.commit_transactional_offsets = manager.commit_transactional_offsets
         self.complete_transaction = manager.complete_transaction
         self.has_pending_offset = manager.has_pending_offset
         self.fetch_offsets = manager.fetch_offsets
@@ -129,6 +141,74 @@ class GroupCoordinator:
 
     def _write(self, *args: Any) -> None:
         self.writer(*args)
+
+    def _run(
+        self,
+        group_id: str,
+        result: CoordinatorResult[T, GroupRecord],
+        callback: Callable[[T], None],
+        transaction: tuple[int, int] | None = None,
+    ) -> None:
+        """Kafka's CoordinatorRuntime write: append ``result``'s records as one
+        batch to the group's partition (``transaction``: the (producer id,
+        epoch) whose transactional batch it is), then replay the same record
+        objects and answer ``result.response``; on an append error nothing
+        is replayed and the answer is ``result.error_response(code)``."""
+        records = result.records
+        if not records:
+            return callback(result.response)
+        producer_id = -1 if transaction is None else transaction[0]
+
+        def done(code: int) -> None:
+            if code:
+                return callback(result.error_response(code))
+            for key, value in records:
+                self.replay_record(key, value, producer_id)
+            return callback(result.response)
+
+        encoded = [(encode_key(key), encode_value(value)) for key, value in records]
+        if transaction is None:
+            self.writer(group_id, encoded, done)
+        else:
+            self.writer(group_id, encoded, done, transaction)
+        return None
+
+    # -- offsets -----------------------------------------------------------------------
+    def commit_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        offsets: CommitRequest,
+        expire_timestamp: int,
+        callback: Callable[[dict[TopicPartition, int]], None],
+    ) -> None:
+        """OffsetCommit: ``offsets``: {(topic, partition): (offset,
+        leader_epoch, metadata)}; callback({(topic, partition): error_code})
+        once the offsets are on the log (or their append failed)."""
+        result = self.offset_manager.commit_offset(
+            group_id, member_id, group_instance_id, generation_id, offsets, expire_timestamp
+        )
+        self._run(group_id, result, callback)
+
+    def commit_transactional_offsets(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        generation_id: int,
+        producer_id: int,
+        producer_epoch: int,
+        offsets: CommitRequest,
+        callback: Callable[[dict[TopicPartition, int]], None],
+    ) -> None:
+        """TxnOffsetCommit: as commit_offsets, in a transactional batch of the
+        producer; the offsets stay pending until its transaction ends."""
+        result = self.offset_manager.commit_transactional_offset(
+            group_id, member_id, group_instance_id, generation_id, offsets
+        )
+        self._run(group_id, result, callback, (producer_id, producer_epoch))
 
     @property
     def group_config_overrides(self) -> Callable[[str], Mapping[str, str]]:
@@ -633,21 +713,29 @@ class GroupCoordinator:
         transactional batch it came in (a TxnOffsetCommit), whose offsets
         stay pending until its transaction's marker (complete_transaction)."""
         key = decode_key(key_bytes)
+        self.replay_record(key, decode_value(key, value_bytes), producer_id)
+
+    def replay_record(
+        self, key: GroupRecordKey, value: GroupRecordValue | None, producer_id: int = -1
+    ) -> None:
+        """Apply one record object: what replay decodes from the log, and what
+        a handler's CoordinatorResult carries once its append is committed."""
         if isinstance(key, OffsetCommitKey):
-            value = decode_value(key, value_bytes)
+            if value is not None and not isinstance(value, OffsetCommitValue):
+                raise ValueError(f"{key} with a {type(value).__name__} value")
             return self.offset_manager.replay_offset_commit(key, value, producer_id)
         if not isinstance(key, GroupMetadataKey):
-            consumer_value = decode_value(key, value_bytes)
-            return self.consumer_group_manager.replay_consumer_group(key, consumer_value)
-        group_value = decode_value(key, value_bytes)
-        if group_value is None:
+            if isinstance(value, (OffsetCommitValue, GroupMetadataValue)):
+                raise ValueError(f"{key} with a {type(value).__name__} value")
+            return self.consumer_group_manager.replay_consumer_group(key, value)
+        if value is None:
             group = self.groups.pop(key.group, None)
             if group is not None:
                 group.state = ClassicGroupState.DEAD
             return None
-        self.groups[key.group] = ClassicGroup.from_record_value(
-            key.group, group_value, self.time_ms()
-        )
+        if not isinstance(value, GroupMetadataValue):
+            raise ValueError(f"{key} with a {type(value).__name__} value")
+        self.groups[key.group] = ClassicGroup.from_record_value(key.group, value, self.time_ms())
         return None
 
     def on_loaded(self, group_ids: Iterable[str]) -> None:

@@ -3,9 +3,12 @@
 group managers; what it needs of the groups (their membership, to validate a
 commit; their records, to delete a group) it reads through ``GroupMetadata``.
 
-Offsets change only once their records are appended (the ``done``
-callback), so an acknowledged commit is on the log and a failed append
-leaves nothing behind; replay applies the same records.
+OffsetCommit and TxnOffsetCommit return a CoordinatorResult (response,
+records) and change nothing themselves: the coordinator appends the records
+and only then replays them (replay_offset_commit), so an acknowledged commit
+is on the log and a failed append leaves nothing behind; loading the log
+applies the same records. Deleting offsets and groups and expiring offsets
+still write through ``writer`` and a ``done`` callback.
 
 Transactional offsets (TxnOffsetCommit, a producer's
 sendOffsetsToTransaction): written in a transactional batch of the
@@ -32,12 +35,13 @@ from kfast.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupM
 from kfast.coordinator.group.records import (
     NO_EXPIRE_TIMESTAMP,
     GroupMetadataKey,
+    GroupRecord,
     OffsetCommitKey,
     OffsetCommitValue,
     encode_key,
-    encode_value,
 )
 from kfast.coordinator.partition_writer import ConfigLookup
+from kfast.coordinator.result import CoordinatorResult
 from kfast.protocol import errors as E
 
 NONE = 0
@@ -50,9 +54,16 @@ Record = tuple[bytes, bytes | None]
 CommitRequest = dict[TopicPartition, tuple[int, int, str | None]]
 # (topic, partition, its committed value, None without one, or UNSTABLE).
 FetchedOffset = tuple[str, int, OffsetCommitValue | None | int]
+# OffsetCommit / TxnOffsetCommit: {(topic, partition): error code} and the offsets' records.
+OffsetCommitResult = CoordinatorResult[dict[TopicPartition, int], GroupRecord]
 # writer(group_id, records, done(error_code)[, (producer id, epoch)]): one
 # batch to the group's partition; the pair makes it a transactional batch.
 Writer = Callable[..., None]
+
+
+def _answer(response: dict[TopicPartition, int]) -> OffsetCommitResult:
+    """A result without records: ``response`` whatever happens."""
+    return CoordinatorResult([], response, lambda code: response)
 
 
 class GroupMetadata(Protocol):
@@ -128,7 +139,7 @@ class OffsetMetadataManager:
         return self.group_metadata.consumer_groups
 
     # -- OffsetCommit ------------------------------------------------------------------
-    def commit_offsets(
+    def commit_offset(
         self,
         group_id: str,
         member_id: str,
@@ -136,27 +147,14 @@ class OffsetMetadataManager:
         generation_id: int,
         offsets: CommitRequest,
         expire_timestamp: int,
-        callback: Callable[[dict[TopicPartition, int]], None],
-    ) -> None:
-        """``offsets``: {(topic, partition): (offset, leader_epoch, metadata)};
-        callback({(topic, partition): error_code})."""
-
+    ) -> OffsetCommitResult:
+        """Kafka's commitOffset: ``offsets``: {(topic, partition): (offset,
+        leader_epoch, metadata)}; the response is {(topic, partition):
+        error_code}, the records the offsets to replay once appended."""
         code = self._validate_offset_commit(group_id, member_id, group_instance_id, generation_id)
         if code:
-            return callback({tp: code for tp in offsets})
-        results, values, records = self._offset_records(group_id, offsets, expire_timestamp)
-        if not records:
-            return callback(results)
-
-        def done(code: int) -> None:
-            if not code:
-                for tp, value in values.items():
-                    self._set_committed(group_id, tp, value)
-            for tp in values:
-                results[tp] = code
-            callback(results)
-
-        self.writer(group_id, records, done)
+            return _answer({tp: code for tp in offsets})
+        return self._offset_records(group_id, offsets, expire_timestamp)
 
     def _validate_offset_commit(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
@@ -201,25 +199,27 @@ class OffsetMetadataManager:
 
     def _offset_records(
         self, group_id: str, offsets: CommitRequest, expire_timestamp: int
-    ) -> tuple[dict[TopicPartition, int], dict[TopicPartition, OffsetCommitValue], list[Record]]:
-        """(results so far, {tp: value}, [(key, value)]) of a commit: a
-        partition whose metadata is too long gets OFFSET_METADATA_TOO_LARGE
-        and no record."""
+    ) -> OffsetCommitResult:
+        """The result of a commit that may proceed: a partition whose
+        metadata is too long gets OFFSET_METADATA_TOO_LARGE and no record,
+        the others NONE, or the append's error when it fails."""
         now = self.time_ms()
         results: dict[TopicPartition, int] = {}
-        values: dict[TopicPartition, OffsetCommitValue] = {}
-        records: list[Record] = []
+        written: list[TopicPartition] = []
+        records: list[GroupRecord] = []
         for tp, (offset, leader_epoch, metadata) in offsets.items():
             metadata = metadata or ""
             if len(metadata.encode("utf-8")) > self.max_metadata_size:
                 results[tp] = E.OffsetMetadataTooLarge.code
                 continue
             value = OffsetCommitValue(offset, leader_epoch, metadata, now, expire_timestamp)
-            values[tp] = value
-            records.append(
-                (encode_key(OffsetCommitKey(group_id, tp[0], tp[1])), encode_value(value))
-            )
-        return results, values, records
+            written.append(tp)
+            records.append((OffsetCommitKey(group_id, tp[0], tp[1]), value))
+
+        def answer(code: int) -> dict[TopicPartition, int]:
+            return {**results, **dict.fromkeys(written, code)}
+
+        return CoordinatorResult(records, answer(NONE), answer)
 
     def _set_committed(
         self, group_id: str, tp: TopicPartition, value: OffsetCommitValue, order: int | None = None
@@ -231,42 +231,24 @@ class OffsetMetadataManager:
         self.offset_order.setdefault(group_id, {})[tp] = order
 
     # -- TxnOffsetCommit ---------------------------------------------------------------
-    def commit_transactional_offsets(
+    def commit_transactional_offset(
         self,
         group_id: str,
         member_id: str,
         group_instance_id: str | None,
         generation_id: int,
-        producer_id: int,
-        producer_epoch: int,
         offsets: CommitRequest,
-        callback: Callable[[dict[TopicPartition, int]], None],
-    ) -> None:
-        """TxnOffsetCommit: ``offsets`` as for commit_offsets; the records go
-        in a transactional batch of the producer and stay pending until its
-        transaction ends. callback({(topic, partition): error_code})."""
-
-        def fail(code: int) -> None:
-            callback({tp: code for tp in offsets})
-
+    ) -> OffsetCommitResult:
+        """Kafka's commitTransactionalOffset: as commit_offset; the caller
+        appends the records in a transactional batch of the producer, and
+        replayed as that producer's they stay pending until its transaction
+        ends."""
         code = self._validate_transactional_commit(
             group_id, member_id, group_instance_id, generation_id
         )
         if code:
-            return fail(code)
-        results, values, records = self._offset_records(group_id, offsets, NO_EXPIRE_TIMESTAMP)
-        if not records:
-            return callback(results)
-
-        def done(code: int) -> None:
-            if not code:
-                for tp, value in values.items():
-                    self._add_pending(producer_id, group_id, tp, value)
-            for tp in values:
-                results[tp] = code
-            callback(results)
-
-        self.writer(group_id, records, done, (producer_id, producer_epoch))
+            return _answer({tp: code for tp in offsets})
+        return self._offset_records(group_id, offsets, NO_EXPIRE_TIMESTAMP)
 
     def _validate_transactional_commit(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int

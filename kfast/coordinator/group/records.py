@@ -198,6 +198,8 @@ ConsumerGroupKey: TypeAlias = (
 GroupRecordKey: TypeAlias = OffsetCommitKey | GroupMetadataKey | ConsumerGroupKey
 # Its value: a KIP-848 value is a message class of _VALUE_GRAMMARS; None is a tombstone.
 GroupRecordValue: TypeAlias = OffsetCommitValue | GroupMetadataValue | Message
+# One record as a handler returns it (CoordinatorResult) and replay applies it.
+GroupRecord: TypeAlias = tuple[GroupRecordKey, GroupRecordValue | None]
 
 
 _CONSUMER_GROUP_KEYS: dict[int, type[ConsumerGroupKey]] = {

@@ -1,0 +1,33 @@
+"""CoordinatorResult: what a coordinator's handler returns (Kafka's
+CoordinatorResult).
+
+A handler decides and returns the response together with the records that
+carry its change, as record objects (key, value; None for a tombstone); it
+does not write them itself. The coordinator serializes the records, appends
+them as one batch to the group's partition, and only once the append is
+committed replays the same objects into its state and completes the
+response -- so the log is the one source of truth and loading a partition
+(replaying its log) rebuilds what the handler's result applied. The objects,
+not their bytes, are replayed: an encoding may drop a field (an offset
+commit with an expire timestamp is written in the v1 format, which has no
+leader epoch) that the state keeps, as Kafka's runtime replays the objects it
+serialized.
+
+``error_response(code)``: the response when the append fails with that
+error code (Kafka completes the handler's future exceptionally and the API
+layer maps the exception); nothing is replayed then.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, NamedTuple, TypeVar
+
+Response = TypeVar("Response")
+Record = TypeVar("Record")
+
+
+class CoordinatorResult(NamedTuple, Generic[Response, Record]):
+    records: list[Record]
+    response: Response
+    error_response: Callable[[int], Response]
