@@ -81,3 +81,22 @@ def test_unit_tests_carry_no_e2e_mark():
         )
     ]
     assert not marked, f"unit tests marked e2e (move them to tests/e2e): {marked}"
+
+
+def test_test_folders_are_packages_exactly_under_unit():
+    # tests/unit is a package tree: its modules import their helpers
+    # relatively and share base names (raft/test_log.py, storage/test_log.py).
+    # tests/e2e, tests/spark and tests/packaging are flat folders whose
+    # helpers are imported by top-level name, and some of whose files run as
+    # scripts of their own (e2e/eos_worker.py, packaging/smoke.py).
+    unit_folders = [TESTS / "unit"] + [
+        p for p in (TESTS / "unit").rglob("*") if p.is_dir() and any(p.glob("*.py"))
+    ]
+    not_packages = [
+        str(p.relative_to(TESTS)) for p in unit_folders if not (p / "__init__.py").exists()
+    ]
+    assert not not_packages, f"add an __init__.py to: {not_packages}"
+    flat = [
+        name for name in ("e2e", "spark", "packaging") if (TESTS / name / "__init__.py").exists()
+    ]
+    assert not flat, f"these folders are flat, not packages: {flat}"
