@@ -13,9 +13,11 @@ commit with an expire timestamp is written in the v1 format, which has no
 leader epoch) that the state keeps, as Kafka's runtime replays the objects it
 serialized.
 
-``error_response(code)``: the response when the append fails with that
-error code (Kafka completes the handler's future exceptionally and the API
-layer maps the exception); nothing is replayed then.
+``error_response(code)``: called once when the append fails with that
+error code, the response then (Kafka completes the handler's future
+exceptionally and the API layer maps the exception); nothing is replayed.
+A result applied at once (``replay`` False) also marks there what it could
+not write, as Kafka's runtime reverts the state to its last snapshot.
 """
 
 from __future__ import annotations
@@ -31,3 +33,8 @@ class CoordinatorResult(NamedTuple, Generic[Response, Record]):
     records: list[Record]
     response: Response
     error_response: Callable[[int], Response]
+    # Kafka's replayRecords: False when the handler has already applied the
+    # records' change to the state (a KIP-848 heartbeat changes the group as
+    # it decides, the way Kafka's runtime replays a result's records before
+    # the append); a later replay of them could undo a newer change.
+    replay: bool = True

@@ -42,6 +42,7 @@ from kfast.coordinator.group.consumer_group import (
     new_member_id,
 )
 from kfast.coordinator.group.delayed import heartbeat_key
+from kfast.coordinator.result import CoordinatorResult
 from kfast.protocol import errors as E
 from kfast.protocol.schema import Message
 from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
@@ -226,6 +227,23 @@ TopicsView = Mapping[str, tuple[uuid.UUID, int]]
 # A ConsumerGroupHeartbeatResponse's fields.
 HeartbeatResponse = dict[str, Any]
 HeartbeatCallback = Callable[[HeartbeatResponse], None]
+HeartbeatResult = CoordinatorResult[HeartbeatResponse, R.GroupRecord]
+_T = TypeVar("_T")
+
+
+class ResultRunner(Protocol):
+    """The coordinator's run(group_id, result, callback): appends the
+    result's records as one batch to the group's partition, then calls
+    ``callback`` with its response (or its error_response)."""
+
+    def __call__(
+        self,
+        group_id: str,
+        result: CoordinatorResult[_T, R.GroupRecord],
+        callback: Callable[[_T], None],
+    ) -> None: ...
+
+
 # (key bytes, value bytes or None for a tombstone): one __consumer_offsets record.
 Record = tuple[bytes, bytes | None]
 
@@ -312,20 +330,20 @@ def _assignment_to_send(
 
 
 class ConsumerGroupManager:
-    """``groups``: the coordinator's classic groups; ``writer``: as the
-    GroupCoordinator's (one batch to the group's partition)."""
+    """``groups``: the coordinator's classic groups; ``run``: the
+    GroupCoordinator's, which appends a handler's result and answers."""
 
     def __init__(
         self,
         config: KafkaConfig,
         timer: Timer,
-        writer: Callable[..., None],
+        run: ResultRunner,
         groups: dict[str, ClassicGroup],
         heartbeat_purgatory: DelayedOperationPurgatory,
     ) -> None:
         self.config = config
         self.timer = timer
-        self.writer = writer
+        self.run = run
         self.groups = groups
         self.heartbeat_purgatory = heartbeat_purgatory
         self.consumer_groups: dict[str, ConsumerGroup] = {}
@@ -399,22 +417,27 @@ class ConsumerGroupManager:
             may_describe,
         )
         try:
-            return self._consumer_group_heartbeat(request, callback)
+            result = self._consumer_group_heartbeat(request)
         except _HeartbeatRejected as rejected:
             response = _heartbeat_error(rejected.member_id, rejected.code, rejected.message)
-            if callback is None:
-                return response
-            callback(response)
+            result = CoordinatorResult([], response, lambda code: response)
+        if callback is not None:
+            self.run(group_id, result, callback)
             return None
+        answers: list[HeartbeatResponse] = []
+        self.run(group_id, result, answers.append)
+        # A write still in flight when we return: its outcome reaches
+        # nobody, and a failure marked its keys for rewriting.
+        return answers[0] if answers else result.response
 
-    def _consumer_group_heartbeat(
-        self, request: ConsumerHeartbeat, callback: HeartbeatCallback | None
-    ) -> HeartbeatResponse | None:
-        """consumer_group_heartbeat's steps; a refusal raises _HeartbeatRejected."""
+    def _consumer_group_heartbeat(self, request: ConsumerHeartbeat) -> HeartbeatResult:
+        """Kafka's consumerGroupHeartbeat: the response and the records of the
+        group's change (already applied to the group); a refusal raises
+        _HeartbeatRejected."""
         self._check_heartbeat(request)
         group = self.consumer_groups.get(request.group_id)
         before = _epochs_and_members(group)
-        extra: list[Record] = []  # records of a classic group this one replaces
+        extra: list[R.GroupRecord] = []  # records of a classic group this one replaces
         if request.member_epoch == JOIN_EPOCH:
             group, member, bump = self._join_consumer_group(request, extra)
         else:
@@ -423,7 +446,7 @@ class ConsumerGroupManager:
                 raise _HeartbeatRejected(request.member_id, E.UnknownMemberIdException.code)
             member = found
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
-                return self._leave_consumer_group(group, member, request, callback)
+                return self._leave_consumer_group(group, member, request)
             _check_member_epoch(member, request)
             bump = False
         self._update_consumer_member(member, request)
@@ -450,7 +473,7 @@ class ConsumerGroupManager:
         # Only this member's records can have changed unless an epoch moved
         # or the membership did.
         scope = [member.member_id] if _epochs_and_members(group) == before else None
-        return self._persist_and_reply(group, scope, response, callback, extra)
+        return self._persist_and_reply(group, scope, response, extra)
 
     def _check_heartbeat(self, request: ConsumerHeartbeat) -> None:
         """What makes a heartbeat invalid whoever sends it."""
@@ -478,7 +501,7 @@ class ConsumerGroupManager:
             )
 
     def _join_consumer_group(
-        self, request: ConsumerHeartbeat, extra: list[Record]
+        self, request: ConsumerHeartbeat, extra: list[R.GroupRecord]
     ) -> tuple[ConsumerGroup, ConsumerGroupMember, bool]:
         """A member joins (epoch 0): (its group, the member, whether the
         group epoch must move). An empty classic group of that id is taken
@@ -497,7 +520,7 @@ class ConsumerGroupManager:
         if group is None:
             if self.groups.pop(group_id, None) is not None:
                 # An empty classic group is taken over (its record deleted).
-                extra.append((R.encode_key(R.GroupMetadataKey(group_id)), None))
+                extra.append((R.GroupMetadataKey(group_id), None))
             group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
         member_id = request.member_id or new_member_id()
         if member_id in group.members:
@@ -523,8 +546,7 @@ class ConsumerGroupManager:
         group: ConsumerGroup,
         member: ConsumerGroupMember,
         request: ConsumerHeartbeat,
-        callback: HeartbeatCallback | None,
-    ) -> HeartbeatResponse | None:
+    ) -> HeartbeatResult:
         """Epoch -1 (leave) or -2 (a static member leaving for a while)."""
         member_id, member_epoch = member.member_id, request.member_epoch
         if member_epoch == STATIC_LEAVE_EPOCH and member.instance_id is not None:
@@ -546,7 +568,7 @@ class ConsumerGroupManager:
             "heartbeat_interval_ms": 0,
             "assignment": None,
         }
-        return self._persist_and_reply(group, scope, response, callback)
+        return self._persist_and_reply(group, scope, response)
 
     @staticmethod
     def _update_consumer_member(member: ConsumerGroupMember, request: ConsumerHeartbeat) -> None:
@@ -771,49 +793,43 @@ class ConsumerGroupManager:
         group: ConsumerGroup,
         member_ids: list[str] | None,
         response: HeartbeatResponse,
-        callback: HeartbeatCallback | None,
-        extra: Sequence[Record] = (),
-    ) -> HeartbeatResponse | None:
-        """Write the group's changed records, then answer: ``response``, or
-        the append's error."""
-        result: list[HeartbeatResponse] = []
+        extra: Sequence[R.GroupRecord] = (),
+    ) -> HeartbeatResult:
+        """The heartbeat's result: the group's changed records, and
+        ``response`` once they are appended, or the append's error."""
 
-        def done(code: int) -> None:
-            answer = (
-                response
-                if not code
-                else {
-                    "error_code": code,
-                    "error_message": None,
-                    "member_id": response["member_id"],
-                    "member_epoch": -1,
-                    "heartbeat_interval_ms": 0,
-                    "assignment": None,
-                }
-            )
-            if callback is not None:
-                callback(answer)
-            else:
-                result.append(answer)
+        def failed(code: int) -> HeartbeatResponse:
+            return {
+                "error_code": code,
+                "error_message": None,
+                "member_id": response["member_id"],
+                "member_epoch": -1,
+                "heartbeat_interval_ms": 0,
+                "assignment": None,
+            }
 
-        self._persist_consumer_group(group, member_ids, done, extra)
-        if callback is None:
-            # A write still in flight when we return: its outcome reaches
-            # nobody, and a failure marked its keys for rewriting.
-            return result[0] if result else response
-        return None
+        return self._consumer_group_result(group, member_ids, response, failed, extra)
 
     def _persist_consumer_group(
+        self, group: ConsumerGroup, member_ids: list[str] | None, done: Callable[[int], None]
+    ) -> None:
+        """Append the group's changed records; ``done(error_code)`` after the
+        append, at once if there is nothing to write."""
+        result = self._consumer_group_result(group, member_ids, 0, lambda code: code)
+        self.run(group.group_id, result, done)
+
+    def _consumer_group_result(
         self,
         group: ConsumerGroup,
         member_ids: list[str] | None,
-        done: Callable[[int], None],
-        extra: Sequence[Record] = (),
-    ) -> None:
-        """Append the records of ``group`` that differ from ``group.persisted``
-        (all of them, or only the group's and ``member_ids``' records), plus
-        ``extra``; ``done(error_code)`` after the append, at once if there
-        is nothing to write."""
+        response: _T,
+        failed: Callable[[int], _T],
+        extra: Sequence[R.GroupRecord] = (),
+    ) -> CoordinatorResult[_T, R.GroupRecord]:
+        """The records of ``group`` that differ from ``group.persisted`` (all
+        of them, or only the group's and ``member_ids``' records), after
+        ``extra``; already applied (the group changed as the handler
+        decided), so not replayed. A failed append marks them for rewriting."""
         if group.unwritten:
             member_ids, group.unwritten = None, False
         wanted = self._consumer_group_records(group, member_ids)
@@ -833,8 +849,7 @@ class ConsumerGroupManager:
             (k, v) for k, v in wanted.items() if persisted.get(k) != v
         ]
         if not changes and not stale and not extra:
-            done(0)
-            return
+            return CoordinatorResult([], response, failed, replay=False)
         changes.sort(key=lambda kv: _WRITE_ORDER[kv[0][0]])
         stale.sort(key=lambda k: -_WRITE_ORDER[k[0]])
         changes += [(k, None) for k in stale]
@@ -845,21 +860,16 @@ class ConsumerGroupManager:
                 persisted[key] = value
         gid = group.group_id
         records = list(extra) + [
-            (
-                R.encode_key(_record_key(gid, k)),
-                None if v is None else R.encode_value(_value_of(k[0], v)),
-            )
-            for k, v in changes
+            (_record_key(gid, k), None if v is None else _value_of(k[0], v)) for k, v in changes
         ]
 
-        def written(code: int) -> None:
-            if code:
-                for key, _ in changes:
-                    persisted[key] = _UNKNOWN
-                group.unwritten = True
-            done(code)
+        def error_response(code: int) -> _T:
+            for key, _ in changes:
+                persisted[key] = _UNKNOWN
+            group.unwritten = True
+            return failed(code)
 
-        self.writer(group.group_id, records, written)
+        return CoordinatorResult(records, response, error_response, replay=False)
 
     def _consumer_group_records(
         self, group: ConsumerGroup, member_ids: list[str] | None = None

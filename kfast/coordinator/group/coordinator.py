@@ -107,10 +107,10 @@ class GroupCoordinator:
         self.join_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
         # KIP-848 groups (ConsumerGroupHeartbeat).
-        # The managers write through the coordinator's writer, looked up at
-        # each write: one place to inject it.
+        # The managers' results are appended through the coordinator's
+        # writer, looked up at each write: one place to inject it.
         self.consumer_group_manager = ConsumerGroupManager(
-            config, timer, self._write, self.groups, self.heartbeat_purgatory
+            config, timer, self._run, self.groups, self.heartbeat_purgatory
         )
         # Committed and transactional offsets (Kafka's OffsetMetadataManager).
         self.offset_manager = OffsetMetadataManager(config, self, self._write, time_ms)
@@ -162,8 +162,9 @@ class GroupCoordinator:
         def done(code: int) -> None:
             if code:
                 return callback(result.error_response(code))
-            for key, value in records:
-                self.replay_record(key, value, producer_id)
+            if result.replay:
+                for key, value in records:
+                    self.replay_record(key, value, producer_id)
             return callback(result.response)
 
         encoded = [(encode_key(key), encode_value(value)) for key, value in records]

@@ -4,11 +4,16 @@ record objects (not their bytes) and answers the response."""
 
 from __future__ import annotations
 
+import uuid
+
+from kfast.coordinator.group import records as R
 from kfast.coordinator.group.records import (
     OffsetCommitKey,
     OffsetCommitValue,
     decode_key,
     decode_value,
+    encode_key,
+    encode_value,
 )
 from kfast.protocol import errors as E
 from tests.unit.coordinator.harness import Harness
@@ -82,3 +87,80 @@ def test_transactional_commit_result_is_replayed_as_the_producers_pending_offset
     )
     h.coordinator.complete_transaction(77, True, lambda group_id: True)
     assert h.coordinator.fetch_offsets(G, [TP])[0][2].offset == 9
+
+
+# -- KIP-848 ConsumerGroupHeartbeat --------------------------------------------------------
+CG = "cg"
+TOPIC_ID = uuid.UUID(int=7)
+
+
+def _capture_results(h: Harness) -> list:
+    """The results the KIP-848 manager hands the coordinator to run."""
+    manager = h.coordinator.consumer_group_manager
+    results: list = []
+    run = manager.run
+
+    def capture(group_id, result, callback):
+        results.append(result)
+        run(group_id, result, callback)
+
+    manager.run = capture
+    return results
+
+
+def _join(h: Harness) -> dict:
+    return h.coordinator.consumer_group_heartbeat(
+        CG, "", 0, None, None, 5000, ["t"], None, None, "c", "/h", {"t": (TOPIC_ID, 2)}
+    )
+
+
+def test_heartbeat_result_carries_the_records_the_coordinator_appends():
+    h = Harness()
+    results = _capture_results(h)
+    response = _join(h)
+    [result] = results
+    assert result.response is response and response["member_epoch"] == 1
+    # Applied as the heartbeat decided (as Kafka's runtime replays at once):
+    # not replayed again after the append.
+    assert result.replay is False
+    assert [(encode_key(k), encode_value(v)) for k, v in result.records] == h.log
+    kinds = {type(k) for k, _ in result.records}
+    assert {R.ConsumerGroupMetadataKey, R.ConsumerGroupMemberMetadataKey} <= kinds
+    # The same record objects rebuild the group in a fresh coordinator.
+    fresh = Harness()
+    for key, value in result.records:
+        fresh.coordinator.replay_record(key, value)
+    assert (
+        fresh.coordinator.snapshot()["consumer_groups"]
+        == h.coordinator.snapshot()["consumer_groups"]
+    )
+
+
+def test_heartbeat_whose_append_fails_answers_the_error_and_rewrites_next_time():
+    h = Harness()
+    results = _capture_results(h)
+    h.fail_next = E.NotEnoughReplicasException.code
+    response = _join(h)
+    assert response["error_code"] == E.NotEnoughReplicasException.code
+    assert response["member_epoch"] == -1 and h.log == []
+    group = h.coordinator.consumer_groups[CG]
+    assert group.unwritten
+    # The next heartbeat's result carries the whole group again.
+    member_id = next(iter(group.members))
+    member_epoch = group.members[member_id].member_epoch
+    h.coordinator.consumer_group_heartbeat(
+        CG,
+        member_id,
+        member_epoch,
+        None,
+        None,
+        5000,
+        None,
+        None,
+        None,
+        "c",
+        "/h",
+        {"t": (TOPIC_ID, 2)},
+    )
+    assert [k for k, _ in results[1].records] == [k for k, _ in results[0].records]
+    assert len(h.log) == len(results[0].records)
