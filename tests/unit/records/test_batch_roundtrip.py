@@ -10,6 +10,7 @@ from kfast.records import (
     RECORD_BATCH_OVERHEAD,
     TIMESTAMP_CREATE_TIME,
     TIMESTAMP_LOG_APPEND_TIME,
+    Record,
     RecordBatch,
     RecordBatchBuilder,
     build_control_batch,
@@ -76,6 +77,28 @@ def test_records_outlive_the_batch_object(records, codec):
     for record, (_ts, _key, value, headers) in zip(decoded, records):
         assert record.value == value
         assert [(k, None if v is None else bytes(v)) for k, v in record.headers] == headers
+
+
+def test_recycled_records_and_slices_hold_their_own_fields():
+    """The iterator reuses freed Record/BufferSlice blocks (batch.pyx, kfast_new_record):
+    records kept past the free lists' size, records freed between batches, and a
+    Record made from Python (tp_alloc's block, freed into the same list) must each
+    come back whole."""
+    builder = RecordBatchBuilder()
+    for i in range(300):  # more than the free lists hold
+        builder.append(1_000 + i, i.to_bytes(2, "big"), bytes([i % 256]) * (i % 7), headers=[])
+    data = builder.build()
+    kept = list(RecordBatch(data))
+    for _round in range(3):
+        Record.__new__(Record)  # freed at once: its block joins the free list
+        fresh = [(r.offset, r.timestamp, bytes(r.key), bytes(r.value)) for r in RecordBatch(data)]
+        assert fresh == [
+            (i, 1_000 + i, i.to_bytes(2, "big"), bytes([i % 256]) * (i % 7)) for i in range(300)
+        ]
+    assert [(r.offset, bytes(r.key)) for r in kept] == [
+        (i, i.to_bytes(2, "big")) for i in range(300)
+    ]
+    del kept
 
 
 def test_explicit_offsets_and_gaps():
