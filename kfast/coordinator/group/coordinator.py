@@ -8,13 +8,16 @@ requests (the coordinator hands them on, so callers see one object).
 A deterministic state machine: no sockets, no clock of its own (``time_ms``
 is injected), timeouts through purgatories on the timer it is given.
 Handlers report through callbacks (a JoinGroup waits for the other
-members). The offset commits' handlers return a CoordinatorResult (response,
-records) that ``_run`` appends through ``writer`` and, once committed,
-replays (``replay_record``, the record objects) before answering; the other
-handlers still hand their records to ``writer(group_id, [(key, value)],
-done)`` and make the effect the client sees (a generation made Stable) in
-``done(error_code)``, after the append. ``replay(key, value)`` rebuilds the
-same state from those records, so loading a partition's log = restart.
+members). The offsets' handlers (commit, transactional commit, delete) and
+the KIP-848 heartbeat return a CoordinatorResult (response, records) that
+``_run`` serializes and appends through ``writer``; once it is committed the
+offsets' record objects are replayed (``replay_record``) and the response
+answered (the heartbeat has changed its group as it decided: its records are
+not replayed again). The other handlers still hand their records to
+``writer(group_id, [(key, value)], done)`` and make the effect the client
+sees (a generation made Stable) in ``done(error_code)``, after the append.
+``replay(key, value)`` rebuilds the same state from those records, so
+loading a partition's log = restart.
 """
 
 from __future__ import annotations
@@ -133,7 +136,6 @@ class GroupCoordinator:
         self.complete_transaction = manager.complete_transaction
         self.has_pending_offset = manager.has_pending_offset
         self.fetch_offsets = manager.fetch_offsets
-        self.delete_offsets = manager.delete_offsets
         self.delete_groups = manager.delete_groups
         self.cleanup_expired_offsets = manager.cleanup_expired_offsets
         self.offsets = manager.offsets
@@ -192,6 +194,17 @@ class GroupCoordinator:
             group_id, member_id, group_instance_id, generation_id, offsets, expire_timestamp
         )
         self._run(group_id, result, callback)
+
+    def delete_offsets(
+        self,
+        group_id: str,
+        partitions: list[TopicPartition],
+        callback: Callable[[int, dict[TopicPartition, int]], None],
+    ) -> None:
+        """OffsetDelete: callback(top-level error, {(topic, partition): error})
+        once the offsets' tombstones are on the log (or their append failed)."""
+        result = self.offset_manager.delete_offsets(group_id, partitions)
+        self._run(group_id, result, lambda response: callback(*response))
 
     def commit_transactional_offsets(
         self,

@@ -3,12 +3,12 @@
 group managers; what it needs of the groups (their membership, to validate a
 commit; their records, to delete a group) it reads through ``GroupMetadata``.
 
-OffsetCommit and TxnOffsetCommit return a CoordinatorResult (response,
-records) and change nothing themselves: the coordinator appends the records
-and only then replays them (replay_offset_commit), so an acknowledged commit
-is on the log and a failed append leaves nothing behind; loading the log
-applies the same records. Deleting offsets and groups and expiring offsets
-still write through ``writer`` and a ``done`` callback.
+OffsetCommit, TxnOffsetCommit and OffsetDelete return a CoordinatorResult
+(response, records) and change nothing themselves: the coordinator appends
+the records and only then replays them (replay_offset_commit), so an
+acknowledged commit is on the log and a failed append leaves nothing behind;
+loading the log applies the same records. Deleting groups and expiring
+offsets still write through ``writer`` and a ``done`` callback.
 
 Transactional offsets (TxnOffsetCommit, a producer's
 sendOffsetsToTransaction): written in a transactional batch of the
@@ -56,6 +56,8 @@ CommitRequest = dict[TopicPartition, tuple[int, int, str | None]]
 FetchedOffset = tuple[str, int, OffsetCommitValue | None | int]
 # OffsetCommit / TxnOffsetCommit: {(topic, partition): error code} and the offsets' records.
 OffsetCommitResult = CoordinatorResult[dict[TopicPartition, int], GroupRecord]
+# OffsetDelete: (top-level error, {(topic, partition): error code}) and the tombstones.
+DeleteResult = CoordinatorResult[tuple[int, dict[TopicPartition, int]], GroupRecord]
 # writer(group_id, records, done(error_code)[, (producer id, epoch)]): one
 # batch to the group's partition; the pair makes it a transactional batch.
 Writer = Callable[..., None]
@@ -64,6 +66,12 @@ Writer = Callable[..., None]
 def _answer(response: dict[TopicPartition, int]) -> OffsetCommitResult:
     """A result without records: ``response`` whatever happens."""
     return CoordinatorResult([], response, lambda code: response)
+
+
+def _refused(code: int) -> DeleteResult:
+    """An OffsetDelete refused for the whole group: nothing written."""
+    response: tuple[int, dict[TopicPartition, int]] = (code, {})
+    return CoordinatorResult([], response, lambda _: response)
 
 
 class GroupMetadata(Protocol):
@@ -398,27 +406,24 @@ class OffsetMetadataManager:
         return rows
 
     # -- OffsetDelete / DeleteGroups ---------------------------------------------------
-    def delete_offsets(
-        self,
-        group_id: str,
-        partitions: list[TopicPartition],
-        callback: Callable[[int, dict[TopicPartition, int]], None],
-    ) -> None:
-        """callback(top-level error, {(topic, partition): error})."""
+    def delete_offsets(self, group_id: str, partitions: list[TopicPartition]) -> DeleteResult:
+        """Kafka's deleteOffsets (OffsetDelete): the response is (top-level
+        error, {(topic, partition): error}), the records the tombstones of
+        the committed offsets to replay once appended."""
         group = self.groups.get(group_id)
         consumer_group = self.consumer_groups.get(group_id)
         subscribed: set[str] = set()
         if consumer_group is not None:
             subscribed = consumer_group.subscribed_topics()
         elif group is None or group.is_(ClassicGroupState.DEAD):
-            return callback(E.GroupIdNotFoundException.code, {})
+            return _refused(E.GroupIdNotFoundException.code)
         elif not group.is_(ClassicGroupState.EMPTY):
             found = group.subscribed_topics()
             if found is None:
-                return callback(E.GroupNotEmptyException.code, {})
+                return _refused(E.GroupNotEmptyException.code)
             subscribed = found
         results: dict[TopicPartition, int] = {}
-        records: list[Record] = []
+        records: list[GroupRecord] = []
         committed = self.offsets.get(group_id, {})
         for tp in partitions:
             if tp[0] in subscribed:
@@ -426,18 +431,8 @@ class OffsetMetadataManager:
                 continue
             results[tp] = NONE
             if tp in committed:
-                records.append((encode_key(OffsetCommitKey(group_id, tp[0], tp[1])), None))
-        if not records:
-            return callback(NONE, results)
-
-        def done(code: int) -> None:
-            if code:
-                return callback(code, {})
-            for key_bytes, _ in records:
-                self.group_metadata.replay(key_bytes, None)
-            callback(NONE, results)
-
-        self.writer(group_id, records, done)
+                records.append((OffsetCommitKey(group_id, tp[0], tp[1]), None))
+        return CoordinatorResult(records, (NONE, results), lambda code: (code, {}))
 
     def delete_groups(
         self, group_ids: list[str], callback: Callable[[dict[str, int]], None]

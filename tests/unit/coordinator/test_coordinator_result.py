@@ -16,7 +16,8 @@ from kfast.coordinator.group.records import (
     encode_value,
 )
 from kfast.protocol import errors as E
-from tests.unit.coordinator.harness import Harness
+
+from .harness import Harness
 
 G = "g"
 TP = ("t", 0)
@@ -164,3 +165,25 @@ def test_heartbeat_whose_append_fails_answers_the_error_and_rewrites_next_time()
     )
     assert [k for k, _ in results[1].records] == [k for k, _ in results[0].records]
     assert len(h.log) == len(results[0].records)
+
+
+def test_delete_offsets_result_carries_the_tombstones_replayed_after_the_append():
+    h = Harness()
+    h.commit(G, {TP: (5, ""), ("t", 1): (6, "")})
+    result = h.coordinator.offset_manager.delete_offsets(G, [TP, ("t", 2)])
+    assert result.records == [(OffsetCommitKey(G, "t", 0), None)]
+    assert result.response == (0, {TP: 0, ("t", 2): 0})
+    assert result.error_response(E.NotCoordinatorException.code) == (
+        E.NotCoordinatorException.code,
+        {},
+    )
+    assert h.coordinator.fetch_offsets(G, [TP])[0][2].offset == 5  # nothing applied yet
+    out: list = []
+    h.fail_next = E.NotEnoughReplicasException.code
+    h.coordinator.delete_offsets(G, [TP], lambda *r: out.append(r))
+    assert out == [(E.NotEnoughReplicasException.code, {})]
+    assert h.coordinator.fetch_offsets(G, [TP])[0][2].offset == 5
+    h.coordinator.delete_offsets(G, [TP], lambda *r: out.append(r))
+    assert out[-1] == (0, {TP: 0})
+    assert h.coordinator.fetch_offsets(G, [TP, ("t", 1)])[0][2] is None
+    assert h.coordinator.fetch_offsets(G, [("t", 1)])[0][2].offset == 6
