@@ -922,11 +922,11 @@ class ConsumerGroupManager:
         return out
 
     @staticmethod
-    def consumer_group_tombstones(group: ConsumerGroup) -> list[Record]:
-        """(key bytes, None) for every record ``group`` has on the log,
+    def consumer_group_tombstones(group: ConsumerGroup) -> list[R.GroupRecord]:
+        """(key, None) for every record ``group`` has on the log,
         members' records first (deleting the group)."""
         keys = sorted(group.persisted, key=lambda k: -_WRITE_ORDER[k[0]])
-        return [(R.encode_key(_record_key(group.group_id, k)), None) for k in keys]
+        return [(_record_key(group.group_id, k), None) for k in keys]
 
     def replay_consumer_group(self, key: R.ConsumerGroupKey, value: Message | None) -> None:
         """Apply one KIP-848 record (any order; latest per key wins; a

@@ -8,14 +8,15 @@ requests (the coordinator hands them on, so callers see one object).
 A deterministic state machine: no sockets, no clock of its own (``time_ms``
 is injected), timeouts through purgatories on the timer it is given.
 Handlers report through callbacks (a JoinGroup waits for the other
-members). The offsets' handlers (commit, transactional commit, delete) and
-the KIP-848 heartbeat return a CoordinatorResult (response, records) that
-``_run`` serializes and appends through ``writer``; once it is committed the
-offsets' record objects are replayed (``replay_record``) and the response
-answered (the heartbeat has changed its group as it decided: its records are
-not replayed again). The other handlers still hand their records to
-``writer(group_id, [(key, value)], done)`` and make the effect the client
-sees (a generation made Stable) in ``done(error_code)``, after the append.
+members). Every group write goes through ``_run`` as a CoordinatorResult
+(response, records), serialized and appended through ``writer``: the
+offsets' handlers (commit, transactional commit, delete) return one, whose
+record objects are replayed (``replay_record``) once committed, before the
+response; the KIP-848 heartbeat and the classic group's record (a generation
+stored, the assignment that makes it Stable, in the response's callback)
+have changed their group as they decided, so theirs are not replayed again.
+DeleteGroups and offset expiration (the OffsetMetadataManager) still hand
+their records to ``writer(group_id, [(key, value)], done)``.
 ``replay(key, value)`` rebuilds the same state from those records, so
 loading a partition's log = restart.
 """
@@ -83,6 +84,11 @@ class JoinMember(NamedTuple):
     rebalance_timeout_ms: int
     protocol_type: str
     protocols: list[tuple[str, bytes]]
+
+
+def _code(code: int) -> int:
+    """The error response of a write answered by its error code alone."""
+    return code
 
 
 def join_error(member_id: str, code: int) -> JoinResult:
@@ -267,8 +273,8 @@ class GroupCoordinator:
                 # deleted first (same partition, so before the new group's).
                 self.consumer_groups.pop(group_id).dead = True
                 tombstones = self.consumer_group_tombstones(consumer_group)
-                if tombstones:
-                    self.writer(group_id, tombstones, lambda code: None)
+                result = CoordinatorResult(tombstones, NONE, _code, replay=False)
+                self._run(group_id, result, lambda code: None)
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
         if group.is_(ClassicGroupState.DEAD):
             return callback(join_error(member_id, E.CoordinatorNotAvailableException.code))
@@ -710,11 +716,11 @@ class GroupCoordinator:
                     m._replace(assignment=assignments.get(m.member_id, b"")) for m in value.members
                 )
             )
-        self.writer(
-            group.group_id,
-            [(encode_key(GroupMetadataKey(group.group_id)), encode_value(value))],
-            done,
-        )
+        # The group changed as the handler decided: the record is not
+        # replayed (a replay would build a new ClassicGroup, without the
+        # members' waiting callbacks).
+        record: GroupRecord = (GroupMetadataKey(group.group_id), value)
+        self._run(group.group_id, CoordinatorResult([record], NONE, _code, replay=False), done)
 
     def replay(
         self,

@@ -101,7 +101,7 @@ class GroupMetadata(Protocol):
     ) -> None:
         """A classic member showed it is alive (its session restarts)."""
 
-    def consumer_group_tombstones(self, group: ConsumerGroup) -> list[Record]:
+    def consumer_group_tombstones(self, group: ConsumerGroup) -> list[GroupRecord]:
         """The tombstones deleting every record of ``group``."""
 
     def replay(
@@ -477,7 +477,10 @@ class OffsetMetadataManager:
         ]
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
-            records += self.group_metadata.consumer_group_tombstones(consumer_group)
+            records += [
+                (encode_key(key), None)
+                for key, _ in self.group_metadata.consumer_group_tombstones(consumer_group)
+            ]
         else:
             records.append((encode_key(GroupMetadataKey(group_id)), None))
         return records

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 
 from kfast.coordinator.group import records as R
+from kfast.coordinator.group.classic_group import ClassicGroupState
 from kfast.coordinator.group.records import (
     OffsetCommitKey,
     OffsetCommitValue,
@@ -109,16 +110,19 @@ def _capture_results(h: Harness) -> list:
     return results
 
 
-def _join(h: Harness) -> dict:
+def _beat(h: Harness, member_id: str = "", epoch: int = 0) -> dict:
+    """A ConsumerGroupHeartbeat (epoch 0: a join subscribing to "t")."""
+    topics = ["t"] if epoch == 0 else None
+    cluster = {"t": (TOPIC_ID, 2)}
     return h.coordinator.consumer_group_heartbeat(
-        CG, "", 0, None, None, 5000, ["t"], None, None, "c", "/h", {"t": (TOPIC_ID, 2)}
+        CG, member_id, epoch, None, None, 5000, topics, None, None, "c", "/h", cluster
     )
 
 
 def test_heartbeat_result_carries_the_records_the_coordinator_appends():
     h = Harness()
     results = _capture_results(h)
-    response = _join(h)
+    response = _beat(h)
     [result] = results
     assert result.response is response and response["member_epoch"] == 1
     # Applied as the heartbeat decided (as Kafka's runtime replays at once):
@@ -141,7 +145,7 @@ def test_heartbeat_whose_append_fails_answers_the_error_and_rewrites_next_time()
     h = Harness()
     results = _capture_results(h)
     h.fail_next = E.NotEnoughReplicasException.code
-    response = _join(h)
+    response = _beat(h)
     assert response["error_code"] == E.NotEnoughReplicasException.code
     assert response["member_epoch"] == -1 and h.log == []
     group = h.coordinator.consumer_groups[CG]
@@ -149,20 +153,7 @@ def test_heartbeat_whose_append_fails_answers_the_error_and_rewrites_next_time()
     # The next heartbeat's result carries the whole group again.
     member_id = next(iter(group.members))
     member_epoch = group.members[member_id].member_epoch
-    h.coordinator.consumer_group_heartbeat(
-        CG,
-        member_id,
-        member_epoch,
-        None,
-        None,
-        5000,
-        None,
-        None,
-        None,
-        "c",
-        "/h",
-        {"t": (TOPIC_ID, 2)},
-    )
+    _beat(h, member_id, member_epoch)
     assert [k for k, _ in results[1].records] == [k for k, _ in results[0].records]
     assert len(h.log) == len(results[0].records)
 
@@ -187,3 +178,31 @@ def test_delete_offsets_result_carries_the_tombstones_replayed_after_the_append(
     assert out[-1] == (0, {TP: 0})
     assert h.coordinator.fetch_offsets(G, [TP, ("t", 1)])[0][2] is None
     assert h.coordinator.fetch_offsets(G, [("t", 1)])[0][2].offset == 6
+
+
+# -- classic groups ------------------------------------------------------------------------
+def test_classic_group_record_goes_through_a_result_not_replayed():
+    h = Harness()
+    results: list = []
+    run = h.coordinator._run
+
+    def capture(group_id, result, callback, transaction=None):
+        results.append(result)
+        run(group_id, result, callback, transaction)
+
+    h.coordinator._run = capture
+    [joined] = h.join(G)
+    member_id = joined["member_id"]
+    group = h.coordinator.groups[G]
+    [synced] = h.sync(G, joined["generation_id"], member_id, {member_id: b"plan"})
+    assert synced[0] == 0
+    [result] = results
+    [(key, value)] = result.records
+    assert key == R.GroupMetadataKey(G)
+    assert [(m.member_id, m.assignment) for m in value.members] == [(member_id, b"plan")]
+    # The group was changed as SyncGroup decided: replaying would swap in a
+    # new ClassicGroup object; the live one stays.
+    assert result.replay is False
+    assert h.coordinator.groups[G] is group
+    assert group.is_(ClassicGroupState.STABLE)
+    assert h.log == [(encode_key(key), encode_value(value))]
