@@ -23,7 +23,7 @@ not write, as Kafka's runtime reverts the state to its last snapshot.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, NamedTuple, TypeVar
+from typing import Generic, NamedTuple, Protocol, TypeVar
 
 Response = TypeVar("Response")
 Record = TypeVar("Record")
@@ -38,3 +38,22 @@ class CoordinatorResult(NamedTuple, Generic[Response, Record]):
     # it decides, the way Kafka's runtime replays a result's records before
     # the append); a later replay of them could undo a newer change.
     replay: bool = True
+
+
+class ResultRunner(Protocol[Record]):
+    """What runs a manager's results: run(key, result, callback) appends the
+    result's records as one batch to the partition ``key`` maps to, then
+    calls ``callback`` with its response (or its error_response)."""
+
+    def __call__(
+        self,
+        key: str,
+        result: CoordinatorResult[Response, Record],
+        callback: Callable[[Response], None],
+        /,
+    ) -> None: ...
+
+
+def code_response(code: int) -> int:
+    """The error_response of a write answered by its error code alone."""
+    return code

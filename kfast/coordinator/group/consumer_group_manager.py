@@ -42,7 +42,7 @@ from kfast.coordinator.group.consumer_group import (
     new_member_id,
 )
 from kfast.coordinator.group.delayed import heartbeat_key
-from kfast.coordinator.result import CoordinatorResult
+from kfast.coordinator.result import CoordinatorResult, ResultRunner, code_response
 from kfast.protocol import errors as E
 from kfast.protocol.schema import Message
 from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
@@ -231,19 +231,6 @@ HeartbeatResult = CoordinatorResult[HeartbeatResponse, R.GroupRecord]
 _T = TypeVar("_T")
 
 
-class ResultRunner(Protocol):
-    """The coordinator's run(group_id, result, callback): appends the
-    result's records as one batch to the group's partition, then calls
-    ``callback`` with its response (or its error_response)."""
-
-    def __call__(
-        self,
-        group_id: str,
-        result: CoordinatorResult[_T, R.GroupRecord],
-        callback: Callable[[_T], None],
-    ) -> None: ...
-
-
 # (key bytes, value bytes or None for a tombstone): one __consumer_offsets record.
 Record = tuple[bytes, bytes | None]
 
@@ -337,7 +324,7 @@ class ConsumerGroupManager:
         self,
         config: KafkaConfig,
         timer: Timer,
-        run: ResultRunner,
+        run: ResultRunner[R.GroupRecord],
         groups: dict[str, ClassicGroup],
         heartbeat_purgatory: DelayedOperationPurgatory,
     ) -> None:
@@ -815,7 +802,7 @@ class ConsumerGroupManager:
     ) -> None:
         """Append the group's changed records; ``done(error_code)`` after the
         append, at once if there is nothing to write."""
-        result = self._consumer_group_result(group, member_ids, 0, lambda code: code)
+        result = self._consumer_group_result(group, member_ids, 0, code_response)
         self.run(group.group_id, result, done)
 
     def _consumer_group_result(

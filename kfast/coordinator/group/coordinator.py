@@ -61,7 +61,7 @@ from kfast.coordinator.group.records import (
     encode_key,
     encode_value,
 )
-from kfast.coordinator.result import CoordinatorResult
+from kfast.coordinator.result import CoordinatorResult, code_response
 from kfast.protocol import errors as E
 from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
 
@@ -84,11 +84,6 @@ class JoinMember(NamedTuple):
     rebalance_timeout_ms: int
     protocol_type: str
     protocols: list[tuple[str, bytes]]
-
-
-def _code(code: int) -> int:
-    """The error response of a write answered by its error code alone."""
-    return code
 
 
 def join_error(member_id: str, code: int) -> JoinResult:
@@ -122,7 +117,7 @@ class GroupCoordinator:
             config, timer, self._run, self.groups, self.heartbeat_purgatory
         )
         # Committed and transactional offsets (Kafka's OffsetMetadataManager).
-        self.offset_manager = OffsetMetadataManager(config, self, self._write, time_ms)
+        self.offset_manager = OffsetMetadataManager(config, self, self._run, self._write, time_ms)
         self.min_session_timeout_ms = config["group.min.session.timeout.ms"]
         self.max_session_timeout_ms = config["group.max.session.timeout.ms"]
         self.initial_rebalance_delay_ms = config["group.initial.rebalance.delay.ms"]
@@ -273,7 +268,7 @@ class GroupCoordinator:
                 # deleted first (same partition, so before the new group's).
                 self.consumer_groups.pop(group_id).dead = True
                 tombstones = self.consumer_group_tombstones(consumer_group)
-                result = CoordinatorResult(tombstones, NONE, _code, replay=False)
+                result = CoordinatorResult(tombstones, NONE, code_response, replay=False)
                 self._run(group_id, result, lambda code: None)
             group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
         if group.is_(ClassicGroupState.DEAD):
@@ -720,7 +715,9 @@ class GroupCoordinator:
         # replayed (a replay would build a new ClassicGroup, without the
         # members' waiting callbacks).
         record: GroupRecord = (GroupMetadataKey(group.group_id), value)
-        self._run(group.group_id, CoordinatorResult([record], NONE, _code, replay=False), done)
+        self._run(
+            group.group_id, CoordinatorResult([record], NONE, code_response, replay=False), done
+        )
 
     def replay(
         self,

@@ -7,8 +7,9 @@ OffsetCommit, TxnOffsetCommit and OffsetDelete return a CoordinatorResult
 (response, records) and change nothing themselves: the coordinator appends
 the records and only then replays them (replay_offset_commit), so an
 acknowledged commit is on the log and a failed append leaves nothing behind;
-loading the log applies the same records. Deleting groups and expiring
-offsets still write through ``writer`` and a ``done`` callback.
+loading the log applies the same records; DeleteGroups too, a result per
+group. Expiring offsets still writes through ``writer`` and a ``done``
+callback.
 
 Transactional offsets (TxnOffsetCommit, a producer's
 sendOffsetsToTransaction): written in a transactional batch of the
@@ -41,7 +42,7 @@ from kfast.coordinator.group.records import (
     encode_key,
 )
 from kfast.coordinator.partition_writer import ConfigLookup
-from kfast.coordinator.result import CoordinatorResult
+from kfast.coordinator.result import CoordinatorResult, ResultRunner, code_response
 from kfast.protocol import errors as E
 
 NONE = 0
@@ -118,10 +119,15 @@ class OffsetMetadataManager:
         self,
         config: ConfigLookup,
         group_metadata: GroupMetadata,
+        run: ResultRunner[GroupRecord],
         writer: Writer,
         time_ms: Callable[[], int],
     ) -> None:
         self.group_metadata = group_metadata
+        # The coordinator's: appends a result, replays it, answers.
+        self.run = run
+        # Offset expiration still writes itself (its records are applied
+        # as the group is when they are committed).
         self.writer = writer
         self.time_ms = time_ms
         self.max_metadata_size: int = config["offset.metadata.max.bytes"]
@@ -437,63 +443,83 @@ class OffsetMetadataManager:
     def delete_groups(
         self, group_ids: list[str], callback: Callable[[dict[str, int]], None]
     ) -> None:
-        """callback({group_id: error})."""
+        """DeleteGroups: callback({group_id: error}). Each group's tombstones
+        (its offsets' and its own records') are one result, replayed once
+        appended."""
         results: dict[str, int] = {}
         waiting = []
         for group_id in group_ids:
-            group = self.groups.get(group_id)
-            consumer_group = self.consumer_groups.get(group_id)
-            if consumer_group is not None:
-                if consumer_group.members:
-                    results[group_id] = E.GroupNotEmptyException.code
-                else:
-                    waiting.append(group_id)
-            elif group is None or group.is_(ClassicGroupState.DEAD):
-                results[group_id] = E.GroupIdNotFoundException.code
-            elif not group.is_(ClassicGroupState.EMPTY):
-                results[group_id] = E.GroupNotEmptyException.code
+            code = self._deletable(group_id)
+            if code:
+                results[group_id] = code
             else:
                 waiting.append(group_id)
         if not waiting:
             return callback(results)
         remaining = [len(waiting)]
         for group_id in waiting:
-            records = self._group_tombstones(group_id)
 
-            def done(code: int, group_id: str = group_id, records: list[Record] = records) -> None:
+            def done(code: int, group_id: str = group_id) -> None:
                 if not code:
-                    self._apply_tombstones(group_id, records)
+                    self._drop_group(group_id)
                 results[group_id] = code
                 remaining[0] -= 1
                 if not remaining[0]:
                     callback(results)
 
-            self.writer(group_id, records, done)
+            result = CoordinatorResult(self._group_tombstones(group_id), NONE, code_response)
+            self.run(group_id, result, done)
 
-    def _group_tombstones(self, group_id: str) -> list[Record]:
-        records: list[Record] = [
-            (encode_key(OffsetCommitKey(group_id, t, p)), None)
-            for t, p in self.offsets.get(group_id, {})
+    def _deletable(self, group_id: str) -> int:
+        """NONE if DeleteGroups may delete the group, else its error."""
+        group = self.groups.get(group_id)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None:
+            return E.GroupNotEmptyException.code if consumer_group.members else NONE
+        if group is None or group.is_(ClassicGroupState.DEAD):
+            return E.GroupIdNotFoundException.code
+        if not group.is_(ClassicGroupState.EMPTY):
+            return E.GroupNotEmptyException.code
+        return NONE
+
+    def _group_tombstones(self, group_id: str) -> list[GroupRecord]:
+        records: list[GroupRecord] = [
+            (OffsetCommitKey(group_id, t, p), None) for t, p in self.offsets.get(group_id, {})
         ]
         consumer_group = self.consumer_groups.get(group_id)
         if consumer_group is not None:
-            records += [
-                (encode_key(key), None)
-                for key, _ in self.group_metadata.consumer_group_tombstones(consumer_group)
-            ]
+            records += self.group_metadata.consumer_group_tombstones(consumer_group)
         else:
-            records.append((encode_key(GroupMetadataKey(group_id)), None))
+            records.append((GroupMetadataKey(group_id), None))
         return records
 
     def _apply_tombstones(self, group_id: str, records: list[Record]) -> None:
         for key_bytes, _ in records:
             self.group_metadata.replay(key_bytes, None)
+        self._drop_group(group_id)
+
+    def _drop_group(self, group_id: str) -> None:
+        """After its tombstones are replayed: the group is gone even where
+        they did not say so (a KIP-848 group whose epoch record was never
+        written)."""
         group = self.groups.pop(group_id, None)
         if group is not None:
             group.state = ClassicGroupState.DEAD
         consumer_group = self.consumer_groups.pop(group_id, None)
         if consumer_group is not None:
             consumer_group.dead = True
+
+    def _expired_tombstones(
+        self, group_id: str, expired: list[TopicPartition] | None
+    ) -> list[Record]:
+        """Expiration's records: the tombstones of the ``expired`` offsets, or
+        with None of the whole group."""
+        tombstones = (
+            self._group_tombstones(group_id)
+            if expired is None
+            else [(OffsetCommitKey(group_id, t, p), None) for t, p in expired]
+        )
+        return [(encode_key(key), None) for key, _ in tombstones]
 
     # -- retention ---------------------------------------------------------------------
     def cleanup_expired_offsets(self, now: int | None = None) -> int:
@@ -532,10 +558,7 @@ class OffsetMetadataManager:
             if not expired and committed:
                 continue
             whole = len(expired) == len(committed) and consumer_group is None
-            if whole:
-                records = self._group_tombstones(group_id)
-            else:
-                records = [(encode_key(OffsetCommitKey(group_id, t, p)), None) for t, p in expired]
+            records = self._expired_tombstones(group_id, expired if not whole else None)
             expired_total += len(expired)
 
             def done(

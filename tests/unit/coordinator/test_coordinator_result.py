@@ -206,3 +206,38 @@ def test_classic_group_record_goes_through_a_result_not_replayed():
     assert h.coordinator.groups[G] is group
     assert group.is_(ClassicGroupState.STABLE)
     assert h.log == [(encode_key(key), encode_value(value))]
+
+
+def test_delete_groups_runs_one_result_per_group_replayed_after_the_append():
+    h = Harness()
+    h.commit(G, {TP: (5, "")})
+    h.commit("other", {TP: (6, "")})
+    manager = h.coordinator.offset_manager
+    results: list = []
+    run = manager.run
+
+    def capture(group_id, result, callback):
+        results.append(result)
+        run(group_id, result, callback)
+
+    manager.run = capture
+    out: list = []
+    h.fail_next = E.NotEnoughReplicasException.code
+    h.coordinator.delete_groups([G, "other", "missing"], out.append)
+    assert out == [
+        {
+            "missing": E.GroupIdNotFoundException.code,
+            G: E.NotEnoughReplicasException.code,
+            "other": 0,
+        }
+    ]
+    assert [r.records for r in results] == [
+        [(OffsetCommitKey(G, "t", 0), None), (R.GroupMetadataKey(G), None)],
+        [(OffsetCommitKey("other", "t", 0), None), (R.GroupMetadataKey("other"), None)],
+    ]
+    assert all(r.replay for r in results)
+    # The failed group is untouched; the other's tombstones were replayed.
+    assert h.coordinator.fetch_offsets(G, [TP])[0][2].offset == 5
+    assert G in h.coordinator.groups
+    assert "other" not in h.coordinator.groups
+    assert h.coordinator.fetch_offsets("other", [TP]) == [("t", 0, None)]
