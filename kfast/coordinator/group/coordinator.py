@@ -15,8 +15,9 @@ record objects are replayed (``replay_record``) once committed, before the
 response; the KIP-848 heartbeat and the classic group's record (a generation
 stored, the assignment that makes it Stable, in the response's callback)
 have changed their group as they decided, so theirs are not replayed again.
-DeleteGroups and offset expiration (the OffsetMetadataManager) still hand
-their records to ``writer(group_id, [(key, value)], done)``.
+The OffsetMetadataManager's DeleteGroups results are replayed too; offset
+expiration's are applied by its callback as the group is once they are
+committed. Nothing else calls ``writer``.
 ``replay(key, value)`` rebuilds the same state from those records, so
 loading a partition's log = restart.
 """
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, NamedTuple, TypeVar
+from typing import NamedTuple, TypeVar
 
 from kfast.config import KafkaConfig
 from kfast.coordinator.group.classic_group import (
@@ -117,7 +118,7 @@ class GroupCoordinator:
             config, timer, self._run, self.groups, self.heartbeat_purgatory
         )
         # Committed and transactional offsets (Kafka's OffsetMetadataManager).
-        self.offset_manager = OffsetMetadataManager(config, self, self._run, self._write, time_ms)
+        self.offset_manager = OffsetMetadataManager(config, self, self._run, time_ms)
         self.min_session_timeout_ms = config["group.min.session.timeout.ms"]
         self.max_session_timeout_ms = config["group.max.session.timeout.ms"]
         self.initial_rebalance_delay_ms = config["group.initial.rebalance.delay.ms"]
@@ -141,9 +142,6 @@ class GroupCoordinator:
         self.cleanup_expired_offsets = manager.cleanup_expired_offsets
         self.offsets = manager.offsets
         self.pending_transactional_offsets = manager.pending_transactional_offsets
-
-    def _write(self, *args: Any) -> None:
-        self.writer(*args)
 
     def _run(
         self,

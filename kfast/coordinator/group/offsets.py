@@ -8,8 +8,8 @@ OffsetCommit, TxnOffsetCommit and OffsetDelete return a CoordinatorResult
 the records and only then replays them (replay_offset_commit), so an
 acknowledged commit is on the log and a failed append leaves nothing behind;
 loading the log applies the same records; DeleteGroups too, a result per
-group. Expiring offsets still writes through ``writer`` and a ``done``
-callback.
+group. Expiring offsets runs a result too, applied by its callback as the
+group is once the tombstones are committed.
 
 Transactional offsets (TxnOffsetCommit, a producer's
 sendOffsetsToTransaction): written in a transactional batch of the
@@ -37,9 +37,10 @@ from kfast.coordinator.group.records import (
     NO_EXPIRE_TIMESTAMP,
     GroupMetadataKey,
     GroupRecord,
+    GroupRecordKey,
+    GroupRecordValue,
     OffsetCommitKey,
     OffsetCommitValue,
-    encode_key,
 )
 from kfast.coordinator.partition_writer import ConfigLookup
 from kfast.coordinator.result import CoordinatorResult, ResultRunner, code_response
@@ -59,9 +60,6 @@ FetchedOffset = tuple[str, int, OffsetCommitValue | None | int]
 OffsetCommitResult = CoordinatorResult[dict[TopicPartition, int], GroupRecord]
 # OffsetDelete: (top-level error, {(topic, partition): error code}) and the tombstones.
 DeleteResult = CoordinatorResult[tuple[int, dict[TopicPartition, int]], GroupRecord]
-# writer(group_id, records, done(error_code)[, (producer id, epoch)]): one
-# batch to the group's partition; the pair makes it a transactional batch.
-Writer = Callable[..., None]
 
 
 def _answer(response: dict[TopicPartition, int]) -> OffsetCommitResult:
@@ -105,13 +103,10 @@ class GroupMetadata(Protocol):
     def consumer_group_tombstones(self, group: ConsumerGroup) -> list[GroupRecord]:
         """The tombstones deleting every record of ``group``."""
 
-    def replay(
-        self,
-        key_bytes: bytes | bytearray | memoryview,
-        value_bytes: bytes | bytearray | memoryview | None,
-        producer_id: int = -1,
+    def replay_record(
+        self, key: GroupRecordKey, value: GroupRecordValue | None, producer_id: int = -1
     ) -> None:
-        """Apply one __consumer_offsets record of any type."""
+        """Apply one __consumer_offsets record object of any type."""
 
 
 class OffsetMetadataManager:
@@ -120,15 +115,11 @@ class OffsetMetadataManager:
         config: ConfigLookup,
         group_metadata: GroupMetadata,
         run: ResultRunner[GroupRecord],
-        writer: Writer,
         time_ms: Callable[[], int],
     ) -> None:
         self.group_metadata = group_metadata
         # The coordinator's: appends a result, replays it, answers.
         self.run = run
-        # Offset expiration still writes itself (its records are applied
-        # as the group is when they are committed).
-        self.writer = writer
         self.time_ms = time_ms
         self.max_metadata_size: int = config["offset.metadata.max.bytes"]
         self.offsets_retention_ms: int = config["offsets.retention.minutes"] * 60_000
@@ -493,11 +484,6 @@ class OffsetMetadataManager:
             records.append((GroupMetadataKey(group_id), None))
         return records
 
-    def _apply_tombstones(self, group_id: str, records: list[Record]) -> None:
-        for key_bytes, _ in records:
-            self.group_metadata.replay(key_bytes, None)
-        self._drop_group(group_id)
-
     def _drop_group(self, group_id: str) -> None:
         """After its tombstones are replayed: the group is gone even where
         they did not say so (a KIP-848 group whose epoch record was never
@@ -511,15 +497,12 @@ class OffsetMetadataManager:
 
     def _expired_tombstones(
         self, group_id: str, expired: list[TopicPartition] | None
-    ) -> list[Record]:
+    ) -> list[GroupRecord]:
         """Expiration's records: the tombstones of the ``expired`` offsets, or
         with None of the whole group."""
-        tombstones = (
-            self._group_tombstones(group_id)
-            if expired is None
-            else [(OffsetCommitKey(group_id, t, p), None) for t, p in expired]
-        )
-        return [(encode_key(key), None) for key, _ in tombstones]
+        if expired is None:
+            return self._group_tombstones(group_id)
+        return [(OffsetCommitKey(group_id, t, p), None) for t, p in expired]
 
     # -- retention ---------------------------------------------------------------------
     def cleanup_expired_offsets(self, now: int | None = None) -> int:
@@ -564,18 +547,21 @@ class OffsetMetadataManager:
             def done(
                 code: int,
                 group_id: str = group_id,
-                records: list[Record] = records,
+                records: list[GroupRecord] = records,
                 whole: bool = whole,
             ) -> None:
                 if code:
                     return
                 group = self.groups.get(group_id)
-                if whole and group is not None and group.is_(ClassicGroupState.EMPTY):
-                    self._apply_tombstones(group_id, records)
-                else:
-                    for key_bytes, value in records:
-                        if not key_bytes.startswith(b"\x00\x02"):  # keep the group
-                            self.group_metadata.replay(key_bytes, value)
+                drop = whole and group is not None and group.is_(ClassicGroupState.EMPTY)
+                for key, value in records:
+                    if drop or not isinstance(key, GroupMetadataKey):  # else keep the group
+                        self.group_metadata.replay_record(key, value)
+                if drop:
+                    self._drop_group(group_id)
 
-            self.writer(group_id, records, done)
+            # Applied in done as the group is once they are committed (it may
+            # have members again by then), so not replayed as they stand.
+            result = CoordinatorResult(records, NONE, code_response, replay=False)
+            self.run(group_id, result, done)
         return expired_total

@@ -241,3 +241,24 @@ def test_delete_groups_runs_one_result_per_group_replayed_after_the_append():
     assert G in h.coordinator.groups
     assert "other" not in h.coordinator.groups
     assert h.coordinator.fetch_offsets("other", [TP]) == [("t", 0, None)]
+
+
+def test_offset_expiration_runs_a_result_applied_as_the_group_is_when_committed():
+    h = Harness()
+    h.commit(G, {TP: (5, "")})
+    manager = h.coordinator.offset_manager
+    results: list = []
+    run = manager.run
+
+    def capture(group_id, result, callback):
+        results.append(result)
+        run(group_id, result, callback)
+
+    manager.run = capture
+    assert manager.cleanup_expired_offsets(now=10**13) == 1
+    [result] = results
+    assert result.records == [(OffsetCommitKey(G, "t", 0), None), (R.GroupMetadataKey(G), None)]
+    assert result.replay is False  # its callback applies them
+    assert G not in h.coordinator.groups
+    assert h.coordinator.fetch_offsets(G, [TP]) == [("t", 0, None)]
+    assert h.log[-2:] == [(encode_key(k), None) for k, _ in result.records]
