@@ -96,17 +96,17 @@ CG = "cg"
 TOPIC_ID = uuid.UUID(int=7)
 
 
-def _capture_results(h: Harness) -> list:
-    """The results the KIP-848 manager hands the coordinator to run."""
-    manager = h.coordinator.consumer_group_manager
+def _capture_results(owner: object, name: str = "run") -> list:
+    """The results ``owner`` (a manager, or the coordinator with name
+    "_run") hands to be run: its runner wrapped to keep them."""
     results: list = []
-    run = manager.run
+    run = getattr(owner, name)
 
-    def capture(group_id, result, callback):
+    def capture(group_id, result, *rest):
         results.append(result)
-        run(group_id, result, callback)
+        run(group_id, result, *rest)
 
-    manager.run = capture
+    setattr(owner, name, capture)
     return results
 
 
@@ -121,7 +121,7 @@ def _beat(h: Harness, member_id: str = "", epoch: int = 0) -> dict:
 
 def test_heartbeat_result_carries_the_records_the_coordinator_appends():
     h = Harness()
-    results = _capture_results(h)
+    results = _capture_results(h.coordinator.consumer_group_manager)
     response = _beat(h)
     [result] = results
     assert result.response is response and response["member_epoch"] == 1
@@ -143,7 +143,7 @@ def test_heartbeat_result_carries_the_records_the_coordinator_appends():
 
 def test_heartbeat_whose_append_fails_answers_the_error_and_rewrites_next_time():
     h = Harness()
-    results = _capture_results(h)
+    results = _capture_results(h.coordinator.consumer_group_manager)
     h.fail_next = E.NotEnoughReplicasException.code
     response = _beat(h)
     assert response["error_code"] == E.NotEnoughReplicasException.code
@@ -183,14 +183,7 @@ def test_delete_offsets_result_carries_the_tombstones_replayed_after_the_append(
 # -- classic groups ------------------------------------------------------------------------
 def test_classic_group_record_goes_through_a_result_not_replayed():
     h = Harness()
-    results: list = []
-    run = h.coordinator._run
-
-    def capture(group_id, result, callback, transaction=None):
-        results.append(result)
-        run(group_id, result, callback, transaction)
-
-    h.coordinator._run = capture
+    results = _capture_results(h.coordinator, "_run")
     [joined] = h.join(G)
     member_id = joined["member_id"]
     group = h.coordinator.groups[G]
@@ -213,14 +206,7 @@ def test_delete_groups_runs_one_result_per_group_replayed_after_the_append():
     h.commit(G, {TP: (5, "")})
     h.commit("other", {TP: (6, "")})
     manager = h.coordinator.offset_manager
-    results: list = []
-    run = manager.run
-
-    def capture(group_id, result, callback):
-        results.append(result)
-        run(group_id, result, callback)
-
-    manager.run = capture
+    results = _capture_results(manager)
     out: list = []
     h.fail_next = E.NotEnoughReplicasException.code
     h.coordinator.delete_groups([G, "other", "missing"], out.append)
@@ -247,14 +233,7 @@ def test_offset_expiration_runs_a_result_applied_as_the_group_is_when_committed(
     h = Harness()
     h.commit(G, {TP: (5, "")})
     manager = h.coordinator.offset_manager
-    results: list = []
-    run = manager.run
-
-    def capture(group_id, result, callback):
-        results.append(result)
-        run(group_id, result, callback)
-
-    manager.run = capture
+    results = _capture_results(manager)
     assert manager.cleanup_expired_offsets(now=10**13) == 1
     [result] = results
     assert result.records == [(OffsetCommitKey(G, "t", 0), None), (R.GroupMetadataKey(G), None)]
