@@ -49,6 +49,10 @@ READY_TIMEOUT = 60.0
 COMMAND_TIMEOUT = 60.0
 
 
+# layout.py is layout.pxd's Python twin (constants only): pure by design.
+PURE_PYTHON_EXT_MODULES = {"layout"}
+
+
 def compiled_kernels() -> dict[str, str]:
     """kfast._ext module name -> the file it was imported from."""
     import kfast._ext
@@ -56,7 +60,8 @@ def compiled_kernels() -> dict[str, str]:
     found = {}
     for info in pkgutil.iter_modules(kfast._ext.__path__):
         module = importlib.import_module(f"kfast._ext.{info.name}")
-        found[info.name] = module.__file__
+        if info.name not in PURE_PYTHON_EXT_MODULES:
+            found[info.name] = module.__file__
     assert found, "kfast._ext has no modules"
     not_compiled = {
         name: path
