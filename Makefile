@@ -3,7 +3,7 @@
 PYTHON ?= python3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: test test-fast lint deps build wheel bench clean
+.PHONY: test test-fast lint deps build wheel bench bench-check bench-check-record clean
 
 # Three pytest-xdist workers on two cores (tests/conftest.py says why): a
 # module's tests stay on one worker, tests/spark shares one SparkSession.
@@ -54,6 +54,17 @@ wheel:
 
 bench: deps
 	$(PYTHON) -m pytest bench --benchmark-only
+
+# The kernels' regression guard (bench/ratio_check.py, bench/README.md): quick
+# benchmark passes, kfast/peer ratios compared with bench/ratios.json, fails on
+# a drop of more than 20%. Not part of `make test`: machines are noisy.
+bench-check:
+	$(PYTHON) bench/ratio_check.py
+
+# Re-measure and rewrite bench/ratios.json (commit it with the change that
+# moved the ratios, and say why in the message).
+bench-check-record:
+	$(PYTHON) bench/ratio_check.py --record
 
 clean:
 	rm -rf build dist *.egg-info kfast/_ext/*.c kfast/_ext/*.so kfast/_ext/*.html

@@ -23,15 +23,16 @@ import random
 
 import pytest
 import uvloop
+from conftest import QUICK
 
 from kfast._ext.timer import TimingWheel
 from kfast.server_common.timer import SystemTimer
 
-PAIRS = 1_000_000
-TIMERS = 1_000_000
+PAIRS = 100_000 if QUICK else 1_000_000
+TIMERS = 100_000 if QUICK else 1_000_000
 SPAN_MS = 10_000
-ROUNDS = 3
-EXPIRE_ROUNDS = 2  # the heapq peer takes seconds per round
+ROUNDS = 5 if QUICK else 3
+EXPIRE_ROUNDS = 5 if QUICK else 2  # the heapq peer takes seconds per full round
 
 
 def _noop():
