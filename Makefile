@@ -20,8 +20,12 @@ lint:
 	$(PYTHON) -m mypy
 
 # The unit tests without e2e or slow ones: under a minute, no deps step.
+# Bytecode caching on even where the environment sets PYTHONDONTWRITEBYTECODE:
+# without the cached pycs each xdist worker re-runs pytest's assertion rewrite
+# and compiles every test and kfast module, about 8 CPU-seconds per worker.
+# The "fast" hypothesis profile halves the examples (tests/conftest.py).
 test-fast:
-	$(PYTHON) -m pytest tests/unit -m "not e2e and not slow" -q -n 2 --dist loadgroup
+	PYTHONDONTWRITEBYTECODE= KFAST_HYPOTHESIS_PROFILE=fast $(PYTHON) -m pytest tests/unit -m "not e2e and not slow" -q -n 2 --dist loadgroup
 
 # Debian packages the e2e tests drive (kcat, a JDK for the Java client, headless
 # Chromium and its chromedriver for the web console's browser test), then

@@ -2,7 +2,8 @@
 
 Hypothesis: no per-example deadline (2-core CI machines stall under load and
 a deadline there measures the machine, not kfast). KFAST_HYPOTHESIS_PROFILE=
-thorough raises the example count for local fuzzing sessions.
+thorough raises the example count for local fuzzing sessions; =fast (set by
+`make test-fast`) halves it, `make test` keeps the full count.
 
 pytest-xdist (`make test` runs ``-n 3 --dist loadgroup``): most of the
 suite's time is spent waiting on brokers, clients and cluster timeouts, not
@@ -26,6 +27,14 @@ settings.register_profile(
     "thorough",
     deadline=None,
     max_examples=2000,
+    suppress_health_check=[HealthCheck.too_slow],
+)
+# `make test-fast`: half the examples of tests on the profile's count, and of
+# those that set their own through tests/unit/hypothesis_budget.examples().
+settings.register_profile(
+    "fast",
+    deadline=None,
+    max_examples=50,
     suppress_health_check=[HealthCheck.too_slow],
 )
 settings.load_profile(os.environ.get("KFAST_HYPOTHESIS_PROFILE", "default"))

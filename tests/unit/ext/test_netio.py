@@ -16,6 +16,8 @@ from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
 from kfast.config import SERVER_CONFIGS
 from kfast.protocol.file_region import FileRegion
 
+from ..hypothesis_budget import examples
+
 DEVNULL = open(os.devnull, "rb")
 # Kafka's socket.request.max.bytes default, the limit the broker passes.
 MAX = SERVER_CONFIGS["socket.request.max.bytes"].default
@@ -142,7 +144,7 @@ def test_claimed_size_not_allocated_for_a_trickle(pair):
     assert t.receive_capacity == netio.RECEIVE_CHUNK_SIZE
 
 
-@settings(max_examples=30)
+@settings(max_examples=examples(30))
 @given(st.lists(st.integers(0, 40000), min_size=1, max_size=40), st.data())
 def test_held_frames_survive_buffer_reuse(sizes, data):
     """Frames kept by their holder are never overwritten, whatever arrives

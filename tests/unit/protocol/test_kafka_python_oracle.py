@@ -25,6 +25,7 @@ from kfast._ext import protocol_codec as codec
 from kfast.protocol import api_keys
 from kfast.protocol.schema import schema
 
+from ..hypothesis_budget import examples
 from .protocol_strategies import message
 
 RESOURCES = os.path.join(os.path.dirname(kafka.__file__), "protocol", "schemas", "resources")
@@ -165,7 +166,7 @@ def test_bytes_agree_with_kafka_python(key, kind, version):
     program = ms.program(version)
 
     @settings(
-        max_examples=3,
+        max_examples=examples(3),
         deadline=None,
         database=None,
         suppress_health_check=list(HealthCheck),

@@ -8,6 +8,7 @@ from kfast._ext import protocol_codec as codec
 from kfast.protocol import api_keys
 from kfast.protocol.schema import schema
 
+from ..hypothesis_budget import examples
 from .protocol_strategies import message
 
 CASES = [
@@ -23,7 +24,12 @@ def test_roundtrip(name, version, direction):
     ms = getattr(schema(name), direction)
     program = ms.program(version)
 
-    @settings(max_examples=4, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @settings(
+        max_examples=examples(4),
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
     @given(message(ms, version))
     def check(value):
         encoded = codec.encode(program, value)

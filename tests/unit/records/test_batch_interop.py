@@ -18,6 +18,7 @@ from kafka.record.default_records import (
 
 from kfast.records import RecordBatch, RecordBatchBuilder, patch_batch
 
+from ..hypothesis_budget import examples
 from ._record_strategies import CODECS, record_lists
 
 
@@ -96,7 +97,7 @@ def _build_kfast(codec, records, **kw):
 
 # ---- kafka-python
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(records=record_lists())
 def test_kafka_python_reads_kfast(codec, records):
     data = _build_kfast(codec, records, producer_id=7, producer_epoch=2, base_sequence=11)
@@ -108,7 +109,7 @@ def test_kafka_python_reads_kfast(codec, records):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(records=record_lists())
 def test_kfast_reads_kafka_python(codec, records):
     builder = KafkaPythonBuilder(
@@ -146,7 +147,7 @@ def _aiokafka_build(
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(records=record_lists())
 def test_aiokafka_reads_kfast(codec, records):
     data = _build_kfast(
@@ -159,7 +160,7 @@ def test_aiokafka_reads_kfast(codec, records):
 
 
 @pytest.mark.parametrize("codec", CODECS)
-@settings(max_examples=40)
+@settings(max_examples=examples(40))
 @given(records=record_lists())
 def test_kfast_reads_aiokafka(codec, records):
     data = _aiokafka_build(codec, records, producer_id=3, producer_epoch=0, base_sequence=5)

@@ -24,6 +24,7 @@ from kfast.protocol.errors import (
     UnsupportedCompressionTypeException,
 )
 
+from ..hypothesis_budget import examples
 from .test_legacy_oracle import (
     kafka_python_codecs_installed,
     kafka_python_legacy_records,
@@ -35,7 +36,7 @@ from .test_legacy_oracle import (
 MAGICS = [0, 1]
 # Property tests below run once per (magic, codec): fewer examples each keeps
 # the total near a single test's default.
-per_combination = settings(max_examples=25)
+per_combination = settings(max_examples=examples(25))
 LEGACY_CODECS = [0, 1, 2, 3]
 blobs = st.one_of(st.none(), st.binary(max_size=30))
 
