@@ -38,12 +38,15 @@ def serve_limited(tmp_path):
 
 
 def _create(broker, topics: dict[str, int], configs=None) -> None:
-    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    # librdkafka times out an in-flight request after socket.timeout.ms
+    # (60 s) whatever the admin call's request_timeout says: 5,000
+    # partitions on a loaded 2-core machine may need longer (seen in CI).
+    admin = AdminClient(
+        {"bootstrap.servers": broker.bootstrap_servers, "socket.timeout.ms": 200_000}
+    )
     for name, count in topics.items():
         # One request per topic: the controller writes at most 10,000
         # records per operation (MAX_RECORDS_PER_USER_OP), across topics.
-        # librdkafka's admin request times out after 60 s by default: 5,000
-        # partitions on a loaded 2-core machine may need longer.
         request = admin.create_topics(
             [NewTopic(name, count, 1, config=configs or {})], request_timeout=180
         )
