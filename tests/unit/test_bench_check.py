@@ -102,3 +102,45 @@ def test_write_then_load_round_trips(ratio_check, tmp_path):
     recorded = json.loads(path.read_text())
     assert recorded["command"] == "make bench-check-record"
     assert recorded["kernels"][0].keys() >= {"kernel", "kfast", "peer", "ratio"}
+
+
+def _fake_passes(results):
+    """run_pass for measure_and_compare: the next pass's ratios, recording
+    which kernels each pass was asked for."""
+    asked = []
+
+    def run_pass(kernels):
+        asked.append([k.name for k in kernels])
+        return {name: ratio for name, ratio in results.pop(0).items() if name in asked[-1]}
+
+    return run_pass, asked
+
+
+def test_a_drop_in_the_first_passes_is_remeasured_before_failing(ratio_check):
+    baseline = {"batch_decode": 2.0, "batch_build": 3.0}
+    steady = {"batch_build": 3.0}
+    results = [
+        {"batch_decode": 1.5, **steady},
+        {"batch_decode": 1.5, **steady},
+        {"batch_decode": 2.0, **steady},
+        {"batch_decode": 2.0},
+        {"batch_decode": 2.1},
+    ]
+    run_pass, asked = _fake_passes(results)
+    measured, verdict = ratio_check.measure_and_compare(baseline, run_pass)
+    # Only the kernel that fell ran again; the median of its five passes is 2.0.
+    assert asked[3:] == [["batch_decode"], ["batch_decode"]]
+    assert measured["batch_decode"] == 2.0 and verdict.ok
+
+
+def test_a_drop_that_persists_fails(ratio_check):
+    run_pass, asked = _fake_passes([{"batch_decode": 1.5}] * 5)
+    measured, verdict = ratio_check.measure_and_compare({"batch_decode": 2.0}, run_pass)
+    assert len(asked) == 5
+    assert verdict.dropped == {"batch_decode": (2.0, 1.5)}
+
+
+def test_no_drop_runs_no_extra_pass(ratio_check):
+    run_pass, asked = _fake_passes([{"batch_decode": 2.0}] * 3)
+    _, verdict = ratio_check.measure_and_compare({"batch_decode": 2.0}, run_pass)
+    assert verdict.ok and len(asked) == ratio_check.PASSES
