@@ -77,9 +77,12 @@ def tansu_binary() -> str:
 
 
 @contextmanager
-def run_broker(kind: str, kfast_overrides: tuple = (), port: int | None = None):
+def run_broker(
+    kind: str, kfast_overrides: tuple = (), port: int | None = None, launcher: tuple = ()
+):
     """``port``: the PLAINTEXT port (a free one by default); a kfast
-    ``listeners`` override may add listeners beside it."""
+    ``listeners`` override may add listeners beside it. ``launcher``: what
+    runs kfast's command line instead of ``python -m kfast`` (a probe)."""
     port = port or free_port()
     tmp = tempfile.mkdtemp(prefix=f"bench-{kind}-")
     if kind == "tansu":
@@ -96,9 +99,7 @@ def run_broker(kind: str, kfast_overrides: tuple = (), port: int | None = None):
         ]
     elif kind == "kfast":
         cmd = [
-            sys.executable,
-            "-m",
-            "kfast",
+            *(launcher or (sys.executable, "-m", "kfast")),
             "serve",
             "--override",
             f"listeners=PLAINTEXT://127.0.0.1:{port}",
