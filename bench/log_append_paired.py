@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from test_storage import BATCHES, _batch, _fresh
+from test_storage import BATCHES, FALLOCATE_STEP, _batch, _fresh
 
 from kfast.config import LogConfig
 from kfast.storage.log import Log
@@ -44,7 +44,7 @@ CONFIG = LogConfig(
 def kfast_round(workdir: str, data: bytearray, count: int) -> float:
     path = os.path.join(workdir, "kfast")
     _fresh(path)
-    log = Log(os.path.join(path, "bench-0"), CONFIG)
+    log = Log(os.path.join(path, "bench-0"), CONFIG, segment_fallocate_step=FALLOCATE_STEP)
     log.leader_epoch_cache.assign(1, log.log_end_offset, flush=False)  # as make_leader does
     start = time.perf_counter()
     for _ in range(count):

@@ -31,15 +31,19 @@ import tempfile
 import pytest
 from kafka.record.default_records import DefaultRecordBatchBuilder
 
-from kfast.config import LogConfig
+from kfast.config import SERVER_CONFIGS, LogConfig
 from kfast.storage.index import OffsetIndex
 from kfast.storage.log import Log
+from kfast.storage.manager import SEGMENT_FALLOCATE_STEP
 
 BATCH_BYTES = {"1mib": 1024 * 1024, "16kib": 16 * 1024}
 BATCHES = {"1mib": 64, "16kib": 2048}  # 64 MiB / 32 MiB per round
 ROUNDS = 8
 INDEX_ENTRIES = 1_000_000
 LOOKUPS = 10_000
+# The active segment's block reservation as a broker's LogManager sets it
+# (kfast.log.segment.fallocate.step.bytes at its default).
+FALLOCATE_STEP = SERVER_CONFIGS[SEGMENT_FALLOCATE_STEP].default
 
 
 def _batch(total: int) -> bytearray:
@@ -92,7 +96,11 @@ def _run_kfast(benchmark, workdir, size):
         if "log" in state:
             state["log"].close()
         _fresh(os.path.join(workdir, "kfast"))
-        log = Log(os.path.join(workdir, "kfast", "bench-0"), config)
+        log = Log(
+            os.path.join(workdir, "kfast", "bench-0"),
+            config,
+            segment_fallocate_step=FALLOCATE_STEP,
+        )
         # The partition becomes leader before anything is produced to it; the
         # broker records the new epoch then (Partition.make_leader, no fsync).
         # Without this the first timed append would assign the epoch and

@@ -1494,6 +1494,20 @@ define(
     "kfast.log.dirs.min.free.bytes applies). 0: no check.",
     between(0, 100),
 )
+# Blocks the active segment reserves ahead of its writes (fallocate with
+# FALLOC_FL_KEEP_SIZE; Redpanda's segment_fallocation_step, Kafka has none:
+# its log.preallocate sizes the whole file). Writes into reserved blocks cost
+# the kernel less (kfast._ext.log_append.FileState); the reservation grows
+# with the segment up to this step and is given back at roll and close.
+define(
+    "kfast.log.segment.fallocate.step.bytes",
+    I,
+    16 << 20,
+    "Most bytes the active segment reserves on disk ahead of its writes (it reserves as "
+    "much again as it holds, from 64 KiB up to this); given back when the segment rolls "
+    "or the log closes. 0: no reservation.",
+    at_least(0),
+)
 define(
     "kfast.log.dirs.free.space.check.interval.ms",
     I,

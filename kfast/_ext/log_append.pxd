@@ -91,6 +91,14 @@ cdef enum IndexAction:
 cdef class FileState:
     cdef public int _fd                    # -1 once closed
     cdef public int64_t _size              # bytes written (a preallocated file is longer)
+    # Disk blocks reserved ahead of the writes (fallocate with
+    # FALLOC_FL_KEEP_SIZE: the file's length stays _size). _allocated: where
+    # the reserved blocks end, as far as this process reserved them;
+    # _allocate_step: most bytes reserved ahead at once, 0 = none.
+    cdef public int64_t _allocated
+    cdef public int64_t _allocate_step
+
+    cdef void _reserve(self, int64_t end) noexcept
 
 
 cdef class IndexState:

@@ -129,6 +129,10 @@ INDEX_LAST_STALE: object
 class FileState:
     _fd: int  # -1 once closed
     _size: int
+    _allocated: int  # where the blocks reserved ahead of the writes end
+    _allocate_step: int  # most bytes reserved ahead at once; 0: none
+    def reserve(self, end: int) -> None: ...
+    def release_reserved(self) -> None: ...
 
 class IndexState:
     _view: Any  # bytearray (buffered), FileMapping or None

@@ -476,6 +476,7 @@ cdef class BatchScan:
                 return SCAN_OK  # a buffered index grows on the general path
             # One pwrite (a short write continues where it stopped); on an
             # error the file is cut back to where it was, as FileRecords.append does.
+            file_records._reserve(position + total)
             while written < total:
                 if total >= _NOGIL_WRITE_BYTES:
                     with nogil:
@@ -492,8 +493,10 @@ cdef class BatchScan:
                     if PyErr_CheckSignals() == 0:
                         continue
                     ftruncate(fd, <off_t>position)
+                    file_records._allocated = position  # ftruncate frees blocks past it
                     return -1  # the signal handler's exception
                 ftruncate(fd, <off_t>position)
+                file_records._allocated = position
                 raise OSError(err, (<bytes>strerror(err)).decode("utf-8", "replace"))
             if plan.added_offset:
                 self._write_index(<uint8_t*>oview.buf, offset_entries, <uint8_t*>tview.buf,
@@ -782,8 +785,92 @@ cdef class LogState:
 INDEX_LAST_STALE = object()
 
 
+cdef extern from *:
+    """
+    /* Reserve and give back a file's blocks past its length (Linux
+       fallocate). Elsewhere both fail with EOPNOTSUPP and the log writes
+       without a reservation. */
+    #include <errno.h>
+    #ifdef __linux__
+    #include <fcntl.h>
+    static int kfast_reserve_blocks(int fd, off_t offset, off_t length) {
+        return fallocate(fd, FALLOC_FL_KEEP_SIZE, offset, length);
+    }
+    static int kfast_release_blocks(int fd, off_t offset, off_t length) {
+        return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, length);
+    }
+    #else
+    static int kfast_reserve_blocks(int fd, off_t offset, off_t length) {
+        (void)fd; (void)offset; (void)length; errno = EOPNOTSUPP; return -1;
+    }
+    static int kfast_release_blocks(int fd, off_t offset, off_t length) {
+        (void)fd; (void)offset; (void)length; errno = EOPNOTSUPP; return -1;
+    }
+    #endif
+    """
+    int kfast_reserve_blocks(int fd, off_t offset, off_t length) nogil
+    int kfast_release_blocks(int fd, off_t offset, off_t length) nogil
+
+
+# The least reserved ahead of a write: a new segment's first appends reserve
+# this much, and the reservation then grows with the segment (see _reserve).
+cdef int64_t _RESERVE_MIN = 64 * 1024
+
+
 cdef class FileState:
-    """See log_append.pxd (FileRecords subclasses this)."""
+    """See log_append.pxd (FileRecords subclasses this).
+
+    Why reserve: a write into blocks the file system has already allocated
+    (unwritten extents) costs the kernel less than one that extends the file
+    with delayed allocation (no per-page reservation, extent-status insert and
+    quota charge): measured on ext4, 13% less time per 16 KiB append and 27%
+    per 1 MiB, counting the fallocate calls (bench/README.md). Redpanda does
+    the same (segment_fallocation_step). FALLOC_FL_KEEP_SIZE leaves the
+    file's length at the bytes written, so readers, recovery after kill -9
+    and the on-disk format see no difference; the blocks past the end are
+    given back at roll and close (release_reserved).
+    """
+
+    cdef void _reserve(self, int64_t end) noexcept:
+        """Before a write ending at ``end``: if it passes the reserved blocks,
+        reserve up to ``end`` plus as much again as the file holds (at least
+        _RESERVE_MIN, at most _allocate_step), so a slow partition reserves
+        little and a busy one makes one call per step. A failure (no
+        fallocate on this file system, no space) turns reserving off for the
+        file: the write itself then reports what is wrong."""
+        cdef int64_t ahead, start
+        if self._allocate_step <= 0 or end <= self._allocated or self._fd < 0:
+            return
+        ahead = self._size
+        if ahead < _RESERVE_MIN:
+            ahead = _RESERVE_MIN
+        if ahead > self._allocate_step:
+            ahead = self._allocate_step
+        start = self._allocated if self._allocated > self._size else self._size
+        if kfast_reserve_blocks(self._fd, <off_t>start, <off_t>(end + ahead - start)) == 0:
+            self._allocated = end + ahead
+        else:
+            self._allocate_step = 0
+
+    def reserve(self, int64_t end):
+        """Reserve blocks for a write ending at ``end`` (see _reserve)."""
+        self._reserve(end)
+
+    def release_reserved(self):
+        """Give back the blocks reserved past the bytes written (at roll and
+        close). Also covers what a process killed before its roll reserved:
+        up to one step past the end is released even when this process
+        reserved nothing there."""
+        cdef int64_t end = self._allocated
+        if self._size + self._allocate_step > end:
+            end = self._size + self._allocate_step
+        if self._fd >= 0 and end > self._size:
+            # ext4 frees blocks past the end on a truncate to the same length
+            # (and ignores a hole punched there); other file systems take the
+            # punched hole.
+            ftruncate(self._fd, <off_t>self._size)
+            kfast_release_blocks(self._fd, <off_t>self._size, <off_t>(end - self._size))
+        self._allocated = self._size
 
 
 cdef class IndexState:

@@ -282,17 +282,21 @@ class FileRecords(FileState):
         self._fd = os.open(path, flags, 0o644)
         self.handle = FileHandle(self._fd)
         self._size = os.fstat(self._fd).st_size
+        self._allocated = self._size
         if not existed and preallocate_bytes > 0:
             try:
                 os.posix_fallocate(self._fd, 0, preallocate_bytes)
             except (AttributeError, OSError):
                 os.ftruncate(self._fd, preallocate_bytes)  # sparse, but the same layout
             self._size = 0
+            self._allocated = preallocate_bytes
 
     def trim(self) -> None:
-        """Cut a preallocated file down to the bytes written."""
+        """Cut a preallocated file down to the bytes written, and give back
+        the blocks reserved past them (FileState.reserve)."""
         if self._fd >= 0 and os.fstat(self._fd).st_size != self._size:
             os.ftruncate(self._fd, self._size)
+        self.release_reserved()
 
     def fileno(self) -> int:
         return self._fd
@@ -311,6 +315,7 @@ class FileRecords(FileState):
         file is truncated back to its previous size before re-raising."""
         position = self._size
         total = len(data)
+        self.reserve(position + total)
         try:
             written = self._pwrite(data, position)
             if written < total:  # short write (rare): continue from where it stopped
@@ -328,6 +333,7 @@ class FileRecords(FileState):
         remainder after a short write)."""
         position = self._size
         total = sum(len(b) for b in buffers)
+        self.reserve(position + total)
         try:
             written = self._pwritev(buffers, position)
             if written < total:
@@ -354,6 +360,7 @@ class FileRecords(FileState):
             os.ftruncate(self._fd, size)
         except OSError:
             pass
+        self._allocated = min(self._allocated, size)  # ftruncate frees blocks past it
 
     def truncate_to(self, size: int) -> int:
         """Cut the file to ``size`` bytes; returns the bytes removed."""
@@ -366,6 +373,7 @@ class FileRecords(FileState):
         if removed:
             os.ftruncate(self._fd, size)
             self._size = size
+            self._allocated = min(self._allocated, size)
         return removed
 
     def flush(self) -> None:

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from kfast._ext import log_append as scan_status
 from kfast._ext.layout import RECORD_BATCH_OVERHEAD
-from kfast._ext.log_append import BatchScan, LogState, now_ms
+from kfast._ext.log_append import BatchScan, FileState, LogState, now_ms
 from kfast.config import LogConfig
 from kfast.metrics.broker_stats import LOG_FLUSH_STATS
 from kfast.protocol.constants import EARLIEST_TIMESTAMP, LATEST_TIMESTAMP, MAX_TIMESTAMP
@@ -142,11 +142,16 @@ class Log(LogState):
         time_ms: Callable[[], int] = now_ms,
         flush_requester: Callable[[Log], None] | None = None,
         failure_channel: LogDirFailureChannel | None = None,
+        segment_fallocate_step: int = 0,
     ):
+        """``segment_fallocate_step``: the most bytes the active segment
+        reserves on disk ahead of its writes (FileState.reserve; the broker's
+        kfast.log.segment.fallocate.step.bytes), 0 for none."""
         from kfast.storage.loader import load_log  # loader builds on this module's types
 
         self.dir = directory
         self.topic, self.partition = parse_topic_partition(directory)
+        self.segment_fallocate_step = segment_fallocate_step
         self._scan = BatchScan(FileRecords, LogAppendInfo)
         self._fast_append = True
         self._apply_config(config)
@@ -212,7 +217,12 @@ class Log(LogState):
         if segment.base_offset not in self._segments:
             bisect.insort(self._base_offsets, segment.base_offset)
         self._segments[segment.base_offset] = segment
-        self._active_segment = self._segments[self._base_offsets[-1]]
+        active = self._segments[self._base_offsets[-1]]
+        if active is not self._active_segment and isinstance(active.log, FileState):
+            # Only the active segment is written, so only it reserves blocks
+            # ahead (given back when it rolls: LogSegment.on_become_inactive).
+            active.log._allocate_step = self.segment_fallocate_step
+        self._active_segment = active
 
     def _remove_segment(self, base_offset: int) -> LogSegment:
         segment = self._segments.pop(base_offset)

@@ -65,6 +65,8 @@ CLEAN_SHUTDOWN_FILE = ".kafka_cleanshutdown"
 LOCK_FILE = ".lock"
 DELETE_DIR_SUFFIX = "-delete"
 FUTURE_DIR_SUFFIX = "-future"
+# The broker config naming the active segment's block reservation step (Log).
+SEGMENT_FALLOCATE_STEP = "kfast.log.segment.fallocate.step.bytes"
 STRAY_DIR_SUFFIX = "-stray"
 # KRaft's metadata topic (Kafka's Topic.CLUSTER_METADATA_TOPIC_NAME). Its
 # partition belongs to the controller's Raft log (kfast.raft.file_log);
@@ -118,6 +120,8 @@ class LogManager:
         self.failure_channel = LogDirFailureChannel()
         # log dir -> its directory.id (KIP-858), for the dirs loaded at start.
         self.directory_ids: dict[str, uuid.UUID] = {}
+        # kfast.log.segment.fallocate.step.bytes, handed to every Log.
+        self.segment_fallocate_step: int = config[SEGMENT_FALLOCATE_STEP]
         self.free_space = FreeSpaceMonitor(
             config[MIN_FREE_BYTES], config[MIN_FREE_PERCENT], config[CHECK_INTERVAL_MS]
         )
@@ -215,6 +219,7 @@ class LogManager:
                 time_ms=self.time_ms,
                 flush_requester=self.flush_requester,
                 failure_channel=self.failure_channel,
+                segment_fallocate_step=self.segment_fallocate_step,
             )
             log.update_high_watermark(high_watermarks.get(tp, log.log_start_offset))
             return tp, path, log
@@ -418,6 +423,7 @@ class LogManager:
                         time_ms=self.time_ms,
                         flush_requester=self.flush_requester,
                         failure_channel=self.failure_channel,
+                        segment_fallocate_step=self.segment_fallocate_step,
                     )
                     break
                 except OSError as exc:
@@ -460,6 +466,7 @@ class LogManager:
                     time_ms=self.time_ms,
                     flush_requester=self.flush_requester,
                     failure_channel=self.failure_channel,
+                    segment_fallocate_step=self.segment_fallocate_step,
                 )
             except OSError as exc:
                 shutil.rmtree(path, ignore_errors=True)

@@ -29,6 +29,7 @@ def test_every_kafka_name_kfast_defines_is_catalogued():
         "kfast.log.dirs.min.free.bytes",
         "kfast.log.dirs.min.free.percent",
         "kfast.log.dirs.free.space.check.interval.ms",
+        "kfast.log.segment.fallocate.step.bytes",
         "allow.everyone.if.no.acl.found",
         "super.users",
         "leader.imbalance.per.broker.percentage",
