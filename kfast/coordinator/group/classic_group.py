@@ -16,12 +16,12 @@ DelayedJoin/DelayedHeartbeat operations.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
 from enum import StrEnum
 from typing import Any
 
 from kfast.coordinator.group.consumer_protocol import CONSUMER_PROTOCOL_TYPE, subscribed_topics
 from kfast.coordinator.group.records import GroupMetadataValue, MemberMetadata
+from kfast.coordinator.result import DeferredResponse
 
 
 class ClassicGroupState(StrEnum):
@@ -64,8 +64,8 @@ class ClassicGroupMember:
         "protocol_type",
         "protocols",
         "assignment",
-        "join_callback",
-        "sync_callback",
+        "join_future",
+        "sync_future",
         "heartbeat_satisfied",
         "is_leaving",
     )
@@ -90,19 +90,20 @@ class ClassicGroupMember:
         self.protocol_type = protocol_type
         self.protocols = protocols
         self.assignment = b""
-        # Set while the member's JoinGroup / SyncGroup waits for the group.
-        self.join_callback: Callable[[JoinResult], None] | None = None
-        self.sync_callback: Callable[[SyncResponse], None] | None = None
+        # Set while the member's JoinGroup / SyncGroup waits for the group:
+        # the response its result deferred, completed when the group is.
+        self.join_future: DeferredResponse[JoinResult] | None = None
+        self.sync_future: DeferredResponse[SyncResponse] | None = None
         self.heartbeat_satisfied = False
         self.is_leaving = False
 
     @property
     def is_awaiting_join(self) -> bool:
-        return self.join_callback is not None
+        return self.join_future is not None
 
     @property
     def is_awaiting_sync(self) -> bool:
-        return self.sync_callback is not None
+        return self.sync_future is not None
 
     @property
     def is_static(self) -> bool:

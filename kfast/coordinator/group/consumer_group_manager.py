@@ -42,7 +42,12 @@ from kfast.coordinator.group.consumer_group import (
     new_member_id,
 )
 from kfast.coordinator.group.delayed import heartbeat_key
-from kfast.coordinator.result import CoordinatorResult, ResultRunner, code_response
+from kfast.coordinator.result import (
+    CoordinatorResult,
+    DeferredResponse,
+    ResultRunner,
+    code_response,
+)
 from kfast.protocol import errors as E
 from kfast.protocol.schema import Message
 from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
@@ -415,7 +420,11 @@ class ConsumerGroupManager:
         self.run(group_id, result, answers.append)
         # A write still in flight when we return: its outcome reaches
         # nobody, and a failure marked its keys for rewriting.
-        return answers[0] if answers else result.response
+        if answers:
+            return answers[0]
+        answer = result.response
+        assert not isinstance(answer, DeferredResponse)  # a heartbeat answers at once
+        return answer
 
     def _consumer_group_heartbeat(self, request: ConsumerHeartbeat) -> HeartbeatResult:
         """Kafka's consumerGroupHeartbeat: the response and the records of the

@@ -7,17 +7,25 @@ requests (the coordinator hands them on, so callers see one object).
 
 A deterministic state machine: no sockets, no clock of its own (``time_ms``
 is injected), timeouts through purgatories on the timer it is given.
-Handlers report through callbacks (a JoinGroup waits for the other
-members). Every group write goes through ``_run`` as a CoordinatorResult
-(response, records), serialized and appended through ``writer``: the
-offsets' handlers (commit, transactional commit, delete) return one, whose
-record objects are replayed (``replay_record``) once committed, before the
-response; the KIP-848 heartbeat and the classic group's record (a generation
-stored, the assignment that makes it Stable, in the response's callback)
-have changed their group as they decided, so theirs are not replayed again.
-The OffsetMetadataManager's DeleteGroups results are replayed too; offset
-expiration's are applied by its callback as the group is once they are
-committed. Nothing else calls ``writer``.
+
+Every handler returns a CoordinatorResult (kfast/coordinator/result.py:
+records, response, error response) that ``_run`` -- Kafka's runtime write,
+the one caller of ``writer`` -- serializes and appends as one batch, then
+answers:
+
+* offsets (commit, transactional commit, delete, DeleteGroups): the record
+  objects are replayed (``replay_record``) once committed, before the
+  response; offset expiration's callback applies its own the same way;
+* classic groups (``classic_group_join`` / ``_sync`` / ``_heartbeat`` /
+  ``_leave``, Kafka's classicGroup*): a member that waits for the others
+  gets a DeferredResponse, completed when the join phase ends (DelayedJoin,
+  whose end ``_complete_join`` is a result of its own, storing a group left
+  empty) or when the leader's SyncGroup result -- the GroupMetadata record
+  with the assignment -- is appended (its ``on_append``, Kafka's
+  appendFuture, makes the generation Stable or resets it). The group
+  changed as the handler decided, so its record is not replayed again;
+* KIP-848 groups (the ConsumerGroupManager): see its module.
+
 ``replay(key, value)`` rebuilds the same state from those records, so
 loading a partition's log = restart.
 """
@@ -62,7 +70,7 @@ from kfast.coordinator.group.records import (
     encode_key,
     encode_value,
 )
-from kfast.coordinator.result import CoordinatorResult, code_response
+from kfast.coordinator.result import CoordinatorResult, DeferredResponse, code_response
 from kfast.protocol import errors as E
 from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
 
@@ -71,7 +79,6 @@ UNKNOWN_MEMBER_ID = ""
 # writer(group_id, [(key, value)], done(error_code)[, (producer id, epoch)]):
 # one batch to the group's partition; the tuple makes it transactional.
 Writer = Callable[..., None]
-JoinCallback = Callable[[JoinResult], None]
 # A handler's response type (CoordinatorResult).
 T = TypeVar("T")
 
@@ -98,6 +105,69 @@ def join_error(member_id: str, code: int) -> JoinResult:
         member_id=member_id,
         members=[],
     )
+
+
+# The classic group's handlers' results (Kafka's classicGroupJoin /
+# classicGroupSync / classicGroupHeartbeat / classicGroupLeave).
+JoinGroupResult = CoordinatorResult[JoinResult, GroupRecord]
+SyncGroupResult = CoordinatorResult[SyncResponse, GroupRecord]
+
+
+def _answer(response: T | DeferredResponse[T], callback: Callable[[T], None]) -> None:
+    if isinstance(response, DeferredResponse):
+        response.when_complete(callback)
+    else:
+        callback(response)
+
+
+def _join_answer(
+    member_id: str,
+    response: JoinResult | DeferredResponse[JoinResult],
+    records: list[GroupRecord] | None = None,
+    on_append: Callable[[int], None] | None = None,
+) -> JoinGroupResult:
+    """A JoinGroup's result; an append error answers with its code. Its
+    records are not replayed: the group changed as the handler decided."""
+    return CoordinatorResult(
+        records or [],
+        response,
+        lambda code: join_error(member_id, code),
+        replay=False,
+        on_append=on_append,
+    )
+
+
+def _join_rejected(member_id: str, code: int) -> JoinGroupResult:
+    return _join_answer(member_id, join_error(member_id, code))
+
+
+def _sync_error(code: int) -> SyncResponse:
+    return (code, None, None, b"")
+
+
+def _sync_answer(
+    response: SyncResponse | DeferredResponse[SyncResponse],
+    records: list[GroupRecord] | None = None,
+    on_append: Callable[[int], None] | None = None,
+) -> SyncGroupResult:
+    return CoordinatorResult(
+        records or [], response, _sync_error, replay=False, on_append=on_append
+    )
+
+
+def _sync_rejected(code: int) -> SyncGroupResult:
+    return _sync_answer(_sync_error(code))
+
+
+def _code_result(code: int) -> CoordinatorResult[int, GroupRecord]:
+    return CoordinatorResult([], code, code_response)
+
+
+def _leave_answer(
+    code: int, member_codes: list[int]
+) -> CoordinatorResult[tuple[int, list[int]], GroupRecord]:
+    response = (code, member_codes)
+    return CoordinatorResult([], response, lambda error: (error, []))
 
 
 class GroupCoordinator:
@@ -152,21 +222,31 @@ class GroupCoordinator:
     ) -> None:
         """Kafka's CoordinatorRuntime write: append ``result``'s records as one
         batch to the group's partition (``transaction``: the (producer id,
-        epoch) whose transactional batch it is), then replay the same record
-        objects and answer ``result.response``; on an append error nothing
-        is replayed and the answer is ``result.error_response(code)``."""
+        epoch) whose transactional batch it is), call ``result.on_append``,
+        then replay the same record objects and answer ``result.response``
+        (a DeferredResponse: once it is completed); on an append error
+        nothing is replayed and the answer is ``result.error_response(code)``."""
         records = result.records
         if not records:
-            return callback(result.response)
+            if result.on_append is not None:
+                result.on_append(NONE)
+            return _answer(result.response, callback)
         producer_id = -1 if transaction is None else transaction[0]
 
         def done(code: int) -> None:
+            if result.on_append is not None:
+                result.on_append(code)
+            response = result.response
             if code:
+                if isinstance(response, DeferredResponse):
+                    # Unless the group answered first (a rebalance's error).
+                    response.complete(result.error_response(code))
+                    return response.when_complete(callback)
                 return callback(result.error_response(code))
             if result.replay:
                 for key, value in records:
                     self.replay_record(key, value, producer_id)
-            return callback(result.response)
+            return _answer(response, callback)
 
         encoded = [(encode_key(key), encode_value(value)) for key, value in records]
         if transaction is None:
@@ -174,6 +254,14 @@ class GroupCoordinator:
         else:
             self.writer(group_id, encoded, done, transaction)
         return None
+
+    def _run_now(self, group_id: str, result: CoordinatorResult[T, GroupRecord]) -> T:
+        """Run a result that writes nothing and answers at once (Heartbeat,
+        LeaveGroup), returning its response."""
+        answers: list[T] = []
+        self._run(group_id, result, answers.append)
+        [answer] = answers
+        return answer
 
     # -- offsets -----------------------------------------------------------------------
     def commit_offsets(
@@ -247,37 +335,10 @@ class GroupCoordinator:
         require_known_member_id: bool,
         callback: Callable[[JoinResult], None],
     ) -> None:
-        if not group_id:
-            return callback(join_error(member_id, E.InvalidGroupIdException.code))
-        if not self.min_session_timeout_ms <= session_timeout_ms <= self.max_session_timeout_ms:
-            return callback(join_error(member_id, E.InvalidSessionTimeoutException.code))
+        """JoinGroup: callback(JoinGroupResponse fields) once the join phase
+        ends (or at once, on an error)."""
         if rebalance_timeout_ms < 0:
             rebalance_timeout_ms = session_timeout_ms  # JoinGroup v0
-        consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None and consumer_group.members:
-            # A KIP-848 group in use: classic members cannot join it.
-            return callback(join_error(member_id, E.InconsistentGroupProtocolException.code))
-        group = self.groups.get(group_id)
-        if group is None:
-            if member_id != UNKNOWN_MEMBER_ID:
-                return callback(join_error(member_id, E.UnknownMemberIdException.code))
-            if consumer_group is not None:
-                # An empty KIP-848 group is taken over: its records are
-                # deleted first (same partition, so before the new group's).
-                self.consumer_groups.pop(group_id).dead = True
-                tombstones = self.consumer_group_tombstones(consumer_group)
-                result = CoordinatorResult(tombstones, NONE, code_response, replay=False)
-                self._run(group_id, result, lambda code: None)
-            group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
-        if group.is_(ClassicGroupState.DEAD):
-            return callback(join_error(member_id, E.CoordinatorNotAvailableException.code))
-        is_new = (
-            member_id == UNKNOWN_MEMBER_ID and group.static_member_id(group_instance_id) is None
-        )
-        if is_new and len(group.members) + len(group.pending_members) >= self.max_group_size:
-            return callback(join_error(member_id, E.GroupMaxSizeReachedException.code))
-        if not group.is_protocol_consistent(protocol_type, protocols):
-            return callback(join_error(member_id, E.InconsistentGroupProtocolException.code))
         args = JoinMember(
             client_id,
             client_host,
@@ -286,12 +347,77 @@ class GroupCoordinator:
             protocol_type,
             protocols,
         )
+        result = self.classic_group_join(
+            group_id, member_id, group_instance_id, args, require_known_member_id
+        )
+        self._run(group_id, result, callback)
+
+    def classic_group_join(
+        self,
+        group_id: str,
+        member_id: str,
+        group_instance_id: str | None,
+        args: JoinMember,
+        require_known_member_id: bool,
+    ) -> JoinGroupResult:
+        """Kafka's classicGroupJoin: the result whose response (deferred) the
+        end of the join phase completes, with the records of the change."""
+        if not group_id:
+            return _join_rejected(member_id, E.InvalidGroupIdException.code)
+        if (
+            not self.min_session_timeout_ms
+            <= args.session_timeout_ms
+            <= self.max_session_timeout_ms
+        ):
+            return _join_rejected(member_id, E.InvalidSessionTimeoutException.code)
+        consumer_group = self.consumer_groups.get(group_id)
+        if consumer_group is not None and consumer_group.members:
+            # A KIP-848 group in use: classic members cannot join it.
+            return _join_rejected(member_id, E.InconsistentGroupProtocolException.code)
+        group = self.groups.get(group_id)
+        records: list[GroupRecord] = []
+        if group is None:
+            if member_id != UNKNOWN_MEMBER_ID:
+                return _join_rejected(member_id, E.UnknownMemberIdException.code)
+            if consumer_group is not None:
+                # An empty KIP-848 group is taken over: its records are
+                # deleted first (same partition, so before the new group's).
+                records = self._take_over_consumer_group(consumer_group)
+            group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
+        result = self._join_classic_group(
+            group, member_id, group_instance_id, args, require_known_member_id
+        )
+        return result._replace(records=records + result.records) if records else result
+
+    def _take_over_consumer_group(self, group: ConsumerGroup) -> list[GroupRecord]:
+        """The tombstones of an empty KIP-848 group, replayed at once (the
+        classic group replacing it is created now)."""
+        tombstones = self.consumer_group_tombstones(group)
+        for key, value in tombstones:
+            self.replay_record(key, value)
+        # A group whose records never reached the log has no epoch tombstone.
+        if self.consumer_groups.pop(group.group_id, None) is not None:
+            group.dead = True
+        return tombstones
+
+    def _join_classic_group(
+        self,
+        group: ClassicGroup,
+        member_id: str,
+        instance_id: str | None,
+        args: JoinMember,
+        require_known_member_id: bool,
+    ) -> JoinGroupResult:
+        if group.is_(ClassicGroupState.DEAD):
+            return _join_rejected(member_id, E.CoordinatorNotAvailableException.code)
+        is_new = member_id == UNKNOWN_MEMBER_ID and group.static_member_id(instance_id) is None
+        if is_new and len(group.members) + len(group.pending_members) >= self.max_group_size:
+            return _join_rejected(member_id, E.GroupMaxSizeReachedException.code)
+        if not group.is_protocol_consistent(args.protocol_type, args.protocols):
+            return _join_rejected(member_id, E.InconsistentGroupProtocolException.code)
         if member_id == UNKNOWN_MEMBER_ID:
-            self._join_unknown_member(
-                group, group_instance_id, require_known_member_id, args, callback
-            )
-        else:
-            self._join_known_member(group, member_id, group_instance_id, args, callback)
+            return self._join_unknown_member(group, instance_id, require_known_member_id, args)
+        return self._join_known_member(group, member_id, instance_id, args)
 
     def _join_unknown_member(
         self,
@@ -299,23 +425,21 @@ class GroupCoordinator:
         instance_id: str | None,
         require_known_member_id: bool,
         args: JoinMember,
-        callback: JoinCallback,
-    ) -> None:
-        client_id = args[0]
-        new_member_id = f"{instance_id or client_id}-{uuid.uuid4()}"
+    ) -> JoinGroupResult:
+        new_member_id = f"{instance_id or args.client_id}-{uuid.uuid4()}"
         if instance_id is not None:
             old_member_id = group.static_member_id(instance_id)
             if old_member_id is not None:
                 return self._update_static_member(
-                    group, instance_id, old_member_id, new_member_id, args, callback
+                    group, instance_id, old_member_id, new_member_id, args
                 )
         elif require_known_member_id:
             # KIP-394: hand out the id first, so a client that gives up does
             # not leave a member behind.
             group.pending_members.add(new_member_id)
-            self._schedule_heartbeat(group, new_member_id, args[2])
-            return callback(join_error(new_member_id, E.MemberIdRequiredException.code))
-        self._add_member_and_rebalance(group, new_member_id, instance_id, args, callback)
+            self._schedule_heartbeat(group, new_member_id, args.session_timeout_ms)
+            return _join_rejected(new_member_id, E.MemberIdRequiredException.code)
+        return self._add_member_and_rebalance(group, new_member_id, instance_id, args)
 
     def _join_known_member(
         self,
@@ -323,33 +447,28 @@ class GroupCoordinator:
         member_id: str,
         instance_id: str | None,
         args: JoinMember,
-        callback: JoinCallback,
-    ) -> None:
+    ) -> JoinGroupResult:
         if member_id in group.pending_members:
             if instance_id is not None:
-                return callback(join_error(member_id, E.FencedInstanceIdException.code))
-            return self._add_member_and_rebalance(group, member_id, None, args, callback)
+                return _join_rejected(member_id, E.FencedInstanceIdException.code)
+            return self._add_member_and_rebalance(group, member_id, None, args)
         if group.is_static_member_fenced(member_id, instance_id):
-            return callback(join_error(member_id, E.FencedInstanceIdException.code))
+            return _join_rejected(member_id, E.FencedInstanceIdException.code)
         member = group.members.get(member_id)
         if member is None:
-            return callback(join_error(member_id, E.UnknownMemberIdException.code))
-        protocols = args[5]
+            return _join_rejected(member_id, E.UnknownMemberIdException.code)
         if group.is_(ClassicGroupState.PREPARING_REBALANCE):
-            self._update_member_and_rebalance(group, member, args, callback)
-        elif group.is_(ClassicGroupState.COMPLETING_REBALANCE):
-            if member.matches(protocols):
+            return self._update_member_and_rebalance(group, member, args)
+        if group.is_(ClassicGroupState.COMPLETING_REBALANCE):
+            if member.matches(args.protocols):
                 # A retried JoinGroup: answer with the generation it missed.
-                callback(self._join_result(group, member))
-            else:
-                self._update_member_and_rebalance(group, member, args, callback)
-        elif group.is_(ClassicGroupState.STABLE):
-            if group.is_leader(member_id) or not member.matches(protocols):
-                self._update_member_and_rebalance(group, member, args, callback)
-            else:
-                callback(self._join_result(group, member))
-        else:
-            callback(join_error(member_id, E.UnknownMemberIdException.code))
+                return _join_answer(member_id, self._join_result(group, member))
+            return self._update_member_and_rebalance(group, member, args)
+        if group.is_(ClassicGroupState.STABLE):
+            if group.is_leader(member_id) or not member.matches(args.protocols):
+                return self._update_member_and_rebalance(group, member, args)
+            return _join_answer(member_id, self._join_result(group, member))
+        return _join_rejected(member_id, E.UnknownMemberIdException.code)
 
     def _join_result(
         self, group: ClassicGroup, member: ClassicGroupMember, skip_assignment: bool = False
@@ -375,13 +494,8 @@ class GroupCoordinator:
         )
 
     def _add_member_and_rebalance(
-        self,
-        group: ClassicGroup,
-        member_id: str,
-        instance_id: str | None,
-        args: JoinMember,
-        callback: JoinCallback,
-    ) -> None:
+        self, group: ClassicGroup, member_id: str, instance_id: str | None, args: JoinMember
+    ) -> JoinGroupResult:
         client_id, client_host, session_timeout, rebalance_timeout, protocol_type, protocols = args
         member = ClassicGroupMember(
             member_id,
@@ -393,24 +507,22 @@ class GroupCoordinator:
             protocol_type,
             [(n, bytes(m)) for n, m in protocols],
         )
-        member.join_callback = callback
+        response = member.join_future = DeferredResponse()
         group.add(member)
         group.new_member_added = True
         self.complete_and_schedule_next_heartbeat(group, member)
         self._maybe_prepare_rebalance(group)
+        return _join_answer(member_id, response)
 
     def _update_member_and_rebalance(
-        self,
-        group: ClassicGroup,
-        member: ClassicGroupMember,
-        args: JoinMember,
-        callback: JoinCallback,
-    ) -> None:
-        member.rebalance_timeout_ms = args[3]
-        member.session_timeout_ms = args[2]
-        group.update_protocols(member, [(n, bytes(m)) for n, m in args[5]])
-        member.join_callback = callback
+        self, group: ClassicGroup, member: ClassicGroupMember, args: JoinMember
+    ) -> JoinGroupResult:
+        member.rebalance_timeout_ms = args.rebalance_timeout_ms
+        member.session_timeout_ms = args.session_timeout_ms
+        group.update_protocols(member, [(n, bytes(m)) for n, m in args.protocols])
+        response = member.join_future = DeferredResponse()
         self._maybe_prepare_rebalance(group)
+        return _join_answer(member.member_id, response)
 
     def _update_static_member(
         self,
@@ -419,39 +531,35 @@ class GroupCoordinator:
         old_member_id: str,
         new_member_id: str,
         args: JoinMember,
-        callback: JoinCallback,
-    ) -> None:
+    ) -> JoinGroupResult:
         """KIP-345: a static member restarted. It takes over its old identity
         and assignment; in a Stable group with unchanged protocols there is no
-        rebalance."""
+        rebalance, only the group's record with its new member id."""
         self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, old_member_id))
         old_member = group.members[old_member_id]
-        unchanged = old_member.matches(args[5])
-        old_callback, old_member.join_callback = old_member.join_callback, None
-        if old_member.sync_callback is not None:
-            sync, old_member.sync_callback = old_member.sync_callback, None
-            sync((E.FencedInstanceIdException.code, None, None, b""))
+        unchanged = old_member.matches(args.protocols)
+        old_join, old_member.join_future = old_member.join_future, None
+        old_sync, old_member.sync_future = old_member.sync_future, None
+        if old_sync is not None:
+            old_sync.complete(_sync_error(E.FencedInstanceIdException.code))
         member = group.replace_static_member(instance_id, old_member_id, new_member_id)
-        if old_callback is not None:
-            old_callback(join_error(old_member_id, E.FencedInstanceIdException.code))
-        member.client_id, member.client_host = args[0], args[1]
-        member.session_timeout_ms, member.rebalance_timeout_ms = args[2], args[3]
+        if old_join is not None:
+            old_join.complete(join_error(old_member_id, E.FencedInstanceIdException.code))
+        member.client_id, member.client_host = args.client_id, args.client_host
+        member.session_timeout_ms = args.session_timeout_ms
+        member.rebalance_timeout_ms = args.rebalance_timeout_ms
         self.complete_and_schedule_next_heartbeat(group, member)
-        if group.is_(ClassicGroupState.STABLE) and unchanged:
+        if not (group.is_(ClassicGroupState.STABLE) and unchanged):
+            return self._update_member_and_rebalance(group, member, args)
+        response: DeferredResponse[JoinResult] = DeferredResponse()
 
-            def done(error: int) -> None:
-                if error:
-                    callback(join_error(new_member_id, error))
-                else:
-                    callback(
-                        self._join_result(
-                            group, member, skip_assignment=group.is_leader(new_member_id)
-                        )
-                    )
+        def appended(code: int) -> None:
+            # On an error the runner answers error_response(code).
+            if not code:
+                skip = group.is_leader(new_member_id)
+                response.complete(self._join_result(group, member, skip_assignment=skip))
 
-            self._store_group(group, None, done)
-            return
-        self._update_member_and_rebalance(group, member, args, callback)
+        return _join_answer(new_member_id, response, [self._group_record(group)], appended)
 
     def _maybe_prepare_rebalance(self, group: ClassicGroup) -> None:
         if group.can_rebalance():
@@ -480,12 +588,20 @@ class GroupCoordinator:
         self.join_purgatory.try_complete_else_watch(operation, [group.group_id])
 
     def on_complete_join(self, group: ClassicGroup) -> None:
-        """The join phase ends: drop dynamic members that did not rejoin,
-        start the next generation and answer every waiting JoinGroup."""
+        """The join phase ends (the DelayedJoin completes): its result runs
+        like a request's (Kafka schedules completeClassicGroupJoin as a
+        write operation)."""
+        self._run(group.group_id, self._complete_join(group), lambda code: None)
+
+    def _complete_join(self, group: ClassicGroup) -> CoordinatorResult[int, GroupRecord]:
+        """Kafka's completeClassicGroupJoin: drop dynamic members that did not
+        rejoin, start the next generation and answer every waiting JoinGroup;
+        a generation without members is stored (its record the result's)."""
+        nothing: CoordinatorResult[int, GroupRecord] = CoordinatorResult([], NONE, code_response)
         if group.is_(ClassicGroupState.DEAD) or not group.is_(
             ClassicGroupState.PREPARING_REBALANCE
         ):
-            return
+            return nothing
         for member in group.not_yet_rejoined():
             if not member.is_static:
                 self._remove_member(group, member.member_id)
@@ -500,13 +616,13 @@ class GroupCoordinator:
                 group.leader_id = joined[0]
         group.init_next_generation(self.time_ms())
         if group.is_(ClassicGroupState.EMPTY):
-            self._store_group(group, None, lambda error: None)
-            return
+            return CoordinatorResult([self._group_record(group)], NONE, code_response, replay=False)
         for member in group.members.values():
-            callback, member.join_callback = member.join_callback, None
-            if callback is not None:
-                callback(self._join_result(group, member))
+            response, member.join_future = member.join_future, None
+            if response is not None:
+                response.complete(self._join_result(group, member))
             self.complete_and_schedule_next_heartbeat(group, member)
+        return nothing
 
     # -- SyncGroup ---------------------------------------------------------------------
     def sync_group(
@@ -521,40 +637,62 @@ class GroupCoordinator:
         callback: Callable[[SyncResponse], None],
     ) -> None:
         """callback((error_code, protocol_type, protocol_name, assignment))."""
+        result = self.classic_group_sync(
+            group_id,
+            generation_id,
+            member_id,
+            group_instance_id,
+            protocol_type,
+            protocol_name,
+            assignments,
+        )
+        self._run(group_id, result, callback)
 
-        def error(code: int) -> None:
-            callback((code, None, None, b""))
-
+    def classic_group_sync(
+        self,
+        group_id: str,
+        generation_id: int,
+        member_id: str,
+        group_instance_id: str | None,
+        protocol_type: str | None,
+        protocol_name: str | None,
+        assignments: dict[str, bytes],
+    ) -> SyncGroupResult:
+        """Kafka's classicGroupSync: a follower's response waits (deferred)
+        for the leader's; the leader's result carries the group's record
+        with the assignment, which on_append makes the generation's."""
         group = self.groups.get(group_id)
         if group is None:
-            return error(E.UnknownMemberIdException.code)
+            return _sync_rejected(E.UnknownMemberIdException.code)
         if group.is_(ClassicGroupState.DEAD):
-            return error(E.CoordinatorNotAvailableException.code)
+            return _sync_rejected(E.CoordinatorNotAvailableException.code)
         if group.is_static_member_fenced(member_id, group_instance_id):
-            return error(E.FencedInstanceIdException.code)
+            return _sync_rejected(E.FencedInstanceIdException.code)
         member = group.members.get(member_id)
         if member is None:
-            return error(E.UnknownMemberIdException.code)
+            return _sync_rejected(E.UnknownMemberIdException.code)
         if generation_id != group.generation_id:
-            return error(E.IllegalGenerationException.code)
+            return _sync_rejected(E.IllegalGenerationException.code)
         if (protocol_type is not None and protocol_type != group.protocol_type) or (
             protocol_name is not None and protocol_name != group.protocol_name
         ):
-            return error(E.InconsistentGroupProtocolException.code)
+            return _sync_rejected(E.InconsistentGroupProtocolException.code)
         if group.is_(ClassicGroupState.EMPTY):
-            return error(E.UnknownMemberIdException.code)
+            return _sync_rejected(E.UnknownMemberIdException.code)
         if group.is_(ClassicGroupState.PREPARING_REBALANCE):
-            return error(E.RebalanceInProgressException.code)
+            return _sync_rejected(E.RebalanceInProgressException.code)
         self.complete_and_schedule_next_heartbeat(group, member)
         if group.is_(ClassicGroupState.STABLE):
-            return callback((NONE, group.protocol_type, group.protocol_name, member.assignment))
-        member.sync_callback = callback
+            return _sync_answer((NONE, group.protocol_type, group.protocol_name, member.assignment))
+        response = member.sync_future = DeferredResponse()
         if not group.is_leader(member_id):
-            return
+            return _sync_answer(response)
         full = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
         generation = group.generation_id
-        self._store_group(
-            group, full, lambda code: self._assignment_stored(group, generation, full, code)
+        return _sync_answer(
+            response,
+            [self._group_record(group, full)],
+            lambda code: self._assignment_stored(group, generation, full, code),
         )
 
     def _assignment_stored(
@@ -579,20 +717,38 @@ class GroupCoordinator:
 
     def _propagate_assignment(self, group: ClassicGroup) -> None:
         for member in group.members.values():
-            callback, member.sync_callback = member.sync_callback, None
-            if callback is not None:
-                callback((NONE, group.protocol_type, group.protocol_name, member.assignment))
+            response, member.sync_future = member.sync_future, None
+            if response is not None:
+                response.complete(
+                    (NONE, group.protocol_type, group.protocol_name, member.assignment)
+                )
                 self.complete_and_schedule_next_heartbeat(group, member)
 
     def _reset_and_propagate_assignment_error(self, group: ClassicGroup, code: int) -> None:
         for member in group.members.values():
             member.assignment = b""
-            callback, member.sync_callback = member.sync_callback, None
-            if callback is not None:
-                callback((code, None, None, b""))
+            response, member.sync_future = member.sync_future, None
+            if response is not None:
+                response.complete(_sync_error(code))
 
     # -- Heartbeat / LeaveGroup --------------------------------------------------------
     def heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> int:
+        """Heartbeat: its error code (it writes nothing, so it answers at once)."""
+        return self._run_now(
+            group_id,
+            self.classic_group_heartbeat(group_id, member_id, group_instance_id, generation_id),
+        )
+
+    def classic_group_heartbeat(
+        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
+    ) -> CoordinatorResult[int, GroupRecord]:
+        return _code_result(
+            self._heartbeat_error(group_id, member_id, group_instance_id, generation_id)
+        )
+
+    def _heartbeat_error(
         self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
     ) -> int:
         group = self.groups.get(group_id)
@@ -615,36 +771,40 @@ class GroupCoordinator:
     def leave_group(
         self, group_id: str, members: list[tuple[str, str | None]]
     ) -> tuple[int, list[int]]:
-        """(top-level error, error per (member_id, group_instance_id))."""
+        """(top-level error, error per (member_id, group_instance_id)): it
+        writes nothing itself (a group left empty is stored by the end of
+        its join phase, a result of its own), so it answers at once."""
+        return self._run_now(group_id, self.classic_group_leave(group_id, members))
+
+    def classic_group_leave(
+        self, group_id: str, members: list[tuple[str, str | None]]
+    ) -> CoordinatorResult[tuple[int, list[int]], GroupRecord]:
         group = self.groups.get(group_id)
         if group is None:
-            return NONE, [E.UnknownMemberIdException.code] * len(members)
+            return _leave_answer(NONE, [E.UnknownMemberIdException.code] * len(members))
         if group.is_(ClassicGroupState.DEAD):
-            return E.CoordinatorNotAvailableException.code, []
-        results = []
-        for member_id, instance_id in members:
-            if instance_id is not None:
-                current = group.static_member_id(instance_id)
-                if current is None:
-                    results.append(E.UnknownMemberIdException.code)
-                    continue
-                if member_id != UNKNOWN_MEMBER_ID and current != member_id:
-                    results.append(E.FencedInstanceIdException.code)
-                    continue
-                member_id = current
-            elif member_id in group.pending_members:
-                group.pending_members.discard(member_id)
-                self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group_id, member_id))
-                self.join_purgatory.check_and_complete(group_id)
-                results.append(NONE)
-                continue
-            if member_id not in group.members:
-                results.append(E.UnknownMemberIdException.code)
-                continue
-            group.members[member_id].is_leaving = True
-            self._remove_member_and_update_group(group, member_id)
-            results.append(NONE)
-        return NONE, results
+            return _leave_answer(E.CoordinatorNotAvailableException.code, [])
+        return _leave_answer(NONE, [self._leave_member(group, m, i) for m, i in members])
+
+    def _leave_member(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int:
+        """One member of a LeaveGroup leaves: its error code."""
+        if instance_id is not None:
+            current = group.static_member_id(instance_id)
+            if current is None:
+                return E.UnknownMemberIdException.code
+            if member_id != UNKNOWN_MEMBER_ID and current != member_id:
+                return E.FencedInstanceIdException.code
+            member_id = current
+        elif member_id in group.pending_members:
+            group.pending_members.discard(member_id)
+            self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, member_id))
+            self.join_purgatory.check_and_complete(group.group_id)
+            return NONE
+        if member_id not in group.members:
+            return E.UnknownMemberIdException.code
+        group.members[member_id].is_leaving = True
+        self._remove_member_and_update_group(group, member_id)
+        return NONE
 
     def on_heartbeat_expired(self, group: ClassicGroup | ConsumerGroup, member_id: str) -> None:
         if isinstance(group, ConsumerGroup):
@@ -669,12 +829,12 @@ class GroupCoordinator:
         member = group.remove(member_id)
         self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, member_id))
         if member is not None:
-            callback, member.join_callback = member.join_callback, None
-            if callback is not None:
-                callback(join_error(member_id, code))
-            sync, member.sync_callback = member.sync_callback, None
+            join, member.join_future = member.join_future, None
+            if join is not None:
+                join.complete(join_error(member_id, code))
+            sync, member.sync_future = member.sync_future, None
             if sync is not None:
-                sync((code, None, None, b""))
+                sync.complete(_sync_error(code))
 
     def _remove_member_and_update_group(self, group: ClassicGroup, member_id: str) -> None:
         self._remove_member(group, member_id)
@@ -699,9 +859,14 @@ class GroupCoordinator:
         )
 
     # -- persistence -------------------------------------------------------------------
-    def _store_group(
-        self, group: ClassicGroup, assignments: dict[str, bytes] | None, done: Callable[[int], None]
-    ) -> None:
+    def _group_record(
+        self, group: ClassicGroup, assignments: dict[str, bytes] | None = None
+    ) -> GroupRecord:
+        """The group's GroupMetadata record (Kafka's newGroupMetadataRecord),
+        with ``assignments`` in place of the members' current ones. Results
+        carry it with replay False: the group changed as the handler decided
+        (a replay would build a new ClassicGroup, without the members'
+        waiting responses)."""
         value = group.to_record_value(self.time_ms())
         if assignments is not None:
             value = value._replace(
@@ -709,13 +874,7 @@ class GroupCoordinator:
                     m._replace(assignment=assignments.get(m.member_id, b"")) for m in value.members
                 )
             )
-        # The group changed as the handler decided: the record is not
-        # replayed (a replay would build a new ClassicGroup, without the
-        # members' waiting callbacks).
-        record: GroupRecord = (GroupMetadataKey(group.group_id), value)
-        self._run(
-            group.group_id, CoordinatorResult([record], NONE, code_response, replay=False), done
-        )
+        return (GroupMetadataKey(group.group_id), value)
 
     def replay(
         self,
