@@ -10,7 +10,10 @@
 # its bytes are moved or reused only while none is alive, otherwise the
 # unread tail moves to a fresh chunk and the old one lives until the last
 # view of it is released. So a frame stays valid for as long as anyone holds
-# it, and the synchronous common case never copies.
+# it, and the synchronous common case never copies. Chunks larger than the
+# first size are reused through a bounded pool shared by all connections
+# (see _make_room): a large frame then lands in memory already faulted in,
+# instead of a fresh allocation grown by copying for every request.
 #
 # Send side: a FIFO of parts (small memory parts coalesced into one owned
 # copy, larger ones held by buffer export); runs of in-memory parts go out
@@ -47,12 +50,18 @@ cdef enum:
     # An empty chunk that is still exported keeps being appended to until
     # its free tail is smaller than this; then receives move to a new chunk.
     MIN_TAIL_ROOM = 4096
+    # Bytes of large receive chunks kept for reuse, all connections together
+    # (the receive pool, netio.pyx).
+    RECEIVE_POOL_BYTES = 67108864
 
 
 cdef class ReceiveChunk:
     cdef char* data
     cdef Py_ssize_t capacity
     cdef Py_ssize_t exports
+    # No transport receives into it any more: it goes to the receive pool
+    # once its last export is released.
+    cdef bint retired
     # Range the next __getbuffer__ exports (set by PlaintextTransport just
     # before it builds a frame's memoryview).
     cdef Py_ssize_t export_offset

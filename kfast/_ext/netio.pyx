@@ -109,10 +109,82 @@ cdef class ReceiveChunk:
 
     def __releasebuffer__(self, Py_buffer* buffer):
         self.exports -= 1
+        if self.exports == 0 and self.retired:
+            self.retired = False
+            _pool_put(self)
 
     @property
     def live_exports(self):
         return self.exports
+
+
+# The receive pool: chunks larger than DEFAULT_RECEIVE_CHUNK that no
+# transport receives into and no frame view holds, kept for the next large
+# frame of any connection, at most _pool_limit bytes together. Why: a 1 MB
+# produce request otherwise costs a fresh allocation, grown by doubling (each
+# step a copy of what arrived) and page-faulted in as recv(2) fills it --
+# measured at a third of the broker's CPU under librdkafka-sized batches
+# (bench/README.md). Reusing memory a frame that did arrive once allocated
+# keeps the rule that no length field alone makes the broker allocate.
+# Touched only with the GIL held (transports live on the event loop; a
+# frame view may be released on any thread).
+cdef list _pool = []
+cdef Py_ssize_t _pool_bytes = 0
+cdef Py_ssize_t _pool_limit = RECEIVE_POOL_BYTES
+
+
+cdef void _pool_put(ReceiveChunk chunk) noexcept:
+    global _pool_bytes
+    if chunk.capacity <= DEFAULT_RECEIVE_CHUNK or _pool_bytes + chunk.capacity > _pool_limit:
+        return  # freed with its last reference
+    try:
+        _pool.append(chunk)
+    except MemoryError:
+        return
+    _pool_bytes += chunk.capacity
+
+
+cdef ReceiveChunk _pool_take(Py_ssize_t need):
+    """The smallest pooled chunk of at least ``need`` bytes, or None."""
+    global _pool_bytes
+    cdef Py_ssize_t i, best = -1, n = len(_pool)
+    cdef ReceiveChunk chunk
+    for i in range(n):
+        chunk = <ReceiveChunk>_pool[i]
+        if chunk.capacity >= need and (best < 0 or chunk.capacity < (<ReceiveChunk>_pool[best]).capacity):
+            best = i
+    if best < 0:
+        return None
+    chunk = <ReceiveChunk>_pool[best]
+    _pool[best] = _pool[n - 1]
+    del _pool[n - 1]
+    _pool_bytes -= chunk.capacity
+    return chunk
+
+
+cdef void _retire(ReceiveChunk chunk) noexcept:
+    """A transport stops receiving into ``chunk``: pool it now, or once the
+    frames still viewing it are released."""
+    if chunk is None or chunk.capacity <= DEFAULT_RECEIVE_CHUNK:
+        return
+    if chunk.exports == 0:
+        _pool_put(chunk)
+    else:
+        chunk.retired = True
+
+
+def receive_pool():
+    """(chunks, bytes) held by the receive pool."""
+    return len(_pool), _pool_bytes
+
+
+def set_receive_pool_limit(Py_ssize_t limit):
+    """Bytes the receive pool may hold (RECEIVE_POOL_BYTES by default; 0
+    turns reuse off). Chunks over the new limit are freed."""
+    global _pool_limit, _pool_bytes
+    _pool_limit = limit if limit > 0 else 0
+    while _pool and _pool_bytes > _pool_limit:
+        _pool_bytes -= (<ReceiveChunk>_pool.pop()).capacity
 
 
 @cython.final
@@ -273,11 +345,13 @@ cdef class PlaintextTransport:
             if chunk.exports == 0:
                 self.start = self.end = 0
                 if chunk.capacity > DEFAULT_RECEIVE_CHUNK:
-                    # Shrink back after a large frame.
+                    # Shrink back after a large frame (the large chunk is pooled).
+                    _retire(chunk)
                     self.chunk = ReceiveChunk(DEFAULT_RECEIVE_CHUNK)
                 return 0
             if chunk.capacity - self.end >= MIN_TAIL_ROOM:
                 return 0
+            _retire(chunk)
             self.chunk = ReceiveChunk(DEFAULT_RECEIVE_CHUNK)
             self.start = self.end = 0
             return 0
@@ -295,8 +369,15 @@ cdef class PlaintextTransport:
         if chunk.exports == 0 and target <= chunk.capacity:
             memmove(chunk.data, chunk.data + self.start, <size_t>avail)
         else:
-            fresh = ReceiveChunk(target)
+            # A pooled chunk holding the whole frame (memory allocated
+            # already), else one of the bounded growth step.
+            fresh = _pool_take(want if want > target else target)
+            if fresh is None:
+                fresh = _pool_take(target)
+            if fresh is None:
+                fresh = ReceiveChunk(target)
             memcpy(fresh.data, chunk.data + self.start, <size_t>avail)
+            _retire(chunk)
             self.chunk = fresh
         self.start = 0
         self.end = avail
@@ -570,6 +651,7 @@ cdef class PlaintextTransport:
         self.parts = []
         self.head = 0
         self.unsent_bytes = 0
+        _retire(self.chunk)
         self.chunk = None
         self.start = self.end = 0
 

@@ -115,7 +115,32 @@ def test_max_receive_size_is_inclusive(pair):
         t.next_frame()
 
 
-def test_large_frame_grows_with_received_bytes_only(pair):
+@pytest.fixture
+def empty_receive_pool():
+    """The receive pool emptied (other tests' chunks freed), then restored."""
+    netio.set_receive_pool_limit(0)
+    netio.set_receive_pool_limit(POOL_LIMIT)
+    yield
+    netio.set_receive_pool_limit(0)
+    netio.set_receive_pool_limit(POOL_LIMIT)
+
+
+POOL_LIMIT = 64 * 1024 * 1024  # RECEIVE_POOL_BYTES
+
+
+def send_and_receive(client, t, data, step=50000):
+    """Send ``data`` in pieces, receiving as it arrives; the frames cut."""
+    sent = 0
+    frames = []
+    while sent < len(data):
+        sent += client.send(data[sent : sent + step])
+        receive_all(t)
+        while (f := t.next_frame()) is not None:
+            frames.append(f)
+    return frames
+
+
+def test_large_frame_grows_with_received_bytes_only(pair, empty_receive_pool):
     server, client = pair
     t = PlaintextTransport(server.fileno(), MAX)
     body = os.urandom(3 * 1024 * 1024 + 17)
@@ -142,6 +167,70 @@ def test_claimed_size_not_allocated_for_a_trickle(pair):
     receive_all(t)
     assert t.next_frame() is None
     assert t.receive_capacity == netio.RECEIVE_CHUNK_SIZE
+
+
+def test_a_large_frame_reuses_a_pooled_chunk(pair, empty_receive_pool):
+    """Once a large frame has been received and released, its chunk is
+    pooled and the next large frame lands in it whole: no growth by
+    copying, no fresh allocation."""
+    server, client = pair
+    t = PlaintextTransport(server.fileno(), MAX)
+    first = os.urandom(1_000_000)
+    (got,) = send_and_receive(client, t, frame(first))
+    assert bytes(got) == first
+    del got
+    client.sendall(frame(b"small"))  # the empty large chunk is let go here
+    receive_all(t)
+    assert drain_frames(t) == [b"small"]
+    chunks, pooled = netio.receive_pool()
+    assert chunks >= 1 and pooled >= len(first)
+    second = os.urandom(900_000)
+    data = frame(second)
+    client.sendall(data[:70_000])  # past the first chunk: the size is known
+    receive_all(t)
+    assert t.receive_capacity >= len(data)  # the pooled chunk, in one step
+    assert netio.receive_pool()[1] < pooled
+    (got,) = send_and_receive(client, t, data[70_000:])
+    assert bytes(got) == second
+
+
+def test_a_chunk_is_pooled_only_once_its_frames_are_released(pair, empty_receive_pool):
+    server, client = pair
+    t = PlaintextTransport(server.fileno(), MAX)
+    body = os.urandom(500_000)
+    (held,) = send_and_receive(client, t, frame(body))
+    client.sendall(frame(b"next"))
+    receive_all(t)
+    assert drain_frames(t) == [b"next"]
+    # The smaller chunks of the frame's growth are pooled; the one it is in
+    # is not while ``held`` views it.
+    chunks, pooled = netio.receive_pool()
+    assert bytes(held) == body
+    held.release()
+    assert netio.receive_pool()[0] == chunks + 1
+    assert netio.receive_pool()[1] >= pooled + len(body)
+
+
+def test_the_receive_pool_is_bounded(empty_receive_pool):
+    netio.set_receive_pool_limit(3 * 1024 * 1024)
+    pairs = [socket.socketpair() for _ in range(6)]
+    try:
+        transports = []
+        for server, client in pairs:
+            server.setblocking(False)
+            t = PlaintextTransport(server.fileno(), MAX)
+            body = os.urandom(1_000_000)
+            (got,) = send_and_receive(client, t, frame(body))
+            assert bytes(got) == body
+            transports.append(t)
+        for t in transports:
+            t.close()
+        chunks, pooled = netio.receive_pool()
+        assert 1 <= chunks and pooled <= 3 * 1024 * 1024
+    finally:
+        for server, client in pairs:
+            server.close()
+            client.close()
 
 
 @settings(max_examples=examples(30))

@@ -1,0 +1,275 @@
+"""Broker CPU-seconds per GB produced, kfast and Tansu 0.6 in one run
+(issue 21 item 1).
+
+    python3 bench/produce_cpu.py [--gb 1.0] [--rounds 3] [--batch-records 10000 150]
+
+What drives the broker. bench/broker_load.py produces through
+confluent-kafka processes, whose Python loop spends 1-2 us a record: on a
+2-core machine the clients then take most of the CPU and set the request
+sizes. Here each client process sends Produce requests (v9, one record
+batch of 100-byte records per request, partitions in turn, 5 requests in
+flight per connection, as librdkafka's max.in.flight) over one connection,
+with the batch built once beforehand (values of 100 bytes, no key, as the
+producers of broker_load.py send) and checks every response: error code 0
+for every partition, and each partition's base offsets advancing by at
+least the batch's record count. The client then costs a few microseconds a request,
+so the broker is what is measured. ``--batch-records`` sets the batch: 9,000
+records (~0.97 MB) is about what librdkafka sends at full speed with its defaults
+(batch.size 1,000,000 bytes; 10,000 would pass max.message.bytes); 150 records (~16 KiB) is a
+small-batch producer.
+
+Measured: utime + stime of the broker process from /proc/<pid>/stat over the
+phase, divided by the payload produced (records x 100 bytes, the definition
+broker_load.py uses). Each phase starts the broker fresh (kfast serve with
+its defaults on a fresh data dir; Tansu with memory storage), creates the
+topic, sends one request per partition before the clock starts (leaders
+elected, logs created), then produces --gb. Phases for acks=1 and acks=all
+(-1), 1 and 8 partitions, each batch size; within a round the two brokers
+alternate, the order flipping each round. Loopback only, bounded in time
+(each phase stops after --limit-s), every process it starts is stopped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import socket
+import statistics
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from broker_load import RECORD_SIZE, cpu_seconds, create_topic, run_broker
+
+from kfast.protocol import ProduceRequest, api_keys, decode_response, encode_request
+from kfast.records import RecordBatchBuilder
+
+PRODUCE = api_keys.BY_NAME["Produce"].key
+VERSION = 9
+IN_FLIGHT = 5
+TOPIC = "cpu"
+
+
+def build_batch(records: int) -> bytes:
+    builder = RecordBatchBuilder()
+    value = b"x" * RECORD_SIZE
+    now = int(time.time() * 1000)
+    for _ in range(records):
+        builder.append(now, None, value)
+    return bytes(builder.build())
+
+
+def build_request(partition: int, batch: bytes, acks: int) -> bytearray:
+    body = ProduceRequest(acks=acks, timeout_ms=30_000)
+    body.topic_data.append(
+        ProduceRequest.TopicProduceData(
+            name=TOPIC,
+            partition_data=[ProduceRequest.PartitionProduceData(index=partition, records=batch)],
+        )
+    )
+    return bytearray(encode_request(PRODUCE, VERSION, 0, "produce-cpu", body))
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytearray:
+    buf = bytearray(size)
+    view = memoryview(buf)
+    got = 0
+    while got < size:
+        n = sock.recv_into(view[got:])
+        if n == 0:
+            raise ConnectionError("broker closed the connection")
+        got += n
+    return buf
+
+
+def _check(response: bytearray, records: int, next_base: dict[int, int]) -> None:
+    _, body = decode_response(PRODUCE, VERSION, response)
+    for topic in body.responses:
+        for p in topic.partition_responses:
+            if p.error_code != 0:
+                raise RuntimeError(f"partition {p.index}: error {p.error_code}")
+            expected = next_base.get(p.index)
+            # Other clients append to the same partitions in between.
+            if expected is not None and p.base_offset < expected:
+                raise RuntimeError(f"partition {p.index}: base {p.base_offset} < {expected}")
+            next_base[p.index] = p.base_offset + records
+
+
+def _client(
+    host: str, port: int, requests: list[bytearray], count: int, records: int, conn
+) -> None:
+    """Send ``count`` requests, partitions in turn, IN_FLIGHT at a time."""
+    sock = socket.create_connection((host, port))
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    conn.send("ready")
+    conn.recv()
+    next_base: dict[int, int] = {}
+    sent = answered = 0
+    started = time.monotonic()
+    while answered < count:
+        while sent < count and sent - answered < IN_FLIGHT:
+            request = requests[sent % len(requests)]
+            struct.pack_into(">i", request, 8, sent)  # the correlation id
+            sock.sendall(request)
+            sent += 1
+        (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+        _check(_recv_exact(sock, size), records, next_base)
+        answered += 1
+    conn.send({"answered": answered, "seconds": time.monotonic() - started})
+    sock.close()
+
+
+def phase(
+    kind: str,
+    partitions: int,
+    acks: int,
+    batch_records: int,
+    gb: float,
+    clients: int,
+    limit_s: float,
+) -> dict:
+    batch = build_batch(batch_records)
+    requests = [build_request(p, batch, acks) for p in range(partitions)]
+    total = max(clients, round(gb * 1e9 / (batch_records * RECORD_SIZE)))
+    with run_broker(kind) as (proc, bootstrap, _ready):
+        create_topic(bootstrap, TOPIC, partitions)
+        host, port = bootstrap.split(":")
+        ctx = mp.get_context("spawn")
+        # Warm-up: one request per partition (leaders, logs, the first segment).
+        parent, child = ctx.Pipe()
+        warm = ctx.Process(
+            target=_client, args=(host, int(port), requests, partitions, batch_records, child)
+        )
+        warm.start()
+        parent.recv()
+        parent.send("go")
+        if not parent.poll(60):
+            warm.kill()
+            raise TimeoutError(f"{kind}: warm-up got no answer")
+        parent.recv()
+        warm.join(10)
+        share, extra = divmod(total, clients)
+        pipes, workers = [], []
+        for i in range(clients):
+            parent, child = ctx.Pipe()
+            count = share + (1 if i < extra else 0)
+            worker = ctx.Process(
+                target=_client, args=(host, int(port), requests, count, batch_records, child)
+            )
+            worker.start()
+            pipes.append(parent)
+            workers.append(worker)
+        for parent in pipes:
+            if not parent.poll(60) or parent.recv() != "ready":
+                raise TimeoutError(f"{kind}: a client did not connect")
+        cpu_before = cpu_seconds(proc.pid)
+        start = time.monotonic()
+        for parent in pipes:
+            parent.send("go")
+        answered = 0
+        try:
+            for parent in pipes:
+                if not parent.poll(max(1.0, limit_s - (time.monotonic() - start))):
+                    raise TimeoutError(f"{kind}: phase passed {limit_s} s")
+                answered += parent.recv()["answered"]
+            elapsed = time.monotonic() - start
+            cpu = cpu_seconds(proc.pid) - cpu_before
+        finally:
+            for worker in workers:
+                worker.join(5)
+                if worker.is_alive():
+                    worker.kill()
+                    worker.join()
+    produced_gb = answered * batch_records * RECORD_SIZE / 1e9
+    return {
+        "broker": kind,
+        "partitions": partitions,
+        "acks": acks,
+        "batch_records": batch_records,
+        "batch_bytes": len(batch),
+        "requests": answered,
+        "seconds": elapsed,
+        "records_per_s": answered * batch_records / elapsed,
+        "broker_cpu_s": cpu,
+        "cpu_s_per_gb": cpu / produced_gb,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--gb", type=float, default=1.0, help="payload per phase")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--batch-records", type=int, nargs="+", default=[9_000, 150])
+    parser.add_argument("--brokers", nargs="+", default=["kfast", "tansu"])
+    parser.add_argument("--limit-s", type=float, default=120.0)
+    parser.add_argument("--json", help="write every phase's figures here")
+    args = parser.parse_args()
+    results: list[dict] = []
+    for round_ in range(args.rounds):
+        brokers = args.brokers if round_ % 2 == 0 else args.brokers[::-1]
+        for batch_records in args.batch_records:
+            for partitions in (1, 8):
+                for acks in (1, -1):
+                    for kind in brokers:
+                        r = phase(
+                            kind,
+                            partitions,
+                            acks,
+                            batch_records,
+                            args.gb,
+                            args.clients,
+                            args.limit_s,
+                        )
+                        r["round"] = round_
+                        results.append(r)
+                        print(
+                            f"round {round_} {kind:5s} batch {batch_records:>6} "
+                            f"({r['batch_bytes']:>8} B) p{partitions} acks={acks:>2}: "
+                            f"{r['records_per_s'] / 1e6:5.2f} M records/s, broker "
+                            f"{r['broker_cpu_s']:5.2f} CPU-s, {r['cpu_s_per_gb']:5.2f} CPU-s/GB",
+                            flush=True,
+                        )
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(results, f, indent=1)
+    print("\nmedian CPU-s/GB over rounds (kfast / Tansu = ratio of medians)")
+    for batch_records in args.batch_records:
+        for partitions in (1, 8):
+            for acks in (1, -1):
+                cells = {}
+                for kind in args.brokers:
+                    values = [
+                        r["cpu_s_per_gb"]
+                        for r in results
+                        if (r["broker"], r["batch_records"], r["partitions"], r["acks"])
+                        == (kind, batch_records, partitions, acks)
+                    ]
+                    rates = [
+                        r["records_per_s"]
+                        for r in results
+                        if (r["broker"], r["batch_records"], r["partitions"], r["acks"])
+                        == (kind, batch_records, partitions, acks)
+                    ]
+                    cells[kind] = (
+                        statistics.median(values),
+                        min(values),
+                        max(values),
+                        statistics.median(rates),
+                    )
+                line = " | ".join(
+                    f"{k} {m:.2f} [{lo:.2f}-{hi:.2f}] at {rate / 1e6:.2f} M rec/s"
+                    for k, (m, lo, hi, rate) in cells.items()
+                )
+                ratio = ""
+                if "kfast" in cells and "tansu" in cells:
+                    ratio = f" | kfast/Tansu {cells['kfast'][0] / cells['tansu'][0]:.2f}x"
+                print(f"batch {batch_records:>6} p{partitions} acks={acks:>2}: {line}{ratio}")
+
+
+if __name__ == "__main__":
+    main()
