@@ -9,8 +9,9 @@ outliers come from; a report is written to OUT when the broker exits.
 - GC: every collection's generation and pause (gc.callbacks), after start-up;
 - event loop lag: a task sleeping 1 ms notes how late it wakes (> 2 ms is
   a stall: the loop ran something else, or the process had no CPU);
-- what stalls: a watchdog thread that sees the loop's heartbeat older than
-  2 ms samples the main thread's stack once per stall (sys._current_frames).
+- what stalls: while the loop's heartbeat is older than 2 ms, a watchdog
+  thread samples the main thread's stack every ~0.5 ms
+  (sys._current_frames), so long stalls weigh by their length.
   A stall whose stack is the loop itself (uvloop's run, no kfast frame) was
   time without CPU or in C: the machine's load, not broker code;
 - CPU: the time the broker's threads were runnable but waited for a CPU
@@ -67,13 +68,12 @@ class Probe:
                 self.lags.append(lag)
 
     def watch(self) -> None:
+        """While the loop is stalled, sample its stack every ~0.5 ms: a
+        stack's count is then the time (in samples) stalls spent in it."""
         main = threading.main_thread().ident
-        seen = 0.0
         while True:
             time.sleep(_TICK_S / 2)
-            beat = self.heartbeat
-            if time.perf_counter() - beat > LAG_MS / 1000.0 and beat != seen:
-                seen = beat
+            if time.perf_counter() - self.heartbeat > LAG_MS / 1000.0:
                 frame = sys._current_frames().get(main)
                 if frame is not None:
                     self.stacks[_short(frame)] += 1
@@ -102,7 +102,7 @@ class Probe:
         )
         total = sum(self.stacks.values())
         for stack, n in self.stacks.most_common(12):
-            lines.append(f"--- {n} of {total} stalls sampled in:\n{stack}")
+            lines.append(f"--- {n} of {total} samples taken in stalls:\n{stack}")
         return "\n".join(lines) + "\n"
 
 

@@ -23,6 +23,7 @@ import signal
 import sys
 
 from kfast.config import ConfigException, KafkaConfig, parse_properties
+from kfast.server.gc_tuning import freeze_startup_heap
 
 # What `kfast serve` uses where Kafka has no default: node.id, listeners,
 # a log dir.
@@ -142,6 +143,9 @@ async def serve(config: KafkaConfig, console_port: int | None = None) -> int:
             "kfast failed to start: %s", exc, exc_info=not expected
         )
         return EXIT_START_FAILED
+    # The start-up heap is long-lived: out of the collector's walks (the
+    # event loop waits for every collection).
+    freeze_startup_heap()
     console = None
     if console_port is not None and "broker" in config["process.roles"]:
         from kfast.tools.console_web.command import import_app
