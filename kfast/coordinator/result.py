@@ -16,8 +16,10 @@ serialized.
 ``error_response(code)``: called once when the append fails with that
 error code, the response then (Kafka completes the handler's future
 exceptionally and the API layer maps the exception); nothing is replayed.
-A result applied at once (``replay`` False) also undoes there what it could
-not write, as Kafka's runtime reverts the state to its last snapshot.
+A result applied at once (``replay`` False: its records were replayed
+before the append, as Kafka's runtime does, or the handler's change is the
+state itself) undoes there what it could not write, as Kafka's runtime
+reverts the state to its last snapshot.
 
 A response that other requests complete (a JoinGroup waits for the other
 members, a follower's SyncGroup for the leader's) is a ``DeferredResponse``
@@ -75,10 +77,10 @@ class CoordinatorResult(NamedTuple, Generic[Response, Record]):
     records: list[Record]
     response: Response | DeferredResponse[Response]
     error_response: Callable[[int], Response]
-    # Kafka's replayRecords: False when the handler has already applied the
-    # records' change to the state (a KIP-848 heartbeat changes the group as
-    # it decides, the way Kafka's runtime replays a result's records before
-    # the append); a later replay of them could undo a newer change.
+    # Kafka's replayRecords: False when the records' change is in the state
+    # already (a KIP-848 heartbeat's records are replayed before the append,
+    # as Kafka's runtime does; a classic group changes as it decides); a
+    # later replay of them could undo a newer change.
     replay: bool = True
     # Kafka's appendFuture: on_append(0) once the records are appended,
     # on_append(code) if the append failed; before the response is answered.

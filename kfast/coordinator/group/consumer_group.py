@@ -112,6 +112,26 @@ class ConsumerGroupMember:
         self.heartbeat_satisfied = False
         self.is_leaving = False
 
+    def copy(self) -> ConsumerGroupMember:
+        """An independent copy of the member's state (its assignments' sets
+        too), without its revocation timer."""
+        copy = ConsumerGroupMember(self.member_id)
+        copy.assign_from(self)
+        copy.revocation_timeout = None
+        return copy
+
+    def assign_from(self, other: ConsumerGroupMember) -> None:
+        """Take ``other``'s state (a copy's: restoring a snapshot), keeping
+        this member's revocation timer."""
+        timer = self.revocation_timeout
+        for name in self.__slots__:
+            setattr(self, name, getattr(other, name))
+        self.revocation_timeout = timer
+        self.assigned = _copy(other.assigned)
+        self.pending_revocation = _copy(other.pending_revocation)
+        self.explicit_topic_names = set(other.explicit_topic_names)
+        self.subscribed_topic_names = list(other.subscribed_topic_names)
+
 
 class ConsumerGroup:
     def __init__(self, group_id: str) -> None:
@@ -131,9 +151,37 @@ class ConsumerGroup:
         # Keyed by (record key type, member id or None); the value is the
         # record's content tuple, or a marker that compares unequal to any.
         self.persisted: dict[tuple[int, str | None], object] = {}
-        # A write failed: the next one compares every record, not just the
-        # heartbeating member's.
+        # A write failed after a later change was applied on top of it:
+        # the next one compares every record, not just the heartbeating
+        # member's.
         self.unwritten = False
+        # Changes applied (replayed) to this group, so that reverting a
+        # failed one can tell whether another was applied on top of it.
+        self.applied = 0
+        # A scratch copy's members as they were when it was taken (see scratch).
+        self._originals: dict[str, ConsumerGroupMember] = {}
+
+    def scratch(self) -> ConsumerGroup:
+        """A copy for a handler to decide on, leaving this group as it is
+        until the decision's records are replayed: epochs, target and
+        subscriptions copied; members shared until ``own`` copies one."""
+        copy = ConsumerGroup(self.group_id)
+        copy.group_epoch, copy.assignment_epoch = self.group_epoch, self.assignment_epoch
+        copy.members = dict(self.members)
+        copy.target = dict(self.target)
+        copy.subscription_metadata = self.subscription_metadata  # replaced, never changed
+        copy.assignor_name = self.assignor_name
+        copy.persisted = self.persisted  # read by the handler, written by replay
+        copy.unwritten = self.unwritten
+        copy._originals = dict(self.members)
+        return copy
+
+    def own(self, member_id: str) -> ConsumerGroupMember:
+        """The scratch copy's member ``member_id``, copied before it changes."""
+        member = self.members[member_id]
+        if self._originals.get(member_id) is member:
+            member = self.members[member_id] = member.copy()
+        return member
 
     @property
     def state(self) -> ConsumerGroupState:
@@ -207,3 +255,38 @@ class ConsumerGroup:
 
 def new_member_id() -> str:
     return str(uuid.uuid4())
+
+
+class ConsumerGroupSnapshot:
+    """A group as it was before a change's records were replayed into it,
+    restored if their append fails (Kafka's runtime reverts to its
+    snapshot): the group's fields, its members as they were (the same
+    objects: timers hold them) and copies of the state of those the
+    records touch (replay changes them in place)."""
+
+    def __init__(self, group: ConsumerGroup, member_ids: set[str]) -> None:
+        self.group = group
+        self.epochs = (group.group_epoch, group.assignment_epoch)
+        self.members = dict(group.members)
+        self.target = dict(group.target)
+        self.subscription_metadata = group.subscription_metadata
+        self.assignor_name = group.assignor_name
+        self.persisted = dict(group.persisted)
+        self.unwritten = group.unwritten
+        self.copies = {m: group.members[m].copy() for m in member_ids if m in group.members}
+
+    def restore(self) -> None:
+        group = self.group
+        group.group_epoch, group.assignment_epoch = self.epochs
+        group.members.clear()
+        group.members.update(self.members)
+        group.target.clear()
+        group.target.update(self.target)
+        group.subscription_metadata = self.subscription_metadata
+        group.assignor_name = self.assignor_name
+        group.persisted.clear()
+        group.persisted.update(self.persisted)
+        group.unwritten = self.unwritten
+        group.dead = False
+        for member_id, copy in self.copies.items():
+            self.members[member_id].assign_from(copy)

@@ -11,21 +11,39 @@ Persistence (Kafka's GroupMetadataManager for consumer groups): a group is
 the set of __consumer_offsets records ``_consumer_group_records`` maps it
 to (group epoch, subscribed topics' metadata, target assignment epoch,
 and per member its metadata, target and current assignment; records.py
-has the layouts). After each change the coordinator writes the records
-whose value differs from what it last wrote (``group.persisted``, key ->
-value), tombstones for keys that no longer exist, and answers the
-heartbeat in ``done`` once they are appended. ``replay_consumer_group`` is
-the inverse and fills ``group.persisted`` too, so a loaded partition rebuilds
-the same groups and the next change writes only what changed; a member that
-comes back after a restart continues with its member epoch. A failed write
-marks its keys unknown, so the next change writes them again.
+has the layouts). State changes only through those records, as in Kafka:
+
+1. a handler (the heartbeat, a session expiring) decides on a scratch copy
+   of its group (``ConsumerGroup.scratch``; a member is copied before it
+   changes), leaving the group itself untouched;
+2. ``_changed_records`` turns the decision into the records whose value
+   differs from what the log holds (``group.persisted``, key -> value), and
+   tombstones for keys that no longer exist;
+3. ``_apply`` replays them into the live group at once (Kafka's runtime
+   replays a write's records before the append), through
+   ``replay_consumer_group`` -- one replay per record type, the same that
+   loads a partition -- keeping a ``ConsumerGroupSnapshot`` first;
+4. the heartbeat's response is read from the replayed group, and answered
+   once the records are appended (a CoordinatorResult with replay False:
+   applied already);
+5. a failed append restores the snapshot (Kafka's runtime reverts to its
+   last snapshot) -- unless another change was replayed on top meanwhile:
+   then the state stays and the lost records' keys are marked unknown, so
+   the next change writes them again.
+
+Loading a partition rebuilds the same groups (``replay_consumer_group``
+fills ``group.persisted`` too, so the next change writes only what
+changed); a member that comes back after a restart continues with its
+member epoch. What is not written -- a regex's resolution against the
+topics a member may describe, the assignor's name, the assignment last
+sent, timers -- is carried over from the decision or kept by the group.
 """
 
 from __future__ import annotations
 
 import re
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, NamedTuple, Protocol, TypeVar
 
 from kfast.config import KafkaConfig
@@ -36,6 +54,7 @@ from kfast.coordinator.group.classic_group import ClassicGroup, ClassicGroupStat
 from kfast.coordinator.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
+    ConsumerGroupSnapshot,
     ConsumerGroupState,
     MemberState,
     Partitions,
@@ -46,7 +65,6 @@ from kfast.coordinator.result import (
     CoordinatorResult,
     DeferredResponse,
     ResultRunner,
-    code_response,
 )
 from kfast.protocol import errors as E
 from kfast.protocol.schema import Message
@@ -97,6 +115,11 @@ _WRITE_ORDER = {
     CURRENT_ASSIGNMENT: 5,
 }
 _MEMBER_KEY_TYPES = (MEMBER_METADATA, TARGET_MEMBER, CURRENT_ASSIGNMENT)
+_MEMBER_KEY_CLASSES = (
+    R.ConsumerGroupMemberMetadataKey,
+    R.ConsumerGroupTargetAssignmentMemberKey,
+    R.ConsumerGroupCurrentMemberAssignmentKey,
+)
 
 
 def _record_key(group_id: str, key: PersistedKey) -> R.ConsumerGroupKey:
@@ -321,9 +344,40 @@ def _assignment_to_send(
     }
 
 
+def _nothing() -> None:
+    return None
+
+
+def _ignore(code: int) -> None:
+    return None
+
+
+def _heartbeat_result(
+    records: list[R.GroupRecord], response: HeartbeatResponse, revert: Callable[[], None]
+) -> HeartbeatResult:
+    """A heartbeat's result: its records are replayed already (not again
+    after the append); a failed append reverts them and answers its error."""
+
+    def failed(code: int) -> HeartbeatResponse:
+        revert()
+        return {
+            "error_code": code,
+            "error_message": None,
+            "member_id": response["member_id"],
+            "member_epoch": -1,
+            "heartbeat_interval_ms": 0,
+            "assignment": None,
+        }
+
+    return CoordinatorResult(records, response, failed, replay=False)
+
+
 class ConsumerGroupManager:
     """``groups``: the coordinator's classic groups; ``run``: the
-    GroupCoordinator's, which appends a handler's result and answers."""
+    GroupCoordinator's, which appends a handler's result and answers;
+    ``replay``: the GroupCoordinator's replay of one record object (a
+    KIP-848 group's records come back here, a classic group's tombstone
+    goes to the classic groups)."""
 
     def __init__(
         self,
@@ -332,10 +386,12 @@ class ConsumerGroupManager:
         run: ResultRunner[R.GroupRecord],
         groups: dict[str, ClassicGroup],
         heartbeat_purgatory: DelayedOperationPurgatory,
+        replay: Callable[[R.GroupRecordKey, R.GroupRecordValue | None], None],
     ) -> None:
         self.config = config
         self.timer = timer
         self.run = run
+        self.replay = replay
         self.groups = groups
         self.heartbeat_purgatory = heartbeat_purgatory
         self.consumer_groups: dict[str, ConsumerGroup] = {}
@@ -427,20 +483,21 @@ class ConsumerGroupManager:
         return answer
 
     def _consumer_group_heartbeat(self, request: ConsumerHeartbeat) -> HeartbeatResult:
-        """Kafka's consumerGroupHeartbeat: the response and the records of the
-        group's change (already applied to the group); a refusal raises
-        _HeartbeatRejected."""
+        """Kafka's consumerGroupHeartbeat: decide on a scratch copy of the
+        group, turn the decision into records, replay them into the group
+        (as Kafka's runtime does at once) and read the response from it; a
+        refusal raises _HeartbeatRejected."""
         self._check_heartbeat(request)
-        group = self.consumer_groups.get(request.group_id)
+        live = self.consumer_groups.get(request.group_id)
+        group = live.scratch() if live is not None else None
         before = _epochs_and_members(group)
         extra: list[R.GroupRecord] = []  # records of a classic group this one replaces
         if request.member_epoch == JOIN_EPOCH:
-            group, member, bump = self._join_consumer_group(request, extra)
+            group, member, bump = self._join_consumer_group(request, group, extra)
         else:
-            found = group.members.get(request.member_id) if group is not None else None
-            if group is None or found is None:
+            if group is None or request.member_id not in group.members:
                 raise _HeartbeatRejected(request.member_id, E.UnknownMemberIdException.code)
-            member = found
+            member = group.own(request.member_id)
             if request.member_epoch in (LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
                 return self._leave_consumer_group(group, member, request)
             _check_member_epoch(member, request)
@@ -453,6 +510,32 @@ class ConsumerGroupManager:
             self._compute_target(group, request.topics)
         was_revoking = member.state == MemberState.UNREVOKED_PARTITIONS
         group.reconcile(member, request.owned)
+        # Only this member's records can have changed unless an epoch moved
+        # or the membership did.
+        scope = [member.member_id] if _epochs_and_members(group) == before else None
+        records = extra + self._changed_records(group, scope)
+        revert = self._apply(group, records)
+        return self._heartbeat_result(
+            request, group, member.member_id, was_revoking, records, revert
+        )
+
+    def _heartbeat_result(
+        self,
+        request: ConsumerHeartbeat,
+        decided: ConsumerGroup,
+        member_id: str,
+        was_revoking: bool,
+        records: list[R.GroupRecord],
+        revert: Callable[[], None],
+    ) -> HeartbeatResult:
+        """The heartbeat's response, read from the group its records were
+        replayed into; its session and revocation timers set."""
+        group = self.consumer_groups[request.group_id]
+        member = group.members[member_id]
+        if request.member_epoch == JOIN_EPOCH and member.revocation_timeout is not None:
+            # A member that rejoined under its id starts afresh.
+            member.revocation_timeout.cancel()
+            member.revocation_timeout = None
         self.consumer_heartbeat_received(group, member)
         if member.state == MemberState.UNREVOKED_PARTITIONS and not was_revoking:
             self._schedule_revocation_timeout(group, member)
@@ -466,10 +549,7 @@ class ConsumerGroupManager:
             ),
             "assignment": _assignment_to_send(member, request),
         }
-        # Only this member's records can have changed unless an epoch moved
-        # or the membership did.
-        scope = [member.member_id] if _epochs_and_members(group) == before else None
-        return self._persist_and_reply(group, scope, response, extra)
+        return _heartbeat_result(records, response, revert)
 
     def _check_heartbeat(self, request: ConsumerHeartbeat) -> None:
         """What makes a heartbeat invalid whoever sends it."""
@@ -497,11 +577,11 @@ class ConsumerGroupManager:
             )
 
     def _join_consumer_group(
-        self, request: ConsumerHeartbeat, extra: list[R.GroupRecord]
+        self, request: ConsumerHeartbeat, group: ConsumerGroup | None, extra: list[R.GroupRecord]
     ) -> tuple[ConsumerGroup, ConsumerGroupMember, bool]:
-        """A member joins (epoch 0): (its group, the member, whether the
-        group epoch must move). An empty classic group of that id is taken
-        over: its tombstone goes into ``extra``."""
+        """A member joins (epoch 0): (the scratch group, the member, whether
+        the group epoch must move). An empty classic group of that id is
+        taken over: its tombstone goes into ``extra``."""
         if request.rebalance_timeout_ms < 0 or (
             request.subscribed_topic_names is None and not request.subscribed_topic_regex
         ):
@@ -512,15 +592,17 @@ class ConsumerGroupManager:
                 "SubscribedTopicRegex must be set when joining.",
             )
         group_id = request.group_id
-        group = self.consumer_groups.get(group_id)
         if group is None:
-            if self.groups.pop(group_id, None) is not None:
+            if group_id in self.groups:
                 # An empty classic group is taken over (its record deleted).
                 extra.append((R.GroupMetadataKey(group_id), None))
-            group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
+            group = ConsumerGroup(group_id)
         member_id = request.member_id or new_member_id()
         if member_id in group.members:
-            self._remove_consumer_member(group, member_id)
+            # Rejoining under its id: a new member (the old one's timers go
+            # when its records are replayed over).
+            del group.members[member_id]
+            group.target.pop(member_id, None)
         static = self._static_member(group, request.instance_id)
         if static is not None and static.member_id != member_id:
             if static.member_epoch != STATIC_LEAVE_EPOCH:
@@ -531,7 +613,7 @@ class ConsumerGroupManager:
                 )
             # KIP-345 in KIP-848: the restarted instance takes over the
             # member it was, assignment and epoch included; no rebalance.
-            return group, self._replace_static_member(group, static, member_id), False
+            return group, self._replace_static_member(group, static.member_id, member_id), False
         if len(group.members) >= self.consumer_max_size:
             raise _HeartbeatRejected(member_id, E.GroupMaxSizeReachedException.code)
         member = group.members[member_id] = ConsumerGroupMember(member_id)
@@ -552,10 +634,13 @@ class ConsumerGroupManager:
             member.member_epoch = STATIC_LEAVE_EPOCH
             scope: list[str] | None = [member_id]
         else:
-            self._remove_consumer_member(group, member_id)
+            del group.members[member_id]
+            group.target.pop(member_id, None)
             group.group_epoch += 1
             self._compute_target(group, request.topics)
             scope = None
+        records = self._changed_records(group, scope)
+        revert = self._apply(group, records)
         response: HeartbeatResponse = {
             "error_code": 0,
             "error_message": None,
@@ -564,7 +649,7 @@ class ConsumerGroupManager:
             "heartbeat_interval_ms": 0,
             "assignment": None,
         }
-        return self._persist_and_reply(group, scope, response)
+        return _heartbeat_result(records, response, revert)
 
     @staticmethod
     def _update_consumer_member(member: ConsumerGroupMember, request: ConsumerHeartbeat) -> None:
@@ -646,10 +731,13 @@ class ConsumerGroupManager:
             return None
         return next((m for m in group.members.values() if m.instance_id == instance_id), None)
 
+    @staticmethod
     def _replace_static_member(
-        self, group: ConsumerGroup, old: ConsumerGroupMember, member_id: str
+        group: ConsumerGroup, old_member_id: str, member_id: str
     ) -> ConsumerGroupMember:
-        self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, old.member_id))
+        """The restarted instance takes over its member (in the scratch
+        group; the old id's records are deleted, its timers with them)."""
+        old = group.own(old_member_id)
         del group.members[old.member_id]
         if old.member_id in group.target:
             group.target[member_id] = group.target.pop(old.member_id)
@@ -708,12 +796,23 @@ class ConsumerGroupManager:
         )
 
     def on_consumer_session_expired(self, group: ConsumerGroup, member_id: str) -> None:
-        if member_id in group.members:
-            self._remove_consumer_member(group, member_id)
-            group.group_epoch += 1
-            self._persist_consumer_group(group, None, lambda code: None)
-            # The target is recomputed on the next heartbeat of any member,
-            # with the topics that heartbeat brings.
+        """The member is fenced: its records deleted, the group epoch bumped
+        (the target is recomputed on the next heartbeat of any member, with
+        the topics that heartbeat brings)."""
+        if self.consumer_groups.get(group.group_id) is not group or member_id not in group.members:
+            return
+        scratch = group.scratch()
+        del scratch.members[member_id]
+        scratch.target.pop(member_id, None)
+        scratch.group_epoch += 1
+        records = self._changed_records(scratch, None)
+        revert = self._apply(scratch, records)
+
+        def failed(code: int) -> int:
+            revert()
+            return code
+
+        self.run(group.group_id, CoordinatorResult(records, 0, failed, replay=False), _ignore)
 
     def consumer_group_describe(
         self, group_id: str, topic_names: Mapping[uuid.UUID, str]
@@ -784,50 +883,14 @@ class ConsumerGroupManager:
         return 0
 
     # -- persistence -------------------------------------------------------------------
-    def _persist_and_reply(
-        self,
-        group: ConsumerGroup,
-        member_ids: list[str] | None,
-        response: HeartbeatResponse,
-        extra: Sequence[R.GroupRecord] = (),
-    ) -> HeartbeatResult:
-        """The heartbeat's result: the group's changed records, and
-        ``response`` once they are appended, or the append's error."""
-
-        def failed(code: int) -> HeartbeatResponse:
-            return {
-                "error_code": code,
-                "error_message": None,
-                "member_id": response["member_id"],
-                "member_epoch": -1,
-                "heartbeat_interval_ms": 0,
-                "assignment": None,
-            }
-
-        return self._consumer_group_result(group, member_ids, response, failed, extra)
-
-    def _persist_consumer_group(
-        self, group: ConsumerGroup, member_ids: list[str] | None, done: Callable[[int], None]
-    ) -> None:
-        """Append the group's changed records; ``done(error_code)`` after the
-        append, at once if there is nothing to write."""
-        result = self._consumer_group_result(group, member_ids, 0, code_response)
-        self.run(group.group_id, result, done)
-
-    def _consumer_group_result(
-        self,
-        group: ConsumerGroup,
-        member_ids: list[str] | None,
-        response: _T,
-        failed: Callable[[int], _T],
-        extra: Sequence[R.GroupRecord] = (),
-    ) -> CoordinatorResult[_T, R.GroupRecord]:
-        """The records of ``group`` that differ from ``group.persisted`` (all
-        of them, or only the group's and ``member_ids``' records), after
-        ``extra``; already applied (the group changed as the handler
-        decided), so not replayed. A failed append marks them for rewriting."""
+    def _changed_records(
+        self, group: ConsumerGroup, member_ids: list[str] | None
+    ) -> list[R.GroupRecord]:
+        """The records of the (scratch) ``group`` that differ from what the
+        log holds (``group.persisted``): all of them, or only the group's
+        and ``member_ids``' records; tombstones for keys no longer there."""
         if group.unwritten:
-            member_ids, group.unwritten = None, False
+            member_ids = None
         wanted = self._consumer_group_records(group, member_ids)
         persisted = group.persisted
         if member_ids is None:
@@ -844,28 +907,78 @@ class ConsumerGroupManager:
         changes: list[tuple[PersistedKey, Content | None]] = [
             (k, v) for k, v in wanted.items() if persisted.get(k) != v
         ]
-        if not changes and not stale and not extra:
-            return CoordinatorResult([], response, failed, replay=False)
         changes.sort(key=lambda kv: _WRITE_ORDER[kv[0][0]])
         stale.sort(key=lambda k: -_WRITE_ORDER[k[0]])
         changes += [(k, None) for k in stale]
-        for key, value in changes:
-            if value is None:
-                persisted.pop(key, None)
-            else:
-                persisted[key] = value
         gid = group.group_id
-        records = list(extra) + [
+        return [
             (_record_key(gid, k), None if v is None else _value_of(k[0], v)) for k, v in changes
         ]
 
-        def error_response(code: int) -> _T:
-            for key, _ in changes:
-                persisted[key] = _UNKNOWN
-            group.unwritten = True
-            return failed(code)
+    def _apply(self, decided: ConsumerGroup, records: list[R.GroupRecord]) -> Callable[[], None]:
+        """Kafka's runtime replays a write's records into the state at once,
+        before the append, and reverts to its snapshot if the append fails:
+        replay ``records`` into the live group (created by its first
+        record) and return the revert. Derived state that is not written
+        (a regex's resolution, the assignor's name) comes from ``decided``."""
+        group_id = decided.group_id
+        live = self.consumer_groups.get(group_id)
+        if not records:
+            if live is not None:
+                live.unwritten = False  # what a full comparison found all written
+            return _nothing
+        classic = self.groups.get(group_id)
+        member_ids = {k.member_id for k, _ in records if isinstance(k, _MEMBER_KEY_CLASSES)}
+        snapshot = None if live is None else ConsumerGroupSnapshot(live, member_ids)
+        for key, value in records:
+            self.replay(key, value)
+        group = self.consumer_groups[group_id]
+        group.applied += 1
+        group.unwritten = False
+        group.assignor_name = decided.assignor_name
+        for member in group.members.values():
+            chosen = decided.members.get(member.member_id)
+            if chosen is not None:
+                member.subscribed_topic_names = chosen.subscribed_topic_names
+        applied = group.applied
+        return lambda: self._revert(group, applied, records, snapshot, classic)
 
-        return CoordinatorResult(records, response, error_response, replay=False)
+    def _revert(
+        self,
+        group: ConsumerGroup,
+        applied: int,
+        records: list[R.GroupRecord],
+        snapshot: ConsumerGroupSnapshot | None,
+        classic: ClassicGroup | None,
+    ) -> None:
+        """The append of ``records`` failed: the group goes back to its
+        snapshot. If another change was replayed on top since, the state
+        stays and the lost records are written again with the next change."""
+        if group.applied != applied or self.consumer_groups.get(group.group_id) is not group:
+            for key, _ in records:
+                if isinstance(key, R.CONSUMER_GROUP_KEY_CLASSES):
+                    group.persisted[_persisted_key(key)] = _UNKNOWN
+            group.unwritten = True
+            return
+        if classic is not None and group.group_id not in self.groups:
+            classic.state = ClassicGroupState.EMPTY
+            self.groups[group.group_id] = classic
+        added = set(group.members)
+        if snapshot is None:  # the group's first records
+            for member_id in added:
+                self._remove_consumer_member(group, member_id)
+            del self.consumer_groups[group.group_id]
+            group.dead = True
+            return
+        snapshot.restore()
+        for member_id in added - set(group.members):
+            self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, member_id))
+        for member_id in set(group.members) - added:
+            # Back from a removal that did not happen: its session restarts.
+            member = group.members[member_id]
+            self.consumer_heartbeat_received(group, member)
+            if member.state == MemberState.UNREVOKED_PARTITIONS:
+                self._schedule_revocation_timeout(group, member)
 
     def _consumer_group_records(
         self, group: ConsumerGroup, member_ids: list[str] | None = None

@@ -24,7 +24,10 @@ answers:
   with the assignment -- is appended (its ``on_append``, Kafka's
   appendFuture, makes the generation Stable or resets it). The group
   changed as the handler decided, so its record is not replayed again;
-* KIP-848 groups (the ConsumerGroupManager): see its module.
+* KIP-848 groups (the ConsumerGroupManager): a heartbeat decides on a
+  copy of its group and its records are replayed into the group at once,
+  before the append (reverted if it fails), as Kafka's runtime does; so
+  they are not replayed again (see consumer_group_manager).
 
 ``replay(key, value)`` rebuilds the same state from those records, so
 loading a partition's log = restart.
@@ -185,7 +188,7 @@ class GroupCoordinator:
         # The managers' results are appended through the coordinator's
         # writer, looked up at each write: one place to inject it.
         self.consumer_group_manager = ConsumerGroupManager(
-            config, timer, self._run, self.groups, self.heartbeat_purgatory
+            config, timer, self._run, self.groups, self.heartbeat_purgatory, self.replay_record
         )
         # Committed and transactional offsets (Kafka's OffsetMetadataManager).
         self.offset_manager = OffsetMetadataManager(config, self, self._run, time_ms)

@@ -141,21 +141,29 @@ def test_heartbeat_result_carries_the_records_the_coordinator_appends():
     )
 
 
-def test_heartbeat_whose_append_fails_answers_the_error_and_rewrites_next_time():
+def test_heartbeat_whose_append_fails_answers_the_error_and_leaves_the_state_as_before():
     h = Harness()
-    results = _capture_results(h.coordinator.consumer_group_manager)
+    first = _beat(h)
+    before = h.coordinator.snapshot()
+    written = list(h.log)
     h.fail_next = E.NotEnoughReplicasException.code
-    response = _beat(h)
+    response = _beat(h)  # a second member joins: its append fails
     assert response["error_code"] == E.NotEnoughReplicasException.code
-    assert response["member_epoch"] == -1 and h.log == []
-    group = h.coordinator.consumer_groups[CG]
-    assert group.unwritten
-    # The next heartbeat's result carries the whole group again.
-    member_id = next(iter(group.members))
-    member_epoch = group.members[member_id].member_epoch
-    _beat(h, member_id, member_epoch)
-    assert [k for k, _ in results[1].records] == [k for k, _ in results[0].records]
-    assert len(h.log) == len(results[0].records)
+    assert response["member_epoch"] == -1 and h.log == written
+    # The replayed change is reverted (Kafka's runtime reverts to its snapshot).
+    assert h.coordinator.snapshot() == before
+    # The first member carries on as if nothing happened.
+    again = _beat(h, first["member_id"], first["member_epoch"])
+    assert again["error_code"] == 0 and again["member_epoch"] == first["member_epoch"]
+    assert h.log == written
+
+
+def test_a_failed_first_join_leaves_no_group():
+    h = Harness()
+    h.fail_next = E.NotEnoughReplicasException.code
+    assert _beat(h)["error_code"] == E.NotEnoughReplicasException.code
+    assert CG not in h.coordinator.consumer_groups
+    assert h.coordinator.heartbeat_purgatory.watched() == 0
 
 
 def test_delete_offsets_result_carries_the_tombstones_replayed_after_the_append():
