@@ -343,6 +343,7 @@ class KafkaBroker:
             self.node_id, self.log_manager, self.timer, self.config
         )
         self.replica_manager.metadata_image = lambda: self.metadata_image
+        self.replica_manager.fetch_sessions = self.fetch_session_cache
         self.replica_manager.topic_stats = self.metrics.topics
         self.replica_manager.replica_stats = self.metrics.replicas
         self.log_manager.failure_channel.listener = self._log_dir_failure_listener(loop)

@@ -139,19 +139,27 @@ def handle_fetch(
         hard_max_bytes_limit=version <= 2,
         client_rack=request.rack_id if version >= 11 else None,
     )
-    cached = list(context.partitions)
-    requests = [
-        PartitionFetchRequest(c.key, c.fetch_offset, c.max_bytes, c.current_leader_epoch)
-        for c in cached
-    ]
     if unknown_ids or denied:
         params = params._replace(max_wait_ms=0)  # an error to report: answer now
-    results: FetchResults | Awaitable[FetchResults] = replica_manager.fetch_messages(
-        params, requests
-    )
+    results: FetchResults | Awaitable[FetchResults]
+    if context.watch_key is None:
+        results = replica_manager.fetch_messages(params, _requests(context.partitions))
+    else:
+        # An incremental session fetch: the ready partitions, again at each
+        # re-read, and one watch key however big the session.
+        results = replica_manager.fetch_messages(
+            params, lambda: _requests(context.partitions_to_read()), context.watch_key
+        )
     if isinstance(results, list):
-        return _response(ctx, context, cached, results, unknown_ids, denied)
-    return _await_response(ctx, results, context, cached, unknown_ids, denied)
+        return _response(ctx, context, results, unknown_ids, denied)
+    return _await_response(ctx, results, context, unknown_ids, denied)
+
+
+def _requests(partitions: list[CachedPartition]) -> list[PartitionFetchRequest]:
+    return [
+        PartitionFetchRequest(c.key, c.fetch_offset, c.max_bytes, c.current_leader_epoch)
+        for c in partitions
+    ]
 
 
 def handle_follower_fetch(
@@ -333,17 +341,15 @@ async def _await_response(
     ctx: RequestContext,
     waiting: Awaitable[FetchResults],
     context: FetchContext,
-    cached: list[CachedPartition],
     unknown_ids: list[_UnknownId],
     denied: list[_Denied],
 ) -> FetchResponse:
-    return _response(ctx, context, cached, await waiting, unknown_ids, denied)
+    return _response(ctx, context, await waiting, unknown_ids, denied)
 
 
 def _response(
     ctx: RequestContext,
     context: FetchContext,
-    cached: list[CachedPartition],
     results: FetchResults,
     unknown_ids: list[_UnknownId],
     denied: Sequence[_Denied] = (),
@@ -360,7 +366,7 @@ def _response(
             session_id=context.session_id if isinstance(context, IncrementalFetchContext) else 0,
             responses=[],
         )
-    selected = context.select([(c, data) for c, (_, data) in zip(cached, results)])
+    selected = context.select(context.pair(results))
 
     responses: list[FetchResponse.FetchableTopicResponse] = []
     current: FetchResponse.FetchableTopicResponse | None = None

@@ -19,6 +19,19 @@ plain sessionless full fetch, as all Fetch v0-v6 are.
 ``context.select(results)`` picks what the response carries and records the
 state the next incremental response is compared with.
 
+An incremental fetch reads only the session's *ready* partitions, so one
+that changes nothing costs O(1) in the session's size, where Kafka re-reads
+every partition of the session. A partition is ready when a read of it
+could answer something the last one did not: it was added or its fetch
+position changed in a request, or the replica manager reported a change to
+it (high watermark / last stable offset / log start offset / leadership:
+``FetchSessionCache.mark_ready``, through a per-partition index of the
+sessions holding it), or its last read had records, an error, or data left
+below the high watermark. A read that finds it caught up (no error, no
+records, fetch offset at the high watermark) makes it not ready. A session
+fetch that has to wait is watched under its FetchSession, one key, instead
+of one per partition.
+
 Eviction follows Kafka's FetchSessionCache: with all
 max.incremental.fetch.session.cache.slots in use, a new session may replace
 the least recently used one if that has been idle for
@@ -40,6 +53,7 @@ from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import FetchSessionIdNotFoundException, InvalidFetchSessionEpochException
 
 if TYPE_CHECKING:
+    from kfast.server.delayed_fetch import FetchResults
     from kfast.server.replica_manager import FetchPartitionData, PartitionKey
 
     # [(CachedPartition, what the fetch read for it)], in the session's order.
@@ -72,6 +86,7 @@ class CachedPartition:
         "high_watermark",
         "last_stable_offset",
         "sent_log_start_offset",
+        "order",
     )
 
     def __init__(
@@ -94,6 +109,8 @@ class CachedPartition:
         self.high_watermark = -1
         self.last_stable_offset = -1
         self.sent_log_start_offset = -1
+        # Position in the session's fetch order (FetchSession.place).
+        self.order = 0
 
     @property
     def key(self) -> PartitionKey:
@@ -126,7 +143,19 @@ class CachedPartition:
 
 
 class FetchSession:
-    __slots__ = ("session_id", "privileged", "partitions", "epoch", "created_ms", "last_used_ms")
+    """A session's partitions and which of them are ready. Hashable by
+    identity: a waiting incremental fetch is watched under its session."""
+
+    __slots__ = (
+        "session_id",
+        "privileged",
+        "partitions",
+        "ready",
+        "epoch",
+        "created_ms",
+        "last_used_ms",
+        "_next_order",
+    )
 
     def __init__(
         self,
@@ -138,21 +167,71 @@ class FetchSession:
         self.session_id = session_id
         self.privileged = privileged
         self.partitions = partitions  # key -> CachedPartition, in fetch order
+        # Partitions the next incremental fetch reads (see the module doc).
+        self.ready: set[PartitionKey] = set(partitions)
         self.epoch = next_epoch(INITIAL_EPOCH)
         self.created_ms = now_ms
         self.last_used_ms = now_ms
+        self._next_order = 0
+        for cached in partitions.values():
+            self.place(cached)
 
     @property
     def size(self) -> int:
         return len(self.partitions)
 
+    def place(self, cached: CachedPartition) -> None:
+        """Put ``cached`` last in the fetch order (it is already last in
+        ``partitions``, or about to be moved there)."""
+        cached.order = self._next_order
+        self._next_order += 1
+
+    def ready_partitions(self) -> list[CachedPartition]:
+        """The ready partitions, in fetch order: O(ready), not O(session)."""
+        partitions = self.partitions
+        found = [partitions[key] for key in self.ready if key in partitions]
+        found.sort(key=_fetch_order)
+        return found
+
+    def after_read(self, cached: CachedPartition, data: FetchPartitionData) -> None:
+        """Ready stays ready unless this read found ``cached`` caught up.
+        The high watermark is the bound either way: a read_committed fetch
+        held at a last stable offset below it stays ready (correct, just not
+        O(1)), so a session never misses data whatever its isolation."""
+        if (
+            data.error_code == 0
+            and data.size == 0
+            and data.preferred_read_replica < 0
+            and data.diverging_epoch is None
+            and cached.fetch_offset >= data.high_watermark
+        ):
+            self.ready.discard(cached.key)
+        else:
+            self.ready.add(cached.key)
+
+
+def _fetch_order(cached: CachedPartition) -> int:
+    return cached.order
+
 
 class FetchContext:
     session_id = INVALID_SESSION_ID
     error_code = 0
+    # A waiting fetch is watched under this (an incremental session fetch)
+    # instead of under each partition it read.
+    watch_key: FetchSession | None = None
 
     def __init__(self, partitions: list[CachedPartition]) -> None:
         self.partitions = partitions
+
+    def partitions_to_read(self) -> list[CachedPartition]:
+        """What a (re-)read of this fetch covers, asked again at each read."""
+        return self.partitions
+
+    def pair(self, results: FetchResults) -> FetchSessionResults:
+        """The read's results with their CachedPartitions (the read covered
+        ``partitions``, in order)."""
+        return [(cached, data) for cached, (_, data) in zip(self.partitions, results)]
 
     def select(self, results: FetchSessionResults) -> FetchSessionResults:
         """``results``: [(CachedPartition, data)] in ``partitions`` order;
@@ -174,27 +253,49 @@ class FullFetchContext(FetchContext):
             self.session_id = session.session_id
 
     def select(self, results: FetchSessionResults) -> FetchSessionResults:
-        if self.session is not None:
+        session = self.session
+        if session is not None:
             for cached, data in results:
                 cached.must_respond(data)
+                session.after_read(cached, data)
         return results
 
 
 class IncrementalFetchContext(FetchContext):
+    """Reads the session's ready partitions only (see the module doc)."""
+
     def __init__(self, session: FetchSession) -> None:
-        super().__init__(list(session.partitions.values()))
+        super().__init__(session.ready_partitions())
         self.session = session
         self.session_id = session.session_id
+        self.watch_key = session
+
+    def partitions_to_read(self) -> list[CachedPartition]:
+        # Partitions made ready while the fetch waited are read too.
+        self.partitions = self.session.ready_partitions()
+        return self.partitions
+
+    def pair(self, results: FetchResults) -> FetchSessionResults:
+        partitions = self.session.partitions
+        paired: FetchSessionResults = []
+        for request, data in results:
+            cached = partitions.get(request.key)
+            if cached is not None:  # else forgotten since (a pipelined request)
+                paired.append((cached, data))
+        return paired
 
     def select(self, results: FetchSessionResults) -> FetchSessionResults:
+        session = self.session
         chosen: FetchSessionResults = []
         for cached, data in results:
+            session.after_read(cached, data)
             if cached.must_respond(data):
                 chosen.append((cached, data))
                 if data.size:
                     # Partitions that returned data go to the back, so the
                     # response byte budget is shared fairly across fetches.
-                    self.session.partitions.move_to_end(cached.key)
+                    session.partitions.move_to_end(cached.key)
+                    session.place(cached)
         return chosen
 
 
@@ -209,6 +310,8 @@ class FetchSessionCache:
         self.eviction_ms = eviction_ms
         self.time_ms = time_ms
         self._sessions: OrderedDict[int, FetchSession] = OrderedDict()  # LRU order
+        # partition -> the sessions holding it, for mark_ready.
+        self._holders: dict[PartitionKey, set[FetchSession]] = {}
         self.evictions = 0
 
     def __len__(self) -> int:
@@ -220,6 +323,32 @@ class FetchSessionCache:
     @property
     def total_partitions(self) -> int:
         return sum(s.size for s in self._sessions.values())
+
+    def mark_ready(self, key: PartitionKey) -> Iterable[FetchSession]:
+        """Something a fetch of ``key`` would see changed (the replica
+        manager calls this where it wakes the fetch purgatory): every session
+        holding ``key`` reads it next time. Returns those sessions, whose
+        waiting fetch, if any, is watched under the session."""
+        holders = self._holders.get(key)
+        if not holders:
+            return ()
+        for session in holders:
+            session.ready.add(key)
+        return holders
+
+    def _hold(self, session: FetchSession, key: PartitionKey) -> None:
+        holders = self._holders.get(key)
+        if holders is None:
+            self._holders[key] = {session}
+        else:
+            holders.add(session)
+
+    def _release(self, session: FetchSession, key: PartitionKey) -> None:
+        holders = self._holders.get(key)
+        if holders is not None:
+            holders.discard(session)
+            if not holders:
+                del self._holders[key]
 
     def new_context(
         self,
@@ -248,13 +377,19 @@ class FetchSessionCache:
         if session.epoch != epoch:
             return SessionErrorContext(InvalidFetchSessionEpochException.code)
         for key in forgotten:
-            session.partitions.pop(key, None)
+            if session.partitions.pop(key, None) is not None:
+                session.ready.discard(key)
+                self._release(session, key)
         for partition in partitions:
-            cached = session.partitions.get(partition.key)
+            key = partition.key
+            cached = session.partitions.get(key)
             if cached is None:
-                session.partitions[partition.key] = partition
+                session.partitions[key] = partition
+                session.place(partition)
+                self._hold(session, key)
             else:
                 cached.update_request(partition)
+            session.ready.add(key)
         session.epoch = next_epoch(session.epoch)
         self._touch(session)
         return IncrementalFetchContext(session)
@@ -281,6 +416,8 @@ class FetchSessionCache:
             return None
         session = FetchSession(self._new_session_id(), privileged, partitions, now)
         self._sessions[session.session_id] = session
+        for key in partitions:
+            self._hold(session, key)
         return session
 
     def _evict_one(self, now: int, privileged: bool, size: int) -> bool:
@@ -300,11 +437,15 @@ class FetchSessionCache:
         return False
 
     def _evict(self, session_id: int) -> None:
-        self._sessions.pop(session_id, None)
+        self.remove(session_id)
         self.evictions += 1
 
     def remove(self, session_id: int) -> FetchSession | None:
-        return self._sessions.pop(session_id, None)
+        session = self._sessions.pop(session_id, None)
+        if session is not None:
+            for key in session.partitions:
+                self._release(session, key)
+        return session
 
     def evict_stale(self) -> int:
         """Drop sessions idle for longer than the eviction time (the broker

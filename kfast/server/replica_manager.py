@@ -31,7 +31,7 @@ import logging
 import time
 import uuid
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, NamedTuple
 
 from kfast.config import KafkaConfig
@@ -86,6 +86,7 @@ if TYPE_CHECKING:
     from kfast.protocol.file_region import FileRegion
     from kfast.server.alter_partition_manager import AlterPartitionManager
     from kfast.server.delayed_fetch import FetchResults
+    from kfast.server.fetch_session import FetchSessionCache
     from kfast.server.replica_fetcher import ReplicaFetcherManager
     from kfast.storage.manager import LogManager
     from kfast.storage.producer_state import VerificationGuard
@@ -195,6 +196,9 @@ class ReplicaManager:
         # Cluster mode: the ReplicaFetcherManager and the AlterPartitionManager.
         self.replica_fetchers: ReplicaFetcherManager | None = None
         self.alter_partition_manager: AlterPartitionManager | None = None
+        # The broker's fetch sessions, told which partitions changed (their
+        # incremental fetches read only those); set by the broker.
+        self.fetch_sessions: FetchSessionCache | None = None
         # Brokers that may join an ISR (registered, unfenced, not shutting
         # down); the broker keeps it current from the metadata image.
         self.isr_eligible: Callable[[int], bool] = lambda broker_id: True
@@ -359,8 +363,19 @@ class ReplicaManager:
         offset, leadership): let the requests waiting on it re-check. Whoever
         moves a high watermark outside append_records calls this."""
         self.produce_purgatory.check_and_complete(key)
-        self.fetch_purgatory.check_and_complete(key)
+        self.wake_fetches(key)
         self.delete_records_purgatory.check_and_complete(key)
+
+    def wake_fetches(self, key: PartitionKey) -> None:
+        """What a fetch of ``key`` reads changed: re-check the fetches
+        waiting on it, those watched under the partition (full fetches) and
+        those of the fetch sessions holding it (watched under the session)."""
+        purgatory = self.fetch_purgatory
+        purgatory.check_and_complete(key)
+        sessions = self.fetch_sessions
+        if sessions is not None:
+            for session in tuple(sessions.mark_ready(key)):
+                purgatory.check_and_complete(session)
 
     # -- produce --------------------------------------------------------------------
     def append_records(
@@ -430,7 +445,7 @@ class ReplicaManager:
                 self.complete_delayed_requests(partition.key)
             else:
                 # Followers waiting in the fetch purgatory want the new end.
-                self.fetch_purgatory.check_and_complete(partition.key)
+                self.wake_fetches(partition.key)
             # acks=-1 waits only for partitions whose high watermark has not
             # reached the end of this append yet. A partition already there
             # is what DelayedProduce's first try_complete would mark done; on
@@ -513,6 +528,28 @@ class ReplicaManager:
                     data = FetchPartitionData(0, high_watermark, last_stable, log.log_start_offset)
                     data.preferred_read_replica = preferred
                     return data
+            fetch_offset = request.fetch_offset
+            if (
+                fetch_offset
+                == (last_stable if params.isolation_level == READ_COMMITTED else high_watermark)
+                # A rack-aware consumer's read may be served by a follower
+                # (read_records); librdkafka sends an empty rack.
+                and (params.client_rack is None or partition.is_leader)
+                and fetch_offset >= log.log_start_offset
+                and not log.offline
+            ):
+                # Caught up, the common case of a long poll: nothing to read,
+                # so no Log.read -- only what it would have checked first
+                # (leadership and epoch fencing, an online log, the range).
+                partition.leader_log_or_raise(request.current_leader_epoch)
+                return FetchPartitionData(
+                    0,
+                    high_watermark,
+                    last_stable,
+                    log.log_start_offset,
+                    None,
+                    [] if params.isolation_level == READ_COMMITTED else None,
+                )
             info = partition.read_records(
                 request.fetch_offset,
                 max_bytes,
@@ -654,26 +691,49 @@ class ReplicaManager:
                     self.propose_isr(partition, proposed)
 
     def fetch_messages(
-        self, params: FetchParams, requests: list[PartitionFetchRequest]
+        self,
+        params: FetchParams,
+        requests: list[PartitionFetchRequest] | Callable[[], list[PartitionFetchRequest]],
+        watch_key: Hashable | None = None,
     ) -> FetchResults | asyncio.Future[FetchResults]:
         """Read now; if that is not enough (min_bytes) and the client will
         wait, park a DelayedFetch until appends make it enough or max_wait_ms
         passes. Returns [(request, FetchPartitionData)], or a future of it
-        when the fetch waits (no task or coroutine on the common path)."""
-        results, total, has_error = self.read_from_local_log(params, requests)
+        when the fetch waits (no task or coroutine on the common path).
+
+        ``requests``: the partitions, or a function giving them at each read
+        (a session's ready partitions, which change while it waits).
+        ``watch_key``: what a waiting fetch is watched under (a session,
+        which wake_fetches checks); None: each partition read."""
+        to_read = requests() if callable(requests) else requests
+        results, total, has_error = self.read_from_local_log(params, to_read)
         if params.replica_id >= 0:
             self._update_followers(params.replica_id, results)
-        if params.max_wait_ms <= 0 or not requests or total >= params.min_bytes or has_error:
+        if (
+            params.max_wait_ms <= 0
+            or total >= params.min_bytes
+            or has_error
+            or (not to_read and watch_key is None)
+        ):
             return results
         future: asyncio.Future[FetchResults] = asyncio.get_running_loop().create_future()
-        operation = DelayedFetch(
-            params.max_wait_ms,
-            params.min_bytes,
-            lambda: self.read_from_local_log(params, requests),
-            future,
+        if callable(requests):
+            source = requests
+
+            def read() -> tuple[FetchResults, int, bool]:
+                return self.read_from_local_log(params, source())
+        else:
+            fixed = requests
+
+            def read() -> tuple[FetchResults, int, bool]:
+                return self.read_from_local_log(params, fixed)
+
+        operation = DelayedFetch(params.max_wait_ms, params.min_bytes, read, future)
+        # Just read, on the loop's thread: nothing can have changed, so the
+        # operation is watched without the purgatory's two re-reads.
+        self.fetch_purgatory.watch(
+            operation, (watch_key,) if watch_key is not None else [r.key for r in to_read]
         )
-        if self.fetch_purgatory.try_complete_else_watch(operation, [r.key for r in requests]):
-            return future.result()
         self._delayed.add(operation)
         return future
 
@@ -706,7 +766,7 @@ class ReplicaManager:
                 continue
             result.error_code = 0
             result.low_watermark = log.log_start_offset
-            self.fetch_purgatory.check_and_complete(partition.key)
+            self.wake_fetches(partition.key)
             statuses.append((partition, target, result))
         if not statuses:
             return None

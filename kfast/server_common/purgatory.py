@@ -187,6 +187,31 @@ class DelayedOperationPurgatory:
             raise ValueError("operation was already handed to a purgatory")
         if operation.try_complete():
             return True
+        self._add_watches(operation, keys)
+        if operation.try_complete():
+            return True
+        self._schedule(operation)
+        return False
+
+    def watch(self, operation: DelayedOperation, watch_keys: Iterable[Hashable]) -> None:
+        """Watch ``operation`` under every key and start its timeout, without
+        trying it first: for a caller that has just found its condition false
+        on the loop's thread, with nothing in between that could have made
+        it true (everything that completes operations runs on that thread,
+        so the gap try_complete_else_watch closes cannot open). A fetch
+        already read its partitions; trying again would read them twice more.
+        """
+        if self._shutdown:
+            raise RuntimeError(f"purgatory {self.name} is shut down")
+        keys = list(watch_keys)
+        if not keys:
+            raise ValueError("an operation needs at least one watch key")
+        if operation._purgatory is not None or operation._completed:
+            raise ValueError("operation was already handed to a purgatory")
+        self._add_watches(operation, keys)
+        self._schedule(operation)
+
+    def _add_watches(self, operation: DelayedOperation, keys: list[Hashable]) -> None:
         for key in keys:
             if operation._completed:
                 break
@@ -196,8 +221,10 @@ class DelayedOperationPurgatory:
             else:
                 watchers.append(operation)
         self._estimated_total += 1
-        if operation.try_complete():
-            return True
+
+    def _schedule(self, operation: DelayedOperation) -> None:
+        """Start the timeout of a watched operation, then purge if completed
+        operations have piled up in watch lists."""
         if not operation._completed:
             operation._purgatory = self
             operation._timer_entry = self._timer.schedule(operation.delay_ms, operation.run)
@@ -207,7 +234,6 @@ class DelayedOperationPurgatory:
             # purging make the next estimate slightly high, never low.
             self._estimated_total = self._delayed_count
             self.purge_completed()
-        return False
 
     def check_and_complete(self, key: Hashable) -> int:
         """Try to complete every operation watched under ``key``; return

@@ -447,6 +447,8 @@ class ProducerStateManager:
             del self._unreplicated[first]
 
     def first_unstable_offset(self) -> int | None:
+        if not self._ongoing and not self._unreplicated:
+            return None  # the common case, asked by every read_committed fetch
         candidates = list(self._ongoing) + list(self._unreplicated)
         return min(candidates) if candidates else None
 

@@ -110,3 +110,27 @@ def test_evict_stale_and_zero_slots():
     assert cache.evict_stale() == 1 and len(cache) == 0
     disabled = FetchSessionCache(0)
     assert disabled.new_context(0, INITIAL_EPOCH, [part()], []).session_id == 0
+
+
+def test_incremental_reads_only_ready_partitions():
+    cache = FetchSessionCache(10)
+    full = cache.new_context(0, INITIAL_EPOCH, [part(index=i, offset=10) for i in range(5)], [])
+    # Caught up (fetch offset at the high watermark): none stays ready...
+    full.select([(c, data(hw=10)) for c in full.partitions])
+    assert cache.new_context(full.session_id, 1, [], []).partitions == []
+    # ...until the replica manager reports a change, to the sessions holding it.
+    (session,) = cache.mark_ready(("t", 3))
+    assert session is cache.get(full.session_id)
+    assert cache.mark_ready(("t", 9)) == ()
+    incremental = cache.new_context(full.session_id, 2, [part(index=1, offset=4)], [])
+    assert [c.partition for c in incremental.partitions] == [1, 3]  # session order
+    # Data below the high watermark keeps a partition ready; caught up clears it.
+    incremental.select(
+        [(incremental.partitions[0], data(hw=10)), (incremental.partitions[1], data(hw=10))]
+    )
+    assert [c.partition for c in cache.new_context(full.session_id, 3, [], []).partitions] == [1]
+    # Forgotten partitions and removed sessions are no longer told of changes.
+    cache.new_context(full.session_id, 4, [], [("t", 2)])
+    assert cache.mark_ready(("t", 2)) == ()
+    cache.remove(full.session_id)
+    assert cache.mark_ready(("t", 0)) == ()

@@ -74,6 +74,25 @@ def test_completes_immediately_when_possible(timer, purgatory):
     assert purgatory.delayed() == 0 and timer.size == 0
 
 
+def test_watch_skips_the_tries_and_still_completes_or_expires(timer, purgatory):
+    # For a caller that has just checked (a fetch that read its partitions).
+    woken, idle = Recorder(1000), Recorder(500)
+    purgatory.watch(woken, ["a"])
+    purgatory.watch(idle, ["a", "b"])
+    assert woken.tries == idle.tries == 0
+    assert purgatory.delayed() == 2 and purgatory.watched() == 3
+    woken.ready = True
+    assert purgatory.check_and_complete("a") == 1
+    assert woken.events == ["complete"] and idle.tries == 1
+    timer.advance(500)
+    assert idle.events == ["complete", "expire"]
+    assert purgatory.delayed() == 0 and timer.size == 0
+    with pytest.raises(ValueError):
+        purgatory.watch(idle, ["a"])  # completed already
+    with pytest.raises(ValueError):
+        purgatory.watch(Recorder(10), [])
+
+
 def test_watched_operation_completes_once_on_any_key(timer, purgatory):
     op = Recorder(1000)
     assert purgatory.try_complete_else_watch(op, ["a", "b", "c"]) is False
