@@ -97,6 +97,16 @@ class JoinMember(NamedTuple):
     protocols: list[tuple[str, bytes]]
 
 
+class SyncMember(NamedTuple):
+    """What a SyncGroup says of its member."""
+
+    generation_id: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str | None
+    protocol_name: str | None
+
+
 def join_error(member_id: str, code: int) -> JoinResult:
     return JoinResult(
         error_code=code,
@@ -640,30 +650,18 @@ class GroupCoordinator:
         callback: Callable[[SyncResponse], None],
     ) -> None:
         """callback((error_code, protocol_type, protocol_name, assignment))."""
-        result = self.classic_group_sync(
-            group_id,
-            generation_id,
-            member_id,
-            group_instance_id,
-            protocol_type,
-            protocol_name,
-            assignments,
+        request = SyncMember(
+            generation_id, member_id, group_instance_id, protocol_type, protocol_name
         )
-        self._run(group_id, result, callback)
+        self._run(group_id, self.classic_group_sync(group_id, request, assignments), callback)
 
     def classic_group_sync(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: dict[str, bytes],
+        self, group_id: str, request: SyncMember, assignments: dict[str, bytes]
     ) -> SyncGroupResult:
         """Kafka's classicGroupSync: a follower's response waits (deferred)
         for the leader's; the leader's result carries the group's record
         with the assignment, which on_append makes the generation's."""
+        generation_id, member_id, group_instance_id, protocol_type, protocol_name = request
         group = self.groups.get(group_id)
         if group is None:
             return _sync_rejected(E.UnknownMemberIdException.code)

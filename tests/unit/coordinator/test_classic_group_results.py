@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from kfast.coordinator.group.classic_group import ClassicGroupState
 from kfast.coordinator.group.consumer_protocol import encode_subscription
-from kfast.coordinator.group.coordinator import JoinMember
+from kfast.coordinator.group.coordinator import JoinMember, SyncMember
 from kfast.coordinator.group.records import GroupMetadataKey, encode_key, encode_value
 from kfast.coordinator.result import DeferredResponse
 from kfast.protocol import errors as E
@@ -73,7 +73,7 @@ def test_leader_sync_result_carries_the_assignment_applied_on_append():
     [first] = h.join(G)
     a = first["member_id"]
     group = h.coordinator.groups[G]
-    result = h.coordinator.classic_group_sync(G, 1, a, None, None, None, {a: b"plan"})
+    result = h.coordinator.classic_group_sync(G, SyncMember(1, a, None, None, None), {a: b"plan"})
     [(key, value)] = result.records
     assert key == GroupMetadataKey(G)
     assert [(m.member_id, m.assignment) for m in value.members] == [(a, b"plan")]
@@ -86,24 +86,6 @@ def test_leader_sync_result_carries_the_assignment_applied_on_append():
     assert answers == [(0, "consumer", "range", b"plan")]
     assert group.is_(ClassicGroupState.STABLE) and group.members[a].assignment == b"plan"
     assert h.log == [(encode_key(key), encode_value(value))]
-
-
-def test_failed_assignment_append_answers_every_waiting_sync_and_rebalances():
-    h = Harness()
-    [first] = h.join(G)
-    a = first["member_id"]
-    h.sync(G, 1, a, {a: b"x"})
-    waiting = h.join(G)
-    h.join(G, member_id=a)
-    b = waiting[0]["member_id"]
-    follower = h.sync(G, 2, b)
-    assert follower == []
-    h.fail_next = E.NotEnoughReplicasException.code
-    leader = h.sync(G, 2, a, {a: b"1", b: b"2"})
-    assert leader == follower == [(E.NotEnoughReplicasException.code, None, None, b"")]
-    group = h.coordinator.groups[G]
-    assert group.is_(ClassicGroupState.PREPARING_REBALANCE)
-    assert all(m.assignment == b"" for m in group.members.values())
 
 
 def test_last_leave_stores_the_empty_group_through_a_result():

@@ -210,8 +210,10 @@ def test_follower_sync_waits_for_leader_and_failed_store_rebalances():
     assert follower == []
     h.fail_next = E.NotCoordinatorException.code
     leader = h.sync(G, 2, a, {a: b"1", b: b"2"})
-    assert leader[0][0] == follower[0][0] == E.NotCoordinatorException.code
-    assert h.coordinator.groups[G].is_(ClassicGroupState.PREPARING_REBALANCE)
+    assert leader == follower == [(E.NotCoordinatorException.code, None, None, b"")]
+    group = h.coordinator.groups[G]
+    assert group.is_(ClassicGroupState.PREPARING_REBALANCE)
+    assert all(m.assignment == b"" for m in group.members.values())
 
 
 def test_leave_group():
