@@ -475,7 +475,7 @@ class ConsumerGroupManager:
         answers: list[HeartbeatResponse] = []
         self.run(group_id, result, answers.append)
         # A write still in flight when we return: its outcome reaches
-        # nobody, and a failure marked its keys for rewriting.
+        # nobody (a failure still reverts the group, see _revert).
         if answers:
             return answers[0]
         answer = result.response

@@ -23,8 +23,10 @@ G = "cg"
 T, U = uuid.UUID(int=7), uuid.UUID(int=8)
 
 
-def beat(h, member_id="", epoch=0, owned=None, instance=None, cluster=None, callback=None):
-    topics = ["t", "u"] if epoch == 0 else None
+def beat(
+    h, member_id="", epoch=0, owned=None, instance=None, cluster=None, callback=None, regex=None
+):
+    topics = ([] if regex else ["t", "u"]) if epoch == 0 else None
     return h.coordinator.consumer_group_heartbeat(
         G,
         member_id,
@@ -38,7 +40,7 @@ def beat(h, member_id="", epoch=0, owned=None, instance=None, cluster=None, call
         "c",
         "/h",
         cluster or {"t": (T, 4), "u": (U, 2)},
-        None,
+        regex,
         callback,
     )
 
@@ -101,11 +103,50 @@ def test_a_failed_append_under_a_later_change_keeps_the_state_and_rewrites_it():
     assert h.replayed().snapshot() == h.coordinator.snapshot()
 
 
+def test_a_failed_take_over_of_an_empty_classic_group_brings_it_back():
+    h = Harness()
+    [joined] = h.join(G)
+    h.coordinator.leave_group(G, [(joined["member_id"], None)])
+    classic = h.coordinator.groups[G]
+    before = h.coordinator.snapshot()
+    h.fail_next = E.NotEnoughReplicasException.code
+    assert beat(h)["error_code"] == E.NotEnoughReplicasException.code
+    assert h.coordinator.groups[G] is classic and G not in h.coordinator.consumer_groups
+    assert h.coordinator.snapshot() == before
+    assert beat(h)["error_code"] == 0  # and the next join takes it over
+    assert G not in h.coordinator.groups
+    assert h.replayed().snapshot() == h.coordinator.snapshot()
+
+
+def test_a_failed_static_rejoin_keeps_the_member_that_left_for_a_while():
+    h = Harness()
+    c = beat(h, instance="i")
+    beat(h, c["member_id"], -2, instance="i")
+    before = h.coordinator.snapshot()
+    h.fail_next = E.NotEnoughReplicasException.code
+    assert beat(h, instance="i")["error_code"] == E.NotEnoughReplicasException.code
+    assert h.coordinator.snapshot() == before
+    again = beat(h, instance="i")
+    assert again["error_code"] == 0 and again["member_id"] != c["member_id"]
+    assert again["member_epoch"] == c["member_epoch"]  # the member it was, epoch included
+
+
 # -- live path vs load ---------------------------------------------------------------------
 NAMES = ["a", "b", "c"]
 _action = st.tuples(
     st.sampled_from(
-        ["join", "beat", "beat", "beat", "leave", "static-leave", "expire", "fail", "grow"]
+        [
+            "join",
+            "beat",
+            "beat",
+            "beat",
+            "leave",
+            "static-leave",
+            "expire",
+            "fail",
+            "grow",
+            "create",
+        ]
     ),
     st.sampled_from(NAMES),
 )
@@ -132,6 +173,7 @@ class _Members:
             owned=owned if epoch > 0 else None,
             instance=name if name == "c" else None,
             cluster=self.cluster,
+            regex="u.*" if name == "b" and epoch == 0 else None,
         )
         if epoch == -1 and response["error_code"] == 0:
             self.left.add(member_id)
@@ -158,6 +200,8 @@ class _Members:
         elif action == "grow":
             topic_id, count = self.cluster["t"]
             self.cluster = {**self.cluster, "t": (topic_id, count + 1)}
+        elif action == "create":  # a topic b's regex matches
+            self.cluster = {**self.cluster, "u2": (uuid.UUID(int=9), 3)}
 
 
 @settings(max_examples=examples(150), deadline=None)
@@ -176,3 +220,40 @@ def test_the_live_group_is_always_the_group_its_log_loads_into(actions):
         owned = [(t, p) for m in group.members.values() for t, ps in m.assigned.items() for p in ps]
         assert len(owned) == len(set(owned)), "a partition owned twice"
         assert all(isinstance(m.state, MemberState) for m in group.members.values())
+
+
+def test_a_regex_resolution_limited_by_describe_is_kept_across_replays():
+    """What a regex resolves to depends on the topics the member may
+    DESCRIBE, which no record says: the decision's resolution is kept, so
+    replaying the group's metadata (which lists another member's topic the
+    regex would match) does not make every heartbeat a new group epoch."""
+    h = Harness()
+    cluster = {"t": (T, 4), "u": (U, 2)}
+
+    def regex_beat(member_id="", epoch=0):
+        return h.coordinator.consumer_group_heartbeat(
+            G,
+            member_id,
+            epoch,
+            None,
+            None,
+            3000,
+            [] if epoch == 0 else None,
+            None,
+            None,
+            "c",
+            "/h",
+            cluster,
+            "t|u" if epoch == 0 else None,
+            None,
+            lambda topic: topic != "u",
+        )
+
+    a = regex_beat()
+    beat(h)  # b subscribes to t and u by name: u is in the group's metadata
+    a = regex_beat(a["member_id"], a["member_epoch"])
+    epoch = h.coordinator.consumer_groups[G].group_epoch
+    for _ in range(3):
+        a = regex_beat(a["member_id"], a["member_epoch"])
+    assert h.coordinator.consumer_groups[G].group_epoch == epoch
+    assert h.coordinator.consumer_groups[G].members[a["member_id"]].subscribed_topic_names == ["t"]
