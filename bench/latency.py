@@ -349,7 +349,12 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
     launcher: tuple = ()
     if args.probe and kind == "kfast":
         probe = os.path.join(os.path.dirname(os.path.abspath(__file__)), "latency_probe.py")
-        launcher = (sys.executable, probe, os.path.join(args.probe, f"{name}.txt"))
+        launcher = (
+            sys.executable,
+            probe,
+            *(("--no-gc-freeze",) if args.no_gc_freeze else ()),
+            os.path.join(args.probe, f"{name}.txt"),
+        )
     metrics_port = free_port()
     overrides = (f"kfast.metrics.port={metrics_port}",)
     with run_broker(kind, overrides, launcher=launcher) as (proc, bootstrap, _ready):
@@ -363,6 +368,7 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
         consumer.start()
         producers: list = []
         spy = None
+        window = (time.time(), time.time() + args.seconds)
         cpu_before, clock_before = cpu_seconds(proc.pid), time.monotonic()
         try:
             if not ready.wait(60):
@@ -392,6 +398,7 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
                     if not p.poll(limit) or p.recv() != "ready":
                         raise RuntimeError("producers did not connect")
                 start_at = time.time() + 1.0
+                window = (start_at, start_at + args.seconds)
                 for p in pipes:
                     p.send(start_at)
             else:
@@ -459,6 +466,7 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
         "max_ms": summary["max_latency_ms"],
         "load_1m": _load(),
         "broker_cpu": broker_cpu,
+        "window": window,
         "request_times_ms": request_times,
         "consumer_cpu": consumer_cpu,
         "client": client,
@@ -513,6 +521,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1, help="the brokers take turns")
     parser.add_argument("--plots", metavar="DIR", help="PNG per test and broker (last round)")
     parser.add_argument("--probe", metavar="DIR", help="kfast under bench/latency_probe.py")
+    parser.add_argument(
+        "--no-gc-freeze", action="store_true", help="with --probe: kfast's GC left as CPython's"
+    )
     parser.add_argument("--profile", metavar="DIR", help="py-spy raw profile of kfast per test")
     parser.add_argument("--json", metavar="FILE")
     args = parser.parse_args()

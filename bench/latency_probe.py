@@ -3,6 +3,7 @@
 outliers come from; a report is written to OUT when the broker exits.
 
     python bench/latency_probe.py OUT serve --override ...
+    python bench/latency_probe.py --no-gc-freeze OUT serve ...   # the collector as before
 
 (bench/latency.py --probe DIR starts its kfast brokers this way.) Probes:
 
@@ -37,6 +38,7 @@ class Probe:
     def __init__(self) -> None:
         self.gcs: list[tuple[float, int, float]] = []
         self.lags: list[float] = []
+        self.long: list[tuple[float, float]] = []  # (wall clock at its start, ms)
         self.stacks: collections.Counter[str] = collections.Counter()
         self.heartbeat = time.perf_counter()
         self._gc_started = 0.0
@@ -66,6 +68,8 @@ class Probe:
             lag = (now - before - _TICK_S) * 1000.0
             if lag > LAG_MS:
                 self.lags.append(lag)
+                if lag > 100:
+                    self.long.append((time.time() - lag / 1000.0, lag))
 
     def watch(self) -> None:
         """While the loop is stalled, sample its stack every ~0.5 ms: a
@@ -100,6 +104,8 @@ class Probe:
             f"loop stalls > {LAG_MS:g} ms: {len(lags)}"
             + (f", p50 {lags[len(lags) // 2]:.1f} ms, max {lags[-1]:.1f} ms" if lags else "")
         )
+        for at, lag in self.long:
+            lines.append(f"stall of {lag:.0f} ms at {at:.3f} (wall clock)")
         total = sum(self.stacks.values())
         for stack, n in self.stacks.most_common(12):
             lines.append(f"--- {n} of {total} samples taken in stalls:\n{stack}")
@@ -138,11 +144,19 @@ def _short(frame) -> str:
 
 
 def main() -> int:
-    out, argv = sys.argv[1], sys.argv[2:]
+    args = sys.argv[1:]
+    freeze = args[0] != "--no-gc-freeze"
+    if not freeze:
+        args = args[1:]
+    out, argv = args[0], args[1:]
     probe = Probe()
     gc.callbacks.append(probe.on_gc)
+    import kfast.tools.serve
     from kfast.cli import main as kfast_main
     from kfast.server.broker import KafkaBroker
+
+    if not freeze:  # the A/B of kfast.server.gc_tuning
+        kfast.tools.serve.freeze_startup_heap = lambda: 0
 
     start = KafkaBroker.start
 
