@@ -3,6 +3,7 @@ protocol client, so every version can be asked for)."""
 
 from __future__ import annotations
 
+import time
 import uuid
 
 import pytest
@@ -52,9 +53,38 @@ def conn(tmp_path_factory):
         version=4,
     )
     assert response.topics[0].error_code == 0
+    _await_group_coordinator(connection)
     yield connection
     connection.close()
     broker.close()
+
+
+def _await_group_coordinator(connection, timeout_s: float = 30.0) -> None:
+    """Until FindCoordinator answers: the first one creates
+    __consumer_offsets, whose partitions the broker then leads and loads; a
+    JoinGroup before that is COORDINATOR_NOT_AVAILABLE, which clients retry
+    and these raw-protocol tests would not (run alone, say with -k)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        response = connection.send(
+            {"key": "probe", "key_type": 0}, api_key=KEY["FindCoordinator"], version=2
+        )
+        if response.error_code == 0:
+            probe = connection.send(
+                {
+                    "group_id": "probe",
+                    "group_instance_id": None,
+                    "member_id": "u",
+                    "generation_id": -1,
+                },
+                api_key=KEY["Heartbeat"],
+                version=3,
+            )
+            # Loaded: the coordinator itself answers (an unknown member).
+            if probe.error_code == E.UnknownMemberIdException.code:
+                return
+        assert time.monotonic() < deadline, f"no group coordinator within {timeout_s} s"
+        time.sleep(0.05)
 
 
 def send(conn, api, version, **body):
