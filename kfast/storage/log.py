@@ -651,12 +651,14 @@ class Log(LogState):
             for segment in self._segments_from(start_offset):
                 if segment.base_offset > bound_meta.segment_base_offset:
                     break
+                bound_segment = segment.base_offset == bound_meta.segment_base_offset
                 max_position = (
-                    bound_meta.relative_position_in_segment
-                    if segment.base_offset == bound_meta.segment_base_offset
-                    else segment.size
+                    bound_meta.relative_position_in_segment if bound_segment else segment.size
                 )
                 info = segment.read(start_offset, max_bytes, max_position, min_one_message)
+                if bound_segment:
+                    # The next fetch of a reader at the tail is for ``bound``.
+                    segment.note_offset_position(bound, max_position)
                 if info is not None:
                     return info
             return FetchDataInfo(LogOffsetMetadata(start_offset), None)
