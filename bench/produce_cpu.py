@@ -25,7 +25,8 @@ its defaults on a fresh data dir; Tansu with memory storage), creates the
 topic, sends one request per partition before the clock starts (leaders
 elected, logs created), then produces --gb. Phases for acks=1 and acks=all
 (-1), 1 and 8 partitions, each batch size; within a round the two brokers
-alternate, the order flipping each round. Loopback only, bounded in time
+alternate, the order flipping each round. ``--brokers kfast@PATH`` adds
+another kfast source tree (before/after a change, in the same rounds). Loopback only, bounded in time
 (each phase stops after --limit-s), every process it starts is stopped.
 """
 
@@ -100,9 +101,15 @@ def _check(response: bytearray, records: int, next_base: dict[int, int]) -> None
 
 
 def _client(
-    host: str, port: int, requests: list[bytearray], count: int, records: int, conn
+    host: str,
+    port: int,
+    requests: list[bytearray],
+    count: int,
+    records: int,
+    conn,
+    in_flight: int = IN_FLIGHT,
 ) -> None:
-    """Send ``count`` requests, partitions in turn, IN_FLIGHT at a time."""
+    """Send ``count`` requests, partitions in turn, ``in_flight`` at a time."""
     sock = socket.create_connection((host, port))
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     conn.send("ready")
@@ -111,7 +118,7 @@ def _client(
     sent = answered = 0
     started = time.monotonic()
     while answered < count:
-        while sent < count and sent - answered < IN_FLIGHT:
+        while sent < count and sent - answered < in_flight:
             request = requests[sent % len(requests)]
             struct.pack_into(">i", request, 8, sent)  # the correlation id
             sock.sendall(request)
@@ -131,11 +138,17 @@ def phase(
     gb: float,
     clients: int,
     limit_s: float,
+    in_flight: int = IN_FLIGHT,
 ) -> dict:
     batch = build_batch(batch_records)
     requests = [build_request(p, batch, acks) for p in range(partitions)]
     total = max(clients, round(gb * 1e9 / (batch_records * RECORD_SIZE)))
-    with run_broker(kind) as (proc, bootstrap, _ready):
+    launcher: tuple = ()
+    if kind.startswith("kfast@"):  # another kfast tree, for a before/after
+        path = kind.split("@", 1)[1]
+        launcher = ("env", f"PYTHONPATH={path}", sys.executable, "-m", "kfast")
+    broker = "tansu" if kind == "tansu" else "kfast"
+    with run_broker(broker, launcher=launcher) as (proc, bootstrap, _ready):
         create_topic(bootstrap, TOPIC, partitions)
         host, port = bootstrap.split(":")
         ctx = mp.get_context("spawn")
@@ -158,7 +171,8 @@ def phase(
             parent, child = ctx.Pipe()
             count = share + (1 if i < extra else 0)
             worker = ctx.Process(
-                target=_client, args=(host, int(port), requests, count, batch_records, child)
+                target=_client,
+                args=(host, int(port), requests, count, batch_records, child, in_flight),
             )
             worker.start()
             pipes.append(parent)
@@ -205,8 +219,21 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clients", type=int, default=2)
     parser.add_argument("--batch-records", type=int, nargs="+", default=[9_000, 150])
-    parser.add_argument("--brokers", nargs="+", default=["kfast", "tansu"])
+    parser.add_argument(
+        "--brokers",
+        nargs="+",
+        default=["kfast", "tansu"],
+        help="kfast (this tree), tansu, or kfast@PATH: kfast from another source tree "
+        "(its kernels built in place), to compare a before and an after in one run",
+    )
     parser.add_argument("--limit-s", type=float, default=120.0)
+    parser.add_argument(
+        "--in-flight",
+        type=int,
+        default=IN_FLIGHT,
+        help="requests in flight per connection (1: the broker waits for each request, "
+        "as with a producer that is not saturating it)",
+    )
     parser.add_argument("--json", help="write every phase's figures here")
     args = parser.parse_args()
     results: list[dict] = []
@@ -224,6 +251,7 @@ def main() -> None:
                             args.gb,
                             args.clients,
                             args.limit_s,
+                            args.in_flight,
                         )
                         r["round"] = round_
                         results.append(r)
@@ -266,8 +294,12 @@ def main() -> None:
                     for k, (m, lo, hi, rate) in cells.items()
                 )
                 ratio = ""
-                if "kfast" in cells and "tansu" in cells:
-                    ratio = f" | kfast/Tansu {cells['kfast'][0] / cells['tansu'][0]:.2f}x"
+                if "tansu" in cells:
+                    ratio = "".join(
+                        f" | {k}/Tansu {cells[k][0] / cells['tansu'][0]:.2f}x"
+                        for k in cells
+                        if k != "tansu"
+                    )
                 print(f"batch {batch_records:>6} p{partitions} acks={acks:>2}: {line}{ratio}")
 
 
