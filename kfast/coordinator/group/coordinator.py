@@ -1,12 +1,22 @@
-"""GroupCoordinator: classic and KIP-848 consumer groups and committed
-offsets of the __consumer_offsets partitions this broker leads (Kafka's
-GroupCoordinator with its GroupMetadataManager / OffsetMetadataManager
-state): the classic groups here, KIP-848 groups in the ConsumerGroupManager
-and committed offsets in the OffsetMetadataManager it holds, each serving its
-requests (the coordinator hands them on, so callers see one object).
+"""GroupCoordinator: the groups and committed offsets of the
+__consumer_offsets partitions this broker leads, composed of three managers
+with one job each -- Kafka's GroupCoordinatorShard over its
+GroupMetadataManager (split in kfast: classic groups, KIP-848 groups) and
+OffsetMetadataManager:
 
-A deterministic state machine: no sockets, no clock of its own (``time_ms``
-is injected), timeouts through purgatories on the timer it is given.
+* ClassicGroupManager (classic_group_manager.py): JoinGroup, SyncGroup,
+  Heartbeat, LeaveGroup and their rebalance;
+* ConsumerGroupManager (consumer_group_manager.py): ConsumerGroupHeartbeat
+  and ConsumerGroupDescribe of KIP-848 groups;
+* OffsetMetadataManager (offsets.py): committed and transactional offsets.
+
+The coordinator itself only routes: it builds the managers (sharing the
+classic groups map and the heartbeat purgatory between the two group
+managers), hands each request to the manager that serves it (callers see
+one object), routes each record to the manager that owns it (``replay``),
+and loads and unloads partitions. A deterministic state machine: no
+sockets, no clock of its own (``time_ms`` is injected), timeouts through
+purgatories on the timer it is given.
 
 Every handler returns a CoordinatorResult (kfast/coordinator/result.py:
 records, response, error response) that ``_run`` -- Kafka's runtime write,
@@ -16,18 +26,13 @@ answers:
 * offsets (commit, transactional commit, delete, DeleteGroups): the record
   objects are replayed (``replay_record``) once committed, before the
   response; offset expiration's callback applies its own the same way;
-* classic groups (``classic_group_join`` / ``_sync`` / ``_heartbeat`` /
-  ``_leave``, Kafka's classicGroup*): a member that waits for the others
-  gets a DeferredResponse, completed when the join phase ends (DelayedJoin,
-  whose end ``_complete_join`` is a result of its own, storing a group left
-  empty) or when the leader's SyncGroup result -- the GroupMetadata record
-  with the assignment -- is appended (its ``on_append``, Kafka's
-  appendFuture, makes the generation Stable or resets it). The group
-  changed as the handler decided, so its record is not replayed again;
-* KIP-848 groups (the ConsumerGroupManager): a heartbeat decides on a
-  copy of its group and its records are replayed into the group at once,
-  before the append (reverted if it fails), as Kafka's runtime does; so
-  they are not replayed again (see consumer_group_manager).
+* classic groups: a waiting member's response is deferred, and the group
+  changed as the handler decided, so its record is not replayed again (see
+  classic_group_manager);
+* KIP-848 groups: a heartbeat decides on a copy of its group and its
+  records are replayed into the group at once, before the append (reverted
+  if it fails), as Kafka's runtime does; so they are not replayed again
+  (see consumer_group_manager).
 
 ``replay(key, value)`` rebuilds the same state from those records, so
 loading a partition's log = restart.
@@ -35,26 +40,13 @@ loading a partition's log = restart.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import NamedTuple, TypeVar
+from typing import TypeVar
 
 from kfast.config import KafkaConfig
-from kfast.coordinator.group.classic_group import (
-    ClassicGroup,
-    ClassicGroupMember,
-    ClassicGroupState,
-    JoinResult,
-    SyncResponse,
-)
-from kfast.coordinator.group.consumer_group import ConsumerGroup
+from kfast.coordinator.group.classic_group import ClassicGroup
+from kfast.coordinator.group.classic_group_manager import ClassicGroupManager
 from kfast.coordinator.group.consumer_group_manager import ConsumerGroupManager
-from kfast.coordinator.group.delayed import (
-    DelayedHeartbeat,
-    DelayedJoin,
-    InitialDelayedJoin,
-    heartbeat_key,
-)
 from kfast.coordinator.group.offsets import (
     CommitRequest,
     OffsetMetadataManager,
@@ -73,12 +65,10 @@ from kfast.coordinator.group.records import (
     encode_key,
     encode_value,
 )
-from kfast.coordinator.result import CoordinatorResult, DeferredResponse, code_response
-from kfast.protocol import errors as E
+from kfast.coordinator.result import CoordinatorResult, DeferredResponse
 from kfast.server_common.purgatory import DelayedOperationPurgatory, Timer
 
 NONE = 0
-UNKNOWN_MEMBER_ID = ""
 # writer(group_id, [(key, value)], done(error_code)[, (producer id, epoch)]):
 # one batch to the group's partition; the tuple makes it transactional.
 Writer = Callable[..., None]
@@ -86,101 +76,11 @@ Writer = Callable[..., None]
 T = TypeVar("T")
 
 
-class JoinMember(NamedTuple):
-    """What a JoinGroup says of its member."""
-
-    client_id: str
-    client_host: str
-    session_timeout_ms: int
-    rebalance_timeout_ms: int
-    protocol_type: str
-    protocols: list[tuple[str, bytes]]
-
-
-class SyncMember(NamedTuple):
-    """What a SyncGroup says of its member."""
-
-    generation_id: int
-    member_id: str
-    group_instance_id: str | None
-    protocol_type: str | None
-    protocol_name: str | None
-
-
-def join_error(member_id: str, code: int) -> JoinResult:
-    return JoinResult(
-        error_code=code,
-        generation_id=-1,
-        protocol_type=None,
-        protocol_name=None,
-        leader="",
-        skip_assignment=False,
-        member_id=member_id,
-        members=[],
-    )
-
-
-# The classic group's handlers' results (Kafka's classicGroupJoin /
-# classicGroupSync / classicGroupHeartbeat / classicGroupLeave).
-JoinGroupResult = CoordinatorResult[JoinResult, GroupRecord]
-SyncGroupResult = CoordinatorResult[SyncResponse, GroupRecord]
-
-
 def _answer(response: T | DeferredResponse[T], callback: Callable[[T], None]) -> None:
     if isinstance(response, DeferredResponse):
         response.when_complete(callback)
     else:
         callback(response)
-
-
-def _join_answer(
-    member_id: str,
-    response: JoinResult | DeferredResponse[JoinResult],
-    records: list[GroupRecord] | None = None,
-    on_append: Callable[[int], None] | None = None,
-) -> JoinGroupResult:
-    """A JoinGroup's result; an append error answers with its code. Its
-    records are not replayed: the group changed as the handler decided."""
-    return CoordinatorResult(
-        records or [],
-        response,
-        lambda code: join_error(member_id, code),
-        replay=False,
-        on_append=on_append,
-    )
-
-
-def _join_rejected(member_id: str, code: int) -> JoinGroupResult:
-    return _join_answer(member_id, join_error(member_id, code))
-
-
-def _sync_error(code: int) -> SyncResponse:
-    return (code, None, None, b"")
-
-
-def _sync_answer(
-    response: SyncResponse | DeferredResponse[SyncResponse],
-    records: list[GroupRecord] | None = None,
-    on_append: Callable[[int], None] | None = None,
-) -> SyncGroupResult:
-    return CoordinatorResult(
-        records or [], response, _sync_error, replay=False, on_append=on_append
-    )
-
-
-def _sync_rejected(code: int) -> SyncGroupResult:
-    return _sync_answer(_sync_error(code))
-
-
-def _code_result(code: int) -> CoordinatorResult[int, GroupRecord]:
-    return CoordinatorResult([], code, code_response)
-
-
-def _leave_answer(
-    code: int, member_codes: list[int]
-) -> CoordinatorResult[tuple[int, list[int]], GroupRecord]:
-    response = (code, member_codes)
-    return CoordinatorResult([], response, lambda error: (error, []))
 
 
 class GroupCoordinator:
@@ -191,23 +91,41 @@ class GroupCoordinator:
         self.timer = timer
         self.writer = writer
         self.time_ms = time_ms
+        # Shared by the two group managers: a group id names a classic or a
+        # KIP-848 group, and either takes over the other when it is empty.
         self.groups: dict[str, ClassicGroup] = {}
-        self.join_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
         # KIP-848 groups (ConsumerGroupHeartbeat).
-        # The managers' results are appended through the coordinator's
-        # writer, looked up at each write: one place to inject it.
-        self.consumer_group_manager = ConsumerGroupManager(
+        consumers = self.consumer_group_manager = ConsumerGroupManager(
             config, timer, self._run, self.groups, self.heartbeat_purgatory, self.replay_record
         )
+        # Classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
+        classic = self.classic_group_manager = ClassicGroupManager(
+            config,
+            timer,
+            self._run,
+            self.groups,
+            self.heartbeat_purgatory,
+            consumers.consumer_groups,
+            consumers.consumer_group_tombstones,
+            self.replay_record,
+            time_ms,
+        )
+        self.join_purgatory = classic.join_purgatory
         # Committed and transactional offsets (Kafka's OffsetMetadataManager).
         self.offset_manager = OffsetMetadataManager(config, self, self._run, time_ms)
-        self.min_session_timeout_ms = config["group.min.session.timeout.ms"]
-        self.max_session_timeout_ms = config["group.max.session.timeout.ms"]
-        self.initial_rebalance_delay_ms = config["group.initial.rebalance.delay.ms"]
-        self.max_group_size = config["group.max.size"]
+        # The classic groups' requests, served by their manager.
+        self.join_group = classic.join_group
+        self.sync_group = classic.sync_group
+        self.heartbeat = classic.heartbeat
+        self.leave_group = classic.leave_group
+        self.classic_group_join = classic.classic_group_join
+        self.classic_group_sync = classic.classic_group_sync
+        self.classic_group_heartbeat = classic.classic_group_heartbeat
+        self.classic_group_leave = classic.classic_group_leave
+        self.complete_and_schedule_next_heartbeat = classic.complete_and_schedule_next_heartbeat
+        self.group_or_none = classic.group_or_none
         # The KIP-848 groups' requests and state, served by their manager.
-        consumers = self.consumer_group_manager
         self.consumer_groups = consumers.consumer_groups
         self.consumer_group_heartbeat = consumers.consumer_group_heartbeat
         self.consumer_group_describe = consumers.consumer_group_describe
@@ -268,14 +186,6 @@ class GroupCoordinator:
             self.writer(group_id, encoded, done, transaction)
         return None
 
-    def _run_now(self, group_id: str, result: CoordinatorResult[T, GroupRecord]) -> T:
-        """Run a result that writes nothing and answers at once (Heartbeat,
-        LeaveGroup), returning its response."""
-        answers: list[T] = []
-        self._run(group_id, result, answers.append)
-        [answer] = answers
-        return answer
-
     # -- offsets -----------------------------------------------------------------------
     def commit_offsets(
         self,
@@ -333,550 +243,7 @@ class GroupCoordinator:
     def group_config_overrides(self, lookup: Callable[[str], Mapping[str, str]]) -> None:
         self.consumer_group_manager.group_config_overrides = lookup
 
-    # -- JoinGroup ---------------------------------------------------------------------
-    def join_group(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        client_id: str,
-        client_host: str,
-        session_timeout_ms: int,
-        rebalance_timeout_ms: int,
-        protocol_type: str,
-        protocols: list[tuple[str, bytes]],
-        require_known_member_id: bool,
-        callback: Callable[[JoinResult], None],
-    ) -> None:
-        """JoinGroup: callback(JoinGroupResponse fields) once the join phase
-        ends (or at once, on an error)."""
-        if rebalance_timeout_ms < 0:
-            rebalance_timeout_ms = session_timeout_ms  # JoinGroup v0
-        args = JoinMember(
-            client_id,
-            client_host,
-            session_timeout_ms,
-            rebalance_timeout_ms,
-            protocol_type,
-            protocols,
-        )
-        result = self.classic_group_join(
-            group_id, member_id, group_instance_id, args, require_known_member_id
-        )
-        self._run(group_id, result, callback)
-
-    def classic_group_join(
-        self,
-        group_id: str,
-        member_id: str,
-        group_instance_id: str | None,
-        args: JoinMember,
-        require_known_member_id: bool,
-    ) -> JoinGroupResult:
-        """Kafka's classicGroupJoin: the result whose response (deferred) the
-        end of the join phase completes, with the records of the change."""
-        if not group_id:
-            return _join_rejected(member_id, E.InvalidGroupIdException.code)
-        if (
-            not self.min_session_timeout_ms
-            <= args.session_timeout_ms
-            <= self.max_session_timeout_ms
-        ):
-            return _join_rejected(member_id, E.InvalidSessionTimeoutException.code)
-        consumer_group = self.consumer_groups.get(group_id)
-        if consumer_group is not None and consumer_group.members:
-            # A KIP-848 group in use: classic members cannot join it.
-            return _join_rejected(member_id, E.InconsistentGroupProtocolException.code)
-        group = self.groups.get(group_id)
-        records: list[GroupRecord] = []
-        if group is None:
-            if member_id != UNKNOWN_MEMBER_ID:
-                return _join_rejected(member_id, E.UnknownMemberIdException.code)
-            if consumer_group is not None:
-                # An empty KIP-848 group is taken over: its records are
-                # deleted first (same partition, so before the new group's).
-                records = self._take_over_consumer_group(consumer_group)
-            group = self.groups[group_id] = ClassicGroup(group_id, self.time_ms())
-        result = self._join_classic_group(
-            group, member_id, group_instance_id, args, require_known_member_id
-        )
-        return result._replace(records=records + result.records) if records else result
-
-    def _take_over_consumer_group(self, group: ConsumerGroup) -> list[GroupRecord]:
-        """The tombstones of an empty KIP-848 group, replayed at once (the
-        classic group replacing it is created now)."""
-        tombstones = self.consumer_group_tombstones(group)
-        for key, value in tombstones:
-            self.replay_record(key, value)
-        # A group whose records never reached the log has no epoch tombstone.
-        if self.consumer_groups.pop(group.group_id, None) is not None:
-            group.dead = True
-        return tombstones
-
-    def _join_classic_group(
-        self,
-        group: ClassicGroup,
-        member_id: str,
-        instance_id: str | None,
-        args: JoinMember,
-        require_known_member_id: bool,
-    ) -> JoinGroupResult:
-        if group.is_(ClassicGroupState.DEAD):
-            return _join_rejected(member_id, E.CoordinatorNotAvailableException.code)
-        is_new = member_id == UNKNOWN_MEMBER_ID and group.static_member_id(instance_id) is None
-        if is_new and len(group.members) + len(group.pending_members) >= self.max_group_size:
-            return _join_rejected(member_id, E.GroupMaxSizeReachedException.code)
-        if not group.is_protocol_consistent(args.protocol_type, args.protocols):
-            return _join_rejected(member_id, E.InconsistentGroupProtocolException.code)
-        if member_id == UNKNOWN_MEMBER_ID:
-            return self._join_unknown_member(group, instance_id, require_known_member_id, args)
-        return self._join_known_member(group, member_id, instance_id, args)
-
-    def _join_unknown_member(
-        self,
-        group: ClassicGroup,
-        instance_id: str | None,
-        require_known_member_id: bool,
-        args: JoinMember,
-    ) -> JoinGroupResult:
-        new_member_id = f"{instance_id or args.client_id}-{uuid.uuid4()}"
-        if instance_id is not None:
-            old_member_id = group.static_member_id(instance_id)
-            if old_member_id is not None:
-                return self._update_static_member(
-                    group, instance_id, old_member_id, new_member_id, args
-                )
-        elif require_known_member_id:
-            # KIP-394: hand out the id first, so a client that gives up does
-            # not leave a member behind.
-            group.pending_members.add(new_member_id)
-            self._schedule_heartbeat(group, new_member_id, args.session_timeout_ms)
-            return _join_rejected(new_member_id, E.MemberIdRequiredException.code)
-        return self._add_member_and_rebalance(group, new_member_id, instance_id, args)
-
-    def _join_known_member(
-        self,
-        group: ClassicGroup,
-        member_id: str,
-        instance_id: str | None,
-        args: JoinMember,
-    ) -> JoinGroupResult:
-        if member_id in group.pending_members:
-            if instance_id is not None:
-                return _join_rejected(member_id, E.FencedInstanceIdException.code)
-            return self._add_member_and_rebalance(group, member_id, None, args)
-        if group.is_static_member_fenced(member_id, instance_id):
-            return _join_rejected(member_id, E.FencedInstanceIdException.code)
-        member = group.members.get(member_id)
-        if member is None:
-            return _join_rejected(member_id, E.UnknownMemberIdException.code)
-        if group.is_(ClassicGroupState.PREPARING_REBALANCE):
-            return self._update_member_and_rebalance(group, member, args)
-        if group.is_(ClassicGroupState.COMPLETING_REBALANCE):
-            if member.matches(args.protocols):
-                # A retried JoinGroup: answer with the generation it missed.
-                return _join_answer(member_id, self._join_result(group, member))
-            return self._update_member_and_rebalance(group, member, args)
-        if group.is_(ClassicGroupState.STABLE):
-            if group.is_leader(member_id) or not member.matches(args.protocols):
-                return self._update_member_and_rebalance(group, member, args)
-            return _join_answer(member_id, self._join_result(group, member))
-        return _join_rejected(member_id, E.UnknownMemberIdException.code)
-
-    def _join_result(
-        self, group: ClassicGroup, member: ClassicGroupMember, skip_assignment: bool = False
-    ) -> JoinResult:
-        members: list[tuple[str, str | None, bytes]] = []
-        if group.is_leader(member.member_id):
-            protocol = group.protocol_name
-            # A generation with members has chosen its protocol.
-            assert protocol is not None
-            members = [
-                (m.member_id, m.group_instance_id, m.metadata(protocol))
-                for m in group.members.values()
-            ]
-        return JoinResult(
-            error_code=NONE,
-            generation_id=group.generation_id,
-            protocol_type=group.protocol_type,
-            protocol_name=group.protocol_name,
-            leader=group.leader_id or "",
-            skip_assignment=skip_assignment,
-            member_id=member.member_id,
-            members=members,
-        )
-
-    def _add_member_and_rebalance(
-        self, group: ClassicGroup, member_id: str, instance_id: str | None, args: JoinMember
-    ) -> JoinGroupResult:
-        client_id, client_host, session_timeout, rebalance_timeout, protocol_type, protocols = args
-        member = ClassicGroupMember(
-            member_id,
-            instance_id,
-            client_id,
-            client_host,
-            rebalance_timeout,
-            session_timeout,
-            protocol_type,
-            [(n, bytes(m)) for n, m in protocols],
-        )
-        response = member.join_future = DeferredResponse()
-        group.add(member)
-        group.new_member_added = True
-        self.complete_and_schedule_next_heartbeat(group, member)
-        self._maybe_prepare_rebalance(group)
-        return _join_answer(member_id, response)
-
-    def _update_member_and_rebalance(
-        self, group: ClassicGroup, member: ClassicGroupMember, args: JoinMember
-    ) -> JoinGroupResult:
-        member.rebalance_timeout_ms = args.rebalance_timeout_ms
-        member.session_timeout_ms = args.session_timeout_ms
-        group.update_protocols(member, [(n, bytes(m)) for n, m in args.protocols])
-        response = member.join_future = DeferredResponse()
-        self._maybe_prepare_rebalance(group)
-        return _join_answer(member.member_id, response)
-
-    def _update_static_member(
-        self,
-        group: ClassicGroup,
-        instance_id: str,
-        old_member_id: str,
-        new_member_id: str,
-        args: JoinMember,
-    ) -> JoinGroupResult:
-        """KIP-345: a static member restarted. It takes over its old identity
-        and assignment; in a Stable group with unchanged protocols there is no
-        rebalance, only the group's record with its new member id."""
-        self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, old_member_id))
-        old_member = group.members[old_member_id]
-        unchanged = old_member.matches(args.protocols)
-        old_join, old_member.join_future = old_member.join_future, None
-        old_sync, old_member.sync_future = old_member.sync_future, None
-        if old_sync is not None:
-            old_sync.complete(_sync_error(E.FencedInstanceIdException.code))
-        member = group.replace_static_member(instance_id, old_member_id, new_member_id)
-        if old_join is not None:
-            old_join.complete(join_error(old_member_id, E.FencedInstanceIdException.code))
-        member.client_id, member.client_host = args.client_id, args.client_host
-        member.session_timeout_ms = args.session_timeout_ms
-        member.rebalance_timeout_ms = args.rebalance_timeout_ms
-        self.complete_and_schedule_next_heartbeat(group, member)
-        if not (group.is_(ClassicGroupState.STABLE) and unchanged):
-            return self._update_member_and_rebalance(group, member, args)
-        response: DeferredResponse[JoinResult] = DeferredResponse()
-
-        def appended(code: int) -> None:
-            # On an error the runner answers error_response(code).
-            if not code:
-                skip = group.is_leader(new_member_id)
-                response.complete(self._join_result(group, member, skip_assignment=skip))
-
-        return _join_answer(new_member_id, response, [self._group_record(group)], appended)
-
-    def _maybe_prepare_rebalance(self, group: ClassicGroup) -> None:
-        if group.can_rebalance():
-            self._prepare_rebalance(group)
-        elif group.is_(ClassicGroupState.PREPARING_REBALANCE):
-            self.join_purgatory.check_and_complete(group.group_id)
-
-    def _prepare_rebalance(self, group: ClassicGroup) -> None:
-        if group.is_(ClassicGroupState.COMPLETING_REBALANCE):
-            self._reset_and_propagate_assignment_error(group, E.RebalanceInProgressException.code)
-        rebalance_timeout = group.rebalance_timeout_ms()
-        operation: DelayedJoin
-        if group.is_(ClassicGroupState.EMPTY) and self.initial_rebalance_delay_ms > 0:
-            delay = min(self.initial_rebalance_delay_ms, rebalance_timeout)
-            operation = InitialDelayedJoin(
-                self,
-                group,
-                delay,
-                self.initial_rebalance_delay_ms,
-                max(rebalance_timeout - delay, 0),
-            )
-        else:
-            operation = DelayedJoin(self, group, rebalance_timeout)
-        group.new_member_added = False
-        group.transition_to(ClassicGroupState.PREPARING_REBALANCE, self.time_ms())
-        self.join_purgatory.try_complete_else_watch(operation, [group.group_id])
-
-    def on_complete_join(self, group: ClassicGroup) -> None:
-        """The join phase ends (the DelayedJoin completes): its result runs
-        like a request's (Kafka schedules completeClassicGroupJoin as a
-        write operation)."""
-        self._run(group.group_id, self._complete_join(group), lambda code: None)
-
-    def _complete_join(self, group: ClassicGroup) -> CoordinatorResult[int, GroupRecord]:
-        """Kafka's completeClassicGroupJoin: drop dynamic members that did not
-        rejoin, start the next generation and answer every waiting JoinGroup;
-        a generation without members is stored (its record the result's)."""
-        nothing: CoordinatorResult[int, GroupRecord] = CoordinatorResult([], NONE, code_response)
-        if group.is_(ClassicGroupState.DEAD) or not group.is_(
-            ClassicGroupState.PREPARING_REBALANCE
-        ):
-            return nothing
-        for member in group.not_yet_rejoined():
-            if not member.is_static:
-                self._remove_member(group, member.member_id)
-        group.pending_members.clear()
-        if (
-            group.leader_id is not None
-            and group.leader_id in group.members
-            and not group.members[group.leader_id].is_awaiting_join
-        ):
-            joined = [m.member_id for m in group.members.values() if m.is_awaiting_join]
-            if joined:
-                group.leader_id = joined[0]
-        group.init_next_generation(self.time_ms())
-        if group.is_(ClassicGroupState.EMPTY):
-            return CoordinatorResult([self._group_record(group)], NONE, code_response, replay=False)
-        for member in group.members.values():
-            response, member.join_future = member.join_future, None
-            if response is not None:
-                response.complete(self._join_result(group, member))
-            self.complete_and_schedule_next_heartbeat(group, member)
-        return nothing
-
-    # -- SyncGroup ---------------------------------------------------------------------
-    def sync_group(
-        self,
-        group_id: str,
-        generation_id: int,
-        member_id: str,
-        group_instance_id: str | None,
-        protocol_type: str | None,
-        protocol_name: str | None,
-        assignments: dict[str, bytes],
-        callback: Callable[[SyncResponse], None],
-    ) -> None:
-        """callback((error_code, protocol_type, protocol_name, assignment))."""
-        request = SyncMember(
-            generation_id, member_id, group_instance_id, protocol_type, protocol_name
-        )
-        self._run(group_id, self.classic_group_sync(group_id, request, assignments), callback)
-
-    def classic_group_sync(
-        self, group_id: str, request: SyncMember, assignments: dict[str, bytes]
-    ) -> SyncGroupResult:
-        """Kafka's classicGroupSync: a follower's response waits (deferred)
-        for the leader's; the leader's result carries the group's record
-        with the assignment, which on_append makes the generation's."""
-        generation_id, member_id, group_instance_id, protocol_type, protocol_name = request
-        group = self.groups.get(group_id)
-        if group is None:
-            return _sync_rejected(E.UnknownMemberIdException.code)
-        if group.is_(ClassicGroupState.DEAD):
-            return _sync_rejected(E.CoordinatorNotAvailableException.code)
-        if group.is_static_member_fenced(member_id, group_instance_id):
-            return _sync_rejected(E.FencedInstanceIdException.code)
-        member = group.members.get(member_id)
-        if member is None:
-            return _sync_rejected(E.UnknownMemberIdException.code)
-        if generation_id != group.generation_id:
-            return _sync_rejected(E.IllegalGenerationException.code)
-        if (protocol_type is not None and protocol_type != group.protocol_type) or (
-            protocol_name is not None and protocol_name != group.protocol_name
-        ):
-            return _sync_rejected(E.InconsistentGroupProtocolException.code)
-        if group.is_(ClassicGroupState.EMPTY):
-            return _sync_rejected(E.UnknownMemberIdException.code)
-        if group.is_(ClassicGroupState.PREPARING_REBALANCE):
-            return _sync_rejected(E.RebalanceInProgressException.code)
-        self.complete_and_schedule_next_heartbeat(group, member)
-        if group.is_(ClassicGroupState.STABLE):
-            return _sync_answer((NONE, group.protocol_type, group.protocol_name, member.assignment))
-        response = member.sync_future = DeferredResponse()
-        if not group.is_leader(member_id):
-            return _sync_answer(response)
-        full = {mid: bytes(assignments.get(mid, b"")) for mid in group.members}
-        generation = group.generation_id
-        return _sync_answer(
-            response,
-            [self._group_record(group, full)],
-            lambda code: self._assignment_stored(group, generation, full, code),
-        )
-
-    def _assignment_stored(
-        self, group: ClassicGroup, generation: int, assignments: dict[str, bytes], code: int
-    ) -> None:
-        """The leader's assignment reached the log (or failed to): the
-        generation becomes Stable and every waiting SyncGroup is answered."""
-        if (
-            not group.is_(ClassicGroupState.COMPLETING_REBALANCE)
-            or group.generation_id != generation
-        ):
-            return
-        if code:
-            self._reset_and_propagate_assignment_error(group, code)
-            self._maybe_prepare_rebalance(group)
-            return
-        for mid, assignment in assignments.items():
-            if mid in group.members:
-                group.members[mid].assignment = assignment
-        self._propagate_assignment(group)
-        group.transition_to(ClassicGroupState.STABLE, self.time_ms())
-
-    def _propagate_assignment(self, group: ClassicGroup) -> None:
-        for member in group.members.values():
-            response, member.sync_future = member.sync_future, None
-            if response is not None:
-                response.complete(
-                    (NONE, group.protocol_type, group.protocol_name, member.assignment)
-                )
-                self.complete_and_schedule_next_heartbeat(group, member)
-
-    def _reset_and_propagate_assignment_error(self, group: ClassicGroup, code: int) -> None:
-        for member in group.members.values():
-            member.assignment = b""
-            response, member.sync_future = member.sync_future, None
-            if response is not None:
-                response.complete(_sync_error(code))
-
-    # -- Heartbeat / LeaveGroup --------------------------------------------------------
-    def heartbeat(
-        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
-    ) -> int:
-        """Heartbeat: its error code (it writes nothing, so it answers at once)."""
-        return self._run_now(
-            group_id,
-            self.classic_group_heartbeat(group_id, member_id, group_instance_id, generation_id),
-        )
-
-    def classic_group_heartbeat(
-        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
-    ) -> CoordinatorResult[int, GroupRecord]:
-        return _code_result(
-            self._heartbeat_error(group_id, member_id, group_instance_id, generation_id)
-        )
-
-    def _heartbeat_error(
-        self, group_id: str, member_id: str, group_instance_id: str | None, generation_id: int
-    ) -> int:
-        group = self.groups.get(group_id)
-        if group is None:
-            return E.UnknownMemberIdException.code
-        if group.is_(ClassicGroupState.DEAD):
-            return E.CoordinatorNotAvailableException.code
-        if group.is_static_member_fenced(member_id, group_instance_id):
-            return E.FencedInstanceIdException.code
-        member = group.members.get(member_id)
-        if member is None or group.is_(ClassicGroupState.EMPTY):
-            return E.UnknownMemberIdException.code
-        if generation_id != group.generation_id:
-            return E.IllegalGenerationException.code
-        self.complete_and_schedule_next_heartbeat(group, member)
-        if group.is_(ClassicGroupState.PREPARING_REBALANCE):
-            return E.RebalanceInProgressException.code
-        return NONE
-
-    def leave_group(
-        self, group_id: str, members: list[tuple[str, str | None]]
-    ) -> tuple[int, list[int]]:
-        """(top-level error, error per (member_id, group_instance_id)): it
-        writes nothing itself (a group left empty is stored by the end of
-        its join phase, a result of its own), so it answers at once."""
-        return self._run_now(group_id, self.classic_group_leave(group_id, members))
-
-    def classic_group_leave(
-        self, group_id: str, members: list[tuple[str, str | None]]
-    ) -> CoordinatorResult[tuple[int, list[int]], GroupRecord]:
-        group = self.groups.get(group_id)
-        if group is None:
-            return _leave_answer(NONE, [E.UnknownMemberIdException.code] * len(members))
-        if group.is_(ClassicGroupState.DEAD):
-            return _leave_answer(E.CoordinatorNotAvailableException.code, [])
-        return _leave_answer(NONE, [self._leave_member(group, m, i) for m, i in members])
-
-    def _leave_member(self, group: ClassicGroup, member_id: str, instance_id: str | None) -> int:
-        """One member of a LeaveGroup leaves: its error code."""
-        if instance_id is not None:
-            current = group.static_member_id(instance_id)
-            if current is None:
-                return E.UnknownMemberIdException.code
-            if member_id != UNKNOWN_MEMBER_ID and current != member_id:
-                return E.FencedInstanceIdException.code
-            member_id = current
-        elif member_id in group.pending_members:
-            group.pending_members.discard(member_id)
-            self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, member_id))
-            self.join_purgatory.check_and_complete(group.group_id)
-            return NONE
-        if member_id not in group.members:
-            return E.UnknownMemberIdException.code
-        group.members[member_id].is_leaving = True
-        self._remove_member_and_update_group(group, member_id)
-        return NONE
-
-    def on_heartbeat_expired(self, group: ClassicGroup | ConsumerGroup, member_id: str) -> None:
-        if isinstance(group, ConsumerGroup):
-            return self.consumer_group_manager.on_consumer_session_expired(group, member_id)
-        if member_id in group.pending_members:
-            group.pending_members.discard(member_id)
-            self.join_purgatory.check_and_complete(group.group_id)
-            return
-        member = group.members.get(member_id)
-        if (
-            member is None
-            or group.is_(ClassicGroupState.DEAD)
-            or member.is_awaiting_join
-            or member.is_awaiting_sync
-        ):
-            return
-        self._remove_member_and_update_group(group, member_id)
-
-    def _remove_member(
-        self, group: ClassicGroup, member_id: str, code: int = E.UnknownMemberIdException.code
-    ) -> None:
-        member = group.remove(member_id)
-        self.heartbeat_purgatory.cancel_for_key(heartbeat_key(group.group_id, member_id))
-        if member is not None:
-            join, member.join_future = member.join_future, None
-            if join is not None:
-                join.complete(join_error(member_id, code))
-            sync, member.sync_future = member.sync_future, None
-            if sync is not None:
-                sync.complete(_sync_error(code))
-
-    def _remove_member_and_update_group(self, group: ClassicGroup, member_id: str) -> None:
-        self._remove_member(group, member_id)
-        if group.is_(ClassicGroupState.STABLE) or group.is_(ClassicGroupState.COMPLETING_REBALANCE):
-            self._maybe_prepare_rebalance(group)
-        elif group.is_(ClassicGroupState.PREPARING_REBALANCE):
-            self.join_purgatory.check_and_complete(group.group_id)
-
-    def complete_and_schedule_next_heartbeat(
-        self, group: ClassicGroup, member: ClassicGroupMember
-    ) -> None:
-        key = heartbeat_key(group.group_id, member.member_id)
-        member.heartbeat_satisfied = True
-        self.heartbeat_purgatory.check_and_complete(key)
-        member.heartbeat_satisfied = False
-        self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
-
-    def _schedule_heartbeat(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
-        self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(self, group, member_id, timeout_ms),
-            [heartbeat_key(group.group_id, member_id)],
-        )
-
-    # -- persistence -------------------------------------------------------------------
-    def _group_record(
-        self, group: ClassicGroup, assignments: dict[str, bytes] | None = None
-    ) -> GroupRecord:
-        """The group's GroupMetadata record (Kafka's newGroupMetadataRecord),
-        with ``assignments`` in place of the members' current ones. Results
-        carry it with replay False: the group changed as the handler decided
-        (a replay would build a new ClassicGroup, without the members'
-        waiting responses)."""
-        value = group.to_record_value(self.time_ms())
-        if assignments is not None:
-            value = value._replace(
-                members=tuple(
-                    m._replace(assignment=assignments.get(m.member_id, b"")) for m in value.members
-                )
-            )
-        return (GroupMetadataKey(group.group_id), value)
-
+    # -- replay ------------------------------------------------------------------------
     def replay(
         self,
         key_bytes: bytes | bytearray | memoryview,
@@ -899,47 +266,28 @@ class GroupCoordinator:
             if value is not None and not isinstance(value, OffsetCommitValue):
                 raise ValueError(f"{key} with a {type(value).__name__} value")
             return self.offset_manager.replay_offset_commit(key, value, producer_id)
-        if not isinstance(key, GroupMetadataKey):
-            if isinstance(value, (OffsetCommitValue, GroupMetadataValue)):
-                raise ValueError(f"{key} with a {type(value).__name__} value")
-            return self.consumer_group_manager.replay_consumer_group(key, value)
-        if value is None:
-            group = self.groups.pop(key.group, None)
-            if group is not None:
-                group.state = ClassicGroupState.DEAD
-            return None
-        if not isinstance(value, GroupMetadataValue):
+        if isinstance(key, GroupMetadataKey):
+            return self.classic_group_manager.replay_group_metadata(key, value)
+        if isinstance(value, (OffsetCommitValue, GroupMetadataValue)):
             raise ValueError(f"{key} with a {type(value).__name__} value")
-        self.groups[key.group] = ClassicGroup.from_record_value(key.group, value, self.time_ms())
-        return None
+        return self.consumer_group_manager.replay_consumer_group(key, value)
 
+    # -- loading and unloading ---------------------------------------------------------
     def on_loaded(self, group_ids: Iterable[str]) -> None:
         """After replaying a partition: loaded members (classic and KIP-848)
         must heartbeat within their session timeout, as after a rebalance."""
         group_ids = list(group_ids)
-        for group_id in group_ids:
-            group = self.groups.get(group_id)
-            if group is not None:
-                for member in group.members.values():
-                    self.complete_and_schedule_next_heartbeat(group, member)
+        self.classic_group_manager.on_loaded(group_ids)
         self.consumer_group_manager.on_consumer_groups_loaded(group_ids)
 
     def unload(self, group_ids: Iterable[str]) -> None:
         group_ids = list(group_ids)
         self.offset_manager.unload(group_ids)
         self.consumer_group_manager.unload(group_ids)
-        for group_id in group_ids:
-            group = self.groups.pop(group_id, None)
-            if group is None:
-                continue
-            # Waiting members look the coordinator up again.
-            for member_id in list(group.members):
-                self._remove_member(group, member_id, E.NotCoordinatorException.code)
-            group.state = ClassicGroupState.DEAD
-            self.join_purgatory.check_and_complete(group_id)
+        self.classic_group_manager.unload(group_ids)
 
     def shutdown(self) -> None:
-        self.join_purgatory.shutdown()
+        self.classic_group_manager.shutdown()
         self.heartbeat_purgatory.shutdown()
 
     # -- introspection -----------------------------------------------------------------
@@ -947,26 +295,8 @@ class GroupCoordinator:
         """What replay must reproduce: offsets, each classic group's
         generation, protocol, leader and members with their assignments, and
         each KIP-848 group's epochs, target and members."""
-        groups: dict[str, object] = {}
-        for group_id, group in self.groups.items():
-            if group.is_(ClassicGroupState.DEAD):
-                continue
-            groups[group_id] = (
-                group.generation_id,
-                group.protocol_type,
-                group.protocol_name,
-                group.leader_id if group.members else None,
-                sorted(
-                    (m.member_id, m.group_instance_id, bytes(m.assignment))
-                    for m in group.members.values()
-                ),
-            )
         return {
-            "groups": groups,
+            "groups": self.classic_group_manager.snapshot(),
             "consumer_groups": self.consumer_group_manager.consumer_groups_snapshot(),
             **self.offset_manager.snapshot(),
         }
-
-    def group_or_none(self, group_id: str) -> ClassicGroup | None:
-        group = self.groups.get(group_id)
-        return None if group is None or group.is_(ClassicGroupState.DEAD) else group

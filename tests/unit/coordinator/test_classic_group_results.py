@@ -12,8 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kfast.coordinator.group.classic_group import ClassicGroupState
+from kfast.coordinator.group.classic_group_manager import JoinMember, SyncMember
 from kfast.coordinator.group.consumer_protocol import encode_subscription
-from kfast.coordinator.group.coordinator import JoinMember, SyncMember
 from kfast.coordinator.group.records import GroupMetadataKey, encode_key, encode_value
 from kfast.coordinator.result import DeferredResponse
 from kfast.protocol import errors as E
@@ -27,15 +27,16 @@ ARGS = JoinMember("c", "/h", 1000, 2000, "consumer", PROTOCOLS)
 
 
 def _capture(h: Harness) -> list:
-    """Every result the coordinator runs, in order."""
+    """Every result the classic groups' manager runs, in order."""
     results: list = []
-    run = h.coordinator._run
+    manager = h.coordinator.classic_group_manager
+    run = manager.run
 
     def capture(group_id, result, *rest):
         results.append(result)
         run(group_id, result, *rest)
 
-    h.coordinator._run = capture
+    manager.run = capture
     return results
 
 

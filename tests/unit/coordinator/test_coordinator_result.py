@@ -96,17 +96,17 @@ CG = "cg"
 TOPIC_ID = uuid.UUID(int=7)
 
 
-def _capture_results(owner: object, name: str = "run") -> list:
-    """The results ``owner`` (a manager, or the coordinator with name
-    "_run") hands to be run: its runner wrapped to keep them."""
+def _capture_results(manager) -> list:
+    """The results ``manager`` hands to be run: its runner wrapped to keep
+    them."""
     results: list = []
-    run = getattr(owner, name)
+    run = manager.run
 
     def capture(group_id, result, *rest):
         results.append(result)
         run(group_id, result, *rest)
 
-    setattr(owner, name, capture)
+    manager.run = capture
     return results
 
 
@@ -191,7 +191,7 @@ def test_delete_offsets_result_carries_the_tombstones_replayed_after_the_append(
 # -- classic groups ------------------------------------------------------------------------
 def test_classic_group_record_goes_through_a_result_not_replayed():
     h = Harness()
-    results = _capture_results(h.coordinator, "_run")
+    results = _capture_results(h.coordinator.classic_group_manager)
     [joined] = h.join(G)
     member_id = joined["member_id"]
     group = h.coordinator.groups[G]

@@ -7,6 +7,7 @@ import pathlib
 
 import kfast.coordinator
 from kfast.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
+from kfast.coordinator.group.classic_group_manager import ClassicGroupManager
 from kfast.coordinator.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
@@ -14,6 +15,8 @@ from kfast.coordinator.group.consumer_group import (
     MemberState,
 )
 from kfast.coordinator.transaction.metadata import TransactionState
+
+from .harness import Harness
 
 MAX_FUNCTION_LINES = 60
 COORDINATOR = pathlib.Path(kfast.coordinator.__file__).parent
@@ -95,3 +98,62 @@ def test_no_state_is_compared_with_a_string():
             ):
                 found.append(f"{path.relative_to(KFAST.parent)}:{node.lineno}")
     assert not found, found
+
+
+# What the classic groups' logic needs: none of it may be imported by the
+# router again (issue 15 item 3: one job per manager).
+CLASSIC_INTERNALS = {
+    "ClassicGroupState",
+    "ClassicGroupMember",
+    "DelayedJoin",
+    "InitialDelayedJoin",
+    "DelayedHeartbeat",
+    "heartbeat_key",
+    "DelayedOperation",
+}
+ROUTER_MAX_LINES = 400
+
+
+def test_group_coordinator_stays_a_router():
+    """coordinator.py builds the managers, runs results, routes records and
+    requests; the classic groups' state machine lives in their manager."""
+    path = COORDINATOR / "group" / "coordinator.py"
+    source = path.read_text()
+    imported = {
+        alias.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    assert not imported & CLASSIC_INTERNALS, sorted(imported & CLASSIC_INTERNALS)
+    assert "uuid" not in source  # member ids are the manager's to mint
+    lines = len(source.splitlines())
+    assert lines <= ROUTER_MAX_LINES, f"coordinator.py has {lines} lines"
+
+
+def test_classic_requests_are_handed_to_the_classic_group_manager():
+    h = Harness()
+    manager = h.coordinator.classic_group_manager
+    assert isinstance(manager, ClassicGroupManager)
+    for name in (
+        "join_group",
+        "sync_group",
+        "heartbeat",
+        "leave_group",
+        "classic_group_join",
+        "classic_group_sync",
+        "classic_group_heartbeat",
+        "classic_group_leave",
+        "group_or_none",
+    ):
+        assert getattr(h.coordinator, name).__self__ is manager, name
+    # One classic groups map and one heartbeat purgatory, shared by the
+    # two group managers (either takes over the other's empty group).
+    consumers = h.coordinator.consumer_group_manager
+    assert manager.groups is h.coordinator.groups is consumers.groups
+    assert manager.heartbeat_purgatory is consumers.heartbeat_purgatory
+    assert manager.consumer_groups is consumers.consumer_groups
+    # The delayed operations call back into the manager, not the router.
+    h.join("g")
+    watched = [op for ops in manager.heartbeat_purgatory._watchers.values() for op in ops]
+    assert watched and all(op.coordinator is manager for op in watched)
