@@ -343,21 +343,29 @@ def consume(
     }
 
 
-def _latency_reader(bootstrap: str, topic: str, total: int, limit_s: float, ready, conn) -> None:
-    """Consumer process: report (receive time - send time) for each record."""
+def latency_consumer(bootstrap: str, topic: str, group: str):
+    """The latency readers' consumer (here and bench/latency.py): partition 0
+    of ``topic`` from the start, a long poll of 100 ms that an append ends,
+    connected and fetched once (so before the producer starts)."""
     from confluent_kafka import Consumer, TopicPartition
 
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
-            "group.id": "bench-lat",
+            "group.id": group,
             "enable.auto.commit": False,
             "fetch.wait.max.ms": 100,
             "fetch.min.bytes": 1,
         }
     )
     consumer.assign([TopicPartition(topic, 0, 0)])
-    consumer.consume(1, 1.0)  # connect and fetch once before the producer starts
+    consumer.consume(1, 1.0)
+    return consumer
+
+
+def _latency_reader(bootstrap: str, topic: str, total: int, limit_s: float, ready, conn) -> None:
+    """Consumer process: report (receive time - send time) for each record."""
+    consumer = latency_consumer(bootstrap, topic, "bench-lat")
     ready.set()
     samples = []
     deadline = time.monotonic() + limit_s

@@ -56,7 +56,7 @@ import time
 from array import array
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import RECORD_SIZE, cpu_seconds, create_topic, run_broker
+from broker_load import RECORD_SIZE, cpu_seconds, create_topic, latency_consumer, run_broker
 
 from kfast.testing.ports import free_port
 from kfast.tools.perf_stats import LatencyStats, plot
@@ -75,19 +75,7 @@ def _value(now: float) -> bytes:
 def _consumer(bootstrap: str, topic: str, total: int, limit_s: float, ready, conn) -> None:
     """Receive ``total`` records (or until ``limit_s``); send back the
     (receive time since start, latency ms) arrays."""
-    from confluent_kafka import Consumer, TopicPartition
-
-    consumer = Consumer(
-        {
-            "bootstrap.servers": bootstrap,
-            "group.id": "latency",
-            "enable.auto.commit": False,
-            "fetch.wait.max.ms": 100,
-            "fetch.min.bytes": 1,
-        }
-    )
-    consumer.assign([TopicPartition(topic, 0, 0)])
-    consumer.consume(1, 1.0)  # connect and fetch once before the producer starts
+    consumer = latency_consumer(bootstrap, topic, "latency")
     ready.set()
     at, latency = array("d"), array("d")
     start = time.monotonic()
