@@ -45,7 +45,7 @@ import urllib.request
 from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import cpu_seconds, create_topic, run_broker
+from broker_load import CLK_TCK, cpu_seconds, create_topic, run_broker
 
 from kfast.testing.ports import free_port
 
@@ -53,6 +53,46 @@ TOPIC = "fetch-scale"
 LOCK = "/tmp/kfast-bench.lock"
 READY_TIMEOUT = 180.0
 _FETCH_STAT = re.compile(rb'"Fetch":\s*(\d+)')
+
+
+def _kafka_python_worker(
+    bootstrap: str, assignments: list[list[int]], max_wait_ms: int, conn
+) -> None:
+    """kafka-python consumers (KIP-227 fetch sessions: after the first full
+    fetch, each long poll is an incremental fetch listing no partition).
+    kafka-python fetches inside poll(); a fetch sent by one poll stays in
+    flight and its response is taken by a later one, so short polls in turn
+    keep every consumer long-polling. Answers "snap" with (0 -- no client-side
+    request count --, records consumed, True once every consumer has had a
+    poll)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumers = []
+    for partitions in assignments:
+        consumer = KafkaConsumer(
+            bootstrap_servers=bootstrap,
+            enable_auto_commit=False,
+            fetch_max_wait_ms=max_wait_ms,
+            request_timeout_ms=max(30_000, 3 * max_wait_ms),
+        )
+        consumer.assign([TopicPartition(TOPIC, p) for p in partitions])
+        consumer.seek_to_beginning()
+        consumers.append(consumer)
+    records = 0
+    polled = False
+    try:
+        while True:
+            if conn.poll(0):
+                if conn.recv() == "stop":
+                    break
+                conn.send((0, records, polled))
+            for consumer in consumers:
+                for batch in consumer.poll(timeout_ms=50).values():
+                    records += len(batch)
+            polled = True
+    finally:
+        for consumer in consumers:
+            consumer.close()
 
 
 def _consumer_worker(bootstrap: str, assignments: list[list[int]], max_wait_ms: int, conn) -> None:
@@ -91,7 +131,7 @@ def _consumer_worker(bootstrap: str, assignments: list[list[int]], max_wait_ms: 
                 message = conn.recv()
                 if message == "stop":
                     break
-                conn.send((sampled["fetches"], records))
+                conn.send((sampled["fetches"], records, sampled["fetches"] > 0))
             for consumer in consumers:
                 for msg in consumer.consume(10000, 0):
                     if msg.error() is None:
@@ -176,7 +216,7 @@ class Consumers:
             assignments = per_consumer[chunk :: args.procs]
             parent, child = ctx.Pipe()
             proc = ctx.Process(
-                target=_consumer_worker,
+                target=_kafka_python_worker if args.client == "kafka-python" else _consumer_worker,
                 args=(bootstrap, assignments, args.max_wait_ms, child),
                 daemon=True,
             )
@@ -196,10 +236,10 @@ class Consumers:
         for pipe, scale in zip(self.pipes, self.sample_scale):
             if not pipe.poll(30):
                 raise TimeoutError("a consumer process stopped answering")
-            sampled, consumed = pipe.recv()
+            sampled, consumed, fetching = pipe.recv()
             fetches += sampled * scale
             records += consumed
-            every = every and sampled > 0
+            every = every and fetching
         return fetches, records, every
 
     def stop(self) -> None:
@@ -215,18 +255,30 @@ class Consumers:
                 proc.join()
 
 
+def _user_system(pid: int) -> tuple[float, float]:
+    """(user, system) CPU-seconds of ``pid``: system is mostly the
+    socket syscalls (loopback sends deliver to the peer inside them)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
+
+
 def _window(broker_pid: int, consumers: Consumers, metrics_port: int | None, seconds: float):
     fetch0, records0, _ = consumers.snapshot()
     served0 = _kfast_fetch_requests(metrics_port)
+    user0, system0 = _user_system(broker_pid)
     cpu0, t0 = cpu_seconds(broker_pid), time.monotonic()
     time.sleep(seconds)  # the measured interval itself
     cpu1, t1 = cpu_seconds(broker_pid), time.monotonic()
+    user1, system1 = _user_system(broker_pid)
     served1 = _kfast_fetch_requests(metrics_port)
     fetch1, records1, _ = consumers.snapshot()
     elapsed = t1 - t0
     out = {
         "seconds": round(elapsed, 2),
         "broker_cpu_pct": round(100 * (cpu1 - cpu0) / elapsed, 2),
+        "user_pct": round(100 * (user1 - user0) / elapsed, 2),
+        "system_pct": round(100 * (system1 - system0) / elapsed, 2),
         "fetch_per_s_clients": round((fetch1 - fetch0) / elapsed, 1),
         "records_consumed": records1 - records0,
         "loadavg_1m": os.getloadavg()[0],
@@ -244,7 +296,7 @@ def profile(pid: int, path: str, seconds: float) -> list[tuple[str, float]]:
     from collections import Counter
 
     subprocess.run(
-        ["py-spy", "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "200"]
+        ["py-spy", "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "500"]
         + ["-f", "raw", "-o", path, "--nonblocking"],
         check=True,
         stdout=subprocess.DEVNULL,
@@ -270,6 +322,12 @@ def run_one(kind: str, args: argparse.Namespace) -> dict:
     overrides = (f"kfast.metrics.port={metrics_port}",) if metrics_port else ()
     with run_broker(kind, overrides) as (proc, bootstrap, _ready):
         create_topic(bootstrap, TOPIC, args.partitions)
+        time.sleep(args.settle_seconds)  # topic creation's own work passes
+        # The broker's own background work with the topic and no client.
+        with bench_lock():
+            cpu0, t0 = cpu_seconds(proc.pid), time.monotonic()
+            time.sleep(args.settle_seconds * 2)  # the measured interval
+            no_clients = 100 * (cpu_seconds(proc.pid) - cpu0) / (time.monotonic() - t0)
         consumers = Consumers(bootstrap, args)
         try:
             deadline = time.monotonic() + READY_TIMEOUT
@@ -278,7 +336,7 @@ def run_one(kind: str, args: argparse.Namespace) -> dict:
                     raise TimeoutError("consumers did not start fetching")
                 time.sleep(0.5)  # statistics arrive once a second
             time.sleep(args.settle_seconds)  # the first full fetches and offset lookups pass
-            result: dict = {"broker": kind}
+            result: dict = {"broker": kind, "no_clients_cpu_pct": round(no_clients, 2)}
             with bench_lock():
                 result["idle"] = _window(proc.pid, consumers, metrics_port, args.idle_seconds)
             if args.profile and kind == "kfast":
@@ -330,6 +388,12 @@ def main() -> None:
     parser.add_argument("--settle-seconds", type=float, default=5)
     parser.add_argument("--produce-rate", type=int, default=100)
     parser.add_argument("--produce-seconds", type=float, default=20)
+    parser.add_argument(
+        "--client",
+        choices=("confluent", "kafka-python"),
+        default="confluent",
+        help="librdkafka sends full fetches; kafka-python incremental fetch sessions",
+    )
     parser.add_argument("--json")
     parser.add_argument(
         "--profile", help="collapsed py-spy stacks of the idle kfast broker to this file"
@@ -354,14 +418,15 @@ def main() -> None:
             for phase in ("idle", "produce")
         }
     print(
-        "| broker | idle CPU % of a core | Fetch/s (clients) | Fetch/s (broker) "
-        "| produce CPU % | Fetch/s | records consumed |"
+        "| broker | no clients CPU % | idle CPU % of a core | Fetch/s (clients) "
+        "| Fetch/s (broker) | produce CPU % | Fetch/s | records consumed |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|")
     for kind, r in results.items():
         idle, prod = r["idle"], r["produce"]
         print(
-            f"| {kind} | {idle['broker_cpu_pct']} | {idle['fetch_per_s_clients']} "
+            f"| {kind} | {r['no_clients_cpu_pct']} | {idle['broker_cpu_pct']} "
+            f"| {idle['fetch_per_s_clients']} "
             f"| {idle.get('fetch_per_s_broker', '-')} | {prod['broker_cpu_pct']} "
             f"| {prod['fetch_per_s_clients']} | {prod['records_consumed']} |"
         )
