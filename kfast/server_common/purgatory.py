@@ -177,14 +177,7 @@ class DelayedOperationPurgatory:
         the awaited event happens between the first try and the watch: it
         would call check_and_complete() before the operation is watched.
         """
-        if self._shutdown:
-            raise RuntimeError(f"purgatory {self.name} is shut down")
-        keys = list(watch_keys)
-        if not keys:
-            raise ValueError("an operation needs at least one watch key")
-        if operation._purgatory is not None or operation._completed:
-            # Its timeout would be scheduled twice, or after completion.
-            raise ValueError("operation was already handed to a purgatory")
+        keys = self._watchable(operation, watch_keys)
         if operation.try_complete():
             return True
         self._add_watches(operation, keys)
@@ -201,15 +194,23 @@ class DelayedOperationPurgatory:
         so the gap try_complete_else_watch closes cannot open). A fetch
         already read its partitions; trying again would read them twice more.
         """
+        self._add_watches(operation, self._watchable(operation, watch_keys))
+        self._schedule(operation)
+
+    def _watchable(
+        self, operation: DelayedOperation, watch_keys: Iterable[Hashable]
+    ) -> list[Hashable]:
+        """The keys, once ``operation`` is known to be new to every purgatory
+        and this one is running."""
         if self._shutdown:
             raise RuntimeError(f"purgatory {self.name} is shut down")
         keys = list(watch_keys)
         if not keys:
             raise ValueError("an operation needs at least one watch key")
         if operation._purgatory is not None or operation._completed:
+            # Its timeout would be scheduled twice, or after completion.
             raise ValueError("operation was already handed to a purgatory")
-        self._add_watches(operation, keys)
-        self._schedule(operation)
+        return keys
 
     def _add_watches(self, operation: DelayedOperation, keys: list[Hashable]) -> None:
         for key in keys:
