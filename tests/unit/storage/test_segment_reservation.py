@@ -28,7 +28,12 @@ from .batches import make_batch, record_values
 
 STEP = 1 << 20
 RESERVE_MIN = 64 * 1024  # the first reservation of a new segment (log_append.pyx)
-BLOCK = 4096
+# Blocks a file holds beyond its bytes once nothing is reserved: its last
+# partial block, and the extent-tree blocks ext4 adds (st_blocks counts them)
+# when writes into reserved space split the file into many extents. Well
+# under the least reservation (RESERVE_MIN), so a reservation left behind
+# still fails the checks.
+SLACK = 3 * 4096
 
 
 def on_disk(path: str) -> int:
@@ -56,7 +61,7 @@ def test_step_zero_reserves_nothing(tmp_path):
     for _ in range(50):
         records.append(b"y" * 10_000)
     assert records._allocated == 0
-    assert on_disk(records.path) < 500_000 + BLOCK
+    assert on_disk(records.path) < 500_000 + SLACK
 
 
 @settings(max_examples=examples(40), deadline=None)
@@ -78,7 +83,7 @@ def test_the_reservation_grows_with_the_segment_up_to_the_step(tmp_path_factory,
         assert records.size <= records._allocated <= records.size + max(records.size, step)
     assert os.path.getsize(records.path) == records.size == sum(sizes)
     records.trim()
-    assert on_disk(records.path) < records.size + BLOCK
+    assert on_disk(records.path) < records.size + SLACK
     records.close()
 
 
@@ -94,12 +99,12 @@ def test_roll_gives_the_old_segment_back_and_the_new_one_reserves(tmp_path):
     segments = log.segments
     assert len(segments) > 1
     for segment in segments[:-1]:
-        assert on_disk(segment.log.path) < segment.size + BLOCK
+        assert on_disk(segment.log.path) < segment.size + SLACK
     active = segments[-1].log
     assert active._allocated > active.size
     assert on_disk(active.path) >= active._allocated
     log.close()
-    assert on_disk(active.path) < active.size + BLOCK
+    assert on_disk(active.path) < active.size + SLACK
 
 
 KILLED_WRITER = textwrap.dedent(
@@ -132,7 +137,7 @@ def test_after_kill_9_every_record_reads_back_and_the_roll_gives_the_blocks_back
     with open(segment_file, "rb") as f:
         assert len(record_values(f.read())) == 100
     log.roll()
-    assert on_disk(str(segment_file)) < length + BLOCK
+    assert on_disk(str(segment_file)) < length + SLACK
     log.close()
 
 
