@@ -48,6 +48,7 @@ from kfast.coordinator.group.delayed import (
     DelayedHeartbeat,
     DelayedJoin,
     InitialDelayedJoin,
+    complete_and_schedule_next_heartbeat,
     heartbeat_key,
 )
 from kfast.coordinator.group.records import (
@@ -723,11 +724,11 @@ class ClassicGroupManager:
     def complete_and_schedule_next_heartbeat(
         self, group: ClassicGroup, member: ClassicGroupMember
     ) -> None:
-        key = heartbeat_key(group.group_id, member.member_id)
-        member.heartbeat_satisfied = True
-        self.heartbeat_purgatory.check_and_complete(key)
-        member.heartbeat_satisfied = False
-        self._schedule_heartbeat(group, member.member_id, member.session_timeout_ms)
+        complete_and_schedule_next_heartbeat(
+            self.heartbeat_purgatory,
+            member,
+            DelayedHeartbeat(self, group, member.member_id, member.session_timeout_ms),
+        )
 
     def _schedule_heartbeat(self, group: ClassicGroup, member_id: str, timeout_ms: int) -> None:
         self.heartbeat_purgatory.try_complete_else_watch(

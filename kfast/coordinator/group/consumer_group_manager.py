@@ -1,8 +1,9 @@
 """ConsumerGroupManager: ConsumerGroupHeartbeat and ConsumerGroupDescribe of
 KIP-848 groups (the consumer-group half of Kafka's GroupMetadataManager). The
-GroupCoordinator holds one beside its classic groups and its
-OffsetMetadataManager, and shares with it the heartbeat purgatory and its
-classic groups (a KIP-848 group takes over an empty classic group of its id).
+GroupCoordinator holds one beside its ClassicGroupManager and its
+OffsetMetadataManager, and shares with the ClassicGroupManager the heartbeat
+purgatory and the classic groups (a KIP-848 group takes over an empty
+classic group of its id).
 
 The handler passes the cluster's topics in ({name: (topic_id, partition
 count)}), so the state machine stays free of metadata lookups.
@@ -60,7 +61,11 @@ from kfast.coordinator.group.consumer_group import (
     Partitions,
     new_member_id,
 )
-from kfast.coordinator.group.delayed import heartbeat_key
+from kfast.coordinator.group.delayed import (
+    DelayedHeartbeat,
+    complete_and_schedule_next_heartbeat,
+    heartbeat_key,
+)
 from kfast.coordinator.result import (
     CoordinatorResult,
     DeferredResponse,
@@ -779,20 +784,11 @@ class ConsumerGroupManager:
     def consumer_heartbeat_received(
         self, group: ConsumerGroup, member: ConsumerGroupMember
     ) -> None:
-        from kfast.coordinator.group.delayed import DelayedHeartbeat
-
-        key = heartbeat_key(group.group_id, member.member_id)
-        member.heartbeat_satisfied = True
-        self.heartbeat_purgatory.check_and_complete(key)
-        member.heartbeat_satisfied = False
-        self.heartbeat_purgatory.try_complete_else_watch(
-            DelayedHeartbeat(
-                self,
-                group,
-                member.member_id,
-                self.group_config(group.group_id, "consumer.session.timeout.ms"),
-            ),
-            [key],
+        session_timeout_ms = self.group_config(group.group_id, "consumer.session.timeout.ms")
+        complete_and_schedule_next_heartbeat(
+            self.heartbeat_purgatory,
+            member,
+            DelayedHeartbeat(self, group, member.member_id, session_timeout_ms),
         )
 
     def on_consumer_session_expired(self, group: ConsumerGroup, member_id: str) -> None:

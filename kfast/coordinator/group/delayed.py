@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from kfast.coordinator.group.classic_group import ClassicGroup
-from kfast.coordinator.group.consumer_group import ConsumerGroup
+from kfast.coordinator.group.classic_group import ClassicGroup, ClassicGroupMember
+from kfast.coordinator.group.consumer_group import ConsumerGroup, ConsumerGroupMember
 from kfast.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory
 
 
@@ -131,3 +131,19 @@ class DelayedHeartbeat(DelayedOperation):
 
     def on_expiration(self) -> None:
         self.coordinator.on_heartbeat_expired(self.group, self.member_id)
+
+
+def complete_and_schedule_next_heartbeat(
+    purgatory: DelayedOperationPurgatory,
+    member: ClassicGroupMember | ConsumerGroupMember,
+    next_heartbeat: DelayedHeartbeat,
+) -> None:
+    """Kafka's completeAndScheduleNextHeartbeatExpiration, for classic and
+    KIP-848 members alike: the coordinator heard from ``member``, so its
+    pending session timeout completes, and ``next_heartbeat`` (the same
+    member's) starts the next one."""
+    key = heartbeat_key(next_heartbeat.group.group_id, next_heartbeat.member_id)
+    member.heartbeat_satisfied = True
+    purgatory.check_and_complete(key)
+    member.heartbeat_satisfied = False
+    purgatory.try_complete_else_watch(next_heartbeat, [key])
