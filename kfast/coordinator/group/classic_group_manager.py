@@ -26,7 +26,8 @@ the coordinator's runtime write -- appends and answers:
 Classic and KIP-848 groups share one id space: a JoinGroup on an empty
 KIP-848 group takes it over (its tombstones, from the consumer side, are
 replayed at once); the ConsumerGroupManager does the reverse with an empty
-classic group of ``groups``.
+classic group, through this manager's hooks (``is_active``, ``group``,
+``restore``, ``remove_if_empty``: its ClassicGroups).
 """
 
 from __future__ import annotations
@@ -168,8 +169,8 @@ def _leave_answer(
 
 
 class ClassicGroupManager:
-    """``groups``: the classic groups (shared with the ConsumerGroupManager,
-    which takes over an empty one); ``consumer_groups`` and
+    """``groups``: the classic groups, which the ConsumerGroupManager sees
+    only through the hooks below (ClassicGroups); ``consumer_groups`` and
     ``consumer_group_tombstones``: the KIP-848 groups a JoinGroup must not
     join, or takes over when empty; ``replay``: the coordinator's replay of
     one record object (those tombstones); ``run``: the coordinator's
@@ -181,7 +182,6 @@ class ClassicGroupManager:
         config: KafkaConfig,
         timer: Timer,
         run: ResultRunner[GroupRecord],
-        groups: dict[str, ClassicGroup],
         heartbeat_purgatory: DelayedOperationPurgatory,
         consumer_groups: dict[str, ConsumerGroup],
         consumer_group_tombstones: Tombstones,
@@ -189,7 +189,7 @@ class ClassicGroupManager:
         time_ms: Callable[[], int],
     ) -> None:
         self.run = run
-        self.groups = groups
+        self.groups: dict[str, ClassicGroup] = {}
         self.heartbeat_purgatory = heartbeat_purgatory
         self.join_purgatory = DelayedOperationPurgatory("Rebalance", timer)
         self.consumer_groups = consumer_groups
@@ -809,6 +809,26 @@ class ClassicGroupManager:
                 ),
             )
         return groups
+
+    # -- the KIP-848 groups' hooks (ClassicGroups) -------------------------------------
+    def is_active(self, group_id: str) -> bool:
+        group = self.groups.get(group_id)
+        return group is not None and not (
+            group.is_(ClassicGroupState.EMPTY) or group.is_(ClassicGroupState.DEAD)
+        )
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        return self.groups.get(group_id)
+
+    def restore(self, group: ClassicGroup) -> None:
+        if group.group_id not in self.groups:
+            group.state = ClassicGroupState.EMPTY
+            self.groups[group.group_id] = group
+
+    def remove_if_empty(self, group_id: str) -> None:
+        group = self.groups.get(group_id)
+        if group is not None and group.is_(ClassicGroupState.EMPTY):
+            del self.groups[group_id]
 
     def group_or_none(self, group_id: str) -> ClassicGroup | None:
         group = self.groups.get(group_id)

@@ -2,8 +2,9 @@
 KIP-848 groups (the consumer-group half of Kafka's GroupMetadataManager). The
 GroupCoordinator holds one beside its ClassicGroupManager and its
 OffsetMetadataManager, and shares with the ClassicGroupManager the heartbeat
-purgatory and the classic groups (a KIP-848 group takes over an empty
-classic group of its id).
+purgatory and the KIP-848 groups map; it sees the classic groups only
+through the ClassicGroups hooks (a KIP-848 group takes over an empty classic
+group of its id).
 
 The handler passes the cluster's topics in ({name: (topic_id, partition
 count)}), so the state machine stays free of metadata lookups.
@@ -51,7 +52,7 @@ from kfast.config import KafkaConfig
 from kfast.controller.group_config import group_config_value
 from kfast.coordinator.group import records as R
 from kfast.coordinator.group.assignors import ASSIGNORS
-from kfast.coordinator.group.classic_group import ClassicGroup, ClassicGroupState
+from kfast.coordinator.group.classic_group import ClassicGroup
 from kfast.coordinator.group.consumer_group import (
     ConsumerGroup,
     ConsumerGroupMember,
@@ -377,19 +378,40 @@ def _heartbeat_result(
     return CoordinatorResult(records, response, failed, replay=False)
 
 
+class ClassicGroups(Protocol):
+    """What a KIP-848 group needs of the classic groups of its id space (the
+    ClassicGroupManager): an empty one is taken over, an active one refuses
+    the heartbeat."""
+
+    def is_active(self, group_id: str) -> bool:
+        """A classic group of that id is in use (neither Empty nor Dead)."""
+
+    def group(self, group_id: str) -> ClassicGroup | None:
+        """The classic group of that id, if any."""
+
+    def restore(self, group: ClassicGroup) -> None:
+        """A take-over failed: the empty classic group comes back."""
+
+    def remove_if_empty(self, group_id: str) -> None:
+        """A KIP-848 group of that id was replayed: an empty classic group
+        (the offsets' placeholder, or one it replaced) goes."""
+
+
 class ConsumerGroupManager:
-    """``groups``: the coordinator's classic groups; ``run``: the
-    GroupCoordinator's, which appends a handler's result and answers;
-    ``replay``: the GroupCoordinator's replay of one record object (a
-    KIP-848 group's records come back here, a classic group's tombstone
-    goes to the classic groups)."""
+    """``consumer_groups``: the KIP-848 groups (shared with the
+    ClassicGroupManager, which takes over an empty one); ``classic_groups``:
+    the classic side's hooks; ``run``: the GroupCoordinator's, which appends
+    a handler's result and answers; ``replay``: the GroupCoordinator's
+    replay of one record object (a KIP-848 group's records come back here,
+    a classic group's tombstone goes to the classic groups)."""
 
     def __init__(
         self,
         config: KafkaConfig,
         timer: Timer,
         run: ResultRunner[R.GroupRecord],
-        groups: dict[str, ClassicGroup],
+        consumer_groups: dict[str, ConsumerGroup],
+        classic_groups: ClassicGroups,
         heartbeat_purgatory: DelayedOperationPurgatory,
         replay: Callable[[R.GroupRecordKey, R.GroupRecordValue | None], None],
     ) -> None:
@@ -397,9 +419,9 @@ class ConsumerGroupManager:
         self.timer = timer
         self.run = run
         self.replay = replay
-        self.groups = groups
+        self.classic_groups = classic_groups
         self.heartbeat_purgatory = heartbeat_purgatory
-        self.consumer_groups: dict[str, ConsumerGroup] = {}
+        self.consumer_groups = consumer_groups
         # A group's own overrides ({name: value}, the GROUP config resource,
         # kept in the metadata image); the broker sets the lookup.
         self.group_config_overrides: Callable[[str], Mapping[str, str]] = lambda group_id: {}
@@ -569,12 +591,7 @@ class ConsumerGroupManager:
                 E.UnsupportedAssignorException.code,
                 f"Assignor {assignor} is not supported.",
             )
-        classic = self.groups.get(request.group_id)
-        if (
-            classic is not None
-            and not classic.is_(ClassicGroupState.EMPTY)
-            and not classic.is_(ClassicGroupState.DEAD)
-        ):
+        if self.classic_groups.is_active(request.group_id):
             raise _HeartbeatRejected(
                 request.member_id,
                 E.GroupIdNotFoundException.code,
@@ -598,7 +615,7 @@ class ConsumerGroupManager:
             )
         group_id = request.group_id
         if group is None:
-            if group_id in self.groups:
+            if self.classic_groups.group(group_id) is not None:
                 # An empty classic group is taken over (its record deleted).
                 extra.append((R.GroupMetadataKey(group_id), None))
             group = ConsumerGroup(group_id)
@@ -923,7 +940,7 @@ class ConsumerGroupManager:
             if live is not None:
                 live.unwritten = False  # what a full comparison found all written
             return _nothing
-        classic = self.groups.get(group_id)
+        classic = self.classic_groups.group(group_id)
         member_ids = {k.member_id for k, _ in records if isinstance(k, _MEMBER_KEY_CLASSES)}
         snapshot = None if live is None else ConsumerGroupSnapshot(live, member_ids)
         for key, value in records:
@@ -956,9 +973,8 @@ class ConsumerGroupManager:
                     group.persisted[_persisted_key(key)] = _UNKNOWN
             group.unwritten = True
             return
-        if classic is not None and group.group_id not in self.groups:
-            classic.state = ClassicGroupState.EMPTY
-            self.groups[group.group_id] = classic
+        if classic is not None:
+            self.classic_groups.restore(classic)
         added = set(group.members)
         if snapshot is None:  # the group's first records
             for member_id in added:
@@ -1069,10 +1085,7 @@ class ConsumerGroupManager:
         group = self.consumer_groups.get(group_id)
         if group is None:
             group = self.consumer_groups[group_id] = ConsumerGroup(group_id)
-            classic = self.groups.get(group_id)
-            if classic is not None and classic.is_(ClassicGroupState.EMPTY):
-                # The offsets' placeholder, or a classic group this one replaced.
-                del self.groups[group_id]
+            self.classic_groups.remove_if_empty(group_id)
         return group
 
     def _replay_consumer_tombstone(self, group: ConsumerGroup, key: R.ConsumerGroupKey) -> None:

@@ -44,8 +44,8 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 from kfast.config import KafkaConfig
-from kfast.coordinator.group.classic_group import ClassicGroup
 from kfast.coordinator.group.classic_group_manager import ClassicGroupManager
+from kfast.coordinator.group.consumer_group import ConsumerGroup
 from kfast.coordinator.group.consumer_group_manager import ConsumerGroupManager
 from kfast.coordinator.group.offsets import (
     CommitRequest,
@@ -93,28 +93,41 @@ class GroupCoordinator:
         self.time_ms = time_ms
         # Shared by the two group managers: a group id names a classic or a
         # KIP-848 group, and either takes over the other when it is empty.
-        self.groups: dict[str, ClassicGroup] = {}
         self.heartbeat_purgatory = DelayedOperationPurgatory("Heartbeat", timer)
-        # KIP-848 groups (ConsumerGroupHeartbeat).
-        consumers = self.consumer_group_manager = ConsumerGroupManager(
-            config, timer, self._run, self.groups, self.heartbeat_purgatory, self.replay_record
-        )
+        self.consumer_groups: dict[str, ConsumerGroup] = {}
         # Classic groups (JoinGroup, SyncGroup, Heartbeat, LeaveGroup).
         classic = self.classic_group_manager = ClassicGroupManager(
             config,
             timer,
             self._run,
-            self.groups,
             self.heartbeat_purgatory,
-            consumers.consumer_groups,
-            consumers.consumer_group_tombstones,
+            self.consumer_groups,
+            ConsumerGroupManager.consumer_group_tombstones,
             self.replay_record,
             time_ms,
+        )
+        self.groups = classic.groups
+        # KIP-848 groups (ConsumerGroupHeartbeat), seeing the classic groups
+        # through the classic manager's hooks.
+        self.consumer_group_manager = ConsumerGroupManager(
+            config,
+            timer,
+            self._run,
+            self.consumer_groups,
+            classic,
+            self.heartbeat_purgatory,
+            self.replay_record,
         )
         self.join_purgatory = classic.join_purgatory
         # Committed and transactional offsets (Kafka's OffsetMetadataManager).
         self.offset_manager = OffsetMetadataManager(config, self, self._run, time_ms)
+        self._hand_off_requests()
+
+    def _hand_off_requests(self) -> None:
+        """Each request goes to the manager that serves it: its handlers
+        become the coordinator's (callers see one object)."""
         # The classic groups' requests, served by their manager.
+        classic = self.classic_group_manager
         self.join_group = classic.join_group
         self.sync_group = classic.sync_group
         self.heartbeat = classic.heartbeat
@@ -126,7 +139,7 @@ class GroupCoordinator:
         self.complete_and_schedule_next_heartbeat = classic.complete_and_schedule_next_heartbeat
         self.group_or_none = classic.group_or_none
         # The KIP-848 groups' requests and state, served by their manager.
-        self.consumer_groups = consumers.consumer_groups
+        consumers = self.consumer_group_manager
         self.consumer_group_heartbeat = consumers.consumer_group_heartbeat
         self.consumer_group_describe = consumers.consumer_group_describe
         self.group_config = consumers.group_config

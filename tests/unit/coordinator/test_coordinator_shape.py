@@ -119,16 +119,28 @@ def test_group_coordinator_stays_a_router():
     requests; the classic groups' state machine lives in their manager."""
     path = COORDINATOR / "group" / "coordinator.py"
     source = path.read_text()
-    imported = {
-        alias.name
-        for node in ast.walk(ast.parse(source))
-        if isinstance(node, ast.ImportFrom)
-        for alias in node.names
-    }
+    imported = _imported_names(path)
     assert not imported & CLASSIC_INTERNALS, sorted(imported & CLASSIC_INTERNALS)
     assert "uuid" not in source  # member ids are the manager's to mint
     lines = len(source.splitlines())
     assert lines <= ROUTER_MAX_LINES, f"coordinator.py has {lines} lines"
+
+
+def _imported_names(path: pathlib.Path) -> set[str]:
+    return {
+        alias.name
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+
+
+def test_only_the_classic_manager_changes_classic_group_state():
+    """The KIP-848 manager takes over or restores an empty classic group
+    through the ClassicGroups hooks, never by setting its state."""
+    path = COORDINATOR / "group" / "consumer_group_manager.py"
+    assert "ClassicGroupState" not in _imported_names(path)
+    assert "ClassicGroupState" not in path.read_text()
 
 
 def test_classic_requests_are_handed_to_the_classic_group_manager():
@@ -147,12 +159,14 @@ def test_classic_requests_are_handed_to_the_classic_group_manager():
         "group_or_none",
     ):
         assert getattr(h.coordinator, name).__self__ is manager, name
-    # One classic groups map and one heartbeat purgatory, shared by the
-    # two group managers (either takes over the other's empty group).
+    # One KIP-848 groups map and one heartbeat purgatory, shared by the two
+    # group managers; the KIP-848 side sees the classic groups only through
+    # the classic manager's hooks (either takes over the other's empty group).
     consumers = h.coordinator.consumer_group_manager
-    assert manager.groups is h.coordinator.groups is consumers.groups
+    assert manager.groups is h.coordinator.groups
+    assert consumers.classic_groups is manager and not hasattr(consumers, "groups")
     assert manager.heartbeat_purgatory is consumers.heartbeat_purgatory
-    assert manager.consumer_groups is consumers.consumer_groups
+    assert manager.consumer_groups is consumers.consumer_groups is h.coordinator.consumer_groups
     # The delayed operations call back into the manager, not the router.
     h.join("g")
     watched = [op for ops in manager.heartbeat_purgatory._watchers.values() for op in ops]
