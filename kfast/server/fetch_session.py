@@ -46,7 +46,7 @@ import random
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Iterable
 from typing import TYPE_CHECKING
 
 from kfast.protocol.constants import INT32_MAX
@@ -324,17 +324,18 @@ class FetchSessionCache:
     def total_partitions(self) -> int:
         return sum(s.size for s in self._sessions.values())
 
-    def mark_ready(self, key: PartitionKey) -> Iterable[FetchSession]:
+    def mark_ready(self, key: PartitionKey) -> Collection[FetchSession]:
         """Something a fetch of ``key`` would see changed (the replica
         manager calls this where it wakes the fetch purgatory): every session
         holding ``key`` reads it next time. Returns those sessions, whose
         waiting fetch, if any, is watched under the session."""
-        holders = self._holders.get(key)
-        if not holders:
-            return ()
+        holders = self.sessions_holding(key)
         for session in holders:
             session.ready.add(key)
         return holders
+
+    def sessions_holding(self, key: PartitionKey) -> Collection[FetchSession]:
+        return self._holders.get(key) or ()
 
     def _hold(self, session: FetchSession, key: PartitionKey) -> None:
         holders = self._holders.get(key)

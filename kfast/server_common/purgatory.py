@@ -288,6 +288,11 @@ class DelayedOperationPurgatory:
             return len(self._watchers.get(key, ()))
         return sum(len(watchers) for watchers in self._watchers.values())
 
+    def pending(self, key: Hashable) -> int:
+        """Operations watched under ``key`` that have not completed: those an
+        event on ``key`` would try now."""
+        return sum(1 for operation in self._watchers.get(key, ()) if not operation._completed)
+
     def delayed(self) -> int:
         """Operations of this purgatory whose timeout is pending."""
         return self._delayed_count

@@ -19,6 +19,8 @@ PARTITIONS = 200
 # fails the latency check with a wide margin.
 MAX_WAIT_MS = 10_000
 IDLE_S = 3.0
+# The partition the tests append to; the others stay empty.
+WAKE = PARTITIONS - 3
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
@@ -33,11 +35,16 @@ def _fetch_requests(broker) -> int:
     return sum(versions.values())
 
 
-def _create_topic(broker, topic: str) -> None:
+@pytest.fixture(scope="module")
+def topic(broker) -> str:
+    """One topic of PARTITIONS partitions for the module (creating and
+    closing their logs is most of the module's time)."""
     from confluent_kafka.admin import AdminClient, NewTopic
 
+    name = "long-poll"
     admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
-    admin.create_topics([NewTopic(topic, PARTITIONS, 1)], operation_timeout=60)[topic].result(90)
+    admin.create_topics([NewTopic(name, PARTITIONS, 1)], operation_timeout=60)[name].result(90)
+    return name
 
 
 class Confluent:
@@ -53,7 +60,13 @@ class Confluent:
                 "socket.timeout.ms": MAX_WAIT_MS * 3,
             }
         )
-        self.consumer.assign([TopicPartition(topic, p, 0) for p in range(PARTITIONS)])
+        # Explicit positions (OFFSET_END would be resolved partition by
+        # partition, maybe after the append): the end of WAKE, which the
+        # module's tests append to, and 0 elsewhere (always empty).
+        _, end = self.consumer.get_watermark_offsets(TopicPartition(topic, WAKE), timeout=30)
+        self.consumer.assign(
+            [TopicPartition(topic, p, end if p == WAKE else 0) for p in range(PARTITIONS)]
+        )
 
     def poll(self, seconds: float) -> list[bytes]:
         # librdkafka fetches in its own threads; this waits for one record
@@ -75,8 +88,11 @@ class KafkaPython:
             fetch_max_wait_ms=MAX_WAIT_MS,
             request_timeout_ms=MAX_WAIT_MS * 3,
         )
-        self.consumer.assign([TopicPartition(topic, p) for p in range(PARTITIONS)])
-        self.consumer.seek_to_beginning()
+        partitions = [TopicPartition(topic, p) for p in range(PARTITIONS)]
+        self.consumer.assign(partitions)
+        end = self.consumer.end_offsets([partitions[WAKE]])[partitions[WAKE]]
+        for partition in partitions:  # explicit positions, as above
+            self.consumer.seek(partition, end if partition.partition == WAKE else 0)
 
     def poll(self, seconds: float) -> list[bytes]:
         # kafka-python fetches inside poll(): fetch sessions, long polls.
@@ -91,20 +107,30 @@ class KafkaPython:
 def test_idle_long_poll_is_cheap_and_an_append_wakes_it(broker, topic, client):
     from confluent_kafka import Producer
 
-    _create_topic(broker, topic)
     tid = broker.call_soon(threading.get_native_id)
     producer = Producer({"bootstrap.servers": broker.bootstrap_servers, "linger.ms": 0})
     producer.list_topics(topic, timeout=30)  # connected before anything is timed
     consumer = client(broker.bootstrap_servers, topic)
     purgatory = broker.broker.replica_manager.fetch_purgatory
+    sessions = broker.broker.fetch_session_cache
+    key = (topic, WAKE)
+
+    def waiting_on_wake() -> bool:
+        # A waiting fetch an append to WAKE would wake: watched under the
+        # partition (a full fetch), or under a session holding it.
+        return bool(purgatory.pending(key)) or any(
+            purgatory.pending(session) for session in sessions.sessions_holding(key)
+        )
+
     try:
-        # Until the consumer's fetch waits in the broker: its offsets are
-        # known and it long-polls (librdkafka in the background; kafka-python
-        # only inside poll(), hence the short polls here).
+        # Until the consumer's fetch that covers WAKE waits in the broker
+        # (librdkafka fetches in the background and may first send fetches
+        # without partitions whose position it is still validating;
+        # kafka-python fetches only inside poll(), hence the short polls).
         wait_until(
-            lambda: consumer.poll(0.1) == [] and broker.call_soon(purgatory.delayed),
+            lambda: consumer.poll(0.1) == [] and broker.call_soon(waiting_on_wake),
             timeout=60,
-            message="a waiting fetch",
+            message="a waiting fetch covering the partition appended to",
         )
         requests_before = _fetch_requests(broker)
         cpu_before, started = _thread_cpu_s(tid), time.monotonic()
@@ -122,7 +148,7 @@ def test_idle_long_poll_is_cheap_and_an_append_wakes_it(broker, topic, client):
 
         # One append to one partition: the waiting fetch is woken by it.
         sent = time.monotonic()
-        producer.produce(topic, b"wake", partition=PARTITIONS - 3)
+        producer.produce(topic, b"wake", partition=WAKE)
         producer.flush(30)
         got: list[bytes] = []
         while not got and time.monotonic() - sent < MAX_WAIT_MS / 1000:

@@ -81,9 +81,11 @@ def test_watch_skips_the_tries_and_still_completes_or_expires(timer, purgatory):
     purgatory.watch(idle, ["a", "b"])
     assert woken.tries == idle.tries == 0
     assert purgatory.delayed() == 2 and purgatory.watched() == 3
+    assert (purgatory.pending("a"), purgatory.pending("b"), purgatory.pending("c")) == (2, 1, 0)
     woken.ready = True
     assert purgatory.check_and_complete("a") == 1
     assert woken.events == ["complete"] and idle.tries == 1
+    assert purgatory.pending("a") == 1
     timer.advance(500)
     assert idle.events == ["complete", "expire"]
     assert purgatory.delayed() == 0 and timer.size == 0
