@@ -14,6 +14,8 @@ import time
 import pytest
 from e2e_support import wait_until
 
+pytestmark = pytest.mark.e2e
+
 PARTITIONS = 200
 # Long enough that a record delivered at the expiry, not by the wake-up,
 # fails the latency check with a wide margin.

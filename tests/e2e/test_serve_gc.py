@@ -14,9 +14,12 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
 from e2e_support import REPO, free_port
 
 from kfast.server.gc_tuning import GEN0_THRESHOLD
+
+pytestmark = pytest.mark.e2e
 
 CHILD = textwrap.dedent(
     """
