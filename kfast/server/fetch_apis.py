@@ -143,7 +143,11 @@ def handle_fetch(
         params = params._replace(max_wait_ms=0)  # an error to report: answer now
     results: FetchResults | Awaitable[FetchResults]
     if context.watch_key is None:
-        results = replica_manager.fetch_messages(params, _requests(context.partitions))
+        # Watched under each partition; read through partitions_to_read so
+        # the session (if the fetch made one) knows when each read began.
+        results = replica_manager.fetch_messages(
+            params, lambda: _requests(context.partitions_to_read())
+        )
     else:
         # An incremental session fetch: the ready partitions, again at each
         # re-read, and one watch key however big the session.

@@ -151,6 +151,8 @@ class FetchSession:
         "privileged",
         "partitions",
         "ready",
+        "clock",
+        "marked",
         "epoch",
         "created_ms",
         "last_used_ms",
@@ -169,6 +171,11 @@ class FetchSession:
         self.partitions = partitions  # key -> CachedPartition, in fetch order
         # Partitions the next incremental fetch reads (see the module doc).
         self.ready: set[PartitionKey] = set(partitions)
+        # Counts the replica manager's reports (mark); ``marked`` holds the
+        # count at each partition's last one, so a read's results can tell
+        # whether a report came after the read (see after_read).
+        self.clock = 0
+        self.marked: dict[PartitionKey, int] = {}
         self.epoch = next_epoch(INITIAL_EPOCH)
         self.created_ms = now_ms
         self.last_used_ms = now_ms
@@ -193,13 +200,31 @@ class FetchSession:
         found.sort(key=_fetch_order)
         return found
 
-    def after_read(self, cached: CachedPartition, data: FetchPartitionData) -> None:
-        """Ready stays ready unless this read found ``cached`` caught up.
+    def mark(self, key: PartitionKey) -> None:
+        """The replica manager reports a change to ``key``: read it next."""
+        self.clock += 1
+        self.marked[key] = self.clock
+        self.ready.add(key)
+
+    def forget(self, key: PartitionKey) -> None:
+        self.ready.discard(key)
+        self.marked.pop(key, None)
+
+    def after_read(
+        self, cached: CachedPartition, data: FetchPartitionData, read_clock: int
+    ) -> None:
+        """Ready stays ready unless this read found ``cached`` caught up
+        and nothing was reported for it since the read (``read_clock``: the
+        session's clock when the read began). A waiting fetch's results are
+        applied one loop turn after the read that completed it; an append in
+        between marks the partition, and the older read must not unmark it
+        (the consumer would never be told of those records).
         The high watermark is the bound either way: a read_committed fetch
         held at a last stable offset below it stays ready (correct, just not
         O(1)), so a session never misses data whatever its isolation."""
         if (
-            data.error_code == 0
+            self.marked.get(cached.key, 0) <= read_clock
+            and data.error_code == 0
             and data.size == 0
             and data.preferred_read_replica < 0
             and data.diverging_epoch is None
@@ -220,6 +245,8 @@ class FetchContext:
     # A waiting fetch is watched under this (an incremental session fetch)
     # instead of under each partition it read.
     watch_key: FetchSession | None = None
+    # The session's clock when the last read began (FetchSession.after_read).
+    read_clock = 0
 
     def __init__(self, partitions: list[CachedPartition]) -> None:
         self.partitions = partitions
@@ -252,12 +279,17 @@ class FullFetchContext(FetchContext):
         if session is not None:
             self.session_id = session.session_id
 
+    def partitions_to_read(self) -> list[CachedPartition]:
+        if self.session is not None:
+            self.read_clock = self.session.clock
+        return self.partitions
+
     def select(self, results: FetchSessionResults) -> FetchSessionResults:
         session = self.session
         if session is not None:
             for cached, data in results:
                 cached.must_respond(data)
-                session.after_read(cached, data)
+                session.after_read(cached, data, self.read_clock)
         return results
 
 
@@ -272,6 +304,7 @@ class IncrementalFetchContext(FetchContext):
 
     def partitions_to_read(self) -> list[CachedPartition]:
         # Partitions made ready while the fetch waited are read too.
+        self.read_clock = self.session.clock
         self.partitions = self.session.ready_partitions()
         return self.partitions
 
@@ -288,7 +321,7 @@ class IncrementalFetchContext(FetchContext):
         session = self.session
         chosen: FetchSessionResults = []
         for cached, data in results:
-            session.after_read(cached, data)
+            session.after_read(cached, data, self.read_clock)
             if cached.must_respond(data):
                 chosen.append((cached, data))
                 if data.size:
@@ -331,7 +364,7 @@ class FetchSessionCache:
         waiting fetch, if any, is watched under the session."""
         holders = self.sessions_holding(key)
         for session in holders:
-            session.ready.add(key)
+            session.mark(key)
         return holders
 
     def sessions_holding(self, key: PartitionKey) -> Collection[FetchSession]:
@@ -379,7 +412,7 @@ class FetchSessionCache:
             return SessionErrorContext(InvalidFetchSessionEpochException.code)
         for key in forgotten:
             if session.partitions.pop(key, None) is not None:
-                session.ready.discard(key)
+                session.forget(key)
                 self._release(session, key)
         for partition in partitions:
             key = partition.key

@@ -125,6 +125,7 @@ def test_incremental_reads_only_ready_partitions():
     incremental = cache.new_context(full.session_id, 2, [part(index=1, offset=4)], [])
     assert [c.partition for c in incremental.partitions] == [1, 3]  # session order
     # Data below the high watermark keeps a partition ready; caught up clears it.
+    incremental.partitions_to_read()  # the read begins
     incremental.select(
         [(incremental.partitions[0], data(hw=10)), (incremental.partitions[1], data(hw=10))]
     )
@@ -134,3 +135,42 @@ def test_incremental_reads_only_ready_partitions():
     assert cache.mark_ready(("t", 2)) == ()
     cache.remove(full.session_id)
     assert cache.mark_ready(("t", 0)) == ()
+
+
+def test_a_report_after_the_read_keeps_the_partition_ready():
+    """A waiting fetch's results are applied a loop turn after the read that
+    completed it; an append reported in between must keep the partition
+    ready, or the session never reads those records (kafka-python's
+    consumers stalled after a rebalance this way)."""
+    cache = FetchSessionCache(10)
+    full = cache.new_context(0, INITIAL_EPOCH, [part(index=0, offset=10)], [])
+    full.partitions_to_read()
+    full.select([(c, data(hw=10)) for c in full.partitions])
+    session = cache.get(full.session_id)
+    assert not session.ready  # caught up
+    cache.mark_ready(("t", 0))  # an append, then the read that sees it
+    incremental = cache.new_context(full.session_id, 1, [], [])
+    read = incremental.partitions_to_read()
+    assert [c.key for c in read] == [("t", 0)]
+    cache.mark_ready(("t", 0))  # another append, after that read began
+    # The read's results: caught up at the high watermark it saw.
+    incremental.select([(read[0], data(hw=10))])
+    assert ("t", 0) in session.ready
+    # The next read sees the append; caught up again, nothing reported since.
+    again = cache.new_context(full.session_id, 2, [], [])
+    read = again.partitions_to_read()
+    again.select([(read[0], data(hw=15, size=100))])
+    assert ("t", 0) in session.ready  # it had records
+    last = cache.new_context(full.session_id, 3, [part(index=0, offset=15)], [])
+    read = last.partitions_to_read()
+    last.select([(read[0], data(hw=15))])
+    assert not session.ready
+
+
+def test_a_full_fetch_that_waited_keeps_a_partition_reported_since_its_read():
+    cache = FetchSessionCache(10)
+    full = cache.new_context(0, INITIAL_EPOCH, [part(index=0, offset=10)], [])
+    read = full.partitions_to_read()
+    cache.mark_ready(("t", 0))
+    full.select([(read[0], data(hw=10))])
+    assert ("t", 0) in cache.get(full.session_id).ready
