@@ -101,3 +101,17 @@ class Harness:
         for key, value in self.log:
             fresh.coordinator.replay(key, value)
         return fresh.coordinator
+
+
+def capture_results(manager) -> list:
+    """The results ``manager`` hands to be run (every CoordinatorResult, in
+    order): its runner wrapped to keep them."""
+    results: list = []
+    run = manager.run
+
+    def capture(group_id, result, *rest):
+        results.append(result)
+        run(group_id, result, *rest)
+
+    manager.run = capture
+    return results

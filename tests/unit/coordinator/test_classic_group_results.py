@@ -19,25 +19,11 @@ from kfast.coordinator.result import DeferredResponse
 from kfast.protocol import errors as E
 
 from ..hypothesis_budget import examples
-from .harness import Harness
+from .harness import Harness, capture_results
 
 G = "g"
 PROTOCOLS = [("range", encode_subscription(["t"]))]
 ARGS = JoinMember("c", "/h", 1000, 2000, "consumer", PROTOCOLS)
-
-
-def _capture(h: Harness) -> list:
-    """Every result the classic groups' manager runs, in order."""
-    results: list = []
-    manager = h.coordinator.classic_group_manager
-    run = manager.run
-
-    def capture(group_id, result, *rest):
-        results.append(result)
-        run(group_id, result, *rest)
-
-    manager.run = capture
-    return results
 
 
 def test_deferred_response_completes_once_and_answers_late_registrations():
@@ -94,7 +80,7 @@ def test_last_leave_stores_the_empty_group_through_a_result():
     [first] = h.join(G)
     a = first["member_id"]
     h.sync(G, 1, a, {a: b"x"})
-    results = _capture(h)
+    results = capture_results(h.coordinator.classic_group_manager)
     assert h.coordinator.leave_group(G, [(a, None)]) == (0, [0])
     # The join phase ends inside the LeaveGroup: its result runs first.
     complete_join, leave = results

@@ -18,7 +18,7 @@ from kfast.coordinator.group.records import (
 )
 from kfast.protocol import errors as E
 
-from .harness import Harness
+from .harness import Harness, capture_results
 
 G = "g"
 TP = ("t", 0)
@@ -96,20 +96,6 @@ CG = "cg"
 TOPIC_ID = uuid.UUID(int=7)
 
 
-def _capture_results(manager) -> list:
-    """The results ``manager`` hands to be run: its runner wrapped to keep
-    them."""
-    results: list = []
-    run = manager.run
-
-    def capture(group_id, result, *rest):
-        results.append(result)
-        run(group_id, result, *rest)
-
-    manager.run = capture
-    return results
-
-
 def _beat(h: Harness, member_id: str = "", epoch: int = 0) -> dict:
     """A ConsumerGroupHeartbeat (epoch 0: a join subscribing to "t")."""
     topics = ["t"] if epoch == 0 else None
@@ -121,7 +107,7 @@ def _beat(h: Harness, member_id: str = "", epoch: int = 0) -> dict:
 
 def test_heartbeat_result_carries_the_records_the_coordinator_appends():
     h = Harness()
-    results = _capture_results(h.coordinator.consumer_group_manager)
+    results = capture_results(h.coordinator.consumer_group_manager)
     response = _beat(h)
     [result] = results
     assert result.response is response and response["member_epoch"] == 1
@@ -191,7 +177,7 @@ def test_delete_offsets_result_carries_the_tombstones_replayed_after_the_append(
 # -- classic groups ------------------------------------------------------------------------
 def test_classic_group_record_goes_through_a_result_not_replayed():
     h = Harness()
-    results = _capture_results(h.coordinator.classic_group_manager)
+    results = capture_results(h.coordinator.classic_group_manager)
     [joined] = h.join(G)
     member_id = joined["member_id"]
     group = h.coordinator.groups[G]
@@ -215,7 +201,7 @@ def test_delete_groups_runs_one_result_per_group_replayed_after_the_append():
     h.commit(G, {TP: (5, "")})
     h.commit("other", {TP: (6, "")})
     manager = h.coordinator.offset_manager
-    results = _capture_results(manager)
+    results = capture_results(manager)
     out: list = []
     h.fail_next = E.NotEnoughReplicasException.code
     h.coordinator.delete_groups([G, "other", "missing"], out.append)
@@ -242,7 +228,7 @@ def test_offset_expiration_runs_a_result_applied_as_the_group_is_when_committed(
     h = Harness()
     h.commit(G, {TP: (5, "")})
     manager = h.coordinator.offset_manager
-    results = _capture_results(manager)
+    results = capture_results(manager)
     assert manager.cleanup_expired_offsets(now=10**13) == 1
     [result] = results
     assert result.records == [(OffsetCommitKey(G, "t", 0), None), (R.GroupMetadataKey(G), None)]
