@@ -9,6 +9,8 @@ from hypothesis import strategies as st
 
 from kfast.coordinator.group import records as R
 
+from ..declared_classes import declared_attributes
+
 TID = uuid.UUID("00112233-4455-6677-8899-aabbccddeeff")
 TID_BYTES = bytes.fromhex("00112233445566778899aabbccddeeff")
 
@@ -307,21 +309,7 @@ def _declared_value_classes() -> dict[str, list[str]]:
             for c in node.body
         )
     ]
-    found: dict[str, list[str]] = {}
-
-    def walk(body: list, prefix: str) -> None:
-        for node in body:
-            if isinstance(node, ast.ClassDef):
-                name = prefix + node.name
-                found[name] = [
-                    n.target.id
-                    for n in node.body
-                    if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
-                ]
-                walk(node.body, name + ".")
-
-    walk(block.body, "")
-    return found
+    return declared_attributes(block.body)
 
 
 def test_declared_value_classes_match_the_schemas():

@@ -12,6 +12,8 @@ import kfast.protocol as protocol
 from kfast.protocol import message_stubs
 from kfast.protocol.api_keys import API_KEYS
 
+from ..declared_classes import declared_attributes
+
 STUB = Path(protocol.__file__).with_name("message_classes.pyi")
 
 
@@ -34,21 +36,7 @@ def test_stub_is_regenerated_from_the_grammars():
 
 def _stub_classes() -> dict[str, list[str]]:
     """qualified class name -> its declared attributes, from the stub's AST."""
-    found: dict[str, list[str]] = {}
-
-    def walk(body: list[ast.stmt], prefix: str) -> None:
-        for node in body:
-            if isinstance(node, ast.ClassDef):
-                name = prefix + node.name
-                found[name] = [
-                    n.target.id
-                    for n in node.body
-                    if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name)
-                ]
-                walk(node.body, name + ".")
-
-    walk(ast.parse(STUB.read_text()).body, "")
-    return found
+    return declared_attributes(ast.parse(STUB.read_text()).body)
 
 
 def test_stub_declares_every_runtime_class_and_field():
