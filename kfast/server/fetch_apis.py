@@ -141,19 +141,13 @@ def handle_fetch(
     )
     if unknown_ids or denied:
         params = params._replace(max_wait_ms=0)  # an error to report: answer now
-    results: FetchResults | Awaitable[FetchResults]
-    if context.watch_key is None:
-        # Watched under each partition; read through partitions_to_read so
-        # the session (if the fetch made one) knows when each read began.
-        results = replica_manager.fetch_messages(
-            params, lambda: _requests(context.partitions_to_read())
-        )
-    else:
-        # An incremental session fetch: the ready partitions, again at each
-        # re-read, and one watch key however big the session.
-        results = replica_manager.fetch_messages(
-            params, lambda: _requests(context.partitions_to_read()), context.watch_key
-        )
+    # Read through partitions_to_read at each (re-)read: an incremental
+    # session fetch reads its ready partitions, and a session learns when
+    # each read began. A session fetch that waits is watched under its one
+    # key (watch_key), any other under each partition it read.
+    results: FetchResults | Awaitable[FetchResults] = replica_manager.fetch_messages(
+        params, lambda: _requests(context.partitions_to_read()), context.watch_key
+    )
     if isinstance(results, list):
         return _response(ctx, context, results, unknown_ids, denied)
     return _await_response(ctx, results, context, unknown_ids, denied)
