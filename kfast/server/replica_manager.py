@@ -705,7 +705,15 @@ class ReplicaManager:
         (a session's ready partitions, which change while it waits).
         ``watch_key``: what a waiting fetch is watched under (a session,
         which wake_fetches checks); None: each partition read."""
-        to_read = requests() if callable(requests) else requests
+        if callable(requests):
+            source = requests
+        else:
+            fixed = requests
+
+            def source() -> list[PartitionFetchRequest]:
+                return fixed
+
+        to_read = source()
         results, total, has_error = self.read_from_local_log(params, to_read)
         if params.replica_id >= 0:
             self._update_followers(params.replica_id, results)
@@ -717,16 +725,9 @@ class ReplicaManager:
         ):
             return results
         future: asyncio.Future[FetchResults] = asyncio.get_running_loop().create_future()
-        if callable(requests):
-            source = requests
 
-            def read() -> tuple[FetchResults, int, bool]:
-                return self.read_from_local_log(params, source())
-        else:
-            fixed = requests
-
-            def read() -> tuple[FetchResults, int, bool]:
-                return self.read_from_local_log(params, fixed)
+        def read() -> tuple[FetchResults, int, bool]:
+            return self.read_from_local_log(params, source())
 
         operation = DelayedFetch(params.max_wait_ms, params.min_bytes, read, future)
         # Just read, on the loop's thread: nothing can have changed, so the
