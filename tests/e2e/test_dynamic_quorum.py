@@ -126,8 +126,11 @@ def test_standalone_controller_grows_to_three_survives_kill_9_and_shrinks(tmp_pa
         write_on_leader(cluster, "log.retention.ms", "180000", exclude={1})
         # Node 1 comes back: no longer a voter, it follows as an observer.
         cluster.start_node(1)
-        # Its Raft fetches (which make it an observer) may start before its
-        # own listener is bound: wait for both before asking it anything.
+        # The leader lists a removed voter among its observers from the
+        # removal on (its replica state stays, as Kafka's LeaderState keeps
+        # it), so "1 is an observer" can hold before node 1 is even up: wait
+        # for its listener before asking it anything. That it really follows
+        # is the catch-up check below.
         cluster.wait_listening(1)
         cluster.wait_until(
             lambda: 1 in observer_ids(cluster, survivors), 30, "node 1 as an observer"
