@@ -476,11 +476,12 @@ class RaftQuorumController(QuorumController):
             raise errors.NotLeaderOrFollowerException(
                 f"Node {self.node_id} is not the quorum leader (the leader is {self.leader_id})."
             )
-        replicas = client.leader_replica_states()
+        now_ms = raft.now_ms()
+        replicas = client.leader_replica_states(now_ms)
         voters = client.quorum.voters
         # The Raft layer's clock is the loop's (monotonic); DescribeQuorum
         # reports wall-clock times.
-        wall_minus_loop = int(time.time() * 1000) - raft.now_ms()
+        wall_minus_loop = int(time.time() * 1000) - now_ms
 
         def row(node_id: int) -> tuple[int, int, int]:
             state = replicas.get(node_id)

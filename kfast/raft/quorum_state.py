@@ -113,6 +113,11 @@ class CandidateState:
     leader_id = NO_LEADER
 
 
+# How long the leader keeps listing an observer (a replica outside the voter
+# set) that has stopped fetching: Kafka's LeaderState.OBSERVER_SESSION_TIMEOUT_MS.
+OBSERVER_SESSION_TIMEOUT_MS = 300_000
+
+
 @dataclass
 class ReplicaState:
     """What the leader knows of one replica (Kafka's LeaderState.ReplicaState)."""
@@ -208,6 +213,22 @@ class LeaderState:
         else:
             self.check_quorum_deadline_ms = others[needed - 1] + timeout_ms
         return self.check_quorum_deadline_ms
+
+    def clear_inactive_observers(self, now_ms: int, voters) -> None:
+        """Forget observers that have not fetched for
+        OBSERVER_SESSION_TIMEOUT_MS (Kafka's LeaderState.clearInactiveObservers):
+        a broker that went away, or a removed voter that never came back,
+        leaves DescribeQuorum instead of staying listed for the whole epoch.
+        Voters and the leader itself are kept whatever their last fetch."""
+        stale = [
+            node_id
+            for node_id, state in self.replicas.items()
+            if node_id not in voters
+            and node_id != self.leader_id
+            and now_ms - state.last_fetch_ms >= OBSERVER_SESSION_TIMEOUT_MS
+        ]
+        for node_id in stale:
+            del self.replicas[node_id]
 
     def replica(self, node_id: int) -> ReplicaState:
         state = self.replicas.get(node_id)

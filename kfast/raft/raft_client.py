@@ -235,11 +235,16 @@ class RaftClient:
         if role_high_watermark > self._high_watermark:
             self._high_watermark = role_high_watermark
 
-    def leader_replica_states(self) -> dict:
+    def leader_replica_states(self, now_ms: int | None = None) -> dict:
         """On the leader, {node id: ReplicaState} for voters and observers
-        (DescribeQuorum); {} elsewhere."""
+        (DescribeQuorum); {} elsewhere. Given the time, observers that
+        stopped fetching OBSERVER_SESSION_TIMEOUT_MS ago are dropped first."""
         state = self.quorum.state
-        return dict(state.replicas) if isinstance(state, LeaderState) else {}
+        if not isinstance(state, LeaderState):
+            return {}
+        if now_ms is not None:
+            state.clear_inactive_observers(now_ms, self.quorum.voter_set)
+        return dict(state.replicas)
 
     def poll(self, now_ms: int) -> list[RaftMessage]:
         self._poll_state(now_ms)

@@ -161,10 +161,11 @@ def handle_describe_quorum(
 def _quorum_partition(raft: RaftManager) -> DescribeQuorumResponse.PartitionData:
     Response = DescribeQuorumResponse
     client = raft.client
-    replicas = client.leader_replica_states()
+    now_ms = raft.now_ms()
+    replicas = client.leader_replica_states(now_ms)
     voter_set = client.quorum.voter_set
     # The Raft layer's clock is the loop's; DescribeQuorum reports wall time.
-    wall_minus_loop = int(time.time() * 1000) - raft.now_ms()
+    wall_minus_loop = int(time.time() * 1000) - now_ms
 
     def row(node_id: int, directory_id: UUID | None) -> DescribeQuorumResponse.ReplicaState:
         state = replicas.get(node_id)
