@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 from kfast.client.admin import EARLIEST, LATEST, KafkaAdmin
@@ -38,6 +38,7 @@ from kfast.protocol import FetchRequest, api_keys, errors
 from kfast.records import (
     CONTROL_TYPE_ABORT,
     TIMESTAMP_LOG_APPEND_TIME,
+    RecordBatch,
     complete_batches_size,
     iter_batches,
 )
@@ -47,6 +48,8 @@ __all__ = [
     "FetchedPartition",
     "ConsumerRecord",
     "decode_records",
+    "delivered_batches",
+    "committed_records",
     "READ_UNCOMMITTED",
     "READ_COMMITTED",
     "EARLIEST",
@@ -94,18 +97,19 @@ def _next_offset(records, fetch_offset: int) -> int:
     return next_offset
 
 
-def decode_records(
+def delivered_batches(
     part: FetchedPartition, isolation_level: int = READ_UNCOMMITTED
-) -> list[ConsumerRecord]:
-    """The data records of a fetched partition at or after its fetch offset
-    (control batches skipped; with READ_COMMITTED, aborted ones too)."""
+) -> Iterator[RecordBatch]:
+    """The data batches of a fetched partition that a consumer delivers, in
+    order: never control batches (transaction markers); with READ_COMMITTED,
+    not the batches of aborted transactions either. Kafka's consumer rule:
+    the broker lists each aborted transaction's producer and first offset; a
+    producer's transactional batches are aborted from that offset until its
+    ABORT marker."""
     aborted_starts = sorted(part.aborted_transactions, key=lambda entry: entry[1])
     aborting: set[int] = set()
-    out = []
     for batch in iter_batches(part.records):
         if isolation_level == READ_COMMITTED:
-            # Kafka's consumer rule: a producer's transactional batches are
-            # aborted from the first offset the broker listed until its abort marker.
             while aborted_starts and aborted_starts[0][1] <= batch.last_offset:
                 aborting.add(aborted_starts.pop(0)[0])
             if batch.is_control:
@@ -120,8 +124,28 @@ def decode_records(
                 continue
             if batch.is_transactional and batch.producer_id in aborting:
                 continue
-        if batch.is_control:
-            continue
+        if not batch.is_control:
+            yield batch
+
+
+def committed_records(part: FetchedPartition) -> memoryview | bytes:
+    """A READ_COMMITTED fetch's record bytes without the batches of aborted
+    transactions, for readers that decode whole buffers (the Spark source's
+    columnar decoder): the fetched bytes themselves when the broker listed
+    no aborted transaction, else the delivered batches joined (a copy, only
+    then)."""
+    if not part.aborted_transactions:
+        return part.records
+    return b"".join(batch.memoryview() for batch in delivered_batches(part, READ_COMMITTED))
+
+
+def decode_records(
+    part: FetchedPartition, isolation_level: int = READ_UNCOMMITTED
+) -> list[ConsumerRecord]:
+    """The data records of a fetched partition at or after its fetch offset
+    (control batches skipped; with READ_COMMITTED, aborted ones too)."""
+    out = []
+    for batch in delivered_batches(part, isolation_level):
         log_append = batch.timestamp_type == TIMESTAMP_LOG_APPEND_TIME
         for record in batch:
             if record.offset < part.fetch_offset:

@@ -4,7 +4,10 @@ broker (Spark's KafkaDataConsumer), as Arrow batches of the Kafka schema.
 The task fetches raw record batches with kfast's client (``fetch_raw``: the
 bytes the broker sent, complete batches only) and hands them to the columnar
 decoder (:func:`kfast_spark.decoding.records_to_arrow`), so no Python object
-is made per record. A fetch returns whole batches, which may begin before the
+is made per record; with ``kafka.isolation.level=read_committed`` the
+broker answers up to the last stable offset and the batches of aborted
+transactions are left out first (kfast.client.fetcher.committed_records), so
+offsets have gaps, as with Spark's own source. A fetch returns whole batches, which may begin before the
 range (a compressed batch is sent whole) or run past its end: the decoder's
 cut keeps ``[start, end)`` only.
 
@@ -35,6 +38,7 @@ from collections.abc import Iterator
 import pyarrow as pa
 
 from kfast.client import EARLIEST, BlockingFetcher
+from kfast.client.fetcher import committed_records
 from kfast.protocol import errors
 from kfast_spark.decoding import records_to_arrow
 from kfast_spark.options import KafkaConsumerSettings, TopicPartition
@@ -127,7 +131,7 @@ def read_offset_range(
                 return
             catch_up_deadline = None
             batch = records_to_arrow(
-                fetched.records,
+                committed_records(fetched) if consumer.read_committed else fetched.records,
                 topic,
                 partition,
                 offset,

@@ -5,8 +5,8 @@ through kfast's client.
 - partitions: one Metadata request (every topic for ``subscribePattern``,
   the named topics otherwise); a topic that does not exist has no
   partitions, as a Kafka consumer subscribed to it sees none;
-- earliest/latest offsets: ListOffsets -2/-1 (read_uncommitted, so latest is
-  the high watermark); a latest offset below one the query already reached
+- earliest/latest offsets: ListOffsets -2/-1 (latest is the high watermark,
+  or the last stable offset with ``kafka.isolation.level=read_committed``); a latest offset below one the query already reached
   is asked again for a while (see ``earliest_and_latest``);
 - offsets for timestamps: ListOffsets with the timestamp (-1 in the answer:
   no record that recent).

@@ -44,6 +44,7 @@ from typing import NamedTuple, Union, overload
 # JSON options.
 from kfast.client import EARLIEST, LATEST
 from kfast.client.connection import DEFAULT_CLIENT_ID
+from kfast.client.fetcher import READ_COMMITTED
 from kfast.client.properties import Client, parse_client_properties, refuse_security
 from kfast.config import ConfigException
 from kfast.controller.topics import INTERNAL_TOPICS
@@ -180,6 +181,10 @@ class KafkaConsumerSettings:
     #: so there is nothing worth waiting for.
     fetch_max_wait_ms: int | None = None
     check_crcs: bool = True
+    #: ``read_committed``: latest offsets are last stable offsets, fetches
+    #: stop there, and aborted transactions' records are dropped (Spark's
+    #: Kafka source does the same through its consumer; offsets then have gaps).
+    read_committed: bool = False
 
     def client_arguments(self) -> dict:
         """Keyword arguments of kfast's ``Fetcher`` (and its ``Cluster``)."""
@@ -195,6 +200,8 @@ class KafkaConsumerSettings:
             arguments["max_bytes"] = self.fetch_max_bytes
         if self.fetch_min_bytes is not None:
             arguments["min_bytes"] = self.fetch_min_bytes
+        if self.read_committed:
+            arguments["isolation_level"] = READ_COMMITTED
         return arguments
 
 
@@ -202,9 +209,8 @@ def parse_consumer_properties(kafka_params: Mapping[str, str]) -> KafkaConsumerS
     """Map a read's ``kafka.*`` properties (prefix removed) onto kfast's
     client with the client property table (kfast.client.properties),
     strictly: a name the consumer does not define is refused, as is what
-    kfast's client cannot honour (TLS, SASL) and read_committed, which this
-    source does not apply. Spark's refused properties (``auto.offset.reset``
-    ...) are checked before this."""
+    kfast's client cannot honour (TLS, SASL). Spark's refused properties
+    (``auto.offset.reset`` ...) are checked before this."""
     try:
         # Tasks rebuild the client from these settings on executors; TLS and
         # SASL are not carried there (yet).
@@ -214,12 +220,6 @@ def parse_consumer_properties(kafka_params: Mapping[str, str]) -> KafkaConsumerS
         raise ValueError(
             f"Kafka option 'kafka.{exc.name}' refused by the kfast source: {exc}"
         ) from None
-    if parsed.get("isolation.level") == "read_committed":
-        raise ValueError(
-            "Kafka option 'kafka.isolation.level' = 'read_committed' is not supported "
-            "by the kfast source: it reads up to the high watermark and does not "
-            "drop aborted transactions' records (read_uncommitted, the default)"
-        )
     if parsed.without_effect:
         logger.info(
             "Kafka options without effect on the kfast source (it has no consumer "
@@ -231,7 +231,9 @@ def parse_consumer_properties(kafka_params: Mapping[str, str]) -> KafkaConsumerS
         for prop, field_name in _CONSUMER_SETTINGS.items()
         if prop in parsed.values
     }
-    return KafkaConsumerSettings(**settings)
+    return KafkaConsumerSettings(
+        **settings, read_committed=parsed.get("isolation.level") == "read_committed"
+    )
 
 
 #: Consumer property -> KafkaConsumerSettings field.

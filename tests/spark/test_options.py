@@ -7,6 +7,7 @@ import re
 import pytest
 
 from kfast.client import Fetcher
+from kfast.client.fetcher import READ_COMMITTED, READ_UNCOMMITTED
 from kfast_spark.options import (
     KAFKA_SOURCE_OPTIONS,
     AssignStrategy,
@@ -248,6 +249,14 @@ def test_consumer_properties_map_onto_kfasts_client():
         cluster.retry_backoff_max,
     ) == ("nightly-etl", 5.0, 7.0, 0.05, 0.6)
     assert (fetcher.max_bytes, fetcher.min_bytes) == (1_000_000, 3)
+    assert fetcher.isolation_level == READ_UNCOMMITTED
+
+
+def test_read_committed_reaches_the_client():
+    opts = kafka(subscribe="a", **{"kafka.isolation.level": "read_committed"})
+    assert opts.consumer.read_committed
+    fetcher = Fetcher("localhost:9092", **opts.consumer.client_arguments())
+    assert fetcher.isolation_level == READ_COMMITTED
 
 
 def test_without_consumer_properties_the_client_keeps_its_defaults():
@@ -294,10 +303,6 @@ def test_consumer_group_and_socket_properties_are_accepted_without_effect(caplog
         (
             {"kafka.ssl.key.password": "secret"},
             "Invalid value [hidden] for configuration ssl.key.password",
-        ),
-        (
-            {"kafka.isolation.level": "read_committed"},
-            "'kafka.isolation.level' = 'read_committed' is not supported",
         ),
         (
             {"kafka.isolation.level": "snapshot"},
