@@ -4,6 +4,7 @@ long-polling consumers over 1,000 partitions, kfast vs Tansu 0.6.
 
     python bench/fetch_scale.py                       # both brokers, defaults below
     python bench/fetch_scale.py --brokers kfast --idle-seconds 10 --json out.json
+    python bench/fetch_scale.py --brokers kfast@/tmp/base,kfast   # before/after
 
 For each broker (a subprocess on a free 127.0.0.1 port, started and stopped
 by PID through bench/broker_load.py's run_broker, kfast with its defaults and
@@ -318,9 +319,17 @@ def profile(pid: int, path: str, seconds: float) -> list[tuple[str, float]]:
 def run_one(kind: str, args: argparse.Namespace) -> dict:
     import multiprocessing as mp
 
-    metrics_port = free_port() if kind == "kfast" else None
+    is_kfast = kind == "kfast" or kind.startswith("kfast@")
+    metrics_port = free_port() if is_kfast else None
     overrides = (f"kfast.metrics.port={metrics_port}",) if metrics_port else ()
-    with run_broker(kind, overrides) as (proc, bootstrap, _ready):
+    launcher: tuple = ()
+    if kind.startswith("kfast@"):  # another kfast tree, for a before/after
+        # -P: not the current directory first on sys.path (run from this
+        # tree, ``python -m kfast`` would import this tree, not PATH's).
+        tree = kind.split("@", 1)[1]
+        launcher = ("env", f"PYTHONPATH={tree}", sys.executable, "-P", "-m", "kfast")
+    broker = "kfast" if is_kfast else kind
+    with run_broker(broker, overrides, launcher=launcher) as (proc, bootstrap, _ready):
         create_topic(bootstrap, TOPIC, args.partitions)
         time.sleep(args.settle_seconds)  # topic creation's own work passes
         # The broker's own background work with the topic and no client.
@@ -339,9 +348,12 @@ def run_one(kind: str, args: argparse.Namespace) -> dict:
             result: dict = {"broker": kind, "no_clients_cpu_pct": round(no_clients, 2)}
             with bench_lock():
                 result["idle"] = _window(proc.pid, consumers, metrics_port, args.idle_seconds)
-            if args.profile and kind == "kfast":
+            if args.profile and is_kfast:
                 # After the measured window: the sampler's own cost stays out of it.
-                result["idle_profile"] = profile(proc.pid, args.profile, args.idle_seconds)
+                path = args.profile
+                if kind != "kfast":  # one file per tree
+                    path += "." + os.path.basename(kind.split("@", 1)[1].rstrip("/"))
+                result["idle_profile"] = profile(proc.pid, path, args.idle_seconds)
             ctx = mp.get_context("spawn")
             parent, child = ctx.Pipe()
             producer = ctx.Process(
@@ -379,7 +391,12 @@ def run_one(kind: str, args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--brokers", default="kfast,tansu")
+    parser.add_argument(
+        "--brokers",
+        default="kfast,tansu",
+        help="kfast (this tree), tansu, or kfast@PATH: kfast from another source tree "
+        "(a before/after in the same run)",
+    )
     parser.add_argument("--partitions", type=int, default=1000)
     parser.add_argument("--consumers", type=int, default=100)
     parser.add_argument("--procs", type=int, default=4)

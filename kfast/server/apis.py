@@ -94,6 +94,7 @@ from kfast.security.acl import (
     RESOURCE_TYPE_LOG_NAMES as _RESOURCE_TYPE_LOG_NAMES,
 )
 from kfast.security.principal import ANONYMOUS, KafkaPrincipal
+from kfast.server.futures import then
 from kfast.server.network import TimedResponse
 from kfast.server.quota import NANOS_TO_PERCENTAGE, request_quota_exempt, throttle_response
 from kfast.server.rate_limited_log import RateLimitedLogger
@@ -572,7 +573,32 @@ class KafkaApis:
         parts = self._encode(ctx, result)
         return self._timed(ctx, parts, received, started, handled, handled)
 
-    async def _finish(
+    def _finish(
+        self,
+        ctx: RequestContext,
+        registration: _Registration,
+        request: Any,
+        result: Awaitable[ResponseBody | None],
+        received: float,
+        started: float,
+        handled: float,
+    ) -> Awaitable[Answer]:
+        """The response of a handler that waits. A future (a waiting fetch's)
+        is chained by a done callback, without a task and coroutine per
+        request (kfast.server.futures); any other awaitable is awaited."""
+        if isinstance(result, asyncio.Future):
+
+            def finish(body: ResponseBody | None) -> Answer:
+                parts = self._encode(ctx, body)
+                return self._timed(ctx, parts, received, started, handled, perf_counter())
+
+            def fail(exc: Exception) -> Answer:
+                return self._error(ctx, registration, request, exc)
+
+            return then(result, finish, fail)
+        return self._await(ctx, registration, request, result, received, started, handled)
+
+    async def _await(
         self,
         ctx: RequestContext,
         registration: _Registration,

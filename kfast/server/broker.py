@@ -626,6 +626,12 @@ class KafkaBroker:
             self.socket_servers[name] = server
             self.bound_ports[name] = server.port
 
+    def _wake_fetches(self, keys: list[tuple[str, int]]) -> None:
+        replica_manager = self.replica_manager
+        if replica_manager is not None:
+            for key in keys:
+                replica_manager.wake_fetches(key)
+
     def _advertised_endpoints(self) -> list[Endpoint]:
         """advertised.listeners where given (port 0 -> the bound port), else
         the listener itself; a wildcard host advertises this host's name."""
@@ -645,12 +651,20 @@ class KafkaBroker:
 
     def _start_jobs(self) -> None:
         config, log_manager = self.config, self.started_log_manager()
+        loop = asyncio.get_running_loop()
+
+        def retention() -> None:
+            # In the executor; the fetches waiting on a log whose start
+            # offset moved are woken on the loop (their answer carries the
+            # log start offset, and a fetch offset below it is out of range).
+            moved: list[tuple[str, int]] = []
+            log_manager.cleanup_logs(moved=moved)
+            if moved:
+                loop.call_soon_threadsafe(self._wake_fetches, moved)
+
         self._jobs = [
             _PeriodicJob(
-                self,
-                "kafka-log-retention",
-                config["log.retention.check.interval.ms"],
-                log_manager.cleanup_logs,
+                self, "kafka-log-retention", config["log.retention.check.interval.ms"], retention
             ),
             _PeriodicJob(
                 self,

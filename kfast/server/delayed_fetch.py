@@ -2,12 +2,24 @@
 max_wait_ms (Kafka's kafka.server.DelayedFetch).
 
 It is watched under every partition it reads. The replica manager calls
-``check_and_complete(partition key)`` when a partition's high watermark (the
-bound for read_uncommitted) or last stable offset (read_committed) moves, or
-its log start offset / leadership changes. ``try_complete`` re-runs the
-fetch's reads — index lookups that produce FileRegions, no record bytes are
-read — and completes once they add up to min_bytes or a partition has an
-error to report; on expiry the response carries whatever is there.
+``check_and_complete(partition key)`` whenever something a fetch of that
+partition reads changes: an append, a high watermark or last stable offset
+move, a log start offset move (DeleteRecords, retention), a truncation, a
+leadership or leader epoch change, the partition's deletion or its log going
+offline. ``try_complete`` re-runs the fetch's reads -- index lookups that
+produce FileRegions, no record bytes are read -- and completes once they add
+up to min_bytes or a partition has an error to report; on expiry the
+response carries whatever is there.
+
+Since every such change re-reads through ``try_complete``, the last read of
+a fetch that found nothing is still what a read at expiry would find: the
+expiry answers with it instead of reading every partition again (the idle
+long poll's cost, issue 21 item 5). Only a fetch whose answer can change
+without an event re-reads at expiry (``reread_on_expiry``): one whose last
+read had record bytes (below min_bytes; the segments under them may since
+have been cleaned), a follower's (the leader quota's throttle lifts with
+time), a rack-aware consumer's (its preferred read replica follows the
+followers' lag).
 """
 
 from __future__ import annotations
@@ -32,23 +44,30 @@ class DelayedFetch(DelayedOperation):
         min_bytes: int,
         read: Callable[[], tuple[FetchResults, int, bool]],
         future: asyncio.Future[FetchResults],
+        last_read: FetchResults | None = None,
+        reread_on_expiry: bool = True,
     ) -> None:
-        """``read()`` returns (results, total bytes, has_error)."""
+        """``read()`` returns (results, total bytes, has_error); ``last_read``:
+        the results of the read that found too little, made just before."""
         super().__init__(delay_ms)
         self.min_bytes = min_bytes
         self.read = read
         self.future = future
         self._results: FetchResults | None = None
+        # The latest read that found nothing (None: the expiry reads again).
+        self._reread = reread_on_expiry
+        self._last = None if reread_on_expiry else last_read
 
     def try_complete(self) -> bool:
         results, total_bytes, has_error = self.read()
         if total_bytes >= self.min_bytes or has_error:
             self._results = results
             return self.force_complete()
+        self._last = None if self._reread or total_bytes else results
         return False
 
     def on_complete(self) -> None:
-        results = self._results
+        results = self._results if self._results is not None else self._last
         if results is None:
             try:
                 results = self.read()[0]

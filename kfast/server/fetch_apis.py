@@ -12,9 +12,10 @@ bytes, as Kafka does).
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Coroutine, Sequence
-from typing import TYPE_CHECKING, Any, TypeAlias
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, TypeAlias
 from uuid import UUID
 
 from kfast.protocol import FetchRequest, FetchResponse, api_keys, errors
@@ -36,6 +37,7 @@ from kfast.server.fetch_session import (
     FullFetchContext,
     IncrementalFetchContext,
 )
+from kfast.server.futures import then
 from kfast.server.quota import throttle_response
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
 
@@ -76,7 +78,7 @@ def _down_convert(region: FileRegion | bytes | bytearray | memoryview, version: 
 
 def handle_fetch(
     ctx: RequestContext, request: FetchRequest
-) -> FetchResponse | Coroutine[Any, Any, FetchResponse]:
+) -> FetchResponse | asyncio.Future[FetchResponse]:
     broker = ctx.broker
     replica_manager = broker.replica_manager
     version = ctx.api_version
@@ -145,12 +147,12 @@ def handle_fetch(
     # session fetch reads its ready partitions, and a session learns when
     # each read began. A session fetch that waits is watched under its one
     # key (watch_key), any other under each partition it read.
-    results: FetchResults | Awaitable[FetchResults] = replica_manager.fetch_messages(
+    results: FetchResults | asyncio.Future[FetchResults] = replica_manager.fetch_messages(
         params, lambda: _requests(context.partitions_to_read()), context.watch_key
     )
     if isinstance(results, list):
         return _response(ctx, context, results, unknown_ids, denied)
-    return _await_response(ctx, results, context, unknown_ids, denied)
+    return then(results, lambda waited: _response(ctx, context, waited, unknown_ids, denied))
 
 
 def _requests(partitions: list[CachedPartition]) -> list[PartitionFetchRequest]:
@@ -162,7 +164,7 @@ def _requests(partitions: list[CachedPartition]) -> list[PartitionFetchRequest]:
 
 def handle_follower_fetch(
     ctx: RequestContext, request: FetchRequest, replica_id: int
-) -> FetchResponse | Coroutine[Any, Any, FetchResponse]:
+) -> FetchResponse | asyncio.Future[FetchResponse]:
     """A follower's fetch (Kafka's replica fetcher protocol): sessionless
     (kfast's fetchers send full requests; a session id is ignored), read up
     to each log end offset, last_fetched_epoch checked for divergence, and
@@ -224,21 +226,14 @@ def handle_follower_fetch(
         isolation_level=0,
         replica_id=replica_id,
     )
-    results: FetchResults | Awaitable[FetchResults] = replica_manager.fetch_messages(
+    results: FetchResults | asyncio.Future[FetchResults] = replica_manager.fetch_messages(
         params, requests
     )
     if isinstance(results, list):
         return _follower_response(named, results, unknown_ids, replica_manager)
-    return _await_follower_response(named, results, unknown_ids, replica_manager)
-
-
-async def _await_follower_response(
-    named: list[tuple[str, UUID]],
-    waiting: Awaitable[FetchResults],
-    unknown_ids: list[_UnknownId],
-    replica_manager: ReplicaManager,
-) -> FetchResponse:
-    return _follower_response(named, await waiting, unknown_ids, replica_manager)
+    return then(
+        results, lambda waited: _follower_response(named, waited, unknown_ids, replica_manager)
+    )
 
 
 def _record_throttled(quota: ReplicationQuotaManager, results: FetchResults) -> None:
@@ -333,16 +328,6 @@ def _denied_topics(
         )
         for name, topic_id, index in denied
     ]
-
-
-async def _await_response(
-    ctx: RequestContext,
-    waiting: Awaitable[FetchResults],
-    context: FetchContext,
-    unknown_ids: list[_UnknownId],
-    denied: list[_Denied],
-) -> FetchResponse:
-    return _response(ctx, context, await waiting, unknown_ids, denied)
 
 
 def _response(

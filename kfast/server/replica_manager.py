@@ -729,7 +729,16 @@ class ReplicaManager:
         def read() -> tuple[FetchResults, int, bool]:
             return self.read_from_local_log(params, source())
 
-        operation = DelayedFetch(params.max_wait_ms, params.min_bytes, read, future)
+        operation = DelayedFetch(
+            params.max_wait_ms,
+            params.min_bytes,
+            read,
+            future,
+            results,
+            # What the expiry would read is what this read found unless the
+            # answer can change without waking the fetch (DelayedFetch).
+            reread_on_expiry=bool(total or params.replica_id >= 0 or params.client_rack),
+        )
         # Just read, on the loop's thread: nothing can have changed, so the
         # operation is watched without the purgatory's two re-reads.
         self.fetch_purgatory.watch(

@@ -568,14 +568,22 @@ class LogManager:
             return gone
 
     # -- periodic jobs ---------------------------------------------------------------
-    def cleanup_logs(self, now: int | None = None) -> int:
+    def cleanup_logs(
+        self, now: int | None = None, moved: list[tuple[str, int]] | None = None
+    ) -> int:
         """Retention for every log; removes expired ``.deleted`` files and
-        ``-delete`` dirs. Returns the number of segments deleted."""
+        ``-delete`` dirs. Returns the number of segments deleted; ``moved``
+        gets the (topic, partition) of each log whose log start offset
+        retention advanced (fetches waiting on it must re-read: the caller
+        wakes them)."""
         now = self.time_ms() if now is None else now
         deleted = 0
         for log in self.all_logs():
             try:
+                start = log.log_start_offset
                 deleted += delete_old_segments(log, now)
+                if moved is not None and log.log_start_offset != start:
+                    moved.append((log.topic, log.partition))
                 log.delete_pending_files(now)
                 log.producer_state.remove_expired_producers(now)
             except KafkaStorageException as exc:

@@ -199,3 +199,100 @@ def test_fenced_and_unknown_leader_epochs(setup):
             assert data.error_code == code
 
     run(main())
+
+
+def _counting_reads(manager: ReplicaManager) -> list[tuple[str, int]]:
+    """The keys of every partition read from now on."""
+    keys: list[tuple[str, int]] = []
+    read = manager._read_partition
+
+    def counting(params, request, *args):
+        keys.append(request.key)
+        return read(params, request, *args)
+
+    manager._read_partition = counting  # type: ignore[method-assign]
+    return keys
+
+
+def _delete_records_result():
+    from kfast.protocol import DeleteRecordsResponse
+
+    return DeleteRecordsResponse.DeleteRecordsPartitionResult(partition_index=0)
+
+
+def test_an_idle_fetch_expires_without_reading_again(setup):
+    """Nothing woke it, so its expiry answers with the read that parked it
+    (every change to what it reads wakes it: issue 21 item 5)."""
+
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        manager.append_records(1000, 1, [("t", 0, batch(b"a", b"b"), response())])
+        reads = _counting_reads(manager)
+        params = FetchParams(max_wait_ms=30, min_bytes=1, max_bytes=1 << 20, isolation_level=0)
+        fetch = manager.fetch_messages(params, [PartitionFetchRequest(("t", 0), 2, 1 << 20)])
+        assert isinstance(fetch, asyncio.Future)
+        ((_, data),) = await fetch
+        assert (data.error_code, data.size, data.high_watermark) == (0, 0, 2)
+        assert reads == [("t", 0)]  # the first read only
+
+        # Record bytes below min_bytes: the expiry reads again (the segments
+        # under them may have been cleaned meanwhile).
+        params = params._replace(min_bytes=1 << 20)
+        del reads[:]
+        ((_, data),) = await manager.fetch_messages(
+            params, [PartitionFetchRequest(("t", 0), 0, 1 << 20)]
+        )
+        assert data.size > 0 and reads == [("t", 0), ("t", 0)]
+
+    run(main())
+
+
+def test_a_log_start_move_refreshes_what_a_waiting_fetch_answers(setup):
+    """DeleteRecords up to the high watermark leaves a caught-up fetch
+    waiting, but its answer (log_start_offset) changed: the wake-up re-read
+    is what the expiry answers, not the read that parked it."""
+
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        manager.append_records(1000, 1, [("t", 0, batch(b"a", b"b"), response())])
+        params = FetchParams(max_wait_ms=200, min_bytes=1, max_bytes=1 << 20, isolation_level=0)
+        fetch = manager.fetch_messages(params, [PartitionFetchRequest(("t", 0), 2, 1 << 20)])
+        assert isinstance(fetch, asyncio.Future)
+        result = _delete_records_result()
+        assert manager.delete_records(1000, [("t", 0, 2, result)]) is None
+        assert result.low_watermark == 2
+        assert not fetch.done()  # still caught up: nothing to answer early
+        ((_, data),) = await fetch
+        assert (data.error_code, data.size, data.log_start_offset) == (0, 0, 2)
+
+    run(main())
+
+
+def test_leadership_change_and_deletion_complete_a_waiting_fetch(setup):
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        params = FetchParams(max_wait_ms=30_000, min_bytes=1, max_bytes=1 << 20, isolation_level=0)
+        request = PartitionFetchRequest(("t", 0), 0, 1 << 20, 3)
+        fetch = manager.fetch_messages(params, [request])
+        assert isinstance(fetch, asyncio.Future)
+        partition = manager.get_partition("t", 0)
+        # A new leader epoch (still this broker): the fetch's epoch 3 is fenced.
+        manager.apply_partition(
+            "t",
+            partition.topic_id,
+            0,
+            PartitionRegistration(
+                replicas=(NODE,), isr=(NODE,), leader=NODE, leader_epoch=4, partition_epoch=1
+            ),
+            partition.log,
+        )
+        ((_, data),) = await asyncio.wait_for(fetch, 5)
+        assert data.error_code == errors.FencedLeaderEpochException.code
+
+        fetch = manager.fetch_messages(params, [request._replace(current_leader_epoch=-1)])
+        assert isinstance(fetch, asyncio.Future)
+        manager.remove_partition("t", 0)
+        ((_, data),) = await asyncio.wait_for(fetch, 5)
+        assert data.error_code == errors.UnknownTopicOrPartitionException.code
+
+    run(main())
