@@ -120,6 +120,10 @@ class RequestStats:
 
 
 _SLOTS = len(BOUNDS_MS) + 1
+# Where each histogram's buckets start in RequestStats.counts.
+_TOTAL_AT, _REQUEST_QUEUE_AT, _LOCAL_AT, _REMOTE_AT, _RESPONSE_QUEUE_AT, _RESPONSE_SEND_AT = (
+    index * _SLOTS for index in range(len(REQUEST_TIMES))
+)
 
 
 class RequestMetrics:
@@ -168,17 +172,20 @@ class RequestMetrics:
         response_queue = (dequeued - finished) * 1000.0
         response_send = (sent - dequeued) * 1000.0
         total = request_queue + local + remote + response_queue + response_send
+        # Unrolled (once per request): a bucket and a sum per histogram.
         counts, sums = stats.counts, stats.sums
-        for index, value in (
-            (_TOTAL, total),
-            (_REQUEST_QUEUE, request_queue),
-            (_LOCAL, local),
-            (_REMOTE, remote),
-            (_RESPONSE_QUEUE, response_queue),
-            (_RESPONSE_SEND, response_send),
-        ):
-            counts[index * _SLOTS + bisect_left(BOUNDS_MS, value)] += 1
-            sums[index] += value
+        counts[_TOTAL_AT + bisect_left(BOUNDS_MS, total)] += 1
+        counts[_REQUEST_QUEUE_AT + bisect_left(BOUNDS_MS, request_queue)] += 1
+        counts[_LOCAL_AT + bisect_left(BOUNDS_MS, local)] += 1
+        counts[_REMOTE_AT + bisect_left(BOUNDS_MS, remote)] += 1
+        counts[_RESPONSE_QUEUE_AT + bisect_left(BOUNDS_MS, response_queue)] += 1
+        counts[_RESPONSE_SEND_AT + bisect_left(BOUNDS_MS, response_send)] += 1
+        sums[_TOTAL] += total
+        sums[_REQUEST_QUEUE] += request_queue
+        sums[_LOCAL] += local
+        sums[_REMOTE] += remote
+        sums[_RESPONSE_QUEUE] += response_queue
+        sums[_RESPONSE_SEND] += response_send
         stats.count += 1
 
     def snapshot(self) -> dict[int, tuple[dict[int, int], list[HistogramSnapshot]]]:

@@ -343,11 +343,24 @@ class RequestContext:
 
 
 class _Registration:
-    __slots__ = ("handler", "error_response")
+    """A registered API: its handler, error response builder, and the
+    request versions served (fixed once registered: ``low``..``high``)."""
 
-    def __init__(self, handler: Handler, error_response: ErrorResponseBuilder | None):
+    __slots__ = ("handler", "error_response", "api", "low", "high")
+
+    def __init__(
+        self,
+        handler: Handler,
+        error_response: ErrorResponseBuilder | None,
+        api: ApiKey,
+        low: int,
+        high: int,
+    ):
         self.handler = handler
         self.error_response = error_response
+        self.api = api
+        self.low = low
+        self.high = high
 
 
 class KafkaApis:
@@ -386,7 +399,13 @@ class KafkaApis:
             raise ValueError(f"unknown API key {api_key}")
         if self.listener_type not in api.listeners:
             raise ValueError(f"{api.name} is not served on {self.listener_type} listeners")
-        self._handlers[api_key] = _Registration(handler, error_response)
+        # Produce is advertised from v0 (KAFKA-18659) and accepted from v0
+        # here; ApiVersions answers any version outside its stable range in v0.
+        low = 0 if api_key == api_keys.PRODUCE else api.min_version
+        high = (
+            api.max_stable_version if api_key == api_keys.API_VERSIONS else self._max_version(api)
+        )
+        self._handlers[api_key] = _Registration(handler, error_response, api, low, high)
 
     def registered(self) -> list[int]:
         return sorted(self._handlers)
@@ -429,45 +448,40 @@ class KafkaApis:
         except Exception as exc:  # unknown key, truncated header
             self._close(connection, f"cannot parse the request header: {exc}")
             return None
-        registration = self._handlers.get(header.api_key)
-        api = api_keys.BY_KEY.get(header.api_key)
-        if registration is None or api is None:
+        api_key = header.api_key
+        registration = self._handlers.get(api_key)
+        if registration is None:
+            self._close(connection, f"received request api key {api_key} which is not enabled")
+            return None
+        version = header.api_version
+        if not registration.low <= version <= registration.high:
+            api = registration.api
+            if api_key == api_keys.API_VERSIONS:
+                # Answered in v0 with the supported ranges (KIP-511).
+                return self._unsupported_api_versions(header)
             self._close(
-                connection, f"received request api key {header.api_key} which is not enabled"
+                connection,
+                f"received request api key {api.name} with version {version} which is not enabled",
             )
             return None
         ctx = RequestContext(header, connection, listener_name, self.broker, len(frame))
-        if (
-            header.api_key == api_keys.API_VERSIONS
-            and not api.min_version <= header.api_version <= api.max_stable_version
-        ):
-            return self._unsupported_api_versions(header)
-        # Produce is advertised from v0 (KAFKA-18659) and accepted from v0 here.
-        low = 0 if header.api_key == api_keys.PRODUCE else api.min_version
-        if not low <= header.api_version <= self._max_version(api):
-            self._close(
-                connection,
-                f"received request api key {api.name} with version "
-                f"{header.api_version} which is not enabled",
-            )
-            return None
         try:
             request = decode_request_body(header, frame)
         except Exception as exc:
             self._close(
                 connection,
-                f"error getting request for apiKey {api.name}, "
-                f"apiVersion {header.api_version}: {exc}",
+                f"error getting request for apiKey {registration.api.name}, "
+                f"apiVersion {version}: {exc}",
             )
             return None
         forwarder = getattr(self.broker, "forwarder", None)
-        if forwarder is not None and forwarder.wants(header.api_key, request):
+        if forwarder is not None and forwarder.wants(api_key, request):
             # A cluster's broker: the active controller answers this one.
             return self._finish(
                 ctx,
                 registration,
                 request,
-                forwarder.forward(header.api_key, header.api_version, request, ctx),
+                forwarder.forward(api_key, version, request, ctx),
                 received,
                 started,
                 perf_counter(),
@@ -476,7 +490,7 @@ class KafkaApis:
         if (
             request_quota is not None
             and request_quota.enabled
-            and not request_quota_exempt(header.api_key, header.api_version, request)
+            and not request_quota_exempt(api_key, version, request)
         ):
             return self._handle_with_request_quota(
                 ctx, registration, request, request_quota, received, started

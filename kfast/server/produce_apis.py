@@ -110,8 +110,14 @@ def handle_produce(
     failed = False
     # Kafka refuses a transactional producer without WRITE on its id, then
     # each topic it may not WRITE to.
-    txn_denied = request.transactional_id is not None and not ctx.authorize(
-        ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID, request.transactional_id
+    # Without an authorizer every check passes: skipped, not asked.
+    checked = ctx._authorizer() is not None
+    txn_denied = (
+        checked
+        and request.transactional_id is not None
+        and not ctx.authorize(
+            ACL_OPERATION_WRITE, ACL_RESOURCE_TRANSACTIONAL_ID, request.transactional_id
+        )
     )
     for topic_data in request.topic_data:
         topic_response = _TopicResponse(
@@ -119,8 +125,10 @@ def handle_produce(
         )
         responses.append(topic_response)
         name = replica_manager.topic_name(topic_data.topic_id) if by_id else topic_data.name
-        topic_denied = name is not None and not ctx.authorize(
-            ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC, name
+        topic_denied = (
+            checked
+            and name is not None
+            and not ctx.authorize(ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC, name)
         )
         for data in topic_data.partition_data:
             response = _PartitionResponse(

@@ -443,6 +443,8 @@ class ProducerStateManager:
         return completed.last_offset + 1
 
     def on_high_watermark_updated(self, high_watermark: int) -> None:
+        if not self._unreplicated:
+            return  # the common case: every append of a non-transactional producer
         for first in [f for f, t in self._unreplicated.items() if t.last_offset < high_watermark]:
             del self._unreplicated[first]
 
