@@ -22,8 +22,9 @@ SCRAM-SHA-256/512 with username/password, OAUTHBEARER with an unsecured
 token) become a ClientSecurity that every connection uses, built while
 parsing so a bad truststore or JAAS config fails there. Any other ``ssl.*``
 / ``sasl.*`` property is refused, strict or not: ignoring it would connect
-without the protection asked for. Callers that cannot carry TLS or SASL
-(the Spark data sources) refuse them all with :func:`refuse_security`.
+without the protection asked for. Callers whose clients are built in other
+processes (the Spark source's tasks) carry :func:`security_properties` there
+and parse them again.
 """
 
 from __future__ import annotations
@@ -307,20 +308,16 @@ def _is_security_property(name: str) -> bool:
     return name.startswith(SECURITY_PREFIXES) or name == "security.providers"
 
 
-def refuse_security(properties: Mapping[str, str], who: str) -> None:
-    """For callers that connect in PLAINTEXT only: refuse TLS and SASL
-    properties (ignoring them would connect without the protection asked
-    for), passwords and JAAS configs hidden."""
-    for name, raw in sorted(properties.items()):
-        if name == "security.protocol" and str(raw).strip().upper() in SECURITY_PROTOCOLS[1:]:
-            raise ConfigException(name, raw, f"{who} connects with PLAINTEXT only")
-        if _is_security_property(name):
-            secret = name.endswith((".password", ".jaas.config")) or name == "ssl.keystore.key"
-            raise ConfigException(
-                name,
-                "[hidden]" if secret else raw,
-                f"{who} has no TLS or SASL (security.protocol PLAINTEXT only)",
-            )
+def security_properties(properties: Mapping[str, str]) -> dict[str, str]:
+    """The TLS / SASL properties among ``properties`` (security.protocol,
+    ssl.*, sasl.*), as given: what a caller that rebuilds its client in
+    other processes (the Spark source's tasks) carries there, since the
+    ClientSecurity built from them (an SSL context) does not travel."""
+    return {
+        name: raw
+        for name, raw in properties.items()
+        if name == "security.protocol" or _is_security_property(name)
+    }
 
 
 def parse_client_properties(
@@ -389,5 +386,5 @@ __all__ = [
     "ClientProperty",
     "parse_client_properties",
     "read_properties",
-    "refuse_security",
+    "security_properties",
 ]

@@ -45,7 +45,7 @@ from typing import NamedTuple, Union, overload
 from kfast.client import EARLIEST, LATEST
 from kfast.client.connection import DEFAULT_CLIENT_ID
 from kfast.client.fetcher import READ_COMMITTED
-from kfast.client.properties import Client, parse_client_properties, refuse_security
+from kfast.client.properties import Client, parse_client_properties, security_properties
 from kfast.config import ConfigException
 from kfast.controller.topics import INTERNAL_TOPICS
 
@@ -185,6 +185,10 @@ class KafkaConsumerSettings:
     #: stop there, and aborted transactions' records are dropped (Spark's
     #: Kafka source does the same through its consumer; offsets then have gaps).
     read_committed: bool = False
+    #: security.protocol, ssl.* and sasl.* as given (passwords among them,
+    #: hence no repr): every process parses them again into its client's
+    #: TLS / SASL settings, as an SSL context does not travel to executors.
+    security: tuple[tuple[str, str], ...] = field(default=(), repr=False)
 
     def client_arguments(self) -> dict:
         """Keyword arguments of kfast's ``Fetcher`` (and its ``Cluster``)."""
@@ -202,19 +206,20 @@ class KafkaConsumerSettings:
             arguments["min_bytes"] = self.fetch_min_bytes
         if self.read_committed:
             arguments["isolation_level"] = READ_COMMITTED
+        if self.security:
+            parsed = parse_client_properties(dict(self.security), Client.CONSUMER, strict=True)
+            arguments.update(parsed.cluster_arguments())
         return arguments
 
 
 def parse_consumer_properties(kafka_params: Mapping[str, str]) -> KafkaConsumerSettings:
     """Map a read's ``kafka.*`` properties (prefix removed) onto kfast's
     client with the client property table (kfast.client.properties),
-    strictly: a name the consumer does not define is refused, as is what
-    kfast's client cannot honour (TLS, SASL). Spark's refused properties
+    strictly: a name the consumer does not define is refused, as is a TLS or
+    SASL setting kfast's client does not apply (a bad truststore or JAAS
+    config fails here, on the driver). Spark's refused properties
     (``auto.offset.reset`` ...) are checked before this."""
     try:
-        # Tasks rebuild the client from these settings on executors; TLS and
-        # SASL are not carried there (yet).
-        refuse_security(kafka_params, "the kfast source")
         parsed = parse_client_properties(kafka_params, Client.CONSUMER, strict=True)
     except ConfigException as exc:
         raise ValueError(
@@ -232,7 +237,11 @@ def parse_consumer_properties(kafka_params: Mapping[str, str]) -> KafkaConsumerS
         if prop in parsed.values
     }
     return KafkaConsumerSettings(
-        **settings, read_committed=parsed.get("isolation.level") == "read_committed"
+        **settings,
+        read_committed=parsed.get("isolation.level") == "read_committed",
+        security=tuple(sorted(security_properties(kafka_params).items()))
+        if parsed.security is not None
+        else (),
     )
 
 

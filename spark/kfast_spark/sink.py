@@ -35,7 +35,7 @@ from pyspark.sql.datasource import DataSourceStreamWriter, DataSourceWriter, Wri
 from pyspark.sql.types import StructType
 
 from kfast.client import KafkaProducer
-from kfast.client.properties import Client, parse_client_properties, refuse_security
+from kfast.client.properties import Client, parse_client_properties
 from kfast.config import ConfigException
 from kfast.protocol.constants import INT32_MAX
 from kfast_spark.options import KafkaSinkOptions
@@ -49,10 +49,11 @@ def producer_arguments(options: KafkaSinkOptions) -> dict:
     """KafkaProducer keyword arguments from the ``kafka.*`` options, read
     with the client property table (kfast.client.properties) leniently, as
     Spark's sink hands them to Kafka's producer: a name the producer does not
-    define is logged and ignored; an invalid value, or TLS / SASL, which
-    kfast's client cannot honour, fails the write when it is planned."""
+    define is logged and ignored; an invalid value, or a TLS / SASL setting
+    kfast's client does not apply, fails the write when it is planned. Each
+    task parses the options again (TLS and SASL included: an SSL context does
+    not travel to executors)."""
     try:
-        refuse_security(options.kafka_params, "the kfast sink")
         parsed = parse_client_properties(options.kafka_params, Client.PRODUCER, strict=False)
     except ConfigException as exc:
         raise ValueError(

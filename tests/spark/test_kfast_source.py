@@ -313,7 +313,7 @@ def test_batch_read_with_consumer_properties_returns_every_record(spark, broker,
         ({"subscribe": TOPIC, "startingOffset": "earliest"}, "Unknown option"),
         (
             {"subscribe": TOPIC, "kafka.security.protocol": "SASL_SSL"},
-            "'kafka.security.protocol' refused by the kfast source: Invalid value SASL_SSL",
+            "'kafka.sasl.mechanism' refused by the kfast source: Invalid value GSSAPI",
         ),
         (
             {"subscribe": TOPIC, "kafka.ssl.keystore.location": "/k.jks"},

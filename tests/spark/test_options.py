@@ -2,6 +2,7 @@
 
 import json
 import logging
+import pickle
 import re
 
 import pytest
@@ -252,6 +253,34 @@ def test_consumer_properties_map_onto_kfasts_client():
     assert fetcher.isolation_level == READ_UNCOMMITTED
 
 
+def test_tls_and_sasl_reach_the_client_of_every_process(tmp_path):
+    from kfast.testing.certificates import TestCA
+
+    ca = TestCA(str(tmp_path))
+    jaas = (
+        "org.apache.kafka.common.security.plain.PlainLoginModule required "
+        'username="alice" password="alice-secret";'
+    )
+    opts = kafka(
+        subscribe="a",
+        **{
+            "kafka.security.protocol": "sasl_ssl",
+            "kafka.ssl.truststore.type": "PEM",
+            "kafka.ssl.truststore.location": ca.cert_path,
+            "kafka.sasl.mechanism": "PLAIN",
+            "kafka.sasl.jaas.config": jaas,
+        },
+    )
+    # Carried as the strings given (an SSL context does not pickle), never shown.
+    assert dict(opts.consumer.security)["sasl.jaas.config"] == jaas
+    assert "alice-secret" not in repr(opts.consumer)
+    settings = pickle.loads(pickle.dumps(opts.consumer))
+    security = Fetcher("localhost:9092", **settings.client_arguments()).cluster.security
+    assert security.protocol == "SASL_SSL"
+    assert security.ssl_context is not None
+    assert (security.mechanism, security.username) == ("PLAIN", "alice")
+
+
 def test_read_committed_reaches_the_client():
     opts = kafka(subscribe="a", **{"kafka.isolation.level": "read_committed"})
     assert opts.consumer.read_committed
@@ -283,27 +312,33 @@ def test_consumer_group_and_socket_properties_are_accepted_without_effect(caplog
     [
         # Kafka's ConfigException message, behind the option's name.
         (
-            {"kafka.security.protocol": "SSL"},
-            "Kafka option 'kafka.security.protocol' refused by the kfast source: Invalid value SSL "
-            "for configuration security.protocol: the kfast source connects with PLAINTEXT only",
+            {"kafka.security.protocol": "SASL_SSL"},
+            "Kafka option 'kafka.sasl.mechanism' refused by the kfast source: Invalid value GSSAPI "
+            "for configuration sasl.mechanism: not supported",
         ),
-        ({"kafka.security.protocol": "SASL_SSL"}, "Invalid value SASL_SSL for configuration"),
         (
             {"kafka.security.protocol": "TLS"},
             "Invalid value TLS for configuration security.protocol: String must be one of: PLAINTEXT",
         ),
         (
-            {"kafka.ssl.truststore.location": "/etc/ts.jks"},
+            {"kafka.security.protocol": "SSL", "kafka.ssl.truststore.location": "/nonexistent.jks"},
             "Kafka option 'kafka.ssl.truststore.location' refused by the kfast source: Invalid value "
-            "/etc/ts.jks for configuration ssl.truststore.location: the kfast source has no TLS or "
-            "SASL",
+            "/nonexistent.jks for configuration ssl.truststore.location: cannot read the file",
         ),
-        ({"kafka.sasl.mechanism": "PLAIN"}, "'kafka.sasl.mechanism' refused"),
-        ({"kafka.sasl.jaas.config": "x"}, "'kafka.sasl.jaas.config' refused"),
         (
-            {"kafka.ssl.key.password": "secret"},
-            "Invalid value [hidden] for configuration ssl.key.password",
+            {"kafka.security.protocol": "SASL_PLAINTEXT", "kafka.sasl.mechanism": "PLAIN"},
+            "'kafka.sasl.jaas.config' refused by the kfast source: Invalid value None for "
+            "configuration sasl.jaas.config: set it for PLAIN",
         ),
+        (
+            {
+                "kafka.security.protocol": "SASL_PLAINTEXT",
+                "kafka.sasl.mechanism": "PLAIN",
+                "kafka.sasl.jaas.config": "password=secret",
+            },
+            "Invalid value [hidden] for configuration sasl.jaas.config: Invalid JAAS config",
+        ),
+        ({"kafka.ssl.keymanager.algorithm": "PKIX"}, "not a TLS or SASL setting kfast's client"),
         (
             {"kafka.isolation.level": "snapshot"},
             "Invalid value snapshot for configuration isolation.level: String must be one of: "
@@ -649,10 +684,17 @@ def test_sink_ignores_unknown_producer_properties_with_kafkas_warning(caplog):
             "Kafka option 'kafka.acks' refused by the kfast sink: Invalid value 2 for "
             "configuration acks: String must be one of: all, -1, 0, 1",
         ),
-        ({"security.protocol": "SSL"}, "the kfast sink connects with PLAINTEXT only"),
-        ({"sasl.jaas.config": "x"}, "Invalid value [hidden] for configuration sasl.jaas.config"),
+        (
+            {"security.protocol": "SSL", "ssl.truststore.location": "/nonexistent.pem"},
+            "Invalid value /nonexistent.pem for configuration ssl.truststore.location: cannot "
+            "read the file",
+        ),
+        (
+            {"security.protocol": "SASL_SSL", "sasl.mechanism": "PLAIN", "sasl.jaas.config": "x"},
+            "Invalid value [hidden] for configuration sasl.jaas.config",
+        ),
     ],
 )
-def test_sink_refuses_invalid_values_and_tls_sasl(props, message):
+def test_sink_refuses_invalid_values_and_broken_tls_sasl_settings(props, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         _sink_producer_arguments(**props)

@@ -17,7 +17,7 @@ from kfast.client.properties import (
     Client,
     parse_client_properties,
     read_properties,
-    refuse_security,
+    security_properties,
 )
 from kfast.config import ConfigException, Type, coerce
 
@@ -236,28 +236,19 @@ def test_security_settings_kfasts_client_cannot_apply_are_refused_even_leniently
         parse_client_properties(props, Client.PRODUCER, strict=strict)
 
 
-@pytest.mark.parametrize(
-    "props, message",
-    [
-        (
-            {"security.protocol": "SSL"},
-            "Invalid value SSL for configuration security.protocol: "
-            "the Spark sink connects with PLAINTEXT only",
-        ),
-        (
-            {"ssl.key.password": "s3cret"},
-            "Invalid value [hidden] for configuration ssl.key.password",
-        ),
-        (
-            {"sasl.jaas.config": "s3cret"},
-            "Invalid value [hidden] for configuration sasl.jaas.config",
-        ),
-    ],
-)
-def test_plaintext_only_callers_refuse_security_without_echoing_secrets(props, message):
-    with pytest.raises(ConfigException, match=re.escape(message)):
-        refuse_security(props, "the Spark sink")
-    refuse_security({"security.protocol": "plaintext", "acks": "1"}, "the Spark sink")
+def test_security_properties_are_the_tls_and_sasl_ones_as_given():
+    props = {
+        "security.protocol": "sasl_ssl",
+        "ssl.truststore.location": "/ts.pem",
+        "sasl.jaas.config": "x",
+        "acks": "1",
+        "client.id": "c",
+    }
+    assert security_properties(props) == {
+        "security.protocol": "sasl_ssl",
+        "ssl.truststore.location": "/ts.pem",
+        "sasl.jaas.config": "x",
+    }
 
 
 def test_unknown_names_strict_refused_lenient_logged_and_ignored(caplog):
