@@ -27,7 +27,7 @@
 # which is how a reader tells the formats apart (see peek_magic).
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
-from kfast._ext.varint cimport read_varint, read_varint_fast, read_varlong, VARINT_OK
+from kfast._ext.varint cimport read_varint, read_varint_fast, read_varlong_fast, VARINT_OK
 
 cdef enum:
     # Outcome of parse_record.
@@ -130,20 +130,21 @@ cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
 
     Checks every length against the record's own declared length, which is
     checked against `end`, so nothing is read outside [pos[0], end). On
-    RECORD_OK, pos[0] moves past the record.
+    RECORD_OK, pos[0] moves past the record. Varints go through the *_fast
+    readers (short encodings inline; same bounds, same results).
     """
     cdef const uint8_t* p = pos[0]
     cdef const uint8_t* rend
     cdef int32_t length, n
     cdef int rc
-    if read_varint(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
+    if read_varint_fast(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
         return RECORD_BAD_LENGTH
     rend = p + length
     r.attributes = <int8_t>p[0]
     p += 1
-    if read_varlong(&p, rend, &r.timestamp_delta) != VARINT_OK:
+    if read_varlong_fast(&p, rend, &r.timestamp_delta) != VARINT_OK:
         return RECORD_MALFORMED
-    if read_varint(&p, rend, &r.offset_delta) != VARINT_OK:
+    if read_varint_fast(&p, rend, &r.offset_delta) != VARINT_OK:
         return RECORD_MALFORMED
     rc = read_bytes_field(&p, rend, -1, RECORD_BAD_KEY_LENGTH, &r.key, &r.key_length)
     if rc != RECORD_OK:
@@ -151,7 +152,7 @@ cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
     rc = read_bytes_field(&p, rend, -1, RECORD_BAD_VALUE_LENGTH, &r.value, &r.value_length)
     if rc != RECORD_OK:
         return rc
-    if read_varint(&p, rend, &r.header_count) != VARINT_OK:
+    if read_varint_fast(&p, rend, &r.header_count) != VARINT_OK:
         return RECORD_MALFORMED
     # Each header takes at least two bytes: a count above that is a lie.
     if r.header_count < 0 or r.header_count > (rend - p) // 2:
@@ -167,21 +168,7 @@ cdef inline int parse_record(const uint8_t** pos, const uint8_t* end,
     return RECORD_OK
 
 
-# Validation walk: the checks of parse_record without keeping the fields
-# (field varints through varint.pxd's read_varint_fast).
-
-
-cdef inline int _skip_varlong(const uint8_t** pos, const uint8_t* end) noexcept nogil:
-    cdef const uint8_t* p = pos[0]
-    cdef int64_t ignored
-    if end - p >= 2:
-        if p[0] < 0x80:
-            pos[0] = p + 1
-            return VARINT_OK
-        if p[1] < 0x80:
-            pos[0] = p + 2
-            return VARINT_OK
-    return read_varlong(pos, end, &ignored)
+# Validation walk: the checks of parse_record without keeping the fields.
 
 
 cdef inline int check_record(const uint8_t** pos, const uint8_t* end) noexcept nogil:
@@ -190,11 +177,12 @@ cdef inline int check_record(const uint8_t** pos, const uint8_t* end) noexcept n
     cdef const uint8_t* rend
     cdef const uint8_t* data
     cdef int32_t length, n, count
+    cdef int64_t ignored
     if read_varint_fast(&p, end, &length) != VARINT_OK or length <= 0 or length > end - p:
         return RECORD_BAD_LENGTH
     rend = p + length
     p += 1                                     # attributes
-    if _skip_varlong(&p, rend) != VARINT_OK:   # timestampDelta
+    if read_varlong_fast(&p, rend, &ignored) != VARINT_OK:   # timestampDelta
         return RECORD_MALFORMED
     if read_varint_fast(&p, rend, &n) != VARINT_OK:   # offsetDelta
         return RECORD_MALFORMED

@@ -11,6 +11,7 @@ reference to the RecordBatch (uncompressed) or to the decompressed section
 """
 cimport cython
 from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
 from cpython.dict cimport PyDict_SetItem
 from cpython.buffer cimport (PyObject_GetBuffer, PyBuffer_Release, PyBuffer_FillInfo,
                              PyBUF_SIMPLE, PyBUF_WRITABLE)
@@ -539,7 +540,19 @@ cdef RecordIterator _make_iterator(RecordBatch batch):
 @cython.final
 @cython.freelist(8)
 cdef class RecordIterator:
-    """Yields the records of one batch; the section is checked as it is read."""
+    """Yields the records of one batch; the section is checked as it is read.
+
+    Recycling (CPython's own trick: dict items, enumerate and zip reuse their
+    result tuple when its refcount shows nobody else holds it). The iterator
+    keeps a reference to the last two Records it returned; when the one it
+    returned two calls ago is held by nothing but the iterator (refcount 1),
+    it is refilled in place instead of allocating a new one, and so are its
+    key and value BufferSlices when only that Record holds them. Two, not
+    one: in ``for r in batch`` the loop variable still holds the previous
+    record while ``__next__`` runs. A caller who keeps a record or any of its
+    fields (list(batch), an append, a generator, a memoryview of r.key) holds
+    a reference, so that object is never reused: it keeps its values.
+    """
     cdef object _owner
     cdef const uint8_t* _pos
     cdef const uint8_t* _end
@@ -549,6 +562,15 @@ cdef class RecordIterator:
     cdef bint _log_append_time
     cdef int32_t _remaining
     cdef Py_ssize_t _index
+    cdef PyObject* _recent[2]       # owned; the Records returned by the last two calls
+
+    def __cinit__(self):
+        self._recent[0] = NULL
+        self._recent[1] = NULL
+
+    def __dealloc__(self):
+        Py_XDECREF(self._recent[0])
+        Py_XDECREF(self._recent[1])
 
     def __iter__(self):
         return self
@@ -556,7 +578,10 @@ cdef class RecordIterator:
     def __next__(self):
         cdef RecordView r
         cdef Record rec
+        cdef PyObject* old
         cdef int status
+        cdef int slot
+        cdef int64_t offset, timestamp
         if self._remaining <= 0:
             if self._remaining == 0 and self._pos != self._end:
                 self._remaining = -1
@@ -572,18 +597,48 @@ cdef class RecordIterator:
             self._remaining = -1
             raise _record_error(status, self._index)
         self._remaining -= 1
+        slot = self._index & 1
         self._index += 1
         offset = self._base_offset + r.offset_delta
         timestamp = (self._max_timestamp if self._log_append_time
                      else self._base_timestamp + r.timestamp_delta)
         attributes = r.attributes
+        old = self._recent[slot]
+        if old != NULL and kfast_sole_owner(old):
+            # Nobody but this iterator holds it: refill (see the class docstring).
+            rec = <Record>old
+            KFAST_RECORD_SET_OFFSET(rec, offset)
+            KFAST_RECORD_SET_TIMESTAMP(rec, timestamp)
+            rec._attributes = attributes
+            rec._key = _recycle_slice(<PyObject*>rec._key, self._owner, r.key, r.key_length)
+            rec._value = _recycle_slice(<PyObject*>rec._value, self._owner, r.value,
+                                        r.value_length)
+            rec._headers = r.headers
+            rec._end = r.end
+            rec._header_count = r.header_count
+            return rec
         key = _slice(self._owner, r.key, r.key_length)
         value = _slice(self._owner, r.value, r.value_length)
         # Every field is ready: allocate and fill in one step (see kfast_new_record).
         rec = kfast_new_record(Record)
         KFAST_RECORD_FILL(rec, offset, timestamp, attributes, key, value, self._owner,
                           r.headers, r.end, r.header_count)
+        Py_INCREF(rec)
+        self._recent[slot] = <PyObject*>rec
+        Py_XDECREF(old)
         return rec
+
+
+cdef inline object _recycle_slice(PyObject* old, object owner, const uint8_t* ptr,
+                                  Py_ssize_t length):
+    """A recycled Record's new key or value: the BufferSlice it held, rewritten
+    in place when only that Record holds it (same owner: one iterator's
+    records share it), else a new one (or None)."""
+    if ptr != NULL and old != <PyObject*>None and kfast_sole_owner(old):
+        (<BufferSlice>old)._ptr = ptr
+        (<BufferSlice>old)._length = length
+        return <object>old
+    return _slice(owner, ptr, length)
 
 
 cdef inline object _slice(object owner, const uint8_t* ptr, Py_ssize_t length):
@@ -605,6 +660,57 @@ cdef inline object _slice(object owner, const uint8_t* ptr, Py_ssize_t length):
 # the object. Both classes are final and no_gc: one block size, no GC header.
 cdef extern from *:
     """
+    /* A refcount of 1 proves nobody else can see the object, so it may be
+       rewritten (CPython's dict-items and zip iterators rely on the same).
+       Not under free threading, where another thread may be taking a
+       reference without the GIL. */
+    #ifdef Py_GIL_DISABLED
+    #define kfast_sole_owner(o) 0
+    #else
+    #define kfast_sole_owner(o) (Py_REFCNT(o) == 1)
+    #endif
+
+    /* A recycled Record's offset or timestamp: the int it holds is rewritten
+       in place when only the Record holds it (refcount 1) and the new value
+       has the same sign and number of digits, so the object is exactly what
+       PyLong_FromLongLong would have allocated; else a new int replaces it.
+       Values in CPython's small-int range are always the shared singletons.
+       Digit layout of CPython 3.10/3.11 (ob_size = +-ndigits, 30-bit
+       digits); other versions always allocate. */
+    #if PY_VERSION_HEX < 0x030C0000 && PYLONG_BITS_IN_DIGIT == 30 && !defined(Py_GIL_DISABLED)
+    #define KFAST_INT_RECYCLING 1
+    #else
+    #define KFAST_INT_RECYCLING 0
+    #endif
+
+    static inline int kfast_set_int(PyObject** field, int64_t v) {
+        PyObject* old = *field;
+        PyObject* fresh;
+    #if KFAST_INT_RECYCLING
+        if (v > 256 && Py_REFCNT(old) == 1 && PyLong_CheckExact(old)) {
+            uint64_t u = (uint64_t)v;
+            Py_ssize_t ndigits = u < (1ULL << 30) ? 1 : (u < (1ULL << 60) ? 2 : 3);
+            if (Py_SIZE(old) == ndigits) {
+                digit* d = ((PyLongObject*)old)->ob_digit;
+                d[0] = (digit)(u & PyLong_MASK);
+                if (ndigits > 1) d[1] = (digit)((u >> 30) & PyLong_MASK);
+                if (ndigits > 2) d[2] = (digit)(u >> 60);
+                return 0;
+            }
+        }
+    #endif
+        fresh = PyLong_FromLongLong(v);
+        if (fresh == NULL)
+            return -1;
+        *field = fresh;
+        Py_DECREF(old);
+        return 0;
+    }
+    #define KFAST_RECORD_SET_OFFSET(o, v) kfast_set_int( \
+        &((struct __pyx_obj_5kfast_4_ext_5batch_Record*)(o))->_offset, (v))
+    #define KFAST_RECORD_SET_TIMESTAMP(o, v) kfast_set_int( \
+        &((struct __pyx_obj_5kfast_4_ext_5batch_Record*)(o))->_timestamp, (v))
+
     #define KFAST_FREELIST_SIZE 128
     typedef struct { PyObject* items[KFAST_FREELIST_SIZE]; int count; } kfast_freelist;
     static kfast_freelist kfast_record_freelist, kfast_slice_freelist;
@@ -658,6 +764,9 @@ cdef extern from *:
     } while (0)
     """
     object kfast_new_record(object type)
+    bint kfast_sole_owner(PyObject* o)
+    int KFAST_RECORD_SET_OFFSET(object o, int64_t v) except -1
+    int KFAST_RECORD_SET_TIMESTAMP(object o, int64_t v) except -1
     object kfast_new_slice(object type)
     void KFAST_RECORD_FILL(object o, object offset, object timestamp, object attributes,
                            object key, object value, object owner, const uint8_t* headers,

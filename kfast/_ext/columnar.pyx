@@ -39,7 +39,7 @@ from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, u
 from libc.stdlib cimport malloc, realloc, free
 from libc.string cimport memcpy, memset
 
-from kfast._ext.varint cimport read_varint, read_varint_fast, read_varlong, VARINT_OK
+from kfast._ext.varint cimport read_varint_fast, read_varlong_fast, VARINT_OK
 from kfast._ext.crc32c cimport crc32c_update
 
 from collections import namedtuple
@@ -89,26 +89,6 @@ _ERROR_TEXT = {
     ERR_RECORD_SIZE: "record fields do not add up to its length",
     ERR_TRAILING: "bytes remain after recordsCount records",
 }
-
-
-
-
-cdef inline int _read_varlong(const uint8_t** pos, const uint8_t* end,
-                              int64_t* out) noexcept nogil:
-    cdef const uint8_t* p = pos[0]
-    cdef uint64_t raw
-    if end - p >= 2:
-        if p[0] < 0x80:
-            raw = p[0]
-            pos[0] = p + 1
-            out[0] = <int64_t>((raw >> 1) ^ (~(raw & 1) + 1))
-            return VARINT_OK
-        if p[1] < 0x80:
-            raw = (p[0] & 0x7F) | (<uint64_t>p[1] << 7)
-            pos[0] = p + 2
-            out[0] = <int64_t>((raw >> 1) ^ (~(raw & 1) + 1))
-            return VARINT_OK
-    return read_varlong(pos, end, out)
 
 
 # ---------------------------------------------------------------- Column
@@ -278,7 +258,7 @@ cdef int _decode_batch_records(const uint8_t* data, const BatchEntry* batch,
             break
         record_end = p + length
         p += 1                                   # record attributes: unused
-        if (_read_varlong(&p, record_end, &timestamp_delta) != VARINT_OK
+        if (read_varlong_fast(&p, record_end, &timestamp_delta) != VARINT_OK
                 or read_varint_fast(&p, record_end, &offset_delta) != VARINT_OK):
             rc = ERR_FIELD
             break
