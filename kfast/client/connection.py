@@ -27,7 +27,9 @@ no event loop of their own.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import itertools
+import random
 import struct
 
 from kfast.protocol import api_keys, decode_response, encode_request, errors, request_class
@@ -79,6 +81,10 @@ class BrokerConnection:
         # correlation id -> (future, api key, version), in send order.
         self._in_flight: dict[int, tuple[asyncio.Future, int, int]] = {}
         self._closed_error: Exception | None = None
+        # KIP-368: loop time at which to log in again (None: the session
+        # does not expire), and the login under way, which other senders await.
+        self._reauthenticate_at: float | None = None
+        self._reauthentication: asyncio.Future | None = None
 
     @classmethod
     async def open(cls, host: str, port: int, negotiate: bool = True, **kwargs) -> BrokerConnection:
@@ -113,10 +119,58 @@ class BrokerConnection:
             if negotiate:
                 await self.negotiate_versions()
             if security is not None:
-                await security.authenticate(self)
+                self._schedule_reauthentication(await security.authenticate(self))
         except BaseException:
             await self.close()
             raise
+
+    # ---- re-authentication (KIP-368) -----------------------------------------------
+
+    def _schedule_reauthentication(self, session_lifetime_ms: int) -> None:
+        """Log in again at 85-95% of the session the broker granted, at
+        random as Kafka's client does (so a broker's sessions do not all
+        renew at once): a request sent on an expired session makes the
+        broker close the connection."""
+        self._reauthenticate_at = (
+            None
+            if session_lifetime_ms <= 0
+            else asyncio.get_running_loop().time()
+            + session_lifetime_ms / 1000 * random.uniform(0.85, 0.95)
+        )
+
+    async def _before_send(self) -> None:
+        """Hold a request while the connection logs in again, and start that
+        login when it is due."""
+        if _REAUTHENTICATING.get() is self:
+            return  # the login's own requests
+        while True:
+            pending = self._reauthentication
+            if pending is not None:
+                await asyncio.shield(pending)
+                continue
+            due = self._reauthenticate_at
+            if due is None or asyncio.get_running_loop().time() < due:
+                return
+            await self._reauthenticate()
+
+    async def _reauthenticate(self) -> None:
+        """SaslHandshake + SaslAuthenticate again on this connection, once
+        the requests already sent are answered (Kafka's client sends nothing
+        else meanwhile); a failed login closes the connection with its error."""
+        assert self.security is not None
+        done = self._reauthentication = asyncio.get_running_loop().create_future()
+        token = _REAUTHENTICATING.set(self)
+        try:
+            in_flight = [future for future, _, _ in self._in_flight.values()]
+            if in_flight:
+                await asyncio.wait(in_flight)
+            self._schedule_reauthentication(await self.security.authenticate(self))
+        except Exception as exc:
+            raise self._shut(exc) from exc
+        finally:
+            _REAUTHENTICATING.reset(token)
+            self._reauthentication = None
+            done.set_result(None)
 
     @property
     def connected(self) -> bool:
@@ -214,6 +268,10 @@ class BrokerConnection:
                 if self._closed_error is None
                 else str(self._closed_error)
             )
+        if self._reauthenticate_at is not None or self._reauthentication is not None:
+            await self._before_send()
+            if self._writer is None or self._closed_error is not None:
+                raise errors.NetworkException(str(self._closed_error or "connection closed"))
         key = api_key_of(body) if api_key is None else api_key
         if version is None:
             version = self.version_for(key)
@@ -310,6 +368,13 @@ class BrokerConnection:
             if not future.done():
                 future.set_exception(error)
                 future.exception()  # retrieved: a caller that gave up logs nothing
+
+
+#: The connection whose re-authentication the current task is running: its
+#: own SaslHandshake / SaslAuthenticate requests pass the gate in ``send``.
+_REAUTHENTICATING: contextvars.ContextVar[BrokerConnection | None] = contextvars.ContextVar(
+    "kfast_client_reauthenticating", default=None
+)
 
 
 def _kfast_version() -> str:

@@ -9,8 +9,9 @@ JAAS config for the mechanism (``sasl.mechanism.inter.broker.protocol`` /
 ``sasl.mechanism.controller.protocol``). ``authenticate(connection)`` runs
 SaslHandshake v1 + SaslAuthenticate after ApiVersions (PLAIN, SCRAM-SHA-256/
 512 with the server's signature checked, OAUTHBEARER with an unsecured token
-from ``unsecuredLoginStringClaim_sub``). A session that the broker ends
-(connections.max.reauth.ms) closes the connection; its users reconnect.
+from ``unsecuredLoginStringClaim_sub``), and returns the session lifetime
+the broker set (connections.max.reauth.ms, KIP-368): the connection logs in
+again on itself before it ends (kfast.client.connection).
 """
 
 from __future__ import annotations
@@ -24,7 +25,12 @@ import time
 from dataclasses import dataclass
 
 from kfast.config import ConfigException, KafkaConfig
-from kfast.protocol import SaslAuthenticateRequest, SaslHandshakeRequest, errors
+from kfast.protocol import (
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    errors,
+)
 from kfast.security.jaas import parse_jaas_config
 from kfast.security.scram import MECHANISMS
 
@@ -117,26 +123,34 @@ class ClientSecurity:
 
     # ------------------------------------------------------------- SASL client
 
-    async def authenticate(self, connection) -> None:
+    async def authenticate(self, connection) -> int:
+        """Log in on ``connection`` (or log in again on it, KIP-368); the
+        session lifetime the broker gave, in ms (0: the session never
+        expires)."""
         if self.mechanism is None:
-            return
+            return 0
         handshake = await connection.send(SaslHandshakeRequest(mechanism=self.mechanism), version=1)
         if handshake.error_code:
             raise errors.for_code(handshake.error_code)(
                 f"SASL mechanism {self.mechanism} refused by {connection.host}:{connection.port}"
             )
         if self.mechanism in MECHANISMS:
-            await self._scram(connection, MECHANISMS[self.mechanism])
+            last = await self._scram(connection, MECHANISMS[self.mechanism])
         elif self.mechanism == "OAUTHBEARER":
-            await self._exchange(connection, f"n,,\x01auth=Bearer {self._token()}\x01\x01".encode())
+            last = await self._exchange(
+                connection, f"n,,\x01auth=Bearer {self._token()}\x01\x01".encode()
+            )
         else:
-            await self._exchange(connection, f"\0{self.username}\0{self.password}".encode())
+            last = await self._exchange(connection, f"\0{self.username}\0{self.password}".encode())
+        return max(0, last.session_lifetime_ms)
 
-    async def _exchange(self, connection, token: bytes) -> bytes:
+    async def _exchange(self, connection, token: bytes) -> SaslAuthenticateResponse:
+        """One SaslAuthenticate round: the response (auth_bytes, and
+        session_lifetime_ms on the last one)."""
         response = await connection.send(SaslAuthenticateRequest(auth_bytes=token))
         if response.error_code:
             raise errors.SaslAuthenticationException(response.error_message or "")
-        return bytes(response.auth_bytes)
+        return response
 
     def _token(self) -> str:
         now = int(time.time())
@@ -146,14 +160,16 @@ class ClientSecurity:
 
         return f"{part({'alg': 'none'})}.{part({'sub': self.token_subject, 'iat': now, 'exp': now + 3600})}."
 
-    async def _scram(self, connection, scram) -> None:
+    async def _scram(self, connection, scram) -> SaslAuthenticateResponse:
         """RFC 5802 client: client-first, client-final, the server's signature."""
         # _build refuses a SCRAM configuration without both.
         assert self.username is not None and self.password is not None
         name = self.username.replace("=", "=3D").replace(",", "=2C")
         nonce = base64.b64encode(os.urandom(24)).decode()
         bare = f"n={name},r={nonce}"
-        server_first = (await self._exchange(connection, f"n,,{bare}".encode())).decode()
+        server_first = bytes(
+            (await self._exchange(connection, f"n,,{bare}".encode())).auth_bytes
+        ).decode()
         fields = dict(item.split("=", 1) for item in server_first.split(","))
         if not fields.get("r", "").startswith(nonce):
             raise errors.SaslAuthenticationException("invalid server nonce")
@@ -165,7 +181,8 @@ class ClientSecurity:
         message = f"{bare},{server_first},{without_proof}".encode()
         signature = scram.hmac(scram.digest(client_key), message)
         proof = base64.b64encode(bytes(a ^ b for a, b in zip(client_key, signature))).decode()
-        final = await self._exchange(connection, f"{without_proof},p={proof}".encode())
+        last = await self._exchange(connection, f"{without_proof},p={proof}".encode())
         expected = b"v=" + base64.b64encode(scram.hmac(scram.hmac(salted, b"Server Key"), message))
-        if not hmac.compare_digest(final, expected):
+        if not hmac.compare_digest(bytes(last.auth_bytes), expected):
             raise errors.SaslAuthenticationException("the server's SCRAM signature is wrong")
+        return last

@@ -811,6 +811,51 @@ def test_librdkafka_reauthenticates_in_place(secured, users, tls_ca):
     assert handler.reauthentications >= before + 2
 
 
+def test_kfast_client_reauthenticates_in_place(secured, users, tls_ca):
+    """kfast's own client keeps one connection across several session
+    lifetimes: it logs in again before each session ends (KIP-368), holding
+    the requests of concurrent senders meanwhile, and none of them fails."""
+    import asyncio
+
+    from kfast.client.connection import BrokerConnection
+    from kfast.client.properties import Client, parse_client_properties, read_properties
+    from kfast.protocol import MetadataRequest
+
+    handler = secured.broker.socket_servers["REAUTH"]._handler
+    before = handler.reauthentications
+    security = parse_client_properties(
+        read_properties(_java_properties(_settings("plain", "SASL_PLAINTEXT", tls_ca, users))),
+        Client.ADMIN,
+        strict=True,
+    ).security
+
+    async def run():
+        connection = await BrokerConnection.open(
+            "127.0.0.1", secured.ports["REAUTH"], security=security, request_timeout=10
+        )
+        answered = 0
+
+        async def sender():
+            nonlocal answered
+            deadline = time.monotonic() + 3.5 * REAUTH_MS / 1000
+            while time.monotonic() < deadline:
+                response = await connection.send(MetadataRequest(topics=[]))
+                assert response.brokers
+                answered += 1
+                await asyncio.sleep(0.02)
+
+        try:
+            await asyncio.gather(*(sender() for _ in range(3)))
+            return connection.connected, answered
+        finally:
+            await connection.close()
+
+    connected, answered = asyncio.run(run())
+    assert connected and answered > 50
+    # Three sessions ended in the window: at least two were renewed in place.
+    assert handler.reauthentications >= before + 2
+
+
 def test_required_client_certificate(secured, tls_ca):
     port = secured.ports["MTLS"]
     with_cert = RawConnection(port, _client_context(tls_ca, tls_ca.alice))
