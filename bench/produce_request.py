@@ -16,7 +16,12 @@ as bench/produce_cpu.py), acks=1 and acks=-1, two ways:
   connections test does), and checks every response (error 0, offsets
   advancing); the figure is the CPU time of the broker's event-loop thread
   per request (recv, frame cut, everything above, response write, metrics):
-  what one request costs the loop, whatever the client and the scheduler do.
+  what one request costs the loop, whatever the client and the scheduler do;
+- ``10 pipelined``: the same with ten requests written at once (one wake-up
+  of the loop, and of cold caches, for ten);
+- ``echo`` (1 record, acks=1 only): the same client against a second
+  SocketServer on the broker's loop whose handler answers each frame with a
+  prebuilt response: the network layer's own cost.
 
 Each way is timed over ``--repeats`` passes of ``--requests`` requests and
 the best pass kept (the least disturbed by the rest of a shared machine);
@@ -82,9 +87,10 @@ def _recv_exact(sock: socket.socket, size: int) -> bytearray:
     return buf
 
 
-def _client(port: int, frame: bytes, conn) -> None:
-    """Send copies of ``frame`` one at a time, checking each answer, as many
-    as each count the parent sends (0: stop)."""
+def _client(port: int, frame: bytes, conn, check_offsets: bool = True, depth: int = 1) -> None:
+    """Send copies of ``frame``, ``depth`` at a time (written together, then
+    their answers read and checked), as many as each count the parent sends
+    (0: stop)."""
     from kfast.protocol import api_keys, decode_response
 
     sock = socket.create_connection(("127.0.0.1", port))
@@ -94,17 +100,25 @@ def _client(port: int, frame: bytes, conn) -> None:
     base = -1
     correlation = 0
     while count := conn.recv():
-        for _ in range(count):
-            struct.pack_into(">i", request, 8, correlation)
-            sock.sendall(request)
-            (size,) = struct.unpack(">i", _recv_exact(sock, 4))
-            answer = _recv_exact(sock, size)
-            correlation_id, body = decode_response(api_keys.PRODUCE, VERSION, answer)
-            p = body.responses[0].partition_responses[0]
-            if correlation_id != correlation or p.error_code != 0 or p.base_offset <= base:
-                raise RuntimeError(f"bad response {correlation}: {correlation_id} {p}")
-            base = p.base_offset
-            correlation += 1
+        for _ in range(0, count, depth):
+            burst = bytearray()
+            for i in range(depth):
+                struct.pack_into(">i", request, 8, correlation + i)
+                burst += request
+            sock.sendall(burst)
+            for _ in range(depth):
+                (size,) = struct.unpack(">i", _recv_exact(sock, 4))
+                answer = _recv_exact(sock, size)
+                correlation_id, body = decode_response(api_keys.PRODUCE, VERSION, answer)
+                p = body.responses[0].partition_responses[0]
+                if (
+                    correlation_id != correlation
+                    or p.error_code != 0
+                    or (check_offsets and p.base_offset <= base)
+                ):
+                    raise RuntimeError(f"bad response {correlation}: {correlation_id} {p}")
+                base = p.base_offset
+                correlation += 1
         conn.send("done")
     sock.close()
 
@@ -195,36 +209,76 @@ def worker(requests: int, repeats: int, profile: bool) -> dict:
                 out = io.StringIO()
                 pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(25)
                 results[case]["profile"] = out.getvalue()  # type: ignore[assignment]
-            parent, child = ctx.Pipe()
-            client = ctx.Process(target=_client, args=(kb.port, frame, child))
-            client.start()
-            try:
-                if not parent.poll(60) or parent.recv() != "ready":
-                    raise TimeoutError("the client did not connect")
-                # The first pass warms the connection and the log up; then
-                # the best of ``repeats`` passes.
-                best_cpu = best_user = best_wall = float("inf")
-                for measured in [False] + [True] * repeats:
-                    cpu = time.clock_gettime(clock)
-                    user = _user_seconds(loop_thread.native_id)
-                    wall = time.perf_counter()
-                    parent.send(requests)
-                    if not parent.poll(120) or parent.recv() != "done":
-                        raise RuntimeError("the client failed or did not finish")
-                    if measured:
-                        best_cpu = min(best_cpu, time.clock_gettime(clock) - cpu)
-                        best_wall = min(best_wall, time.perf_counter() - wall)
-                        best_user = min(best_user, _user_seconds(loop_thread.native_id) - user)
-                results[case]["connection"] = best_cpu / requests * 1e6
-                results[case]["connection user"] = best_user / requests * 1e6
-                results[case]["connection wall"] = best_wall / requests * 1e6
-                parent.send(0)
-            finally:
-                client.join(30)
-                if client.is_alive():
-                    client.kill()
-                    client.join()
+            results[case].update(_connection(kb, kb.port, frame, requests, repeats, ctx, clock))
+            # Ten requests written at once: the loop's wake-up and the first
+            # request's cold caches shared by ten.
+            pipelined = _connection(kb, kb.port, frame, requests, repeats, ctx, clock, depth=10)
+            results[case].update({f"10 pipelined {way}": v for way, v in pipelined.items()})
+            if records == 1 and acks == 1:
+                # The network layer alone: a second server on the loop whose
+                # handler answers every frame with a prebuilt response.
+                results[case].update(
+                    {
+                        f"echo {way}": value
+                        for way, value in _echo(kb, frame, requests, repeats, ctx, clock).items()
+                    }
+                )
     return results
+
+
+def _connection(
+    kb, port, frame, requests, repeats, ctx, clock, check_offsets=True, depth=1
+) -> dict:
+    """The broker loop thread's CPU per request of a client on ``port``:
+    the best of ``repeats`` passes after a warm-up pass."""
+    loop_thread = kb._thread
+    parent, child = ctx.Pipe()
+    client = ctx.Process(target=_client, args=(port, frame, child, check_offsets, depth))
+    client.start()
+    try:
+        if not parent.poll(60) or parent.recv() != "ready":
+            raise TimeoutError("the client did not connect")
+        best_cpu = best_user = best_wall = float("inf")
+        for measured in [False] + [True] * repeats:
+            cpu = time.clock_gettime(clock)
+            user = _user_seconds(loop_thread.native_id)
+            wall = time.perf_counter()
+            parent.send(requests)
+            if not parent.poll(120) or parent.recv() != "done":
+                raise RuntimeError("the client failed or did not finish")
+            if measured:
+                best_cpu = min(best_cpu, time.clock_gettime(clock) - cpu)
+                best_wall = min(best_wall, time.perf_counter() - wall)
+                best_user = min(best_user, _user_seconds(loop_thread.native_id) - user)
+        parent.send(0)
+    finally:
+        client.join(30)
+        if client.is_alive():
+            client.kill()
+            client.join()
+    return {
+        "connection": best_cpu / requests * 1e6,
+        "connection user": best_user / requests * 1e6,
+        "connection wall": best_wall / requests * 1e6,
+    }
+
+
+def _echo(kb, frame, requests, repeats, ctx, clock) -> dict:
+    from kfast.server.network import SocketServer
+
+    answer = kb.call_soon(kb.broker.apis.handle, None, memoryview(bytearray(frame)))
+    parts = [bytes(part) for part in answer]
+
+    def handler(connection, request):
+        # The request's correlation id (after api_key and api_version) first.
+        return [request[4:8].tobytes() + parts[0][4:], *parts[1:]]
+
+    server = SocketServer(handler, "127.0.0.1", 0)
+    kb.call(server.start())
+    try:
+        return _connection(kb, server.port, frame, requests, repeats, ctx, clock, False)
+    finally:
+        kb.call(server.shutdown(5.0))
 
 
 def _run_tree(tree: str, args: argparse.Namespace, profile: bool) -> dict:
@@ -268,6 +322,7 @@ def main() -> None:
             print(f"round {round_index + 1} {tree} done, load {os.getloadavg()[0]:.2f}")
     print(f"\nus per request, best of {args.rounds} rounds [range]; load {os.getloadavg()}")
     ways = ["handle", "connection", "connection user", "connection wall"]
+    ways += [f"{kind} {way}" for kind in ("10 pipelined", "echo") for way in ways[1:]]
     header = "| case | way | " + " | ".join(args.trees) + " |"
     print(header)
     print("|" + "---|" * (2 + len(args.trees)))
@@ -275,9 +330,11 @@ def main() -> None:
         for way in ways:
             cells = []
             for tree in args.trees:
-                values = [run[case][way] for run in runs[tree]]
-                cells.append(f"{min(values):.1f} [{min(values):.1f}-{max(values):.1f}]")
-            print(f"| {case} | {way} | " + " | ".join(cells) + " |")
+                values = [run[case][way] for run in runs[tree] if way in run[case]]
+                if values:
+                    cells.append(f"{min(values):.1f} [{min(values):.1f}-{max(values):.1f}]")
+            if cells:
+                print(f"| {case} | {way} | " + " | ".join(cells) + " |")
     if args.profile == "cprofile":
         profiled = _run_tree(args.trees[0], args, True)
         print(profiled["1 record, acks=1"]["profile"])

@@ -642,10 +642,11 @@ class KafkaApis:
         (RequestMetrics are recorded then, as Kafka records them when the
         send completes); a request with no response, or from an in-process
         caller, is recorded now."""
+        header = ctx.header
         if parts is None or ctx.connection is None:
             self.request_metrics.record(
-                ctx.api_key,
-                ctx.api_version,
+                header.api_key,
+                header.api_version,
                 received,
                 started,
                 handled,
@@ -655,7 +656,13 @@ class KafkaApis:
             )
             return parts
         timing = RequestTiming(
-            self.request_metrics, ctx.api_key, ctx.api_version, received, started, handled, finished
+            self.request_metrics,
+            header.api_key,
+            header.api_version,
+            received,
+            started,
+            handled,
+            finished,
         )
         return TimedResponse(parts, timing)
 
@@ -664,7 +671,10 @@ class KafkaApis:
             self._throttle(ctx, body)
         if body is None:
             return None
-        parts = encode_response_parts(ctx.api_key, ctx.api_version, ctx.correlation_id, body)
+        header = ctx.header
+        parts = encode_response_parts(
+            header.api_key, header.api_version, header.correlation_id, body
+        )
         # The network layer writes the size prefix itself.
         return parts[1:]
 
