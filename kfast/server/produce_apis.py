@@ -131,13 +131,9 @@ def handle_produce(
             and not ctx.authorize(ACL_OPERATION_WRITE, ACL_RESOURCE_TOPIC, name)
         )
         for data in topic_data.partition_data:
-            response = _PartitionResponse(
-                index=data.index,
-                error_code=0,
-                base_offset=-1,
-                log_append_time_ms=-1,
-                log_start_offset=-1,
-            )
+            # error_code 0, log_append_time_ms and log_start_offset -1 are
+            # the schema's defaults (class attributes, not set per object).
+            response = _PartitionResponse(index=data.index, base_offset=-1)
             topic_response.partition_responses.append(response)
             try:
                 if txn_denied:
