@@ -378,7 +378,16 @@ def run_one(kind: str, args: argparse.Namespace) -> dict:
                     result["produce"] = _window(
                         proc.pid, consumers, metrics_port, args.produce_seconds
                     )
-                result["produce"]["records_delivered"] = parent.recv() if parent.poll(60) else None
+                delivered = parent.recv() if parent.poll(60) else None
+                result["produce"]["records_delivered"] = delivered
+                if delivered is not None:
+                    # Every record produced is consumed (nothing was before).
+                    deadline = time.monotonic() + 30
+                    while (total := consumers.snapshot()[1]) < delivered["ok"]:
+                        if time.monotonic() > deadline:
+                            break
+                        time.sleep(0.5)
+                    result["produce"]["records_consumed_total"] = total
             finally:
                 producer.join(30)
                 if producer.is_alive():

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 from uuid import UUID
 
 from kfast.protocol import FetchRequest, FetchResponse, api_keys, errors
@@ -32,6 +32,7 @@ from kfast.protocol.file_region import FileRegion
 from kfast.server import leader_hints
 from kfast.server.apis import ApiRegistry, RequestContext
 from kfast.server.fetch_session import (
+    FINAL_EPOCH,
     CachedPartition,
     FetchContext,
     FullFetchContext,
@@ -39,7 +40,7 @@ from kfast.server.fetch_session import (
 )
 from kfast.server.futures import then
 from kfast.server.quota import throttle_response
-from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
+from kfast.server.replica_manager import FetchParams, FetchPartitionData, PartitionFetchRequest
 
 if TYPE_CHECKING:
     from kfast.server.delayed_fetch import FetchResults
@@ -86,30 +87,50 @@ def handle_fetch(
     if replica_id >= 0:
         return handle_follower_fetch(ctx, request, replica_id)
     by_id = version >= 13
+    # A sessionless fetch (Fetch v0-v6, or session epoch FINAL: librdkafka's
+    # every fetch) reads a fixed list of partition requests, built here once;
+    # a session fetch's partitions are CachedPartitions the session keeps.
+    sessionless = version < 7 or request.session_epoch == FINAL_EPOCH
     partitions: list[CachedPartition] = []
+    requests: list[PartitionFetchRequest] = []
+    topic_ids: dict[str, UUID | None] = {}  # a sessionless fetch's topics
     unknown_ids: list[_UnknownId] = []  # answered UNKNOWN_TOPIC_ID
     denied: list[_Denied] = []  # no READ on the topic
     for topic in request.topics:
         name = replica_manager.topic_name(topic.topic_id) if by_id else topic.topic
         readable = name is not None and ctx.authorize(ACL_OPERATION_READ, ACL_RESOURCE_TOPIC, name)
-        for p in topic.partitions:
-            if name is None:
-                unknown_ids.append((topic.topic_id, p.partition))
-                continue
-            if not readable:
-                denied.append((name, topic.topic_id if by_id else ZERO_UUID, p.partition))
-                continue
-            partitions.append(
-                CachedPartition(
-                    name,
-                    topic.topic_id if by_id else None,
-                    p.partition,
+        if name is None or not readable:
+            for p in topic.partitions:
+                if name is None:
+                    unknown_ids.append((topic.topic_id, p.partition))
+                else:
+                    denied.append((name, topic.topic_id if by_id else ZERO_UUID, p.partition))
+            continue
+        topic_id = topic.topic_id if by_id else None
+        if sessionless:
+            topic_ids[name] = topic_id
+            requests += [
+                PartitionFetchRequest(
+                    (name, p.partition),
                     p.fetch_offset,
                     p.partition_max_bytes,
                     p.current_leader_epoch,
-                    p.log_start_offset,
                 )
+                for p in topic.partitions
+            ]
+            continue
+        partitions += [
+            CachedPartition(
+                name,
+                topic_id,
+                p.partition,
+                p.fetch_offset,
+                p.partition_max_bytes,
+                p.current_leader_epoch,
+                p.log_start_offset,
             )
+            for p in topic.partitions
+        ]
     forgotten: list[tuple[str, int]] = []
     for forgotten_topic in request.forgotten_topics_data:
         name = (
@@ -148,11 +169,14 @@ def handle_fetch(
     # each read began. A session fetch that waits is watched under its one
     # key (watch_key), any other under each partition it read.
     results: FetchResults | asyncio.Future[FetchResults] = replica_manager.fetch_messages(
-        params, lambda: _requests(context.partitions_to_read()), context.watch_key
+        params,
+        requests if sessionless else lambda: _requests(context.partitions_to_read()),
+        context.watch_key,
     )
+    ids = topic_ids if sessionless else None
     if isinstance(results, list):
-        return _response(ctx, context, results, unknown_ids, denied)
-    return then(results, lambda waited: _response(ctx, context, waited, unknown_ids, denied))
+        return _response(ctx, context, results, unknown_ids, denied, ids)
+    return then(results, lambda waited: _response(ctx, context, waited, unknown_ids, denied, ids))
 
 
 def _requests(partitions: list[CachedPartition]) -> list[PartitionFetchRequest]:
@@ -336,7 +360,10 @@ def _response(
     results: FetchResults,
     unknown_ids: list[_UnknownId],
     denied: Sequence[_Denied] = (),
+    topic_ids: dict[str, UUID | None] | None = None,
 ) -> FetchResponse:
+    """``topic_ids``: a sessionless fetch's topics (its results are the
+    response's partitions, in request order); None: the context picks them."""
     version = ctx.api_version
     quota = ctx.broker.quotas.fetch
     if quota.enabled and _throttled(ctx, quota, results):
@@ -349,55 +376,77 @@ def _response(
             session_id=context.session_id if isinstance(context, IncrementalFetchContext) else 0,
             responses=[],
         )
-    selected = context.select(context.pair(results))
+    selected: list[tuple[str, UUID | None, int, FetchPartitionData]]
+    if topic_ids is None:
+        selected = [
+            (c.topic, c.topic_id, c.partition, data)
+            for c, data in context.select(context.pair(results))
+        ]
+    else:
+        selected = [(r.key[0], topic_ids[r.key[0]], r.key[1], data) for r, data in results]
 
-    responses: list[FetchResponse.FetchableTopicResponse] = []
-    current: FetchResponse.FetchableTopicResponse | None = None
+    # Partitions and topics are plain dicts, which the codec encodes as it
+    # does messages (fields left out take their defaults): a message per
+    # partition is most of an empty long poll's response cost. A partition
+    # whose error names a moved leader is a message, for the KIP-951 hint.
+    responses: list[Any] = []
+    current: dict[str, Any] | None = None
+    partitions: list[Any] = []
+    hinted: list[tuple[str, int, FetchResponse.PartitionData]] = []
     topic_stats = ctx.broker.replica_manager.topic_stats
     stats = None
-    for c, data in selected:
-        if current is None or current.topic != c.topic:
-            # A session partition's topic id is None below v13, which send no id.
-            current = _TopicResponse(
-                topic=c.topic,
-                topic_id=c.topic_id,  # type: ignore[arg-type]
-                partitions=[],
-            )
+    for topic, topic_id, index, data in selected:
+        if current is None or current["topic"] != topic:
+            # A topic id is None below v13, which send no id.
+            partitions = []
+            current = {"topic": topic, "partitions": partitions}
+            if topic_id is not None:
+                current["topic_id"] = topic_id
             responses.append(current)
-            stats = topic_stats.topics.get(c.topic)
+            stats = topic_stats.topics.get(topic)
+        error_code = data.error_code
         # BrokerTopicMetrics: no meters for a topic this broker never had.
-        if stats is None and not data.error_code:
-            stats = topic_stats.topic(c.topic)
+        if stats is None and not error_code:
+            stats = topic_stats.topic(topic)
         if stats is not None:
             stats.total_fetch_requests += 1
-            if data.error_code:
+            if error_code:
                 stats.failed_fetch_requests += 1
             stats.bytes_out += data.size
         records: FileRegion | bytes | None = data.records
-        if records is not None and version <= 3:
+        if records is None:
+            records = b""
+        elif version <= 3:
             records = _down_convert(records, version)
-        current.partitions.append(
-            _PartitionData(
-                partition_index=c.partition,
-                error_code=data.error_code,
-                high_watermark=data.high_watermark,
-                last_stable_offset=data.last_stable_offset,
-                log_start_offset=data.log_start_offset,
-                aborted_transactions=None
-                if data.aborted_transactions is None
-                else [
-                    _AbortedTransaction(producer_id=pid, first_offset=first)
-                    for pid, first in data.aborted_transactions
-                ],
-                records=records if records is not None else b"",
-                preferred_read_replica=data.preferred_read_replica,
-            )
-        )
+        aborted = data.aborted_transactions
+        fields: dict[str, Any] = {
+            "partition_index": index,
+            "error_code": error_code,
+            "high_watermark": data.high_watermark,
+            "last_stable_offset": data.last_stable_offset,
+            "log_start_offset": data.log_start_offset,
+            "aborted_transactions": None
+            if aborted is None
+            else [
+                _AbortedTransaction(producer_id=pid, first_offset=first) for pid, first in aborted
+            ],
+            "records": records,
+            "preferred_read_replica": data.preferred_read_replica,
+        }
+        if error_code in _LEADER_MOVED and version >= 16:
+            partition = _PartitionData(**fields)
+            hinted.append((topic, index, partition))
+            partitions.append(partition)
+        else:
+            partitions.append(fields)
     responses.extend(_unknown_topic_ids(unknown_ids))
     responses.extend(_denied_topics(denied))
     body = FetchResponse(error_code=0, session_id=context.session_id, responses=responses)
-    if version >= 16:
-        _add_leader_hints(ctx, body)
+    if hinted:
+        # Fetch v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
+        # current leader (KIP-951).
+        body.node_endpoints = []
+        leader_hints.fill(ctx, hinted, FetchResponse, body.node_endpoints)
     return body
 
 
@@ -412,20 +461,6 @@ def _throttled(ctx: RequestContext, quota: ClientQuotaManager, results: FetchRes
     quota.unrecord(user, client_id, size)
     throttle_response(ctx, throttle)
     return True
-
-
-def _add_leader_hints(ctx: RequestContext, body: FetchResponse) -> None:
-    """Fetch v16+: NOT_LEADER_OR_FOLLOWER and FENCED_LEADER_EPOCH name the
-    current leader (KIP-951)."""
-    hinted = [
-        (topic.topic, p.partition_index, p)
-        for topic in body.responses
-        for p in topic.partitions
-        if p.error_code in _LEADER_MOVED
-    ]
-    if hinted:
-        body.node_endpoints = []
-        leader_hints.fill(ctx, hinted, FetchResponse, body.node_endpoints)
 
 
 def register(apis: ApiRegistry) -> None:

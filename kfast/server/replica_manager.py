@@ -55,7 +55,7 @@ from kfast.server.delayed_produce import (
     PartitionProduceResult,
     ProducePartitionStatus,
 )
-from kfast.server.partition import READ_COMMITTED, Partition, RecordsBuffer
+from kfast.server.partition import NO_EPOCH, READ_COMMITTED, Partition, RecordsBuffer
 from kfast.server.replication_quota import ReplicationQuotaManager, parse_throttled_replicas
 from kfast.server.transaction_verification import check_verified, clear_after_append
 from kfast.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
@@ -500,7 +500,9 @@ class ReplicaManager:
     ) -> FetchPartitionData:
         partition = None
         try:
-            partition = self.partition_or_raise(*request.key)
+            partition = self._partitions.get(request.key)
+            if partition is None or partition.log.offline:
+                partition = self.partition_or_raise(*request.key)  # raises the error to answer
             if params.replica_id >= 0:
                 return self._read_for_follower(
                     partition,
@@ -529,19 +531,21 @@ class ReplicaManager:
                     data.preferred_read_replica = preferred
                     return data
             fetch_offset = request.fetch_offset
+            leads = partition.leader_id == partition.node_id  # Partition.is_leader, inline
             if (
                 fetch_offset
                 == (last_stable if params.isolation_level == READ_COMMITTED else high_watermark)
                 # A rack-aware consumer's read may be served by a follower
                 # (read_records); librdkafka sends an empty rack.
-                and (params.client_rack is None or partition.is_leader)
+                and (params.client_rack is None or leads)
                 and fetch_offset >= log.log_start_offset
-                and not log.offline
             ):
                 # Caught up, the common case of a long poll: nothing to read,
                 # so no Log.read -- only what it would have checked first
                 # (leadership and epoch fencing, an online log, the range).
-                partition.leader_log_or_raise(request.current_leader_epoch)
+                epoch = request.current_leader_epoch
+                if not leads or (epoch != NO_EPOCH and epoch != partition.leader_epoch):
+                    partition.leader_log_or_raise(epoch)  # raises the error to answer
                 return FetchPartitionData(
                     0,
                     high_watermark,
