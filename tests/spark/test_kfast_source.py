@@ -316,8 +316,13 @@ def test_batch_read_with_consumer_properties_returns_every_record(spark, broker,
             "'kafka.sasl.mechanism' refused by the kfast source: Invalid value GSSAPI",
         ),
         (
-            {"subscribe": TOPIC, "kafka.ssl.keystore.location": "/k.jks"},
-            "'kafka.ssl.keystore.location' refused by the kfast source",
+            {
+                "subscribe": TOPIC,
+                "kafka.security.protocol": "SSL",
+                "kafka.ssl.keystore.location": "/k.jks",
+            },
+            "'kafka.ssl.keystore.location' refused by the kfast source: Invalid value /k.jks for "
+            "configuration ssl.keystore.location: cannot read the file",
         ),
     ],
 )
