@@ -47,11 +47,14 @@ import subprocess
 import sys
 import time
 
-RECORD_SIZE = 100
 TOPIC = "req"
 VERSION = 9
 CASES = [(1, 1), (1, -1), (150, 1), (150, -1)]  # (records per batch, acks)
 HERE = os.path.abspath(__file__)
+sys.path.insert(0, os.path.dirname(HERE))
+
+from broker_load import RECORD_SIZE  # noqa: E402
+from produce_cpu import _recv_exact  # noqa: E402
 
 
 def _request(records: int, acks: int) -> bytes:
@@ -73,18 +76,6 @@ def _request(records: int, acks: int) -> bytes:
     )
     frame = encode_request(api_keys.PRODUCE, VERSION, 0, "produce-request", body)
     return bytes(frame[4:])  # without the size prefix, as the handler gets it
-
-
-def _recv_exact(sock: socket.socket, size: int) -> bytearray:
-    buf = bytearray(size)
-    view = memoryview(buf)
-    got = 0
-    while got < size:
-        n = sock.recv_into(view[got:])
-        if n == 0:
-            raise ConnectionError("the broker closed the connection")
-        got += n
-    return buf
 
 
 def _client(port: int, frame: bytes, conn, check_offsets: bool = True, depth: int = 1) -> None:
