@@ -83,6 +83,18 @@ cdef struct RecordView:
     const uint8_t* end             # one past the record
 
 
+# Per-field in every record walker (key, value, each header): forced inline
+# for the reason given at the top of varint.pxd.
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    static CYTHON_INLINE int __pyx_f_5kfast_4_ext_5batch_read_bytes_field(
+        uint8_t const **, uint8_t const *, int32_t, int, uint8_t const **, int32_t *)
+        __attribute__((always_inline));
+    #endif
+    """
+
+
 cdef inline int read_bytes_field(const uint8_t** pos, const uint8_t* rend, int32_t min_length,
                                  int bad_length, const uint8_t** data,
                                  int32_t* length) noexcept nogil:

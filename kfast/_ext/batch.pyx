@@ -575,23 +575,27 @@ cdef class RecordIterator:
     def __iter__(self):
         return self
 
-    def __next__(self):
-        cdef RecordView r
-        cdef Record rec
-        cdef PyObject* old
-        cdef int status
-        cdef int slot
-        cdef int64_t offset, timestamp
+    cdef object _stop(self):
+        """The end of the iteration: StopIteration, or the error if the
+        section and recordsCount disagree (out of __next__'s common path)."""
         if self._remaining <= 0:
             if self._remaining == 0 and self._pos != self._end:
                 self._remaining = -1
                 raise CorruptRecordException(
                     f"Record batch has {self._end - self._pos} bytes left after its {self._index} records")
             raise StopIteration
-        if self._pos >= self._end:
-            self._remaining = -1
-            raise CorruptRecordException(
-                f"Record batch declares more records than its records section holds ({self._index})")
+        self._remaining = -1
+        raise CorruptRecordException(
+            f"Record batch declares more records than its records section holds ({self._index})")
+
+    def __next__(self):
+        cdef RecordView r
+        cdef PyObject* old
+        cdef int status
+        cdef int slot
+        cdef int64_t offset, timestamp
+        if self._remaining <= 0 or self._pos >= self._end:
+            return self._stop()
         status = parse_record(&self._pos, self._end, &r)
         if status != RECORD_OK:
             self._remaining = -1
@@ -602,43 +606,61 @@ cdef class RecordIterator:
         offset = self._base_offset + r.offset_delta
         timestamp = (self._max_timestamp if self._log_append_time
                      else self._base_timestamp + r.timestamp_delta)
-        attributes = r.attributes
         old = self._recent[slot]
         if old != NULL and kfast_sole_owner(old):
             # Nobody but this iterator holds it: refill (see the class docstring).
-            rec = <Record>old
-            KFAST_RECORD_SET_OFFSET(rec, offset)
-            KFAST_RECORD_SET_TIMESTAMP(rec, timestamp)
-            rec._attributes = attributes
-            rec._key = _recycle_slice(<PyObject*>rec._key, self._owner, r.key, r.key_length)
-            rec._value = _recycle_slice(<PyObject*>rec._value, self._owner, r.value,
-                                        r.value_length)
-            rec._headers = r.headers
-            rec._end = r.end
-            rec._header_count = r.header_count
-            return rec
-        key = _slice(self._owner, r.key, r.key_length)
-        value = _slice(self._owner, r.value, r.value_length)
-        # Every field is ready: allocate and fill in one step (see kfast_new_record).
-        rec = kfast_new_record(Record)
-        KFAST_RECORD_FILL(rec, offset, timestamp, attributes, key, value, self._owner,
-                          r.headers, r.end, r.header_count)
-        Py_INCREF(rec)
-        self._recent[slot] = <PyObject*>rec
-        Py_XDECREF(old)
-        return rec
+            _refill_record(old, self, &r, offset, timestamp)
+            return <object>old
+        return _new_record(self, slot, &r, offset, timestamp)
 
 
-cdef inline object _recycle_slice(PyObject* old, object owner, const uint8_t* ptr,
-                                  Py_ssize_t length):
-    """A recycled Record's new key or value: the BufferSlice it held, rewritten
-    in place when only that Record holds it (same owner: one iterator's
-    records share it), else a new one (or None)."""
-    if ptr != NULL and old != <PyObject*>None and kfast_sole_owner(old):
-        (<BufferSlice>old)._ptr = ptr
-        (<BufferSlice>old)._length = length
-        return <object>old
-    return _slice(owner, ptr, length)
+cdef Record _new_record(RecordIterator it, int slot, const RecordView* r, int64_t offset,
+                        int64_t timestamp):
+    """A new Record for the parsed record r, kept in it._recent[slot] in
+    place of the one there (which someone else holds, or NULL)."""
+    key = _slice(it._owner, r.key, r.key_length)
+    value = _slice(it._owner, r.value, r.value_length)
+    # Every field is ready: allocate and fill in one step (see kfast_new_record).
+    rec = kfast_new_record(Record)
+    KFAST_RECORD_FILL(rec, offset, timestamp, r.attributes, key, value, it._owner,
+                      r.headers, r.end, r.header_count)
+    Py_INCREF(rec)
+    Py_XDECREF(it._recent[slot])
+    it._recent[slot] = <PyObject*>rec
+    return rec
+
+
+cdef inline int _refill_record(PyObject* o, RecordIterator it, const RecordView* r,
+                               int64_t offset, int64_t timestamp) except -1:
+    """Refill a recycled Record of ``it`` with the parsed record r (o and it
+    are borrowed: no refcount traffic on them)."""
+    KFAST_RECORD_SET_OFFSET(<object>o, offset)
+    KFAST_RECORD_SET_TIMESTAMP(<object>o, timestamp)
+    if r.attributes != 0 or (<Record>o)._attributes is not _NO_ATTRIBUTES:
+        (<Record>o)._attributes = r.attributes
+    if not _refill_slice(<PyObject*>(<Record>o)._key, r.key, r.key_length):
+        (<Record>o)._key = _slice(it._owner, r.key, r.key_length)
+    if not _refill_slice(<PyObject*>(<Record>o)._value, r.value, r.value_length):
+        (<Record>o)._value = _slice(it._owner, r.value, r.value_length)
+    (<Record>o)._headers = r.headers
+    (<Record>o)._end = r.end
+    (<Record>o)._header_count = r.header_count
+    return 0
+
+
+cdef inline bint _refill_slice(PyObject* s, const uint8_t* ptr, Py_ssize_t length) noexcept:
+    """Point a recycled Record's key or value BufferSlice at (ptr, length) in
+    place, if it is one and only that Record holds it (same owner: one
+    iterator's records share it). False: the caller puts a new one there."""
+    if ptr == NULL or s == <PyObject*>None or not kfast_sole_owner(s):
+        return False
+    (<BufferSlice>s)._ptr = ptr
+    (<BufferSlice>s)._length = length
+    return True
+
+
+# Every valid record's attributes (the byte is unused): the small int 0.
+cdef object _NO_ATTRIBUTES = 0
 
 
 cdef inline object _slice(object owner, const uint8_t* ptr, Py_ssize_t length):

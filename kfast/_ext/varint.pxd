@@ -25,6 +25,23 @@
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
+# The *_fast readers sit in every record walker's per-field path, where a call
+# costs as much as the read (decode + iterate: ~8 ns a record). GCC's inliner
+# leaves them out of line whenever a kernel's translation unit has used up its
+# growth budget, which small unrelated edits flip. So they are declared
+# always_inline under the names Cython gives them (module path + name; a
+# renamed function only loses the attribute: the declaration is then unused).
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    static CYTHON_INLINE int __pyx_f_5kfast_4_ext_6varint_read_varint_fast(
+        uint8_t const **, uint8_t const *, int32_t *) __attribute__((always_inline));
+    static CYTHON_INLINE int __pyx_f_5kfast_4_ext_6varint_read_varlong_fast(
+        uint8_t const **, uint8_t const *, int64_t *) __attribute__((always_inline));
+    #endif
+    """
+
+
 cdef enum:
     VARINT_OK = 0
     VARINT_TRUNCATED = -1
