@@ -289,6 +289,9 @@ def test_api_versions_rejects_bad_software_name(client):
     [
         struct.pack(">hhih", 200, 0, 1, -1),  # unknown API key
         struct.pack(">hhih", 3, 99, 1, -1),  # unsupported Metadata version
+        # InitProducerId v6 (KIP-939) is served only with
+        # unstable.api.versions.enable: a version the codec can parse.
+        struct.pack(">hhih", 22, 6, 1, -1) + b"\x00" + bytes(30),
         struct.pack(">hhih", 11, 0, 1, -1),  # JoinGroup: not served by this broker
         struct.pack(">hhih", 3, 1, 1, -1) + b"\xff",  # truncated Metadata body
         b"\x00",  # truncated header
