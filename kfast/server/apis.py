@@ -181,6 +181,20 @@ def _is_awaitable(result: HandlerResult) -> TypeIs[Awaitable[ResponseBody | None
     return inspect.isawaitable(result)
 
 
+async def _awaited(
+    result: Awaitable[ResponseBody | None],
+    finish: Callable[[ResponseBody | None], Answer],
+    fail: Callable[[Exception], Answer],
+) -> Answer:
+    """What ``then`` does for an awaitable that is not a future (a handler's
+    coroutine)."""
+    try:
+        body = await result
+    except Exception as exc:
+        return fail(exc)
+    return finish(body)
+
+
 class RequestContext:
     """One request as a handler sees it."""
 
@@ -600,34 +614,17 @@ class KafkaApis:
         """The response of a handler that waits. A future (a waiting fetch's)
         is chained by a done callback, without a task and coroutine per
         request (kfast.server.futures); any other awaitable is awaited."""
-        if isinstance(result, asyncio.Future):
 
-            def finish(body: ResponseBody | None) -> Answer:
-                parts = self._encode(ctx, body)
-                return self._timed(ctx, parts, received, started, handled, perf_counter())
+        def finish(body: ResponseBody | None) -> Answer:
+            parts = self._encode(ctx, body)
+            return self._timed(ctx, parts, received, started, handled, perf_counter())
 
-            def fail(exc: Exception) -> Answer:
-                return self._error(ctx, registration, request, exc)
-
-            return then(result, finish, fail)
-        return self._await(ctx, registration, request, result, received, started, handled)
-
-    async def _await(
-        self,
-        ctx: RequestContext,
-        registration: _Registration,
-        request: Any,
-        result: Awaitable[ResponseBody | None],
-        received: float,
-        started: float,
-        handled: float,
-    ) -> Answer:
-        try:
-            body = await result
-        except Exception as exc:
+        def fail(exc: Exception) -> Answer:
             return self._error(ctx, registration, request, exc)
-        parts = self._encode(ctx, body)
-        return self._timed(ctx, parts, received, started, handled, perf_counter())
+
+        if isinstance(result, asyncio.Future):
+            return then(result, finish, fail)
+        return _awaited(result, finish, fail)
 
     def _timed(
         self,
