@@ -207,12 +207,12 @@ def test_no_leak_over_many_iterations():
             one_round()
         gc.collect()
         start, _peak = tracemalloc.get_traced_memory()
-        for _ in range(2_000):
+        for _ in range(1_000):
             one_round()
         gc.collect()
         end, _peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    # 2,000 rounds of ~230 objects each: a leak of one object per round shows.
+    # 1,000 rounds of ~230 objects each: a leak of one object per round shows.
     assert end - start < 8_000
     assert sys.getrefcount(buffer) == refs_before
