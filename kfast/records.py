@@ -20,7 +20,11 @@ Reading::
 null): zero-copy views of the batch that compare and hash equal to the bytes
 they hold and export the buffer protocol; ``bytes(record.value)`` copies.
 They keep the underlying buffer alive (and a bytearray under a live
-RecordBatch cannot be resized).
+RecordBatch cannot be resized). The iterator reuses a Record (and its
+fields) that nothing but the iterator holds any more, as CPython's zip and
+dict-items iterators reuse their tuples: whatever the caller keeps (a
+record, ``record.key``, a list of records) keeps its values, but the
+``id()`` of records the caller dropped repeats.
 
 Several batches (a log segment slice, a fetch response)::
 
