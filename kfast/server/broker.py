@@ -659,7 +659,7 @@ class KafkaBroker:
             # log start offset, and a fetch offset below it is out of range).
             moved: list[tuple[str, int]] = []
             log_manager.cleanup_logs(moved=moved)
-            if moved:
+            if moved and not loop.is_closed():  # closed: the broker has stopped
                 loop.call_soon_threadsafe(self._wake_fetches, moved)
 
         self._jobs = [
