@@ -582,6 +582,36 @@ define(
     "Longest SASL session before re-authentication (KIP-368); 0: sessions do not expire.",
     at_least(0),
 )
+# Delegation tokens (KIP-48; on KRaft KIP-900): the feature is on only when
+# the secret is set (the same on every broker and controller).
+define(
+    "delegation.token.secret.key",
+    P,
+    None,
+    "Secret key that signs and verifies delegation tokens (HmacSHA512); unset or empty: "
+    "delegation tokens are disabled.",
+)
+define(
+    "delegation.token.max.lifetime.ms",
+    L,
+    7 * 24 * 60 * 60 * 1000,
+    "Lifetime of a delegation token beyond which it cannot be renewed.",
+    at_least(1),
+)
+define(
+    "delegation.token.expiry.time.ms",
+    L,
+    24 * 60 * 60 * 1000,
+    "Validity of a delegation token before it must be renewed.",
+    at_least(1),
+)
+define(
+    "delegation.token.expiry.check.interval.ms",
+    L,
+    60 * 60 * 1000,
+    "How often the active controller removes expired delegation tokens.",
+    at_least(1),
+)
 define(
     "connection.failed.authentication.delay.ms",
     I,

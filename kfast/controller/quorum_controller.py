@@ -40,6 +40,7 @@ from kfast.controller.controller_result import (
     ControllerResult,
     check_records_bound,
 )
+from kfast.controller.delegation_token_control import CreatedToken, DelegationTokenControlManager
 from kfast.controller.feature_control import (
     METADATA_VERSION,
     METADATA_VERSION_LEVEL,
@@ -57,6 +58,7 @@ from kfast.controller.metadata.records import (
     BrokerRegistrationChangeRecord,
     ClientQuotaRecord,
     ConfigRecord,
+    DelegationTokenRecord,
     FeatureLevelRecord,
     FenceBrokerRecord,
     MetadataRecord,
@@ -66,6 +68,7 @@ from kfast.controller.metadata.records import (
     ProducerIdsRecord,
     RegisterBrokerRecord,
     RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
     TopicRecord,
@@ -92,6 +95,7 @@ from kfast.protocol.constants import (
     CONFIG_RESOURCE_TOPIC,
 )
 from kfast.security.acl import Acl, AclFilter
+from kfast.security.principal import KafkaPrincipal
 
 logger = logging.getLogger(__name__)
 
@@ -134,6 +138,7 @@ class _DeltaBuilder:
         self.changed_brokers: set[int] = set()
         self.changed_acls: dict[uuid.UUID, Acl | None] = {}
         self.changed_scram = False
+        self.changed_tokens = False
         self.changed_client_quotas: set[QuotaEntity] = set()
 
 
@@ -182,6 +187,12 @@ class QuorumController(abc.ABC):
         self.feature_control = FeatureControlManager()
         self.acl_control = AclControlManager()
         self.scram_control = ScramControlManager()
+        self.delegation_token_control = DelegationTokenControlManager(
+            self.config["delegation.token.secret.key"],
+            self.config["delegation.token.max.lifetime.ms"],
+            self.config["delegation.token.expiry.time.ms"],
+            lambda: int(time.time() * 1000),
+        )
         self.producer_id_control = ProducerIdControlManager()
         self.client_quota_control = ClientQuotaControlManager()
         self.replication_control = ReplicationControlManager(
@@ -300,6 +311,9 @@ class QuorumController(abc.ABC):
         elif isinstance(record, (UserScramCredentialRecord, RemoveUserScramCredentialRecord)):
             self.scram_control.replay(record)
             delta.changed_scram = True
+        elif isinstance(record, (DelegationTokenRecord, RemoveDelegationTokenRecord)):
+            self.delegation_token_control.replay(record)
+            delta.changed_tokens = True
         elif isinstance(record, FeatureLevelRecord):
             self.feature_control.replay(record)
         elif isinstance(record, ProducerIdsRecord):
@@ -361,6 +375,10 @@ class QuorumController(abc.ABC):
             client_quotas={
                 entity: dict(values) for entity, values in self.client_quota_control.quotas.items()
             },
+            delegation_tokens=dict(self.delegation_token_control.tokens)
+            if delta.changed_tokens
+            or len(previous.delegation_tokens) != len(self.delegation_token_control.tokens)
+            else previous.delegation_tokens,
         )
         if not notify:
             return
@@ -610,6 +628,46 @@ class QuorumController(abc.ABC):
     ) -> list[tuple[str, errors.KafkaError | None]]:
         """[(user, KafkaError | None)] (ScramControlManager.alter_credentials)."""
         return await self._run(lambda: self.scram_control.alter_credentials(deletions, upsertions))
+
+    # -- delegation tokens ---------------------------------------------------------------------
+    async def create_delegation_token(
+        self,
+        requester: KafkaPrincipal,
+        owner: KafkaPrincipal | None,
+        renewers: list[KafkaPrincipal],
+        max_lifetime_ms: int,
+    ) -> CreatedToken:
+        """DelegationTokenControlManager.create_token, committed."""
+        return await self._run(
+            lambda: self.delegation_token_control.create_token(
+                requester, owner, renewers, max_lifetime_ms
+            )
+        )
+
+    async def renew_delegation_token(
+        self, principal: KafkaPrincipal, hmac: bytes, renew_period_ms: int
+    ) -> tuple[errors.KafkaError | None, int]:
+        """(error, new expiry timestamp) (DelegationTokenControlManager.renew_token)."""
+        return await self._run(
+            lambda: self.delegation_token_control.renew_token(principal, hmac, renew_period_ms)
+        )
+
+    async def expire_delegation_token(
+        self, principal: KafkaPrincipal, hmac: bytes, expiry_period_ms: int
+    ) -> tuple[errors.KafkaError | None, int]:
+        """(error, new expiry timestamp) (DelegationTokenControlManager.expire_token)."""
+        return await self._run(
+            lambda: self.delegation_token_control.expire_token(principal, hmac, expiry_period_ms)
+        )
+
+    async def sweep_expired_delegation_tokens(self) -> int:
+        """Remove every expired token; returns how many."""
+
+        def operation() -> ControllerResult[int]:
+            records = self.delegation_token_control.sweep_expired_tokens()
+            return ControllerResult(len(records), records)
+
+        return await self._run(operation)
 
     # -- configs -------------------------------------------------------------------------------
     async def incremental_alter_configs(

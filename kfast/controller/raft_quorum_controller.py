@@ -103,6 +103,7 @@ class RaftQuorumController(QuorumController):
         self._shutdown_offsets: dict[int, int] = {}
         self._session_timer: asyncio.TimerHandle | None = None
         self._balance_timer: asyncio.TimerHandle | None = None
+        self._token_sweep_timer: asyncio.TimerHandle | None = None
         self._was_active = False
         # A broker in this very process (the embedded single node's): alive
         # whenever this controller is, so its session never lapses.
@@ -136,7 +137,7 @@ class RaftQuorumController(QuorumController):
         await self._attached.start()
 
     async def shutdown(self) -> None:
-        for timer in (self._session_timer, self._balance_timer):
+        for timer in (self._session_timer, self._balance_timer, self._token_sweep_timer):
             if timer is not None:
                 timer.cancel()
         async with self._lock:
@@ -245,11 +246,12 @@ class RaftQuorumController(QuorumController):
                 self._sessions = {broker_id: now for broker_id in self.cluster_control.brokers}
                 self._schedule_session_check()
                 self._schedule_leader_balance()
+                self._schedule_token_sweep()
             else:
-                for timer in (self._session_timer, self._balance_timer):
+                for timer in (self._session_timer, self._balance_timer, self._token_sweep_timer):
                     if timer is not None:
                         timer.cancel()
-                self._session_timer = self._balance_timer = None
+                self._session_timer = self._balance_timer = self._token_sweep_timer = None
         if not active or METADATA_VERSION in self.feature_control.finalized:
             return
         if self._bootstrap_task is None or self._bootstrap_task.done():
@@ -407,6 +409,33 @@ class RaftQuorumController(QuorumController):
         moved = [p for p, error in results.items() if error is None]
         if moved:
             logger.info("moved %d leaderships back to their preferred replicas", len(moved))
+
+    # -- delegation tokens (delegation.token.expiry.check.interval.ms) ----------------
+    def _schedule_token_sweep(self) -> None:
+        if self.delegation_token_control.enabled:
+            self._token_sweep_timer = self._running_loop.call_later(
+                self.config["delegation.token.expiry.check.interval.ms"] / 1000,
+                self._sweep_tokens,
+            )
+
+    def _sweep_tokens(self) -> None:
+        """Kafka's periodic sweepExpiredDelegationTokens on the active
+        controller: expired tokens leave the metadata (and so every node's
+        token cache)."""
+        self._token_sweep_timer = None
+        if not self.is_active:
+            return
+        if self.delegation_token_control.sweep_expired_tokens():
+            self._running_loop.create_task(self._remove_expired_tokens())
+        self._schedule_token_sweep()
+
+    async def _remove_expired_tokens(self) -> None:
+        try:
+            removed = await self.sweep_expired_delegation_tokens()
+        except errors.KafkaError as exc:
+            logger.info("removing expired delegation tokens failed: %s", exc)
+            return
+        logger.info("removed %d expired delegation tokens", removed)
 
     def _schedule_session_check(self) -> None:
         interval = self.config["broker.heartbeat.interval.ms"] / 1000

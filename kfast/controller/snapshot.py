@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from kfast.controller.acl_control import acl_record
 from kfast.controller.cluster_control import SECURITY_PROTOCOLS
+from kfast.controller.delegation_token_control import token_record
 from kfast.controller.metadata.image import MetadataImage
 from kfast.controller.metadata.records import (
     ClientQuotaRecord,
@@ -97,6 +98,7 @@ def image_records(image: MetadataImage, next_producer_id: int) -> list[MetadataR
         scram_record(user, mechanism_type, credential)
         for (user, mechanism_type), credential in image.scram_credentials.items()
     ]
+    records += [token_record(image.delegation_tokens[t]) for t in sorted(image.delegation_tokens)]
     for entity in sorted(
         image.client_quotas, key=lambda e: [(t, n or "", n is None) for t, n in e]
     ):

@@ -85,6 +85,7 @@ _API_MODULES = (
     "kfast.server.sasl_apis",
     "kfast.server.telemetry_apis",
     "kfast.server.scram_apis",
+    "kfast.server.delegation_token_apis",
     "kfast.server.quota_apis",
 )
 # Intervals at or above this are "never" (Kafka's Long.MAX_VALUE defaults).

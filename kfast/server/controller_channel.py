@@ -94,6 +94,14 @@ FORWARDED_APIS = frozenset(
         "AlterClientQuotas",
     )
 )
+# Forwarded by their handlers, after the broker's own checks of the client's
+# channel and rights (Kafka's KafkaApis checks them before
+# maybeForwardToController): KafkaApis does not forward them unseen.
+CHECKED_BEFORE_FORWARDING = frozenset(
+    api_keys.BY_NAME[name].key
+    for name in ("CreateDelegationToken", "RenewDelegationToken", "ExpireDelegationToken")
+)
+FORWARDED_APIS |= CHECKED_BEFORE_FORWARDING
 
 
 class ControllerSend(Protocol):
@@ -316,6 +324,12 @@ class Forwarder:
             and all(r.resource_type == CONFIG_RESOURCE_BROKER_LOGGER for r in request.resources)
         ):
             return False  # logger levels are this broker's own (Kafka answers them locally)
+        if api_key in CHECKED_BEFORE_FORWARDING:
+            return False  # its handler forwards it (``forwards``)
+        return self.forwards(api_key)
+
+    def forwards(self, api_key: int) -> bool:
+        """Whether the active controller, not this node's, answers ``api_key``."""
         return api_key in FORWARDED_APIS and not self.local.is_active
 
     async def forward(

@@ -28,8 +28,8 @@ BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot), broker membership
 (BrokerRegistration, BrokerHeartbeat), AllocateProducerIds, and the admin
 requests brokers forward to the active controller
 (kfast.server.controller_channel.FORWARDED_APIS: CreateTopics, DeleteTopics,
-CreatePartitions, the config and election APIs, DescribeQuorum);
-DescribeConfigs reads the controller's image.
+CreatePartitions, the config and election APIs, DescribeQuorum, the
+delegation token writes); DescribeConfigs reads the controller's image.
 
 Shutdown (SIGTERM): a leader resigns with EndQuorumEpoch so the others
 elect a successor at once, the listener stops, the log is closed cleanly.
@@ -211,6 +211,7 @@ class ControllerServer:
             admin_apis,
             alter_partition_apis,
             broker_lifecycle_apis,
+            delegation_token_apis,
             envelope_apis,
             producer_id_apis,
             quorum_apis,
@@ -231,6 +232,7 @@ class ControllerServer:
         acl_apis.register(self.apis)
         envelope_apis.register(self.apis)
         scram_apis.register(self.apis)
+        delegation_token_apis.register_controller(self.apis)
         quota_apis.register(_Only(self.apis, wanted))
         # Advertised so clients of a SASL controller listener can authenticate.
         sasl_apis.register(self.apis)

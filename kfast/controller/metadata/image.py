@@ -24,6 +24,7 @@ from kfast.protocol.constants import (
     DIRECTORY_UNASSIGNED,
 )
 from kfast.security.acl import Acl
+from kfast.security.delegation_token import TokenInformation
 from kfast.security.scram import ScramCredential
 from kfast.storage.manager import METADATA_TOPIC_ID  # noqa: F401 (re-exported)
 
@@ -110,6 +111,8 @@ class MetadataImage:
     # Client quotas: entity ((type, name or None for the default), ... sorted
     # by type) -> {quota key: value} (kfast.controller.client_quota_control).
     client_quotas: Mapping[QuotaEntity, Mapping[str, float]] = field(default_factory=dict)
+    # Delegation tokens: token id -> TokenInformation (kfast.security.delegation_token)
+    delegation_tokens: Mapping[str, TokenInformation] = field(default_factory=dict)
 
     def topic(self, name: str) -> TopicImage | None:
         return self.topics_by_name.get(name)

@@ -166,6 +166,24 @@ _SCHEMAS = (
     topic_id                           uuid                           0+
 """,
     ),
+    # A delegation token (KIP-48 on KRaft, KIP-900): principals as
+    # "<type>:<name>"; the HMAC is not stored, every node recomputes it from
+    # delegation.token.secret.key and the token id.
+    _RecordSchema(
+        10,
+        "DelegationTokenRecord",
+        0,
+        0,
+        """
+    owner                              string                         0+
+    requester                          string                         0+
+    renewers                           []string                       0+
+    issue_timestamp                    int64                          0+
+    max_timestamp                      int64                          0+
+    expiration_timestamp               int64                          0+
+    token_id                           string                         0+
+""",
+    ),
     _RecordSchema(
         11,
         "UserScramCredentialRecord",
@@ -272,6 +290,15 @@ _SCHEMAS = (
     mechanism                          int8                           0+
 """,
     ),
+    _RecordSchema(
+        26,
+        "RemoveDelegationTokenRecord",
+        0,
+        0,
+        """
+    token_id                           string                         0+
+""",
+    ),
 )
 
 
@@ -308,6 +335,7 @@ PartitionChangeRecord = _BY_TYPE[5].cls
 FenceBrokerRecord = _BY_TYPE[7].cls
 UnfenceBrokerRecord = _BY_TYPE[8].cls
 RemoveTopicRecord = _BY_TYPE[9].cls
+DelegationTokenRecord = _BY_TYPE[10].cls
 UserScramCredentialRecord = _BY_TYPE[11].cls
 FeatureLevelRecord = _BY_TYPE[12].cls
 ClientQuotaRecord = _BY_TYPE[14].cls
@@ -317,6 +345,7 @@ AccessControlEntryRecord = _BY_TYPE[18].cls
 RemoveAccessControlEntryRecord = _BY_TYPE[19].cls
 NoOpRecord = _BY_TYPE[20].cls
 RemoveUserScramCredentialRecord = _BY_TYPE[22].cls
+RemoveDelegationTokenRecord = _BY_TYPE[26].cls
 
 # Any metadata record: the union of the classes (records.pyi spells it out).
 MetadataRecord = Union[tuple(_BY_CLASS)]

@@ -196,6 +196,26 @@ class RemoveTopicRecord(Message):
         topic_id: UUID = ...,
     ) -> None: ...
 
+class DelegationTokenRecord(Message):
+    owner: str
+    requester: str
+    renewers: list[str]
+    issue_timestamp: int
+    max_timestamp: int
+    expiration_timestamp: int
+    token_id: str
+    def __init__(
+        self,
+        *,
+        owner: str = ...,
+        requester: str = ...,
+        renewers: list[str] = ...,
+        issue_timestamp: int = ...,
+        max_timestamp: int = ...,
+        expiration_timestamp: int = ...,
+        token_id: str = ...,
+    ) -> None: ...
+
 class UserScramCredentialRecord(Message):
     name: str
     mechanism: int
@@ -321,6 +341,14 @@ class RemoveUserScramCredentialRecord(Message):
         mechanism: int = ...,
     ) -> None: ...
 
+class RemoveDelegationTokenRecord(Message):
+    token_id: str
+    def __init__(
+        self,
+        *,
+        token_id: str = ...,
+    ) -> None: ...
+
 MetadataRecord: TypeAlias = (
     RegisterBrokerRecord
     | UnregisterBrokerRecord
@@ -331,6 +359,7 @@ MetadataRecord: TypeAlias = (
     | FenceBrokerRecord
     | UnfenceBrokerRecord
     | RemoveTopicRecord
+    | DelegationTokenRecord
     | UserScramCredentialRecord
     | FeatureLevelRecord
     | ClientQuotaRecord
@@ -340,6 +369,7 @@ MetadataRecord: TypeAlias = (
     | RemoveAccessControlEntryRecord
     | NoOpRecord
     | RemoveUserScramCredentialRecord
+    | RemoveDelegationTokenRecord
 )
 
 def _uvarint(value: int) -> bytes: ...

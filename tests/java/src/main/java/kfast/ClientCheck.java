@@ -17,6 +17,13 @@ import java.util.function.BooleanSupplier;
 import java.util.stream.Collectors;
 
 import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.CreateDelegationTokenOptions;
+import org.apache.kafka.clients.admin.DescribeDelegationTokenOptions;
+import org.apache.kafka.clients.admin.ExpireDelegationTokenOptions;
+import org.apache.kafka.clients.admin.RenewDelegationTokenOptions;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.token.delegation.DelegationToken;
+import org.apache.kafka.common.security.token.delegation.TokenInformation;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
 import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.quota.ClientQuotaFilter;
@@ -73,7 +80,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * </pre>
  *
  * SCENARIO is produce-consume, consumer-protocol, admin, transactions,
- * transaction-versions, telemetry or acls; TOPIC
+ * transaction-versions, telemetry, acls, quotas, delegation-tokens or
+ * describe-tokens; TOPIC
  * is a fresh name that the scenario uses as a prefix. Every fact the test
  * checks is printed to stdout as one {@code key=value} line (a key may
  * repeat); the client's own log goes to stderr. Exit status 0 when the
@@ -121,6 +129,8 @@ public final class ClientCheck {
             case "telemetry" -> check.telemetry();
             case "acls" -> check.acls();
             case "quotas" -> check.quotas();
+            case "delegation-tokens" -> check.delegationTokens();
+            case "describe-tokens" -> check.describeTokens();
             default -> {
                 System.err.println("unknown scenario " + args[0]);
                 System.exit(2);
@@ -749,13 +759,98 @@ public final class ClientCheck {
         emit("closed", true);
     }
 
-    private Admin newAdmin() {
+    /**
+     * Delegation tokens through the Admin client, logged in (KFAST_CLIENT_PROPERTIES)
+     * as the owner; the users bob (a renewer) and carol (not one) log in with the
+     * password in KFAST_SCRAM_PASSWORD. A token is created, described, renewed by
+     * bob, refused to carol, then expired; a second token ("kept") stays for the
+     * restart check (describe-tokens).
+     */
+    void delegationTokens() throws Exception {
+        String password = System.getenv("KFAST_SCRAM_PASSWORD");
+        KafkaPrincipal bob = new KafkaPrincipal(KafkaPrincipal.USER_TYPE, "bob");
+        try (Admin admin = newAdmin();
+             Admin bobAdmin = newAdmin(scramLogin("bob", password, false));
+             Admin carolAdmin = newAdmin(scramLogin("carol", password, false))) {
+            DelegationToken token = admin.createDelegationToken(new CreateDelegationTokenOptions()
+                    .renewers(List.of(bob)).maxLifetimeMs(2 * 24 * 3600 * 1000L)).delegationToken().get();
+            TokenInformation info = token.tokenInfo();
+            emit("owner", info.owner());
+            emit("requester", info.tokenRequester());
+            emit("renewers", info.renewers());
+            emit("max_minus_issue", info.maxTimestamp() - info.issueTimestamp());
+            emit("expiry_minus_issue", info.expiryTimestamp() - info.issueTimestamp());
+            emit("token_id", info.tokenId());
+            emit("hmac", java.util.Base64.getEncoder().encodeToString(token.hmac()));
+
+            List<DelegationToken> described = admin.describeDelegationToken().delegationTokens().get();
+            for (DelegationToken d : described) {
+                emit("described", d.tokenInfo().tokenId() + " " + d.tokenInfo().owner() + " "
+                        + java.util.Base64.getEncoder().encodeToString(d.hmac()));
+            }
+            emit("described_by_carol", carolAdmin.describeDelegationToken().delegationTokens().get().size());
+            emit("described_for_bob", admin.describeDelegationToken(new DescribeDelegationTokenOptions()
+                    .owners(List.of(bob))).delegationTokens().get().size());
+
+            long renewed = bobAdmin.renewDelegationToken(token.hmac(),
+                    new RenewDelegationTokenOptions().renewTimePeriodMs(60_000)).expiryTimestamp().get();
+            emit("renewed_minus_issue_le_day", renewed - info.issueTimestamp() <= 24 * 3600 * 1000L);
+            long describedExpiry = admin.describeDelegationToken().delegationTokens().get().stream()
+                    .filter(d -> d.tokenInfo().tokenId().equals(info.tokenId()))
+                    .findFirst().orElseThrow().tokenInfo().expiryTimestamp();
+            emit("renewed_is_described", renewed == describedExpiry);
+            emit("carol_renews", failureOf(() -> carolAdmin.renewDelegationToken(token.hmac())
+                    .expiryTimestamp().get()));
+            emit("unknown_hmac", failureOf(() -> admin.renewDelegationToken(new byte[64])
+                    .expiryTimestamp().get()));
+            emit("group_renewer", failureOf(() -> admin.createDelegationToken(new CreateDelegationTokenOptions()
+                    .renewers(List.of(new KafkaPrincipal("Group", "g")))).delegationToken().get()));
+            emit("for_other_owner", failureOf(() -> carolAdmin.createDelegationToken(
+                    new CreateDelegationTokenOptions().owner(bob)).delegationToken().get()));
+
+            DelegationToken kept = admin.createDelegationToken().delegationToken().get();
+            emit("kept", kept.tokenInfo().tokenId());
+
+            long expired = admin.expireDelegationToken(token.hmac(),
+                    new ExpireDelegationTokenOptions().expiryTimePeriodMs(-1)).expiryTimestamp().get();
+            emit("expired_le_now", expired <= System.currentTimeMillis());
+            emit("after_expire", admin.describeDelegationToken().delegationTokens().get().stream()
+                    .map(d -> d.tokenInfo().tokenId()).collect(Collectors.joining(",")));
+            emit("renew_expired", failureOf(() -> admin.renewDelegationToken(token.hmac())
+                    .expiryTimestamp().get()));
+        }
+    }
+
+    /** Every token the owner (KFAST_CLIENT_PROPERTIES' login) sees. */
+    void describeTokens() throws Exception {
+        try (Admin admin = newAdmin()) {
+            for (DelegationToken d : admin.describeDelegationToken().delegationTokens().get()) {
+                emit("described", d.tokenInfo().tokenId() + " " + d.tokenInfo().owner());
+            }
+        }
+    }
+
+    /** SECURITY with another SCRAM login (a delegation token's when tokenAuth). */
+    private static Properties scramLogin(String username, String password, boolean tokenAuth) {
+        Properties props = new Properties();
+        props.putAll(SECURITY);
+        props.put("sasl.jaas.config", "org.apache.kafka.common.security.scram.ScramLoginModule required "
+                + "username=\"" + username + "\" password=\"" + password + "\""
+                + (tokenAuth ? " tokenauth=\"true\"" : "") + ";");
+        return props;
+    }
+
+    private Admin newAdmin(Properties security) {
         Properties props = new Properties();
         props.put("bootstrap.servers", bootstrap);
         props.put("request.timeout.ms", 15000);
         props.put("default.api.timeout.ms", 30000);
-        props.putAll(SECURITY);
+        props.putAll(security);
         return Admin.create(props);
+    }
+
+    private Admin newAdmin() {
+        return newAdmin(SECURITY);
     }
 
     private Properties producerProps() {
