@@ -431,6 +431,7 @@ class ReplicaFetcher:
                         self._delay([state], self.backoff)
                         return
             self._after_append(state, appended, data.high_watermark)
+            high_watermark, log_start = log.high_watermark, log.log_start_offset
             log.update_high_watermark(min(data.high_watermark, log.log_end_offset))
             leader_start = data.log_start_offset
             if leader_start > log.log_start_offset:
@@ -438,6 +439,12 @@ class ReplicaFetcher:
                     log.maybe_increment_log_start_offset(min(leader_start, log.high_watermark))
                 except errors.KafkaError:
                     pass
+            if log.high_watermark != high_watermark or log.log_start_offset != log_start:
+                # Consumers fetching from this follower (KIP-392) read up to
+                # its high watermark from its log start: what they wait for
+                # changed (Kafka's ReplicaFetcherThread completes the delayed
+                # fetches of partitions whose high watermark moved).
+                self.manager.replica_manager.wake_fetches((partition.topic, partition.partition))
             return
         if error == _OUT_OF_RANGE:
             await self._handle_out_of_range(state)

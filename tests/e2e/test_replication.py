@@ -26,6 +26,7 @@ from kfast.testing.load import AckedLoad, Audit, audit
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(300)]
 
+LONG_POLL_MS = 8000
 FAST_SESSIONS = {"broker.session.timeout.ms": 2000, "broker.heartbeat.interval.ms": 200}
 COMBINED = pytest.mark.kfast_cluster_config(combined=True, overrides=FAST_SESSIONS)
 ONE_CONTROLLER = pytest.mark.kfast_cluster_config(controllers=1, brokers=3, overrides=FAST_SESSIONS)
@@ -645,6 +646,9 @@ def test_a_consumer_fetches_from_the_in_sync_replica_in_its_rack(kfast_cluster):
             "auto.offset.reset": "earliest",
             "statistics.interval.ms": 100,
             "stats_cb": on_stats,
+            # Long polls: a record must arrive when the follower gets it,
+            # not when the follower's wait for it expires.
+            "fetch.wait.max.ms": LONG_POLL_MS,
         }
     )
     consumer.subscribe(["nearby"])
@@ -653,9 +657,23 @@ def test_a_consumer_fetches_from_the_in_sync_replica_in_its_rack(kfast_cluster):
         message = consumer.poll(0.2)
         if message is not None and not message.error():
             values.append(message.value().decode())
-    consumer.close()
     assert sorted(values) == sorted(f"n{i}" for i in range(200))
     assert follower in fetched_from and fetched_from[-1] == follower
+    # Caught up at the follower, its fetch waits there: a new record wakes it
+    # as soon as the follower's high watermark covers it.
+    for i in range(3):
+        sent = time.monotonic()
+        producer.produce("nearby", value=f"late{i}")
+        assert producer.flush(30) == 0
+        message = None
+        while message is None and time.monotonic() < sent + 2 * LONG_POLL_MS / 1000:
+            message = consumer.poll(0.1)
+            if message is not None and message.error():
+                message = None
+        assert message is not None and message.value() == f"late{i}".encode()
+        assert time.monotonic() - sent < LONG_POLL_MS / 1000 / 2, "woken at the wait's expiry"
+    consumer.close()
+    assert fetched_from[-1] == follower
 
 
 @COMBINED
