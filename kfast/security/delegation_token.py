@@ -17,13 +17,15 @@ end); past either it is expired.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import hmac
 from dataclasses import dataclass
 
 from kfast.security.principal import KafkaPrincipal
+from kfast.security.scram import MECHANISMS, ScramCredential
 
-__all__ = ["TokenInformation", "token_hmac", "hmac_base64"]
+__all__ = ["TokenInformation", "token_hmac", "hmac_base64", "token_scram_credential"]
 
 
 def token_hmac(secret: str, token_id: str) -> bytes:
@@ -55,3 +57,15 @@ class TokenInformation:
 
     def expired(self, now_ms: int) -> bool:
         return self.max_timestamp_ms < now_ms or self.expiry_timestamp_ms < now_ms
+
+
+@functools.lru_cache(maxsize=1024)
+def token_scram_credential(secret: str, token_id: str, mechanism: str) -> ScramCredential:
+    """The SCRAM credential a token logs in with (Kafka's
+    DelegationTokenManager.prepareScramCredentials): password = base64(HMAC),
+    the mechanism's minimum iterations, a fresh salt. Cached: PBKDF2 runs
+    once per token and mechanism, not per login."""
+    scram = MECHANISMS[mechanism]
+    return ScramCredential.generate(
+        scram, hmac_base64(token_hmac(secret, token_id)), scram.min_iterations
+    )

@@ -46,6 +46,7 @@ from kfast.protocol import (
     encode_response_parts,
     errors,
 )
+from kfast.security.delegation_token import token_scram_credential
 from kfast.security.listener import ListenerSecurity
 from kfast.security.principal import USER_TYPE, KafkaPrincipal
 from kfast.security.sasl import OAUTHBEARER, PLAIN, SaslServer
@@ -119,7 +120,7 @@ class SaslListenerHandler:
             if validator is None:  # built with the listener when OAUTHBEARER is enabled
                 raise errors.SaslAuthenticationException("OAUTHBEARER is not configured")
             return OAuthBearerServer(validator)
-        return ScramServer(mechanism, self._scram_credential)
+        return ScramServer(mechanism, self._scram_credential, self._token_credential)
 
     def _scram_credential(self, mechanism: str, user: str) -> ScramCredential | None:
         # The committed credentials (UserScramCredentialRecords): a user added
@@ -128,6 +129,22 @@ class SaslListenerHandler:
         if image is None:
             return None
         return image.scram_credentials.get((user, MECHANISMS[mechanism].type))
+
+    def _token_credential(
+        self, mechanism: str, token_id: str
+    ) -> tuple[ScramCredential, str, int] | None:
+        """A delegation token's login (tokenauth=true): its credential, its
+        owner's name and its expiry; None for an unknown or expired token
+        or when tokens are disabled (no delegation.token.secret.key)."""
+        image = self.broker.metadata_image
+        secret = self.broker.config["delegation.token.secret.key"]
+        if image is None or not secret:
+            return None
+        token = image.delegation_tokens.get(token_id)
+        if token is None or token.expired(int(time.time() * 1000)):
+            return None
+        credential = token_scram_credential(secret, token_id, mechanism)
+        return credential, token.owner.name, token.expiry_timestamp_ms
 
 
 class SaslServerAuthenticator:
@@ -323,7 +340,7 @@ class SaslServerAuthenticator:
         mechanism = self.mechanism
         if server is None or mechanism is None or server.authorization_id is None:
             raise RuntimeError("SASL completed without a mechanism server and user")
-        principal = KafkaPrincipal(USER_TYPE, server.authorization_id)
+        principal = KafkaPrincipal(USER_TYPE, server.authorization_id, server.token_authenticated)
         if self.reauthenticating and principal != self.connection.principal:
             previous = self.connection.principal
             raise errors.SaslAuthenticationException(

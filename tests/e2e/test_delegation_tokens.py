@@ -131,6 +131,29 @@ def test_java_admin_creates_describes_renews_expires_and_restart_keeps(
         assert facts.all("described") == [f"{kept} User:alice"]
 
 
+def test_java_producer_logs_in_with_a_token(tmp_path, topic):
+    """Stage 2 of KIP-48: SCRAM with tokenauth=true, username = token id,
+    password = base64(HMAC); the session is token-authenticated (no token
+    requests) and an expired token no longer logs in."""
+    password = secrets.token_urlsafe(12)
+    props = _props()
+    del props["authorizer.class.name"], props["super.users"]
+    with KfastBroker(props, data_dir=str(tmp_path / "data")) as broker:
+        _add_users(broker, password, "alice")
+        sasl = f"127.0.0.1:{broker.broker.bound_ports['SASL_PLAINTEXT']}"
+        facts = run_client_check(
+            broker,
+            "token-login",
+            topic,
+            bootstrap=sasl,
+            client_properties=_login(tmp_path, "alice", password),
+        )
+    assert facts["token_produced"] == "0"
+    assert facts["token_session_creates"] == "UnsupportedByAuthenticationException"
+    assert facts["token_session_describes"] == "UnsupportedByAuthenticationException"
+    assert facts["after_expire"] == "SaslAuthenticationException"
+
+
 async def _ask(port: int, security, *requests):
     """Each request's response over one SASL connection (kfast's client)."""
     from kfast.client.connection import BrokerConnection

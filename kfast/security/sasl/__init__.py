@@ -4,7 +4,9 @@ tokens by kfast.server.sasl_authenticator (Kafka's SaslServerAuthenticator).
 Each server has ``evaluate(token) -> bytes`` (the challenge or final
 response), ``complete`` and, once complete, ``authorization_id`` (the user
 name the principal is built from) and ``expires_at_ms`` (a credential's own
-end, for OAUTHBEARER; None otherwise). A failed exchange raises
+end, for OAUTHBEARER and SCRAM with a delegation token; None otherwise),
+and ``token_authenticated`` (SCRAM with a delegation token: the principal
+is the token's owner, marked so). A failed exchange raises
 ``kfast.protocol.errors.SaslAuthenticationException`` with the message Kafka
 sends the client, which names no secret and does not say whether the user
 exists.
@@ -25,6 +27,8 @@ class SaslServer(Protocol):
     def authorization_id(self) -> str | None: ...
     @property
     def expires_at_ms(self) -> float | None: ...
+    @property
+    def token_authenticated(self) -> bool: ...
 
 
 PLAIN = "PLAIN"

@@ -257,6 +257,8 @@ class OAuthBearerServer:
         self.complete = False
         self.authorization_id: str | None = None
         self.expires_at_ms: float | None = None
+        # An OAuth token is not a delegation token (Kafka's tokenAuthenticated).
+        self.token_authenticated = False
 
     def evaluate(self, token: bytes) -> bytes:
         token = bytes(token)

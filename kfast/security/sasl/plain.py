@@ -35,6 +35,7 @@ class PlainServer:
         self.complete = False
         self.authorization_id: str | None = None
         self.expires_at_ms = None
+        self.token_authenticated = False
 
     def evaluate(self, token: bytes) -> bytes:
         if self.complete:

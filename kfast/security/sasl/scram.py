@@ -11,8 +11,11 @@ Message grammar (RFC 5802 section 7, the parts a server reads)::
     server-final   := "v=" base64(ServerSignature)
     saslname       := UTF-8 with "," as "=2C" and "=" as "=3D"
 
-Kafka's client-first extensions (``tokenauth=true`` for delegation tokens)
-are refused: kfast has no delegation tokens.
+Kafka's client-first extension ``tokenauth=true`` logs in with a delegation
+token (KIP-48): saslname is the token id, the password base64(HMAC); the
+credential comes from the token lookup (the token's, made from its HMAC),
+the authorization id is the token's owner and the session ends with the
+token's expiry. An unknown or expired token fails as a wrong password does.
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ from collections.abc import Callable
 from kfast.protocol.errors import SaslAuthenticationException
 from kfast.security.scram import MECHANISMS, ScramCredential
 
-__all__ = ["ScramServer", "CredentialLookup"]
+__all__ = ["ScramServer", "CredentialLookup", "TokenCredentialLookup"]
 
 CredentialLookup = Callable[[str, str], "ScramCredential | None"]  # (mechanism, user)
+# (mechanism, token id) -> (credential, owner's name, expiry timestamp ms) | None
+TokenCredentialLookup = Callable[[str, str], "tuple[ScramCredential, str, int] | None"]
 
 _PRINTABLE_NONCE = re.compile(r"[\x21-\x2b\x2d-\x7e]+")
+_EXTENSION_KEY = re.compile(r"[A-Za-z]+")
 
 
 def _decode_saslname(name: str) -> str:
@@ -50,11 +56,31 @@ def _attributes(text: str) -> list[tuple[str, str]]:
     return out
 
 
+def _extensions(items: list[str]) -> dict[str, str]:
+    """Kafka's client-first extensions: ("," ALPHA+ "=" value)* after the
+    nonce (ScramMessages.EXTENSIONS)."""
+    out = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not _EXTENSION_KEY.fullmatch(key) or not value:
+            raise ValueError(f"invalid extension {item!r}")
+        out[key] = value
+    return out
+
+
 class ScramServer:
-    def __init__(self, mechanism: str, lookup: CredentialLookup):
+    def __init__(
+        self,
+        mechanism: str,
+        lookup: CredentialLookup,
+        token_lookup: TokenCredentialLookup | None = None,
+    ):
         self.mechanism = mechanism
         self._scram = MECHANISMS[mechanism]
         self._lookup = lookup
+        self._token_lookup = token_lookup
+        self._token_owner: str | None = None
+        self.token_authenticated = False
         self._state = "client-first"
         self._credential: ScramCredential | None = None
         self._username: str | None = None
@@ -64,7 +90,7 @@ class ScramServer:
         self._client_nonce = ""
         self.complete = False
         self.authorization_id: str | None = None
-        self.expires_at_ms = None
+        self.expires_at_ms: float | None = None
 
     def _fail(self, message: str | None = None) -> SaslAuthenticationException:
         self._state = "failed"
@@ -91,19 +117,29 @@ class ScramServer:
             cbind, authzid, bare = text.split(",", 2)
             if cbind not in ("n", "y") or (authzid and not authzid.startswith("a=")):
                 raise ValueError("invalid gs2 header")
-            attributes = _attributes(bare)
-            if len(attributes) < 2 or attributes[0][0] != "n" or attributes[1][0] != "r":
+            # saslname and nonce hold no ","; extensions follow them.
+            items = bare.split(",")
+            attributes = _attributes(",".join(items[:2]))
+            if len(attributes) != 2 or attributes[0][0] != "n" or attributes[1][0] != "r":
                 raise ValueError("expected n= and r=")
             username = _decode_saslname(attributes[0][1])
             client_nonce = attributes[1][1]
             if not _PRINTABLE_NONCE.fullmatch(client_nonce) or not username:
                 raise ValueError("invalid nonce or user")
-            extensions = dict(attributes[2:])
+            extensions = _extensions(items[2:])
         except ValueError:
             raise self._fail() from None
+        credential: ScramCredential | None
         if extensions.get("tokenauth", "false").lower() == "true":
-            raise self._fail()
-        credential = self._lookup(self.mechanism, username)
+            found = (
+                None if self._token_lookup is None else self._token_lookup(self.mechanism, username)
+            )
+            if found is None:
+                raise self._fail()
+            credential, self._token_owner, expiry_timestamp_ms = found
+            self.expires_at_ms = float(expiry_timestamp_ms)
+        else:
+            credential = self._lookup(self.mechanism, username)
         if credential is None:
             raise self._fail()
         if authzid and authzid[2:] != attributes[0][1]:
@@ -155,5 +191,9 @@ class ScramServer:
         server_signature = scram.hmac(credential.server_key, auth_message)
         self._state = "complete"
         self.complete = True
-        self.authorization_id = self._username
+        if self._token_owner is not None:
+            self.authorization_id = self._token_owner
+            self.token_authenticated = True
+        else:
+            self.authorization_id = self._username
         return b"v=" + base64.b64encode(server_signature)

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from kfast.config import ConfigException
 from kfast.protocol.errors import SaslAuthenticationException
+from kfast.security.delegation_token import hmac_base64, token_hmac, token_scram_credential
 from kfast.security.jaas import parse_jaas_config
 from kfast.security.sasl.oauthbearer import OAuthBearerServer, UnsecuredValidator
 from kfast.security.sasl.plain import PlainServer, plain_users
@@ -50,11 +51,12 @@ def test_plain_exchange():
             PlainServer({"alice": PASSWORD}).evaluate(token)
 
 
-def _scram_client(mechanism, user, password, server):
-    """RFC 5802 client side, written from the RFC (not from kfast's server)."""
+def _scram_client(mechanism, user, password, server, extensions=""):
+    """RFC 5802 client side, written from the RFC (not from kfast's server);
+    ``extensions``: Kafka's client-first extensions (",tokenauth=true")."""
     scram = MECHANISMS[mechanism]
     client_nonce = base64.b64encode(os.urandom(18)).decode()
-    bare = f"n={user},r={client_nonce}"
+    bare = f"n={user},r={client_nonce}{extensions}"
     server_first = server.evaluate(f"n,,{bare}".encode()).decode()
     fields = dict(item.split("=", 1) for item in server_first.split(","))
     assert fields["r"].startswith(client_nonce)
@@ -86,6 +88,37 @@ def test_scram_exchange(mechanism):
         )
     with pytest.raises(SaslAuthenticationException, match="invalid credentials"):
         _scram_client(mechanism, "eve", PASSWORD, ScramServer(mechanism, lambda m, u: None))
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-256", "SCRAM-SHA-512"])
+def test_scram_with_a_delegation_token(mechanism):
+    """tokenauth=true: username = token id, password = base64(HMAC); the
+    authorization id is the token's owner, the session ends with the token."""
+    secret, token_id = "secret", "tokenId-_1"
+    password = hmac_base64(token_hmac(secret, token_id))
+    credential = token_scram_credential(secret, token_id, mechanism)
+    tokens = {token_id: (credential, "alice", 1_800_000_000_000)}
+
+    def users(m, u):
+        return None  # no SCRAM user is named like the token
+
+    server = ScramServer(mechanism, users, lambda m, t: tokens.get(t))
+    _scram_client(mechanism, token_id, password, server, ",tokenauth=true")
+    assert server.complete and server.authorization_id == "alice"
+    assert server.token_authenticated and server.expires_at_ms == 1_800_000_000_000
+    # A user's login is not a token's, and a token's is refused without tokenauth.
+    plain = ScramServer(mechanism, lambda m, u: credential, lambda m, t: tokens.get(t))
+    _scram_client(mechanism, token_id, password, plain)
+    assert not plain.token_authenticated and plain.authorization_id == token_id
+    for lookup, token, extensions in [
+        (lambda m, t: tokens.get(t), "unknown", ",tokenauth=true"),  # unknown or expired token
+        (None, token_id, ",tokenauth=true"),  # no tokens on this listener
+        (lambda m, t: tokens.get(t), token_id, ",tokenauth=true,1x=y"),  # not ALPHA=value
+    ]:
+        with pytest.raises(SaslAuthenticationException, match="invalid credentials"):
+            _scram_client(
+                mechanism, token, password, ScramServer(mechanism, users, lookup), extensions
+            )
 
 
 FUZZ_CREDENTIAL = ScramCredential.generate(

@@ -80,8 +80,8 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * </pre>
  *
  * SCENARIO is produce-consume, consumer-protocol, admin, transactions,
- * transaction-versions, telemetry, acls, quotas, delegation-tokens or
- * describe-tokens; TOPIC
+ * transaction-versions, telemetry, acls, quotas, delegation-tokens,
+ * describe-tokens or token-login; TOPIC
  * is a fresh name that the scenario uses as a prefix. Every fact the test
  * checks is printed to stdout as one {@code key=value} line (a key may
  * repeat); the client's own log goes to stderr. Exit status 0 when the
@@ -131,6 +131,7 @@ public final class ClientCheck {
             case "quotas" -> check.quotas();
             case "delegation-tokens" -> check.delegationTokens();
             case "describe-tokens" -> check.describeTokens();
+            case "token-login" -> check.tokenLogin();
             default -> {
                 System.err.println("unknown scenario " + args[0]);
                 System.exit(2);
@@ -818,6 +819,39 @@ public final class ClientCheck {
                     .map(d -> d.tokenInfo().tokenId()).collect(Collectors.joining(",")));
             emit("renew_expired", failureOf(() -> admin.renewDelegationToken(token.hmac())
                     .expiryTimestamp().get()));
+        }
+    }
+
+    /**
+     * A producer logs in with a delegation token (ScramLoginModule tokenauth="true")
+     * and produces; that session may not create tokens; once the owner expired the
+     * token a new login with it is refused.
+     */
+    void tokenLogin() throws Exception {
+        try (Admin admin = newAdmin()) {
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get();
+            DelegationToken token = admin.createDelegationToken().delegationToken().get();
+            Properties login = scramLogin(token.tokenInfo().tokenId(),
+                    java.util.Base64.getEncoder().encodeToString(token.hmac()), true);
+            Properties props = producerProps();
+            props.putAll(login);
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+                RecordMetadata sent = producer.send(new ProducerRecord<>(topic, "k", "by-token")).get();
+                emit("token_produced", sent.offset());
+            }
+            try (Admin tokenAdmin = newAdmin(login)) {
+                emit("token_session_creates", failureOf(() -> tokenAdmin.createDelegationToken()
+                        .delegationToken().get()));
+                emit("token_session_describes", failureOf(() -> tokenAdmin.describeDelegationToken()
+                        .delegationTokens().get()));
+            }
+            admin.expireDelegationToken(token.hmac(), new ExpireDelegationTokenOptions()
+                    .expiryTimePeriodMs(-1)).expiryTimestamp().get();
+            props.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 5000);
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(props)) {
+                emit("after_expire", failureOf(() -> producer.send(
+                        new ProducerRecord<>(topic, "k", "refused")).get()));
+            }
         }
     }
 
