@@ -54,6 +54,23 @@ from kfast.testing.ports import free_port
 
 RECORD_SIZE = 100
 CLK_TCK = os.sysconf("SC_CLK_TCK")
+#: The source tree these scripts belong to: the kfast a plain "kfast" runs.
+THIS_TREE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def kfast_launcher(tree: str | None = None) -> tuple:
+    """The command that runs kfast's command line from source tree ``tree``
+    (this one by default): its root alone first on PYTHONPATH, and ``-P``
+    so that the current directory is not put before it -- ``python -m
+    kfast`` run from inside another tree would otherwise import that tree
+    (before/after figures of two trees would then time the same code)."""
+    root = os.path.abspath(tree or THIS_TREE)
+    return ("env", f"PYTHONPATH={root}", sys.executable, "-P", "-m", "kfast")
+
+
+def kfast_tree(kind: str) -> str | None:
+    """The tree of a ``kfast@PATH`` broker kind; None for plain ``kfast``."""
+    return kind.split("@", 1)[1] if kind.startswith("kfast@") else None
 
 
 def wait_listening(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> float:
@@ -82,7 +99,8 @@ def run_broker(
 ):
     """``port``: the PLAINTEXT port (a free one by default); a kfast
     ``listeners`` override may add listeners beside it. ``launcher``: what
-    runs kfast's command line instead of ``python -m kfast`` (a probe)."""
+    runs kfast's command line instead of this tree's (another tree's, or a
+    probe)."""
     port = port or free_port()
     tmp = tempfile.mkdtemp(prefix=f"bench-{kind}-")
     if kind == "tansu":
@@ -99,7 +117,7 @@ def run_broker(
         ]
     elif kind == "kfast":
         cmd = [
-            *(launcher or (sys.executable, "-m", "kfast")),
+            *(launcher or kfast_launcher()),
             "serve",
             "--override",
             f"listeners=PLAINTEXT://127.0.0.1:{port}",

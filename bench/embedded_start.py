@@ -36,7 +36,7 @@ import time
 from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import run_broker
+from broker_load import THIS_TREE, kfast_launcher, run_broker
 
 _FIXTURE_SCRIPT = r"""
 import json, shutil, statistics, tempfile, time
@@ -60,28 +60,19 @@ print(json.dumps({"fixture_start_ms": statistics.median(walls),
 
 def _env(kfast_path: str | None) -> dict:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    if kfast_path:
-        env["PYTHONPATH"] = kfast_path + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = os.path.abspath(kfast_path or THIS_TREE)
     return env
 
 
 @contextmanager
 def started(kind: str, kfast_path: str | None):
-    """broker_load's run_broker with ``kfast_path`` first on PYTHONPATH;
-    yields (port, milliseconds from the process start to the first
-    Metadata answer)."""
-    saved = os.environ.get("PYTHONPATH")
-    if kfast_path:
-        os.environ["PYTHONPATH"] = _env(kfast_path)["PYTHONPATH"]
-    try:
-        with run_broker(kind) as (proc, bootstrap, listening_s):
-            port = int(bootstrap.rsplit(":", 1)[1])
-            yield port, listening_s * 1000 + first_metadata(proc, port)
-    finally:
-        if saved is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = saved
+    """broker_load's run_broker with kfast from ``kfast_path`` (this tree
+    by default); yields (port, milliseconds from the process start to the
+    first Metadata answer)."""
+    launcher = kfast_launcher(kfast_path) if kind == "kfast" else ()
+    with run_broker(kind, launcher=launcher) as (proc, bootstrap, listening_s):
+        port = int(bootstrap.rsplit(":", 1)[1])
+        yield port, listening_s * 1000 + first_metadata(proc, port)
 
 
 def first_metadata(proc, port: int, timeout: float = 30.0) -> float:
@@ -146,7 +137,8 @@ def produce(port: int, count: int = 200) -> list[float]:
 
 def fixture(kfast_path: str | None) -> dict:
     out = subprocess.run(
-        [sys.executable, "-c", _FIXTURE_SCRIPT],
+        # -P: the current directory (maybe another tree) not before PYTHONPATH.
+        [sys.executable, "-P", "-c", _FIXTURE_SCRIPT],
         capture_output=True,
         text=True,
         env=_env(kfast_path),

@@ -46,7 +46,14 @@ import urllib.request
 from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from broker_load import CLK_TCK, cpu_seconds, create_topic, run_broker
+from broker_load import (
+    CLK_TCK,
+    cpu_seconds,
+    create_topic,
+    kfast_launcher,
+    kfast_tree,
+    run_broker,
+)
 
 from kfast.testing.ports import free_port
 
@@ -322,12 +329,7 @@ def run_one(kind: str, args: argparse.Namespace) -> dict:
     is_kfast = kind == "kfast" or kind.startswith("kfast@")
     metrics_port = free_port() if is_kfast else None
     overrides = (f"kfast.metrics.port={metrics_port}",) if metrics_port else ()
-    launcher: tuple = ()
-    if kind.startswith("kfast@"):  # another kfast tree, for a before/after
-        # -P: not the current directory first on sys.path (run from this
-        # tree, ``python -m kfast`` would import this tree, not PATH's).
-        tree = kind.split("@", 1)[1]
-        launcher = ("env", f"PYTHONPATH={tree}", sys.executable, "-P", "-m", "kfast")
+    launcher = kfast_launcher(kfast_tree(kind)) if is_kfast else ()
     broker = "kfast" if is_kfast else kind
     with run_broker(broker, overrides, launcher=launcher) as (proc, bootstrap, _ready):
         create_topic(bootstrap, TOPIC, args.partitions)

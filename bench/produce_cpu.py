@@ -44,7 +44,14 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from broker_load import RECORD_SIZE, cpu_seconds, create_topic, run_broker
+from broker_load import (
+    RECORD_SIZE,
+    cpu_seconds,
+    create_topic,
+    kfast_launcher,
+    kfast_tree,
+    run_broker,
+)
 
 from kfast.protocol import ProduceRequest, api_keys, decode_response, encode_request
 from kfast.records import RecordBatchBuilder
@@ -143,10 +150,7 @@ def phase(
     batch = build_batch(batch_records)
     requests = [build_request(p, batch, acks) for p in range(partitions)]
     total = max(clients, round(gb * 1e9 / (batch_records * RECORD_SIZE)))
-    launcher: tuple = ()
-    if kind.startswith("kfast@"):  # another kfast tree, for a before/after
-        path = kind.split("@", 1)[1]
-        launcher = ("env", f"PYTHONPATH={path}", sys.executable, "-m", "kfast")
+    launcher = kfast_launcher(kfast_tree(kind)) if kind.startswith("kfast") else ()
     broker = "tansu" if kind == "tansu" else "kfast"
     with run_broker(broker, launcher=launcher) as (proc, bootstrap, _ready):
         create_topic(bootstrap, TOPIC, partitions)
