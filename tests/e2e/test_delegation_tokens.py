@@ -160,7 +160,7 @@ async def _ask(port: int, security, *requests):
 
     connection = await BrokerConnection.open("127.0.0.1", port, security=security)
     try:
-        return [await connection.send(request, version=3) for request in requests]
+        return [await connection.send(request) for request in requests]
     finally:
         await connection.close()
 
@@ -209,3 +209,97 @@ def test_the_controller_removes_expired_tokens(tmp_path):
             lambda: not broker.broker.metadata_image.delegation_tokens,
             message="the expired token's removal",
         )
+
+
+def test_a_brokers_token_writes_go_to_the_active_controller(tmp_path):
+    """A broker-only node checks the client's channel, then forwards Create,
+    Renew and Expire to the active controller (an Envelope with the
+    client's principal); the token reaches the broker's image, from which
+    it describes it and lets the token log in."""
+    from confluent_kafka.admin import AdminClient
+
+    from kfast.client.security import ClientSecurity
+    from kfast.protocol import ExpireDelegationTokenRequest, RenewDelegationTokenRequest
+    from kfast.testing.cluster import KfastCluster
+    from kfast.testing.ports import free_port
+
+    password = secrets.token_urlsafe(12)
+    sasl_port = free_port()
+    cluster = KfastCluster(
+        controllers=1,
+        brokers=1,
+        overrides={"delegation.token.secret.key": SECRET},
+        base_dir=str(tmp_path / "cluster"),
+    )
+    # The broker's client listener port is the cluster's choice: its config
+    # is rewritten with a SASL listener beside it before the nodes start.
+    cluster.node_overrides[2] = {
+        "listeners": f"PLAINTEXT://127.0.0.1:{cluster.nodes[2].broker_port},"
+        f"SASL://127.0.0.1:{sasl_port}",
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT,"
+        "SASL:SASL_PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+    }
+    cluster._write_config(cluster.nodes[2])
+    with cluster:
+        admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
+        info = ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096)
+        for future in admin.alter_user_scram_credentials(
+            [UserScramCredentialUpsertion("alice", info, password.encode())]
+        ).values():
+            future.result(timeout=30)
+
+        def ask(security, *requests):
+            return asyncio.run(_ask(sasl_port, security, *requests))
+
+        alice = _scram("alice", password)
+        # The user reaches the broker's image with the metadata log.
+        created = wait_until(
+            lambda: _try(ask, alice, CreateDelegationTokenRequest(renewers=[], max_lifetime_ms=-1)),
+            timeout=30,
+            message="alice's login on the broker",
+        )[0]
+        assert created.error_code == 0, created
+        assert created.hmac == token_hmac(SECRET, created.token_id)
+        (described,) = wait_until(
+            lambda: [
+                d for d in ask(alice, DescribeDelegationTokenRequest(owners=None)) if d.tokens
+            ],
+            timeout=30,
+            message="the token in the broker's image",
+        )
+        assert [t.token_id for t in described.tokens] == [created.token_id]
+        (renewed,) = ask(
+            alice, RenewDelegationTokenRequest(hmac=created.hmac, renew_period_ms=60_000)
+        )
+        assert renewed.error_code == 0
+        assert renewed.expiry_timestamp_ms <= created.issue_timestamp_ms + 24 * 3600 * 1000
+
+        token = ClientSecurity(
+            "SASL_PLAINTEXT",
+            None,
+            "SCRAM-SHA-512",
+            created.token_id,
+            base64.b64encode(created.hmac).decode(),
+        )
+        # kfast's client sends no tokenauth extension: the token id is no user.
+        assert _try(ask, token, DescribeDelegationTokenRequest(owners=None)) is None
+
+        (expired,) = ask(
+            alice, ExpireDelegationTokenRequest(hmac=created.hmac, expiry_time_period_ms=-1)
+        )
+        assert expired.error_code == 0
+        wait_until(
+            lambda: not ask(alice, DescribeDelegationTokenRequest(owners=None))[0].tokens,
+            timeout=30,
+            message="the token's removal from the broker's image",
+        )
+
+
+def _try(ask, security, *requests):
+    """The responses, or None when the login fails."""
+    try:
+        return ask(security, *requests)
+    except errors.SaslAuthenticationException:
+        return None
