@@ -51,6 +51,11 @@ def _sum(now: int, duration: int) -> int:
     return _LONG_MAX if now > _LONG_MAX - duration else now + duration
 
 
+def _refused(error: errors.KafkaError) -> ControllerResult[tuple[errors.KafkaError | None, int]]:
+    """Renew's or Expire's refusal: the error, expiry -1 (Kafka's ErrorTimestamp)."""
+    return ControllerResult((error, -1), [])
+
+
 def token_record(token: TokenInformation) -> DelegationTokenRecord:
     return DelegationTokenRecord(
         owner=str(token.owner),
@@ -138,20 +143,26 @@ class DelegationTokenControlManager:
         digest = token_hmac(self.secret, token.token_id)
         return ControllerResult(CreatedToken(None, token, digest), [token_record(token)])
 
+    def _find(self, digest: bytes) -> TokenInformation | errors.KafkaError:
+        """The token an HMAC names, or Kafka's first refusals of Renew and
+        Expire: tokens disabled, no such token."""
+        if self.secret is None:
+            return errors.DelegationTokenDisabledException()
+        token = self._token_for_hmac(digest)
+        return errors.DelegationTokenNotFoundException() if token is None else token
+
     def renew_token(
         self, principal: KafkaPrincipal, digest: bytes, renew_period_ms: int
     ) -> ControllerResult[tuple[errors.KafkaError | None, int]]:
         """(error, new expiry timestamp; -1 on error)."""
-        if self.secret is None:
-            return ControllerResult((errors.DelegationTokenDisabledException(), -1), [])
         now = self.clock_ms()
-        token = self._token_for_hmac(digest)
-        if token is None:
-            return ControllerResult((errors.DelegationTokenNotFoundException(), -1), [])
+        token = self._find(digest)
+        if isinstance(token, errors.KafkaError):
+            return _refused(token)
         if token.expired(now):
-            return ControllerResult((errors.DelegationTokenExpiredException(), -1), [])
+            return _refused(errors.DelegationTokenExpiredException())
         if not token.owner_or_renewer(principal):
-            return ControllerResult((errors.DelegationTokenOwnerMismatchException(), -1), [])
+            return _refused(errors.DelegationTokenOwnerMismatchException())
         period = self.expiry_time_ms
         if renew_period_ms > 0:
             period = min(period, renew_period_ms)
@@ -163,20 +174,18 @@ class DelegationTokenControlManager:
         self, principal: KafkaPrincipal, digest: bytes, expiry_period_ms: int
     ) -> ControllerResult[tuple[errors.KafkaError | None, int]]:
         """(error, new expiry timestamp; -1 on error)."""
-        if self.secret is None:
-            return ControllerResult((errors.DelegationTokenDisabledException(), -1), [])
         now = self.clock_ms()
-        token = self._token_for_hmac(digest)
-        if token is None:
-            return ControllerResult((errors.DelegationTokenNotFoundException(), -1), [])
+        token = self._find(digest)
+        if isinstance(token, errors.KafkaError):
+            return _refused(token)
         if not token.owner_or_renewer(principal):
-            return ControllerResult((errors.DelegationTokenOwnerMismatchException(), -1), [])
+            return _refused(errors.DelegationTokenOwnerMismatchException())
         if expiry_period_ms < 0:  # expire now: the token goes
             return ControllerResult(
                 (None, now), [RemoveDelegationTokenRecord(token_id=token.token_id)]
             )
         if token.expired(now):
-            return ControllerResult((errors.DelegationTokenExpiredException(), -1), [])
+            return _refused(errors.DelegationTokenExpiredException())
         expiry = min(token.max_timestamp_ms, _sum(now, expiry_period_ms))
         return ControllerResult(
             (None, expiry), [token_record(replace(token, expiry_timestamp_ms=expiry))]

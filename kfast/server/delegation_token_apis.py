@@ -25,6 +25,7 @@ id and HMAC; Create's names the owner and requester anyway.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from kfast.protocol import (
@@ -189,44 +190,54 @@ def _create_error(
 
 
 # -- RenewDelegationToken / ExpireDelegationToken --------------------------------------------
-async def handle_renew_delegation_token(
-    ctx: RequestContext, request: RenewDelegationTokenRequest
-) -> RenewDelegationTokenResponse:
+_ExpiryResponse = TypeVar(
+    "_ExpiryResponse", RenewDelegationTokenResponse, ExpireDelegationTokenResponse
+)
+
+
+async def _change_expiry(
+    ctx: RequestContext,
+    request: RenewDelegationTokenRequest | ExpireDelegationTokenRequest,
+    response_type: type[_ExpiryResponse],
+    period_ms: int,
+) -> _ExpiryResponse:
+    """Renew or Expire (the same checks, the same answer)."""
     if not allow_token_requests(ctx):
-        return _renew_error(ctx, request, errors.UnsupportedByAuthenticationException())
-    forwarded = await _forwarded(ctx, RENEW_DELEGATION_TOKEN, request, RenewDelegationTokenResponse)
+        error = errors.UnsupportedByAuthenticationException.code
+        return response_type(error_code=error, expiry_timestamp_ms=_ERROR_TIMESTAMP)
+    forwarded = await _forwarded(ctx, ctx.api_key, request, response_type)
     if forwarded is not None:
         return forwarded
-    error, expiry = await ctx.broker.controller.renew_delegation_token(
-        ctx.principal, bytes(request.hmac), request.renew_period_ms
+    controller = ctx.broker.controller
+    change = (
+        controller.renew_delegation_token
+        if response_type is RenewDelegationTokenResponse
+        else controller.expire_delegation_token
     )
-    if error is not None:
-        return _renew_error(ctx, request, error)
-    return RenewDelegationTokenResponse(error_code=0, expiry_timestamp_ms=expiry)
+    failed, expiry = await change(ctx.principal, bytes(request.hmac), period_ms)
+    return response_type(
+        error_code=0 if failed is None else failed.code, expiry_timestamp_ms=expiry
+    )
+
+
+def handle_renew_delegation_token(
+    ctx: RequestContext, request: RenewDelegationTokenRequest
+) -> Awaitable[RenewDelegationTokenResponse]:
+    return _change_expiry(ctx, request, RenewDelegationTokenResponse, request.renew_period_ms)
+
+
+def handle_expire_delegation_token(
+    ctx: RequestContext, request: ExpireDelegationTokenRequest
+) -> Awaitable[ExpireDelegationTokenResponse]:
+    return _change_expiry(
+        ctx, request, ExpireDelegationTokenResponse, request.expiry_time_period_ms
+    )
 
 
 def _renew_error(
     ctx: RequestContext, request: RenewDelegationTokenRequest, error: errors.KafkaError
 ) -> RenewDelegationTokenResponse:
     return RenewDelegationTokenResponse(error_code=error.code, expiry_timestamp_ms=_ERROR_TIMESTAMP)
-
-
-async def handle_expire_delegation_token(
-    ctx: RequestContext, request: ExpireDelegationTokenRequest
-) -> ExpireDelegationTokenResponse:
-    if not allow_token_requests(ctx):
-        return _expire_error(ctx, request, errors.UnsupportedByAuthenticationException())
-    forwarded = await _forwarded(
-        ctx, EXPIRE_DELEGATION_TOKEN, request, ExpireDelegationTokenResponse
-    )
-    if forwarded is not None:
-        return forwarded
-    error, expiry = await ctx.broker.controller.expire_delegation_token(
-        ctx.principal, bytes(request.hmac), request.expiry_time_period_ms
-    )
-    if error is not None:
-        return _expire_error(ctx, request, error)
-    return ExpireDelegationTokenResponse(error_code=0, expiry_timestamp_ms=expiry)
 
 
 def _expire_error(
