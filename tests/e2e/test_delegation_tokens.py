@@ -3,7 +3,8 @@ kfast broker with a SASL_PLAINTEXT SCRAM-SHA-512 listener: create,
 describe, renew (by a renewer), refusals (another user, an unknown HMAC, a
 non-User renewer, a token for someone else without CREATE_TOKENS, a
 describe by someone neither owner nor renewer under an authorizer without
-ACLs), expire;
+ACLs), expire; with DESCRIBE_TOKENS on User:alice a third user describes
+alice's tokens, with CREATE_TOKENS on User:bob creates one owned by bob (v3);
 a restart keeps the tokens (metadata records). Token requests over PLAINTEXT
 are refused, and without delegation.token.secret.key the feature is off.
 The Java program is tests/java (ClientCheck's delegation-tokens and
@@ -26,7 +27,19 @@ from e2e_support import wait_until
 from security_support import RawConnection
 from test_java_client import _write_client_properties, run_client_check
 
-from kfast.protocol import CreateDelegationTokenRequest, DescribeDelegationTokenRequest, errors
+from kfast.protocol import (
+    CreateAclsRequest,
+    CreateDelegationTokenRequest,
+    DescribeDelegationTokenRequest,
+    errors,
+)
+from kfast.protocol.constants import (
+    ACL_OPERATION_CREATE_TOKENS,
+    ACL_OPERATION_DESCRIBE_TOKENS,
+    ACL_PERMISSION_ALLOW,
+    ACL_RESOURCE_USER,
+    PATTERN_TYPE_LITERAL,
+)
 from kfast.security.delegation_token import token_hmac
 from kfast.testing import KfastBroker
 
@@ -115,6 +128,49 @@ def test_java_admin_creates_describes_renews_expires_and_restart_keeps(
         # PLAINTEXT: DELEGATION_TOKEN_REQUEST_NOT_ALLOWED (Kafka's allowTokenRequests).
         raw = RawConnection(broker.broker.bound_ports["PLAINTEXT"])
         try:
+            # carol may describe alice's tokens and create tokens owned by bob.
+            granted = raw.request(
+                "CreateAcls",
+                3,
+                creations=[
+                    CreateAclsRequest.AclCreation(
+                        resource_type=ACL_RESOURCE_USER,
+                        resource_name=f"User:{user}",
+                        resource_pattern_type=PATTERN_TYPE_LITERAL,
+                        principal="User:carol",
+                        host="*",
+                        operation=operation,
+                        permission_type=ACL_PERMISSION_ALLOW,
+                    )
+                    for user, operation in (
+                        ("alice", ACL_OPERATION_DESCRIBE_TOKENS),
+                        ("bob", ACL_OPERATION_CREATE_TOKENS),
+                    )
+                ],
+            )
+            assert [r.error_code for r in granted.results] == [0, 0]
+            carol = _scram("carol", password)
+            port = broker.broker.bound_ports["SASL_PLAINTEXT"]
+            described, for_bob = asyncio.run(
+                _ask(
+                    port,
+                    carol,
+                    DescribeDelegationTokenRequest(owners=None),
+                    CreateDelegationTokenRequest(
+                        owner_principal_type="User",
+                        owner_principal_name="bob",
+                        renewers=[],
+                        max_lifetime_ms=-1,
+                    ),
+                )
+            )
+            assert [t.token_id for t in described.tokens] == [kept]
+            assert for_bob.error_code == 0
+            assert (for_bob.principal_name, for_bob.token_requester_principal_name) == (
+                "bob",
+                "carol",
+            )
+            kept_tokens = {kept, for_bob.token_id}
             created = raw.request("CreateDelegationToken", 3, renewers=[], max_lifetime_ms=-1)
             described = raw.request("DescribeDelegationToken", 3, owners=None)
         finally:
@@ -128,7 +184,8 @@ def test_java_admin_creates_describes_renews_expires_and_restart_keeps(
         facts = run_client_check(
             broker, "describe-tokens", topic, bootstrap=sasl, client_properties=alice
         )
-        assert facts.all("described") == [f"{kept} User:alice"]
+        assert sorted(facts.all("described")) == [f"{kept} User:alice"]
+        assert set(broker.broker.metadata_image.delegation_tokens) == kept_tokens
 
 
 def test_java_producer_logs_in_with_a_token(tmp_path, topic):
