@@ -137,8 +137,10 @@ class SaslListenerHandler:
         owner's name and its expiry; None for an unknown or expired token
         or when tokens are disabled (no delegation.token.secret.key)."""
         image = self.broker.metadata_image
+        if image is None:
+            return None
         secret = self.broker.config["delegation.token.secret.key"]
-        if image is None or not secret:
+        if not secret:
             return None
         token = image.delegation_tokens.get(token_id)
         if token is None or token.expired(int(time.time() * 1000)):
