@@ -26,7 +26,10 @@ topic, sends one request per partition before the clock starts (leaders
 elected, logs created), then produces --gb. Phases for acks=1 and acks=all
 (-1), 1 and 8 partitions, each batch size; within a round the two brokers
 alternate, the order flipping each round. ``--brokers kfast@PATH`` adds
-another kfast source tree (before/after a change, in the same rounds). Loopback only, bounded in time
+another kfast source tree (before/after a change, in the same rounds);
+``--brokers floor`` (and ``floor-autotune``) adds bench/produce_floor.py,
+a server that only receives, CRC-checks, writes and answers: the floor
+under any broker's figure, in the same rounds. Loopback only, bounded in time
 (each phase stops after --limit-s), every process it starts is stopped.
 """
 
@@ -36,16 +39,21 @@ import argparse
 import json
 import multiprocessing as mp
 import os
+import shutil
 import socket
 import statistics
 import struct
+import subprocess
 import sys
+import tempfile
 import time
+from contextlib import contextmanager
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from broker_load import (
     RECORD_SIZE,
+    THIS_TREE,
     cpu_seconds,
     create_topic,
     kfast_launcher,
@@ -137,6 +145,38 @@ def _client(
     sock.close()
 
 
+@contextmanager
+def run_floor(rcvbuf: int | None = None):
+    """``floor`` / ``floor-autotune``: bench/produce_floor.py, the server
+    that only receives, CRC-checks, writes and answers (its docstring)."""
+    from kfast.testing.ports import free_port
+
+    port = free_port()
+    tmp = tempfile.mkdtemp(prefix="bench-floor-")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "produce_floor.py")
+    cmd = ["env", f"PYTHONPATH={THIS_TREE}", sys.executable, "-P", script, "serve", str(port), tmp]
+    if rcvbuf is not None:
+        cmd += ["--rcvbuf", str(rcvbuf)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    try:
+        if proc.stdout is None or proc.stdout.readline().strip() != "ready":
+            raise RuntimeError("the floor server did not start")
+        yield proc, f"127.0.0.1:{port}", 0.0
+    finally:
+        proc.kill()
+        proc.wait()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _start(kind: str):
+    if kind == "floor":
+        return run_floor()
+    if kind == "floor-autotune":
+        return run_floor(-1)
+    launcher = kfast_launcher(kfast_tree(kind)) if kind.startswith("kfast") else ()
+    return run_broker("tansu" if kind == "tansu" else "kfast", launcher=launcher)
+
+
 def phase(
     kind: str,
     partitions: int,
@@ -150,10 +190,9 @@ def phase(
     batch = build_batch(batch_records)
     requests = [build_request(p, batch, acks) for p in range(partitions)]
     total = max(clients, round(gb * 1e9 / (batch_records * RECORD_SIZE)))
-    launcher = kfast_launcher(kfast_tree(kind)) if kind.startswith("kfast") else ()
-    broker = "tansu" if kind == "tansu" else "kfast"
-    with run_broker(broker, launcher=launcher) as (proc, bootstrap, _ready):
-        create_topic(bootstrap, TOPIC, partitions)
+    with _start(kind) as (proc, bootstrap, _ready):
+        if not kind.startswith("floor"):
+            create_topic(bootstrap, TOPIC, partitions)
         host, port = bootstrap.split(":")
         ctx = mp.get_context("spawn")
         # Warm-up: one request per partition (leaders, logs, the first segment).
@@ -227,8 +266,10 @@ def main() -> None:
         "--brokers",
         nargs="+",
         default=["kfast", "tansu"],
-        help="kfast (this tree), tansu, or kfast@PATH: kfast from another source tree "
-        "(its kernels built in place), to compare a before and an after in one run",
+        help="kfast (this tree), tansu, kfast@PATH: kfast from another source tree "
+        "(its kernels built in place), to compare a before and an after in one run; "
+        "floor: bench/produce_floor.py, the receive + CRC + write floor (floor-autotune: "
+        "the same with the kernel's receive-buffer autotuning)",
     )
     parser.add_argument("--limit-s", type=float, default=120.0)
     parser.add_argument(
