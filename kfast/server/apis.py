@@ -120,6 +120,7 @@ __all__ = [
     "HandlerResult",
     "ResponseParts",
     "Answer",
+    "FrameHandler",
 ]
 
 logger = logging.getLogger(__name__)
@@ -149,6 +150,10 @@ ResponseParts: TypeAlias = "list[bytes | memoryview | FileRegion]"
 # What the network layer gets for one request (a network.Response): the
 # parts, timed until sent, or None for no response.
 Answer: TypeAlias = "ResponseParts | TimedResponse | None"
+# A fast path of one API (``register_frame_handler``): the frame in, the
+# response parts (or an awaitable of them) out, or None to leave the request
+# to the API's handler -- having done nothing.
+FrameHandler: TypeAlias = "Callable[[RequestContext, memoryview | bytearray], ResponseParts | Awaitable[ResponseParts] | None]"
 
 
 class ApiRegistry(Protocol):
@@ -360,7 +365,7 @@ class _Registration:
     """A registered API: its handler, error response builder, and the
     request versions served (fixed once registered: ``low``..``high``)."""
 
-    __slots__ = ("handler", "error_response", "api", "low", "high")
+    __slots__ = ("handler", "error_response", "api", "low", "high", "frame_handler")
 
     def __init__(
         self,
@@ -375,6 +380,7 @@ class _Registration:
         self.api = api
         self.low = low
         self.high = high
+        self.frame_handler: FrameHandler | None = None
 
 
 class KafkaApis:
@@ -420,6 +426,12 @@ class KafkaApis:
             api.max_stable_version if api_key == api_keys.API_VERSIONS else self._max_version(api)
         )
         self._handlers[api_key] = _Registration(handler, error_response, api, low, high)
+
+    def register_frame_handler(self, api_key: int, frame_handler: FrameHandler) -> None:
+        """A fast path for a registered API, tried before its body is decoded
+        when no request quota applies and the API is not forwarded (Produce:
+        kfast.server.produce_fast). The handler decides what it serves."""
+        self._handlers[api_key].frame_handler = frame_handler
 
     def registered(self) -> list[int]:
         return sorted(self._handlers)
@@ -479,6 +491,10 @@ class KafkaApis:
             )
             return None
         ctx = RequestContext(header, connection, listener_name, self.broker, len(frame))
+        if registration.frame_handler is not None:
+            answer = self._handle_frame(ctx, registration, frame, received, started)
+            if answer is not None:
+                return answer
         try:
             request = decode_request_body(header, frame)
         except Exception as exc:
@@ -520,6 +536,44 @@ class KafkaApis:
         parts = self._encode(ctx, result)
         handled = perf_counter()
         return self._timed(ctx, parts, received, started, handled, handled)
+
+    def _handle_frame(
+        self,
+        ctx: RequestContext,
+        registration: _Registration,
+        frame: memoryview | bytearray,
+        received: float,
+        started: float,
+    ) -> Answer | Awaitable[Answer]:
+        """The API's fast path (``register_frame_handler``), when no request
+        quota or forwarding applies; None if it left the request to the
+        handler."""
+        request_quota = self._request_quota
+        if request_quota is not None and request_quota.enabled:
+            return None
+        forwarder = getattr(self.broker, "forwarder", None)
+        if forwarder is not None and forwarder.wants(ctx.header.api_key):
+            return None
+        assert registration.frame_handler is not None
+        try:
+            result = registration.frame_handler(ctx, frame)
+        except Exception as exc:
+            # As a handler's failure (no request object: Produce's error
+            # answer does not need one).
+            return self._error(ctx, registration, None, exc)
+        if result is None:
+            return None
+        handled = perf_counter()
+        if type(result) is list:
+            return self._timed(ctx, result, received, started, handled, handled)
+
+        def finish(parts: ResponseParts | None) -> Answer:
+            return self._timed(ctx, parts, received, started, handled, perf_counter())
+
+        def fail(exc: Exception) -> Answer:
+            return self._error(ctx, registration, None, exc)
+
+        return _awaited(result, finish, fail)  # type: ignore[arg-type]
 
     async def handle_enveloped(
         self,
