@@ -29,7 +29,7 @@ from kfast.protocol.constants import (
 )
 from kfast.records import peek_magic
 from kfast.server import leader_hints, transaction_verification
-from kfast.server.apis import ApiRegistry, RequestContext
+from kfast.server.apis import ApiRegistry, KafkaApis, RequestContext
 from kfast.server.quota import throttle_response
 from kfast.server.transaction_verification import TransactionalWrite, start_verification
 
@@ -97,12 +97,38 @@ def _check_records(version: int, records: RequestRecords | None) -> RequestRecor
         raise errors.CorruptRecordException(f"Invalid legacy message set: {exc}") from exc
 
 
+def checked_records(
+    ctx: RequestContext, name: str, index: int, records: RequestRecords | None
+) -> RequestRecords:
+    """The checks of one partition before its append, after authorization:
+    not an internal topic, hosted here, space left in its log dir, a valid
+    record set (``_check_records``). Returns the v2 bytes to append; raises
+    the partition's error."""
+    if name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
+        raise errors.InvalidTopicException(f"Cannot append to internal topic {name}")
+    broker = ctx.broker
+    broker.replica_manager.partition_or_raise(name, index)
+    low_space = broker.log_manager.low_space_message(name, index)
+    if low_space is not None:
+        # Retriable (librdkafka and the Java producer retry it within
+        # delivery.timeout.ms), so producers wait for space rather than
+        # fail; POLICY_VIOLATION would not be.
+        raise errors.KafkaStorageException(low_space)
+    return _check_records(ctx.api_version, records)
+
+
+def verification_guards(ctx: RequestContext) -> dict[tuple[str, int], object] | None:
+    """What append_records checks transactional writes against: {} (filled
+    by a verification) when transaction.partition.verification.enable is
+    on, else None."""
+    return {} if ctx.broker.config["transaction.partition.verification.enable"] else None
+
+
 def handle_produce(
     ctx: RequestContext, request: ProduceRequest
 ) -> ProduceResponse | Awaitable[ProduceResponse | None] | None:
     broker = ctx.broker
     replica_manager = broker.replica_manager
-    log_manager = broker.log_manager
     version = ctx.api_version
     by_id = version >= 13
     responses: list[ProduceResponse.TopicProduceResponse] = []
@@ -142,25 +168,15 @@ def handle_produce(
                     raise errors.UnknownTopicIdException()
                 if topic_denied:
                     raise errors.TopicAuthorizationException()
-                if name in INTERNAL_TOPICS and ctx.client_id != ADMIN_CLIENT_ID:
-                    raise errors.InvalidTopicException(f"Cannot append to internal topic {name}")
-                replica_manager.partition_or_raise(name, data.index)
-                low_space = log_manager.low_space_message(name, data.index)
-                if low_space is not None:
-                    # Retriable (librdkafka and the Java producer retry it
-                    # within delivery.timeout.ms), so producers wait for
-                    # space rather than fail; POLICY_VIOLATION would not be.
-                    raise errors.KafkaStorageException(low_space)
-                records = _check_records(version, data.records)
+                records = checked_records(ctx, name, data.index, data.records)
             except errors.KafkaError as exc:
                 response.error_code = exc.code
                 response.error_message = str(exc) or None
                 failed = True
                 continue
             entries.append((name, data.index, records, response))
-    guards: dict[tuple[str, int], object] | None = None
-    if broker.config["transaction.partition.verification.enable"]:
-        guards = {}
+    guards = verification_guards(ctx)
+    if guards is not None:
         write: TransactionalWrite | None = None
         if request.transactional_id is not None:
             try:
@@ -241,7 +257,7 @@ def _answer(
         return None
     body = ProduceResponse(responses=responses)
     if waiting is None:
-        return _with_leader_hints(ctx, body)
+        return with_leader_hints(ctx, body)
     return _await_acks(ctx, waiting, body)
 
 
@@ -249,10 +265,10 @@ async def _await_acks(
     ctx: RequestContext, waiting: Awaitable[object], body: ProduceResponse
 ) -> ProduceResponse:
     await waiting
-    return _with_leader_hints(ctx, body)
+    return with_leader_hints(ctx, body)
 
 
-def _with_leader_hints(ctx: RequestContext, body: ProduceResponse) -> ProduceResponse:
+def with_leader_hints(ctx: RequestContext, body: ProduceResponse) -> ProduceResponse:
     """Produce v10+: NOT_LEADER_OR_FOLLOWER names the current leader (KIP-951)."""
     if ctx.api_version >= 10:
         replica_manager = ctx.broker.replica_manager
@@ -274,3 +290,8 @@ def _with_leader_hints(ctx: RequestContext, body: ProduceResponse) -> ProduceRes
 
 def register(apis: ApiRegistry) -> None:
     apis.register(api_keys.PRODUCE, handle_produce)
+    if isinstance(apis, KafkaApis):
+        # Imported here: the fast path builds on this module's checks.
+        from kfast.server.produce_fast import handle_produce_frame
+
+        apis.register_frame_handler(api_keys.PRODUCE, handle_produce_frame)
