@@ -81,6 +81,9 @@ class Timer(Protocol):
     def schedule(self, delay_ms: int, callback: Callable[[], object]) -> TimerHandle:
         """Run ``callback()`` ``delay_ms`` from now."""
 
+    def now_ms(self) -> int:
+        """The clock ``schedule`` adds its delay to, in whole ms."""
+
 
 class DelayedOperation(abc.ABC):
     """An operation that completes on an event or after ``delay_ms``."""
