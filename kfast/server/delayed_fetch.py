@@ -21,7 +21,7 @@ have been cleaned), a follower's (the leader quota's throttle lifts with
 time), a rack-aware consumer's (its preferred read replica follows the
 followers' lag).
 
-A waiting fetch's expiry is put on a grid (``expiry_delay_ms``): with 100
+A waiting fetch's expiry is put on a grid (``expiry_step_ms``): with 100
 consumers long-polling, each expiry at its own millisecond is a wake-up of
 the event loop of its own, and on a virtual machine a wake-up from sleep runs
 its first ~0.5 ms of Python several times slower (caches and TLB cold); the
@@ -53,13 +53,13 @@ _EXPIRY_GRID_STEPS_MS = (20, 10, 5, 4, 2)
 _EXPIRY_GRID_SLACK_DIVISOR = 25
 
 
-def expiry_delay_ms(max_wait_ms: int, now_ms: int) -> int:
-    """The delay of a fetch's expiry: ``max_wait_ms`` rounded up so that
-    ``now_ms`` + the delay is a multiple of the grid step for max_wait_ms."""
+def expiry_step_ms(max_wait_ms: int) -> int:
+    """The grid step a fetch waiting ``max_wait_ms`` expires on (0: none,
+    it expires at its own millisecond)."""
     for step in _EXPIRY_GRID_STEPS_MS:
         if step * _EXPIRY_GRID_SLACK_DIVISOR <= max_wait_ms:
-            return max_wait_ms + (-(now_ms + max_wait_ms)) % step
-    return max_wait_ms
+            return step
+    return 0
 
 
 class DelayedFetch(DelayedOperation):
@@ -75,6 +75,7 @@ class DelayedFetch(DelayedOperation):
         """``read()`` returns (results, total bytes, has_error); ``last_read``:
         the results of the read that found too little, made just before."""
         super().__init__(delay_ms)
+        self.expiry_step_ms = expiry_step_ms(delay_ms)
         self.min_bytes = min_bytes
         self.read = read
         self.future = future

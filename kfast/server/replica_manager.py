@@ -48,7 +48,7 @@ from kfast.protocol.errors import (
     UnknownServerException,
     UnknownTopicOrPartitionException,
 )
-from kfast.server.delayed_fetch import DelayedFetch, expiry_delay_ms
+from kfast.server.delayed_fetch import DelayedFetch
 from kfast.server.delayed_produce import (
     DelayedDeleteRecords,
     DelayedProduce,
@@ -185,7 +185,6 @@ class ReplicaManager:
         # the publisher's retry creates them. key -> why.
         self._uncreated: dict[PartitionKey, str] = {}
         self._topic_names: dict[uuid.UUID, str] = {}
-        self._timer = timer
         self.produce_purgatory = DelayedOperationPurgatory("Produce", timer)
         self.fetch_purgatory = DelayedOperationPurgatory("Fetch", timer)
         self.delete_records_purgatory = DelayedOperationPurgatory("DeleteRecords", timer)
@@ -735,7 +734,7 @@ class ReplicaManager:
             return self.read_from_local_log(params, source())
 
         operation = DelayedFetch(
-            expiry_delay_ms(params.max_wait_ms, self._timer.now_ms()),
+            params.max_wait_ms,
             params.min_bytes,
             read,
             future,

@@ -84,11 +84,19 @@ class Timer(Protocol):
     def now_ms(self) -> int:
         """The clock ``schedule`` adds its delay to, in whole ms."""
 
+    def add(self, expiration_ms: int, callback: Callable[[], object]) -> TimerHandle:
+        """Run ``callback()`` at ``expiration_ms`` of that clock."""
+
 
 class DelayedOperation(abc.ABC):
     """An operation that completes on an event or after ``delay_ms``."""
 
     __slots__ = ("delay_ms", "_completed", "_timer_entry", "_purgatory")
+
+    #: Non-zero: the timeout is rounded up to the next multiple of this many
+    #: ms of the timer's clock, so operations expiring close together share
+    #: one wake-up of the loop (DelayedFetch).
+    expiry_step_ms: int = 0
 
     def __init__(self, delay_ms: int) -> None:
         self.delay_ms = delay_ms
@@ -231,7 +239,14 @@ class DelayedOperationPurgatory:
         operations have piled up in watch lists."""
         if not operation._completed:
             operation._purgatory = self
-            operation._timer_entry = self._timer.schedule(operation.delay_ms, operation.run)
+            timer = self._timer
+            step = operation.expiry_step_ms
+            if step:
+                deadline = timer.now_ms() + operation.delay_ms
+                entry = timer.add(deadline + (-deadline) % step, operation.run)
+            else:
+                entry = timer.schedule(operation.delay_ms, operation.run)
+            operation._timer_entry = entry
             self._delayed_count += 1
         if self._estimated_total - self._delayed_count > self.purge_interval:
             # Reset first, as Kafka does: operations completed while

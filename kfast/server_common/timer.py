@@ -83,10 +83,14 @@ class SystemTimer:
         # The kernel's bound method itself, not a method delegating to it,
         # so a schedule() from Python is a single C call.
         self.schedule = wheel.schedule
+        self.add = wheel.add
 
     #: ``schedule(delay_ms, callback)``: run ``callback()`` ``delay_ms`` from
     #: now; return its handle.
     schedule: Callable[[int, Callable[[], object]], TimerTaskEntry]
+    #: ``add(expiration_ms, callback)``: run ``callback()`` when the clock
+    #: (``now_ms``) reaches ``expiration_ms``; return its handle.
+    add: Callable[[int, Callable[[], object]], TimerTaskEntry]
 
     @property
     def size(self) -> int:

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from kfast.config import KafkaConfig
 from kfast.controller.metadata.image import PartitionRegistration
-from kfast.server.delayed_fetch import expiry_delay_ms
+from kfast.server.delayed_fetch import expiry_step_ms
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest, ReplicaManager
 from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
@@ -21,16 +21,15 @@ NODE = 1
 FETCHES = 10
 
 
-@given(st.integers(0, 10**6), st.integers(0, 2**40))
-def test_expiry_delay_is_on_the_grid_and_within_four_percent(max_wait_ms, now_ms):
-    delay = expiry_delay_ms(max_wait_ms, now_ms)
-    assert max_wait_ms <= delay <= max_wait_ms * 1.04
+@given(st.integers(0, 10**6))
+def test_expiry_step_is_within_four_percent_and_divides_the_level_1_interval(max_wait_ms):
+    step = expiry_step_ms(max_wait_ms)
+    assert step * 25 <= max_wait_ms
+    assert step == 0 or 20 % step == 0
     if max_wait_ms >= 500:
-        # librdkafka's default fetch.wait.max.ms and up: the 20 ms grid of
-        # the timer's level-1 buckets.
-        assert (now_ms + delay) % 20 == 0
+        assert step == 20  # librdkafka's default fetch.wait.max.ms and up
     if max_wait_ms < 50:
-        assert delay == max_wait_ms  # no step fits in 4 %
+        assert step == 0  # no step fits in 4 %: its own millisecond
 
 
 class CountingTimer(SystemTimer):
@@ -69,8 +68,10 @@ def test_long_polls_parked_at_different_milliseconds_expire_together(tmp_path):
             assert isinstance(fetch, asyncio.Future)
             fetches.append(fetch)
             (operation,) = [op for op in manager._delayed if op.future is fetch]
-            assert operation.delay_ms >= 500
-            deadlines.add(parked_at + operation.delay_ms)
+            deadline = operation._timer_entry.expiration_ms
+            # Never before max_wait_ms, at most one step after it.
+            assert 500 <= deadline - parked_at <= 500 + 20 + 1
+            deadlines.add(deadline)
             await asyncio.sleep(0.002)  # park the next one at a later millisecond
         span = max(deadlines) - min(deadlines)
         assert all(deadline % 20 == 0 for deadline in deadlines)
