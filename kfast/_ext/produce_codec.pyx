@@ -53,7 +53,7 @@
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
-from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libc.stdlib cimport malloc, realloc, free
 
@@ -117,24 +117,21 @@ cdef class _In:
             raise _Malformed(f"bad unsigned varint at byte {self.p - self.start}")
         return v
 
-    cdef inline int16_t i16(self) except? -32768:
-        self.need(2)
-        cdef int16_t v = <int16_t>((<uint32_t>self.p[0] << 8) | self.p[1])
-        self.p += 2
-        return v
-
-    cdef inline int32_t i32(self) except? -2147483648:
-        self.need(4)
-        cdef int32_t v = <int32_t>((<uint32_t>self.p[0] << 24) | (<uint32_t>self.p[1] << 16)
-                                   | (<uint32_t>self.p[2] << 8) | self.p[3])
-        self.p += 4
+    cdef inline uint64_t be(self, int width) except? 0xFFFFFFFFFFFFFFFF:
+        """A big-endian unsigned integer of ``width`` bytes."""
+        self.need(width)
+        cdef uint64_t v = 0
+        cdef int k
+        for k in range(width):
+            v = (v << 8) | self.p[k]
+        self.p += width
         return v
 
     cdef inline Py_ssize_t length(self, bint compact) except -2:
         """A string/bytes length or array count: -1 for null."""
         if compact:
             return <Py_ssize_t>self.uvarint() - 1
-        return self.i32()
+        return <int32_t>self.be(4)
 
     cdef inline Py_ssize_t count(self, bint compact, Py_ssize_t min_size) except -2:
         """An array count, checked against the bytes left (each element
@@ -152,7 +149,7 @@ cdef class _In:
         if compact:
             n = <Py_ssize_t>self.uvarint() - 1
         else:
-            n = self.i16()
+            n = <int16_t>self.be(2)
         if n == -1:
             return None
         if n < 0:
@@ -204,8 +201,8 @@ def decode_produce_request(frame, Py_ssize_t offset, int version):
         r.p = r.start + offset
         r.end = r.start + pb.len
         transactional_id = r.string(compact)
-        acks = r.i16()
-        timeout_ms = r.i32()
+        acks = <int16_t>r.be(2)
+        timeout_ms = <int32_t>r.be(4)
         # A topic takes at least 3 bytes (empty name or 16-byte id, empty array).
         topic_count = r.count(compact, 2)
         if topic_count < 0:
@@ -225,7 +222,7 @@ def decode_produce_request(frame, Py_ssize_t offset, int version):
                 raise _Malformed("non-nullable field partition_data was serialized as null")
             parts = []
             for j in range(part_count):
-                index = r.i32()
+                index = <int32_t>r.be(4)
                 n = r.length(compact)
                 if n == -1:
                     records = None
@@ -277,39 +274,14 @@ cdef class _Out:
         self.cap = cap
         return 0
 
-    cdef inline int u8(self, uint8_t v) except -1:
-        self.room(1)
-        self.buf[self.size] = v
-        self.size += 1
-        return 0
-
-    cdef inline int i16(self, int16_t v) except -1:
-        self.room(2)
+    cdef inline int be(self, uint64_t v, int width) except -1:
+        """The low ``width`` bytes of ``v``, big-endian (int8/16/32/64)."""
+        self.room(width)
         cdef uint8_t* p = self.buf + self.size
-        p[0] = <uint8_t>(<uint32_t>v >> 8)
-        p[1] = <uint8_t>v
-        self.size += 2
-        return 0
-
-    cdef inline int i32(self, int32_t v) except -1:
-        self.room(4)
-        cdef uint8_t* p = self.buf + self.size
-        cdef uint32_t u = <uint32_t>v
-        p[0] = <uint8_t>(u >> 24)
-        p[1] = <uint8_t>(u >> 16)
-        p[2] = <uint8_t>(u >> 8)
-        p[3] = <uint8_t>u
-        self.size += 4
-        return 0
-
-    cdef inline int i64(self, int64_t v) except -1:
-        self.room(8)
-        cdef uint8_t* p = self.buf + self.size
-        cdef uint64_t u = <uint64_t>v
         cdef int k
-        for k in range(8):
-            p[k] = <uint8_t>(u >> (56 - 8 * k))
-        self.size += 8
+        for k in range(width):
+            p[k] = <uint8_t>(v >> (8 * (width - 1 - k)))
+        self.size += width
         return 0
 
     cdef inline int uvarint(self, uint32_t v) except -1:
@@ -321,7 +293,7 @@ cdef class _Out:
         if compact:
             self.uvarint(<uint32_t>(n + 1))
         else:
-            self.i32(<int32_t>n)
+            self.be(<uint32_t>n, 4)
         return 0
 
     cdef inline int string(self, object s, bint compact) except -1:
@@ -329,15 +301,15 @@ cdef class _Out:
         cdef const char* data
         if s is None:
             if compact:
-                return self.u8(0)
-            return self.i16(-1)
+                return self.be(0, 1)
+            return self.be(0xFFFF, 2)
         data = PyUnicode_AsUTF8AndSize(s, &n)
         if compact:
             self.uvarint(<uint32_t>(n + 1))
         else:
             if n > 32767:
                 raise ValueError(f"string of {n} bytes is too long for an int16 length")
-            self.i16(<int16_t>n)
+            self.be(<uint64_t>n, 2)
         self.room(n)
         memcpy(self.buf + self.size, data, n)
         self.size += n
@@ -358,9 +330,9 @@ def encode_produce_response(int version, int32_t correlation_id, int32_t throttl
     cdef PartitionResult result
     cdef list parts
     cdef Py_ssize_t n
-    w.i32(correlation_id)
+    w.be(<uint32_t>correlation_id, 4)
     if compact:
-        w.u8(0)
+        w.be(0, 1)
     w.count(len(topics), compact)
     for name, parts in topics:
         if by_id:
@@ -372,26 +344,26 @@ def encode_produce_response(int version, int32_t correlation_id, int32_t throttl
             w.string(name, compact)
         w.count(len(parts), compact)
         for result in parts:
-            w.i32(result.index)
-            w.i16(<int16_t>result.error_code)
-            w.i64(result.base_offset)
-            w.i64(result.log_append_time_ms)
+            w.be(<uint32_t>result.index, 4)
+            w.be(<uint16_t>result.error_code, 2)
+            w.be(<uint64_t>result.base_offset, 8)
+            w.be(<uint64_t>result.log_append_time_ms, 8)
             if version >= 5:
-                w.i64(result.log_start_offset)
+                w.be(<uint64_t>result.log_start_offset, 8)
             if version >= 8:
                 errors = result.record_errors
                 w.count(len(errors), compact)
                 for error in errors:
-                    w.i32(error.batch_index)
+                    w.be(<uint32_t><int32_t>error.batch_index, 4)
                     w.string(error.batch_index_error_message, compact)
                     if compact:
-                        w.u8(0)
+                        w.be(0, 1)
                 w.string(result.error_message, compact)
             if compact:
-                w.u8(0)
+                w.be(0, 1)
         if compact:
-            w.u8(0)
-    w.i32(throttle_time_ms)
+            w.be(0, 1)
+    w.be(<uint32_t>throttle_time_ms, 4)
     if compact:
-        w.u8(0)
+        w.be(0, 1)
     return PyBytes_FromStringAndSize(<const char*>w.buf, w.size)
