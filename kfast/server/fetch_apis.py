@@ -56,6 +56,12 @@ _AbortedTransaction = FetchResponse.AbortedTransaction
 _EpochEndOffset = FetchResponse.EpochEndOffset
 _MAX_DECOMPRESSED = 64 * 1024 * 1024
 _LEADER_MOVED = (errors.NotLeaderOrFollowerException.code, errors.FencedLeaderEpochException.code)
+# A consumer's PartitionFetchRequest built with tuple.__new__, not the named
+# tuple's generated Python __new__ (a frame per partition of every fetch);
+# the follower-only fields keep their declared defaults.
+_new_tuple = tuple.__new__
+_NO_LAST_FETCHED_EPOCH: int = PartitionFetchRequest._field_defaults["last_fetched_epoch"]
+_NO_LOG_START_OFFSET: int = PartitionFetchRequest._field_defaults["log_start_offset"]
 # (topic id, partition) of a topic id no topic has
 _UnknownId: TypeAlias = "tuple[UUID, int]"
 # (topic, topic id, partition) the principal may not READ
@@ -110,11 +116,16 @@ def handle_fetch(
         if sessionless:
             topic_ids[name] = topic_id
             requests += [
-                PartitionFetchRequest(
-                    (name, p.partition),
-                    p.fetch_offset,
-                    p.partition_max_bytes,
-                    p.current_leader_epoch,
+                _new_tuple(
+                    PartitionFetchRequest,
+                    (
+                        (name, p.partition),
+                        p.fetch_offset,
+                        p.partition_max_bytes,
+                        p.current_leader_epoch,
+                        _NO_LAST_FETCHED_EPOCH,
+                        _NO_LOG_START_OFFSET,
+                    ),
                 )
                 for p in topic.partitions
             ]
@@ -328,7 +339,10 @@ def _replica_id(request: FetchRequest, version: int) -> int:
     """The fetching replica's id; -1 for a consumer (v15+ moved it into the
     ReplicaState tagged field)."""
     if version >= 15:
-        state = request.replica_state
+        # Read from the decoded fields: reading the attribute of a request
+        # that did not send the tag (every consumer's) builds a default
+        # ReplicaState, whose replica_id is -1 too.
+        state = vars(request).get("replica_state")
         return -1 if state is None else state.replica_id
     return request.replica_id
 
