@@ -39,6 +39,7 @@ pytestmark = [
 
 JAVA_BUILD = REPO / "build" / "java"
 CLIENT_CHECK_CLASS = JAVA_BUILD / "classes" / "kfast" / "ClientCheck.class"
+JAVA_SOURCES = REPO / "tests" / "java" / "src"
 CLASS_PATH = f"{JAVA_BUILD / 'classes'}:{JAVA_BUILD / 'lib'}/*"
 SCENARIO_TIMEOUT_S = 60
 # A run lasts seconds: the C1 compiler alone and the serial collector halve
@@ -83,6 +84,14 @@ def run_client_check(
             f"{CLIENT_CHECK_CLASS.relative_to(REPO)} is missing: run `make deps` "
             "(it builds the Java client check with tests/java/build.py)"
         )
+    stale = [
+        source.relative_to(REPO)
+        for source in JAVA_SOURCES.rglob("*.java")
+        if source.stat().st_mtime > CLIENT_CHECK_CLASS.stat().st_mtime
+    ]
+    if stale:
+        # Classes from older sources fail with facts that look like broker bugs.
+        pytest.fail(f"{stale} changed since build/java was built: run `make deps`")
     java = shutil.which("java")
     if java is None:
         pytest.fail("no `java` on PATH: the Java client tests need a JDK 17 (`make deps`)")
