@@ -22,9 +22,9 @@ scrape time, plus ``retired``, the counts of topics that no longer exist.
 from __future__ import annotations
 
 import threading
-from bisect import bisect_left
 from collections.abc import Callable
 
+from kfast._ext.request_metrics import RequestRecorder
 from kfast.metrics.controller_stats import ControllerStats
 from kfast.metrics.histogram import BOUNDS_MS, Histogram, HistogramSnapshot
 
@@ -83,7 +83,7 @@ class BrokerTopicStats:
         return per_topic, total
 
 
-# RequestMetrics' time histograms, in the order RequestStats keeps them
+# RequestMetrics' time histograms, in the order it keeps them
 # (Kafka's RequestMetrics names without the "TimeMs" suffix).
 REQUEST_TIMES: tuple[str, ...] = (
     "Total",
@@ -93,104 +93,41 @@ REQUEST_TIMES: tuple[str, ...] = (
     "ResponseQueue",
     "ResponseSend",
 )
-_TOTAL, _REQUEST_QUEUE, _LOCAL, _REMOTE, _RESPONSE_QUEUE, _RESPONSE_SEND = range(6)
 
 
-class RequestStats:
-    """One API's RequestMetrics: requests per version, and where the time
-    went: six histograms (REQUEST_TIMES) in one list of counts, so a
-    request costs six bisects and a few additions."""
+class RequestMetrics(RequestRecorder):
+    """Requests per API key and version, and where their time went: six
+    histograms (REQUEST_TIMES) per API, counted in C
+    (kfast._ext.request_metrics: a request costs six binary searches).
 
-    __slots__ = ("requests", "counts", "count", "sums")
+    ``record(api_key, version, received, started, handled, finished,
+    dequeued, sent)`` takes one request's points in time, in seconds of
+    time.perf_counter (Kafka's RequestChannel.Request timestamps):
+
+    - ``received``: its frame was fully read (startTimeNanos);
+    - ``started``: its handler started (requestDequeueTimeNanos), the
+      time between is RequestQueueTime;
+    - ``handled``: the handler returned (apiLocalCompleteTimeNanos):
+      LocalTime, parse, handler, encode of a synchronous answer;
+    - ``finished``: the response was ready (responseCompleteTimeNanos):
+      RemoteTime, waiting on purgatory, the controller, a coordinator write;
+    - ``dequeued``: its send began (responseDequeueTimeNanos):
+      ResponseQueueTime, behind earlier responses of the connection;
+    - ``sent``: its last byte was handed to the socket (endTimeNanos):
+      ResponseSendTime.
+
+    TotalTime is the sum of the five parts, as Kafka's
+    (endTimeNanos - startTimeNanos)."""
 
     def __init__(self) -> None:
-        self.requests = [0] * 32  # per version (grown if needed)
-        self.counts = [0] * (len(REQUEST_TIMES) * _SLOTS)
-        self.count = 0
-        self.sums = [0.0] * len(REQUEST_TIMES)
-
-    def snapshot(self) -> tuple[dict[int, int], list[HistogramSnapshot]]:
-        """(requests per version, one snapshot per REQUEST_TIMES entry)."""
-        counts, n = self.counts, self.count
-        versions = {v: c for v, c in enumerate(self.requests) if c}
-        return versions, [
-            HistogramSnapshot(counts[i * _SLOTS : (i + 1) * _SLOTS], n, self.sums[i])
-            for i in range(len(REQUEST_TIMES))
-        ]
-
-
-_SLOTS = len(BOUNDS_MS) + 1
-# Where each histogram's buckets start in RequestStats.counts.
-_TOTAL_AT, _REQUEST_QUEUE_AT, _LOCAL_AT, _REMOTE_AT, _RESPONSE_QUEUE_AT, _RESPONSE_SEND_AT = (
-    index * _SLOTS for index in range(len(REQUEST_TIMES))
-)
-
-
-class RequestMetrics:
-    def __init__(self) -> None:
-        self.by_key: dict[int, RequestStats] = {}
-
-    def record(
-        self,
-        api_key: int,
-        version: int,
-        received: float,
-        started: float,
-        handled: float,
-        finished: float,
-        dequeued: float,
-        sent: float,
-    ) -> None:
-        """One request's points in time, in seconds of time.perf_counter
-        (Kafka's RequestChannel.Request timestamps):
-
-        - ``received``: its frame was fully read (startTimeNanos);
-        - ``started``: its handler started (requestDequeueTimeNanos), the
-          time between is RequestQueueTime;
-        - ``handled``: the handler returned (apiLocalCompleteTimeNanos):
-          LocalTime, parse, handler, encode of a synchronous answer;
-        - ``finished``: the response was ready (responseCompleteTimeNanos):
-          RemoteTime, waiting on purgatory, the controller, a coordinator write;
-        - ``dequeued``: its send began (responseDequeueTimeNanos):
-          ResponseQueueTime, behind earlier responses of the connection;
-        - ``sent``: its last byte was handed to the socket (endTimeNanos):
-          ResponseSendTime.
-
-        TotalTime is the sum of the five parts, as Kafka's
-        (endTimeNanos - startTimeNanos)."""
-        stats = self.by_key.get(api_key)
-        if stats is None:
-            stats = self.by_key[api_key] = RequestStats()
-        try:
-            stats.requests[version] += 1
-        except IndexError:
-            stats.requests += [0] * (version + 1 - len(stats.requests))
-            stats.requests[version] += 1
-        request_queue = (started - received) * 1000.0
-        local = (handled - started) * 1000.0
-        remote = (finished - handled) * 1000.0
-        response_queue = (dequeued - finished) * 1000.0
-        response_send = (sent - dequeued) * 1000.0
-        total = request_queue + local + remote + response_queue + response_send
-        # Unrolled (once per request): a bucket and a sum per histogram.
-        counts, sums = stats.counts, stats.sums
-        counts[_TOTAL_AT + bisect_left(BOUNDS_MS, total)] += 1
-        counts[_REQUEST_QUEUE_AT + bisect_left(BOUNDS_MS, request_queue)] += 1
-        counts[_LOCAL_AT + bisect_left(BOUNDS_MS, local)] += 1
-        counts[_REMOTE_AT + bisect_left(BOUNDS_MS, remote)] += 1
-        counts[_RESPONSE_QUEUE_AT + bisect_left(BOUNDS_MS, response_queue)] += 1
-        counts[_RESPONSE_SEND_AT + bisect_left(BOUNDS_MS, response_send)] += 1
-        sums[_TOTAL] += total
-        sums[_REQUEST_QUEUE] += request_queue
-        sums[_LOCAL] += local
-        sums[_REMOTE] += remote
-        sums[_RESPONSE_QUEUE] += response_queue
-        sums[_RESPONSE_SEND] += response_send
-        stats.count += 1
+        super().__init__(BOUNDS_MS)
 
     def snapshot(self) -> dict[int, tuple[dict[int, int], list[HistogramSnapshot]]]:
         """{api key: (requests per version, histograms in REQUEST_TIMES order)}."""
-        return {key: stats.snapshot() for key, stats in self.by_key.items()}
+        return {
+            key: (versions, [HistogramSnapshot(counts, count, total) for counts, total in times])
+            for key, (versions, count, times) in self.raw_snapshot().items()
+        }
 
 
 class RequestTiming:

@@ -60,3 +60,43 @@ def test_request_metrics_total_is_the_sum_of_the_five_parts():
     )
     remote = times["Remote"]
     assert 8.0 <= remote.quantile(0.99) <= 8.0 * WIDTH and remote.quantile(0.5) == 0.0
+
+
+# Points in time of one request (s): received, then five non-negative gaps.
+_gaps = st.lists(
+    st.one_of(
+        st.floats(min_value=0.0, max_value=200.0),  # up to past the last bound (overflow)
+        st.sampled_from([b / 1000.0 for b in BOUNDS_MS]),  # exactly on a bound
+    ),
+    min_size=5,
+    max_size=5,
+)
+
+
+@given(st.lists(st.tuples(st.integers(0, 80), st.integers(0, 70), _gaps), min_size=1, max_size=40))
+def test_request_metrics_buckets_are_the_histograms(requests):
+    """The C recorder (kfast._ext.request_metrics) puts every time in the
+    bucket, and adds it to the sum, that the Python Histogram does."""
+    from kfast.metrics.broker_stats import REQUEST_TIMES, RequestMetrics
+
+    metrics = RequestMetrics()
+    expected: dict[int, tuple[dict[int, int], list[Histogram]]] = {}
+    for key, version, gaps in requests:
+        points = [1000.0]
+        for gap in gaps:
+            points.append(points[-1] + gap)
+        metrics.record(key, version, *points)
+        versions, histograms = expected.setdefault(key, ({}, [Histogram() for _ in REQUEST_TIMES]))
+        versions[version] = versions.get(version, 0) + 1
+        parts = [(b - a) * 1000.0 for a, b in zip(points, points[1:])]
+        for histogram, ms in zip(histograms, [sum(parts), *parts], strict=True):
+            histogram.record(ms)
+    snapshot = metrics.snapshot()
+    assert snapshot.keys() == expected.keys()
+    for key, (versions, histograms) in expected.items():
+        got_versions, got = snapshot[key]
+        assert got_versions == versions
+        for mine, theirs in zip(got, histograms, strict=True):
+            assert mine.counts == theirs.counts
+            assert mine.count == theirs.count
+            assert math.isclose(mine.sum, theirs.sum, rel_tol=1e-9, abs_tol=1e-9)
