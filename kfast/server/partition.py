@@ -319,7 +319,8 @@ class Partition:
         self, records: RecordsBuffer, origin: str, required_acks: int
     ) -> tuple[LogAppendInfo, bool]:
         """Append as leader; returns (LogAppendInfo, high_watermark_moved)."""
-        log = self.leader_log_or_raise()
+        # A client's append names no leader epoch: leadership is the only check.
+        log = self.log if self.is_leader else self.leader_log_or_raise()
         # Item access: LogConfig's attribute form goes through __getattr__
         # after a failed slot lookup (~1.4 us, most of what acks=-1 cost over
         # acks=1 per append).

@@ -400,10 +400,13 @@ class ReplicaManager:
             return None
         statuses = []
         topic_stats = self.topic_stats
+        hosted = self._partitions
         for topic, index, records, response in entries:
             stats = None
             try:
-                partition = self.partition_or_raise(topic, index)
+                partition = hosted.get((topic, index))
+                if partition is None or partition.log.offline:
+                    partition = self.partition_or_raise(topic, index)  # raises the error to answer
                 # Counted once the partition is known to be here (as Kafka:
                 # no meters for names nobody created).
                 stats = topic_stats.topic(topic)

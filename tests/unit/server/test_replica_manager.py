@@ -123,6 +123,31 @@ def test_min_insync_replicas_and_unknown_partition(setup):
     run(main())
 
 
+def test_an_offline_or_followed_partition_refuses_the_append(setup):
+    """append_records finds a hosted partition with one dict lookup; a log
+    in a failed dir and a partition this broker only follows still get
+    their errors, and nothing is written."""
+
+    async def main():
+        manager = setup(asyncio.get_running_loop())
+        partition = manager.get_partition("t", 0)
+        out = response()
+        assert manager.append_records(100, 1, [("t", 0, batch(b"a"), out)]) is None
+        assert (out.error_code, out.base_offset) == (0, 0)
+        partition.log.offline = True
+        out = response()
+        manager.append_records(100, 1, [("t", 0, batch(b"b"), out)])
+        assert out.error_code == errors.KafkaStorageException.code
+        partition.log.offline = False
+        partition.leader_id = FOLLOWER
+        out = response()
+        manager.append_records(100, -1, [("t", 0, batch(b"c"), out)])
+        assert out.error_code == errors.NotLeaderOrFollowerException.code
+        assert partition.log.log_end_offset == 1
+
+    run(main())
+
+
 def test_delayed_fetch_completes_on_append_and_on_timeout(setup):
     async def main():
         manager = setup(asyncio.get_running_loop())
