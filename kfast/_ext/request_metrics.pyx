@@ -109,6 +109,19 @@ cdef class RequestRecorder:
     ):
         """One request's points in time, in seconds (see
         kfast.metrics.broker_stats.RequestMetrics)."""
+        self._record(api_key, version, received, started, handled, finished, dequeued, sent)
+
+    cdef int _record(
+        self,
+        int api_key,
+        int version,
+        double received,
+        double started,
+        double handled,
+        double finished,
+        double dequeued,
+        double sent,
+    ) except -1:
         cdef _ApiStats stats
         cdef object found = self._by_key.get(api_key)
         if found is None:
@@ -134,6 +147,7 @@ cdef class RequestRecorder:
             stats.counts[i * slots + _bucket(bounds, n, times[i])] += 1
             stats.sums[i] += times[i]
         stats.count += 1
+        return 0
 
     def raw_snapshot(self):
         """{api key: (requests per version, count, [(bucket counts, sum)] in
@@ -152,3 +166,46 @@ cdef class RequestRecorder:
             ]
             result[key] = (versions, stats.count, histograms)
         return result
+
+
+cdef class RequestTiming:
+    """A request's points in time until its response is sent: the network
+    layer (kfast.server.network.TimedResponse) calls ``sent(dequeued, now)``
+    once the response's last byte went to the socket, which records it.
+    One per answered request on a connection, so built and reported in C."""
+
+    cdef RequestRecorder metrics
+    cdef int api_key, version
+    cdef double received, started, handled, finished
+
+    def __init__(
+        self,
+        RequestRecorder metrics not None,
+        int api_key,
+        int version,
+        double received,
+        double started,
+        double handled,
+        double finished,
+    ):
+        self.metrics = metrics
+        self.api_key = api_key
+        self.version = version
+        self.received = received
+        self.started = started
+        self.handled = handled
+        self.finished = finished
+
+    def sent(self, double dequeued, double now):
+        """Its send began at ``dequeued``; its last byte was handed to the
+        socket at ``now`` (time.perf_counter seconds)."""
+        self.metrics._record(
+            self.api_key,
+            self.version,
+            self.received,
+            self.started,
+            self.handled,
+            self.finished,
+            dequeued,
+            now,
+        )

@@ -7,9 +7,9 @@ Who writes what:
   bytes in, produce requests per partition, failures) and the Fetch handler
   (bytes out, fetch requests per partition, failures), on the event loop;
 - ``RequestMetrics``: once per request, when its response was sent (the
-  network layer, through the ``RequestTiming`` KafkaApis attached to the
-  response) or when it got none (count per version, the six times), on
-  the event loop;
+  network layer, through the ``RequestTiming`` of kfast._ext.request_metrics
+  that KafkaApis attached to the response) or when it got none (count per
+  version, the six times), on the event loop;
 - ``ReplicaStats``: ISR shrinks and expands committed by the controller;
 - ``QuotaStats``: whoever throttles a client calls ``record_throttle``;
 - ``LOG_FLUSH_STATS``: ``Log.flush``, in executor threads, so it alone takes
@@ -128,41 +128,6 @@ class RequestMetrics(RequestRecorder):
             key: (versions, [HistogramSnapshot(counts, count, total) for counts, total in times])
             for key, (versions, count, times) in self.raw_snapshot().items()
         }
-
-
-class RequestTiming:
-    """A request's points in time until its response is sent: the network
-    layer sets ``dequeued`` when the response is handed to the transport and
-    calls ``sent`` once its last byte went to the socket, which records it."""
-
-    __slots__ = ("metrics", "api_key", "version", "received", "started", "handled", "finished")
-
-    def __init__(
-        self,
-        metrics: RequestMetrics,
-        api_key: int,
-        version: int,
-        received: float,
-        started: float,
-        handled: float,
-        finished: float,
-    ):
-        self.metrics = metrics
-        self.api_key, self.version = api_key, version
-        self.received, self.started = received, started
-        self.handled, self.finished = handled, finished
-
-    def sent(self, dequeued: float, now: float) -> None:
-        self.metrics.record(
-            self.api_key,
-            self.version,
-            self.received,
-            self.started,
-            self.handled,
-            self.finished,
-            dequeued,
-            now,
-        )
 
 
 class ReplicaStats:

@@ -71,7 +71,8 @@ from collections.abc import Awaitable, Callable
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, TypeVar
 
-from kfast.metrics.broker_stats import RequestMetrics, RequestTiming
+from kfast._ext.request_metrics import RequestTiming
+from kfast.metrics.broker_stats import RequestMetrics
 from kfast.protocol import (
     RequestHeader,
     api_keys,

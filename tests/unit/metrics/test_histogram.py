@@ -100,3 +100,20 @@ def test_request_metrics_buckets_are_the_histograms(requests):
             assert mine.counts == theirs.counts
             assert mine.count == theirs.count
             assert math.isclose(mine.sum, theirs.sum, rel_tol=1e-9, abs_tol=1e-9)
+
+
+def test_request_timing_records_once_its_response_is_sent():
+    from kfast._ext.request_metrics import RequestTiming
+    from kfast.metrics.broker_stats import REQUEST_TIMES, RequestMetrics
+
+    metrics = RequestMetrics()
+    timing = RequestTiming(metrics, 0, 9, 10.0, 10.001, 10.003, 10.011)
+    assert metrics.snapshot() == {}  # nothing until the send completes
+    timing.sent(10.014, 10.018)
+    versions, histograms = metrics.snapshot()[0]
+    assert versions == {9: 1}
+    sums = {name: h.sum for name, h in zip(REQUEST_TIMES, histograms, strict=True)}
+    expected = {"RequestQueue": 1.0, "Local": 2.0, "Remote": 8.0, "ResponseQueue": 3.0}
+    expected |= {"ResponseSend": 4.0, "Total": 18.0}
+    for name, ms in expected.items():
+        assert math.isclose(sums[name], ms, abs_tol=1e-6), name
