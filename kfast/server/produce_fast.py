@@ -147,12 +147,19 @@ async def _encode_when_acked(
 def _encode(ctx: RequestContext, responses: _Topics) -> ResponseParts:
     header = ctx.header
     version = header.api_version
-    if version >= _LEADER_HINT_FROM and any(
-        result.error_code == _NOT_LEADER for _, results in responses for result in results
-    ):
+    if version >= _LEADER_HINT_FROM and _any_not_leader(responses):
         body = with_leader_hints(ctx, _generic_body(responses, version))
         return encode_response_parts(PRODUCE, version, header.correlation_id, body)[1:]
     return [encode_produce_response(version, header.correlation_id, 0, responses)]
+
+
+def _any_not_leader(responses: _Topics) -> bool:
+    # Loops, not any() over a generator: asked of every v10+ answer.
+    for _, results in responses:
+        for result in results:
+            if result.error_code == _NOT_LEADER:
+                return True
+    return False
 
 
 def _generic_body(responses: _Topics, version: int) -> ProduceResponse:
