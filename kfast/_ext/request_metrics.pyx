@@ -1,6 +1,7 @@
 # cython: binding=False, boundscheck=False, wraparound=False, cdivision=True
 # binding=False: ``record`` is a plain C method descriptor, called without
-# building a bound method (it runs once per request).
+# building a bound method (it runs once per request); RequestTiming calls it
+# in C.
 """RequestMetrics' per-request record (issue 21 items 1 and 3).
 
 Every request, answered or not, adds one count per version and one value to
@@ -96,7 +97,7 @@ cdef class RequestRecorder:
     def __dealloc__(self):
         PyMem_Free(self._bounds)
 
-    def record(
+    cpdef void record(
         self,
         int api_key,
         int version,
@@ -106,22 +107,9 @@ cdef class RequestRecorder:
         double finished,
         double dequeued,
         double sent,
-    ):
+    ) except *:
         """One request's points in time, in seconds (see
         kfast.metrics.broker_stats.RequestMetrics)."""
-        self._record(api_key, version, received, started, handled, finished, dequeued, sent)
-
-    cdef int _record(
-        self,
-        int api_key,
-        int version,
-        double received,
-        double started,
-        double handled,
-        double finished,
-        double dequeued,
-        double sent,
-    ) except -1:
         cdef _ApiStats stats
         cdef object found = self._by_key.get(api_key)
         if found is None:
@@ -147,7 +135,6 @@ cdef class RequestRecorder:
             stats.counts[i * slots + _bucket(bounds, n, times[i])] += 1
             stats.sums[i] += times[i]
         stats.count += 1
-        return 0
 
     def raw_snapshot(self):
         """{api key: (requests per version, count, [(bucket counts, sum)] in
@@ -199,7 +186,7 @@ cdef class RequestTiming:
     def sent(self, double dequeued, double now):
         """Its send began at ``dequeued``; its last byte was handed to the
         socket at ``now`` (time.perf_counter seconds)."""
-        self.metrics._record(
+        self.metrics.record(
             self.api_key,
             self.version,
             self.received,
