@@ -58,6 +58,7 @@ from libc.string cimport memcpy
 from libc.stdlib cimport malloc, realloc, free
 
 from kfast._ext.varint cimport read_uvarint32, write_uvarint32, VARINT_OK
+from kfast._ext.views cimport view_slice
 
 import uuid as _uuid_module
 
@@ -165,17 +166,6 @@ cdef class _In:
         return self.uvarint() == 0
 
 
-cdef inline object _view_slice(object view, Py_ssize_t offset, Py_ssize_t n):
-    # view[offset:offset + n] without a slice object (as protocol_codec.pyx):
-    # a new view on the same managed buffer, narrowed.
-    out = PyMemoryView_FromObject(view)
-    cdef Py_buffer* b = PyMemoryView_GET_BUFFER(out)
-    b.buf = <char*>b.buf + offset
-    b.len = n
-    b.shape[0] = n
-    return out
-
-
 def decode_produce_request(frame, Py_ssize_t offset, int version):
     """The Produce request body at ``frame[offset:]`` (``version`` 3-13):
     (transactional_id, acks, timeout_ms, topics), topics a list of (name, or
@@ -230,7 +220,7 @@ def decode_produce_request(frame, Py_ssize_t offset, int version):
                     raise _Malformed(f"invalid records length {n}")
                 else:
                     r.need(n)
-                    records = _view_slice(view, r.p - r.start, n)
+                    records = view_slice(view, r.p - r.start, n)
                     r.p += n
                 if compact and not r.no_tags():
                     return None

@@ -58,6 +58,7 @@ from libc.string cimport memcpy
 from libc.stdlib cimport malloc, realloc, free
 
 from kfast._ext.varint cimport read_uvarint32, write_uvarint32, VARINT_OK
+from kfast._ext.views cimport view_slice
 
 cdef extern from "Python.h":
     int PyObject_GenericSetDict(object o, object d, void* ctx) except -1
@@ -222,19 +223,6 @@ cdef inline object _new_message(object cls, dict d):
 
 # ---------------------------------------------------------------- decoding
 
-cdef inline object _view_slice(object view, Py_ssize_t offset, Py_ssize_t n):
-    # view[offset:offset + n] without building a slice object: a new view
-    # registered on the same managed buffer (so it keeps the exporter alive
-    # exactly as a slice would), then narrowed. `view` is always the 1-D,
-    # unsigned-byte, C-contiguous memoryview decode() made, for which
-    # buf/len/shape[0] are the whole description of the window.
-    out = PyMemoryView_FromObject(view)
-    cdef Py_buffer* b = PyMemoryView_GET_BUFFER(out)
-    b.buf = <char*>b.buf + offset
-    b.len = n
-    b.shape[0] = n
-    return out
-
 
 cdef class _Reader:
     cdef const uint8_t* start
@@ -343,7 +331,7 @@ cdef object _decode_value(int kind, FieldOp op, _Reader r):
         i = r.p - r.start
         r.p += n
         if kind == KIND_RECORDS:
-            return _view_slice(r.view, i, n)
+            return view_slice(r.view, i, n)
         return PyBytes_FromStringAndSize(<const char*>(r.start + i), n)
     if kind == KIND_UINT16:
         return PyLong_FromLong(<uint16_t>r.i16())
