@@ -291,13 +291,9 @@ def with_leader_hints(ctx: RequestContext, body: ProduceResponse) -> ProduceResp
 def register(apis: ApiRegistry) -> None:
     apis.register(api_keys.PRODUCE, handle_produce)
     if isinstance(apis, KafkaApis):
-        # Imported here: the fast path builds on this module's checks.
-        try:
-            from kfast.server.produce_fast import handle_produce_frame
-        except ImportError as exc:
-            # A tree whose kernels predate kfast/_ext/produce_codec.pyx
-            # (`python setup.py build_ext --inplace` builds it): every
-            # request takes the generic path, which is complete on its own.
-            logger.warning("Produce fast path unavailable, kernels not rebuilt: %s", exc)
-            return
+        # Imported here: the fast path builds on this module's checks. Its
+        # kernel is built with the others (kfast.server.apis already needs
+        # request_metrics), so a missing build fails loudly, not slowly.
+        from kfast.server.produce_fast import handle_produce_frame
+
         apis.register_frame_handler(api_keys.PRODUCE, handle_produce_frame)

@@ -76,6 +76,13 @@ class FastPathStats:
 STATS = FastPathStats()
 
 
+def _leave_to_handler() -> ResponseParts | None:
+    """None, counted: not served here (nothing done yet), so KafkaApis gives
+    the request to handle_produce."""
+    STATS.fell_back += 1
+    return None
+
+
 def handle_produce_frame(
     ctx: RequestContext, frame: memoryview | bytearray
 ) -> ResponseParts | Coroutine[Any, Any, ResponseParts] | None:
@@ -88,17 +95,14 @@ def handle_produce_frame(
         or ctx._authorizer() is not None
         or broker.quotas.produce.enabled
     ):
-        STATS.fell_back += 1
-        return None
+        return _leave_to_handler()
     decoded = _decode(frame, ctx.header.header_length, version)
     if decoded is None:
-        STATS.fell_back += 1
-        return None
+        return _leave_to_handler()
     transactional_id, acks, timeout_ms, topics = decoded
     guards = verification_guards(ctx)
     if acks == 0 or (transactional_id is not None and guards is not None):
-        STATS.fell_back += 1
-        return None
+        return _leave_to_handler()
     replica_manager = broker.replica_manager
     by_id = version >= 13
     entries = []
@@ -106,15 +110,13 @@ def handle_produce_frame(
     for topic, partitions in topics:
         name = replica_manager.topic_name(topic) if by_id else topic
         if name is None:
-            STATS.fell_back += 1
-            return None
+            return _leave_to_handler()
         results = []
         for index, records in partitions:
             try:
                 checked = checked_records(ctx, name, index, records)
             except errors.KafkaError:
-                STATS.fell_back += 1
-                return None
+                return _leave_to_handler()
             result = PartitionResult(index)
             results.append(result)
             entries.append((name, index, checked, result))
