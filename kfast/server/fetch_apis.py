@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 from uuid import UUID
 
@@ -30,7 +30,7 @@ from kfast.protocol.constants import (
 )
 from kfast.protocol.file_region import FileRegion
 from kfast.server import leader_hints
-from kfast.server.apis import ApiRegistry, RequestContext
+from kfast.server.apis import ApiRegistry, KafkaApis, RequestContext
 from kfast.server.fetch_session import (
     FINAL_EPOCH,
     CachedPartition,
@@ -43,6 +43,7 @@ from kfast.server.quota import throttle_response
 from kfast.server.replica_manager import FetchParams, FetchPartitionData, PartitionFetchRequest
 
 if TYPE_CHECKING:
+    from kfast.metrics.broker_stats import BrokerTopicStats
     from kfast.server.delayed_fetch import FetchResults
     from kfast.server.quota import ClientQuotaManager
     from kfast.server.replica_manager import ReplicaManager
@@ -403,12 +404,11 @@ def _response(
     # does messages (fields left out take their defaults): a message per
     # partition is most of an empty long poll's response cost. A partition
     # whose error names a moved leader is a message, for the KIP-951 hint.
+    count_fetched(ctx.broker.replica_manager.topic_stats, [(s[0], s[3]) for s in selected])
     responses: list[Any] = []
     current: dict[str, Any] | None = None
     partitions: list[Any] = []
     hinted: list[tuple[str, int, FetchResponse.PartitionData]] = []
-    topic_stats = ctx.broker.replica_manager.topic_stats
-    stats = None
     for topic, topic_id, index, data in selected:
         if current is None or current["topic"] != topic:
             # A topic id is None below v13, which send no id.
@@ -417,16 +417,7 @@ def _response(
             if topic_id is not None:
                 current["topic_id"] = topic_id
             responses.append(current)
-            stats = topic_stats.topics.get(topic)
         error_code = data.error_code
-        # BrokerTopicMetrics: no meters for a topic this broker never had.
-        if stats is None and not error_code:
-            stats = topic_stats.topic(topic)
-        if stats is not None:
-            stats.total_fetch_requests += 1
-            if error_code:
-                stats.failed_fetch_requests += 1
-            stats.bytes_out += data.size
         records: FileRegion | bytes | None = data.records
         if records is None:
             records = b""
@@ -464,6 +455,36 @@ def _response(
     return body
 
 
+def count_fetched(
+    topic_stats: BrokerTopicStats, fetched: Iterable[tuple[str, FetchPartitionData]]
+) -> None:
+    """BrokerTopicMetrics of the partitions a consumer's fetch answers:
+    (topic, data) in response order. A topic this broker never had gets no
+    meters for an error answer."""
+    stats = None
+    last = None
+    for topic, data in fetched:
+        if topic != last:
+            stats = topic_stats.topics.get(topic)
+            last = topic
+        error_code = data.error_code
+        if stats is None and not error_code:
+            stats = topic_stats.topic(topic)
+        if stats is not None:
+            stats.total_fetch_requests += 1
+            if error_code:
+                stats.failed_fetch_requests += 1
+            stats.bytes_out += data.size
+
+
+def sessionless_response(
+    ctx: RequestContext, results: FetchResults, topic_ids: dict[str, UUID | None]
+) -> FetchResponse:
+    """The response to a sessionless consumer fetch that read ``results``
+    (kfast.server.fetch_fast hands the ones that need a KIP-951 hint here)."""
+    return _response(ctx, FullFetchContext([], None), results, [], (), topic_ids)
+
+
 def _throttled(ctx: RequestContext, quota: ClientQuotaManager, results: FetchResults) -> bool:
     """Count the response's record bytes against the consumer's byte-rate
     quota; over it, take them back (nothing is sent) and throttle."""
@@ -479,3 +500,9 @@ def _throttled(ctx: RequestContext, quota: ClientQuotaManager, results: FetchRes
 
 def register(apis: ApiRegistry) -> None:
     apis.register(api_keys.FETCH, handle_fetch)
+    if isinstance(apis, KafkaApis):
+        # Imported here: the fast path builds on this module's response
+        # builder and metrics (as Produce's on produce_apis).
+        from kfast.server.fetch_fast import handle_fetch_frame
+
+        apis.register_frame_handler(api_keys.FETCH, handle_fetch_frame)

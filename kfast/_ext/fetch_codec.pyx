@@ -1,0 +1,472 @@
+# Fetch (API key 1) request bodies and responses, v4-v18, without the generic
+# codec's message objects: the broker's Fetch fast path
+# (kfast.server.fetch_fast). The generic, schema-driven codec
+# (protocol_codec.pyx, schema in kfast/protocol/messages/fetch.py) stays the
+# definition; tests/unit/protocol/test_fetch_codec.py checks this module
+# against it: for every request this decoder accepts the generic one decodes
+# the same values (or both raise INVALID_REQUEST), and the response bytes are
+# the generic encoder's.
+#
+# Request body grammar (after the request header; "c" = compact in the
+# flexible versions v12+, see protocol_codec.pyx for the primitives):
+#   replica_id                int32                 v4-v14
+#   max_wait_ms               int32
+#   min_bytes                 int32
+#   max_bytes                 int32
+#   isolation_level           int8
+#   session_id                int32                 v7+
+#   session_epoch             int32                 v7+
+#   topics                    array (c) of
+#     topic                   string (c)            v4-v12
+#     topic_id                uuid                  v13+
+#     partitions              array (c) of
+#       partition             int32
+#       current_leader_epoch  int32                 v9+
+#       fetch_offset          int64
+#       last_fetched_epoch    int32                 v12+
+#       log_start_offset      int64                 v5+
+#       partition_max_bytes   int32
+#       [tagged fields]       v12+: replica_directory_id (v17+), high_watermark (v18+)
+#     [tagged fields]         v12+
+#   forgotten_topics_data     array (c) of          v7+
+#     topic                   string (c)            v7-v12
+#     topic_id                uuid                  v13+
+#     partitions              array (c) of int32
+#     [tagged fields]         v12+
+#   rack_id                   string (c)            v11+
+#   [tagged fields]           v12+: cluster_id (tag 0), replica_state (tag 1, v15+:
+#                             a follower's replica id)
+#
+# Response (header: correlation_id int32, then v12+ an empty tagged-field
+# section):
+#   throttle_time_ms          int32
+#   error_code                int16                 v7+
+#   session_id                int32                 v7+
+#   responses                 array (c) of
+#     topic                   string (c)            v4-v12
+#     topic_id                uuid                  v13+
+#     partitions              array (c) of
+#       partition_index       int32
+#       error_code            int16
+#       high_watermark        int64
+#       last_stable_offset    int64
+#       log_start_offset      int64                 v5+
+#       aborted_transactions  nullable array (c) of
+#         producer_id         int64
+#         first_offset        int64
+#         [tagged fields]     v12+
+#       preferred_read_replica int32                v11+
+#       records               nullable records (c)
+#       [tagged fields]       v12+, none written: tag 0 diverging_epoch is a
+#                             follower's (never served here), tag 1
+#                             current_leader (KIP-951) the generic encoder's,
+#                             to which the fast path hands a response that
+#                             needs it
+#     [tagged fields]         v12+
+#   [tagged fields]           v12+; tag 0 node_endpoints: as current_leader
+#
+# Every read is checked against the end of the frame and every length or
+# count against the bytes that remain before anything is allocated; a
+# violation raises MalformedRequestException (INVALID_REQUEST), as the
+# generic decoder does. A well-formed body this module leaves to the generic
+# decoder (any tagged field, a null topic name) gives None.
+
+from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyObject_CheckBuffer
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
+from cpython.tuple cimport PyTuple_GET_ITEM
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
+from libc.string cimport memcpy
+from libc.stdlib cimport malloc, realloc, free
+
+from kfast._ext.varint cimport read_uvarint32, write_uvarint32, VARINT_OK
+
+import uuid as _uuid_module
+
+from kfast.protocol.errors import MalformedRequestException as _Malformed
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+
+cdef object _UUID = _uuid_module.UUID
+
+cdef enum:
+    # First version with isolation_level (and so read_committed), sessions,
+    # current_leader_epoch, the rack id, flexible encoding / last_fetched_epoch,
+    # topic ids, replica_state instead of replica_id; served range.
+    MIN_VERSION = 4
+    LOG_START_FROM = 5
+    SESSIONS_FROM = 7
+    LEADER_EPOCH_FROM = 9
+    RACK_FROM = 11
+    FLEXIBLE_FROM = 12
+    TOPIC_ID_FROM = 13
+    REPLICA_STATE_FROM = 15
+    MAX_VERSION = 18
+    # Records and buffers of at least this many bytes go out as parts of
+    # their own (protocol_codec's SEPARATE_PART_MIN: the same parts).
+    SEPARATE_PART_MIN = 32768
+
+
+cdef class _In:
+    cdef const uint8_t* start
+    cdef const uint8_t* p
+    cdef const uint8_t* end
+
+    cdef inline int need(self, Py_ssize_t n) except -1:
+        if n < 0 or self.end - self.p < n:
+            raise _Malformed(f"truncated at byte {self.p - self.start}: need {n} more, "
+                             f"{self.end - self.p} remain")
+        return 0
+
+    cdef inline uint32_t uvarint(self) except? 0xFFFFFFFF:
+        cdef uint32_t v
+        if read_uvarint32(&self.p, self.end, &v) != VARINT_OK:
+            raise _Malformed(f"bad unsigned varint at byte {self.p - self.start}")
+        return v
+
+    cdef inline uint64_t be(self, int width) except? 0xFFFFFFFFFFFFFFFF:
+        """A big-endian unsigned integer of ``width`` bytes."""
+        self.need(width)
+        cdef uint64_t v = 0
+        cdef int k
+        for k in range(width):
+            v = (v << 8) | self.p[k]
+        self.p += width
+        return v
+
+    cdef inline Py_ssize_t count(self, bint compact, Py_ssize_t min_size) except -2:
+        """An array count, checked against the bytes left (each element
+        takes at least ``min_size``); -1 for null."""
+        cdef Py_ssize_t n
+        if compact:
+            n = <Py_ssize_t>self.uvarint() - 1
+        else:
+            n = <int32_t>self.be(4)
+        if n < -1:
+            raise _Malformed(f"invalid array length {n}")
+        if n > 0 and n > (self.end - self.p) // min_size:
+            raise _Malformed(f"array of {n} elements exceeds the {self.end - self.p} "
+                             f"bytes that remain")
+        return n
+
+    cdef inline object string(self, bint compact):
+        cdef Py_ssize_t n
+        if compact:
+            n = <Py_ssize_t>self.uvarint() - 1
+        else:
+            n = <int16_t>self.be(2)
+        if n == -1:
+            return None
+        if n < 0:
+            raise _Malformed(f"invalid string length {n}")
+        self.need(n)
+        # Invalid UTF-8 decodes with U+FFFD, as the generic codec (and Java's String).
+        s = PyUnicode_DecodeUTF8(<const char*>self.p, n, "replace")
+        self.p += n
+        return s
+
+    cdef inline object uuid(self):
+        self.need(16)
+        u = _UUID(bytes=PyBytes_FromStringAndSize(<const char*>self.p, 16))
+        self.p += 16
+        return u
+
+    cdef inline bint no_tags(self) except -1:
+        """The tagged-field section: True if empty (the only case served)."""
+        return self.uvarint() == 0
+
+
+def decode_fetch_request(frame, Py_ssize_t offset, int version):
+    """The Fetch request body at ``frame[offset:]`` (``version`` 4-18):
+    (replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level,
+    session_id, session_epoch, topics, forgotten_topics, rack_id), with the
+    schema's defaults for fields the version lacks. ``topics``: a list of
+    (name, or topic id from v13, [(partition, current_leader_epoch,
+    fetch_offset, last_fetched_epoch, log_start_offset,
+    partition_max_bytes), ...]); ``forgotten_topics``: (name or topic id,
+    [partition, ...]). None: well formed, or not, but for the generic
+    decoder (a version outside 4-18, tagged fields, a null topic name)."""
+    if version < MIN_VERSION or version > MAX_VERSION:
+        return None
+    cdef bint compact = version >= FLEXIBLE_FROM
+    cdef bint by_id = version >= TOPIC_ID_FROM
+    cdef Py_buffer pb
+    cdef _In r = _In.__new__(_In)
+    cdef Py_ssize_t topic_count, part_count, i, j
+    cdef int32_t replica_id = -1, max_wait_ms, min_bytes, max_bytes
+    cdef int32_t session_id = 0, session_epoch = -1
+    cdef int8_t isolation_level
+    cdef int32_t partition, current_leader_epoch, last_fetched_epoch, partition_max_bytes
+    cdef int64_t fetch_offset, log_start_offset
+    cdef list topics, parts, forgotten, indexes
+    PyObject_GetBuffer(frame, &pb, PyBUF_SIMPLE)
+    try:
+        if offset < 0 or offset > pb.len:
+            raise _Malformed(f"offset {offset} outside a buffer of {pb.len} bytes")
+        r.start = <const uint8_t*>pb.buf
+        r.p = r.start + offset
+        r.end = r.start + pb.len
+        if version < REPLICA_STATE_FROM:
+            replica_id = <int32_t>r.be(4)
+        max_wait_ms = <int32_t>r.be(4)
+        min_bytes = <int32_t>r.be(4)
+        max_bytes = <int32_t>r.be(4)
+        isolation_level = <int8_t>r.be(1)
+        if version >= SESSIONS_FROM:
+            session_id = <int32_t>r.be(4)
+            session_epoch = <int32_t>r.be(4)
+        # A topic takes at least 2 bytes (empty name, empty array).
+        topic_count = r.count(compact, 2)
+        if topic_count < 0:
+            raise _Malformed("non-nullable field topics was serialized as null")
+        topics = []
+        for i in range(topic_count):
+            if by_id:
+                name = r.uuid()
+            else:
+                name = r.string(compact)
+                if name is None:
+                    return None
+            # A partition takes at least 16 bytes (v4: int32, int64, int32).
+            part_count = r.count(compact, 16)
+            if part_count < 0:
+                raise _Malformed("non-nullable field partitions was serialized as null")
+            parts = []
+            for j in range(part_count):
+                partition = <int32_t>r.be(4)
+                current_leader_epoch = -1
+                if version >= LEADER_EPOCH_FROM:
+                    current_leader_epoch = <int32_t>r.be(4)
+                fetch_offset = <int64_t>r.be(8)
+                last_fetched_epoch = -1
+                if compact:
+                    last_fetched_epoch = <int32_t>r.be(4)
+                log_start_offset = -1
+                if version >= LOG_START_FROM:
+                    log_start_offset = <int64_t>r.be(8)
+                partition_max_bytes = <int32_t>r.be(4)
+                if compact and not r.no_tags():
+                    return None
+                parts.append((partition, current_leader_epoch, fetch_offset,
+                              last_fetched_epoch, log_start_offset, partition_max_bytes))
+            if compact and not r.no_tags():
+                return None
+            topics.append((name, parts))
+        forgotten = []
+        if version >= SESSIONS_FROM:
+            topic_count = r.count(compact, 2)
+            if topic_count < 0:
+                raise _Malformed("non-nullable field forgotten_topics_data was serialized as null")
+            for i in range(topic_count):
+                if by_id:
+                    name = r.uuid()
+                else:
+                    name = r.string(compact)
+                    if name is None:
+                        return None
+                part_count = r.count(compact, 4)
+                if part_count < 0:
+                    raise _Malformed("non-nullable field partitions was serialized as null")
+                indexes = []
+                for j in range(part_count):
+                    indexes.append(<int32_t>r.be(4))
+                if compact and not r.no_tags():
+                    return None
+                forgotten.append((name, indexes))
+        rack_id = ""
+        if version >= RACK_FROM:
+            rack_id = r.string(compact)
+            if rack_id is None:
+                return None
+        if compact and not r.no_tags():
+            return None
+        return (replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id,
+                session_epoch, topics, forgotten, rack_id)
+    finally:
+        PyBuffer_Release(&pb)
+
+
+cdef class _Out:
+    """The response being written: bytes in ``buf``, flushed into ``parts``
+    before each record region (or large buffer) that goes out as its own part."""
+    cdef uint8_t* buf
+    cdef Py_ssize_t size
+    cdef Py_ssize_t cap
+    cdef list parts
+
+    def __cinit__(self):
+        self.cap = 512
+        self.buf = <uint8_t*>malloc(self.cap)
+        if self.buf == NULL:
+            raise MemoryError()
+        self.size = 0
+        self.parts = []
+
+    def __dealloc__(self):
+        free(self.buf)
+
+    cdef inline int room(self, Py_ssize_t n) except -1:
+        cdef uint8_t* grown
+        cdef Py_ssize_t cap = self.cap
+        if self.size + n <= cap:
+            return 0
+        while cap < self.size + n:
+            cap *= 2
+        grown = <uint8_t*>realloc(self.buf, cap)
+        if grown == NULL:
+            raise MemoryError()
+        self.buf = grown
+        self.cap = cap
+        return 0
+
+    cdef inline int be(self, uint64_t v, int width) except -1:
+        """The low ``width`` bytes of ``v``, big-endian (int8/16/32/64)."""
+        self.room(width)
+        cdef uint8_t* p = self.buf + self.size
+        cdef int k
+        for k in range(width):
+            p[k] = <uint8_t>(v >> (8 * (width - 1 - k)))
+        self.size += width
+        return 0
+
+    cdef inline int uvarint(self, uint32_t v) except -1:
+        self.room(5)
+        self.size = write_uvarint32(self.buf + self.size, v) - self.buf
+        return 0
+
+    cdef inline int count(self, Py_ssize_t n, bint compact) except -1:
+        """An array count or bytes length; -1 for null."""
+        if compact:
+            self.uvarint(<uint32_t>(n + 1))
+        else:
+            self.be(<uint32_t><int32_t>n, 4)
+        return 0
+
+    cdef inline int raw(self, const void* data, Py_ssize_t n) except -1:
+        self.room(n)
+        memcpy(self.buf + self.size, data, n)
+        self.size += n
+        return 0
+
+    cdef inline int string(self, object s, bint compact) except -1:
+        cdef Py_ssize_t n
+        cdef const char* data = PyUnicode_AsUTF8AndSize(s, &n)
+        if compact:
+            self.uvarint(<uint32_t>(n + 1))
+        else:
+            if n > 32767:
+                raise ValueError(f"string of {n} bytes is too long for an int16 length")
+            self.be(<uint64_t>n, 2)
+        return self.raw(data, n)
+
+    cdef int part(self, object piece) except -1:
+        if self.size:
+            self.parts.append(PyBytes_FromStringAndSize(<const char*>self.buf, self.size))
+            self.size = 0
+        self.parts.append(piece)
+        return 0
+
+    cdef int records(self, object records, bint compact) except -1:
+        """The length prefix and the bytes: a record region (FileRegion:
+        ``length`` bytes sent by sendfile) as a part of its own, a buffer
+        inline unless large. None writes an empty record set, as the generic
+        path answers one."""
+        cdef Py_buffer pb
+        if records is None:
+            return self.count(0, compact)
+        if not PyObject_CheckBuffer(records):
+            self.count(records.length, compact)
+            return self.part(records)
+        PyObject_GetBuffer(records, &pb, PyBUF_SIMPLE)
+        try:
+            self.count(pb.len, compact)
+            if pb.len >= SEPARATE_PART_MIN:
+                self.part(records)
+            else:
+                self.raw(pb.buf, pb.len)
+        finally:
+            PyBuffer_Release(&pb)
+        return 0
+
+
+cdef inline object _topic_at(list results, Py_ssize_t i):
+    """The topic name of ``results[i]``'s request (its key's first half)."""
+    return (<object>PyTuple_GET_ITEM(<object>PyList_GET_ITEM(results, i), 0)).key[0]
+
+
+def encode_fetch_response(int version, int32_t correlation_id, int16_t error_code,
+                          int32_t session_id, list results, dict topic_ids):
+    """The response header and body (no size prefix) for ``version`` 4-18,
+    throttle time 0, as parts (bytes, and each record region as it goes to
+    the socket). ``results``: [(PartitionFetchRequest, FetchPartitionData)]
+    in request order, the partitions of one topic consecutive;
+    ``topic_ids``: topic name -> id (v13+ answers by id)."""
+    if version < MIN_VERSION or version > MAX_VERSION:
+        raise ValueError(f"Fetch v{version} is not encoded here")
+    cdef bint compact = version >= FLEXIBLE_FROM
+    cdef bint by_id = version >= TOPIC_ID_FROM
+    cdef _Out w = _Out()
+    cdef Py_ssize_t n = PyList_GET_SIZE(results), i, k, run, count_at
+    cdef object topic = None, name, key, data, aborted, pair
+    w.be(<uint32_t>correlation_id, 4)
+    if compact:
+        w.be(0, 1)
+    w.be(0, 4)  # throttle_time_ms
+    if version >= SESSIONS_FROM:
+        w.be(<uint16_t>error_code, 2)
+        w.be(<uint32_t>session_id, 4)
+    # Topics: runs of results with the same topic name.
+    run = 0
+    for i in range(n):
+        name = _topic_at(results, i)
+        if i == 0 or name != topic:
+            run += 1
+        topic = name
+    w.count(run, compact)
+    i = 0
+    while i < n:
+        topic = _topic_at(results, i)
+        if by_id:
+            raw = topic_ids[topic].bytes
+            w.raw(<const char*>raw, 16)
+        else:
+            w.string(topic, compact)
+        count_at = i + 1
+        while count_at < n and _topic_at(results, count_at) == topic:
+            count_at += 1
+        w.count(count_at - i, compact)
+        for k in range(i, count_at):
+            pair = <object>PyList_GET_ITEM(results, k)
+            key = (<object>PyTuple_GET_ITEM(pair, 0)).key
+            data = <object>PyTuple_GET_ITEM(pair, 1)
+            w.be(<uint32_t><int32_t>key[1], 4)
+            w.be(<uint16_t><int16_t>data.error_code, 2)
+            w.be(<uint64_t><int64_t>data.high_watermark, 8)
+            w.be(<uint64_t><int64_t>data.last_stable_offset, 8)
+            if version >= LOG_START_FROM:
+                w.be(<uint64_t><int64_t>data.log_start_offset, 8)
+            aborted = data.aborted_transactions
+            if aborted is None:
+                w.count(-1, compact)
+            else:
+                w.count(len(aborted), compact)
+                for producer_id, first_offset in aborted:
+                    w.be(<uint64_t><int64_t>producer_id, 8)
+                    w.be(<uint64_t><int64_t>first_offset, 8)
+                    if compact:
+                        w.be(0, 1)
+            if version >= RACK_FROM:
+                w.be(<uint32_t><int32_t>data.preferred_read_replica, 4)
+            w.records(data.records, compact)
+            if compact:
+                w.be(0, 1)
+        if compact:
+            w.be(0, 1)
+        i = count_at
+    if compact:
+        w.be(0, 1)
+    if w.size or not w.parts:
+        w.parts.append(PyBytes_FromStringAndSize(<const char*>w.buf, w.size))
+    return w.parts
