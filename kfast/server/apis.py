@@ -574,6 +574,9 @@ class KafkaApis:
         def fail(exc: Exception) -> Answer:
             return self._error(ctx, registration, None, exc)
 
+        if isinstance(result, asyncio.Future):
+            # A waiting fetch's future: chained, no task or coroutine (as _finish).
+            return then(result, finish, fail)
         return _awaited(result, finish, fail)  # type: ignore[arg-type]
 
     async def handle_enveloped(
