@@ -155,15 +155,20 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def create_topic(bootstrap: str, topic: str, partitions: int, attempts: int = 3) -> None:
-    """Create ``topic``; a timed-out attempt (seen with a broker that has just
-    started listening) is retried, and a topic that exists counts as made."""
+def create_topic(
+    bootstrap: str, topic: str, partitions: int, attempts: int = 3, config: dict | None = None
+) -> None:
+    """Create ``topic`` (with topic ``config``, if given); a timed-out attempt
+    (seen with a broker that has just started listening) is retried, and a
+    topic that exists counts as made."""
     from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     for attempt in range(attempts):
         admin = AdminClient({"bootstrap.servers": bootstrap})
-        future = admin.create_topics([NewTopic(topic, partitions, 1)], operation_timeout=10)[topic]
+        future = admin.create_topics(
+            [NewTopic(topic, partitions, 1, config=config or {})], operation_timeout=10
+        )[topic]
         try:
             future.result(timeout=30)
             return

@@ -66,6 +66,7 @@ TESTS = ("acks=1", "acks=all", "connections")
 STATS_KEYS = ("rtt", "int_latency", "outbuf_latency")
 _STAMP = 20  # the value's first bytes: time.time() as text
 WARM_UP = b"warm-up".ljust(RECORD_SIZE, b"x")  # sent before the clock starts; not counted
+_LOG_APPEND_TIME = 2  # confluent_kafka.TIMESTAMP_LOG_APPEND_TIME
 
 
 def _value(now: float) -> bytes:
@@ -74,10 +75,12 @@ def _value(now: float) -> bytes:
 
 def _consumer(bootstrap: str, topic: str, total: int, limit_s: float, ready, conn) -> None:
     """Receive ``total`` records (or until ``limit_s``); send back the
-    (receive time since start, latency ms) arrays."""
+    (receive time since start, latency ms) arrays, and with a LogAppendTime
+    topic (``--append-time``) the broker's append time minus the send time
+    (ms; the broker's clock is the same host's, in whole ms)."""
     consumer = latency_consumer(bootstrap, topic, "latency")
     ready.set()
-    at, latency = array("d"), array("d")
+    at, latency, to_append = array("d"), array("d"), array("d")
     start = time.monotonic()
     deadline = start + limit_s
     received = 0
@@ -87,11 +90,16 @@ def _consumer(bootstrap: str, topic: str, total: int, limit_s: float, ready, con
         msg = consumer.poll(0.1)
         if msg is not None and msg.error() is None and msg.value() != WARM_UP:
             now = time.time()
+            sent = float(msg.value()[:_STAMP])
             at.append(time.monotonic() - start)
-            latency.append((now - float(msg.value()[:_STAMP])) * 1000.0)
+            latency.append((now - sent) * 1000.0)
+            kind, stamp = msg.timestamp()
+            if kind == _LOG_APPEND_TIME:
+                to_append.append(stamp - sent * 1000.0)
             received += 1
     consumer.close()
-    conn.send((at.tobytes(), latency.tobytes(), _cpu_now() / (time.monotonic() - start)))
+    cpu = _cpu_now() / (time.monotonic() - start)
+    conn.send((at.tobytes(), latency.tobytes(), to_append.tobytes(), cpu))
 
 
 def _window_stats(windows: list[dict]) -> dict:
@@ -158,13 +166,50 @@ class _ProducerConnection:
     (one record each) at the newest version both sides support, v9 or
     later. Requests are encoded once; each send writes a fresh record batch
     (Cython RecordBatchBuilder: the value, the time, its CRC) between the
-    encoded request's fixed bytes, and a reader counts the answers. As light
-    as a client gets, so 1,000 of them keep their pace on a shared CPU."""
+    encoded request's fixed bytes. Answers are cut from the bytes as they
+    arrive (an asyncio Protocol, no task per connection): the first ones
+    decoded for the handshake, the Produce answers counted. As light as a
+    client gets, so 1,000 of them keep their pace on a shared CPU and leave
+    the broker the rest of it (StreamReader tasks cost the two producer
+    processes 0.35 of a core each at 10,000 records/s; bench/README.md)."""
 
     def __init__(self, topic: str) -> None:
         self.topic = topic
         self.answered = 0
+        self.expected = 0
+        self.all_answered: object = None  # an asyncio.Future once expected is set
         self._prefix = self._suffix = b""
+        self._buffer = bytearray()
+        self._waiter: object = None  # a Future for the handshake's next answer
+        self.transport: object = None
+
+    # asyncio.Protocol
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        buffer = self._buffer
+        buffer += data
+        at = 0
+        while len(buffer) - at >= 4:
+            size = int.from_bytes(buffer[at : at + 4], "big")
+            if len(buffer) - at - 4 < size:
+                break
+            if self._waiter is not None:
+                waiter, self._waiter = self._waiter, None
+                waiter.set_result(bytes(buffer[at + 4 : at + 4 + size]))
+            else:
+                self.answered += 1
+                if self.answered == self.expected and self.all_answered is not None:
+                    self.all_answered.set_result(None)
+            at += 4 + size
+        del buffer[:at]
+
+    def connection_lost(self, exc) -> None:
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_exception(ConnectionError("connection lost"))
+        if self.all_answered is not None and not self.all_answered.done():
+            self.all_answered.set_result(None)
 
     async def open(self, host: str, port: int) -> None:
         import asyncio
@@ -178,7 +223,7 @@ class _ProducerConnection:
             encode_request,
         )
 
-        self.reader, self.writer = await asyncio.open_connection(host, port)
+        await asyncio.get_running_loop().create_connection(lambda: self, host, port)
         versions = await self._call(
             api_keys.API_VERSIONS,
             3,
@@ -208,24 +253,27 @@ class _ProducerConnection:
         self.send(WARM_UP)
 
     async def _call(self, key: int, version: int, body):
-        import struct
+        import asyncio
 
         from kfast.protocol import decode_response, encode_request
 
-        self.writer.write(encode_request(key, version, 1, "latency", body))
-        (size,) = struct.unpack(">i", await self.reader.readexactly(4))
-        return decode_response(key, version, await self.reader.readexactly(size))[1]
+        self._waiter = asyncio.get_running_loop().create_future()
+        self.transport.write(encode_request(key, version, 1, "latency", body))
+        return decode_response(key, version, await self._waiter)[1]
 
     def send(self, value: bytes) -> None:
-        self.writer.write(self._prefix + _batch(value) + self._suffix)
+        self.transport.write(self._prefix + _batch(value) + self._suffix)
 
-    async def count_answers(self, expected: int) -> None:
-        import struct
+    def expect(self, expected: int) -> object:
+        """A future done once ``expected`` Produce answers came (or the
+        connection closed)."""
+        import asyncio
 
-        while self.answered < expected:
-            (size,) = struct.unpack(">i", await self.reader.readexactly(4))
-            await self.reader.readexactly(size)
-            self.answered += 1
+        self.expected = expected
+        self.all_answered = asyncio.get_running_loop().create_future()
+        if self.answered >= expected:
+            self.all_answered.set_result(None)
+        return self.all_answered
 
 
 def _batch(value: bytes) -> bytes:
@@ -252,7 +300,7 @@ def _kfast_producers(
         for chunk in range(0, connections, 50):
             await asyncio.gather(*(c.open(host, int(port)) for c in opened[chunk : chunk + 50]))
         share = [total // connections + (n < total % connections) for n in range(connections)]
-        readers = [asyncio.ensure_future(c.count_answers(1 + n)) for c, n in zip(opened, share)]
+        readers = [c.expect(1 + n) for c, n in zip(opened, share)]
         while sum(c.answered for c in opened) < connections:
             await asyncio.sleep(0.05)  # the warm-up answers; a count, not an event
         conn.send("ready")
@@ -271,7 +319,7 @@ def _kfast_producers(
         for task in pending:
             task.cancel()
         for c in opened:
-            c.writer.close()
+            c.transport.close()
         cpu = _cpu_now() / (time.monotonic() - mono_start)
         unanswered = sum(1 + n - c.answered for c, n in zip(opened, share))
         return {"unanswered": unanswered, "pacing_ms": _spread(late), "cpu": cpu}
@@ -318,6 +366,11 @@ def _request_times(port: int) -> dict:
         name, _, value = line.rpartition(" ")
         metric, _, labels = name.partition("{")
         kind = metric.removeprefix("kafka_network_requestmetrics_")
+        if kind == "totaltimems_count":  # requests answered over the broker's life
+            for request in ("Produce", "Fetch"):
+                if f'request="{request}"' in labels:
+                    out[f"{request}.count"] = out.get(f"{request}.count", 0) + float(value)
+            continue
         if kind not in REQUEST_TIMES:
             continue
         for request in ("Produce", "Fetch"):
@@ -355,7 +408,8 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
     overrides = (f"kfast.metrics.port={metrics_port}",)
     with run_broker(kind, overrides, launcher=launcher) as (proc, bootstrap, _ready):
         topic = f"latency-{int(time.time() * 1000)}"
-        create_topic(bootstrap, topic, 1)
+        config = {"message.timestamp.type": "LogAppendTime"} if args.append_time else None
+        create_topic(bootstrap, topic, 1, config=config)
         ready = ctx.Event()
         parent, child = ctx.Pipe(duplex=False)
         consumer = ctx.Process(
@@ -407,7 +461,7 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
                 producer.start()
                 producers.append(producer)
                 pipes.append(p_parent)
-            client = [p.recv() if p.poll(limit) else {"error": "no result"} for p in pipes]
+            # While the producers run (their results come at the end).
             if args.profile and kind == "kfast":
                 spy = subprocess.Popen(
                     [
@@ -427,9 +481,10 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
                     stdout=subprocess.DEVNULL,
                     stderr=subprocess.DEVNULL,
                 )
+            client = [p.recv() if p.poll(limit) else {"error": "no result"} for p in pipes]
             if not parent.poll(limit):
                 raise RuntimeError("consumer gave no result")
-            at_bytes, latency_bytes, consumer_cpu = parent.recv()
+            at_bytes, latency_bytes, to_append_bytes, consumer_cpu = parent.recv()
             broker_cpu = (cpu_seconds(proc.pid) - cpu_before) / (time.monotonic() - clock_before)
             request_times = _request_times(metrics_port) if kind == "kfast" else {}
         finally:
@@ -444,9 +499,10 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
                 if p.is_alive():
                     p.kill()
                     p.join()
-    at, latency = array("d"), array("d")
+    at, latency, to_append = array("d"), array("d"), array("d")
     at.frombytes(at_bytes)
     latency.frombytes(latency_bytes)
+    to_append.frombytes(to_append_bytes)
     stats = LatencyStats(reporting_interval_ms=10**9)
     for t, ms in zip(at, latency):
         stats.record(ms, RECORD_SIZE, stats.start + t)
@@ -467,6 +523,13 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
         "consumer_cpu": consumer_cpu,
         "client": client,
     }
+    if len(to_append) == len(latency) and len(latency):
+        # send -> append (client, sockets, the broker's read) and append ->
+        # receive (the woken fetch, the consumer), ms; append time is whole ms.
+        result["send_to_append_ms"] = _spread(to_append)
+        result["append_to_receive_ms"] = _spread(
+            array("d", (total_ms - part for total_ms, part in zip(latency, to_append)))
+        )
     if plots:
         plot(
             os.path.join(plots, f"{name}.png"),
@@ -522,6 +585,11 @@ def main() -> int:
     )
     parser.add_argument("--profile", metavar="DIR", help="py-spy raw profile of kfast per test")
     parser.add_argument("--json", metavar="FILE")
+    parser.add_argument(
+        "--append-time",
+        action="store_true",
+        help="LogAppendTime topic: split each latency at the broker's append (diagnosis)",
+    )
     args = parser.parse_args()
     for directory in (args.plots, args.probe, args.profile):
         if directory:

@@ -44,6 +44,11 @@ class Probe:
         self._gc_started = 0.0
         self.started = 0.0
         self.ctx0 = 0
+        # Connection._on_readable calls (one per readable socket event)
+        # between two heartbeats: how many frames a loop pass handles
+        # before the loop's timers run again.
+        self.readable_calls = 0
+        self.per_tick: list[int] = []
 
     def on_gc(self, phase: str, info: dict) -> None:
         if phase == "start":
@@ -65,6 +70,8 @@ class Probe:
             await asyncio.sleep(_TICK_S)
             now = time.perf_counter()
             self.heartbeat = now
+            self.per_tick.append(self.readable_calls)
+            self.readable_calls = 0
             lag = (now - before - _TICK_S) * 1000.0
             if lag > LAG_MS:
                 self.lags.append(lag)
@@ -98,6 +105,13 @@ class Probe:
             lines.append(
                 f"gc gen{gen}: {len(pauses)} collections, pause p50 {pauses[len(pauses) // 2]:.2f}"
                 f" ms, max {pauses[-1]:.2f} ms, total {sum(pauses):.0f} ms"
+            )
+        ticks = sorted(n for n in self.per_tick if n)
+        if ticks:
+            lines.append(
+                f"readable events per heartbeat (non-empty: {len(ticks)} of {len(self.per_tick)}):"
+                f" p50 {ticks[len(ticks) // 2]}, p99 {ticks[int(len(ticks) * 0.99)]},"
+                f" max {ticks[-1]}, total {sum(ticks)}"
             )
         lags = sorted(self.lags)
         lines.append(
@@ -168,6 +182,16 @@ def main() -> int:
         return result
 
     KafkaBroker.start = start_probed
+
+    from kfast.server.network import Connection
+
+    on_readable = Connection._on_readable
+
+    def counted(self):
+        probe.readable_calls += 1
+        return on_readable(self)
+
+    Connection._on_readable = counted
     try:
         return kfast_main(argv)
     finally:
