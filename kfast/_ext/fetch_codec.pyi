@@ -9,6 +9,29 @@ from kfast.protocol.file_region import FileRegion
 #  log_start_offset, partition_max_bytes)
 FetchPartition = tuple[int, int, int, int, int, int]
 
+class FetchPartitionData:
+    """What one partition contributes to a fetch response."""
+
+    error_code: int
+    high_watermark: int
+    last_stable_offset: int
+    log_start_offset: int
+    records: FileRegion | None
+    aborted_transactions: list[tuple[int, int]] | None  # (producer id, first offset)
+    size: int
+    diverging_epoch: tuple[int, int] | None  # (epoch, end offset)
+    preferred_read_replica: int
+    def __init__(
+        self,
+        error_code: int = 0,
+        high_watermark: int = -1,
+        last_stable_offset: int = -1,
+        log_start_offset: int = -1,
+        records: FileRegion | None = None,
+        aborted_transactions: list[tuple[int, int]] | None = None,
+        diverging_epoch: tuple[int, int] | None = None,
+    ) -> None: ...
+
 def decode_fetch_request(
     frame: Any, offset: int, version: int
 ) -> (
@@ -36,7 +59,7 @@ def encode_fetch_response(
     correlation_id: int,
     error_code: int,
     session_id: int,
-    results: list[tuple[Any, Any]],
+    results: list[tuple[Any, FetchPartitionData]],
     topic_ids: dict[str, uuid.UUID | None],
 ) -> list[bytes | memoryview | FileRegion]:
     """The response header and body as parts, without the size prefix."""

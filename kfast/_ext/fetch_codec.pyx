@@ -109,6 +109,38 @@ cdef enum:
     SEPARATE_PART_MIN = 32768
 
 
+cdef class FetchPartitionData:
+    """What one partition contributes to a fetch response (the replica
+    manager's read of it; kfast.server.replica_manager re-exports it). A C
+    object: a caught-up long poll makes one per partition it names."""
+    cdef public int error_code
+    cdef public int64_t high_watermark
+    cdef public int64_t last_stable_offset
+    cdef public int64_t log_start_offset
+    # FileRegion, a buffer, or None
+    cdef public object records
+    # [(producer id, first offset)] or None
+    cdef public object aborted_transactions
+    cdef public Py_ssize_t size
+    # (epoch, end offset) where a follower's log leaves this leader's, or None.
+    cdef public object diverging_epoch
+    # KIP-392: the replica the consumer should fetch from instead (-1: none).
+    cdef public int32_t preferred_read_replica
+
+    def __init__(self, int error_code=0, int64_t high_watermark=-1,
+                 int64_t last_stable_offset=-1, int64_t log_start_offset=-1,
+                 records=None, aborted_transactions=None, diverging_epoch=None):
+        self.error_code = error_code
+        self.high_watermark = high_watermark
+        self.last_stable_offset = last_stable_offset
+        self.log_start_offset = log_start_offset
+        self.records = records
+        self.aborted_transactions = aborted_transactions
+        self.size = 0 if records is None else len(records)
+        self.diverging_epoch = diverging_epoch
+        self.preferred_read_replica = -1
+
+
 cdef class _In:
     cdef const uint8_t* start
     cdef const uint8_t* p
@@ -409,7 +441,8 @@ def encode_fetch_response(int version, int32_t correlation_id, int16_t error_cod
     cdef bint by_id = version >= TOPIC_ID_FROM
     cdef _Out w = _Out()
     cdef Py_ssize_t n = PyList_GET_SIZE(results), i, k, run, count_at
-    cdef object topic = None, name, key, data, aborted, pair
+    cdef object topic = None, name, key, aborted, pair
+    cdef FetchPartitionData data
     w.be(<uint32_t>correlation_id, 4)
     if compact:
         w.be(0, 1)
@@ -440,7 +473,7 @@ def encode_fetch_response(int version, int32_t correlation_id, int16_t error_cod
         for k in range(i, count_at):
             pair = <object>PyList_GET_ITEM(results, k)
             key = (<object>PyTuple_GET_ITEM(pair, 0)).key
-            data = <object>PyTuple_GET_ITEM(pair, 1)
+            data = <FetchPartitionData?>PyTuple_GET_ITEM(pair, 1)
             w.be(<uint32_t><int32_t>key[1], 4)
             w.be(<uint16_t><int16_t>data.error_code, 2)
             w.be(<uint64_t><int64_t>data.high_watermark, 8)

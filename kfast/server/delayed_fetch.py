@@ -32,12 +32,17 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from kfast.server_common.purgatory import DelayedOperation
 
 if TYPE_CHECKING:
-    from kfast.server.replica_manager import FetchPartitionData, PartitionFetchRequest
+    from kfast.server.replica_manager import (
+        FetchParams,
+        FetchPartitionData,
+        PartitionFetchRequest,
+        ReplicaManager,
+    )
 
     # What a fetch reads: each partition's request and its data, in request order.
     FetchResults = list[tuple[PartitionFetchRequest, FetchPartitionData]]
@@ -63,46 +68,84 @@ def expiry_step_ms(max_wait_ms: int) -> int:
 
 
 class DelayedFetch(DelayedOperation):
+    """One waiting fetch: its reads go through ``replica_manager`` with
+    ``params``, of ``requests`` -- or of ``source()`` at each read (a
+    session's ready partitions, which change while it waits). Its answer is
+    ``future``'s result: the results, or ``respond(results)`` when given (a
+    fast path's encoded response, made when the fetch completes instead of
+    one loop pass later in a callback of a second future)."""
+
+    # Slots: one of these per long poll; no instance dict.
+    __slots__ = (
+        "expiry_step_ms",
+        "replica_manager",
+        "params",
+        "requests",
+        "source",
+        "future",
+        "respond",
+        "_results",
+        "_reread",
+        "_last",
+    )
+
     def __init__(
         self,
-        delay_ms: int,
-        min_bytes: int,
-        read: Callable[[], tuple[FetchResults, int, bool]],
-        future: asyncio.Future[FetchResults],
+        replica_manager: ReplicaManager,
+        params: FetchParams,
+        requests: list[PartitionFetchRequest] | Callable[[], list[PartitionFetchRequest]],
+        future: asyncio.Future[Any],
         last_read: FetchResults | None = None,
         reread_on_expiry: bool = True,
+        respond: Callable[[FetchResults], Any] | None = None,
     ) -> None:
-        """``read()`` returns (results, total bytes, has_error); ``last_read``:
-        the results of the read that found too little, made just before."""
-        super().__init__(delay_ms)
-        self.expiry_step_ms = expiry_step_ms(delay_ms)
-        self.min_bytes = min_bytes
-        self.read = read
+        """``last_read``: the results of the read that found too little,
+        made just before."""
+        super().__init__(params.max_wait_ms)
+        self.expiry_step_ms = expiry_step_ms(params.max_wait_ms)
+        self.replica_manager = replica_manager
+        self.params = params
+        if callable(requests):
+            self.requests: list[PartitionFetchRequest] | None = None
+            self.source: Callable[[], list[PartitionFetchRequest]] | None = requests
+        else:
+            self.requests = requests
+            self.source = None
         self.future = future
+        self.respond = respond
         self._results: FetchResults | None = None
         # The latest read that found nothing (None: the expiry reads again).
         self._reread = reread_on_expiry
         self._last = None if reread_on_expiry else last_read
 
+    def read(self) -> tuple[FetchResults, int, bool]:
+        """(results, total bytes, has_error) of a read now."""
+        source = self.source
+        requests = self.requests if source is None else source()
+        assert requests is not None
+        return self.replica_manager.read_from_local_log(self.params, requests)
+
     def try_complete(self) -> bool:
         results, total_bytes, has_error = self.read()
-        if total_bytes >= self.min_bytes or has_error:
+        if total_bytes >= self.params.min_bytes or has_error:
             self._results = results
             return self.force_complete()
         self._last = None if self._reread or total_bytes else results
         return False
 
     def on_complete(self) -> None:
+        future = self.future
         results = self._results if self._results is not None else self._last
-        if results is None:
-            try:
+        try:
+            if results is None:
                 results = self.read()[0]
-            except Exception as exc:  # delivered to the waiting handler
-                if not self.future.done():
-                    self.future.set_exception(exc)
-                return
-        if not self.future.done():
-            self.future.set_result(results)
+            answer = results if self.respond is None else self.respond(results)
+        except Exception as exc:  # delivered to the waiting handler
+            if not future.done():
+                future.set_exception(exc)
+            return
+        if not future.done():
+            future.set_result(answer)
 
     def on_expiration(self) -> None:
         pass

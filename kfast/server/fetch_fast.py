@@ -34,7 +34,8 @@ and encoder write.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, cast
 from uuid import UUID
 
 from kfast._ext.fetch_codec import decode_fetch_request, encode_fetch_response
@@ -42,7 +43,6 @@ from kfast.protocol import encode_response_parts, errors
 from kfast.protocol.api_keys import FETCH
 from kfast.server.fetch_apis import count_fetched, sessionless_response
 from kfast.server.fetch_session import FINAL_EPOCH, INVALID_SESSION_ID
-from kfast.server.futures import then
 from kfast.server.produce_fast import FastPathStats
 from kfast.server.replica_manager import FetchParams, PartitionFetchRequest
 
@@ -149,14 +149,17 @@ def handle_fetch_frame(
         isolation_level=isolation_level,
         client_rack=rack_id if version >= _RACK_FROM else None,
     )
-    results = replica_manager.fetch_messages(params, requests)
+    # A waiting fetch's future is of its encoded response (respond).
+    results = replica_manager.fetch_messages(
+        params, requests, respond=partial(_encode, ctx, topic_ids)
+    )
     if isinstance(results, list):
-        return _encode(ctx, results, topic_ids)
-    return then(results, lambda waited: _encode(ctx, waited, topic_ids))
+        return _encode(ctx, topic_ids, results)
+    return cast("asyncio.Future[ResponseParts]", results)
 
 
 def _encode(
-    ctx: RequestContext, results: FetchResults, topic_ids: dict[str, UUID | None]
+    ctx: RequestContext, topic_ids: dict[str, UUID | None], results: FetchResults
 ) -> ResponseParts:
     header = ctx.header
     version = header.api_version

@@ -32,8 +32,9 @@ import time
 import uuid
 import weakref
 from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
+from kfast._ext.fetch_codec import FetchPartitionData as FetchPartitionData  # re-exported
 from kfast.config import KafkaConfig
 from kfast.controller.metadata.image import MetadataImage, PartitionRegistration
 from kfast.metrics.broker_stats import BrokerTopicStats, ReplicaStats
@@ -83,13 +84,15 @@ def error_of(exc: BaseException) -> KafkaError:
 
 if TYPE_CHECKING:
     from kfast.protocol import DeleteRecordsResponse
-    from kfast.protocol.file_region import FileRegion
     from kfast.server.alter_partition_manager import AlterPartitionManager
     from kfast.server.delayed_fetch import FetchResults
     from kfast.server.fetch_session import FetchSessionCache
     from kfast.server.replica_fetcher import ReplicaFetcherManager
     from kfast.storage.manager import LogManager
     from kfast.storage.producer_state import VerificationGuard
+
+# What a waiting fetch's ``respond`` makes of its results (fetch_messages).
+T = TypeVar("T")
 
 # A partition's key: (topic, partition index).
 PartitionKey = tuple[str, int]
@@ -120,44 +123,6 @@ class PartitionFetchRequest(NamedTuple):
     # checked for divergence) and its log start offset.
     last_fetched_epoch: int = -1
     log_start_offset: int = -1
-
-
-class FetchPartitionData:
-    """What one partition contributes to a fetch response."""
-
-    __slots__ = (
-        "error_code",
-        "high_watermark",
-        "last_stable_offset",
-        "log_start_offset",
-        "records",
-        "aborted_transactions",
-        "size",
-        "diverging_epoch",
-        "preferred_read_replica",
-    )
-
-    def __init__(
-        self,
-        error_code: int = 0,
-        high_watermark: int = -1,
-        last_stable_offset: int = -1,
-        log_start_offset: int = -1,
-        records: FileRegion | None = None,
-        aborted_transactions: list[tuple[int, int]] | None = None,  # (producer id, first offset)
-        diverging_epoch: tuple[int, int] | None = None,
-    ) -> None:
-        self.error_code = error_code
-        self.high_watermark = high_watermark
-        self.last_stable_offset = last_stable_offset
-        self.log_start_offset = log_start_offset
-        self.records = records
-        self.aborted_transactions = aborted_transactions
-        self.size = 0 if records is None else len(records)
-        # (epoch, end offset) where a follower's log leaves this leader's.
-        self.diverging_epoch = diverging_epoch
-        # KIP-392: the replica the consumer should fetch from instead.
-        self.preferred_read_replica = -1
 
 
 def should_leader_throttle(
@@ -191,7 +156,9 @@ class ReplicaManager:
         # BrokerTopicMetrics and the ISR meters (the broker passes its own).
         self.topic_stats = BrokerTopicStats()
         self.replica_stats = ReplicaStats()
-        # Operations still waiting, so shutdown can answer them.
+        # Produce and DeleteRecords operations still waiting, so shutdown can
+        # answer them (waiting fetches: the fetch purgatory's, one fewer
+        # object per long poll).
         self._delayed: weakref.WeakSet[DelayedOperation] = weakref.WeakSet()
         # Cluster mode: the ReplicaFetcherManager and the AlterPartitionManager.
         self.replica_fetchers: ReplicaFetcherManager | None = None
@@ -702,25 +669,20 @@ class ReplicaManager:
         params: FetchParams,
         requests: list[PartitionFetchRequest] | Callable[[], list[PartitionFetchRequest]],
         watch_key: Hashable | None = None,
-    ) -> FetchResults | asyncio.Future[FetchResults]:
+        respond: Callable[[FetchResults], T] | None = None,
+    ) -> FetchResults | asyncio.Future[FetchResults] | asyncio.Future[T]:
         """Read now; if that is not enough (min_bytes) and the client will
         wait, park a DelayedFetch until appends make it enough or max_wait_ms
         passes. Returns [(request, FetchPartitionData)], or a future of it
-        when the fetch waits (no task or coroutine on the common path).
+        when the fetch waits (no task or coroutine on the common path) -- of
+        ``respond(results)`` when ``respond`` is given, made as the fetch
+        completes.
 
         ``requests``: the partitions, or a function giving them at each read
         (a session's ready partitions, which change while it waits).
         ``watch_key``: what a waiting fetch is watched under (a session,
         which wake_fetches checks); None: each partition read."""
-        if callable(requests):
-            source = requests
-        else:
-            fixed = requests
-
-            def source() -> list[PartitionFetchRequest]:
-                return fixed
-
-        to_read = source()
+        to_read = requests() if callable(requests) else requests
         results, total, has_error = self.read_from_local_log(params, to_read)
         if params.replica_id >= 0:
             self._update_followers(params.replica_id, results)
@@ -731,27 +693,25 @@ class ReplicaManager:
             or (not to_read and watch_key is None)
         ):
             return results
-        future: asyncio.Future[FetchResults] = asyncio.get_running_loop().create_future()
-
-        def read() -> tuple[FetchResults, int, bool]:
-            return self.read_from_local_log(params, source())
-
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         operation = DelayedFetch(
-            params.max_wait_ms,
-            params.min_bytes,
-            read,
+            self,
+            params,
+            requests,
             future,
             results,
             # What the expiry would read is what this read found unless the
             # answer can change without waking the fetch (DelayedFetch).
             reread_on_expiry=bool(total or params.replica_id >= 0 or params.client_rack),
+            respond=respond,
         )
         # Just read, on the loop's thread: nothing can have changed, so the
-        # operation is watched without the purgatory's two re-reads.
+        # operation is watched without the purgatory's two re-reads. The
+        # purgatory holds it until it completes (shutdown answers it from
+        # there: complete_delayed_operations).
         self.fetch_purgatory.watch(
             operation, (watch_key,) if watch_key is not None else [r.key for r in to_read]
         )
-        self._delayed.add(operation)
         return future
 
     # -- delete records ----------------------------------------------------------------
@@ -799,7 +759,7 @@ class ReplicaManager:
     # -- life cycle --------------------------------------------------------------------
     def complete_delayed_operations(self) -> None:
         """Answer every waiting request now with what it has (shutdown)."""
-        for operation in list(self._delayed):
+        for operation in [*self._delayed, *self.fetch_purgatory.waiting()]:
             operation.force_complete()
 
     def shutdown(self) -> None:

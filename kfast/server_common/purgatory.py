@@ -311,6 +311,15 @@ class DelayedOperationPurgatory:
         event on ``key`` would try now."""
         return sum(1 for operation in self._watchers.get(key, ()) if not operation._completed)
 
+    def waiting(self) -> list[DelayedOperation]:
+        """The operations watched here that have not completed, each once."""
+        seen: dict[int, DelayedOperation] = {}
+        for watchers in self._watchers.values():
+            for operation in watchers:
+                if not operation._completed:
+                    seen[id(operation)] = operation
+        return list(seen.values())
+
     def delayed(self) -> int:
         """Operations of this purgatory whose timeout is pending."""
         return self._delayed_count

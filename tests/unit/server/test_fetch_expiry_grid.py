@@ -67,7 +67,7 @@ def test_long_polls_parked_at_different_milliseconds_expire_together(tmp_path):
             fetch = manager.fetch_messages(params, [PartitionFetchRequest(("t", 0), 0, 1 << 20)])
             assert isinstance(fetch, asyncio.Future)
             fetches.append(fetch)
-            (operation,) = [op for op in manager._delayed if op.future is fetch]
+            (operation,) = [op for op in manager.fetch_purgatory.waiting() if op.future is fetch]
             deadline = operation._timer_entry.expiration_ms
             # Never before max_wait_ms, at most one step after it.
             assert 500 <= deadline - parked_at <= 500 + 20 + 1
