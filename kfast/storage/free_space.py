@@ -13,8 +13,10 @@ The threshold of a dir is ``min(kfast.log.dirs.min.free.bytes,
 kfast.log.dirs.min.free.percent of the dir's filesystem)``; either set to 0
 turns the check off. A dir's free space (statvfs: blocks available to an
 unprivileged user) is read at most once per
-``kfast.log.dirs.free.space.check.interval.ms``, however many requests ask,
-so the produce path pays a clock read and a dict lookup.
+``kfast.log.dirs.free.space.check.interval.ms``, however many requests ask.
+``roomy_until`` says until when no dir given at construction is low or due
+for a re-read, so the produce path's usual answer is one clock read and one
+comparison (LogManager.low_space_message), not a per-partition lookup.
 
 Transitions are logged once each way (WARNING when a dir goes below,
 INFO when it recovers); an unreadable dir (statvfs fails) counts as not
@@ -24,9 +26,10 @@ low: I/O errors are the failure channel's business.
 from __future__ import annotations
 
 import logging
+import math
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 logger = logging.getLogger(__name__)
@@ -55,15 +58,24 @@ class FreeSpaceMonitor:
         min_free_percent: float,
         check_interval_ms: int,
         *,
+        dirs: Iterable[str] = (),
         clock: Callable[[], float] = time.monotonic,
         statvfs: Callable[[str], os.statvfs_result] = os.statvfs,
     ) -> None:
+        """``dirs``: the log dirs ``roomy_until`` speaks for (read at the
+        first question about any of them); others are tracked from their
+        first question on."""
         self.min_free_bytes = min_free_bytes
         self.min_free_percent = min_free_percent
         self.interval = check_interval_ms / 1000.0
-        self._clock = clock
+        self.clock = clock
         self._statvfs = statvfs
-        self._dirs: dict[str, _DirState] = {}
+        self._dirs: dict[str, _DirState] = {d: _DirState() for d in dirs}
+        # Before this clock reading no dir of ``_dirs`` is low or due for a
+        # re-read: every question about one of them is answered None without
+        # looking. Never when checks are on and nothing was read yet; always
+        # when they are off.
+        self.roomy_until = 0.0 if self.enabled else math.inf
 
     @property
     def enabled(self) -> bool:
@@ -79,13 +91,14 @@ class FreeSpaceMonitor:
         """Why writes to ``log_dir`` are refused now, or None when they are not."""
         if not self.enabled:
             return None
+        now = self.clock()
         state = self._dirs.get(log_dir)
-        now = self._clock()
         if state is None:
             state = self._dirs[log_dir] = _DirState()
+        elif now < self.roomy_until:
+            return None
         if now >= state.next_check:
-            state.next_check = now + self.interval
-            self._refresh(log_dir, state)
+            self._refresh_due(now)
         if not state.low:
             return None
         return (
@@ -93,6 +106,19 @@ class FreeSpaceMonitor:
             f"{_mib(state.threshold)} kept free ({MIN_FREE_BYTES} / {MIN_FREE_PERCENT}): "
             f"writes are refused until space is freed"
         )
+
+    def _refresh_due(self, now: float) -> None:
+        """Re-read every dir whose interval has passed (all at once, so one
+        dir nobody asks about does not keep ``roomy_until`` in the past)."""
+        for log_dir, state in self._dirs.items():
+            if now >= state.next_check:
+                state.next_check = now + self.interval
+                self._refresh(log_dir, state)
+        states = self._dirs.values()
+        if any(state.low for state in states):
+            self.roomy_until = 0.0
+        else:
+            self.roomy_until = min(state.next_check for state in states)
 
     def _refresh(self, log_dir: str, state: _DirState) -> None:
         try:

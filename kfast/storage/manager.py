@@ -123,7 +123,10 @@ class LogManager:
         # kfast.log.segment.fallocate.step.bytes, handed to every Log.
         self.segment_fallocate_step: int = config[SEGMENT_FALLOCATE_STEP]
         self.free_space = FreeSpaceMonitor(
-            config[MIN_FREE_BYTES], config[MIN_FREE_PERCENT], config[CHECK_INTERVAL_MS]
+            config[MIN_FREE_BYTES],
+            config[MIN_FREE_PERCENT],
+            config[CHECK_INTERVAL_MS],
+            dirs=self.log_dirs,
         )
         self._lock = threading.RLock()
         self.had_clean_shutdown: dict[str, bool] = {}

@@ -42,8 +42,14 @@ class Clock:
         return self.now
 
 
-def _monitor(disks: FakeDisks, clock: Clock, nbytes: int = GIB, percent: float = 5.0):
-    return FreeSpaceMonitor(nbytes, percent, 500, clock=clock, statvfs=disks.statvfs)
+def _monitor(
+    disks: FakeDisks,
+    clock: Clock,
+    nbytes: int = GIB,
+    percent: float = 5.0,
+    dirs: tuple[str, ...] | list[str] = (),
+):
+    return FreeSpaceMonitor(nbytes, percent, 500, dirs=dirs, clock=clock, statvfs=disks.statvfs)
 
 
 def test_the_threshold_is_the_smaller_of_bytes_and_percent() -> None:
@@ -111,7 +117,7 @@ def two_dirs(tmp_path):
     disks, clock = FakeDisks(), Clock()
     for d in dirs:
         disks.total[d], disks.free[d] = 64 * MIB, 32 * MIB
-    manager.free_space = _monitor(disks, clock)
+    manager.free_space = _monitor(disks, clock, dirs=dirs)
     yield manager, dirs, disks, clock
     manager.shutdown()
 
@@ -132,3 +138,45 @@ def test_new_logs_go_to_a_dir_with_room_and_none_is_refused_only_when_all_are_lo
     assert message is not None and a in message and b in message
     assert manager.low_space_message("t", 0) is not None
     assert manager.low_space_message("t", 99) is None  # not hosted: not this check's answer
+
+
+def test_the_produce_check_reads_nothing_while_every_dir_has_room_and_sees_one_go_low(
+    two_dirs,
+) -> None:
+    manager, (a, b), disks, clock = two_dirs
+    manager.get_or_create_log("t", 0)
+    log_dir = manager.log_dir_of("t", 0)
+    assert manager.low_space_message("t", 0) is None
+    reads = dict(disks.calls)
+    for _ in range(100):
+        clock.now += 0.001
+        assert manager.low_space_message("t", 0) is None
+    assert disks.calls == reads  # within the interval: no statvfs, no per-dir lookup
+    disks.free[log_dir] = MIB
+    clock.now += 0.5
+    message = manager.low_space_message("t", 0)
+    assert message is not None and log_dir in message
+    # Every due dir was read at once, the other one too: none is left
+    # unread to keep the shortcut off.
+    assert disks.calls == {d: reads[d] + 1 for d in (a, b)}
+    disks.free[log_dir] = 32 * MIB
+    clock.now += 0.5
+    assert manager.low_space_message("t", 0) is None
+    reads = dict(disks.calls)
+    clock.now += 0.1
+    assert manager.low_space_message("t", 0) is None
+    assert disks.calls == reads
+
+
+def test_a_dir_given_at_construction_is_read_at_the_first_question() -> None:
+    disks, clock = FakeDisks(), Clock()
+    for d in ("/a", "/b"):
+        disks.total[d], disks.free[d] = 64 * MIB, 32 * MIB
+    disks.free["/b"] = MIB
+    monitor = _monitor(disks, clock, dirs=["/a", "/b"])
+    assert monitor.roomy_until == 0.0  # nothing read yet: no shortcut
+    assert monitor.low_space_message("/a") is None
+    assert disks.calls == {"/a": 1, "/b": 1}
+    assert monitor.roomy_until == 0.0  # /b is low
+    assert monitor.low_space_message("/b") is not None
+    assert _monitor(disks, clock, nbytes=0, dirs=["/a"]).roomy_until == float("inf")
