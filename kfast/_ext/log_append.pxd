@@ -195,6 +195,7 @@ cdef class BatchScan:
 cdef class LogState:
     cdef public int64_t log_end_offset
     cdef public int64_t log_start_offset
+    cdef public int64_t high_watermark         # set by update_high_watermark
     cdef public int64_t _unflushed_messages
     cdef public int64_t _flush_messages       # log.flush.interval.messages
     cdef public bint offline                  # after a disk error

@@ -100,6 +100,7 @@ class LogState:
 
     log_end_offset: int
     log_start_offset: int
+    high_watermark: int
     _unflushed_messages: int
     _flush_messages: int  # log.flush.interval.messages
     offline: bool
@@ -117,6 +118,7 @@ class LogState:
         origin: str = ...,
         now: int | None = None,
     ) -> Any: ...
+    def update_high_watermark(self, high_watermark: int) -> int: ...
 
 def now_ms() -> int: ...
 

@@ -760,6 +760,29 @@ cdef class LogState:
         finally:
             lock.release()
 
+    def update_high_watermark(self, int64_t high_watermark):
+        """Set the HW, clamped to [log_start_offset, log_end_offset], and
+        return it. Under the log's lock, as the background jobs that move the
+        offsets it is clamped to hold it; in C because the leader calls it
+        once per append that moves the HW (the RLock's ``with`` alone cost
+        ~0.4 us of a ~1.2 us Python method)."""
+        cdef int64_t hw
+        lock = self._lock
+        lock.acquire()
+        try:
+            hw = high_watermark
+            if hw < self.log_start_offset:
+                hw = self.log_start_offset
+            if hw > self.log_end_offset:
+                hw = self.log_end_offset
+            if hw != self.high_watermark:
+                self.high_watermark = hw
+                self._hw_metadata = None
+                self.producer_state.on_high_watermark_updated(hw)
+            return hw
+        finally:
+            lock.release()
+
     cdef object _appended(self, BatchScan scan, int32_t leader_epoch):
         """The general path's tail for a leader append without producer
         state: epoch, end offsets, flush policy."""

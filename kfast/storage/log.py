@@ -701,15 +701,8 @@ class Log(LogState):
             return None
 
     # -- offsets ------------------------------------------------------------------
-    def update_high_watermark(self, high_watermark: int) -> int:
-        """Set the HW, clamped to [log_start_offset, log_end_offset]."""
-        with self._lock:
-            hw = min(max(high_watermark, self.log_start_offset), self.log_end_offset)
-            if hw != self.high_watermark:
-                self.high_watermark = hw
-                self._hw_metadata = None
-                self.producer_state.on_high_watermark_updated(hw)
-            return hw
+    # update_high_watermark(high_watermark) -> the HW set, clamped to
+    # [log_start_offset, log_end_offset], is LogState's (log_append.pyx).
 
     def maybe_increment_log_start_offset(self, new_start: int) -> bool:
         with self._lock:
