@@ -93,6 +93,7 @@ from kfast.config import SERVER_CONFIGS, KafkaConfig
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.file_region import FileRegion
 from kfast.security.principal import ANONYMOUS
+from kfast.server.futures import when_done
 from kfast.server.rate_limited_log import RateLimitedLogger
 
 if TYPE_CHECKING:
@@ -522,7 +523,14 @@ class Connection:
         if inspect.isawaitable(response):
             future = asyncio.ensure_future(response, loop=self._loop)
             self._pending.append(future)
-            future.add_done_callback(self._on_response_done)
+            if future.done():
+                # Not from inside this handler call: the loop runs it next.
+                future.add_done_callback(self._on_response_done)
+            else:
+                # A chained response (a woken fetch's) is queued and flushed
+                # in the call that completes it, not a loop pass later,
+                # behind every readable connection (kfast.server.futures).
+                when_done(future, self._on_response_done)
             return
         logger.error(
             "%s: request handler returned %s (expected None, a list of parts "

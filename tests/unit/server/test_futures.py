@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from kfast.server.futures import then
+from kfast.server.futures import ChainedFuture, then
 
 
 def run(coroutine):
@@ -55,5 +55,73 @@ def test_result_exception_error_handler_and_cancellation():
         source.set_result(1)
         await asyncio.sleep(0)
         assert chained.cancelled()
+
+    run(main())
+
+
+def test_a_chain_completes_in_one_loop_pass():
+    """then(then(then(source))): once the source's own done callback has run
+    (one pass of the loop), the whole chain is done -- each later hop runs
+    in the call that completes the one before, not a pass later each."""
+
+    async def main():
+        loop = asyncio.get_running_loop()
+        source = loop.create_future()
+        first = then(source, lambda value: value + 1)
+        second = then(first, lambda value: value * 10)
+        third = then(second, lambda value: f"<{value}>")
+        source.set_result(1)
+        await asyncio.sleep(0)  # the loop runs the source's done callback
+        assert third.done() and third.result() == "<20>"
+
+        # Errors and cancellation travel the chain the same way.
+        source = loop.create_future()
+        last = then(then(source, lambda value: value), lambda value: value)
+        source.set_exception(KeyError("gone"))
+        await asyncio.sleep(0)
+        assert isinstance(last.exception(), KeyError)
+        source = loop.create_future()
+        last = then(then(source, lambda value: value), lambda value: value)
+        source.cancel()
+        await asyncio.sleep(0)
+        assert last.cancelled()
+
+    run(main())
+
+
+def test_chained_future_callbacks_now_and_scheduled():
+    async def main():
+        loop = asyncio.get_running_loop()
+        failures = []
+        loop.set_exception_handler(lambda _, context: failures.append(context["exception"]))
+        chained = ChainedFuture(loop=loop)
+        seen = []
+        chained.add_done_now(lambda f: seen.append(("now", f.result())))
+        chained.add_done_callback(lambda f: seen.append(("scheduled", f.result())))
+        dropped = seen.append
+        chained.add_done_now(dropped)
+        assert chained.remove_done_callback(dropped) == 1
+
+        def broken(_):
+            raise RuntimeError("callback bug")
+
+        chained.add_done_now(broken)
+        chained.set_result(5)
+        # In the completing call: the now-callbacks, and a failing one is
+        # reported to the loop without stopping the others.
+        assert seen == [("now", 5)]
+        assert [str(exc) for exc in failures] == ["callback bug"]
+        await asyncio.sleep(0)
+        assert seen == [("now", 5), ("scheduled", 5)]
+        # Added once done: called at once.
+        chained.add_done_now(lambda f: seen.append(("late", f.result())))
+        assert seen[-1] == ("late", 5)
+        assert await chained == 5
+
+        cancelled = ChainedFuture(loop=loop)
+        cancelled.add_done_now(lambda f: seen.append(("cancelled", f.cancelled())))
+        assert cancelled.cancel()
+        assert seen[-1] == ("cancelled", True)
+        assert not cancelled.cancel()
 
     run(main())

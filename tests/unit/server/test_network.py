@@ -13,6 +13,7 @@ import pytest
 
 from kfast._ext import netio
 from kfast.protocol.file_region import FileRegion
+from kfast.server.futures import then
 from kfast.server.network import SocketServer
 
 uvloop = pytest.importorskip("uvloop")
@@ -221,6 +222,39 @@ def test_out_of_order_completion_keeps_request_order(run):
                 expected.append(b"sync-%d" % i if i % 3 == 0 else b"async-%d" % i)
             got = [await read_frame(reader) for _ in expected]
             assert got == expected
+            writer.close()
+
+    run(body)
+
+
+def test_chained_response_is_sent_in_the_call_that_completes_it(run):
+    """A response chained by kfast.server.futures.then (a woken fetch's) is
+    queued and flushed by the call that completes the chain: with hundreds
+    of readable connections in a loop pass, one scheduled hop more would
+    leave it behind all of them."""
+
+    async def body():
+        loop = asyncio.get_running_loop()
+        waiting = []
+        arrived = Arrivals()
+
+        def handler(connection, frame):
+            source = loop.create_future()  # as the purgatory's
+            waiting.append(source)
+            arrived.add(connection)
+            return then(then(source, lambda value: [value]), lambda parts: parts)
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"fetch"))
+            await arrived.reach(1)
+            connection = arrived.connections[0]
+            assert connection.in_flight_requests == 1
+            waiting[0].set_result(b"records")
+            await asyncio.sleep(0)  # the loop runs the source's done callback
+            assert connection.in_flight_requests == 0
+            assert not connection.transport.has_unsent  # written, not queued
+            assert await read_frame(reader) == b"records"
             writer.close()
 
     run(body)
