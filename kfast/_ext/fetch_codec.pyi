@@ -1,9 +1,11 @@
 """Type stub of the Fetch codec (see fetch_codec.pyx for the grammar)."""
 
 import uuid
-from typing import Any
+from typing import Any, TypeVar
 
 from kfast.protocol.file_region import FileRegion
+
+T = TypeVar("T", bound=tuple[Any, ...])
 
 # (partition, current_leader_epoch, fetch_offset, last_fetched_epoch,
 #  log_start_offset, partition_max_bytes)
@@ -53,6 +55,15 @@ def decode_fetch_request(
     session_id, session_epoch, topics, forgotten_topics, rack_id) of the body
     at ``frame[offset:]``; None when the generic decoder should have it.
     MalformedRequestException on malformed input."""
+
+def partition_requests(
+    cls: type[T],
+    name: str,
+    partitions: list[FetchPartition],
+    last_fetched_epoch: int,
+    log_start_offset: int,
+) -> list[T]:
+    """``cls`` (PartitionFetchRequest) of each partition of topic ``name``."""
 
 def encode_fetch_response(
     version: int,

@@ -75,7 +75,9 @@ from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
-from cpython.tuple cimport PyTuple_GET_ITEM
+from cpython.object cimport PyObject
+from cpython.ref cimport Py_INCREF, Py_DECREF
+from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_SET_ITEM
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 from libc.stdlib cimport malloc, realloc, free
@@ -88,6 +90,8 @@ from kfast.protocol.errors import MalformedRequestException as _Malformed
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+    ctypedef struct _TypeWithAlloc "PyTypeObject":
+        PyObject* (*tp_alloc)(_TypeWithAlloc* t, Py_ssize_t n)
 
 cdef object _UUID = _uuid_module.UUID
 
@@ -318,6 +322,43 @@ def decode_fetch_request(frame, Py_ssize_t offset, int version):
                 session_epoch, topics, forgotten, rack_id)
     finally:
         PyBuffer_Release(&pb)
+
+
+cdef inline int _put(object request, Py_ssize_t i, object value) except -1:
+    Py_INCREF(value)  # PyTuple_SET_ITEM steals a reference
+    PyTuple_SET_ITEM(request, i, value)
+    return 0
+
+
+def partition_requests(type cls, object name, list partitions, object last_fetched_epoch,
+                       object log_start_offset):
+    """The read requests of one topic's ``partitions`` (as decode_fetch_request
+    gives them): ``cls`` (kfast.server.replica_manager.PartitionFetchRequest, a
+    named tuple of 6) instances ((name, partition), fetch_offset,
+    partition_max_bytes, current_leader_epoch, last_fetched_epoch,
+    log_start_offset), the last two given (a consumer's read ignores what
+    it sent). Built in C as tuple.__new__ builds a tuple subtype's instance
+    (the named tuple's own __new__ is a Python frame per partition)."""
+    if not issubclass(cls, tuple) or cls.__basicsize__ != tuple.__basicsize__:
+        raise TypeError(f"{cls!r} is not a tuple type without fields of its own")
+    cdef list out = []
+    cdef tuple item
+    cdef PyObject* allocated
+    cdef object request
+    for item in partitions:
+        allocated = (<_TypeWithAlloc*>cls).tp_alloc(<_TypeWithAlloc*>cls, 6)
+        if allocated == NULL:
+            raise MemoryError()
+        request = <object>allocated
+        Py_DECREF(request)  # the allocation's reference; ``request`` holds one
+        _put(request, 0, (name, item[0]))
+        _put(request, 1, item[2])  # fetch_offset
+        _put(request, 2, item[5])  # partition_max_bytes
+        _put(request, 3, item[1])  # current_leader_epoch
+        _put(request, 4, last_fetched_epoch)
+        _put(request, 5, log_start_offset)
+        out.append(request)
+    return out
 
 
 cdef class _Out:

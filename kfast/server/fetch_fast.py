@@ -38,7 +38,11 @@ from functools import partial
 from typing import TYPE_CHECKING, cast
 from uuid import UUID
 
-from kfast._ext.fetch_codec import decode_fetch_request, encode_fetch_response
+from kfast._ext.fetch_codec import (
+    decode_fetch_request,
+    encode_fetch_response,
+    partition_requests,
+)
 from kfast.protocol import encode_response_parts, errors
 from kfast.protocol.api_keys import FETCH
 from kfast.server.fetch_apis import count_fetched, sessionless_response
@@ -61,9 +65,8 @@ _RACK_FROM = 11
 # KIP-951's leader hint in these partition errors, Fetch v16+.
 _LEADER_HINT_FROM = 16
 _LEADER_MOVED = (errors.NotLeaderOrFollowerException.code, errors.FencedLeaderEpochException.code)
-# A consumer's PartitionFetchRequest built with tuple.__new__ (as handle_fetch):
-# the follower-only fields keep their declared defaults.
-_new_tuple = tuple.__new__
+# A consumer's PartitionFetchRequest: the follower-only fields keep their
+# declared defaults (as handle_fetch's).
 _NO_LAST_FETCHED_EPOCH: int = PartitionFetchRequest._field_defaults["last_fetched_epoch"]
 _NO_LOG_START_OFFSET: int = PartitionFetchRequest._field_defaults["log_start_offset"]
 
@@ -126,20 +129,9 @@ def handle_fetch_frame(
         else:
             name = topic
             topic_ids[name] = None
-        requests += [
-            _new_tuple(
-                PartitionFetchRequest,
-                (
-                    (name, p[0]),
-                    p[2],  # fetch_offset
-                    p[5],  # partition_max_bytes
-                    p[1],  # current_leader_epoch
-                    _NO_LAST_FETCHED_EPOCH,
-                    _NO_LOG_START_OFFSET,
-                ),
-            )
-            for p in partitions
-        ]
+        requests += partition_requests(
+            PartitionFetchRequest, name, partitions, _NO_LAST_FETCHED_EPOCH, _NO_LOG_START_OFFSET
+        )
     STATS.answered += 1
     params = FetchParams(
         max_wait_ms=max_wait_ms,

@@ -215,7 +215,9 @@ class DelayedOperationPurgatory:
         and this one is running."""
         if self._shutdown:
             raise RuntimeError(f"purgatory {self.name} is shut down")
-        keys = list(watch_keys)
+        # A list is taken as it is (a fetch's ten partition keys, built for
+        # this call); any other iterable is copied once.
+        keys = watch_keys if type(watch_keys) is list else list(watch_keys)
         if not keys:
             raise ValueError("an operation needs at least one watch key")
         if operation._purgatory is not None or operation._completed:

@@ -15,7 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kfast._ext.fetch_codec import decode_fetch_request, encode_fetch_response
+from kfast._ext.fetch_codec import (
+    decode_fetch_request,
+    encode_fetch_response,
+    partition_requests,
+)
 from kfast.metrics.broker_stats import BrokerTopicStats
 from kfast.protocol import (
     FetchRequest,
@@ -207,6 +211,18 @@ def test_a_count_field_never_allocates() -> None:
             decode_fetch_request(frame, header_length, 11)
         with pytest.raises(errors.MalformedRequestException):
             _generic(frame)
+
+
+@settings(max_examples=examples(100), deadline=None)
+@given(NAMES, st.lists(st.tuples(INT32, INT32, INT64, INT32, INT64, INT32), max_size=4))
+def test_partition_requests_are_the_named_tuples(
+    name: str, partitions: list[tuple[int, int, int, int, int, int]]
+) -> None:
+    built = partition_requests(PartitionFetchRequest, name, partitions, -1, -1)
+    assert all(type(request) is PartitionFetchRequest for request in built)
+    assert built == [
+        PartitionFetchRequest((name, p[0]), p[2], p[5], p[1], -1, -1) for p in partitions
+    ]
 
 
 _REGION_FILE = tempfile.TemporaryFile()
