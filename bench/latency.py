@@ -285,7 +285,14 @@ def _batch(value: bytes) -> bytes:
 
 
 def _kfast_producers(
-    bootstrap: str, topic: str, connections: int, rate: float, total: int, offset: float, conn
+    bootstrap: str,
+    topic: str,
+    connections: int,
+    rate: float,
+    total: int,
+    offset: float,
+    nice: int,
+    conn,
 ):
     """``connections`` producer connections (_ProducerConnection). Once all
     are connected this sends "ready" and waits for the start time (wall
@@ -294,6 +301,8 @@ def _kfast_producers(
     import asyncio
 
     host, port = bootstrap.rsplit(":", 1)
+    if nice:
+        os.nice(nice)  # --producer-nice: a diagnosis, see main()
 
     async def run() -> dict:
         opened = [_ProducerConnection(topic) for _ in range(connections)]
@@ -437,6 +446,7 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
                             args.rate / procs,
                             total // procs,
                             n / args.rate,
+                            args.producer_nice,
                             p_child,
                         ),
                         daemon=True,
@@ -577,6 +587,14 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=20.0)
     parser.add_argument("--connections", type=int, default=1000)
     parser.add_argument("--producer-procs", type=int, default=2)
+    parser.add_argument(
+        "--producer-nice",
+        type=int,
+        default=0,
+        help="connections test: the producer processes' nice increment. A diagnosis "
+        "of a shared machine (what the broker does when its load generator does "
+        "not take its CPU), not the benchmark's figure",
+    )
     parser.add_argument("--rounds", type=int, default=1, help="the brokers take turns")
     parser.add_argument("--plots", metavar="DIR", help="PNG per test and broker (last round)")
     parser.add_argument("--probe", metavar="DIR", help="kfast under bench/latency_probe.py")
