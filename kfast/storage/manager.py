@@ -373,8 +373,11 @@ class LogManager:
     def low_space_message(self, topic: str, partition: int) -> str | None:
         """Why client writes to this partition are refused now (its log dir
         is below the free-space threshold), or None."""
+        free_space = self.free_space
+        if free_space.clock() < free_space.roomy_until:
+            return None  # every log dir has room: asked per partition of every produce
         log_dir = self._log_dir_of.get((topic, partition))
-        return None if log_dir is None else self.free_space.low_space_message(log_dir)
+        return None if log_dir is None else free_space.low_space_message(log_dir)
 
     def all_dirs_low_message(self) -> str | None:
         """Why no new partition can be placed on this node (every online

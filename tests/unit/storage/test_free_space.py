@@ -148,10 +148,15 @@ def test_the_produce_check_reads_nothing_while_every_dir_has_room_and_sees_one_g
     log_dir = manager.log_dir_of("t", 0)
     assert manager.low_space_message("t", 0) is None
     reads = dict(disks.calls)
+    monitor = manager.free_space
+    asked: list[str] = []
+    per_dir = monitor.low_space_message
+    monitor.low_space_message = lambda d: asked.append(d) or per_dir(d)  # type: ignore[method-assign]
     for _ in range(100):
         clock.now += 0.001
         assert manager.low_space_message("t", 0) is None
-    assert disks.calls == reads  # within the interval: no statvfs, no per-dir lookup
+    # Within the interval: no statvfs, and no per-dir question either.
+    assert disks.calls == reads and asked == []
     disks.free[log_dir] = MIB
     clock.now += 0.5
     message = manager.low_space_message("t", 0)
