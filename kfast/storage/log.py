@@ -203,6 +203,8 @@ class Log(LogState):
         self._compacted = config.compact
         self._fast_append = not config.compact
         self._flush_messages = config.flush_messages
+        # Asked by every acks=-1 append (Partition.append_records_to_leader).
+        self.min_insync_replicas: int = config["min.insync.replicas"]
         self._scan.configure(
             self._max_message_bytes,
             self._log_append_time,
