@@ -72,24 +72,20 @@
 # decoder (any tagged field, a null topic name) gives None.
 
 from cpython.buffer cimport PyObject_GetBuffer, PyBuffer_Release, PyBUF_SIMPLE, PyObject_CheckBuffer
-from cpython.bytes cimport PyBytes_FromStringAndSize
-from cpython.unicode cimport PyUnicode_DecodeUTF8
 from cpython.list cimport PyList_GET_SIZE, PyList_GET_ITEM
 from cpython.object cimport PyObject
 from cpython.ref cimport Py_INCREF, Py_DECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_SET_ITEM
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
-from libc.stdlib cimport malloc, realloc, free
 
-from kfast._ext.varint cimport read_uvarint32, write_uvarint32, VARINT_OK
+from kfast._ext.wire cimport (
+    Reader, Writer, malformed, rd_be, rd_count, rd_no_tags, rd_string, rd_uuid_bytes, wr_be,
+    wr_bytes, wr_count, wr_free, wr_init, wr_raw, wr_string,
+)
 
 import uuid as _uuid_module
 
-from kfast.protocol.errors import MalformedRequestException as _Malformed
-
 cdef extern from "Python.h":
-    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
     ctypedef struct _TypeWithAlloc "PyTypeObject":
         PyObject* (*tp_alloc)(_TypeWithAlloc* t, Py_ssize_t n)
 
@@ -145,73 +141,12 @@ cdef class FetchPartitionData:
         self.preferred_read_replica = -1
 
 
-cdef class _In:
-    cdef const uint8_t* start
-    cdef const uint8_t* p
-    cdef const uint8_t* end
-
-    cdef inline int need(self, Py_ssize_t n) except -1:
-        if n < 0 or self.end - self.p < n:
-            raise _Malformed(f"truncated at byte {self.p - self.start}: need {n} more, "
-                             f"{self.end - self.p} remain")
-        return 0
-
-    cdef inline uint32_t uvarint(self) except? 0xFFFFFFFF:
-        cdef uint32_t v
-        if read_uvarint32(&self.p, self.end, &v) != VARINT_OK:
-            raise _Malformed(f"bad unsigned varint at byte {self.p - self.start}")
-        return v
-
-    cdef inline uint64_t be(self, int width) except? 0xFFFFFFFFFFFFFFFF:
-        """A big-endian unsigned integer of ``width`` bytes."""
-        self.need(width)
-        cdef uint64_t v = 0
-        cdef int k
-        for k in range(width):
-            v = (v << 8) | self.p[k]
-        self.p += width
-        return v
-
-    cdef inline Py_ssize_t count(self, bint compact, Py_ssize_t min_size) except -2:
-        """An array count, checked against the bytes left (each element
-        takes at least ``min_size``); -1 for null."""
-        cdef Py_ssize_t n
-        if compact:
-            n = <Py_ssize_t>self.uvarint() - 1
-        else:
-            n = <int32_t>self.be(4)
-        if n < -1:
-            raise _Malformed(f"invalid array length {n}")
-        if n > 0 and n > (self.end - self.p) // min_size:
-            raise _Malformed(f"array of {n} elements exceeds the {self.end - self.p} "
-                             f"bytes that remain")
-        return n
-
-    cdef inline object string(self, bint compact):
-        cdef Py_ssize_t n
-        if compact:
-            n = <Py_ssize_t>self.uvarint() - 1
-        else:
-            n = <int16_t>self.be(2)
-        if n == -1:
-            return None
-        if n < 0:
-            raise _Malformed(f"invalid string length {n}")
-        self.need(n)
-        # Invalid UTF-8 decodes with U+FFFD, as the generic codec (and Java's String).
-        s = PyUnicode_DecodeUTF8(<const char*>self.p, n, "replace")
-        self.p += n
-        return s
-
-    cdef inline object uuid(self):
-        self.need(16)
-        u = _UUID(bytes=PyBytes_FromStringAndSize(<const char*>self.p, 16))
-        self.p += 16
-        return u
-
-    cdef inline bint no_tags(self) except -1:
-        """The tagged-field section: True if empty (the only case served)."""
-        return self.uvarint() == 0
+cdef inline object _topic(Reader* r, bint by_id, bint compact):
+    """A topic's id (v13+, a UUID) or name; None for a null name (the
+    generic decoder's to answer)."""
+    if by_id:
+        return _UUID(bytes=rd_uuid_bytes(r))
+    return rd_string(r, compact)
 
 
 def decode_fetch_request(frame, Py_ssize_t offset, int version):
@@ -229,7 +164,7 @@ def decode_fetch_request(frame, Py_ssize_t offset, int version):
     cdef bint compact = version >= FLEXIBLE_FROM
     cdef bint by_id = version >= TOPIC_ID_FROM
     cdef Py_buffer pb
-    cdef _In r = _In.__new__(_In)
+    cdef Reader r
     cdef Py_ssize_t topic_count, part_count, i, j
     cdef int32_t replica_id = -1, max_wait_ms, min_bytes, max_bytes
     cdef int32_t session_id = 0, session_epoch = -1
@@ -240,83 +175,77 @@ def decode_fetch_request(frame, Py_ssize_t offset, int version):
     PyObject_GetBuffer(frame, &pb, PyBUF_SIMPLE)
     try:
         if offset < 0 or offset > pb.len:
-            raise _Malformed(f"offset {offset} outside a buffer of {pb.len} bytes")
+            malformed(f"offset {offset} outside a buffer of {pb.len} bytes")
         r.start = <const uint8_t*>pb.buf
         r.p = r.start + offset
         r.end = r.start + pb.len
         if version < REPLICA_STATE_FROM:
-            replica_id = <int32_t>r.be(4)
-        max_wait_ms = <int32_t>r.be(4)
-        min_bytes = <int32_t>r.be(4)
-        max_bytes = <int32_t>r.be(4)
-        isolation_level = <int8_t>r.be(1)
+            replica_id = <int32_t>rd_be(&r, 4)
+        max_wait_ms = <int32_t>rd_be(&r, 4)
+        min_bytes = <int32_t>rd_be(&r, 4)
+        max_bytes = <int32_t>rd_be(&r, 4)
+        isolation_level = <int8_t>rd_be(&r, 1)
         if version >= SESSIONS_FROM:
-            session_id = <int32_t>r.be(4)
-            session_epoch = <int32_t>r.be(4)
+            session_id = <int32_t>rd_be(&r, 4)
+            session_epoch = <int32_t>rd_be(&r, 4)
         # A topic takes at least 2 bytes (empty name, empty array).
-        topic_count = r.count(compact, 2)
+        topic_count = rd_count(&r, compact, 2)
         if topic_count < 0:
-            raise _Malformed("non-nullable field topics was serialized as null")
+            malformed("non-nullable field topics was serialized as null")
         topics = []
         for i in range(topic_count):
-            if by_id:
-                name = r.uuid()
-            else:
-                name = r.string(compact)
-                if name is None:
-                    return None
+            name = _topic(&r, by_id, compact)
+            if name is None:
+                return None
             # A partition takes at least 16 bytes (v4: int32, int64, int32).
-            part_count = r.count(compact, 16)
+            part_count = rd_count(&r, compact, 16)
             if part_count < 0:
-                raise _Malformed("non-nullable field partitions was serialized as null")
+                malformed("non-nullable field partitions was serialized as null")
             parts = []
             for j in range(part_count):
-                partition = <int32_t>r.be(4)
+                partition = <int32_t>rd_be(&r, 4)
                 current_leader_epoch = -1
                 if version >= LEADER_EPOCH_FROM:
-                    current_leader_epoch = <int32_t>r.be(4)
-                fetch_offset = <int64_t>r.be(8)
+                    current_leader_epoch = <int32_t>rd_be(&r, 4)
+                fetch_offset = <int64_t>rd_be(&r, 8)
                 last_fetched_epoch = -1
                 if compact:
-                    last_fetched_epoch = <int32_t>r.be(4)
+                    last_fetched_epoch = <int32_t>rd_be(&r, 4)
                 log_start_offset = -1
                 if version >= LOG_START_FROM:
-                    log_start_offset = <int64_t>r.be(8)
-                partition_max_bytes = <int32_t>r.be(4)
-                if compact and not r.no_tags():
+                    log_start_offset = <int64_t>rd_be(&r, 8)
+                partition_max_bytes = <int32_t>rd_be(&r, 4)
+                if compact and not rd_no_tags(&r):
                     return None
                 parts.append((partition, current_leader_epoch, fetch_offset,
                               last_fetched_epoch, log_start_offset, partition_max_bytes))
-            if compact and not r.no_tags():
+            if compact and not rd_no_tags(&r):
                 return None
             topics.append((name, parts))
         forgotten = []
         if version >= SESSIONS_FROM:
-            topic_count = r.count(compact, 2)
+            topic_count = rd_count(&r, compact, 2)
             if topic_count < 0:
-                raise _Malformed("non-nullable field forgotten_topics_data was serialized as null")
+                malformed("non-nullable field forgotten_topics_data was serialized as null")
             for i in range(topic_count):
-                if by_id:
-                    name = r.uuid()
-                else:
-                    name = r.string(compact)
-                    if name is None:
-                        return None
-                part_count = r.count(compact, 4)
+                name = _topic(&r, by_id, compact)
+                if name is None:
+                    return None
+                part_count = rd_count(&r, compact, 4)
                 if part_count < 0:
-                    raise _Malformed("non-nullable field partitions was serialized as null")
+                    malformed("non-nullable field partitions was serialized as null")
                 indexes = []
                 for j in range(part_count):
-                    indexes.append(<int32_t>r.be(4))
-                if compact and not r.no_tags():
+                    indexes.append(<int32_t>rd_be(&r, 4))
+                if compact and not rd_no_tags(&r):
                     return None
                 forgotten.append((name, indexes))
         rack_id = ""
         if version >= RACK_FROM:
-            rack_id = r.string(compact)
+            rack_id = rd_string(&r, compact)
             if rack_id is None:
                 return None
-        if compact and not r.no_tags():
+        if compact and not rd_no_tags(&r):
             return None
         return (replica_id, max_wait_ms, min_bytes, max_bytes, isolation_level, session_id,
                 session_epoch, topics, forgotten, rack_id)
@@ -361,107 +290,36 @@ def partition_requests(type cls, object name, list partitions, object last_fetch
     return out
 
 
-cdef class _Out:
-    """The response being written: bytes in ``buf``, flushed into ``parts``
-    before each record region (or large buffer) that goes out as its own part."""
-    cdef uint8_t* buf
-    cdef Py_ssize_t size
-    cdef Py_ssize_t cap
-    cdef list parts
+cdef int _part(Writer* w, list parts, object piece) except -1:
+    """``piece`` as a part of its own, after what is written so far."""
+    if w.size:
+        parts.append(wr_bytes(w))
+        w.size = 0
+    parts.append(piece)
+    return 0
 
-    def __cinit__(self):
-        self.cap = 512
-        self.buf = <uint8_t*>malloc(self.cap)
-        if self.buf == NULL:
-            raise MemoryError()
-        self.size = 0
-        self.parts = []
 
-    def __dealloc__(self):
-        free(self.buf)
-
-    cdef inline int room(self, Py_ssize_t n) except -1:
-        cdef uint8_t* grown
-        cdef Py_ssize_t cap = self.cap
-        if self.size + n <= cap:
-            return 0
-        while cap < self.size + n:
-            cap *= 2
-        grown = <uint8_t*>realloc(self.buf, cap)
-        if grown == NULL:
-            raise MemoryError()
-        self.buf = grown
-        self.cap = cap
-        return 0
-
-    cdef inline int be(self, uint64_t v, int width) except -1:
-        """The low ``width`` bytes of ``v``, big-endian (int8/16/32/64)."""
-        self.room(width)
-        cdef uint8_t* p = self.buf + self.size
-        cdef int k
-        for k in range(width):
-            p[k] = <uint8_t>(v >> (8 * (width - 1 - k)))
-        self.size += width
-        return 0
-
-    cdef inline int uvarint(self, uint32_t v) except -1:
-        self.room(5)
-        self.size = write_uvarint32(self.buf + self.size, v) - self.buf
-        return 0
-
-    cdef inline int count(self, Py_ssize_t n, bint compact) except -1:
-        """An array count or bytes length; -1 for null."""
-        if compact:
-            self.uvarint(<uint32_t>(n + 1))
+cdef int _records(Writer* w, list parts, object records, bint compact) except -1:
+    """The length prefix and the bytes: a record region (FileRegion:
+    ``length`` bytes sent by sendfile) as a part of its own, a buffer inline
+    unless large. None writes an empty record set, as the generic path
+    answers one."""
+    cdef Py_buffer pb
+    if records is None:
+        return wr_count(w, 0, compact)
+    if not PyObject_CheckBuffer(records):
+        wr_count(w, records.length, compact)
+        return _part(w, parts, records)
+    PyObject_GetBuffer(records, &pb, PyBUF_SIMPLE)
+    try:
+        wr_count(w, pb.len, compact)
+        if pb.len >= SEPARATE_PART_MIN:
+            _part(w, parts, records)
         else:
-            self.be(<uint32_t><int32_t>n, 4)
-        return 0
-
-    cdef inline int raw(self, const void* data, Py_ssize_t n) except -1:
-        self.room(n)
-        memcpy(self.buf + self.size, data, n)
-        self.size += n
-        return 0
-
-    cdef inline int string(self, object s, bint compact) except -1:
-        cdef Py_ssize_t n
-        cdef const char* data = PyUnicode_AsUTF8AndSize(s, &n)
-        if compact:
-            self.uvarint(<uint32_t>(n + 1))
-        else:
-            if n > 32767:
-                raise ValueError(f"string of {n} bytes is too long for an int16 length")
-            self.be(<uint64_t>n, 2)
-        return self.raw(data, n)
-
-    cdef int part(self, object piece) except -1:
-        if self.size:
-            self.parts.append(PyBytes_FromStringAndSize(<const char*>self.buf, self.size))
-            self.size = 0
-        self.parts.append(piece)
-        return 0
-
-    cdef int records(self, object records, bint compact) except -1:
-        """The length prefix and the bytes: a record region (FileRegion:
-        ``length`` bytes sent by sendfile) as a part of its own, a buffer
-        inline unless large. None writes an empty record set, as the generic
-        path answers one."""
-        cdef Py_buffer pb
-        if records is None:
-            return self.count(0, compact)
-        if not PyObject_CheckBuffer(records):
-            self.count(records.length, compact)
-            return self.part(records)
-        PyObject_GetBuffer(records, &pb, PyBUF_SIMPLE)
-        try:
-            self.count(pb.len, compact)
-            if pb.len >= SEPARATE_PART_MIN:
-                self.part(records)
-            else:
-                self.raw(pb.buf, pb.len)
-        finally:
-            PyBuffer_Release(&pb)
-        return 0
+            wr_raw(w, pb.buf, pb.len)
+    finally:
+        PyBuffer_Release(&pb)
+    return 0
 
 
 cdef inline object _topic_at(list results, Py_ssize_t i):
@@ -480,67 +338,72 @@ def encode_fetch_response(int version, int32_t correlation_id, int16_t error_cod
         raise ValueError(f"Fetch v{version} is not encoded here")
     cdef bint compact = version >= FLEXIBLE_FROM
     cdef bint by_id = version >= TOPIC_ID_FROM
-    cdef _Out w = _Out()
+    cdef Writer w
+    cdef list parts = []
     cdef Py_ssize_t n = PyList_GET_SIZE(results), i, k, run, count_at
     cdef object topic = None, name, key, aborted, pair
     cdef FetchPartitionData data
-    w.be(<uint32_t>correlation_id, 4)
-    if compact:
-        w.be(0, 1)
-    w.be(0, 4)  # throttle_time_ms
-    if version >= SESSIONS_FROM:
-        w.be(<uint16_t>error_code, 2)
-        w.be(<uint32_t>session_id, 4)
-    # Topics: runs of results with the same topic name.
-    run = 0
-    for i in range(n):
-        name = _topic_at(results, i)
-        if i == 0 or name != topic:
-            run += 1
-        topic = name
-    w.count(run, compact)
-    i = 0
-    while i < n:
-        topic = _topic_at(results, i)
-        if by_id:
-            raw = topic_ids[topic].bytes
-            w.raw(<const char*>raw, 16)
-        else:
-            w.string(topic, compact)
-        count_at = i + 1
-        while count_at < n and _topic_at(results, count_at) == topic:
-            count_at += 1
-        w.count(count_at - i, compact)
-        for k in range(i, count_at):
-            pair = <object>PyList_GET_ITEM(results, k)
-            key = (<object>PyTuple_GET_ITEM(pair, 0)).key
-            data = <FetchPartitionData?>PyTuple_GET_ITEM(pair, 1)
-            w.be(<uint32_t><int32_t>key[1], 4)
-            w.be(<uint16_t><int16_t>data.error_code, 2)
-            w.be(<uint64_t><int64_t>data.high_watermark, 8)
-            w.be(<uint64_t><int64_t>data.last_stable_offset, 8)
-            if version >= LOG_START_FROM:
-                w.be(<uint64_t><int64_t>data.log_start_offset, 8)
-            aborted = data.aborted_transactions
-            if aborted is None:
-                w.count(-1, compact)
-            else:
-                w.count(len(aborted), compact)
-                for producer_id, first_offset in aborted:
-                    w.be(<uint64_t><int64_t>producer_id, 8)
-                    w.be(<uint64_t><int64_t>first_offset, 8)
-                    if compact:
-                        w.be(0, 1)
-            if version >= RACK_FROM:
-                w.be(<uint32_t><int32_t>data.preferred_read_replica, 4)
-            w.records(data.records, compact)
-            if compact:
-                w.be(0, 1)
+    wr_init(&w, 512)
+    try:
+        wr_be(&w, <uint32_t>correlation_id, 4)
         if compact:
-            w.be(0, 1)
-        i = count_at
-    if compact:
-        w.be(0, 1)
-    if w.size or not w.parts:
-        w.parts.append(PyBytes_FromStringAndSize(<const char*>w.buf, w.size))
-    return w.parts
+            wr_be(&w, 0, 1)
+        wr_be(&w, 0, 4)  # throttle_time_ms
+        if version >= SESSIONS_FROM:
+            wr_be(&w, <uint16_t>error_code, 2)
+            wr_be(&w, <uint32_t>session_id, 4)
+        # Topics: runs of results with the same topic name.
+        run = 0
+        for i in range(n):
+            name = _topic_at(results, i)
+            if i == 0 or name != topic:
+                run += 1
+            topic = name
+        wr_count(&w, run, compact)
+        i = 0
+        while i < n:
+            topic = _topic_at(results, i)
+            if by_id:
+                raw = topic_ids[topic].bytes
+                wr_raw(&w, <const char*>raw, 16)
+            else:
+                wr_string(&w, topic, compact)
+            count_at = i + 1
+            while count_at < n and _topic_at(results, count_at) == topic:
+                count_at += 1
+            wr_count(&w, count_at - i, compact)
+            for k in range(i, count_at):
+                pair = <object>PyList_GET_ITEM(results, k)
+                key = (<object>PyTuple_GET_ITEM(pair, 0)).key
+                data = <FetchPartitionData?>PyTuple_GET_ITEM(pair, 1)
+                wr_be(&w, <uint32_t><int32_t>key[1], 4)
+                wr_be(&w, <uint16_t><int16_t>data.error_code, 2)
+                wr_be(&w, <uint64_t><int64_t>data.high_watermark, 8)
+                wr_be(&w, <uint64_t><int64_t>data.last_stable_offset, 8)
+                if version >= LOG_START_FROM:
+                    wr_be(&w, <uint64_t><int64_t>data.log_start_offset, 8)
+                aborted = data.aborted_transactions
+                if aborted is None:
+                    wr_count(&w, -1, compact)
+                else:
+                    wr_count(&w, len(aborted), compact)
+                    for producer_id, first_offset in aborted:
+                        wr_be(&w, <uint64_t><int64_t>producer_id, 8)
+                        wr_be(&w, <uint64_t><int64_t>first_offset, 8)
+                        if compact:
+                            wr_be(&w, 0, 1)
+                if version >= RACK_FROM:
+                    wr_be(&w, <uint32_t><int32_t>data.preferred_read_replica, 4)
+                _records(&w, parts, data.records, compact)
+                if compact:
+                    wr_be(&w, 0, 1)
+            if compact:
+                wr_be(&w, 0, 1)
+            i = count_at
+        if compact:
+            wr_be(&w, 0, 1)
+        if w.size or not parts:
+            parts.append(wr_bytes(&w))
+        return parts
+    finally:
+        wr_free(&w)

@@ -109,3 +109,21 @@ def _sample_struct(schema, cls, specs, version, flexible):
             element = _SAMPLES[spec.element_type]
         fields[spec.name] = [element, element] if spec.is_array else element
     return cls(**fields)
+
+
+@st.composite
+def mutated_body(draw, frame: bytes, header_length: int) -> bytes:
+    """``frame`` with its body (after ``header_length``) cut short, bytes
+    overwritten, or bytes inserted: lengths that overrun the frame, negative
+    counts, tagged fields -- for a fast decoder against the generic one."""
+    body = bytearray(frame[header_length:])
+    for _ in range(draw(st.integers(1, 3))):
+        at = draw(st.integers(0, len(body)))
+        how = draw(st.sampled_from(["cut", "set", "insert"]))
+        if how == "cut":
+            del body[at:]
+        elif how == "set" and at < len(body):
+            body[at] = draw(st.integers(0, 255))
+        else:
+            body[at:at] = draw(st.binary(min_size=1, max_size=5))
+    return frame[:header_length] + bytes(body)
