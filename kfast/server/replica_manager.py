@@ -125,6 +125,12 @@ class PartitionFetchRequest(NamedTuple):
     log_start_offset: int = -1
 
 
+def _read_budget(request: PartitionFetchRequest, limit: int) -> int:
+    """The bytes a partition's read may return: its max_bytes within what
+    is left (``limit``) of the response's."""
+    return max(0, min(request.max_bytes, limit))
+
+
 def should_leader_throttle(
     quota: ReplicationQuotaManager, partition: Partition, replica_id: int
 ) -> bool:
@@ -449,9 +455,7 @@ class ReplicaManager:
         total = 0
         has_error = False
         for request in requests:
-            data = self._read_partition(
-                params, request, max(0, min(request.max_bytes, limit)), min_one_message
-            )
+            data = self._read_partition(params, request, limit, min_one_message)
             if data.error_code or data.diverging_epoch is not None:
                 has_error = True  # something to report at once
             elif data.size:
@@ -465,9 +469,12 @@ class ReplicaManager:
         self,
         params: FetchParams,
         request: PartitionFetchRequest,
-        max_bytes: int,
+        limit: int,
         min_one_message: bool,
     ) -> FetchPartitionData:
+        """``limit``: what is left of the response's byte budget; a read of
+        records takes at most that and the partition's max_bytes (computed
+        only then: a caught-up long poll reads none)."""
         partition = None
         try:
             partition = self._partitions.get(request.key)
@@ -478,7 +485,7 @@ class ReplicaManager:
                     partition,
                     params.replica_id,
                     request,
-                    max_bytes,
+                    _read_budget(request, limit),
                     min_one_message,
                     self.leader_quota,
                 )
@@ -526,7 +533,7 @@ class ReplicaManager:
                 )
             info = partition.read_records(
                 request.fetch_offset,
-                max_bytes,
+                _read_budget(request, limit),
                 params.isolation_level,
                 min_one_message,
                 request.current_leader_epoch,
