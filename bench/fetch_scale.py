@@ -374,9 +374,12 @@ def run_one(kind: str, args: argparse.Namespace) -> dict:
                 if not parent.poll(60):
                     raise TimeoutError("producer not ready")
                 parent.recv()
-                parent.send("go")
-                time.sleep(2)  # the producer's rate and the consumers' wake-ups settle
+                # The lock first, then the producer: it produces for a fixed
+                # time from "go", so a window that waited for another
+                # benchmark's lock measured no produce phase at all.
                 with bench_lock():
+                    parent.send("go")
+                    time.sleep(2)  # the producer's rate and the consumers' wake-ups settle
                     result["produce"] = _window(
                         proc.pid, consumers, metrics_port, args.produce_seconds
                     )
