@@ -34,6 +34,7 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from kfast.server.futures import complete_soon
 from kfast.server_common.purgatory import DelayedOperation
 
 if TYPE_CHECKING:
@@ -144,8 +145,14 @@ class DelayedFetch(DelayedOperation):
             if not future.done():
                 future.set_exception(exc)
             return
-        if not future.done():
-            future.set_result(answer)
+        if future.done():
+            return
+        if self.params.replica_id >= 0:
+            future.set_result(answer)  # a follower's: its callbacks a pass later
+        else:
+            # A consumer's: once the request that woke it (an append) is
+            # answered, in the same loop pass (kfast.server.futures).
+            complete_soon(future, answer)
 
     def on_expiration(self) -> None:
         pass

@@ -28,6 +28,7 @@ woke it), and the response must not be written from there.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -88,6 +89,44 @@ class ChainedFuture(asyncio.Future[T]):
             self.get_loop().call_exception_handler(
                 {"message": f"Exception in callback {fn!r}", "exception": exc, "future": self}
             )
+
+
+class _Completions(threading.local):
+    """Results waiting for the network callback that produced them to end
+    (complete_soon), per thread: each thread runs at most one loop."""
+
+    def __init__(self) -> None:
+        self.queue: list[tuple[asyncio.Future[Any], Any]] = []
+
+
+completions = _Completions()
+
+
+def complete_soon(future: asyncio.Future[T], result: T) -> None:
+    """Set ``future``'s result once the current callback is over: at the
+    end of the connection's readable callback this runs in (the network
+    layer calls ``run_completions`` there), or else on the loop's next
+    pass. For an operation completed inside another request's handler (a
+    fetch woken by an append): its chain then runs with nothing of that
+    handler on the stack, but in the same pass -- the woken consumer's
+    answer goes out between two producers' requests, and its next fetch can
+    arrive before the pass ends, instead of a pass later."""
+    queue = completions.queue
+    if not queue:
+        future.get_loop().call_soon(run_completions)
+    queue.append((future, result))
+
+
+def run_completions() -> None:
+    """Set the results complete_soon holds (in order; a future cancelled
+    meanwhile, its connection closed, is skipped)."""
+    queue = completions.queue
+    while queue:
+        batch = queue[:]
+        queue.clear()
+        for future, result in batch:
+            if not future.done():
+                future.set_result(result)
 
 
 def when_done(future: asyncio.Future[T], fn: Callable[[asyncio.Future[T]], object]) -> None:

@@ -93,7 +93,7 @@ from kfast.config import SERVER_CONFIGS, KafkaConfig
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.file_region import FileRegion
 from kfast.security.principal import ANONYMOUS
-from kfast.server.futures import when_done
+from kfast.server.futures import completions, run_completions, when_done
 from kfast.server.rate_limited_log import RateLimitedLogger
 
 if TYPE_CHECKING:
@@ -450,6 +450,10 @@ class Connection:
             self.received_at = perf_counter()
             self.last_activity = self._loop.time()
             self._process_frames()
+            if completions.queue:
+                # Operations this request completed (a woken fetch): their
+                # responses go out now, before the loop's next connection.
+                run_completions()
         except Exception as exc:
             self._fail(exc)
 

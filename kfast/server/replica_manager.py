@@ -56,6 +56,7 @@ from kfast.server.delayed_produce import (
     PartitionProduceResult,
     ProducePartitionStatus,
 )
+from kfast.server.futures import ChainedFuture
 from kfast.server.partition import NO_EPOCH, READ_COMMITTED, Partition, RecordsBuffer
 from kfast.server.replication_quota import ReplicationQuotaManager, parse_throttled_replicas
 from kfast.server.transaction_verification import check_verified, clear_after_append
@@ -700,7 +701,13 @@ class ReplicaManager:
             or (not to_read and watch_key is None)
         ):
             return results
-        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        # A consumer's: chained, its response written as the woken fetch
+        # completes (futures.complete_soon). A follower's stays a plain
+        # future, answered a loop pass later as before.
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = (
+            loop.create_future() if params.replica_id >= 0 else ChainedFuture(loop=loop)
+        )
         operation = DelayedFetch(
             self,
             params,

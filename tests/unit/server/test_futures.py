@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from kfast.server.futures import ChainedFuture, then
+from kfast.server.futures import ChainedFuture, complete_soon, run_completions, then
 
 
 def run(coroutine):
@@ -123,5 +123,32 @@ def test_chained_future_callbacks_now_and_scheduled():
         assert cancelled.cancel()
         assert seen[-1] == ("cancelled", True)
         assert not cancelled.cancel()
+
+    run(main())
+
+
+def test_complete_soon_sets_the_result_on_the_next_pass_or_when_run():
+    async def main():
+        loop = asyncio.get_running_loop()
+        # Outside a network callback: on the loop's next pass, in order.
+        first, second = loop.create_future(), loop.create_future()
+        complete_soon(first, 1)
+        complete_soon(second, 2)
+        assert not first.done() and not second.done()
+        await asyncio.sleep(0)
+        assert (first.result(), second.result()) == (1, 2)
+
+        # run_completions (the network layer's, at the end of a readable
+        # callback) sets them at once; a future cancelled meanwhile is skipped.
+        chained = ChainedFuture(loop=loop)
+        seen = []
+        then(chained, lambda value: value).add_done_now(lambda f: seen.append(f.result()))
+        cancelled = loop.create_future()
+        complete_soon(cancelled, "dropped")
+        complete_soon(chained, "woken")
+        cancelled.cancel()
+        run_completions()
+        assert seen == ["woken"] and cancelled.cancelled()
+        await asyncio.sleep(0)  # the scheduled pass finds nothing left
 
     run(main())

@@ -13,7 +13,7 @@ import pytest
 
 from kfast._ext import netio
 from kfast.protocol.file_region import FileRegion
-from kfast.server.futures import then
+from kfast.server.futures import ChainedFuture, complete_soon, then
 from kfast.server.network import SocketServer
 
 uvloop = pytest.importorskip("uvloop")
@@ -256,6 +256,46 @@ def test_chained_response_is_sent_in_the_call_that_completes_it(run):
             assert not connection.transport.has_unsent  # written, not queued
             assert await read_frame(reader) == b"records"
             writer.close()
+
+    run(body)
+
+
+def test_an_operation_completed_by_a_request_is_answered_before_the_next_callback(run):
+    """A request that completes another connection's waiting operation (an
+    append waking a fetch, through complete_soon) has that connection's
+    response written when its own readable callback ends: before any
+    callback the loop runs after it."""
+
+    async def body():
+        loop = asyncio.get_running_loop()
+        waiting = []
+        arrived = Arrivals()
+        seen_in_flight = []
+
+        def handler(connection, frame):
+            arrived.add(connection)
+            if bytes(frame) == b"fetch":
+                source = ChainedFuture(loop=loop)  # as a parked fetch's
+                waiting.append(source)
+                return then(source, lambda value: [value])
+            # The append: scheduled before the wake-up, this runs after the
+            # append's callback, so it sees whether the fetch was answered there.
+            fetcher = arrived.connections[0]
+            loop.call_soon(lambda: seen_in_flight.append(fetcher.in_flight_requests))
+            complete_soon(waiting[0], b"records")
+            return [b"appended"]
+
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            fetch_reader, fetch_writer = await asyncio.open_connection("127.0.0.1", server.port)
+            fetch_writer.write(frame(b"fetch"))
+            await arrived.reach(1)
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"append"))
+            assert await read_frame(reader) == b"appended"
+            assert await read_frame(fetch_reader) == b"records"
+            assert seen_in_flight == [0]
+            writer.close()
+            fetch_writer.close()
 
     run(body)
 
