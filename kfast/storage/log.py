@@ -807,6 +807,12 @@ class Log(LogState):
                 self.active_segment.truncate_to(target_offset, self.config.max_index_size)
             except OSError as exc:
                 raise self._storage_error(exc, "truncating") from exc
+            # A target below the log start (but inside the first segment: a
+            # follower whose DeleteRecords or restart put its start beyond the
+            # leader's end) brings the start down with the end, as Kafka's
+            # truncateTo does; else the end would stay at the start and the
+            # follower would fetch past the leader's end forever.
+            self.log_start_offset = min(target_offset, self.log_start_offset)
             # The batch holding the target goes whole, so the end may be below
             # the target (replicas truncate at batch boundaries, where both
             # agree) - but never below the log start offset.

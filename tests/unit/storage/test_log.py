@@ -186,6 +186,28 @@ def test_truncate_to(tmp_path):
     log.close()
 
 
+def test_truncate_below_log_start_brings_the_start_down(tmp_path):
+    """A follower whose DeleteRecords put its log start beyond the leader's
+    log end truncates to that end: the start comes down to it, or the end
+    would stay at the old start and every fetch would be out of range."""
+    log = open_log(tmp_path)
+    for _ in range(4):
+        log.append_as_leader(make_batch(2))
+    log.update_high_watermark(log.log_end_offset)
+    log.delete_records_before(8)
+    assert (log.log_start_offset, log.log_end_offset, log.segments[0].base_offset) == (8, 8, 0)
+    assert log.truncate_to(5)
+    assert (log.log_start_offset, log.log_end_offset, log.high_watermark) == (5, 5, 5)
+    with pytest.raises(OffsetOutOfRangeException):
+        log.read(4, 100)  # what lies below the new start stays unreadable
+    batch = bytearray(make_batch(3))
+    struct.pack_into(">q", batch, 0, 5)  # the leader's base offset
+    info = log.append_as_follower(batch)
+    assert (info.first_offset, log.log_end_offset) == (5, 8)
+    assert [o for o, _ in read_all(log, 5)] == [5, 6, 7]
+    log.close()
+
+
 def test_delete_records_before(tmp_path):
     log = open_log(tmp_path, **{"file.delete.delay.ms": 0})
     for _ in range(3000):
@@ -299,11 +321,14 @@ def test_append_read_truncate_against_model(tmp_path_factory, ops):
             assert info.first_offset == model_end()
             batches.append((info.first_offset, values))
         elif op[0] == "truncate":
-            target = max(op[1], start)
+            target = op[1]
             changed = log.truncate_to(target)
             assert changed == (target < model_end())
-            # The whole batch holding the target goes; the start stays.
+            # The whole batch holding the target goes; a start above the
+            # target comes down to it (Kafka's truncateTo).
             batches = [b for b in batches if b[0] + len(b[1]) - 1 < target]
+            if changed:
+                start = min(start, target)
         elif op[0] == "delete_records":
             log.update_high_watermark(log.log_end_offset)
             target = min(max(op[1], start), model_end())
