@@ -127,3 +127,13 @@ def mutated_body(draw, frame: bytes, header_length: int) -> bytes:
         else:
             body[at:at] = draw(st.binary(min_size=1, max_size=5))
     return frame[:header_length] + bytes(body)
+
+
+@st.composite
+def mutated_requests(draw, requests):
+    """(version, frame) from ``requests`` (a strategy of (version, frame
+    without the size prefix)), its body mutated (``mutated_body``)."""
+    from kfast.protocol import decode_request_header
+
+    version, frame = draw(requests)
+    return version, draw(mutated_body(frame, decode_request_header(frame).header_length))

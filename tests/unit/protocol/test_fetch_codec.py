@@ -35,7 +35,7 @@ from kfast.server.fetch_apis import sessionless_response
 from kfast.server.replica_manager import FetchPartitionData, PartitionFetchRequest
 from tests.unit.hypothesis_budget import examples
 from tests.unit.protocol.fast_decoder_oracle import assert_agrees_on
-from tests.unit.protocol.protocol_strategies import mutated_body
+from tests.unit.protocol.protocol_strategies import mutated_requests
 
 VERSIONS = st.integers(min_value=4, max_value=18)
 INT8 = st.integers(min_value=-(2**7), max_value=2**7 - 1)
@@ -159,17 +159,8 @@ def test_decodes_what_the_generic_codec_decodes(request: tuple[int, bytes, bool]
         assert fast == _generic(frame)
 
 
-@st.composite
-def mutated(draw: st.DrawFn) -> tuple[int, bytes]:
-    """A request cut short, with bytes overwritten, or with bytes inserted
-    (lengths that overrun the frame, negative counts, tagged fields)."""
-    version, frame = draw(requests())
-    header_length = decode_request_header(frame).header_length
-    return version, draw(mutated_body(frame, header_length))
-
-
 @settings(max_examples=examples(600), deadline=None)
-@given(mutated())
+@given(mutated_requests(requests()))
 def test_malformed_input_gives_the_generic_codecs_error(request: tuple[int, bytes]) -> None:
     """The same values or the same error, or None: the generic codec
     decides (a body with tagged fields or a null topic name)."""

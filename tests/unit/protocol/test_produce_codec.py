@@ -28,7 +28,7 @@ from kfast.protocol import (
 )
 from tests.unit.hypothesis_budget import examples
 from tests.unit.protocol.fast_decoder_oracle import assert_agrees_on
-from tests.unit.protocol.protocol_strategies import mutated_body
+from tests.unit.protocol.protocol_strategies import mutated_requests
 
 VERSIONS = st.integers(min_value=3, max_value=13)
 INT16 = st.integers(min_value=-(2**15), max_value=2**15 - 1)
@@ -119,17 +119,8 @@ def test_records_are_views_of_the_frame() -> None:
     assert isinstance(records, memoryview) and records.obj is frame
 
 
-@st.composite
-def mutated(draw: st.DrawFn) -> tuple[int, bytes]:
-    """A request cut short, with bytes overwritten, or with bytes inserted
-    (lengths that overrun the frame, negative counts, tagged fields)."""
-    version, frame = draw(requests())
-    header_length = decode_request_header(frame).header_length
-    return version, draw(mutated_body(frame, header_length))
-
-
 @settings(max_examples=examples(600), deadline=None)
-@given(mutated())
+@given(mutated_requests(requests()))
 def test_malformed_input_gives_the_generic_codecs_error(request: tuple[int, bytes]) -> None:
     """The same values or the same error, or None: the generic codec
     decides (a body with tagged fields or a null topic name)."""
