@@ -356,6 +356,7 @@ class KafkaBroker:
             replica_manager.replica_fetchers = ReplicaFetcherManager(self)
             replica_manager.alter_partition_manager = AlterPartitionManager(self, channel.send)
             replica_manager.isr_eligible = self._isr_eligible
+            replica_manager.broker_alive = self._broker_alive
             replica_manager.rack_of = self._rack_of
         self.producer_id_manager = ProducerIdManager(self.controller, self.node_id)
         await self.controller.start()
@@ -567,6 +568,12 @@ class KafkaBroker:
             and not registration.fenced
             and not registration.in_controlled_shutdown
         )
+
+    def _broker_alive(self, broker_id: int) -> bool:
+        """Registered and unfenced (Kafka's hasAliveBroker)."""
+        image = self.metadata_image
+        registration = None if image is None else image.brokers.get(broker_id)
+        return registration is not None and not registration.fenced
 
     def supported_features(self) -> dict[str, tuple[int, int]]:
         """{feature: (min level, max level)} for ApiVersions'

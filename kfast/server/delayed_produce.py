@@ -13,6 +13,7 @@ first try completes it; with followers, their fetches move it.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
 from kfast.protocol.errors import (
@@ -104,12 +105,14 @@ class DelayedDeleteRecords(DelayedOperation):
         delay_ms: int,
         statuses: list[tuple[Partition, int, DeleteRecordsResponse.DeleteRecordsPartitionResult]],
         future: asyncio.Future[None],
+        broker_alive: Callable[[int], bool] = lambda broker_id: True,
     ) -> None:
         # statuses: (partition, requested_offset, result) with result a
         # DeleteRecordsPartitionResult whose low_watermark is filled in here.
         super().__init__(delay_ms)
         self.statuses = statuses
         self.future = future
+        self.broker_alive = broker_alive
         self._pending = [True] * len(statuses)
 
     def try_complete(self) -> bool:
@@ -121,10 +124,12 @@ class DelayedDeleteRecords(DelayedOperation):
                 self._pending[i] = False
                 continue
             low_watermark = partition.log.log_start_offset
-            # Kafka's lowWatermarkIfLeader: over every live replica that
-            # reported one (a follower not heard from yet holds it back).
-            for state in partition.replica_states.values():
-                low_watermark = min(low_watermark, state.log_start_offset)
+            # Kafka's lowWatermarkIfLeader: over every live (registered,
+            # unfenced) replica's reported start (a follower not heard from
+            # yet holds it back); a dead one would hold it back until timeout.
+            for replica_id, state in partition.replica_states.items():
+                if self.broker_alive(replica_id):
+                    low_watermark = min(low_watermark, state.log_start_offset)
             if low_watermark >= requested:
                 result.low_watermark = low_watermark
                 self._pending[i] = False

@@ -176,6 +176,9 @@ class ReplicaManager:
         # Brokers that may join an ISR (registered, unfenced, not shutting
         # down); the broker keeps it current from the metadata image.
         self.isr_eligible: Callable[[int], bool] = lambda broker_id: True
+        # Brokers registered and unfenced (Kafka's hasAliveBroker); kept
+        # by the broker from the metadata image.
+        self.broker_alive: Callable[[int], bool] = lambda broker_id: True
         # broker id -> its broker.rack (None unknown); kept by the broker.
         self.rack_of: Callable[[int], str | None] = lambda broker_id: None
         # The broker's current MetadataImage (None before the first); set
@@ -762,7 +765,7 @@ class ReplicaManager:
         if not statuses:
             return None
         future = asyncio.get_running_loop().create_future()
-        operation = DelayedDeleteRecords(timeout_ms, statuses, future)
+        operation = DelayedDeleteRecords(timeout_ms, statuses, future, self.broker_alive)
         if self.delete_records_purgatory.try_complete_else_watch(
             operation, [p.key for p, _, _ in statuses]
         ):
