@@ -17,7 +17,7 @@ import threading
 import time
 
 import pytest
-from confluent_kafka import Consumer, Producer
+from confluent_kafka import Consumer, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 from kafka.errors import NotEnoughReplicasError
 from replication_support import create, kafka_python_producer, read_all
@@ -386,9 +386,12 @@ def test_auto_leader_rebalance_returns_leaderships_after_a_failover(kfast_cluste
     )
 
 
-def _only_the_leader_has_the_last_records(cluster, topic: str, config: dict) -> tuple:
+def _only_the_leader_has_the_last_records(
+    cluster, topic: str, config: dict, delete_before: int | None = None
+) -> tuple:
     """RF 3: both followers die (the ISR shrinks to the leader), the leader
-    takes acks=1 records alone and dies, the followers come back out of
+    takes acks=1 records alone (then, with ``delete_before``, DeleteRecords
+    moves its log start there) and dies, the followers come back out of
     sync. Returns (old leader, followers)."""
     admin = AdminClient({"bootstrap.servers": cluster.bootstrap_servers})
     admin.create_topics([NewTopic(topic, 1, 3, config={"min.insync.replicas": "1", **config})])[
@@ -410,7 +413,15 @@ def _only_the_leader_has_the_last_records(cluster, topic: str, config: dict) -> 
     for i in range(5):
         producer.send(topic, f"leader-only-{i}".encode()).get(10)
     producer.close()
-    cluster.kill(leader)
+    if delete_before is not None:
+        admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{cluster.nodes[leader].broker_port}"})
+        (deleted,) = admin.delete_records([TopicPartition(topic, 0, delete_before)]).values()
+        assert deleted.result(30).low_watermark == delete_before
+        # A clean shutdown, which writes the log start checkpoint (after a
+        # kill -9 the start would come back at the last periodic one).
+        assert cluster.stop(leader) == 0
+    else:
+        cluster.kill(leader)
     for node in followers:
         cluster.restart(node)
     cluster.wait_for_brokers(set(followers))
@@ -474,6 +485,33 @@ def test_unclean_leader_election_on_brings_the_partition_back_with_the_documente
     cluster.wait_for_identical_replicas("hasty", 0, (2, 3, 4), 15)
     values = [v for _, v in read_all(cluster.bootstrap_servers, "hasty", 1, 11)[0]]
     assert values == [f"replicated-{i}" for i in range(10)] + ["after"]
+
+
+@ONE_CONTROLLER
+def test_a_replica_whose_log_starts_past_the_unclean_leaders_end_rejoins_the_isr(kfast_cluster):
+    """The old leader's DeleteRecords put its log start (13) past the end of
+    the out-of-sync replica elected uncleanly (10, then 11): returning as a
+    follower it truncates to the leader's end, below its own log start, which
+    must come down with it (Kafka's truncateTo) -- else its log end stays at
+    13, every fetch is past the leader's end and it never rejoins the ISR."""
+    cluster = kfast_cluster
+    leader, followers = _only_the_leader_has_the_last_records(
+        cluster, "pruned", {"unclean.leader.election.enable": "true"}, delete_before=13
+    )
+    cluster.wait_until(
+        lambda: cluster.partition_state("pruned")[0].leader in followers,
+        15,
+        "an out-of-sync replica elected",
+    )
+    producer = kafka_python_producer(cluster, "all")
+    producer.send("pruned", b"after").get(10)
+    cluster.restart(leader)
+    cluster.wait_for_isr("pruned", 0, {2, 3, 4}, 30)
+    # In the ISR, it takes every acks=all record from now on.
+    assert producer.send("pruned", b"later").get(10).offset == 11
+    producer.close()
+    values = [v for _, v in read_all(cluster.bootstrap_servers, "pruned", 1, 12)[0]]
+    assert values == [f"replicated-{i}" for i in range(10)] + ["after", "later"]
 
 
 @COMBINED
