@@ -463,22 +463,32 @@ def test_unclean_leader_election_off_keeps_the_partition_offline_until_asked(kfa
     assert values == [f"replicated-{i}" for i in range(10)]
 
 
+def _an_out_of_sync_replica_elected_takes_after(
+    cluster, topic: str, delete_before: int | None = None
+) -> int:
+    """With unclean.leader.election.enable, a follower without the old
+    leader's last records is elected and takes record "after" (offset 10).
+    Returns the old leader (down)."""
+    leader, followers = _only_the_leader_has_the_last_records(
+        cluster, topic, {"unclean.leader.election.enable": "true"}, delete_before
+    )
+    cluster.wait_until(
+        lambda: cluster.partition_state(topic)[0].leader in followers,
+        15,
+        "an out-of-sync replica elected",
+    )
+    producer = kafka_python_producer(cluster, "all")
+    assert producer.send(topic, b"after").get(10).offset == 10
+    producer.close()
+    return leader
+
+
 @ONE_CONTROLLER
 def test_unclean_leader_election_on_brings_the_partition_back_with_the_documented_loss(
     kfast_cluster,
 ):
     cluster = kfast_cluster
-    leader, followers = _only_the_leader_has_the_last_records(
-        cluster, "hasty", {"unclean.leader.election.enable": "true"}
-    )
-    cluster.wait_until(
-        lambda: cluster.partition_state("hasty")[0].leader in followers,
-        15,
-        "an out-of-sync replica elected",
-    )
-    producer = kafka_python_producer(cluster, "all")
-    producer.send("hasty", b"after").get(10)
-    producer.close()
+    leader = _an_out_of_sync_replica_elected_takes_after(cluster, "hasty")
     # The old leader returns as a follower and truncates its leader-only records.
     cluster.restart(leader)
     cluster.wait_for_isr("hasty", 0, {2, 3, 4}, 30)
@@ -495,19 +505,11 @@ def test_a_replica_whose_log_starts_past_the_unclean_leaders_end_rejoins_the_isr
     must come down with it (Kafka's truncateTo) -- else its log end stays at
     13, every fetch is past the leader's end and it never rejoins the ISR."""
     cluster = kfast_cluster
-    leader, followers = _only_the_leader_has_the_last_records(
-        cluster, "pruned", {"unclean.leader.election.enable": "true"}, delete_before=13
-    )
-    cluster.wait_until(
-        lambda: cluster.partition_state("pruned")[0].leader in followers,
-        15,
-        "an out-of-sync replica elected",
-    )
-    producer = kafka_python_producer(cluster, "all")
-    producer.send("pruned", b"after").get(10)
+    leader = _an_out_of_sync_replica_elected_takes_after(cluster, "pruned", delete_before=13)
     cluster.restart(leader)
     cluster.wait_for_isr("pruned", 0, {2, 3, 4}, 30)
     # In the ISR, it takes every acks=all record from now on.
+    producer = kafka_python_producer(cluster, "all")
     assert producer.send("pruned", b"later").get(10).offset == 11
     producer.close()
     values = [v for _, v in read_all(cluster.bootstrap_servers, "pruned", 1, 12)[0]]
