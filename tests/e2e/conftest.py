@@ -31,6 +31,24 @@ def broker(tmp_path_factory):
     instance.close()
 
 
+@pytest.fixture(autouse=True)
+def _module_broker_log_dirs_stay_online(request):
+    """Fail the test during which the module's shared broker lost a log dir.
+
+    Every later test of the module would otherwise fail with
+    KAFKA_STORAGE_ERROR ("No log directories are online") and hide which
+    test, and which storage operation, took the dir offline; the failure
+    channel's message names the operation and the partition."""
+    if "broker" not in request.fixturenames:
+        yield
+        return
+    channel = request.getfixturevalue("broker").broker.log_manager.failure_channel
+    before = channel.offline_log_dirs
+    yield
+    went_offline = {d: m for d, m in channel.offline_log_dirs.items() if d not in before}
+    assert not went_offline, f"a log dir of the module's broker went offline: {went_offline}"
+
+
 @pytest.fixture
 def topic(request) -> str:
     """A fresh topic name per test."""
