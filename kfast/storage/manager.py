@@ -129,6 +129,14 @@ class LogManager:
             dirs=self.log_dirs,
         )
         self._lock = threading.RLock()
+        # One writer at a time per checkpoint file: the periodic jobs and a
+        # retired log's checkpoints run on different executor threads, and
+        # two writers of one file share its temp file -- the second rename
+        # would find it gone (ENOENT) and take a healthy dir offline (Kafka's
+        # CheckpointFile.write is synchronized for the same reason). The
+        # snapshot is taken under it too, so the last file written is the
+        # newest state. Never held while waiting for ``_lock``.
+        self._checkpoint_lock = threading.Lock()
         self.had_clean_shutdown: dict[str, bool] = {}
         self._cleaner_offsets: dict[TopicPartition, int] = {}
         self._dir_locks: list[int] = []
@@ -611,22 +619,24 @@ class LogManager:
     def _checkpoint(
         self, file_name: str, value: Callable[[Log], int], only_dir: str | None = None
     ) -> None:
-        for d in self.live_log_dirs:
-            if only_dir is not None and d != only_dir:
-                continue
-            offsets = {
-                tp: value(log) for tp, log in self._logs.items() if self._log_dir_of.get(tp) == d
-            }
-            # A future replica is the only log of its partition in its dir
-            # (Kafka checkpoints it there too), so a move resumed after a
-            # restart does not recover it from scratch.
-            offsets.update(
-                (tp, value(log)) for tp, log in self._future_logs.items() if log.parent_dir == d
-            )
-            try:
-                OffsetCheckpointFile(os.path.join(d, file_name)).write(offsets)
-            except OSError as exc:
-                self._dir_failed(d, f"Error while writing {file_name} in {d}", exc)
+        with self._checkpoint_lock:
+            # Copies made in one C call each (no Python code runs, so no other
+            # thread changes them meanwhile), not iterated under ``_lock``.
+            logs = list(self._logs.items())
+            future_logs = list(self._future_logs.items())
+            log_dir_of = dict(self._log_dir_of)
+            for d in self.live_log_dirs:
+                if only_dir is not None and d != only_dir:
+                    continue
+                offsets = {tp: value(log) for tp, log in logs if log_dir_of.get(tp) == d}
+                # A future replica is the only log of its partition in its dir
+                # (Kafka checkpoints it there too), so a move resumed after a
+                # restart does not recover it from scratch.
+                offsets.update((tp, value(log)) for tp, log in future_logs if log.parent_dir == d)
+                try:
+                    OffsetCheckpointFile(os.path.join(d, file_name)).write(offsets)
+                except OSError as exc:
+                    self._dir_failed(d, f"Error while writing {file_name} in {d}", exc)
 
     def checkpoint_recovery_offsets(self, only_dir: str | None = None) -> None:
         self._checkpoint(RECOVERY_POINT_CHECKPOINT, lambda log: log.recovery_point, only_dir)
@@ -639,16 +649,16 @@ class LogManager:
 
     def checkpoint_cleaner_offsets(self) -> None:
         """cleaner-offset-checkpoint: where each compacted log's dirty part starts."""
-        for d in self.live_log_dirs:
-            offsets = {
-                tp: offset
-                for tp, offset in self._cleaner_offsets.items()
-                if self._log_dir_of.get(tp) == d
-            }
-            try:
-                OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT)).write(offsets)
-            except OSError as exc:
-                self._dir_failed(d, f"Error while writing {CLEANER_OFFSET_CHECKPOINT} in {d}", exc)
+        with self._checkpoint_lock:
+            cleaner_offsets = list(self._cleaner_offsets.items())
+            log_dir_of = dict(self._log_dir_of)
+            for d in self.live_log_dirs:
+                offsets = {tp: offset for tp, offset in cleaner_offsets if log_dir_of.get(tp) == d}
+                try:
+                    OffsetCheckpointFile(os.path.join(d, CLEANER_OFFSET_CHECKPOINT)).write(offsets)
+                except OSError as exc:
+                    message = f"Error while writing {CLEANER_OFFSET_CHECKPOINT} in {d}"
+                    self._dir_failed(d, message, exc)
 
     def clean_logs(self, now: int | None = None) -> int:
         """One compaction pass over each compacted log whose dirty ratio is at

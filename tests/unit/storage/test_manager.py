@@ -225,3 +225,36 @@ def test_a_log_dir_is_used_by_one_node_at_a_time(tmp_path):
     first.shutdown()
     second = manager(tmp_path, dirs=("d1", "d2"))  # free again after shutdown
     second.shutdown()
+
+
+def test_concurrent_checkpoints_keep_the_dir_online(tmp_path):
+    """The periodic checkpoint jobs and a deleted log's checkpoints run on
+    different executor threads and write the same files: one writer at a
+    time, or the second rename finds the shared temp file gone and takes a
+    healthy dir offline."""
+    import threading
+
+    lm = manager(tmp_path)
+    for p in range(4):
+        lm.get_or_create_log("t", p).append_as_leader(make_batch(1))
+    start = threading.Barrier(3)
+
+    def checkpoints():
+        start.wait()
+        for _ in range(150):
+            lm.checkpoint_high_watermarks()
+            lm.checkpoint_recovery_offsets()
+
+    def deletes():
+        start.wait()
+        for p in range(4):
+            lm.delete_log("t", p)  # checkpoints its dir again
+            lm.get_or_create_log("t", p)
+
+    threads = [threading.Thread(target=f) for f in (checkpoints, checkpoints, deletes)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert lm.live_log_dirs == lm.log_dirs, lm.failure_channel.offline_log_dirs
+    lm.shutdown()
