@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import os
+import threading
 from collections.abc import Callable, Iterable
 from typing import Generic, NamedTuple, TypeVar
 
@@ -49,12 +50,18 @@ class CheckpointFile(Generic[EntryT]):
         self.version = version
         self.formatter = formatter
         self.parser = parser
+        # One writer at a time (Kafka's CheckpointFile.write is synchronized):
+        # writers share the temp file, so a second concurrent rename would
+        # find it gone (ENOENT) and take the log dir offline -- e.g. a leader
+        # epoch assigned on the loop while an executor's flush writes it.
+        self._lock = threading.Lock()
 
     def write(self, entries: Iterable[EntryT], sync: bool = True) -> None:
-        listed = list(entries)
-        lines = [str(self.version), str(len(listed))]
-        lines += [self.formatter(e) for e in listed]
-        write_atomically(self.path, ("\n".join(lines) + "\n").encode(), sync)
+        with self._lock:
+            listed = list(entries)
+            lines = [str(self.version), str(len(listed))]
+            lines += [self.formatter(e) for e in listed]
+            write_atomically(self.path, ("\n".join(lines) + "\n").encode(), sync)
 
     def read(self) -> list[EntryT]:
         try:

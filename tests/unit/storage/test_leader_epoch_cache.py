@@ -78,3 +78,29 @@ def test_recovery_assigns_only_where_the_log_disagrees(tmp_path):
     assert cache.entries == [(1, 0), (2, 3)]  # the batches after 3 re-add epoch 4
     assert cache.assign_recovered(4, 12)
     assert cache.entries == [(1, 0), (2, 3), (4, 12)]
+
+
+def test_concurrent_flushes_of_one_cache_do_not_race(tmp_path):
+    """A leader epoch assigned on the event loop and a log flush on an
+    executor thread write the same checkpoint: one writer at a time (they
+    share the temp file; an unserialised second rename raised ENOENT)."""
+    import threading
+
+    cache = LeaderEpochFileCache(str(tmp_path / "leader-epoch-checkpoint"))
+    start = threading.Barrier(2)
+    failures = []
+
+    def flushes():
+        start.wait()
+        try:
+            for _ in range(300):
+                cache.flush()
+        except OSError as exc:
+            failures.append(exc)
+
+    threads = [threading.Thread(target=flushes) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not failures
