@@ -56,7 +56,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
 from kfast._ext.views cimport view_slice
 from kfast._ext.wire cimport (
     Reader, Writer, malformed, rd_be, rd_count, rd_length, rd_need, rd_no_tags, rd_string,
-    rd_uuid_bytes, wr_be, wr_bytes, wr_count, wr_free, wr_init, wr_raw, wr_string,
+    rd_topic_id, wr_be, wr_bytes, wr_count, wr_free, wr_init, wr_raw, wr_string,
 )
 
 import uuid as _uuid_module
@@ -66,6 +66,8 @@ cdef extern from "Python.h":
     Py_buffer* PyMemoryView_GET_BUFFER(object mv)
 
 cdef object _UUID = _uuid_module.UUID
+# The topic ids of Produce v13+ requests, as UUIDs (wire.rd_topic_id).
+cdef dict _TOPIC_IDS = {}
 
 # First flexible version, first version with topic ids, served range.
 cdef enum:
@@ -131,7 +133,7 @@ def decode_produce_request(frame, Py_ssize_t offset, int version):
         topics = []
         for i in range(topic_count):
             if by_id:
-                name = _UUID(bytes=rd_uuid_bytes(&r))
+                name = rd_topic_id(&r, _TOPIC_IDS, _UUID)
             else:
                 name = rd_string(&r, compact)
                 if name is None:

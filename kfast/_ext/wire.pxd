@@ -100,6 +100,27 @@ cdef inline object rd_uuid_bytes(Reader* r):
     return raw
 
 
+# How many topic ids a kernel's cache (rd_topic_id) holds before it starts
+# over: far more than the topics a broker serves, and a client sending
+# made-up ids cannot grow it without bound.
+cdef enum:
+    TOPIC_ID_CACHE_MAX = 4096
+
+
+cdef inline object rd_topic_id(Reader* r, dict cache, object uuid_type):
+    """A topic id (uuid) as ``uuid_type`` (uuid.UUID), through the calling
+    kernel's ``cache`` of them: building a UUID from its bytes is ~1.2 us of
+    Python per topic of every request, a lookup ~30 ns, and UUIDs are
+    immutable, so one object serves every request naming the topic."""
+    raw = rd_uuid_bytes(r)
+    topic_id = cache.get(raw)
+    if topic_id is None:
+        if len(cache) >= TOPIC_ID_CACHE_MAX:
+            cache.clear()
+        topic_id = cache[raw] = uuid_type(bytes=raw)
+    return topic_id
+
+
 cdef inline bint rd_no_tags(Reader* r) except -1:
     """The tagged-field section: True if empty (the only case the fast
     decoders serve)."""

@@ -222,3 +222,30 @@ def test_encodes_what_the_generic_codec_encodes(
         for part in encode_response_parts(api_keys.PRODUCE, version, correlation_id, body)[1:]
     )
     assert encode_produce_response(version, correlation_id, throttle, fast_topics) == expected
+
+
+def test_topic_ids_are_one_object_per_id_and_the_cache_is_bounded() -> None:
+    """Produce v13 names topics by id: one UUID object serves every request
+    naming a topic (building one is ~1 us per topic of every request), and
+    made-up ids cannot grow the cache past wire.pxd's TOPIC_ID_CACHE_MAX."""
+
+    def decoded_id(topic_id: uuid.UUID) -> object:
+        body = ProduceRequest(acks=1, timeout_ms=1000)
+        body.topic_data.append(
+            ProduceRequest.TopicProduceData(
+                topic_id=topic_id,
+                partition_data=[ProduceRequest.PartitionProduceData(index=0, records=b"x")],
+            )
+        )
+        frame = bytes(encode_request(api_keys.PRODUCE, 13, 1, "c", body)[4:])
+        decoded = decode_produce_request(frame, decode_request_header(frame).header_length, 13)
+        assert decoded is not None
+        return decoded[3][0][0]
+
+    topic_id = uuid.uuid4()
+    first = decoded_id(topic_id)
+    assert first == topic_id and decoded_id(topic_id) is first
+    for n in range(5000):
+        assert decoded_id(uuid.UUID(int=n)) == uuid.UUID(int=n)
+    again = decoded_id(topic_id)
+    assert again == topic_id and again is not first  # the cache started over
