@@ -79,7 +79,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_SET_ITEM
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from kfast._ext.wire cimport (
-    Reader, Writer, malformed, rd_be, rd_count, rd_no_tags, rd_string, rd_uuid_bytes, wr_be,
+    Reader, Writer, malformed, rd_be, rd_count, rd_no_tags, rd_string, rd_topic_id, wr_be,
     wr_bytes, wr_count, wr_free, wr_init, wr_raw, wr_string,
 )
 
@@ -90,6 +90,8 @@ cdef extern from "Python.h":
         PyObject* (*tp_alloc)(_TypeWithAlloc* t, Py_ssize_t n)
 
 cdef object _UUID = _uuid_module.UUID
+# The topic ids of Fetch v13+ requests, as UUIDs (wire.rd_topic_id).
+cdef dict _TOPIC_IDS = {}
 
 cdef enum:
     # First version with isolation_level (and so read_committed), sessions,
@@ -145,7 +147,7 @@ cdef inline object _topic(Reader* r, bint by_id, bint compact):
     """A topic's id (v13+, a UUID) or name; None for a null name (the
     generic decoder's to answer)."""
     if by_id:
-        return _UUID(bytes=rd_uuid_bytes(r))
+        return rd_topic_id(r, _TOPIC_IDS, _UUID)
     return rd_string(r, compact)
 
 
