@@ -75,13 +75,6 @@ _NO_LOG_START_OFFSET: int = PartitionFetchRequest._field_defaults["log_start_off
 STATS = FastPathStats()
 
 
-def _leave_to_handler() -> ResponseParts | None:
-    """None, counted: not served here (nothing done yet), so KafkaApis gives
-    the request to handle_fetch."""
-    STATS.fell_back += 1
-    return None
-
-
 def handle_fetch_frame(
     ctx: RequestContext, frame: memoryview | bytearray
 ) -> ResponseParts | asyncio.Future[ResponseParts] | None:
@@ -90,15 +83,15 @@ def handle_fetch_frame(
     version = ctx.api_version
     broker = ctx.broker
     if version < FAST_FROM_VERSION or ctx._authorizer() is not None or broker.quotas.fetch.enabled:
-        return _leave_to_handler()
+        return STATS.leave_to_handler()
     try:
         decoded = decode_fetch_request(frame, ctx.header.header_length, version)
     except errors.MalformedRequestException:
         # The generic decoder raises its own error for it and KafkaApis
         # closes the connection, as for every API.
-        return _leave_to_handler()
+        return STATS.leave_to_handler()
     if decoded is None:
-        return _leave_to_handler()
+        return STATS.leave_to_handler()
     (
         replica_id,
         max_wait_ms,
@@ -115,7 +108,7 @@ def handle_fetch_frame(
         version >= _SESSIONS_FROM
         and (session_epoch != FINAL_EPOCH or session_id != INVALID_SESSION_ID)
     ):
-        return _leave_to_handler()
+        return STATS.leave_to_handler()
     replica_manager = broker.replica_manager
     requests: list[PartitionFetchRequest] = []
     topic_ids: dict[str, UUID | None] = {}
@@ -124,7 +117,7 @@ def handle_fetch_frame(
         if isinstance(topic, UUID):
             name = replica_manager.topic_name(topic)
             if name is None:
-                return _leave_to_handler()
+                return STATS.leave_to_handler()
             topic_ids[name] = topic
         else:
             name = topic

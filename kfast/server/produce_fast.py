@@ -72,15 +72,14 @@ class FastPathStats:
         self.answered = 0
         self.fell_back = 0
 
+    def leave_to_handler(self) -> ResponseParts | None:
+        """None, counted: not served here (nothing done yet), so KafkaApis
+        gives the request to the API's generic handler."""
+        self.fell_back += 1
+        return None
+
 
 STATS = FastPathStats()
-
-
-def _leave_to_handler() -> ResponseParts | None:
-    """None, counted: not served here (nothing done yet), so KafkaApis gives
-    the request to handle_produce."""
-    STATS.fell_back += 1
-    return None
 
 
 def handle_produce_frame(
@@ -95,14 +94,14 @@ def handle_produce_frame(
         or ctx._authorizer() is not None
         or broker.quotas.produce.enabled
     ):
-        return _leave_to_handler()
+        return STATS.leave_to_handler()
     decoded = _decode(frame, ctx.header.header_length, version)
     if decoded is None:
-        return _leave_to_handler()
+        return STATS.leave_to_handler()
     transactional_id, acks, timeout_ms, topics = decoded
     guards = verification_guards(ctx)
     if acks == 0 or (transactional_id is not None and guards is not None):
-        return _leave_to_handler()
+        return STATS.leave_to_handler()
     replica_manager = broker.replica_manager
     by_id = version >= 13
     entries = []
@@ -110,13 +109,13 @@ def handle_produce_frame(
     for topic, partitions in topics:
         name = replica_manager.topic_name(topic) if by_id else topic
         if name is None:
-            return _leave_to_handler()
+            return STATS.leave_to_handler()
         results = []
         for index, records in partitions:
             try:
                 checked = checked_records(ctx, name, index, records)
             except errors.KafkaError:
-                return _leave_to_handler()
+                return STATS.leave_to_handler()
             result = PartitionResult(index)
             results.append(result)
             entries.append((name, index, checked, result))
