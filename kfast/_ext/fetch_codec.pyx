@@ -79,7 +79,7 @@ from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_SET_ITEM
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
 from kfast._ext.wire cimport (
-    Reader, Writer, malformed, rd_be, rd_count, rd_no_tags, rd_string, rd_topic_id, wr_be,
+    Reader, Writer, malformed, rd_array, rd_be, rd_no_tags, rd_string, rd_topic_id, wr_be,
     wr_bytes, wr_count, wr_free, wr_init, wr_raw, wr_string,
 )
 
@@ -191,18 +191,14 @@ def decode_fetch_request(frame, Py_ssize_t offset, int version):
             session_id = <int32_t>rd_be(&r, 4)
             session_epoch = <int32_t>rd_be(&r, 4)
         # A topic takes at least 2 bytes (empty name, empty array).
-        topic_count = rd_count(&r, compact, 2)
-        if topic_count < 0:
-            malformed("non-nullable field topics was serialized as null")
+        topic_count = rd_array(&r, compact, 2, "topics")
         topics = []
         for i in range(topic_count):
             name = _topic(&r, by_id, compact)
             if name is None:
                 return None
             # A partition takes at least 16 bytes (v4: int32, int64, int32).
-            part_count = rd_count(&r, compact, 16)
-            if part_count < 0:
-                malformed("non-nullable field partitions was serialized as null")
+            part_count = rd_array(&r, compact, 16, "partitions")
             parts = []
             for j in range(part_count):
                 partition = <int32_t>rd_be(&r, 4)
@@ -226,16 +222,12 @@ def decode_fetch_request(frame, Py_ssize_t offset, int version):
             topics.append((name, parts))
         forgotten = []
         if version >= SESSIONS_FROM:
-            topic_count = rd_count(&r, compact, 2)
-            if topic_count < 0:
-                malformed("non-nullable field forgotten_topics_data was serialized as null")
+            topic_count = rd_array(&r, compact, 2, "forgotten_topics_data")
             for i in range(topic_count):
                 name = _topic(&r, by_id, compact)
                 if name is None:
                     return None
-                part_count = rd_count(&r, compact, 4)
-                if part_count < 0:
-                    malformed("non-nullable field partitions was serialized as null")
+                part_count = rd_array(&r, compact, 4, "partitions")
                 indexes = []
                 for j in range(part_count):
                     indexes.append(<int32_t>rd_be(&r, 4))

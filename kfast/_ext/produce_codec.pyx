@@ -55,7 +55,7 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t,
 
 from kfast._ext.views cimport view_slice
 from kfast._ext.wire cimport (
-    Reader, Writer, malformed, rd_be, rd_count, rd_length, rd_need, rd_no_tags, rd_string,
+    Reader, Writer, malformed, rd_array, rd_be, rd_length, rd_need, rd_no_tags, rd_string,
     rd_topic_id, wr_be, wr_bytes, wr_count, wr_free, wr_init, wr_raw, wr_string,
 )
 
@@ -127,9 +127,7 @@ def decode_produce_request(frame, Py_ssize_t offset, int version):
         acks = <int16_t>rd_be(&r, 2)
         timeout_ms = <int32_t>rd_be(&r, 4)
         # A topic takes at least 3 bytes (empty name or 16-byte id, empty array).
-        topic_count = rd_count(&r, compact, 2)
-        if topic_count < 0:
-            malformed("non-nullable field topic_data was serialized as null")
+        topic_count = rd_array(&r, compact, 2, "topic_data")
         topics = []
         for i in range(topic_count):
             if by_id:
@@ -138,9 +136,7 @@ def decode_produce_request(frame, Py_ssize_t offset, int version):
                 name = rd_string(&r, compact)
                 if name is None:
                     return None
-            part_count = rd_count(&r, compact, 5)
-            if part_count < 0:
-                malformed("non-nullable field partition_data was serialized as null")
+            part_count = rd_array(&r, compact, 5, "partition_data")
             parts = []
             for j in range(part_count):
                 index = <int32_t>rd_be(&r, 4)

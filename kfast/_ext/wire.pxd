@@ -74,6 +74,15 @@ cdef inline Py_ssize_t rd_count(Reader* r, bint compact, Py_ssize_t min_size) ex
     return n
 
 
+cdef inline Py_ssize_t rd_array(Reader* r, bint compact, Py_ssize_t min_size, str field) except -2:
+    """A non-nullable array's count (rd_count); null is malformed, with the
+    generic decoder's message for ``field``."""
+    cdef Py_ssize_t n = rd_count(r, compact, min_size)
+    if n < 0:
+        malformed(f"non-nullable field {field} was serialized as null")
+    return n
+
+
 cdef inline object rd_string(Reader* r, bint compact):
     """A nullable string (None for null)."""
     cdef Py_ssize_t n
