@@ -59,6 +59,7 @@ from libc.stdlib cimport malloc, realloc, free
 
 from kfast._ext.varint cimport read_uvarint32, write_uvarint32, VARINT_OK
 from kfast._ext.views cimport view_slice
+from kfast._ext.wire cimport grow_buffer
 
 cdef extern from "Python.h":
     int PyObject_GenericSetDict(object o, object d, void* ctx) except -1
@@ -567,19 +568,9 @@ cdef class _Writer:
 
     cdef inline int reserve(self, Py_ssize_t n) except -1:
         cdef Py_ssize_t want = self.length + n
-        cdef Py_ssize_t cap
-        cdef uint8_t* nb
         if want <= self.capacity:
             return 0
-        cap = self.capacity * 2
-        while cap < want:
-            cap *= 2
-        nb = <uint8_t*>realloc(self.buf, cap)
-        if nb == NULL:
-            raise MemoryError()
-        self.buf = nb
-        self.capacity = cap
-        return 0
+        return grow_buffer(&self.buf, &self.capacity, want)
 
     cdef inline int u8(self, uint8_t v) except -1:
         self.reserve(1)

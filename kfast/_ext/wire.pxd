@@ -157,19 +157,27 @@ cdef inline void wr_free(Writer* w):
     w.buf = NULL
 
 
-cdef inline int wr_room(Writer* w, Py_ssize_t n) except -1:
+cdef inline int grow_buffer(uint8_t** buf, Py_ssize_t* cap, Py_ssize_t want) except -1:
+    """Double ``*cap`` until it holds ``want`` bytes and move ``*buf`` there:
+    the one growth rule of kfast's response writers (this file's Writer and
+    protocol_codec's _Writer). Doubling keeps a response's copies linear in
+    its size."""
     cdef uint8_t* grown
-    cdef Py_ssize_t cap = w.cap
-    if w.size + n <= cap:
-        return 0
-    while cap < w.size + n:
-        cap *= 2
-    grown = <uint8_t*>realloc(w.buf, cap)
+    cdef Py_ssize_t c = cap[0]
+    while c < want:
+        c *= 2
+    grown = <uint8_t*>realloc(buf[0], c)
     if grown == NULL:
         raise MemoryError()
-    w.buf = grown
-    w.cap = cap
+    buf[0] = grown
+    cap[0] = c
     return 0
+
+
+cdef inline int wr_room(Writer* w, Py_ssize_t n) except -1:
+    if w.size + n <= w.cap:
+        return 0
+    return grow_buffer(&w.buf, &w.cap, w.size + n)
 
 
 cdef inline int wr_be(Writer* w, uint64_t v, int width) except -1:
