@@ -29,7 +29,9 @@ alternate, the order flipping each round. ``--brokers kfast@PATH`` adds
 another kfast source tree (before/after a change, in the same rounds);
 ``--brokers floor`` (and ``floor-autotune``) adds bench/produce_floor.py,
 a server that only receives, CRC-checks, writes and answers: the floor
-under any broker's figure, in the same rounds. Loopback only, bounded in time
+under any broker's figure, in the same rounds. ``kfast-autotune`` is kfast
+with ``socket.receive.buffer.bytes=-1`` (the kernel's receive-buffer
+autotuning, as floor-autotune), beside kfast on Kafka's default of 102,400. Loopback only, bounded in time
 (each phase stops after --limit-s), every process it starts is stopped.
 """
 
@@ -173,6 +175,8 @@ def _start(kind: str):
         return run_floor()
     if kind == "floor-autotune":
         return run_floor(-1)
+    if kind == "kfast-autotune":
+        return run_broker("kfast", kfast_overrides=("socket.receive.buffer.bytes=-1",))
     launcher = kfast_launcher(kfast_tree(kind)) if kind.startswith("kfast") else ()
     return run_broker("tansu" if kind == "tansu" else "kfast", launcher=launcher)
 
@@ -269,7 +273,8 @@ def main() -> None:
         help="kfast (this tree), tansu, kfast@PATH: kfast from another source tree "
         "(its kernels built in place), to compare a before and an after in one run; "
         "floor: bench/produce_floor.py, the receive + CRC + write floor (floor-autotune: "
-        "the same with the kernel's receive-buffer autotuning)",
+        "the same with the kernel's receive-buffer autotuning); kfast-autotune: kfast "
+        "with socket.receive.buffer.bytes=-1",
     )
     parser.add_argument("--limit-s", type=float, default=120.0)
     parser.add_argument(
