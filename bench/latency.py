@@ -483,6 +483,7 @@ def measure(kind: str, test: str, args, plots: str | None) -> dict:
                         str(int(args.seconds)),
                         "-r",
                         "250",
+                        *(["--native"] if args.profile_native else []),
                         "-f",
                         "raw",
                         "-o",
@@ -602,6 +603,9 @@ def main() -> int:
         "--no-gc-freeze", action="store_true", help="with --probe: kfast's GC left as CPython's"
     )
     parser.add_argument("--profile", metavar="DIR", help="py-spy raw profile of kfast per test")
+    parser.add_argument(
+        "--profile-native", action="store_true", help="--profile with C frames (py-spy --native)"
+    )
     parser.add_argument("--json", metavar="FILE")
     parser.add_argument(
         "--append-time",

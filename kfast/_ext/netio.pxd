@@ -103,10 +103,23 @@ cdef class PlaintextTransport:
     cdef readonly uint64_t responses_queued
     cdef readonly uint64_t sendfile_bytes
     cdef readonly uint64_t copied_bytes
+    # Frames answer_frames() answered without the caller's general path.
+    cdef readonly uint64_t answered_in_c
+    # answer_frames(): what attach() gave, and what the last call left to
+    # the caller.
+    cdef object _handler
+    cdef object _connection
+    cdef object _timed_type
+    cdef object _timed
+    cdef int64_t _max_unsent
+    cdef readonly object left
 
     cdef int _check_invariants(self) except -1
     cdef int _make_room(self) except -1
     cdef Py_ssize_t _frame_size(self) except -2
+    cdef object _cut_frame(self)
+    cdef int _stage(self, object parts) except -1
+    cdef bint _flush_queue(self) except -1
     cdef int _send_memory(self) except -2
     cdef int _send_file(self, SendPart part) except -2
     cdef void _pop_part(self)

@@ -1,11 +1,19 @@
 """Plaintext socket I/O kernel: framed receives, zero-copy sends (see netio.pxd)."""
 
-from collections.abc import Iterable
-from typing import Protocol, Union
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Protocol, Union
 
 HAVE_SENDFILE: bool
 RECEIVE_CHUNK_SIZE: int
 MAX_FRAME_SIZE: int
+ANSWER_NONE: int
+ANSWER_SENT: int
+ANSWER_UNSENT: int
+ANSWER_LEFT: int
+ANSWER_FAILED: int
+ANSWER_INVALID: int
+ANSWER_SEND_FAILED: int
 
 class InvalidReceiveException(Exception): ...
 
@@ -32,6 +40,8 @@ class PlaintextTransport:
     responses_queued: int
     sendfile_bytes: int
     copied_bytes: int
+    answered_in_c: int
+    left: Any
     def __init__(self, fd: int, max_receive_size: int) -> None: ...
     def receive(self) -> int: ...
     def next_frame(self) -> memoryview | None: ...
@@ -43,6 +53,15 @@ class PlaintextTransport:
     def flush(self) -> bool: ...
     @property
     def has_unsent(self) -> bool: ...
+    def attach(
+        self,
+        handler: Callable[[Any, memoryview], Any],
+        connection: Any,
+        timed_type: type,
+        timed: deque[Any],
+        max_unsent: int,
+    ) -> None: ...
+    def answer_frames(self) -> int: ...
     def close(self) -> None: ...
     @property
     def is_closed(self) -> bool: ...

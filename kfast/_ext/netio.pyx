@@ -17,6 +17,7 @@ from libc.string cimport memcpy, memmove, memset
 from posix.uio cimport iovec
 
 import os as _os
+from time import perf_counter as _perf_counter
 
 cdef extern from "<sys/socket.h>" nogil:
     struct msghdr:
@@ -43,6 +44,16 @@ cdef extern from *:
 
 
 HAVE_SENDFILE = bool(KFAST_HAVE_SENDFILE)
+# PlaintextTransport.answer_frames' outcomes (see its docstring).
+cdef enum:
+    _NONE, _SENT, _UNSENT, _LEFT, _FAILED, _INVALID, _SEND_FAILED
+ANSWER_NONE = _NONE
+ANSWER_SENT = _SENT
+ANSWER_UNSENT = _UNSENT
+ANSWER_LEFT = _LEFT
+ANSWER_FAILED = _FAILED
+ANSWER_INVALID = _INVALID
+ANSWER_SEND_FAILED = _SEND_FAILED
 RECEIVE_CHUNK_SIZE = DEFAULT_RECEIVE_CHUNK
 # The size prefix is an int32, so a frame body can be at most this long.
 MAX_FRAME_SIZE = 0x7FFFFFFF
@@ -420,6 +431,9 @@ cdef class PlaintextTransport:
         is alive; release it (or drop it) to let the buffer be reused.
         Raises InvalidReceiveException for a negative or oversized size.
         """
+        return self._cut_frame()
+
+    cdef object _cut_frame(self):
         cdef Py_ssize_t size
         cdef ReceiveChunk chunk = self.chunk
         if self.closed:
@@ -457,6 +471,9 @@ cdef class PlaintextTransport:
         with the size prefix and each other into one buffer. Nothing is
         queued if any part is invalid. Does not send anything: call flush().
         """
+        self._stage(parts)
+
+    cdef int _stage(self, object parts) except -1:
         cdef SendPart first, part
         cdef SendPart small  # the owned-copy part small parts go into now
         cdef Py_buffer view
@@ -510,6 +527,7 @@ cdef class PlaintextTransport:
         self.responses_queued += 1
         if KFAST_DEBUG:
             self._check_invariants()
+        return 0
 
     cdef void _pop_part(self):
         cdef SendPart part = <SendPart>self.parts[self.head]
@@ -618,6 +636,9 @@ cdef class PlaintextTransport:
         Raises OSError when the peer is gone (EPIPE, ECONNRESET) and
         EOFError when a file region's file is shorter than the region.
         """
+        return self._flush_queue()
+
+    cdef bint _flush_queue(self) except -1:
         cdef SendPart part
         if self.closed:
             raise ValueError("transport is closed")
@@ -636,6 +657,125 @@ cdef class PlaintextTransport:
     def has_unsent(self):
         return self.head < len(self.parts)
 
+    # ------------------------------------------------- one frame in, one answer out
+
+    def attach(self, handler, connection, timed_type, timed, int64_t max_unsent):
+        """Let answer_frames() call ``handler(connection, frame)``.
+
+        ``timed_type`` is the network layer's TimedResponse: a list of parts
+        with a ``timing`` whose ``sent(dequeued, now)`` is called once the
+        response's last byte went to the socket (this kernel sits below that
+        layer and must not import it); ``timed`` is the connection's queue
+        of (end, dequeued, timing) entries of responses queued and not yet
+        reported (a deque); ``max_unsent`` its max_queued_send_bytes.
+        ``connection._reading`` is False once the connection takes no more
+        requests (throttled, draining, closed). close() drops them all.
+        """
+        self._handler = handler
+        self._connection = connection
+        self._timed_type = timed_type
+        self._timed = timed
+        self._max_unsent = max_unsent
+
+    def answer_frames(self):
+        """The common case of a readable connection in C: each complete
+        frame to the handler, its synchronous response queued; then one
+        flush, and the send timing of what went out reported.
+
+        The caller (kfast.server.network.Connection) calls it only when no
+        request is in flight and nothing is timed (no earlier response to
+        wait behind); it keeps every other rule. Frames are cut while the
+        connection reads (``_reading``) and its unsent bytes are within
+        ``max_unsent``, as in its general path. Returns:
+
+        - ANSWER_NONE: nothing done (no complete frame buffered, or bytes
+          of an earlier response still unsent);
+        - ANSWER_SENT: every frame cut was answered (or needed no
+          response) and every byte went to the socket, timings reported;
+        - ANSWER_UNSENT: the socket took only part of the responses: their
+          timing entries wait in ``timed`` for the caller's next flush;
+        - ANSWER_LEFT: ``left`` is the last handler's response for the
+          caller (not a list: an awaitable, a tuple, a wrong type; or the
+          handler closed this transport), not queued;
+        - ANSWER_FAILED: ``left`` is the exception the last handler raised;
+        - ANSWER_INVALID: ``left`` is the exception a part of the last
+          response raised (TypeError, ValueError, BufferError, OSError),
+          nothing of it queued;
+        - ANSWER_SEND_FAILED: ``left`` is the exception flushing raised
+          (OSError, EOFError): the connection is not usable.
+
+        After LEFT, FAILED and INVALID the responses queued before are not
+        flushed yet (their entries are in ``timed``). InvalidReceiveException
+        (a bad size prefix) propagates, as from next_frame(). After anything
+        but ANSWER_SENT, or with frames still buffered, the caller's general
+        path carries on.
+        """
+        cdef object frame, response, cls, entry
+        cdef object timed = self._timed
+        cdef bint answered = False
+        cdef bint done
+        cdef double now
+        cdef int status = _SENT
+        self.left = None
+        if self.closed or self._handler is None or self.head < len(self.parts):
+            return _NONE
+        while True:
+            if answered and (
+                self.closed
+                or self.unsent_bytes > self._max_unsent
+                or not self._connection._reading
+            ):
+                break
+            frame = self._cut_frame()
+            if frame is None:
+                if not answered:
+                    return _NONE
+                break
+            answered = True
+            try:
+                response = self._handler(self._connection, frame)
+            except Exception as exc:
+                self.left = exc
+                status = _FAILED
+                break
+            # A handler that dropped the view lets the buffer be reused.
+            frame = None
+            if response is None:
+                self.answered_in_c += 1
+                continue
+            cls = type(response)
+            if self.closed or (cls is not list and cls is not self._timed_type):
+                self.left = response
+                status = _LEFT
+                break
+            try:
+                self._stage(response)
+            except (TypeError, ValueError, BufferError, OSError) as exc:
+                self.left = exc
+                status = _INVALID
+                break
+            self.answered_in_c += 1
+            if cls is self._timed_type:
+                # Its last byte is out once the sent count reaches what has
+                # been sent plus what is now queued (as Connection._queue).
+                timed.append((self.sendfile_bytes + self.copied_bytes + self.unsent_bytes,
+                              _perf_counter(), response.timing))
+        if status != _SENT or self.closed:
+            return status
+        try:
+            done = self._flush_queue()
+        except Exception as exc:
+            self.left = exc
+            return _SEND_FAILED
+        if not done:
+            return _UNSENT
+        if timed:
+            now = _perf_counter()
+            while timed:
+                entry = timed.popleft()
+                entry[2].sent(entry[1], now)
+        return _SENT
+
     # ------------------------------------------------------------------ closing
 
     def close(self):
@@ -645,6 +785,8 @@ cdef class PlaintextTransport:
         if self.closed:
             return
         self.closed = True
+        # The connection holds this transport: break the cycle.
+        self._handler = self._connection = self._timed_type = self._timed = self.left = None
         for i in range(self.head, len(self.parts)):
             part = <SendPart>self.parts[i]
             part.release()

@@ -88,7 +88,15 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import TYPE_CHECKING, Any, Protocol, TypedDict, Union, final
 
-from kfast._ext.netio import InvalidReceiveException, PlaintextTransport
+from kfast._ext.netio import (
+    ANSWER_FAILED,
+    ANSWER_INVALID,
+    ANSWER_LEFT,
+    ANSWER_SEND_FAILED,
+    ANSWER_SENT,
+    InvalidReceiveException,
+    PlaintextTransport,
+)
 from kfast.config import SERVER_CONFIGS, KafkaConfig
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.file_region import FileRegion
@@ -273,16 +281,26 @@ class NetworkMetrics:
     bytes_sent: int  # sendfile_bytes + copied_bytes
     sendfile_bytes: int  # file -> socket without passing through user space
     copied_bytes: int  # written from memory (size prefixes, headers, bytes parts)
+    # Requests whose readable callback answered them in C (netio's
+    # answer_frames: frames in, synchronous responses out).
+    answered_in_c: int = 0
 
 
 class _Totals:
     """Counters of closed connections, so metrics survive their connections."""
 
-    __slots__ = ("requests", "responses", "bytes_received", "sendfile_bytes", "copied_bytes")
+    __slots__ = (
+        "requests",
+        "responses",
+        "bytes_received",
+        "sendfile_bytes",
+        "copied_bytes",
+        "answered_in_c",
+    )
 
     def __init__(self) -> None:
         self.requests = self.responses = self.bytes_received = 0
-        self.sendfile_bytes = self.copied_bytes = 0
+        self.sendfile_bytes = self.copied_bytes = self.answered_in_c = 0
 
     def add(self, transport: Transport) -> None:
         self.requests += transport.frames_received
@@ -290,6 +308,8 @@ class _Totals:
         self.bytes_received += transport.bytes_received
         self.sendfile_bytes += transport.sendfile_bytes
         self.copied_bytes += transport.copied_bytes
+        if type(transport) is PlaintextTransport:
+            self.answered_in_c += transport.answered_in_c
 
 
 def _consume_outcome(future: asyncio.Future[Any]) -> None:
@@ -362,6 +382,15 @@ class Connection:
         # (bytes the transport will have sent once it is out, when its send
         # began, timing) of each TimedResponse queued and not yet sent.
         self._timed: collections.deque[tuple[int, float, SendTiming]] = collections.deque()
+        # The plaintext transport answers the common case itself (frames in,
+        # synchronous responses out: PlaintextTransport.answer_frames);
+        # every rule beyond it stays in _process_frames.
+        self._answerer: PlaintextTransport | None = None
+        if type(transport) is PlaintextTransport:
+            self._answerer = transport
+            transport.attach(
+                self._handler, self, TimedResponse, self._timed, server.max_queued_send_bytes
+            )
 
     # ------------------------------------------------------------------ state
 
@@ -449,7 +478,14 @@ class Connection:
                 return
             self.received_at = perf_counter()
             self.last_activity = self._loop.time()
-            self._process_frames()
+            answerer = self._answerer
+            if answerer is not None and not self._pending and not self._timed and not self._writing:
+                answered = answerer.answer_frames()
+                if answered != ANSWER_SENT or not self._reading or answerer.buffered_receive_bytes:
+                    self._answered_in_c(answered, answerer.left)
+                    self._process_frames()
+            else:
+                self._process_frames()
             if completions.queue:
                 # Operations this request completed (a woken fetch): their
                 # responses go out now, before the loop's next connection.
@@ -477,11 +513,8 @@ class Connection:
                     break
                 try:
                     response = handler(self, frame)
-                except Exception:
-                    logger.exception(
-                        "%s: request handler failed; closing the connection", self.connection_id
-                    )
-                    self.close_when_drained()
+                except Exception as exc:
+                    self._handler_failed(exc)
                     break
                 del frame  # a handler that dropped it lets the buffer be reused
                 if response is None:
@@ -509,6 +542,26 @@ class Connection:
                 continue  # flushing made room for more buffered frames
             self._set_reading(not limited)
             return
+
+    def _answered_in_c(self, answered: int, left: Any) -> None:
+        """What PlaintextTransport.answer_frames left to this layer (its
+        docstring lists the cases); _process_frames runs next (it flushes
+        what is queued and applies the limits, throttle and draining)."""
+        if answered == ANSWER_LEFT:
+            self._handle_response(left)
+        elif answered == ANSWER_FAILED:
+            self._handler_failed(left)
+        elif answered == ANSWER_INVALID:
+            self._invalid_response(left)
+            self.close_when_drained()
+        elif answered == ANSWER_SEND_FAILED:
+            self._send_failed(left)
+
+    def _handler_failed(self, exc: Exception) -> None:
+        logger.error(
+            "%s: request handler failed; closing the connection", self.connection_id, exc_info=exc
+        )
+        self.close_when_drained()
 
     def _handle_response(self, response: Response | Awaitable[Response]) -> None:
         """What the handler returned (not None): queue it, wait behind the
@@ -550,8 +603,8 @@ class Connection:
         transport = self.transport
         try:
             transport.send(parts)
-        except (TypeError, ValueError, BufferError, OSError):
-            logger.exception("%s: invalid response; closing the connection", self.connection_id)
+        except (TypeError, ValueError, BufferError, OSError) as exc:
+            self._invalid_response(exc)
             return False
         if type(parts) is TimedResponse:
             # Its last byte is out once the transport's sent count reaches
@@ -559,6 +612,11 @@ class Connection:
             end = transport.sendfile_bytes + transport.copied_bytes + transport.unsent_bytes
             self._timed.append((end, perf_counter(), parts.timing))
         return True
+
+    def _invalid_response(self, exc: Exception) -> None:
+        logger.error(
+            "%s: invalid response; closing the connection", self.connection_id, exc_info=exc
+        )
 
     def _report_sent(self, done: bool) -> None:
         """Report the timed responses whose last byte has gone to the
@@ -648,16 +706,8 @@ class Connection:
         before = transport.unsent_bytes
         try:
             done = transport.flush()
-        except OSError as exc:
-            if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT):
-                logger.debug("%s: peer went away while sending (%s)", self.connection_id, exc)
-            else:
-                logger.warning("%s: send failed: %s", self.connection_id, exc)
-            self.close()
-            return
-        except Exception:
-            logger.exception("%s: send failed; closing the connection", self.connection_id)
-            self.close()
+        except Exception as exc:
+            self._send_failed(exc)
             return
         if transport.unsent_bytes != before:
             self.last_activity = self._loop.time()
@@ -670,6 +720,18 @@ class Connection:
         elif not self._writing:
             self._loop.add_writer(self._fd, self._on_writable)
             self._writing = True
+
+    def _send_failed(self, exc: Exception) -> None:
+        if isinstance(exc, OSError):
+            if exc.errno in (errno.EPIPE, errno.ECONNRESET, errno.ENOTCONN, errno.ETIMEDOUT):
+                logger.debug("%s: peer went away while sending (%s)", self.connection_id, exc)
+            else:
+                logger.warning("%s: send failed: %s", self.connection_id, exc)
+        else:
+            logger.error(
+                "%s: send failed; closing the connection", self.connection_id, exc_info=exc
+            )
+        self.close()
 
     def _on_writable(self) -> None:
         try:
@@ -1070,6 +1132,7 @@ class SocketServer:
         totals.bytes_received = self._totals.bytes_received
         totals.sendfile_bytes = self._totals.sendfile_bytes
         totals.copied_bytes = self._totals.copied_bytes
+        totals.answered_in_c = self._totals.answered_in_c
         for connection in self._connections:
             totals.add(connection.transport)
         return NetworkMetrics(
@@ -1082,6 +1145,7 @@ class SocketServer:
             bytes_sent=totals.sendfile_bytes + totals.copied_bytes,
             sendfile_bytes=totals.sendfile_bytes,
             copied_bytes=totals.copied_bytes,
+            answered_in_c=totals.answered_in_c,
         )
 
     def _connection_closed(self, connection: Connection) -> None:
