@@ -14,7 +14,7 @@ import pytest
 from kfast._ext import netio
 from kfast.protocol.file_region import FileRegion
 from kfast.server.futures import ChainedFuture, complete_soon, then
-from kfast.server.network import SocketServer
+from kfast.server.network import SocketServer, TimedResponse
 
 uvloop = pytest.importorskip("uvloop")
 
@@ -325,6 +325,109 @@ def test_async_handler_may_hold_frames_without_copying(run):
             writer.close()
 
     run(body)
+
+
+# ------------------------------------------------------------ answered in C
+
+
+def _general_path_only(connection):
+    # What a TLS connection runs: every frame through _process_frames.
+    connection._answerer = None
+
+
+def test_plaintext_frames_are_answered_in_c_and_counted(run):
+    async def body():
+        async with SocketServer(echo, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            for i in range(5):  # one in flight, as a Kafka producer's
+                writer.write(frame(b"%d" % i))
+                assert await read_frame(reader) == b"echo:%d" % i
+            writer.write(b"".join(frame(b"p%d" % i) for i in range(10)))
+            for i in range(10):
+                assert await read_frame(reader) == b"echo:p%d" % i
+            assert server.metrics().answered_in_c == 15
+            writer.close()
+            await until(lambda: not server.connections)
+            # Closed connections' counts are kept.
+            assert server.metrics().answered_in_c == 15
+
+    run(body)
+
+
+def test_answers_in_c_equal_the_general_path(run, data_file):
+    """Synchronous, empty, large, file-region and asynchronous responses,
+    pipelined and cut into odd pieces: the same bytes, in request order,
+    whether the transport answers in C or the general path does."""
+    f, content = data_file
+
+    async def later(i):
+        await asyncio.sleep(0)
+        return [b"async %d" % i]
+
+    def handler(connection, frame):
+        i = int(bytes(frame))
+        kind = i % 5
+        if kind == 0:
+            return None
+        if kind == 1:
+            return [b"small %d" % i]
+        if kind == 2:
+            return [b"large", content[i * 100 : i * 100 + 3000]]
+        if kind == 3:
+            return [b"file", FileRegion(f, i * 10, 2000)]
+        return later(i)
+
+    wire = b"".join(frame(b"%d" % i) for i in range(60))
+
+    async def stream(**settings):
+        async with SocketServer(handler, "127.0.0.1", 0, **settings) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            for i in range(0, len(wire), 7):
+                writer.write(wire[i : i + 7])
+                await writer.drain()
+            got = [await read_frame(reader) for i in range(60) if i % 5]
+            answered_in_c = server.metrics().answered_in_c
+            writer.close()
+            return got, answered_in_c
+
+    async def body():
+        in_c, answered_in_c = await stream()
+        general, none_in_c = await stream(connection_setup=_general_path_only)
+        assert in_c == general
+        assert [g[:4] for g in general[:4]] == [b"smal", b"larg", b"file", b"asyn"]
+        assert answered_in_c > 0 and none_in_c == 0
+
+    run(body)
+
+
+def test_a_timed_response_answered_in_c_reports_its_send(run):
+    class Timing:
+        def __init__(self):
+            self.calls = []
+
+        def sent(self, dequeued, now):
+            self.calls.append((dequeued, now))
+
+    timings = []
+
+    def handler(connection, frame):
+        timing = Timing()
+        timings.append(timing)
+        return TimedResponse([bytes(frame)], timing)
+
+    async def body():
+        async with SocketServer(handler, "127.0.0.1", 0) as server:
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(frame(b"a"))
+            assert await read_frame(reader) == b"a"
+            writer.write(frame(b"b") + frame(b"c"))
+            assert [await read_frame(reader) for _ in range(2)] == [b"b", b"c"]
+            assert server.metrics().answered_in_c == 3
+            writer.close()
+
+    run(body)
+    assert [len(t.calls) for t in timings] == [1, 1, 1]
+    assert all(dequeued <= now for t in timings for dequeued, now in t.calls)
 
 
 # ----------------------------------------------------------------- zero-copy
