@@ -23,6 +23,11 @@ min_bytes 1. Two ways:
   sleeps twice per request (for the request, for the expiry), as in the
   idle long poll of bench/fetch_scale.py.
 
+``--calls``: the function calls per request instead (cProfile on the
+broker's loop thread, in process): answered at once (max_wait 0), and parked
+and answered by its expiry (max_wait 2 ms, arrival to answer), as Python
+frames and as every call (builtins and C methods too).
+
 The sweep over N is the point: the work per request is the same (the same
 Python calls), yet on a virtual machine the CPU per request grows with the
 time the loop slept before it (caches and TLB cold after a sleep), so the
@@ -151,7 +156,31 @@ def _thread_user_system(tid: int) -> tuple[float, float]:
     return int(fields[11]) / tick, int(fields[12]) / tick
 
 
-def worker(requests: int, waits: list[int]) -> dict:
+def _calls_per_request(kb, handle, frames: list[memoryview]) -> tuple[float, float]:
+    """(Python frames, all calls) per request of ``frames`` through
+    ``handle`` on the broker's loop, each answered before the next."""
+    import asyncio
+    import cProfile
+    import pstats
+
+    profiler = cProfile.Profile()
+
+    async def run() -> None:
+        profiler.enable()
+        for frame in frames:
+            result = handle(None, frame)
+            if isinstance(result, asyncio.Future):
+                await result
+        profiler.disable()
+
+    kb.call(run(), timeout=120)
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+    python = sum(calls for (path, _, _), (_, calls, *_) in stats.items() if path != "~")
+    every = sum(calls for (_, calls, *_) in stats.values())
+    return python / len(frames), every / len(frames)
+
+
+def worker(requests: int, waits: list[int], calls: bool = False) -> dict:
     """One broker, every way; {way: us per request}."""
     from kfast.server.gc_tuning import freeze_startup_heap
     from kfast.testing.broker import KfastBroker
@@ -162,6 +191,17 @@ def worker(requests: int, waits: list[int]) -> dict:
         freeze_startup_heap()
         handle = kb.broker.apis.handle
         immediate = _frame(topic_id, 0)
+        if calls:
+            for wait in (0, 2):
+                frame = _frame(topic_id, wait)
+                count = requests if wait == 0 else min(requests, 200)
+                _calls_per_request(kb, handle, [memoryview(bytearray(frame))] * 20)  # warm
+                python, every = _calls_per_request(
+                    kb, handle, [memoryview(bytearray(frame)) for _ in range(count)]
+                )
+                results[f"calls, max_wait {wait} ms (Python frames)"] = python
+                results[f"calls, max_wait {wait} ms (every call)"] = every
+            return results
 
         def loop(frames: list[memoryview]) -> float:
             start = time.perf_counter()
@@ -214,11 +254,12 @@ def main() -> None:
     parser.add_argument("--trees", nargs="+", default=["kfast"])
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--waits", default="0,1,5,20")
+    parser.add_argument("--calls", action="store_true", help="function calls per request")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     waits = [int(w) for w in args.waits.split(",")]
     if args.worker:
-        print(json.dumps(worker(args.requests, waits)))
+        print(json.dumps(worker(args.requests, waits, args.calls)))
         return
     from broker_load import kfast_launcher, kfast_tree
 
@@ -228,6 +269,7 @@ def main() -> None:
         # kfast_launcher runs ``python -P -m kfast``: run this script instead.
         command = [c for c in command if c not in ("-m", "kfast")]
         command += ["--requests", str(args.requests), "--waits", args.waits]
+        command += ["--calls"] if args.calls else []
         out = subprocess.run(command, capture_output=True, text=True, timeout=1800, check=True)
         table[tree] = json.loads(out.stdout.strip().splitlines()[-1])
     ways = list(next(iter(table.values())))

@@ -296,16 +296,18 @@ def _window(broker_pid: int, consumers: Consumers, metrics_port: int | None, sec
     return out
 
 
-def profile(pid: int, path: str, seconds: float) -> list[tuple[str, float]]:
-    """py-spy (sampling, native frames off) over the idle broker for
-    ``seconds``: collapsed stacks to ``path``; returns the 25 functions with
-    the most inclusive samples, as % of all samples."""
+def profile(pid: int, path: str, seconds: float, native: bool = False) -> list[tuple[str, float]]:
+    """py-spy (sampling; C frames too with ``native``) over the idle broker
+    for ``seconds``: collapsed stacks to ``path``; returns the 25 functions
+    with the most inclusive samples, as % of all samples."""
     import subprocess
     from collections import Counter
 
     subprocess.run(
         ["py-spy", "record", "-p", str(pid), "-d", str(int(seconds)), "-r", "500"]
-        + ["-f", "raw", "-o", path, "--nonblocking"],
+        + ["-f", "raw", "-o", path]
+        # py-spy reads C stacks only from a stopped process.
+        + (["--native"] if native else ["--nonblocking"]),
         check=True,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -355,7 +357,9 @@ def run_one(kind: str, args: argparse.Namespace) -> dict:
                 path = args.profile
                 if kind != "kfast":  # one file per tree
                     path += "." + os.path.basename(kind.split("@", 1)[1].rstrip("/"))
-                result["idle_profile"] = profile(proc.pid, path, args.idle_seconds)
+                result["idle_profile"] = profile(
+                    proc.pid, path, args.idle_seconds, args.profile_native
+                )
             ctx = mp.get_context("spawn")
             parent, child = ctx.Pipe()
             producer = ctx.Process(
@@ -428,6 +432,9 @@ def main() -> None:
     parser.add_argument("--json")
     parser.add_argument(
         "--profile", help="collapsed py-spy stacks of the idle kfast broker to this file"
+    )
+    parser.add_argument(
+        "--profile-native", action="store_true", help="--profile with C frames (py-spy --native)"
     )
     args = parser.parse_args()
     results = {}

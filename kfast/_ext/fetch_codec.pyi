@@ -1,6 +1,7 @@
 """Type stub of the Fetch codec (see fetch_codec.pyx for the grammar)."""
 
 import uuid
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 from kfast.protocol.file_region import FileRegion
@@ -33,6 +34,21 @@ class FetchPartitionData:
         aborted_transactions: list[tuple[int, int]] | None = None,
         diverging_epoch: tuple[int, int] | None = None,
     ) -> None: ...
+
+def read_caught_up(
+    partition: Any, fetch_offset: int, current_leader_epoch: int, isolation_level: int
+) -> FetchPartitionData | None:
+    """A caught-up consumer's read of ``partition`` (the offsets, no
+    records); None when the full read must answer."""
+
+def read_partitions(
+    partitions: dict[Any, Any],
+    requests: list[T],
+    params: Any,
+    caught_up_here: bool,
+    read_partition: Callable[[Any, T, int, bool], FetchPartitionData],
+) -> tuple[list[tuple[T, FetchPartitionData]], int, bool]:
+    """(results, total bytes, has_error) of reading ``requests`` in order."""
 
 def decode_fetch_request(
     frame: Any, offset: int, version: int

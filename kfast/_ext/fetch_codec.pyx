@@ -78,6 +78,7 @@ from cpython.ref cimport Py_INCREF, Py_DECREF
 from cpython.tuple cimport PyTuple_GET_ITEM, PyTuple_SET_ITEM
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
+from kfast._ext.log_append cimport LogState
 from kfast._ext.wire cimport (
     Reader, Writer, malformed, rd_array, rd_be, rd_no_tags, rd_string, rd_topic_id, wr_be,
     wr_bytes, wr_count, wr_free, wr_init, wr_raw, wr_string,
@@ -141,6 +142,96 @@ cdef class FetchPartitionData:
         self.size = 0 if records is None else len(records)
         self.diverging_epoch = diverging_epoch
         self.preferred_read_replica = -1
+
+
+# A consumer's reads (kfast.server.replica_manager): a caught-up long poll's
+# partitions are answered here without a Python frame, by the one definition
+# of the caught-up case (read_caught_up); every other read is the replica
+# manager's Python.
+
+cdef enum:
+    # isolation_level's wire value for read_committed (kfast.server.partition
+    # names it), and "the client does not know the leader epoch".
+    READ_COMMITTED = 1
+    NO_EPOCH = -1
+
+
+cpdef object read_caught_up(object partition, int64_t fetch_offset,
+                            int32_t current_leader_epoch, int isolation_level):
+    """A consumer's read of ``partition`` at ``fetch_offset`` when it is
+    caught up: the offset is the high watermark (read_uncommitted) or the
+    last stable offset (read_committed), the log is online and this broker
+    leads the partition at the epoch the consumer knows (or it knows none).
+    There is nothing to read, so the answer is the offsets alone
+    (FetchPartitionData without records; read_committed's empty aborted
+    list). None for anything else -- records to read, an error to raise
+    (not the leader, a fenced or unknown epoch, an offset out of range, an
+    offline log), a follower that may serve the read (KIP-392) -- which is
+    the full read's (ReplicaManager._read_partition, Partition.read_records,
+    Log.read). The rules of the caught-up case, in one place: the replica
+    manager's Python read asks this first too."""
+    log_object = partition.log
+    if not isinstance(log_object, LogState):
+        return None
+    cdef LogState log = <LogState>log_object
+    if log.offline:
+        return None
+    cdef int64_t high_watermark = log.high_watermark
+    cdef int64_t last_stable = log.last_stable()
+    cdef int64_t log_start = log.log_start_offset
+    if fetch_offset != (last_stable if isolation_level == READ_COMMITTED else high_watermark) \
+            or fetch_offset < log_start:
+        return None
+    # Partition.is_leader and check_leader_epoch's "nothing to raise".
+    if <int32_t>partition.leader_id != <int32_t>partition.node_id:
+        return None
+    if current_leader_epoch != NO_EPOCH \
+            and current_leader_epoch != <int32_t>partition.leader_epoch:
+        return None
+    cdef FetchPartitionData data = FetchPartitionData.__new__(FetchPartitionData)
+    data.high_watermark = high_watermark
+    data.last_stable_offset = last_stable
+    data.log_start_offset = log_start
+    data.aborted_transactions = [] if isolation_level == READ_COMMITTED else None
+    data.preferred_read_replica = -1
+    return data
+
+
+def read_partitions(dict partitions, object requests, object params, bint caught_up_here,
+                    object read_partition):
+    """ReplicaManager.read_from_local_log's loop: each of ``requests``
+    (PartitionFetchRequest) in order within the response's byte budget
+    (``params``: FetchParams), as (results, total bytes, has_error). A
+    partition's read is read_caught_up's answer when ``caught_up_here`` (a
+    consumer's fetch without a rack-aware selector's say) and it has one,
+    else ``read_partition(params, request, limit, min_one_message)``
+    (``limit``: what is left of the budget). The first partition with data
+    may exceed the budget by one batch (KIP-74) unless the hard limit
+    applies; later ones stop at it."""
+    cdef int64_t limit = params.max_bytes
+    cdef bint min_one_message = not params.hard_max_bytes_limit
+    cdef int isolation_level = params.isolation_level
+    cdef list results = []
+    cdef int64_t total = 0
+    cdef bint has_error = False
+    cdef FetchPartitionData data
+    for request in requests:
+        found = None
+        if caught_up_here:
+            partition = partitions.get(request[0])
+            if partition is not None:
+                found = read_caught_up(partition, request[1], request[3], isolation_level)
+        if found is None:
+            found = read_partition(params, request, limit, min_one_message)
+        data = <FetchPartitionData?>found
+        if data.error_code or data.diverging_epoch is not None:
+            has_error = True  # something to report at once
+        elif data.size:
+            min_one_message = False
+            limit = max(0, limit - data.size)
+            total += data.size
+        results.append((request, data))
+    return results, total, has_error
 
 
 cdef inline object _topic(Reader* r, bint by_id, bint compact):

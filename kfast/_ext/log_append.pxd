@@ -208,3 +208,5 @@ cdef class LogState:
     cdef public object time_ms
 
     cdef object _appended(self, BatchScan scan, int32_t leader_epoch)
+    # Log.last_stable_offset, as C (the Fetch fast path's caught-up check).
+    cdef int64_t last_stable(self) except? -1

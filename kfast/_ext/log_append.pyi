@@ -119,6 +119,9 @@ class LogState:
         now: int | None = None,
     ) -> Any: ...
     def update_high_watermark(self, high_watermark: int) -> int: ...
+    @property
+    def last_stable_offset(self) -> int:
+        """min(first unstable offset, high watermark), at least log start."""
 
 def now_ms() -> int: ...
 

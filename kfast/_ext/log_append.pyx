@@ -783,6 +783,25 @@ cdef class LogState:
         finally:
             lock.release()
 
+    @property
+    def last_stable_offset(self):
+        """The last stable offset (LSO): min(first offset of a transaction
+        still open or decided but not yet below the high watermark, HW),
+        never below the log start offset. Read committed consumers read up
+        to it; every fetch answer carries it."""
+        return self.last_stable()
+
+    cdef int64_t last_stable(self) except? -1:
+        state = self.producer_state
+        # No transaction open or unreplicated (ProducerStateManager's two
+        # maps, the common case): the HW, without a Python frame.
+        if not state._ongoing and not state._unreplicated:
+            return self.high_watermark
+        first_unstable = state.first_unstable_offset()
+        if first_unstable is not None and first_unstable < self.high_watermark:
+            return max(<int64_t>first_unstable, self.log_start_offset)
+        return self.high_watermark
+
     cdef object _appended(self, BatchScan scan, int32_t leader_epoch):
         """The general path's tail for a leader append without producer
         state: epoch, end offsets, flush policy."""

@@ -35,6 +35,7 @@ from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from kfast._ext.fetch_codec import FetchPartitionData as FetchPartitionData  # re-exported
+from kfast._ext.fetch_codec import read_caught_up, read_partitions
 from kfast.config import KafkaConfig
 from kfast.controller.metadata.image import MetadataImage, PartitionRegistration
 from kfast.metrics.broker_stats import BrokerTopicStats, ReplicaStats
@@ -57,7 +58,7 @@ from kfast.server.delayed_produce import (
     ProducePartitionStatus,
 )
 from kfast.server.futures import ChainedFuture
-from kfast.server.partition import NO_EPOCH, READ_COMMITTED, Partition, RecordsBuffer
+from kfast.server.partition import READ_COMMITTED, Partition, RecordsBuffer
 from kfast.server.replication_quota import ReplicationQuotaManager, parse_throttled_replicas
 from kfast.server.transaction_verification import check_verified, clear_after_append
 from kfast.server_common.purgatory import DelayedOperation, DelayedOperationPurgatory, Timer
@@ -452,22 +453,20 @@ class ReplicaManager:
         """Read each partition in request order within the response byte
         budget: (results, total bytes, has_error). The first partition with
         data may exceed the budget by one batch (KIP-74) unless the hard
-        limit applies; later ones stop at it."""
-        limit = params.max_bytes
-        min_one_message = not params.hard_max_bytes_limit
-        results: FetchResults = []
-        total = 0
-        has_error = False
-        for request in requests:
-            data = self._read_partition(params, request, limit, min_one_message)
-            if data.error_code or data.diverging_epoch is not None:
-                has_error = True  # something to report at once
-            elif data.size:
-                min_one_message = False
-                limit = max(0, limit - data.size)
-                total += data.size
-            results.append((request, data))
-        return results, total, has_error
+        limit applies; later ones stop at it.
+
+        The loop is C (fetch_codec.read_partitions): a consumer's caught-up
+        partition -- most of an idle long poll's, at its arrival and at
+        each wake-up -- is answered by read_caught_up without a Python
+        frame; the others by _read_partition. A follower's fetch and a
+        consumer's a rack-aware selector may send elsewhere (KIP-392) take
+        _read_partition for every partition."""
+        caught_up_here = params.replica_id < 0 and not (
+            params.client_rack and self.rack_aware_selector
+        )
+        return read_partitions(
+            self._partitions, requests, params, caught_up_here, self._read_partition
+        )
 
     def _read_partition(
         self,
@@ -511,30 +510,17 @@ class ReplicaManager:
                     data = FetchPartitionData(0, high_watermark, last_stable, log.log_start_offset)
                     data.preferred_read_replica = preferred
                     return data
-            fetch_offset = request.fetch_offset
-            leads = partition.leader_id == partition.node_id  # Partition.is_leader, inline
-            if (
-                fetch_offset
-                == (last_stable if params.isolation_level == READ_COMMITTED else high_watermark)
-                # A rack-aware consumer's read may be served by a follower
-                # (read_records); librdkafka sends an empty rack.
-                and (params.client_rack is None or leads)
-                and fetch_offset >= log.log_start_offset
-            ):
-                # Caught up, the common case of a long poll: nothing to read,
-                # so no Log.read -- only what it would have checked first
-                # (leadership and epoch fencing, an online log, the range).
-                epoch = request.current_leader_epoch
-                if not leads or (epoch != NO_EPOCH and epoch != partition.leader_epoch):
-                    partition.leader_log_or_raise(epoch)  # raises the error to answer
-                return FetchPartitionData(
-                    0,
-                    high_watermark,
-                    last_stable,
-                    log.log_start_offset,
-                    None,
-                    [] if params.isolation_level == READ_COMMITTED else None,
-                )
+            # Caught up, the common case of a long poll: nothing to read, so
+            # no Log.read. Anything else (records, an error to raise, a
+            # follower that may serve a rack-aware read) reads in full.
+            caught_up = read_caught_up(
+                partition,
+                request.fetch_offset,
+                request.current_leader_epoch,
+                params.isolation_level,
+            )
+            if caught_up is not None:
+                return caught_up
             info = partition.read_records(
                 request.fetch_offset,
                 _read_budget(request, limit),

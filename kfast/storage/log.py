@@ -262,12 +262,9 @@ class Log(LogState):
     def size(self) -> int:
         return sum(s.size for s in self._segments.values())
 
-    @property
-    def last_stable_offset(self) -> int:
-        first_unstable = self.producer_state.first_unstable_offset()
-        if first_unstable is not None and first_unstable < self.high_watermark:
-            return max(first_unstable, self.log_start_offset)
-        return self.high_watermark
+    # last_stable_offset -> min(first unstable offset, HW), at least the log
+    # start offset, is LogState's (log_append.pyx): the Fetch fast path's
+    # caught-up check reads it as C.
 
     @property
     def latest_epoch(self) -> int | None:

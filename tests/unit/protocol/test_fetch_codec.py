@@ -86,7 +86,8 @@ def tagged_requests(draw: st.DrawFn) -> tuple[int, bytes, bool]:
                 partition_max_bytes=draw(INT32),
             )
             if version >= 17 and draw(st.integers(0, 9)) == 0:
-                partition.replica_directory_id = draw(UUIDS)
+                # The zero UUID is the field's default: no tag is written.
+                partition.replica_directory_id = draw(UUIDS.filter(lambda u: u.int != 0))
                 tagged = True
             topic.partitions.append(partition)
         body.topics.append(topic)

@@ -77,23 +77,24 @@ def _session_fetch(topic, partitions, session_id, epoch, max_wait_ms=0, offset=N
 
 
 class ReadCounter:
-    """Counts ReplicaManager._read_partition calls (one per partition read)."""
+    """Counts the partitions ReplicaManager.read_from_local_log reads (a
+    caught-up one's read is C: counted where the reads start)."""
 
     def __init__(self, broker: KfastBroker) -> None:
         self.replica_manager = broker.broker.replica_manager
-        self.read = self.replica_manager._read_partition
+        self.read = self.replica_manager.read_from_local_log
         self.keys: list[tuple[str, int]] = []
 
     def __enter__(self) -> ReadCounter:
-        def counting(params, request, *args):
-            self.keys.append(request.key)
-            return self.read(params, request, *args)
+        def counting(params, requests):
+            self.keys.extend(request.key for request in requests)
+            return self.read(params, requests)
 
-        self.replica_manager._read_partition = counting
+        self.replica_manager.read_from_local_log = counting
         return self
 
     def __exit__(self, *exc_info) -> None:
-        del self.replica_manager._read_partition
+        del self.replica_manager.read_from_local_log
 
 
 def _wait_until_waiting(broker: KfastBroker) -> None:

@@ -227,15 +227,16 @@ def test_fenced_and_unknown_leader_epochs(setup):
 
 
 def _counting_reads(manager: ReplicaManager) -> list[tuple[str, int]]:
-    """The keys of every partition read from now on."""
+    """The keys of every partition read from now on (a caught-up one's read
+    is C, fetch_codec.read_caught_up: counted where the reads start)."""
     keys: list[tuple[str, int]] = []
-    read = manager._read_partition
+    read = manager.read_from_local_log
 
-    def counting(params, request, *args):
-        keys.append(request.key)
-        return read(params, request, *args)
+    def counting(params, requests):
+        keys.extend(request.key for request in requests)
+        return read(params, requests)
 
-    manager._read_partition = counting  # type: ignore[method-assign]
+    manager.read_from_local_log = counting  # type: ignore[method-assign]
     return keys
 
 
