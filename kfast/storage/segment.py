@@ -332,6 +332,17 @@ class LogSegment(SegmentState):
             )
         if max_position is None:
             max_position = self.log.size
+        hint_offset, hint_position = self._read_hint
+        if start_offset == hint_offset and hint_position < max_position <= hint_position + max_size:
+            # A reader at the tail (a woken fetch) asks for exactly where the
+            # last read was bounded: the batch holding that offset starts at
+            # the noted position (note_offset_position), and all up to
+            # max_position fits -- the region translate_offset's header scan
+            # would lead to, without a pread on the event loop.
+            return FetchDataInfo(
+                LogOffsetMetadata(start_offset, self.base_offset, hint_position),
+                FileRegion(self.log.handle, hint_position, max_position - hint_position),
+            )
         start = self.translate_offset(start_offset)
         if start is None:
             return None

@@ -44,8 +44,9 @@ def test_a_tail_read_scans_only_the_new_batch(tmp_path, monkeypatch):
         assert info.fetch_offset_metadata.message_offset == end
         assert info.records is not None
         # Without the note: the headers from the last index entry (up to
-        # ~24 of these 170-byte batches) before reaching the new one.
-        assert len(scanned) == 1, scanned
+        # ~24 of these 170-byte batches) before reaching the new one; with
+        # it and the new batch within max_bytes, not even that one's.
+        assert scanned == [], scanned
     log.close()
 
 
@@ -71,6 +72,28 @@ def _without_hints(log: Log, call):
     finally:
         for segment, hint in saved:
             segment._read_hint = hint
+
+
+def test_a_tail_read_within_max_bytes_is_the_scans_region(tmp_path):
+    """Batches appended after the note, read from the noted offset with a
+    max_bytes that takes all of them, exactly all, or less: the region the
+    header scan gives (the note answers only the first two)."""
+    log = open_log(tmp_path)
+    for _ in range(5):
+        log.append_as_leader(make_batch(1, value_size=100), leader_epoch=0)
+    end = log.log_end_offset
+    log.read(0, MiB)  # notes (end, its position)
+    for count, size in ((1, 50), (3, 200), (2, 10)):
+        log.append_as_leader(make_batch(count, value_size=size), leader_epoch=0)
+    rest = _without_hints(log, lambda: _region(log, end, MiB, None))[3]
+    assert rest is not None
+    noted = log.active_segment._read_hint
+    assert noted[0] == end
+    for max_bytes in (MiB, rest[1], rest[1] - 1, 1, 0):
+        expected = _without_hints(log, lambda n=max_bytes: _region(log, end, n, None))
+        log.active_segment._read_hint = noted  # each read notes the new end
+        assert _region(log, end, max_bytes, None) == expected, max_bytes
+    log.close()
 
 
 def test_a_truncation_forgets_the_note(tmp_path):
@@ -129,7 +152,13 @@ def test_reads_with_notes_equal_reads_without(tmp_path_factory, ops):
                 # The reader at the tail asks next for where this read was bounded.
                 tail = end if bound is None else bound
                 if tail < end:
-                    expected = _without_hints(log, lambda: _region(log, tail, MiB, None))
-                    assert _region(log, tail, MiB, None) == expected
+                    # All of the rest, just all of it, or less (the header
+                    # scan's case).
+                    rest = _without_hints(log, lambda: _region(log, tail, MiB, None))[3]
+                    for tail_bytes in {MiB, 200, rest[1], rest[1] - 1} if rest else {MiB}:
+                        expected = _without_hints(
+                            log, lambda n=tail_bytes: _region(log, tail, n, None)
+                        )
+                        assert _region(log, tail, tail_bytes, None) == expected
     finally:
         log.close()
