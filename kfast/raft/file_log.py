@@ -23,10 +23,13 @@ Opening therefore also finishes a delete_before_snapshot that a crash
 interrupted, and (Kafka's truncateToLatestSnapshot) an install_snapshot
 whose log truncation a crash prevented.
 
-The caller fsyncs through ``flush``; RaftClient flushes after every append
-before it acknowledges, so only a torn tail (a batch being written when the
-process died) needs recovery, and open() drops it. All methods block on the
-disk.
+The caller fsyncs through ``flush``; RaftClient acknowledges (commits as
+leader, fetches past as follower) only what is flushed, so only a torn tail
+(a batch being written when the process died) needs recovery, and open()
+drops it. All methods block on the disk. ``flush`` runs on RaftManager's
+I/O thread while the event loop appends; the rest run on the loop, and
+those that remove data (truncation, snapshots, close) wait for a running
+flush, so it never fsyncs a file being deleted.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import threading
 
 from kfast.config import LONG_MAX, SERVER_CONFIGS, LogConfig
 from kfast.protocol.errors import OffsetOutOfRangeException
@@ -147,6 +151,8 @@ class FileReplicatedLog(AppendRules):
         self.had_clean_shutdown = False
         self._snapshots: dict[OffsetAndEpoch, str] = {}
         self._start_epoch = 0
+        # Held by flush (another thread) and by what removes data.
+        self._flush_lock = threading.Lock()
 
     # -- life cycle ------------------------------------------------------------------------
     def open(self) -> None:
@@ -178,9 +184,10 @@ class FileReplicatedLog(AppendRules):
         )
 
     def close(self) -> None:
-        if self.log is not None:
-            close_metadata_partition(self.log)
-            self.log = None
+        with self._flush_lock:
+            if self.log is not None:
+                close_metadata_partition(self.log)
+                self.log = None
 
     @property
     def _log(self) -> Log:
@@ -261,10 +268,12 @@ class FileReplicatedLog(AppendRules):
         if offset < self.start_offset:
             raise ValueError(f"truncation to {offset} below the log start {self.start_offset}")
         self.read(offset, 1)  # raises unless a batch boundary
-        self._log.truncate_to(offset)
+        with self._flush_lock:
+            self._log.truncate_to(offset)
 
-    def flush(self) -> None:
-        self._log.flush()
+    def flush(self, offset: int | None = None) -> None:
+        with self._flush_lock:
+            self._log.flush(offset)
 
     # -- snapshots -------------------------------------------------------------------------
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
@@ -321,7 +330,8 @@ class FileReplicatedLog(AppendRules):
         leader. The snapshot is published first: a crash before the log is
         replaced is finished by open()."""
         self._write_snapshot(snapshot_id, data)
-        self._log.truncate_fully_and_start_at(snapshot_id.offset)
+        with self._flush_lock:
+            self._log.truncate_fully_and_start_at(snapshot_id.offset)
         self._start_epoch = snapshot_id.epoch
 
     def delete_before_snapshot(self, snapshot_id: OffsetAndEpoch) -> None:
@@ -335,8 +345,9 @@ class FileReplicatedLog(AppendRules):
         # The storage Log moves its start only up to its high watermark,
         # which Raft tracks itself; the snapshot is committed by definition.
         log.update_high_watermark(log.log_end_offset)
-        log.maybe_increment_log_start_offset(snapshot_id.offset)
-        log.delete_segments_below_log_start()
+        with self._flush_lock:
+            log.maybe_increment_log_start_offset(snapshot_id.offset)
+            log.delete_segments_below_log_start()
         self._start_epoch = snapshot_id.epoch
         for old in [s for s in self._snapshots if s < snapshot_id]:
             os.unlink(self._snapshots.pop(old))

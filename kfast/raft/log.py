@@ -151,7 +151,11 @@ class ReplicatedLog(Protocol):
 
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch: ...
 
-    def flush(self) -> None: ...
+    def flush(self, offset: int | None = None) -> None:
+        """Make the log durable below ``offset`` (default: its end).
+        Blocking; RaftManager runs it off the event loop, while the loop may
+        append -- never while it truncates (RaftClient's rules)."""
+        ...
 
     def latest_snapshot_id(self) -> OffsetAndEpoch | None: ...
 
@@ -256,8 +260,10 @@ class AppendRules:
 
 
 class MemoryReplicatedLog(AppendRules):
-    """A ReplicatedLog in memory; every append is durable at once (the
-    simulator models a crash as losing nothing that was appended)."""
+    """A ReplicatedLog in memory. It keeps what ``flush`` made durable
+    (``flushed_offset``); the simulator models a crash with
+    ``lose_unflushed``, which drops the rest, as a machine that lost power
+    would. Truncations and snapshots are durable at once."""
 
     def __init__(self) -> None:
         self.batches: list[Batch] = []
@@ -267,6 +273,7 @@ class MemoryReplicatedLog(AppendRules):
         self.end_offset = 0
         self.epochs: list[tuple[int, int]] = []  # (epoch, start offset)
         self.snapshots: dict[OffsetAndEpoch, bytes] = {}
+        self.flushed_offset = 0
 
     @property
     def last_fetched_epoch(self) -> int:
@@ -302,6 +309,7 @@ class MemoryReplicatedLog(AppendRules):
         del self.batches[index:]
         del self._bases[index:]
         self.end_offset = offset
+        self.flushed_offset = min(self.flushed_offset, offset)
         self.epochs = [(e, o) for e, o in self.epochs if o < offset] or self._base_epochs()
 
     def _base_epochs(self) -> list[tuple[int, int]]:
@@ -310,8 +318,13 @@ class MemoryReplicatedLog(AppendRules):
     def end_offset_for_epoch(self, epoch: int) -> OffsetAndEpoch:
         return end_offset_for_epoch(self.epochs, self.start_offset, self.end_offset, epoch)
 
-    def flush(self) -> None:
-        pass
+    def flush(self, offset: int | None = None) -> None:
+        target = self.end_offset if offset is None else min(offset, self.end_offset)
+        self.flushed_offset = max(self.flushed_offset, target)
+
+    def lose_unflushed(self) -> None:
+        """A crash: the batches appended since the last flush are gone."""
+        self.truncate_to(max(self.flushed_offset, self.start_offset))
 
     # -- snapshots -------------------------------------------------------------------------
     def latest_snapshot_id(self) -> OffsetAndEpoch | None:
@@ -344,7 +357,7 @@ class MemoryReplicatedLog(AppendRules):
         self.snapshots[snapshot_id] = data
         self.batches.clear()
         self._bases.clear()
-        self.start_offset = self.end_offset = snapshot_id.offset
+        self.start_offset = self.end_offset = self.flushed_offset = snapshot_id.offset
         self._start_epoch = snapshot_id.epoch
         self.epochs = self._base_epochs()
 
@@ -360,6 +373,7 @@ class MemoryReplicatedLog(AppendRules):
         del self.batches[:index]
         del self._bases[:index]
         self.start_offset = snapshot_id.offset
+        self.flushed_offset = max(self.flushed_offset, snapshot_id.offset)
         self._start_epoch = snapshot_id.epoch
         # Epochs that ended before the snapshot are answered by the snapshot.
         self.epochs = self._base_epochs() + [

@@ -26,8 +26,12 @@ leader before it knows any voter.
 
 A request the destination does not answer (connection refused, reset,
 timeout) is reported to the core as failed; the core decides when to try
-again. Everything runs on the loop's thread; the log's fsyncs are short
-(metadata batches) and happen where the core appends.
+again. Everything runs on the loop's thread but the log's fsync: the core
+names the offset to flush (``begin_flush``), one thread of this manager's
+runs it, one flush at a time, and the core hears of it (``on_flushed``) on
+the loop -- so the loop never waits for the disk on a metadata write (Kafka
+fsyncs on its Raft I/O thread), and what was appended while one flush ran
+goes into the next.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import asyncio
 import logging
 import random
 from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, NamedTuple
 
 from kfast.client.connection import BrokerConnection
@@ -182,6 +187,10 @@ class RaftManager:
         self._commit_waiters: list[tuple[int, asyncio.Future]] = []
         self._leader_epoch_seen: tuple[int, int] | None = None
         self._stopped = False
+        # The log's fsyncs, one at a time (the core begins one only when the
+        # last is done); the one running, if any.
+        self._io = ThreadPoolExecutor(1, thread_name_prefix=f"raft-io-{node_id}")
+        self._flushing: asyncio.Future | None = None
 
     # -- addresses ---------------------------------------------------------------------
     def address(self, node_id: int) -> tuple[str, int] | None:
@@ -239,6 +248,10 @@ class RaftManager:
         self._stopped = True
         if self._timer is not None:
             self._timer.cancel()
+        if self._flushing is not None:
+            # The log closes after this returns: let its fsync finish first.
+            await asyncio.wait([self._flushing])
+        self._io.shutdown(wait=False)
         for future in self._inbound.values():
             if not future.done():
                 future.cancel()
@@ -309,12 +322,39 @@ class RaftManager:
             self._commit_waiters = waiting
         if self._stopped:
             return
+        self._maybe_begin_flush()
         at = client.next_poll_ms() / 1000
         if self._timer_at is None or at < self._timer_at:
             if self._timer is not None:
                 self._timer.cancel()
             self._timer_at = at
             self._timer = self._loop.call_at(max(at, self._loop.time()), self._poll)
+
+    def _maybe_begin_flush(self) -> None:
+        offset = self.client.begin_flush()
+        if offset is None:
+            return
+        flushing = self._loop.run_in_executor(self._io, self.client.log.flush, offset)
+        self._flushing = flushing
+        flushing.add_done_callback(lambda done: self._flushed(done, offset))
+
+    def _flushed(self, done: asyncio.Future, offset: int) -> None:
+        self._flushing = None
+        if done.cancelled():
+            return
+        error = done.exception()
+        if error is not None:
+            # Kafka's Raft thread dies on a failed fsync; here nothing more
+            # is flushed, so nothing more commits or is acknowledged (a
+            # later fsync may succeed without the lost pages: never retried).
+            logger.critical(
+                "quorum member %d: fsync of the metadata log up to %d failed: %s",
+                self.node_id,
+                offset,
+                error,
+            )
+            return
+        self._dispatch_call(lambda now: self.client.on_flushed(now, offset))
 
     def _spawn(self, coroutine) -> None:
         task = self._loop.create_task(coroutine)

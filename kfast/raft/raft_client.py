@@ -11,6 +11,8 @@ into every call and sends the messages each call returns:
     out = client.handle(now_ms, message)   # a RaftRequest or RaftResponse arrived
     offset = client.propose(now_ms, records)    # leader only; then poll() to send
     client.on_send_failed(now_ms, request)  # the driver could not deliver it
+    offset = client.begin_flush()           # the driver fsyncs the log up to it...
+    out = client.on_flushed(now_ms, offset)  # ...off the loop, then says so
 
 ``client.next_poll_ms()`` is when ``poll`` next has work. The listener gets
 ``handle_commit(batch)`` for each committed batch in order,
@@ -26,6 +28,21 @@ The rules that keep the log safe (each checked by the simulation tests):
   up to the fetch offset (fetch offset + last fetched epoch), and on a
   divergence truncates to the last offset they agree on - never below its
   high watermark.
+
+The log's fsync is the driver's, off the core's thread (Kafka runs it on
+its Raft I/O thread): appends leave the log unflushed, ``begin_flush()``
+names the offset to make durable (one flush at a time, each covering what
+was appended before it began) and ``on_flushed`` reports it done. What is
+unflushed counts for nothing a crash could take back (Kafka's
+LeaderState.updateLocalState after flushLeaderLog):
+- the leader's own end offset toward the high watermark is its flushed
+  one, so a record is committed only once durable on a majority of
+  voters, the leader among them when it counts (a quorum of one);
+- a replica sends no Fetch (its fetch offset is the leader's proof that it
+  holds the records below) until what it appended is flushed; and as a
+  response to a fetch is the only thing that truncates or replaces the
+  log, no flush is ever running while it does.
+The quorum-state file (votes, epochs) is written synchronously, as before.
 
 Dynamic quorums (KIP-853): the voter set is the one the log holds
 (``self.kraft``), in force once appended. The leader changes it one voter
@@ -185,9 +202,20 @@ class RaftClient:
         self._listener_leader: tuple[int, int] | None = None
         self._bootstrap_index = 0
         self._lost_elections = 0
+        # The log is durable below _flushed_offset; _flush_target is the
+        # offset the driver's running flush began at (None: none running).
+        # A truncation while one runs makes it _flush_stale: its completion
+        # proves nothing about what was appended since.
+        self._flushed_offset = 0
+        self._flush_target: int | None = None
+        self._flush_stale = False
 
     # -- public API ----------------------------------------------------------------------
     def start(self, now_ms: int) -> None:
+        # What a restart finds in the log counts as durable only once
+        # fsynced (a crash may have left it in the page cache only).
+        self.log.flush()
+        self._flushed_offset = self.log.end_offset
         self.kraft.update_state()
         self.quorum.initialize(now_ms, self.log.end_offset, self.log.last_fetched_epoch)
         if not self.quorum.is_voter and not isinstance(
@@ -278,7 +306,9 @@ class RaftClient:
                 "begin_epoch_resend_ms",
             ):
                 deadlines.append(getattr(state, attr, None))
-        elif not any(self.requests.is_in_flight(v) for v in self._leader_finders()):
+        elif not self._awaiting_flush() and not any(
+            self.requests.is_in_flight(v) for v in self._leader_finders()
+        ):
             # An observer looking for the leader asks the first voter it may.
             ready = (self.requests.ready_ms(v) for v in self._leader_finders())
             deadlines.append(min((r for r in ready if r is not None), default=None))
@@ -335,10 +365,52 @@ class RaftClient:
         if not isinstance(state, LeaderState):
             raise NotLeaderException(f"node {self.node_id} is not the leader")
         batch = self.log.append_as_leader(records, state.epoch)
-        self.log.flush()
         self.kraft.observe(batch)
         self._on_leader_append(now_ms, state)
         return batch.next_offset - 1
+
+    # -- the log's fsync ---------------------------------------------------------------
+    @property
+    def flushed_offset(self) -> int:
+        """The log is durable below this offset."""
+        return self._flushed_offset
+
+    def begin_flush(self) -> int | None:
+        """The offset the driver is to make the log durable up to now
+        (``log.flush(offset)``, off the loop), then report with
+        ``on_flushed``; None if nothing is unflushed or a flush is running."""
+        if self._flush_target is not None or self.log.end_offset <= self._flushed_offset:
+            return None
+        self._flush_target = self.log.end_offset
+        return self._flush_target
+
+    def on_flushed(self, now_ms: int, offset: int) -> list[RaftMessage]:
+        """The flush ``begin_flush`` returned ``offset`` for is done: the
+        leader may count the records toward the high watermark, a follower
+        may fetch past them."""
+        if offset != self._flush_target:
+            raise ValueError(f"flush to {offset} was not begun ({self._flush_target} is)")
+        self._flush_target = None
+        if self._flush_stale:
+            self._flush_stale = False
+        else:
+            self._flushed_offset = max(self._flushed_offset, min(offset, self.log.end_offset))
+        state = self.quorum.state
+        if isinstance(state, LeaderState) and self._update_local_state(now_ms, state):
+            self._complete_parked_fetches(now_ms)
+        self._poll_state(now_ms)
+        return self._drain()
+
+    def _awaiting_flush(self) -> bool:
+        """Records are appended but not yet durable: no Fetch may say so."""
+        return self.log.end_offset > self._flushed_offset
+
+    def _log_replaced(self) -> None:
+        """The log was truncated or replaced by a snapshot: what was durable
+        above its new end is gone, and a running flush covers another log."""
+        self._flushed_offset = min(self._flushed_offset, self.log.end_offset)
+        if self._flush_target is not None:
+            self._flush_stale = True
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """Record the state machine's snapshot at a committed offset and drop
@@ -352,6 +424,9 @@ class RaftClient:
         )
         self.log.delete_before_snapshot(snapshot_id)
         self.kraft.truncate_old_entries(self.log.start_offset)
+        # What a snapshot covers is durable in it (a follower may snapshot
+        # records it has not yet flushed: they are committed).
+        self._flushed_offset = max(self._flushed_offset, self.log.start_offset)
 
     def resign(self, now_ms: int) -> None:
         """A leader steps down (a controller shutting down): the voters hear
@@ -463,7 +538,6 @@ class RaftClient:
         batch = self.log.append_as_leader(
             self._start_of_epoch_records(), leader.epoch, is_control=True
         )
-        self.log.flush()
         self.kraft.observe(batch)
         self._on_leader_append(now_ms, leader)
         for voter in self._other_voters():
@@ -529,6 +603,8 @@ class RaftClient:
         # An observer finds the leader by fetching from any voter (or
         # bootstrap server): one that is not the leader answers with who is.
         voters = self._leader_finders()
+        if self._awaiting_flush():
+            return  # its next fetch once the flush is done (on_flushed polls)
         if voters and not any(self.requests.is_in_flight(v) for v in voters):
             for _ in range(len(voters)):
                 voter = voters[self._bootstrap_index % len(voters)]
@@ -633,7 +709,10 @@ class RaftClient:
             else:
                 self._poll_unattached(now_ms, self._become_unattached(now_ms, state.epoch))
             return
-        if not self.requests.is_ready(state.leader_id, now_ms):
+        if not self.requests.is_ready(state.leader_id, now_ms) or self._awaiting_flush():
+            # The next fetch waits for the flush of what this replica
+            # appended: its fetch offset tells the leader those records are
+            # durable here (on_flushed polls again).
             return
         update = self._voter_update(state)
         if update is not None:
@@ -971,12 +1050,18 @@ class RaftClient:
         voter_set = self.quorum.voter_set
         state.voters = voter_set.ids
         state.voter_directories = {n.voter_id: n.directory_id for n in voter_set.nodes}
+        self._update_local_state(now_ms, state)
+        self._complete_parked_fetches(now_ms)  # the new records, flushed or not
+
+    def _update_local_state(self, now_ms: int, state: LeaderState) -> bool:
+        """The leader's own end offset toward the high watermark is its
+        flushed one (Kafka's LeaderState.updateLocalState); True if the high
+        watermark moved."""
         own = state.replica(self.node_id)
-        own.end_offset = self.log.end_offset
+        own.end_offset = min(self._flushed_offset, self.log.end_offset)
         own.last_fetch_ms = now_ms
         own.directory_id = self.directory_id
-        state.update_high_watermark()
-        self._complete_parked_fetches(now_ms)
+        return state.update_high_watermark()
 
     def _handle_fetch_snapshot(self, request: RaftRequest, body: FetchSnapshotRequest) -> None:
         state = self.quorum.state
@@ -1057,7 +1142,6 @@ class RaftClient:
 
     def _append_voters(self, now_ms: int, state: LeaderState, voters: VoterSet) -> int:
         batch = self.log.append_as_leader((VotersRecord(voters),), state.epoch, is_control=True)
-        self.log.flush()
         self.kraft.observe(batch)
         self._on_leader_append(now_ms, state)
         return batch.next_offset - 1
@@ -1259,6 +1343,7 @@ class RaftClient:
                     f"{self.high_watermark}"
                 )
             self.log.truncate_to(offset)
+            self._log_replaced()
             # Voter changes above the truncation never happened here.
             self.kraft.truncate_new_entries(offset)
         elif body.snapshot_id is not None:
@@ -1267,7 +1352,6 @@ class RaftClient:
         else:
             if body.batches:
                 self.log.append_as_follower(body.batches)
-                self.log.flush()
                 for batch in body.batches:
                     self.kraft.observe(batch)
             self._update_follower_high_watermark(state, body.high_watermark)
@@ -1303,6 +1387,8 @@ class RaftClient:
         state.snapshot_id = None
         state.snapshot_data = bytearray()
         self.log.install_snapshot(snapshot_id, data)
+        self._log_replaced()
+        self._flushed_offset = snapshot_id.offset  # the snapshot file is durable
         self.kraft.reset()
         state.high_watermark = max(state.high_watermark, snapshot_id.offset)
 

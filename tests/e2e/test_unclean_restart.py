@@ -1,6 +1,7 @@
 """kill -9 and restart: recovery re-reads the segments past the recovery
 point, so a batch torn by the crash is cut away and everything acknowledged
-before it is served, at its offsets."""
+before it is served, at its offsets; and a metadata change acknowledged
+just before the kill (its fsync runs off the event loop) is there after."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import time
 
 import pytest
 from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka.admin import AdminClient, NewTopic
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(120)]
 
@@ -64,3 +66,22 @@ def test_torn_last_batch_is_cut_and_acknowledged_records_stay(serve, topic):
     assert producer.flush(15) == 0
     assert delivered == [(None, 19)]
     assert _consume(node.bootstrap_servers, topic, 20)[-1] == (19, b"after")
+
+
+def test_topics_acknowledged_just_before_kill_9_survive_the_restart(serve, topic):
+    """The controller answers CreateTopics once the records are committed,
+    which on a quorum of one means once its own fsync of them (on the
+    Raft I/O thread) is done: a kill right after the answer loses nothing."""
+    node = serve().start()
+    admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
+    names = [f"{topic}-{i}" for i in range(5)]
+    for name in names:  # one at a time: each kill-able right after its answer
+        admin.create_topics([NewTopic(name, num_partitions=3)])[name].result(15)
+    node.kill()
+
+    node.start()
+    admin = AdminClient({"bootstrap.servers": node.bootstrap_servers})
+    topics = admin.list_topics(timeout=15).topics
+    assert {name: len(topics[name].partitions) for name in names if name in topics} == {
+        name: 3 for name in names
+    }

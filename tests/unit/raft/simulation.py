@@ -3,8 +3,11 @@
 Real RaftClients run on a simulated clock and network: every message is
 delivered after a random delay or dropped, links can be cut (partitions),
 nodes crash and restart with what they had persisted (their log and
-quorum-state). Everything random comes from one seeded generator, so a
-failing seed replays exactly.
+quorum-state). The log's fsync is asynchronous, as RaftManager's I/O thread
+runs it: a flush the core begins completes after a random delay (up to
+``max_flush_delay_ms``), and a crash loses every append not flushed by then
+(a machine losing power). Everything random comes from one seeded
+generator, so a failing seed replays exactly.
 
 After every event the invariants are checked:
 - election safety: at most one leader per epoch, ever;
@@ -13,6 +16,9 @@ After every event the invariants are checked:
   committed sequence;
 - a leader's log holds every committed batch (leader completeness);
 - a replica's high watermark never moves back while it runs;
+- what is committed is durable (flushed) on a majority of the voters, and
+  no Fetch claims (by its fetch offset) records its sender has not flushed;
+- nothing truncates a log while a flush of it runs;
 - dynamic quorums (``dynamic=True``, KIP-853): at most one voter change is
   uncommitted in any log, and a leader's high watermark moves only when a
   majority of the voter set in force holds it.
@@ -34,11 +40,13 @@ import heapq
 import json
 import random
 import uuid
+from typing import NamedTuple
 
 from kfast.raft.election_state import MemoryQuorumStateStore
 from kfast.raft.log import MemoryReplicatedLog, OffsetAndEpoch
 from kfast.raft.messages import (
     AddRaftVoterRequest,
+    FetchRequest,
     RaftRequest,
     RemoveRaftVoterRequest,
 )
@@ -60,18 +68,32 @@ class InvariantViolation(AssertionError):
     pass
 
 
+class FlushDone(NamedTuple):
+    """The simulated I/O thread finished the flush node ``node_id`` (in its
+    ``incarnation``) began at ``offset``."""
+
+    node_id: int
+    incarnation: int
+    offset: int
+
+
 class MemoryLogs:
     """Where a node keeps its log: the default, MemoryReplicatedLog. A crash
-    loses nothing that was appended (the log object outlives the node), and
-    a snapshot is the state machine's state as JSON. Another implementation
-    (a log on disk) provides the same four methods."""
+    loses what was appended since the last flush (the log object outlives
+    the node), and a snapshot is the state machine's state as JSON. Another
+    implementation (a log on disk) provides the same five methods."""
 
     def create(self, node_id: int):
         return MemoryReplicatedLog()
 
     def after_crash(self, node_id: int, log):
         """The log a node restarted after a crash finds."""
+        log.lose_unflushed()
         return log
+
+    def durable_end(self, log) -> int:
+        """The log is durable below this offset."""
+        return max(log.flushed_offset, log.start_offset)
 
     def snapshot_data(self, applied: list, epoch: int) -> bytes:
         return json.dumps({"applied": applied}).encode()
@@ -139,6 +161,8 @@ class SimNode:
         self.client: RaftClient | None = None
         self.machine: StateMachine | None = None
         self.last_high_watermark = -1
+        self.incarnation = 0  # a flush begun before a crash never completes
+        self.flushing: int | None = None  # the offset of the flush running
 
     def start(self, now_ms: int) -> None:
         self.machine = StateMachine(self.sim, self.node_id)
@@ -157,6 +181,8 @@ class SimNode:
         self.client.start(now_ms)
         self.alive = True
         self.last_high_watermark = -1
+        self.incarnation += 1
+        self.flushing = None
 
     @property
     def endpoints(self) -> tuple:
@@ -169,6 +195,7 @@ class SimNode:
         self.alive = False
         self.client = None
         self.machine = None
+        self.flushing = None
         self.log = self.sim.logs.after_crash(self.node_id, self.log)
 
 
@@ -185,8 +212,10 @@ class Simulation:
         config: QuorumConfig | None = None,
         logs=None,
         dynamic: bool = False,
+        max_flush_delay_ms: int = 3,
     ):
         self.rng = random.Random(seed)
+        self.max_flush_delay_ms = max_flush_delay_ms
         self.logs = logs or MemoryLogs()
         self.config = config or QuorumConfig(fetch_max_batches=4, fetch_snapshot_max_bytes=256)
         voter_ids = tuple(range(1, voters + 1))
@@ -340,11 +369,14 @@ class Simulation:
 
     def _step(self) -> None:
         while self._queue and self._queue[0][0] <= self.now:
-            _, _, message = heapq.heappop(self._queue)
-            node = self.nodes[message.destination]
+            _, _, item = heapq.heappop(self._queue)
+            if isinstance(item, FlushDone):
+                self._flush_done(item)
+                continue
+            node = self.nodes[item.destination]
             if not node.alive:
                 continue
-            out = node.client.handle(self.now, message)
+            out = node.client.handle(self.now, item)
             self._after(node, out)
         for node in self.nodes.values():
             if node.alive and node.client.next_poll_ms() <= self.now:
@@ -355,12 +387,44 @@ class Simulation:
         for message in out:
             self._transmit(node, message)
         self._maybe_snapshot(node)
+        self._maybe_begin_flush(node)
         self.check_invariants()
+
+    def _maybe_begin_flush(self, node: SimNode) -> None:
+        """As RaftManager does after every core call: start the flush the
+        core asks for; it completes after a random delay."""
+        if not node.alive:
+            return
+        offset = node.client.begin_flush()
+        if offset is None:
+            return
+        node.flushing = offset
+        self._seq += 1
+        done = FlushDone(node.node_id, node.incarnation, offset)
+        delay = self.rng.randint(0, self.max_flush_delay_ms)
+        heapq.heappush(self._queue, (self.now + delay, self._seq, done))
+
+    def _flush_done(self, done: FlushDone) -> None:
+        node = self.nodes[done.node_id]
+        if not node.alive or node.incarnation != done.incarnation:
+            return  # the crash took the flush with it
+        # Durable when the fsync returns, not before: a crash until now
+        # lost the records.
+        node.log.flush(done.offset)
+        node.flushing = None
+        self._after(node, node.client.on_flushed(self.now, done.offset))
 
     def _transmit(self, node: SimNode, message) -> None:
         if message.destination == ADMIN_ID:
             self.admin_responses[message.correlation_id] = message.body
             return
+        if isinstance(message, RaftRequest) and isinstance(message.body, FetchRequest):
+            durable = self.logs.durable_end(node.log)
+            if message.body.fetch_offset > durable:
+                raise InvariantViolation(
+                    f"node {node.node_id} fetches from {message.body.fetch_offset} "
+                    f"with its log durable only below {durable}"
+                )
         if isinstance(message, RaftRequest) and not self.nodes[message.destination].alive:
             # Connection refused: the sender learns at once.
             node.client.on_send_failed(self.now, message)
@@ -445,8 +509,31 @@ class Simulation:
                 self._check_leader_completeness(node)
             if self.dynamic and client.is_leader:
                 self._check_majority_of_voters(node)
+            if node.flushing is not None and node.log.end_offset < node.flushing:
+                raise InvariantViolation(
+                    f"node {node.node_id} truncated its log to {node.log.end_offset} "
+                    f"while a flush to {node.flushing} ran"
+                )
         if self.dynamic:
             self._check_one_voter_change_in_flight()
+        else:
+            self._check_committed_is_durable()
+
+    def _check_committed_is_durable(self) -> None:
+        """A majority of the voters has every committed record on disk, so a
+        crash of all of them (unflushed appends lost) loses none."""
+        if not self.committed_end:
+            return
+        holders = [
+            v
+            for v in self.voter_ids
+            if self.logs.durable_end(self.nodes[v].log) >= self.committed_end
+        ]
+        if len(holders) < len(self.voter_ids) // 2 + 1:
+            raise InvariantViolation(
+                f"records below {self.committed_end} are committed but durable "
+                f"only on voters {holders} of {self.voter_ids}"
+            )
 
     def _check_majority_of_voters(self, leader: SimNode) -> None:
         """A leader's high watermark moves only when a majority of the voter

@@ -343,13 +343,19 @@ def test_open_finishes_an_install_a_crash_interrupted(file_logs):
 # -- the Raft simulation on file logs ---------------------------------------------------------
 class SimulationFileLogs(FileLogs):
     """simulation.MemoryLogs' interface over FileReplicatedLogs: a crash drops
-    the file handles and the restarted node opens its directory again."""
+    what was not fsynced and the file handles, and the restarted node opens
+    its directory again."""
 
     def create(self, node_id: int) -> FileReplicatedLog:
         return self.open(f"{self.root}/node-{node_id}")
 
     def after_crash(self, node_id: int, log: FileReplicatedLog) -> FileReplicatedLog:
+        # The machine lost power: what was not fsynced is gone.
+        log.truncate_to(self.durable_end(log))
         return reopen(self, log, clean=False)
+
+    def durable_end(self, log: FileReplicatedLog) -> int:
+        return max(log._log.recovery_point, log.start_offset)
 
     def snapshot_data(self, applied: list, epoch: int) -> bytes:
         return snapshot_data(applied, epoch)

@@ -10,6 +10,7 @@ import pytest
 from kfast.raft.election_state import ElectionState, MemoryQuorumStateStore
 from kfast.raft.log import Batch, MemoryReplicatedLog, OffsetAndEpoch
 from kfast.raft.messages import (
+    BeginQuorumEpochRequest,
     EndQuorumEpochRequest,
     FetchRequest,
     FetchResponse,
@@ -50,7 +51,41 @@ def test_a_quorum_of_one_elects_itself_at_start():
     c = client(voters=(1,))
     assert c.is_leader and c.epoch == 1
     offset = c.propose(0, ["a"])
+    c.on_flushed(0, c.begin_flush())
     assert c.high_watermark == offset + 1
+
+
+def test_the_leader_commits_only_what_it_has_flushed():
+    """Its own end offset toward the high watermark is its flushed one
+    (Kafka's LeaderState.updateLocalState after flushLeaderLog): a quorum of
+    one commits a record only once the driver's fsync of it is done, and
+    records appended while that fsync runs wait for the next one."""
+    c = client(voters=(1,))
+    first = c.propose(0, ["a"])
+    target = c.begin_flush()
+    assert target == first + 1 and c.begin_flush() is None  # one at a time
+    second = c.propose(1, ["b"])
+    assert c.high_watermark == -1
+    c.on_flushed(2, target)
+    assert c.flushed_offset == c.high_watermark == first + 1
+    assert c.begin_flush() == second + 1
+    c.on_flushed(3, second + 1)
+    assert c.high_watermark == second + 1
+    assert c.begin_flush() is None
+
+
+def test_a_follower_fetches_past_its_appends_only_once_they_are_flushed():
+    log = MemoryReplicatedLog()
+    c = client(log=log)
+    out = c.handle(0, request(BeginQuorumEpochRequest(2, 2)))  # epoch 2, leader 2
+    (fetch,) = [m for m in out if isinstance(m.body, FetchRequest)]
+    batch = Batch(0, 2, ("a",))
+    response = FetchResponse(0, 2, 2, high_watermark=0, log_start_offset=0, batches=(batch,))
+    out = c.handle(1, RaftResponse(fetch.correlation_id, 2, 1, response))
+    assert log.end_offset == 1 and not bodies(out, FetchRequest)
+    assert not bodies(c.poll(1_000), FetchRequest)
+    out = c.on_flushed(2, c.begin_flush())
+    assert [f.fetch_offset for f in bodies(out, FetchRequest)] == [1]
 
 
 def test_one_vote_per_epoch_and_it_is_persisted():
@@ -139,6 +174,7 @@ def elect(c: RaftClient, now=0) -> None:
         ),
     )
     assert c.is_leader
+    c.on_flushed(now, c.begin_flush())  # the driver's fsync of its LeaderChange
 
 
 def test_the_leader_commits_only_through_a_batch_of_its_own_epoch():
@@ -183,7 +219,8 @@ def test_a_follower_never_truncates_below_its_high_watermark():
         ),
     )
     assert c.high_watermark == 2
-    fetch = c.requests._in_flight[2].correlation_id  # the next fetch, sent at once
+    c.on_flushed(1, c.begin_flush())
+    fetch = c.requests._in_flight[2].correlation_id  # the next fetch, sent once flushed
     with pytest.raises(AssertionError, match="below the high watermark"):
         c.handle(
             2,
@@ -273,7 +310,7 @@ def test_committed_records_reach_the_listener_in_slices_between_polls():
     c.start(0)
     for i in range(4):
         c.propose(0, [f"r{i}a", f"r{i}b"])
-    c.poll(0)
+    c.on_flushed(0, c.begin_flush())  # delivers, as poll does
     # The LeaderChange batch (1 record) and one two-record batch: 3.
     assert listener.committed == ["r0a", "r0b"] and c.next_poll_ms() == 0
     c.poll(1)
