@@ -8,12 +8,14 @@ algorithm is a pure state machine with no sockets, clocks or threads.
     RaftClient.handle(now_ms, message)  -> messages to send
     RaftClient.poll(now_ms)             -> messages to send (timers)
     RaftClient.propose(now_ms, records) -> the offset the records will have
+    RaftClient.begin_flush()            -> the offset to fsync the log to
+    RaftClient.on_flushed(now_ms, offset) -> messages to send
 
-A driver feeds it: the deterministic simulator in the tests (simulated
-clock and network), and the asyncio driver that carries the same messages
-as Kafka's RPCs (Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch,
-FetchSnapshot, and AddRaftVoter / RemoveRaftVoter / UpdateRaftVoter) over
-the controller listener.
+A driver feeds it and runs the log's fsyncs: the deterministic simulator
+in the tests (simulated clock, network and disk), and the asyncio driver
+that carries the same messages as Kafka's RPCs (Vote, BeginQuorumEpoch,
+EndQuorumEpoch, Fetch, FetchSnapshot, and AddRaftVoter / RemoveRaftVoter /
+UpdateRaftVoter) over the controller listener and fsyncs on its own thread.
 
 Modules, in Kafka's names:
     messages       the RPC bodies the core exchanges (one per Kafka RPC)
