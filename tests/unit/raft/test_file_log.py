@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import io
 import os
+import threading
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -338,6 +339,37 @@ def test_open_finishes_an_install_a_crash_interrupted(file_logs):
     log = reopen(file_logs, log, clean=False)
     assert (log.start_offset, log.end_offset, log.last_fetched_epoch) == (10, 10, 3)
     assert log.latest_snapshot_id() == snapshot_id and all_batches(log) == ()
+
+
+def test_what_removes_data_waits_for_a_running_flush(file_logs):
+    """flush runs on RaftManager's I/O thread; a truncation (or snapshot
+    deletion, or close) on the loop waits until it is done, so the fsync
+    never meets a segment being deleted."""
+    log = file_logs()
+    log.append_as_leader(["a"], 1)
+    log.append_as_leader(["b"], 1)
+    inside, release = threading.Event(), threading.Event()
+    fsync = log.log.flush
+
+    def slow_fsync(offset=None):
+        inside.set()
+        assert release.wait(10)
+        fsync(offset)
+
+    log.log.flush = slow_fsync
+    flusher = threading.Thread(target=log.flush, args=(2,))
+    flusher.start()
+    assert inside.wait(10)
+    truncated = threading.Event()
+    truncator = threading.Thread(target=lambda: (log.truncate_to(1), truncated.set()))
+    truncator.start()
+    try:
+        assert not truncated.wait(0.2)  # held while the fsync runs
+    finally:
+        release.set()
+        flusher.join(10)
+        truncator.join(10)
+    assert truncated.is_set() and log.end_offset == 1
 
 
 # -- the Raft simulation on file logs ---------------------------------------------------------
