@@ -27,23 +27,14 @@ import tempfile
 import time
 
 
-class _JsonSerde:
-    @staticmethod
-    def encode(record) -> bytes:
-        return json.dumps(record).encode()
-
-    @staticmethod
-    def decode(value: bytes):
-        return json.loads(value)
-
-
 async def _measure(proposals: int) -> dict:
     from kfast.raft.election_state import MemoryQuorumStateStore
     from kfast.raft.file_log import FileReplicatedLog
     from kfast.raft.manager import RaftManager
+    from kfast.raft.record_batches import RecordSerde
 
     directory = tempfile.mkdtemp(prefix="bench-raft-commit-")
-    log = FileReplicatedLog(directory, _JsonSerde())
+    log = FileReplicatedLog(directory, RecordSerde(str.encode, bytes.decode))
     log.open()
     manager = RaftManager(1, {1: None}, "bench", log, MemoryQuorumStateStore(), codec=None)  # type: ignore[arg-type]
     try:
