@@ -29,12 +29,14 @@ The rules that keep the log safe (each checked by the simulation tests):
   divergence truncates to the last offset they agree on - never below its
   high watermark.
 
-The log's fsync is the driver's, off the core's thread (Kafka runs it on
-its Raft I/O thread): appends leave the log unflushed, ``begin_flush()``
-names the offset to make durable (one flush at a time, each covering what
-was appended before it began) and ``on_flushed`` reports it done. What is
-unflushed counts for nothing a crash could take back (Kafka's
-LeaderState.updateLocalState after flushLeaderLog):
+The log's fsync is the driver's, off the event loop: appends leave the
+log unflushed, ``begin_flush()`` names the offset to make durable (one
+flush at a time, each covering what was appended before it began) and
+``on_flushed`` reports it done. (Kafka's Raft thread counts the leader's
+new end offset and then fsyncs, in one step of its poll, before any commit
+is handed on -- KafkaRaftClient.flushLeaderLog; with the fsync on another
+thread, only what it has flushed may count.) What is unflushed counts for
+nothing a crash could take back:
 - the leader's own end offset toward the high watermark is its flushed
   one, so a record is committed only once durable on a majority of
   voters, the leader among them when it counts (a quorum of one);
@@ -1055,8 +1057,8 @@ class RaftClient:
 
     def _update_local_state(self, now_ms: int, state: LeaderState) -> bool:
         """The leader's own end offset toward the high watermark is its
-        flushed one (Kafka's LeaderState.updateLocalState); True if the high
-        watermark moved."""
+        flushed one (what Kafka passes LeaderState.updateLocalState, flushed
+        before its poll hands on a commit); True if the high watermark moved."""
         own = state.replica(self.node_id)
         own.end_offset = min(self._flushed_offset, self.log.end_offset)
         own.last_fetch_ms = now_ms

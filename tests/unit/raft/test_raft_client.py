@@ -57,7 +57,7 @@ def test_a_quorum_of_one_elects_itself_at_start():
 
 def test_the_leader_commits_only_what_it_has_flushed():
     """Its own end offset toward the high watermark is its flushed one
-    (Kafka's LeaderState.updateLocalState after flushLeaderLog): a quorum of
+    (Kafka's raft thread fsyncs it before handing on a commit): a quorum of
     one commits a record only once the driver's fsync of it is done, and
     records appended while that fsync runs wait for the next one."""
     c = client(voters=(1,))
