@@ -206,11 +206,8 @@ class RaftClient:
         self._lost_elections = 0
         # The log is durable below _flushed_offset; _flush_target is the
         # offset the driver's running flush began at (None: none running).
-        # A truncation while one runs makes it _flush_stale: its completion
-        # proves nothing about what was appended since.
         self._flushed_offset = 0
         self._flush_target: int | None = None
-        self._flush_stale = False
 
     # -- public API ----------------------------------------------------------------------
     def start(self, now_ms: int) -> None:
@@ -393,10 +390,7 @@ class RaftClient:
         if offset != self._flush_target:
             raise ValueError(f"flush to {offset} was not begun ({self._flush_target} is)")
         self._flush_target = None
-        if self._flush_stale:
-            self._flush_stale = False
-        else:
-            self._flushed_offset = max(self._flushed_offset, min(offset, self.log.end_offset))
+        self._flushed_offset = max(self._flushed_offset, min(offset, self.log.end_offset))
         state = self.quorum.state
         if isinstance(state, LeaderState) and self._update_local_state(now_ms, state):
             self._complete_parked_fetches(now_ms)
@@ -409,10 +403,13 @@ class RaftClient:
 
     def _log_replaced(self) -> None:
         """The log was truncated or replaced by a snapshot: what was durable
-        above its new end is gone, and a running flush covers another log."""
-        self._flushed_offset = min(self._flushed_offset, self.log.end_offset)
+        above its new end is gone. Never while a flush runs: only a fetch
+        answer does this, and no fetch goes out before the flush is done."""
         if self._flush_target is not None:
-            self._flush_stale = True
+            raise AssertionError(
+                f"node {self.node_id}: log replaced while a flush to {self._flush_target} runs"
+            )
+        self._flushed_offset = min(self._flushed_offset, self.log.end_offset)
 
     def create_snapshot(self, snapshot_id: OffsetAndEpoch, data: bytes) -> None:
         """Record the state machine's snapshot at a committed offset and drop
