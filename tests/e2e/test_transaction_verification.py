@@ -19,6 +19,7 @@ from transaction_support import (
     offsets,
     produce_transactional,
     send,
+    wait_ended,
 )
 
 from kfast.client.connection import BlockingConnection
@@ -48,6 +49,7 @@ def late_write_after_abort(
         10,
         "the abort marker",
     )
+    wait_ended(conn, transactional_id)
     end = offsets(conn, partition, topic)[1]
     # The write the network held back: same producer, same epoch, next sequence.
     code = produce_transactional(
@@ -146,6 +148,7 @@ def test_the_leader_asks_a_coordinator_on_another_broker(kfast_cluster):
     assert produce_transactional(conn, transactional_id, pid, epoch, 0, [b"in"]) == 0
     assert end_txn(coordinator, 3, transactional_id, pid, epoch, False).error_code == 0
     wait_until(lambda: offsets(conn, 0)[0] == offsets(conn, 0)[1], 10, "the abort marker")
+    wait_ended(coordinator, transactional_id)
     assert (
         produce_transactional(conn, transactional_id, pid, epoch, 0, [b"late"], sequence=1)
         == E.InvalidTxnStateException.code

@@ -140,6 +140,26 @@ def end_txn(conn, version, transactional_id, producer_id, epoch, committed):
         time.sleep(0.05)
 
 
+def wait_ended(coordinator, transactional_id: str, timeout: float = 15.0) -> str:
+    """Wait until the coordinator has completed the transaction's end
+    (DescribeTransactions says CompleteCommit or CompleteAbort): the
+    partitions' markers are written before that, and until then the
+    coordinator answers a verification with CONCURRENT_TRANSACTIONS, which a
+    partition leader turns into the retriable NOT_ENOUGH_REPLICAS (Kafka's
+    mapping), not the refusal a test of the ended transaction expects."""
+    deadline = time.monotonic() + timeout
+    while True:
+        response = send(
+            coordinator, "DescribeTransactions", 0, transactional_ids=[transactional_id]
+        )
+        state = response.transaction_states[0].transaction_state
+        if state in ("CompleteCommit", "CompleteAbort"):
+            return state
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{transactional_id} still {state} after {timeout}s")
+        time.sleep(0.02)  # the coordinator's state change has no event to await here
+
+
 def read_to_end(
     bootstrap: str, topic: str, partitions: int, isolation: str, timeout: float, expected: int = 0
 ) -> tuple[list[bytes], bool]:
