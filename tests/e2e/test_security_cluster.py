@@ -19,10 +19,18 @@ from kfast.testing.cluster import KfastCluster
 pytestmark = [pytest.mark.e2e, pytest.mark.slow, pytest.mark.timeout(180)]
 
 
-def replicate_and_check(cluster, topic: str) -> None:
+def replicate_and_check(cluster, topic: str, controller_refuses_early: bool = False) -> None:
     """A topic of 2 replicas on brokers 2 and 3 takes 20 acks=all records;
     both replicas end in sync and identical (the follower fetched over the
-    secured replication listener), and no node logged a failed login."""
+    secured replication listener), and no node logged a failed login.
+
+    ``controller_refuses_early``: the controller's log is not checked. Its
+    listener serves before its first commit (as Kafka's ControllerServer
+    enables request processing once the publishers are installed, not once
+    metadata is loaded), so with SCRAM users that exist only through the
+    bootstrap records a broker that connects before that commit is refused
+    and retries; that the brokers then registered is what cluster.start()
+    waited for."""
     from confluent_kafka import Producer
     from confluent_kafka.admin import AdminClient, NewTopic
 
@@ -35,6 +43,8 @@ def replicate_and_check(cluster, topic: str) -> None:
     cluster.wait_for_isr(topic, 0, {2, 3})
     cluster.wait_for_identical_replicas(topic, 0, [2, 3])
     for node in cluster.nodes.values():
+        if controller_refuses_early and not node.broker_port:
+            continue
         log = open(node.log_path, encoding="utf-8", errors="replace").read()
         assert "Failed authentication" not in log
 
@@ -115,4 +125,4 @@ def test_scram_between_nodes_from_the_first_start(tmp_path):
             os.path.join(cluster.nodes[1].data_dir, "data", "bootstrap.checkpoint")
         )
         cluster.start()  # returns once both brokers registered through SCRAM
-        replicate_and_check(cluster, "scram-secured")
+        replicate_and_check(cluster, "scram-secured", controller_refuses_early=True)
