@@ -8,8 +8,21 @@ their broker epochs), carrying the leader epoch and partition epoch they
 were made at, so the controller refuses one made from a stale view
 (INVALID_UPDATE_VERSION, FENCED_LEADER_EPOCH). An accepted change is applied
 from the response at once (the metadata log brings the same state a little
-later); a refused or undeliverable one returns the partition to its
-committed ISR, and the next fetch or expiration check proposes again.
+later).
+
+A proposal the leader cannot see answered keeps the partition in its
+pending state, whose maximal ISR (the committed one plus the proposal)
+bounds the high watermark, as Kafka's Partition.handleAlterPartitionError
+does: only a refusal that says the change was not applied and the leader's
+partition epoch is current (OPERATION_NOT_ATTEMPTED, INELIGIBLE_REPLICA)
+returns it to the committed ISR, and the next fetch or expiration check
+proposes again. A refusal from a stale view, or NEW_LEADER_ELECTED -- the
+change was written and completed a reassignment that moved the leadership
+to a replica the proposal added -- waits for the metadata that replaces
+it; a request not answered (no controller, a top-level error, a partition
+missing from the response) is sent again. Going back to the committed ISR
+on NEW_LEADER_ELECTED let the old leader's high watermark pass the new
+leader's log end: it acknowledged records the new leader never had.
 """
 
 from __future__ import annotations
@@ -35,6 +48,28 @@ logger = logging.getLogger(__name__)
 # v3: new_isr_with_epochs (KIP-903); kfast's controllers answer v0-v3.
 ALTER_PARTITION_VERSION = 3
 _TIMEOUT_S = 10.0
+# Before a request nobody answered is sent again (Kafka: 50 ms after a
+# top-level error).
+_RETRY_BACKOFF_S = 0.05
+
+# Partition-level refusals after which the committed ISR is the controller's
+# too: the change was not applied and the partition epoch is current.
+RESET_TO_COMMITTED = frozenset(
+    e.code for e in (errors.OperationNotAttemptedException, errors.IneligibleReplicaException)
+)
+# Refusals that leave the proposal pending until metadata replaces it: the
+# leader's view is stale, or (NEW_LEADER_ELECTED) the change was applied.
+AWAIT_METADATA = frozenset(
+    e.code
+    for e in (
+        errors.UnknownTopicOrPartitionException,
+        errors.UnknownTopicIdException,
+        errors.FencedLeaderEpochException,
+        errors.InvalidUpdateVersionException,
+        errors.InvalidRequestException,
+        errors.NewLeaderElectedException,
+    )
+)
 
 
 class AlterPartitionManager:
@@ -72,11 +107,18 @@ class AlterPartitionManager:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                logger.info("AlterPartition for %d partition(s) failed: %s", len(batch), exc)
+                # It may have been applied: the proposals stay pending.
+                logger.info(
+                    "AlterPartition for %d partition(s) failed: %s; sending again",
+                    len(batch),
+                    exc,
+                )
                 for entry in batch.values():
-                    self._refused(entry)
+                    self._send_again(entry)
+                await asyncio.sleep(_RETRY_BACKOFF_S)
                 continue
-            self._handle_response(batch, response)
+            if self._handle_response(batch, response):
+                await asyncio.sleep(_RETRY_BACKOFF_S)
 
     def _request(self, batch: dict[PartitionKey, _Proposal]) -> AlterPartitionRequest:
         topics: dict[uuid.UUID, AlterPartitionRequest.TopicData] = {}
@@ -106,9 +148,11 @@ class AlterPartitionManager:
 
     def _handle_response(
         self, batch: dict[PartitionKey, _Proposal], response: AlterPartitionResponse
-    ) -> None:
+    ) -> bool:
+        """Apply the answers; returns whether a proposal is to be sent again."""
         replica_manager = self._replica_manager
         answered = set()
+        again = False
         by_id = {p.topic_id: p.topic for p, *_ in batch.values()}
         for topic in response.topics:
             name = by_id.get(topic.topic_id)
@@ -128,7 +172,7 @@ class AlterPartitionManager:
                         partition.partition,
                         errors.for_code(data.error_code).__name__,
                     )
-                    self._refused(entry)
+                    again |= self._refused(entry, data.error_code)
                 else:
                     before = len(partition.isr)
                     if partition.on_isr_committed(
@@ -138,22 +182,43 @@ class AlterPartitionManager:
                     replica_manager.replica_stats.count_isr_change(before, len(partition.isr))
         for key, entry in batch.items():
             if key not in answered:
-                self._refused(entry)
+                again |= self._send_again(entry)
+        return again
 
-    def _refused(self, entry: _Proposal) -> None:
-        """Back to the committed ISR -- unless the partition has moved on
-        since (metadata cleared this proposal and a newer one is pending):
-        an answer only concerns the proposal it was made for."""
-        partition, proposed, leader_epoch, partition_epoch = entry
-        if (
-            partition.pending_isr == proposed
-            and partition.leader_epoch == leader_epoch
-            and partition.partition_epoch == partition_epoch
-        ):
-            self._replica_manager.on_isr_change_failed(partition)
+    def _refused(self, entry: _Proposal, error_code: int) -> bool:
+        """Kafka's handleAlterPartitionError: back to the committed ISR
+        (RESET_TO_COMMITTED), pending until metadata (AWAIT_METADATA), or
+        sent again -- for the proposal the answer was made for only (metadata
+        may have cleared it and a newer one be pending)."""
+        if not _is_current(entry) or error_code in AWAIT_METADATA:
+            return False
+        if error_code in RESET_TO_COMMITTED:
+            self._replica_manager.on_isr_change_failed(entry[0])
+            return False
+        return self._send_again(entry)
+
+    def _send_again(self, entry: _Proposal) -> bool:
+        """Queue a proposal nobody answered, unless the partition has moved
+        on or a newer proposal is queued; returns whether it was queued."""
+        key = entry[0].key
+        if not _is_current(entry) or key in self._unsent:
+            return False
+        self._unsent[key] = entry
+        return True
 
     async def shutdown(self) -> None:
         self._unsent.clear()
         if self._task is not None:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
+
+
+def _is_current(entry: _Proposal) -> bool:
+    """The partition is still in the pending state this proposal made."""
+    partition, proposed, leader_epoch, partition_epoch = entry
+    return (
+        partition.is_leader
+        and partition.pending_isr == proposed
+        and partition.leader_epoch == leader_epoch
+        and partition.partition_epoch == partition_epoch
+    )

@@ -69,17 +69,24 @@ from __future__ import annotations
 
 import os
 import uuid
+from dataclasses import replace
 from typing import NamedTuple
 
 from kfast.config import KafkaConfig
 from kfast.controller.metadata.image import PartitionRegistration
 from kfast.protocol.constants import NO_LEADER
 from kfast.protocol.errors import (
+    FencedLeaderEpochException,
+    IneligibleReplicaException,
+    InvalidRequestException,
+    InvalidUpdateVersionException,
     KafkaError,
+    NewLeaderElectedException,
     NotEnoughReplicasException,
     OffsetOutOfRangeException,
 )
 from kfast.records import RecordBatchBuilder, complete_batches_size, iter_batches
+from kfast.server.alter_partition_manager import RESET_TO_COMMITTED
 from kfast.server.partition import UNKNOWN_OFFSET, Partition
 from kfast.server.replica_fetcher import ReplicaFetcher, divergence_truncation_offset
 from kfast.server.replica_manager import PartitionFetchRequest, ReplicaManager
@@ -180,8 +187,8 @@ class Controller:
         current = self.registration
         if isr == current.isr and leader == current.leader:
             return
-        self.registration = PartitionRegistration(
-            replicas=current.replicas,
+        self.registration = replace(
+            current,
             isr=isr,
             leader=leader,
             leader_epoch=current.leader_epoch + (leader != current.leader),
@@ -218,27 +225,67 @@ class Controller:
         """unclean.leader.election: no ISR member is available, so an
         out-of-sync replica leads with an ISR of itself."""
         current = self.registration
-        if current.leader != NO_LEADER or broker in self.fenced or broker in current.isr:
+        if (
+            current.leader != NO_LEADER
+            or broker in self.fenced
+            or broker in current.isr
+            or broker not in current.replicas
+        ):
             return False
         self._update((broker,), broker)
         self.unclean_elections += 1
         return True
 
-    def alter_partition(self, request: InFlightAlterPartition) -> PartitionRegistration | None:
-        """The registration after the change, or None if refused (fenced
-        leader epoch, stale partition epoch, not the leader, ineligible
-        replica)."""
+    def reassign(self, target: tuple[int, ...]) -> bool:
+        """AlterPartitionReassignments to ``target``, replicas this partition
+        has (only removals): they are marked removing until an ISR change
+        holds every target replica."""
         current = self.registration
-        if request.broker != current.leader or request.leader_epoch != current.leader_epoch:
-            return None
+        removing = tuple(r for r in current.replicas if r not in target)
+        if not removing or any(r not in current.replicas for r in target):
+            return False
+        self.registration = replace(
+            current, removing_replicas=removing, partition_epoch=current.partition_epoch + 1
+        )
+        return True
+
+    def alter_partition(
+        self, request: InFlightAlterPartition
+    ) -> tuple[PartitionRegistration | None, int]:
+        """(The registration after the change, or None if refused; the
+        partition's error code), as ReplicationControlManager validates
+        and answers. A change that completes a reassignment and moves the
+        leadership away from the requester is written, and answered
+        NEW_LEADER_ELECTED."""
+        current = self.registration
+        if request.leader_epoch != current.leader_epoch:
+            return None, FencedLeaderEpochException.code
+        if request.broker != current.leader or request.broker not in request.proposed:
+            return None, InvalidRequestException.code
         if request.partition_epoch != current.partition_epoch:
-            return None
-        if request.broker not in request.proposed:
-            return None
+            return None, InvalidUpdateVersionException.code
         if any(r in self.fenced for r in request.proposed if r not in current.isr):
-            return None
+            return None, IneligibleReplicaException.code
+        removing = current.removing_replicas
+        target = tuple(r for r in current.replicas if r not in removing)
+        if removing and all(r in request.proposed for r in target):
+            # PartitionReassignmentReplicas.maybeCompleteReassignment.
+            isr = tuple(r for r in request.proposed if r not in removing)
+            leader = current.leader
+            if leader not in isr:
+                leader = next((r for r in target if r in isr and r not in self.fenced), NO_LEADER)
+            self.registration = PartitionRegistration(
+                replicas=target,
+                isr=isr,
+                leader=leader,
+                leader_epoch=current.leader_epoch + 1,
+                partition_epoch=current.partition_epoch + 1,
+            )
+            if leader != request.broker:
+                return None, NewLeaderElectedException.code
+            return self.registration, 0
         self._update(tuple(request.proposed), current.leader)
-        return self.registration
+        return self.registration, 0
 
 
 class Broker:
@@ -566,7 +613,7 @@ class ReplicationSimulation:
         if not self.alter_partitions:
             return
         request = self.alter_partitions.pop(0)
-        accepted = self.controller.alter_partition(request)
+        accepted, error_code = self.controller.alter_partition(request)
         broker = self.brokers[request.broker]
         partition = request.partition
         if not broker.up or broker.partition is not partition:
@@ -576,21 +623,33 @@ class ReplicationSimulation:
                 accepted.leader_epoch, accepted.isr, accepted.partition_epoch
             )
         elif (
-            partition.pending_isr == request.proposed
+            error_code in RESET_TO_COMMITTED
+            and partition.pending_isr == request.proposed
             and partition.leader_epoch == request.leader_epoch
             and partition.partition_epoch == request.partition_epoch
         ):
             # As AlterPartitionManager._refused (and Kafka's
-            # submitAlterPartition callback): an answer only concerns the
-            # proposal it was made for.
+            # handleAlterPartitionError): an answer only concerns the
+            # proposal it was made for, and only a change the controller
+            # did not apply at a current partition epoch returns to the
+            # committed ISR; every other refusal waits for metadata.
             partition.abort_isr_change()
+
+    def reassign(self, *target: int) -> None:
+        self.controller.reassign(tuple(target))
 
     def metadata(self, broker_id: int | None) -> None:
         """The broker (None: every broker) catches up with the controller's
         registration."""
         for broker in self.brokers.values() if broker_id is None else [self.brokers[broker_id]]:
-            if broker.up:
+            if not broker.up:
+                continue
+            if broker.node_id in self.registration.replicas:
                 broker.partition.apply_registration(self.registration, self.now)
+            else:
+                # A reassignment removed it (ReplicaManager.remove_partition):
+                # no leader, no fetcher, its waiting produces answered.
+                broker.partition.leader_id = NO_LEADER
 
     def down(self, broker_id: int, clean: bool = True) -> None:
         broker = self.brokers[broker_id]
@@ -613,6 +672,7 @@ class ReplicationSimulation:
             return
         self.controller.unfence(broker_id)
         broker.start(self.registration, self.now)
+        self.metadata(broker_id)  # (a broker a reassignment removed hosts nothing)
 
     def elect(self, broker_id: int) -> None:
         self.controller.elect(broker_id)
@@ -837,15 +897,17 @@ class ReplicationSimulation:
         leader = self.leader()
         if leader is None:
             raise InvariantViolation(f"no leader after quiescence: {self.describe()}")
-        if set(registration.isr) != set(self.brokers):
+        if set(registration.isr) != set(registration.replicas):
             raise InvariantViolation(
                 f"not every replica is in the ISR after quiescence: {self.describe()}"
             )
+        # (A broker a reassignment removed keeps what it had.)
+        replicas = [self.brokers[r] for r in registration.replicas]
         # Log starts may differ: a follower's never goes back, and a new
         # leader may not have seen an old leader's DeleteRecords.
-        start = max(b.log.log_start_offset for b in self.brokers.values())
+        start = max(b.log.log_start_offset for b in replicas)
         expected = log_batches(leader.log, start)
-        for broker in self.brokers.values():
+        for broker in replicas:
             if (
                 broker.log.log_end_offset != leader.log.log_end_offset
                 or log_batches(broker.log, start) != expected

@@ -57,6 +57,9 @@ STEPS = {
     "roll": st.tuples(st.just("roll"), broker),
     "delete_records": st.tuples(st.just("delete_records"), st.sampled_from([0.5, 1.0])),
     "unclean_elect": st.tuples(st.just("unclean_elect"), broker),
+    # To two of the three: the one removed leaves once the other two are in
+    # the ISR (an ISR expansion may complete it and move the leadership).
+    "reassign": st.sampled_from([(1, 2), (1, 3), (2, 3)]).map(lambda t: ("reassign", *t)),
 }
 # How often each kind is drawn: each example draws its own weights within
 # these bounds (swarm testing: some runs are mostly elections, others mostly
@@ -73,6 +76,7 @@ CLEAN_WEIGHTS = {
     "elect": (0, 3),
     "roll": (0, 1),
     "delete_records": (0, 1),
+    "reassign": (0, 1),
 }
 UNCLEAN_WEIGHTS = {**CLEAN_WEIGHTS, "down": (1, 3), "up": (1, 3), "unclean_elect": (1, 3)}
 
@@ -447,6 +451,38 @@ def test_a_stale_isr_refusal_leaves_a_newer_expansion_pending(tmp_path):
         assert not lost, f"acknowledged batches at {lost} lost by a clean election"
     finally:
         sim.close()
+
+
+def test_a_leader_a_reassignment_removes_keeps_the_new_replica_in_its_maximal_isr(sim):
+    """The ISR expansion that completes a reassignment is written and moves
+    the leadership to the replica it adds; the controller answers the old
+    leader NEW_LEADER_ELECTED. Until metadata says so, the old leader still
+    leads: its high watermark must keep counting that replica (Kafka's
+    handleAlterPartitionError leaves the proposal pending)."""
+    sim.step(("produce", -1, 1, 0))  # offset 0
+    sim.step(("replicate",))
+    sim.step(("down", 2, True))  # controller: ISR (1, 3)
+    sim.step(("metadata", 1))
+    sim.step(("up", 2))
+    sim.step(("reassign", 2, 3))  # 1 is removing
+    sim.step(("metadata", None))
+    sim.step(("produce", -1, 1, 0))  # offset 1
+    round_trip(sim, 3)
+    round_trip(sim, 3)  # HW 2
+    round_trip(sim, 2)  # 2 fetches 1
+    sim.step(("fetch", 2, FETCH_MAX_BYTES, False))  # 2 at 2 = HW: (1, 3, 2) proposed
+    sim.step(("produce", -1, 1, 0))  # offset 2, which 2 has not fetched
+    round_trip(sim, 3)
+    round_trip(sim, 3)  # 3 at 3; the HW waits for 2
+    # Completes the reassignment: leader 2, ISR (3, 2). (kfast went back to
+    # the committed ISR (1, 3) on the refusal and acknowledged offset 2.)
+    sim.step(("alter_partition",))
+    assert sim.registration.leader == 2
+    assert sim.brokers[1].log.high_watermark == 2
+    sim.step(("metadata", None))
+    sim.quiesce()
+    assert [a.base_offset for a in sim.acknowledged] == [0, 1]
+    assert sim.failed_produces == 1  # offset 2: NOT_LEADER_OR_FOLLOWER, then truncated
 
 
 def test_a_new_follower_starts_inside_a_batch_after_delete_records(tmp_path):
