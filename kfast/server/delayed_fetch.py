@@ -147,12 +147,11 @@ class DelayedFetch(DelayedOperation):
             return
         if future.done():
             return
-        if self.params.replica_id >= 0:
-            future.set_result(answer)  # a follower's: its callbacks a pass later
-        else:
-            # A consumer's: once the request that woke it (an append) is
-            # answered, in the same loop pass (kfast.server.futures).
-            complete_soon(future, answer)
+        # Once the request that woke it (an append) is answered, in the same
+        # loop pass (kfast.server.futures): a consumer's next fetch, or a
+        # follower's -- which moves the high watermark acks=all waits for --
+        # can arrive before the pass ends.
+        complete_soon(future, answer)
 
     def on_expiration(self) -> None:
         pass

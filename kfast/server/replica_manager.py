@@ -690,13 +690,9 @@ class ReplicaManager:
             or (not to_read and watch_key is None)
         ):
             return results
-        # A consumer's: chained, its response written as the woken fetch
-        # completes (futures.complete_soon). A follower's stays a plain
-        # future, answered a loop pass later as before.
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[Any] = (
-            loop.create_future() if params.replica_id >= 0 else ChainedFuture(loop=loop)
-        )
+        # Chained: the response is written as the woken fetch completes
+        # (futures.complete_soon).
+        future: ChainedFuture[Any] = ChainedFuture(loop=asyncio.get_running_loop())
         operation = DelayedFetch(
             self,
             params,
