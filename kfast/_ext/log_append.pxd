@@ -196,6 +196,9 @@ cdef class LogState:
     cdef public int64_t log_end_offset
     cdef public int64_t log_start_offset
     cdef public int64_t high_watermark         # set by update_high_watermark
+    # The producer state's first unstable offset, -1 for none: kept by its
+    # ProducerStateManager (log_state) at every change, for last_stable.
+    cdef public int64_t _first_unstable_offset
     cdef public int64_t _unflushed_messages
     cdef public int64_t _flush_messages       # log.flush.interval.messages
     cdef public bint offline                  # after a disk error
@@ -209,4 +212,4 @@ cdef class LogState:
 
     cdef object _appended(self, BatchScan scan, int32_t leader_epoch)
     # Log.last_stable_offset, as C (the Fetch fast path's caught-up check).
-    cdef int64_t last_stable(self) except? -1
+    cdef int64_t last_stable(self) noexcept

@@ -101,6 +101,7 @@ class LogState:
     log_end_offset: int
     log_start_offset: int
     high_watermark: int
+    _first_unstable_offset: int  # -1: none (the producer state keeps it)
     _unflushed_messages: int
     _flush_messages: int  # log.flush.interval.messages
     offline: bool

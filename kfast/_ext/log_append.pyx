@@ -706,6 +706,9 @@ cdef class LogState:
     _append_scanned, _append_failed, _scan_error, _request_flush) are the
     Log's."""
 
+    def __cinit__(self):
+        self._first_unstable_offset = -1
+
     def append_as_leader(self, records, leader_epoch=0, origin=ORIGIN_CLIENT, now=None):
         """Validate (headers and CRC, no per-record work), assign offsets
         (patching baseOffset and partitionLeaderEpoch in place, and
@@ -791,15 +794,13 @@ cdef class LogState:
         to it; every fetch answer carries it."""
         return self.last_stable()
 
-    cdef int64_t last_stable(self) except? -1:
-        state = self.producer_state
-        # No transaction open or unreplicated (ProducerStateManager's two
-        # maps, the common case): the HW, without a Python frame.
-        if not state._ongoing and not state._unreplicated:
-            return self.high_watermark
-        first_unstable = state.first_unstable_offset()
-        if first_unstable is not None and first_unstable < self.high_watermark:
-            return max(<int64_t>first_unstable, self.log_start_offset)
+    cdef int64_t last_stable(self) noexcept:
+        # The first unstable offset as the producer state last published it
+        # (a field of this object: a caught-up read of a partition touches
+        # no Python object of its producer state).
+        cdef int64_t first_unstable = self._first_unstable_offset
+        if 0 <= first_unstable < self.high_watermark:
+            return max(first_unstable, self.log_start_offset)
         return self.high_watermark
 
     cdef object _appended(self, BatchScan scan, int32_t leader_epoch):

@@ -170,7 +170,7 @@ class Log(LogState):
             os.path.join(directory, LEADER_EPOCH_CHECKPOINT)
         )
         self.producer_state = ProducerStateManager(
-            directory, f"{self.topic}-{self.partition}", producer_id_expiration_ms
+            directory, f"{self.topic}-{self.partition}", producer_id_expiration_ms, self
         )
         self.partition_metadata = PartitionMetadataFile(directory)
         self.topic_id = topic_id

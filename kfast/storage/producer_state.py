@@ -45,6 +45,7 @@ from kfast._ext.layout import CONTROL_RECORD_KEY, END_TXN_MARKER_VALUE
 from kfast._ext.log_append import ORIGIN_CLIENT as ORIGIN_CLIENT
 from kfast._ext.log_append import ORIGIN_COORDINATOR as ORIGIN_COORDINATOR
 from kfast._ext.log_append import ORIGIN_REPLICATION as ORIGIN_REPLICATION
+from kfast._ext.log_append import LogState
 from kfast.protocol.constants import INT32_MAX
 from kfast.protocol.errors import (
     CorruptRecordException,
@@ -362,8 +363,16 @@ class VerificationStateEntry:
 
 class ProducerStateManager:
     def __init__(
-        self, log_dir: str, topic_partition: str = "", producer_id_expiration_ms: int = 86400000
+        self,
+        log_dir: str,
+        topic_partition: str = "",
+        producer_id_expiration_ms: int = 86400000,
+        log_state: LogState | None = None,
     ):
+        """``log_state``: the log's C fields, whose _first_unstable_offset
+        this keeps equal to first_unstable_offset() (LogState.last_stable_offset
+        reads it there, without a Python object per partition read)."""
+        self.log_state = log_state
         self.log_dir = log_dir
         self.topic_partition = topic_partition
         self.producer_id_expiration_ms = producer_id_expiration_ms
@@ -422,8 +431,10 @@ class ProducerStateManager:
 
     def update(self, info: ProducerAppendInfo) -> None:
         self.producers[info.producer_id] = info.to_entry()
-        for txn in info.started_transactions:
-            self._ongoing[txn.first_offset] = txn
+        if info.started_transactions:
+            for txn in info.started_transactions:
+                self._ongoing[txn.first_offset] = txn
+            self._publish_first_unstable()
 
     def update_map_end_offset(self, offset: int) -> None:
         self.map_end_offset = offset
@@ -433,6 +444,7 @@ class ProducerStateManager:
             return  # a marker with no data (e.g. an empty aborted transaction)
         # Complete but not yet below the high watermark: still unstable.
         self._unreplicated[txn.first_offset] = txn
+        self._publish_first_unstable()
 
     def last_stable_offset(self, completed: CompletedTxn) -> int:
         """The LSO once ``completed`` is done: the first offset of another
@@ -447,12 +459,19 @@ class ProducerStateManager:
             return  # the common case: every append of a non-transactional producer
         for first in [f for f, t in self._unreplicated.items() if t.last_offset < high_watermark]:
             del self._unreplicated[first]
+        self._publish_first_unstable()
 
     def first_unstable_offset(self) -> int | None:
         if not self._ongoing and not self._unreplicated:
             return None  # the common case, asked by every read_committed fetch
         candidates = list(self._ongoing) + list(self._unreplicated)
         return min(candidates) if candidates else None
+
+    def _publish_first_unstable(self) -> None:
+        """After every change to the two maps: the log's copy (log_state)."""
+        if self.log_state is not None:
+            first = self.first_unstable_offset()
+            self.log_state._first_unstable_offset = -1 if first is None else first
 
     def first_undecided_offset(self) -> int | None:
         return min(self._ongoing) if self._ongoing else None
@@ -513,6 +532,7 @@ class ProducerStateManager:
             if entry.current_txn_first_offset is not None:
                 first = entry.current_txn_first_offset
                 self._ongoing[first] = TxnMetadata(entry.producer_id, first)
+        self._publish_first_unstable()
         self.map_end_offset = offset
         self.last_snapshot_offset = offset
 
@@ -538,6 +558,7 @@ class ProducerStateManager:
         self.producers.clear()
         self._ongoing.clear()
         self._unreplicated.clear()
+        self._publish_first_unstable()
         for snapshot in self.snapshot_offsets():
             _unlink(self.snapshot_path(snapshot))
         self.map_end_offset = offset
@@ -558,6 +579,7 @@ class ProducerStateManager:
             del self.producers[pid]
         for first in [f for f, t in self._unreplicated.items() if t.last_offset < log_start_offset]:
             del self._unreplicated[first]
+        self._publish_first_unstable()
         self.map_end_offset = max(self.map_end_offset, log_start_offset)
 
     def latest_snapshot_offset(self) -> int | None:

@@ -42,7 +42,8 @@ EPOCH = 3
 
 
 def reference_last_stable(log: Log) -> int:
-    """The LSO as the Python read defined it before it moved to C."""
+    """The LSO as the Python read defined it before it moved to C (from
+    the producer state's maps, not the copy LogState keeps of them)."""
     first_unstable = log.producer_state.first_unstable_offset()
     if first_unstable is not None and first_unstable < log.high_watermark:
         return max(first_unstable, log.log_start_offset)
@@ -85,6 +86,7 @@ OPERATIONS = st.lists(
         st.tuples(st.just("truncate"), st.integers(0, 40)),
         st.tuples(st.just("leader"), st.sampled_from([NODE, OTHER]), st.integers(0, 1)),
         st.tuples(st.just("offline")),
+        st.tuples(st.just("reopen"), st.booleans()),
     ),
     max_size=25,
 )
@@ -127,6 +129,13 @@ def apply(operation: tuple, partition: Partition, sequences: dict[int, int]) -> 
             partition.leader_epoch += operation[2]
         elif kind == "offline":
             log.offline = True
+        elif kind == "reopen":
+            # A restart: the producer state recovered from snapshots and the
+            # log (clean or not), the HW from where it was.
+            high_watermark = log.high_watermark
+            log.close()
+            partition.log = Log(log.dir, log.config, had_clean_shutdown=operation[1])
+            partition.log.update_high_watermark(high_watermark)
     except KafkaError:
         pass  # refused (a sequence after a truncation, an offline log): nothing moved
 
@@ -135,6 +144,15 @@ def apply(operation: tuple, partition: Partition, sequences: dict[int, int]) -> 
 @given(OPERATIONS)
 # DeleteRecords past an open transaction: the LSO is the new log start.
 @example([("txn", 1, 2), ("append", 2), ("hw", 40), ("delete_records", 3)])
+# Restarts with a transaction open.
+@example([("txn", 1, 2), ("hw", 40), ("reopen", False), ("marker", 1, False), ("hw", 40)])
+@example([("txn", 1, 2), ("hw", 40), ("reopen", True), ("append", 1), ("hw", 40)])
+# A truncation below an open transaction, then the HW past where it was.
+@example([("txn", 1, 2), ("hw", 40), ("truncate", 1), ("append", 3), ("hw", 40)])
+# A commit the HW passes: no longer unstable.
+@example([("txn", 1, 1), ("marker", 1, True), ("hw", 40)])
+# DeleteRecords past a decided transaction the HW has not passed.
+@example([("txn", 1, 1), ("marker", 1, False), ("hw", 3), ("delete_records", 3), ("hw", 40)])
 # A commit below the HW and one still above it (unreplicated).
 @example([("txn", 1, 1), ("txn", 2, 1), ("marker", 1, True), ("hw", 3), ("marker", 2, False)])
 def test_the_c_caught_up_read_is_the_full_reads_answer(operations):
@@ -151,7 +169,7 @@ def test_the_c_caught_up_read_is_the_full_reads_answer(operations):
                 apply(operation, partition, sequences)
                 check(manager, partition)
         finally:
-            log.close_handlers()
+            partition.log.close_handlers()
 
 
 def check(manager: ReplicaManager, partition: Partition) -> None:
