@@ -148,8 +148,12 @@ class RaftManager:
         bootstrap_servers=(),
         listener_name: str | None = None,
         security=None,
+        on_fatal: Callable[[str], None] | None = None,
     ):
         self.node_id = node_id
+        # Told when this member cannot go on (a failed fsync of the log):
+        # the node halts, as Kafka's Raft thread's fault handler does.
+        self.on_fatal = on_fatal
         # The controller listener's TLS/SASL (kfast.client.security.ClientSecurity).
         self.security = security
         self.static_voters = dict(voters)
@@ -344,15 +348,18 @@ class RaftManager:
             return
         error = done.exception()
         if error is not None:
-            # Kafka's Raft thread dies on a failed fsync; here nothing more
-            # is flushed, so nothing more commits or is acknowledged (a
-            # later fsync may succeed without the lost pages: never retried).
-            logger.critical(
-                "quorum member %d: fsync of the metadata log up to %d failed: %s",
-                self.node_id,
-                offset,
-                error,
+            # Kafka halts the process on a failed fsync of the metadata log.
+            # Until the node is down nothing more is flushed, so nothing more
+            # commits or is acknowledged (a later fsync may succeed without
+            # the lost pages: never retried).
+            message = (
+                f"quorum member {self.node_id}: fsync of the metadata log up to "
+                f"{offset} failed: {error}"
             )
+            if self.on_fatal is not None:
+                self.on_fatal(message)
+            else:
+                logger.critical("%s", message)
             return
         self._dispatch_call(lambda now: self.client.on_flushed(now, offset))
 

@@ -485,7 +485,7 @@ class KafkaBroker:
         if self.fatal_error is not None:
             return
         if not log_manager.live_log_dirs:
-            self._halt(log_manager.all_dirs_failed_message())
+            self.halt(log_manager.all_dirs_failed_message())
         elif self._other_brokers_registered():
             # KIP-858: the controller is told (heartbeat offline_log_dirs) and
             # moves the leaderships of the failed dir's replicas, which it
@@ -511,11 +511,13 @@ class KafkaBroker:
         ):
             logger.info("the controller knows log dir %s (%s) is offline", log_dir, directory)
             return
-        self._halt(
+        self.halt(
             f"Shutting down because couldn't communicate offline log dir {log_dir} with controllers"
         )
 
-    def _halt(self, message: str) -> None:
+    def halt(self, message: str) -> None:
+        """The broker cannot go on: ``failed`` is set and ``fatal_error``
+        says why (``kfast serve`` shuts it down and exits 1, as Kafka halts)."""
         if self.fatal_error is not None:
             return
         self.fatal_error = message
@@ -736,9 +738,13 @@ class KafkaBroker:
         began = time.perf_counter()
         loop = asyncio.get_running_loop()
         controlled_shutdown = getattr(self.controller, "controlled_shutdown", None)
+        # A broker that halts (fatal_error) skips it, as Kafka's Exit.halt
+        # does: the controller may be what failed, and it would wait out
+        # the timeout for a commit that cannot come.
         if (
             controlled_shutdown is not None
             and self.started
+            and self.fatal_error is None
             and self.config["controlled.shutdown.enable"]
         ):
             # Leaderships move away while the listeners still answer.
@@ -765,7 +771,10 @@ class KafkaBroker:
         if self.txn_marker_channel is not None:
             await self.txn_marker_channel.shutdown()
         await self.add_partitions_to_txn_manager.shutdown()
-        await asyncio.gather(*(server.shutdown(timeout) for server in self.socket_servers.values()))
+        # A halting broker answers nothing more (Kafka's Exit.halt): its
+        # in-flight requests may wait on what failed.
+        drain = 0.0 if self.fatal_error is not None else timeout
+        await asyncio.gather(*(server.shutdown(drain) for server in self.socket_servers.values()))
         self.apis.warnings.flush()
         for job in self._jobs:
             await job.stop()

@@ -40,7 +40,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from kfast.client.security import ClientSecurity
@@ -126,14 +126,24 @@ class ControllerServer:
     ``supported_features()``) have the meaning they have on KafkaBroker;
     ``raft_manager`` is what the quorum handlers talk to."""
 
-    def __init__(self, config: KafkaConfig, observer: bool = False, embedded: bool = False):
+    def __init__(
+        self,
+        config: KafkaConfig,
+        observer: bool = False,
+        embedded: bool = False,
+        on_fatal: Callable[[str], None] | None = None,
+    ):
         """``observer``: a broker-only node's member of the quorum, which
         follows the metadata log without voting and serves no controller
         listener (Kafka's SharedServer without a ControllerServer).
         ``embedded``: the embedded single node's controller, the only voter
         of a static quorum of one, in the broker's process: it needs no
         controller listener (its broker reaches it with a
-        LocalControllerChannel) and no controller.quorum.voters."""
+        LocalControllerChannel) and no controller.quorum.voters.
+        ``on_fatal(message)``: the node cannot go on (the metadata log's
+        fsync failed); by default this server's ``failed`` is set and
+        ``fatal_error`` says why (``kfast serve`` exits 1, as Kafka halts),
+        a node with a broker halts the broker instead."""
         self.config = self.current_config = config
         self.node_id = config.node_id
         self.observer = observer
@@ -191,6 +201,9 @@ class ControllerServer:
         self.cluster_id: str | None = config["cluster.id"]
         self.controller: RaftQuorumController | None = None
         self.raft_manager: RaftManager | None = None
+        self.failed = asyncio.Event()
+        self.fatal_error: str | None = None
+        self._on_fatal = on_fatal or self._halt
         self.authorizer = StandardAuthorizer.from_config(config)
         # Client quotas of the requests brokers forward here (the controller
         # mutation quota of CreateTopics and friends, request_percentage).
@@ -312,6 +325,7 @@ class ControllerServer:
             if self.listeners
             else (self.config["controller.listener.names"] or [None])[0],
             security=self.client_security,
+            on_fatal=self._on_fatal,
         )
         self.controller.attach(self.raft_manager)
         self.controller.subscribe(lambda delta, image: self.quotas.update(image.client_quotas))
@@ -368,6 +382,13 @@ class ControllerServer:
             ", ".join(f"{n}://{h}:{p}" for n, h, p in self.listeners) or "-",
             self.cluster_id,
         )
+
+    def _halt(self, message: str) -> None:
+        if self.fatal_error is not None:
+            return
+        self.fatal_error = message
+        logger.critical("%s", message)
+        self.failed.set()
 
     async def shutdown(self, timeout: float = 30.0) -> None:
         loop = asyncio.get_running_loop()

@@ -44,7 +44,8 @@ class EmbeddedController(QuorumControllerClient):
     are loaded, before its partitions)."""
 
     def __init__(self, broker: KafkaBroker, loop: asyncio.AbstractEventLoop | None = None) -> None:
-        self.server = ControllerServer(broker.config, embedded=True)
+        # The quorum's failure is the node's: the broker halts.
+        self.server = ControllerServer(broker.config, embedded=True, on_fatal=broker.halt)
         names = broker.config["controller.listener.names"]
         channel = LocalControllerChannel(
             broker.node_id, self.server.apis, names[0].upper() if names else _DEFAULT_LISTENER

@@ -64,7 +64,11 @@ class KafkaRaftServer:
     def __init__(self, config: KafkaConfig) -> None:
         self.config = config
         observer = "controller" not in config["process.roles"]
-        self.controller_server = ControllerServer(config, observer=observer)
+        # The quorum's failure is the node's: the broker halts (and with it
+        # `kfast serve`), as Kafka's shared fault handler does.
+        self.controller_server = ControllerServer(
+            config, observer=observer, on_fatal=lambda message: self.broker.halt(message)
+        )
         self.broker = KafkaBroker(config, controller_factory=self._controller_client)
         self.broker.metrics.is_active_controller = self._is_active_controller
         self.broker.metrics.controller_stats = self._controller_stats

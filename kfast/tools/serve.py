@@ -171,14 +171,15 @@ async def serve(config: KafkaConfig, console_port: int | None = None) -> int:
     if console is not None:
         await console.cleanup()
     await broker.shutdown()
-    # Every log dir failed (the broker logged the one line saying so):
-    # exit 1, as Kafka halts.
+    # Every log dir failed, or the metadata log's fsync did (the node
+    # logged the one line saying so): exit 1, as Kafka halts.
     return EXIT_FATAL if fatal else 0
 
 
 def _failed_event(server):
-    """The broker's ``failed`` event (a KafkaRaftServer wraps its broker;
-    a controller-only node has none)."""
+    """The node's ``failed`` event: its broker's (a KafkaRaftServer wraps
+    its broker, whose controller's failure halts it), or a controller-only
+    node's ControllerServer's."""
     broker = getattr(server, "broker", server)
     return getattr(broker, "failed", None)
 

@@ -84,3 +84,48 @@ def test_shutdown_waits_for_the_running_fsync_and_fails_the_waiters():
             await committed
 
     asyncio.run(main())
+
+
+class FailingLog(MemoryReplicatedLog):
+    """A log whose fsync fails once ``failing`` is set (a disk that errs)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.failing = False
+
+    def flush(self, offset: int | None = None) -> None:
+        if self.failing:
+            raise OSError(5, "Input/output error")
+        super().flush(offset)
+
+
+def test_a_failed_fsync_halts_the_node_and_commits_nothing():
+    """Kafka halts on a failed fsync of the metadata log: the manager tells
+    its node (on_fatal) once, and what the fsync was for never commits."""
+
+    async def main():
+        log = FailingLog()
+        told: list[str] = []
+        manager = RaftManager(
+            1, {1: None}, "cluster", log, MemoryQuorumStateStore(), codec=None, on_fatal=told.append
+        )  # type: ignore[arg-type]
+        await manager.start()
+        while manager.client.high_watermark < 1:
+            await asyncio.sleep(0.001)
+        log.failing = True
+        offset = manager.propose(["a"])
+        committed = manager.wait_committed(offset)
+        while not told:
+            await asyncio.sleep(0.001)
+        manager.propose(["b"])  # nothing more is flushed
+        for _ in range(5):
+            await asyncio.sleep(0.01)
+        assert (
+            len(told) == 1 and "fsync of the metadata log" in told[0] and "Input/output" in told[0]
+        )
+        assert not committed.done() and manager.client.high_watermark == offset
+        await manager.shutdown()
+        with pytest.raises(errors.NotControllerException):
+            await committed
+
+    asyncio.run(main())
