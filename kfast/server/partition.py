@@ -153,7 +153,18 @@ class Partition:
 
     def apply_registration(self, registration: PartitionRegistration, now_ms: int = 0) -> bool:
         """Take leadership/ISR from the metadata image; returns whether the
-        high watermark moved (a new leader or a smaller ISR can move it)."""
+        high watermark moved (a new leader or a smaller ISR can move it).
+
+        A registration older than the partition epoch this replica has is
+        skipped (Kafka's makeLeader/makeFollower): an AlterPartition
+        response brings the new epoch before the metadata log does, and
+        the publisher re-applies every partition of a changed topic from
+        the image, which may still hold an earlier one -- taking it would
+        put back an ISR the controller has replaced and drop a pending
+        proposal, so the high watermark could pass a replica the
+        controller counts in the ISR."""
+        if registration.partition_epoch < self.partition_epoch:
+            return False
         was_leader = self.is_leader
         became_leader = registration.leader == self.node_id and (
             not was_leader or registration.leader_epoch != self.leader_epoch

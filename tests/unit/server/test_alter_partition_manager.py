@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from kfast.controller.metadata.image import PartitionRegistration
 from kfast.protocol import AlterPartitionResponse
 from kfast.protocol.errors import (
     IneligibleReplicaException,
@@ -152,3 +153,19 @@ def test_a_proposal_nobody_answered_is_sent_again(leader, failure):
     manager, sent = propose(leader, [failure, answer(partition_epoch=leader.partition_epoch + 1)])
     assert len(sent) == 2 and not manager.failed
     assert leader.pending_isr is None and leader.isr == PROPOSED
+
+
+def test_a_registration_older_than_the_answer_is_skipped(leader):
+    # The answer brings partition epoch 2 before the metadata log does; the
+    # publisher re-applying epoch 1 from the image (another partition of
+    # the topic changed) must not put back ISR (1, 3): the high watermark
+    # would pass 2, which the controller counts in the ISR.
+    stale = PartitionRegistration(
+        replicas=(1, 2, 3), isr=(1, 3), leader=1, leader_epoch=0, partition_epoch=1
+    )
+    assert leader.partition_epoch == 1
+    manager, sent = propose(leader, [answer(partition_epoch=2)])
+    assert leader.isr == PROPOSED and leader.partition_epoch == 2
+    assert not leader.apply_registration(stale)
+    assert leader.isr == PROPOSED and leader.partition_epoch == 2
+    assert leader.log.high_watermark == 2
