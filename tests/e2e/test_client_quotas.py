@@ -489,6 +489,17 @@ def test_a_consumer_is_slowed_to_its_byte_rate_and_others_are_not(quota_broker, 
     assert free.max_throttle_ms == 0
 
 
+async def _request_quota(broker, client_id: str) -> float | None:
+    return broker.broker.quotas.request.resolve("ANONYMOUS", client_id)[1]
+
+
+def _await_request_quota(broker, client_id: str, limit: float) -> None:
+    deadline = time.monotonic() + 15
+    while broker.call(_request_quota(broker, client_id)) != limit:
+        assert time.monotonic() < deadline, "the request quota never reached the broker"
+        time.sleep(0.02)
+
+
 def test_request_percentage_throttles_the_client_and_not_others(quota_broker):
     from kfast.protocol import MetadataRequest
 
@@ -498,6 +509,9 @@ def test_request_percentage_throttles_the_client_and_not_others(quota_broker):
         )[0]
         == 0
     )
+    # The quota is committed before the broker applies it from the metadata
+    # log (as in Kafka): wait for the broker, not for the first request.
+    _await_request_quota(quota_broker, "busy", 0.0001)
     host, _, port = quota_broker.bootstrap_servers.rpartition(":")
     with (
         BlockingConnection(host, int(port), client_id="busy") as busy,
