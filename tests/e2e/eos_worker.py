@@ -17,7 +17,8 @@ commits. Progress goes to stdout, one line each:
                      (pending in the group coordinator); the worker reads
                      a line from stdin before it commits
     done             every partition of IN consumed and committed
-    error ...        any failure (exit status 2): a restart with the same
+    error ...        any failure (exit status 2, or 3 when a client call
+                     outlived its timeout): a restart with the same
                      transactional.id recovers, as a real worker would
 
 The worker stops with ``done`` once its consumer's position reached the end
@@ -28,8 +29,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import faulthandler
+import os
 import sys
+import threading
 import traceback
 
 END_TIMEOUT_S = 60
@@ -56,6 +60,31 @@ class Progress:
     def commit_done(self) -> None:
         self.committed += 1
         say(f"committed {self.committed}")
+
+
+@contextlib.contextmanager
+def deadline(call: str):
+    """Hold a client call to the END_TIMEOUT_S it was given: past it (and a
+    margin) the worker exits as a failed one, and the test restarts it.
+
+    librdkafka checks no timeout on a request to a coordinator
+    (confluentinc/librdkafka#5456, open) and, when the broker it cached as
+    the group coordinator left the cluster's metadata (killed, then fenced,
+    as in Kafka), waits for that broker forever (#5511, open):
+    send_offsets_to_transaction then never returns."""
+    timer = threading.Timer(END_TIMEOUT_S + 10, _give_up, (call,))
+    timer.daemon = True
+    timer.start()
+    try:
+        yield
+    finally:
+        timer.cancel()
+
+
+def _give_up(call: str) -> None:
+    faulthandler.dump_traceback()
+    say(f"error {call} did not return in {END_TIMEOUT_S} s")
+    os._exit(3)
 
 
 def run_confluent(args, progress: Progress) -> None:
@@ -105,11 +134,12 @@ def run_confluent(args, progress: Progress) -> None:
                 partition=message.partition(),
             )
             next_offsets[message.partition()] = message.offset() + 1
-        producer.send_offsets_to_transaction(
-            [TopicPartition(args.input, p, o) for p, o in next_offsets.items()],
-            consumer.consumer_group_metadata(),
-            END_TIMEOUT_S,
-        )
+        with deadline("send_offsets_to_transaction"):
+            producer.send_offsets_to_transaction(
+                [TopicPartition(args.input, p, o) for p, o in next_offsets.items()],
+                consumer.consumer_group_metadata(),
+                END_TIMEOUT_S,
+            )
         if progress.pause_now():
             assert producer.flush(END_TIMEOUT_S) == 0
             say("open")

@@ -301,6 +301,8 @@ def test_exactly_once_through_kill_9_of_the_transaction_coordinator(kfast_cluste
     assert worker.wait_for(f"committed {PAUSE_AFTER}") is not None, worker.seen
     coordinator = transaction_coordinator(cluster, names["transactional_id"])
     cluster.kill(coordinator)
+    # A worker that fails, or whose librdkafka outlives a call's timeout
+    # waiting for the killed broker (eos_worker.deadline), is restarted.
     if not worker.finish(180):
         run_to_the_end(workers, client, bootstrap, names)
     assert_exactly_once(bootstrap, names, aborted=False)
