@@ -273,7 +273,19 @@ class ReplicaManager:
             partition = Partition(topic, index, topic_id, log, self.node_id)
             self._partitions[key] = partition
             self._topic_names[topic_id] = topic
+        isr_before, proposed = partition.isr, partition.pending_isr
         partition.apply_registration(registration, self.time_ms())
+        if (
+            proposed is not None
+            and partition.pending_isr is None
+            and partition.is_leader
+            and set(partition.isr) == set(proposed)
+        ):
+            # This leader's AlterPartition committed, and the metadata log
+            # brought it before the response did (which then changes
+            # nothing): counted here, once. Kafka counts on the response
+            # only, and misses a shrink whenever the metadata wins the race.
+            self.replica_stats.count_isr_change(len(isr_before), len(partition.isr))
         fetchers = self.replica_fetchers
         if fetchers is not None:
             if partition.is_leader or partition.leader_id == NO_LEADER or log.offline:

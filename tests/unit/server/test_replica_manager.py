@@ -322,3 +322,49 @@ def test_leadership_change_and_deletion_complete_a_waiting_fetch(setup):
         assert data.error_code == errors.UnknownTopicOrPartitionException.code
 
     run(main())
+
+
+def test_an_isr_change_this_leader_proposed_counts_once_whichever_path_commits_it(setup):
+    """IsrShrinksPerSec / IsrExpandsPerSec: the metadata log may apply this
+    leader's committed AlterPartition before the response arrives (the
+    response then changes nothing); the change is counted on the path that
+    applies it, once."""
+
+    async def main():
+        manager = setup(asyncio.get_running_loop(), isr=(NODE, FOLLOWER))
+        partition = manager.get_partition("t", 0)
+        log, topic_id = partition.log, partition.topic_id
+        stats = manager.replica_stats
+
+        def registration(isr, partition_epoch):
+            return PartitionRegistration(
+                replicas=(NODE, FOLLOWER),
+                isr=isr,
+                leader=NODE,
+                leader_epoch=3,
+                partition_epoch=partition_epoch,
+            )
+
+        # Shrink proposed; the metadata log brings it first.
+        partition.begin_isr_change((NODE,))
+        manager.apply_partition("t", topic_id, 0, registration((NODE,), 1), log)
+        assert (stats.isr_shrinks, stats.isr_expands) == (1, 0)
+        # The AlterPartition response for the same change: nothing more.
+        before = len(partition.isr)
+        assert not partition.on_isr_committed(3, (NODE,), 1)
+        stats.count_isr_change(before, len(partition.isr))
+        assert (stats.isr_shrinks, stats.isr_expands) == (1, 0)
+        # Expansion proposed; the response brings it first (counted by
+        # AlterPartitionManager), then the metadata: nothing more.
+        partition.begin_isr_change((NODE, FOLLOWER))
+        before = len(partition.isr)
+        partition.on_isr_committed(3, (NODE, FOLLOWER), 2)
+        stats.count_isr_change(before, len(partition.isr))
+        manager.apply_partition("t", topic_id, 0, registration((NODE, FOLLOWER), 2), log)
+        assert (stats.isr_shrinks, stats.isr_expands) == (1, 1)
+        # A change this leader did not propose (the controller fenced the
+        # follower) is not this leader's to count.
+        manager.apply_partition("t", topic_id, 0, registration((NODE,), 3), log)
+        assert (stats.isr_shrinks, stats.isr_expands) == (1, 1)
+
+    run(main())
