@@ -149,6 +149,7 @@ class RaftManager:
         listener_name: str | None = None,
         security=None,
         on_fatal: Callable[[str], None] | None = None,
+        followers_always_flush: bool = True,
     ):
         self.node_id = node_id
         # Told when this member cannot go on (a failed fsync of the log):
@@ -174,6 +175,7 @@ class RaftManager:
             directory_id=directory_id,
             endpoints=endpoints,
             bootstrap_ids=bootstrap_ids,
+            followers_always_flush=followers_always_flush,
         )
         # Where nodes are, as responses' node_endpoints told (a leader this
         # replica learned of before its log named it).

@@ -176,8 +176,15 @@ class RaftClient:
         directory_id: uuid.UUID = ZERO_UUID,
         endpoints: Sequence[Endpoint] = (),
         bootstrap_ids: Sequence[int] = (),
+        followers_always_flush: bool = True,
     ):
         self.node_id = node_id
+        # False on a broker-only node (Kafka's RaftManager passes
+        # process.roles contains controller): it never becomes a voter, so
+        # what it appends as an observer need not be durable before it
+        # fetches on -- no leader counts it. A controller's observer may be
+        # made a voter (KIP-853) and flushes as voters do.
+        self.followers_always_flush = followers_always_flush
         self.directory_id = directory_id
         self.endpoints = tuple(endpoints)
         self.bootstrap_ids = tuple(bootstrap_ids)
@@ -378,7 +385,11 @@ class RaftClient:
         """The offset the driver is to make the log durable up to now
         (``log.flush(offset)``, off the loop), then report with
         ``on_flushed``; None if nothing is unflushed or a flush is running."""
-        if self._flush_target is not None or self.log.end_offset <= self._flushed_offset:
+        if (
+            self._flush_target is not None
+            or self.log.end_offset <= self._flushed_offset
+            or not self._flushes_appends()
+        ):
             return None
         self._flush_target = self.log.end_offset
         return self._flush_target
@@ -399,7 +410,12 @@ class RaftClient:
 
     def _awaiting_flush(self) -> bool:
         """Records are appended but not yet durable: no Fetch may say so."""
-        return self.log.end_offset > self._flushed_offset
+        return self.log.end_offset > self._flushed_offset and self._flushes_appends()
+
+    def _flushes_appends(self) -> bool:
+        """Whether this replica's appends are fsynced before it fetches on
+        (Kafka's appendAsFollower: voters, and followersAlwaysFlush)."""
+        return self.quorum.is_voter or self.followers_always_flush
 
     def _log_replaced(self) -> None:
         """The log was truncated or replaced by a snapshot: what was durable

@@ -326,6 +326,10 @@ class ControllerServer:
             else (self.config["controller.listener.names"] or [None])[0],
             security=self.client_security,
             on_fatal=self._on_fatal,
+            # A broker-only node's observer never votes: its appends are
+            # not fsynced before it fetches on (Kafka's followersAlwaysFlush
+            # is process.roles contains controller).
+            followers_always_flush="controller" in self.config["process.roles"],
         )
         self.controller.attach(self.raft_manager)
         self.controller.subscribe(lambda delta, image: self.quotas.update(image.client_quotas))

@@ -17,7 +17,8 @@ After every event the invariants are checked:
 - a leader's log holds every committed batch (leader completeness);
 - a replica's high watermark never moves back while it runs;
 - what is committed is durable (flushed) on a majority of the voters, and
-  no Fetch claims (by its fetch offset) records its sender has not flushed;
+  no Fetch claims (by its fetch offset) records its sender has not flushed
+  (a broker-only observer excepted: Kafka's followersAlwaysFlush);
 - nothing truncates a log while a flush of it runs;
 - dynamic quorums (``dynamic=True``, KIP-853): at most one voter change is
   uncommitted in any log, and a leader's high watermark moves only when a
@@ -148,8 +149,19 @@ class StateMachine:
 
 
 class SimNode:
-    def __init__(self, sim: Simulation, node_id: int, voters, directory_id=None, bootstrap_ids=()):
+    def __init__(
+        self,
+        sim: Simulation,
+        node_id: int,
+        voters,
+        directory_id=None,
+        bootstrap_ids=(),
+        always_flush: bool = True,
+    ):
         self.sim = sim
+        # False: a broker-only observer (followers_always_flush), whose
+        # appends are never fsynced before it fetches on.
+        self.always_flush = always_flush
         self.node_id = node_id
         self.voters = voters
         self.directory_id = directory_id or uuid.UUID(int=0)
@@ -177,6 +189,7 @@ class SimNode:
             directory_id=self.directory_id,
             endpoints=self.endpoints,
             bootstrap_ids=self.bootstrap_ids,
+            followers_always_flush=self.always_flush,
         )
         self.client.start(now_ms)
         self.alive = True
@@ -237,7 +250,12 @@ class Simulation:
                     (KRaftVersionRecord(KRAFT_VERSION_1), VotersRecord(bootstrap)),
                 )
         else:
-            self.nodes = {i: SimNode(self, i, voter_ids) for i in ids}
+            # Every other observer is a broker-only node's (no flush before
+            # it fetches on); chosen by id so the seed's draws stay as they were.
+            self.nodes = {
+                i: SimNode(self, i, voter_ids, always_flush=i in voter_ids or i % 2 == 1)
+                for i in ids
+            }
         self.voter_ids = voter_ids
         self.admin_responses: dict[int, object] = {}
         self._admin_correlation = 0
@@ -418,7 +436,11 @@ class Simulation:
         if message.destination == ADMIN_ID:
             self.admin_responses[message.correlation_id] = message.body
             return
-        if isinstance(message, RaftRequest) and isinstance(message.body, FetchRequest):
+        if (
+            isinstance(message, RaftRequest)
+            and isinstance(message.body, FetchRequest)
+            and (node.always_flush or node.client.quorum.is_voter)
+        ):
             durable = self.logs.durable_end(node.log)
             if message.body.fetch_offset > durable:
                 raise InvariantViolation(

@@ -88,6 +88,42 @@ def test_a_follower_fetches_past_its_appends_only_once_they_are_flushed():
     assert [f.fetch_offset for f in bodies(out, FetchRequest)] == [1]
 
 
+@pytest.mark.parametrize("always_flush", [True, False])
+def test_a_broker_only_observer_fetches_on_without_flushing(always_flush):
+    """Kafka's appendAsFollower fsyncs for voters and, with
+    followersAlwaysFlush, for a controller's observer (it may become a
+    voter); a broker-only node's observer never counts toward a high
+    watermark, so it neither flushes nor waits before its next Fetch."""
+    log = MemoryReplicatedLog()
+    c = RaftClient(
+        4,
+        (1, 2, 3),
+        log,
+        MemoryQuorumStateStore(),
+        QuorumConfig(),
+        random.Random(0),
+        followers_always_flush=always_flush,
+    )
+    c.start(0)
+    (fetch,) = [m for m in c.poll(0) if isinstance(m.body, FetchRequest)]
+    # The voter it asked names the leader, 2 in epoch 2: it follows it.
+    told = FetchResponse(0, 2, 2, high_watermark=0, log_start_offset=0)
+    out = c.handle(1, RaftResponse(fetch.correlation_id, fetch.destination, 4, told))
+    (fetch,) = [m for m in out + c.poll(1) if isinstance(m.body, FetchRequest)]
+    assert fetch.destination == 2
+    batch = Batch(0, 2, ("a",))
+    response = FetchResponse(0, 2, 2, high_watermark=0, log_start_offset=0, batches=(batch,))
+    out = c.handle(2, RaftResponse(fetch.correlation_id, 2, 4, response)) + c.poll(2)
+    assert log.end_offset == 1
+    offsets = [f.fetch_offset for f in bodies(out, FetchRequest)]
+    if always_flush:
+        assert offsets == []
+        out = c.on_flushed(3, c.begin_flush())
+        assert [f.fetch_offset for f in bodies(out, FetchRequest)] == [1]
+    else:
+        assert offsets == [1] and c.begin_flush() is None
+
+
 def test_one_vote_per_epoch_and_it_is_persisted():
     c = client()
     out = c.handle(0, request(VoteRequest(5, 2, 0, 0, pre_vote=False)))
