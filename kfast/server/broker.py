@@ -56,6 +56,7 @@ from kfast.server.replica_manager import ReplicaManager
 from kfast.server.secured_listener import secured_socket_server
 from kfast.server.transaction_verification import AddPartitionsToTxnManager
 from kfast.server.txn_marker_channel import TransactionMarkerChannelManager
+from kfast.server_common.halt import Halts
 from kfast.server_common.timer import SystemTimer
 from kfast.storage.manager import LogManager
 
@@ -185,7 +186,7 @@ class _PeriodicJob:
                 pass
 
 
-class KafkaBroker:
+class KafkaBroker(Halts):
     """``await broker.start()`` ... ``await broker.shutdown()`` on one loop.
 
     Attributes handlers use (see kfast.server.apis): ``config`` (static),
@@ -291,10 +292,9 @@ class KafkaBroker:
         self._stopping = False
         self.started = False
         self.startup_ms: float | None = None
-        # Set when the broker cannot go on (every log dir failed); `kfast
-        # serve` then shuts it down and exits 1 with ``fatal_error``.
-        self.failed = asyncio.Event()
-        self.fatal_error: str | None = None
+        # Set when the broker cannot go on (every log dir failed, or the
+        # metadata log's fsync): Halts.
+        self.init_halt()
         # Partitions moving between log dirs (AlterReplicaLogDirs).
         self.replica_alter_log_dirs = ReplicaAlterLogDirsManager(self)
         self.directory_assignments = DirectoryAssignments(self)
@@ -514,15 +514,6 @@ class KafkaBroker:
         self.halt(
             f"Shutting down because couldn't communicate offline log dir {log_dir} with controllers"
         )
-
-    def halt(self, message: str) -> None:
-        """The broker cannot go on: ``failed`` is set and ``fatal_error``
-        says why (``kfast serve`` shuts it down and exits 1, as Kafka halts)."""
-        if self.fatal_error is not None:
-            return
-        self.fatal_error = message
-        logger.critical("%s", self.fatal_error)
-        self.failed.set()
 
     def coordinator_partitions_changed(self, topics: Collection[str]) -> None:
         """The metadata publisher applied changes to ``topics`` (names) on

@@ -60,6 +60,7 @@ from kfast.server.apis import ErrorResponseBuilder, Handler, KafkaApis
 from kfast.server.network import SocketServer
 from kfast.server.quota import ClientQuotas
 from kfast.server.secured_listener import secured_socket_server
+from kfast.server_common.halt import Halts
 from kfast.storage.meta_properties import (
     ensure_meta_properties,
     parse_uuid_base64,
@@ -118,7 +119,7 @@ def advertised_controller_endpoints(config: KafkaConfig) -> list[VoterEndpoint]:
     return endpoints
 
 
-class ControllerServer:
+class ControllerServer(Halts):
     """``await server.start()`` ... ``await server.shutdown()`` on one loop.
 
     The attributes the shared request handlers read (``config``,
@@ -201,9 +202,8 @@ class ControllerServer:
         self.cluster_id: str | None = config["cluster.id"]
         self.controller: RaftQuorumController | None = None
         self.raft_manager: RaftManager | None = None
-        self.failed = asyncio.Event()
-        self.fatal_error: str | None = None
-        self._on_fatal = on_fatal or self._halt
+        self.init_halt()
+        self._on_fatal = on_fatal or self.halt
         self.authorizer = StandardAuthorizer.from_config(config)
         # Client quotas of the requests brokers forward here (the controller
         # mutation quota of CreateTopics and friends, request_percentage).
@@ -386,13 +386,6 @@ class ControllerServer:
             ", ".join(f"{n}://{h}:{p}" for n, h, p in self.listeners) or "-",
             self.cluster_id,
         )
-
-    def _halt(self, message: str) -> None:
-        if self.fatal_error is not None:
-            return
-        self.fatal_error = message
-        logger.critical("%s", message)
-        self.failed.set()
 
     async def shutdown(self, timeout: float = 30.0) -> None:
         loop = asyncio.get_running_loop()
