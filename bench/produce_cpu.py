@@ -31,8 +31,10 @@ another kfast source tree (before/after a change, in the same rounds);
 a server that only receives, CRC-checks, writes and answers: the floor
 under any broker's figure, in the same rounds. ``kfast-autotune`` is kfast
 with ``socket.receive.buffer.bytes=-1`` (the kernel's receive-buffer
-autotuning, as floor-autotune), beside kfast on Kafka's default of 102,400. Loopback only, bounded in time
-(each phase stops after --limit-s), every process it starts is stopped.
+autotuning, as floor-autotune), beside kfast on Kafka's default of
+102,400. ``floor-splice`` is the what-if of bench/produce_floor.py
+``--splice`` (its docstring). Loopback only, bounded in time (each phase
+stops after --limit-s), every process it starts is stopped.
 """
 
 from __future__ import annotations
@@ -148,7 +150,7 @@ def _client(
 
 
 @contextmanager
-def run_floor(rcvbuf: int | None = None):
+def run_floor(rcvbuf: int | None = None, splice: bool = False):
     """``floor`` / ``floor-autotune``: bench/produce_floor.py, the server
     that only receives, CRC-checks, writes and answers (its docstring)."""
     from kfast.testing.ports import free_port
@@ -159,6 +161,8 @@ def run_floor(rcvbuf: int | None = None):
     cmd = ["env", f"PYTHONPATH={THIS_TREE}", sys.executable, "-P", script, "serve", str(port), tmp]
     if rcvbuf is not None:
         cmd += ["--rcvbuf", str(rcvbuf)]
+    if splice:
+        cmd.append("--splice")
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         if proc.stdout is None or proc.stdout.readline().strip() != "ready":
@@ -175,6 +179,8 @@ def _start(kind: str):
         return run_floor()
     if kind == "floor-autotune":
         return run_floor(-1)
+    if kind == "floor-splice":
+        return run_floor(splice=True)
     if kind == "kfast-autotune":
         return run_broker("kfast", kfast_overrides=("socket.receive.buffer.bytes=-1",))
     launcher = kfast_launcher(kfast_tree(kind)) if kind.startswith("kfast") else ()
@@ -297,7 +303,8 @@ def main() -> None:
         help="kfast (this tree), tansu, kfast@PATH: kfast from another source tree "
         "(its kernels built in place), to compare a before and an after in one run; "
         "floor: bench/produce_floor.py, the receive + CRC + write floor (floor-autotune: "
-        "the same with the kernel's receive-buffer autotuning); kfast-autotune: kfast "
+        "the same with the kernel's receive-buffer autotuning; floor-splice: splice(2) "
+        "into the file, then CRC, a what-if); kfast-autotune: kfast "
         "with socket.receive.buffer.bytes=-1",
     )
     parser.add_argument("--limit-s", type=float, default=120.0)
