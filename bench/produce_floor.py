@@ -44,6 +44,7 @@ import threading
 
 from kfast._ext.crc32c import crc32c
 from kfast._ext.layout import ATTRIBUTES_OFFSET, BATCH_HEADER
+from kfast._ext.varint import decode_uvarint
 from kfast.config import SERVER_CONFIGS
 from kfast.protocol import ProduceResponse, api_keys, decode_request, encode_response
 from kfast.protocol.errors import CorruptRecordException
@@ -58,7 +59,7 @@ class _Partition:
     def __init__(self, path: str, mode: int = os.O_WRONLY | os.O_APPEND) -> None:
         self.fd = os.open(path, mode | os.O_CREAT, 0o644)
         self.next_offset = 0
-        self.size = 0
+        self.size = 0  # --splice: the checked end (the file may hold more, unchecked)
         self.lock = threading.Lock()
 
 
@@ -125,17 +126,6 @@ def _serve_connection(sock: socket.socket, data_dir: str, partitions: dict) -> N
         sock.close()
 
 
-def _uvarint(buf, i: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[i]
-        i += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return value, i
-        shift += 7
-
-
 def _records_at(prefix: bytes) -> tuple[int, int, str, int] | None:
     """Where a one-topic, one-partition Produce v9 frame's records start
     (offset in the frame), their length, the topic and the partition; None
@@ -144,21 +134,21 @@ def _records_at(prefix: bytes) -> tuple[int, int, str, int] | None:
         i = 8  # api_key, api_version, correlation_id
         (n,) = struct.unpack_from(">h", prefix, i)
         i += 2 + max(n, 0)  # client_id
-        _, i = _uvarint(prefix, i)  # header tagged fields (none)
-        n, i = _uvarint(prefix, i)  # transactional_id
+        _, i = decode_uvarint(prefix, i)  # header tagged fields (none)
+        n, i = decode_uvarint(prefix, i)  # transactional_id
         i += max(n - 1, 0) + 2 + 4  # acks, timeout_ms
-        _, i = _uvarint(prefix, i)  # topics (one)
-        n, i = _uvarint(prefix, i)
+        _, i = decode_uvarint(prefix, i)  # topics (one)
+        n, i = decode_uvarint(prefix, i)
         topic = bytes(prefix[i : i + n - 1]).decode()
         i += n - 1
-        _, i = _uvarint(prefix, i)  # partitions (one)
+        _, i = decode_uvarint(prefix, i)  # partitions (one)
         (index,) = struct.unpack_from(">i", prefix, i)
         i += 4
-        n, i = _uvarint(prefix, i)
+        n, i = decode_uvarint(prefix, i)
         if i > len(prefix):
             return None
         return i, n - 1, topic, index
-    except (IndexError, struct.error):
+    except (CorruptRecordException, ValueError, IndexError, struct.error):
         return None
 
 
