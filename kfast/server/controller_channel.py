@@ -169,7 +169,7 @@ class ControllerChannel:
         rotated = order[start:] + order[:start]
         return ([leader] if leader in self.voters else []) + [v for v in rotated if v != leader]
 
-    async def _connection(self, node_id: int) -> BrokerConnection:
+    async def _connection(self, node_id: int, timeout: float) -> BrokerConnection:
         connection = self._connections.get(node_id)
         if connection is None or not connection.connected:
             host, port = self.voters[node_id]
@@ -181,7 +181,7 @@ class ControllerChannel:
                     request_timeout=self.request_timeout,
                     security=self.security,
                 ),
-                5,
+                min(timeout, 5),
             )
             self._connections[node_id] = connection
         return connection
@@ -194,15 +194,32 @@ class ControllerChannel:
         timeout: float | None = None,
     ) -> Any:
         """The active controller's response to ``body``; raises
-        NotControllerException if no controller took it before the deadline."""
+        NotControllerException if no controller took it before the deadline.
+
+        No attempt outlives the deadline: a controller cut off by the
+        network answers nothing, and a request waiting on it for the
+        connection's whole request timeout would miss the controller the
+        quorum elected meanwhile (a broker's heartbeats would then stop for
+        longer than its session, and the new controller would fence it --
+        Kafka bounds its heartbeats the same way, KAFKA-14392). A timed-out
+        attempt closes its connection; the next goes to the leader the
+        quorum names by then."""
         deadline = time.monotonic() + (timeout or self.request_timeout)
         backoff = 0.02
         last: Exception | None = None
         while time.monotonic() < deadline:
             for node_id in self._candidates():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
                 try:
-                    connection = await self._connection(node_id)
-                    response = await connection.send(body, api_key=api_key, version=version)
+                    connection = await self._connection(node_id, remaining)
+                    response = await connection.send(
+                        body,
+                        api_key=api_key,
+                        version=version,
+                        timeout=max(deadline - time.monotonic(), 0.001),
+                    )
                 except Exception as exc:  # a controller that is down: try the next
                     last = exc
                     stale = self._connections.pop(node_id, None)
@@ -488,7 +505,10 @@ class QuorumControllerClient:
             raise errors.for_code(response.error_code)("broker registration refused")
         self.broker_epoch = response.broker_epoch
         self._broker_id = broker_id
-        await self._heartbeat()
+        try:
+            await self._heartbeat()
+        except errors.KafkaError as exc:  # registered: the loop beats again shortly
+            logger.warning("broker heartbeat failed: %s", exc)
         self._heartbeat_task = asyncio.get_running_loop().create_task(self._heartbeat_loop())
         return self.broker_epoch
 
@@ -502,7 +522,11 @@ class QuorumControllerClient:
                 want_shut_down=want_shut_down,
                 offline_log_dirs=sorted(self.offline_log_dirs),
             ),
-            timeout=10,
+            # Half the session, as Kafka's heartbeat channel (KAFKA-14392):
+            # a heartbeat stuck on a controller that no longer answers gives
+            # way to the next one in time for the active controller to hear
+            # from this broker before its session runs out.
+            timeout=self.config["broker.session.timeout.ms"] / 2000,
         )
         if response.error_code == 0 and response.is_fenced != self.fenced:
             self.fenced = response.is_fenced

@@ -129,3 +129,30 @@ def test_a_broker_that_wants_to_shut_down_is_fenced_and_told_to_go(cluster):
     assert create_topic(cluster, leader, "no-broker-left") == INVALID_REPLICATION_FACTOR
     beat = heartbeat(cluster, leader, epoch, epoch, want_shut_down=True)
     assert (beat.error_code, beat.is_fenced, beat.should_shut_down) == (0, True, True)
+
+
+def test_brokers_stay_in_service_while_the_active_controller_is_cut_off(tmp_path):
+    """Three combined nodes at Kafka's session defaults (9 s, heartbeats
+    every 2 s). The active controller is partitioned away, its links
+    dropping every byte: the heartbeats the other two brokers send it go
+    unanswered, give way after half a session (Kafka's KAFKA-14392), and
+    the next ones reach the controller the majority elects, which keeps
+    both brokers in service. (Waiting on the silent controller for the
+    connection's whole 30 s request timeout, they missed their sessions and
+    the new controller fenced them: the cluster had no broker to lead.)"""
+    session_s = 9.0
+    with KfastCluster(controllers=3, combined=True, base_dir=str(tmp_path)) as cluster:
+        old = cluster.wait_for_leader()
+        others = set(cluster.nodes) - {old}
+        cluster.wait_until(lambda: others <= cluster.brokers(), 30, "every broker in service")
+        cluster.isolate(old)
+        new = cluster.wait_for_leader(timeout=30, exclude=(old,))
+        # A session and a half after the new controller took over: a broker
+        # it had not heard from would have been fenced (and left Metadata).
+        until = time.monotonic() + 1.5 * session_s
+        while time.monotonic() < until:
+            listed = cluster.brokers(via=new)
+            assert others <= listed, f"brokers {others - listed} fenced"
+            time.sleep(0.5)  # an observation window: nothing to await
+        cluster.heal()
+        cluster.wait_until(lambda: set(cluster.nodes) <= cluster.brokers(via=new), 30, "all back")
