@@ -278,13 +278,13 @@ class BrokerConnection:
         correlation_id = next(self._correlation_ids) & INT32_MAX
         frame = encode_request(key, version, correlation_id, self.client_id, body)
         if not expect_response:
-            self._writer.write(frame)
+            self._write(frame)
             await self._writer.drain()
             return None
         future = asyncio.get_running_loop().create_future()
         self._in_flight[correlation_id] = (future, key, version)
-        self._writer.write(frame)
         try:
+            self._write(frame)
             await self._writer.drain()
             return await asyncio.wait_for(
                 asyncio.shield(future), self.request_timeout if timeout is None else timeout
@@ -350,6 +350,19 @@ class BrokerConnection:
             self._shut(
                 errors.NetworkException(f"reading from {self.host}:{self.port} failed: {exc!r}")
             )
+
+    def _write(self, frame: bytes) -> None:
+        """Queue ``frame``; a transport the peer has already closed fails as
+        a lost connection. (uvloop raises RuntimeError for a write to a
+        closed handle, asyncio's transports drop it silently: either way the
+        reader has seen, or will see, the connection end.)"""
+        assert self._writer is not None
+        try:
+            self._writer.write(frame)
+        except RuntimeError as exc:
+            raise self._shut(
+                errors.NetworkException(f"connection to {self.host}:{self.port} lost: {exc}")
+            ) from exc
 
     def _shut(self, error: Exception) -> Exception:
         """Mark the connection dead with ``error`` and fail everything in flight;

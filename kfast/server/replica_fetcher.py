@@ -261,14 +261,21 @@ class ReplicaFetcher:
                     continue
                 try:
                     await self._fetch(ready)
-                except (TimeoutError, errors.KafkaError, OSError) as exc:
+                except Exception as exc:
                     if self._stopped:
                         break
-                    logger.info(
+                    # Any failure ends this round only, as in Kafka's fetcher
+                    # threads: a fetcher that stopped would leave its
+                    # partitions out of the ISRs for good. The unexpected
+                    # ones get their traceback.
+                    expected = isinstance(exc, (TimeoutError, errors.KafkaError, OSError))
+                    logger.log(
+                        logging.INFO if expected else logging.ERROR,
                         "fetch from broker %d failed (%s); retrying in %.0f ms",
                         self.source_id,
-                        exc,
+                        exc if expected else repr(exc),
                         self.backoff * 1000,
+                        exc_info=not expected,
                     )
                     await self._close_connection()
                     self._delay(ready, self.backoff)

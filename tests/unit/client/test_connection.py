@@ -112,6 +112,27 @@ def test_a_lost_connection_fails_requests_in_flight(run):
     run(scenario())
 
 
+def test_a_write_after_the_transport_closed_is_a_lost_connection(broker, run):
+    """The transport is gone before the reader has seen it end (a reset
+    that arrived between connect and the first request). uvloop raises
+    RuntimeError for that write; the caller gets a NetworkException like any
+    lost connection. A replica fetcher that got the RuntimeError stopped for
+    good, and its partitions never rejoined their ISRs."""
+
+    async def scenario():
+        connection = await BrokerConnection.open(*address(broker))
+        connection._writer.transport.abort()
+        # One turn of the loop: uvloop has closed the handle, and the reader
+        # task has not yet seen the connection end.
+        await asyncio.sleep(0)
+        with pytest.raises(errors.NetworkException):
+            await connection.send(MetadataRequest(topics=[]))
+        assert not connection.connected
+        await connection.close()
+
+    run(scenario())
+
+
 def test_connect_refused_is_a_network_exception(run):
     async def scenario():
         server = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
