@@ -5,7 +5,7 @@ under idempotent acks=all load, then check every acknowledged record
 tests/e2e/test_replication.py and tests/e2e/test_replication_chaos.py).
 
     python3 bench/replication_chaos.py [--seconds 120] [--every 10]
-                                       [--faults kill,pause,isolate,replication,slow]
+                                       [--faults kill,pause,isolate,replication,slow,one-way]
                                        [--partitions 6] [--seed 1] [--json out.json]
 
 Three combined ``kfast serve`` nodes on 127.0.0.1 (every node broker and
@@ -24,7 +24,9 @@ so at most one node is faulty at a time:
   reach the node (a leader cut off from its followers and the quorum);
 - replication: only the node's replica fetches are cut (a live, heartbeating
   follower that falls out of the ISRs and comes back);
-- slow: the node's replica fetches are delayed 50-500 ms each way.
+- slow: the node's replica fetches are delayed 50-500 ms each way;
+- one-way: what the node opens to one other node drops, while that node
+  still reaches it.
 
 The network faults route replication through FaultProxy links
 (KfastCluster(replication_links=True)). Afterwards, with every node back and

@@ -16,9 +16,12 @@ The faults are the ones a cluster meets, each as its processes see it:
   followers and from the quorum, while producers keep writing to it.
 - replication: only the node's own replica fetches are cut (drop or reset).
   A live follower, still heartbeating, that falls out of the ISRs.
+- one-way: what the node opens to one other node (controller RPCs, replica
+  fetches) drops, while that node still reaches it: asymmetric reachability.
 - slow: the node's replica fetches wait 50-500 ms a chunk each way.
 
-isolate, replication and slow need KfastCluster(replication_links=True).
+isolate, replication, slow and one-way need
+KfastCluster(replication_links=True).
 Used by bench/replication_chaos.py and tests/e2e/test_replication_chaos.py.
 """
 
@@ -29,8 +32,8 @@ import random
 from kfast.testing.cluster import KfastCluster
 from kfast.testing.proxy import DROP, RESET
 
-FAULTS = ("kill", "pause", "isolate", "replication", "slow")
-_LINK_FAULTS = frozenset({"isolate", "replication", "slow"})
+FAULTS = ("kill", "pause", "isolate", "replication", "slow", "one-way")
+_LINK_FAULTS = frozenset({"isolate", "replication", "slow", "one-way"})
 
 
 def needs_links(faults) -> bool:
@@ -74,6 +77,10 @@ def inflict(cluster: KfastCluster, fault: str, victim: int, rng: random.Random) 
         delay = round(rng.uniform(0.05, 0.5), 3)
         cluster.slow_replication(victim, delay)
         return f"slow node {victim}'s replication ({delay * 1000:.0f} ms)"
+    if fault == "one-way":
+        target = rng.choice(sorted(set(cluster.nodes) - {victim}))
+        cluster.cut(victim, target)
+        return f"cut node {victim}'s links to node {target} (drop, one way)"
     raise ValueError(f"unknown fault {fault!r}: one of {FAULTS}")
 
 
@@ -83,7 +90,7 @@ def undo(cluster: KfastCluster, fault: str, victim: int) -> None:
         cluster.restart(victim)
     elif fault == "pause":
         cluster.resume(victim)
-    elif fault == "isolate":
+    elif fault in ("isolate", "one-way"):
         cluster.heal()
     elif fault in ("replication", "slow"):
         cluster.resume_replication(victim)

@@ -405,6 +405,14 @@ class KfastCluster:
             if (a in side) != (b in side):
                 proxy.set_mode(mode)
 
+    def cut(self, source: int, target: int, mode: str = DROP) -> None:
+        """Break only the connections ``source`` opens to ``target`` (its
+        controller RPCs and, with replication links, its replica fetches);
+        ``target`` still reaches ``source``: one-way reachability."""
+        for (a, b), proxy in self._all_links():
+            if (a, b) == (source, target):
+                proxy.set_mode(mode)
+
     def heal(self) -> None:
         for _, proxy in self._all_links():
             proxy.set_mode(PASS)
