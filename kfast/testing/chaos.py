@@ -16,9 +16,9 @@ The faults are the ones a cluster meets, each as its processes see it:
   followers and from the quorum, while producers keep writing to it.
 - replication: only the node's own replica fetches are cut (drop or reset).
   A live follower, still heartbeating, that falls out of the ISRs.
+- slow: the node's replica fetches wait 50-500 ms a chunk each way.
 - one-way: what the node opens to one other node (controller RPCs, replica
   fetches) drops, while that node still reaches it: asymmetric reachability.
-- slow: the node's replica fetches wait 50-500 ms a chunk each way.
 
 isolate, replication, slow and one-way need
 KfastCluster(replication_links=True).
